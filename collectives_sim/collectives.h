@@ -1,0 +1,83 @@
+/* collectives_sim/collectives.h — every collective, computed on shards.
+ *
+ * A communicator (lt_comm) binds a mesh, an engine (the in-process one now; an
+ * MPI engine later, where each process holds only its own rank) and a comm
+ * trace. Every collective acts along ONE mesh dim, on every group (fiber) of
+ * that dim at once; a group lists its ranks in mesh-coordinate order
+ * (collectives_sim/mesh.h). Semantics: SEMANTICS 11.3.
+ *
+ * Arrays: `in` and `out` hold one entry per rank of the whole world, indexed
+ * by global rank. `in` tensors are borrowed. For `out`, each entry is either
+ * NULL, and receives a NEW tensor the caller frees, or a preallocated
+ * contiguous tensor of exactly the result's dtype and shape, which is
+ * overwritten (so repeated calls reuse buffers). On error every entry that
+ * was NULL on entry is NULL again and nothing leaks.
+ *
+ * Uneven and zero-size shards are the general case on every rank. Reductions
+ * run in group order (member 0 first); bf16/f16 reduce in f32 and round once;
+ * avg = sum / group size. Rooted collectives take `root` as a position in
+ * the group (0..group size-1); ranks that receive nothing get a placeholder
+ * (kernels/tensor.h) carrying the logical shape it stands for.
+ *
+ * Mismatches that a real run would show only as a hang or garbage are
+ * errors (LT_SHAPE / LT_DTYPE / LT_INVALID) naming the mesh dim, the group
+ * (its ranks), the ranks involved and their shapes.
+ */
+#ifndef LT_COLLECTIVES_H
+#define LT_COLLECTIVES_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "collectives_sim/mesh.h"
+#include "collectives_sim/trace.h"
+#include "kernels/tensor.h"
+
+typedef struct lt_comm lt_comm;
+
+/* A communicator over mesh on the in-process engine, with tracing on.
+ * Free with lt_comm_free. */
+lt_status lt_comm_new(const lt_mesh *mesh, lt_comm **out);
+void lt_comm_free(lt_comm *c);
+const lt_mesh *lt_comm_mesh(const lt_comm *c);
+/* The comm trace (borrowed; lives as long as the communicator). */
+lt_trace *lt_comm_trace(lt_comm *c);
+
+/* every member gets the concatenation of the group's shards along `dim`
+ * (all other dims must agree across the group) */
+lt_status lt_all_gather(lt_comm *c, int mesh_dim, lt_tensor *const *in, int dim, lt_tensor **out);
+/* every member gets op over the group (shapes must agree) */
+lt_status lt_all_reduce(lt_comm *c, int mesh_dim, lt_tensor *const *in, lt_redop op,
+                        lt_tensor **out);
+/* reduce over the group, then member j keeps piece j of `dim` split by rule
+ * (rule NULL = chunk) */
+lt_status lt_reduce_scatter(lt_comm *c, int mesh_dim, lt_tensor *const *in, lt_redop op, int dim,
+                            const lt_split_rule *rule, lt_tensor **out);
+/* member i splits its shard along split_dim by rule into group-size pieces;
+ * member j receives piece j of every member, concatenated along concat_dim
+ * in group order (rule NULL = chunk) */
+lt_status lt_all_to_all(lt_comm *c, int mesh_dim, lt_tensor *const *in, int split_dim,
+                        int concat_dim, const lt_split_rule *rule, lt_tensor **out);
+/* every member gets a copy of the root member's shard (non-root inputs are
+ * ignored and may be NULL) */
+lt_status lt_broadcast(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, lt_tensor **out);
+/* the root's shard split along dim by rule; member j gets piece j (non-root
+ * inputs ignored, may be NULL) */
+lt_status lt_scatter(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, int dim,
+                     const lt_split_rule *rule, lt_tensor **out);
+/* the root gets the concatenation along dim; others get placeholders of
+ * that concatenated shape */
+lt_status lt_gather(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, int dim,
+                    lt_tensor **out);
+/* the root gets op over the group; others get placeholders of that shape */
+lt_status lt_reduce(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, lt_redop op,
+                    lt_tensor **out);
+/* member i sends its shard to member perm[i]; perm is a permutation of
+ * 0..group size-1 (the same for every group). A member that receives from
+ * member i gets i's shard. */
+lt_status lt_permute(lt_comm *c, int mesh_dim, lt_tensor *const *in, const int *perm,
+                     lt_tensor **out);
+/* synchronises a group; in the simulator it only records a trace event */
+lt_status lt_barrier(lt_comm *c, int mesh_dim);
+
+#endif

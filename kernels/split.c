@@ -1,0 +1,117 @@
+/* kernels/split.c — the uneven split rules (SEMANTICS 2 and 11.1). */
+#include "kernels/split.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const split_names[] = {
+#define LT__XX(e, s) s,
+    LT_SPLIT_MAP(LT__XX)
+#undef LT__XX
+};
+
+lt_split_rule lt_split_chunk(void) {
+    lt_split_rule r;
+    memset(&r, 0, sizeof r);
+    r.kind = LT_SPLIT_CHUNK;
+    return r;
+}
+
+const char *lt_split_kind_name(lt_split_kind k) {
+    if ((int)k < 0 || k >= LT_SPLIT_COUNT) return "?";
+    return split_names[k];
+}
+
+lt_status lt_split_sizes(const lt_split_rule *rule, int64_t n, int k, int64_t *sizes) {
+    if (k < 1) return lt__err(LT_INVALID, "cannot split into %d pieces", k);
+    if (n < 0) return lt__err(LT_INVALID, "cannot split a dim of negative size %lld", (long long)n);
+    switch (rule->kind) {
+    case LT_SPLIT_CHUNK: {
+        int64_t c = n / k + (n % k != 0);
+        for (int j = 0; j < k; j++) {
+            int64_t start = c * j;
+            int64_t end = start + c < n ? start + c : n;
+            sizes[j] = start < n ? end - start : 0;
+        }
+        return LT_OK;
+    }
+    case LT_SPLIT_BALANCED: {
+        int64_t q = n / k, r = n % k;
+        for (int j = 0; j < k; j++) sizes[j] = q + (j < r ? 1 : 0);
+        return LT_OK;
+    }
+    case LT_SPLIT_LAST: {
+        if (n < k)
+            return lt__err(LT_INVALID,
+                           "rule 'last' needs at least one element per rank: dim of size %lld over %d ranks",
+                           (long long)n, k);
+        int64_t ceil = n / k + (n % k != 0);
+        int64_t c = (int64_t)(k - 1) * ceil < n ? ceil : n / k;
+        for (int j = 0; j < k - 1; j++) sizes[j] = c;
+        sizes[k - 1] = n - (int64_t)(k - 1) * c;
+        return LT_OK;
+    }
+    case LT_SPLIT_EXPLICIT: {
+        if (rule->nsizes != k)
+            return lt__err(LT_INVALID, "explicit split has %d sizes but the group has %d ranks",
+                           rule->nsizes, k);
+        int64_t sum = 0;
+        for (int j = 0; j < k; j++) {
+            if (rule->sizes[j] < 0)
+                return lt__err(LT_INVALID, "explicit split size %d is negative (%lld)", j,
+                               (long long)rule->sizes[j]);
+            if (lt__add_i64(sum, rule->sizes[j], &sum))
+                return lt__err(LT_OVERFLOW, "explicit split sizes overflow");
+            sizes[j] = rule->sizes[j];
+        }
+        if (sum != n)
+            return lt__err(LT_INVALID, "explicit split sizes sum to %lld but the dim has size %lld",
+                           (long long)sum, (long long)n);
+        return LT_OK;
+    }
+    default:
+        return lt__err(LT_INVALID, "unknown split rule %d", (int)rule->kind);
+    }
+}
+
+lt_status lt_split_sizes_offsets(const lt_split_rule *rule, int64_t n, int k,
+                                 int64_t *sizes, int64_t *offsets) {
+    int64_t local[LT_SPLIT_MAX_EXPLICIT];
+    int64_t *s = sizes;
+    if (!s) {
+        if (k > LT_SPLIT_MAX_EXPLICIT) return lt__err(LT_INVALID, "too many pieces (%d)", k);
+        s = local;
+    }
+    LT_TRY(lt_split_sizes(rule, n, k, s));
+    if (offsets) {
+        int64_t off = 0;
+        for (int j = 0; j < k; j++) { offsets[j] = off; off += s[j]; }
+    }
+    return LT_OK;
+}
+
+int lt_split_rule_equal(const lt_split_rule *a, const lt_split_rule *b) {
+    if (a->kind != b->kind) return 0;
+    if (a->kind != LT_SPLIT_EXPLICIT) return 1;
+    if (a->nsizes != b->nsizes) return 0;
+    for (int i = 0; i < a->nsizes; i++)
+        if (a->sizes[i] != b->sizes[i]) return 0;
+    return 1;
+}
+
+int lt_split_rule_format(const lt_split_rule *r, char *buf, size_t n) {
+    if (r->kind != LT_SPLIT_EXPLICIT) return snprintf(buf, n, "%s", lt_split_kind_name(r->kind));
+    size_t used = 0;
+    int want = 0;
+    char tmp[32];
+    for (int i = -1; i <= r->nsizes; i++) {
+        int w;
+        if (i < 0) w = snprintf(tmp, sizeof tmp, "[");
+        else if (i == r->nsizes) w = snprintf(tmp, sizeof tmp, "]");
+        else w = snprintf(tmp, sizeof tmp, "%s%lld", i ? "," : "", (long long)r->sizes[i]);
+        if (n && used + (size_t)w < n) { memcpy(buf + used, tmp, (size_t)w); used += (size_t)w; }
+        want += w;
+    }
+    if (n) buf[used < n ? used : n - 1] = '\0';
+    return want;
+}

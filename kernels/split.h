@@ -1,0 +1,58 @@
+/* kernels/split.h — how a dimension of n elements is cut into k pieces.
+ *
+ * The uneven rules of SEMANTICS 11.1 live here, at the bottom floor, because
+ * both collectives (reduce_scatter, scatter, all_to_all) and placements need
+ * them. A rule is plain data; lt_split_sizes is the only place sizes are
+ * computed.
+ */
+#ifndef LT_SPLIT_H
+#define LT_SPLIT_H
+
+#include <stdint.h>
+
+#include "kernels/status.h"
+
+/* Most explicit per-rank sizes one rule can carry (one per member of a group). */
+#define LT_SPLIT_MAX_EXPLICIT 64
+
+/* XX(enum suffix, name users type) */
+#define LT_SPLIT_MAP(XX)          \
+    XX(CHUNK,    "chunk")         \
+    XX(BALANCED, "balanced")      \
+    XX(LAST,     "last")          \
+    XX(EXPLICIT, "explicit")
+
+typedef enum {
+#define LT__XX(e, s) LT_SPLIT_##e,
+    LT_SPLIT_MAP(LT__XX)
+#undef LT__XX
+    LT_SPLIT_COUNT
+} lt_split_kind;
+
+typedef struct lt_split_rule {
+    lt_split_kind kind;
+    int nsizes;                               /* EXPLICIT only: number of sizes */
+    int64_t sizes[LT_SPLIT_MAX_EXPLICIT];     /* EXPLICIT only: size of piece j */
+} lt_split_rule;
+
+/* The default rule (torch.chunk). */
+lt_split_rule lt_split_chunk(void);
+
+const char *lt_split_kind_name(lt_split_kind k);
+
+/* Sizes of the k pieces of a dim of n elements under `rule`, into sizes[k].
+ * Errors (LT_INVALID, message says which): k < 1, n < 0, `last` with n < k,
+ * explicit sizes whose count != k, a negative size, or sizes not summing to n. */
+lt_status lt_split_sizes(const lt_split_rule *rule, int64_t n, int k, int64_t *sizes);
+
+/* Same, also writes offsets[k] (prefix sums). Either array may be NULL. */
+lt_status lt_split_sizes_offsets(const lt_split_rule *rule, int64_t n, int k,
+                                 int64_t *sizes, int64_t *offsets);
+
+int lt_split_rule_equal(const lt_split_rule *a, const lt_split_rule *b);
+
+/* Writes the user spelling ("chunk", "balanced", "last", "[3,1,0,2]") into
+ * buf (always NUL-terminated); returns the length it wanted. */
+int lt_split_rule_format(const lt_split_rule *r, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,325 @@
+/* localtensor/dtensor.c — distribute, init, from_local, direct full_tensor.
+ *
+ * Everything here works from global index sets (localtensor/layout.h), never
+ * from collectives, so it doubles as the independent reference that checks
+ * redistribute plans. */
+#include "localtensor/dtensor.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "localtensor/layout.h"
+
+static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
+                            const lt_placement *pl, int np, lt_placement *norm, int distributing) {
+    if (ndim < 0 || ndim > LT_MAX_DIMS)
+        return lt__err(LT_INVALID, "tensor has %d dims; at most %d are supported", ndim, LT_MAX_DIMS);
+    int64_t n;
+    LT_TRY(lt__numel_checked(ndim, shape, lt_dtype_size(dtype), &n));
+    LT_TRY(lt_placements_check(mesh, ndim, pl, np, norm));
+    for (int i = 0; i < np; i++) {
+        if (norm[i].kind != LT_PL_PARTIAL || !distributing) continue;
+        if (norm[i].op == LT_REDOP_PRODUCT)
+            return lt__err(LT_INVALID, "mesh dim %d: Replicate to Partial(product) conversion is not supported (distribute accepts P(sum|avg|max|min))", i);
+        if (norm[i].op == LT_REDOP_SUM && !lt_dtype_is_float(dtype))
+            return lt__err(LT_UNSUPPORTED, "not supported yet: distributing %s with P(sum) on mesh dim %d (dividing by the mesh size would truncate)",
+                           lt_dtype_name(dtype), i);
+    }
+    return lt_layout_check(mesh, ndim, shape, norm);
+}
+
+lt_status lt__partition(lt_tensor *t, const lt_mesh *mesh, const lt_placement *pl) {
+    for (int i = 0; i < mesh->ndim; i++) {
+        if (pl[i].kind != LT_PL_PARTIAL || pl[i].op != LT_REDOP_SUM || mesh->shape[i] == 1) continue;
+        double m = mesh->shape[i];
+        int64_t n = lt_numel(t);
+        if (lt_is_contiguous(t) && t->dtype == LT_F32) {
+            float *p = lt_data(t);      /* (n) */
+            float fm = (float)m;
+            for (int64_t j = 0; j < n; j++) p[j] = p[j] / fm;
+        } else {
+            for (int64_t j = 0; j < n; j++) lt_set_flat(t, j, lt_get_flat(t, j) / m);
+        }
+    }
+    return LT_OK;
+}
+
+lt_status lt__dtensor_wrap(lt_local *local, lt_dtype dtype, int ndim, const int64_t *shape,
+                           const lt_placement *pl, lt_dtensor **out) {
+    *out = NULL;
+    const lt_mesh *mesh = &local->mesh;
+    for (int r = 0; r < mesh->world; r++) {
+        int64_t ls[LT_MAX_DIMS];
+        lt_status st = lt_local_shape_and_offset(mesh, ndim, shape, pl, r, ls, NULL);
+        if (st) {
+            lt_local_free(local);
+            return st;
+        }
+        const lt_tensor *t = local->shards[r];
+        int ok = t && t->ndim == ndim && t->dtype == dtype;
+        for (int d = 0; ok && d < ndim; d++) ok = t->shape[d] == ls[d];
+        if (!ok) {
+            char a[96] = "none", b[96];
+            if (t) lt_shape_str(t->ndim, t->shape, a, sizeof a);
+            lt_shape_str(ndim, ls, b, sizeof b);
+            lt_local_free(local);
+            return lt__err(LT_SHAPE, "rank %d holds a shard of shape %s but the layout gives %s", r, a, b);
+        }
+    }
+    lt_dtensor *dt = calloc(1, sizeof *dt);
+    if (!dt) {
+        lt_local_free(local);
+        return lt__err(LT_NOMEM, "out of memory");
+    }
+    dt->local = local;
+    dt->dtype = dtype;
+    dt->ndim = ndim;
+    memcpy(dt->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    lt_contiguous_strides(ndim, shape, dt->stride);
+    memcpy(dt->placements, pl, sizeof(lt_placement) * (size_t)mesh->ndim);
+    *out = dt;
+    return LT_OK;
+}
+
+/* Shared by distribute and init: build each rank's shard with `fill`. */
+typedef lt_status (*fill_fn)(const void *src, const lt_rank_layout *l, const int64_t *gshape,
+                             lt_dtype dt, lt_tensor **out);
+
+static lt_status fill_from_full(const void *src, const lt_rank_layout *l, const int64_t *gshape,
+                                lt_dtype dt, lt_tensor **out) {
+    (void)gshape;
+    const lt_tensor *full = src;
+    lt_tensor *g = NULL;
+    LT_TRY(lt_gather_index_sets(full, l->idx, l->local_shape, &g));
+    if (g->dtype == dt) {
+        *out = g;
+        return LT_OK;
+    }
+    lt_status st = lt_cast(g, dt, out);
+    lt_tensor_free(g);
+    return st;
+}
+
+static lt_status fill_from_init(const void *src, const lt_rank_layout *l, const int64_t *gshape,
+                                lt_dtype dt, lt_tensor **out) {
+    lt_tensor *t = NULL;
+    LT_TRY(lt_tensor_new(dt, l->ndim, l->local_shape, &t));
+    lt_status st = lt_init_fill_indexed(t, src, l->idx, gshape);
+    if (st) {
+        lt_tensor_free(t);
+        return st;
+    }
+    *out = t;
+    return LT_OK;
+}
+
+static lt_status build(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
+                       const lt_placement *norm, fill_fn fill, const void *src, lt_dtensor **out) {
+    lt_local *local;
+    LT_TRY(lt_local_new(mesh, &local));
+    for (int r = 0; r < mesh->world; r++) {
+        lt_rank_layout l;
+        lt_status st = lt_layout_rank(mesh, ndim, shape, norm, r, &l);
+        if (!st) st = fill(src, &l, shape, dt, &local->shards[r]);
+        lt_rank_layout_free(&l);
+        if (!st) st = lt__partition(local->shards[r], mesh, norm);
+        if (st) {
+            lt_local_free(local);
+            return st;
+        }
+    }
+    return lt__dtensor_wrap(local, dt, ndim, shape, norm, out);
+}
+
+lt_status lt_distribute(const lt_mesh *mesh, const lt_tensor *full, const lt_placement *pl, int np,
+                        lt_dtensor **out) {
+    lt_placement norm[LT_MESH_MAX_DIMS];
+    *out = NULL;
+    LT_TRY(check_spec(mesh, full->dtype, full->ndim, full->shape, pl, np, norm, 1));
+    return build(mesh, full->dtype, full->ndim, full->shape, norm, fill_from_full, full, out);
+}
+
+lt_status lt_dtensor_init(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
+                          const lt_placement *pl, int np, const lt_init *init, lt_dtensor **out) {
+    lt_placement norm[LT_MESH_MAX_DIMS];
+    *out = NULL;
+    LT_TRY(check_spec(mesh, dt, ndim, shape, pl, np, norm, 1));
+    return build(mesh, dt, ndim, shape, norm, fill_from_init, init, out);
+}
+
+const lt_tensor *lt_to_local(const lt_dtensor *dt, int rank) {
+    if (rank < 0 || rank >= dt->local->mesh.world) return NULL;
+    return dt->local->shards[rank];
+}
+
+void lt_dtensor_free(lt_dtensor *dt) {
+    if (!dt) return;
+    lt_local_free(dt->local);
+    free(dt);
+}
+
+lt_status lt_dtensor_clone(const lt_dtensor *dt, lt_dtensor **out) {
+    lt_local *local;
+    *out = NULL;
+    LT_TRY(lt_local_new(lt_dtensor_mesh(dt), &local));
+    for (int r = 0; r < local->mesh.world; r++) {
+        lt_status st = lt_clone(dt->local->shards[r], &local->shards[r]);
+        if (st) {
+            lt_local_free(local);
+            return st;
+        }
+    }
+    return lt__dtensor_wrap(local, dt->dtype, dt->ndim, dt->shape, dt->placements, out);
+}
+
+lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
+    const lt_mesh *mesh = lt_dtensor_mesh(dt);
+    const lt_placement *pl = dt->placements;
+    lt_tensor *full = NULL;
+    *out = NULL;
+    LT_TRY(lt_tensor_new(dt->dtype, dt->ndim, dt->shape, &full));
+    lt_redop op = LT_REDOP_SUM;
+    double avg_div = 1;
+    for (int i = 0; i < mesh->ndim; i++) {
+        if (pl[i].kind != LT_PL_PARTIAL) continue;
+        op = pl[i].op == LT_REDOP_AVG ? LT_REDOP_SUM : pl[i].op;
+        if (pl[i].op == LT_REDOP_AVG) avg_div *= mesh->shape[i];
+    }
+    /* pass 0: ranks with every Partial coordinate 0 (copy); pass 1: the rest (reduce) */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int r = 0; r < mesh->world; r++) {
+            int coord[LT_MESH_MAX_DIMS];
+            lt_mesh_coord(mesh, r, coord);
+            int skip = 0, partial_nonzero = 0;
+            for (int i = 0; i < mesh->ndim; i++) {
+                if (pl[i].kind == LT_PL_REPLICATE && coord[i] != 0) skip = 1;
+                if (pl[i].kind == LT_PL_PARTIAL && coord[i] != 0) partial_nonzero = 1;
+            }
+            if (skip || partial_nonzero != pass) continue;
+            lt_rank_layout l;
+            lt_status st = lt_layout_rank(mesh, dt->ndim, dt->shape, pl, r, &l);
+            if (!st) st = lt_scatter_index_sets(full, l.idx, dt->local->shards[r], pass, op);
+            lt_rank_layout_free(&l);
+            if (st) {
+                lt_tensor_free(full);
+                return lt__err_ctx(st, "full_tensor: rank %d", r);
+            }
+        }
+    }
+    if (avg_div != 1) {
+        int64_t n = lt_numel(full);
+        for (int64_t j = 0; j < n; j++) lt_set_flat(full, j, lt_get_flat(full, j) / avg_div);
+    }
+    *out = full;
+    return LT_OK;
+}
+
+/* ---- from_local --------------------------------------------------------- */
+
+lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *pl,
+                        int np, int run_check, lt_dtensor **out) {
+    *out = NULL;
+    int W = mesh->world;
+    for (int r = 0; r < W; r++) {
+        if (!shards[r]) return lt__err(LT_INVALID, "from_local: rank %d has no shard", r);
+        if (shards[r]->ndim != shards[0]->ndim)
+            return lt__err(LT_SHAPE, "from_local: rank %d's shard has %d dims but rank 0's has %d", r,
+                           shards[r]->ndim, shards[0]->ndim);
+        if (shards[r]->dtype != shards[0]->dtype)
+            return lt__err(LT_DTYPE, "from_local: rank %d holds %s but rank 0 holds %s", r,
+                           lt_dtype_name(shards[r]->dtype), lt_dtype_name(shards[0]->dtype));
+    }
+    int ndim = shards[0]->ndim;
+    lt_placement norm[LT_MESH_MAX_DIMS];
+    LT_TRY(lt_placements_check(mesh, ndim, pl, np, norm));
+    int64_t *sz = malloc(sizeof(int64_t) * (size_t)W * LT_MAX_DIMS);   /* (W, LT_MAX_DIMS) */
+    int *grp = malloc(sizeof(int) * (size_t)W);
+    if (!sz || !grp) {
+        free(sz);
+        free(grp);
+        return lt__err(LT_NOMEM, "out of memory");
+    }
+    lt_status st = LT_OK;
+    for (int r = 0; r < W; r++)
+        for (int d = 0; d < ndim; d++) sz[r * LT_MAX_DIMS + d] = shards[r]->shape[d];
+    /* innermost sharding first: sum sizes along each group of a sharding mesh dim */
+    for (int i = mesh->ndim - 1; i >= 0 && !st; i--) {
+        if (!lt_placement_is_shard_like(&norm[i])) continue;
+        int d = norm[i].dim, k = mesh->shape[i];
+        int64_t pieces[LT_SPLIT_MAX_EXPLICIT];
+        int have_pieces = 0;
+        for (int g = 0; g < lt_mesh_ngroups(mesh, i) && !st; g++) {
+            lt_mesh_group(mesh, i, g, grp);
+            int64_t total = 0;
+            for (int j = 0; j < k; j++) total += sz[grp[j] * LT_MAX_DIMS + d];
+            if (norm[i].kind == LT_PL_SHARD && k > 1) {
+                int64_t want[LT_SPLIT_MAX_EXPLICIT];
+                lt_split_rule rule = norm[i].rule;
+                int match = 0;
+                if (k <= LT_SPLIT_MAX_EXPLICIT && lt_split_sizes(&rule, total, k, want) == LT_OK) {
+                    match = 1;
+                    for (int j = 0; j < k; j++) match &= want[j] == sz[grp[j] * LT_MAX_DIMS + d];
+                }
+                if (!match) {
+                    if (rule.kind != LT_SPLIT_CHUNK && rule.kind != LT_SPLIT_EXPLICIT) {
+                        char txt[64];
+                        lt_placement_format(&norm[i], txt, sizeof txt);
+                        st = lt__err(LT_SHAPE, "from_local: mesh dim %d (%s): shard sizes along dim %d of group starting at rank %d do not follow the rule",
+                                     i, txt, d, grp[0]);
+                        break;
+                    }
+                    if (k > LT_SPLIT_MAX_EXPLICIT) {
+                        st = lt__err(LT_UNSUPPORTED, "not supported yet: explicit sizes over more than %d ranks", LT_SPLIT_MAX_EXPLICIT);
+                        break;
+                    }
+                    /* explicit sizes; all groups must agree */
+                    for (int j = 0; j < k; j++) {
+                        int64_t s = sz[grp[j] * LT_MAX_DIMS + d];
+                        if (have_pieces && pieces[j] != s) {
+                            st = lt__err(LT_SHAPE, "from_local: mesh dim %d splits dim %d unevenly, and differently in different groups (rank %d holds %lld, its counterpart %lld): no single placement describes it",
+                                         i, d, grp[j], (long long)s, (long long)pieces[j]);
+                            break;
+                        }
+                        pieces[j] = s;
+                    }
+                    have_pieces = 1;
+                    norm[i].rule.kind = LT_SPLIT_EXPLICIT;
+                    norm[i].rule.nsizes = k;
+                    memcpy(norm[i].rule.sizes, pieces, sizeof(int64_t) * (size_t)k);
+                }
+            }
+            for (int j = 0; j < k; j++) sz[grp[j] * LT_MAX_DIMS + d] = total;
+        }
+    }
+    int64_t gshape[LT_MAX_DIMS];
+    for (int d = 0; d < ndim && !st; d++) {
+        gshape[d] = sz[d];
+        for (int r = 1; r < W; r++)
+            if (sz[r * LT_MAX_DIMS + d] != gshape[d]) {
+                st = lt__err(LT_SHAPE, "from_local: dim %d implies global size %lld on rank 0 but %lld on rank %d (non-sharded dims must agree across ranks)",
+                             d, (long long)gshape[d], (long long)sz[r * LT_MAX_DIMS + d], r);
+                break;
+            }
+    }
+    free(sz);
+    if (!st) {
+        lt_local *local = NULL;
+        st = lt_local_from_shards(mesh, shards, &local);
+        if (!st && run_check) {
+            for (int i = 0; i < mesh->ndim && !st; i++) {
+                if (norm[i].kind != LT_PL_REPLICATE) continue;
+                for (int g = 0; g < lt_mesh_ngroups(mesh, i) && !st; g++) {
+                    lt_mesh_group(mesh, i, g, grp);
+                    st = lt_local_check_equal(local, grp, mesh->shape[i]);
+                    if (st) st = lt__err_ctx(st, "from_local run_check: replicas along mesh dim %d", i);
+                }
+            }
+            if (st) lt_local_free(local);
+        }
+        /* strided and nested layouts: the wrap re-derives every local shape */
+        if (!st) st = lt__dtensor_wrap(local, shards[0]->dtype, ndim, gshape, norm, out);
+        if (st && *out == NULL && st != LT_MISMATCH) st = lt__err_ctx(st, "from_local");
+    }
+    free(grp);
+    return st;
+}

@@ -1,0 +1,162 @@
+/* localtensor/layout.c — per-rank global index sets (SEMANTICS 3, 4, 6, 9). */
+#include "localtensor/layout.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static lt_status split_error(lt_status st, int mesh_dim, const lt_placement *p, int rank) {
+    char txt[128];
+    lt_placement_format(p, txt, sizeof txt);
+    return lt__err_ctx(st, "mesh dim %d, placement %s, rank %d", mesh_dim, txt, rank);
+}
+
+/* Applies one Shard/StridedShard to the list cur[0..*n): keeps this
+ * coordinate's part in place, updating *n. */
+static lt_status apply_split(const lt_placement *p, int k, int c, int64_t *cur, int64_t *n,
+                             int mesh_dim, int rank) {
+    int64_t len = *n;
+    if (k == 1) return LT_OK;
+    if (p->kind == LT_PL_SHARD) {
+        int64_t stack_sizes[64];
+        int64_t *sizes = k <= 64 ? stack_sizes : malloc(sizeof(int64_t) * (size_t)k);
+        if (!sizes) return lt__err(LT_NOMEM, "out of memory");
+        lt_status st = lt_split_sizes(&p->rule, len, k, sizes);
+        if (st) {
+            if (sizes != stack_sizes) free(sizes);
+            return split_error(st, mesh_dim, p, rank);
+        }
+        int64_t off = 0;
+        for (int j = 0; j < c; j++) off += sizes[j];
+        int64_t sz = sizes[c];
+        if (sizes != stack_sizes) free(sizes);
+        memmove(cur, cur + off, sizeof(int64_t) * (size_t)sz);
+        *n = sz;
+        return LT_OK;
+    }
+    /* strided: sf chunk-rule pieces, each chunk-split into k; keep chunk c of each */
+    int sf = p->split_factor;
+    int64_t pc = len / sf + (len % sf != 0);
+    int64_t w = 0;
+    for (int j = 0; j < sf; j++) {
+        int64_t ps = pc * j, pe = ps + pc < len ? ps + pc : len;
+        if (ps >= len) break;
+        int64_t plen = pe - ps;
+        int64_t cc = plen / k + (plen % k != 0);
+        int64_t cs = cc * c, ce = cs + cc < plen ? cs + cc : plen;
+        if (cs >= plen) continue;
+        /* w <= ps + cs always, so the in-place move never overwrites unread data */
+        memmove(cur + w, cur + ps + cs, sizeof(int64_t) * (size_t)(ce - cs));
+        w += ce - cs;
+    }
+    *n = w;
+    return LT_OK;
+}
+
+lt_status lt_layout_rank(const lt_mesh *mesh, int ndim, const int64_t *gshape,
+                         const lt_placement *pl, int rank, lt_rank_layout *out) {
+    memset(out, 0, sizeof *out);
+    out->ndim = ndim;
+    int coord[LT_MESH_MAX_DIMS];
+    lt_mesh_coord(mesh, rank, coord);
+    for (int d = 0; d < ndim; d++) {
+        out->local_shape[d] = gshape[d];
+        out->contiguous[d] = 1;
+    }
+    for (int i = 0; i < mesh->ndim; i++) {
+        const lt_placement *p = &pl[i];
+        if (!lt_placement_is_shard_like(p)) continue;
+        int d = p->dim;
+        LT_ASSERT(d >= 0 && d < ndim);
+        if (!out->idx[d]) {
+            size_t cnt = gshape[d] > 0 ? (size_t)gshape[d] : 1;
+            out->idx[d] = malloc(sizeof(int64_t) * cnt);
+            if (!out->idx[d]) {
+                lt_rank_layout_free(out);
+                return lt__err(LT_NOMEM, "out of memory for the index list of dim %d (%lld entries)", d,
+                               (long long)gshape[d]);
+            }
+            for (int64_t j = 0; j < gshape[d]; j++) out->idx[d][j] = j;
+        }
+        lt_status st = apply_split(p, mesh->shape[i], coord[i], out->idx[d], &out->local_shape[d], i, rank);
+        if (st) {
+            lt_rank_layout_free(out);
+            return st;
+        }
+    }
+    for (int d = 0; d < ndim; d++) {
+        if (!out->idx[d]) {
+            out->global_offset[d] = 0;
+            continue;
+        }
+        int64_t n = out->local_shape[d];
+        out->global_offset[d] = n ? out->idx[d][0] : gshape[d];
+        for (int64_t j = 1; j < n; j++)
+            if (out->idx[d][j] != out->idx[d][j - 1] + 1) { out->contiguous[d] = 0; break; }
+    }
+    return LT_OK;
+}
+
+void lt_rank_layout_free(lt_rank_layout *l) {
+    if (!l) return;
+    for (int d = 0; d < LT_MAX_DIMS; d++) {
+        free(l->idx[d]);
+        l->idx[d] = NULL;
+    }
+}
+
+lt_status lt_layout_check(const lt_mesh *mesh, int ndim, const int64_t *gshape,
+                          const lt_placement *pl) {
+    for (int r = 0; r < mesh->world; r++) {
+        lt_rank_layout l;
+        LT_TRY(lt_layout_rank(mesh, ndim, gshape, pl, r, &l));
+        lt_rank_layout_free(&l);
+    }
+    return LT_OK;
+}
+
+lt_status lt_local_shape_and_offset(const lt_mesh *mesh, int ndim, const int64_t *gshape,
+                                    const lt_placement *pl, int rank, int64_t *local_shape,
+                                    int64_t *global_offset) {
+    lt_rank_layout l;
+    LT_TRY(lt_layout_rank(mesh, ndim, gshape, pl, rank, &l));
+    for (int d = 0; d < ndim; d++) {
+        if (local_shape) local_shape[d] = l.local_shape[d];
+        if (global_offset) global_offset[d] = l.global_offset[d];
+    }
+    lt_rank_layout_free(&l);
+    return LT_OK;
+}
+
+lt_status lt_compute_global_tensor_info(const lt_mesh *mesh, int ndim, const int64_t *local_shape,
+                                        const int64_t *local_stride, const lt_placement *pl,
+                                        int64_t *global_shape, int64_t *global_stride) {
+    memcpy(global_shape, local_shape, sizeof(int64_t) * (size_t)ndim);
+    memcpy(global_stride, local_stride, sizeof(int64_t) * (size_t)ndim);
+    for (int i = 0; i < mesh->ndim; i++) {
+        const lt_placement *p = &pl[i];
+        if (p->kind == LT_PL_STRIDED)
+            return lt__err(LT_UNSUPPORTED, "mesh dim %d: global tensor info from a StridedShard is not supported", i);
+        if (p->kind != LT_PL_SHARD) continue;
+        int d = p->dim;
+        if (d < 0 || d >= ndim)
+            return lt__err(LT_INVALID, "mesh dim %d: shard dim %d out of range for a %d-d local tensor", i, d, ndim);
+        int64_t m = mesh->shape[i];
+        int64_t sd = global_stride[d];
+        if (lt__mul_i64(global_shape[d], m, &global_shape[d]))
+            return lt__err(LT_OVERFLOW, "mesh dim %d: global size of dim %d overflows", i, d);
+        for (int j = 0; j < ndim; j++) {
+            if (j == d || global_stride[j] < sd) continue;
+            if (lt__mul_i64(global_stride[j], m, &global_stride[j]))
+                return lt__err(LT_OVERFLOW, "mesh dim %d: stride of dim %d overflows", i, j);
+        }
+    }
+    return LT_OK;
+}
+
+void lt_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
+    int64_t s = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        strides[d] = s;
+        s *= shape[d] > 0 ? shape[d] : 1;
+    }
+}

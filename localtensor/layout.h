@@ -1,0 +1,64 @@
+/* localtensor/layout.h — layout math: which global indices each rank holds.
+ *
+ * Pure functions of (mesh, global shape, placements). For every rank and
+ * every tensor dim we keep the list of global indices the rank holds, in local
+ * order, by walking the placements left to right exactly as distribute does
+ * (SEMANTICS 3, 4, 6 — newest era): Shard(d, rule) keeps piece c of the
+ * current list split by the rule; StridedShard(d, sf) splits the current list
+ * into sf chunks, each into k chunks, and keeps the concatenation of chunk c
+ * of every piece. Replicate and Partial leave the lists alone.
+ *
+ * local_shape[d] = length of the list; global_offset[d] = its first element,
+ * or global_shape[d] when the list is empty; 0 for a dim never sharded.
+ */
+#ifndef LT_LAYOUT_H
+#define LT_LAYOUT_H
+
+#include <stdint.h>
+
+#include "collectives_sim/mesh.h"
+#include "kernels/tensor.h"
+#include "localtensor/placement.h"
+
+typedef struct lt_rank_layout {
+    int ndim;
+    int64_t local_shape[LT_MAX_DIMS];
+    int64_t global_offset[LT_MAX_DIMS];
+    /* idx[d]: (local_shape[d]) global indices held along d, in local order;
+     * NULL when dim d is not sharded (then the rank holds all of it).
+     * Owned by the layout; release with lt_rank_layout_free. */
+    int64_t *idx[LT_MAX_DIMS];
+    int contiguous[LT_MAX_DIMS];     /* 1 when idx[d] is a consecutive run (or NULL) */
+} lt_rank_layout;
+
+/* Layout of one rank. `pl` must already be checked (lt_placements_check).
+ * Errors (LT_INVALID, message names the mesh dim, the placement, the rank and
+ * the size being split): a `last` split of fewer elements than ranks;
+ * explicit sizes that do not sum to the size they split on this rank. */
+lt_status lt_layout_rank(const lt_mesh *mesh, int ndim, const int64_t *gshape,
+                         const lt_placement *pl, int rank, lt_rank_layout *out);
+void lt_rank_layout_free(lt_rank_layout *l);
+
+/* Checks that the layout is computable on every rank (the rank-dependent
+ * errors above), without keeping the index lists. */
+lt_status lt_layout_check(const lt_mesh *mesh, int ndim, const int64_t *gshape,
+                          const lt_placement *pl);
+
+/* Local shape and global offset only (same errors). */
+lt_status lt_local_shape_and_offset(const lt_mesh *mesh, int ndim, const int64_t *gshape,
+                                    const lt_placement *pl, int rank, int64_t *local_shape,
+                                    int64_t *global_offset);
+
+/* compute_global_tensor_info (SEMANTICS 9): global shape and stride from one
+ * rank's local shape/stride, assuming even sharding: for each Shard(d) on
+ * mesh dim i, size[d] *= m_i and every stride >= stride[d] (other than d's
+ * own) is multiplied by m_i. Errors: a dim out of range (LT_INVALID), a
+ * StridedShard (LT_UNSUPPORTED). */
+lt_status lt_compute_global_tensor_info(const lt_mesh *mesh, int ndim, const int64_t *local_shape,
+                                        const int64_t *local_stride, const lt_placement *pl,
+                                        int64_t *global_shape, int64_t *global_stride);
+
+/* Row-major contiguous strides of a shape. */
+void lt_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+
+#endif

@@ -1,0 +1,22 @@
+/* localtensor/localtensor.h — the umbrella header users include.
+ *
+ * localtensor simulates every rank of a sharded (DTensor-style) program in one
+ * process: a distributed tensor holds one local shard per simulated rank, ops
+ * apply per shard, and collectives are computed directly on the shards.
+ */
+#ifndef LOCALTENSOR_H
+#define LOCALTENSOR_H
+
+#include "kernels/status.h"
+#include "kernels/dtype.h"
+#include "kernels/split.h"
+#include "kernels/tensor.h"
+#include "collectives_sim/mesh.h"
+#include "collectives_sim/collectives.h"
+#include "localtensor/placement.h"
+#include "localtensor/layout.h"
+#include "localtensor/local.h"
+#include "localtensor/random.h"
+#include "localtensor/dtensor.h"
+
+#endif

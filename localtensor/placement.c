@@ -1,0 +1,429 @@
+/* localtensor/placement.c — placement constructors, spellings and list checks.
+ *
+ * The parser reads NAME or NAME(ARG, ARG, ...) where an ARG is `key=value` or a
+ * value: an integer, a word, a quoted word, or a [list of integers]. */
+#include "localtensor/placement.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+lt_placement lt_replicate(void) {
+    lt_placement p;
+    memset(&p, 0, sizeof p);
+    p.kind = LT_PL_REPLICATE;
+    p.rule = lt_split_chunk();
+    return p;
+}
+
+lt_placement lt_shard(int dim) {
+    lt_placement p = lt_replicate();
+    p.kind = LT_PL_SHARD;
+    p.dim = dim;
+    return p;
+}
+
+lt_placement lt_shard_rule(int dim, lt_split_rule rule) {
+    lt_placement p = lt_shard(dim);
+    p.rule = rule;
+    return p;
+}
+
+lt_placement lt_strided(int dim, int split_factor) {
+    lt_placement p = lt_replicate();
+    p.kind = LT_PL_STRIDED;
+    p.dim = dim;
+    p.split_factor = split_factor;
+    return p;
+}
+
+lt_placement lt_partial(lt_redop op) {
+    lt_placement p = lt_replicate();
+    p.kind = LT_PL_PARTIAL;
+    p.op = op;
+    return p;
+}
+
+/* ---- parsing ------------------------------------------------------------ */
+
+#define MAX_ARGS 4
+#define TOK_MAX 64
+
+typedef struct arg {
+    char key[TOK_MAX];           /* "" when positional */
+    char word[TOK_MAX];          /* the value as text (quotes stripped) */
+    int is_list;
+    int nlist;
+    int64_t list[LT_SPLIT_MAX_EXPLICIT];
+} arg;
+
+static const char *skip_ws(const char *p) {
+    while (*p && isspace((unsigned char)*p)) p++;
+    return p;
+}
+
+/* Parses one ARG at *pp up to ',' or ')'. */
+static lt_status parse_arg(const char *whole, const char **pp, arg *a) {
+    const char *p = skip_ws(*pp);
+    memset(a, 0, sizeof *a);
+    /* key= ? */
+    const char *q = p;
+    while (*q && (isalnum((unsigned char)*q) || *q == '_')) q++;
+    const char *r = skip_ws(q);
+    if (q > p && *r == '=') {
+        if (q - p >= TOK_MAX) return lt__err(LT_INVALID, "placement '%s': argument name too long", whole);
+        memcpy(a->key, p, (size_t)(q - p));
+        p = skip_ws(r + 1);
+    }
+    if (*p == '[') {
+        a->is_list = 1;
+        p = skip_ws(p + 1);
+        if (*p == ']') { p++; goto done; }
+        for (;;) {
+            char *end;
+            p = skip_ws(p);
+            if (!isdigit((unsigned char)*p) && *p != '-')
+                return lt__err(LT_INVALID, "placement '%s': expected an integer in the size list at '%s'", whole, p);
+            long long v = strtoll(p, &end, 10);
+            if (end == p) return lt__err(LT_INVALID, "placement '%s': bad size list", whole);
+            if (a->nlist == LT_SPLIT_MAX_EXPLICIT)
+                return lt__err(LT_INVALID, "placement '%s': more than %d explicit sizes", whole, LT_SPLIT_MAX_EXPLICIT);
+            if (v < 0) return lt__err(LT_INVALID, "placement '%s': explicit size %lld is negative", whole, v);
+            a->list[a->nlist++] = v;
+            p = skip_ws(end);
+            if (*p == ',') { p++; continue; }
+            if (*p == ']') { p++; break; }
+            return lt__err(LT_INVALID, "placement '%s': expected ',' or ']' in the size list", whole);
+        }
+    } else if (*p == '"' || *p == '\'') {
+        char quote = *p++;
+        const char *e = strchr(p, quote);
+        if (!e) return lt__err(LT_INVALID, "placement '%s': unterminated quote", whole);
+        if (e - p >= TOK_MAX) return lt__err(LT_INVALID, "placement '%s': argument too long", whole);
+        memcpy(a->word, p, (size_t)(e - p));
+        p = e + 1;
+    } else {
+        const char *s = p;
+        if (*p == '-' || *p == '+') p++;
+        while (*p && (isalnum((unsigned char)*p) || *p == '_')) p++;
+        if (p == s) return lt__err(LT_INVALID, "placement '%s': expected an argument at '%s'", whole, s);
+        if (p - s >= TOK_MAX) return lt__err(LT_INVALID, "placement '%s': argument too long", whole);
+        memcpy(a->word, s, (size_t)(p - s));
+    }
+done:
+    *pp = skip_ws(p);
+    return LT_OK;
+}
+
+static lt_status parse_int_arg(const char *whole, const arg *a, const char *what, int *out) {
+    char *end;
+    if (a->is_list || !a->word[0]) return lt__err(LT_INVALID, "placement '%s': %s must be an integer", whole, what);
+    long v = strtol(a->word, &end, 10);
+    if (*end || v < -1000000 || v > 1000000)
+        return lt__err(LT_INVALID, "placement '%s': %s '%s' is not an integer", whole, what, a->word);
+    *out = (int)v;
+    return LT_OK;
+}
+
+lt_status lt_placement_parse(const char *s, lt_placement *out) {
+    const char *p = skip_ws(s);
+    const char *name = p;
+    while (*p && (isalnum((unsigned char)*p) || *p == '_')) p++;
+    size_t nlen = (size_t)(p - name);
+    char nm[TOK_MAX];
+    if (nlen == 0 || nlen >= TOK_MAX)
+        return lt__err(LT_INVALID, "placement '%s': expected R, S(d), SS(d,k) or P(op)", s);
+    memcpy(nm, name, nlen);
+    nm[nlen] = '\0';
+    p = skip_ws(p);
+    arg args[MAX_ARGS];
+    int nargs = 0, has_parens = 0;
+    if (*p == '(') {
+        has_parens = 1;
+        p = skip_ws(p + 1);
+        if (*p != ')') {
+            for (;;) {
+                if (nargs == MAX_ARGS) return lt__err(LT_INVALID, "placement '%s': too many arguments", s);
+                LT_TRY(parse_arg(s, &p, &args[nargs]));
+                nargs++;
+                if (*p == ',') { p++; continue; }
+                if (*p == ')') break;
+                return lt__err(LT_INVALID, "placement '%s': expected ',' or ')' at '%s'", s, p);
+            }
+        }
+        p = skip_ws(p + 1);
+    }
+    if (*p) return lt__err(LT_INVALID, "placement '%s': unexpected text '%s' after the placement", s, p);
+
+    if (!strcmp(nm, "R") || !strcmp(nm, "Replicate")) {
+        if (nargs) return lt__err(LT_INVALID, "placement '%s': Replicate takes no arguments", s);
+        *out = lt_replicate();
+        return LT_OK;
+    }
+    if (!strcmp(nm, "P") || !strcmp(nm, "Partial")) {
+        lt_redop op = LT_REDOP_SUM;
+        if (nargs > 1) return lt__err(LT_INVALID, "placement '%s': Partial takes one reduce op", s);
+        if (nargs == 1) {
+            if (args[0].key[0] && strcmp(args[0].key, "reduce_op") && strcmp(args[0].key, "op"))
+                return lt__err(LT_INVALID, "placement '%s': unknown argument '%s'", s, args[0].key);
+            if (args[0].is_list) return lt__err(LT_INVALID, "placement '%s': reduce op must be a word", s);
+            lt_status st = lt_redop_parse(args[0].word, &op);
+            if (st) return lt__err_ctx(st, "placement '%s'", s);
+        }
+        *out = lt_partial(op);
+        return LT_OK;
+    }
+    int is_shard = !strcmp(nm, "S") || !strcmp(nm, "Shard");
+    int is_strided = !strcmp(nm, "SS") || !strcmp(nm, "_StridedShard") || !strcmp(nm, "StridedShard");
+    if (!is_shard && !is_strided)
+        return lt__err(LT_INVALID, "placement '%s': unknown placement '%s' (expected R, S(d), SS(d,k) or P(op))", s, nm);
+    if (!has_parens || nargs == 0)
+        return lt__err(LT_INVALID, "placement '%s': %s needs a tensor dim, e.g. %s(0)", s, nm, nm);
+    int dim = 0, have_dim = 0, sf = 0, have_sf = 0, have_rule = 0;
+    lt_split_rule rule = lt_split_chunk();
+    for (int i = 0; i < nargs; i++) {
+        const arg *a = &args[i];
+        const char *key = a->key;
+        if (!key[0]) key = i == 0 ? "dim" : (is_strided ? "split_factor" : "rule");
+        if (!strcmp(key, "dim")) {
+            if (have_dim) return lt__err(LT_INVALID, "placement '%s': dim given twice", s);
+            LT_TRY(parse_int_arg(s, a, "dim", &dim));
+            have_dim = 1;
+        } else if (is_strided && !strcmp(key, "split_factor")) {
+            if (have_sf) return lt__err(LT_INVALID, "placement '%s': split_factor given twice", s);
+            LT_TRY(parse_int_arg(s, a, "split_factor", &sf));
+            have_sf = 1;
+        } else if (is_shard && !strcmp(key, "rule")) {
+            if (have_rule) return lt__err(LT_INVALID, "placement '%s': rule given twice", s);
+            have_rule = 1;
+            if (a->is_list) {
+                rule.kind = LT_SPLIT_EXPLICIT;
+                rule.nsizes = a->nlist;
+                memcpy(rule.sizes, a->list, sizeof(int64_t) * (size_t)a->nlist);
+                if (a->nlist == 0) return lt__err(LT_INVALID, "placement '%s': explicit size list is empty", s);
+            } else if (!strcmp(a->word, "chunk")) {
+                rule.kind = LT_SPLIT_CHUNK;
+            } else if (!strcmp(a->word, "balanced")) {
+                rule.kind = LT_SPLIT_BALANCED;
+            } else if (!strcmp(a->word, "last")) {
+                rule.kind = LT_SPLIT_LAST;
+            } else {
+                return lt__err(LT_INVALID, "placement '%s': unknown uneven rule '%s' (expected chunk, balanced, last or [sizes])", s, a->word);
+            }
+        } else {
+            return lt__err(LT_INVALID, "placement '%s': unknown argument '%s'", s, key);
+        }
+    }
+    if (!have_dim) return lt__err(LT_INVALID, "placement '%s': missing the tensor dim", s);
+    if (is_strided) {
+        if (!have_sf) return lt__err(LT_INVALID, "placement '%s': _StridedShard needs split_factor", s);
+        if (sf < 1) return lt__err(LT_INVALID, "placement '%s': split_factor must be >= 1, got %d", s, sf);
+        *out = lt_strided(dim, sf);
+    } else {
+        *out = lt_shard_rule(dim, rule);
+    }
+    return LT_OK;
+}
+
+lt_status lt_placements_parse(const char *s, lt_placement *out, int max, int *n) {
+    const char *p = skip_ws(s);
+    size_t len = strlen(p);
+    while (len && isspace((unsigned char)p[len - 1])) len--;
+    if (len >= 2 && p[0] == '[' && p[len - 1] == ']') { p++; len -= 2; }
+    char *buf = malloc(len + 1);
+    if (!buf) return lt__err(LT_NOMEM, "out of memory");
+    memcpy(buf, p, len);
+    buf[len] = '\0';
+    int count = 0, depth = 0;
+    char *start = buf;
+    lt_status st = LT_OK;
+    if (!*skip_ws(buf)) {
+        st = lt__err(LT_INVALID, "placements '%s': empty list", s);
+        goto out;
+    }
+    for (char *q = buf;; q++) {
+        if (*q == '(' || *q == '[') depth++;
+        else if (*q == ')' || *q == ']') depth--;
+        if ((*q == ',' && depth == 0) || *q == '\0') {
+            char save = *q;
+            *q = '\0';
+            if (count == max) {
+                st = lt__err(LT_INVALID, "placements '%s': more than %d entries", s, max);
+                goto out;
+            }
+            if (!*skip_ws(start)) {
+                st = lt__err(LT_INVALID, "placements '%s': empty entry %d", s, count);
+                goto out;
+            }
+            st = lt_placement_parse(start, &out[count]);
+            if (st) {
+                st = lt__err_ctx(st, "placements '%s', entry %d", s, count);
+                goto out;
+            }
+            count++;
+            if (save == '\0') break;
+            start = q + 1;
+        }
+    }
+    *n = count;
+out:
+    free(buf);
+    return st;
+}
+
+int lt_placement_format(const lt_placement *p, char *buf, size_t n) {
+    switch (p->kind) {
+    case LT_PL_REPLICATE: return snprintf(buf, n, "R");
+    case LT_PL_PARTIAL: return snprintf(buf, n, "P(%s)", lt_redop_name(p->op));
+    case LT_PL_STRIDED: return snprintf(buf, n, "SS(%d,%d)", p->dim, p->split_factor);
+    case LT_PL_SHARD:
+        if (p->rule.kind == LT_SPLIT_CHUNK) return snprintf(buf, n, "S(%d)", p->dim);
+        else {
+            char r[LT_SPLIT_MAX_EXPLICIT * 22 + 4];
+            lt_split_rule_format(&p->rule, r, sizeof r);
+            return snprintf(buf, n, "S(%d,%s)", p->dim, r);
+        }
+    default: return snprintf(buf, n, "?");
+    }
+}
+
+int lt_placements_format(const lt_placement *p, int np, char *buf, size_t n) {
+    size_t used = 0;
+    int want = 0;
+    char one[LT_SPLIT_MAX_EXPLICIT * 22 + 16];
+    if (n) buf[0] = '\0';
+    for (int i = -1; i <= np; i++) {
+        int w;
+        if (i < 0) w = snprintf(one, sizeof one, "[");
+        else if (i == np) w = snprintf(one, sizeof one, "]");
+        else {
+            char pl[sizeof one - 4];
+            lt_placement_format(&p[i], pl, sizeof pl);
+            w = snprintf(one, sizeof one, "%s%s", i ? ", " : "", pl);
+        }
+        if (w < 0) continue;
+        if (used + (size_t)w < n) {
+            memcpy(buf + used, one, (size_t)w + 1);
+            used += (size_t)w;
+        }
+        want += w;
+    }
+    return want;
+}
+
+int lt_placement_equal(const lt_placement *a, const lt_placement *b) {
+    if (a->kind != b->kind) return 0;
+    switch (a->kind) {
+    case LT_PL_REPLICATE: return 1;
+    case LT_PL_PARTIAL: return a->op == b->op;
+    case LT_PL_STRIDED: return a->dim == b->dim && a->split_factor == b->split_factor;
+    case LT_PL_SHARD: return a->dim == b->dim && lt_split_rule_equal(&a->rule, &b->rule);
+    default: return 0;
+    }
+}
+
+int lt_placements_equal(const lt_placement *a, const lt_placement *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (!lt_placement_equal(&a[i], &b[i])) return 0;
+    return 1;
+}
+
+int lt_placement_is_shard_like(const lt_placement *p) {
+    return p->kind == LT_PL_SHARD || p->kind == LT_PL_STRIDED;
+}
+
+lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement *pl, int np,
+                              lt_placement *out) {
+    char txt[256];
+    if (np != mesh->ndim) {
+        lt_placements_format(pl, np, txt, sizeof txt);
+        return lt__err(LT_INVALID, "placements %s: %d placements for a mesh of %d dims (need one per mesh dim)",
+                       txt, np, mesh->ndim);
+    }
+    int have_partial = 0;
+    lt_redop first_op = LT_REDOP_SUM;
+    lt_placement tmp[LT_MESH_MAX_DIMS];
+    for (int i = 0; i < np; i++) {
+        lt_placement p = pl[i];
+        lt_placement_format(&p, txt, sizeof txt);
+        if (lt_placement_is_shard_like(&p)) {
+            if (ndim == 0)
+                return lt__err(LT_INVALID, "mesh dim %d: %s cannot shard a 0-d tensor", i, txt);
+            if (p.dim < -ndim || p.dim >= ndim)
+                return lt__err(LT_INVALID, "mesh dim %d: %s: tensor dim %d is out of range for a %d-d tensor (valid: %d..%d)",
+                               i, txt, p.dim, ndim, -ndim, ndim - 1);
+            if (p.dim < 0) p.dim += ndim;
+            if (p.kind == LT_PL_STRIDED && p.split_factor < 1)
+                return lt__err(LT_INVALID, "mesh dim %d: %s: split_factor must be >= 1", i, txt);
+            if (p.kind == LT_PL_SHARD && p.rule.kind == LT_SPLIT_EXPLICIT && p.rule.nsizes != mesh->shape[i])
+                return lt__err(LT_INVALID, "mesh dim %d: %s has %d explicit sizes but the mesh dim has %d ranks",
+                               i, txt, p.rule.nsizes, mesh->shape[i]);
+        } else if (p.kind == LT_PL_PARTIAL) {
+            if (!have_partial) {
+                have_partial = 1;
+                first_op = p.op;
+            } else if (p.op != first_op) {
+                int sumavg = (p.op == LT_REDOP_SUM || p.op == LT_REDOP_AVG) &&
+                             (first_op == LT_REDOP_SUM || first_op == LT_REDOP_AVG);
+                if (!sumavg)
+                    return lt__err(LT_INVALID, "mesh dim %d: %s mixed with P(%s): Partial ops may only be mixed as sum with avg",
+                                   i, txt, lt_redop_name(first_op));
+            }
+        }
+        tmp[i] = p;
+    }
+    memcpy(out, tmp, sizeof(lt_placement) * (size_t)np);
+    return LT_OK;
+}
+
+lt_status lt_explicit_order(const int *mesh_shape, int mesh_ndim, const lt_placement *pl, int np,
+                            lt_order_entry *out, int *n) {
+    if (np != mesh_ndim)
+        return lt__err(LT_INVALID, "expected one placement per mesh dim: %d placements for %d mesh dims", np, mesh_ndim);
+    int count = 0;
+    int deferred[LT_MESH_MAX_DIMS]; /* mesh dims of pending SS, per tensor dim via pl */
+    int ndeferred = 0;
+    int ended[64] = {0};            /* tensor dims whose strided part ended */
+    for (int i = 0; i < np; i++) {
+        const lt_placement *p = &pl[i];
+        if (p->kind == LT_PL_STRIDED) {
+            deferred[ndeferred++] = i;
+            continue;
+        }
+        if (p->kind == LT_PL_SHARD) {
+            int d = p->dim;
+            if (d >= 0 && d < 64 && ended[d])
+                return lt__err(LT_UNSUPPORTED, "Strided sharding does not allow Shard() to appear after the strided part has ended (Shard(%d) on mesh dim %d)", d, i);
+            out[count].mesh_dim = i;
+            out[count].placement = *p;
+            count++;
+            int aggregate = mesh_shape[i];
+            int any = 0;
+            for (int j = ndeferred - 1; j >= 0; j--) {
+                int md = deferred[j];
+                if (md < 0 || pl[md].dim != d) continue;
+                if (pl[md].split_factor != aggregate)
+                    return lt__err(LT_INVALID, "Can only convert _StridedShard to ordered Shard if split_factor(%d) == aggregate mesh size (%d) (mesh dim %d)",
+                                   pl[md].split_factor, aggregate, md);
+                out[count].mesh_dim = md;
+                out[count].placement = lt_shard(d);
+                count++;
+                aggregate *= mesh_shape[md];
+                deferred[j] = -1;
+                any = 1;
+            }
+            if (any && d >= 0 && d < 64) ended[d] = 1;
+            continue;
+        }
+        out[count].mesh_dim = i;
+        out[count].placement = *p;
+        count++;
+    }
+    for (int j = 0; j < ndeferred; j++)
+        if (deferred[j] >= 0)
+            return lt__err(LT_UNSUPPORTED, "SS(%d,%d) on mesh dim %d has no later Shard(%d) to pair with (PyTorch silently drops it; we refuse)",
+                           pl[deferred[j]].dim, pl[deferred[j]].split_factor, deferred[j], pl[deferred[j]].dim);
+    *n = count;
+    return LT_OK;
+}

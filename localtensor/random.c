@@ -1,0 +1,129 @@
+/* localtensor/random.c — Philox4x32-10 and index-keyed initialisers. */
+#include "localtensor/random.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const init_names[] = {
+#define LT__XX(e, s) s,
+    LT_INIT_MAP(LT__XX)
+#undef LT__XX
+};
+
+lt_status lt_init_parse(const char *s, lt_init *out) {
+    memset(out, 0, sizeof *out);
+    const char *colon = strchr(s, ':');
+    size_t nlen = colon ? (size_t)(colon - s) : strlen(s);
+    for (int i = 0; i < LT_INIT_COUNT; i++) {
+        if (strlen(init_names[i]) != nlen || strncmp(s, init_names[i], nlen) != 0) continue;
+        out->kind = (lt_init_kind)i;
+        int seeded = out->kind == LT_INIT_RANDOM || out->kind == LT_INIT_RANDN;
+        if (seeded) {
+            if (!colon || !colon[1])
+                return lt__err(LT_INVALID, "init '%s': %s needs a seed, e.g. %s:0", s, init_names[i], init_names[i]);
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(colon + 1, &end, 10);
+            if (*end || errno || colon[1] == '-')
+                return lt__err(LT_INVALID, "init '%s': seed '%s' is not a non-negative integer", s, colon + 1);
+            out->seed = v;
+        } else if (colon) {
+            return lt__err(LT_INVALID, "init '%s': %s takes no seed", s, init_names[i]);
+        }
+        return LT_OK;
+    }
+    return lt__err(LT_INVALID, "init '%s': unknown (expected arange, zeros, ones, random:SEED or randn:SEED)", s);
+}
+
+char *lt_init_str(const lt_init *in, char *buf, size_t n) {
+    if (in->kind == LT_INIT_RANDOM || in->kind == LT_INIT_RANDN)
+        snprintf(buf, n, "%s:%" PRIu64, init_names[in->kind], in->seed);
+    else
+        snprintf(buf, n, "%s", init_names[in->kind]);
+    return buf;
+}
+
+void lt_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
+    uint32_t k0 = key[0], k1 = key[1];
+    for (int round = 0; round < 10; round++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0;
+        uint64_t p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
+        uint32_t n1 = (uint32_t)p1;
+        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        uint32_t n3 = (uint32_t)p0;
+        c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+
+static void draw(uint64_t seed, uint64_t index, uint32_t out[4]) {
+    uint32_t ctr[4] = {(uint32_t)index, (uint32_t)(index >> 32), 0, 0};
+    uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    lt_philox4x32(ctr, key, out);
+}
+
+double lt_rand_uniform(uint64_t seed, uint64_t index) {
+    uint32_t o[4];
+    draw(seed, index, o);
+    return (double)(o[0] >> 8) * (1.0 / 16777216.0);
+}
+
+double lt_rand_normal(uint64_t seed, uint64_t index) {
+    uint32_t o[4];
+    draw(seed, index, o);
+    double u1 = ((double)(o[0] >> 8) + 1.0) * (1.0 / 16777217.0); /* (0, 1) */
+    double u2 = (double)(o[1] >> 8) * (1.0 / 16777216.0);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+double lt_init_value(const lt_init *in, uint64_t index) {
+    switch (in->kind) {
+    case LT_INIT_ARANGE: return (double)index;
+    case LT_INIT_ZEROS: return 0.0;
+    case LT_INIT_ONES: return 1.0;
+    case LT_INIT_RANDOM: return lt_rand_uniform(in->seed, index);
+    case LT_INIT_RANDN: return lt_rand_normal(in->seed, index);
+    default: return 0.0;
+    }
+}
+
+lt_status lt_init_fill(lt_tensor *t, const lt_init *in) {
+    return lt_init_fill_indexed(t, in, NULL, t->shape);
+}
+
+lt_status lt_init_fill_indexed(lt_tensor *t, const lt_init *in, int64_t *const *idx,
+                               const int64_t *gshape) {
+    int nd = t->ndim;
+    int64_t n = lt_numel(t);
+    if (n == 0) return LT_OK;
+    if (in->kind == LT_INIT_ZEROS || in->kind == LT_INIT_ONES)
+        return lt_fill(t, in->kind == LT_INIT_ONES ? 1.0 : 0.0);
+    int64_t gstr[LT_MAX_DIMS];
+    int64_t s = 1;
+    for (int d = nd - 1; d >= 0; d--) { gstr[d] = s; s *= gshape[d] > 0 ? gshape[d] : 1; }
+    int64_t pos[LT_MAX_DIMS] = {0};
+    size_t es = lt_dtype_size(t->dtype);
+    char *base = lt_data(t);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t g = 0, off = 0;
+        for (int d = 0; d < nd; d++) {
+            int64_t gi = idx && idx[d] ? idx[d][pos[d]] : pos[d];
+            g += gi * gstr[d];
+            off += pos[d] * t->strides[d];
+        }
+        lt_dtype_store(t->dtype, base + off * (int64_t)es, lt_init_value(in, (uint64_t)g));
+        for (int d = nd - 1; d >= 0; d--) {
+            if (++pos[d] < t->shape[d]) break;
+            pos[d] = 0;
+        }
+    }
+    return LT_OK;
+}

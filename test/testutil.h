@@ -1,0 +1,50 @@
+/* test/testutil.h — shared helpers for the cmocka tests: status checks that
+ * print the error message, and tensor builders. Header-only (static). */
+#ifndef LT_TESTUTIL_H
+#define LT_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <cmocka.h>
+
+#include "kernels/tensor.h"
+
+/* Fails the test with the status name and lt_errmsg() when st != LT_OK. */
+#define LT_CHECK(expr)                                                                   \
+    do {                                                                                 \
+        lt_status lt__t_ = (expr);                                                       \
+        if (lt__t_ != LT_OK)                                                             \
+            fail_msg("%s -> %s: %s", #expr, lt_status_str(lt__t_), lt_errmsg());         \
+    } while (0)
+
+/* Fails unless expr returns `want`; prints the message otherwise too. */
+#define LT_EXPECT_STATUS(expr, want)                                                     \
+    do {                                                                                 \
+        lt_status lt__t_ = (expr);                                                       \
+        if (lt__t_ != (want))                                                            \
+            fail_msg("%s -> %s (wanted %s): %s", #expr, lt_status_str(lt__t_),           \
+                     lt_status_str(want), lt_errmsg());                                  \
+    } while (0)
+
+/* Fails unless t has the given shape and row-major values (exact compare). */
+static inline void lt_test_expect_values(const lt_tensor *t, int ndim, const int64_t *shape,
+                                         const double *vals, const char *what) {
+    if (t->ndim != ndim) fail_msg("%s: ndim %d, wanted %d", what, t->ndim, ndim);
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (t->shape[i] != shape[i])
+            fail_msg("%s: dim %d has size %lld, wanted %lld", what, i, (long long)t->shape[i],
+                     (long long)shape[i]);
+        n *= shape[i];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double a = lt_get_flat(t, i);
+        if (a != vals[i])
+            fail_msg("%s: element %lld is %g, wanted %g", what, (long long)i, a, vals[i]);
+    }
+}
+
+#endif

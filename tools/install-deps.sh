@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# tools/install-deps.sh — installs the Debian packages localtensor builds on,
+# when any is missing. Idempotent: does nothing when all are present. As root
+# it runs apt-get; otherwise it prints the exact command to run.
+set -euo pipefail
+
+PKGS=(build-essential pkg-config libopenblas-dev libcjson-dev libyaml-dev libcmocka-dev valgrind)
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "localtensor needs these Debian packages: ${missing[*]}" >&2
+  echo "run: sudo apt-get update && sudo $cmd" >&2
+  exit 1
+fi
+echo "installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+$cmd -qq
