@@ -21,7 +21,31 @@
  *
  * Mismatches that a real run would show only as a hang or garbage are
  * errors (LT_SHAPE / LT_DTYPE / LT_INVALID) naming the mesh dim, the group
- * (its ranks), the ranks involved and their shapes.
+ * (its ranks), the ranks involved and their shapes, e.g.
+ *   all_reduce on mesh dim 1, group [1,3]: rank 3 has shape (2, 4) but
+ *   rank 1 has shape (2, 3)
+ * Also errors: mesh_dim out of range; a tensor dim out of range (dims are
+ * NOT normalized: pass 0 <= dim < ndim, as in kernels/tensor.h); root out of
+ * range; perm not a permutation; split sizes that do not fit (lt_split_sizes'
+ * message, prefixed); a preallocated output of the wrong dtype or shape, not
+ * contiguous, or overlapping another output.
+ *
+ * Details:
+ * - Reductions: ops sum, avg, max, min, product on every dtype. f32/f64
+ *   accumulate in their own type; bf16/f16 in f32, rounded once. Integer sum
+ *   and product wrap (two's complement, as torch); integer avg is the exact
+ *   sum divided by the group size, truncated toward zero. max/min propagate
+ *   NaN. bool: sum and max are logical or (sum saturates at 1), product and
+ *   min logical and; avg on bool is LT_UNSUPPORTED.
+ * - In place: an output may be exactly its own rank's input (same data,
+ *   contiguous) for all_reduce, reduce and broadcast. Any other overlap
+ *   between a preallocated output and an input is still computed correctly
+ *   (through a temporary, which costs an allocation and a copy).
+ * - Placeholder outputs may be preallocated too: pass a tensor of the
+ *   placeholder's real shape and dtype; its placeholder fields are set.
+ * - Trace: every successful call appends one event (trace.h has the bytes
+ *   model); failed calls record nothing.
+ * - A communicator is not thread-safe: one thread drives it at a time.
  */
 #ifndef LT_COLLECTIVES_H
 #define LT_COLLECTIVES_H
@@ -72,10 +96,11 @@ lt_status lt_gather(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, in
 /* the root gets op over the group; others get placeholders of that shape */
 lt_status lt_reduce(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, lt_redop op,
                     lt_tensor **out);
-/* member i sends its shard to member perm[i]; perm is a permutation of
+/* (named lt_permute_ranks: lt_permute is the kernels view)
+ * member i sends its shard to member perm[i]; perm is a permutation of
  * 0..group size-1 (the same for every group). A member that receives from
  * member i gets i's shard. */
-lt_status lt_permute(lt_comm *c, int mesh_dim, lt_tensor *const *in, const int *perm,
+lt_status lt_permute_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in, const int *perm,
                      lt_tensor **out);
 /* synchronises a group; in the simulator it only records a trace event */
 lt_status lt_barrier(lt_comm *c, int mesh_dim);

@@ -177,14 +177,18 @@ lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
     const lt_placement *pl = dt->placements;
     lt_tensor *full = NULL;
     *out = NULL;
-    LT_TRY(lt_tensor_new(dt->dtype, dt->ndim, dt->shape, &full));
     lt_redop op = LT_REDOP_SUM;
     double avg_div = 1;
+    int partial = 0;
     for (int i = 0; i < mesh->ndim; i++) {
         if (pl[i].kind != LT_PL_PARTIAL) continue;
+        partial = 1;
         op = pl[i].op == LT_REDOP_AVG ? LT_REDOP_SUM : pl[i].op;
         if (pl[i].op == LT_REDOP_AVG) avg_div *= mesh->shape[i];
     }
+    /* 16-bit floats reduce in f32 and round once */
+    int widen = partial && (dt->dtype == LT_BF16 || dt->dtype == LT_F16);
+    LT_TRY(lt_tensor_new(widen ? LT_F32 : dt->dtype, dt->ndim, dt->shape, &full));
     /* pass 0: ranks with every Partial coordinate 0 (copy); pass 1: the rest (reduce) */
     for (int pass = 0; pass < 2; pass++) {
         for (int r = 0; r < mesh->world; r++) {
@@ -198,7 +202,10 @@ lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
             if (skip || partial_nonzero != pass) continue;
             lt_rank_layout l;
             lt_status st = lt_layout_rank(mesh, dt->ndim, dt->shape, pl, r, &l);
-            if (!st) st = lt_scatter_index_sets(full, l.idx, dt->local->shards[r], pass, op);
+            lt_tensor *src = dt->local->shards[r], *wide = NULL;
+            if (!st && widen) st = lt_cast(src, LT_F32, &wide);
+            if (!st) st = lt_scatter_index_sets(full, l.idx, wide ? wide : src, pass, op);
+            lt_tensor_free(wide);
             lt_rank_layout_free(&l);
             if (st) {
                 lt_tensor_free(full);
@@ -209,6 +216,13 @@ lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
     if (avg_div != 1) {
         int64_t n = lt_numel(full);
         for (int64_t j = 0; j < n; j++) lt_set_flat(full, j, lt_get_flat(full, j) / avg_div);
+    }
+    if (widen) {
+        lt_tensor *narrow = NULL;
+        lt_status st = lt_cast(full, dt->dtype, &narrow);
+        lt_tensor_free(full);
+        if (st) return st;
+        full = narrow;
     }
     *out = full;
     return LT_OK;

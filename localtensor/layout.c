@@ -15,7 +15,6 @@ static lt_status split_error(lt_status st, int mesh_dim, const lt_placement *p, 
 static lt_status apply_split(const lt_placement *p, int k, int c, int64_t *cur, int64_t *n,
                              int mesh_dim, int rank) {
     int64_t len = *n;
-    if (k == 1) return LT_OK;
     if (p->kind == LT_PL_SHARD) {
         int64_t stack_sizes[64];
         int64_t *sizes = k <= 64 ? stack_sizes : malloc(sizeof(int64_t) * (size_t)k);
@@ -33,6 +32,7 @@ static lt_status apply_split(const lt_placement *p, int k, int c, int64_t *cur, 
         *n = sz;
         return LT_OK;
     }
+    if (k == 1) return LT_OK;
     /* strided: sf chunk-rule pieces, each chunk-split into k; keep chunk c of each */
     int sf = p->split_factor;
     int64_t pc = len / sf + (len % sf != 0);

@@ -1,0 +1,373 @@
+/* test/test_dtensor.c — distribute / init / from_local / full_tensor
+ * (SEMANTICS 3, 5, 8, 11.2, 11.4) and LocalTensor helpers. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "localtensor/localtensor.h"
+#include "test/testutil.h"
+
+static lt_tensor *arange(lt_dtype dt, int ndim, const int64_t *shape) {
+    lt_tensor *t;
+    LT_CHECK(lt_tensor_new(dt, ndim, shape, &t));
+    LT_CHECK(lt_arange_fill(t));
+    return t;
+}
+
+static void parse(const char *mesh_s, const char *pls, lt_mesh *m, lt_placement *pl, int *np) {
+    LT_CHECK(lt_mesh_parse(mesh_s, m));
+    LT_CHECK(lt_placements_parse(pls, pl, LT_MESH_MAX_DIMS, np));
+}
+
+static void test_seed_example(void **state) {
+    (void)state;
+    lt_mesh m;
+    lt_placement pl[2];
+    int np;
+    int64_t n = 5;
+    parse("dp=2,tp=2", "SS(0,2),S(0)", &m, pl, &np);
+    lt_tensor *x = arange(LT_F32, 1, &n);
+    lt_dtensor *d;
+    LT_CHECK(lt_distribute(&m, x, pl, np, &d));
+    lt_test_expect_values(lt_to_local(d, 0), 1, (int64_t[]){2}, (double[]){0, 1}, "rank 0");
+    lt_test_expect_values(lt_to_local(d, 1), 1, (int64_t[]){1}, (double[]){3}, "rank 1");
+    lt_test_expect_values(lt_to_local(d, 2), 1, (int64_t[]){1}, (double[]){2}, "rank 2");
+    lt_test_expect_values(lt_to_local(d, 3), 1, (int64_t[]){1}, (double[]){4}, "rank 3");
+    lt_tensor *full;
+    LT_CHECK(lt_full_tensor_direct(d, &full));
+    lt_test_expect_values(full, 1, &n, (double[]){0, 1, 2, 3, 4}, "full");
+    lt_tensor_free(full);
+    lt_dtensor_free(d);
+    lt_tensor_free(x);
+}
+
+static void test_offsets_docstring(void **state) {
+    (void)state;
+    /* [[0,1,2,3,4],[10,11,12,13,14]] on (DP=2,TP=2) with (S(1),S(1)) */
+    lt_mesh m;
+    lt_placement pl[2];
+    int np;
+    double v[10] = {0, 1, 2, 3, 4, 10, 11, 12, 13, 14};
+    lt_tensor *x;
+    LT_CHECK(lt_tensor_from_doubles(LT_F32, 2, (int64_t[]){2, 5}, v, 10, &x));
+    parse("dp=2,tp=2", "S(1),S(1)", &m, pl, &np);
+    lt_dtensor *d;
+    LT_CHECK(lt_distribute(&m, x, pl, np, &d));
+    lt_test_expect_values(lt_to_local(d, 0), 2, (int64_t[]){2, 2}, (double[]){0, 1, 10, 11}, "rank 0");
+    lt_test_expect_values(lt_to_local(d, 1), 2, (int64_t[]){2, 1}, (double[]){2, 12}, "rank 1");
+    lt_test_expect_values(lt_to_local(d, 2), 2, (int64_t[]){2, 1}, (double[]){3, 13}, "rank 2");
+    lt_test_expect_values(lt_to_local(d, 3), 2, (int64_t[]){2, 1}, (double[]){4, 14}, "rank 3");
+    lt_dtensor_free(d);
+    lt_tensor_free(x);
+}
+
+static void test_partial_distribute(void **state) {
+    (void)state;
+    lt_mesh m;
+    lt_placement pl[2];
+    int np;
+    int64_t n = 3;
+    double v[3] = {1, 2, 3};
+    lt_tensor *x;
+    LT_CHECK(lt_tensor_from_doubles(LT_F32, 1, &n, v, 3, &x));
+    lt_dtensor *d;
+    /* (P,P) on 2x2 gives t/2/2 on every rank */
+    parse("2x2", "P,P", &m, pl, &np);
+    LT_CHECK(lt_distribute(&m, x, pl, np, &d));
+    for (int r = 0; r < 4; r++) lt_test_expect_values(lt_to_local(d, r), 1, &n, (double[]){0.25, 0.5, 0.75}, "P,P rank");
+    lt_tensor *full;
+    LT_CHECK(lt_full_tensor_direct(d, &full));
+    lt_test_expect_values(full, 1, &n, v, "P,P full");
+    lt_tensor_free(full);
+    lt_dtensor_free(d);
+    /* avg, max and min keep the value on every rank; the reduction gives it back */
+    const char *keep[] = {"P(avg),R", "P(max),S(0)", "R,P(min)", "P(sum),P(avg)"};
+    for (int k = 0; k < 4; k++) {
+        parse("2x2", keep[k], &m, pl, &np);
+        LT_CHECK(lt_distribute(&m, x, pl, np, &d));
+        LT_CHECK(lt_full_tensor_direct(d, &full));
+        lt_test_expect_values(full, 1, &n, v, keep[k]);
+        lt_tensor_free(full);
+        lt_dtensor_free(d);
+    }
+    /* SEMANTICS 10 rejections */
+    parse("2", "P(product)", &m, pl, &np);
+    LT_EXPECT_STATUS(lt_distribute(&m, x, pl, np, &d), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "Partial(product)"));
+    parse("2x2", "P(sum),P(max)", &m, pl, &np);
+    LT_EXPECT_STATUS(lt_distribute(&m, x, pl, np, &d), LT_INVALID);
+    parse("2x2", "S(0)", &m, pl, &np);
+    LT_EXPECT_STATUS(lt_distribute(&m, x, pl, np, &d), LT_INVALID);
+    parse("2", "S(-2)", &m, pl, &np);
+    LT_EXPECT_STATUS(lt_distribute(&m, x, pl, np, &d), LT_INVALID);
+    parse("2", "S(1)", &m, pl, &np);
+    LT_EXPECT_STATUS(lt_distribute(&m, x, pl, np, &d), LT_INVALID);
+    lt_tensor_free(x);
+    /* shard of a 0-d tensor */
+    lt_tensor *s;
+    LT_CHECK(lt_tensor_new(LT_F32, 0, NULL, &s));
+    parse("2", "S(0)", &m, pl, &np);
+    LT_EXPECT_STATUS(lt_distribute(&m, s, pl, np, &d), LT_INVALID);
+    parse("2", "R", &m, pl, &np);
+    LT_CHECK(lt_distribute(&m, s, pl, np, &d));
+    lt_dtensor_free(d);
+    lt_tensor_free(s);
+}
+
+/* every dtype, 1-D meshes 1..8, 2x2, 2x3, 4x2, 2x2x2: distribute -> values at
+ * the layout's indices -> full_tensor_direct equals the original */
+static void test_roundtrip_dtypes(void **state) {
+    (void)state;
+    const char *meshes[] = {"1", "2", "3", "4", "5", "6", "7", "8", "2x2", "2x3", "4x2", "2x2x2"};
+    const char *pl1[] = {"R", "S(0)", "S(0,balanced)", "S(0,last)", "SS(0,2)", "S(1)", "P(max)", "P(min)", "P(avg)", "P(sum)"};
+    const int64_t shapes[][2] = {{0, 3}, {1, 1}, {3, 5}, {9, 2}, {16, 3}};
+    long count = 0;
+    for (int dt = 0; dt < LT_DTYPE_COUNT; dt++) {
+        for (size_t mi = 0; mi < sizeof meshes / sizeof meshes[0]; mi++) {
+            lt_mesh m;
+            LT_CHECK(lt_mesh_parse(meshes[mi], &m));
+            for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+                lt_tensor *x = arange((lt_dtype)dt, 2, shapes[si]);
+                /* one placement per mesh dim, rotating through pl1 */
+                for (size_t p0 = 0; p0 < sizeof pl1 / sizeof pl1[0]; p0++) {
+                    lt_placement pl[LT_MESH_MAX_DIMS];
+                    int np = 0, skip = 0;
+                    for (int i = 0; i < m.ndim; i++) {
+                        int tmp;
+                        LT_CHECK(lt_placements_parse(pl1[(p0 + (size_t)i * 3) % (sizeof pl1 / sizeof pl1[0])], &pl[i], 1, &tmp));
+                        np++;
+                    }
+                    lt_redop first = LT_REDOP_SUM;
+                    int have = 0;
+                    for (int i = 0; i < np; i++) {
+                        if (pl[i].kind != LT_PL_PARTIAL) continue;
+                        if (!lt_dtype_is_float((lt_dtype)dt) && pl[i].op != LT_REDOP_MAX && pl[i].op != LT_REDOP_MIN) skip = 1;
+                        if (have && pl[i].op != first && !((pl[i].op == LT_REDOP_SUM || pl[i].op == LT_REDOP_AVG) && (first == LT_REDOP_SUM || first == LT_REDOP_AVG))) skip = 1;
+                        have = 1;
+                        first = pl[i].op;
+                    }
+                    if (skip) continue;
+                    lt_dtensor *d;
+                    lt_status st = lt_distribute(&m, x, pl, np, &d);
+                    if (st == LT_INVALID && strstr(lt_errmsg(), "last")) continue; /* last with n < k */
+                    LT_CHECK(st);
+                    /* each rank's values are the full tensor at its indices (partition aside) */
+                    int partial = 0;
+                    for (int i = 0; i < np; i++) partial |= pl[i].kind == LT_PL_PARTIAL && pl[i].op == LT_REDOP_SUM && m.shape[i] > 1;
+                    for (int r = 0; r < m.world && !partial; r++) {
+                        lt_rank_layout l;
+                        LT_CHECK(lt_layout_rank(&m, 2, x->shape, d->placements, r, &l));
+                        const lt_tensor *t = lt_to_local(d, r);
+                        for (int64_t a = 0; a < l.local_shape[0]; a++)
+                            for (int64_t b = 0; b < l.local_shape[1]; b++) {
+                                int64_t gi[2] = {l.idx[0] ? l.idx[0][a] : a, l.idx[1] ? l.idx[1][b] : b};
+                                int64_t li[2] = {a, b};
+                                if (lt_get(t, li) != lt_get(x, gi))
+                                    fail_msg("%s mesh %s rank %d (%lld,%lld): %g vs %g", lt_dtype_name((lt_dtype)dt), meshes[mi], r,
+                                             (long long)a, (long long)b, lt_get(t, li), lt_get(x, gi));
+                            }
+                        lt_rank_layout_free(&l);
+                    }
+                    lt_tensor *full;
+                    LT_CHECK(lt_full_tensor_direct(d, &full));
+                    double rtol, atol;
+                    lt_dtype_default_tol((lt_dtype)dt, &rtol, &atol);
+                    lt_compare_result cr;
+                    LT_CHECK(lt_compare(full, x, rtol, atol, &cr));
+                    if (!cr.equal) {
+                        char txt[128];
+                        lt_placements_format(pl, np, txt, sizeof txt);
+                        fail_msg("%s mesh %s %s: full_tensor differs at %lld: %g vs %g", lt_dtype_name((lt_dtype)dt), meshes[mi], txt,
+                                 (long long)cr.first_flat, cr.actual, cr.expected);
+                    }
+                    lt_tensor_free(full);
+                    lt_dtensor_free(d);
+                    count++;
+                }
+                lt_tensor_free(x);
+            }
+        }
+    }
+    print_message("round trips: %ld\n", count);
+    assert_true(count > 1500);
+}
+
+/* SEMANTICS 11.4: for a fixed seed every rank's values equal the unsharded
+ * tensor's at its indices, for >= 50 mesh/placement combinations */
+static void test_random_invariance(void **state) {
+    (void)state;
+    const char *meshes[] = {"2", "3", "4", "8", "2x2", "2x3", "4x2", "2x2x2"};
+    const char *opts[] = {"R", "S(0)", "S(1)", "S(0,balanced)", "S(1,last)", "SS(0,2)", "SS(1,3)", "P(max)"};
+    const int nopt = 8;
+    int64_t g[2] = {7, 5};
+    lt_init init = {LT_INIT_RANDOM, 1234};
+    lt_tensor *full;
+    LT_CHECK(lt_tensor_new(LT_F32, 2, g, &full));
+    LT_CHECK(lt_init_fill(full, &init));
+    /* the full tensor is Philox at each row-major index, computed here directly */
+    for (int64_t i = 0; i < 35; i++) assert_true(lt_get_flat(full, i) == (double)(float)lt_rand_uniform(1234, (uint64_t)i));
+    int combos = 0;
+    for (size_t mi = 0; mi < sizeof meshes / sizeof meshes[0]; mi++) {
+        lt_mesh m;
+        LT_CHECK(lt_mesh_parse(meshes[mi], &m));
+        for (int a = 0; a < nopt; a++) {
+            lt_placement pl[LT_MESH_MAX_DIMS];
+            int np1;
+            for (int i = 0; i < m.ndim; i++) LT_CHECK(lt_placements_parse(opts[(a + i * 5) % nopt], &pl[i], 1, &np1));
+            lt_dtensor *d;
+            lt_status st = lt_dtensor_init(&m, LT_F32, 2, g, pl, m.ndim, &init, &d);
+            if (st == LT_INVALID) continue;
+            LT_CHECK(st);
+            for (int r = 0; r < m.world; r++) {
+                lt_rank_layout l;
+                LT_CHECK(lt_layout_rank(&m, 2, g, d->placements, r, &l));
+                const lt_tensor *t = lt_to_local(d, r);
+                for (int64_t x = 0; x < l.local_shape[0]; x++)
+                    for (int64_t y = 0; y < l.local_shape[1]; y++) {
+                        int64_t gi[2] = {l.idx[0] ? l.idx[0][x] : x, l.idx[1] ? l.idx[1][y] : y};
+                        int64_t li[2] = {x, y};
+                        if (lt_get(t, li) != lt_get(full, gi)) fail_msg("mesh %s combo %d rank %d differs", meshes[mi], a, r);
+                    }
+                lt_rank_layout_free(&l);
+            }
+            lt_dtensor_free(d);
+            combos++;
+        }
+    }
+    lt_tensor_free(full);
+    print_message("random init: %d mesh/placement combinations\n", combos);
+    assert_true(combos >= 50);
+}
+
+static void test_from_local(void **state) {
+    (void)state;
+    lt_mesh m;
+    lt_placement pl[2];
+    int np;
+    /* uneven shards 3,1,0,2 over 4 ranks: global 6, explicit sizes inferred */
+    parse("4", "S(0)", &m, pl, &np);
+    lt_tensor *sh[4];
+    const int64_t sz[4] = {3, 1, 0, 2};
+    double v = 0;
+    for (int r = 0; r < 4; r++) {
+        LT_CHECK(lt_tensor_new(LT_F32, 1, &sz[r], &sh[r]));
+        for (int64_t i = 0; i < sz[r]; i++) lt_set_flat(sh[r], i, v++);
+    }
+    lt_dtensor *d;
+    LT_CHECK(lt_from_local(&m, sh, pl, np, 1, &d));
+    assert_int_equal(d->shape[0], 6);
+    assert_int_equal(d->placements[0].rule.kind, LT_SPLIT_EXPLICIT);
+    lt_tensor *full;
+    LT_CHECK(lt_full_tensor_direct(d, &full));
+    lt_test_expect_values(full, 1, (int64_t[]){6}, (double[]){0, 1, 2, 3, 4, 5}, "from_local full");
+    lt_tensor_free(full);
+    lt_dtensor_free(d);
+    /* chunk sizes 2,2,1,0 keep the chunk rule */
+    const int64_t sz2[4] = {2, 2, 1, 0};
+    for (int r = 0; r < 4; r++) {
+        lt_tensor_free(sh[r]);
+        LT_CHECK(lt_tensor_new(LT_F32, 1, &sz2[r], &sh[r]));
+    }
+    LT_CHECK(lt_from_local(&m, sh, pl, np, 1, &d));
+    assert_int_equal(d->shape[0], 5);
+    assert_int_equal(d->placements[0].rule.kind, LT_SPLIT_CHUNK);
+    lt_dtensor_free(d);
+    /* balanced rule given but sizes do not follow it */
+    parse("4", "S(0,balanced)", &m, pl, &np);
+    LT_EXPECT_STATUS(lt_from_local(&m, sh, pl, np, 1, &d), LT_SHAPE);
+    for (int r = 0; r < 4; r++) lt_tensor_free(sh[r]);
+
+    /* run_check: replicas along R must agree; message names the pair and index */
+    parse("2x2", "S(0),R", &m, pl, &np);
+    for (int r = 0; r < 4; r++) {
+        int64_t two = 2;
+        LT_CHECK(lt_tensor_new(LT_F32, 1, &two, &sh[r]));
+        lt_set_flat(sh[r], 0, r / 2);
+        lt_set_flat(sh[r], 1, 7);
+    }
+    LT_CHECK(lt_from_local(&m, sh, pl, np, 1, &d));
+    assert_int_equal(d->shape[0], 4);
+    lt_dtensor_free(d);
+    lt_set_flat(sh[3], 1, 8);
+    LT_EXPECT_STATUS(lt_from_local(&m, sh, pl, np, 1, &d), LT_MISMATCH);
+    assert_non_null(strstr(lt_errmsg(), "ranks 2 and 3 differ at index [1]"));
+    LT_CHECK(lt_from_local(&m, sh, pl, np, 0, &d)); /* without run_check it is accepted */
+    lt_dtensor_free(d);
+    /* non-sharded dims must agree */
+    lt_tensor_free(sh[3]);
+    int64_t three = 3;
+    LT_CHECK(lt_tensor_new(LT_F32, 1, &three, &sh[3]));
+    parse("4", "R", &m, pl, &np);
+    LT_EXPECT_STATUS(lt_from_local(&m, sh, pl, np, 0, &d), LT_SHAPE);
+    for (int r = 0; r < 4; r++) lt_tensor_free(sh[r]);
+}
+
+static lt_status add_rank(int rank, const int *coord, const lt_tensor *in, void *user, lt_tensor **out,
+                          int64_t *out_int) {
+    (void)coord;
+    (void)user;
+    LT_TRY(lt_clone(in, out));
+    int64_t n = lt_numel(*out);
+    for (int64_t i = 0; i < n; i++) lt_set_flat(*out, i, lt_get_flat(*out, i) + rank);
+    *out_int = n;
+    return LT_OK;
+}
+
+static void test_local_map_and_ints(void **state) {
+    (void)state;
+    lt_mesh m;
+    lt_placement pl[1];
+    int np;
+    parse("4", "S(0)", &m, pl, &np);
+    int64_t n = 5;
+    lt_tensor *x = arange(LT_F32, 1, &n);
+    lt_dtensor *d;
+    LT_CHECK(lt_distribute(&m, x, pl, np, &d));
+    lt_local *out;
+    lt_localint sizes;
+    LT_CHECK(lt_local_map(d->local, add_rank, NULL, &out, &sizes));
+    lt_test_expect_values(out->shards[1], 1, (int64_t[]){2}, (double[]){3, 4}, "map rank 1");
+    lt_test_expect_values(out->shards[2], 1, (int64_t[]){1}, (double[]){6}, "map rank 2");
+    assert_int_equal(lt_numel(out->shards[3]), 0);
+    char buf[128];
+    assert_string_equal(lt_localint_str(&sizes, buf, sizeof buf), "{0: 2, 1: 2, 2: 1, 3: 0}");
+    int64_t c;
+    assert_false(lt_localint_is_const(&sizes, &c));
+    lt_localint two;
+    LT_CHECK(lt_localint_new(4, &two));
+    for (int r = 0; r < 4; r++) two.v[r] = 2;
+    assert_true(lt_localint_is_const(&two, &c));
+    assert_int_equal(c, 2);
+    assert_false(lt_localint_eq(&sizes, &two));
+    int res;
+    LT_EXPECT_STATUS(lt_localint_lt(&sizes, &two, &res), LT_INVALID); /* differs by rank */
+    lt_localint_free(&two);
+    lt_localint_free(&sizes);
+    int all[4] = {0, 1, 2, 3};
+    LT_EXPECT_STATUS(lt_local_check_equal(out, all, 4), LT_MISMATCH);
+    lt_local_free(out);
+    lt_dtensor_free(d);
+    lt_tensor_free(x);
+}
+
+static void test_overflow(void **state) {
+    (void)state;
+    lt_mesh m;
+    lt_placement pl[1];
+    int np;
+    parse("2", "S(0)", &m, pl, &np);
+    int64_t huge[2] = {INT64_MAX / 2, 4};
+    lt_init in = {LT_INIT_ZEROS, 0};
+    lt_dtensor *d;
+    LT_EXPECT_STATUS(lt_dtensor_init(&m, LT_F32, 2, huge, pl, np, &in, &d), LT_OVERFLOW);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_seed_example),      cmocka_unit_test(test_offsets_docstring),
+        cmocka_unit_test(test_partial_distribute), cmocka_unit_test(test_roundtrip_dtypes),
+        cmocka_unit_test(test_random_invariance),  cmocka_unit_test(test_from_local),
+        cmocka_unit_test(test_local_map_and_ints), cmocka_unit_test(test_overflow),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

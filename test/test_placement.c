@@ -1,0 +1,200 @@
+/* test/test_placement.c — placement spellings, list checks (SEMANTICS 1, 10),
+ * split rules (SEMANTICS 2, 11.1) and the middle-era explicit order (6). */
+#include <string.h>
+
+#include "localtensor/localtensor.h"
+#include "test/testutil.h"
+
+static void expect_fmt(const char *in, const char *want) {
+    lt_placement p;
+    char buf[256];
+    LT_CHECK(lt_placement_parse(in, &p));
+    lt_placement_format(&p, buf, sizeof buf);
+    if (strcmp(buf, want)) fail_msg("'%s' formats as '%s', wanted '%s'", in, buf, want);
+}
+
+static void test_spellings(void **state) {
+    (void)state;
+    expect_fmt("R", "R");
+    expect_fmt("Replicate()", "R");
+    expect_fmt("S(0)", "S(0)");
+    expect_fmt("S(-1)", "S(-1)");
+    expect_fmt("Shard(0)", "S(0)");
+    expect_fmt("Shard(dim=1)", "S(1)");
+    expect_fmt(" S( 0 , balanced ) ", "S(0,balanced)");
+    expect_fmt("S(0,last)", "S(0,last)");
+    expect_fmt("S(0,chunk)", "S(0)");
+    expect_fmt("S(0,[3,1,0,2])", "S(0,[3,1,0,2])");
+    expect_fmt("S(0, [3, 1, 0, 2])", "S(0,[3,1,0,2])");
+    expect_fmt("SS(0,2)", "SS(0,2)");
+    expect_fmt("_StridedShard(0, split_factor=2)", "SS(0,2)");
+    expect_fmt("_StridedShard(dim=0, split_factor=2)", "SS(0,2)");
+    expect_fmt("P", "P(sum)");
+    expect_fmt("P(sum)", "P(sum)");
+    expect_fmt("P(avg)", "P(avg)");
+    expect_fmt("P(max)", "P(max)");
+    expect_fmt("P(min)", "P(min)");
+    expect_fmt("P(product)", "P(product)");
+    expect_fmt("P(prod)", "P(product)");
+    expect_fmt("Partial()", "P(sum)");
+    expect_fmt("Partial(\"max\")", "P(max)");
+    expect_fmt("Partial('avg')", "P(avg)");
+    expect_fmt("Partial(reduce_op=\"min\")", "P(min)");
+}
+
+static void test_bad_spellings(void **state) {
+    (void)state;
+    const char *bad[] = {"", "X", "S", "S()", "S(a)", "SS(0)", "SS(0,0)", "SS(0,-1)", "P(foo)",
+                         "S(0,weird)", "S(0,[1,-1])", "R(1)", "S(0", "S(0))", "Shard(dim=0, dim=1)",
+                         "Partial(1,2)", "S(0,[1,2", "S(0,[])", "S(99999999999)", "P(\"sum)"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lt_placement p;
+        lt_status st = lt_placement_parse(bad[i], &p);
+        if (st != LT_INVALID) fail_msg("'%s' parsed (status %s)", bad[i], lt_status_str(st));
+        if (!strstr(lt_errmsg(), "placement")) fail_msg("'%s': message '%s' does not name the placement", bad[i], lt_errmsg());
+    }
+}
+
+static void test_lists(void **state) {
+    (void)state;
+    lt_placement pl[8];
+    int n;
+    char buf[256];
+    LT_CHECK(lt_placements_parse("SS(0,2),S(0)", pl, 8, &n));
+    assert_int_equal(n, 2);
+    lt_placements_format(pl, n, buf, sizeof buf);
+    assert_string_equal(buf, "[SS(0,2), S(0)]");
+    LT_CHECK(lt_placements_parse("[R, S(0,[3,1])]", pl, 8, &n));
+    assert_int_equal(n, 2);
+    assert_int_equal(pl[1].rule.kind, LT_SPLIT_EXPLICIT);
+    assert_int_equal(pl[1].rule.nsizes, 2);
+    LT_CHECK(lt_placements_parse("Shard(dim=0), _StridedShard(1, split_factor=2), Partial(\"max\")", pl, 8, &n));
+    assert_int_equal(n, 3);
+    LT_EXPECT_STATUS(lt_placements_parse("R,,R", pl, 8, &n), LT_INVALID);
+    LT_EXPECT_STATUS(lt_placements_parse("R,R,R", pl, 2, &n), LT_INVALID);
+    LT_EXPECT_STATUS(lt_placements_parse("", pl, 8, &n), LT_INVALID);
+}
+
+static void test_check(void **state) {
+    (void)state;
+    lt_mesh m2, m22;
+    lt_placement pl[4], out[4];
+    int n;
+    LT_CHECK(lt_mesh_parse("2", &m2));
+    LT_CHECK(lt_mesh_parse("2x2", &m22));
+    /* count */
+    LT_CHECK(lt_placements_parse("R", pl, 4, &n));
+    LT_EXPECT_STATUS(lt_placements_check(&m22, 1, pl, n, out), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "1 placements for a mesh of 2 dims"));
+    /* negative dims normalize; d < -ndim and d == ndim are rejected */
+    LT_CHECK(lt_placements_parse("S(-1)", pl, 4, &n));
+    LT_CHECK(lt_placements_check(&m2, 2, pl, n, out));
+    assert_int_equal(out[0].dim, 1);
+    LT_CHECK(lt_placements_parse("S(-3)", pl, 4, &n));
+    LT_EXPECT_STATUS(lt_placements_check(&m2, 2, pl, n, out), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "out of range"));
+    LT_CHECK(lt_placements_parse("S(2)", pl, 4, &n));
+    LT_EXPECT_STATUS(lt_placements_check(&m2, 2, pl, n, out), LT_INVALID);
+    LT_CHECK(lt_placements_parse("SS(2,2)", pl, 4, &n));
+    LT_EXPECT_STATUS(lt_placements_check(&m2, 2, pl, n, out), LT_INVALID);
+    /* 0-d */
+    LT_CHECK(lt_placements_parse("S(0)", pl, 4, &n));
+    LT_EXPECT_STATUS(lt_placements_check(&m2, 0, pl, n, out), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "0-d"));
+    /* mixed partials: only sum+avg */
+    LT_CHECK(lt_placements_parse("P(sum),P(avg)", pl, 4, &n));
+    LT_CHECK(lt_placements_check(&m22, 1, pl, n, out));
+    LT_CHECK(lt_placements_parse("P(sum),P(max)", pl, 4, &n));
+    LT_EXPECT_STATUS(lt_placements_check(&m22, 1, pl, n, out), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "mixed"));
+    LT_CHECK(lt_placements_parse("P(min),P(min)", pl, 4, &n));
+    LT_CHECK(lt_placements_check(&m22, 1, pl, n, out));
+    /* explicit sizes must have one entry per rank of the mesh dim */
+    LT_CHECK(lt_placements_parse("S(0,[1,2,3])", pl, 4, &n));
+    LT_EXPECT_STATUS(lt_placements_check(&m2, 1, pl, n, out), LT_INVALID);
+}
+
+static void expect_sizes(lt_split_kind kind, int64_t n, int k, const int64_t *want) {
+    lt_split_rule r = lt_split_chunk();
+    r.kind = kind;
+    int64_t got[16];
+    LT_CHECK(lt_split_sizes(&r, n, k, got));
+    for (int j = 0; j < k; j++)
+        if (got[j] != want[j])
+            fail_msg("%s %lld/%d: piece %d is %lld, wanted %lld", lt_split_kind_name(kind), (long long)n, k, j,
+                     (long long)got[j], (long long)want[j]);
+}
+
+static void test_split_rules(void **state) {
+    (void)state;
+    /* SEMANTICS 2 */
+    expect_sizes(LT_SPLIT_CHUNK, 5, 4, (int64_t[]){2, 2, 1, 0});
+    expect_sizes(LT_SPLIT_CHUNK, 9, 4, (int64_t[]){3, 3, 3, 0});
+    expect_sizes(LT_SPLIT_CHUNK, 10, 4, (int64_t[]){3, 3, 3, 1});
+    expect_sizes(LT_SPLIT_CHUNK, 13, 4, (int64_t[]){4, 4, 4, 1});
+    expect_sizes(LT_SPLIT_CHUNK, 0, 4, (int64_t[]){0, 0, 0, 0});
+    /* SEMANTICS 11.1 */
+    expect_sizes(LT_SPLIT_CHUNK, 20, 6, (int64_t[]){4, 4, 4, 4, 4, 0});
+    expect_sizes(LT_SPLIT_BALANCED, 5, 4, (int64_t[]){2, 1, 1, 1});
+    expect_sizes(LT_SPLIT_BALANCED, 20, 6, (int64_t[]){4, 4, 3, 3, 3, 3});
+    expect_sizes(LT_SPLIT_LAST, 5, 4, (int64_t[]){1, 1, 1, 2});
+    expect_sizes(LT_SPLIT_LAST, 20, 6, (int64_t[]){3, 3, 3, 3, 3, 5});
+    expect_sizes(LT_SPLIT_LAST, 10, 4, (int64_t[]){3, 3, 3, 1});
+    expect_sizes(LT_SPLIT_LAST, 9, 4, (int64_t[]){2, 2, 2, 3});
+    lt_split_rule r = lt_split_chunk();
+    int64_t got[8];
+    r.kind = LT_SPLIT_LAST;
+    LT_EXPECT_STATUS(lt_split_sizes(&r, 3, 4, got), LT_INVALID);
+    r.kind = LT_SPLIT_EXPLICIT;
+    r.nsizes = 4;
+    r.sizes[0] = 3; r.sizes[1] = 1; r.sizes[2] = 0; r.sizes[3] = 2;
+    LT_CHECK(lt_split_sizes(&r, 6, 4, got));
+    assert_int_equal(got[2], 0);
+    LT_EXPECT_STATUS(lt_split_sizes(&r, 7, 4, got), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "sum to 6"));
+    LT_EXPECT_STATUS(lt_split_sizes(&r, 6, 3, got), LT_INVALID);
+}
+
+static void expect_order(const int *mesh, int nd, const char *pls, const int *mdims) {
+    lt_placement pl[8];
+    lt_order_entry out[8];
+    int n, cnt;
+    LT_CHECK(lt_placements_parse(pls, pl, 8, &n));
+    LT_CHECK(lt_explicit_order(mesh, nd, pl, n, out, &cnt));
+    assert_int_equal(cnt, nd);
+    for (int i = 0; i < cnt; i++) {
+        if (out[i].mesh_dim != mdims[i]) fail_msg("%s: entry %d is mesh dim %d, wanted %d", pls, i, out[i].mesh_dim, mdims[i]);
+        assert_int_equal(out[i].placement.kind, LT_PL_SHARD);
+        assert_int_equal(out[i].placement.dim, 0);
+    }
+}
+
+static void test_explicit_order(void **state) {
+    (void)state;
+    /* SEMANTICS 6, test_explicit_order_placements */
+    expect_order((int[]){2, 4}, 2, "SS(0,4),S(0)", (int[]){1, 0});
+    expect_order((int[]){2, 3, 4}, 3, "S(0),SS(0,4),S(0)", (int[]){0, 2, 1});
+    expect_order((int[]){2, 3, 4}, 3, "SS(0,12),SS(0,4),S(0)", (int[]){2, 1, 0});
+    lt_placement pl[8];
+    lt_order_entry out[8];
+    int n, cnt;
+    LT_CHECK(lt_placements_parse("SS(0,3),S(0)", pl, 8, &n));
+    LT_EXPECT_STATUS(lt_explicit_order((int[]){2, 4}, 2, pl, n, out, &cnt), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "split_factor(3) == aggregate mesh size (4)"));
+    LT_CHECK(lt_placements_parse("SS(0,2),S(0),S(0)", pl, 8, &n));
+    LT_EXPECT_STATUS(lt_explicit_order((int[]){2, 2, 2}, 3, pl, n, out, &cnt), LT_UNSUPPORTED);
+    assert_non_null(strstr(lt_errmsg(), "after the strided part has ended"));
+    LT_CHECK(lt_placements_parse("SS(0,2),R", pl, 8, &n));
+    LT_EXPECT_STATUS(lt_explicit_order((int[]){2, 2}, 2, pl, n, out, &cnt), LT_UNSUPPORTED);
+    LT_CHECK(lt_placements_parse("R", pl, 8, &n));
+    LT_EXPECT_STATUS(lt_explicit_order((int[]){2, 2}, 2, pl, n, out, &cnt), LT_INVALID);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spellings),   cmocka_unit_test(test_bad_spellings),
+        cmocka_unit_test(test_lists),       cmocka_unit_test(test_check),
+        cmocka_unit_test(test_split_rules), cmocka_unit_test(test_explicit_order),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,88 @@
+/* tools/cli_common.c — exit codes, error printing, color, shape and option
+ * parsing shared by the subcommands. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels/tensor.h"
+#include "tools/cli.h"
+
+int lt_cli_exit_code(lt_status st) {
+    if (st == LT_OK) return 0;
+    if (st == LT_MISMATCH) return 1;
+    return 2;
+}
+
+int lt_cli_fail(const char *cmd, lt_status st) {
+    fprintf(stderr, "localtensor %s: %s\n", cmd, lt_errmsg()[0] ? lt_errmsg() : lt_status_str(st));
+    return lt_cli_exit_code(st);
+}
+
+int lt_cli_use_color(FILE *f) {
+    const char *nc = getenv("NO_COLOR");
+    if (nc && nc[0]) return 0;
+    return isatty(fileno(f));
+}
+
+lt_status lt_cli_parse_shape(const char *s, int *ndim, int64_t *shape) {
+    const char *p = s;
+    while (isspace((unsigned char)*p)) p++;
+    char close = 0;
+    if (*p == '(') close = ')';
+    if (*p == '[') close = ']';
+    if (close) p++;
+    int n = 0;
+    for (;;) {
+        while (isspace((unsigned char)*p)) p++;
+        if (!*p || *p == close) break;
+        if (n == LT_MAX_DIMS) return lt__err(LT_INVALID, "shape '%s': more than %d dims", s, LT_MAX_DIMS);
+        if (*p == '-') return lt__err(LT_INVALID, "shape '%s': sizes must be >= 0", s);
+        if (!isdigit((unsigned char)*p))
+            return lt__err(LT_INVALID, "shape '%s': '%c' is not a digit (expected e.g. 5 or 5,7)", s, *p);
+        int64_t v = 0;
+        while (isdigit((unsigned char)*p)) {
+            if (v > (INT64_MAX - 9) / 10) return lt__err(LT_OVERFLOW, "shape '%s': size overflows 64 bits", s);
+            v = v * 10 + (*p - '0');
+            p++;
+        }
+        shape[n++] = v;
+        while (isspace((unsigned char)*p)) p++;
+        if (*p == ',') {
+            p++;
+            while (isspace((unsigned char)*p)) p++;
+            if (!*p || *p == close) return lt__err(LT_INVALID, "shape '%s': trailing comma", s);
+            continue;
+        }
+        if (!*p || *p == close) break;
+        return lt__err(LT_INVALID, "shape '%s': unexpected '%c'", s, *p);
+    }
+    if (close) {
+        if (*p != close) return lt__err(LT_INVALID, "shape '%s': missing '%c'", s, close);
+        p++;
+        while (isspace((unsigned char)*p)) p++;
+        if (*p) return lt__err(LT_INVALID, "shape '%s': text after '%c'", s, close);
+    }
+    int64_t numel;
+    lt_status st = lt__numel_checked(n, shape, 8, &numel);
+    if (st) return lt__err_ctx(st, "shape '%s'", s);
+    *ndim = n;
+    return LT_OK;
+}
+
+int lt_cli_opt(int argc, char **argv, int *i, const char *name, const char **val) {
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0) return 0;
+    if (a[n] == '=') {
+        *val = a + n + 1;
+        return 1;
+    }
+    if (a[n] != '\0') return 0;
+    if (*i + 1 >= argc) {
+        lt__err(LT_INVALID, "option %s needs a value", name);
+        return -1;
+    }
+    *val = argv[++*i];
+    return 1;
+}

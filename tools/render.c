@@ -1,0 +1,240 @@
+/* tools/render.c — per-rank tables, ownership pictures and JSON of a DTensor. */
+#include "tools/render.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void lt_render_values(FILE *f, const lt_tensor *t, int64_t max) {
+    int64_t n = lt_numel(t);
+    fputc('[', f);
+    for (int64_t i = 0; i < n && i < max; i++) fprintf(f, "%s%g", i ? ", " : "", lt_get_flat(t, i));
+    if (n > max) fprintf(f, ", ... (%lld elements)", (long long)n);
+    fputc(']', f);
+}
+
+void lt_render_header(FILE *f, const lt_dtensor *dt) {
+    char mesh[128], shape[128], pl[512];
+    lt_mesh_str(lt_dtensor_mesh(dt), mesh, sizeof mesh);
+    lt_shape_str(dt->ndim, dt->shape, shape, sizeof shape);
+    lt_placements_format(dt->placements, lt_dtensor_mesh(dt)->ndim, pl, sizeof pl);
+    fprintf(f, "mesh %s (%d ranks), global shape %s, %s, placements %s\n", mesh,
+            lt_dtensor_mesh(dt)->world, shape, lt_dtype_name(dt->dtype), pl);
+}
+
+static void coord_str(const lt_mesh *m, int rank, char *buf, size_t n) {
+    int c[LT_MESH_MAX_DIMS];
+    lt_mesh_coord(m, rank, c);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < m->ndim && used < n; i++) {
+        int w = snprintf(buf + used, n - used, "%s%d", i ? "," : "(", c[i]);
+        if (w < 0) return;
+        used += (size_t)w;
+    }
+    if (used + 1 < n) strcat(buf, ")");
+}
+
+lt_status lt_render_ranks(FILE *f, const lt_dtensor *dt, int max_values) {
+    const lt_mesh *m = lt_dtensor_mesh(dt);
+    fprintf(f, "%-5s %-10s %-14s %-14s %s\n", "rank", "coord", "local_shape", "global_offset", "values");
+    for (int r = 0; r < m->world; r++) {
+        int64_t ls[LT_MAX_DIMS], off[LT_MAX_DIMS];
+        LT_TRY(lt_local_shape_and_offset(m, dt->ndim, dt->shape, dt->placements, r, ls, off));
+        char c[64], s1[96], s2[96];
+        coord_str(m, r, c, sizeof c);
+        fprintf(f, "%-5d %-10s %-14s %-14s ", r, c, lt_shape_str(dt->ndim, ls, s1, sizeof s1),
+                lt_shape_str(dt->ndim, off, s2, sizeof s2));
+        const lt_tensor *t = lt_to_local(dt, r);
+        if (lt_numel(t) == 0)
+            fprintf(f, "[] (empty)");
+        else
+            lt_render_values(f, t, max_values);
+        fputc('\n', f);
+    }
+    return LT_OK;
+}
+
+#define PIC_MAX 24
+
+static int global_nonempty(const lt_dtensor *dt) {
+    for (int d = 0; d < dt->ndim; d++)
+        if (dt->shape[d] == 0) return 0;
+    return 1;
+}
+
+/* Labels of the ranks holding each picture cell. cells[nr*nc] of rank lists. */
+typedef struct cell {
+    int n;
+    int *ranks;   /* (n) */
+} cell;
+
+static void label(const cell *c, int world, char *buf, size_t n) {
+    if (c->n == 0) {
+        snprintf(buf, n, ".");
+        return;
+    }
+    if (c->n == world && world > 1) {
+        snprintf(buf, n, "all");
+        return;
+    }
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < c->n && used < n; i++) {
+        /* compress runs a-b */
+        int j = i;
+        while (j + 1 < c->n && c->ranks[j + 1] == c->ranks[j] + 1) j++;
+        int w = j > i + 1 ? snprintf(buf + used, n - used, "%s%d-%d", i ? "," : "", c->ranks[i], c->ranks[j])
+                          : snprintf(buf + used, n - used, "%s%d", i ? "," : "", c->ranks[i]);
+        if (w < 0) return;
+        used += (size_t)w;
+        if (j > i + 1) i = j;
+    }
+}
+
+lt_status lt_render_picture(FILE *f, const lt_dtensor *dt) {
+    const lt_mesh *m = lt_dtensor_mesh(dt);
+    if (dt->ndim < 1 || dt->ndim > 2) {
+        fprintf(f, "(picture: only for 1-D and 2-D tensors)\n");
+        return LT_OK;
+    }
+    int64_t rows = dt->ndim == 2 ? dt->shape[0] : 1;
+    int64_t cols = dt->ndim == 2 ? dt->shape[1] : dt->shape[0];
+    int64_t rstep = rows > PIC_MAX ? (rows + PIC_MAX - 1) / PIC_MAX : 1;
+    int64_t cstep = cols > PIC_MAX ? (cols + PIC_MAX - 1) / PIC_MAX : 1;
+    int nr = (int)((rows + rstep - 1) / rstep), nc = (int)((cols + cstep - 1) / cstep);
+    if (rows == 0 || cols == 0) {
+        fprintf(f, "(picture: the tensor has no elements)\n");
+    } else {
+        cell *cells = calloc((size_t)nr * (size_t)nc, sizeof(cell));
+        int *pool = calloc((size_t)nr * (size_t)nc * (size_t)m->world, sizeof(int));
+        if (!cells || !pool) {
+            free(cells);
+            free(pool);
+            return lt__err(LT_NOMEM, "out of memory");
+        }
+        for (int i = 0; i < nr * nc; i++) cells[i].ranks = pool + (size_t)i * (size_t)m->world;
+        for (int r = 0; r < m->world; r++) {
+            lt_rank_layout l;
+            lt_status st = lt_layout_rank(m, dt->ndim, dt->shape, dt->placements, r, &l);
+            if (st) {
+                free(cells);
+                free(pool);
+                return st;
+            }
+            int64_t n0 = dt->ndim == 2 ? l.local_shape[0] : 1;
+            int64_t n1 = l.local_shape[dt->ndim - 1];
+            for (int64_t a = 0; a < n0; a++) {
+                int64_t gr = dt->ndim == 2 ? (l.idx[0] ? l.idx[0][a] : a) : 0;
+                if (gr % rstep) continue;
+                for (int64_t b = 0; b < n1; b++) {
+                    int64_t *ix = l.idx[dt->ndim - 1];
+                    int64_t gc = ix ? ix[b] : b;
+                    if (gc % cstep) continue;
+                    cell *c = &cells[(gr / rstep) * nc + gc / cstep];
+                    c->ranks[c->n++] = r;
+                }
+            }
+            lt_rank_layout_free(&l);
+        }
+        int width = 1;
+        char buf[64];
+        for (int i = 0; i < nr * nc; i++) {
+            label(&cells[i], m->world, buf, sizeof buf);
+            int w = (int)strlen(buf);
+            if (w > width) width = w;
+        }
+        fprintf(f, "owners (ranks holding each %s%s):\n", dt->ndim == 2 ? "element" : "index",
+                rstep > 1 || cstep > 1 ? ", sampled every few indices" : "");
+        fprintf(f, "%6s", "");
+        for (int j = 0; j < nc; j++) fprintf(f, " %*lld", width, (long long)(j * cstep));
+        fputc('\n', f);
+        for (int i = 0; i < nr; i++) {
+            if (dt->ndim == 2) fprintf(f, "%5lld ", (long long)(i * rstep));
+            else fprintf(f, "%6s", "");
+            for (int j = 0; j < nc; j++) {
+                label(&cells[i * nc + j], m->world, buf, sizeof buf);
+                fprintf(f, " %*s", width, buf);
+            }
+            fputc('\n', f);
+        }
+        free(cells);
+        free(pool);
+    }
+    for (int i = 0; i < m->ndim; i++) {
+        if (dt->placements[i].kind == LT_PL_PARTIAL)
+            fprintf(f, "partial: mesh dim %d is P(%s): ranks along it hold contributions; the value is their %s\n",
+                    i, lt_redop_name(dt->placements[i].op), lt_redop_name(dt->placements[i].op));
+    }
+    int nempty = 0;
+    for (int r = 0; r < m->world; r++) {
+        const lt_tensor *t = lt_to_local(dt, r);
+        if (lt_numel(t) == 0 && global_nonempty(dt)) {
+            if (!nempty) fprintf(f, "empty shards (zero-size):");
+            fprintf(f, " %d", r);
+            nempty++;
+        }
+    }
+    if (nempty) fputc('\n', f);
+    return LT_OK;
+}
+
+cJSON *lt_json_i64_array(const int64_t *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+    return a;
+}
+
+cJSON *lt_json_mesh(const lt_mesh *m) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+    cJSON *names = cJSON_AddArrayToObject(o, "names");
+    for (int i = 0; i < m->ndim; i++) {
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber(m->shape[i]));
+        cJSON_AddItemToArray(names, m->names[i][0] ? cJSON_CreateString(m->names[i]) : cJSON_CreateNull());
+    }
+    return o;
+}
+
+cJSON *lt_json_placements(const lt_placement *pl, int n) {
+    cJSON *a = cJSON_CreateArray();
+    char buf[1024];
+    for (int i = 0; i < n; i++) {
+        lt_placement_format(&pl[i], buf, sizeof buf);
+        cJSON_AddItemToArray(a, cJSON_CreateString(buf));
+    }
+    return a;
+}
+
+cJSON *lt_json_ranks(const lt_dtensor *dt) {
+    const lt_mesh *m = lt_dtensor_mesh(dt);
+    cJSON *a = cJSON_CreateArray();
+    for (int r = 0; r < m->world; r++) {
+        int64_t ls[LT_MAX_DIMS], off[LT_MAX_DIMS], c64[LT_MESH_MAX_DIMS];
+        int c[LT_MESH_MAX_DIMS];
+        if (lt_local_shape_and_offset(m, dt->ndim, dt->shape, dt->placements, r, ls, off)) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+        lt_mesh_coord(m, r, c);
+        for (int i = 0; i < m->ndim; i++) c64[i] = c[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "rank", r);
+        cJSON_AddItemToObject(o, "coord", lt_json_i64_array(c64, m->ndim));
+        cJSON_AddItemToObject(o, "local_shape", lt_json_i64_array(ls, dt->ndim));
+        cJSON_AddItemToObject(o, "global_offset", lt_json_i64_array(off, dt->ndim));
+        cJSON *vals = cJSON_AddArrayToObject(o, "values");
+        const lt_tensor *t = lt_to_local(dt, r);
+        int64_t n = lt_numel(t);
+        for (int64_t i = 0; i < n; i++) cJSON_AddItemToArray(vals, cJSON_CreateNumber(lt_get_flat(t, i)));
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
+lt_status lt_json_print(FILE *f, const cJSON *j) {
+    char *s = cJSON_Print(j);
+    if (!s) return lt__err(LT_NOMEM, "out of memory while printing JSON");
+    fprintf(f, "%s\n", s);
+    cJSON_free(s);
+    return LT_OK;
+}
