@@ -89,9 +89,9 @@ bench: deps
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include/localtensor/kernels $(DESTDIR)$(PREFIX)/include/localtensor/collectives_sim \
 	           $(DESTDIR)$(PREFIX)/include/localtensor/localtensor $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
-	install -m 644 kernels/*.h $(DESTDIR)$(PREFIX)/include/localtensor/kernels/
-	install -m 644 collectives_sim/*.h $(DESTDIR)$(PREFIX)/include/localtensor/collectives_sim/
-	install -m 644 localtensor/*.h $(DESTDIR)$(PREFIX)/include/localtensor/localtensor/
+	install -m 644 $(filter-out %_impl.h,$(wildcard kernels/*.h)) $(DESTDIR)$(PREFIX)/include/localtensor/kernels/
+	install -m 644 $(filter-out %_impl.h,$(wildcard collectives_sim/*.h)) $(DESTDIR)$(PREFIX)/include/localtensor/collectives_sim/
+	install -m 644 $(filter-out %_impl.h,$(wildcard localtensor/*.h)) $(DESTDIR)$(PREFIX)/include/localtensor/localtensor/
 	install -m 644 $(BUILD)/liblocaltensor.a $(BUILD)/liblocaltensor.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/localtensor $(DESTDIR)$(PREFIX)/bin/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' tools/localtensor.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor.pc

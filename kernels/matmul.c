@@ -1,0 +1,280 @@
+/* kernels/matmul.c — matmul / mm / bmm / addmm through the backend gemm,
+ * and embedding lookup.
+ *
+ * Every product is a loop of 2-D gemms over the (broadcast) batch dims. An
+ * operand whose last two dims are row-major or column-major (a transposed
+ * view) goes to gemm as is, with the transpose flag; anything else is copied
+ * dense first. bf16/f16 operands are widened to f32, multiplied in f32, and
+ * rounded once into the result. A backend without gemm (or one that answers
+ * LT_UNSUPPORTED) falls back to a plain triple loop.
+ */
+#include "kernels/math.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/backend.h"
+#include "kernels/tensor_impl.h"
+
+/* Can a (rows, cols) matrix with element strides (s0, s1) go to gemm? Sets
+ * *trans and *ld. Size-1 dims have arbitrary strides, so they are fixed up
+ * first. */
+static int blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, int *trans, int64_t *ld) {
+    if (cols <= 1) s1 = 1;
+    if (rows <= 1) s0 = cols > 1 ? cols : 1;
+    if (s1 == 1 && s0 >= (cols > 1 ? cols : 1)) {
+        *trans = 0;
+        *ld = s0;
+        return 1;
+    }
+    if (s0 == 1 && s1 >= (rows > 1 ? rows : 1)) {
+        *trans = 1;
+        *ld = s1;
+        return 1;
+    }
+    return 0;
+}
+
+/* c (m, n) row-major, ldc n = alpha * a @ b + beta * c, in dtype dt (f32/f64). */
+static lt_status gemm2(const lt_backend *be, lt_dtype dt, int64_t m, int64_t n, int64_t k,
+                       double alpha, const char *a, int64_t as0, int64_t as1, const char *b,
+                       int64_t bs0, int64_t bs1, double beta, char *c) {
+    if (m == 0 || n == 0) return LT_OK;
+    int64_t es = (int64_t)lt_dtype_size(dt);
+    if (k == 0) { /* no products: c = beta * c */
+        for (int64_t i = 0; i < m * n; i++) {
+            double v = beta == 0 ? 0.0 : beta * lt_dtype_load(dt, c + i * es);
+            lt_dtype_store(dt, c + i * es, v);
+        }
+        return LT_OK;
+    }
+    int ta, tb;
+    int64_t lda, ldb;
+    int ok_a = blas_layout(m, k, as0, as1, &ta, &lda), ok_b = blas_layout(k, n, bs0, bs1, &tb, &ldb);
+    if (ok_a && ok_b && be->iface->gemm) {
+        lt_status st = be->iface->gemm(be->ctx, dt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+        if (st != LT_UNSUPPORTED) return st;
+    }
+    for (int64_t i = 0; i < m; i++) /* host fallback */
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0;
+            for (int64_t p = 0; p < k; p++)
+                s += lt_dtype_load(dt, a + (i * as0 + p * as1) * es) *
+                     lt_dtype_load(dt, b + (p * bs0 + j * bs1) * es);
+            double prev = beta == 0 ? 0.0 : beta * lt_dtype_load(dt, c + (i * n + j) * es);
+            lt_dtype_store(dt, c + (i * n + j) * es, alpha * s + prev);
+        }
+    return LT_OK;
+}
+
+/* An operand ready for gemm: compute dtype cdt and a BLAS-able matrix layout
+ * (a new reference in *out, a view when nothing had to change). */
+static lt_status prepare(const lt_tensor *t, lt_dtype cdt, lt_tensor **out) {
+    int nd = t->ndim, tr;
+    int64_t ld;
+    if (t->dtype == cdt && blas_layout(t->shape[nd - 2], t->shape[nd - 1], t->strides[nd - 2],
+                                       t->strides[nd - 1], &tr, &ld))
+        return lt_tensor_view(t, out);
+    if (t->dtype == cdt) return lt_clone(t, out);
+    return lt_cast(t, cdt, out);
+}
+
+/* c (batch..., m, n) contiguous in cdt = alpha * a @ b + beta * c, where a is
+ * (abatch..., m, k), b (bbatch..., k, n) and the batch dims broadcast to c's
+ * nb leading dims. */
+static lt_status batched(const lt_tensor *a, const lt_tensor *b, int nb, const int64_t *bshape,
+                         double alpha, double beta, lt_tensor *c) {
+    lt_dtype cdt = c->dtype;
+    lt_tensor *pa = NULL, *pb = NULL;
+    lt_status st = prepare(a, cdt, &pa);
+    if (!st) st = prepare(b, cdt, &pb);
+    if (st) goto done;
+    int64_t m = pa->shape[pa->ndim - 2], k = pa->shape[pa->ndim - 1], n = pb->shape[pb->ndim - 1];
+    int64_t ast[LT_MAX_DIMS] = {0}, bst[LT_MAX_DIMS] = {0}, nbatch = 1;
+    for (int i = 0; i < nb; i++) {
+        int ia = pa->ndim - 2 - nb + i, ib = pb->ndim - 2 - nb + i;
+        ast[i] = (ia >= 0 && pa->shape[ia] == bshape[i]) ? pa->strides[ia] : 0;
+        bst[i] = (ib >= 0 && pb->shape[ib] == bshape[i]) ? pb->strides[ib] : 0;
+        nbatch *= bshape[i];
+    }
+    int64_t es = (int64_t)lt_dtype_size(cdt), idx[LT_MAX_DIMS] = {0};
+    const char *a0 = lt_data(pa), *b0 = lt_data(pb);
+    char *c0 = lt_data(c);
+    for (int64_t bi = 0; bi < nbatch && !st; bi++) {
+        int64_t ao = 0, bo = 0;
+        for (int i = 0; i < nb; i++) {
+            ao += idx[i] * ast[i];
+            bo += idx[i] * bst[i];
+        }
+        st = gemm2(lt__backend_of(c), cdt, m, n, k, alpha, a0 + ao * es, pa->strides[pa->ndim - 2],
+                   pa->strides[pa->ndim - 1], b0 + bo * es, pb->strides[pb->ndim - 2],
+                   pb->strides[pb->ndim - 1], beta, c0 + bi * m * n * es);
+        for (int i = nb - 1; i >= 0; i--) {
+            if (++idx[i] < bshape[i]) break;
+            idx[i] = 0;
+        }
+    }
+done:
+    lt_tensor_free(pa);
+    lt_tensor_free(pb);
+    return st;
+}
+
+static lt_dtype compute_dtype(lt_dtype dt) { return dt == LT_F64 ? LT_F64 : LT_F32; }
+
+/* The result in dtype dt from c (compute dtype): c itself, or a cast. Takes c. */
+static lt_status finish(lt_tensor *c, lt_dtype dt, int ndim, const int64_t *shape, lt_tensor **out) {
+    lt_tensor *r = c;
+    if (c->dtype != dt) {
+        lt_status st = lt_cast(c, dt, &r);
+        lt_tensor_free(c);
+        if (st) return st;
+    }
+    /* dropping the size-1 dims of a 1-D operand keeps the dense layout */
+    r->ndim = ndim;
+    memcpy(r->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    lt__contiguous_strides(ndim, r->shape, r->strides);
+    *out = r;
+    return LT_OK;
+}
+
+static lt_status check_pair(const char *fn, const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
+    if (!out) return lt__err(LT_INVALID, "%s: out is NULL", fn);
+    *out = NULL;
+    if (!a || !b) return lt__err(LT_INVALID, "%s: an operand is NULL", fn);
+    if (a->dtype != b->dtype)
+        return lt__err(LT_DTYPE, "%s: operands have dtypes %s and %s", fn, lt_dtype_name(a->dtype),
+                       lt_dtype_name(b->dtype));
+    if (!lt_dtype_is_float(a->dtype)) return lt__math_unsupported(fn, a->dtype);
+    return LT_OK;
+}
+
+static lt_status shape_err(const char *fn, const lt_tensor *a, const lt_tensor *b) {
+    char s1[160], s2[160];
+    return lt__err(LT_SHAPE, "%s: shapes %s and %s cannot be multiplied", fn,
+                   lt_shape_str(a->ndim, a->shape, s1, sizeof s1),
+                   lt_shape_str(b->ndim, b->shape, s2, sizeof s2));
+}
+
+lt_status lt_matmul(const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
+    LT_TRY(check_pair("matmul", a, b, out));
+    if (a->ndim == 0 || b->ndim == 0) return shape_err("matmul", a, b);
+    lt_tensor va = *a, vb = *b; /* borrowed headers: 1-D operands become matrices */
+    if (a->ndim == 1) {
+        va.ndim = 2;
+        va.shape[0] = 1, va.shape[1] = a->shape[0];
+        va.strides[0] = 0, va.strides[1] = a->strides[0];
+    }
+    if (b->ndim == 1) {
+        vb.ndim = 2;
+        vb.shape[0] = b->shape[0], vb.shape[1] = 1;
+        vb.strides[0] = b->strides[0], vb.strides[1] = 0;
+    }
+    if (va.shape[va.ndim - 1] != vb.shape[vb.ndim - 2]) return shape_err("matmul", a, b);
+    int nb;
+    int64_t bshape[LT_MAX_DIMS];
+    lt_status st = lt_broadcast_shapes(va.ndim - 2, va.shape, vb.ndim - 2, vb.shape, &nb, bshape);
+    if (st) return lt__err_ctx(st, "matmul");
+    if (nb + 2 > LT_MAX_DIMS) return lt__err(LT_INVALID, "matmul: result has more than %d dims", LT_MAX_DIMS);
+    int64_t cshape[LT_MAX_DIMS], oshape[LT_MAX_DIMS];
+    memcpy(cshape, bshape, sizeof(int64_t) * (size_t)nb);
+    memcpy(oshape, bshape, sizeof(int64_t) * (size_t)nb);
+    int ond = nb;
+    cshape[nb] = va.shape[va.ndim - 2];
+    cshape[nb + 1] = vb.shape[vb.ndim - 1];
+    if (a->ndim > 1) oshape[ond++] = cshape[nb];
+    if (b->ndim > 1) oshape[ond++] = cshape[nb + 1];
+    lt_tensor *c;
+    LT_TRY(lt_tensor_new_on(lt__backend_of(a), compute_dtype(a->dtype), nb + 2, cshape, &c));
+    st = batched(&va, &vb, nb, bshape, 1.0, 0.0, c);
+    if (st) {
+        lt_tensor_free(c);
+        return lt__err_ctx(st, "matmul");
+    }
+    return finish(c, a->dtype, ond, oshape, out);
+}
+
+lt_status lt_mm(const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
+    LT_TRY(check_pair("mm", a, b, out));
+    if (a->ndim != 2 || b->ndim != 2 || a->shape[1] != b->shape[0]) return shape_err("mm", a, b);
+    return lt_matmul(a, b, out);
+}
+
+lt_status lt_bmm(const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
+    LT_TRY(check_pair("bmm", a, b, out));
+    if (a->ndim != 3 || b->ndim != 3 || a->shape[0] != b->shape[0] || a->shape[2] != b->shape[1])
+        return shape_err("bmm", a, b);
+    return lt_matmul(a, b, out);
+}
+
+lt_status lt_addmm(const lt_tensor *bias, const lt_tensor *a, const lt_tensor *b, double beta,
+                   double alpha, lt_tensor **out) {
+    LT_TRY(check_pair("addmm", a, b, out));
+    if (!bias) return lt__err(LT_INVALID, "addmm: bias is NULL");
+    if (bias->dtype != a->dtype)
+        return lt__err(LT_DTYPE, "addmm: bias is %s but the operands are %s",
+                       lt_dtype_name(bias->dtype), lt_dtype_name(a->dtype));
+    if (a->ndim != 2 || b->ndim != 2 || a->shape[1] != b->shape[0]) return shape_err("addmm", a, b);
+    int64_t shape[2] = {a->shape[0], b->shape[1]}, bs[LT_MAX_DIMS];
+    int nbs;
+    lt_status st = lt_broadcast_shapes(bias->ndim, bias->shape, 2, shape, &nbs, bs);
+    if (st || nbs != 2 || bs[0] != shape[0] || bs[1] != shape[1]) {
+        char s1[160], s2[160];
+        return lt__err(LT_SHAPE, "addmm: bias of shape %s does not broadcast to the product's %s",
+                       lt_shape_str(bias->ndim, bias->shape, s1, sizeof s1),
+                       lt_shape_str(2, shape, s2, sizeof s2));
+    }
+    lt_tensor *c;
+    LT_TRY(lt_tensor_new_on(lt__backend_of(a), compute_dtype(a->dtype), 2, shape, &c));
+    if (beta != 0) {
+        lt_tensor ev = *bias; /* expand view: stride 0 on broadcast dims */
+        ev.ndim = 2;
+        for (int i = 0; i < 2; i++) {
+            int ib = bias->ndim - 2 + i;
+            ev.shape[i] = shape[i];
+            ev.strides[i] = (ib >= 0 && bias->shape[ib] == shape[i]) ? bias->strides[ib] : 0;
+        }
+        ev.placeholder = 0;
+        st = lt_copy(c, &ev);
+    }
+    if (!st) st = batched(a, b, 0, NULL, alpha, beta, c);
+    if (st) {
+        lt_tensor_free(c);
+        return lt__err_ctx(st, "addmm");
+    }
+    return finish(c, a->dtype, 2, shape, out);
+}
+
+/* ---- embedding --------------------------------------------------------------------------- */
+
+lt_status lt_embedding(const lt_tensor *weight, const lt_tensor *idx, int64_t row_offset,
+                       int masked, lt_tensor **out) {
+    if (!out) return lt__err(LT_INVALID, "embedding: out is NULL");
+    *out = NULL;
+    if (!weight || !idx) return lt__err(LT_INVALID, "embedding: an operand is NULL");
+    if (weight->ndim != 2) return lt__err(LT_SHAPE, "embedding: weight must be 2-D, got %d-D", weight->ndim);
+    if (idx->dtype != LT_I32 && idx->dtype != LT_I64)
+        return lt__err(LT_DTYPE, "embedding: indices must be i32 or i64, got %s", lt_dtype_name(idx->dtype));
+    if (idx->ndim + 1 > LT_MAX_DIMS) return lt__err(LT_INVALID, "embedding: indices have too many dims");
+    int64_t shape[LT_MAX_DIMS], rows = weight->shape[0], D = weight->shape[1];
+    memcpy(shape, idx->shape, sizeof(int64_t) * (size_t)idx->ndim);
+    shape[idx->ndim] = D;
+    lt_tensor *o;
+    LT_TRY(lt_tensor_new_on(lt__backend_of(weight), weight->dtype, idx->ndim + 1, shape, &o));
+    int64_t n = lt_numel(idx), es = (int64_t)lt_dtype_size(weight->dtype);
+    const char *w0 = lt_data(weight);
+    char *o0 = lt_data(o);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = (int64_t)lt_get_flat(idx, i), r = v - row_offset;
+        if (r < 0 || r >= rows) {
+            if (masked) continue; /* row stays zero */
+            lt_tensor_free(o);
+            return lt__err(LT_INVALID, "embedding: index %lld (element %lld) is out of range for %lld rows",
+                           (long long)v, (long long)i, (long long)rows);
+        }
+        lt__copy_elems((size_t)es, o0 + i * D * es, 1, w0 + r * weight->strides[0] * es,
+                       weight->strides[1], D);
+    }
+    *out = o;
+    return LT_OK;
+}

@@ -1,0 +1,186 @@
+/* kernels/reduce.c — reductions over dims (sum, mean, max, min) and
+ * softmax / log_softmax.
+ *
+ * A reduction permutes the kept dims to the front and the reduced dims to
+ * the back, takes a contiguous copy only when that view is not already dense,
+ * and reduces each row of R elements: floats accumulate in f64 and round
+ * once, integers in int64 (wrapping). An empty row gives the op's identity,
+ * so that a zero-size shard contributes nothing to a Partial reduction.
+ */
+#include "kernels/math.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/tensor_impl.h"
+
+/* Reduces one dense row of r elements of dt starting at p. */
+static double reduce_row_f(lt_reduce_op op, lt_dtype dt, const char *p, int64_t r) {
+    double acc = op == LT_REDUCE_MAX ? -INFINITY : op == LT_REDUCE_MIN ? INFINITY : 0.0;
+    if (dt == LT_F32 && (op == LT_REDUCE_SUM || op == LT_REDUCE_MEAN)) {
+        const float *f = (const float *)(const void *)p; /* (r) */
+        for (int64_t i = 0; i < r; i++) acc += f[i];
+        return acc;
+    }
+    double buf[LT__CHUNK];
+    int64_t es = (int64_t)lt_dtype_size(dt);
+    for (int64_t j = 0; j < r; j += LT__CHUNK) {
+        int64_t m = r - j < LT__CHUNK ? r - j : LT__CHUNK;
+        lt__load_f64(dt, p + j * es, 1, m, buf);
+        switch (op) {
+        case LT_REDUCE_SUM:
+        case LT_REDUCE_MEAN: for (int64_t i = 0; i < m; i++) acc += buf[i]; break;
+        /* NaN propagates (torch.amax) */
+        case LT_REDUCE_MAX: for (int64_t i = 0; i < m; i++) if (buf[i] > acc || buf[i] != buf[i]) acc = buf[i]; break;
+        case LT_REDUCE_MIN: for (int64_t i = 0; i < m; i++) if (buf[i] < acc || buf[i] != buf[i]) acc = buf[i]; break;
+        default: break;
+        }
+        if (acc != acc && op != LT_REDUCE_SUM && op != LT_REDUCE_MEAN) break;
+    }
+    return acc;
+}
+
+static int64_t reduce_row_i(lt_reduce_op op, lt_dtype dt, const char *p, int64_t r) {
+    int64_t acc = op == LT_REDUCE_MAX ? INT64_MIN : op == LT_REDUCE_MIN ? INT64_MAX : 0;
+    int64_t buf[LT__CHUNK];
+    int64_t es = (int64_t)lt_dtype_size(dt);
+    for (int64_t j = 0; j < r; j += LT__CHUNK) {
+        int64_t m = r - j < LT__CHUNK ? r - j : LT__CHUNK;
+        lt__load_i64(dt, p + j * es, 1, m, buf);
+        switch (op) {
+        case LT_REDUCE_SUM: for (int64_t i = 0; i < m; i++) acc = (int64_t)((uint64_t)acc + (uint64_t)buf[i]); break;
+        case LT_REDUCE_MAX: for (int64_t i = 0; i < m; i++) if (buf[i] > acc) acc = buf[i]; break;
+        case LT_REDUCE_MIN: for (int64_t i = 0; i < m; i++) if (buf[i] < acc) acc = buf[i]; break;
+        default: break;
+        }
+    }
+    return acc;
+}
+
+lt_status lt_reduce_ex(lt_reduce_op op, const lt_tensor *x, int ndims, const int *dims,
+                       int keepdim, double divisor, lt_tensor **out) {
+    if (!out) return lt__err(LT_INVALID, "reduce: out is NULL");
+    *out = NULL;
+    if (!x) return lt__err(LT_INVALID, "reduce: x is NULL");
+    if ((unsigned)op >= LT_REDUCE_COUNT) return lt__err(LT_INVALID, "reduce: unknown op %d", (int)op);
+    const char *name = lt_reduce_name(op);
+    lt_dtype dt = x->dtype;
+    int isf = lt_dtype_is_float(dt);
+    if (dt == LT_BOOL || (!isf && op == LT_REDUCE_MEAN)) return lt__math_unsupported(name, dt);
+    if (ndims < 0 || ndims > x->ndim || (ndims > 0 && !dims))
+        return lt__err(LT_INVALID, "%s: %d dims given for a %d-d tensor", name, ndims, x->ndim);
+    int red[LT_MAX_DIMS] = {0};
+    for (int i = 0; i < ndims; i++) {
+        int d;
+        LT_TRY(lt__norm_dim(name, dims[i], x->ndim, &d));
+        if (red[d]) return lt__err(LT_INVALID, "%s: dim %d is listed twice", name, dims[i]);
+        red[d] = 1;
+    }
+    if (ndims == 0)
+        for (int d = 0; d < x->ndim; d++) red[d] = 1;
+    int perm[LT_MAX_DIMS], np = 0, ond = 0;
+    int64_t oshape[LT_MAX_DIMS], O = 1, R = 1;
+    for (int d = 0; d < x->ndim; d++) {
+        if (red[d]) {
+            if (keepdim) oshape[ond++] = 1;
+            continue;
+        }
+        perm[np++] = d;
+        oshape[ond++] = x->shape[d];
+        O *= x->shape[d];
+    }
+    for (int d = 0; d < x->ndim; d++)
+        if (red[d]) {
+            perm[np++] = d;
+            R *= x->shape[d];
+        }
+    lt_tensor *pv = NULL, *c = NULL, *o = NULL;
+    lt_status st = lt_permute(x, perm, &pv);
+    if (!st) st = lt_contiguous(pv, &c);
+    lt_tensor_free(pv);
+    if (!st) st = lt_tensor_new_on(lt__backend_of(x), dt, ond, oshape, &o);
+    if (st) {
+        lt_tensor_free(c);
+        return st;
+    }
+    double div = divisor > 0 || divisor < 0 ? divisor : (double)R;
+    const char *base = lt_data(c);
+    int64_t es = (int64_t)lt_dtype_size(dt), ob = (int64_t)lt_dtype_size(dt);
+    char *po = lt_data(o);
+    for (int64_t i = 0; i < O; i++) {
+        const char *row = R > 0 ? base + i * R * es : base;
+        if (isf) {
+            double v = reduce_row_f(op, dt, row, R);
+            if (op == LT_REDUCE_MEAN) v /= div;
+            lt__store_f64(dt, po + i * ob, 1, 1, &v);
+        } else {
+            int64_t v = reduce_row_i(op, dt, row, R);
+            lt__store_i64(dt, po + i * ob, 1, 1, &v);
+        }
+    }
+    lt_tensor_free(c);
+    *out = o;
+    return LT_OK;
+}
+
+lt_status lt_reduce(lt_reduce_op op, const lt_tensor *x, int ndims, const int *dims, int keepdim,
+                    lt_tensor **out) {
+    return lt_reduce_ex(op, x, ndims, dims, keepdim, 0.0, out);
+}
+
+lt_status lt_softmax(const lt_tensor *x, int dim, int use_log, lt_tensor **out) {
+    const char *name = use_log ? "log_softmax" : "softmax";
+    if (!out) return lt__err(LT_INVALID, "%s: out is NULL", name);
+    *out = NULL;
+    if (!x) return lt__err(LT_INVALID, "%s: x is NULL", name);
+    if (!lt_dtype_is_float(x->dtype)) return lt__math_unsupported(name, x->dtype);
+    int d;
+    if (x->ndim == 0) {
+        if (dim != 0 && dim != -1) return lt__err(LT_INVALID, "%s: dim %d of a 0-d tensor", name, dim);
+        d = -1;
+    } else {
+        LT_TRY(lt__norm_dim(name, dim, x->ndim, &d));
+    }
+    int64_t outer = 1, n = 1, inner = 1;
+    for (int i = 0; i < x->ndim; i++) {
+        if (i < d) outer *= x->shape[i];
+        else if (i == d) n = x->shape[i];
+        else inner *= x->shape[i];
+    }
+    lt_tensor *c = NULL, *o = NULL;
+    LT_TRY(lt_contiguous(x, &c));
+    lt_status st = lt_tensor_new_on(lt__backend_of(x), x->dtype, x->ndim, x->shape, &o);
+    double *buf = st ? NULL : malloc(sizeof(double) * (size_t)(n > 0 ? n : 1)); /* (n) */
+    if (!st && !buf) st = lt__err(LT_NOMEM, "%s: out of memory", name);
+    if (st) {
+        lt_tensor_free(c);
+        lt_tensor_free(o);
+        return st;
+    }
+    int64_t es = (int64_t)lt_dtype_size(x->dtype);
+    const char *src = lt_data(c);
+    char *dst = lt_data(o);
+    for (int64_t a = 0; a < outer && n > 0; a++) {
+        for (int64_t b = 0; b < inner; b++) {
+            int64_t off = (a * n * inner + b) * es;
+            lt__load_f64(x->dtype, src + off, inner, n, buf);
+            double mx = -INFINITY;
+            for (int64_t j = 0; j < n; j++) if (buf[j] > mx || buf[j] != buf[j]) mx = buf[j];
+            if (mx == -INFINITY) mx = 0; /* all -inf: exp gives 0s, as torch */
+            double s = 0;
+            for (int64_t j = 0; j < n; j++) s += exp(buf[j] - mx);
+            if (use_log) {
+                double ls = mx + log(s);
+                for (int64_t j = 0; j < n; j++) buf[j] -= ls;
+            } else {
+                for (int64_t j = 0; j < n; j++) buf[j] = exp(buf[j] - mx) / s;
+            }
+            lt__store_f64(x->dtype, dst + off, inner, n, buf);
+        }
+    }
+    free(buf);
+    lt_tensor_free(c);
+    *out = o;
+    return LT_OK;
+}

@@ -1,0 +1,1241 @@
+/* test/test_kernels.c — unit tests for kernels/: tensors, views, copy/cast,
+ * cat, index sets, accumulate, compare.
+ *
+ * Expected values are hand-computed (in the comments) or come from a
+ * brute-force loop written here from the semantics (element by element
+ * through lt_get/lt_set and plain C arithmetic), never from the fast paths
+ * under test.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test/testutil.h"
+#include "kernels/backend.h"
+
+#define N_(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static const lt_dtype all_dtypes[] = {LT_F32, LT_F64, LT_BF16, LT_F16, LT_I32, LT_I64, LT_BOOL};
+
+static lt_tensor *mk(lt_dtype dt, int ndim, const int64_t *shape, const double *vals) {
+    lt_tensor *t = NULL;
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    LT_CHECK(lt_tensor_from_doubles(dt, ndim, shape, vals, n, &t));
+    return t;
+}
+
+/* arange of the given shape */
+static lt_tensor *mk_arange(lt_dtype dt, int ndim, const int64_t *shape) {
+    lt_tensor *t = NULL;
+    LT_CHECK(lt_tensor_new(dt, ndim, shape, &t));
+    LT_CHECK(lt_arange_fill(t));
+    return t;
+}
+
+/* xorshift, so tests are reproducible */
+static uint64_t rng_state = 88172645463325252ull;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static int64_t rnd_below(int64_t n) { return (int64_t)(rnd() % (uint64_t)n); }
+
+/* Next multi-index in row-major order; returns 0 after the last one. */
+static int next_index(int ndim, const int64_t *shape, int64_t *idx) {
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (++idx[d] < shape[d]) return 1;
+        idx[d] = 0;
+    }
+    return 0;
+}
+
+static void expect_msg_contains(const char *needle) {
+    if (!strstr(lt_errmsg(), needle))
+        fail_msg("error message \"%s\" does not contain \"%s\"", lt_errmsg(), needle);
+}
+
+/* ---- creation, queries, lifetime ------------------------------------------------ */
+
+static void test_new_and_queries(void **state) {
+    (void)state;
+    int64_t shape[] = {2, 3};
+    lt_tensor *t;
+    LT_CHECK(lt_tensor_new(LT_F32, 2, shape, &t));
+    assert_int_equal(lt_numel(t), 6);
+    assert_int_equal(lt_nbytes(t), 24);
+    assert_int_equal(t->strides[0], 3);
+    assert_int_equal(t->strides[1], 1);
+    assert_true(lt_is_contiguous(t));
+    for (int i = 0; i < 6; i++) assert_true(lt_get_flat(t, i) == 0.0); /* zero-filled */
+    char buf[64];
+    assert_string_equal(lt_shape_str(2, shape, buf, sizeof buf), "(2, 3)");
+    assert_string_equal(lt_shape_str(0, shape, buf, sizeof buf), "()");
+    char tiny[4];
+    assert_string_equal(lt_shape_str(2, shape, tiny, sizeof tiny), "(2,"); /* truncated, terminated */
+    int64_t idx[] = {1, 2};
+    lt_set(t, idx, 7.5);
+    assert_true(lt_get_flat(t, 5) == 7.5);
+    assert_true(((float *)lt_data(t))[5] == 7.5f);
+    int64_t bad[] = {2, 0};
+    assert_true(isnan(lt_get(t, bad))); /* out of range reads NaN, writes nothing */
+    lt_set(t, bad, 1.0);
+    assert_true(isnan(lt_get_flat(t, 6)));
+    lt_tensor *like;
+    LT_CHECK(lt_tensor_new_like(t, &like));
+    assert_true(lt_same_shape(t, like));
+    assert_true(lt_get_flat(like, 5) == 0.0);
+    lt_tensor_free(like);
+    lt_tensor_free(t);
+    lt_tensor_free(NULL);
+
+    /* 0-d: one element */
+    LT_CHECK(lt_tensor_new(LT_I64, 0, NULL, &t));
+    assert_int_equal(lt_numel(t), 1);
+    lt_set_flat(t, 0, 42);
+    assert_true(lt_get(t, NULL) == 42);
+    lt_tensor_free(t);
+
+    /* zero-size dims: valid strides, no elements */
+    int64_t z[] = {0, 3};
+    LT_CHECK(lt_tensor_new(LT_F32, 2, z, &t));
+    assert_int_equal(lt_numel(t), 0);
+    assert_int_equal(lt_nbytes(t), 0);
+    assert_int_equal(t->strides[0], 3);
+    assert_true(lt_is_contiguous(t));
+    LT_CHECK(lt_fill(t, 1.0));
+    lt_tensor_free(t);
+}
+
+static void test_shape_errors(void **state) {
+    (void)state;
+    lt_tensor *t = (lt_tensor *)&t; /* must come back NULL */
+    int64_t big[] = {INT64_MAX / 2, 4};
+    LT_EXPECT_STATUS(lt_tensor_new(LT_F32, 2, big, &t), LT_OVERFLOW);
+    assert_null(t);
+    expect_msg_contains("(4611686018427387903, 4)");
+    int64_t bytes[] = {INT64_MAX / 4};          /* the count fits, the bytes do not */
+    LT_EXPECT_STATUS(lt_tensor_new(LT_F64, 1, bytes, &t), LT_OVERFLOW);
+    int64_t neg[] = {2, -1};
+    LT_EXPECT_STATUS(lt_tensor_new(LT_F32, 2, neg, &t), LT_INVALID);
+    expect_msg_contains("negative");
+    int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    LT_EXPECT_STATUS(lt_tensor_new(LT_F32, 9, nine, &t), LT_INVALID);
+    LT_EXPECT_STATUS(lt_tensor_new(LT_F32, -1, nine, &t), LT_INVALID);
+    LT_EXPECT_STATUS(lt_tensor_new((lt_dtype)99, 1, nine, &t), LT_INVALID);
+    int64_t zbig[] = {0, INT64_MAX, INT64_MAX};  /* no elements, but strides overflow */
+    LT_EXPECT_STATUS(lt_tensor_new(LT_F32, 3, zbig, &t), LT_OVERFLOW);
+    double v[] = {1, 2, 3};
+    int64_t s2[] = {2};
+    LT_EXPECT_STATUS(lt_tensor_from_doubles(LT_F32, 1, s2, v, 3, &t), LT_SHAPE);
+    expect_msg_contains("3 values");
+    assert_null(t);
+    LT_EXPECT_STATUS(lt_tensor_placeholder(LT_F32, 2, big, &t), LT_OVERFLOW);
+}
+
+static void test_from_doubles_every_dtype(void **state) {
+    (void)state;
+    int64_t s[] = {2, 2};
+    double v[] = {0, 1, -2, 5};
+    double vb[] = {0, 1, 1, 1};
+    for (int i = 0; i < N_(all_dtypes); i++) {
+        lt_tensor *t = mk(all_dtypes[i], 2, s, v);
+        lt_test_expect_values(t, 2, s, all_dtypes[i] == LT_BOOL ? vb : v, lt_dtype_name(all_dtypes[i]));
+        double out[4];
+        lt_to_doubles(t, out);
+        for (int j = 0; j < 4; j++) assert_true(out[j] == (all_dtypes[i] == LT_BOOL ? vb : v)[j]);
+        lt_tensor_free(t);
+    }
+}
+
+static void test_placeholder(void **state) {
+    (void)state;
+    int64_t s[] = {4, 3};
+    lt_tensor *p;
+    LT_CHECK(lt_tensor_placeholder(LT_BF16, 2, s, &p));
+    assert_true(p->placeholder);
+    assert_int_equal(p->logical_ndim, 2);
+    assert_int_equal(p->logical[0], 4);
+    assert_int_equal(p->logical[1], 3);
+    assert_int_equal(p->ndim, 2);
+    assert_int_equal(p->shape[0], 0);
+    assert_int_equal(p->shape[1], 3);
+    assert_int_equal(lt_numel(p), 0);
+    assert_int_equal(p->dtype, LT_BF16);
+    lt_tensor *c;
+    LT_CHECK(lt_clone(p, &c)); /* a copy stands for the same */
+    assert_true(c->placeholder && c->logical[0] == 4);
+    lt_tensor_free(c);
+    lt_tensor *n;
+    LT_CHECK(lt_narrow(p, 1, 0, 2, &n)); /* a reshaped view does not */
+    assert_false(n->placeholder);
+    lt_tensor_free(n);
+    lt_tensor_free(p);
+    LT_CHECK(lt_tensor_placeholder(LT_F32, 0, NULL, &p));
+    assert_int_equal(p->ndim, 1);
+    assert_int_equal(p->shape[0], 0);
+    assert_int_equal(p->logical_ndim, 0);
+    lt_tensor_free(p);
+}
+
+static void test_refcount_view_outlives_base(void **state) {
+    (void)state;
+    int64_t s[] = {3, 4};
+    lt_tensor *base = mk_arange(LT_F32, 2, s);
+    lt_tensor *row, *col, *v;
+    LT_CHECK(lt_select(base, 0, 1, &row));   /* 4 5 6 7 */
+    LT_CHECK(lt_select(base, 1, 2, &col));   /* 2 6 10 */
+    LT_CHECK(lt_tensor_view(base, &v));
+    assert_int_equal(base->storage->refcount, 4);
+    lt_tensor_free(base);
+    lt_tensor_free(v);
+    assert_int_equal(row->storage->refcount, 2);
+    int64_t s4[] = {4};
+    lt_test_expect_values(row, 1, s4, (double[]){4, 5, 6, 7}, "row after base freed");
+    lt_tensor *n;
+    LT_CHECK(lt_narrow(col, 0, 1, 2, &n));   /* a view of a view */
+    lt_tensor_free(col);
+    lt_test_expect_values(n, 1, (int64_t[]){2}, (double[]){6, 10}, "view of a view");
+    lt_tensor_free(row);
+    lt_test_expect_values(n, 1, (int64_t[]){2}, (double[]){6, 10}, "last view");
+    lt_tensor_free(n);
+}
+
+/* ---- a backend whose allocations fail on demand (fault injection) ---------------- */
+
+static int fail_allocs_after = -1; /* -1: never fail */
+static int live_allocs;
+
+static void *fail_alloc(void *ctx, size_t nbytes) {
+    (void)ctx;
+    if (fail_allocs_after == 0) return NULL;
+    if (fail_allocs_after > 0) fail_allocs_after--;
+    live_allocs++;
+    return malloc(nbytes ? nbytes : 1);
+}
+static void fail_free(void *ctx, void *p) {
+    (void)ctx;
+    if (p) live_allocs--;
+    free(p);
+}
+static void fail_memcpy(void *ctx, void *d, const void *s, size_t n) {
+    (void)ctx;
+    memcpy(d, s, n);
+}
+static const lt_backend_i fail_iface = {
+    /* .version    = */ LT_BACKEND_API_VERSION,
+    /* .name       = */ "failing",
+    /* .alloc      = */ fail_alloc,
+    /* .free       = */ fail_free,
+    /* .memcpy     = */ fail_memcpy,
+    /* .accumulate = */ NULL,     /* exercises the host loop */
+    /* .gemm       = */ NULL,
+};
+static const lt_backend fail_backend = {&fail_iface, NULL};
+
+static void test_alloc_failures(void **state) {
+    (void)state;
+    int64_t s[] = {4, 5};
+    lt_tensor *a, *b, *out = NULL;
+    fail_allocs_after = -1;
+    LT_CHECK(lt_tensor_new_on(&fail_backend, LT_F32, 2, s, &a));
+    LT_CHECK(lt_arange_fill(a));
+    LT_CHECK(lt_transpose(a, 0, 1, &b)); /* non-contiguous: reshape must copy */
+    fail_allocs_after = 0;
+    LT_EXPECT_STATUS(lt_tensor_new_on(&fail_backend, LT_F32, 2, s, &out), LT_NOMEM);
+    expect_msg_contains("failing");
+    LT_EXPECT_STATUS(lt_clone(a, &out), LT_NOMEM);
+    assert_null(out);
+    LT_EXPECT_STATUS(lt_contiguous(b, &out), LT_NOMEM);
+    LT_EXPECT_STATUS(lt_cast(a, LT_F64, &out), LT_NOMEM);
+    LT_EXPECT_STATUS(lt_reshape(b, 1, (int64_t[]){20}, &out), LT_NOMEM);
+    expect_msg_contains("reshape");
+    const lt_tensor *in[] = {a, a};
+    LT_EXPECT_STATUS(lt_cat(in, 2, 0, &out), LT_NOMEM);
+    LT_EXPECT_STATUS(lt_index_select(a, 1, (int64_t[]){0, 2}, 2, &out), LT_NOMEM);
+    LT_EXPECT_STATUS(lt_gather_index_sets(a, NULL, NULL, &out), LT_NOMEM);
+    /* scatter of a non-contiguous source stages it through a copy */
+    lt_tensor *dst;
+    fail_allocs_after = -1;
+    LT_CHECK(lt_tensor_new_on(&fail_backend, LT_F32, 2, (int64_t[]){5, 4}, &dst));
+    fail_allocs_after = 0;
+    LT_EXPECT_STATUS(lt_scatter_index_sets(dst, NULL, b, 0, LT_REDOP_SUM), LT_NOMEM);
+    assert_null(out);
+    fail_allocs_after = -1;
+    /* the host accumulate loop (the backend has none) */
+    lt_tensor *c;
+    LT_CHECK(lt_clone(a, &c));
+    LT_CHECK(lt_accumulate(c, a, LT_REDOP_SUM));
+    for (int i = 0; i < 20; i++) assert_true(lt_get_flat(c, i) == 2.0 * i);
+    lt_tensor_free(c);
+    lt_tensor_free(dst);
+    lt_tensor_free(b);
+    lt_tensor_free(a);
+    assert_int_equal(live_allocs, 0);
+}
+
+/* ---- fill, copy, cast ------------------------------------------------------------------ */
+
+static void test_fill_and_arange(void **state) {
+    (void)state;
+    int64_t s[] = {3, 4};
+    for (int i = 0; i < N_(all_dtypes); i++) {
+        lt_tensor *t = mk_arange(all_dtypes[i], 2, s), *tr;
+        for (int j = 0; j < 12; j++)
+            assert_true(lt_get_flat(t, j) == (all_dtypes[i] == LT_BOOL ? (j != 0) : j));
+        LT_CHECK(lt_transpose(t, 0, 1, &tr)); /* strided fill: only the view's elements */
+        lt_tensor *col;
+        LT_CHECK(lt_select(tr, 0, 1, &col));  /* column 1 of t: flat 1, 5, 9 */
+        LT_CHECK(lt_fill(col, -3));
+        for (int j = 0; j < 12; j++) {
+            double want = (j % 4 == 1) ? -3 : j;
+            if (all_dtypes[i] == LT_BOOL) want = want != 0;
+            assert_true(lt_get_flat(t, j) == want);
+        }
+        lt_tensor_free(col);
+        lt_tensor_free(tr);
+        lt_tensor_free(t);
+    }
+}
+
+/* f16 and bf16 rounding, by hand */
+static void test_cast_rounding_by_hand(void **state) {
+    (void)state;
+    int64_t s[] = {12};
+    double in[] = {1.0 / 3, 65504, 65519, 65520, 1e-7, 2.9802322387695312e-08, INFINITY,
+                   -INFINITY, NAN, 2049, 2051, -0.0};
+    /* f16: 1/3 -> 0x3555 = 0.333251953125; 65504 is the max; 65519 rounds down to
+     * it, 65520 to inf; 1e-7 -> 2 * 2^-24 (subnormal); 2^-25 is a tie -> 0;
+     * 2049 ties to 2048 (even), 2051 ties to 2052. */
+    double want16[] = {0.333251953125, 65504, 65504, INFINITY, 1.1920928955078125e-07, 0,
+                       INFINITY, -INFINITY, NAN, 2048, 2052, -0.0};
+    lt_tensor *t = mk(LT_F64, 1, s, in), *h;
+    LT_CHECK(lt_cast(t, LT_F16, &h));
+    for (int i = 0; i < 12; i++) {
+        double g = lt_get_flat(h, i);
+        if (isnan(want16[i])) assert_true(isnan(g));
+        else if (g != want16[i]) fail_msg("f16(%.17g) = %.17g, wanted %.17g", in[i], g, want16[i]);
+    }
+    assert_true(signbit(lt_get_flat(h, 11)));
+    lt_tensor_free(h);
+    /* bf16 (from f32): 1/3 = 0x3EAAAAAB -> 0x3EAB = 0.333984375; 1 + 2^-8 ties to 1;
+     * 1 + 3*2^-8 ties to 1 + 2^-6; 257 ties to 256; 3.3895314e38 (max bf16) stays. */
+    double inb[] = {1.0 / 3, 1 + 1.0 / 256, 1 + 3.0 / 256, 257, 3.3895313892515355e38, NAN};
+    double wantb[] = {0.333984375, 1, 1.015625, 256, 3.3895313892515355e38, NAN};
+    lt_tensor *f = mk(LT_F32, 1, (int64_t[]){6}, inb), *b;
+    LT_CHECK(lt_cast(f, LT_BF16, &b));
+    for (int i = 0; i < 6; i++) {
+        double g = lt_get_flat(b, i);
+        if (isnan(wantb[i])) assert_true(isnan(g));
+        else if (g != wantb[i]) fail_msg("bf16(%.17g) = %.17g, wanted %.17g", inb[i], g, wantb[i]);
+    }
+    lt_tensor_free(b);
+    lt_tensor_free(f);
+    /* integers truncate toward zero and saturate; NaN -> 0; bool is v != 0 */
+    double ini[] = {-1.7, 1.7, 3e9, -3e9, NAN, 0.25};
+    lt_tensor *x = mk(LT_F64, 1, (int64_t[]){6}, ini), *i32, *i64, *bo;
+    LT_CHECK(lt_cast(x, LT_I32, &i32));
+    LT_CHECK(lt_cast(x, LT_I64, &i64));
+    LT_CHECK(lt_cast(x, LT_BOOL, &bo));
+    lt_test_expect_values(i32, 1, (int64_t[]){6}, (double[]){-1, 1, 2147483647, -2147483648.0, 0, 0}, "i32");
+    lt_test_expect_values(i64, 1, (int64_t[]){6}, (double[]){-1, 1, 3e9, -3e9, 0, 0}, "i64");
+    lt_test_expect_values(bo, 1, (int64_t[]){6}, (double[]){1, 1, 1, 1, 1, 1}, "bool");
+    lt_tensor_free(i32);
+    lt_tensor_free(i64);
+    lt_tensor_free(bo);
+    lt_tensor_free(x);
+    lt_tensor_free(t);
+}
+
+/* Independent reference: round a float to the nearest bf16/f16 value in
+ * double arithmetic (ties to even via nearbyint), from the formats' layout. */
+static double ref_round(double x, int mant_bits, int emin, double maxfinite, double overflow_at) {
+    if (isnan(x) || isinf(x) || x == 0) return x;
+    double a = fabs(x);
+    int e;
+    frexp(a, &e);              /* a = m * 2^e, m in [0.5, 1) */
+    e -= 1;                    /* a in [2^e, 2^(e+1)) */
+    if (e < emin) e = emin;    /* subnormals share the smallest exponent's spacing */
+    double ulp = ldexp(1.0, e - mant_bits);
+    double r = nearbyint(a / ulp) * ulp;
+    if (r >= overflow_at) r = INFINITY;
+    else if (r > maxfinite) r = maxfinite;
+    return copysign(r, x);
+}
+
+static void test_cast_rounding_brute_force(void **state) {
+    (void)state;
+    enum { N = 200000 };
+    double *v = malloc(sizeof *v * N);
+    for (int i = 0; i < N; i++) {
+        uint32_t u = (uint32_t)rnd();
+        if (i % 2) /* half of them in [2^-26, 2^18), around the f16 range */
+            u = (u & 0x807fffffu) | (uint32_t)(101 + rnd_below(44)) << 23;
+        float f;
+        memcpy(&f, &u, 4);
+        v[i] = isnan(f) ? 1.0 : f;
+    }
+    lt_tensor *t = mk(LT_F32, 1, (int64_t[]){N}, v), *h, *b, *back;
+    LT_CHECK(lt_cast(t, LT_F16, &h));
+    LT_CHECK(lt_cast(t, LT_BF16, &b));
+    for (int i = 0; i < N; i++) {
+        double w16 = ref_round(v[i], 10, -14, 65504.0, 65520.0);
+        double wb = ref_round(v[i], 7, -126, 3.3895313892515355e38, 3.3961775292304282e38);
+        double g16 = lt_get_flat(h, i), gb = lt_get_flat(b, i);
+        if (g16 != w16) fail_msg("f16(%a) = %a, wanted %a", v[i], g16, w16);
+        if (gb != wb) fail_msg("bf16(%a) = %a, wanted %a", v[i], gb, wb);
+    }
+    /* and back: widening is exact */
+    LT_CHECK(lt_cast(h, LT_F32, &back));
+    for (int i = 0; i < N; i += 97) assert_true(lt_get_flat(back, i) == lt_get_flat(h, i));
+    lt_tensor_free(back);
+    /* every f16 bit pattern survives f16 -> f32 -> f16 */
+    lt_tensor *all;
+    LT_CHECK(lt_tensor_new(LT_F16, 1, (int64_t[]){65536}, &all));
+    uint16_t *p = lt_data(all);
+    for (int i = 0; i < 65536; i++) p[i] = (uint16_t)i;
+    lt_tensor *w, *rt;
+    LT_CHECK(lt_cast(all, LT_F32, &w));
+    LT_CHECK(lt_cast(w, LT_F16, &rt));
+    uint16_t *q = lt_data(rt);
+    for (int i = 0; i < 65536; i++) {
+        int nan = (i & 0x7c00) == 0x7c00 && (i & 0x3ff);
+        if (nan) assert_true((q[i] & 0x7c00) == 0x7c00 && (q[i] & 0x3ff));
+        else if (q[i] != i) fail_msg("f16 0x%04x came back as 0x%04x", i, q[i]);
+    }
+    lt_tensor_free(rt);
+    lt_tensor_free(w);
+    lt_tensor_free(all);
+    lt_tensor_free(h);
+    lt_tensor_free(b);
+    lt_tensor_free(t);
+    free(v);
+}
+
+static void test_cast_round_trip_every_pair(void **state) {
+    (void)state;
+    int64_t s[] = {2, 3};
+    double v[] = {0, 1, -2, 3, 100, -7};
+    for (int i = 0; i < N_(all_dtypes); i++)
+        for (int j = 0; j < N_(all_dtypes); j++) {
+            lt_dtype a = all_dtypes[i], b = all_dtypes[j];
+            lt_tensor *t = mk(a, 2, s, v), *c, *back, *tr, *ctr;
+            LT_CHECK(lt_cast(t, b, &c));
+            LT_CHECK(lt_cast(c, a, &back));
+            assert_int_equal(c->dtype, b);
+            int lossy = a == LT_BOOL || b == LT_BOOL;
+            for (int k = 0; k < 6; k++) {
+                double want = lossy ? (v[k] != 0) : v[k];
+                if (lt_get_flat(back, k) != want)
+                    fail_msg("%s -> %s -> %s: element %d is %g, wanted %g", lt_dtype_name(a),
+                             lt_dtype_name(b), lt_dtype_name(a), k, lt_get_flat(back, k), want);
+            }
+            /* strided source: the transposed values, converted */
+            LT_CHECK(lt_transpose(t, 0, 1, &tr));
+            LT_CHECK(lt_cast(tr, b, &ctr));
+            int64_t ix[2] = {0, 0};
+            int64_t k = 0;
+            do {
+                double want = lt_get(tr, ix);
+                if (b == LT_BOOL) want = want != 0;
+                assert_true(lt_get_flat(ctr, k++) == want);
+            } while (next_index(2, ctr->shape, ix));
+            lt_tensor_free(ctr);
+            lt_tensor_free(tr);
+            lt_tensor_free(back);
+            lt_tensor_free(c);
+            lt_tensor_free(t);
+        }
+}
+
+/* Random geometry: an arange tensor, permuted and narrowed. */
+static lt_tensor *random_view(lt_dtype dt, int ndim, const int64_t *shape, lt_tensor **base) {
+    int64_t big[LT_MAX_DIMS];
+    int perm[LT_MAX_DIMS];
+    for (int d = 0; d < ndim; d++) perm[d] = d;
+    for (int d = ndim - 1; d > 0; d--) {
+        int j = (int)rnd_below(d + 1), x = perm[d];
+        perm[d] = perm[j];
+        perm[j] = x;
+    }
+    /* base has shape[perm^-1] plus slack, so that permute+narrow gives shape */
+    for (int d = 0; d < ndim; d++) big[perm[d]] = shape[d] + rnd_below(3);
+    *base = mk_arange(dt, ndim, big);
+    lt_tensor *p, *v = NULL;
+    LT_CHECK(lt_permute(*base, perm, &p));
+    for (int d = 0; d < ndim; d++) {
+        lt_tensor *n;
+        int64_t start = rnd_below(p->shape[d] - shape[d] + 1);
+        LT_CHECK(lt_narrow(v ? v : p, d, start, shape[d], &n));
+        lt_tensor_free(v);
+        v = n;
+    }
+    lt_tensor_free(p);
+    return v;
+}
+
+static void test_copy_strided_brute_force(void **state) {
+    (void)state;
+    for (int iter = 0; iter < 300; iter++) {
+        int ndim = 1 + (int)rnd_below(4);
+        int64_t shape[LT_MAX_DIMS];
+        for (int d = 0; d < ndim; d++) shape[d] = rnd_below(5) + (iter % 7 == 0 ? 0 : 1);
+        lt_dtype sdt = all_dtypes[rnd_below(N_(all_dtypes))];
+        lt_dtype ddt = iter % 2 ? sdt : all_dtypes[rnd_below(N_(all_dtypes))];
+        lt_tensor *sb, *db;
+        lt_tensor *src = random_view(sdt, ndim, shape, &sb);
+        lt_tensor *dst = random_view(ddt, ndim, shape, &db);
+        const double sentinel = 77;
+        LT_CHECK(lt_fill(db, sentinel));
+        LT_CHECK(lt_copy(dst, src));
+        /* every element of dst equals src's (stored once in ddt); then it is
+         * reset to the sentinel, and all of db must read the sentinel */
+        int64_t ix[LT_MAX_DIMS] = {0};
+        if (lt_numel(src) > 0) do {
+            double want = lt_get(src, ix);
+            if (ddt == LT_BOOL) want = want != 0;
+            else if (ddt == LT_BF16) want = lt_bf16_to_f32(lt_f32_to_bf16((float)want));
+            else if (ddt == LT_F16) want = lt_f16_to_f32(lt_f32_to_f16((float)want));
+            if (lt_get(dst, ix) != want)
+                fail_msg("copy %s -> %s iter %d: got %g, wanted %g", lt_dtype_name(sdt),
+                         lt_dtype_name(ddt), iter, lt_get(dst, ix), want);
+            lt_set(dst, ix, sentinel);
+        } while (next_index(ndim, shape, ix));
+        int64_t nb = lt_numel(db);
+        for (int64_t i = 0; i < nb; i++)
+            if (lt_get_flat(db, i) != (ddt == LT_BOOL ? 1 : sentinel))
+                fail_msg("copy iter %d wrote outside dst, at base element %lld", iter, (long long)i);
+        lt_tensor_free(src);
+        lt_tensor_free(dst);
+        lt_tensor_free(sb);
+        lt_tensor_free(db);
+    }
+}
+
+/* Transposes large enough to cross the copy's cache tiles (64 x 64). */
+static void test_copy_transposed_tiles(void **state) {
+    (void)state;
+    int64_t s3[] = {3, 130, 67};
+    lt_dtype dts[] = {LT_F32, LT_BF16, LT_F64, LT_BOOL};
+    for (int i = 0; i < 4; i++) {
+        lt_tensor *x = mk_arange(dts[i], 3, s3), *p, *c;
+        LT_CHECK(lt_permute(x, (int[]){2, 0, 1}, &p)); /* (67, 3, 130) */
+        LT_CHECK(lt_clone(p, &c));
+        int64_t ix[3] = {0, 0, 0}, k = 0;
+        do {
+            double want = lt_get(x, (int64_t[]){ix[1], ix[2], ix[0]});
+            if (lt_get_flat(c, k) != want)
+                fail_msg("%s: element %lld is %g, wanted %g", lt_dtype_name(dts[i]), (long long)k,
+                         lt_get_flat(c, k), want);
+            k++;
+        } while (next_index(3, p->shape, ix));
+        /* and the other way: a contiguous source into a transposed destination */
+        lt_tensor *d, *dt;
+        LT_CHECK(lt_tensor_new(dts[i], 3, s3, &d));
+        LT_CHECK(lt_permute(d, (int[]){2, 0, 1}, &dt));
+        LT_CHECK(lt_copy(dt, c));
+        lt_compare_result r;
+        LT_CHECK(lt_compare(d, x, 0, 0, &r));
+        if (!r.equal) fail_msg("%s: copy into a transposed view: %lld differ", lt_dtype_name(dts[i]),
+                               (long long)r.ndiff);
+        lt_tensor_free(dt);
+        lt_tensor_free(d);
+        lt_tensor_free(c);
+        lt_tensor_free(p);
+        lt_tensor_free(x);
+    }
+}
+
+static void test_copy_overlap_and_errors(void **state) {
+    (void)state;
+    lt_tensor *x = mk_arange(LT_F32, 1, (int64_t[]){6}), *a, *b;
+    LT_CHECK(lt_narrow(x, 0, 0, 5, &a)); /* x[0:5] = x[1:6]: overlapping, staged */
+    LT_CHECK(lt_narrow(x, 0, 1, 5, &b));
+    LT_CHECK(lt_copy(a, b));
+    lt_test_expect_values(x, 1, (int64_t[]){6}, (double[]){1, 2, 3, 4, 5, 5}, "shift left");
+    LT_CHECK(lt_copy(x, x));
+    lt_tensor *y = mk_arange(LT_F32, 1, (int64_t[]){5});
+    LT_EXPECT_STATUS(lt_copy(x, y), LT_SHAPE);
+    expect_msg_contains("(6)");
+    expect_msg_contains("(5)");
+    LT_EXPECT_STATUS(lt_copy(NULL, y), LT_INVALID);
+    lt_tensor_free(y);
+    lt_tensor_free(a);
+    lt_tensor_free(b);
+    lt_tensor_free(x);
+}
+
+static void test_clone_contiguous(void **state) {
+    (void)state;
+    lt_tensor *x = mk_arange(LT_I32, 2, (int64_t[]){2, 3}), *t, *c, *v;
+    LT_CHECK(lt_contiguous(x, &v));
+    assert_ptr_equal(v->storage, x->storage); /* already contiguous: a view */
+    LT_CHECK(lt_transpose(x, 0, 1, &t));
+    assert_false(lt_is_contiguous(t));
+    LT_CHECK(lt_contiguous(t, &c));
+    assert_ptr_not_equal(c->storage, x->storage);
+    assert_true(lt_is_contiguous(c));
+    lt_test_expect_values(c, 2, (int64_t[]){3, 2}, (double[]){0, 3, 1, 4, 2, 5}, "transposed");
+    lt_tensor_free(c);
+    lt_tensor_free(t);
+    lt_tensor_free(v);
+    lt_tensor_free(x);
+}
+
+/* ---- views ---------------------------------------------------------------------------------- */
+
+static void test_views_by_hand(void **state) {
+    (void)state;
+    lt_tensor *x = mk_arange(LT_F64, 3, (int64_t[]){2, 3, 4}), *v, *w;
+    LT_CHECK(lt_narrow(x, 2, 1, 2, &v)); /* x[:, :, 1:3] */
+    lt_test_expect_values(v, 3, (int64_t[]){2, 3, 2},
+                          (double[]){1, 2, 5, 6, 9, 10, 13, 14, 17, 18, 21, 22}, "narrow");
+    double got[12], want[] = {1, 2, 5, 6, 9, 10, 13, 14, 17, 18, 21, 22};
+    lt_to_doubles(v, got);
+    for (int i = 0; i < 12; i++) assert_true(got[i] == want[i]);
+    LT_CHECK(lt_select(v, 1, 2, &w)); /* x[:, 2, 1:3] */
+    lt_test_expect_values(w, 2, (int64_t[]){2, 2}, (double[]){9, 10, 21, 22}, "select");
+    lt_tensor_free(w);
+    lt_tensor_free(v);
+    LT_CHECK(lt_permute(x, (int[]){2, 0, 1}, &v)); /* v[k, i, j] = x[i, j, k] */
+    assert_int_equal(v->shape[0], 4);
+    int64_t ix[3] = {3, 1, 2};
+    assert_true(lt_get(v, ix) == 1 * 12 + 2 * 4 + 3);
+    LT_CHECK(lt_transpose(v, 0, 2, &w)); /* w[j, i, k] = x[i, j, k] */
+    int64_t jx[3] = {2, 1, 3};
+    assert_true(lt_get(w, jx) == 23);
+    lt_tensor_free(w);
+    lt_tensor_free(v);
+    LT_CHECK(lt_unsqueeze(x, 1, &v));
+    assert_int_equal(v->ndim, 4);
+    assert_int_equal(v->shape[1], 1);
+    assert_int_equal(v->strides[1], 12);
+    LT_CHECK(lt_squeeze(v, 1, &w));
+    assert_true(lt_same_shape(w, x));
+    lt_test_expect_values(w, 3, x->shape, (double[]){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
+                                                     14, 15, 16, 17, 18, 19, 20, 21, 22, 23}, "squeeze");
+    lt_tensor_free(w);
+    LT_EXPECT_STATUS(lt_squeeze(x, 1, &w), LT_INVALID);
+    expect_msg_contains("size 3");
+    assert_null(w);
+    lt_tensor_free(v);
+    LT_CHECK(lt_unsqueeze(x, 3, &v));
+    assert_int_equal(v->strides[3], 1);
+    lt_tensor_free(v);
+    /* errors */
+    LT_EXPECT_STATUS(lt_narrow(x, 2, 3, 2, &v), LT_INVALID);
+    expect_msg_contains("dim 2 of size 4");
+    LT_EXPECT_STATUS(lt_narrow(x, 3, 0, 1, &v), LT_INVALID);
+    LT_EXPECT_STATUS(lt_select(x, 0, 2, &v), LT_INVALID);
+    LT_EXPECT_STATUS(lt_permute(x, (int[]){0, 0, 1}, &v), LT_INVALID);
+    LT_EXPECT_STATUS(lt_transpose(x, 0, 5, &v), LT_INVALID);
+    LT_EXPECT_STATUS(lt_unsqueeze(x, 4, &v), LT_INVALID);
+    assert_null(v);
+    lt_tensor_free(x);
+}
+
+static void test_views_zero_size(void **state) {
+    (void)state;
+    lt_tensor *x, *v, *outs[4];
+    LT_CHECK(lt_tensor_new(LT_F32, 2, (int64_t[]){0, 3}, &x));
+    LT_CHECK(lt_transpose(x, 0, 1, &v));
+    assert_int_equal(v->shape[0], 3);
+    assert_int_equal(v->shape[1], 0);
+    lt_tensor_free(v);
+    LT_CHECK(lt_narrow(x, 1, 1, 2, &v));
+    assert_int_equal(lt_numel(v), 0);
+    lt_tensor_free(v);
+    LT_CHECK(lt_narrow(x, 0, 0, 0, &v));
+    lt_tensor_free(v);
+    LT_CHECK(lt_reshape(x, 2, (int64_t[]){3, 0}, &v));
+    assert_int_equal(v->shape[0], 3);
+    assert_int_equal(v->strides[0], 1); /* contiguous strides, max(size, 1) */
+    lt_tensor_free(v);
+    LT_CHECK(lt_reshape(x, 2, (int64_t[]){-1, 5}, &v));
+    assert_int_equal(v->shape[0], 0);
+    lt_tensor_free(v);
+    LT_EXPECT_STATUS(lt_reshape(x, 2, (int64_t[]){-1, 0}, &v), LT_INVALID);
+    /* chunk of 0 elements into 4: four empty pieces of shape (0, 3) */
+    LT_CHECK(lt_chunk(x, 0, 4, outs));
+    for (int j = 0; j < 4; j++) {
+        assert_int_equal(outs[j]->shape[0], 0);
+        assert_int_equal(outs[j]->shape[1], 3);
+        lt_tensor_free(outs[j]);
+    }
+    LT_CHECK(lt_select(x, 1, 2, &v)); /* shape (0) */
+    assert_int_equal(v->ndim, 1);
+    assert_int_equal(v->shape[0], 0);
+    lt_tensor_free(v);
+    LT_EXPECT_STATUS(lt_select(x, 0, 0, &v), LT_INVALID);
+    lt_tensor_free(x);
+}
+
+static void test_chunk_and_split(void **state) {
+    (void)state;
+    lt_tensor *x = mk_arange(LT_F32, 2, (int64_t[]){5, 2}), *outs[6];
+    LT_CHECK(lt_chunk(x, 0, 4, outs)); /* 5/4 -> 2, 2, 1, 0 */
+    int64_t want[] = {2, 2, 1, 0};
+    double first[] = {0, 4, 8};
+    for (int j = 0; j < 4; j++) {
+        assert_int_equal(outs[j]->shape[0], want[j]);
+        assert_int_equal(outs[j]->shape[1], 2);
+        if (want[j]) assert_true(lt_get_flat(outs[j], 0) == first[j]);
+        assert_ptr_equal(outs[j]->storage, x->storage);
+    }
+    for (int j = 0; j < 4; j++) lt_tensor_free(outs[j]);
+    lt_split_rule r = lt_split_chunk();
+    r.kind = LT_SPLIT_LAST; /* 5/4 -> 1, 1, 1, 2 */
+    LT_CHECK(lt_split_rule_views(x, 0, &r, 4, outs));
+    assert_int_equal(outs[3]->shape[0], 2);
+    assert_true(lt_get_flat(outs[3], 0) == 6);
+    for (int j = 0; j < 4; j++) lt_tensor_free(outs[j]);
+    r.kind = LT_SPLIT_EXPLICIT;
+    r.nsizes = 3;
+    r.sizes[0] = 0; r.sizes[1] = 4; r.sizes[2] = 1;
+    LT_CHECK(lt_split_rule_views(x, 0, &r, 3, outs));
+    assert_int_equal(outs[0]->shape[0], 0);
+    lt_test_expect_values(outs[2], 2, (int64_t[]){1, 2}, (double[]){8, 9}, "explicit piece 2");
+    for (int j = 0; j < 3; j++) lt_tensor_free(outs[j]);
+    r.sizes[2] = 2; /* sums to 6 */
+    outs[0] = outs[1] = outs[2] = (lt_tensor *)x;
+    LT_EXPECT_STATUS(lt_split_rule_views(x, 0, &r, 3, outs), LT_INVALID);
+    assert_null(outs[0]);
+    assert_null(outs[2]);
+    LT_CHECK(lt_split_rule_views(x, 1, NULL, 3, outs)); /* chunk 2/3 -> 1, 1, 0 */
+    assert_int_equal(outs[2]->shape[1], 0);
+    lt_test_expect_values(outs[1], 2, (int64_t[]){5, 1}, (double[]){1, 3, 5, 7, 9}, "column 1");
+    for (int j = 0; j < 3; j++) lt_tensor_free(outs[j]);
+    LT_CHECK(lt_split_sizes_views(x, 0, 2, (int64_t[]){3, 2}, outs));
+    lt_test_expect_values(outs[1], 2, (int64_t[]){2, 2}, (double[]){6, 7, 8, 9}, "sizes piece 1");
+    lt_tensor_free(outs[0]);
+    lt_tensor_free(outs[1]);
+    LT_EXPECT_STATUS(lt_split_sizes_views(x, 0, 2, (int64_t[]){3, 3}, outs), LT_INVALID);
+    expect_msg_contains("sum to 6");
+    assert_null(outs[0]);
+    LT_EXPECT_STATUS(lt_chunk(x, 0, 0, outs), LT_INVALID);
+    lt_tensor_free(x);
+}
+
+static void test_reshape(void **state) {
+    (void)state;
+    lt_tensor *x = mk_arange(LT_F32, 2, (int64_t[]){4, 6}), *v, *t, *n;
+    LT_CHECK(lt_reshape(x, 3, (int64_t[]){2, -1, 3}, &v)); /* contiguous: a view */
+    assert_ptr_equal(v->storage, x->storage);
+    assert_int_equal(v->shape[1], 4);
+    int64_t ix[] = {1, 2, 1};
+    assert_true(lt_get(v, ix) == 12 + 6 + 1);
+    lt_tensor_free(v);
+    /* x[:, 0:3] has strides (6, 1): (4, 3) -> (2, 2, 3) is a view, (12) is not */
+    LT_CHECK(lt_narrow(x, 1, 0, 3, &n));
+    LT_CHECK(lt_reshape(n, 3, (int64_t[]){2, 2, 3}, &v));
+    assert_ptr_equal(v->storage, x->storage);
+    assert_int_equal(v->strides[0], 12);
+    assert_int_equal(v->strides[1], 6);
+    lt_tensor_free(v);
+    LT_CHECK(lt_reshape(n, 1, (int64_t[]){12}, &v));
+    assert_ptr_not_equal(v->storage, x->storage);
+    lt_test_expect_values(v, 1, (int64_t[]){12}, (double[]){0, 1, 2, 6, 7, 8, 12, 13, 14, 18, 19, 20},
+                          "reshape copy");
+    lt_tensor_free(v);
+    /* transposed: splitting a dim is a view, flattening is a copy */
+    LT_CHECK(lt_transpose(x, 0, 1, &t)); /* (6, 4), strides (1, 6) */
+    LT_CHECK(lt_reshape(t, 3, (int64_t[]){2, 3, 4}, &v));
+    assert_ptr_equal(v->storage, x->storage);
+    assert_int_equal(v->strides[0], 3);
+    assert_int_equal(v->strides[1], 1);
+    assert_int_equal(v->strides[2], 6);
+    lt_tensor_free(v);
+    LT_CHECK(lt_reshape(t, 2, (int64_t[]){4, 6}, &v));
+    assert_ptr_not_equal(v->storage, x->storage);
+    assert_true(lt_get(v, (int64_t[]){0, 1}) == 6); /* t's row-major order: t[0,1] = x[1,0] */
+    lt_tensor_free(v);
+    LT_CHECK(lt_reshape(t, 4, (int64_t[]){1, 6, 1, 4}, &v)); /* size-1 dims: view */
+    assert_ptr_equal(v->storage, x->storage);
+    lt_tensor_free(v);
+    /* errors */
+    LT_EXPECT_STATUS(lt_reshape(x, 2, (int64_t[]){5, 5}, &v), LT_SHAPE);
+    expect_msg_contains("(4, 6)");
+    expect_msg_contains("(5, 5)");
+    LT_EXPECT_STATUS(lt_reshape(x, 2, (int64_t[]){-1, 5}, &v), LT_SHAPE);
+    LT_EXPECT_STATUS(lt_reshape(x, 2, (int64_t[]){-1, -1}, &v), LT_INVALID);
+    LT_EXPECT_STATUS(lt_reshape(x, 2, (int64_t[]){-2, 12}, &v), LT_INVALID);
+    LT_EXPECT_STATUS(lt_reshape(x, 3, (int64_t[]){INT64_MAX, 4, 2}, &v), LT_SHAPE);
+    assert_null(v);
+    /* 0-d <-> (1, 1) */
+    lt_tensor *s0, *s11, *back;
+    LT_CHECK(lt_tensor_new(LT_F32, 0, NULL, &s0));
+    LT_CHECK(lt_reshape(s0, 2, (int64_t[]){1, 1}, &s11));
+    LT_CHECK(lt_reshape(s11, 0, NULL, &back));
+    assert_int_equal(back->ndim, 0);
+    assert_ptr_equal(back->storage, s0->storage);
+    lt_tensor_free(back);
+    lt_tensor_free(s11);
+    lt_tensor_free(s0);
+    lt_tensor_free(t);
+    lt_tensor_free(n);
+    lt_tensor_free(x);
+}
+
+/* Random strided tensors into random shapes of the same numel: the row-major
+ * values never change, and a contiguous source always gives a view. */
+static void test_reshape_random(void **state) {
+    (void)state;
+    for (int iter = 0; iter < 500; iter++) {
+        int ndim = 1 + (int)rnd_below(4);
+        int64_t shape[LT_MAX_DIMS], ns[LT_MAX_DIMS];
+        for (int d = 0; d < ndim; d++) shape[d] = 1 + rnd_below(4);
+        lt_tensor *base, *src = random_view(LT_F32, ndim, shape, &base), *r;
+        /* a new shape: split numel into prime factors, deal them into dims */
+        int64_t n = lt_numel(src), rest = n;
+        int nd = 1 + (int)rnd_below(5);
+        for (int d = 0; d < nd; d++) ns[d] = 1;
+        for (int64_t f = 2; rest > 1;) {
+            if (rest % f) { f++; continue; }
+            ns[rnd_below(nd)] *= f;
+            rest /= f;
+        }
+        if (iter % 3 == 0) ns[rnd_below(nd)] = -1;
+        LT_CHECK(lt_reshape(src, nd, ns, &r));
+        assert_int_equal(lt_numel(r), n);
+        double *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
+        lt_to_doubles(src, a);
+        lt_to_doubles(r, b);
+        for (int64_t i = 0; i < n; i++)
+            if (a[i] != b[i]) fail_msg("reshape iter %d: element %lld changed", iter, (long long)i);
+        if (lt_is_contiguous(src)) assert_ptr_equal(r->storage, src->storage);
+        free(a);
+        free(b);
+        lt_tensor_free(r);
+        lt_tensor_free(src);
+        lt_tensor_free(base);
+    }
+}
+
+/* ---- cat, index_select ------------------------------------------------------------------- */
+
+static void test_cat(void **state) {
+    (void)state;
+    lt_tensor *a = mk_arange(LT_F32, 2, (int64_t[]){2, 3}), *e, *b, *o, *bt;
+    LT_CHECK(lt_tensor_new(LT_F32, 2, (int64_t[]){0, 3}, &e));
+    b = mk(LT_F32, 2, (int64_t[]){1, 3}, (double[]){10, 11, 12});
+    const lt_tensor *in0[] = {e, a, e, b, e};
+    LT_CHECK(lt_cat(in0, 5, 0, &o));
+    lt_test_expect_values(o, 2, (int64_t[]){3, 3}, (double[]){0, 1, 2, 3, 4, 5, 10, 11, 12}, "cat 0");
+    lt_tensor_free(o);
+    const lt_tensor *only_empty[] = {e, e};
+    LT_CHECK(lt_cat(only_empty, 2, 0, &o));
+    assert_int_equal(o->shape[0], 0);
+    lt_tensor_free(o);
+    /* along dim 1, with a strided input: a and b^T-shaped pieces */
+    lt_tensor *c = mk(LT_F32, 2, (int64_t[]){3, 2}, (double[]){20, 21, 22, 23, 24, 25}), *e2;
+    LT_CHECK(lt_transpose(c, 0, 1, &bt)); /* (2, 3): 20 22 24 / 21 23 25 */
+    LT_CHECK(lt_tensor_new(LT_F32, 2, (int64_t[]){2, 0}, &e2));
+    const lt_tensor *in1[] = {a, e2, bt};
+    LT_CHECK(lt_cat(in1, 3, 1, &o));
+    lt_test_expect_values(o, 2, (int64_t[]){2, 6},
+                          (double[]){0, 1, 2, 20, 22, 24, 3, 4, 5, 21, 23, 25}, "cat 1");
+    lt_tensor_free(o);
+    /* errors */
+    const lt_tensor *bad[] = {a, b};
+    LT_EXPECT_STATUS(lt_cat(bad, 2, 1, &o), LT_SHAPE);
+    expect_msg_contains("input 1");
+    assert_null(o);
+    lt_tensor *d = mk(LT_F64, 2, (int64_t[]){1, 3}, (double[]){1, 2, 3});
+    const lt_tensor *bad2[] = {a, d};
+    LT_EXPECT_STATUS(lt_cat(bad2, 2, 0, &o), LT_DTYPE);
+    LT_EXPECT_STATUS(lt_cat(bad2, 2, 2, &o), LT_INVALID);
+    LT_EXPECT_STATUS(lt_cat(bad2, 0, 0, &o), LT_INVALID);
+    lt_tensor_free(d);
+    lt_tensor_free(e2);
+    lt_tensor_free(c);
+    lt_tensor_free(bt);
+    lt_tensor_free(a);
+    lt_tensor_free(b);
+    lt_tensor_free(e);
+}
+
+static void test_index_select(void **state) {
+    (void)state;
+    lt_tensor *x = mk_arange(LT_I64, 2, (int64_t[]){3, 4}), *o;
+    LT_CHECK(lt_index_select(x, 1, (int64_t[]){3, 0, 0, 1, 2}, 5, &o));
+    lt_test_expect_values(o, 2, (int64_t[]){3, 5},
+                          (double[]){3, 0, 0, 1, 2, 7, 4, 4, 5, 6, 11, 8, 8, 9, 10}, "cols");
+    lt_tensor_free(o);
+    LT_CHECK(lt_index_select(x, 0, (int64_t[]){2, 1}, 2, &o));
+    lt_test_expect_values(o, 2, (int64_t[]){2, 4}, (double[]){8, 9, 10, 11, 4, 5, 6, 7}, "rows");
+    lt_tensor_free(o);
+    LT_CHECK(lt_index_select(x, 0, NULL, 0, &o));
+    assert_int_equal(o->shape[0], 0);
+    assert_int_equal(o->shape[1], 4);
+    lt_tensor_free(o);
+    LT_EXPECT_STATUS(lt_index_select(x, 1, (int64_t[]){1, 4}, 2, &o), LT_INVALID);
+    expect_msg_contains("index 4 at position 1 of dim 1");
+    assert_null(o);
+    lt_tensor_free(x);
+}
+
+/* ---- gather / scatter index sets vs brute force ---------------------------------------------- */
+
+/* A random index list for a dim of size n: runs, repeats, any order. */
+static int64_t random_list(int64_t n, int64_t *out, int64_t cap) {
+    int64_t len = 0;
+    int mode = (int)rnd_below(3);
+    if (mode == 0) { /* a few runs */
+        while (len < cap && rnd_below(4)) {
+            int64_t s = rnd_below(n), l = 1 + rnd_below(n - s);
+            for (int64_t j = 0; j < l && len < cap; j++) out[len++] = s + j;
+        }
+    } else if (mode == 1) { /* random points */
+        int64_t l = rnd_below(cap + 1);
+        for (int64_t j = 0; j < l; j++) out[len++] = rnd_below(n);
+    } else { /* a permutation-like set without repeats */
+        for (int64_t j = 0; j < n && len < cap; j++)
+            if (rnd_below(2)) out[len++] = j;
+    }
+    return len;
+}
+
+static void test_gather_scatter_brute_force(void **state) {
+    (void)state;
+    for (int iter = 0; iter < 400; iter++) {
+        int ndim = 1 + (int)rnd_below(4);
+        int64_t shape[LT_MAX_DIMS], lists[LT_MAX_DIMS][16], lens[LT_MAX_DIMS], olen[LT_MAX_DIMS];
+        int64_t *idx[LT_MAX_DIMS];
+        for (int d = 0; d < ndim; d++) {
+            shape[d] = 1 + rnd_below(6);
+            if (rnd_below(3) == 0) {
+                idx[d] = NULL;
+                lens[d] = -7; /* ignored */
+                olen[d] = shape[d];
+            } else {
+                idx[d] = lists[d];
+                lens[d] = olen[d] = random_list(shape[d], lists[d], 16);
+            }
+        }
+        lt_dtype dt = iter % 3 ? LT_F64 : LT_I32;
+        lt_tensor *base, *src = iter % 2 ? random_view(dt, ndim, shape, &base) : NULL, *o;
+        if (!src) {
+            base = mk_arange(dt, ndim, shape);
+            LT_CHECK(lt_tensor_view(base, &src));
+        }
+        LT_CHECK(lt_gather_index_sets(src, idx, lens, &o));
+        assert_true(lt_is_contiguous(o));
+        int64_t oi[LT_MAX_DIMS] = {0}, si[LT_MAX_DIMS];
+        int64_t on = 1;
+        for (int d = 0; d < ndim; d++) {
+            assert_int_equal(o->shape[d], olen[d]);
+            on *= olen[d];
+        }
+        if (on > 0) do {
+            for (int d = 0; d < ndim; d++) si[d] = idx[d] ? idx[d][oi[d]] : oi[d];
+            if (lt_get(o, oi) != lt_get(src, si)) fail_msg("gather iter %d: mismatch", iter);
+        } while (next_index(ndim, olen, oi));
+
+        /* scatter o (made distinct) back into a copy of src, for each mode */
+        lt_tensor *vals;
+        LT_CHECK(lt_clone(o, &vals));
+        for (int64_t i = 0; i < on; i++) lt_set_flat(vals, i, (double)(i % 5) - 1.5 * (i % 3));
+        for (int mode = -1; mode < LT_REDOP_COUNT; mode++) {
+            if (dt == LT_I32 && mode == LT_REDOP_PRODUCT) continue; /* may wrap */
+            lt_tensor *dst, *ref;
+            LT_CHECK(lt_clone(src, &dst));
+            LT_CHECK(lt_clone(src, &ref));
+            LT_CHECK(lt_scatter_index_sets(dst, idx, vals, mode >= 0, mode >= 0 ? (lt_redop)mode : LT_REDOP_SUM));
+            memset(oi, 0, sizeof oi);
+            if (on > 0) do { /* brute force, row-major order: later duplicates win / combine */
+                for (int d = 0; d < ndim; d++) si[d] = idx[d] ? idx[d][oi[d]] : oi[d];
+                double s = lt_get(vals, oi), d0 = lt_get(ref, si), r;
+                switch (mode) {
+                case -1: r = s; break;
+                case LT_REDOP_MAX: r = s > d0 ? s : d0; break;
+                case LT_REDOP_MIN: r = s < d0 ? s : d0; break;
+                case LT_REDOP_PRODUCT: r = d0 * s; break;
+                default: r = d0 + s; break;
+                }
+                lt_set(ref, si, r);
+            } while (next_index(ndim, olen, oi));
+            lt_compare_result cr;
+            LT_CHECK(lt_compare(dst, ref, 0, 0, &cr));
+            if (!cr.equal)
+                fail_msg("scatter iter %d mode %d: %lld differ, first at %lld (%g vs %g)", iter, mode,
+                         (long long)cr.ndiff, (long long)cr.first_flat, cr.actual, cr.expected);
+            lt_tensor_free(dst);
+            lt_tensor_free(ref);
+        }
+        lt_tensor_free(vals);
+        lt_tensor_free(o);
+        lt_tensor_free(src);
+        lt_tensor_free(base);
+    }
+}
+
+static void test_gather_scatter_errors(void **state) {
+    (void)state;
+    lt_tensor *x = mk_arange(LT_F32, 2, (int64_t[]){3, 4}), *o, *v;
+    int64_t l0[] = {0, 3};
+    int64_t *idx[] = {l0, NULL};
+    LT_EXPECT_STATUS(lt_gather_index_sets(x, idx, (int64_t[]){2, 0}, &o), LT_INVALID);
+    expect_msg_contains("index 3 at position 1 of dim 0 is out of range for size 3");
+    assert_null(o);
+    LT_EXPECT_STATUS(lt_gather_index_sets(x, idx, NULL, &o), LT_INVALID);
+    LT_CHECK(lt_gather_index_sets(x, NULL, NULL, &o)); /* everything: a plain copy */
+    assert_ptr_not_equal(o->storage, x->storage);
+    lt_test_expect_values(o, 2, (int64_t[]){3, 4}, (double[]){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, "all");
+    v = mk(LT_F32, 2, (int64_t[]){2, 3}, (double[]){1, 2, 3, 4, 5, 6});
+    l0[1] = 2;
+    LT_EXPECT_STATUS(lt_scatter_index_sets(x, idx, v, 0, LT_REDOP_SUM), LT_SHAPE);
+    expect_msg_contains("(2, 3)");
+    lt_tensor *w = mk(LT_F64, 2, (int64_t[]){2, 4}, (double[]){1, 2, 3, 4, 5, 6, 7, 8});
+    LT_EXPECT_STATUS(lt_scatter_index_sets(x, idx, w, 0, LT_REDOP_SUM), LT_DTYPE);
+    lt_tensor *w32;
+    LT_CHECK(lt_cast(w, LT_F32, &w32));
+    LT_CHECK(lt_scatter_index_sets(x, idx, w32, 1, LT_REDOP_AVG)); /* avg accumulates as sum */
+    lt_test_expect_values(x, 2, (int64_t[]){3, 4}, (double[]){1, 3, 5, 7, 4, 5, 6, 7, 13, 15, 17, 19},
+                          "scatter avg");
+    /* 0-d: one element each way */
+    lt_tensor *s0 = mk(LT_I64, 0, NULL, (double[]){41}), *g, *one;
+    LT_CHECK(lt_gather_index_sets(s0, NULL, NULL, &g));
+    assert_int_equal(g->ndim, 0);
+    assert_true(lt_get(g, NULL) == 41);
+    one = mk(LT_I64, 0, NULL, (double[]){1});
+    LT_CHECK(lt_scatter_index_sets(s0, NULL, one, 1, LT_REDOP_SUM));
+    assert_true(lt_get(s0, NULL) == 42);
+    lt_tensor_free(one);
+    lt_tensor_free(g);
+    lt_tensor_free(s0);
+    lt_tensor_free(w32);
+    lt_tensor_free(w);
+    lt_tensor_free(v);
+    lt_tensor_free(o);
+    lt_tensor_free(x);
+}
+
+/* ---- accumulate, scale --------------------------------------------------------------------- */
+
+static void test_accumulate_every_op_and_dtype(void **state) {
+    (void)state;
+    int64_t s[] = {4};
+    double a[] = {1, -2, 3, 0.5}, b[] = {4, 5, -6, 0.25};
+    /* hand-computed, floats: */
+    double fsum[] = {5, 3, -3, 0.75}, fmax[] = {4, 5, 3, 0.5}, fmin[] = {1, -2, -6, 0.25},
+           fprod[] = {4, -10, -18, 0.125};
+    /* integers see a = {1, -2, 3, 0}, b = {4, 5, -6, 0} */
+    double isum[] = {5, 3, -3, 0}, imax[] = {4, 5, 3, 0}, imin[] = {1, -2, -6, 0}, iprod[] = {4, -10, -18, 0};
+    double ba[] = {1, 0, 1, 0}, bb[] = {1, 1, 0, 0}, bor[] = {1, 1, 1, 0}, band[] = {1, 0, 0, 0};
+    for (int i = 0; i < N_(all_dtypes); i++) {
+        lt_dtype dt = all_dtypes[i];
+        int isint = dt == LT_I32 || dt == LT_I64;
+        for (int op = 0; op < LT_REDOP_COUNT; op++) {
+            const double *want;
+            if (dt == LT_BOOL) want = (op == LT_REDOP_MIN || op == LT_REDOP_PRODUCT) ? band : bor;
+            else if (op == LT_REDOP_SUM || op == LT_REDOP_AVG) want = isint ? isum : fsum;
+            else if (op == LT_REDOP_MAX) want = isint ? imax : fmax;
+            else if (op == LT_REDOP_MIN) want = isint ? imin : fmin;
+            else want = isint ? iprod : fprod;
+            lt_tensor *d = mk(dt, 1, s, dt == LT_BOOL ? ba : a);
+            lt_tensor *x = mk(dt, 1, s, dt == LT_BOOL ? bb : b);
+            LT_CHECK(lt_accumulate(d, x, (lt_redop)op));
+            char what[64];
+            snprintf(what, sizeof what, "%s %s", lt_dtype_name(dt), lt_redop_name((lt_redop)op));
+            lt_test_expect_values(d, 1, s, want, what);
+            lt_tensor_free(d);
+            lt_tensor_free(x);
+        }
+    }
+}
+
+static void test_accumulate_special(void **state) {
+    (void)state;
+    int64_t s[] = {3};
+    /* NaN propagates through max/min on every float dtype */
+    lt_dtype fl[] = {LT_F32, LT_F64, LT_BF16, LT_F16};
+    for (int i = 0; i < 4; i++) {
+        for (int op = LT_REDOP_MAX; op <= LT_REDOP_MIN; op++) {
+            lt_tensor *d = mk(fl[i], 1, s, (double[]){NAN, 1, 2});
+            lt_tensor *x = mk(fl[i], 1, s, (double[]){1, NAN, 2});
+            LT_CHECK(lt_accumulate(d, x, (lt_redop)op));
+            assert_true(isnan(lt_get_flat(d, 0)));
+            assert_true(isnan(lt_get_flat(d, 1)));
+            assert_true(lt_get_flat(d, 2) == 2);
+            lt_tensor_free(d);
+            lt_tensor_free(x);
+        }
+    }
+    /* bf16 rounds once: 256 + 1 = 257 ties to 256; f16: 2048 + 1 ties to 2048, + 3 -> 2052 */
+    lt_tensor *d = mk(LT_BF16, 1, s, (double[]){256, 256, 1});
+    lt_tensor *x = mk(LT_BF16, 1, s, (double[]){1, 3, 0.0078125});
+    LT_CHECK(lt_accumulate(d, x, LT_REDOP_SUM));
+    lt_test_expect_values(d, 1, s, (double[]){256, 260, 1.0078125}, "bf16 sum");
+    lt_tensor_free(d);
+    lt_tensor_free(x);
+    d = mk(LT_F16, 1, s, (double[]){2048, 2048, 65504});
+    x = mk(LT_F16, 1, s, (double[]){1, 3, 32});
+    LT_CHECK(lt_accumulate(d, x, LT_REDOP_SUM));
+    lt_test_expect_values(d, 1, s, (double[]){2048, 2052, INFINITY}, "f16 sum");
+    lt_tensor_free(d);
+    lt_tensor_free(x);
+    /* integers wrap */
+    d = mk(LT_I32, 1, s, (double[]){2147483647, -2147483648.0, 65536});
+    x = mk(LT_I32, 1, s, (double[]){1, -1, 65536});
+    LT_CHECK(lt_accumulate(d, x, LT_REDOP_SUM));
+    lt_test_expect_values(d, 1, s, (double[]){-2147483648.0, 2147483647, 131072}, "i32 wrap");
+    LT_CHECK(lt_accumulate(d, x, LT_REDOP_PRODUCT));
+    assert_true(lt_get_flat(d, 2) == 0); /* 131072 * 65536 = 2^33 wraps to 0 */
+    lt_tensor_free(d);
+    lt_tensor_free(x);
+    /* strided operands vs brute force */
+    lt_tensor *base = mk_arange(LT_F32, 2, (int64_t[]){5, 7}), *t, *dst;
+    LT_CHECK(lt_transpose(base, 0, 1, &t)); /* (7, 5) */
+    LT_CHECK(lt_tensor_new(LT_F32, 2, (int64_t[]){7, 5}, &dst));
+    LT_CHECK(lt_fill(dst, 0.5));
+    for (int op = 0; op < LT_REDOP_COUNT; op++) {
+        lt_tensor *ref;
+        LT_CHECK(lt_clone(dst, &ref));
+        LT_CHECK(lt_accumulate(dst, t, (lt_redop)op));
+        int64_t ix[2] = {0, 0};
+        do {
+            double a = lt_get(ref, ix), b = lt_get(t, ix), r;
+            r = op == LT_REDOP_MAX ? fmax(a, b) : op == LT_REDOP_MIN ? fmin(a, b)
+              : op == LT_REDOP_PRODUCT ? (double)(float)(a * b) : (double)(float)(a + b);
+            if (lt_get(dst, ix) != r) fail_msg("strided %s: got %g wanted %g", lt_redop_name((lt_redop)op), lt_get(dst, ix), r);
+        } while (next_index(2, t->shape, ix));
+        lt_tensor_free(ref);
+    }
+    /* errors */
+    LT_EXPECT_STATUS(lt_accumulate(dst, base, LT_REDOP_SUM), LT_SHAPE);
+    expect_msg_contains("(7, 5)");
+    lt_tensor *f64;
+    LT_CHECK(lt_cast(t, LT_F64, &f64));
+    LT_EXPECT_STATUS(lt_accumulate(dst, f64, LT_REDOP_SUM), LT_DTYPE);
+    LT_EXPECT_STATUS(lt_accumulate(dst, t, (lt_redop)42), LT_INVALID);
+    lt_tensor_free(f64);
+    lt_tensor_free(dst);
+    lt_tensor_free(t);
+    lt_tensor_free(base);
+}
+
+static void test_scale(void **state) {
+    (void)state;
+    int64_t s[] = {4};
+    double v[] = {7, -7, 3, 1};
+    lt_tensor *f = mk(LT_F32, 1, s, v), *i = mk(LT_I32, 1, s, v), *b = mk(LT_BF16, 1, s, v);
+    LT_CHECK(lt_scale(f, 0.5));
+    LT_CHECK(lt_scale(i, 0.5));
+    LT_CHECK(lt_scale(b, 0.25));
+    lt_test_expect_values(f, 1, s, (double[]){3.5, -3.5, 1.5, 0.5}, "f32 scale");
+    lt_test_expect_values(i, 1, s, (double[]){3, -3, 1, 0}, "i32 scale truncates");
+    lt_test_expect_values(b, 1, s, (double[]){1.75, -1.75, 0.75, 0.25}, "bf16 scale");
+    lt_tensor *t;
+    lt_tensor *m = mk_arange(LT_F64, 2, (int64_t[]){2, 3});
+    LT_CHECK(lt_transpose(m, 0, 1, &t));
+    LT_CHECK(lt_scale(t, 2));
+    lt_test_expect_values(m, 2, (int64_t[]){2, 3}, (double[]){0, 2, 4, 6, 8, 10}, "strided scale");
+    lt_tensor_free(t);
+    lt_tensor_free(m);
+    lt_tensor_free(f);
+    lt_tensor_free(i);
+    lt_tensor_free(b);
+}
+
+/* ---- compare ------------------------------------------------------------------------------- */
+
+static void test_compare(void **state) {
+    (void)state;
+    int64_t s[] = {2, 3};
+    lt_tensor *e = mk(LT_F64, 2, s, (double[]){1, 2, 3, NAN, INFINITY, 100});
+    lt_tensor *a = mk(LT_F32, 2, s, (double[]){1, 2, 3, NAN, INFINITY, 100});
+    lt_compare_result r;
+    LT_CHECK(lt_compare(a, e, 0, 0, &r));
+    assert_true(r.equal);
+    assert_int_equal(r.ndiff, 0);
+    assert_int_equal(r.first_flat, -1);
+    assert_true(r.max_abs_diff == 0);
+    lt_tensor_free(a);
+    a = mk(LT_F32, 2, s, (double[]){1, 2.5, 3, 4, -INFINITY, 101});
+    LT_CHECK(lt_compare(a, e, 0.01, 0, &r)); /* 101 vs 100: |1| <= 0.01 * 100: close */
+    assert_false(r.equal);
+    assert_int_equal(r.ndiff, 3);            /* 2.5 vs 2, 4 vs NaN, -inf vs inf */
+    assert_int_equal(r.first_flat, 1);
+    assert_int_equal(r.first_idx[0], 0);
+    assert_int_equal(r.first_idx[1], 1);
+    assert_true(r.actual == 2.5 && r.expected == 2);
+    assert_true(isinf(r.max_abs_diff));
+    LT_CHECK(lt_compare(a, e, 0.005, 0, &r)); /* now 101 vs 100 differs too */
+    assert_int_equal(r.ndiff, 4);
+    /* atol boundary: |a - b| <= atol + rtol * |b| is inclusive */
+    lt_tensor *x = mk(LT_F64, 1, (int64_t[]){2}, (double[]){1.5, 10});
+    lt_tensor *y = mk(LT_F64, 1, (int64_t[]){2}, (double[]){1.0, 10});
+    LT_CHECK(lt_compare(x, y, 0, 0.5, &r));
+    assert_true(r.equal);
+    assert_true(r.max_abs_diff == 0.5);
+    LT_CHECK(lt_compare(x, y, 0, 0.4999, &r));
+    assert_int_equal(r.ndiff, 1);
+    assert_int_equal(r.first_idx[0], 0);
+    /* strided actual: the first difference in row-major order of the view */
+    lt_tensor *m = mk_arange(LT_F32, 2, (int64_t[]){3, 3}), *mt, *want;
+    LT_CHECK(lt_transpose(m, 0, 1, &mt));
+    want = mk(LT_F32, 2, (int64_t[]){3, 3}, (double[]){0, 3, 6, 1, 4, 7, 2, 5, 0});
+    LT_CHECK(lt_compare(mt, want, 0, 0, &r));
+    assert_int_equal(r.ndiff, 1);
+    assert_int_equal(r.first_flat, 8);
+    assert_int_equal(r.first_idx[0], 2);
+    assert_int_equal(r.first_idx[1], 2);
+    assert_true(r.actual == 8 && r.expected == 0);
+    /* errors */
+    LT_EXPECT_STATUS(lt_compare(m, x, 0, 0, &r), LT_SHAPE);
+    expect_msg_contains("(3, 3)");
+    expect_msg_contains("(2)");
+    LT_EXPECT_STATUS(lt_compare(x, y, -1, 0, &r), LT_INVALID);
+    LT_EXPECT_STATUS(lt_compare(x, y, 0, 0, NULL), LT_INVALID);
+    /* empty tensors compare equal */
+    lt_tensor *z1, *z2;
+    LT_CHECK(lt_tensor_new(LT_F32, 2, (int64_t[]){0, 3}, &z1));
+    LT_CHECK(lt_tensor_new(LT_I64, 2, (int64_t[]){0, 3}, &z2));
+    LT_CHECK(lt_compare(z1, z2, 0, 0, &r));
+    assert_true(r.equal);
+    lt_tensor_free(z1);
+    lt_tensor_free(z2);
+    lt_tensor_free(want);
+    lt_tensor_free(mt);
+    lt_tensor_free(m);
+    lt_tensor_free(x);
+    lt_tensor_free(y);
+    lt_tensor_free(a);
+    lt_tensor_free(e);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_new_and_queries),
+        cmocka_unit_test(test_shape_errors),
+        cmocka_unit_test(test_from_doubles_every_dtype),
+        cmocka_unit_test(test_placeholder),
+        cmocka_unit_test(test_refcount_view_outlives_base),
+        cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_fill_and_arange),
+        cmocka_unit_test(test_cast_rounding_by_hand),
+        cmocka_unit_test(test_cast_rounding_brute_force),
+        cmocka_unit_test(test_cast_round_trip_every_pair),
+        cmocka_unit_test(test_copy_strided_brute_force),
+        cmocka_unit_test(test_copy_transposed_tiles),
+        cmocka_unit_test(test_copy_overlap_and_errors),
+        cmocka_unit_test(test_clone_contiguous),
+        cmocka_unit_test(test_views_by_hand),
+        cmocka_unit_test(test_views_zero_size),
+        cmocka_unit_test(test_chunk_and_split),
+        cmocka_unit_test(test_reshape),
+        cmocka_unit_test(test_reshape_random),
+        cmocka_unit_test(test_cat),
+        cmocka_unit_test(test_index_select),
+        cmocka_unit_test(test_gather_scatter_brute_force),
+        cmocka_unit_test(test_gather_scatter_errors),
+        cmocka_unit_test(test_accumulate_every_op_and_dtype),
+        cmocka_unit_test(test_accumulate_special),
+        cmocka_unit_test(test_scale),
+        cmocka_unit_test(test_compare),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
