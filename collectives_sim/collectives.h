@@ -93,9 +93,11 @@ lt_status lt_scatter(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, i
  * that concatenated shape */
 lt_status lt_gather(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, int dim,
                     lt_tensor **out);
-/* the root gets op over the group; others get placeholders of that shape */
-lt_status lt_reduce(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, lt_redop op,
-                    lt_tensor **out);
+/* (named lt_reduce_ranks: lt_reduce is the kernels reduction over dims,
+ * kernels/math.h)
+ * the root gets op over the group; others get placeholders of that shape */
+lt_status lt_reduce_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, lt_redop op,
+                          lt_tensor **out);
 /* (named lt_permute_ranks: lt_permute is the kernels view)
  * member i sends its shard to member perm[i]; perm is a permutation of
  * 0..group size-1 (the same for every group). A member that receives from

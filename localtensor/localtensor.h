@@ -18,5 +18,6 @@
 #include "localtensor/local.h"
 #include "localtensor/random.h"
 #include "localtensor/dtensor.h"
+#include "localtensor/redistribute.h"
 
 #endif

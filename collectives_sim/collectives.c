@@ -1,0 +1,762 @@
+/* collectives_sim/collectives.c — the public collectives: validate, shape,
+ * allocate, run the engine, trace.
+ *
+ * Every wrapper follows the same four steps, so that an engine never sees
+ * bad input (engine.h) and a failed call leaves nothing behind:
+ *   1. validate the arguments of every group and compute every member's
+ *      result shape; create the outputs that were NULL (marked `fresh`) and
+ *      check the preallocated ones; on any error free the fresh ones again;
+ *   2. check that no preallocated output overlaps another output, and swap
+ *      in a temporary for any that overlaps an input it must not;
+ *   3. run the engine once per group, then copy temporaries back;
+ *   4. append one trace event (capacity was reserved before step 3, so
+ *      recording cannot fail after the data moved).
+ * Scratch arrays (group tables, split sizes, overlap intervals) live on the
+ * communicator and grow geometrically, so the preallocated path does not
+ * allocate in steady state.
+ */
+#include "collectives_sim/collectives.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives_sim/engine.h"
+
+typedef struct ival {
+    uintptr_t lo, hi;           /* bytes [lo, hi) */
+    int rank, is_out, contig;
+} ival;
+
+struct lt_comm {
+    lt_mesh mesh;
+    const lt_engine_i *eng;
+    void *ectx;
+    lt_trace *trace;
+    int *groups[LT_MESH_MAX_DIMS];  /* (ngroups, n) ranks of every group of each mesh dim */
+    unsigned char *fresh;           /* (world) 1: this call created out[r] */
+    int *need_tmp;                  /* (world) 1: out[r] overlaps an input */
+    lt_tensor **tmp;                /* (world) temporaries standing in for out[r] */
+    lt_tensor **eng_out;            /* (world) what the engine writes */
+    ival *iv;                       /* (2 world) overlap intervals */
+    int64_t *sizes;                 /* split sizes of every group */
+    size_t sizes_cap;
+};
+
+/* One call in progress. */
+typedef struct call {
+    lt_comm *c;
+    lt_coll coll;
+    int md, n, ngroups;
+    lt_tensor *const *in;
+    lt_tensor **out;
+    int root;          /* rooted collectives, else -1 */
+    int root_reads;    /* only the root's input is read */
+    int self_alias_ok; /* out[r] may be exactly in[r] */
+    int any_prealloc;  /* some output was preallocated */
+    int any_fresh;     /* some output was created by this call */
+} call;
+
+static const int *grp(const call *k, int g) { return k->c->groups[k->md] + (size_t)g * k->n; }
+
+/* ---- communicator ---------------------------------------------------------- */
+
+static void comm_release(lt_comm *c) {
+    if (!c) return;
+    if (c->eng) c->eng->free(c->ectx);
+    for (int d = 0; d < LT_MESH_MAX_DIMS; d++) free(c->groups[d]);
+    free(c->fresh);
+    free(c->need_tmp);
+    free(c->tmp);
+    free(c->eng_out);
+    free(c->iv);
+    free(c->sizes);
+    lt_trace_free(c->trace);
+    free(c);
+}
+
+lt_status lt_comm_new_engine(const lt_mesh *m, const lt_engine_i *iface, lt_comm **out) {
+    if (!out) return lt__err(LT_INVALID, "lt_comm_new: out is NULL");
+    *out = NULL;
+    if (!m || m->ndim < 1 || m->ndim > LT_MESH_MAX_DIMS || m->world < 1)
+        return lt__err(LT_INVALID, "lt_comm_new: invalid mesh (build it with lt_mesh_init)");
+    if (!iface) iface = lt_engine_inproc();
+    const char *nm = iface->name ? iface->name : "?";
+    if (iface->version != LT_ENGINE_API_VERSION)
+        return lt__err(LT_INVALID, "engine '%s' has API version %d, expected %d", nm,
+                       iface->version, LT_ENGINE_API_VERSION);
+    if (!iface->init || !iface->free || !iface->all_gather || !iface->all_reduce ||
+        !iface->reduce_scatter || !iface->all_to_all || !iface->broadcast)
+        return lt__err(LT_INVALID, "engine '%s' lacks a required entry", nm);
+    lt_comm *c = calloc(1, sizeof *c);
+    if (!c) return lt__err(LT_NOMEM, "lt_comm_new: out of memory");
+    c->mesh = *m;
+    size_t w = (size_t)m->world;
+    c->fresh = calloc(w, 1);
+    c->need_tmp = calloc(w, sizeof *c->need_tmp);
+    c->tmp = calloc(w, sizeof *c->tmp);
+    c->eng_out = calloc(w, sizeof *c->eng_out);
+    c->iv = calloc(2 * w, sizeof *c->iv);
+    int ok = c->fresh && c->need_tmp && c->tmp && c->eng_out && c->iv;
+    for (int d = 0; ok && d < m->ndim; d++) {
+        int n = m->shape[d], ng = lt_mesh_ngroups(m, d);
+        c->groups[d] = malloc(w * sizeof(int));
+        if (!c->groups[d]) ok = 0;
+        for (int g = 0; ok && g < ng; g++) lt_mesh_group(m, d, g, c->groups[d] + (size_t)g * n);
+    }
+    if (!ok) {
+        comm_release(c);
+        return lt__err(LT_NOMEM, "lt_comm_new: out of memory");
+    }
+    lt_status st = lt_trace_new(m->world, &c->trace);
+    if (st == LT_OK) {
+        st = iface->init(m, &c->ectx);
+        if (st == LT_OK) c->eng = iface;
+    }
+    if (st != LT_OK) {
+        comm_release(c);
+        return st;
+    }
+    *out = c;
+    return LT_OK;
+}
+
+lt_status lt_comm_new(const lt_mesh *mesh, lt_comm **out) { return lt_comm_new_engine(mesh, NULL, out); }
+void lt_comm_free(lt_comm *c) { comm_release(c); }
+const lt_mesh *lt_comm_mesh(const lt_comm *c) { return &c->mesh; }
+lt_trace *lt_comm_trace(lt_comm *c) { return c->trace; }
+const char *lt_comm_engine_name(const lt_comm *c) { return c->eng->name; }
+
+/* ---- messages ---------------------------------------------------------------- */
+
+/* "[0,4]"; long groups are elided in the middle. */
+static void group_str(const int *ranks, int n, char *buf, size_t cap) {
+    size_t used = (size_t)snprintf(buf, cap, "[");
+    for (int p = 0; p < n && used + 16 < cap; p++) {
+        if (n > 12 && p == 8) {
+            used += (size_t)snprintf(buf + used, cap - used, ",...");
+            p = n - 3;
+            continue;
+        }
+        used += (size_t)snprintf(buf + used, cap - used, "%s%d", p ? "," : "", ranks[p]);
+    }
+    snprintf(buf + used, cap - used, "]");
+}
+
+/* "all_reduce on mesh dim 1 (tp), group [1,3]" (g < 0: no group) */
+static void prefix(const call *k, int g, char *buf, size_t cap) {
+    const lt_mesh *m = &k->c->mesh;
+    char name[LT_MESH_NAME_MAX + 4] = "", gs[160];
+    if (m->names[k->md][0]) snprintf(name, sizeof name, " (%s)", m->names[k->md]);
+    if (g < 0) {
+        snprintf(buf, cap, "%s on mesh dim %d%s", lt_coll_name(k->coll), k->md, name);
+        return;
+    }
+    group_str(grp(k, g), k->n, gs, sizeof gs);
+    snprintf(buf, cap, "%s on mesh dim %d%s, group %s", lt_coll_name(k->coll), k->md, name, gs);
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 5, 6)))
+#endif
+/* Sets the message "<prefix>: <fmt...>"; with ctx, keeps the callee's
+ * message after it ("<prefix>: <fmt...>: <old>"). */
+static lt_status gerr(const call *k, int g, int ctx, lt_status st, const char *fmt, ...) {
+    char msg[1024], pre[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    prefix(k, g, pre, sizeof pre);
+    if (ctx) return lt__err_ctx(st, "%s: %s", pre, msg);
+    return lt__err(st, "%s: %s", pre, msg);
+}
+
+/* "shape (2, 3)" or "a placeholder for (2, 3)" */
+static char *desc(const lt_tensor *t, char *buf, size_t cap) {
+    char s[128];
+    if (t->placeholder) {
+        lt_shape_str(t->logical_ndim, t->logical, s, sizeof s);
+        snprintf(buf, cap, "a placeholder for %s", s);
+    } else {
+        lt_shape_str(t->ndim, t->shape, s, sizeof s);
+        snprintf(buf, cap, "shape %s", s);
+    }
+    return buf;
+}
+
+/* ---- validation helpers ------------------------------------------------------- */
+
+static lt_status begin(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *const *in,
+                       lt_tensor **out) {
+    memset(k, 0, sizeof *k);
+    k->c = c;
+    k->coll = coll;
+    k->md = mesh_dim;
+    k->in = in;
+    k->out = out;
+    k->root = -1;
+    if (!c) return lt__err(LT_INVALID, "%s: the communicator is NULL", lt_coll_name(coll));
+    if (mesh_dim < 0 || mesh_dim >= c->mesh.ndim) {
+        char ms[128];
+        lt_mesh_str(&c->mesh, ms, sizeof ms);
+        return lt__err(LT_INVALID, "%s: mesh dim %d is out of range for mesh %s (%d dim%s)",
+                       lt_coll_name(coll), mesh_dim, ms, c->mesh.ndim, c->mesh.ndim == 1 ? "" : "s");
+    }
+    k->n = c->mesh.shape[mesh_dim];
+    k->ngroups = c->mesh.world / k->n;
+    if (coll != LT_COLL_BARRIER && (!in || !out))
+        return gerr(k, -1, 0, LT_INVALID, "the %s array is NULL (one entry per rank expected)",
+                    !in ? "input" : "output");
+    return LT_OK;
+}
+
+static lt_status check_root(call *k, int root) {
+    k->root = root;
+    if (root < 0 || root >= k->n)
+        return gerr(k, -1, 0, LT_INVALID, "root %d is out of range: groups have %d rank%s, so root is "
+                    "a position 0..%d", root, k->n, k->n == 1 ? "" : "s", k->n - 1);
+    return LT_OK;
+}
+
+static lt_status check_op(const call *k, lt_redop op) {
+    if ((int)op < 0 || op >= LT_REDOP_COUNT) return gerr(k, -1, 0, LT_INVALID, "unknown reduce op %d", (int)op);
+    return LT_OK;
+}
+
+/* Frees what this call created; the message already set stays. */
+static lt_status fail(call *k, lt_status st) {
+    if (!k->c || !k->out) return st;
+    for (int r = 0; r < k->c->mesh.world; r++) {
+        if (k->c->fresh[r]) {
+            lt_tensor_free(k->out[r]);
+            k->out[r] = NULL;
+            k->c->fresh[r] = 0;
+        }
+        lt_tensor_free(k->c->tmp[r]);
+        k->c->tmp[r] = NULL;
+    }
+    return st;
+}
+
+/* Room for `count` split sizes. */
+static lt_status sizes_room(call *k, size_t count) {
+    lt_comm *c = k->c;
+    if (count <= c->sizes_cap) return LT_OK;
+    size_t nc = c->sizes_cap ? c->sizes_cap : 64;
+    while (nc < count) {
+        if (nc > SIZE_MAX / 4 / sizeof(int64_t)) return gerr(k, -1, 0, LT_NOMEM, "too many split pieces");
+        nc *= 2;
+    }
+    int64_t *p = realloc(c->sizes, nc * sizeof *p);
+    if (!p) return gerr(k, -1, 0, LT_NOMEM, "out of memory for %zu split sizes", count);
+    c->sizes = p;
+    c->sizes_cap = nc;
+    return LT_OK;
+}
+
+/* in of member p of group g, which must not be NULL */
+static lt_status input(const call *k, int g, int p, const lt_tensor **t) {
+    int r = grp(k, g)[p];
+    *t = k->in[r];
+    if (!*t) return gerr(k, g, 0, LT_INVALID, "rank %d has no input (NULL)", r);
+    return LT_OK;
+}
+
+static lt_status same_dtype(const call *k, int g, int p, int q) {
+    const int *rk = grp(k, g);
+    const lt_tensor *a = k->in[rk[p]], *b = k->in[rk[q]];
+    if (a->dtype != b->dtype)
+        return gerr(k, g, 0, LT_DTYPE, "rank %d has dtype %s but rank %d has dtype %s", rk[p],
+                    lt_dtype_name(a->dtype), rk[q], lt_dtype_name(b->dtype));
+    return LT_OK;
+}
+
+/* Members p and q agree on ndim and on every dim but `skip` (-1: all). */
+static lt_status same_shape(const call *k, int g, int p, int q, int skip) {
+    const int *rk = grp(k, g);
+    const lt_tensor *a = k->in[rk[p]], *b = k->in[rk[q]];
+    int bad = a->ndim != b->ndim || a->placeholder != b->placeholder;
+    for (int i = 0; !bad && i < a->ndim; i++)
+        if (i != skip && a->shape[i] != b->shape[i]) bad = 1;
+    if (!bad) return LT_OK;
+    char da[160], db[160], why[64] = "";
+    if (skip >= 0) snprintf(why, sizeof why, "; all dims but dim %d must agree", skip);
+    return gerr(k, g, 0, LT_SHAPE, "rank %d has %s but rank %d has %s%s", rk[p], desc(a, da, sizeof da),
+                rk[q], desc(b, db, sizeof db), why);
+}
+
+/* Every member's input present, of member 0's dtype and shape (but `skip`).
+ * One tight pass; the helpers above only run to word an error. */
+static lt_status uniform(const call *k, int g, int skip) {
+    const int *rk = grp(k, g);
+    const lt_tensor *t0 = k->in[rk[0]], *t;
+    if (!t0) return input(k, g, 0, &t);
+    for (int p = 1; p < k->n; p++) {
+        t = k->in[rk[p]];
+        int bad = !t || t->dtype != t0->dtype || t->ndim != t0->ndim || t->placeholder != t0->placeholder;
+        for (int i = 0; !bad && i < t0->ndim; i++) bad = i != skip && t->shape[i] != t0->shape[i];
+        if (!bad) continue;
+        LT_TRY(input(k, g, p, &t));
+        LT_TRY(same_dtype(k, g, p, 0));
+        LT_TRY(same_shape(k, g, p, 0, skip));
+    }
+    return LT_OK;
+}
+
+static lt_status dim_ok(const call *k, int g, int p, const char *what, int dim) {
+    const lt_tensor *t = k->in[grp(k, g)[p]];
+    if (dim >= 0 && dim < t->ndim) return LT_OK;
+    char ds[160];
+    return gerr(k, g, 0, LT_INVALID, "%s %d is out of range for rank %d's %s (dims are 0..%d)", what,
+                dim, grp(k, g)[p], desc(t, ds, sizeof ds), t->ndim - 1);
+}
+
+static lt_status op_ok_for(const call *k, int g, lt_redop op, lt_dtype dt) {
+    if (dt == LT_BOOL && op == LT_REDOP_AVG)
+        return gerr(k, g, 0, LT_UNSUPPORTED, "op avg is not defined for bool (sum/max give or, "
+                    "product/min give and)");
+    return LT_OK;
+}
+
+/* Sizes of n pieces of member p's dim `dim` into sz[n]. */
+static lt_status split(const call *k, int g, int p, int dim, const lt_split_rule *rule, int64_t *sz) {
+    lt_split_rule chunk = lt_split_chunk();
+    const lt_tensor *t = k->in[grp(k, g)[p]];
+    lt_status st = lt_split_sizes(rule ? rule : &chunk, t->shape[dim], k->n, sz);
+    if (st) {
+        char ds[160], rs[256];
+        lt_split_rule_format(rule ? rule : &chunk, rs, sizeof rs);
+        return gerr(k, g, 1, st, "cannot split dim %d of rank %d's %s into %d pieces by rule %s",
+                        dim, grp(k, g)[p], desc(t, ds, sizeof ds), k->n, rs);
+    }
+    return LT_OK;
+}
+
+/* Creates out[r] (when NULL) or checks it (when preallocated) for a result of
+ * dtype dt and shape (ndim, shape), a placeholder for it when `placeholder`. */
+static lt_status prepare_out(call *k, int g, int r, lt_dtype dt, int ndim, const int64_t *shape,
+                             int placeholder) {
+    lt_tensor *o = k->out[r];
+    if (!o) {
+        lt_status st = placeholder ? lt_tensor_placeholder(dt, ndim, shape, &k->out[r])
+                                   : lt_tensor_new(dt, ndim, shape, &k->out[r]);
+        if (st) return gerr(k, g, 1, st, "result of rank %d", r);
+        k->c->fresh[r] = 1;
+        k->any_fresh = 1;
+        return LT_OK;
+    }
+    k->any_prealloc = 1;
+    int64_t want[LT_MAX_DIMS]; /* the real shape of a placeholder: dim 0 set to 0 */
+    int wnd = placeholder && ndim == 0 ? 1 : ndim;
+    memcpy(want, shape, (size_t)ndim * sizeof *shape);
+    if (placeholder) want[0] = 0;
+    int ok = o->dtype == dt && o->ndim == wnd;
+    for (int i = 0; ok && i < wnd; i++) ok = o->shape[i] == want[i];
+    if (!ok) {
+        char have[128], res[128];
+        lt_shape_str(o->ndim, o->shape, have, sizeof have);
+        lt_shape_str(ndim, shape, res, sizeof res);
+        return gerr(k, g, 0, o->dtype != dt ? LT_DTYPE : LT_SHAPE,
+                    "preallocated output of rank %d has shape %s %s but the result is %s%s %s", r,
+                    have, lt_dtype_name(o->dtype), placeholder ? "a placeholder for " : "", res,
+                    lt_dtype_name(dt));
+    }
+    if (!lt_is_contiguous(o))
+        return gerr(k, g, 0, LT_INVALID, "preallocated output of rank %d is not contiguous", r);
+    o->placeholder = placeholder;
+    o->logical_ndim = placeholder ? ndim : 0;
+    if (placeholder) memcpy(o->logical, shape, (size_t)ndim * sizeof *shape);
+    return LT_OK;
+}
+
+/* ---- overlap check ------------------------------------------------------------- */
+
+/* Adds t's byte range [lo, hi) (nothing when it has no elements). Computed
+ * from the fields directly: this runs for every tensor of every call that
+ * has a preallocated output. */
+static void add_iv(lt_comm *c, size_t *n, const lt_tensor *t, int rank, int is_out) {
+    if (!t) return;
+    int64_t a = 0, b = 0, expect = 1;
+    int contig = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        int64_t sz = t->shape[i], st = t->strides[i];
+        if (sz == 0) return;
+        int64_t span = (sz - 1) * st;
+        if (span < 0) a += span; else b += span;
+        if (sz != 1) {
+            if (st != expect) contig = 0;
+            expect *= sz;
+        }
+    }
+    int64_t es = (int64_t)lt_dtype_size(t->dtype);
+    uintptr_t base = (uintptr_t)lt_data(t);
+    ival *v = &c->iv[(*n)++];
+    v->lo = base - (uintptr_t)(-a * es);
+    v->hi = base + (uintptr_t)((b + 1) * es);
+    v->rank = rank;
+    v->is_out = is_out;
+    v->contig = contig;
+}
+
+static int iv_cmp(const void *a, const void *b) {
+    const ival *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Sets need_tmp[r] (and returns their count in *ntmp) for outputs that
+ * overlap an input they must not; two overlapping outputs are an error. */
+static lt_status check_overlap(call *k, int *ntmp) {
+    lt_comm *c = k->c;
+    size_t n = 0, nout = 0;
+    int W = c->mesh.world;
+    *ntmp = 0;
+    /* inputs first: buffers usually come in allocation order, so the list
+     * is nearly sorted already */
+    if (k->root_reads) {
+        for (int g = 0; g < k->ngroups; g++) {
+            int r = grp(k, g)[k->root];
+            add_iv(c, &n, k->in[r], r, 0);
+        }
+    } else {
+        for (int r = 0; r < W; r++) add_iv(c, &n, k->in[r], r, 0);
+    }
+    size_t nin = n;
+    for (int r = 0; r < W; r++)
+        if (!c->fresh[r]) add_iv(c, &n, k->out[r], r, 1);
+    nout = n - nin;
+    if (nout == 0) return LT_OK;
+    ival *iv = c->iv;
+    if (n <= 64) {
+        for (size_t i = 1; i < n; i++) {
+            if (iv[i - 1].lo <= iv[i].lo) continue;
+            ival v = iv[i];
+            size_t j = i;
+            for (; j > 0 && iv[j - 1].lo > v.lo; j--) iv[j] = iv[j - 1];
+            iv[j] = v;
+        }
+    } else {
+        qsort(iv, n, sizeof *iv, iv_cmp);
+    }
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = i + 1; j < n && iv[j].lo < iv[i].hi; j++) {
+            const ival *a = &iv[i], *b = &iv[j];
+            if (!a->is_out && !b->is_out) continue;
+            if (a->is_out && b->is_out)
+                return gerr(k, -1, 0, LT_INVALID, "the preallocated outputs of ranks %d and %d overlap",
+                            a->rank < b->rank ? a->rank : b->rank, a->rank < b->rank ? b->rank : a->rank);
+            const ival *o = a->is_out ? a : b, *x = a->is_out ? b : a;
+            if (k->self_alias_ok && o->rank == x->rank && o->lo == x->lo && o->hi == x->hi && x->contig)
+                continue; /* in place on its own rank: the engine reads before it writes */
+            if (!c->need_tmp[o->rank]) (*ntmp)++;
+            c->need_tmp[o->rank] = 1;
+        }
+    }
+    return LT_OK;
+}
+
+/* ---- engine dispatch ------------------------------------------------------------ */
+
+/* Steps 2 and 3. proto carries the collective's arguments; group g's split
+ * sizes start at c->sizes + g * sizes_stride (stride 0: no sizes). */
+static lt_status run(call *k, lt_coll_fn fn, lt_coll_group *proto, size_t sizes_stride) {
+    lt_comm *c = k->c;
+    int W = c->mesh.world;
+    lt_tensor *const *eout = k->out;
+    lt_status st;
+    if (!fn)
+        return fail(k, gerr(k, -1, 0, LT_UNSUPPORTED, "engine '%s' does not implement it", c->eng->name));
+    if (k->any_prealloc) {
+        int ntmp;
+        st = check_overlap(k, &ntmp);
+        for (int r = 0; ntmp && r < W; r++) { /* rare: temporaries stand in for outputs */
+            c->eng_out[r] = k->out[r];
+            if (!c->need_tmp[r] || st) continue;
+            c->need_tmp[r] = 0;
+            const lt_tensor *o = k->out[r];
+            st = lt_tensor_new(o->dtype, o->ndim, o->shape, &c->tmp[r]);
+            c->eng_out[r] = c->tmp[r];
+            eout = c->eng_out;
+        }
+        if (st) {
+            memset(c->need_tmp, 0, (size_t)W * sizeof *c->need_tmp);
+            return fail(k, st);
+        }
+    }
+    st = lt__trace_reserve(c->trace);
+    if (st) return fail(k, st);
+    proto->mesh = &c->mesh;
+    proto->mesh_dim = k->md;
+    proto->size = k->n;
+    proto->root = k->root;
+    for (int g = 0; g < k->ngroups; g++) {
+        proto->index = g;
+        proto->ranks = grp(k, g);
+        if (sizes_stride) proto->sizes = c->sizes + (size_t)g * sizes_stride;
+        st = fn(c->ectx, proto, k->in, eout);
+        if (st) return fail(k, gerr(k, g, 1, st, "engine '%s'", c->eng->name));
+    }
+    if (eout != k->out) {
+        for (int r = 0; r < W; r++) {
+            if (!c->tmp[r]) continue;
+            st = lt_copy(k->out[r], c->tmp[r]);
+            if (st) return fail(k, st);
+            lt_tensor_free(c->tmp[r]);
+            c->tmp[r] = NULL;
+        }
+    }
+    if (k->any_fresh) memset(c->fresh, 0, (size_t)W);
+    return LT_OK;
+}
+
+/* Step 4: one trace event, bytes by the model of trace.h. `stride`: split
+ * sizes per group in c->sizes (0: none). */
+static void trace(const call *k, lt_dtype dt, int op, int dim, int concat_dim, size_t stride,
+                  const int *perm) {
+    lt_trace *t = k->c->trace;
+    size_t *sent, *recv;
+    if (!lt__trace_record(t, k->coll, k->md, k->ngroups, k->n, dt, &sent, &recv)) return;
+    for (int g = 0; g < k->ngroups; g++)
+        lt__trace_group_bytes(t, k->coll, k->n, grp(k, g), k->in, k->out, k->root, dim,
+                              stride ? k->c->sizes + (size_t)g * stride : NULL, perm);
+    lt__trace_set_args(t, op, k->root, dim, concat_dim);
+    lt__trace_commit(t);
+}
+
+/* ---- concatenating collectives: all_gather, gather --------------------------- */
+
+static lt_status concat_coll(lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *const *in,
+                             int root, int dim, lt_tensor **out) {
+    call k;
+    LT_TRY(begin(&k, c, coll, mesh_dim, in, out));
+    if (coll == LT_COLL_GATHER) LT_TRY(check_root(&k, root));
+    lt_dtype dt = LT_F32;
+    for (int g = 0; g < k.ngroups; g++) {
+        const lt_tensor *t0;
+        lt_status st = input(&k, g, 0, &t0);
+        if (!st) st = dim_ok(&k, g, 0, "dim", dim);
+        if (!st) st = uniform(&k, g, dim);
+        if (st) return fail(&k, st);
+        int64_t shape[LT_MAX_DIMS];
+        memcpy(shape, t0->shape, sizeof shape);
+        shape[dim] = 0;
+        for (int p = 0; p < k.n; p++) shape[dim] += in[grp(&k, g)[p]]->shape[dim];
+        dt = t0->dtype;
+        for (int p = 0; p < k.n && !st; p++)
+            st = prepare_out(&k, g, grp(&k, g)[p], dt, t0->ndim, shape, coll == LT_COLL_GATHER && p != root);
+        if (st) return fail(&k, st);
+    }
+    lt_coll_group gr = {0};
+    gr.dim = dim;
+    LT_TRY(run(&k, coll == LT_COLL_GATHER ? c->eng->gather : c->eng->all_gather, &gr, 0));
+    trace(&k, dt, -1, dim, -1, 0, NULL);
+    return LT_OK;
+}
+
+lt_status lt_all_gather(lt_comm *c, int mesh_dim, lt_tensor *const *in, int dim, lt_tensor **out) {
+    return concat_coll(c, LT_COLL_ALL_GATHER, mesh_dim, in, -1, dim, out);
+}
+
+lt_status lt_gather(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, int dim,
+                    lt_tensor **out) {
+    return concat_coll(c, LT_COLL_GATHER, mesh_dim, in, root, dim, out);
+}
+
+/* ---- reductions: all_reduce, reduce, reduce_scatter ----------------------------- */
+
+static lt_status reduce_coll(lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *const *in,
+                             int root, lt_redop op, int dim, const lt_split_rule *rule,
+                             lt_tensor **out) {
+    call k;
+    LT_TRY(begin(&k, c, coll, mesh_dim, in, out));
+    LT_TRY(check_op(&k, op));
+    if (coll == LT_COLL_REDUCE) LT_TRY(check_root(&k, root));
+    int rs = coll == LT_COLL_REDUCE_SCATTER;
+    k.self_alias_ok = !rs;
+    if (rs) LT_TRY(sizes_room(&k, (size_t)c->mesh.world));
+    lt_dtype dt = LT_F32;
+    for (int g = 0; g < k.ngroups; g++) {
+        const int *rk = grp(&k, g);
+        lt_status st = uniform(&k, g, -1);
+        const lt_tensor *t0 = in[rk[0]];
+        if (!st) st = op_ok_for(&k, g, op, t0->dtype);
+        if (!st && rs) st = dim_ok(&k, g, 0, "dim", dim);
+        int64_t *sz = c->sizes + (size_t)g * k.n;
+        if (!st && rs) st = split(&k, g, 0, dim, rule, sz);
+        if (st) return fail(&k, st);
+        dt = t0->dtype;
+        int64_t shape[LT_MAX_DIMS];
+        memcpy(shape, t0->shape, sizeof shape);
+        for (int p = 0; p < k.n && !st; p++) {
+            if (rs) shape[dim] = sz[p];
+            st = prepare_out(&k, g, rk[p], dt, t0->ndim, shape, coll == LT_COLL_REDUCE && p != root);
+        }
+        if (st) return fail(&k, st);
+    }
+    lt_coll_group gr = {0};
+    gr.op = op;
+    gr.dim = rs ? dim : -1;
+    lt_coll_fn fn = coll == LT_COLL_ALL_REDUCE ? c->eng->all_reduce
+                  : coll == LT_COLL_REDUCE     ? c->eng->reduce : c->eng->reduce_scatter;
+    LT_TRY(run(&k, fn, &gr, rs ? (size_t)k.n : 0));
+    trace(&k, dt, (int)op, rs ? dim : -1, -1, 0, NULL);
+    return LT_OK;
+}
+
+lt_status lt_all_reduce(lt_comm *c, int mesh_dim, lt_tensor *const *in, lt_redop op, lt_tensor **out) {
+    return reduce_coll(c, LT_COLL_ALL_REDUCE, mesh_dim, in, -1, op, -1, NULL, out);
+}
+
+lt_status lt_reduce_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, lt_redop op,
+                          lt_tensor **out) {
+    return reduce_coll(c, LT_COLL_REDUCE, mesh_dim, in, root, op, -1, NULL, out);
+}
+
+lt_status lt_reduce_scatter(lt_comm *c, int mesh_dim, lt_tensor *const *in, lt_redop op, int dim,
+                            const lt_split_rule *rule, lt_tensor **out) {
+    return reduce_coll(c, LT_COLL_REDUCE_SCATTER, mesh_dim, in, -1, op, dim, rule, out);
+}
+
+/* ---- all_to_all ------------------------------------------------------------------- */
+
+lt_status lt_all_to_all(lt_comm *c, int mesh_dim, lt_tensor *const *in, int split_dim,
+                        int concat_dim, const lt_split_rule *rule, lt_tensor **out) {
+    call k;
+    LT_TRY(begin(&k, c, LT_COLL_ALL_TO_ALL, mesh_dim, in, out));
+    size_t n = (size_t)k.n;
+    if (n > 0 && (size_t)c->mesh.world > SIZE_MAX / 8 / n)
+        return gerr(&k, -1, 0, LT_NOMEM, "too many pieces");
+    LT_TRY(sizes_room(&k, (size_t)c->mesh.world * n));
+    lt_dtype dt = LT_F32;
+    int sd = split_dim, cd = concat_dim;
+    for (int g = 0; g < k.ngroups; g++) {
+        const int *rk = grp(&k, g);
+        int64_t *sz = c->sizes + (size_t)g * n * n;
+        const lt_tensor *t0;
+        lt_status st = input(&k, g, 0, &t0);
+        if (!st) st = dim_ok(&k, g, 0, "split dim", sd);
+        if (!st) st = dim_ok(&k, g, 0, "concat dim", cd);
+        if (!st) st = uniform(&k, g, cd);
+        for (int i = 0; i < k.n && !st; i++) st = split(&k, g, i, sd, rule, sz + (size_t)i * n);
+        if (st) return fail(&k, st);
+        dt = t0->dtype;
+        for (int j = 0; j < k.n && !st; j++) {
+            int64_t shape[LT_MAX_DIMS];
+            memcpy(shape, t0->shape, sizeof shape);
+            shape[sd] = sz[j];
+            shape[cd] = 0;
+            for (int i = 0; i < k.n; i++)
+                shape[cd] += cd == sd ? sz[(size_t)i * n + (size_t)j] : in[rk[i]]->shape[cd];
+            st = prepare_out(&k, g, rk[j], dt, t0->ndim, shape, 0);
+        }
+        if (st) return fail(&k, st);
+    }
+    lt_coll_group gr = {0};
+    gr.dim = sd;
+    gr.concat_dim = cd;
+    LT_TRY(run(&k, c->eng->all_to_all, &gr, n * n));
+    trace(&k, dt, -1, sd, cd, n * n, NULL);
+    return LT_OK;
+}
+
+/* ---- broadcast, scatter ------------------------------------------------------------ */
+
+static lt_status from_root(lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *const *in, int root,
+                           int dim, const lt_split_rule *rule, lt_tensor **out) {
+    call k;
+    LT_TRY(begin(&k, c, coll, mesh_dim, in, out));
+    LT_TRY(check_root(&k, root));
+    int sc = coll == LT_COLL_SCATTER;
+    k.root_reads = 1;
+    k.self_alias_ok = !sc;
+    if (sc) LT_TRY(sizes_room(&k, (size_t)c->mesh.world));
+    lt_dtype dt = LT_F32;
+    for (int g = 0; g < k.ngroups; g++) {
+        const int *rk = grp(&k, g);
+        const lt_tensor *t;
+        int64_t *sz = c->sizes + (size_t)g * k.n;
+        lt_status st = input(&k, g, root, &t);
+        if (!st && sc) st = dim_ok(&k, g, root, "dim", dim);
+        if (!st && sc) st = split(&k, g, root, dim, rule, sz);
+        if (st) return fail(&k, st);
+        dt = t->dtype;
+        int64_t shape[LT_MAX_DIMS];
+        memcpy(shape, t->shape, sizeof shape);
+        for (int p = 0; p < k.n && !st; p++) {
+            if (sc) shape[dim] = sz[p];
+            st = prepare_out(&k, g, rk[p], dt, t->ndim, shape, 0);
+        }
+        if (st) return fail(&k, st);
+    }
+    lt_coll_group gr = {0};
+    gr.dim = sc ? dim : -1;
+    LT_TRY(run(&k, sc ? c->eng->scatter : c->eng->broadcast, &gr, sc ? (size_t)k.n : 0));
+    trace(&k, dt, -1, sc ? dim : -1, -1, 0, NULL);
+    return LT_OK;
+}
+
+lt_status lt_broadcast(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, lt_tensor **out) {
+    return from_root(c, LT_COLL_BROADCAST, mesh_dim, in, root, -1, NULL, out);
+}
+
+lt_status lt_scatter(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, int dim,
+                     const lt_split_rule *rule, lt_tensor **out) {
+    return from_root(c, LT_COLL_SCATTER, mesh_dim, in, root, dim, rule, out);
+}
+
+/* ---- permute, barrier ------------------------------------------------------------- */
+
+lt_status lt_permute_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in, const int *perm,
+                           lt_tensor **out) {
+    call k;
+    LT_TRY(begin(&k, c, LT_COLL_PERMUTE, mesh_dim, in, out));
+    if (!perm) return gerr(&k, -1, 0, LT_INVALID, "perm is NULL");
+    for (int i = 0; i < k.n; i++) {
+        if (perm[i] < 0 || perm[i] >= k.n)
+            return gerr(&k, -1, 0, LT_INVALID, "perm[%d] = %d is out of range 0..%d (group size %d)", i,
+                        perm[i], k.n - 1, k.n);
+        for (int j = 0; j < i; j++)
+            if (perm[j] == perm[i])
+                return gerr(&k, -1, 0, LT_INVALID, "perm is not a permutation: members %d and %d both "
+                            "send to member %d", j, i, perm[i]);
+    }
+    lt_dtype dt = LT_F32;
+    for (int g = 0; g < k.ngroups; g++) {
+        const int *rk = grp(&k, g);
+        lt_status st = LT_OK;
+        for (int i = 0; i < k.n && !st; i++) {
+            const lt_tensor *t;
+            st = input(&k, g, i, &t);
+            if (!st) st = same_dtype(&k, g, i, 0);
+            if (!st) st = prepare_out(&k, g, rk[perm[i]], t->dtype, t->ndim, t->shape, 0);
+        }
+        if (st) return fail(&k, st);
+        dt = in[rk[0]]->dtype;
+    }
+    lt_coll_group gr = {0};
+    gr.perm = perm;
+    LT_TRY(run(&k, c->eng->permute, &gr, 0));
+    trace(&k, dt, -1, -1, -1, 0, perm);
+    return LT_OK;
+}
+
+lt_status lt_barrier(lt_comm *c, int mesh_dim) {
+    call k;
+    LT_TRY(begin(&k, c, LT_COLL_BARRIER, mesh_dim, NULL, NULL));
+    LT_TRY(lt__trace_reserve(c->trace));
+    if (c->eng->barrier) {
+        lt_coll_group gr = {0};
+        gr.mesh = &c->mesh;
+        gr.mesh_dim = mesh_dim;
+        gr.size = k.n;
+        gr.root = -1;
+        for (int g = 0; g < k.ngroups; g++) {
+            gr.index = g;
+            gr.ranks = grp(&k, g);
+            lt_status st = c->eng->barrier(c->ectx, &gr);
+            if (st) return gerr(&k, g, 1, st, "engine '%s'", c->eng->name);
+        }
+    }
+    trace(&k, LT_F32, -1, -1, -1, 0, NULL);
+    return LT_OK;
+}

@@ -1,0 +1,83 @@
+/* collectives_sim/engine.h — the engine table: how a collective moves data.
+ *
+ * The public wrappers (collectives.c) validate every argument, compute every
+ * member's result shape, create or check the outputs, and only then call the
+ * engine once per group. An engine therefore never sees bad input: it copies
+ * or reduces into outputs that already have the result's dtype and shape,
+ * are contiguous, and overlap no input they must not (the wrapper swaps in
+ * temporaries otherwise). Placeholder outputs (non-roots of gather and
+ * reduce) are created by the wrapper and never touched by the engine.
+ *
+ * The in-process engine computes directly on the shards of all ranks. An MPI
+ * engine (later) fills the same table; there each process holds only its own
+ * rank's `in`/`out` entries (the others are NULL). Entries marked optional
+ * may be NULL: the wrapper then reports LT_UNSUPPORTED naming the engine.
+ * Model: kernels/backend.h (ggml-backend).
+ */
+#ifndef LT_ENGINE_H
+#define LT_ENGINE_H
+
+#include <stdint.h>
+
+#include "collectives_sim/mesh.h"
+#include "kernels/tensor.h"
+
+#define LT_ENGINE_API_VERSION 1
+
+/* One group of one call. Arrays `in` and `out` of the entries below are
+ * indexed by GLOBAL rank (world length); the engine touches only the entries
+ * of ranks[0..size). */
+typedef struct lt_coll_group {
+    const lt_mesh *mesh;
+    int mesh_dim;
+    int index;                 /* which group of the mesh dim (0..ngroups-1) */
+    int size;                  /* n: members in the group */
+    const int *ranks;          /* (n) global ranks in group order */
+    int dim;                   /* tensor dim: gather/scatter/reduce_scatter; all_to_all split dim */
+    int concat_dim;            /* all_to_all */
+    int root;                  /* rooted collectives: position in the group */
+    lt_redop op;               /* reductions */
+    const int *perm;           /* permute: (n) member i sends to perm[i] */
+    /* Split sizes along `dim` (elements of that dim, never bytes):
+     * reduce_scatter and scatter: (n), piece j goes to member j;
+     * all_to_all: (n, n) row-major, sizes[i*n + j] = member i's piece for j. */
+    const int64_t *sizes;
+} lt_coll_group;
+
+typedef lt_status (*lt_coll_fn)(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+                                lt_tensor *const *out);
+
+typedef struct lt_engine_i {
+    int version;                                           /* LT_ENGINE_API_VERSION */
+    const char *name;
+    /* required: per-communicator state for mesh m into *ctx (may stay NULL) */
+    lt_status (*init)(const lt_mesh *m, void **ctx);
+    /* required: releases what init made (ctx may be NULL) */
+    void (*free)(void *ctx);
+    /* required */
+    lt_coll_fn all_gather;
+    lt_coll_fn all_reduce;
+    lt_coll_fn reduce_scatter;
+    lt_coll_fn all_to_all;
+    lt_coll_fn broadcast;
+    /* optional */
+    lt_coll_fn scatter;
+    lt_coll_fn gather;
+    lt_coll_fn reduce;
+    lt_coll_fn permute;
+    /* optional: NULL means barrier is a no-op (the in-process engine) */
+    lt_status (*barrier)(void *ctx, const lt_coll_group *g);
+} lt_engine_i;
+
+/* The in-process engine (collectives_sim/engine_inproc.c). */
+const lt_engine_i *lt_engine_inproc(void);
+
+typedef struct lt_comm lt_comm;
+/* A communicator over mesh m on engine `iface` (NULL: in-process), tracing
+ * on. LT_INVALID when the engine's version differs or a required entry is
+ * NULL. Free with lt_comm_free. */
+lt_status lt_comm_new_engine(const lt_mesh *m, const lt_engine_i *iface, lt_comm **out);
+/* The engine's name ("inproc"). */
+const char *lt_comm_engine_name(const lt_comm *c);
+
+#endif

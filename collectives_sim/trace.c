@@ -1,0 +1,436 @@
+/* collectives_sim/trace.c — the comm trace (see trace.h for the bytes model).
+ *
+ * Storage: events in one array; their per-rank byte arrays in one pool of
+ * size_t (2 * world entries per event: sent then recv), addressed by offset
+ * so the pool can grow by realloc; labels interned in one char pool. All
+ * three grow geometrically and keep their capacity across lt_trace_clear, so
+ * a steady-state record is a memset and a few stores.
+ */
+#include "collectives_sim/trace.h"
+
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct trace_ev {
+    lt_coll coll;
+    int mesh_dim, ngroups, group_size;
+    lt_dtype dtype;
+    int op, root, dim, concat_dim;
+    size_t pool_off;            /* sent at pool[pool_off], recv at pool[pool_off + world] */
+    size_t label_off;           /* into labels; NO_LABEL when none */
+    size_t total_sent, total_recv;
+} trace_ev;
+
+#define NO_LABEL ((size_t)-1)
+
+struct lt_trace {
+    int world;
+    int enabled;
+    trace_ev *ev;               /* (n) */
+    size_t n, cap;
+    size_t *pool;               /* (pool_cap) */
+    size_t pool_len, pool_cap;
+    char *labels;               /* (labels_cap) NUL-separated */
+    size_t labels_len, labels_cap;
+    size_t cur_label;           /* offset of the current label, or NO_LABEL */
+};
+
+static const struct {
+    const char *name;
+    int a, b, c, d;
+} coll_table[] = {
+#define LT__XX(e, s, a, b, c, d) {s, a, b, c, d},
+    LT_COLL_MAP(LT__XX)
+#undef LT__XX
+};
+
+const char *lt_coll_name(lt_coll c) {
+    if ((int)c < 0 || c >= LT_COLL_COUNT) return "?";
+    return coll_table[c].name;
+}
+
+lt_status lt_coll_parse(const char *s, lt_coll *out) {
+    for (int i = 0; i < LT_COLL_COUNT; i++)
+        if (strcmp(s, coll_table[i].name) == 0) { *out = (lt_coll)i; return LT_OK; }
+    return lt__err(LT_INVALID, "unknown collective '%s' (expected all_gather, all_reduce, "
+                   "reduce_scatter, all_to_all, broadcast, scatter, gather, reduce, permute "
+                   "or barrier)", s);
+}
+
+double lt_coll_busbw_factor(lt_coll c, int n) {
+    if ((int)c < 0 || c >= LT_COLL_COUNT || n < 1) return 0.0;
+    double num = (double)coll_table[c].a * n + coll_table[c].b;
+    double den = (double)coll_table[c].c * n + coll_table[c].d;
+    return num / den;
+}
+
+lt_status lt_trace_new(int world, lt_trace **out) {
+    *out = NULL;
+    if (world < 1) return lt__err(LT_INVALID, "trace: world size %d must be >= 1", world);
+    lt_trace *t = calloc(1, sizeof *t);
+    if (!t) return lt__err(LT_NOMEM, "trace: out of memory");
+    t->world = world;
+    t->enabled = 1;
+    t->cur_label = NO_LABEL;
+    *out = t;
+    return LT_OK;
+}
+
+void lt_trace_free(lt_trace *t) {
+    if (!t) return;
+    free(t->ev);
+    free(t->pool);
+    free(t->labels);
+    free(t);
+}
+
+int lt_trace_enable(lt_trace *t, int on) {
+    int old = t->enabled;
+    t->enabled = on != 0;
+    return old;
+}
+
+int lt_trace_enabled(const lt_trace *t) { return t->enabled; }
+
+void lt_trace_clear(lt_trace *t) {
+    t->n = 0;
+    t->pool_len = 0;
+    if (t->cur_label != NO_LABEL) {
+        size_t len = strlen(t->labels + t->cur_label) + 1;
+        memmove(t->labels, t->labels + t->cur_label, len);
+        t->labels_len = len;
+        t->cur_label = 0;
+    } else {
+        t->labels_len = 0;
+    }
+}
+
+size_t lt_trace_count(const lt_trace *t) { return t->n; }
+size_t lt_trace_marker(const lt_trace *t) { return t->n; }
+
+lt_status lt_trace_get(const lt_trace *t, size_t i, lt_trace_event *ev) {
+    if (i >= t->n)
+        return lt__err(LT_INVALID, "trace: event %zu out of range (%zu events)", i, t->n);
+    const trace_ev *e = &t->ev[i];
+    ev->coll = e->coll;
+    ev->mesh_dim = e->mesh_dim;
+    ev->ngroups = e->ngroups;
+    ev->group_size = e->group_size;
+    ev->dtype = e->dtype;
+    ev->op = e->op;
+    ev->root = e->root;
+    ev->dim = e->dim;
+    ev->concat_dim = e->concat_dim;
+    ev->world = t->world;
+    ev->sent = t->pool + e->pool_off;
+    ev->recv = t->pool + e->pool_off + (size_t)t->world;
+    ev->total_sent = e->total_sent;
+    ev->total_recv = e->total_recv;
+    ev->label = e->label_off == NO_LABEL ? "" : t->labels + e->label_off;
+    return LT_OK;
+}
+
+void lt_trace_totals_since(const lt_trace *t, size_t since, lt_trace_totals *out) {
+    memset(out, 0, sizeof *out);
+    for (size_t i = since; i < t->n; i++) {
+        out->events++;
+        out->bytes_sent += t->ev[i].total_sent;
+        out->bytes_recv += t->ev[i].total_recv;
+        out->per_coll[t->ev[i].coll]++;
+    }
+}
+
+/* Grows *buf (elements of esize) to hold at least `need`, doubling. */
+static int grow(void **buf, size_t *cap, size_t need, size_t esize) {
+    if (need <= *cap) return 0;
+    size_t nc = *cap ? *cap : 16;
+    while (nc < need) {
+        if (nc > SIZE_MAX / 2 / esize) return 1;
+        nc *= 2;
+    }
+    void *p = realloc(*buf, nc * esize);
+    if (!p) return 1;
+    *buf = p;
+    *cap = nc;
+    return 0;
+}
+
+lt_status lt_trace_set_label(lt_trace *t, const char *label) {
+    if (!label || !label[0]) {
+        t->cur_label = NO_LABEL;
+        return LT_OK;
+    }
+    if (t->cur_label != NO_LABEL && strcmp(t->labels + t->cur_label, label) == 0) return LT_OK;
+    size_t len = strlen(label) + 1;
+    void *buf = t->labels;
+    if (grow(&buf, &t->labels_cap, t->labels_len + len, 1))
+        return lt__err(LT_NOMEM, "trace: out of memory for label");
+    t->labels = buf;
+    memcpy(t->labels + t->labels_len, label, len);
+    t->cur_label = t->labels_len;
+    t->labels_len += len;
+    return LT_OK;
+}
+
+lt_status lt__trace_reserve(lt_trace *t) {
+    if (!t->enabled) return LT_OK;
+    void *e = t->ev, *p = t->pool;
+    if (grow(&e, &t->cap, t->n + 1, sizeof(trace_ev)))
+        return lt__err(LT_NOMEM, "trace: out of memory (%zu events)", t->n);
+    t->ev = e;
+    if (grow(&p, &t->pool_cap, t->pool_len + 2 * (size_t)t->world, sizeof(size_t)))
+        return lt__err(LT_NOMEM, "trace: out of memory (%zu events)", t->n);
+    t->pool = p;
+    return LT_OK;
+}
+
+int lt__trace_record(lt_trace *t, lt_coll coll, int mesh_dim, int ngroups, int group_size,
+                     lt_dtype dt, size_t **sent, size_t **recv) {
+    if (!t->enabled) return 0;
+    LT_ASSERT(t->n < t->cap && t->pool_len + 2 * (size_t)t->world <= t->pool_cap);
+    trace_ev *e = &t->ev[t->n++];
+    e->coll = coll;
+    e->mesh_dim = mesh_dim;
+    e->ngroups = ngroups;
+    e->group_size = group_size;
+    e->dtype = dt;
+    e->op = e->root = e->dim = e->concat_dim = -1;
+    e->pool_off = t->pool_len;
+    e->label_off = t->cur_label;
+    e->total_sent = e->total_recv = 0;
+    size_t *s = t->pool + t->pool_len;
+    t->pool_len += 2 * (size_t)t->world;
+    memset(s, 0, 2 * (size_t)t->world * sizeof *s);
+    *sent = s;
+    *recv = s + t->world;
+    return 1;
+}
+
+void lt__trace_set_args(lt_trace *t, int op, int root, int dim, int concat_dim) {
+    if (!t->enabled || t->n == 0) return;
+    trace_ev *e = &t->ev[t->n - 1];
+    e->op = op;
+    e->root = root;
+    e->dim = dim;
+    e->concat_dim = concat_dim;
+}
+
+static size_t nbytes_or0(const lt_tensor *t) { return t ? lt_nbytes(t) : 0; }
+
+void lt__trace_group_bytes(lt_trace *t, lt_coll coll, int n, const int *rk,
+                           lt_tensor *const *in, lt_tensor *const *out, int root, int dim,
+                           const int64_t *sizes, const int *perm) {
+    if (!t->enabled || t->n == 0) return;
+    size_t *sent = t->pool + t->ev[t->n - 1].pool_off, *recv = sent + t->world;
+    size_t N = (size_t)n;
+    switch (coll) {
+    case LT_COLL_ALL_GATHER:
+    case LT_COLL_GATHER: {
+        size_t total = 0;
+        for (int p = 0; p < n; p++) total += nbytes_or0(in[rk[p]]);
+        for (int p = 0; p < n; p++) {
+            size_t b = nbytes_or0(in[rk[p]]);
+            if (coll == LT_COLL_ALL_GATHER) {
+                recv[rk[p]] = total - b;
+                sent[rk[p]] = (N - 1) * b;
+            } else if (p == root) {
+                recv[rk[p]] = total - b;
+            } else {
+                sent[rk[p]] = b;
+            }
+        }
+        break;
+    }
+    case LT_COLL_ALL_REDUCE:
+    case LT_COLL_REDUCE_SCATTER:
+    case LT_COLL_REDUCE: {
+        const lt_tensor *t0 = in[rk[0]];
+        size_t B = lt_nbytes(t0), es = lt_dtype_size(t0->dtype), E = (size_t)lt_numel(t0);
+        for (int p = 0; p < n; p++) {
+            size_t *s = &sent[rk[p]], *r = &recv[rk[p]];
+            if (coll == LT_COLL_ALL_REDUCE) { /* reduce_scatter + all_gather of balanced pieces */
+                size_t piece = (E / N + ((size_t)p < E % N)) * es;
+                *r = *s = (N - 1) * piece + (B - piece);
+            } else if (coll == LT_COLL_REDUCE_SCATTER) {
+                size_t piece = lt_nbytes(out[rk[p]]);
+                *r = (N - 1) * piece;
+                *s = B - piece;
+            } else if (p == root) {
+                *r = (N - 1) * B;
+            } else {
+                *s = B;
+            }
+        }
+        break;
+    }
+    case LT_COLL_ALL_TO_ALL: {
+        size_t es = lt_dtype_size(in[rk[0]]->dtype);
+        for (size_t i = 0; i < N; i++) {
+            const lt_tensor *x = in[rk[i]];
+            size_t row = x->shape[dim] ? (size_t)(lt_numel(x) / x->shape[dim]) * es : 0;
+            for (size_t j = 0; j < N; j++) {
+                if (i == j) continue;
+                size_t b = (size_t)sizes[i * N + j] * row;
+                sent[rk[i]] += b;
+                recv[rk[j]] += b;
+            }
+        }
+        break;
+    }
+    case LT_COLL_BROADCAST:
+    case LT_COLL_SCATTER:
+        for (int p = 0; p < n; p++) {
+            if (p == root) continue;
+            size_t b = coll == LT_COLL_SCATTER ? lt_nbytes(out[rk[p]]) : lt_nbytes(in[rk[root]]);
+            recv[rk[p]] = b;
+            sent[rk[root]] += b;
+        }
+        break;
+    case LT_COLL_PERMUTE:
+        for (int i = 0; i < n; i++) {
+            if (perm[i] == i) continue;
+            sent[rk[i]] = lt_nbytes(in[rk[i]]);
+            recv[rk[perm[i]]] = lt_nbytes(in[rk[i]]);
+        }
+        break;
+    default: /* barrier: nothing moves */
+        break;
+    }
+}
+
+void lt__trace_commit(lt_trace *t) {
+    if (!t->enabled || t->n == 0) return;
+    trace_ev *e = &t->ev[t->n - 1];
+    const size_t *s = t->pool + e->pool_off, *r = s + t->world;
+    size_t ts = 0, tr = 0;
+    for (int i = 0; i < t->world; i++) {
+        ts += s[i];
+        tr += r[i];
+    }
+    e->total_sent = ts;
+    e->total_recv = tr;
+}
+
+/* ---- text table ---------------------------------------------------------- */
+
+enum { COLS = 9, CELL = 96 };
+
+static void fill_row(const lt_trace_event *ev, size_t idx, char cells[COLS][CELL]) {
+    size_t maxr = 0;
+    for (int r = 0; r < ev->world; r++)
+        if (ev->recv[r] > maxr) maxr = ev->recv[r];
+    snprintf(cells[0], CELL, "%zu", idx);
+    snprintf(cells[1], CELL, "%s", lt_coll_name(ev->coll));
+    snprintf(cells[2], CELL, "%d", ev->mesh_dim);
+    snprintf(cells[3], CELL, "%dx%d", ev->ngroups, ev->group_size);
+    snprintf(cells[4], CELL, "%s", ev->coll == LT_COLL_BARRIER ? "-" : lt_dtype_name(ev->dtype));
+    char args[CELL] = "";
+    size_t used = 0;
+    if (ev->op >= 0)
+        used += (size_t)snprintf(args + used, CELL - used, "op=%s ", lt_redop_name((lt_redop)ev->op));
+    if (ev->root >= 0 && used < CELL)
+        used += (size_t)snprintf(args + used, CELL - used, "root=%d ", ev->root);
+    if (ev->dim >= 0 && used < CELL)
+        used += (size_t)snprintf(args + used, CELL - used, "dim=%d ", ev->dim);
+    if (ev->concat_dim >= 0 && used < CELL)
+        used += (size_t)snprintf(args + used, CELL - used, "concat=%d ", ev->concat_dim);
+    if (used > 0 && used < CELL) args[used - 1] = '\0';
+    snprintf(cells[5], CELL, "%s", args[0] ? args : "-");
+    snprintf(cells[6], CELL, "%zu", ev->total_sent);
+    snprintf(cells[7], CELL, "%zu", maxr);
+    snprintf(cells[8], CELL, "%s", ev->label);
+}
+
+void lt_trace_print(const lt_trace *t, FILE *f, size_t since) {
+    static const char *const head[COLS] = {"#", "collective", "mesh dim", "groups", "dtype",
+                                           "args", "bytes moved", "max recv/rank", "label"};
+    static const int right[COLS] = {1, 0, 1, 1, 0, 0, 1, 1, 0};
+    int w[COLS];
+    char cells[COLS][CELL];
+    lt_trace_event ev;
+    for (int c = 0; c < COLS; c++) w[c] = (int)strlen(head[c]);
+    for (size_t i = since; i < t->n; i++) {
+        lt_trace_get(t, i, &ev);
+        fill_row(&ev, i, cells);
+        for (int c = 0; c < COLS; c++)
+            if ((int)strlen(cells[c]) > w[c]) w[c] = (int)strlen(cells[c]);
+    }
+    for (int c = 0; c < COLS; c++)
+        fprintf(f, "%s%*s", c ? "  " : "", c == COLS - 1 ? 0 : right[c] ? w[c] : -w[c], head[c]);
+    fputc('\n', f);
+    for (size_t i = since; i < t->n; i++) {
+        lt_trace_get(t, i, &ev);
+        fill_row(&ev, i, cells);
+        for (int c = 0; c < COLS; c++) {
+            if (c == COLS - 1 && !cells[c][0]) break;
+            fprintf(f, "%s%*s", c ? "  " : "", c == COLS - 1 ? 0 : right[c] ? w[c] : -w[c], cells[c]);
+        }
+        fputc('\n', f);
+    }
+    lt_trace_totals tot;
+    lt_trace_totals_since(t, since, &tot);
+    fprintf(f, "%zu events, %zu bytes moved between ranks\n", tot.events, tot.bytes_sent);
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+static cJSON *size_array(const size_t *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    if (!a) return NULL;
+    for (int i = 0; i < n; i++) {
+        cJSON *x = cJSON_CreateNumber((double)v[i]);
+        if (!x) { cJSON_Delete(a); return NULL; }
+        cJSON_AddItemToArray(a, x);
+    }
+    return a;
+}
+
+static cJSON *event_json(const lt_trace_event *ev) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    int ok = cJSON_AddStringToObject(o, "collective", lt_coll_name(ev->coll)) &&
+             cJSON_AddNumberToObject(o, "mesh_dim", ev->mesh_dim) &&
+             cJSON_AddNumberToObject(o, "groups", ev->ngroups) &&
+             cJSON_AddNumberToObject(o, "group_size", ev->group_size);
+    if (ok && ev->coll != LT_COLL_BARRIER) ok = cJSON_AddStringToObject(o, "dtype", lt_dtype_name(ev->dtype)) != NULL;
+    if (ok && ev->op >= 0) ok = cJSON_AddStringToObject(o, "op", lt_redop_name((lt_redop)ev->op)) != NULL;
+    if (ok && ev->root >= 0) ok = cJSON_AddNumberToObject(o, "root", ev->root) != NULL;
+    if (ok && ev->dim >= 0) ok = cJSON_AddNumberToObject(o, "dim", ev->dim) != NULL;
+    if (ok && ev->concat_dim >= 0) ok = cJSON_AddNumberToObject(o, "concat_dim", ev->concat_dim) != NULL;
+    if (ok) ok = cJSON_AddStringToObject(o, "label", ev->label) != NULL;
+    if (ok) {
+        cJSON *s = size_array(ev->sent, ev->world);
+        if (s) cJSON_AddItemToObject(o, "bytes_sent", s);
+        cJSON *r = s ? size_array(ev->recv, ev->world) : NULL;
+        if (r) cJSON_AddItemToObject(o, "bytes_recv", r);
+        ok = s && r;
+    }
+    if (ok)
+        ok = cJSON_AddNumberToObject(o, "total_bytes_sent", (double)ev->total_sent) &&
+             cJSON_AddNumberToObject(o, "total_bytes_recv", (double)ev->total_recv) &&
+             cJSON_AddNumberToObject(o, "busbw_factor", lt_coll_busbw_factor(ev->coll, ev->group_size));
+    if (!ok) { cJSON_Delete(o); return NULL; }
+    return o;
+}
+
+struct cJSON *lt_trace_to_json(const lt_trace *t, size_t since) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *evs = root ? cJSON_AddArrayToObject(root, "events") : NULL;
+    if (!evs) { cJSON_Delete(root); return NULL; }
+    lt_trace_event ev;
+    for (size_t i = since; i < t->n; i++) {
+        lt_trace_get(t, i, &ev);
+        cJSON *o = event_json(&ev);
+        if (!o) { cJSON_Delete(root); return NULL; }
+        cJSON_AddItemToArray(evs, o);
+    }
+    lt_trace_totals tot;
+    lt_trace_totals_since(t, since, &tot);
+    if (!cJSON_AddNumberToObject(root, "total_bytes_sent", (double)tot.bytes_sent) ||
+        !cJSON_AddNumberToObject(root, "total_bytes_recv", (double)tot.bytes_recv)) {
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
+}

@@ -1,0 +1,579 @@
+/* localtensor/ops.c — op dispatch: the propagation cache, plans, input
+ * redistributes, per-rank kernels, and wrapping the results.
+ *
+ * Hot path (warm cache): serialise the static part of the call (op, mesh
+ * shape, every input's dtype, shape and placements, the static arguments)
+ * into a small key, hash it, find the plan, run the kernels, and wrap the
+ * shards — the plan carries every rank's output shape so nothing is
+ * re-derived. Plans are immutable and refcounted; the cache is per thread, so
+ * no lock is taken.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "localtensor/layout.h"
+#include "localtensor/ops.h"
+
+static const char *const op_names[] = {
+#define LT__XX(e, s, n, fam, pr) s,
+    LT_OP_MAP(LT__XX)
+#undef LT__XX
+};
+static const int op_arity[] = {
+#define LT__XX(e, s, n, fam, pr) n,
+    LT_OP_MAP(LT__XX)
+#undef LT__XX
+};
+
+const char *lt_op_name(lt_op_kind op) { return (unsigned)op < LT_OP_COUNT ? op_names[op] : "?"; }
+int lt_op_arity(lt_op_kind op) { return (unsigned)op < LT_OP_COUNT ? op_arity[op] : 0; }
+
+lt_status lt_op_parse(const char *s, lt_op_kind *out) {
+    for (int i = 0; i < LT_OP_COUNT; i++)
+        if (!strcmp(s, op_names[i])) return *out = (lt_op_kind)i, LT_OK;
+    if (!strcmp(s, "amax")) return *out = LT_OP_AMAX, LT_OK;
+    if (!strcmp(s, "amin")) return *out = LT_OP_AMIN, LT_OK;
+    char list[1024];
+    size_t used = 0;
+    for (int i = 0; i < LT_OP_COUNT && used < sizeof list; i++) {
+        int w = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", op_names[i]);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    return lt__err(LT_INVALID, "unknown op '%s' (known: %s)", s, list);
+}
+
+/* ---- plans --------------------------------------------------------------------------- */
+
+void lt_op_plan_free(lt_op_plan *p) {
+    if (!p || --p->refs_ > 0) return;
+    free(p->in_target);
+    free(p->in_redistribute);
+    free(p->out_shape);
+    free(p->local_shapes_);
+    free(p->row_offset_);
+    free(p->split_sizes_);
+    free(p);
+}
+
+static int pls_equal(const lt_placement *a, const lt_placement *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (!lt_placement_equal(&a[i], &b[i])) return 0;
+    return 1;
+}
+
+static void describe(lt_op_plan *p, const lt_mesh *m, const lt_placement *const *pl) {
+    char buf[160];
+    size_t used = 0;
+    p->why[0] = 0;
+    for (int k = 0; k < p->nin && used < sizeof p->why; k++) {
+        lt_placements_format(pl[k], m->ndim, buf, sizeof buf);
+        int w = snprintf(p->why + used, sizeof p->why - used, "%s%s", k ? " x " : "", buf);
+        if (w < 0) return;
+        used += (size_t)w;
+        if (p->in_redistribute[k] && used < sizeof p->why) {
+            lt_placements_format(p->in_target[k], m->ndim, buf, sizeof buf);
+            w = snprintf(p->why + used, sizeof p->why - used, "=>%s", buf);
+            if (w < 0) return;
+            used += (size_t)w;
+        }
+    }
+    if (used < sizeof p->why) {
+        lt_placements_format(p->out_pl, m->ndim, buf, sizeof buf);
+        snprintf(p->why + used, sizeof p->why - used, " -> %s", buf);
+    }
+}
+
+/* Runs the rule and derives everything the executor needs. pl: normalized. */
+static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_dtype *dtypes,
+                            const int *ndims, const int64_t *const *shapes,
+                            const lt_placement *const *pl, const lt_op_args *args, lt_op_plan **out) {
+    const char *name = lt_op_name(op);
+    lt_op_plan *p = calloc(1, sizeof *p);
+    lt__rule_io *io = calloc(1, sizeof *io);
+    if (p) p->refs_ = 1;
+    if (p && nin > 0) {
+        p->in_target = calloc((size_t)nin, sizeof *p->in_target);
+        p->in_redistribute = calloc((size_t)nin, sizeof *p->in_redistribute);
+    }
+    if (!p || !io || (nin > 0 && (!p->in_target || !p->in_redistribute))) {
+        free(io);
+        lt_op_plan_free(p);
+        return lt__err(LT_NOMEM, "out of memory");
+    }
+    for (int k = 0; k < nin; k++) memcpy(p->in_target[k], pl[k], sizeof(lt_placement) * (size_t)mesh->ndim);
+    io->op = op, io->mesh = mesh, io->nin = nin, io->dtype = dtypes, io->ndim = ndims;
+    io->shape = shapes, io->pl = pl, io->args = args, io->tgt = p->in_target;
+    lt_status st = lt__rule_propagate(io);
+    p->op = op, p->nin = nin, p->nout = io->nout, p->out_dtype = io->out_dtype;
+    p->out_ndim = io->out_ndim, p->mesh_ = *mesh;
+    p->mean_div_ = io->mean_div, p->masked_ = io->masked;
+    p->nkdims_ = io->nkdims, p->kdim_ = io->kdim, p->kdim2_ = io->kdim2;
+    memcpy(p->kdims_, io->kdims, sizeof p->kdims_);
+    for (int k = 0; k < nin && !st; k++) {
+        p->in_redistribute[k] = !pls_equal(p->in_target[k], pl[k], mesh->ndim);
+        if (!p->in_redistribute[k]) continue;
+        st = lt_placements_check(mesh, ndims[k], p->in_target[k], mesh->ndim, p->in_target[k]);
+        if (!st) st = lt_layout_check(mesh, ndims[k], shapes[k], p->in_target[k]);
+        if (st) st = lt__err(LT_UNSUPPORTED, "not supported yet: %s: input %d would need a layout that does not exist (%s)",
+                             name, k, lt_errmsg());
+    }
+    if (!st) {
+        st = lt_placements_check(mesh, p->out_ndim, io->out, mesh->ndim, p->out_pl);
+        for (int j = 0; j < p->nout && !st; j++) st = lt_layout_check(mesh, p->out_ndim, io->out_shape[j], p->out_pl);
+        if (st) st = lt__err(LT_UNSUPPORTED, "not supported yet: %s: the output layout does not exist (%s)", name, lt_errmsg());
+    }
+    size_t W = (size_t)mesh->world, nd = (size_t)(p->out_ndim > 0 ? p->out_ndim : 1);
+    if (!st) {
+        p->out_shape = calloc((size_t)p->nout, sizeof *p->out_shape);
+        p->local_shapes_ = malloc(sizeof(int64_t) * (size_t)p->nout * W * nd);
+        p->split_sizes_ = malloc(sizeof(int64_t) * (size_t)p->nout);
+        if (!p->out_shape || !p->local_shapes_ || !p->split_sizes_) st = lt__err(LT_NOMEM, "out of memory");
+    }
+    for (int j = 0; j < p->nout && !st; j++) {
+        memcpy(p->out_shape[j], io->out_shape[j], sizeof p->out_shape[j]);
+        p->split_sizes_[j] = io->split_sizes[j];
+        for (size_t r = 0; r < W && !st; r++)
+            st = lt_local_shape_and_offset(mesh, p->out_ndim, p->out_shape[j], p->out_pl, (int)r,
+                                           p->local_shapes_ + ((size_t)j * W + r) * nd, NULL);
+    }
+    if (!st && p->masked_) { /* embedding: first vocab row of every rank */
+        p->row_offset_ = malloc(sizeof(int64_t) * W);
+        if (!p->row_offset_) st = lt__err(LT_NOMEM, "out of memory");
+        for (size_t r = 0; r < W && !st; r++) {
+            int64_t ls[2], off[2];
+            st = lt_local_shape_and_offset(mesh, 2, shapes[0], p->in_target[0], (int)r, ls, off);
+            p->row_offset_[r] = off[0];
+        }
+    }
+    if (!st) describe(p, mesh, pl);
+    free(io);
+    if (st) {
+        lt_op_plan_free(p);
+        return st;
+    }
+    *out = p;
+    return LT_OK;
+}
+
+/* ---- the cache ------------------------------------------------------------------------- */
+
+#define KEY_MAX 1024
+
+typedef struct keybuf {
+    uint64_t w[KEY_MAX];
+    int n;
+} keybuf;
+
+static void kput(keybuf *k, uint64_t v) {
+    if (k->n < KEY_MAX) k->w[k->n] = v;
+    k->n++;
+}
+
+static void kput_pl(keybuf *k, const lt_placement *p) {
+    uint64_t v = (uint64_t)p->kind;
+    if (p->kind == LT_PL_SHARD || p->kind == LT_PL_STRIDED) v |= (uint64_t)(uint32_t)p->dim << 8;
+    if (p->kind == LT_PL_STRIDED) v |= (uint64_t)(uint32_t)p->split_factor << 32;
+    if (p->kind == LT_PL_PARTIAL) v |= (uint64_t)p->op << 8;
+    if (p->kind == LT_PL_SHARD) v |= (uint64_t)p->rule.kind << 40;
+    kput(k, v);
+    if (p->kind == LT_PL_SHARD && p->rule.kind == LT_SPLIT_EXPLICIT) {
+        kput(k, (uint64_t)p->rule.nsizes);
+        for (int j = 0; j < p->rule.nsizes; j++) kput(k, (uint64_t)p->rule.sizes[j]);
+    }
+}
+
+static void build_key(keybuf *k, lt_op_kind op, const lt_mesh *m, int nin, const lt_dtype *dt,
+                      const int *nd, const int64_t *const *sh, const lt_placement *const *pl,
+                      const lt_op_args *a) {
+    k->n = 0;
+    kput(k, (uint64_t)op | (uint64_t)nin << 16 | (uint64_t)m->ndim << 32);
+    for (int i = 0; i < m->ndim; i++) kput(k, (uint64_t)m->shape[i]);
+    for (int j = 0; j < nin; j++) {
+        kput(k, (uint64_t)dt[j] | (uint64_t)nd[j] << 8);
+        for (int d = 0; d < nd[j]; d++) kput(k, (uint64_t)sh[j][d]);
+        for (int i = 0; i < m->ndim; i++) kput_pl(k, &pl[j][i]);
+    }
+    kput(k, (uint64_t)(uint32_t)a->dim | (uint64_t)(uint32_t)a->dim2 << 32);
+    kput(k, (uint64_t)a->flatten_end_set | (uint64_t)a->keepdim << 8 | (uint64_t)(uint32_t)a->chunks << 16 |
+                (uint64_t)(uint8_t)a->ndims << 48 | (uint64_t)(uint8_t)a->shape_ndim << 56);
+    for (int d = 0; d < a->ndims && d < LT_MAX_DIMS; d++) kput(k, (uint64_t)(uint32_t)a->dims[d]);
+    for (int d = 0; d < a->shape_ndim && d < LT_MAX_DIMS; d++) kput(k, (uint64_t)a->shape[d]);
+    kput(k, (uint64_t)a->split_size);
+    kput(k, (uint64_t)(uint32_t)a->nsizes);
+    for (int d = 0; d < a->nsizes && d < LT_OP_MAX_OUTPUTS; d++) kput(k, (uint64_t)a->sizes[d]);
+    if (nin == 0) { /* creation ops: their spec is in the arguments */
+        kput(k, (uint64_t)a->dtype | (uint64_t)(uint32_t)a->np << 8);
+        for (int i = 0; i < a->np && i < LT_MESH_MAX_DIMS; i++) kput_pl(k, &a->placements[i]);
+    }
+}
+
+static uint64_t key_hash(const keybuf *k) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < k->n; i++) {
+        h ^= k->w[i];
+        h *= 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    return h | 1; /* 0 marks an empty slot */
+}
+
+typedef struct cache_entry {
+    uint64_t hash;
+    int len;
+    uint64_t *key;
+    lt_op_plan *plan;
+} cache_entry;
+
+typedef struct op_cache {
+    cache_entry *tab;
+    size_t cap, n, hits, misses;
+} op_cache;
+
+#define CACHE_MAX (1u << 16)
+static _Thread_local op_cache tc;
+
+void lt_op_cache_clear(void) {
+    for (size_t i = 0; i < tc.cap; i++)
+        if (tc.tab[i].hash) {
+            free(tc.tab[i].key);
+            lt_op_plan_free(tc.tab[i].plan);
+        }
+    free(tc.tab);
+    memset(&tc, 0, sizeof tc);
+}
+
+void lt_op_cache_stats(size_t *hits, size_t *misses, size_t *entries) {
+    if (hits) *hits = tc.hits;
+    if (misses) *misses = tc.misses;
+    if (entries) *entries = tc.n;
+}
+
+static lt_op_plan *cache_find(const keybuf *k, uint64_t h) {
+    if (!tc.cap) return NULL;
+    for (size_t i = h & (tc.cap - 1);; i = (i + 1) & (tc.cap - 1)) {
+        cache_entry *e = &tc.tab[i];
+        if (!e->hash) return NULL;
+        if (e->hash == h && e->len == k->n && !memcmp(e->key, k->w, sizeof(uint64_t) * (size_t)k->n))
+            return e->plan;
+    }
+}
+
+/* Inserts (a new reference of) p; failures just skip caching. */
+static void cache_put(const keybuf *k, uint64_t h, lt_op_plan *p) {
+    if (tc.n + 1 > tc.cap / 2) {
+        size_t ncap = tc.cap ? tc.cap * 2 : 256;
+        if (ncap > CACHE_MAX) {
+            size_t hits = tc.hits, misses = tc.misses;
+            lt_op_cache_clear();
+            tc.hits = hits, tc.misses = misses;
+            ncap = 256;
+        }
+        cache_entry *nt = calloc(ncap, sizeof *nt);
+        if (!nt) return;
+        for (size_t i = 0; i < tc.cap; i++) {
+            cache_entry *e = &tc.tab[i];
+            if (!e->hash) continue;
+            size_t j = e->hash & (ncap - 1);
+            while (nt[j].hash) j = (j + 1) & (ncap - 1);
+            nt[j] = *e;
+        }
+        free(tc.tab);
+        tc.tab = nt, tc.cap = ncap;
+    }
+    uint64_t *key = malloc(sizeof(uint64_t) * (size_t)(k->n > 0 ? k->n : 1));
+    if (!key) return;
+    memcpy(key, k->w, sizeof(uint64_t) * (size_t)k->n);
+    size_t i = h & (tc.cap - 1);
+    while (tc.tab[i].hash) i = (i + 1) & (tc.cap - 1);
+    p->refs_++;
+    tc.tab[i] = (cache_entry){h, k->n, key, p};
+    tc.n++;
+}
+
+/* A plan for the given specs: borrowed from the cache (*owned = 0) or new (*owned = 1). */
+static lt_status get_plan(lt_op_kind op, const lt_mesh *m, int nin, const lt_dtype *dt, const int *nd,
+                          const int64_t *const *sh, const lt_placement *const *pl,
+                          const lt_op_args *a, int no_cache, lt_op_plan **out, int *owned) {
+    static _Thread_local keybuf k;
+    *owned = 0;
+    if (!no_cache) {
+        build_key(&k, op, m, nin, dt, nd, sh, pl, a);
+        if (k.n <= KEY_MAX) {
+            uint64_t h = key_hash(&k);
+            lt_op_plan *p = cache_find(&k, h);
+            if (p) {
+                tc.hits++;
+                *out = p;
+                return LT_OK;
+            }
+            tc.misses++;
+            LT_TRY(build_plan(op, m, nin, dt, nd, sh, pl, a, out));
+            cache_put(&k, h, *out);
+            *owned = 1;
+            return LT_OK;
+        }
+    }
+    LT_TRY(build_plan(op, m, nin, dt, nd, sh, pl, a, out));
+    *owned = 1;
+    return LT_OK;
+}
+
+lt_status lt_op_propagate(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_dtype *dtypes,
+                          const int *ndims, const int64_t *const *shapes,
+                          const lt_placement *const *pl, const lt_op_args *args, lt_op_plan **out) {
+    *out = NULL;
+    if ((unsigned)op >= LT_OP_COUNT) return lt__err(LT_INVALID, "unknown op %d", (int)op);
+    if (nin < 0 || nin > LT_OP_MAX_INPUTS) return lt__err(LT_INVALID, "%s: %d inputs", lt_op_name(op), nin);
+    {   /* warm path: these exact (already checked) placements were seen before */
+        static _Thread_local keybuf k;
+        build_key(&k, op, mesh, nin, dtypes, ndims, shapes, pl, args);
+        lt_op_plan *hit = k.n <= KEY_MAX ? cache_find(&k, key_hash(&k)) : NULL;
+        if (hit) {
+            tc.hits++;
+            hit->refs_++;
+            *out = hit;
+            return LT_OK;
+        }
+    }
+    lt_placement small[4 * LT_MESH_MAX_DIMS];
+    lt_placement *norm = nin <= 4 ? small : malloc(sizeof(lt_placement) * LT_MESH_MAX_DIMS * (size_t)nin);
+    const lt_placement *np[LT_OP_MAX_INPUTS] = {0};
+    if (!norm) return lt__err(LT_NOMEM, "out of memory");
+    lt_status st = LT_OK;
+    for (int k = 0; k < nin && !st; k++) {
+        st = lt_placements_check(mesh, ndims[k], pl[k], mesh->ndim, norm + k * LT_MESH_MAX_DIMS);
+        np[k] = norm + k * LT_MESH_MAX_DIMS;
+    }
+    int owned = 0;
+    lt_op_plan *p = NULL;
+    if (!st) st = get_plan(op, mesh, nin, dtypes, ndims, shapes, np, args, 0, &p, &owned);
+    if (norm != small) free(norm);
+    if (st) return st;
+    if (!owned) p->refs_++;
+    *out = p;
+    return LT_OK;
+}
+
+/* ---- execution ----------------------------------------------------------------------- */
+
+/* Redistributes x to tgt; S->P and P(a)->P(b) go through R first (the
+ * redistribute planner rejects them as single transitions). */
+static lt_status to_target(const lt_dtensor *x, const lt_placement *tgt, const lt_redistribute_opts *ro,
+                           lt_dtensor **out) {
+    const lt_mesh *m = lt_dtensor_mesh(x);
+    lt_placement mid[LT_MESH_MAX_DIMS];
+    int need_mid = 0;
+    for (int i = 0; i < m->ndim; i++) {
+        const lt_placement *s = &x->placements[i], *d = &tgt[i];
+        mid[i] = *s;
+        if (d->kind == LT_PL_PARTIAL && m->shape[i] > 1 &&
+            (lt__pl_is_shard(s) || (s->kind == LT_PL_PARTIAL && s->op != d->op)))
+            mid[i] = lt_replicate(), need_mid = 1;
+    }
+    if (!need_mid) return lt_redistribute(x, tgt, m->ndim, ro, out, NULL);
+    lt_dtensor *t = NULL;
+    LT_TRY(lt_redistribute(x, mid, m->ndim, ro, &t, NULL));
+    lt_status st = lt_redistribute(t, tgt, m->ndim, ro, out, NULL);
+    lt_dtensor_free(t);
+    return st;
+}
+
+static lt_status wrap(const lt_op_plan *p, int j, lt_local *loc, lt_dtensor **out) {
+    int W = loc->mesh.world, nd = p->out_ndim > 0 ? p->out_ndim : 1;
+    for (int r = 0; r < W; r++) {
+        const lt_tensor *t = loc->shards[r];
+        const int64_t *ls = p->local_shapes_ + ((size_t)j * (size_t)W + (size_t)r) * (size_t)nd;
+        int ok = t->ndim == p->out_ndim && t->dtype == p->out_dtype;
+        for (int d = 0; ok && d < p->out_ndim; d++) ok = t->shape[d] == ls[d];
+        if (!ok) {
+            char a[160], b[160];
+            lt_shape_str(t->ndim, t->shape, a, sizeof a);
+            lt_shape_str(p->out_ndim, ls, b, sizeof b);
+            lt_local_free(loc);
+            return lt__err(LT_SHAPE, "%s: rank %d's kernel produced %s %s but the output layout %s gives %s",
+                           lt_op_name(p->op), r, lt_dtype_name(t->dtype), a, p->why, b);
+        }
+    }
+    /* not calloc: the placement array is large and only mesh->ndim entries are used */
+    lt_dtensor *dt = malloc(sizeof *dt);
+    if (!dt) {
+        lt_local_free(loc);
+        return lt__err(LT_NOMEM, "out of memory");
+    }
+    memset(dt, 0, offsetof(lt_dtensor, placements));
+    dt->local = loc;
+    dt->dtype = p->out_dtype;
+    dt->ndim = p->out_ndim;
+    memcpy(dt->shape, p->out_shape[j], sizeof(int64_t) * (size_t)p->out_ndim);
+    lt_contiguous_strides(p->out_ndim, dt->shape, dt->stride);
+    memcpy(dt->placements, p->out_pl, sizeof(lt_placement) * (size_t)loc->mesh.ndim);
+    *out = dt;
+    return LT_OK;
+}
+
+static lt_status run_plan(const lt_op_plan *p, const lt_dtensor *const *in, const lt_op_args *a,
+                          const lt_op_opts *o, lt_dtensor **out) {
+    const lt_mesh *m = &p->mesh_;
+    if (p->nin == 0) { /* creation */
+        lt_init init = {p->op == LT_OP_RANDN ? LT_INIT_RANDN : LT_INIT_RANDOM, a->seed};
+        return lt_dtensor_init(m, p->out_dtype, p->out_ndim, p->out_shape[0], p->out_pl, m->ndim,
+                               &init, &out[0]);
+    }
+    lt_dtensor *tmp[LT_OP_MAX_INPUTS];
+    const lt_dtensor *x[LT_OP_MAX_INPUTS];
+    lt_local *loc[LT_OP_MAX_OUTPUTS];
+    lt_status st = LT_OK;
+    for (int k = 0; k < p->nin; k++) tmp[k] = NULL;
+    for (int j = 0; j < p->nout; j++) loc[j] = NULL;
+    for (int k = 0; k < p->nin && !st; k++) {
+        x[k] = in[k];
+        if (!p->in_redistribute[k]) continue;
+        st = to_target(in[k], p->in_target[k], o ? o->redist : NULL, &tmp[k]);
+        if (st) st = lt__err_ctx(st, "%s: redistributing input %d for %s", lt_op_name(p->op), k, p->why);
+        x[k] = tmp[k];
+    }
+    for (int j = 0; j < p->nout && !st; j++) st = lt_local_new(m, &loc[j]);
+    for (int r = 0; r < m->world && !st; r++) {
+        const lt_tensor *sh[LT_OP_MAX_INPUTS];
+        lt_tensor *res[LT_OP_MAX_OUTPUTS];
+        for (int j = 0; j < p->nout; j++) res[j] = NULL;
+        for (int k = 0; k < p->nin; k++) sh[k] = x[k]->local->shards[r];
+        st = lt__op_kernel(p, a, r, sh, res);
+        if (st) st = lt__err_ctx(st, "%s on rank %d", lt_op_name(p->op), r);
+        for (int j = 0; j < p->nout; j++) loc[j]->shards[r] = res[j];
+    }
+    for (int k = 0; k < p->nin; k++) lt_dtensor_free(tmp[k]);
+    for (int j = 0; j < p->nout; j++) {
+        if (!st) {
+            st = wrap(p, j, loc[j], &out[j]);
+            loc[j] = NULL;
+        }
+        lt_local_free(loc[j]);
+    }
+    return st;
+}
+
+lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op_args *args,
+                const lt_op_opts *opts, lt_dtensor **out, int max_out, int *nout) {
+    static const lt_op_args zero_args;
+    if (nout) *nout = 0;
+    if (!out || max_out < 1) return lt__err(LT_INVALID, "op: no room for outputs");
+    for (int j = 0; j < max_out; j++) out[j] = NULL;
+    if (opts && opts->plan) *opts->plan = NULL;
+    if ((unsigned)op >= LT_OP_COUNT) return lt__err(LT_INVALID, "unknown op %d", (int)op);
+    const char *name = lt_op_name(op);
+    if (!args) args = &zero_args;
+    int ar = op_arity[op];
+    if (nin < 0 || nin > LT_OP_MAX_INPUTS || (ar >= 0 && nin != ar) || (ar < 0 && nin < 1))
+        return lt__err(LT_INVALID, "%s takes %s%d tensor input%s, got %d", name, ar < 0 ? "at least " : "",
+                       ar < 0 ? 1 : ar, ar == 1 || ar < 0 ? "" : "s", nin);
+    const lt_mesh *m = nin ? NULL : args->mesh;
+    lt_dtype dt[LT_OP_MAX_INPUTS];
+    int nd[LT_OP_MAX_INPUTS];
+    const int64_t *sh[LT_OP_MAX_INPUTS];
+    const lt_placement *pl[LT_OP_MAX_INPUTS];
+    for (int k = 0; k < nin; k++) {
+        if (!in[k]) return lt__err(LT_INVALID, "%s: input %d is NULL", name, k);
+        if (!m) m = lt_dtensor_mesh(in[k]);
+        else if (m != lt_dtensor_mesh(in[k]) && !lt_mesh_equal(m, lt_dtensor_mesh(in[k])))
+            return lt__err(LT_INVALID, "%s: input %d lives on another mesh (cross-mesh ops are not supported)", name, k);
+        dt[k] = in[k]->dtype, nd[k] = in[k]->ndim, sh[k] = in[k]->shape, pl[k] = in[k]->placements;
+    }
+    if (!m) return lt__err(LT_INVALID, "%s: args->mesh is NULL", name);
+    lt_op_plan *p = NULL;
+    int owned = 0;
+    lt_status st = get_plan(op, m, nin, dt, nd, sh, pl, args, opts && opts->no_cache, &p, &owned);
+    if (st) return opts && opts->name ? lt__err_ctx(st, "%s", opts->name) : st;
+    if (!owned) p->refs_++, owned = 1; /* the reference check may evict the cache */
+    if (p->nout > max_out)
+        st = lt__err(LT_INVALID, "%s gives %d outputs but there is room for %d", name, p->nout, max_out);
+    if (!st) st = run_plan(p, in, args, opts, out);
+    if (!st && opts && opts->check_reference)
+        st = lt_op_check_reference(op, in, nin, args, out, p->nout, opts->rtol, opts->atol);
+    if (!st && nout) *nout = p->nout;
+    if (!st && opts && opts->plan) {
+        p->refs_++;
+        *opts->plan = p;
+    }
+    if (st) {
+        for (int j = 0; j < max_out; j++) {
+            lt_dtensor_free(out[j]);
+            out[j] = NULL;
+        }
+        if (opts && opts->name) st = lt__err_ctx(st, "%s", opts->name);
+    }
+    if (owned) lt_op_plan_free(p);
+    return st;
+}
+
+/* ---- convenience wrappers ------------------------------------------------------------------- */
+
+static lt_status op1(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op_args *a,
+                     lt_dtensor **out) {
+    return lt_op(op, in, nin, a, NULL, out, 1, NULL);
+}
+
+lt_status lt_dt_unary(lt_unary_op op, const lt_dtensor *x, lt_dtensor **out) {
+    static const lt_op_kind map[LT_UNARY_COUNT] = {
+#define LT__XX(e, s) LT_OP_##e,
+        LT_UNARY_MAP(LT__XX)
+#undef LT__XX
+    };
+    if ((unsigned)op >= LT_UNARY_COUNT) return lt__err(LT_INVALID, "unary: unknown op %d", (int)op);
+    return op1(map[op], &x, 1, NULL, out);
+}
+
+lt_status lt_dt_binary(lt_binary_op op, const lt_dtensor *a, const lt_dtensor *b, lt_dtensor **out) {
+    static const lt_op_kind map[LT_BINARY_COUNT] = {
+#define LT__XX(e, s) LT_OP_##e,
+        LT_BINARY_MAP(LT__XX)
+#undef LT__XX
+    };
+    if ((unsigned)op >= LT_BINARY_COUNT) return lt__err(LT_INVALID, "binary: unknown op %d", (int)op);
+    const lt_dtensor *in[2] = {a, b};
+    return op1(map[op], in, 2, NULL, out);
+}
+
+lt_status lt_dt_matmul(const lt_dtensor *a, const lt_dtensor *b, lt_dtensor **out) {
+    const lt_dtensor *in[2] = {a, b};
+    return op1(LT_OP_MATMUL, in, 2, NULL, out);
+}
+
+lt_status lt_dt_addmm(const lt_dtensor *bias, const lt_dtensor *a, const lt_dtensor *b, double beta,
+                      double alpha, lt_dtensor **out) {
+    lt_op_args args;
+    memset(&args, 0, sizeof args);
+    args.scale_set = 1, args.alpha = alpha, args.beta = beta;
+    const lt_dtensor *in[3] = {bias, a, b};
+    return op1(LT_OP_ADDMM, in, 3, &args, out);
+}
+
+lt_status lt_dt_reduce(lt_reduce_op op, const lt_dtensor *x, int ndims, const int *dims, int keepdim,
+                       lt_dtensor **out) {
+    static const lt_op_kind map[LT_REDUCE_COUNT] = {LT_OP_SUM, LT_OP_MEAN, LT_OP_AMAX, LT_OP_AMIN};
+    if ((unsigned)op >= LT_REDUCE_COUNT) return lt__err(LT_INVALID, "reduce: unknown op %d", (int)op);
+    if (ndims < 0 || ndims > LT_MAX_DIMS) return lt__err(LT_INVALID, "reduce: %d dims", ndims);
+    lt_op_args args;
+    memset(&args, 0, sizeof args);
+    args.ndims = ndims, args.keepdim = keepdim;
+    for (int i = 0; i < ndims; i++) args.dims[i] = dims[i];
+    return op1(map[op], &x, 1, &args, out);
+}
+
+lt_status lt_dt_transpose(const lt_dtensor *x, int d0, int d1, lt_dtensor **out) {
+    lt_op_args args;
+    memset(&args, 0, sizeof args);
+    args.dim = d0, args.dim2 = d1;
+    return op1(LT_OP_TRANSPOSE, &x, 1, &args, out);
+}
+
+lt_status lt_dt_reshape(const lt_dtensor *x, int ndim, const int64_t *shape, lt_dtensor **out) {
+    if (ndim < 0 || ndim > LT_MAX_DIMS) return lt__err(LT_INVALID, "reshape: %d dims", ndim);
+    lt_op_args args;
+    memset(&args, 0, sizeof args);
+    args.shape_ndim = ndim;
+    for (int i = 0; i < ndim; i++) args.shape[i] = shape[i];
+    return op1(LT_OP_RESHAPE, &x, 1, &args, out);
+}

@@ -1,0 +1,168 @@
+/* localtensor/ops_kernel.c — the per-shard kernel of every op, and the
+ * unsharded reference.
+ *
+ * lt__op_kernel is the only place that maps an op to its kernels/math.h
+ * (or kernels/tensor.h view) call. The reference runs the SAME dispatch on the
+ * unsharded tensors through a plan for a one-rank mesh, so the sharded and
+ * the reference result differ only by what propagation decided — which is
+ * exactly what the reference check is meant to test.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "localtensor/ops.h"
+
+static lt_status scalar_op(lt_op_kind op, const lt_tensor *x, double s, lt_tensor **out) {
+    switch (op) {
+    case LT_OP_ADD_SCALAR: return lt_binary_scalar(LT_BINARY_ADD, x, s, 0, out);
+    case LT_OP_SUB_SCALAR: return lt_binary_scalar(LT_BINARY_SUB, x, s, 0, out);
+    case LT_OP_RSUB_SCALAR: return lt_binary_scalar(LT_BINARY_SUB, x, s, 1, out);
+    case LT_OP_MUL_SCALAR: return lt_binary_scalar(LT_BINARY_MUL, x, s, 0, out);
+    case LT_OP_DIV_SCALAR: return lt_binary_scalar(LT_BINARY_DIV, x, s, 0, out);
+    case LT_OP_MAXIMUM_SCALAR: return lt_binary_scalar(LT_BINARY_MAXIMUM, x, s, 0, out);
+    default: return lt_binary_scalar(LT_BINARY_MINIMUM, x, s, 0, out);
+    }
+}
+
+lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank, const lt_tensor *const *sh,
+                        lt_tensor **res) {
+    const lt_tensor *x = sh[0];
+    size_t W = (size_t)p->mesh_.world, nd = (size_t)(p->out_ndim > 0 ? p->out_ndim : 1);
+    switch (p->op) {
+    case LT_OP_NEG: return lt_unary(LT_UNARY_NEG, x, res);
+    case LT_OP_ABS: return lt_unary(LT_UNARY_ABS, x, res);
+    case LT_OP_EXP: return lt_unary(LT_UNARY_EXP, x, res);
+    case LT_OP_LOG: return lt_unary(LT_UNARY_LOG, x, res);
+    case LT_OP_SQRT: return lt_unary(LT_UNARY_SQRT, x, res);
+    case LT_OP_TANH: return lt_unary(LT_UNARY_TANH, x, res);
+    case LT_OP_RELU: return lt_unary(LT_UNARY_RELU, x, res);
+    case LT_OP_GELU: return lt_unary(LT_UNARY_GELU, x, res);
+    case LT_OP_SIGMOID: return lt_unary(LT_UNARY_SIGMOID, x, res);
+    case LT_OP_ADD_SCALAR:
+    case LT_OP_SUB_SCALAR:
+    case LT_OP_RSUB_SCALAR:
+    case LT_OP_MUL_SCALAR:
+    case LT_OP_DIV_SCALAR:
+    case LT_OP_MAXIMUM_SCALAR:
+    case LT_OP_MINIMUM_SCALAR: return scalar_op(p->op, x, a->scalar, res);
+    case LT_OP_DROPOUT:
+        return lt__dropout_shard(x, a->scalar, a->seed, &p->mesh_, p->out_ndim, p->out_shape[0],
+                                 p->out_pl, rank, res);
+    case LT_OP_ADD: return lt_binary(LT_BINARY_ADD, x, sh[1], res);
+    case LT_OP_SUB: return lt_binary(LT_BINARY_SUB, x, sh[1], res);
+    case LT_OP_MUL: return lt_binary(LT_BINARY_MUL, x, sh[1], res);
+    case LT_OP_DIV: return lt_binary(LT_BINARY_DIV, x, sh[1], res);
+    case LT_OP_MAXIMUM: return lt_binary(LT_BINARY_MAXIMUM, x, sh[1], res);
+    case LT_OP_MINIMUM: return lt_binary(LT_BINARY_MINIMUM, x, sh[1], res);
+    case LT_OP_MATMUL: return lt_matmul(x, sh[1], res);
+    case LT_OP_MM: return lt_mm(x, sh[1], res);
+    case LT_OP_BMM: return lt_bmm(x, sh[1], res);
+    case LT_OP_ADDMM:
+        return lt_addmm(x, sh[1], sh[2], a->scale_set ? a->beta : 1.0, a->scale_set ? a->alpha : 1.0, res);
+    case LT_OP_SUM: return lt_reduce_ex(LT_REDUCE_SUM, x, p->nkdims_, p->kdims_, a->keepdim, 0, res);
+    case LT_OP_MEAN:
+        return lt_reduce_ex(LT_REDUCE_MEAN, x, p->nkdims_, p->kdims_, a->keepdim, p->mean_div_, res);
+    case LT_OP_AMAX: return lt_reduce_ex(LT_REDUCE_MAX, x, p->nkdims_, p->kdims_, a->keepdim, 0, res);
+    case LT_OP_AMIN: return lt_reduce_ex(LT_REDUCE_MIN, x, p->nkdims_, p->kdims_, a->keepdim, 0, res);
+    case LT_OP_SOFTMAX: return lt_softmax(x, p->kdim_, 0, res);
+    case LT_OP_LOG_SOFTMAX: return lt_softmax(x, p->kdim_, 1, res);
+    case LT_OP_RESHAPE:
+    case LT_OP_VIEW:
+    case LT_OP_FLATTEN: /* every rank reshapes to its own output shape */
+        return lt_reshape(x, p->out_ndim, p->local_shapes_ + (size_t)rank * nd, res);
+    case LT_OP_TRANSPOSE: return lt_transpose(x, p->kdim_, p->kdim2_, res);
+    case LT_OP_PERMUTE: return lt_permute(x, p->kdims_, res);
+    case LT_OP_UNSQUEEZE: return lt_unsqueeze(x, p->kdim_, res);
+    case LT_OP_SQUEEZE: return p->kdim_ < 0 ? lt_tensor_view(x, res) : lt_squeeze(x, p->kdim_, res);
+    case LT_OP_CAT: return lt_cat(sh, p->nin, p->kdim_, res);
+    case LT_OP_SPLIT:
+    case LT_OP_CHUNK: return lt_split_sizes_views(x, p->kdim_, p->nout, p->split_sizes_, res);
+    case LT_OP_EMBEDDING:
+        return lt_embedding(x, sh[1], p->masked_ ? p->row_offset_[rank] : 0, p->masked_, res);
+    default:
+        (void)W;
+        return lt__err(LT_UNSUPPORTED, "not supported yet: %s has no per-shard kernel", lt_op_name(p->op));
+    }
+}
+
+lt_status lt_op_dense(lt_op_kind op, const lt_tensor *const *in, int nin, const lt_op_args *args,
+                      lt_tensor **out, int max_out, int *nout) {
+    static const lt_op_args zero_args;
+    if (nout) *nout = 0;
+    if (!out || max_out < 1) return lt__err(LT_INVALID, "op: no room for outputs");
+    for (int j = 0; j < max_out; j++) out[j] = NULL;
+    if ((unsigned)op >= LT_OP_COUNT) return lt__err(LT_INVALID, "unknown op %d", (int)op);
+    if (!args) args = &zero_args;
+    if (nin < 0 || nin > LT_OP_MAX_INPUTS) return lt__err(LT_INVALID, "%s: %d inputs", lt_op_name(op), nin);
+    if (op == LT_OP_RAND || op == LT_OP_RANDN) {
+        lt_init init = {op == LT_OP_RANDN ? LT_INIT_RANDN : LT_INIT_RANDOM, args->seed};
+        LT_TRY(lt_tensor_new(args->dtype, args->shape_ndim, args->shape, &out[0]));
+        lt_status st = lt_init_fill(out[0], &init);
+        if (st) {
+            lt_tensor_free(out[0]);
+            out[0] = NULL;
+            return st;
+        }
+        if (nout) *nout = 1;
+        return LT_OK;
+    }
+    lt_mesh one;
+    int one_size = 1;
+    LT_TRY(lt_mesh_init(&one, 1, &one_size, NULL));
+    lt_dtype dt[LT_OP_MAX_INPUTS];
+    int nd[LT_OP_MAX_INPUTS];
+    const int64_t *sh[LT_OP_MAX_INPUTS];
+    const lt_placement *pl[LT_OP_MAX_INPUTS];
+    lt_placement r = lt_replicate();
+    for (int k = 0; k < nin; k++) {
+        if (!in[k]) return lt__err(LT_INVALID, "%s: input %d is NULL", lt_op_name(op), k);
+        dt[k] = in[k]->dtype, nd[k] = in[k]->ndim, sh[k] = in[k]->shape, pl[k] = &r;
+    }
+    lt_op_plan *p = NULL;
+    LT_TRY(lt_op_propagate(op, &one, nin, dt, nd, sh, pl, args, &p));
+    lt_status st = LT_OK;
+    if (p->nout > max_out) st = lt__err(LT_INVALID, "%s gives %d outputs but there is room for %d", lt_op_name(op), p->nout, max_out);
+    if (!st) st = lt__op_kernel(p, args, 0, in, out);
+    if (!st && nout) *nout = p->nout;
+    lt_op_plan_free(p);
+    return st;
+}
+
+lt_status lt_op_check_reference(lt_op_kind op, const lt_dtensor *const *in, int nin,
+                                const lt_op_args *args, lt_dtensor *const *out, int nout,
+                                double rtol, double atol) {
+    const char *name = lt_op_name(op);
+    lt_tensor *full[LT_OP_MAX_INPUTS] = {0}, *ref[LT_OP_MAX_OUTPUTS] = {0};
+    lt_status st = LT_OK;
+    int nref = 0;
+    if (nin < 0 || nin > LT_OP_MAX_INPUTS || nout < 0 || nout > LT_OP_MAX_OUTPUTS)
+        return lt__err(LT_INVALID, "%s: bad input/output counts", name);
+    for (int k = 0; k < nin && !st; k++) st = lt_full_tensor_direct(in[k], &full[k]);
+    if (!st) st = lt_op_dense(op, (const lt_tensor *const *)full, nin, args, ref, LT_OP_MAX_OUTPUTS, &nref);
+    if (!st && nref != nout)
+        st = lt__err(LT_MISMATCH, "%s: %d outputs but the unsharded reference gives %d", name, nout, nref);
+    for (int j = 0; j < nout && !st; j++) {
+        lt_tensor *got = NULL;
+        st = lt_full_tensor_direct(out[j], &got);
+        if (st) break;
+        double rt = rtol, at = atol;
+        if (rt == 0 && at == 0) lt_dtype_default_tol(got->dtype, &rt, &at);
+        lt_compare_result cr;
+        st = lt_compare(got, ref[j], rt, at, &cr);
+        if (!st && !cr.equal) {
+            char idx[160];
+            lt_shape_str(got->ndim, cr.first_idx, idx, sizeof idx);
+            idx[0] = '[';
+            size_t L = strlen(idx);
+            if (L) idx[L - 1] = ']';
+            st = lt__err(LT_MISMATCH, "%s: output %d differs from the unsharded reference at %s: expected %.9g, got %.9g (%lld elements differ)",
+                         name, j, idx, cr.expected, cr.actual, (long long)cr.ndiff);
+        } else if (st == LT_SHAPE) {
+            st = lt__err(LT_MISMATCH, "%s: output %d: %s", name, j, lt_errmsg());
+        }
+        lt_tensor_free(got);
+    }
+    for (int k = 0; k < nin; k++) lt_tensor_free(full[k]);
+    for (int j = 0; j < LT_OP_MAX_OUTPUTS; j++) lt_tensor_free(ref[j]);
+    return st;
+}

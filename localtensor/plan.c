@@ -1,0 +1,512 @@
+/* localtensor/plan.c — the two planners and plan construction.
+ *
+ * Both planners walk the same graph: a node is a placement list (one
+ * candidate per mesh dim, packed 8 bits per dim into a 64-bit key), an edge
+ * is a single step that lt__step_kind_of accepts and whose target is a valid
+ * state (partial ops may only mix as {sum, avg}; layout computable). Edge
+ * cost is (bytes received, 1 step). `min-cost` is uniform-cost search
+ * (Dijkstra) from the source to the destination; `greedy` follows PyTorch's
+ * generate_greedy_transform_infos order and only falls back on the graph
+ * where its next transition is not one legal step (through R first, else the
+ * cheapest route). Search runs on "effective" lists where mesh dims of size 1
+ * are R: their placement never needs a step.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "localtensor/redistribute.h"
+
+#define MAXC 40   /* candidates per mesh dim: R, src, dst, S(d, rule) for <= 8 dims x 3 rules */
+
+typedef struct node {
+    uint64_t key;
+    uint64_t bytes;
+    int steps;
+    int prev;            /* node index, -1 at the start */
+    uint8_t done;
+} node;
+
+typedef struct hitem {
+    uint64_t bytes;
+    int steps;
+    int node;
+} hitem;
+
+typedef struct ctx {
+    const lt_mesh *mesh;
+    int M, ndim, W;
+    const int64_t *shape;
+    size_t esize;
+    int is_float;
+    lt_placement src[LT_MESH_MAX_DIMS], dst[LT_MESH_MAX_DIMS];   /* effective */
+    int frozen[LT_MESH_MAX_DIMS];
+    int nc[LT_MESH_MAX_DIMS];
+    lt_placement cand[LT_MESH_MAX_DIMS][MAXC];
+    int64_t *sh_a, *sh_b;        /* (W, ndim) scratch */
+    /* search state */
+    node *nodes;
+    int nnodes, capnodes;
+    int *table;                  /* open addressing: node index + 1, 0 = empty */
+    size_t tcap;
+    hitem *heap;
+    int nheap, capheap;
+    int expanded;
+} ctx;
+
+/* ---- candidates and keys ------------------------------------------------------------- */
+
+static int cand_index(const ctx *c, int i, const lt_placement *p) {
+    for (int k = 0; k < c->nc[i]; k++)
+        if (lt_placement_equal(&c->cand[i][k], p)) return k;
+    return -1;
+}
+
+static void cand_add(ctx *c, int i, const lt_placement *p) {
+    if (cand_index(c, i, p) >= 0 || c->nc[i] >= MAXC) return;
+    c->cand[i][c->nc[i]++] = *p;
+}
+
+static void build_candidates(ctx *c) {
+    for (int i = 0; i < c->M; i++) {
+        lt_placement r = lt_replicate();
+        c->nc[i] = 0;
+        cand_add(c, i, &c->src[i]);
+        if (c->frozen[i]) continue;
+        cand_add(c, i, &c->dst[i]);
+        cand_add(c, i, &r);
+        for (int d = 0; d < c->ndim; d++) {
+            lt_placement s = lt_shard(d);
+            cand_add(c, i, &s);
+        }
+        const lt_placement *ends[2] = {&c->src[i], &c->dst[i]};
+        for (int e = 0; e < 2; e++) {
+            if (ends[e]->kind != LT_PL_SHARD || ends[e]->rule.kind == LT_SPLIT_CHUNK) continue;
+            for (int d = 0; d < c->ndim; d++) {
+                lt_placement s = lt_shard_rule(d, ends[e]->rule);
+                cand_add(c, i, &s);
+            }
+        }
+    }
+}
+
+static uint64_t encode(const ctx *c, const lt_placement *pl) {
+    uint64_t k = 0;
+    for (int i = 0; i < c->M; i++) {
+        int x = cand_index(c, i, &pl[i]);
+        LT_ASSERT(x >= 0);
+        k |= (uint64_t)x << (8 * i);
+    }
+    return k;
+}
+
+static void decode(const ctx *c, uint64_t key, lt_placement *pl) {
+    for (int i = 0; i < c->M; i++) pl[i] = c->cand[i][(key >> (8 * i)) & 0xff];
+}
+
+static int ops_compatible(lt_redop a, lt_redop b) {
+    if (a == b) return 1;
+    return (a == LT_REDOP_SUM || a == LT_REDOP_AVG) && (b == LT_REDOP_SUM || b == LT_REDOP_AVG);
+}
+
+static int partials_ok(const lt_placement *pl, int M) {
+    int have = 0;
+    lt_redop first = LT_REDOP_SUM;
+    for (int i = 0; i < M; i++) {
+        if (pl[i].kind != LT_PL_PARTIAL) continue;
+        if (!have) { have = 1; first = pl[i].op; }
+        else if (!ops_compatible(first, pl[i].op)) return 0;
+    }
+    return 1;
+}
+
+/* Valid state: partial ops mix well and the layout is computable (shapes into sh). */
+static int state_valid(const ctx *c, const lt_placement *pl, int64_t *sh) {
+    return partials_ok(pl, c->M) && lt__layout_shapes(c->mesh, c->ndim, c->shape, pl, sh) == 0;
+}
+
+/* The kind of changing dim i of pl to *to, with the planner's policy on
+ * partitions: R -> P only towards a destination Partial on a dim that was not
+ * Partial in the source. */
+static lt__step_kind edge_kind(const ctx *c, const lt_placement *pl, int i, const lt_placement *to) {
+    if (c->frozen[i] || c->mesh->shape[i] == 1) return LT__STEP_ILLEGAL;
+    lt__step_kind k = lt__step_kind_of(c->mesh, pl, i, to);
+    if (k == LT__STEP_PARTITION &&
+        (!lt_placement_equal(to, &c->dst[i]) || c->src[i].kind == LT_PL_PARTIAL ||
+         (to->op == LT_REDOP_SUM && !c->is_float)))
+        return LT__STEP_ILLEGAL;
+    return k;
+}
+
+/* ---- node table and heap --------------------------------------------------------------- */
+
+static uint64_t mix(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static void search_reset(ctx *c) {
+    c->nnodes = 0;
+    c->nheap = 0;
+    if (c->table) memset(c->table, 0, sizeof(int) * c->tcap);
+}
+
+static lt_status table_grow(ctx *c) {
+    size_t ncap = c->tcap ? c->tcap * 2 : 256;
+    int *t = calloc(ncap, sizeof(int));
+    if (!t) return lt__err(LT_NOMEM, "out of memory while planning");
+    for (int n = 0; n < c->nnodes; n++) {
+        size_t h = mix(c->nodes[n].key) & (ncap - 1);
+        while (t[h]) h = (h + 1) & (ncap - 1);
+        t[h] = n + 1;
+    }
+    free(c->table);
+    c->table = t;
+    c->tcap = ncap;
+    return LT_OK;
+}
+
+/* Node of key (created when absent): *idx. */
+static lt_status node_get(ctx *c, uint64_t key, int *idx) {
+    if ((size_t)(c->nnodes + 1) * 2 > c->tcap) LT_TRY(table_grow(c));
+    size_t h = mix(key) & (c->tcap - 1);
+    while (c->table[h]) {
+        int n = c->table[h] - 1;
+        if (c->nodes[n].key == key) {
+            *idx = n;
+            return LT_OK;
+        }
+        h = (h + 1) & (c->tcap - 1);
+    }
+    if (c->nnodes == c->capnodes) {
+        int ncap = c->capnodes ? c->capnodes * 2 : 128;
+        node *nn = realloc(c->nodes, sizeof(node) * (size_t)ncap);
+        if (!nn) return lt__err(LT_NOMEM, "out of memory while planning");
+        c->nodes = nn;
+        c->capnodes = ncap;
+    }
+    node *nd = &c->nodes[c->nnodes];
+    nd->key = key;
+    nd->bytes = UINT64_MAX;
+    nd->steps = 0;
+    nd->prev = -1;
+    nd->done = 0;
+    c->table[h] = c->nnodes + 1;
+    *idx = c->nnodes++;
+    return LT_OK;
+}
+
+static int hless(const hitem *a, const hitem *b) {
+    if (a->bytes != b->bytes) return a->bytes < b->bytes;
+    if (a->steps != b->steps) return a->steps < b->steps;
+    return a->node < b->node;
+}
+
+static lt_status heap_push(ctx *c, hitem it) {
+    if (c->nheap == c->capheap) {
+        int ncap = c->capheap ? c->capheap * 2 : 256;
+        hitem *nh = realloc(c->heap, sizeof(hitem) * (size_t)ncap);
+        if (!nh) return lt__err(LT_NOMEM, "out of memory while planning");
+        c->heap = nh;
+        c->capheap = ncap;
+    }
+    int i = c->nheap++;
+    c->heap[i] = it;
+    while (i > 0) {
+        int p = (i - 1) / 2;
+        if (!hless(&c->heap[i], &c->heap[p])) break;
+        hitem t = c->heap[i];
+        c->heap[i] = c->heap[p];
+        c->heap[p] = t;
+        i = p;
+    }
+    return LT_OK;
+}
+
+static hitem heap_pop(ctx *c) {
+    hitem top = c->heap[0];
+    c->heap[0] = c->heap[--c->nheap];
+    int i = 0;
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < c->nheap && hless(&c->heap[l], &c->heap[m])) m = l;
+        if (r < c->nheap && hless(&c->heap[r], &c->heap[m])) m = r;
+        if (m == i) break;
+        hitem t = c->heap[i];
+        c->heap[i] = c->heap[m];
+        c->heap[m] = t;
+        i = m;
+    }
+    return top;
+}
+
+/* ---- uniform-cost search ------------------------------------------------------------------ */
+
+/* Cheapest path from `from` to `goal` (both valid states). Appends the keys
+ * of the states after each step to path[*n...] (room: cap). LT_UNSUPPORTED
+ * when the goal cannot be reached. */
+static lt_status search(ctx *c, uint64_t from, uint64_t goal, uint64_t *path, int *n, int cap) {
+    search_reset(c);
+    int s;
+    LT_TRY(node_get(c, from, &s));
+    c->nodes[s].bytes = 0;
+    LT_TRY(heap_push(c, (hitem){0, 0, s}));
+    lt_placement pl[LT_MESH_MAX_DIMS], nx[LT_MESH_MAX_DIMS];
+    int found = -1;
+    while (c->nheap) {
+        hitem it = heap_pop(c);
+        node *nd = &c->nodes[it.node];
+        if (nd->done || it.bytes != nd->bytes || it.steps != nd->steps) continue;
+        nd->done = 1;
+        c->expanded++;
+        if (nd->key == goal) {
+            found = it.node;
+            break;
+        }
+        uint64_t key = nd->key;
+        decode(c, key, pl);
+        if (lt__layout_shapes(c->mesh, c->ndim, c->shape, pl, c->sh_a)) continue;
+        for (int i = 0; i < c->M; i++) {
+            int cur = (int)((key >> (8 * i)) & 0xff);
+            for (int b = 0; b < c->nc[i]; b++) {
+                if (b == cur) continue;
+                lt__step_kind k = edge_kind(c, pl, i, &c->cand[i][b]);
+                if (k == LT__STEP_ILLEGAL) continue;
+                memcpy(nx, pl, sizeof(lt_placement) * (size_t)c->M);
+                nx[i] = c->cand[i][b];
+                if (!state_valid(c, nx, c->sh_b)) continue;
+                uint64_t cost = lt__step_bytes(c->mesh, c->ndim, c->esize, k, i, &pl[i], &nx[i],
+                                               c->sh_a, c->sh_b, NULL);
+                uint64_t nkey = (key & ~((uint64_t)0xff << (8 * i))) | ((uint64_t)b << (8 * i));
+                int t;
+                LT_TRY(node_get(c, nkey, &t));
+                node *from_nd = &c->nodes[it.node], *tn = &c->nodes[t];
+                uint64_t nb = from_nd->bytes + cost;
+                int ns = from_nd->steps + 1;
+                if (tn->done) continue;
+                if (nb < tn->bytes || (nb == tn->bytes && ns < tn->steps)) {
+                    tn->bytes = nb;
+                    tn->steps = ns;
+                    tn->prev = it.node;
+                    LT_TRY(heap_push(c, (hitem){nb, ns, t}));
+                }
+            }
+        }
+    }
+    if (found < 0) return lt__err(LT_UNSUPPORTED, "no sequence of single steps reaches the destination");
+    int len = 0;
+    for (int x = found; c->nodes[x].prev >= 0; x = c->nodes[x].prev) len++;
+    if (*n + len > cap) return lt__err(LT_UNSUPPORTED, "plan longer than %d steps", cap);
+    int x = found;
+    for (int q = len - 1; q >= 0; q--, x = c->nodes[x].prev) path[*n + q] = c->nodes[x].key;
+    *n += len;
+    return LT_OK;
+}
+
+/* ---- greedy ---------------------------------------------------------------------------------- */
+
+/* Lists of (mesh dim, placement) sharding tensor dim d on mesh dims < i. */
+static int same_earlier_sharding(const ctx *c, const lt_placement *cur, int i, int d) {
+    for (int j = 0; j < i; j++) {
+        int a = lt_placement_is_shard_like(&cur[j]) && cur[j].dim == d;
+        int b = lt_placement_is_shard_like(&c->dst[j]) && c->dst[j].dim == d;
+        if (a != b || (a && !lt_placement_equal(&cur[j], &c->dst[j]))) return 0;
+    }
+    return 1;
+}
+
+/* Moves dim i of the greedy state to *tgt: one legal step, else X -> R -> Y,
+ * else the cheapest route (to the full destination when the transition's own
+ * target is not a valid state). *finished when the state is the destination. */
+static lt_status greedy_move(ctx *c, lt_placement *cur, int i, const lt_placement *tgt,
+                             uint64_t *path, int *n, int cap, int *finished) {
+    lt_placement nx[LT_MESH_MAX_DIMS], mid[LT_MESH_MAX_DIMS];
+    memcpy(nx, cur, sizeof(lt_placement) * (size_t)c->M);
+    nx[i] = *tgt;
+    int nx_valid = state_valid(c, nx, c->sh_b);
+    if (*n + 2 > cap) return lt__err(LT_UNSUPPORTED, "plan longer than %d steps", cap);
+    if (nx_valid && edge_kind(c, cur, i, tgt) != LT__STEP_ILLEGAL) {
+        path[(*n)++] = encode(c, nx);
+        memcpy(cur, nx, sizeof(lt_placement) * (size_t)c->M);
+        return LT_OK;
+    }
+    lt_placement r = lt_replicate();
+    memcpy(mid, cur, sizeof(lt_placement) * (size_t)c->M);
+    mid[i] = r;
+    if (nx_valid && cur[i].kind != LT_PL_REPLICATE && tgt->kind != LT_PL_REPLICATE &&
+        edge_kind(c, cur, i, &r) != LT__STEP_ILLEGAL && edge_kind(c, mid, i, tgt) != LT__STEP_ILLEGAL &&
+        state_valid(c, mid, c->sh_a)) {
+        path[(*n)++] = encode(c, mid);
+        path[(*n)++] = encode(c, nx);
+        memcpy(cur, nx, sizeof(lt_placement) * (size_t)c->M);
+        return LT_OK;
+    }
+    const lt_placement *goal = nx_valid ? nx : c->dst;
+    LT_TRY(search(c, encode(c, cur), encode(c, goal), path, n, cap));
+    memcpy(cur, goal, sizeof(lt_placement) * (size_t)c->M);
+    if (!nx_valid) *finished = 1;
+    return LT_OK;
+}
+
+static lt_status greedy(ctx *c, uint64_t *path, int *n, int cap) {
+    lt_placement cur[LT_MESH_MAX_DIMS];
+    memcpy(cur, c->src, sizeof(lt_placement) * (size_t)c->M);
+    int finished = 0;
+    int64_t nshards = 1;
+    for (int i = 0; i < c->M; i++)
+        if (lt_placement_is_shard_like(&cur[i])) nshards *= c->mesh->shape[i];
+    if (nshards > 1) {
+        /* inner to outer: a Shard target whose tensor dim is sharded differently
+         * on earlier mesh dims becomes Replicate first (nested misalignment) */
+        for (int i = c->M - 1; i >= 0 && !finished; i--) {
+            lt_placement tgt = c->dst[i];
+            if (lt_placement_is_shard_like(&tgt) && !same_earlier_sharding(c, cur, i, tgt.dim))
+                tgt = lt_replicate();
+            if (c->mesh->shape[i] == 1 || c->frozen[i] || lt_placement_equal(&cur[i], &tgt)) continue;
+            LT_TRY(greedy_move(c, cur, i, &tgt, path, n, cap, &finished));
+        }
+    }
+    for (int i = 0; i < c->M && !finished; i++) {
+        if (c->mesh->shape[i] == 1 || c->frozen[i] || lt_placement_equal(&cur[i], &c->dst[i])) continue;
+        LT_TRY(greedy_move(c, cur, i, &c->dst[i], path, n, cap, &finished));
+    }
+    return LT_OK;
+}
+
+/* ---- plan construction ------------------------------------------------------------------------- */
+
+/* Placements shown after an intermediate step: the effective state, with
+ * size-1 mesh dims showing the source's placement (or the destination's, or R,
+ * whichever keeps the list valid). */
+static void display_state(const ctx *c, const lt_placement *usrc, const lt_placement *udst,
+                          const lt_placement *eff, lt_placement *out) {
+    memcpy(out, eff, sizeof(lt_placement) * (size_t)c->M);
+    for (int pass = 0; pass < 3; pass++) {
+        for (int i = 0; i < c->M; i++)
+            if (c->mesh->shape[i] == 1) out[i] = pass == 0 ? usrc[i] : pass == 1 ? udst[i] : lt_replicate();
+        if (partials_ok(out, c->M)) return;
+    }
+}
+
+#define MAX_STEPS 256
+
+static void ctx_free(ctx *c) {
+    if (!c) return;
+    free(c->sh_a);
+    free(c->sh_b);
+    free(c->nodes);
+    free(c->table);
+    free(c->heap);
+    free(c);
+}
+
+lt_status lt__plan_build(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
+                         const lt_placement *src, const lt_placement *dst, lt_planner planner,
+                         lt_plan **out) {
+    *out = NULL;
+    ctx *c = calloc(1, sizeof *c);
+    if (!c) return lt__err(LT_NOMEM, "out of memory while planning");
+    c->mesh = mesh;
+    c->M = mesh->ndim;
+    c->ndim = ndim;
+    c->W = mesh->world;
+    c->shape = shape;
+    c->esize = lt_dtype_size(dtype);
+    c->is_float = lt_dtype_is_float(dtype);
+    for (int i = 0; i < c->M; i++) {
+        c->src[i] = mesh->shape[i] == 1 ? lt_replicate() : src[i];
+        c->dst[i] = mesh->shape[i] == 1 ? lt_replicate() : dst[i];
+        c->frozen[i] = mesh->shape[i] == 1 ||
+                       (src[i].kind == LT_PL_PARTIAL && lt_placement_equal(&src[i], &dst[i]));
+    }
+    build_candidates(c);
+    size_t shn = (size_t)c->W * (size_t)(ndim ? ndim : 1);
+    c->sh_a = malloc(sizeof(int64_t) * shn);
+    c->sh_b = malloc(sizeof(int64_t) * shn);
+    uint64_t *path = malloc(sizeof(uint64_t) * MAX_STEPS);
+    lt_plan *p = calloc(1, sizeof *p);
+    lt_status st = LT_OK;
+    if (!c->sh_a || !c->sh_b || !path || !p) st = lt__err(LT_NOMEM, "out of memory while planning");
+    int n = 0;
+    if (!st) {
+        uint64_t ks = encode(c, c->src), kd = encode(c, c->dst);
+        if (ks != kd) st = planner == LT_PLANNER_GREEDY ? greedy(c, path, &n, MAX_STEPS)
+                                                        : search(c, ks, kd, path, &n, MAX_STEPS);
+    }
+    if (!st) {
+        p->states_ = malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)c->M);
+        p->steps = calloc((size_t)(n ? n : 1), sizeof(lt_plan_step));
+        if (!p->states_ || !p->steps) st = lt__err(LT_NOMEM, "out of memory while planning");
+    }
+    if (st) {
+        free(path);
+        if (p) {
+            free(p->states_);
+            free(p->steps);
+            free(p);
+        }
+        ctx_free(c);
+        return st;
+    }
+    p->mesh = *mesh;
+    p->dtype = dtype;
+    p->ndim = ndim;
+    memcpy(p->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    memcpy(p->src, src, sizeof(lt_placement) * (size_t)c->M);
+    memcpy(p->dst, dst, sizeof(lt_placement) * (size_t)c->M);
+    p->planner = planner;
+    p->nsteps = n;
+    p->refs_ = 1;
+    p->states_explored = c->expanded;
+    memcpy(p->states_, src, sizeof(lt_placement) * (size_t)c->M);
+    lt_placement prev[LT_MESH_MAX_DIMS], nx[LT_MESH_MAX_DIMS];
+    memcpy(prev, c->src, sizeof prev);
+    size_t *recv = malloc(sizeof(size_t) * (size_t)c->W);
+    for (int s = 0; s < n && !st; s++) {
+        decode(c, path[s], nx);
+        int i = -1;
+        for (int j = 0; j < c->M; j++)
+            if (!lt_placement_equal(&prev[j], &nx[j])) i = j;
+        LT_ASSERT(i >= 0);
+        lt_plan_step *ps = &p->steps[s];
+        lt__step_kind k = lt__step_kind_of(mesh, prev, i, &nx[i]);
+        LT_ASSERT(k != LT__STEP_ILLEGAL);
+        ps->mesh_dim = i;
+        ps->from = prev[i];
+        ps->to = nx[i];
+        ps->comm = lt__step_kind_comm(k);
+        ps->coll = lt__step_kind_coll(k);
+        ps->collective = ps->comm ? lt_coll_name(ps->coll) : "none";
+        ps->local_op = lt__step_kind_local(k);
+        lt_placement *after = p->states_ + (size_t)(s + 1) * (size_t)c->M;
+        if (s == n - 1) memcpy(after, dst, sizeof(lt_placement) * (size_t)c->M);
+        else display_state(c, src, dst, nx, after);
+        ps->after = after;
+        if (ps->comm) {
+            if (!recv || lt__layout_shapes(mesh, ndim, shape, prev, c->sh_a) ||
+                lt__layout_shapes(mesh, ndim, shape, nx, c->sh_b)) {
+                st = lt__err(LT_NOMEM, "out of memory while planning");
+                break;
+            }
+            ps->bytes_total = lt__step_bytes(mesh, ndim, c->esize, k, i, &prev[i], &nx[i], c->sh_a,
+                                             c->sh_b, recv);
+            for (int r = 0; r < c->W; r++)
+                if (recv[r] > ps->bytes_per_rank) ps->bytes_per_rank = recv[r];
+            p->ncomm++;
+            p->total_bytes += ps->bytes_total;
+        }
+        memcpy(prev, nx, sizeof prev);
+    }
+    free(recv);
+    free(path);
+    ctx_free(c);
+    if (st) {
+        free(p->states_);
+        free(p->steps);
+        free(p);
+        return st;
+    }
+    *out = p;
+    return LT_OK;
+}

@@ -1,0 +1,370 @@
+/* localtensor/plan_cache.c — lt_plan_redistribute: checks, rejections, the
+ * plan cache, and the text table of a plan.
+ *
+ * The cache maps (mesh, global shape, dtype, normalized source, normalized
+ * destination, planner) to an immutable, reference-counted plan. It is one
+ * small process-wide hash table behind a mutex: plans are pure functions of
+ * the key, so sharing them across threads is safe, and a warm lookup costs a
+ * hash, a compare and a reference count. A hit needs no validation: only
+ * valid, non-rejected keys are ever stored, and equality is on the
+ * normalized lists. When the table is full it is emptied (plans still held by
+ * callers stay valid).
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "localtensor/layout.h"
+#include "localtensor/redistribute.h"
+
+static const char *planner_names[LT_PLANNER_COUNT] = {
+#define LT__XX(e, s) s,
+    LT_PLANNER_MAP(LT__XX)
+#undef LT__XX
+};
+
+const char *lt_planner_name(lt_planner p) {
+    return (unsigned)p < LT_PLANNER_COUNT ? planner_names[p] : "?";
+}
+
+lt_status lt_planner_parse(const char *s, lt_planner *out) {
+    for (int i = 0; i < LT_PLANNER_COUNT; i++)
+        if (!strcmp(s, planner_names[i])) {
+            *out = (lt_planner)i;
+            return LT_OK;
+        }
+    if (!strcmp(s, "min_cost") || !strcmp(s, "mincost")) {
+        *out = LT_PLANNER_MIN_COST;
+        return LT_OK;
+    }
+    return lt__err(LT_INVALID, "planner '%s': expected min-cost or greedy", s);
+}
+
+/* ---- plan lifetime ------------------------------------------------------------- */
+
+lt_plan *lt_plan_ref(lt_plan *p) {
+    if (p) __atomic_fetch_add(&p->refs_, 1, __ATOMIC_RELAXED);
+    return p;
+}
+
+void lt_plan_free(lt_plan *p) {
+    if (!p) return;
+    if (__atomic_sub_fetch(&p->refs_, 1, __ATOMIC_ACQ_REL) != 0) return;
+    free(p->steps);
+    free(p->states_);
+    free(p);
+}
+
+/* ---- cache --------------------------------------------------------------------- */
+
+#define NBUCKETS 512
+#define MAX_ENTRIES 4096
+
+typedef struct centry {
+    uint64_t hash;
+    lt_plan *plan;
+    struct centry *next;
+} centry;
+
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static centry *buckets[NBUCKETS];
+static size_t n_entries, n_hits, n_misses;
+
+static uint64_t fnv(uint64_t h, int64_t v) {
+    for (int b = 0; b < 8; b++) {
+        h ^= (uint64_t)(v >> (8 * b)) & 0xff;
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+static uint64_t hash_placement(uint64_t h, const lt_placement *p) {
+    h = fnv(h, p->kind);
+    switch (p->kind) {
+    case LT_PL_SHARD:
+        h = fnv(h, p->dim);
+        h = fnv(h, p->rule.kind);
+        if (p->rule.kind == LT_SPLIT_EXPLICIT)
+            for (int j = 0; j < p->rule.nsizes; j++) h = fnv(h, p->rule.sizes[j]);
+        return h;
+    case LT_PL_STRIDED: return fnv(fnv(h, p->dim), p->split_factor);
+    case LT_PL_PARTIAL: return fnv(h, p->op);
+    default: return h;
+    }
+}
+
+static uint64_t key_hash(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
+                         const lt_placement *src, const lt_placement *dst, lt_planner planner) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    h = fnv(h, mesh->ndim);
+    for (int i = 0; i < mesh->ndim; i++) h = fnv(h, mesh->shape[i]);
+    h = fnv(h, dtype);
+    h = fnv(h, planner);
+    h = fnv(h, ndim);
+    for (int d = 0; d < ndim; d++) h = fnv(h, shape[d]);
+    for (int i = 0; i < mesh->ndim; i++) {
+        h = hash_placement(h, &src[i]);
+        h = hash_placement(h, &dst[i]);
+    }
+    return h;
+}
+
+static int key_equal(const lt_plan *p, const lt_mesh *mesh, lt_dtype dtype, int ndim,
+                     const int64_t *shape, const lt_placement *src, const lt_placement *dst,
+                     lt_planner planner) {
+    if (p->dtype != dtype || p->planner != planner || p->ndim != ndim || !lt_mesh_equal(&p->mesh, mesh))
+        return 0;
+    for (int d = 0; d < ndim; d++)
+        if (p->shape[d] != shape[d]) return 0;
+    return lt_placements_equal(p->src, src, mesh->ndim) && lt_placements_equal(p->dst, dst, mesh->ndim);
+}
+
+static void cache_clear_locked(void) {
+    for (int b = 0; b < NBUCKETS; b++) {
+        centry *e = buckets[b];
+        while (e) {
+            centry *nx = e->next;
+            lt_plan_free(e->plan);
+            free(e);
+            e = nx;
+        }
+        buckets[b] = NULL;
+    }
+    n_entries = 0;
+}
+
+void lt_plan_cache_clear(void) {
+    pthread_mutex_lock(&cache_mu);
+    cache_clear_locked();
+    n_hits = n_misses = 0;
+    pthread_mutex_unlock(&cache_mu);
+}
+
+void lt_plan_cache_stats(size_t *hits, size_t *misses, size_t *entries) {
+    pthread_mutex_lock(&cache_mu);
+    if (hits) *hits = n_hits;
+    if (misses) *misses = n_misses;
+    if (entries) *entries = n_entries;
+    pthread_mutex_unlock(&cache_mu);
+}
+
+static lt_plan *cache_find(uint64_t h, const lt_mesh *mesh, lt_dtype dtype, int ndim,
+                           const int64_t *shape, const lt_placement *src, const lt_placement *dst,
+                           lt_planner planner) {
+    lt_plan *found = NULL;
+    pthread_mutex_lock(&cache_mu);
+    for (centry *e = buckets[h % NBUCKETS]; e; e = e->next)
+        if (e->hash == h && key_equal(e->plan, mesh, dtype, ndim, shape, src, dst, planner)) {
+            found = lt_plan_ref(e->plan);
+            break;
+        }
+    if (found) n_hits++;
+    else n_misses++;
+    pthread_mutex_unlock(&cache_mu);
+    return found;
+}
+
+/* Stores p (takes a new reference) unless an equal key is present. */
+static void cache_put(uint64_t h, lt_plan *p) {
+    centry *e = malloc(sizeof *e);
+    if (!e) return;   /* a cache that cannot grow is only slower */
+    pthread_mutex_lock(&cache_mu);
+    for (centry *x = buckets[h % NBUCKETS]; x; x = x->next)
+        if (x->hash == h && key_equal(x->plan, &p->mesh, p->dtype, p->ndim, p->shape, p->src, p->dst,
+                                      p->planner)) {
+            pthread_mutex_unlock(&cache_mu);
+            free(e);
+            return;
+        }
+    if (n_entries >= MAX_ENTRIES) cache_clear_locked();
+    e->hash = h;
+    e->plan = lt_plan_ref(p);
+    e->next = buckets[h % NBUCKETS];
+    buckets[h % NBUCKETS] = e;
+    n_entries++;
+    pthread_mutex_unlock(&cache_mu);
+}
+
+/* ---- checks and rejections ------------------------------------------------------- */
+
+/* Normalizes negative dims without any message; 0 when something needs the
+ * full check (the count, a dim out of range). */
+static int quick_normalize(int ndim, const lt_placement *pl, int np, lt_placement *out) {
+    for (int i = 0; i < np; i++) {
+        out[i] = pl[i];
+        if (lt_placement_is_shard_like(&pl[i])) {
+            if (pl[i].dim < -ndim || pl[i].dim >= ndim) return 0;
+            if (out[i].dim < 0) out[i].dim += ndim;
+        }
+    }
+    return 1;
+}
+
+static const char *tensor_name(const lt_redistribute_opts *o, char *buf, size_t n) {
+    if (o && o->name && o->name[0]) snprintf(buf, n, "'%s'", o->name);
+    else snprintf(buf, n, "an unnamed tensor");
+    return buf;
+}
+
+/* "while planning redistribute of 'w' [S(0), R] -> [R, S(1)]" into buf. */
+static void context_str(const lt_redistribute_opts *o, const lt_placement *src, const lt_placement *dst,
+                        int np, char *buf, size_t n) {
+    char nm[160], a[512], b[512];
+    lt_placements_format(src, np, a, sizeof a);
+    lt_placements_format(dst, np, b, sizeof b);
+    snprintf(buf, n, "while planning redistribute of %s %s -> %s", tensor_name(o, nm, sizeof nm), a, b);
+}
+
+static lt_status reject(const lt_mesh *mesh, lt_dtype dtype, const lt_placement *src,
+                        const lt_placement *dst) {
+    for (int i = 0; i < mesh->ndim; i++) {
+        const lt_placement *a = &src[i], *b = &dst[i];
+        if (mesh->shape[i] == 1 || b->kind != LT_PL_PARTIAL) continue;
+        char fa[128], fb[128];
+        lt_placement_format(a, fa, sizeof fa);
+        lt_placement_format(b, fb, sizeof fb);
+        if (lt_placement_is_shard_like(a))
+            return lt__err(LT_UNSUPPORTED, "mesh dim %d: %s -> %s is not supported: a sharded dim cannot become Partial (SEMANTICS 7: redistribute from %s to %s not supported yet)",
+                           i, fa, fb, fa, fb);
+        if (a->kind == LT_PL_PARTIAL && a->op != b->op)
+            return lt__err(LT_UNSUPPORTED, "mesh dim %d: %s -> %s is not supported: redistribution from one partial type to another is unsupported",
+                           i, fa, fb);
+        if (a->kind == LT_PL_REPLICATE && b->op == LT_REDOP_PRODUCT)
+            return lt__err(LT_UNSUPPORTED, "mesh dim %d: %s -> %s is not supported: Replicate to Partial(product) conversion is not supported",
+                           i, fa, fb);
+        if (a->kind == LT_PL_REPLICATE && b->op == LT_REDOP_SUM && !lt_dtype_is_float(dtype))
+            return lt__err(LT_UNSUPPORTED, "mesh dim %d: %s -> %s is not supported for %s: partitioning a sum divides by the mesh dim size and would truncate",
+                           i, fa, fb, lt_dtype_name(dtype));
+    }
+    return LT_OK;
+}
+
+lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
+                               const int64_t *shape, const lt_placement *src,
+                               const lt_placement *dst, int np,
+                               const lt_redistribute_opts *opts, lt_plan **out) {
+    lt_placement s[LT_MESH_MAX_DIMS], d[LT_MESH_MAX_DIMS];
+    lt_planner planner = opts ? opts->planner : LT_PLANNER_MIN_COST;
+    int use_cache = !(opts && opts->no_cache);
+    *out = NULL;
+    if ((unsigned)planner >= LT_PLANNER_COUNT) return lt__err(LT_INVALID, "unknown planner %d", (int)planner);
+    if (ndim < 0 || ndim > LT_MAX_DIMS)
+        return lt__err(LT_INVALID, "redistribute: tensor has %d dims; at most %d are supported", ndim, LT_MAX_DIMS);
+    int quick = np == mesh->ndim && quick_normalize(ndim, src, np, s) && quick_normalize(ndim, dst, np, d);
+    uint64_t h = 0;
+    if (quick && use_cache) {
+        h = key_hash(mesh, dtype, ndim, shape, s, d, planner);
+        lt_plan *p = cache_find(h, mesh, dtype, ndim, shape, s, d, planner);
+        if (p) {
+            *out = p;
+            return LT_OK;
+        }
+    }
+    char ctxs[1400];
+    int nfmt = np < LT_MESH_MAX_DIMS ? np : LT_MESH_MAX_DIMS;
+    context_str(opts, src, dst, nfmt, ctxs, sizeof ctxs);
+    int64_t numel;
+    lt_status st = lt__numel_checked(ndim, shape, lt_dtype_size(dtype), &numel);
+    if (!st) st = lt_placements_check(mesh, ndim, src, np, s);
+    if (st) return lt__err_ctx(st, "%s: source", ctxs);
+    st = lt_placements_check(mesh, ndim, dst, np, d);
+    if (st) return lt__err_ctx(st, "%s: destination", ctxs);
+    if ((st = lt_layout_check(mesh, ndim, shape, s))) return lt__err_ctx(st, "%s: source", ctxs);
+    if ((st = lt_layout_check(mesh, ndim, shape, d))) return lt__err_ctx(st, "%s: destination", ctxs);
+    if ((st = reject(mesh, dtype, s, d))) return lt__err_ctx(st, "%s", ctxs);
+    lt_plan *p;
+    if ((st = lt__plan_build(mesh, dtype, ndim, shape, s, d, planner, &p))) return lt__err_ctx(st, "%s", ctxs);
+    if (use_cache) cache_put(key_hash(mesh, dtype, ndim, shape, s, d, planner), p);
+    *out = p;
+    return LT_OK;
+}
+
+/* ---- text table -------------------------------------------------------------------- */
+
+typedef struct sbuf {
+    char *buf;
+    size_t cap, len;   /* len: wanted length so far */
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = b->len < b->cap ? b->cap - b->len : 0;
+    int w = vsnprintf(room ? b->buf + b->len : NULL, room, fmt, ap);
+    va_end(ap);
+    if (w > 0) b->len += (size_t)w;
+}
+
+static void mesh_dim_str(const lt_mesh *m, int i, char *buf, size_t n) {
+    if (m->names[i][0]) snprintf(buf, n, "%d (%s)", i, m->names[i]);
+    else snprintf(buf, n, "%d", i);
+}
+
+int lt_plan_format(const lt_plan *p, char *buf, size_t n) {
+    sbuf b = {buf, n, 0};
+    if (n) buf[0] = '\0';
+    char ms[128], shp[128], a[512], c[512];
+    lt_mesh_str(&p->mesh, ms, sizeof ms);
+    lt_shape_str(p->ndim, p->shape, shp, sizeof shp);
+    lt_placements_format(p->src, p->mesh.ndim, a, sizeof a);
+    lt_placements_format(p->dst, p->mesh.ndim, c, sizeof c);
+    sb_printf(&b, "plan (%s) of %s %s on mesh %s: %s -> %s\n", lt_planner_name(p->planner), shp,
+              lt_dtype_name(p->dtype), ms, a, c);
+    if (p->nsteps == 0) {
+        sb_printf(&b, "  no steps (the placements already agree)\n");
+        return (int)b.len;
+    }
+    /* column widths */
+    int wmd = 8, wtr = 9, wco = 10;
+    char md[64], tr[300], co[64];
+    for (int s = 0; s < p->nsteps; s++) {
+        const lt_plan_step *ps = &p->steps[s];
+        char f[128], t[128];
+        lt_placement_format(&ps->from, f, sizeof f);
+        lt_placement_format(&ps->to, t, sizeof t);
+        mesh_dim_str(&p->mesh, ps->mesh_dim, md, sizeof md);
+        int l1 = (int)strlen(md), l2 = snprintf(tr, sizeof tr, "%s -> %s", f, t);
+        int l3 = ps->comm ? (int)strlen(ps->collective) + (ps->local_op[0] ? 3 + (int)strlen(ps->local_op) : 0)
+                          : 7 + (int)strlen(ps->local_op);
+        if (l1 > wmd) wmd = l1;
+        if (l2 > wtr) wtr = l2;
+        if (l3 > wco) wco = l3;
+    }
+    sb_printf(&b, "  %-4s  %-*s  %-*s  %-*s  %12s  %12s  %s\n", "step", wmd, "mesh dim", wtr, "from -> to",
+              wco, "collective", "bytes/rank", "bytes total", "placements after");
+    for (int s = 0; s < p->nsteps; s++) {
+        const lt_plan_step *ps = &p->steps[s];
+        char f[128], t[128], after[1024];
+        lt_placement_format(&ps->from, f, sizeof f);
+        lt_placement_format(&ps->to, t, sizeof t);
+        mesh_dim_str(&p->mesh, ps->mesh_dim, md, sizeof md);
+        snprintf(tr, sizeof tr, "%s -> %s", f, t);
+        if (ps->comm && ps->local_op[0]) snprintf(co, sizeof co, "%s + %s", ps->collective, ps->local_op);
+        else if (ps->comm) snprintf(co, sizeof co, "%s", ps->collective);
+        else snprintf(co, sizeof co, "none (%s)", ps->local_op);
+        lt_placements_format(ps->after, p->mesh.ndim, after, sizeof after);
+        sb_printf(&b, "  %4d  %-*s  %-*s  %-*s  %12zu  %12zu  %s\n", s + 1, wmd, md, wtr, tr, wco, co,
+                  ps->bytes_per_rank, ps->bytes_total, after);
+    }
+    sb_printf(&b, "  total: %d step%s, %d collective%s, %zu bytes moved\n", p->nsteps,
+              p->nsteps == 1 ? "" : "s", p->ncomm, p->ncomm == 1 ? "" : "s", p->total_bytes);
+    return (int)b.len;
+}
+
+void lt_plan_print(const lt_plan *p, FILE *f) {
+    int n = lt_plan_format(p, NULL, 0);
+    char *buf = malloc((size_t)n + 1);
+    if (!buf) {
+        fputs("(out of memory formatting the plan)\n", f);
+        return;
+    }
+    lt_plan_format(p, buf, (size_t)n + 1);
+    fputs(buf, f);
+    free(buf);
+}

@@ -1,0 +1,301 @@
+/* localtensor/redistribute.h — redistribute: planner, executor, verifier.
+ *
+ * A redistribute turns a DTensor with source placements into the same
+ * logical tensor with destination placements (SEMANTICS 7). It is done in
+ * three parts:
+ *
+ *   planner   a plan is a list of steps; each step changes the placement of
+ *             ONE mesh dim and issues at most one collective. Every state
+ *             between steps is a valid placement list (a DTensor that
+ *             distribute could produce). Two planners: `greedy` (PyTorch's
+ *             order) and `min-cost` (uniform-cost search minimising bytes
+ *             moved, then steps; the default). Plans are cached.
+ *   executor  runs the plan through collectives_sim (lt_comm) and local
+ *             slicing; each intermediate is wrapped and shape-checked.
+ *   verifier  an independent direct reshard from global index sets (never
+ *             the planner or the collectives) that checks every
+ *             intermediate state when asked.
+ *
+ * ---- Single steps (mesh dim i of size > 1) --------------------------------
+ * "later(d)" means some mesh dim j > i of size > 1 shards tensor dim d (S or
+ * SS) in the current state. distribute applies mesh dims left to right to
+ * the already-split piece, so a step on dim i is local to the groups of dim
+ * i only when no later mesh dim splits the dims it touches:
+ *
+ *   from -> to           needs                 does
+ *   S(d)  -> R           !later(d)             all_gather along d
+ *   SS(d) -> R           !later(d)             all_gather + local index_select
+ *   S(d)  -> S(e), d!=e  !later(d), !later(e)  all_to_all (split e by the
+ *                                              destination rule, concat d)
+ *   P(op) -> R                                 all_reduce(op)
+ *   P(op) -> S(d)        !later(d)             reduce_scatter(op, d, rule)
+ *   R     -> S(d)        !later(d)             local slice (no communication)
+ *   R     -> SS(d,k)     !later(d)             local strided pick
+ *   R     -> P(op)       op != product         local partition (sum: / m_i)
+ * Everything else (S(d,r1)->S(d,r2), S<->SS, SS->SS', P->SS) is routed
+ * through several steps. Mesh dims of size 1 never get a step: their
+ * placement changes for free, even where the change would be rejected on a
+ * larger mesh dim (SEMANTICS 7, test_one_chunk_mesh).
+ *
+ * ---- Rejections (SEMANTICS 7) ---------------------------------------------
+ * On a mesh dim of size > 1: S/SS -> P, P(a) -> P(b) with a != b, R ->
+ * P(product), and R -> P(sum) of an integer dtype (partitioning would
+ * truncate). P(op) -> P(op) is kept as is (no step, per-rank values kept).
+ *
+ * ---- Byte model -----------------------------------------------------------
+ * The bytes of a step are the bytes each rank RECEIVES from other ranks, by
+ * the model of collectives_sim/trace.h (all_reduce counts its reduce_scatter
+ * and all_gather halves), computed from the actual (uneven) shard sizes of
+ * layout math. bytes_total of a step equals the comm trace's
+ * total_bytes_recv for its collective; local steps move 0 bytes.
+ *
+ * ---- min-cost search space ------------------------------------------------
+ * Intermediate placements of mesh dim i range over: R, the source and
+ * destination placements of dim i, S(d) (chunk rule) for every tensor dim d,
+ * and S(d, rule) for every tensor dim d and every non-chunk rule of a Shard
+ * in the source or destination of dim i. A dim whose source and destination
+ * are the same Partial is frozen (kept); R -> P(op) is only used to reach a
+ * destination Partial. States must be valid placement lists whose layout is
+ * computable (an explicit or `last` split that does not fit is skipped).
+ * The search minimises total bytes, then the number of steps.
+ */
+#ifndef LT_REDISTRIBUTE_H
+#define LT_REDISTRIBUTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "collectives_sim/collectives.h"
+#include "collectives_sim/mesh.h"
+#include "collectives_sim/trace.h"
+#include "kernels/tensor.h"
+#include "localtensor/dtensor.h"
+#include "localtensor/placement.h"
+
+/* XX(enum suffix, name users type) */
+#define LT_PLANNER_MAP(XX)       \
+    XX(MIN_COST, "min-cost")     \
+    XX(GREEDY,   "greedy")
+
+typedef enum {
+#define LT__XX(e, s) LT_PLANNER_##e,
+    LT_PLANNER_MAP(LT__XX)
+#undef LT__XX
+    LT_PLANNER_COUNT
+} lt_planner;
+
+/* "min-cost", "greedy"; "?" when out of range. */
+const char *lt_planner_name(lt_planner p);
+/* Parses "min-cost" (also "min_cost", "mincost") or "greedy". LT_INVALID
+ * naming the text otherwise. */
+lt_status lt_planner_parse(const char *s, lt_planner *out);
+
+/* ---- verification report ------------------------------------------------- */
+
+/* Machine-readable result of a verification. Filled by lt_redistribute (when
+ * opts->verify and opts->report are set) and by lt_verify_reshard. */
+typedef struct lt_verify_report {
+    int checked;                       /* 1 when a verification ran */
+    int ok;                            /* 1 when everything matched */
+    int step;                          /* first wrong state: step index (0-based) whose
+                                        * result was wrong, or -1 when the SOURCE itself
+                                        * is inconsistent (replicas disagree) */
+    int mesh_dim;                      /* that step's mesh dim (-1 for the source) */
+    int rank;                          /* first rank that differs */
+    int shape_mismatch;                /* 1: the shard shapes differ (no index then) */
+    int ndim;
+    int64_t local_index[LT_MAX_DIMS];  /* index into that rank's shard */
+    int64_t global_index[LT_MAX_DIMS]; /* the same element in the global tensor */
+    int64_t expected_shape[LT_MAX_DIMS];
+    int64_t actual_shape[LT_MAX_DIMS];
+    double expected, actual;
+    int64_t ndiff;                     /* elements out of tolerance on that rank */
+    char message[512];                 /* same text as lt_errmsg() on LT_MISMATCH */
+} lt_verify_report;
+
+/* ---- options --------------------------------------------------------------- */
+
+/* A zero-initialised struct (or NULL options) means: min-cost planner, no
+ * verification, unnamed tensor, internal communicator, plan cache on. */
+typedef struct lt_redistribute_opts {
+    lt_planner planner;
+    int verify;                 /* 1: check every intermediate against the direct reshard */
+    const char *name;           /* tensor name for messages (borrowed; NULL: unnamed) */
+    lt_comm *comm;              /* borrowed; NULL: a temporary in-process communicator.
+                                 * Pass one to read the comm trace afterwards. */
+    lt_verify_report *report;   /* optional out: filled when verify is on */
+    int no_cache;               /* 1: plan from scratch, neither read nor fill the cache */
+} lt_redistribute_opts;
+
+/* ---- plans ----------------------------------------------------------------- */
+
+typedef struct lt_plan_step {
+    int mesh_dim;
+    lt_placement from, to;        /* placement of mesh_dim before and after */
+    int comm;                     /* 1 when the step issues a collective */
+    lt_coll coll;                 /* the collective (valid when comm) */
+    const char *collective;       /* lt_coll_name(coll), or "none" (static string) */
+    const char *local_op;         /* local work: "slice", "strided_slice", "partition",
+                                   * "index_select" (after a strided gather) or "" */
+    size_t bytes_per_rank;        /* max over ranks of bytes received from others */
+    size_t bytes_total;           /* summed over ranks (= trace total_bytes_recv) */
+    const lt_placement *after;    /* (mesh ndim) the full placement list after the step;
+                                   * points into the plan */
+} lt_plan_step;
+
+/* An immutable, reference-counted plan. Plans may come from the cache and be
+ * shared: never modify one. Release with lt_plan_free. */
+typedef struct lt_plan {
+    lt_mesh mesh;
+    lt_dtype dtype;
+    int ndim;
+    int64_t shape[LT_MAX_DIMS];                  /* global */
+    lt_placement src[LT_MESH_MAX_DIMS];          /* normalized source */
+    lt_placement dst[LT_MESH_MAX_DIMS];          /* normalized destination */
+    lt_planner planner;
+    int nsteps;
+    lt_plan_step *steps;                         /* (nsteps) */
+    int ncomm;                                   /* steps that issue a collective */
+    size_t total_bytes;                          /* sum of bytes_total */
+    int states_explored;                         /* search nodes expanded (diagnostics) */
+    /* private */
+    int refs_;
+    lt_placement *states_;                       /* (nsteps + 1, mesh ndim) */
+} lt_plan;
+
+/* Plans the redistribute of a tensor of global shape `shape` (ndim dims,
+ * dtype) on `mesh` from placements src[np] to dst[np] (np = mesh->ndim; any
+ * spelling, negative dims allowed). opts may be NULL (defaults above); only
+ * planner, name and no_cache are read.
+ *
+ * *out receives a NEW reference (release with lt_plan_free); on error *out is
+ * NULL. Errors: LT_INVALID for bad placement lists or layouts (the message
+ * names the mesh dim), LT_UNSUPPORTED for rejected transitions; the message
+ * reads "while planning redistribute of 'NAME' [SRC] -> [DST]: mesh dim I:
+ * FROM -> TO is not supported ...". Cost: a warm cache hit is a hash lookup
+ * (well under 1 us); a cold plan of a 3-D mesh pair well under 1 ms. */
+lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
+                               const int64_t *shape, const lt_placement *src,
+                               const lt_placement *dst, int np,
+                               const lt_redistribute_opts *opts, lt_plan **out);
+
+/* Releases a reference. NULL is a no-op. */
+void lt_plan_free(lt_plan *p);
+/* A new reference to p. */
+lt_plan *lt_plan_ref(lt_plan *p);
+
+/* Writes the plan as an aligned text table into buf (always NUL-terminated
+ * when n > 0): one row per step with mesh dim, from -> to, collective, bytes
+ * per rank, total bytes and the placements after the step, then totals.
+ * Returns the length it wanted (snprintf style). */
+int lt_plan_format(const lt_plan *p, char *buf, size_t n);
+/* The same table to f. */
+void lt_plan_print(const lt_plan *p, FILE *f);
+
+/* Drops every cached plan (plans still referenced elsewhere stay valid). */
+void lt_plan_cache_clear(void);
+/* Cache counters since the start (or the last clear); any pointer may be NULL. */
+void lt_plan_cache_stats(size_t *hits, size_t *misses, size_t *entries);
+
+/* ---- redistribute ----------------------------------------------------------- */
+
+/* Redistributes dt (borrowed) to placements dst[np]: plans (see
+ * lt_plan_redistribute), runs every step through opts->comm (or a temporary
+ * communicator) and, with opts->verify, checks every intermediate state
+ * against lt_reshard_direct of dt. *out is a NEW DTensor with placements dst
+ * (size-1 mesh dims take dst's placement for free). With an empty plan its
+ * shards are views of dt's (shared storage). *plan (may be NULL) receives a
+ * new plan reference.
+ *
+ * Errors: the planning errors; LT_INVALID when opts->comm has another mesh;
+ * collective errors (with the step as context); LT_MISMATCH when
+ * verification fails: the message names the step (index, mesh dim, from ->
+ * to, collective), the rank, the local and global index, and the expected
+ * and actual values, and opts->report (if set) holds the same in fields.
+ * On error *out is NULL (and *plan holds the plan when planning succeeded,
+ * so a failed verification can still be explained; else NULL). */
+lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
+                          const lt_redistribute_opts *opts, lt_dtensor **out, lt_plan **plan);
+
+/* The full tensor: redistribute to all-Replicate and take rank 0's shard.
+ * *out is a new tensor (free with lt_tensor_free). Partial dims are reduced
+ * by the collectives (reduction order: the plan's). */
+lt_status lt_full_tensor(const lt_dtensor *dt, lt_tensor **out);
+
+/* ---- verifier ---------------------------------------------------------------- */
+
+/* The direct reshard of SEMANTICS 7 ("Semantic definition"), from global
+ * index sets only: K = mesh dims whose source and destination are the same
+ * Partial; for every coordinate on K the slice's logical tensor is rebuilt
+ * from its ranks (replicas must agree within dtype tolerance, other Partial
+ * dims are reduced), then re-distributed with the destination placements of
+ * the non-K dims (Replicate -> Partial partitions as in SEMANTICS 5); K dims
+ * keep their per-rank values. *out is a new DTensor. Errors: bad placements
+ * (LT_INVALID); LT_MISMATCH when the source's replicas disagree (message
+ * names the ranks and index; rep, if not NULL, gets step -1). */
+lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int np,
+                            lt_dtensor **out, lt_verify_report *rep);
+
+/* Checks `actual` (any placements) against the direct reshard of `src` to
+ * actual's placements: shard shapes, then values with the dtype's default
+ * tolerance (lt_dtype_default_tol). LT_OK when equal; LT_MISMATCH with
+ * "rank R, local index [..] (global [..]): expected X, got Y" otherwise.
+ * rep may be NULL; when given it is filled either way (rep->step = step). */
+lt_status lt_verify_reshard(const lt_dtensor *src, const lt_dtensor *actual, int step,
+                            lt_verify_report *rep);
+
+/* ---- internal (localtensor/plan*.c, redistribute.c, verify.c, tests) --------- */
+
+/* What one single step does (see the table above). */
+#define LT__STEP_MAP(XX)                                               \
+    XX(ILLEGAL,        0, LT_COLL_BARRIER,        "")                  \
+    XX(SLICE,          0, LT_COLL_BARRIER,        "slice")             \
+    XX(STRIDED_SLICE,  0, LT_COLL_BARRIER,        "strided_slice")     \
+    XX(PARTITION,      0, LT_COLL_BARRIER,        "partition")         \
+    XX(ALL_GATHER,     1, LT_COLL_ALL_GATHER,     "")                  \
+    XX(GATHER_STRIDED, 1, LT_COLL_ALL_GATHER,     "index_select")      \
+    XX(ALL_REDUCE,     1, LT_COLL_ALL_REDUCE,     "")                  \
+    XX(REDUCE_SCATTER, 1, LT_COLL_REDUCE_SCATTER, "")                  \
+    XX(ALL_TO_ALL,     1, LT_COLL_ALL_TO_ALL,     "")
+
+typedef enum {
+#define LT__XX(e, comm, coll, local) LT__STEP_##e,
+    LT__STEP_MAP(LT__XX)
+#undef LT__XX
+    LT__STEP_COUNT
+} lt__step_kind;
+
+/* The kind of the single step that changes mesh dim i of state cur[] to *to
+ * (LT__STEP_ILLEGAL when it is not one step). Pure; no message. */
+lt__step_kind lt__step_kind_of(const lt_mesh *mesh, const lt_placement *cur, int i,
+                               const lt_placement *to);
+int lt__step_kind_comm(lt__step_kind k);
+lt_coll lt__step_kind_coll(lt__step_kind k);
+const char *lt__step_kind_local(lt__step_kind k);
+
+/* Per-rank local shapes of placement list pl (checked, normalized) into
+ * shapes[world * ndim], without index lists. Returns 0, or -1 when the layout
+ * is not computable (a `last` split of fewer elements than ranks, explicit
+ * sizes that do not sum to the split size); no message is set. */
+int lt__layout_shapes(const lt_mesh *mesh, int ndim, const int64_t *gshape,
+                      const lt_placement *pl, int64_t *shapes);
+
+/* Positions (into the parent list of length n) that member c of k keeps
+ * under SS(., sf), in local order, into pos[] (room for n); returns the count. */
+int64_t lt__strided_positions(int64_t n, int sf, int k, int c, int64_t *pos);
+
+/* Per-rank bytes received by the step of kind k on mesh dim i, given the
+ * per-rank shapes before and after (world * ndim each): recv[world] (may be
+ * NULL); returns the total. esize: bytes per element. */
+size_t lt__step_bytes(const lt_mesh *mesh, int ndim, size_t esize, lt__step_kind k, int i,
+                      const lt_placement *from, const lt_placement *to,
+                      const int64_t *before, const int64_t *after, size_t *recv);
+
+/* Plans without the cache: the placement lists are already normalized,
+ * checked and not rejected. *out is a new plan (refcount 1). */
+lt_status lt__plan_build(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
+                         const lt_placement *src, const lt_placement *dst, lt_planner planner,
+                         lt_plan **out);
+
+#endif

@@ -1,0 +1,982 @@
+/* test/test_redistribute.c — redistribute: planners, executor, verifier.
+ *
+ * Expected values come from outside the code under test:
+ *   - results: lt_distribute of the same full tensor with the destination
+ *     placements (SEMANTICS 7: "the result must equal distribute_tensor(full,
+ *     dst)") and, step by step, the verifier's direct reshard;
+ *   - rejections: SEMANTICS 7, restated below (expect_reject);
+ *   - bytes: the comm trace of collectives_sim, and a brute-force search
+ *     written here (its own step rules and byte model) for min-cost;
+ *   - communication counts: PyTorch's test_redistribute_shard_dim_change and
+ *     test_redistribute_shard_dim_multi_dim_mesh (SEMANTICS 7).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "collectives_sim/engine.h"
+#include "localtensor/localtensor.h"
+#include "test/testutil.h"
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static lt_mesh mk_mesh(const char *s) {
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse(s, &m));
+    return m;
+}
+
+static int parse_pl(const char *s, lt_placement *pl) {
+    int n;
+    LT_CHECK(lt_placements_parse(s, pl, LT_MESH_MAX_DIMS, &n));
+    return n;
+}
+
+static lt_dtensor *mk(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t *shape, const lt_placement *pl) {
+    lt_init init = {LT_INIT_ARANGE, 0};
+    lt_dtensor *d = NULL;
+    LT_CHECK(lt_dtensor_init(m, dt, ndim, shape, pl, m->ndim, &init, &d));
+    return d;
+}
+
+static const char *fmt_pl(const lt_placement *pl, int n, char *buf, size_t cap) {
+    lt_placements_format(pl, n, buf, cap);
+    return buf;
+}
+
+/* SEMANTICS 7: on a mesh dim of size > 1, S/SS -> P and P(a) -> P(b), a != b, raise. */
+static int expect_reject(const lt_mesh *m, const lt_placement *s, const lt_placement *d) {
+    for (int i = 0; i < m->ndim; i++) {
+        if (m->shape[i] == 1 || d[i].kind != LT_PL_PARTIAL) continue;
+        if (s[i].kind == LT_PL_SHARD || s[i].kind == LT_PL_STRIDED) return 1;
+        if (s[i].kind == LT_PL_PARTIAL && s[i].op != d[i].op) return 1;
+    }
+    return 0;
+}
+
+/* Shards of a and b agree: shapes exactly, values within the dtype tolerance. */
+static void expect_same_shards(const lt_dtensor *a, const lt_dtensor *b, const char *what) {
+    double rtol, atol;
+    lt_dtype_default_tol(a->dtype, &rtol, &atol);
+    for (int r = 0; r < lt_dtensor_mesh(a)->world; r++) {
+        const lt_tensor *x = a->local->shards[r], *y = b->local->shards[r];
+        if (!lt_same_shape(x, y)) {
+            char sx[64], sy[64];
+            fail_msg("%s: rank %d has shape %s, expected %s", what, r, lt_shape_str(x->ndim, x->shape, sx, 64),
+                     lt_shape_str(y->ndim, y->shape, sy, 64));
+        }
+        lt_compare_result res;
+        LT_CHECK(lt_compare(x, y, rtol, atol, &res));
+        if (!res.equal)
+            fail_msg("%s: rank %d element %lld is %g, expected %g", what, r, (long long)res.first_flat, res.actual,
+                     res.expected);
+    }
+}
+
+/* ---- one checked redistribute ------------------------------------------------------- */
+
+typedef struct sweep_stats {
+    long run, rejected, invalid, skipped;
+    double greedy_extra;    /* bytes greedy moved beyond min-cost, summed */
+} sweep_stats;
+
+/* Redistributes src -> dst with `planner`, checking everything; returns the
+ * plan's total bytes (or (size_t)-1 when rejected/invalid). */
+static size_t check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t *shape,
+                         const lt_placement *sp, const lt_placement *dp, lt_planner planner,
+                         int verify, sweep_stats *stats) {
+    char a[256], b[256], what[700], ms[64];
+    snprintf(what, sizeof what, "mesh %s, %d-d tensor: %s -> %s (%s)", lt_mesh_str(m, ms, sizeof ms), ndim, fmt_pl(sp, m->ndim, a, sizeof a),
+             fmt_pl(dp, m->ndim, b, sizeof b), lt_planner_name(planner));
+    lt_placement dn[LT_MESH_MAX_DIMS];
+    lt_dtensor *src = mk(m, dt, ndim, shape, sp), *out = NULL;
+    lt_comm *comm;
+    LT_CHECK(lt_comm_new(m, &comm));
+    lt_redistribute_opts o = {0};
+    o.planner = planner;
+    o.verify = verify;
+    o.name = "t";
+    o.comm = comm;
+    lt_plan *plan = NULL;
+    size_t mark = lt_trace_marker(lt_comm_trace(comm));
+    lt_status st = lt_redistribute(src, dp, m->ndim, &o, &out, &plan);
+    size_t ret = (size_t)-1;
+    int dst_ok = lt_placements_check(m, ndim, dp, m->ndim, dn) == LT_OK &&
+                 lt_layout_check(m, ndim, shape, dn) == LT_OK;
+    if (!dst_ok) {
+        if (st != LT_INVALID) fail_msg("%s: invalid destination gave %s", what, lt_status_str(st));
+        stats->invalid++;
+    } else if (expect_reject(m, sp, dn)) {
+        if (st != LT_UNSUPPORTED) fail_msg("%s: expected a rejection, got %s", what, lt_status_str(st));
+        if (!strstr(lt_errmsg(), "'t'") || !strstr(lt_errmsg(), "mesh dim"))
+            fail_msg("%s: rejection message lacks the name or mesh dim: %s", what, lt_errmsg());
+        stats->rejected++;
+    } else {
+        if (st) fail_msg("%s: %s: %s", what, lt_status_str(st), lt_errmsg());
+        stats->run++;
+        if (!lt_placements_equal(out->placements, dn, m->ndim)) fail_msg("%s: result placements differ", what);
+        /* SEMANTICS 7: equal to distributing the same full tensor with dst */
+        lt_dtensor *exp = mk(m, dt, ndim, shape, dn);
+        expect_same_shards(out, exp, what);
+        lt_dtensor_free(exp);
+        /* the plan's byte model is the comm trace's */
+        lt_trace *tr = lt_comm_trace(comm);
+        size_t ev = mark;
+        for (int s = 0; s < plan->nsteps; s++) {
+            const lt_plan_step *ps = &plan->steps[s];
+            lt_placement tmp[LT_MESH_MAX_DIMS];
+            if (lt_placements_check(m, ndim, ps->after, m->ndim, tmp))
+                fail_msg("%s: state after step %d is not a valid placement list: %s", what, s + 1, lt_errmsg());
+            if (!ps->comm) continue;
+            lt_trace_event e;
+            if (lt_trace_get(tr, ev++, &e)) fail_msg("%s: step %d issued no collective", what, s + 1);
+            size_t mx = 0;
+            for (int r = 0; r < e.world; r++) mx = e.recv[r] > mx ? e.recv[r] : mx;
+            if (e.coll != ps->coll || e.mesh_dim != ps->mesh_dim || e.total_recv != ps->bytes_total ||
+                mx != ps->bytes_per_rank)
+                fail_msg("%s: step %d: plan says %s on mesh dim %d, %zu bytes (max %zu); trace says %s on %d, %zu (max %zu)",
+                         what, s + 1, ps->collective, ps->mesh_dim, ps->bytes_total, ps->bytes_per_rank,
+                         lt_coll_name(e.coll), e.mesh_dim, e.total_recv, mx);
+        }
+        if (ev != lt_trace_count(tr)) fail_msg("%s: more collectives than the plan lists", what);
+        ret = plan->total_bytes;
+    }
+    lt_plan_free(plan);
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+    lt_comm_free(comm);
+    return ret;
+}
+
+/* ---- the sweep ------------------------------------------------------------------------- */
+
+/* Options of one mesh dim for an ndim-d tensor: R, S(d), S(d, rule), SS(0,2),
+ * P(sum), P(max). */
+static int mesh_dim_options(int ndim, lt_split_kind rule, lt_placement *o) {
+    int n = 0;
+    o[n++] = lt_replicate();
+    for (int d = 0; d < ndim; d++) o[n++] = lt_shard(d);
+    for (int d = 0; d < ndim; d++) {
+        lt_split_rule r = lt_split_chunk();
+        r.kind = rule;
+        o[n++] = lt_shard_rule(d, r);
+    }
+    if (ndim) o[n++] = lt_strided(0, 2);
+    o[n++] = lt_partial(LT_REDOP_SUM);
+    o[n++] = lt_partial(LT_REDOP_MAX);
+    return n;
+}
+
+static uint64_t lcg(uint64_t *s) {
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *s >> 17;
+}
+
+static void decode_list(long idx, const lt_placement *o, int nopt, int M, lt_placement *pl) {
+    for (int i = M - 1; i >= 0; i--) {
+        pl[i] = o[idx % nopt];
+        idx /= nopt;
+    }
+}
+
+/* Every (or `cap` sampled) pair of placement lists built from the per-mesh-dim
+ * options o[nopt], for one shape; both planners. */
+static void sweep_options(const char *mesh_s, int ndim, const int64_t *shape, const lt_placement *o, int nopt,
+                          long cap, sweep_stats *stats) {
+    lt_mesh m = mk_mesh(mesh_s);
+    lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS], tmp[LT_MESH_MAX_DIMS];
+    long nlist = 1;
+    for (int i = 0; i < m.ndim; i++) nlist *= nopt;
+    long npairs = nlist * nlist;
+    uint64_t seed = 0x9e3779b97f4a7c15ULL ^ (uint64_t)(nlist * 131 + ndim * 7 + (ndim ? shape[0] : 0));
+    long todo = cap > 0 && cap < npairs ? cap : npairs;
+    for (long q = 0; q < todo; q++) {
+        long pair = todo == npairs ? q : (long)(lcg(&seed) % (uint64_t)npairs);
+        decode_list(pair / nlist, o, nopt, m.ndim, sp);
+        decode_list(pair % nlist, o, nopt, m.ndim, dp);
+        /* sources must be distributable (valid list, computable layout) */
+        if (lt_placements_check(&m, ndim, sp, m.ndim, tmp) || lt_layout_check(&m, ndim, shape, sp)) {
+            stats->skipped++;
+            continue;
+        }
+        size_t g = check_pair(&m, LT_F32, ndim, shape, sp, dp, LT_PLANNER_GREEDY, 1, stats);
+        size_t c = check_pair(&m, LT_F32, ndim, shape, sp, dp, LT_PLANNER_MIN_COST, 1, stats);
+        if (g != (size_t)-1 && c > g) {
+            char a[256], b[256];
+            fail_msg("min-cost moved %zu bytes but greedy %zu: %s -> %s on %s", c, g, fmt_pl(sp, m.ndim, a, 256),
+                     fmt_pl(dp, m.ndim, b, 256), mesh_s);
+        }
+        if (g != (size_t)-1) stats->greedy_extra += (double)(g - c);
+    }
+}
+
+static void sweep(const char *mesh_s, int ndim, const int64_t *shape, lt_split_kind rule, long cap,
+                  sweep_stats *stats) {
+    lt_placement o[24];
+    int nopt = mesh_dim_options(ndim, rule, o);
+    sweep_options(mesh_s, ndim, shape, o, nopt, cap, stats);
+}
+
+static void test_sweep(void **state) {
+    (void)state;
+    sweep_stats st = {0};
+    clock_t t0 = clock();
+    const int64_t sh1[][1] = {{0}, {1}, {3}, {7}, {8}};
+    const int64_t sh2[][2] = {{0, 3}, {2, 3}, {5, 7}, {8, 4}};
+    const lt_split_kind rules[] = {LT_SPLIT_BALANCED, LT_SPLIT_LAST};
+    for (int k = 2; k <= 8; k++) {
+        char ms[16];
+        snprintf(ms, sizeof ms, "%d", k);
+        for (int s = 0; s < 5; s++)
+            for (int r = 0; r < 2; r++) sweep(ms, 1, sh1[s], rules[r], 0, &st);
+        for (int s = 0; s < 4; s++) sweep(ms, 2, sh2[s], rules[k % 2], 0, &st);
+    }
+    const char *meshes2[] = {"2x2", "2x3", "4x2"};
+    for (int q = 0; q < 3; q++) {
+        lt_split_kind rule = q == 1 ? LT_SPLIT_LAST : LT_SPLIT_BALANCED;
+        sweep(meshes2[q], 1, sh1[2], rule, 0, &st);          /* 3 elements: smaller than the mesh */
+        sweep(meshes2[q], 1, sh1[0], rule, 150, &st);        /* empty */
+        sweep(meshes2[q], 2, sh2[2], rule, 500, &st);        /* uneven */
+        sweep(meshes2[q], 2, sh2[3], rule, 250, &st);        /* even */
+        sweep(meshes2[q], 2, sh2[1], rule, 150, &st);        /* smaller than the mesh */
+    }
+    sweep("2x2x2", 1, sh1[3], LT_SPLIT_BALANCED, 400, &st);
+    sweep("2x2x2", 2, sh2[2], LT_SPLIT_BALANCED, 400, &st);
+    sweep("2x2x2", 2, sh2[0], LT_SPLIT_BALANCED, 100, &st);
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    print_message("sweep: %ld redistributes checked, %ld rejected as SEMANTICS 7 says, %ld invalid destinations, %ld invalid sources skipped; greedy moved %.0f bytes more than min-cost in total; %.1f s\n",
+                  st.run, st.rejected, st.invalid, st.skipped, st.greedy_extra, secs);
+    assert_true(st.run > 10000);
+}
+
+/* 0-d tensors (only R and P) and explicit split sizes, every pair. */
+static void test_scalars_and_explicit(void **state) {
+    (void)state;
+    sweep_stats st = {0};
+    lt_placement o[8];
+    const int64_t scalar[1] = {1};
+    o[0] = lt_replicate();
+    o[1] = lt_partial(LT_REDOP_SUM);
+    o[2] = lt_partial(LT_REDOP_MAX);
+    o[3] = lt_partial(LT_REDOP_AVG);
+    sweep_options("2x2", 0, scalar, o, 4, 0, &st);
+    sweep_options("3", 0, scalar, o, 4, 0, &st);
+    /* 1-D mesh of 4, (7, 5): explicit sizes with empty pieces */
+    lt_split_rule e1 = lt_split_chunk(), e2 = lt_split_chunk();
+    e1.kind = e2.kind = LT_SPLIT_EXPLICIT;
+    e1.nsizes = e2.nsizes = 4;
+    const int64_t s1[] = {3, 0, 1, 3}, s2[] = {2, 2, 0, 1};
+    memcpy(e1.sizes, s1, sizeof s1);
+    memcpy(e2.sizes, s2, sizeof s2);
+    const int64_t sh75[] = {7, 5};
+    o[0] = lt_replicate();
+    o[1] = lt_shard(0);
+    o[2] = lt_shard_rule(0, e1);
+    o[3] = lt_shard_rule(1, e2);
+    o[4] = lt_strided(1, 2);
+    o[5] = lt_partial(LT_REDOP_SUM);
+    o[6] = lt_shard(1);
+    sweep_options("4", 2, sh75, o, 7, 0, &st);
+    /* 2x2, (4, 3): explicit sizes that only fit nested (parent of 2 rows) or
+     * whole (3 columns) */
+    e1.nsizes = e2.nsizes = 2;
+    e1.sizes[0] = 2;
+    e1.sizes[1] = 0;
+    e2.sizes[0] = 1;
+    e2.sizes[1] = 2;
+    const int64_t sh43[] = {4, 3};
+    o[2] = lt_shard_rule(0, e1);
+    o[3] = lt_shard_rule(1, e2);
+    sweep_options("2x2", 2, sh43, o, 7, 0, &st);
+    print_message("scalars and explicit sizes: %ld checked, %ld rejected, %ld invalid destinations\n", st.run,
+                  st.rejected, st.invalid);
+    assert_true(st.run > 1000 && st.invalid > 0);
+}
+
+/* ---- SEMANTICS 7 communication counts ------------------------------------------------- */
+
+static int comm_count(const char *mesh_s, int ndim, const int64_t *shape, const char *a, const char *b,
+                      lt_planner planner, size_t *bytes) {
+    lt_mesh m = mk_mesh(mesh_s);
+    lt_placement sp[8], dp[8];
+    parse_pl(a, sp);
+    parse_pl(b, dp);
+    lt_dtensor *src = mk(&m, LT_F32, ndim, shape, sp), *out, *exp = mk(&m, LT_F32, ndim, shape, dp);
+    lt_comm *comm;
+    LT_CHECK(lt_comm_new(&m, &comm));
+    lt_redistribute_opts o = {0};
+    o.planner = planner;
+    o.verify = 1;
+    o.comm = comm;
+    lt_plan *plan;
+    LT_CHECK(lt_redistribute(src, dp, m.ndim, &o, &out, &plan));
+    expect_same_shards(out, exp, a);
+    int n = (int)lt_trace_count(lt_comm_trace(comm));
+    if (n != plan->ncomm) fail_msg("%s -> %s: trace has %d events, plan %d collectives", a, b, n, plan->ncomm);
+    if (bytes) *bytes = plan->total_bytes;
+    lt_plan_free(plan);
+    lt_dtensor_free(out);
+    lt_dtensor_free(exp);
+    lt_dtensor_free(src);
+    lt_comm_free(comm);
+    return n;
+}
+
+static void test_sem7_counts(void **state) {
+    (void)state;
+    /* test_redistribute_shard_dim_change, 2-D mesh (2, 2) */
+    const int64_t shapes[][3] = {{8, 8, 0}, {8, 8, 8}, {8, 5, 0}, {5, 8, 0}, {5, 5, 0}};
+    const char *pairs2[][2] = {{"S(0),S(1)", "S(0),S(0)"}, {"S(0),S(1)", "S(1),S(0)"}, {"S(0),S(0)", "S(1),S(1)"},
+                               {"S(0),S(2)", "S(1),S(0)"}, {"S(1),S(1)", "S(1),S(2)"}};
+    const int counts2[] = {1, 2, 2, 2, 1};
+    for (int s = 0; s < 5; s++) {
+        int ndim = shapes[s][2] ? 3 : 2;
+        for (int p = 0; p < (ndim == 3 ? 5 : 3); p++) {
+            int n = comm_count("2x2", ndim, shapes[s], pairs2[p][0], pairs2[p][1], LT_PLANNER_GREEDY, NULL);
+            if (n != counts2[p])
+                fail_msg("greedy %s -> %s on shape %d: %d collectives, PyTorch issues %d", pairs2[p][0], pairs2[p][1], s,
+                         n, counts2[p]);
+            /* min-cost may trade collectives for bytes (it parks a shard on a
+             * third tensor dim); it never moves more bytes */
+            size_t gb, cb;
+            comm_count("2x2", ndim, shapes[s], pairs2[p][0], pairs2[p][1], LT_PLANNER_GREEDY, &gb);
+            int c = comm_count("2x2", ndim, shapes[s], pairs2[p][0], pairs2[p][1], LT_PLANNER_MIN_COST, &cb);
+            assert_true(cb <= gb);
+            if (c != counts2[p])
+                print_message("2-D %s -> %s on (%lld, %lld%s): min-cost %d collectives %zu bytes, greedy %d %zu bytes\n",
+                              pairs2[p][0], pairs2[p][1], (long long)shapes[s][0], (long long)shapes[s][1],
+                              ndim == 3 ? ", 8" : "", c, cb, n, gb);
+        }
+    }
+    /* test_redistribute_shard_dim_multi_dim_mesh: (8, 8, 8) on (2, 2, 2) */
+    const int64_t s3[] = {8, 8, 8};
+    const char *pairs3[][2] = {{"S(0),S(0),S(0)", "S(1),S(1),S(1)"}, {"S(0),S(1),S(0)", "S(1),S(0),S(0)"},
+                               {"S(0),S(1),S(2)", "S(2),S(1),S(0)"}, {"S(1),S(0),S(0)", "R,S(0),S(0)"},
+                               {"S(1),R,S(0)", "R,S(0),S(0)"},       {"S(0),S(0),S(1)", "S(0),S(1),S(2)"}};
+    const int counts3[] = {3, 3, 2, 1, 2, 2};
+    for (int p = 0; p < 6; p++) {
+        size_t gb, cb;
+        int n = comm_count("2x2x2", 3, s3, pairs3[p][0], pairs3[p][1], LT_PLANNER_GREEDY, &gb);
+        if (n != counts3[p])
+            fail_msg("greedy %s -> %s: %d collectives, PyTorch issues %d", pairs3[p][0], pairs3[p][1], n, counts3[p]);
+        int c = comm_count("2x2x2", 3, s3, pairs3[p][0], pairs3[p][1], LT_PLANNER_MIN_COST, &cb);
+        print_message("3-D %-16s -> %-16s greedy %d collectives %5zu bytes, min-cost %d collectives %5zu bytes\n",
+                      pairs3[p][0], pairs3[p][1], n, gb, c, cb);
+        assert_true(cb <= gb);
+    }
+}
+
+/* SEMANTICS 7: merging must not change results: P,P -> S0,S0 of 4 rows on
+ * 2x3 gives row sizes 1,1,0,1,1,0. */
+static void test_sem7_merge_example(void **state) {
+    (void)state;
+    lt_mesh m = mk_mesh("2x3");
+    lt_placement sp[2], dp[2];
+    parse_pl("P,P", sp);
+    parse_pl("S(0),S(0)", dp);
+    const int64_t shape[] = {4};
+    const int64_t rows[] = {1, 1, 0, 1, 1, 0};
+    for (int pl = 0; pl < LT_PLANNER_COUNT; pl++) {
+        lt_dtensor *src = mk(&m, LT_F32, 1, shape, sp), *out;
+        lt_redistribute_opts o = {0};
+        o.planner = (lt_planner)pl;
+        o.verify = 1;
+        LT_CHECK(lt_redistribute(src, dp, 2, &o, &out, NULL));
+        for (int r = 0; r < 6; r++) assert_int_equal(out->local->shards[r]->shape[0], rows[r]);
+        /* arange(4): rank 0 row 0, rank 1 row 1, rank 3 row 2, rank 4 row 3 */
+        assert_true(fabs(lt_get_flat(out->local->shards[4], 0) - 3.0) < 1e-6);
+        lt_dtensor_free(out);
+        lt_dtensor_free(src);
+    }
+}
+
+/* ---- size-1 mesh dims (test_one_chunk_mesh) ------------------------------------------ */
+
+static void test_one_chunk_mesh(void **state) {
+    (void)state;
+    lt_mesh m = mk_mesh("4x1");
+    const int64_t shape[] = {16, 8};
+    const char *srcs[] = {"S(1)", "R", "P(sum)"}, *dsts[] = {"S(0)", "S(1)", "R", "P(max)"};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 4; b++) {
+            char s1[64], s2[64];
+            lt_placement sp[2], dp[2];
+            snprintf(s1, sizeof s1, "S(0),%s", srcs[a]);
+            snprintf(s2, sizeof s2, "S(0),%s", dsts[b]);
+            parse_pl(s1, sp);
+            parse_pl(s2, dp);
+            /* even S -> P(max) on the size-1 dim is no step and no error */
+            size_t bytes;
+            int n = comm_count("4x1", 2, shape, s1, s2, LT_PLANNER_MIN_COST, &bytes);
+            if (n != 0 || bytes != 0) fail_msg("%s -> %s on 4x1: %d collectives", s1, s2, n);
+            n = comm_count("4x1", 2, shape, s1, s2, LT_PLANNER_GREEDY, &bytes);
+            if (n != 0) fail_msg("greedy %s -> %s on 4x1: %d collectives", s1, s2, n);
+        }
+    (void)m;
+}
+
+/* ---- rejections and messages ------------------------------------------------------------ */
+
+static void expect_error(const char *mesh_s, const char *a, const char *b, const char *name, lt_status want,
+                         const char *const *needles) {
+    lt_mesh m = mk_mesh(mesh_s);
+    lt_placement sp[8], dp[8];
+    parse_pl(a, sp);
+    int nd = parse_pl(b, dp);
+    const int64_t shape[] = {6, 4};
+    lt_dtensor *src = mk(&m, LT_F32, 2, shape, sp), *out = (lt_dtensor *)1;
+    lt_redistribute_opts o = {0};
+    o.name = name;
+    LT_EXPECT_STATUS(lt_redistribute(src, dp, nd, &o, &out, NULL), want);
+    assert_null(out);
+    for (int i = 0; needles[i]; i++)
+        if (!strstr(lt_errmsg(), needles[i])) fail_msg("message lacks '%s': %s", needles[i], lt_errmsg());
+    lt_dtensor_free(src);
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    const char *n1[] = {"'w'", "[R, S(0)]", "[R, P(sum)]", "mesh dim 1", "S(0) -> P(sum)", NULL};
+    expect_error("2x2", "R,S(0)", "R,P(sum)", "w", LT_UNSUPPORTED, n1);
+    const char *n2[] = {"'grad'", "[P(sum), R]", "[P(max), R]", "mesh dim 0", "partial", NULL};
+    expect_error("2x2", "P(sum),R", "P(max),R", "grad", LT_UNSUPPORTED, n2);
+    const char *n3[] = {"unnamed", "SS(0,2) -> P(sum)", "mesh dim 0", NULL};
+    expect_error("2x2", "SS(0,2),R", "P(sum),R", NULL, LT_UNSUPPORTED, n3);
+    const char *n4[] = {"'w'", "destination", "mesh dim 1", NULL};
+    expect_error("2x2", "R,R", "R,S(5)", "w", LT_INVALID, n4);
+    const char *n5[] = {"'w'", "mixed", NULL};
+    expect_error("2x2", "R,R", "P(sum),P(max)", "w", LT_INVALID, n5);
+    const char *n6[] = {"'w'", "R -> P(product)", NULL};
+    expect_error("2x2", "R,R", "R,P(product)", "w", LT_UNSUPPORTED, n6);
+    const char *n7[] = {"'w'", "for a mesh of 2 dims", NULL};
+    expect_error("2x2", "R,R", "R", "w", LT_INVALID, n7);
+    /* R -> P is allowed internally (partition) */
+    lt_mesh m = mk_mesh("2x2");
+    lt_placement sp[2], dp[2];
+    parse_pl("S(0),R", sp);
+    parse_pl("S(0),P(sum)", dp);
+    const int64_t shape[] = {6, 4};
+    lt_dtensor *src = mk(&m, LT_F32, 2, shape, sp), *out, *exp = mk(&m, LT_F32, 2, shape, dp);
+    lt_redistribute_opts o = {0};
+    o.verify = 1;
+    LT_CHECK(lt_redistribute(src, dp, 2, &o, &out, NULL));
+    expect_same_shards(out, exp, "R -> P(sum)");
+    lt_dtensor_free(out);
+    lt_dtensor_free(exp);
+    lt_dtensor_free(src);
+}
+
+/* ---- verifier: it must catch and place a wrong step ---------------------------------------- */
+
+static lt_coll_fn real_a2a;
+static lt_status bad_a2a(void *ctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
+    lt_status st = real_a2a(ctx, g, in, out);
+    lt_tensor *t = out[g->ranks[g->size - 1]];
+    if (!st && g->index == 1 && lt_numel(t) > 0) lt_set_flat(t, 0, lt_get_flat(t, 0) + 100);
+    return st;
+}
+
+static void test_verify_catches_wrong_step(void **state) {
+    (void)state;
+    lt_mesh m = mk_mesh("2x2");
+    lt_engine_i eng = *lt_engine_inproc();
+    real_a2a = eng.all_to_all;
+    eng.all_to_all = bad_a2a;
+    lt_comm *comm;
+    LT_CHECK(lt_comm_new_engine(&m, &eng, &comm));
+    lt_placement sp[2], dp[2];
+    parse_pl("S(0),S(1)", sp);
+    parse_pl("S(1),S(0)", dp);
+    const int64_t shape[] = {8, 8};
+    lt_dtensor *src = mk(&m, LT_F32, 2, shape, sp), *out = NULL;
+    lt_verify_report rep;
+    lt_redistribute_opts o = {0};
+    o.verify = 1;
+    o.comm = comm;
+    o.report = &rep;
+    o.name = "x";
+    lt_plan *plan;
+    LT_EXPECT_STATUS(lt_redistribute(src, dp, 2, &o, &out, &plan), LT_MISMATCH);
+    assert_null(out);
+    assert_non_null(plan);
+    int a2a = -1;
+    for (int s = 0; s < plan->nsteps; s++)
+        if (plan->steps[s].comm && plan->steps[s].coll == LT_COLL_ALL_TO_ALL) a2a = s;
+    assert_true(a2a >= 0);
+    assert_true(rep.checked && !rep.ok);
+    assert_int_equal(rep.step, a2a);
+    assert_int_equal(rep.mesh_dim, plan->steps[a2a].mesh_dim);
+    assert_true(fabs(rep.actual - rep.expected - 100) < 1e-3);
+    /* the global index holds arange's value */
+    assert_true(fabs(rep.expected - (double)(rep.global_index[0] * 8 + rep.global_index[1])) < 1e-6);
+    char want[64];
+    snprintf(want, sizeof want, "after step %d of %d", a2a + 1, plan->nsteps);
+    if (!strstr(lt_errmsg(), want) || !strstr(lt_errmsg(), "'x'") || !strstr(lt_errmsg(), "all_to_all") ||
+        !strstr(lt_errmsg(), "expected"))
+        fail_msg("message: %s", lt_errmsg());
+    assert_string_equal(rep.message, lt_errmsg());
+    print_message("wrong step caught: %s\n", rep.message);
+    lt_plan_free(plan);
+    lt_dtensor_free(src);
+    lt_comm_free(comm);
+}
+
+/* Replicas that disagree are reported against the source (step -1). */
+static void test_verify_inconsistent_source(void **state) {
+    (void)state;
+    lt_mesh m = mk_mesh("2");
+    const int64_t shape[] = {3};
+    lt_tensor *sh[2];
+    double v0[] = {1, 2, 3}, v1[] = {1, 2, 4};
+    LT_CHECK(lt_tensor_from_doubles(LT_F32, 1, shape, v0, 3, &sh[0]));
+    LT_CHECK(lt_tensor_from_doubles(LT_F32, 1, shape, v1, 3, &sh[1]));
+    lt_placement r = lt_replicate(), s0 = lt_shard(0);
+    lt_dtensor *dt, *out = NULL;
+    LT_CHECK(lt_from_local(&m, sh, &r, 1, 0, &dt));
+    lt_verify_report rep;
+    lt_redistribute_opts o = {0};
+    o.verify = 1;
+    o.report = &rep;
+    LT_EXPECT_STATUS(lt_redistribute(dt, &s0, 1, &o, &out, NULL), LT_MISMATCH);
+    assert_int_equal(rep.step, -1);
+    assert_int_equal(rep.rank, 1);
+    assert_int_equal(rep.global_index[0], 2);
+    if (!strstr(lt_errmsg(), "replicas disagree")) fail_msg("message: %s", lt_errmsg());
+    lt_dtensor_free(dt);
+    lt_tensor_free(sh[0]);
+    lt_tensor_free(sh[1]);
+}
+
+/* lt_verify_reshard on a corrupted result names rank and index. */
+static void test_verify_reshard_direct(void **state) {
+    (void)state;
+    lt_mesh m = mk_mesh("2x2");
+    lt_placement sp[2], dp[2];
+    parse_pl("S(0),P(sum)", sp);
+    parse_pl("R,S(1,balanced)", dp);
+    const int64_t shape[] = {5, 3};
+    lt_dtensor *src = mk(&m, LT_F32, 2, shape, sp), *out;
+    LT_CHECK(lt_redistribute(src, dp, 2, NULL, &out, NULL));
+    lt_verify_report rep;
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    assert_true(rep.ok);
+    lt_set_flat(out->local->shards[3], 4, -1);   /* rank 3 holds columns [2] of every row */
+    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+    assert_int_equal(rep.rank, 3);
+    assert_int_equal(rep.local_index[0], 4);
+    assert_int_equal(rep.global_index[0], 4);
+    assert_int_equal(rep.global_index[1], 2);
+    assert_true(fabs(rep.expected - 14) < 1e-6 && rep.actual == -1);
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+}
+
+/* ---- min-cost optimality against brute force ------------------------------------------------ */
+
+/* The search space of localtensor/redistribute.h, with its own step rules and
+ * byte model. */
+typedef struct bf {
+    const lt_mesh *m;
+    int ndim;
+    const int64_t *shape;
+    size_t es;
+    const lt_placement *src, *dst;
+    int frozen[LT_MESH_MAX_DIMS];
+    int nc[LT_MESH_MAX_DIMS];
+    lt_placement cand[LT_MESH_MAX_DIMS][40];
+    long nstates;
+    signed char *valid;          /* per state: -1 unknown, 0 invalid, 1 valid */
+    lt_rank_layout *lay;         /* (nstates, world) */
+    uint64_t *best;
+    int *bestdepth;
+    uint64_t found;
+    int maxdepth;
+} bf;
+
+static void bf_add(bf *b, int i, lt_placement p) {
+    for (int k = 0; k < b->nc[i]; k++)
+        if (lt_placement_equal(&b->cand[i][k], &p)) return;
+    b->cand[i][b->nc[i]++] = p;
+}
+
+static int is_shardish(const lt_placement *p) { return p->kind == LT_PL_SHARD || p->kind == LT_PL_STRIDED; }
+
+static int bf_later(const bf *b, const lt_placement *pl, int i, int d) {
+    for (int j = i + 1; j < b->m->ndim; j++)
+        if (is_shardish(&pl[j]) && pl[j].dim == d) return 1;
+    return 0;
+}
+
+/* 0 = not a step; 1 gather, 2 all_reduce, 3 reduce_scatter, 4 all_to_all, 5 local */
+static int bf_step(const bf *b, const lt_placement *pl, int i, const lt_placement *t) {
+    const lt_placement *a = &pl[i];
+    if (b->frozen[i]) return 0;
+    if (a->kind == LT_PL_REPLICATE) {
+        if (is_shardish(t)) return bf_later(b, pl, i, t->dim) ? 0 : 5;
+        if (t->kind == LT_PL_PARTIAL)
+            return lt_placement_equal(t, &b->dst[i]) && b->src[i].kind != LT_PL_PARTIAL ? 5 : 0;
+        return 0;
+    }
+    if (is_shardish(a) && bf_later(b, pl, i, a->dim)) return 0;
+    if (is_shardish(a) && t->kind == LT_PL_REPLICATE) return 1;
+    if (a->kind == LT_PL_SHARD && t->kind == LT_PL_SHARD && t->dim != a->dim && !bf_later(b, pl, i, t->dim)) return 4;
+    if (a->kind == LT_PL_PARTIAL && t->kind == LT_PL_REPLICATE) return 2;
+    if (a->kind == LT_PL_PARTIAL && t->kind == LT_PL_SHARD && !bf_later(b, pl, i, t->dim)) return 3;
+    return 0;
+}
+
+static int64_t bf_numel(const lt_rank_layout *l) {
+    int64_t n = 1;
+    for (int d = 0; d < l->ndim; d++) n *= l->local_shape[d];
+    return n;
+}
+
+static long bf_key(const bf *b, const lt_placement *pl) {
+    long k = 0;
+    for (int i = 0; i < b->m->ndim; i++) {
+        int x = 0;
+        while (!lt_placement_equal(&b->cand[i][x], &pl[i])) x++;
+        k = k * b->nc[i] + x;
+    }
+    return k;
+}
+
+/* Layouts of every rank of state pl (memoized per state); NULL when the state
+ * is not a valid placement list with a computable layout. */
+static lt_rank_layout *bf_state(bf *b, const lt_placement *pl) {
+    long k = bf_key(b, pl);
+    if (b->valid[k] < 0) {
+        lt_placement tmp[LT_MESH_MAX_DIMS];
+        b->valid[k] = !lt_placements_check(b->m, b->ndim, pl, b->m->ndim, tmp) &&
+                      !lt_layout_check(b->m, b->ndim, b->shape, pl);
+        for (int r = 0; r < b->m->world && b->valid[k]; r++)
+            LT_CHECK(lt_layout_rank(b->m, b->ndim, b->shape, pl, r, &b->lay[k * b->m->world + r]));
+    }
+    return b->valid[k] ? &b->lay[k * b->m->world] : NULL;
+}
+
+/* Elements both layouts hold, per dim from the index sets. */
+static int64_t bf_overlap(const bf *b, const lt_rank_layout *x, const lt_rank_layout *y) {
+    int64_t keep = 1;
+    for (int d = 0; d < b->ndim; d++) {
+        char *mask = calloc((size_t)b->shape[d] + 1, 1);
+        for (int64_t j = 0; j < x->local_shape[d]; j++) mask[x->idx[d] ? x->idx[d][j] : j] = 1;
+        int64_t c = 0;
+        for (int64_t j = 0; j < y->local_shape[d]; j++) c += mask[y->idx[d] ? y->idx[d][j] : j];
+        free(mask);
+        keep *= c;
+    }
+    return keep;
+}
+
+/* Bytes every rank receives (model of collectives_sim/trace.h, from shard sizes). */
+static int64_t bf_bytes(const bf *b, const lt_rank_layout *la, const lt_rank_layout *lb, int i, int kind) {
+    const lt_mesh *m = b->m;
+    int W = m->world, n = m->shape[i];
+    int64_t total = 0;
+    for (int r = 0; r < W; r++) {
+        int pos;
+        int g = lt_mesh_group_of(m, i, r, &pos);
+        int grp[16];
+        lt_mesh_group(m, i, g, grp);
+        int64_t v = 0;
+        if (kind == 1) {            /* every other member's shard */
+            for (int j = 0; j < n; j++)
+                if (grp[j] != r) v += bf_numel(&la[grp[j]]);
+        } else if (kind == 2) {     /* reduce_scatter + all_gather of balanced pieces */
+            int64_t B = bf_numel(&la[r]), p = B / n + (pos < B % n);
+            v = (n - 1) * p + (B - p);
+        } else if (kind == 3) {     /* its piece from every other member */
+            v = (n - 1) * bf_numel(&lb[r]);
+        } else if (kind == 4) {     /* the elements of its new shard it did not hold */
+            v = bf_numel(&lb[r]) - bf_overlap(b, &la[r], &lb[r]);
+        }
+        total += v * (int64_t)b->es;
+    }
+    return total;
+}
+
+static void bf_dfs(bf *b, lt_placement *pl, uint64_t cost, int depth) {
+    long key = bf_key(b, pl);
+    if (cost > b->found || b->best[key] < cost || (b->best[key] == cost && b->bestdepth[key] <= depth)) return;
+    b->best[key] = cost;
+    b->bestdepth[key] = depth;
+    if (lt_placements_equal(pl, b->dst, b->m->ndim)) {
+        if (cost < b->found) b->found = cost;
+        return;
+    }
+    if (depth == b->maxdepth) return;
+    const lt_rank_layout *la = bf_state(b, pl);
+    for (int i = 0; i < b->m->ndim; i++)
+        for (int c = 0; c < b->nc[i]; c++) {
+            const lt_placement *t = &b->cand[i][c];
+            if (lt_placement_equal(t, &pl[i])) continue;
+            int kind = bf_step(b, pl, i, t);
+            if (!kind) continue;
+            lt_placement nx[LT_MESH_MAX_DIMS];
+            memcpy(nx, pl, sizeof(lt_placement) * (size_t)b->m->ndim);
+            nx[i] = *t;
+            const lt_rank_layout *lb = bf_state(b, nx);
+            if (!lb) continue;
+            bf_dfs(b, nx, cost + (uint64_t)bf_bytes(b, la, lb, i, kind), depth + 1);
+        }
+}
+
+static uint64_t brute_force(const lt_mesh *m, int ndim, const int64_t *shape, const lt_placement *sp,
+                            const lt_placement *dp) {
+    bf *b = calloc(1, sizeof *b);
+    b->m = m;
+    b->ndim = ndim;
+    b->shape = shape;
+    b->es = 4;
+    b->src = sp;
+    b->dst = dp;
+    b->nstates = 1;
+    for (int i = 0; i < m->ndim; i++) {
+        b->frozen[i] = sp[i].kind == LT_PL_PARTIAL && lt_placement_equal(&sp[i], &dp[i]);
+        bf_add(b, i, sp[i]);
+        if (!b->frozen[i]) {
+            bf_add(b, i, dp[i]);
+            bf_add(b, i, lt_replicate());
+            for (int d = 0; d < ndim; d++) bf_add(b, i, lt_shard(d));
+            for (int e = 0; e < 2; e++) {
+                const lt_placement *p = e ? &dp[i] : &sp[i];
+                if (p->kind == LT_PL_SHARD && p->rule.kind != LT_SPLIT_CHUNK)
+                    for (int d = 0; d < ndim; d++) bf_add(b, i, lt_shard_rule(d, p->rule));
+            }
+        }
+        b->nstates *= b->nc[i];
+    }
+    b->valid = malloc((size_t)b->nstates);
+    memset(b->valid, -1, (size_t)b->nstates);
+    b->lay = calloc((size_t)b->nstates * (size_t)m->world, sizeof(lt_rank_layout));
+    b->best = malloc(sizeof(uint64_t) * (size_t)b->nstates);
+    b->bestdepth = malloc(sizeof(int) * (size_t)b->nstates);
+    for (long k = 0; k < b->nstates; k++) {
+        b->best[k] = UINT64_MAX;
+        b->bestdepth[k] = 1 << 30;
+    }
+    b->found = UINT64_MAX;
+    b->maxdepth = 3 * m->ndim + 2;
+    lt_placement pl[LT_MESH_MAX_DIMS];
+    memcpy(pl, sp, sizeof(lt_placement) * (size_t)m->ndim);
+    bf_dfs(b, pl, 0, 0);
+    uint64_t f = b->found;
+    for (long k = 0; k < b->nstates * m->world; k++) lt_rank_layout_free(&b->lay[k]);
+    free(b->lay);
+    free(b->valid);
+    free(b->best);
+    free(b->bestdepth);
+    free(b);
+    return f;
+}
+
+static void optimality(const char *mesh_s, int ndim, const int64_t *shape, long cap, int *best_gap_out,
+                       char *example, size_t exn) {
+    lt_mesh m = mk_mesh(mesh_s);
+    lt_placement o[24], sp[8], dp[8], tmp[8];
+    int nopt = mesh_dim_options(ndim, LT_SPLIT_BALANCED, o);
+    long nlist = 1;
+    for (int i = 0; i < m.ndim; i++) nlist *= nopt;
+    long npairs = nlist * nlist, todo = cap && cap < npairs ? cap : npairs;
+    uint64_t seed = 12345;
+    for (long q = 0; q < todo; q++) {
+        long pair = todo == npairs ? q : (long)(lcg(&seed) % (uint64_t)npairs);
+        decode_list(pair / nlist, o, nopt, m.ndim, sp);
+        decode_list(pair % nlist, o, nopt, m.ndim, dp);
+        if (lt_placements_check(&m, ndim, sp, m.ndim, tmp) || lt_layout_check(&m, ndim, shape, sp) ||
+            lt_placements_check(&m, ndim, dp, m.ndim, tmp) || lt_layout_check(&m, ndim, shape, dp) ||
+            expect_reject(&m, sp, dp))
+            continue;
+        lt_redistribute_opts o1 = {0}, o2 = {0};
+        o2.planner = LT_PLANNER_GREEDY;
+        lt_plan *pc, *pg;
+        LT_CHECK(lt_plan_redistribute(&m, LT_F32, ndim, shape, sp, dp, m.ndim, &o1, &pc));
+        LT_CHECK(lt_plan_redistribute(&m, LT_F32, ndim, shape, sp, dp, m.ndim, &o2, &pg));
+        uint64_t want = brute_force(&m, ndim, shape, sp, dp);
+        char a[256], b[256];
+        if (pc->total_bytes != want)
+            fail_msg("%s %s -> %s: min-cost moves %zu bytes, brute force finds %llu", mesh_s, fmt_pl(sp, m.ndim, a, 256),
+                     fmt_pl(dp, m.ndim, b, 256), pc->total_bytes, (unsigned long long)want);
+        if (pg->total_bytes < pc->total_bytes) fail_msg("greedy beats min-cost");
+        int gap = (int)(pg->total_bytes - pc->total_bytes);
+        if (gap > *best_gap_out) {
+            *best_gap_out = gap;
+            snprintf(example, exn, "%s (%lld, %lld) %s -> %s: greedy %zu bytes in %d collectives, min-cost %zu bytes in %d",
+                     mesh_s, (long long)shape[0], (long long)(ndim > 1 ? shape[1] : 0), fmt_pl(sp, m.ndim, a, 256),
+                     fmt_pl(dp, m.ndim, b, 256), pg->total_bytes, pg->ncomm, pc->total_bytes, pc->ncomm);
+        }
+        lt_plan_free(pc);
+        lt_plan_free(pg);
+    }
+}
+
+static void test_min_cost_optimal(void **state) {
+    (void)state;
+    char ex[1024] = "";
+    int gap = 0;
+    const int64_t s57[] = {5, 7}, s84[] = {8, 4}, s6[] = {6};
+    optimality("2x2", 2, s57, 0, &gap, ex, sizeof ex);
+    optimality("2x2", 2, s84, 1500, &gap, ex, sizeof ex);
+    optimality("2x2x2", 1, s6, 600, &gap, ex, sizeof ex);
+    optimality("2x2x2", 2, s57, 500, &gap, ex, sizeof ex);
+    print_message("largest min-cost win: %s\n", ex);
+    assert_true(gap > 0);
+}
+
+/* ---- a few specific cases -------------------------------------------------------------------- */
+
+static void test_strided_and_explicit(void **state) {
+    (void)state;
+    /* SEMANTICS 4 seed: arange(5) on (2, 2) with [SS(0,2), S(0)] holds 0,1 | 3 | 2 | 4 */
+    lt_mesh m = mk_mesh("2x2");
+    const int64_t s5[] = {5};
+    const char *dsts[] = {"R,R", "S(0),S(0)", "S(0,[3,2]),R", "R,SS(0,2)", "S(0,balanced),S(0,last)", "R,S(0,last)"};
+    for (int q = 0; q < 6; q++) {
+        for (int pl = 0; pl < 2; pl++) {
+            lt_placement sp[2], dp[2];
+            parse_pl("SS(0,2),S(0)", sp);
+            parse_pl(dsts[q], dp);
+            lt_dtensor *src = mk(&m, LT_F32, 1, s5, sp), *out, *back, *exp = mk(&m, LT_F32, 1, s5, dp);
+            lt_redistribute_opts o = {0};
+            o.planner = (lt_planner)pl;
+            o.verify = 1;
+            LT_CHECK(lt_redistribute(src, dp, 2, &o, &out, NULL));
+            expect_same_shards(out, exp, dsts[q]);
+            LT_CHECK(lt_redistribute(out, sp, 2, &o, &back, NULL));   /* and back */
+            expect_same_shards(back, src, "back to SS");
+            lt_dtensor_free(back);
+            lt_dtensor_free(out);
+            lt_dtensor_free(exp);
+            lt_dtensor_free(src);
+        }
+    }
+}
+
+static void test_full_tensor(void **state) {
+    (void)state;
+    lt_mesh m = mk_mesh("2x3");
+    const int64_t shape[] = {5, 4};
+    const char *pls[] = {"S(0),S(1)", "SS(0,2),S(0)", "P(sum),S(1,last)", "P(max),P(max)", "R,P(avg)", "R,S(1,[1,0,3])"};
+    for (int q = 0; q < 6; q++) {
+        lt_placement pl[2];
+        parse_pl(pls[q], pl);
+        lt_dtensor *dt = mk(&m, LT_F32, 2, shape, pl);
+        lt_tensor *full;
+        LT_CHECK(lt_full_tensor(dt, &full));
+        double want[20];
+        for (int j = 0; j < 20; j++) want[j] = j;
+        lt_test_expect_values(full, 2, shape, want, pls[q]);
+        lt_tensor_free(full);
+        lt_dtensor_free(dt);
+    }
+}
+
+static void test_dtypes(void **state) {
+    (void)state;
+    lt_mesh m = mk_mesh("2x2");
+    const int64_t shape[] = {7, 3};
+    const lt_dtype dts[] = {LT_F64, LT_BF16, LT_F16, LT_I32, LT_I64};
+    const char *pairs[][2] = {{"S(0),S(1)", "S(1),S(0,balanced)"}, {"P(max),S(0)", "R,S(1)"}, {"R,SS(0,2)", "S(1),R"}};
+    for (int t = 0; t < 5; t++)
+        for (int p = 0; p < 3; p++) {
+            lt_placement sp[2], dp[2];
+            parse_pl(pairs[p][0], sp);
+            parse_pl(pairs[p][1], dp);
+            lt_dtensor *src = mk(&m, dts[t], 2, shape, sp), *out, *exp = mk(&m, dts[t], 2, shape, dp);
+            lt_redistribute_opts o = {0};
+            o.verify = 1;
+            LT_CHECK(lt_redistribute(src, dp, 2, &o, &out, NULL));
+            expect_same_shards(out, exp, lt_dtype_name(dts[t]));
+            lt_dtensor_free(out);
+            lt_dtensor_free(exp);
+            lt_dtensor_free(src);
+        }
+    /* an integer R -> P(sum) would truncate: rejected */
+    lt_placement sp[2], dp[2];
+    parse_pl("R,R", sp);
+    parse_pl("P(sum),R", dp);
+    lt_dtensor *src = mk(&m, LT_I32, 2, shape, sp), *out;
+    LT_EXPECT_STATUS(lt_redistribute(src, dp, 2, NULL, &out, NULL), LT_UNSUPPORTED);
+    lt_dtensor_free(src);
+}
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static void test_plan_cache(void **state) {
+    (void)state;
+    lt_plan_cache_clear();
+    lt_mesh m = mk_mesh("2x2x2");
+    lt_placement sp[3], dp[3];
+    parse_pl("S(0),S(1),S(0)", sp);
+    parse_pl("S(1),S(0),S(-2)", dp);
+    const int64_t shape[] = {64, 48};
+    lt_plan *a, *b, *c;
+    double t0 = now_us();
+    LT_CHECK(lt_plan_redistribute(&m, LT_F32, 2, shape, sp, dp, 3, NULL, &a));
+    double t1 = now_us();
+    LT_CHECK(lt_plan_redistribute(&m, LT_F32, 2, shape, sp, dp, 3, NULL, &b));
+    assert_ptr_equal(a, b);                     /* the same shared plan */
+    size_t hits, misses, entries;
+    lt_plan_cache_stats(&hits, &misses, &entries);
+    assert_int_equal(hits, 1);
+    assert_int_equal(misses, 1);
+    assert_int_equal(entries, 1);
+    int reps = 20000;
+    double t2 = now_us();
+    for (int i = 0; i < reps; i++) {
+        LT_CHECK(lt_plan_redistribute(&m, LT_F32, 2, shape, sp, dp, 3, NULL, &c));
+        lt_plan_free(c);
+    }
+    double t3 = now_us();
+    lt_redistribute_opts o = {0};
+    o.no_cache = 1;
+    LT_CHECK(lt_plan_redistribute(&m, LT_F32, 2, shape, sp, dp, 3, &o, &c));
+    assert_ptr_not_equal(a, c);
+    assert_int_equal(c->total_bytes, a->total_bytes);
+    /* a different dtype is a different key */
+    lt_plan *d;
+    LT_CHECK(lt_plan_redistribute(&m, LT_F64, 2, shape, sp, dp, 3, NULL, &d));
+    assert_int_equal(d->total_bytes, 2 * a->total_bytes);
+    char buf[4096];
+    int n = lt_plan_format(a, buf, sizeof buf);
+    assert_true(n > 0 && (size_t)n < sizeof buf);
+    assert_non_null(strstr(buf, "all_to_all"));
+    print_message("plan cache: cold %.1f us, warm %.3f us per lookup\n%s", t1 - t0, (t3 - t2) / reps, buf);
+    lt_plan_free(a);
+    lt_plan_free(b);
+    lt_plan_free(c);
+    lt_plan_free(d);
+    lt_plan_cache_clear();
+}
+
+static int teardown(void **state) {
+    (void)state;
+    lt_plan_cache_clear();
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sem7_counts),
+        cmocka_unit_test(test_sem7_merge_example),
+        cmocka_unit_test(test_one_chunk_mesh),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_verify_catches_wrong_step),
+        cmocka_unit_test(test_verify_inconsistent_source),
+        cmocka_unit_test(test_verify_reshard_direct),
+        cmocka_unit_test(test_strided_and_explicit),
+        cmocka_unit_test(test_full_tensor),
+        cmocka_unit_test(test_dtypes),
+        cmocka_unit_test(test_plan_cache),
+        cmocka_unit_test(test_min_cost_optimal),
+        cmocka_unit_test(test_scalars_and_explicit),
+        cmocka_unit_test(test_sweep),
+    };
+    return cmocka_run_group_tests(tests, NULL, teardown);
+}

@@ -1,0 +1,181 @@
+/* test/test_rules.c — the sharding-rule validator (every op, every input
+ * placement combination on meshes 2, 3, 4 and 2x2, even and uneven shapes)
+ * must report zero wrong rules and zero unexpected errors; plus hand-checked
+ * propagation decisions (the expected layouts are worked out by hand from
+ * the semantics, not read from the code). LT_QUICK_RULES=1 runs the smaller
+ * sweep (used under sanitizers / valgrind). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "localtensor/ops.h"
+#include "test/testutil.h"
+
+static void print_report(const lt_validate_report *r) {
+    printf("rule validator: %d cases: %d ok, %d wrong, %d missing, %d errors, %d invalid inputs\n",
+           r->cases, r->ok, r->wrong, r->missing, r->errors, r->invalid);
+    for (int op = 0; op < LT_OP_COUNT; op++) {
+        const lt_validate_op_result *p = &r->per_op[op];
+        if (!p->cases) continue;
+        printf("  %-15s %6d cases %6d ok %4d wrong %5d missing %4d errors %5d invalid\n",
+               lt_op_name((lt_op_kind)op), p->cases, p->ok, p->wrong, p->missing, p->errors, p->invalid);
+    }
+    if (r->first_wrong[0]) printf("first wrong: %s\n", r->first_wrong);
+    if (r->first_error[0]) printf("first error: %s\n", r->first_error);
+}
+
+static void test_validator(void **state) {
+    (void)state;
+    lt_validate_opts o;
+    memset(&o, 0, sizeof o);
+    const char *q = getenv("LT_QUICK_RULES");
+    o.quick = q && q[0] == '1';
+    o.log = stdout;
+    lt_validate_report r;
+    LT_CHECK(lt_rules_validate(&o, &r));
+    print_report(&r);
+    assert_int_equal(r.wrong, 0);
+    assert_int_equal(r.errors, 0);
+    /* every op was exercised, and most combinations are supported */
+    for (int op = 0; op < LT_OP_COUNT; op++) {
+        if (!r.per_op[op].cases) fail_msg("op %s was not validated", lt_op_name((lt_op_kind)op));
+        if (r.per_op[op].ok == 0) fail_msg("op %s never succeeded", lt_op_name((lt_op_kind)op));
+    }
+    assert_true(r.ok > 10 * (r.missing + 1));
+}
+
+/* ---- hand-checked decisions ------------------------------------------------------------ */
+
+static lt_mesh mesh1(int n) {
+    lt_mesh m;
+    if (lt_mesh_init(&m, 1, &n, NULL)) fail_msg("mesh: %s", lt_errmsg());
+    return m;
+}
+
+static lt_op_plan *plan2(lt_op_kind op, const lt_mesh *m, int na, const int64_t *sa, const char *pa,
+                         int nb, const int64_t *sb, const char *pb, const lt_op_args *args) {
+    lt_placement a[LT_MESH_MAX_DIMS], b[LT_MESH_MAX_DIMS];
+    int n;
+    LT_CHECK(lt_placements_parse(pa, a, LT_MESH_MAX_DIMS, &n));
+    if (pb) LT_CHECK(lt_placements_parse(pb, b, LT_MESH_MAX_DIMS, &n));
+    lt_dtype dt[2] = {LT_F32, LT_F32};
+    int nd[2] = {na, nb};
+    const int64_t *sh[2] = {sa, sb};
+    const lt_placement *pl[2] = {a, b};
+    static const lt_op_args zero;
+    lt_op_plan *p = NULL;
+    LT_CHECK(lt_op_propagate(op, m, pb ? 2 : 1, dt, nd, sh, pl, args ? args : &zero, &p));
+    return p;
+}
+
+static void expect_pl(const lt_placement *pl, int n, const char *want, const char *what) {
+    char buf[256];
+    lt_placements_format(pl, n, buf, sizeof buf);
+    if (strcmp(buf, want)) fail_msg("%s: got %s, wanted %s", what, buf, want);
+}
+
+static void test_decisions(void **state) {
+    (void)state;
+    lt_mesh m2 = mesh1(2), m4 = mesh1(4);
+    int64_t s53[2] = {5, 3}, s34[2] = {3, 4}, s128[2] = {12, 8}, s64[2] = {6, 4}, s3[1] = {3};
+    /* matmul S(1) x S(0) -> P(sum), no redistribute */
+    lt_op_plan *p = plan2(LT_OP_MM, &m2, 2, s53, "S(1)", 2, s34, "S(0)", NULL);
+    expect_pl(p->out_pl, 1, "[P(sum)]", "mm S(1) x S(0)");
+    assert_int_equal(p->in_redistribute[0] + p->in_redistribute[1], 0);
+    lt_op_plan_free(p);
+    /* matmul S(0) x R -> S(0); R x S(1) -> S(1) */
+    p = plan2(LT_OP_MM, &m2, 2, s53, "S(0)", 2, s34, "R", NULL);
+    expect_pl(p->out_pl, 1, "[S(0)]", "mm S(0) x R");
+    lt_op_plan_free(p);
+    /* uneven rules must agree on the contraction: balanced vs chunk -> redistributed */
+    p = plan2(LT_OP_MM, &m2, 2, s53, "S(1)", 2, s34, "S(0,balanced)", NULL);
+    expect_pl(p->out_pl, 1, "[P(sum)]", "mm S(1) x S(0,balanced)");
+    expect_pl(p->in_target[1], 1, "[S(0)]", "mm target of b");
+    lt_op_plan_free(p);
+    /* sum over a sharded dim -> P(sum); mean too (global divisor) */
+    lt_op_args ra;
+    memset(&ra, 0, sizeof ra);
+    ra.ndims = 1, ra.dims[0] = 0;
+    p = plan2(LT_OP_MEAN, &m4, 2, s53, "S(0)", 0, NULL, NULL, &ra);
+    expect_pl(p->out_pl, 1, "[P(sum)]", "mean over S(0)");
+    assert_true(p->mean_div_ == 5.0);
+    lt_op_plan_free(p);
+    /* add of two P(sum) stays P(sum); P(sum) + R partitions R; P(max) + R stays P(max) */
+    p = plan2(LT_OP_ADD, &m2, 2, s53, "P(sum)", 2, s53, "P(sum)", NULL);
+    expect_pl(p->out_pl, 1, "[P(sum)]", "P(sum) + P(sum)");
+    lt_op_plan_free(p);
+    p = plan2(LT_OP_ADD, &m2, 2, s53, "P(sum)", 1, s3, "R", NULL);
+    expect_pl(p->out_pl, 1, "[P(sum)]", "P(sum) + R");
+    expect_pl(p->in_target[1], 1, "[P(sum)]", "partitioned R");
+    lt_op_plan_free(p);
+    p = plan2(LT_OP_ADD, &m2, 2, s53, "P(max)", 2, s53, "P(max)", NULL);
+    expect_pl(p->out_pl, 1, "[P(max)]", "P(max) + P(max): one side reduced");
+    assert_int_equal(p->in_redistribute[1], 1);
+    lt_op_plan_free(p);
+    /* elementwise on different uneven rules: never combined silently */
+    p = plan2(LT_OP_MUL, &m4, 2, s53, "S(0)", 2, s53, "S(0,balanced)", NULL);
+    expect_pl(p->out_pl, 1, "[S(0)]", "S(0) * S(0,balanced)");
+    expect_pl(p->in_target[1], 1, "[S(0)]", "balanced operand redistributed");
+    lt_op_plan_free(p);
+    /* PyTorch #179502: (12, 8) S(1) viewed as (16, 6) must be redistributed */
+    lt_op_args va;
+    memset(&va, 0, sizeof va);
+    va.shape_ndim = 2, va.shape[0] = 16, va.shape[1] = 6;
+    p = plan2(LT_OP_VIEW, &m4, 2, s128, "S(1)", 0, NULL, NULL, &va);
+    expect_pl(p->out_pl, 1, "[R]", "view (12,8) S(1) -> (16,6)");
+    lt_op_plan_free(p);
+    /* (12, 8) S(0) over 4 -> (16, 6): rows of 3*8 = 24 = 4 rows of 6: lines up */
+    p = plan2(LT_OP_VIEW, &m4, 2, s128, "S(0)", 0, NULL, NULL, &va);
+    expect_pl(p->out_pl, 1, "[S(0)]", "view (12,8) S(0) -> (16,6)");
+    lt_op_plan_free(p);
+    /* (6, 4) S(0) over 4 -> (24): chunks 2,2,2,0 rows -> 8,8,8,0 elements (explicit) */
+    va.shape_ndim = 1, va.shape[0] = 24;
+    p = plan2(LT_OP_RESHAPE, &m4, 2, s64, "S(0)", 0, NULL, NULL, &va);
+    expect_pl(p->out_pl, 1, "[S(0,[8,8,8,0])]", "flatten of uneven rows");
+    lt_op_plan_free(p);
+    /* (6, 4) S(0) over 4 -> (4, 6): rank 0 holds rows 0-1 = 8 elements, not whole rows of 6 */
+    va.shape_ndim = 2, va.shape[0] = 4, va.shape[1] = 6;
+    p = plan2(LT_OP_RESHAPE, &m4, 2, s64, "S(0)", 0, NULL, NULL, &va);
+    expect_pl(p->out_pl, 1, "[R]", "(6,4) S(0) -> (4,6)");
+    lt_op_plan_free(p);
+    lt_op_cache_clear();
+}
+
+static void test_cache(void **state) {
+    (void)state;
+    lt_op_cache_clear();
+    lt_mesh m = mesh1(2);
+    int64_t s[2] = {4, 4};
+    lt_tensor *full = NULL;
+    LT_CHECK(lt_tensor_new(LT_F32, 2, s, &full));
+    LT_CHECK(lt_arange_fill(full));
+    lt_placement pl = lt_shard(0);
+    lt_dtensor *x = NULL, *y = NULL, *z = NULL;
+    LT_CHECK(lt_distribute(&m, full, &pl, 1, &x));
+    lt_op_args a;
+    memset(&a, 0, sizeof a);
+    a.scalar = 2;
+    const lt_dtensor *in[1] = {x};
+    LT_CHECK(lt_op(LT_OP_MUL_SCALAR, in, 1, &a, NULL, &y, 1, NULL));
+    a.scalar = -3; /* another scalar: same cache entry */
+    LT_CHECK(lt_op(LT_OP_MUL_SCALAR, in, 1, &a, NULL, &z, 1, NULL));
+    size_t hits, misses, entries;
+    lt_op_cache_stats(&hits, &misses, &entries);
+    assert_int_equal(misses, 1);
+    assert_int_equal(hits, 1);
+    assert_int_equal(entries, 1);
+    assert_true(lt_get_flat(lt_to_local(z, 1), 0) == -24.0);
+    lt_dtensor_free(x);
+    lt_dtensor_free(y);
+    lt_dtensor_free(z);
+    lt_tensor_free(full);
+    lt_op_cache_clear();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decisions),
+        cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_validator),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,643 @@
+/* test/test_scenarios.c — the scenario engine: every malformed file of
+ * test/bad_scenarios/ is refused with file:line:col and its expected message
+ * (exit 2, no crash, no leak); loader limits (a 10 MB file, deep nesting,
+ * alias bombs) hold; the JSON report parses and agrees with the text summary;
+ * the JUnit XML is well formed with one <testcase> per case; a wrong
+ * expectation fails with exit 1 naming the rank, index, expected and actual;
+ * random mutations of a valid file never crash the loader or the runner.
+ *
+ * Runs from the repository root (as `make test` does). Everything is driven
+ * in-process through lt_sc_main / lt_sc_load with output captured in
+ * temporary files.
+ */
+#include <dirent.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "test/testutil.h"
+#include "tools/scenario.h"
+
+static char g_tmpdir[512];
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static char *slurp_fp(FILE *f) {
+    fflush(f);
+    long n = ftell(f);
+    if (n < 0) n = 0;
+    char *s = malloc((size_t)n + 1);
+    if (!s) fail_msg("out of memory");
+    rewind(f);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = '\0';
+    return s;
+}
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    char *s = slurp_fp(f);
+    if (len) *len = (size_t)ftell(f);
+    fclose(f);
+    return s;
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    if (!f) fail_msg("cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Runs `localtensor run ARGS...` in-process; *out / *err get the captured
+ * streams (caller frees). Returns the exit code. */
+static int run_cli(const char *const *args, int n, char **out, char **err) {
+    char *argv[64];
+    argv[0] = (char *)"run";
+    for (int i = 0; i < n && i < 62; i++) argv[i + 1] = (char *)args[i];
+    FILE *o = tmpfile(), *e = tmpfile();
+    if (!o || !e) fail_msg("tmpfile failed");
+    int rc = lt_sc_main(n + 1, argv, o, e);
+    *out = slurp_fp(o);
+    *err = slurp_fp(e);
+    fclose(o);
+    fclose(e);
+    return rc;
+}
+
+static const char *last_line(const char *text, char *buf, size_t n) {
+    size_t len = strlen(text);
+    while (len && text[len - 1] == '\n') len--;
+    size_t start = len;
+    while (start && text[start - 1] != '\n') start--;
+    size_t k = len - start < n - 1 ? len - start : n - 1;
+    memcpy(buf, text + start, k);
+    buf[k] = '\0';
+    return buf;
+}
+
+/* 1 when text holds "path:LINE:COL: " */
+static int has_position(const char *text, const char *path) {
+    size_t pl = strlen(path);
+    for (const char *p = strstr(text, path); p; p = strstr(p + 1, path)) {
+        const char *q = p + pl;
+        int ok = *q++ == ':';
+        int digits = 0;
+        while (ok && *q >= '0' && *q <= '9') q++, digits++;
+        ok = ok && digits && *q++ == ':';
+        digits = 0;
+        while (ok && *q >= '0' && *q <= '9') q++, digits++;
+        if (ok && digits && q[0] == ':' && q[1] == ' ') return 1;
+    }
+    return 0;
+}
+
+static void tmp_path(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", g_tmpdir, name); }
+
+/* The expected message of a bad scenario: NAME.expect, else "# expect: ..." on line 1. */
+static int read_expect(const char *path, char *buf, size_t n) {
+    char side[1024];
+    snprintf(side, sizeof side, "%.*s.expect", (int)(strlen(path) - 5), path);
+    char *s = slurp(side, NULL);
+    if (!s) {
+        s = slurp(path, NULL);
+        if (!s) return 0;
+        if (strncmp(s, "# expect: ", 10)) {
+            free(s);
+            return 0;
+        }
+        memmove(s, s + 10, strlen(s + 10) + 1);
+    }
+    char *nl = strchr(s, '\n');
+    if (nl) *nl = '\0';
+    snprintf(buf, n, "%s", s);
+    free(s);
+    return buf[0] != '\0';
+}
+
+/* ---- XML well-formedness: tags balance, attributes quoted, entities known ----- */
+
+static int xml_text_ok(const char *s, const char *end) {
+    for (const char *p = s; p < end; p++) {
+        if (*p == '<') return 0;
+        if ((unsigned char)*p < 0x20 && *p != '\n' && *p != '\t' && *p != '\r') return 0;
+        if (*p == '&') {
+            static const char *const ents[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
+            int ok = 0;
+            for (int i = 0; i < 5 && !ok; i++) ok = !strncmp(p, ents[i], strlen(ents[i]));
+            if (!ok) return 0;
+        }
+    }
+    return 1;
+}
+
+/* Returns the number of <testcase> elements, or -1 when not well formed. */
+static int xml_check(const char *x, int *suites) {
+    char stack[16][32];
+    int depth = 0, cases = 0, roots = 0;
+    *suites = 0;
+    const char *p = x;
+    if (!strncmp(p, "<?xml", 5)) {
+        p = strstr(p, "?>");
+        if (!p) return -1;
+        p += 2;
+    }
+    while (*p) {
+        const char *lt = strchr(p, '<');
+        if (!lt) lt = p + strlen(p);
+        if (!xml_text_ok(p, lt)) return -1;
+        if (depth == 0)
+            for (const char *q = p; q < lt; q++)
+                if (*q != ' ' && *q != '\n') return -1;   /* text outside the root */
+        if (!*lt) break;
+        const char *gt = strchr(lt, '>');
+        if (!gt) return -1;
+        int closing = lt[1] == '/', empty = gt[-1] == '/';
+        const char *name = lt + 1 + closing;
+        size_t nl = strcspn(name, " />\n");
+        if (nl == 0 || nl >= 32) return -1;
+        /* attributes: name="value" with escaped values */
+        const char *a = name + nl;
+        while (a < gt - empty) {
+            while (*a == ' ' || *a == '\n') a++;
+            if (a >= gt - empty) break;
+            const char *eq = strchr(a, '=');
+            if (!eq || eq > gt || eq[1] != '"') return -1;
+            const char *close = strchr(eq + 2, '"');
+            if (!close || close > gt) return -1;
+            if (!xml_text_ok(eq + 2, close)) return -1;
+            a = close + 1;
+        }
+        if (closing) {
+            if (depth == 0 || strncmp(stack[depth - 1], name, nl) || stack[depth - 1][nl]) return -1;
+            depth--;
+        } else {
+            if (!strncmp(name, "testcase", nl) && nl == 8) cases++;
+            if (!strncmp(name, "testsuite", nl) && nl == 9) (*suites)++;
+            if (depth == 0) roots++;
+            if (!empty) {
+                if (depth == 16) return -1;
+                memcpy(stack[depth], name, nl);
+                stack[depth][nl] = '\0';
+                depth++;
+            }
+        }
+        p = gt + 1;
+    }
+    return depth == 0 && roots == 1 ? cases : -1;
+}
+
+/* ---- tests ---------------------------------------------------------------------- */
+
+static int cmpstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void test_bad_scenarios(void **state) {
+    (void)state;
+    DIR *d = opendir("test/bad_scenarios");
+    if (!d) fail_msg("test/bad_scenarios not found (run from the repository root)");
+    char *names[512];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 512) {
+        size_t l = strlen(e->d_name);
+        if (l > 5 && !strcmp(e->d_name + l - 5, ".yaml")) names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmpstr);
+    if (n < 40) fail_msg("only %d bad scenarios; want at least 40", n);
+    for (int i = 0; i < n; i++) {
+        char path[600], want[512];
+        snprintf(path, sizeof path, "test/bad_scenarios/%s", names[i]);
+        if (!read_expect(path, want, sizeof want)) fail_msg("%s: no expected message (# expect: or .expect)", path);
+        /* through the loader API */
+        lt_sc_file *f = NULL;
+        lt_status st = lt_sc_load(path, &f);
+        if (st) {
+            if (f) fail_msg("%s: failed load left a file", path);
+            if (!has_position(lt_errmsg(), path)) fail_msg("%s: message lacks file:line:col: %s", path, lt_errmsg());
+        }
+        lt_sc_file_free(f);
+        /* through `localtensor run` */
+        const char *args[] = {path};
+        char *out, *err;
+        int rc = run_cli(args, 1, &out, &err);
+        size_t lo = strlen(out), le = strlen(err);
+        char *all = malloc(lo + le + 1);
+        memcpy(all, out, lo);
+        memcpy(all + lo, err, le + 1);
+        if (rc != 2) fail_msg("%s: exit %d, wanted 2\n%s", path, rc, all);
+        if (!strstr(all, want)) fail_msg("%s: output lacks '%s':\n%s", path, want, all);
+        if (!has_position(all, path)) fail_msg("%s: output lacks %s:LINE:COL:\n%s", path, path, all);
+        char last[256];
+        last_line(out, last, sizeof last);
+        if (!strstr(last, " passed, ") || !strstr(last, " failed")) fail_msg("%s: last line '%s'", path, last);
+        free(all);
+        free(out);
+        free(err);
+        free(names[i]);
+    }
+}
+
+static void test_big_file(void **state) {
+    (void)state;
+    char path[600];
+    tmp_path(path, sizeof path, "big.yaml");
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs("name: big\nmesh: 2\nsteps: [mark_comm]\n", f);
+    char line[101];
+    memset(line, 'x', 99);
+    line[0] = '#';
+    line[99] = '\n';
+    line[100] = '\0';
+    for (int i = 0; i < 10 * 1024 * 1024 / 100 + 10; i++) fputs(line, f);
+    fclose(f);
+    lt_sc_file *sf = NULL;
+    LT_EXPECT_STATUS(lt_sc_load(path, &sf), LT_INVALID);
+    assert_null(sf);
+    if (!strstr(lt_errmsg(), "larger than") || !has_position(lt_errmsg(), path)) fail_msg("%s", lt_errmsg());
+    const char *args[] = {path};
+    char *out, *err;
+    assert_int_equal(run_cli(args, 1, &out, &err), 2);
+    free(out);
+    free(err);
+    /* the same from memory */
+    size_t len;
+    char *text = slurp(path, &len);
+    assert_non_null(text);
+    LT_EXPECT_STATUS(lt_sc_load_string("mem.yaml", text, len, &sf), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "mem.yaml:1:1: file is"));
+    free(text);
+    remove(path);
+}
+
+static void expect_load_error(const char *text, const char *want) {
+    lt_sc_file *f = NULL;
+    lt_status st = lt_sc_load_string("gen.yaml", text, strlen(text), &f);
+    if (st == LT_OK) {
+        lt_sc_file_free(f);
+        fail_msg("loaded, but wanted an error containing '%s'", want);
+    }
+    assert_null(f);
+    if (!strstr(lt_errmsg(), want) || !has_position(lt_errmsg(), "gen.yaml"))
+        fail_msg("message '%s' (wanted '%s' with gen.yaml:L:C)", lt_errmsg(), want);
+}
+
+static void test_generated_nesting(void **state) {
+    (void)state;
+    enum { N = 10000 };
+    char *s = malloc(8 * N + 100);
+    /* flow mappings */
+    size_t k = (size_t)sprintf(s, "name: deep\nmesh: 2\nsteps: [mark_comm]\ndescription: ");
+    for (int i = 0; i < N; i++) k += (size_t)sprintf(s + k, "{a: ");
+    k += (size_t)sprintf(s + k, "1");
+    for (int i = 0; i < N; i++) s[k++] = '}';
+    s[k] = '\0';
+    expect_load_error(s, "nesting deeper than 64 levels");
+    /* block sequences: "- - - - ... 1" */
+    k = (size_t)sprintf(s, "- ");
+    for (int i = 0; i < N; i++) k += (size_t)sprintf(s + k, "- ");
+    k += (size_t)sprintf(s + k, "1\n");
+    expect_load_error(s, "nesting deeper than 64 levels");
+    free(s);
+    /* exactly at the limit parses as YAML (then fails as a scenario) */
+    s = malloc(1000);
+    k = (size_t)sprintf(s, "name: d\nmesh: 2\nsteps: [mark_comm]\ndescription: ");
+    for (int i = 0; i < 63; i++) s[k++] = '[';
+    for (int i = 0; i < 63; i++) s[k++] = ']';
+    s[k] = '\0';
+    expect_load_error(s, "description: expected text, got a list");
+    free(s);
+}
+
+static void test_loader_limits(void **state) {
+    (void)state;
+    expect_load_error("name: a\nmesh: 2\nsteps: [mark_comm]\nx: &a [1, *a]\n", "contains it");
+    expect_load_error("name: a\nmesh: 70000\nsteps: [mark_comm]\n", "mesh");
+    expect_load_error("name: a\nmesh: 2\ntensors: {x: {shape: [2, 2, 2, 2, 2, 2, 2, 2, 2]}}\nsteps: [mark_comm]\n",
+                      "at most 8");
+    expect_load_error("name: a\nmesh: 2\ntensors: {x: {values: [[[[[[[[[1]]]]]]]]]}}\nsteps: [mark_comm]\n",
+                      "nested deeper than 8");
+    expect_load_error("name: a\nmesh: 2\nsteps: [mark_comm]\n---\nname: b\n", "second YAML document");
+    expect_load_error("", "holds no scenario");
+    expect_load_error("name: a\nsweep: {mesh: [2x2x2x2x2x2x2x2], from: {each: [R, P, 'P(avg)', 'S(0)', 'S(1)', 'S(2)', 'S(3)', 'S(4)', 'S(5)', 'S(6)']}}\nsteps: [mark_comm]\n",
+                      "placement lists are more than 100000 cases");
+    /* an alias within limits is copied */
+    lt_sc_file *f = NULL;
+    const char *ok = "name: a\nmesh: &m 2x2\ntensors: {x: &t {shape: [4]}, y: *t}\nsteps:\n  - distribute: {tensor: y, placements: [R, R], as: yd}\n";
+    LT_CHECK(lt_sc_load_string("ok.yaml", ok, strlen(ok), &f));
+    assert_int_equal(lt_sc_file_cases(f), 1);
+    lt_sc_file_free(f);
+}
+
+static void test_sweep_expansion(void **state) {
+    (void)state;
+    char path[600];
+    tmp_path(path, sizeof path, "sweep.yaml");
+    write_file(path,
+               "name: sw\n"
+               "tensors: {x: {shape: $shape}}\n"
+               "sweep:\n"
+               "  mesh: [2x2, 4]\n"
+               "  shape: [[5], [6, 2]]\n"
+               "  pairs: [['S(0),R', 'R,R'], ['S(0)', R], [R, 'S(0)']]\n"
+               "steps:\n"
+               "  - distribute: {tensor: x, placements: $from, as: xd}\n"
+               "  - redistribute: {tensor: xd, to: $to, as: y}\n"
+               "  - expect_full: {tensor: y, equals: x}\n");
+    lt_sc_file *f = NULL;
+    LT_CHECK(lt_sc_load(path, &f));
+    /* 2x2 takes one pair, 4 takes two: (1 + 2) x 2 shapes */
+    assert_int_equal(lt_sc_file_scenarios(f), 1);
+    assert_int_equal(lt_sc_file_cases(f), 6);
+    lt_sc_file_free(f);
+    const char *args[] = {"-v", path};
+    char *out, *err;
+    assert_int_equal(run_cli(args, 2, &out, &err), 0);
+    if (!strstr(out, "sw[mesh=2x2,shape=5,[S(0),R]->[R,R]]") || !strstr(out, "sw[mesh=4,shape=6,2,R->S(0)]"))
+        fail_msg("case names:\n%s", out);
+    assert_non_null(strstr(out, "6 passed, 0 failed, 0 errors"));
+    free(out);
+    free(err);
+    /* -k selects cases by name; without -v a sweep is one line */
+    const char *args2[] = {"-k", "mesh=4,", path};
+    assert_int_equal(run_cli(args2, 3, &out, &err), 0);
+    assert_non_null(strstr(out, "[sweep: 4 cases]"));
+    assert_non_null(strstr(out, "4 passed, 0 failed, 0 errors"));
+    free(out);
+    free(err);
+    remove(path);
+}
+
+/* A copy of a library scenario with one expected value changed must fail
+ * with exit 1 naming the rank, index, expected and actual. */
+static void test_wrong_expectation(void **state) {
+    (void)state;
+    char *text = slurp("scenarios/placements/chunk_rule.yaml", NULL);
+    assert_non_null(text);
+    const char *from = "ranks: [[0, 1], [2, 3], [4], []]";
+    char *at = strstr(text, from);
+    assert_non_null(at);
+    memcpy(at, "ranks: [[0, 1], [2, 7], [4], []]", strlen(from));
+    char path[600];
+    tmp_path(path, sizeof path, "wrong.yaml");
+    write_file(path, text);
+    free(text);
+    const char *args[] = {"-k", "chunk_5_over_4", path};
+    char *out, *err;
+    int rc = run_cli(args, 3, &out, &err);
+    if (rc != 1) fail_msg("exit %d, wanted 1:\n%s%s", rc, out, err);
+    const char *want[] = {"FAIL", "chunk_5_over_4", "rank 1 (coord [1])", "index [1]", "expected 7", "actual 3",
+                          "expect_local of 'xd'", "0 passed, 1 failed, 0 errors"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        if (!strstr(out, want[i])) fail_msg("output lacks '%s':\n%s", want[i], out);
+    if (!has_position(out, path)) fail_msg("no position:\n%s", out);
+    free(out);
+    free(err);
+    /* a wrong value of a redistributed tensor names the plan step that made it */
+    write_file(path,
+               "name: via_plan\nmesh: 2\ntensors: {x: {shape: [4]}}\nsteps:\n"
+               "  - distribute: {tensor: x, placements: ['S(0)'], as: xd}\n"
+               "  - redistribute: {tensor: xd, to: [R], as: r}\n"
+               "  - expect_local: {tensor: r, ranks: {1: [0, 1, 2, 4]}}\n"
+               "  - expect_full: {tensor: r, values: [0, 1, 2, 5]}\n");
+    const char *args2[] = {path};
+    assert_int_equal(run_cli(args2, 1, &out, &err), 1);
+    const char *want2[] = {"rank 1 (coord [1]): index [3]: expected 4, actual 3", "produced by: redistribute at",
+                           "all_gather", "index [3]: expected 5, actual 3", "0 passed, 1 failed, 0 errors"};
+    for (size_t i = 0; i < sizeof want2 / sizeof *want2; i++)
+        if (!strstr(out, want2[i])) fail_msg("output lacks '%s':\n%s", want2[i], out);
+    free(out);
+    free(err);
+    remove(path);
+}
+
+/* --json and --junit over passing, failing, erroring, sweep and unloadable files. */
+static void test_reports(void **state) {
+    (void)state;
+    char dir[600], p[700], json[700], junit[700];
+    tmp_path(dir, sizeof dir, "reports");
+    mkdir(dir, 0700);
+    snprintf(p, sizeof p, "%s/a_pass.yaml", dir);
+    write_file(p, "- name: 'esc <&> \"quoted\" ''x'''\n  mesh: 2\n  tensors: {x: {shape: [3]}}\n  steps:\n"
+                  "    - distribute: {tensor: x, placements: ['S(0)'], as: xd}\n"
+                  "    - expect_local: {tensor: xd, ranks: [[0, 1], [2]]}\n"
+                  "- name: second\n  mesh: 2\n  steps: [mark_comm]\n");
+    snprintf(p, sizeof p, "%s/b_fail.yaml", dir);
+    write_file(p, "name: fails <here>\nmesh: 2\ntensors: {x: {shape: [3]}}\nsteps:\n"
+                  "  - distribute: {tensor: x, placements: ['S(0)'], as: xd}\n"
+                  "  - expect_local: {tensor: xd, ranks: [[0, 1], [9]]}\n"
+                  "  - expect_full: {tensor: xd, values: [0, 1, 7]}\n");
+    snprintf(p, sizeof p, "%s/c_error.yaml", dir);
+    write_file(p, "name: errs\nmesh: 2x2\ntensors: {x: {shape: [3]}}\nsteps:\n"
+                  "  - distribute: {tensor: x, placements: [R], as: xd}\n");
+    snprintf(p, sizeof p, "%s/d_sweep.yaml", dir);
+    write_file(p, "name: sw\ntensors: {x: {shape: [5, 2]}}\nsweep:\n  mesh: [2x2]\n"
+                  "  from: {each: [R, 'S(0)']}\n  to: {each: [R, 'S(1)']}\nsteps:\n"
+                  "  - distribute: {tensor: x, placements: $from, as: xd}\n"
+                  "  - redistribute: {tensor: xd, to: $to, as: y}\n"
+                  "  - expect_full: {tensor: y, equals: x}\n");
+    snprintf(p, sizeof p, "%s/e_bad.yaml", dir);
+    write_file(p, "name: bad\nmesh: 2\nsteps: [nope]\n");
+    snprintf(json, sizeof json, "%s/out.json", g_tmpdir);
+    snprintf(junit, sizeof junit, "%s/out.xml", g_tmpdir);
+    const char *args[] = {"--json", json, "--junit", junit, dir};
+    char *out, *err;
+    int rc = run_cli(args, 5, &out, &err);
+    assert_int_equal(rc, 2);
+    /* the text summary */
+    char last[256];
+    int tp, tf, te;
+    last_line(out, last, sizeof last);
+    if (sscanf(last, "%d passed, %d failed, %d errors", &tp, &tf, &te) != 3) fail_msg("last line '%s'", last);
+    /* 2 + 0 + 0 + 16 sweep cases pass; 1 fails; 1 errors + 1 load error */
+    assert_int_equal(tp, 18);
+    assert_int_equal(tf, 1);
+    assert_int_equal(te, 2);
+    if (!strstr(out, "e_bad.yaml:3:9: unknown step 'nope'")) fail_msg("load error not reported:\n%s%s", out, err);
+    /* JSON */
+    size_t jl;
+    char *jt = slurp(json, &jl);
+    assert_non_null(jt);
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(jt, jl + 1, &end, 1);   /* + 1: the NUL */
+    if (!j) fail_msg("JSON does not parse near: %.40s", end ? end : "?");
+    cJSON *counts = cJSON_GetObjectItemCaseSensitive(j, "counts");
+    assert_non_null(counts);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(counts, "passed")->valueint, tp);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(counts, "failed")->valueint, tf);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(counts, "errors")->valueint, te);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(counts, "cases")->valueint, 20);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(counts, "load_errors")->valueint, 1);
+    /* every case listed, with failures carrying rank / index / expected / actual */
+    int ncases = 0, found_fail = 0;
+    cJSON *file, *scen, *cs, *fl;
+    cJSON_ArrayForEach(file, cJSON_GetObjectItemCaseSensitive(j, "files")) {
+        cJSON_ArrayForEach(scen, cJSON_GetObjectItemCaseSensitive(file, "scenarios")) {
+            cJSON_ArrayForEach(cs, cJSON_GetObjectItemCaseSensitive(scen, "cases")) {
+                ncases++;
+                cJSON_ArrayForEach(fl, cJSON_GetObjectItemCaseSensitive(cs, "failures")) {
+                    cJSON *rank = cJSON_GetObjectItemCaseSensitive(fl, "rank");
+                    cJSON *exp = cJSON_GetObjectItemCaseSensitive(fl, "expected");
+                    cJSON *act = cJSON_GetObjectItemCaseSensitive(fl, "actual");
+                    cJSON *idx = cJSON_GetObjectItemCaseSensitive(fl, "index");
+                    if (rank && exp && act && idx && rank->valueint == 1 && !strcmp(exp->valuestring, "9") &&
+                        !strcmp(act->valuestring, "2") && !strcmp(idx->valuestring, "[0]"))
+                        found_fail = 1;
+                }
+            }
+        }
+    }
+    assert_int_equal(ncases, 20);
+    assert_true(found_fail);
+    cJSON_Delete(j);
+    free(jt);
+    /* JUnit: well formed, one testcase per case plus one per unloadable file */
+    char *xt = slurp(junit, NULL);
+    assert_non_null(xt);
+    int suites = 0, tc = xml_check(xt, &suites);
+    if (tc < 0) fail_msg("JUnit XML is not well formed:\n%s", xt);
+    assert_int_equal(tc, 21);
+    assert_int_equal(suites, 5);
+    assert_non_null(strstr(xt, "<testsuites name=\"localtensor\" tests=\"21\" failures=\"1\" errors=\"2\""));
+    assert_non_null(strstr(xt, "esc &lt;&amp;&gt; &quot;quoted&quot; &apos;x&apos;"));
+    assert_non_null(strstr(xt, "<failure type=\"check\""));
+    assert_non_null(strstr(xt, "<error type=\"step\""));
+    assert_non_null(strstr(xt, "name=\"(load)\""));
+    free(xt);
+    free(out);
+    free(err);
+    /* --fail-fast: the rest is not run and shows as skipped */
+    const char *args2[] = {"--fail-fast", "--junit", junit, dir};
+    rc = run_cli(args2, 4, &out, &err);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--fail-fast"));
+    xt = slurp(junit, NULL);
+    assert_true(xml_check(xt, &suites) == 21);
+    assert_non_null(strstr(xt, "<skipped"));
+    free(xt);
+    free(out);
+    free(err);
+    /* exit 1 when only a check fails */
+    snprintf(p, sizeof p, "%s/b_fail.yaml", dir);
+    const char *args3[] = {p};
+    assert_int_equal(run_cli(args3, 1, &out, &err), 1);
+    free(out);
+    free(err);
+    const char *names[] = {"a_pass.yaml", "b_fail.yaml", "c_error.yaml", "d_sweep.yaml", "e_bad.yaml"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        remove(p);
+    }
+    rmdir(dir);
+    remove(json);
+    remove(junit);
+}
+
+static void test_usage(void **state) {
+    (void)state;
+    char *out, *err;
+    assert_int_equal(run_cli(NULL, 0, &out, &err), 2);
+    assert_non_null(strstr(err, "usage:"));
+    free(out), free(err);
+    const char *a1[] = {"--bogus", "scenarios"};
+    assert_int_equal(run_cli(a1, 2, &out, &err), 2);
+    assert_non_null(strstr(err, "unknown option '--bogus'"));
+    free(out), free(err);
+    const char *a2[] = {"--help"};
+    assert_int_equal(run_cli(a2, 1, &out, &err), 0);
+    free(out), free(err);
+    const char *a3[] = {"no/such/file.yaml"};
+    assert_int_equal(run_cli(a3, 1, &out, &err), 2);
+    assert_non_null(strstr(err, "no/such/file.yaml:1:1: cannot open"));
+    free(out), free(err);
+    const char *a4[] = {"--json"};
+    assert_int_equal(run_cli(a4, 1, &out, &err), 2);
+    free(out), free(err);
+    const char *a5[] = {"--json", "/nonexistent-dir/x.json", "scenarios/tutorials/01_row_wise.yaml"};
+    assert_int_equal(run_cli(a5, 3, &out, &err), 2);
+    assert_non_null(strstr(err, "--json"));
+    free(out), free(err);
+    const char *a6[] = {"scenarios/tutorials"};
+    assert_int_equal(run_cli(a6, 1, &out, &err), 0);
+    free(out), free(err);
+}
+
+/* Random byte edits of a valid scenario: the loader and the runner must
+ * answer every one with a status (no crash, no hang, no leak). */
+static void test_mutations(void **state) {
+    (void)state;
+    size_t len;
+    char *base = slurp("scenarios/placements/strided.yaml", &len);
+    assert_non_null(base);
+    char *buf = malloc(len + 64);
+    char path[600];
+    tmp_path(path, sizeof path, "mut.yaml");
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    static const char alphabet[] = "[]{}:,-'\"$&*!#|>\n 0123456789SRP()x.";
+    int loaded = 0, runs = 0;
+    for (int it = 0; it < 1500; it++) {
+        memcpy(buf, base, len);
+        size_t n = len;
+        int edits = 1 + (int)(s % 4);
+        for (int k = 0; k < edits; k++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            size_t pos = (size_t)(s >> 8) % n;
+            switch (s % 4) {
+            case 0: buf[pos] = alphabet[(s >> 40) % (sizeof alphabet - 1)]; break;
+            case 1: buf[pos] = (char)(s >> 32); break;
+            case 2: memmove(buf + pos, buf + pos + 1, n - pos - 1), n--; break;
+            default: n = pos + 1; break;
+            }
+        }
+        lt_sc_file *f = NULL;
+        lt_status st = lt_sc_load_string("mut.yaml", buf, n, &f);
+        if (st) {
+            if (!lt_errmsg()[0]) fail_msg("mutation %d: status %s without a message", it, lt_status_str(st));
+            continue;
+        }
+        loaded++;
+        lt_sc_file_free(f);
+        if (runs < 150) {
+            FILE *o = fopen(path, "wb");
+            fwrite(buf, 1, n, o);
+            fclose(o);
+            const char *args[] = {path};
+            char *out, *err;
+            int rc = run_cli(args, 1, &out, &err);
+            if (rc < 0 || rc > 2) fail_msg("exit %d", rc);
+            free(out);
+            free(err);
+            runs++;
+        }
+    }
+    print_message("mutations: %d of 1500 loaded, %d run\n", loaded, runs);
+    free(buf);
+    free(base);
+    remove(path);
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    /* temporary files go next to the test binary (the build directory) */
+    const char *slash = strrchr(argv[0], '/');
+    if (slash) snprintf(g_tmpdir, sizeof g_tmpdir, "%.*s/test_scenarios.tmp", (int)(slash - argv[0]), argv[0]);
+    else snprintf(g_tmpdir, sizeof g_tmpdir, "test_scenarios.tmp");
+    mkdir(g_tmpdir, 0700);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_scenarios),   cmocka_unit_test(test_big_file),
+        cmocka_unit_test(test_generated_nesting), cmocka_unit_test(test_loader_limits),
+        cmocka_unit_test(test_sweep_expansion), cmocka_unit_test(test_wrong_expectation),
+        cmocka_unit_test(test_reports),         cmocka_unit_test(test_usage),
+        cmocka_unit_test(test_mutations),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    rmdir(g_tmpdir);
+    return rc;
+}

@@ -1,0 +1,326 @@
+/* tools/cli_run.c — `localtensor run PATH... [-k FILTER] [-v] [--json FILE]
+ * [--junit FILE] [--fail-fast]`: finds scenario files, loads them all (load
+ * errors are reported with file:line:col and the run goes on with the other
+ * files), runs the selected cases, prints one line per scenario (or per
+ * case with -v; a sweep gets one line unless it fails), and closes with
+ * "N passed, N failed, N errors" as the last line.
+ *
+ * Exit: 0 all passed, 1 a check failed, 2 a file could not be loaded, a step
+ * failed unexpectedly, or the arguments / report files were bad.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tools/cli.h"
+#include "tools/scenario_impl.h"
+
+typedef struct strlist {
+    char **v;
+    int n, cap;
+} strlist;
+
+static int sl_push(strlist *l, const char *s) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 32;
+        char **nv = realloc(l->v, sizeof *nv * (size_t)cap);
+        if (!nv) return -1;
+        l->v = nv;
+        l->cap = cap;
+    }
+    size_t n = strlen(s);
+    if (!(l->v[l->n] = malloc(n + 1))) return -1;
+    memcpy(l->v[l->n++], s, n + 1);
+    return 0;
+}
+
+static void sl_free(strlist *l) {
+    for (int i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+}
+
+static int cmpstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int is_yaml(const char *name) {
+    size_t n = strlen(name);
+    return (n > 5 && !strcmp(name + n - 5, ".yaml")) || (n > 4 && !strcmp(name + n - 4, ".yml"));
+}
+
+/* Appends the scenario files under dir (recursively, sorted, skipping hidden
+ * entries). depth bounds symlink loops. */
+static int walk(const char *dir, strlist *out, int depth) {
+    if (depth > 32) return 0;
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    strlist names = {0};
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.' && sl_push(&names, e->d_name)) rc = -1;
+    closedir(d);
+    if (names.n) qsort(names.v, (size_t)names.n, sizeof *names.v, cmpstr);
+    size_t dl = strlen(dir);
+    int slash = dl && dir[dl - 1] == '/';
+    for (int i = 0; i < names.n && !rc; i++) {
+        size_t n = dl + strlen(names.v[i]) + 2;
+        char *p = malloc(n);
+        if (!p) { rc = -1; break; }
+        snprintf(p, n, "%s%s%s", dir, slash ? "" : "/", names.v[i]);
+        struct stat sb;
+        if (stat(p, &sb) == 0) {
+            if (S_ISDIR(sb.st_mode)) { if (walk(p, out, depth + 1) < 0) rc = -1; }
+            else if (S_ISREG(sb.st_mode) && is_yaml(names.v[i]) && sl_push(out, p)) rc = -1;
+        }
+        free(p);
+    }
+    sl_free(&names);
+    return rc;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int matches(const lt_sc_options *o, const char *path, const sc_case *c) {
+    if (!o->nfilters) return 1;
+    for (int i = 0; i < o->nfilters; i++)
+        if (strstr(c->name, o->filters[i]) || strstr(path, o->filters[i])) return 1;
+    return 0;
+}
+
+typedef struct progress {
+    int on, shown;
+    double start, last;
+    FILE *f;
+} progress;
+
+static void progress_clear(progress *p) {
+    if (!p->shown) return;
+    fputs("\r\033[K", p->f);
+    fflush(p->f);
+    p->shown = 0;
+}
+
+static void progress_tick(progress *p, int done, int total, const char *name) {
+    if (!p->on) return;
+    double t = now_s();
+    if (t - p->start < 1.0 || t - p->last < 0.1) return;
+    p->last = t;
+    fprintf(p->f, "\r\033[K[%*d/%d] %.60s", total > 9999 ? 6 : 4, done, total, name);
+    fflush(p->f);
+    p->shown = 1;
+}
+
+int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *opt) {
+    double t0 = now_s();
+    strlist files = {0};
+    sc_load_error *lerr = NULL;
+    int nlerr = 0, code = 0;
+    lt_sc_file **loaded = NULL;
+    int nloaded = 0;
+    sc_run_summary sum;
+    memset(&sum, 0, sizeof sum);
+    FILE *out = opt->out, *err = opt->err;
+
+    for (int i = 0; i < npaths; i++) {
+        struct stat sb;
+        int before = files.n;
+        if (stat(paths[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            if (walk(paths[i], &files, 0) < 0) {
+                fprintf(err, "%s:1:1: cannot read directory: %s\n", paths[i], strerror(errno));
+                code = 2;
+            } else if (files.n == before) {
+                fprintf(err, "%s: no scenario files (*.yaml, *.yml) found\n", paths[i]);
+                code = 2;
+            }
+        } else if (sl_push(&files, paths[i])) {
+            fprintf(err, "localtensor run: out of memory\n");
+            sl_free(&files);
+            return 2;
+        }
+    }
+    loaded = calloc((size_t)(files.n ? files.n : 1), sizeof *loaded);
+    lerr = calloc((size_t)(files.n ? files.n : 1), sizeof *lerr);
+    if (!loaded || !lerr) {
+        fprintf(err, "localtensor run: out of memory\n");
+        free(loaded);
+        free(lerr);
+        sl_free(&files);
+        return 2;
+    }
+    int total = 0;
+    for (int i = 0; i < files.n; i++) {
+        lt_sc_file *f = NULL;
+        lt_status st = lt_sc_load(files.v[i], &f);
+        if (st) {
+            const char *m = lt_errmsg();
+            fflush(out);
+            fprintf(err, "%s\n", m[0] ? m : lt_status_str(st));
+            lerr[nlerr].path = files.v[i];
+            lerr[nlerr].message = strdup(m[0] ? m : lt_status_str(st));
+            nlerr++;
+            continue;
+        }
+        loaded[nloaded++] = f;
+        int any = 0;
+        for (int k = 0; k < f->nscen; k++) {
+            int sel = 0;
+            for (int c = 0; c < f->scen[k].ncases; c++) {
+                sc_case *cs = &f->scen[k].cases[c];
+                cs->selected = matches(opt, f->path, cs);
+                sel += cs->selected;
+            }
+            total += sel;
+            if (sel) sum.scenarios++, any = 1;
+        }
+        sum.files += any;
+    }
+    sum.cases = total;
+
+    progress pg = {opt->progress, 0, t0, 0, err};
+    int done = 0, stop = 0;
+    for (int i = 0; i < nloaded; i++) {
+        lt_sc_file *f = loaded[i];
+        for (int k = 0; k < f->nscen; k++) {
+            sc_scenario *s = &f->scen[k];
+            int any = 0;
+            for (int c = 0; c < s->ncases; c++) {
+                sc_case *cs = &s->cases[c];
+                if (!cs->selected) continue;
+                any = 1;
+                if (stop) {
+                    cs->res.status = LT_SC_NOTRUN;
+                    sum.not_run++;
+                    continue;
+                }
+                progress_tick(&pg, done, total, cs->name);
+                lt__sc_run_case(cs, f->arena, opt->verbose ? out : NULL);
+                done++;
+                lt_sc_status r = cs->res.status;
+                sum.passed += r == LT_SC_PASS;
+                sum.failed += r == LT_SC_FAIL;
+                sum.errors += r == LT_SC_ERROR;
+                if (opt->verbose || !s->is_sweep || r != LT_SC_PASS) {
+                    progress_clear(&pg);
+                    lt__sc_report_case(out, opt, f, s, cs);
+                }
+                if (r != LT_SC_PASS && opt->fail_fast) stop = 1;
+            }
+            if (any && s->is_sweep && !opt->verbose) {
+                progress_clear(&pg);
+                lt__sc_report_sweep(out, opt, f, s);
+            }
+        }
+    }
+    progress_clear(&pg);
+    sum.errors += nlerr;
+    sum.seconds = now_s() - t0;
+    for (int i = 0; i < nlerr; i++) {
+        if (opt->color) fprintf(out, "\033[31m\033[1mERROR\033[0m %s: could not be loaded\n", lerr[i].path);
+        else fprintf(out, "ERROR %s: could not be loaded\n", lerr[i].path);
+        fprintf(out, "      %s\n", lerr[i].message);
+    }
+    if (opt->json_path) {
+        lt_status st = lt__sc_write_json(opt->json_path, loaded, nloaded, lerr, nlerr, &sum);
+        if (st) fprintf(err, "localtensor run: --json: %s\n", lt_errmsg()), code = 2;
+    }
+    if (opt->junit_path) {
+        lt_status st = lt__sc_write_junit(opt->junit_path, loaded, nloaded, lerr, nlerr, &sum);
+        if (st) fprintf(err, "localtensor run: --junit: %s\n", lt_errmsg()), code = 2;
+    }
+    lt__sc_report_summary(out, opt, &sum);
+    fflush(out);
+    if (sum.errors || nlerr) code = 2;
+    else if (sum.failed && code == 0) code = 1;
+    for (int i = 0; i < nloaded; i++) lt_sc_file_free(loaded[i]);
+    for (int i = 0; i < nlerr; i++) free(lerr[i].message);
+    free(loaded);
+    free(lerr);
+    sl_free(&files);
+    return code;
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: localtensor run PATH... [-k FILTER] [-v] [--json FILE] [--junit FILE] [--fail-fast]\n"
+            "\n"
+            "Runs YAML scenario files (directories are searched for *.yaml / *.yml).\n"
+            "  -k FILTER      run only cases whose name or file path contains FILTER (repeatable)\n"
+            "  -v, --verbose  one line per sweep case; print `show` pictures\n"
+            "  --json FILE    write every scenario, case, check and failure as JSON\n"
+            "  --junit FILE   write JUnit XML for CI\n"
+            "  --fail-fast    stop at the first failing case\n"
+            "Exit: 0 all passed, 1 a check failed, 2 a file could not be loaded or a step errored.\n"
+            "The format of scenario files: scenarios/README.md.\n");
+}
+
+int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
+    lt_sc_options o;
+    memset(&o, 0, sizeof o);
+    o.out = out;
+    o.err = err;
+    const char **paths = calloc((size_t)(argc > 0 ? argc : 1), sizeof *paths);
+    const char **filters = calloc((size_t)(argc > 0 ? argc : 1), sizeof *filters);
+    int np = 0, nf = 0, code = -1;
+    if (!paths || !filters) {
+        fprintf(err, "localtensor run: out of memory\n");
+        code = 2;
+    }
+    for (int i = 1; i < argc && code < 0; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(out);
+            code = 0;
+        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            o.verbose = 1;
+        } else if (!strcmp(a, "--fail-fast") || !strcmp(a, "-x")) {
+            o.fail_fast = 1;
+        } else if (!strcmp(a, "-k") || !strcmp(a, "--json") || !strcmp(a, "--junit")) {
+            if (i + 1 >= argc) {
+                fprintf(err, "localtensor run: %s needs a value\n", a);
+                code = 2;
+                break;
+            }
+            const char *v = argv[++i];
+            if (a[1] == 'k') filters[nf++] = v;
+            else if (!strcmp(a, "--json")) o.json_path = v;
+            else o.junit_path = v;
+        } else if (!strncmp(a, "-k", 2)) {
+            filters[nf++] = a + 2;
+        } else if (!strncmp(a, "--json=", 7)) {
+            o.json_path = a + 7;
+        } else if (!strncmp(a, "--junit=", 8)) {
+            o.junit_path = a + 8;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(err, "localtensor run: unknown option '%s'\n", a);
+            usage(err);
+            code = 2;
+        } else {
+            paths[np++] = a;
+        }
+    }
+    if (code < 0 && np == 0) {
+        fprintf(err, "localtensor run: no scenario files or directories given\n");
+        usage(err);
+        code = 2;
+    }
+    if (code < 0) {
+        o.filters = filters;
+        o.nfilters = nf;
+        const char *nc = getenv("NO_COLOR");
+        o.color = !(nc && nc[0]) && isatty(fileno(out));
+        o.progress = isatty(fileno(err));
+        code = lt_sc_run_paths(paths, np, &o);
+    }
+    free(paths);
+    free(filters);
+    return code;
+}
+
+int lt_cli_run(int argc, char **argv) { return lt_sc_main(argc, argv, stdout, stderr); }
