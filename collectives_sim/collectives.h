@@ -11,7 +11,9 @@
  * NULL, and receives a NEW tensor the caller frees, or a preallocated
  * contiguous tensor of exactly the result's dtype and shape, which is
  * overwritten (so repeated calls reuse buffers). On error every entry that
- * was NULL on entry is NULL again and nothing leaks.
+ * was NULL on entry is NULL again and nothing leaks; argument errors are
+ * found before any data moves, so preallocated outputs are then untouched
+ * (only an engine failure, e.g. out of memory, can leave them part-written).
  *
  * Uneven and zero-size shards are the general case on every rank. Reductions
  * run in group order (member 0 first); bf16/f16 reduce in f32 and round once;

@@ -243,10 +243,22 @@ static hitem heap_pop(ctx *c) {
 
 /* ---- uniform-cost search ------------------------------------------------------------------ */
 
+/* Search budget, in rank-placement evaluations (computing the shapes of one
+ * state costs world x mesh dims of them): about 50 ms of work. Past it,
+ * min-cost falls back on the greedy route and a greedy detour on the
+ * always-legal "tear down, then build up" route (naive below). 3-D meshes of
+ * 8 ranks use well under 1% of it; meshes of many dims with many ranks and
+ * tensor dims can exceed it. */
+#define SEARCH_BUDGET 30000000.0
+
+static lt_status naive(ctx *c, const lt_placement *from, uint64_t *path, int *n, int cap);
+
 /* Cheapest path from `from` to `goal` (both valid states). Appends the keys
  * of the states after each step to path[*n...] (room: cap). LT_UNSUPPORTED
- * when the goal cannot be reached. */
+ * when the goal cannot be reached; LT_OVERFLOW (no message) past the budget. */
 static lt_status search(ctx *c, uint64_t from, uint64_t goal, uint64_t *path, int *n, int cap) {
+    double work = 0, per_state = (double)c->W * (double)c->M, edges = 1;
+    for (int i = 0; i < c->M; i++) edges += c->nc[i];
     search_reset(c);
     int s;
     LT_TRY(node_get(c, from, &s));
@@ -260,6 +272,7 @@ static lt_status search(ctx *c, uint64_t from, uint64_t goal, uint64_t *path, in
         if (nd->done || it.bytes != nd->bytes || it.steps != nd->steps) continue;
         nd->done = 1;
         c->expanded++;
+        if ((work += per_state * edges) > SEARCH_BUDGET) return LT_OVERFLOW;
         if (nd->key == goal) {
             found = it.node;
             break;
@@ -304,6 +317,48 @@ static lt_status search(ctx *c, uint64_t from, uint64_t goal, uint64_t *path, in
     return LT_OK;
 }
 
+/* The route that always exists: tear every non-frozen dim down to R, last
+ * mesh dim first (no later dim shards anything then), except a Partial the
+ * destination keeps as is; then build the destination up, first dim first.
+ * Every state is a prefix of a valid list, so it is valid, and every step is
+ * legal (localtensor/redistribute.h). */
+static lt_status naive(ctx *c, const lt_placement *from, uint64_t *path, int *n, int cap) {
+    lt_placement cur[LT_MESH_MAX_DIMS];
+    memcpy(cur, from, sizeof(lt_placement) * (size_t)c->M);
+    for (int pass = 0; pass < 2; pass++)
+        for (int q = 0; q < c->M; q++) {
+            int i = pass == 0 ? c->M - 1 - q : q;
+            lt_placement t = pass == 0 ? lt_replicate() : c->dst[i];
+            if (c->frozen[i] || lt_placement_equal(&cur[i], &t)) continue;
+            if (pass == 0 && cur[i].kind == LT_PL_PARTIAL && lt_placement_equal(&cur[i], &c->dst[i])) continue;
+            if (edge_kind(c, cur, i, &t) == LT__STEP_ILLEGAL)
+                return lt__err(LT_UNSUPPORTED, "no single step changes mesh dim %d here", i);
+            if (*n >= cap) return lt__err(LT_UNSUPPORTED, "plan longer than %d steps", cap);
+            cur[i] = t;
+            path[(*n)++] = encode(c, cur);
+        }
+    return LT_OK;
+}
+
+/* search, falling back on naive when the space is too large. */
+static lt_status route(ctx *c, const lt_placement *from, const lt_placement *goal, uint64_t *path, int *n,
+                       int cap) {
+    int n0 = *n;
+    lt_status st = search(c, encode(c, from), encode(c, goal), path, n, cap);
+    if (st != LT_OVERFLOW) return st;
+    *n = n0;
+    if (!lt_placements_equal(goal, c->dst, c->M)) {
+        /* to an intermediate goal: down to R, then up to the goal */
+        lt_placement save[LT_MESH_MAX_DIMS];
+        memcpy(save, c->dst, sizeof save);
+        memcpy(c->dst, goal, sizeof(lt_placement) * (size_t)c->M);
+        st = naive(c, from, path, n, cap);
+        memcpy(c->dst, save, sizeof save);
+        return st;
+    }
+    return naive(c, from, path, n, cap);
+}
+
 /* ---- greedy ---------------------------------------------------------------------------------- */
 
 /* Lists of (mesh dim, placement) sharding tensor dim d on mesh dims < i. */
@@ -343,7 +398,7 @@ static lt_status greedy_move(ctx *c, lt_placement *cur, int i, const lt_placemen
         return LT_OK;
     }
     const lt_placement *goal = nx_valid ? nx : c->dst;
-    LT_TRY(search(c, encode(c, cur), encode(c, goal), path, n, cap));
+    LT_TRY(route(c, cur, goal, path, n, cap));
     memcpy(cur, goal, sizeof(lt_placement) * (size_t)c->M);
     if (!nx_valid) *finished = 1;
     return LT_OK;
@@ -428,11 +483,17 @@ lt_status lt__plan_build(const lt_mesh *mesh, lt_dtype dtype, int ndim, const in
     lt_plan *p = calloc(1, sizeof *p);
     lt_status st = LT_OK;
     if (!c->sh_a || !c->sh_b || !path || !p) st = lt__err(LT_NOMEM, "out of memory while planning");
-    int n = 0;
+    int n = 0, truncated = 0;
     if (!st) {
         uint64_t ks = encode(c, c->src), kd = encode(c, c->dst);
-        if (ks != kd) st = planner == LT_PLANNER_GREEDY ? greedy(c, path, &n, MAX_STEPS)
-                                                        : search(c, ks, kd, path, &n, MAX_STEPS);
+        if (ks != kd && planner == LT_PLANNER_MIN_COST) {
+            st = search(c, ks, kd, path, &n, MAX_STEPS);
+            if (st == LT_OVERFLOW) {
+                truncated = 1;
+                n = 0;
+            }
+        }
+        if (ks != kd && (planner == LT_PLANNER_GREEDY || truncated)) st = greedy(c, path, &n, MAX_STEPS);
     }
     if (!st) {
         p->states_ = malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)c->M);
@@ -459,6 +520,7 @@ lt_status lt__plan_build(const lt_mesh *mesh, lt_dtype dtype, int ndim, const in
     p->nsteps = n;
     p->refs_ = 1;
     p->states_explored = c->expanded;
+    p->search_truncated = truncated;
     memcpy(p->states_, src, sizeof(lt_placement) * (size_t)c->M);
     lt_placement prev[LT_MESH_MAX_DIMS], nx[LT_MESH_MAX_DIMS];
     memcpy(prev, c->src, sizeof prev);

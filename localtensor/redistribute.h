@@ -57,7 +57,21 @@
  * are the same Partial is frozen (kept); R -> P(op) is only used to reach a
  * destination Partial. States must be valid placement lists whose layout is
  * computable (an explicit or `last` split that does not fit is skipped).
- * The search minimises total bytes, then the number of steps.
+ * The search minimises total bytes, then the number of steps. It has a work
+ * budget (about 50 ms); past it, min-cost returns the greedy route and says
+ * so (lt_plan.search_truncated). Meshes of up to 3-4 dims never get near it.
+ *
+ * ---- greedy ---------------------------------------------------------------
+ * PyTorch's generate_greedy_transform_infos order: when the source shards
+ * anything, walk the mesh dims last to first, turning a Shard target into R
+ * when its tensor dim is sharded differently on earlier mesh dims (compared
+ * as lists of (mesh dim, placement), so uneven rules count), then walk first
+ * to last. A transition that is not one legal step goes X -> R -> Y when
+ * both halves are legal, else takes the cheapest route (to the destination
+ * itself when the transition's target is not a valid state). Greedy issues
+ * PyTorch's collective counts on the SEMANTICS 7 pairs; min-cost may issue
+ * more collectives to move fewer bytes (e.g. by parking a shard on a third
+ * tensor dim), and never moves more bytes than greedy.
  */
 #ifndef LT_REDISTRIBUTE_H
 #define LT_REDISTRIBUTE_H
@@ -94,7 +108,9 @@ lt_status lt_planner_parse(const char *s, lt_planner *out);
 /* ---- verification report ------------------------------------------------- */
 
 /* Machine-readable result of a verification. Filled by lt_redistribute (when
- * opts->verify and opts->report are set) and by lt_verify_reshard. */
+ * opts->report is set; checked = 0 unless opts->verify) and by
+ * lt_verify_reshard. The fields after `ok` describe the first difference and
+ * are meaningful only when ok == 0. */
 typedef struct lt_verify_report {
     int checked;                       /* 1 when a verification ran */
     int ok;                            /* 1 when everything matched */
@@ -159,6 +175,8 @@ typedef struct lt_plan {
     int ncomm;                                   /* steps that issue a collective */
     size_t total_bytes;                          /* sum of bytes_total */
     int states_explored;                         /* search nodes expanded (diagnostics) */
+    int search_truncated;                        /* 1: min-cost ran out of its search budget
+                                                  * (about 50 ms) and this is the greedy route */
     /* private */
     int refs_;
     lt_placement *states_;                       /* (nsteps + 1, mesh ndim) */

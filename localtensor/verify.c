@@ -26,12 +26,12 @@ static void index_str(int ndim, const int64_t *idx, char *buf, size_t n) {
     if (used < n) snprintf(buf + used, n - used, "]");
 }
 
-static void report_init(lt_verify_report *rep, int step, int ndim) {
+static void report_init(lt_verify_report *rep, int ndim) {
     if (!rep) return;
     memset(rep, 0, sizeof *rep);
     rep->checked = 1;
     rep->ok = 1;
-    rep->step = step;
+    rep->step = -1;
     rep->mesh_dim = -1;
     rep->rank = -1;
     rep->ndim = ndim;
@@ -221,7 +221,7 @@ done:
 lt_status lt_verify_reshard(const lt_dtensor *src, const lt_dtensor *actual, int step,
                             lt_verify_report *rep) {
     const lt_mesh *mesh = lt_dtensor_mesh(src);
-    report_init(rep, step, src->ndim);
+    report_init(rep, src->ndim);
     if (!lt_mesh_equal(mesh, lt_dtensor_mesh(actual)) || src->ndim != actual->ndim ||
         src->dtype != actual->dtype)
         return lt__err(LT_INVALID, "verify: the two DTensors differ in mesh, rank or dtype");
@@ -242,6 +242,7 @@ lt_status lt_verify_reshard(const lt_dtensor *src, const lt_dtensor *actual, int
             st = lt__err(LT_MISMATCH, "rank %d holds a shard of shape %s but the direct reshard gives %s", r, sa, se);
             if (rep) {
                 rep->ok = 0;
+                rep->step = step;
                 rep->rank = r;
                 rep->shape_mismatch = 1;
                 memcpy(rep->expected_shape, e->shape, sizeof(int64_t) * (size_t)e->ndim);

@@ -347,7 +347,8 @@ static void test_sweep(void **state) {
                     for (int op = 0; op < (red ? LT_REDOP_COUNT : 1); op++) {
                         if (dt == LT_BOOL && op == LT_REDOP_AVG) continue;
                         for (int rk = 0; rk < (rules ? LT_SPLIT_COUNT : 1); rk++)
-                            run_case(&s, which, (lt_dtype)dt, (lt_redop)op, rk);
+                            for (int trial = 0; trial < 2; trial++)
+                                run_case(&s, which, (lt_dtype)dt, (lt_redop)op, rk);
                     }
                 }
             }

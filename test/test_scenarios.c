@@ -268,7 +268,7 @@ static void test_big_file(void **state) {
     free(out);
     free(err);
     /* the same from memory */
-    size_t len;
+    size_t len = 0;
     char *text = slurp(path, &len);
     assert_non_null(text);
     LT_EXPECT_STATUS(lt_sc_load_string("mem.yaml", text, len, &sf), LT_INVALID);
@@ -462,7 +462,7 @@ static void test_reports(void **state) {
     assert_int_equal(te, 2);
     if (!strstr(out, "e_bad.yaml:3:9: unknown step 'nope'")) fail_msg("load error not reported:\n%s%s", out, err);
     /* JSON */
-    size_t jl;
+    size_t jl = 0;
     char *jt = slurp(json, &jl);
     assert_non_null(jt);
     const char *end = NULL;
@@ -573,7 +573,7 @@ static void test_usage(void **state) {
  * answer every one with a status (no crash, no hang, no leak). */
 static void test_mutations(void **state) {
     (void)state;
-    size_t len;
+    size_t len = 0;
     char *base = slurp("scenarios/placements/strided.yaml", &len);
     assert_non_null(base);
     char *buf = malloc(len + 64);

@@ -182,6 +182,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
         sum.files += any;
     }
     sum.cases = total;
+    if (opt->nfilters && total == 0 && nloaded) fprintf(err, "localtensor run: no case matches the -k filters\n");
 
     progress pg = {opt->progress, 0, t0, 0, err};
     int done = 0, stop = 0;

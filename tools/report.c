@@ -54,7 +54,7 @@ static void status_word(FILE *f, const lt_sc_options *o, lt_sc_status s) {
 
 static void print_failure(FILE *f, const lt_sc_failure *x) {
     fprintf(f, "      %s:%d:%d: %s\n", x->file, x->line, x->col, x->message ? x->message : "(no message)");
-    if (x->rank >= 0 || x->index || x->expected || x->actual) {
+    if (x->rank >= 0 || x->index) {
         fprintf(f, "        ");
         if (x->rank >= 0) fprintf(f, "rank %d  ", x->rank);
         if (x->index) fprintf(f, "index %s  ", x->index);
@@ -76,14 +76,13 @@ void lt__sc_report_case(FILE *f, const lt_sc_options *o, const lt_sc_file *file,
 }
 
 void lt__sc_report_sweep(FILE *f, const lt_sc_options *o, const lt_sc_file *file, const sc_scenario *s) {
-    int sel = 0, pass = 0, fail = 0, err = 0;
+    int sel = 0, fail = 0, err = 0;
     double t = 0;
     for (int i = 0; i < s->ncases; i++) {
         const sc_case *c = &s->cases[i];
         if (!c->selected || c->res.status == LT_SC_NOTRUN) continue;
         sel++;
         t += c->res.seconds;
-        pass += c->res.status == LT_SC_PASS;
         fail += c->res.status == LT_SC_FAIL;
         err += c->res.status == LT_SC_ERROR;
     }

@@ -655,7 +655,7 @@ lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
 /* ---- expect_order (SEMANTICS 6, middle era) ------------------------------------------ */
 
 typedef struct {
-    lt_placement pl[LT_MESH_MAX_DIMS];
+    lt_placement *pl;               /* (np) */
     int np;
     int n;                                   /* expected entries */
     int mesh_dim[2 * LT_MESH_MAX_DIMS];
@@ -668,7 +668,7 @@ lt_status lt__sc_parse_expect_order(sc_parse_ctx *pc, const sc_node *body, sc_st
     LT_TRY(lt__sc_keys(body, "expect_order", keys));
     NEW_DATA(expect_order_data, d);
     LT_TRY(lt__sc_need(body, "expect_order", "placements", &n));
-    LT_TRY(lt__sc_placements(n, "expect_order: placements", d->pl, &d->np));
+    LT_TRY(lt__sc_placements_new(pc->arena, n, "expect_order: placements", &d->pl, &d->np));
     LT_TRY(lt__sc_need(body, "expect_order", "order", &n));
     if (n->kind != SC_SEQ || n->n > 2 * LT_MESH_MAX_DIMS)
         return lt__sc_err(n, LT_INVALID, "expect_order: order: expected a list of [mesh_dim, placement] pairs, got %s",

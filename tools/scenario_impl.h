@@ -92,6 +92,10 @@ lt_status lt__sc_ident(const sc_node *n, const char *what, const char **out);
 lt_status lt__sc_shape(const sc_node *n, const char *what, int *ndim, int64_t *shape);
 /* [S(0), R] or "S(0),R" (any spelling of DESIGN.md). Count is not checked. */
 lt_status lt__sc_placements(const sc_node *n, const char *what, lt_placement *pl, int *np);
+/* The same into a new arena array of exactly *np entries (an lt_placement
+ * is large: it carries room for explicit split sizes). */
+lt_status lt__sc_placements_new(sc_arena *a, const sc_node *n, const char *what, lt_placement **pl,
+                                int *np);
 /* chunk | balanced | last | [3, 1, 0, 2] */
 lt_status lt__sc_rule(const sc_node *n, const char *what, lt_split_rule *out);
 /* "2x2", "dp=2,tp=2", 8, or {shape: [2, 2], names: [dp, tp]} */
@@ -116,7 +120,8 @@ typedef struct sc_subst {
     const char *names[SC_MAX_VARS];
     const sc_node *vals[SC_MAX_VARS];
 } sc_subst;
-/* Deep copy of n into a (NULL a: only checks for undefined "$name"s).
+/* Copy of n with the variables substituted into a (NULL a: only checks for
+ * undefined "$name"s). Subtrees without variables are shared, not copied.
  * Errors name the undefined variable and list the defined ones. */
 lt_status lt__sc_copy(sc_arena *a, const sc_node *n, const sc_subst *s, sc_node **out);
 /* A synthetic scalar at the position of `at`. */
@@ -149,7 +154,7 @@ typedef struct lt_sc_result {
     int checks_failed;
     int nfails;                /* recorded (at most SC_MAX_FAILS) */
     int nfails_dropped;
-    lt_sc_failure fails[SC_MAX_FAILS];
+    lt_sc_failure *fails;      /* (SC_MAX_FAILS) in the arena once a failure is recorded */
 } lt_sc_result;
 
 /* ---- scenarios ------------------------------------------------------------- */
@@ -321,11 +326,15 @@ char *lt__sc_fmt_index(int ndim, const int64_t *idx, char *buf, size_t n);
     XX(collective,   0)         \
     XX(show,         0)         \
     XX(mark_comm,    0)         \
+    XX(op,           0)         \
+    XX(tp_mlp,       0)         \
+    XX(rank_map,     0)         \
     XX(expect_local, 1)         \
     XX(expect_full,  1)         \
     XX(expect_plan,  1)         \
     XX(expect_comm,  1)         \
     XX(expect_order, 1)         \
+    XX(expect_replicas, 1)      \
     XX(expect_error, 1)
 
 #define LT__XX(name, chk)                                                                      \

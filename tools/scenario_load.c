@@ -393,11 +393,10 @@ typedef struct sweep_ctx {
 static lt_status add_case(sweep_ctx *sw, const sc_subst *s, const char *label, const sc_node *mesh_node) {
     if (sw->ncases == LT_SC_MAX_CASES)
         return lt__sc_err(sw->sweep, LT_OVERFLOW, "sweep: more than %d cases", LT_SC_MAX_CASES);
-    if (sw->ncases == sw->cap) {
+    if (sw->ncases == sw->cap) {   /* malloc'd while growing; moved into the arena at the end */
         int cap = sw->cap ? sw->cap * 2 : 64;
-        sc_case *c = lt__sc_alloc(sw->a, sizeof *c * (size_t)cap);
-        if (!c) return LT_NOMEM;
-        if (sw->ncases) memcpy(c, sw->cases, sizeof *c * (size_t)sw->ncases);
+        sc_case *c = realloc(sw->cases, sizeof *c * (size_t)cap);
+        if (!c) return lt__err(LT_NOMEM, "out of memory");
         sw->cases = c;
         sw->cap = cap;
     }
@@ -594,11 +593,16 @@ static lt_status parse_sweep_scenario(sc_arena *a, const sc_node *map, const sc_
     }
     if (!sw.mesh.n && !sw.shape.n && !sw.dtype.n && !sw.from && !sw.to && !sw.pairs)
         return lt__sc_err(sweep, LT_INVALID, "sweep: defines no variables (mesh, shape, dtype, from, to, pairs)");
-    LT_TRY(expand_sweep(&sw));
-    s->is_sweep = 1;
-    s->ncases = sw.ncases;
-    s->cases = sw.cases;
-    return LT_OK;
+    lt_status st = expand_sweep(&sw);
+    if (!st) {
+        s->is_sweep = 1;
+        s->ncases = sw.ncases;
+        s->cases = lt__sc_alloc(a, sizeof *s->cases * (size_t)sw.ncases);
+        if (s->cases) memcpy(s->cases, sw.cases, sizeof *s->cases * (size_t)sw.ncases);
+        else st = LT_NOMEM;
+    }
+    free(sw.cases);
+    return st;
 }
 
 static lt_status parse_scenario(sc_arena *a, const sc_node *map, sc_scenario *s) {

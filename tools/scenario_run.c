@@ -123,6 +123,10 @@ lt_status lt__sc_check_fail(sc_run_ctx *rc, const sc_step *st, int rank, const c
 
 static void record(sc_run_ctx *rc, const lt_sc_failure *f) {
     lt_sc_result *r = rc->res;
+    if (!r->fails && !(r->fails = lt__sc_alloc(rc->arena, sizeof *r->fails * SC_MAX_FAILS))) {
+        r->nfails_dropped++;
+        return;
+    }
     if (r->nfails < SC_MAX_FAILS) r->fails[r->nfails++] = *f;
     else r->nfails_dropped++;
 }

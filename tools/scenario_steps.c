@@ -30,7 +30,7 @@ static char *pos_str(const sc_step *st, char *buf, size_t n) {
 
 typedef struct {
     const char *tensor, *as;
-    lt_placement pl[LT_MESH_MAX_DIMS];
+    lt_placement *pl;               /* (np) */
     int np;
 } distribute_data;
 
@@ -41,7 +41,7 @@ lt_status lt__sc_parse_distribute(sc_parse_ctx *pc, const sc_node *body, sc_step
     NEW_DATA(distribute_data, d);
     LT_TRY(lt__sc_use(pc, body, "distribute", "tensor", SC_FULL | SC_DTENSOR, &d->tensor));
     LT_TRY(lt__sc_need(body, "distribute", "placements", &n));
-    LT_TRY(lt__sc_placements(n, "distribute: placements", d->pl, &d->np));
+    LT_TRY(lt__sc_placements_new(pc->arena, n, "distribute: placements", &d->pl, &d->np));
     return lt__sc_define(pc, body, "distribute", SC_DTENSOR, &d->as);
 }
 
@@ -112,7 +112,7 @@ typedef struct {
     const char *as;
     shard_lit *shards;             /* (world) */
     lt_dtype dtype;
-    lt_placement pl[LT_MESH_MAX_DIMS];
+    lt_placement *pl;               /* (np) */
     int np;
     int run_check;
     int has_shape, has_stride;
@@ -136,7 +136,7 @@ lt_status lt__sc_parse_from_local(sc_parse_ctx *pc, const sc_node *body, sc_step
         LT_TRY(rank_literal(pc, vals[r], shapes ? shapes[r] : NULL, what, &d->shards[r]));
     }
     LT_TRY(lt__sc_need(body, "from_local", "placements", &n));
-    LT_TRY(lt__sc_placements(n, "from_local: placements", d->pl, &d->np));
+    LT_TRY(lt__sc_placements_new(pc->arena, n, "from_local: placements", &d->pl, &d->np));
     d->dtype = LT_F32;
     if ((n = lt__sc_get(body, "dtype"))) LT_TRY(lt__sc_dtype(n, "from_local: dtype", &d->dtype));
     if ((n = lt__sc_get(body, "run_check"))) LT_TRY(lt__sc_bool(n, "from_local: run_check", &d->run_check));
@@ -198,7 +198,7 @@ lt_status lt__sc_run_from_local(sc_run_ctx *rc, const sc_step *st) {
 
 typedef struct {
     const char *tensor, *as;
-    lt_placement pl[LT_MESH_MAX_DIMS];
+    lt_placement *pl;               /* (np) */
     int np;
     lt_planner planner;
     int verify;
@@ -211,7 +211,7 @@ lt_status lt__sc_parse_redistribute(sc_parse_ctx *pc, const sc_node *body, sc_st
     NEW_DATA(redistribute_data, d);
     LT_TRY(lt__sc_use(pc, body, "redistribute", "tensor", SC_DTENSOR, &d->tensor));
     LT_TRY(lt__sc_need(body, "redistribute", "to", &n));
-    LT_TRY(lt__sc_placements(n, "redistribute: to", d->pl, &d->np));
+    LT_TRY(lt__sc_placements_new(pc->arena, n, "redistribute: to", &d->pl, &d->np));
     d->planner = LT_PLANNER_MIN_COST;
     if ((n = lt__sc_get(body, "planner"))) {
         const char *s;
@@ -228,7 +228,7 @@ lt_status lt__sc_parse_redistribute(sc_parse_ctx *pc, const sc_node *body, sc_st
 /* "step 1 (mesh dim 0: S(0) -> R, all_gather)" */
 static void plan_step_str(const lt_plan *p, int i, char *buf, size_t n) {
     if (!p || i < 0 || i >= p->nsteps) {
-        snprintf(buf, n, "the source (before any step)");
+        snprintf(buf, n, "the source (its replicas or partial values disagree)");
         return;
     }
     const lt_plan_step *s = &p->steps[i];
@@ -276,7 +276,7 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
         lt_plan_free(rc->plan);
         rc->plan = plan;
         plan_summary(plan, sum, sizeof sum);
-        snprintf(rc->plan_text, sizeof rc->plan_text, "redistribute at %s: %s", where, sum);
+        snprintf(rc->plan_text, sizeof rc->plan_text, "redistribute at %.80s: %.380s", where, sum);
     }
     if (s == LT_MISMATCH && rep.checked && !rep.ok) {
         char ps[200], idx[96], gidx[96], e[48], a[48], msg[600];
@@ -287,7 +287,7 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
             lt_shape_str(rep.ndim, rep.expected_shape, es, sizeof es);
             lt_shape_str(rep.ndim, rep.actual_shape, as, sizeof as);
             return lt__sc_check_fail(rc, st, rep.rank, NULL, es, as, ps,
-                                     "verification of redistribute of '%s' %s -> %s failed after %s: rank %d holds a shard of shape %s, expected %s",
+                                     "verification of redistribute of '%s' %s -> %s failed at %s: rank %d holds a shard of shape %s, expected %s",
                                      d->tensor, src, dst, ps, rep.rank, as, es);
         }
         lt__sc_fmt_index(rep.ndim, rep.local_index, idx, sizeof idx);
@@ -295,7 +295,7 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
         lt__sc_fmt_num(rep.expected, e, sizeof e);
         lt__sc_fmt_num(rep.actual, a, sizeof a);
         return lt__sc_check_fail(rc, st, rep.rank, idx, e, a, ps,
-                                 "verification of redistribute of '%s' %s -> %s failed after %s: rank %d, index %s (global %s): expected %s, actual %s (%lld elements differ on that rank)",
+                                 "verification of redistribute of '%s' %s -> %s failed at %s: rank %d, index %s (global %s): expected %s, actual %s (%lld elements differ on that rank)",
                                  d->tensor, src, dst, ps, rep.rank, idx, gidx, e, a, (long long)rep.ndiff);
     }
     if (s) return s;

@@ -662,6 +662,16 @@ lt_status lt__sc_placements(const sc_node *n, const char *what, lt_placement *pl
     return LT_OK;
 }
 
+lt_status lt__sc_placements_new(sc_arena *a, const sc_node *n, const char *what, lt_placement **pl,
+                                int *np) {
+    lt_placement tmp[LT_MESH_MAX_DIMS];
+    LT_TRY(lt__sc_placements(n, what, tmp, np));
+    *pl = lt__sc_alloc(a, sizeof *tmp * (size_t)(*np ? *np : 1));
+    if (!*pl) return LT_NOMEM;
+    memcpy(*pl, tmp, sizeof *tmp * (size_t)*np);
+    return LT_OK;
+}
+
 lt_status lt__sc_rule(const sc_node *n, const char *what, lt_split_rule *out) {
     memset(out, 0, sizeof *out);
     if (n && n->kind == SC_SEQ) {
@@ -829,24 +839,33 @@ static lt_status copy_rec(sc_arena *a, const sc_node *n, const sc_subst *s, sc_n
             return lt__sc_err(n, LT_INVALID, "'%s' is a sweep variable, but this scenario has no sweep", n->str);
         return lt__sc_err(n, LT_INVALID, "'%s' is not a variable of this sweep (it defines %s)", n->str, list);
     }
-    if (!a) {
-        if (n->kind != SC_SCALAR)
-            for (int i = 0; i < (n->kind == SC_MAP ? 2 * n->n : n->n); i++)
-                if (n->kind == SC_SEQ || i % 2) LT_TRY(copy_rec(a, n->kids[i], s, NULL, depth + 1));
+    if (n->kind == SC_SCALAR) {
+        if (out) *out = (sc_node *)n;        /* shared: nothing to substitute */
+        return LT_OK;
+    }
+    /* a collection is copied only when something below it changes */
+    int k = n->kind == SC_MAP ? 2 * n->n : n->n;
+    sc_node **kids = NULL;
+    for (int i = 0; i < k; i++) {
+        if (n->kind == SC_MAP && i % 2 == 0) continue;   /* keys are never variables */
+        sc_node *c = NULL;
+        LT_TRY(copy_rec(a, n->kids[i], s, a ? &c : NULL, depth + 1));
+        if (!a || c == n->kids[i]) continue;
+        if (!kids) {
+            if (!(kids = lt__sc_alloc(a, sizeof(sc_node *) * (size_t)k))) return LT_NOMEM;
+            memcpy(kids, n->kids, sizeof(sc_node *) * (size_t)k);
+        }
+        kids[i] = c;
+    }
+    if (!a) return LT_OK;
+    if (!kids) {
+        *out = (sc_node *)n;
         return LT_OK;
     }
     sc_node *c = lt__sc_alloc(a, sizeof *c);
     if (!c) return LT_NOMEM;
     *c = *n;
-    if (n->kind != SC_SCALAR && n->n) {
-        int k = n->kind == SC_MAP ? 2 * n->n : n->n;
-        c->kids = lt__sc_alloc(a, sizeof(sc_node *) * (size_t)k);
-        if (!c->kids) return LT_NOMEM;
-        for (int i = 0; i < k; i++) {
-            if (n->kind == SC_MAP && i % 2 == 0) c->kids[i] = n->kids[i];   /* keys are never variables */
-            else LT_TRY(copy_rec(a, n->kids[i], s, &c->kids[i], depth + 1));
-        }
-    }
+    c->kids = kids;
     *out = c;
     return LT_OK;
 }
