@@ -18,6 +18,13 @@ LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
 BUILD   ?= build
 SAN     ?=
 EXTRA   ?=
+# `make asan test`: the build goes to build-asan with sanitizers (decided
+# before any path below is computed).
+ifneq ($(filter asan,$(MAKECMDGOALS)),)
+BUILD := build-asan
+SAN   := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT   := -O1
+endif
 CFLAGS  := $(CFLAGS_BASE) $(OPT) $(SAN) $(WERROR) $(EXTRA)
 
 LIB_SRC  := $(wildcard kernels/*.c collectives_sim/*.c localtensor/*.c) \
@@ -66,13 +73,6 @@ test: deps
 	@$(SUBMAKE) all $(TEST_BIN)
 	@bash tools/run-tests.sh $(BUILD) $(TEST_BIN)
 
-# `make asan test`: everything after goes to build-asan with sanitizers.
-ifneq ($(filter asan,$(MAKECMDGOALS)),)
-BUILD := build-asan
-SAN   := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-OPT   := -O1
-CFLAGS := $(CFLAGS_BASE) $(OPT) $(SAN) $(WERROR) $(EXTRA)
-endif
 asan:
 	@true
 

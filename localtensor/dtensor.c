@@ -259,49 +259,46 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
     /* innermost sharding first: sum sizes along each group of a sharding mesh dim */
     for (int i = mesh->ndim - 1; i >= 0 && !st; i--) {
         if (!lt_placement_is_shard_like(&norm[i])) continue;
-        int d = norm[i].dim, k = mesh->shape[i];
-        int64_t pieces[LT_SPLIT_MAX_EXPLICIT];
-        int have_pieces = 0;
-        for (int g = 0; g < lt_mesh_ngroups(mesh, i) && !st; g++) {
+        int d = norm[i].dim, k = mesh->shape[i], ng = lt_mesh_ngroups(mesh, i);
+        if (norm[i].kind == LT_PL_SHARD && k > 1) {
+            /* do the pieces follow the rule in every group? */
+            int all_match = 1, same = 1;
+            int64_t first[LT_SPLIT_MAX_EXPLICIT];
+            for (int g = 0; g < ng && k <= LT_SPLIT_MAX_EXPLICIT; g++) {
+                lt_mesh_group(mesh, i, g, grp);
+                int64_t total = 0, want[LT_SPLIT_MAX_EXPLICIT];
+                for (int j = 0; j < k; j++) total += sz[grp[j] * LT_MAX_DIMS + d];
+                int match = lt_split_sizes(&norm[i].rule, total, k, want) == LT_OK;
+                for (int j = 0; j < k && match; j++) match = want[j] == sz[grp[j] * LT_MAX_DIMS + d];
+                all_match &= match;
+                for (int j = 0; j < k; j++) {
+                    int64_t v = sz[grp[j] * LT_MAX_DIMS + d];
+                    if (g == 0) first[j] = v;
+                    else if (first[j] != v) same = 0;
+                }
+            }
+            char txt[64];
+            lt_placement_format(&norm[i], txt, sizeof txt);
+            if (k > LT_SPLIT_MAX_EXPLICIT) {
+                st = lt__err(LT_UNSUPPORTED, "not supported yet: from_local over a mesh dim of more than %d ranks", LT_SPLIT_MAX_EXPLICIT);
+            } else if (!all_match) {
+                lt_split_kind rk = norm[i].rule.kind;
+                if (rk != LT_SPLIT_CHUNK && rk != LT_SPLIT_EXPLICIT)
+                    st = lt__err(LT_SHAPE, "from_local: mesh dim %d (%s): the shard sizes along dim %d do not follow the rule", i, txt, d);
+                else if (!same)
+                    st = lt__err(LT_SHAPE, "from_local: mesh dim %d (%s) splits dim %d unevenly and differently in different groups: no single placement describes it",
+                                 i, txt, d);
+                else {
+                    norm[i].rule.kind = LT_SPLIT_EXPLICIT;
+                    norm[i].rule.nsizes = k;
+                    memcpy(norm[i].rule.sizes, first, sizeof(int64_t) * (size_t)k);
+                }
+            }
+        }
+        for (int g = 0; g < ng && !st; g++) {
             lt_mesh_group(mesh, i, g, grp);
             int64_t total = 0;
             for (int j = 0; j < k; j++) total += sz[grp[j] * LT_MAX_DIMS + d];
-            if (norm[i].kind == LT_PL_SHARD && k > 1) {
-                int64_t want[LT_SPLIT_MAX_EXPLICIT];
-                lt_split_rule rule = norm[i].rule;
-                int match = 0;
-                if (k <= LT_SPLIT_MAX_EXPLICIT && lt_split_sizes(&rule, total, k, want) == LT_OK) {
-                    match = 1;
-                    for (int j = 0; j < k; j++) match &= want[j] == sz[grp[j] * LT_MAX_DIMS + d];
-                }
-                if (!match) {
-                    if (rule.kind != LT_SPLIT_CHUNK && rule.kind != LT_SPLIT_EXPLICIT) {
-                        char txt[64];
-                        lt_placement_format(&norm[i], txt, sizeof txt);
-                        st = lt__err(LT_SHAPE, "from_local: mesh dim %d (%s): shard sizes along dim %d of group starting at rank %d do not follow the rule",
-                                     i, txt, d, grp[0]);
-                        break;
-                    }
-                    if (k > LT_SPLIT_MAX_EXPLICIT) {
-                        st = lt__err(LT_UNSUPPORTED, "not supported yet: explicit sizes over more than %d ranks", LT_SPLIT_MAX_EXPLICIT);
-                        break;
-                    }
-                    /* explicit sizes; all groups must agree */
-                    for (int j = 0; j < k; j++) {
-                        int64_t s = sz[grp[j] * LT_MAX_DIMS + d];
-                        if (have_pieces && pieces[j] != s) {
-                            st = lt__err(LT_SHAPE, "from_local: mesh dim %d splits dim %d unevenly, and differently in different groups (rank %d holds %lld, its counterpart %lld): no single placement describes it",
-                                         i, d, grp[j], (long long)s, (long long)pieces[j]);
-                            break;
-                        }
-                        pieces[j] = s;
-                    }
-                    have_pieces = 1;
-                    norm[i].rule.kind = LT_SPLIT_EXPLICIT;
-                    norm[i].rule.nsizes = k;
-                    memcpy(norm[i].rule.sizes, pieces, sizeof(int64_t) * (size_t)k);
-                }
-            }
             for (int j = 0; j < k; j++) sz[grp[j] * LT_MAX_DIMS + d] = total;
         }
     }

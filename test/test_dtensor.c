@@ -293,6 +293,13 @@ static void test_from_local(void **state) {
     assert_non_null(strstr(lt_errmsg(), "ranks 2 and 3 differ at index [1]"));
     LT_CHECK(lt_from_local(&m, sh, pl, np, 0, &d)); /* without run_check it is accepted */
     lt_dtensor_free(d);
+    /* uneven pieces that differ between groups of the mesh dim: no placement fits */
+    for (int r = 0; r < 4; r++) lt_tensor_free(sh[r]);
+    parse("2x2", "R,S(0)", &m, pl, &np);
+    const int64_t sz3[4] = {2, 1, 1, 2};
+    for (int r = 0; r < 4; r++) LT_CHECK(lt_tensor_new(LT_F32, 1, &sz3[r], &sh[r]));
+    LT_EXPECT_STATUS(lt_from_local(&m, sh, pl, np, 0, &d), LT_SHAPE);
+    assert_non_null(strstr(lt_errmsg(), "differently in different groups"));
     /* non-sharded dims must agree */
     lt_tensor_free(sh[3]);
     int64_t three = 3;
