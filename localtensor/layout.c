@@ -160,3 +160,19 @@ void lt_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
         s *= shape[d] > 0 ? shape[d] : 1;
     }
 }
+
+void lt_chunk_size_and_offset(int64_t curr, int k, int rank, int64_t *size, int64_t *offset) {
+    if (curr % k == 0) {
+        *size = curr / k;
+        *offset = rank * (curr / k);
+        return;
+    }
+    int64_t full = curr / k + 1, start = full * rank;
+    if (curr < start) {
+        *size = 0;
+        *offset = curr;
+        return;
+    }
+    *size = (curr < start + full ? curr : start + full) - start;
+    *offset = start;
+}

@@ -58,6 +58,13 @@ lt_status lt_compute_global_tensor_info(const lt_mesh *mesh, int ndim, const int
                                         const int64_t *local_stride, const lt_placement *pl,
                                         int64_t *global_shape, int64_t *global_stride);
 
+/* Shard.local_shard_size_and_offset (SEMANTICS 2): the chunk-rule piece of
+ * rank `rank` of k when splitting a current local size `curr`, with its
+ * offset relative to that local tensor. Even: (curr/k, rank*curr/k).
+ * Otherwise full = ceil(curr/k), start = full*rank: (0, curr) when
+ * curr < start, else (min(curr, start+full) - start, start). */
+void lt_chunk_size_and_offset(int64_t curr, int k, int rank, int64_t *size, int64_t *offset);
+
 /* Row-major contiguous strides of a shape. */
 void lt_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 

@@ -90,6 +90,21 @@ static void test_partial_distribute(void **state) {
         lt_tensor_free(full);
         lt_dtensor_free(d);
     }
+    /* SEMANTICS 5: the logical value of P(product) is the product of the ranks' values */
+    {
+        lt_tensor *pr[2];
+        int64_t one = 1;
+        LT_CHECK(lt_tensor_from_doubles(LT_F32, 1, &one, (double[]){2}, 1, &pr[0]));
+        LT_CHECK(lt_tensor_from_doubles(LT_F32, 1, &one, (double[]){3}, 1, &pr[1]));
+        parse("2", "P(product)", &m, pl, &np);
+        LT_CHECK(lt_from_local(&m, pr, pl, np, 1, &d));
+        LT_CHECK(lt_full_tensor_direct(d, &full));
+        lt_test_expect_values(full, 1, &one, (double[]){6}, "P(product) full");
+        lt_tensor_free(full);
+        lt_dtensor_free(d);
+        lt_tensor_free(pr[0]);
+        lt_tensor_free(pr[1]);
+    }
     /* SEMANTICS 10 rejections */
     parse("2", "P(product)", &m, pl, &np);
     LT_EXPECT_STATUS(lt_distribute(&m, x, pl, np, &d), LT_INVALID);

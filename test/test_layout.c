@@ -371,6 +371,26 @@ static void test_global_info(void **state) {
     LT_EXPECT_STATUS(lt_compute_global_tensor_info(&m, 3, (int64_t[]){2, 3, 1}, (int64_t[]){3, 1, 1}, pl, gs, gst), LT_INVALID);
 }
 
+static void test_chunk_size_and_offset(void **state) {
+    (void)state;
+    /* SEMANTICS 2: 5 over 4 -> (2,0) (2,2) (1,4) (0,5); even 8 over 4 -> (2, 2r) */
+    const int64_t want[4][2] = {{2, 0}, {2, 2}, {1, 4}, {0, 5}};
+    for (int r = 0; r < 4; r++) {
+        int64_t sz, off;
+        lt_chunk_size_and_offset(5, 4, r, &sz, &off);
+        assert_int_equal(sz, want[r][0]);
+        assert_int_equal(off, want[r][1]);
+        lt_chunk_size_and_offset(8, 4, r, &sz, &off);
+        assert_int_equal(sz, 2);
+        assert_int_equal(off, 2 * r);
+    }
+    /* 9 over 4: full 3, rank 3 starts at 9 = curr -> (0, 9) */
+    int64_t sz, off;
+    lt_chunk_size_and_offset(9, 4, 3, &sz, &off);
+    assert_int_equal(sz, 0);
+    assert_int_equal(off, 9);
+}
+
 static void test_layout_errors(void **state) {
     (void)state;
     lt_mesh m;
@@ -395,6 +415,7 @@ int main(void) {
         cmocka_unit_test(test_strided_examples), cmocka_unit_test(test_row_blocks_8x8),
         cmocka_unit_test(test_nested_18),        cmocka_unit_test(test_offsets_table),
         cmocka_unit_test(test_global_info),      cmocka_unit_test(test_layout_errors),
+        cmocka_unit_test(test_chunk_size_and_offset),
         cmocka_unit_test(test_brute_force),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
