@@ -340,7 +340,7 @@ static lt_status prepare_out(call *k, int g, int r, lt_dtype dt, int ndim, const
     lt_tensor *o = k->out[r];
     if (!o) {
         lt_status st = placeholder ? lt_tensor_placeholder(dt, ndim, shape, &k->out[r])
-                                   : lt_tensor_new(dt, ndim, shape, &k->out[r]);
+                                   : lt_tensor_empty(dt, ndim, shape, &k->out[r]);
         if (st) return gerr(k, g, 1, st, "result of rank %d", r);
         k->c->fresh[r] = 1;
         k->any_fresh = 1;
@@ -474,7 +474,7 @@ static lt_status run(call *k, lt_coll_fn fn, lt_coll_group *proto, size_t sizes_
             if (!c->need_tmp[r] || st) continue;
             c->need_tmp[r] = 0;
             const lt_tensor *o = k->out[r];
-            st = lt_tensor_new(o->dtype, o->ndim, o->shape, &c->tmp[r]);
+            st = lt_tensor_empty(o->dtype, o->ndim, o->shape, &c->tmp[r]);
             c->eng_out[r] = c->tmp[r];
             eout = c->eng_out;
         }

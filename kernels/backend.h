@@ -40,6 +40,8 @@ struct lt_backend {
 
 /* The process-wide CPU backend (static; never freed). */
 const lt_backend *lt_backend_cpu(void);
+/* Returns the CPU backend's cached large blocks to the system. */
+void lt_backend_cpu_trim(void);
 /* The backend new tensors go to when none is named (the CPU backend). */
 const lt_backend *lt_backend_default(void);
 

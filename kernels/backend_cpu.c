@@ -1,22 +1,123 @@
-/* kernels/backend_cpu.c — the CPU backend: malloc, memcpy, OpenBLAS gemm.
+/* kernels/backend_cpu.c — the CPU backend: aligned host memory, memcpy,
+ * OpenBLAS gemm.
  *
- * Memory is 64-byte aligned so vectorised loops and BLAS see aligned rows. */
+ * Large buffers (>= 1 MiB) come from a small caching allocator: a freed large
+ * block is kept (up to LT__CACHE_MAX_BYTES in all) and handed out again for
+ * the next request of the same rounded size. Simulations allocate the same
+ * shard shapes over and over (every redistribute step makes new shards);
+ * without the cache every step pays the kernel's page faults on fresh memory,
+ * which costs more than the copy itself. Large blocks also ask for
+ * transparent huge pages. Under AddressSanitizer the cache is off so every
+ * use-after-free is still caught. */
+#if !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE /* madvise */
+#endif
 #include "kernels/backend.h"
 
 #include <cblas.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+#define LT__LARGE_BLOCK ((size_t)1 << 20)        /* 1 MiB: cached, huge-page hinted */
+#define LT__HUGE_ALIGN ((size_t)2 << 20)         /* 2 MiB */
+#define LT__CACHE_SLOTS 64
+#define LT__CACHE_MAX_BYTES ((size_t)2 << 30)    /* 2 GiB kept at most */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define LT__CACHE_ON 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LT__CACHE_ON 0
+#endif
+#endif
+#ifndef LT__CACHE_ON
+#define LT__CACHE_ON 1
+#endif
+
+typedef struct cached_block {
+    void *ptr;                 /* NULL: slot empty */
+    size_t size;               /* rounded size */
+} cached_block;
+
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static cached_block cache[LT__CACHE_SLOTS];
+static size_t cache_bytes;
+
+/* Every live large block is preceded by a 64-byte header holding its rounded
+ * size, so free knows whether (and where) to cache it. */
+#define LT__HDR 64
+
+static size_t round_large(size_t n) { return (n + LT__HUGE_ALIGN - 1) & ~(LT__HUGE_ALIGN - 1); }
 
 static void *cpu_alloc(void *ctx, size_t nbytes) {
     (void)ctx;
-    size_t n = (nbytes + 63) & ~(size_t)63;
-    if (n == 0) n = 64;
-    return aligned_alloc(64, n);
+    if (nbytes + LT__HDR < LT__LARGE_BLOCK) {
+        size_t n = (nbytes + 63) & ~(size_t)63;
+        if (n == 0) n = 64;
+        char *p = aligned_alloc(64, n + LT__HDR);
+        if (!p) return NULL;
+        memset(p, 0, sizeof(size_t));     /* size 0 marks a small block */
+        return p + LT__HDR;
+    }
+    size_t want = round_large(nbytes + LT__HDR);
+    char *p = NULL;
+    if (LT__CACHE_ON) {
+        pthread_mutex_lock(&cache_mu);
+        for (int i = 0; i < LT__CACHE_SLOTS; i++) {
+            if (cache[i].ptr && cache[i].size == want) {
+                p = cache[i].ptr;
+                cache[i].ptr = NULL;
+                cache_bytes -= want;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&cache_mu);
+    }
+    if (!p) {
+        p = aligned_alloc(LT__HUGE_ALIGN, want);
+        if (!p) return NULL;
+#if defined(MADV_HUGEPAGE)
+        madvise(p, want, MADV_HUGEPAGE);
+#endif
+    }
+    memcpy(p, &want, sizeof want);
+    return p + LT__HDR;
 }
 
 static void cpu_free(void *ctx, void *ptr) {
     (void)ctx;
-    free(ptr);
+    if (!ptr) return;
+    char *p = (char *)ptr - LT__HDR;
+    size_t size;
+    memcpy(&size, p, sizeof size);
+    if (size && LT__CACHE_ON) {
+        pthread_mutex_lock(&cache_mu);
+        if (cache_bytes + size <= LT__CACHE_MAX_BYTES) {
+            for (int i = 0; i < LT__CACHE_SLOTS; i++) {
+                if (!cache[i].ptr) {
+                    cache[i].ptr = p;
+                    cache[i].size = size;
+                    cache_bytes += size;
+                    p = NULL;
+                    break;
+                }
+            }
+        }
+        pthread_mutex_unlock(&cache_mu);
+    }
+    free(p);
+}
+
+void lt_backend_cpu_trim(void) {
+    pthread_mutex_lock(&cache_mu);
+    for (int i = 0; i < LT__CACHE_SLOTS; i++) {
+        free(cache[i].ptr);
+        cache[i].ptr = NULL;
+    }
+    cache_bytes = 0;
+    pthread_mutex_unlock(&cache_mu);
 }
 
 static void cpu_memcpy(void *ctx, void *dst, const void *src, size_t nbytes) {

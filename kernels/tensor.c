@@ -113,6 +113,10 @@ lt_status lt_tensor_new_on(const lt_backend *b, lt_dtype dt, int ndim, const int
     return tensor_new("tensor_new_on", b, dt, ndim, shape, 1, out);
 }
 
+lt_status lt_tensor_empty(lt_dtype dt, int ndim, const int64_t *shape, lt_tensor **out) {
+    return tensor_new("tensor_empty", NULL, dt, ndim, shape, 0, out);
+}
+
 lt_status lt__tensor_new_uninit(const lt_backend *b, lt_dtype dt, int ndim, const int64_t *shape,
                                 lt_tensor **out) {
     return tensor_new("tensor_new", b, dt, ndim, shape, 0, out);

@@ -53,6 +53,9 @@ lt_status lt_tensor_new(lt_dtype dt, int ndim, const int64_t *shape, lt_tensor *
 /* Same, on backend b (NULL: the default backend). */
 lt_status lt_tensor_new_on(const lt_backend *b, lt_dtype dt, int ndim, const int64_t *shape,
                            lt_tensor **out);
+/* New contiguous tensor whose contents are UNINITIALISED: for outputs that
+ * are overwritten whole (collective results, copies). Same checks. */
+lt_status lt_tensor_empty(lt_dtype dt, int ndim, const int64_t *shape, lt_tensor **out);
 /* New contiguous zero-filled tensor with t's dtype and shape. */
 lt_status lt_tensor_new_like(const lt_tensor *t, lt_tensor **out);
 /* New tensor from row-major values (converted to dt). n must equal the numel. */
