@@ -7,9 +7,13 @@
 #ifndef LT_CLI_H
 #define LT_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 
+#include "collectives_sim/mesh.h"
 #include "kernels/status.h"
+#include "kernels/tensor.h"
+#include "localtensor/random.h"
 
 /* XX(name, function, one-line summary) */
 #define LT_CLI_COMMANDS(XX)                                                              \
@@ -28,18 +32,40 @@ int lt_cli_exit_code(lt_status st);
  * of st. */
 int lt_cli_fail(const char *cmd, lt_status st);
 
-/* 1 when stdout should be colored: a terminal, NO_COLOR unset. */
+/* 1 when f should be colored: a terminal, NO_COLOR unset. */
 int lt_cli_use_color(FILE *f);
-
-#endif
-
-#include <stdint.h>
 
 /* Parses "5", "5,7", "0,3" (also "(5, 7)" and "[5,7]"; "" is a 0-d shape).
  * Errors name the text: negative, non-numeric, too many dims, overflow. */
 lt_status lt_cli_parse_shape(const char *s, int *ndim, int64_t *shape);
 
-/* Option matching for `--name VALUE` and `--name=VALUE`. At argv[*i]: returns
- * 1 and sets *val (advancing *i past a separate value), 0 when argv[*i] is
- * another option, -1 when the value is missing (message set). */
-int lt_cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
+/* One option of a subcommand's table: `--name VALUE` (or `--name=VALUE`)
+ * stores VALUE into *value; a flag (value NULL) stores flag_value into *flag. */
+typedef struct lt_cli_option {
+    const char *name;
+    const char **value;
+    int *flag;
+    int flag_value;
+} lt_cli_option;
+
+/* Parses argv[1..] against opts (terminated by a {NULL} entry). Returns -1
+ * when the command should go on, 0 after printing the usage for --help/-h,
+ * 2 after printing what was wrong (unknown argument, missing value) and the
+ * usage to stderr. */
+int lt_cli_parse_args(const char *cmd, int argc, char **argv, const lt_cli_option *opts,
+                      void (*usage)(FILE *));
+
+/* The arguments every layout command shares, parsed; each error names its
+ * option ("--mesh: mesh '2x0': ..."). */
+typedef struct lt_cli_layout {
+    lt_mesh mesh;
+    int ndim;
+    int64_t shape[LT_MAX_DIMS];
+    lt_dtype dtype;
+    lt_init init;
+} lt_cli_layout;
+
+lt_status lt_cli_parse_layout(const char *mesh, const char *shape, const char *dtype,
+                              const char *init, lt_cli_layout *out);
+
+#endif

@@ -70,19 +70,46 @@ lt_status lt_cli_parse_shape(const char *s, int *ndim, int64_t *shape) {
     return LT_OK;
 }
 
-int lt_cli_opt(int argc, char **argv, int *i, const char *name, const char **val) {
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n) != 0) return 0;
-    if (a[n] == '=') {
-        *val = a + n + 1;
-        return 1;
+int lt_cli_parse_args(const char *cmd, int argc, char **argv, const lt_cli_option *opts,
+                      void (*usage)(FILE *)) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        const lt_cli_option *o = opts;
+        size_t n = 0;
+        for (; o->name; o++) {
+            n = strlen(o->name);
+            if (!strncmp(a, o->name, n) && (a[n] == '\0' || (a[n] == '=' && o->value))) break;
+        }
+        if (!o->name) {
+            fprintf(stderr, "localtensor %s: unknown argument '%s'\n\n", cmd, a);
+            usage(stderr);
+            return 2;
+        }
+        if (!o->value) {
+            *o->flag = o->flag_value;
+        } else if (a[n] == '=') {
+            *o->value = a + n + 1;
+        } else if (i + 1 < argc) {
+            *o->value = argv[++i];
+        } else {
+            fprintf(stderr, "localtensor %s: option %s needs a value\n\n", cmd, o->name);
+            usage(stderr);
+            return 2;
+        }
     }
-    if (a[n] != '\0') return 0;
-    if (*i + 1 >= argc) {
-        lt__err(LT_INVALID, "option %s needs a value", name);
-        return -1;
-    }
-    *val = argv[++*i];
-    return 1;
+    return -1;
+}
+
+lt_status lt_cli_parse_layout(const char *mesh, const char *shape, const char *dtype,
+                              const char *init, lt_cli_layout *out) {
+    lt_status st;
+    if ((st = lt_mesh_parse(mesh, &out->mesh))) return lt__err_ctx(st, "--mesh");
+    if ((st = lt_cli_parse_shape(shape, &out->ndim, out->shape))) return lt__err_ctx(st, "--shape");
+    if ((st = lt_dtype_parse(dtype, &out->dtype))) return lt__err_ctx(st, "--dtype");
+    if ((st = lt_init_parse(init, &out->init))) return lt__err_ctx(st, "--init");
+    return LT_OK;
 }

@@ -78,61 +78,40 @@ int lt_cli_redistribute(int argc, char **argv) {
     const char *mesh_s = NULL, *shape_s = NULL, *from_s = NULL, *to_s = NULL, *dtype_s = "f32",
                *init_s = "arange", *planner_s = "min-cost";
     int json = 0, do_explain = 0, verify = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            redist_usage(stdout);
-            return 0;
-        }
-        if (!strcmp(argv[i], "--json")) { json = 1; continue; }
-        if (!strcmp(argv[i], "--explain")) { do_explain = 1; continue; }
-        if (!strcmp(argv[i], "--no-verify")) { verify = 0; continue; }
-#define OPT(name, var)                                                       \
-        if ((r = lt_cli_opt(argc, argv, &i, name, &v)) != 0) {               \
-            if (r < 0) return lt_cli_fail("redistribute", LT_INVALID);       \
-            var = v;                                                         \
-            continue;                                                        \
-        }
-        OPT("--mesh", mesh_s)
-        OPT("--shape", shape_s)
-        OPT("--from", from_s)
-        OPT("--to", to_s)
-        OPT("--dtype", dtype_s)
-        OPT("--init", init_s)
-        OPT("--planner", planner_s)
-#undef OPT
-        fprintf(stderr, "localtensor redistribute: unknown argument '%s'\n\n", argv[i]);
-        redist_usage(stderr);
-        return 2;
-    }
+    const lt_cli_option args[] = {
+        {"--mesh", &mesh_s, NULL, 0},       {"--shape", &shape_s, NULL, 0},
+        {"--from", &from_s, NULL, 0},       {"--to", &to_s, NULL, 0},
+        {"--dtype", &dtype_s, NULL, 0},     {"--init", &init_s, NULL, 0},
+        {"--planner", &planner_s, NULL, 0}, {"--json", NULL, &json, 1},
+        {"--explain", NULL, &do_explain, 1}, {"--no-verify", NULL, &verify, 0},
+        {NULL, NULL, NULL, 0},
+    };
+    int prc = lt_cli_parse_args("redistribute", argc, argv, args, redist_usage);
+    if (prc >= 0) return prc;
     if (!mesh_s || !shape_s || !from_s || !to_s) {
         fprintf(stderr, "localtensor redistribute: --mesh, --shape, --from and --to are required\n\n");
         redist_usage(stderr);
         return 2;
     }
     const char *cmd = "redistribute";
-    lt_mesh mesh;
-    int ndim, nsrc, ndst;
-    int64_t shape[LT_MAX_DIMS];
-    lt_placement src[LT_MESH_MAX_DIMS], dst[LT_MESH_MAX_DIMS];
-    lt_dtype dt;
-    lt_init init;
+    lt_cli_layout lay;
+    int nsrc, ndst;
+    lt_placement src[LT_MESH_MAX_DIMS], dst[LT_MESH_MAX_DIMS], chk[LT_MESH_MAX_DIMS];
     lt_planner planner;
     lt_status st;
-    if ((st = lt_mesh_parse(mesh_s, &mesh))) return lt__err_ctx(st, "--mesh"), lt_cli_fail(cmd, st);
-    if ((st = lt_cli_parse_shape(shape_s, &ndim, shape))) return lt__err_ctx(st, "--shape"), lt_cli_fail(cmd, st);
+    if ((st = lt_cli_parse_layout(mesh_s, shape_s, dtype_s, init_s, &lay))) return lt_cli_fail(cmd, st);
     if ((st = lt_placements_parse(from_s, src, LT_MESH_MAX_DIMS, &nsrc))) return lt__err_ctx(st, "--from"), lt_cli_fail(cmd, st);
     if ((st = lt_placements_parse(to_s, dst, LT_MESH_MAX_DIMS, &ndst))) return lt__err_ctx(st, "--to"), lt_cli_fail(cmd, st);
-    if ((st = lt_dtype_parse(dtype_s, &dt))) return lt__err_ctx(st, "--dtype"), lt_cli_fail(cmd, st);
-    if ((st = lt_init_parse(init_s, &init))) return lt__err_ctx(st, "--init"), lt_cli_fail(cmd, st);
     if ((st = lt_planner_parse(planner_s, &planner))) return lt__err_ctx(st, "--planner"), lt_cli_fail(cmd, st);
-    lt_placement chk[LT_MESH_MAX_DIMS];
-    if ((st = lt_placements_check(&mesh, ndim, dst, ndst, chk))) return lt__err_ctx(st, "--to %s", to_s), lt_cli_fail(cmd, st);
+    if ((st = lt_placements_check(&lay.mesh, lay.ndim, dst, ndst, chk))) return lt__err_ctx(st, "--to %s", to_s), lt_cli_fail(cmd, st);
+    const lt_mesh mesh = lay.mesh;
+    const int ndim = lay.ndim;
+    const int64_t *shape = lay.shape;
+    const lt_dtype dt = lay.dtype;
 
     lt_dtensor *in = NULL, *out = NULL;
     lt_plan *plan = NULL;
-    if ((st = lt_dtensor_init(&mesh, dt, ndim, shape, src, nsrc, &init, &in)))
+    if ((st = lt_dtensor_init(&mesh, dt, ndim, shape, src, nsrc, &lay.init, &in)))
         return lt__err_ctx(st, "--from %s", from_s), lt_cli_fail(cmd, st);
     lt_verify_report rep;
     memset(&rep, 0, sizeof rep);

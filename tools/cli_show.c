@@ -25,65 +25,37 @@ static void show_usage(FILE *f) {
             "Exit codes: 0 ok, 2 bad input.\n");
 }
 
-/* Parsed common layout arguments (also used by `redistribute`). */
-typedef struct show_args {
-    const char *mesh, *shape, *placements, *dtype, *init;
-    int json;
-} show_args;
-
 int lt_cli_show(int argc, char **argv) {
-    show_args a = {NULL, NULL, NULL, "f32", "arange", 0};
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            show_usage(stdout);
-            return 0;
-        }
-        if (!strcmp(argv[i], "--json")) { a.json = 1; continue; }
-#define OPT(name, field)                                                    \
-        if ((r = lt_cli_opt(argc, argv, &i, name, &v)) != 0) {              \
-            if (r < 0) return lt_cli_fail("show", LT_INVALID);              \
-            a.field = v;                                                    \
-            continue;                                                       \
-        }
-        OPT("--mesh", mesh)
-        OPT("--shape", shape)
-        OPT("--placements", placements)
-        OPT("--dtype", dtype)
-        OPT("--init", init)
-#undef OPT
-        fprintf(stderr, "localtensor show: unknown argument '%s'\n\n", argv[i]);
-        show_usage(stderr);
-        return 2;
-    }
-    if (!a.mesh || !a.shape || !a.placements) {
+    const char *mesh_s = NULL, *shape_s = NULL, *pl_s = NULL, *dtype_s = "f32", *init_s = "arange";
+    int json = 0;
+    const lt_cli_option opts[] = {
+        {"--mesh", &mesh_s, NULL, 0},   {"--shape", &shape_s, NULL, 0}, {"--placements", &pl_s, NULL, 0},
+        {"--dtype", &dtype_s, NULL, 0}, {"--init", &init_s, NULL, 0},   {"--json", NULL, &json, 1},
+        {NULL, NULL, NULL, 0},
+    };
+    int rc = lt_cli_parse_args("show", argc, argv, opts, show_usage);
+    if (rc >= 0) return rc;
+    if (!mesh_s || !shape_s || !pl_s) {
         fprintf(stderr, "localtensor show: --mesh, --shape and --placements are required\n\n");
         show_usage(stderr);
         return 2;
     }
-    lt_mesh mesh;
-    int ndim, np;
-    int64_t shape[LT_MAX_DIMS];
+    lt_cli_layout a;
     lt_placement pl[LT_MESH_MAX_DIMS];
-    lt_dtype dt;
-    lt_init init;
-    lt_status st;
-    if ((st = lt_mesh_parse(a.mesh, &mesh))) return lt__err_ctx(st, "--mesh"), lt_cli_fail("show", st);
-    if ((st = lt_cli_parse_shape(a.shape, &ndim, shape))) return lt__err_ctx(st, "--shape"), lt_cli_fail("show", st);
-    if ((st = lt_placements_parse(a.placements, pl, LT_MESH_MAX_DIMS, &np)))
+    int np;
+    lt_status st = lt_cli_parse_layout(mesh_s, shape_s, dtype_s, init_s, &a);
+    if (st) return lt_cli_fail("show", st);
+    if ((st = lt_placements_parse(pl_s, pl, LT_MESH_MAX_DIMS, &np)))
         return lt__err_ctx(st, "--placements"), lt_cli_fail("show", st);
-    if ((st = lt_dtype_parse(a.dtype, &dt))) return lt__err_ctx(st, "--dtype"), lt_cli_fail("show", st);
-    if ((st = lt_init_parse(a.init, &init))) return lt__err_ctx(st, "--init"), lt_cli_fail("show", st);
     lt_dtensor *d = NULL;
-    if ((st = lt_dtensor_init(&mesh, dt, ndim, shape, pl, np, &init, &d)))
-        return lt__err_ctx(st, "--placements %s", a.placements), lt_cli_fail("show", st);
-    if (a.json) {
+    if ((st = lt_dtensor_init(&a.mesh, a.dtype, a.ndim, a.shape, pl, np, &a.init, &d)))
+        return lt__err_ctx(st, "--placements %s", pl_s), lt_cli_fail("show", st);
+    if (json) {
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddItemToObject(o, "mesh", lt_json_mesh(&mesh));
+        cJSON_AddItemToObject(o, "mesh", lt_json_mesh(&a.mesh));
         cJSON_AddItemToObject(o, "global_shape", lt_json_i64_array(d->shape, d->ndim));
-        cJSON_AddStringToObject(o, "dtype", lt_dtype_name(dt));
-        cJSON_AddItemToObject(o, "placements", lt_json_placements(d->placements, mesh.ndim));
+        cJSON_AddStringToObject(o, "dtype", lt_dtype_name(a.dtype));
+        cJSON_AddItemToObject(o, "placements", lt_json_placements(d->placements, a.mesh.ndim));
         cJSON_AddItemToObject(o, "ranks", lt_json_ranks(d));
         st = lt_json_print(stdout, o);
         cJSON_Delete(o);
