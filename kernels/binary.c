@@ -162,7 +162,7 @@ lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_
     lt_status st = lt_broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &n, shape);
     if (st) return lt__err_ctx(st, "%s", lt_binary_name(op));
     lt_tensor *o;
-    LT_TRY(lt_tensor_new_on(lt__backend_of(a), dt, n, shape, &o));
+    LT_TRY(lt__math_out(a, dt, n, shape, &o));
     lt_tensor va = expand_view(a, n, shape), vb = expand_view(b, n, shape);
     const lt_tensor *ops[3] = {o, &va, &vb};
     lt__walk w;
@@ -201,7 +201,7 @@ lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, int re
         return lt__err(LT_INVALID, "%s: scalar %g is not an integer but the tensor is %s",
                        lt_binary_name(op), s, lt_dtype_name(dt));
     lt_tensor *o;
-    LT_TRY(lt_tensor_new_on(lt__backend_of(a), dt, a->ndim, a->shape, &o));
+    LT_TRY(lt__math_out(a, dt, a->ndim, a->shape, &o));
     const lt_tensor *ops[2] = {o, a};
     lt__walk w;
     lt__walk_init(&w, 2, ops);

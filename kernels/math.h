@@ -141,6 +141,10 @@ lt_status lt_embedding(const lt_tensor *weight, const lt_tensor *idx, int64_t ro
 
 /* A dim in -ndim..ndim-1 normalized into *out (LT_INVALID with fn's name). */
 lt_status lt__norm_dim(const char *fn, int dim, int ndim, int *out);
+/* A new contiguous result tensor on like's backend whose contents the caller
+ * overwrites whole (uninitialised on the default backend). */
+lt_status lt__math_out(const lt_tensor *like, lt_dtype dt, int ndim, const int64_t *shape,
+                       lt_tensor **out);
 /* The LT_UNSUPPORTED error for op on dtype dt. */
 lt_status lt__math_unsupported(const char *op, lt_dtype dt);
 /* n elements of dt at p (step in elements) to/from f32. */

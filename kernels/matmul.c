@@ -185,7 +185,7 @@ lt_status lt_matmul(const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
     if (a->ndim > 1) oshape[ond++] = cshape[nb];
     if (b->ndim > 1) oshape[ond++] = cshape[nb + 1];
     lt_tensor *c;
-    LT_TRY(lt_tensor_new_on(lt__backend_of(a), compute_dtype(a->dtype), nb + 2, cshape, &c));
+    LT_TRY(lt__math_out(a, compute_dtype(a->dtype), nb + 2, cshape, &c)); /* gemm with beta 0 writes all */
     st = batched(&va, &vb, nb, bshape, 1.0, 0.0, c);
     if (st) {
         lt_tensor_free(c);
@@ -225,7 +225,8 @@ lt_status lt_addmm(const lt_tensor *bias, const lt_tensor *a, const lt_tensor *b
                        lt_shape_str(2, shape, s2, sizeof s2));
     }
     lt_tensor *c;
-    LT_TRY(lt_tensor_new_on(lt__backend_of(a), compute_dtype(a->dtype), 2, shape, &c));
+    /* with beta != 0 the bias is copied in first; with beta 0 gemm writes all */
+    LT_TRY(lt__math_out(a, compute_dtype(a->dtype), 2, shape, &c));
     if (beta != 0) {
         lt_tensor ev = *bias; /* expand view: stride 0 on broadcast dims */
         ev.ndim = 2;
@@ -260,7 +261,8 @@ lt_status lt_embedding(const lt_tensor *weight, const lt_tensor *idx, int64_t ro
     memcpy(shape, idx->shape, sizeof(int64_t) * (size_t)idx->ndim);
     shape[idx->ndim] = D;
     lt_tensor *o;
-    LT_TRY(lt_tensor_new_on(lt__backend_of(weight), weight->dtype, idx->ndim + 1, shape, &o));
+    if (masked) LT_TRY(lt_tensor_new_on(lt__backend_of(weight), weight->dtype, idx->ndim + 1, shape, &o));
+    else LT_TRY(lt__math_out(weight, weight->dtype, idx->ndim + 1, shape, &o));
     int64_t n = lt_numel(idx), es = (int64_t)lt_dtype_size(weight->dtype);
     const char *w0 = lt_data(weight);
     char *o0 = lt_data(o);

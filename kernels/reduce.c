@@ -99,7 +99,7 @@ lt_status lt_reduce_ex(lt_reduce_op op, const lt_tensor *x, int ndims, const int
     lt_status st = lt_permute(x, perm, &pv);
     if (!st) st = lt_contiguous(pv, &c);
     lt_tensor_free(pv);
-    if (!st) st = lt_tensor_new_on(lt__backend_of(x), dt, ond, oshape, &o);
+    if (!st) st = lt__math_out(x, dt, ond, oshape, &o);
     if (st) {
         lt_tensor_free(c);
         return st;
@@ -150,7 +150,7 @@ lt_status lt_softmax(const lt_tensor *x, int dim, int use_log, lt_tensor **out) 
     }
     lt_tensor *c = NULL, *o = NULL;
     LT_TRY(lt_contiguous(x, &c));
-    lt_status st = lt_tensor_new_on(lt__backend_of(x), x->dtype, x->ndim, x->shape, &o);
+    lt_status st = lt__math_out(x, x->dtype, x->ndim, x->shape, &o);
     double *buf = st ? NULL : malloc(sizeof(double) * (size_t)(n > 0 ? n : 1)); /* (n) */
     if (!st && !buf) st = lt__err(LT_NOMEM, "%s: out of memory", name);
     if (st) {

@@ -74,6 +74,42 @@ lt_status lt_split_sizes(const lt_split_rule *rule, int64_t n, int k, int64_t *s
     }
 }
 
+lt_status lt_split_piece(const lt_split_rule *rule, int64_t n, int k, int j, int64_t *size,
+                         int64_t *offset) {
+    int known = rule->kind == LT_SPLIT_CHUNK || rule->kind == LT_SPLIT_BALANCED || rule->kind == LT_SPLIT_LAST;
+    if (rule->kind == LT_SPLIT_EXPLICIT && rule->nsizes == k) {
+        int64_t sizes[LT_SPLIT_MAX_EXPLICIT];     /* (k) */
+        LT_TRY(lt_split_sizes(rule, n, k, sizes));
+        if (j < 0 || j >= k) return lt__err(LT_INVALID, "piece %d of a split into %d does not exist", j, k);
+        int64_t off = 0;
+        for (int i = 0; i < j; i++) off += sizes[i];
+        *size = sizes[j];
+        *offset = off;
+        return LT_OK;
+    }
+    /* every other error of lt_split_sizes is found before it writes a size */
+    if (!known || k < 1 || n < 0 || (rule->kind == LT_SPLIT_LAST && n < k)) return lt_split_sizes(rule, n, k, NULL);
+    if (j < 0 || j >= k) return lt__err(LT_INVALID, "piece %d of a split into %d does not exist", j, k);
+    int64_t start, end;
+    if (rule->kind == LT_SPLIT_CHUNK) {
+        int64_t c = n / k + (n % k != 0);
+        start = c * j < n ? c * j : n;
+        end = start + c < n ? start + c : n;
+    } else if (rule->kind == LT_SPLIT_BALANCED) {
+        int64_t q = n / k, r = n % k;
+        start = q * j + (j < r ? j : r);
+        end = start + q + (j < r ? 1 : 0);
+    } else {
+        int64_t ceil = n / k + (n % k != 0);
+        int64_t c = (int64_t)(k - 1) * ceil < n ? ceil : n / k;
+        start = c * j;
+        end = j == k - 1 ? n : start + c;
+    }
+    *size = end - start;
+    *offset = start;
+    return LT_OK;
+}
+
 lt_status lt_split_sizes_offsets(const lt_split_rule *rule, int64_t n, int k,
                                  int64_t *sizes, int64_t *offsets) {
     int64_t local[LT_SPLIT_MAX_EXPLICIT];

@@ -2,8 +2,8 @@
  *
  * The uneven rules of SEMANTICS 11.1 live here, at the bottom floor, because
  * both collectives (reduce_scatter, scatter, all_to_all) and placements need
- * them. A rule is plain data; lt_split_sizes is the only place sizes are
- * computed.
+ * them. A rule is plain data; lt_split_sizes (and lt_split_piece, its
+ * one-piece form) are the only places sizes are computed.
  */
 #ifndef LT_SPLIT_H
 #define LT_SPLIT_H
@@ -44,6 +44,12 @@ const char *lt_split_kind_name(lt_split_kind k);
  * Errors (LT_INVALID, message says which): k < 1, n < 0, `last` with n < k,
  * explicit sizes whose count != k, a negative size, or sizes not summing to n. */
 lt_status lt_split_sizes(const lt_split_rule *rule, int64_t n, int k, int64_t *sizes);
+
+/* Size and offset of piece j alone, in O(1) for chunk/balanced/last (callers
+ * that want one rank's piece of a large group must not build all k sizes).
+ * Same errors as lt_split_sizes, plus j outside 0..k-1 (LT_INVALID). */
+lt_status lt_split_piece(const lt_split_rule *rule, int64_t n, int k, int j, int64_t *size,
+                         int64_t *offset);
 
 /* Same, also writes offsets[k] (prefix sums). Either array may be NULL. */
 lt_status lt_split_sizes_offsets(const lt_split_rule *rule, int64_t n, int k,

@@ -51,6 +51,13 @@ lt_status lt__norm_dim(const char *fn, int dim, int ndim, int *out) {
     return LT_OK;
 }
 
+lt_status lt__math_out(const lt_tensor *like, lt_dtype dt, int ndim, const int64_t *shape,
+                       lt_tensor **out) {
+    const lt_backend *b = lt__backend_of(like);
+    if (b == lt_backend_default()) return lt_tensor_empty(dt, ndim, shape, out);
+    return lt_tensor_new_on(b, dt, ndim, shape, out);
+}
+
 lt_status lt__math_unsupported(const char *op, lt_dtype dt) {
     return lt__err(LT_UNSUPPORTED, "not supported yet: %s of %s tensors", op, lt_dtype_name(dt));
 }
@@ -182,7 +189,7 @@ lt_status lt_unary(lt_unary_op op, const lt_tensor *x, lt_tensor **out) {
     int isf = lt_dtype_is_float(dt);
     if (dt == LT_BOOL || (!isf && !unary_int_ok(op))) return lt__math_unsupported(lt_unary_name(op), dt);
     lt_tensor *o;
-    LT_TRY(lt_tensor_new_on(lt__backend_of(x), dt, x->ndim, x->shape, &o));
+    LT_TRY(lt__math_out(x, dt, x->ndim, x->shape, &o));
     const lt_tensor *ops[2] = {o, x};
     lt__walk w;
     lt__walk_init(&w, 2, ops);

@@ -16,18 +16,9 @@ static lt_status apply_split(const lt_placement *p, int k, int c, int64_t *cur, 
                              int mesh_dim, int rank) {
     int64_t len = *n;
     if (p->kind == LT_PL_SHARD) {
-        int64_t stack_sizes[64];
-        int64_t *sizes = k <= 64 ? stack_sizes : malloc(sizeof(int64_t) * (size_t)k);
-        if (!sizes) return lt__err(LT_NOMEM, "out of memory");
-        lt_status st = lt_split_sizes(&p->rule, len, k, sizes);
-        if (st) {
-            if (sizes != stack_sizes) free(sizes);
-            return split_error(st, mesh_dim, p, rank);
-        }
-        int64_t off = 0;
-        for (int j = 0; j < c; j++) off += sizes[j];
-        int64_t sz = sizes[c];
-        if (sizes != stack_sizes) free(sizes);
+        int64_t off, sz;
+        lt_status st = lt_split_piece(&p->rule, len, k, c, &sz, &off);
+        if (st) return split_error(st, mesh_dim, p, rank);
         memmove(cur, cur + off, sizeof(int64_t) * (size_t)sz);
         *n = sz;
         return LT_OK;
@@ -52,36 +43,84 @@ static lt_status apply_split(const lt_placement *p, int k, int c, int64_t *cur, 
     return LT_OK;
 }
 
+/* SS(sf) over k, member c, of the consecutive run start..start+len-1: the
+ * same picks as apply_split, written straight into a new list of only the
+ * kept entries (so a rank never builds the whole dim). */
+static lt_status strided_from_run(int64_t start, int64_t len, int sf, int k, int c, int64_t **out,
+                                  int64_t *n) {
+    int64_t pc = len / sf + (len % sf != 0), cnt = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t w = 0;
+        for (int j = 0; j < sf; j++) {
+            int64_t ps = pc * j, pe = ps + pc < len ? ps + pc : len;
+            if (ps >= len) break;
+            int64_t plen = pe - ps;
+            int64_t cc = plen / k + (plen % k != 0);
+            int64_t cs = cc * c, ce = cs + cc < plen ? cs + cc : plen;
+            if (cs >= plen) continue;
+            if (pass)
+                for (int64_t q = cs; q < ce; q++) (*out)[w++] = start + ps + q;
+            else
+                w += ce - cs;
+        }
+        if (!pass) {
+            cnt = w;
+            *out = malloc(sizeof(int64_t) * (size_t)(cnt > 0 ? cnt : 1));
+            if (!*out) return lt__err(LT_NOMEM, "out of memory for an index list (%lld entries)", (long long)cnt);
+        }
+    }
+    *n = cnt;
+    return LT_OK;
+}
+
 lt_status lt_layout_rank(const lt_mesh *mesh, int ndim, const int64_t *gshape,
                          const lt_placement *pl, int rank, lt_rank_layout *out) {
     memset(out, 0, sizeof *out);
     out->ndim = ndim;
     int coord[LT_MESH_MAX_DIMS];
     lt_mesh_coord(mesh, rank, coord);
+    /* A dim split only by Shards so far holds the consecutive run
+     * run_start[d] .. + local_shape[d]; its list is built only when a
+     * StridedShard breaks the run, or at the end (O(local) per rank). */
+    int64_t run_start[LT_MAX_DIMS] = {0};
+    int sharded[LT_MAX_DIMS] = {0};
     for (int d = 0; d < ndim; d++) {
         out->local_shape[d] = gshape[d];
         out->contiguous[d] = 1;
     }
-    for (int i = 0; i < mesh->ndim; i++) {
+    lt_status st = LT_OK;
+    for (int i = 0; i < mesh->ndim && !st; i++) {
         const lt_placement *p = &pl[i];
         if (!lt_placement_is_shard_like(p)) continue;
-        int d = p->dim;
+        int d = p->dim, k = mesh->shape[i];
         LT_ASSERT(d >= 0 && d < ndim);
+        sharded[d] = 1;
+        if (out->idx[d]) {
+            st = apply_split(p, k, coord[i], out->idx[d], &out->local_shape[d], i, rank);
+        } else if (p->kind == LT_PL_SHARD) {
+            int64_t sz, off;
+            st = lt_split_piece(&p->rule, out->local_shape[d], k, coord[i], &sz, &off);
+            if (st) st = split_error(st, i, p, rank);
+            run_start[d] += off;
+            out->local_shape[d] = sz;
+        } else if (k > 1) {
+            st = strided_from_run(run_start[d], out->local_shape[d], p->split_factor, k, coord[i], &out->idx[d],
+                                  &out->local_shape[d]);
+        }
+    }
+    for (int d = 0; d < ndim && !st; d++) {
+        if (!sharded[d] || out->idx[d]) continue;
+        int64_t n = out->local_shape[d];
+        out->idx[d] = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
         if (!out->idx[d]) {
-            size_t cnt = gshape[d] > 0 ? (size_t)gshape[d] : 1;
-            out->idx[d] = malloc(sizeof(int64_t) * cnt);
-            if (!out->idx[d]) {
-                lt_rank_layout_free(out);
-                return lt__err(LT_NOMEM, "out of memory for the index list of dim %d (%lld entries)", d,
-                               (long long)gshape[d]);
-            }
-            for (int64_t j = 0; j < gshape[d]; j++) out->idx[d][j] = j;
+            st = lt__err(LT_NOMEM, "out of memory for the index list of dim %d (%lld entries)", d, (long long)n);
+            break;
         }
-        lt_status st = apply_split(p, mesh->shape[i], coord[i], out->idx[d], &out->local_shape[d], i, rank);
-        if (st) {
-            lt_rank_layout_free(out);
-            return st;
-        }
+        for (int64_t j = 0; j < n; j++) out->idx[d][j] = run_start[d] + j;
+    }
+    if (st) {
+        lt_rank_layout_free(out);
+        return st;
     }
     for (int d = 0; d < ndim; d++) {
         if (!out->idx[d]) {

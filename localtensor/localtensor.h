@@ -19,5 +19,6 @@
 #include "localtensor/random.h"
 #include "localtensor/dtensor.h"
 #include "localtensor/redistribute.h"
+#include "localtensor/ops.h"
 
 #endif

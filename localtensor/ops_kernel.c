@@ -27,7 +27,7 @@ static lt_status scalar_op(lt_op_kind op, const lt_tensor *x, double s, lt_tenso
 lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank, const lt_tensor *const *sh,
                         lt_tensor **res) {
     const lt_tensor *x = sh[0];
-    size_t W = (size_t)p->mesh_.world, nd = (size_t)(p->out_ndim > 0 ? p->out_ndim : 1);
+    size_t nd = (size_t)(p->out_ndim > 0 ? p->out_ndim : 1);
     switch (p->op) {
     case LT_OP_NEG: return lt_unary(LT_UNARY_NEG, x, res);
     case LT_OP_ABS: return lt_unary(LT_UNARY_ABS, x, res);
@@ -80,7 +80,6 @@ lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank, cons
     case LT_OP_EMBEDDING:
         return lt_embedding(x, sh[1], p->masked_ ? p->row_offset_[rank] : 0, p->masked_, res);
     default:
-        (void)W;
         return lt__err(LT_UNSUPPORTED, "not supported yet: %s has no per-shard kernel", lt_op_name(p->op));
     }
 }

@@ -44,7 +44,7 @@ lt_status lt__dropout_shard(const lt_tensor *x, double p, uint64_t seed, const l
     lt_rank_layout l;
     LT_TRY(lt_layout_rank(mesh, ndim, gshape, pl, rank, &l));
     lt_tensor *o = NULL;
-    lt_status st = lt_tensor_new(x->dtype, x->ndim, x->shape, &o);
+    lt_status st = lt_tensor_empty(x->dtype, x->ndim, x->shape, &o); /* every element is written */
     int64_t gstride[LT_MAX_DIMS], idx[LT_MAX_DIMS] = {0}, n = st ? 0 : lt_numel(x);
     lt_contiguous_strides(ndim, gshape, gstride);
     double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;

@@ -214,12 +214,11 @@ static int candidates(int ndim, int full, int index, int mesh_1d, int mesh_k, lt
     if (!index) {
         c[n++] = lt_partial(LT_REDOP_SUM);
         c[n++] = lt_partial(LT_REDOP_MAX);
-        if (full && mesh_1d) {
-            c[n++] = lt_partial(LT_REDOP_AVG);
-            c[n++] = lt_partial(LT_REDOP_MIN);
-        }
+        if (full) c[n++] = lt_partial(LT_REDOP_AVG); /* on 2x2: the {sum, avg} mix */
+        if (full && mesh_1d) c[n++] = lt_partial(LT_REDOP_MIN);
     }
     for (int d = 0; d < ndim; d++) c[n++] = lt_shard(d);
+    if (full && !mesh_1d && ndim > 0) c[n++] = lt_strided(0, 2); /* [SS(0,2), S(0)]: FSDP + TP */
     if (mesh_1d && ndim > 0) {
         lt_split_rule r = {LT_SPLIT_BALANCED, 0, {0}};
         c[n++] = lt_shard_rule(0, r);

@@ -160,49 +160,53 @@ size_t lt__step_bytes(const lt_mesh *mesh, int ndim, size_t esize, lt__step_kind
     size_t total = 0;
     if (recv) memset(recv, 0, sizeof(size_t) * (size_t)W);
     if (!lt__step_kind_comm(k)) return 0;
-    /* stride of mesh dim i in rank space: members of a group differ by it */
+    /* stride of mesh dim i in rank space: members of a group differ by it.
+     * Walk group by group so a gather costs O(W), not O(W * n). */
     int stride = 1;
     for (int j = mesh->ndim - 1; j > i; j--) stride *= mesh->shape[j];
-    for (int r = 0; r < W; r++) {
-        int c = (r / stride) % n;
-        int64_t nb = numel_of(before + (size_t)r * (size_t)ndim, ndim);
-        int64_t na = numel_of(after + (size_t)r * (size_t)ndim, ndim);
-        size_t v = 0;
-        switch (k) {
-        case LT__STEP_ALL_GATHER:
-        case LT__STEP_GATHER_STRIDED: {
-            /* every other member's shard */
-            int first = r - c * stride;
-            for (int j = 0; j < n; j++)
-                if (j != c) v += (size_t)numel_of(before + (size_t)(first + j * stride) * (size_t)ndim, ndim);
-            break;
+    for (int base = 0; base < W; base += stride * n)
+        for (int first = base; first < base + stride; first++) {
+            int64_t group = 0; /* elements the whole group holds before the step */
+            if (k == LT__STEP_ALL_GATHER || k == LT__STEP_GATHER_STRIDED)
+                for (int j = 0; j < n; j++) group += numel_of(before + (size_t)(first + j * stride) * (size_t)ndim, ndim);
+            for (int c = 0; c < n; c++) {
+                int r = first + c * stride;
+                int64_t nb = numel_of(before + (size_t)r * (size_t)ndim, ndim);
+                int64_t na = numel_of(after + (size_t)r * (size_t)ndim, ndim);
+                size_t v = 0;
+                switch (k) {
+                case LT__STEP_ALL_GATHER:
+                case LT__STEP_GATHER_STRIDED:
+                    /* every other member's shard */
+                    v = (size_t)(group - nb);
+                    break;
+                case LT__STEP_ALL_REDUCE: {
+                    /* (n-1) p_c + (B - p_c), p = balanced split of the elements */
+                    int64_t p = nb / n + (c < nb % n);
+                    v = (size_t)((n - 1) * p + (nb - p));
+                    break;
+                }
+                case LT__STEP_REDUCE_SCATTER:
+                    v = (size_t)((int64_t)(n - 1) * na);
+                    break;
+                case LT__STEP_ALL_TO_ALL: {
+                    /* its new shard minus the piece it kept: before with dim e cut to after[e] */
+                    int e = to->dim;
+                    const int64_t *sb = before + (size_t)r * (size_t)ndim;
+                    const int64_t *sa = after + (size_t)r * (size_t)ndim;
+                    int64_t keep = 1;
+                    for (int d = 0; d < ndim; d++) keep *= d == e ? sa[d] : sb[d];
+                    v = (size_t)(na - keep);
+                    break;
+                }
+                default:
+                    break;
+                }
+                v *= esize;
+                if (recv) recv[r] = v;
+                total += v;
+            }
         }
-        case LT__STEP_ALL_REDUCE: {
-            /* (n-1) p_c + (B - p_c), p = balanced split of the elements */
-            int64_t p = nb / n + (c < nb % n);
-            v = (size_t)((n - 1) * p + (nb - p));
-            break;
-        }
-        case LT__STEP_REDUCE_SCATTER:
-            v = (size_t)((int64_t)(n - 1) * na);
-            break;
-        case LT__STEP_ALL_TO_ALL: {
-            /* its new shard minus the piece it kept: before with dim e cut to after[e] */
-            int e = to->dim;
-            const int64_t *sb = before + (size_t)r * (size_t)ndim;
-            const int64_t *sa = after + (size_t)r * (size_t)ndim;
-            int64_t keep = 1;
-            for (int d = 0; d < ndim; d++) keep *= d == e ? sa[d] : sb[d];
-            v = (size_t)(na - keep);
-            break;
-        }
-        default:
-            break;
-        }
-        (void)from;
-        v *= esize;
-        if (recv) recv[r] = v;
-        total += v;
-    }
+    (void)from;
     return total;
 }

@@ -155,6 +155,55 @@ static void test_split_rules(void **state) {
     LT_EXPECT_STATUS(lt_split_sizes(&r, 6, 3, got), LT_INVALID);
 }
 
+/* lt_split_piece (one rank's piece without building all k sizes) must equal
+ * piece j of lt_split_sizes, whose values test_split_rules checks by hand. */
+static void test_split_piece(void **state) {
+    (void)state;
+    const lt_split_kind kinds[] = {LT_SPLIT_CHUNK, LT_SPLIT_BALANCED, LT_SPLIT_LAST};
+    for (int ki = 0; ki < 3; ki++)
+        for (int64_t n = 0; n <= 40; n++)
+            for (int k = 1; k <= 9; k++) {
+                lt_split_rule r = lt_split_chunk();
+                r.kind = kinds[ki];
+                int64_t sizes[16], size, off, want_off = 0;
+                lt_status full = lt_split_sizes(&r, n, k, sizes);
+                for (int j = 0; j < k; j++) {
+                    lt_status one = lt_split_piece(&r, n, k, j, &size, &off);
+                    assert_int_equal(one, full);
+                    if (full) continue;
+                    if (size != sizes[j] || off != want_off)
+                        fail_msg("%s %lld/%d piece %d: (%lld @ %lld), wanted (%lld @ %lld)", lt_split_kind_name(r.kind),
+                                 (long long)n, k, j, (long long)size, (long long)off, (long long)sizes[j],
+                                 (long long)want_off);
+                    want_off += sizes[j];
+                }
+            }
+    lt_split_rule r = lt_split_chunk();
+    int64_t size, off;
+    r.kind = LT_SPLIT_EXPLICIT;
+    r.nsizes = 4;
+    r.sizes[0] = 3; r.sizes[1] = 1; r.sizes[2] = 0; r.sizes[3] = 2;
+    LT_CHECK(lt_split_piece(&r, 6, 4, 3, &size, &off));
+    assert_int_equal(size, 2);
+    assert_int_equal(off, 4);
+    LT_EXPECT_STATUS(lt_split_piece(&r, 7, 4, 0, &size, &off), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "sum to 6"));
+    LT_EXPECT_STATUS(lt_split_piece(&r, 6, 3, 0, &size, &off), LT_INVALID);
+    r.sizes[1] = -1;
+    LT_EXPECT_STATUS(lt_split_piece(&r, 4, 4, 0, &size, &off), LT_INVALID);
+    r = lt_split_chunk();
+    LT_EXPECT_STATUS(lt_split_piece(&r, 5, 4, 4, &size, &off), LT_INVALID);
+    LT_EXPECT_STATUS(lt_split_piece(&r, -1, 4, 0, &size, &off), LT_INVALID);
+    LT_EXPECT_STATUS(lt_split_piece(&r, 5, 0, 0, &size, &off), LT_INVALID);
+    r.kind = LT_SPLIT_LAST;
+    LT_EXPECT_STATUS(lt_split_piece(&r, 3, 4, 0, &size, &off), LT_INVALID);
+    /* large groups: the last of 65536 ranks, O(1) */
+    r = lt_split_chunk();
+    LT_CHECK(lt_split_piece(&r, 3, 65536, 65535, &size, &off));
+    assert_int_equal(size, 0);
+    assert_int_equal(off, 3);
+}
+
 static void expect_order(const int *mesh, int nd, const char *pls, const int *mdims) {
     lt_placement pl[8];
     lt_order_entry out[8];
@@ -194,7 +243,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spellings),   cmocka_unit_test(test_bad_spellings),
         cmocka_unit_test(test_lists),       cmocka_unit_test(test_check),
-        cmocka_unit_test(test_split_rules), cmocka_unit_test(test_explicit_order),
+        cmocka_unit_test(test_split_rules), cmocka_unit_test(test_split_piece),
+        cmocka_unit_test(test_explicit_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

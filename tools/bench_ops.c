@@ -4,7 +4,8 @@
  *   - propagation with a warm cache (lt_op_propagate: key, hash, lookup) for
  *     add of two 8-rank DTensors of 1-element shards: seconds per op;
  *   - a whole lt_op call on the same inputs (propagation, 8 per-rank
- *     kernels, 8 output allocations, wrapping): seconds per op;
+ *     kernels, 8 output allocations, wrapping): seconds per op, and the same
+ *     8 kernels called directly — the difference is the dispatch overhead;
  *   - mm of x (8m, k) S(0) by w (k, n) R on 8 ranks (each rank one
  *     (m, k) x (k, n) gemm) against ONE cblas_sgemm of (8m, k) x (k, n) —
  *     the same FLOPs — measured in this process; ratio = its time / ours.
@@ -72,6 +73,19 @@ static void dispatch_rows(lt_bench *b) {
             t[r] = (lt_bench_now() - t0) / calls;
         }
         lt_bench_add(b, n2, 8 * sizeof(float), lt_bench_median(t, REPS), NAN);
+        /* the same 8 per-rank kernels called directly: lt_op minus this is dispatch */
+        const char *n3 = "ops 8 x lt_binary add alone (kernels of the row above)";
+        for (int r = 0; r < REPS; r++) {
+            double t0 = lt_bench_now();
+            for (int i = 0; i < calls; i++)
+                for (int k = 0; k < 8; k++) {
+                    lt_tensor *o;
+                    check(lt_binary(LT_BINARY_ADD, x->local->shards[k], y->local->shards[k], &o), "binary");
+                    lt_tensor_free(o);
+                }
+            t[r] = (lt_bench_now() - t0) / calls;
+        }
+        lt_bench_add(b, n3, 8 * sizeof(float), lt_bench_median(t, REPS), NAN);
     }
     lt_dtensor_free(x);
     lt_dtensor_free(y);

@@ -9,6 +9,27 @@
  * and checks it against the single-device MLP. `rank_map` runs a named
  * per-rank function (replicas may diverge); `expect_replicas` checks that
  * replicas agree, or that they diverge with a given message.
+ *
+ * Keys (for scenarios/README.md):
+ *   op:  op (name of LT_OP_MAP, required), inputs (DTensor names, one per
+ *        input; none for rand/randn), as (a name, or a list for split/chunk),
+ *        dim, dim2 (transpose's second dim, flatten's end), dims (reduce
+ *        dims, permute order), keepdim, shape (reshape/view target, one -1
+ *        allowed; rand/randn shape), split_size, sizes, chunks, scalar (the
+ *        *_scalar ops), p (dropout), seed, alpha, beta (addmm), dtype and
+ *        placements (rand/randn), expect_placements (the output's, a check),
+ *        reference (default true: compare with the unsharded run, a check),
+ *        rtol, atol (for the reference; default: the dtype's).
+ *   tp_mlp: x, w1, b1, w2, b2 (full tensors: x (tokens, in), w1 (hidden,
+ *        in), b1 (hidden), w2 (out, hidden), b2 (out)), styles (two of
+ *        colwise | rowwise | replicate; default [colwise, rowwise]),
+ *        sequence_parallel (default false), activation (a unary op; gelu),
+ *        tp_dim (default 0), as, rtol, atol.
+ *   rank_map: tensor, fn (identity, add_rank, scale_by_rank, add_coord0,
+ *        bump_rank0, local_numel, local_dim0), as, ints (expected per-rank
+ *        ints, one per rank; a check).
+ *   expect_replicas: tensor, diverged (default false), contains (a
+ *        substring of the divergence message; implies diverged).
  */
 #include <math.h>
 #include <stdlib.h>
