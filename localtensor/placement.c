@@ -5,6 +5,7 @@
 #include "localtensor/placement.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,8 +86,12 @@ static lt_status parse_arg(const char *whole, const char **pp, arg *a) {
             p = skip_ws(p);
             if (!isdigit((unsigned char)*p) && *p != '-')
                 return lt__err(LT_INVALID, "placement '%s': expected an integer in the size list at '%s'", whole, p);
+            errno = 0;
             long long v = strtoll(p, &end, 10);
             if (end == p) return lt__err(LT_INVALID, "placement '%s': bad size list", whole);
+            if (errno == ERANGE)
+                return lt__err(LT_INVALID, "placement '%s': explicit size '%.*s' overflows 64 bits", whole,
+                               (int)(end - p), p);
             if (a->nlist == LT_SPLIT_MAX_EXPLICIT)
                 return lt__err(LT_INVALID, "placement '%s': more than %d explicit sizes", whole, LT_SPLIT_MAX_EXPLICIT);
             if (v < 0) return lt__err(LT_INVALID, "placement '%s': explicit size %lld is negative", whole, v);
@@ -120,8 +125,9 @@ static lt_status parse_int_arg(const char *whole, const arg *a, const char *what
     char *end;
     if (a->is_list || !a->word[0]) return lt__err(LT_INVALID, "placement '%s': %s must be an integer", whole, what);
     long v = strtol(a->word, &end, 10);
-    if (*end || v < -1000000 || v > 1000000)
-        return lt__err(LT_INVALID, "placement '%s': %s '%s' is not an integer", whole, what, a->word);
+    if (*end) return lt__err(LT_INVALID, "placement '%s': %s '%s' is not an integer", whole, what, a->word);
+    if (v < -1000000 || v > 1000000)
+        return lt__err(LT_INVALID, "placement '%s': %s %s is out of range (-1000000..1000000)", whole, what, a->word);
     *out = (int)v;
     return LT_OK;
 }

@@ -19,17 +19,12 @@
 /* Piece c of m of t along dim d by rule: a new contiguous tensor. */
 static lt_status slice_piece(const lt_tensor *t, int d, const lt_split_rule *rule, int m, int c,
                              lt_tensor **out) {
-    int64_t stack_s[64], stack_o[64];
-    int64_t *sizes = m <= 64 ? stack_s : malloc(sizeof(int64_t) * (size_t)m);
-    int64_t *offs = m <= 64 ? stack_o : malloc(sizeof(int64_t) * (size_t)m);
-    lt_status st = sizes && offs ? LT_OK : lt__err(LT_NOMEM, "out of memory");
-    if (!st) st = lt_split_sizes_offsets(rule, t->shape[d], m, sizes, offs);
+    int64_t size, off;
+    LT_TRY(lt_split_piece(rule, t->shape[d], m, c, &size, &off));
     lt_tensor *v = NULL;
-    if (!st) st = lt_narrow(t, d, offs[c], sizes[c], &v);
+    lt_status st = lt_narrow(t, d, off, size, &v);
     if (!st) st = lt_clone(v, out);
     lt_tensor_free(v);
-    if (sizes != stack_s) free(sizes);
-    if (offs != stack_o) free(offs);
     return st;
 }
 
@@ -44,29 +39,32 @@ static lt_status strided_pick(const lt_tensor *t, int d, int sf, int m, int c, l
     return st;
 }
 
-/* Undoes the order of a strided all_gather: g holds member 0's pick, then
- * member 1's, ...; the result is in parent order. */
-static lt_status unstride(const lt_tensor *g, int d, int sf, int m, lt_tensor **out) {
-    int64_t n = g->shape[d];
+/* The permutation that undoes the order of a strided all_gather of n
+ * elements along d: the gathered tensor holds member 0's pick, then member
+ * 1's, ...; perm[parent position] = gathered position. *perm is new
+ * (caller frees). It depends on (n, sf, m) only, so one serves a group. */
+static lt_status unstride_perm(int64_t n, int d, int sf, int m, int64_t **perm) {
     size_t cnt = (size_t)(n ? n : 1);
-    int64_t *pos = malloc(sizeof(int64_t) * cnt), *perm = malloc(sizeof(int64_t) * cnt);
-    if (!pos || !perm) {
+    int64_t *pos = malloc(sizeof(int64_t) * cnt);
+    *perm = malloc(sizeof(int64_t) * cnt);
+    if (!pos || !*perm) {
         free(pos);
-        free(perm);
+        free(*perm);
+        *perm = NULL;
         return lt__err(LT_NOMEM, "out of memory");
     }
     int64_t q = 0;
     for (int c = 0; c < m; c++) {
         int64_t k = lt__strided_positions(n, sf, m, c, pos);
-        for (int64_t j = 0; j < k; j++) perm[pos[j]] = q + j;   /* parent position -> gathered */
+        for (int64_t j = 0; j < k; j++) (*perm)[pos[j]] = q + j;   /* parent position -> gathered */
         q += k;
     }
-    lt_status st = q == n ? lt_index_select(g, d, perm, n, out)
-                          : lt__err(LT_SHAPE, "strided gather: %lld elements gathered along dim %d, the picks cover %lld",
-                                    (long long)n, d, (long long)q);
     free(pos);
-    free(perm);
-    return st;
+    if (q == n) return LT_OK;
+    free(*perm);
+    *perm = NULL;
+    return lt__err(LT_SHAPE, "strided gather: %lld elements gathered along dim %d, the picks cover %lld",
+                   (long long)n, d, (long long)q);
 }
 
 /* R -> P(op) on mesh dim i: sum divides by the mesh dim size (as distribute). */
@@ -104,7 +102,17 @@ static lt_status run_step(lt_comm *comm, const lt_mesh *mesh, const lt_placement
         lt_tensor **g = calloc((size_t)W, sizeof *g);
         if (!g) return lt__err(LT_NOMEM, "out of memory");
         st = lt_all_gather(comm, i, in, a->dim, g);
-        for (int r = 0; r < W && !st; r++) st = unstride(g[r], a->dim, a->split_factor, m, &out[r]);
+        int64_t *perm = NULL, pn = -1;   /* (pn) */
+        for (int r = 0; r < W && !st; r++) {
+            int64_t n = g[r]->shape[a->dim];
+            if (n != pn) {
+                free(perm);
+                st = unstride_perm(n, a->dim, a->split_factor, m, &perm);
+                pn = n;
+            }
+            if (!st) st = lt_index_select(g[r], a->dim, perm, n, &out[r]);
+        }
+        free(perm);
         for (int r = 0; r < W; r++) lt_tensor_free(g[r]);
         free(g);
         break;
@@ -214,10 +222,12 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
             if (st) {
                 step_str(plan, s, sd, sizeof sd);
                 run_ctx(opts, plan, ctx, sizeof ctx);
+                /* only a mismatch is a failed verification; anything else kept it from running */
+                const char *what = st == LT_MISMATCH ? "verification failed" : "could not verify";
                 if (st == LT_MISMATCH && rep->step < 0)
-                    st = lt__err_ctx(st, "%s: verification failed", ctx);
+                    st = lt__err_ctx(st, "%s: %s", ctx, what);
                 else
-                    st = lt__err_ctx(st, "%s: verification failed after %s", ctx, sd);
+                    st = lt__err_ctx(st, "%s: %s after %s", ctx, what, sd);
                 if (rep->step >= 0) rep->mesh_dim = ps->mesh_dim;
                 snprintf(rep->message, sizeof rep->message, "%s", lt_errmsg());
             }
@@ -229,7 +239,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
             st = lt_verify_reshard(dt, owned, -1, rep);
             if (st) {
                 run_ctx(opts, plan, ctx, sizeof ctx);
-                st = lt__err_ctx(st, "%s: verification failed", ctx);
+                st = lt__err_ctx(st, "%s: %s", ctx, st == LT_MISMATCH ? "verification failed" : "could not verify");
                 snprintf(rep->message, sizeof rep->message, "%s", lt_errmsg());
             }
         }

@@ -46,13 +46,20 @@ static void test_bad_spellings(void **state) {
     (void)state;
     const char *bad[] = {"", "X", "S", "S()", "S(a)", "SS(0)", "SS(0,0)", "SS(0,-1)", "P(foo)",
                          "S(0,weird)", "S(0,[1,-1])", "R(1)", "S(0", "S(0))", "Shard(dim=0, dim=1)",
-                         "Partial(1,2)", "S(0,[1,2", "S(0,[])", "S(99999999999)", "P(\"sum)"};
+                         "Partial(1,2)", "S(0,[1,2", "S(0,[])", "S(99999999999)", "P(\"sum)",
+                         /* a size past 64 bits must not be clamped to INT64_MAX */
+                         "S(0,[99999999999999999999,0])", "SS(0,2000000)"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         lt_placement p;
         lt_status st = lt_placement_parse(bad[i], &p);
         if (st != LT_INVALID) fail_msg("'%s' parsed (status %s)", bad[i], lt_status_str(st));
         if (!strstr(lt_errmsg(), "placement")) fail_msg("'%s': message '%s' does not name the placement", bad[i], lt_errmsg());
     }
+    lt_placement p;
+    LT_EXPECT_STATUS(lt_placement_parse("S(0,[99999999999999999999,0])", &p), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "'99999999999999999999' overflows"));
+    LT_EXPECT_STATUS(lt_placement_parse("SS(0,2147483647)", &p), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "out of range"));
 }
 
 static void test_lists(void **state) {
