@@ -21,6 +21,8 @@ static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const
         if (norm[i].kind != LT_PL_PARTIAL || !distributing) continue;
         if (norm[i].op == LT_REDOP_PRODUCT)
             return lt__err(LT_INVALID, "mesh dim %d: Replicate to Partial(product) conversion is not supported (distribute accepts P(sum|avg|max|min))", i);
+        if (norm[i].op == LT_REDOP_AVG && dtype == LT_BOOL)
+            return lt__err(LT_INVALID, "mesh dim %d: P(avg) of bool is not defined (use P(max) or P(min))", i);
         if (norm[i].op == LT_REDOP_SUM && !lt_dtype_is_float(dtype))
             return lt__err(LT_UNSUPPORTED, "not supported yet: distributing %s with P(sum) on mesh dim %d (dividing by the mesh size would truncate)",
                            lt_dtype_name(dtype), i);

@@ -95,6 +95,13 @@ double lt_init_value(const lt_init *in, uint64_t index) {
     }
 }
 
+double lt_init_value_dt(const lt_init *in, uint64_t index, lt_dtype dt) {
+    double v = lt_init_value(in, index);
+    if (lt_dtype_is_float(dt) || (in->kind != LT_INIT_RANDOM && in->kind != LT_INIT_RANDN)) return v;
+    if (dt == LT_BOOL) return in->kind == LT_INIT_RANDOM ? (v < 0.5) : (v > 0);
+    return in->kind == LT_INIT_RANDOM ? floor(v * 1000.0) : round(v * 100.0);
+}
+
 lt_status lt_init_fill(lt_tensor *t, const lt_init *in) {
     return lt_init_fill_indexed(t, in, NULL, t->shape);
 }
@@ -119,7 +126,7 @@ lt_status lt_init_fill_indexed(lt_tensor *t, const lt_init *in, int64_t *const *
             g += gi * gstr[d];
             off += pos[d] * t->strides[d];
         }
-        lt_dtype_store(t->dtype, base + off * (int64_t)es, lt_init_value(in, (uint64_t)g));
+        lt_dtype_store(t->dtype, base + off * (int64_t)es, lt_init_value_dt(in, (uint64_t)g, t->dtype));
         for (int d = nd - 1; d >= 0; d--) {
             if (++pos[d] < t->shape[d]) break;
             pos[d] = 0;

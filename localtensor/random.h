@@ -43,8 +43,14 @@ void lt_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]
 double lt_rand_uniform(uint64_t seed, uint64_t index);
 /* Standard normal (Box-Muller on two draws of the same counter). */
 double lt_rand_normal(uint64_t seed, uint64_t index);
-/* Value of an initialiser at a global linear index. */
+/* Value of an initialiser at a global linear index, as a float tensor sees
+ * it (random: uniform [0, 1); randn: standard normal). */
 double lt_init_value(const lt_init *in, uint64_t index);
+/* The same for a tensor of dtype dt. Random draws for integer dtypes are
+ * integers, so they do not all truncate to 0: random gives floor(1000 u) in
+ * [0, 1000), randn gives round(100 n); for bool, random is u < 0.5 and randn
+ * is n > 0. Floats: lt_init_value. */
+double lt_init_value_dt(const lt_init *in, uint64_t index, lt_dtype dt);
 
 /* Fills t (any layout) as the full tensor of its own shape. */
 lt_status lt_init_fill(lt_tensor *t, const lt_init *in);

@@ -254,6 +254,29 @@ static void test_random_invariance(void **state) {
     assert_true(combos >= 50);
 }
 
+/* integer and bool random draws are integers, not uniform floats truncated to 0 */
+static void test_random_integers(void **state) {
+    (void)state;
+    int64_t n = 64;
+    lt_init in = {LT_INIT_RANDOM, 5};
+    const lt_dtype dts[3] = {LT_I32, LT_I64, LT_BOOL};
+    for (int k = 0; k < 3; k++) {
+        lt_tensor *t;
+        LT_CHECK(lt_tensor_new(dts[k], 1, &n, &t));
+        LT_CHECK(lt_init_fill(t, &in));
+        int distinct = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double v = lt_get_flat(t, i);
+            double want = floor(lt_rand_uniform(5, (uint64_t)i) * 1000.0);
+            if (dts[k] == LT_BOOL) want = lt_rand_uniform(5, (uint64_t)i) < 0.5;
+            if (v != want) fail_msg("%s element %lld: %g, wanted %g", lt_dtype_name(dts[k]), (long long)i, v, want);
+            distinct += i > 0 && v != lt_get_flat(t, 0);
+        }
+        assert_true(distinct > 0);
+        lt_tensor_free(t);
+    }
+}
+
 static void test_from_local(void **state) {
     (void)state;
     lt_mesh m;
@@ -389,6 +412,7 @@ int main(void) {
         cmocka_unit_test(test_seed_example),      cmocka_unit_test(test_offsets_docstring),
         cmocka_unit_test(test_partial_distribute), cmocka_unit_test(test_roundtrip_dtypes),
         cmocka_unit_test(test_random_invariance),  cmocka_unit_test(test_from_local),
+        cmocka_unit_test(test_random_integers),
         cmocka_unit_test(test_local_map_and_ints), cmocka_unit_test(test_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

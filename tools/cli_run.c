@@ -163,6 +163,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
             fflush(out);
             fprintf(err, "%s\n", m[0] ? m : lt_status_str(st));
             lerr[nlerr].path = files.v[i];
+            /* NULL when out of memory: the reports then print "out of memory" */
             lerr[nlerr].message = strdup(m[0] ? m : lt_status_str(st));
             nlerr++;
             continue;
@@ -225,7 +226,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
     for (int i = 0; i < nlerr; i++) {
         if (opt->color) fprintf(out, "\033[31m\033[1mERROR\033[0m %s: could not be loaded\n", lerr[i].path);
         else fprintf(out, "ERROR %s: could not be loaded\n", lerr[i].path);
-        fprintf(out, "      %s\n", lerr[i].message);
+        fprintf(out, "      %s\n", lerr[i].message ? lerr[i].message : "out of memory");
     }
     if (opt->json_path) {
         lt_status st = lt__sc_write_json(opt->json_path, loaded, nloaded, lerr, nlerr, &sum);

@@ -166,7 +166,7 @@ lt_status lt__sc_write_json(const char *path, lt_sc_file *const *files, int nfil
     for (int i = 0; fa && i < nlerr; i++) {
         cJSON *f = cJSON_CreateObject();
         cJSON_AddStringToObject(f, "path", lerr[i].path);
-        cJSON_AddStringToObject(f, "load_error", lerr[i].message);
+        cJSON_AddStringToObject(f, "load_error", lerr[i].message ? lerr[i].message : "out of memory");
         cJSON_AddArrayToObject(f, "scenarios");
         cJSON_AddItemToArray(fa, f);
     }
@@ -287,9 +287,9 @@ lt_status lt__sc_write_junit(const char *path, lt_sc_file *const *files, int nfi
         fprintf(f, "    <testcase classname=\"");
         classname(f, lerr[i].path);
         fprintf(f, "\" name=\"(load)\" time=\"0\">\n      <error type=\"load\" message=\"");
-        xml_escape(f, lerr[i].message);
+        xml_escape(f, lerr[i].message ? lerr[i].message : "out of memory");
         fprintf(f, "\">");
-        xml_escape(f, lerr[i].message);
+        xml_escape(f, lerr[i].message ? lerr[i].message : "out of memory");
         fprintf(f, "</error>\n    </testcase>\n  </testsuite>\n");
     }
     for (int i = 0; i < nfiles; i++) {
