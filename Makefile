@@ -56,7 +56,7 @@ $(BUILD)/liblocaltensor.so: $(LIB_OBJ)
 $(BUILD)/localtensor: tools/main.c $(BUILD)/liblocaltensor.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/liblocaltensor.a $(LDLIBS)
 
-$(BUILD)/test_%: test/test_%.c test/testutil.h $(BUILD)/liblocaltensor.a
+$(BUILD)/test_%: test/test_%.c test/testutil.h test/kernels_testutil.h test/redistribute_testutil.h $(BUILD)/liblocaltensor.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/liblocaltensor.a $(LDLIBS) -lcmocka
 
 $(BUILD)/bench: $(BENCH_SRC) $(BUILD)/liblocaltensor.a
