@@ -126,6 +126,24 @@ lt_status lt_split_sizes_offsets(const lt_split_rule *rule, int64_t n, int k,
     return LT_OK;
 }
 
+int64_t lt_split_strided_positions(int64_t n, int sf, int k, int c, int64_t *pos) {
+    int64_t pc = n / sf + (n % sf != 0), w = 0;
+    for (int j = 0; j < sf; j++) {
+        int64_t ps = pc * j;
+        if (ps >= n) break;
+        int64_t plen = n - ps < pc ? n - ps : pc;
+        int64_t cc = plen / k + (plen % k != 0);
+        int64_t cs = cc * c;
+        if (cs >= plen) continue;
+        int64_t ce = plen - cs < cc ? plen : cs + cc;
+        if (pos)
+            for (int64_t q = cs; q < ce; q++) pos[w++] = ps + q;
+        else
+            w += ce - cs;
+    }
+    return w;
+}
+
 int lt_split_rule_equal(const lt_split_rule *a, const lt_split_rule *b) {
     if (a->kind != b->kind) return 0;
     if (a->kind != LT_SPLIT_EXPLICIT) return 1;

@@ -55,6 +55,12 @@ lt_status lt_split_piece(const lt_split_rule *rule, int64_t n, int k, int j, int
 lt_status lt_split_sizes_offsets(const lt_split_rule *rule, int64_t n, int k,
                                  int64_t *sizes, int64_t *offsets);
 
+/* StridedShard(sf) over k members (SEMANTICS 4): the positions, in a list
+ * of n, that member c keeps, in local order — chunk c (chunk rule over k) of
+ * each of the sf chunk-rule pieces of the list. Writes them into pos (room
+ * for n; pos may be NULL to only count) and returns how many there are. */
+int64_t lt_split_strided_positions(int64_t n, int sf, int k, int c, int64_t *pos);
+
 int lt_split_rule_equal(const lt_split_rule *a, const lt_split_rule *b);
 
 /* Writes the user spelling ("chunk", "balanced", "last", "[3,1,0,2]") into

@@ -24,22 +24,15 @@ static lt_status apply_split(const lt_placement *p, int k, int c, int64_t *cur, 
         return LT_OK;
     }
     if (k == 1) return LT_OK;
-    /* strided: sf chunk-rule pieces, each chunk-split into k; keep chunk c of each */
-    int sf = p->split_factor;
-    int64_t pc = len / sf + (len % sf != 0);
-    int64_t w = 0;
-    for (int j = 0; j < sf; j++) {
-        int64_t ps = pc * j, pe = ps + pc < len ? ps + pc : len;
-        if (ps >= len) break;
-        int64_t plen = pe - ps;
-        int64_t cc = plen / k + (plen % k != 0);
-        int64_t cs = cc * c, ce = cs + cc < plen ? cs + cc : plen;
-        if (cs >= plen) continue;
-        /* w <= ps + cs always, so the in-place move never overwrites unread data */
-        memmove(cur + w, cur + ps + cs, sizeof(int64_t) * (size_t)(ce - cs));
-        w += ce - cs;
-    }
-    *n = w;
+    /* strided (SEMANTICS 4): positions are increasing and pos[w] >= w, so
+     * the in-place gather never overwrites an entry it still has to read */
+    int64_t cnt = lt_split_strided_positions(len, p->split_factor, k, c, NULL);
+    int64_t *pos = malloc(sizeof(int64_t) * (size_t)(cnt > 0 ? cnt : 1));   /* (cnt) */
+    if (!pos) return lt__err(LT_NOMEM, "out of memory for an index list (%lld entries)", (long long)cnt);
+    lt_split_strided_positions(len, p->split_factor, k, c, pos);
+    for (int64_t w = 0; w < cnt; w++) cur[w] = cur[pos[w]];
+    free(pos);
+    *n = cnt;
     return LT_OK;
 }
 
@@ -48,27 +41,11 @@ static lt_status apply_split(const lt_placement *p, int k, int c, int64_t *cur, 
  * kept entries (so a rank never builds the whole dim). */
 static lt_status strided_from_run(int64_t start, int64_t len, int sf, int k, int c, int64_t **out,
                                   int64_t *n) {
-    int64_t pc = len / sf + (len % sf != 0), cnt = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        int64_t w = 0;
-        for (int j = 0; j < sf; j++) {
-            int64_t ps = pc * j, pe = ps + pc < len ? ps + pc : len;
-            if (ps >= len) break;
-            int64_t plen = pe - ps;
-            int64_t cc = plen / k + (plen % k != 0);
-            int64_t cs = cc * c, ce = cs + cc < plen ? cs + cc : plen;
-            if (cs >= plen) continue;
-            if (pass)
-                for (int64_t q = cs; q < ce; q++) (*out)[w++] = start + ps + q;
-            else
-                w += ce - cs;
-        }
-        if (!pass) {
-            cnt = w;
-            *out = malloc(sizeof(int64_t) * (size_t)(cnt > 0 ? cnt : 1));
-            if (!*out) return lt__err(LT_NOMEM, "out of memory for an index list (%lld entries)", (long long)cnt);
-        }
-    }
+    int64_t cnt = lt_split_strided_positions(len, sf, k, c, NULL);
+    *out = malloc(sizeof(int64_t) * (size_t)(cnt > 0 ? cnt : 1));   /* (cnt) */
+    if (!*out) return lt__err(LT_NOMEM, "out of memory for an index list (%lld entries)", (long long)cnt);
+    lt_split_strided_positions(len, sf, k, c, *out);
+    for (int64_t w = 0; w < cnt; w++) (*out)[w] += start;
     *n = cnt;
     return LT_OK;
 }

@@ -93,37 +93,6 @@ static int64_t shard_piece(const lt_split_rule *rule, int64_t n, int k, int c) {
     }
 }
 
-/* Length kept by member c of k under SS(., sf) of a list of n: chunk c of
- * each of the sf chunk-rule pieces (SEMANTICS 4). */
-static int64_t strided_piece(int64_t n, int sf, int k, int c) {
-    int64_t pc = n / sf + (n % sf != 0), w = 0;
-    for (int j = 0; j < sf; j++) {
-        int64_t ps = pc * j;
-        if (ps >= n) break;
-        int64_t plen = n - ps < pc ? n - ps : pc;
-        int64_t cc = plen / k + (plen % k != 0);
-        int64_t cs = cc * c;
-        if (cs >= plen) continue;
-        w += plen - cs < cc ? plen - cs : cc;
-    }
-    return w;
-}
-
-int64_t lt__strided_positions(int64_t n, int sf, int k, int c, int64_t *pos) {
-    int64_t pc = n / sf + (n % sf != 0), w = 0;
-    for (int j = 0; j < sf; j++) {
-        int64_t ps = pc * j;
-        if (ps >= n) break;
-        int64_t plen = n - ps < pc ? n - ps : pc;
-        int64_t cc = plen / k + (plen % k != 0);
-        int64_t cs = cc * c;
-        if (cs >= plen) continue;
-        int64_t ce = plen - cs < cc ? plen : cs + cc;
-        for (int64_t q = cs; q < ce; q++) pos[w++] = ps + q;
-    }
-    return w;
-}
-
 int lt__layout_shapes(const lt_mesh *mesh, int ndim, const int64_t *gshape,
                       const lt_placement *pl, int64_t *shapes) {
     int coord[LT_MESH_MAX_DIMS];
@@ -137,7 +106,7 @@ int lt__layout_shapes(const lt_mesh *mesh, int ndim, const int64_t *gshape,
             if (k == 1 || !lt_placement_is_shard_like(p)) continue;
             int d = p->dim;
             int64_t len = p->kind == LT_PL_SHARD ? shard_piece(&p->rule, s[d], k, coord[i])
-                                                 : strided_piece(s[d], p->split_factor, k, coord[i]);
+                                                 : lt_split_strided_positions(s[d], p->split_factor, k, coord[i], NULL);
             if (len < 0) return -1;
             s[d] = len;
         }

@@ -33,7 +33,7 @@ static lt_status strided_pick(const lt_tensor *t, int d, int sf, int m, int c, l
     int64_t n = t->shape[d];
     int64_t *pos = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
     if (!pos) return lt__err(LT_NOMEM, "out of memory");
-    int64_t k = lt__strided_positions(n, sf, m, c, pos);
+    int64_t k = lt_split_strided_positions(n, sf, m, c, pos);
     lt_status st = lt_index_select(t, d, pos, k, out);
     free(pos);
     return st;
@@ -55,7 +55,7 @@ static lt_status unstride_perm(int64_t n, int d, int sf, int m, int64_t **perm) 
     }
     int64_t q = 0;
     for (int c = 0; c < m; c++) {
-        int64_t k = lt__strided_positions(n, sf, m, c, pos);
+        int64_t k = lt_split_strided_positions(n, sf, m, c, pos);
         for (int64_t j = 0; j < k; j++) (*perm)[pos[j]] = q + j;   /* parent position -> gathered */
         q += k;
     }

@@ -299,10 +299,6 @@ const char *lt__step_kind_local(lt__step_kind k);
 int lt__layout_shapes(const lt_mesh *mesh, int ndim, const int64_t *gshape,
                       const lt_placement *pl, int64_t *shapes);
 
-/* Positions (into the parent list of length n) that member c of k keeps
- * under SS(., sf), in local order, into pos[] (room for n); returns the count. */
-int64_t lt__strided_positions(int64_t n, int sf, int k, int c, int64_t *pos);
-
 /* Per-rank bytes received by the step of kind k on mesh dim i, given the
  * per-rank shapes before and after (world * ndim each): recv[world] (may be
  * NULL); returns the total. esize: bytes per element. */
