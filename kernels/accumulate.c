@@ -69,25 +69,20 @@ lt_status lt__accumulate_run(const lt_backend *b, lt_dtype dt, char *d, int64_t 
         if (st != LT_UNSUPPORTED) return st; /* unsupported: the host loop below */
     }
     int64_t es = (int64_t)lt_dtype_size(dt), db = dstep * es, sb = sstep * es;
+    /* one strided loop per C type: x = op(x, y) through memcpy (no aliasing) */
+#define LT__ACC_LOOP(T, fn)                                                      \
+    for (int64_t i = 0; i < n; i++) {                                            \
+        T x, y;                                                                  \
+        memcpy(&x, d + i * db, sizeof x);                                        \
+        memcpy(&y, s + i * sb, sizeof y);                                        \
+        x = fn(x, y, op);                                                        \
+        memcpy(d + i * db, &x, sizeof x);                                        \
+    }
     switch (dt) {
-    case LT_F32:
-        for (int64_t i = 0; i < n; i++) {
-            float x, y;
-            memcpy(&x, d + i * db, 4);
-            memcpy(&y, s + i * sb, 4);
-            x = op_f32(x, y, op);
-            memcpy(d + i * db, &x, 4);
-        }
-        break;
-    case LT_F64:
-        for (int64_t i = 0; i < n; i++) {
-            double x, y;
-            memcpy(&x, d + i * db, 8);
-            memcpy(&y, s + i * sb, 8);
-            x = op_f64(x, y, op);
-            memcpy(d + i * db, &x, 8);
-        }
-        break;
+    case LT_F32: LT__ACC_LOOP(float, op_f32) break;
+    case LT_F64: LT__ACC_LOOP(double, op_f64) break;
+    case LT_I32: LT__ACC_LOOP(int32_t, op_i32) break;
+    case LT_I64: LT__ACC_LOOP(int64_t, op_i64) break;
     case LT_BF16:
     case LT_F16: {
         int bf = dt == LT_BF16;
@@ -103,24 +98,6 @@ lt_status lt__accumulate_run(const lt_backend *b, lt_dtype dt, char *d, int64_t 
         }
         break;
     }
-    case LT_I32:
-        for (int64_t i = 0; i < n; i++) {
-            int32_t x, y;
-            memcpy(&x, d + i * db, 4);
-            memcpy(&y, s + i * sb, 4);
-            x = op_i32(x, y, op);
-            memcpy(d + i * db, &x, 4);
-        }
-        break;
-    case LT_I64:
-        for (int64_t i = 0; i < n; i++) {
-            int64_t x, y;
-            memcpy(&x, d + i * db, 8);
-            memcpy(&y, s + i * sb, 8);
-            x = op_i64(x, y, op);
-            memcpy(d + i * db, &x, 8);
-        }
-        break;
     case LT_BOOL:
         for (int64_t i = 0; i < n; i++)
             d[i * db] = (char)op_bool((uint8_t)d[i * db], (uint8_t)s[i * sb], op);
@@ -128,6 +105,7 @@ lt_status lt__accumulate_run(const lt_backend *b, lt_dtype dt, char *d, int64_t 
     default:
         return lt__err(LT_INVALID, "accumulate: unknown dtype %d", (int)dt);
     }
+#undef LT__ACC_LOOP
     return LT_OK;
 }
 

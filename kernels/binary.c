@@ -46,38 +46,27 @@ static lt_tensor expand_view(const lt_tensor *t, int n, const int64_t *shape) {
     return v;
 }
 
-/* a[i] = a[i] op b[i] in each domain. */
-static void bin_f32(lt_binary_op op, float *a, const float *b, int64_t n) {
-    switch (op) {
-    case LT_BINARY_ADD: for (int64_t i = 0; i < n; i++) a[i] += b[i]; break;
-    case LT_BINARY_SUB: for (int64_t i = 0; i < n; i++) a[i] -= b[i]; break;
-    case LT_BINARY_MUL: for (int64_t i = 0; i < n; i++) a[i] *= b[i]; break;
-    case LT_BINARY_DIV: for (int64_t i = 0; i < n; i++) a[i] /= b[i]; break;
-    case LT_BINARY_MAXIMUM:
-        for (int64_t i = 0; i < n; i++) a[i] = (a[i] > b[i] || a[i] != a[i]) ? a[i] : b[i];
-        break;
-    case LT_BINARY_MINIMUM:
-        for (int64_t i = 0; i < n; i++) a[i] = (a[i] < b[i] || a[i] != a[i]) ? a[i] : b[i];
-        break;
-    default: break;
+/* a[i] = a[i] op b[i] in each domain. The float loops are one template,
+ * instantiated for f32 and f64 (NaN propagates through maximum/minimum). */
+#define LT__BIN_FLOAT(name, T)                                                                      \
+    static void name(lt_binary_op op, T *a, const T *b, int64_t n) {                                \
+        switch (op) {                                                                               \
+        case LT_BINARY_ADD: for (int64_t i = 0; i < n; i++) a[i] += b[i]; break;                    \
+        case LT_BINARY_SUB: for (int64_t i = 0; i < n; i++) a[i] -= b[i]; break;                    \
+        case LT_BINARY_MUL: for (int64_t i = 0; i < n; i++) a[i] *= b[i]; break;                    \
+        case LT_BINARY_DIV: for (int64_t i = 0; i < n; i++) a[i] /= b[i]; break;                    \
+        case LT_BINARY_MAXIMUM:                                                                     \
+            for (int64_t i = 0; i < n; i++) a[i] = (a[i] > b[i] || a[i] != a[i]) ? a[i] : b[i];     \
+            break;                                                                                  \
+        case LT_BINARY_MINIMUM:                                                                     \
+            for (int64_t i = 0; i < n; i++) a[i] = (a[i] < b[i] || a[i] != a[i]) ? a[i] : b[i];     \
+            break;                                                                                  \
+        default: break;                                                                             \
+        }                                                                                           \
     }
-}
-
-static void bin_f64(lt_binary_op op, double *a, const double *b, int64_t n) {
-    switch (op) {
-    case LT_BINARY_ADD: for (int64_t i = 0; i < n; i++) a[i] += b[i]; break;
-    case LT_BINARY_SUB: for (int64_t i = 0; i < n; i++) a[i] -= b[i]; break;
-    case LT_BINARY_MUL: for (int64_t i = 0; i < n; i++) a[i] *= b[i]; break;
-    case LT_BINARY_DIV: for (int64_t i = 0; i < n; i++) a[i] /= b[i]; break;
-    case LT_BINARY_MAXIMUM:
-        for (int64_t i = 0; i < n; i++) a[i] = (a[i] > b[i] || a[i] != a[i]) ? a[i] : b[i];
-        break;
-    case LT_BINARY_MINIMUM:
-        for (int64_t i = 0; i < n; i++) a[i] = (a[i] < b[i] || a[i] != a[i]) ? a[i] : b[i];
-        break;
-    default: break;
-    }
-}
+LT__BIN_FLOAT(bin_f32, float)
+LT__BIN_FLOAT(bin_f64, double)
+#undef LT__BIN_FLOAT
 
 static void bin_i64(lt_binary_op op, int64_t *a, const int64_t *b, int64_t n) {
     switch (op) {
