@@ -141,7 +141,7 @@ lt_status lt__sc_parse_op(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
         a->flatten_end_set = 1;
     }
     int64_t v[LT_OP_MAX_OUTPUTS];
-    int cnt;
+    int cnt = 0;
     if ((n = lt__sc_get(body, "dims"))) {
         LT_TRY(int_list(n, "op: dims", -LT_MAX_DIMS, LT_MAX_DIMS, v, &cnt));
         a->ndims = cnt;
