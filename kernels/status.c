@@ -26,11 +26,16 @@ const char *lt_errmsg(void) { return errbuf; }
 
 void lt__err_clear(void) { errbuf[0] = '\0'; }
 
+/* Formats into a copy first: callers may pass lt_errmsg() itself as an
+ * argument ("... (%s)", lt_errmsg()), which vsnprintf must not read while
+ * it writes the same buffer. */
 lt_status lt__err(lt_status st, const char *fmt, ...) {
+    char msg[LT__ERRMSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(errbuf, msg, sizeof errbuf);
     return st;
 }
 

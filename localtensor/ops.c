@@ -139,6 +139,7 @@ static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const l
                                            p->local_shapes_ + ((size_t)j * W + r) * nd, NULL);
     }
     if (!st && p->masked_) { /* embedding: first vocab row of every rank */
+        p->vocab_ = shapes[0][0];
         p->row_offset_ = malloc(sizeof(int64_t) * W);
         if (!p->row_offset_) st = lt__err(LT_NOMEM, "out of memory");
         for (size_t r = 0; r < W && !st; r++) {

@@ -158,6 +158,7 @@ typedef struct lt_op_plan {
     int64_t *local_shapes_;    /* (nout, world, out_ndim) or NULL */
     int64_t *row_offset_;      /* embedding: (world) first vocab row held, or NULL */
     int masked_;               /* embedding: vocab-sharded lookup */
+    int64_t vocab_;            /* embedding: global rows of the weight */
     double mean_div_;          /* mean: global count of the reduced elements */
     int kdims_[LT_MAX_DIMS];   /* normalized dims / perm for the kernel */
     int nkdims_;

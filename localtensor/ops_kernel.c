@@ -78,6 +78,16 @@ lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank, cons
     case LT_OP_SPLIT:
     case LT_OP_CHUNK: return lt_split_sizes_views(x, p->kdim_, p->nout, p->split_sizes_, res);
     case LT_OP_EMBEDDING:
+        if (p->masked_) { /* the masked kernel zeroes rows it does not hold: check the global range */
+            const lt_tensor *ix = sh[1];
+            int64_t n = lt_numel(ix);
+            for (int64_t i = 0; i < n; i++) {
+                double v = lt_get_flat(ix, i);
+                if (!(v >= 0 && v < (double)p->vocab_))
+                    return lt__err(LT_INVALID, "embedding: index %.0f (element %lld) is out of range for %lld rows",
+                                   v, (long long)i, (long long)p->vocab_);
+            }
+        }
         return lt_embedding(x, sh[1], p->masked_ ? p->row_offset_[rank] : 0, p->masked_, res);
     default:
         return lt__err(LT_UNSUPPORTED, "not supported yet: %s has no per-shard kernel", lt_op_name(p->op));

@@ -43,13 +43,18 @@ static lt_status target_shape(lt__rule_io *io, int64_t numel) {
     }
     if (a->shape_ndim < 0 || a->shape_ndim > LT_MAX_DIMS)
         return lt__err(LT_INVALID, "%s: target has %d dims", name, a->shape_ndim);
-    int infer = -1;
+    int infer = -1, overflow = 0;
     int64_t prod = 1;
     for (int d = 0; d < a->shape_ndim; d++) {
         if (a->shape[d] == -1 && infer < 0) infer = d;
         else if (a->shape[d] < 0) return lt__err(LT_INVALID, "%s: invalid size %lld in the target shape", name, (long long)a->shape[d]);
-        else prod *= a->shape[d];
+        else if (lt__mul_i64(prod, a->shape[d], &prod)) overflow = 1;
     }
+    for (int d = 0; d < a->shape_ndim; d++) /* a 0 anywhere makes the product 0 */
+        if (a->shape[d] == 0) prod = 0, overflow = 0;
+    if (overflow)
+        return lt__err(LT_SHAPE, "%s: the target shape's element count overflows 64 bits (the input has %lld elements)",
+                       name, (long long)numel);
     memcpy(io->out_shape[0], a->shape, sizeof(int64_t) * (size_t)a->shape_ndim);
     io->out_ndim = a->shape_ndim;
     if (infer >= 0) {

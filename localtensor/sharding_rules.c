@@ -586,7 +586,8 @@ static lt_status rule_split(lt__rule_io *io) {
         int64_t tot = 0;
         for (int j = 0; j < a->nsizes; j++) {
             if (a->sizes[j] < 0) return lt__err(LT_INVALID, "%s: size %lld is negative", name, (long long)a->sizes[j]);
-            tot += a->sizes[j];
+            if (lt__add_i64(tot, a->sizes[j], &tot))
+                return lt__err(LT_SHAPE, "%s: sizes sum to more than 64 bits hold but dim %d has %lld", name, d, (long long)len);
         }
         if (tot != len)
             return lt__err(LT_SHAPE, "%s: sizes sum to %lld but dim %d has %lld", name, (long long)tot, d, (long long)len);
@@ -599,13 +600,13 @@ static lt_status rule_split(lt__rule_io *io) {
             ps = a->split_size;
         } else {
             if (a->chunks <= 0) return lt__err(LT_INVALID, "%s: chunks must be > 0, got %d", name, a->chunks);
-            ps = (len + a->chunks - 1) / a->chunks;
+            ps = len ? (len - 1) / a->chunks + 1 : 0; /* ceil, without overflow */
         }
         if (ps == 0) { /* empty dim: torch.chunk gives `chunks` empty pieces */
             np = a->chunks;
             if (np <= LT_OP_MAX_OUTPUTS) for (int64_t j = 0; j < np; j++) io->split_sizes[j] = 0;
         } else {
-            np = len == 0 ? 1 : (len + ps - 1) / ps;
+            np = len == 0 ? 1 : (len - 1) / ps + 1;
             if (np <= LT_OP_MAX_OUTPUTS)
                 for (int64_t j = 0; j < np; j++) io->split_sizes[j] = len - j * ps < ps ? len - j * ps : ps;
         }
