@@ -201,6 +201,14 @@ void lt_op_plan_free(lt_op_plan *p);
 void lt_op_cache_clear(void);
 void lt_op_cache_stats(size_t *hits, size_t *misses, size_t *entries);
 
+/* The unsharded reference of op on full tensors in[nin] (borrowed): the
+ * dense kernels called directly from the op's arguments, independent of
+ * propagation (localtensor/ops_reference.c). out[max_out] receive NEW tensors
+ * (*nout of them; the caller frees). Used by lt_op_check_reference and the
+ * rule validator. */
+lt_status lt_op_reference(lt_op_kind op, const lt_tensor *const *in, int nin, const lt_op_args *args,
+                          lt_tensor **out, int max_out, int *nout);
+
 /* Runs the op's dense kernel on unsharded tensors (the reference): in[nin]
  * borrowed; out[max_out] new tensors. Random ops use args->shape/dtype. */
 lt_status lt_op_dense(lt_op_kind op, const lt_tensor *const *in, int nin, const lt_op_args *args,

@@ -1,11 +1,12 @@
 /* localtensor/ops_kernel.c — the per-shard kernel of every op, and the
  * unsharded reference.
  *
- * lt__op_kernel is the only place that maps an op to its kernels/math.h
- * (or kernels/tensor.h view) call. The reference runs the SAME dispatch on the
- * unsharded tensors through a plan for a one-rank mesh, so the sharded and
- * the reference result differ only by what propagation decided — which is
- * exactly what the reference check is meant to test.
+ * lt__op_kernel maps an op to its kernels/math.h (or kernels/tensor.h view)
+ * call with the arguments propagation derived. lt_op_dense runs that same
+ * dispatch on unsharded tensors through a plan for a one-rank mesh. The
+ * reference check compares with lt_op_reference (ops_reference.c), which is
+ * written apart from propagation, so a wrongly derived kernel argument is
+ * caught too.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -147,7 +148,7 @@ lt_status lt_op_check_reference(lt_op_kind op, const lt_dtensor *const *in, int 
     if (nin < 0 || nin > LT_OP_MAX_INPUTS || nout < 0 || nout > LT_OP_MAX_OUTPUTS)
         return lt__err(LT_INVALID, "%s: bad input/output counts", name);
     for (int k = 0; k < nin && !st; k++) st = lt_full_tensor_direct(in[k], &full[k]);
-    if (!st) st = lt_op_dense(op, (const lt_tensor *const *)full, nin, args, ref, LT_OP_MAX_OUTPUTS, &nref);
+    if (!st) st = lt_op_reference(op, (const lt_tensor *const *)full, nin, args, ref, LT_OP_MAX_OUTPUTS, &nref);
     if (!st && nref != nout)
         st = lt__err(LT_MISMATCH, "%s: %d outputs but the unsharded reference gives %d", name, nout, nref);
     for (int j = 0; j < nout && !st; j++) {
