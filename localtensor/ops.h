@@ -209,11 +209,6 @@ void lt_op_cache_stats(size_t *hits, size_t *misses, size_t *entries);
 lt_status lt_op_reference(lt_op_kind op, const lt_tensor *const *in, int nin, const lt_op_args *args,
                           lt_tensor **out, int max_out, int *nout);
 
-/* Runs the op's dense kernel on unsharded tensors (the reference): in[nin]
- * borrowed; out[max_out] new tensors. Random ops use args->shape/dtype. */
-lt_status lt_op_dense(lt_op_kind op, const lt_tensor *const *in, int nin, const lt_op_args *args,
-                      lt_tensor **out, int max_out, int *nout);
-
 /* Compares every output of a sharded op against the dense kernel on the
  * unsharded inputs (both reassembled directly from global index sets).
  * LT_MISMATCH with "<op>: output K differs from the unsharded reference at

@@ -2,11 +2,9 @@
  * unsharded reference.
  *
  * lt__op_kernel maps an op to its kernels/math.h (or kernels/tensor.h view)
- * call with the arguments propagation derived. lt_op_dense runs that same
- * dispatch on unsharded tensors through a plan for a one-rank mesh. The
- * reference check compares with lt_op_reference (ops_reference.c), which is
- * written apart from propagation, so a wrongly derived kernel argument is
- * caught too.
+ * call with the arguments propagation derived. The reference check compares
+ * the sharded result with lt_op_reference (ops_reference.c), which is written
+ * apart from propagation, so a wrongly derived kernel argument is caught too.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -93,49 +91,6 @@ lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank, cons
     default:
         return lt__err(LT_UNSUPPORTED, "not supported yet: %s has no per-shard kernel", lt_op_name(p->op));
     }
-}
-
-lt_status lt_op_dense(lt_op_kind op, const lt_tensor *const *in, int nin, const lt_op_args *args,
-                      lt_tensor **out, int max_out, int *nout) {
-    static const lt_op_args zero_args;
-    if (nout) *nout = 0;
-    if (!out || max_out < 1) return lt__err(LT_INVALID, "op: no room for outputs");
-    for (int j = 0; j < max_out; j++) out[j] = NULL;
-    if ((unsigned)op >= LT_OP_COUNT) return lt__err(LT_INVALID, "unknown op %d", (int)op);
-    if (!args) args = &zero_args;
-    if (nin < 0 || nin > LT_OP_MAX_INPUTS) return lt__err(LT_INVALID, "%s: %d inputs", lt_op_name(op), nin);
-    if (op == LT_OP_RAND || op == LT_OP_RANDN) {
-        lt_init init = {op == LT_OP_RANDN ? LT_INIT_RANDN : LT_INIT_RANDOM, args->seed};
-        LT_TRY(lt_tensor_new(args->dtype, args->shape_ndim, args->shape, &out[0]));
-        lt_status st = lt_init_fill(out[0], &init);
-        if (st) {
-            lt_tensor_free(out[0]);
-            out[0] = NULL;
-            return st;
-        }
-        if (nout) *nout = 1;
-        return LT_OK;
-    }
-    lt_mesh one;
-    int one_size = 1;
-    LT_TRY(lt_mesh_init(&one, 1, &one_size, NULL));
-    lt_dtype dt[LT_OP_MAX_INPUTS];
-    int nd[LT_OP_MAX_INPUTS];
-    const int64_t *sh[LT_OP_MAX_INPUTS];
-    const lt_placement *pl[LT_OP_MAX_INPUTS];
-    lt_placement r = lt_replicate();
-    for (int k = 0; k < nin; k++) {
-        if (!in[k]) return lt__err(LT_INVALID, "%s: input %d is NULL", lt_op_name(op), k);
-        dt[k] = in[k]->dtype, nd[k] = in[k]->ndim, sh[k] = in[k]->shape, pl[k] = &r;
-    }
-    lt_op_plan *p = NULL;
-    LT_TRY(lt_op_propagate(op, &one, nin, dt, nd, sh, pl, args, &p));
-    lt_status st = LT_OK;
-    if (p->nout > max_out) st = lt__err(LT_INVALID, "%s gives %d outputs but there is room for %d", lt_op_name(op), p->nout, max_out);
-    if (!st) st = lt__op_kernel(p, args, 0, in, out);
-    if (!st && nout) *nout = p->nout;
-    lt_op_plan_free(p);
-    return st;
 }
 
 lt_status lt_op_check_reference(lt_op_kind op, const lt_dtensor *const *in, int nin,
