@@ -269,7 +269,8 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
             for (int g = 0; g < ng && k <= LT_SPLIT_MAX_EXPLICIT; g++) {
                 lt_mesh_group(mesh, i, g, grp);
                 int64_t total = 0, want[LT_SPLIT_MAX_EXPLICIT];
-                for (int j = 0; j < k; j++) total += sz[grp[j] * LT_MAX_DIMS + d];
+                for (int j = 0; j < k; j++)
+                    if (lt__add_i64(total, sz[grp[j] * LT_MAX_DIMS + d], &total)) all_match = 0;
                 int match = lt_split_sizes(&norm[i].rule, total, k, want) == LT_OK;
                 for (int j = 0; j < k && match; j++) match = want[j] == sz[grp[j] * LT_MAX_DIMS + d];
                 all_match &= match;
@@ -300,7 +301,9 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
         for (int g = 0; g < ng && !st; g++) {
             lt_mesh_group(mesh, i, g, grp);
             int64_t total = 0;
-            for (int j = 0; j < k; j++) total += sz[grp[j] * LT_MAX_DIMS + d];
+            for (int j = 0; j < k && !st; j++)
+                if (lt__add_i64(total, sz[grp[j] * LT_MAX_DIMS + d], &total))
+                    st = lt__err(LT_OVERFLOW, "from_local: the shard sizes along dim %d overflow 64 bits", d);
             for (int j = 0; j < k; j++) sz[grp[j] * LT_MAX_DIMS + d] = total;
         }
     }
@@ -315,6 +318,8 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
             }
     }
     free(sz);
+    int64_t numel;
+    if (!st) st = lt__numel_checked(ndim, gshape, lt_dtype_size(shards[0]->dtype), &numel);
     if (!st) {
         lt_local *local = NULL;
         st = lt_local_from_shards(mesh, shards, &local);
