@@ -27,7 +27,10 @@ static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const
             return lt__err(LT_UNSUPPORTED, "not supported yet: distributing %s with P(sum) on mesh dim %d (dividing by the mesh size would truncate)",
                            lt_dtype_name(dtype), i);
     }
-    return lt_layout_check(mesh, ndim, shape, norm);
+    LT_TRY(lt_layout_check(mesh, ndim, shape, norm));
+    uint64_t bytes;
+    LT_TRY(lt_layout_total_bytes(mesh, ndim, shape, norm, lt_dtype_size(dtype), &bytes));
+    return lt_check_memory(bytes, mesh->world, "this layout");
 }
 
 lt_status lt__partition(lt_tensor *t, const lt_mesh *mesh, const lt_placement *pl) {

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static lt_status split_error(lt_status st, int mesh_dim, const lt_placement *p, int rank) {
     char txt[128];
@@ -191,4 +192,28 @@ void lt_chunk_size_and_offset(int64_t curr, int k, int rank, int64_t *size, int6
     }
     *size = (curr < start + full ? curr : start + full) - start;
     *offset = start;
+}
+
+lt_status lt_layout_total_bytes(const lt_mesh *mesh, int ndim, const int64_t *gshape,
+                                const lt_placement *pl, size_t esize, uint64_t *out) {
+    uint64_t total = 0;
+    for (int r = 0; r < mesh->world; r++) {
+        int64_t ls[LT_MAX_DIMS], n;
+        LT_TRY(lt_local_shape_and_offset(mesh, ndim, gshape, pl, r, ls, NULL));
+        LT_TRY(lt__numel_checked(ndim, ls, esize, &n));
+        uint64_t b = (uint64_t)n * esize; /* fits: numel_checked bounds bytes */
+        if (total > UINT64_MAX - b) return lt__err(LT_OVERFLOW, "the shards of all %d ranks overflow 64 bits of bytes", mesh->world);
+        total += b;
+    }
+    *out = total;
+    return LT_OK;
+}
+
+lt_status lt_check_memory(uint64_t bytes, int world, const char *what) {
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || psize <= 0) return LT_OK;
+    uint64_t phys = (uint64_t)pages * (uint64_t)psize;
+    if (bytes <= phys) return LT_OK;
+    return lt__err(LT_NOMEM, "%s needs %.1f GiB for the shards of all %d ranks, more than this machine's %.1f GiB of memory",
+                   what, (double)bytes / 1073741824.0, world, (double)phys / 1073741824.0);
 }

@@ -65,6 +65,18 @@ lt_status lt_compute_global_tensor_info(const lt_mesh *mesh, int ndim, const int
  * curr < start, else (min(curr, start+full) - start, start). */
 void lt_chunk_size_and_offset(int64_t curr, int k, int rank, int64_t *size, int64_t *offset);
 
+/* Bytes the shards of all ranks hold together for this layout (esize bytes
+ * an element) into *out. LT_OVERFLOW when the total does not fit in 64 bits;
+ * the layout errors of lt_layout_rank otherwise. */
+lt_status lt_layout_total_bytes(const lt_mesh *mesh, int ndim, const int64_t *gshape,
+                                const lt_placement *pl, size_t esize, uint64_t *out);
+
+/* LT_NOMEM with "WHAT needs X GiB for the shards of all N ranks, more than
+ * this machine's Y GiB of memory" when bytes exceed physical memory (the
+ * simulator holds every rank's shard at once; failing here beats being
+ * killed by the kernel later). LT_OK otherwise, or when memory is unknown. */
+lt_status lt_check_memory(uint64_t bytes, int world, const char *what);
+
 /* Row-major contiguous strides of a shape. */
 void lt_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "localtensor/layout.h"
 #include "localtensor/redistribute.h"
 
 /* ---- local steps ---------------------------------------------------------------- */
@@ -200,6 +201,19 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     const lt_dtensor *cur = dt;
     lt_dtensor *owned = NULL;
     int M = mesh->ndim;
+    /* every step holds its input and its output at once */
+    uint64_t prev = 0, next = 0;
+    size_t es = lt_dtype_size(dt->dtype);
+    if (!st) st = lt_layout_total_bytes(mesh, dt->ndim, dt->shape, dt->placements, es, &prev);
+    for (int s = 0; s < plan->nsteps && !st; s++) {
+        st = lt_layout_total_bytes(mesh, dt->ndim, dt->shape, plan->steps[s].after, es, &next);
+        if (!st) st = lt_check_memory(prev + next, mesh->world, "a step of this redistribute");
+        prev = next;
+    }
+    if (st) {
+        run_ctx(opts, plan, ctx, sizeof ctx);
+        st = lt__err_ctx(st, "%s", ctx);
+    }
     for (int s = 0; s < plan->nsteps && !st; s++) {
         const lt_plan_step *ps = &plan->steps[s];
         const lt_placement *before = plan->states_ + (size_t)s * (size_t)M;

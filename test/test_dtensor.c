@@ -405,6 +405,12 @@ static void test_overflow(void **state) {
     lt_init in = {LT_INIT_ZEROS, 0};
     lt_dtensor *d;
     LT_EXPECT_STATUS(lt_dtensor_init(&m, LT_F32, 2, huge, pl, np, &in, &d), LT_OVERFLOW);
+    /* legal sizes whose shards together exceed this machine's memory: refused
+     * up front (32 TB over 8 replicas), never left to the kernel's OOM killer */
+    parse("8", "R", &m, pl, &np);
+    int64_t big = 1000000000000LL;
+    LT_EXPECT_STATUS(lt_dtensor_init(&m, LT_F32, 1, &big, pl, np, &in, &d), LT_NOMEM);
+    assert_non_null(strstr(lt_errmsg(), "for the shards of all 8 ranks, more than this machine's"));
 }
 
 int main(void) {
