@@ -101,7 +101,8 @@ void lt__sc_report_summary(FILE *f, const lt_sc_options *o, const sc_run_summary
     fputc('\n', f);
     if (sum->not_run)
         fprintf(f, "stopped at the first failure (--fail-fast): %d cases not run\n", sum->not_run);
-    fprintf(f, "%d cases in %d scenarios from %d files (%s)\n", sum->cases, sum->scenarios, sum->files,
+    fprintf(f, "%d case%s in %d scenario%s from %d file%s (%s)\n", sum->cases, sum->cases == 1 ? "" : "s",
+            sum->scenarios, sum->scenarios == 1 ? "" : "s", sum->files, sum->files == 1 ? "" : "s",
             fmt_time(sum->seconds, ts, sizeof ts));
     int bad = sum->failed || sum->errors;
     if (o->color) fputs(bad ? RED : GREEN, f);
