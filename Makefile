@@ -18,6 +18,10 @@ LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
 BUILD   ?= build
 SAN     ?=
 EXTRA   ?=
+ifeq ($(CUDA),1)
+$(error not supported yet: the CUDA backend (make CUDA=1); kernels/backend.h has the table it will fill)
+endif
+
 # `make asan test`: the build goes to build-asan with sanitizers (decided
 # before any path below is computed).
 ifneq ($(filter asan,$(MAKECMDGOALS)),)
