@@ -56,7 +56,10 @@ static void *cpu_alloc(void *ctx, size_t nbytes) {
     if (nbytes + LT__HDR < LT__LARGE_BLOCK) {
         size_t n = (nbytes + 63) & ~(size_t)63;
         if (n == 0) n = 64;
-        char *p = aligned_alloc(64, n + LT__HDR);
+        /* tiny blocks (a few elements per shard: the common case of a simulated
+         * op) take malloc's fast per-thread path; 16-byte alignment is plenty
+         * for them. Larger ones are 64-byte aligned for vector loops. */
+        char *p = n + LT__HDR <= 512 ? malloc(n + LT__HDR) : aligned_alloc(64, n + LT__HDR);
         if (!p) return NULL;
         memset(p, 0, sizeof(size_t));     /* size 0 marks a small block */
         return p + LT__HDR;
