@@ -78,7 +78,10 @@ lt_status lt_layout_rank(const lt_mesh *mesh, int ndim, const int64_t *gshape,
         } else if (p->kind == LT_PL_SHARD) {
             int64_t sz, off;
             st = lt_split_piece(&p->rule, out->local_shape[d], k, coord[i], &sz, &off);
-            if (st) st = split_error(st, i, p, rank);
+            if (st) {
+                st = split_error(st, i, p, rank);
+                break;
+            }
             run_start[d] += off;
             out->local_shape[d] = sz;
         } else if (k > 1) {
