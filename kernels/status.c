@@ -94,6 +94,23 @@ lt_status lt__numel_checked(int ndim, const int64_t *shape, size_t esize, int64_
     return LT_OK;
 }
 
+int lt__name_find(const char *const *names, int n, const char *s) {
+    for (int i = 0; i < n; i++)
+        if (names[i] && strcmp(s, names[i]) == 0) return i;
+    return -1;
+}
+
+char *lt__name_join(const char *const *names, int n, char *buf, size_t cap) {
+    size_t used = 0;
+    if (cap) buf[0] = '\0';
+    for (int i = 0; i < n && used < cap; i++) {
+        int w = snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", names[i]);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    return buf;
+}
+
 void lt__assert_fail(const char *expr, const char *file, int line) {
     fprintf(stderr, "localtensor: internal invariant failed: %s (%s:%d)\n", expr, file, line);
     abort();

@@ -69,6 +69,11 @@ int lt__add_i64(int64_t a, int64_t b, int64_t *out);
  * negative size. */
 lt_status lt__numel_checked(int ndim, const int64_t *shape, size_t esize, int64_t *out);
 
+/* Name tables (the X-macro lists): the index of s in names[n], or -1. */
+int lt__name_find(const char *const *names, int n, const char *s);
+/* "a, b, c" into buf (always NUL-terminated; cut when buf is full); returns buf. */
+char *lt__name_join(const char *const *names, int n, char *buf, size_t cap);
+
 /* Invariant check: never for user input (those get statuses). */
 #define LT_ASSERT(cond)                                                          \
     do {                                                                         \

@@ -30,18 +30,12 @@ const char *lt_op_name(lt_op_kind op) { return (unsigned)op < LT_OP_COUNT ? op_n
 int lt_op_arity(lt_op_kind op) { return (unsigned)op < LT_OP_COUNT ? op_arity[op] : 0; }
 
 lt_status lt_op_parse(const char *s, lt_op_kind *out) {
-    for (int i = 0; i < LT_OP_COUNT; i++)
-        if (!strcmp(s, op_names[i])) return *out = (lt_op_kind)i, LT_OK;
+    int i = lt__name_find(op_names, LT_OP_COUNT, s);
+    if (i >= 0) return *out = (lt_op_kind)i, LT_OK;
     if (!strcmp(s, "amax")) return *out = LT_OP_AMAX, LT_OK;
     if (!strcmp(s, "amin")) return *out = LT_OP_AMIN, LT_OK;
     char list[1024];
-    size_t used = 0;
-    for (int i = 0; i < LT_OP_COUNT && used < sizeof list; i++) {
-        int w = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", op_names[i]);
-        if (w < 0) break;
-        used += (size_t)w;
-    }
-    return lt__err(LT_INVALID, "unknown op '%s' (known: %s)", s, list);
+    return lt__err(LT_INVALID, "unknown op '%s' (known: %s)", s, lt__name_join(op_names, LT_OP_COUNT, list, sizeof list));
 }
 
 /* ---- plans --------------------------------------------------------------------------- */

@@ -22,16 +22,11 @@ const char *lt_rank_fn_name(lt_rank_fn_kind k) {
 }
 
 lt_status lt_rank_fn_parse(const char *s, lt_rank_fn_kind *out) {
-    for (int i = 0; i < LT_RANK_FN_COUNT; i++)
-        if (!strcmp(s, fn_names[i])) return *out = (lt_rank_fn_kind)i, LT_OK;
+    int i = lt__name_find(fn_names, LT_RANK_FN_COUNT, s);
+    if (i >= 0) return *out = (lt_rank_fn_kind)i, LT_OK;
     char list[512];
-    size_t used = 0;
-    for (int i = 0; i < LT_RANK_FN_COUNT && used < sizeof list; i++) {
-        int w = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", fn_names[i]);
-        if (w < 0) break;
-        used += (size_t)w;
-    }
-    return lt__err(LT_INVALID, "unknown per-rank function '%s' (known: %s)", s, list);
+    return lt__err(LT_INVALID, "unknown per-rank function '%s' (known: %s)", s,
+                   lt__name_join(fn_names, LT_RANK_FN_COUNT, list, sizeof list));
 }
 
 static lt_status rank_fn(int rank, const int *coord, const lt_tensor *in, void *user, lt_tensor **out,

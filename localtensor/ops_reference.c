@@ -188,12 +188,7 @@ lt_status lt_op_reference(lt_op_kind op, const lt_tensor *const *in, int nin, co
     if (!out || max_out < 1) return lt__err(LT_INVALID, "op reference: no room for outputs");
     for (int j = 0; j < max_out; j++) out[j] = NULL;
     if ((unsigned)op >= LT_OP_COUNT) return lt__err(LT_INVALID, "unknown op %d", (int)op);
-    static const int op_nin[] = {
-#define LT__XX(e, s, n, fam, pr) n,
-        LT_OP_MAP(LT__XX)
-#undef LT__XX
-    };
-    int want = op_nin[op];
+    int want = lt_op_arity(op);
     if (want >= 0 && nin != want)
         return lt__err(LT_INVALID, "%s: %d inputs given, %d expected", lt_op_name(op), nin, want);
     for (int k = 0; k < nin; k++)

@@ -29,9 +29,11 @@ const char *lt_tp_style_name(lt_tp_style s) {
 }
 
 lt_status lt_tp_style_parse(const char *s, lt_tp_style *out) {
-    for (int i = 0; i < LT_TP_STYLE_COUNT; i++)
-        if (!strcmp(s, style_names[i])) return *out = (lt_tp_style)i, LT_OK;
-    return lt__err(LT_INVALID, "unknown parallel style '%s' (known: colwise, rowwise, replicate)", s);
+    int i = lt__name_find(style_names, LT_TP_STYLE_COUNT, s);
+    if (i >= 0) return *out = (lt_tp_style)i, LT_OK;
+    char list[128];
+    return lt__err(LT_INVALID, "unknown parallel style '%s' (known: %s)", s,
+                   lt__name_join(style_names, LT_TP_STYLE_COUNT, list, sizeof list));
 }
 
 /* Placements with `p` on mesh dim tp and R elsewhere. */

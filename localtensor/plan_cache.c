@@ -29,11 +29,11 @@ const char *lt_planner_name(lt_planner p) {
 }
 
 lt_status lt_planner_parse(const char *s, lt_planner *out) {
-    for (int i = 0; i < LT_PLANNER_COUNT; i++)
-        if (!strcmp(s, planner_names[i])) {
-            *out = (lt_planner)i;
-            return LT_OK;
-        }
+    int i = lt__name_find(planner_names, LT_PLANNER_COUNT, s);
+    if (i >= 0) {
+        *out = (lt_planner)i;
+        return LT_OK;
+    }
     if (!strcmp(s, "min_cost") || !strcmp(s, "mincost")) {
         *out = LT_PLANNER_MIN_COST;
         return LT_OK;
