@@ -2,10 +2,17 @@
 #   make            build/liblocaltensor.a, build/liblocaltensor.so, build/localtensor
 #   make run        install missing Debian packages, build, run the scenario library
 #   make test       install missing Debian packages, build, run unit tests + scenarios
-#   make asan test  the same under AddressSanitizer + UBSan (build-asan/)
+#   make asan test  the same under AddressSanitizer + UBSan (build-asan/; with
+#                   CC=clang, build-asan-clang/)
+#   make fuzz       the libFuzzer harnesses of test/fuzz/ (clang, ASan + UBSan,
+#                   build-fuzz/), FUZZ_SECONDS (60) each; fails on a finding
+#   make fault      allocation fault injection over the C API and the scenario
+#                   library under ASan (build-asan/): every OOM path is clean
 #   make valgrind   the unit tests under valgrind (build-vg/, no -march=native)
 #   make bench      benchmarks (ratios against memcpy / one cblas call)
-#   make install    PREFIX=/usr/local: headers, libs, localtensor.pc, the CLI
+#   make install    PREFIX=/usr/local (DESTDIR honoured): headers under
+#                   include/localtensor/, libs, localtensor.pc and
+#                   localtensor-static.pc, the CLI, docs in share/doc/localtensor/
 
 PREFIX  ?= /usr/local
 CC      ?= cc
@@ -23,9 +30,10 @@ $(error not supported yet: the CUDA backend (make CUDA=1); kernels/backend.h has
 endif
 
 # `make asan test`: the build goes to build-asan with sanitizers (decided
-# before any path below is computed).
+# before any path below is computed); a clang build goes to build-asan-clang
+# so gcc and clang objects never mix.
 ifneq ($(filter asan,$(MAKECMDGOALS)),)
-BUILD := build-asan
+BUILD := build-asan$(if $(findstring clang,$(notdir $(CC))),-clang)
 SAN   := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 OPT   := -O1
 endif
@@ -38,8 +46,19 @@ TEST_SRC := $(wildcard test/test_*.c)
 TEST_BIN := $(TEST_SRC:test/%.c=$(BUILD)/%)
 BENCH_SRC := $(wildcard tools/bench*.c)
 HEADERS  := $(wildcard kernels/*.h collectives_sim/*.h localtensor/*.h)
+# test/fuzz/fuzz_<name>.c: libFuzzer harnesses; replay_<name> is the same
+# harness with a plain main that `make test` runs over seeds and regressions.
+FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(wildcard test/fuzz/fuzz_*.c))
+REPLAY_BIN := $(FUZZ_NAMES:%=$(BUILD)/replay_%)
+FUZZ_BUILD ?= build-fuzz
+FUZZ_CC    ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_SAN   := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+              -fno-sanitize-recover=undefined
+# lower loader limits (tools/scenario.h) so one fuzz input runs in milliseconds
+FUZZ_CAPS  := -DLT_SC_MAX_NODES=20000 -DLT_SC_MAX_ELEMS=65536 -DLT_SC_MAX_CASES=64
 
-.PHONY: all deps run test unit scenarios asan valgrind bench install clean
+.PHONY: all deps run test unit scenarios asan valgrind bench install clean fuzz fault
 
 all: $(BUILD)/liblocaltensor.a $(BUILD)/liblocaltensor.so $(BUILD)/localtensor
 
@@ -66,6 +85,12 @@ $(BUILD)/test_%: test/test_%.c test/testutil.h test/kernels_testutil.h test/redi
 $(BUILD)/bench: $(BENCH_SRC) $(BUILD)/liblocaltensor.a
 	$(CC) $(CFLAGS) -O3 -o $@ $(BENCH_SRC) $(BUILD)/liblocaltensor.a $(LDLIBS)
 
+$(BUILD)/replay_%: test/fuzz/fuzz_%.c test/fuzz/replay_main.c test/fuzz/fuzz.h $(BUILD)/liblocaltensor.a
+	$(CC) $(CFLAGS) -o $@ $< test/fuzz/replay_main.c $(BUILD)/liblocaltensor.a $(LDLIBS)
+
+$(BUILD)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(BUILD)/liblocaltensor.a
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/liblocaltensor.a $(LDLIBS)
+
 # The two commands of the README: each does all setup first.
 SUBMAKE = $(MAKE) --no-print-directory BUILD=$(BUILD) OPT="$(OPT)" SAN="$(SAN)" WERROR="$(WERROR)"
 
@@ -74,11 +99,38 @@ run: deps
 	@bash tools/run-library.sh $(BUILD)/localtensor
 
 test: deps
-	@$(SUBMAKE) all $(TEST_BIN)
+	@$(SUBMAKE) all $(TEST_BIN) $(REPLAY_BIN)
 	@bash tools/run-tests.sh $(BUILD) $(TEST_BIN)
 
 asan:
 	@true
+
+# The harnesses under libFuzzer for FUZZ_SECONDS each (test/fuzz/run-fuzz.sh);
+# exits non-zero when one finds a crash, leak, UB, timeout or broken invariant.
+fuzz: deps
+	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz: needs $(FUZZ_CC) with libFuzzer (Debian: apt-get install clang)" >&2; exit 2; }
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT=-O1 SAN="$(FUZZ_SAN)" \
+	    WERROR="$(WERROR)" EXTRA="$(EXTRA) $(FUZZ_CAPS)" $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
+	@bash test/fuzz/run-fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_NAMES)
+
+# Allocation fault injection under ASan + UBSan with leak checks (FAULT_BUILD,
+# shared with `make asan`): test/fault/fault_api.c fails the Nth allocation of
+# a C API workload for every N; tools/fault-run.sh does the same over the
+# scenario files (every N up to FAULT_MAXALL allocations, else every call
+# site reached). Each failure must be a clean "out of memory" error (exit 2),
+# with no crash, leak or half-built object. A few minutes on 2 cores.
+FAULT_BUILD ?= build-asan$(if $(findstring clang,$(notdir $(CC))),-clang)
+FAULT_MAXALL ?= 400
+FAULT_FILES ?= $(filter-out scenarios/sweeps/% scenarios/ops/sweep.yaml,$(sort $(wildcard scenarios/*/*.yaml)))
+
+$(BUILD)/fault_api: test/fault/fault_api.c $(BUILD)/liblocaltensor.a
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/liblocaltensor.a $(LDLIBS)
+
+fault: deps
+	@$(MAKE) --no-print-directory BUILD=$(FAULT_BUILD) OPT=-O1 WERROR="$(WERROR)" \
+	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	    all $(FAULT_BUILD)/fault_api
+	@bash tools/fault-check.sh $(FAULT_BUILD) $(FAULT_MAXALL) $(FAULT_FILES)
 
 valgrind: deps
 	@$(MAKE) --no-print-directory BUILD=build-vg OPT=-O1 all test-bins-vg
@@ -90,15 +142,35 @@ bench: deps
 	@$(MAKE) --no-print-directory OPT="-O3 -march=native" BUILD=build-bench all build-bench/bench
 	@./build-bench/bench $(BUILD)/bench.json
 
+# Everything a user includes lives under one directory, PREFIX/include/localtensor/:
+# localtensor/*.h at its top (the umbrella header is localtensor/localtensor.h),
+# the lower floors in its kernels/ and collectives_sim/. Their includes are
+# rewritten from "kernels/x.h" to "localtensor/kernels/x.h" (the same for
+# collectives_sim), so -I PREFIX/include (what localtensor.pc says) is all a
+# user needs. Internal headers (*_impl.h, kernels/alloc.h) are not installed.
+# tools/check-install.sh (run by `make test`) installs into a scratch DESTDIR
+# and builds the README's C example against it, shared and static.
+INSTALL_HEADERS := $(filter-out %_impl.h kernels/alloc.h,$(HEADERS))
+INSTALL_DOCS    := README.md docs/SEMANTICS.md docs/DESIGN.md scenarios/README.md
+INSTALL_INC      = $(DESTDIR)$(PREFIX)/include/localtensor
+INSTALL_DOC      = $(DESTDIR)$(PREFIX)/share/doc/localtensor
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/include/localtensor/kernels $(DESTDIR)$(PREFIX)/include/localtensor/collectives_sim \
-	           $(DESTDIR)$(PREFIX)/include/localtensor/localtensor $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
-	install -m 644 $(filter-out %_impl.h,$(wildcard kernels/*.h)) $(DESTDIR)$(PREFIX)/include/localtensor/kernels/
-	install -m 644 $(filter-out %_impl.h,$(wildcard collectives_sim/*.h)) $(DESTDIR)$(PREFIX)/include/localtensor/collectives_sim/
-	install -m 644 $(filter-out %_impl.h,$(wildcard localtensor/*.h)) $(DESTDIR)$(PREFIX)/include/localtensor/localtensor/
+	install -d $(INSTALL_INC)/kernels $(INSTALL_INC)/collectives_sim $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	           $(DESTDIR)$(PREFIX)/bin $(INSTALL_DOC)/docs $(INSTALL_DOC)/scenarios
+	@for h in $(INSTALL_HEADERS); do \
+	    case $$h in localtensor/*) dst=$(INSTALL_INC)/$${h#localtensor/} ;; *) dst=$(INSTALL_INC)/$$h ;; esac; \
+	    echo "install -m 644 $$h $$dst (includes rewritten)"; \
+	    sed -e 's|^#include "kernels/|#include "localtensor/kernels/|' \
+	        -e 's|^#include "collectives_sim/|#include "localtensor/collectives_sim/|' $$h > $$dst \
+	        && chmod 644 $$dst || exit 1; \
+	done
 	install -m 644 $(BUILD)/liblocaltensor.a $(BUILD)/liblocaltensor.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/localtensor $(DESTDIR)$(PREFIX)/bin/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' tools/localtensor.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' tools/localtensor-static.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor-static.pc
+	@for d in $(INSTALL_DOCS); do echo "install -m 644 $$d $(INSTALL_DOC)/$$d"; \
+	    install -m 644 $$d $(INSTALL_DOC)/$$d || exit 1; done
 
 clean:
-	rm -rf build build-asan build-vg build-bench
+	rm -rf build build-asan build-asan-clang build-vg build-bench build-fuzz

@@ -4,8 +4,11 @@
  * Every wrapper follows the same four steps, so that an engine never sees
  * bad input (engine.h) and a failed call leaves nothing behind:
  *   1. validate the arguments of every group and compute every member's
- *      result shape; create the outputs that were NULL (marked `fresh`) and
- *      check the preallocated ones; on any error free the fresh ones again;
+ *      result shape, twice: the first pass adds up the bytes of the outputs
+ *      to create and refuses them up front when they cannot fit in memory
+ *      (kernels/memlimit.h); the second creates the outputs that were NULL
+ *      (marked `fresh`) and checks the preallocated ones; on any error free
+ *      the fresh ones again;
  *   2. check that no preallocated output overlaps another output, and swap
  *      in a temporary for any that overlaps an input it must not;
  *   3. run the engine once per group, then copy temporaries back;
@@ -16,6 +19,8 @@
  * allocate in steady state.
  */
 #include "collectives_sim/collectives.h"
+#include "kernels/alloc.h"
+#include "kernels/memlimit.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -55,6 +60,8 @@ typedef struct call {
     int self_alias_ok; /* out[r] may be exactly in[r] */
     int any_prealloc;  /* some output was preallocated */
     int any_fresh;     /* some output was created by this call */
+    int sizing;        /* first pass: prepare_out only adds up `need` */
+    uint64_t need;     /* bytes of the outputs this call will create */
 } call;
 
 static const int *grp(const call *k, int g) { return k->c->groups[k->md] + (size_t)g * k->n; }
@@ -64,15 +71,15 @@ static const int *grp(const call *k, int g) { return k->c->groups[k->md] + (size
 static void comm_release(lt_comm *c) {
     if (!c) return;
     if (c->eng) c->eng->free(c->ectx);
-    for (int d = 0; d < LT_MESH_MAX_DIMS; d++) free(c->groups[d]);
-    free(c->fresh);
-    free(c->need_tmp);
-    free(c->tmp);
-    free(c->eng_out);
-    free(c->iv);
-    free(c->sizes);
+    for (int d = 0; d < LT_MESH_MAX_DIMS; d++) lt__free(c->groups[d]);
+    lt__free(c->fresh);
+    lt__free(c->need_tmp);
+    lt__free(c->tmp);
+    lt__free(c->eng_out);
+    lt__free(c->iv);
+    lt__free(c->sizes);
     lt_trace_free(c->trace);
-    free(c);
+    lt__free(c);
 }
 
 lt_status lt_comm_new_engine(const lt_mesh *m, const lt_engine_i *iface, lt_comm **out) {
@@ -88,19 +95,19 @@ lt_status lt_comm_new_engine(const lt_mesh *m, const lt_engine_i *iface, lt_comm
     if (!iface->init || !iface->free || !iface->all_gather || !iface->all_reduce ||
         !iface->reduce_scatter || !iface->all_to_all || !iface->broadcast)
         return lt__err(LT_INVALID, "engine '%s' lacks a required entry", nm);
-    lt_comm *c = calloc(1, sizeof *c);
+    lt_comm *c = lt__calloc(1, sizeof *c);
     if (!c) return lt__err(LT_NOMEM, "lt_comm_new: out of memory");
     c->mesh = *m;
     size_t w = (size_t)m->world;
-    c->fresh = calloc(w, 1);
-    c->need_tmp = calloc(w, sizeof *c->need_tmp);
-    c->tmp = calloc(w, sizeof *c->tmp);
-    c->eng_out = calloc(w, sizeof *c->eng_out);
-    c->iv = calloc(2 * w, sizeof *c->iv);
+    c->fresh = lt__calloc(w, 1);
+    c->need_tmp = lt__calloc(w, sizeof *c->need_tmp);
+    c->tmp = lt__calloc(w, sizeof *c->tmp);
+    c->eng_out = lt__calloc(w, sizeof *c->eng_out);
+    c->iv = lt__calloc(2 * w, sizeof *c->iv);
     int ok = c->fresh && c->need_tmp && c->tmp && c->eng_out && c->iv;
     for (int d = 0; ok && d < m->ndim; d++) {
         int n = m->shape[d], ng = lt_mesh_ngroups(m, d);
-        c->groups[d] = malloc(w * sizeof(int));
+        c->groups[d] = lt__malloc(w * sizeof(int));
         if (!c->groups[d]) ok = 0;
         for (int g = 0; ok && g < ng; g++) lt_mesh_group(m, d, g, c->groups[d] + (size_t)g * n);
     }
@@ -248,11 +255,19 @@ static lt_status sizes_room(call *k, size_t count) {
         if (nc > SIZE_MAX / 4 / sizeof(int64_t)) return gerr(k, -1, 0, LT_NOMEM, "too many split pieces");
         nc *= 2;
     }
-    int64_t *p = realloc(c->sizes, nc * sizeof *p);
+    int64_t *p = lt__realloc(c->sizes, nc * sizeof *p);
     if (!p) return gerr(k, -1, 0, LT_NOMEM, "out of memory for %zu split sizes", count);
     c->sizes = p;
     c->sizes_cap = nc;
     return LT_OK;
+}
+
+/* Between the two passes: refuses up front results that cannot fit in
+ * memory (every rank's result exists at once), before any is created. */
+static lt_status room(call *k) {
+    char pre[256];
+    prefix(k, -1, pre, sizeof pre);
+    return lt__mem_check(k->need, k->c->mesh.world, pre);
 }
 
 /* in of member p of group g, which must not be NULL */
@@ -338,6 +353,15 @@ static lt_status split(const call *k, int g, int p, int dim, const lt_split_rule
 static lt_status prepare_out(call *k, int g, int r, lt_dtype dt, int ndim, const int64_t *shape,
                              int placeholder) {
     lt_tensor *o = k->out[r];
+    if (k->sizing) {
+        if (o || placeholder) return LT_OK;
+        int64_t n;
+        size_t es = lt_dtype_size(dt);
+        lt_status st = lt__numel_checked(ndim, shape, es, &n);
+        if (st) return gerr(k, g, 1, st, "result of rank %d", r);
+        k->need = lt__add_sat(k->need, (uint64_t)n * es);   /* n * es fits: numel_checked bounds bytes */
+        return LT_OK;
+    }
     if (!o) {
         lt_status st = placeholder ? lt_tensor_placeholder(dt, ndim, shape, &k->out[r])
                                    : lt_tensor_empty(dt, ndim, shape, &k->out[r]);
@@ -531,20 +555,27 @@ static lt_status concat_coll(lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *
     LT_TRY(begin(&k, c, coll, mesh_dim, in, out));
     if (coll == LT_COLL_GATHER) LT_TRY(check_root(&k, root));
     lt_dtype dt = LT_F32;
-    for (int g = 0; g < k.ngroups; g++) {
-        const lt_tensor *t0;
-        lt_status st = input(&k, g, 0, &t0);
-        if (!st) st = dim_ok(&k, g, 0, "dim", dim);
-        if (!st) st = uniform(&k, g, dim);
-        if (st) return fail(&k, st);
-        int64_t shape[LT_MAX_DIMS];
-        memcpy(shape, t0->shape, sizeof shape);
-        shape[dim] = 0;
-        for (int p = 0; p < k.n; p++) shape[dim] += in[grp(&k, g)[p]]->shape[dim];
-        dt = t0->dtype;
-        for (int p = 0; p < k.n && !st; p++)
-            st = prepare_out(&k, g, grp(&k, g)[p], dt, t0->ndim, shape, coll == LT_COLL_GATHER && p != root);
-        if (st) return fail(&k, st);
+    for (int pass = 0; pass < 2; pass++) { /* 1: size the results; 2: make them */
+        k.sizing = pass == 0;
+        if (pass) LT_TRY(room(&k));
+        for (int g = 0; g < k.ngroups; g++) {
+            const lt_tensor *t0;
+            lt_status st = input(&k, g, 0, &t0);
+            if (!st) st = dim_ok(&k, g, 0, "dim", dim);
+            if (!st) st = uniform(&k, g, dim);
+            if (st) return fail(&k, st);
+            int64_t shape[LT_MAX_DIMS];
+            memcpy(shape, t0->shape, sizeof shape);
+            shape[dim] = 0;
+            for (int p = 0; p < k.n && !st; p++)
+                if (lt__add_i64(shape[dim], in[grp(&k, g)[p]]->shape[dim], &shape[dim]))
+                    st = gerr(&k, g, 0, LT_OVERFLOW, "the gathered size of dim %d overflows 64 bits", dim);
+            if (st) return fail(&k, st);
+            dt = t0->dtype;
+            for (int p = 0; p < k.n && !st; p++)
+                st = prepare_out(&k, g, grp(&k, g)[p], dt, t0->ndim, shape, coll == LT_COLL_GATHER && p != root);
+            if (st) return fail(&k, st);
+        }
     }
     lt_coll_group gr = {0};
     gr.dim = dim;
@@ -575,23 +606,27 @@ static lt_status reduce_coll(lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *
     k.self_alias_ok = !rs;
     if (rs) LT_TRY(sizes_room(&k, (size_t)c->mesh.world));
     lt_dtype dt = LT_F32;
-    for (int g = 0; g < k.ngroups; g++) {
-        const int *rk = grp(&k, g);
-        lt_status st = uniform(&k, g, -1);
-        const lt_tensor *t0 = in[rk[0]];
-        if (!st) st = op_ok_for(&k, g, op, t0->dtype);
-        if (!st && rs) st = dim_ok(&k, g, 0, "dim", dim);
-        int64_t *sz = c->sizes + (size_t)g * k.n;
-        if (!st && rs) st = split(&k, g, 0, dim, rule, sz);
-        if (st) return fail(&k, st);
-        dt = t0->dtype;
-        int64_t shape[LT_MAX_DIMS];
-        memcpy(shape, t0->shape, sizeof shape);
-        for (int p = 0; p < k.n && !st; p++) {
-            if (rs) shape[dim] = sz[p];
-            st = prepare_out(&k, g, rk[p], dt, t0->ndim, shape, coll == LT_COLL_REDUCE && p != root);
+    for (int pass = 0; pass < 2; pass++) { /* 1: size the results; 2: make them */
+        k.sizing = pass == 0;
+        if (pass) LT_TRY(room(&k));
+        for (int g = 0; g < k.ngroups; g++) {
+            const int *rk = grp(&k, g);
+            lt_status st = uniform(&k, g, -1);
+            const lt_tensor *t0 = in[rk[0]];
+            if (!st) st = op_ok_for(&k, g, op, t0->dtype);
+            if (!st && rs) st = dim_ok(&k, g, 0, "dim", dim);
+            int64_t *sz = rs ? c->sizes + (size_t)g * k.n : NULL;   /* (n) split sizes; none without a split */
+            if (!st && rs) st = split(&k, g, 0, dim, rule, sz);
+            if (st) return fail(&k, st);
+            dt = t0->dtype;
+            int64_t shape[LT_MAX_DIMS];
+            memcpy(shape, t0->shape, sizeof shape);
+            for (int p = 0; p < k.n && !st; p++) {
+                if (rs) shape[dim] = sz[p];
+                st = prepare_out(&k, g, rk[p], dt, t0->ndim, shape, coll == LT_COLL_REDUCE && p != root);
+            }
+            if (st) return fail(&k, st);
         }
-        if (st) return fail(&k, st);
     }
     lt_coll_group gr = {0};
     gr.op = op;
@@ -629,27 +664,32 @@ lt_status lt_all_to_all(lt_comm *c, int mesh_dim, lt_tensor *const *in, int spli
     LT_TRY(sizes_room(&k, (size_t)c->mesh.world * n));
     lt_dtype dt = LT_F32;
     int sd = split_dim, cd = concat_dim;
-    for (int g = 0; g < k.ngroups; g++) {
-        const int *rk = grp(&k, g);
-        int64_t *sz = c->sizes + (size_t)g * n * n;
-        const lt_tensor *t0;
-        lt_status st = input(&k, g, 0, &t0);
-        if (!st) st = dim_ok(&k, g, 0, "split dim", sd);
-        if (!st) st = dim_ok(&k, g, 0, "concat dim", cd);
-        if (!st) st = uniform(&k, g, cd);
-        for (int i = 0; i < k.n && !st; i++) st = split(&k, g, i, sd, rule, sz + (size_t)i * n);
-        if (st) return fail(&k, st);
-        dt = t0->dtype;
-        for (int j = 0; j < k.n && !st; j++) {
-            int64_t shape[LT_MAX_DIMS];
-            memcpy(shape, t0->shape, sizeof shape);
-            shape[sd] = sz[j];
-            shape[cd] = 0;
-            for (int i = 0; i < k.n; i++)
-                shape[cd] += cd == sd ? sz[(size_t)i * n + (size_t)j] : in[rk[i]]->shape[cd];
-            st = prepare_out(&k, g, rk[j], dt, t0->ndim, shape, 0);
+    for (int pass = 0; pass < 2; pass++) { /* 1: size the results; 2: make them */
+        k.sizing = pass == 0;
+        if (pass) LT_TRY(room(&k));
+        for (int g = 0; g < k.ngroups; g++) {
+            const int *rk = grp(&k, g);
+            int64_t *sz = c->sizes + (size_t)g * n * n;
+            const lt_tensor *t0;
+            lt_status st = input(&k, g, 0, &t0);
+            if (!st) st = dim_ok(&k, g, 0, "split dim", sd);
+            if (!st) st = dim_ok(&k, g, 0, "concat dim", cd);
+            if (!st) st = uniform(&k, g, cd);
+            for (int i = 0; i < k.n && !st; i++) st = split(&k, g, i, sd, rule, sz + (size_t)i * n);
+            if (st) return fail(&k, st);
+            dt = t0->dtype;
+            for (int j = 0; j < k.n && !st; j++) {
+                int64_t shape[LT_MAX_DIMS];
+                memcpy(shape, t0->shape, sizeof shape);
+                shape[sd] = sz[j];
+                shape[cd] = 0;
+                for (int i = 0; i < k.n && !st; i++)
+                    if (lt__add_i64(shape[cd], cd == sd ? sz[(size_t)i * n + (size_t)j] : in[rk[i]]->shape[cd], &shape[cd]))
+                        st = gerr(&k, g, 0, LT_OVERFLOW, "the concatenated size of dim %d overflows 64 bits", cd);
+                if (!st) st = prepare_out(&k, g, rk[j], dt, t0->ndim, shape, 0);
+            }
+            if (st) return fail(&k, st);
         }
-        if (st) return fail(&k, st);
     }
     lt_coll_group gr = {0};
     gr.dim = sd;
@@ -671,22 +711,26 @@ static lt_status from_root(lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *co
     k.self_alias_ok = !sc;
     if (sc) LT_TRY(sizes_room(&k, (size_t)c->mesh.world));
     lt_dtype dt = LT_F32;
-    for (int g = 0; g < k.ngroups; g++) {
-        const int *rk = grp(&k, g);
-        const lt_tensor *t;
-        int64_t *sz = c->sizes + (size_t)g * k.n;
-        lt_status st = input(&k, g, root, &t);
-        if (!st && sc) st = dim_ok(&k, g, root, "dim", dim);
-        if (!st && sc) st = split(&k, g, root, dim, rule, sz);
-        if (st) return fail(&k, st);
-        dt = t->dtype;
-        int64_t shape[LT_MAX_DIMS];
-        memcpy(shape, t->shape, sizeof shape);
-        for (int p = 0; p < k.n && !st; p++) {
-            if (sc) shape[dim] = sz[p];
-            st = prepare_out(&k, g, rk[p], dt, t->ndim, shape, 0);
+    for (int pass = 0; pass < 2; pass++) { /* 1: size the results; 2: make them */
+        k.sizing = pass == 0;
+        if (pass) LT_TRY(room(&k));
+        for (int g = 0; g < k.ngroups; g++) {
+            const int *rk = grp(&k, g);
+            const lt_tensor *t;
+            int64_t *sz = sc ? c->sizes + (size_t)g * k.n : NULL;   /* (n) split sizes; none without a split */
+            lt_status st = input(&k, g, root, &t);
+            if (!st && sc) st = dim_ok(&k, g, root, "dim", dim);
+            if (!st && sc) st = split(&k, g, root, dim, rule, sz);
+            if (st) return fail(&k, st);
+            dt = t->dtype;
+            int64_t shape[LT_MAX_DIMS];
+            memcpy(shape, t->shape, sizeof shape);
+            for (int p = 0; p < k.n && !st; p++) {
+                if (sc) shape[dim] = sz[p];
+                st = prepare_out(&k, g, rk[p], dt, t->ndim, shape, 0);
+            }
+            if (st) return fail(&k, st);
         }
-        if (st) return fail(&k, st);
     }
     lt_coll_group gr = {0};
     gr.dim = sc ? dim : -1;
@@ -721,17 +765,21 @@ lt_status lt_permute_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in, const
                             "send to member %d", j, i, perm[i]);
     }
     lt_dtype dt = LT_F32;
-    for (int g = 0; g < k.ngroups; g++) {
-        const int *rk = grp(&k, g);
-        lt_status st = LT_OK;
-        for (int i = 0; i < k.n && !st; i++) {
-            const lt_tensor *t;
-            st = input(&k, g, i, &t);
-            if (!st) st = same_dtype(&k, g, i, 0);
-            if (!st) st = prepare_out(&k, g, rk[perm[i]], t->dtype, t->ndim, t->shape, 0);
+    for (int pass = 0; pass < 2; pass++) { /* 1: size the results; 2: make them */
+        k.sizing = pass == 0;
+        if (pass) LT_TRY(room(&k));
+        for (int g = 0; g < k.ngroups; g++) {
+            const int *rk = grp(&k, g);
+            lt_status st = LT_OK;
+            for (int i = 0; i < k.n && !st; i++) {
+                const lt_tensor *t;
+                st = input(&k, g, i, &t);
+                if (!st) st = same_dtype(&k, g, i, 0);
+                if (!st) st = prepare_out(&k, g, rk[perm[i]], t->dtype, t->ndim, t->shape, 0);
+            }
+            if (st) return fail(&k, st);
+            dt = in[rk[0]]->dtype;
         }
-        if (st) return fail(&k, st);
-        dt = in[rk[0]]->dtype;
     }
     lt_coll_group gr = {0};
     gr.perm = perm;

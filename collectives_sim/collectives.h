@@ -4,7 +4,7 @@
  * MPI engine later, where each process holds only its own rank) and a comm
  * trace. Every collective acts along ONE mesh dim, on every group (fiber) of
  * that dim at once; a group lists its ranks in mesh-coordinate order
- * (collectives_sim/mesh.h). Semantics: SEMANTICS 11.3.
+ * (collectives_sim/mesh.h). Semantics: docs/SEMANTICS.md §11.3.
  *
  * Arrays: `in` and `out` hold one entry per rank of the whole world, indexed
  * by global rank. `in` tensors are borrowed. For `out`, each entry is either
@@ -30,7 +30,10 @@
  * NOT normalized: pass 0 <= dim < ndim, as in kernels/tensor.h); root out of
  * range; perm not a permutation; split sizes that do not fit (lt_split_sizes'
  * message, prefixed); a preallocated output of the wrong dtype or shape, not
- * contiguous, or overlapping another output.
+ * contiguous, or overlapping another output; a result size that overflows
+ * (LT_OVERFLOW); results that together cannot fit in this machine's memory
+ * (LT_NOMEM, "... needs X GiB ..., more than this machine's Y GiB", checked
+ * before any is allocated).
  *
  * Details:
  * - Reductions: ops sum, avg, max, min, product on every dtype. f32/f64

@@ -23,6 +23,7 @@
  * wrapper).
  */
 #include "collectives_sim/engine.h"
+#include "kernels/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,13 +58,13 @@ typedef struct inproc_ctx {
 static void inproc_free(void *ctx);
 
 static lt_status inproc_init(const lt_mesh *m, void **out) {
-    inproc_ctx *c = calloc(1, sizeof *c);
+    inproc_ctx *c = lt__calloc(1, sizeof *c);
     if (!c) return lt__err(LT_NOMEM, "inproc engine: out of memory");
     c->world = m->world;
-    c->src = calloc((size_t)m->world, sizeof *c->src);
-    c->tmp = calloc((size_t)m->world, sizeof *c->tmp);
-    c->dst = calloc((size_t)m->world, sizeof *c->dst);
-    c->off = calloc((size_t)m->world, sizeof *c->off);
+    c->src = lt__calloc((size_t)m->world, sizeof *c->src);
+    c->tmp = lt__calloc((size_t)m->world, sizeof *c->tmp);
+    c->dst = lt__calloc((size_t)m->world, sizeof *c->dst);
+    c->off = lt__calloc((size_t)m->world, sizeof *c->off);
     if (!c->src || !c->tmp || !c->dst || !c->off) {
         inproc_free(c);
         return lt__err(LT_NOMEM, "inproc engine: out of memory");
@@ -75,11 +76,11 @@ static lt_status inproc_init(const lt_mesh *m, void **out) {
 static void inproc_free(void *ctx) {
     inproc_ctx *c = ctx;
     if (!c) return;
-    free(c->src);
-    free(c->tmp);
-    free(c->dst);
-    free(c->off);
-    free(c);
+    lt__free(c->src);
+    lt__free(c->tmp);
+    lt__free(c->dst);
+    lt__free(c->off);
+    lt__free(c);
 }
 
 /* ---- copies ---------------------------------------------------------------- */

@@ -1,6 +1,6 @@
 /* collectives_sim/mesh.h — the N-D device mesh and its groups.
  *
- * A mesh is an N-D array of ranks, row-major (SEMANTICS 1): rank r has
+ * A mesh is an N-D array of ranks, row-major (docs/SEMANTICS.md §1): rank r has
  * coordinate c_i = (r / prod_{j>i} m_j) % m_i. A group "along mesh dim d" is
  * a fiber: the ranks that share every coordinate but c_d, listed in order of
  * c_d. Group g of dim d is the g-th such fiber in rank order of its first

@@ -7,6 +7,7 @@
  * a steady-state record is a memset and a few stores.
  */
 #include "collectives_sim/trace.h"
+#include "kernels/alloc.h"
 
 #include <cJSON.h>
 #include <stdlib.h>
@@ -68,7 +69,7 @@ double lt_coll_busbw_factor(lt_coll c, int n) {
 lt_status lt_trace_new(int world, lt_trace **out) {
     *out = NULL;
     if (world < 1) return lt__err(LT_INVALID, "trace: world size %d must be >= 1", world);
-    lt_trace *t = calloc(1, sizeof *t);
+    lt_trace *t = lt__calloc(1, sizeof *t);
     if (!t) return lt__err(LT_NOMEM, "trace: out of memory");
     t->world = world;
     t->enabled = 1;
@@ -79,10 +80,10 @@ lt_status lt_trace_new(int world, lt_trace **out) {
 
 void lt_trace_free(lt_trace *t) {
     if (!t) return;
-    free(t->ev);
-    free(t->pool);
-    free(t->labels);
-    free(t);
+    lt__free(t->ev);
+    lt__free(t->pool);
+    lt__free(t->labels);
+    lt__free(t);
 }
 
 int lt_trace_enable(lt_trace *t, int on) {
@@ -149,7 +150,7 @@ static int grow(void **buf, size_t *cap, size_t need, size_t esize) {
         if (nc > SIZE_MAX / 2 / esize) return 1;
         nc *= 2;
     }
-    void *p = realloc(*buf, nc * esize);
+    void *p = lt__realloc(*buf, nc * esize);
     if (!p) return 1;
     *buf = p;
     *cap = nc;

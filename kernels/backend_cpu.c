@@ -13,6 +13,7 @@
 #define _DEFAULT_SOURCE /* madvise */
 #endif
 #include "kernels/backend.h"
+#include "kernels/alloc.h"
 
 #include <cblas.h>
 #include <pthread.h>
@@ -59,7 +60,7 @@ static void *cpu_alloc(void *ctx, size_t nbytes) {
         /* tiny blocks (a few elements per shard: the common case of a simulated
          * op) take malloc's fast per-thread path; 16-byte alignment is plenty
          * for them. Larger ones are 64-byte aligned for vector loops. */
-        char *p = n + LT__HDR <= 512 ? malloc(n + LT__HDR) : aligned_alloc(64, n + LT__HDR);
+        char *p = n + LT__HDR <= 512 ? lt__malloc(n + LT__HDR) : lt__aligned_alloc(64, n + LT__HDR);
         if (!p) return NULL;
         memset(p, 0, sizeof(size_t));     /* size 0 marks a small block */
         return p + LT__HDR;
@@ -79,7 +80,7 @@ static void *cpu_alloc(void *ctx, size_t nbytes) {
         pthread_mutex_unlock(&cache_mu);
     }
     if (!p) {
-        p = aligned_alloc(LT__HUGE_ALIGN, want);
+        p = lt__aligned_alloc(LT__HUGE_ALIGN, want);
         if (!p) return NULL;
 #if defined(MADV_HUGEPAGE)
         madvise(p, want, MADV_HUGEPAGE);
@@ -110,13 +111,13 @@ static void cpu_free(void *ctx, void *ptr) {
         }
         pthread_mutex_unlock(&cache_mu);
     }
-    free(p);
+    lt__free(p);
 }
 
 void lt_backend_cpu_trim(void) {
     pthread_mutex_lock(&cache_mu);
     for (int i = 0; i < LT__CACHE_SLOTS; i++) {
-        free(cache[i].ptr);
+        lt__free(cache[i].ptr);
         cache[i].ptr = NULL;
     }
     cache_bytes = 0;

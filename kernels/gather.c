@@ -10,6 +10,7 @@
  * is one memcpy per run of consecutive rows.
  */
 #include "kernels/tensor_impl.h"
+#include "kernels/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,7 @@ typedef struct dimruns {
 
 static void dimruns_free(dimruns *dr, int n) {
     for (int d = 0; d < n; d++) {
-        free(dr[d].runs);
+        lt__free(dr[d].runs);
         dr[d].runs = NULL;
     }
 }
@@ -48,7 +49,7 @@ static lt_status build_runs(const char *fn, const lt_tensor *t, int64_t *const *
             return lt__err(LT_INVALID, "%s: index list of dim %d has negative length %lld", fn, d,
                            (long long)n);
         }
-        r->runs = malloc(sizeof *r->runs * (size_t)(n > 0 ? n : 1));
+        r->runs = lt__malloc(sizeof *r->runs * (size_t)(n > 0 ? n : 1));
         if (!r->runs) {
             dimruns_free(dr, nd);
             return lt__err(LT_NOMEM, "%s: out of memory for the index runs of dim %d", fn, d);
@@ -113,7 +114,7 @@ static int simplify(dimruns *dr, int nd, int64_t *base, dimruns *out) {
         dr[d].runs = NULL;
     }
     if (m == 0) { /* a single element: one dim holding one run of one */
-        out[0].runs = malloc(sizeof *out[0].runs);
+        out[0].runs = lt__malloc(sizeof *out[0].runs);
         if (!out[0].runs) return -1;
         out[0].runs[0].start = 0;
         out[0].runs[0].len = 1;

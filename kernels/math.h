@@ -100,7 +100,8 @@ lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, int re
 /* Reduces x over dims[ndims] (distinct; ndims == 0 reduces every dim), keeping
  * them as size 1 when keepdim. An empty reduction yields the op's identity:
  * sum 0, max -inf, min +inf (integers: the type's extreme), mean 0/0 = NaN.
- * mean of integers is LT_UNSUPPORTED. */
+ * mean of integers is LT_UNSUPPORTED. A 0-d x takes dims {0} or {-1} (as torch
+ * does: the result is x itself, keepdim or not). */
 lt_status lt_reduce(lt_reduce_op op, const lt_tensor *x, int ndims, const int *dims, int keepdim,
                     lt_tensor **out);
 /* Same; for MEAN the sum is divided by `divisor` instead of the number of

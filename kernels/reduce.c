@@ -8,6 +8,7 @@
  * so that a zero-size shard contributes nothing to a Partial reduction.
  */
 #include "kernels/math.h"
+#include "kernels/alloc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -68,8 +69,13 @@ lt_status lt_reduce_ex(lt_reduce_op op, const lt_tensor *x, int ndims, const int
     lt_dtype dt = x->dtype;
     int isf = lt_dtype_is_float(dt);
     if (dt == LT_BOOL || (!isf && op == LT_REDUCE_MEAN)) return lt__math_unsupported(name, dt);
-    if (ndims < 0 || ndims > x->ndim || (ndims > 0 && !dims))
+    if (ndims < 0 || ndims > (x->ndim > 0 ? x->ndim : 1) || (ndims > 0 && !dims))
         return lt__err(LT_INVALID, "%s: %d dims given for a %d-d tensor", name, ndims, x->ndim);
+    if (x->ndim == 0 && ndims == 1) { /* torch: a 0-d tensor's dim 0 (or -1) is the whole tensor */
+        if (dims[0] != 0 && dims[0] != -1)
+            return lt__err(LT_INVALID, "%s: dim %d is out of range for a 0-d tensor (only 0 and -1 are)", name, dims[0]);
+        ndims = 0;
+    }
     int red[LT_MAX_DIMS] = {0};
     for (int i = 0; i < ndims; i++) {
         int d;
@@ -151,7 +157,7 @@ lt_status lt_softmax(const lt_tensor *x, int dim, int use_log, lt_tensor **out) 
     lt_tensor *c = NULL, *o = NULL;
     LT_TRY(lt_contiguous(x, &c));
     lt_status st = lt__math_out(x, x->dtype, x->ndim, x->shape, &o);
-    double *buf = st ? NULL : malloc(sizeof(double) * (size_t)(n > 0 ? n : 1)); /* (n) */
+    double *buf = st ? NULL : lt__malloc(sizeof(double) * (size_t)(n > 0 ? n : 1)); /* (n) */
     if (!st && !buf) st = lt__err(LT_NOMEM, "%s: out of memory", name);
     if (st) {
         lt_tensor_free(c);
@@ -179,7 +185,7 @@ lt_status lt_softmax(const lt_tensor *x, int dim, int use_log, lt_tensor **out) 
             lt__store_f64(x->dtype, dst + off, inner, n, buf);
         }
     }
-    free(buf);
+    lt__free(buf);
     lt_tensor_free(c);
     *out = o;
     return LT_OK;

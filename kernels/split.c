@@ -1,4 +1,4 @@
-/* kernels/split.c — the uneven split rules (SEMANTICS 2 and 11.1). */
+/* kernels/split.c — the uneven split rules (docs/SEMANTICS.md §2 and §11.1). */
 #include "kernels/split.h"
 
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* kernels/split.h — how a dimension of n elements is cut into k pieces.
  *
- * The uneven rules of SEMANTICS 11.1 live here, at the bottom floor, because
+ * The uneven rules of docs/SEMANTICS.md §11.1 live here, at the bottom floor, because
  * both collectives (reduce_scatter, scatter, all_to_all) and placements need
  * them. A rule is plain data; lt_split_sizes (and lt_split_piece, its
  * one-piece form) are the only places sizes are computed.
@@ -55,7 +55,7 @@ lt_status lt_split_piece(const lt_split_rule *rule, int64_t n, int k, int j, int
 lt_status lt_split_sizes_offsets(const lt_split_rule *rule, int64_t n, int k,
                                  int64_t *sizes, int64_t *offsets);
 
-/* StridedShard(sf) over k members (SEMANTICS 4): the positions, in a list
+/* StridedShard(sf) over k members (docs/SEMANTICS.md §4): the positions, in a list
  * of n, that member c keeps, in local order — chunk c (chunk rule over k) of
  * each of the sf chunk-rule pieces of the list. Writes them into pos (room
  * for n; pos may be NULL to only count) and returns how many there are. */

@@ -7,6 +7,7 @@
  * tensor referring to it is freed, whichever is freed first.
  */
 #include "kernels/tensor_impl.h"
+#include "kernels/alloc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -27,11 +28,11 @@
 
 /* New storage of nbytes from backend b, refcount 1, zero-filled when zero. */
 static lt_status storage_new(const lt_backend *b, size_t nbytes, int zero, lt_storage **out) {
-    lt_storage *s = malloc(sizeof *s);
+    lt_storage *s = lt__malloc(sizeof *s);
     if (!s) return lt__err(LT_NOMEM, "out of memory allocating a storage header");
     s->data = b->iface->alloc(b->ctx, nbytes);
     if (!s->data) {
-        free(s);
+        lt__free(s);
         return lt__err(LT_NOMEM, "out of memory allocating %zu bytes on backend '%s'", nbytes,
                        b->iface->name ? b->iface->name : "?");
     }
@@ -46,7 +47,7 @@ static lt_status storage_new(const lt_backend *b, size_t nbytes, int zero, lt_st
 static void storage_release(lt_storage *s) {
     if (LT__REF_DEC(&s->refcount) == 0) {
         s->backend->iface->free(s->backend->ctx, s->data);
-        free(s);
+        lt__free(s);
     }
 }
 
@@ -89,11 +90,11 @@ static lt_status tensor_new(const char *fn, const lt_backend *b, lt_dtype dt, in
     size_t es = lt_dtype_size(dt);
     int64_t numel;
     LT_TRY(check_shape(fn, ndim, shape, es, &numel));
-    lt_tensor *t = calloc(1, sizeof *t);
+    lt_tensor *t = lt__calloc(1, sizeof *t);
     if (!t) return lt__err(LT_NOMEM, "%s: out of memory allocating a tensor header", fn);
     lt_status st = storage_new(b, (size_t)numel * es, zero, &t->storage);
     if (st != LT_OK) {
-        free(t);
+        lt__free(t);
         return lt__err_ctx(st, "%s", fn);
     }
     t->dtype = dt;
@@ -170,14 +171,14 @@ lt_status lt_tensor_placeholder(lt_dtype dt, int ndim, const int64_t *shape, lt_
 void lt_tensor_free(lt_tensor *t) {
     if (!t) return;
     storage_release(t->storage);
-    free(t);
+    lt__free(t);
 }
 
 lt_status lt_tensor_view(const lt_tensor *t, lt_tensor **out) {
     if (!out) return lt__err(LT_INVALID, "tensor_view: out is NULL");
     *out = NULL;
     if (!t) return lt__err(LT_INVALID, "tensor_view: t is NULL");
-    lt_tensor *v = malloc(sizeof *v);
+    lt_tensor *v = lt__malloc(sizeof *v);
     if (!v) return lt__err(LT_NOMEM, "tensor_view: out of memory allocating a tensor header");
     *v = *t; /* a view of a placeholder is the same placeholder */
     LT__REF_INC(&v->storage->refcount);

@@ -13,7 +13,7 @@
  * Zero-size dims work everywhere: a tensor with a 0 in its shape has no
  * elements, valid strides, and copies/cats/compares as empty.
  *
- * Placeholders (SEMANTICS 11.3): a rank that receives nothing from a rooted
+ * Placeholders (docs/SEMANTICS.md §11.3): a rank that receives nothing from a rooted
  * collective holds a zero-element tensor whose `placeholder` flag is set and
  * whose `logical` shape records what it stands for. Its real shape is the
  * logical shape with dim 0 set to 0 (a 0-d logical shape becomes shape (0)).

@@ -8,6 +8,7 @@
  * logical shape no longer describes them.
  */
 #include "kernels/tensor_impl.h"
+#include "kernels/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,7 @@ lt_status lt_select(const lt_tensor *t, int dim, int64_t i, lt_tensor **out) {
 
 lt_status lt_transpose(const lt_tensor *t, int d0, int d1, lt_tensor **out) {
     LT_TRY(check_args("transpose", t, out));
+    if (t->ndim == 0 && d0 == 0 && d1 == 0) return lt__alias(t, out); /* torch: a 0-d tensor has dim 0 */
     LT_TRY(check_dim("transpose", t, d0));
     LT_TRY(check_dim("transpose", t, d1));
     lt_tensor *v = NULL;
@@ -233,6 +235,7 @@ lt_status lt_unsqueeze(const lt_tensor *t, int dim, lt_tensor **out) {
 
 lt_status lt_squeeze(const lt_tensor *t, int dim, lt_tensor **out) {
     LT_TRY(check_args("squeeze", t, out));
+    if (t->ndim == 0 && dim == 0) return lt__alias(t, out); /* torch: squeeze(0-d, 0) is itself */
     LT_TRY(check_dim("squeeze", t, dim));
     if (t->shape[dim] != 1)
         return lt__err(LT_INVALID, "squeeze: dim %d has size %lld, not 1", dim,
@@ -274,15 +277,15 @@ lt_status lt_split_rule_views(const lt_tensor *t, int dim, const lt_split_rule *
     LT_TRY(split_args("split_rule_views", t, dim, k, outs));
     if (k < 1) return lt__err(LT_INVALID, "split_rule_views: cannot split into %d pieces", k);
     lt_split_rule chunk = lt_split_chunk();
-    int64_t *sizes = malloc(sizeof *sizes * (size_t)k); /* (k) */
+    int64_t *sizes = lt__malloc(sizeof *sizes * (size_t)k); /* (k) */
     if (!sizes) return lt__err(LT_NOMEM, "split_rule_views: out of memory");
     lt_status st = lt_split_sizes(rule ? rule : &chunk, t->shape[dim], k, sizes);
     if (st != LT_OK) {
-        free(sizes);
+        lt__free(sizes);
         return lt__err_ctx(st, "split_rule_views: dim %d", dim);
     }
     st = views_by_sizes("split_rule_views", t, dim, k, sizes, outs);
-    free(sizes);
+    lt__free(sizes);
     return st;
 }
 

@@ -4,6 +4,7 @@
  * from collectives, so it doubles as the independent reference that checks
  * redistribute plans. */
 #include "localtensor/dtensor.h"
+#include "kernels/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +72,13 @@ lt_status lt__dtensor_wrap(lt_local *local, lt_dtype dtype, int ndim, const int6
             return lt__err(LT_SHAPE, "rank %d holds a shard of shape %s but the layout gives %s", r, a, b);
         }
     }
-    lt_dtensor *dt = calloc(1, sizeof *dt);
+    int64_t stride[LT_MAX_DIMS];
+    if (lt_contiguous_strides(ndim, shape, stride)) {
+        char a[160];
+        lt_local_free(local);
+        return lt__err(LT_OVERFLOW, "global shape %s: its strides overflow 64 bits", lt_shape_str(ndim, shape, a, sizeof a));
+    }
+    lt_dtensor *dt = lt__calloc(1, sizeof *dt);
     if (!dt) {
         lt_local_free(local);
         return lt__err(LT_NOMEM, "out of memory");
@@ -80,7 +87,7 @@ lt_status lt__dtensor_wrap(lt_local *local, lt_dtype dtype, int ndim, const int6
     dt->dtype = dtype;
     dt->ndim = ndim;
     memcpy(dt->shape, shape, sizeof(int64_t) * (size_t)ndim);
-    lt_contiguous_strides(ndim, shape, dt->stride);
+    memcpy(dt->stride, stride, sizeof(int64_t) * (size_t)ndim);
     memcpy(dt->placements, pl, sizeof(lt_placement) * (size_t)mesh->ndim);
     *out = dt;
     return LT_OK;
@@ -125,7 +132,9 @@ static lt_status build(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t
     for (int r = 0; r < mesh->world; r++) {
         lt_rank_layout l;
         lt_status st = lt_layout_rank(mesh, ndim, shape, norm, r, &l);
-        if (!st) st = fill(src, &l, shape, dt, &local->shards[r]);
+        /* no elements (no index lists): an empty shard of the local shape */
+        if (!st) st = l.lists ? fill(src, &l, shape, dt, &local->shards[r])
+                              : lt_tensor_new(dt, ndim, l.local_shape, &local->shards[r]);
         lt_rank_layout_free(&l);
         if (!st) st = lt__partition(local->shards[r], mesh, norm);
         if (st) {
@@ -160,7 +169,7 @@ const lt_tensor *lt_to_local(const lt_dtensor *dt, int rank) {
 void lt_dtensor_free(lt_dtensor *dt) {
     if (!dt) return;
     lt_local_free(dt->local);
-    free(dt);
+    lt__free(dt);
 }
 
 lt_status lt_dtensor_clone(const lt_dtensor *dt, lt_dtensor **out) {
@@ -208,8 +217,8 @@ lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
             lt_rank_layout l;
             lt_status st = lt_layout_rank(mesh, dt->ndim, dt->shape, pl, r, &l);
             lt_tensor *src = dt->local->shards[r], *wide = NULL;
-            if (!st && widen) st = lt_cast(src, LT_F32, &wide);
-            if (!st) st = lt_scatter_index_sets(full, l.idx, wide ? wide : src, pass, op);
+            if (!st && widen && l.lists) st = lt_cast(src, LT_F32, &wide);
+            if (!st && l.lists) st = lt_scatter_index_sets(full, l.idx, wide ? wide : src, pass, op);
             lt_tensor_free(wide);
             lt_rank_layout_free(&l);
             if (st) {
@@ -251,11 +260,11 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
     int ndim = shards[0]->ndim;
     lt_placement norm[LT_MESH_MAX_DIMS];
     LT_TRY(lt_placements_check(mesh, ndim, pl, np, norm));
-    int64_t *sz = malloc(sizeof(int64_t) * (size_t)W * LT_MAX_DIMS);   /* (W, LT_MAX_DIMS) */
-    int *grp = malloc(sizeof(int) * (size_t)W);
+    int64_t *sz = lt__malloc(sizeof(int64_t) * (size_t)W * LT_MAX_DIMS);   /* (W, LT_MAX_DIMS) */
+    int *grp = lt__malloc(sizeof(int) * (size_t)W);
     if (!sz || !grp) {
-        free(sz);
-        free(grp);
+        lt__free(sz);
+        lt__free(grp);
         return lt__err(LT_NOMEM, "out of memory");
     }
     lt_status st = LT_OK;
@@ -320,7 +329,7 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
                 break;
             }
     }
-    free(sz);
+    lt__free(sz);
     int64_t numel;
     if (!st) st = lt__numel_checked(ndim, gshape, lt_dtype_size(shards[0]->dtype), &numel);
     if (!st) {
@@ -341,6 +350,6 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
         if (!st) st = lt__dtensor_wrap(local, shards[0]->dtype, ndim, gshape, norm, out);
         if (st && *out == NULL && st != LT_MISMATCH) st = lt__err_ctx(st, "from_local");
     }
-    free(grp);
+    lt__free(grp);
     return st;
 }

@@ -4,7 +4,7 @@
  * rank's shard has exactly the local shape that layout math gives
  * (localtensor/layout.h); missing chunks are zero-size shards. Partial mesh
  * dims hold per-rank contributions whose op-reduction over the group is the
- * logical value (SEMANTICS 5).
+ * logical value (docs/SEMANTICS.md §5).
  */
 #ifndef LT_DTENSOR_H
 #define LT_DTENSOR_H
@@ -27,7 +27,7 @@ typedef struct lt_dtensor {
 /* The mesh of a DTensor (borrowed). */
 static inline const lt_mesh *lt_dtensor_mesh(const lt_dtensor *dt) { return &dt->local->mesh; }
 
-/* distribute_tensor (SEMANTICS 3, 4): every rank's shard from the full tensor
+/* distribute_tensor (docs/SEMANTICS.md §3, §4): every rank's shard from the full tensor
  * `full` (borrowed; any dtype, copied), mesh dims left to right; Partial(sum)
  * divides by the mesh dim size, avg/max/min keep the value. Errors
  * (LT_INVALID, message names the placement and mesh dim): see
@@ -42,7 +42,7 @@ lt_status lt_distribute(const lt_mesh *mesh, const lt_tensor *full, const lt_pla
 lt_status lt_dtensor_init(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
                           const lt_placement *pl, int np, const lt_init *init, lt_dtensor **out);
 
-/* from_local (SEMANTICS 11.2): shards[world] (borrowed; views are kept) with
+/* from_local (docs/SEMANTICS.md §11.2): shards[world] (borrowed; views are kept) with
  * placements. Global shape: sharded dims sum their sizes along each group
  * (nested sharding sums innermost first); other dims must agree. A Shard
  * whose sizes are not the rule's becomes an explicit-sizes rule when the rule

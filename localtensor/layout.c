@@ -1,9 +1,24 @@
-/* localtensor/layout.c — per-rank global index sets (SEMANTICS 3, 4, 6, 9). */
+/* localtensor/layout.c — per-rank global index sets (docs/SEMANTICS.md §3, §4, §6, §9). */
 #include "localtensor/layout.h"
+#include "kernels/alloc.h"
+#include "kernels/memlimit.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+/* *out = a new list of n global indices (n >= 0; caller frees), or NULL
+ * with LT_OVERFLOW / LT_NOMEM and the message set. The byte count is
+ * checked: n comes from user shapes. */
+static lt_status index_list_new(int64_t n, int dim, int64_t **out) {
+    int64_t bytes;
+    *out = NULL;
+    if (n < 0 || lt__mul_i64(n > 0 ? n : 1, (int64_t)sizeof(int64_t), &bytes) || (uint64_t)bytes > SIZE_MAX / 2)
+        return lt__err(LT_OVERFLOW, "the index list of dim %d (%lld entries) does not fit in the address space", dim,
+                       (long long)n);
+    *out = lt__malloc((size_t)bytes);
+    if (!*out) return lt__err(LT_NOMEM, "out of memory for the index list of dim %d (%lld entries)", dim, (long long)n);
+    return LT_OK;
+}
 
 static lt_status split_error(lt_status st, int mesh_dim, const lt_placement *p, int rank) {
     char txt[128];
@@ -25,14 +40,14 @@ static lt_status apply_split(const lt_placement *p, int k, int c, int64_t *cur, 
         return LT_OK;
     }
     if (k == 1) return LT_OK;
-    /* strided (SEMANTICS 4): positions are increasing and pos[w] >= w, so
+    /* strided (docs/SEMANTICS.md §4): positions are increasing and pos[w] >= w, so
      * the in-place gather never overwrites an entry it still has to read */
     int64_t cnt = lt_split_strided_positions(len, p->split_factor, k, c, NULL);
-    int64_t *pos = malloc(sizeof(int64_t) * (size_t)(cnt > 0 ? cnt : 1));   /* (cnt) */
-    if (!pos) return lt__err(LT_NOMEM, "out of memory for an index list (%lld entries)", (long long)cnt);
+    int64_t *pos;   /* (cnt) */
+    LT_TRY(index_list_new(cnt, p->dim, &pos));
     lt_split_strided_positions(len, p->split_factor, k, c, pos);
     for (int64_t w = 0; w < cnt; w++) cur[w] = cur[pos[w]];
-    free(pos);
+    lt__free(pos);
     *n = cnt;
     return LT_OK;
 }
@@ -40,110 +55,168 @@ static lt_status apply_split(const lt_placement *p, int k, int c, int64_t *cur, 
 /* SS(sf) over k, member c, of the consecutive run start..start+len-1: the
  * same picks as apply_split, written straight into a new list of only the
  * kept entries (so a rank never builds the whole dim). */
-static lt_status strided_from_run(int64_t start, int64_t len, int sf, int k, int c, int64_t **out,
+static lt_status strided_from_run(int64_t start, int64_t len, int sf, int k, int c, int dim, int64_t **out,
                                   int64_t *n) {
     int64_t cnt = lt_split_strided_positions(len, sf, k, c, NULL);
-    *out = malloc(sizeof(int64_t) * (size_t)(cnt > 0 ? cnt : 1));   /* (cnt) */
-    if (!*out) return lt__err(LT_NOMEM, "out of memory for an index list (%lld entries)", (long long)cnt);
+    LT_TRY(index_list_new(cnt, dim, out));   /* (cnt) */
     lt_split_strided_positions(len, sf, k, c, *out);
     for (int64_t w = 0; w < cnt; w++) (*out)[w] += start;
     *n = cnt;
     return LT_OK;
 }
 
-lt_status lt_layout_rank(const lt_mesh *mesh, int ndim, const int64_t *gshape,
-                         const lt_placement *pl, int rank, lt_rank_layout *out) {
-    memset(out, 0, sizeof *out);
-    out->ndim = ndim;
-    int coord[LT_MESH_MAX_DIMS];
-    lt_mesh_coord(mesh, rank, coord);
-    /* A dim split only by Shards so far holds the consecutive run
-     * run_start[d] .. + local_shape[d]; its list is built only when a
-     * StridedShard breaks the run, or at the end (O(local) per rank). */
-    int64_t run_start[LT_MAX_DIMS] = {0};
-    int sharded[LT_MAX_DIMS] = {0};
-    for (int d = 0; d < ndim; d++) {
-        out->local_shape[d] = gshape[d];
-        out->contiguous[d] = 1;
+/* ---- shapes and offsets without lists -------------------------------------- */
+
+/* One split of a dim, kept so that a rank's first and last held index can be
+ * found without building the dim's list. Shard keeps positions off.. of the
+ * list before it; StridedShard keeps the positions that
+ * lt_split_strided_positions(n, sf, k, c) picks from a list of n. */
+typedef struct walk_step {
+    int strided, sf, k, c;
+    int64_t n, off;
+} walk_step;
+
+/* Position w of member c's strided pick from a list of n (the w-th entry
+ * lt_split_strided_positions would write), in O(sf). */
+static int64_t strided_pos_at(int64_t n, int sf, int k, int c, int64_t w) {
+    int64_t pc = n / sf + (n % sf != 0);
+    for (int j = 0; j < sf; j++) {
+        int64_t ps = pc * j;
+        if (ps >= n) break;
+        int64_t plen = n - ps < pc ? n - ps : pc;
+        int64_t cc = plen / k + (plen % k != 0), cs = cc * c;
+        if (cs >= plen) continue;
+        int64_t cnt = (plen - cs < cc ? plen : cs + cc) - cs;
+        if (w < cnt) return ps + cs + w;
+        w -= cnt;
     }
-    lt_status st = LT_OK;
-    for (int i = 0; i < mesh->ndim && !st; i++) {
+    return -1; /* not reached for w < the pick's length */
+}
+
+/* Global index of position w of the list a dim ends with after steps[0..n). */
+static int64_t walk_eval(const walk_step *steps, int n, int64_t w) {
+    for (int s = n - 1; s >= 0; s--)
+        w = steps[s].strided ? strided_pos_at(steps[s].n, steps[s].sf, steps[s].k, steps[s].c, w) : steps[s].off + w;
+    return w;
+}
+
+/* local_shape, global_offset and contiguous of one rank in O(mesh dims x
+ * split factor), allocating nothing: the same walk as the lists, keeping
+ * only lengths. Every list is increasing (a Shard keeps a run of it, a
+ * StridedShard picks increasing positions), so it is consecutive exactly
+ * when last - first == length - 1. */
+static lt_status walk_shape(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt_placement *pl,
+                            int rank, lt_rank_layout *out) {
+    int coord[LT_MESH_MAX_DIMS];
+    walk_step steps[LT_MAX_DIMS][LT_MESH_MAX_DIMS];
+    int nsteps[LT_MAX_DIMS] = {0}, sharded[LT_MAX_DIMS] = {0};
+    lt_mesh_coord(mesh, rank, coord);
+    for (int d = 0; d < ndim; d++) out->local_shape[d] = gshape[d];
+    for (int i = 0; i < mesh->ndim; i++) {
         const lt_placement *p = &pl[i];
         if (!lt_placement_is_shard_like(p)) continue;
         int d = p->dim, k = mesh->shape[i];
         LT_ASSERT(d >= 0 && d < ndim);
         sharded[d] = 1;
+        walk_step *s = &steps[d][nsteps[d]];
+        int64_t len = out->local_shape[d];
+        memset(s, 0, sizeof *s);
+        if (p->kind == LT_PL_SHARD) {
+            int64_t sz;
+            lt_status st = lt_split_piece(&p->rule, len, k, coord[i], &sz, &s->off);
+            if (st) return split_error(st, i, p, rank);
+            out->local_shape[d] = sz;
+        } else if (k > 1) {
+            *s = (walk_step){1, p->split_factor, k, coord[i], len, 0};
+            out->local_shape[d] = lt_split_strided_positions(len, p->split_factor, k, coord[i], NULL);
+        } else {
+            continue;
+        }
+        nsteps[d]++;
+    }
+    for (int d = 0; d < ndim; d++) {
+        int64_t n = out->local_shape[d];
+        out->contiguous[d] = 1;
+        out->global_offset[d] = !sharded[d] ? 0 : n ? walk_eval(steps[d], nsteps[d], 0) : gshape[d];
+        if (sharded[d] && n > 1) out->contiguous[d] = walk_eval(steps[d], nsteps[d], n - 1) - out->global_offset[d] == n - 1;
+    }
+    return LT_OK;
+}
+
+/* ---- per-rank index lists ------------------------------------------------------ */
+
+lt_status lt_layout_rank(const lt_mesh *mesh, int ndim, const int64_t *gshape,
+                         const lt_placement *pl, int rank, lt_rank_layout *out) {
+    memset(out, 0, sizeof *out);
+    out->ndim = ndim;
+    LT_TRY(walk_shape(mesh, ndim, gshape, pl, rank, out));
+    /* no elements: nothing to index, and another dim may be huge */
+    for (int d = 0; d < ndim; d++)
+        if (gshape[d] == 0) return LT_OK;
+    out->lists = 1;
+    int coord[LT_MESH_MAX_DIMS];
+    lt_mesh_coord(mesh, rank, coord);
+    /* A dim split only by Shards so far holds the consecutive run
+     * run_start[d] .. + len[d]; its list is built only when a StridedShard
+     * breaks the run, or at the end (O(local) per rank). */
+    int64_t run_start[LT_MAX_DIMS] = {0}, len[LT_MAX_DIMS];
+    int sharded[LT_MAX_DIMS] = {0};
+    for (int d = 0; d < ndim; d++) len[d] = gshape[d];
+    lt_status st = LT_OK;
+    for (int i = 0; i < mesh->ndim && !st; i++) {
+        const lt_placement *p = &pl[i];
+        if (!lt_placement_is_shard_like(p)) continue;
+        int d = p->dim, k = mesh->shape[i];
+        sharded[d] = 1;
         if (out->idx[d]) {
-            st = apply_split(p, k, coord[i], out->idx[d], &out->local_shape[d], i, rank);
+            st = apply_split(p, k, coord[i], out->idx[d], &len[d], i, rank);
         } else if (p->kind == LT_PL_SHARD) {
             int64_t sz, off;
-            st = lt_split_piece(&p->rule, out->local_shape[d], k, coord[i], &sz, &off);
+            st = lt_split_piece(&p->rule, len[d], k, coord[i], &sz, &off);
             if (st) {
                 st = split_error(st, i, p, rank);
                 break;
             }
             run_start[d] += off;
-            out->local_shape[d] = sz;
+            len[d] = sz;
         } else if (k > 1) {
-            st = strided_from_run(run_start[d], out->local_shape[d], p->split_factor, k, coord[i], &out->idx[d],
-                                  &out->local_shape[d]);
+            st = strided_from_run(run_start[d], len[d], p->split_factor, k, coord[i], d, &out->idx[d], &len[d]);
         }
     }
     for (int d = 0; d < ndim && !st; d++) {
         if (!sharded[d] || out->idx[d]) continue;
-        int64_t n = out->local_shape[d];
-        out->idx[d] = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
-        if (!out->idx[d]) {
-            st = lt__err(LT_NOMEM, "out of memory for the index list of dim %d (%lld entries)", d, (long long)n);
-            break;
-        }
-        for (int64_t j = 0; j < n; j++) out->idx[d][j] = run_start[d] + j;
+        st = index_list_new(len[d], d, &out->idx[d]);
+        for (int64_t j = 0; !st && j < len[d]; j++) out->idx[d][j] = run_start[d] + j;
     }
-    if (st) {
-        lt_rank_layout_free(out);
-        return st;
-    }
-    for (int d = 0; d < ndim; d++) {
-        if (!out->idx[d]) {
-            out->global_offset[d] = 0;
-            continue;
-        }
-        int64_t n = out->local_shape[d];
-        out->global_offset[d] = n ? out->idx[d][0] : gshape[d];
-        for (int64_t j = 1; j < n; j++)
-            if (out->idx[d][j] != out->idx[d][j - 1] + 1) { out->contiguous[d] = 0; break; }
-    }
-    return LT_OK;
+    for (int d = 0; d < ndim && !st; d++) LT_ASSERT(len[d] == out->local_shape[d]);
+    if (st) lt_rank_layout_free(out);
+    return st;
 }
 
 void lt_rank_layout_free(lt_rank_layout *l) {
     if (!l) return;
     for (int d = 0; d < LT_MAX_DIMS; d++) {
-        free(l->idx[d]);
+        lt__free(l->idx[d]);
         l->idx[d] = NULL;
     }
 }
 
 lt_status lt_layout_check(const lt_mesh *mesh, int ndim, const int64_t *gshape,
                           const lt_placement *pl) {
-    for (int r = 0; r < mesh->world; r++) {
-        lt_rank_layout l;
-        LT_TRY(lt_layout_rank(mesh, ndim, gshape, pl, r, &l));
-        lt_rank_layout_free(&l);
-    }
+    for (int r = 0; r < mesh->world; r++) LT_TRY(lt_local_shape_and_offset(mesh, ndim, gshape, pl, r, NULL, NULL));
     return LT_OK;
 }
 
 lt_status lt_local_shape_and_offset(const lt_mesh *mesh, int ndim, const int64_t *gshape,
                                     const lt_placement *pl, int rank, int64_t *local_shape,
                                     int64_t *global_offset) {
-    lt_rank_layout l;
-    LT_TRY(lt_layout_rank(mesh, ndim, gshape, pl, rank, &l));
+    lt_rank_layout l;   /* no lists: walk_shape allocates nothing */
+    memset(&l, 0, sizeof l);
+    LT_TRY(walk_shape(mesh, ndim, gshape, pl, rank, &l));
     for (int d = 0; d < ndim; d++) {
         if (local_shape) local_shape[d] = l.local_shape[d];
         if (global_offset) global_offset[d] = l.global_offset[d];
     }
-    lt_rank_layout_free(&l);
     return LT_OK;
 }
 
@@ -173,12 +246,14 @@ lt_status lt_compute_global_tensor_info(const lt_mesh *mesh, int ndim, const int
     return LT_OK;
 }
 
-void lt_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
+int lt_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
     int64_t s = 1;
+    int over = 0;
     for (int d = ndim - 1; d >= 0; d--) {
         strides[d] = s;
-        s *= shape[d] > 0 ? shape[d] : 1;
+        if (d > 0 && !over && lt__mul_i64(s, shape[d] > 0 ? shape[d] : 1, &s)) over = 1;
     }
+    return over;
 }
 
 void lt_chunk_size_and_offset(int64_t curr, int k, int rank, int64_t *size, int64_t *offset) {
@@ -213,10 +288,5 @@ lt_status lt_layout_total_bytes(const lt_mesh *mesh, int ndim, const int64_t *gs
 }
 
 lt_status lt_check_memory(uint64_t bytes, int world, const char *what) {
-    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || psize <= 0) return LT_OK;
-    uint64_t phys = (uint64_t)pages * (uint64_t)psize;
-    if (bytes <= phys) return LT_OK;
-    return lt__err(LT_NOMEM, "%s needs %.1f GiB for the shards of all %d ranks, more than this machine's %.1f GiB of memory",
-                   what, (double)bytes / 1073741824.0, world, (double)phys / 1073741824.0);
+    return lt__mem_check(bytes, world, what);
 }

@@ -1,5 +1,6 @@
 /* localtensor/local.c — LocalTensor, per-rank ints, per-rank map. */
 #include "localtensor/local.h"
+#include "kernels/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,12 +8,12 @@
 
 lt_status lt_local_new(const lt_mesh *mesh, lt_local **out) {
     *out = NULL;
-    lt_local *lt = calloc(1, sizeof *lt);
+    lt_local *lt = lt__calloc(1, sizeof *lt);
     if (!lt) return lt__err(LT_NOMEM, "out of memory");
     lt->mesh = *mesh;
-    lt->shards = calloc((size_t)mesh->world, sizeof(lt_tensor *));
+    lt->shards = lt__calloc((size_t)mesh->world, sizeof(lt_tensor *));
     if (!lt->shards) {
-        free(lt);
+        lt__free(lt);
         return lt__err(LT_NOMEM, "out of memory");
     }
     *out = lt;
@@ -44,20 +45,20 @@ void lt_local_free(lt_local *lt) {
     if (!lt) return;
     if (lt->shards)
         for (int r = 0; r < lt->mesh.world; r++) lt_tensor_free(lt->shards[r]);
-    free(lt->shards);
-    free(lt);
+    lt__free(lt->shards);
+    lt__free(lt);
 }
 
 lt_status lt_localint_new(int world, lt_localint *out) {
     out->world = world;
-    out->v = calloc((size_t)(world > 0 ? world : 1), sizeof(int64_t));
+    out->v = lt__calloc((size_t)(world > 0 ? world : 1), sizeof(int64_t));
     if (!out->v) return lt__err(LT_NOMEM, "out of memory");
     return LT_OK;
 }
 
 void lt_localint_free(lt_localint *li) {
     if (!li) return;
-    free(li->v);
+    lt__free(li->v);
     li->v = NULL;
 }
 

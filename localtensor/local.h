@@ -5,7 +5,7 @@
  * must share a dtype. An lt_localint carries an integer that may differ by
  * rank (a local size of an uneven shard); it "collapses" to a constant when
  * every rank agrees. lt_local_map runs a C callback on every rank's shard:
- * the MPMD escape hatch (SEMANTICS 8).
+ * the MPMD escape hatch (docs/SEMANTICS.md §8).
  */
 #ifndef LT_LOCAL_H
 #define LT_LOCAL_H
@@ -41,7 +41,7 @@ void lt_localint_free(lt_localint *li);
 int lt_localint_is_const(const lt_localint *li, int64_t *value);
 /* eq: true only if equal on every rank. ne: true if any rank differs. */
 int lt_localint_eq(const lt_localint *a, const lt_localint *b);
-/* Ordered compare: LT_INVALID when the answer differs by rank (SEMANTICS 8:
+/* Ordered compare: LT_INVALID when the answer differs by rank (docs/SEMANTICS.md §8:
  * ge/gt/le/lt of a non-constant int are errors). *result = a < b. */
 lt_status lt_localint_lt(const lt_localint *a, const lt_localint *b, int *result);
 /* "3" when constant, else "{0: 2, 1: 2, 2: 1, 3: 0}" into buf. */

@@ -8,6 +8,7 @@
  * re-derived. Plans are immutable and refcounted; the cache is per thread, so
  * no lock is taken.
  */
+#include "kernels/alloc.h"
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,13 +43,13 @@ lt_status lt_op_parse(const char *s, lt_op_kind *out) {
 
 void lt_op_plan_free(lt_op_plan *p) {
     if (!p || --p->refs_ > 0) return;
-    free(p->in_target);
-    free(p->in_redistribute);
-    free(p->out_shape);
-    free(p->local_shapes_);
-    free(p->row_offset_);
-    free(p->split_sizes_);
-    free(p);
+    lt__free(p->in_target);
+    lt__free(p->in_redistribute);
+    lt__free(p->out_shape);
+    lt__free(p->local_shapes_);
+    lt__free(p->row_offset_);
+    lt__free(p->split_sizes_);
+    lt__free(p);
 }
 
 static int pls_equal(const lt_placement *a, const lt_placement *b, int n) {
@@ -79,50 +80,120 @@ static void describe(lt_op_plan *p, const lt_mesh *m, const lt_placement *const 
     }
 }
 
-/* Runs the rule and derives everything the executor needs. pl: normalized. */
+/* The first mesh dim at which a layout stops existing (placements of the
+ * mesh dims before it kept, the later ones Replicate), or -1. A split that
+ * does not fit the piece it is nested in (S(0,[8,4]) on mesh dim 1 under an
+ * S(0) on mesh dim 0 of a dim of 12: pieces of 6) fails at its mesh dim. */
+static int failing_mesh_dim(const lt_mesh *m, int ndim, const int64_t *shape, const lt_placement *tgt) {
+    lt_placement q[LT_MESH_MAX_DIMS];
+    for (int i = 0; i < m->ndim; i++) q[i] = lt_replicate();
+    for (int i = 0; i < m->ndim; i++) {
+        q[i] = tgt[i];
+        if (lt_layout_check(m, ndim, shape, q)) return i;
+    }
+    return -1;
+}
+
+/* Makes the rule see Replicate on mesh dim i (the inputs really are
+ * redistributed to whatever the rule then asks): first for the inputs that
+ * hold a non-chunk split there (the split that could not nest), else for
+ * every input sharded there. 0 when nothing was left to change. */
+static int relax(lt_placement (*view)[LT_MESH_MAX_DIMS], int nin, int i) {
+    int changed = 0;
+    for (int pass = 0; pass < 2 && !changed; pass++)
+        for (int k = 0; k < nin; k++) {
+            lt_placement *q = &view[k][i];
+            int hit = pass ? lt__pl_is_shard(q) : q->kind == LT_PL_SHARD && q->rule.kind != LT_SPLIT_CHUNK;
+            if (hit) *q = lt_replicate(), changed = 1;
+        }
+    return changed;
+}
+
+/* Runs the rule and derives everything the executor needs. pl: normalized.
+ * When the rule asks for a layout that cannot exist (a split nested where
+ * it does not fit), it runs again seeing the inputs it followed as
+ * Replicate on that mesh dim, until every layout exists; each round turns
+ * at least one shard into Replicate, so at most nin * mesh dims rounds. */
 static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_dtype *dtypes,
                             const int *ndims, const int64_t *const *shapes,
                             const lt_placement *const *pl, const lt_op_args *args, lt_op_plan **out) {
     const char *name = lt_op_name(op);
-    lt_op_plan *p = calloc(1, sizeof *p);
-    lt__rule_io *io = calloc(1, sizeof *io);
+    lt_op_plan *p = lt__calloc(1, sizeof *p);
+    lt__rule_io *io = lt__calloc(1, sizeof *io);
     if (p) p->refs_ = 1;
     if (p && nin > 0) {
-        p->in_target = calloc((size_t)nin, sizeof *p->in_target);
-        p->in_redistribute = calloc((size_t)nin, sizeof *p->in_redistribute);
+        p->in_target = lt__calloc((size_t)nin, sizeof *p->in_target);
+        p->in_redistribute = lt__calloc((size_t)nin, sizeof *p->in_redistribute);
     }
     if (!p || !io || (nin > 0 && (!p->in_target || !p->in_redistribute))) {
-        free(io);
+        lt__free(io);
         lt_op_plan_free(p);
         return lt__err(LT_NOMEM, "out of memory");
     }
-    for (int k = 0; k < nin; k++) memcpy(p->in_target[k], pl[k], sizeof(lt_placement) * (size_t)mesh->ndim);
-    io->op = op, io->mesh = mesh, io->nin = nin, io->dtype = dtypes, io->ndim = ndims;
-    io->shape = shapes, io->pl = pl, io->args = args, io->tgt = p->in_target;
-    lt_status st = lt__rule_propagate(io);
-    p->op = op, p->nin = nin, p->nout = io->nout, p->out_dtype = io->out_dtype;
-    p->out_ndim = io->out_ndim, p->mesh_ = *mesh;
-    p->mean_div_ = io->mean_div, p->masked_ = io->masked;
-    p->nkdims_ = io->nkdims, p->kdim_ = io->kdim, p->kdim2_ = io->kdim2;
-    memcpy(p->kdims_, io->kdims, sizeof p->kdims_);
-    for (int k = 0; k < nin && !st; k++) {
-        p->in_redistribute[k] = !pls_equal(p->in_target[k], pl[k], mesh->ndim);
-        if (!p->in_redistribute[k]) continue;
-        st = lt_placements_check(mesh, ndims[k], p->in_target[k], mesh->ndim, p->in_target[k]);
-        if (!st) st = lt_layout_check(mesh, ndims[k], shapes[k], p->in_target[k]);
-        if (st) st = lt__err(LT_UNSUPPORTED, "not supported yet: %s: input %d would need a layout that does not exist (%s)",
-                             name, k, lt_errmsg());
+    lt_placement (*view)[LT_MESH_MAX_DIMS] = NULL; /* (nin) what the rule sees once relaxed */
+    const lt_placement *seen[LT_OP_MAX_INPUTS];
+    for (int k = 0; k < nin; k++) seen[k] = pl[k];
+    lt_status st;
+    for (;;) {
+        int bad_dim = -1;
+        memset(io, 0, sizeof *io);
+        for (int k = 0; k < nin; k++) memcpy(p->in_target[k], seen[k], sizeof(lt_placement) * (size_t)mesh->ndim);
+        io->op = op, io->mesh = mesh, io->nin = nin, io->dtype = dtypes, io->ndim = ndims;
+        io->shape = shapes, io->pl = seen, io->args = args, io->tgt = p->in_target;
+        st = lt__rule_propagate(io);
+        p->op = op, p->nin = nin, p->nout = io->nout, p->out_dtype = io->out_dtype;
+        p->out_ndim = io->out_ndim, p->mesh_ = *mesh;
+        p->mean_div_ = io->mean_div, p->masked_ = io->masked;
+        p->nkdims_ = io->nkdims, p->kdim_ = io->kdim, p->kdim2_ = io->kdim2;
+        memcpy(p->kdims_, io->kdims, sizeof p->kdims_);
+        char why[512] = "";
+        for (int k = 0; k < nin && !st; k++) {
+            p->in_redistribute[k] = !pls_equal(p->in_target[k], pl[k], mesh->ndim);
+            if (!p->in_redistribute[k]) continue;
+            st = lt_placements_check(mesh, ndims[k], p->in_target[k], mesh->ndim, p->in_target[k]);
+            if (!st) st = lt_layout_check(mesh, ndims[k], shapes[k], p->in_target[k]);
+            if (st) {
+                snprintf(why, sizeof why, "not supported yet: %s: input %d would need a layout that does not exist (%s)",
+                         name, k, lt_errmsg());
+                bad_dim = failing_mesh_dim(mesh, ndims[k], shapes[k], p->in_target[k]);
+            }
+        }
+        if (!st) {
+            int bad_j = -1;
+            st = lt_placements_check(mesh, p->out_ndim, io->out, mesh->ndim, p->out_pl);
+            for (int j = 0; j < p->nout && !st; j++)
+                if ((st = lt_layout_check(mesh, p->out_ndim, io->out_shape[j], p->out_pl))) bad_j = j;
+            if (st) {
+                snprintf(why, sizeof why, "not supported yet: %s: the output layout does not exist (%s)", name, lt_errmsg());
+                if (bad_j >= 0) bad_dim = failing_mesh_dim(mesh, p->out_ndim, io->out_shape[bad_j], p->out_pl);
+            }
+        }
+        if (!st || !why[0]) break; /* done, or the rule's own error */
+        st = LT_UNSUPPORTED;
+        if (bad_dim < 0 || nin == 0) {
+            st = lt__err(st, "%s", why);
+            break;
+        }
+        /* fall back: the inputs the rule followed on that mesh dim count as Replicate there */
+        if (!view) {
+            view = lt__malloc(sizeof *view * (size_t)nin);
+            if (!view) {
+                st = lt__err(LT_NOMEM, "out of memory");
+                break;
+            }
+            for (int k = 0; k < nin; k++) memcpy(view[k], pl[k], sizeof(lt_placement) * (size_t)mesh->ndim), seen[k] = view[k];
+        }
+        if (!relax(view, nin, bad_dim)) {
+            st = lt__err(st, "%s", why);
+            break;
+        }
     }
-    if (!st) {
-        st = lt_placements_check(mesh, p->out_ndim, io->out, mesh->ndim, p->out_pl);
-        for (int j = 0; j < p->nout && !st; j++) st = lt_layout_check(mesh, p->out_ndim, io->out_shape[j], p->out_pl);
-        if (st) st = lt__err(LT_UNSUPPORTED, "not supported yet: %s: the output layout does not exist (%s)", name, lt_errmsg());
-    }
+    lt__free(view);
     size_t W = (size_t)mesh->world, nd = (size_t)(p->out_ndim > 0 ? p->out_ndim : 1);
     if (!st) {
-        p->out_shape = calloc((size_t)p->nout, sizeof *p->out_shape);
-        p->local_shapes_ = malloc(sizeof(int64_t) * (size_t)p->nout * W * nd);
-        p->split_sizes_ = malloc(sizeof(int64_t) * (size_t)p->nout);
+        p->out_shape = lt__calloc((size_t)p->nout, sizeof *p->out_shape);
+        p->local_shapes_ = lt__malloc(sizeof(int64_t) * (size_t)p->nout * W * nd);
+        p->split_sizes_ = lt__malloc(sizeof(int64_t) * (size_t)p->nout);
         if (!p->out_shape || !p->local_shapes_ || !p->split_sizes_) st = lt__err(LT_NOMEM, "out of memory");
     }
     for (int j = 0; j < p->nout && !st; j++) {
@@ -134,7 +205,7 @@ static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const l
     }
     if (!st && p->masked_) { /* embedding: first vocab row of every rank */
         p->vocab_ = shapes[0][0];
-        p->row_offset_ = malloc(sizeof(int64_t) * W);
+        p->row_offset_ = lt__malloc(sizeof(int64_t) * W);
         if (!p->row_offset_) st = lt__err(LT_NOMEM, "out of memory");
         for (size_t r = 0; r < W && !st; r++) {
             int64_t ls[2], off[2];
@@ -143,7 +214,7 @@ static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const l
         }
     }
     if (!st) describe(p, mesh, pl);
-    free(io);
+    lt__free(io);
     if (st) {
         lt_op_plan_free(p);
         return st;
@@ -193,6 +264,7 @@ static void build_key(keybuf *k, lt_op_kind op, const lt_mesh *m, int nin, const
     kput(k, (uint64_t)(uint32_t)a->dim | (uint64_t)(uint32_t)a->dim2 << 32);
     kput(k, (uint64_t)a->flatten_end_set | (uint64_t)a->keepdim << 8 | (uint64_t)(uint32_t)a->chunks << 16 |
                 (uint64_t)(uint8_t)a->ndims << 48 | (uint64_t)(uint8_t)a->shape_ndim << 56);
+    kput(k, (uint64_t)a->dim_set);
     for (int d = 0; d < a->ndims && d < LT_MAX_DIMS; d++) kput(k, (uint64_t)(uint32_t)a->dims[d]);
     for (int d = 0; d < a->shape_ndim && d < LT_MAX_DIMS; d++) kput(k, (uint64_t)a->shape[d]);
     kput(k, (uint64_t)a->split_size);
@@ -232,10 +304,10 @@ static _Thread_local op_cache tc;
 void lt_op_cache_clear(void) {
     for (size_t i = 0; i < tc.cap; i++)
         if (tc.tab[i].hash) {
-            free(tc.tab[i].key);
+            lt__free(tc.tab[i].key);
             lt_op_plan_free(tc.tab[i].plan);
         }
-    free(tc.tab);
+    lt__free(tc.tab);
     memset(&tc, 0, sizeof tc);
 }
 
@@ -265,7 +337,7 @@ static void cache_put(const keybuf *k, uint64_t h, lt_op_plan *p) {
             tc.hits = hits, tc.misses = misses;
             ncap = 256;
         }
-        cache_entry *nt = calloc(ncap, sizeof *nt);
+        cache_entry *nt = lt__calloc(ncap, sizeof *nt);
         if (!nt) return;
         for (size_t i = 0; i < tc.cap; i++) {
             cache_entry *e = &tc.tab[i];
@@ -274,10 +346,10 @@ static void cache_put(const keybuf *k, uint64_t h, lt_op_plan *p) {
             while (nt[j].hash) j = (j + 1) & (ncap - 1);
             nt[j] = *e;
         }
-        free(tc.tab);
+        lt__free(tc.tab);
         tc.tab = nt, tc.cap = ncap;
     }
-    uint64_t *key = malloc(sizeof(uint64_t) * (size_t)(k->n > 0 ? k->n : 1));
+    uint64_t *key = lt__malloc(sizeof(uint64_t) * (size_t)(k->n > 0 ? k->n : 1));
     if (!key) return;
     memcpy(key, k->w, sizeof(uint64_t) * (size_t)k->n);
     size_t i = h & (tc.cap - 1);
@@ -333,7 +405,7 @@ lt_status lt_op_propagate(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_
         }
     }
     lt_placement small[4 * LT_MESH_MAX_DIMS];
-    lt_placement *norm = nin <= 4 ? small : malloc(sizeof(lt_placement) * LT_MESH_MAX_DIMS * (size_t)nin);
+    lt_placement *norm = nin <= 4 ? small : lt__malloc(sizeof(lt_placement) * LT_MESH_MAX_DIMS * (size_t)nin);
     const lt_placement *np[LT_OP_MAX_INPUTS] = {0};
     if (!norm) return lt__err(LT_NOMEM, "out of memory");
     lt_status st = LT_OK;
@@ -344,7 +416,7 @@ lt_status lt_op_propagate(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_
     int owned = 0;
     lt_op_plan *p = NULL;
     if (!st) st = get_plan(op, mesh, nin, dtypes, ndims, shapes, np, args, 0, &p, &owned);
-    if (norm != small) free(norm);
+    if (norm != small) lt__free(norm);
     if (st) return st;
     if (!owned) p->refs_++;
     *out = p;
@@ -368,6 +440,9 @@ static lt_status to_target(const lt_dtensor *x, const lt_placement *tgt, const l
             mid[i] = lt_replicate(), need_mid = 1;
     }
     if (!need_mid) return lt_redistribute(x, tgt, m->ndim, ro, out, NULL);
+    /* a split nested under the shard that was just replicated may not fit
+     * the whole dim (S(0,[0,1]) under S(0) of a dim of 2): replicate it too */
+    for (int i; (i = failing_mesh_dim(m, x->ndim, x->shape, mid)) >= 0;) mid[i] = lt_replicate();
     lt_dtensor *t = NULL;
     LT_TRY(lt_redistribute(x, mid, m->ndim, ro, &t, NULL));
     lt_status st = lt_redistribute(t, tgt, m->ndim, ro, out, NULL);
@@ -392,7 +467,7 @@ static lt_status wrap(const lt_op_plan *p, int j, lt_local *loc, lt_dtensor **ou
         }
     }
     /* not calloc: the placement array is large and only mesh->ndim entries are used */
-    lt_dtensor *dt = malloc(sizeof *dt);
+    lt_dtensor *dt = lt__malloc(sizeof *dt);
     if (!dt) {
         lt_local_free(loc);
         return lt__err(LT_NOMEM, "out of memory");

@@ -12,8 +12,10 @@
  * static arguments) — never per scalar value, dropout probability or seed.
  *
  * What the rules guarantee (checked by lt_rules_validate on every op, every
- * placement combination of 1-D meshes of 2-4 ranks and a 2x2 mesh, even and
- * uneven shapes): the sharded result equals the op on the unsharded tensors.
+ * placement combination of 1-D meshes of 2-4 ranks and a 2x2 mesh — there
+ * with balanced, last and explicit splits on mesh dim 1 too, nested under
+ * mesh dim 0 or not — even and uneven shapes): the sharded result equals
+ * the op on the unsharded tensors.
  * In particular:
  *   - operands combined elementwise (or contracted) map the same global
  *     indices on every rank: same placements on the same dims, same uneven
@@ -26,6 +28,10 @@
  *   - a reshape that merges or splits a sharded dim keeps it sharded only
  *     when every rank's elements provably stay a block of whole output rows
  *     (checked on the actual index sets); otherwise it is redistributed.
+ * When following the operands would ask for a layout that cannot exist (a
+ * split on one mesh dim that does not fit the pieces of another operand's
+ * shard of the same tensor dim on an earlier mesh dim), the operand holding
+ * that split is replicated along that mesh dim first (ops.c, build_plan).
  * An input combination no rule handles is LT_UNSUPPORTED with a message
  * starting "not supported yet: ".
  *
@@ -115,11 +121,14 @@ int lt_op_arity(lt_op_kind op);
  * line are static (part of the cache key); below it they are not. */
 typedef struct lt_op_args {
     int dim;                     /* softmax, log_softmax, cat, split, chunk, unsqueeze,
-                                  * squeeze, transpose (first), flatten (start) */
+                                  * squeeze (with dim_set), transpose (first), flatten (start) */
     int dim2;                    /* transpose (second), flatten (end; 0 with
                                   * flatten_end_set == 0 means -1) */
     int flatten_end_set;
-    int ndims;                   /* sum/mean/max/min: dims (0 = all); permute: perm */
+    int dim_set;                 /* squeeze: 1 = only `dim`; 0 = the dims of `dims`, or
+                                  * with ndims == 0 every size-1 dim (torch.squeeze(x)) */
+    int ndims;                   /* sum/mean/max/min: dims (0 = all); permute: perm;
+                                  * squeeze: dims to squeeze (those of size 1 go) */
     int dims[LT_MAX_DIMS];
     int keepdim;
     int shape_ndim;              /* reshape/view target (one -1 allowed); rand/randn */
@@ -230,7 +239,7 @@ lt_status lt_dt_reduce(lt_reduce_op op, const lt_dtensor *x, int ndims, const in
 lt_status lt_dt_transpose(const lt_dtensor *x, int d0, int d1, lt_dtensor **out);
 lt_status lt_dt_reshape(const lt_dtensor *x, int ndim, const int64_t *shape, lt_dtensor **out);
 
-/* ---- random (SEMANTICS 11.4) -------------------------------------------------- */
+/* ---- random (docs/SEMANTICS.md §11.4) ----------------------------------------- */
 
 /* rand (uniform [0,1)) / randn of global shape, drawn per global index from
  * Philox keyed by (seed, global linear index): identical values for any mesh
@@ -241,7 +250,7 @@ lt_status lt_dt_rand(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *
  * lt_rand_uniform(seed, global index of e) >= p, else 0; layout invariant. */
 lt_status lt_dt_dropout(const lt_dtensor *x, double p, uint64_t seed, lt_dtensor **out);
 
-/* ---- per-rank map (the MPMD escape hatch, SEMANTICS 8) ------------------------ */
+/* ---- per-rank map (the MPMD escape hatch, docs/SEMANTICS.md §8) --------------- */
 
 /* XX(enum suffix, name, description) */
 #define LT_RANK_FN_MAP(XX)                                                         \

@@ -23,6 +23,23 @@ static lt_status scalar_op(lt_op_kind op, const lt_tensor *x, double s, lt_tenso
     }
 }
 
+/* Drops dims[n] (ascending, each of size 1 in the global shape, so also in
+ * every shard: a sharded size-1 dim was replicated first) from one shard,
+ * last first so the earlier indices stay valid. *res: a new view. */
+static lt_status squeeze_shard(const lt_tensor *x, int n, const int *dims, lt_tensor **res) {
+    lt_tensor *cur = NULL;
+    LT_TRY(lt_tensor_view(x, &cur));
+    for (int j = n - 1; j >= 0; j--) {
+        lt_tensor *next = NULL;
+        lt_status st = lt_squeeze(cur, dims[j], &next);
+        lt_tensor_free(cur);
+        if (st) return st;
+        cur = next;
+    }
+    *res = cur;
+    return LT_OK;
+}
+
 lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank, const lt_tensor *const *sh,
                         lt_tensor **res) {
     const lt_tensor *x = sh[0];
@@ -72,7 +89,7 @@ lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank, cons
     case LT_OP_TRANSPOSE: return lt_transpose(x, p->kdim_, p->kdim2_, res);
     case LT_OP_PERMUTE: return lt_permute(x, p->kdims_, res);
     case LT_OP_UNSQUEEZE: return lt_unsqueeze(x, p->kdim_, res);
-    case LT_OP_SQUEEZE: return p->kdim_ < 0 ? lt_tensor_view(x, res) : lt_squeeze(x, p->kdim_, res);
+    case LT_OP_SQUEEZE: return squeeze_shard(x, p->nkdims_, p->kdims_, res);
     case LT_OP_CAT: return lt_cat(sh, p->nin, p->kdim_, res);
     case LT_OP_SPLIT:
     case LT_OP_CHUNK: return lt_split_sizes_views(x, p->kdim_, p->nout, p->split_sizes_, res);

@@ -6,6 +6,7 @@
  * then names the first mesh dim, rank pair and element where two ranks that
  * should hold the same data do not.
  */
+#include "kernels/alloc.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,7 +58,7 @@ lt_status lt_dtensor_rank_map(const lt_dtensor *x, lt_rank_fn_kind fn, lt_dtenso
 
 lt_status lt_dtensor_check_replicas(const lt_dtensor *x) {
     const lt_mesh *m = lt_dtensor_mesh(x);
-    int *grp = malloc(sizeof(int) * (size_t)m->world);
+    int *grp = lt__malloc(sizeof(int) * (size_t)m->world);
     if (!grp) return lt__err(LT_NOMEM, "out of memory");
     lt_status st = LT_OK;
     for (int i = 0; i < m->ndim && !st; i++) {
@@ -68,6 +69,6 @@ lt_status lt_dtensor_check_replicas(const lt_dtensor *x) {
             if (st == LT_MISMATCH) st = lt__err_ctx(st, "mesh dim %d (R)", i);
         }
     }
-    free(grp);
+    lt__free(grp);
     return st;
 }

@@ -1,5 +1,5 @@
 /* localtensor/ops_random.c — random ops that do not depend on the layout
- * (SEMANTICS 11.4): rand, randn, dropout.
+ * (docs/SEMANTICS.md §11.4): rand, randn, dropout.
  *
  * Every random value is a function of (seed, global linear index) only
  * (Philox, localtensor/random.h), so any mesh and any placements of the same
@@ -7,6 +7,7 @@
  * its keep mask the same way, so it is also elementwise-linear with a
  * non-negative factor and keeps every Partial placement.
  */
+#include "kernels/alloc.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,13 +19,13 @@ lt_status lt_dt_rand(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *
     *out = NULL;
     if (ndim < 0 || ndim > LT_MAX_DIMS) return lt__err(LT_INVALID, "rand: %d dims", ndim);
     if (np < 0 || np > LT_MESH_MAX_DIMS) return lt__err(LT_INVALID, "rand: %d placements", np);
-    lt_op_args *a = calloc(1, sizeof *a);
+    lt_op_args *a = lt__calloc(1, sizeof *a);
     if (!a) return lt__err(LT_NOMEM, "out of memory");
     a->mesh = mesh, a->dtype = dt, a->shape_ndim = ndim, a->np = np, a->seed = seed;
     for (int d = 0; d < ndim; d++) a->shape[d] = shape[d];
     for (int i = 0; i < np; i++) a->placements[i] = pl[i];
     lt_status st = lt_op(normal ? LT_OP_RANDN : LT_OP_RAND, NULL, 0, a, NULL, out, 1, NULL);
-    free(a);
+    lt__free(a);
     return st;
 }
 

@@ -20,11 +20,47 @@ static lt_status norm(const char *name, int d, int n, int *out) {
     return LT_OK;
 }
 
+/* torch's dim wrapping for ops that accept a 0-d tensor: there the range is
+ * [-1, 0], as if the tensor had one dim. */
+static lt_status wrap(const char *name, int d, int n, int *out) {
+    return norm(name, d, n > 0 ? n : 1, out);
+}
+
+/* sum/mean/max/min over dims (none: all). A 0-d tensor reduced over its dim
+ * 0 / -1 is itself (keepdim or not). */
 static lt_status ref_reduce(lt_reduce_op kind, const char *name, const lt_tensor *x, const lt_op_args *a,
                             lt_tensor **out) {
-    int dims[LT_MAX_DIMS];
-    for (int i = 0; i < a->ndims; i++) LT_TRY(norm(name, a->dims[i], x->ndim, &dims[i]));
+    int dims[LT_MAX_DIMS], seen[LT_MAX_DIMS] = {0};
+    if (a->ndims < 0 || a->ndims > LT_MAX_DIMS) return lt__err(LT_INVALID, "%s: %d dims", name, a->ndims);
+    for (int i = 0; i < a->ndims; i++) {
+        LT_TRY(wrap(name, a->dims[i], x->ndim, &dims[i]));
+        if (seen[dims[i]]++) return lt__err(LT_INVALID, "%s: dim %d appears twice", name, a->dims[i]);
+    }
+    if (x->ndim == 0) return lt_reduce(kind, x, 0, NULL, a->keepdim, out);
     return lt_reduce(kind, x, a->ndims, dims, a->keepdim, out);
+}
+
+/* torch.squeeze(x), torch.squeeze(x, dim), torch.squeeze(x, dims): every
+ * named dim (all of them when none is named) whose size is 1 is removed;
+ * a named dim of another size stays. Written as a reshape to the shape
+ * without those dims. */
+static lt_status ref_squeeze(const char *name, const lt_tensor *x, const lt_op_args *a, lt_tensor **out) {
+    int named[LT_MAX_DIMS] = {0}, d = 0, k = 0;
+    int64_t shape[LT_MAX_DIMS];
+    if (a->dim_set && a->ndims > 0) return lt__err(LT_INVALID, "%s: dim and dims both given", name);
+    if (a->ndims < 0 || a->ndims > LT_MAX_DIMS) return lt__err(LT_INVALID, "%s: %d dims", name, a->ndims);
+    if (a->dim_set) {
+        LT_TRY(wrap(name, a->dim, x->ndim, &d));
+        named[d] = 1;
+    }
+    for (int i = 0; i < a->ndims; i++) {
+        LT_TRY(wrap(name, a->dims[i], x->ndim, &d));
+        if (named[d]++) return lt__err(LT_INVALID, "%s: dim %d appears twice", name, a->dims[i]);
+    }
+    int all = !a->dim_set && a->ndims == 0;
+    for (d = 0; d < x->ndim; d++)
+        if (!((all || named[d]) && x->shape[d] == 1)) shape[k++] = x->shape[d];
+    return lt_reshape(x, k, shape, out);
 }
 
 static lt_status ref_flatten(const char *name, const lt_tensor *x, const lt_op_args *a, lt_tensor **out) {
@@ -140,8 +176,9 @@ static lt_status ref_one(lt_op_kind op, const lt_tensor *const *in, int nin, con
     case LT_OP_VIEW: return lt_reshape(x, a->shape_ndim, a->shape, out);
     case LT_OP_FLATTEN: return ref_flatten(name, x, a, out);
     case LT_OP_TRANSPOSE:
-        LT_TRY(norm(name, a->dim, x->ndim, &d));
-        LT_TRY(norm(name, a->dim2, x->ndim, &d2));
+        LT_TRY(wrap(name, a->dim, x->ndim, &d));
+        LT_TRY(wrap(name, a->dim2, x->ndim, &d2));
+        if (x->ndim == 0) return lt_tensor_view(x, out); /* a 0-d tensor: itself */
         return lt_transpose(x, d, d2, out);
     case LT_OP_PERMUTE: {
         int perm[LT_MAX_DIMS];
@@ -152,10 +189,7 @@ static lt_status ref_one(lt_op_kind op, const lt_tensor *const *in, int nin, con
     case LT_OP_UNSQUEEZE:
         LT_TRY(norm(name, a->dim, x->ndim + 1, &d));
         return lt_unsqueeze(x, d, out);
-    case LT_OP_SQUEEZE:
-        if (x->ndim == 0) return lt_tensor_view(x, out);
-        LT_TRY(norm(name, a->dim, x->ndim, &d));
-        return x->shape[d] == 1 ? lt_squeeze(x, d, out) : lt_tensor_view(x, out); /* torch: no-op */
+    case LT_OP_SQUEEZE: return ref_squeeze(name, x, a, out);
     case LT_OP_CAT:
         if (nin < 1) return lt__err(LT_INVALID, "%s: no inputs", name);
         LT_TRY(norm(name, a->dim, x->ndim, &d));

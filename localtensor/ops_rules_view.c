@@ -13,6 +13,7 @@
  * redistributed to Replicate first (innermost first). A shard of a size-1
  * dim is replicated too. So a view never silently reorders data.
  */
+#include "kernels/alloc.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,37 +105,47 @@ static int64_t expected_rows(const int64_t *L, int64_t n, const view_group *g, i
 }
 
 /* Does `cand` (mesh dims in `use`, shard-like, dim ignored) reproduce on every
- * rank the output rows the input placements `inpl` give? */
+ * rank the output rows the input placements `inpl` give? 1 yes, 0 no, -1 out
+ * of memory (message set). */
 static int candidate_ok(const lt__rule_io *io, const view_group *g, const lt_placement *inpl,
                         const lt_placement *cand) {
     const lt_mesh *m = io->mesh;
     int64_t n_in = io->shape[0][g->in0], n_out = io->out_shape[0][g->out0];
     int ok = 1;
-    for (int r = 0; r < m->world && ok; r++) {
+    for (int r = 0; r < m->world && ok > 0; r++) {
         int64_t *L = NULL, *C = NULL, nl, nc;
-        if (lt__dim_indices(m, n_in, inpl, r, &L, &nl)) {
+        lt_status st = lt__dim_indices(m, n_in, inpl, r, &L, &nl);
+        if (st) {
+            if (st == LT_NOMEM) return -1;
             lt__err_clear();
             return 0;
         }
         int64_t cap = g->out_inner ? nl * g->in_inner / g->out_inner + 1 : 1;
-        int64_t *E = malloc(sizeof(int64_t) * (size_t)cap); /* (cap) */
-        int64_t ne = E ? expected_rows(L, nl, g, E) : -1;
-        if (ne < 0 || lt__dim_indices(m, n_out, cand, r, &C, &nc)) {
+        int64_t *E = lt__malloc(sizeof(int64_t) * (size_t)cap); /* (cap) */
+        if (!E) {
+            lt__free(L);
+            lt__err(LT_NOMEM, "out of memory for the rows of rank %d (%lld entries)", r, (long long)cap);
+            return -1;
+        }
+        int64_t ne = expected_rows(L, nl, g, E);
+        if (ne >= 0 && (st = lt__dim_indices(m, n_out, cand, r, &C, &nc)) == LT_NOMEM) {
+            ok = -1;
+        } else if (ne < 0 || st) {
             lt__err_clear();
             ok = 0;
         } else {
             ok = nc == ne && (ne == 0 || !memcmp(C, E, sizeof(int64_t) * (size_t)ne));
         }
-        free(L);
-        free(C);
-        free(E);
+        lt__free(L);
+        lt__free(C);
+        lt__free(E);
     }
     return ok;
 }
 
 /* Decides the output placements of group g, whose first input dim is sharded
- * by mesh dims use[nuse] (in mesh order). */
-static void decide_group(lt__rule_io *io, const view_group *g, const int *use, int nuse) {
+ * by mesh dims use[nuse] (in mesh order). LT_NOMEM is the only error. */
+static lt_status decide_group(lt__rule_io *io, const view_group *g, const int *use, int nuse) {
     const lt_mesh *m = io->mesh;
     for (int keep = nuse; keep > 0; keep--) {
         lt_placement inpl[LT_MESH_MAX_DIMS], cand[3][LT_MESH_MAX_DIMS];
@@ -166,18 +177,22 @@ static void decide_group(lt__rule_io *io, const view_group *g, const int *use, i
             for (int r = 0; r < m->world; r++) {
                 lt_mesh_coord(m, r, coord);
                 int64_t *L = NULL, nl;
-                if (lt__dim_indices(m, io->shape[0][g->in0], inpl, r, &L, &nl)) {
+                lt_status st = lt__dim_indices(m, io->shape[0][g->in0], inpl, r, &L, &nl);
+                if (st == LT_NOMEM) return st;
+                if (st) {
                     lt__err_clear();
                     ok_explicit = 0;
                     break;
                 }
-                free(L);
+                lt__free(L);
                 c->rule.sizes[coord[i]] = nl * g->in_inner / g->out_inner;
             }
             if (ok_explicit) ncand = 3;
         }
         for (int c = 0; c < ncand; c++) {
-            if (!candidate_ok(io, g, inpl, cand[c])) continue;
+            int ok = candidate_ok(io, g, inpl, cand[c]);
+            if (ok < 0) return LT_NOMEM;
+            if (!ok) continue;
             for (int u = 0; u < nuse; u++) {
                 if (u < keep) {
                     io->out[use[u]] = cand[c][use[u]];
@@ -186,10 +201,11 @@ static void decide_group(lt__rule_io *io, const view_group *g, const int *use, i
                     lt__rule_force_replicate(io, use[u]);
                 }
             }
-            return;
+            return LT_OK;
         }
     }
     for (int u = 0; u < nuse; u++) lt__rule_force_replicate(io, use[u]);
+    return LT_OK;
 }
 
 lt_status lt__rule_view(lt__rule_io *io) {
@@ -248,6 +264,6 @@ lt_status lt__rule_view(lt__rule_io *io) {
         else use[g][nuse[g]++] = k;
     }
     for (int g = 0; g < ng; g++)
-        if (nuse[g]) decide_group(io, &gs[g], use[g], nuse[g]);
+        if (nuse[g]) LT_TRY(decide_group(io, &gs[g], use[g], nuse[g]));
     return LT_OK;
 }

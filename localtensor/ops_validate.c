@@ -9,6 +9,7 @@
  * rank holding x / n, or x itself for max) a wrong rule such as
  * "P(max) + P(max) stays P(max)" would pass unnoticed.
  */
+#include "kernels/alloc.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +117,7 @@ typedef struct vcase {
     int64_t sizes[3];
     int chunks;
     double scalar;
-} vcase;
+} vcase;                         /* squeeze: keepdim 1 means dim_set (only `dim`) */
 
 #define IN1(n, ...) 1, {n}, {{__VA_ARGS__}}
 #define U(op, q, n, ...) {op, q, IN1(n, __VA_ARGS__), {V_SIGNED}, 0, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0}
@@ -159,6 +160,9 @@ static const vcase cases[] = {
     RD(op, 0, 2, 6, 4, 2, 0, 1, 0), RD(op, 0, 2, 6, 4, 1, -1, 0, 0), RD(op, 0, 2, 5, 3, 2, 1, 0, 1), \
     RD(op, 0, 1, 7, 0, 1, 0, 0, 0)
     RED(LT_OP_SUM), RED(LT_OP_MEAN), RED(LT_OP_AMAX), RED(LT_OP_AMIN),
+    /* 0-d: dim 0 and -1 are the whole tensor (keepdim or not) */
+#define RED0(op) RD(op, 1, 0, 0, 0, 1, 0, 0, 0), RD(op, 0, 0, 0, 0, 1, -1, 0, 1), RD(op, 0, 0, 0, 0, 0, 0, 0, 0)
+    RED0(LT_OP_SUM), RED0(LT_OP_MEAN), RED0(LT_OP_AMAX), RED0(LT_OP_AMIN),
     /* 3-D: a shard of a dim after the reduced ones moves down when keepdim is false */
 #define RD3(op, q, nd, d0, d1, kd) \
     {op, q, IN1(3, 3, 5, 4), {V_SIGNED}, 0, 0, nd, {d0, d1}, kd, 0, {0}, 0, 0, {0}, 0, 0}
@@ -188,8 +192,14 @@ static const vcase cases[] = {
     PV(LT_OP_TRANSPOSE, 1, 2, 5, 3, 0, 0, 1, 0, 0, 0, 0), PV(LT_OP_TRANSPOSE, 0, 3, 2, 3, 4, 0, 2, 0, 0, 0, 0),
     PV(LT_OP_PERMUTE, 1, 3, 2, 3, 4, 0, 0, 3, 2, 0, 1), PV(LT_OP_PERMUTE, 0, 3, 2, 3, 4, 0, 0, 3, 1, 2, 0),
     PV(LT_OP_UNSQUEEZE, 1, 2, 5, 3, 0, 1, 0, 0, 0, 0, 0), PV(LT_OP_UNSQUEEZE, 0, 2, 5, 3, 0, 0, 0, 0, 0, 0, 0),
-    PV(LT_OP_UNSQUEEZE, 0, 2, 5, 3, 0, -1, 0, 0, 0, 0, 0), PV(LT_OP_SQUEEZE, 1, 3, 5, 1, 3, 1, 0, 0, 0, 0, 0),
-    PV(LT_OP_SQUEEZE, 1, 2, 1, 3, 0, 0, 0, 0, 0, 0, 0), PV(LT_OP_SQUEEZE, 0, 2, 5, 3, 0, 0, 0, 0, 0, 0, 0),
+    PV(LT_OP_UNSQUEEZE, 0, 2, 5, 3, 0, -1, 0, 0, 0, 0, 0), PV(LT_OP_TRANSPOSE, 1, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0),
+    /* squeeze: no dim (every size-1 dim), one dim (dim_set), a list of dims */
+#define SQ(q, n, s0, s1, s2, ds, d, nd, p0, p1) \
+    {LT_OP_SQUEEZE, q, IN1(n, s0, s1, s2), {V_SIGNED}, d, 0, nd, {p0, p1}, ds, 0, {0}, 0, 0, {0}, 0, 0}
+    SQ(1, 3, 5, 1, 3, 1, 1, 0, 0, 0), SQ(1, 2, 1, 3, 0, 1, 0, 0, 0, 0), SQ(0, 2, 5, 3, 0, 1, 0, 0, 0, 0),
+    SQ(1, 3, 5, 1, 3, 0, 0, 0, 0, 0), SQ(1, 3, 1, 4, 1, 0, 0, 0, 0, 0), SQ(0, 3, 5, 1, 1, 0, 0, 0, 0, 0),
+    SQ(0, 3, 1, 5, 1, 0, 0, 2, 2, 1), SQ(0, 3, 3, 1, 1, 0, 0, 1, -1, 0), SQ(0, 2, 1, 1, 0, 0, 0, 0, 0, 0),
+    SQ(1, 0, 0, 0, 0, 0, 0, 0, 0, 0), SQ(0, 0, 0, 0, 0, 1, -1, 0, 0, 0),
     /* cat, split, chunk */
 #define CT(q, a0, a1, b0, b1, d) \
     {LT_OP_CAT, q, 2, {2, 2}, {{a0, a1}, {b0, b1}}, {V_SIGNED, V_SIGNED}, d, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0}
@@ -211,11 +221,30 @@ static const vcase cases[] = {
 
 /* ---- running -------------------------------------------------------------------------------- */
 
-#define MAX_CAND 12
+#define MAX_CAND 16
 
-/* Candidate placements of one mesh dim for a tensor of ndim dims. */
-static int candidates(int ndim, int full, int index, int mesh_1d, int mesh_k, lt_placement *c) {
-    int n = 0;
+/* Explicit sizes that put the whole dim on the last two ranks (zeros first). */
+static lt_placement explicit_last_two(int dim, int64_t n, int k) {
+    lt_split_rule e = {LT_SPLIT_EXPLICIT, k, {0}};
+    e.sizes[k - 1] = n / 2;
+    e.sizes[k - 2] = n - n / 2;
+    return lt_shard_rule(dim, e);
+}
+
+/* An explicit split of n over 2 that is not the chunk split: (n - 1, 1). */
+static lt_placement explicit_pair(int dim, int64_t n) {
+    lt_split_rule e = {LT_SPLIT_EXPLICIT, 2, {n > 0 ? n - 1 : 0, n > 0 ? 1 : 0}};
+    return lt_shard_rule(dim, e);
+}
+
+/* Candidate placements of mesh dim `md` (of a mesh of `mesh_ndim` dims, this
+ * one of mesh_k ranks) for a tensor of shape[ndim]. On mesh dim 1 of the 2x2
+ * mesh the non-chunk rules of dim 0 are candidates too: under an S(0) on
+ * mesh dim 0 they nest in its pieces — or, when they do not fit there, a
+ * rule that follows another operand's S(0) must not ask for them. */
+static int candidates(int ndim, const int64_t *shape, int full, int index, int mesh_ndim, int md, int mesh_k,
+                      lt_placement *c) {
+    int n = 0, mesh_1d = mesh_ndim == 1;
     c[n++] = lt_replicate();
     if (!index) {
         c[n++] = lt_partial(LT_REDOP_SUM);
@@ -230,21 +259,19 @@ static int candidates(int ndim, int full, int index, int mesh_1d, int mesh_k, lt
         c[n++] = lt_shard_rule(0, r);
         if (full) {
             c[n++] = lt_strided(0, 2);
-            if (mesh_k > 2) {
-                lt_split_rule e = {LT_SPLIT_EXPLICIT, 0, {0}}; /* sizes filled per shape below */
-                c[n++] = lt_shard_rule(ndim - 1, e);
-            }
+            if (mesh_k > 2) c[n++] = explicit_last_two(ndim - 1, shape[ndim - 1], mesh_k);
+        }
+    }
+    if (!mesh_1d && md == 1 && mesh_k == 2 && ndim > 0) { /* nested under mesh dim 0 */
+        c[n++] = explicit_pair(0, shape[0]);            /* fits the whole dim */
+        if (full) {
+            lt_split_rule bal = {LT_SPLIT_BALANCED, 0, {0}}, last = {LT_SPLIT_LAST, 0, {0}};
+            c[n++] = lt_shard_rule(0, bal);
+            c[n++] = lt_shard_rule(0, last);
+            c[n++] = explicit_pair(0, (shape[0] + 1) / 2); /* fits the first chunk piece */
         }
     }
     return n;
-}
-
-/* Explicit sizes that put the whole dim on the last two ranks (zeros first). */
-static void fill_explicit(lt_placement *p, int64_t n, int k) {
-    p->rule.nsizes = k;
-    for (int j = 0; j < k; j++) p->rule.sizes[j] = 0;
-    p->rule.sizes[k - 1] = n / 2;
-    p->rule.sizes[k - 2] = n - n / 2;
 }
 
 static lt_status make_full(const vcase *c, int k, uint64_t salt, lt_tensor **out) {
@@ -266,6 +293,7 @@ static void set_args(const vcase *c, const lt_mesh *m, lt_op_args *a) {
     a->dim = c->dim, a->dim2 = c->dim2, a->ndims = c->ndims, a->keepdim = c->keepdim;
     for (int i = 0; i < c->ndims; i++) a->dims[i] = c->dims[i];
     a->flatten_end_set = c->op == LT_OP_FLATTEN;
+    if (c->op == LT_OP_SQUEEZE) a->dim_set = c->keepdim, a->keepdim = 0;
     a->shape_ndim = c->shape_ndim;
     for (int i = 0; i < c->shape_ndim; i++) a->shape[i] = c->tshape[i];
     a->split_size = c->split_size, a->nsizes = c->nsizes, a->chunks = c->chunks;
@@ -314,7 +342,7 @@ static void run_one(vrun *v, const vcase *c, const lt_mesh *m, lt_tensor **full,
                     lt_placement (*pl)[LT_MESH_MAX_DIMS], uint64_t salt) {
     lt_validate_op_result *r = &v->rep->per_op[c->op];
     lt_dtensor *in[3] = {0}, *out[LT_OP_MAX_OUTPUTS] = {0};
-    lt_op_args *a = calloc(1, sizeof *a);
+    lt_op_args *a = lt__calloc(1, sizeof *a);
     int nt = c->nin ? c->nin : 1, bad = !a;
     for (int k = 0; k < c->nin && !bad; k++)
         bad = lt_distribute_adversarial(m, full[k], pl[k], m->ndim, salt + (uint64_t)k, &in[k]) != LT_OK;
@@ -355,7 +383,7 @@ static void run_one(vrun *v, const vcase *c, const lt_mesh *m, lt_tensor **full,
         for (int j = 0; j < LT_OP_MAX_OUTPUTS; j++) lt_dtensor_free(out[j]);
     }
     for (int k = 0; k < 3; k++) lt_dtensor_free(in[k]);
-    free(a);
+    lt__free(a);
     lt__err_clear();
 }
 
@@ -374,15 +402,12 @@ static void run_case(vrun *v, const vcase *c, const lt_mesh *m, int quick) {
     for (int k = 0; k < nt; k++)
         for (int i = 0; i < m->ndim; i++) {
             int p = k * m->ndim + i;
-            ncand[p] = candidates(c->ndim[k], full_mode, c->nin && c->vals[k] == V_INDEX, m->ndim == 1,
+            ncand[p] = candidates(c->ndim[k], c->shape[k], full_mode, c->nin && c->vals[k] == V_INDEX, m->ndim, i,
                                   m->shape[i], cand[p]);
             if (nt == 3 && m->ndim > 1) /* drop P(max): keep the combination count small */
                 for (int j = 0; j < ncand[p]; j++)
                     if (cand[p][j].kind == LT_PL_PARTIAL && cand[p][j].op == LT_REDOP_MAX)
                         cand[p][j] = cand[p][--ncand[p]];
-            for (int j = 0; j < ncand[p]; j++)
-                if (cand[p][j].kind == LT_PL_SHARD && cand[p][j].rule.kind == LT_SPLIT_EXPLICIT)
-                    fill_explicit(&cand[p][j], c->shape[k][cand[p][j].dim], m->shape[i]);
         }
     lt_tensor *full[3] = {0};
     uint64_t salt = (uint64_t)(c - cases) * 7919u;

@@ -1,8 +1,13 @@
 /* localtensor/placement.c — placement constructors, spellings and list checks.
  *
  * The parser reads NAME or NAME(ARG, ARG, ...) where an ARG is `key=value` or a
- * value: an integer, a word, a quoted word, or a [list of integers]. */
+ * value: an integer, a word, a quoted word, or a [list of integers]. Every
+ * name PyTorch prints for a placement (str() and repr()) is accepted, so a
+ * placement copied from a log pastes as is; a name that is none of them gets
+ * the closest one as a suggestion. */
 #include "localtensor/placement.h"
+#include "kernels/alloc.h"
+#include "localtensor/suggest_impl.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -132,6 +137,29 @@ static lt_status parse_int_arg(const char *whole, const arg *a, const char *what
     return LT_OK;
 }
 
+/* Every placement name the parser knows: ours, then PyTorch's str() and
+ * repr() names (Shard: S / Shard, _StridedShard: _S / _StridedShard,
+ * Replicate: R / Replicate, Partial: P / Partial, and the old _Partial). */
+static const char *const replicate_names[] = {"R", "Replicate"};
+static const char *const partial_names[] = {"P", "Partial", "_Partial"};
+static const char *const shard_names[] = {"S", "Shard"};
+static const char *const strided_names[] = {"SS", "_S", "_StridedShard", "StridedShard"};
+static const char *const all_names[] = {"R", "Replicate", "P", "Partial", "_Partial", "S", "Shard",
+                                        "SS", "_S", "_StridedShard", "StridedShard"};
+#define NAMES_N(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int name_in(const char *nm, const char *const *names, int n) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(nm, names[i])) return 1;
+    return 0;
+}
+
+static lt_status unknown_key(const char *whole, const char *key, const char *const *keys, int n) {
+    char hint[96];
+    lt__suggest_hint(key, keys, n, hint, sizeof hint);
+    return lt__err(LT_INVALID, "placement '%s': unknown argument '%s'%s", whole, key, hint);
+}
+
 lt_status lt_placement_parse(const char *s, lt_placement *out) {
     const char *p = skip_ws(s);
     const char *name = p;
@@ -162,17 +190,18 @@ lt_status lt_placement_parse(const char *s, lt_placement *out) {
     }
     if (*p) return lt__err(LT_INVALID, "placement '%s': unexpected text '%s' after the placement", s, p);
 
-    if (!strcmp(nm, "R") || !strcmp(nm, "Replicate")) {
+    if (name_in(nm, replicate_names, NAMES_N(replicate_names))) {
         if (nargs) return lt__err(LT_INVALID, "placement '%s': Replicate takes no arguments", s);
         *out = lt_replicate();
         return LT_OK;
     }
-    if (!strcmp(nm, "P") || !strcmp(nm, "Partial")) {
+    if (name_in(nm, partial_names, NAMES_N(partial_names))) {
+        static const char *const pkeys[] = {"reduce_op", "op"};
         lt_redop op = LT_REDOP_SUM;
         if (nargs > 1) return lt__err(LT_INVALID, "placement '%s': Partial takes one reduce op", s);
         if (nargs == 1) {
-            if (args[0].key[0] && strcmp(args[0].key, "reduce_op") && strcmp(args[0].key, "op"))
-                return lt__err(LT_INVALID, "placement '%s': unknown argument '%s'", s, args[0].key);
+            if (args[0].key[0] && !name_in(args[0].key, pkeys, NAMES_N(pkeys)))
+                return unknown_key(s, args[0].key, pkeys, NAMES_N(pkeys));
             if (args[0].is_list) return lt__err(LT_INVALID, "placement '%s': reduce op must be a word", s);
             lt_status st = lt_redop_parse(args[0].word, &op);
             if (st) return lt__err_ctx(st, "placement '%s'", s);
@@ -180,10 +209,14 @@ lt_status lt_placement_parse(const char *s, lt_placement *out) {
         *out = lt_partial(op);
         return LT_OK;
     }
-    int is_shard = !strcmp(nm, "S") || !strcmp(nm, "Shard");
-    int is_strided = !strcmp(nm, "SS") || !strcmp(nm, "_StridedShard") || !strcmp(nm, "StridedShard");
-    if (!is_shard && !is_strided)
-        return lt__err(LT_INVALID, "placement '%s': unknown placement '%s' (expected R, S(d), SS(d,k) or P(op))", s, nm);
+    int is_shard = name_in(nm, shard_names, NAMES_N(shard_names));
+    int is_strided = name_in(nm, strided_names, NAMES_N(strided_names));
+    if (!is_shard && !is_strided) {
+        char hint[96];
+        lt__suggest_hint(nm, all_names, NAMES_N(all_names), hint, sizeof hint);
+        return lt__err(LT_INVALID, "placement '%s': unknown placement '%s'%s (expected R, S(d), SS(d,k) or P(op), "
+                       "or a PyTorch spelling such as Shard(dim=0) or _StridedShard(dim=0, sf=2))", s, nm, hint);
+    }
     if (!has_parens || nargs == 0)
         return lt__err(LT_INVALID, "placement '%s': %s needs a tensor dim, e.g. %s(0)", s, nm, nm);
     int dim = 0, have_dim = 0, sf = 0, have_sf = 0, have_rule = 0;
@@ -196,7 +229,7 @@ lt_status lt_placement_parse(const char *s, lt_placement *out) {
             if (have_dim) return lt__err(LT_INVALID, "placement '%s': dim given twice", s);
             LT_TRY(parse_int_arg(s, a, "dim", &dim));
             have_dim = 1;
-        } else if (is_strided && !strcmp(key, "split_factor")) {
+        } else if (is_strided && (!strcmp(key, "split_factor") || !strcmp(key, "sf"))) {
             if (have_sf) return lt__err(LT_INVALID, "placement '%s': split_factor given twice", s);
             LT_TRY(parse_int_arg(s, a, "split_factor", &sf));
             have_sf = 1;
@@ -215,10 +248,15 @@ lt_status lt_placement_parse(const char *s, lt_placement *out) {
             } else if (!strcmp(a->word, "last")) {
                 rule.kind = LT_SPLIT_LAST;
             } else {
-                return lt__err(LT_INVALID, "placement '%s': unknown uneven rule '%s' (expected chunk, balanced, last or [sizes])", s, a->word);
+                static const char *const rules[] = {"chunk", "balanced", "last"};
+                char hint[96];
+                lt__suggest_hint(a->word, rules, NAMES_N(rules), hint, sizeof hint);
+                return lt__err(LT_INVALID, "placement '%s': unknown uneven rule '%s'%s (expected chunk, balanced, last or [sizes])",
+                               s, a->word, hint);
             }
         } else {
-            return lt__err(LT_INVALID, "placement '%s': unknown argument '%s'", s, key);
+            static const char *const skeys[] = {"dim", "rule"}, *const sskeys[] = {"dim", "split_factor", "sf"};
+            return is_strided ? unknown_key(s, key, sskeys, NAMES_N(sskeys)) : unknown_key(s, key, skeys, NAMES_N(skeys));
         }
     }
     if (!have_dim) return lt__err(LT_INVALID, "placement '%s': missing the tensor dim", s);
@@ -232,12 +270,27 @@ lt_status lt_placement_parse(const char *s, lt_placement *out) {
     return LT_OK;
 }
 
+/* 1 when p[0] opens a bracket that closes exactly at p[len-1]. */
+static int wraps_all(const char *p, size_t len) {
+    if (len < 2 || !((p[0] == '[' && p[len - 1] == ']') || (p[0] == '(' && p[len - 1] == ')'))) return 0;
+    int depth = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] == '(' || p[i] == '[') depth++;
+        else if (p[i] == ')' || p[i] == ']') depth--;
+        if (depth == 0 && i + 1 < len) return 0;
+    }
+    return depth == 0;
+}
+
 lt_status lt_placements_parse(const char *s, lt_placement *out, int max, int *n) {
     const char *p = skip_ws(s);
     size_t len = strlen(p);
     while (len && isspace((unsigned char)p[len - 1])) len--;
-    if (len >= 2 && p[0] == '[' && p[len - 1] == ']') { p++; len -= 2; }
-    char *buf = malloc(len + 1);
+    /* a Python list or tuple as PyTorch prints it: [S(0), R] or
+     * (Shard(dim=0), Replicate()), where a one-entry tuple ends in a comma */
+    int wrapped = wraps_all(p, len);
+    if (wrapped) { p++; len -= 2; }
+    char *buf = lt__malloc(len + 1);
     if (!buf) return lt__err(LT_NOMEM, "out of memory");
     memcpy(buf, p, len);
     buf[len] = '\0';
@@ -259,6 +312,7 @@ lt_status lt_placements_parse(const char *s, lt_placement *out, int max, int *n)
                 goto out;
             }
             if (!*skip_ws(start)) {
+                if (save == '\0' && wrapped && count > 0) break;   /* (Shard(dim=0),) */
                 st = lt__err(LT_INVALID, "placements '%s': empty entry %d", s, count);
                 goto out;
             }
@@ -274,7 +328,7 @@ lt_status lt_placements_parse(const char *s, lt_placement *out, int max, int *n)
     }
     *n = count;
 out:
-    free(buf);
+    lt__free(buf);
     return st;
 }
 
@@ -344,8 +398,8 @@ lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement 
     char txt[256];
     if (np != mesh->ndim) {
         lt_placements_format(pl, np, txt, sizeof txt);
-        return lt__err(LT_INVALID, "placements %s: %d placements for a mesh of %d dims (need one per mesh dim)",
-                       txt, np, mesh->ndim);
+        return lt__err(LT_INVALID, "placements %s: %d placement%s for a mesh of %d dim%s (need one per mesh dim)",
+                       txt, np, np == 1 ? "" : "s", mesh->ndim, mesh->ndim == 1 ? "" : "s");
     }
     int have_partial = 0;
     lt_redop first_op = LT_REDOP_SUM;
@@ -363,8 +417,9 @@ lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement 
             if (p.kind == LT_PL_STRIDED && p.split_factor < 1)
                 return lt__err(LT_INVALID, "mesh dim %d: %s: split_factor must be >= 1", i, txt);
             if (p.kind == LT_PL_SHARD && p.rule.kind == LT_SPLIT_EXPLICIT && p.rule.nsizes != mesh->shape[i])
-                return lt__err(LT_INVALID, "mesh dim %d: %s has %d explicit sizes but the mesh dim has %d ranks",
-                               i, txt, p.rule.nsizes, mesh->shape[i]);
+                return lt__err(LT_INVALID, "mesh dim %d: %s has %d explicit size%s but the mesh dim has %d rank%s",
+                               i, txt, p.rule.nsizes, p.rule.nsizes == 1 ? "" : "s", mesh->shape[i],
+                               mesh->shape[i] == 1 ? "" : "s");
         } else if (p.kind == LT_PL_PARTIAL) {
             if (!have_partial) {
                 have_partial = 1;
@@ -386,7 +441,8 @@ lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement 
 lt_status lt_explicit_order(const int *mesh_shape, int mesh_ndim, const lt_placement *pl, int np,
                             lt_order_entry *out, int *n) {
     if (np != mesh_ndim)
-        return lt__err(LT_INVALID, "expected one placement per mesh dim: %d placements for %d mesh dims", np, mesh_ndim);
+        return lt__err(LT_INVALID, "expected one placement per mesh dim: %d placement%s for %d mesh dim%s", np,
+                       np == 1 ? "" : "s", mesh_ndim, mesh_ndim == 1 ? "" : "s");
     int count = 0;
     int deferred[LT_MESH_MAX_DIMS]; /* mesh dims of pending SS, per tensor dim via pl */
     int ndeferred = 0;

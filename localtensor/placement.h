@@ -1,9 +1,9 @@
 /* localtensor/placement.h — placements: what one mesh dim does to a tensor.
  *
  * Shard(dim, rule), Replicate, Partial(op), StridedShard(dim, split_factor)
- * (SEMANTICS 1, 3, 4, 5, 11.1). This file owns their spellings (parse and
+ * (docs/SEMANTICS.md §1, §3, §4, §5, §11.1). This file owns their spellings (parse and
  * format) and the checks that depend only on the placement list, the mesh
- * and the tensor rank (SEMANTICS 10). Where each rank's data comes from is
+ * and the tensor rank (docs/SEMANTICS.md §10). Where each rank's data comes from is
  * layout math: localtensor/layout.h.
  */
 #ifndef LT_PLACEMENT_H
@@ -45,16 +45,22 @@ lt_placement lt_shard_rule(int dim, lt_split_rule rule);
 lt_placement lt_strided(int dim, int split_factor);
 lt_placement lt_partial(lt_redop op);
 
-/* Parses one placement in any spelling of DESIGN.md: R, S(0), S(-1),
+/* Parses one placement in any spelling of docs/DESIGN.md §5: R, S(0), S(-1),
  * S(0,balanced), S(0,last), S(0,chunk), S(0,[3,1,0,2]), SS(0,2), P, P(sum),
  * P(avg|max|min|product|prod), Replicate(), Shard(0), Shard(dim=0),
- * Partial(), Partial("max"), Partial(reduce_op='max'),
- * _StridedShard(0, split_factor=2), _StridedShard(dim=0, split_factor=2).
- * Whitespace is allowed around tokens. Errors (LT_INVALID) quote the text. */
+ * Partial(), Partial("max"), Partial(sum), Partial(reduce_op='max'),
+ * _Partial(sum), _StridedShard(0, split_factor=2),
+ * _StridedShard(dim=0, split_factor=2), and what PyTorch prints for a
+ * _StridedShard: _StridedShard(dim=0, sf=2) (repr) and _S(0, 2) (str).
+ * Whitespace is allowed around tokens. Errors (LT_INVALID) quote the text;
+ * an unknown name, argument or rule names the closest known one
+ * ("did you mean 'Shard'?"). */
 lt_status lt_placement_parse(const char *s, lt_placement *out);
 
 /* Parses a comma-separated list (commas inside () or [] do not split),
- * optionally wrapped in [ ]. At most max entries; *n gets the count. */
+ * optionally wrapped in [ ] or ( ) as a Python list or tuple prints, e.g.
+ * "(Shard(dim=0), Replicate())"; a wrapped list may end in one comma
+ * ("(Shard(dim=0),)"). At most max entries; *n gets the count. */
 lt_status lt_placements_parse(const char *s, lt_placement *out, int max, int *n);
 
 /* Short spelling: "R", "S(0)", "S(0,balanced)", "S(0,[3,1,0,2])", "SS(0,2)",
@@ -77,7 +83,7 @@ int lt_placement_is_shard_like(const lt_placement *p); /* SHARD or STRIDED */
 lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement *pl, int np,
                               lt_placement *out);
 
-/* ---- middle-era explicit order (SEMANTICS 6) ---------------------------- */
+/* ---- middle-era explicit order (docs/SEMANTICS.md §6) ------------------- */
 
 typedef struct lt_order_entry {
     int mesh_dim;

@@ -11,9 +11,11 @@
  * cheapest route). Search runs on "effective" lists where mesh dims of size 1
  * are R: their placement never needs a step.
  */
+#include "kernels/alloc.h"
 #include <stdlib.h>
 #include <string.h>
 
+#include "localtensor/plan_impl.h"
 #include "localtensor/redistribute.h"
 
 #define MAXC 40   /* candidates per mesh dim: R, src, dst, S(d, rule) for <= 8 dims x 3 rules */
@@ -154,14 +156,14 @@ static void search_reset(ctx *c) {
 
 static lt_status table_grow(ctx *c) {
     size_t ncap = c->tcap ? c->tcap * 2 : 256;
-    int *t = calloc(ncap, sizeof(int));
+    int *t = lt__calloc(ncap, sizeof(int));
     if (!t) return lt__err(LT_NOMEM, "out of memory while planning");
     for (int n = 0; n < c->nnodes; n++) {
         size_t h = mix(c->nodes[n].key) & (ncap - 1);
         while (t[h]) h = (h + 1) & (ncap - 1);
         t[h] = n + 1;
     }
-    free(c->table);
+    lt__free(c->table);
     c->table = t;
     c->tcap = ncap;
     return LT_OK;
@@ -181,7 +183,7 @@ static lt_status node_get(ctx *c, uint64_t key, int *idx) {
     }
     if (c->nnodes == c->capnodes) {
         int ncap = c->capnodes ? c->capnodes * 2 : 128;
-        node *nn = realloc(c->nodes, sizeof(node) * (size_t)ncap);
+        node *nn = lt__realloc(c->nodes, sizeof(node) * (size_t)ncap);
         if (!nn) return lt__err(LT_NOMEM, "out of memory while planning");
         c->nodes = nn;
         c->capnodes = ncap;
@@ -206,7 +208,7 @@ static int hless(const hitem *a, const hitem *b) {
 static lt_status heap_push(ctx *c, hitem it) {
     if (c->nheap == c->capheap) {
         int ncap = c->capheap ? c->capheap * 2 : 256;
-        hitem *nh = realloc(c->heap, sizeof(hitem) * (size_t)ncap);
+        hitem *nh = lt__realloc(c->heap, sizeof(hitem) * (size_t)ncap);
         if (!nh) return lt__err(LT_NOMEM, "out of memory while planning");
         c->heap = nh;
         c->capheap = ncap;
@@ -448,19 +450,27 @@ static void display_state(const ctx *c, const lt_placement *usrc, const lt_place
 
 static void ctx_free(ctx *c) {
     if (!c) return;
-    free(c->sh_a);
-    free(c->sh_b);
-    free(c->nodes);
-    free(c->table);
-    free(c->heap);
-    free(c);
+    lt__free(c->sh_a);
+    lt__free(c->sh_b);
+    lt__free(c->nodes);
+    lt__free(c->table);
+    lt__free(c->heap);
+    lt__free(c);
 }
 
 lt_status lt__plan_build(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
                          const lt_placement *src, const lt_placement *dst, lt_planner planner,
                          lt_plan **out) {
     *out = NULL;
-    ctx *c = calloc(1, sizeof *c);
+    /* min-cost searches the complete move set (plan_search.c); past its
+     * budget, the rule-table search below, then greedy */
+    int complete_over = 0;
+    if (planner == LT_PLANNER_MIN_COST) {
+        lt_status mst = lt__plan_mincost(mesh, dtype, ndim, shape, src, dst, out);
+        if (mst != LT_OVERFLOW) return mst;
+        complete_over = 1;
+    }
+    ctx *c = lt__calloc(1, sizeof *c);
     if (!c) return lt__err(LT_NOMEM, "out of memory while planning");
     c->mesh = mesh;
     c->M = mesh->ndim;
@@ -477,10 +487,10 @@ lt_status lt__plan_build(const lt_mesh *mesh, lt_dtype dtype, int ndim, const in
     }
     build_candidates(c);
     size_t shn = (size_t)c->W * (size_t)(ndim ? ndim : 1);
-    c->sh_a = malloc(sizeof(int64_t) * shn);
-    c->sh_b = malloc(sizeof(int64_t) * shn);
-    uint64_t *path = malloc(sizeof(uint64_t) * MAX_STEPS);
-    lt_plan *p = calloc(1, sizeof *p);
+    c->sh_a = lt__malloc(sizeof(int64_t) * shn);
+    c->sh_b = lt__malloc(sizeof(int64_t) * shn);
+    uint64_t *path = lt__malloc(sizeof(uint64_t) * MAX_STEPS);
+    lt_plan *p = lt__calloc(1, sizeof *p);
     lt_status st = LT_OK;
     if (!c->sh_a || !c->sh_b || !path || !p) st = lt__err(LT_NOMEM, "out of memory while planning");
     int n = 0, truncated = 0;
@@ -496,16 +506,16 @@ lt_status lt__plan_build(const lt_mesh *mesh, lt_dtype dtype, int ndim, const in
         if (ks != kd && (planner == LT_PLANNER_GREEDY || truncated)) st = greedy(c, path, &n, MAX_STEPS);
     }
     if (!st) {
-        p->states_ = malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)c->M);
-        p->steps = calloc((size_t)(n ? n : 1), sizeof(lt_plan_step));
+        p->states_ = lt__malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)c->M);
+        p->steps = lt__calloc((size_t)(n ? n : 1), sizeof(lt_plan_step));
         if (!p->states_ || !p->steps) st = lt__err(LT_NOMEM, "out of memory while planning");
     }
     if (st) {
-        free(path);
+        lt__free(path);
         if (p) {
-            free(p->states_);
-            free(p->steps);
-            free(p);
+            lt__free(p->states_);
+            lt__free(p->steps);
+            lt__free(p);
         }
         ctx_free(c);
         return st;
@@ -520,11 +530,11 @@ lt_status lt__plan_build(const lt_mesh *mesh, lt_dtype dtype, int ndim, const in
     p->nsteps = n;
     p->refs_ = 1;
     p->states_explored = c->expanded;
-    p->search_truncated = truncated;
+    p->search_truncated = truncated || complete_over;
     memcpy(p->states_, src, sizeof(lt_placement) * (size_t)c->M);
     lt_placement prev[LT_MESH_MAX_DIMS], nx[LT_MESH_MAX_DIMS];
     memcpy(prev, c->src, sizeof prev);
-    size_t *recv = malloc(sizeof(size_t) * (size_t)c->W);
+    size_t *recv = lt__malloc(sizeof(size_t) * (size_t)c->W);
     for (int s = 0; s < n && !st; s++) {
         decode(c, path[s], nx);
         int i = -1;
@@ -560,13 +570,13 @@ lt_status lt__plan_build(const lt_mesh *mesh, lt_dtype dtype, int ndim, const in
         }
         memcpy(prev, nx, sizeof prev);
     }
-    free(recv);
-    free(path);
+    lt__free(recv);
+    lt__free(path);
     ctx_free(c);
     if (st) {
-        free(p->states_);
-        free(p->steps);
-        free(p);
+        lt__free(p->states_);
+        lt__free(p->steps);
+        lt__free(p);
         return st;
     }
     *out = p;

@@ -10,6 +10,7 @@
  * normalized lists. When the table is full it is emptied (plans still held by
  * callers stay valid).
  */
+#include "kernels/alloc.h"
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -51,9 +52,11 @@ lt_plan *lt_plan_ref(lt_plan *p) {
 void lt_plan_free(lt_plan *p) {
     if (!p) return;
     if (__atomic_sub_fetch(&p->refs_, 1, __ATOMIC_ACQ_REL) != 0) return;
-    free(p->steps);
-    free(p->states_);
-    free(p);
+    lt__free(p->steps);
+    lt__free(p->states_);
+    lt__free(p->moves_);
+    lt__free(p->perms_);
+    lt__free(p);
 }
 
 /* ---- cache --------------------------------------------------------------------- */
@@ -126,7 +129,7 @@ static void cache_clear_locked(void) {
         while (e) {
             centry *nx = e->next;
             lt_plan_free(e->plan);
-            free(e);
+            lt__free(e);
             e = nx;
         }
         buckets[b] = NULL;
@@ -167,14 +170,14 @@ static lt_plan *cache_find(uint64_t h, const lt_mesh *mesh, lt_dtype dtype, int 
 
 /* Stores p (takes a new reference) unless an equal key is present. */
 static void cache_put(uint64_t h, lt_plan *p) {
-    centry *e = malloc(sizeof *e);
+    centry *e = lt__malloc(sizeof *e);
     if (!e) return;   /* a cache that cannot grow is only slower */
     pthread_mutex_lock(&cache_mu);
     for (centry *x = buckets[h % NBUCKETS]; x; x = x->next)
         if (x->hash == h && key_equal(x->plan, &p->mesh, p->dtype, p->ndim, p->shape, p->src, p->dst,
                                       p->planner)) {
             pthread_mutex_unlock(&cache_mu);
-            free(e);
+            lt__free(e);
             return;
         }
     if (n_entries >= MAX_ENTRIES) cache_clear_locked();
@@ -225,7 +228,7 @@ static lt_status reject(const lt_mesh *mesh, lt_dtype dtype, const lt_placement 
         lt_placement_format(a, fa, sizeof fa);
         lt_placement_format(b, fb, sizeof fb);
         if (lt_placement_is_shard_like(a))
-            return lt__err(LT_UNSUPPORTED, "mesh dim %d: %s -> %s is not supported: a sharded dim cannot become Partial (SEMANTICS 7: redistribute from %s to %s not supported yet)",
+            return lt__err(LT_UNSUPPORTED, "mesh dim %d: %s -> %s is not supported: a sharded dim cannot become Partial (docs/SEMANTICS.md §7: redistribute from %s to %s not supported yet)",
                            i, fa, fb, fa, fb);
         if (a->kind == LT_PL_PARTIAL && a->op != b->op)
             return lt__err(LT_UNSUPPORTED, "mesh dim %d: %s -> %s is not supported: redistribution from one partial type to another is unsupported",
@@ -330,8 +333,7 @@ int lt_plan_format(const lt_plan *p, char *buf, size_t n) {
         lt_placement_format(&ps->to, t, sizeof t);
         mesh_dim_str(&p->mesh, ps->mesh_dim, md, sizeof md);
         int l1 = (int)strlen(md), l2 = snprintf(tr, sizeof tr, "%s -> %s", f, t);
-        int l3 = ps->comm ? (int)strlen(ps->collective) + (ps->local_op[0] ? 3 + (int)strlen(ps->local_op) : 0)
-                          : 7 + (int)strlen(ps->local_op);
+        int l3 = (int)strlen(lt_plan_step_action(ps, co, sizeof co));
         if (l1 > wmd) wmd = l1;
         if (l2 > wtr) wtr = l2;
         if (l3 > wco) wco = l3;
@@ -345,9 +347,7 @@ int lt_plan_format(const lt_plan *p, char *buf, size_t n) {
         lt_placement_format(&ps->to, t, sizeof t);
         mesh_dim_str(&p->mesh, ps->mesh_dim, md, sizeof md);
         snprintf(tr, sizeof tr, "%s -> %s", f, t);
-        if (ps->comm && ps->local_op[0]) snprintf(co, sizeof co, "%s + %s", ps->collective, ps->local_op);
-        else if (ps->comm) snprintf(co, sizeof co, "%s", ps->collective);
-        else snprintf(co, sizeof co, "none (%s)", ps->local_op);
+        lt_plan_step_action(ps, co, sizeof co);
         lt_placements_format(ps->after, p->mesh.ndim, after, sizeof after);
         sb_printf(&b, "  %4d  %-*s  %-*s  %-*s  %12zu  %12zu  %s\n", s + 1, wmd, md, wtr, tr, wco, co,
                   ps->bytes_per_rank, ps->bytes_total, after);
@@ -359,12 +359,12 @@ int lt_plan_format(const lt_plan *p, char *buf, size_t n) {
 
 void lt_plan_print(const lt_plan *p, FILE *f) {
     int n = lt_plan_format(p, NULL, 0);
-    char *buf = malloc((size_t)n + 1);
+    char *buf = lt__malloc((size_t)n + 1);
     if (!buf) {
         fputs("(out of memory formatting the plan)\n", f);
         return;
     }
     lt_plan_format(p, buf, (size_t)n + 1);
     fputs(buf, f);
-    free(buf);
+    lt__free(buf);
 }

@@ -2,7 +2,7 @@
  *
  * Every initialiser is a function of (global linear index) only, so a rank
  * fills its shard from its global index sets and holds exactly the values the
- * unsharded tensor holds there, for any mesh and placements (SEMANTICS 11.4).
+ * unsharded tensor holds there, for any mesh and placements (docs/SEMANTICS.md §11.4).
  * Random values come from Philox4x32-10 keyed by (seed, global index).
  */
 #ifndef LT_RANDOM_H

@@ -8,11 +8,14 @@
  * the verifier's direct reshard of the source, so a wrong step is named the
  * moment it produces a wrong state.
  */
+#include "kernels/alloc.h"
+#include "kernels/memlimit.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "localtensor/layout.h"
+#include "localtensor/plan_impl.h"
 #include "localtensor/redistribute.h"
 
 /* ---- local steps ---------------------------------------------------------------- */
@@ -29,14 +32,31 @@ static lt_status slice_piece(const lt_tensor *t, int d, const lt_split_rule *rul
     return st;
 }
 
+/* *out = a new list of n positions (caller frees); the byte count is
+ * checked since n is a tensor dim. */
+static lt_status positions_new(int64_t n, int64_t **out) {
+    int64_t bytes;
+    *out = NULL;
+    if (n < 0 || lt__mul_i64(n > 0 ? n : 1, (int64_t)sizeof(int64_t), &bytes) || (uint64_t)bytes > SIZE_MAX / 2)
+        return lt__err(LT_OVERFLOW, "a position list of %lld entries does not fit in the address space", (long long)n);
+    *out = lt__malloc((size_t)bytes);
+    return *out ? LT_OK : lt__err(LT_NOMEM, "out of memory for a position list of %lld entries", (long long)n);
+}
+
 /* Member c's strided pick of t along d (SS(d, sf) over m members). */
 static lt_status strided_pick(const lt_tensor *t, int d, int sf, int m, int c, lt_tensor **out) {
     int64_t n = t->shape[d];
-    int64_t *pos = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-    if (!pos) return lt__err(LT_NOMEM, "out of memory");
+    if (lt_numel(t) == 0) { /* nothing to pick: only the size changes (another dim may be huge) */
+        int64_t shape[LT_MAX_DIMS];
+        memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+        shape[d] = lt_split_strided_positions(n, sf, m, c, NULL);
+        return lt_tensor_new(t->dtype, t->ndim, shape, out);
+    }
+    int64_t *pos;   /* (n) */
+    LT_TRY(positions_new(n, &pos));
     int64_t k = lt_split_strided_positions(n, sf, m, c, pos);
     lt_status st = lt_index_select(t, d, pos, k, out);
-    free(pos);
+    lt__free(pos);
     return st;
 }
 
@@ -45,14 +65,12 @@ static lt_status strided_pick(const lt_tensor *t, int d, int sf, int m, int c, l
  * 1's, ...; perm[parent position] = gathered position. *perm is new
  * (caller frees). It depends on (n, sf, m) only, so one serves a group. */
 static lt_status unstride_perm(int64_t n, int d, int sf, int m, int64_t **perm) {
-    size_t cnt = (size_t)(n ? n : 1);
-    int64_t *pos = malloc(sizeof(int64_t) * cnt);
-    *perm = malloc(sizeof(int64_t) * cnt);
-    if (!pos || !*perm) {
-        free(pos);
-        free(*perm);
-        *perm = NULL;
-        return lt__err(LT_NOMEM, "out of memory");
+    int64_t *pos;   /* (n) */
+    LT_TRY(positions_new(n, &pos));
+    lt_status st = positions_new(n, perm);
+    if (st) {
+        lt__free(pos);
+        return st;
     }
     int64_t q = 0;
     for (int c = 0; c < m; c++) {
@@ -60,9 +78,9 @@ static lt_status unstride_perm(int64_t n, int d, int sf, int m, int64_t **perm) 
         for (int64_t j = 0; j < k; j++) (*perm)[pos[j]] = q + j;   /* parent position -> gathered */
         q += k;
     }
-    free(pos);
+    lt__free(pos);
     if (q == n) return LT_OK;
-    free(*perm);
+    lt__free(*perm);
     *perm = NULL;
     return lt__err(LT_SHAPE, "strided gather: %lld elements gathered along dim %d, the picks cover %lld",
                    (long long)n, d, (long long)q);
@@ -86,6 +104,7 @@ static lt_status partition(const lt_tensor *t, const lt_mesh *mesh, int i, lt_re
 
 static lt_status run_step(lt_comm *comm, const lt_mesh *mesh, const lt_placement *before,
                           const lt_plan_step *ps, lt_tensor *const *in, lt_tensor **out) {
+    if (ps->move_) return lt__move_run(comm, mesh, before, ps, in, out);   /* a min-cost step */
     int i = ps->mesh_dim, m = mesh->shape[i], W = mesh->world;
     const lt_placement *a = &ps->from, *b = &ps->to;
     lt__step_kind k = lt__step_kind_of(mesh, before, i, b);
@@ -100,22 +119,26 @@ static lt_status run_step(lt_comm *comm, const lt_mesh *mesh, const lt_placement
     case LT__STEP_ALL_TO_ALL:
         return lt_all_to_all(comm, i, in, b->dim, a->dim, &b->rule, out);
     case LT__STEP_GATHER_STRIDED: {
-        lt_tensor **g = calloc((size_t)W, sizeof *g);
+        lt_tensor **g = lt__calloc((size_t)W, sizeof *g);
         if (!g) return lt__err(LT_NOMEM, "out of memory");
         st = lt_all_gather(comm, i, in, a->dim, g);
         int64_t *perm = NULL, pn = -1;   /* (pn) */
         for (int r = 0; r < W && !st; r++) {
             int64_t n = g[r]->shape[a->dim];
+            if (lt_numel(g[r]) == 0) { /* no order to undo (another dim may be huge) */
+                st = lt_clone(g[r], &out[r]);
+                continue;
+            }
             if (n != pn) {
-                free(perm);
+                lt__free(perm);
                 st = unstride_perm(n, a->dim, a->split_factor, m, &perm);
                 pn = n;
             }
             if (!st) st = lt_index_select(g[r], a->dim, perm, n, &out[r]);
         }
-        free(perm);
+        lt__free(perm);
         for (int r = 0; r < W; r++) lt_tensor_free(g[r]);
-        free(g);
+        lt__free(g);
         break;
     }
     case LT__STEP_SLICE:
@@ -140,16 +163,95 @@ static lt_status run_step(lt_comm *comm, const lt_mesh *mesh, const lt_placement
     return st;
 }
 
+/* ---- memory estimate --------------------------------------------------------------- */
+
+/* Bytes of the verifier's index lists for layout pl: every rank's list of
+ * every sharded dim (none for a tensor without elements). */
+static lt_status list_bytes(const lt_plan *p, const lt_placement *pl, uint64_t *out) {
+    int sharded[LT_MAX_DIMS] = {0}, empty = 0;
+    *out = 0;
+    for (int i = 0; i < p->mesh.ndim; i++)
+        if (lt_placement_is_shard_like(&pl[i])) sharded[pl[i].dim] = 1;
+    for (int d = 0; d < p->ndim; d++) empty |= p->shape[d] == 0;
+    if (empty) return LT_OK;
+    for (int r = 0; r < p->mesh.world; r++) {
+        int64_t ls[LT_MAX_DIMS];
+        LT_TRY(lt_local_shape_and_offset(&p->mesh, p->ndim, p->shape, pl, r, ls, NULL));
+        for (int d = 0; d < p->ndim; d++)
+            if (sharded[d]) *out = lt__add_sat(*out, (uint64_t)ls[d] * sizeof(int64_t));
+    }
+    return LT_OK;
+}
+
+/* What lt_verify_reshard allocates to check a state of `state_bytes` in
+ * layout pl: the direct reshard (as big as the state), the logical tensor
+ * and one contribution to it, and the index lists of both layouts. */
+static lt_status verify_bytes(const lt_plan *p, const lt_placement *pl, uint64_t state_bytes, uint64_t *out) {
+    int64_t numel;
+    uint64_t ls, ld;
+    size_t es = lt_dtype_size(p->dtype);
+    LT_TRY(lt__numel_checked(p->ndim, p->shape, es, &numel));
+    LT_TRY(list_bytes(p, p->src, &ls));
+    LT_TRY(list_bytes(p, pl, &ld));
+    uint64_t full = (uint64_t)numel * es;   /* fits: numel_checked bounds bytes */
+    *out = lt__add_sat(lt__add_sat(state_bytes, 2 * full), lt__add_sat(ls, ld));
+    return LT_OK;
+}
+
+lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, int *step) {
+    const lt_mesh *mesh = &plan->mesh;
+    size_t es = lt_dtype_size(plan->dtype);
+    uint64_t prev, peak = 0, v;
+    *bytes = 0;
+    *step = -1;
+    LT_TRY(lt_layout_total_bytes(mesh, plan->ndim, plan->shape, plan->src, es, &prev));
+    if (plan->nsteps == 0) { /* the result views the source; only verification allocates */
+        if (verify) LT_TRY(verify_bytes(plan, plan->dst, prev, &peak));
+        *bytes = peak;
+        return LT_OK;
+    }
+    for (int s = 0; s < plan->nsteps; s++) {
+        const lt_plan_step *ps = &plan->steps[s];
+        const lt_placement *before = plan->states_ + (size_t)s * (size_t)mesh->ndim;
+        uint64_t next;
+        LT_TRY(lt_layout_total_bytes(mesh, plan->ndim, plan->shape, ps->after, es, &next));
+        /* running: the previous step's output (the source itself for step 1) and
+         * this one's, plus the all_gather result a strided gather reorders */
+        uint64_t run = lt__add_sat(s > 0 ? prev : 0, next);
+        if (lt__step_kind_of(mesh, before, ps->mesh_dim, &ps->to) == LT__STEP_GATHER_STRIDED) run = lt__add_sat(run, next);
+        /* verifying: the previous output is freed; this one and the checker's */
+        if (verify) {
+            LT_TRY(verify_bytes(plan, ps->after, next, &v));
+            v = lt__add_sat(v, next);
+            if (v > run) run = v;
+        }
+        if (run > peak) {
+            peak = run;
+            *step = s;
+        }
+        prev = next;
+    }
+    *bytes = peak;
+    return LT_OK;
+}
+
+lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source) {
+    uint64_t need, src = 0;
+    int step;
+    LT_TRY(lt__plan_peak_bytes(plan, verify, &need, &step));
+    if (with_source)
+        LT_TRY(lt_layout_total_bytes(&plan->mesh, plan->ndim, plan->shape, plan->src, lt_dtype_size(plan->dtype), &src));
+    char what[160], at[96];
+    if (step < 0) snprintf(at, sizeof at, "%s", verify ? "its verification" : "nothing else");
+    else snprintf(at, sizeof at, "step %d%s", step + 1, verify ? " with its verification" : "");
+    if (with_source) snprintf(what, sizeof what, "this redistribute (its source, then %s)", at);
+    else snprintf(what, sizeof what, "this redistribute (%s)", at);
+    return lt_check_memory(lt__add_sat(need, src), plan->mesh.world, what);
+}
+
 /* ---- redistribute ------------------------------------------------------------------- */
 
-static void step_str(const lt_plan *p, int s, char *buf, size_t n) {
-    const lt_plan_step *ps = &p->steps[s];
-    char f[128], t[128];
-    lt_placement_format(&ps->from, f, sizeof f);
-    lt_placement_format(&ps->to, t, sizeof t);
-    snprintf(buf, n, "step %d of %d (mesh dim %d: %s -> %s, %s%s%s)", s + 1, p->nsteps, ps->mesh_dim, f, t,
-             ps->comm ? ps->collective : "local ", ps->comm && ps->local_op[0] ? " + " : "", ps->local_op);
-}
+static void step_str(const lt_plan *p, int s, char *buf, size_t n) { lt_plan_step_str(p, s, buf, n); }
 
 static void run_ctx(const lt_redistribute_opts *o, const lt_plan *p, char *buf, size_t n) {
     char a[512], b[512];
@@ -201,15 +303,9 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     const lt_dtensor *cur = dt;
     lt_dtensor *owned = NULL;
     int M = mesh->ndim;
-    /* every step holds its input and its output at once */
-    uint64_t prev = 0, next = 0;
-    size_t es = lt_dtype_size(dt->dtype);
-    if (!st) st = lt_layout_total_bytes(mesh, dt->ndim, dt->shape, dt->placements, es, &prev);
-    for (int s = 0; s < plan->nsteps && !st; s++) {
-        st = lt_layout_total_bytes(mesh, dt->ndim, dt->shape, plan->steps[s].after, es, &next);
-        if (!st) st = lt_check_memory(prev + next, mesh->world, "a step of this redistribute");
-        prev = next;
-    }
+    /* refuse up front what cannot fit: every copy the steps and the
+     * verification hold at once (the source exists already) */
+    if (!st) st = lt__plan_check_memory(plan, verify, 0);
     if (st) {
         run_ctx(opts, plan, ctx, sizeof ctx);
         st = lt__err_ctx(st, "%s", ctx);

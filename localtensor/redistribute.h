@@ -1,7 +1,7 @@
 /* localtensor/redistribute.h — redistribute: planner, executor, verifier.
  *
  * A redistribute turns a DTensor with source placements into the same
- * logical tensor with destination placements (SEMANTICS 7). It is done in
+ * logical tensor with destination placements (docs/SEMANTICS.md §7). It is done in
  * three parts:
  *
  *   planner   a plan is a list of steps; each step changes the placement of
@@ -35,9 +35,9 @@
  * Everything else (S(d,r1)->S(d,r2), S<->SS, SS->SS', P->SS) is routed
  * through several steps. Mesh dims of size 1 never get a step: their
  * placement changes for free, even where the change would be rejected on a
- * larger mesh dim (SEMANTICS 7, test_one_chunk_mesh).
+ * larger mesh dim (docs/SEMANTICS.md §7, test_one_chunk_mesh).
  *
- * ---- Rejections (SEMANTICS 7) ---------------------------------------------
+ * ---- Rejections (docs/SEMANTICS.md §7) ------------------------------------
  * On a mesh dim of size > 1: S/SS -> P, P(a) -> P(b) with a != b, R ->
  * P(product), and R -> P(sum) of an integer dtype (partitioning would
  * truncate). P(op) -> P(op) is kept as is (no step, per-rank values kept).
@@ -69,7 +69,7 @@
  * to last. A transition that is not one legal step goes X -> R -> Y when
  * both halves are legal, else takes the cheapest route (to the destination
  * itself when the transition's target is not a valid state). Greedy issues
- * PyTorch's collective counts on the SEMANTICS 7 pairs; min-cost may issue
+ * PyTorch's collective counts on the docs/SEMANTICS.md §7 pairs; min-cost may issue
  * more collectives to move fewer bytes (e.g. by parking a shard on a third
  * tensor dim), and never moves more bytes than greedy.
  */
@@ -158,6 +158,8 @@ typedef struct lt_plan_step {
     size_t bytes_total;           /* summed over ranks (= trace total_bytes_recv) */
     const lt_placement *after;    /* (mesh ndim) the full placement list after the step;
                                    * points into the plan */
+    const struct lt__move *move_; /* private: how a min-cost step runs (points into the
+                                   * plan); NULL for a step of the rule table below */
 } lt_plan_step;
 
 /* An immutable, reference-counted plan. Plans may come from the cache and be
@@ -180,6 +182,8 @@ typedef struct lt_plan {
     /* private */
     int refs_;
     lt_placement *states_;                       /* (nsteps + 1, mesh ndim) */
+    struct lt__move *moves_;                     /* min-cost: (nsteps) */
+    int *perms_;                                 /* min-cost: permutations of permute steps */
 } lt_plan;
 
 /* Plans the redistribute of a tensor of global shape `shape` (ndim dims,
@@ -203,10 +207,23 @@ void lt_plan_free(lt_plan *p);
 /* A new reference to p. */
 lt_plan *lt_plan_ref(lt_plan *p);
 
+/* What step s does, as every table and message names it (into buf, always
+ * NUL-terminated; returns buf): its collective, plus the local work after it
+ * ("all_gather", "all_gather + index_select"); a step without communication
+ * is "local " and its work ("local slice", "local strided_slice", "local
+ * partition"). */
+const char *lt_plan_step_action(const lt_plan_step *s, char *buf, size_t n);
+/* "step 2 of 3 (mesh dim 0: S(0) -> R, all_gather)": step i of p (0-based
+ * index, numbered from 1 as in the table); an index outside the plan (the
+ * verifier's -1) reads "the source (before step 1)". Returns buf. */
+char *lt_plan_step_str(const lt_plan *p, int i, char *buf, size_t n);
+
 /* Writes the plan as an aligned text table into buf (always NUL-terminated
- * when n > 0): one row per step with mesh dim, from -> to, collective, bytes
- * per rank, total bytes and the placements after the step, then totals.
- * Returns the length it wanted (snprintf style). */
+ * when n > 0): one row per step (numbered from 1) with mesh dim, from -> to,
+ * collective (lt_plan_step_action), bytes/rank (the most bytes any one rank
+ * receives from other ranks in that step), bytes total (summed over all
+ * ranks) and the placements after the step, then totals. Returns the length
+ * it wanted (snprintf style). */
 int lt_plan_format(const lt_plan *p, char *buf, size_t n);
 /* The same table to f. */
 void lt_plan_print(const lt_plan *p, FILE *f);
@@ -243,12 +260,12 @@ lt_status lt_full_tensor(const lt_dtensor *dt, lt_tensor **out);
 
 /* ---- verifier ---------------------------------------------------------------- */
 
-/* The direct reshard of SEMANTICS 7 ("Semantic definition"), from global
+/* The direct reshard of docs/SEMANTICS.md §7 ("Semantic definition"), from global
  * index sets only: K = mesh dims whose source and destination are the same
  * Partial; for every coordinate on K the slice's logical tensor is rebuilt
  * from its ranks (replicas must agree within dtype tolerance, other Partial
  * dims are reduced), then re-distributed with the destination placements of
- * the non-K dims (Replicate -> Partial partitions as in SEMANTICS 5); K dims
+ * the non-K dims (Replicate -> Partial partitions as in docs/SEMANTICS.md §5); K dims
  * keep their per-rank values. *out is a new DTensor. Errors: bad placements
  * (LT_INVALID); LT_MISMATCH when the source's replicas disagree (message
  * names the ranks and index; rep, if not NULL, gets step -1). */
@@ -291,6 +308,19 @@ lt__step_kind lt__step_kind_of(const lt_mesh *mesh, const lt_placement *cur, int
 int lt__step_kind_comm(lt__step_kind k);
 lt_coll lt__step_kind_coll(lt__step_kind k);
 const char *lt__step_kind_local(lt__step_kind k);
+
+/* The most bytes lt_redistribute allocates at once while running `plan`
+ * (with verification when `verify`), on top of the source's shards: a
+ * step's output and its input (from step 2 on), a strided gather's
+ * temporary, and the verifier's direct reshard, logical tensors and index
+ * lists. *step: the plan step (0-based) of that peak, -1 for a plan without
+ * steps. Saturates at UINT64_MAX. Errors: the layout errors of the plan's
+ * states (none for a plan lt_plan_redistribute returned). */
+lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, int *step);
+/* LT_NOMEM with the message of lt_check_memory (naming the peak step) when
+ * that peak, plus the source's shards when with_source (a caller that has
+ * not built the source yet), does not fit in memory; LT_OK otherwise. */
+lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source);
 
 /* Per-rank local shapes of placement list pl (checked, normalized) into
  * shapes[world * ndim], without index lists. Returns 0, or -1 when the layout

@@ -11,6 +11,7 @@
  * placement, same uneven rule, same nesting, on corresponding dims). The
  * reshape family lives in ops_rules_view.c.
  */
+#include "kernels/alloc.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,7 +137,7 @@ lt_status lt__dim_indices(const lt_mesh *mesh, int64_t n, const lt_placement *pl
     *len = 0;
     LT_TRY(lt_layout_rank(mesh, 1, &n, p, rank, &l));
     int64_t m = l.local_shape[0];
-    int64_t *v = malloc(sizeof(int64_t) * (size_t)(m > 0 ? m : 1)); /* (m) */
+    int64_t *v = lt__malloc(sizeof(int64_t) * (size_t)(m > 0 ? m : 1)); /* (m) */
     if (!v) {
         lt_rank_layout_free(&l);
         return lt__err(LT_NOMEM, "out of memory");
@@ -172,6 +173,16 @@ static const partial_rule *prule(const lt__rule_io *io) {
 
 static void copy_shape(int64_t *dst, const int64_t *src, int n) {
     if (n > 0) memcpy(dst, src, sizeof(int64_t) * (size_t)n);
+}
+
+/* A dim as torch wraps it: a 0-d tensor takes 0 and -1 (it counts as one
+ * dim there), anything else must be in -n..n-1. */
+static lt_status wrap_dim(const char *name, int dim, int n, int *out) {
+    if (n > 0) return lt__norm_dim(name, dim, n, out);
+    if (dim != 0 && dim != -1)
+        return lt__err(LT_INVALID, "%s: dim %d is out of range for a 0-d tensor (only 0 and -1 are)", name, dim);
+    *out = 0;
+    return LT_OK;
 }
 
 static lt_status need_same_dtype(const lt__rule_io *io, int a, int b) {
@@ -394,16 +405,16 @@ static lt_status rule_reduce(lt__rule_io *io) {
     const char *name = lt_op_name(io->op);
     const lt_op_args *a = io->args;
     int n = io->ndim[0], red[LT_MAX_DIMS] = {0};
-    if (a->ndims < 0 || a->ndims > n)
+    if (a->ndims < 0 || a->ndims > (n > 0 ? n : 1))
         return lt__err(LT_INVALID, "%s: %d dims given for a %d-d tensor", name, a->ndims, n);
     for (int j = 0; j < a->ndims; j++) {
         int d;
-        LT_TRY(lt__norm_dim(name, a->dims[j], n, &d));
+        LT_TRY(wrap_dim(name, a->dims[j], n, &d));
         if (red[d]) return lt__err(LT_INVALID, "%s: dim %d is listed twice", name, a->dims[j]);
         red[d] = 1;
         io->kdims[j] = d;
     }
-    io->nkdims = a->ndims;
+    io->nkdims = n > 0 ? a->ndims : 0; /* 0-d: dim 0 / -1 is the whole (one-element) tensor */
     if (a->ndims == 0)
         for (int d = 0; d < n; d++) red[d] = 1;
     int map[LT_MAX_DIMS], o = 0;
@@ -458,16 +469,44 @@ static lt_status rule_softmax(lt__rule_io *io) {
 
 /* ---- transpose, permute, unsqueeze, squeeze ---------------------------------------------------- */
 
+/* squeeze (torch.squeeze): the size-1 dims among those named go — `dim`
+ * when dim_set, else `dims` when ndims > 0, else every dim. Sizes are the
+ * GLOBAL ones: a rank whose shard of a size-3 dim holds 1 row (or none)
+ * keeps that dim. Fills drop[n]; the dropped dims, ascending, go to kdims. */
+static lt_status squeeze_dims(lt__rule_io *io, int *drop) {
+    const char *name = lt_op_name(io->op);
+    const lt_op_args *a = io->args;
+    int n = io->ndim[0], named[LT_MAX_DIMS] = {0}, d;
+    if (a->dim_set && a->ndims > 0) return lt__err(LT_INVALID, "%s: give dim or dims, not both", name);
+    if (a->ndims < 0 || a->ndims > (n > 0 ? n : 1))
+        return lt__err(LT_INVALID, "%s: %d dims given for a %d-d tensor", name, a->ndims, n);
+    if (a->dim_set) {
+        LT_TRY(wrap_dim(name, a->dim, n, &d));
+        named[d] = 1;
+    }
+    for (int j = 0; j < a->ndims; j++) {
+        LT_TRY(wrap_dim(name, a->dims[j], n, &d));
+        if (named[d]) return lt__err(LT_INVALID, "%s: dim %d is listed twice", name, a->dims[j]);
+        named[d] = 1;
+    }
+    io->nkdims = 0;
+    for (d = 0; d < n; d++) {
+        drop[d] = (named[d] || (!a->dim_set && a->ndims == 0)) && io->shape[0][d] == 1;
+        if (drop[d]) io->kdims[io->nkdims++] = d;
+    }
+    return LT_OK;
+}
+
 static lt_status rule_permute(lt__rule_io *io) {
     const char *name = lt_op_name(io->op);
     const lt_op_args *a = io->args;
-    int n = io->ndim[0], map[LT_MAX_DIMS], on = n, drop = -1; /* map: input dim -> output dim */
+    int n = io->ndim[0], map[LT_MAX_DIMS], on = n, drop[LT_MAX_DIMS] = {0}; /* map: input dim -> output dim */
     for (int d = 0; d < n; d++) map[d] = d;
-    if (io->op == LT_OP_TRANSPOSE) {
+    if (io->op == LT_OP_TRANSPOSE) { /* a 0-d tensor: transpose(0, -1) is itself */
         int d0, d1;
-        LT_TRY(lt__norm_dim(name, a->dim, n, &d0));
-        LT_TRY(lt__norm_dim(name, a->dim2, n, &d1));
-        map[d0] = d1, map[d1] = d0;
+        LT_TRY(wrap_dim(name, a->dim, n, &d0));
+        LT_TRY(wrap_dim(name, a->dim2, n, &d1));
+        if (n > 0) map[d0] = d1, map[d1] = d0;
         io->kdim = d0, io->kdim2 = d1;
     } else if (io->op == LT_OP_PERMUTE) {
         int seen[LT_MAX_DIMS] = {0};
@@ -488,27 +527,20 @@ static lt_status rule_permute(lt__rule_io *io) {
         for (int j = 0; j < n; j++) map[j] = j < d ? j : j + 1;
         on = n + 1;
         io->kdim = d;
-    } else { /* squeeze: a no-op unless the dim has size 1 (torch.squeeze(dim)) */
-        int d;
-        LT_TRY(lt__norm_dim(name, a->dim, n, &d));
-        io->kdim = d;
-        if (io->shape[0][d] == 1) {
-            drop = d;
-            for (int j = 0; j < n; j++) map[j] = j < d ? j : j - 1;
-            on = n - 1;
-        } else {
-            io->kdim = -1;
-        }
+    } else {
+        LT_TRY(squeeze_dims(io, drop));
+        on = 0;
+        for (int d = 0; d < n; d++) map[d] = drop[d] ? -1 : on++;
     }
     io->out_ndim = on;
     for (int d = 0; d < n; d++)
-        if (d != drop) io->out_shape[0][map[d]] = io->shape[0][d];
-    if (drop < 0 && io->op == LT_OP_UNSQUEEZE) io->out_shape[0][io->kdim] = 1;
+        if (!drop[d]) io->out_shape[0][map[d]] = io->shape[0][d];
+    if (io->op == LT_OP_UNSQUEEZE) io->out_shape[0][io->kdim] = 1;
     io->out_dtype = io->dtype[0];
     for (int i = 0; i < io->mesh->ndim; i++) {
         const lt_placement *p = &io->pl[0][i];
         if (!lt__pl_is_shard(p)) io->out[i] = *p;
-        else if (p->dim == drop) lt__rule_force_replicate(io, i);
+        else if (drop[p->dim]) lt__rule_force_replicate(io, i); /* a shard of a dropped size-1 dim */
         else io->out[i] = lt__pl_with_dim(p, map[p->dim]);
     }
     return LT_OK;
@@ -534,7 +566,7 @@ static lt_status rule_cat(lt__rule_io *io) {
                            name, k, lt_shape_str(io->ndim[k], io->shape[k], s1, sizeof s1),
                            lt_shape_str(n, io->shape[0], s2, sizeof s2), d);
         }
-        io->out_shape[0][d] += io->shape[k][d];
+        if (lt__add_i64(io->out_shape[0][d], io->shape[k][d], &io->out_shape[0][d])) return lt__err(LT_OVERFLOW, "%s: the size of dim %d overflows 64 bits", name, d);
     }
     io->out_ndim = n;
     io->out_dtype = io->dtype[0];

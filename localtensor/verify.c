@@ -1,5 +1,5 @@
 /* localtensor/verify.c — the redistribute verifier: a direct reshard from
- * global index sets (SEMANTICS 7, "Semantic definition").
+ * global index sets (docs/SEMANTICS.md §7, "Semantic definition").
  *
  * This file never calls the planner or the collectives: it rebuilds each
  * slice's logical tensor by scattering shards by their layout index sets
@@ -7,6 +7,7 @@
  * kernels/ math, and cuts the destination shards out of it again. That makes
  * it an independent reference for every plan the executor runs.
  */
+#include "kernels/alloc.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,12 +68,12 @@ static lt_status element_mismatch(lt_verify_report *rep, int step, const char *w
 static void free_layouts(lt_rank_layout *ls, int n) {
     if (!ls) return;
     for (int r = 0; r < n; r++) lt_rank_layout_free(&ls[r]);
-    free(ls);
+    lt__free(ls);
 }
 
 static lt_status layouts(const lt_mesh *mesh, int ndim, const int64_t *shape, const lt_placement *pl,
                          lt_rank_layout **out) {
-    lt_rank_layout *ls = calloc((size_t)mesh->world, sizeof *ls);
+    lt_rank_layout *ls = lt__calloc((size_t)mesh->world, sizeof *ls);
     if (!ls) return lt__err(LT_NOMEM, "out of memory");
     for (int r = 0; r < mesh->world; r++) {
         lt_status st = lt_layout_rank(mesh, ndim, shape, pl, r, &ls[r]);
@@ -85,6 +86,24 @@ static lt_status layouts(const lt_mesh *mesh, int ndim, const int64_t *shape, co
     return LT_OK;
 }
 
+/* The reshard of a tensor without elements: every rank holds an empty shard
+ * of its destination local shape (no index lists: another dim may be huge). */
+static lt_status reshard_empty(const lt_dtensor *src, const lt_placement *d, lt_dtensor **out) {
+    const lt_mesh *mesh = lt_dtensor_mesh(src);
+    lt_local *local;
+    LT_TRY(lt_local_new(mesh, &local));
+    for (int r = 0; r < mesh->world; r++) {
+        int64_t ls[LT_MAX_DIMS];
+        lt_status st = lt_local_shape_and_offset(mesh, src->ndim, src->shape, d, r, ls, NULL);
+        if (!st) st = lt_tensor_new(src->dtype, src->ndim, ls, &local->shards[r]);
+        if (st) {
+            lt_local_free(local);
+            return st;
+        }
+    }
+    return lt__dtensor_wrap(local, src->dtype, src->ndim, src->shape, d, out);
+}
+
 lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int np,
                             lt_dtensor **out, lt_verify_report *rep) {
     const lt_mesh *mesh = lt_dtensor_mesh(src);
@@ -94,6 +113,8 @@ lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int 
     *out = NULL;
     LT_TRY(lt_placements_check(mesh, ndim, dst, np, d));
     LT_TRY(lt_layout_check(mesh, ndim, src->shape, d));
+    for (int i = 0; i < ndim; i++)
+        if (src->shape[i] == 0) return reshard_empty(src, d, out);
 
     /* K: kept partials; NP: the source's other Partial dims (reduced) */
     int kept[LT_MESH_MAX_DIMS], red[LT_MESH_MAX_DIMS];
@@ -111,7 +132,7 @@ lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int 
     lt_dtype_default_tol(src->dtype, &rtol, &atol);
 
     /* bucket ranks by (kept coords, reduced coords) */
-    int *kid = malloc(sizeof(int) * (size_t)W * 3), *order = NULL, *start = NULL;
+    int *kid = lt__malloc(sizeof(int) * (size_t)W * 3), *order = NULL, *start = NULL;
     lt_rank_layout *sl = NULL, *dl = NULL;
     lt_local *local = NULL;
     lt_tensor *logical = NULL, *contrib = NULL;
@@ -123,8 +144,8 @@ lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int 
     }
     int *rid = kid ? kid + W : NULL, *primary = kid ? kid + 2 * W : NULL;
     if (!st) {
-        order = malloc(sizeof(int) * (size_t)W);
-        start = calloc((size_t)nK * (size_t)nR + 1, sizeof(int));
+        order = lt__malloc(sizeof(int) * (size_t)W);
+        start = lt__calloc((size_t)nK * (size_t)nR + 1, sizeof(int));
         if (!order || !start) st = lt__err(LT_NOMEM, "out of memory");
     }
     if (!st) st = layouts(mesh, ndim, src->shape, sp, &sl);
@@ -146,14 +167,14 @@ lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int 
     }
     for (int b = 0; b < nK * nR; b++) start[b + 1] += start[b];
     {
-        int *fill = malloc(sizeof(int) * (size_t)(nK * nR));
+        int *fill = lt__malloc(sizeof(int) * (size_t)(nK * nR));
         if (!fill) {
             st = lt__err(LT_NOMEM, "out of memory");
             goto done;
         }
         memcpy(fill, start, sizeof(int) * (size_t)(nK * nR));
         for (int r = 0; r < W; r++) order[fill[kid[r] * nR + rid[r]]++] = r;
-        free(fill);
+        lt__free(fill);
     }
 
     for (int k = 0; k < nK && !st; k++) {
@@ -212,9 +233,9 @@ done:
     lt_local_free(local);
     free_layouts(sl, W);
     free_layouts(dl, W);
-    free(kid);
-    free(order);
-    free(start);
+    lt__free(kid);
+    lt__free(order);
+    lt__free(start);
     return st;
 }
 

@@ -32,7 +32,7 @@ static inline const char *fmt_pl(const lt_placement *pl, int n, char *buf, size_
     return buf;
 }
 
-/* SEMANTICS 7: on a mesh dim of size > 1, S/SS -> P and P(a) -> P(b), a != b, raise. */
+/* docs/SEMANTICS.md §7: on a mesh dim of size > 1, S/SS -> P and P(a) -> P(b), a != b, raise. */
 static inline int expect_reject(const lt_mesh *m, const lt_placement *s, const lt_placement *d) {
     for (int i = 0; i < m->ndim; i++) {
         if (m->shape[i] == 1 || d[i].kind != LT_PL_PARTIAL) continue;

@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cJSON.h>
+
 #include "test/testutil.h"
 
 #define CHILD_SECONDS 120
@@ -24,9 +26,12 @@
 static char g_bin[1100];
 static char g_dir[1024];
 
-/* Runs g_bin with args (NULL-terminated); stdout goes to /dev/null, stderr
- * into err[n]. Returns the exit code, or 128 + signal number. */
-static int run(const char *const *args, char *err, size_t n) {
+static char g_out_path[1200];   /* where run_out sends the child's stdout */
+
+/* Runs g_bin with args (NULL-terminated); stdout goes to stdout_path (NULL:
+ * /dev/null), stderr into err[n]. Returns the exit code, or 128 + signal
+ * number. */
+static int run_to(const char *const *args, const char *stdout_path, char *err, size_t n) {
     int fd[2];
     if (pipe(fd)) fail_msg("pipe failed");
     pid_t pid = fork();
@@ -37,7 +42,7 @@ static int run(const char *const *args, char *err, size_t n) {
         argv[k++] = g_bin;
         for (; args[k - 1] && k <= MAX_ARGS; k++) argv[k] = (char *)args[k - 1];
         argv[k] = NULL;
-        int dn = open("/dev/null", O_WRONLY);
+        int dn = stdout_path ? open(stdout_path, O_WRONLY | O_CREAT | O_TRUNC, 0600) : open("/dev/null", O_WRONLY);
         if (dn >= 0) dup2(dn, 1);
         dup2(fd[1], 2);
         close(fd[0]);
@@ -61,6 +66,28 @@ static int run(const char *const *args, char *err, size_t n) {
     if (waitpid(pid, &status, 0) < 0) fail_msg("waitpid failed");
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);
+}
+
+static int run(const char *const *args, char *err, size_t n) { return run_to(args, NULL, err, n); }
+
+/* Runs g_bin with args; *out gets its stdout (caller frees), err[n] its
+ * stderr. Returns the exit code. */
+static int run_out(const char *const *args, char **out, char *err, size_t n) {
+    int rc = run_to(args, g_out_path, err, n);
+    FILE *f = fopen(g_out_path, "rb");
+    if (!f) fail_msg("cannot read %s", g_out_path);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    rewind(f);
+    *out = malloc((size_t)(len > 0 ? len : 0) + 1);
+    if (!*out) fail_msg("out of memory");
+    size_t got = fread(*out, 1, (size_t)(len > 0 ? len : 0), f);
+    (*out)[got] = '\0';
+    fclose(f);
+    remove(g_out_path);
+    if (rc == 127) fail_msg("%s not found or not executable (build it first: make)", g_bin);
+    if (strstr(err, "Sanitizer") || strstr(err, "runtime error")) fail_msg("sanitizer report:\n%s", err);
+    return rc;
 }
 
 typedef struct cli_case {
@@ -132,8 +159,177 @@ static void test_bad_layout_arguments(void **state) {
         {{"redistribute", "--mesh", "2", "--shape", "4", "--from", "S(0,[1,3])", "--to", "S(0,[3,2])", NULL},
          2, "sum to 5"},
         {{"bogus", NULL}, 2, "unknown command 'bogus'"},
+        /* unknown placement names get the closest known one */
+        {{"show", "--mesh", "2", "--shape", "4", "--placements", "Shad(0)", NULL}, 2, "did you mean 'Shard'?"},
+        {{"show", "--mesh", "2", "--shape", "4", "--placements", "_StridedShard(dim=0, sff=2)", NULL}, 2,
+         "did you mean 'sf'?"},
     };
     check_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+/* Placements exactly as PyTorch prints them (str and repr, and a DTensor's
+ * placements tuple) are accepted on the command line. */
+static void test_pytorch_spellings(void **state) {
+    (void)state;
+    static const cli_case cases[] = {
+        {{"show", "--mesh", "2", "--shape", "4", "--placements", "_StridedShard(dim=0, sf=2)", NULL}, 0, NULL},
+        {{"show", "--mesh", "2", "--shape", "4", "--placements", "_S(0, 2)", NULL}, 0, NULL},
+        {{"show", "--mesh", "2x2", "--shape", "4", "--placements", "(Shard(dim=0), Replicate())", NULL}, 0, NULL},
+        {{"show", "--mesh", "2", "--shape", "4", "--placements", "(Partial(sum),)", NULL}, 0, NULL},
+        {{"redistribute", "--mesh", "2x2", "--shape", "5", "--from", "(_StridedShard(dim=0, sf=2), Shard(dim=0))",
+          "--to", "[Replicate(), Replicate()]", NULL}, 0, NULL},
+    };
+    check_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+/* A shape too big for this machine blames --shape, whatever the placements. */
+static void test_shape_blamed(void **state) {
+    (void)state;
+    static char err[1 << 14];
+    const char *pls[] = {"R", "S(0)", "S(0),S(1)"};
+    const char *meshes[] = {"2", "2", "2x2"};
+    for (int i = 0; i < 3; i++) {
+        const char *args[] = {"show", "--mesh", meshes[i], "--shape", "100000,100000,100000", "--placements", pls[i], NULL};
+        int rc = run(args, err, sizeof err);
+        if (rc != 2) fail_msg("exit %d, wanted 2:\n%s", rc, err);
+        if (!strstr(err, "--shape 100000,100000,100000: the tensor has 1000000000000000 elements"))
+            fail_msg("--shape not blamed:\n%s", err);
+        if (strstr(err, "--placements")) fail_msg("--placements blamed:\n%s", err);
+    }
+}
+
+/* --version prints the number tools/localtensor.pc.in carries. */
+static void test_version(void **state) {
+    (void)state;
+    char err[4096], *out;
+    const char *args[] = {"--version", NULL};
+    assert_int_equal(run_out(args, &out, err, sizeof err), 0);
+    FILE *f = fopen("tools/localtensor.pc.in", "r");
+    if (!f) fail_msg("tools/localtensor.pc.in not found (run from the repository root)");
+    char line[256], want[300] = "";
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "Version: ", 9)) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(want, sizeof want, "localtensor %s\n", line + 9);
+        }
+    fclose(f);
+    if (!want[0]) fail_msg("no Version: line in tools/localtensor.pc.in");
+    if (strcmp(out, want)) fail_msg("--version printed '%s', wanted '%s'", out, want);
+    free(out);
+}
+
+/* The help texts define what the tables show. */
+static void test_help_defines_terms(void **state) {
+    (void)state;
+    char err[4096], *out;
+    const char *a1[] = {"redistribute", "--help", NULL};
+    assert_int_equal(run_out(a1, &out, err, sizeof err), 0);
+    if (!strstr(out, "bytes/rank is\nthe most bytes any one rank receives from other ranks in that step"))
+        fail_msg("redistribute --help does not define bytes/rank:\n%s", out);
+    assert_non_null(strstr(out, "numbered from 1"));
+    free(out);
+    const char *a2[] = {"show", "--help", NULL};
+    assert_int_equal(run_out(a2, &out, err, sizeof err), 0);
+    if (!strstr(out, "global_offset is the first global index a rank holds"))
+        fail_msg("show --help does not define global_offset:\n%s", out);
+    free(out);
+}
+
+/* The bytes each rank sends and receives in each plan step, from --json,
+ * against hand counts (4-byte f32 elements; a rank's own data never counts).
+ * Each layout pair below has a single-step plan, so the step is known. */
+static void expect_step_bytes(const char *mesh, const char *shape, const char *from, const char *to,
+                              const char *coll, const double *sent, const double *recv, int world) {
+    char err[8192], *out;
+    const char *args[] = {"redistribute", "--mesh", mesh, "--shape", shape, "--from", from, "--to", to, "--json", NULL};
+    int rc = run_out(args, &out, err, sizeof err);
+    if (rc != 0) fail_msg("exit %d:\n%s", rc, err);
+    cJSON *j = cJSON_Parse(out);
+    if (!j) fail_msg("--json output does not parse:\n%s", out);
+    cJSON *plan = cJSON_GetObjectItemCaseSensitive(j, "plan");
+    if (cJSON_GetArraySize(plan) != 1) fail_msg("%s -> %s: wanted a 1-step plan:\n%s", from, to, out);
+    cJSON *st = cJSON_GetArrayItem(plan, 0);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(st, "step")->valueint, 1);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(st, "collective")->valuestring, coll);
+    cJSON *js = cJSON_GetObjectItemCaseSensitive(st, "bytes_sent"), *jr = cJSON_GetObjectItemCaseSensitive(st, "bytes_recv");
+    if (cJSON_GetArraySize(js) != world || cJSON_GetArraySize(jr) != world)
+        fail_msg("%s -> %s: bytes_sent/bytes_recv missing or not one per rank:\n%s", from, to, out);
+    double maxr = 0, tot = 0;
+    for (int r = 0; r < world; r++) {
+        double gs = cJSON_GetArrayItem(js, r)->valuedouble, gr = cJSON_GetArrayItem(jr, r)->valuedouble;
+        if (gs != sent[r] || gr != recv[r])
+            fail_msg("%s -> %s: rank %d sent %g received %g, wanted %g and %g", from, to, r, gs, gr, sent[r], recv[r]);
+        if (recv[r] > maxr) maxr = recv[r];
+        tot += recv[r];
+    }
+    /* bytes/rank is the most any one rank receives; bytes total the sum */
+    assert_true(cJSON_GetObjectItemCaseSensitive(st, "bytes_per_rank")->valuedouble == maxr);
+    assert_true(cJSON_GetObjectItemCaseSensitive(st, "bytes_total")->valuedouble == tot);
+    cJSON_Delete(j);
+    free(out);
+}
+
+static void test_json_per_rank_bytes(void **state) {
+    (void)state;
+    /* (4,3) on 2x2, [S(0),S(1)] -> [R,S(1)]: all_gather along mesh dim 0.
+     * Rank (i,0) holds rows 2i..2i+1, cols 0..1 (4 elements, 16 bytes);
+     * rank (i,1) rows 2i..2i+1, col 2 (8 bytes). Each gets its partner's
+     * block of the same width. */
+    const double ag[] = {16, 8, 16, 8};
+    expect_step_bytes("2x2", "4,3", "S(0),S(1)", "R,S(1)", "all_gather", ag, ag, 4);
+    /* (4,3) on 2x2, [R,S(1)] -> [R,S(0)]: all_to_all along mesh dim 1.
+     * Rank (i,0) holds cols 0..1 of every row and keeps rows 0..1: it sends
+     * rows 2..3 x cols 0..1 (16 bytes) and receives rows 0..1 x col 2 (8);
+     * rank (i,1) the other way round. */
+    const double a2a_sent[] = {16, 8, 16, 8}, a2a_recv[] = {8, 16, 8, 16};
+    expect_step_bytes("2x2", "4,3", "R,S(1)", "R,S(0)", "all_to_all", a2a_sent, a2a_recv, 4);
+    /* (4) on 2 ranks, P(sum) -> R: all_reduce of a 16-byte buffer = a
+     * reduce_scatter of 8-byte halves plus an all_gather of them: each rank
+     * sends and receives 8 + 8 bytes */
+    const double ar[] = {16, 16};
+    expect_step_bytes("2", "4", "P(sum)", "R", "all_reduce", ar, ar, 2);
+    /* a local step moves nothing: zeros for every rank */
+    const double zero[] = {0, 0, 0};
+    expect_step_bytes("3", "5", "R", "S(0)", "none", zero, zero, 3);
+}
+
+/* show: a strided shard is marked and its offset explained; 2-D shards
+ * print as nested rows. */
+static void test_show_table(void **state) {
+    (void)state;
+    char err[4096], *out;
+    /* arange(12) as (4,3) on 2x2 with [SS(0,2), S(1)]: SS splits rows 0..3 into
+     * pieces {0,1} and {2,3}, each between 2 ranks, so dp rank 0 holds rows
+     * {0, 2}; S(1) gives tp rank 0 cols {0, 1}. Rank 0: [[0, 1], [6, 7]]. */
+    const char *a1[] = {"show", "--mesh", "2x2", "--shape", "4,3", "--placements", "SS(0,2),S(1)", NULL};
+    assert_int_equal(run_out(a1, &out, err, sizeof err), 0);
+    if (!strstr(out, "(0, 0)*") || !strstr(out, "global_offset is only the first index"))
+        fail_msg("strided shard not marked:\n%s", out);
+    const char *row0 = strstr(out, "[[0, 1],\n");
+    if (!row0) fail_msg("rank 0's shard is not printed as nested rows:\n%s", out);
+    /* the second row sits right under the first row's values */
+    const char *nl = strchr(row0, '\n') + 1, *line0 = row0;
+    while (line0 > out && line0[-1] != '\n') line0--;
+    size_t col = (size_t)(row0 - line0) + 1;
+    for (size_t k = 0; k < col; k++)
+        if (nl[k] != ' ') fail_msg("second row not aligned:\n%s", out);
+    if (strncmp(nl + col, "[6, 7]]", 7)) fail_msg("second row of rank 0 is not [6, 7]:\n%s", out);
+    free(out);
+    /* a contiguous layout has no mark */
+    const char *a2[] = {"show", "--mesh", "2x2", "--shape", "4,3", "--placements", "S(0),S(1)", NULL};
+    assert_int_equal(run_out(a2, &out, err, sizeof err), 0);
+    if (strstr(out, ")*") || strstr(out, "strided shard")) fail_msg("contiguous shards marked:\n%s", out);
+    free(out);
+    /* --json says which shards are strided */
+    const char *a3[] = {"show", "--mesh", "2", "--shape", "4", "--placements", "SS(0,2)", "--json", NULL};
+    assert_int_equal(run_out(a3, &out, err, sizeof err), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    cJSON *r0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "ranks"), 0);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r0, "strided")));   /* rank 0 holds {0, 2} */
+    assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r0, "global_offset"), 0)->valueint, 0);
+    cJSON_Delete(j);
+    free(out);
 }
 
 /* Legal extremes. 65536 ranks used to cost O(ranks^2) in the layout, the
@@ -180,6 +376,10 @@ static void test_run_bad_paths(void **state) {
         {{"run", NULL}, 2, "no scenario files or directories given"},
         {{"run", yaml, "--json", json, NULL}, 2, "--json"},
         {{"run", yaml, "-k", NULL}, 2, "-k needs a value"},
+        /* nothing selected is not a pass, as with an empty directory */
+        {{"run", yaml, "-k", "zzz", NULL}, 2, "no case matches -k 'zzz' (1 case in 1 file searched"},
+        {{"run", yaml, "-k", "zzz", "-k", "yyy", NULL}, 2, "no case matches -k 'zzz' or 'yyy'"},
+        {{"run", yaml, "-k", "tiny", NULL}, 0, NULL},
         {{"run", yaml, NULL}, 0, NULL},
     };
     check_cases(cases, sizeof cases / sizeof cases[0]);
@@ -193,10 +393,17 @@ int main(int argc, char **argv) {
     if (slash) snprintf(g_dir, sizeof g_dir, "%.*s", (int)(slash - argv[0]), argv[0]);
     else snprintf(g_dir, sizeof g_dir, ".");
     snprintf(g_bin, sizeof g_bin, "%s/localtensor", g_dir);
+    snprintf(g_out_path, sizeof g_out_path, "%s/test_cli.stdout", g_dir);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_layout_arguments),
         cmocka_unit_test(test_extreme_layouts),
         cmocka_unit_test(test_run_bad_paths),
+        cmocka_unit_test(test_pytorch_spellings),
+        cmocka_unit_test(test_shape_blamed),
+        cmocka_unit_test(test_version),
+        cmocka_unit_test(test_help_defines_terms),
+        cmocka_unit_test(test_json_per_rank_bytes),
+        cmocka_unit_test(test_show_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

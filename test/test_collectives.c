@@ -1,8 +1,8 @@
 /* test/test_collectives.c — every collective against a brute-force reference.
  *
  * The reference is written separately from collectives_sim: its own group
- * enumeration (from SEMANTICS 1 coordinates), its own split rules (SEMANTICS
- * 2 and 11.1) and plain index loops over double arrays. Inputs hold small
+ * enumeration (from docs/SEMANTICS.md §1 coordinates), its own split rules (docs/SEMANTICS.md
+ * §2 and §11.1) and plain index loops over double arrays. Inputs hold small
  * integers, so every dtype and every reduction order gives exact results
  * (avg is compared with the dtype's tolerance). Each case runs twice: into
  * fresh outputs, then again into those outputs as preallocated buffers.
@@ -817,6 +817,74 @@ static void test_engine_table(void **state) {
     assert_null(c);
 }
 
+/* ---- sizes that do not fit ------------------------------------------------------ */
+
+/* Two (0, 2^62) inputs hold nothing, but gathering or concatenating them
+ * along dim 1 would need a size of 2^63: an error, not a wrapped size. */
+static void test_summed_sizes_overflow(void **state) {
+    (void)state;
+    lt_mesh m;
+    lt_comm *c;
+    LT_CHECK(lt_mesh_parse("2", &m));
+    LT_CHECK(lt_comm_new(&m, &c));
+    int64_t sh[2] = {0, (int64_t)1 << 62};
+    lt_tensor *in[2], *out[2] = {0};
+    for (int r = 0; r < 2; r++) LT_CHECK(lt_tensor_new(LT_F32, 2, sh, &in[r]));
+    LT_EXPECT_STATUS(lt_all_gather(c, 0, in, 1, out), LT_OVERFLOW);
+    assert_non_null(strstr(lt_errmsg(), "all_gather on mesh dim 0, group [0,1]: the gathered size of dim 1 overflows"));
+    LT_EXPECT_STATUS(lt_gather(c, 0, in, 1, 1, out), LT_OVERFLOW);
+    LT_EXPECT_STATUS(lt_all_to_all(c, 0, in, 0, 1, NULL, out), LT_OVERFLOW);
+    assert_non_null(strstr(lt_errmsg(), "the concatenated size of dim 1 overflows"));
+    assert_null(out[0]);
+    assert_null(out[1]);
+    /* along dim 0 the sum is fine: (0, 2^62) each */
+    LT_CHECK(lt_all_gather(c, 0, in, 0, out));
+    assert_int_equal(out[1]->shape[0], 0);
+    assert_int_equal(out[1]->shape[1], sh[1]);
+    free_all(out, 2);
+    free_all(in, 2);
+    lt_comm_free(c);
+}
+
+/* Results that together exceed the memory budget are refused before any
+ * is allocated. The budget comes from LOCALTENSOR_MEMORY_LIMIT and the sizes
+ * are small, so even a broken check could not eat memory here: 64 ranks
+ * gathering 1024 f32 each need 64 * 64 * 4 KiB = 16 MiB of results. */
+static void test_results_must_fit(void **state) {
+    (void)state;
+    lt_mesh m;
+    lt_comm *c;
+    LT_CHECK(lt_mesh_parse("64", &m));
+    LT_CHECK(lt_comm_new(&m, &c));
+    int64_t n = 1024;
+    lt_tensor *in[64], *out[64] = {0};
+    for (int r = 0; r < 64; r++) LT_CHECK(lt_tensor_new(LT_F32, 1, &n, &in[r]));
+    setenv("LOCALTENSOR_MEMORY_LIMIT", "8M", 1);
+    LT_EXPECT_STATUS(lt_all_gather(c, 0, in, 0, out), LT_NOMEM);
+    if (!strstr(lt_errmsg(), "all_gather on mesh dim 0 needs 16.0 MiB for the shards of all 64 ranks, more than this machine's 8.0 MiB"))
+        fail_msg("%s", lt_errmsg());
+    for (int r = 0; r < 64; r++) assert_null(out[r]);
+    assert_int_equal(lt_trace_count(lt_comm_trace(c)), 0);
+    /* all_reduce needs 64 * 4 KiB = 256 KiB; gather only its root's 256 KiB */
+    LT_CHECK(lt_all_reduce(c, 0, in, LT_REDOP_SUM, out));
+    free_all(out, 64);
+    LT_CHECK(lt_gather(c, 0, in, 0, 0, out));
+    free_all(out, 64);
+    /* preallocated outputs need nothing new */
+    setenv("LOCALTENSOR_MEMORY_LIMIT", "16M", 1);
+    LT_CHECK(lt_all_gather(c, 0, in, 0, out));
+    setenv("LOCALTENSOR_MEMORY_LIMIT", "0", 1);
+    LT_CHECK(lt_all_gather(c, 0, in, 0, out));
+    setenv("LOCALTENSOR_MEMORY_LIMIT", "lots", 1);
+    lt_tensor *fresh[64] = {0};
+    LT_EXPECT_STATUS(lt_all_gather(c, 0, in, 0, fresh), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "LOCALTENSOR_MEMORY_LIMIT: 'lots' is not a size"));
+    unsetenv("LOCALTENSOR_MEMORY_LIMIT");
+    free_all(out, 64);
+    free_all(in, 64);
+    lt_comm_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sweep),
@@ -827,6 +895,8 @@ int main(void) {
         cmocka_unit_test(test_trace),
         cmocka_unit_test(test_large),
         cmocka_unit_test(test_engine_table),
+        cmocka_unit_test(test_summed_sizes_overflow),
+        cmocka_unit_test(test_results_must_fit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* test/test_dtensor.c — distribute / init / from_local / full_tensor
- * (SEMANTICS 3, 5, 8, 11.2, 11.4) and LocalTensor helpers. */
+ * (docs/SEMANTICS.md §3, §5, §8, §11.2, §11.4) and LocalTensor helpers. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +90,7 @@ static void test_partial_distribute(void **state) {
         lt_tensor_free(full);
         lt_dtensor_free(d);
     }
-    /* SEMANTICS 5: the logical value of P(product) is the product of the ranks' values */
+    /* docs/SEMANTICS.md §5: the logical value of P(product) is the product of the ranks' values */
     {
         lt_tensor *pr[2];
         int64_t one = 1;
@@ -105,7 +105,7 @@ static void test_partial_distribute(void **state) {
         lt_tensor_free(pr[0]);
         lt_tensor_free(pr[1]);
     }
-    /* SEMANTICS 10 rejections */
+    /* docs/SEMANTICS.md §10 rejections */
     parse("2", "P(product)", &m, pl, &np);
     LT_EXPECT_STATUS(lt_distribute(&m, x, pl, np, &d), LT_INVALID);
     assert_non_null(strstr(lt_errmsg(), "Partial(product)"));
@@ -207,7 +207,7 @@ static void test_roundtrip_dtypes(void **state) {
     assert_true(count > 1500);
 }
 
-/* SEMANTICS 11.4: for a fixed seed every rank's values equal the unsharded
+/* docs/SEMANTICS.md §11.4: for a fixed seed every rank's values equal the unsharded
  * tensor's at its indices, for >= 50 mesh/placement combinations */
 static void test_random_invariance(void **state) {
     (void)state;

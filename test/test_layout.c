@@ -1,4 +1,4 @@
-/* test/test_layout.c — layout math against SEMANTICS examples (3, 4, 6, 9)
+/* test/test_layout.c — layout math against docs/SEMANTICS.md examples (§3, §4, §6, §9)
  * and against a brute-force reference that splits index lists step by step,
  * written separately from localtensor/layout.c. */
 #include <stdlib.h>
@@ -14,7 +14,7 @@ typedef struct ilist {
     int64_t v[64];
 } ilist;
 
-/* sizes of n over k pieces, from SEMANTICS 2 / 11.1, written out directly;
+/* sizes of n over k pieces, from docs/SEMANTICS.md §2 / §11.1, written out directly;
  * returns 0 when the rule rejects the split */
 static int ref_sizes(const lt_split_rule *r, int64_t n, int k, int64_t *s) {
     if (r->kind == LT_SPLIT_CHUNK) {
@@ -150,7 +150,22 @@ static void check_layout_vs_ref(const lt_mesh *m, int ndim, const int64_t *g, co
         ref_layout(m, ndim, g, pl, r, lists);
         lt_rank_layout l;
         LT_CHECK(lt_layout_rank(m, ndim, g, pl, r, &l));
+        int64_t ls[2], go[2];   /* the list-free path must agree with the reference too */
+        LT_CHECK(lt_local_shape_and_offset(m, ndim, g, pl, r, ls, go));
+        int empty = 0;
+        for (int d = 0; d < ndim; d++) empty |= g[d] == 0;
+        assert_int_equal(l.lists, !empty);
         for (int d = 0; d < ndim; d++) {
+            if (ls[d] != lists[d].n || l.global_offset[d] != go[d])
+                fail_msg("mesh %s shape %s %s rank %d dim %d: local_shape_and_offset gives (%lld, %lld), the layout (%lld, %lld)",
+                         ms, gs, txt, r, d, (long long)ls[d], (long long)go[d], (long long)l.local_shape[d],
+                         (long long)l.global_offset[d]);
+            int consecutive = 1;
+            for (int64_t i = 1; i < lists[d].n; i++) consecutive &= lists[d].v[i] == lists[d].v[i - 1] + 1;
+            if (l.contiguous[d] != consecutive)
+                fail_msg("mesh %s shape %s %s rank %d dim %d: contiguous %d, reference %d", ms, gs, txt, r, d,
+                         l.contiguous[d], consecutive);
+            if (empty && l.idx[d]) fail_msg("mesh %s shape %s %s: a list was built for an empty tensor", ms, gs, txt);
             if (l.local_shape[d] != lists[d].n)
                 fail_msg("mesh %s shape %s %s rank %d dim %d: local size %lld, reference %lld", ms, gs, txt, r, d,
                          (long long)l.local_shape[d], (long long)lists[d].n);
@@ -160,7 +175,7 @@ static void check_layout_vs_ref(const lt_mesh *m, int ndim, const int64_t *g, co
             if (l.global_offset[d] != want_off)
                 fail_msg("mesh %s shape %s %s rank %d dim %d: offset %lld, reference %lld", ms, gs, txt, r, d,
                          (long long)l.global_offset[d], (long long)want_off);
-            for (int64_t i = 0; i < lists[d].n; i++) {
+            for (int64_t i = 0; !empty && i < lists[d].n; i++) {
                 int64_t got = l.idx[d] ? l.idx[d][i] : i;
                 if (got != lists[d].v[i])
                     fail_msg("mesh %s shape %s %s rank %d dim %d: local %lld is global %lld, reference %lld", ms, gs,
@@ -201,7 +216,7 @@ static void test_brute_force(void **state) {
     (void)state;
     const char *meshes[] = {"1", "2", "3", "4", "5", "6", "7", "8", "2x2", "2x3", "4x2", "2x2x2"};
     const int64_t sizes1[] = {0, 1, 2, 3, 5, 8, 9, 13};
-    const int64_t shapes2[][2] = {{0, 3}, {5, 7}, {3, 2}, {1, 1}, {9, 4}};
+    const int64_t shapes2[][2] = {{0, 3}, {5, 7}, {3, 2}, {1, 1}, {9, 4}, {0, 13}, {6, 0}};
     for (size_t mi = 0; mi < sizeof meshes / sizeof meshes[0]; mi++) {
         for (size_t s = 0; s < sizeof sizes1 / sizeof sizes1[0]; s++) sweep_mesh(meshes[mi], 1, &sizes1[s]);
         int three = strchr(meshes[mi], 'x') && strchr(strchr(meshes[mi], 'x') + 1, 'x');
@@ -213,7 +228,7 @@ static void test_brute_force(void **state) {
     assert_true(n_rejected > 100);
 }
 
-/* ---- SEMANTICS examples ------------------------------------------------------- */
+/* ---- docs/SEMANTICS.md examples ----------------------------------------------- */
 
 static void expect_rank_indices(const char *mesh_s, int64_t n, const char *pls, int ranks,
                                 const int64_t *const *want, const int64_t *want_n) {
@@ -309,7 +324,7 @@ static void test_nested_18(void **state) {
 
 static void test_offsets_table(void **state) {
     (void)state;
-    /* SEMANTICS 6 docstring: (2,5) on (DP=2,TP=2) with (S(1),S(1)) */
+    /* docs/SEMANTICS.md §6 docstring: (2,5) on (DP=2,TP=2) with (S(1),S(1)) */
     lt_mesh m;
     lt_placement pl[2];
     int np;
@@ -352,7 +367,7 @@ static void test_offsets_table(void **state) {
 
 static void test_global_info(void **state) {
     (void)state;
-    /* SEMANTICS 9 examples */
+    /* docs/SEMANTICS.md §9 examples */
     lt_mesh m;
     lt_placement pl[3];
     int np;
@@ -373,7 +388,7 @@ static void test_global_info(void **state) {
 
 static void test_chunk_size_and_offset(void **state) {
     (void)state;
-    /* SEMANTICS 2: 5 over 4 -> (2,0) (2,2) (1,4) (0,5); even 8 over 4 -> (2, 2r) */
+    /* docs/SEMANTICS.md §2: 5 over 4 -> (2,0) (2,2) (1,4) (0,5); even 8 over 4 -> (2, 2r) */
     const int64_t want[4][2] = {{2, 0}, {2, 2}, {1, 4}, {0, 5}};
     for (int r = 0; r < 4; r++) {
         int64_t sz, off;
@@ -410,6 +425,100 @@ static void test_layout_errors(void **state) {
     assert_non_null(strstr(lt_errmsg(), "rank 2"));
 }
 
+/* ---- tensors without elements, huge dims ---------------------------------------- */
+
+#define P61 ((int64_t)1 << 61)
+#define P62 ((int64_t)1 << 62)
+
+static void expect_rank(const char *mesh_s, const char *pls, int64_t g1, int rank, int64_t want_len,
+                        int64_t want_off, int want_contig) {
+    lt_mesh m;
+    lt_placement pl[4];
+    int np;
+    int64_t g[2] = {0, g1};
+    LT_CHECK(lt_mesh_parse(mesh_s, &m));
+    LT_CHECK(lt_placements_parse(pls, pl, 4, &np));
+    LT_CHECK(lt_placements_check(&m, 2, pl, np, pl));
+    lt_rank_layout l;
+    LT_CHECK(lt_layout_rank(&m, 2, g, pl, rank, &l));
+    if (l.lists || l.idx[0] || l.idx[1]) fail_msg("%s on %s: index lists built for a tensor without elements", pls, mesh_s);
+    if (l.local_shape[0] != 0 || l.local_shape[1] != want_len || l.global_offset[1] != want_off ||
+        l.contiguous[1] != want_contig)
+        fail_msg("%s on %s rank %d: (%lld, %lld) at offset %lld, contiguous %d; wanted (0, %lld) at %lld, %d", pls,
+                 mesh_s, rank, (long long)l.local_shape[0], (long long)l.local_shape[1], (long long)l.global_offset[1],
+                 l.contiguous[1], (long long)want_len, (long long)want_off, want_contig);
+    lt_rank_layout_free(&l);
+    int64_t ls[2], go[2];
+    LT_CHECK(lt_local_shape_and_offset(&m, 2, g, pl, rank, ls, go));
+    assert_int_equal(ls[1], want_len);
+    assert_int_equal(go[1], want_off);
+}
+
+/* A (0, 2^62) tensor holds nothing, so no layout of it may build index lists
+ * sized by dim 1 (8 * 2^61 bytes wraps to 0 in size_t). Expected values by
+ * hand from the split rules: chunk halves 2^62 into 2^61 + 2^61; SS(1,2)
+ * over 2 cuts 2^62 into two pieces of 2^61 and gives member c the c-th
+ * half (2^60) of each, so it is not one run; a later S(1) over 2 then keeps
+ * one of those halves, a single run again (the row blocks 0, 2, 1, 3 of
+ * docs/SEMANTICS.md §4, scaled to 2^60). */
+static void test_empty_huge_dims(void **state) {
+    (void)state;
+    expect_rank("2", "S(1)", P62, 0, P61, 0, 1);
+    expect_rank("2", "S(1)", P62, 1, P61, P61, 1);
+    expect_rank("2", "SS(1,2)", P62, 0, P61, 0, 0);
+    expect_rank("2", "SS(1,2)", P62, 1, P61, P61 / 2, 0);
+    for (int r = 0; r < 4; r++) {
+        int a = r / 2, b = r % 2;
+        expect_rank("2x2", "SS(1,2),S(1)", P62, r, P61 / 2, b * P61 + a * (P61 / 2), 1);
+    }
+    /* an empty piece: global_offset is the global size of the dim */
+    expect_rank("3", "S(1,[0,1,2])", 3, 0, 0, 3, 1);
+    lt_mesh m;
+    lt_placement pl[2];
+    int np;
+    int64_t g[2] = {0, P62};
+    uint64_t bytes = 1;
+    LT_CHECK(lt_mesh_parse("2x2", &m));
+    LT_CHECK(lt_placements_parse("SS(1,2),S(1)", pl, 2, &np));
+    LT_CHECK(lt_layout_check(&m, 2, g, pl));
+    LT_CHECK(lt_layout_total_bytes(&m, 2, g, pl, 8, &bytes));
+    assert_int_equal(bytes, 0);
+}
+
+/* The index list of a huge dim of a tensor that has elements cannot be
+ * built: refused with LT_OVERFLOW before any allocation, not wrapped. */
+static void test_index_list_too_big(void **state) {
+    (void)state;
+    lt_mesh m;
+    lt_placement pl[1];
+    int np;
+    int64_t g = P62;
+    LT_CHECK(lt_mesh_parse("2", &m));
+    LT_CHECK(lt_placements_parse("S(0)", pl, 1, &np));
+    lt_rank_layout l;
+    LT_EXPECT_STATUS(lt_layout_rank(&m, 1, &g, pl, 1, &l), LT_OVERFLOW);
+    assert_non_null(strstr(lt_errmsg(), "index list of dim 0"));
+    for (int d = 0; d < LT_MAX_DIMS; d++) assert_null(l.idx[d]);
+    int64_t ls, go;   /* sizes alone are fine */
+    LT_CHECK(lt_local_shape_and_offset(&m, 1, &g, pl, 1, &ls, &go));
+    assert_int_equal(ls, P61);
+    assert_int_equal(go, P61);
+}
+
+/* Strides of a shape without elements can overflow; the last product (of
+ * dim 0) is never needed. */
+static void test_contiguous_strides_overflow(void **state) {
+    (void)state;
+    int64_t st[3];
+    assert_int_equal(lt_contiguous_strides(3, (int64_t[]){0, P62, 4}, st), 1);
+    assert_int_equal(lt_contiguous_strides(3, (int64_t[]){(int64_t)1 << 40, 0, (int64_t)1 << 40}, st), 0);
+    assert_int_equal(st[0], (int64_t)1 << 40);
+    assert_int_equal(st[1], (int64_t)1 << 40);
+    assert_int_equal(st[2], 1);
+    assert_int_equal(lt_contiguous_strides(2, (int64_t[]){0, P62}, st), 0);
+    assert_int_equal(st[0], P62);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strided_examples), cmocka_unit_test(test_row_blocks_8x8),
@@ -417,6 +526,8 @@ int main(void) {
         cmocka_unit_test(test_global_info),      cmocka_unit_test(test_layout_errors),
         cmocka_unit_test(test_chunk_size_and_offset),
         cmocka_unit_test(test_brute_force),
+        cmocka_unit_test(test_empty_huge_dims),  cmocka_unit_test(test_index_list_too_big),
+        cmocka_unit_test(test_contiguous_strides_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

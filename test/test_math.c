@@ -224,6 +224,30 @@ static void test_reduce(void **state) {
     lt_tensor_free(x);
 }
 
+/* torch wraps dims over a 0-d tensor as over a 1-d one: sum/mean/amax/amin
+ * of a 0-d x over dim 0 or -1 is x, keepdim or not (still 0-d); dim 1 or
+ * -2 is out of range, and (0, -1) names one dim twice. */
+static void test_reduce_zero_d(void **state) {
+    (void)state;
+    lt_tensor *x = NULL, *y = NULL;
+    LT_CHECK(lt_tensor_new(LT_F64, 0, NULL, &x));
+    lt_set_flat(x, 0, -3.25);
+    for (int op = 0; op < LT_REDUCE_COUNT; op++)
+        for (int dim = -1; dim <= 0; dim++)
+            for (int kd = 0; kd < 2; kd++) {
+                LT_CHECK(lt_reduce((lt_reduce_op)op, x, 1, &dim, kd, &y));
+                assert_int_equal(y->ndim, 0);
+                assert_true(lt_get_flat(y, 0) == -3.25);
+                lt_tensor_free(y);
+            }
+    LT_EXPECT_STATUS(lt_reduce(LT_REDUCE_SUM, x, 1, (int[]){1}, 0, &y), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "0-d"));
+    LT_EXPECT_STATUS(lt_reduce(LT_REDUCE_MAX, x, 1, (int[]){-2}, 0, &y), LT_INVALID);
+    LT_EXPECT_STATUS(lt_reduce(LT_REDUCE_MIN, x, 2, (int[]){0, -1}, 0, &y), LT_INVALID);
+    assert_null(y);
+    lt_tensor_free(x);
+}
+
 static void test_softmax(void **state) {
     (void)state;
     int64_t s[3] = {2, 3, 4};
@@ -434,7 +458,8 @@ static void test_embedding(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unary),           cmocka_unit_test(test_binary_broadcast),
-        cmocka_unit_test(test_reduce),          cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_reduce),          cmocka_unit_test(test_reduce_zero_d),
+        cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_mm),              cmocka_unit_test(test_matmul_shapes),
         cmocka_unit_test(test_addmm),           cmocka_unit_test(test_embedding),
     };

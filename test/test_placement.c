@@ -1,5 +1,5 @@
-/* test/test_placement.c — placement spellings, list checks (SEMANTICS 1, 10),
- * split rules (SEMANTICS 2, 11.1) and the middle-era explicit order (6). */
+/* test/test_placement.c — placement spellings, list checks (docs/SEMANTICS.md §1, §10),
+ * split rules (docs/SEMANTICS.md §2, §11.1) and the middle-era explicit order (§6). */
 #include <string.h>
 
 #include "localtensor/localtensor.h"
@@ -40,6 +40,51 @@ static void test_spellings(void **state) {
     expect_fmt("Partial(\"max\")", "P(max)");
     expect_fmt("Partial('avg')", "P(avg)");
     expect_fmt("Partial(reduce_op=\"min\")", "P(min)");
+    /* what PyTorch prints: str() and repr() of each placement class
+     * (placement_types.py __str__ / __repr__) */
+    expect_fmt("Shard(dim=0)", "S(0)");                    /* Shard repr */
+    expect_fmt("S(0)", "S(0)");                            /* Shard str */
+    expect_fmt("_StridedShard(dim=0, sf=2)", "SS(0,2)");   /* _StridedShard repr */
+    expect_fmt("_S(0, 2)", "SS(0,2)");                     /* _StridedShard str */
+    expect_fmt("_StridedShard(dim=1, sf=3)", "SS(1,3)");
+    expect_fmt("_S(-1, 4)", "SS(-1,4)");
+    expect_fmt("Replicate()", "R");                        /* Replicate repr */
+    expect_fmt("R", "R");                                  /* Replicate str */
+    expect_fmt("Partial(sum)", "P(sum)");                  /* Partial repr */
+    expect_fmt("Partial(max)", "P(max)");
+    expect_fmt("Partial('avg')", "P(avg)");                /* newer repr quotes the op */
+    expect_fmt("P(min)", "P(min)");                        /* Partial str (newer) */
+    expect_fmt("P", "P(sum)");                             /* Partial str (older) */
+    expect_fmt("_Partial(sum)", "P(sum)");                 /* the old class name */
+}
+
+/* Unknown names, arguments and rules name the closest known spelling. */
+static void expect_hint(const char *in, const char *want) {
+    lt_placement p;
+    LT_EXPECT_STATUS(lt_placement_parse(in, &p), LT_INVALID);
+    if (!strstr(lt_errmsg(), want)) fail_msg("'%s': message '%s' lacks \"%s\"", in, lt_errmsg(), want);
+}
+
+static void test_suggestions(void **state) {
+    (void)state;
+    expect_hint("Shad(0)", "did you mean 'Shard'?");
+    expect_hint("shard(dim=0)", "did you mean 'Shard'?");
+    expect_hint("Replicat()", "did you mean 'Replicate'?");
+    expect_hint("Partal(sum)", "did you mean 'Partial'?");
+    expect_hint("_StridedShrd(dim=0, sf=2)", "did you mean '_StridedShard'?");
+    expect_hint("ss(0,2)", "did you mean 'SS'?");
+    expect_hint("Shard(dm=0)", "unknown argument 'dm' (did you mean 'dim'?)");
+    expect_hint("_StridedShard(dim=0, sff=2)", "did you mean 'sf'?");
+    expect_hint("_StridedShard(dim=0, split_fator=2)", "did you mean 'split_factor'?");
+    expect_hint("Partial(reduceop=sum)", "did you mean 'reduce_op'?");
+    expect_hint("S(0,balance)", "did you mean 'balanced'?");
+    /* nothing close: no guess, but the known spellings are listed */
+    lt_placement p;
+    LT_EXPECT_STATUS(lt_placement_parse("X(0)", &p), LT_INVALID);
+    assert_null(strstr(lt_errmsg(), "did you mean"));
+    assert_non_null(strstr(lt_errmsg(), "expected R, S(d), SS(d,k) or P(op)"));
+    LT_EXPECT_STATUS(lt_placement_parse("Banana(0)", &p), LT_INVALID);
+    assert_null(strstr(lt_errmsg(), "did you mean"));
 }
 
 static void test_bad_spellings(void **state) {
@@ -77,6 +122,26 @@ static void test_lists(void **state) {
     assert_int_equal(pl[1].rule.nsizes, 2);
     LT_CHECK(lt_placements_parse("Shard(dim=0), _StridedShard(1, split_factor=2), Partial(\"max\")", pl, 8, &n));
     assert_int_equal(n, 3);
+    /* a Python tuple or list as PyTorch prints a DTensor's placements */
+    LT_CHECK(lt_placements_parse("(Shard(dim=0), Replicate())", pl, 8, &n));
+    assert_int_equal(n, 2);
+    lt_placements_format(pl, n, buf, sizeof buf);
+    assert_string_equal(buf, "[S(0), R]");
+    LT_CHECK(lt_placements_parse(" (_StridedShard(dim=0, sf=2), Shard(dim=0)) ", pl, 8, &n));
+    lt_placements_format(pl, n, buf, sizeof buf);
+    assert_string_equal(buf, "[SS(0,2), S(0)]");
+    LT_CHECK(lt_placements_parse("(_S(0, 2), S(0), P(sum))", pl, 8, &n));
+    lt_placements_format(pl, n, buf, sizeof buf);
+    assert_string_equal(buf, "[SS(0,2), S(0), P(sum)]");
+    LT_CHECK(lt_placements_parse("(Shard(dim=0),)", pl, 8, &n));   /* a one-entry tuple */
+    assert_int_equal(n, 1);
+    assert_int_equal(pl[0].kind, LT_PL_SHARD);
+    LT_CHECK(lt_placements_parse("[Replicate(), Partial(sum),]", pl, 8, &n));
+    assert_int_equal(n, 2);
+    /* a trailing comma only closes a wrapped list; brackets must match */
+    LT_EXPECT_STATUS(lt_placements_parse("S(0),", pl, 8, &n), LT_INVALID);
+    LT_EXPECT_STATUS(lt_placements_parse("(,)", pl, 8, &n), LT_INVALID);
+    LT_EXPECT_STATUS(lt_placements_parse("(S(0)), (R)", pl, 8, &n), LT_INVALID);
     LT_EXPECT_STATUS(lt_placements_parse("R,,R", pl, 8, &n), LT_INVALID);
     LT_EXPECT_STATUS(lt_placements_parse("R,R,R", pl, 2, &n), LT_INVALID);
     LT_EXPECT_STATUS(lt_placements_parse("", pl, 8, &n), LT_INVALID);
@@ -92,7 +157,10 @@ static void test_check(void **state) {
     /* count */
     LT_CHECK(lt_placements_parse("R", pl, 4, &n));
     LT_EXPECT_STATUS(lt_placements_check(&m22, 1, pl, n, out), LT_INVALID);
-    assert_non_null(strstr(lt_errmsg(), "1 placements for a mesh of 2 dims"));
+    assert_non_null(strstr(lt_errmsg(), "1 placement for a mesh of 2 dims"));
+    LT_CHECK(lt_placements_parse("R,R", pl, 4, &n));
+    LT_EXPECT_STATUS(lt_placements_check(&m2, 1, pl, n, out), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "2 placements for a mesh of 1 dim (need"));
     /* negative dims normalize; d < -ndim and d == ndim are rejected */
     LT_CHECK(lt_placements_parse("S(-1)", pl, 4, &n));
     LT_CHECK(lt_placements_check(&m2, 2, pl, n, out));
@@ -134,13 +202,13 @@ static void expect_sizes(lt_split_kind kind, int64_t n, int k, const int64_t *wa
 
 static void test_split_rules(void **state) {
     (void)state;
-    /* SEMANTICS 2 */
+    /* docs/SEMANTICS.md §2 */
     expect_sizes(LT_SPLIT_CHUNK, 5, 4, (int64_t[]){2, 2, 1, 0});
     expect_sizes(LT_SPLIT_CHUNK, 9, 4, (int64_t[]){3, 3, 3, 0});
     expect_sizes(LT_SPLIT_CHUNK, 10, 4, (int64_t[]){3, 3, 3, 1});
     expect_sizes(LT_SPLIT_CHUNK, 13, 4, (int64_t[]){4, 4, 4, 1});
     expect_sizes(LT_SPLIT_CHUNK, 0, 4, (int64_t[]){0, 0, 0, 0});
-    /* SEMANTICS 11.1 */
+    /* docs/SEMANTICS.md §11.1 */
     expect_sizes(LT_SPLIT_CHUNK, 20, 6, (int64_t[]){4, 4, 4, 4, 4, 0});
     expect_sizes(LT_SPLIT_BALANCED, 5, 4, (int64_t[]){2, 1, 1, 1});
     expect_sizes(LT_SPLIT_BALANCED, 20, 6, (int64_t[]){4, 4, 3, 3, 3, 3});
@@ -227,7 +295,7 @@ static void expect_order(const int *mesh, int nd, const char *pls, const int *md
 
 static void test_explicit_order(void **state) {
     (void)state;
-    /* SEMANTICS 6, test_explicit_order_placements */
+    /* docs/SEMANTICS.md §6, test_explicit_order_placements */
     expect_order((int[]){2, 4}, 2, "SS(0,4),S(0)", (int[]){1, 0});
     expect_order((int[]){2, 3, 4}, 3, "S(0),SS(0,4),S(0)", (int[]){0, 2, 1});
     expect_order((int[]){2, 3, 4}, 3, "SS(0,12),SS(0,4),S(0)", (int[]){2, 1, 0});
@@ -248,7 +316,7 @@ static void test_explicit_order(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spellings),   cmocka_unit_test(test_bad_spellings),
+        cmocka_unit_test(test_spellings),   cmocka_unit_test(test_bad_spellings), cmocka_unit_test(test_suggestions),
         cmocka_unit_test(test_lists),       cmocka_unit_test(test_check),
         cmocka_unit_test(test_split_rules), cmocka_unit_test(test_split_piece),
         cmocka_unit_test(test_explicit_order),

@@ -2,13 +2,13 @@
  *
  * Expected values come from outside the code under test:
  *   - results: lt_distribute of the same full tensor with the destination
- *     placements (SEMANTICS 7: "the result must equal distribute_tensor(full,
+ *     placements (docs/SEMANTICS.md §7: "the result must equal distribute_tensor(full,
  *     dst)") and, step by step, the verifier's direct reshard;
- *   - rejections: SEMANTICS 7, restated below (expect_reject);
+ *   - rejections: docs/SEMANTICS.md §7, restated below (expect_reject);
  *   - bytes: the comm trace of collectives_sim (min-cost optimality against
  *     a brute-force search: test/test_planner.c);
  *   - communication counts: PyTorch's test_redistribute_shard_dim_change and
- *     test_redistribute_shard_dim_multi_dim_mesh (SEMANTICS 7).
+ *     test_redistribute_shard_dim_multi_dim_mesh (docs/SEMANTICS.md §7).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -62,7 +62,7 @@ static size_t check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t 
         if (st) fail_msg("%s: %s: %s", what, lt_status_str(st), lt_errmsg());
         stats->run++;
         if (!lt_placements_equal(out->placements, dn, m->ndim)) fail_msg("%s: result placements differ", what);
-        /* SEMANTICS 7: equal to distributing the same full tensor with dst */
+        /* docs/SEMANTICS.md §7: equal to distributing the same full tensor with dst */
         lt_dtensor *exp = mk(m, dt, ndim, shape, dn);
         expect_same_shards(out, exp, what);
         lt_dtensor_free(exp);
@@ -163,7 +163,7 @@ static void test_sweep(void **state) {
     sweep("2x2x2", 1, sh1[3], LT_SPLIT_BALANCED, 400, &st);
     sweep("2x2x2", 2, sh2[2], LT_SPLIT_BALANCED, 400, &st);
     sweep("2x2x2", 2, sh2[0], LT_SPLIT_BALANCED, 100, &st);
-    print_message("sweep: %ld redistributes checked, %ld rejected as SEMANTICS 7 says, %ld invalid destinations, %ld invalid sources skipped; greedy moved %.0f bytes more than min-cost in total\n",
+    print_message("sweep: %ld redistributes checked, %ld rejected as docs/SEMANTICS.md §7 says, %ld invalid destinations, %ld invalid sources skipped; greedy moved %.0f bytes more than min-cost in total\n",
                   st.run, st.rejected, st.invalid, st.skipped, st.greedy_extra);
     assert_true(st.run > 10000);
 }
@@ -212,7 +212,7 @@ static void test_scalars_and_explicit(void **state) {
     assert_true(st.run > 1000 && st.invalid > 0);
 }
 
-/* ---- SEMANTICS 7 communication counts ------------------------------------------------- */
+/* ---- docs/SEMANTICS.md §7 communication counts ---------------------------------------- */
 
 static int comm_count(const char *mesh_s, int ndim, const int64_t *shape, const char *a, const char *b,
                       lt_planner planner, size_t *bytes) {
@@ -285,7 +285,7 @@ static void test_sem7_counts(void **state) {
     }
 }
 
-/* SEMANTICS 7: merging must not change results: P,P -> S0,S0 of 4 rows on
+/* docs/SEMANTICS.md §7: merging must not change results: P,P -> S0,S0 of 4 rows on
  * 2x3 gives row sizes 1,1,0,1,1,0. */
 static void test_sem7_merge_example(void **state) {
     (void)state;
@@ -490,7 +490,7 @@ static void test_verify_reshard_direct(void **state) {
 
 static void test_strided_and_explicit(void **state) {
     (void)state;
-    /* SEMANTICS 4 seed: arange(5) on (2, 2) with [SS(0,2), S(0)] holds 0,1 | 3 | 2 | 4 */
+    /* docs/SEMANTICS.md §4 seed: arange(5) on (2, 2) with [SS(0,2), S(0)] holds 0,1 | 3 | 2 | 4 */
     lt_mesh m = mk_mesh("2x2");
     const int64_t s5[] = {5};
     const char *dsts[] = {"R,R", "S(0),S(0)", "S(0,[3,2]),R", "R,SS(0,2)", "S(0,balanced),S(0,last)", "R,S(0,last)"};

@@ -1,8 +1,9 @@
 /* test/test_rules.c — the sharding-rule validator (every op, every input
- * placement combination on meshes 2, 3, 4 and 2x2, even and uneven shapes)
- * must report zero wrong rules and zero unexpected errors; plus hand-checked
- * propagation decisions (the expected layouts are worked out by hand from
- * the semantics, not read from the code). LT_QUICK_RULES=1 runs the smaller
+ * placement combination on meshes 2, 3, 4 and 2x2 — with non-chunk splits
+ * on mesh dim 1, nested under mesh dim 0 or not —, even and uneven shapes)
+ * must report zero wrong rules, zero unexpected errors and no combination
+ * left unsupported; plus hand-checked propagation decisions (the expected
+ * layouts are worked out by hand from the semantics, not read from the code). LT_QUICK_RULES=1 runs the smaller
  * sweep (used under sanitizers / valgrind). */
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,7 @@ static void test_validator(void **state) {
     print_report(&r);
     assert_int_equal(r.wrong, 0);
     assert_int_equal(r.errors, 0);
+    assert_int_equal(r.missing, 0); /* every layout combination has a rule (nested splits included) */
     /* every op was exercised, and most combinations are supported */
     for (int op = 0; op < LT_OP_COUNT; op++) {
         if (!r.per_op[op].cases) fail_msg("op %s was not validated", lt_op_name((lt_op_kind)op));
@@ -145,6 +147,35 @@ static void test_decisions(void **state) {
     va.shape_ndim = 2, va.shape[0] = 4, va.shape[1] = 6;
     p = plan2(LT_OP_RESHAPE, &m4, 2, s64, "S(0)", 0, NULL, NULL, &va);
     expect_pl(p->out_pl, 1, "[R]", "(6,4) S(0) -> (4,6)");
+    lt_op_plan_free(p);
+    /* squeeze: dim 0 named (size 2: stays) and no dim (every size-1 dim goes)
+     * are different calls, never one cache entry */
+    int64_t s2131[4] = {2, 1, 3, 1};
+    lt_op_args sq;
+    memset(&sq, 0, sizeof sq);
+    sq.dim_set = 1;
+    p = plan2(LT_OP_SQUEEZE, &m2, 4, s2131, "S(0)", 0, NULL, NULL, &sq);
+    assert_int_equal(p->out_ndim, 4);
+    lt_op_plan_free(p);
+    sq.dim_set = 0;
+    p = plan2(LT_OP_SQUEEZE, &m2, 4, s2131, "S(0)", 0, NULL, NULL, &sq);
+    assert_int_equal(p->out_ndim, 2);
+    assert_true(p->out_shape[0][0] == 2 && p->out_shape[0][1] == 3);
+    expect_pl(p->out_pl, 1, "[S(0)]", "(2,1,3,1) S(0) squeeze()");
+    lt_op_plan_free(p);
+    /* a split that cannot nest: [R, S(0,[8,4])] + [S(0), R] of (12) on 2x2.
+     * Following both leads would give [S(0), S(0,[8,4])] (8 + 4 rows inside
+     * pieces of 6); the [R, S(0,[8,4])] operand is treated as Replicate on
+     * mesh dim 1 instead, so both follow S(0) on mesh dim 0 and nothing is
+     * sharded on mesh dim 1. */
+    lt_mesh m22;
+    int s22[2] = {2, 2};
+    LT_CHECK(lt_mesh_init(&m22, 2, s22, NULL));
+    int64_t s12[1] = {12};
+    p = plan2(LT_OP_ADD, &m22, 1, s12, "R,S(0,[8,4])", 1, s12, "S(0),R", NULL);
+    expect_pl(p->out_pl, 2, "[S(0), R]", "[R, S(0,[8,4])] + [S(0), R]");
+    expect_pl(p->in_target[0], 2, "[S(0), R]", "target of the nested operand");
+    assert_int_equal(p->in_redistribute[1], 0);
     lt_op_plan_free(p);
     lt_op_cache_clear();
 }

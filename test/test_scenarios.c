@@ -20,6 +20,7 @@
 #include <cJSON.h>
 
 #include "test/testutil.h"
+#include "localtensor/localtensor.h"
 #include "tools/scenario.h"
 
 static char g_tmpdir[512];
@@ -460,7 +461,18 @@ static void test_reports(void **state) {
     assert_int_equal(tp, 18);
     assert_int_equal(tf, 1);
     assert_int_equal(te, 2);
-    if (!strstr(out, "e_bad.yaml:3:9: unknown step 'nope'")) fail_msg("load error not reported:\n%s%s", out, err);
+    /* the load error: its message printed once (stderr), the file listed and counted */
+    {
+        const char *m = "e_bad.yaml:3:9: unknown step 'nope'";
+        int times = 0;
+        for (const char *q = strstr(err, m); q; q = strstr(q + 1, m)) times++;
+        for (const char *q = strstr(out, m); q; q = strstr(q + 1, m)) times++;
+        if (times != 1) fail_msg("load error printed %d times:\n%s%s", times, out, err);
+        if (!strstr(out, "e_bad.yaml: could not be loaded")) fail_msg("load error not listed:\n%s", out);
+        if (!strstr(out, "20 cases in 5 scenarios from 5 files; 1 could not be loaded"))
+            fail_msg("summary does not count the unloadable file:\n%s", out);
+        if (!strstr(out, "18 passed, 1 failed, 2 errors\n")) fail_msg("summary:\n%s", out);
+    }
     /* JSON */
     size_t jl = 0;
     char *jt = slurp(json, &jl);
@@ -475,6 +487,7 @@ static void test_reports(void **state) {
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(counts, "errors")->valueint, te);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(counts, "cases")->valueint, 20);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(counts, "load_errors")->valueint, 1);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(counts, "files")->valueint, 5);
     /* every case listed, with failures carrying rank / index / expected / actual */
     int ncases = 0, found_fail = 0;
     cJSON *file, *scen, *cs, *fl;
@@ -538,6 +551,201 @@ static void test_reports(void **state) {
     rmdir(dir);
     remove(json);
     remove(junit);
+}
+
+/* Runs `localtensor run` on one scenario text; returns the exit code, *out
+ * and *err as run_cli. */
+static int run_text(const char *name, const char *text, char **out, char **err) {
+    char path[600];
+    tmp_path(path, sizeof path, name);
+    write_file(path, text);
+    const char *args[] = {path};
+    int rc = run_cli(args, 1, out, err);
+    remove(path);
+    return rc;
+}
+
+static int count_of(const char *text, const char *what) {
+    int n = 0;
+    for (const char *q = strstr(text, what); q; q = strstr(q + strlen(what), what)) n++;
+    return n;
+}
+
+/* -k that matches nothing runs nothing: exit 2 with a message, as an empty
+ * directory does. */
+static void test_no_match(void **state) {
+    (void)state;
+    char *out, *err;
+    const char *args[] = {"-k", "zzz", "scenarios/tutorials"};
+    assert_int_equal(run_cli(args, 3, &out, &err), 2);
+    if (!strstr(err, "no case matches -k 'zzz'")) fail_msg("no message:\n%s", err);
+    assert_non_null(strstr(out, "0 passed, 0 failed, 0 errors"));
+    free(out), free(err);
+    const char *args2[] = {"-k", "row_wise", "scenarios/tutorials"};
+    assert_int_equal(run_cli(args2, 3, &out, &err), 0);
+    free(out), free(err);
+}
+
+/* One of a thing is singular everywhere the report counts. */
+static void test_singular(void **state) {
+    (void)state;
+    char *out, *err;
+    /* one case that errors */
+    assert_int_equal(run_text("one_err.yaml", "name: one\nmesh: 2x2\ntensors: {x: {shape: [3]}}\nsteps:\n"
+                                              "  - distribute: {tensor: x, placements: [R], as: xd}\n", &out, &err), 2);
+    if (!strstr(out, "1 case in 1 scenario from 1 file (") || !strstr(out, "0 passed, 0 failed, 1 error\n"))
+        fail_msg("plural for one:\n%s", out);
+    assert_null(strstr(out, "1 errors"));
+    if (!strstr(out, "1 placement for a mesh of 2 dims")) fail_msg("placement count:\n%s", out);
+    free(out), free(err);
+    /* expect_local: two bad ranks -> "(also rank 3)", three -> "(also ranks 2, 3)" */
+    assert_int_equal(run_text("two_bad.yaml", "name: two\nmesh: 4\ntensors: {x: {shape: [4]}}\nsteps:\n"
+                                              "  - distribute: {tensor: x, placements: [R], as: xd}\n"
+                                              "  - expect_local: {tensor: xd, ranks: {1: [9, 1, 2, 3], 3: [9, 1, 2, 3]}}\n",
+                              &out, &err), 1);
+    if (!strstr(out, "rank 1 (coord [1]): index [0]: expected 9, actual 0") || !strstr(out, "(also rank 3)"))
+        fail_msg("two bad ranks:\n%s", out);
+    free(out), free(err);
+    assert_int_equal(run_text("three_bad.yaml", "name: three\nmesh: 4\ntensors: {x: {shape: [4]}}\nsteps:\n"
+                                                "  - distribute: {tensor: x, placements: [R], as: xd}\n"
+                                                "  - expect_local: {tensor: xd, ranks: {1: [9, 1, 2, 3], 2: [9, 1, 2, 3], 3: [9, 1, 2, 3]}}\n",
+                              &out, &err), 1);
+    if (!strstr(out, "(also ranks 2, 3)")) fail_msg("three bad ranks:\n%s", out);
+    free(out), free(err);
+}
+
+/* expect_full of a DTensor names who holds the wrong element: rank, mesh
+ * coordinate and local index (as expect_local does). The holders below come
+ * from the layout rules, worked by hand. */
+static void test_expect_full_holders(void **state) {
+    (void)state;
+    char *out, *err;
+    /* [R, S(0)] on 2x2, 4 elements: tp coord 1 holds indices 2..3, so index 3
+     * is at local index 1 of ranks 1 (coord [0, 1]) and 3 (coord [1, 1]) */
+    assert_int_equal(run_text("holders.yaml", "name: h\nmesh: 2x2\ntensors: {x: {shape: [4]}}\nsteps:\n"
+                                              "  - distribute: {tensor: x, placements: [R, 'S(0)'], as: xd}\n"
+                                              "  - expect_full: {tensor: xd, values: [0, 1, 2, 5]}\n", &out, &err), 1);
+    if (!strstr(out, "index [3]: expected 5, actual 3 (1 of 4 elements differ, max |diff| 2); index [3] is held by "
+                     "rank 1 (coord [0, 1]) at local index [1] (also rank 3 (coord [1, 1]) at [1])"))
+        fail_msg("holders of index 3:\n%s", out);
+    free(out), free(err);
+    /* the strided seed example: arange(5) with [SS(0,2), S(0)] on 2x2 puts
+     * [0, 1] on rank 0, [3] on rank 1, [2] on rank 2 and [4] on rank 3 */
+    assert_int_equal(run_text("holders2.yaml", "name: h2\nmesh: 2x2\ntensors: {x: {shape: [5]}}\nsteps:\n"
+                                               "  - distribute: {tensor: x, placements: ['SS(0,2)', 'S(0)'], as: xd}\n"
+                                               "  - expect_full: {tensor: xd, values: [0, 1, 2, 7, 4]}\n", &out, &err), 1);
+    if (!strstr(out, "index [3] is held by rank 1 (coord [0, 1]) at local index [0]") || strstr(out, "(also"))
+        fail_msg("holder of index 3 under SS:\n%s", out);
+    free(out), free(err);
+    /* Partial: every rank holds a contribution */
+    assert_int_equal(run_text("holders3.yaml", "name: h3\nmesh: 2\ntensors: {x: {shape: [2]}}\nsteps:\n"
+                                               "  - distribute: {tensor: x, placements: ['P(sum)'], as: xd}\n"
+                                               "  - expect_full: {tensor: xd, values: [0, 5]}\n", &out, &err), 1);
+    if (!strstr(out, "index [1] is a partial value on rank 0 (coord [0]) at local index [1] (also rank 1 (coord [1]) "
+                     "at [1]); mesh dim 0 is P(sum): the value is the sum over it"))
+        fail_msg("holders of a partial value:\n%s", out);
+    free(out), free(err);
+}
+
+/* A plan step has one number and one name everywhere: the plan table, the
+ * "produced by" line of a failure, and the library's messages. */
+static void test_plan_step_names(void **state) {
+    (void)state;
+    char *out, *err;
+    assert_int_equal(run_text("names.yaml", "name: n\nmesh: 2\ntensors: {x: {shape: [4]}}\nsteps:\n"
+                                            "  - distribute: {tensor: x, placements: [R], as: xd}\n"
+                                            "  - redistribute: {tensor: xd, to: ['S(0)'], as: y}\n"
+                                            "  - expect_full: {tensor: y, values: [0, 1, 2, 5]}\n", &out, &err), 1);
+    if (!strstr(out, "produced by: redistribute at ") || !strstr(out, ":6:5: step 1 of 1 (mesh dim 0: R -> S(0), local slice)"))
+        fail_msg("plan step in the failure:\n%s", out);
+    free(out), free(err);
+    /* the table numbers the same step 1 and names it the same */
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("2", &m));
+    lt_placement r = lt_replicate(), s0 = lt_shard(0);
+    int64_t shape[1] = {4};
+    lt_plan *p = NULL;
+    LT_CHECK(lt_plan_redistribute(&m, LT_F32, 1, shape, &r, &s0, 1, NULL, &p));
+    char table[2048], one[256];
+    lt_plan_format(p, table, sizeof table);
+    if (!strstr(table, "\n     1  0 ") || !strstr(table, "local slice") || strstr(table, "none ("))
+        fail_msg("plan table:\n%s", table);
+    assert_string_equal(lt_plan_step_str(p, 0, one, sizeof one), "step 1 of 1 (mesh dim 0: R -> S(0), local slice)");
+    lt_plan_free(p);
+    /* a collective step with local work after it */
+    lt_placement ss = lt_strided(0, 2);
+    LT_CHECK(lt_plan_redistribute(&m, LT_F32, 1, shape, &ss, &r, 1, NULL, &p));
+    assert_string_equal(lt_plan_step_str(p, 0, one, sizeof one),
+                        "step 1 of 1 (mesh dim 0: SS(0,2) -> R, all_gather + index_select)");
+    lt_plan_format(p, table, sizeof table);
+    if (!strstr(table, "     1  0 ") || !strstr(table, "all_gather + index_select")) fail_msg("plan table:\n%s", table);
+    lt_plan_free(p);
+}
+
+/* expect_plan reports every key that differs, each once, and the plan once. */
+static void test_expect_plan_all_keys(void **state) {
+    (void)state;
+    char *out, *err;
+    assert_int_equal(run_text("plan_keys.yaml", "name: pk\nmesh: 2\ntensors: {x: {shape: [4]}}\nsteps:\n"
+                                                "  - distribute: {tensor: x, placements: ['S(0)'], as: xd}\n"
+                                                "  - redistribute: {tensor: xd, to: [R], as: y}\n"
+                                                "  - expect_plan: {collectives: [all_to_all], steps: 2, bytes: 99}\n",
+                              &out, &err), 1);
+    /* S(0) -> R of 4 f32 on 2 ranks: one all_gather; each rank receives the
+     * other's 2 elements (8 bytes), 16 in all */
+    const char *want = "expect_plan: collectives: expected [all_to_all], the plan issues [all_gather]; steps: expected 2, "
+                       "the plan has 1; bytes: expected 99, the plan moves 16";
+    if (!strstr(out, want)) fail_msg("expect_plan message:\n%s", out);
+    assert_int_equal(count_of(out, "collectives: expected"), 1);
+    assert_int_equal(count_of(out, "steps: expected"), 1);
+    assert_int_equal(count_of(out, "bytes: expected"), 1);
+    assert_int_equal(count_of(out, "(mesh dim 0: S(0) -> R, all_gather)"), 1);   /* the plan, once */
+    free(out), free(err);
+}
+
+/* run --json lists every redistribute with the bytes each rank sends and
+ * receives per plan step (hand counts as in test_cli: (4,3) f32 on 2x2,
+ * [S(0),S(1)] -> [R,S(1)] is one all_gather on mesh dim 0 where the ranks
+ * of tp coord 0 exchange 16-byte blocks and those of coord 1 8-byte ones). */
+static void test_json_redistributes(void **state) {
+    (void)state;
+    char path[600], json[700];
+    tmp_path(path, sizeof path, "jr.yaml");
+    snprintf(json, sizeof json, "%s/jr.json", g_tmpdir);
+    write_file(path, "name: jr\nmesh: 2x2\ntensors: {x: {shape: [4, 3]}}\nsteps:\n"
+                     "  - distribute: {tensor: x, placements: ['S(0)', 'S(1)'], as: xd}\n"
+                     "  - redistribute: {tensor: xd, to: [R, 'S(1)'], as: y}\n");
+    const char *args[] = {"--json", json, path};
+    char *out, *err;
+    assert_int_equal(run_cli(args, 3, &out, &err), 0);
+    size_t jl = 0;
+    char *jt = slurp(json, &jl);
+    assert_non_null(jt);
+    cJSON *j = cJSON_Parse(jt);
+    assert_non_null(j);
+    cJSON *cs = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+                                       cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+                                                              cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "files"), 0),
+                                                              "scenarios"),
+                                                          0),
+                                       "cases"),
+                                   0);
+    cJSON *rd = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cs, "redistributes"), 0);
+    if (!rd) fail_msg("no redistributes in:\n%s", jt);
+    if (!strstr(cJSON_GetObjectItemCaseSensitive(rd, "at")->valuestring, "jr.yaml:6:5")) fail_msg("at:\n%s", jt);
+    cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rd, "plan"), 0);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(st, "step")->valueint, 1);
+    cJSON *sent = cJSON_GetObjectItemCaseSensitive(st, "bytes_sent"), *recv = cJSON_GetObjectItemCaseSensitive(st, "bytes_recv");
+    const int want[] = {16, 8, 16, 8};
+    assert_int_equal(cJSON_GetArraySize(sent), 4);
+    for (int r = 0; r < 4; r++) {
+        assert_int_equal(cJSON_GetArrayItem(sent, r)->valueint, want[r]);
+        assert_int_equal(cJSON_GetArrayItem(recv, r)->valueint, want[r]);
+    }
+    cJSON_Delete(j);
+    free(jt), free(out), free(err);
+    remove(path);
+    remove(json);
 }
 
 static void test_usage(void **state) {
@@ -635,7 +843,10 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_generated_nesting), cmocka_unit_test(test_loader_limits),
         cmocka_unit_test(test_sweep_expansion), cmocka_unit_test(test_wrong_expectation),
         cmocka_unit_test(test_reports),         cmocka_unit_test(test_usage),
-        cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_mutations),       cmocka_unit_test(test_no_match),
+        cmocka_unit_test(test_singular),        cmocka_unit_test(test_expect_full_holders),
+        cmocka_unit_test(test_plan_step_names), cmocka_unit_test(test_expect_plan_all_keys),
+        cmocka_unit_test(test_json_redistributes),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     rmdir(g_tmpdir);

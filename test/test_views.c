@@ -93,6 +93,23 @@ static void test_views_zero_size(void **state) {
     lt_tensor_free(v);
     LT_EXPECT_STATUS(lt_select(x, 0, 0, &v), LT_INVALID);
     lt_tensor_free(x);
+    /* a 0-d tensor has dim 0 as torch sees it: transpose(0, 0) and
+     * squeeze(0) give the tensor itself (a view); dim 1 is out of range */
+    LT_CHECK(lt_tensor_new(LT_F32, 0, NULL, &x));
+    lt_set_flat(x, 0, 4.5);
+    LT_CHECK(lt_transpose(x, 0, 0, &v));
+    assert_int_equal(v->ndim, 0);
+    lt_set_flat(v, 0, 5.5); /* shares storage */
+    assert_true(lt_get_flat(x, 0) == 5.5);
+    lt_tensor_free(v);
+    LT_CHECK(lt_squeeze(x, 0, &v));
+    assert_int_equal(v->ndim, 0);
+    assert_true(lt_get_flat(v, 0) == 5.5);
+    lt_tensor_free(v);
+    LT_EXPECT_STATUS(lt_transpose(x, 0, 1, &v), LT_INVALID);
+    LT_EXPECT_STATUS(lt_squeeze(x, 1, &v), LT_INVALID);
+    assert_null(v);
+    lt_tensor_free(x);
 }
 
 static void test_chunk_and_split(void **state) {

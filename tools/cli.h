@@ -15,6 +15,10 @@
 #include "kernels/tensor.h"
 #include "localtensor/random.h"
 
+/* The version `localtensor --version` prints; tools/localtensor.pc.in
+ * carries the same number (test_cli checks that they agree). */
+#define LT_CLI_VERSION "0.1.0"
+
 /* XX(name, function, one-line summary) */
 #define LT_CLI_COMMANDS(XX)                                                              \
     XX("show",         lt_cli_show,         "what every rank holds for a layout")        \

@@ -104,6 +104,22 @@ int lt_cli_parse_args(const char *cmd, int argc, char **argv, const lt_cli_optio
     return -1;
 }
 
+/* The global tensor alone must fit in this machine's memory: when it does
+ * not, the shape is what to change, whatever the placements (a layout's
+ * shards hold at least one copy of every element). */
+static lt_status check_global_size(const char *shape_s, const lt_cli_layout *l) {
+    int64_t numel;
+    size_t es = lt_dtype_size(l->dtype);
+    LT_TRY(lt__numel_checked(l->ndim, l->shape, 1, &numel));
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || psize <= 0) return LT_OK;
+    double bytes = (double)numel * (double)es, phys = (double)pages * (double)psize;
+    if (bytes <= phys) return LT_OK;
+    return lt__err(LT_NOMEM, "--shape %s: the tensor has %lld elements (%.1f GiB of %s) before any sharding, "
+                   "more than this machine's %.1f GiB of memory", shape_s, (long long)numel,
+                   bytes / 1073741824.0, lt_dtype_name(l->dtype), phys / 1073741824.0);
+}
+
 lt_status lt_cli_parse_layout(const char *mesh, const char *shape, const char *dtype,
                               const char *init, lt_cli_layout *out) {
     lt_status st;
@@ -111,5 +127,5 @@ lt_status lt_cli_parse_layout(const char *mesh, const char *shape, const char *d
     if ((st = lt_cli_parse_shape(shape, &out->ndim, out->shape))) return lt__err_ctx(st, "--shape");
     if ((st = lt_dtype_parse(dtype, &out->dtype))) return lt__err_ctx(st, "--dtype");
     if ((st = lt_init_parse(init, &out->init))) return lt__err_ctx(st, "--init");
-    return LT_OK;
+    return check_global_size(shape, out);
 }

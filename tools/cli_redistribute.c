@@ -27,30 +27,17 @@ static void redist_usage(FILE *f) {
             "                      (PyTorch's order)\n"
             "  --explain           show every intermediate layout\n"
             "  --no-verify         skip the check against the direct reshard\n"
-            "  --json              machine-readable output\n"
+            "  --json              machine-readable output; each plan step also lists the bytes\n"
+            "                      every rank sends and receives (bytes_sent, bytes_recv)\n"
+            "\n"
+            "The plan table: steps are numbered from 1; `collective` names the collective and any\n"
+            "local work after it, or `local ...` for a step without communication. bytes/rank is\n"
+            "the most bytes any one rank receives from other ranks in that step (a rank's own data\n"
+            "never counts; all_reduce counts its reduce_scatter and all_gather halves); bytes total\n"
+            "sums what every rank receives. min-cost minimises the total bytes over the plan, then\n"
+            "the number of steps.\n"
             "\n"
             "Exit codes: 0 ok, 1 verification failed, 2 bad input or unsupported transition.\n");
-}
-
-static cJSON *plan_json(const lt_plan *p) {
-    cJSON *a = cJSON_CreateArray();
-    char f[1024], t[1024];
-    for (int s = 0; s < p->nsteps; s++) {
-        const lt_plan_step *st = &p->steps[s];
-        lt_placement_format(&st->from, f, sizeof f);
-        lt_placement_format(&st->to, t, sizeof t);
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "mesh_dim", st->mesh_dim);
-        cJSON_AddStringToObject(o, "from", f);
-        cJSON_AddStringToObject(o, "to", t);
-        cJSON_AddStringToObject(o, "collective", st->collective);
-        if (st->local_op && st->local_op[0]) cJSON_AddStringToObject(o, "local", st->local_op);
-        cJSON_AddNumberToObject(o, "bytes_per_rank", (double)st->bytes_per_rank);
-        cJSON_AddNumberToObject(o, "bytes_total", (double)st->bytes_total);
-        cJSON_AddItemToObject(o, "placements_after", lt_json_placements(st->after, p->mesh.ndim));
-        cJSON_AddItemToArray(a, o);
-    }
-    return a;
 }
 
 /* --explain: every intermediate layout, as the direct reshard computes it
@@ -62,9 +49,10 @@ static lt_status explain(FILE *f, const lt_dtensor *src, const lt_plan *p) {
         char a[256], b[256];
         lt_placement_format(&st->from, a, sizeof a);
         lt_placement_format(&st->to, b, sizeof b);
+        char act[128];
         lt_placements_format(st->after, p->mesh.ndim, pl, sizeof pl);
-        fprintf(f, "\n-- after step %d: mesh dim %d %s -> %s (%s%s%s) => %s\n", s + 1, st->mesh_dim, a, b,
-                st->collective, st->local_op && st->local_op[0] ? ", " : "", st->local_op ? st->local_op : "", pl);
+        fprintf(f, "\n-- after step %d: mesh dim %d %s -> %s (%s) => %s\n", s + 1, st->mesh_dim, a, b,
+                lt_plan_step_action(st, act, sizeof act), pl);
         lt_dtensor *mid = NULL;
         LT_TRY(lt_reshard_direct(src, st->after, p->mesh.ndim, &mid, NULL));
         lt_status rs = lt_render_ranks(f, mid, 32);
@@ -111,8 +99,22 @@ int lt_cli_redistribute(int argc, char **argv) {
 
     lt_dtensor *in = NULL, *out = NULL;
     lt_plan *plan = NULL;
+    lt_comm *comm = NULL;   /* ours, so that --json can read the per-rank bytes off its trace */
+    /* refuse before building anything what would not fit in memory */
+    lt_redistribute_opts popts;
+    memset(&popts, 0, sizeof popts);
+    popts.planner = planner;
+    if (!(st = lt_plan_redistribute(&mesh, dt, ndim, shape, src, dst, ndst, &popts, &plan)))
+        st = lt__plan_check_memory(plan, verify, 1);
+    lt_plan_free(plan);
+    plan = NULL;
+    if (st == LT_NOMEM) return lt_cli_fail(cmd, st);
     if ((st = lt_dtensor_init(&mesh, dt, ndim, shape, src, nsrc, &lay.init, &in)))
         return lt__err_ctx(st, "--from %s", from_s), lt_cli_fail(cmd, st);
+    if (json && (st = lt_comm_new(&mesh, &comm))) {
+        lt_dtensor_free(in);
+        return lt_cli_fail(cmd, st);
+    }
     lt_verify_report rep;
     memset(&rep, 0, sizeof rep);
     lt_redistribute_opts opts;
@@ -120,6 +122,7 @@ int lt_cli_redistribute(int argc, char **argv) {
     opts.planner = planner;
     opts.verify = verify;
     opts.report = &rep;
+    opts.comm = comm;
     st = lt_redistribute(in, dst, ndst, &opts, &out, &plan);
     int rc = 0;
     if (st && st != LT_MISMATCH) {
@@ -134,7 +137,7 @@ int lt_cli_redistribute(int argc, char **argv) {
         cJSON_AddItemToObject(o, "from", lt_json_placements(in->placements, mesh.ndim));
         cJSON_AddItemToObject(o, "to", lt_json_placements(plan->dst, mesh.ndim));
         cJSON_AddStringToObject(o, "planner", lt_planner_name(planner));
-        cJSON_AddItemToObject(o, "plan", plan_json(plan));
+        cJSON_AddItemToObject(o, "plan", lt_json_plan(plan, comm ? lt_comm_trace(comm) : NULL, 0));
         cJSON_AddNumberToObject(o, "total_bytes", (double)plan->total_bytes);
         if (verify) cJSON_AddBoolToObject(o, "verified", st == LT_OK);
         else cJSON_AddNullToObject(o, "verified");
@@ -146,8 +149,8 @@ int lt_cli_redistribute(int argc, char **argv) {
         char a[512], b[512], ms[128], ss[128];
         lt_placements_format(in->placements, mesh.ndim, a, sizeof a);
         lt_placements_format(plan->dst, mesh.ndim, b, sizeof b);
-        printf("redistribute %s -> %s on mesh %s (%d ranks), global shape %s, %s, planner %s\n", a, b,
-               lt_mesh_str(&mesh, ms, sizeof ms), mesh.world, lt_shape_str(ndim, shape, ss, sizeof ss),
+        printf("redistribute %s -> %s on mesh %s (%d rank%s), global shape %s, %s, planner %s\n", a, b,
+               lt_mesh_str(&mesh, ms, sizeof ms), mesh.world, mesh.world == 1 ? "" : "s", lt_shape_str(ndim, shape, ss, sizeof ss),
                lt_dtype_name(dt), lt_planner_name(planner));
         printf("\nplan:\n");
         lt_plan_print(plan, stdout);
@@ -174,6 +177,7 @@ int lt_cli_redistribute(int argc, char **argv) {
         rc = 1;
     }
 done:
+    lt_comm_free(comm);
     lt_plan_free(plan);
     lt_dtensor_free(out);
     lt_dtensor_free(in);

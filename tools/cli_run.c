@@ -6,8 +6,10 @@
  * "N passed, N failed, N errors" as the last line.
  *
  * Exit: 0 all passed, 1 a check failed, 2 a file could not be loaded, a step
- * failed unexpectedly, or the arguments / report files were bad.
+ * failed unexpectedly, nothing was run (no file found, no case matches -k),
+ * or the arguments / report files were bad.
  */
+#include "kernels/alloc.h"
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -27,20 +29,20 @@ typedef struct strlist {
 static int sl_push(strlist *l, const char *s) {
     if (l->n == l->cap) {
         int cap = l->cap ? l->cap * 2 : 32;
-        char **nv = realloc(l->v, sizeof *nv * (size_t)cap);
+        char **nv = lt__realloc(l->v, sizeof *nv * (size_t)cap);
         if (!nv) return -1;
         l->v = nv;
         l->cap = cap;
     }
     size_t n = strlen(s);
-    if (!(l->v[l->n] = malloc(n + 1))) return -1;
+    if (!(l->v[l->n] = lt__malloc(n + 1))) return -1;
     memcpy(l->v[l->n++], s, n + 1);
     return 0;
 }
 
 static void sl_free(strlist *l) {
-    for (int i = 0; i < l->n; i++) free(l->v[i]);
-    free(l->v);
+    for (int i = 0; i < l->n; i++) lt__free(l->v[i]);
+    lt__free(l->v);
 }
 
 static int cmpstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -67,7 +69,7 @@ static int walk(const char *dir, strlist *out, int depth) {
     int slash = dl && dir[dl - 1] == '/';
     for (int i = 0; i < names.n && !rc; i++) {
         size_t n = dl + strlen(names.v[i]) + 2;
-        char *p = malloc(n);
+        char *p = lt__malloc(n);
         if (!p) { rc = -1; break; }
         snprintf(p, n, "%s%s%s", dir, slash ? "" : "/", names.v[i]);
         struct stat sb;
@@ -75,7 +77,7 @@ static int walk(const char *dir, strlist *out, int depth) {
             if (S_ISDIR(sb.st_mode)) { if (walk(p, out, depth + 1) < 0) rc = -1; }
             else if (S_ISREG(sb.st_mode) && is_yaml(names.v[i]) && sl_push(out, p)) rc = -1;
         }
-        free(p);
+        lt__free(p);
     }
     sl_free(&names);
     return rc;
@@ -145,12 +147,12 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
             return 2;
         }
     }
-    loaded = calloc((size_t)(files.n ? files.n : 1), sizeof *loaded);
-    lerr = calloc((size_t)(files.n ? files.n : 1), sizeof *lerr);
+    loaded = lt__calloc((size_t)(files.n ? files.n : 1), sizeof *loaded);
+    lerr = lt__calloc((size_t)(files.n ? files.n : 1), sizeof *lerr);
     if (!loaded || !lerr) {
         fprintf(err, "localtensor run: out of memory\n");
-        free(loaded);
-        free(lerr);
+        lt__free(loaded);
+        lt__free(lerr);
         sl_free(&files);
         return 2;
     }
@@ -159,12 +161,14 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
         lt_sc_file *f = NULL;
         lt_status st = lt_sc_load(files.v[i], &f);
         if (st) {
+            /* the message goes to stderr once, now; the report lists the file
+             * as an error and counts it */
             const char *m = lt_errmsg();
             fflush(out);
             fprintf(err, "%s\n", m[0] ? m : lt_status_str(st));
             lerr[nlerr].path = files.v[i];
             /* NULL when out of memory: the reports then print "out of memory" */
-            lerr[nlerr].message = strdup(m[0] ? m : lt_status_str(st));
+            lerr[nlerr].message = lt__strdup(m[0] ? m : lt_status_str(st));
             nlerr++;
             continue;
         }
@@ -175,6 +179,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
             for (int c = 0; c < f->scen[k].ncases; c++) {
                 sc_case *cs = &f->scen[k].cases[c];
                 cs->selected = matches(opt, f->path, cs);
+                cs->record_plans = opt->json_path != NULL;
                 sel += cs->selected;
             }
             total += sel;
@@ -183,7 +188,20 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
         sum.files += any;
     }
     sum.cases = total;
-    if (opt->nfilters && total == 0 && nloaded) fprintf(err, "localtensor run: no case matches the -k filters\n");
+    sum.files += nlerr;
+    sum.files_failed = nlerr;
+    int no_match = 0;
+    if (opt->nfilters && total == 0 && nloaded) {
+        /* like an empty directory: nothing was tested, which is not a pass */
+        int ncases = 0;
+        for (int i = 0; i < nloaded; i++)
+            for (int k = 0; k < loaded[i]->nscen; k++) ncases += loaded[i]->scen[k].ncases;
+        fprintf(err, "localtensor run: no case matches -k");
+        for (int i = 0; i < opt->nfilters; i++) fprintf(err, "%s '%s'", i ? " or" : "", opt->filters[i]);
+        fprintf(err, " (%d case%s in %d file%s searched; -k matches a substring of a case name or file path)\n",
+                ncases, ncases == 1 ? "" : "s", nloaded, nloaded == 1 ? "" : "s");
+        no_match = 1;
+    }
 
     progress pg = {opt->progress, 0, t0, 0, err};
     int done = 0, stop = 0;
@@ -224,9 +242,8 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
     sum.errors += nlerr;
     sum.seconds = now_s() - t0;
     for (int i = 0; i < nlerr; i++) {
-        if (opt->color) fprintf(out, "\033[31m\033[1mERROR\033[0m %s: could not be loaded\n", lerr[i].path);
-        else fprintf(out, "ERROR %s: could not be loaded\n", lerr[i].path);
-        fprintf(out, "      %s\n", lerr[i].message ? lerr[i].message : "out of memory");
+        if (opt->color) fprintf(out, "\033[31m\033[1mERROR\033[0m %s: could not be loaded (message on stderr)\n", lerr[i].path);
+        else fprintf(out, "ERROR %s: could not be loaded (message on stderr)\n", lerr[i].path);
     }
     if (opt->json_path) {
         lt_status st = lt__sc_write_json(opt->json_path, loaded, nloaded, lerr, nlerr, &sum);
@@ -238,12 +255,12 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
     }
     lt__sc_report_summary(out, opt, &sum);
     fflush(out);
-    if (sum.errors || nlerr) code = 2;
+    if (sum.errors || nlerr || no_match) code = 2;
     else if (sum.failed && code == 0) code = 1;
     for (int i = 0; i < nloaded; i++) lt_sc_file_free(loaded[i]);
-    for (int i = 0; i < nlerr; i++) free(lerr[i].message);
-    free(loaded);
-    free(lerr);
+    for (int i = 0; i < nlerr; i++) lt__free(lerr[i].message);
+    lt__free(loaded);
+    lt__free(lerr);
     sl_free(&files);
     return code;
 }
@@ -258,7 +275,8 @@ static void usage(FILE *f) {
             "  --json FILE    write every scenario, case, check and failure as JSON\n"
             "  --junit FILE   write JUnit XML for CI\n"
             "  --fail-fast    stop at the first failing case\n"
-            "Exit: 0 all passed, 1 a check failed, 2 a file could not be loaded or a step errored.\n"
+            "Exit: 0 all passed, 1 a check failed, 2 a file could not be loaded, a step errored,\n"
+            "or nothing was run (no scenario file found, or no case matches -k).\n"
             "The format of scenario files: scenarios/README.md.\n");
 }
 
@@ -267,8 +285,8 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
     memset(&o, 0, sizeof o);
     o.out = out;
     o.err = err;
-    const char **paths = calloc((size_t)(argc > 0 ? argc : 1), sizeof *paths);
-    const char **filters = calloc((size_t)(argc > 0 ? argc : 1), sizeof *filters);
+    const char **paths = lt__calloc((size_t)(argc > 0 ? argc : 1), sizeof *paths);
+    const char **filters = lt__calloc((size_t)(argc > 0 ? argc : 1), sizeof *filters);
     int np = 0, nf = 0, code = -1;
     if (!paths || !filters) {
         fprintf(err, "localtensor run: out of memory\n");
@@ -320,8 +338,8 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
         o.progress = isatty(fileno(err));
         code = lt_sc_run_paths(paths, np, &o);
     }
-    free(paths);
-    free(filters);
+    lt__free(paths);
+    lt__free(filters);
     return code;
 }
 

@@ -22,6 +22,11 @@ static void show_usage(FILE *f) {
             "  --init I         arange (default), zeros, ones, random:SEED, randn:SEED\n"
             "  --json           machine-readable output\n"
             "\n"
+            "global_offset is the first global index a rank holds along each dim (the global size\n"
+            "when the shard is empty there). A strided shard (SS, or S nested under SS) does not hold\n"
+            "one contiguous run: the table marks it with '*' and --json with \"strided\": true.\n"
+            "Shards of 2 or more dims print as nested rows.\n"
+            "\n"
             "Exit codes: 0 ok, 2 bad input.\n");
 }
 

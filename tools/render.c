@@ -1,5 +1,6 @@
 /* tools/render.c — per-rank tables, ownership pictures and JSON of a DTensor. */
 #include "tools/render.h"
+#include "kernels/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,8 @@ void lt_render_header(FILE *f, const lt_dtensor *dt) {
     lt_mesh_str(lt_dtensor_mesh(dt), mesh, sizeof mesh);
     lt_shape_str(dt->ndim, dt->shape, shape, sizeof shape);
     lt_placements_format(dt->placements, lt_dtensor_mesh(dt)->ndim, pl, sizeof pl);
-    fprintf(f, "mesh %s (%d ranks), global shape %s, %s, placements %s\n", mesh,
-            lt_dtensor_mesh(dt)->world, shape, lt_dtype_name(dt->dtype), pl);
+    fprintf(f, "mesh %s (%d rank%s), global shape %s, %s, placements %s\n", mesh,
+            lt_dtensor_mesh(dt)->world, lt_dtensor_mesh(dt)->world == 1 ? "" : "s", shape, lt_dtype_name(dt->dtype), pl);
 }
 
 static void coord_str(const lt_mesh *m, int rank, char *buf, size_t n) {
@@ -34,23 +35,65 @@ static void coord_str(const lt_mesh *m, int rank, char *buf, size_t n) {
     if (used + 1 < n) strcat(buf, ")");
 }
 
+/* Values of t row by row, nested as the shape nests ("[[0, 1],\n [10, 11]]"),
+ * every row after the first indented to column `indent`; at most max values
+ * in all, then "... (N elements)" and the brackets closed. */
+static void render_nested(FILE *f, const lt_tensor *t, int64_t max, int indent) {
+    int nd = t->ndim, depth = 0;
+    int64_t n = lt_numel(t), shown = 0;
+    int64_t row = t->shape[nd - 1], nrows = n / row;   /* n > 0: row > 0 */
+    for (int64_t rr = 0; rr < nrows; rr++) {
+        /* brackets that open before this row: one per trailing zero of its index */
+        int open = 1;
+        int64_t q = rr;
+        for (int d = nd - 2; d >= 0 && q % t->shape[d] == 0; d--) open++, q /= t->shape[d];
+        if (rr) fprintf(f, ",\n%*s", indent + depth, "");
+        for (int k = 0; k < open; k++) fputc('[', f);
+        depth += open;
+        for (int64_t j = 0; j < row; j++, shown++) {
+            if (shown == max) {
+                fprintf(f, "%s... (%lld elements)", j ? ", " : "", (long long)n);
+                for (; depth > 0; depth--) fputc(']', f);
+                return;
+            }
+            fprintf(f, "%s%g", j ? ", " : "", lt_get_flat(t, rr * row + j));
+        }
+        int close = 1;
+        q = rr + 1;
+        for (int d = nd - 2; d >= 0 && q % t->shape[d] == 0; d--) close++, q /= t->shape[d];
+        for (int k = 0; k < close; k++) fputc(']', f);
+        depth -= close;
+    }
+}
+
 lt_status lt_render_ranks(FILE *f, const lt_dtensor *dt, int max_values) {
     const lt_mesh *m = lt_dtensor_mesh(dt);
-    fprintf(f, "%-5s %-10s %-14s %-14s %s\n", "rank", "coord", "local_shape", "global_offset", "values");
+    int any_strided = 0;
+    fprintf(f, "%-5s %-10s %-14s %-15s %s\n", "rank", "coord", "local_shape", "global_offset", "values");
     for (int r = 0; r < m->world; r++) {
-        int64_t ls[LT_MAX_DIMS], off[LT_MAX_DIMS];
-        LT_TRY(lt_local_shape_and_offset(m, dt->ndim, dt->shape, dt->placements, r, ls, off));
-        char c[64], s1[96], s2[96];
+        lt_rank_layout l;
+        LT_TRY(lt_layout_rank(m, dt->ndim, dt->shape, dt->placements, r, &l));
+        int strided = 0;
+        for (int d = 0; d < dt->ndim; d++) strided |= !l.contiguous[d];
+        any_strided |= strided;
+        char c[64], s1[96], s2[100];
         coord_str(m, r, c, sizeof c);
-        fprintf(f, "%-5d %-10s %-14s %-14s ", r, c, lt_shape_str(dt->ndim, ls, s1, sizeof s1),
-                lt_shape_str(dt->ndim, off, s2, sizeof s2));
+        lt_shape_str(dt->ndim, l.global_offset, s2, sizeof s2);
+        if (strided) strcat(s2, "*");
+        fprintf(f, "%-5d %-10s %-14s %-15s ", r, c, lt_shape_str(dt->ndim, l.local_shape, s1, sizeof s1), s2);
+        lt_rank_layout_free(&l);
         const lt_tensor *t = lt_to_local(dt, r);
         if (lt_numel(t) == 0)
             fprintf(f, "[] (empty)");
+        else if (t->ndim >= 2)
+            render_nested(f, t, max_values, 5 + 1 + 10 + 1 + 14 + 1 + 15 + 1);
         else
             lt_render_values(f, t, max_values);
         fputc('\n', f);
     }
+    if (any_strided)
+        fprintf(f, "* strided shard: along some dim the rank's indices are not one contiguous run, so\n"
+                   "  global_offset is only the first index it holds there\n");
     return LT_OK;
 }
 
@@ -105,11 +148,11 @@ lt_status lt_render_picture(FILE *f, const lt_dtensor *dt) {
     if (rows == 0 || cols == 0) {
         fprintf(f, "(picture: the tensor has no elements)\n");
     } else {
-        cell *cells = calloc((size_t)nr * (size_t)nc, sizeof(cell));
-        int *pool = calloc((size_t)nr * (size_t)nc * (size_t)m->world, sizeof(int));
+        cell *cells = lt__calloc((size_t)nr * (size_t)nc, sizeof(cell));
+        int *pool = lt__calloc((size_t)nr * (size_t)nc * (size_t)m->world, sizeof(int));
         if (!cells || !pool) {
-            free(cells);
-            free(pool);
+            lt__free(cells);
+            lt__free(pool);
             return lt__err(LT_NOMEM, "out of memory");
         }
         for (int i = 0; i < nr * nc; i++) cells[i].ranks = pool + (size_t)i * (size_t)m->world;
@@ -117,8 +160,8 @@ lt_status lt_render_picture(FILE *f, const lt_dtensor *dt) {
             lt_rank_layout l;
             lt_status st = lt_layout_rank(m, dt->ndim, dt->shape, dt->placements, r, &l);
             if (st) {
-                free(cells);
-                free(pool);
+                lt__free(cells);
+                lt__free(pool);
                 return st;
             }
             int64_t n0 = dt->ndim == 2 ? l.local_shape[0] : 1;
@@ -157,8 +200,8 @@ lt_status lt_render_picture(FILE *f, const lt_dtensor *dt) {
             }
             fputc('\n', f);
         }
-        free(cells);
-        free(pool);
+        lt__free(cells);
+        lt__free(pool);
     }
     for (int i = 0; i < m->ndim; i++) {
         if (dt->placements[i].kind == LT_PL_PARTIAL)
@@ -209,19 +252,24 @@ cJSON *lt_json_ranks(const lt_dtensor *dt) {
     const lt_mesh *m = lt_dtensor_mesh(dt);
     cJSON *a = cJSON_CreateArray();
     for (int r = 0; r < m->world; r++) {
-        int64_t ls[LT_MAX_DIMS], off[LT_MAX_DIMS], c64[LT_MESH_MAX_DIMS];
+        int64_t c64[LT_MESH_MAX_DIMS];
         int c[LT_MESH_MAX_DIMS];
-        if (lt_local_shape_and_offset(m, dt->ndim, dt->shape, dt->placements, r, ls, off)) {
+        lt_rank_layout l;
+        if (lt_layout_rank(m, dt->ndim, dt->shape, dt->placements, r, &l)) {
             cJSON_Delete(a);
             return NULL;
         }
+        int strided = 0;
+        for (int d = 0; d < dt->ndim; d++) strided |= !l.contiguous[d];
         lt_mesh_coord(m, r, c);
         for (int i = 0; i < m->ndim; i++) c64[i] = c[i];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "rank", r);
         cJSON_AddItemToObject(o, "coord", lt_json_i64_array(c64, m->ndim));
-        cJSON_AddItemToObject(o, "local_shape", lt_json_i64_array(ls, dt->ndim));
-        cJSON_AddItemToObject(o, "global_offset", lt_json_i64_array(off, dt->ndim));
+        cJSON_AddItemToObject(o, "local_shape", lt_json_i64_array(l.local_shape, dt->ndim));
+        cJSON_AddItemToObject(o, "global_offset", lt_json_i64_array(l.global_offset, dt->ndim));
+        cJSON_AddBoolToObject(o, "strided", strided);
+        lt_rank_layout_free(&l);
         cJSON *vals = cJSON_AddArrayToObject(o, "values");
         const lt_tensor *t = lt_to_local(dt, r);
         int64_t n = lt_numel(t);
@@ -237,4 +285,56 @@ lt_status lt_json_print(FILE *f, const cJSON *j) {
     fprintf(f, "%s\n", s);
     cJSON_free(s);
     return LT_OK;
+}
+
+/* The trace event of plan step s: the next unused event [*next, count) of
+ * its collective and mesh dim. NULL when the trace has none (not recorded). */
+static int step_event(const lt_trace *tr, size_t *next, const lt_plan_step *ps, lt_trace_event *ev) {
+    size_t n = lt_trace_count(tr);
+    for (size_t i = *next; i < n; i++) {
+        if (lt_trace_get(tr, i, ev)) return 0;
+        if (ev->coll == ps->coll && ev->mesh_dim == ps->mesh_dim) {
+            *next = i + 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static cJSON *size_array(const size_t *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v ? (double)v[i] : 0));
+    return a;
+}
+
+cJSON *lt_json_plan(const lt_plan *p, const lt_trace *trace, size_t since) {
+    cJSON *a = cJSON_CreateArray();
+    char f[1024], t[1024], act[128];
+    size_t next = since;
+    for (int s = 0; a && s < p->nsteps; s++) {
+        const lt_plan_step *st = &p->steps[s];
+        lt_placement_format(&st->from, f, sizeof f);
+        lt_placement_format(&st->to, t, sizeof t);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "step", s + 1);
+        cJSON_AddNumberToObject(o, "mesh_dim", st->mesh_dim);
+        cJSON_AddStringToObject(o, "from", f);
+        cJSON_AddStringToObject(o, "to", t);
+        cJSON_AddStringToObject(o, "collective", st->collective);
+        if (st->local_op && st->local_op[0]) cJSON_AddStringToObject(o, "local", st->local_op);
+        cJSON_AddStringToObject(o, "action", lt_plan_step_action(st, act, sizeof act));
+        cJSON_AddNumberToObject(o, "bytes_per_rank", (double)st->bytes_per_rank);
+        cJSON_AddNumberToObject(o, "bytes_total", (double)st->bytes_total);
+        lt_trace_event ev;
+        if (trace && !st->comm) {
+            cJSON_AddItemToObject(o, "bytes_sent", size_array(NULL, p->mesh.world));
+            cJSON_AddItemToObject(o, "bytes_recv", size_array(NULL, p->mesh.world));
+        } else if (trace && step_event(trace, &next, st, &ev) && ev.world == p->mesh.world) {
+            cJSON_AddItemToObject(o, "bytes_sent", size_array(ev.sent, ev.world));
+            cJSON_AddItemToObject(o, "bytes_recv", size_array(ev.recv, ev.world));
+        }
+        cJSON_AddItemToObject(o, "placements_after", lt_json_placements(st->after, p->mesh.ndim));
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
 }

@@ -9,8 +9,11 @@
 
 #include "localtensor/localtensor.h"
 
-/* Per-rank table: rank, coordinate, local shape, global offset, values (when
- * a shard has at most max_values elements). */
+/* Per-rank table: rank, coordinate, local shape, global offset, values (at
+ * most max_values of them; a 2-D or higher shard prints as nested rows, one
+ * row per line). The global offset is the first index a rank holds; a
+ * strided shard (indices not one contiguous run along some dim) is marked
+ * with '*' and a note under the table. */
 lt_status lt_render_ranks(FILE *f, const lt_dtensor *dt, int max_values);
 
 /* For 1-D and 2-D tensors: which ranks hold each index (or block of indices
@@ -29,8 +32,19 @@ void lt_render_values(FILE *f, const lt_tensor *t, int64_t max);
 cJSON *lt_json_i64_array(const int64_t *v, int n);
 cJSON *lt_json_mesh(const lt_mesh *m);
 cJSON *lt_json_placements(const lt_placement *pl, int n);
-/* {"rank", "coord", "local_shape", "global_offset", "values"} for every rank. */
+/* {"rank", "coord", "local_shape", "global_offset", "strided", "values"} for
+ * every rank ("strided": the shard's indices are not one contiguous run
+ * along some dim, so global_offset is only its first index). */
 cJSON *lt_json_ranks(const lt_dtensor *dt);
+
+/* The steps of plan p: [{"step" (from 1), "mesh_dim", "from", "to",
+ * "collective", "local"?, "action" (lt_plan_step_action), "bytes_per_rank"
+ * (the most any one rank receives), "bytes_total", "bytes_sent": [world],
+ * "bytes_recv": [world], "placements_after"}]. The per-rank arrays come
+ * from the comm trace the plan ran on: its events from index `since` on are
+ * matched to the plan's collectives in order (local steps: zeros). Without
+ * a trace (NULL) they are left out. A new array the caller frees. */
+cJSON *lt_json_plan(const lt_plan *p, const lt_trace *trace, size_t since);
 
 /* Writes a cJSON tree to f followed by a newline; frees nothing. */
 lt_status lt_json_print(FILE *f, const cJSON *j);

@@ -7,6 +7,7 @@
  * the JUnit totals are computed from the same sc_run_summary and the same
  * selected cases, so they always agree.
  */
+#include "kernels/alloc.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,9 @@ static const char *json_status(lt_sc_status s) {
     default: return "not_run";
     }
 }
+
+/* "s" unless n is 1: "1 error", "2 errors" */
+#define PL(n) ((n) == 1 ? "" : "s")
 
 static char *fmt_time(double s, char *buf, size_t n) {
     if (s < 1) snprintf(buf, n, "%.1f ms", s * 1e3);
@@ -72,7 +76,8 @@ void lt__sc_report_case(FILE *f, const lt_sc_options *o, const lt_sc_file *file,
     status_word(f, o, c->res.status);
     fprintf(f, "%s: %s (%s)\n", file->path, c->name, fmt_time(c->res.seconds, t, sizeof t));
     for (int i = 0; i < c->res.nfails; i++) print_failure(f, &c->res.fails[i]);
-    if (c->res.nfails_dropped) fprintf(f, "      ... and %d more failures\n", c->res.nfails_dropped);
+    if (c->res.nfails_dropped)
+        fprintf(f, "      ... and %d more failure%s\n", c->res.nfails_dropped, PL(c->res.nfails_dropped));
 }
 
 void lt__sc_report_sweep(FILE *f, const lt_sc_options *o, const lt_sc_file *file, const sc_scenario *s) {
@@ -90,23 +95,25 @@ void lt__sc_report_sweep(FILE *f, const lt_sc_options *o, const lt_sc_file *file
     char ts[32];
     status_word(f, o, err ? LT_SC_ERROR : fail ? LT_SC_FAIL : LT_SC_PASS);
     if (fail || err)
-        fprintf(f, "%s: %s [sweep: %d of %d cases failed, %d errors] (%s)\n", file->path, s->name, fail, sel, err,
-                fmt_time(t, ts, sizeof ts));
+        fprintf(f, "%s: %s [sweep: %d of %d case%s failed, %d error%s] (%s)\n", file->path, s->name, fail, sel,
+                PL(sel), err, PL(err), fmt_time(t, ts, sizeof ts));
     else
-        fprintf(f, "%s: %s [sweep: %d cases] (%s)\n", file->path, s->name, sel, fmt_time(t, ts, sizeof ts));
+        fprintf(f, "%s: %s [sweep: %d case%s] (%s)\n", file->path, s->name, sel, PL(sel), fmt_time(t, ts, sizeof ts));
 }
 
 void lt__sc_report_summary(FILE *f, const lt_sc_options *o, const sc_run_summary *sum) {
     char ts[32];
     fputc('\n', f);
     if (sum->not_run)
-        fprintf(f, "stopped at the first failure (--fail-fast): %d cases not run\n", sum->not_run);
-    fprintf(f, "%d case%s in %d scenario%s from %d file%s (%s)\n", sum->cases, sum->cases == 1 ? "" : "s",
-            sum->scenarios, sum->scenarios == 1 ? "" : "s", sum->files, sum->files == 1 ? "" : "s",
-            fmt_time(sum->seconds, ts, sizeof ts));
+        fprintf(f, "stopped at the first failure (--fail-fast): %d case%s not run\n", sum->not_run, PL(sum->not_run));
+    fprintf(f, "%d case%s in %d scenario%s from %d file%s", sum->cases, PL(sum->cases), sum->scenarios,
+            PL(sum->scenarios), sum->files, PL(sum->files));
+    if (sum->files_failed)
+        fprintf(f, "; %d could not be loaded", sum->files_failed);
+    fprintf(f, " (%s)\n", fmt_time(sum->seconds, ts, sizeof ts));
     int bad = sum->failed || sum->errors;
     if (o->color) fputs(bad ? RED : GREEN, f);
-    fprintf(f, "%d passed, %d failed, %d errors", sum->passed, sum->failed, sum->errors);
+    fprintf(f, "%d passed, %d failed, %d error%s", sum->passed, sum->failed, sum->errors, PL(sum->errors));
     if (o->color) fputs(RESET, f);
     fputc('\n', f);
 }
@@ -139,6 +146,9 @@ static cJSON *case_json(const sc_case *c) {
     cJSON_AddNumberToObject(j, "checks_failed", c->res.checks_failed);
     if ((fl = cJSON_AddArrayToObject(j, "failures")))
         for (int i = 0; i < c->res.nfails; i++) cJSON_AddItemToArray(fl, failure_json(&c->res.fails[i]));
+    /* every redistribute the case ran, with per-rank bytes of each plan step */
+    cJSON *rd = c->res.redistributes ? cJSON_Parse(c->res.redistributes) : NULL;
+    cJSON_AddItemToObject(j, "redistributes", rd ? rd : cJSON_CreateArray());
     return j;
 }
 
@@ -219,14 +229,14 @@ lt_status lt__sc_write_json(const char *path, lt_sc_file *const *files, int nfil
     cJSON_Delete(root);
     if (!text) return lt__err(LT_NOMEM, "out of memory while writing %s", path);
     size_t n = strlen(text);
-    char *t2 = realloc(text, n + 2);
+    char *t2 = lt__realloc(text, n + 2);
     if (t2) {
         text = t2;
         text[n] = '\n';
         text[n + 1] = '\0';
     }
     lt_status st = write_text(path, text);
-    free(text);
+    lt__free(text);
     return st;
 }
 

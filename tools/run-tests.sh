@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # tools/run-tests.sh BUILD [--valgrind] TEST_BIN... — runs the cmocka unit
-# tests, then (unless --valgrind) the scenario library and the bad-input
-# cases, and prints one closing line "N passed, N failed".
+# tests, then (unless --valgrind) the scenario library, the bad-input cases
+# and the fuzz harnesses over their seeds and regression inputs, then the
+# citation check (tools/check-citations.sh) and (unless --valgrind) the
+# install check (tools/check-install.sh), and prints one closing line
+# "N passed, N failed".
 set -u
 build=$1; shift
 vg=0
@@ -26,6 +29,42 @@ if [ $vg -eq 0 ] && [ -x "$build/localtensor" ] && [ -d scenarios ] && ls scenar
     pass=$((pass+1)); echo "ok    scenarios ($(tail -1 "$build/scenarios.log"))"
   else
     fail=$((fail+1)); failed+=("scenarios"); echo "FAIL  scenarios"; tail -40 "$build/scenarios.log"
+  fi
+fi
+# the fuzz harnesses (test/fuzz/) replayed over their seeds and regression
+# inputs; make test builds BUILD/replay_<harness> for each
+if [ $vg -eq 0 ] && ls test/fuzz/fuzz_*.c >/dev/null 2>&1; then
+  if ! bash test/fuzz/make-seeds.sh "$build/fuzz-seeds" > "$build/fuzz-seeds.log" 2>&1; then
+    fail=$((fail+1)); failed+=("fuzz-seeds"); echo "FAIL  fuzz seeds"; tail -20 "$build/fuzz-seeds.log"
+  fi
+  for src in test/fuzz/fuzz_*.c; do
+    h=$(basename "$src" .c); h=${h#fuzz_}
+    name="replay_$h"
+    if [ ! -x "$build/$name" ]; then
+      fail=$((fail+1)); failed+=("$name"); echo "FAIL  $name (not built)"; continue
+    fi
+    dirs=()
+    for d in "$build/fuzz-seeds/$h" "test/fuzz/regressions/$h"; do [ -d "$d" ] && dirs+=("$d"); done
+    out=$(OPENBLAS_NUM_THREADS=1 "$build/$name" "${dirs[@]}" 2>&1); rc=$?
+    if [ $rc -eq 0 ]; then
+      pass=$((pass+1)); echo "ok    $name ($(echo "$out" | tail -1 | sed 's/^replay: //'))"
+    else
+      fail=$((fail+1)); failed+=("$name"); echo "FAIL  $name (exit $rc)"; echo "$out" | tail -40
+    fi
+  done
+fi
+# every docs/... citation names an existing section (and the check itself
+# rejects bad ones); `make install` gives users what the README says
+if out=$(bash tools/check-citations.sh 2>&1 && bash tools/check-citations.sh --self-test 2>&1); then
+  pass=$((pass+1)); echo "ok    citations ($(echo "$out" | head -1))"
+else
+  fail=$((fail+1)); failed+=("citations"); echo "FAIL  citations"; echo "$out" | tail -40
+fi
+if [ $vg -eq 0 ]; then
+  if out=$(bash tools/check-install.sh "$build" 2>&1); then
+    pass=$((pass+1)); echo "ok    install ($(echo "$out" | tail -1))"
+  else
+    fail=$((fail+1)); failed+=("install"); echo "FAIL  install"; echo "$out" | tail -40
   fi
 fi
 echo

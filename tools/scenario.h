@@ -18,12 +18,20 @@
 
 #include "kernels/status.h"
 
-/* Limits on what the loader accepts (all are errors with a position). */
+/* Limits on what the loader accepts (all are errors with a position). The
+ * last three may be lowered at build time (-DLT_SC_MAX_NODES=...): the fuzz
+ * build does, so that one input loads and runs in milliseconds. */
 #define LT_SC_MAX_FILE_BYTES (8u << 20)   /* bigger files are refused unread */
 #define LT_SC_MAX_DEPTH 64                /* YAML nesting */
+#ifndef LT_SC_MAX_NODES
 #define LT_SC_MAX_NODES 2000000           /* YAML nodes, aliases expanded */
+#endif
+#ifndef LT_SC_MAX_ELEMS
 #define LT_SC_MAX_ELEMS (1 << 24)         /* elements of one scenario tensor */
+#endif
+#ifndef LT_SC_MAX_CASES
 #define LT_SC_MAX_CASES 100000            /* cases of one sweep */
+#endif
 
 typedef struct lt_sc_file lt_sc_file;
 

@@ -8,6 +8,7 @@
  * file only; nothing here derives them from the code under test.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,7 +147,8 @@ static int same_shape(int na, const int64_t *a, int nb, const int64_t *b) {
     return 1;
 }
 
-/* Checks one rank; returns 1 and fills *f on the first difference. */
+/* Checks one rank; returns 1 and fills *f on the first difference, -1 when
+ * out of memory (the message is in lt_errmsg()). */
 static int check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt_tensor *t, int r,
                       const lt_mesh *mesh, rank_fail *f) {
     char a[128], b[128];
@@ -166,7 +168,9 @@ static int check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt
     if (d->offsets && d->offsets[r].has) {
         int64_t ls[LT_MAX_DIMS], off[LT_MAX_DIMS];
         const rank_shape *s = &d->offsets[r];
-        if (lt_local_shape_and_offset(mesh, dt->ndim, dt->shape, dt->placements, r, ls, off)) {
+        lt_status e = lt_local_shape_and_offset(mesh, dt->ndim, dt->shape, dt->placements, r, ls, off);
+        if (e == LT_NOMEM) return -1;   /* an error, not a failed check */
+        if (e) {
             snprintf(f->msg, sizeof f->msg, "global offset: %s", lt_errmsg());
             return 1;
         }
@@ -196,7 +200,7 @@ static int check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt
         return 0;
     }
     if (t->placeholder) {
-        snprintf(f->expected, sizeof f->expected, "%lld values", (long long)v->lit.n);
+        snprintf(f->expected, sizeof f->expected, "%lld value%s", (long long)v->lit.n, v->lit.n == 1 ? "" : "s");
         snprintf(f->actual, sizeof f->actual, "placeholder for %s", lt_shape_str(t->logical_ndim, t->logical, a, sizeof a));
         snprintf(f->msg, sizeof f->msg, "expected %s, actual a %s", f->expected, f->actual);
         return 1;
@@ -206,8 +210,8 @@ static int check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt
     if ((nested && !same_shape(v->lit.ndim, v->lit.shape, t->ndim, t->shape)) || v->lit.n != n) {
         lt_shape_str(v->lit.ndim, v->lit.shape, f->expected, sizeof f->expected);
         lt_shape_str(t->ndim, t->shape, f->actual, sizeof f->actual);
-        snprintf(f->msg, sizeof f->msg, "expected %lld values of shape %s, the shard has %lld (shape %s)",
-                 (long long)v->lit.n, f->expected, (long long)n, f->actual);
+        snprintf(f->msg, sizeof f->msg, "expected %lld value%s of shape %s, the shard has %lld (shape %s)",
+                 (long long)v->lit.n, v->lit.n == 1 ? "" : "s", f->expected, (long long)n, f->actual);
         return 1;
     }
     double rt, at;
@@ -225,8 +229,8 @@ static int check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt
         lt__sc_fmt_index(t->ndim, idx, f->index, sizeof f->index);
         lt__sc_fmt_num(e, f->expected, sizeof f->expected);
         lt__sc_fmt_num(x, f->actual, sizeof f->actual);
-        snprintf(f->msg, sizeof f->msg, "index %s: expected %s, actual %s (%lld of %lld elements differ)", f->index,
-                 f->expected, f->actual, (long long)nd, (long long)n);
+        snprintf(f->msg, sizeof f->msg, "index %s: expected %s, actual %s (%lld of %lld element%s differ%s)", f->index,
+                 f->expected, f->actual, (long long)nd, (long long)n, n == 1 ? "" : "s", n == 1 ? "s" : "");
         return 1;
     }
     return 0;
@@ -244,10 +248,13 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
     for (int r = 0; r < mesh->world; r++) {
         rank_fail *cur = first < 0 ? &f : &tmp;
         memset(cur, 0, sizeof *cur);
-        if (!check_rank(d, v->dt, shards[r], r, mesh, cur)) continue;
+        int bad = check_rank(d, v->dt, shards[r], r, mesh, cur);
+        if (bad < 0) return lt__err_ctx(LT_NOMEM, "rank %d", r);
+        if (!bad) continue;
         nbad++;
         if (first < 0) first = r;
-        else if (used < sizeof others - 16) used += (size_t)snprintf(others + used, sizeof others - used, "%s%d", used ? ", " : "", r);
+        else if (used < sizeof others - 24) used += (size_t)snprintf(others + used, sizeof others - used, "%s%d", used ? ", " : "", r);
+        else if (!strstr(others, "...")) used += (size_t)snprintf(others + used, sizeof others - used, ", ...");
     }
     if (first < 0) return LT_OK;
     int coord[LT_MESH_MAX_DIMS];
@@ -259,7 +266,8 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
     return lt__sc_check_fail(rc, st, first, f.index[0] ? f.index : NULL, f.expected[0] ? f.expected : NULL,
                              f.actual[0] ? f.actual : NULL, v->origin[0] ? v->origin : NULL,
                              "expect_local of '%s': rank %d (coord %s): %s%s%s%s", d->tensor, first, cs, f.msg,
-                             nbad > 1 ? " (also ranks " : "", nbad > 1 ? others : "", nbad > 1 ? ")" : "");
+                             nbad > 2 ? " (also ranks " : nbad > 1 ? " (also rank " : "", nbad > 1 ? others : "",
+                             nbad > 1 ? ")" : "");
 }
 
 /* ---- expect_full ------------------------------------------------------------------- */
@@ -315,6 +323,66 @@ static lt_status full_of(sc_value *v, lt_tensor **out, int *owned) {
     return lt_full_tensor_direct(v->dt, out);
 }
 
+/* Where global index gidx of a DTensor lives: "; index [3] is held by rank 1
+ * (coord [1]) at local index [1] (also rank 3 (coord [1, 1]) at [1])" into
+ * buf, listing at most a few holders and counting the rest. With Partial
+ * mesh dims every holder has a contribution, not the value. Empty when the
+ * layout cannot be computed (the caller's message stands alone). */
+static void holders_str(const lt_dtensor *dt, const int64_t *gidx, char *buf, size_t n) {
+    enum { SHOW = 4 };
+    const lt_mesh *mesh = lt_dtensor_mesh(dt);
+    size_t used = 0;
+    int found = 0, partial = -1;
+    buf[0] = '\0';
+    for (int i = 0; i < mesh->ndim; i++)
+        if (dt->placements[i].kind == LT_PL_PARTIAL && partial < 0) partial = i;
+    for (int r = 0; r < mesh->world; r++) {
+        lt_rank_layout l;
+        if (lt_layout_rank(mesh, dt->ndim, dt->shape, dt->placements, r, &l)) {
+            buf[0] = '\0';
+            return;
+        }
+        int64_t loc[LT_MAX_DIMS];
+        int holds = 1;
+        for (int d = 0; d < dt->ndim && holds; d++) {
+            if (!l.idx[d]) {
+                loc[d] = gidx[d];
+                continue;
+            }
+            holds = 0;
+            for (int64_t j = 0; j < l.local_shape[d] && !holds; j++)
+                if (l.idx[d][j] == gidx[d]) loc[d] = j, holds = 1;
+        }
+        lt_rank_layout_free(&l);
+        if (!holds) continue;
+        found++;
+        if (found > SHOW || used + 1 >= n) continue;
+        int c[LT_MESH_MAX_DIMS];
+        int64_t c64[LT_MESH_MAX_DIMS];
+        char cs[96], ls[96], gs[96];
+        lt_mesh_coord(mesh, r, c);
+        for (int i = 0; i < mesh->ndim; i++) c64[i] = c[i];
+        lt__sc_fmt_index(mesh->ndim, c64, cs, sizeof cs);
+        lt__sc_fmt_index(dt->ndim, loc, ls, sizeof ls);
+        int w;
+        if (found == 1)
+            w = snprintf(buf + used, n - used, "; index %s is %s rank %d (coord %s) at local index %s",
+                         lt__sc_fmt_index(dt->ndim, gidx, gs, sizeof gs), partial >= 0 ? "a partial value on" : "held by",
+                         r, cs, ls);
+        else
+            w = snprintf(buf + used, n - used, "%s rank %d (coord %s) at %s", found == 2 ? " (also" : ",", r, cs, ls);
+        if (w > 0) used += (size_t)w < n - used ? (size_t)w : n - used - 1;
+    }
+    if (found > 1 && used + 1 < n) {
+        int w = found > SHOW ? snprintf(buf + used, n - used, " and %d more)", found - SHOW)
+                             : snprintf(buf + used, n - used, ")");
+        if (w > 0) used += (size_t)w < n - used ? (size_t)w : n - used - 1;
+    }
+    if (partial >= 0 && found && used + 1 < n)
+        snprintf(buf + used, n - used, "; mesh dim %d is P(%s): the value is the %s over it", partial,
+                 lt_redop_name(dt->placements[partial].op), lt_redop_name(dt->placements[partial].op));
+}
+
 lt_status lt__sc_run_expect_full(sc_run_ctx *rc, const sc_step *st) {
     const expect_full_data *d = st->data;
     sc_value *v = lt__sc_value(rc, d->tensor);
@@ -356,8 +424,8 @@ lt_status lt__sc_run_expect_full(sc_run_ctx *rc, const sc_step *st) {
     } else if (d->has_lit) {
         if (d->lit.n != n) {
             if (own_a) lt_tensor_free(act);
-            snprintf(a, sizeof a, "%lld values", (long long)d->lit.n);
-            snprintf(b, sizeof b, "%lld values", (long long)n);
+            snprintf(a, sizeof a, "%lld value%s", (long long)d->lit.n, d->lit.n == 1 ? "" : "s");
+            snprintf(b, sizeof b, "%lld value%s", (long long)n, n == 1 ? "" : "s");
             return lt__sc_check_fail(rc, st, -1, NULL, a, b, origin, "expect_full of '%s': expected %s, actual %s", d->tensor,
                                      a, b);
         }
@@ -390,16 +458,18 @@ lt_status lt__sc_run_expect_full(sc_run_ctx *rc, const sc_step *st) {
             idx[k] = rest % act->shape[k];
             rest /= act->shape[k];
         }
-        char is[96], es[48], as[48], md[48];
+        char is[96], es[48], as[48], md[48], holders[400] = "";
         double e = exp ? lt_get_flat(exp, bad) : as_dtype(act->dtype, ev[bad]);
         lt__sc_fmt_index(act->ndim, idx, is, sizeof is);
         lt__sc_fmt_num(e, es, sizeof es);
         lt__sc_fmt_num(lt_get_flat(act, bad), as, sizeof as);
         lt__sc_fmt_num(maxd, md, sizeof md);
+        if (v->kind == SC_DTENSOR) holders_str(v->dt, idx, holders, sizeof holders);
         ret = lt__sc_check_fail(rc, st, -1, is, es, as, origin,
-                                "expect_full of '%s'%s%s: index %s: expected %s, actual %s (%lld of %lld elements differ, max |diff| %s)",
+                                "expect_full of '%s'%s%s: index %s: expected %s, actual %s (%lld of %lld element%s differ%s, max |diff| %s)%s",
                                 d->tensor, d->equals ? " == " : "", d->equals ? d->equals : "", is, es, as,
-                                (long long)nbad, (long long)n, md);
+                                (long long)nbad, (long long)n, n == 1 ? "" : "s", nbad == 1 && n == 1 ? "s" : "", md,
+                                holders);
     }
     if (own_a) lt_tensor_free(act);
     if (own_e) lt_tensor_free(exp);
@@ -457,10 +527,45 @@ lt_status lt__sc_parse_expect_plan(sc_parse_ctx *pc, const sc_node *body, sc_ste
     return LT_OK;
 }
 
+/* Appends printf-style text to buf[cap] at *used (cut, never past the end). */
+static void app(char *buf, size_t cap, size_t *used, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static void app(char *buf, size_t cap, size_t *used, const char *fmt, ...) {
+    if (*used + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(buf + *used, cap - *used, fmt, ap);
+    va_end(ap);
+    if (w > 0) *used += (size_t)w < cap - *used ? (size_t)w : cap - *used - 1;
+}
+
+typedef struct plan_diff {
+    char msg[1400], e[600], a[600];
+    size_t um, ue, ua;
+    int n;
+} plan_diff;
+
+static void plan_diff_add(plan_diff *pd, const char *key, const char *e, const char *verb, const char *a) {
+    app(pd->msg, sizeof pd->msg, &pd->um, "%s %s: expected %s, the plan %s %s", pd->n ? ";" : "", key, e, verb, a);
+    app(pd->e, sizeof pd->e, &pd->ue, "%s%s %s", pd->n ? ", " : "", key, e);
+    app(pd->a, sizeof pd->a, &pd->ua, "%s%s %s", pd->n ? ", " : "", key, a);
+    pd->n++;
+}
+
+/* Every key that differs is reported, each once, in one failure: "expect_plan:
+ * collectives: expected [all_gather], the plan issues [all_gather, all_gather];
+ * bytes: expected 52, the plan moves 156". The plan itself is the failure's
+ * "produced by" line (printed once by the report). */
 lt_status lt__sc_run_expect_plan(sc_run_ctx *rc, const sc_step *st) {
     const expect_comm_data *d = st->data;
     const lt_plan *p = rc->plan;
     if (!p) return lt__err(LT_INVALID, "expect_plan: the last redistribute made no plan (it failed before planning)");
+    plan_diff pd;
+    memset(&pd, 0, sizeof pd);
+    app(pd.msg, sizeof pd.msg, &pd.um, "expect_plan:");
     char e[400], a[400];
     if (d->has_colls) {
         lt_coll got[256];
@@ -472,23 +577,21 @@ lt_status lt__sc_run_expect_plan(sc_run_ctx *rc, const sc_step *st) {
         if (!ok) {
             colls_str(d->colls, d->ncolls, e, sizeof e);
             colls_str(got, ng, a, sizeof a);
-            return lt__sc_check_fail(rc, st, -1, NULL, e, a, rc->plan_text,
-                                     "expect_plan: collectives: expected %s, the plan issues %s (%s)", e, a, rc->plan_text);
+            plan_diff_add(&pd, "collectives", e, "issues", a);
         }
     }
     if (d->steps >= 0 && d->steps != p->nsteps) {
         snprintf(e, sizeof e, "%lld", (long long)d->steps);
         snprintf(a, sizeof a, "%d", p->nsteps);
-        return lt__sc_check_fail(rc, st, -1, NULL, e, a, rc->plan_text, "expect_plan: steps: expected %s, the plan has %s (%s)",
-                                 e, a, rc->plan_text);
+        plan_diff_add(&pd, "steps", e, "has", a);
     }
     if (d->bytes >= 0 && (size_t)d->bytes != p->total_bytes) {
         snprintf(e, sizeof e, "%lld", (long long)d->bytes);
         snprintf(a, sizeof a, "%zu", p->total_bytes);
-        return lt__sc_check_fail(rc, st, -1, NULL, e, a, rc->plan_text,
-                                 "expect_plan: bytes: expected %s, the plan moves %s (%s)", e, a, rc->plan_text);
+        plan_diff_add(&pd, "bytes", e, "moves", a);
     }
-    return LT_OK;
+    if (!pd.n) return LT_OK;
+    return lt__sc_check_fail(rc, st, -1, NULL, pd.e, pd.a, rc->plan_text, "%s", pd.msg);
 }
 
 lt_status lt__sc_parse_expect_comm(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
@@ -633,6 +736,9 @@ lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
     lt_status s = lt__sc_run_step(rc, &d->inner);
     rc->capturing = saved;
     rc->failed_check = 0;
+    /* running out of memory is never the error a scenario expects (unless
+     * it asks for status nomem): the case stops as an error */
+    if (s == LT_NOMEM && d->status != LT_NOMEM) return s;
     char msg[1200];
     snprintf(msg, sizeof msg, "%s", lt_errmsg());
     const char *name = d->inner.type->name;
@@ -652,7 +758,7 @@ lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
     return LT_OK;
 }
 
-/* ---- expect_order (SEMANTICS 6, middle era) ------------------------------------------ */
+/* ---- expect_order (docs/SEMANTICS.md §6, middle era) --------------------------------- */
 
 typedef struct {
     lt_placement *pl;               /* (np) */

@@ -1,7 +1,8 @@
 /* tools/scenario_impl.h — internals of the scenario engine (not installed).
  *
  * Pipeline: scenario_yaml.c turns a file into a tree of sc_node (every node
- * keeps its line:col); scenario_load.c turns the tree into scenarios and
+ * keeps its line:col) and reads typed values from it (scenario_values.c: number
+ * literals); scenario_load.c turns the tree into scenarios and
  * cases (expanding sweeps), parsing every step through the step table;
  * scenario_run.c runs a case's steps (scenario_steps.c, scenario_checks.c);
  * report.c writes text, JSON and JUnit; cli_run.c is `localtensor run`.
@@ -90,7 +91,7 @@ lt_status lt__sc_bool(const sc_node *n, const char *what, int *out);
 lt_status lt__sc_ident(const sc_node *n, const char *what, const char **out);
 /* [5, 7], 5, "5,7", "0,3", [] (0-d). Sizes >= 0; element count checked. */
 lt_status lt__sc_shape(const sc_node *n, const char *what, int *ndim, int64_t *shape);
-/* [S(0), R] or "S(0),R" (any spelling of DESIGN.md). Count is not checked. */
+/* [S(0), R] or "S(0),R" (any spelling of docs/DESIGN.md §5). Count is not checked. */
 lt_status lt__sc_placements(const sc_node *n, const char *what, lt_placement *pl, int *np);
 /* The same into a new arena array of exactly *np entries (an lt_placement
  * is large: it carries room for explicit split sizes). */
@@ -111,6 +112,12 @@ typedef struct sc_literal {
     const sc_node *at;
 } sc_literal;
 lt_status lt__sc_literal(sc_arena *a, const sc_node *n, const char *what, sc_literal *out);
+/* Checks that every value of the literal n (already read by lt__sc_literal)
+ * is exactly what a tensor of dtype dt will hold: i32/i64 need integers in
+ * range (i64 up to 2^53, where doubles stop being exact), bool 0 or 1, floats
+ * a finite value within the dtype's range. The error names the value's
+ * file:line:col. */
+lt_status lt__sc_values_fit(const sc_node *n, lt_dtype dt, const char *what);
 
 /* Sweep variables: a scalar "$name" anywhere in a copied tree is replaced by
  * a copy of vals[i] where names[i] == name. */
@@ -155,6 +162,8 @@ typedef struct lt_sc_result {
     int nfails;                /* recorded (at most SC_MAX_FAILS) */
     int nfails_dropped;
     lt_sc_failure *fails;      /* (SC_MAX_FAILS) in the arena once a failure is recorded */
+    const char *redistributes; /* with sc_case.record_plans: a JSON array (text, arena) of the
+                                * case's redistributes and their plans with per-rank bytes */
 } lt_sc_result;
 
 /* ---- scenarios ------------------------------------------------------------- */
@@ -204,6 +213,7 @@ typedef struct sc_case {
     int nsteps;
     sc_step *steps;
     int selected;             /* passes the -k filters */
+    int record_plans;         /* keep every redistribute's plan in res (for --json) */
     lt_sc_result res;
 } sc_case;
 
@@ -285,6 +295,7 @@ typedef struct sc_run_ctx {
     int failed_check;         /* set by lt__sc_check_fail */
     int did_check;            /* a non-check step that checked something (verify) */
     lt_sc_failure pending;    /* the failure of the current check */
+    void *plans;              /* cJSON array while record_plans, else NULL */
 } sc_run_ctx;
 
 /* The value named `name` (must exist: the loader checked). */
@@ -304,6 +315,13 @@ lt_status lt__sc_check_fail(sc_run_ctx *rc, const sc_step *st, int rank, const c
     __attribute__((format(printf, 8, 9)))
 #endif
     ;
+
+/* With c->record_plans: appends {"at": "file:line:col", "tensor", "from",
+ * "to", "plan": lt_json_plan(...)} for a redistribute that planned `plan`,
+ * whose collectives are the comm trace's events from `since` on. Out of
+ * memory drops the record (the report is informational). */
+void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, const lt_placement *src,
+                        const lt_plan *plan, size_t since);
 
 /* Runs a case's steps; fills c->res. Never fails: errors become results. */
 void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show);
@@ -351,7 +369,8 @@ const char *lt__sc_step_names(void);
 /* ---- reports (report.c) ---------------------------------------------------- */
 
 typedef struct sc_run_summary {
-    int files, scenarios, cases;       /* selected */
+    int files, scenarios, cases;       /* selected; files includes those that failed to load */
+    int files_failed;                  /* files that could not be loaded */
     int passed, failed, errors;        /* cases; load errors count as errors */
     int not_run;                       /* after --fail-fast */
     double seconds;
@@ -369,7 +388,8 @@ void lt__sc_report_case(FILE *f, const lt_sc_options *o, const lt_sc_file *file,
 /* One line for a finished sweep when not verbose. */
 void lt__sc_report_sweep(FILE *f, const lt_sc_options *o, const lt_sc_file *file,
                          const sc_scenario *s);
-/* The closing lines; the last is "N passed, N failed, N errors". */
+/* The closing lines; the last is "N passed, N failed, N errors" (singular
+ * nouns for 1: "1 error"). */
 void lt__sc_report_summary(FILE *f, const lt_sc_options *o, const sc_run_summary *sum);
 lt_status lt__sc_write_json(const char *path, lt_sc_file *const *files, int nfiles,
                             const sc_load_error *lerr, int nlerr, const sc_run_summary *sum);

@@ -8,10 +8,12 @@
  * A sweep is expanded here: each case is the scenario's tree with the sweep
  * variables substituted, parsed like any scenario.
  */
+#include "kernels/alloc.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "localtensor/suggest_impl.h"
 #include "tools/scenario_impl.h"
 
 /* ---- the step table ---------------------------------------------------------- */
@@ -53,9 +55,13 @@ lt_status lt__sc_parse_step(sc_parse_ctx *pc, const sc_node *item, sc_step *st) 
                           item->kind == SC_MAP ? "a mapping with several keys" : lt__sc_kind_name(item));
     }
     const sc_step_type *t = lt__sc_step_type(key->str);
-    if (!t)
-        return lt__sc_err(key, LT_INVALID, "unknown step '%s' (expected one of: %s)", key->str,
-                          lt__sc_step_names());
+    if (!t) {
+        const char *names[NSTEP_TYPES];
+        for (int i = 0; i < NSTEP_TYPES; i++) names[i] = step_types[i].name;
+        const char *guess = lt__suggest(key->str, names, NSTEP_TYPES);
+        return lt__sc_err(key, LT_INVALID, "unknown step '%s' (expected one of: %s)%s%s%s", key->str,
+                          lt__sc_step_names(), guess ? "; did you mean '" : "", guess ? guess : "", guess ? "'?" : "");
+    }
     st->type = t;
     st->pos.file = key->file;
     st->pos.line = key->line;
@@ -78,7 +84,7 @@ static const char *kind_str(int kind) {
 static lt_status add_sym(sc_parse_ctx *pc, const char *name, int kind) {
     if (pc->nsyms == pc->cap) {
         int cap = pc->cap ? pc->cap * 2 : 16;
-        sc_sym *s = realloc(pc->syms, sizeof *s * (size_t)cap);
+        sc_sym *s = lt__realloc(pc->syms, sizeof *s * (size_t)cap);
         if (!s) return lt__err(LT_NOMEM, "out of memory");
         pc->syms = s;
         pc->cap = cap;
@@ -151,8 +157,8 @@ lt_status lt__sc_per_rank(sc_parse_ctx *pc, const sc_node *n, const char *what, 
     if (!v) return LT_NOMEM;
     if (n->kind == SC_SEQ) {
         if (n->n != W)
-            return lt__sc_err(n, LT_INVALID, "%s: a list gives one entry per rank: %d ranks, got %d entries (a mapping {rank: ...} can list some)",
-                              what, W, n->n);
+            return lt__sc_err(n, LT_INVALID, "%s: a list gives one entry per rank: %d rank%s, got %d entr%s (a mapping {rank: ...} can list some)",
+                              what, W, W == 1 ? "" : "s", n->n, n->n == 1 ? "y" : "ies");
         for (int i = 0; i < W; i++) v[i] = n->kids[i];
     } else if (n->kind == SC_MAP) {
         for (int i = 0; i < n->n; i++) {
@@ -194,6 +200,7 @@ static lt_status parse_tensor(sc_parse_ctx *pc, const sc_node *key, const sc_nod
     if (vals) {
         sc_literal lit;
         LT_TRY(lt__sc_literal(pc->arena, vals, what, &lit));
+        LT_TRY(lt__sc_values_fit(vals, t->dtype, what));
         if (!shape) {
             t->ndim = lit.ndim;
             memcpy(t->shape, lit.shape, sizeof lit.shape);
@@ -267,7 +274,7 @@ static lt_status parse_case(sc_arena *a, const sc_node *map, const sc_node *swee
     if (!c->steps) { st = LT_NOMEM; goto out; }
     for (int i = 0; i < steps->n && !st; i++) st = lt__sc_parse_step(&pc, steps->kids[i], &c->steps[i]);
 out:
-    free(pc.syms);
+    lt__free(pc.syms);
     return st;
 }
 
@@ -395,7 +402,7 @@ static lt_status add_case(sweep_ctx *sw, const sc_subst *s, const char *label, c
         return lt__sc_err(sw->sweep, LT_OVERFLOW, "sweep: more than %d cases", LT_SC_MAX_CASES);
     if (sw->ncases == sw->cap) {   /* malloc'd while growing; moved into the arena at the end */
         int cap = sw->cap ? sw->cap * 2 : 64;
-        sc_case *c = realloc(sw->cases, sizeof *c * (size_t)cap);
+        sc_case *c = lt__realloc(sw->cases, sizeof *c * (size_t)cap);
         if (!c) return lt__err(LT_NOMEM, "out of memory");
         sw->cases = c;
         sw->cap = cap;
@@ -449,7 +456,7 @@ static lt_status expand_sweep(sweep_ctx *sw) {
     const sc_node *one_mesh = lt__sc_get(sw->map, "mesh");
     int nm = sw->mesh.n ? sw->mesh.n : 1, ns = sw->shape.n ? sw->shape.n : 1, nd = sw->dtype.n ? sw->dtype.n : 1;
     if (sw->pairs) {
-        sw->pair_used = calloc((size_t)sw->pairs->n, sizeof(int));
+        sw->pair_used = lt__calloc((size_t)sw->pairs->n, sizeof(int));
         if (!sw->pair_used) return lt__err(LT_NOMEM, "out of memory");
     }
     lt_status st = LT_OK;
@@ -561,7 +568,7 @@ static lt_status expand_sweep(sweep_ctx *sw) {
             }
     if (!st && sw->ncases == 0)
         st = lt__sc_err(sw->sweep, LT_INVALID, "sweep: expands to no cases (no placement list fits the meshes and shapes)");
-    free(sw->pair_used);
+    lt__free(sw->pair_used);
     return st;
 }
 
@@ -601,7 +608,7 @@ static lt_status parse_sweep_scenario(sc_arena *a, const sc_node *map, const sc_
         if (s->cases) memcpy(s->cases, sw.cases, sizeof *s->cases * (size_t)sw.ncases);
         else st = LT_NOMEM;
     }
-    free(sw.cases);
+    lt__free(sw.cases);
     return st;
 }
 
@@ -694,7 +701,7 @@ lt_status lt_sc_load(const char *path, lt_sc_file **out) {
     FILE *fp = fopen(path, "rb");
     if (!fp) return lt__err(LT_IO, "%s:1:1: cannot open: %s", path, strerror(errno));
     size_t cap = 65536, len = 0;
-    char *buf = malloc(cap);
+    char *buf = lt__malloc(cap);
     lt_status st = LT_OK;
     if (!buf) {
         fclose(fp);
@@ -707,7 +714,7 @@ lt_status lt_sc_load(const char *path, lt_sc_file **out) {
             break;
         }
         if (len == cap) {
-            char *nb = realloc(buf, cap * 2);
+            char *nb = lt__realloc(buf, cap * 2);
             if (!nb) { st = lt__err(LT_NOMEM, "%s:1:1: out of memory", path); break; }
             buf = nb;
             cap *= 2;
@@ -721,7 +728,7 @@ lt_status lt_sc_load(const char *path, lt_sc_file **out) {
     }
     fclose(fp);
     if (!st) st = lt_sc_load_string(path, buf, len, out);
-    free(buf);
+    lt__free(buf);
     return st;
 }
 

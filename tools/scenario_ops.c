@@ -80,12 +80,12 @@ static lt_status names(sc_parse_ctx *pc, const sc_node *body, const char *what, 
     return LT_OK;
 }
 
-/* A list of ints (or one int) into v[max]; -1 allowed when allow_neg. */
-static lt_status int_list(const sc_node *n, const char *what, int64_t lo, int max, int64_t *v, int *cnt) {
+/* A list of ints (or one int), each in lo..hi, into v[max]. */
+static lt_status int_list(const sc_node *n, const char *what, int64_t lo, int64_t hi, int max, int64_t *v, int *cnt) {
     int c = n->kind == SC_SEQ ? n->n : 1;
     if (c > max) return lt__sc_err(n, LT_INVALID, "%s: at most %d entries, got %d", what, max, c);
     for (int i = 0; i < c; i++)
-        LT_TRY(lt__sc_i64(n->kind == SC_SEQ ? n->kids[i] : n, what, lo, INT64_MAX, &v[i]));
+        LT_TRY(lt__sc_i64(n->kind == SC_SEQ ? n->kids[i] : n, what, lo, hi, &v[i]));
     *cnt = c;
     return LT_OK;
 }
@@ -135,7 +135,10 @@ lt_status lt__sc_parse_op(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
     if ((ar >= 0 && d->nin != ar) || (ar < 0 && d->nin < 1))
         return lt__sc_err(body, LT_INVALID, "op: %s takes %s%d input%s under 'inputs', got %d", s,
                           ar < 0 ? "at least " : "", ar < 0 ? 1 : ar, ar == 1 ? "" : "s", d->nin);
-    if ((n = lt__sc_get(body, "dim"))) LT_TRY(lt__sc_int(n, "op: dim", -LT_MAX_DIMS - 1, LT_MAX_DIMS, &a->dim));
+    if ((n = lt__sc_get(body, "dim"))) {
+        LT_TRY(lt__sc_int(n, "op: dim", -LT_MAX_DIMS - 1, LT_MAX_DIMS, &a->dim));
+        a->dim_set = 1; /* squeeze: only this dim (without it: every size-1 dim) */
+    }
     if ((n = lt__sc_get(body, "dim2"))) {
         LT_TRY(lt__sc_int(n, "op: dim2", -LT_MAX_DIMS - 1, LT_MAX_DIMS, &a->dim2));
         a->flatten_end_set = 1;
@@ -143,18 +146,19 @@ lt_status lt__sc_parse_op(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
     int64_t v[LT_OP_MAX_OUTPUTS];
     int cnt = 0;
     if ((n = lt__sc_get(body, "dims"))) {
-        LT_TRY(int_list(n, "op: dims", -LT_MAX_DIMS, LT_MAX_DIMS, v, &cnt));
+        /* they land in ints: the same range as 'dim' (the op names a dim out of range) */
+        LT_TRY(int_list(n, "op: dims", -LT_MAX_DIMS - 1, LT_MAX_DIMS, LT_MAX_DIMS, v, &cnt));
         a->ndims = cnt;
         for (int i = 0; i < cnt; i++) a->dims[i] = (int)v[i];
     }
     if ((n = lt__sc_get(body, "keepdim"))) LT_TRY(lt__sc_bool(n, "op: keepdim", &a->keepdim));
     if ((n = lt__sc_get(body, "shape"))) {
-        LT_TRY(int_list(n, "op: shape", -1, LT_MAX_DIMS, a->shape, &cnt));
+        LT_TRY(int_list(n, "op: shape", -1, INT64_MAX, LT_MAX_DIMS, a->shape, &cnt));
         a->shape_ndim = cnt;
     }
     if ((n = lt__sc_get(body, "split_size"))) LT_TRY(lt__sc_i64(n, "op: split_size", 1, INT64_MAX, &a->split_size));
     if ((n = lt__sc_get(body, "sizes"))) {
-        LT_TRY(int_list(n, "op: sizes", 0, LT_OP_MAX_OUTPUTS, a->sizes, &cnt));
+        LT_TRY(int_list(n, "op: sizes", 0, INT64_MAX, LT_OP_MAX_OUTPUTS, a->sizes, &cnt));
         a->nsizes = cnt;
     }
     if ((n = lt__sc_get(body, "chunks"))) LT_TRY(lt__sc_int(n, "op: chunks", 1, LT_OP_MAX_OUTPUTS, &a->chunks));
@@ -185,6 +189,18 @@ lt_status lt__sc_parse_op(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
     }
     if (ar == 0 && (!lt__sc_get(body, "shape") || !lt__sc_get(body, "placements")))
         return lt__sc_err(body, LT_INVALID, "op: %s needs 'shape' and 'placements'", s);
+    if (ar == 0) { /* a creation shape: every size known, and the element count must fit */
+        int64_t numel;
+        n = lt__sc_get(body, "shape");
+        for (int i = 0; i < a->shape_ndim; i++)
+            if (a->shape[i] < 0)
+                return lt__sc_err(n->kind == SC_SEQ ? n->kids[i] : n, LT_INVALID, "op: shape: %s needs every size (no -1)", s);
+        if (lt__numel_checked(a->shape_ndim, a->shape, lt_dtype_size(a->dtype), &numel)) {
+            char m[256];
+            snprintf(m, sizeof m, "%s", lt_errmsg());
+            return lt__sc_err(n, LT_OVERFLOW, "op: shape: %s", m);
+        }
+    }
     if ((n = lt__sc_get(body, "expect_placements")))
         LT_TRY(lt__sc_placements_new(pc->arena, n, "op: expect_placements", &d->want_pl, &d->want_np));
     d->reference = 1;
@@ -371,7 +387,7 @@ lt_status lt__sc_parse_rank_map(sc_parse_ctx *pc, const sc_node *body, sc_step *
         if (!d->ints) return LT_NOMEM;
         if (n->kind != SC_SEQ || n->n != W)
             return lt__sc_err(n, LT_INVALID, "rank_map: ints lists one integer per rank (%d ranks)", W);
-        LT_TRY(int_list(n, "rank_map: ints", INT64_MIN, W, d->ints, &cnt));
+        LT_TRY(int_list(n, "rank_map: ints", INT64_MIN, INT64_MAX, W, d->ints, &cnt));
     }
     return lt__sc_define(pc, body, "rank_map", SC_DTENSOR, &d->as);
 }

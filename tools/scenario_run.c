@@ -7,12 +7,14 @@
  * with "file:line:col: while running STEP: problem". Every value is freed
  * when the case ends, so a case leaks nothing whatever happens.
  */
+#include "kernels/alloc.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "localtensor/redistribute.h"
+#include "tools/render.h"
 #include "tools/scenario_impl.h"
 
 /* ---- formatting ---------------------------------------------------------------- */
@@ -56,7 +58,7 @@ static lt_status put(sc_run_ctx *rc, const char *name, int kind, lt_tensor *t, l
     if (!v) {
         if (rc->nvals == rc->cap) {
             int cap = rc->cap ? rc->cap * 2 : 16;
-            sc_value *nv = realloc(rc->vals, sizeof *nv * (size_t)cap);
+            sc_value *nv = lt__realloc(rc->vals, sizeof *nv * (size_t)cap);
             if (!nv) {
                 lt_tensor_free(t);
                 lt_dtensor_free(dt);
@@ -185,6 +187,22 @@ static void error_result(sc_run_ctx *rc, const sc_pos *pos, const char *step, co
     rc->res->status = LT_SC_ERROR;
 }
 
+void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, const lt_placement *src,
+                        const lt_plan *plan, size_t since) {
+    if (!rc->plans || !plan) return;
+    char at[600];
+    snprintf(at, sizeof at, "%s:%d:%d", st->pos.file, st->pos.line, st->pos.col);
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return;
+    cJSON_AddStringToObject(o, "at", at);
+    cJSON_AddStringToObject(o, "tensor", tensor);
+    cJSON_AddItemToObject(o, "from", lt_json_placements(src, plan->mesh.ndim));
+    cJSON_AddItemToObject(o, "to", lt_json_placements(plan->dst, plan->mesh.ndim));
+    cJSON_AddItemToObject(o, "plan", lt_json_plan(plan, lt_comm_trace(rc->comm), since));
+    cJSON_AddNumberToObject(o, "total_bytes", (double)plan->total_bytes);
+    cJSON_AddItemToArray((cJSON *)rc->plans, o);
+}
+
 void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
     sc_run_ctx rc;
     memset(&rc, 0, sizeof rc);
@@ -194,6 +212,7 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
     rc.res = &c->res;
     memset(&c->res, 0, sizeof c->res);
     c->res.status = LT_SC_PASS;
+    if (c->record_plans) rc.plans = cJSON_CreateArray();
     double t0 = now_s();
     lt_status st = lt_comm_new(&c->mesh, &rc.comm);
     if (st) error_result(&rc, &c->pos, "setup", "%s", lt_errmsg());
@@ -229,8 +248,14 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
                          m[0] ? m : lt_status_str(st));
     }
     for (int i = 0; i < rc.nvals; i++) value_clear(&rc.vals[i]);
-    free(rc.vals);
+    lt__free(rc.vals);
     lt_plan_free(rc.plan);
     lt_comm_free(rc.comm);
+    if (rc.plans) {
+        char *text = cJSON_PrintUnformatted((cJSON *)rc.plans);
+        if (text) c->res.redistributes = adup(arena, text);
+        cJSON_free(text);
+        cJSON_Delete((cJSON *)rc.plans);
+    }
     c->res.seconds = now_s() - t0;
 }

@@ -5,6 +5,7 @@
  * kept in the file's arena) and a run function (run time: calls the
  * library; errors carry the step's context and the runner adds file:line:col).
  */
+#include "kernels/alloc.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +140,8 @@ lt_status lt__sc_parse_from_local(sc_parse_ctx *pc, const sc_node *body, sc_step
     LT_TRY(lt__sc_placements_new(pc->arena, n, "from_local: placements", &d->pl, &d->np));
     d->dtype = LT_F32;
     if ((n = lt__sc_get(body, "dtype"))) LT_TRY(lt__sc_dtype(n, "from_local: dtype", &d->dtype));
+    for (int r = 0; r < pc->mesh->world; r++)   /* every value exactly as the dtype holds it */
+        LT_TRY(lt__sc_values_fit(vals[r], d->dtype, "from_local: ranks"));
     if ((n = lt__sc_get(body, "run_check"))) LT_TRY(lt__sc_bool(n, "from_local: run_check", &d->run_check));
     if ((n = lt__sc_get(body, "shape"))) {
         d->has_shape = 1;
@@ -158,7 +161,7 @@ lt_status lt__sc_parse_from_local(sc_parse_ctx *pc, const sc_node *body, sc_step
 lt_status lt__sc_run_from_local(sc_run_ctx *rc, const sc_step *st) {
     const from_local_data *d = st->data;
     const lt_mesh *mesh = &rc->c->mesh;
-    lt_tensor **shards = calloc((size_t)mesh->world, sizeof *shards);
+    lt_tensor **shards = lt__calloc((size_t)mesh->world, sizeof *shards);
     if (!shards) return lt__err(LT_NOMEM, "out of memory");
     lt_status s = LT_OK;
     lt_dtensor *dt = NULL;
@@ -171,7 +174,7 @@ lt_status lt__sc_run_from_local(sc_run_ctx *rc, const sc_step *st) {
     }
     if (!s) s = lt_from_local(mesh, shards, d->pl, d->np, d->run_check, &dt);
     for (int r = 0; r < mesh->world; r++) lt_tensor_free(shards[r]);
-    free(shards);
+    lt__free(shards);
     if (!s && d->has_shape) {
         /* run_check of the given metadata: it must be what the shards imply */
         int64_t cs[LT_MAX_DIMS];
@@ -225,19 +228,15 @@ lt_status lt__sc_parse_redistribute(sc_parse_ctx *pc, const sc_node *body, sc_st
     return lt__sc_define(pc, body, "redistribute", SC_DTENSOR, &d->as);
 }
 
-/* "step 1 (mesh dim 0: S(0) -> R, all_gather)" */
+/* "plan step 1 of 2 (mesh dim 0: S(0) -> R, all_gather)": numbered and named
+ * as in the plan table (lt_plan_step_str) */
 static void plan_step_str(const lt_plan *p, int i, char *buf, size_t n) {
     if (!p || i < 0 || i >= p->nsteps) {
         snprintf(buf, n, "the source (its replicas or partial values disagree)");
         return;
     }
-    const lt_plan_step *s = &p->steps[i];
-    char f[64], t[64];
-    lt_placement_format(&s->from, f, sizeof f);
-    lt_placement_format(&s->to, t, sizeof t);
-    snprintf(buf, n, "plan step %d (mesh dim %d: %s -> %s, %s%s%s)", i, s->mesh_dim, f, t,
-             s->comm ? s->collective : "local", s->local_op && s->local_op[0] ? " + " : "",
-             s->local_op ? s->local_op : "");
+    char one[400];
+    snprintf(buf, n, "plan %s", lt_plan_step_str(p, i, one, sizeof one));
 }
 
 static void plan_summary(const lt_plan *p, char *buf, size_t n) {
@@ -266,7 +265,9 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
     lt_dtensor *out = NULL;
     lt_plan *plan = NULL;
     rc->did_check = d->verify;
+    size_t since = lt_trace_marker(lt_comm_trace(rc->comm));
     lt_status s = lt_redistribute(v->dt, d->pl, d->np, &o, &out, &plan);
+    lt__sc_record_plan(rc, st, d->tensor, v->dt->placements, plan, since);
     char where[256], src[256], dst[256];
     pos_str(st, where, sizeof where);
     fmt_pl(v->dt->placements, rc->c->mesh.ndim, src, sizeof src);
@@ -295,8 +296,9 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
         lt__sc_fmt_num(rep.expected, e, sizeof e);
         lt__sc_fmt_num(rep.actual, a, sizeof a);
         return lt__sc_check_fail(rc, st, rep.rank, idx, e, a, ps,
-                                 "verification of redistribute of '%s' %s -> %s failed at %s: rank %d, index %s (global %s): expected %s, actual %s (%lld elements differ on that rank)",
-                                 d->tensor, src, dst, ps, rep.rank, idx, gidx, e, a, (long long)rep.ndiff);
+                                 "verification of redistribute of '%s' %s -> %s failed at %s: rank %d, index %s (global %s): expected %s, actual %s (%lld element%s differ%s on that rank)",
+                                 d->tensor, src, dst, ps, rep.rank, idx, gidx, e, a, (long long)rep.ndiff,
+                                 rep.ndiff == 1 ? "" : "s", rep.ndiff == 1 ? "s" : "");
     }
     if (s) return s;
     return lt__sc_put_dtensor(rc, d->as, out, rc->plan_text);
@@ -442,7 +444,7 @@ lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
     }
     int W = mesh->world;
     sc_value *v = lt__sc_value(rc, d->tensor);
-    lt_tensor **in = calloc((size_t)W, sizeof *in), **out = calloc((size_t)W, sizeof *out);
+    lt_tensor **in = lt__calloc((size_t)W, sizeof *in), **out = lt__calloc((size_t)W, sizeof *out);
     lt_status s = LT_OK;
     if (!in || !out) s = lt__err(LT_NOMEM, "out of memory");
     for (int r = 0; r < W && !s; r++)
@@ -473,8 +475,8 @@ lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
         }
     }
     for (int r = 0; out && r < W; r++) lt_tensor_free(out[r]);
-    free(in);
-    free(out);
+    lt__free(in);
+    lt__free(out);
     if (s) return lt__err_ctx(s, "collective %s along mesh dim %d of '%s'", lt_coll_name(d->kind), d->mesh_dim, d->tensor);
     char where[128], origin[256];
     snprintf(origin, sizeof origin, "collective %s at %s", lt_coll_name(d->kind), pos_str(st, where, sizeof where));

@@ -6,12 +6,14 @@
  * stack overflow. Every node keeps file:line:col for messages. Aliases are
  * expanded by copying (counted against the node budget: no billion laughs).
  */
+#include "kernels/alloc.h"
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
+#include "localtensor/suggest_impl.h"
 #include "tools/scenario_impl.h"
 
 /* ---- arena ---------------------------------------------------------------- */
@@ -27,7 +29,7 @@ struct sc_arena {
 };
 
 sc_arena *lt__sc_arena_new(void) {
-    sc_arena *a = calloc(1, sizeof *a);
+    sc_arena *a = lt__calloc(1, sizeof *a);
     if (!a) lt__err(LT_NOMEM, "out of memory");
     return a;
 }
@@ -36,9 +38,9 @@ void lt__sc_arena_free(sc_arena *a) {
     if (!a) return;
     for (sc_block *b = a->head, *nx; b; b = nx) {
         nx = b->next;
-        free(b);
+        lt__free(b);
     }
-    free(a);
+    lt__free(a);
 }
 
 void *lt__sc_alloc(sc_arena *a, size_t n) {
@@ -52,7 +54,7 @@ void *lt__sc_alloc(sc_arena *a, size_t n) {
     sc_block *b = a->head;
     if (!b || b->cap - b->used < n) {
         size_t cap = n > 65536 ? n : 65536;
-        b = malloc(sizeof *b + cap);
+        b = lt__malloc(sizeof *b + cap);
         if (!b) {
             lt__err(LT_NOMEM, "out of memory");
             return NULL;
@@ -197,7 +199,7 @@ static lt_status attach(builder *b, sc_node *n) {
                           lt__sc_kind_name(n));
     if (f->n == f->cap) {
         int cap = f->cap ? f->cap * 2 : 8;
-        sc_node **k = realloc(f->kids, sizeof *k * (size_t)cap);
+        sc_node **k = lt__realloc(f->kids, sizeof *k * (size_t)cap);
         if (!k) return lt__err(LT_NOMEM, "out of memory");
         f->kids = k;
         f->cap = cap;
@@ -210,12 +212,12 @@ static lt_status add_anchor(builder *b, const yaml_char_t *name, sc_node *n, int
     if (!name) return LT_OK;
     if (b->nanchors == b->capanchors) {
         int cap = b->capanchors ? b->capanchors * 2 : 8;
-        anchor *an = realloc(b->anchors, sizeof *an * (size_t)cap);
+        anchor *an = lt__realloc(b->anchors, sizeof *an * (size_t)cap);
         if (!an) return lt__err(LT_NOMEM, "out of memory");
         b->anchors = an;
         b->capanchors = cap;
     }
-    char *s = malloc(strlen((const char *)name) + 1);
+    char *s = lt__malloc(strlen((const char *)name) + 1);
     if (!s) return lt__err(LT_NOMEM, "out of memory");
     strcpy(s, (const char *)name);
     b->anchors[b->nanchors].name = s;
@@ -236,7 +238,7 @@ static lt_status close_frame(builder *b) {
     if (n->kind == SC_MAP) {
         n->n = f->n / 2;
         if (n->n > 1) {   /* duplicate keys: sort a copy (n log n even for huge maps) */
-            const sc_node **keys = malloc(sizeof *keys * (size_t)n->n);
+            const sc_node **keys = lt__malloc(sizeof *keys * (size_t)n->n);
             if (!keys) return lt__err(LT_NOMEM, "out of memory");
             for (int i = 0; i < n->n; i++) keys[i] = f->kids[2 * i];
             qsort(keys, (size_t)n->n, sizeof *keys, keycmp);
@@ -250,10 +252,10 @@ static lt_status close_frame(builder *b) {
                     lt_status st = lt__sc_err(second, LT_INVALID,
                                               "duplicate key '%s' (first at line %d, column %d)",
                                               second->str, first->line, first->col);
-                    free(keys);
+                    lt__free(keys);
                     return st;
                 }
-            free(keys);
+            lt__free(keys);
         }
     } else {
         n->n = f->n;
@@ -263,7 +265,7 @@ static lt_status close_frame(builder *b) {
         if (!n->kids) return LT_NOMEM;
         memcpy(n->kids, f->kids, sizeof(sc_node *) * (size_t)f->n);
     }
-    free(f->kids);
+    lt__free(f->kids);
     f->kids = NULL;
     b->depth--;
     return LT_OK;
@@ -299,6 +301,28 @@ static void offset_pos(const builder *b, size_t off, int *line, int *col) {
     *col = c;
 }
 
+/* A hint for libyaml's raw messages about the two mistakes people make most
+ * in scenario files: a tab in the indentation, and a placement with a comma
+ * or bracket left unquoted in a flow list ([S(0,[1,3]), R]). "" when none. */
+static const char *syntax_hint(const builder *b, const yaml_parser_t *p) {
+    size_t at = p->problem_mark.index < b->len ? p->problem_mark.index : b->len;
+    size_t ls = at;
+    while (ls > 0 && b->text[ls - 1] != '\n') ls--;
+    size_t le = at;
+    while (le < b->len && b->text[le] != '\n') le++;
+    int tab = (at < b->len && b->text[at] == '\t') || (p->problem && strstr(p->problem, "tab"));
+    for (size_t i = ls; i < le && (b->text[i] == ' ' || b->text[i] == '\t'); i++) tab |= b->text[i] == '\t';
+    if (tab)
+        return "; hint: this line is indented with a tab: YAML does not allow tabs in indentation, indent with spaces";
+    int flow = p->context && strstr(p->context, "flow");
+    int paren = 0;
+    for (size_t i = ls; i < le; i++) paren |= b->text[i] == '(';
+    if (flow && paren)
+        return "; hint: inside [ ] or { } a comma or bracket ends the item, so quote placements that contain "
+               "them: ['S(0,[1,3])', R], ['SS(0,2)', 'S(0)'], or write the list as one string \"SS(0,2),S(0)\"";
+    return "";
+}
+
 static lt_status parser_error(builder *b, const yaml_parser_t *p) {
     const char *problem = p->problem ? p->problem : "malformed YAML";
     if (p->error == YAML_READER_ERROR) {
@@ -309,12 +333,13 @@ static lt_status parser_error(builder *b, const yaml_parser_t *p) {
                            line, col, problem, (unsigned)p->problem_value & 0xFFu);
         return lt__err(LT_INVALID, "%s:%d:%d: %s", b->file, line, col, problem);
     }
+    const char *hint = syntax_hint(b, p);
     if (p->context)
-        return lt__err(LT_INVALID, "%s:%zu:%zu: %s (line %zu, column %zu): %s", b->file,
+        return lt__err(LT_INVALID, "%s:%zu:%zu: %s (line %zu, column %zu): %s%s", b->file,
                        p->problem_mark.line + 1, p->problem_mark.column + 1, p->context,
-                       p->context_mark.line + 1, p->context_mark.column + 1, problem);
-    return lt__err(LT_INVALID, "%s:%zu:%zu: %s", b->file, p->problem_mark.line + 1,
-                   p->problem_mark.column + 1, problem);
+                       p->context_mark.line + 1, p->context_mark.column + 1, problem, hint);
+    return lt__err(LT_INVALID, "%s:%zu:%zu: %s%s", b->file, p->problem_mark.line + 1,
+                   p->problem_mark.column + 1, problem, hint);
 }
 
 static lt_status handle(builder *b, yaml_event_t *ev, int *docs, int *done) {
@@ -423,9 +448,9 @@ lt_status lt__sc_yaml_parse(sc_arena *a, const char *file, const char *text, siz
         yaml_event_delete(&ev);
     }
     /* an alias to a collection still open (a recursive structure) */
-    for (int i = 0; i < b.nanchors; i++) free(b.anchors[i].name);
-    free(b.anchors);
-    while (b.depth > 0) free(b.stack[--b.depth].kids);
+    for (int i = 0; i < b.nanchors; i++) lt__free(b.anchors[i].name);
+    lt__free(b.anchors);
+    while (b.depth > 0) lt__free(b.stack[--b.depth].kids);
     yaml_parser_delete(&p);
     if (st) return st;
     *root = b.root;
@@ -469,8 +494,11 @@ lt_status lt__sc_keys(const sc_node *n, const char *what, const char *const *all
         list[0] = '\0';
         for (int j = 0; allowed[j] && used < sizeof list; j++)
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", j ? ", " : "", allowed[j]);
-        return lt__sc_err(k, LT_INVALID, "unknown key '%s' in %s (expected one of: %s)", k->str, what,
-                          list);
+        int na = 0;
+        while (allowed[na]) na++;
+        const char *guess = lt__suggest(k->str, allowed, na);
+        return lt__sc_err(k, LT_INVALID, "unknown key '%s' in %s (expected one of: %s)%s%s%s", k->str, what,
+                          list, guess ? "; did you mean '" : "", guess ? guess : "", guess ? "'?" : "");
     }
     return LT_OK;
 }
@@ -637,6 +665,52 @@ lt_status lt__sc_shape(const sc_node *n, const char *what, int *ndim, int64_t *s
     return LT_OK;
 }
 
+/* '(' minus ')' in s. */
+static int paren_balance(const char *s) {
+    int b = 0;
+    for (; *s; s++) b += (*s == '(') - (*s == ')');
+    return b;
+}
+
+/* An unquoted `[SS(0,2), S(0)]` reaches us as the items "SS(0", "2)", "S(0)":
+ * YAML split the placement at its comma. Say so, and show the list written
+ * as it should be (split items put back together and quoted), instead of
+ * the placement parser's complaint about "SS(0". */
+static lt_status split_hint(const sc_node *list, int i, const char *what) {
+    char joined[256], fixed[512];
+    size_t uj = 0, uf = 0;
+    int bal = 0;
+    joined[0] = '\0';
+    for (int k = i; k < list->n && list->kids[k]->kind == SC_SCALAR; k++) {
+        const char *t = list->kids[k]->str;
+        int w = snprintf(joined + uj, sizeof joined - uj, "%s%s", k > i ? "," : "", t);
+        if (w > 0) uj += (size_t)w < sizeof joined - uj ? (size_t)w : sizeof joined - uj - 1;
+        if ((bal += paren_balance(t)) <= 0) break;
+    }
+    /* the whole list, each placement whole again; ones with a comma quoted */
+    fixed[uf++] = '[';
+    fixed[uf] = '\0';
+    char one[256];
+    size_t uo = 0;
+    int open = 0, first = 1;
+    for (int k = 0; k < list->n && uf + 1 < sizeof fixed; k++) {
+        const char *t = list->kids[k]->kind == SC_SCALAR ? list->kids[k]->str : "?";
+        int w = snprintf(one + uo, sizeof one - uo, "%s%s", open > 0 ? "," : "", t);
+        if (w > 0) uo += (size_t)w < sizeof one - uo ? (size_t)w : sizeof one - uo - 1;
+        if ((open += paren_balance(t)) > 0 && k + 1 < list->n) continue;
+        int q = strchr(one, ',') != NULL;
+        w = snprintf(fixed + uf, sizeof fixed - uf, "%s%s%s%s", first ? "" : ", ", q ? "'" : "", one, q ? "'" : "");
+        if (w > 0) uf += (size_t)w < sizeof fixed - uf ? (size_t)w : sizeof fixed - uf - 1;
+        first = 0, open = 0, uo = 0;
+        one[0] = '\0';
+    }
+    if (uf + 1 < sizeof fixed) fixed[uf++] = ']', fixed[uf] = '\0';
+    return lt__sc_err(list->kids[i], LT_INVALID,
+                      "%s: '%s' is not a placement: YAML split '%s' at the comma inside it; quote placements "
+                      "that contain commas: %s",
+                      what, list->kids[i]->str, joined, fixed);
+}
+
 lt_status lt__sc_placements(const sc_node *n, const char *what, lt_placement *pl, int *np) {
     lt_status st;
     if (n && n->kind == SC_SEQ) {
@@ -646,7 +720,10 @@ lt_status lt__sc_placements(const sc_node *n, const char *what, lt_placement *pl
         for (int i = 0; i < n->n; i++) {
             const char *s;
             LT_TRY(lt__sc_str(n->kids[i], what, &s));
-            if ((st = lt_placement_parse(s, &pl[i]))) return lt__sc_err_at(n->kids[i], st);
+            if ((st = lt_placement_parse(s, &pl[i]))) {
+                if (n->kids[i]->plain && paren_balance(s) > 0) return split_hint(n, i, what);
+                return lt__sc_err_at(n->kids[i], st);
+            }
         }
         *np = n->n;
         return LT_OK;
@@ -716,8 +793,8 @@ lt_status lt__sc_mesh(const sc_node *n, const char *what, lt_mesh *out) {
         }
         if (nm) {
             if (nm->kind != SC_SEQ || nm->n != nd)
-                return lt__sc_err(nm, LT_INVALID, "%s: names: expected a list of %d names, got %s", what,
-                                  nd, nm->kind == SC_SEQ ? "a list of another length" : lt__sc_kind_name(nm));
+                return lt__sc_err(nm, LT_INVALID, "%s: names: expected a list of %d name%s, got %s", what,
+                                  nd, nd == 1 ? "" : "s", nm->kind == SC_SEQ ? "a list of another length" : lt__sc_kind_name(nm));
             for (int i = 0; i < nd; i++) LT_TRY(lt__sc_ident(nm->kids[i], "mesh names", &names[i]));
         }
         if ((st = lt_mesh_init(out, nd, shape, names))) return lt__sc_err_at(n, st);
@@ -734,71 +811,6 @@ lt_status lt__sc_dtype(const sc_node *n, const char *what, lt_dtype *out) {
     LT_TRY(lt__sc_str(n, what, &s));
     lt_status st = lt_dtype_parse(s, out);
     if (st) return lt__sc_err_at(n, st);
-    return LT_OK;
-}
-
-/* ---- literals ---------------------------------------------------------------- */
-
-/* Shape of nested lists along the first items; then a walk that checks every
- * list against it. Iterative over the flat order, depth <= LT_MAX_DIMS. */
-lt_status lt__sc_literal(sc_arena *a, const sc_node *n, const char *what, sc_literal *out) {
-    memset(out, 0, sizeof *out);
-    out->at = n;
-    const sc_node *p = n;
-    int nd = 0;
-    while (p && p->kind == SC_SEQ) {
-        if (nd == LT_MAX_DIMS)
-            return lt__sc_err(p, LT_INVALID, "%s: lists nested deeper than %d", what, LT_MAX_DIMS);
-        out->shape[nd++] = p->n;
-        p = p->n ? p->kids[0] : NULL;
-    }
-    if (p && p->kind == SC_MAP)
-        return lt__sc_err(p, LT_INVALID, "%s: expected numbers, got a mapping", what);
-    out->ndim = nd;
-    int64_t total;
-    lt_status st = lt__numel_checked(nd, out->shape, 8, &total);
-    if (st) return lt__sc_err_at(n, st);
-    if (total > LT_SC_MAX_ELEMS)
-        return lt__sc_err(n, LT_OVERFLOW, "%s: %lld values; the limit is %d", what, (long long)total,
-                          LT_SC_MAX_ELEMS);
-    out->n = total;
-    out->v = lt__sc_alloc(a, sizeof(double) * (size_t)(total ? total : 1));
-    if (!out->v) return LT_NOMEM;
-    /* walk with an explicit index stack */
-    const sc_node *lists[LT_MAX_DIMS + 1];
-    int pos[LT_MAX_DIMS + 1];
-    int64_t k = 0;
-    if (nd == 0) return lt__sc_f64(n, what, &out->v[0]);
-    int d = 0;
-    lists[0] = n;
-    pos[0] = 0;
-    while (d >= 0) {
-        const sc_node *l = lists[d];
-        if (pos[d] == l->n) {
-            d--;
-            if (d >= 0) pos[d]++;
-            continue;
-        }
-        const sc_node *it = l->kids[pos[d]];
-        if (d + 1 < nd) {
-            if (it->kind != SC_SEQ || it->n != out->shape[d + 1]) {
-                char got[64];
-                if (it->kind == SC_SEQ) snprintf(got, sizeof got, "a list of %d", it->n);
-                else snprintf(got, sizeof got, "%s", lt__sc_kind_name(it));
-                return lt__sc_err(it, LT_INVALID, "%s: ragged nesting: expected a list of %lld, got %s",
-                                  what, (long long)out->shape[d + 1], got);
-            }
-            lists[++d] = it;
-            pos[d] = 0;
-            continue;
-        }
-        if (it->kind != SC_SCALAR)
-            return lt__sc_err(it, LT_INVALID, "%s: ragged nesting: expected a number, got %s", what,
-                              lt__sc_kind_name(it));
-        LT_TRY(lt__sc_f64(it, what, &out->v[k]));
-        k++;
-        pos[d]++;
-    }
     return LT_OK;
 }
 

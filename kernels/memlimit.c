@@ -1,0 +1,122 @@
+/* kernels/memlimit.c — the memory bound of kernels/memlimit.h, read from
+ * sysconf, /proc/meminfo, /proc/self/statm, getrlimit and the environment
+ * (each optional: a source that cannot be read bounds nothing). */
+#include "kernels/memlimit.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* MemAvailable of /proc/meminfo in bytes, or 0 when unknown. */
+static uint64_t mem_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    uint64_t kb = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long v;
+        if (sscanf(line, "MemAvailable: %llu kB", &v) == 1) {
+            kb = (uint64_t)v;
+            break;
+        }
+    }
+    fclose(f);
+    return kb > UINT64_MAX / 1024 ? UINT64_MAX : kb * 1024;
+}
+
+/* The process's virtual size in bytes (first field of /proc/self/statm), or 0. */
+static uint64_t mapped_now(uint64_t page) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    unsigned long long pages = 0;
+    if (fscanf(f, "%llu", &pages) != 1) pages = 0;
+    fclose(f);
+    return (uint64_t)pages * page;
+}
+
+/* "1000000", "512M", "8G", "8GiB" -> bytes; -1 when s is not such a size. */
+static int parse_size(const char *s, uint64_t *out) {
+    static const char units[] = "KMGT";
+    uint64_t v = 0;
+    const char *p = s;
+    if (!isdigit((unsigned char)*p)) return -1;
+    for (; isdigit((unsigned char)*p); p++) {
+        if (v > (UINT64_MAX - 9) / 10) return -1;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    int shift = 0;
+    const char *u = *p ? strchr(units, toupper((unsigned char)*p)) : NULL;
+    if (u) {
+        shift = 10 * (int)(u - units + 1);
+        p++;
+        if (!strcmp(p, "iB") || !strcmp(p, "B")) p += strlen(p);
+    }
+    if (*p || v > (UINT64_MAX >> shift)) return -1;
+    *out = v << shift;
+    return 0;
+}
+
+/* "3.5 GiB", "12.0 MiB", "512 bytes" */
+static void size_str(uint64_t b, char *buf, size_t n) {
+    if (b >= (1u << 30)) snprintf(buf, n, "%.1f GiB", (double)b / GIB);
+    else if (b >= (1u << 20)) snprintf(buf, n, "%.1f MiB", (double)b / (1024.0 * 1024.0));
+    else if (b >= 1024) snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
+    else snprintf(buf, n, "%llu bytes", (unsigned long long)b);
+}
+
+lt_status lt__mem_limit(uint64_t *bytes, const char **why) {
+    uint64_t lim = UINT64_MAX;
+    const char *w = "of memory";
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    uint64_t page = psize > 0 ? (uint64_t)psize : 4096;
+    if (pages > 0 && psize > 0) lim = (uint64_t)pages * (uint64_t)psize;
+    uint64_t avail = mem_available();
+    if (avail) {
+        uint64_t reserve = avail / 16 < (1u << 30) ? avail / 16 : (1u << 30);
+        if (avail - reserve < lim) {
+            lim = avail - reserve;
+            w = "of memory available now";
+        }
+    }
+    const int res[] = {RLIMIT_AS, RLIMIT_DATA};
+    for (size_t i = 0; i < sizeof res / sizeof res[0]; i++) {
+        struct rlimit rl;
+        if (getrlimit(res[i], &rl) || rl.rlim_cur == RLIM_INFINITY) continue;
+        uint64_t cap = (uint64_t)rl.rlim_cur, used = mapped_now(page);
+        uint64_t left = cap > used ? cap - used : 0;
+        if (left < lim) {
+            lim = left;
+            w = "of memory left to this process (ulimit)";
+        }
+    }
+    const char *env = getenv("LOCALTENSOR_MEMORY_LIMIT");
+    if (env && *env) {
+        uint64_t v;
+        if (parse_size(env, &v))
+            return lt__err(LT_INVALID, "LOCALTENSOR_MEMORY_LIMIT: '%s' is not a size in bytes (e.g. 1000000, 512M, 8G)", env);
+        if (v < lim) {
+            lim = v;
+            w = "of memory allowed by LOCALTENSOR_MEMORY_LIMIT";
+        }
+    }
+    *bytes = lim;
+    if (why) *why = w;
+    return LT_OK;
+}
+
+lt_status lt__mem_check(uint64_t bytes, int world, const char *what) {
+    const char *why;
+    uint64_t lim;
+    LT_TRY(lt__mem_limit(&lim, &why));
+    if (bytes <= lim) return LT_OK;
+    char need[32], have[32];
+    size_str(bytes, need, sizeof need);
+    size_str(lim, have, sizeof have);
+    return lt__err(LT_NOMEM, "%s needs %s for the shards of all %d rank%s, more than this machine's %s %s", what, need,
+                   world, world == 1 ? "" : "s", have, why);
+}

@@ -1,0 +1,247 @@
+/* localtensor/plan_exec.c — runs one step of a min-cost plan on the shards.
+ *
+ * The step's collective is called exactly as planned, so the comm trace
+ * records what the plan costed. Then every rank turns what it received (or,
+ * for local work, what it holds) into its shard of the next state: the
+ * index lists of layout math (localtensor/layout.h) say which global index
+ * each position of the received tensor holds and which ones the next state
+ * wants, in which order; one index_select per dim (a narrow when the
+ * positions are consecutive) picks and reorders. A rank whose next shard
+ * holds nothing gets an empty tensor of that shape. The redistribute tests
+ * check every resulting state against the verifier's direct reshard.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/alloc.h"
+#include "localtensor/dtensor.h"
+#include "localtensor/layout.h"
+#include "localtensor/plan_impl.h"
+
+static lt_status nomem(void) { return lt__err(LT_NOMEM, "out of memory while running a redistribute step"); }
+
+/* The global index at position k of rank layout l along d. */
+static int64_t idx_at(const lt_rank_layout *l, int d, int64_t k) { return l->idx[d] ? l->idx[d][k] : k; }
+
+/* A growing list of global indices. */
+typedef struct ilist {
+    int64_t *v;
+    int64_t n, cap;
+} ilist;
+
+static int il_push(ilist *a, const lt_rank_layout *l, int d, int64_t pos, int64_t cnt) {
+    if (cnt <= 0) return 0;
+    if (a->n + cnt > a->cap) {
+        int64_t cap = (a->n + cnt) * 2;
+        int64_t *v = lt__realloc(a->v, sizeof(int64_t) * (size_t)cap);
+        if (!v) return -1;
+        a->v = v;
+        a->cap = cap;
+    }
+    for (int64_t k = 0; k < cnt; k++) a->v[a->n++] = idx_at(l, d, pos + k);
+    return 0;
+}
+
+typedef struct vpos {
+    int64_t v, pos;
+} vpos;
+
+static int vpos_cmp(const void *x, const void *y) {
+    const vpos *a = x, *b = y;
+    return a->v < b->v ? -1 : a->v > b->v;
+}
+
+/* t's positions along d of the global indices want[0..k), given that t holds
+ * have[0..n) there; then the narrow or index_select that picks them. *out
+ * is new (t borrowed). */
+static lt_status pick(const lt_tensor *t, int d, const int64_t *have, int64_t n, const lt_rank_layout *b,
+                      lt_tensor **out) {
+    int64_t k = b->local_shape[d];
+    vpos *sv = lt__malloc(sizeof(vpos) * (size_t)(n ? n : 1));
+    int64_t *pos = lt__malloc(sizeof(int64_t) * (size_t)(k ? k : 1));
+    lt_status st = LT_OK;
+    if (!sv || !pos) st = nomem();
+    for (int64_t j = 0; !st && j < n; j++) sv[j] = (vpos){have[j], j};
+    if (!st) qsort(sv, (size_t)n, sizeof(vpos), vpos_cmp);
+    int run = 1;
+    for (int64_t j = 0; !st && j < k; j++) {
+        vpos key = {idx_at(b, d, j), 0};
+        const vpos *f = bsearch(&key, sv, (size_t)n, sizeof(vpos), vpos_cmp);
+        if (!f) st = lt__err(LT_SHAPE, "internal: a redistribute step did not deliver global index %lld along dim %d",
+                             (long long)key.v, d);
+        else pos[j] = f->pos;
+        if (!st && j) run &= pos[j] == pos[j - 1] + 1;
+    }
+    if (!st) {
+        if (run && k == n) st = lt_tensor_view(t, out);
+        else if (run) st = lt_narrow(t, d, k ? pos[0] : 0, k, out);
+        else st = lt_index_select(t, d, pos, k, out);
+    }
+    lt__free(sv);
+    lt__free(pos);
+    return st;
+}
+
+/* Rank r's next shard from t, which holds the global indices have[d] along
+ * every dim d. *out is new and contiguous; t is borrowed. */
+static lt_status reshape_to(const lt_tensor *t, ilist *have, int nd, const lt_rank_layout *b, lt_tensor **out) {
+    lt_tensor *cur = NULL;
+    lt_status st = lt_tensor_view(t, &cur);
+    for (int d = 0; d < nd && !st; d++) {
+        lt_tensor *nx = NULL;
+        st = pick(cur, d, have[d].v, have[d].n, b, &nx);
+        lt_tensor_free(cur);
+        cur = nx;
+    }
+    if (!st) st = lt_clone(cur, out);
+    lt_tensor_free(cur);
+    return st;
+}
+
+/* What member j of a group (ranks grp[0..n)) holds along every dim after
+ * move m, into have[nd]; *from: the tensor it is in (received, or its own
+ * for local work). */
+static lt_status received(const lt__move *m, const lt_rank_layout *la, const int *grp, int n, int j, ilist *have) {
+    int nd = m->ndim, e = m->dim, f = m->cdim;
+    const lt_rank_layout *own = &la[grp[j]];
+    int64_t size, off;
+    for (int d = 0; d < nd; d++) have[d].n = 0;
+    switch (m->kind) {
+    case LT__MV_ALL_GATHER:
+    case LT__MV_GATHER: {
+        const lt_rank_layout *first = own;   /* the lists off e: any member holding something */
+        for (int q = 0; q < n; q++) {
+            const lt_rank_layout *x = &la[grp[q]];
+            int64_t ne = 1;
+            for (int d = 0; d < nd; d++) ne *= x->local_shape[d];
+            if (ne) {
+                first = x;
+                break;
+            }
+        }
+        for (int d = 0; d < nd; d++) {
+            if (d != e) {
+                if (il_push(&have[d], first, d, 0, first->local_shape[d])) return nomem();
+                continue;
+            }
+            for (int q = 0; q < n; q++)
+                if (il_push(&have[d], &la[grp[q]], d, 0, la[grp[q]].local_shape[d])) return nomem();
+        }
+        return LT_OK;
+    }
+    case LT__MV_ALL_TO_ALL: {
+        const lt_rank_layout *first = NULL;
+        for (int q = 0; q < n && !first; q++) {
+            const lt_rank_layout *x = &la[grp[q]];
+            if (lt__piece(&m->rule, x->local_shape[e], n, j, &size, &off)) return lt__err(LT_INVALID, "internal: split");
+            int64_t ne = size;
+            for (int d = 0; d < nd; d++)
+                if (d != e) ne *= x->local_shape[d];
+            if (ne) first = x;
+        }
+        if (!first) first = own;
+        for (int d = 0; d < nd; d++) {
+            if (d != f && d != e) {
+                if (il_push(&have[d], first, d, 0, first->local_shape[d])) return nomem();
+            } else if (d == e && d != f) {
+                lt__piece(&m->rule, first->local_shape[e], n, j, &size, &off);
+                if (il_push(&have[d], first, d, off, size)) return nomem();
+            } else {
+                for (int q = 0; q < n; q++) {
+                    const lt_rank_layout *x = &la[grp[q]];
+                    if (d == e) lt__piece(&m->rule, x->local_shape[e], n, j, &size, &off);
+                    else off = 0, size = x->local_shape[d];
+                    if (il_push(&have[d], x, d, off, size)) return nomem();
+                }
+            }
+        }
+        return LT_OK;
+    }
+    case LT__MV_SCATTER:
+    case LT__MV_REDUCE_SCATTER: {
+        const lt_rank_layout *x = m->kind == LT__MV_SCATTER ? &la[grp[m->root]] : own;
+        for (int d = 0; d < nd; d++) {
+            off = 0;
+            size = x->local_shape[d];
+            if (d == e) lt__piece(&m->rule, x->local_shape[e], n, j, &size, &off);
+            if (il_push(&have[d], x, d, off, size)) return nomem();
+        }
+        return LT_OK;
+    }
+    case LT__MV_PERMUTE: {
+        int s = 0;
+        while (s < n && m->perm[s] != j) s++;
+        own = &la[grp[s < n ? s : j]];
+        break;
+    }
+    default:
+        break;
+    }
+    for (int d = 0; d < nd; d++)
+        if (il_push(&have[d], own, d, 0, own->local_shape[d])) return nomem();
+    return LT_OK;
+}
+
+/* The collective of move m on the shards in[], into rcv[] (new tensors). */
+static lt_status collective(lt_comm *comm, const lt__move *m, lt_tensor *const *in, lt_tensor **rcv) {
+    int i = m->mesh_dim;
+    switch (m->kind) {
+    case LT__MV_ALL_GATHER: return lt_all_gather(comm, i, in, m->dim, rcv);
+    case LT__MV_GATHER: return lt_gather(comm, i, in, m->root, m->dim, rcv);
+    case LT__MV_ALL_TO_ALL: return lt_all_to_all(comm, i, in, m->dim, m->cdim, &m->rule, rcv);
+    case LT__MV_SCATTER: return lt_scatter(comm, i, in, m->root, m->dim, &m->rule, rcv);
+    case LT__MV_PERMUTE: return lt_permute_ranks(comm, i, in, m->perm, rcv);
+    case LT__MV_ALL_REDUCE: return lt_all_reduce(comm, i, in, m->op, rcv);
+    case LT__MV_REDUCE_SCATTER: return lt_reduce_scatter(comm, i, in, m->op, m->dim, &m->rule, rcv);
+    case LT__MV_REDUCE: return lt_reduce_ranks(comm, i, in, m->root, m->op, rcv);
+    default: return LT_OK;   /* local work */
+    }
+}
+
+lt_status lt__move_run(lt_comm *comm, const lt_mesh *mesh, const lt_placement *before, const lt_plan_step *ps,
+                       lt_tensor *const *in, lt_tensor **out) {
+    const lt__move *m = ps->move_;
+    int W = mesh->world, i = m->mesh_dim, n = mesh->shape[i], nd = m->ndim;
+    lt_rank_layout *la = lt__calloc((size_t)W, sizeof *la), *lb = lt__calloc((size_t)W, sizeof *lb);
+    lt_tensor **rcv = lt__calloc((size_t)W, sizeof *rcv);
+    int *grp = lt__malloc(sizeof(int) * (size_t)n);
+    ilist have[LT_MAX_DIMS];
+    memset(have, 0, sizeof have);
+    lt_status st = la && lb && rcv && grp ? LT_OK : nomem();
+    for (int r = 0; r < W && !st; r++) {
+        st = lt_layout_rank(mesh, nd, m->shape, before, r, &la[r]);
+        if (!st) st = lt_layout_rank(mesh, nd, m->shape, ps->after, r, &lb[r]);
+    }
+    if (!st) st = collective(comm, m, in, rcv);
+    lt_placement part[LT_MESH_MAX_DIMS];
+    for (int j = 0; j < mesh->ndim; j++) part[j] = j == i ? lt_partial(m->op) : lt_replicate();
+    for (int r = 0; r < W && !st; r++) {
+        const lt_rank_layout *b = &lb[r];
+        int64_t ne = 1;
+        for (int d = 0; d < nd; d++) ne *= b->local_shape[d];
+        if (!ne) {   /* nothing to hold: the next state's shape */
+            st = lt_tensor_empty(in[r]->dtype, nd, b->local_shape, &out[r]);
+            continue;
+        }
+        int pos, g = lt_mesh_group_of(mesh, i, r, &pos);
+        lt_mesh_group(mesh, i, g, grp);
+        st = received(m, la, grp, n, pos, have);
+        const lt_tensor *t = rcv[r] ? rcv[r] : in[r];
+        if (!st) st = reshape_to(t, have, nd, b, &out[r]);
+        if (!st && m->kind == LT__MV_PARTITION) st = lt__partition(out[r], mesh, part);
+    }
+    for (int r = 0; la && r < W; r++) lt_rank_layout_free(&la[r]);
+    for (int r = 0; lb && r < W; r++) lt_rank_layout_free(&lb[r]);
+    for (int r = 0; rcv && r < W; r++) lt_tensor_free(rcv[r]);
+    for (int d = 0; d < LT_MAX_DIMS; d++) lt__free(have[d].v);
+    lt__free(la);
+    lt__free(lb);
+    lt__free(rcv);
+    lt__free(grp);
+    if (st)
+        for (int r = 0; r < W; r++) {
+            lt_tensor_free(out[r]);
+            out[r] = NULL;
+        }
+    return st;
+}

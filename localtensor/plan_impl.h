@@ -1,0 +1,244 @@
+/* localtensor/plan_impl.h — internals of the min-cost planner and of the
+ * executor of its steps. Not installed.
+ *
+ * Why a second representation: the rule table of redistribute.h names the
+ * single steps PyTorch takes between placement lists, and it misses steps
+ * that nested, strided or uneven layouts allow (one all_gather turns
+ * [SS(0,2), S(0)] into [R, S(0)] on a 2x2 mesh). Min-cost judges a step on
+ * what every rank actually holds instead: a layout is, per rank, the block
+ * of global indices it holds (one sorted set per tensor dim, kept as runs so
+ * any tensor size costs the same), and a step is legal when one collective
+ * along one mesh dim, or local work, turns the source's blocks into the
+ * target's (localtensor/redistribute.h has the exact move set).
+ *
+ *   plan_runs.c    runs, lists, layouts of placement lists
+ *   plan_moves.c   the moves: what each collective leaves on every rank,
+ *                  its bytes, and which state (if any) that is
+ *   plan_search.c  the search (A* on bytes, then steps) and the plan
+ *   plan_exec.c    runs one move on the shards
+ */
+#ifndef LT_PLAN_IMPL_H
+#define LT_PLAN_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "localtensor/redistribute.h"
+
+/* ---- runs and lists (plan_runs.c) ------------------------------------------------ */
+
+/* Global indices lo .. lo+n-1. */
+typedef struct lt__run {
+    int64_t lo, n;
+} lt__run;
+
+/* A list of global indices: runs r[0..nr), len indices in all. Canonical
+ * (what layouts hold): runs sorted, disjoint and not touching. The runs are
+ * borrowed from an arena. */
+typedef struct lt__list {
+    const lt__run *r;
+    int64_t nr, len;
+} lt__list;
+
+/* Chunked storage of runs: a run never moves once written, so lists may
+ * point into it; reset to a mark drops everything written after it. */
+typedef struct lt__ablk lt__ablk;
+typedef struct lt__arena {
+    lt__ablk *first, *cur;
+} lt__arena;
+typedef struct lt__amark {
+    lt__ablk *blk;
+    size_t used;
+} lt__amark;
+
+/* Room for n runs at the end (NULL: out of memory); lt__arena_take(a, k)
+ * then keeps the first k of them. */
+lt__run *lt__arena_room(lt__arena *a, size_t n);
+void lt__arena_take(lt__arena *a, size_t k);
+lt__amark lt__arena_mark(const lt__arena *a);
+void lt__arena_reset(lt__arena *a, lt__amark m);
+void lt__arena_free(lt__arena *a);
+
+/* Size and offset of piece c of k when `rule` splits n; -1 when the rule
+ * rejects the split (no message). */
+int lt__piece(const lt_split_rule *rule, int64_t n, int k, int c, int64_t *size, int64_t *off);
+
+/* Set relations on canonical lists. */
+int lt__list_eq(const lt__list *a, const lt__list *b);
+int lt__list_subset(const lt__list *a, const lt__list *b);        /* a within b */
+int64_t lt__list_common(const lt__list *a, const lt__list *b);    /* |a and b| */
+/* Positions pos..pos+cnt-1 of l, into *out (1; -1 out of memory). */
+int lt__list_sub(lt__arena *a, const lt__list *l, int64_t pos, int64_t cnt, lt__list *out);
+/* The canonical form of the concatenation of k lists (any order): 1, 0 when
+ * an index repeats, -1 out of memory. */
+int lt__list_concat(lt__arena *a, const lt__list *const *ls, int k, lt__list *out);
+/* Union of k canonical lists (repeats allowed): 1, -1 out of memory. */
+int lt__list_union(lt__arena *a, const lt__list *const *ls, int k, lt__list *out);
+
+/* ---- layouts ---------------------------------------------------------------------- */
+
+/* The level structure shared by every layout of one search: level j holds
+ * the blocks after mesh dims 0..j-1, one per tuple of their coordinates
+ * (T[j] tuples, row-major, so level M is the ranks), ndim lists each. */
+typedef struct lt__geo {
+    const lt_mesh *mesh;
+    int M, ndim, W;
+    const int64_t *shape;
+    int T[LT_MESH_MAX_DIMS + 1];
+    size_t off[LT_MESH_MAX_DIMS + 2];    /* first list of level j; off[M + 1] lists in all */
+    size_t toff[LT_MESH_MAX_DIMS + 2];   /* first tuple of level j (T[0] + ... + T[j-1]) */
+} lt__geo;
+
+void lt__geo_init(lt__geo *g, const lt_mesh *mesh, int ndim, const int64_t *shape);
+
+/* The children of block `par` (ndim lists) under placement p on a mesh dim
+ * of size m, coordinate c, into out (ndim lists). 1; 0 when the split is
+ * rejected (layout not computable); -1 out of memory. */
+int lt__apply(lt__arena *a, int ndim, const lt_placement *p, int m, int c, const lt__list *par,
+              lt__list *out);
+/* Every level of placement list pl into t (off[M + 1] lists); the same
+ * results. Size-1 mesh dims split nothing. */
+int lt__layout_build(lt__arena *a, const lt__geo *g, const lt_placement *pl, lt__list *t);
+/* Elements of a block of ndim lists (0 when any list is empty). */
+int64_t lt__block_numel(const lt__list *b, int ndim);
+
+/* ---- moves ------------------------------------------------------------------------ */
+
+/* XX(enum suffix, collective (LT_COLL_BARRIER: none)) */
+#define LT__MV_MAP(XX)                         \
+    XX(LOCAL,          LT_COLL_BARRIER)        \
+    XX(PARTITION,      LT_COLL_BARRIER)        \
+    XX(ALL_GATHER,     LT_COLL_ALL_GATHER)     \
+    XX(GATHER,         LT_COLL_GATHER)         \
+    XX(ALL_TO_ALL,     LT_COLL_ALL_TO_ALL)     \
+    XX(SCATTER,        LT_COLL_SCATTER)        \
+    XX(PERMUTE,        LT_COLL_PERMUTE)        \
+    XX(ALL_REDUCE,     LT_COLL_ALL_REDUCE)     \
+    XX(REDUCE_SCATTER, LT_COLL_REDUCE_SCATTER) \
+    XX(REDUCE,         LT_COLL_REDUCE)
+
+typedef enum {
+#define LT__XX(e, coll) LT__MV_##e,
+    LT__MV_MAP(LT__XX)
+#undef LT__XX
+    LT__MV_COUNT
+} lt__mv_kind;
+
+lt_coll lt__mv_coll(lt__mv_kind k);   /* LT_COLL_BARRIER for local work */
+
+/* One step of a min-cost plan: a collective along mesh_dim with its
+ * arguments, then local work that turns what each rank received into the
+ * next state's shard (reordering, or picking for LOCAL). */
+typedef struct lt__move {
+    lt__mv_kind kind;
+    int mesh_dim;
+    int dim;              /* all_gather, gather: concat dim; all_to_all, scatter,
+                           * reduce_scatter: split dim */
+    int cdim;             /* all_to_all: concat dim */
+    int root;             /* gather, scatter, reduce: position in the group */
+    lt_redop op;          /* reductions and partition */
+    lt_split_rule rule;   /* all_to_all, scatter, reduce_scatter */
+    const int *perm;      /* permute: member c's shard goes to member perm[c] (mesh dim
+                           * size entries; owned by the plan) */
+    int ndim;             /* the tensor (for layout math; shape owned by the plan) */
+    const int64_t *shape;
+} lt__move;
+
+/* ---- the search (plan_moves.c, plan_search.c) -------------------------------------- */
+
+#define LT__MAXC 48    /* candidate placements per mesh dim (keys keep 8 bits per dim) */
+#define LT__MAXR 24    /* split rules tried by the collectives that split */
+
+/* A move while searching: small, with the rule and the permutation as
+ * indices into the search context. */
+typedef struct lt__mv {
+    signed char kind, mesh_dim, dim, cdim, op, rule;
+    int root;
+    int perm;          /* permute: offset in lt__mc.perms */
+} lt__mv;
+
+typedef struct lt__node {
+    uint64_t key;      /* candidate index per mesh dim, 8 bits each */
+    lt__list *lay;     /* layout (geo.off[M + 1] lists), lt__malloc'ed */
+    uint64_t g, h;     /* bytes from the source; lower bound to the destination */
+    int steps, prev;
+    lt__mv mv;         /* the move from prev */
+    unsigned char done;
+} lt__node;
+
+typedef struct lt__hitem {
+    uint64_t f;
+    int steps, node;
+} lt__hitem;
+
+typedef struct lt__mc {
+    lt__geo g;
+    size_t esize;
+    int is_float;
+    lt_placement src[LT_MESH_MAX_DIMS], dst[LT_MESH_MAX_DIMS];   /* size-1 mesh dims are R */
+    int frozen[LT_MESH_MAX_DIMS];
+    int nc[LT_MESH_MAX_DIMS];
+    lt_placement cand[LT_MESH_MAX_DIMS][LT__MAXC];
+    int nrules;
+    lt_split_rule rules[LT__MAXR];
+    lt__arena nar, tar;          /* runs of node layouts; scratch runs */
+    double work, budget;         /* list operations done; the most allowed */
+    /* scratch, sized once */
+    lt__list *G;                 /* (W, ndim) what each rank holds after a move */
+    unsigned char *Gempty;       /* (W) */
+    signed char gpop[LT_MESH_MAX_DIMS];   /* Partial op per mesh dim after the move, -1: none */
+    lt__list *U;                 /* (off[M + 1]) unions of G per level */
+    unsigned char *Uempty;       /* (T[0] + ... + T[M]) */
+    lt__list *B;                 /* (off[M + 1]) the layout being matched */
+    lt__list *L;                 /* (off[M + 1]) the layout a local move picks */
+    lt__list *Q;                 /* (max mesh dim size, ndim) pieces received by one rank */
+    const lt__list **ptrs;       /* (max mesh dim size) lists being concatenated or united */
+    const lt__list **mptrs;      /* (max mesh dim size) the blocks of a group's members */
+    const lt__list **qptrs;      /* (max mesh dim size) the pieces one member receives */
+    uint64_t *recv;              /* (W) bytes each rank receives in a move */
+    int *iscr;                   /* (2 x max mesh dim size) */
+    int *perms;                  /* permutations of permute moves */
+    size_t nperms, capperms;
+    /* nodes */
+    lt__node *nodes;
+    int nnodes, capnodes;
+    int *table;                  /* open addressing: node index + 1, 0 empty */
+    size_t tcap;
+    lt__hitem *heap;
+    int nheap, capheap;
+    int expanded;
+    uint64_t goal;
+    const lt__list *dlay;        /* the destination's layout (for h) */
+} lt__mc;
+
+/* Key of placement list pl (candidate indices); pl from the candidates. */
+uint64_t lt__mc_key(const lt__mc *c, const lt_placement *pl);
+void lt__mc_placements(const lt__mc *c, uint64_t key, lt_placement *pl);
+/* The canonical key of the state holding exactly what layout `lay` holds
+ * with Partial ops pop (the first candidate list, in candidate order, whose
+ * layout matches): 1 found, 0 none, -1 out of memory, -2 over budget. */
+int lt__mc_canon(lt__mc *c, const lt__list *lay, const signed char *pop, uint64_t *key);
+/* Every move from node `from`: calls lt__mc_relax for each state it
+ * reaches. LT_OK, LT_NOMEM (message set) or LT_OVERFLOW (budget; no
+ * message). */
+lt_status lt__mc_expand(lt__mc *c, int from);
+lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv);
+/* Re-evaluates move mv from node `from`: bytes per rank into c->recv,
+ * returns the total; *reorder: the received order differs from the
+ * target's (a local index_select follows). -1 when it is not a move. */
+int64_t lt__mc_move_bytes(lt__mc *c, int from, const lt__mv *mv, int *reorder);
+
+/* Min-cost plan of a redistribute (lists normalized, checked, not rejected;
+ * the arguments of lt__plan_build). *out: a new plan. LT_OVERFLOW (no
+ * message) when the search ran out of its work budget: the caller falls
+ * back on greedy. */
+lt_status lt__plan_mincost(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
+                           const lt_placement *src, const lt_placement *dst, lt_plan **out);
+
+/* Runs step ps (a min-cost step: ps->move_ set) on the shards `in` of state
+ * `before` (borrowed), into out[world] (new tensors; all NULL on error). The
+ * local work is derived from the index lists of layout math. */
+lt_status lt__move_run(lt_comm *comm, const lt_mesh *mesh, const lt_placement *before,
+                       const lt_plan_step *ps, lt_tensor *const *in, lt_tensor **out);
+
+#endif

@@ -1,0 +1,664 @@
+/* localtensor/plan_moves.c — the moves of the min-cost planner.
+ *
+ * From a state A (what every rank holds), a move is one collective along
+ * one mesh dim with its arguments, or local work. This file computes what
+ * every rank holds after it (the blocks G, following the semantics of
+ * collectives_sim/collectives.h and the shapes it produces), what it costs
+ * (collectives_sim/trace.h's bytes model), and which state of the search
+ * holds exactly G (lt__mc_canon): none, or one canonical key. The move set
+ * is listed in localtensor/redistribute.h; the choices below that skip a
+ * move are the ones that provably reach nothing new or nothing cheaper.
+ *
+ * Return codes of the int functions: 1 yes/found, 0 no, -1 out of memory,
+ * -2 over the work budget.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/alloc.h"
+#include "localtensor/plan_impl.h"
+
+static const lt_coll mv_colls[LT__MV_COUNT] = {
+#define LT__XX(e, coll) coll,
+    LT__MV_MAP(LT__XX)
+#undef LT__XX
+};
+
+lt_coll lt__mv_coll(lt__mv_kind k) { return (unsigned)k < LT__MV_COUNT ? mv_colls[k] : LT_COLL_BARRIER; }
+
+static int pop_of(const lt_placement *p) { return p->kind == LT_PL_PARTIAL ? (int)p->op : -1; }
+
+/* Rank r's block in layout lay. */
+static const lt__list *blk(const lt__mc *c, const lt__list *lay, int r) {
+    return lay + c->g.off[c->g.M] + (size_t)r * (size_t)c->g.ndim;
+}
+
+static int spend(lt__mc *c, double n) { return (c->work += n) > c->budget; }
+
+uint64_t lt__mc_key(const lt__mc *c, const lt_placement *pl) {
+    uint64_t k = 0;
+    for (int i = 0; i < c->g.M; i++) {
+        int x = 0;
+        while (x < c->nc[i] && !lt_placement_equal(&c->cand[i][x], &pl[i])) x++;
+        LT_ASSERT(x < c->nc[i]);
+        k |= (uint64_t)x << (8 * i);
+    }
+    return k;
+}
+
+void lt__mc_placements(const lt__mc *c, uint64_t key, lt_placement *pl) {
+    for (int i = 0; i < c->g.M; i++) pl[i] = c->cand[i][(key >> (8 * i)) & 0xff];
+}
+
+/* ---- matching a result to a state -------------------------------------------------------- */
+
+/* c->U, c->Uempty from c->G, c->Gempty: per level, the union of the
+ * non-empty blocks below each tuple. For any state this is its own prefix
+ * layout (a tuple's block is the union of its ranks' blocks), so a state
+ * matching G must match U at every level. */
+static int unions(lt__mc *c) {
+    const lt__geo *g = &c->g;
+    int M = g->M, nd = g->ndim;
+    memcpy(c->U + g->off[M], c->G, sizeof(lt__list) * (size_t)g->W * (size_t)nd);
+    memcpy(c->Uempty + g->toff[M], c->Gempty, (size_t)g->W);
+    for (int j = M - 1; j >= 0; j--) {
+        int m = g->mesh->shape[j];
+        if (spend(c, (double)g->T[j + 1] * (nd ? nd : 1))) return -2;
+        for (int t = 0; t < g->T[j]; t++) {
+            const lt__list *ch = c->U + g->off[j + 1] + (size_t)t * (size_t)m * (size_t)nd;
+            const unsigned char *ce = c->Uempty + g->toff[j + 1] + (size_t)t * (size_t)m;
+            lt__list *out = c->U + g->off[j] + (size_t)t * (size_t)nd;
+            int any = 0;
+            for (int q = 0; q < m; q++) any |= !ce[q];
+            c->Uempty[g->toff[j] + (size_t)t] = (unsigned char)!any;
+            for (int d = 0; d < nd; d++) {
+                int k = 0;
+                for (int q = 0; q < m; q++)
+                    if (!ce[q]) c->ptrs[k++] = &ch[(size_t)q * (size_t)nd + (size_t)d];
+                if (!any) out[d] = (lt__list){NULL, 0, 0};
+                else if (lt__list_union(&c->tar, c->ptrs, k, &out[d]) < 0) return -1;
+            }
+        }
+    }
+    return 1;
+}
+
+/* Does block ch (tuple ti of level j of a candidate) match the unions? At
+ * the ranks (j == M) an empty block must also have G's shape. */
+static int match(const lt__mc *c, int j, size_t ti, const lt__list *ch) {
+    int nd = c->g.ndim;
+    const lt__list *u = c->U + c->g.off[j] + ti * (size_t)nd;
+    int uempty = c->Uempty[c->g.toff[j] + ti];
+    int64_t n = lt__block_numel(ch, nd);
+    if (uempty) {
+        if (n) return 0;
+        if (j == c->g.M)
+            for (int d = 0; d < nd; d++)
+                if (ch[d].len != u[d].len) return 0;
+        return 1;
+    }
+    if (!n) return 0;
+    for (int d = 0; d < nd; d++)
+        if (!lt__list_eq(&ch[d], &u[d])) return 0;
+    return 1;
+}
+
+/* Depth-first over the candidates of mesh dims j.., in candidate order;
+ * c->B holds the prefix layout. */
+static int dec(lt__mc *c, int j, uint64_t key, uint64_t *out) {
+    const lt__geo *g = &c->g;
+    if (j == g->M) {
+        *out = key;
+        return 1;
+    }
+    int m = g->mesh->shape[j], nd = g->ndim;
+    for (int b = 0; b < c->nc[j]; b++) {
+        const lt_placement *p = &c->cand[j][b];
+        if (pop_of(p) != c->gpop[j]) continue;
+        if (spend(c, g->T[j + 1])) return -2;
+        lt__amark mk = lt__arena_mark(&c->tar);
+        int ok = 1;
+        for (int t = 0; t < g->T[j] && ok; t++) {
+            const lt__list *par = c->B + g->off[j] + (size_t)t * (size_t)nd;
+            for (int q = 0; q < m && ok; q++) {
+                size_t ti = (size_t)t * (size_t)m + (size_t)q;
+                lt__list *ch = c->B + g->off[j + 1] + ti * (size_t)nd;
+                int r = lt__apply(&c->tar, nd, p, m, q, par, ch);
+                if (r < 0) return -1;
+                ok = r && match(c, j + 1, ti, ch);
+            }
+        }
+        if (ok) {
+            int r = dec(c, j + 1, key | (uint64_t)b << (8 * j), out);
+            if (r != 0) return r;
+        }
+        lt__arena_reset(&c->tar, mk);
+    }
+    return 0;
+}
+
+/* Partial ops may only mix as {sum, avg} (a valid placement list). */
+static int pops_ok(const lt__mc *c) {
+    int first = -1;
+    for (int i = 0; i < c->g.M; i++) {
+        int o = c->gpop[i];
+        if (o < 0) continue;
+        if (first < 0) first = o;
+        else if (o != first && !((o == LT_REDOP_SUM || o == LT_REDOP_AVG) && (first == LT_REDOP_SUM || first == LT_REDOP_AVG)))
+            return 0;
+    }
+    return 1;
+}
+
+/* The state holding c->G (with c->Gempty, c->gpop). */
+static int find_state(lt__mc *c, uint64_t *key) {
+    if (!pops_ok(c)) return 0;
+    int r = unions(c);
+    if (r <= 0) return r;
+    return dec(c, 0, 0, key);
+}
+
+int lt__mc_canon(lt__mc *c, const lt__list *lay, const signed char *pop, uint64_t *key) {
+    const lt__geo *g = &c->g;
+    for (int r = 0; r < g->W; r++) {
+        const lt__list *b = blk(c, lay, r);
+        memcpy(c->G + (size_t)r * (size_t)g->ndim, b, sizeof(lt__list) * (size_t)g->ndim);
+        c->Gempty[r] = lt__block_numel(b, g->ndim) == 0;
+    }
+    memcpy(c->gpop, pop, sizeof c->gpop);
+    return find_state(c, key);
+}
+
+/* ---- what a collective leaves ----------------------------------------------------------- */
+
+/* The block received as the concatenation along f of blocks q[0..k) (ndim
+ * lists each) whose result has shape sh: into out, *empty. 0 when the pieces
+ * do not form one block (their indices differ off f, or repeat along f). */
+static int combine(lt__mc *c, const lt__list *const *q, int k, int f, const int64_t *sh, lt__list *out,
+                   unsigned char *empty, int *unsorted) {
+    int nd = c->g.ndim;
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++) n *= sh[d];
+    *empty = n == 0;
+    if (n == 0) {
+        for (int d = 0; d < nd; d++) out[d] = (lt__list){NULL, 0, sh[d]};
+        return 1;
+    }
+    int first = -1, cnt = 0;
+    for (int x = 0; x < k; x++) {
+        if (!lt__block_numel(q[x], nd)) continue;
+        if (first < 0) first = x;
+        for (int d = 0; d < nd; d++)
+            if (d != f && !lt__list_eq(&q[x][d], &q[first][d])) return 0;
+        c->ptrs[cnt++] = &q[x][f];
+    }
+    if (first < 0) return 0;
+    for (int d = 0; d < nd; d++) out[d] = q[first][d];
+    for (int x = 1; unsorted && x < cnt; x++) {
+        const lt__list *a = c->ptrs[x - 1], *b = c->ptrs[x];
+        if (b->r[0].lo < a->r[a->nr - 1].lo + a->r[a->nr - 1].n) *unsorted = 1;
+    }
+    int r = lt__list_concat(&c->tar, c->ptrs, cnt, &out[f]);
+    if (r <= 0) return r;
+    return out[f].len == sh[f];
+}
+
+static int64_t numel_off(const lt__list *b, int nd, int skip) {
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++)
+        if (d != skip) n *= b[d].len;
+    return n;
+}
+
+/* Exactly the same block (lists and shape). */
+static int block_same(const lt__list *x, const lt__list *y, int nd) {
+    for (int d = 0; d < nd; d++)
+        if (!lt__list_eq(&x[d], &y[d])) return 0;
+    return 1;
+}
+
+/* Sets G[r] to block x (ndim lists) with list e replaced by positions
+ * pos..pos+cnt-1 of x[e] (e < 0: x itself). */
+static int set_piece(lt__mc *c, int r, const lt__list *x, int e, int64_t pos, int64_t cnt) {
+    int nd = c->g.ndim;
+    lt__list *o = c->G + (size_t)r * (size_t)nd;
+    memcpy(o, x, sizeof(lt__list) * (size_t)nd);
+    if (e >= 0 && lt__list_sub(&c->tar, &x[e], pos, cnt, &o[e]) < 0) return -1;
+    c->Gempty[r] = lt__block_numel(o, nd) == 0;
+    return 1;
+}
+
+/* A placeholder (rooted collectives' non-root ranks): shape sh with dim 0
+ * emptied, holding nothing. */
+static void set_placeholder(lt__mc *c, int r, const int64_t *sh) {
+    int nd = c->g.ndim;
+    for (int d = 0; d < nd; d++) c->G[(size_t)r * (size_t)nd + (size_t)d] = (lt__list){NULL, 0, d ? sh[d] : 0};
+    c->Gempty[r] = 1;
+}
+
+/* G, c->recv (per rank) and *bytes (their sum) of collective, partition or
+ * reduction mv from layout a with Partial ops apop. 1 valid, 0 not a move,
+ * -1 out of memory. *reorder (may be NULL) is set when a rank receives its
+ * indices out of order. */
+static int result(lt__mc *c, const lt__list *a, const signed char *apop, const lt__mv *mv, uint64_t *bytes,
+                  int *reorder) {
+    const lt__geo *g = &c->g;
+    int nd = g->ndim, i = mv->mesh_dim, e = mv->dim, f = mv->cdim, root = mv->root, k = mv->kind;
+    int n = g->mesh->shape[i], stride = g->W / g->T[i + 1];
+    uint64_t es = c->esize;
+    const lt_split_rule *rule = mv->rule >= 0 ? &c->rules[(int)mv->rule] : NULL;
+    int reducing = k == LT__MV_ALL_REDUCE || k == LT__MV_REDUCE_SCATTER || k == LT__MV_REDUCE;
+    memcpy(c->gpop, apop, sizeof c->gpop);
+    if (k == LT__MV_PARTITION) {
+        if (apop[i] >= 0) return 0;
+        c->gpop[i] = mv->op;
+    } else if (reducing) {
+        if (apop[i] < 0 || apop[i] != mv->op) return 0;
+        c->gpop[i] = -1;
+    } else if (apop[i] >= 0) {
+        return 0;   /* moving a Partial's terms between its members loses the sum */
+    }
+    if (nd == 0 && k != LT__MV_PARTITION && k != LT__MV_ALL_REDUCE && k != LT__MV_PERMUTE) return 0;
+    memset(c->recv, 0, sizeof(uint64_t) * (size_t)g->W);
+    if (spend(c, (double)g->W * (k == LT__MV_ALL_TO_ALL ? n : 1))) return -2;
+    int64_t sh[LT_MAX_DIMS], size, off;
+    for (int base = 0; base < g->W; base += stride * n)
+        for (int f0 = base; f0 < base + stride; f0++) {
+            for (int q = 0; q < n; q++) c->mptrs[q] = blk(c, a, f0 + q * stride);
+            const lt__list *m0 = c->mptrs[0];
+            switch (k) {
+            case LT__MV_PARTITION:
+            case LT__MV_ALL_REDUCE:
+            case LT__MV_REDUCE:
+                for (int q = 0; q < n; q++) {
+                    int r = f0 + q * stride;
+                    const lt__list *x = c->mptrs[q];
+                    int64_t ne = lt__block_numel(x, nd);
+                    if (k == LT__MV_PARTITION && !block_same(x, m0, nd)) return 0;
+                    set_piece(c, r, x, -1, 0, 0);
+                    if (k == LT__MV_ALL_REDUCE) {   /* reduce_scatter + all_gather of balanced pieces */
+                        uint64_t p = (uint64_t)(ne / n + (q < ne % n));
+                        c->recv[r] = ((uint64_t)(n - 1) * p + ((uint64_t)ne - p)) * es;
+                    } else if (k == LT__MV_REDUCE && q == root) {
+                        c->recv[r] = (uint64_t)(n - 1) * (uint64_t)ne * es;
+                    } else if (k == LT__MV_REDUCE) {
+                        for (int d = 0; d < nd; d++) sh[d] = x[d].len;
+                        set_placeholder(c, r, sh);
+                    }
+                }
+                break;
+            case LT__MV_ALL_GATHER:
+            case LT__MV_GATHER: {
+                int64_t total = 0;
+                for (int d = 0; d < nd; d++) sh[d] = d == e ? 0 : m0[d].len;
+                for (int q = 0; q < n; q++) {
+                    const lt__list *x = c->mptrs[q];
+                    for (int d = 0; d < nd; d++)
+                        if (d != e && x[d].len != m0[d].len) return 0;
+                    sh[e] += x[e].len;
+                    total += lt__block_numel(x, nd);
+                }
+                unsigned char emp;
+                int r = combine(c, c->mptrs, n, e, sh, c->Q, &emp, reorder);
+                if (r <= 0) return r;
+                for (int q = 0; q < n; q++) {
+                    int rk = f0 + q * stride;
+                    if (k == LT__MV_GATHER && q != root) {
+                        set_placeholder(c, rk, sh);
+                        continue;
+                    }
+                    memcpy(c->G + (size_t)rk * (size_t)nd, c->Q, sizeof(lt__list) * (size_t)nd);
+                    c->Gempty[rk] = emp;
+                    c->recv[rk] = (uint64_t)(total - lt__block_numel(c->mptrs[q], nd)) * es;
+                }
+                break;
+            }
+            case LT__MV_ALL_TO_ALL:
+                for (int q = 0; q < n; q++) {
+                    const lt__list *x = c->mptrs[q];
+                    for (int d = 0; d < nd; d++)
+                        if (d != f && x[d].len != m0[d].len) return 0;
+                    if (lt__piece(rule, x[e].len, n, 0, &size, &off)) return 0;
+                }
+                for (int j = 0; j < n; j++) {
+                    int rj = f0 + j * stride;
+                    /* collectives_sim's result shape: member 0's, with the piece
+                     * along e and the concatenation along f */
+                    for (int d = 0; d < nd; d++) sh[d] = m0[d].len;
+                    sh[f] = 0;
+                    for (int q = 0; q < n; q++) {
+                        const lt__list *x = c->mptrs[q];
+                        lt__list *pc = c->Q + (size_t)q * (size_t)nd;
+                        lt__piece(rule, x[e].len, n, j, &size, &off);
+                        memcpy(pc, x, sizeof(lt__list) * (size_t)nd);
+                        if (lt__list_sub(&c->tar, &x[e], off, size, &pc[e]) < 0) return -1;
+                        c->qptrs[q] = pc;
+                        if (f == e) {
+                            sh[f] += size;
+                        } else {
+                            sh[f] += x[f].len;
+                            if (q == 0) sh[e] = size;
+                        }
+                        if (q != j) c->recv[rj] += (uint64_t)(numel_off(x, nd, e) * size) * es;
+                    }
+                    int r = combine(c, c->qptrs, n, f, sh, c->G + (size_t)rj * (size_t)nd, &c->Gempty[rj], reorder);
+                    if (r <= 0) return r;
+                }
+                break;
+            case LT__MV_SCATTER: {
+                const lt__list *x = c->mptrs[root];
+                if (lt__piece(rule, x[e].len, n, 0, &size, &off)) return 0;
+                for (int j = 0; j < n; j++) {
+                    int rj = f0 + j * stride;
+                    lt__piece(rule, x[e].len, n, j, &size, &off);
+                    if (set_piece(c, rj, x, e, off, size) < 0) return -1;
+                    if (j != root) c->recv[rj] = (uint64_t)lt__block_numel(c->G + (size_t)rj * (size_t)nd, nd) * es;
+                }
+                break;
+            }
+            case LT__MV_PERMUTE: {
+                const int *perm = c->perms + mv->perm;
+                for (int q = 0; q < n; q++) {
+                    int rk = f0 + perm[q] * stride;
+                    set_piece(c, rk, c->mptrs[q], -1, 0, 0);
+                    if (perm[q] != q) c->recv[rk] = (uint64_t)lt__block_numel(c->mptrs[q], nd) * es;
+                }
+                break;
+            }
+            case LT__MV_REDUCE_SCATTER:
+                if (lt__piece(rule, m0[e].len, n, 0, &size, &off)) return 0;
+                for (int j = 0; j < n; j++) {
+                    int rj = f0 + j * stride;
+                    lt__piece(rule, m0[e].len, n, j, &size, &off);
+                    if (set_piece(c, rj, c->mptrs[j], e, off, size) < 0) return -1;
+                    c->recv[rj] = (uint64_t)(n - 1) * (uint64_t)lt__block_numel(c->G + (size_t)rj * (size_t)nd, nd) * es;
+                }
+                break;
+            default:
+                return 0;
+            }
+        }
+    uint64_t tot = 0;
+    for (int r = 0; r < g->W; r++) tot += c->recv[r];
+    *bytes = tot;
+    return 1;
+}
+
+/* ---- trying moves ------------------------------------------------------------------------- */
+
+static lt_status over(int r) {
+    return r == -1 ? lt__err(LT_NOMEM, "out of memory while planning") : LT_OVERFLOW;
+}
+
+/* Move mv from node `from`: its result, the state holding it, the edge. */
+static lt_status try_move(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
+                          const lt__mv *mv) {
+    lt__amark mk = lt__arena_mark(&c->tar);
+    uint64_t bytes = 0, key = 0;
+    int r = result(c, a, apop, mv, &bytes, NULL);
+    if (r == 1) r = find_state(c, &key);
+    lt__arena_reset(&c->tar, mk);
+    if (r < 0) return over(r);
+    if (r == 1 && key != akey) return lt__mc_relax(c, from, key, bytes, mv);
+    return LT_OK;
+}
+
+/* Do rules r1 and r2 cut every rank's dim e into the same n pieces? */
+static int same_split(const lt__mc *c, const lt__list *a, int e, int n, int r1, int r2) {
+    int64_t s1, o1, s2, o2;
+    for (int r = 0; r < c->g.W; r++) {
+        int64_t len = blk(c, a, r)[e].len;
+        for (int j = 0; j < n; j++) {
+            int v1 = lt__piece(&c->rules[r1], len, n, j, &s1, &o1), v2 = lt__piece(&c->rules[r2], len, n, j, &s2, &o2);
+            if (v1 != v2 || (!v1 && s1 != s2)) return 0;
+            if (v1) break;
+        }
+    }
+    return 1;
+}
+
+/* Rule ri is usable on a group of n and cuts dim e differently from every
+ * earlier usable rule. */
+static int rule_new(const lt__mc *c, const lt__list *a, int e, int n, int ri) {
+    const lt_split_rule *r = &c->rules[ri];
+    if (r->kind == LT_SPLIT_EXPLICIT && r->nsizes != n) return 0;
+    for (int q = 0; q < ri; q++) {
+        const lt_split_rule *o = &c->rules[q];
+        if (o->kind == LT_SPLIT_EXPLICIT && o->nsizes != n) continue;
+        if (same_split(c, a, e, n, q, ri)) return 0;
+    }
+    return 1;
+}
+
+/* Roots worth a gather or reduce on mesh dim i: every other member ends
+ * empty, so the next state's placement on i puts a whole block on the root
+ * wherever there is one: a chunk-like split of at most one element (root 0)
+ * or an explicit split with one non-zero size. (When no block holds
+ * anything, local work reaches every state at no cost anyway.) */
+static int root_ok(const lt__mc *c, int i, int root) {
+    if (root == 0) return 1;
+    for (int b = 0; b < c->nc[i]; b++) {
+        const lt_placement *p = &c->cand[i][b];
+        if (p->kind != LT_PL_SHARD || p->rule.kind != LT_SPLIT_EXPLICIT || p->rule.nsizes <= root) continue;
+        int nz = 0;
+        for (int j = 0; j < p->rule.nsizes; j++) nz += p->rule.sizes[j] != 0;
+        if (nz == 1 && p->rule.sizes[root]) return 1;
+    }
+    return 0;
+}
+
+/* Scatter from the one member that holds anything (the same position in
+ * every group): the others' data would be lost otherwise, and when the
+ * members hold the same block local slicing does it for free. -1: none. */
+static int scatter_root(const lt__mc *c, const lt__list *a, int i) {
+    int n = c->g.mesh->shape[i], stride = c->g.W / c->g.T[i + 1], root = -1;
+    for (int base = 0; base < c->g.W; base += stride * n)
+        for (int f0 = base; f0 < base + stride; f0++)
+            for (int q = 0; q < n; q++) {
+                if (!lt__block_numel(blk(c, a, f0 + q * stride), c->g.ndim)) continue;
+                if (root >= 0 && root != q) return -1;
+                root = q;
+            }
+    return root;
+}
+
+/* Blocks hold the same indices (both empty, or equal lists). */
+static int block_like(const lt__list *x, const lt__list *y, int nd) {
+    int64_t a = lt__block_numel(x, nd), b = lt__block_numel(y, nd);
+    if (!a || !b) return !a && !b;
+    return block_same(x, y, nd);
+}
+
+static lt_status perms_room(lt__mc *c, size_t n) {
+    if (c->nperms + n <= c->capperms) return LT_OK;
+    size_t cap = (c->nperms + n) * 2;
+    int *p = lt__realloc(c->perms, sizeof(int) * cap);
+    if (!p) return lt__err(LT_NOMEM, "out of memory while planning");
+    c->perms = p;
+    c->capperms = cap;
+    return LT_OK;
+}
+
+/* Permutes along mesh dim i: a state reached by one is found from its
+ * placement on i, whose blocks at level i + 1 must be a's, permuted. */
+static lt_status try_permutes(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
+                              int i) {
+    const lt__geo *g = &c->g;
+    int n = g->mesh->shape[i], nd = g->ndim;
+    int *sigma = c->iscr, *used = c->iscr + n;
+    for (int b = 0; b < c->nc[i]; b++) {
+        const lt_placement *p = &c->cand[i][b];
+        if (pop_of(p) >= 0) continue;
+        if (spend(c, g->T[i + 1])) return LT_OVERFLOW;
+        lt__amark mk = lt__arena_mark(&c->tar);
+        int ok = 1;
+        for (int t = 0; t < g->T[i] && ok; t++)
+            for (int q = 0; q < n && ok; q++) {
+                size_t ti = (size_t)t * (size_t)n + (size_t)q;
+                int r = lt__apply(&c->tar, nd, p, n, q, a + g->off[i] + (size_t)t * (size_t)nd,
+                                  c->L + g->off[i + 1] + ti * (size_t)nd);
+                if (r < 0) return over(r);
+                ok = r;
+            }
+        /* sigma[q]: the member whose blocks member q gets (exact matches first) */
+        for (int q = 0; q < n; q++) used[q] = 0;
+        int ident = 1;
+        for (int q = 0; q < n && ok; q++) {
+            sigma[q] = -1;
+            for (int pass = 0; pass < 2 && sigma[q] < 0; pass++)
+                for (int s = 0; s < n && sigma[q] < 0; s++) {
+                    if (used[s]) continue;
+                    int all = 1;
+                    for (int t = 0; t < g->T[i] && all; t++) {
+                        const lt__list *x = c->L + g->off[i + 1] + ((size_t)t * (size_t)n + (size_t)q) * (size_t)nd;
+                        const lt__list *y = a + g->off[i + 1] + ((size_t)t * (size_t)n + (size_t)s) * (size_t)nd;
+                        all = pass ? block_like(x, y, nd) : block_same(x, y, nd);
+                    }
+                    if (all) sigma[q] = s;
+                }
+            if (sigma[q] < 0) ok = 0;
+            else {
+                used[sigma[q]] = 1;
+                ident &= sigma[q] == q;
+            }
+        }
+        lt__arena_reset(&c->tar, mk);
+        if (!ok || ident) continue;
+        /* member sigma[q]'s shard goes to member q */
+        LT_TRY(perms_room(c, (size_t)n));
+        for (int q = 0; q < n; q++) c->perms[c->nperms + (size_t)sigma[q]] = q;
+        lt__mv mv = {LT__MV_PERMUTE, (signed char)i, 0, 0, -1, -1, 0, (int)c->nperms};
+        c->nperms += (size_t)n;
+        LT_TRY(try_move(c, from, a, apop, akey, &mv));
+    }
+    return LT_OK;
+}
+
+/* Local picks: every candidate list whose blocks each rank holds within its
+ * own (or empty); c->L holds the prefix layout. A prefix block can only be
+ * picked from the same prefix block of a, which prunes the walk. */
+static lt_status local_walk(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey, int j) {
+    const lt__geo *g = &c->g;
+    int nd = g->ndim;
+    if (j == g->M) {
+        lt__amark mk = lt__arena_mark(&c->tar);
+        uint64_t key = 0;
+        int r = lt__mc_canon(c, c->L, apop, &key);
+        lt__arena_reset(&c->tar, mk);
+        if (r < 0) return over(r);
+        lt__mv mv = {LT__MV_LOCAL, 0, 0, 0, -1, -1, 0, -1};
+        if (r == 1 && key != akey) return lt__mc_relax(c, from, key, 0, &mv);
+        return LT_OK;
+    }
+    int m = g->mesh->shape[j];
+    for (int b = 0; b < c->nc[j]; b++) {
+        const lt_placement *p = &c->cand[j][b];
+        if (pop_of(p) != apop[j]) continue;
+        if (spend(c, g->T[j + 1])) return LT_OVERFLOW;
+        lt__amark mk = lt__arena_mark(&c->tar);
+        int ok = 1;
+        for (int t = 0; t < g->T[j] && ok; t++)
+            for (int q = 0; q < m && ok; q++) {
+                size_t ti = (size_t)t * (size_t)m + (size_t)q;
+                lt__list *ch = c->L + g->off[j + 1] + ti * (size_t)nd;
+                const lt__list *pa = a + g->off[j + 1] + ti * (size_t)nd;
+                int r = lt__apply(&c->tar, nd, p, m, q, c->L + g->off[j] + (size_t)t * (size_t)nd, ch);
+                if (r < 0) return over(r);
+                ok = r;
+                if (!ok || !lt__block_numel(ch, nd)) continue;
+                if (!lt__block_numel(pa, nd)) ok = 0;
+                for (int d = 0; d < nd && ok; d++) ok = lt__list_subset(&ch[d], &pa[d]);
+            }
+        if (ok) LT_TRY(local_walk(c, from, a, apop, akey, j + 1));
+        lt__arena_reset(&c->tar, mk);
+    }
+    return LT_OK;
+}
+
+static void pops_of(const lt__mc *c, uint64_t key, signed char *pop) {
+    lt_placement pl[LT_MESH_MAX_DIMS];
+    lt__mc_placements(c, key, pl);
+    for (int i = 0; i < LT_MESH_MAX_DIMS; i++) pop[i] = (signed char)(i < c->g.M ? pop_of(&pl[i]) : -1);
+}
+
+lt_status lt__mc_expand(lt__mc *c, int from) {
+    const lt__geo *g = &c->g;
+    const lt__list *a = c->nodes[from].lay;
+    uint64_t akey = c->nodes[from].key;
+    signed char apop[LT_MESH_MAX_DIMS];
+    pops_of(c, akey, apop);
+    int nd = g->ndim;
+    for (int i = 0; i < g->M; i++) {
+        int n = g->mesh->shape[i];
+        if (n == 1 || c->frozen[i]) continue;
+        lt__mv mv = {0, (signed char)i, 0, 0, -1, -1, 0, -1};
+        if (apop[i] >= 0) {
+            mv.op = apop[i];
+            mv.kind = LT__MV_ALL_REDUCE;
+            LT_TRY(try_move(c, from, a, apop, akey, &mv));
+            mv.kind = LT__MV_REDUCE;
+            for (mv.root = 0; mv.root < n; mv.root++)
+                if (root_ok(c, i, mv.root)) LT_TRY(try_move(c, from, a, apop, akey, &mv));
+            mv.root = 0;
+            mv.kind = LT__MV_REDUCE_SCATTER;
+            for (int e = 0; e < nd; e++)
+                for (int ri = 0; ri < c->nrules; ri++) {
+                    if (!rule_new(c, a, e, n, ri)) continue;
+                    mv.dim = (signed char)e;
+                    mv.rule = (signed char)ri;
+                    LT_TRY(try_move(c, from, a, apop, akey, &mv));
+                }
+            continue;
+        }
+        for (int e = 0; e < nd; e++) {
+            mv.dim = (signed char)e;
+            mv.rule = -1;
+            mv.kind = LT__MV_ALL_GATHER;
+            LT_TRY(try_move(c, from, a, apop, akey, &mv));
+            mv.kind = LT__MV_GATHER;
+            for (mv.root = 0; mv.root < n; mv.root++)
+                if (root_ok(c, i, mv.root)) LT_TRY(try_move(c, from, a, apop, akey, &mv));
+            mv.root = 0;
+            for (int ri = 0; ri < c->nrules; ri++) {
+                if (!rule_new(c, a, e, n, ri)) continue;
+                mv.rule = (signed char)ri;
+                mv.kind = LT__MV_ALL_TO_ALL;
+                for (int f = 0; f < nd; f++) {
+                    mv.cdim = (signed char)f;
+                    LT_TRY(try_move(c, from, a, apop, akey, &mv));
+                }
+                mv.cdim = 0;
+                int root = scatter_root(c, a, i);
+                if (root >= 0) {
+                    mv.kind = LT__MV_SCATTER;
+                    mv.root = root;
+                    LT_TRY(try_move(c, from, a, apop, akey, &mv));
+                    mv.root = 0;
+                }
+            }
+        }
+        mv.dim = 0;
+        mv.rule = -1;
+        LT_TRY(try_permutes(c, from, a, apop, akey, i));
+        const lt_placement *t = &c->dst[i];
+        if (t->kind == LT_PL_PARTIAL && c->src[i].kind != LT_PL_PARTIAL && t->op != LT_REDOP_PRODUCT &&
+            (t->op != LT_REDOP_SUM || c->is_float)) {
+            mv.kind = LT__MV_PARTITION;
+            mv.op = (signed char)t->op;
+            LT_TRY(try_move(c, from, a, apop, akey, &mv));
+        }
+    }
+    return local_walk(c, from, a, apop, akey, 0);
+}
+
+int64_t lt__mc_move_bytes(lt__mc *c, int from, const lt__mv *mv, int *reorder) {
+    memset(c->recv, 0, sizeof(uint64_t) * (size_t)c->g.W);
+    if (mv->kind == LT__MV_LOCAL) return 0;
+    signed char apop[LT_MESH_MAX_DIMS];
+    pops_of(c, c->nodes[from].key, apop);
+    lt__amark mk = lt__arena_mark(&c->tar);
+    uint64_t bytes = 0;
+    int r = result(c, c->nodes[from].lay, apop, mv, &bytes, reorder);
+    lt__arena_reset(&c->tar, mk);
+    return r == 1 ? (int64_t)bytes : -1;
+}

@@ -1,0 +1,511 @@
+/* localtensor/plan_search.c — the min-cost planner: A* over states, and the
+ * plan it returns.
+ *
+ * States are the placement lists of the search space (localtensor/
+ * redistribute.h), one per distinct layout (the first list in candidate
+ * order, see lt__mc_canon); edges are the moves of plan_moves.c, costing
+ * (bytes received summed over ranks, 1 step). The lower bound that guides
+ * the search is what each rank still lacks of its destination block: every
+ * move delivers at most the bytes it costs, so the bound never overstates
+ * and the first time the destination is taken off the queue its cost is the
+ * minimum (bytes first, then steps). A work budget bounds the search; past
+ * it the caller falls back on the rule-table planners (lt__plan_build).
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/alloc.h"
+#include "localtensor/plan_impl.h"
+
+/* Work budget in list operations (applying a placement to a block, comparing
+ * or uniting two lists): about 50 ms. 2x2x2 pairs use well under 1% of it. */
+#define BUDGET 2.0e7
+
+static lt_status nomem(void) { return lt__err(LT_NOMEM, "out of memory while planning"); }
+
+/* ---- the search space --------------------------------------------------------------------- */
+
+static void cand_add(lt__mc *c, int i, const lt_placement *p) {
+    for (int k = 0; k < c->nc[i]; k++)
+        if (lt_placement_equal(&c->cand[i][k], p)) return;
+    if (c->nc[i] < LT__MAXC) c->cand[i][c->nc[i]++] = *p;
+}
+
+/* Per mesh dim, in this order: the source's placement; unless frozen, the
+ * destination's, R, S(d) for every tensor dim d, and S(d, rule) for every d
+ * and every non-chunk rule of a Shard in the source or destination of that
+ * mesh dim. Size-1 mesh dims are R. */
+static void build_candidates(lt__mc *c) {
+    for (int i = 0; i < c->g.M; i++) {
+        lt_placement r = lt_replicate();
+        c->nc[i] = 0;
+        cand_add(c, i, &c->src[i]);
+        if (c->frozen[i]) continue;
+        cand_add(c, i, &c->dst[i]);
+        cand_add(c, i, &r);
+        for (int d = 0; d < c->g.ndim; d++) {
+            lt_placement s = lt_shard(d);
+            cand_add(c, i, &s);
+        }
+        const lt_placement *ends[2] = {&c->src[i], &c->dst[i]};
+        for (int e = 0; e < 2; e++) {
+            if (ends[e]->kind != LT_PL_SHARD || ends[e]->rule.kind == LT_SPLIT_CHUNK) continue;
+            for (int d = 0; d < c->g.ndim; d++) {
+                lt_placement s = lt_shard_rule(d, ends[e]->rule);
+                cand_add(c, i, &s);
+            }
+        }
+    }
+}
+
+/* Split rules of all_to_all, scatter and reduce_scatter: chunk, balanced,
+ * last, and every explicit size list of a Shard of the source or the
+ * destination (used on mesh dims of its length). */
+static void build_rules(lt__mc *c, const lt_placement *src, const lt_placement *dst) {
+    c->nrules = 0;
+    const lt_split_kind k[3] = {LT_SPLIT_CHUNK, LT_SPLIT_BALANCED, LT_SPLIT_LAST};
+    for (int q = 0; q < 3; q++) {
+        c->rules[c->nrules] = lt_split_chunk();
+        c->rules[c->nrules++].kind = k[q];
+    }
+    for (int e = 0; e < 2; e++)
+        for (int i = 0; i < c->g.M; i++) {
+            const lt_placement *p = e ? &dst[i] : &src[i];
+            if (p->kind != LT_PL_SHARD || p->rule.kind != LT_SPLIT_EXPLICIT) continue;
+            int dup = 0;
+            for (int q = 0; q < c->nrules && !dup; q++) dup = lt_split_rule_equal(&c->rules[q], &p->rule);
+            if (!dup && c->nrules < LT__MAXR) c->rules[c->nrules++] = p->rule;
+        }
+}
+
+/* ---- nodes and queue ----------------------------------------------------------------------- */
+
+static uint64_t mix(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static lt_status table_grow(lt__mc *c) {
+    size_t ncap = c->tcap ? c->tcap * 2 : 256;
+    int *t = lt__calloc(ncap, sizeof(int));
+    if (!t) return nomem();
+    for (int n = 0; n < c->nnodes; n++) {
+        size_t h = mix(c->nodes[n].key) & (ncap - 1);
+        while (t[h]) h = (h + 1) & (ncap - 1);
+        t[h] = n + 1;
+    }
+    lt__free(c->table);
+    c->table = t;
+    c->tcap = ncap;
+    return LT_OK;
+}
+
+/* Elements of the destination that the ranks of layout lay lack, in bytes. */
+static uint64_t lower_bound(const lt__mc *c, const lt__list *lay) {
+    const lt__geo *g = &c->g;
+    uint64_t lack = 0;
+    for (int r = 0; r < g->W; r++) {
+        const lt__list *x = lay + g->off[g->M] + (size_t)r * (size_t)g->ndim;
+        const lt__list *y = c->dlay + g->off[g->M] + (size_t)r * (size_t)g->ndim;
+        int64_t want = lt__block_numel(y, g->ndim), have = want && lt__block_numel(x, g->ndim) ? 1 : 0;
+        for (int d = 0; d < g->ndim && have; d++) have *= lt__list_common(&x[d], &y[d]);
+        lack += (uint64_t)(want - have);
+    }
+    return lack * c->esize;
+}
+
+/* The node of key (made, with its layout, when new): *idx. */
+static lt_status node_get(lt__mc *c, uint64_t key, int *idx) {
+    if ((size_t)(c->nnodes + 1) * 2 > c->tcap) LT_TRY(table_grow(c));
+    size_t h = mix(key) & (c->tcap - 1);
+    while (c->table[h]) {
+        int n = c->table[h] - 1;
+        if (c->nodes[n].key == key) {
+            *idx = n;
+            return LT_OK;
+        }
+        h = (h + 1) & (c->tcap - 1);
+    }
+    if (c->nnodes == c->capnodes) {
+        int ncap = c->capnodes ? c->capnodes * 2 : 64;
+        lt__node *nn = lt__realloc(c->nodes, sizeof(lt__node) * (size_t)ncap);
+        if (!nn) return nomem();
+        c->nodes = nn;
+        c->capnodes = ncap;
+    }
+    lt__node *nd = &c->nodes[c->nnodes];
+    memset(nd, 0, sizeof *nd);
+    nd->key = key;
+    nd->g = UINT64_MAX;
+    nd->steps = INT_MAX;
+    nd->prev = -1;
+    nd->lay = lt__malloc(sizeof(lt__list) * c->g.off[c->g.M + 1]);
+    if (!nd->lay) return nomem();
+    lt_placement pl[LT_MESH_MAX_DIMS];
+    lt__mc_placements(c, key, pl);
+    int r = lt__layout_build(&c->nar, &c->g, pl, nd->lay);
+    if (r < 0) {
+        lt__free(nd->lay);
+        return nomem();
+    }
+    LT_ASSERT(r == 1);   /* keys only come from layouts that matched */
+    c->work += (double)c->g.off[c->g.M + 1];
+    nd->h = c->dlay ? lower_bound(c, nd->lay) : 0;
+    c->table[h] = c->nnodes + 1;
+    *idx = c->nnodes++;
+    return LT_OK;
+}
+
+static int hless(const lt__hitem *a, const lt__hitem *b) {
+    if (a->f != b->f) return a->f < b->f;
+    if (a->steps != b->steps) return a->steps < b->steps;
+    return a->node < b->node;
+}
+
+static lt_status heap_push(lt__mc *c, lt__hitem it) {
+    if (c->nheap == c->capheap) {
+        int ncap = c->capheap ? c->capheap * 2 : 256;
+        lt__hitem *nh = lt__realloc(c->heap, sizeof(lt__hitem) * (size_t)ncap);
+        if (!nh) return nomem();
+        c->heap = nh;
+        c->capheap = ncap;
+    }
+    int i = c->nheap++;
+    c->heap[i] = it;
+    while (i > 0) {
+        int p = (i - 1) / 2;
+        if (!hless(&c->heap[i], &c->heap[p])) break;
+        lt__hitem t = c->heap[i];
+        c->heap[i] = c->heap[p];
+        c->heap[p] = t;
+        i = p;
+    }
+    return LT_OK;
+}
+
+static lt__hitem heap_pop(lt__mc *c) {
+    lt__hitem top = c->heap[0];
+    c->heap[0] = c->heap[--c->nheap];
+    for (int i = 0;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < c->nheap && hless(&c->heap[l], &c->heap[m])) m = l;
+        if (r < c->nheap && hless(&c->heap[r], &c->heap[m])) m = r;
+        if (m == i) break;
+        lt__hitem t = c->heap[i];
+        c->heap[i] = c->heap[m];
+        c->heap[m] = t;
+        i = m;
+    }
+    return top;
+}
+
+lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv) {
+    int t;
+    LT_TRY(node_get(c, key, &t));
+    lt__node *fn = &c->nodes[from], *tn = &c->nodes[t];
+    if (tn->done) return LT_OK;
+    uint64_t nb = fn->g + bytes;
+    int ns = fn->steps + 1;
+    if (nb < tn->g || (nb == tn->g && ns < tn->steps)) {
+        tn->g = nb;
+        tn->steps = ns;
+        tn->prev = from;
+        tn->mv = *mv;
+        return heap_push(c, (lt__hitem){nb + tn->h, ns, t});
+    }
+    return LT_OK;
+}
+
+/* ---- context ------------------------------------------------------------------------------- */
+
+static void mc_free(lt__mc *c) {
+    if (!c) return;
+    for (int n = 0; n < c->nnodes; n++) lt__free(c->nodes[n].lay);
+    lt__free(c->nodes);
+    lt__free(c->table);
+    lt__free(c->heap);
+    lt__free(c->G);
+    lt__free(c->Gempty);
+    lt__free(c->U);
+    lt__free(c->Uempty);
+    lt__free(c->B);
+    lt__free(c->L);
+    lt__free(c->Q);
+    lt__free(c->ptrs);
+    lt__free(c->mptrs);
+    lt__free(c->qptrs);
+    lt__free(c->recv);
+    lt__free(c->iscr);
+    lt__free(c->perms);
+    lt__free((void *)c->dlay);
+    lt__arena_free(&c->nar);
+    lt__arena_free(&c->tar);
+    lt__free(c);
+}
+
+/* Rough work of expanding one state; a space whose single expansion would
+ * eat a good part of the budget goes straight to the fallback. */
+static double expansion_cost(const lt__mc *c) {
+    double w = 0;
+    int nd = c->g.ndim ? c->g.ndim : 1;
+    for (int i = 0; i < c->g.M; i++) {
+        int n = c->g.mesh->shape[i];
+        if (n == 1 || c->frozen[i]) continue;
+        w += (double)c->g.W * nd * (2.0 + (double)nd * c->nrules * (double)n) + (double)c->nc[i] * c->g.W;
+    }
+    return w;
+}
+
+static lt_status mc_new(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape, const lt_placement *src,
+                        const lt_placement *dst, lt__mc **out) {
+    lt__mc *c = lt__calloc(1, sizeof *c);
+    *out = c;
+    if (!c) return nomem();
+    lt__geo_init(&c->g, mesh, ndim, shape);
+    c->esize = lt_dtype_size(dtype);
+    c->is_float = lt_dtype_is_float(dtype);
+    c->budget = BUDGET;
+    int maxn = 1;
+    for (int i = 0; i < c->g.M; i++) {
+        c->src[i] = mesh->shape[i] == 1 ? lt_replicate() : src[i];
+        c->dst[i] = mesh->shape[i] == 1 ? lt_replicate() : dst[i];
+        c->frozen[i] = mesh->shape[i] == 1 || (src[i].kind == LT_PL_PARTIAL && lt_placement_equal(&src[i], &dst[i]));
+        if (mesh->shape[i] > maxn) maxn = mesh->shape[i];
+    }
+    build_candidates(c);
+    build_rules(c, src, dst);
+    if (expansion_cost(c) * 8 > c->budget) return LT_OVERFLOW;
+    size_t nd = (size_t)(ndim ? ndim : 1), W = (size_t)c->g.W, nl = c->g.off[c->g.M + 1] + 1;
+    c->G = lt__malloc(sizeof(lt__list) * W * nd);
+    c->Gempty = lt__malloc(W);
+    c->U = lt__malloc(sizeof(lt__list) * nl);
+    c->Uempty = lt__malloc(c->g.toff[c->g.M + 1]);
+    c->B = lt__malloc(sizeof(lt__list) * nl);
+    c->L = lt__malloc(sizeof(lt__list) * nl);
+    c->Q = lt__malloc(sizeof(lt__list) * (size_t)maxn * nd);
+    c->ptrs = lt__malloc(sizeof(lt__list *) * (size_t)maxn);
+    c->mptrs = lt__malloc(sizeof(lt__list *) * (size_t)maxn);
+    c->qptrs = lt__malloc(sizeof(lt__list *) * (size_t)maxn);
+    c->recv = lt__malloc(sizeof(uint64_t) * W);
+    c->iscr = lt__malloc(sizeof(int) * 2 * (size_t)maxn);
+    if (!c->G || !c->Gempty || !c->U || !c->Uempty || !c->B || !c->L || !c->Q || !c->ptrs || !c->mptrs ||
+        !c->qptrs || !c->recv || !c->iscr)
+        return nomem();
+    /* level 0 of every layout: the whole tensor */
+    lt__run *full = lt__arena_room(&c->nar, nd);
+    if (!full) return nomem();
+    for (int d = 0; d < ndim; d++) {
+        full[d] = (lt__run){0, shape[d]};
+        c->B[d] = c->L[d] = (lt__list){shape[d] ? &full[d] : NULL, shape[d] ? 1 : 0, shape[d]};
+    }
+    lt__arena_take(&c->nar, nd);
+    return LT_OK;
+}
+
+/* ---- the plan ---------------------------------------------------------------------------------- */
+
+static int partials_ok(const lt_placement *pl, int M) {
+    int have = 0;
+    lt_redop first = LT_REDOP_SUM;
+    for (int i = 0; i < M; i++) {
+        if (pl[i].kind != LT_PL_PARTIAL) continue;
+        lt_redop o = pl[i].op;
+        if (!have) {
+            have = 1;
+            first = o;
+        } else if (o != first && !((o == LT_REDOP_SUM || o == LT_REDOP_AVG) &&
+                                    (first == LT_REDOP_SUM || first == LT_REDOP_AVG))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* An intermediate state as shown: size-1 mesh dims take the source's
+ * placement (or the destination's, or R, whichever keeps the list valid). */
+static void display_state(const lt_mesh *mesh, const lt_placement *usrc, const lt_placement *udst,
+                          const lt_placement *eff, lt_placement *out) {
+    memcpy(out, eff, sizeof(lt_placement) * (size_t)mesh->ndim);
+    for (int pass = 0; pass < 3; pass++) {
+        for (int i = 0; i < mesh->ndim; i++)
+            if (mesh->shape[i] == 1) out[i] = pass == 0 ? usrc[i] : pass == 1 ? udst[i] : lt_replicate();
+        if (partials_ok(out, mesh->ndim)) return;
+    }
+}
+
+/* "slice" when every rank keeps a consecutive part of what it holds along
+ * every dim, else "strided_slice". */
+static const char *pick_name(const lt__mc *c, const lt__list *a, const lt__list *b) {
+    const lt__geo *g = &c->g;
+    for (int r = 0; r < g->W; r++) {
+        const lt__list *x = a + g->off[g->M] + (size_t)r * (size_t)g->ndim;
+        const lt__list *y = b + g->off[g->M] + (size_t)r * (size_t)g->ndim;
+        if (!lt__block_numel(y, g->ndim)) continue;
+        for (int d = 0; d < g->ndim; d++) {
+            lt__run span = {y[d].r[0].lo, y[d].r[y[d].nr - 1].lo + y[d].r[y[d].nr - 1].n - y[d].r[0].lo};
+            lt__list sl = {&span, 1, span.n};
+            if (lt__list_common(&x[d], &sl) != y[d].len) return "strided_slice";
+        }
+    }
+    return "slice";
+}
+
+static void plan_free_parts(lt_plan *p) {
+    if (!p) return;
+    lt__free(p->states_);
+    lt__free(p->steps);
+    lt__free(p->moves_);
+    lt__free(p->perms_);
+    lt__free(p);
+}
+
+static lt_status make_plan(lt__mc *c, lt_dtype dtype, const lt_placement *usrc, const lt_placement *udst,
+                           int goal, lt_plan **out) {
+    const lt_mesh *mesh = c->g.mesh;
+    int M = c->g.M, n = 0;
+    for (int x = goal; c->nodes[x].prev >= 0; x = c->nodes[x].prev) n++;
+    int *path = lt__malloc(sizeof(int) * (size_t)(n + 1));
+    lt_plan *p = lt__calloc(1, sizeof *p);
+    if (!path || !p) {
+        lt__free(path);
+        lt__free(p);
+        return nomem();
+    }
+    for (int x = goal, q = n; q >= 0; x = c->nodes[x].prev, q--) path[q] = x;
+    size_t nperm = 0;
+    for (int s = 1; s <= n; s++)
+        if (c->nodes[path[s]].mv.kind == LT__MV_PERMUTE) nperm += (size_t)mesh->shape[c->nodes[path[s]].mv.mesh_dim];
+    p->states_ = lt__malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)M);
+    p->steps = lt__calloc((size_t)(n ? n : 1), sizeof(lt_plan_step));
+    p->moves_ = lt__calloc((size_t)(n ? n : 1), sizeof(lt__move));
+    p->perms_ = lt__malloc(sizeof(int) * (nperm ? nperm : 1));
+    if (!p->states_ || !p->steps || !p->moves_ || !p->perms_) {
+        lt__free(path);
+        plan_free_parts(p);
+        return nomem();
+    }
+    p->mesh = *mesh;
+    p->dtype = dtype;
+    p->ndim = c->g.ndim;
+    memcpy(p->shape, c->g.shape, sizeof(int64_t) * (size_t)c->g.ndim);
+    memcpy(p->src, usrc, sizeof(lt_placement) * (size_t)M);
+    memcpy(p->dst, udst, sizeof(lt_placement) * (size_t)M);
+    p->planner = LT_PLANNER_MIN_COST;
+    p->nsteps = n;
+    p->refs_ = 1;
+    p->states_explored = c->expanded;
+    memcpy(p->states_, usrc, sizeof(lt_placement) * (size_t)M);
+    for (int s = 1; s <= n; s++) {
+        lt_placement eff[LT_MESH_MAX_DIMS];
+        lt__mc_placements(c, c->nodes[path[s]].key, eff);
+        lt_placement *st = p->states_ + (size_t)s * (size_t)M;
+        if (s == n) memcpy(st, udst, sizeof(lt_placement) * (size_t)M);
+        else display_state(mesh, usrc, udst, eff, st);
+    }
+    c->budget = 1e300;   /* re-evaluating the chosen moves is not search work */
+    size_t pu = 0;
+    for (int s = 0; s < n; s++) {
+        const lt__node *bn = &c->nodes[path[s + 1]];
+        const lt__mv *mv = &bn->mv;
+        const lt_placement *before = p->states_ + (size_t)s * (size_t)M, *after = before + M;
+        lt_plan_step *ps = &p->steps[s];
+        lt__move *m = &p->moves_[s];
+        int i = mv->mesh_dim;
+        if (mv->kind == LT__MV_LOCAL) { /* a pick may change several mesh dims: name the first */
+            i = 0;
+            for (int j = M - 1; j >= 0; j--)
+                if (!lt_placement_equal(&before[j], &after[j])) i = j;
+        }
+        int reorder = 0;
+        int64_t bytes = lt__mc_move_bytes(c, path[s], mv, &reorder);
+        LT_ASSERT(bytes >= 0);
+        m->kind = (lt__mv_kind)mv->kind;
+        m->mesh_dim = i;
+        m->dim = mv->dim;
+        m->cdim = mv->cdim;
+        m->root = mv->root;
+        m->op = mv->op >= 0 ? (lt_redop)mv->op : LT_REDOP_SUM;
+        m->rule = mv->rule >= 0 ? c->rules[(int)mv->rule] : lt_split_chunk();
+        if (mv->kind == LT__MV_PERMUTE) {
+            int k = mesh->shape[mv->mesh_dim];
+            memcpy(p->perms_ + pu, c->perms + mv->perm, sizeof(int) * (size_t)k);
+            m->perm = p->perms_ + pu;
+            pu += (size_t)k;
+        }
+        m->ndim = p->ndim;
+        m->shape = p->shape;
+        ps->move_ = m;
+        ps->mesh_dim = m->mesh_dim;
+        ps->from = before[m->mesh_dim];
+        ps->to = after[m->mesh_dim];
+        ps->coll = lt__mv_coll(m->kind);
+        ps->comm = m->kind != LT__MV_LOCAL && m->kind != LT__MV_PARTITION;
+        ps->collective = ps->comm ? lt_coll_name(ps->coll) : "none";
+        ps->local_op = m->kind == LT__MV_LOCAL       ? pick_name(c, c->nodes[path[s]].lay, bn->lay)
+                       : m->kind == LT__MV_PARTITION ? "partition"
+                       : reorder                     ? "index_select"
+                                                     : "";
+        ps->after = after;
+        if (ps->comm) {
+            ps->bytes_total = (size_t)bytes;
+            for (int r = 0; r < c->g.W; r++)
+                if (c->recv[r] > ps->bytes_per_rank) ps->bytes_per_rank = (size_t)c->recv[r];
+            p->ncomm++;
+            p->total_bytes += ps->bytes_total;
+        }
+    }
+    lt__free(path);
+    *out = p;
+    return LT_OK;
+}
+
+lt_status lt__plan_mincost(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
+                           const lt_placement *src, const lt_placement *dst, lt_plan **out) {
+    *out = NULL;
+    lt__mc *c;
+    lt_status st = mc_new(mesh, dtype, ndim, shape, src, dst, &c);
+    /* the destination's layout and key, then the search from the source */
+    lt__list *dl = NULL;
+    if (!st) {
+        dl = lt__malloc(sizeof(lt__list) * c->g.off[c->g.M + 1]);
+        int r = dl ? lt__layout_build(&c->nar, &c->g, c->dst, dl) : -1;
+        c->dlay = dl;
+        if (r < 0) st = nomem();
+        LT_ASSERT(st || r == 1);
+    }
+    if (!st) {
+        signed char pop[LT_MESH_MAX_DIMS];
+        for (int i = 0; i < LT_MESH_MAX_DIMS; i++)
+            pop[i] = (signed char)(i < c->g.M && c->dst[i].kind == LT_PL_PARTIAL ? (int)c->dst[i].op : -1);
+        int r = lt__mc_canon(c, dl, pop, &c->goal);
+        if (r == -1) st = nomem();
+        else if (r == -2) st = LT_OVERFLOW;
+        LT_ASSERT(st || r == 1);   /* the destination's own list is a candidate */
+    }
+    int s = -1, goal = -1;
+    if (!st) st = node_get(c, lt__mc_key(c, c->src), &s);
+    if (!st) {
+        c->nodes[s].g = 0;
+        c->nodes[s].steps = 0;
+        st = heap_push(c, (lt__hitem){c->nodes[s].h, 0, s});
+    }
+    while (!st && c->nheap) {
+        lt__hitem it = heap_pop(c);
+        lt__node *nd = &c->nodes[it.node];
+        if (nd->done || it.f != nd->g + nd->h || it.steps != nd->steps) continue;
+        nd->done = 1;
+        c->expanded++;
+        if (nd->key == c->goal) {
+            goal = it.node;
+            break;
+        }
+        st = lt__mc_expand(c, it.node);
+    }
+    if (!st && goal < 0) st = lt__err(LT_UNSUPPORTED, "no sequence of steps reaches the destination");
+    if (!st) st = make_plan(c, dtype, src, dst, goal, out);
+    mc_free(c);
+    return st;
+}

@@ -1,0 +1,589 @@
+/* test/fault/fault_api.c — allocation fault injection over the C API.
+ *
+ *   fault_api [-v] [-c] [-j WORKERS] [-s SITES_OUT] [-n MAX_N]
+ *
+ * Why: every out-of-memory path must return LT_NOMEM with a message that
+ * says "out of memory" and where, free what it had built (no leak), and
+ * leave the caller's output NULL or untouched (no half-built object). A
+ * fixed workload runs the main API paths (distribute, redistribute with
+ * verification and the plan cache, the collectives, ops with and without
+ * the reference check, from_local, rand, planning, scenario loading and
+ * running); for N = 1, 2, 3, ... it runs with the Nth allocation failing
+ * (kernels/alloc.h), until a run completes without reaching the fault.
+ * Each run must free every block it allocated (lt__fault_live); the runs
+ * are shared between WORKERS forked processes (default 2), which exit
+ * through exit() so that LeakSanitizer checks them as well (build with
+ * `make asan`: the fault target does).
+ *
+ * Every result is checked against values computed here by hand from the
+ * definitions (arange tensors, sums, products), so a path that swallows a
+ * failure and goes on with a wrong answer is caught as well.
+ *
+ * A run ends as: done (completed, the fault was not reached), absorbed
+ * (completed although the fault fired: the allocation was optional and
+ * every result is still right), a clean LT_NOMEM, or broken (message on
+ * stderr). Prints a summary; exits 0 when no run broke and no worker
+ * crashed or reported a sanitizer error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kernels/alloc.h"
+#include "localtensor/localtensor.h"
+#include "tools/scenario.h"
+
+#define EXIT_DONE 0
+#define EXIT_OOM 3
+#define EXIT_BROKEN 4
+#define EXIT_ABSORBED 5
+
+static int verbose;
+static char scen_path[256];
+static char out_path[256];
+
+/* An address that no allocation returns: outputs are preset to it so a
+ * failed call that leaves them untouched is told apart from a half-built one. */
+static char sentinel;
+#define SENT ((void *)&sentinel)
+#define CHANGED ((void *)(&sentinel + 1))
+
+static void broken(const char *fmt, const char *a, const char *b) {
+    fprintf(stderr, "fault_api: ");
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, "\n");
+}
+
+/* A failed call: must be LT_NOMEM from an injected fault, with a message,
+ * and every output NULL or untouched. Returns the child's exit code. */
+static int failed(const char *what, lt_status st, int nouts, void *const *outs) {
+    const char *msg = lt_errmsg();
+    if (verbose) fprintf(stderr, "  %s: %s\n", what, msg);
+    if (lt__fault_fired() == 0) {
+        broken("%s failed without a fault: %s", what, msg);
+        return EXIT_BROKEN;
+    }
+    if (st != LT_NOMEM) {
+        broken("%s: status is not 'out of memory': %s", what, lt_status_str(st));
+        return EXIT_BROKEN;
+    }
+    if (!strstr(msg, "out of memory")) {
+        broken("%s: the message does not say out of memory: '%s'", what, msg);
+        return EXIT_BROKEN;
+    }
+    for (int i = 0; i < nouts; i++)
+        if (outs[i] != NULL && outs[i] != SENT) {
+            broken("%s: a failed call left a half-built output%s", what, "");
+            return EXIT_BROKEN;
+        }
+    return EXIT_OOM;
+}
+
+/* Runs one call whose single output is `out` (preset to the sentinel). On
+ * failure resets it to NULL and leaves with the failure's exit code. */
+#define CALL(what, out, expr)                                                         \
+    do {                                                                              \
+        (out) = SENT;                                                                 \
+        lt_status st_ = (expr);                                                       \
+        if (st_ != LT_OK) {                                                           \
+            void *o_[1] = {(void *)(out)};                                            \
+            (out) = NULL;                                                             \
+            rc = failed(what, st_, 1, o_);                                            \
+            goto done;                                                                \
+        }                                                                             \
+    } while (0)
+
+/* Same for a collective filling outs[0..n): NULL entries are allocated by
+ * the call, others are preallocated outputs it writes into. On failure the
+ * fresh ones must be NULL again and the preallocated ones the same tensors. */
+#define CALL_N(what, outs, n, expr)                                                   \
+    do {                                                                              \
+        void *b_[8];                                                                  \
+        for (int i_ = 0; i_ < (n); i_++) b_[i_] = (void *)(outs)[i_];                 \
+        lt_status st_ = (expr);                                                       \
+        if (st_ != LT_OK) {                                                           \
+            void *o_[8];                                                              \
+            for (int i_ = 0; i_ < (n); i_++)                                          \
+                o_[i_] = (void *)(outs)[i_] == b_[i_] ? NULL : CHANGED;                \
+            rc = failed(what, st_, (n), o_);                                          \
+            goto done;                                                                \
+        }                                                                             \
+    } while (0)
+
+/* t must have shape (d0, d1) (d1 == 0: 1-d of d0) and t[a][b] == f(a, b). */
+typedef double (*val_fn)(int a, int b, const void *ctx);
+
+static int expect(const char *what, const lt_tensor *t, int64_t d0, int64_t d1, val_fn f, const void *ctx) {
+    int nd = d1 ? 2 : 1;
+    if (!t || t->ndim != nd || t->shape[0] != d0 || (d1 && t->shape[1] != d1)) {
+        broken("%s: wrong shape%s", what, "");
+        return EXIT_BROKEN;
+    }
+    for (int a = 0; a < d0; a++)
+        for (int b = 0; b < (d1 ? d1 : 1); b++) {
+            int64_t idx[2] = {a, b};
+            if (lt_get(t, idx) != f(a, b, ctx)) {
+                char where[64];
+                snprintf(where, sizeof where, "[%d, %d]", a, b);
+                broken("%s: wrong value at %s", what, where);
+                return EXIT_BROKEN;
+            }
+        }
+    return EXIT_DONE;
+}
+
+#define EXPECT(what, t, d0, d1, f, ctx)                                               \
+    do {                                                                              \
+        if ((rc = expect(what, t, d0, d1, f, ctx)) != EXIT_DONE) goto done;           \
+    } while (0)
+
+/* x[r][c] = 4r + c, the 4x4 arange tensor the workload starts from. */
+static double v_x(int a, int b, const void *c) { (void)c; return 4 * a + b; }
+static double v_2x(int a, int b, const void *c) { (void)c; return 2 * (4 * a + b); }
+static double v_xt(int a, int b, const void *c) { (void)c; return 4 * b + a; }
+static double v_flat(int a, int b, const void *c) { (void)c; (void)b; return a; }
+static double v_rowsum(int a, int b, const void *c) { (void)c; (void)b; return 16 * a + 6; }
+static double v_xx(int a, int b, const void *c) {
+    (void)c;
+    double s = 0;
+    for (int k = 0; k < 4; k++) s += (4 * a + k) * (4 * k + b);
+    return s;
+}
+/* per-rank expectations on the 2x2 mesh: ctx points to the rank's coord */
+static double v_s0s1(int a, int b, const void *c) {         /* [S(0), S(1)] */
+    const int *k = c;
+    return 4 * (2 * k[0] + a) + 2 * k[1] + b;
+}
+static double v_rs0(int a, int b, const void *c) {          /* [R, S(0)] */
+    const int *k = c;
+    return 4 * (2 * k[1] + a) + b;
+}
+static double v_ar0(int a, int b, const void *c) {          /* all_reduce over mesh dim 0 of [S0,S1] */
+    const int *k = c;
+    return 8 + 8 * a + 4 * k[1] + 2 * b;
+}
+static double v_ag1(int a, int b, const void *c) {          /* all_gather on mesh dim 1, tensor dim 1 */
+    const int *k = c;
+    return 4 * (2 * k[0] + a) + b;
+}
+static double v_rsc0(int a, int b, const void *c) {        /* reduce_scatter mesh dim 0, tensor dim 0 */
+    const int *k = c;
+    (void)a;
+    return 8 + 8 * k[0] + 4 * k[1] + 2 * b;
+}
+static double v_a2a1(int a, int b, const void *c) {        /* all_to_all mesh dim 1, split 0, concat 1 */
+    const int *k = c;
+    (void)a;
+    return 4 * (2 * k[0] + k[1]) + b;
+}
+static double v_bc0(int a, int b, const void *c) {         /* broadcast mesh dim 0 from root 1 */
+    const int *k = c;
+    return 4 * (2 + a) + 2 * k[1] + b;
+}
+
+static const char scen_text[] =
+    "name: fault_api\n"
+    "mesh: {shape: [2, 2], names: [dp, tp]}\n"
+    "tensors:\n"
+    "  x: {shape: [4, 2], init: arange}\n"
+    "steps:\n"
+    "  - distribute: {tensor: x, placements: [R, \"S(0)\"], as: xd}\n"
+    "  - expect_local:\n"
+    "      tensor: xd\n"
+    "      ranks: {0: [[0, 1], [2, 3]], 1: [[4, 5], [6, 7]], 2: [[0, 1], [2, 3]], 3: [[4, 5], [6, 7]]}\n"
+    "      offsets: [[0, 0], [2, 0], [0, 0], [2, 0]]\n"
+    "  - redistribute: {tensor: xd, to: [\"S(0)\", R], as: yd, verify: true}\n"
+    "  - expect_full: {tensor: yd, equals: x}\n"
+    "  - op: {op: add, inputs: [yd, yd], as: zd}\n"
+    "  - expect_full: {tensor: zd, values: [[0, 2], [4, 6], [8, 10], [12, 14]]}\n";
+
+/* The workload; returns the child's exit code. Frees everything it made on
+ * every path. */
+static int workload(void) {
+    int rc = EXIT_DONE;
+    lt_mesh mesh;
+    static const int mshape[2] = {2, 2};
+    static const char *const mnames[2] = {"dp", "tp"};
+    lt_tensor *x = NULL, *full = NULL, *outs[4] = {NULL, NULL, NULL, NULL};
+    lt_dtensor *dA = NULL, *dB = NULL, *dC = NULL, *dP = NULL, *d1 = NULL, *d2 = NULL;
+    lt_comm *comm = NULL;
+    lt_plan *plan = NULL;
+    lt_sc_file *sf = NULL;
+    FILE *sink = NULL, *errsink = NULL;
+    int64_t shape[2] = {4, 4};
+    lt_placement s0s1[2], rs0[2], rs1[2], s0r[2], ps0[2], rr[2];
+    s0s1[0] = lt_shard(0), s0s1[1] = lt_shard(1);
+    rs0[0] = lt_replicate(), rs0[1] = lt_shard(0);
+    rs1[0] = lt_replicate(), rs1[1] = lt_shard(1);
+    s0r[0] = lt_shard(0), s0r[1] = lt_replicate();
+    ps0[0] = lt_partial(LT_REDOP_SUM), ps0[1] = lt_shard(0);
+    rr[0] = lt_replicate(), rr[1] = lt_replicate();
+
+    if (lt_mesh_init(&mesh, 2, mshape, mnames) != LT_OK) {
+        broken("mesh: %s%s", lt_errmsg(), "");
+        return EXIT_BROKEN;
+    }
+    CALL("tensor_new", x, lt_tensor_new(LT_F32, 2, shape, &x));
+    if (lt_arange_fill(x) != LT_OK) {
+        broken("arange_fill: %s%s", lt_errmsg(), "");
+        rc = EXIT_BROKEN;
+        goto done;
+    }
+
+    /* distribute, and what each rank holds */
+    CALL("distribute [S(0), S(1)]", dA, lt_distribute(&mesh, x, s0s1, 2, &dA));
+    for (int r = 0; r < 4; r++) {
+        int k[2];
+        lt_mesh_coord(&mesh, r, k);
+        EXPECT("distribute [S(0), S(1)]", lt_to_local(dA, r), 2, 2, v_s0s1, k);
+    }
+    CALL("distribute [R, S(1)]", dB, lt_distribute(&mesh, x, rs1, 2, &dB));
+    CALL("distribute [S(0), R]", dC, lt_distribute(&mesh, x, s0r, 2, &dC));
+
+    /* redistribute with verification, twice (the second plan comes from the cache) */
+    CALL("comm_new", comm, lt_comm_new(&mesh, &comm));
+    lt_verify_report rep;
+    lt_redistribute_opts ro = {.verify = 1, .name = "a", .comm = comm, .report = &rep};
+    for (int pass = 0; pass < 2; pass++) {
+        CALL("redistribute -> [R, S(0)]", d1, lt_redistribute(dA, rs0, 2, &ro, &d1, &plan));
+        for (int r = 0; r < 4; r++) {
+            int k[2];
+            lt_mesh_coord(&mesh, r, k);
+            EXPECT("redistribute -> [R, S(0)]", lt_to_local(d1, r), 2, 4, v_rs0, k);
+        }
+        char buf[2048];
+        lt_plan_format(plan, buf, sizeof buf);
+        lt_plan_free(plan);
+        plan = NULL;
+        lt_dtensor_free(d1);
+        d1 = NULL;
+    }
+    /* Partial(sum): distribute splits the value, redistribute to R sums it back */
+    CALL("distribute [P(sum), S(0)]", dP, lt_distribute(&mesh, x, ps0, 2, &dP));
+    CALL("redistribute P -> [R, R]", d1, lt_redistribute(dP, rr, 2, &ro, &d1, NULL));
+    EXPECT("redistribute P -> [R, R]", lt_to_local(d1, 3), 4, 4, v_x, NULL);
+    lt_dtensor_free(d1);
+    d1 = NULL;
+    CALL("full_tensor", full, lt_full_tensor(dA, &full));
+    EXPECT("full_tensor", full, 4, 4, v_x, NULL);
+    lt_tensor_free(full);
+    full = NULL;
+
+    /* the collectives on dA's shards */
+    lt_tensor *const *sh = dA->local->shards;
+    struct {
+        const char *what;
+        int64_t d0, d1;
+        val_fn f;
+    } colls[6] = {{"all_reduce", 2, 2, v_ar0},    {"all_gather", 2, 4, v_ag1}, {"reduce_scatter", 1, 2, v_rsc0},
+                  {"all_to_all", 1, 4, v_a2a1}, {"broadcast", 2, 2, v_bc0},  {"all_reduce (preallocated)", 2, 2, v_ar0}};
+    for (int c = 0; c < 6; c++) {
+        switch (c) {
+        case 5: {
+            static const int64_t s22[2] = {2, 2};
+            for (int r = 0; r < 4; r++) CALL("tensor_new", outs[r], lt_tensor_new(LT_F32, 2, s22, &outs[r]));
+            CALL_N("all_reduce (preallocated)", outs, 4, lt_all_reduce(comm, 0, sh, LT_REDOP_SUM, outs));
+            break;
+        }
+        case 0: CALL_N("all_reduce", outs, 4, lt_all_reduce(comm, 0, sh, LT_REDOP_SUM, outs)); break;
+        case 1: CALL_N("all_gather", outs, 4, lt_all_gather(comm, 1, sh, 1, outs)); break;
+        case 2: CALL_N("reduce_scatter", outs, 4, lt_reduce_scatter(comm, 0, sh, LT_REDOP_SUM, 0, NULL, outs)); break;
+        case 3: CALL_N("all_to_all", outs, 4, lt_all_to_all(comm, 1, sh, 0, 1, NULL, outs)); break;
+        default: CALL_N("broadcast", outs, 4, lt_broadcast(comm, 0, sh, 1, outs)); break;
+        }
+        for (int r = 0; r < 4; r++) {
+            int k[2];
+            lt_mesh_coord(&mesh, r, k);
+            EXPECT(colls[c].what, outs[r], colls[c].d0, colls[c].d1, colls[c].f, k);
+        }
+        for (int r = 0; r < 4; r++) {
+            lt_tensor_free(outs[r]);
+            outs[r] = NULL;
+        }
+    }
+
+    /* ops, each checked on the reassembled result */
+    struct {
+        const char *what;
+        int64_t d0, d1;
+        val_fn f;
+    } ops[6] = {{"add", 4, 4, v_2x},         {"matmul", 4, 4, v_xx}, {"sum(dim 1)", 4, 0, v_rowsum},
+                {"transpose", 4, 4, v_xt}, {"reshape", 16, 0, v_flat}, {"add (reference check)", 4, 4, v_2x}};
+    for (int o = 0; o < 6; o++) {
+        static const int dim1[1] = {1};
+        static const int64_t flat[1] = {16};
+        switch (o) {
+        case 0: CALL("add", d2, lt_dt_binary(LT_BINARY_ADD, dA, dA, &d2)); break;
+        case 1: CALL("matmul", d2, lt_dt_matmul(dC, dB, &d2)); break;
+        case 2: CALL("sum", d2, lt_dt_reduce(LT_REDUCE_SUM, dA, 1, dim1, 0, &d2)); break;
+        case 3: CALL("transpose", d2, lt_dt_transpose(dA, 0, 1, &d2)); break;
+        case 4: CALL("reshape", d2, lt_dt_reshape(dA, 1, flat, &d2)); break;
+        default: {
+            const lt_dtensor *in[2] = {dA, dB};
+            lt_op_opts oo = {.check_reference = 1, .name = "a+b"};
+            lt_op_args args;
+            memset(&args, 0, sizeof args);
+            CALL("op add with reference check", d2, lt_op(LT_OP_ADD, in, 2, &args, &oo, &d2, 1, NULL));
+        }
+        }
+        CALL(ops[o].what, full, lt_full_tensor(d2, &full));
+        EXPECT(ops[o].what, full, ops[o].d0, ops[o].d1, ops[o].f, NULL);
+        lt_tensor_free(full);
+        full = NULL;
+        lt_dtensor_free(d2);
+        d2 = NULL;
+    }
+
+    /* from_local on dA's shards (views are kept), with the replica check */
+    CALL("from_local", d2, lt_from_local(&mesh, dA->local->shards, s0s1, 2, 1, &d2));
+    CALL("full_tensor of from_local", full, lt_full_tensor_direct(d2, &full));
+    EXPECT("from_local", full, 4, 4, v_x, NULL);
+    lt_tensor_free(full);
+    full = NULL;
+    lt_dtensor_free(d2);
+    d2 = NULL;
+
+    /* rand: the same values whatever the layout */
+    CALL("rand [S(0), R]", d1, lt_dt_rand(&mesh, LT_F32, 2, shape, s0r, 2, 7, 0, &d1));
+    CALL("rand [R, S(1)]", d2, lt_dt_rand(&mesh, LT_F32, 2, shape, rs1, 2, 7, 0, &d2));
+    {
+        lt_tensor *f1 = NULL, *f2 = NULL;
+        CALL("full_tensor of rand", f1, lt_full_tensor(d1, &f1));
+        full = f1;
+        CALL("full_tensor of rand", f2, lt_full_tensor(d2, &f2));
+        for (int64_t i = 0; i < 16; i++)
+            if (lt_get_flat(f1, i) != lt_get_flat(f2, i)) {
+                broken("rand: the values depend on the layout%s%s", "", "");
+                rc = EXIT_BROKEN;
+            }
+        lt_tensor_free(f2);
+        if (rc) goto done;
+    }
+    lt_tensor_free(full);
+    full = NULL;
+    lt_dtensor_free(d1);
+    lt_dtensor_free(d2);
+    d1 = d2 = NULL;
+
+    /* planning from scratch: [S(0), S(1)] -> [R, R] gathers 12 of 16 f32
+     * elements on each of 4 ranks: 48 bytes per rank, 192 in all */
+    lt_redistribute_opts po = {.no_cache = 1};
+    CALL("plan_redistribute", plan, lt_plan_redistribute(&mesh, LT_F32, 2, shape, s0s1, rr, 2, &po, &plan));
+    if (plan->total_bytes != 192) {
+        broken("plan: total bytes is not 192%s%s", "", "");
+        rc = EXIT_BROKEN;
+        goto done;
+    }
+    lt_plan_free(plan);
+    plan = NULL;
+
+    /* scenarios: load from memory, then load and run from a file */
+    CALL("sc_load_string", sf, lt_sc_load_string("fault.yaml", scen_text, sizeof scen_text - 1, &sf));
+    if (lt_sc_file_cases(sf) != 1) {
+        broken("scenario: not one case%s%s", "", "");
+        rc = EXIT_BROKEN;
+        goto done;
+    }
+    lt_sc_file_free(sf);
+    sf = NULL;
+    sink = fopen(out_path, "w+");
+    errsink = fopen("/dev/null", "w");
+    if (!sink || !errsink) {
+        broken("cannot open %s%s", out_path, "");
+        rc = EXIT_BROKEN;
+        goto done;
+    }
+    {
+        const char *paths[1] = {scen_path};
+        lt_sc_options so;
+        memset(&so, 0, sizeof so);
+        so.out = sink;
+        so.err = sink;
+        int code = lt_sc_run_paths(paths, 1, &so);
+        char text[4096];
+        fflush(sink);
+        rewind(sink);
+        size_t n = fread(text, 1, sizeof text - 1, sink);
+        text[n] = 0;
+        if (code == 0 && strstr(text, "1 passed, 0 failed, 0 errors")) {
+            /* ran */
+        } else if (code == 2 && lt__fault_fired() && strstr(text, "out of memory")) {
+            if (verbose) fprintf(stderr, "  run_paths: exit 2, %s", strstr(text, "out of memory"));
+            rc = EXIT_OOM;
+            goto done;
+        } else {
+            broken("run_paths: unexpected result:\n%s%s", text, "");
+            rc = EXIT_BROKEN;
+            goto done;
+        }
+    }
+
+done:
+    if (sink) fclose(sink);
+    if (errsink) fclose(errsink);
+    lt_sc_file_free(sf);
+    lt_plan_free(plan);
+    for (int r = 0; r < 4; r++) lt_tensor_free(outs[r]);
+    lt_tensor_free(full);
+    lt_dtensor_free(d2);
+    lt_dtensor_free(d1);
+    lt_dtensor_free(dP);
+    lt_dtensor_free(dC);
+    lt_dtensor_free(dB);
+    lt_dtensor_free(dA);
+    lt_comm_free(comm);
+    lt_tensor_free(x);
+    lt_plan_cache_clear();
+    lt_op_cache_clear();
+    return rc;
+}
+
+/* One run with the nth allocation failing (0: none); returns its exit code
+ * (EXIT_*). A run must also free every block it allocated. */
+static int one(int64_t n) {
+    lt__fault_arm(n, 0);
+    int rc = workload();
+    int64_t live = lt__fault_live();
+    lt__fault_disarm();
+    if (rc == EXIT_DONE && lt__fault_fired()) {
+        rc = EXIT_ABSORBED;
+        const char *file;
+        int line;
+        if (verbose && lt__fault_first(&file, &line) == 0)
+            printf("fault_api: N=%lld absorbed at %s:%d\n", (long long)n, file, line);
+    }
+    if (live != 0 && rc != EXIT_BROKEN) {
+        fprintf(stderr, "fault_api: N=%lld: %lld blocks leaked\n", (long long)n, (long long)live);
+        rc = EXIT_BROKEN;
+    }
+    if (rc == EXIT_BROKEN) fprintf(stderr, "fault_api: N=%lld broke the contract (message above)\n", (long long)n);
+    return rc;
+}
+
+/* Worker w of nw: N = w+1, w+1+nw, ... in this process until a run completes
+ * without reaching its fault (then every later N does too). Writes
+ * "runs oom absorbed bad last_n" to fd and exits through exit() so that
+ * LeakSanitizer checks the whole worker too. */
+static void worker(int w, int nw, int64_t max_n, int fd) {
+    long long runs = 0, oom = 0, absorbed = 0, bad = 0, n;
+    int done = 0;
+    for (n = w + 1; n <= max_n && !done; n += nw) {
+        runs++;
+        switch (one(n)) {
+        case EXIT_DONE: done = 1; break;
+        case EXIT_OOM: oom++; break;
+        case EXIT_ABSORBED: absorbed++; break;
+        default: bad++;
+        }
+    }
+    if (!done) {
+        fprintf(stderr, "fault_api: the workload never completed within N <= %lld\n", (long long)max_n);
+        bad++;
+    }
+    char line[160];
+    int len = snprintf(line, sizeof line, "%lld %lld %lld %lld %lld\n", runs, oom, absorbed, bad, n - nw);
+    if (write(fd, line, (size_t)len) != len) bad++;
+    close(fd);
+    remove(out_path);
+    exit(bad ? 1 : 0);
+}
+
+int main(int argc, char **argv) {
+    const char *sites_out = NULL;
+    int64_t max_n = 100000;
+    int count_only = 0, nw = 2;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-v")) verbose = 1;
+        else if (!strcmp(argv[i], "-s") && i + 1 < argc) sites_out = argv[++i];
+        else if (!strcmp(argv[i], "-n") && i + 1 < argc) max_n = strtoll(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "-j") && i + 1 < argc) nw = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-c")) count_only = 1;
+        else {
+            fprintf(stderr, "usage: fault_api [-v] [-c] [-j WORKERS] [-s SITES_OUT] [-n MAX_N]\n");
+            return 2;
+        }
+    }
+    if (nw < 1 || nw > 64) nw = 2;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(scen_path, sizeof scen_path, "%s/lt-fault-api-%d.yaml", tmp ? tmp : "/tmp", (int)getpid());
+    FILE *f = fopen(scen_path, "w");
+    if (!f || fwrite(scen_text, 1, sizeof scen_text - 1, f) != sizeof scen_text - 1) {
+        fprintf(stderr, "fault_api: cannot write %s\n", scen_path);
+        if (f) fclose(f);
+        return 2;
+    }
+    fclose(f);
+    snprintf(out_path, sizeof out_path, "%s/lt-fault-api-%d.out", tmp ? tmp : "/tmp", (int)getpid());
+
+    /* a warm-up run, not armed: one-time initialisations happen here, not
+     * inside a counted run */
+    int rc = workload();
+    if (rc == EXIT_DONE) rc = one(0);
+    remove(out_path);
+    if (rc != EXIT_DONE) {
+        remove(scen_path);
+        fprintf(stderr, "fault_api: the workload fails without any fault\n");
+        return 1;
+    }
+    long long total = lt__fault_count();
+    int nsites = lt__fault_nsites();
+    if (sites_out) {
+        FILE *so = fopen(sites_out, "w");
+        const char *file;
+        int line;
+        int64_t hits;
+        for (int i = 0; so && lt__fault_site(i, &file, &line, &hits) == 0; i++)
+            fprintf(so, "%s:%d %lld\n", file, line, (long long)hits);
+        if (so) fclose(so);
+    }
+    printf("fault_api: the workload makes %lld allocations at %d call sites\n", total, nsites);
+    fflush(stdout);
+    if (count_only) {
+        remove(scen_path);
+        return 0;
+    }
+
+    pid_t pids[64];
+    int fds[64];
+    for (int w = 0; w < nw; w++) {
+        int p[2];
+        if (pipe(p) != 0) {
+            perror("fault_api: pipe");
+            return 2;
+        }
+        pids[w] = fork();
+        if (pids[w] < 0) {
+            perror("fault_api: fork");
+            return 2;
+        }
+        if (pids[w] == 0) {
+            close(p[0]);
+            snprintf(out_path, sizeof out_path, "%s/lt-fault-api-%d-%d.out", tmp ? tmp : "/tmp", (int)getppid(), w);
+            worker(w, nw, max_n, p[1]);
+        }
+        close(p[1]);
+        fds[w] = p[0];
+    }
+    long long runs = 0, oom = 0, absorbed = 0, bad = 0, last = 0;
+    for (int w = 0; w < nw; w++) {
+        char buf[160] = "";
+        ssize_t k = read(fds[w], buf, sizeof buf - 1);
+        close(fds[w]);
+        long long r = 0, o = 0, a = 0, b = 0, l = 0;
+        if (k <= 0 || sscanf(buf, "%lld %lld %lld %lld %lld", &r, &o, &a, &b, &l) != 5) b = 1;
+        runs += r, oom += o, absorbed += a, bad += b;
+        if (l > last) last = l;
+        int ws;
+        waitpid(pids[w], &ws, 0);
+        if (!WIFEXITED(ws) || (WEXITSTATUS(ws) != 0 && b == 0)) {
+            fprintf(stderr, "fault_api: worker %d %s %d (a crash or a sanitizer report: see above)\n", w,
+                    WIFEXITED(ws) ? "exited with" : "was killed by signal", WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
+            bad++;
+        }
+    }
+    remove(scen_path);
+    printf("fault_api: %lld runs (N = 1..%lld): %lld clean out-of-memory errors, %lld absorbed, %lld failed\n", runs,
+           last, oom, absorbed, bad);
+    return bad ? 1 : 0;
+}
