@@ -123,13 +123,13 @@ FAULT_BUILD ?= build-asan$(if $(findstring clang,$(notdir $(CC))),-clang)
 FAULT_MAXALL ?= 400
 FAULT_FILES ?= $(filter-out scenarios/sweeps/% scenarios/ops/sweep.yaml,$(sort $(wildcard scenarios/*/*.yaml)))
 
-$(BUILD)/fault_api: test/fault/fault_api.c $(BUILD)/liblocaltensor.a
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/liblocaltensor.a $(LDLIBS)
+$(BUILD)/fault_driver: $(wildcard test/fault/*.c) test/fault/fault.h $(BUILD)/liblocaltensor.a
+	$(CC) $(CFLAGS) -o $@ $(wildcard test/fault/*.c) $(BUILD)/liblocaltensor.a $(LDLIBS)
 
 fault: deps
 	@$(MAKE) --no-print-directory BUILD=$(FAULT_BUILD) OPT=-O1 WERROR="$(WERROR)" \
 	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	    all $(FAULT_BUILD)/fault_api
+	    all $(FAULT_BUILD)/fault_driver
 	@bash tools/fault-check.sh $(FAULT_BUILD) $(FAULT_MAXALL) $(FAULT_FILES)
 
 valgrind: deps

@@ -195,9 +195,19 @@ static void box_copy(int nt, size_t es, int nd, const int64_t *shape, char *dst,
     }
 }
 
+/* 1 when a box of this shape holds no element. An empty box is never
+ * addressed: its offsets can lie far outside any buffer (a (0, 2^62) piece
+ * starts 2^62 elements in) and would overflow. */
+static int box_empty(int nd, const int64_t *shape) {
+    for (int i = 0; i < nd; i++)
+        if (shape[i] == 0) return 1;
+    return 0;
+}
+
 /* Copies all of src (any strides) into the box of dst (contiguous) that
  * starts at `start` along dim d and has src's shape. */
 static void copy_into(int nt, lt_tensor *dst, int d, int64_t start, const lt_tensor *src) {
+    if (box_empty(src->ndim, src->shape)) return;
     int64_t dstr[LT_MAX_DIMS];
     rm_strides(dst, dstr);
     size_t es = lt_dtype_size(dst->dtype);
@@ -208,6 +218,7 @@ static void copy_into(int nt, lt_tensor *dst, int d, int64_t start, const lt_ten
 /* Copies the piece of src that starts at `start` along dim d (of length
  * dst->shape[d]) into all of dst (contiguous). */
 static void copy_piece(int nt, lt_tensor *dst, const lt_tensor *src, int d, int64_t start) {
+    if (box_empty(dst->ndim, dst->shape)) return;
     int64_t dstr[LT_MAX_DIMS];
     rm_strides(dst, dstr);
     size_t es = lt_dtype_size(dst->dtype);
@@ -494,10 +505,10 @@ static lt_status inproc_reduce_scatter(void *ctx, const lt_coll_group *g, lt_ten
     inproc_ctx *c = ctx;
     const lt_tensor *t0 = in[g->ranks[0]];
     int d = g->dim;
+    if (box_empty(t0->ndim, t0->shape)) return LT_OK; /* before the products: other dims may be huge */
     int64_t outer = 1, inner = 1, dsize = t0->shape[d];
     for (int i = 0; i < d; i++) outer *= t0->shape[i];
     for (int i = d + 1; i < t0->ndim; i++) inner *= t0->shape[i];
-    if (outer * inner * dsize == 0) return LT_OK;
     LT_TRY(gather_sources(c, g, in));
     nt_begin(c, g, out);
     size_t es = lt_dtype_size(t0->dtype);
@@ -536,8 +547,9 @@ static lt_status inproc_all_to_all(void *ctx, const lt_coll_group *g, lt_tensor 
             int64_t soff = c->off[i];
             box[sd] = g->sizes[i * n + j];
             c->off[i] += box[sd];
-            box_copy(c->nt, es, src->ndim, box, data_of(dst) + cat_at * dstr[cd] * (int64_t)es, dstr,
-                     data_of(src) + soff * src->strides[sd] * (int64_t)es, src->strides);
+            if (!box_empty(src->ndim, box))
+                box_copy(c->nt, es, src->ndim, box, data_of(dst) + cat_at * dstr[cd] * (int64_t)es, dstr,
+                         data_of(src) + soff * src->strides[sd] * (int64_t)es, src->strides);
             cat_at += box[cd];
         }
     }

@@ -9,6 +9,7 @@
  * no lock is taken.
  */
 #include "kernels/alloc.h"
+#include "kernels/memlimit.h"
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -483,6 +484,21 @@ static lt_status wrap(const lt_op_plan *p, int j, lt_local *loc, lt_dtensor **ou
     return LT_OK;
 }
 
+/* Refuses up front outputs that cannot fit in memory: every rank's shard
+ * of every output exists at once (inputs redistribute under their own check). */
+static lt_status out_room(const lt_op_plan *p) {
+    int W = p->mesh_.world, nd = p->out_ndim > 0 ? p->out_ndim : 1;
+    size_t es = lt_dtype_size(p->out_dtype);
+    uint64_t need = 0;
+    for (int j = 0; j < p->nout; j++)
+        for (int r = 0; r < W; r++) {
+            int64_t n;
+            LT_TRY(lt__numel_checked(p->out_ndim, p->local_shapes_ + ((size_t)j * (size_t)W + (size_t)r) * (size_t)nd, es, &n));
+            need = lt__add_sat(need, (uint64_t)n * es);
+        }
+    return lt_check_memory(need, W, lt_op_name(p->op));
+}
+
 static lt_status run_plan(const lt_op_plan *p, const lt_dtensor *const *in, const lt_op_args *a,
                           const lt_op_opts *o, lt_dtensor **out) {
     const lt_mesh *m = &p->mesh_;
@@ -491,6 +507,7 @@ static lt_status run_plan(const lt_op_plan *p, const lt_dtensor *const *in, cons
         return lt_dtensor_init(m, p->out_dtype, p->out_ndim, p->out_shape[0], p->out_pl, m->ndim,
                                &init, &out[0]);
     }
+    LT_TRY(out_room(p));
     lt_dtensor *tmp[LT_OP_MAX_INPUTS];
     const lt_dtensor *x[LT_OP_MAX_INPUTS];
     lt_local *loc[LT_OP_MAX_OUTPUTS];

@@ -61,7 +61,7 @@ static int unions(lt__mc *c) {
     int M = g->M, nd = g->ndim;
     memcpy(c->U + g->off[M], c->G, sizeof(lt__list) * (size_t)g->W * (size_t)nd);
     memcpy(c->Uempty + g->toff[M], c->Gempty, (size_t)g->W);
-    for (int j = M - 1; j >= 0; j--) {
+    for (int j = M - 1; j >= 1; j--) {   /* level 0 (the whole tensor) is never compared */
         int m = g->mesh->shape[j];
         if (spend(c, (double)g->T[j + 1] * (nd ? nd : 1))) return -2;
         for (int t = 0; t < g->T[j]; t++) {
@@ -103,6 +103,27 @@ static int match(const lt__mc *c, int j, size_t ti, const lt__list *ch) {
     return 1;
 }
 
+/* Can placement p on mesh dim j give the children U wants? Compares the
+ * lengths along the dim p splits (the cheap part of match) before any list
+ * is built. */
+static int sizes_fit(const lt__mc *c, int j, const lt_placement *p) {
+    const lt__geo *g = &c->g;
+    int m = g->mesh->shape[j], nd = g->ndim;
+    if (m == 1 || p->kind != LT_PL_SHARD) return 1;
+    int d = p->dim;
+    int64_t size, off;
+    for (int t = 0; t < g->T[j]; t++) {
+        const lt__list *par = c->B + g->off[j] + (size_t)t * (size_t)nd;
+        for (int q = 0; q < m; q++) {
+            size_t ti = (size_t)t * (size_t)m + (size_t)q;
+            if (lt__piece(&p->rule, par[d].len, m, q, &size, &off)) return 0;
+            if (c->Uempty[g->toff[j + 1] + ti]) continue;
+            if (c->U[g->off[j + 1] + ti * (size_t)nd + (size_t)d].len != size) return 0;
+        }
+    }
+    return 1;
+}
+
 /* Depth-first over the candidates of mesh dims j.., in candidate order;
  * c->B holds the prefix layout. */
 static int dec(lt__mc *c, int j, uint64_t key, uint64_t *out) {
@@ -116,6 +137,7 @@ static int dec(lt__mc *c, int j, uint64_t key, uint64_t *out) {
         const lt_placement *p = &c->cand[j][b];
         if (pop_of(p) != c->gpop[j]) continue;
         if (spend(c, g->T[j + 1])) return -2;
+        if (!sizes_fit(c, j, p)) continue;
         lt__amark mk = lt__arena_mark(&c->tar);
         int ok = 1;
         for (int t = 0; t < g->T[j] && ok; t++) {
@@ -295,7 +317,7 @@ static int result(lt__mc *c, const lt__list *a, const signed char *apop, const l
                     const lt__list *x = c->mptrs[q];
                     for (int d = 0; d < nd; d++)
                         if (d != e && x[d].len != m0[d].len) return 0;
-                    sh[e] += x[e].len;
+                    if (lt__add_i64(sh[e], x[e].len, &sh[e])) return 0; /* past int64: no such move */
                     total += lt__block_numel(x, nd);
                 }
                 unsigned char emp;
@@ -313,12 +335,51 @@ static int result(lt__mc *c, const lt__list *a, const signed char *apop, const l
                 }
                 break;
             }
-            case LT__MV_ALL_TO_ALL:
+            case LT__MV_ALL_TO_ALL: {
+                /* every piece keeps its member's indices off e and f, so the
+                 * members holding anything must agree there (and on e too
+                 * when f != e, their pieces being concatenated along f) */
+                const lt__list *h = NULL;
                 for (int q = 0; q < n; q++) {
                     const lt__list *x = c->mptrs[q];
                     for (int d = 0; d < nd; d++)
                         if (d != f && x[d].len != m0[d].len) return 0;
                     if (lt__piece(rule, x[e].len, n, 0, &size, &off)) return 0;
+                    if (!lt__block_numel(x, nd)) continue;
+                    if (!h) h = x;
+                    for (int d = 0; d < nd; d++)
+                        if (d != f && !lt__list_eq(&x[d], &h[d])) return 0;
+                }
+                if (f != e && h) {
+                    /* every member has the same length along e, so piece j is the
+                     * same cut for all, and the concatenation along f the same
+                     * for every j: member j holds h with e cut and f joined */
+                    int kq = 0;
+                    for (int q = 0; q < n; q++)
+                        if (lt__block_numel(c->mptrs[q], nd)) c->ptrs[kq++] = &c->mptrs[q][f];
+                    for (int x = 1; reorder && x < kq; x++) {
+                        const lt__list *pa = c->ptrs[x - 1], *pb = c->ptrs[x];
+                        if (pb->r[0].lo < pa->r[pa->nr - 1].lo + pa->r[pa->nr - 1].n) *reorder = 1;
+                    }
+                    lt__list joined;
+                    int r = lt__list_concat(&c->tar, c->ptrs, kq, &joined);
+                    if (r <= 0) return r;
+                    int64_t flen = 0;
+                    for (int q = 0; q < n; q++) flen += c->mptrs[q][f].len;
+                    for (int j = 0; j < n; j++) {
+                        int rj = f0 + j * stride;
+                        lt__piece(rule, m0[e].len, n, j, &size, &off);
+                        if (set_piece(c, rj, h, e, off, size) < 0) return -1;
+                        lt__list *o = c->G + (size_t)rj * (size_t)nd;
+                        o[f] = joined;
+                        if (joined.len != flen) o[f] = (lt__list){NULL, 0, flen};
+                        c->Gempty[rj] = lt__block_numel(o, nd) == 0;
+                        if (c->Gempty[rj])   /* nothing held: the shape only */
+                            for (int d = 0; d < nd; d++) o[d] = (lt__list){NULL, 0, d == e ? size : d == f ? flen : m0[d].len};
+                        for (int q = 0; q < n; q++)
+                            if (q != j) c->recv[rj] += (uint64_t)(numel_off(c->mptrs[q], nd, e) * size) * es;
+                    }
+                    break;
                 }
                 for (int j = 0; j < n; j++) {
                     int rj = f0 + j * stride;
@@ -333,18 +394,17 @@ static int result(lt__mc *c, const lt__list *a, const signed char *apop, const l
                         memcpy(pc, x, sizeof(lt__list) * (size_t)nd);
                         if (lt__list_sub(&c->tar, &x[e], off, size, &pc[e]) < 0) return -1;
                         c->qptrs[q] = pc;
-                        if (f == e) {
-                            sh[f] += size;
-                        } else {
-                            sh[f] += x[f].len;
-                            if (q == 0) sh[e] = size;
-                        }
+                        /* a concatenated size past int64 (empty pieces of huge dims):
+                         * collectives_sim refuses it, so no such move */
+                        if (lt__add_i64(sh[f], f == e ? size : x[f].len, &sh[f])) return 0;
+                        if (f != e && q == 0) sh[e] = size;
                         if (q != j) c->recv[rj] += (uint64_t)(numel_off(x, nd, e) * size) * es;
                     }
                     int r = combine(c, c->qptrs, n, f, sh, c->G + (size_t)rj * (size_t)nd, &c->Gempty[rj], reorder);
                     if (r <= 0) return r;
                 }
                 break;
+            }
             case LT__MV_SCATTER: {
                 const lt__list *x = c->mptrs[root];
                 if (lt__piece(rule, x[e].len, n, 0, &size, &off)) return 0;
@@ -403,29 +463,42 @@ static lt_status try_move(lt__mc *c, int from, const lt__list *a, const signed c
     return LT_OK;
 }
 
-/* Do rules r1 and r2 cut every rank's dim e into the same n pieces? */
-static int same_split(const lt__mc *c, const lt__list *a, int e, int n, int r1, int r2) {
-    int64_t s1, o1, s2, o2;
+/* The distinct lengths of dim e over the ranks of layout a, into lens
+ * (room: LT__MAXLENS); their count, or -1 when there are more. */
+#define LT__MAXLENS 32
+static int distinct_lens(const lt__mc *c, const lt__list *a, int e, int64_t *lens) {
+    int k = 0;
     for (int r = 0; r < c->g.W; r++) {
-        int64_t len = blk(c, a, r)[e].len;
+        int64_t len = blk(c, a, r)[e].len, q = 0;
+        while (q < k && lens[q] != len) q++;
+        if (q < k) continue;
+        if (k == LT__MAXLENS) return -1;
+        lens[k++] = len;
+    }
+    return k;
+}
+
+/* Do rules r1 and r2 cut every length lens[0..k) into the same n pieces? */
+static int same_split(const lt__mc *c, const int64_t *lens, int k, int n, int r1, int r2) {
+    int64_t s1, o1, s2, o2;
+    for (int q = 0; q < k; q++)
         for (int j = 0; j < n; j++) {
-            int v1 = lt__piece(&c->rules[r1], len, n, j, &s1, &o1), v2 = lt__piece(&c->rules[r2], len, n, j, &s2, &o2);
+            int v1 = lt__piece(&c->rules[r1], lens[q], n, j, &s1, &o1), v2 = lt__piece(&c->rules[r2], lens[q], n, j, &s2, &o2);
             if (v1 != v2 || (!v1 && s1 != s2)) return 0;
             if (v1) break;
         }
-    }
     return 1;
 }
 
-/* Rule ri is usable on a group of n and cuts dim e differently from every
- * earlier usable rule. */
-static int rule_new(const lt__mc *c, const lt__list *a, int e, int n, int ri) {
+/* Rule ri is usable on a group of n and cuts the lengths lens[0..k) (k < 0:
+ * unknown) differently from every earlier usable rule. */
+static int rule_new(const lt__mc *c, const int64_t *lens, int k, int n, int ri) {
     const lt_split_rule *r = &c->rules[ri];
     if (r->kind == LT_SPLIT_EXPLICIT && r->nsizes != n) return 0;
-    for (int q = 0; q < ri; q++) {
+    for (int q = 0; q < ri && k >= 0; q++) {
         const lt_split_rule *o = &c->rules[q];
         if (o->kind == LT_SPLIT_EXPLICIT && o->nsizes != n) continue;
-        if (same_split(c, a, e, n, q, ri)) return 0;
+        if (same_split(c, lens, k, n, q, ri)) return 0;
     }
     return 1;
 }
@@ -601,15 +674,19 @@ lt_status lt__mc_expand(lt__mc *c, int from) {
                 if (root_ok(c, i, mv.root)) LT_TRY(try_move(c, from, a, apop, akey, &mv));
             mv.root = 0;
             mv.kind = LT__MV_REDUCE_SCATTER;
-            for (int e = 0; e < nd; e++)
+            for (int e = 0; e < nd; e++) {
+                int64_t lens[LT__MAXLENS];
+                int k = distinct_lens(c, a, e, lens);
                 for (int ri = 0; ri < c->nrules; ri++) {
-                    if (!rule_new(c, a, e, n, ri)) continue;
+                    if (!rule_new(c, lens, k, n, ri)) continue;
                     mv.dim = (signed char)e;
                     mv.rule = (signed char)ri;
                     LT_TRY(try_move(c, from, a, apop, akey, &mv));
                 }
+            }
             continue;
         }
+        int sroot = scatter_root(c, a, i);
         for (int e = 0; e < nd; e++) {
             mv.dim = (signed char)e;
             mv.rule = -1;
@@ -619,8 +696,10 @@ lt_status lt__mc_expand(lt__mc *c, int from) {
             for (mv.root = 0; mv.root < n; mv.root++)
                 if (root_ok(c, i, mv.root)) LT_TRY(try_move(c, from, a, apop, akey, &mv));
             mv.root = 0;
+            int64_t lens[LT__MAXLENS];
+            int k = distinct_lens(c, a, e, lens);
             for (int ri = 0; ri < c->nrules; ri++) {
-                if (!rule_new(c, a, e, n, ri)) continue;
+                if (!rule_new(c, lens, k, n, ri)) continue;
                 mv.rule = (signed char)ri;
                 mv.kind = LT__MV_ALL_TO_ALL;
                 for (int f = 0; f < nd; f++) {
@@ -628,10 +707,9 @@ lt_status lt__mc_expand(lt__mc *c, int from) {
                     LT_TRY(try_move(c, from, a, apop, akey, &mv));
                 }
                 mv.cdim = 0;
-                int root = scatter_root(c, a, i);
-                if (root >= 0) {
+                if (sroot >= 0) {
                     mv.kind = LT__MV_SCATTER;
-                    mv.root = root;
+                    mv.root = sroot;
                     LT_TRY(try_move(c, from, a, apop, akey, &mv));
                     mv.root = 0;
                 }

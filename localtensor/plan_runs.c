@@ -128,8 +128,10 @@ int lt__piece(const lt_split_rule *rule, int64_t n, int k, int c, int64_t *size,
 
 int lt__list_eq(const lt__list *a, const lt__list *b) {
     if (a->len != b->len || a->nr != b->nr) return 0;
-    if (a->r == b->r || a->nr == 0) return 1;
-    return memcmp(a->r, b->r, sizeof(lt__run) * (size_t)a->nr) == 0;
+    if (a->r == b->r) return 1;
+    for (int64_t i = 0; i < a->nr; i++)
+        if (a->r[i].lo != b->r[i].lo || a->r[i].n != b->r[i].n) return 0;
+    return 1;
 }
 
 int lt__list_subset(const lt__list *a, const lt__list *b) {

@@ -4,20 +4,22 @@
  * logical tensor with destination placements (docs/SEMANTICS.md §7). It is done in
  * three parts:
  *
- *   planner   a plan is a list of steps; each step changes the placement of
- *             ONE mesh dim and issues at most one collective. Every state
+ *   planner   a plan is a list of steps; each step issues at most one
+ *             collective, along one mesh dim, plus local work. Every state
  *             between steps is a valid placement list (a DTensor that
  *             distribute could produce). Two planners: `greedy` (PyTorch's
- *             order) and `min-cost` (uniform-cost search minimising bytes
- *             moved, then steps; the default). Plans are cached.
+ *             order, over the rule table below) and `min-cost` (the
+ *             default: the fewest bytes received, summed over all ranks
+ *             and steps, then the fewest steps, over the complete move set
+ *             below). Plans are cached.
  *   executor  runs the plan through collectives_sim (lt_comm) and local
  *             slicing; each intermediate is wrapped and shape-checked.
  *   verifier  an independent direct reshard from global index sets (never
  *             the planner or the collectives) that checks every
  *             intermediate state when asked.
  *
- * ---- Single steps (mesh dim i of size > 1) --------------------------------
- * "later(d)" means some mesh dim j > i of size > 1 shards tensor dim d (S or
+ * ---- The rule table (greedy; mesh dim i of size > 1) ----------------------
+ * The single steps PyTorch takes. "later(d)" means some mesh dim j > i of size > 1 shards tensor dim d (S or
  * SS) in the current state. distribute applies mesh dims left to right to
  * the already-split piece, so a step on dim i is local to the groups of dim
  * i only when no later mesh dim splits the dims it touches:
@@ -46,20 +48,56 @@
  * The bytes of a step are the bytes each rank RECEIVES from other ranks, by
  * the model of collectives_sim/trace.h (all_reduce counts its reduce_scatter
  * and all_gather halves), computed from the actual (uneven) shard sizes of
- * layout math. bytes_total of a step equals the comm trace's
- * total_bytes_recv for its collective; local steps move 0 bytes.
+ * layout math. A step's bytes_total is that summed over all ranks (the comm
+ * trace's total_bytes_recv for its collective); its bytes_per_rank is the
+ * most any one rank receives. A plan's total_bytes sums bytes_total over
+ * its steps. Local steps move 0 bytes.
  *
- * ---- min-cost search space ------------------------------------------------
- * Intermediate placements of mesh dim i range over: R, the source and
- * destination placements of dim i, S(d) (chunk rule) for every tensor dim d,
- * and S(d, rule) for every tensor dim d and every non-chunk rule of a Shard
- * in the source or destination of dim i. A dim whose source and destination
- * are the same Partial is frozen (kept); R -> P(op) is only used to reach a
- * destination Partial. States must be valid placement lists whose layout is
- * computable (an explicit or `last` split that does not fit is skipped).
- * The search minimises total bytes, then the number of steps. It has a work
- * budget (about 50 ms); past it, min-cost returns the greedy route and says
- * so (lt_plan.search_truncated). Meshes of up to 3-4 dims never get near it.
+ * ---- min-cost -------------------------------------------------------------
+ * Minimises total_bytes (bytes received, summed over all ranks and steps),
+ * then the number of steps; bytes_per_rank is reported, not minimised.
+ *
+ * States: placement lists whose mesh dim i takes one of: the source's
+ * placement of i; unless i is frozen (source and destination are the same
+ * Partial: kept as is), the destination's, R, S(d) for every tensor dim d,
+ * and S(d, rule) for every d and every non-chunk rule of a Shard in the
+ * source or destination of i. Only valid lists (Partial ops mixed as {sum,
+ * avg}, layout computable); mesh dims of size 1 count as R. Lists under
+ * which every rank holds the same indices (empty shards: the same shape)
+ * and the same Partial dims are one state: switching between them is free.
+ *
+ * Moves, each one step, judged on the indices every rank holds: along one
+ * mesh dim i of size > 1, not frozen, ONE collective of collectives_sim,
+ * with every argument:
+ *   all_gather, gather(root)        concatenating any tensor dim
+ *   all_to_all                      splitting any dim, concatenating any dim
+ *   scatter(root), reduce_scatter   splitting any dim
+ *   permute                         any permutation of the group
+ *   all_reduce, reduce(root)        (reductions need i Partial, end it; the
+ *                                   others need i not Partial)
+ * splits by chunk, balanced, last or any explicit size list of a Shard of
+ * the source or destination (of the group's size); the move reaches state B
+ * when, with the shapes collectives_sim produces, every rank then holds
+ * exactly B's indices, in any local order (an index_select restores it; a
+ * rooted collective's other ranks hold nothing). One step may so change the
+ * placements of several mesh dims: one all_gather along dp turns [SS(0,2),
+ * S(0)] into [R, S(0)] on a 2x2 mesh. Local moves (0 bytes): to any state
+ * with the same Partial dims whose every rank's shard is part of (or empty,
+ * or equal to) what it holds (slice, strided pick, several mesh dims at
+ * once); and R -> P(op) on i, only towards a destination Partial on a dim
+ * the source has not Partial (partition).
+ * Broadcast is left out: it either changes nothing or reaches what an
+ * all_gather reaches at the same cost. Gather and reduce are tried only
+ * towards roots that a candidate split can give a whole block to (position
+ * 0, or the one non-zero size of an explicit rule).
+ *
+ * The search is A*, exact: its lower bound is the bytes each rank still
+ * lacks of its destination shard, which no move beats. test/test_planner.c
+ * checks it against an independent brute force over this move set on every
+ * pair of the 2x2 and 2x2x2 sweeps. It has a work budget (about 50 ms; 3-D
+ * meshes of 8 ranks use a few percent of it); past it, or when one state
+ * has too many moves for it, min-cost plans over the rule table's steps
+ * instead (then greedy), and says so (lt_plan.search_truncated).
  *
  * ---- greedy ---------------------------------------------------------------
  * PyTorch's generate_greedy_transform_infos order: when the source shards
@@ -71,7 +109,8 @@
  * itself when the transition's target is not a valid state). Greedy issues
  * PyTorch's collective counts on the docs/SEMANTICS.md §7 pairs; min-cost may issue
  * more collectives to move fewer bytes (e.g. by parking a shard on a third
- * tensor dim), and never moves more bytes than greedy.
+ * tensor dim), and never moves more bytes than greedy (its moves include
+ * every step of the rule table).
  */
 #ifndef LT_REDISTRIBUTE_H
 #define LT_REDISTRIBUTE_H
@@ -178,7 +217,8 @@ typedef struct lt_plan {
     size_t total_bytes;                          /* sum of bytes_total */
     int states_explored;                         /* search nodes expanded (diagnostics) */
     int search_truncated;                        /* 1: min-cost ran out of its search budget
-                                                  * (about 50 ms) and this is the greedy route */
+                                                  * (about 50 ms): this plan is the rule-table
+                                                  * search's (or greedy's), maybe not minimal */
     /* private */
     int refs_;
     lt_placement *states_;                       /* (nsteps + 1, mesh ndim) */
@@ -196,7 +236,8 @@ typedef struct lt_plan {
  * names the mesh dim), LT_UNSUPPORTED for rejected transitions; the message
  * reads "while planning redistribute of 'NAME' [SRC] -> [DST]: mesh dim I:
  * FROM -> TO is not supported ...". Cost: a warm cache hit is a hash lookup
- * (well under 1 us); a cold plan of a 3-D mesh pair well under 1 ms. */
+ * (well under 1 us); a cold min-cost plan of a 2x2x2 mesh pair about 0.5 ms
+ * (8x8x8: about 10 ms); greedy some microseconds. */
 lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
                                const int64_t *shape, const lt_placement *src,
                                const lt_placement *dst, int np,

@@ -355,6 +355,40 @@ static void test_distribute_refused(void **state) {
     unsetenv("LOCALTENSOR_MEMORY_LIMIT");
 }
 
+/* An op's outputs: 4096 f32 replicated on 64 ranks is 1 MiB in all; their
+ * sum needs another 1 MiB, refused under a 512 KiB budget. */
+static void test_op_refused(void **state) {
+    (void)state;
+    lt_mesh m;
+    lt_placement r[1];
+    int np;
+    int64_t n = 4096;
+    LT_CHECK(lt_mesh_parse("64", &m));
+    LT_CHECK(lt_placements_parse("R", r, 1, &np));
+    lt_init init = {LT_INIT_ONES, 0};
+    lt_dtensor *x = NULL, *y = NULL;
+    LT_CHECK(lt_dtensor_init(&m, LT_F32, 1, &n, r, 1, &init, &x));
+    setenv("LOCALTENSOR_MEMORY_LIMIT", "512K", 1);
+    lt_status st = lt_dt_binary(LT_BINARY_ADD, x, x, &y);
+    unsetenv("LOCALTENSOR_MEMORY_LIMIT");
+    LT_EXPECT_STATUS(st, LT_NOMEM);
+    assert_null(y);
+    expect_text(lt_errmsg(), "add needs 1.0 MiB for the shards of all 64 ranks, more than this machine's 512.0 KiB");
+    LT_CHECK(lt_dt_binary(LT_BINARY_ADD, x, x, &y));
+    lt_dtensor_free(y);
+    lt_dtensor_free(x);
+}
+
+/* all_reduce and broadcast once computed NULL + offset (clang UBSan): run
+ * the reproducer, P -> R on 2 ranks, through the CLI. */
+static void test_partial_to_replicate_cli(void **state) {
+    (void)state;
+    static char out[16384];
+    const char *a[] = {"redistribute", "--mesh", "2", "--shape", "4", "--from", "P", "--to", "R"};
+    assert_int_equal(cli(lt_cli_redistribute, a, 9, out, sizeof out), 0);
+    expect_text(out, "verified: yes");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_empty_huge_library),
@@ -365,6 +399,8 @@ int main(void) {
         cmocka_unit_test(test_show_refused),
         cmocka_unit_test(test_collective_step_refused),
         cmocka_unit_test(test_distribute_refused),
+        cmocka_unit_test(test_op_refused),
+        cmocka_unit_test(test_partial_to_replicate_cli),
     };
     unsetenv("LOCALTENSOR_MEMORY_LIMIT");
     return cmocka_run_group_tests(tests, NULL, NULL);

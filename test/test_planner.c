@@ -14,7 +14,8 @@
 
 #include "test/planner_bruteforce.h"
 
-/* Under a sanitizer (10x slower) the widest sweep is drawn, not exhaustive. */
+/* Under a sanitizer (several times slower) the wide sweeps are drawn, not
+ * exhaustive; the plain build checks every pair. */
 #if defined(__SANITIZE_ADDRESS__)
 #define SANITIZED 1
 #elif defined(__has_feature)
@@ -267,7 +268,7 @@ static void test_min_cost_equals_brute_force(void **state) {
     const lt_split_kind rules[] = {LT_SPLIT_BALANCED, LT_SPLIT_LAST};
     for (int r = 0; r < 2; r++) {
         for (int s = 0; s < 5; s++) rule_sweep("2x2", 1, sh1[s], rules[r], 0, &k);
-        for (int s = 0; s < 4; s++) rule_sweep("2x2", 2, sh2[s], rules[r], s < 2 ? 0 : 600, &k);
+        for (int s = 0; s < 4; s++) rule_sweep("2x2", 2, sh2[s], rules[r], SANITIZED ? 300 : s < 2 ? 0 : 600, &k);
     }
     long n2 = k.pairs;
     /* explicit sizes, with empty pieces; nested (parent of 2 rows) or whole */
@@ -280,8 +281,8 @@ static void test_min_cost_equals_brute_force(void **state) {
     lt_placement o[7] = {lt_replicate(), lt_shard(0), lt_shard_rule(0, e1), lt_shard_rule(1, e2), lt_strided(1, 2),
                          lt_partial(LT_REDOP_SUM), lt_shard(1)};
     const int64_t sh43[] = {4, 3}, sh23[] = {2, 3};
-    sweep("2x2", 2, sh43, o, 7, 0, &k);
-    sweep("2x2", 2, sh23, o, 7, 0, &k);
+    sweep("2x2", 2, sh43, o, 7, SANITIZED ? 600 : 0, &k);
+    sweep("2x2", 2, sh23, o, 7, SANITIZED ? 600 : 0, &k);
     long ne = k.pairs - n2;
     /* 2x2x2: every pair of 7 elements (not divisible), drawn pairs otherwise */
     const int64_t s7[] = {7}, s8[] = {8}, s57[] = {5, 7}, s84[] = {8, 4};
@@ -292,7 +293,7 @@ static void test_min_cost_equals_brute_force(void **state) {
     print_message("min-cost = brute force on %ld pairs (2x2: %ld, of which %ld with explicit sizes; 2x2x2: %ld); "
                   "%ld skipped as invalid or rejected; min-cost moved fewer bytes than greedy on %ld\n",
                   k.pairs, n2 + ne, ne, k.pairs - n2 - ne, k.skipped, k.beats_greedy);
-    assert_true(k.pairs > (SANITIZED ? 20000 : 35000) && k.beats_greedy > 0);
+    assert_true(k.pairs > (SANITIZED ? 10000 : 35000) && k.beats_greedy > 0);
 }
 
 static int teardown(void **state) {

@@ -6,6 +6,7 @@
 #include "localtensor/localtensor.h"
 #include "localtensor/redistribute.h"
 #include "tools/cli.h"
+#include "tools/json_alloc.h"
 #include "tools/render.h"
 
 static void redist_usage(FILE *f) {
@@ -23,7 +24,9 @@ static void redist_usage(FILE *f) {
             "  --from P, --to P    placements, one per mesh dim (see `localtensor show --help`)\n"
             "  --dtype D           f32 (default), f64, bf16, f16, i32, i64, bool\n"
             "  --init I            arange (default), zeros, ones, random:SEED, randn:SEED\n"
-            "  --planner P         min-cost (default: fewest bytes, then fewest steps) or greedy\n"
+            "  --planner P         min-cost (default: the fewest bytes received, summed over all\n"
+            "                      ranks and steps, then the fewest steps; a step is any one\n"
+            "                      collective along one mesh dim, or local work) or greedy\n"
             "                      (PyTorch's order)\n"
             "  --explain           show every intermediate layout\n"
             "  --no-verify         skip the check against the direct reshard\n"
@@ -130,21 +133,26 @@ int lt_cli_redistribute(int argc, char **argv) {
         goto done;
     }
     if (json) {
+        lt__json_begin();
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddItemToObject(o, "mesh", lt_json_mesh(&mesh));
-        cJSON_AddItemToObject(o, "global_shape", lt_json_i64_array(shape, ndim));
+        lt__json_put(o, "mesh", lt_json_mesh(&mesh));
+        lt__json_put(o, "global_shape", lt_json_i64_array(shape, ndim));
         cJSON_AddStringToObject(o, "dtype", lt_dtype_name(dt));
-        cJSON_AddItemToObject(o, "from", lt_json_placements(in->placements, mesh.ndim));
-        cJSON_AddItemToObject(o, "to", lt_json_placements(plan->dst, mesh.ndim));
+        lt__json_put(o, "from", lt_json_placements(in->placements, mesh.ndim));
+        lt__json_put(o, "to", lt_json_placements(plan->dst, mesh.ndim));
         cJSON_AddStringToObject(o, "planner", lt_planner_name(planner));
-        cJSON_AddItemToObject(o, "plan", lt_json_plan(plan, comm ? lt_comm_trace(comm) : NULL, 0));
+        lt__json_put(o, "plan", lt_json_plan(plan, comm ? lt_comm_trace(comm) : NULL, 0));
         cJSON_AddNumberToObject(o, "total_bytes", (double)plan->total_bytes);
         if (verify) cJSON_AddBoolToObject(o, "verified", st == LT_OK);
         else cJSON_AddNullToObject(o, "verified");
         if (st == LT_MISMATCH) cJSON_AddStringToObject(o, "error", rep.message[0] ? rep.message : lt_errmsg());
-        if (out) cJSON_AddItemToObject(o, "ranks", lt_json_ranks(out));
-        lt_json_print(stdout, o);
+        if (out) lt__json_put(o, "ranks", lt_json_ranks(out));
+        lt_status js = lt_json_print(stdout, o);
         cJSON_Delete(o);
+        if (js) {
+            rc = lt_cli_fail(cmd, js);
+            goto done;
+        }
     } else {
         char a[512], b[512], ms[128], ss[128];
         lt_placements_format(in->placements, mesh.ndim, a, sizeof a);

@@ -4,6 +4,7 @@
 
 #include "localtensor/localtensor.h"
 #include "tools/cli.h"
+#include "tools/json_alloc.h"
 #include "tools/render.h"
 
 static void show_usage(FILE *f) {
@@ -56,12 +57,13 @@ int lt_cli_show(int argc, char **argv) {
     if ((st = lt_dtensor_init(&a.mesh, a.dtype, a.ndim, a.shape, pl, np, &a.init, &d)))
         return lt__err_ctx(st, "--placements %s", pl_s), lt_cli_fail("show", st);
     if (json) {
+        lt__json_begin();
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddItemToObject(o, "mesh", lt_json_mesh(&a.mesh));
-        cJSON_AddItemToObject(o, "global_shape", lt_json_i64_array(d->shape, d->ndim));
+        lt__json_put(o, "mesh", lt_json_mesh(&a.mesh));
+        lt__json_put(o, "global_shape", lt_json_i64_array(d->shape, d->ndim));
         cJSON_AddStringToObject(o, "dtype", lt_dtype_name(a.dtype));
-        cJSON_AddItemToObject(o, "placements", lt_json_placements(d->placements, a.mesh.ndim));
-        cJSON_AddItemToObject(o, "ranks", lt_json_ranks(d));
+        lt__json_put(o, "placements", lt_json_placements(d->placements, a.mesh.ndim));
+        lt__json_put(o, "ranks", lt_json_ranks(d));
         st = lt_json_print(stdout, o);
         cJSON_Delete(o);
     } else {

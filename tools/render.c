@@ -1,5 +1,6 @@
 /* tools/render.c — per-rank tables, ownership pictures and JSON of a DTensor. */
 #include "tools/render.h"
+#include "tools/json_alloc.h"
 #include "kernels/alloc.h"
 
 #include <stdlib.h>
@@ -223,7 +224,7 @@ lt_status lt_render_picture(FILE *f, const lt_dtensor *dt) {
 
 cJSON *lt_json_i64_array(const int64_t *v, int n) {
     cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+    for (int i = 0; a && i < n; i++) lt__json_push(a, cJSON_CreateNumber((double)v[i]));
     return a;
 }
 
@@ -232,8 +233,8 @@ cJSON *lt_json_mesh(const lt_mesh *m) {
     cJSON *shape = cJSON_AddArrayToObject(o, "shape");
     cJSON *names = cJSON_AddArrayToObject(o, "names");
     for (int i = 0; i < m->ndim; i++) {
-        cJSON_AddItemToArray(shape, cJSON_CreateNumber(m->shape[i]));
-        cJSON_AddItemToArray(names, m->names[i][0] ? cJSON_CreateString(m->names[i]) : cJSON_CreateNull());
+        lt__json_push(shape, cJSON_CreateNumber(m->shape[i]));
+        lt__json_push(names, m->names[i][0] ? cJSON_CreateString(m->names[i]) : cJSON_CreateNull());
     }
     return o;
 }
@@ -243,7 +244,7 @@ cJSON *lt_json_placements(const lt_placement *pl, int n) {
     char buf[1024];
     for (int i = 0; i < n; i++) {
         lt_placement_format(&pl[i], buf, sizeof buf);
-        cJSON_AddItemToArray(a, cJSON_CreateString(buf));
+        lt__json_push(a, cJSON_CreateString(buf));
     }
     return a;
 }
@@ -265,21 +266,22 @@ cJSON *lt_json_ranks(const lt_dtensor *dt) {
         for (int i = 0; i < m->ndim; i++) c64[i] = c[i];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "rank", r);
-        cJSON_AddItemToObject(o, "coord", lt_json_i64_array(c64, m->ndim));
-        cJSON_AddItemToObject(o, "local_shape", lt_json_i64_array(l.local_shape, dt->ndim));
-        cJSON_AddItemToObject(o, "global_offset", lt_json_i64_array(l.global_offset, dt->ndim));
+        lt__json_put(o, "coord", lt_json_i64_array(c64, m->ndim));
+        lt__json_put(o, "local_shape", lt_json_i64_array(l.local_shape, dt->ndim));
+        lt__json_put(o, "global_offset", lt_json_i64_array(l.global_offset, dt->ndim));
         cJSON_AddBoolToObject(o, "strided", strided);
         lt_rank_layout_free(&l);
         cJSON *vals = cJSON_AddArrayToObject(o, "values");
         const lt_tensor *t = lt_to_local(dt, r);
         int64_t n = lt_numel(t);
-        for (int64_t i = 0; i < n; i++) cJSON_AddItemToArray(vals, cJSON_CreateNumber(lt_get_flat(t, i)));
-        cJSON_AddItemToArray(a, o);
+        for (int64_t i = 0; i < n; i++) lt__json_push(vals, cJSON_CreateNumber(lt_get_flat(t, i)));
+        lt__json_push(a, o);
     }
     return a;
 }
 
 lt_status lt_json_print(FILE *f, const cJSON *j) {
+    if (lt__json_failed()) return lt__err(LT_NOMEM, "out of memory while building the JSON output");
     char *s = cJSON_Print(j);
     if (!s) return lt__err(LT_NOMEM, "out of memory while printing JSON");
     fprintf(f, "%s\n", s);
@@ -303,7 +305,7 @@ static int step_event(const lt_trace *tr, size_t *next, const lt_plan_step *ps, 
 
 static cJSON *size_array(const size_t *v, int n) {
     cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v ? (double)v[i] : 0));
+    for (int i = 0; a && i < n; i++) lt__json_push(a, cJSON_CreateNumber(v ? (double)v[i] : 0));
     return a;
 }
 
@@ -327,14 +329,14 @@ cJSON *lt_json_plan(const lt_plan *p, const lt_trace *trace, size_t since) {
         cJSON_AddNumberToObject(o, "bytes_total", (double)st->bytes_total);
         lt_trace_event ev;
         if (trace && !st->comm) {
-            cJSON_AddItemToObject(o, "bytes_sent", size_array(NULL, p->mesh.world));
-            cJSON_AddItemToObject(o, "bytes_recv", size_array(NULL, p->mesh.world));
+            lt__json_put(o, "bytes_sent", size_array(NULL, p->mesh.world));
+            lt__json_put(o, "bytes_recv", size_array(NULL, p->mesh.world));
         } else if (trace && step_event(trace, &next, st, &ev) && ev.world == p->mesh.world) {
-            cJSON_AddItemToObject(o, "bytes_sent", size_array(ev.sent, ev.world));
-            cJSON_AddItemToObject(o, "bytes_recv", size_array(ev.recv, ev.world));
+            lt__json_put(o, "bytes_sent", size_array(ev.sent, ev.world));
+            lt__json_put(o, "bytes_recv", size_array(ev.recv, ev.world));
         }
-        cJSON_AddItemToObject(o, "placements_after", lt_json_placements(st->after, p->mesh.ndim));
-        cJSON_AddItemToArray(a, o);
+        lt__json_put(o, "placements_after", lt_json_placements(st->after, p->mesh.ndim));
+        lt__json_push(a, o);
     }
     return a;
 }

@@ -14,6 +14,8 @@
 
 #include <cJSON.h>
 
+#include "tools/json_alloc.h"
+
 #include "tools/scenario_impl.h"
 
 #define GREEN "\033[32m"
@@ -145,10 +147,10 @@ static cJSON *case_json(const sc_case *c) {
     cJSON_AddNumberToObject(j, "checks", c->res.checks);
     cJSON_AddNumberToObject(j, "checks_failed", c->res.checks_failed);
     if ((fl = cJSON_AddArrayToObject(j, "failures")))
-        for (int i = 0; i < c->res.nfails; i++) cJSON_AddItemToArray(fl, failure_json(&c->res.fails[i]));
+        for (int i = 0; i < c->res.nfails; i++) lt__json_push(fl, failure_json(&c->res.fails[i]));
     /* every redistribute the case ran, with per-rank bytes of each plan step */
     cJSON *rd = c->res.redistributes ? cJSON_Parse(c->res.redistributes) : NULL;
-    cJSON_AddItemToObject(j, "redistributes", rd ? rd : cJSON_CreateArray());
+    lt__json_put(j, "redistributes", rd ? rd : cJSON_CreateArray());
     return j;
 }
 
@@ -170,8 +172,9 @@ static lt_status write_text(const char *path, const char *text) {
 
 lt_status lt__sc_write_json(const char *path, lt_sc_file *const *files, int nfiles, const sc_load_error *lerr,
                             int nlerr, const sc_run_summary *sum) {
+    lt__json_begin();
     cJSON *root = cJSON_CreateObject(), *fa, *counts;
-    if (!root) return lt__err(LT_NOMEM, "out of memory");
+    if (!root) return lt__err(LT_NOMEM, "out of memory while writing %s", path);
     cJSON_AddNumberToObject(root, "version", 1);
     fa = cJSON_AddArrayToObject(root, "files");
     for (int i = 0; fa && i < nlerr; i++) {
@@ -179,7 +182,7 @@ lt_status lt__sc_write_json(const char *path, lt_sc_file *const *files, int nfil
         cJSON_AddStringToObject(f, "path", lerr[i].path);
         cJSON_AddStringToObject(f, "load_error", lerr[i].message ? lerr[i].message : "out of memory");
         cJSON_AddArrayToObject(f, "scenarios");
-        cJSON_AddItemToArray(fa, f);
+        lt__json_push(fa, f);
     }
     for (int i = 0; fa && i < nfiles; i++) {
         const lt_sc_file *file = files[i];
@@ -202,7 +205,7 @@ lt_status lt__sc_write_json(const char *path, lt_sc_file *const *files, int nfil
             for (int c = 0; ca && c < s->ncases; c++) {
                 const sc_case *cs = &s->cases[c];
                 if (!cs->selected) continue;
-                cJSON_AddItemToArray(ca, case_json(cs));
+                lt__json_push(ca, case_json(cs));
                 t += cs->res.seconds;
                 if (cs->res.status != LT_SC_NOTRUN) all_notrun = 0;
                 if (cs->res.status == LT_SC_ERROR) worst = LT_SC_ERROR;
@@ -210,9 +213,9 @@ lt_status lt__sc_write_json(const char *path, lt_sc_file *const *files, int nfil
             }
             cJSON_AddStringToObject(sj, "status", json_status(all_notrun ? LT_SC_NOTRUN : worst));
             cJSON_AddNumberToObject(sj, "time_s", t);
-            cJSON_AddItemToArray(sa, sj);
+            lt__json_push(sa, sj);
         }
-        cJSON_AddItemToArray(fa, f);
+        lt__json_push(fa, f);
     }
     if ((counts = cJSON_AddObjectToObject(root, "counts"))) {
         cJSON_AddNumberToObject(counts, "files", sum->files);
@@ -225,16 +228,21 @@ lt_status lt__sc_write_json(const char *path, lt_sc_file *const *files, int nfil
         cJSON_AddNumberToObject(counts, "load_errors", nlerr);
     }
     cJSON_AddNumberToObject(root, "time_s", sum->seconds);
-    char *text = cJSON_Print(root);
+    char *text = lt__json_failed() ? NULL : cJSON_Print(root);
     cJSON_Delete(root);
-    if (!text) return lt__err(LT_NOMEM, "out of memory while writing %s", path);
+    if (!text || lt__json_failed()) {
+        cJSON_free(text);
+        return lt__err(LT_NOMEM, "out of memory while writing %s", path);
+    }
     size_t n = strlen(text);
     char *t2 = lt__realloc(text, n + 2);
-    if (t2) {
-        text = t2;
-        text[n] = '\n';
-        text[n + 1] = '\0';
+    if (!t2) {
+        lt__free(text);
+        return lt__err(LT_NOMEM, "out of memory while writing %s", path);
     }
+    text = t2;
+    text[n] = '\n';
+    text[n + 1] = '\0';
     lt_status st = write_text(path, text);
     lt__free(text);
     return st;

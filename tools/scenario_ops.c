@@ -14,7 +14,7 @@
  *   op:  op (name of LT_OP_MAP, required), inputs (DTensor names, one per
  *        input; none for rand/randn), as (a name, or a list for split/chunk),
  *        dim, dim2 (transpose's second dim, flatten's end), dims (reduce
- *        dims, permute order), keepdim, shape (reshape/view target, one -1
+ *        dims, permute order, squeeze dims), keepdim, shape (reshape/view target, one -1
  *        allowed; rand/randn shape), split_size, sizes, chunks, scalar (the
  *        *_scalar ops), p (dropout), seed, alpha, beta (addmm), dtype and
  *        placements (rand/randn), expect_placements (the output's, a check),

@@ -15,6 +15,7 @@
 
 #include "localtensor/redistribute.h"
 #include "tools/render.h"
+#include "tools/json_alloc.h"
 #include "tools/scenario_impl.h"
 
 /* ---- formatting ---------------------------------------------------------------- */
@@ -196,11 +197,11 @@ void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, c
     if (!o) return;
     cJSON_AddStringToObject(o, "at", at);
     cJSON_AddStringToObject(o, "tensor", tensor);
-    cJSON_AddItemToObject(o, "from", lt_json_placements(src, plan->mesh.ndim));
-    cJSON_AddItemToObject(o, "to", lt_json_placements(plan->dst, plan->mesh.ndim));
-    cJSON_AddItemToObject(o, "plan", lt_json_plan(plan, lt_comm_trace(rc->comm), since));
+    lt__json_put(o, "from", lt_json_placements(src, plan->mesh.ndim));
+    lt__json_put(o, "to", lt_json_placements(plan->dst, plan->mesh.ndim));
+    lt__json_put(o, "plan", lt_json_plan(plan, lt_comm_trace(rc->comm), since));
     cJSON_AddNumberToObject(o, "total_bytes", (double)plan->total_bytes);
-    cJSON_AddItemToArray((cJSON *)rc->plans, o);
+    lt__json_push((cJSON *)rc->plans, o);
 }
 
 void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
@@ -212,7 +213,10 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
     rc.res = &c->res;
     memset(&c->res, 0, sizeof c->res);
     c->res.status = LT_SC_PASS;
-    if (c->record_plans) rc.plans = cJSON_CreateArray();
+    if (c->record_plans) {
+        lt__json_begin();
+        rc.plans = cJSON_CreateArray();
+    }
     double t0 = now_s();
     lt_status st = lt_comm_new(&c->mesh, &rc.comm);
     if (st) error_result(&rc, &c->pos, "setup", "%s", lt_errmsg());
@@ -251,9 +255,12 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
     lt__free(rc.vals);
     lt_plan_free(rc.plan);
     lt_comm_free(rc.comm);
-    if (rc.plans) {
-        char *text = cJSON_PrintUnformatted((cJSON *)rc.plans);
+    if (c->record_plans) {
+        char *text = rc.plans && !lt__json_failed() ? cJSON_PrintUnformatted((cJSON *)rc.plans) : NULL;
         if (text) c->res.redistributes = adup(arena, text);
+        /* cJSON drops what it cannot allocate: the report would be incomplete */
+        if (!c->res.redistributes || lt__json_failed())
+            error_result(&rc, &c->pos, "--json", "out of memory while recording the redistribute plans");
         cJSON_free(text);
         cJSON_Delete((cJSON *)rc.plans);
     }

@@ -1,47 +1,22 @@
-/* test/fault/fault_api.c — allocation fault injection over the C API.
- *
- *   fault_api [-v] [-c] [-j WORKERS] [-s SITES_OUT] [-n MAX_N]
- *
- * Why: every out-of-memory path must return LT_NOMEM with a message that
- * says "out of memory" and where, free what it had built (no leak), and
- * leave the caller's output NULL or untouched (no half-built object). A
- * fixed workload runs the main API paths (distribute, redistribute with
- * verification and the plan cache, the collectives, ops with and without
- * the reference check, from_local, rand, planning, scenario loading and
- * running); for N = 1, 2, 3, ... it runs with the Nth allocation failing
- * (kernels/alloc.h), until a run completes without reaching the fault.
- * Each run must free every block it allocated (lt__fault_live); the runs
- * are shared between WORKERS forked processes (default 2), which exit
- * through exit() so that LeakSanitizer checks them as well (build with
- * `make asan`: the fault target does).
+/* test/fault/fault_api.c — the C API workload of the fault-injection
+ * driver (fault_main.c): distribute, redistribute with verification (twice:
+ * the second plan comes from the cache), Partial -> Replicate, full_tensor,
+ * the collectives (fresh and preallocated outputs), ops with and without
+ * the reference check, from_local, rand, planning from scratch, and a
+ * scenario loaded from memory and run from a file.
  *
  * Every result is checked against values computed here by hand from the
  * definitions (arange tensors, sums, products), so a path that swallows a
- * failure and goes on with a wrong answer is caught as well.
- *
- * A run ends as: done (completed, the fault was not reached), absorbed
- * (completed although the fault fired: the allocation was optional and
- * every result is still right), a clean LT_NOMEM, or broken (message on
- * stderr). Prints a summary; exits 0 when no run broke and no worker
- * crashed or reported a sanitizer error. */
+ * failure and goes on with a wrong answer is caught too; every failed call
+ * must keep the contract of fault_failed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "kernels/alloc.h"
 #include "localtensor/localtensor.h"
+#include "test/fault/fault.h"
 #include "tools/scenario.h"
-
-#define EXIT_DONE 0
-#define EXIT_OOM 3
-#define EXIT_BROKEN 4
-#define EXIT_ABSORBED 5
-
-static int verbose;
-static char scen_path[256];
-static char out_path[256];
 
 /* An address that no allocation returns: outputs are preset to it so a
  * failed call that leaves them untouched is told apart from a half-built one. */
@@ -49,35 +24,11 @@ static char sentinel;
 #define SENT ((void *)&sentinel)
 #define CHANGED ((void *)(&sentinel + 1))
 
-static void broken(const char *fmt, const char *a, const char *b) {
-    fprintf(stderr, "fault_api: ");
-    fprintf(stderr, fmt, a, b);
-    fprintf(stderr, "\n");
-}
-
-/* A failed call: must be LT_NOMEM from an injected fault, with a message,
- * and every output NULL or untouched. Returns the child's exit code. */
+/* fault_failed, with the sentinel counted as untouched */
 static int failed(const char *what, lt_status st, int nouts, void *const *outs) {
-    const char *msg = lt_errmsg();
-    if (verbose) fprintf(stderr, "  %s: %s\n", what, msg);
-    if (lt__fault_fired() == 0) {
-        broken("%s failed without a fault: %s", what, msg);
-        return EXIT_BROKEN;
-    }
-    if (st != LT_NOMEM) {
-        broken("%s: status is not 'out of memory': %s", what, lt_status_str(st));
-        return EXIT_BROKEN;
-    }
-    if (!strstr(msg, "out of memory")) {
-        broken("%s: the message does not say out of memory: '%s'", what, msg);
-        return EXIT_BROKEN;
-    }
-    for (int i = 0; i < nouts; i++)
-        if (outs[i] != NULL && outs[i] != SENT) {
-            broken("%s: a failed call left a half-built output%s", what, "");
-            return EXIT_BROKEN;
-        }
-    return EXIT_OOM;
+    void *o[8];
+    for (int i = 0; i < nouts && i < 8; i++) o[i] = outs[i] == SENT ? NULL : outs[i];
+    return fault_failed(what, st, nouts < 8 ? nouts : 8, o);
 }
 
 /* Runs one call whose single output is `out` (preset to the sentinel). On
@@ -117,25 +68,21 @@ typedef double (*val_fn)(int a, int b, const void *ctx);
 static int expect(const char *what, const lt_tensor *t, int64_t d0, int64_t d1, val_fn f, const void *ctx) {
     int nd = d1 ? 2 : 1;
     if (!t || t->ndim != nd || t->shape[0] != d0 || (d1 && t->shape[1] != d1)) {
-        broken("%s: wrong shape%s", what, "");
-        return EXIT_BROKEN;
+        return fault_broken(what, "wrong shape");
     }
     for (int a = 0; a < d0; a++)
         for (int b = 0; b < (d1 ? d1 : 1); b++) {
             int64_t idx[2] = {a, b};
             if (lt_get(t, idx) != f(a, b, ctx)) {
-                char where[64];
-                snprintf(where, sizeof where, "[%d, %d]", a, b);
-                broken("%s: wrong value at %s", what, where);
-                return EXIT_BROKEN;
+                return fault_broken(what, "wrong value at [%d, %d]: %g, expected %g", a, b, lt_get(t, idx), f(a, b, ctx));
             }
         }
-    return EXIT_DONE;
+    return FAULT_DONE;
 }
 
 #define EXPECT(what, t, d0, d1, f, ctx)                                               \
     do {                                                                              \
-        if ((rc = expect(what, t, d0, d1, f, ctx)) != EXIT_DONE) goto done;           \
+        if ((rc = expect(what, t, d0, d1, f, ctx)) != FAULT_DONE) goto done;           \
     } while (0)
 
 /* x[r][c] = 4r + c, the 4x4 arange tensor the workload starts from. */
@@ -200,8 +147,9 @@ static const char scen_text[] =
 
 /* The workload; returns the child's exit code. Frees everything it made on
  * every path. */
-static int workload(void) {
-    int rc = EXIT_DONE;
+int fault_api_workload(void *ctx, const char *tmp) {
+    (void)ctx;
+    int rc = FAULT_DONE;
     lt_mesh mesh;
     static const int mshape[2] = {2, 2};
     static const char *const mnames[2] = {"dp", "tp"};
@@ -221,13 +169,11 @@ static int workload(void) {
     rr[0] = lt_replicate(), rr[1] = lt_replicate();
 
     if (lt_mesh_init(&mesh, 2, mshape, mnames) != LT_OK) {
-        broken("mesh: %s%s", lt_errmsg(), "");
-        return EXIT_BROKEN;
+        return fault_broken("mesh", "%s", lt_errmsg());
     }
     CALL("tensor_new", x, lt_tensor_new(LT_F32, 2, shape, &x));
     if (lt_arange_fill(x) != LT_OK) {
-        broken("arange_fill: %s%s", lt_errmsg(), "");
-        rc = EXIT_BROKEN;
+        rc = fault_broken("arange_fill", "%s", lt_errmsg());
         goto done;
     }
 
@@ -354,8 +300,7 @@ static int workload(void) {
         CALL("full_tensor of rand", f2, lt_full_tensor(d2, &f2));
         for (int64_t i = 0; i < 16; i++)
             if (lt_get_flat(f1, i) != lt_get_flat(f2, i)) {
-                broken("rand: the values depend on the layout%s%s", "", "");
-                rc = EXIT_BROKEN;
+                rc = fault_broken("rand", "the values depend on the layout");
             }
         lt_tensor_free(f2);
         if (rc) goto done;
@@ -371,8 +316,7 @@ static int workload(void) {
     lt_redistribute_opts po = {.no_cache = 1};
     CALL("plan_redistribute", plan, lt_plan_redistribute(&mesh, LT_F32, 2, shape, s0s1, rr, 2, &po, &plan));
     if (plan->total_bytes != 192) {
-        broken("plan: total bytes is not 192%s%s", "", "");
-        rc = EXIT_BROKEN;
+        rc = fault_broken("plan", "total bytes %zu, expected 192", plan->total_bytes);
         goto done;
     }
     lt_plan_free(plan);
@@ -381,17 +325,25 @@ static int workload(void) {
     /* scenarios: load from memory, then load and run from a file */
     CALL("sc_load_string", sf, lt_sc_load_string("fault.yaml", scen_text, sizeof scen_text - 1, &sf));
     if (lt_sc_file_cases(sf) != 1) {
-        broken("scenario: not one case%s%s", "", "");
-        rc = EXIT_BROKEN;
+        rc = fault_broken("sc_load_string", "%d cases, expected 1", lt_sc_file_cases(sf));
         goto done;
     }
     lt_sc_file_free(sf);
     sf = NULL;
+    char scen_path[512], out_path[512];
+    snprintf(scen_path, sizeof scen_path, "%s.yaml", tmp);
+    snprintf(out_path, sizeof out_path, "%s.out", tmp);
+    FILE *sf_out = fopen(scen_path, "w");
+    if (!sf_out || fwrite(scen_text, 1, sizeof scen_text - 1, sf_out) != sizeof scen_text - 1) {
+        if (sf_out) fclose(sf_out);
+        rc = fault_broken("scenario", "cannot write %s", scen_path);
+        goto done;
+    }
+    fclose(sf_out);
     sink = fopen(out_path, "w+");
     errsink = fopen("/dev/null", "w");
     if (!sink || !errsink) {
-        broken("cannot open %s%s", out_path, "");
-        rc = EXIT_BROKEN;
+        rc = fault_broken("scenario", "cannot open %s", out_path);
         goto done;
     }
     {
@@ -409,12 +361,11 @@ static int workload(void) {
         if (code == 0 && strstr(text, "1 passed, 0 failed, 0 errors")) {
             /* ran */
         } else if (code == 2 && lt__fault_fired() && strstr(text, "out of memory")) {
-            if (verbose) fprintf(stderr, "  run_paths: exit 2, %s", strstr(text, "out of memory"));
-            rc = EXIT_OOM;
+            if (fault_verbose) fprintf(stderr, "  run_paths: exit 2, %s", strstr(text, "out of memory"));
+            rc = FAULT_OOM;
             goto done;
         } else {
-            broken("run_paths: unexpected result:\n%s%s", text, "");
-            rc = EXIT_BROKEN;
+            rc = fault_broken("run_paths", "exit %d:\n%s", code, text);
             goto done;
         }
     }
@@ -434,156 +385,6 @@ done:
     lt_dtensor_free(dA);
     lt_comm_free(comm);
     lt_tensor_free(x);
-    lt_plan_cache_clear();
-    lt_op_cache_clear();
     return rc;
 }
 
-/* One run with the nth allocation failing (0: none); returns its exit code
- * (EXIT_*). A run must also free every block it allocated. */
-static int one(int64_t n) {
-    lt__fault_arm(n, 0);
-    int rc = workload();
-    int64_t live = lt__fault_live();
-    lt__fault_disarm();
-    if (rc == EXIT_DONE && lt__fault_fired()) {
-        rc = EXIT_ABSORBED;
-        const char *file;
-        int line;
-        if (verbose && lt__fault_first(&file, &line) == 0)
-            printf("fault_api: N=%lld absorbed at %s:%d\n", (long long)n, file, line);
-    }
-    if (live != 0 && rc != EXIT_BROKEN) {
-        fprintf(stderr, "fault_api: N=%lld: %lld blocks leaked\n", (long long)n, (long long)live);
-        rc = EXIT_BROKEN;
-    }
-    if (rc == EXIT_BROKEN) fprintf(stderr, "fault_api: N=%lld broke the contract (message above)\n", (long long)n);
-    return rc;
-}
-
-/* Worker w of nw: N = w+1, w+1+nw, ... in this process until a run completes
- * without reaching its fault (then every later N does too). Writes
- * "runs oom absorbed bad last_n" to fd and exits through exit() so that
- * LeakSanitizer checks the whole worker too. */
-static void worker(int w, int nw, int64_t max_n, int fd) {
-    long long runs = 0, oom = 0, absorbed = 0, bad = 0, n;
-    int done = 0;
-    for (n = w + 1; n <= max_n && !done; n += nw) {
-        runs++;
-        switch (one(n)) {
-        case EXIT_DONE: done = 1; break;
-        case EXIT_OOM: oom++; break;
-        case EXIT_ABSORBED: absorbed++; break;
-        default: bad++;
-        }
-    }
-    if (!done) {
-        fprintf(stderr, "fault_api: the workload never completed within N <= %lld\n", (long long)max_n);
-        bad++;
-    }
-    char line[160];
-    int len = snprintf(line, sizeof line, "%lld %lld %lld %lld %lld\n", runs, oom, absorbed, bad, n - nw);
-    if (write(fd, line, (size_t)len) != len) bad++;
-    close(fd);
-    remove(out_path);
-    exit(bad ? 1 : 0);
-}
-
-int main(int argc, char **argv) {
-    const char *sites_out = NULL;
-    int64_t max_n = 100000;
-    int count_only = 0, nw = 2;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-v")) verbose = 1;
-        else if (!strcmp(argv[i], "-s") && i + 1 < argc) sites_out = argv[++i];
-        else if (!strcmp(argv[i], "-n") && i + 1 < argc) max_n = strtoll(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "-j") && i + 1 < argc) nw = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "-c")) count_only = 1;
-        else {
-            fprintf(stderr, "usage: fault_api [-v] [-c] [-j WORKERS] [-s SITES_OUT] [-n MAX_N]\n");
-            return 2;
-        }
-    }
-    if (nw < 1 || nw > 64) nw = 2;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(scen_path, sizeof scen_path, "%s/lt-fault-api-%d.yaml", tmp ? tmp : "/tmp", (int)getpid());
-    FILE *f = fopen(scen_path, "w");
-    if (!f || fwrite(scen_text, 1, sizeof scen_text - 1, f) != sizeof scen_text - 1) {
-        fprintf(stderr, "fault_api: cannot write %s\n", scen_path);
-        if (f) fclose(f);
-        return 2;
-    }
-    fclose(f);
-    snprintf(out_path, sizeof out_path, "%s/lt-fault-api-%d.out", tmp ? tmp : "/tmp", (int)getpid());
-
-    /* a warm-up run, not armed: one-time initialisations happen here, not
-     * inside a counted run */
-    int rc = workload();
-    if (rc == EXIT_DONE) rc = one(0);
-    remove(out_path);
-    if (rc != EXIT_DONE) {
-        remove(scen_path);
-        fprintf(stderr, "fault_api: the workload fails without any fault\n");
-        return 1;
-    }
-    long long total = lt__fault_count();
-    int nsites = lt__fault_nsites();
-    if (sites_out) {
-        FILE *so = fopen(sites_out, "w");
-        const char *file;
-        int line;
-        int64_t hits;
-        for (int i = 0; so && lt__fault_site(i, &file, &line, &hits) == 0; i++)
-            fprintf(so, "%s:%d %lld\n", file, line, (long long)hits);
-        if (so) fclose(so);
-    }
-    printf("fault_api: the workload makes %lld allocations at %d call sites\n", total, nsites);
-    fflush(stdout);
-    if (count_only) {
-        remove(scen_path);
-        return 0;
-    }
-
-    pid_t pids[64];
-    int fds[64];
-    for (int w = 0; w < nw; w++) {
-        int p[2];
-        if (pipe(p) != 0) {
-            perror("fault_api: pipe");
-            return 2;
-        }
-        pids[w] = fork();
-        if (pids[w] < 0) {
-            perror("fault_api: fork");
-            return 2;
-        }
-        if (pids[w] == 0) {
-            close(p[0]);
-            snprintf(out_path, sizeof out_path, "%s/lt-fault-api-%d-%d.out", tmp ? tmp : "/tmp", (int)getppid(), w);
-            worker(w, nw, max_n, p[1]);
-        }
-        close(p[1]);
-        fds[w] = p[0];
-    }
-    long long runs = 0, oom = 0, absorbed = 0, bad = 0, last = 0;
-    for (int w = 0; w < nw; w++) {
-        char buf[160] = "";
-        ssize_t k = read(fds[w], buf, sizeof buf - 1);
-        close(fds[w]);
-        long long r = 0, o = 0, a = 0, b = 0, l = 0;
-        if (k <= 0 || sscanf(buf, "%lld %lld %lld %lld %lld", &r, &o, &a, &b, &l) != 5) b = 1;
-        runs += r, oom += o, absorbed += a, bad += b;
-        if (l > last) last = l;
-        int ws;
-        waitpid(pids[w], &ws, 0);
-        if (!WIFEXITED(ws) || (WEXITSTATUS(ws) != 0 && b == 0)) {
-            fprintf(stderr, "fault_api: worker %d %s %d (a crash or a sanitizer report: see above)\n", w,
-                    WIFEXITED(ws) ? "exited with" : "was killed by signal", WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
-            bad++;
-        }
-    }
-    remove(scen_path);
-    printf("fault_api: %lld runs (N = 1..%lld): %lld clean out-of-memory errors, %lld absorbed, %lld failed\n", runs,
-           last, oom, absorbed, bad);
-    return bad ? 1 : 0;
-}
