@@ -32,7 +32,7 @@ lt_status lt__mem_limit(uint64_t *bytes, const char **why);
 /* LT_OK when `bytes` fits under lt__mem_limit; otherwise LT_NOMEM with
  * "WHAT needs X GiB for the shards of all N ranks, more than this
  * machine's Y GiB of memory[ available now | ...]" (or lt__mem_limit's
- * LT_INVALID). */
+ * LT_INVALID). 0 bytes is LT_OK without asking the system. */
 lt_status lt__mem_check(uint64_t bytes, int world, const char *what);
 
 /* a + b, or UINT64_MAX when it wraps (byte estimates saturate). */

@@ -57,7 +57,8 @@ int lt__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
     int64_t st = 1;
     for (int d = ndim - 1; d >= 0; d--) {
         strides[d] = st;
-        if (lt__mul_i64(st, shape[d] > 1 ? shape[d] : 1, &st)) return 1;
+        /* dim 0's size never enters a stride: [2^40, 0, 2^40] has strides that fit */
+        if (d > 0 && lt__mul_i64(st, shape[d] > 1 ? shape[d] : 1, &st)) return 1;
     }
     return 0;
 }

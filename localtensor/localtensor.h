@@ -13,6 +13,8 @@
 #include "kernels/tensor.h"
 #include "collectives_sim/mesh.h"
 #include "collectives_sim/collectives.h"
+#include "collectives_sim/match.h"
+#include "collectives_sim/program.h"
 #include "localtensor/placement.h"
 #include "localtensor/layout.h"
 #include "localtensor/local.h"

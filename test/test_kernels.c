@@ -76,6 +76,13 @@ static void test_shape_errors(void **state) {
     LT_EXPECT_STATUS(lt_tensor_new((lt_dtype)99, 1, nine, &t), LT_INVALID);
     int64_t zbig[] = {0, INT64_MAX, INT64_MAX};  /* no elements, but strides overflow */
     LT_EXPECT_STATUS(lt_tensor_new(LT_F32, 3, zbig, &t), LT_OVERFLOW);
+    /* strides (2^40, 2^40, 1) fit: dim 0's size never enters a stride */
+    int64_t zfit[] = {(int64_t)1 << 40, 0, (int64_t)1 << 40};
+    LT_CHECK(lt_tensor_new(LT_F32, 3, zfit, &t));
+    assert_int_equal(lt_numel(t), 0);
+    assert_true(t->strides[0] == ((int64_t)1 << 40) && t->strides[1] == ((int64_t)1 << 40));
+    lt_tensor_free(t);
+    t = NULL;
     double v[] = {1, 2, 3};
     int64_t s2[] = {2};
     LT_EXPECT_STATUS(lt_tensor_from_doubles(LT_F32, 1, s2, v, 3, &t), LT_SHAPE);

@@ -294,6 +294,26 @@ static void test_show_refused(void **state) {
     expect_text(out, "needs 64.0 MiB for the shards of all 256 ranks, more than this machine's 16.0 MiB of memory allowed by LOCALTENSOR_MEMORY_LIMIT");
 }
 
+/* --json builds a cJSON node per value (LT_JSON_BYTES_PER_VALUE = 192 bytes
+ * budgeted for each): 64 ranks x 16384 replicated f32 = 1,048,576 values =
+ * 192 MiB of document for 4 MiB of shards, refused under a 64 MiB budget
+ * before the document is built; the same without --json runs. */
+static void test_json_document_refused(void **state) {
+    (void)state;
+    static char out[8192];
+    setenv("LOCALTENSOR_MEMORY_LIMIT", "64M", 1);
+    const char *a[] = {"show", "--mesh", "64", "--shape", "16384", "--placements", "R", "--json"};
+    int rc = cli(lt_cli_show, a, 8, out, sizeof out);
+    const char *b[] = {"redistribute", "--mesh", "64", "--shape", "16384", "--from", "S(0)", "--to", "R", "--json"};
+    static char out2[8192];
+    int rc2 = cli(lt_cli_redistribute, b, 10, out2, sizeof out2);
+    unsetenv("LOCALTENSOR_MEMORY_LIMIT");
+    assert_int_equal(rc, 2);
+    expect_text(out, "--json: the --json document needs 192.0 MiB");
+    assert_int_equal(rc2, 2);
+    expect_text(out2, "--json: the --json document needs 192.0 MiB");
+}
+
 /* The `collective` step of a scenario: an all_gather of a 16M-element tensor
  * on 4096 ranks (256 GiB of results) ate all memory. Scaled: 65536 f32 on
  * 64 ranks, S(0) (256 KiB), all_gathered: 64 x 256 KiB = 16 MiB of results,
@@ -397,6 +417,7 @@ int main(void) {
         cmocka_unit_test(test_redistribute_cli_refuses_fast),
         cmocka_unit_test(test_redistribute_refused_before_running),
         cmocka_unit_test(test_show_refused),
+        cmocka_unit_test(test_json_document_refused),
         cmocka_unit_test(test_collective_step_refused),
         cmocka_unit_test(test_distribute_refused),
         cmocka_unit_test(test_op_refused),

@@ -6,6 +6,8 @@
  * moves more bytes than greedy, and the cases of the hardening issue plan
  * as worked out by hand. Execution and verification of every planned state
  * is test_redistribute.c's sweep. */
+#include "kernels/alloc.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,6 +298,61 @@ static void test_min_cost_equals_brute_force(void **state) {
     assert_true(k.pairs > (SANITIZED ? 10000 : 35000) && k.beats_greedy > 0);
 }
 
+/* Every allocation of planning and running each kind of move fails in turn:
+ * LT_NOMEM saying so, no output, nothing left allocated (kernels/alloc.h's
+ * countdown). The source is distributed before arming. */
+static void test_out_of_memory(void **state) {
+    (void)state;
+    const char *cases[][4] = {
+        {"dp=2,tp=2", "13", "SS(0,2),S(0)", "R,S(0)"},   /* all_gather, reordered */
+        {"dp=2,tp=2", "13", "R,S(0)", "SS(0,2),S(0)"},   /* local pick */
+        {"2", "6", "S(0)", "S(0,[6,0])"},                /* gather */
+        {"2", "6", "S(0,[6,0])", "S(0,[2,4])"},          /* scatter */
+        {"2", "8", "S(0)", "SS(0,2)"},                   /* all_to_all */
+        {"2x2", "5", "P(sum),S(0)", "S(0),R"},           /* reductions */
+        {"2x2", "5", "S(0),R", "S(0),P(sum)"},           /* partition */
+    };
+    long points = 0;
+    for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
+        lt_mesh m = mk_mesh(cases[q][0]);
+        int64_t shape[1] = {atoi(cases[q][1])};
+        lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
+        parse_pl(cases[q][2], sp);
+        parse_pl(cases[q][3], dp);
+        lt_dtensor *src = mk(&m, LT_F32, 1, shape, sp);
+        lt_redistribute_opts o = {0};
+        o.verify = 1;
+        o.no_cache = 1;
+        int completed = 0;
+        for (int64_t n = 1; n < 100000 && !completed; n++) {
+            lt_dtensor *out = NULL;
+            lt__fault_arm(n, 0);
+            lt_status st = lt_redistribute(src, dp, m.ndim, &o, &out, NULL);
+            int fired = (int)lt__fault_fired(), had_out = out != NULL;
+            lt_dtensor_free(out);
+            int64_t live = lt__fault_live();
+            lt__fault_disarm();
+            if (!fired) {
+                LT_CHECK(st);
+                completed = 1;
+            } else {
+                points++;
+                if (st != LT_NOMEM || !strstr(lt_errmsg(), "out of memory"))
+                    fail_msg("%s -> %s, allocation %lld failing: %s: %s", cases[q][2], cases[q][3], (long long)n,
+                             lt_status_str(st), lt_errmsg());
+                if (had_out) fail_msg("%s -> %s: a failed redistribute left its output set", cases[q][2], cases[q][3]);
+            }
+            if (live != 0)
+                fail_msg("%s -> %s, allocation %lld failing: %lld blocks left allocated", cases[q][2], cases[q][3],
+                         (long long)n, (long long)live);
+        }
+        assert_true(completed);
+        lt_dtensor_free(src);
+    }
+    print_message("out of memory: %ld failing allocations, each a clean error\n", points);
+    assert_true(points > 100);
+}
+
 static int teardown(void **state) {
     (void)state;
     cache_clear();
@@ -307,6 +364,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_issue_cases),
         cmocka_unit_test(test_new_moves),
+        cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_min_cost_equals_brute_force),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);

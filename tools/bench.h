@@ -51,5 +51,6 @@ double lt_bench_memcpy_once(lt_bench *b, size_t bytes);
 void lt_bench_collectives(lt_bench *b);    /* tools/bench_collectives.c */
 void lt_bench_redistribute(lt_bench *b);   /* tools/bench_redistribute.c */
 void lt_bench_ops(lt_bench *b);            /* tools/bench_ops.c */
+void lt_bench_program(lt_bench *b);        /* tools/bench_program.c */
 
 #endif

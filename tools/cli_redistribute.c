@@ -132,6 +132,13 @@ int lt_cli_redistribute(int argc, char **argv) {
         rc = lt_cli_fail(cmd, st);
         goto done;
     }
+    if (json && out) {
+        lt_status js = lt_json_ranks_check(out);
+        if (js) {
+            rc = lt_cli_fail(cmd, js);
+            goto done;
+        }
+    }
     if (json) {
         lt__json_begin();
         cJSON *o = cJSON_CreateObject();

@@ -56,6 +56,10 @@ int lt_cli_show(int argc, char **argv) {
     lt_dtensor *d = NULL;
     if ((st = lt_dtensor_init(&a.mesh, a.dtype, a.ndim, a.shape, pl, np, &a.init, &d)))
         return lt__err_ctx(st, "--placements %s", pl_s), lt_cli_fail("show", st);
+    if (json && (st = lt_json_ranks_check(d))) {
+        lt_dtensor_free(d);
+        return lt_cli_fail("show", st);
+    }
     if (json) {
         lt__json_begin();
         cJSON *o = cJSON_CreateObject();

@@ -2,6 +2,7 @@
 #include "tools/render.h"
 #include "tools/json_alloc.h"
 #include "kernels/alloc.h"
+#include "kernels/memlimit.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +248,18 @@ cJSON *lt_json_placements(const lt_placement *pl, int n) {
         lt__json_push(a, cJSON_CreateString(buf));
     }
     return a;
+}
+
+lt_status lt_json_ranks_check(const lt_dtensor *dt) {
+    const lt_mesh *m = lt_dtensor_mesh(dt);
+    uint64_t bytes = 0;
+    for (int r = 0; r < m->world; r++) {
+        uint64_t n = (uint64_t)lt_numel(lt_to_local(dt, r));
+        bytes = lt__add_sat(bytes, n > UINT64_MAX / LT_JSON_BYTES_PER_VALUE ? UINT64_MAX
+                                                                            : n * LT_JSON_BYTES_PER_VALUE);
+    }
+    lt_status st = lt__mem_check(bytes, m->world, "the --json document");
+    return st ? lt__err_ctx(st, "--json") : LT_OK;
 }
 
 cJSON *lt_json_ranks(const lt_dtensor *dt) {

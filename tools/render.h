@@ -36,6 +36,12 @@ cJSON *lt_json_placements(const lt_placement *pl, int n);
  * every rank ("strided": the shard's indices are not one contiguous run
  * along some dim, so global_offset is only its first index). */
 cJSON *lt_json_ranks(const lt_dtensor *dt);
+/* LT_OK when the JSON document of lt_json_ranks(dt) (about
+ * LT_JSON_BYTES_PER_VALUE bytes per value: a cJSON node, its allocation and
+ * its printed text) fits in memory; otherwise LT_NOMEM with the "needs X
+ * ... more than this machine's Y" message, before anything is built. */
+#define LT_JSON_BYTES_PER_VALUE 192
+lt_status lt_json_ranks_check(const lt_dtensor *dt);
 
 /* The steps of plan p: [{"step" (from 1), "mesh_dim", "from", "to",
  * "collective", "local"?, "action" (lt_plan_step_action), "bytes_per_rank"

@@ -52,7 +52,9 @@ static inline char *fuzz_cstr(const uint8_t *data, size_t size) {
 #if defined(__SANITIZE_ADDRESS__)
 #define LT_FUZZ_ASAN 1
 #endif
-#ifdef LT_FUZZ_ASAN
+/* (defined once: in the harness, not in replay_main.c, which includes this
+ * header for the prototypes only) */
+#if defined(LT_FUZZ_ASAN) && !defined(LT_FUZZ_REPLAY_MAIN)
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) {
     return "allocator_may_return_null=1:max_allocation_size_mb=64";

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#define LT_FUZZ_REPLAY_MAIN
 #include "test/fuzz/fuzz.h"
 
 static int nrun;

@@ -1,0 +1,618 @@
+/* collectives_sim/match.c — the matcher of match.h: per-group call counts,
+ * who waits where, the agreement rules of docs/SEMANTICS.md §12, and the
+ * report built once nothing can run.
+ *
+ * Invariant: a rank waits in at most one call, and every waiting member of a
+ * group waits in the same call of it (the group's next one), because a rank
+ * can issue its (k+1)-th call on a group only after its k-th completed, which
+ * needed every member. So a group needs only a count of waiting members and
+ * of completed calls.
+ */
+#include "collectives_sim/match.h"
+#include "kernels/alloc.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/dtype.h"
+
+typedef struct rank_st {
+    lt_rank_state state;
+    int gid;                    /* WAITING: global group id */
+    lt_match_call call;         /* WAITING */
+    lt_status status;           /* FAILED */
+    char *msg;                  /* FAILED: owned */
+} rank_st;
+
+struct lt_match {
+    lt_mesh mesh;
+    int world;
+    int goff[LT_MESH_MAX_DIMS + 1]; /* group id = goff[d] + group index along d */
+    rank_st *rk;                    /* (world) */
+    int64_t *seq;                   /* (ngroups of all dims) calls completed */
+    int *npend;                     /* (ngroups of all dims) members waiting */
+    unsigned char *ready;           /* (ngroups of all dims) 1: complete and agreeing */
+    int *scratch;                   /* (largest mesh dim) members of a group */
+};
+
+static const char *const hang_names[] = {
+#define LT__XX(e, s) s,
+    LT_HANG_MAP(LT__XX)
+#undef LT__XX
+};
+
+const char *lt_hang_kind_name(lt_hang_kind k) {
+    return (int)k >= 0 && k < LT_HANG_COUNT ? hang_names[k] : "?";
+}
+
+lt_status lt_hang_kind_parse(const char *s, lt_hang_kind *out) {
+    int i = s ? lt__name_find(hang_names, LT_HANG_COUNT, s) : -1;
+    if (i < 0) {
+        char known[128];
+        return lt__err(LT_INVALID, "unknown hang kind '%s' (known: %s)", s ? s : "(null)",
+                       lt__name_join(hang_names, LT_HANG_COUNT, known, sizeof known));
+    }
+    *out = (lt_hang_kind)i;
+    return LT_OK;
+}
+
+/* ---- calls ---------------------------------------------------------------------- */
+
+lt_match_call lt_match_call_init(lt_coll kind, int mesh_dim, const char *file, int line) {
+    lt_match_call c;
+    memset(&c, 0, sizeof c);
+    c.kind = kind;
+    c.mesh_dim = mesh_dim;
+    c.op = -1;
+    c.root = -1;
+    c.dtype = LT_F32;
+    c.dim = -1;
+    c.concat_dim = -1;
+    c.file = file;
+    c.line = line;
+    return c;
+}
+
+void lt_match_call_set_tensor(lt_match_call *c, const lt_tensor *t) {
+    c->has_tensor = t != NULL;
+    c->ndim = 0;
+    if (!t) return;
+    c->dtype = t->dtype;
+    c->ndim = t->ndim;
+    memcpy(c->shape, t->shape, (size_t)t->ndim * sizeof *c->shape);
+}
+
+static int is_reduction(lt_coll k) {
+    return k == LT_COLL_ALL_REDUCE || k == LT_COLL_REDUCE || k == LT_COLL_REDUCE_SCATTER;
+}
+static int is_rooted(lt_coll k) {
+    return k == LT_COLL_BROADCAST || k == LT_COLL_SCATTER || k == LT_COLL_GATHER || k == LT_COLL_REDUCE;
+}
+static int has_dim(lt_coll k) {
+    return k == LT_COLL_ALL_GATHER || k == LT_COLL_GATHER || k == LT_COLL_REDUCE_SCATTER ||
+           k == LT_COLL_SCATTER || k == LT_COLL_ALL_TO_ALL;
+}
+static int has_rule(lt_coll k) {
+    return k == LT_COLL_REDUCE_SCATTER || k == LT_COLL_SCATTER || k == LT_COLL_ALL_TO_ALL;
+}
+/* every member passes a tensor (the others: only the root must) */
+static int needs_tensor(lt_coll k) {
+    return k != LT_COLL_BARRIER && k != LT_COLL_BROADCAST && k != LT_COLL_SCATTER;
+}
+static const char *dim_name(lt_coll k) {
+    return k == LT_COLL_ALL_TO_ALL ? "split dim" : k == LT_COLL_SCATTER ? "scatter dim"
+         : k == LT_COLL_REDUCE_SCATTER ? "scatter dim" : "gather dim";
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static lt_status verr(int rank, const lt_match_call *c, lt_status st, const char *fmt, ...) {
+    char msg[512], pos[300] = "";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (c->file) snprintf(pos, sizeof pos, "%s:%d: ", c->file, c->line);
+    return lt__err(st, "%srank %d: %s on mesh dim %d: %s", pos, rank, lt_coll_name(c->kind), c->mesh_dim, msg);
+}
+
+lt_status lt_match_validate(const lt_mesh *m, int rank, const lt_match_call *c) {
+    if (!m || !c) return lt__err(LT_INVALID, "lt_match_validate: NULL argument");
+    if (rank < 0 || rank >= m->world)
+        return lt__err(LT_INVALID, "rank %d is out of range 0..%d", rank, m->world - 1);
+    if ((int)c->kind < 0 || c->kind >= LT_COLL_COUNT || c->kind == LT_COLL_PERMUTE)
+        return lt__err(LT_INVALID, "%s%s%srank %d: collective %d (%s) cannot be matched", c->file ? c->file : "",
+                       c->file ? ":" : "", c->file ? " " : "", rank, (int)c->kind, lt_coll_name(c->kind));
+    if (c->mesh_dim < 0 || c->mesh_dim >= m->ndim)
+        return verr(rank, c, LT_INVALID, "mesh dim %d is out of range (the mesh has %d dim%s)", c->mesh_dim,
+                    m->ndim, m->ndim == 1 ? "" : "s");
+    int n = m->shape[c->mesh_dim], pos;
+    lt_mesh_group_of(m, c->mesh_dim, rank, &pos);
+    lt_coll k = c->kind;
+    if (is_reduction(k) && (c->op < 0 || c->op >= LT_REDOP_COUNT))
+        return verr(rank, c, LT_INVALID, "unknown reduce op %d", c->op);
+    if (is_rooted(k) && (c->root < 0 || c->root >= n))
+        return verr(rank, c, LT_INVALID, "root %d is out of range: the group has %d rank%s, so root is a "
+                    "position 0..%d", c->root, n, n == 1 ? "" : "s", n - 1);
+    int need = needs_tensor(k) || (is_rooted(k) && pos == c->root);
+    if (need && !c->has_tensor)
+        return verr(rank, c, LT_INVALID, "no input tensor (NULL)%s",
+                    needs_tensor(k) ? "" : " on the root");
+    if (!c->has_tensor) return LT_OK;
+    if (c->ndim < 0 || c->ndim > LT_MAX_DIMS)
+        return verr(rank, c, LT_INVALID, "input has %d dims (at most %d)", c->ndim, LT_MAX_DIMS);
+    if (is_reduction(k) && c->dtype == LT_BOOL && c->op == LT_REDOP_AVG)
+        return verr(rank, c, LT_UNSUPPORTED, "op avg is not defined for bool");
+    if (k == LT_COLL_SCATTER && pos != c->root) return LT_OK; /* only the root's tensor is read */
+    char ss[128];
+    if (has_dim(k) && (c->dim < 0 || c->dim >= c->ndim))
+        return verr(rank, c, LT_INVALID, "%s %d is out of range for its input of shape %s", dim_name(k), c->dim,
+                    lt_shape_str(c->ndim, c->shape, ss, sizeof ss));
+    if (k == LT_COLL_ALL_TO_ALL && (c->concat_dim < 0 || c->concat_dim >= c->ndim))
+        return verr(rank, c, LT_INVALID, "concat dim %d is out of range for its input of shape %s", c->concat_dim,
+                    lt_shape_str(c->ndim, c->shape, ss, sizeof ss));
+    if (has_rule(k)) {
+        lt_split_rule chunk = lt_split_chunk();
+        int64_t size, off;
+        lt_status st = lt_split_piece(c->rule ? c->rule : &chunk, c->shape[c->dim], n, 0, &size, &off);
+        if (st) {
+            char rs[256];
+            lt_split_rule_format(c->rule ? c->rule : &chunk, rs, sizeof rs);
+            char inner[512];
+            snprintf(inner, sizeof inner, "%s", lt_errmsg());
+            return verr(rank, c, st, "cannot split dim %d of its input of shape %s into %d pieces by rule %s: %s",
+                        c->dim, lt_shape_str(c->ndim, c->shape, ss, sizeof ss), n, rs, inner);
+        }
+    }
+    return LT_OK;
+}
+
+/* ---- agreement (docs/SEMANTICS.md §12) --------------------------------------------- */
+
+static const char *redop_or(int op) { return op >= 0 && op < LT_REDOP_COUNT ? lt_redop_name((lt_redop)op) : "?"; }
+
+/* 0 when b agrees with a, the member compared against; tref is the call
+ * whose tensor b's tensor is compared with (a, or the root's for
+ * broadcast). Otherwise why = "the reduce op differs (sum vs max)" and 1
+ * for a difference of arguments, 2 for one of tensors (b vs tref). */
+static int differ(const lt_match_call *a, const lt_match_call *b, const lt_match_call *tref, char *why, size_t cap) {
+    lt_coll k = a->kind;
+    if (b->kind != k) {
+        snprintf(why, cap, "the collective differs (%s vs %s)", lt_coll_name(k), lt_coll_name(b->kind));
+        return 1;
+    }
+    if (is_reduction(k) && a->op != b->op) {
+        snprintf(why, cap, "the reduce op differs (%s vs %s)", redop_or(a->op), redop_or(b->op));
+        return 1;
+    }
+    if (is_rooted(k) && a->root != b->root) {
+        snprintf(why, cap, "the root differs (%d vs %d)", a->root, b->root);
+        return 1;
+    }
+    if (has_dim(k) && a->dim != b->dim) {
+        snprintf(why, cap, "the %s differs (%d vs %d)", dim_name(k), a->dim, b->dim);
+        return 1;
+    }
+    if (k == LT_COLL_ALL_TO_ALL && a->concat_dim != b->concat_dim) {
+        snprintf(why, cap, "the concat dim differs (%d vs %d)", a->concat_dim, b->concat_dim);
+        return 1;
+    }
+    if (has_rule(k)) {
+        lt_split_rule chunk = lt_split_chunk();
+        const lt_split_rule *ra = a->rule ? a->rule : &chunk, *rb = b->rule ? b->rule : &chunk;
+        if (!lt_split_rule_equal(ra, rb)) {
+            char sa[256], sb[256];
+            lt_split_rule_format(ra, sa, sizeof sa);
+            lt_split_rule_format(rb, sb, sizeof sb);
+            snprintf(why, cap, "the split rule differs (%s vs %s)", sa, sb);
+            return 1;
+        }
+    }
+    if (k == LT_COLL_BARRIER || k == LT_COLL_SCATTER || !tref || !b->has_tensor) return 0;
+    if (tref->dtype != b->dtype) {
+        snprintf(why, cap, "the dtype differs (%s vs %s)", lt_dtype_name(tref->dtype), lt_dtype_name(b->dtype));
+        return 2;
+    }
+    /* the dim that may differ: the gathered one, or all_to_all's concat dim */
+    int skip = k == LT_COLL_ALL_GATHER || k == LT_COLL_GATHER ? a->dim : k == LT_COLL_ALL_TO_ALL ? a->concat_dim : -1;
+    int bad = tref->ndim != b->ndim;
+    for (int i = 0; !bad && i < b->ndim; i++) bad = i != skip && tref->shape[i] != b->shape[i];
+    if (!bad) return 0;
+    char sa[128], sb[128];
+    lt_shape_str(tref->ndim, tref->shape, sa, sizeof sa);
+    lt_shape_str(b->ndim, b->shape, sb, sizeof sb);
+    if (skip >= 0)
+        snprintf(why, cap, "the shapes differ outside dim %d (%s vs %s)", skip, sa, sb);
+    else
+        snprintf(why, cap, "the shapes differ (%s vs %s)", sa, sb);
+    return 2;
+}
+
+/* The first disagreement among the waiting members of group g of mesh dim
+ * d, in group order: 1 with *ra (the member compared against: the first
+ * waiting one, or for a tensor difference the one whose tensor is the
+ * reference), *rb and why; 0 when they agree. */
+static int group_differs(const lt_match *mt, int d, int g, int *ra, int *rb, char *why, size_t cap) {
+    int gid = mt->goff[d] + g, n = mt->mesh.shape[d];
+    int *mem = mt->scratch;
+    lt_mesh_group(&mt->mesh, d, g, mem);
+    const lt_match_call *a = NULL, *tref = NULL;
+    int ar = -1, tr = -1;
+    for (int p = 0; p < n; p++) {
+        const rank_st *s = &mt->rk[mem[p]];
+        if (s->state != LT_RANK_WAITING || s->gid != gid) continue;
+        if (!a) {
+            a = &s->call;
+            ar = mem[p];
+        }
+        /* tensors compare with the first one present (broadcast: the root's, when it waits) */
+        if (s->call.has_tensor && (!tref || (a->kind == LT_COLL_BROADCAST && p == a->root))) {
+            tref = &s->call;
+            tr = mem[p];
+        }
+    }
+    for (int p = 0; a && p < n; p++) {
+        const rank_st *s = &mt->rk[mem[p]];
+        if (s->state != LT_RANK_WAITING || s->gid != gid) continue;
+        int k = differ(a, &s->call, tref, why, cap);
+        if (!k) continue;
+        *ra = k == 2 ? tr : ar;
+        *rb = mem[p];
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- the matcher ------------------------------------------------------------------- */
+
+lt_status lt_match_new(const lt_mesh *m, lt_match **out) {
+    if (!out) return lt__err(LT_INVALID, "lt_match_new: out is NULL");
+    *out = NULL;
+    if (!m || m->ndim < 1 || m->ndim > LT_MESH_MAX_DIMS || m->world < 1)
+        return lt__err(LT_INVALID, "lt_match_new: invalid mesh (build it with lt_mesh_init)");
+    lt_match *mt = lt__calloc(1, sizeof *mt);
+    if (!mt) return lt__err(LT_NOMEM, "lt_match_new: out of memory");
+    mt->mesh = *m;
+    mt->world = m->world;
+    int biggest = 1;
+    for (int d = 0; d < m->ndim; d++) {
+        mt->goff[d + 1] = mt->goff[d] + lt_mesh_ngroups(m, d);
+        if (m->shape[d] > biggest) biggest = m->shape[d];
+    }
+    size_t ng = (size_t)mt->goff[m->ndim];   /* <= 8 * 65536 */
+    mt->rk = lt__calloc((size_t)m->world, sizeof *mt->rk);
+    mt->seq = lt__calloc(ng, sizeof *mt->seq);
+    mt->npend = lt__calloc(ng, sizeof *mt->npend);
+    mt->ready = lt__calloc(ng, 1);
+    mt->scratch = lt__calloc((size_t)biggest, sizeof *mt->scratch);
+    if (!mt->rk || !mt->seq || !mt->npend || !mt->ready || !mt->scratch) {
+        lt_match_free(mt);
+        return lt__err(LT_NOMEM, "lt_match_new: out of memory for %d ranks", m->world);
+    }
+    *out = mt;
+    return LT_OK;
+}
+
+void lt_match_free(lt_match *mt) {
+    if (!mt) return;
+    if (mt->rk)
+        for (int r = 0; r < mt->world; r++) lt__free(mt->rk[r].msg);
+    lt__free(mt->rk);
+    lt__free(mt->seq);
+    lt__free(mt->npend);
+    lt__free(mt->ready);
+    lt__free(mt->scratch);
+    lt__free(mt);
+}
+
+const lt_mesh *lt_match_mesh(const lt_match *mt) { return &mt->mesh; }
+
+static lt_status need_running(const lt_match *mt, int rank, const char *what) {
+    if (rank < 0 || rank >= mt->world)
+        return lt__err(LT_INVALID, "%s: rank %d is out of range 0..%d", what, rank, mt->world - 1);
+    static const char *const st[] = {"running", "waiting in a collective", "finished", "failed"};
+    if (mt->rk[rank].state != LT_RANK_RUNNING)
+        return lt__err(LT_INVALID, "%s: rank %d is %s, not running", what, rank, st[mt->rk[rank].state]);
+    return LT_OK;
+}
+
+lt_status lt_match_post(lt_match *mt, int rank, const lt_match_call *c, int *ready, int *group) {
+    if (!mt || !c || !ready || !group) return lt__err(LT_INVALID, "lt_match_post: NULL argument");
+    *ready = 0;
+    *group = -1;
+    LT_TRY(need_running(mt, rank, "lt_match_post"));
+    LT_TRY(lt_match_validate(&mt->mesh, rank, c));
+    int d = c->mesh_dim, g = lt_mesh_group_of(&mt->mesh, d, rank, NULL), gid = mt->goff[d] + g;
+    rank_st *s = &mt->rk[rank];
+    s->state = LT_RANK_WAITING;
+    s->gid = gid;
+    s->call = *c;
+    *group = g;
+    if (++mt->npend[gid] < mt->mesh.shape[d]) return LT_OK;
+    char why[8];
+    int ra, rb;
+    if (group_differs(mt, d, g, &ra, &rb, why, sizeof why)) return LT_OK; /* stays stuck: reported by check */
+    mt->ready[gid] = 1;
+    *ready = 1;
+    return LT_OK;
+}
+
+lt_status lt_match_done(lt_match *mt, int mesh_dim, int group) {
+    if (!mt || mesh_dim < 0 || mesh_dim >= mt->mesh.ndim || group < 0 ||
+        group >= lt_mesh_ngroups(&mt->mesh, mesh_dim))
+        return lt__err(LT_INVALID, "lt_match_done: no group %d on mesh dim %d", group, mesh_dim);
+    int gid = mt->goff[mesh_dim] + group, n = mt->mesh.shape[mesh_dim];
+    if (!mt->ready[gid])
+        return lt__err(LT_INVALID, "lt_match_done: group %d of mesh dim %d has no completed call", group, mesh_dim);
+    lt_mesh_group(&mt->mesh, mesh_dim, group, mt->scratch);
+    for (int p = 0; p < n; p++) {
+        rank_st *s = &mt->rk[mt->scratch[p]];
+        s->state = LT_RANK_RUNNING;
+        s->gid = -1;
+    }
+    mt->ready[gid] = 0;
+    mt->npend[gid] = 0;
+    mt->seq[gid]++;
+    return LT_OK;
+}
+
+const lt_match_call *lt_match_pending(const lt_match *mt, int rank) {
+    if (!mt || rank < 0 || rank >= mt->world || mt->rk[rank].state != LT_RANK_WAITING) return NULL;
+    return &mt->rk[rank].call;
+}
+
+int64_t lt_match_calls_done(const lt_match *mt, int mesh_dim, int group) {
+    if (!mt || mesh_dim < 0 || mesh_dim >= mt->mesh.ndim || group < 0 ||
+        group >= lt_mesh_ngroups(&mt->mesh, mesh_dim))
+        return -1;
+    return mt->seq[mt->goff[mesh_dim] + group];
+}
+
+lt_status lt_match_finish(lt_match *mt, int rank) {
+    if (!mt) return lt__err(LT_INVALID, "lt_match_finish: NULL matcher");
+    LT_TRY(need_running(mt, rank, "lt_match_finish"));
+    mt->rk[rank].state = LT_RANK_FINISHED;
+    return LT_OK;
+}
+
+lt_status lt_match_fail(lt_match *mt, int rank, lt_status st, const char *msg) {
+    if (!mt) return lt__err(LT_INVALID, "lt_match_fail: NULL matcher");
+    LT_TRY(need_running(mt, rank, "lt_match_fail"));
+    if (st == LT_OK) return lt__err(LT_INVALID, "lt_match_fail: rank %d failed with status ok", rank);
+    rank_st *s = &mt->rk[rank];
+    s->state = LT_RANK_FAILED;
+    s->status = st;
+    if (msg) {
+        s->msg = lt__strdup(msg);
+        if (!s->msg) return lt__err(LT_NOMEM, "lt_match_fail: out of memory for rank %d's message", rank);
+    }
+    return LT_OK;
+}
+
+/* ---- the report ------------------------------------------------------------------------ */
+
+void lt_match_report_free(lt_match_report *r) {
+    if (!r) return;
+    lt__free(r->ranks);
+    lt__free(r->stuck);
+    lt__free(r->cycle);
+    lt__free(r->members_);
+    lt__free(r->pool);
+    lt__free(r);
+}
+
+#define NOSTR ((size_t)-1)
+
+/* Appends s (with its NUL) to the report's pool; its offset, or NOSTR for
+ * NULL. Sets *bad on NOMEM. */
+static size_t pool_add(lt_match_report *r, const char *s, int *bad) {
+    if (!s || *bad) return NOSTR;
+    size_t len = strlen(s) + 1;
+    if (r->pool_len + len > r->pool_cap) {
+        size_t nc = r->pool_cap ? r->pool_cap : 1024;
+        while (nc < r->pool_len + len) nc *= 2;
+        char *p = lt__realloc(r->pool, nc);
+        if (!p) {
+            *bad = 1;
+            return NOSTR;
+        }
+        r->pool = p;
+        r->pool_cap = nc;
+    }
+    memcpy(r->pool + r->pool_len, s, len);
+    r->pool_len += len;
+    return r->pool_len - len;
+}
+
+static const char *pool_at(const lt_match_report *r, size_t off) { return off == NOSTR ? NULL : r->pool + off; }
+
+typedef struct offs { size_t file, label, desc; } offs;
+
+/* The members of every stuck group, in one array after the records. */
+static lt_status build_stuck(const lt_match *mt, lt_match_report *r, int **members) {
+    int ng = mt->goff[mt->mesh.ndim];
+    size_t total = 0;
+    for (int gid = 0; gid < ng; gid++)
+        if (mt->npend[gid]) {
+            r->nstuck++;
+            int d = 0;
+            while (gid >= mt->goff[d + 1]) d++;
+            total += (size_t)mt->mesh.shape[d];
+        }
+    r->stuck = lt__calloc(r->nstuck ? (size_t)r->nstuck : 1, sizeof *r->stuck);
+    *members = lt__calloc(total ? total : 1, sizeof **members);
+    if (!r->stuck || !*members) return lt__err(LT_NOMEM, "would-hang report: out of memory");
+    int i = 0;
+    size_t at = 0;
+    for (int gid = 0; gid < ng; gid++) {
+        if (!mt->npend[gid]) continue;
+        int d = 0;
+        while (gid >= mt->goff[d + 1]) d++;
+        lt_match_stuck *s = &r->stuck[i++];
+        s->mesh_dim = d;
+        s->group = gid - mt->goff[d];
+        s->seq = mt->seq[gid];
+        s->size = mt->mesh.shape[d];
+        lt_mesh_group(&mt->mesh, d, s->group, *members + at);
+        s->members = *members + at;
+        at += (size_t)s->size;
+    }
+    return LT_OK;
+}
+
+static int stuck_index(const lt_match_report *r, int d, int g) {
+    for (int i = 0; i < r->nstuck; i++)
+        if (r->stuck[i].mesh_dim == d && r->stuck[i].group == g) return i;
+    return -1;
+}
+
+/* The kind, the ranks it names and the cycle; `what` into why. */
+static lt_status classify(const lt_match *mt, lt_match_report *r, char *why, size_t cap) {
+    why[0] = '\0';
+    r->focus = -1;
+    for (int q = 0; q < mt->world; q++)
+        if (mt->rk[q].state == LT_RANK_FAILED) {
+            r->kind = LT_HANG_RANK_FAILED;
+            r->rank_a = r->rank_b = q;
+            return LT_OK;
+        }
+    for (int i = 0; i < r->nstuck; i++) {
+        const lt_match_stuck *s = &r->stuck[i];
+        if (group_differs(mt, s->mesh_dim, s->group, &r->rank_a, &r->rank_b, why, cap)) {
+            r->kind = LT_HANG_MISMATCH;
+            r->focus = i;
+            return LT_OK;
+        }
+    }
+    for (int i = 0; i < r->nstuck; i++) {
+        const lt_match_stuck *s = &r->stuck[i];
+        int gid = mt->goff[s->mesh_dim] + s->group, first = -1, ended = -1;
+        for (int p = 0; p < s->size; p++) {
+            const rank_st *m = &mt->rk[s->members[p]];
+            if (m->state == LT_RANK_WAITING && m->gid == gid) {
+                if (first < 0) first = s->members[p];
+            } else if (m->state == LT_RANK_FINISHED && ended < 0) {
+                ended = s->members[p];
+            }
+        }
+        if (ended >= 0) {
+            r->kind = LT_HANG_MISSING;
+            r->focus = i;
+            r->rank_a = first;
+            r->rank_b = ended;
+            return LT_OK;
+        }
+    }
+    /* every waiting rank waits for ranks that wait elsewhere: a cycle */
+    r->kind = LT_HANG_CYCLE;
+    int *visit = lt__malloc((size_t)mt->world * sizeof *visit);
+    int *path = lt__malloc((size_t)mt->world * sizeof *path);
+    if (!visit || !path) {
+        lt__free(visit);
+        lt__free(path);
+        return lt__err(LT_NOMEM, "would-hang report: out of memory");
+    }
+    int len = 0, q = 0;
+    for (int k = 0; k < mt->world; k++) visit[k] = -1;
+    while (q < mt->world && mt->rk[q].state != LT_RANK_WAITING) q++;
+    LT_ASSERT(q < mt->world);
+    while (visit[q] < 0) {
+        visit[q] = len;
+        path[len++] = q;
+        int gid = mt->rk[q].gid, d = 0;
+        while (gid >= mt->goff[d + 1]) d++;
+        lt_mesh_group(&mt->mesh, d, gid - mt->goff[d], mt->scratch);
+        int next = -1;
+        for (int p = 0; p < mt->mesh.shape[d] && next < 0; p++) {
+            const rank_st *m = &mt->rk[mt->scratch[p]];
+            if (!(m->state == LT_RANK_WAITING && m->gid == gid)) next = mt->scratch[p];
+        }
+        LT_ASSERT(next >= 0 && mt->rk[next].state == LT_RANK_WAITING);
+        q = next;
+    }
+    int start = visit[q];
+    r->ncycle = len - start;
+    memmove(path, path + start, (size_t)r->ncycle * sizeof *path);
+    r->cycle = path;
+    lt__free(visit);
+    r->rank_a = r->cycle[0];
+    r->rank_b = r->ncycle > 1 ? r->cycle[1] : r->cycle[0];
+    int gid = mt->rk[r->cycle[0]].gid, d = 0;
+    while (gid >= mt->goff[d + 1]) d++;
+    r->focus = stuck_index(r, d, gid - mt->goff[d]);
+    return LT_OK;
+}
+
+lt_status lt_match_check(const lt_match *mt, lt_match_report **out) {
+    if (!mt || !out) return lt__err(LT_INVALID, "lt_match_check: NULL argument");
+    *out = NULL;
+    int all_done = 1;
+    for (int q = 0; q < mt->world; q++) {
+        if (mt->rk[q].state == LT_RANK_RUNNING)
+            return lt__err(LT_INVALID, "lt_match_check: rank %d still runs (check once every rank waits or "
+                           "has ended)", q);
+        if (mt->rk[q].state != LT_RANK_FINISHED) all_done = 0;
+    }
+    if (all_done) return LT_OK;
+    lt_match_report *r = lt__calloc(1, sizeof *r);
+    offs *o = lt__calloc((size_t)mt->world, sizeof *o);
+    int *members = NULL, bad = 0;
+    lt_status st = r && o ? LT_OK : lt__err(LT_NOMEM, "would-hang report: out of memory");
+    if (!st) {
+        r->mesh = mt->mesh;
+        r->world = mt->world;
+        r->ranks = lt__calloc((size_t)mt->world, sizeof *r->ranks);
+        if (!r->ranks) st = lt__err(LT_NOMEM, "would-hang report: out of memory");
+    }
+    if (!st) st = build_stuck(mt, r, &members);
+    char why[640];
+    if (!st) st = classify(mt, r, why, sizeof why);
+    size_t what = NOSTR, fmsg = NOSTR;
+    for (int q = 0; !st && q < mt->world; q++) {
+        const rank_st *s = &mt->rk[q];
+        lt_match_where *w = &r->ranks[q];
+        w->state = s->state;
+        w->group = -1;
+        o[q].file = o[q].label = o[q].desc = NOSTR;
+        if (s->state == LT_RANK_FAILED) w->status = s->status;
+        if (s->state != LT_RANK_WAITING) continue;
+        char desc[1024];
+        w->call = s->call;
+        w->call.rule = NULL;
+        int d = s->call.mesh_dim;
+        w->group = s->gid - mt->goff[d];
+        w->seq = mt->seq[s->gid];
+        lt_match_call_desc(&s->call, desc, sizeof desc);
+        o[q].file = pool_add(r, s->call.file, &bad);
+        o[q].label = pool_add(r, s->call.label, &bad);
+        o[q].desc = pool_add(r, desc, &bad);
+    }
+    if (!st) {
+        what = pool_add(r, why, &bad);
+        if (r->kind == LT_HANG_RANK_FAILED) fmsg = pool_add(r, mt->rk[r->rank_a].msg ? mt->rk[r->rank_a].msg : "", &bad);
+        if (bad) st = lt__err(LT_NOMEM, "would-hang report: out of memory");
+    }
+    if (st) {
+        lt__free(o);
+        if (r) r->members_ = members;
+        lt_match_report_free(r);
+        return st;
+    }
+    for (int q = 0; q < mt->world; q++) {
+        lt_match_where *w = &r->ranks[q];
+        w->call.file = pool_at(r, o[q].file);
+        w->call.label = pool_at(r, o[q].label);
+        w->desc = pool_at(r, o[q].desc);
+    }
+    r->what = what == NOSTR ? "" : pool_at(r, what);
+    r->failed_msg = fmsg == NOSTR ? "" : pool_at(r, fmsg);
+    lt__free(o);
+    r->members_ = members;
+    *out = r;
+    char head[2048];
+    lt_match_report_headline(r, head, sizeof head);
+    return lt__err(r->kind == LT_HANG_RANK_FAILED ? mt->rk[r->rank_a].status : LT_MISMATCH, "%s", head);
+}
