@@ -13,7 +13,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#if defined(__x86_64__) && defined(__ELF__) && !defined(LT_FIBER_UCONTEXT)
+/* (not with shadow stacks, -fcf-protection=return: the hand-made first frame
+ * has no shadow-stack entry; glibc's ucontext handles them) */
+#if defined(__x86_64__) && defined(__ELF__) && !defined(LT_FIBER_UCONTEXT) && \
+    !(defined(__CET__) && (__CET__ & 2))
 #define LT_FIBER_ASM 1
 #else
 #define LT_FIBER_ASM 0

@@ -10,8 +10,8 @@
  *
  * Switching: on x86-64 ELF a dozen instructions that save the callee-saved
  * registers and swap stack pointers (no system call; swapcontext makes one
- * to save the signal mask, ~0.6 us here); elsewhere, or when built with
- * -DLT_FIBER_UCONTEXT, POSIX ucontext. Under AddressSanitizer every switch
+ * to save the signal mask, ~0.6 us here); elsewhere, with shadow stacks
+ * (-fcf-protection), or when built with -DLT_FIBER_UCONTEXT, POSIX ucontext. Under AddressSanitizer every switch
  * is announced with __sanitizer_start_switch_fiber/finish_switch_fiber;
  * under valgrind (when its header is present) every stack is registered.
  */

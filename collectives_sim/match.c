@@ -556,6 +556,11 @@ lt_status lt_match_check(const lt_match *mt, lt_match_report **out) {
                            "has ended)", q);
         if (mt->rk[q].state != LT_RANK_FINISHED) all_done = 0;
     }
+    for (int d = 0; d < mt->mesh.ndim; d++)
+        for (int g = 0; g < mt->goff[d + 1] - mt->goff[d]; g++)
+            if (mt->ready[mt->goff[d] + g])
+                return lt__err(LT_INVALID, "lt_match_check: the call of group %d on mesh dim %d is complete: run "
+                               "it and call lt_match_done first", g, d);
     if (all_done) return LT_OK;
     lt_match_report *r = lt__calloc(1, sizeof *r);
     offs *o = lt__calloc((size_t)mt->world, sizeof *o);

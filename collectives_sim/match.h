@@ -185,7 +185,8 @@ typedef struct lt_match_report {
  * rank finished. Otherwise a report in *out (free with
  * lt_match_report_free), with lt_errmsg() set to its headline, and the
  * status: the failed rank's status for RANK_FAILED, LT_MISMATCH for the
- * hang kinds. LT_INVALID (no report) while a rank still runs; LT_NOMEM. */
+ * hang kinds. LT_INVALID (no report) while a rank still runs or a ready
+ * group awaits lt_match_done; LT_NOMEM. */
 lt_status lt_match_check(const lt_match *mt, lt_match_report **out);
 void lt_match_report_free(lt_match_report *r);
 

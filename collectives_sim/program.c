@@ -64,8 +64,9 @@ struct prog {
     lt_comm *comm[LT_MESH_MAX_DIMS]; /* one-dim communicator of each mesh dim's group size */
     lt_tensor **in, **out;     /* (largest group) arguments of one group's collective */
     int *members;              /* (largest group) */
-    int stopped;               /* the run stopped: every call fails with stop_msg */
+    int stopped;               /* the run stopped: every call fails with stop_why */
     char stop_why[160];
+    char fatal_msg[256];       /* what made drain() fail */
 };
 
 /* ---- queue --------------------------------------------------------------------- */
@@ -250,11 +251,11 @@ static void run_group(prog *g, int d, int grp) {
         if (st == LT_OK) {
             if (m->out) *m->out = out[q];
         } else {
-            /* each member's own call site; the inner message counts members by group position */
+            /* each member's own call site; the collective numbers the members 0..n-1 */
             char msg[1400];
-            snprintf(msg, sizeof msg, "%s:%d: rank %d: %s on mesh dim %d, group %d (member %d of %d): %s",
-                     m->call.file ? m->call.file : "?", m->call.line, m->rank, lt_coll_name(c->kind), d, grp, q,
-                     n, inner);
+            snprintf(msg, sizeof msg, "%s:%d: rank %d: %s on mesh dim %d, group %d failed (in what follows, "
+                     "ranks are positions 0..%d in the group; this rank is %d): %s", m->call.file ? m->call.file : "?",
+                     m->call.line, m->rank, lt_coll_name(c->kind), d, grp, n - 1, q, inner);
             m->result_msg = lt__strdup(msg);
         }
     }
@@ -275,7 +276,10 @@ static lt_status drain(prog *g) {
         if (g->stopped) continue; /* unwinding: nothing is matched any more */
         if (p->ended) {
             lt_status st = p->fn_st == LT_OK ? lt_match_finish(g->mt, r) : lt_match_fail(g->mt, r, p->fn_st, p->msg);
-            if (st && !fatal) fatal = st;
+            if (st && !fatal) {
+                fatal = st;
+                snprintf(g->fatal_msg, sizeof g->fatal_msg, "%s", lt_errmsg());
+            }
             continue;
         }
         int ready, grp;
@@ -382,10 +386,15 @@ lt_status lt_program_run(const lt_mesh *mesh, lt_proc_fn fn, void *user_data, co
     for (int r = 0; r < mesh->world; r++) push(g, r);
     lt_status st = drain(g);
     lt_match_report *rep = NULL;
-    if (st == LT_OK) st = lt_match_check(g->mt, &rep);
-    if (st != LT_OK) {
-        char head[2048], why[160];
+    char head[2048];
+    if (st == LT_OK) {
+        st = lt_match_check(g->mt, &rep);
         snprintf(head, sizeof head, "%s", lt_errmsg());
+    } else {
+        snprintf(head, sizeof head, "%s", g->fatal_msg);
+    }
+    if (st != LT_OK) {
+        char why[160];
         if (!rep) snprintf(why, sizeof why, "the run stopped (%s)", lt_status_str(st));
         else if (rep->kind == LT_HANG_RANK_FAILED) snprintf(why, sizeof why, "rank %d failed", rep->rank_a);
         else snprintf(why, sizeof why, "the program would hang (%s)", lt_hang_kind_name(rep->kind));

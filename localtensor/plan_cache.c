@@ -357,14 +357,12 @@ int lt_plan_format(const lt_plan *p, char *buf, size_t n) {
     return (int)b.len;
 }
 
-void lt_plan_print(const lt_plan *p, FILE *f) {
+lt_status lt_plan_print(const lt_plan *p, FILE *f) {
     int n = lt_plan_format(p, NULL, 0);
     char *buf = lt__malloc((size_t)n + 1);
-    if (!buf) {
-        fputs("(out of memory formatting the plan)\n", f);
-        return;
-    }
+    if (!buf) return lt__err(LT_NOMEM, "out of memory formatting the plan table (%d bytes)", n + 1);
     lt_plan_format(p, buf, (size_t)n + 1);
     fputs(buf, f);
     lt__free(buf);
+    return LT_OK;
 }

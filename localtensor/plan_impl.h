@@ -12,6 +12,7 @@
  * target's (localtensor/redistribute.h has the exact move set).
  *
  *   plan_runs.c    runs, lists, layouts of placement lists
+ *   plan_space.c   the candidate placements that spell states, split rules
  *   plan_moves.c   the moves: what each collective leaves on every rank,
  *                  its bytes, and which state (if any) that is
  *   plan_search.c  the search (A* on bytes, then steps) and the plan
@@ -99,6 +100,9 @@ int lt__apply(lt__arena *a, int ndim, const lt_placement *p, int m, int c, const
 /* Every level of placement list pl into t (off[M + 1] lists); the same
  * results. Size-1 mesh dims split nothing. */
 int lt__layout_build(lt__arena *a, const lt__geo *g, const lt_placement *pl, lt__list *t);
+/* How many of a list of n indices member c of m keeps under
+ * StridedShard(sf) (kernels/split.c's rule), in O(min(sf, n)). */
+int64_t lt__strided_len(int64_t n, int sf, int m, int c);
 /* Elements of a block of ndim lists (0 when any list is empty). */
 int64_t lt__block_numel(const lt__list *b, int ndim);
 
@@ -159,17 +163,26 @@ typedef struct lt__mv {
 
 typedef struct lt__node {
     uint64_t key;      /* candidate index per mesh dim, 8 bits each */
-    lt__list *lay;     /* layout (geo.off[M + 1] lists), lt__malloc'ed */
+    lt__list *lay;     /* layout (geo.off[M + 1] lists), lt__malloc'ed when expanded; NULL before */
     uint64_t g, h;     /* bytes from the source; lower bound to the destination */
     int steps, prev;
     lt__mv mv;         /* the move from prev */
     unsigned char done;
 } lt__node;
 
+/* A queue entry: ordered by f (bytes so far + the lower bound), then fs
+ * (steps so far + 1 unless it is the destination: a lower bound of the
+ * steps), then h (nearer the destination first; any order is exact here). */
 typedef struct lt__hitem {
-    uint64_t f;
-    int steps, node;
+    uint64_t f, h;
+    int fs, node;
 } lt__hitem;
+
+/* What find_state answered for one result (by two hashes of it). */
+typedef struct lt__memo {
+    uint64_t h1, h2, key;
+    unsigned char found, used;
+} lt__memo;
 
 typedef struct lt__mc {
     lt__geo g;
@@ -189,8 +202,11 @@ typedef struct lt__mc {
     signed char gpop[LT_MESH_MAX_DIMS];   /* Partial op per mesh dim after the move, -1: none */
     lt__list *U;                 /* (off[M + 1]) unions of G per level */
     unsigned char *Uempty;       /* (T[0] + ... + T[M]) */
+    unsigned char uempty_any[LT_MESH_MAX_DIMS + 1];   /* level j of U has an empty block */
     lt__list *B;                 /* (off[M + 1]) the layout being matched */
     lt__list *L;                 /* (off[M + 1]) the layout a local move picks */
+    uint64_t lwhash[LT_MESH_MAX_DIMS][LT__MAXC];        /* local picks: blocks each candidate gives */
+    unsigned char lwvalid[LT_MESH_MAX_DIMS][LT__MAXC];  /* (per level, in the walk) */
     lt__list *Q;                 /* (max mesh dim size, ndim) pieces received by one rank */
     const lt__list **ptrs;       /* (max mesh dim size) lists being concatenated or united */
     const lt__list **mptrs;      /* (max mesh dim size) the blocks of a group's members */
@@ -198,6 +214,8 @@ typedef struct lt__mc {
     uint64_t *recv;              /* (W) bytes each rank receives in a move */
     int *iscr;                   /* (2 x max mesh dim size) */
     int *perms;                  /* permutations of permute moves */
+    lt__memo *memo;              /* open addressing on h1 */
+    size_t nmemo, capmemo;
     size_t nperms, capperms;
     /* nodes */
     lt__node *nodes;
@@ -211,6 +229,10 @@ typedef struct lt__mc {
     const lt__list *dlay;        /* the destination's layout (for h) */
 } lt__mc;
 
+/* The candidates and split rules of c (mesh, shape, src, dst and frozen
+ * set; plan_space.c). LT_OK or LT_NOMEM (message set). */
+lt_status lt__mc_space(lt__mc *c);
+
 /* Key of placement list pl (candidate indices); pl from the candidates. */
 uint64_t lt__mc_key(const lt__mc *c, const lt_placement *pl);
 void lt__mc_placements(const lt__mc *c, uint64_t key, lt_placement *pl);
@@ -222,7 +244,11 @@ int lt__mc_canon(lt__mc *c, const lt__list *lay, const signed char *pop, uint64_
  * reaches. LT_OK, LT_NOMEM (message set) or LT_OVERFLOW (budget; no
  * message). */
 lt_status lt__mc_expand(lt__mc *c, int from);
-lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv);
+/* Edge from node `from` to the state of key, whose ranks hold rk (W x ndim
+ * lists, read before anything else is allocated). */
+lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv, const lt__list *rk);
+/* Builds node idx's layout when it has none yet. LT_OK or LT_NOMEM. */
+lt_status lt__mc_layout(lt__mc *c, int idx);
 /* Re-evaluates move mv from node `from`: bytes per rank into c->recv,
  * returns the total; *reorder: the received order differs from the
  * target's (a local index_select follows). -1 when it is not a move. */

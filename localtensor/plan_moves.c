@@ -61,6 +61,8 @@ static int unions(lt__mc *c) {
     int M = g->M, nd = g->ndim;
     memcpy(c->U + g->off[M], c->G, sizeof(lt__list) * (size_t)g->W * (size_t)nd);
     memcpy(c->Uempty + g->toff[M], c->Gempty, (size_t)g->W);
+    c->uempty_any[M] = 0;
+    for (int r = 0; r < g->W; r++) c->uempty_any[M] |= c->Gempty[r];
     for (int j = M - 1; j >= 1; j--) {   /* level 0 (the whole tensor) is never compared */
         int m = g->mesh->shape[j];
         if (spend(c, (double)g->T[j + 1] * (nd ? nd : 1))) return -2;
@@ -71,6 +73,8 @@ static int unions(lt__mc *c) {
             int any = 0;
             for (int q = 0; q < m; q++) any |= !ce[q];
             c->Uempty[g->toff[j] + (size_t)t] = (unsigned char)!any;
+            if (t == 0) c->uempty_any[j] = 0;
+            c->uempty_any[j] |= (unsigned char)!any;
             for (int d = 0; d < nd; d++) {
                 int k = 0;
                 for (int q = 0; q < m; q++)
@@ -109,14 +113,15 @@ static int match(const lt__mc *c, int j, size_t ti, const lt__list *ch) {
 static int sizes_fit(const lt__mc *c, int j, const lt_placement *p) {
     const lt__geo *g = &c->g;
     int m = g->mesh->shape[j], nd = g->ndim;
-    if (m == 1 || p->kind != LT_PL_SHARD) return 1;
+    if (m == 1 || !lt_placement_is_shard_like(p)) return 1;
     int d = p->dim;
     int64_t size, off;
     for (int t = 0; t < g->T[j]; t++) {
         const lt__list *par = c->B + g->off[j] + (size_t)t * (size_t)nd;
         for (int q = 0; q < m; q++) {
             size_t ti = (size_t)t * (size_t)m + (size_t)q;
-            if (lt__piece(&p->rule, par[d].len, m, q, &size, &off)) return 0;
+            if (p->kind == LT_PL_STRIDED) size = lt__strided_len(par[d].len, p->split_factor, m, q);
+            else if (lt__piece(&p->rule, par[d].len, m, q, &size, &off)) return 0;
             if (c->Uempty[g->toff[j + 1] + ti]) continue;
             if (c->U[g->off[j + 1] + ti * (size_t)nd + (size_t)d].len != size) return 0;
         }
@@ -153,6 +158,14 @@ static int dec(lt__mc *c, int j, uint64_t key, uint64_t *out) {
         if (ok) {
             int r = dec(c, j + 1, key | (uint64_t)b << (8 * j), out);
             if (r != 0) return r;
+            /* every block of level j + 1 holds something, so every
+             * candidate that matches here leaves the same blocks, and the
+             * levels below fail for it too (an empty block's shape may
+             * differ between candidates: then the others are tried) */
+            if (!c->uempty_any[j + 1]) {
+                lt__arena_reset(&c->tar, mk);
+                return 0;
+            }
         }
         lt__arena_reset(&c->tar, mk);
     }
@@ -172,12 +185,65 @@ static int pops_ok(const lt__mc *c) {
     return 1;
 }
 
-/* The state holding c->G (with c->Gempty, c->gpop). */
+/* Two independent hashes of what c->G holds (an empty block: its shape
+ * only, as match compares) and of c->gpop. */
+static void g_hash(const lt__mc *c, uint64_t *h1, uint64_t *h2) {
+    uint64_t a = 1469598103934665603ULL, b = 0x9e3779b97f4a7c15ULL;
+#define LT__MIX(v)                                           \
+    do {                                                     \
+        uint64_t v_ = (uint64_t)(v);                         \
+        a = (a ^ v_) * 1099511628211ULL;                     \
+        b = (b + v_ + (b << 6) + (b >> 2)) * 0xff51afd7ed558ccdULL; \
+    } while (0)
+    for (int i = 0; i < c->g.M; i++) LT__MIX(c->gpop[i] + 3);
+    for (int r = 0; r < c->g.W; r++) {
+        LT__MIX(c->Gempty[r]);
+        const lt__list *x = c->G + (size_t)r * (size_t)c->g.ndim;
+        for (int d = 0; d < c->g.ndim; d++) {
+            LT__MIX(x[d].len);
+            for (int64_t k = 0; !c->Gempty[r] && k < x[d].nr; k++) {
+                LT__MIX(x[d].r[k].lo);
+                LT__MIX(x[d].r[k].n);
+            }
+        }
+    }
+#undef LT__MIX
+    *h1 = a;
+    *h2 = b ^ (b >> 29);
+}
+
+/* The state holding c->G (with c->Gempty, c->gpop). Results are kept by
+ * hash: many moves from many states leave the same blocks. */
 static int find_state(lt__mc *c, uint64_t *key) {
     if (!pops_ok(c)) return 0;
+    uint64_t h1, h2;
+    g_hash(c, &h1, &h2);
+    if (c->nmemo * 2 >= c->capmemo) {   /* grow (and rehash) at half full */
+        size_t ncap = c->capmemo ? c->capmemo * 2 : 1024;
+        lt__memo *nm = lt__calloc(ncap, sizeof(lt__memo));
+        if (!nm) return -1;
+        for (size_t q = 0; q < c->capmemo; q++) {
+            if (!c->memo[q].used) continue;
+            size_t x = c->memo[q].h1 & (ncap - 1);
+            while (nm[x].used) x = (x + 1) & (ncap - 1);
+            nm[x] = c->memo[q];
+        }
+        lt__free(c->memo);
+        c->memo = nm;
+        c->capmemo = ncap;
+    }
+    size_t x = h1 & (c->capmemo - 1);
+    for (; c->memo[x].used; x = (x + 1) & (c->capmemo - 1))
+        if (c->memo[x].h1 == h1 && c->memo[x].h2 == h2) {
+            *key = c->memo[x].key;
+            return c->memo[x].found;
+        }
     int r = unions(c);
-    if (r <= 0) return r;
-    return dec(c, 0, 0, key);
+    if (r > 0) r = dec(c, 0, 0, key);
+    if (r < 0) return r;
+    c->memo[x] = (lt__memo){h1, h2, r ? *key : 0, (unsigned char)r, 1};
+    c->nmemo++;
+    return r;
 }
 
 int lt__mc_canon(lt__mc *c, const lt__list *lay, const signed char *pop, uint64_t *key) {
@@ -457,10 +523,10 @@ static lt_status try_move(lt__mc *c, int from, const lt__list *a, const signed c
     uint64_t bytes = 0, key = 0;
     int r = result(c, a, apop, mv, &bytes, NULL);
     if (r == 1) r = find_state(c, &key);
+    lt_status st = r < 0 ? over(r) : LT_OK;
+    if (r == 1 && key != akey) st = lt__mc_relax(c, from, key, bytes, mv, c->G);
     lt__arena_reset(&c->tar, mk);
-    if (r < 0) return over(r);
-    if (r == 1 && key != akey) return lt__mc_relax(c, from, key, bytes, mv);
-    return LT_OK;
+    return st;
 }
 
 /* The distinct lengths of dim e over the ranks of layout a, into lens
@@ -607,42 +673,100 @@ static lt_status try_permutes(lt__mc *c, int from, const lt__list *a, const sign
     return LT_OK;
 }
 
+/* Hash of the blocks of level j + 1 of c->L, or of `at` laid out the same. */
+static uint64_t level_hash(const lt__mc *c, const lt__list *at, int j) {
+    const lt__geo *g = &c->g;
+    uint64_t h = 1469598103934665603ULL;
+    size_t n = (size_t)g->T[j + 1] * (size_t)g->ndim;
+    for (size_t x = 0; x < n; x++) {
+        const lt__list *l = at + x;
+        h = (h ^ (uint64_t)l->len) * 1099511628211ULL;
+        for (int64_t k = 0; k < l->nr; k++) h = (h ^ (uint64_t)l->r[k].lo ^ ((uint64_t)l->r[k].n << 32)) * 1099511628211ULL;
+    }
+    return h;
+}
+
+/* Candidate b of mesh dim j applied to the level-j blocks of c->L, into
+ * `at` (level j + 1 laid out). 1; 0 when a split is rejected; -1 out of
+ * memory. */
+static int apply_level(lt__mc *c, int j, int b, lt__list *at) {
+    const lt__geo *g = &c->g;
+    int m = g->mesh->shape[j], nd = g->ndim;
+    for (int t = 0; t < g->T[j]; t++)
+        for (int q = 0; q < m; q++) {
+            size_t ti = (size_t)t * (size_t)m + (size_t)q;
+            int r = lt__apply(&c->tar, nd, &c->cand[j][b], m, q, c->L + g->off[j] + (size_t)t * (size_t)nd,
+                              at + ti * (size_t)nd);
+            if (r <= 0) return r;
+        }
+    return 1;
+}
+
 /* Local picks: every candidate list whose blocks each rank holds within its
- * own (or empty); c->L holds the prefix layout. A prefix block can only be
- * picked from the same prefix block of a, which prunes the walk. */
-static lt_status local_walk(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey, int j) {
+ * own (or empty); c->L holds the prefix layout, `key` its candidates. A
+ * prefix block can only be picked from the same prefix block of a, which
+ * prunes the walk. A candidate whose blocks an earlier candidate of the
+ * same level gives exactly is skipped (the same lists follow). When no
+ * block of the list is empty, the first candidate giving each level's
+ * blocks is what lt__mc_canon picks, so the walked key is the state's key;
+ * otherwise (the shapes of empty blocks may be spelled several ways)
+ * lt__mc_canon decides. */
+static lt_status local_walk(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey, int j,
+                            uint64_t key, int empties) {
     const lt__geo *g = &c->g;
     int nd = g->ndim;
     if (j == g->M) {
-        lt__amark mk = lt__arena_mark(&c->tar);
-        uint64_t key = 0;
-        int r = lt__mc_canon(c, c->L, apop, &key);
-        lt__arena_reset(&c->tar, mk);
-        if (r < 0) return over(r);
+        int r = 1;
+        if (empties) {
+            lt__amark mk = lt__arena_mark(&c->tar);
+            r = lt__mc_canon(c, c->L, apop, &key);
+            lt__arena_reset(&c->tar, mk);
+            if (r < 0) return over(r);
+        }
         lt__mv mv = {LT__MV_LOCAL, 0, 0, 0, -1, -1, 0, -1};
-        if (r == 1 && key != akey) return lt__mc_relax(c, from, key, 0, &mv);
+        if (r == 1 && key != akey) return lt__mc_relax(c, from, key, 0, &mv, c->L + g->off[g->M]);
         return LT_OK;
     }
     int m = g->mesh->shape[j];
+    uint64_t *hs = c->lwhash[j];
+    unsigned char *hv = c->lwvalid[j];
+    lt__list *ch0 = c->L + g->off[j + 1];
     for (int b = 0; b < c->nc[j]; b++) {
         const lt_placement *p = &c->cand[j][b];
+        hv[b] = 0;
         if (pop_of(p) != apop[j]) continue;
         if (spend(c, g->T[j + 1])) return LT_OVERFLOW;
         lt__amark mk = lt__arena_mark(&c->tar);
-        int ok = 1;
+        int ok = 1, dup = 0, empty = 0;
         for (int t = 0; t < g->T[j] && ok; t++)
             for (int q = 0; q < m && ok; q++) {
                 size_t ti = (size_t)t * (size_t)m + (size_t)q;
-                lt__list *ch = c->L + g->off[j + 1] + ti * (size_t)nd;
+                lt__list *ch = ch0 + ti * (size_t)nd;
                 const lt__list *pa = a + g->off[j + 1] + ti * (size_t)nd;
                 int r = lt__apply(&c->tar, nd, p, m, q, c->L + g->off[j] + (size_t)t * (size_t)nd, ch);
                 if (r < 0) return over(r);
                 ok = r;
-                if (!ok || !lt__block_numel(ch, nd)) continue;
+                if (!ok) continue;
+                if (!lt__block_numel(ch, nd)) {
+                    empty = 1;
+                    continue;
+                }
                 if (!lt__block_numel(pa, nd)) ok = 0;
                 for (int d = 0; d < nd && ok; d++) ok = lt__list_subset(&ch[d], &pa[d]);
             }
-        if (ok) LT_TRY(local_walk(c, from, a, apop, akey, j + 1));
+        if (ok) {   /* the same blocks as an earlier candidate's (which passed too)? */
+            hs[b] = level_hash(c, ch0, j);
+            hv[b] = 1;
+            for (int e = 0; e < b && !dup; e++) {
+                if (!hv[e] || hs[e] != hs[b]) continue;
+                lt__list *other = c->B + g->off[j + 1];   /* free here */
+                int re = apply_level(c, j, e, other);
+                if (re < 0) return over(re);
+                dup = 1;
+                for (size_t x = 0; x < (size_t)g->T[j + 1] * (size_t)nd && dup; x++) dup = lt__list_eq(&other[x], &ch0[x]);
+            }
+        }
+        if (ok && !dup) LT_TRY(local_walk(c, from, a, apop, akey, j + 1, key | (uint64_t)b << (8 * j), empties || empty));
         lt__arena_reset(&c->tar, mk);
     }
     return LT_OK;
@@ -726,7 +850,7 @@ lt_status lt__mc_expand(lt__mc *c, int from) {
             LT_TRY(try_move(c, from, a, apop, akey, &mv));
         }
     }
-    return local_walk(c, from, a, apop, akey, 0);
+    return local_walk(c, from, a, apop, akey, 0, 0, 0);
 }
 
 int64_t lt__mc_move_bytes(lt__mc *c, int from, const lt__mv *mv, int *reorder) {

@@ -316,6 +316,18 @@ int64_t lt__block_numel(const lt__list *b, int ndim) {
     return n;
 }
 
+int64_t lt__strided_len(int64_t n, int sf, int m, int c) {
+    if (sf < 1 || m < 1) return 0;
+    if (sf >= n) return c ? 0 : n;
+    int64_t len = 0, pc = n / sf + (n % sf != 0);
+    for (int64_t ps = 0; ps < n; ps += pc) {
+        int64_t plen = n - ps < pc ? n - ps : pc;
+        int64_t cc = plen / m + (plen % m != 0), cs = cc * c;
+        if (cs < plen) len += (plen - cs < cc ? plen : cs + cc) - cs;
+    }
+    return len;
+}
+
 int lt__apply(lt__arena *a, int ndim, const lt_placement *p, int m, int c, const lt__list *par,
               lt__list *out) {
     memcpy(out, par, sizeof(lt__list) * (size_t)ndim);
@@ -331,6 +343,10 @@ int lt__apply(lt__arena *a, int ndim, const lt_placement *p, int m, int c, const
      * pieces (kernels/split.c, lt_split_strided_positions) */
     int64_t n = l->len, sf = p->split_factor;
     if (sf < 1) return 0;
+    if (sf >= n) {   /* pieces of one index each, all chunk 0's: member 0 keeps the list */
+        if (c) out[d] = (lt__list){NULL, 0, 0};
+        return 1;
+    }
     lt__run *o = lt__arena_room(a, (size_t)(l->nr + sf));
     if (!o) return -1;
     int64_t k = 0, len = 0, pc = n / sf + (n % sf != 0);

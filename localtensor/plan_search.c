@@ -8,7 +8,8 @@
  * the search is what each rank still lacks of its destination block: every
  * move delivers at most the bytes it costs, so the bound never overstates
  * and the first time the destination is taken off the queue its cost is the
- * minimum (bytes first, then steps). A work budget bounds the search; past
+ * minimum (bytes first, then steps: every other state is at least one step
+ * away, which orders ties on bytes). A work budget bounds the search; past
  * it the caller falls back on the rule-table planners (lt__plan_build).
  */
 #include <limits.h>
@@ -23,61 +24,6 @@
 #define BUDGET 1.0e7
 
 static lt_status nomem(void) { return lt__err(LT_NOMEM, "out of memory while planning"); }
-
-/* ---- the search space --------------------------------------------------------------------- */
-
-static void cand_add(lt__mc *c, int i, const lt_placement *p) {
-    for (int k = 0; k < c->nc[i]; k++)
-        if (lt_placement_equal(&c->cand[i][k], p)) return;
-    if (c->nc[i] < LT__MAXC) c->cand[i][c->nc[i]++] = *p;
-}
-
-/* Per mesh dim, in this order: the source's placement; unless frozen, the
- * destination's, R, S(d) for every tensor dim d, and S(d, rule) for every d
- * and every non-chunk rule of a Shard in the source or destination of that
- * mesh dim. Size-1 mesh dims are R. */
-static void build_candidates(lt__mc *c) {
-    for (int i = 0; i < c->g.M; i++) {
-        lt_placement r = lt_replicate();
-        c->nc[i] = 0;
-        cand_add(c, i, &c->src[i]);
-        if (c->frozen[i]) continue;
-        cand_add(c, i, &c->dst[i]);
-        cand_add(c, i, &r);
-        for (int d = 0; d < c->g.ndim; d++) {
-            lt_placement s = lt_shard(d);
-            cand_add(c, i, &s);
-        }
-        const lt_placement *ends[2] = {&c->src[i], &c->dst[i]};
-        for (int e = 0; e < 2; e++) {
-            if (ends[e]->kind != LT_PL_SHARD || ends[e]->rule.kind == LT_SPLIT_CHUNK) continue;
-            for (int d = 0; d < c->g.ndim; d++) {
-                lt_placement s = lt_shard_rule(d, ends[e]->rule);
-                cand_add(c, i, &s);
-            }
-        }
-    }
-}
-
-/* Split rules of all_to_all, scatter and reduce_scatter: chunk, balanced,
- * last, and every explicit size list of a Shard of the source or the
- * destination (used on mesh dims of its length). */
-static void build_rules(lt__mc *c, const lt_placement *src, const lt_placement *dst) {
-    c->nrules = 0;
-    const lt_split_kind k[3] = {LT_SPLIT_CHUNK, LT_SPLIT_BALANCED, LT_SPLIT_LAST};
-    for (int q = 0; q < 3; q++) {
-        c->rules[c->nrules] = lt_split_chunk();
-        c->rules[c->nrules++].kind = k[q];
-    }
-    for (int e = 0; e < 2; e++)
-        for (int i = 0; i < c->g.M; i++) {
-            const lt_placement *p = e ? &dst[i] : &src[i];
-            if (p->kind != LT_PL_SHARD || p->rule.kind != LT_SPLIT_EXPLICIT) continue;
-            int dup = 0;
-            for (int q = 0; q < c->nrules && !dup; q++) dup = lt_split_rule_equal(&c->rules[q], &p->rule);
-            if (!dup && c->nrules < LT__MAXR) c->rules[c->nrules++] = p->rule;
-        }
-}
 
 /* ---- nodes and queue ----------------------------------------------------------------------- */
 
@@ -103,12 +49,13 @@ static lt_status table_grow(lt__mc *c) {
     return LT_OK;
 }
 
-/* Elements of the destination that the ranks of layout lay lack, in bytes. */
-static uint64_t lower_bound(const lt__mc *c, const lt__list *lay) {
+/* Elements of the destination that ranks holding blocks rk (W x ndim
+ * lists: a layout's last level) lack, in bytes. */
+static uint64_t lower_bound(const lt__mc *c, const lt__list *rk) {
     const lt__geo *g = &c->g;
     uint64_t lack = 0;
     for (int r = 0; r < g->W; r++) {
-        const lt__list *x = lay + g->off[g->M] + (size_t)r * (size_t)g->ndim;
+        const lt__list *x = rk + (size_t)r * (size_t)g->ndim;
         const lt__list *y = c->dlay + g->off[g->M] + (size_t)r * (size_t)g->ndim;
         int64_t want = lt__block_numel(y, g->ndim), have = want && lt__block_numel(x, g->ndim) ? 1 : 0;
         for (int d = 0; d < g->ndim && have; d++) have *= lt__list_common(&x[d], &y[d]);
@@ -117,8 +64,28 @@ static uint64_t lower_bound(const lt__mc *c, const lt__list *lay) {
     return lack * c->esize;
 }
 
-/* The node of key (made, with its layout, when new): *idx. */
-static lt_status node_get(lt__mc *c, uint64_t key, int *idx) {
+lt_status lt__mc_layout(lt__mc *c, int idx) {
+    lt__node *nd = &c->nodes[idx];
+    if (nd->lay) return LT_OK;
+    nd->lay = lt__malloc(sizeof(lt__list) * c->g.off[c->g.M + 1]);
+    if (!nd->lay) return nomem();
+    lt_placement pl[LT_MESH_MAX_DIMS];
+    lt__mc_placements(c, nd->key, pl);
+    int r = lt__layout_build(&c->nar, &c->g, pl, nd->lay);
+    if (r < 0) {
+        lt__free(nd->lay);
+        nd->lay = NULL;
+        return nomem();
+    }
+    LT_ASSERT(r == 1);   /* keys only come from layouts that matched */
+    c->work += (double)c->g.off[c->g.M + 1];
+    return LT_OK;
+}
+
+/* The node of key: *idx. A new one gets its lower bound from rk (its
+ * ranks' blocks, W x ndim lists; NULL: from its layout, built now);
+ * its layout is built when it is expanded (lt__mc_layout). */
+static lt_status node_get(lt__mc *c, uint64_t key, const lt__list *rk, int *idx) {
     if ((size_t)(c->nnodes + 1) * 2 > c->tcap) LT_TRY(table_grow(c));
     size_t h = mix(key) & (c->tcap - 1);
     while (c->table[h]) {
@@ -136,33 +103,35 @@ static lt_status node_get(lt__mc *c, uint64_t key, int *idx) {
         c->nodes = nn;
         c->capnodes = ncap;
     }
-    lt__node *nd = &c->nodes[c->nnodes];
+    int n = c->nnodes;
+    lt__node *nd = &c->nodes[n];
     memset(nd, 0, sizeof *nd);
     nd->key = key;
     nd->g = UINT64_MAX;
     nd->steps = INT_MAX;
     nd->prev = -1;
-    nd->lay = lt__malloc(sizeof(lt__list) * c->g.off[c->g.M + 1]);
-    if (!nd->lay) return nomem();
-    lt_placement pl[LT_MESH_MAX_DIMS];
-    lt__mc_placements(c, key, pl);
-    int r = lt__layout_build(&c->nar, &c->g, pl, nd->lay);
-    if (r < 0) {
-        lt__free(nd->lay);
-        return nomem();
+    c->nnodes++;   /* a node without a layout is valid (mc_free frees NULL) */
+    if (!rk) {
+        LT_TRY(lt__mc_layout(c, n));
+        rk = c->nodes[n].lay + c->g.off[c->g.M];
     }
-    LT_ASSERT(r == 1);   /* keys only come from layouts that matched */
-    c->work += (double)c->g.off[c->g.M + 1];
-    nd->h = c->dlay ? lower_bound(c, nd->lay) : 0;
-    c->table[h] = c->nnodes + 1;
-    *idx = c->nnodes++;
+    c->nodes[n].h = c->dlay ? lower_bound(c, rk) : 0;
+    c->table[h] = n + 1;
+    *idx = n;
     return LT_OK;
 }
 
 static int hless(const lt__hitem *a, const lt__hitem *b) {
     if (a->f != b->f) return a->f < b->f;
-    if (a->steps != b->steps) return a->steps < b->steps;
+    if (a->fs != b->fs) return a->fs < b->fs;
+    if (a->h != b->h) return a->h < b->h;
     return a->node < b->node;
+}
+
+/* The queue entry of node t (its g, steps and h set). */
+static lt__hitem hitem_of(const lt__mc *c, int t) {
+    const lt__node *n = &c->nodes[t];
+    return (lt__hitem){n->g + n->h, n->h, n->steps + (n->key != c->goal), t};
 }
 
 static lt_status heap_push(lt__mc *c, lt__hitem it) {
@@ -202,9 +171,9 @@ static lt__hitem heap_pop(lt__mc *c) {
     return top;
 }
 
-lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv) {
+lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv, const lt__list *rk) {
     int t;
-    LT_TRY(node_get(c, key, &t));
+    LT_TRY(node_get(c, key, rk, &t));
     lt__node *fn = &c->nodes[from], *tn = &c->nodes[t];
     if (tn->done) return LT_OK;
     uint64_t nb = fn->g + bytes;
@@ -214,7 +183,7 @@ lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, const 
         tn->steps = ns;
         tn->prev = from;
         tn->mv = *mv;
-        return heap_push(c, (lt__hitem){nb + tn->h, ns, t});
+        return heap_push(c, hitem_of(c, t));
     }
     return LT_OK;
 }
@@ -240,6 +209,7 @@ static void mc_free(lt__mc *c) {
     lt__free(c->recv);
     lt__free(c->iscr);
     lt__free(c->perms);
+    lt__free(c->memo);
     lt__free((void *)c->dlay);
     lt__arena_free(&c->nar);
     lt__arena_free(&c->tar);
@@ -275,8 +245,8 @@ static lt_status mc_new(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int
         c->frozen[i] = mesh->shape[i] == 1 || (src[i].kind == LT_PL_PARTIAL && lt_placement_equal(&src[i], &dst[i]));
         if (mesh->shape[i] > maxn) maxn = mesh->shape[i];
     }
-    build_candidates(c);
-    build_rules(c, src, dst);
+    lt_status st = lt__mc_space(c);
+    if (st) return st;
     if (expansion_cost(c) * 8 > c->budget) return LT_OVERFLOW;
     size_t nd = (size_t)(ndim ? ndim : 1), W = (size_t)c->g.W, nl = c->g.off[c->g.M + 1] + 1;
     c->G = lt__malloc(sizeof(lt__list) * W * nd);
@@ -490,25 +460,27 @@ lt_status lt__plan_mincost(const lt_mesh *mesh, lt_dtype dtype, int ndim, const 
         LT_ASSERT(st || r == 1);   /* the destination's own list is a candidate */
     }
     int s = -1, goal = -1;
-    if (!st) st = node_get(c, lt__mc_key(c, c->src), &s);
+    if (!st) st = node_get(c, lt__mc_key(c, c->src), NULL, &s);
     if (!st) {
         c->nodes[s].g = 0;
         c->nodes[s].steps = 0;
-        st = heap_push(c, (lt__hitem){c->nodes[s].h, 0, s});
+        st = heap_push(c, hitem_of(c, s));
     }
     while (!st && c->nheap) {
         lt__hitem it = heap_pop(c);
         lt__node *nd = &c->nodes[it.node];
-        if (nd->done || it.f != nd->g + nd->h || it.steps != nd->steps) continue;
+        if (nd->done || it.f != nd->g + nd->h || it.fs != nd->steps + (nd->key != c->goal)) continue;
         nd->done = 1;
         c->expanded++;
         if (nd->key == c->goal) {
             goal = it.node;
             break;
         }
-        st = lt__mc_expand(c, it.node);
+        st = lt__mc_layout(c, it.node);
+        if (!st) st = lt__mc_expand(c, it.node);
     }
     if (!st && goal < 0) st = lt__err(LT_UNSUPPORTED, "no sequence of steps reaches the destination");
+    if (!st) st = lt__mc_layout(c, goal);
     if (!st) st = make_plan(c, dtype, src, dst, goal, out);
     mc_free(c);
     return st;

@@ -57,14 +57,24 @@
  * Minimises total_bytes (bytes received, summed over all ranks and steps),
  * then the number of steps; bytes_per_rank is reported, not minimised.
  *
- * States: placement lists whose mesh dim i takes one of: the source's
- * placement of i; unless i is frozen (source and destination are the same
- * Partial: kept as is), the destination's, R, S(d) for every tensor dim d,
- * and S(d, rule) for every d and every non-chunk rule of a Shard in the
- * source or destination of i. Only valid lists (Partial ops mixed as {sum,
- * avg}, layout computable); mesh dims of size 1 count as R. Lists under
- * which every rank holds the same indices (empty shards: the same shape)
- * and the same Partial dims are one state: switching between them is free.
+ * States are layouts: what every rank holds (the global indices along
+ * every dim; an empty shard: its shape) and which mesh dims are Partial.
+ * Lists that give every rank the same indices and the same Partial dims
+ * are one state, however they are spelled: switching between them is free.
+ * A state is spelled by a valid placement list (Partial ops mixed as {sum,
+ * avg}, layout computable; mesh dims of size 1 count as R) whose mesh dim
+ * i takes one of: the source's placement of i; unless i is frozen (source
+ * and destination are the same Partial: kept as is), the destination's,
+ * R, and for every tensor dim d: S(d) by the chunk, balanced and last
+ * rules and by every explicit size list of a Shard in the source or
+ * destination of i; SS(d, k) for k = shape[d] (every index a piece of its
+ * own: member 0 of each group keeps its whole block, what a gather to root
+ * 0 leaves) and for k = f * p < shape[d], p the product of the sizes of any
+ * set of mesh dims (what gathering or picking along them interleaves) and
+ * f = 1 or the factor of an SS(d, f) of the source or destination. A
+ * candidate that at every length d can have there cuts like an earlier one
+ * (or is rejected) is dropped: it spells nothing new (localtensor/
+ * plan_space.c).
  *
  * Moves, each one step, judged on the indices every rank holds: along one
  * mesh dim i of size > 1, not frozen, ONE collective of collectives_sim,
@@ -91,13 +101,18 @@
  * towards roots that a candidate split can give a whole block to (position
  * 0, or the one non-zero size of an explicit rule).
  *
- * The search is A*, exact: its lower bound is the bytes each rank still
- * lacks of its destination shard, which no move beats. test/test_planner.c
- * checks it against an independent brute force over this move set on every
- * pair of the 2x2 and 2x2x2 sweeps. It has a work budget (about 50 ms; 3-D
- * meshes of 8 ranks use a few percent of it); past it, or when one state
- * has too many moves for it, min-cost plans over the rule table's steps
- * instead (then greedy), and says so (lt_plan.search_truncated).
+ * The search is A*, exact over those states: its lower bound is the bytes
+ * each rank still lacks of its destination shard, which no move beats.
+ * test/test_planner.c checks that nothing is missed: on every pair of the
+ * 2x2 and 2x2x2 sweeps (S with every rule, SS, explicit sizes, Partial;
+ * shapes that divide and that do not) the plan's (bytes, steps) equal
+ * those of an independent brute force whose states are the layouts of
+ * EVERY placement list (every split factor, every rule in play) and whose
+ * moves are every collective with every argument, broadcast and every root
+ * included. It has a work budget (about 50 ms; 3-D meshes of 8 ranks use
+ * a few percent of it); past it, or when one state has too many moves for
+ * it, min-cost plans over the rule table's steps instead (then greedy),
+ * and says so (lt_plan.search_truncated).
  *
  * ---- greedy ---------------------------------------------------------------
  * PyTorch's generate_greedy_transform_infos order: when the source shards
@@ -266,8 +281,9 @@ char *lt_plan_step_str(const lt_plan *p, int i, char *buf, size_t n);
  * ranks) and the placements after the step, then totals. Returns the length
  * it wanted (snprintf style). */
 int lt_plan_format(const lt_plan *p, char *buf, size_t n);
-/* The same table to f. */
-void lt_plan_print(const lt_plan *p, FILE *f);
+/* The same table to f. LT_NOMEM (nothing printed) when the table's buffer
+ * cannot be allocated. */
+lt_status lt_plan_print(const lt_plan *p, FILE *f);
 
 /* Drops every cached plan (plans still referenced elsewhere stay valid). */
 void lt_plan_cache_clear(void);

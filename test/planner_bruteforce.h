@@ -1,60 +1,114 @@
 /* test/planner_bruteforce.h — an independent brute-force search for the
  * cheapest redistribute, to check the min-cost planner against.
  *
- * Written from the definition in localtensor/redistribute.h, sharing no
- * code with the planner: states are built by enumerating every placement
- * list of the search space and asking layout math (lt_layout_rank) what
- * each rank holds, as explicit index lists; lists with the same layout are
- * one state. Every collective of collectives_sim is applied to those index
- * lists with all of its arguments (every tensor dim, every root, every
- * permutation, every split rule), without the planner's shortcuts
- * (broadcast, scatter from any root, gathers along any dim...), following
- * the shapes collectives_sim produces; a move is an edge when what every
- * rank then holds is exactly a state. Local picks are every state each rank
- * can cut from what it holds. Bytes come from index-set sizes by the model
- * of collectives_sim/trace.h. Dijkstra over all states gives the least
- * (bytes, steps). Plain malloc: this is test code. Header-only.
+ * Written from the definition of a step in localtensor/redistribute.h and
+ * sharing no code or candidate list with the planner. A state is a layout:
+ * what every rank holds (its shard's shape and the global indices along
+ * every dim) plus which mesh dims are Partial. The universe of states is
+ * enumerated here, independently and completely for small tensors: every
+ * placement list whose entries (per mesh dim of size > 1) are
+ *   R;
+ *   S(d, rule) for every tensor dim d and every split rule in play (chunk,
+ *     balanced, last, and each explicit size list of the source or the
+ *     destination, on mesh dims of its length);
+ *   SS(d, k) for every k in 1..shape[d] (see bf_options for why a larger k
+ *     adds no layout);
+ *   P(op) for every op of a Partial in the source or the destination (no
+ *     move makes any other op: Partials come from the source or from a
+ *     partition towards the destination's op, and no move changes an op);
+ * kept when lt_placements_check and layout math accept it, and asking
+ * layout math (lt_layout_rank) what each rank holds. Lists that give every
+ * rank the same indices (and the same shape when it holds nothing) and the
+ * same Partial dims are one state, however they are spelled.
+ *
+ * Edges: every collective of collectives_sim along every mesh dim of size
+ * > 1, with every argument (every tensor dim, every root, every
+ * permutation, every split rule in play; broadcast too), applied to the
+ * index sets with the shapes collectives_sim produces and the bytes of the
+ * model of collectives_sim/trace.h; the move reaches state B when every
+ * rank then holds exactly B's indices (a rooted collective's other ranks a
+ * placeholder). Local picks go to every state whose every shard is within
+ * (or empty, or equal to) what each rank holds, with the same Partial dims;
+ * partition goes R -> P(op) on a mesh dim whose members hold the same
+ * block, towards a destination Partial only. Dijkstra gives the least
+ * (bytes, steps).
+ *
+ * Index sets are 64-bit masks, so a tensor dim may have at most 64
+ * elements and a tensor at most BF_MAXD dims: this is for the sweeps.
+ * Plain malloc: this is test code. Header-only; one includer.
  */
 #ifndef LT_PLANNER_BRUTEFORCE_H
 #define LT_PLANNER_BRUTEFORCE_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "localtensor/localtensor.h"
 #include "test/testutil.h"
 
-/* What one rank holds: its shard's shape and, when it has elements, the
- * global indices along every dim (sorted in states, in local order in the
- * result of a collective). */
+#define BF_MAXD 3     /* tensor dims */
+#define BF_MAXE 64    /* elements along one tensor dim (one mask) */
+#define BF_MAXG 16    /* members of a group */
+#define BF_NDIST 64   /* searches kept per universe */
+
+/* What one rank holds: its shard's shape and, when it holds elements, the
+ * global indices along every dim (bit x of mask[d]: index x). Empty blocks
+ * have zero masks. */
 typedef struct bfb {
-    int64_t shape[LT_MAX_DIMS];
+    int64_t shape[BF_MAXD];
+    uint64_t mask[BF_MAXD];
     int empty;
-    int64_t *ix[LT_MAX_DIMS];
 } bfb;
 
-typedef struct bfs {
-    lt_placement pl[LT_MESH_MAX_DIMS];
-    int pop[LT_MESH_MAX_DIMS];           /* Partial op of each mesh dim, -1: none */
-    bfb *rk;                             /* (world) */
-    uint64_t hash;
-} bfs;
+/* A collective edge: to state v, cost bytes; rdim: the mesh dim it reduces
+ * (a move that frozen mesh dims forbid), -1 for the others. */
+typedef struct bfe {
+    int v, rdim;
+    int64_t cost;
+} bfe;
 
-typedef struct bf {
-    const lt_mesh *m;
-    int M, W, nd, is_float;
-    const int64_t *shape;
-    lt_placement src[LT_MESH_MAX_DIMS], dst[LT_MESH_MAX_DIMS];
-    int frozen[LT_MESH_MAX_DIMS];
-    int ptarget[LT_MESH_MAX_DIMS];       /* R -> P(op) allowed on this mesh dim: op, else -1 */
-    int nc[LT_MESH_MAX_DIMS];
-    lt_placement cand[LT_MESH_MAX_DIMS][64];
+/* The least (bytes, steps) from state src to every state, under one set of
+ * rules of the pair (frozen mesh dims, partition targets). */
+typedef struct bfd {
+    int src;
+    unsigned frozen;
+    signed char ptarget[LT_MESH_MAX_DIMS];
+    int64_t *db;
+    int *ds;
+    int *prev;     /* the state before, on one cheapest path; -1 at src */
+} bfd;
+
+typedef struct bfu {
+    lt_mesh m;
+    int M, W, nd;
+    int64_t shape[BF_MAXD];
+    size_t esize;
     int nrules;
-    lt_split_rule rules[32];
-    bfs *st;
-    int nst, capst;
-} bf;
+    lt_split_rule rules[8];
+    unsigned ops;              /* Partial ops (bit per lt_redop) */
+    long nlists;               /* valid placement lists enumerated */
+    int n, cap;                /* states */
+    bfb *blk;                  /* (cap x W) */
+    signed char *pop;          /* (cap x M) Partial op per mesh dim, -1: none */
+    lt_placement *pl;          /* (cap x M) the first list found with that layout */
+    uint64_t *hash;            /* (cap) */
+    int *tab;                  /* open addressing: state + 1, 0 empty */
+    size_t tcap;
+    bfe **out;                 /* (cap) collective edges, built when first expanded */
+    int *nout;                 /* (cap) -1: not built yet */
+    int **loc;                 /* (cap) local picks */
+    int *nloc;                 /* (cap) */
+    bfd dist[BF_NDIST];
+    int ndist;
+} bfu;
+
+typedef struct bf_result {
+    int64_t bytes;   /* -1: unreachable */
+    int steps;
+    char path[512];  /* one cheapest path: its states and each step's bytes */
+} bf_result;
 
 static int64_t bf_numel(const int64_t *s, int nd) {
     int64_t n = 1;
@@ -62,62 +116,56 @@ static int64_t bf_numel(const int64_t *s, int nd) {
     return n;
 }
 
-static int bf_i64cmp(const void *x, const void *y) {
-    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-    return a < b ? -1 : a > b;
-}
+static int bf_popc(uint64_t x) { return __builtin_popcountll(x); }
 
-static void bfb_free(bfb *b, int nd) {
-    for (int d = 0; d < nd; d++) {
-        free(b->ix[d]);
-        b->ix[d] = NULL;
-    }
-}
-
-/* Sorts b's lists; 0 when a list repeats an index (not a set). */
-static int bfb_canon(bfb *b, int nd) {
-    if (b->empty) return 1;
-    for (int d = 0; d < nd; d++) {
-        qsort(b->ix[d], (size_t)b->shape[d], sizeof(int64_t), bf_i64cmp);
-        for (int64_t k = 1; k < b->shape[d]; k++)
-            if (b->ix[d][k] == b->ix[d][k - 1]) return 0;
-    }
-    return 1;
-}
-
-static int bfb_equal(const bfb *a, const bfb *b, int nd) {
+static int bfb_eq(const bfb *a, const bfb *b, int nd) {
     if (a->empty != b->empty) return 0;
     for (int d = 0; d < nd; d++)
-        if (a->shape[d] != b->shape[d]) return 0;
-    if (a->empty) return 1;
-    for (int d = 0; d < nd; d++)
-        if (memcmp(a->ix[d], b->ix[d], sizeof(int64_t) * (size_t)a->shape[d])) return 0;
+        if (a->shape[d] != b->shape[d] || a->mask[d] != b->mask[d]) return 0;
     return 1;
 }
 
-/* b within a (sorted lists), or b empty. */
+/* b within a, or b empty. */
 static int bfb_within(const bfb *b, const bfb *a, int nd) {
     if (b->empty) return 1;
     if (a->empty) return 0;
-    for (int d = 0; d < nd; d++) {
-        int64_t j = 0;
-        for (int64_t k = 0; k < b->shape[d]; k++) {
-            while (j < a->shape[d] && a->ix[d][j] < b->ix[d][k]) j++;
-            if (j == a->shape[d] || a->ix[d][j] != b->ix[d][k]) return 0;
-        }
-    }
+    for (int d = 0; d < nd; d++)
+        if (b->mask[d] & ~a->mask[d]) return 0;
     return 1;
 }
 
-static uint64_t bf_hash(const bf *b, const bfb *rk, const int *pop) {
+/* Positions off..off+len-1 (in increasing order) of the indices in x. */
+static uint64_t bf_select(uint64_t x, int64_t off, int64_t len) {
+    uint64_t o = 0;
+    for (int64_t p = 0; x && p < off + len; p++) {
+        uint64_t low = x & (~x + 1);
+        if (p >= off) o |= low;
+        x &= x - 1;
+    }
+    return o;
+}
+
+/* x with dim e cut to positions off..off+len-1 (e < 0: x itself). */
+static bfb bf_sub(const bfb *x, int nd, int e, int64_t off, int64_t len) {
+    bfb o = *x;
+    if (e < 0) return o;
+    o.shape[e] = len;
+    if (!x->empty) o.mask[e] = bf_select(x->mask[e], off, len);
+    o.empty = bf_numel(o.shape, nd) == 0;
+    if (o.empty) memset(o.mask, 0, sizeof o.mask);
+    return o;
+}
+
+static uint64_t bf_hash(const bfu *u, const bfb *rk, const signed char *pop) {
     uint64_t h = 1469598103934665603ULL;
 #define BF_MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ULL)
-    for (int i = 0; i < b->M; i++) BF_MIX(pop[i] + 7);
-    for (int r = 0; r < b->W; r++) {
+    for (int i = 0; i < u->M; i++) BF_MIX(pop[i] + 7);
+    for (int r = 0; r < u->W; r++) {
         BF_MIX(rk[r].empty);
-        for (int d = 0; d < b->nd; d++) {
+        for (int d = 0; d < u->nd; d++) {
             BF_MIX(rk[r].shape[d]);
-            for (int64_t k = 0; !rk[r].empty && k < rk[r].shape[d]; k++) BF_MIX(rk[r].ix[d][k]);
+            BF_MIX(rk[r].mask[d]);
+            BF_MIX(rk[r].mask[d] >> 32);
         }
     }
 #undef BF_MIX
@@ -125,224 +173,246 @@ static uint64_t bf_hash(const bf *b, const bfb *rk, const int *pop) {
 }
 
 /* The state holding exactly rk with Partial ops pop, or -1. */
-static int bf_find(const bf *b, const bfb *rk, const int *pop) {
-    uint64_t h = bf_hash(b, rk, pop);
-    for (int s = 0; s < b->nst; s++) {
-        const bfs *x = &b->st[s];
-        if (x->hash != h || memcmp(x->pop, pop, sizeof(int) * (size_t)b->M)) continue;
+static int bf_find(const bfu *u, const bfb *rk, const signed char *pop) {
+    if (!u->tcap) return -1;
+    uint64_t h = bf_hash(u, rk, pop);
+    for (size_t q = h & (u->tcap - 1); u->tab[q]; q = (q + 1) & (u->tcap - 1)) {
+        int s = u->tab[q] - 1;
+        if (u->hash[s] != h || memcmp(u->pop + (size_t)s * (size_t)u->M, pop, (size_t)u->M)) continue;
         int same = 1;
-        for (int r = 0; r < b->W && same; r++) same = bfb_equal(&x->rk[r], &rk[r], b->nd);
+        for (int r = 0; r < u->W && same; r++) same = bfb_eq(&u->blk[(size_t)s * (size_t)u->W + (size_t)r], &rk[r], u->nd);
         if (same) return s;
     }
     return -1;
 }
 
-/* ---- the search space (the definition in localtensor/redistribute.h) ------------------- */
-
-static void bf_cand(bf *b, int i, lt_placement p) {
-    for (int k = 0; k < b->nc[i]; k++)
-        if (lt_placement_equal(&b->cand[i][k], &p)) return;
-    b->cand[i][b->nc[i]++] = p;
+static void bf_table_put(bfu *u, int s) {
+    size_t q = u->hash[s] & (u->tcap - 1);
+    while (u->tab[q]) q = (q + 1) & (u->tcap - 1);
+    u->tab[q] = s + 1;
 }
 
-static void bf_rule(bf *b, lt_split_rule r) {
-    for (int k = 0; k < b->nrules; k++)
-        if (lt_split_rule_equal(&b->rules[k], &r)) return;
-    b->rules[b->nrules++] = r;
-}
-
-/* What every rank holds under placement list pl (new rk[world]), and its
- * Partial ops. */
-static bfb *bf_layout(const bf *b, const lt_placement *pl, int *pop) {
-    bfb *rk = calloc((size_t)b->W, sizeof *rk);
-    for (int i = 0; i < b->M; i++) pop[i] = pl[i].kind == LT_PL_PARTIAL ? (int)pl[i].op : -1;
-    for (int r = 0; r < b->W; r++) {
-        lt_rank_layout l;
-        LT_CHECK(lt_layout_rank(b->m, b->nd, b->shape, pl, r, &l));
-        memcpy(rk[r].shape, l.local_shape, sizeof(int64_t) * (size_t)b->nd);
-        rk[r].empty = bf_numel(l.local_shape, b->nd) == 0;
-        for (int d = 0; d < b->nd && !rk[r].empty; d++) {
-            rk[r].ix[d] = malloc(sizeof(int64_t) * (size_t)(l.local_shape[d] + 1));
-            for (int64_t k = 0; k < l.local_shape[d]; k++) rk[r].ix[d][k] = l.idx[d] ? l.idx[d][k] : k;
-        }
-        lt_rank_layout_free(&l);
-        bfb_canon(&rk[r], b->nd);
+/* Adds a state (rk, pop, first list pl) unless its layout is one already. */
+static void bf_add(bfu *u, const bfb *rk, const signed char *pop, const lt_placement *pl) {
+    if (bf_find(u, rk, pop) >= 0) return;
+    if (u->n == u->cap) {
+        u->cap = u->cap ? 2 * u->cap : 256;
+        size_t c = (size_t)u->cap;
+        u->blk = realloc(u->blk, sizeof(bfb) * c * (size_t)u->W);
+        u->pop = realloc(u->pop, c * (size_t)u->M);
+        u->pl = realloc(u->pl, sizeof(lt_placement) * c * (size_t)u->M);
+        u->hash = realloc(u->hash, sizeof(uint64_t) * c);
+        free(u->tab);
+        u->tcap = 4 * c;
+        u->tab = calloc(u->tcap, sizeof(int));
+        assert_non_null(u->blk);
+        assert_non_null(u->tab);
+        for (int s = 0; s < u->n; s++) bf_table_put(u, s);
     }
-    return rk;
+    int s = u->n++;
+    memcpy(u->blk + (size_t)s * (size_t)u->W, rk, sizeof(bfb) * (size_t)u->W);
+    memcpy(u->pop + (size_t)s * (size_t)u->M, pop, (size_t)u->M);
+    memcpy(u->pl + (size_t)s * (size_t)u->M, pl, sizeof(lt_placement) * (size_t)u->M);
+    u->hash[s] = bf_hash(u, rk, pop);
+    bf_table_put(u, s);
 }
 
-/* Every valid list of candidates, one state per distinct layout. */
-static void bf_states(bf *b) {
-    int idx[LT_MESH_MAX_DIMS] = {0};
+/* What every rank holds under placement list pl (checked), into rk[W]; its
+ * Partial ops into pop. */
+static void bf_layout(const bfu *u, const lt_placement *pl, bfb *rk, signed char *pop) {
+    for (int i = 0; i < u->M; i++) pop[i] = (signed char)(pl[i].kind == LT_PL_PARTIAL ? (int)pl[i].op : -1);
+    for (int r = 0; r < u->W; r++) {
+        lt_rank_layout l;
+        LT_CHECK(lt_layout_rank(&u->m, u->nd, u->shape, pl, r, &l));
+        bfb *b = &rk[r];
+        memset(b, 0, sizeof *b);
+        memcpy(b->shape, l.local_shape, sizeof(int64_t) * (size_t)u->nd);
+        b->empty = bf_numel(l.local_shape, u->nd) == 0;
+        for (int d = 0; d < u->nd && !b->empty; d++)
+            for (int64_t k = 0; k < l.local_shape[d]; k++) b->mask[d] |= 1ULL << (l.idx[d] ? l.idx[d][k] : k);
+        lt_rank_layout_free(&l);
+    }
+}
+
+/* The options of mesh dim i. SS(d, k) stops at k = shape[d]: every list a
+ * StridedShard splits along d has n <= shape[d] indices, and for k >= n >= 1
+ * the k chunk-rule pieces of the list are its n single indices (then empty
+ * pieces), so every k >= n picks the same; for n = 0 every k picks nothing.
+ * SS(d, 1) is S(d) again (one piece, cut by the chunk rule); it stays in,
+ * as its layout is deduplicated like any other. */
+static int bf_options(const bfu *u, int i, lt_placement *o) {
+    int n = 0, mi = u->m.shape[i];
+    o[n++] = lt_replicate();
+    if (mi == 1) return n;
+    for (int d = 0; d < u->nd; d++) {
+        for (int q = 0; q < u->nrules; q++)
+            if (u->rules[q].kind != LT_SPLIT_EXPLICIT || u->rules[q].nsizes == mi) o[n++] = lt_shard_rule(d, u->rules[q]);
+        for (int64_t k = 1; k <= (u->shape[d] > 1 ? u->shape[d] : 1); k++) o[n++] = lt_strided(d, (int)k);
+    }
+    for (int op = 0; op < LT_REDOP_COUNT; op++)
+        if (u->ops >> op & 1) o[n++] = lt_partial((lt_redop)op);
+    return n;
+}
+
+/* Every valid placement list of the options, one state per layout. */
+static void bf_enumerate(bfu *u) {
+    static lt_placement opt[LT_MESH_MAX_DIMS][BF_MAXD * (BF_MAXE + 8) + 16];
+    int no[LT_MESH_MAX_DIMS], idx[LT_MESH_MAX_DIMS] = {0};
+    for (int i = 0; i < u->M; i++) no[i] = bf_options(u, i, opt[i]);
+    bfb *rk = malloc(sizeof(bfb) * (size_t)u->W);
     for (;;) {
         lt_placement pl[LT_MESH_MAX_DIMS], tmp[LT_MESH_MAX_DIMS];
-        for (int i = 0; i < b->M; i++) pl[i] = b->cand[i][idx[i]];
-        if (!lt_placements_check(b->m, b->nd, pl, b->M, tmp) && !lt_layout_check(b->m, b->nd, b->shape, pl)) {
-            int pop[LT_MESH_MAX_DIMS];
-            bfb *rk = bf_layout(b, pl, pop);
-            if (bf_find(b, rk, pop) >= 0) {
-                for (int r = 0; r < b->W; r++) bfb_free(&rk[r], b->nd);
-                free(rk);
-            } else {
-                if (b->nst == b->capst) {
-                    b->capst = b->capst ? 2 * b->capst : 64;
-                    b->st = realloc(b->st, sizeof(bfs) * (size_t)b->capst);
-                }
-                bfs *x = &b->st[b->nst++];
-                memcpy(x->pl, pl, sizeof pl);
-                memcpy(x->pop, pop, sizeof pop);
-                x->rk = rk;
-                x->hash = bf_hash(b, rk, pop);
-            }
+        for (int i = 0; i < u->M; i++) pl[i] = opt[i][idx[i]];
+        if (!lt_placements_check(&u->m, u->nd, pl, u->M, tmp) && !lt_layout_check(&u->m, u->nd, u->shape, pl)) {
+            signed char pop[LT_MESH_MAX_DIMS];
+            bf_layout(u, pl, rk, pop);
+            bf_add(u, rk, pop, pl);
+            u->nlists++;
         }
-        int i = b->M - 1;
-        while (i >= 0 && ++idx[i] == b->nc[i]) idx[i--] = 0;
+        int i = u->M - 1;
+        while (i >= 0 && ++idx[i] == no[i]) idx[i--] = 0;
         if (i < 0) break;
     }
+    free(rk);
+    u->out = calloc((size_t)u->n, sizeof(bfe *));
+    u->nout = malloc(sizeof(int) * (size_t)u->n);
+    u->loc = calloc((size_t)u->n, sizeof(int *));
+    u->nloc = calloc((size_t)u->n, sizeof(int));
+    for (int s = 0; s < u->n; s++) u->nout[s] = -1;
 }
 
-/* The search space of a redistribute sp -> dp (no states yet). */
-static void bf_space(bf *b, const lt_mesh *m, int nd, const int64_t *shape, const lt_placement *sp,
-                     const lt_placement *dp, int is_float) {
-    memset(b, 0, sizeof *b);
-    b->m = m;
-    b->M = m->ndim;
-    b->W = m->world;
-    b->nd = nd;
-    b->shape = shape;
-    b->is_float = is_float;
-    for (int i = 0; i < b->M; i++) {
-        b->src[i] = m->shape[i] == 1 ? lt_replicate() : sp[i];
-        b->dst[i] = m->shape[i] == 1 ? lt_replicate() : dp[i];
-        if (b->src[i].kind == LT_PL_SHARD || b->src[i].kind == LT_PL_STRIDED) b->src[i].dim = (b->src[i].dim + nd) % nd;
-        if (b->dst[i].kind == LT_PL_SHARD || b->dst[i].kind == LT_PL_STRIDED) b->dst[i].dim = (b->dst[i].dim + nd) % nd;
-        b->frozen[i] = m->shape[i] == 1 ||
-                       (b->src[i].kind == LT_PL_PARTIAL && lt_placement_equal(&b->src[i], &b->dst[i]));
-        /* the partition policy: only towards the destination's Partial, on a
-         * mesh dim the source does not have Partial, never product, sum only
-         * for floating dtypes */
-        const lt_placement *t = &b->dst[i];
-        b->ptarget[i] = t->kind == LT_PL_PARTIAL && b->src[i].kind != LT_PL_PARTIAL && t->op != LT_REDOP_PRODUCT &&
-                                (t->op != LT_REDOP_SUM || is_float)
-                            ? (int)t->op
-                            : -1;
-        bf_cand(b, i, b->src[i]);
-        if (b->frozen[i]) continue;
-        bf_cand(b, i, b->dst[i]);
-        bf_cand(b, i, lt_replicate());
-        for (int d = 0; d < nd; d++) bf_cand(b, i, lt_shard(d));
-        for (int e = 0; e < 2; e++) {
-            const lt_placement *p = e ? &b->dst[i] : &b->src[i];
-            if (p->kind == LT_PL_SHARD && p->rule.kind != LT_SPLIT_CHUNK)
-                for (int d = 0; d < nd; d++) bf_cand(b, i, lt_shard_rule(d, p->rule));
-        }
-    }
+static void bf_rule_add(bfu *u, const lt_split_rule *r) {
+    for (int q = 0; q < u->nrules; q++)
+        if (lt_split_rule_equal(&u->rules[q], r)) return;
+    assert_true(u->nrules < 8);
+    u->rules[u->nrules++] = *r;
+}
+
+/* The universe of a redistribute sp -> dp (lists checked), not yet
+ * enumerated: its mesh, shape, rules in play and Partial ops. */
+static void bf_universe_init(bfu *u, const lt_mesh *m, int nd, const int64_t *shape, size_t esize,
+                             const lt_placement *sp, const lt_placement *dp) {
+    memset(u, 0, sizeof *u);
+    assert_true(nd <= BF_MAXD && m->world <= 64);
+    for (int d = 0; d < nd; d++) assert_true(shape[d] <= BF_MAXE);
+    u->m = *m;
+    u->M = m->ndim;
+    u->W = m->world;
+    u->nd = nd;
+    u->esize = esize;
+    memcpy(u->shape, shape, sizeof(int64_t) * (size_t)nd);
     lt_split_rule r = lt_split_chunk();
-    bf_rule(b, r);
-    r.kind = LT_SPLIT_BALANCED;
-    bf_rule(b, r);
-    r.kind = LT_SPLIT_LAST;
-    bf_rule(b, r);
-    for (int i = 0; i < b->M; i++) {
-        if (sp[i].kind == LT_PL_SHARD && sp[i].rule.kind == LT_SPLIT_EXPLICIT) bf_rule(b, sp[i].rule);
-        if (dp[i].kind == LT_PL_SHARD && dp[i].rule.kind == LT_SPLIT_EXPLICIT) bf_rule(b, dp[i].rule);
+    const lt_split_kind kinds[3] = {LT_SPLIT_CHUNK, LT_SPLIT_BALANCED, LT_SPLIT_LAST};
+    for (int q = 0; q < 3; q++) {
+        r.kind = kinds[q];
+        bf_rule_add(u, &r);
     }
+    for (int e = 0; e < 2; e++)
+        for (int i = 0; i < u->M; i++) {
+            const lt_placement *p = e ? &dp[i] : &sp[i];
+            if (m->shape[i] == 1) continue;
+            if (p->kind == LT_PL_SHARD && p->rule.kind == LT_SPLIT_EXPLICIT) bf_rule_add(u, &p->rule);
+            if (p->kind == LT_PL_PARTIAL) u->ops |= 1u << p->op;
+        }
 }
 
-/* Same candidate sets, frozen dims, partition targets and rules: the same graph. */
-static int bf_same_space(const bf *a, const bf *b) {
-    if (a->M != b->M || a->nrules != b->nrules) return 0;
-    for (int i = 0; i < a->M; i++) {
-        if (a->nc[i] != b->nc[i] || a->frozen[i] != b->frozen[i] || a->ptarget[i] != b->ptarget[i]) return 0;
-        for (int k = 0; k < a->nc[i]; k++) {   /* the same set (the order does not matter here) */
-            int found = 0;
-            for (int q = 0; q < b->nc[i] && !found; q++) found = lt_placement_equal(&a->cand[i][k], &b->cand[i][q]);
-            if (!found) return 0;
-        }
+static int bf_universe_same(const bfu *a, const bfu *b) {
+    if (!lt_mesh_equal(&a->m, &b->m) || a->nd != b->nd || a->esize != b->esize || a->ops != b->ops ||
+        a->nrules != b->nrules || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->nd))
+        return 0;
+    for (int q = 0; q < a->nrules; q++) {   /* the same set */
+        int found = 0;
+        for (int k = 0; k < b->nrules && !found; k++) found = lt_split_rule_equal(&a->rules[q], &b->rules[k]);
+        if (!found) return 0;
     }
-    for (int k = 0; k < a->nrules; k++)
-        if (!lt_split_rule_equal(&a->rules[k], &b->rules[k])) return 0;
     return 1;
 }
 
-static void bf_free(bf *b) {
-    for (int s = 0; s < b->nst; s++) {
-        for (int r = 0; r < b->W; r++) bfb_free(&b->st[s].rk[r], b->nd);
-        free(b->st[s].rk);
+static void bf_dist_clear(bfu *u) {
+    for (int q = 0; q < u->ndist; q++) {
+        free(u->dist[q].db);
+        free(u->dist[q].ds);
+        free(u->dist[q].prev);
     }
-    free(b->st);
+    u->ndist = 0;
 }
 
-/* ---- collectives on index lists ------------------------------------------------------------ */
+static void bf_universe_free(bfu *u) {
+    bf_dist_clear(u);
+    for (int s = 0; s < u->n; s++) {
+        free(u->out[s]);
+        free(u->loc[s]);
+    }
+    free(u->out);
+    free(u->nout);
+    free(u->loc);
+    free(u->nloc);
+    free(u->blk);
+    free(u->pop);
+    free(u->pl);
+    free(u->hash);
+    free(u->tab);
+    memset(u, 0, sizeof *u);
+}
+
+/* ---- collectives on index sets ------------------------------------------------------------- */
 
 enum { BF_AG, BF_GATHER, BF_A2A, BF_SCATTER, BF_BCAST, BF_PERMUTE, BF_AR, BF_RS, BF_REDUCE, BF_NKINDS };
 
-/* Appends positions [pos, pos + cnt) of block x along d to list o (length *n). */
-static void bf_take(int64_t *o, int64_t *n, const bfb *x, int d, int64_t pos, int64_t cnt) {
-    for (int64_t k = 0; k < cnt; k++) o[(*n)++] = x->ix[d][pos + k];
-}
-
-/* out = the concatenation along f of pieces q[0..k) (block, and along e the
- * positions [off, off + len) of it; e < 0: whole), of result shape sh. 0 when
- * the pieces that hold elements disagree off f. */
-static int bf_concat(const bf *b, const bfb *const *q, const int64_t *off, const int64_t *len, int k, int e, int f,
-                     const int64_t *sh, bfb *out) {
-    int nd = b->nd;
+/* out = the concatenation along f of pieces p[0..k), of result shape sh. 0
+ * when the pieces that hold elements disagree off f, or an index repeats
+ * along f (not a set). */
+static int bf_concat(const bfu *u, const bfb *p, int k, int f, const int64_t *sh, bfb *out) {
+    int nd = u->nd, first = -1;
+    memset(out, 0, sizeof *out);
     memcpy(out->shape, sh, sizeof(int64_t) * (size_t)nd);
     out->empty = bf_numel(sh, nd) == 0;
     if (out->empty) return 1;
-    int first = -1;
+    uint64_t acc = 0;
     for (int x = 0; x < k; x++) {
-        int64_t s[LT_MAX_DIMS];
-        memcpy(s, q[x]->shape, sizeof s);
-        if (e >= 0) s[e] = len[x];
-        if (bf_numel(s, nd) == 0) continue;
-        for (int d = 0; d < nd && first >= 0; d++) {
-            if (d == f) continue;
-            int64_t pa = d == e ? off[x] : 0, pb = d == e ? off[first] : 0;
-            int64_t na = d == e ? len[x] : q[x]->shape[d], nb = d == e ? len[first] : q[first]->shape[d];
-            if (na != nb || memcmp(q[x]->ix[d] + pa, q[first]->ix[d] + pb, sizeof(int64_t) * (size_t)na)) return 0;
-        }
+        if (p[x].empty) continue;
         if (first < 0) first = x;
+        for (int d = 0; d < nd; d++)
+            if (d != f && p[x].mask[d] != p[first].mask[d]) return 0;
+        if (acc & p[x].mask[f]) return 0;
+        acc |= p[x].mask[f];
     }
     if (first < 0) return 0;
-    for (int d = 0; d < nd; d++) {
-        out->ix[d] = malloc(sizeof(int64_t) * (size_t)(sh[d] + 1));
-        int64_t n = 0;
-        if (d != f) {
-            bf_take(out->ix[d], &n, q[first], d, d == e ? off[first] : 0, d == e ? len[first] : q[first]->shape[d]);
-        } else {
-            for (int x = 0; x < k; x++) {
-                int64_t s[LT_MAX_DIMS];
-                memcpy(s, q[x]->shape, sizeof s);
-                if (e >= 0) s[e] = len[x];
-                if (bf_numel(s, nd) == 0) continue;
-                bf_take(out->ix[d], &n, q[x], d, d == e ? off[x] : 0, d == e ? len[x] : q[x]->shape[d]);
-            }
-        }
-        if (n != sh[d]) return 0;
-    }
+    memcpy(out->mask, p[first].mask, sizeof out->mask);
+    out->mask[f] = acc;
+    for (int d = 0; d < nd; d++)
+        if (bf_popc(out->mask[d]) != sh[d]) return 0;
     return 1;
 }
 
-/* What every rank holds after collective `kind` on mesh dim i from state u
- * (into G, Partial ops into gpop) and its bytes (*cost). 1, or 0 when
+/* A placeholder: shape sh with dim 0 emptied, holding nothing. */
+static void bf_placeholder(const bfu *u, const int64_t *sh, bfb *o) {
+    memset(o, 0, sizeof *o);
+    memcpy(o->shape, sh, sizeof(int64_t) * (size_t)u->nd);
+    o->shape[0] = 0;
+    o->empty = 1;
+}
+
+/* What every rank holds after collective `kind` along mesh dim i from state
+ * s (into G, Partial ops into gpop) and its bytes (*cost). 1, or 0 when
  * collectives_sim rejects the call or the result is not a set of blocks. */
-static int bf_collective(const bf *b, const bfs *u, int kind, int i, int e, int f, int root,
-                         const lt_split_rule *rule, const int *perm, bfb *G, int *gpop, int64_t *cost) {
-    int nd = b->nd, n = b->m->shape[i], ng = lt_mesh_ngroups(b->m, i);
+static int bf_collective(const bfu *u, int s, int kind, int i, int e, int f, int root, const lt_split_rule *rule,
+                         const int *perm, bfb *G, signed char *gpop, int64_t *cost) {
+    int nd = u->nd, n = u->m.shape[i], ng = lt_mesh_ngroups(&u->m, i);
+    const signed char *pop = u->pop + (size_t)s * (size_t)u->M;
     int reducing = kind == BF_AR || kind == BF_RS || kind == BF_REDUCE;
-    memcpy(gpop, u->pop, sizeof(int) * (size_t)b->M);
-    if (reducing ? u->pop[i] < 0 : u->pop[i] >= 0) return 0;
+    memcpy(gpop, pop, (size_t)u->M);
+    if (reducing ? pop[i] < 0 : pop[i] >= 0) return 0;
     if (reducing) gpop[i] = -1;
     if (nd == 0 && kind != BF_AR && kind != BF_BCAST && kind != BF_PERMUTE) return 0;
-    int grp[64];
-    int64_t recv = 0, sizes[64][64], offs[64][64];
+    int grp[BF_MAXG];
+    int64_t recv = 0, sizes[BF_MAXG][BF_MAXG], offs[BF_MAXG][BF_MAXG];
+    bfb pc[BF_MAXG];
     for (int g = 0; g < ng; g++) {
-        lt_mesh_group(b->m, i, g, grp);
-        const bfb *x[64] = {0};
-        for (int q = 0; q < n; q++) x[q] = &u->rk[grp[q]];
-        int64_t sh[LT_MAX_DIMS];
+        lt_mesh_group(&u->m, i, g, grp);
+        const bfb *x[BF_MAXG] = {0};
+        for (int q = 0; q < n; q++) x[q] = &u->blk[(size_t)s * (size_t)u->W + (size_t)grp[q]];
+        int64_t sh[BF_MAXD];
         memcpy(sh, x[0]->shape, sizeof sh);
         /* collectives_sim's checks: shapes agree off the concat dim; splits fit */
         int skip = kind == BF_AG || kind == BF_GATHER ? e : kind == BF_A2A ? f : -1;
@@ -358,7 +428,6 @@ static int bf_collective(const bf *b, const bfs *u, int kind, int i, int e, int 
             return 0;
         for (int j = 0; j < n; j++) {
             bfb *o = &G[grp[j]];
-            int64_t len[64], off[64];
             switch (kind) {
             case BF_AG:
             case BF_GATHER: {
@@ -367,14 +436,13 @@ static int bf_collective(const bf *b, const bfs *u, int kind, int i, int e, int 
                 for (int q = 0; q < n; q++) {
                     sh[e] += x[q]->shape[e];
                     total += bf_numel(x[q]->shape, nd);
+                    pc[q] = *x[q];
                 }
-                if (kind == BF_GATHER && j != root) {   /* a placeholder: dim 0 emptied */
-                    memcpy(o->shape, sh, sizeof sh);
-                    o->shape[0] = 0;
-                    o->empty = 1;
+                if (kind == BF_GATHER && j != root) {
+                    bf_placeholder(u, sh, o);
                     break;
                 }
-                if (!bf_concat(b, x, NULL, NULL, n, -1, e, sh, o)) return 0;
+                if (!bf_concat(u, pc, n, e, sh, o)) return 0;
                 recv += total - bf_numel(x[j]->shape, nd);
                 break;
             }
@@ -384,48 +452,41 @@ static int bf_collective(const bf *b, const bfs *u, int kind, int i, int e, int 
                 sh[f] = 0;
                 for (int q = 0; q < n; q++) {
                     sh[f] += f == e ? sizes[q][j] : x[q]->shape[f];
-                    len[q] = sizes[q][j];
-                    off[q] = offs[q][j];
+                    pc[q] = bf_sub(x[q], nd, e, offs[q][j], sizes[q][j]);
                     if (q != j && x[q]->shape[e]) recv += bf_numel(x[q]->shape, nd) / x[q]->shape[e] * sizes[q][j];
                 }
-                if (!bf_concat(b, x, off, len, n, e, f, sh, o)) return 0;
+                if (!bf_concat(u, pc, n, f, sh, o)) return 0;
                 break;
             case BF_SCATTER:
             case BF_RS: {
-                const bfb *s = x[kind == BF_SCATTER ? root : j];
-                memcpy(sh, s->shape, sizeof sh);
-                sh[e] = sizes[0][j];
-                len[0] = sizes[0][j];
-                off[0] = offs[0][j];
-                if (!bf_concat(b, &s, off, len, 1, e, e, sh, o)) return 0;
-                if (kind == BF_RS) recv += (n - 1) * bf_numel(sh, nd);
-                else if (j != root) recv += bf_numel(sh, nd);
+                const bfb *src = x[kind == BF_SCATTER ? root : j];
+                *o = bf_sub(src, nd, e, offs[0][j], sizes[0][j]);
+                if (kind == BF_RS) recv += (n - 1) * bf_numel(o->shape, nd);
+                else if (j != root) recv += bf_numel(o->shape, nd);
                 break;
             }
             case BF_BCAST:
             case BF_PERMUTE: {
-                int s = j;
-                if (kind == BF_BCAST) s = root;
+                int from = j;
+                if (kind == BF_BCAST) from = root;
                 else
                     for (int q = 0; q < n; q++)
-                        if (perm[q] == j) s = q;
-                if (!bf_concat(b, &x[s], NULL, NULL, 1, -1, nd ? 0 : -1, x[s]->shape, o)) return 0;
-                if (s != j) recv += bf_numel(x[s]->shape, nd);
+                        if (perm[q] == j) from = q;
+                *o = *x[from];
+                if (from != j) recv += bf_numel(x[from]->shape, nd);
                 break;
             }
             case BF_AR:
             case BF_REDUCE: {
                 int64_t E = bf_numel(sh, nd);
                 if (kind == BF_REDUCE && j != root) {
-                    if (nd == 0) return 0;   /* a placeholder is 1-d */
-                    memcpy(o->shape, sh, sizeof sh);
-                    o->shape[0] = 0;
-                    o->empty = 1;
+                    if (nd == 0) return 0;   /* a placeholder is at least 1-d */
+                    bf_placeholder(u, sh, o);
                     break;
                 }
-                if (!bf_concat(b, &x[j], NULL, NULL, 1, -1, nd ? 0 : -1, sh, o)) return 0;
+                *o = *x[j];
                 if (kind == BF_REDUCE) recv += (n - 1) * E;
-                else {
+                else {   /* ring: reduce_scatter + all_gather of balanced pieces */
                     int64_t p = E / n + (j < E % n);
                     recv += (n - 1) * p + (E - p);
                 }
@@ -434,26 +495,11 @@ static int bf_collective(const bf *b, const bfs *u, int kind, int i, int e, int 
             }
         }
     }
-    for (int r = 0; r < b->W; r++)
-        if (!bfb_canon(&G[r], nd)) return 0;
-    *cost = recv * 4;   /* f32 */
+    *cost = recv * (int64_t)u->esize;
     return 1;
 }
 
-/* ---- Dijkstra ------------------------------------------------------------------------------------ */
-
-typedef struct bf_result {
-    int64_t bytes;
-    int steps;
-} bf_result;
-
-static void bf_relax(int64_t *db, int *ds, const int *done, int v, int64_t nb, int ns) {
-    if (v < 0 || done[v]) return;
-    if (nb < db[v] || (nb == db[v] && ns < ds[v])) {
-        db[v] = nb;
-        ds[v] = ns;
-    }
-}
+/* ---- edges ------------------------------------------------------------------------------------- */
 
 /* Next permutation of p[0..n) in lexicographic order; 0 after the last. */
 static int bf_next_perm(int *p, int n) {
@@ -473,86 +519,265 @@ static int bf_next_perm(int *p, int n) {
     return 1;
 }
 
-/* The state of placement list pl (effective: size-1 mesh dims R). */
-static int bf_state_of(const bf *b, const lt_placement *pl) {
-    int pop[LT_MESH_MAX_DIMS];
-    bfb *rk = bf_layout(b, pl, pop);
-    int s = bf_find(b, rk, pop);
-    for (int r = 0; r < b->W; r++) bfb_free(&rk[r], b->nd);
-    free(rk);
-    return s;
+static void bf_edge(bfe **e, int *n, int *cap, int v, int rdim, int64_t cost) {
+    for (int q = 0; q < *n; q++)   /* keep the cheapest of parallel edges */
+        if ((*e)[q].v == v && (*e)[q].rdim == rdim) {
+            if (cost < (*e)[q].cost) (*e)[q].cost = cost;
+            return;
+        }
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 32;
+        *e = realloc(*e, sizeof(bfe) * (size_t)*cap);
+    }
+    (*e)[(*n)++] = (bfe){v, rdim, cost};
 }
 
-/* The least (bytes, steps) from state `start` to every state, into db[N]
- * (INT64_MAX: unreachable) and ds[N]. */
-static void bf_dijkstra(bf *b, int start, int64_t *db, int *ds) {
-    int N = b->nst, W = b->W, nd = b->nd;
-    int *done = calloc((size_t)N, sizeof(int));
-    bfb *G = calloc((size_t)W, sizeof(bfb));
+/* The collective edges and local picks of state s. */
+static void bf_build_edges(bfu *u, int s) {
+    int W = u->W, nd = u->nd, ne = 0, cap = 0;
+    bfe *e = NULL;
+    bfb *G = malloc(sizeof(bfb) * (size_t)W);
+    int perm[BF_MAXG];
+    for (int i = 0; i < u->M; i++) {
+        int n = u->m.shape[i];
+        if (n == 1) continue;
+        assert_true(n <= BF_MAXG);
+        for (int kind = 0; kind < BF_NKINDS; kind++) {
+            int nroot = kind == BF_GATHER || kind == BF_SCATTER || kind == BF_BCAST || kind == BF_REDUCE ? n : 1;
+            int nde = kind == BF_AG || kind == BF_GATHER || kind == BF_A2A || kind == BF_SCATTER || kind == BF_RS ? nd : 1;
+            int ndf = kind == BF_A2A ? nd : 1;
+            int nr = kind == BF_A2A || kind == BF_SCATTER || kind == BF_RS ? u->nrules : 1;
+            int rdim = kind == BF_AR || kind == BF_RS || kind == BF_REDUCE ? i : -1;
+            for (int root = 0; root < nroot; root++)
+                for (int ed = 0; ed < nde; ed++)
+                    for (int f = 0; f < ndf; f++)
+                        for (int ri = 0; ri < nr; ri++) {
+                            for (int q = 0; q < n; q++) perm[q] = q;
+                            do {
+                                if (kind == BF_PERMUTE && !bf_next_perm(perm, n)) break;
+                                signed char gpop[LT_MESH_MAX_DIMS];
+                                int64_t cost = 0;
+                                if (!bf_collective(u, s, kind, i, ed, f, root, &u->rules[ri], perm, G, gpop, &cost)) continue;
+                                int v = bf_find(u, G, gpop);
+                                if (v >= 0 && v != s) bf_edge(&e, &ne, &cap, v, rdim, cost);
+                            } while (kind == BF_PERMUTE);
+                        }
+        }
+    }
+    free(G);
+    u->out[s] = e;
+    u->nout[s] = ne;
+    /* local picks */
+    const bfb *a = u->blk + (size_t)s * (size_t)W;
+    int nl = 0, lcap = 0, *loc = NULL;
+    for (int v = 0; v < u->n; v++) {
+        if (v == s || memcmp(u->pop + (size_t)v * (size_t)u->M, u->pop + (size_t)s * (size_t)u->M, (size_t)u->M)) continue;
+        const bfb *b = u->blk + (size_t)v * (size_t)W;
+        int ok = 1;
+        for (int r = 0; r < W && ok; r++) ok = bfb_within(&b[r], &a[r], nd);
+        if (!ok) continue;
+        if (nl == lcap) {
+            lcap = lcap ? 2 * lcap : 32;
+            loc = realloc(loc, sizeof(int) * (size_t)lcap);
+        }
+        loc[nl++] = v;
+    }
+    u->loc[s] = loc;
+    u->nloc[s] = nl;
+}
+
+/* ---- Dijkstra ---------------------------------------------------------------------------------- */
+
+typedef struct bfh {
+    int64_t bytes;
+    int steps, v;
+} bfh;
+
+static int bfh_less(const bfh *a, const bfh *b) {
+    return a->bytes != b->bytes ? a->bytes < b->bytes : a->steps < b->steps;
+}
+
+static void bfh_push(bfh **h, int *n, int *cap, bfh x) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 256;
+        *h = realloc(*h, sizeof(bfh) * (size_t)*cap);
+    }
+    int i = (*n)++;
+    (*h)[i] = x;
+    while (i > 0 && bfh_less(&(*h)[i], &(*h)[(i - 1) / 2])) {
+        bfh t = (*h)[i];
+        (*h)[i] = (*h)[(i - 1) / 2];
+        (*h)[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static bfh bfh_pop(bfh *h, int *n) {
+    bfh top = h[0];
+    h[0] = h[--*n];
+    for (int i = 0;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < *n && bfh_less(&h[l], &h[m])) m = l;
+        if (r < *n && bfh_less(&h[r], &h[m])) m = r;
+        if (m == i) break;
+        bfh t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+    return top;
+}
+
+static void bf_relax(bfd *x, bfh **h, int *nh, int *caph, int from, int v, int64_t nb, int ns) {
+    int64_t *db = x->db;
+    int *ds = x->ds;
+    if (v < 0) return;
+    if (nb < db[v] || (nb == db[v] && ns < ds[v])) {
+        db[v] = nb;
+        ds[v] = ns;
+        x->prev[v] = from;
+        bfh_push(h, nh, caph, (bfh){nb, ns, v});
+    }
+}
+
+/* Dijkstra from state src: least (bytes, steps) to every state into x. */
+static void bf_dijkstra(bfu *u, bfd *x) {
+    int N = u->n, W = u->W, nd = u->nd, nh = 0, caph = 0;
+    int64_t *db = x->db = malloc(sizeof(int64_t) * (size_t)N);
+    int *ds = x->ds = malloc(sizeof(int) * (size_t)N);
+    x->prev = malloc(sizeof(int) * (size_t)N);
+    char *done = calloc((size_t)N, 1);
+    bfh *h = NULL;
+    bfb *G = malloc(sizeof(bfb) * (size_t)W);
     for (int s = 0; s < N; s++) {
         db[s] = INT64_MAX;
         ds[s] = INT32_MAX;
     }
-    db[start] = 0;
-    ds[start] = 0;
-    for (;;) {
-        int u = -1;
-        for (int s = 0; s < N; s++)
-            if (!done[s] && db[s] != INT64_MAX &&
-                (u < 0 || db[s] < db[u] || (db[s] == db[u] && ds[s] < ds[u])))
-                u = s;
-        if (u < 0) break;
-        done[u] = 1;
-        const bfs *x = &b->st[u];
-        /* local picks */
-        for (int v = 0; v < N; v++) {
-            if (v == u || done[v] || memcmp(b->st[v].pop, x->pop, sizeof(int) * (size_t)b->M)) continue;
-            int ok = 1;
-            for (int r = 0; r < W && ok; r++) ok = bfb_within(&b->st[v].rk[r], &x->rk[r], nd);
-            if (ok) bf_relax(db, ds, done, v, db[u], ds[u] + 1);
+    bf_relax(x, &h, &nh, &caph, -1, x->src, 0, 0);
+    while (nh) {
+        bfh it = bfh_pop(h, &nh);
+        int s = it.v;
+        if (done[s] || it.bytes != db[s] || it.steps != ds[s]) continue;
+        done[s] = 1;
+        if (u->nout[s] < 0) bf_build_edges(u, s);
+        for (int q = 0; q < u->nout[s]; q++) {
+            const bfe *e = &u->out[s][q];
+            if (e->rdim >= 0 && (x->frozen >> e->rdim & 1)) continue;
+            bf_relax(x, &h, &nh, &caph, s, e->v, db[s] + e->cost, ds[s] + 1);
         }
-        for (int i = 0; i < b->M; i++) {
-            int n = b->m->shape[i];
-            if (n == 1 || b->frozen[i]) continue;
-            if (b->ptarget[i] >= 0 && x->pop[i] < 0) {   /* partition: members must hold the same block */
-                int same = 1, grp[64];
-                for (int g = 0; g < lt_mesh_ngroups(b->m, i) && same; g++) {
-                    lt_mesh_group(b->m, i, g, grp);
-                    for (int q = 1; q < n && same; q++) same = bfb_equal(&x->rk[grp[q]], &x->rk[grp[0]], nd);
-                }
-                int pop[LT_MESH_MAX_DIMS];
-                memcpy(pop, x->pop, sizeof pop);
-                pop[i] = b->ptarget[i];
-                if (same) bf_relax(db, ds, done, bf_find(b, x->rk, pop), db[u], ds[u] + 1);
+        for (int q = 0; q < u->nloc[s]; q++) bf_relax(x, &h, &nh, &caph, s, u->loc[s][q], db[s], ds[s] + 1);
+        /* partition R -> P(op) on mesh dim i towards the destination's op:
+         * every group's members hold the same block */
+        const signed char *pop = u->pop + (size_t)s * (size_t)u->M;
+        const bfb *a = u->blk + (size_t)s * (size_t)W;
+        for (int i = 0; i < u->M; i++) {
+            if (x->ptarget[i] < 0 || pop[i] >= 0 || (x->frozen >> i & 1)) continue;
+            int same = 1, grp[BF_MAXG], n = u->m.shape[i];
+            for (int g = 0; g < lt_mesh_ngroups(&u->m, i) && same; g++) {
+                lt_mesh_group(&u->m, i, g, grp);
+                for (int q = 1; q < n && same; q++) same = bfb_eq(&a[grp[q]], &a[grp[0]], nd);
             }
-            int perm[64];
-            for (int kind = 0; kind < BF_NKINDS; kind++) {
-                int nroot = kind == BF_GATHER || kind == BF_SCATTER || kind == BF_BCAST || kind == BF_REDUCE ? n : 1;
-                int ne = kind == BF_AG || kind == BF_GATHER || kind == BF_A2A || kind == BF_SCATTER || kind == BF_RS ? nd : 1;
-                int nf = kind == BF_A2A ? nd : 1;
-                int nr = kind == BF_A2A || kind == BF_SCATTER || kind == BF_RS ? b->nrules : 1;
-                for (int root = 0; root < nroot; root++)
-                    for (int e = 0; e < ne; e++)
-                        for (int f = 0; f < nf; f++)
-                            for (int ri = 0; ri < nr; ri++) {
-                                for (int q = 0; q < n; q++) perm[q] = q;
-                                do {
-                                    if (kind == BF_PERMUTE && bf_next_perm(perm, n) == 0) break;
-                                    int gpop[LT_MESH_MAX_DIMS];
-                                    int64_t cost = 0;
-                                    memset(G, 0, sizeof(bfb) * (size_t)W);
-                                    if (bf_collective(b, x, kind, i, e, f, root, &b->rules[ri], perm, G, gpop, &cost)) {
-                                        int v = bf_find(b, G, gpop);
-                                        if (v != u) bf_relax(db, ds, done, v, db[u] + cost, ds[u] + 1);
-                                    }
-                                    for (int r = 0; r < W; r++) bfb_free(&G[r], nd);
-                                } while (kind == BF_PERMUTE);
-                            }
-            }
+            if (!same) continue;
+            signed char gpop[LT_MESH_MAX_DIMS];
+            memcpy(gpop, pop, (size_t)u->M);
+            gpop[i] = x->ptarget[i];
+            memcpy(G, a, sizeof(bfb) * (size_t)W);
+            bf_relax(x, &h, &nh, &caph, s, bf_find(u, G, gpop), db[s], ds[s] + 1);
         }
     }
     free(done);
+    free(h);
     free(G);
+}
+
+/* The state of placement list pl (checked), or -1. */
+static int bf_state_of(const bfu *u, const lt_placement *pl) {
+    bfb *rk = malloc(sizeof(bfb) * (size_t)u->W);
+    signed char pop[LT_MESH_MAX_DIMS];
+    bf_layout(u, pl, rk, pop);
+    int s = bf_find(u, rk, pop);
+    free(rk);
+    return s;
+}
+
+/* ---- the answer for one pair ------------------------------------------------------------------- */
+
+/* Universes of one mesh and shape (cleared when either changes). */
+static struct {
+    bfu u[16];
+    int n;
+    long universes, states, lists, searches;   /* totals over every universe built */
+} bf_pool;
+
+static void bf_pool_clear(void) {
+    for (int q = 0; q < bf_pool.n; q++) bf_universe_free(&bf_pool.u[q]);
+    bf_pool.n = 0;
+}
+
+/* The least (bytes, steps) of sp -> dp (a valid redistribute: lists checked,
+ * not rejected) for a dtype of esize bytes, floating or not. */
+static bf_result bf_solve(const lt_mesh *m, int nd, const int64_t *shape, size_t esize, int is_float,
+                          const lt_placement *sp0, const lt_placement *dp0) {
+    lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
+    LT_CHECK(lt_placements_check(m, nd, sp0, m->ndim, sp));
+    LT_CHECK(lt_placements_check(m, nd, dp0, m->ndim, dp));
+    bfu probe;
+    bf_universe_init(&probe, m, nd, shape, esize, sp, dp);
+    bfu *u = NULL;
+    for (int q = 0; q < bf_pool.n && !u; q++)
+        if (bf_universe_same(&bf_pool.u[q], &probe)) u = &bf_pool.u[q];
+    if (!u) {
+        if (bf_pool.n && (!lt_mesh_equal(&bf_pool.u[0].m, m) || bf_pool.u[0].nd != nd ||
+                          memcmp(bf_pool.u[0].shape, shape, sizeof(int64_t) * (size_t)nd) || bf_pool.n == 16))
+            bf_pool_clear();
+        u = &bf_pool.u[bf_pool.n++];
+        *u = probe;
+        bf_enumerate(u);
+        bf_pool.universes++;
+        bf_pool.states += u->n;
+        bf_pool.lists += u->nlists;
+    }
+    /* the rules of the pair: size-1 mesh dims count as R; a mesh dim whose
+     * source and destination are the same Partial is frozen; partition only
+     * towards the destination's Partial on a mesh dim the source has not
+     * Partial, never product, sum only for floating dtypes */
+    bfd key;
+    memset(&key, 0, sizeof key);
+    for (int i = 0; i < u->M; i++) {
+        if (m->shape[i] == 1) sp[i] = dp[i] = lt_replicate();
+        if (sp[i].kind == LT_PL_PARTIAL && lt_placement_equal(&sp[i], &dp[i])) key.frozen |= 1u << i;
+        const lt_placement *t = &dp[i];
+        key.ptarget[i] = (signed char)(t->kind == LT_PL_PARTIAL && sp[i].kind != LT_PL_PARTIAL && t->op != LT_REDOP_PRODUCT &&
+                                               (t->op != LT_REDOP_SUM || is_float)
+                                           ? (int)t->op
+                                           : -1);
+    }
+    key.src = bf_state_of(u, sp);
+    int goal = bf_state_of(u, dp);
+    if (key.src < 0 || goal < 0) fail_msg("brute force: the %s is not a state", key.src < 0 ? "source" : "destination");
+    bfd *x = NULL;
+    for (int q = 0; q < u->ndist && !x; q++) {
+        bfd *y = &u->dist[q];
+        if (y->src == key.src && y->frozen == key.frozen && !memcmp(y->ptarget, key.ptarget, sizeof key.ptarget)) x = y;
+    }
+    if (!x) {
+        if (u->ndist == BF_NDIST) bf_dist_clear(u);
+        x = &u->dist[u->ndist++];
+        *x = key;
+        bf_dijkstra(u, x);
+        bf_pool.searches++;
+    }
+    bf_result r = {x->db[goal] == INT64_MAX ? -1 : x->db[goal], x->ds[goal], {0}};
+    /* one cheapest path, as the first list found for each state */
+    int path[64], np = 0;
+    for (int v = goal; r.bytes >= 0 && v >= 0 && np < 64; v = x->prev[v]) path[np++] = v;
+    size_t w = 0;
+    for (int q = np - 1; q >= 0 && w + 2 < sizeof r.path; q--) {
+        w += (size_t)lt_placements_format(u->pl + (size_t)path[q] * (size_t)u->M, u->M, r.path + w, sizeof r.path - w);
+        if (w < sizeof r.path && q) w += (size_t)snprintf(r.path + w, sizeof r.path - w, " %lld -> ",
+                                                          (long long)(x->db[path[q - 1]] - x->db[path[q]]));
+    }
+    return r;
 }
 
 #endif

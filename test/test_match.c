@@ -73,17 +73,36 @@ static void test_complete(void **state) {
         assert_non_null(lt_match_pending(mt, order[i]));
     }
     assert_int_equal(lt_match_calls_done(mt, 1, 1), 0);
+    for (int r = 0; r < 4; r++) LT_CHECK(lt_match_finish(mt, r));
+    lt_match_report *early;
+    LT_EXPECT_STATUS(lt_match_check(mt, &early), LT_INVALID);   /* the ready call must run first */
+    expect_in(lt_errmsg(), "the call of group 1 on mesh dim 1 is complete");
     LT_CHECK(lt_match_done(mt, 1, 1));
     assert_int_equal(lt_match_calls_done(mt, 1, 1), 1);
     assert_int_equal(lt_match_calls_done(mt, 1, 0), 0);
     for (int r = 4; r < 8; r++) assert_null(lt_match_pending(mt, r));
-    /* a barrier on dp group 0 = ranks {0, 4} */
+    /* a barrier on dp group 1 = ranks {1, 5} */
     lt_match_call b = mk(LT_COLL_BARRIER, 0, LT_F32, 0, 0, 30);
-    post(mt, 4, &b, 0);
-    post(mt, 0, &b, 1);
-    LT_CHECK(lt_match_done(mt, 0, 0));
+    int ready, g;
+    LT_EXPECT_STATUS(lt_match_post(mt, 1, &b, &ready, &g), LT_INVALID);   /* rank 1 has finished */
+    expect_in(lt_errmsg(), "rank 1 is finished, not running");
+    post(mt, 5, &b, 0);
+    for (int r = 4; r < 8; r++)
+        if (r != 5) LT_CHECK(lt_match_finish(mt, r));
+    lt_match_report *rep;
+    LT_EXPECT_STATUS(lt_match_check(mt, &rep), LT_MISMATCH);   /* rank 5 waits for rank 1 */
+    assert_int_equal(rep->kind, LT_HANG_MISSING);
+    assert_int_equal(rep->rank_a, 5);
+    assert_int_equal(rep->rank_b, 1);
+    lt_match_report_free(rep);
+    lt_match_free(mt);
+    /* and the same barrier with both members completes */
+    LT_CHECK(lt_match_new(&m, &mt));
+    post(mt, 5, &b, 0);
+    post(mt, 1, &b, 1);
+    LT_CHECK(lt_match_done(mt, 0, 1));
     for (int r = 0; r < 8; r++) LT_CHECK(lt_match_finish(mt, r));
-    lt_match_report *rep = (lt_match_report *)1;
+    rep = (lt_match_report *)1;
     LT_CHECK(lt_match_check(mt, &rep));
     assert_null(rep);
     lt_match_free(mt);

@@ -9,6 +9,7 @@
  * waiting rank unwind (the sanitizer build checks that nothing leaks).
  */
 #include "collectives_sim/program.h"
+#include "kernels/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -571,6 +572,93 @@ static void test_many_ranks(void **state) {
     }
 }
 
+/* ---- a collective that fails after the ranks agreed ------------------------------------------------------- */
+
+/* every rank of a tp group gathers 64 f32: 4 results of 1 KiB each, over a
+ * budget of 1 KiB: every member's call fails with the collective's message */
+static lt_status over_budget(lt_proc *p, void *ud) {
+    rec *u = ud;
+    int r = lt_proc_rank(p);
+    lt_tensor *x = line_of(LT_F32, 64, r, 0), *o = NULL;
+    u->line_a = __LINE__; lt_status st = lt_proc_all_gather(p, 1, x, 0, &o);
+    u->st[r] = st;
+    snprintf(u->msg[r], sizeof u->msg[r], "%s", st ? lt_errmsg() : "");
+    if (o) note(u, "rank %d: an output after a failed call", r);
+    lt_tensor_free(x);
+    return LT_OK;
+}
+
+static void test_collective_fails(void **state) {
+    (void)state;
+    rec u = {0};
+    lt_mesh m = mesh_of("dp=2,tp=4");
+    setenv("LOCALTENSOR_MEMORY_LIMIT", "1K", 1);
+    lt_status st = lt_program_run(&m, over_budget, &u, NULL, NULL);
+    unsetenv("LOCALTENSOR_MEMORY_LIMIT");
+    LT_CHECK(st);   /* the ranks saw the failure and returned */
+    if (u.err[0]) fail_msg("%s", u.err);
+    for (int r = 0; r < 8; r++) {
+        assert_int_equal(u.st[r], LT_NOMEM);
+        char s[200];
+        snprintf(s, sizeof s, "test/test_program.c:%d: rank %d: all_gather on mesh dim 1, group %d failed (in what "
+                 "follows, ranks are positions 0..3 in the group; this rank is %d)", u.line_a, r, r / 4, r % 4);
+        expect_in(u.msg[r], s);
+        expect_in(u.msg[r], "needs 4.0 KiB for the shards of all 4 ranks");
+    }
+}
+
+/* ---- out of memory anywhere ------------------------------------------------------------------------------- */
+
+/* every rank: a tensor, an all_reduce into a fresh output; with flag 1,
+ * ranks 4..7 return first (a hang) */
+static lt_status small(lt_proc *p, void *ud) {
+    rec *u = ud;
+    int r = lt_proc_rank(p);
+    if (u->flag && r >= 4) return LT_OK;
+    int64_t n = 2;
+    double v[2] = {r, r};
+    lt_tensor *x = NULL, *o = NULL;
+    lt_status st = lt_tensor_from_doubles(LT_F32, 1, &n, v, 2, &x);
+    if (!st) st = lt_proc_all_reduce(p, 0, x, LT_REDOP_SUM, &o);
+    if (!st && lt_get_flat(o, 0) != 28) note(u, "rank %d: sum %g", r, lt_get_flat(o, 0));
+    lt_tensor_free(o);
+    lt_tensor_free(x);
+    return st;
+}
+
+/* Fails the n-th allocation (then, second pass, every one from the n-th)
+ * for every n the run reaches: each run ends with its normal result or
+ * LT_NOMEM with a message, and frees everything. */
+static void test_out_of_memory(void **state) {
+    (void)state;
+    lt_mesh m = mesh_of("8");
+    for (int hang = 0; hang < 2; hang++)
+        for (int persistent = 0; persistent < 2; persistent++)
+            for (int64_t nth = 1;; nth++) {
+                rec u = {0};
+                u.flag = hang;
+                lt_match_report *rep = NULL;
+                lt__fault_arm(nth, persistent);
+                lt_status st = lt_program_run(&m, small, &u, NULL, &rep);
+                int64_t fired = lt__fault_fired();
+                lt_match_report_free(rep);
+                int64_t live = lt__fault_live();
+                lt__fault_disarm();
+                if (live != 0) fail_msg("allocation %lld failed (persistent %d, hang %d): %lld blocks leaked",
+                                        (long long)nth, persistent, hang, (long long)live);
+                lt_status normal = hang ? LT_MISMATCH : LT_OK;
+                if (!fired) {
+                    assert_int_equal(st, normal);
+                    if (u.err[0]) fail_msg("%s", u.err);
+                    break;
+                }
+                if (st != normal && st != LT_NOMEM)
+                    fail_msg("allocation %lld failed: %s: %s", (long long)nth, lt_status_str(st), lt_errmsg());
+                if (st == LT_NOMEM && !strstr(lt_errmsg(), "out of memory"))
+                    fail_msg("allocation %lld failed: message '%s'", (long long)nth, lt_errmsg());
+            }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_kinds_8),
@@ -584,6 +672,8 @@ int main(void) {
         cmocka_unit_test(test_local_errors),
         cmocka_unit_test(test_run_arguments),
         cmocka_unit_test(test_many_ranks),
+        cmocka_unit_test(test_collective_fails),
+        cmocka_unit_test(test_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

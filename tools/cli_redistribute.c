@@ -168,11 +168,15 @@ int lt_cli_redistribute(int argc, char **argv) {
                lt_mesh_str(&mesh, ms, sizeof ms), mesh.world, mesh.world == 1 ? "" : "s", lt_shape_str(ndim, shape, ss, sizeof ss),
                lt_dtype_name(dt), lt_planner_name(planner));
         printf("\nplan:\n");
-        lt_plan_print(plan, stdout);
+        lt_status ps = lt_plan_print(plan, stdout);
+        if (ps) {
+            rc = lt_cli_fail(cmd, ps);
+            goto done;
+        }
         if (do_explain) {
             printf("\n-- source %s\n", a);
-            lt_render_ranks(stdout, in, 32);
-            lt_status es = explain(stdout, in, plan);
+            lt_status es = lt_render_ranks(stdout, in, 32);
+            if (!es) es = explain(stdout, in, plan);
             if (es) {
                 rc = lt_cli_fail(cmd, es);
                 goto done;
@@ -180,9 +184,13 @@ int lt_cli_redistribute(int argc, char **argv) {
         }
         if (out) {
             printf("\nresult:\n");
-            lt_render_ranks(stdout, out, 64);
+            lt_status rs = lt_render_ranks(stdout, out, 64);
             printf("\n");
-            lt_render_picture(stdout, out);
+            if (!rs) rs = lt_render_picture(stdout, out);
+            if (rs) {
+                rc = lt_cli_fail(cmd, rs);
+                goto done;
+            }
         }
         if (verify)
             printf("\nverified: %s\n", st == LT_OK ? "yes (every step matches the direct reshard)" : "NO");

@@ -11,9 +11,9 @@
 #  3. BUILD/fault_driver run FILE...: each scenario file through
 #     `localtensor run --json` in process, every N up to MAXALL allocations
 #     per file, else the 1st, 2nd and last allocation of every call site;
-#  4. tools/fault-run.sh on one scenario file and on `show` / `redistribute
-#     --json`: the real CLI process, whose exit code must be 2 with "out of
-#     memory" on every failure;
+#  4. tools/fault-run.sh on one scenario file and on `show` and
+#     `redistribute` (text and --json): the real CLI process, whose exit code
+#     must be 2 with "out of memory" on every failure;
 # then prints how many allocation call sites (injection points) the source
 # has and how many the runs reached (the unreached ones go to
 # BUILD/fault-unreached.txt). Exit 0 when every step passed.
@@ -49,9 +49,12 @@ fi
 
 # 4. the CLI as a process
 bash tools/fault-run.sh -a 100000 "$build/localtensor" scenarios/tutorials/04_r_s0_on_2x2.yaml || status=1
-bash tools/fault-run.sh -a 100000 -c "show --mesh 2x2 --shape 4,6 --placements S(0),SS(1,2) --json" "$build/localtensor" || status=1
-bash tools/fault-run.sh -a 100000 -c "redistribute --mesh 2x2 --shape 4,6 --from S(0),S(1) --to R,S(0) --json" \
-  "$build/localtensor" || status=1
+for args in "show --mesh 2x2 --shape 4,6 --placements S(0),SS(1,2)" \
+            "show --mesh 2x2 --shape 4,6 --placements S(0),SS(1,2) --json" \
+            "redistribute --mesh 2x2 --shape 4,6 --from S(0),S(1) --to R,S(0) --explain" \
+            "redistribute --mesh 2x2 --shape 4,6 --from S(0),S(1) --to R,S(0) --json"; do
+  bash tools/fault-run.sh -a 100000 -c "$args" "$build/localtensor" || status=1
+done
 
 # injection points: call sites in the source (one per line that allocates)
 all=$(grep -nP '\blt__(malloc|calloc|realloc|aligned_alloc|strdup)\s*\(' $srcs | cut -d: -f1,2 | sort -u)

@@ -463,7 +463,10 @@ static lt_status expand_sweep(sweep_ctx *sw) {
     for (int im = 0; im < nm && !st; im++) {
         const sc_node *mesh_node = sw->mesh.n ? sw->mesh.vals[im] : one_mesh;
         lt_mesh mesh;
-        if (!mesh_node) return lt__sc_err(sw->map, LT_INVALID, "scenario '%s': missing required key 'mesh' (or sweep: mesh)", sw->name);
+        if (!mesh_node) {   /* not a return: pair_used is freed below */
+            st = lt__sc_err(sw->map, LT_INVALID, "scenario '%s': missing required key 'mesh' (or sweep: mesh)", sw->name);
+            break;
+        }
         if ((st = lt__sc_mesh(mesh_node, "mesh", &mesh))) break;
         char mlabel[96] = "";
         if (sw->mesh.n) {

@@ -81,6 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int show = argc > 0 && !strcmp(argv[0], "show");
     int redist = argc > 0 && !strcmp(argv[0], "redistribute");
     if ((show || redist) && within_caps(argc, argv)) {
+        fuzz_paint_stack();
         int rc = show ? lt_cli_show(argc, argv) : lt_cli_redistribute(argc, argv);
         fflush(stdout);
         if (show && rc != 0 && rc != 2) fuzz_fail("show exited %d (expected 0 or 2)", rc);

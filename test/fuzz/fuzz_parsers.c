@@ -162,6 +162,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *s = fuzz_cstr(data, size);
     char *t1 = malloc(TXT_MAX), *t2 = malloc(TXT_MAX);
     if (s && t1 && t2) {
+        fuzz_paint_stack();
         placement_round_trip(s, t1, t2);
         placements_round_trip(s, t1, t2);
         mesh_round_trip(s, t1, t2);

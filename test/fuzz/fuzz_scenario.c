@@ -51,6 +51,7 @@ static int within_caps(const sc_case *c) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     lt_sc_file *f = NULL;
     lt__err_clear();
+    fuzz_paint_stack();
     lt_status st = lt_sc_load_string("fuzz.yaml", (const char *)data, size, &f);
     if (st) {
         if (f) fuzz_fail("load failed (%s) but returned a file", lt_status_str(st));
@@ -76,6 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (!within_caps(c)) continue;
             budget--;
             c->selected = 1;
+            fuzz_paint_stack();
             lt__sc_run_case(c, f->arena, devnull);
             lt_sc_status r = c->res.status;
             if (r != LT_SC_PASS && r != LT_SC_FAIL && r != LT_SC_ERROR)
