@@ -406,6 +406,14 @@ lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement 
     lt_placement tmp[LT_MESH_MAX_DIMS];
     for (int i = 0; i < np; i++) {
         lt_placement p = pl[i];
+        /* a value built in C rather than parsed: its enums and counts may be anything */
+        if ((unsigned)p.kind >= LT_PL_COUNT || (p.kind == LT_PL_PARTIAL && (unsigned)p.op >= LT_REDOP_COUNT) ||
+            (p.kind == LT_PL_SHARD && ((unsigned)p.rule.kind >= LT_SPLIT_COUNT ||
+                                       (p.rule.kind == LT_SPLIT_EXPLICIT &&
+                                        (p.rule.nsizes < 0 || p.rule.nsizes > LT_SPLIT_MAX_EXPLICIT)))))
+            return lt__err(LT_INVALID, "mesh dim %d: not a placement (kind %u, op %u, split rule %u): "
+                           "build placements with lt_shard(), lt_replicate(), ... or lt_placement_parse()",
+                           i, (unsigned)p.kind, (unsigned)p.op, (unsigned)p.rule.kind);
         lt_placement_format(&p, txt, sizeof txt);
         if (lt_placement_is_shard_like(&p)) {
             if (ndim == 0)

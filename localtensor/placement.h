@@ -77,7 +77,8 @@ int lt_placement_is_shard_like(const lt_placement *p); /* SHARD or STRIDED */
 /* Validates a placement list for a tensor of `ndim` dims on `mesh` and writes
  * the normalized list (negative dims + ndim) into out[mesh->ndim] (out may be
  * pl). Rejects (LT_INVALID, message names the mesh dim and placement):
- * count != mesh dims; shard of a 0-d tensor; dim < -ndim or dim >= ndim;
+ * count != mesh dims; a kind, reduce op or split rule outside its enum (a
+ * placement not built by the constructors or the parser); shard of a 0-d tensor; dim < -ndim or dim >= ndim;
  * split_factor < 1; explicit sizes whose count != that mesh dim's size;
  * mixed Partial ops other than {sum, avg}. */
 lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement *pl, int np,

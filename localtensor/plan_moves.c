@@ -35,6 +35,15 @@ static const lt__list *blk(const lt__mc *c, const lt__list *lay, int r) {
 
 static int spend(lt__mc *c, double n) { return (c->work += n) > c->budget; }
 
+/* Runs past the first in lists l[0..n): walking lists of many runs costs
+ * more than the list count the budget charges, so these are charged too
+ * (layouts of nested strided splits of large dims can have thousands). */
+static double runs_of(const lt__list *l, size_t n) {
+    double k = 0;
+    for (size_t x = 0; x < n; x++) k += l[x].nr > 1 ? (double)(l[x].nr - 1) : 0;
+    return k;
+}
+
 uint64_t lt__mc_key(const lt__mc *c, const lt_placement *pl) {
     uint64_t k = 0;
     for (int i = 0; i < c->g.M; i++) {
@@ -65,7 +74,10 @@ static int unions(lt__mc *c) {
     for (int r = 0; r < g->W; r++) c->uempty_any[M] |= c->Gempty[r];
     for (int j = M - 1; j >= 1; j--) {   /* level 0 (the whole tensor) is never compared */
         int m = g->mesh->shape[j];
-        if (spend(c, (double)g->T[j + 1] * (nd ? nd : 1))) return -2;
+        /* merging m lists of runs costs m per run */
+        if (spend(c, (double)g->T[j + 1] * (nd ? nd : 1) +
+                         (double)m * runs_of(c->U + g->off[j + 1], (size_t)g->T[j + 1] * (size_t)nd)))
+            return -2;
         for (int t = 0; t < g->T[j]; t++) {
             const lt__list *ch = c->U + g->off[j + 1] + (size_t)t * (size_t)m * (size_t)nd;
             const unsigned char *ce = c->Uempty + g->toff[j + 1] + (size_t)t * (size_t)m;
@@ -138,10 +150,11 @@ static int dec(lt__mc *c, int j, uint64_t key, uint64_t *out) {
         return 1;
     }
     int m = g->mesh->shape[j], nd = g->ndim;
+    double runs = runs_of(c->B + g->off[j], (size_t)g->T[j] * (size_t)nd);
     for (int b = 0; b < c->nc[j]; b++) {
         const lt_placement *p = &c->cand[j][b];
         if (pop_of(p) != c->gpop[j]) continue;
-        if (spend(c, g->T[j + 1])) return -2;
+        if (spend(c, g->T[j + 1] + runs)) return -2;
         if (!sizes_fit(c, j, p)) continue;
         lt__amark mk = lt__arena_mark(&c->tar);
         int ok = 1;
@@ -216,6 +229,7 @@ static void g_hash(const lt__mc *c, uint64_t *h1, uint64_t *h2) {
  * hash: many moves from many states leave the same blocks. */
 static int find_state(lt__mc *c, uint64_t *key) {
     if (!pops_ok(c)) return 0;
+    if (spend(c, runs_of(c->G, (size_t)c->g.W * (size_t)c->g.ndim))) return -2;
     uint64_t h1, h2;
     g_hash(c, &h1, &h2);
     if (c->nmemo * 2 >= c->capmemo) {   /* grow (and rehash) at half full */
@@ -348,7 +362,8 @@ static int result(lt__mc *c, const lt__list *a, const signed char *apop, const l
     }
     if (nd == 0 && k != LT__MV_PARTITION && k != LT__MV_ALL_REDUCE && k != LT__MV_PERMUTE) return 0;
     memset(c->recv, 0, sizeof(uint64_t) * (size_t)g->W);
-    if (spend(c, (double)g->W * (k == LT__MV_ALL_TO_ALL ? n : 1))) return -2;
+    if (spend(c, (double)g->W * (k == LT__MV_ALL_TO_ALL ? n : 1) + runs_of(a + g->off[g->M], (size_t)g->W * (size_t)nd)))
+        return -2;
     int64_t sh[LT_MAX_DIMS], size, off;
     for (int base = 0; base < g->W; base += stride * n)
         for (int f0 = base; f0 < base + stride; f0++) {
@@ -625,10 +640,11 @@ static lt_status try_permutes(lt__mc *c, int from, const lt__list *a, const sign
     const lt__geo *g = &c->g;
     int n = g->mesh->shape[i], nd = g->ndim;
     int *sigma = c->iscr, *used = c->iscr + n;
+    double runs = runs_of(a + g->off[i], (size_t)g->T[i] * (size_t)nd);
     for (int b = 0; b < c->nc[i]; b++) {
         const lt_placement *p = &c->cand[i][b];
         if (pop_of(p) >= 0) continue;
-        if (spend(c, g->T[i + 1])) return LT_OVERFLOW;
+        if (spend(c, g->T[i + 1] + runs)) return LT_OVERFLOW;
         lt__amark mk = lt__arena_mark(&c->tar);
         int ok = 1;
         for (int t = 0; t < g->T[i] && ok; t++)
@@ -731,11 +747,12 @@ static lt_status local_walk(lt__mc *c, int from, const lt__list *a, const signed
     uint64_t *hs = c->lwhash[j];
     unsigned char *hv = c->lwvalid[j];
     lt__list *ch0 = c->L + g->off[j + 1];
+    double runs = runs_of(c->L + g->off[j], (size_t)g->T[j] * (size_t)nd);
     for (int b = 0; b < c->nc[j]; b++) {
         const lt_placement *p = &c->cand[j][b];
         hv[b] = 0;
         if (pop_of(p) != apop[j]) continue;
-        if (spend(c, g->T[j + 1])) return LT_OVERFLOW;
+        if (spend(c, g->T[j + 1] + runs)) return LT_OVERFLOW;
         lt__amark mk = lt__arena_mark(&c->tar);
         int ok = 1, dup = 0, empty = 0;
         for (int t = 0; t < g->T[j] && ok; t++)

@@ -206,7 +206,9 @@ static int run_cmp(const void *x, const void *y) {
     return a->lo < b->lo ? -1 : a->lo > b->lo;
 }
 
-/* Collects the runs of ls[0..k) into the arena, sorted; *n runs at *o. */
+/* Collects the runs of ls[0..k) (each list sorted) into the arena,
+ * sorted; *n runs at *o. A merge of the k lists when k is small (the
+ * members of a group), else a sort. */
 static int gather_sorted(lt__arena *a, const lt__list *const *ls, int k, lt__run **o, size_t *n) {
     size_t tot = 0;
     for (int i = 0; i < k; i++) tot += (size_t)ls[i]->nr;
@@ -214,12 +216,28 @@ static int gather_sorted(lt__arena *a, const lt__list *const *ls, int k, lt__run
     if (!*o) return -1;
     size_t w = 0;
     int sorted = 1;
-    for (int i = 0; i < k; i++)
+    for (int i = 0; i < k && sorted; i++)
         for (int64_t j = 0; j < ls[i]->nr; j++) {
-            if (w && ls[i]->r[j].lo < (*o)[w - 1].lo) sorted = 0;
+            if (w && ls[i]->r[j].lo < (*o)[w - 1].lo) {
+                sorted = 0;
+                break;
+            }
             (*o)[w++] = ls[i]->r[j];
         }
-    if (!sorted) qsort(*o, w, sizeof(lt__run), run_cmp);
+    if (!sorted && k <= 16) {
+        int64_t pos[16] = {0};
+        for (w = 0; w < tot; w++) {
+            int best = -1;
+            for (int i = 0; i < k; i++)
+                if (pos[i] < ls[i]->nr && (best < 0 || ls[i]->r[pos[i]].lo < ls[best]->r[pos[best]].lo)) best = i;
+            (*o)[w] = ls[best]->r[pos[best]++];
+        }
+    } else if (!sorted) {
+        w = 0;
+        for (int i = 0; i < k; i++)
+            for (int64_t j = 0; j < ls[i]->nr; j++) (*o)[w++] = ls[i]->r[j];
+        qsort(*o, w, sizeof(lt__run), run_cmp);
+    }
     *n = w;
     return 1;
 }

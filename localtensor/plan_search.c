@@ -20,7 +20,8 @@
 #include "localtensor/plan_impl.h"
 
 /* Work budget in list operations (applying a placement to a block, comparing
- * or uniting two lists): about 50 ms. 2x2x2 pairs use well under 1% of it. */
+ * or uniting two lists): about 50 ms. 2x2x2 pairs use at most a few percent of
+ * it, 8x8x8 pairs up to most of it. */
 #define BUDGET 1.0e7
 
 static lt_status nomem(void) { return lt__err(LT_NOMEM, "out of memory while planning"); }

@@ -251,8 +251,9 @@ typedef struct lt_plan {
  * names the mesh dim), LT_UNSUPPORTED for rejected transitions; the message
  * reads "while planning redistribute of 'NAME' [SRC] -> [DST]: mesh dim I:
  * FROM -> TO is not supported ...". Cost: a warm cache hit is a hash lookup
- * (well under 1 us); a cold min-cost plan of a 2x2x2 mesh pair about 0.5 ms
- * (8x8x8: about 10 ms); greedy some microseconds. */
+ * (well under 1 us); a cold min-cost plan of a 2x2x2 mesh pair about 0.6 ms
+ * (4x4x4, or large uneven dims: a few ms; 8x8x8: 20 to 50 ms); greedy some
+ * microseconds. */
 lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
                                const int64_t *shape, const lt_placement *src,
                                const lt_placement *dst, int np,

@@ -172,6 +172,18 @@ static void test_check(void **state) {
     LT_EXPECT_STATUS(lt_placements_check(&m2, 2, pl, n, out), LT_INVALID);
     LT_CHECK(lt_placements_parse("SS(2,2)", pl, 4, &n));
     LT_EXPECT_STATUS(lt_placements_check(&m2, 2, pl, n, out), LT_INVALID);
+    /* values not made by a constructor or the parser */
+    memset(pl, 0xA5, sizeof pl);
+    pl[0] = lt_shard(0);
+    LT_EXPECT_STATUS(lt_placements_check(&m22, 1, pl, 2, out), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "mesh dim 1: not a placement"));
+    pl[1] = lt_partial(LT_REDOP_SUM);
+    pl[1].op = (lt_redop)99;
+    LT_EXPECT_STATUS(lt_placements_check(&m22, 1, pl, 2, out), LT_INVALID);
+    pl[1] = lt_shard(0);
+    pl[1].rule.kind = LT_SPLIT_EXPLICIT;
+    pl[1].rule.nsizes = -1;
+    LT_EXPECT_STATUS(lt_placements_check(&m22, 1, pl, 2, out), LT_INVALID);
     /* 0-d */
     LT_CHECK(lt_placements_parse("S(0)", pl, 4, &n));
     LT_EXPECT_STATUS(lt_placements_check(&m2, 0, pl, n, out), LT_INVALID);

@@ -94,6 +94,8 @@ int lt_cli_redistribute(int argc, char **argv) {
     if ((st = lt_placements_parse(from_s, src, LT_MESH_MAX_DIMS, &nsrc))) return lt__err_ctx(st, "--from"), lt_cli_fail(cmd, st);
     if ((st = lt_placements_parse(to_s, dst, LT_MESH_MAX_DIMS, &ndst))) return lt__err_ctx(st, "--to"), lt_cli_fail(cmd, st);
     if ((st = lt_planner_parse(planner_s, &planner))) return lt__err_ctx(st, "--planner"), lt_cli_fail(cmd, st);
+    /* both lists are checked before planning: the planner takes one count for both */
+    if ((st = lt_placements_check(&lay.mesh, lay.ndim, src, nsrc, chk))) return lt__err_ctx(st, "--from %s", from_s), lt_cli_fail(cmd, st);
     if ((st = lt_placements_check(&lay.mesh, lay.ndim, dst, ndst, chk))) return lt__err_ctx(st, "--to %s", to_s), lt_cli_fail(cmd, st);
     const lt_mesh mesh = lay.mesh;
     const int ndim = lay.ndim;

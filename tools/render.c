@@ -144,9 +144,10 @@ lt_status lt_render_picture(FILE *f, const lt_dtensor *dt) {
     }
     int64_t rows = dt->ndim == 2 ? dt->shape[0] : 1;
     int64_t cols = dt->ndim == 2 ? dt->shape[1] : dt->shape[0];
-    int64_t rstep = rows > PIC_MAX ? (rows + PIC_MAX - 1) / PIC_MAX : 1;
-    int64_t cstep = cols > PIC_MAX ? (cols + PIC_MAX - 1) / PIC_MAX : 1;
-    int nr = (int)((rows + rstep - 1) / rstep), nc = (int)((cols + cstep - 1) / cstep);
+    /* rounded-up quotients written so that dims near INT64_MAX cannot wrap */
+    int64_t rstep = rows > PIC_MAX ? rows / PIC_MAX + (rows % PIC_MAX != 0) : 1;
+    int64_t cstep = cols > PIC_MAX ? cols / PIC_MAX + (cols % PIC_MAX != 0) : 1;
+    int nr = (int)(rows / rstep + (rows % rstep != 0)), nc = (int)(cols / cstep + (cols % cstep != 0));
     if (rows == 0 || cols == 0) {
         fprintf(f, "(picture: the tensor has no elements)\n");
     } else {

@@ -15,6 +15,11 @@
 # To keep a finding: minimise it (BUILD/fuzz_<h> -minimize_crash=1
 # -runs=10000 FILE), copy the result to test/fuzz/regressions/<h>/, fix the
 # cause; `make test` replays it from then on.
+#
+# FUZZ_SEED=N (environment) fixes libFuzzer's random seed, so a run from a
+# fresh corpus walks the same inputs every time: CI uses it, so a CI run
+# fails only on a change, never by drawing a new input. Unset: a new seed
+# each run (to find new things).
 set -u
 build=${1:?usage: run-fuzz.sh BUILD SECONDS HARNESS...}
 secs=${2:?usage: run-fuzz.sh BUILD SECONDS HARNESS...}
@@ -46,6 +51,8 @@ for h in "$@"; do
   mkdir -p "$corpus" "$findings"
   dirs=("$corpus" "$build/fuzz-seeds/$h")
   [ -d "test/fuzz/regressions/$h" ] && dirs+=("test/fuzz/regressions/$h")
+  seed=()
+  [ -n "${FUZZ_SEED:-}" ] && seed=(-seed="$FUZZ_SEED")
   dict=()
   [ -f "test/fuzz/$h.dict" ] && dict=(-dict="test/fuzz/$h.dict")
   echo "fuzz  $h: ${secs}s (log: $log)"
@@ -53,7 +60,7 @@ for h in "$@"; do
   # and sanitizer reports still print); -timeout: one input past 30 s is a
   # finding; -rss_limit_mb: a run past 4 GiB is one too.
   "$bin" -max_total_time="$secs" -timeout=30 -rss_limit_mb=4096 -max_len=$maxlen \
-    -close_fd_mask=3 -print_final_stats=1 -artifact_prefix="$findings/" "${dict[@]}" "${dirs[@]}" > "$log" 2>&1
+    -close_fd_mask=3 -print_final_stats=1 -artifact_prefix="$findings/" "${seed[@]}" "${dict[@]}" "${dirs[@]}" > "$log" 2>&1
   rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   if [ $rc -eq 0 ]; then
