@@ -41,6 +41,10 @@ int fault_failed(const char *what, lt_status st, int nouts, void *const *outs);
 /* The API workload (fault_api.c); ctx unused. */
 int fault_api_workload(void *ctx, const char *tmp);
 
+/* The per-rank program workload (fault_program.c): every collective of
+ * lt_program_run, then the three would-hang reports; ctx unused. */
+int fault_program_workload(void *ctx, const char *tmp);
+
 /* A scenario file run through lt_sc_main (fault_scen.c). The first run
  * with record set keeps its exit code and output (timings removed) as the
  * baseline; later runs must match it or stop with exit code 2 and "out of

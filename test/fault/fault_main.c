@@ -315,7 +315,8 @@ int main(int argc, char **argv) {
     int bad = 0, ntargets = 0;
     if (api) {
         bad |= run_target("C API workload", fault_api_workload, NULL, nw, maxall, &all, &total);
-        ntargets++;
+        bad |= run_target("per-rank program workload", fault_program_workload, NULL, nw, maxall, &all, &total);
+        ntargets += 2;
     } else {
         char tmp[256];
         const char *t = getenv("TMPDIR");
