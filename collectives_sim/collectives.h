@@ -59,10 +59,37 @@
 #include <stdio.h>
 
 #include "collectives_sim/mesh.h"
-#include "collectives_sim/trace.h"
 #include "kernels/tensor.h"
 
+/* The collectives. XX(enum suffix, name, a, b, c, d): the nccl-tests
+ * bus-bandwidth factor of a group of n is (a*n + b) / (c*n + d)
+ * (lt_coll_busbw_factor, collectives_sim/trace.h). */
+#define LT_COLL_MAP(XX)                               \
+    XX(ALL_GATHER,     "all_gather",     1, -1, 1, 0) \
+    XX(ALL_REDUCE,     "all_reduce",     2, -2, 1, 0) \
+    XX(REDUCE_SCATTER, "reduce_scatter", 1, -1, 1, 0) \
+    XX(ALL_TO_ALL,     "all_to_all",     1, -1, 1, 0) \
+    XX(BROADCAST,      "broadcast",      0,  1, 0, 1) \
+    XX(SCATTER,        "scatter",        1, -1, 1, 0) \
+    XX(GATHER,         "gather",         1, -1, 1, 0) \
+    XX(REDUCE,         "reduce",         0,  1, 0, 1) \
+    XX(PERMUTE,        "permute",        0,  1, 0, 1) \
+    XX(BARRIER,        "barrier",        0,  0, 0, 1)
+
+typedef enum {
+#define LT__XX(e, s, a, b, c, d) LT_COLL_##e,
+    LT_COLL_MAP(LT__XX)
+#undef LT__XX
+    LT_COLL_COUNT
+} lt_coll;
+
+/* "all_gather", ...; "?" when out of range. */
+const char *lt_coll_name(lt_coll c);
+/* Parses a collective name; LT_INVALID naming the text otherwise. */
+lt_status lt_coll_parse(const char *s, lt_coll *out);
+
 typedef struct lt_comm lt_comm;
+typedef struct lt_trace lt_trace;   /* collectives_sim/trace.h */
 
 /* A communicator over mesh on the in-process engine, with tracing on.
  * Free with lt_comm_free. */

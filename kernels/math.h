@@ -138,21 +138,4 @@ lt_status lt_addmm(const lt_tensor *bias, const lt_tensor *a, const lt_tensor *b
 lt_status lt_embedding(const lt_tensor *weight, const lt_tensor *idx, int64_t row_offset,
                        int masked, lt_tensor **out);
 
-/* ---- kernels-internal (kernels/unary.c, binary.c, reduce.c, matmul.c) ------------- */
-
-/* A dim in -ndim..ndim-1 normalized into *out (LT_INVALID with fn's name). */
-lt_status lt__norm_dim(const char *fn, int dim, int ndim, int *out);
-/* A new contiguous result tensor on like's backend whose contents the caller
- * overwrites whole (uninitialised on the default backend). */
-lt_status lt__math_out(const lt_tensor *like, lt_dtype dt, int ndim, const int64_t *shape,
-                       lt_tensor **out);
-/* The LT_UNSUPPORTED error for op on dtype dt. */
-lt_status lt__math_unsupported(const char *op, lt_dtype dt);
-/* n elements of dt at p (step in elements) to/from f32. */
-void lt__load_f32(lt_dtype dt, const char *p, int64_t step, int64_t n, float *out);
-void lt__store_f32(lt_dtype dt, char *p, int64_t step, int64_t n, const float *in);
-/* n elements of an integer dtype to/from int64 (stores wrap as C casts do). */
-void lt__load_i64(lt_dtype dt, const char *p, int64_t step, int64_t n, int64_t *out);
-void lt__store_i64(lt_dtype dt, char *p, int64_t step, int64_t n, const int64_t *in);
-
 #endif

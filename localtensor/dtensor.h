@@ -64,15 +64,4 @@ const lt_tensor *lt_to_local(const lt_dtensor *dt, int rank);
 lt_status lt_dtensor_clone(const lt_dtensor *dt, lt_dtensor **out);
 void lt_dtensor_free(lt_dtensor *dt);
 
-/* Builds a DTensor from already-computed shards (takes ownership of `local`
- * and its shards even on error); checks every shard's shape against layout
- * math. For executors and ops. */
-lt_status lt__dtensor_wrap(lt_local *local, lt_dtype dt, int ndim, const int64_t *shape,
-                           const lt_placement *pl, lt_dtensor **out);
-
-/* Applies the Replicate->Partial partition of mesh dims [from_dim, ndim) that
- * are Partial in pl to shard t of rank coord (sum: divide by the mesh dim
- * size). Used by distribute and the verifier. */
-lt_status lt__partition(lt_tensor *t, const lt_mesh *mesh, const lt_placement *pl);
-
 #endif

@@ -83,7 +83,7 @@ lt_status lt_layout_total_bytes(const lt_mesh *mesh, int ndim, const int64_t *gs
 /* LT_NOMEM with "WHAT needs X GiB for the shards of all N ranks, more than
  * this machine's Y GiB of memory" when bytes exceed what this process can
  * still use (physical memory, memory available now, ulimit; see
- * kernels/memlimit.h): the simulator holds every rank's shard at once, and
+ * kernels/memlimit_impl.h): the simulator holds every rank's shard at once, and
  * failing here beats being killed by the kernel later. LT_OK otherwise, or
  * when memory is unknown. */
 lt_status lt_check_memory(uint64_t bytes, int world, const char *what);

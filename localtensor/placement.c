@@ -8,6 +8,7 @@
 #include "localtensor/placement.h"
 #include "kernels/alloc.h"
 #include "localtensor/suggest_impl.h"
+#include "kernels/status_impl.h"
 
 #include <ctype.h>
 #include <errno.h>
