@@ -50,6 +50,9 @@ CFLAGS  := $(CFLAGS_BASE) $(OPT) $(SAN) $(WERROR) $(EXTRA)
 # The library: the three floors, nothing of tools/.
 LIB_SRC   := $(wildcard kernels/*.c collectives_sim/*.c localtensor/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# The shared library exports only what public headers mark LT_API
+# (kernels/export.h); lt__ internals stay inside it.
+$(LIB_OBJ): CFLAGS += -fvisibility=hidden
 # The tools built on it (a static library the CLI and the tests link):
 # the CLI's subcommands, the scenario engine, the renderers and reports.
 TOOLS_SRC := $(filter-out tools/cli/main.c, $(wildcard tools/cli/*.c tools/scenario/*.c tools/render/*.c))

@@ -44,11 +44,12 @@
 
 #include "collectives_sim/collectives.h"
 #include "kernels/dtype.h"
+#include "kernels/export.h"
 #include "kernels/status.h"
 #include "kernels/tensor.h"
 
 /* nccl-tests bus-bandwidth factor for a group of n (n >= 1). */
-double lt_coll_busbw_factor(lt_coll c, int n);
+LT_API double lt_coll_busbw_factor(lt_coll c, int n);
 
 typedef struct lt_trace lt_trace;
 
@@ -81,28 +82,28 @@ typedef struct lt_trace_totals {
 
 /* A new empty trace for a world of `world` ranks, enabled. Free with
  * lt_trace_free (a communicator's trace is freed with the communicator). */
-lt_status lt_trace_new(int world, lt_trace **out);
-void lt_trace_free(lt_trace *t);
+LT_API lt_status lt_trace_new(int world, lt_trace **out);
+LT_API void lt_trace_free(lt_trace *t);
 
 /* Turns recording on (1) or off (0); returns the previous setting. While off,
  * collectives record nothing (and cost nothing for the trace). */
-int lt_trace_enable(lt_trace *t, int on);
-int lt_trace_enabled(const lt_trace *t);
+LT_API int lt_trace_enable(lt_trace *t, int on);
+LT_API int lt_trace_enabled(const lt_trace *t);
 /* Drops every event (keeps capacity and the current label). */
-void lt_trace_clear(lt_trace *t);
-size_t lt_trace_count(const lt_trace *t);
+LT_API void lt_trace_clear(lt_trace *t);
+LT_API size_t lt_trace_count(const lt_trace *t);
 /* The current count: events recorded after this call have index >= marker. */
-size_t lt_trace_marker(const lt_trace *t);
+LT_API size_t lt_trace_marker(const lt_trace *t);
 /* Event i (0 <= i < count) into *ev. LT_INVALID when i is out of range. */
-lt_status lt_trace_get(const lt_trace *t, size_t i, lt_trace_event *ev);
+LT_API lt_status lt_trace_get(const lt_trace *t, size_t i, lt_trace_event *ev);
 /* Sums over events [since, count). since > count gives zeros. */
-void lt_trace_totals_since(const lt_trace *t, size_t since, lt_trace_totals *out);
+LT_API void lt_trace_totals_since(const lt_trace *t, size_t since, lt_trace_totals *out);
 
 /* Label attached to every event recorded from now on ("" or NULL: none).
  * The text is copied. LT_NOMEM leaves the previous label in place. */
-lt_status lt_trace_set_label(lt_trace *t, const char *label);
+LT_API lt_status lt_trace_set_label(lt_trace *t, const char *label);
 
 /* Aligned text table of events [since, count) with totals. */
-void lt_trace_print(const lt_trace *t, FILE *f, size_t since);
+LT_API void lt_trace_print(const lt_trace *t, FILE *f, size_t since);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include "kernels/export.h"
 
 /* One list generates the enum and the name table so they cannot drift. */
 #define LT_STATUS_MAP(XX)                                   \
@@ -34,10 +35,10 @@ typedef enum {
 } lt_status;
 
 /* Short name of a status ("out of memory"); never NULL. */
-const char *lt_status_str(lt_status st);
+LT_API const char *lt_status_str(lt_status st);
 
 /* The message of the last failure on this thread ("" if none). Borrowed:
  * valid until the next failing call on this thread. */
-const char *lt_errmsg(void);
+LT_API const char *lt_errmsg(void);
 
 #endif

@@ -44,6 +44,7 @@
 
 #include <stdint.h>
 
+#include "kernels/export.h"
 #include "kernels/math.h"
 #include "localtensor/dtensor.h"
 #include "localtensor/redistribute.h"
@@ -108,11 +109,11 @@ typedef enum {
 } lt_op_kind;
 
 /* "add", ...; "?" when out of range. */
-const char *lt_op_name(lt_op_kind op);
+LT_API const char *lt_op_name(lt_op_kind op);
 /* Parses an op name (as in LT_OP_MAP; also "amax"/"amin", "addmm"...). */
-lt_status lt_op_parse(const char *s, lt_op_kind *out);
+LT_API lt_status lt_op_parse(const char *s, lt_op_kind *out);
 /* Number of tensor inputs (-1: one or more). */
-int lt_op_arity(lt_op_kind op);
+LT_API int lt_op_arity(lt_op_kind op);
 
 #define LT_OP_MAX_INPUTS 64    /* cat */
 #define LT_OP_MAX_OUTPUTS 64   /* split, chunk */
@@ -193,45 +194,45 @@ typedef struct lt_op_opts {
  * covers the layouts, redistribute and kernel errors with the op as
  * context, LT_MISMATCH when check_reference finds a difference (message:
  * op, index, expected, actual). On error every out[i] is NULL. */
-lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op_args *args,
-                const lt_op_opts *opts, lt_dtensor **out, int max_out, int *nout);
+LT_API lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op_args *args,
+                       const lt_op_opts *opts, lt_dtensor **out, int max_out, int *nout);
 
 /* Propagation only: the decision for inputs of the given specs. `pl[i]` are
  * input i's placements (mesh->ndim each, normalized or not); shapes[i] its
  * global shape (ndims[i] dims). *out is a new reference. */
-lt_status lt_op_propagate(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_dtype *dtypes,
-                          const int *ndims, const int64_t *const *shapes,
-                          const lt_placement *const *pl, const lt_op_args *args,
-                          lt_op_plan **out);
-void lt_op_plan_free(lt_op_plan *p);
+LT_API lt_status lt_op_propagate(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_dtype *dtypes,
+                                 const int *ndims, const int64_t *const *shapes,
+                                 const lt_placement *const *pl, const lt_op_args *args,
+                                 lt_op_plan **out);
+LT_API void lt_op_plan_free(lt_op_plan *p);
 
 /* The propagation cache of the calling thread (call lt_op_cache_clear
  * before a thread that used ops exits). */
-void lt_op_cache_clear(void);
-void lt_op_cache_stats(size_t *hits, size_t *misses, size_t *entries);
+LT_API void lt_op_cache_clear(void);
+LT_API void lt_op_cache_stats(size_t *hits, size_t *misses, size_t *entries);
 
 /* ---- convenience wrappers (single output, default options) ----------------- */
 
-lt_status lt_dt_unary(lt_unary_op op, const lt_dtensor *x, lt_dtensor **out);
-lt_status lt_dt_binary(lt_binary_op op, const lt_dtensor *a, const lt_dtensor *b, lt_dtensor **out);
-lt_status lt_dt_matmul(const lt_dtensor *a, const lt_dtensor *b, lt_dtensor **out);
+LT_API lt_status lt_dt_unary(lt_unary_op op, const lt_dtensor *x, lt_dtensor **out);
+LT_API lt_status lt_dt_binary(lt_binary_op op, const lt_dtensor *a, const lt_dtensor *b, lt_dtensor **out);
+LT_API lt_status lt_dt_matmul(const lt_dtensor *a, const lt_dtensor *b, lt_dtensor **out);
 /* beta * bias + alpha * a @ b */
-lt_status lt_dt_addmm(const lt_dtensor *bias, const lt_dtensor *a, const lt_dtensor *b, double beta,
-                      double alpha, lt_dtensor **out);
-lt_status lt_dt_reduce(lt_reduce_op op, const lt_dtensor *x, int ndims, const int *dims, int keepdim,
-                       lt_dtensor **out);
-lt_status lt_dt_transpose(const lt_dtensor *x, int d0, int d1, lt_dtensor **out);
-lt_status lt_dt_reshape(const lt_dtensor *x, int ndim, const int64_t *shape, lt_dtensor **out);
+LT_API lt_status lt_dt_addmm(const lt_dtensor *bias, const lt_dtensor *a, const lt_dtensor *b, double beta,
+                             double alpha, lt_dtensor **out);
+LT_API lt_status lt_dt_reduce(lt_reduce_op op, const lt_dtensor *x, int ndims, const int *dims, int keepdim,
+                              lt_dtensor **out);
+LT_API lt_status lt_dt_transpose(const lt_dtensor *x, int d0, int d1, lt_dtensor **out);
+LT_API lt_status lt_dt_reshape(const lt_dtensor *x, int ndim, const int64_t *shape, lt_dtensor **out);
 
 /* ---- random (docs/SEMANTICS.md §11.4) ----------------------------------------- */
 
 /* rand (uniform [0,1)) / randn of global shape, drawn per global index from
  * Philox keyed by (seed, global linear index): identical values for any mesh
  * and placements. Partial placements partition as distribute does. */
-lt_status lt_dt_rand(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
-                     const lt_placement *pl, int np, uint64_t seed, int normal, lt_dtensor **out);
+LT_API lt_status lt_dt_rand(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
+                            const lt_placement *pl, int np, uint64_t seed, int normal, lt_dtensor **out);
 /* Dropout: element e is kept (scaled by 1/(1-p)) when
  * lt_rand_uniform(seed, global index of e) >= p, else 0; layout invariant. */
-lt_status lt_dt_dropout(const lt_dtensor *x, double p, uint64_t seed, lt_dtensor **out);
+LT_API lt_status lt_dt_dropout(const lt_dtensor *x, double p, uint64_t seed, lt_dtensor **out);
 
 #endif

@@ -128,6 +128,7 @@
 
 #include "collectives_sim/collectives.h"
 #include "collectives_sim/mesh.h"
+#include "kernels/export.h"
 #include "kernels/tensor.h"
 #include "localtensor/placement.h"
 
@@ -148,10 +149,10 @@ typedef enum {
 } lt_planner;
 
 /* "min-cost", "greedy"; "?" when out of range. */
-const char *lt_planner_name(lt_planner p);
+LT_API const char *lt_planner_name(lt_planner p);
 /* Parses "min-cost" (also "min_cost", "mincost") or "greedy". LT_INVALID
  * naming the text otherwise. */
-lt_status lt_planner_parse(const char *s, lt_planner *out);
+LT_API lt_status lt_planner_parse(const char *s, lt_planner *out);
 
 typedef struct lt_plan_step {
     int mesh_dim;
@@ -207,26 +208,26 @@ typedef struct lt_plan {
  * (well under 1 us); a cold min-cost plan of a 2x2x2 mesh pair about 0.6 ms
  * (4x4x4, or large uneven dims: a few ms; 8x8x8: 20 to 50 ms); greedy some
  * microseconds. */
-lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
-                               const int64_t *shape, const lt_placement *src,
-                               const lt_placement *dst, int np,
-                               const lt_redistribute_opts *opts, lt_plan **out);
+LT_API lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
+                                      const int64_t *shape, const lt_placement *src,
+                                      const lt_placement *dst, int np,
+                                      const lt_redistribute_opts *opts, lt_plan **out);
 
 /* Releases a reference. NULL is a no-op. */
-void lt_plan_free(lt_plan *p);
+LT_API void lt_plan_free(lt_plan *p);
 /* A new reference to p. */
-lt_plan *lt_plan_ref(lt_plan *p);
+LT_API lt_plan *lt_plan_ref(lt_plan *p);
 
 /* What step s does, as every table and message names it (into buf, always
  * NUL-terminated; returns buf): its collective, plus the local work after it
  * ("all_gather", "all_gather + index_select"); a step without communication
  * is "local " and its work ("local slice", "local strided_slice", "local
  * partition"). */
-const char *lt_plan_step_action(const lt_plan_step *s, char *buf, size_t n);
+LT_API const char *lt_plan_step_action(const lt_plan_step *s, char *buf, size_t n);
 /* "step 2 of 3 (mesh dim 0: S(0) -> R, all_gather)": step i of p (0-based
  * index, numbered from 1 as in the table); an index outside the plan (the
  * verifier's -1) reads "the source (before step 1)". Returns buf. */
-char *lt_plan_step_str(const lt_plan *p, int i, char *buf, size_t n);
+LT_API char *lt_plan_step_str(const lt_plan *p, int i, char *buf, size_t n);
 
 /* Writes the plan as an aligned text table into buf (always NUL-terminated
  * when n > 0): one row per step (numbered from 1) with mesh dim, from -> to,
@@ -234,14 +235,14 @@ char *lt_plan_step_str(const lt_plan *p, int i, char *buf, size_t n);
  * receives from other ranks in that step), bytes total (summed over all
  * ranks) and the placements after the step, then totals. Returns the length
  * it wanted (snprintf style). */
-int lt_plan_format(const lt_plan *p, char *buf, size_t n);
+LT_API int lt_plan_format(const lt_plan *p, char *buf, size_t n);
 /* The same table to f. LT_NOMEM (nothing printed) when the table's buffer
  * cannot be allocated. */
-lt_status lt_plan_print(const lt_plan *p, FILE *f);
+LT_API lt_status lt_plan_print(const lt_plan *p, FILE *f);
 
 /* Drops every cached plan (plans still referenced elsewhere stay valid). */
-void lt_plan_cache_clear(void);
+LT_API void lt_plan_cache_clear(void);
 /* Cache counters since the start (or the last clear); any pointer may be NULL. */
-void lt_plan_cache_stats(size_t *hits, size_t *misses, size_t *entries);
+LT_API void lt_plan_cache_stats(size_t *hits, size_t *misses, size_t *entries);
 
 #endif

@@ -8,6 +8,7 @@
 #ifndef LT_RANK_MAP_H
 #define LT_RANK_MAP_H
 
+#include "kernels/export.h"
 #include "localtensor/dtensor.h"
 #include "localtensor/local.h"
 
@@ -28,19 +29,19 @@ typedef enum {
     LT_RANK_FN_COUNT
 } lt_rank_fn_kind;
 
-const char *lt_rank_fn_name(lt_rank_fn_kind k);
+LT_API const char *lt_rank_fn_name(lt_rank_fn_kind k);
 /* LT_INVALID listing the known names when s is unknown. */
-lt_status lt_rank_fn_parse(const char *s, lt_rank_fn_kind *out);
+LT_API lt_status lt_rank_fn_parse(const char *s, lt_rank_fn_kind *out);
 
 /* Runs the named function on every rank's shard. *out: a new DTensor with x's
  * spec whose shards may now differ by rank (replicas may diverge: check with
  * lt_dtensor_check_replicas); ints (may be NULL): the per-rank ints (free
  * with lt_localint_free). */
-lt_status lt_dtensor_rank_map(const lt_dtensor *x, lt_rank_fn_kind fn, lt_dtensor **out,
-                              lt_localint *ints);
+LT_API lt_status lt_dtensor_rank_map(const lt_dtensor *x, lt_rank_fn_kind fn, lt_dtensor **out,
+                                     lt_localint *ints);
 
 /* Checks that replicas agree along every Replicate mesh dim (exact compare).
  * LT_MISMATCH: "mesh dim I (R): ranks A and B differ at index [..]: ...". */
-lt_status lt_dtensor_check_replicas(const lt_dtensor *x);
+LT_API lt_status lt_dtensor_check_replicas(const lt_dtensor *x);
 
 #endif

@@ -27,6 +27,7 @@
 #define LT_REDISTRIBUTE_H
 
 #include "collectives_sim/collectives.h"
+#include "kernels/export.h"
 #include "kernels/tensor.h"
 #include "localtensor/dtensor.h"
 #include "localtensor/placement.h"
@@ -64,12 +65,12 @@ struct lt_redistribute_opts {
  * and actual values, and opts->report (if set) holds the same in fields.
  * On error *out is NULL (and *plan holds the plan when planning succeeded,
  * so a failed verification can still be explained; else NULL). */
-lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
-                          const lt_redistribute_opts *opts, lt_dtensor **out, lt_plan **plan);
+LT_API lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
+                                 const lt_redistribute_opts *opts, lt_dtensor **out, lt_plan **plan);
 
 /* The full tensor: redistribute to all-Replicate and take rank 0's shard.
  * *out is a new tensor (free with lt_tensor_free). Partial dims are reduced
  * by the collectives (reduction order: the plan's). */
-lt_status lt_full_tensor(const lt_dtensor *dt, lt_tensor **out);
+LT_API lt_status lt_full_tensor(const lt_dtensor *dt, lt_tensor **out);
 
 #endif

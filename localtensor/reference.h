@@ -9,6 +9,7 @@
 #ifndef LT_REFERENCE_H
 #define LT_REFERENCE_H
 
+#include "kernels/export.h"
 #include "kernels/tensor.h"
 #include "localtensor/dtensor.h"
 #include "localtensor/ops.h"
@@ -18,15 +19,15 @@
  * propagation (localtensor/reference.c). out[max_out] receive NEW tensors
  * (*nout of them; the caller frees). Used by lt_op_check_reference and the
  * rule validator. */
-lt_status lt_op_reference(lt_op_kind op, const lt_tensor *const *in, int nin, const lt_op_args *args,
-                          lt_tensor **out, int max_out, int *nout);
+LT_API lt_status lt_op_reference(lt_op_kind op, const lt_tensor *const *in, int nin, const lt_op_args *args,
+                                 lt_tensor **out, int max_out, int *nout);
 
 /* Compares every output of a sharded op against the dense kernel on the
  * unsharded inputs (both reassembled directly from global index sets).
  * LT_MISMATCH with "<op>: output K differs from the unsharded reference at
  * [i, j]: expected X, got Y" when they differ. rtol/atol both 0: defaults. */
-lt_status lt_op_check_reference(lt_op_kind op, const lt_dtensor *const *in, int nin,
-                                const lt_op_args *args, lt_dtensor *const *out, int nout,
-                                double rtol, double atol);
+LT_API lt_status lt_op_check_reference(lt_op_kind op, const lt_dtensor *const *in, int nin,
+                                       const lt_op_args *args, lt_dtensor *const *out, int nout,
+                                       double rtol, double atol);
 
 #endif

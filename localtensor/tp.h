@@ -5,6 +5,7 @@
 #ifndef LT_TP_H
 #define LT_TP_H
 
+#include "kernels/export.h"
 #include "kernels/math.h"
 #include "localtensor/dtensor.h"
 #include "localtensor/redistribute.h"
@@ -22,8 +23,8 @@ typedef enum {
     LT_TP_STYLE_COUNT
 } lt_tp_style;
 
-const char *lt_tp_style_name(lt_tp_style s);
-lt_status lt_tp_style_parse(const char *s, lt_tp_style *out);
+LT_API const char *lt_tp_style_name(lt_tp_style s);
+LT_API lt_status lt_tp_style_parse(const char *s, lt_tp_style *out);
 
 typedef struct lt_tp_mlp_cfg {
     lt_tp_style style1, style2;  /* per Linear: colwise (W S(0) of [out, in], bias S(0),
@@ -42,11 +43,11 @@ typedef struct lt_tp_mlp_cfg {
  * ColwiseParallel / RowwiseParallel / SequenceParallel do). *y: the output
  * DTensor (Replicate on tp_dim, or S(0) with sequence_parallel). Any hidden
  * size works, also not divisible by the mesh (uneven shards). */
-lt_status lt_tp_mlp(const lt_mesh *mesh, const lt_tp_mlp_cfg *cfg, const lt_tensor *x,
-                     const lt_tensor *w1, const lt_tensor *b1, const lt_tensor *w2,
-                     const lt_tensor *b2, const lt_redistribute_opts *ropts, lt_dtensor **y);
+LT_API lt_status lt_tp_mlp(const lt_mesh *mesh, const lt_tp_mlp_cfg *cfg, const lt_tensor *x,
+                            const lt_tensor *w1, const lt_tensor *b1, const lt_tensor *w2,
+                            const lt_tensor *b2, const lt_redistribute_opts *ropts, lt_dtensor **y);
 /* The same MLP on one device (dense kernels), for comparison. */
-lt_status lt_mlp_dense(const lt_tensor *x, const lt_tensor *w1, const lt_tensor *b1,
-                       const lt_tensor *w2, const lt_tensor *b2, lt_unary_op act, lt_tensor **y);
+LT_API lt_status lt_mlp_dense(const lt_tensor *x, const lt_tensor *w1, const lt_tensor *b1,
+                              const lt_tensor *w2, const lt_tensor *b2, lt_unary_op act, lt_tensor **y);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "kernels/export.h"
 #include "localtensor/ops.h"
 
 typedef struct lt_validate_opts {
@@ -35,15 +36,15 @@ typedef struct lt_validate_report {
  * contributions differ but reduce to the same value), comparing each result
  * with the unsharded reference. wrong: result != reference; missing: the op
  * said "not supported yet"; errors: any other failure. */
-lt_status lt_rules_validate(const lt_validate_opts *o, lt_validate_report *rep);
+LT_API lt_status lt_rules_validate(const lt_validate_opts *o, lt_validate_report *rep);
 
 /* Builds a DTensor of `full` with placements pl whose Partial mesh dims hold
  * DIFFERENT per-rank contributions that still reduce to `full` (sum/avg:
  * offsets that cancel; max/min: other ranks hold values pushed away from
  * the extreme, with the extreme's holder varying by element). Without
  * Partial dims it equals lt_distribute. For tests and the validator. */
-lt_status lt_distribute_adversarial(const lt_mesh *mesh, const lt_tensor *full,
-                                    const lt_placement *pl, int np, uint64_t salt,
-                                    lt_dtensor **out);
+LT_API lt_status lt_distribute_adversarial(const lt_mesh *mesh, const lt_tensor *full,
+                                           const lt_placement *pl, int np, uint64_t salt,
+                                           lt_dtensor **out);
 
 #endif

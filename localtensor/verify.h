@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "kernels/export.h"
 #include "kernels/tensor.h"
 #include "localtensor/dtensor.h"
 #include "localtensor/placement.h"
@@ -48,15 +49,15 @@ typedef struct lt_verify_report {
  * keep their per-rank values. *out is a new DTensor. Errors: bad placements
  * (LT_INVALID); LT_MISMATCH when the source's replicas disagree (message
  * names the ranks and index; rep, if not NULL, gets step -1). */
-lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int np,
-                            lt_dtensor **out, lt_verify_report *rep);
+LT_API lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int np,
+                                   lt_dtensor **out, lt_verify_report *rep);
 
 /* Checks `actual` (any placements) against the direct reshard of `src` to
  * actual's placements: shard shapes, then values with the dtype's default
  * tolerance (lt_dtype_default_tol). LT_OK when equal; LT_MISMATCH with
  * "rank R, local index [..] (global [..]): expected X, got Y" otherwise.
  * rep may be NULL; when given it is filled either way (rep->step = step). */
-lt_status lt_verify_reshard(const lt_dtensor *src, const lt_dtensor *actual, int step,
-                            lt_verify_report *rep);
+LT_API lt_status lt_verify_reshard(const lt_dtensor *src, const lt_dtensor *actual, int step,
+                                   lt_verify_report *rep);
 
 #endif
