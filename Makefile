@@ -3,10 +3,13 @@
 #                   kernels/, collectives_sim/, localtensor/), build/liblocaltensor-
 #                   tools.a (tools/cli, tools/scenario, tools/render) and
 #                   build/localtensor, linked from both
+#   make deps       install the missing Debian packages (the one step that does;
+#                   run and test take it first)
 #   make run        install missing Debian packages, build, run the scenario library
 #   make test       install missing Debian packages, build, run unit tests + scenarios
-#   make asan test  the same under AddressSanitizer + UBSan (build-asan/; with
+#   make asan       the build under AddressSanitizer + UBSan, in build-asan/ (with
 #                   CC=clang, build-asan-clang/)
+#   make asan test  that build, then the tests on it
 #   make fuzz       the libFuzzer harnesses of test/fuzz/ (clang, ASan + UBSan,
 #                   build-fuzz/), FUZZ_SECONDS (60) each; fails on a finding
 #   make fault      allocation fault injection over the C API and the scenario
@@ -37,13 +40,19 @@ ifeq ($(CUDA),1)
 $(error not supported yet: the CUDA backend (make CUDA=1); kernels/backend.h has the table it will fill)
 endif
 
-# `make asan test`: the build goes to build-asan with sanitizers (decided
-# before any path below is computed); a clang build goes to build-asan-clang
-# so gcc and clang objects never mix.
+# The sanitizer build (AddressSanitizer + UBSan) lives in its own folder,
+# build-asan (build-asan-clang with CC=clang, so gcc and clang objects never
+# mix). `make asan` builds it; given with other goals (`make asan test`,
+# `make asan install`) it also points them at that folder and those flags,
+# decided before any path below is computed, and the goals run one after
+# the other (each one's compiling still runs in parallel).
+ASAN_BUILD := build-asan$(if $(findstring clang,$(notdir $(CC))),-clang)
+ASAN_SAN   := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 ifneq ($(filter asan,$(MAKECMDGOALS)),)
-BUILD := build-asan$(if $(findstring clang,$(notdir $(CC))),-clang)
-SAN   := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+BUILD := $(ASAN_BUILD)
+SAN   := $(ASAN_SAN)
 OPT   := -O1
+.NOTPARALLEL:
 endif
 CFLAGS  := $(CFLAGS_BASE) $(OPT) $(SAN) $(WERROR) $(EXTRA)
 
@@ -80,12 +89,24 @@ FUZZ_CAPS  := -DLT_SC_MAX_NODES=20000 -DLT_SC_MAX_ELEMS=65536 -DLT_SC_MAX_CASES=
 
 all: $(BUILD)/liblocaltensor.a $(BUILD)/liblocaltensor.so $(BUILD)/localtensor
 
+# Installing the Debian packages the build needs is this one step; `make
+# run` and `make test` take it first, other targets only check that the
+# packages are there.
 deps:
 	@bash tools/install-deps.sh
 
-$(BUILD)/obj/%.o: %.c $(HEADERS) $(wildcard tools/*/*.h) Makefile
+CHECK_DEPS = @pkg-config --exists $(LIB_PKGS) $(TOOL_PKGS) cmocka 2>/dev/null || \
+    { echo "make $@: the build dependencies are missing; run 'make deps' first" >&2; exit 2; }
+
+# Header dependencies come from the compiler (-MMD -MP: one .d file next to
+# each object, read back below); the Makefile itself rebuilds everything.
+$(BUILD)/obj/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+ALL_SRC := $(LIB_SRC) $(TOOLS_SRC) tools/cli/main.c $(TEST_SRC) $(BENCH_SRC) $(FAULT_SRC) \
+           $(wildcard test/fuzz/*.c)
+-include $(ALL_SRC:%.c=$(BUILD)/obj/%.d)
 
 $(BUILD)/liblocaltensor.a: $(LIB_OBJ)
 	@mkdir -p $(BUILD)
@@ -117,26 +138,28 @@ $(BUILD)/fuzz_%: $(BUILD)/obj/test/fuzz/fuzz_%.o $(LIBS)
 SUBMAKE = $(MAKE) --no-print-directory BUILD=$(BUILD) OPT="$(OPT)" SAN="$(SAN)" WERROR="$(WERROR)"
 
 run: deps
-	@$(SUBMAKE) all
+	@+$(SUBMAKE) all
 	@bash tools/run-library.sh $(BUILD)/localtensor
 
 test: deps
-	@$(SUBMAKE) all $(TEST_BIN) $(REPLAY_BIN)
+	@+$(SUBMAKE) all $(TEST_BIN) $(REPLAY_BIN)
 	@bash tools/run-tests.sh $(BUILD) $(TEST_BIN)
 
-asan:
-	@true
+asan: $(if $(filter test run,$(MAKECMDGOALS)),deps)
+	$(CHECK_DEPS)
+	@+$(SUBMAKE) all
 
 # The harnesses under libFuzzer for FUZZ_SECONDS each (test/fuzz/run-fuzz.sh);
 # exits non-zero when one finds a crash, leak, UB, timeout or broken invariant.
-fuzz: deps
+fuzz:
+	$(CHECK_DEPS)
 	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz: needs $(FUZZ_CC) with libFuzzer (Debian: apt-get install clang)" >&2; exit 2; }
 	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT=-O1 SAN="$(FUZZ_SAN)" \
 	    WERROR="$(WERROR)" EXTRA="$(EXTRA) $(FUZZ_CAPS)" $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 	@bash test/fuzz/run-fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_NAMES)
 
 # Allocation fault injection under ASan + UBSan with leak checks (FAULT_BUILD,
-# shared with `make asan`; tools/fault-check.sh): every allocation of a C API
+# the folder of `make asan`; tools/fault-check.sh): every allocation of a C API
 # workload fails in turn (test/fault/), then of each scenario file run in
 # process (every N up to FAULT_MAXALL allocations per file, else the 1st, 2nd
 # and last of every call site), then of a few real CLI processes. Each must
@@ -144,7 +167,7 @@ fuzz: deps
 # leaked and no half-built object. The sweep files are replaced by the small
 # test/fault/sweep.yaml: they repeat the other files' cases at scale (hours
 # under ASan), and what only they reach is the sweep expansion.
-FAULT_BUILD ?= build-asan$(if $(findstring clang,$(notdir $(CC))),-clang)
+FAULT_BUILD ?= $(ASAN_BUILD)
 FAULT_MAXALL ?= 400
 FAULT_FILES ?= $(filter-out scenarios/sweeps/% scenarios/ops/sweep.yaml,$(sort $(wildcard scenarios/*/*.yaml))) \
                test/fault/sweep.yaml
@@ -152,19 +175,21 @@ FAULT_FILES ?= $(filter-out scenarios/sweeps/% scenarios/ops/sweep.yaml,$(sort $
 $(BUILD)/fault_driver: $(FAULT_SRC:%.c=$(BUILD)/obj/%.o) $(LIBS)
 	$(CC) $(CFLAGS) -o $@ $(FAULT_SRC:%.c=$(BUILD)/obj/%.o) $(LIBS) $(LDLIBS)
 
-fault: deps
+fault:
+	$(CHECK_DEPS)
 	@$(MAKE) --no-print-directory BUILD=$(FAULT_BUILD) OPT=-O1 WERROR="$(WERROR)" \
-	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	    all $(FAULT_BUILD)/fault_driver
+	    SAN="$(ASAN_SAN)" all $(FAULT_BUILD)/fault_driver
 	@bash tools/fault-check.sh $(FAULT_BUILD) $(FAULT_MAXALL) $(FAULT_FILES)
 
-valgrind: deps
+valgrind:
+	$(CHECK_DEPS)
 	@$(MAKE) --no-print-directory BUILD=build-vg OPT=-O1 all test-bins-vg
 	@bash tools/run-tests.sh build-vg --valgrind $(TEST_SRC:test/%.c=build-vg/%)
 
 test-bins-vg: $(TEST_BIN)
 
-bench: deps
+bench:
+	$(CHECK_DEPS)
 	@$(MAKE) --no-print-directory OPT="-O3 -march=native" BUILD=build-bench all build-bench/bench
 	@./build-bench/bench $(BUILD)/bench.json
 
