@@ -40,17 +40,14 @@ static const char *const coll_names[] = {
 #undef LT__XX
 };
 
-const char *lt_coll_name(lt_coll c) {
-    if ((int)c < 0 || c >= LT_COLL_COUNT) return "?";
-    return coll_names[c];
-}
+const char *lt_coll_name(lt_coll c) { return lt__name_of(coll_names, LT_COLL_COUNT, (int)c); }
 
 lt_status lt_coll_parse(const char *s, lt_coll *out) {
-    for (int i = 0; i < LT_COLL_COUNT; i++)
-        if (strcmp(s, coll_names[i]) == 0) { *out = (lt_coll)i; return LT_OK; }
-    return lt__err(LT_INVALID, "unknown collective '%s' (expected all_gather, all_reduce, "
-                   "reduce_scatter, all_to_all, broadcast, scatter, gather, reduce, permute "
-                   "or barrier)", s);
+    int i = lt__name_find(coll_names, LT_COLL_COUNT, s);
+    if (i >= 0) { *out = (lt_coll)i; return LT_OK; }
+    char list[256];
+    return lt__err(LT_INVALID, "unknown collective '%s' (expected %s)", s,
+                   lt__name_join_or(coll_names, LT_COLL_COUNT, list, sizeof list));
 }
 
 struct lt_comm {

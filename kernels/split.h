@@ -39,7 +39,12 @@ typedef struct lt_split_rule {
 /* The default rule (torch.chunk). */
 LT_API lt_split_rule lt_split_chunk(void);
 
+/* "chunk", ...; "?" when out of range. */
 LT_API const char *lt_split_kind_name(lt_split_kind k);
+/* Parses a rule named by a word: "chunk", "balanced" or "last" (the kinds
+ * before LT_SPLIT_EXPLICIT, whose sizes are written as a list). LT_INVALID
+ * naming the text and the words otherwise. */
+LT_API lt_status lt_split_kind_parse(const char *s, lt_split_kind *out);
 
 /* Sizes of the k pieces of a dim of n elements under `rule`, into sizes[k].
  * Errors (LT_INVALID, message says which): k < 1, n < 0, `last` with n < k,

@@ -42,10 +42,18 @@ int lt__add_i64(int64_t a, int64_t b, int64_t *out);
  * negative size. */
 lt_status lt__numel_checked(int ndim, const int64_t *shape, size_t esize, int64_t *out);
 
-/* Name tables (the X-macro lists): the index of s in names[n], or -1. */
+/* Name tables. Every closed enum has one X-macro list in its header that
+ * generates the enum; its .c file generates the name table from the same
+ * list, and the name, parse and "expected ..." message all read that table
+ * through these helpers, so none of them can drift from the enum. */
+/* names[v], or "?" when v is outside [0, n). Never NULL. */
+const char *lt__name_of(const char *const *names, int n, int v);
+/* The index of s in names[n], or -1. */
 int lt__name_find(const char *const *names, int n, const char *s);
 /* "a, b, c" into buf (always NUL-terminated; cut when buf is full); returns buf. */
 char *lt__name_join(const char *const *names, int n, char *buf, size_t cap);
+/* "a, b or c" (the same, with "or" before the last name); returns buf. */
+char *lt__name_join_or(const char *const *names, int n, char *buf, size_t cap);
 
 /* Invariant check: never for user input (those get statuses). */
 #define LT_ASSERT(cond)                                                          \

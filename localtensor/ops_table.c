@@ -17,7 +17,7 @@ static const int op_arity[] = {
 #undef LT__XX
 };
 
-const char *lt_op_name(lt_op_kind op) { return (unsigned)op < LT_OP_COUNT ? op_names[op] : "?"; }
+const char *lt_op_name(lt_op_kind op) { return lt__name_of(op_names, LT_OP_COUNT, (int)op); }
 int lt_op_arity(lt_op_kind op) { return (unsigned)op < LT_OP_COUNT ? op_arity[op] : 0; }
 
 lt_status lt_op_parse(const char *s, lt_op_kind *out) {

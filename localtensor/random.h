@@ -13,16 +13,16 @@
 #include "kernels/export.h"
 #include "kernels/tensor.h"
 
-/* XX(enum suffix, spelling) */
-#define LT_INIT_MAP(XX)      \
-    XX(ARANGE, "arange")     \
-    XX(ZEROS,  "zeros")      \
-    XX(ONES,   "ones")       \
-    XX(RANDOM, "random")     \
-    XX(RANDN,  "randn")
+/* XX(enum suffix, spelling, seeded: 1 when written NAME:SEED) */
+#define LT_INIT_MAP(XX)         \
+    XX(ARANGE, "arange", 0)     \
+    XX(ZEROS,  "zeros",  0)     \
+    XX(ONES,   "ones",   0)     \
+    XX(RANDOM, "random", 1)     \
+    XX(RANDN,  "randn",  1)
 
 typedef enum {
-#define LT__XX(e, s) LT_INIT_##e,
+#define LT__XX(e, s, seeded) LT_INIT_##e,
     LT_INIT_MAP(LT__XX)
 #undef LT__XX
     LT_INIT_COUNT

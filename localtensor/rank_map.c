@@ -21,9 +21,7 @@ static const char *const fn_names[] = {
 #undef LT__XX
 };
 
-const char *lt_rank_fn_name(lt_rank_fn_kind k) {
-    return (unsigned)k < LT_RANK_FN_COUNT ? fn_names[k] : "?";
-}
+const char *lt_rank_fn_name(lt_rank_fn_kind k) { return lt__name_of(fn_names, LT_RANK_FN_COUNT, (int)k); }
 
 lt_status lt_rank_fn_parse(const char *s, lt_rank_fn_kind *out) {
     int i = lt__name_find(fn_names, LT_RANK_FN_COUNT, s);

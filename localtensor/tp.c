@@ -26,9 +26,7 @@ static const char *const style_names[] = {
 #undef LT__XX
 };
 
-const char *lt_tp_style_name(lt_tp_style s) {
-    return (unsigned)s < LT_TP_STYLE_COUNT ? style_names[s] : "?";
-}
+const char *lt_tp_style_name(lt_tp_style s) { return lt__name_of(style_names, LT_TP_STYLE_COUNT, (int)s); }
 
 lt_status lt_tp_style_parse(const char *s, lt_tp_style *out) {
     int i = lt__name_find(style_names, LT_TP_STYLE_COUNT, s);

@@ -763,13 +763,12 @@ lt_status lt__sc_rule(const sc_node *n, const char *what, lt_split_rule *out) {
     }
     const char *s;
     LT_TRY(lt__sc_str(n, what, &s));
-    if (!strcmp(s, "chunk")) out->kind = LT_SPLIT_CHUNK;
-    else if (!strcmp(s, "balanced")) out->kind = LT_SPLIT_BALANCED;
-    else if (!strcmp(s, "last")) out->kind = LT_SPLIT_LAST;
-    else
-        return lt__sc_err(n, LT_INVALID, "%s: '%s' is not a split rule (chunk, balanced, last, or a list of sizes)",
-                          what, s);
-    return LT_OK;
+    if (lt_split_kind_parse(s, &out->kind) == LT_OK) return LT_OK;
+    const char *rules[LT_SPLIT_EXPLICIT]; /* the rules named by a word */
+    for (int k = 0; k < LT_SPLIT_EXPLICIT; k++) rules[k] = lt_split_kind_name((lt_split_kind)k);
+    char list[64];
+    return lt__sc_err(n, LT_INVALID, "%s: '%s' is not a split rule (%s, or a list of sizes)", what, s,
+                      lt__name_join(rules, LT_SPLIT_EXPLICIT, list, sizeof list));
 }
 
 lt_status lt__sc_mesh(const sc_node *n, const char *what, lt_mesh *out) {
