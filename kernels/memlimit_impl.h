@@ -1,5 +1,6 @@
-/* kernels/memlimit_impl.h — how much memory this process may still fill, and the
- * up-front check that refuses work which would not fit.
+/* kernels/memlimit_impl.h — how much memory this process may still fill, and
+ * the up-front check that refuses work which would not fit (internal: not
+ * installed; users see the check through lt_check_memory, layout.h).
  *
  * The simulator holds the shards of every rank at once, so a layout that is
  * ordinary on a cluster can need more memory than one machine has. Saying so
