@@ -1,9 +1,15 @@
 # localtensor — build, test, run, install.
-#   make            build/liblocaltensor.a, build/liblocaltensor.so, build/localtensor
+#   make            build/liblocaltensor.a, build/liblocaltensor.so (the library:
+#                   kernels/, collectives_sim/, localtensor/), build/liblocaltensor-
+#                   tools.a (tools/cli, tools/scenario, tools/render) and
+#                   build/localtensor, linked from both
+#   make deps       install the missing Debian packages (the one step that does;
+#                   run and test take it first)
 #   make run        install missing Debian packages, build, run the scenario library
 #   make test       install missing Debian packages, build, run unit tests + scenarios
-#   make asan test  the same under AddressSanitizer + UBSan (build-asan/; with
+#   make asan       the build under AddressSanitizer + UBSan, in build-asan/ (with
 #                   CC=clang, build-asan-clang/)
+#   make asan test  that build, then the tests on it
 #   make fuzz       the libFuzzer harnesses of test/fuzz/ (clang, ASan + UBSan,
 #                   build-fuzz/), FUZZ_SECONDS (60) each; fails on a finding
 #   make fault      allocation fault injection over the C API and the scenario
@@ -16,12 +22,17 @@
 
 PREFIX  ?= /usr/local
 CC      ?= cc
-PKGS    := openblas libcjson yaml-0.1
+# The library needs OpenBLAS only; libcjson and libyaml are the tools' (CLI,
+# scenario engine, reports), cmocka the tests'.
+LIB_PKGS  := openblas
+TOOL_PKGS := libcjson yaml-0.1
 WERROR  ?=
 OPT     ?= -O2
 CFLAGS_BASE := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Wshadow \
-               -Wstrict-prototypes -fPIC -g -I. $(shell pkg-config --cflags $(PKGS) cmocka 2>/dev/null)
-LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
+               -Wstrict-prototypes -fPIC -g -I. \
+               $(shell pkg-config --cflags $(LIB_PKGS) $(TOOL_PKGS) cmocka 2>/dev/null)
+LIB_LDLIBS  := $(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null) -lm -lpthread
+TOOL_LDLIBS := $(shell pkg-config --libs $(TOOL_PKGS) 2>/dev/null)
 BUILD   ?= build
 SAN     ?=
 EXTRA   ?=
@@ -29,23 +40,39 @@ ifeq ($(CUDA),1)
 $(error not supported yet: the CUDA backend (make CUDA=1); kernels/backend.h has the table it will fill)
 endif
 
-# `make asan test`: the build goes to build-asan with sanitizers (decided
-# before any path below is computed); a clang build goes to build-asan-clang
-# so gcc and clang objects never mix.
+# The sanitizer build (AddressSanitizer + UBSan) lives in its own folder,
+# build-asan (build-asan-clang with CC=clang, so gcc and clang objects never
+# mix). `make asan` builds it; given with other goals (`make asan test`,
+# `make asan install`) it also points them at that folder and those flags,
+# decided before any path below is computed, and the goals run one after
+# the other (each one's compiling still runs in parallel).
+ASAN_BUILD := build-asan$(if $(findstring clang,$(notdir $(CC))),-clang)
+ASAN_SAN   := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 ifneq ($(filter asan,$(MAKECMDGOALS)),)
-BUILD := build-asan$(if $(findstring clang,$(notdir $(CC))),-clang)
-SAN   := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+BUILD := $(ASAN_BUILD)
+SAN   := $(ASAN_SAN)
 OPT   := -O1
+.NOTPARALLEL:
 endif
 CFLAGS  := $(CFLAGS_BASE) $(OPT) $(SAN) $(WERROR) $(EXTRA)
 
-LIB_SRC  := $(wildcard kernels/*.c collectives_sim/*.c localtensor/*.c) \
-            $(filter-out tools/main.c tools/bench%.c, $(wildcard tools/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
-TEST_SRC := $(wildcard test/test_*.c)
-TEST_BIN := $(TEST_SRC:test/%.c=$(BUILD)/%)
-BENCH_SRC := $(wildcard tools/bench*.c)
-HEADERS  := $(wildcard kernels/*.h collectives_sim/*.h localtensor/*.h)
+# The library: the three floors, nothing of tools/.
+LIB_SRC   := $(wildcard kernels/*.c collectives_sim/*.c localtensor/*.c)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# The shared library exports only what public headers mark LT_API
+# (kernels/export.h); lt__ internals stay inside it.
+$(LIB_OBJ): CFLAGS += -fvisibility=hidden
+# The tools built on it (a static library the CLI and the tests link):
+# the CLI's subcommands, the scenario engine, the renderers and reports.
+TOOLS_SRC := $(filter-out tools/cli/main.c, $(wildcard tools/cli/*.c tools/scenario/*.c tools/render/*.c))
+TOOLS_OBJ := $(TOOLS_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SRC  := $(wildcard test/test_*.c)
+TEST_BIN  := $(TEST_SRC:test/%.c=$(BUILD)/%)
+BENCH_SRC := $(wildcard tools/bench/*.c)
+FAULT_SRC := $(wildcard test/fault/*.c)
+HEADERS   := $(wildcard kernels/*.h collectives_sim/*.h localtensor/*.h)
+LIBS      := $(BUILD)/liblocaltensor-tools.a $(BUILD)/liblocaltensor.a
+LDLIBS    := $(TOOL_LDLIBS) $(LIB_LDLIBS)
 # test/fuzz/fuzz_<name>.c: libFuzzer harnesses; replay_<name> is the same
 # harness with a plain main that `make test` runs over seeds and regressions.
 FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(wildcard test/fuzz/fuzz_*.c))
@@ -55,66 +82,84 @@ FUZZ_CC    ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_SAN   := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
               -fno-sanitize-recover=undefined
-# lower loader limits (tools/scenario.h) so one fuzz input runs in milliseconds
+# lower loader limits (tools/scenario/scenario.h) so one fuzz input runs in milliseconds
 FUZZ_CAPS  := -DLT_SC_MAX_NODES=20000 -DLT_SC_MAX_ELEMS=65536 -DLT_SC_MAX_CASES=64
 
 .PHONY: all deps run test unit scenarios asan valgrind bench install clean fuzz fault
 
 all: $(BUILD)/liblocaltensor.a $(BUILD)/liblocaltensor.so $(BUILD)/localtensor
 
+# Installing the Debian packages the build needs is this one step; `make
+# run` and `make test` take it first, other targets only check that the
+# packages are there.
 deps:
 	@bash tools/install-deps.sh
 
-$(BUILD)/obj/%.o: %.c $(HEADERS) $(wildcard tools/*.h) Makefile
+CHECK_DEPS = @pkg-config --exists $(LIB_PKGS) $(TOOL_PKGS) cmocka 2>/dev/null || \
+    { echo "make $@: the build dependencies are missing; run 'make deps' first" >&2; exit 2; }
+
+# Header dependencies come from the compiler (-MMD -MP: one .d file next to
+# each object, read back below); the Makefile itself rebuilds everything.
+$(BUILD)/obj/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+ALL_SRC := $(LIB_SRC) $(TOOLS_SRC) tools/cli/main.c $(TEST_SRC) $(BENCH_SRC) $(FAULT_SRC) \
+           $(wildcard test/fuzz/*.c)
+-include $(ALL_SRC:%.c=$(BUILD)/obj/%.d)
 
 $(BUILD)/liblocaltensor.a: $(LIB_OBJ)
 	@mkdir -p $(BUILD)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/liblocaltensor.so: $(LIB_OBJ)
-	$(CC) $(SAN) -shared -o $@ $^ $(LDLIBS)
+	$(CC) $(SAN) -shared -o $@ $^ $(LIB_LDLIBS)
 
-$(BUILD)/localtensor: tools/main.c $(BUILD)/liblocaltensor.a
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/liblocaltensor.a $(LDLIBS)
+$(BUILD)/liblocaltensor-tools.a: $(TOOLS_OBJ)
+	@mkdir -p $(BUILD)
+	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/test_%: test/test_%.c test/testutil.h test/kernels_testutil.h test/redistribute_testutil.h test/planner_bruteforce.h $(BUILD)/liblocaltensor.a
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/liblocaltensor.a $(LDLIBS) -lcmocka
+$(BUILD)/localtensor: $(BUILD)/obj/tools/cli/main.o $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
-$(BUILD)/bench: $(BENCH_SRC) $(BUILD)/liblocaltensor.a
-	$(CC) $(CFLAGS) -O3 -o $@ $(BENCH_SRC) $(BUILD)/liblocaltensor.a $(LDLIBS)
+$(BUILD)/test_%: $(BUILD)/obj/test/test_%.o $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(LIBS) $(LDLIBS) -lcmocka
 
-$(BUILD)/replay_%: test/fuzz/fuzz_%.c test/fuzz/replay_main.c test/fuzz/fuzz.h $(BUILD)/liblocaltensor.a
-	$(CC) $(CFLAGS) -o $@ $< test/fuzz/replay_main.c $(BUILD)/liblocaltensor.a $(LDLIBS)
+$(BUILD)/bench: $(BENCH_SRC:%.c=$(BUILD)/obj/%.o) $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $(BENCH_SRC:%.c=$(BUILD)/obj/%.o) $(LIBS) $(LDLIBS)
 
-$(BUILD)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(BUILD)/liblocaltensor.a
-	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/liblocaltensor.a $(LDLIBS)
+$(BUILD)/replay_%: $(BUILD)/obj/test/fuzz/fuzz_%.o $(BUILD)/obj/test/fuzz/replay_main.o $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/test/fuzz/replay_main.o $(LIBS) $(LDLIBS)
+
+$(BUILD)/fuzz_%: $(BUILD)/obj/test/fuzz/fuzz_%.o $(LIBS)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIBS) $(LDLIBS)
 
 # The two commands of the README: each does all setup first.
 SUBMAKE = $(MAKE) --no-print-directory BUILD=$(BUILD) OPT="$(OPT)" SAN="$(SAN)" WERROR="$(WERROR)"
 
 run: deps
-	@$(SUBMAKE) all
+	@+$(SUBMAKE) all
 	@bash tools/run-library.sh $(BUILD)/localtensor
 
 test: deps
-	@$(SUBMAKE) all $(TEST_BIN) $(REPLAY_BIN)
+	@+$(SUBMAKE) all $(TEST_BIN) $(REPLAY_BIN)
 	@bash tools/run-tests.sh $(BUILD) $(TEST_BIN)
 
-asan:
-	@true
+asan: $(if $(filter test run,$(MAKECMDGOALS)),deps)
+	$(CHECK_DEPS)
+	@+$(SUBMAKE) all
 
 # The harnesses under libFuzzer for FUZZ_SECONDS each (test/fuzz/run-fuzz.sh);
 # exits non-zero when one finds a crash, leak, UB, timeout or broken invariant.
-fuzz: deps
+fuzz:
+	$(CHECK_DEPS)
 	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz: needs $(FUZZ_CC) with libFuzzer (Debian: apt-get install clang)" >&2; exit 2; }
 	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT=-O1 SAN="$(FUZZ_SAN)" \
 	    WERROR="$(WERROR)" EXTRA="$(EXTRA) $(FUZZ_CAPS)" $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 	@bash test/fuzz/run-fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_NAMES)
 
 # Allocation fault injection under ASan + UBSan with leak checks (FAULT_BUILD,
-# shared with `make asan`; tools/fault-check.sh): every allocation of a C API
+# the folder of `make asan`; tools/fault-check.sh): every allocation of a C API
 # workload fails in turn (test/fault/), then of each scenario file run in
 # process (every N up to FAULT_MAXALL allocations per file, else the 1st, 2nd
 # and last of every call site), then of a few real CLI processes. Each must
@@ -122,27 +167,29 @@ fuzz: deps
 # leaked and no half-built object. The sweep files are replaced by the small
 # test/fault/sweep.yaml: they repeat the other files' cases at scale (hours
 # under ASan), and what only they reach is the sweep expansion.
-FAULT_BUILD ?= build-asan$(if $(findstring clang,$(notdir $(CC))),-clang)
+FAULT_BUILD ?= $(ASAN_BUILD)
 FAULT_MAXALL ?= 400
 FAULT_FILES ?= $(filter-out scenarios/sweeps/% scenarios/ops/sweep.yaml,$(sort $(wildcard scenarios/*/*.yaml))) \
                test/fault/sweep.yaml
 
-$(BUILD)/fault_driver: $(wildcard test/fault/*.c) test/fault/fault.h $(BUILD)/liblocaltensor.a
-	$(CC) $(CFLAGS) -o $@ $(wildcard test/fault/*.c) $(BUILD)/liblocaltensor.a $(LDLIBS)
+$(BUILD)/fault_driver: $(FAULT_SRC:%.c=$(BUILD)/obj/%.o) $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $(FAULT_SRC:%.c=$(BUILD)/obj/%.o) $(LIBS) $(LDLIBS)
 
-fault: deps
+fault:
+	$(CHECK_DEPS)
 	@$(MAKE) --no-print-directory BUILD=$(FAULT_BUILD) OPT=-O1 WERROR="$(WERROR)" \
-	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	    all $(FAULT_BUILD)/fault_driver
+	    SAN="$(ASAN_SAN)" all $(FAULT_BUILD)/fault_driver
 	@bash tools/fault-check.sh $(FAULT_BUILD) $(FAULT_MAXALL) $(FAULT_FILES)
 
-valgrind: deps
+valgrind:
+	$(CHECK_DEPS)
 	@$(MAKE) --no-print-directory BUILD=build-vg OPT=-O1 all test-bins-vg
 	@bash tools/run-tests.sh build-vg --valgrind $(TEST_SRC:test/%.c=build-vg/%)
 
 test-bins-vg: $(TEST_BIN)
 
-bench: deps
+bench:
+	$(CHECK_DEPS)
 	@$(MAKE) --no-print-directory OPT="-O3 -march=native" BUILD=build-bench all build-bench/bench
 	@./build-bench/bench $(BUILD)/bench.json
 
@@ -171,8 +218,8 @@ install: all
 	done
 	install -m 644 $(BUILD)/liblocaltensor.a $(BUILD)/liblocaltensor.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/localtensor $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' tools/localtensor.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor.pc
-	sed -e 's|@PREFIX@|$(PREFIX)|g' tools/localtensor-static.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor-static.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIB_PKGS@|$(LIB_PKGS)|g' tools/localtensor.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIB_PKGS@|$(LIB_PKGS)|g' tools/localtensor-static.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor-static.pc
 	@for d in $(INSTALL_DOCS); do echo "install -m 644 $$d $(INSTALL_DOC)/$$d"; \
 	    install -m 644 $$d $(INSTALL_DOC)/$$d || exit 1; done
 

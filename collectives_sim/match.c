@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "kernels/dtype.h"
+#include "kernels/status_impl.h"
 
 typedef struct rank_st {
     lt_rank_state state;
@@ -43,9 +44,7 @@ static const char *const hang_names[] = {
 #undef LT__XX
 };
 
-const char *lt_hang_kind_name(lt_hang_kind k) {
-    return (int)k >= 0 && k < LT_HANG_COUNT ? hang_names[k] : "?";
-}
+const char *lt_hang_kind_name(lt_hang_kind k) { return lt__name_of(hang_names, LT_HANG_COUNT, (int)k); }
 
 lt_status lt_hang_kind_parse(const char *s, lt_hang_kind *out) {
     int i = s ? lt__name_find(hang_names, LT_HANG_COUNT, s) : -1;

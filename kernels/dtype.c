@@ -1,15 +1,20 @@
 /* kernels/dtype.c — dtype tables and scalar conversions (incl. bf16/f16). */
 #include "kernels/dtype.h"
+#include "kernels/status_impl.h"
 
 #include <math.h>
 #include <string.h>
 
+static const char *const dtype_names[] = {
+#define LT__XX(e, s, sz, fl) s,
+    LT_DTYPE_MAP(LT__XX)
+#undef LT__XX
+};
 static const struct {
-    const char *name;
     size_t size;
     int is_float;
 } dtype_table[] = {
-#define LT__XX(e, s, sz, fl) {s, sz, fl},
+#define LT__XX(e, s, sz, fl) {sz, fl},
     LT_DTYPE_MAP(LT__XX)
 #undef LT__XX
 };
@@ -21,10 +26,7 @@ static const char *const redop_names[] = {
 };
 
 size_t lt_dtype_size(lt_dtype dt) { return dtype_table[dt].size; }
-const char *lt_dtype_name(lt_dtype dt) {
-    if ((int)dt < 0 || dt >= LT_DTYPE_COUNT) return "?";
-    return dtype_table[dt].name;
-}
+const char *lt_dtype_name(lt_dtype dt) { return lt__name_of(dtype_names, LT_DTYPE_COUNT, (int)dt); }
 int lt_dtype_is_float(lt_dtype dt) { return dtype_table[dt].is_float; }
 
 lt_status lt_dtype_parse(const char *s, lt_dtype *out) {
@@ -33,23 +35,24 @@ lt_status lt_dtype_parse(const char *s, lt_dtype *out) {
         {"bfloat16", LT_BF16}, {"float16", LT_F16}, {"half", LT_F16},
         {"int32", LT_I32}, {"int", LT_I32}, {"int64", LT_I64}, {"long", LT_I64},
     };
-    for (int i = 0; i < LT_DTYPE_COUNT; i++)
-        if (strcmp(s, dtype_table[i].name) == 0) { *out = (lt_dtype)i; return LT_OK; }
-    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
-        if (strcmp(s, aliases[i].alias) == 0) { *out = aliases[i].dt; return LT_OK; }
-    return lt__err(LT_INVALID, "unknown dtype '%s' (expected one of f32, f64, bf16, f16, i32, i64, bool)", s);
+    int i = lt__name_find(dtype_names, LT_DTYPE_COUNT, s);
+    if (i >= 0) { *out = (lt_dtype)i; return LT_OK; }
+    for (size_t k = 0; k < sizeof aliases / sizeof aliases[0]; k++)
+        if (strcmp(s, aliases[k].alias) == 0) { *out = aliases[k].dt; return LT_OK; }
+    char list[128];
+    return lt__err(LT_INVALID, "unknown dtype '%s' (expected one of %s)", s,
+                   lt__name_join(dtype_names, LT_DTYPE_COUNT, list, sizeof list));
 }
 
-const char *lt_redop_name(lt_redop op) {
-    if ((int)op < 0 || op >= LT_REDOP_COUNT) return "?";
-    return redop_names[op];
-}
+const char *lt_redop_name(lt_redop op) { return lt__name_of(redop_names, LT_REDOP_COUNT, (int)op); }
 
 lt_status lt_redop_parse(const char *s, lt_redop *out) {
-    for (int i = 0; i < LT_REDOP_COUNT; i++)
-        if (strcmp(s, redop_names[i]) == 0) { *out = (lt_redop)i; return LT_OK; }
+    int i = lt__name_find(redop_names, LT_REDOP_COUNT, s);
+    if (i >= 0) { *out = (lt_redop)i; return LT_OK; }
     if (strcmp(s, "prod") == 0) { *out = LT_REDOP_PRODUCT; return LT_OK; }
-    return lt__err(LT_INVALID, "unknown reduce op '%s' (expected sum, avg, max, min or product)", s);
+    char list[128];
+    return lt__err(LT_INVALID, "unknown reduce op '%s' (expected %s)", s,
+                   lt__name_join_or(redop_names, LT_REDOP_COUNT, list, sizeof list));
 }
 
 float lt_bf16_to_f32(uint16_t h) {

@@ -1,5 +1,6 @@
 /* kernels/split.c — the uneven split rules (docs/SEMANTICS.md §2 and §11.1). */
 #include "kernels/split.h"
+#include "kernels/status_impl.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -17,9 +18,17 @@ lt_split_rule lt_split_chunk(void) {
     return r;
 }
 
-const char *lt_split_kind_name(lt_split_kind k) {
-    if ((int)k < 0 || k >= LT_SPLIT_COUNT) return "?";
-    return split_names[k];
+const char *lt_split_kind_name(lt_split_kind k) { return lt__name_of(split_names, LT_SPLIT_COUNT, (int)k); }
+
+/* The rules named by a word are those before EXPLICIT (sizes are a list). */
+_Static_assert(LT_SPLIT_EXPLICIT == LT_SPLIT_COUNT - 1, "LT_SPLIT_MAP: explicit comes last");
+
+lt_status lt_split_kind_parse(const char *s, lt_split_kind *out) {
+    int i = s ? lt__name_find(split_names, LT_SPLIT_EXPLICIT, s) : -1;
+    if (i >= 0) { *out = (lt_split_kind)i; return LT_OK; }
+    char list[64];
+    return lt__err(LT_INVALID, "unknown split rule '%s' (expected %s)", s ? s : "(null)",
+                   lt__name_join(split_names, LT_SPLIT_EXPLICIT, list, sizeof list));
 }
 
 lt_status lt_split_sizes(const lt_split_rule *rule, int64_t n, int k, int64_t *sizes) {

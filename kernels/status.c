@@ -1,6 +1,7 @@
 /* kernels/status.c — status names, the thread-local error message, checked
  * size arithmetic. */
 #include "kernels/status.h"
+#include "kernels/status_impl.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -94,6 +95,10 @@ lt_status lt__numel_checked(int ndim, const int64_t *shape, size_t esize, int64_
     return LT_OK;
 }
 
+const char *lt__name_of(const char *const *names, int n, int v) {
+    return v >= 0 && v < n && names[v] ? names[v] : "?";
+}
+
 int lt__name_find(const char *const *names, int n, const char *s) {
     for (int i = 0; i < n; i++)
         if (names[i] && strcmp(s, names[i]) == 0) return i;
@@ -105,6 +110,17 @@ char *lt__name_join(const char *const *names, int n, char *buf, size_t cap) {
     if (cap) buf[0] = '\0';
     for (int i = 0; i < n && used < cap; i++) {
         int w = snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", names[i]);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    return buf;
+}
+
+char *lt__name_join_or(const char *const *names, int n, char *buf, size_t cap) {
+    size_t used = 0;
+    if (cap) buf[0] = '\0';
+    for (int i = 0; i < n && used < cap; i++) {
+        int w = snprintf(buf + used, cap - used, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", names[i]);
         if (w < 0) break;
         used += (size_t)w;
     }

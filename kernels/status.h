@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include "kernels/export.h"
 
 /* One list generates the enum and the name table so they cannot drift. */
 #define LT_STATUS_MAP(XX)                                   \
@@ -34,57 +35,10 @@ typedef enum {
 } lt_status;
 
 /* Short name of a status ("out of memory"); never NULL. */
-const char *lt_status_str(lt_status st);
+LT_API const char *lt_status_str(lt_status st);
 
 /* The message of the last failure on this thread ("" if none). Borrowed:
- * valid until the next lt__err* call on this thread. */
-const char *lt_errmsg(void);
-
-/* Sets this thread's message (printf format) and returns st, so callers write
- * `return lt__err(LT_INVALID, "shape: '%s' is not a number", s);`. */
-lt_status lt__err(lt_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-/* Prepends context to the current message: "ctx: old message". Returns st. */
-lt_status lt__err_ctx(lt_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-/* Clears the message. */
-void lt__err_clear(void);
-
-/* Overflow-checked size arithmetic: return 0 and store the result, or return 1
- * (result untouched) when it does not fit or an operand is negative. */
-int lt__mul_i64(int64_t a, int64_t b, int64_t *out);
-int lt__add_i64(int64_t a, int64_t b, int64_t *out);
-
-/* Checked element count of a shape (ndim may be 0: count 1). Sets the
- * message and returns LT_OVERFLOW when the product does not fit in int64 or
- * exceeds the byte budget for esize-byte elements; LT_INVALID for a
- * negative size. */
-lt_status lt__numel_checked(int ndim, const int64_t *shape, size_t esize, int64_t *out);
-
-/* Name tables (the X-macro lists): the index of s in names[n], or -1. */
-int lt__name_find(const char *const *names, int n, const char *s);
-/* "a, b, c" into buf (always NUL-terminated; cut when buf is full); returns buf. */
-char *lt__name_join(const char *const *names, int n, char *buf, size_t cap);
-
-/* Invariant check: never for user input (those get statuses). */
-#define LT_ASSERT(cond)                                                          \
-    do {                                                                         \
-        if (!(cond)) lt__assert_fail(#cond, __FILE__, __LINE__);                 \
-    } while (0)
-void lt__assert_fail(const char *expr, const char *file, int line);
-
-#define LT_TRY(expr)                                                             \
-    do {                                                                         \
-        lt_status lt__st_ = (expr);                                              \
-        if (lt__st_ != LT_OK) return lt__st_;                                    \
-    } while (0)
+ * valid until the next failing call on this thread. */
+LT_API const char *lt_errmsg(void);
 
 #endif

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "kernels/tensor_impl.h"
+#include "kernels/math_impl.h"
+#include "kernels/status_impl.h"
 
 /* ---- names ------------------------------------------------------------------------ */
 
@@ -31,15 +33,9 @@ static const char *const reduce_names[] = {
 #undef LT__XX
 };
 
-const char *lt_unary_name(lt_unary_op op) {
-    return (unsigned)op < LT_UNARY_COUNT ? unary_names[op] : "?";
-}
-const char *lt_binary_name(lt_binary_op op) {
-    return (unsigned)op < LT_BINARY_COUNT ? binary_names[op] : "?";
-}
-const char *lt_reduce_name(lt_reduce_op op) {
-    return (unsigned)op < LT_REDUCE_COUNT ? reduce_names[op] : "?";
-}
+const char *lt_unary_name(lt_unary_op op) { return lt__name_of(unary_names, LT_UNARY_COUNT, (int)op); }
+const char *lt_binary_name(lt_binary_op op) { return lt__name_of(binary_names, LT_BINARY_COUNT, (int)op); }
+const char *lt_reduce_name(lt_reduce_op op) { return lt__name_of(reduce_names, LT_REDUCE_COUNT, (int)op); }
 
 /* ---- shared helpers ---------------------------------------------------------------- */
 

@@ -8,6 +8,7 @@
 #include "localtensor/placement.h"
 #include "kernels/alloc.h"
 #include "localtensor/suggest_impl.h"
+#include "kernels/status_impl.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -137,21 +138,34 @@ static lt_status parse_int_arg(const char *whole, const arg *a, const char *what
     return LT_OK;
 }
 
-/* Every placement name the parser knows: ours, then PyTorch's str() and
- * repr() names (Shard: S / Shard, _StridedShard: _S / _StridedShard,
- * Replicate: R / Replicate, Partial: P / Partial, and the old _Partial). */
-static const char *const replicate_names[] = {"R", "Replicate"};
-static const char *const partial_names[] = {"P", "Partial", "_Partial"};
-static const char *const shard_names[] = {"S", "Shard"};
-static const char *const strided_names[] = {"SS", "_S", "_StridedShard", "StridedShard"};
-static const char *const all_names[] = {"R", "Replicate", "P", "Partial", "_Partial", "S", "Shard",
-                                        "SS", "_S", "_StridedShard", "StridedShard"};
+/* Every placement name the parser knows, with its kind: ours (as
+ * LT_PLACEMENT_KIND_MAP spells them), then PyTorch's str() and repr() names
+ * (Shard: S / Shard, _StridedShard: _S / _StridedShard, Replicate: R /
+ * Replicate, Partial: P / Partial, and the old _Partial). In this order for
+ * the did-you-mean hint, which prefers the first of equally close names. */
+#define LT__PL_SPELLING_MAP(XX)                                              \
+    XX(REPLICATE, "R") XX(REPLICATE, "Replicate")                            \
+    XX(PARTIAL, "P") XX(PARTIAL, "Partial") XX(PARTIAL, "_Partial")          \
+    XX(SHARD, "S") XX(SHARD, "Shard")                                        \
+    XX(STRIDED, "SS") XX(STRIDED, "_S") XX(STRIDED, "_StridedShard")         \
+    XX(STRIDED, "StridedShard")
+
+static const char *const spell_names[] = {
+#define LT__XX(k, s) s,
+    LT__PL_SPELLING_MAP(LT__XX)
+#undef LT__XX
+};
+static const lt_placement_kind spell_kinds[] = {
+#define LT__XX(k, s) LT_PL_##k,
+    LT__PL_SPELLING_MAP(LT__XX)
+#undef LT__XX
+};
 #define NAMES_N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static int name_in(const char *nm, const char *const *names, int n) {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(nm, names[i])) return 1;
-    return 0;
+/* The kind spelled nm, or LT_PL_COUNT when nm is no placement name. */
+static lt_placement_kind spelled_kind(const char *nm) {
+    int i = lt__name_find(spell_names, NAMES_N(spell_names), nm);
+    return i < 0 ? LT_PL_COUNT : spell_kinds[i];
 }
 
 static lt_status unknown_key(const char *whole, const char *key, const char *const *keys, int n) {
@@ -190,17 +204,18 @@ lt_status lt_placement_parse(const char *s, lt_placement *out) {
     }
     if (*p) return lt__err(LT_INVALID, "placement '%s': unexpected text '%s' after the placement", s, p);
 
-    if (name_in(nm, replicate_names, NAMES_N(replicate_names))) {
+    lt_placement_kind kind = spelled_kind(nm);
+    if (kind == LT_PL_REPLICATE) {
         if (nargs) return lt__err(LT_INVALID, "placement '%s': Replicate takes no arguments", s);
         *out = lt_replicate();
         return LT_OK;
     }
-    if (name_in(nm, partial_names, NAMES_N(partial_names))) {
+    if (kind == LT_PL_PARTIAL) {
         static const char *const pkeys[] = {"reduce_op", "op"};
         lt_redop op = LT_REDOP_SUM;
         if (nargs > 1) return lt__err(LT_INVALID, "placement '%s': Partial takes one reduce op", s);
         if (nargs == 1) {
-            if (args[0].key[0] && !name_in(args[0].key, pkeys, NAMES_N(pkeys)))
+            if (args[0].key[0] && lt__name_find(pkeys, NAMES_N(pkeys), args[0].key) < 0)
                 return unknown_key(s, args[0].key, pkeys, NAMES_N(pkeys));
             if (args[0].is_list) return lt__err(LT_INVALID, "placement '%s': reduce op must be a word", s);
             lt_status st = lt_redop_parse(args[0].word, &op);
@@ -209,11 +224,11 @@ lt_status lt_placement_parse(const char *s, lt_placement *out) {
         *out = lt_partial(op);
         return LT_OK;
     }
-    int is_shard = name_in(nm, shard_names, NAMES_N(shard_names));
-    int is_strided = name_in(nm, strided_names, NAMES_N(strided_names));
+    int is_shard = kind == LT_PL_SHARD;
+    int is_strided = kind == LT_PL_STRIDED;
     if (!is_shard && !is_strided) {
         char hint[96];
-        lt__suggest_hint(nm, all_names, NAMES_N(all_names), hint, sizeof hint);
+        lt__suggest_hint(nm, spell_names, NAMES_N(spell_names), hint, sizeof hint);
         return lt__err(LT_INVALID, "placement '%s': unknown placement '%s'%s (expected R, S(d), SS(d,k) or P(op), "
                        "or a PyTorch spelling such as Shard(dim=0) or _StridedShard(dim=0, sf=2))", s, nm, hint);
     }
@@ -241,18 +256,13 @@ lt_status lt_placement_parse(const char *s, lt_placement *out) {
                 rule.nsizes = a->nlist;
                 memcpy(rule.sizes, a->list, sizeof(int64_t) * (size_t)a->nlist);
                 if (a->nlist == 0) return lt__err(LT_INVALID, "placement '%s': explicit size list is empty", s);
-            } else if (!strcmp(a->word, "chunk")) {
-                rule.kind = LT_SPLIT_CHUNK;
-            } else if (!strcmp(a->word, "balanced")) {
-                rule.kind = LT_SPLIT_BALANCED;
-            } else if (!strcmp(a->word, "last")) {
-                rule.kind = LT_SPLIT_LAST;
-            } else {
-                static const char *const rules[] = {"chunk", "balanced", "last"};
-                char hint[96];
-                lt__suggest_hint(a->word, rules, NAMES_N(rules), hint, sizeof hint);
-                return lt__err(LT_INVALID, "placement '%s': unknown uneven rule '%s'%s (expected chunk, balanced, last or [sizes])",
-                               s, a->word, hint);
+            } else if (lt_split_kind_parse(a->word, &rule.kind) != LT_OK) {
+                const char *rules[LT_SPLIT_EXPLICIT]; /* the rules named by a word */
+                for (int k = 0; k < LT_SPLIT_EXPLICIT; k++) rules[k] = lt_split_kind_name((lt_split_kind)k);
+                char hint[96], list[64];
+                lt__suggest_hint(a->word, rules, LT_SPLIT_EXPLICIT, hint, sizeof hint);
+                return lt__err(LT_INVALID, "placement '%s': unknown uneven rule '%s'%s (expected %s or [sizes])",
+                               s, a->word, hint, lt__name_join(rules, LT_SPLIT_EXPLICIT, list, sizeof list));
             }
         } else {
             static const char *const skeys[] = {"dim", "rule"}, *const sskeys[] = {"dim", "split_factor", "sf"};

@@ -18,16 +18,16 @@
 
 #include "localtensor/layout.h"
 #include "localtensor/redistribute.h"
+#include "kernels/status_impl.h"
+#include "localtensor/plan_impl.h"
 
-static const char *planner_names[LT_PLANNER_COUNT] = {
+static const char *const planner_names[LT_PLANNER_COUNT] = {
 #define LT__XX(e, s) s,
     LT_PLANNER_MAP(LT__XX)
 #undef LT__XX
 };
 
-const char *lt_planner_name(lt_planner p) {
-    return (unsigned)p < LT_PLANNER_COUNT ? planner_names[p] : "?";
-}
+const char *lt_planner_name(lt_planner p) { return lt__name_of(planner_names, LT_PLANNER_COUNT, (int)p); }
 
 lt_status lt_planner_parse(const char *s, lt_planner *out) {
     int i = lt__name_find(planner_names, LT_PLANNER_COUNT, s);
@@ -39,7 +39,9 @@ lt_status lt_planner_parse(const char *s, lt_planner *out) {
         *out = LT_PLANNER_MIN_COST;
         return LT_OK;
     }
-    return lt__err(LT_INVALID, "planner '%s': expected min-cost or greedy", s);
+    char list[64];
+    return lt__err(LT_INVALID, "planner '%s': expected %s", s,
+                   lt__name_join_or(planner_names, LT_PLANNER_COUNT, list, sizeof list));
 }
 
 /* ---- plan lifetime ------------------------------------------------------------- */

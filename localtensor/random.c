@@ -1,5 +1,6 @@
 /* localtensor/random.c — Philox4x32-10 and index-keyed initialisers. */
 #include "localtensor/random.h"
+#include "kernels/status_impl.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -9,7 +10,18 @@
 #include <string.h>
 
 static const char *const init_names[] = {
-#define LT__XX(e, s) s,
+#define LT__XX(e, s, seeded) s,
+    LT_INIT_MAP(LT__XX)
+#undef LT__XX
+};
+/* The spellings users type: NAME, or NAME:SEED for the seeded ones. */
+static const char *const init_forms[] = {
+#define LT__XX(e, s, seeded) seeded ? s ":SEED" : s,
+    LT_INIT_MAP(LT__XX)
+#undef LT__XX
+};
+static const int init_seeded[] = {
+#define LT__XX(e, s, seeded) seeded,
     LT_INIT_MAP(LT__XX)
 #undef LT__XX
 };
@@ -21,8 +33,7 @@ lt_status lt_init_parse(const char *s, lt_init *out) {
     for (int i = 0; i < LT_INIT_COUNT; i++) {
         if (strlen(init_names[i]) != nlen || strncmp(s, init_names[i], nlen) != 0) continue;
         out->kind = (lt_init_kind)i;
-        int seeded = out->kind == LT_INIT_RANDOM || out->kind == LT_INIT_RANDN;
-        if (seeded) {
+        if (init_seeded[i]) {
             if (!colon || !colon[1])
                 return lt__err(LT_INVALID, "init '%s': %s needs a seed, e.g. %s:0", s, init_names[i], init_names[i]);
             char *end;
@@ -36,11 +47,13 @@ lt_status lt_init_parse(const char *s, lt_init *out) {
         }
         return LT_OK;
     }
-    return lt__err(LT_INVALID, "init '%s': unknown (expected arange, zeros, ones, random:SEED or randn:SEED)", s);
+    char list[128];
+    return lt__err(LT_INVALID, "init '%s': unknown (expected %s)", s,
+                   lt__name_join_or(init_forms, LT_INIT_COUNT, list, sizeof list));
 }
 
 char *lt_init_str(const lt_init *in, char *buf, size_t n) {
-    if (in->kind == LT_INIT_RANDOM || in->kind == LT_INIT_RANDN)
+    if ((unsigned)in->kind < LT_INIT_COUNT && init_seeded[in->kind])
         snprintf(buf, n, "%s:%" PRIu64, init_names[in->kind], in->seed);
     else
         snprintf(buf, n, "%s", init_names[in->kind]);

@@ -1,0 +1,71 @@
+/* kernels/status_impl.h — how library code sets the error message, checks
+ * size arithmetic and guards invariants (internal: not installed).
+ *
+ * kernels/status.h is what users see: the status codes and lt_errmsg(). This
+ * header is what every module of the library (and the tools built on it)
+ * uses to produce them, so that every message goes through one door.
+ */
+#ifndef LT_STATUS_IMPL_H
+#define LT_STATUS_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/status.h"
+
+/* Sets this thread's message (printf format) and returns st, so callers write
+ * `return lt__err(LT_INVALID, "shape: '%s' is not a number", s);`. */
+lt_status lt__err(lt_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Prepends context to the current message: "ctx: old message". Returns st. */
+lt_status lt__err_ctx(lt_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Clears the message. */
+void lt__err_clear(void);
+
+/* Overflow-checked size arithmetic: return 0 and store the result, or return 1
+ * (result untouched) when it does not fit or an operand is negative. */
+int lt__mul_i64(int64_t a, int64_t b, int64_t *out);
+int lt__add_i64(int64_t a, int64_t b, int64_t *out);
+
+/* Checked element count of a shape (ndim may be 0: count 1). Sets the
+ * message and returns LT_OVERFLOW when the product does not fit in int64 or
+ * exceeds the byte budget for esize-byte elements; LT_INVALID for a
+ * negative size. */
+lt_status lt__numel_checked(int ndim, const int64_t *shape, size_t esize, int64_t *out);
+
+/* Name tables. Every closed enum has one X-macro list in its header that
+ * generates the enum; its .c file generates the name table from the same
+ * list, and the name, parse and "expected ..." message all read that table
+ * through these helpers, so none of them can drift from the enum. */
+/* names[v], or "?" when v is outside [0, n). Never NULL. */
+const char *lt__name_of(const char *const *names, int n, int v);
+/* The index of s in names[n], or -1. */
+int lt__name_find(const char *const *names, int n, const char *s);
+/* "a, b, c" into buf (always NUL-terminated; cut when buf is full); returns buf. */
+char *lt__name_join(const char *const *names, int n, char *buf, size_t cap);
+/* "a, b or c" (the same, with "or" before the last name); returns buf. */
+char *lt__name_join_or(const char *const *names, int n, char *buf, size_t cap);
+
+/* Invariant check: never for user input (those get statuses). */
+#define LT_ASSERT(cond)                                                          \
+    do {                                                                         \
+        if (!(cond)) lt__assert_fail(#cond, __FILE__, __LINE__);                 \
+    } while (0)
+void lt__assert_fail(const char *expr, const char *file, int line);
+
+#define LT_TRY(expr)                                                             \
+    do {                                                                         \
+        lt_status lt__st_ = (expr);                                              \
+        if (lt__st_ != LT_OK) return lt__st_;                                    \
+    } while (0)
+
+#endif
