@@ -32,8 +32,10 @@
  * split on one mesh dim that does not fit the pieces of another operand's
  * shard of the same tensor dim on an earlier mesh dim), the operand holding
  * that split is replicated along that mesh dim first (ops.c, build_plan).
- * An input combination no rule handles is LT_UNSUPPORTED with a message
- * starting "not supported yet: ".
+ * An input combination no rule handles is LT_UNSUPPORTED with sub-code
+ * LT_ERR_NOT_YET (lt_errinfo()) and a message starting "not supported yet: ";
+ * a rule whose output layout cannot exist is LT_UNSUPPORTED with
+ * LT_ERR_NO_LAYOUT.
  *
  * Ownership: inputs are borrowed; every output is a NEW DTensor (free with
  * lt_dtensor_free). View ops (reshape, transpose, split, ...) return shards
@@ -189,8 +191,8 @@ typedef struct lt_op_opts {
 /* Runs op on inputs in[nin] (same mesh). out[max_out] receive new DTensors;
  * *nout (may be NULL for single-output ops) gets their count. Errors:
  * LT_INVALID/LT_SHAPE/LT_DTYPE for bad inputs or arguments (the message
- * names the op), LT_UNSUPPORTED ("not supported yet: ...") when no rule
- * covers the layouts, redistribute and kernel errors with the op as
+ * names the op), LT_UNSUPPORTED (sub-code LT_ERR_NOT_YET, "not supported
+ * yet: ...") when no rule covers the layouts, redistribute and kernel errors with the op as
  * context, LT_MISMATCH when check_reference finds a difference (message:
  * op, index, expected, actual). On error every out[i] is NULL. */
 lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op_args *args,
@@ -205,8 +207,9 @@ lt_status lt_op_propagate(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_
                           lt_op_plan **out);
 void lt_op_plan_free(lt_op_plan *p);
 
-/* The propagation cache of the calling thread (call lt_op_cache_clear
- * before a thread that used ops exits). */
+/* The propagation cache, shared by every thread (plans are immutable):
+ * lt_op_cache_clear drops every cached plan (plans still referenced
+ * elsewhere stay valid); the counters run since the last clear. */
 void lt_op_cache_clear(void);
 void lt_op_cache_stats(size_t *hits, size_t *misses, size_t *entries);
 
@@ -352,7 +355,7 @@ typedef struct lt_validate_report {
  * and 2x2 with even and uneven shapes (adversarial Partial inputs: per-rank
  * contributions differ but reduce to the same value), comparing each result
  * with the unsharded reference. wrong: result != reference; missing: the op
- * said "not supported yet"; errors: any other failure. */
+ * said LT_UNSUPPORTED with LT_ERR_NOT_YET; errors: any other failure. */
 lt_status lt_rules_validate(const lt_validate_opts *o, lt_validate_report *rep);
 
 /* Builds a DTensor of `full` with placements pl whose Partial mesh dims hold
@@ -369,7 +372,7 @@ lt_status lt_distribute_adversarial(const lt_mesh *mesh, const lt_tensor *full,
 /* What a sharding rule reads and writes. ops.c presets tgt[i] to input i's
  * (normalized) placements; the rule changes the targets it needs, fills the
  * output spec and the kernel parameters, and returns LT_OK or an error with a
- * message (LT_UNSUPPORTED: "not supported yet: ..."). */
+ * message (LT_UNSUPPORTED with LT_ERR_NOT_YET: "not supported yet: ..."). */
 typedef struct lt__rule_io {
     lt_op_kind op;
     const lt_mesh *mesh;

@@ -371,9 +371,9 @@ static void run_one(vrun *v, const vcase *c, const lt_mesh *m, lt_tensor **full,
         } else if (st == LT_MISMATCH) {
             r->wrong++, v->rep->wrong++;
             note(v, c, m, pl, nt, "WRONG", v->rep->first_wrong);
-        } else if (st == LT_UNSUPPORTED && strstr(lt_errmsg(), "not supported yet") &&
-                   !strstr(lt_errmsg(), "the output layout does not exist")) {
-            /* (a rule that emits a layout that cannot exist is wrong, not missing) */
+        } else if (st == LT_UNSUPPORTED && lt_errinfo()->code == LT_ERR_NOT_YET) {
+            /* (a rule that emits a layout that cannot exist, LT_ERR_NO_LAYOUT,
+             * is wrong, not missing) */
             r->missing++, v->rep->missing++;
             if (v->o && v->o->verbose) note(v, c, m, pl, nt, "missing", NULL);
         } else {

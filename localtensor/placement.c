@@ -7,6 +7,7 @@
  * the closest one as a suggestion. */
 #include "localtensor/placement.h"
 #include "kernels/alloc.h"
+#include "localtensor/spec_impl.h"
 #include "localtensor/suggest_impl.h"
 
 #include <ctype.h>
@@ -496,4 +497,17 @@ lt_status lt_explicit_order(const int *mesh_shape, int mesh_ndim, const lt_place
                            pl[deferred[j]].dim, pl[deferred[j]].split_factor, deferred[j], pl[deferred[j]].dim);
     *n = count;
     return LT_OK;
+}
+
+void lt__key_placement(lt__cache_key *k, const lt_placement *p) {
+    uint64_t v = (uint64_t)p->kind;
+    if (p->kind == LT_PL_SHARD || p->kind == LT_PL_STRIDED) v |= (uint64_t)(uint32_t)p->dim << 8;
+    if (p->kind == LT_PL_STRIDED) v |= (uint64_t)(uint32_t)p->split_factor << 32;
+    if (p->kind == LT_PL_PARTIAL) v |= (uint64_t)p->op << 8;
+    if (p->kind == LT_PL_SHARD) v |= (uint64_t)p->rule.kind << 40;
+    lt__key_put(k, v);
+    if (p->kind == LT_PL_SHARD && p->rule.kind == LT_SPLIT_EXPLICIT) {
+        lt__key_put(k, (uint64_t)p->rule.nsizes);
+        for (int j = 0; j < p->rule.nsizes; j++) lt__key_put(k, (uint64_t)p->rule.sizes[j]);
+    }
 }

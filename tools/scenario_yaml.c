@@ -104,7 +104,11 @@ lt_status lt__sc_err(const sc_node *at, lt_status st, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (at) return lt__err(st, "%s:%d:%d: %s", at->file, at->line, at->col, msg);
+    if (at) {
+        lt__err(st, "%s:%d:%d: %s", at->file, at->line, at->col, msg);
+        lt__err_mark_pos();
+        return st;
+    }
     return lt__err(st, "%s", msg);
 }
 
