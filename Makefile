@@ -1,5 +1,8 @@
 # localtensor — build, test, run, install.
-#   make            build/liblocaltensor.a, build/liblocaltensor.so, build/localtensor
+#   make            build/liblocaltensor.a, build/liblocaltensor.so (the library:
+#                   kernels/, collectives_sim/, localtensor/), build/liblocaltensor-
+#                   tools.a (tools/cli, tools/scenario, tools/render) and
+#                   build/localtensor, linked from both
 #   make run        install missing Debian packages, build, run the scenario library
 #   make test       install missing Debian packages, build, run unit tests + scenarios
 #   make asan test  the same under AddressSanitizer + UBSan (build-asan/; with
@@ -16,12 +19,17 @@
 
 PREFIX  ?= /usr/local
 CC      ?= cc
-PKGS    := openblas libcjson yaml-0.1
+# The library needs OpenBLAS only; libcjson and libyaml are the tools' (CLI,
+# scenario engine, reports), cmocka the tests'.
+LIB_PKGS  := openblas
+TOOL_PKGS := libcjson yaml-0.1
 WERROR  ?=
 OPT     ?= -O2
 CFLAGS_BASE := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Wshadow \
-               -Wstrict-prototypes -fPIC -g -I. $(shell pkg-config --cflags $(PKGS) cmocka 2>/dev/null)
-LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
+               -Wstrict-prototypes -fPIC -g -I. \
+               $(shell pkg-config --cflags $(LIB_PKGS) $(TOOL_PKGS) cmocka 2>/dev/null)
+LIB_LDLIBS  := $(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null) -lm -lpthread
+TOOL_LDLIBS := $(shell pkg-config --libs $(TOOL_PKGS) 2>/dev/null)
 BUILD   ?= build
 SAN     ?=
 EXTRA   ?=
@@ -39,13 +47,23 @@ OPT   := -O1
 endif
 CFLAGS  := $(CFLAGS_BASE) $(OPT) $(SAN) $(WERROR) $(EXTRA)
 
-LIB_SRC  := $(wildcard kernels/*.c collectives_sim/*.c localtensor/*.c) \
-            $(filter-out tools/main.c tools/bench%.c, $(wildcard tools/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
-TEST_SRC := $(wildcard test/test_*.c)
-TEST_BIN := $(TEST_SRC:test/%.c=$(BUILD)/%)
-BENCH_SRC := $(wildcard tools/bench*.c)
-HEADERS  := $(wildcard kernels/*.h collectives_sim/*.h localtensor/*.h)
+# The library: the three floors, nothing of tools/.
+LIB_SRC   := $(wildcard kernels/*.c collectives_sim/*.c localtensor/*.c)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# The shared library exports only what public headers mark LT_API
+# (kernels/export.h); lt__ internals stay inside it.
+$(LIB_OBJ): CFLAGS += -fvisibility=hidden
+# The tools built on it (a static library the CLI and the tests link):
+# the CLI's subcommands, the scenario engine, the renderers and reports.
+TOOLS_SRC := $(filter-out tools/cli/main.c, $(wildcard tools/cli/*.c tools/scenario/*.c tools/render/*.c))
+TOOLS_OBJ := $(TOOLS_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SRC  := $(wildcard test/test_*.c)
+TEST_BIN  := $(TEST_SRC:test/%.c=$(BUILD)/%)
+BENCH_SRC := $(wildcard tools/bench/*.c)
+FAULT_SRC := $(wildcard test/fault/*.c)
+HEADERS   := $(wildcard kernels/*.h collectives_sim/*.h localtensor/*.h)
+LIBS      := $(BUILD)/liblocaltensor-tools.a $(BUILD)/liblocaltensor.a
+LDLIBS    := $(TOOL_LDLIBS) $(LIB_LDLIBS)
 # test/fuzz/fuzz_<name>.c: libFuzzer harnesses; replay_<name> is the same
 # harness with a plain main that `make test` runs over seeds and regressions.
 FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(wildcard test/fuzz/fuzz_*.c))
@@ -55,7 +73,7 @@ FUZZ_CC    ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_SAN   := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
               -fno-sanitize-recover=undefined
-# lower loader limits (tools/scenario.h) so one fuzz input runs in milliseconds
+# lower loader limits (tools/scenario/scenario.h) so one fuzz input runs in milliseconds
 FUZZ_CAPS  := -DLT_SC_MAX_NODES=20000 -DLT_SC_MAX_ELEMS=65536 -DLT_SC_MAX_CASES=64
 
 .PHONY: all deps run test unit scenarios asan valgrind bench install clean fuzz fault
@@ -65,7 +83,7 @@ all: $(BUILD)/liblocaltensor.a $(BUILD)/liblocaltensor.so $(BUILD)/localtensor
 deps:
 	@bash tools/install-deps.sh
 
-$(BUILD)/obj/%.o: %.c $(HEADERS) $(wildcard tools/*.h) Makefile
+$(BUILD)/obj/%.o: %.c $(HEADERS) $(wildcard tools/*/*.h) Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -74,22 +92,26 @@ $(BUILD)/liblocaltensor.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/liblocaltensor.so: $(LIB_OBJ)
-	$(CC) $(SAN) -shared -o $@ $^ $(LDLIBS)
+	$(CC) $(SAN) -shared -o $@ $^ $(LIB_LDLIBS)
 
-$(BUILD)/localtensor: tools/main.c $(BUILD)/liblocaltensor.a
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/liblocaltensor.a $(LDLIBS)
+$(BUILD)/liblocaltensor-tools.a: $(TOOLS_OBJ)
+	@mkdir -p $(BUILD)
+	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/test_%: test/test_%.c test/testutil.h test/kernels_testutil.h test/redistribute_testutil.h test/planner_bruteforce.h $(BUILD)/liblocaltensor.a
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/liblocaltensor.a $(LDLIBS) -lcmocka
+$(BUILD)/localtensor: $(BUILD)/obj/tools/cli/main.o $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
-$(BUILD)/bench: $(BENCH_SRC) $(BUILD)/liblocaltensor.a
-	$(CC) $(CFLAGS) -O3 -o $@ $(BENCH_SRC) $(BUILD)/liblocaltensor.a $(LDLIBS)
+$(BUILD)/test_%: $(BUILD)/obj/test/test_%.o $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(LIBS) $(LDLIBS) -lcmocka
 
-$(BUILD)/replay_%: test/fuzz/fuzz_%.c test/fuzz/replay_main.c test/fuzz/fuzz.h $(BUILD)/liblocaltensor.a
-	$(CC) $(CFLAGS) -o $@ $< test/fuzz/replay_main.c $(BUILD)/liblocaltensor.a $(LDLIBS)
+$(BUILD)/bench: $(BENCH_SRC:%.c=$(BUILD)/obj/%.o) $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $(BENCH_SRC:%.c=$(BUILD)/obj/%.o) $(LIBS) $(LDLIBS)
 
-$(BUILD)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(BUILD)/liblocaltensor.a
-	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/liblocaltensor.a $(LDLIBS)
+$(BUILD)/replay_%: $(BUILD)/obj/test/fuzz/fuzz_%.o $(BUILD)/obj/test/fuzz/replay_main.o $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/test/fuzz/replay_main.o $(LIBS) $(LDLIBS)
+
+$(BUILD)/fuzz_%: $(BUILD)/obj/test/fuzz/fuzz_%.o $(LIBS)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIBS) $(LDLIBS)
 
 # The two commands of the README: each does all setup first.
 SUBMAKE = $(MAKE) --no-print-directory BUILD=$(BUILD) OPT="$(OPT)" SAN="$(SAN)" WERROR="$(WERROR)"
@@ -127,8 +149,8 @@ FAULT_MAXALL ?= 400
 FAULT_FILES ?= $(filter-out scenarios/sweeps/% scenarios/ops/sweep.yaml,$(sort $(wildcard scenarios/*/*.yaml))) \
                test/fault/sweep.yaml
 
-$(BUILD)/fault_driver: $(wildcard test/fault/*.c) test/fault/fault.h $(BUILD)/liblocaltensor.a
-	$(CC) $(CFLAGS) -o $@ $(wildcard test/fault/*.c) $(BUILD)/liblocaltensor.a $(LDLIBS)
+$(BUILD)/fault_driver: $(FAULT_SRC:%.c=$(BUILD)/obj/%.o) $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $(FAULT_SRC:%.c=$(BUILD)/obj/%.o) $(LIBS) $(LDLIBS)
 
 fault: deps
 	@$(MAKE) --no-print-directory BUILD=$(FAULT_BUILD) OPT=-O1 WERROR="$(WERROR)" \
@@ -171,8 +193,8 @@ install: all
 	done
 	install -m 644 $(BUILD)/liblocaltensor.a $(BUILD)/liblocaltensor.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/localtensor $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' tools/localtensor.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor.pc
-	sed -e 's|@PREFIX@|$(PREFIX)|g' tools/localtensor-static.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor-static.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIB_PKGS@|$(LIB_PKGS)|g' tools/localtensor.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIB_PKGS@|$(LIB_PKGS)|g' tools/localtensor-static.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor-static.pc
 	@for d in $(INSTALL_DOCS); do echo "install -m 644 $$d $(INSTALL_DOC)/$$d"; \
 	    install -m 644 $$d $(INSTALL_DOC)/$$d || exit 1; done
 

@@ -6,7 +6,7 @@
  *   1. validate the arguments of every group and compute every member's
  *      result shape, twice: the first pass adds up the bytes of the outputs
  *      to create and refuses them up front when they cannot fit in memory
- *      (kernels/memlimit.h); the second creates the outputs that were NULL
+ *      (kernels/memlimit_impl.h); the second creates the outputs that were NULL
  *      (marked `fresh`) and checks the preallocated ones; on any error free
  *      the fresh ones again;
  *   2. check that no preallocated output overlaps another output, and swap
@@ -19,8 +19,9 @@
  * allocate in steady state.
  */
 #include "collectives_sim/collectives.h"
+#include "collectives_sim/trace_impl.h"
 #include "kernels/alloc.h"
-#include "kernels/memlimit.h"
+#include "kernels/memlimit_impl.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -32,6 +33,25 @@ typedef struct ival {
     uintptr_t lo, hi;           /* bytes [lo, hi) */
     int rank, is_out, contig;
 } ival;
+
+static const char *const coll_names[] = {
+#define LT__XX(e, s, a, b, c, d) s,
+    LT_COLL_MAP(LT__XX)
+#undef LT__XX
+};
+
+const char *lt_coll_name(lt_coll c) {
+    if ((int)c < 0 || c >= LT_COLL_COUNT) return "?";
+    return coll_names[c];
+}
+
+lt_status lt_coll_parse(const char *s, lt_coll *out) {
+    for (int i = 0; i < LT_COLL_COUNT; i++)
+        if (strcmp(s, coll_names[i]) == 0) { *out = (lt_coll)i; return LT_OK; }
+    return lt__err(LT_INVALID, "unknown collective '%s' (expected all_gather, all_reduce, "
+                   "reduce_scatter, all_to_all, broadcast, scatter, gather, reduce, permute "
+                   "or barrier)", s);
+}
 
 struct lt_comm {
     lt_mesh mesh;

@@ -59,57 +59,85 @@
 #include <stdio.h>
 
 #include "collectives_sim/mesh.h"
-#include "collectives_sim/trace.h"
+#include "kernels/export.h"
 #include "kernels/tensor.h"
 
+/* The collectives. XX(enum suffix, name, a, b, c, d): the nccl-tests
+ * bus-bandwidth factor of a group of n is (a*n + b) / (c*n + d)
+ * (lt_coll_busbw_factor, collectives_sim/trace.h). */
+#define LT_COLL_MAP(XX)                               \
+    XX(ALL_GATHER,     "all_gather",     1, -1, 1, 0) \
+    XX(ALL_REDUCE,     "all_reduce",     2, -2, 1, 0) \
+    XX(REDUCE_SCATTER, "reduce_scatter", 1, -1, 1, 0) \
+    XX(ALL_TO_ALL,     "all_to_all",     1, -1, 1, 0) \
+    XX(BROADCAST,      "broadcast",      0,  1, 0, 1) \
+    XX(SCATTER,        "scatter",        1, -1, 1, 0) \
+    XX(GATHER,         "gather",         1, -1, 1, 0) \
+    XX(REDUCE,         "reduce",         0,  1, 0, 1) \
+    XX(PERMUTE,        "permute",        0,  1, 0, 1) \
+    XX(BARRIER,        "barrier",        0,  0, 0, 1)
+
+typedef enum {
+#define LT__XX(e, s, a, b, c, d) LT_COLL_##e,
+    LT_COLL_MAP(LT__XX)
+#undef LT__XX
+    LT_COLL_COUNT
+} lt_coll;
+
+/* "all_gather", ...; "?" when out of range. */
+LT_API const char *lt_coll_name(lt_coll c);
+/* Parses a collective name; LT_INVALID naming the text otherwise. */
+LT_API lt_status lt_coll_parse(const char *s, lt_coll *out);
+
 typedef struct lt_comm lt_comm;
+typedef struct lt_trace lt_trace;   /* collectives_sim/trace.h */
 
 /* A communicator over mesh on the in-process engine, with tracing on.
  * Free with lt_comm_free. */
-lt_status lt_comm_new(const lt_mesh *mesh, lt_comm **out);
-void lt_comm_free(lt_comm *c);
-const lt_mesh *lt_comm_mesh(const lt_comm *c);
+LT_API lt_status lt_comm_new(const lt_mesh *mesh, lt_comm **out);
+LT_API void lt_comm_free(lt_comm *c);
+LT_API const lt_mesh *lt_comm_mesh(const lt_comm *c);
 /* The comm trace (borrowed; lives as long as the communicator). */
-lt_trace *lt_comm_trace(lt_comm *c);
+LT_API lt_trace *lt_comm_trace(lt_comm *c);
 
 /* every member gets the concatenation of the group's shards along `dim`
  * (all other dims must agree across the group) */
-lt_status lt_all_gather(lt_comm *c, int mesh_dim, lt_tensor *const *in, int dim, lt_tensor **out);
+LT_API lt_status lt_all_gather(lt_comm *c, int mesh_dim, lt_tensor *const *in, int dim, lt_tensor **out);
 /* every member gets op over the group (shapes must agree) */
-lt_status lt_all_reduce(lt_comm *c, int mesh_dim, lt_tensor *const *in, lt_redop op,
-                        lt_tensor **out);
+LT_API lt_status lt_all_reduce(lt_comm *c, int mesh_dim, lt_tensor *const *in, lt_redop op,
+                               lt_tensor **out);
 /* reduce over the group, then member j keeps piece j of `dim` split by rule
  * (rule NULL = chunk) */
-lt_status lt_reduce_scatter(lt_comm *c, int mesh_dim, lt_tensor *const *in, lt_redop op, int dim,
-                            const lt_split_rule *rule, lt_tensor **out);
+LT_API lt_status lt_reduce_scatter(lt_comm *c, int mesh_dim, lt_tensor *const *in, lt_redop op, int dim,
+                                   const lt_split_rule *rule, lt_tensor **out);
 /* member i splits its shard along split_dim by rule into group-size pieces;
  * member j receives piece j of every member, concatenated along concat_dim
  * in group order (rule NULL = chunk) */
-lt_status lt_all_to_all(lt_comm *c, int mesh_dim, lt_tensor *const *in, int split_dim,
-                        int concat_dim, const lt_split_rule *rule, lt_tensor **out);
+LT_API lt_status lt_all_to_all(lt_comm *c, int mesh_dim, lt_tensor *const *in, int split_dim,
+                               int concat_dim, const lt_split_rule *rule, lt_tensor **out);
 /* every member gets a copy of the root member's shard (non-root inputs are
  * ignored and may be NULL) */
-lt_status lt_broadcast(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, lt_tensor **out);
+LT_API lt_status lt_broadcast(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, lt_tensor **out);
 /* the root's shard split along dim by rule; member j gets piece j (non-root
  * inputs ignored, may be NULL) */
-lt_status lt_scatter(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, int dim,
-                     const lt_split_rule *rule, lt_tensor **out);
+LT_API lt_status lt_scatter(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, int dim,
+                            const lt_split_rule *rule, lt_tensor **out);
 /* the root gets the concatenation along dim; others get placeholders of
  * that concatenated shape */
-lt_status lt_gather(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, int dim,
-                    lt_tensor **out);
+LT_API lt_status lt_gather(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, int dim,
+                           lt_tensor **out);
 /* (named lt_reduce_ranks: lt_reduce is the kernels reduction over dims,
  * kernels/math.h)
  * the root gets op over the group; others get placeholders of that shape */
-lt_status lt_reduce_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, lt_redop op,
-                          lt_tensor **out);
+LT_API lt_status lt_reduce_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, lt_redop op,
+                                 lt_tensor **out);
 /* (named lt_permute_ranks: lt_permute is the kernels view)
  * member i sends its shard to member perm[i]; perm is a permutation of
  * 0..group size-1 (the same for every group). A member that receives from
  * member i gets i's shard. */
-lt_status lt_permute_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in, const int *perm,
-                     lt_tensor **out);
+LT_API lt_status lt_permute_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in, const int *perm,
+                            lt_tensor **out);
 /* synchronises a group; in the simulator it only records a trace event */
-lt_status lt_barrier(lt_comm *c, int mesh_dim);
+LT_API lt_status lt_barrier(lt_comm *c, int mesh_dim);
 
 #endif

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "collectives_sim/mesh.h"
+#include "kernels/export.h"
 #include "kernels/tensor.h"
 
 #define LT_ENGINE_API_VERSION 1
@@ -70,14 +71,14 @@ typedef struct lt_engine_i {
 } lt_engine_i;
 
 /* The in-process engine (collectives_sim/engine_inproc.c). */
-const lt_engine_i *lt_engine_inproc(void);
+LT_API const lt_engine_i *lt_engine_inproc(void);
 
 typedef struct lt_comm lt_comm;
 /* A communicator over mesh m on engine `iface` (NULL: in-process), tracing
  * on. LT_INVALID when the engine's version differs or a required entry is
  * NULL. Free with lt_comm_free. */
-lt_status lt_comm_new_engine(const lt_mesh *m, const lt_engine_i *iface, lt_comm **out);
+LT_API lt_status lt_comm_new_engine(const lt_mesh *m, const lt_engine_i *iface, lt_comm **out);
 /* The engine's name ("inproc"). */
-const char *lt_comm_engine_name(const lt_comm *c);
+LT_API const char *lt_comm_engine_name(const lt_comm *c);
 
 #endif

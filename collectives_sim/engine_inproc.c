@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "kernels/dtype.h"
+#include "kernels/status_impl.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>

@@ -7,6 +7,7 @@
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 #include "collectives_sim/fiber_impl.h"
 #include "kernels/alloc.h"
+#include "kernels/status_impl.h"
 
 #include <stdint.h>
 #include <string.h>

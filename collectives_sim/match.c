@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "kernels/dtype.h"
+#include "kernels/status_impl.h"
 
 typedef struct rank_st {
     lt_rank_state state;

@@ -46,6 +46,7 @@
 
 #include "collectives_sim/mesh.h"
 #include "collectives_sim/trace.h"
+#include "kernels/export.h"
 #include "kernels/split.h"
 #include "kernels/tensor.h"
 
@@ -73,10 +74,10 @@ typedef struct lt_match_call {
 } lt_match_call;
 
 /* A call of `kind` on mesh_dim with no tensor and every optional field -1/NULL. */
-lt_match_call lt_match_call_init(lt_coll kind, int mesh_dim, const char *file, int line);
+LT_API lt_match_call lt_match_call_init(lt_coll kind, int mesh_dim, const char *file, int line);
 /* Describes t (dtype, shape; a placeholder by its real zero-size shape) as
  * the call's input. t NULL: no tensor. */
-void lt_match_call_set_tensor(lt_match_call *c, const lt_tensor *t);
+LT_API void lt_match_call_set_tensor(lt_match_call *c, const lt_tensor *t);
 
 /* Checks one call on its own, as its rank issues it on mesh m: a supported
  * kind, mesh dim in range, op and root where needed and in range, a tensor
@@ -84,7 +85,7 @@ void lt_match_call_set_tensor(lt_match_call *c, const lt_tensor *t);
  * this rank's dim into the group's pieces. Errors (LT_INVALID, or the split
  * rule's) say "FILE:LINE: rank R: KIND on mesh dim D: ...". These are the
  * caller's own mistakes, not disagreements between ranks. */
-lt_status lt_match_validate(const lt_mesh *m, int rank, const lt_match_call *c);
+LT_API lt_status lt_match_validate(const lt_mesh *m, int rank, const lt_match_call *c);
 
 /* ---- the matcher ------------------------------------------------------------ */
 
@@ -92,9 +93,9 @@ typedef struct lt_match lt_match;
 
 /* A matcher for a program on mesh m (copied); every rank running. Free with
  * lt_match_free. LT_NOMEM. */
-lt_status lt_match_new(const lt_mesh *m, lt_match **out);
-void lt_match_free(lt_match *mt);
-const lt_mesh *lt_match_mesh(const lt_match *mt);
+LT_API lt_status lt_match_new(const lt_mesh *m, lt_match **out);
+LT_API void lt_match_free(lt_match *mt);
+LT_API const lt_mesh *lt_match_mesh(const lt_match *mt);
 
 /* Rank `rank` (running) issues call c (validated with lt_match_validate;
  * copied, its borrowed pointers kept) and waits. *ready is 1 when this
@@ -102,21 +103,21 @@ const lt_mesh *lt_match_mesh(const lt_match *mt);
  * its group index along c->mesh_dim and the caller runs the collective and
  * calls lt_match_done(mt, c->mesh_dim, *group). Errors: LT_INVALID for a
  * rank out of range or not running (nothing changes), or the validation's. */
-lt_status lt_match_post(lt_match *mt, int rank, const lt_match_call *c, int *ready, int *group);
+LT_API lt_status lt_match_post(lt_match *mt, int rank, const lt_match_call *c, int *ready, int *group);
 /* The group's next call ran: its members run again. LT_INVALID unless the
  * group was ready. */
-lt_status lt_match_done(lt_match *mt, int mesh_dim, int group);
+LT_API lt_status lt_match_done(lt_match *mt, int mesh_dim, int group);
 /* The call rank waits in (borrowed, valid until lt_match_done), or NULL. */
-const lt_match_call *lt_match_pending(const lt_match *mt, int rank);
+LT_API const lt_match_call *lt_match_pending(const lt_match *mt, int rank);
 /* How many calls of group g along mesh_dim have completed. */
-int64_t lt_match_calls_done(const lt_match *mt, int mesh_dim, int group);
+LT_API int64_t lt_match_calls_done(const lt_match *mt, int mesh_dim, int group);
 
 /* Rank `rank` (running) ended its program: well (finish), or with status
  * st != LT_OK and message msg (fail; msg copied, may be NULL). LT_INVALID
  * for a rank out of range or not running; LT_NOMEM (fail only: the rank is
  * then marked failed without its message). */
-lt_status lt_match_finish(lt_match *mt, int rank);
-lt_status lt_match_fail(lt_match *mt, int rank, lt_status st, const char *msg);
+LT_API lt_status lt_match_finish(lt_match *mt, int rank);
+LT_API lt_status lt_match_fail(lt_match *mt, int rank, lt_status st, const char *msg);
 
 /* ---- reports ------------------------------------------------------------------ */
 
@@ -134,9 +135,9 @@ typedef enum {
     LT_HANG_COUNT
 } lt_hang_kind;
 
-const char *lt_hang_kind_name(lt_hang_kind k);   /* "?" when out of range */
+LT_API const char *lt_hang_kind_name(lt_hang_kind k);   /* "?" when out of range */
 /* LT_INVALID naming the text and the known names otherwise. */
-lt_status lt_hang_kind_parse(const char *s, lt_hang_kind *out);
+LT_API lt_status lt_hang_kind_parse(const char *s, lt_hang_kind *out);
 
 typedef enum { LT_RANK_RUNNING, LT_RANK_WAITING, LT_RANK_FINISHED, LT_RANK_FAILED } lt_rank_state;
 
@@ -187,22 +188,22 @@ typedef struct lt_match_report {
  * status: the failed rank's status for RANK_FAILED, LT_MISMATCH for the
  * hang kinds. LT_INVALID (no report) while a rank still runs or a ready
  * group awaits lt_match_done; LT_NOMEM. */
-lt_status lt_match_check(const lt_match *mt, lt_match_report **out);
-void lt_match_report_free(lt_match_report *r);
+LT_API lt_status lt_match_check(const lt_match *mt, lt_match_report **out);
+LT_API void lt_match_report_free(lt_match_report *r);
 
 /* The report as text: a headline ("would hang (missing): ...", with the
  * citation) and, for each stuck group (the headline's first, at most 16),
  * where each member is (ranks with the same position merged). At most `cap` bytes go to buf (NUL-terminated when
  * cap > 0); returns the length the full text needs, as snprintf does. */
-size_t lt_match_report_format(const lt_match_report *r, char *buf, size_t cap);
+LT_API size_t lt_match_report_format(const lt_match_report *r, char *buf, size_t cap);
 /* The same to f. */
-void lt_match_report_print(const lt_match_report *r, FILE *f);
+LT_API void lt_match_report_print(const lt_match_report *r, FILE *f);
 /* The headline alone into buf (as lt_match_report_format). */
-size_t lt_match_report_headline(const lt_match_report *r, char *buf, size_t cap);
+LT_API size_t lt_match_report_headline(const lt_match_report *r, char *buf, size_t cap);
 
 /* "all_reduce(op=sum) f32 (4)", "barrier", "all_to_all(split_dim=0,
  * concat_dim=1, rule=balanced) f32 (8, 2)" (+ ' "label"') into buf; returns
  * the length it wanted. */
-size_t lt_match_call_desc(const lt_match_call *c, char *buf, size_t cap);
+LT_API size_t lt_match_call_desc(const lt_match_call *c, char *buf, size_t cap);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "kernels/export.h"
 #include "kernels/status.h"
 
 #define LT_MESH_MAX_DIMS 8
@@ -27,25 +28,25 @@ typedef struct lt_mesh {
 /* Builds a mesh. names may be NULL or hold NULL/"" entries (unnamed). Errors:
  * ndim out of 1..8, a size < 1, world > LT_MESH_MAX_WORLD, duplicate or
  * too-long names. */
-lt_status lt_mesh_init(lt_mesh *m, int ndim, const int *shape, const char *const *names);
+LT_API lt_status lt_mesh_init(lt_mesh *m, int ndim, const int *shape, const char *const *names);
 /* Parses "8", "2x4", "2x2x2", "dp=2,tp=4". Errors name the text. */
-lt_status lt_mesh_parse(const char *s, lt_mesh *m);
+LT_API lt_status lt_mesh_parse(const char *s, lt_mesh *m);
 /* "2x4" or "dp=2,tp=4" into buf; returns buf. */
-char *lt_mesh_str(const lt_mesh *m, char *buf, size_t n);
-int lt_mesh_equal(const lt_mesh *a, const lt_mesh *b);
+LT_API char *lt_mesh_str(const lt_mesh *m, char *buf, size_t n);
+LT_API int lt_mesh_equal(const lt_mesh *a, const lt_mesh *b);
 
 /* Coordinate of rank r (coord[ndim]). */
-void lt_mesh_coord(const lt_mesh *m, int rank, int *coord);
-int lt_mesh_rank(const lt_mesh *m, const int *coord);
+LT_API void lt_mesh_coord(const lt_mesh *m, int rank, int *coord);
+LT_API int lt_mesh_rank(const lt_mesh *m, const int *coord);
 /* Index of a mesh dim by name, or -1. */
-int lt_mesh_dim_by_name(const lt_mesh *m, const char *name);
+LT_API int lt_mesh_dim_by_name(const lt_mesh *m, const char *name);
 
 /* Number of groups along dim d (world / shape[d]). */
-int lt_mesh_ngroups(const lt_mesh *m, int d);
+LT_API int lt_mesh_ngroups(const lt_mesh *m, int d);
 /* Ranks of group g along dim d, in coordinate order, into ranks[shape[d]]. */
-void lt_mesh_group(const lt_mesh *m, int d, int g, int *ranks);
+LT_API void lt_mesh_group(const lt_mesh *m, int d, int g, int *ranks);
 /* The group (along dim d) that rank belongs to; *pos gets its position in it
  * (its coordinate c_d). pos may be NULL. */
-int lt_mesh_group_of(const lt_mesh *m, int d, int rank, int *pos);
+LT_API int lt_mesh_group_of(const lt_mesh *m, int d, int rank, int *pos);
 
 #endif

@@ -20,6 +20,7 @@
 
 #include "collectives_sim/collectives.h"
 #include "collectives_sim/fiber_impl.h"
+#include "kernels/status_impl.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define STACK_SCALE 4

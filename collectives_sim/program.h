@@ -49,6 +49,7 @@
 
 #include "collectives_sim/match.h"
 #include "collectives_sim/mesh.h"
+#include "kernels/export.h"
 #include "kernels/split.h"
 #include "kernels/tensor.h"
 
@@ -74,22 +75,22 @@ typedef struct lt_program_options {
  * (free with lt_match_report_free) and lt_errmsg() its headline. Setup
  * errors (LT_INVALID for a NULL fn or a bad mesh, LT_NOMEM, LT_OVERFLOW for
  * stacks that do not fit) return with *report NULL and nothing run. */
-lt_status lt_program_run(const lt_mesh *mesh, lt_proc_fn fn, void *user_data,
-                         const lt_program_options *opt, lt_match_report **report);
+LT_API lt_status lt_program_run(const lt_mesh *mesh, lt_proc_fn fn, void *user_data,
+                                const lt_program_options *opt, lt_match_report **report);
 
 /* ---- inside fn: who am I --------------------------------------------------- */
 
-int lt_proc_rank(const lt_proc *p);
-int lt_proc_world(const lt_proc *p);
-const lt_mesh *lt_proc_mesh(const lt_proc *p);
+LT_API int lt_proc_rank(const lt_proc *p);
+LT_API int lt_proc_world(const lt_proc *p);
+LT_API const lt_mesh *lt_proc_mesh(const lt_proc *p);
 /* The rank's coordinate along mesh_dim (= its position in its group along
  * it), its group's index and its group's size; -1 for a mesh dim out of range. */
-int lt_proc_coord(const lt_proc *p, int mesh_dim);
-int lt_proc_group(const lt_proc *p, int mesh_dim);
-int lt_proc_group_size(const lt_proc *p, int mesh_dim);
+LT_API int lt_proc_coord(const lt_proc *p, int mesh_dim);
+LT_API int lt_proc_group(const lt_proc *p, int mesh_dim);
+LT_API int lt_proc_group_size(const lt_proc *p, int mesh_dim);
 /* Names this rank's next collectives in reports ("grad sync"); NULL: none.
  * Borrowed: the text must outlive the run (a string literal does). */
-void lt_proc_set_label(lt_proc *p, const char *label);
+LT_API void lt_proc_set_label(lt_proc *p, const char *label);
 
 /* ---- inside fn: collectives -------------------------------------------------- */
 /* Each waits until its group's call completes. Argument errors that need no
@@ -98,27 +99,27 @@ void lt_proc_set_label(lt_proc *p, const char *label);
  * "FILE:LINE: rank R: ..."), issuing nothing. The macros record the caller's
  * file and line; the _at functions take them (file borrowed like labels). */
 
-lt_status lt_proc_all_reduce_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                                lt_redop op, lt_tensor **out);
-lt_status lt_proc_all_gather_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                                int dim, lt_tensor **out);
+LT_API lt_status lt_proc_all_reduce_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
+                                       lt_redop op, lt_tensor **out);
+LT_API lt_status lt_proc_all_gather_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
+                                       int dim, lt_tensor **out);
 /* rule NULL: chunk */
-lt_status lt_proc_reduce_scatter_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                                    lt_redop op, int dim, const lt_split_rule *rule, lt_tensor **out);
-lt_status lt_proc_all_to_all_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                                int split_dim, int concat_dim, const lt_split_rule *rule, lt_tensor **out);
+LT_API lt_status lt_proc_reduce_scatter_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
+                                           lt_redop op, int dim, const lt_split_rule *rule, lt_tensor **out);
+LT_API lt_status lt_proc_all_to_all_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
+                                       int split_dim, int concat_dim, const lt_split_rule *rule, lt_tensor **out);
 /* `in` is read on the root only; other ranks may pass NULL (when they pass a
  * tensor, its dtype and shape must be the root's). */
-lt_status lt_proc_broadcast_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                               int root, lt_tensor **out);
+LT_API lt_status lt_proc_broadcast_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
+                                      int root, lt_tensor **out);
 /* `in` is read on the root only; other ranks may pass NULL. */
-lt_status lt_proc_scatter_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                             int root, int dim, const lt_split_rule *rule, lt_tensor **out);
-lt_status lt_proc_gather_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                            int root, int dim, lt_tensor **out);
-lt_status lt_proc_reduce_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                            int root, lt_redop op, lt_tensor **out);
-lt_status lt_proc_barrier_at(lt_proc *p, const char *file, int line, int mesh_dim);
+LT_API lt_status lt_proc_scatter_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
+                                    int root, int dim, const lt_split_rule *rule, lt_tensor **out);
+LT_API lt_status lt_proc_gather_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
+                                   int root, int dim, lt_tensor **out);
+LT_API lt_status lt_proc_reduce_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
+                                   int root, lt_redop op, lt_tensor **out);
+LT_API lt_status lt_proc_barrier_at(lt_proc *p, const char *file, int line, int mesh_dim);
 
 #define lt_proc_all_reduce(p, md, in, op, out) lt_proc_all_reduce_at((p), __FILE__, __LINE__, (md), (in), (op), (out))
 #define lt_proc_all_gather(p, md, in, dim, out) lt_proc_all_gather_at((p), __FILE__, __LINE__, (md), (in), (dim), (out))

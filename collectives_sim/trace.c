@@ -6,10 +6,10 @@
  * three grow geometrically and keep their capacity across lt_trace_clear, so
  * a steady-state record is a memset and a few stores.
  */
-#include "collectives_sim/trace.h"
+#include "collectives_sim/trace_impl.h"
 #include "kernels/alloc.h"
+#include "kernels/status_impl.h"
 
-#include <cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,26 +38,12 @@ struct lt_trace {
 };
 
 static const struct {
-    const char *name;
     int a, b, c, d;
 } coll_table[] = {
-#define LT__XX(e, s, a, b, c, d) {s, a, b, c, d},
+#define LT__XX(e, s, a, b, c, d) {a, b, c, d},
     LT_COLL_MAP(LT__XX)
 #undef LT__XX
 };
-
-const char *lt_coll_name(lt_coll c) {
-    if ((int)c < 0 || c >= LT_COLL_COUNT) return "?";
-    return coll_table[c].name;
-}
-
-lt_status lt_coll_parse(const char *s, lt_coll *out) {
-    for (int i = 0; i < LT_COLL_COUNT; i++)
-        if (strcmp(s, coll_table[i].name) == 0) { *out = (lt_coll)i; return LT_OK; }
-    return lt__err(LT_INVALID, "unknown collective '%s' (expected all_gather, all_reduce, "
-                   "reduce_scatter, all_to_all, broadcast, scatter, gather, reduce, permute "
-                   "or barrier)", s);
-}
 
 double lt_coll_busbw_factor(lt_coll c, int n) {
     if ((int)c < 0 || c >= LT_COLL_COUNT || n < 1) return 0.0;
@@ -372,66 +358,4 @@ void lt_trace_print(const lt_trace *t, FILE *f, size_t since) {
     lt_trace_totals tot;
     lt_trace_totals_since(t, since, &tot);
     fprintf(f, "%zu events, %zu bytes moved between ranks\n", tot.events, tot.bytes_sent);
-}
-
-/* ---- JSON ---------------------------------------------------------------- */
-
-static cJSON *size_array(const size_t *v, int n) {
-    cJSON *a = cJSON_CreateArray();
-    if (!a) return NULL;
-    for (int i = 0; i < n; i++) {
-        cJSON *x = cJSON_CreateNumber((double)v[i]);
-        if (!x) { cJSON_Delete(a); return NULL; }
-        cJSON_AddItemToArray(a, x);
-    }
-    return a;
-}
-
-static cJSON *event_json(const lt_trace_event *ev) {
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    int ok = cJSON_AddStringToObject(o, "collective", lt_coll_name(ev->coll)) &&
-             cJSON_AddNumberToObject(o, "mesh_dim", ev->mesh_dim) &&
-             cJSON_AddNumberToObject(o, "groups", ev->ngroups) &&
-             cJSON_AddNumberToObject(o, "group_size", ev->group_size);
-    if (ok && ev->coll != LT_COLL_BARRIER) ok = cJSON_AddStringToObject(o, "dtype", lt_dtype_name(ev->dtype)) != NULL;
-    if (ok && ev->op >= 0) ok = cJSON_AddStringToObject(o, "op", lt_redop_name((lt_redop)ev->op)) != NULL;
-    if (ok && ev->root >= 0) ok = cJSON_AddNumberToObject(o, "root", ev->root) != NULL;
-    if (ok && ev->dim >= 0) ok = cJSON_AddNumberToObject(o, "dim", ev->dim) != NULL;
-    if (ok && ev->concat_dim >= 0) ok = cJSON_AddNumberToObject(o, "concat_dim", ev->concat_dim) != NULL;
-    if (ok) ok = cJSON_AddStringToObject(o, "label", ev->label) != NULL;
-    if (ok) {
-        cJSON *s = size_array(ev->sent, ev->world);
-        if (s) cJSON_AddItemToObject(o, "bytes_sent", s);
-        cJSON *r = s ? size_array(ev->recv, ev->world) : NULL;
-        if (r) cJSON_AddItemToObject(o, "bytes_recv", r);
-        ok = s && r;
-    }
-    if (ok)
-        ok = cJSON_AddNumberToObject(o, "total_bytes_sent", (double)ev->total_sent) &&
-             cJSON_AddNumberToObject(o, "total_bytes_recv", (double)ev->total_recv) &&
-             cJSON_AddNumberToObject(o, "busbw_factor", lt_coll_busbw_factor(ev->coll, ev->group_size));
-    if (!ok) { cJSON_Delete(o); return NULL; }
-    return o;
-}
-
-struct cJSON *lt_trace_to_json(const lt_trace *t, size_t since) {
-    cJSON *root = cJSON_CreateObject();
-    cJSON *evs = root ? cJSON_AddArrayToObject(root, "events") : NULL;
-    if (!evs) { cJSON_Delete(root); return NULL; }
-    lt_trace_event ev;
-    for (size_t i = since; i < t->n; i++) {
-        lt_trace_get(t, i, &ev);
-        cJSON *o = event_json(&ev);
-        if (!o) { cJSON_Delete(root); return NULL; }
-        cJSON_AddItemToArray(evs, o);
-    }
-    lt_trace_totals tot;
-    lt_trace_totals_since(t, since, &tot);
-    if (!cJSON_AddNumberToObject(root, "total_bytes_sent", (double)tot.bytes_sent) ||
-        !cJSON_AddNumberToObject(root, "total_bytes_recv", (double)tot.bytes_recv)) {
-        cJSON_Delete(root);
-        return NULL;
-    }
-    return root;
 }

@@ -42,36 +42,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "collectives_sim/collectives.h"
 #include "kernels/dtype.h"
+#include "kernels/export.h"
 #include "kernels/status.h"
 #include "kernels/tensor.h"
 
-/* XX(enum suffix, name, a, b, c, d): busbw factor = (a*n + b) / (c*n + d) */
-#define LT_COLL_MAP(XX)                               \
-    XX(ALL_GATHER,     "all_gather",     1, -1, 1, 0) \
-    XX(ALL_REDUCE,     "all_reduce",     2, -2, 1, 0) \
-    XX(REDUCE_SCATTER, "reduce_scatter", 1, -1, 1, 0) \
-    XX(ALL_TO_ALL,     "all_to_all",     1, -1, 1, 0) \
-    XX(BROADCAST,      "broadcast",      0,  1, 0, 1) \
-    XX(SCATTER,        "scatter",        1, -1, 1, 0) \
-    XX(GATHER,         "gather",         1, -1, 1, 0) \
-    XX(REDUCE,         "reduce",         0,  1, 0, 1) \
-    XX(PERMUTE,        "permute",        0,  1, 0, 1) \
-    XX(BARRIER,        "barrier",        0,  0, 0, 1)
-
-typedef enum {
-#define LT__XX(e, s, a, b, c, d) LT_COLL_##e,
-    LT_COLL_MAP(LT__XX)
-#undef LT__XX
-    LT_COLL_COUNT
-} lt_coll;
-
-/* "all_gather", ...; "?" when out of range. */
-const char *lt_coll_name(lt_coll c);
-/* Parses a collective name; LT_INVALID naming the text otherwise. */
-lt_status lt_coll_parse(const char *s, lt_coll *out);
 /* nccl-tests bus-bandwidth factor for a group of n (n >= 1). */
-double lt_coll_busbw_factor(lt_coll c, int n);
+LT_API double lt_coll_busbw_factor(lt_coll c, int n);
 
 typedef struct lt_trace lt_trace;
 
@@ -104,58 +82,28 @@ typedef struct lt_trace_totals {
 
 /* A new empty trace for a world of `world` ranks, enabled. Free with
  * lt_trace_free (a communicator's trace is freed with the communicator). */
-lt_status lt_trace_new(int world, lt_trace **out);
-void lt_trace_free(lt_trace *t);
+LT_API lt_status lt_trace_new(int world, lt_trace **out);
+LT_API void lt_trace_free(lt_trace *t);
 
 /* Turns recording on (1) or off (0); returns the previous setting. While off,
  * collectives record nothing (and cost nothing for the trace). */
-int lt_trace_enable(lt_trace *t, int on);
-int lt_trace_enabled(const lt_trace *t);
+LT_API int lt_trace_enable(lt_trace *t, int on);
+LT_API int lt_trace_enabled(const lt_trace *t);
 /* Drops every event (keeps capacity and the current label). */
-void lt_trace_clear(lt_trace *t);
-size_t lt_trace_count(const lt_trace *t);
+LT_API void lt_trace_clear(lt_trace *t);
+LT_API size_t lt_trace_count(const lt_trace *t);
 /* The current count: events recorded after this call have index >= marker. */
-size_t lt_trace_marker(const lt_trace *t);
+LT_API size_t lt_trace_marker(const lt_trace *t);
 /* Event i (0 <= i < count) into *ev. LT_INVALID when i is out of range. */
-lt_status lt_trace_get(const lt_trace *t, size_t i, lt_trace_event *ev);
+LT_API lt_status lt_trace_get(const lt_trace *t, size_t i, lt_trace_event *ev);
 /* Sums over events [since, count). since > count gives zeros. */
-void lt_trace_totals_since(const lt_trace *t, size_t since, lt_trace_totals *out);
+LT_API void lt_trace_totals_since(const lt_trace *t, size_t since, lt_trace_totals *out);
 
 /* Label attached to every event recorded from now on ("" or NULL: none).
  * The text is copied. LT_NOMEM leaves the previous label in place. */
-lt_status lt_trace_set_label(lt_trace *t, const char *label);
+LT_API lt_status lt_trace_set_label(lt_trace *t, const char *label);
 
 /* Aligned text table of events [since, count) with totals. */
-void lt_trace_print(const lt_trace *t, FILE *f, size_t since);
-/* {"events": [{"collective", "mesh_dim", "groups", "group_size", "dtype"?,
- * "op"?, "root"?, "dim"?, "concat_dim"?, "label", "bytes_sent": [world],
- * "bytes_recv": [world], "total_bytes_sent", "total_bytes_recv",
- * "busbw_factor"}...], "total_bytes_sent", "total_bytes_recv"} for events
- * [since, count). A new object the caller frees with cJSON_Delete; NULL when
- * out of memory. (Declared with an opaque struct so this header does not
- * need cJSON.h.) */
-struct cJSON *lt_trace_to_json(const lt_trace *t, size_t since);
-
-/* ---- recording (used by collectives.c and engines) ----------------------- */
-
-/* Makes room for one more event so that lt__trace_record cannot fail.
- * LT_NOMEM on allocation failure. A no-op while disabled. */
-lt_status lt__trace_reserve(lt_trace *t);
-/* Appends an event and returns its zeroed sent/recv arrays (world each) for
- * the caller to fill; the totals are summed by lt__trace_commit. Returns 0
- * (and records nothing) while disabled. Call lt__trace_reserve first. */
-int lt__trace_record(lt_trace *t, lt_coll coll, int mesh_dim, int ngroups, int group_size,
-                     lt_dtype dt, size_t **sent, size_t **recv);
-/* Sets the optional fields of the event just recorded (-1: not applicable). */
-void lt__trace_set_args(lt_trace *t, int op, int root, int dim, int concat_dim);
-/* Adds one group's bytes to the event just recorded, by the model above.
- * ranks[n] is the group; in/out are the call's world-length arrays after
- * the collective ran; root a position or -1; sizes the all_to_all split
- * sizes (n, n) along `dim` (else unused); perm the permute's. */
-void lt__trace_group_bytes(lt_trace *t, lt_coll coll, int n, const int *ranks,
-                           lt_tensor *const *in, lt_tensor *const *out, int root, int dim,
-                           const int64_t *sizes, const int *perm);
-/* Sums the totals of the event just recorded. */
-void lt__trace_commit(lt_trace *t);
+LT_API void lt_trace_print(const lt_trace *t, FILE *f, size_t since);
 
 #endif

@@ -13,6 +13,7 @@
  *   - bool: sum and max are or, product and min are and.
  */
 #include "kernels/tensor_impl.h"
+#include "kernels/status_impl.h"
 
 #include <string.h>
 

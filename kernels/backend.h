@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/export.h"
 #include "kernels/tensor.h"
 
 #define LT_BACKEND_API_VERSION 1
@@ -39,11 +40,11 @@ struct lt_backend {
 };
 
 /* The process-wide CPU backend (static; never freed). */
-const lt_backend *lt_backend_cpu(void);
+LT_API const lt_backend *lt_backend_cpu(void);
 /* Returns the CPU backend's cached large blocks to the system. */
-void lt_backend_cpu_trim(void);
+LT_API void lt_backend_cpu_trim(void);
 /* The backend new tensors go to when none is named (the CPU backend). */
-const lt_backend *lt_backend_default(void);
+LT_API const lt_backend *lt_backend_default(void);
 
 /* Storage: refcounted bytes from a backend (kernels-internal, used by tensor.c). */
 struct lt_storage {

@@ -14,6 +14,7 @@
 #endif
 #include "kernels/backend.h"
 #include "kernels/alloc.h"
+#include "kernels/status_impl.h"
 
 #include <cblas.h>
 #include <pthread.h>

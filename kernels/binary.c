@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "kernels/tensor_impl.h"
+#include "kernels/math_impl.h"
+#include "kernels/status_impl.h"
 
 lt_status lt_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int *nout,
                               int64_t *out) {

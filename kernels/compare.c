@@ -7,6 +7,7 @@
  * "first" means the smallest row-major index whatever the strides.
  */
 #include "kernels/tensor_impl.h"
+#include "kernels/status_impl.h"
 
 #include <math.h>
 #include <string.h>

@@ -6,6 +6,7 @@
  * calls a function per element unless it converts between dtypes.
  */
 #include "kernels/tensor_impl.h"
+#include "kernels/status_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,6 @@
 /* kernels/dtype.c — dtype tables and scalar conversions (incl. bf16/f16). */
 #include "kernels/dtype.h"
+#include "kernels/status_impl.h"
 
 #include <math.h>
 #include <string.h>

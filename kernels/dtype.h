@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/export.h"
 #include "kernels/status.h"
 
 /* XX(enum suffix, name users type, bytes per element, is floating) */
@@ -45,30 +46,30 @@ typedef enum {
     LT_REDOP_COUNT
 } lt_redop;
 
-size_t lt_dtype_size(lt_dtype dt);
-const char *lt_dtype_name(lt_dtype dt);
-int lt_dtype_is_float(lt_dtype dt);
+LT_API size_t lt_dtype_size(lt_dtype dt);
+LT_API const char *lt_dtype_name(lt_dtype dt);
+LT_API int lt_dtype_is_float(lt_dtype dt);
 /* Parses "f32", "float32", "bf16", ... Returns LT_INVALID with a message
  * naming the text and the accepted names. */
-lt_status lt_dtype_parse(const char *s, lt_dtype *out);
+LT_API lt_status lt_dtype_parse(const char *s, lt_dtype *out);
 
-const char *lt_redop_name(lt_redop op);
+LT_API const char *lt_redop_name(lt_redop op);
 /* Parses "sum", "avg", "max", "min", "product" (also "prod"). */
-lt_status lt_redop_parse(const char *s, lt_redop *out);
+LT_API lt_status lt_redop_parse(const char *s, lt_redop *out);
 
 /* Scalar load/store through double. Integers round toward zero on store and
  * saturate at the type's range; bool stores v != 0. */
-double lt_dtype_load(lt_dtype dt, const void *p);
-void lt_dtype_store(lt_dtype dt, void *p, double v);
+LT_API double lt_dtype_load(lt_dtype dt, const void *p);
+LT_API void lt_dtype_store(lt_dtype dt, void *p, double v);
 
 /* 16-bit float conversion (round to nearest even, NaN kept). */
-float lt_bf16_to_f32(uint16_t h);
-uint16_t lt_f32_to_bf16(float f);
-float lt_f16_to_f32(uint16_t h);
-uint16_t lt_f32_to_f16(float f);
+LT_API float lt_bf16_to_f32(uint16_t h);
+LT_API uint16_t lt_f32_to_bf16(float f);
+LT_API float lt_f16_to_f32(uint16_t h);
+LT_API uint16_t lt_f32_to_f16(float f);
 
 /* Default comparison tolerances for a dtype (rtol, atol), as in
  * torch.testing.assert_close. Integers and bool: 0, 0. */
-void lt_dtype_default_tol(lt_dtype dt, double *rtol, double *atol);
+LT_API void lt_dtype_default_tol(lt_dtype dt, double *rtol, double *atol);
 
 #endif

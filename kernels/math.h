@@ -21,6 +21,7 @@
 
 #include <stdint.h>
 
+#include "kernels/export.h"
 #include "kernels/tensor.h"
 
 /* XX(enum suffix, name) */
@@ -72,28 +73,28 @@ typedef enum {
     LT_REDUCE_COUNT
 } lt_reduce_op;
 
-const char *lt_unary_name(lt_unary_op op);
-const char *lt_binary_name(lt_binary_op op);
-const char *lt_reduce_name(lt_reduce_op op);
+LT_API const char *lt_unary_name(lt_unary_op op);
+LT_API const char *lt_binary_name(lt_binary_op op);
+LT_API const char *lt_reduce_name(lt_reduce_op op);
 
 /* ---- elementwise ------------------------------------------------------------ */
 
 /* out = op(x). gelu is the exact (erf) form; sigmoid 1/(1+exp(-x)). */
-lt_status lt_unary(lt_unary_op op, const lt_tensor *x, lt_tensor **out);
+LT_API lt_status lt_unary(lt_unary_op op, const lt_tensor *x, lt_tensor **out);
 
 /* Broadcast shape of a and b (numpy rules: align from the right; sizes must
  * match or one be 1). Errors: LT_SHAPE naming both shapes. */
-lt_status lt_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int *nout,
-                              int64_t *out);
+LT_API lt_status lt_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int *nout,
+                                     int64_t *out);
 
 /* out = a op b with broadcasting; same dtype required. maximum/minimum
  * propagate NaN (torch.maximum). Integer div is LT_UNSUPPORTED. */
-lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_tensor **out);
+LT_API lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_tensor **out);
 
 /* Scalar forms: out = a op s, or s op a when `reverse` (rsub: s - a).
  * The scalar takes a's dtype (for integers it must be integral). */
-lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, int reverse,
-                           lt_tensor **out);
+LT_API lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, int reverse,
+                                  lt_tensor **out);
 
 /* ---- reductions --------------------------------------------------------------- */
 
@@ -102,31 +103,31 @@ lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, int re
  * sum 0, max -inf, min +inf (integers: the type's extreme), mean 0/0 = NaN.
  * mean of integers is LT_UNSUPPORTED. A 0-d x takes dims {0} or {-1} (as torch
  * does: the result is x itself, keepdim or not). */
-lt_status lt_reduce(lt_reduce_op op, const lt_tensor *x, int ndims, const int *dims, int keepdim,
-                    lt_tensor **out);
+LT_API lt_status lt_reduce(lt_reduce_op op, const lt_tensor *x, int ndims, const int *dims, int keepdim,
+                           lt_tensor **out);
 /* Same; for MEAN the sum is divided by `divisor` instead of the number of
  * reduced elements (a shard's part of a mean over the global count). */
-lt_status lt_reduce_ex(lt_reduce_op op, const lt_tensor *x, int ndims, const int *dims,
-                       int keepdim, double divisor, lt_tensor **out);
+LT_API lt_status lt_reduce_ex(lt_reduce_op op, const lt_tensor *x, int ndims, const int *dims,
+                              int keepdim, double divisor, lt_tensor **out);
 
 /* softmax (log_softmax when `use_log`) of x along dim, max-subtracted. A
  * 0-d x is treated as one element (dim 0 or -1). */
-lt_status lt_softmax(const lt_tensor *x, int dim, int use_log, lt_tensor **out);
+LT_API lt_status lt_softmax(const lt_tensor *x, int dim, int use_log, lt_tensor **out);
 
 /* ---- matmul (backend gemm: f32/f64 direct, bf16/f16 in f32) -------------------- */
 
 /* torch.matmul: 1-D x 1-D dot (0-d result), 2-D x 1-D, 1-D x 2-D, and
  * batched (>= 3-D) with broadcast batch dims. Errors: LT_SHAPE naming both
  * shapes, LT_UNSUPPORTED for non-float dtypes. */
-lt_status lt_matmul(const lt_tensor *a, const lt_tensor *b, lt_tensor **out);
+LT_API lt_status lt_matmul(const lt_tensor *a, const lt_tensor *b, lt_tensor **out);
 /* a (m, k) @ b (k, n) -> (m, n); both exactly 2-D. */
-lt_status lt_mm(const lt_tensor *a, const lt_tensor *b, lt_tensor **out);
+LT_API lt_status lt_mm(const lt_tensor *a, const lt_tensor *b, lt_tensor **out);
 /* a (B, m, k) @ b (B, k, n) -> (B, m, n); both exactly 3-D, same B. */
-lt_status lt_bmm(const lt_tensor *a, const lt_tensor *b, lt_tensor **out);
+LT_API lt_status lt_bmm(const lt_tensor *a, const lt_tensor *b, lt_tensor **out);
 /* beta * bias + alpha * (a @ b); a, b 2-D; bias broadcastable to (m, n).
  * beta == 0 ignores bias values (NaN included), as torch does. */
-lt_status lt_addmm(const lt_tensor *bias, const lt_tensor *a, const lt_tensor *b, double beta,
-                   double alpha, lt_tensor **out);
+LT_API lt_status lt_addmm(const lt_tensor *bias, const lt_tensor *a, const lt_tensor *b, double beta,
+                          double alpha, lt_tensor **out);
 
 /* ---- embedding ------------------------------------------------------------------- */
 
@@ -135,24 +136,7 @@ lt_status lt_addmm(const lt_tensor *bias, const lt_tensor *a, const lt_tensor *b
  * `masked` == 0 an index outside [row_offset, row_offset + rows) is an error
  * (LT_INVALID naming it); with `masked` != 0 that row of out is zero (the
  * per-shard kernel of a vocab-sharded embedding). */
-lt_status lt_embedding(const lt_tensor *weight, const lt_tensor *idx, int64_t row_offset,
-                       int masked, lt_tensor **out);
-
-/* ---- kernels-internal (kernels/unary.c, binary.c, reduce.c, matmul.c) ------------- */
-
-/* A dim in -ndim..ndim-1 normalized into *out (LT_INVALID with fn's name). */
-lt_status lt__norm_dim(const char *fn, int dim, int ndim, int *out);
-/* A new contiguous result tensor on like's backend whose contents the caller
- * overwrites whole (uninitialised on the default backend). */
-lt_status lt__math_out(const lt_tensor *like, lt_dtype dt, int ndim, const int64_t *shape,
-                       lt_tensor **out);
-/* The LT_UNSUPPORTED error for op on dtype dt. */
-lt_status lt__math_unsupported(const char *op, lt_dtype dt);
-/* n elements of dt at p (step in elements) to/from f32. */
-void lt__load_f32(lt_dtype dt, const char *p, int64_t step, int64_t n, float *out);
-void lt__store_f32(lt_dtype dt, char *p, int64_t step, int64_t n, const float *in);
-/* n elements of an integer dtype to/from int64 (stores wrap as C casts do). */
-void lt__load_i64(lt_dtype dt, const char *p, int64_t step, int64_t n, int64_t *out);
-void lt__store_i64(lt_dtype dt, char *p, int64_t step, int64_t n, const int64_t *in);
+LT_API lt_status lt_embedding(const lt_tensor *weight, const lt_tensor *idx, int64_t row_offset,
+                              int masked, lt_tensor **out);
 
 #endif

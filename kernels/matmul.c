@@ -15,6 +15,8 @@
 
 #include "kernels/backend.h"
 #include "kernels/tensor_impl.h"
+#include "kernels/math_impl.h"
+#include "kernels/status_impl.h"
 
 /* Can a (rows, cols) matrix with element strides (s0, s1) go to gemm? Sets
  * *trans and *ld. Size-1 dims have arbitrary strides, so they are fixed up

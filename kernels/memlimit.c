@@ -1,7 +1,7 @@
-/* kernels/memlimit.c — the memory bound of kernels/memlimit.h, read from
+/* kernels/memlimit.c — the memory bound of kernels/memlimit_impl.h, read from
  * sysconf, /proc/meminfo, /proc/self/statm, getrlimit and the environment
  * (each optional: a source that cannot be read bounds nothing). */
-#include "kernels/memlimit.h"
+#include "kernels/memlimit_impl.h"
 
 #include <ctype.h>
 #include <stdio.h>

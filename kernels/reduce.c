@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "kernels/tensor_impl.h"
+#include "kernels/math_impl.h"
+#include "kernels/status_impl.h"
 
 /* Reduces one dense row of r elements of dt starting at p. */
 static double reduce_row_f(lt_reduce_op op, lt_dtype dt, const char *p, int64_t r) {

@@ -1,5 +1,6 @@
 /* kernels/split.c — the uneven split rules (docs/SEMANTICS.md §2 and §11.1). */
 #include "kernels/split.h"
+#include "kernels/status_impl.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "kernels/export.h"
 #include "kernels/status.h"
 
 /* Most explicit per-rank sizes one rule can carry (one per member of a group). */
@@ -36,35 +37,35 @@ typedef struct lt_split_rule {
 } lt_split_rule;
 
 /* The default rule (torch.chunk). */
-lt_split_rule lt_split_chunk(void);
+LT_API lt_split_rule lt_split_chunk(void);
 
-const char *lt_split_kind_name(lt_split_kind k);
+LT_API const char *lt_split_kind_name(lt_split_kind k);
 
 /* Sizes of the k pieces of a dim of n elements under `rule`, into sizes[k].
  * Errors (LT_INVALID, message says which): k < 1, n < 0, `last` with n < k,
  * explicit sizes whose count != k, a negative size, or sizes not summing to n. */
-lt_status lt_split_sizes(const lt_split_rule *rule, int64_t n, int k, int64_t *sizes);
+LT_API lt_status lt_split_sizes(const lt_split_rule *rule, int64_t n, int k, int64_t *sizes);
 
 /* Size and offset of piece j alone, in O(1) for chunk/balanced/last (callers
  * that want one rank's piece of a large group must not build all k sizes).
  * Same errors as lt_split_sizes, plus j outside 0..k-1 (LT_INVALID). */
-lt_status lt_split_piece(const lt_split_rule *rule, int64_t n, int k, int j, int64_t *size,
-                         int64_t *offset);
+LT_API lt_status lt_split_piece(const lt_split_rule *rule, int64_t n, int k, int j, int64_t *size,
+                                int64_t *offset);
 
 /* Same, also writes offsets[k] (prefix sums). Either array may be NULL. */
-lt_status lt_split_sizes_offsets(const lt_split_rule *rule, int64_t n, int k,
-                                 int64_t *sizes, int64_t *offsets);
+LT_API lt_status lt_split_sizes_offsets(const lt_split_rule *rule, int64_t n, int k,
+                                        int64_t *sizes, int64_t *offsets);
 
 /* StridedShard(sf) over k members (docs/SEMANTICS.md §4): the positions, in a list
  * of n, that member c keeps, in local order — chunk c (chunk rule over k) of
  * each of the sf chunk-rule pieces of the list. Writes them into pos (room
  * for n; pos may be NULL to only count) and returns how many there are. */
-int64_t lt_split_strided_positions(int64_t n, int sf, int k, int c, int64_t *pos);
+LT_API int64_t lt_split_strided_positions(int64_t n, int sf, int k, int c, int64_t *pos);
 
-int lt_split_rule_equal(const lt_split_rule *a, const lt_split_rule *b);
+LT_API int lt_split_rule_equal(const lt_split_rule *a, const lt_split_rule *b);
 
 /* Writes the user spelling ("chunk", "balanced", "last", "[3,1,0,2]") into
  * buf (always NUL-terminated); returns the length it wanted. */
-int lt_split_rule_format(const lt_split_rule *r, char *buf, size_t n);
+LT_API int lt_split_rule_format(const lt_split_rule *r, char *buf, size_t n);
 
 #endif

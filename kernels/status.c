@@ -1,6 +1,7 @@
 /* kernels/status.c — status names, the thread-local last failure (message
  * and structured value), checked size arithmetic. */
 #include "kernels/status.h"
+#include "kernels/status_impl.h"
 
 #include <stdarg.h>
 #include <stdio.h>

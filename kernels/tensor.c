@@ -8,6 +8,7 @@
  */
 #include "kernels/tensor_impl.h"
 #include "kernels/alloc.h"
+#include "kernels/status_impl.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "kernels/dtype.h"
+#include "kernels/export.h"
 #include "kernels/split.h"
 #include "kernels/status.h"
 
@@ -49,108 +50,108 @@ typedef struct lt_tensor {
 
 /* New contiguous zero-filled tensor on the default (CPU) backend. Checks the
  * shape (ndim <= 8, sizes >= 0, element count and bytes without overflow). */
-lt_status lt_tensor_new(lt_dtype dt, int ndim, const int64_t *shape, lt_tensor **out);
+LT_API lt_status lt_tensor_new(lt_dtype dt, int ndim, const int64_t *shape, lt_tensor **out);
 /* Same, on backend b (NULL: the default backend). */
-lt_status lt_tensor_new_on(const lt_backend *b, lt_dtype dt, int ndim, const int64_t *shape,
-                           lt_tensor **out);
+LT_API lt_status lt_tensor_new_on(const lt_backend *b, lt_dtype dt, int ndim, const int64_t *shape,
+                                  lt_tensor **out);
 /* New contiguous tensor whose contents are UNINITIALISED: for outputs that
  * are overwritten whole (collective results, copies). Same checks. */
-lt_status lt_tensor_empty(lt_dtype dt, int ndim, const int64_t *shape, lt_tensor **out);
+LT_API lt_status lt_tensor_empty(lt_dtype dt, int ndim, const int64_t *shape, lt_tensor **out);
 /* New contiguous zero-filled tensor with t's dtype and shape. */
-lt_status lt_tensor_new_like(const lt_tensor *t, lt_tensor **out);
+LT_API lt_status lt_tensor_new_like(const lt_tensor *t, lt_tensor **out);
 /* New tensor from row-major values (converted to dt). n must equal the numel. */
-lt_status lt_tensor_from_doubles(lt_dtype dt, int ndim, const int64_t *shape, const double *vals,
-                                 int64_t n, lt_tensor **out);
+LT_API lt_status lt_tensor_from_doubles(lt_dtype dt, int ndim, const int64_t *shape, const double *vals,
+                                        int64_t n, lt_tensor **out);
 /* A placeholder for logical shape (ndim, shape), dtype dt (see above). */
-lt_status lt_tensor_placeholder(lt_dtype dt, int ndim, const int64_t *shape, lt_tensor **out);
+LT_API lt_status lt_tensor_placeholder(lt_dtype dt, int ndim, const int64_t *shape, lt_tensor **out);
 /* Releases the view and, with the last view, the storage. NULL is a no-op. */
-void lt_tensor_free(lt_tensor *t);
+LT_API void lt_tensor_free(lt_tensor *t);
 /* A new view of the same elements (shares storage). */
-lt_status lt_tensor_view(const lt_tensor *t, lt_tensor **out);
+LT_API lt_status lt_tensor_view(const lt_tensor *t, lt_tensor **out);
 
 /* ---- queries ------------------------------------------------------------- */
 
-int64_t lt_numel(const lt_tensor *t);
-size_t lt_nbytes(const lt_tensor *t);              /* numel * element size */
-int lt_is_contiguous(const lt_tensor *t);          /* row-major dense (size-1 dims ignored) */
-void *lt_data(const lt_tensor *t);                 /* address of element 0 (storage + offset) */
-int lt_same_shape(const lt_tensor *a, const lt_tensor *b);
+LT_API int64_t lt_numel(const lt_tensor *t);
+LT_API size_t lt_nbytes(const lt_tensor *t);              /* numel * element size */
+LT_API int lt_is_contiguous(const lt_tensor *t);          /* row-major dense (size-1 dims ignored) */
+LT_API void *lt_data(const lt_tensor *t);                 /* address of element 0 (storage + offset) */
+LT_API int lt_same_shape(const lt_tensor *a, const lt_tensor *b);
 /* Writes "(2, 3)" into buf; returns buf. */
-char *lt_shape_str(int ndim, const int64_t *shape, char *buf, size_t n);
+LT_API char *lt_shape_str(int ndim, const int64_t *shape, char *buf, size_t n);
 
 /* Element access by multi-index or by row-major linear index, through double. */
-double lt_get(const lt_tensor *t, const int64_t *idx);
-void lt_set(lt_tensor *t, const int64_t *idx, double v);
-double lt_get_flat(const lt_tensor *t, int64_t i);
-void lt_set_flat(lt_tensor *t, int64_t i, double v);
+LT_API double lt_get(const lt_tensor *t, const int64_t *idx);
+LT_API void lt_set(lt_tensor *t, const int64_t *idx, double v);
+LT_API double lt_get_flat(const lt_tensor *t, int64_t i);
+LT_API void lt_set_flat(lt_tensor *t, int64_t i, double v);
 /* All elements in row-major order as doubles into out[numel]. */
-void lt_to_doubles(const lt_tensor *t, double *out);
+LT_API void lt_to_doubles(const lt_tensor *t, double *out);
 
 /* ---- fill, copy, cast ---------------------------------------------------- */
 
-lt_status lt_fill(lt_tensor *t, double v);
+LT_API lt_status lt_fill(lt_tensor *t, double v);
 /* Row-major 0, 1, 2, ... */
-lt_status lt_arange_fill(lt_tensor *t);
+LT_API lt_status lt_arange_fill(lt_tensor *t);
 /* Copies src into dst element-wise; shapes must be equal; converts dtype when
  * they differ. Contiguous runs are copied with memcpy. Overlap is not allowed. */
-lt_status lt_copy(lt_tensor *dst, const lt_tensor *src);
+LT_API lt_status lt_copy(lt_tensor *dst, const lt_tensor *src);
 /* A new contiguous copy. */
-lt_status lt_clone(const lt_tensor *src, lt_tensor **out);
+LT_API lt_status lt_clone(const lt_tensor *src, lt_tensor **out);
 /* A view when already contiguous, else a contiguous copy. */
-lt_status lt_contiguous(const lt_tensor *src, lt_tensor **out);
+LT_API lt_status lt_contiguous(const lt_tensor *src, lt_tensor **out);
 /* A new contiguous tensor of dtype dt. */
-lt_status lt_cast(const lt_tensor *src, lt_dtype dt, lt_tensor **out);
+LT_API lt_status lt_cast(const lt_tensor *src, lt_dtype dt, lt_tensor **out);
 
 /* ---- views (all share storage) ------------------------------------------- */
 
 /* Negative dims are NOT normalized here; callers pass 0 <= dim < ndim. */
-lt_status lt_narrow(const lt_tensor *t, int dim, int64_t start, int64_t len, lt_tensor **out);
-lt_status lt_select(const lt_tensor *t, int dim, int64_t i, lt_tensor **out);
-lt_status lt_transpose(const lt_tensor *t, int d0, int d1, lt_tensor **out);
-lt_status lt_permute(const lt_tensor *t, const int *perm, lt_tensor **out);
+LT_API lt_status lt_narrow(const lt_tensor *t, int dim, int64_t start, int64_t len, lt_tensor **out);
+LT_API lt_status lt_select(const lt_tensor *t, int dim, int64_t i, lt_tensor **out);
+LT_API lt_status lt_transpose(const lt_tensor *t, int d0, int d1, lt_tensor **out);
+LT_API lt_status lt_permute(const lt_tensor *t, const int *perm, lt_tensor **out);
 /* A view when the strides allow it, else a contiguous copy with the new shape.
  * One entry of shape may be -1 (inferred). */
-lt_status lt_reshape(const lt_tensor *t, int ndim, const int64_t *shape, lt_tensor **out);
-lt_status lt_unsqueeze(const lt_tensor *t, int dim, lt_tensor **out);
+LT_API lt_status lt_reshape(const lt_tensor *t, int ndim, const int64_t *shape, lt_tensor **out);
+LT_API lt_status lt_unsqueeze(const lt_tensor *t, int dim, lt_tensor **out);
 /* Removes dim (must have size 1). */
-lt_status lt_squeeze(const lt_tensor *t, int dim, lt_tensor **out);
+LT_API lt_status lt_squeeze(const lt_tensor *t, int dim, lt_tensor **out);
 
 /* ---- split and join ------------------------------------------------------ */
 
 /* k views along dim by the rule (chunk rule: trailing pieces may be empty).
  * outs[k] receive new views; on error none are left allocated. */
-lt_status lt_split_rule_views(const lt_tensor *t, int dim, const lt_split_rule *rule, int k,
-                              lt_tensor **outs);
+LT_API lt_status lt_split_rule_views(const lt_tensor *t, int dim, const lt_split_rule *rule, int k,
+                                     lt_tensor **outs);
 /* torch.chunk-like: the chunk rule into k pieces (empty pieces included). */
-lt_status lt_chunk(const lt_tensor *t, int dim, int k, lt_tensor **outs);
+LT_API lt_status lt_chunk(const lt_tensor *t, int dim, int k, lt_tensor **outs);
 /* Views of the given sizes along dim (must sum to the dim size). */
-lt_status lt_split_sizes_views(const lt_tensor *t, int dim, int k, const int64_t *sizes,
-                               lt_tensor **outs);
+LT_API lt_status lt_split_sizes_views(const lt_tensor *t, int dim, int k, const int64_t *sizes,
+                                      lt_tensor **outs);
 /* New contiguous concatenation of n tensors along dim. All must share dtype,
  * ndim and every other dim's size; zero-size inputs are fine. n >= 1. */
-lt_status lt_cat(const lt_tensor *const *ts, int n, int dim, lt_tensor **out);
+LT_API lt_status lt_cat(const lt_tensor *const *ts, int n, int dim, lt_tensor **out);
 /* New contiguous tensor: src with dim restricted to idx[0..n) (any order,
  * repeats allowed; each 0 <= idx < size). */
-lt_status lt_index_select(const lt_tensor *src, int dim, const int64_t *idx, int64_t n,
-                          lt_tensor **out);
+LT_API lt_status lt_index_select(const lt_tensor *src, int dim, const int64_t *idx, int64_t n,
+                                 lt_tensor **out);
 /* Gathers src at the cartesian product of per-dim index lists:
  * out[i0,...] = src[idx[0][i0], ...]. A NULL idx[d] means "all of dim d".
  * lens[d] is the length of idx[d] (ignored when idx[d] is NULL). New
  * contiguous tensor. Contiguous index runs are copied as blocks. */
-lt_status lt_gather_index_sets(const lt_tensor *src, int64_t *const *idx, const int64_t *lens,
-                               lt_tensor **out);
+LT_API lt_status lt_gather_index_sets(const lt_tensor *src, int64_t *const *idx, const int64_t *lens,
+                                      lt_tensor **out);
 /* The inverse: dst[idx[0][i0], ...] = src[i0, ...] (copy, or reduce with op
  * when accumulate is non-zero: dst = dst op src, sum/max/min/product). */
-lt_status lt_scatter_index_sets(lt_tensor *dst, int64_t *const *idx, const lt_tensor *src,
-                                int accumulate, lt_redop op);
+LT_API lt_status lt_scatter_index_sets(lt_tensor *dst, int64_t *const *idx, const lt_tensor *src,
+                                       int accumulate, lt_redop op);
 
 /* ---- math ---------------------------------------------------------------- */
 
 /* dst = dst op src element-wise (same shape, same dtype). AVG accumulates as
  * SUM (divide afterwards with lt_scale). bf16/f16: computed in f32. */
-lt_status lt_accumulate(lt_tensor *dst, const lt_tensor *src, lt_redop op);
+LT_API lt_status lt_accumulate(lt_tensor *dst, const lt_tensor *src, lt_redop op);
 /* dst *= s (floats; integers: truncating). */
-lt_status lt_scale(lt_tensor *t, double s);
+LT_API lt_status lt_scale(lt_tensor *t, double s);
 
 /* ---- compare ------------------------------------------------------------- */
 
@@ -165,7 +166,7 @@ typedef struct lt_compare_result {
 
 /* allclose: |a - b| <= atol + rtol * |b|, NaN equal to NaN. Shapes must be
  * equal (LT_SHAPE with both shapes in the message); dtypes may differ. */
-lt_status lt_compare(const lt_tensor *actual, const lt_tensor *expected, double rtol, double atol,
-                     lt_compare_result *res);
+LT_API lt_status lt_compare(const lt_tensor *actual, const lt_tensor *expected, double rtol, double atol,
+                            lt_compare_result *res);
 
 #endif

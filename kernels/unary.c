@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "kernels/tensor_impl.h"
+#include "kernels/math_impl.h"
+#include "kernels/status_impl.h"
 
 /* ---- names ------------------------------------------------------------------------ */
 

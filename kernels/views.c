@@ -9,6 +9,7 @@
  */
 #include "kernels/tensor_impl.h"
 #include "kernels/alloc.h"
+#include "kernels/status_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "localtensor/layout.h"
+#include "kernels/status_impl.h"
+#include "localtensor/dtensor_impl.h"
 
 static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
                             const lt_placement *pl, int np, lt_placement *norm, int distributing) {

@@ -10,6 +10,7 @@
 #define LT_DTENSOR_H
 
 #include "collectives_sim/mesh.h"
+#include "kernels/export.h"
 #include "kernels/tensor.h"
 #include "localtensor/local.h"
 #include "localtensor/placement.h"
@@ -33,14 +34,14 @@ static inline const lt_mesh *lt_dtensor_mesh(const lt_dtensor *dt) { return &dt-
  * (LT_INVALID, message names the placement and mesh dim): see
  * lt_placements_check, P(product) (cannot be distributed), layout errors.
  * *out is a new DTensor (free with lt_dtensor_free). */
-lt_status lt_distribute(const lt_mesh *mesh, const lt_tensor *full, const lt_placement *pl, int np,
-                        lt_dtensor **out);
+LT_API lt_status lt_distribute(const lt_mesh *mesh, const lt_tensor *full, const lt_placement *pl, int np,
+                               lt_dtensor **out);
 
 /* A DTensor initialised in place: each rank fills its shard from its global
  * indices (never materialising the full tensor), then Partial dims partition
  * as distribute does. Equal to lt_distribute of the initialised full tensor. */
-lt_status lt_dtensor_init(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
-                          const lt_placement *pl, int np, const lt_init *init, lt_dtensor **out);
+LT_API lt_status lt_dtensor_init(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
+                                 const lt_placement *pl, int np, const lt_init *init, lt_dtensor **out);
 
 /* from_local (docs/SEMANTICS.md §11.2): shards[world] (borrowed; views are kept) with
  * placements. Global shape: sharded dims sum their sizes along each group
@@ -49,30 +50,19 @@ lt_status lt_dtensor_init(const lt_mesh *mesh, lt_dtype dt, int ndim, const int6
  * was the default chunk; that must be the same for every group of the mesh
  * dim. run_check: replicas along Replicate dims must be equal (LT_MISMATCH
  * naming the first differing rank pair and element index). */
-lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *pl,
-                        int np, int run_check, lt_dtensor **out);
+LT_API lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *pl,
+                               int np, int run_check, lt_dtensor **out);
 
 /* The full tensor by direct reassembly from global index sets, reducing
  * Partial dims (last mesh dim first). New contiguous tensor. This path never
  * uses the collectives: the redistribute verifier relies on it. */
-lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out);
+LT_API lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out);
 
 /* Rank r's shard (borrowed). */
-const lt_tensor *lt_to_local(const lt_dtensor *dt, int rank);
+LT_API const lt_tensor *lt_to_local(const lt_dtensor *dt, int rank);
 
 /* A deep copy (new shards). */
-lt_status lt_dtensor_clone(const lt_dtensor *dt, lt_dtensor **out);
-void lt_dtensor_free(lt_dtensor *dt);
-
-/* Builds a DTensor from already-computed shards (takes ownership of `local`
- * and its shards even on error); checks every shard's shape against layout
- * math. For executors and ops. */
-lt_status lt__dtensor_wrap(lt_local *local, lt_dtype dt, int ndim, const int64_t *shape,
-                           const lt_placement *pl, lt_dtensor **out);
-
-/* Applies the Replicate->Partial partition of mesh dims [from_dim, ndim) that
- * are Partial in pl to shard t of rank coord (sum: divide by the mesh dim
- * size). Used by distribute and the verifier. */
-lt_status lt__partition(lt_tensor *t, const lt_mesh *mesh, const lt_placement *pl);
+LT_API lt_status lt_dtensor_clone(const lt_dtensor *dt, lt_dtensor **out);
+LT_API void lt_dtensor_free(lt_dtensor *dt);
 
 #endif

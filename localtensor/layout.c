@@ -1,7 +1,7 @@
 /* localtensor/layout.c — per-rank global index sets (docs/SEMANTICS.md §3, §4, §6, §9). */
 #include "localtensor/layout.h"
 #include "kernels/alloc.h"
-#include "kernels/memlimit.h"
+#include "kernels/memlimit_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

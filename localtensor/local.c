@@ -1,6 +1,7 @@
 /* localtensor/local.c — LocalTensor, per-rank ints, per-rank map. */
 #include "localtensor/local.h"
 #include "kernels/alloc.h"
+#include "kernels/status_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "collectives_sim/mesh.h"
+#include "kernels/export.h"
 #include "kernels/tensor.h"
 
 typedef struct lt_local {
@@ -21,12 +22,12 @@ typedef struct lt_local {
 } lt_local;
 
 /* New LocalTensor with all shards NULL. Free with lt_local_free. */
-lt_status lt_local_new(const lt_mesh *mesh, lt_local **out);
+LT_API lt_status lt_local_new(const lt_mesh *mesh, lt_local **out);
 /* Takes ownership of nothing: copies views of shards[world] (borrowed) into a
  * new LocalTensor. Errors: a NULL shard, dtypes that differ (names the ranks). */
-lt_status lt_local_from_shards(const lt_mesh *mesh, lt_tensor *const *shards, lt_local **out);
+LT_API lt_status lt_local_from_shards(const lt_mesh *mesh, lt_tensor *const *shards, lt_local **out);
 /* Frees every shard and the LocalTensor. NULL is a no-op. */
-void lt_local_free(lt_local *lt);
+LT_API void lt_local_free(lt_local *lt);
 
 /* ---- per-rank ints -------------------------------------------------------- */
 
@@ -35,17 +36,17 @@ typedef struct lt_localint {
     int64_t *v;               /* (world) owned */
 } lt_localint;
 
-lt_status lt_localint_new(int world, lt_localint *out);   /* zeros */
-void lt_localint_free(lt_localint *li);
+LT_API lt_status lt_localint_new(int world, lt_localint *out);   /* zeros */
+LT_API void lt_localint_free(lt_localint *li);
 /* 1 and *value when every rank holds the same value. */
-int lt_localint_is_const(const lt_localint *li, int64_t *value);
+LT_API int lt_localint_is_const(const lt_localint *li, int64_t *value);
 /* eq: true only if equal on every rank. ne: true if any rank differs. */
-int lt_localint_eq(const lt_localint *a, const lt_localint *b);
+LT_API int lt_localint_eq(const lt_localint *a, const lt_localint *b);
 /* Ordered compare: LT_INVALID when the answer differs by rank (docs/SEMANTICS.md §8:
  * ge/gt/le/lt of a non-constant int are errors). *result = a < b. */
-lt_status lt_localint_lt(const lt_localint *a, const lt_localint *b, int *result);
+LT_API lt_status lt_localint_lt(const lt_localint *a, const lt_localint *b, int *result);
 /* "3" when constant, else "{0: 2, 1: 2, 2: 1, 3: 0}" into buf. */
-char *lt_localint_str(const lt_localint *li, char *buf, size_t n);
+LT_API char *lt_localint_str(const lt_localint *li, char *buf, size_t n);
 
 /* ---- per-rank map --------------------------------------------------------- */
 
@@ -58,13 +59,13 @@ typedef lt_status (*lt_rank_fn)(int rank, const int *coord, const lt_tensor *in,
 /* Runs fn on every rank of in. out (may be NULL) receives a new LocalTensor of
  * the produced tensors (every rank must produce one, or none); ints (may be
  * NULL) receives the per-rank ints (caller frees with lt_localint_free). */
-lt_status lt_local_map(const lt_local *in, lt_rank_fn fn, void *user, lt_local **out,
-                       lt_localint *ints);
+LT_API lt_status lt_local_map(const lt_local *in, lt_rank_fn fn, void *user, lt_local **out,
+                              lt_localint *ints);
 
 /* Replicas check: the first rank pair (a < b) whose shards differ, with the
  * first differing element. Returns LT_MISMATCH with the message
  * "ranks A and B differ at index [i, j]: A has x, B has y", LT_OK when all
  * listed ranks[n] hold equal shards (exact compare; shapes too). */
-lt_status lt_local_check_equal(const lt_local *lt, const int *ranks, int n);
+LT_API lt_status lt_local_check_equal(const lt_local *lt, const int *ranks, int n);
 
 #endif

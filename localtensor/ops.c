@@ -9,37 +9,16 @@
  * the library's one cache module (kernels/cache_impl.h), process-wide.
  */
 #include "kernels/alloc.h"
-#include "kernels/memlimit.h"
+#include "kernels/memlimit_impl.h"
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "localtensor/layout.h"
 #include "localtensor/ops.h"
+#include "localtensor/ops_impl.h"
+#include "localtensor/reference.h"
 #include "localtensor/spec_impl.h"
-
-static const char *const op_names[] = {
-#define LT__XX(e, s, n, fam, pr) s,
-    LT_OP_MAP(LT__XX)
-#undef LT__XX
-};
-static const int op_arity[] = {
-#define LT__XX(e, s, n, fam, pr) n,
-    LT_OP_MAP(LT__XX)
-#undef LT__XX
-};
-
-const char *lt_op_name(lt_op_kind op) { return (unsigned)op < LT_OP_COUNT ? op_names[op] : "?"; }
-int lt_op_arity(lt_op_kind op) { return (unsigned)op < LT_OP_COUNT ? op_arity[op] : 0; }
-
-lt_status lt_op_parse(const char *s, lt_op_kind *out) {
-    int i = lt__name_find(op_names, LT_OP_COUNT, s);
-    if (i >= 0) return *out = (lt_op_kind)i, LT_OK;
-    if (!strcmp(s, "amax")) return *out = LT_OP_AMAX, LT_OK;
-    if (!strcmp(s, "amin")) return *out = LT_OP_AMIN, LT_OK;
-    char list[1024];
-    return lt__err(LT_INVALID, "unknown op '%s' (known: %s)", s, lt__name_join(op_names, LT_OP_COUNT, list, sizeof list));
-}
 
 /* ---- plans --------------------------------------------------------------------------- */
 
@@ -105,7 +84,7 @@ static int relax(lt_placement (*view)[LT_MESH_MAX_DIMS], int nin, int i) {
     for (int pass = 0; pass < 2 && !changed; pass++)
         for (int k = 0; k < nin; k++) {
             lt_placement *q = &view[k][i];
-            int hit = pass ? lt__pl_is_shard(q) : q->kind == LT_PL_SHARD && q->rule.kind != LT_SPLIT_CHUNK;
+            int hit = pass ? lt_placement_is_shard_like(q) : q->kind == LT_PL_SHARD && q->rule.kind != LT_SPLIT_CHUNK;
             if (hit) *q = lt_replicate(), changed = 1;
         }
     return changed;
@@ -334,7 +313,7 @@ static lt_status to_target(const lt_dtensor *x, const lt_placement *tgt, const l
         const lt_placement *s = &x->placements[i], *d = &tgt[i];
         mid[i] = *s;
         if (d->kind == LT_PL_PARTIAL && m->shape[i] > 1 &&
-            (lt__pl_is_shard(s) || (s->kind == LT_PL_PARTIAL && s->op != d->op)))
+            (lt_placement_is_shard_like(s) || (s->kind == LT_PL_PARTIAL && s->op != d->op)))
             mid[i] = lt_replicate(), need_mid = 1;
     }
     if (!need_mid) return lt_redistribute(x, tgt, m->ndim, ro, out, NULL);
@@ -449,7 +428,7 @@ lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op
     if ((unsigned)op >= LT_OP_COUNT) return lt__err(LT_INVALID, "unknown op %d", (int)op);
     const char *name = lt_op_name(op);
     if (!args) args = &zero_args;
-    int ar = op_arity[op];
+    int ar = lt_op_arity(op);
     if (nin < 0 || nin > LT_OP_MAX_INPUTS || (ar >= 0 && nin != ar) || (ar < 0 && nin < 1))
         return lt__err(LT_INVALID, "%s takes %s%d tensor input%s, got %d", name, ar < 0 ? "at least " : "",
                        ar < 0 ? 1 : ar, ar == 1 || ar < 0 ? "" : "s", nin);

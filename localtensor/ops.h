@@ -11,7 +11,7 @@
  * Decisions are cached per (op, input dtypes + shapes + placements, mesh,
  * static arguments) — never per scalar value, dropout probability or seed.
  *
- * What the rules guarantee (checked by lt_rules_validate on every op, every
+ * What the rules guarantee (checked by lt_rules_validate, localtensor/validate.h, on every op, every
  * placement combination of 1-D meshes of 2-4 ranks and a 2x2 mesh — there
  * with balanced, last and explicit splits on mesh dim 1 too, nested under
  * mesh dim 0 or not — even and uneven shapes): the sharded result equals
@@ -46,6 +46,7 @@
 
 #include <stdint.h>
 
+#include "kernels/export.h"
 #include "kernels/math.h"
 #include "localtensor/dtensor.h"
 #include "localtensor/redistribute.h"
@@ -110,11 +111,11 @@ typedef enum {
 } lt_op_kind;
 
 /* "add", ...; "?" when out of range. */
-const char *lt_op_name(lt_op_kind op);
+LT_API const char *lt_op_name(lt_op_kind op);
 /* Parses an op name (as in LT_OP_MAP; also "amax"/"amin", "addmm"...). */
-lt_status lt_op_parse(const char *s, lt_op_kind *out);
+LT_API lt_status lt_op_parse(const char *s, lt_op_kind *out);
 /* Number of tensor inputs (-1: one or more). */
-int lt_op_arity(lt_op_kind op);
+LT_API int lt_op_arity(lt_op_kind op);
 
 #define LT_OP_MAX_INPUTS 64    /* cat */
 #define LT_OP_MAX_OUTPUTS 64   /* split, chunk */
@@ -195,232 +196,46 @@ typedef struct lt_op_opts {
  * yet: ...") when no rule covers the layouts, redistribute and kernel errors with the op as
  * context, LT_MISMATCH when check_reference finds a difference (message:
  * op, index, expected, actual). On error every out[i] is NULL. */
-lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op_args *args,
-                const lt_op_opts *opts, lt_dtensor **out, int max_out, int *nout);
+LT_API lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op_args *args,
+                       const lt_op_opts *opts, lt_dtensor **out, int max_out, int *nout);
 
 /* Propagation only: the decision for inputs of the given specs. `pl[i]` are
  * input i's placements (mesh->ndim each, normalized or not); shapes[i] its
  * global shape (ndims[i] dims). *out is a new reference. */
-lt_status lt_op_propagate(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_dtype *dtypes,
-                          const int *ndims, const int64_t *const *shapes,
-                          const lt_placement *const *pl, const lt_op_args *args,
-                          lt_op_plan **out);
-void lt_op_plan_free(lt_op_plan *p);
+LT_API lt_status lt_op_propagate(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_dtype *dtypes,
+                                 const int *ndims, const int64_t *const *shapes,
+                                 const lt_placement *const *pl, const lt_op_args *args,
+                                 lt_op_plan **out);
+LT_API void lt_op_plan_free(lt_op_plan *p);
 
 /* The propagation cache, shared by every thread (plans are immutable):
  * lt_op_cache_clear drops every cached plan (plans still referenced
  * elsewhere stay valid); the counters run since the last clear. */
-void lt_op_cache_clear(void);
-void lt_op_cache_stats(size_t *hits, size_t *misses, size_t *entries);
-
-/* The unsharded reference of op on full tensors in[nin] (borrowed): the
- * dense kernels called directly from the op's arguments, independent of
- * propagation (localtensor/ops_reference.c). out[max_out] receive NEW tensors
- * (*nout of them; the caller frees). Used by lt_op_check_reference and the
- * rule validator. */
-lt_status lt_op_reference(lt_op_kind op, const lt_tensor *const *in, int nin, const lt_op_args *args,
-                          lt_tensor **out, int max_out, int *nout);
-
-/* Compares every output of a sharded op against the dense kernel on the
- * unsharded inputs (both reassembled directly from global index sets).
- * LT_MISMATCH with "<op>: output K differs from the unsharded reference at
- * [i, j]: expected X, got Y" when they differ. rtol/atol both 0: defaults. */
-lt_status lt_op_check_reference(lt_op_kind op, const lt_dtensor *const *in, int nin,
-                                const lt_op_args *args, lt_dtensor *const *out, int nout,
-                                double rtol, double atol);
+LT_API void lt_op_cache_clear(void);
+LT_API void lt_op_cache_stats(size_t *hits, size_t *misses, size_t *entries);
 
 /* ---- convenience wrappers (single output, default options) ----------------- */
 
-lt_status lt_dt_unary(lt_unary_op op, const lt_dtensor *x, lt_dtensor **out);
-lt_status lt_dt_binary(lt_binary_op op, const lt_dtensor *a, const lt_dtensor *b, lt_dtensor **out);
-lt_status lt_dt_matmul(const lt_dtensor *a, const lt_dtensor *b, lt_dtensor **out);
+LT_API lt_status lt_dt_unary(lt_unary_op op, const lt_dtensor *x, lt_dtensor **out);
+LT_API lt_status lt_dt_binary(lt_binary_op op, const lt_dtensor *a, const lt_dtensor *b, lt_dtensor **out);
+LT_API lt_status lt_dt_matmul(const lt_dtensor *a, const lt_dtensor *b, lt_dtensor **out);
 /* beta * bias + alpha * a @ b */
-lt_status lt_dt_addmm(const lt_dtensor *bias, const lt_dtensor *a, const lt_dtensor *b, double beta,
-                      double alpha, lt_dtensor **out);
-lt_status lt_dt_reduce(lt_reduce_op op, const lt_dtensor *x, int ndims, const int *dims, int keepdim,
-                       lt_dtensor **out);
-lt_status lt_dt_transpose(const lt_dtensor *x, int d0, int d1, lt_dtensor **out);
-lt_status lt_dt_reshape(const lt_dtensor *x, int ndim, const int64_t *shape, lt_dtensor **out);
+LT_API lt_status lt_dt_addmm(const lt_dtensor *bias, const lt_dtensor *a, const lt_dtensor *b, double beta,
+                             double alpha, lt_dtensor **out);
+LT_API lt_status lt_dt_reduce(lt_reduce_op op, const lt_dtensor *x, int ndims, const int *dims, int keepdim,
+                              lt_dtensor **out);
+LT_API lt_status lt_dt_transpose(const lt_dtensor *x, int d0, int d1, lt_dtensor **out);
+LT_API lt_status lt_dt_reshape(const lt_dtensor *x, int ndim, const int64_t *shape, lt_dtensor **out);
 
 /* ---- random (docs/SEMANTICS.md §11.4) ----------------------------------------- */
 
 /* rand (uniform [0,1)) / randn of global shape, drawn per global index from
  * Philox keyed by (seed, global linear index): identical values for any mesh
  * and placements. Partial placements partition as distribute does. */
-lt_status lt_dt_rand(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
-                     const lt_placement *pl, int np, uint64_t seed, int normal, lt_dtensor **out);
+LT_API lt_status lt_dt_rand(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
+                            const lt_placement *pl, int np, uint64_t seed, int normal, lt_dtensor **out);
 /* Dropout: element e is kept (scaled by 1/(1-p)) when
  * lt_rand_uniform(seed, global index of e) >= p, else 0; layout invariant. */
-lt_status lt_dt_dropout(const lt_dtensor *x, double p, uint64_t seed, lt_dtensor **out);
-
-/* ---- per-rank map (the MPMD escape hatch, docs/SEMANTICS.md §8) --------------- */
-
-/* XX(enum suffix, name, description) */
-#define LT_RANK_FN_MAP(XX)                                                         \
-    XX(IDENTITY,      "identity",      "x")                                        \
-    XX(ADD_RANK,      "add_rank",      "x + rank")                                 \
-    XX(SCALE_BY_RANK, "scale_by_rank", "x * rank")                                 \
-    XX(ADD_COORD0,    "add_coord0",    "x + the rank's coordinate on mesh dim 0")  \
-    XX(BUMP_RANK0,    "bump_rank0",    "x + 1 on rank 0 only")                     \
-    XX(LOCAL_NUMEL,   "local_numel",   "x; per-rank int: the shard's element count") \
-    XX(LOCAL_DIM0,    "local_dim0",    "x; per-rank int: the shard's size on dim 0")
-
-typedef enum {
-#define LT__XX(e, s, d) LT_RANK_FN_##e,
-    LT_RANK_FN_MAP(LT__XX)
-#undef LT__XX
-    LT_RANK_FN_COUNT
-} lt_rank_fn_kind;
-
-const char *lt_rank_fn_name(lt_rank_fn_kind k);
-/* LT_INVALID listing the known names when s is unknown. */
-lt_status lt_rank_fn_parse(const char *s, lt_rank_fn_kind *out);
-
-/* Runs the named function on every rank's shard. *out: a new DTensor with x's
- * spec whose shards may now differ by rank (replicas may diverge: check with
- * lt_dtensor_check_replicas); ints (may be NULL): the per-rank ints (free
- * with lt_localint_free). */
-lt_status lt_dtensor_rank_map(const lt_dtensor *x, lt_rank_fn_kind fn, lt_dtensor **out,
-                              lt_localint *ints);
-
-/* Checks that replicas agree along every Replicate mesh dim (exact compare).
- * LT_MISMATCH: "mesh dim I (R): ranks A and B differ at index [..]: ...". */
-lt_status lt_dtensor_check_replicas(const lt_dtensor *x);
-
-/* ---- tensor-parallel MLP (localtensor/ops_tp.c) ------------------------------- */
-
-/* XX(enum suffix, name) */
-#define LT_TP_STYLE_MAP(XX)      \
-    XX(COLWISE,   "colwise")     \
-    XX(ROWWISE,   "rowwise")     \
-    XX(REPLICATE, "replicate")
-
-typedef enum {
-#define LT__XX(e, s) LT_TP_##e,
-    LT_TP_STYLE_MAP(LT__XX)
-#undef LT__XX
-    LT_TP_STYLE_COUNT
-} lt_tp_style;
-
-const char *lt_tp_style_name(lt_tp_style s);
-lt_status lt_tp_style_parse(const char *s, lt_tp_style *out);
-
-typedef struct lt_tp_mlp_cfg {
-    lt_tp_style style1, style2;  /* per Linear: colwise (W S(0) of [out, in], bias S(0),
-                                  * output S(-1)), rowwise (W S(1), bias R, output
-                                  * Partial then reduced), replicate */
-    int sequence_parallel;       /* input and output sharded on dim 0 (tokens) */
-    lt_unary_op act;             /* activation between the Linears (gelu, relu, ...) */
-    int tp_dim;                  /* mesh dim used for TP (others replicate) */
-} lt_tp_mlp_cfg;
-
-/* y = Linear2(act(Linear1(x))) with Linear(x) = x @ W^T + b, on a mesh.
- * x (tokens, in), w1 (hidden, in), b1 (hidden), w2 (out, hidden), b2 (out):
- * dense, borrowed. Weights are distributed per style, x per
- * sequence_parallel, layers run as DTensor ops (transpose + addmm +
- * activation) with the redistributes the styles ask for (as PyTorch's
- * ColwiseParallel / RowwiseParallel / SequenceParallel do). *y: the output
- * DTensor (Replicate on tp_dim, or S(0) with sequence_parallel). Any hidden
- * size works, also not divisible by the mesh (uneven shards). */
-lt_status lt_tp_mlp(const lt_mesh *mesh, const lt_tp_mlp_cfg *cfg, const lt_tensor *x,
-                     const lt_tensor *w1, const lt_tensor *b1, const lt_tensor *w2,
-                     const lt_tensor *b2, const lt_redistribute_opts *ropts, lt_dtensor **y);
-/* The same MLP on one device (dense kernels), for comparison. */
-lt_status lt_mlp_dense(const lt_tensor *x, const lt_tensor *w1, const lt_tensor *b1,
-                       const lt_tensor *w2, const lt_tensor *b2, lt_unary_op act, lt_tensor **y);
-
-/* ---- rule validator (localtensor/ops_validate.c) -------------------------------- */
-
-typedef struct lt_validate_opts {
-    const lt_op_kind *ops;      /* NULL: every op */
-    int nops;
-    int quick;                  /* 1: fewer shapes and placements (for sanitizer runs) */
-    int verbose;                /* 1: print every wrong/missing case to `log` */
-    void *log;                  /* FILE*; NULL: stderr */
-    int max_report;             /* cases printed per op (0: 5) */
-} lt_validate_opts;
-
-typedef struct lt_validate_op_result {
-    int cases, ok, wrong, missing, errors, invalid;  /* invalid: inputs rejected as bad */
-} lt_validate_op_result;
-
-typedef struct lt_validate_report {
-    int cases, ok, wrong, missing, errors, invalid;
-    lt_validate_op_result per_op[LT_OP_COUNT];
-    char first_wrong[512];      /* description of the first wrong case ("" if none) */
-    char first_error[512];
-} lt_validate_report;
-
-/* Runs every op over every input placement combination on meshes 2, 3, 4
- * and 2x2 with even and uneven shapes (adversarial Partial inputs: per-rank
- * contributions differ but reduce to the same value), comparing each result
- * with the unsharded reference. wrong: result != reference; missing: the op
- * said LT_UNSUPPORTED with LT_ERR_NOT_YET; errors: any other failure. */
-lt_status lt_rules_validate(const lt_validate_opts *o, lt_validate_report *rep);
-
-/* Builds a DTensor of `full` with placements pl whose Partial mesh dims hold
- * DIFFERENT per-rank contributions that still reduce to `full` (sum/avg:
- * offsets that cancel; max/min: other ranks hold values pushed away from
- * the extreme, with the extreme's holder varying by element). Without
- * Partial dims it equals lt_distribute. For tests and the validator. */
-lt_status lt_distribute_adversarial(const lt_mesh *mesh, const lt_tensor *full,
-                                    const lt_placement *pl, int np, uint64_t salt,
-                                    lt_dtensor **out);
-
-/* ---- internal (localtensor/ops*.c, sharding_rules.c, tests) ------------------ */
-
-/* What a sharding rule reads and writes. ops.c presets tgt[i] to input i's
- * (normalized) placements; the rule changes the targets it needs, fills the
- * output spec and the kernel parameters, and returns LT_OK or an error with a
- * message (LT_UNSUPPORTED with LT_ERR_NOT_YET: "not supported yet: ..."). */
-typedef struct lt__rule_io {
-    lt_op_kind op;
-    const lt_mesh *mesh;
-    int nin;
-    const lt_dtype *dtype;                 /* (nin) */
-    const int *ndim;                       /* (nin) */
-    const int64_t *const *shape;           /* (nin) global shapes */
-    const lt_placement *const *pl;         /* (nin) normalized, mesh->ndim each */
-    const lt_op_args *args;
-    lt_placement (*tgt)[LT_MESH_MAX_DIMS]; /* (nin) target placements */
-    lt_placement out[LT_MESH_MAX_DIMS];
-    lt_dtype out_dtype;
-    int out_ndim;
-    int nout;
-    int64_t out_shape[LT_OP_MAX_OUTPUTS][LT_MAX_DIMS];
-    /* kernel parameters */
-    double mean_div;
-    int kdims[LT_MAX_DIMS], nkdims, kdim, kdim2;
-    int masked;
-    int64_t split_sizes[LT_OP_MAX_OUTPUTS];
-} lt__rule_io;
-
-/* The dense kernel of plan p on one rank's shards sh[p->nin] (rank: for
- * per-rank parameters); res[p->nout] receive new tensors (ops_kernel.c). */
-lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank, const lt_tensor *const *sh,
-                        lt_tensor **res);
-/* Dropout of one shard of a tensor of global shape gshape laid out by pl on
- * mesh, held by `rank` (ops_random.c). */
-lt_status lt__dropout_shard(const lt_tensor *x, double p, uint64_t seed, const lt_mesh *mesh, int ndim,
-                            const int64_t *gshape, const lt_placement *pl, int rank, lt_tensor **out);
-
-/* Dispatches to the op's rule family (sharding_rules.c), then makes the
- * output's Partial ops a valid mix. */
-lt_status lt__rule_propagate(lt__rule_io *io);
-/* reshape / view / flatten (ops_rules_view.c). */
-lt_status lt__rule_view(lt__rule_io *io);
-/* Output placement of mesh dim i and every input's target there become R. */
-void lt__rule_force_replicate(lt__rule_io *io, int i);
-/* S or SS. */
-int lt__pl_is_shard(const lt_placement *p);
-/* Same kind, uneven rule and split factor (dims may differ). */
-int lt__pl_same_shard(const lt_placement *a, const lt_placement *b);
-/* p with its tensor dim replaced. */
-lt_placement lt__pl_with_dim(const lt_placement *p, int dim);
-/* Global indices that `rank` holds of a dim of size n sharded on the mesh
- * dims where pl1[i] is shard-like (their dim is ignored; others count as R):
- * *idx gets a malloc'd list (free it), *len its length. */
-lt_status lt__dim_indices(const lt_mesh *mesh, int64_t n, const lt_placement *pl1, int rank,
-                          int64_t **idx, int64_t *len);
+LT_API lt_status lt_dt_dropout(const lt_dtensor *x, double p, uint64_t seed, lt_dtensor **out);
 
 #endif

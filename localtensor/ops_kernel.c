@@ -1,15 +1,20 @@
-/* localtensor/ops_kernel.c — the per-shard kernel of every op, and the
- * unsharded reference.
+/* localtensor/ops_kernel.c — the per-shard kernel of every op.
  *
  * lt__op_kernel maps an op to its kernels/math.h (or kernels/tensor.h view)
- * call with the arguments propagation derived. The reference check compares
- * the sharded result with lt_op_reference (ops_reference.c), which is written
- * apart from propagation, so a wrongly derived kernel argument is caught too.
+ * call with the arguments propagation derived; lt__dropout_shard is dropout
+ * on one shard, its keep mask drawn per global index. The reference check
+ * (localtensor/reference.c) compares the sharded result with the unsharded
+ * reference, which is written apart from propagation, so a wrongly derived
+ * kernel argument is caught too.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "localtensor/ops.h"
+#include "kernels/math_impl.h"
+#include "kernels/status_impl.h"
+#include "localtensor/layout.h"
+#include "localtensor/ops_impl.h"
+#include "localtensor/random.h"
 
 static lt_status scalar_op(lt_op_kind op, const lt_tensor *x, double s, lt_tensor **out) {
     switch (op) {
@@ -110,41 +115,31 @@ lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank, cons
     }
 }
 
-lt_status lt_op_check_reference(lt_op_kind op, const lt_dtensor *const *in, int nin,
-                                const lt_op_args *args, lt_dtensor *const *out, int nout,
-                                double rtol, double atol) {
-    const char *name = lt_op_name(op);
-    lt_tensor *full[LT_OP_MAX_INPUTS] = {0}, *ref[LT_OP_MAX_OUTPUTS] = {0};
-    lt_status st = LT_OK;
-    int nref = 0;
-    if (nin < 0 || nin > LT_OP_MAX_INPUTS || nout < 0 || nout > LT_OP_MAX_OUTPUTS)
-        return lt__err(LT_INVALID, "%s: bad input/output counts", name);
-    for (int k = 0; k < nin && !st; k++) st = lt_full_tensor_direct(in[k], &full[k]);
-    if (!st) st = lt_op_reference(op, (const lt_tensor *const *)full, nin, args, ref, LT_OP_MAX_OUTPUTS, &nref);
-    if (!st && nref != nout)
-        st = lt__err(LT_MISMATCH, "%s: %d outputs but the unsharded reference gives %d", name, nout, nref);
-    for (int j = 0; j < nout && !st; j++) {
-        lt_tensor *got = NULL;
-        st = lt_full_tensor_direct(out[j], &got);
-        if (st) break;
-        double rt = rtol, at = atol;
-        if (rt == 0 && at == 0) lt_dtype_default_tol(got->dtype, &rt, &at);
-        lt_compare_result cr;
-        st = lt_compare(got, ref[j], rt, at, &cr);
-        if (!st && !cr.equal) {
-            char idx[160];
-            lt_shape_str(got->ndim, cr.first_idx, idx, sizeof idx);
-            idx[0] = '[';
-            size_t L = strlen(idx);
-            if (L) idx[L - 1] = ']';
-            st = lt__err(LT_MISMATCH, "%s: output %d differs from the unsharded reference at %s: expected %.9g, got %.9g (%lld elements differ)",
-                         name, j, idx, cr.expected, cr.actual, (long long)cr.ndiff);
-        } else if (st == LT_SHAPE) {
-            st = lt__err(LT_MISMATCH, "%s: output %d: %s", name, j, lt_errmsg());
+lt_status lt__dropout_shard(const lt_tensor *x, double p, uint64_t seed, const lt_mesh *mesh, int ndim,
+                            const int64_t *gshape, const lt_placement *pl, int rank, lt_tensor **out) {
+    *out = NULL;
+    if (!(p >= 0 && p <= 1)) return lt__err(LT_INVALID, "dropout: p = %g is not in [0, 1]", p);
+    if (!lt_dtype_is_float(x->dtype)) return lt__math_unsupported("dropout", x->dtype);
+    if (x->ndim != ndim) return lt__err(LT_SHAPE, "dropout: shard has %d dims, tensor %d", x->ndim, ndim);
+    lt_rank_layout l;
+    LT_TRY(lt_layout_rank(mesh, ndim, gshape, pl, rank, &l));
+    lt_tensor *o = NULL;
+    lt_status st = lt_tensor_empty(x->dtype, x->ndim, x->shape, &o); /* every element is written */
+    int64_t gstride[LT_MAX_DIMS], idx[LT_MAX_DIMS] = {0}, n = st ? 0 : lt_numel(x);
+    lt_contiguous_strides(ndim, gshape, gstride);
+    double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t g = 0;
+        for (int d = 0; d < ndim; d++) g += (uint64_t)((l.idx[d] ? l.idx[d][idx[d]] : idx[d]) * gstride[d]);
+        double v = lt_rand_uniform(seed, g) >= p ? lt_get_flat(x, i) * scale : 0.0;
+        lt_set_flat(o, i, v);
+        for (int d = ndim - 1; d >= 0; d--) {
+            if (++idx[d] < x->shape[d]) break;
+            idx[d] = 0;
         }
-        lt_tensor_free(got);
     }
-    for (int k = 0; k < nin; k++) lt_tensor_free(full[k]);
-    for (int j = 0; j < LT_OP_MAX_OUTPUTS; j++) lt_tensor_free(ref[j]);
-    return st;
+    lt_rank_layout_free(&l);
+    if (st) return st;
+    *out = o;
+    return LT_OK;
 }

@@ -13,6 +13,7 @@
 
 #include "localtensor/layout.h"
 #include "localtensor/ops.h"
+#include "kernels/status_impl.h"
 
 lt_status lt_dt_rand(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
                      const lt_placement *pl, int np, uint64_t seed, int normal, lt_dtensor **out) {
@@ -34,33 +35,4 @@ lt_status lt_dt_dropout(const lt_dtensor *x, double p, uint64_t seed, lt_dtensor
     memset(&args, 0, sizeof args);
     args.scalar = p, args.seed = seed;
     return lt_op(LT_OP_DROPOUT, &x, 1, &args, NULL, out, 1, NULL);
-}
-
-lt_status lt__dropout_shard(const lt_tensor *x, double p, uint64_t seed, const lt_mesh *mesh, int ndim,
-                            const int64_t *gshape, const lt_placement *pl, int rank, lt_tensor **out) {
-    *out = NULL;
-    if (!(p >= 0 && p <= 1)) return lt__err(LT_INVALID, "dropout: p = %g is not in [0, 1]", p);
-    if (!lt_dtype_is_float(x->dtype)) return lt__math_unsupported("dropout", x->dtype);
-    if (x->ndim != ndim) return lt__err(LT_SHAPE, "dropout: shard has %d dims, tensor %d", x->ndim, ndim);
-    lt_rank_layout l;
-    LT_TRY(lt_layout_rank(mesh, ndim, gshape, pl, rank, &l));
-    lt_tensor *o = NULL;
-    lt_status st = lt_tensor_empty(x->dtype, x->ndim, x->shape, &o); /* every element is written */
-    int64_t gstride[LT_MAX_DIMS], idx[LT_MAX_DIMS] = {0}, n = st ? 0 : lt_numel(x);
-    lt_contiguous_strides(ndim, gshape, gstride);
-    double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        uint64_t g = 0;
-        for (int d = 0; d < ndim; d++) g += (uint64_t)((l.idx[d] ? l.idx[d][idx[d]] : idx[d]) * gstride[d]);
-        double v = lt_rand_uniform(seed, g) >= p ? lt_get_flat(x, i) * scale : 0.0;
-        lt_set_flat(o, i, v);
-        for (int d = ndim - 1; d >= 0; d--) {
-            if (++idx[d] < x->shape[d]) break;
-            idx[d] = 0;
-        }
-    }
-    lt_rank_layout_free(&l);
-    if (st) return st;
-    *out = o;
-    return LT_OK;
 }

@@ -18,6 +18,9 @@
 #include <string.h>
 
 #include "localtensor/ops.h"
+#include "kernels/math_impl.h"
+#include "kernels/status_impl.h"
+#include "localtensor/ops_impl.h"
 
 /* Resolves the target shape (one -1 allowed) into io->out_shape[0]. */
 static lt_status target_shape(lt__rule_io *io, int64_t numel) {
@@ -220,7 +223,7 @@ lt_status lt__rule_view(lt__rule_io *io) {
     const int64_t *si = io->shape[0], *so = io->out_shape[0];
     if (numel == 0) { /* nothing to keep in order: replicate every shard */
         for (int i = 0; i < m->ndim; i++)
-            if (lt__pl_is_shard(&io->pl[0][i])) lt__rule_force_replicate(io, i);
+            if (lt_placement_is_shard_like(&io->pl[0][i])) lt__rule_force_replicate(io, i);
         return LT_OK;
     }
     view_group gs[LT_MAX_DIMS];
@@ -254,7 +257,7 @@ lt_status lt__rule_view(lt__rule_io *io) {
     int use[LT_MAX_DIMS][LT_MESH_MAX_DIMS], nuse[LT_MAX_DIMS] = {0};
     for (int k = 0; k < m->ndim; k++) {
         const lt_placement *p = &io->pl[0][k];
-        if (!lt__pl_is_shard(p)) continue;
+        if (!lt_placement_is_shard_like(p)) continue;
         int g = gof[p->dim];
         if (g < 0 || gs[g].in0 != p->dim) { /* size-1 dim, or not the group's first dim */
             lt__rule_force_replicate(io, k);

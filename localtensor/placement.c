@@ -9,6 +9,7 @@
 #include "kernels/alloc.h"
 #include "localtensor/spec_impl.h"
 #include "localtensor/suggest_impl.h"
+#include "kernels/status_impl.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -13,6 +13,7 @@
 
 #include "collectives_sim/mesh.h"
 #include "kernels/dtype.h"
+#include "kernels/export.h"
 #include "kernels/split.h"
 #include "kernels/status.h"
 
@@ -39,11 +40,11 @@ typedef struct lt_placement {
 } lt_placement;
 
 /* Constructors. */
-lt_placement lt_replicate(void);
-lt_placement lt_shard(int dim);
-lt_placement lt_shard_rule(int dim, lt_split_rule rule);
-lt_placement lt_strided(int dim, int split_factor);
-lt_placement lt_partial(lt_redop op);
+LT_API lt_placement lt_replicate(void);
+LT_API lt_placement lt_shard(int dim);
+LT_API lt_placement lt_shard_rule(int dim, lt_split_rule rule);
+LT_API lt_placement lt_strided(int dim, int split_factor);
+LT_API lt_placement lt_partial(lt_redop op);
 
 /* Parses one placement in any spelling of docs/DESIGN.md §5: R, S(0), S(-1),
  * S(0,balanced), S(0,last), S(0,chunk), S(0,[3,1,0,2]), SS(0,2), P, P(sum),
@@ -55,24 +56,24 @@ lt_placement lt_partial(lt_redop op);
  * Whitespace is allowed around tokens. Errors (LT_INVALID) quote the text;
  * an unknown name, argument or rule names the closest known one
  * ("did you mean 'Shard'?"). */
-lt_status lt_placement_parse(const char *s, lt_placement *out);
+LT_API lt_status lt_placement_parse(const char *s, lt_placement *out);
 
 /* Parses a comma-separated list (commas inside () or [] do not split),
  * optionally wrapped in [ ] or ( ) as a Python list or tuple prints, e.g.
  * "(Shard(dim=0), Replicate())"; a wrapped list may end in one comma
  * ("(Shard(dim=0),)"). At most max entries; *n gets the count. */
-lt_status lt_placements_parse(const char *s, lt_placement *out, int max, int *n);
+LT_API lt_status lt_placements_parse(const char *s, lt_placement *out, int max, int *n);
 
 /* Short spelling: "R", "S(0)", "S(0,balanced)", "S(0,[3,1,0,2])", "SS(0,2)",
  * "P(sum)". Always NUL-terminates; returns the length it wanted. */
-int lt_placement_format(const lt_placement *p, char *buf, size_t n);
+LT_API int lt_placement_format(const lt_placement *p, char *buf, size_t n);
 /* "[R, S(0)]" style list. */
-int lt_placements_format(const lt_placement *p, int np, char *buf, size_t n);
+LT_API int lt_placements_format(const lt_placement *p, int np, char *buf, size_t n);
 
 /* Same placement (after normalization). */
-int lt_placement_equal(const lt_placement *a, const lt_placement *b);
-int lt_placements_equal(const lt_placement *a, const lt_placement *b, int n);
-int lt_placement_is_shard_like(const lt_placement *p); /* SHARD or STRIDED */
+LT_API int lt_placement_equal(const lt_placement *a, const lt_placement *b);
+LT_API int lt_placements_equal(const lt_placement *a, const lt_placement *b, int n);
+LT_API int lt_placement_is_shard_like(const lt_placement *p); /* SHARD or STRIDED */
 
 /* Validates a placement list for a tensor of `ndim` dims on `mesh` and writes
  * the normalized list (negative dims + ndim) into out[mesh->ndim] (out may be
@@ -81,8 +82,8 @@ int lt_placement_is_shard_like(const lt_placement *p); /* SHARD or STRIDED */
  * placement not built by the constructors or the parser); shard of a 0-d tensor; dim < -ndim or dim >= ndim;
  * split_factor < 1; explicit sizes whose count != that mesh dim's size;
  * mixed Partial ops other than {sum, avg}. */
-lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement *pl, int np,
-                              lt_placement *out);
+LT_API lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement *pl, int np,
+                                     lt_placement *out);
 
 /* ---- middle-era explicit order (docs/SEMANTICS.md §6) ------------------- */
 
@@ -98,7 +99,7 @@ typedef struct lt_order_entry {
  * the strided part of d ended; split_factor != aggregate. Where PyTorch
  * silently drops an SS with no later S(d), we raise (LT_UNSUPPORTED).
  * out has room for np entries; *n gets the count. */
-lt_status lt_explicit_order(const int *mesh_shape, int mesh_ndim, const lt_placement *pl, int np,
-                            lt_order_entry *out, int *n);
+LT_API lt_status lt_explicit_order(const int *mesh_shape, int mesh_ndim, const lt_placement *pl, int np,
+                                   lt_order_entry *out, int *n);
 
 #endif

@@ -323,7 +323,7 @@ static lt_status search(ctx *c, uint64_t from, uint64_t goal, uint64_t *path, in
  * mesh dim first (no later dim shards anything then), except a Partial the
  * destination keeps as is; then build the destination up, first dim first.
  * Every state is a prefix of a valid list, so it is valid, and every step is
- * legal (localtensor/redistribute.h). */
+ * legal (localtensor/plan.h). */
 static lt_status naive(ctx *c, const lt_placement *from, uint64_t *path, int *n, int cap) {
     lt_placement cur[LT_MESH_MAX_DIMS];
     memcpy(cur, from, sizeof(lt_placement) * (size_t)c->M);

@@ -16,6 +16,8 @@
 
 #include "localtensor/layout.h"
 #include "localtensor/redistribute.h"
+#include "kernels/status_impl.h"
+#include "localtensor/plan_impl.h"
 #include "localtensor/spec_impl.h"
 
 static const char *planner_names[LT_PLANNER_COUNT] = {

@@ -17,6 +17,7 @@
 #include "localtensor/dtensor.h"
 #include "localtensor/layout.h"
 #include "localtensor/plan_impl.h"
+#include "localtensor/dtensor_impl.h"
 
 static lt_status nomem(void) { return lt__err(LT_NOMEM, "out of memory while running a redistribute step"); }
 

@@ -1,7 +1,7 @@
 /* localtensor/plan_impl.h — internals of the min-cost planner and of the
  * executor of its steps. Not installed.
  *
- * Why a second representation: the rule table of redistribute.h names the
+ * Why a second representation: the rule table of plan.h names the
  * single steps PyTorch takes between placement lists, and it misses steps
  * that nested, strided or uneven layouts allow (one all_gather turns
  * [SS(0,2), S(0)] into [R, S(0)] on a 2x2 mesh). Min-cost judges a step on
@@ -9,7 +9,7 @@
  * of global indices it holds (one sorted set per tensor dim, kept as runs so
  * any tensor size costs the same), and a step is legal when one collective
  * along one mesh dim, or local work, turns the source's blocks into the
- * target's (localtensor/redistribute.h has the exact move set).
+ * target's (localtensor/plan.h has the exact move set).
  *
  *   plan_runs.c    runs, lists, layouts of placement lists
  *   plan_space.c   the candidate placements that spell states, split rules
@@ -24,7 +24,75 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/status_impl.h"
 #include "localtensor/redistribute.h"
+
+/* ---- the rule table's single steps (plan_rules.c) --------------------------------- */
+
+/* What one single step of the rule table does (localtensor/plan.h;
+ * plan_rules.c). */
+#define LT__STEP_MAP(XX)                                               \
+    XX(ILLEGAL,        0, LT_COLL_BARRIER,        "")                  \
+    XX(SLICE,          0, LT_COLL_BARRIER,        "slice")             \
+    XX(STRIDED_SLICE,  0, LT_COLL_BARRIER,        "strided_slice")     \
+    XX(PARTITION,      0, LT_COLL_BARRIER,        "partition")         \
+    XX(ALL_GATHER,     1, LT_COLL_ALL_GATHER,     "")                  \
+    XX(GATHER_STRIDED, 1, LT_COLL_ALL_GATHER,     "index_select")      \
+    XX(ALL_REDUCE,     1, LT_COLL_ALL_REDUCE,     "")                  \
+    XX(REDUCE_SCATTER, 1, LT_COLL_REDUCE_SCATTER, "")                  \
+    XX(ALL_TO_ALL,     1, LT_COLL_ALL_TO_ALL,     "")
+
+typedef enum {
+#define LT__XX(e, comm, coll, local) LT__STEP_##e,
+    LT__STEP_MAP(LT__XX)
+#undef LT__XX
+    LT__STEP_COUNT
+} lt__step_kind;
+
+/* The kind of the single step that changes mesh dim i of state cur[] to *to
+ * (LT__STEP_ILLEGAL when it is not one step). Pure; no message. */
+lt__step_kind lt__step_kind_of(const lt_mesh *mesh, const lt_placement *cur, int i,
+                               const lt_placement *to);
+int lt__step_kind_comm(lt__step_kind k);
+lt_coll lt__step_kind_coll(lt__step_kind k);
+const char *lt__step_kind_local(lt__step_kind k);
+
+/* ---- memory of a run (redistribute.c) --------------------------------------------- */
+
+/* The most bytes lt_redistribute allocates at once while running `plan`
+ * (with verification when `verify`), on top of the source's shards: a
+ * step's output and its input (from step 2 on), a strided gather's
+ * temporary, and the verifier's direct reshard, logical tensors and index
+ * lists. *step: the plan step (0-based) of that peak, -1 for a plan without
+ * steps. Saturates at UINT64_MAX. Errors: the layout errors of the plan's
+ * states (none for a plan lt_plan_redistribute returned). */
+lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, int *step);
+/* LT_NOMEM with the message of lt_check_memory (naming the peak step) when
+ * that peak, plus the source's shards when with_source (a caller that has
+ * not built the source yet), does not fit in memory; LT_OK otherwise. */
+lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source);
+
+/* ---- layouts and bytes of the rule table (plan_rules.c), planning (plan.c) ---------- */
+
+/* Per-rank local shapes of placement list pl (checked, normalized) into
+ * shapes[world * ndim], without index lists. Returns 0, or -1 when the layout
+ * is not computable (a `last` split of fewer elements than ranks, explicit
+ * sizes that do not sum to the split size); no message is set. */
+int lt__layout_shapes(const lt_mesh *mesh, int ndim, const int64_t *gshape,
+                      const lt_placement *pl, int64_t *shapes);
+
+/* Per-rank bytes received by the step of kind k on mesh dim i, given the
+ * per-rank shapes before and after (world * ndim each): recv[world] (may be
+ * NULL); returns the total. esize: bytes per element. */
+size_t lt__step_bytes(const lt_mesh *mesh, int ndim, size_t esize, lt__step_kind k, int i,
+                      const lt_placement *from, const lt_placement *to,
+                      const int64_t *before, const int64_t *after, size_t *recv);
+
+/* Plans without the cache: the placement lists are already normalized,
+ * checked and not rejected. *out is a new plan (refcount 1). */
+lt_status lt__plan_build(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
+                         const lt_placement *src, const lt_placement *dst, lt_planner planner,
+                         lt_plan **out);
 
 /* ---- runs and lists (plan_runs.c) ------------------------------------------------ */
 

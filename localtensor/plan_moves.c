@@ -6,7 +6,7 @@
  * collectives_sim/collectives.h and the shapes it produces), what it costs
  * (collectives_sim/trace.h's bytes model), and which state of the search
  * holds exactly G (lt__mc_canon): none, or one canonical key. The move set
- * is listed in localtensor/redistribute.h; the choices below that skip a
+ * is listed in localtensor/plan.h; the choices below that skip a
  * move are the ones that provably reach nothing new or nothing cheaper.
  *
  * Return codes of the int functions: 1 yes/found, 0 no, -1 out of memory,

@@ -6,11 +6,12 @@
  * what the comm trace records. Invariant: lt__step_kind_of only accepts a
  * step whose execution with ONE collective along mesh dim i (or none)
  * produces exactly the layout of the next state (see the table in
- * localtensor/redistribute.h). */
+ * localtensor/plan.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "localtensor/redistribute.h"
+#include "localtensor/plan_impl.h"
 
 static const struct {
     int comm;

@@ -2,7 +2,7 @@
  * plan it returns.
  *
  * States are the placement lists of the search space (localtensor/
- * redistribute.h), one per distinct layout (the first list in candidate
+ * plan.h), one per distinct layout (the first list in candidate
  * order, see lt__mc_canon); edges are the moves of plan_moves.c, costing
  * (bytes received summed over ranks, 1 step). The lower bound that guides
  * the search is what each rank still lacks of its destination block: every

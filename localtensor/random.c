@@ -1,5 +1,6 @@
 /* localtensor/random.c — Philox4x32-10 and index-keyed initialisers. */
 #include "localtensor/random.h"
+#include "kernels/status_impl.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -2,14 +2,14 @@
  *
  * Each step maps every rank's shard of the current state to its shard of the
  * next state, through ONE collective of collectives_sim along the step's mesh
- * dim or through local slicing (see the table in localtensor/redistribute.h).
+ * dim or through local slicing (see the table in localtensor/plan.h).
  * Every intermediate is wrapped as a DTensor (lt__dtensor_wrap checks each
  * shard's shape against layout math) and, with opts->verify, compared with
  * the verifier's direct reshard of the source, so a wrong step is named the
  * moment it produces a wrong state.
  */
 #include "kernels/alloc.h"
-#include "kernels/memlimit.h"
+#include "kernels/memlimit_impl.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +17,7 @@
 #include "localtensor/layout.h"
 #include "localtensor/plan_impl.h"
 #include "localtensor/redistribute.h"
+#include "localtensor/dtensor_impl.h"
 
 /* ---- local steps ---------------------------------------------------------------- */
 

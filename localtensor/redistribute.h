@@ -8,187 +8,37 @@
  *             collective, along one mesh dim, plus local work. Every state
  *             between steps is a valid placement list (a DTensor that
  *             distribute could produce). Two planners: `greedy` (PyTorch's
- *             order, over the rule table below) and `min-cost` (the
- *             default: the fewest bytes received, summed over all ranks
- *             and steps, then the fewest steps, over the complete move set
- *             below). Plans are cached.
+ *             order, over a rule table) and `min-cost` (the default:
+ *             the fewest bytes received, summed over all ranks and
+ *             steps, then the fewest steps, over a complete move set).
+ *             Plans are cached (localtensor/plan.h).
  *   executor  runs the plan through collectives_sim (lt_comm) and local
  *             slicing; each intermediate is wrapped and shape-checked.
  *   verifier  an independent direct reshard from global index sets (never
  *             the planner or the collectives) that checks every
- *             intermediate state when asked.
+ *             intermediate state when asked (localtensor/verify.h).
  *
- * ---- The rule table (greedy; mesh dim i of size > 1) ----------------------
- * The single steps PyTorch takes. "later(d)" means some mesh dim j > i of size > 1 shards tensor dim d (S or
- * SS) in the current state. distribute applies mesh dims left to right to
- * the already-split piece, so a step on dim i is local to the groups of dim
- * i only when no later mesh dim splits the dims it touches:
- *
- *   from -> to           needs                 does
- *   S(d)  -> R           !later(d)             all_gather along d
- *   SS(d) -> R           !later(d)             all_gather + local index_select
- *   S(d)  -> S(e), d!=e  !later(d), !later(e)  all_to_all (split e by the
- *                                              destination rule, concat d)
- *   P(op) -> R                                 all_reduce(op)
- *   P(op) -> S(d)        !later(d)             reduce_scatter(op, d, rule)
- *   R     -> S(d)        !later(d)             local slice (no communication)
- *   R     -> SS(d,k)     !later(d)             local strided pick
- *   R     -> P(op)       op != product         local partition (sum: / m_i)
- * Everything else (S(d,r1)->S(d,r2), S<->SS, SS->SS', P->SS) is routed
- * through several steps. Mesh dims of size 1 never get a step: their
- * placement changes for free, even where the change would be rejected on a
- * larger mesh dim (docs/SEMANTICS.md §7, test_one_chunk_mesh).
- *
- * ---- Rejections (docs/SEMANTICS.md §7) ------------------------------------
- * On a mesh dim of size > 1: S/SS -> P, P(a) -> P(b) with a != b, R ->
- * P(product), and R -> P(sum) of an integer dtype (partitioning would
- * truncate). P(op) -> P(op) is kept as is (no step, per-rank values kept).
- *
- * ---- Byte model -----------------------------------------------------------
- * The bytes of a step are the bytes each rank RECEIVES from other ranks, by
- * the model of collectives_sim/trace.h (all_reduce counts its reduce_scatter
- * and all_gather halves), computed from the actual (uneven) shard sizes of
- * layout math. A step's bytes_total is that summed over all ranks (the comm
- * trace's total_bytes_recv for its collective); its bytes_per_rank is the
- * most any one rank receives. A plan's total_bytes sums bytes_total over
- * its steps. Local steps move 0 bytes.
- *
- * ---- min-cost -------------------------------------------------------------
- * Minimises total_bytes (bytes received, summed over all ranks and steps),
- * then the number of steps; bytes_per_rank is reported, not minimised.
- *
- * States are layouts: what every rank holds (the global indices along
- * every dim; an empty shard: its shape) and which mesh dims are Partial.
- * Lists that give every rank the same indices and the same Partial dims
- * are one state, however they are spelled: switching between them is free.
- * A state is spelled by a valid placement list (Partial ops mixed as {sum,
- * avg}, layout computable; mesh dims of size 1 count as R) whose mesh dim
- * i takes one of: the source's placement of i; unless i is frozen (source
- * and destination are the same Partial: kept as is), the destination's,
- * R, and for every tensor dim d: S(d) by the chunk, balanced and last
- * rules and by every explicit size list of a Shard in the source or
- * destination of i; SS(d, k) for k = shape[d] (every index a piece of its
- * own: member 0 of each group keeps its whole block, what a gather to root
- * 0 leaves) and for k = f * p < shape[d], p the product of the sizes of any
- * set of mesh dims (what gathering or picking along them interleaves) and
- * f = 1 or the factor of an SS(d, f) of the source or destination. A
- * candidate that at every length d can have there cuts like an earlier one
- * (or is rejected) is dropped: it spells nothing new (localtensor/
- * plan_space.c).
- *
- * Moves, each one step, judged on the indices every rank holds: along one
- * mesh dim i of size > 1, not frozen, ONE collective of collectives_sim,
- * with every argument:
- *   all_gather, gather(root)        concatenating any tensor dim
- *   all_to_all                      splitting any dim, concatenating any dim
- *   scatter(root), reduce_scatter   splitting any dim
- *   permute                         any permutation of the group
- *   all_reduce, reduce(root)        (reductions need i Partial, end it; the
- *                                   others need i not Partial)
- * splits by chunk, balanced, last or any explicit size list of a Shard of
- * the source or destination (of the group's size); the move reaches state B
- * when, with the shapes collectives_sim produces, every rank then holds
- * exactly B's indices, in any local order (an index_select restores it; a
- * rooted collective's other ranks hold nothing). One step may so change the
- * placements of several mesh dims: one all_gather along dp turns [SS(0,2),
- * S(0)] into [R, S(0)] on a 2x2 mesh. Local moves (0 bytes): to any state
- * with the same Partial dims whose every rank's shard is part of (or empty,
- * or equal to) what it holds (slice, strided pick, several mesh dims at
- * once); and R -> P(op) on i, only towards a destination Partial on a dim
- * the source has not Partial (partition).
- * Broadcast is left out: it either changes nothing or reaches what an
- * all_gather reaches at the same cost. Gather and reduce are tried only
- * towards roots that a candidate split can give a whole block to (position
- * 0, or the one non-zero size of an explicit rule).
- *
- * The search is A*, exact over those states: its lower bound is the bytes
- * each rank still lacks of its destination shard, which no move beats.
- * test/test_planner.c checks that nothing is missed: on every pair of the
- * 2x2 and 2x2x2 sweeps (S with every rule, SS, explicit sizes, Partial;
- * shapes that divide and that do not) the plan's (bytes, steps) equal
- * those of an independent brute force whose states are the layouts of
- * EVERY placement list (every split factor, every rule in play) and whose
- * moves are every collective with every argument, broadcast and every root
- * included. It has a work budget (about 50 ms; 3-D meshes of 8 ranks use
- * a few percent of it); past it, or when one state has too many moves for
- * it, min-cost plans over the rule table's steps instead (then greedy),
- * and says so (lt_plan.search_truncated).
- *
- * ---- greedy ---------------------------------------------------------------
- * PyTorch's generate_greedy_transform_infos order: when the source shards
- * anything, walk the mesh dims last to first, turning a Shard target into R
- * when its tensor dim is sharded differently on earlier mesh dims (compared
- * as lists of (mesh dim, placement), so uneven rules count), then walk first
- * to last. A transition that is not one legal step goes X -> R -> Y when
- * both halves are legal, else takes the cheapest route (to the destination
- * itself when the transition's target is not a valid state). Greedy issues
- * PyTorch's collective counts on the docs/SEMANTICS.md §7 pairs; min-cost may issue
- * more collectives to move fewer bytes (e.g. by parking a shard on a third
- * tensor dim), and never moves more bytes than greedy (its moves include
- * every step of the rule table).
+ * This header is the executor and its options; the planner is
+ * localtensor/plan.h (its comment has the rule table, the rejections, the
+ * byte model and both planners), the verifier localtensor/verify.h. Both
+ * are included here.
  */
 #ifndef LT_REDISTRIBUTE_H
 #define LT_REDISTRIBUTE_H
 
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-
 #include "collectives_sim/collectives.h"
-#include "collectives_sim/mesh.h"
-#include "collectives_sim/trace.h"
+#include "kernels/export.h"
 #include "kernels/tensor.h"
 #include "localtensor/dtensor.h"
 #include "localtensor/placement.h"
-
-/* XX(enum suffix, name users type) */
-#define LT_PLANNER_MAP(XX)       \
-    XX(MIN_COST, "min-cost")     \
-    XX(GREEDY,   "greedy")
-
-typedef enum {
-#define LT__XX(e, s) LT_PLANNER_##e,
-    LT_PLANNER_MAP(LT__XX)
-#undef LT__XX
-    LT_PLANNER_COUNT
-} lt_planner;
-
-/* "min-cost", "greedy"; "?" when out of range. */
-const char *lt_planner_name(lt_planner p);
-/* Parses "min-cost" (also "min_cost", "mincost") or "greedy". LT_INVALID
- * naming the text otherwise. */
-lt_status lt_planner_parse(const char *s, lt_planner *out);
-
-/* ---- verification report ------------------------------------------------- */
-
-/* Machine-readable result of a verification. Filled by lt_redistribute (when
- * opts->report is set; checked = 0 unless opts->verify) and by
- * lt_verify_reshard. The fields after `ok` describe the first difference and
- * are meaningful only when ok == 0. */
-typedef struct lt_verify_report {
-    int checked;                       /* 1 when a verification ran */
-    int ok;                            /* 1 when everything matched */
-    int step;                          /* first wrong state: step index (0-based) whose
-                                        * result was wrong, or -1 when the SOURCE itself
-                                        * is inconsistent (replicas disagree) */
-    int mesh_dim;                      /* that step's mesh dim (-1 for the source) */
-    int rank;                          /* first rank that differs */
-    int shape_mismatch;                /* 1: the shard shapes differ (no index then) */
-    int ndim;
-    int64_t local_index[LT_MAX_DIMS];  /* index into that rank's shard */
-    int64_t global_index[LT_MAX_DIMS]; /* the same element in the global tensor */
-    int64_t expected_shape[LT_MAX_DIMS];
-    int64_t actual_shape[LT_MAX_DIMS];
-    double expected, actual;
-    int64_t ndiff;                     /* elements out of tolerance on that rank */
-    char message[512];                 /* same text as lt_errmsg() on LT_MISMATCH */
-} lt_verify_report;
+#include "localtensor/plan.h"
+#include "localtensor/verify.h"
 
 /* ---- options --------------------------------------------------------------- */
 
 /* A zero-initialised struct (or NULL options) means: min-cost planner, no
  * verification, unnamed tensor, internal communicator, plan cache on. */
-typedef struct lt_redistribute_opts {
+struct lt_redistribute_opts {
     lt_planner planner;
     int verify;                 /* 1: check every intermediate against the direct reshard */
     const char *name;           /* tensor name for messages (borrowed; NULL: unnamed) */
@@ -196,100 +46,7 @@ typedef struct lt_redistribute_opts {
                                  * Pass one to read the comm trace afterwards. */
     lt_verify_report *report;   /* optional out: filled when verify is on */
     int no_cache;               /* 1: plan from scratch, neither read nor fill the cache */
-} lt_redistribute_opts;
-
-/* ---- plans ----------------------------------------------------------------- */
-
-typedef struct lt_plan_step {
-    int mesh_dim;
-    lt_placement from, to;        /* placement of mesh_dim before and after */
-    int comm;                     /* 1 when the step issues a collective */
-    lt_coll coll;                 /* the collective (valid when comm) */
-    const char *collective;       /* lt_coll_name(coll), or "none" (static string) */
-    const char *local_op;         /* local work: "slice", "strided_slice", "partition",
-                                   * "index_select" (after a strided gather) or "" */
-    size_t bytes_per_rank;        /* max over ranks of bytes received from others */
-    size_t bytes_total;           /* summed over ranks (= trace total_bytes_recv) */
-    const lt_placement *after;    /* (mesh ndim) the full placement list after the step;
-                                   * points into the plan */
-    const struct lt__move *move_; /* private: how a min-cost step runs (points into the
-                                   * plan); NULL for a step of the rule table below */
-} lt_plan_step;
-
-/* An immutable, reference-counted plan. Plans may come from the cache and be
- * shared: never modify one. Release with lt_plan_free. */
-typedef struct lt_plan {
-    lt_mesh mesh;
-    lt_dtype dtype;
-    int ndim;
-    int64_t shape[LT_MAX_DIMS];                  /* global */
-    lt_placement src[LT_MESH_MAX_DIMS];          /* normalized source */
-    lt_placement dst[LT_MESH_MAX_DIMS];          /* normalized destination */
-    lt_planner planner;
-    int nsteps;
-    lt_plan_step *steps;                         /* (nsteps) */
-    int ncomm;                                   /* steps that issue a collective */
-    size_t total_bytes;                          /* sum of bytes_total */
-    int states_explored;                         /* search nodes expanded (diagnostics) */
-    int search_truncated;                        /* 1: min-cost ran out of its search budget
-                                                  * (about 50 ms): this plan is the rule-table
-                                                  * search's (or greedy's), maybe not minimal */
-    /* private */
-    int refs_;
-    lt_placement *states_;                       /* (nsteps + 1, mesh ndim) */
-    struct lt__move *moves_;                     /* min-cost: (nsteps) */
-    int *perms_;                                 /* min-cost: permutations of permute steps */
-} lt_plan;
-
-/* Plans the redistribute of a tensor of global shape `shape` (ndim dims,
- * dtype) on `mesh` from placements src[np] to dst[np] (np = mesh->ndim; any
- * spelling, negative dims allowed). opts may be NULL (defaults above); only
- * planner, name and no_cache are read.
- *
- * *out receives a NEW reference (release with lt_plan_free); on error *out is
- * NULL. Errors: LT_INVALID for bad placement lists or layouts (the message
- * names the mesh dim), LT_UNSUPPORTED for rejected transitions; the message
- * reads "while planning redistribute of 'NAME' [SRC] -> [DST]: mesh dim I:
- * FROM -> TO is not supported ...". Cost: a warm cache hit is a hash lookup
- * (well under 1 us); a cold min-cost plan of a 2x2x2 mesh pair about 0.6 ms
- * (4x4x4, or large uneven dims: a few ms; 8x8x8: 20 to 50 ms); greedy some
- * microseconds. */
-lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
-                               const int64_t *shape, const lt_placement *src,
-                               const lt_placement *dst, int np,
-                               const lt_redistribute_opts *opts, lt_plan **out);
-
-/* Releases a reference. NULL is a no-op. */
-void lt_plan_free(lt_plan *p);
-/* A new reference to p. */
-lt_plan *lt_plan_ref(lt_plan *p);
-
-/* What step s does, as every table and message names it (into buf, always
- * NUL-terminated; returns buf): its collective, plus the local work after it
- * ("all_gather", "all_gather + index_select"); a step without communication
- * is "local " and its work ("local slice", "local strided_slice", "local
- * partition"). */
-const char *lt_plan_step_action(const lt_plan_step *s, char *buf, size_t n);
-/* "step 2 of 3 (mesh dim 0: S(0) -> R, all_gather)": step i of p (0-based
- * index, numbered from 1 as in the table); an index outside the plan (the
- * verifier's -1) reads "the source (before step 1)". Returns buf. */
-char *lt_plan_step_str(const lt_plan *p, int i, char *buf, size_t n);
-
-/* Writes the plan as an aligned text table into buf (always NUL-terminated
- * when n > 0): one row per step (numbered from 1) with mesh dim, from -> to,
- * collective (lt_plan_step_action), bytes/rank (the most bytes any one rank
- * receives from other ranks in that step), bytes total (summed over all
- * ranks) and the placements after the step, then totals. Returns the length
- * it wanted (snprintf style). */
-int lt_plan_format(const lt_plan *p, char *buf, size_t n);
-/* The same table to f. LT_NOMEM (nothing printed) when the table's buffer
- * cannot be allocated. */
-lt_status lt_plan_print(const lt_plan *p, FILE *f);
-
-/* Drops every cached plan (plans still referenced elsewhere stay valid). */
-void lt_plan_cache_clear(void);
-/* Cache counters since the start (or the last clear); any pointer may be NULL. */
-void lt_plan_cache_stats(size_t *hits, size_t *misses, size_t *entries);
+};
 
 /* ---- redistribute ----------------------------------------------------------- */
 
@@ -308,96 +65,12 @@ void lt_plan_cache_stats(size_t *hits, size_t *misses, size_t *entries);
  * and actual values, and opts->report (if set) holds the same in fields.
  * On error *out is NULL (and *plan holds the plan when planning succeeded,
  * so a failed verification can still be explained; else NULL). */
-lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
-                          const lt_redistribute_opts *opts, lt_dtensor **out, lt_plan **plan);
+LT_API lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
+                                 const lt_redistribute_opts *opts, lt_dtensor **out, lt_plan **plan);
 
 /* The full tensor: redistribute to all-Replicate and take rank 0's shard.
  * *out is a new tensor (free with lt_tensor_free). Partial dims are reduced
  * by the collectives (reduction order: the plan's). */
-lt_status lt_full_tensor(const lt_dtensor *dt, lt_tensor **out);
-
-/* ---- verifier ---------------------------------------------------------------- */
-
-/* The direct reshard of docs/SEMANTICS.md §7 ("Semantic definition"), from global
- * index sets only: K = mesh dims whose source and destination are the same
- * Partial; for every coordinate on K the slice's logical tensor is rebuilt
- * from its ranks (replicas must agree within dtype tolerance, other Partial
- * dims are reduced), then re-distributed with the destination placements of
- * the non-K dims (Replicate -> Partial partitions as in docs/SEMANTICS.md §5); K dims
- * keep their per-rank values. *out is a new DTensor. Errors: bad placements
- * (LT_INVALID); LT_MISMATCH when the source's replicas disagree (message
- * names the ranks and index; rep, if not NULL, gets step -1). */
-lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int np,
-                            lt_dtensor **out, lt_verify_report *rep);
-
-/* Checks `actual` (any placements) against the direct reshard of `src` to
- * actual's placements: shard shapes, then values with the dtype's default
- * tolerance (lt_dtype_default_tol). LT_OK when equal; LT_MISMATCH with
- * "rank R, local index [..] (global [..]): expected X, got Y" otherwise.
- * rep may be NULL; when given it is filled either way (rep->step = step). */
-lt_status lt_verify_reshard(const lt_dtensor *src, const lt_dtensor *actual, int step,
-                            lt_verify_report *rep);
-
-/* ---- internal (localtensor/plan*.c, redistribute.c, verify.c, tests) --------- */
-
-/* What one single step does (see the table above). */
-#define LT__STEP_MAP(XX)                                               \
-    XX(ILLEGAL,        0, LT_COLL_BARRIER,        "")                  \
-    XX(SLICE,          0, LT_COLL_BARRIER,        "slice")             \
-    XX(STRIDED_SLICE,  0, LT_COLL_BARRIER,        "strided_slice")     \
-    XX(PARTITION,      0, LT_COLL_BARRIER,        "partition")         \
-    XX(ALL_GATHER,     1, LT_COLL_ALL_GATHER,     "")                  \
-    XX(GATHER_STRIDED, 1, LT_COLL_ALL_GATHER,     "index_select")      \
-    XX(ALL_REDUCE,     1, LT_COLL_ALL_REDUCE,     "")                  \
-    XX(REDUCE_SCATTER, 1, LT_COLL_REDUCE_SCATTER, "")                  \
-    XX(ALL_TO_ALL,     1, LT_COLL_ALL_TO_ALL,     "")
-
-typedef enum {
-#define LT__XX(e, comm, coll, local) LT__STEP_##e,
-    LT__STEP_MAP(LT__XX)
-#undef LT__XX
-    LT__STEP_COUNT
-} lt__step_kind;
-
-/* The kind of the single step that changes mesh dim i of state cur[] to *to
- * (LT__STEP_ILLEGAL when it is not one step). Pure; no message. */
-lt__step_kind lt__step_kind_of(const lt_mesh *mesh, const lt_placement *cur, int i,
-                               const lt_placement *to);
-int lt__step_kind_comm(lt__step_kind k);
-lt_coll lt__step_kind_coll(lt__step_kind k);
-const char *lt__step_kind_local(lt__step_kind k);
-
-/* The most bytes lt_redistribute allocates at once while running `plan`
- * (with verification when `verify`), on top of the source's shards: a
- * step's output and its input (from step 2 on), a strided gather's
- * temporary, and the verifier's direct reshard, logical tensors and index
- * lists. *step: the plan step (0-based) of that peak, -1 for a plan without
- * steps. Saturates at UINT64_MAX. Errors: the layout errors of the plan's
- * states (none for a plan lt_plan_redistribute returned). */
-lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, int *step);
-/* LT_NOMEM with the message of lt_check_memory (naming the peak step) when
- * that peak, plus the source's shards when with_source (a caller that has
- * not built the source yet), does not fit in memory; LT_OK otherwise. */
-lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source);
-
-/* Per-rank local shapes of placement list pl (checked, normalized) into
- * shapes[world * ndim], without index lists. Returns 0, or -1 when the layout
- * is not computable (a `last` split of fewer elements than ranks, explicit
- * sizes that do not sum to the split size); no message is set. */
-int lt__layout_shapes(const lt_mesh *mesh, int ndim, const int64_t *gshape,
-                      const lt_placement *pl, int64_t *shapes);
-
-/* Per-rank bytes received by the step of kind k on mesh dim i, given the
- * per-rank shapes before and after (world * ndim each): recv[world] (may be
- * NULL); returns the total. esize: bytes per element. */
-size_t lt__step_bytes(const lt_mesh *mesh, int ndim, size_t esize, lt__step_kind k, int i,
-                      const lt_placement *from, const lt_placement *to,
-                      const int64_t *before, const int64_t *after, size_t *recv);
-
-/* Plans without the cache: the placement lists are already normalized,
- * checked and not rejected. *out is a new plan (refcount 1). */
-lt_status lt__plan_build(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
-                         const lt_placement *src, const lt_placement *dst, lt_planner planner,
-                         lt_plan **out);
+LT_API lt_status lt_full_tensor(const lt_dtensor *dt, lt_tensor **out);
 
 #endif

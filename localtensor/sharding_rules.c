@@ -17,6 +17,9 @@
 
 #include "localtensor/layout.h"
 #include "localtensor/ops.h"
+#include "kernels/math_impl.h"
+#include "kernels/status_impl.h"
+#include "localtensor/ops_impl.h"
 
 /* ---- the table ------------------------------------------------------------------ */
 
@@ -105,50 +108,6 @@ static const op_rule op_rules[LT_OP_COUNT] = {
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
-int lt__pl_is_shard(const lt_placement *p) {
-    return p->kind == LT_PL_SHARD || p->kind == LT_PL_STRIDED;
-}
-
-int lt__pl_same_shard(const lt_placement *a, const lt_placement *b) {
-    if (a->kind != b->kind) return 0;
-    if (a->kind == LT_PL_STRIDED) return a->split_factor == b->split_factor;
-    if (a->kind == LT_PL_SHARD) return lt_split_rule_equal(&a->rule, &b->rule);
-    return 1;
-}
-
-lt_placement lt__pl_with_dim(const lt_placement *p, int dim) {
-    lt_placement q = *p;
-    q.dim = dim;
-    return q;
-}
-
-void lt__rule_force_replicate(lt__rule_io *io, int i) {
-    io->out[i] = lt_replicate();
-    for (int k = 0; k < io->nin; k++) io->tgt[k][i] = lt_replicate();
-}
-
-lt_status lt__dim_indices(const lt_mesh *mesh, int64_t n, const lt_placement *pl1, int rank,
-                          int64_t **idx, int64_t *len) {
-    lt_placement p[LT_MESH_MAX_DIMS];
-    for (int i = 0; i < mesh->ndim; i++)
-        p[i] = lt__pl_is_shard(&pl1[i]) ? lt__pl_with_dim(&pl1[i], 0) : lt_replicate();
-    lt_rank_layout l;
-    *idx = NULL;
-    *len = 0;
-    LT_TRY(lt_layout_rank(mesh, 1, &n, p, rank, &l));
-    int64_t m = l.local_shape[0];
-    int64_t *v = lt__malloc(sizeof(int64_t) * (size_t)(m > 0 ? m : 1)); /* (m) */
-    if (!v) {
-        lt_rank_layout_free(&l);
-        return lt__err(LT_NOMEM, "out of memory");
-    }
-    for (int64_t j = 0; j < m; j++) v[j] = l.idx[0] ? l.idx[0][j] : j;
-    lt_rank_layout_free(&l);
-    *idx = v;
-    *len = m;
-    return LT_OK;
-}
-
 static int pclass(const lt_placement *p) {
     if (p->kind == LT_PL_REPLICATE) return PC_R;
     if (p->kind != LT_PL_PARTIAL) return -1;
@@ -218,7 +177,7 @@ static lt_status rule_pointwise(lt__rule_io *io) {
 /* Input k's placement for output placement `o` (a shard of output dim o.dim):
  * the same shard of k's matching dim, or R where k broadcasts that dim. */
 static lt_placement project_out(const lt__rule_io *io, int k, const lt_placement *o) {
-    if (!lt__pl_is_shard(o)) return *o;
+    if (!lt_placement_is_shard_like(o)) return *o;
     int j = o->dim - (io->out_ndim - io->ndim[k]);
     if (j < 0 || io->shape[k][j] != io->out_shape[0][o->dim]) return lt_replicate();
     return lt__pl_with_dim(o, j);
@@ -240,17 +199,17 @@ static lt_status rule_binary(lt__rule_io *io) {
         lt_placement p[2];
         for (int k = 0; k < 2; k++) {
             p[k] = io->pl[k][i];
-            if (lt__pl_is_shard(&p[k]) && is_broadcast_dim(io, k, p[k].dim))
+            if (lt_placement_is_shard_like(&p[k]) && is_broadcast_dim(io, k, p[k].dim))
                 p[k] = io->tgt[k][i] = lt_replicate(); /* a shard of a broadcast dim */
         }
         int off[2] = {io->out_ndim - io->ndim[0], io->out_ndim - io->ndim[1]};
-        int sa = lt__pl_is_shard(&p[0]), sb = lt__pl_is_shard(&p[1]);
+        int sa = lt_placement_is_shard_like(&p[0]), sb = lt_placement_is_shard_like(&p[1]);
         if (sa || sb) { /* the shard leads; the other operand follows it */
             int lead = sa ? 0 : 1;
             io->out[i] = lt__pl_with_dim(&p[lead], p[lead].dim + off[lead]);
             int f = 1 - lead;
             lt_placement want = project_out(io, f, &io->out[i]);
-            if (!(lt__pl_is_shard(&p[f]) && lt__pl_is_shard(&want) && want.dim == p[f].dim &&
+            if (!(lt_placement_is_shard_like(&p[f]) && lt_placement_is_shard_like(&want) && want.dim == p[f].dim &&
                   lt__pl_same_shard(&want, &p[f])))
                 io->tgt[f][i] = want;
             continue;
@@ -350,7 +309,7 @@ static lt_status rule_matmul(lt__rule_io *io) {
         int role[2] = {-1, -1}, od[2] = {-1, -1};
         for (int k = 0; k < 2; k++) {
             p[k] = io->pl[idx[k]][i];
-            if (!lt__pl_is_shard(&p[k])) continue;
+            if (!lt_placement_is_shard_like(&p[k])) continue;
             role[k] = mm_role(io, &g, k, p[k].dim, &od[k]);
             if (role[k] == ROLE_BCAST) p[k] = io->tgt[idx[k]][i] = lt_replicate(), role[k] = -1;
         }
@@ -369,7 +328,7 @@ static lt_status rule_matmul(lt__rule_io *io) {
                 io->out[i] = lt__pl_with_dim(&p[lead], od[lead]);
                 want = lt_replicate();
             }
-            if (!(want.kind == p[f].kind && (!lt__pl_is_shard(&want) ||
+            if (!(want.kind == p[f].kind && (!lt_placement_is_shard_like(&want) ||
                                              (want.dim == p[f].dim && lt__pl_same_shard(&want, &p[f])))))
                 io->tgt[idx[f]][i] = want;
             continue;
@@ -391,7 +350,7 @@ static void addmm_bias(lt__rule_io *io) {
         const lt_placement *cur = &io->pl[0][i];
         if (!(want.kind == cur->kind && (want.kind == LT_PL_REPLICATE ||
                                          (want.kind == LT_PL_PARTIAL && want.op == cur->op) ||
-                                         (lt__pl_is_shard(&want) && want.dim == cur->dim &&
+                                         (lt_placement_is_shard_like(&want) && want.dim == cur->dim &&
                                           lt__pl_same_shard(&want, cur)))))
             io->tgt[0][i] = want;
         else
@@ -456,7 +415,7 @@ static lt_status rule_softmax(lt__rule_io *io) {
     io->kdim = n > 0 ? d : 0;
     for (int i = 0; i < io->mesh->ndim; i++) {
         const lt_placement *p = &io->pl[0][i];
-        if (p->kind == LT_PL_PARTIAL || (lt__pl_is_shard(p) && p->dim == d))
+        if (p->kind == LT_PL_PARTIAL || (lt_placement_is_shard_like(p) && p->dim == d))
             lt__rule_force_replicate(io, i); /* the whole row is needed */
         else
             io->out[i] = *p;
@@ -539,7 +498,7 @@ static lt_status rule_permute(lt__rule_io *io) {
     io->out_dtype = io->dtype[0];
     for (int i = 0; i < io->mesh->ndim; i++) {
         const lt_placement *p = &io->pl[0][i];
-        if (!lt__pl_is_shard(p)) io->out[i] = *p;
+        if (!lt_placement_is_shard_like(p)) io->out[i] = *p;
         else if (drop[p->dim]) lt__rule_force_replicate(io, i); /* a shard of a dropped size-1 dim */
         else io->out[i] = lt__pl_with_dim(p, map[p->dim]);
     }
@@ -575,14 +534,14 @@ static lt_status rule_cat(lt__rule_io *io) {
         int lead = -1, pc = PC_R, mixed = 0, has_r = 0;
         for (int k = 0; k < io->nin; k++) {
             const lt_placement *p = &io->pl[k][i];
-            if (lt__pl_is_shard(p) && p->dim == d) io->tgt[k][i] = lt_replicate(); /* cat dim: whole */
-            else if (lt__pl_is_shard(p) && lead < 0) lead = k;
+            if (lt_placement_is_shard_like(p) && p->dim == d) io->tgt[k][i] = lt_replicate(); /* cat dim: whole */
+            else if (lt_placement_is_shard_like(p) && lead < 0) lead = k;
         }
         if (lead >= 0) { /* every input follows the first shard of another dim */
             io->out[i] = io->pl[lead][i];
             for (int k = 0; k < io->nin; k++) {
                 const lt_placement *p = &io->pl[k][i];
-                if (!(lt__pl_is_shard(p) && p->dim == io->out[i].dim && lt__pl_same_shard(p, &io->out[i])))
+                if (!(lt_placement_is_shard_like(p) && p->dim == io->out[i].dim && lt__pl_same_shard(p, &io->out[i])))
                     io->tgt[k][i] = io->out[i];
             }
             continue;
@@ -655,7 +614,7 @@ static lt_status rule_split(lt__rule_io *io) {
     }
     for (int i = 0; i < io->mesh->ndim; i++) {
         const lt_placement *p = &io->pl[0][i];
-        if (lt__pl_is_shard(p) && p->dim == d) lt__rule_force_replicate(io, i);
+        if (lt_placement_is_shard_like(p) && p->dim == d) lt__rule_force_replicate(io, i);
         else io->out[i] = *p;
     }
     return LT_OK;
@@ -685,7 +644,7 @@ static lt_status rule_embedding(lt__rule_io *io) {
             io->out[i] = lt_partial(LT_REDOP_SUM);
             io->masked = 1;
             if (x.kind != LT_PL_REPLICATE) io->tgt[1][i] = lt_replicate();
-        } else if (lt__pl_is_shard(&w)) { /* embedding dim sharded */
+        } else if (lt_placement_is_shard_like(&w)) { /* embedding dim sharded */
             io->out[i] = lt__pl_with_dim(&w, ni);
             if (x.kind != LT_PL_REPLICATE) io->tgt[1][i] = lt_replicate();
         } else if (wc != PC_R) { /* a Partial table: lookups stay partial */

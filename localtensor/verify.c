@@ -14,6 +14,8 @@
 
 #include "localtensor/layout.h"
 #include "localtensor/redistribute.h"
+#include "kernels/status_impl.h"
+#include "localtensor/dtensor_impl.h"
 
 static void index_str(int ndim, const int64_t *idx, char *buf, size_t n) {
     size_t used = 0;

@@ -1,7 +1,7 @@
 /* test/planner_bruteforce.h — an independent brute-force search for the
  * cheapest redistribute, to check the min-cost planner against.
  *
- * Written from the definition of a step in localtensor/redistribute.h and
+ * Written from the definition of a step in localtensor/plan.h and
  * sharing no code or candidate list with the planner. A state is a layout:
  * what every rank holds (its shard's shape and the global indices along
  * every dim) plus which mesh dims are Partial. The universe of states is

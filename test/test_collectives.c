@@ -9,6 +9,7 @@
  */
 #include "collectives_sim/collectives.h"
 #include "collectives_sim/engine.h"
+#include "tools/render/render.h"
 
 #include <cJSON.h>
 #include <math.h>

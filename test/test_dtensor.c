@@ -6,6 +6,7 @@
 
 #include "localtensor/localtensor.h"
 #include "test/testutil.h"
+#include "kernels/status_impl.h"
 
 static lt_tensor *arange(lt_dtype dt, int ndim, const int64_t *shape) {
     lt_tensor *t;

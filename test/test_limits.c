@@ -19,9 +19,10 @@
 #include <unistd.h>
 
 #include "localtensor/localtensor.h"
-#include "tools/cli.h"
-#include "tools/scenario.h"
+#include "tools/cli/cli.h"
+#include "tools/scenario/scenario.h"
 #include "test/testutil.h"
+#include "localtensor/plan_impl.h"
 
 #define P61 ((int64_t)1 << 61)
 #define P62 ((int64_t)1 << 62)

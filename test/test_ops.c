@@ -9,6 +9,9 @@
 
 #include "localtensor/ops.h"
 #include "test/testutil.h"
+#include "localtensor/reference.h"
+#include "localtensor/tp.h"
+#include "localtensor/rank_map.h"
 
 static lt_mesh mesh(const char *s) {
     lt_mesh m;

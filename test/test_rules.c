@@ -10,6 +10,7 @@
 
 #include "localtensor/ops.h"
 #include "test/testutil.h"
+#include "localtensor/validate.h"
 
 static void print_report(const lt_validate_report *r) {
     printf("rule validator: %d cases: %d ok, %d wrong, %d missing, %d errors, %d invalid inputs\n",

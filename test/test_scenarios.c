@@ -21,7 +21,8 @@
 
 #include "test/testutil.h"
 #include "localtensor/localtensor.h"
-#include "tools/scenario.h"
+#include "tools/cli/cli.h"
+#include "tools/scenario/scenario.h"
 
 static char g_tmpdir[512];
 

@@ -6,6 +6,10 @@
 # then checks that:
 #   - every header is under include/localtensor/ and nothing else is in
 #     include/ (no top-level kernels/ or collectives_sim/ on a user's path);
+#     no internal header (*_impl.h, kernels/alloc.h) is installed;
+#   - the shared library exports no internal (lt__) symbol, and the library
+#     needs neither cJSON nor libyaml (those are the tools'): not in what
+#     liblocaltensor.so links, not in what either .pc file asks for;
 #   - each installed header compiles on its own with only the Cflags of
 #     localtensor.pc (so no header includes one that is not installed);
 #   - the C example of README.md ("From C") builds with the README's two
@@ -73,6 +77,13 @@ others=$(cd "$prefix/include" && ls -A | grep -vx localtensor)
   fail "include/ holds more than localtensor/: $(cd "$prefix/include" && find . -maxdepth 2 | tr '\n' ' ')"
 mapfile -t headers < <(cd "$prefix/include" && find localtensor -name '*.h' | sort)
 [ ${#headers[@]} -ge 10 ] || fail "only ${#headers[@]} headers installed"
+internal=$(printf '%s\n' "${headers[@]}" | grep -E '_impl\.h$|/kernels/alloc\.h$')
+[ -z "$internal" ] || fail "internal headers were installed: $(echo $internal)"
+# the shared library's interface is its lt_ functions only
+exported=$(nm -D --defined-only "$prefix/lib/liblocaltensor.so" 2>/dev/null | awk '$3 ~ /^lt__/ {print $3}')
+[ -z "$exported" ] || fail "liblocaltensor.so exports $(echo "$exported" | wc -l) internal symbols: $(echo $exported | cut -c1-200)"
+readelf -d "$prefix/lib/liblocaltensor.so" | grep -E 'NEEDED.*(cjson|yaml)' &&
+  fail "liblocaltensor.so links cJSON or libyaml (the tools' dependencies, not the library's)"
 # every quoted include of an installed header must name an installed header
 for h in "${headers[@]}"; do
   grep -o '^#include "[^"]*"' "$prefix/include/$h" | sed 's/^#include "//; s/"$//' | while read -r inc; do
@@ -90,6 +101,10 @@ for pc in localtensor localtensor-static; do
 done
 export PKG_CONFIG_PATH=$tmp/pc
 cflags=$(pkg-config --cflags localtensor) || fail "pkg-config --cflags localtensor failed"
+for pc in localtensor localtensor-static; do
+  libs=$(pkg-config --libs --static "$pc") || fail "pkg-config --libs --static $pc failed"
+  case " $libs " in *-lcjson*|*-lyaml*) fail "$pc.pc asks for cJSON or libyaml: $libs" ;; esac
+done
 case " $cflags " in *" -I$prefix/include "*) ;; *) fail "localtensor.pc Cflags ($cflags) lack -I PREFIX/include" ;; esac
 case " $cflags " in *"/include/localtensor "*) fail "localtensor.pc puts include/localtensor itself on the path: $cflags" ;; esac
 

@@ -9,7 +9,7 @@
 # fault injection runs in process (test/fault/, `make fault`); this script
 # checks what only the real process shows: exit codes, what is printed, and
 # LeakSanitizer at exit. kernels/alloc.h fails the chosen allocation; the
-# CLI arms it from LOCALTENSOR_FAULT_AT / _SITE / _REPORT (tools/main.c).
+# CLI arms it from LOCALTENSOR_FAULT_AT / _SITE / _REPORT (tools/cli/main.c).
 #
 # Targets: `localtensor run FILE` for each FILE, or `localtensor ARGS` with
 # -c (ARGS split on spaces). For each target one counting run

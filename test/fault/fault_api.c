@@ -16,7 +16,7 @@
 #include "kernels/alloc.h"
 #include "localtensor/localtensor.h"
 #include "test/fault/fault.h"
-#include "tools/scenario.h"
+#include "tools/scenario/scenario.h"
 
 /* An address that no allocation returns: outputs are preset to it so a
  * failed call that leaves them untouched is told apart from a half-built one. */

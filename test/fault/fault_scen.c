@@ -14,7 +14,8 @@
 
 #include "kernels/alloc.h"
 #include "test/fault/fault.h"
-#include "tools/scenario.h"
+#include "tools/cli/cli.h"
+#include "tools/scenario/scenario.h"
 
 /* Reads a whole file into a new NUL-terminated buffer (malloc; the caller
  * frees), or NULL. Not through lt__malloc: this is the test's memory. */

@@ -3,7 +3,7 @@
  *
  * The input is an argv, one argument per line (a NUL also ends one): the
  * first line is the subcommand, "show" or "redistribute"; other inputs are
- * ignored. The subcommand's entry point (tools/cli.h) runs as main would
+ * ignored. The subcommand's entry point (tools/cli/cli.h) runs as main would
  * call it, with its output going to /dev/null. Invariant: the exit code is
  * 0 or 2 (ok, or bad input with a message). redistribute's 1 means the
  * executed plan disagreed with the direct reshard, a wrong answer, so it is
@@ -17,7 +17,8 @@
 #include "test/fuzz/fuzz.h"
 
 #include "kernels/tensor.h"
-#include "tools/cli.h"
+#include "tools/cli/cli.h"
+#include "kernels/status_impl.h"
 
 #define MAX_ARGS 40
 #define MAX_WORLD 64

@@ -11,7 +11,8 @@
 
 #include "kernels/tensor.h"
 #include "localtensor/localtensor.h"
-#include "tools/cli.h"
+#include "tools/cli/cli.h"
+#include "kernels/status_impl.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;

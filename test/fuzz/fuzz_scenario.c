@@ -15,7 +15,8 @@
 
 #include <ctype.h>
 
-#include "tools/scenario_impl.h"
+#include "tools/scenario/scenario_impl.h"
+#include "kernels/status_impl.h"
 
 #define MAX_CASES 24
 #define MAX_WORLD 16

@@ -1,0 +1,41 @@
+/* kernels/memlimit_impl.h — how much memory this process may still fill, and the
+ * up-front check that refuses work which would not fit.
+ *
+ * The simulator holds the shards of every rank at once, so a layout that is
+ * ordinary on a cluster can need more memory than one machine has. Saying so
+ * with a message before allocating beats being killed by the kernel's OOM
+ * killer minutes later. Every path that allocates shards (distribute and
+ * init, redistribute with its copies and verification, the collectives)
+ * estimates what it will allocate and asks lt__mem_check first.
+ */
+#ifndef LT_MEMLIMIT_IMPL_H
+#define LT_MEMLIMIT_IMPL_H
+
+#include <stdint.h>
+
+#include "kernels/status_impl.h"
+
+/* Bytes this process may still allocate: the smallest of physical memory,
+ * the memory the kernel reports available now (Linux MemAvailable) less a
+ * reserve of 1/16 of it (at most 1 GiB) for everything else, the
+ * address-space and data-size limits (ulimit -v, ulimit -d) less what the
+ * process already maps, and the environment variable
+ * LOCALTENSOR_MEMORY_LIMIT (bytes, or with a K, M, G or T suffix: a budget
+ * of the user's choosing, and how the tests make the check bite without
+ * allocating much). *why (may be NULL) gets a static phrase naming the
+ * bound: "of memory", "of memory available now", "of memory left to this
+ * process (ulimit)" or "of memory allowed by LOCALTENSOR_MEMORY_LIMIT".
+ * UINT64_MAX when nothing is known. LT_INVALID (with a message) when
+ * LOCALTENSOR_MEMORY_LIMIT is set but is not a size. */
+lt_status lt__mem_limit(uint64_t *bytes, const char **why);
+
+/* LT_OK when `bytes` fits under lt__mem_limit; otherwise LT_NOMEM with
+ * "WHAT needs X GiB for the shards of all N ranks, more than this
+ * machine's Y GiB of memory[ available now | ...]" (or lt__mem_limit's
+ * LT_INVALID). 0 bytes is LT_OK without asking the system. */
+lt_status lt__mem_check(uint64_t bytes, int world, const char *what);
+
+/* a + b, or UINT64_MAX when it wraps (byte estimates saturate). */
+static inline uint64_t lt__add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+#endif

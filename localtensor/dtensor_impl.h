@@ -1,0 +1,25 @@
+/* localtensor/dtensor_impl.h — building DTensors from parts (internal: not
+ * installed). The executor, the ops and the verifier produce shards
+ * themselves; these wrap them, with the same shape checks and the same
+ * Replicate -> Partial partition that distribute applies.
+ */
+#ifndef LT_DTENSOR_IMPL_H
+#define LT_DTENSOR_IMPL_H
+
+#include <stdint.h>
+
+#include "kernels/status_impl.h"
+#include "localtensor/dtensor.h"
+
+/* Builds a DTensor from already-computed shards (takes ownership of `local`
+ * and its shards even on error); checks every shard's shape against layout
+ * math. For executors and ops. */
+lt_status lt__dtensor_wrap(lt_local *local, lt_dtype dt, int ndim, const int64_t *shape,
+                           const lt_placement *pl, lt_dtensor **out);
+
+/* Applies the Replicate->Partial partition of mesh dims [from_dim, ndim) that
+ * are Partial in pl to shard t of rank coord (sum: divide by the mesh dim
+ * size). Used by distribute and the verifier. */
+lt_status lt__partition(lt_tensor *t, const lt_mesh *mesh, const lt_placement *pl);
+
+#endif

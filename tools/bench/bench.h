@@ -1,0 +1,56 @@
+/* tools/bench/bench.h — the benchmark harness shared by tools/bench/bench*.c.
+ *
+ * build-bench/bench (`make bench`) links every tools/bench/bench*.c. tools/bench/bench.c
+ * holds main, the result table and the memcpy baseline; each other file
+ * provides one `void lt_bench_<area>(lt_bench *b)` that adds rows, declared
+ * here and called from the fixed list in main (add yours to both places).
+ *
+ * A row: what was measured, the bytes it wrote, the median seconds per call,
+ * GB/s of those bytes, the baseline's GB/s for the same bytes measured in
+ * the same process (memcpy between two pre-touched buffers, or one cblas
+ * call), and ratio = gbps / baseline_gbps. A row without a baseline (e.g.
+ * per-call overhead) passes NAN, and JSON shows null.
+ *
+ * Environment: LT_BENCH_FILTER=substr[|substr...] runs only matching rows.
+ */
+#ifndef LT_BENCH_H
+#define LT_BENCH_H
+
+#include <stddef.h>
+
+typedef struct lt_bench_row {
+    char name[120];
+    size_t bytes;            /* bytes written per call */
+    double seconds;          /* median seconds per call */
+    double gbps;             /* bytes / seconds / 1e9 */
+    double baseline_gbps;    /* NAN: none */
+    double ratio;            /* gbps / baseline_gbps; NAN: none */
+} lt_bench_row;
+
+typedef struct lt_bench {
+    lt_bench_row *rows;
+    size_t n, cap;
+    char *base_src, *base_dst;   /* memcpy baseline buffers (pre-touched) */
+    size_t base_cap;
+} lt_bench;
+
+/* Adds (and prints) a row; baseline_gbps NAN for none. Exits on NOMEM. */
+void lt_bench_add(lt_bench *b, const char *name, size_t bytes, double seconds, double baseline_gbps);
+/* 1 when the row `name` should run: LT_BENCH_FILTER unset, or a substring
+ * of name (several alternatives separated by '|'). */
+int lt_bench_want(const char *name);
+/* Monotonic clock in seconds. */
+double lt_bench_now(void);
+/* Median of v[n] (sorts v). */
+double lt_bench_median(double *v, int n);
+/* Seconds of one memcpy of `bytes` between the harness's pre-touched
+ * buffers (grown on demand). Exits on NOMEM. */
+double lt_bench_memcpy_once(lt_bench *b, size_t bytes);
+
+/* The areas, one per file. */
+void lt_bench_collectives(lt_bench *b);    /* tools/bench/bench_collectives.c */
+void lt_bench_redistribute(lt_bench *b);   /* tools/bench/bench_redistribute.c */
+void lt_bench_ops(lt_bench *b);            /* tools/bench/bench_ops.c */
+void lt_bench_program(lt_bench *b);        /* tools/bench/bench_program.c */
+
+#endif

@@ -1,0 +1,210 @@
+/* tools/bench/bench_collectives.c — collectives at 8 ranks against memcpy.
+ *
+ * For every collective, on mesh 8 (dim 0) and 2x4 (dims 0 and 1), at totals
+ * of 4 KiB .. 256 MiB WRITTEN (the sum of all ranks' outputs), with even and
+ * uneven shards (uneven: per-member weights 3,0,1,2,... so some members hold
+ * nothing), f32, outputs preallocated (the fast path), tracing on; gather,
+ * reduce and permute (not bandwidth targets) up to 1 MiB only. Each rep
+ * times the collective and then a memcpy of the same number of bytes between
+ * two pre-touched buffers; the row reports the medians. Reductions read
+ * n times what they write, so memcpy of the bytes written is a demanding
+ * baseline for them (reduce_scatter especially).
+ *
+ * Also: per-call overhead of all_reduce and all_gather on 8 ranks of
+ * 1-element shards, tracing on and off (no baseline).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives_sim/collectives.h"
+#include "tools/bench/bench.h"
+#include "collectives_sim/trace.h"
+
+enum { AG, RS, AR, A2A, BC, SC, GA, RE, PE, NKIND };
+static const char *const kind_names[NKIND] = {"all_gather", "reduce_scatter(sum)", "all_reduce(sum)",
+    "all_to_all(0->1)", "broadcast", "scatter", "gather", "reduce(sum)", "permute(ring)"};
+
+typedef struct setup {
+    lt_mesh m;
+    lt_comm *c;
+    int kind, md, n, W;
+    lt_tensor *in[8], *out[8];
+    lt_split_rule rule;
+    int perm[8];
+} setup;
+
+static void check(lt_status st, const char *what) {
+    if (st == LT_OK) return;
+    fprintf(stderr, "bench: %s: %s: %s\n", what, lt_status_str(st), lt_errmsg());
+    exit(2);
+}
+
+static lt_status call(setup *s) {
+    switch (s->kind) {
+    case AG: return lt_all_gather(s->c, s->md, s->in, 0, s->out);
+    case RS: return lt_reduce_scatter(s->c, s->md, s->in, LT_REDOP_SUM, 0, &s->rule, s->out);
+    case AR: return lt_all_reduce(s->c, s->md, s->in, LT_REDOP_SUM, s->out);
+    case A2A: return lt_all_to_all(s->c, s->md, s->in, 0, 1, &s->rule, s->out);
+    case BC: return lt_broadcast(s->c, s->md, s->in, 0, s->out);
+    case SC: return lt_scatter(s->c, s->md, s->in, 0, 0, &s->rule, s->out);
+    case GA: return lt_gather(s->c, s->md, s->in, 0, 0, s->out);
+    case RE: return lt_reduce_ranks(s->c, s->md, s->in, 0, LT_REDOP_SUM, s->out);
+    default: return lt_permute_ranks(s->c, s->md, s->in, s->perm, s->out);
+    }
+}
+
+/* rows[n] summing to R: even R/n each, or by weights 3,0,1,2,3,0,1,2 */
+static void row_split(int64_t R, int n, int uneven, int64_t *rows) {
+    int64_t wsum = 0, used = 0;
+    for (int p = 0; p < n; p++) wsum += uneven ? (p * 5 + 3) % 4 : 1;
+    for (int p = 0; p < n; p++) {
+        rows[p] = R * (uneven ? (p * 5 + 3) % 4 : 1) / wsum;
+        used += rows[p];
+    }
+    rows[0] += R - used;
+}
+
+static lt_tensor *filled(int ndim, const int64_t *shape) {
+    lt_tensor *t;
+    check(lt_tensor_new(LT_F32, ndim, shape, &t), "tensor");
+    if (lt_numel(t)) check(lt_fill(t, 1.0), "fill");
+    return t;
+}
+
+/* Builds inputs so that the call writes about `total` bytes, runs it once
+ * (creating the outputs, which later calls reuse) and returns the exact
+ * bytes written. */
+static size_t build(setup *s, int kind, const char *mesh, int md, size_t total, int uneven) {
+    memset(s, 0, sizeof *s);
+    check(lt_mesh_parse(mesh, &s->m), "mesh");
+    check(lt_comm_new(&s->m, &s->c), "comm");
+    s->kind = kind;
+    s->md = md;
+    s->n = s->m.shape[md];
+    s->W = s->m.world;
+    int n = s->n, G = s->W / n;
+    /* bytes per rank input (or per group for rooted/reduce-scatter sources) */
+    size_t per = kind == RS || kind == SC || kind == GA || kind == RE ? total / (size_t)G : total / (size_t)s->W;
+    int64_t elems = (int64_t)(per / 4);
+    int64_t C = elems / (16 * n);
+    C = C < 1 ? 1 : C > 1024 ? 1024 : C;
+    int64_t R = elems / C / n * n;
+    if (R < n) R = n;
+    int64_t rows[8] = {0};
+    row_split(R, n, uneven, rows);
+    s->rule = lt_split_chunk();
+    if (uneven) {
+        s->rule.kind = LT_SPLIT_EXPLICIT;
+        s->rule.nsizes = n;
+        for (int p = 0; p < n; p++) s->rule.sizes[p] = rows[p];
+    }
+    for (int i = 0; i < n; i++) s->perm[i] = (i + 1) % n;
+    for (int r = 0; r < s->W; r++) {
+        int pos;
+        lt_mesh_group_of(&s->m, md, r, &pos);
+        int64_t shape[2] = {R, C};
+        switch (kind) {
+        case AG:
+        case GA: shape[0] = rows[pos]; break;
+        case AR: {
+            int64_t e = R * C - (uneven ? 3 : 0);
+            s->in[r] = filled(1, &e);
+            continue;
+        }
+        case BC:
+        case SC: if (pos != 0) continue; break; /* non-roots: no input */
+        default: break;
+        }
+        s->in[r] = filled(2, shape);
+    }
+    check(call(s), kind_names[kind]);
+    size_t written = 0;
+    for (int r = 0; r < s->W; r++) written += lt_nbytes(s->out[r]);
+    return written;
+}
+
+static void teardown(setup *s) {
+    for (int r = 0; r < s->W; r++) {
+        lt_tensor_free(s->in[r]);
+        lt_tensor_free(s->out[r]);
+    }
+    lt_comm_free(s->c);
+}
+
+/* Interleaves reps of the collective and of memcpy of the same bytes. */
+static void measure(lt_bench *b, const char *name, setup *s, size_t written) {
+    int reps = written >= (32u << 20) ? 5 : 9;
+    int batch = written >= (32u << 20) ? 1 : written >= (512u << 10) ? 8 : 400;
+    double tc[9], tm[9];
+    for (int i = 0; i < reps; i++) {
+        lt_trace_clear(lt_comm_trace(s->c));
+        double t = lt_bench_now();
+        for (int k = 0; k < batch; k++) check(call(s), name);
+        tc[i] = (lt_bench_now() - t) / batch;
+        double m = 0;
+        for (int k = 0; k < batch; k++) m += lt_bench_memcpy_once(b, written);
+        tm[i] = m / batch;
+    }
+    double c = lt_bench_median(tc, reps), m = lt_bench_median(tm, reps);
+    lt_bench_add(b, name, written, c, (double)written / m / 1e9);
+}
+
+static void overhead(lt_bench *b, int kind, int trace_on) {
+    char name[120];
+    snprintf(name, sizeof name, "per-call %s 8 ranks x 1 f32, trace %s", kind == AR ? "all_reduce" : "all_gather",
+             trace_on ? "on" : "off");
+    if (!lt_bench_want(name)) return;
+    setup s;
+    memset(&s, 0, sizeof s);
+    check(lt_mesh_parse("8", &s.m), "mesh");
+    check(lt_comm_new(&s.m, &s.c), "comm");
+    s.kind = kind;
+    s.n = s.W = 8;
+    s.rule = lt_split_chunk();
+    for (int r = 0; r < 8; r++) s.in[r] = filled(1, (int64_t[]){1});
+    check(call(&s), "overhead");
+    lt_trace_enable(lt_comm_trace(s.c), trace_on);
+    enum { CALLS = 1000, REPS = 41 }; /* short reps: the median shrugs off interference */
+    double t[REPS];
+    for (int i = 0; i < REPS; i++) {
+        lt_trace_clear(lt_comm_trace(s.c));
+        double t0 = lt_bench_now();
+        for (int k = 0; k < CALLS; k++) check(call(&s), "overhead");
+        t[i] = (lt_bench_now() - t0) / CALLS;
+    }
+    size_t written = 0;
+    for (int r = 0; r < 8; r++) written += lt_nbytes(s.out[r]);
+    lt_bench_add(b, name, written, lt_bench_median(t, REPS), NAN);
+    teardown(&s);
+}
+
+void lt_bench_collectives(lt_bench *b) {
+    static const struct { const char *mesh; int md; } meshes[] = {{"8", 0}, {"2x4", 0}, {"2x4", 1}};
+    static const struct { const char *label; size_t bytes; } sizes[] = {
+        {"4K", 4u << 10}, {"1M", 1u << 20}, {"64M", 64u << 20}, {"256M", 256u << 20}};
+    for (int kind = 0; kind < NKIND; kind++) {
+        int extra = kind >= GA; /* not in the bandwidth targets: fewer sizes */
+        for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+            if (extra && sizes[si].bytes > (1u << 20)) continue;
+            for (size_t mi = 0; mi < sizeof meshes / sizeof *meshes; mi++) {
+                for (int uneven = 0; uneven < 2; uneven++) {
+                    if (kind == BC && uneven) continue; /* one source: nothing to be uneven */
+                    char name[120];
+                    snprintf(name, sizeof name, "%s %s/%d %s %s", kind_names[kind], meshes[mi].mesh,
+                             meshes[mi].md, sizes[si].label, uneven ? "uneven" : "even");
+                    if (!lt_bench_want(name)) continue;
+                    setup s;
+                    size_t w = build(&s, kind, meshes[mi].mesh, meshes[mi].md, sizes[si].bytes, uneven);
+                    measure(b, name, &s, w);
+                    teardown(&s);
+                }
+            }
+        }
+    }
+    overhead(b, AR, 1);
+    overhead(b, AR, 0);
+    overhead(b, AG, 1);
+    overhead(b, AG, 0);
+}

@@ -1,0 +1,130 @@
+/* tools/bench/bench_redistribute.c — redistribute at 8 ranks against memcpy, and
+ * the planner's cost.
+ *
+ * Data rows: a 64 MiB f32 global tensor (4096 x 4096 even; 4099 x 4093
+ * uneven: every split leaves a short last piece) redistributed with a warm
+ * plan cache, no verification, tracing on. "bytes" is what the plan WRITES:
+ * every rank's shard of every state after a step (one step: the output),
+ * so the ratio compares that with memcpy of the same bytes between
+ * pre-touched buffers. Outputs are fresh allocations each call (as a real
+ * redistribute), so page faults are part of the cost.
+ *
+ * Planner rows (no baseline): a warm-cache lookup, and cold min-cost and
+ * greedy plans of 3-D mesh pairs (cache bypassed).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "localtensor/localtensor.h"
+#include "tools/bench/bench.h"
+
+static void check(lt_status st, const char *what) {
+    if (st == LT_OK) return;
+    fprintf(stderr, "bench: %s: %s: %s\n", what, lt_status_str(st), lt_errmsg());
+    exit(2);
+}
+
+/* Bytes the plan writes: every rank's shard after every step. */
+static size_t plan_written(const lt_plan *p) {
+    size_t total = 0;
+    for (int s = 0; s < p->nsteps; s++)
+        for (int r = 0; r < p->mesh.world; r++) {
+            int64_t ls[LT_MAX_DIMS], n = 1;
+            check(lt_local_shape_and_offset(&p->mesh, p->ndim, p->shape, p->steps[s].after, r, ls, NULL), "layout");
+            for (int d = 0; d < p->ndim; d++) n *= ls[d];
+            total += (size_t)n * lt_dtype_size(p->dtype);
+        }
+    return total;
+}
+
+static void data_row(lt_bench *b, const char *mesh_s, const char *from, const char *to, int uneven) {
+    char name[120];
+    snprintf(name, sizeof name, "redistribute %s %s->%s 64M %s", mesh_s, from, to, uneven ? "uneven" : "even");
+    if (!lt_bench_want(name)) return;
+    lt_mesh m;
+    lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
+    int ns, nd;
+    check(lt_mesh_parse(mesh_s, &m), "mesh");
+    check(lt_placements_parse(from, sp, LT_MESH_MAX_DIMS, &ns), "placements");
+    check(lt_placements_parse(to, dp, LT_MESH_MAX_DIMS, &nd), "placements");
+    int64_t shape[2] = {4096, 4096};
+    if (uneven) {
+        shape[0] = 4099;
+        shape[1] = 4093;
+    }
+    lt_init init = {LT_INIT_ONES, 0};
+    lt_dtensor *src, *out;
+    check(lt_dtensor_init(&m, LT_F32, 2, shape, sp, ns, &init, &src), "init");
+    lt_comm *c;
+    check(lt_comm_new(&m, &c), "comm");
+    lt_redistribute_opts o = {0};
+    o.comm = c;
+    lt_plan *plan;
+    check(lt_redistribute(src, dp, nd, &o, &out, &plan), name);   /* warms the cache */
+    lt_dtensor_free(out);
+    size_t written = plan_written(plan);
+    enum { REPS = 3 };
+    double tr[REPS], tm[REPS];
+    for (int i = 0; i < REPS; i++) {
+        lt_trace_clear(lt_comm_trace(c));
+        double t = lt_bench_now();
+        check(lt_redistribute(src, dp, nd, &o, &out, NULL), name);
+        tr[i] = lt_bench_now() - t;
+        lt_dtensor_free(out);
+        tm[i] = lt_bench_memcpy_once(b, written);
+    }
+    double sr = lt_bench_median(tr, REPS), sm = lt_bench_median(tm, REPS);
+    lt_bench_add(b, name, written, sr, (double)written / sm / 1e9);
+    lt_plan_free(plan);
+    lt_comm_free(c);
+    lt_dtensor_free(src);
+}
+
+static void plan_row(lt_bench *b, const char *mesh_s, int ndim, const int64_t *shape,
+                     const char *from, const char *to, lt_planner planner, int cold) {
+    char name[120];
+    snprintf(name, sizeof name, "plan %s %s %s %s->%s", cold ? "cold" : "warm", lt_planner_name(planner), mesh_s,
+             from, to);
+    if (!lt_bench_want(name)) return;
+    lt_mesh m;
+    lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
+    int ns, nd;
+    check(lt_mesh_parse(mesh_s, &m), "mesh");
+    check(lt_placements_parse(from, sp, LT_MESH_MAX_DIMS, &ns), "placements");
+    check(lt_placements_parse(to, dp, LT_MESH_MAX_DIMS, &nd), "placements");
+    lt_redistribute_opts o = {0};
+    o.planner = planner;
+    o.no_cache = cold;
+    lt_plan *p;
+    check(lt_plan_redistribute(&m, LT_F32, ndim, shape, sp, dp, ns, &o, &p), name);
+    lt_plan_free(p);
+    int calls = cold ? 200 : 200000;
+    enum { REPS = 5 };
+    double t[REPS];
+    for (int i = 0; i < REPS; i++) {
+        double t0 = lt_bench_now();
+        for (int k = 0; k < calls; k++) {
+            lt_plan_redistribute(&m, LT_F32, ndim, shape, sp, dp, ns, &o, &p);
+            lt_plan_free(p);
+        }
+        t[i] = (lt_bench_now() - t0) / calls;
+    }
+    lt_bench_add(b, name, 0, lt_bench_median(t, REPS), NAN);
+}
+
+void lt_bench_redistribute(lt_bench *b) {
+    static const char *const cases[][3] = {
+        {"8", "S(0)", "R"},         {"8", "R", "S(0)"},           {"8", "S(0)", "S(1)"},
+        {"8", "P(sum)", "R"},       {"8", "P(sum)", "S(0)"},      {"2x4", "S(0),S(1)", "S(1),S(0)"},
+    };
+    for (size_t q = 0; q < sizeof cases / sizeof *cases; q++)
+        for (int uneven = 0; uneven < 2; uneven++) data_row(b, cases[q][0], cases[q][1], cases[q][2], uneven);
+    const int64_t s3[] = {8, 8, 8}, s2[] = {4096, 4096};
+    plan_row(b, "2x2x2", 3, s3, "S(0),S(0),S(0)", "S(1),S(1),S(1)", LT_PLANNER_MIN_COST, 0);
+    plan_row(b, "2x2x2", 3, s3, "S(0),S(0),S(0)", "S(1),S(1),S(1)", LT_PLANNER_MIN_COST, 1);
+    plan_row(b, "2x2x2", 3, s3, "S(0),S(0),S(0)", "S(1),S(1),S(1)", LT_PLANNER_GREEDY, 1);
+    plan_row(b, "2x2x2", 2, s2, "S(0),P(sum),S(1,balanced)", "SS(0,2),S(1),R", LT_PLANNER_MIN_COST, 1);
+    plan_row(b, "4x4x4", 3, s3, "S(0),S(1),S(2)", "S(2),S(1),S(0)", LT_PLANNER_MIN_COST, 1);
+}

@@ -1,0 +1,79 @@
+/* tools/cli/cli.h — the `localtensor` command table and shared CLI helpers.
+ *
+ * Each subcommand is `int fn(int argc, char **argv)` (argv[0] is the
+ * subcommand name) returning the process exit code: 0 ok, 1 a check failed,
+ * 2 bad input or usage. main.c dispatches through LT_CLI_COMMANDS.
+ */
+#ifndef LT_CLI_H
+#define LT_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "collectives_sim/mesh.h"
+#include "kernels/status.h"
+#include "kernels/tensor.h"
+#include "localtensor/random.h"
+
+/* The version `localtensor --version` prints; tools/localtensor.pc.in
+ * carries the same number (test_cli checks that they agree). */
+#define LT_CLI_VERSION "0.1.0"
+
+/* XX(name, function, one-line summary) */
+#define LT_CLI_COMMANDS(XX)                                                              \
+    XX("show",         lt_cli_show,         "what every rank holds for a layout")        \
+    XX("redistribute", lt_cli_redistribute, "plan, run and verify a redistribute")       \
+    XX("run",          lt_cli_run,          "run YAML scenario files or directories")
+
+int lt_cli_show(int argc, char **argv);
+int lt_cli_redistribute(int argc, char **argv);
+int lt_cli_run(int argc, char **argv);
+
+/* `localtensor run` with its argv (argv[0] = "run"), writing to out / err
+ * (tools/cli/cli_run.c; the work is lt_sc_run_paths, tools/scenario/scenario.h). */
+int lt_sc_main(int argc, char **argv, FILE *out, FILE *err);
+
+/* Exit code for a status: OK 0, MISMATCH 1, anything else 2. */
+int lt_cli_exit_code(lt_status st);
+
+/* Prints "localtensor <cmd>: <message>" to stderr and returns the exit code
+ * of st. */
+int lt_cli_fail(const char *cmd, lt_status st);
+
+/* 1 when f should be colored: a terminal, NO_COLOR unset. */
+int lt_cli_use_color(FILE *f);
+
+/* Parses "5", "5,7", "0,3" (also "(5, 7)" and "[5,7]"; "" is a 0-d shape).
+ * Errors name the text: negative, non-numeric, too many dims, overflow. */
+lt_status lt_cli_parse_shape(const char *s, int *ndim, int64_t *shape);
+
+/* One option of a subcommand's table: `--name VALUE` (or `--name=VALUE`)
+ * stores VALUE into *value; a flag (value NULL) stores flag_value into *flag. */
+typedef struct lt_cli_option {
+    const char *name;
+    const char **value;
+    int *flag;
+    int flag_value;
+} lt_cli_option;
+
+/* Parses argv[1..] against opts (terminated by a {NULL} entry). Returns -1
+ * when the command should go on, 0 after printing the usage for --help/-h,
+ * 2 after printing what was wrong (unknown argument, missing value) and the
+ * usage to stderr. */
+int lt_cli_parse_args(const char *cmd, int argc, char **argv, const lt_cli_option *opts,
+                      void (*usage)(FILE *));
+
+/* The arguments every layout command shares, parsed; each error names its
+ * option ("--mesh: mesh '2x0': ..."). */
+typedef struct lt_cli_layout {
+    lt_mesh mesh;
+    int ndim;
+    int64_t shape[LT_MAX_DIMS];
+    lt_dtype dtype;
+    lt_init init;
+} lt_cli_layout;
+
+lt_status lt_cli_parse_layout(const char *mesh, const char *shape, const char *dtype,
+                              const char *init, lt_cli_layout *out);
+
+#endif

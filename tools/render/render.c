@@ -1,0 +1,356 @@
+/* tools/render/render.c — per-rank tables, ownership pictures and JSON of a DTensor. */
+#include "tools/render/render.h"
+#include "tools/render/json_alloc.h"
+#include "kernels/alloc.h"
+#include "kernels/memlimit_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void lt_render_values(FILE *f, const lt_tensor *t, int64_t max) {
+    int64_t n = lt_numel(t);
+    fputc('[', f);
+    for (int64_t i = 0; i < n && i < max; i++) fprintf(f, "%s%g", i ? ", " : "", lt_get_flat(t, i));
+    if (n > max) fprintf(f, ", ... (%lld elements)", (long long)n);
+    fputc(']', f);
+}
+
+void lt_render_header(FILE *f, const lt_dtensor *dt) {
+    char mesh[128], shape[128], pl[512];
+    lt_mesh_str(lt_dtensor_mesh(dt), mesh, sizeof mesh);
+    lt_shape_str(dt->ndim, dt->shape, shape, sizeof shape);
+    lt_placements_format(dt->placements, lt_dtensor_mesh(dt)->ndim, pl, sizeof pl);
+    fprintf(f, "mesh %s (%d rank%s), global shape %s, %s, placements %s\n", mesh,
+            lt_dtensor_mesh(dt)->world, lt_dtensor_mesh(dt)->world == 1 ? "" : "s", shape, lt_dtype_name(dt->dtype), pl);
+}
+
+static void coord_str(const lt_mesh *m, int rank, char *buf, size_t n) {
+    int c[LT_MESH_MAX_DIMS];
+    lt_mesh_coord(m, rank, c);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < m->ndim && used < n; i++) {
+        int w = snprintf(buf + used, n - used, "%s%d", i ? "," : "(", c[i]);
+        if (w < 0) return;
+        used += (size_t)w;
+    }
+    if (used + 1 < n) strcat(buf, ")");
+}
+
+/* Values of t row by row, nested as the shape nests ("[[0, 1],\n [10, 11]]"),
+ * every row after the first indented to column `indent`; at most max values
+ * in all, then "... (N elements)" and the brackets closed. */
+static void render_nested(FILE *f, const lt_tensor *t, int64_t max, int indent) {
+    int nd = t->ndim, depth = 0;
+    int64_t n = lt_numel(t), shown = 0;
+    int64_t row = t->shape[nd - 1], nrows = n / row;   /* n > 0: row > 0 */
+    for (int64_t rr = 0; rr < nrows; rr++) {
+        /* brackets that open before this row: one per trailing zero of its index */
+        int open = 1;
+        int64_t q = rr;
+        for (int d = nd - 2; d >= 0 && q % t->shape[d] == 0; d--) open++, q /= t->shape[d];
+        if (rr) fprintf(f, ",\n%*s", indent + depth, "");
+        for (int k = 0; k < open; k++) fputc('[', f);
+        depth += open;
+        for (int64_t j = 0; j < row; j++, shown++) {
+            if (shown == max) {
+                fprintf(f, "%s... (%lld elements)", j ? ", " : "", (long long)n);
+                for (; depth > 0; depth--) fputc(']', f);
+                return;
+            }
+            fprintf(f, "%s%g", j ? ", " : "", lt_get_flat(t, rr * row + j));
+        }
+        int close = 1;
+        q = rr + 1;
+        for (int d = nd - 2; d >= 0 && q % t->shape[d] == 0; d--) close++, q /= t->shape[d];
+        for (int k = 0; k < close; k++) fputc(']', f);
+        depth -= close;
+    }
+}
+
+lt_status lt_render_ranks(FILE *f, const lt_dtensor *dt, int max_values) {
+    const lt_mesh *m = lt_dtensor_mesh(dt);
+    int any_strided = 0;
+    fprintf(f, "%-5s %-10s %-14s %-15s %s\n", "rank", "coord", "local_shape", "global_offset", "values");
+    for (int r = 0; r < m->world; r++) {
+        lt_rank_layout l;
+        LT_TRY(lt_layout_rank(m, dt->ndim, dt->shape, dt->placements, r, &l));
+        int strided = 0;
+        for (int d = 0; d < dt->ndim; d++) strided |= !l.contiguous[d];
+        any_strided |= strided;
+        char c[64], s1[96], s2[100];
+        coord_str(m, r, c, sizeof c);
+        lt_shape_str(dt->ndim, l.global_offset, s2, sizeof s2);
+        if (strided) strcat(s2, "*");
+        fprintf(f, "%-5d %-10s %-14s %-15s ", r, c, lt_shape_str(dt->ndim, l.local_shape, s1, sizeof s1), s2);
+        lt_rank_layout_free(&l);
+        const lt_tensor *t = lt_to_local(dt, r);
+        if (lt_numel(t) == 0)
+            fprintf(f, "[] (empty)");
+        else if (t->ndim >= 2)
+            render_nested(f, t, max_values, 5 + 1 + 10 + 1 + 14 + 1 + 15 + 1);
+        else
+            lt_render_values(f, t, max_values);
+        fputc('\n', f);
+    }
+    if (any_strided)
+        fprintf(f, "* strided shard: along some dim the rank's indices are not one contiguous run, so\n"
+                   "  global_offset is only the first index it holds there\n");
+    return LT_OK;
+}
+
+#define PIC_MAX 24
+
+static int global_nonempty(const lt_dtensor *dt) {
+    for (int d = 0; d < dt->ndim; d++)
+        if (dt->shape[d] == 0) return 0;
+    return 1;
+}
+
+/* Labels of the ranks holding each picture cell. cells[nr*nc] of rank lists. */
+typedef struct cell {
+    int n;
+    int *ranks;   /* (n) */
+} cell;
+
+static void label(const cell *c, int world, char *buf, size_t n) {
+    if (c->n == 0) {
+        snprintf(buf, n, ".");
+        return;
+    }
+    if (c->n == world && world > 1) {
+        snprintf(buf, n, "all");
+        return;
+    }
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < c->n && used < n; i++) {
+        /* compress runs a-b */
+        int j = i;
+        while (j + 1 < c->n && c->ranks[j + 1] == c->ranks[j] + 1) j++;
+        int w = j > i + 1 ? snprintf(buf + used, n - used, "%s%d-%d", i ? "," : "", c->ranks[i], c->ranks[j])
+                          : snprintf(buf + used, n - used, "%s%d", i ? "," : "", c->ranks[i]);
+        if (w < 0) return;
+        used += (size_t)w;
+        if (j > i + 1) i = j;
+    }
+}
+
+lt_status lt_render_picture(FILE *f, const lt_dtensor *dt) {
+    const lt_mesh *m = lt_dtensor_mesh(dt);
+    if (dt->ndim < 1 || dt->ndim > 2) {
+        fprintf(f, "(picture: only for 1-D and 2-D tensors)\n");
+        return LT_OK;
+    }
+    int64_t rows = dt->ndim == 2 ? dt->shape[0] : 1;
+    int64_t cols = dt->ndim == 2 ? dt->shape[1] : dt->shape[0];
+    /* rounded-up quotients written so that dims near INT64_MAX cannot wrap */
+    int64_t rstep = rows > PIC_MAX ? rows / PIC_MAX + (rows % PIC_MAX != 0) : 1;
+    int64_t cstep = cols > PIC_MAX ? cols / PIC_MAX + (cols % PIC_MAX != 0) : 1;
+    int nr = (int)(rows / rstep + (rows % rstep != 0)), nc = (int)(cols / cstep + (cols % cstep != 0));
+    if (rows == 0 || cols == 0) {
+        fprintf(f, "(picture: the tensor has no elements)\n");
+    } else {
+        cell *cells = lt__calloc((size_t)nr * (size_t)nc, sizeof(cell));
+        int *pool = lt__calloc((size_t)nr * (size_t)nc * (size_t)m->world, sizeof(int));
+        if (!cells || !pool) {
+            lt__free(cells);
+            lt__free(pool);
+            return lt__err(LT_NOMEM, "out of memory");
+        }
+        for (int i = 0; i < nr * nc; i++) cells[i].ranks = pool + (size_t)i * (size_t)m->world;
+        for (int r = 0; r < m->world; r++) {
+            lt_rank_layout l;
+            lt_status st = lt_layout_rank(m, dt->ndim, dt->shape, dt->placements, r, &l);
+            if (st) {
+                lt__free(cells);
+                lt__free(pool);
+                return st;
+            }
+            int64_t n0 = dt->ndim == 2 ? l.local_shape[0] : 1;
+            int64_t n1 = l.local_shape[dt->ndim - 1];
+            for (int64_t a = 0; a < n0; a++) {
+                int64_t gr = dt->ndim == 2 ? (l.idx[0] ? l.idx[0][a] : a) : 0;
+                if (gr % rstep) continue;
+                for (int64_t b = 0; b < n1; b++) {
+                    int64_t *ix = l.idx[dt->ndim - 1];
+                    int64_t gc = ix ? ix[b] : b;
+                    if (gc % cstep) continue;
+                    cell *c = &cells[(gr / rstep) * nc + gc / cstep];
+                    c->ranks[c->n++] = r;
+                }
+            }
+            lt_rank_layout_free(&l);
+        }
+        int width = 1;
+        char buf[64];
+        for (int i = 0; i < nr * nc; i++) {
+            label(&cells[i], m->world, buf, sizeof buf);
+            int w = (int)strlen(buf);
+            if (w > width) width = w;
+        }
+        fprintf(f, "owners (ranks holding each %s%s):\n", dt->ndim == 2 ? "element" : "index",
+                rstep > 1 || cstep > 1 ? ", sampled every few indices" : "");
+        fprintf(f, "%6s", "");
+        for (int j = 0; j < nc; j++) fprintf(f, " %*lld", width, (long long)(j * cstep));
+        fputc('\n', f);
+        for (int i = 0; i < nr; i++) {
+            if (dt->ndim == 2) fprintf(f, "%5lld ", (long long)(i * rstep));
+            else fprintf(f, "%6s", "");
+            for (int j = 0; j < nc; j++) {
+                label(&cells[i * nc + j], m->world, buf, sizeof buf);
+                fprintf(f, " %*s", width, buf);
+            }
+            fputc('\n', f);
+        }
+        lt__free(cells);
+        lt__free(pool);
+    }
+    for (int i = 0; i < m->ndim; i++) {
+        if (dt->placements[i].kind == LT_PL_PARTIAL)
+            fprintf(f, "partial: mesh dim %d is P(%s): ranks along it hold contributions; the value is their %s\n",
+                    i, lt_redop_name(dt->placements[i].op), lt_redop_name(dt->placements[i].op));
+    }
+    int nempty = 0;
+    for (int r = 0; r < m->world; r++) {
+        const lt_tensor *t = lt_to_local(dt, r);
+        if (lt_numel(t) == 0 && global_nonempty(dt)) {
+            if (!nempty) fprintf(f, "empty shards (zero-size):");
+            fprintf(f, " %d", r);
+            nempty++;
+        }
+    }
+    if (nempty) fputc('\n', f);
+    return LT_OK;
+}
+
+cJSON *lt_json_i64_array(const int64_t *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) lt__json_push(a, cJSON_CreateNumber((double)v[i]));
+    return a;
+}
+
+cJSON *lt_json_mesh(const lt_mesh *m) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+    cJSON *names = cJSON_AddArrayToObject(o, "names");
+    for (int i = 0; i < m->ndim; i++) {
+        lt__json_push(shape, cJSON_CreateNumber(m->shape[i]));
+        lt__json_push(names, m->names[i][0] ? cJSON_CreateString(m->names[i]) : cJSON_CreateNull());
+    }
+    return o;
+}
+
+cJSON *lt_json_placements(const lt_placement *pl, int n) {
+    cJSON *a = cJSON_CreateArray();
+    char buf[1024];
+    for (int i = 0; i < n; i++) {
+        lt_placement_format(&pl[i], buf, sizeof buf);
+        lt__json_push(a, cJSON_CreateString(buf));
+    }
+    return a;
+}
+
+lt_status lt_json_ranks_check(const lt_dtensor *dt) {
+    const lt_mesh *m = lt_dtensor_mesh(dt);
+    uint64_t bytes = 0;
+    for (int r = 0; r < m->world; r++) {
+        uint64_t n = (uint64_t)lt_numel(lt_to_local(dt, r));
+        bytes = lt__add_sat(bytes, n > UINT64_MAX / LT_JSON_BYTES_PER_VALUE ? UINT64_MAX
+                                                                            : n * LT_JSON_BYTES_PER_VALUE);
+    }
+    lt_status st = lt__mem_check(bytes, m->world, "the --json document");
+    return st ? lt__err_ctx(st, "--json") : LT_OK;
+}
+
+cJSON *lt_json_ranks(const lt_dtensor *dt) {
+    const lt_mesh *m = lt_dtensor_mesh(dt);
+    cJSON *a = cJSON_CreateArray();
+    for (int r = 0; r < m->world; r++) {
+        int64_t c64[LT_MESH_MAX_DIMS];
+        int c[LT_MESH_MAX_DIMS];
+        lt_rank_layout l;
+        if (lt_layout_rank(m, dt->ndim, dt->shape, dt->placements, r, &l)) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+        int strided = 0;
+        for (int d = 0; d < dt->ndim; d++) strided |= !l.contiguous[d];
+        lt_mesh_coord(m, r, c);
+        for (int i = 0; i < m->ndim; i++) c64[i] = c[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "rank", r);
+        lt__json_put(o, "coord", lt_json_i64_array(c64, m->ndim));
+        lt__json_put(o, "local_shape", lt_json_i64_array(l.local_shape, dt->ndim));
+        lt__json_put(o, "global_offset", lt_json_i64_array(l.global_offset, dt->ndim));
+        cJSON_AddBoolToObject(o, "strided", strided);
+        lt_rank_layout_free(&l);
+        cJSON *vals = cJSON_AddArrayToObject(o, "values");
+        const lt_tensor *t = lt_to_local(dt, r);
+        int64_t n = lt_numel(t);
+        for (int64_t i = 0; i < n; i++) lt__json_push(vals, cJSON_CreateNumber(lt_get_flat(t, i)));
+        lt__json_push(a, o);
+    }
+    return a;
+}
+
+lt_status lt_json_print(FILE *f, const cJSON *j) {
+    if (lt__json_failed()) return lt__err(LT_NOMEM, "out of memory while building the JSON output");
+    char *s = cJSON_Print(j);
+    if (!s) return lt__err(LT_NOMEM, "out of memory while printing JSON");
+    fprintf(f, "%s\n", s);
+    cJSON_free(s);
+    return LT_OK;
+}
+
+/* The trace event of plan step s: the next unused event [*next, count) of
+ * its collective and mesh dim. NULL when the trace has none (not recorded). */
+static int step_event(const lt_trace *tr, size_t *next, const lt_plan_step *ps, lt_trace_event *ev) {
+    size_t n = lt_trace_count(tr);
+    for (size_t i = *next; i < n; i++) {
+        if (lt_trace_get(tr, i, ev)) return 0;
+        if (ev->coll == ps->coll && ev->mesh_dim == ps->mesh_dim) {
+            *next = i + 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static cJSON *size_array(const size_t *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) lt__json_push(a, cJSON_CreateNumber(v ? (double)v[i] : 0));
+    return a;
+}
+
+cJSON *lt_json_plan(const lt_plan *p, const lt_trace *trace, size_t since) {
+    cJSON *a = cJSON_CreateArray();
+    char f[1024], t[1024], act[128];
+    size_t next = since;
+    for (int s = 0; a && s < p->nsteps; s++) {
+        const lt_plan_step *st = &p->steps[s];
+        lt_placement_format(&st->from, f, sizeof f);
+        lt_placement_format(&st->to, t, sizeof t);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "step", s + 1);
+        cJSON_AddNumberToObject(o, "mesh_dim", st->mesh_dim);
+        cJSON_AddStringToObject(o, "from", f);
+        cJSON_AddStringToObject(o, "to", t);
+        cJSON_AddStringToObject(o, "collective", st->collective);
+        if (st->local_op && st->local_op[0]) cJSON_AddStringToObject(o, "local", st->local_op);
+        cJSON_AddStringToObject(o, "action", lt_plan_step_action(st, act, sizeof act));
+        cJSON_AddNumberToObject(o, "bytes_per_rank", (double)st->bytes_per_rank);
+        cJSON_AddNumberToObject(o, "bytes_total", (double)st->bytes_total);
+        lt_trace_event ev;
+        if (trace && !st->comm) {
+            lt__json_put(o, "bytes_sent", size_array(NULL, p->mesh.world));
+            lt__json_put(o, "bytes_recv", size_array(NULL, p->mesh.world));
+        } else if (trace && step_event(trace, &next, st, &ev) && ev.world == p->mesh.world) {
+            lt__json_put(o, "bytes_sent", size_array(ev.sent, ev.world));
+            lt__json_put(o, "bytes_recv", size_array(ev.recv, ev.world));
+        }
+        lt__json_put(o, "placements_after", lt_json_placements(st->after, p->mesh.ndim));
+        lt__json_push(a, o);
+    }
+    return a;
+}

@@ -1,0 +1,72 @@
+/* tools/scenario/scenario.h — the scenario engine: YAML scenario files in, checks run
+ * against the localtensor API, text / JSON / JUnit reports out.
+ *
+ * A scenario file holds one scenario or a list of them (format:
+ * scenarios/README.md). Loading turns every scenario into one or more cases
+ * (a sweep expands into the cartesian product of its variables); running a
+ * case executes its steps in order and records every failed check with its
+ * file:line:col, rank, index, expected and actual values.
+ *
+ * Errors: loading returns a status and leaves "file:line:col: problem" in
+ * lt_errmsg(). A loaded file owns everything its cases and results point to;
+ * lt_sc_file_free releases it all.
+ */
+#ifndef LT_SCENARIO_H
+#define LT_SCENARIO_H
+
+#include <stdio.h>
+
+#include "kernels/status.h"
+
+/* Limits on what the loader accepts (all are errors with a position). The
+ * last three may be lowered at build time (-DLT_SC_MAX_NODES=...): the fuzz
+ * build does, so that one input loads and runs in milliseconds. */
+#define LT_SC_MAX_FILE_BYTES (8u << 20)   /* bigger files are refused unread */
+#define LT_SC_MAX_DEPTH 64                /* YAML nesting */
+#ifndef LT_SC_MAX_NODES
+#define LT_SC_MAX_NODES 2000000           /* YAML nodes, aliases expanded */
+#endif
+#ifndef LT_SC_MAX_ELEMS
+#define LT_SC_MAX_ELEMS (1 << 24)         /* elements of one scenario tensor */
+#endif
+#ifndef LT_SC_MAX_CASES
+#define LT_SC_MAX_CASES 100000            /* cases of one sweep */
+#endif
+
+typedef struct lt_sc_file lt_sc_file;
+
+/* Loads and validates a scenario file: YAML syntax, every key documented,
+ * every tensor name defined before use, value counts against shapes, sweep
+ * expansion. *out gets the file (free with lt_sc_file_free); on error *out is
+ * NULL and lt_errmsg() reads "path:line:col: problem". */
+lt_status lt_sc_load(const char *path, lt_sc_file **out);
+/* Same from memory; `name` is the file name used in messages. */
+lt_status lt_sc_load_string(const char *name, const char *text, size_t len, lt_sc_file **out);
+void lt_sc_file_free(lt_sc_file *f);
+
+/* Number of scenarios / cases (a sweep counts all its cases) in a file. */
+int lt_sc_file_scenarios(const lt_sc_file *f);
+int lt_sc_file_cases(const lt_sc_file *f);
+
+/* Options of `localtensor run`. */
+typedef struct lt_sc_options {
+    const char *const *filters;  /* -k: substring of a case name or file path; any matches */
+    int nfilters;
+    int verbose;                 /* -v: one line per case, show pictures */
+    int fail_fast;               /* stop at the first failing or erroring case */
+    const char *json_path;       /* --json FILE or NULL */
+    const char *junit_path;      /* --junit FILE or NULL */
+    FILE *out;                   /* report (stdout) */
+    FILE *err;                   /* load errors, progress (stderr) */
+    int color;                   /* color the report */
+    int progress;                /* a progress line on err for runs over a second */
+} lt_sc_options;
+
+/* The scenario driver (tools/scenario/scenario_driver.c): loads and runs
+ * every scenario file under paths (files, or directories searched
+ * recursively for *.yaml / *.yml, in sorted order) and writes the reports. Returns the exit code: 0 all passed, 1 a check failed, 2 a file
+ * could not be loaded, a step failed unexpectedly, or a report could not be
+ * written. The last line written to out is "N passed, N failed, N errors". */
+int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *opt);
+
+#endif

@@ -1,0 +1,265 @@
+/* tools/scenario/scenario_driver.c — runs scenario paths: finds scenario
+ * files under the given files and directories, loads them all (load errors
+ * are reported with file:line:col and the run goes on with the other files),
+ * runs the selected cases, writes the reports, and closes with "N passed,
+ * N failed, N errors" as the last line (lt_sc_run_paths, tools/scenario/
+ * scenario.h). The `run` subcommand's argument parsing is tools/cli/cli_run.c.
+ *
+ * Exit code: 0 all passed, 1 a check failed, 2 a file could not be loaded, a
+ * step failed unexpectedly, nothing was run (no file found, no case matches
+ * -k), or a report file could not be written.
+ */
+#include "kernels/alloc.h"
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tools/scenario/scenario_impl.h"
+
+typedef struct strlist {
+    char **v;
+    int n, cap;
+} strlist;
+
+static int sl_push(strlist *l, const char *s) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 32;
+        char **nv = lt__realloc(l->v, sizeof *nv * (size_t)cap);
+        if (!nv) return -1;
+        l->v = nv;
+        l->cap = cap;
+    }
+    size_t n = strlen(s);
+    if (!(l->v[l->n] = lt__malloc(n + 1))) return -1;
+    memcpy(l->v[l->n++], s, n + 1);
+    return 0;
+}
+
+static void sl_free(strlist *l) {
+    for (int i = 0; i < l->n; i++) lt__free(l->v[i]);
+    lt__free(l->v);
+}
+
+static int cmpstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int is_yaml(const char *name) {
+    size_t n = strlen(name);
+    return (n > 5 && !strcmp(name + n - 5, ".yaml")) || (n > 4 && !strcmp(name + n - 4, ".yml"));
+}
+
+/* Appends the scenario files under dir (recursively, sorted, skipping hidden
+ * entries). depth bounds symlink loops. */
+static int walk(const char *dir, strlist *out, int depth) {
+    if (depth > 32) return 0;
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    strlist names = {0};
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.' && sl_push(&names, e->d_name)) rc = -1;
+    closedir(d);
+    if (names.n) qsort(names.v, (size_t)names.n, sizeof *names.v, cmpstr);
+    size_t dl = strlen(dir);
+    int slash = dl && dir[dl - 1] == '/';
+    for (int i = 0; i < names.n && !rc; i++) {
+        size_t n = dl + strlen(names.v[i]) + 2;
+        char *p = lt__malloc(n);
+        if (!p) { rc = -1; break; }
+        snprintf(p, n, "%s%s%s", dir, slash ? "" : "/", names.v[i]);
+        struct stat sb;
+        if (stat(p, &sb) == 0) {
+            if (S_ISDIR(sb.st_mode)) { if (walk(p, out, depth + 1) < 0) rc = -1; }
+            else if (S_ISREG(sb.st_mode) && is_yaml(names.v[i]) && sl_push(out, p)) rc = -1;
+        }
+        lt__free(p);
+    }
+    sl_free(&names);
+    return rc;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int matches(const lt_sc_options *o, const char *path, const sc_case *c) {
+    if (!o->nfilters) return 1;
+    for (int i = 0; i < o->nfilters; i++)
+        if (strstr(c->name, o->filters[i]) || strstr(path, o->filters[i])) return 1;
+    return 0;
+}
+
+typedef struct progress {
+    int on, shown;
+    double start, last;
+    FILE *f;
+} progress;
+
+static void progress_clear(progress *p) {
+    if (!p->shown) return;
+    fputs("\r\033[K", p->f);
+    fflush(p->f);
+    p->shown = 0;
+}
+
+static void progress_tick(progress *p, int done, int total, const char *name) {
+    if (!p->on) return;
+    double t = now_s();
+    if (t - p->start < 1.0 || t - p->last < 0.1) return;
+    p->last = t;
+    fprintf(p->f, "\r\033[K[%*d/%d] %.60s", total > 9999 ? 6 : 4, done, total, name);
+    fflush(p->f);
+    p->shown = 1;
+}
+
+int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *opt) {
+    double t0 = now_s();
+    strlist files = {0};
+    sc_load_error *lerr = NULL;
+    int nlerr = 0, code = 0;
+    lt_sc_file **loaded = NULL;
+    int nloaded = 0;
+    sc_run_summary sum;
+    memset(&sum, 0, sizeof sum);
+    FILE *out = opt->out, *err = opt->err;
+
+    for (int i = 0; i < npaths; i++) {
+        struct stat sb;
+        int before = files.n;
+        if (stat(paths[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            if (walk(paths[i], &files, 0) < 0) {
+                fprintf(err, "%s:1:1: cannot read directory: %s\n", paths[i], strerror(errno));
+                code = 2;
+            } else if (files.n == before) {
+                fprintf(err, "%s: no scenario files (*.yaml, *.yml) found\n", paths[i]);
+                code = 2;
+            }
+        } else if (sl_push(&files, paths[i])) {
+            fprintf(err, "localtensor run: out of memory\n");
+            sl_free(&files);
+            return 2;
+        }
+    }
+    loaded = lt__calloc((size_t)(files.n ? files.n : 1), sizeof *loaded);
+    lerr = lt__calloc((size_t)(files.n ? files.n : 1), sizeof *lerr);
+    if (!loaded || !lerr) {
+        fprintf(err, "localtensor run: out of memory\n");
+        lt__free(loaded);
+        lt__free(lerr);
+        sl_free(&files);
+        return 2;
+    }
+    int total = 0;
+    for (int i = 0; i < files.n; i++) {
+        lt_sc_file *f = NULL;
+        lt_status st = lt_sc_load(files.v[i], &f);
+        if (st) {
+            /* the message goes to stderr once, now; the report lists the file
+             * as an error and counts it */
+            const char *m = lt_errmsg();
+            fflush(out);
+            fprintf(err, "%s\n", m[0] ? m : lt_status_str(st));
+            lerr[nlerr].path = files.v[i];
+            /* NULL when out of memory: the reports then print "out of memory" */
+            lerr[nlerr].message = lt__strdup(m[0] ? m : lt_status_str(st));
+            nlerr++;
+            continue;
+        }
+        loaded[nloaded++] = f;
+        int any = 0;
+        for (int k = 0; k < f->nscen; k++) {
+            int sel = 0;
+            for (int c = 0; c < f->scen[k].ncases; c++) {
+                sc_case *cs = &f->scen[k].cases[c];
+                cs->selected = matches(opt, f->path, cs);
+                cs->record_plans = opt->json_path != NULL;
+                sel += cs->selected;
+            }
+            total += sel;
+            if (sel) sum.scenarios++, any = 1;
+        }
+        sum.files += any;
+    }
+    sum.cases = total;
+    sum.files += nlerr;
+    sum.files_failed = nlerr;
+    int no_match = 0;
+    if (opt->nfilters && total == 0 && nloaded) {
+        /* like an empty directory: nothing was tested, which is not a pass */
+        int ncases = 0;
+        for (int i = 0; i < nloaded; i++)
+            for (int k = 0; k < loaded[i]->nscen; k++) ncases += loaded[i]->scen[k].ncases;
+        fprintf(err, "localtensor run: no case matches -k");
+        for (int i = 0; i < opt->nfilters; i++) fprintf(err, "%s '%s'", i ? " or" : "", opt->filters[i]);
+        fprintf(err, " (%d case%s in %d file%s searched; -k matches a substring of a case name or file path)\n",
+                ncases, ncases == 1 ? "" : "s", nloaded, nloaded == 1 ? "" : "s");
+        no_match = 1;
+    }
+
+    progress pg = {opt->progress, 0, t0, 0, err};
+    int done = 0, stop = 0;
+    for (int i = 0; i < nloaded; i++) {
+        lt_sc_file *f = loaded[i];
+        for (int k = 0; k < f->nscen; k++) {
+            sc_scenario *s = &f->scen[k];
+            int any = 0;
+            for (int c = 0; c < s->ncases; c++) {
+                sc_case *cs = &s->cases[c];
+                if (!cs->selected) continue;
+                any = 1;
+                if (stop) {
+                    cs->res.status = LT_SC_NOTRUN;
+                    sum.not_run++;
+                    continue;
+                }
+                progress_tick(&pg, done, total, cs->name);
+                lt__sc_run_case(cs, f->arena, opt->verbose ? out : NULL);
+                done++;
+                lt_sc_status r = cs->res.status;
+                sum.passed += r == LT_SC_PASS;
+                sum.failed += r == LT_SC_FAIL;
+                sum.errors += r == LT_SC_ERROR;
+                if (opt->verbose || !s->is_sweep || r != LT_SC_PASS) {
+                    progress_clear(&pg);
+                    lt__sc_report_case(out, opt, f, s, cs);
+                }
+                if (r != LT_SC_PASS && opt->fail_fast) stop = 1;
+            }
+            if (any && s->is_sweep && !opt->verbose) {
+                progress_clear(&pg);
+                lt__sc_report_sweep(out, opt, f, s);
+            }
+        }
+    }
+    progress_clear(&pg);
+    sum.errors += nlerr;
+    sum.seconds = now_s() - t0;
+    for (int i = 0; i < nlerr; i++) {
+        if (opt->color) fprintf(out, "\033[31m\033[1mERROR\033[0m %s: could not be loaded (message on stderr)\n", lerr[i].path);
+        else fprintf(out, "ERROR %s: could not be loaded (message on stderr)\n", lerr[i].path);
+    }
+    if (opt->json_path) {
+        lt_status st = lt__sc_write_json(opt->json_path, loaded, nloaded, lerr, nlerr, &sum);
+        if (st) fprintf(err, "localtensor run: --json: %s\n", lt_errmsg()), code = 2;
+    }
+    if (opt->junit_path) {
+        lt_status st = lt__sc_write_junit(opt->junit_path, loaded, nloaded, lerr, nlerr, &sum);
+        if (st) fprintf(err, "localtensor run: --junit: %s\n", lt_errmsg()), code = 2;
+    }
+    lt__sc_report_summary(out, opt, &sum);
+    fflush(out);
+    if (sum.errors || nlerr || no_match) code = 2;
+    else if (sum.failed && code == 0) code = 1;
+    for (int i = 0; i < nloaded; i++) lt_sc_file_free(loaded[i]);
+    for (int i = 0; i < nlerr; i++) lt__free(lerr[i].message);
+    lt__free(loaded);
+    lt__free(lerr);
+    sl_free(&files);
+    return code;
+}

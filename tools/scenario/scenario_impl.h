@@ -1,0 +1,401 @@
+/* tools/scenario/scenario_impl.h — internals of the scenario engine (not installed).
+ *
+ * Pipeline: scenario_yaml.c turns a file into a tree of sc_node (every node
+ * keeps its line:col) and reads typed values from it (scenario_values.c: number
+ * literals); scenario_load.c turns the tree into scenarios and
+ * cases (expanding sweeps), parsing every step through the step table;
+ * scenario_run.c runs a case's steps (scenario_steps.c, scenario_checks.c);
+ * report.c writes text, JSON and JUnit; scenario_driver.c runs files and
+ * directories (`localtensor run`, tools/cli/cli_run.c).
+ *
+ * Memory: everything a file's cases and results point to lives in the file's
+ * arena and is released at once with the file. Runtime values (tensors) are
+ * owned by the run context and freed when a case ends.
+ *
+ * Adding a step: one XX(...) line in LT_SC_STEP_MAP plus its parse and run
+ * functions (parse validates the body at load time and fills step->data from
+ * the arena; run executes it, returning LT_OK, an error, or LT_MISMATCH after
+ * lt__sc_check_fail for a failed check).
+ */
+#ifndef LT_SCENARIO_IMPL_H
+#define LT_SCENARIO_IMPL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "localtensor/localtensor.h"
+#include "localtensor/redistribute.h"
+#include "tools/scenario/scenario.h"
+
+/* ---- arena ---------------------------------------------------------------- */
+
+typedef struct sc_arena sc_arena;
+sc_arena *lt__sc_arena_new(void);
+void lt__sc_arena_free(sc_arena *a);
+/* Zeroed memory, max-aligned; NULL (with LT_NOMEM message set) when out of memory. */
+void *lt__sc_alloc(sc_arena *a, size_t n);
+char *lt__sc_strdup(sc_arena *a, const char *s);
+char *lt__sc_printf(sc_arena *a, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* ---- YAML nodes ------------------------------------------------------------ */
+
+typedef enum { SC_SCALAR, SC_SEQ, SC_MAP } sc_kind;
+
+typedef struct sc_node {
+    sc_kind kind;
+    int line, col;            /* 1-based position of the node's first character */
+    int plain;                /* scalar: written without quotes */
+    const char *file;         /* borrowed: the file's name */
+    const char *str;          /* scalar text (NUL-free) */
+    int n;                    /* SEQ: items; MAP: pairs */
+    struct sc_node **kids;    /* SEQ: (n) items; MAP: (2n) key, value, key, value... */
+} sc_node;
+
+/* Parses YAML text into a node tree in arena `a`. *root is NULL for a file
+ * with no document. Errors: "file:line:col: problem" (syntax, nesting deeper
+ * than LT_SC_MAX_DEPTH, more than LT_SC_MAX_NODES nodes, tags, NUL bytes,
+ * duplicate keys, non-scalar keys, several documents). */
+lt_status lt__sc_yaml_parse(sc_arena *a, const char *file, const char *text, size_t len,
+                            sc_node **root);
+
+/* Sets "file:line:col: message" and returns st. */
+lt_status lt__sc_err(const sc_node *at, lt_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Prefixes the current message with the node's position (when it has none). */
+lt_status lt__sc_err_at(const sc_node *at, lt_status st);
+
+const char *lt__sc_kind_name(const sc_node *n);     /* "a list", "a mapping", "'text'" */
+int lt__sc_is_null(const sc_node *n);               /* NULL, or plain "", "~", "null" */
+/* Value of `key` in a mapping, or NULL. */
+const sc_node *lt__sc_get(const sc_node *map, const char *key);
+/* Checks n is a mapping whose keys are all in allowed (NULL-terminated);
+ * `what` names it in messages ("distribute"). */
+lt_status lt__sc_keys(const sc_node *n, const char *what, const char *const *allowed);
+/* Required key: the value, or an error at the mapping naming the key. */
+lt_status lt__sc_need(const sc_node *map, const char *what, const char *key, const sc_node **out);
+
+lt_status lt__sc_str(const sc_node *n, const char *what, const char **out);
+lt_status lt__sc_i64(const sc_node *n, const char *what, int64_t lo, int64_t hi, int64_t *out);
+lt_status lt__sc_int(const sc_node *n, const char *what, int lo, int hi, int *out);
+lt_status lt__sc_f64(const sc_node *n, const char *what, double *out);
+lt_status lt__sc_bool(const sc_node *n, const char *what, int *out);
+/* A tensor name: letters, digits, _, not starting with a digit. */
+lt_status lt__sc_ident(const sc_node *n, const char *what, const char **out);
+/* [5, 7], 5, "5,7", "0,3", [] (0-d). Sizes >= 0; element count checked. */
+lt_status lt__sc_shape(const sc_node *n, const char *what, int *ndim, int64_t *shape);
+/* [S(0), R] or "S(0),R" (any spelling of docs/DESIGN.md §5). Count is not checked. */
+lt_status lt__sc_placements(const sc_node *n, const char *what, lt_placement *pl, int *np);
+/* The same into a new arena array of exactly *np entries (an lt_placement
+ * is large: it carries room for explicit split sizes). */
+lt_status lt__sc_placements_new(sc_arena *a, const sc_node *n, const char *what, lt_placement **pl,
+                                int *np);
+/* chunk | balanced | last | [3, 1, 0, 2] */
+lt_status lt__sc_rule(const sc_node *n, const char *what, lt_split_rule *out);
+/* "2x2", "dp=2,tp=2", 8, or {shape: [2, 2], names: [dp, tp]} */
+lt_status lt__sc_mesh(const sc_node *n, const char *what, lt_mesh *out);
+lt_status lt__sc_dtype(const sc_node *n, const char *what, lt_dtype *out);
+
+/* A literal: a number, a flat list, or nested lists (rectangular). */
+typedef struct sc_literal {
+    int ndim;                      /* nesting depth (0: a single number) */
+    int64_t shape[LT_MAX_DIMS];    /* from the nesting */
+    int64_t n;                     /* element count */
+    double *v;                     /* (n) row-major, in the arena */
+    const sc_node *at;
+} sc_literal;
+lt_status lt__sc_literal(sc_arena *a, const sc_node *n, const char *what, sc_literal *out);
+/* Checks that every value of the literal n (already read by lt__sc_literal)
+ * is exactly what a tensor of dtype dt will hold: i32/i64 need integers in
+ * range (i64 up to 2^53, where doubles stop being exact), bool 0 or 1, floats
+ * a finite value within the dtype's range. The error names the value's
+ * file:line:col. */
+lt_status lt__sc_values_fit(const sc_node *n, lt_dtype dt, const char *what);
+
+/* Sweep variables: a scalar "$name" anywhere in a copied tree is replaced by
+ * a copy of vals[i] where names[i] == name. */
+#define SC_MAX_VARS 8
+typedef struct sc_subst {
+    int n;
+    const char *names[SC_MAX_VARS];
+    const sc_node *vals[SC_MAX_VARS];
+} sc_subst;
+/* Copy of n with the variables substituted into a (NULL a: only checks for
+ * undefined "$name"s). Subtrees without variables are shared, not copied.
+ * Errors name the undefined variable and list the defined ones. */
+lt_status lt__sc_copy(sc_arena *a, const sc_node *n, const sc_subst *s, sc_node **out);
+/* A synthetic scalar at the position of `at`. */
+sc_node *lt__sc_scalar(sc_arena *a, const sc_node *at, const char *text);
+
+/* ---- results --------------------------------------------------------------- */
+
+typedef enum { LT_SC_NOTRUN, LT_SC_PASS, LT_SC_FAIL, LT_SC_ERROR } lt_sc_status;
+
+/* One failed check or unexpected error. Strings live in the file's arena;
+ * optional ones are NULL. */
+typedef struct lt_sc_failure {
+    const char *file;
+    int line, col;
+    const char *step;          /* "expect_local", "redistribute", ... */
+    const char *message;       /* what went wrong (one or more lines) */
+    int rank;                  /* -1 when not about one rank */
+    const char *index;         /* "[1, 0]" */
+    const char *expected;
+    const char *actual;
+    const char *plan_step;     /* the plan step / producer of the bad value */
+} lt_sc_failure;
+
+#define SC_MAX_FAILS 16
+
+typedef struct lt_sc_result {
+    lt_sc_status status;
+    double seconds;
+    int checks;                /* checks run */
+    int checks_failed;
+    int nfails;                /* recorded (at most SC_MAX_FAILS) */
+    int nfails_dropped;
+    lt_sc_failure *fails;      /* (SC_MAX_FAILS) in the arena once a failure is recorded */
+    const char *redistributes; /* with sc_case.record_plans: a JSON array (text, arena) of the
+                                * case's redistributes and their plans with per-rank bytes */
+} lt_sc_result;
+
+/* ---- scenarios ------------------------------------------------------------- */
+
+typedef struct sc_pos {
+    const char *file;
+    int line, col;
+} sc_pos;
+
+typedef struct sc_tensor_decl {
+    const char *name;
+    lt_dtype dtype;
+    int ndim;
+    int64_t shape[LT_MAX_DIMS];
+    int has_values;
+    const double *values;      /* (numel) row-major when has_values */
+    lt_init init;
+    sc_pos pos;
+} sc_tensor_decl;
+
+struct sc_run_ctx;
+struct sc_parse_ctx;
+struct sc_step;
+
+typedef lt_status (*sc_parse_fn)(struct sc_parse_ctx *pc, const sc_node *body, struct sc_step *st);
+typedef lt_status (*sc_run_fn)(struct sc_run_ctx *rc, const struct sc_step *st);
+
+typedef struct sc_step_type {
+    const char *name;
+    int is_check;             /* counts as a check */
+    sc_parse_fn parse;
+    sc_run_fn run;
+} sc_step_type;
+
+typedef struct sc_step {
+    const sc_step_type *type;
+    sc_pos pos;               /* of the step's key */
+    void *data;               /* the step type's parsed body (arena) */
+} sc_step;
+
+typedef struct sc_case {
+    const char *name;         /* scenario name, plus "[var=value,...]" in a sweep */
+    sc_pos pos;
+    lt_mesh mesh;
+    int ntensors;
+    sc_tensor_decl *tensors;
+    int nsteps;
+    sc_step *steps;
+    int selected;             /* passes the -k filters */
+    int record_plans;         /* keep every redistribute's plan in res (for --json) */
+    lt_sc_result res;
+} sc_case;
+
+typedef struct sc_scenario {
+    const char *name;
+    const char *description;  /* NULL when none */
+    sc_pos pos;
+    int is_sweep;
+    int ncases;
+    sc_case *cases;
+} sc_scenario;
+
+struct lt_sc_file {
+    const char *path;
+    sc_arena *arena;
+    int nscen;
+    sc_scenario *scen;
+};
+
+/* ---- parsing steps --------------------------------------------------------- */
+
+/* What a name stands for at run time (bit flags so a step can accept several). */
+enum { SC_FULL = 1, SC_DTENSOR = 2, SC_LOCAL = 4 };
+
+typedef struct sc_sym {
+    const char *name;
+    int kind;
+} sc_sym;
+
+typedef struct sc_parse_ctx {
+    sc_arena *arena;
+    const lt_mesh *mesh;
+    sc_sym *syms;             /* (nsyms) malloc'd, names defined so far */
+    int nsyms, cap;
+    int in_expect_error;      /* the step's `as` will not be defined */
+    int redistributes;        /* redistribute steps so far (for expect_plan) */
+} sc_parse_ctx;
+
+/* Reads `key` of map as a tensor name that must be defined with a kind in
+ * `kinds`; *out gets the name (arena). */
+lt_status lt__sc_use(sc_parse_ctx *pc, const sc_node *map, const char *what, const char *key,
+                     int kinds, const char **out);
+/* Reads `as` of map (required) and defines it with `kind`. */
+lt_status lt__sc_define(sc_parse_ctx *pc, const sc_node *map, const char *what, int kind,
+                        const char **out);
+/* Parses one step (a one-key mapping) into *st. */
+lt_status lt__sc_parse_step(sc_parse_ctx *pc, const sc_node *item, sc_step *st);
+/* The rank a `ranks:` key or list index stands for (0..world-1). */
+lt_status lt__sc_rank(const sc_parse_ctx *pc, const sc_node *key, int *rank);
+
+/* Per-rank items: `{0: x, 2: y}` or a list with one entry per rank. *nodes
+ * gets (world) entries, NULL for ranks not given. */
+lt_status lt__sc_per_rank(sc_parse_ctx *pc, const sc_node *n, const char *what, int need_all,
+                          const sc_node ***nodes);
+
+/* ---- running --------------------------------------------------------------- */
+
+typedef struct sc_value {
+    const char *name;         /* borrowed from the arena */
+    int kind;                 /* SC_FULL, SC_DTENSOR or SC_LOCAL */
+    lt_tensor *full;
+    lt_dtensor *dt;
+    lt_local *local;
+    char origin[512];         /* "redistribute at f:12:7: plan step 0 ..." or "" */
+} sc_value;
+
+typedef struct sc_run_ctx {
+    sc_arena *arena;          /* the file's: failures and messages */
+    const sc_case *c;
+    lt_comm *comm;
+    sc_value *vals;           /* (nvals) malloc'd */
+    int nvals, cap;
+    size_t comm_mark;         /* trace index of the last mark_comm (0: start) */
+    lt_plan *plan;            /* last redistribute plan (a reference), or NULL */
+    char plan_text[512];      /* "redistribute at f:l:c: step 0: ..." for messages */
+    FILE *show;               /* where `show` prints; NULL: nowhere */
+    lt_sc_result *res;
+    int capturing;            /* inside expect_error: failures are not recorded */
+    int failed_check;         /* set by lt__sc_check_fail */
+    int did_check;            /* a non-check step that checked something (verify) */
+    lt_sc_failure pending;    /* the failure of the current check */
+    void *plans;              /* cJSON array while record_plans, else NULL */
+} sc_run_ctx;
+
+/* The value named `name` (must exist: the loader checked). */
+sc_value *lt__sc_value(sc_run_ctx *rc, const char *name);
+/* Stores a value under name, replacing an older one (takes ownership of the
+ * tensor(s) even on error). */
+lt_status lt__sc_put_full(sc_run_ctx *rc, const char *name, lt_tensor *t, const char *origin);
+lt_status lt__sc_put_dtensor(sc_run_ctx *rc, const char *name, lt_dtensor *dt, const char *origin);
+lt_status lt__sc_put_local(sc_run_ctx *rc, const char *name, lt_local *l, const char *origin);
+
+/* Records the failure of the current check (message printf-style) and
+ * returns LT_MISMATCH. rank -1 / NULL strings when they do not apply. */
+lt_status lt__sc_check_fail(sc_run_ctx *rc, const sc_step *st, int rank, const char *index,
+                            const char *expected, const char *actual, const char *plan_step,
+                            const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 8, 9)))
+#endif
+    ;
+
+/* With c->record_plans: appends {"at": "file:line:col", "tensor", "from",
+ * "to", "plan": lt_json_plan(...)} for a redistribute that planned `plan`,
+ * whose collectives are the comm trace's events from `since` on. Out of
+ * memory drops the record (the report is informational). */
+void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, const lt_placement *src,
+                        const lt_plan *plan, size_t since);
+
+/* Runs a case's steps; fills c->res. Never fails: errors become results. */
+void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show);
+/* Runs one step (used by the runner and expect_error). */
+lt_status lt__sc_run_step(sc_run_ctx *rc, const sc_step *st);
+
+/* Formats a double the way reports print values (%.9g, nan, inf). */
+char *lt__sc_fmt_num(double v, char *buf, size_t n);
+/* "[1, 0]" for a multi-index. */
+char *lt__sc_fmt_index(int ndim, const int64_t *idx, char *buf, size_t n);
+
+/* ---- step table ------------------------------------------------------------ */
+
+/* XX(name, is_check) */
+#define LT_SC_STEP_MAP(XX)      \
+    XX(distribute,   0)         \
+    XX(from_local,   0)         \
+    XX(redistribute, 0)         \
+    XX(full_tensor,  0)         \
+    XX(collective,   0)         \
+    XX(show,         0)         \
+    XX(mark_comm,    0)         \
+    XX(op,           0)         \
+    XX(tp_mlp,       0)         \
+    XX(rank_map,     0)         \
+    XX(expect_local, 1)         \
+    XX(expect_full,  1)         \
+    XX(expect_plan,  1)         \
+    XX(expect_comm,  1)         \
+    XX(expect_order, 1)         \
+    XX(expect_replicas, 1)      \
+    XX(expect_error, 1)
+
+#define LT__XX(name, chk)                                                                      \
+    lt_status lt__sc_parse_##name(sc_parse_ctx *pc, const sc_node *body, sc_step *st);         \
+    lt_status lt__sc_run_##name(sc_run_ctx *rc, const sc_step *st);
+LT_SC_STEP_MAP(LT__XX)
+#undef LT__XX
+
+/* The step type called `name`, or NULL. */
+const sc_step_type *lt__sc_step_type(const char *name);
+/* "distribute, from_local, ..." */
+const char *lt__sc_step_names(void);
+
+/* ---- reports (report.c) ---------------------------------------------------- */
+
+typedef struct sc_run_summary {
+    int files, scenarios, cases;       /* selected; files includes those that failed to load */
+    int files_failed;                  /* files that could not be loaded */
+    int passed, failed, errors;        /* cases; load errors count as errors */
+    int not_run;                       /* after --fail-fast */
+    double seconds;
+} sc_run_summary;
+
+/* A file that could not be loaded (path and message). */
+typedef struct sc_load_error {
+    const char *path;
+    char *message;
+} sc_load_error;
+
+/* One case's line (and failure details) as it finishes. */
+void lt__sc_report_case(FILE *f, const lt_sc_options *o, const lt_sc_file *file,
+                        const sc_scenario *s, const sc_case *c);
+/* One line for a finished sweep when not verbose. */
+void lt__sc_report_sweep(FILE *f, const lt_sc_options *o, const lt_sc_file *file,
+                         const sc_scenario *s);
+/* The closing lines; the last is "N passed, N failed, N errors" (singular
+ * nouns for 1: "1 error"). */
+void lt__sc_report_summary(FILE *f, const lt_sc_options *o, const sc_run_summary *sum);
+lt_status lt__sc_write_json(const char *path, lt_sc_file *const *files, int nfiles,
+                            const sc_load_error *lerr, int nlerr, const sc_run_summary *sum);
+lt_status lt__sc_write_junit(const char *path, lt_sc_file *const *files, int nfiles,
+                             const sc_load_error *lerr, int nlerr, const sc_run_summary *sum);
+const char *lt__sc_status_name(lt_sc_status s);   /* "ok", "FAIL", "ERROR", "not run" */
+
+#endif

@@ -1,0 +1,270 @@
+/* tools/scenario/scenario_run.c — runs one case: named values, steps, failures.
+ *
+ * A case runs in a fresh context: its declared tensors are built, then the
+ * steps run in order against one communicator (so expect_comm sees every
+ * collective the case issued). A failed check is recorded and the case goes
+ * on (later checks still report); any other error stops the case as ERROR
+ * with "file:line:col: while running STEP: problem". Every value is freed
+ * when the case ends, so a case leaks nothing whatever happens.
+ */
+#include "kernels/alloc.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "localtensor/redistribute.h"
+#include "tools/render/render.h"
+#include "tools/render/json_alloc.h"
+#include "tools/scenario/scenario_impl.h"
+#include "kernels/status_impl.h"
+
+/* ---- formatting ---------------------------------------------------------------- */
+
+char *lt__sc_fmt_num(double v, char *buf, size_t n) {
+    if (isnan(v)) snprintf(buf, n, "nan");
+    else if (isinf(v)) snprintf(buf, n, v > 0 ? "inf" : "-inf");
+    else if (v == floor(v) && fabs(v) < 1e15) snprintf(buf, n, "%.0f", v);
+    else snprintf(buf, n, "%.9g", v);
+    return buf;
+}
+
+char *lt__sc_fmt_index(int ndim, const int64_t *idx, char *buf, size_t n) {
+    size_t used = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < ndim && used < n; d++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%lld", d ? ", " : "", (long long)idx[d]);
+    if (used < n) snprintf(buf + used, n - used, "]");
+    return buf;
+}
+
+/* ---- values -------------------------------------------------------------------- */
+
+static void value_clear(sc_value *v) {
+    lt_tensor_free(v->full);
+    lt_dtensor_free(v->dt);
+    lt_local_free(v->local);
+    v->full = NULL;
+    v->dt = NULL;
+    v->local = NULL;
+}
+
+sc_value *lt__sc_value(sc_run_ctx *rc, const char *name) {
+    for (int i = rc->nvals - 1; i >= 0; i--)
+        if (!strcmp(rc->vals[i].name, name)) return &rc->vals[i];
+    return NULL;
+}
+
+static lt_status put(sc_run_ctx *rc, const char *name, int kind, lt_tensor *t, lt_dtensor *dt,
+                     lt_local *l, const char *origin) {
+    sc_value *v = lt__sc_value(rc, name);
+    if (!v) {
+        if (rc->nvals == rc->cap) {
+            int cap = rc->cap ? rc->cap * 2 : 16;
+            sc_value *nv = lt__realloc(rc->vals, sizeof *nv * (size_t)cap);
+            if (!nv) {
+                lt_tensor_free(t);
+                lt_dtensor_free(dt);
+                lt_local_free(l);
+                return lt__err(LT_NOMEM, "out of memory");
+            }
+            rc->vals = nv;
+            rc->cap = cap;
+        }
+        v = &rc->vals[rc->nvals++];
+        memset(v, 0, sizeof *v);
+        v->name = name;
+    } else {
+        value_clear(v);
+    }
+    v->kind = kind;
+    v->full = t;
+    v->dt = dt;
+    v->local = l;
+    snprintf(v->origin, sizeof v->origin, "%s", origin ? origin : "");
+    return LT_OK;
+}
+
+lt_status lt__sc_put_full(sc_run_ctx *rc, const char *name, lt_tensor *t, const char *origin) {
+    return put(rc, name, SC_FULL, t, NULL, NULL, origin);
+}
+lt_status lt__sc_put_dtensor(sc_run_ctx *rc, const char *name, lt_dtensor *dt, const char *origin) {
+    return put(rc, name, SC_DTENSOR, NULL, dt, NULL, origin);
+}
+lt_status lt__sc_put_local(sc_run_ctx *rc, const char *name, lt_local *l, const char *origin) {
+    return put(rc, name, SC_LOCAL, NULL, NULL, l, origin);
+}
+
+/* ---- failures -------------------------------------------------------------------- */
+
+static const char *adup(sc_arena *a, const char *s) { return s ? lt__sc_strdup(a, s) : NULL; }
+
+lt_status lt__sc_check_fail(sc_run_ctx *rc, const sc_step *st, int rank, const char *index,
+                            const char *expected, const char *actual, const char *plan_step,
+                            const char *fmt, ...) {
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    rc->failed_check = 1;
+    lt_sc_failure *f = &rc->pending;
+    memset(f, 0, sizeof *f);
+    f->file = st->pos.file;
+    f->line = st->pos.line;
+    f->col = st->pos.col;
+    f->step = st->type->name;
+    f->rank = rank;
+    /* inside expect_error the failure is only a message */
+    if (!rc->capturing) {
+        f->message = adup(rc->arena, msg);
+        f->index = adup(rc->arena, index);
+        f->expected = adup(rc->arena, expected);
+        f->actual = adup(rc->arena, actual);
+        f->plan_step = adup(rc->arena, plan_step);
+    }
+    return lt__err(LT_MISMATCH, "%s", msg);
+}
+
+static void record(sc_run_ctx *rc, const lt_sc_failure *f) {
+    lt_sc_result *r = rc->res;
+    if (!r->fails && !(r->fails = lt__sc_alloc(rc->arena, sizeof *r->fails * SC_MAX_FAILS))) {
+        r->nfails_dropped++;
+        return;
+    }
+    if (r->nfails < SC_MAX_FAILS) r->fails[r->nfails++] = *f;
+    else r->nfails_dropped++;
+}
+
+/* ---- steps ---------------------------------------------------------------------------- */
+
+lt_status lt__sc_run_step(sc_run_ctx *rc, const sc_step *st) {
+    rc->failed_check = 0;
+    rc->did_check = 0;
+    lt__err_clear();
+    return st->type->run(rc, st);
+}
+
+static lt_status build_tensor(const sc_tensor_decl *t, lt_tensor **out) {
+    *out = NULL;
+    if (t->has_values) {
+        int64_t n;
+        LT_TRY(lt__numel_checked(t->ndim, t->shape, lt_dtype_size(t->dtype), &n));
+        return lt_tensor_from_doubles(t->dtype, t->ndim, t->shape, t->values, n, out);
+    }
+    LT_TRY(lt_tensor_new(t->dtype, t->ndim, t->shape, out));
+    lt_status st = lt_init_fill(*out, &t->init);
+    if (st) {
+        lt_tensor_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void error_result(sc_run_ctx *rc, const sc_pos *pos, const char *step, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static void error_result(sc_run_ctx *rc, const sc_pos *pos, const char *step, const char *fmt, ...) {
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    lt_sc_failure f;
+    memset(&f, 0, sizeof f);
+    f.file = pos->file;
+    f.line = pos->line;
+    f.col = pos->col;
+    f.step = step;
+    f.rank = -1;
+    f.message = adup(rc->arena, msg);
+    record(rc, &f);
+    rc->res->status = LT_SC_ERROR;
+}
+
+void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, const lt_placement *src,
+                        const lt_plan *plan, size_t since) {
+    if (!rc->plans || !plan) return;
+    char at[600];
+    snprintf(at, sizeof at, "%s:%d:%d", st->pos.file, st->pos.line, st->pos.col);
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return;
+    cJSON_AddStringToObject(o, "at", at);
+    cJSON_AddStringToObject(o, "tensor", tensor);
+    lt__json_put(o, "from", lt_json_placements(src, plan->mesh.ndim));
+    lt__json_put(o, "to", lt_json_placements(plan->dst, plan->mesh.ndim));
+    lt__json_put(o, "plan", lt_json_plan(plan, lt_comm_trace(rc->comm), since));
+    cJSON_AddNumberToObject(o, "total_bytes", (double)plan->total_bytes);
+    lt__json_push((cJSON *)rc->plans, o);
+}
+
+void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
+    sc_run_ctx rc;
+    memset(&rc, 0, sizeof rc);
+    rc.arena = arena;
+    rc.c = c;
+    rc.show = show;
+    rc.res = &c->res;
+    memset(&c->res, 0, sizeof c->res);
+    c->res.status = LT_SC_PASS;
+    if (c->record_plans) {
+        lt__json_begin();
+        rc.plans = cJSON_CreateArray();
+    }
+    double t0 = now_s();
+    lt_status st = lt_comm_new(&c->mesh, &rc.comm);
+    if (st) error_result(&rc, &c->pos, "setup", "%s", lt_errmsg());
+    for (int i = 0; i < c->ntensors && c->res.status == LT_SC_PASS; i++) {
+        lt_tensor *t;
+        st = build_tensor(&c->tensors[i], &t);
+        if (!st) st = lt__sc_put_full(&rc, c->tensors[i].name, t, NULL);
+        if (st)
+            error_result(&rc, &c->tensors[i].pos, "tensors", "while building tensor '%s': %s",
+                         c->tensors[i].name, lt_errmsg());
+    }
+    for (int i = 0; i < c->nsteps && c->res.status != LT_SC_ERROR; i++) {
+        const sc_step *s = &c->steps[i];
+        st = lt__sc_run_step(&rc, s);
+        int counted = s->type->is_check || rc.did_check || rc.failed_check;
+        if (counted) c->res.checks++;
+        if (st == LT_OK) continue;
+        if (st == LT_MISMATCH && rc.failed_check) {
+            c->res.checks_failed++;
+            record(&rc, &rc.pending);
+            c->res.status = LT_SC_FAIL;
+            continue;
+        }
+        /* library messages that carry their own context ("while planning ...")
+         * are kept as they are; others get the step's name unless they
+         * already open with it */
+        const char *m = lt_errmsg();
+        const lt_error *e = lt_errinfo();
+        if (e->opens_with_while) error_result(&rc, &s->pos, s->type->name, "%s", m);
+        else if (!strcmp(e->subject, s->type->name))
+            error_result(&rc, &s->pos, s->type->name, "while running %s", m);
+        else
+            error_result(&rc, &s->pos, s->type->name, "while running %s: %s", s->type->name,
+                         m[0] ? m : lt_status_str(st));
+    }
+    for (int i = 0; i < rc.nvals; i++) value_clear(&rc.vals[i]);
+    lt__free(rc.vals);
+    lt_plan_free(rc.plan);
+    lt_comm_free(rc.comm);
+    if (c->record_plans) {
+        char *text = rc.plans && !lt__json_failed() ? cJSON_PrintUnformatted((cJSON *)rc.plans) : NULL;
+        if (text) c->res.redistributes = adup(arena, text);
+        /* cJSON drops what it cannot allocate: the report would be incomplete */
+        if (!c->res.redistributes || lt__json_failed())
+            error_result(&rc, &c->pos, "--json", "out of memory while recording the redistribute plans");
+        cJSON_free(text);
+        cJSON_Delete((cJSON *)rc.plans);
+    }
+    c->res.seconds = now_s() - t0;
+}

@@ -1,0 +1,556 @@
+/* tools/scenario/scenario_steps.c — the steps that make values: distribute,
+ * from_local, redistribute, full_tensor, collective, show, mark_comm.
+ *
+ * Each step is a parse function (load time: keys, types, names; the body is
+ * kept in the file's arena) and a run function (run time: calls the
+ * library; errors carry the step's context and the runner adds file:line:col).
+ */
+#include "kernels/alloc.h"
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/render/render.h"
+#include "tools/scenario/scenario_impl.h"
+#include "kernels/status_impl.h"
+
+static char *fmt_pl(const lt_placement *pl, int np, char *buf, size_t n) {
+    lt_placements_format(pl, np, buf, n);
+    return buf;
+}
+
+static char *pos_str(const sc_step *st, char *buf, size_t n) {
+    snprintf(buf, n, "%s:%d:%d", st->pos.file, st->pos.line, st->pos.col);
+    return buf;
+}
+
+#define NEW_DATA(T, var)                                 \
+    T *var = lt__sc_alloc(pc->arena, sizeof *var);       \
+    if (!var) return LT_NOMEM;                           \
+    st->data = var
+
+/* ---- distribute ------------------------------------------------------------------ */
+
+typedef struct {
+    const char *tensor, *as;
+    lt_placement *pl;               /* (np) */
+    int np;
+} distribute_data;
+
+lt_status lt__sc_parse_distribute(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
+    static const char *const keys[] = {"tensor", "placements", "as", NULL};
+    const sc_node *n;
+    LT_TRY(lt__sc_keys(body, "distribute", keys));
+    NEW_DATA(distribute_data, d);
+    LT_TRY(lt__sc_use(pc, body, "distribute", "tensor", SC_FULL | SC_DTENSOR, &d->tensor));
+    LT_TRY(lt__sc_need(body, "distribute", "placements", &n));
+    LT_TRY(lt__sc_placements_new(pc->arena, n, "distribute: placements", &d->pl, &d->np));
+    return lt__sc_define(pc, body, "distribute", SC_DTENSOR, &d->as);
+}
+
+lt_status lt__sc_run_distribute(sc_run_ctx *rc, const sc_step *st) {
+    const distribute_data *d = st->data;
+    sc_value *v = lt__sc_value(rc, d->tensor);
+    char pls[256];
+    lt_dtensor *dt = NULL;
+    lt_status s;
+    fmt_pl(d->pl, d->np, pls, sizeof pls);
+    if (v->kind == SC_DTENSOR) {
+        /* PyTorch: distributing a DTensor keeps it only when nothing changes */
+        lt_placement norm[LT_MESH_MAX_DIMS];
+        s = lt_placements_check(&rc->c->mesh, v->dt->ndim, d->pl, d->np, norm);
+        if (!s && !lt_placements_equal(norm, v->dt->placements, d->np)) {
+            char cur[256];
+            fmt_pl(v->dt->placements, rc->c->mesh.ndim, cur, sizeof cur);
+            s = lt__err(LT_INVALID, "'%s' is already a DTensor with placements %s; distribute cannot change them to %s (use redistribute)",
+                        d->tensor, cur, pls);
+        }
+        if (!s) s = lt_dtensor_clone(v->dt, &dt);
+    } else {
+        s = lt_distribute(&rc->c->mesh, v->full, d->pl, d->np, &dt);
+    }
+    if (s) return lt__err_ctx_in(s, "distribute", " of '%s' with %s", d->tensor, pls);
+    return lt__sc_put_dtensor(rc, d->as, dt, NULL);
+}
+
+/* ---- per-rank literals (from_local) ------------------------------------------------ */
+
+typedef struct {
+    int ndim;
+    int64_t shape[LT_MAX_DIMS];
+    const double *v;
+    int64_t n;
+} shard_lit;
+
+/* Values of one rank with an optional explicit shape. */
+static lt_status rank_literal(sc_parse_ctx *pc, const sc_node *vals, const sc_node *shape,
+                              const char *what, shard_lit *out) {
+    sc_literal lit;
+    LT_TRY(lt__sc_literal(pc->arena, vals, what, &lit));
+    out->v = lit.v;
+    out->n = lit.n;
+    out->ndim = lit.ndim;
+    memcpy(out->shape, lit.shape, sizeof lit.shape);
+    if (!shape) return LT_OK;
+    int nd;
+    int64_t sh[LT_MAX_DIMS], numel;
+    LT_TRY(lt__sc_shape(shape, what, &nd, sh));
+    LT_TRY(lt__numel_checked(nd, sh, 8, &numel));
+    int same = nd == lit.ndim;
+    for (int i = 0; same && i < nd; i++) same = sh[i] == lit.shape[i];
+    if (!same && !(lit.ndim <= 1 && lit.n == numel)) {
+        char a[96], b[96];
+        return lt__sc_err(vals, LT_SHAPE, "%s: %lld values of shape %s do not fill shape %s (%lld elements)", what,
+                          (long long)lit.n, lt_shape_str(lit.ndim, lit.shape, a, sizeof a),
+                          lt_shape_str(nd, sh, b, sizeof b), (long long)numel);
+    }
+    out->ndim = nd;
+    memcpy(out->shape, sh, sizeof sh);
+    return LT_OK;
+}
+
+/* ---- from_local -------------------------------------------------------------------- */
+
+typedef struct {
+    const char *as;
+    shard_lit *shards;             /* (world) */
+    lt_dtype dtype;
+    lt_placement *pl;               /* (np) */
+    int np;
+    int run_check;
+    int has_shape, has_stride;
+    int gndim, sndim;
+    int64_t gshape[LT_MAX_DIMS], gstride[LT_MAX_DIMS];
+} from_local_data;
+
+lt_status lt__sc_parse_from_local(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
+    static const char *const keys[] = {"ranks", "shapes", "placements", "dtype", "run_check", "shape", "stride", "as", NULL};
+    const sc_node *n, **vals, **shapes = NULL;
+    LT_TRY(lt__sc_keys(body, "from_local", keys));
+    NEW_DATA(from_local_data, d);
+    LT_TRY(lt__sc_need(body, "from_local", "ranks", &n));
+    LT_TRY(lt__sc_per_rank(pc, n, "from_local: ranks", 1, &vals));
+    if ((n = lt__sc_get(body, "shapes"))) LT_TRY(lt__sc_per_rank(pc, n, "from_local: shapes", 0, &shapes));
+    d->shards = lt__sc_alloc(pc->arena, sizeof *d->shards * (size_t)pc->mesh->world);
+    if (!d->shards) return LT_NOMEM;
+    for (int r = 0; r < pc->mesh->world; r++) {
+        char what[64];
+        snprintf(what, sizeof what, "from_local: rank %d", r);
+        LT_TRY(rank_literal(pc, vals[r], shapes ? shapes[r] : NULL, what, &d->shards[r]));
+    }
+    LT_TRY(lt__sc_need(body, "from_local", "placements", &n));
+    LT_TRY(lt__sc_placements_new(pc->arena, n, "from_local: placements", &d->pl, &d->np));
+    d->dtype = LT_F32;
+    if ((n = lt__sc_get(body, "dtype"))) LT_TRY(lt__sc_dtype(n, "from_local: dtype", &d->dtype));
+    for (int r = 0; r < pc->mesh->world; r++)   /* every value exactly as the dtype holds it */
+        LT_TRY(lt__sc_values_fit(vals[r], d->dtype, "from_local: ranks"));
+    if ((n = lt__sc_get(body, "run_check"))) LT_TRY(lt__sc_bool(n, "from_local: run_check", &d->run_check));
+    if ((n = lt__sc_get(body, "shape"))) {
+        d->has_shape = 1;
+        LT_TRY(lt__sc_shape(n, "from_local: shape", &d->gndim, d->gshape));
+    }
+    if ((n = lt__sc_get(body, "stride"))) {
+        d->has_stride = 1;
+        if (n->kind != SC_SEQ || n->n > LT_MAX_DIMS)
+            return lt__sc_err(n, LT_INVALID, "from_local: stride: expected a list of at most %d integers", LT_MAX_DIMS);
+        d->sndim = n->n;
+        for (int i = 0; i < n->n; i++)
+            LT_TRY(lt__sc_i64(n->kids[i], "from_local: stride", 0, INT64_MAX, &d->gstride[i]));
+    }
+    return lt__sc_define(pc, body, "from_local", SC_DTENSOR, &d->as);
+}
+
+lt_status lt__sc_run_from_local(sc_run_ctx *rc, const sc_step *st) {
+    const from_local_data *d = st->data;
+    const lt_mesh *mesh = &rc->c->mesh;
+    lt_tensor **shards = lt__calloc((size_t)mesh->world, sizeof *shards);
+    if (!shards) return lt__err(LT_NOMEM, "out of memory");
+    lt_status s = LT_OK;
+    lt_dtensor *dt = NULL;
+    if (d->has_shape != d->has_stride)
+        s = lt__err_in(LT_INVALID, "from_local", ": pass both shape and stride at the same time (or neither)");
+    for (int r = 0; r < mesh->world && !s; r++) {
+        const shard_lit *l = &d->shards[r];
+        s = lt_tensor_from_doubles(d->dtype, l->ndim, l->shape, l->v, l->n, &shards[r]);
+        if (s) s = lt__err_ctx_in(s, "from_local", ": rank %d", r);
+    }
+    if (!s) s = lt_from_local(mesh, shards, d->pl, d->np, d->run_check, &dt);
+    for (int r = 0; r < mesh->world; r++) lt_tensor_free(shards[r]);
+    lt__free(shards);
+    if (!s && d->has_shape) {
+        /* run_check of the given metadata: it must be what the shards imply */
+        int64_t cs[LT_MAX_DIMS];
+        lt_contiguous_strides(dt->ndim, dt->shape, cs);
+        int ok = d->gndim == dt->ndim && d->sndim == dt->ndim;
+        for (int i = 0; ok && i < dt->ndim; i++) ok = d->gshape[i] == dt->shape[i] && d->gstride[i] == cs[i];
+        if (!ok) {
+            char a[96], b[96], c[96];
+            s = lt__err_in(LT_SHAPE, "from_local", ": shape %s / stride %s do not match the shards, which give shape %s (contiguous stride)",
+                        lt_shape_str(d->gndim, d->gshape, a, sizeof a), lt_shape_str(d->sndim, d->gstride, b, sizeof b),
+                        lt_shape_str(dt->ndim, dt->shape, c, sizeof c));
+            lt_dtensor_free(dt);
+        }
+    }
+    if (s) {
+        if (strcmp(lt_errinfo()->subject, "from_local")) return lt__err_ctx_in(s, "from_local", "%s", "");
+        return s;
+    }
+    return lt__sc_put_dtensor(rc, d->as, dt, NULL);
+}
+
+/* ---- redistribute ------------------------------------------------------------------- */
+
+typedef struct {
+    const char *tensor, *as;
+    lt_placement *pl;               /* (np) */
+    int np;
+    lt_planner planner;
+    int verify;
+} redistribute_data;
+
+lt_status lt__sc_parse_redistribute(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
+    static const char *const keys[] = {"tensor", "to", "as", "planner", "verify", NULL};
+    const sc_node *n;
+    LT_TRY(lt__sc_keys(body, "redistribute", keys));
+    NEW_DATA(redistribute_data, d);
+    LT_TRY(lt__sc_use(pc, body, "redistribute", "tensor", SC_DTENSOR, &d->tensor));
+    LT_TRY(lt__sc_need(body, "redistribute", "to", &n));
+    LT_TRY(lt__sc_placements_new(pc->arena, n, "redistribute: to", &d->pl, &d->np));
+    d->planner = LT_PLANNER_MIN_COST;
+    if ((n = lt__sc_get(body, "planner"))) {
+        const char *s;
+        LT_TRY(lt__sc_str(n, "redistribute: planner", &s));
+        lt_status e = lt_planner_parse(s, &d->planner);
+        if (e) return lt__sc_err_at(n, e);
+    }
+    d->verify = 1;
+    if ((n = lt__sc_get(body, "verify"))) LT_TRY(lt__sc_bool(n, "redistribute: verify", &d->verify));
+    pc->redistributes++;
+    return lt__sc_define(pc, body, "redistribute", SC_DTENSOR, &d->as);
+}
+
+/* "plan step 1 of 2 (mesh dim 0: S(0) -> R, all_gather)": numbered and named
+ * as in the plan table (lt_plan_step_str) */
+static void plan_step_str(const lt_plan *p, int i, char *buf, size_t n) {
+    if (!p || i < 0 || i >= p->nsteps) {
+        snprintf(buf, n, "the source (its replicas or partial values disagree)");
+        return;
+    }
+    char one[400];
+    snprintf(buf, n, "plan %s", lt_plan_step_str(p, i, one, sizeof one));
+}
+
+static void plan_summary(const lt_plan *p, char *buf, size_t n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    if (!p->nsteps) snprintf(buf, n, "no steps");
+    for (int i = 0; i < p->nsteps && used < n; i++) {
+        char one[160];
+        plan_step_str(p, i, one, sizeof one);
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? "; " : "", one + 5);
+    }
+}
+
+lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
+    const redistribute_data *d = st->data;
+    sc_value *v = lt__sc_value(rc, d->tensor);
+    lt_verify_report rep;
+    memset(&rep, 0, sizeof rep);
+    lt_redistribute_opts o;
+    memset(&o, 0, sizeof o);
+    o.planner = d->planner;
+    o.verify = d->verify;
+    o.name = d->tensor;
+    o.comm = rc->comm;
+    o.report = &rep;
+    lt_dtensor *out = NULL;
+    lt_plan *plan = NULL;
+    rc->did_check = d->verify;
+    size_t since = lt_trace_marker(lt_comm_trace(rc->comm));
+    lt_status s = lt_redistribute(v->dt, d->pl, d->np, &o, &out, &plan);
+    lt__sc_record_plan(rc, st, d->tensor, v->dt->placements, plan, since);
+    char where[256], src[256], dst[256];
+    pos_str(st, where, sizeof where);
+    fmt_pl(v->dt->placements, rc->c->mesh.ndim, src, sizeof src);
+    fmt_pl(d->pl, d->np, dst, sizeof dst);
+    if (plan) {
+        char sum[400];
+        lt_plan_free(rc->plan);
+        rc->plan = plan;
+        plan_summary(plan, sum, sizeof sum);
+        snprintf(rc->plan_text, sizeof rc->plan_text, "redistribute at %.80s: %.380s", where, sum);
+    }
+    if (s == LT_MISMATCH && rep.checked && !rep.ok) {
+        char ps[200], idx[96], gidx[96], e[48], a[48], msg[600];
+        snprintf(msg, sizeof msg, "%s", rep.message);
+        plan_step_str(plan, rep.step, ps, sizeof ps);
+        if (rep.shape_mismatch) {
+            char es[96], as[96];
+            lt_shape_str(rep.ndim, rep.expected_shape, es, sizeof es);
+            lt_shape_str(rep.ndim, rep.actual_shape, as, sizeof as);
+            return lt__sc_check_fail(rc, st, rep.rank, NULL, es, as, ps,
+                                     "verification of redistribute of '%s' %s -> %s failed at %s: rank %d holds a shard of shape %s, expected %s",
+                                     d->tensor, src, dst, ps, rep.rank, as, es);
+        }
+        lt__sc_fmt_index(rep.ndim, rep.local_index, idx, sizeof idx);
+        lt__sc_fmt_index(rep.ndim, rep.global_index, gidx, sizeof gidx);
+        lt__sc_fmt_num(rep.expected, e, sizeof e);
+        lt__sc_fmt_num(rep.actual, a, sizeof a);
+        return lt__sc_check_fail(rc, st, rep.rank, idx, e, a, ps,
+                                 "verification of redistribute of '%s' %s -> %s failed at %s: rank %d, index %s (global %s): expected %s, actual %s (%lld element%s differ%s on that rank)",
+                                 d->tensor, src, dst, ps, rep.rank, idx, gidx, e, a, (long long)rep.ndiff,
+                                 rep.ndiff == 1 ? "" : "s", rep.ndiff == 1 ? "s" : "");
+    }
+    if (s) return s;
+    return lt__sc_put_dtensor(rc, d->as, out, rc->plan_text);
+}
+
+/* ---- full_tensor ----------------------------------------------------------------------- */
+
+typedef struct {
+    const char *tensor, *as;
+} full_tensor_data;
+
+lt_status lt__sc_parse_full_tensor(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
+    static const char *const keys[] = {"tensor", "as", NULL};
+    LT_TRY(lt__sc_keys(body, "full_tensor", keys));
+    NEW_DATA(full_tensor_data, d);
+    LT_TRY(lt__sc_use(pc, body, "full_tensor", "tensor", SC_DTENSOR, &d->tensor));
+    return lt__sc_define(pc, body, "full_tensor", SC_FULL, &d->as);
+}
+
+lt_status lt__sc_run_full_tensor(sc_run_ctx *rc, const sc_step *st) {
+    const full_tensor_data *d = st->data;
+    sc_value *v = lt__sc_value(rc, d->tensor);
+    /* like DTensor.full_tensor(): redistribute to all-Replicate through the
+     * case's communicator (so expect_comm sees it), verified, rank 0's shard */
+    lt_placement reps[LT_MESH_MAX_DIMS];
+    for (int i = 0; i < rc->c->mesh.ndim; i++) reps[i] = lt_replicate();
+    lt_redistribute_opts o;
+    memset(&o, 0, sizeof o);
+    o.verify = 1;
+    o.name = d->tensor;
+    o.comm = rc->comm;
+    lt_dtensor *r = NULL;
+    lt_tensor *full = NULL;
+    lt_status s = lt_redistribute(v->dt, reps, rc->c->mesh.ndim, &o, &r, NULL);
+    if (!s) s = lt_clone(lt_to_local(r, 0), &full);
+    lt_dtensor_free(r);
+    if (s) return lt__err_ctx_in(s, "full_tensor", " of '%s'", d->tensor);
+    char where[128], origin[256];
+    snprintf(origin, sizeof origin, "full_tensor at %s", pos_str(st, where, sizeof where));
+    return lt__sc_put_full(rc, d->as, full, origin);
+}
+
+/* ---- collective ------------------------------------------------------------------------- */
+
+typedef struct {
+    lt_coll kind;
+    const char *tensor, *as;      /* NULL for barrier */
+    int mesh_dim;
+    lt_redop op;
+    int dim, concat_dim, root;
+    int has_rule;
+    lt_split_rule rule;
+    int *perm;
+    int nperm;
+} collective_data;
+
+/* keys each collective accepts beyond kind, tensor, mesh_dim, as */
+static const char *coll_extra(lt_coll k) {
+    switch (k) {
+    case LT_COLL_ALL_GATHER: return "dim";
+    case LT_COLL_ALL_REDUCE: return "op";
+    case LT_COLL_REDUCE_SCATTER: return "op dim split";
+    case LT_COLL_ALL_TO_ALL: return "split_dim concat_dim split";
+    case LT_COLL_BROADCAST: return "root";
+    case LT_COLL_SCATTER: return "root dim split";
+    case LT_COLL_GATHER: return "root dim";
+    case LT_COLL_REDUCE: return "root op";
+    case LT_COLL_PERMUTE: return "perm";
+    default: return "";
+    }
+}
+
+static int has_word(const char *list, const char *w) {
+    size_t n = strlen(w);
+    for (const char *p = list; (p = strstr(p, w)); p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || !p[n])) return 1;
+    return 0;
+}
+
+lt_status lt__sc_parse_collective(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
+    static const char *const keys[] = {"kind", "tensor", "mesh_dim", "as", "op", "dim", "split_dim",
+                                       "concat_dim", "root", "split", "perm", NULL};
+    const sc_node *n;
+    const char *s;
+    LT_TRY(lt__sc_keys(body, "collective", keys));
+    NEW_DATA(collective_data, d);
+    LT_TRY(lt__sc_need(body, "collective", "kind", &n));
+    LT_TRY(lt__sc_str(n, "collective: kind", &s));
+    lt_status e = lt_coll_parse(s, &d->kind);
+    if (e) return lt__sc_err_at(n, e);
+    const char *extra = coll_extra(d->kind);
+    for (int i = 0; i < body->n; i++) {
+        const sc_node *k = body->kids[2 * i];
+        const char *ks = k->str;
+        int common = !strcmp(ks, "kind") || !strcmp(ks, "mesh_dim") ||
+                     (d->kind != LT_COLL_BARRIER && (!strcmp(ks, "tensor") || !strcmp(ks, "as")));
+        if (!common && !has_word(extra, ks))
+            return lt__sc_err(k, LT_INVALID, "collective: key '%s' does not apply to %s (it takes: %s%s%s)", ks,
+                              lt_coll_name(d->kind), d->kind == LT_COLL_BARRIER ? "mesh_dim" : "tensor, mesh_dim, as",
+                              extra[0] ? " and " : "", extra);
+    }
+    LT_TRY(lt__sc_need(body, "collective", "mesh_dim", &n));
+    int md = lt_mesh_dim_by_name(pc->mesh, n->kind == SC_SCALAR ? n->str : "");
+    if (md >= 0) d->mesh_dim = md;
+    else if (n->kind == SC_SCALAR && n->str[0] && (n->str[0] < '0' || n->str[0] > '9') && n->str[0] != '-')
+        return lt__sc_err(n, LT_INVALID, "collective: mesh_dim '%s' is not a dim name of this mesh", n->str);
+    else LT_TRY(lt__sc_int(n, "collective: mesh_dim", -1000, 1000, &d->mesh_dim));
+    if (d->kind == LT_COLL_BARRIER) return LT_OK;
+    LT_TRY(lt__sc_use(pc, body, "collective", "tensor", SC_FULL | SC_DTENSOR | SC_LOCAL, &d->tensor));
+    d->op = LT_REDOP_SUM;
+    if ((n = lt__sc_get(body, "op"))) {
+        LT_TRY(lt__sc_str(n, "collective: op", &s));
+        if ((e = lt_redop_parse(s, &d->op))) return lt__sc_err_at(n, e);
+    }
+    if ((n = lt__sc_get(body, "dim"))) LT_TRY(lt__sc_int(n, "collective: dim", -64, 64, &d->dim));
+    if ((n = lt__sc_get(body, "split_dim"))) LT_TRY(lt__sc_int(n, "collective: split_dim", -64, 64, &d->dim));
+    if ((n = lt__sc_get(body, "concat_dim"))) LT_TRY(lt__sc_int(n, "collective: concat_dim", -64, 64, &d->concat_dim));
+    if ((n = lt__sc_get(body, "root"))) LT_TRY(lt__sc_int(n, "collective: root", -1000000, 1000000, &d->root));
+    if ((n = lt__sc_get(body, "split"))) {
+        d->has_rule = 1;
+        LT_TRY(lt__sc_rule(n, "collective: split", &d->rule));
+    }
+    if (d->kind == LT_COLL_PERMUTE) {
+        LT_TRY(lt__sc_need(body, "collective", "perm", &n));
+        if (n->kind != SC_SEQ || n->n == 0 || n->n > LT_MESH_MAX_WORLD)
+            return lt__sc_err(n, LT_INVALID, "collective: perm: expected a list of group positions, got %s",
+                              lt__sc_kind_name(n));
+        d->nperm = n->n;
+        d->perm = lt__sc_alloc(pc->arena, sizeof(int) * (size_t)n->n);
+        if (!d->perm) return LT_NOMEM;
+        for (int i = 0; i < n->n; i++) LT_TRY(lt__sc_int(n->kids[i], "collective: perm", -1000000, 1000000, &d->perm[i]));
+    }
+    return lt__sc_define(pc, body, "collective", SC_LOCAL, &d->as);
+}
+
+lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
+    const collective_data *d = st->data;
+    const lt_mesh *mesh = &rc->c->mesh;
+    lt_comm *c = rc->comm;
+    if (d->kind == LT_COLL_BARRIER) {
+        lt_status s = lt_barrier(c, d->mesh_dim);
+        return s ? lt__err_ctx_in(s, "collective", " barrier along mesh dim %d", d->mesh_dim) : LT_OK;
+    }
+    int W = mesh->world;
+    sc_value *v = lt__sc_value(rc, d->tensor);
+    lt_tensor **in = lt__calloc((size_t)W, sizeof *in), **out = lt__calloc((size_t)W, sizeof *out);
+    lt_status s = LT_OK;
+    if (!in || !out) s = lt__err(LT_NOMEM, "out of memory");
+    for (int r = 0; r < W && !s; r++)
+        in[r] = v->kind == SC_FULL ? v->full : v->kind == SC_DTENSOR ? v->dt->local->shards[r] : v->local->shards[r];
+    if (!s && d->kind == LT_COLL_PERMUTE && (d->mesh_dim < 0 || d->mesh_dim >= mesh->ndim || d->nperm != mesh->shape[d->mesh_dim]))
+        s = lt__err(LT_INVALID, "perm has %d entries; mesh dim %d has %d members", d->nperm, d->mesh_dim,
+                    d->mesh_dim >= 0 && d->mesh_dim < mesh->ndim ? mesh->shape[d->mesh_dim] : 0);
+    const lt_split_rule *rule = d->has_rule ? &d->rule : NULL;
+    lt_tensor *const *cin = in;
+    if (!s) switch (d->kind) {
+        case LT_COLL_ALL_GATHER: s = lt_all_gather(c, d->mesh_dim, cin, d->dim, out); break;
+        case LT_COLL_ALL_REDUCE: s = lt_all_reduce(c, d->mesh_dim, cin, d->op, out); break;
+        case LT_COLL_REDUCE_SCATTER: s = lt_reduce_scatter(c, d->mesh_dim, cin, d->op, d->dim, rule, out); break;
+        case LT_COLL_ALL_TO_ALL: s = lt_all_to_all(c, d->mesh_dim, cin, d->dim, d->concat_dim, rule, out); break;
+        case LT_COLL_BROADCAST: s = lt_broadcast(c, d->mesh_dim, cin, d->root, out); break;
+        case LT_COLL_SCATTER: s = lt_scatter(c, d->mesh_dim, cin, d->root, d->dim, rule, out); break;
+        case LT_COLL_GATHER: s = lt_gather(c, d->mesh_dim, cin, d->root, d->dim, out); break;
+        case LT_COLL_REDUCE: s = lt_reduce_ranks(c, d->mesh_dim, cin, d->root, d->op, out); break;
+        case LT_COLL_PERMUTE: s = lt_permute_ranks(c, d->mesh_dim, cin, d->perm, out); break;
+        default: s = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s", lt_coll_name(d->kind));
+        }
+    lt_local *l = NULL;
+    if (!s) s = lt_local_new(mesh, &l);
+    if (!s) {
+        for (int r = 0; r < W; r++) {
+            l->shards[r] = out[r];
+            out[r] = NULL;
+        }
+    }
+    for (int r = 0; out && r < W; r++) lt_tensor_free(out[r]);
+    lt__free(in);
+    lt__free(out);
+    if (s) return lt__err_ctx_in(s, "collective", " %s along mesh dim %d of '%s'", lt_coll_name(d->kind), d->mesh_dim, d->tensor);
+    char where[128], origin[256];
+    snprintf(origin, sizeof origin, "collective %s at %s", lt_coll_name(d->kind), pos_str(st, where, sizeof where));
+    return lt__sc_put_local(rc, d->as, l, origin);
+}
+
+/* ---- show, mark_comm ----------------------------------------------------------------------- */
+
+typedef struct {
+    const char *tensor;
+    int max_values;
+} show_data;
+
+lt_status lt__sc_parse_show(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
+    static const char *const keys[] = {"tensor", "max_values", NULL};
+    const sc_node *n;
+    LT_TRY(lt__sc_keys(body, "show", keys));
+    NEW_DATA(show_data, d);
+    LT_TRY(lt__sc_use(pc, body, "show", "tensor", SC_FULL | SC_DTENSOR | SC_LOCAL, &d->tensor));
+    d->max_values = 64;
+    if ((n = lt__sc_get(body, "max_values"))) LT_TRY(lt__sc_int(n, "show: max_values", 0, 1 << 20, &d->max_values));
+    return LT_OK;
+}
+
+lt_status lt__sc_run_show(sc_run_ctx *rc, const sc_step *st) {
+    const show_data *d = st->data;
+    FILE *f = rc->show;
+    if (!f) return LT_OK;
+    sc_value *v = lt__sc_value(rc, d->tensor);
+    fprintf(f, "-- %s (%s:%d)\n", d->tensor, st->pos.file, st->pos.line);
+    if (v->kind == SC_DTENSOR) {
+        lt_render_header(f, v->dt);
+        LT_TRY(lt_render_picture(f, v->dt));
+        return lt_render_ranks(f, v->dt, d->max_values);
+    }
+    char sh[96];
+    if (v->kind == SC_FULL) {
+        fprintf(f, "full tensor %s %s: ", lt_shape_str(v->full->ndim, v->full->shape, sh, sizeof sh),
+                lt_dtype_name(v->full->dtype));
+        lt_render_values(f, v->full, d->max_values);
+        fputc('\n', f);
+        return LT_OK;
+    }
+    const lt_mesh *m = &v->local->mesh;
+    for (int r = 0; r < m->world; r++) {
+        const lt_tensor *t = v->local->shards[r];
+        int coord[LT_MESH_MAX_DIMS];
+        int64_t c64[LT_MESH_MAX_DIMS];
+        char cs[96];
+        lt_mesh_coord(m, r, coord);
+        for (int i = 0; i < m->ndim; i++) c64[i] = coord[i];
+        fprintf(f, "  rank %-3d %-10s ", r, lt__sc_fmt_index(m->ndim, c64, cs, sizeof cs));
+        if (t->placeholder) {
+            fprintf(f, "placeholder for %s\n", lt_shape_str(t->logical_ndim, t->logical, sh, sizeof sh));
+            continue;
+        }
+        fprintf(f, "%-10s ", lt_shape_str(t->ndim, t->shape, sh, sizeof sh));
+        lt_render_values(f, t, d->max_values);
+        fputc('\n', f);
+    }
+    return LT_OK;
+}
+
+lt_status lt__sc_parse_mark_comm(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
+    (void)pc;
+    (void)st;
+    /* "- mark_comm" or "- mark_comm:" */
+    if (body->kind == SC_SCALAR && (lt__sc_is_null(body) || !strcmp(body->str, "mark_comm"))) return LT_OK;
+    static const char *const keys[] = {NULL};
+    return lt__sc_keys(body, "mark_comm", keys);
+}
+
+lt_status lt__sc_run_mark_comm(sc_run_ctx *rc, const sc_step *st) {
+    (void)st;
+    rc->comm_mark = lt_trace_marker(lt_comm_trace(rc->comm));
+    return LT_OK;
+}
