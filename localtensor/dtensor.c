@@ -305,11 +305,8 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
                 else if (!same)
                     st = lt__err_in(LT_SHAPE, "from_local", ": mesh dim %d (%s) splits dim %d unevenly and differently in different groups: no single placement describes it",
                                  i, txt, d);
-                else {
-                    norm[i].rule.kind = LT_SPLIT_EXPLICIT;
-                    norm[i].rule.nsizes = k;
-                    memcpy(norm[i].rule.sizes, first, sizeof(int64_t) * (size_t)k);
-                }
+                else
+                    st = lt_split_explicit(first, k, &norm[i].rule);
             }
         }
         for (int g = 0; g < ng && !st; g++) {

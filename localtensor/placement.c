@@ -239,10 +239,8 @@ lt_status lt_placement_parse(const char *s, lt_placement *out) {
             if (have_rule) return lt__err(LT_INVALID, "placement '%s': rule given twice", s);
             have_rule = 1;
             if (a->is_list) {
-                rule.kind = LT_SPLIT_EXPLICIT;
-                rule.nsizes = a->nlist;
-                memcpy(rule.sizes, a->list, sizeof(int64_t) * (size_t)a->nlist);
                 if (a->nlist == 0) return lt__err(LT_INVALID, "placement '%s': explicit size list is empty", s);
+                LT_TRY(lt_split_explicit(a->list, a->nlist, &rule));
             } else if (!strcmp(a->word, "chunk")) {
                 rule.kind = LT_SPLIT_CHUNK;
             } else if (!strcmp(a->word, "balanced")) {
@@ -412,7 +410,8 @@ lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement 
         if ((unsigned)p.kind >= LT_PL_COUNT || (p.kind == LT_PL_PARTIAL && (unsigned)p.op >= LT_REDOP_COUNT) ||
             (p.kind == LT_PL_SHARD && ((unsigned)p.rule.kind >= LT_SPLIT_COUNT ||
                                        (p.rule.kind == LT_SPLIT_EXPLICIT &&
-                                        (p.rule.nsizes < 0 || p.rule.nsizes > LT_SPLIT_MAX_EXPLICIT)))))
+                                        (p.rule.nsizes < 0 || p.rule.nsizes > LT_SPLIT_MAX_EXPLICIT ||
+                                         (!p.rule.sizes && p.rule.nsizes > 0))))))
             return lt__err(LT_INVALID, "mesh dim %d: not a placement (kind %u, op %u, split rule %u): "
                            "build placements with lt_shard(), lt_replicate(), ... or lt_placement_parse()",
                            i, (unsigned)p.kind, (unsigned)p.op, (unsigned)p.rule.kind);
