@@ -618,5 +618,6 @@ lt_status lt_match_check(const lt_match *mt, lt_match_report **out) {
     *out = r;
     char head[2048];
     lt_match_report_headline(r, head, sizeof head);
-    return lt__err(r->kind == LT_HANG_RANK_FAILED ? mt->rk[r->rank_a].status : LT_MISMATCH, "%s", head);
+    if (r->kind == LT_HANG_RANK_FAILED) return lt__err(mt->rk[r->rank_a].status, "%s", head);
+    return lt__err_code(LT_MISMATCH, LT_ERR_WOULD_HANG, "%s", head);
 }

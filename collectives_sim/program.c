@@ -388,9 +388,11 @@ lt_status lt_program_run(const lt_mesh *mesh, lt_proc_fn fn, void *user_data, co
     lt_status st = drain(g);
     lt_match_report *rep = NULL;
     char head[2048];
+    lt_errcode code = LT_ERR_NONE;
     if (st == LT_OK) {
         st = lt_match_check(g->mt, &rep);
         snprintf(head, sizeof head, "%s", lt_errmsg());
+        code = lt_errinfo()->code;
     } else {
         snprintf(head, sizeof head, "%s", g->fatal_msg);
     }
@@ -400,7 +402,7 @@ lt_status lt_program_run(const lt_mesh *mesh, lt_proc_fn fn, void *user_data, co
         else if (rep->kind == LT_HANG_RANK_FAILED) snprintf(why, sizeof why, "rank %d failed", rep->rank_a);
         else snprintf(why, sizeof why, "the program would hang (%s)", lt_hang_kind_name(rep->kind));
         unwind(g, why);
-        lt__err(st, "%s", head); /* the ranks' unwinding overwrote it */
+        lt__err_code(st, code, "%s", head); /* the ranks' unwinding overwrote it */
     }
     prog_free(g);
     if (report) *report = rep;

@@ -138,6 +138,6 @@ lt_status lt__mem_check(uint64_t bytes, int world, const char *what) {
     char need[32], have[32];
     size_str(bytes, need, sizeof need);
     size_str(lim, have, sizeof have);
-    return lt__err(LT_NOMEM, "%s needs %s for the shards of all %d rank%s, more than this machine's %s %s", what, need,
+    return lt__err_code(LT_NOMEM, LT_ERR_MEMORY_LIMIT, "%s needs %s for the shards of all %d rank%s, more than this machine's %s %s", what, need,
                    world, world == 1 ? "" : "s", have, why);
 }

@@ -1,9 +1,13 @@
 /* kernels/split.c — the uneven split rules (docs/SEMANTICS.md §2 and §11.1). */
 #include "kernels/split.h"
+#include "kernels/split_impl.h"
 #include "kernels/status_impl.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "kernels/alloc.h"
 
 static const char *const split_names[] = {
 #define LT__XX(e, s) s,
@@ -16,6 +20,90 @@ lt_split_rule lt_split_chunk(void) {
     memset(&r, 0, sizeof r);
     r.kind = LT_SPLIT_CHUNK;
     return r;
+}
+
+/* ---- interned explicit size lists ---------------------------------------------- */
+
+/* Open addressing over immutable lists, never more than half full; entries
+ * live until the process exits (still reachable: not a leak). */
+typedef struct intern_entry {
+    uint64_t hash;        /* 0: free */
+    int n;
+    int64_t *v;           /* (n) */
+} intern_entry;
+
+static pthread_mutex_t intern_mu = PTHREAD_MUTEX_INITIALIZER;
+static intern_entry *intern_tab;
+static size_t intern_cap, intern_n;
+static const int64_t empty_list[1];
+
+static uint64_t list_hash(const int64_t *v, int n) {
+    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)n;
+    for (int j = 0; j < n; j++) {
+        h ^= (uint64_t)v[j];
+        h *= 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    return h | 1;
+}
+
+static const int64_t *intern_locked(const int64_t *v, int n) {
+    uint64_t h = list_hash(v, n);
+    size_t bytes = sizeof(int64_t) * (size_t)n;
+    for (size_t i = intern_cap ? h & (intern_cap - 1) : 0; intern_cap; i = (i + 1) & (intern_cap - 1)) {
+        intern_entry *e = &intern_tab[i];
+        if (!e->hash) break;
+        if (e->hash == h && e->n == n && !memcmp(e->v, v, bytes)) return e->v;
+    }
+    if (intern_n + 1 > intern_cap / 2) {
+        size_t ncap = intern_cap ? intern_cap * 2 : 64;
+        intern_entry *nt = lt__calloc(ncap, sizeof *nt);
+        if (!nt) return NULL;
+        for (size_t i = 0; i < intern_cap; i++) {
+            if (!intern_tab[i].hash) continue;
+            size_t j = intern_tab[i].hash & (ncap - 1);
+            while (nt[j].hash) j = (j + 1) & (ncap - 1);
+            nt[j] = intern_tab[i];
+        }
+        lt__free(intern_tab);
+        intern_tab = nt, intern_cap = ncap;
+    }
+    int64_t *copy = lt__malloc(bytes);
+    if (!copy) return NULL;
+    memcpy(copy, v, bytes);
+    size_t i = h & (intern_cap - 1);
+    while (intern_tab[i].hash) i = (i + 1) & (intern_cap - 1);
+    intern_tab[i] = (intern_entry){h, n, copy};
+    intern_n++;
+    return copy;
+}
+
+lt_status lt_split_explicit(const int64_t *sizes, int n, lt_split_rule *out) {
+    if (n < 0 || n > LT_SPLIT_MAX_EXPLICIT)
+        return lt__err(LT_INVALID, "explicit split: %d sizes; at most %d", n, LT_SPLIT_MAX_EXPLICIT);
+    if (!sizes && n > 0) return lt__err(LT_INVALID, "explicit split: sizes is NULL");
+    const int64_t *v = empty_list;
+    if (n > 0) {
+        pthread_mutex_lock(&intern_mu);
+        v = intern_locked(sizes, n);
+        pthread_mutex_unlock(&intern_mu);
+        if (!v) return lt__err(LT_NOMEM, "out of memory interning an explicit split of %d sizes", n);
+    }
+    memset(out, 0, sizeof *out);
+    out->kind = LT_SPLIT_EXPLICIT;
+    out->nsizes = n;
+    out->sizes = v;
+    return LT_OK;
+}
+
+void lt__split_intern_clear(void) {
+    pthread_mutex_lock(&intern_mu);
+    for (size_t i = 0; i < intern_cap; i++)
+        if (intern_tab[i].hash) lt__free(intern_tab[i].v);
+    lt__free(intern_tab);
+    intern_tab = NULL;
+    intern_cap = intern_n = 0;
+    pthread_mutex_unlock(&intern_mu);
 }
 
 const char *lt_split_kind_name(lt_split_kind k) { return lt__name_of(split_names, LT_SPLIT_COUNT, (int)k); }

@@ -2,8 +2,13 @@
  *
  * The uneven rules of docs/SEMANTICS.md §11.1 live here, at the bottom floor, because
  * both collectives (reduce_scatter, scatter, all_to_all) and placements need
- * them. A rule is plain data; lt_split_sizes (and lt_split_piece, its
+ * them. A rule is a small value; lt_split_sizes (and lt_split_piece, its
  * one-piece form) are the only places sizes are computed.
+ *
+ * An explicit rule does not carry its sizes inline: it points at an
+ * immutable, interned list (lt_split_explicit), so rules, placements and
+ * everything built from them stay small and cheap to copy and hash, and
+ * equal lists share one copy for the life of the process.
  */
 #ifndef LT_SPLIT_H
 #define LT_SPLIT_H
@@ -33,11 +38,19 @@ typedef enum {
 typedef struct lt_split_rule {
     lt_split_kind kind;
     int nsizes;                               /* EXPLICIT only: number of sizes */
-    int64_t sizes[LT_SPLIT_MAX_EXPLICIT];     /* EXPLICIT only: size of piece j */
+    const int64_t *sizes;                     /* EXPLICIT only: (nsizes) size of piece j;
+                                               * interned by lt_split_explicit, never freed */
 } lt_split_rule;
 
 /* The default rule (torch.chunk). */
 LT_API lt_split_rule lt_split_chunk(void);
+
+/* An explicit rule with sizes[n] (copied; the values are checked where the
+ * rule is used, by lt_split_sizes). The copy is interned: immutable, shared
+ * with every equal list, valid until the process exits. Errors: LT_INVALID
+ * when n is outside 0..LT_SPLIT_MAX_EXPLICIT or sizes is NULL with n > 0,
+ * LT_NOMEM. */
+LT_API lt_status lt_split_explicit(const int64_t *sizes, int n, lt_split_rule *out);
 
 /* "chunk", ...; "?" when out of range. */
 LT_API const char *lt_split_kind_name(lt_split_kind k);

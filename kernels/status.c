@@ -1,5 +1,5 @@
-/* kernels/status.c — status names, the thread-local error message, checked
- * size arithmetic. */
+/* kernels/status.c — status names, the thread-local last failure (message
+ * and structured value), checked size arithmetic. */
 #include "kernels/status.h"
 #include "kernels/status_impl.h"
 
@@ -11,6 +11,7 @@
 #define LT__ERRMSG_MAX 2048
 
 static _Thread_local char errbuf[LT__ERRMSG_MAX];
+static _Thread_local lt_error errinfo;
 
 static const char *const status_names[] = {
 #define LT__XX(name, str) str,
@@ -23,41 +24,121 @@ const char *lt_status_str(lt_status st) {
     return status_names[st];
 }
 
+static const char *const errcode_names[] = {
+#define LT__XX(name, str) str,
+    LT_ERRCODE_MAP(LT__XX)
+#undef LT__XX
+};
+
+const char *lt_errcode_str(lt_errcode code) {
+    if ((int)code < 0 || code >= LT_ERRCODE_COUNT) return "unknown sub-code";
+    return errcode_names[code];
+}
+
 const char *lt_errmsg(void) { return errbuf; }
 
-void lt__err_clear(void) { errbuf[0] = '\0'; }
+const lt_error *lt_errinfo(void) { return &errinfo; }
 
-/* Formats into a copy first: callers may pass lt_errmsg() itself as an
- * argument ("... (%s)", lt_errmsg()), which vsnprintf must not read while
- * it writes the same buffer. */
-lt_status lt__err(lt_status st, const char *fmt, ...) {
+void lt__err_clear(void) {
+    errbuf[0] = '\0';
+    memset(&errinfo, 0, sizeof errinfo);
+}
+
+static void set_subject(const char *subject) {
+    snprintf(errinfo.subject, sizeof errinfo.subject, "%s", subject ? subject : "");
+}
+
+/* A new message: subject (may be NULL) then fmt. Formats into a copy first:
+ * callers may pass lt_errmsg() itself as an argument ("... (%s)",
+ * lt_errmsg()), which vsnprintf must not read while it writes the same
+ * buffer. */
+static lt_status set_msg(lt_status st, lt_errcode code, const char *subject, const char *fmt, va_list ap) {
     char msg[LT__ERRMSG_MAX];
+    int n = subject ? snprintf(msg, sizeof msg, "%s", subject) : 0;
+    size_t used = n < 0 ? 0 : (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1;
+    vsnprintf(msg + used, sizeof msg - used, fmt, ap);
+    memcpy(errbuf, msg, sizeof errbuf);
+    memset(&errinfo, 0, sizeof errinfo);
+    errinfo.status = st;
+    errinfo.code = code;
+    set_subject(subject);
+    return st;
+}
+
+lt_status lt__err(lt_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    set_msg(st, LT_ERR_NONE, NULL, fmt, ap);
     va_end(ap);
-    memcpy(errbuf, msg, sizeof errbuf);
+    return st;
+}
+
+lt_status lt__err_code(lt_status st, lt_errcode code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    set_msg(st, code, NULL, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+lt_status lt__err_in(lt_status st, const char *subject, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    set_msg(st, LT_ERR_NONE, subject, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+void lt__err_mark_pos(void) { errinfo.at_pos = 1; }
+
+/* Prepends lead (may be NULL) then fmt, then ": old message". Formats into
+ * a copy, like set_msg. */
+static lt_status prepend(lt_status st, const char *lead, const char *fmt, va_list ap) {
+    char buf[LT__ERRMSG_MAX];
+    int n = lead ? snprintf(buf, sizeof buf, "%s", lead) : 0;
+    size_t used = n < 0 ? 0 : (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1;
+    n = vsnprintf(buf + used, sizeof buf - used, fmt, ap);
+    used += n < 0 ? 0 : (size_t)n;
+    if (used >= sizeof buf) used = sizeof buf - 1;
+    if (errbuf[0] && used + 2 < sizeof buf) {
+        size_t room = sizeof buf - used - 3;
+        size_t len = strlen(errbuf);
+        if (len > room) len = room;
+        buf[used] = ':';
+        buf[used + 1] = ' ';
+        memcpy(buf + used + 2, errbuf, len);
+        buf[used + 2 + len] = '\0';
+    }
+    memcpy(errbuf, buf, sizeof errbuf);
+    errinfo.status = st;
+    errinfo.opens_with_while = 0;
+    errinfo.subject[0] = '\0';
     return st;
 }
 
 lt_status lt__err_ctx(lt_status st, const char *fmt, ...) {
-    char old[LT__ERRMSG_MAX];
     va_list ap;
-    memcpy(old, errbuf, sizeof old);
     va_start(ap, fmt);
-    int n = vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+    prepend(st, NULL, fmt, ap);
     va_end(ap);
-    size_t used = n < 0 ? 0 : (size_t)n;
-    if (used >= sizeof errbuf) used = sizeof errbuf - 1;
-    if (old[0] && used + 2 < sizeof errbuf) {
-        size_t room = sizeof errbuf - used - 3;
-        size_t len = strlen(old);
-        if (len > room) len = room;
-        errbuf[used] = ':';
-        errbuf[used + 1] = ' ';
-        memcpy(errbuf + used + 2, old, len);
-        errbuf[used + 2 + len] = '\0';
-    }
+    return st;
+}
+
+lt_status lt__err_ctx_in(lt_status st, const char *subject, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    prepend(st, subject, fmt, ap);
+    va_end(ap);
+    set_subject(subject);
+    return st;
+}
+
+lt_status lt__err_while(lt_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    prepend(st, "while ", fmt, ap);
+    va_end(ap);
+    errinfo.opens_with_while = 1;
     return st;
 }
 

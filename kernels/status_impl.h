@@ -21,12 +21,48 @@ lt_status lt__err(lt_status st, const char *fmt, ...)
 #endif
     ;
 
-/* Prepends context to the current message: "ctx: old message". Returns st. */
+/* lt__err with a sub-code. */
+lt_status lt__err_code(lt_status st, lt_errcode code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* lt__err for a message that opens with the name `subject` (an op, a step,
+ * a function): the message is subject followed by the formatted rest, e.g.
+ * lt__err_in(LT_INVALID, "from_local", ": rank %d has no shard", r). */
+lt_status lt__err_in(lt_status st, const char *subject, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Prepends context to the current message: "ctx: old message". Keeps the
+ * sub-code and at_pos; the message no longer opens with a subject or
+ * "while". Returns st. */
 lt_status lt__err_ctx(lt_status st, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* lt__err_ctx whose context opens with `subject`: "subject<rest>: old". */
+lt_status lt__err_ctx_in(lt_status st, const char *subject, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* lt__err_ctx with a "while ..." context: "while <ctx>: old message", and
+ * the message is marked as carrying its own context (opens_with_while). */
+lt_status lt__err_while(lt_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Marks the current message as naming a file position (at_pos). */
+void lt__err_mark_pos(void);
 
 /* Clears the message. */
 void lt__err_clear(void);

@@ -55,7 +55,7 @@ lt_status lt__math_out(const lt_tensor *like, lt_dtype dt, int ndim, const int64
 }
 
 lt_status lt__math_unsupported(const char *op, lt_dtype dt) {
-    return lt__err(LT_UNSUPPORTED, "not supported yet: %s of %s tensors", op, lt_dtype_name(dt));
+    return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s of %s tensors", op, lt_dtype_name(dt));
 }
 
 void lt__load_f32(lt_dtype dt, const char *p, int64_t step, int64_t n, float *out) {

@@ -27,7 +27,7 @@ static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const
         if (norm[i].op == LT_REDOP_AVG && dtype == LT_BOOL)
             return lt__err(LT_INVALID, "mesh dim %d: P(avg) of bool is not defined (use P(max) or P(min))", i);
         if (norm[i].op == LT_REDOP_SUM && !lt_dtype_is_float(dtype))
-            return lt__err(LT_UNSUPPORTED, "not supported yet: distributing %s with P(sum) on mesh dim %d (dividing by the mesh size would truncate)",
+            return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: distributing %s with P(sum) on mesh dim %d (dividing by the mesh size would truncate)",
                            lt_dtype_name(dtype), i);
     }
     LT_TRY(lt_layout_check(mesh, ndim, shape, norm));
@@ -225,7 +225,7 @@ lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
             lt_rank_layout_free(&l);
             if (st) {
                 lt_tensor_free(full);
-                return lt__err_ctx(st, "full_tensor: rank %d", r);
+                return lt__err_ctx_in(st, "full_tensor", ": rank %d", r);
             }
         }
     }
@@ -251,12 +251,12 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
     *out = NULL;
     int W = mesh->world;
     for (int r = 0; r < W; r++) {
-        if (!shards[r]) return lt__err(LT_INVALID, "from_local: rank %d has no shard", r);
+        if (!shards[r]) return lt__err_in(LT_INVALID, "from_local", ": rank %d has no shard", r);
         if (shards[r]->ndim != shards[0]->ndim)
-            return lt__err(LT_SHAPE, "from_local: rank %d's shard has %d dims but rank 0's has %d", r,
+            return lt__err_in(LT_SHAPE, "from_local", ": rank %d's shard has %d dims but rank 0's has %d", r,
                            shards[r]->ndim, shards[0]->ndim);
         if (shards[r]->dtype != shards[0]->dtype)
-            return lt__err(LT_DTYPE, "from_local: rank %d holds %s but rank 0 holds %s", r,
+            return lt__err_in(LT_DTYPE, "from_local", ": rank %d holds %s but rank 0 holds %s", r,
                            lt_dtype_name(shards[r]->dtype), lt_dtype_name(shards[0]->dtype));
     }
     int ndim = shards[0]->ndim;
@@ -297,19 +297,16 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
             char txt[64];
             lt_placement_format(&norm[i], txt, sizeof txt);
             if (k > LT_SPLIT_MAX_EXPLICIT) {
-                st = lt__err(LT_UNSUPPORTED, "not supported yet: from_local over a mesh dim of more than %d ranks", LT_SPLIT_MAX_EXPLICIT);
+                st = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: from_local over a mesh dim of more than %d ranks", LT_SPLIT_MAX_EXPLICIT);
             } else if (!all_match) {
                 lt_split_kind rk = norm[i].rule.kind;
                 if (rk != LT_SPLIT_CHUNK && rk != LT_SPLIT_EXPLICIT)
-                    st = lt__err(LT_SHAPE, "from_local: mesh dim %d (%s): the shard sizes along dim %d do not follow the rule", i, txt, d);
+                    st = lt__err_in(LT_SHAPE, "from_local", ": mesh dim %d (%s): the shard sizes along dim %d do not follow the rule", i, txt, d);
                 else if (!same)
-                    st = lt__err(LT_SHAPE, "from_local: mesh dim %d (%s) splits dim %d unevenly and differently in different groups: no single placement describes it",
+                    st = lt__err_in(LT_SHAPE, "from_local", ": mesh dim %d (%s) splits dim %d unevenly and differently in different groups: no single placement describes it",
                                  i, txt, d);
-                else {
-                    norm[i].rule.kind = LT_SPLIT_EXPLICIT;
-                    norm[i].rule.nsizes = k;
-                    memcpy(norm[i].rule.sizes, first, sizeof(int64_t) * (size_t)k);
-                }
+                else
+                    st = lt_split_explicit(first, k, &norm[i].rule);
             }
         }
         for (int g = 0; g < ng && !st; g++) {
@@ -317,7 +314,7 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
             int64_t total = 0;
             for (int j = 0; j < k && !st; j++)
                 if (lt__add_i64(total, sz[grp[j] * LT_MAX_DIMS + d], &total))
-                    st = lt__err(LT_OVERFLOW, "from_local: the shard sizes along dim %d overflow 64 bits", d);
+                    st = lt__err_in(LT_OVERFLOW, "from_local", ": the shard sizes along dim %d overflow 64 bits", d);
             for (int j = 0; j < k; j++) sz[grp[j] * LT_MAX_DIMS + d] = total;
         }
     }
@@ -326,7 +323,7 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
         gshape[d] = sz[d];
         for (int r = 1; r < W; r++)
             if (sz[r * LT_MAX_DIMS + d] != gshape[d]) {
-                st = lt__err(LT_SHAPE, "from_local: dim %d implies global size %lld on rank 0 but %lld on rank %d (non-sharded dims must agree across ranks)",
+                st = lt__err_in(LT_SHAPE, "from_local", ": dim %d implies global size %lld on rank 0 but %lld on rank %d (non-sharded dims must agree across ranks)",
                              d, (long long)gshape[d], (long long)sz[r * LT_MAX_DIMS + d], r);
                 break;
             }
@@ -343,14 +340,14 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
                 for (int g = 0; g < lt_mesh_ngroups(mesh, i) && !st; g++) {
                     lt_mesh_group(mesh, i, g, grp);
                     st = lt_local_check_equal(local, grp, mesh->shape[i]);
-                    if (st) st = lt__err_ctx(st, "from_local run_check: replicas along mesh dim %d", i);
+                    if (st) st = lt__err_ctx_in(st, "from_local", " run_check: replicas along mesh dim %d", i);
                 }
             }
             if (st) lt_local_free(local);
         }
         /* strided and nested layouts: the wrap re-derives every local shape */
         if (!st) st = lt__dtensor_wrap(local, shards[0]->dtype, ndim, gshape, norm, out);
-        if (st && *out == NULL && st != LT_MISMATCH) st = lt__err_ctx(st, "from_local");
+        if (st && *out == NULL && st != LT_MISMATCH) st = lt__err_ctx_in(st, "from_local", "%s", "");
     }
     lt__free(grp);
     return st;

@@ -5,8 +5,8 @@
  * shape, every input's dtype, shape and placements, the static arguments)
  * into a small key, hash it, find the plan, run the kernels, and wrap the
  * shards — the plan carries every rank's output shape so nothing is
- * re-derived. Plans are immutable and refcounted; the cache is per thread, so
- * no lock is taken.
+ * re-derived. Plans are immutable and refcounted (atomically); the cache is
+ * the library's one cache module (kernels/cache_impl.h), process-wide.
  */
 #include "kernels/alloc.h"
 #include "kernels/memlimit_impl.h"
@@ -18,11 +18,12 @@
 #include "localtensor/ops.h"
 #include "localtensor/ops_impl.h"
 #include "localtensor/reference.h"
+#include "localtensor/spec_impl.h"
 
 /* ---- plans --------------------------------------------------------------------------- */
 
 void lt_op_plan_free(lt_op_plan *p) {
-    if (!p || --p->refs_ > 0) return;
+    if (!p || __atomic_sub_fetch(&p->refs_, 1, __ATOMIC_ACQ_REL) > 0) return;
     lt__free(p->in_target);
     lt__free(p->in_redistribute);
     lt__free(p->out_shape);
@@ -127,6 +128,7 @@ static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const l
         p->nkdims_ = io->nkdims, p->kdim_ = io->kdim, p->kdim2_ = io->kdim2;
         memcpy(p->kdims_, io->kdims, sizeof p->kdims_);
         char why[512] = "";
+        lt_errcode why_code = LT_ERR_NONE;
         for (int k = 0; k < nin && !st; k++) {
             p->in_redistribute[k] = !pls_equal(p->in_target[k], pl[k], mesh->ndim);
             if (!p->in_redistribute[k]) continue;
@@ -135,6 +137,7 @@ static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const l
             if (st) {
                 snprintf(why, sizeof why, "not supported yet: %s: input %d would need a layout that does not exist (%s)",
                          name, k, lt_errmsg());
+                why_code = LT_ERR_NOT_YET;
                 bad_dim = failing_mesh_dim(mesh, ndims[k], shapes[k], p->in_target[k]);
             }
         }
@@ -145,13 +148,14 @@ static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const l
                 if ((st = lt_layout_check(mesh, p->out_ndim, io->out_shape[j], p->out_pl))) bad_j = j;
             if (st) {
                 snprintf(why, sizeof why, "not supported yet: %s: the output layout does not exist (%s)", name, lt_errmsg());
+                why_code = LT_ERR_NO_LAYOUT;   /* the rule is wrong, not missing */
                 if (bad_j >= 0) bad_dim = failing_mesh_dim(mesh, p->out_ndim, io->out_shape[bad_j], p->out_pl);
             }
         }
         if (!st || !why[0]) break; /* done, or the rule's own error */
         st = LT_UNSUPPORTED;
         if (bad_dim < 0 || nin == 0) {
-            st = lt__err(st, "%s", why);
+            st = lt__err_code(st, why_code, "%s", why);
             break;
         }
         /* fall back: the inputs the rule followed on that mesh dim count as Replicate there */
@@ -164,7 +168,7 @@ static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const l
             for (int k = 0; k < nin; k++) memcpy(view[k], pl[k], sizeof(lt_placement) * (size_t)mesh->ndim), seen[k] = view[k];
         }
         if (!relax(view, nin, bad_dim)) {
-            st = lt__err(st, "%s", why);
+            st = lt__err_code(st, why_code, "%s", why);
             break;
         }
     }
@@ -205,32 +209,9 @@ static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const l
 
 /* ---- the cache ------------------------------------------------------------------------- */
 
-#define KEY_MAX 1024
+static void kput(lt__cache_key *k, uint64_t v) { lt__key_put(k, v); }
 
-typedef struct keybuf {
-    uint64_t w[KEY_MAX];
-    int n;
-} keybuf;
-
-static void kput(keybuf *k, uint64_t v) {
-    if (k->n < KEY_MAX) k->w[k->n] = v;
-    k->n++;
-}
-
-static void kput_pl(keybuf *k, const lt_placement *p) {
-    uint64_t v = (uint64_t)p->kind;
-    if (p->kind == LT_PL_SHARD || p->kind == LT_PL_STRIDED) v |= (uint64_t)(uint32_t)p->dim << 8;
-    if (p->kind == LT_PL_STRIDED) v |= (uint64_t)(uint32_t)p->split_factor << 32;
-    if (p->kind == LT_PL_PARTIAL) v |= (uint64_t)p->op << 8;
-    if (p->kind == LT_PL_SHARD) v |= (uint64_t)p->rule.kind << 40;
-    kput(k, v);
-    if (p->kind == LT_PL_SHARD && p->rule.kind == LT_SPLIT_EXPLICIT) {
-        kput(k, (uint64_t)p->rule.nsizes);
-        for (int j = 0; j < p->rule.nsizes; j++) kput(k, (uint64_t)p->rule.sizes[j]);
-    }
-}
-
-static void build_key(keybuf *k, lt_op_kind op, const lt_mesh *m, int nin, const lt_dtype *dt,
+static void build_key(lt__cache_key *k, lt_op_kind op, const lt_mesh *m, int nin, const lt_dtype *dt,
                       const int *nd, const int64_t *const *sh, const lt_placement *const *pl,
                       const lt_op_args *a) {
     k->n = 0;
@@ -239,7 +220,7 @@ static void build_key(keybuf *k, lt_op_kind op, const lt_mesh *m, int nin, const
     for (int j = 0; j < nin; j++) {
         kput(k, (uint64_t)dt[j] | (uint64_t)nd[j] << 8);
         for (int d = 0; d < nd[j]; d++) kput(k, (uint64_t)sh[j][d]);
-        for (int i = 0; i < m->ndim; i++) kput_pl(k, &pl[j][i]);
+        for (int i = 0; i < m->ndim; i++) lt__key_placement(k, &pl[j][i]);
     }
     kput(k, (uint64_t)(uint32_t)a->dim | (uint64_t)(uint32_t)a->dim2 << 32);
     kput(k, (uint64_t)a->flatten_end_set | (uint64_t)a->keepdim << 8 | (uint64_t)(uint32_t)a->chunks << 16 |
@@ -252,119 +233,39 @@ static void build_key(keybuf *k, lt_op_kind op, const lt_mesh *m, int nin, const
     for (int d = 0; d < a->nsizes && d < LT_OP_MAX_OUTPUTS; d++) kput(k, (uint64_t)a->sizes[d]);
     if (nin == 0) { /* creation ops: their spec is in the arguments */
         kput(k, (uint64_t)a->dtype | (uint64_t)(uint32_t)a->np << 8);
-        for (int i = 0; i < a->np && i < LT_MESH_MAX_DIMS; i++) kput_pl(k, &a->placements[i]);
+        for (int i = 0; i < a->np && i < LT_MESH_MAX_DIMS; i++) lt__key_placement(k, &a->placements[i]);
     }
 }
 
-static uint64_t key_hash(const keybuf *k) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (int i = 0; i < k->n; i++) {
-        h ^= k->w[i];
-        h *= 0x100000001b3ull;
-        h ^= h >> 29;
-    }
-    return h | 1; /* 0 marks an empty slot */
-}
+static void plan_ref(void *v) { __atomic_fetch_add(&((lt_op_plan *)v)->refs_, 1, __ATOMIC_RELAXED); }
+static void plan_release(void *v) { lt_op_plan_free(v); }
 
-typedef struct cache_entry {
-    uint64_t hash;
-    int len;
-    uint64_t *key;
-    lt_op_plan *plan;
-} cache_entry;
+/* The propagation cache: process-wide, like the redistribute plan cache
+ * (kernels/cache_impl.h). */
+static lt__cache op_cache = LT__CACHE_INIT(plan_ref, plan_release, 1u << 15);
 
-typedef struct op_cache {
-    cache_entry *tab;
-    size_t cap, n, hits, misses;
-} op_cache;
-
-#define CACHE_MAX (1u << 16)
-static _Thread_local op_cache tc;
-
-void lt_op_cache_clear(void) {
-    for (size_t i = 0; i < tc.cap; i++)
-        if (tc.tab[i].hash) {
-            lt__free(tc.tab[i].key);
-            lt_op_plan_free(tc.tab[i].plan);
-        }
-    lt__free(tc.tab);
-    memset(&tc, 0, sizeof tc);
-}
+void lt_op_cache_clear(void) { lt__cache_clear(&op_cache); }
 
 void lt_op_cache_stats(size_t *hits, size_t *misses, size_t *entries) {
-    if (hits) *hits = tc.hits;
-    if (misses) *misses = tc.misses;
-    if (entries) *entries = tc.n;
+    lt__cache_stats(&op_cache, hits, misses, entries);
 }
 
-static lt_op_plan *cache_find(const keybuf *k, uint64_t h) {
-    if (!tc.cap) return NULL;
-    for (size_t i = h & (tc.cap - 1);; i = (i + 1) & (tc.cap - 1)) {
-        cache_entry *e = &tc.tab[i];
-        if (!e->hash) return NULL;
-        if (e->hash == h && e->len == k->n && !memcmp(e->key, k->w, sizeof(uint64_t) * (size_t)k->n))
-            return e->plan;
-    }
-}
-
-/* Inserts (a new reference of) p; failures just skip caching. */
-static void cache_put(const keybuf *k, uint64_t h, lt_op_plan *p) {
-    if (tc.n + 1 > tc.cap / 2) {
-        size_t ncap = tc.cap ? tc.cap * 2 : 256;
-        if (ncap > CACHE_MAX) {
-            size_t hits = tc.hits, misses = tc.misses;
-            lt_op_cache_clear();
-            tc.hits = hits, tc.misses = misses;
-            ncap = 256;
-        }
-        cache_entry *nt = lt__calloc(ncap, sizeof *nt);
-        if (!nt) return;
-        for (size_t i = 0; i < tc.cap; i++) {
-            cache_entry *e = &tc.tab[i];
-            if (!e->hash) continue;
-            size_t j = e->hash & (ncap - 1);
-            while (nt[j].hash) j = (j + 1) & (ncap - 1);
-            nt[j] = *e;
-        }
-        lt__free(tc.tab);
-        tc.tab = nt, tc.cap = ncap;
-    }
-    uint64_t *key = lt__malloc(sizeof(uint64_t) * (size_t)(k->n > 0 ? k->n : 1));
-    if (!key) return;
-    memcpy(key, k->w, sizeof(uint64_t) * (size_t)k->n);
-    size_t i = h & (tc.cap - 1);
-    while (tc.tab[i].hash) i = (i + 1) & (tc.cap - 1);
-    p->refs_++;
-    tc.tab[i] = (cache_entry){h, k->n, key, p};
-    tc.n++;
-}
-
-/* A plan for the given specs: borrowed from the cache (*owned = 0) or new (*owned = 1). */
+/* A plan for the given specs: a new reference (from the cache or built). */
 static lt_status get_plan(lt_op_kind op, const lt_mesh *m, int nin, const lt_dtype *dt, const int *nd,
                           const int64_t *const *sh, const lt_placement *const *pl,
-                          const lt_op_args *a, int no_cache, lt_op_plan **out, int *owned) {
-    static _Thread_local keybuf k;
-    *owned = 0;
+                          const lt_op_args *a, int no_cache, lt_op_plan **out) {
+    static _Thread_local lt__cache_key k;
     if (!no_cache) {
         build_key(&k, op, m, nin, dt, nd, sh, pl, a);
-        if (k.n <= KEY_MAX) {
-            uint64_t h = key_hash(&k);
-            lt_op_plan *p = cache_find(&k, h);
-            if (p) {
-                tc.hits++;
-                *out = p;
-                return LT_OK;
-            }
-            tc.misses++;
+        if (lt__cache_key_fits(&k)) {
+            uint64_t h = lt__cache_key_hash(&k);
+            if ((*out = lt__cache_get(&op_cache, &k, h, 1))) return LT_OK;
             LT_TRY(build_plan(op, m, nin, dt, nd, sh, pl, a, out));
-            cache_put(&k, h, *out);
-            *owned = 1;
+            lt__cache_put(&op_cache, &k, h, *out);
             return LT_OK;
         }
     }
-    LT_TRY(build_plan(op, m, nin, dt, nd, sh, pl, a, out));
-    *owned = 1;
-    return LT_OK;
+    return build_plan(op, m, nin, dt, nd, sh, pl, a, out);
 }
 
 lt_status lt_op_propagate(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_dtype *dtypes,
@@ -374,12 +275,10 @@ lt_status lt_op_propagate(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_
     if ((unsigned)op >= LT_OP_COUNT) return lt__err(LT_INVALID, "unknown op %d", (int)op);
     if (nin < 0 || nin > LT_OP_MAX_INPUTS) return lt__err(LT_INVALID, "%s: %d inputs", lt_op_name(op), nin);
     {   /* warm path: these exact (already checked) placements were seen before */
-        static _Thread_local keybuf k;
+        static _Thread_local lt__cache_key k;
         build_key(&k, op, mesh, nin, dtypes, ndims, shapes, pl, args);
-        lt_op_plan *hit = k.n <= KEY_MAX ? cache_find(&k, key_hash(&k)) : NULL;
+        lt_op_plan *hit = lt__cache_get(&op_cache, &k, lt__cache_key_hash(&k), 0);
         if (hit) {
-            tc.hits++;
-            hit->refs_++;
             *out = hit;
             return LT_OK;
         }
@@ -393,12 +292,10 @@ lt_status lt_op_propagate(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_
         st = lt_placements_check(mesh, ndims[k], pl[k], mesh->ndim, norm + k * LT_MESH_MAX_DIMS);
         np[k] = norm + k * LT_MESH_MAX_DIMS;
     }
-    int owned = 0;
     lt_op_plan *p = NULL;
-    if (!st) st = get_plan(op, mesh, nin, dtypes, ndims, shapes, np, args, 0, &p, &owned);
+    if (!st) st = get_plan(op, mesh, nin, dtypes, ndims, shapes, np, args, 0, &p);
     if (norm != small) lt__free(norm);
     if (st) return st;
-    if (!owned) p->refs_++;
     *out = p;
     return LT_OK;
 }
@@ -525,7 +422,7 @@ lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op
                 const lt_op_opts *opts, lt_dtensor **out, int max_out, int *nout) {
     static const lt_op_args zero_args;
     if (nout) *nout = 0;
-    if (!out || max_out < 1) return lt__err(LT_INVALID, "op: no room for outputs");
+    if (!out || max_out < 1) return lt__err_in(LT_INVALID, "op", ": no room for outputs");
     for (int j = 0; j < max_out; j++) out[j] = NULL;
     if (opts && opts->plan) *opts->plan = NULL;
     if ((unsigned)op >= LT_OP_COUNT) return lt__err(LT_INVALID, "unknown op %d", (int)op);
@@ -549,10 +446,8 @@ lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op
     }
     if (!m) return lt__err(LT_INVALID, "%s: args->mesh is NULL", name);
     lt_op_plan *p = NULL;
-    int owned = 0;
-    lt_status st = get_plan(op, m, nin, dt, nd, sh, pl, args, opts && opts->no_cache, &p, &owned);
+    lt_status st = get_plan(op, m, nin, dt, nd, sh, pl, args, opts && opts->no_cache, &p);
     if (st) return opts && opts->name ? lt__err_ctx(st, "%s", opts->name) : st;
-    if (!owned) p->refs_++, owned = 1; /* the reference check may evict the cache */
     if (p->nout > max_out)
         st = lt__err(LT_INVALID, "%s gives %d outputs but there is room for %d", name, p->nout, max_out);
     if (!st) st = run_plan(p, in, args, opts, out);
@@ -560,7 +455,7 @@ lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op
         st = lt_op_check_reference(op, in, nin, args, out, p->nout, opts->rtol, opts->atol);
     if (!st && nout) *nout = p->nout;
     if (!st && opts && opts->plan) {
-        p->refs_++;
+        plan_ref(p);
         *opts->plan = p;
     }
     if (st) {
@@ -570,7 +465,7 @@ lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op
         }
         if (opts && opts->name) st = lt__err_ctx(st, "%s", opts->name);
     }
-    if (owned) lt_op_plan_free(p);
+    lt_op_plan_free(p);
     return st;
 }
 

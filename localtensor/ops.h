@@ -32,8 +32,10 @@
  * split on one mesh dim that does not fit the pieces of another operand's
  * shard of the same tensor dim on an earlier mesh dim), the operand holding
  * that split is replicated along that mesh dim first (ops.c, build_plan).
- * An input combination no rule handles is LT_UNSUPPORTED with a message
- * starting "not supported yet: ".
+ * An input combination no rule handles is LT_UNSUPPORTED with sub-code
+ * LT_ERR_NOT_YET (lt_errinfo()) and a message starting "not supported yet: ";
+ * a rule whose output layout cannot exist is LT_UNSUPPORTED with
+ * LT_ERR_NO_LAYOUT.
  *
  * Ownership: inputs are borrowed; every output is a NEW DTensor (free with
  * lt_dtensor_free). View ops (reshape, transpose, split, ...) return shards
@@ -190,8 +192,8 @@ typedef struct lt_op_opts {
 /* Runs op on inputs in[nin] (same mesh). out[max_out] receive new DTensors;
  * *nout (may be NULL for single-output ops) gets their count. Errors:
  * LT_INVALID/LT_SHAPE/LT_DTYPE for bad inputs or arguments (the message
- * names the op), LT_UNSUPPORTED ("not supported yet: ...") when no rule
- * covers the layouts, redistribute and kernel errors with the op as
+ * names the op), LT_UNSUPPORTED (sub-code LT_ERR_NOT_YET, "not supported
+ * yet: ...") when no rule covers the layouts, redistribute and kernel errors with the op as
  * context, LT_MISMATCH when check_reference finds a difference (message:
  * op, index, expected, actual). On error every out[i] is NULL. */
 LT_API lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op_args *args,
@@ -206,8 +208,9 @@ LT_API lt_status lt_op_propagate(lt_op_kind op, const lt_mesh *mesh, int nin, co
                                  lt_op_plan **out);
 LT_API void lt_op_plan_free(lt_op_plan *p);
 
-/* The propagation cache of the calling thread (call lt_op_cache_clear
- * before a thread that used ops exits). */
+/* The propagation cache, shared by every thread (plans are immutable):
+ * lt_op_cache_clear drops every cached plan (plans still referenced
+ * elsewhere stay valid); the counters run since the last clear. */
 LT_API void lt_op_cache_clear(void);
 LT_API void lt_op_cache_stats(size_t *hits, size_t *misses, size_t *entries);
 

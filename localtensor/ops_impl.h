@@ -22,7 +22,7 @@
 /* What a sharding rule reads and writes. ops.c presets tgt[i] to input i's
  * (normalized) placements; the rule changes the targets it needs, fills the
  * output spec and the kernel parameters, and returns LT_OK or an error with a
- * message (LT_UNSUPPORTED: "not supported yet: ..."). */
+ * message (LT_UNSUPPORTED with LT_ERR_NOT_YET: "not supported yet: ..."). */
 typedef struct lt__rule_io {
     lt_op_kind op;
     const lt_mesh *mesh;

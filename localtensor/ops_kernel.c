@@ -111,7 +111,7 @@ lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank, cons
         }
         return lt_embedding(x, sh[1], p->masked_ ? p->row_offset_[rank] : 0, p->masked_, res);
     default:
-        return lt__err(LT_UNSUPPORTED, "not supported yet: %s has no per-shard kernel", lt_op_name(p->op));
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s has no per-shard kernel", lt_op_name(p->op));
     }
 }
 

@@ -165,18 +165,19 @@ static lt_status decide_group(lt__rule_io *io, const view_group *g, const int *u
             cand[1][use[u]] = lt_shard(g->out0);                  /* chunk */
             if (p->kind == LT_PL_SHARD && p->rule.kind == LT_SPLIT_EXPLICIT) {
                 lt_split_rule *r = &cand[0][use[u]].rule;       /* rescaled sizes */
+                int64_t sz[LT_SPLIT_MAX_EXPLICIT];
                 for (int j = 0; j < r->nsizes; j++) {
                     int64_t v = r->sizes[j] * g->in_inner;
-                    r->sizes[j] = v % g->out_inner ? -1 : v / g->out_inner;
+                    sz[j] = v % g->out_inner ? -1 : v / g->out_inner;
                 }
+                LT_TRY(lt_split_explicit(sz, r->nsizes, r));
             }
         }
         if (ok_explicit) { /* explicit sizes of what each coordinate holds */
             int i = use[0], k = m->shape[i], coord[LT_MESH_MAX_DIMS];
             lt_placement *c = &cand[2][i];
+            int64_t sz[LT_SPLIT_MAX_EXPLICIT];
             *c = lt_shard(g->out0);
-            c->rule.kind = LT_SPLIT_EXPLICIT;
-            c->rule.nsizes = k;
             for (int r = 0; r < m->world; r++) {
                 lt_mesh_coord(m, r, coord);
                 int64_t *L = NULL, nl;
@@ -188,9 +189,12 @@ static lt_status decide_group(lt__rule_io *io, const view_group *g, const int *u
                     break;
                 }
                 lt__free(L);
-                c->rule.sizes[coord[i]] = nl * g->in_inner / g->out_inner;
+                sz[coord[i]] = nl * g->in_inner / g->out_inner;
             }
-            if (ok_explicit) ncand = 3;
+            if (ok_explicit) {
+                LT_TRY(lt_split_explicit(sz, k, &c->rule));
+                ncand = 3;
+            }
         }
         for (int c = 0; c < ncand; c++) {
             int ok = candidate_ok(io, g, inpl, cand[c]);

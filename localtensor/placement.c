@@ -7,6 +7,7 @@
  * the closest one as a suggestion. */
 #include "localtensor/placement.h"
 #include "kernels/alloc.h"
+#include "localtensor/spec_impl.h"
 #include "localtensor/suggest_impl.h"
 #include "kernels/status_impl.h"
 
@@ -252,10 +253,8 @@ lt_status lt_placement_parse(const char *s, lt_placement *out) {
             if (have_rule) return lt__err(LT_INVALID, "placement '%s': rule given twice", s);
             have_rule = 1;
             if (a->is_list) {
-                rule.kind = LT_SPLIT_EXPLICIT;
-                rule.nsizes = a->nlist;
-                memcpy(rule.sizes, a->list, sizeof(int64_t) * (size_t)a->nlist);
                 if (a->nlist == 0) return lt__err(LT_INVALID, "placement '%s': explicit size list is empty", s);
+                LT_TRY(lt_split_explicit(a->list, a->nlist, &rule));
             } else if (lt_split_kind_parse(a->word, &rule.kind) != LT_OK) {
                 const char *rules[LT_SPLIT_EXPLICIT]; /* the rules named by a word */
                 for (int k = 0; k < LT_SPLIT_EXPLICIT; k++) rules[k] = lt_split_kind_name((lt_split_kind)k);
@@ -420,7 +419,8 @@ lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement 
         if ((unsigned)p.kind >= LT_PL_COUNT || (p.kind == LT_PL_PARTIAL && (unsigned)p.op >= LT_REDOP_COUNT) ||
             (p.kind == LT_PL_SHARD && ((unsigned)p.rule.kind >= LT_SPLIT_COUNT ||
                                        (p.rule.kind == LT_SPLIT_EXPLICIT &&
-                                        (p.rule.nsizes < 0 || p.rule.nsizes > LT_SPLIT_MAX_EXPLICIT)))))
+                                        (p.rule.nsizes < 0 || p.rule.nsizes > LT_SPLIT_MAX_EXPLICIT ||
+                                         (!p.rule.sizes && p.rule.nsizes > 0))))))
             return lt__err(LT_INVALID, "mesh dim %d: not a placement (kind %u, op %u, split rule %u): "
                            "build placements with lt_shard(), lt_replicate(), ... or lt_placement_parse()",
                            i, (unsigned)p.kind, (unsigned)p.op, (unsigned)p.rule.kind);
@@ -506,4 +506,17 @@ lt_status lt_explicit_order(const int *mesh_shape, int mesh_ndim, const lt_place
                            pl[deferred[j]].dim, pl[deferred[j]].split_factor, deferred[j], pl[deferred[j]].dim);
     *n = count;
     return LT_OK;
+}
+
+void lt__key_placement(lt__cache_key *k, const lt_placement *p) {
+    uint64_t v = (uint64_t)p->kind;
+    if (p->kind == LT_PL_SHARD || p->kind == LT_PL_STRIDED) v |= (uint64_t)(uint32_t)p->dim << 8;
+    if (p->kind == LT_PL_STRIDED) v |= (uint64_t)(uint32_t)p->split_factor << 32;
+    if (p->kind == LT_PL_PARTIAL) v |= (uint64_t)p->op << 8;
+    if (p->kind == LT_PL_SHARD) v |= (uint64_t)p->rule.kind << 40;
+    lt__key_put(k, v);
+    if (p->kind == LT_PL_SHARD && p->rule.kind == LT_SPLIT_EXPLICIT) {
+        lt__key_put(k, (uint64_t)p->rule.nsizes);
+        for (int j = 0; j < p->rule.nsizes; j++) lt__key_put(k, (uint64_t)p->rule.sizes[j]);
+    }
 }

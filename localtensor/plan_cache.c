@@ -2,16 +2,14 @@
  * plan cache, and the text table of a plan.
  *
  * The cache maps (mesh, global shape, dtype, normalized source, normalized
- * destination, planner) to an immutable, reference-counted plan. It is one
- * small process-wide hash table behind a mutex: plans are pure functions of
- * the key, so sharing them across threads is safe, and a warm lookup costs a
- * hash, a compare and a reference count. A hit needs no validation: only
- * valid, non-rejected keys are ever stored, and equality is on the
- * normalized lists. When the table is full it is emptied (plans still held by
- * callers stay valid).
+ * destination, planner) to an immutable, reference-counted plan; it is an
+ * instance of the library's one cache module (kernels/cache_impl.h:
+ * process-wide, one mutex, emptied when full). A hit needs no validation:
+ * only valid, non-rejected keys are ever stored, and equality is on the
+ * normalized lists.
  */
 #include "kernels/alloc.h"
-#include <pthread.h>
+#include "kernels/cache_impl.h"
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +18,7 @@
 #include "localtensor/redistribute.h"
 #include "kernels/status_impl.h"
 #include "localtensor/plan_impl.h"
+#include "localtensor/spec_impl.h"
 
 static const char *const planner_names[LT_PLANNER_COUNT] = {
 #define LT__XX(e, s) s,
@@ -63,132 +62,28 @@ void lt_plan_free(lt_plan *p) {
 
 /* ---- cache --------------------------------------------------------------------- */
 
-#define NBUCKETS 512
-#define MAX_ENTRIES 4096
+static void plan_ref(void *v) { lt_plan_ref(v); }
+static void plan_release(void *v) { lt_plan_free(v); }
 
-typedef struct centry {
-    uint64_t hash;
-    lt_plan *plan;
-    struct centry *next;
-} centry;
+static lt__cache plan_cache = LT__CACHE_INIT(plan_ref, plan_release, 4096);
 
-static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
-static centry *buckets[NBUCKETS];
-static size_t n_entries, n_hits, n_misses;
-
-static uint64_t fnv(uint64_t h, int64_t v) {
-    for (int b = 0; b < 8; b++) {
-        h ^= (uint64_t)(v >> (8 * b)) & 0xff;
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
-static uint64_t hash_placement(uint64_t h, const lt_placement *p) {
-    h = fnv(h, p->kind);
-    switch (p->kind) {
-    case LT_PL_SHARD:
-        h = fnv(h, p->dim);
-        h = fnv(h, p->rule.kind);
-        if (p->rule.kind == LT_SPLIT_EXPLICIT)
-            for (int j = 0; j < p->rule.nsizes; j++) h = fnv(h, p->rule.sizes[j]);
-        return h;
-    case LT_PL_STRIDED: return fnv(fnv(h, p->dim), p->split_factor);
-    case LT_PL_PARTIAL: return fnv(h, p->op);
-    default: return h;
-    }
-}
-
-static uint64_t key_hash(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
-                         const lt_placement *src, const lt_placement *dst, lt_planner planner) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    h = fnv(h, mesh->ndim);
-    for (int i = 0; i < mesh->ndim; i++) h = fnv(h, mesh->shape[i]);
-    h = fnv(h, dtype);
-    h = fnv(h, planner);
-    h = fnv(h, ndim);
-    for (int d = 0; d < ndim; d++) h = fnv(h, shape[d]);
+/* Key: mesh shape, dtype, planner, global shape, normalized placements. */
+static void build_key(lt__cache_key *k, const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
+                      const lt_placement *src, const lt_placement *dst, lt_planner planner) {
+    k->n = 0;
+    lt__key_put(k, (uint64_t)mesh->ndim | (uint64_t)dtype << 8 | (uint64_t)planner << 16 | (uint64_t)ndim << 24);
+    for (int i = 0; i < mesh->ndim; i++) lt__key_put(k, (uint64_t)mesh->shape[i]);
+    for (int d = 0; d < ndim; d++) lt__key_put(k, (uint64_t)shape[d]);
     for (int i = 0; i < mesh->ndim; i++) {
-        h = hash_placement(h, &src[i]);
-        h = hash_placement(h, &dst[i]);
+        lt__key_placement(k, &src[i]);
+        lt__key_placement(k, &dst[i]);
     }
-    return h;
 }
 
-static int key_equal(const lt_plan *p, const lt_mesh *mesh, lt_dtype dtype, int ndim,
-                     const int64_t *shape, const lt_placement *src, const lt_placement *dst,
-                     lt_planner planner) {
-    if (p->dtype != dtype || p->planner != planner || p->ndim != ndim || !lt_mesh_equal(&p->mesh, mesh))
-        return 0;
-    for (int d = 0; d < ndim; d++)
-        if (p->shape[d] != shape[d]) return 0;
-    return lt_placements_equal(p->src, src, mesh->ndim) && lt_placements_equal(p->dst, dst, mesh->ndim);
-}
-
-static void cache_clear_locked(void) {
-    for (int b = 0; b < NBUCKETS; b++) {
-        centry *e = buckets[b];
-        while (e) {
-            centry *nx = e->next;
-            lt_plan_free(e->plan);
-            lt__free(e);
-            e = nx;
-        }
-        buckets[b] = NULL;
-    }
-    n_entries = 0;
-}
-
-void lt_plan_cache_clear(void) {
-    pthread_mutex_lock(&cache_mu);
-    cache_clear_locked();
-    n_hits = n_misses = 0;
-    pthread_mutex_unlock(&cache_mu);
-}
+void lt_plan_cache_clear(void) { lt__cache_clear(&plan_cache); }
 
 void lt_plan_cache_stats(size_t *hits, size_t *misses, size_t *entries) {
-    pthread_mutex_lock(&cache_mu);
-    if (hits) *hits = n_hits;
-    if (misses) *misses = n_misses;
-    if (entries) *entries = n_entries;
-    pthread_mutex_unlock(&cache_mu);
-}
-
-static lt_plan *cache_find(uint64_t h, const lt_mesh *mesh, lt_dtype dtype, int ndim,
-                           const int64_t *shape, const lt_placement *src, const lt_placement *dst,
-                           lt_planner planner) {
-    lt_plan *found = NULL;
-    pthread_mutex_lock(&cache_mu);
-    for (centry *e = buckets[h % NBUCKETS]; e; e = e->next)
-        if (e->hash == h && key_equal(e->plan, mesh, dtype, ndim, shape, src, dst, planner)) {
-            found = lt_plan_ref(e->plan);
-            break;
-        }
-    if (found) n_hits++;
-    else n_misses++;
-    pthread_mutex_unlock(&cache_mu);
-    return found;
-}
-
-/* Stores p (takes a new reference) unless an equal key is present. */
-static void cache_put(uint64_t h, lt_plan *p) {
-    centry *e = lt__malloc(sizeof *e);
-    if (!e) return;   /* a cache that cannot grow is only slower */
-    pthread_mutex_lock(&cache_mu);
-    for (centry *x = buckets[h % NBUCKETS]; x; x = x->next)
-        if (x->hash == h && key_equal(x->plan, &p->mesh, p->dtype, p->ndim, p->shape, p->src, p->dst,
-                                      p->planner)) {
-            pthread_mutex_unlock(&cache_mu);
-            lt__free(e);
-            return;
-        }
-    if (n_entries >= MAX_ENTRIES) cache_clear_locked();
-    e->hash = h;
-    e->plan = lt_plan_ref(p);
-    e->next = buckets[h % NBUCKETS];
-    buckets[h % NBUCKETS] = e;
-    n_entries++;
-    pthread_mutex_unlock(&cache_mu);
+    lt__cache_stats(&plan_cache, hits, misses, entries);
 }
 
 /* ---- checks and rejections ------------------------------------------------------- */
@@ -212,13 +107,14 @@ static const char *tensor_name(const lt_redistribute_opts *o, char *buf, size_t 
     return buf;
 }
 
-/* "while planning redistribute of 'w' [S(0), R] -> [R, S(1)]" into buf. */
+/* "planning redistribute of 'w' [S(0), R] -> [R, S(1)]" into buf (errors
+ * add it with lt__err_while). */
 static void context_str(const lt_redistribute_opts *o, const lt_placement *src, const lt_placement *dst,
                         int np, char *buf, size_t n) {
     char nm[160], a[512], b[512];
     lt_placements_format(src, np, a, sizeof a);
     lt_placements_format(dst, np, b, sizeof b);
-    snprintf(buf, n, "while planning redistribute of %s %s -> %s", tensor_name(o, nm, sizeof nm), a, b);
+    snprintf(buf, n, "planning redistribute of %s %s -> %s", tensor_name(o, nm, sizeof nm), a, b);
 }
 
 static lt_status reject(const lt_mesh *mesh, lt_dtype dtype, const lt_placement *src,
@@ -255,12 +151,12 @@ lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
     *out = NULL;
     if ((unsigned)planner >= LT_PLANNER_COUNT) return lt__err(LT_INVALID, "unknown planner %d", (int)planner);
     if (ndim < 0 || ndim > LT_MAX_DIMS)
-        return lt__err(LT_INVALID, "redistribute: tensor has %d dims; at most %d are supported", ndim, LT_MAX_DIMS);
+        return lt__err_in(LT_INVALID, "redistribute", ": tensor has %d dims; at most %d are supported", ndim, LT_MAX_DIMS);
     int quick = np == mesh->ndim && quick_normalize(ndim, src, np, s) && quick_normalize(ndim, dst, np, d);
-    uint64_t h = 0;
+    static _Thread_local lt__cache_key k;
     if (quick && use_cache) {
-        h = key_hash(mesh, dtype, ndim, shape, s, d, planner);
-        lt_plan *p = cache_find(h, mesh, dtype, ndim, shape, s, d, planner);
+        build_key(&k, mesh, dtype, ndim, shape, s, d, planner);
+        lt_plan *p = lt__cache_get(&plan_cache, &k, lt__cache_key_hash(&k), 1);
         if (p) {
             *out = p;
             return LT_OK;
@@ -272,15 +168,18 @@ lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
     int64_t numel;
     lt_status st = lt__numel_checked(ndim, shape, lt_dtype_size(dtype), &numel);
     if (!st) st = lt_placements_check(mesh, ndim, src, np, s);
-    if (st) return lt__err_ctx(st, "%s: source", ctxs);
+    if (st) return lt__err_while(st, "%s: source", ctxs);
     st = lt_placements_check(mesh, ndim, dst, np, d);
-    if (st) return lt__err_ctx(st, "%s: destination", ctxs);
-    if ((st = lt_layout_check(mesh, ndim, shape, s))) return lt__err_ctx(st, "%s: source", ctxs);
-    if ((st = lt_layout_check(mesh, ndim, shape, d))) return lt__err_ctx(st, "%s: destination", ctxs);
-    if ((st = reject(mesh, dtype, s, d))) return lt__err_ctx(st, "%s", ctxs);
+    if (st) return lt__err_while(st, "%s: destination", ctxs);
+    if ((st = lt_layout_check(mesh, ndim, shape, s))) return lt__err_while(st, "%s: source", ctxs);
+    if ((st = lt_layout_check(mesh, ndim, shape, d))) return lt__err_while(st, "%s: destination", ctxs);
+    if ((st = reject(mesh, dtype, s, d))) return lt__err_while(st, "%s", ctxs);
     lt_plan *p;
-    if ((st = lt__plan_build(mesh, dtype, ndim, shape, s, d, planner, &p))) return lt__err_ctx(st, "%s", ctxs);
-    if (use_cache) cache_put(key_hash(mesh, dtype, ndim, shape, s, d, planner), p);
+    if ((st = lt__plan_build(mesh, dtype, ndim, shape, s, d, planner, &p))) return lt__err_while(st, "%s", ctxs);
+    if (use_cache) {
+        build_key(&k, mesh, dtype, ndim, shape, s, d, planner);
+        lt__cache_put(&plan_cache, &k, lt__cache_key_hash(&k), p);
+    }
     *out = p;
     return LT_OK;
 }

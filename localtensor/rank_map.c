@@ -48,10 +48,10 @@ static lt_status rank_fn(int rank, const int *coord, const lt_tensor *in, void *
 lt_status lt_dtensor_rank_map(const lt_dtensor *x, lt_rank_fn_kind fn, lt_dtensor **out,
                               lt_localint *ints) {
     *out = NULL;
-    if ((unsigned)fn >= LT_RANK_FN_COUNT) return lt__err(LT_INVALID, "rank_map: unknown function %d", (int)fn);
+    if ((unsigned)fn >= LT_RANK_FN_COUNT) return lt__err_in(LT_INVALID, "rank_map", ": unknown function %d", (int)fn);
     lt_local *res = NULL;
     lt_status st = lt_local_map(x->local, rank_fn, &fn, &res, ints);
-    if (st) return lt__err_ctx(st, "rank_map %s", fn_names[fn]);
+    if (st) return lt__err_ctx_in(st, "rank_map", " %s", fn_names[fn]);
     st = lt__dtensor_wrap(res, x->dtype, x->ndim, x->shape, x->placements, out);
     if (st && ints) lt_localint_free(ints);
     return st;

@@ -254,12 +254,13 @@ lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source
 
 static void step_str(const lt_plan *p, int s, char *buf, size_t n) { lt_plan_step_str(p, s, buf, n); }
 
+/* What follows "redistribute" in an error's context (" of 'w' [S(0)] -> [R]"). */
 static void run_ctx(const lt_redistribute_opts *o, const lt_plan *p, char *buf, size_t n) {
     char a[512], b[512];
     lt_placements_format(p->src, p->mesh.ndim, a, sizeof a);
     lt_placements_format(p->dst, p->mesh.ndim, b, sizeof b);
-    if (o && o->name && o->name[0]) snprintf(buf, n, "redistribute of '%s' %s -> %s", o->name, a, b);
-    else snprintf(buf, n, "redistribute of an unnamed tensor %s -> %s", a, b);
+    if (o && o->name && o->name[0]) snprintf(buf, n, " of '%s' %s -> %s", o->name, a, b);
+    else snprintf(buf, n, " of an unnamed tensor %s -> %s", a, b);
 }
 
 /* A DTensor whose shards are views of dt's, with placements pl. */
@@ -296,7 +297,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         lt_mesh_str(lt_comm_mesh(comm), a, sizeof a);
         lt_mesh_str(mesh, b, sizeof b);
         run_ctx(opts, plan, ctx, sizeof ctx);
-        st = lt__err(LT_INVALID, "%s: the communicator's mesh %s is not the tensor's mesh %s", ctx, a, b);
+        st = lt__err_in(LT_INVALID, "redistribute", "%s: the communicator's mesh %s is not the tensor's mesh %s", ctx, a, b);
     } else if (!comm && plan->ncomm) {
         st = lt_comm_new(mesh, &own);
         comm = own;
@@ -309,7 +310,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     if (!st) st = lt__plan_check_memory(plan, verify, 0);
     if (st) {
         run_ctx(opts, plan, ctx, sizeof ctx);
-        st = lt__err_ctx(st, "%s", ctx);
+        st = lt__err_ctx_in(st, "redistribute", "%s", ctx);
     }
     for (int s = 0; s < plan->nsteps && !st; s++) {
         const lt_plan_step *ps = &plan->steps[s];
@@ -323,7 +324,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         if (st) {
             step_str(plan, s, sd, sizeof sd);
             run_ctx(opts, plan, ctx, sizeof ctx);
-            st = lt__err_ctx(st, "%s: %s", ctx, sd);
+            st = lt__err_ctx_in(st, "redistribute", "%s: %s", ctx, sd);
             break;
         }
         lt_dtensor_free(owned);
@@ -336,9 +337,9 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
                 /* only a mismatch is a failed verification; anything else kept it from running */
                 const char *what = st == LT_MISMATCH ? "verification failed" : "could not verify";
                 if (st == LT_MISMATCH && rep->step < 0)
-                    st = lt__err_ctx(st, "%s: %s", ctx, what);
+                    st = lt__err_ctx_in(st, "redistribute", "%s: %s", ctx, what);
                 else
-                    st = lt__err_ctx(st, "%s: %s after %s", ctx, what, sd);
+                    st = lt__err_ctx_in(st, "redistribute", "%s: %s after %s", ctx, what, sd);
                 if (rep->step >= 0) rep->mesh_dim = ps->mesh_dim;
                 snprintf(rep->message, sizeof rep->message, "%s", lt_errmsg());
             }
@@ -350,7 +351,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
             st = lt_verify_reshard(dt, owned, -1, rep);
             if (st) {
                 run_ctx(opts, plan, ctx, sizeof ctx);
-                st = lt__err_ctx(st, "%s: %s", ctx, st == LT_MISMATCH ? "verification failed" : "could not verify");
+                st = lt__err_ctx_in(st, "redistribute", "%s: %s", ctx, st == LT_MISMATCH ? "verification failed" : "could not verify");
                 snprintf(rep->message, sizeof rep->message, "%s", lt_errmsg());
             }
         }

@@ -214,7 +214,7 @@ static lt_status ref_one(lt_op_kind op, const lt_tensor *const *in, int nin, con
         LT_TRY(lt_tensor_new(a->dtype, a->shape_ndim, a->shape, out));
         return lt_init_fill(out[0], &init);
     }
-    default: return lt__err(LT_UNSUPPORTED, "not supported yet: no reference for %s", name);
+    default: return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: no reference for %s", name);
     }
 }
 
@@ -222,7 +222,7 @@ lt_status lt_op_reference(lt_op_kind op, const lt_tensor *const *in, int nin, co
                           lt_tensor **out, int max_out, int *nout) {
     static const lt_op_args zero_args;
     *nout = 0;
-    if (!out || max_out < 1) return lt__err(LT_INVALID, "op reference: no room for outputs");
+    if (!out || max_out < 1) return lt__err_in(LT_INVALID, "op", " reference: no room for outputs");
     for (int j = 0; j < max_out; j++) out[j] = NULL;
     if ((unsigned)op >= LT_OP_COUNT) return lt__err(LT_INVALID, "unknown op %d", (int)op);
     int want = lt_op_arity(op);

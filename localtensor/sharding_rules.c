@@ -290,7 +290,7 @@ static lt_status mm_shapes(lt__rule_io *io, mm_geom *g) {
     if (g->om >= 0) io->out_shape[0][g->om] = a[na - 2];
     if (g->on >= 0) io->out_shape[0][g->on] = b[nb - 1];
     if (!lt_dtype_is_float(io->dtype[g->ia]))
-        return lt__err(LT_UNSUPPORTED, "not supported yet: %s of %s tensors", name,
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s of %s tensors", name,
                        lt_dtype_name(io->dtype[g->ia]));
     return LT_OK;
 }
@@ -603,7 +603,7 @@ static lt_status rule_split(lt__rule_io *io) {
         }
     }
     if (np > LT_OP_MAX_OUTPUTS)
-        return lt__err(LT_UNSUPPORTED, "not supported yet: %s into %lld pieces (at most %d)", name, (long long)np, LT_OP_MAX_OUTPUTS);
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s into %lld pieces (at most %d)", name, (long long)np, LT_OP_MAX_OUTPUTS);
     io->nout = (int)np;
     io->kdim = d;
     io->out_ndim = n;
@@ -663,7 +663,7 @@ static lt_status rule_random(lt__rule_io *io) {
     const lt_op_args *a = io->args;
     const char *name = lt_op_name(io->op);
     if (!lt_dtype_is_float(a->dtype))
-        return lt__err(LT_UNSUPPORTED, "not supported yet: %s of %s", name, lt_dtype_name(a->dtype));
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s of %s", name, lt_dtype_name(a->dtype));
     if (a->shape_ndim < 0 || a->shape_ndim > LT_MAX_DIMS)
         return lt__err(LT_INVALID, "%s: %d dims", name, a->shape_ndim);
     for (int d = 0; d < a->shape_ndim; d++)
@@ -709,7 +709,7 @@ lt_status lt__rule_propagate(lt__rule_io *io) {
     case FAM_SPLIT: st = rule_split(io); break;
     case FAM_EMBEDDING: st = rule_embedding(io); break;
     case FAM_RANDOM: st = rule_random(io); break;
-    default: st = lt__err(LT_UNSUPPORTED, "not supported yet: %s has no sharding rule", lt_op_name(io->op));
+    default: st = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s has no sharding rule", lt_op_name(io->op));
     }
     if (st) return st;
     if (op_rules[io->op].family != FAM_RANDOM) fix_partial_mix(io);

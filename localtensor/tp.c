@@ -84,13 +84,13 @@ lt_status lt_tp_mlp(const lt_mesh *mesh, const lt_tp_mlp_cfg *cfg, const lt_tens
                     const lt_tensor *b2, const lt_redistribute_opts *ropts, lt_dtensor **y) {
     *y = NULL;
     int tp = cfg->tp_dim;
-    if (tp < 0 || tp >= mesh->ndim) return lt__err(LT_INVALID, "tp_mlp: tp_dim %d is not a mesh dim", tp);
+    if (tp < 0 || tp >= mesh->ndim) return lt__err_in(LT_INVALID, "tp_mlp", ": tp_dim %d is not a mesh dim", tp);
     if ((unsigned)cfg->style1 >= LT_TP_STYLE_COUNT || (unsigned)cfg->style2 >= LT_TP_STYLE_COUNT)
-        return lt__err(LT_INVALID, "tp_mlp: unknown parallel style");
+        return lt__err_in(LT_INVALID, "tp_mlp", ": unknown parallel style");
     if (x->ndim != 2 || w1->ndim != 2 || w2->ndim != 2 || b1->ndim != 1 || b2->ndim != 1 ||
         w1->shape[1] != x->shape[1] || b1->shape[0] != w1->shape[0] || w2->shape[1] != w1->shape[0] ||
         b2->shape[0] != w2->shape[0])
-        return lt__err(LT_SHAPE, "tp_mlp: shapes do not chain: x (tokens, in), w1 (hidden, in), b1 (hidden), w2 (out, hidden), b2 (out)");
+        return lt__err_in(LT_SHAPE, "tp_mlp", ": shapes do not chain: x (tokens, in), w1 (hidden, in), b1 (hidden), w2 (out, hidden), b2 (out)");
     lt_placement xpl[LT_MESH_MAX_DIMS];
     on_tp(mesh, tp, cfg->sequence_parallel ? lt_shard(0) : lt_replicate(), xpl);
     lt_dtensor *h = NULL, *a = NULL;
@@ -106,7 +106,7 @@ lt_status lt_tp_mlp(const lt_mesh *mesh, const lt_tp_mlp_cfg *cfg, const lt_tens
     }
     if (st) {
         lt_dtensor_free(a);
-        return lt__err_ctx(st, "tp_mlp (%s, %s%s)", lt_tp_style_name(cfg->style1),
+        return lt__err_ctx_in(st, "tp_mlp", " (%s, %s%s)", lt_tp_style_name(cfg->style1),
                            lt_tp_style_name(cfg->style2), cfg->sequence_parallel ? ", sequence parallel" : "");
     }
     *y = a;

@@ -228,15 +228,19 @@ static const vcase cases[] = {
 
 /* Explicit sizes that put the whole dim on the last two ranks (zeros first). */
 static lt_placement explicit_last_two(int dim, int64_t n, int k) {
-    lt_split_rule e = {LT_SPLIT_EXPLICIT, k, {0}};
-    e.sizes[k - 1] = n / 2;
-    e.sizes[k - 2] = n - n / 2;
+    int64_t sz[LT_SPLIT_MAX_EXPLICIT] = {0};
+    lt_split_rule e;
+    sz[k - 1] = n / 2;
+    sz[k - 2] = n - n / 2;
+    if (lt_split_explicit(sz, k, &e)) return lt_replicate();   /* out of memory: a case less */
     return lt_shard_rule(dim, e);
 }
 
 /* An explicit split of n over 2 that is not the chunk split: (n - 1, 1). */
 static lt_placement explicit_pair(int dim, int64_t n) {
-    lt_split_rule e = {LT_SPLIT_EXPLICIT, 2, {n > 0 ? n - 1 : 0, n > 0 ? 1 : 0}};
+    int64_t sz[2] = {n > 0 ? n - 1 : 0, n > 0 ? 1 : 0};
+    lt_split_rule e;
+    if (lt_split_explicit(sz, 2, &e)) return lt_replicate();   /* out of memory: a case less */
     return lt_shard_rule(dim, e);
 }
 
@@ -258,7 +262,7 @@ static int candidates(int ndim, const int64_t *shape, int full, int index, int m
     for (int d = 0; d < ndim; d++) c[n++] = lt_shard(d);
     if (full && !mesh_1d && ndim > 0) c[n++] = lt_strided(0, 2); /* [SS(0,2), S(0)]: FSDP + TP */
     if (mesh_1d && ndim > 0) {
-        lt_split_rule r = {LT_SPLIT_BALANCED, 0, {0}};
+        lt_split_rule r = {LT_SPLIT_BALANCED, 0, NULL};
         c[n++] = lt_shard_rule(0, r);
         if (full) {
             c[n++] = lt_strided(0, 2);
@@ -268,7 +272,7 @@ static int candidates(int ndim, const int64_t *shape, int full, int index, int m
     if (!mesh_1d && md == 1 && mesh_k == 2 && ndim > 0) { /* nested under mesh dim 0 */
         c[n++] = explicit_pair(0, shape[0]);            /* fits the whole dim */
         if (full) {
-            lt_split_rule bal = {LT_SPLIT_BALANCED, 0, {0}}, last = {LT_SPLIT_LAST, 0, {0}};
+            lt_split_rule bal = {LT_SPLIT_BALANCED, 0, NULL}, last = {LT_SPLIT_LAST, 0, NULL};
             c[n++] = lt_shard_rule(0, bal);
             c[n++] = lt_shard_rule(0, last);
             c[n++] = explicit_pair(0, (shape[0] + 1) / 2); /* fits the first chunk piece */
@@ -374,9 +378,9 @@ static void run_one(vrun *v, const vcase *c, const lt_mesh *m, lt_tensor **full,
         } else if (st == LT_MISMATCH) {
             r->wrong++, v->rep->wrong++;
             note(v, c, m, pl, nt, "WRONG", v->rep->first_wrong);
-        } else if (st == LT_UNSUPPORTED && strstr(lt_errmsg(), "not supported yet") &&
-                   !strstr(lt_errmsg(), "the output layout does not exist")) {
-            /* (a rule that emits a layout that cannot exist is wrong, not missing) */
+        } else if (st == LT_UNSUPPORTED && lt_errinfo()->code == LT_ERR_NOT_YET) {
+            /* (a rule that emits a layout that cannot exist, LT_ERR_NO_LAYOUT,
+             * is wrong, not missing) */
             r->missing++, v->rep->missing++;
             if (v->o && v->o->verbose) note(v, c, m, pl, nt, "missing", NULL);
         } else {

@@ -35,7 +35,7 @@ typedef struct lt_validate_report {
  * and 2x2 with even and uneven shapes (adversarial Partial inputs: per-rank
  * contributions differ but reduce to the same value), comparing each result
  * with the unsharded reference. wrong: result != reference; missing: the op
- * said "not supported yet"; errors: any other failure. */
+ * said LT_UNSUPPORTED with LT_ERR_NOT_YET; errors: any other failure. */
 LT_API lt_status lt_rules_validate(const lt_validate_opts *o, lt_validate_report *rep);
 
 /* Builds a DTensor of `full` with placements pl whose Partial mesh dims hold

@@ -212,9 +212,9 @@ static lt_split_rule make_rule(int kind, int n, int64_t total) {
     lt_split_rule r = lt_split_chunk();
     r.kind = (lt_split_kind)kind;
     if (kind == LT_SPLIT_EXPLICIT) { /* random sizes summing to total, zeros likely */
-        r.nsizes = n;
-        for (int j = 0; j < n; j++) r.sizes[j] = 0;
-        for (int64_t e = 0; e < total; e++) r.sizes[rnd(n)]++;
+        int64_t sz[LT_SPLIT_MAX_EXPLICIT] = {0};
+        for (int64_t e = 0; e < total; e++) sz[rnd(n)]++;
+        LT_CHECK(lt_split_explicit(sz, n, &r));
     }
     return r;
 }
@@ -514,20 +514,14 @@ static void test_errors(void **state) {
     lt_tensor_free(in[3]);
     LT_CHECK(lt_tensor_new(LT_F32, 2, (int64_t[]){2, 3}, &in[3]));
     /* split rules */
-    lt_split_rule rule = lt_split_chunk();
-    rule.kind = LT_SPLIT_EXPLICIT;
-    rule.nsizes = 2;
-    rule.sizes[0] = 1;
-    rule.sizes[1] = 1;
+    lt_split_rule rule;
+    LT_CHECK(lt_split_explicit((int64_t[]){1, 1}, 2, &rule));
     LT_EXPECT_STATUS(lt_reduce_scatter(c, 1, in, LT_REDOP_SUM, 1, &rule, out), LT_INVALID);
     expect_msg((const char *[]){"reduce_scatter on mesh dim 1, group [0,1]", "dim 1", "sum to 2", NULL});
-    rule.nsizes = 3;
-    rule.sizes[2] = 1;
+    LT_CHECK(lt_split_explicit((int64_t[]){1, 1, 1}, 3, &rule));
     LT_EXPECT_STATUS(lt_scatter(c, 0, in, 1, 1, &rule, out), LT_INVALID);
     expect_msg((const char *[]){"scatter on mesh dim 0", "3 sizes", NULL});
-    rule.nsizes = 2;
-    rule.sizes[0] = 3;
-    rule.sizes[1] = 0; /* zeros are fine */
+    LT_CHECK(lt_split_explicit((int64_t[]){3, 0}, 2, &rule)); /* zeros are fine */
     LT_CHECK(lt_all_to_all(c, 0, in, 1, 0, &rule, out));
     assert_int_equal(out[2]->shape[0], 0 + 4);
     assert_int_equal(out[3]->shape[1], 0);

@@ -1,5 +1,6 @@
 /* test/test_kernels.c — unit tests for kernels/: tensors, copy/cast,
- * accumulate, compare (views, cat and index sets: test/test_views.c).
+ * accumulate, compare, structured errors, the memo cache (views, cat and
+ * index sets: test/test_views.c).
  *
  * Expected values are hand-computed (in the comments) or come from a
  * brute-force loop written here from the semantics (element by element
@@ -7,6 +8,7 @@
  * under test.
  */
 #include "test/kernels_testutil.h"
+#include "kernels/cache_impl.h"
 
 static void test_new_and_queries(void **state) {
     (void)state;
@@ -707,9 +709,87 @@ static void test_compare(void **state) {
     lt_tensor_free(e);
 }
 
+/* The structured error: sub-code, subject and "while" survive or reset as
+ * kernels/status.h says; the text is what the parts spell. */
+static void test_structured_errors(void **state) {
+    (void)state;
+    assert_int_equal(lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s", "x"), LT_UNSUPPORTED);
+    assert_int_equal(lt_errinfo()->code, LT_ERR_NOT_YET);
+    assert_int_equal(lt_errinfo()->status, LT_UNSUPPORTED);
+    lt__err_ctx(LT_UNSUPPORTED, "matmul");                 /* context keeps the sub-code */
+    assert_string_equal(lt_errmsg(), "matmul: not supported yet: x");
+    assert_int_equal(lt_errinfo()->code, LT_ERR_NOT_YET);
+    lt__err_in(LT_INVALID, "from_local", ": rank %d has no shard", 3);
+    assert_string_equal(lt_errmsg(), "from_local: rank 3 has no shard");
+    assert_string_equal(lt_errinfo()->subject, "from_local");
+    assert_int_equal(lt_errinfo()->code, LT_ERR_NONE);
+    lt__err_while(LT_INVALID, "planning %s", "w");
+    assert_string_equal(lt_errmsg(), "while planning w: from_local: rank 3 has no shard");
+    assert_true(lt_errinfo()->opens_with_while);
+    assert_string_equal(lt_errinfo()->subject, "");        /* no longer opens with it */
+    lt__err_ctx_in(LT_INVALID, "distribute", " of '%s'", "x");
+    assert_false(lt_errinfo()->opens_with_while);
+    assert_string_equal(lt_errinfo()->subject, "distribute");
+    assert_string_equal(lt_errmsg(), "distribute of 'x': while planning w: from_local: rank 3 has no shard");
+    lt__err(LT_NOMEM, "out of memory");
+    lt__err_mark_pos();
+    lt__err_ctx(LT_NOMEM, "loading");
+    assert_true(lt_errinfo()->at_pos);                    /* the position is still in the text */
+    lt__err_clear();
+    assert_string_equal(lt_errmsg(), "");
+    assert_int_equal(lt_errinfo()->status, LT_OK);
+    assert_false(lt_errinfo()->at_pos);
+    assert_string_equal(lt_errcode_str(LT_ERR_WOULD_HANG), "would hang");
+}
+
+static int cache_refs[8];
+static void cref(void *v) { cache_refs[(int *)v - cache_refs]++; }
+static void crelease(void *v) { cache_refs[(int *)v - cache_refs]--; }
+
+/* The cache holds one reference per entry, hands out new ones, refuses a
+ * second put of the same key, and empties itself when full. */
+static void test_cache(void **state) {
+    (void)state;
+    static lt__cache c = LT__CACHE_INIT(cref, crelease, 4);
+    static lt__cache_key k;
+    for (int i = 0; i < 8; i++) cache_refs[i] = 1;   /* the caller's own reference */
+    k.n = 0;
+    lt__key_put(&k, 7);
+    lt__key_put(&k, 9);
+    uint64_t h = lt__cache_key_hash(&k);
+    assert_null(lt__cache_get(&c, &k, h, 1));
+    lt__cache_put(&c, &k, h, &cache_refs[0]);
+    lt__cache_put(&c, &k, h, &cache_refs[1]);            /* present: skipped */
+    assert_int_equal(cache_refs[0], 2);
+    assert_int_equal(cache_refs[1], 1);
+    assert_ptr_equal(lt__cache_get(&c, &k, h, 1), &cache_refs[0]);
+    assert_int_equal(cache_refs[0], 3);
+    k.w[1] = 10;                                            /* another key, maybe the same hash */
+    assert_null(lt__cache_get(&c, &k, lt__cache_key_hash(&k), 0));
+    size_t hits, misses, n;
+    lt__cache_stats(&c, &hits, &misses, &n);
+    assert_int_equal(hits, 1);
+    assert_int_equal(misses, 1);                            /* the second miss was not counted */
+    assert_int_equal(n, 1);
+    for (int i = 1; i < 8; i++) {                           /* 4 entries at most */
+        k.w[1] = 100 + (uint64_t)i;
+        lt__cache_put(&c, &k, lt__cache_key_hash(&k), &cache_refs[i]);
+    }
+    lt__cache_stats(&c, NULL, NULL, &n);
+    assert_true(n <= 4);
+    lt__cache_clear(&c);
+    for (int i = 0; i < 8; i++) assert_int_equal(cache_refs[i], i == 0 ? 2 : 1);
+    k.n = LT__CACHE_KEY_MAX + 1;                            /* too long: never stored */
+    lt__cache_put(&c, &k, 1, &cache_refs[0]);
+    lt__cache_stats(&c, NULL, NULL, &n);
+    assert_int_equal(n, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_new_and_queries),
+        cmocka_unit_test(test_structured_errors),
+        cmocka_unit_test(test_cache),
         cmocka_unit_test(test_shape_errors),
         cmocka_unit_test(test_from_doubles_every_dtype),
         cmocka_unit_test(test_placeholder),

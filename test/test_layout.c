@@ -111,13 +111,12 @@ static int options(int k, int ndim, const int64_t *g, lt_placement *o) {
         r.kind = LT_SPLIT_LAST;
         o[n++] = lt_shard_rule(d, r);
         /* explicit: the first rank gets nothing, the rest share the global size */
-        r.kind = LT_SPLIT_EXPLICIT;
-        r.nsizes = k;
-        int64_t left = g[d];
+        int64_t left = g[d], sz[LT_SPLIT_MAX_EXPLICIT];
         for (int j = 0; j < k; j++) {
-            r.sizes[j] = j == 0 && k > 1 ? 0 : (j == k - 1 ? left : left / k);
-            left -= r.sizes[j];
+            sz[j] = j == 0 && k > 1 ? 0 : (j == k - 1 ? left : left / k);
+            left -= sz[j];
         }
+        LT_CHECK(lt_split_explicit(sz, k, &r));
         o[n++] = lt_shard_rule(d, r);
         o[n++] = lt_strided(d, 1);
         o[n++] = lt_strided(d, 2);

@@ -159,7 +159,7 @@ static void test_validate(void **state) {
     LT_EXPECT_STATUS(lt_match_validate(&m, 2, &c), LT_INVALID);
     expect_in(lt_errmsg(), "no input tensor (NULL) on the root");
     /* a split rule that cannot cut this rank's dim: 3 explicit sizes for 4 members */
-    lt_split_rule rule = {.kind = LT_SPLIT_EXPLICIT, .nsizes = 3, .sizes = {1, 1, 2}};
+    lt_split_rule rule = {.kind = LT_SPLIT_EXPLICIT, .nsizes = 3, .sizes = (const int64_t[]){1, 1, 2}};
     c = mk(LT_COLL_REDUCE_SCATTER, 1, LT_F32, 4, -1, 12);
     c.op = LT_REDOP_SUM;
     c.dim = 0;

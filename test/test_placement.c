@@ -184,6 +184,8 @@ static void test_check(void **state) {
     pl[1].rule.kind = LT_SPLIT_EXPLICIT;
     pl[1].rule.nsizes = -1;
     LT_EXPECT_STATUS(lt_placements_check(&m22, 1, pl, 2, out), LT_INVALID);
+    pl[1].rule.nsizes = 2;   /* sizes without a list */
+    LT_EXPECT_STATUS(lt_placements_check(&m22, 1, pl, 2, out), LT_INVALID);
     /* 0-d */
     LT_CHECK(lt_placements_parse("S(0)", pl, 4, &n));
     LT_EXPECT_STATUS(lt_placements_check(&m2, 0, pl, n, out), LT_INVALID);
@@ -232,9 +234,7 @@ static void test_split_rules(void **state) {
     int64_t got[8];
     r.kind = LT_SPLIT_LAST;
     LT_EXPECT_STATUS(lt_split_sizes(&r, 3, 4, got), LT_INVALID);
-    r.kind = LT_SPLIT_EXPLICIT;
-    r.nsizes = 4;
-    r.sizes[0] = 3; r.sizes[1] = 1; r.sizes[2] = 0; r.sizes[3] = 2;
+    LT_CHECK(lt_split_explicit((int64_t[]){3, 1, 0, 2}, 4, &r));
     LT_CHECK(lt_split_sizes(&r, 6, 4, got));
     assert_int_equal(got[2], 0);
     LT_EXPECT_STATUS(lt_split_sizes(&r, 7, 4, got), LT_INVALID);
@@ -267,16 +267,14 @@ static void test_split_piece(void **state) {
             }
     lt_split_rule r = lt_split_chunk();
     int64_t size, off;
-    r.kind = LT_SPLIT_EXPLICIT;
-    r.nsizes = 4;
-    r.sizes[0] = 3; r.sizes[1] = 1; r.sizes[2] = 0; r.sizes[3] = 2;
+    LT_CHECK(lt_split_explicit((int64_t[]){3, 1, 0, 2}, 4, &r));
     LT_CHECK(lt_split_piece(&r, 6, 4, 3, &size, &off));
     assert_int_equal(size, 2);
     assert_int_equal(off, 4);
     LT_EXPECT_STATUS(lt_split_piece(&r, 7, 4, 0, &size, &off), LT_INVALID);
     assert_non_null(strstr(lt_errmsg(), "sum to 6"));
     LT_EXPECT_STATUS(lt_split_piece(&r, 6, 3, 0, &size, &off), LT_INVALID);
-    r.sizes[1] = -1;
+    LT_CHECK(lt_split_explicit((int64_t[]){3, -1, 0, 2}, 4, &r));
     LT_EXPECT_STATUS(lt_split_piece(&r, 4, 4, 0, &size, &off), LT_INVALID);
     r = lt_split_chunk();
     LT_EXPECT_STATUS(lt_split_piece(&r, 5, 4, 4, &size, &off), LT_INVALID);

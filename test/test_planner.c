@@ -269,12 +269,9 @@ static void test_min_cost_equals_brute_force(void **state) {
     }
     long n2 = k.pairs;
     /* explicit sizes, with empty pieces; nested (parent of 2 rows) or whole */
-    lt_split_rule e1 = lt_split_chunk(), e2 = lt_split_chunk();
-    e1.kind = e2.kind = LT_SPLIT_EXPLICIT;
-    e1.nsizes = e2.nsizes = 2;
-    const int64_t z1[] = {2, 0}, z2[] = {1, 2};
-    memcpy(e1.sizes, z1, sizeof z1);
-    memcpy(e2.sizes, z2, sizeof z2);
+    lt_split_rule e1, e2;
+    LT_CHECK(lt_split_explicit((int64_t[]){2, 0}, 2, &e1));
+    LT_CHECK(lt_split_explicit((int64_t[]){1, 2}, 2, &e2));
     lt_placement o[7] = {lt_replicate(), lt_shard(0), lt_shard_rule(0, e1), lt_shard_rule(1, e2), lt_strided(1, 2),
                          lt_partial(LT_REDOP_SUM), lt_shard(1)};
     const int64_t sh43[] = {4, 3}, sh23[] = {2, 3};

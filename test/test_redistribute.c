@@ -181,12 +181,9 @@ static void test_scalars_and_explicit(void **state) {
     sweep_options("2x2", 0, scalar, o, 4, 0, &st);
     sweep_options("3", 0, scalar, o, 4, 0, &st);
     /* 1-D mesh of 4, (7, 5): explicit sizes with empty pieces */
-    lt_split_rule e1 = lt_split_chunk(), e2 = lt_split_chunk();
-    e1.kind = e2.kind = LT_SPLIT_EXPLICIT;
-    e1.nsizes = e2.nsizes = 4;
-    const int64_t s1[] = {3, 0, 1, 3}, s2[] = {2, 2, 0, 1};
-    memcpy(e1.sizes, s1, sizeof s1);
-    memcpy(e2.sizes, s2, sizeof s2);
+    lt_split_rule e1, e2;
+    LT_CHECK(lt_split_explicit((int64_t[]){3, 0, 1, 3}, 4, &e1));
+    LT_CHECK(lt_split_explicit((int64_t[]){2, 2, 0, 1}, 4, &e2));
     const int64_t sh75[] = {7, 5};
     o[0] = lt_replicate();
     o[1] = lt_shard(0);
@@ -198,11 +195,8 @@ static void test_scalars_and_explicit(void **state) {
     sweep_options("4", 2, sh75, o, 7, 0, &st);
     /* 2x2, (4, 3): explicit sizes that only fit nested (parent of 2 rows) or
      * whole (3 columns) */
-    e1.nsizes = e2.nsizes = 2;
-    e1.sizes[0] = 2;
-    e1.sizes[1] = 0;
-    e2.sizes[0] = 1;
-    e2.sizes[1] = 2;
+    LT_CHECK(lt_split_explicit((int64_t[]){2, 0}, 2, &e1));
+    LT_CHECK(lt_split_explicit((int64_t[]){1, 2}, 2, &e2));
     const int64_t sh43[] = {4, 3};
     o[2] = lt_shard_rule(0, e1);
     o[3] = lt_shard_rule(1, e2);

@@ -131,14 +131,12 @@ static void test_chunk_and_split(void **state) {
     assert_int_equal(outs[3]->shape[0], 2);
     assert_true(lt_get_flat(outs[3], 0) == 6);
     for (int j = 0; j < 4; j++) lt_tensor_free(outs[j]);
-    r.kind = LT_SPLIT_EXPLICIT;
-    r.nsizes = 3;
-    r.sizes[0] = 0; r.sizes[1] = 4; r.sizes[2] = 1;
+    LT_CHECK(lt_split_explicit((int64_t[]){0, 4, 1}, 3, &r));
     LT_CHECK(lt_split_rule_views(x, 0, &r, 3, outs));
     assert_int_equal(outs[0]->shape[0], 0);
     lt_test_expect_values(outs[2], 2, (int64_t[]){1, 2}, (double[]){8, 9}, "explicit piece 2");
     for (int j = 0; j < 3; j++) lt_tensor_free(outs[j]);
-    r.sizes[2] = 2; /* sums to 6 */
+    LT_CHECK(lt_split_explicit((int64_t[]){0, 4, 2}, 3, &r)); /* sums to 6 */
     outs[0] = outs[1] = outs[2] = (lt_tensor *)x;
     LT_EXPECT_STATUS(lt_split_rule_views(x, 0, &r, 3, outs), LT_INVALID);
     assert_null(outs[0]);

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "kernels/alloc.h"
+#include "kernels/split_impl.h"
 #include "localtensor/localtensor.h"
 #include "test/fault/fault.h"
 
@@ -111,11 +112,13 @@ typedef struct {
 } job;
 
 static int run_one(fault_workload w, void *ctx, const char *tmp, const job *j, site_set *reached) {
+    lt__split_intern_clear();  /* nothing made before arming is freed while armed */
     if (j->file) lt__fault_arm_site(j->file, j->line, j->n, 0);
     else lt__fault_arm(j->n, 0);
     int rc = w(ctx, tmp);
     lt_plan_cache_clear();     /* caches filled by this run are freed by it */
     lt_op_cache_clear();
+    lt__split_intern_clear();  /* so are the explicit size lists it interned */
     int64_t live = lt__fault_live(), fired = lt__fault_fired();
     lt__fault_disarm();
     site_merge_recorded(reached);

@@ -95,11 +95,7 @@ static size_t build(setup *s, int kind, const char *mesh, int md, size_t total, 
     int64_t rows[8] = {0};
     row_split(R, n, uneven, rows);
     s->rule = lt_split_chunk();
-    if (uneven) {
-        s->rule.kind = LT_SPLIT_EXPLICIT;
-        s->rule.nsizes = n;
-        for (int p = 0; p < n; p++) s->rule.sizes[p] = rows[p];
-    }
+    if (uneven && lt_split_explicit(rows, n, &s->rule)) s->rule = lt_split_chunk();
     for (int i = 0; i < n; i++) s->perm[i] = (i + 1) % n;
     for (int r = 0; r < s->W; r++) {
         int pos;

@@ -390,7 +390,7 @@ lt_status lt__sc_run_expect_full(sc_run_ctx *rc, const sc_step *st) {
     lt_tensor *act = NULL, *exp = NULL;
     int own_a = 0, own_e = 0;
     lt_status s = full_of(v, &act, &own_a);
-    if (s) return lt__err_ctx(s, "expect_full of '%s'", d->tensor);
+    if (s) return lt__err_ctx_in(s, "expect_full", " of '%s'", d->tensor);
     const char *origin = v->origin[0] ? v->origin : NULL;
     char a[128], b[128];
     /* shape */
@@ -411,7 +411,7 @@ lt_status lt__sc_run_expect_full(sc_run_ctx *rc, const sc_step *st) {
         sc_value *e = lt__sc_value(rc, d->equals);
         if ((s = full_of(e, &exp, &own_e))) {
             if (own_a) lt_tensor_free(act);
-            return lt__err_ctx(s, "expect_full: '%s'", d->equals);
+            return lt__err_ctx_in(s, "expect_full", ": '%s'", d->equals);
         }
         if (!same_shape(exp->ndim, exp->shape, act->ndim, act->shape)) {
             lt_shape_str(exp->ndim, exp->shape, a, sizeof a);
@@ -563,7 +563,7 @@ static void plan_diff_add(plan_diff *pd, const char *key, const char *e, const c
 lt_status lt__sc_run_expect_plan(sc_run_ctx *rc, const sc_step *st) {
     const expect_comm_data *d = st->data;
     const lt_plan *p = rc->plan;
-    if (!p) return lt__err(LT_INVALID, "expect_plan: the last redistribute made no plan (it failed before planning)");
+    if (!p) return lt__err_in(LT_INVALID, "expect_plan", ": the last redistribute made no plan (it failed before planning)");
     plan_diff pd;
     memset(&pd, 0, sizeof pd);
     app(pd.msg, sizeof pd.msg, &pd.um, "expect_plan:");

@@ -644,6 +644,7 @@ static lt_status parse_scenario(sc_arena *a, const sc_node *map, sc_scenario *s)
 
 lt_status lt_sc_load_string(const char *name, const char *text, size_t len, lt_sc_file **out) {
     *out = NULL;
+    lt__err_clear();   /* a bare LT_NOMEM below must not inherit an older failure's position */
     sc_arena *a = lt__sc_arena_new();
     if (!a) return LT_NOMEM;
     lt_sc_file *f = lt__sc_alloc(a, sizeof *f);
@@ -695,7 +696,10 @@ lt_status lt_sc_load_string(const char *name, const char *text, size_t len, lt_s
     *out = f;
     return LT_OK;
 fail:
-    if (st == LT_NOMEM && !strstr(lt_errmsg(), name)) lt__err(LT_NOMEM, "%s:1:1: out of memory", name);
+    if (st == LT_NOMEM && !lt_errinfo()->at_pos) {
+        lt__err(LT_NOMEM, "%s:1:1: out of memory", name);
+        lt__err_mark_pos();
+    }
     lt__sc_arena_free(a);
     return st;
 }

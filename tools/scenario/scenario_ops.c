@@ -230,14 +230,14 @@ lt_status lt__sc_run_op(sc_run_ctx *rc, const sc_step *st) {
     o.plan = &plan;
     int nout = 0;
     lt_status s = lt_op(d->op, in, d->nin, d->args, &o, out, LT_OP_MAX_OUTPUTS, &nout);
-    if (s) return lt__err_ctx(s, "op %s", name);
+    if (s) return lt__err_ctx_in(s, "op", " %s", name);
     char where[160], origin[512];
     pos_str(st, where, sizeof where);
     snprintf(origin, sizeof origin, "op %s at %s (%.250s)", name, where, plan->why);
     lt_op_plan_free(plan);
     if (nout != d->nout) {
         for (int j = 0; j < nout; j++) lt_dtensor_free(out[j]);
-        return lt__err(LT_INVALID, "op %s gives %d outputs but 'as' names %d", name, nout, d->nout);
+        return lt__err_in(LT_INVALID, "op", " %s gives %d outputs but 'as' names %d", name, nout, d->nout);
     }
     if (d->reference || d->want_pl) rc->did_check = 1;
     lt_status chk = LT_OK;
@@ -261,7 +261,7 @@ lt_status lt__sc_run_op(sc_run_ctx *rc, const sc_step *st) {
             chk = lt__sc_check_fail(rc, st, -1, NULL, NULL, NULL, origin, "%s", msg);
         } else if (s) {
             for (int j = 0; j < nout; j++) lt_dtensor_free(out[j]);
-            return lt__err_ctx(s, "op %s: reference run", name);
+            return lt__err_ctx_in(s, "op", " %s: reference run", name);
         }
     }
     for (int j = 0; j < nout; j++) {

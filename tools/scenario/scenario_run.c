@@ -242,11 +242,12 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
             continue;
         }
         /* library messages that carry their own context ("while planning ...")
-         * are kept as they are; others get the step's name */
+         * are kept as they are; others get the step's name unless they
+         * already open with it */
         const char *m = lt_errmsg();
-        size_t k = strlen(s->type->name);
-        if (!strncmp(m, "while ", 6)) error_result(&rc, &s->pos, s->type->name, "%s", m);
-        else if (!strncmp(m, s->type->name, k) && (m[k] == ' ' || m[k] == ':'))
+        const lt_error *e = lt_errinfo();
+        if (e->opens_with_while) error_result(&rc, &s->pos, s->type->name, "%s", m);
+        else if (!strcmp(e->subject, s->type->name))
             error_result(&rc, &s->pos, s->type->name, "while running %s", m);
         else
             error_result(&rc, &s->pos, s->type->name, "while running %s: %s", s->type->name,

@@ -68,7 +68,7 @@ lt_status lt__sc_run_distribute(sc_run_ctx *rc, const sc_step *st) {
     } else {
         s = lt_distribute(&rc->c->mesh, v->full, d->pl, d->np, &dt);
     }
-    if (s) return lt__err_ctx(s, "distribute of '%s' with %s", d->tensor, pls);
+    if (s) return lt__err_ctx_in(s, "distribute", " of '%s' with %s", d->tensor, pls);
     return lt__sc_put_dtensor(rc, d->as, dt, NULL);
 }
 
@@ -167,11 +167,11 @@ lt_status lt__sc_run_from_local(sc_run_ctx *rc, const sc_step *st) {
     lt_status s = LT_OK;
     lt_dtensor *dt = NULL;
     if (d->has_shape != d->has_stride)
-        s = lt__err(LT_INVALID, "from_local: pass both shape and stride at the same time (or neither)");
+        s = lt__err_in(LT_INVALID, "from_local", ": pass both shape and stride at the same time (or neither)");
     for (int r = 0; r < mesh->world && !s; r++) {
         const shard_lit *l = &d->shards[r];
         s = lt_tensor_from_doubles(d->dtype, l->ndim, l->shape, l->v, l->n, &shards[r]);
-        if (s) s = lt__err_ctx(s, "from_local: rank %d", r);
+        if (s) s = lt__err_ctx_in(s, "from_local", ": rank %d", r);
     }
     if (!s) s = lt_from_local(mesh, shards, d->pl, d->np, d->run_check, &dt);
     for (int r = 0; r < mesh->world; r++) lt_tensor_free(shards[r]);
@@ -184,15 +184,14 @@ lt_status lt__sc_run_from_local(sc_run_ctx *rc, const sc_step *st) {
         for (int i = 0; ok && i < dt->ndim; i++) ok = d->gshape[i] == dt->shape[i] && d->gstride[i] == cs[i];
         if (!ok) {
             char a[96], b[96], c[96];
-            s = lt__err(LT_SHAPE, "from_local: shape %s / stride %s do not match the shards, which give shape %s (contiguous stride)",
+            s = lt__err_in(LT_SHAPE, "from_local", ": shape %s / stride %s do not match the shards, which give shape %s (contiguous stride)",
                         lt_shape_str(d->gndim, d->gshape, a, sizeof a), lt_shape_str(d->sndim, d->gstride, b, sizeof b),
                         lt_shape_str(dt->ndim, dt->shape, c, sizeof c));
             lt_dtensor_free(dt);
         }
     }
     if (s) {
-        const char *m = lt_errmsg();
-        if (strncmp(m, "from_local", 10)) return lt__err_ctx(s, "from_local");
+        if (strcmp(lt_errinfo()->subject, "from_local")) return lt__err_ctx_in(s, "from_local", "%s", "");
         return s;
     }
     return lt__sc_put_dtensor(rc, d->as, dt, NULL);
@@ -336,7 +335,7 @@ lt_status lt__sc_run_full_tensor(sc_run_ctx *rc, const sc_step *st) {
     lt_status s = lt_redistribute(v->dt, reps, rc->c->mesh.ndim, &o, &r, NULL);
     if (!s) s = lt_clone(lt_to_local(r, 0), &full);
     lt_dtensor_free(r);
-    if (s) return lt__err_ctx(s, "full_tensor of '%s'", d->tensor);
+    if (s) return lt__err_ctx_in(s, "full_tensor", " of '%s'", d->tensor);
     char where[128], origin[256];
     snprintf(origin, sizeof origin, "full_tensor at %s", pos_str(st, where, sizeof where));
     return lt__sc_put_full(rc, d->as, full, origin);
@@ -441,7 +440,7 @@ lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
     lt_comm *c = rc->comm;
     if (d->kind == LT_COLL_BARRIER) {
         lt_status s = lt_barrier(c, d->mesh_dim);
-        return s ? lt__err_ctx(s, "collective barrier along mesh dim %d", d->mesh_dim) : LT_OK;
+        return s ? lt__err_ctx_in(s, "collective", " barrier along mesh dim %d", d->mesh_dim) : LT_OK;
     }
     int W = mesh->world;
     sc_value *v = lt__sc_value(rc, d->tensor);
@@ -465,7 +464,7 @@ lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
         case LT_COLL_GATHER: s = lt_gather(c, d->mesh_dim, cin, d->root, d->dim, out); break;
         case LT_COLL_REDUCE: s = lt_reduce_ranks(c, d->mesh_dim, cin, d->root, d->op, out); break;
         case LT_COLL_PERMUTE: s = lt_permute_ranks(c, d->mesh_dim, cin, d->perm, out); break;
-        default: s = lt__err(LT_UNSUPPORTED, "not supported yet: %s", lt_coll_name(d->kind));
+        default: s = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s", lt_coll_name(d->kind));
         }
     lt_local *l = NULL;
     if (!s) s = lt_local_new(mesh, &l);
@@ -478,7 +477,7 @@ lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
     for (int r = 0; out && r < W; r++) lt_tensor_free(out[r]);
     lt__free(in);
     lt__free(out);
-    if (s) return lt__err_ctx(s, "collective %s along mesh dim %d of '%s'", lt_coll_name(d->kind), d->mesh_dim, d->tensor);
+    if (s) return lt__err_ctx_in(s, "collective", " %s along mesh dim %d of '%s'", lt_coll_name(d->kind), d->mesh_dim, d->tensor);
     char where[128], origin[256];
     snprintf(origin, sizeof origin, "collective %s at %s", lt_coll_name(d->kind), pos_str(st, where, sizeof where));
     return lt__sc_put_local(rc, d->as, l, origin);

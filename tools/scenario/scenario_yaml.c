@@ -105,7 +105,11 @@ lt_status lt__sc_err(const sc_node *at, lt_status st, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (at) return lt__err(st, "%s:%d:%d: %s", at->file, at->line, at->col, msg);
+    if (at) {
+        lt__err(st, "%s:%d:%d: %s", at->file, at->line, at->col, msg);
+        lt__err_mark_pos();
+        return st;
+    }
     return lt__err(st, "%s", msg);
 }
 
@@ -755,11 +759,10 @@ lt_status lt__sc_rule(const sc_node *n, const char *what, lt_split_rule *out) {
     if (n && n->kind == SC_SEQ) {
         if (n->n > LT_SPLIT_MAX_EXPLICIT)
             return lt__sc_err(n, LT_INVALID, "%s: %d sizes; at most %d", what, n->n, LT_SPLIT_MAX_EXPLICIT);
-        out->kind = LT_SPLIT_EXPLICIT;
-        out->nsizes = n->n;
+        int64_t sz[LT_SPLIT_MAX_EXPLICIT];
         for (int i = 0; i < n->n; i++)
-            LT_TRY(lt__sc_i64(n->kids[i], what, 0, INT64_MAX, &out->sizes[i]));
-        return LT_OK;
+            LT_TRY(lt__sc_i64(n->kids[i], what, 0, INT64_MAX, &sz[i]));
+        return lt_split_explicit(sz, n->n, out);
     }
     const char *s;
     LT_TRY(lt__sc_str(n, what, &s));

@@ -1,0 +1,71 @@
+/* kernels/cache_impl.h — the one memo cache of the library (internal).
+ *
+ * Plans (redistribute plans, op propagation plans) are pure functions of a
+ * small key, immutable and reference-counted, so one generic cache serves
+ * them all: a key is a list of 64-bit words, a value an opaque pointer with
+ * ref/release callbacks. One policy for every instance: process-wide, one
+ * mutex per instance, values shared across threads (their reference counts
+ * are atomic). A hit costs a hash, a compare and a reference; a miss is
+ * built by the caller outside the lock and offered with lt__cache_put. When
+ * an instance is full it is emptied (values still held by callers stay
+ * valid). Caching is optional work: a failed allocation skips the entry and
+ * the result is the same.
+ */
+#ifndef LT_CACHE_IMPL_H
+#define LT_CACHE_IMPL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A key under construction: words beyond LT__CACHE_KEY_MAX are counted but
+ * not stored, and such a key is never cached (lt__cache_key_fits). */
+#define LT__CACHE_KEY_MAX 1024
+
+typedef struct lt__cache_key {
+    uint64_t w[LT__CACHE_KEY_MAX];
+    int n;
+} lt__cache_key;
+
+static inline void lt__key_put(lt__cache_key *k, uint64_t v) {
+    if (k->n < LT__CACHE_KEY_MAX) k->w[k->n] = v;
+    k->n++;
+}
+static inline int lt__cache_key_fits(const lt__cache_key *k) { return k->n <= LT__CACHE_KEY_MAX; }
+
+/* Hash of the stored words (never 0). */
+uint64_t lt__cache_key_hash(const lt__cache_key *k);
+
+typedef struct lt__cache_entry lt__cache_entry;
+
+/* One instance, usually a static with LT__CACHE_INIT. ref adds a reference
+ * to a value, release drops one. */
+typedef struct lt__cache {
+    void (*ref)(void *value);
+    void (*release)(void *value);
+    size_t max_entries;
+    pthread_mutex_t mu;
+    lt__cache_entry *tab; /* (cap) open addressing; hash 0 marks a free slot */
+    size_t cap, n, hits, misses;
+} lt__cache;
+
+#define LT__CACHE_INIT(ref_fn, release_fn, max)                                         \
+    { (ref_fn), (release_fn), (max), PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, 0 }
+
+/* The value stored under k (hash h from lt__cache_key_hash) as a NEW
+ * reference the caller releases, or NULL. Counts a hit, and a miss when
+ * count_miss is set. */
+void *lt__cache_get(lt__cache *c, const lt__cache_key *k, uint64_t h, int count_miss);
+
+/* Stores value under k, taking a new reference, unless the key is present
+ * already or does not fit; the value is borrowed otherwise. Never fails:
+ * without memory the entry is skipped. */
+void lt__cache_put(lt__cache *c, const lt__cache_key *k, uint64_t h, void *value);
+
+/* Releases every entry and resets the counters. */
+void lt__cache_clear(lt__cache *c);
+
+/* Counters since the last clear (each pointer may be NULL). */
+void lt__cache_stats(lt__cache *c, size_t *hits, size_t *misses, size_t *entries);
+
+#endif
