@@ -19,7 +19,9 @@
 # FUZZ_SEED=N (environment) fixes libFuzzer's random seed, so a run from a
 # fresh corpus walks the same inputs every time: CI uses it, so a CI run
 # fails only on a change, never by drawing a new input. Unset: a new seed
-# each run (to find new things).
+# each run (to find new things). FUZZ_RUNS=N stops each harness after N
+# inputs (SECONDS stays the cap): with a fixed seed the inputs tried are then
+# the same on any machine, fast or slow.
 set -u
 build=${1:?usage: run-fuzz.sh BUILD SECONDS HARNESS...}
 secs=${2:?usage: run-fuzz.sh BUILD SECONDS HARNESS...}
@@ -53,6 +55,7 @@ for h in "$@"; do
   [ -d "test/fuzz/regressions/$h" ] && dirs+=("test/fuzz/regressions/$h")
   seed=()
   [ -n "${FUZZ_SEED:-}" ] && seed=(-seed="$FUZZ_SEED")
+  [ -n "${FUZZ_RUNS:-}" ] && seed+=(-runs="$FUZZ_RUNS")
   dict=()
   [ -f "test/fuzz/$h.dict" ] && dict=(-dict="test/fuzz/$h.dict")
   echo "fuzz  $h: ${secs}s (log: $log)"
