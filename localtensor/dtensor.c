@@ -13,6 +13,15 @@
 #include "kernels/status_impl.h"
 #include "localtensor/dtensor_impl.h"
 
+#include <stddef.h>
+
+/* The named fields of lt_dtensor alias lt_spec's (see dtensor.h). */
+_Static_assert(offsetof(lt_dtensor, dtype) == offsetof(lt_dtensor, spec) + offsetof(lt_spec, dtype), "dtype");
+_Static_assert(offsetof(lt_dtensor, ndim) == offsetof(lt_dtensor, spec) + offsetof(lt_spec, ndim), "ndim");
+_Static_assert(offsetof(lt_dtensor, shape) == offsetof(lt_dtensor, spec) + offsetof(lt_spec, shape), "shape");
+_Static_assert(offsetof(lt_dtensor, placements) == offsetof(lt_dtensor, spec) + offsetof(lt_spec, placements),
+               "placements");
+
 static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
                             const lt_placement *pl, int np, lt_placement *norm, int distributing) {
     if (ndim < 0 || ndim > LT_MAX_DIMS)
@@ -86,6 +95,7 @@ lt_status lt__dtensor_wrap(lt_local *local, lt_dtype dtype, int ndim, const int6
         return lt__err(LT_NOMEM, "out of memory");
     }
     dt->local = local;
+    dt->spec.mesh = mesh;
     dt->dtype = dtype;
     dt->ndim = ndim;
     memcpy(dt->shape, shape, sizeof(int64_t) * (size_t)ndim);

@@ -1,6 +1,7 @@
 /* localtensor/dtensor.h — DTensor: a LocalTensor plus its spec.
  *
- * The spec is (mesh, global shape, global stride, dtype, placements). Every
+ * The spec is an lt_spec (mesh, dtype, global shape, placements) plus the
+ * global stride. Every
  * rank's shard has exactly the local shape that layout math gives
  * (localtensor/layout.h); missing chunks are zero-size shards. Partial mesh
  * dims hold per-rank contributions whose op-reduction over the group is the
@@ -15,18 +16,33 @@
 #include "localtensor/local.h"
 #include "localtensor/placement.h"
 #include "localtensor/random.h"
+#include "localtensor/spec.h"
 
+/* The spec fields are reachable two ways: as one value (dt->spec, what
+ * functions taking a `const lt_spec *` get) and by name (dt->dtype,
+ * dt->ndim, dt->shape, dt->placements), through an anonymous struct with
+ * the same members in the same order (C11 common initial sequence; checked
+ * by static asserts in dtensor.c). spec.mesh always points at local->mesh. */
 typedef struct lt_dtensor {
     lt_local *local;                           /* owned: one shard per rank */
-    lt_dtype dtype;
-    int ndim;
-    int64_t shape[LT_MAX_DIMS];                /* global */
+    union {
+        lt_spec spec;                          /* checked: see localtensor/spec.h */
+        struct {
+            const lt_mesh *spec_mesh_;         /* == &local->mesh; use lt_dtensor_mesh */
+            lt_dtype dtype;
+            int ndim;
+            int64_t shape[LT_MAX_DIMS];                /* global */
+            lt_placement placements[LT_MESH_MAX_DIMS]; /* normalized, one per mesh dim */
+        };
+    };
     int64_t stride[LT_MAX_DIMS];               /* global, row-major contiguous */
-    lt_placement placements[LT_MESH_MAX_DIMS]; /* normalized, one per mesh dim */
 } lt_dtensor;
 
 /* The mesh of a DTensor (borrowed). */
 static inline const lt_mesh *lt_dtensor_mesh(const lt_dtensor *dt) { return &dt->local->mesh; }
+
+/* The spec of a DTensor (borrowed; valid while dt is). */
+static inline const lt_spec *lt_dtensor_spec(const lt_dtensor *dt) { return &dt->spec; }
 
 /* distribute_tensor (docs/SEMANTICS.md §3, §4): every rank's shard from the full tensor
  * `full` (borrowed; any dtype, copied), mesh dims left to right; Partial(sum)

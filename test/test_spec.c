@@ -1,0 +1,78 @@
+/* test/test_spec.c — lt_spec_make: checked once, same messages as the checks
+ * it runs; a DTensor's spec points at the mesh it owns. */
+#include <string.h>
+
+#include "localtensor/localtensor.h"
+#include "test/testutil.h"
+
+static void test_make_normalizes(void **state) {
+    (void)state;
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("2x3", &m));
+    int64_t shape[2] = {4, 6};
+    lt_placement pl[2] = {lt_shard(-1), lt_replicate()};
+    lt_spec s;
+    LT_CHECK(lt_spec_make(&m, LT_F32, 2, shape, pl, 2, &s));
+    assert_ptr_equal(lt_spec_mesh(&s), &m);
+    assert_int_equal(lt_spec_dtype(&s), LT_F32);
+    assert_int_equal(lt_spec_ndim(&s), 2);
+    assert_int_equal(lt_spec_shape(&s)[1], 6);
+    assert_int_equal(lt_spec_nplacements(&s), 2);
+    assert_int_equal(lt_spec_placements(&s)[0].kind, LT_PL_SHARD);
+    assert_int_equal(lt_spec_placements(&s)[0].dim, 1); /* -1 + ndim */
+}
+
+static void test_make_errors(void **state) {
+    (void)state;
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("2x3", &m));
+    int64_t shape[2] = {4, 6};
+    lt_placement pl[2] = {lt_shard(2), lt_replicate()};
+    lt_spec s;
+    LT_EXPECT_STATUS(lt_spec_make(&m, LT_F32, 2, shape, pl, 2, &s), LT_INVALID);
+    assert_int_equal(s.ndim, 0);
+    LT_EXPECT_STATUS(lt_spec_make(&m, LT_F32, 2, shape, pl, 1, &s), LT_INVALID);
+    LT_EXPECT_STATUS(lt_spec_make(&m, LT_F32, LT_MAX_DIMS + 1, shape, pl, 2, &s), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "dims"));
+    int64_t huge[2] = {INT64_MAX / 2, 4};
+    pl[0] = lt_replicate();
+    LT_EXPECT_STATUS(lt_spec_make(&m, LT_F32, 2, huge, pl, 2, &s), LT_OVERFLOW);
+    /* last rule: 1 element over 2 ranks (a layout error) */
+    lt_split_rule last;
+    memset(&last, 0, sizeof last);
+    last.kind = LT_SPLIT_LAST;
+    int64_t one[1] = {1};
+    pl[0] = lt_shard_rule(0, last);
+    LT_EXPECT_STATUS(lt_spec_make(&m, LT_F32, 1, one, pl, 2, &s), LT_INVALID);
+}
+
+static void test_dtensor_spec(void **state) {
+    (void)state;
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("4", &m));
+    int64_t shape[1] = {8};
+    lt_tensor *full = NULL;
+    LT_CHECK(lt_tensor_new(LT_F32, 1, shape, &full));
+    lt_placement pl[1] = {lt_shard(0)};
+    lt_dtensor *dt = NULL, *c = NULL;
+    LT_CHECK(lt_distribute(&m, full, pl, 1, &dt));
+    const lt_spec *s = lt_dtensor_spec(dt);
+    assert_ptr_equal(s->mesh, lt_dtensor_mesh(dt));
+    assert_int_equal(s->ndim, 1);
+    assert_int_equal(s->shape[0], 8);
+    assert_int_equal(s->placements[0].kind, LT_PL_SHARD);
+    LT_CHECK(lt_dtensor_clone(dt, &c));
+    assert_ptr_equal(lt_dtensor_spec(c)->mesh, lt_dtensor_mesh(c));
+    lt_dtensor_free(c);
+    lt_dtensor_free(dt);
+    lt_tensor_free(full);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_make_normalizes),
+        cmocka_unit_test(test_make_errors),
+        cmocka_unit_test(test_dtensor_spec),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
