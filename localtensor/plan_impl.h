@@ -26,6 +26,7 @@
 
 #include "kernels/status_impl.h"
 #include "localtensor/redistribute.h"
+#include "localtensor/spec.h"
 
 /* ---- the rule table's single steps (plan_rules.c) --------------------------------- */
 
@@ -88,11 +89,11 @@ size_t lt__step_bytes(const lt_mesh *mesh, int ndim, size_t esize, lt__step_kind
                       const lt_placement *from, const lt_placement *to,
                       const int64_t *before, const int64_t *after, size_t *recv);
 
-/* Plans without the cache: the placement lists are already normalized,
- * checked and not rejected. *out is a new plan (refcount 1). */
-lt_status lt__plan_build(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
-                         const lt_placement *src, const lt_placement *dst, lt_planner planner,
-                         lt_plan **out);
+/* Plans without the cache: `from` is a checked spec (localtensor/spec.h,
+ * borrowed for the call), dst[from->mesh->ndim] the destination placements,
+ * normalized and checked against the same tensor; the pair is not rejected.
+ * Nothing is re-validated. *out is a new plan (refcount 1). */
+lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planner planner, lt_plan **out);
 
 /* ---- runs and lists (plan_runs.c) ------------------------------------------------ */
 
@@ -326,8 +327,7 @@ int64_t lt__mc_move_bytes(lt__mc *c, int from, const lt__mv *mv, int *reorder);
  * the arguments of lt__plan_build). *out: a new plan. LT_OVERFLOW (no
  * message) when the search ran out of its work budget: the caller falls
  * back on greedy. */
-lt_status lt__plan_mincost(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
-                           const lt_placement *src, const lt_placement *dst, lt_plan **out);
+lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, lt_plan **out);
 
 /* Runs step ps (a min-cost step: ps->move_ set) on the shards `in` of state
  * `before` (borrowed), into out[world] (new tensors; all NULL on error). The

@@ -68,11 +68,35 @@ static void test_dtensor_spec(void **state) {
     lt_tensor_free(full);
 }
 
+static void test_plan_spec(void **state) {
+    (void)state;
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("2x2", &m));
+    int64_t shape[2] = {4, 6};
+    lt_placement a[2] = {lt_shard(0), lt_replicate()}, b[2] = {lt_replicate(), lt_shard(-1)};
+    lt_spec sa, sb, sc;
+    LT_CHECK(lt_spec_make(&m, LT_F32, 2, shape, a, 2, &sa));
+    LT_CHECK(lt_spec_make(&m, LT_F32, 2, shape, b, 2, &sb));
+    lt_plan *p = NULL, *q = NULL;
+    LT_CHECK(lt_plan_redistribute_spec(&sa, &sb, NULL, &p));
+    assert_int_equal(p->nsteps, 2);
+    /* the loose entry point is a wrapper: same cached plan */
+    LT_CHECK(lt_plan_redistribute(&m, LT_F32, 2, shape, a, b, 2, NULL, &q));
+    assert_ptr_equal(p, q);
+    lt_plan_free(q);
+    lt_plan_free(p);
+    int64_t other[2] = {4, 8};
+    LT_CHECK(lt_spec_make(&m, LT_F32, 2, other, b, 2, &sc));
+    LT_EXPECT_STATUS(lt_plan_redistribute_spec(&sa, &sc, NULL, &p), LT_INVALID);
+    assert_null(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_make_normalizes),
         cmocka_unit_test(test_make_errors),
         cmocka_unit_test(test_dtensor_spec),
+        cmocka_unit_test(test_plan_spec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
