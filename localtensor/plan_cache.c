@@ -191,6 +191,27 @@ lt_status lt_plan_redistribute_spec(const lt_spec *src, const lt_spec *dst, cons
     return plan_checked(src, dst->placements, planner, use_cache, ctxs, out);
 }
 
+lt_status lt__plan_redistribute_from(const lt_spec *src, const lt_placement *dst, int np,
+                                     const lt_redistribute_opts *opts, lt_plan **out) {
+    lt_placement d[LT_MESH_MAX_DIMS];
+    lt_planner planner = opts ? opts->planner : LT_PLANNER_MIN_COST;
+    int use_cache = !(opts && opts->no_cache);
+    const lt_mesh *mesh = src->mesh;
+    *out = NULL;
+    if ((unsigned)planner >= LT_PLANNER_COUNT) return lt__err(LT_INVALID, "unknown planner %d", (int)planner);
+    if (np == mesh->ndim && use_cache && quick_normalize(src->ndim, dst, np, d) &&
+        (*out = cache_lookup(src, d, planner)))
+        return LT_OK;
+    char ctxs[1400];
+    int nfmt = np < LT_MESH_MAX_DIMS ? np : LT_MESH_MAX_DIMS;
+    context_str(opts, src->placements, dst, nfmt, ctxs, sizeof ctxs);
+    lt_spec ds;
+    lt_status st = lt_placements_check(mesh, src->ndim, dst, np, d);
+    if (!st) st = lt_spec_make(mesh, src->dtype, src->ndim, src->shape, d, np, &ds);
+    if (st) return lt__err_while(st, "%s: destination", ctxs);
+    return plan_checked(src, ds.placements, planner, use_cache, ctxs, out);
+}
+
 lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
                                const int64_t *shape, const lt_placement *src,
                                const lt_placement *dst, int np,

@@ -93,6 +93,12 @@ size_t lt__step_bytes(const lt_mesh *mesh, int ndim, size_t esize, lt__step_kind
  * borrowed for the call), dst[from->mesh->ndim] the destination placements,
  * normalized and checked against the same tensor; the pair is not rejected.
  * Nothing is re-validated. *out is a new plan (refcount 1). */
+/* lt_plan_redistribute from a checked source spec (a DTensor's): only the
+ * destination list dst[np] (any spelling) is checked, with the messages of
+ * lt_plan_redistribute. */
+lt_status lt__plan_redistribute_from(const lt_spec *src, const lt_placement *dst, int np,
+                                     const lt_redistribute_opts *opts, lt_plan **out);
+
 lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planner planner, lt_plan **out);
 
 /* ---- runs and lists (plan_runs.c) ------------------------------------------------ */

@@ -288,7 +288,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     memset(rep, 0, sizeof *rep);
     rep->step = rep->mesh_dim = rep->rank = -1;
     lt_plan *plan;
-    LT_TRY(lt_plan_redistribute(mesh, dt->dtype, dt->ndim, dt->shape, dt->placements, dst, np, opts, &plan));
+    LT_TRY(lt__plan_redistribute_from(lt_dtensor_spec(dt), dst, np, opts, &plan));
     char ctx[1200], sd[400];   /* context, formatted only on error */
     lt_comm *comm = opts ? opts->comm : NULL, *own = NULL;
     lt_status st = LT_OK;
