@@ -22,15 +22,19 @@ _Static_assert(offsetof(lt_dtensor, shape) == offsetof(lt_dtensor, spec) + offse
 _Static_assert(offsetof(lt_dtensor, placements) == offsetof(lt_dtensor, spec) + offsetof(lt_spec, placements),
                "placements");
 
+/* The spec of a distribute (or init) into *out: lt_spec_make's checks plus
+ * the Partial kinds distribute cannot produce and the memory check, in this
+ * order: numel, placements, Partial kinds, layout, memory. */
 static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
-                            const lt_placement *pl, int np, lt_placement *norm, int distributing) {
+                            const lt_placement *pl, int np, lt_spec *out) {
+    lt_placement norm[LT_MESH_MAX_DIMS];
     if (ndim < 0 || ndim > LT_MAX_DIMS)
         return lt__err(LT_INVALID, "tensor has %d dims; at most %d are supported", ndim, LT_MAX_DIMS);
     int64_t n;
     LT_TRY(lt__numel_checked(ndim, shape, lt_dtype_size(dtype), &n));
     LT_TRY(lt_placements_check(mesh, ndim, pl, np, norm));
     for (int i = 0; i < np; i++) {
-        if (norm[i].kind != LT_PL_PARTIAL || !distributing) continue;
+        if (norm[i].kind != LT_PL_PARTIAL) continue;
         if (norm[i].op == LT_REDOP_PRODUCT)
             return lt__err(LT_INVALID, "mesh dim %d: Replicate to Partial(product) conversion is not supported (distribute accepts P(sum|avg|max|min))", i);
         if (norm[i].op == LT_REDOP_AVG && dtype == LT_BOOL)
@@ -39,9 +43,9 @@ static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const
             return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: distributing %s with P(sum) on mesh dim %d (dividing by the mesh size would truncate)",
                            lt_dtype_name(dtype), i);
     }
-    LT_TRY(lt_layout_check(mesh, ndim, shape, norm));
+    LT_TRY(lt_spec_make(mesh, dtype, ndim, shape, norm, np, out));
     uint64_t bytes;
-    LT_TRY(lt_layout_total_bytes(mesh, ndim, shape, norm, lt_dtype_size(dtype), &bytes));
+    LT_TRY(lt_layout_total_bytes(mesh, ndim, shape, out->placements, lt_dtype_size(dtype), &bytes));
     return lt_check_memory(bytes, mesh->world, "this layout");
 }
 
@@ -61,8 +65,11 @@ lt_status lt__partition(lt_tensor *t, const lt_mesh *mesh, const lt_placement *p
     return LT_OK;
 }
 
-lt_status lt__dtensor_wrap(lt_local *local, lt_dtype dtype, int ndim, const int64_t *shape,
-                           const lt_placement *pl, lt_dtensor **out) {
+lt_status lt__dtensor_wrap(lt_local *local, const lt_spec *spec, lt_dtensor **out) {
+    lt_dtype dtype = spec->dtype;
+    int ndim = spec->ndim;
+    const int64_t *shape = spec->shape;
+    const lt_placement *pl = spec->placements;
     *out = NULL;
     const lt_mesh *mesh = &local->mesh;
     for (int r = 0; r < mesh->world; r++) {
@@ -95,12 +102,9 @@ lt_status lt__dtensor_wrap(lt_local *local, lt_dtype dtype, int ndim, const int6
         return lt__err(LT_NOMEM, "out of memory");
     }
     dt->local = local;
+    dt->spec = *spec;
     dt->spec.mesh = mesh;
-    dt->dtype = dtype;
-    dt->ndim = ndim;
-    memcpy(dt->shape, shape, sizeof(int64_t) * (size_t)ndim);
     memcpy(dt->stride, stride, sizeof(int64_t) * (size_t)ndim);
-    memcpy(dt->placements, pl, sizeof(lt_placement) * (size_t)mesh->ndim);
     *out = dt;
     return LT_OK;
 }
@@ -137,8 +141,12 @@ static lt_status fill_from_init(const void *src, const lt_rank_layout *l, const 
     return LT_OK;
 }
 
-static lt_status build(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
-                       const lt_placement *norm, fill_fn fill, const void *src, lt_dtensor **out) {
+static lt_status build(const lt_spec *spec, fill_fn fill, const void *src, lt_dtensor **out) {
+    const lt_mesh *mesh = spec->mesh;
+    lt_dtype dt = spec->dtype;
+    int ndim = spec->ndim;
+    const int64_t *shape = spec->shape;
+    const lt_placement *norm = spec->placements;
     lt_local *local;
     LT_TRY(lt_local_new(mesh, &local));
     for (int r = 0; r < mesh->world; r++) {
@@ -154,23 +162,23 @@ static lt_status build(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t
             return st;
         }
     }
-    return lt__dtensor_wrap(local, dt, ndim, shape, norm, out);
+    return lt__dtensor_wrap(local, spec, out);
 }
 
 lt_status lt_distribute(const lt_mesh *mesh, const lt_tensor *full, const lt_placement *pl, int np,
                         lt_dtensor **out) {
-    lt_placement norm[LT_MESH_MAX_DIMS];
+    lt_spec spec;
     *out = NULL;
-    LT_TRY(check_spec(mesh, full->dtype, full->ndim, full->shape, pl, np, norm, 1));
-    return build(mesh, full->dtype, full->ndim, full->shape, norm, fill_from_full, full, out);
+    LT_TRY(check_spec(mesh, full->dtype, full->ndim, full->shape, pl, np, &spec));
+    return build(&spec, fill_from_full, full, out);
 }
 
 lt_status lt_dtensor_init(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
                           const lt_placement *pl, int np, const lt_init *init, lt_dtensor **out) {
-    lt_placement norm[LT_MESH_MAX_DIMS];
+    lt_spec spec;
     *out = NULL;
-    LT_TRY(check_spec(mesh, dt, ndim, shape, pl, np, norm, 1));
-    return build(mesh, dt, ndim, shape, norm, fill_from_init, init, out);
+    LT_TRY(check_spec(mesh, dt, ndim, shape, pl, np, &spec));
+    return build(&spec, fill_from_init, init, out);
 }
 
 const lt_tensor *lt_to_local(const lt_dtensor *dt, int rank) {
@@ -195,7 +203,7 @@ lt_status lt_dtensor_clone(const lt_dtensor *dt, lt_dtensor **out) {
             return st;
         }
     }
-    return lt__dtensor_wrap(local, dt->dtype, dt->ndim, dt->shape, dt->placements, out);
+    return lt__dtensor_wrap(local, lt_dtensor_spec(dt), out);
 }
 
 lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
@@ -356,7 +364,12 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
             if (st) lt_local_free(local);
         }
         /* strided and nested layouts: the wrap re-derives every local shape */
-        if (!st) st = lt__dtensor_wrap(local, shards[0]->dtype, ndim, gshape, norm, out);
+        lt_spec spec;
+        if (!st) {
+            st = lt_spec_make(mesh, shards[0]->dtype, ndim, gshape, norm, np, &spec);
+            if (st) lt_local_free(local);
+        }
+        if (!st) st = lt__dtensor_wrap(local, &spec, out);
         if (st && *out == NULL && st != LT_MISMATCH) st = lt__err_ctx_in(st, "from_local", "%s", "");
     }
     lt__free(grp);

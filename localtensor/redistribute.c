@@ -18,6 +18,7 @@
 #include "localtensor/plan_impl.h"
 #include "localtensor/redistribute.h"
 #include "localtensor/dtensor_impl.h"
+#include "localtensor/spec_impl.h"
 
 /* ---- local steps ---------------------------------------------------------------- */
 
@@ -274,7 +275,8 @@ static lt_status view_as(const lt_dtensor *dt, const lt_placement *pl, lt_dtenso
             return st;
         }
     }
-    return lt__dtensor_wrap(local, dt->dtype, dt->ndim, dt->shape, pl, out);
+    lt_spec spec = lt__spec_with(lt_dtensor_spec(dt), pl);
+    return lt__dtensor_wrap(local, &spec, out);
 }
 
 lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
@@ -319,7 +321,8 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         lt_dtensor *nx = NULL;
         st = lt_local_new(mesh, &local);
         if (!st) st = run_step(comm, mesh, before, ps, cur->local->shards, local->shards);
-        if (!st) st = lt__dtensor_wrap(local, dt->dtype, dt->ndim, dt->shape, ps->after, &nx);
+        lt_spec spec = lt__spec_with(lt_dtensor_spec(dt), ps->after);
+        if (!st) st = lt__dtensor_wrap(local, &spec, &nx);
         else lt_local_free(local);
         if (st) {
             step_str(plan, s, sd, sizeof sd);

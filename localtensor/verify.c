@@ -16,6 +16,7 @@
 #include "localtensor/redistribute.h"
 #include "kernels/status_impl.h"
 #include "localtensor/dtensor_impl.h"
+#include "localtensor/spec_impl.h"
 
 static void index_str(int ndim, const int64_t *idx, char *buf, size_t n) {
     size_t used = 0;
@@ -103,7 +104,8 @@ static lt_status reshard_empty(const lt_dtensor *src, const lt_placement *d, lt_
             return st;
         }
     }
-    return lt__dtensor_wrap(local, src->dtype, src->ndim, src->shape, d, out);
+    lt_spec spec = lt__spec_with(lt_dtensor_spec(src), d);
+    return lt__dtensor_wrap(local, &spec, out);
 }
 
 lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int np,
@@ -226,7 +228,8 @@ lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int 
         logical = NULL;
     }
     if (!st) {
-        st = lt__dtensor_wrap(local, src->dtype, ndim, src->shape, d, out);
+        lt_spec spec = lt__spec_with(lt_dtensor_spec(src), d);
+        st = lt__dtensor_wrap(local, &spec, out);
         local = NULL;
     }
 done:
