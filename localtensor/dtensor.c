@@ -45,7 +45,7 @@ static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const
     }
     LT_TRY(lt_spec_make(mesh, dtype, ndim, shape, norm, np, out));
     uint64_t bytes;
-    LT_TRY(lt_layout_total_bytes(mesh, ndim, shape, out->placements, lt_dtype_size(dtype), &bytes));
+    LT_TRY(lt_spec_total_bytes(out, &bytes));
     return lt_check_memory(bytes, mesh->world, "this layout");
 }
 
@@ -69,12 +69,11 @@ lt_status lt__dtensor_wrap(lt_local *local, const lt_spec *spec, lt_dtensor **ou
     lt_dtype dtype = spec->dtype;
     int ndim = spec->ndim;
     const int64_t *shape = spec->shape;
-    const lt_placement *pl = spec->placements;
     *out = NULL;
     const lt_mesh *mesh = &local->mesh;
     for (int r = 0; r < mesh->world; r++) {
         int64_t ls[LT_MAX_DIMS];
-        lt_status st = lt_local_shape_and_offset(mesh, ndim, shape, pl, r, ls, NULL);
+        lt_status st = lt_spec_local_shape(spec, r, ls, NULL);
         if (st) {
             lt_local_free(local);
             return st;
@@ -151,7 +150,7 @@ static lt_status build(const lt_spec *spec, fill_fn fill, const void *src, lt_dt
     LT_TRY(lt_local_new(mesh, &local));
     for (int r = 0; r < mesh->world; r++) {
         lt_rank_layout l;
-        lt_status st = lt_layout_rank(mesh, ndim, shape, norm, r, &l);
+        lt_status st = lt_spec_layout_rank(spec, r, &l);
         /* no elements (no index lists): an empty shard of the local shape */
         if (!st) st = l.lists ? fill(src, &l, shape, dt, &local->shards[r])
                               : lt_tensor_new(dt, ndim, l.local_shape, &local->shards[r]);
@@ -235,7 +234,7 @@ lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
             }
             if (skip || partial_nonzero != pass) continue;
             lt_rank_layout l;
-            lt_status st = lt_layout_rank(mesh, dt->ndim, dt->shape, pl, r, &l);
+            lt_status st = lt_spec_layout_rank(lt_dtensor_spec(dt), r, &l);
             lt_tensor *src = dt->local->shards[r], *wide = NULL;
             if (!st && widen && l.lists) st = lt_cast(src, LT_F32, &wide);
             if (!st && l.lists) st = lt_scatter_index_sets(full, l.idx, wide ? wide : src, pass, op);

@@ -24,3 +24,15 @@ lt_status lt_spec_make(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int6
     *out = s;
     return LT_OK;
 }
+
+lt_status lt_spec_layout_rank(const lt_spec *s, int rank, lt_rank_layout *out) {
+    return lt_layout_rank(s->mesh, s->ndim, s->shape, s->placements, rank, out);
+}
+
+lt_status lt_spec_local_shape(const lt_spec *s, int rank, int64_t *local_shape, int64_t *global_offset) {
+    return lt_local_shape_and_offset(s->mesh, s->ndim, s->shape, s->placements, rank, local_shape, global_offset);
+}
+
+lt_status lt_spec_total_bytes(const lt_spec *s, uint64_t *out) {
+    return lt_layout_total_bytes(s->mesh, s->ndim, s->shape, s->placements, lt_dtype_size(s->dtype), out);
+}

@@ -40,6 +40,17 @@ typedef struct lt_spec {
 LT_API lt_status lt_spec_make(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
                               const lt_placement *pl, int np, lt_spec *out);
 
+/* Layout math of a checked spec (localtensor/layout.h), without re-checking
+ * it: the layout errors cannot happen, only LT_NOMEM / LT_OVERFLOW.
+ * lt_spec_layout_rank: rank r's index lists (release with
+ * lt_rank_layout_free); lt_spec_local_shape: rank r's local shape and global
+ * offset (either may be NULL; allocates nothing); lt_spec_total_bytes: the
+ * bytes all ranks' shards hold together. */
+struct lt_rank_layout;
+LT_API lt_status lt_spec_layout_rank(const lt_spec *s, int rank, struct lt_rank_layout *out);
+LT_API lt_status lt_spec_local_shape(const lt_spec *s, int rank, int64_t *local_shape, int64_t *global_offset);
+LT_API lt_status lt_spec_total_bytes(const lt_spec *s, uint64_t *out);
+
 /* Cheap accessors (no checks). */
 static inline const lt_mesh *lt_spec_mesh(const lt_spec *s) { return s->mesh; }
 static inline lt_dtype lt_spec_dtype(const lt_spec *s) { return s->dtype; }

@@ -281,7 +281,7 @@ lt_status lt_verify_reshard(const lt_dtensor *src, const lt_dtensor *actual, int
         st = lt_compare(a, e, rtol, atol, &res);
         if (st || res.equal) continue;
         lt_rank_layout l;
-        st = lt_layout_rank(mesh, actual->ndim, actual->shape, actual->placements, r, &l);
+        st = lt_spec_layout_rank(lt_dtensor_spec(actual), r, &l);
         if (!st) st = element_mismatch(rep, step, "", r, src->ndim, &res, &l);
         lt_rank_layout_free(&l);
     }

@@ -68,6 +68,31 @@ static void test_dtensor_spec(void **state) {
     lt_tensor_free(full);
 }
 
+/* chunk rule (docs/SEMANTICS.md §2): 10 over 4 ranks is 3, 3, 3, 1 */
+static void test_spec_layout(void **state) {
+    (void)state;
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("4", &m));
+    int64_t shape[2] = {10, 2};
+    lt_placement pl[1] = {lt_shard(0)};
+    lt_spec s;
+    LT_CHECK(lt_spec_make(&m, LT_F32, 2, shape, pl, 1, &s));
+    int64_t ls[2], off[2];
+    LT_CHECK(lt_spec_local_shape(&s, 3, ls, off));
+    assert_int_equal(ls[0], 1);
+    assert_int_equal(ls[1], 2);
+    assert_int_equal(off[0], 9);
+    lt_rank_layout l;
+    LT_CHECK(lt_spec_layout_rank(&s, 1, &l));
+    assert_int_equal(l.local_shape[0], 3);
+    assert_int_equal(l.idx[0][0], 3);
+    assert_int_equal(l.idx[0][2], 5);
+    lt_rank_layout_free(&l);
+    uint64_t bytes;
+    LT_CHECK(lt_spec_total_bytes(&s, &bytes));
+    assert_int_equal(bytes, 10 * 2 * 4);
+}
+
 static void test_plan_spec(void **state) {
     (void)state;
     lt_mesh m;
@@ -96,6 +121,7 @@ int main(void) {
         cmocka_unit_test(test_make_normalizes),
         cmocka_unit_test(test_make_errors),
         cmocka_unit_test(test_dtensor_spec),
+        cmocka_unit_test(test_spec_layout),
         cmocka_unit_test(test_plan_spec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
