@@ -22,6 +22,29 @@ _Static_assert(offsetof(lt_dtensor, shape) == offsetof(lt_dtensor, spec) + offse
 _Static_assert(offsetof(lt_dtensor, placements) == offsetof(lt_dtensor, spec) + offsetof(lt_spec, placements),
                "placements");
 
+/* What distribute adds to a spec's checks: the Partial kinds it cannot
+ * produce (pl normalized, np of them). */
+static lt_status check_partials(lt_dtype dtype, const lt_placement *norm, int np) {
+    for (int i = 0; i < np; i++) {
+        if (norm[i].kind != LT_PL_PARTIAL) continue;
+        if (norm[i].op == LT_REDOP_PRODUCT)
+            return lt__err(LT_INVALID, "mesh dim %d: Replicate to Partial(product) conversion is not supported (distribute accepts P(sum|avg|max|min))", i);
+        if (norm[i].op == LT_REDOP_AVG && dtype == LT_BOOL)
+            return lt__err(LT_INVALID, "mesh dim %d: P(avg) of bool is not defined (use P(max) or P(min))", i);
+        if (norm[i].op == LT_REDOP_SUM && !lt_dtype_is_float(dtype))
+            return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: distributing %s with P(sum) on mesh dim %d (dividing by the mesh size would truncate)",
+                           lt_dtype_name(dtype), i);
+    }
+    return LT_OK;
+}
+
+/* The memory all shards of spec s need, against what this process may use. */
+static lt_status check_room(const lt_spec *s) {
+    uint64_t bytes;
+    LT_TRY(lt_spec_total_bytes(s, &bytes));
+    return lt_check_memory(bytes, s->mesh->world, "this layout");
+}
+
 /* The spec of a distribute (or init) into *out: lt_spec_make's checks plus
  * the Partial kinds distribute cannot produce and the memory check, in this
  * order: numel, placements, Partial kinds, layout, memory. */
@@ -33,20 +56,9 @@ static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const
     int64_t n;
     LT_TRY(lt__numel_checked(ndim, shape, lt_dtype_size(dtype), &n));
     LT_TRY(lt_placements_check(mesh, ndim, pl, np, norm));
-    for (int i = 0; i < np; i++) {
-        if (norm[i].kind != LT_PL_PARTIAL) continue;
-        if (norm[i].op == LT_REDOP_PRODUCT)
-            return lt__err(LT_INVALID, "mesh dim %d: Replicate to Partial(product) conversion is not supported (distribute accepts P(sum|avg|max|min))", i);
-        if (norm[i].op == LT_REDOP_AVG && dtype == LT_BOOL)
-            return lt__err(LT_INVALID, "mesh dim %d: P(avg) of bool is not defined (use P(max) or P(min))", i);
-        if (norm[i].op == LT_REDOP_SUM && !lt_dtype_is_float(dtype))
-            return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: distributing %s with P(sum) on mesh dim %d (dividing by the mesh size would truncate)",
-                           lt_dtype_name(dtype), i);
-    }
+    LT_TRY(check_partials(dtype, norm, np));
     LT_TRY(lt_spec_make(mesh, dtype, ndim, shape, norm, np, out));
-    uint64_t bytes;
-    LT_TRY(lt_spec_total_bytes(out, &bytes));
-    return lt_check_memory(bytes, mesh->world, "this layout");
+    return check_room(out);
 }
 
 lt_status lt__partition(lt_tensor *t, const lt_mesh *mesh, const lt_placement *pl) {
@@ -170,6 +182,28 @@ lt_status lt_distribute(const lt_mesh *mesh, const lt_tensor *full, const lt_pla
     *out = NULL;
     LT_TRY(check_spec(mesh, full->dtype, full->ndim, full->shape, pl, np, &spec));
     return build(&spec, fill_from_full, full, out);
+}
+
+lt_status lt_distribute_spec(const lt_spec *spec, const lt_tensor *full, lt_dtensor **out) {
+    *out = NULL;
+    int ok = full->ndim == spec->ndim;
+    for (int d = 0; ok && d < spec->ndim; d++) ok = full->shape[d] == spec->shape[d];
+    if (!ok) {
+        char a[160], b[160];
+        lt_shape_str(full->ndim, full->shape, a, sizeof a);
+        lt_shape_str(spec->ndim, spec->shape, b, sizeof b);
+        return lt__err_in(LT_SHAPE, "distribute", ": the tensor has shape %s but the spec %s", a, b);
+    }
+    LT_TRY(check_partials(spec->dtype, spec->placements, spec->mesh->ndim));
+    LT_TRY(check_room(spec));
+    return build(spec, fill_from_full, full, out);
+}
+
+lt_status lt_dtensor_init_spec(const lt_spec *spec, const lt_init *init, lt_dtensor **out) {
+    *out = NULL;
+    LT_TRY(check_partials(spec->dtype, spec->placements, spec->mesh->ndim));
+    LT_TRY(check_room(spec));
+    return build(spec, fill_from_init, init, out);
 }
 
 lt_status lt_dtensor_init(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,

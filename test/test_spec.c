@@ -93,6 +93,44 @@ static void test_spec_layout(void **state) {
     assert_int_equal(bytes, 10 * 2 * 4);
 }
 
+/* arange 0..7 over 2 ranks, S(0): rank 1 holds 4..7 */
+static void test_distribute_spec(void **state) {
+    (void)state;
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("2", &m));
+    int64_t shape[1] = {8};
+    lt_placement pl[1] = {lt_shard(0)};
+    lt_spec s;
+    LT_CHECK(lt_spec_make(&m, LT_F32, 1, shape, pl, 1, &s));
+    lt_init init;
+    LT_CHECK(lt_init_parse("arange", &init));
+    lt_dtensor *a = NULL, *b = NULL;
+    LT_CHECK(lt_dtensor_init_spec(&s, &init, &a));
+    const lt_tensor *r1 = lt_to_local(a, 1);
+    assert_int_equal(r1->shape[0], 4);
+    assert_true(lt_get_flat(r1, 0) == 4.0);
+    assert_true(lt_get_flat(r1, 3) == 7.0);
+    lt_tensor *full = NULL;
+    LT_CHECK(lt_full_tensor_direct(a, &full));
+    LT_CHECK(lt_distribute_spec(&s, full, &b));
+    assert_true(lt_get_flat(lt_to_local(b, 1), 2) == 6.0);
+    assert_ptr_equal(lt_dtensor_spec(b)->mesh, lt_dtensor_mesh(b));
+    lt_dtensor_free(b);
+    lt_dtensor_free(a);
+    lt_tensor_free(full);
+    /* a tensor of another shape than the spec's */
+    int64_t other[1] = {6};
+    LT_CHECK(lt_tensor_new(LT_F32, 1, other, &full));
+    LT_EXPECT_STATUS(lt_distribute_spec(&s, full, &b), LT_SHAPE);
+    assert_null(b);
+    lt_tensor_free(full);
+    /* P(product) is a valid spec but distribute cannot produce it */
+    pl[0] = lt_partial(LT_REDOP_PRODUCT);
+    LT_CHECK(lt_spec_make(&m, LT_F32, 1, shape, pl, 1, &s));
+    LT_EXPECT_STATUS(lt_dtensor_init_spec(&s, &init, &a), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "Partial(product)"));
+}
+
 static void test_plan_spec(void **state) {
     (void)state;
     lt_mesh m;
@@ -122,6 +160,7 @@ int main(void) {
         cmocka_unit_test(test_make_errors),
         cmocka_unit_test(test_dtensor_spec),
         cmocka_unit_test(test_spec_layout),
+        cmocka_unit_test(test_distribute_spec),
         cmocka_unit_test(test_plan_spec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
