@@ -93,6 +93,19 @@ size_t lt__step_bytes(const lt_mesh *mesh, int ndim, size_t esize, lt__step_kind
  * borrowed for the call), dst[from->mesh->ndim] the destination placements,
  * normalized and checked against the same tensor; the pair is not rejected.
  * Nothing is re-validated. *out is a new plan (refcount 1). */
+/* The spec of plan p's tensor in placements pl, one of the plan's states
+ * (source, a step's after, destination: the planner only produces checked
+ * states). Borrows p's mesh: valid while p is. */
+static inline lt_spec lt__plan_spec(const lt_plan *p, const lt_placement *pl) {
+    lt_spec s = {0};
+    s.mesh = &p->mesh;
+    s.dtype = p->dtype;
+    s.ndim = p->ndim;
+    for (int d = 0; d < p->ndim; d++) s.shape[d] = p->shape[d];
+    for (int i = 0; i < p->mesh.ndim; i++) s.placements[i] = pl[i];
+    return s;
+}
+
 /* lt_plan_redistribute from a checked source spec (a DTensor's): only the
  * destination list dst[np] (any spelling) is checked, with the messages of
  * lt_plan_redistribute. */

@@ -176,9 +176,10 @@ static lt_status list_bytes(const lt_plan *p, const lt_placement *pl, uint64_t *
         if (lt_placement_is_shard_like(&pl[i])) sharded[pl[i].dim] = 1;
     for (int d = 0; d < p->ndim; d++) empty |= p->shape[d] == 0;
     if (empty) return LT_OK;
+    lt_spec spec = lt__plan_spec(p, pl);
     for (int r = 0; r < p->mesh.world; r++) {
         int64_t ls[LT_MAX_DIMS];
-        LT_TRY(lt_local_shape_and_offset(&p->mesh, p->ndim, p->shape, pl, r, ls, NULL));
+        LT_TRY(lt_spec_local_shape(&spec, r, ls, NULL));
         for (int d = 0; d < p->ndim; d++)
             if (sharded[d]) *out = lt__add_sat(*out, (uint64_t)ls[d] * sizeof(int64_t));
     }
@@ -202,11 +203,11 @@ static lt_status verify_bytes(const lt_plan *p, const lt_placement *pl, uint64_t
 
 lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, int *step) {
     const lt_mesh *mesh = &plan->mesh;
-    size_t es = lt_dtype_size(plan->dtype);
     uint64_t prev, peak = 0, v;
     *bytes = 0;
     *step = -1;
-    LT_TRY(lt_layout_total_bytes(mesh, plan->ndim, plan->shape, plan->src, es, &prev));
+    lt_spec spec = lt__plan_spec(plan, plan->src);
+    LT_TRY(lt_spec_total_bytes(&spec, &prev));
     if (plan->nsteps == 0) { /* the result views the source; only verification allocates */
         if (verify) LT_TRY(verify_bytes(plan, plan->dst, prev, &peak));
         *bytes = peak;
@@ -216,7 +217,8 @@ lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, 
         const lt_plan_step *ps = &plan->steps[s];
         const lt_placement *before = plan->states_ + (size_t)s * (size_t)mesh->ndim;
         uint64_t next;
-        LT_TRY(lt_layout_total_bytes(mesh, plan->ndim, plan->shape, ps->after, es, &next));
+        spec = lt__plan_spec(plan, ps->after);
+        LT_TRY(lt_spec_total_bytes(&spec, &next));
         /* running: the previous step's output (the source itself for step 1) and
          * this one's, plus the all_gather result a strided gather reorders */
         uint64_t run = lt__add_sat(s > 0 ? prev : 0, next);
@@ -241,8 +243,10 @@ lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source
     uint64_t need, src = 0;
     int step;
     LT_TRY(lt__plan_peak_bytes(plan, verify, &need, &step));
-    if (with_source)
-        LT_TRY(lt_layout_total_bytes(&plan->mesh, plan->ndim, plan->shape, plan->src, lt_dtype_size(plan->dtype), &src));
+    if (with_source) {
+        lt_spec spec = lt__plan_spec(plan, plan->src);
+        LT_TRY(lt_spec_total_bytes(&spec, &src));
+    }
     char what[160], at[96];
     if (step < 0) snprintf(at, sizeof at, "%s", verify ? "its verification" : "nothing else");
     else snprintf(at, sizeof at, "step %d%s", step + 1, verify ? " with its verification" : "");
