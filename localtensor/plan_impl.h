@@ -348,10 +348,10 @@ int64_t lt__mc_move_bytes(lt__mc *c, int from, const lt__mv *mv, int *reorder);
  * back on greedy. */
 lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, lt_plan **out);
 
-/* Runs step ps (a min-cost step: ps->move_ set) on the shards `in` of state
- * `before` (borrowed), into out[world] (new tensors; all NULL on error). The
+/* Runs step ps (a min-cost step: ps->move_ set) on the shards `in` of the checked
+ * state `from` (borrowed), into out[world] (new tensors; all NULL on error). The
  * local work is derived from the index lists of layout math. */
-lt_status lt__move_run(lt_comm *comm, const lt_mesh *mesh, const lt_placement *before,
-                       const lt_plan_step *ps, lt_tensor *const *in, lt_tensor **out);
+lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps, lt_tensor *const *in,
+                       lt_tensor **out);
 
 #endif

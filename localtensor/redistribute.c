@@ -104,9 +104,11 @@ static lt_status partition(const lt_tensor *t, const lt_mesh *mesh, int i, lt_re
 
 /* ---- one step -------------------------------------------------------------------- */
 
-static lt_status run_step(lt_comm *comm, const lt_mesh *mesh, const lt_placement *before,
-                          const lt_plan_step *ps, lt_tensor *const *in, lt_tensor **out) {
-    if (ps->move_) return lt__move_run(comm, mesh, before, ps, in, out);   /* a min-cost step */
+static lt_status run_step(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps, lt_tensor *const *in,
+                          lt_tensor **out) {
+    if (ps->move_) return lt__move_run(comm, from, ps, in, out);   /* a min-cost step */
+    const lt_mesh *mesh = from->mesh;
+    const lt_placement *before = from->placements;
     int i = ps->mesh_dim, m = mesh->shape[i], W = mesh->world;
     const lt_placement *a = &ps->from, *b = &ps->to;
     lt__step_kind k = lt__step_kind_of(mesh, before, i, b);
@@ -324,7 +326,8 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         lt_local *local = NULL;
         lt_dtensor *nx = NULL;
         st = lt_local_new(mesh, &local);
-        if (!st) st = run_step(comm, mesh, before, ps, cur->local->shards, local->shards);
+        lt_spec from = lt__spec_with(lt_dtensor_spec(dt), before);
+        if (!st) st = run_step(comm, &from, ps, cur->local->shards, local->shards);
         lt_spec spec = lt__spec_with(lt_dtensor_spec(dt), ps->after);
         if (!st) st = lt__dtensor_wrap(local, &spec, &nx);
         else lt_local_free(local);
