@@ -13,15 +13,20 @@
 #include "kernels/status_impl.h"
 #include "localtensor/dtensor_impl.h"
 
-static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
-                            const lt_placement *pl, int np, lt_placement *norm, int distributing) {
-    if (ndim < 0 || ndim > LT_MAX_DIMS)
-        return lt__err(LT_INVALID, "tensor has %d dims; at most %d are supported", ndim, LT_MAX_DIMS);
-    int64_t n;
-    LT_TRY(lt__numel_checked(ndim, shape, lt_dtype_size(dtype), &n));
-    LT_TRY(lt_placements_check(mesh, ndim, pl, np, norm));
+#include <stddef.h>
+
+/* The named fields of lt_dtensor alias lt_spec's (see dtensor.h). */
+_Static_assert(offsetof(lt_dtensor, dtype) == offsetof(lt_dtensor, spec) + offsetof(lt_spec, dtype), "dtype");
+_Static_assert(offsetof(lt_dtensor, ndim) == offsetof(lt_dtensor, spec) + offsetof(lt_spec, ndim), "ndim");
+_Static_assert(offsetof(lt_dtensor, shape) == offsetof(lt_dtensor, spec) + offsetof(lt_spec, shape), "shape");
+_Static_assert(offsetof(lt_dtensor, placements) == offsetof(lt_dtensor, spec) + offsetof(lt_spec, placements),
+               "placements");
+
+/* What distribute adds to a spec's checks: the Partial kinds it cannot
+ * produce (pl normalized, np of them). */
+static lt_status check_partials(lt_dtype dtype, const lt_placement *norm, int np) {
     for (int i = 0; i < np; i++) {
-        if (norm[i].kind != LT_PL_PARTIAL || !distributing) continue;
+        if (norm[i].kind != LT_PL_PARTIAL) continue;
         if (norm[i].op == LT_REDOP_PRODUCT)
             return lt__err(LT_INVALID, "mesh dim %d: Replicate to Partial(product) conversion is not supported (distribute accepts P(sum|avg|max|min))", i);
         if (norm[i].op == LT_REDOP_AVG && dtype == LT_BOOL)
@@ -30,10 +35,30 @@ static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const
             return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: distributing %s with P(sum) on mesh dim %d (dividing by the mesh size would truncate)",
                            lt_dtype_name(dtype), i);
     }
-    LT_TRY(lt_layout_check(mesh, ndim, shape, norm));
+    return LT_OK;
+}
+
+/* The memory all shards of spec s need, against what this process may use. */
+static lt_status check_room(const lt_spec *s) {
     uint64_t bytes;
-    LT_TRY(lt_layout_total_bytes(mesh, ndim, shape, norm, lt_dtype_size(dtype), &bytes));
-    return lt_check_memory(bytes, mesh->world, "this layout");
+    LT_TRY(lt_spec_total_bytes(s, &bytes));
+    return lt_check_memory(bytes, s->mesh->world, "this layout");
+}
+
+/* The spec of a distribute (or init) into *out: lt_spec_make's checks plus
+ * the Partial kinds distribute cannot produce and the memory check, in this
+ * order: numel, placements, Partial kinds, layout, memory. */
+static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
+                            const lt_placement *pl, int np, lt_spec *out) {
+    lt_placement norm[LT_MESH_MAX_DIMS];
+    if (ndim < 0 || ndim > LT_MAX_DIMS)
+        return lt__err(LT_INVALID, "tensor has %d dims; at most %d are supported", ndim, LT_MAX_DIMS);
+    int64_t n;
+    LT_TRY(lt__numel_checked(ndim, shape, lt_dtype_size(dtype), &n));
+    LT_TRY(lt_placements_check(mesh, ndim, pl, np, norm));
+    LT_TRY(check_partials(dtype, norm, np));
+    LT_TRY(lt_spec_make(mesh, dtype, ndim, shape, norm, np, out));
+    return check_room(out);
 }
 
 lt_status lt__partition(lt_tensor *t, const lt_mesh *mesh, const lt_placement *pl) {
@@ -52,13 +77,15 @@ lt_status lt__partition(lt_tensor *t, const lt_mesh *mesh, const lt_placement *p
     return LT_OK;
 }
 
-lt_status lt__dtensor_wrap(lt_local *local, lt_dtype dtype, int ndim, const int64_t *shape,
-                           const lt_placement *pl, lt_dtensor **out) {
+lt_status lt__dtensor_wrap(lt_local *local, const lt_spec *spec, lt_dtensor **out) {
+    lt_dtype dtype = spec->dtype;
+    int ndim = spec->ndim;
+    const int64_t *shape = spec->shape;
     *out = NULL;
     const lt_mesh *mesh = &local->mesh;
     for (int r = 0; r < mesh->world; r++) {
         int64_t ls[LT_MAX_DIMS];
-        lt_status st = lt_local_shape_and_offset(mesh, ndim, shape, pl, r, ls, NULL);
+        lt_status st = lt_spec_local_shape(spec, r, ls, NULL);
         if (st) {
             lt_local_free(local);
             return st;
@@ -86,11 +113,9 @@ lt_status lt__dtensor_wrap(lt_local *local, lt_dtype dtype, int ndim, const int6
         return lt__err(LT_NOMEM, "out of memory");
     }
     dt->local = local;
-    dt->dtype = dtype;
-    dt->ndim = ndim;
-    memcpy(dt->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    dt->spec = *spec;
+    dt->spec.mesh = mesh;
     memcpy(dt->stride, stride, sizeof(int64_t) * (size_t)ndim);
-    memcpy(dt->placements, pl, sizeof(lt_placement) * (size_t)mesh->ndim);
     *out = dt;
     return LT_OK;
 }
@@ -127,13 +152,17 @@ static lt_status fill_from_init(const void *src, const lt_rank_layout *l, const 
     return LT_OK;
 }
 
-static lt_status build(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
-                       const lt_placement *norm, fill_fn fill, const void *src, lt_dtensor **out) {
+static lt_status build(const lt_spec *spec, fill_fn fill, const void *src, lt_dtensor **out) {
+    const lt_mesh *mesh = spec->mesh;
+    lt_dtype dt = spec->dtype;
+    int ndim = spec->ndim;
+    const int64_t *shape = spec->shape;
+    const lt_placement *norm = spec->placements;
     lt_local *local;
     LT_TRY(lt_local_new(mesh, &local));
     for (int r = 0; r < mesh->world; r++) {
         lt_rank_layout l;
-        lt_status st = lt_layout_rank(mesh, ndim, shape, norm, r, &l);
+        lt_status st = lt_spec_layout_rank(spec, r, &l);
         /* no elements (no index lists): an empty shard of the local shape */
         if (!st) st = l.lists ? fill(src, &l, shape, dt, &local->shards[r])
                               : lt_tensor_new(dt, ndim, l.local_shape, &local->shards[r]);
@@ -144,23 +173,45 @@ static lt_status build(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t
             return st;
         }
     }
-    return lt__dtensor_wrap(local, dt, ndim, shape, norm, out);
+    return lt__dtensor_wrap(local, spec, out);
 }
 
 lt_status lt_distribute(const lt_mesh *mesh, const lt_tensor *full, const lt_placement *pl, int np,
                         lt_dtensor **out) {
-    lt_placement norm[LT_MESH_MAX_DIMS];
+    lt_spec spec;
     *out = NULL;
-    LT_TRY(check_spec(mesh, full->dtype, full->ndim, full->shape, pl, np, norm, 1));
-    return build(mesh, full->dtype, full->ndim, full->shape, norm, fill_from_full, full, out);
+    LT_TRY(check_spec(mesh, full->dtype, full->ndim, full->shape, pl, np, &spec));
+    return build(&spec, fill_from_full, full, out);
+}
+
+lt_status lt_distribute_spec(const lt_spec *spec, const lt_tensor *full, lt_dtensor **out) {
+    *out = NULL;
+    int ok = full->ndim == spec->ndim;
+    for (int d = 0; ok && d < spec->ndim; d++) ok = full->shape[d] == spec->shape[d];
+    if (!ok) {
+        char a[160], b[160];
+        lt_shape_str(full->ndim, full->shape, a, sizeof a);
+        lt_shape_str(spec->ndim, spec->shape, b, sizeof b);
+        return lt__err_in(LT_SHAPE, "distribute", ": the tensor has shape %s but the spec %s", a, b);
+    }
+    LT_TRY(check_partials(spec->dtype, spec->placements, spec->mesh->ndim));
+    LT_TRY(check_room(spec));
+    return build(spec, fill_from_full, full, out);
+}
+
+lt_status lt_dtensor_init_spec(const lt_spec *spec, const lt_init *init, lt_dtensor **out) {
+    *out = NULL;
+    LT_TRY(check_partials(spec->dtype, spec->placements, spec->mesh->ndim));
+    LT_TRY(check_room(spec));
+    return build(spec, fill_from_init, init, out);
 }
 
 lt_status lt_dtensor_init(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
                           const lt_placement *pl, int np, const lt_init *init, lt_dtensor **out) {
-    lt_placement norm[LT_MESH_MAX_DIMS];
+    lt_spec spec;
     *out = NULL;
-    LT_TRY(check_spec(mesh, dt, ndim, shape, pl, np, norm, 1));
-    return build(mesh, dt, ndim, shape, norm, fill_from_init, init, out);
+    LT_TRY(check_spec(mesh, dt, ndim, shape, pl, np, &spec));
+    return build(&spec, fill_from_init, init, out);
 }
 
 const lt_tensor *lt_to_local(const lt_dtensor *dt, int rank) {
@@ -185,7 +236,7 @@ lt_status lt_dtensor_clone(const lt_dtensor *dt, lt_dtensor **out) {
             return st;
         }
     }
-    return lt__dtensor_wrap(local, dt->dtype, dt->ndim, dt->shape, dt->placements, out);
+    return lt__dtensor_wrap(local, lt_dtensor_spec(dt), out);
 }
 
 lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
@@ -217,7 +268,7 @@ lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
             }
             if (skip || partial_nonzero != pass) continue;
             lt_rank_layout l;
-            lt_status st = lt_layout_rank(mesh, dt->ndim, dt->shape, pl, r, &l);
+            lt_status st = lt_spec_layout_rank(lt_dtensor_spec(dt), r, &l);
             lt_tensor *src = dt->local->shards[r], *wide = NULL;
             if (!st && widen && l.lists) st = lt_cast(src, LT_F32, &wide);
             if (!st && l.lists) st = lt_scatter_index_sets(full, l.idx, wide ? wide : src, pass, op);
@@ -346,7 +397,12 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
             if (st) lt_local_free(local);
         }
         /* strided and nested layouts: the wrap re-derives every local shape */
-        if (!st) st = lt__dtensor_wrap(local, shards[0]->dtype, ndim, gshape, norm, out);
+        lt_spec spec;
+        if (!st) {
+            st = lt_spec_make(mesh, shards[0]->dtype, ndim, gshape, norm, np, &spec);
+            if (st) lt_local_free(local);
+        }
+        if (!st) st = lt__dtensor_wrap(local, &spec, out);
         if (st && *out == NULL && st != LT_MISMATCH) st = lt__err_ctx_in(st, "from_local", "%s", "");
     }
     lt__free(grp);

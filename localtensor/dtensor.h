@@ -1,6 +1,7 @@
 /* localtensor/dtensor.h — DTensor: a LocalTensor plus its spec.
  *
- * The spec is (mesh, global shape, global stride, dtype, placements). Every
+ * The spec is an lt_spec (mesh, dtype, global shape, placements) plus the
+ * global stride. Every
  * rank's shard has exactly the local shape that layout math gives
  * (localtensor/layout.h); missing chunks are zero-size shards. Partial mesh
  * dims hold per-rank contributions whose op-reduction over the group is the
@@ -15,18 +16,33 @@
 #include "localtensor/local.h"
 #include "localtensor/placement.h"
 #include "localtensor/random.h"
+#include "localtensor/spec.h"
 
+/* The spec fields are reachable two ways: as one value (dt->spec, what
+ * functions taking a `const lt_spec *` get) and by name (dt->dtype,
+ * dt->ndim, dt->shape, dt->placements), through an anonymous struct with
+ * the same members in the same order (C11 common initial sequence; checked
+ * by static asserts in dtensor.c). spec.mesh always points at local->mesh. */
 typedef struct lt_dtensor {
     lt_local *local;                           /* owned: one shard per rank */
-    lt_dtype dtype;
-    int ndim;
-    int64_t shape[LT_MAX_DIMS];                /* global */
+    union {
+        lt_spec spec;                          /* checked: see localtensor/spec.h */
+        struct {
+            const lt_mesh *spec_mesh_;         /* == &local->mesh; use lt_dtensor_mesh */
+            lt_dtype dtype;
+            int ndim;
+            int64_t shape[LT_MAX_DIMS];                /* global */
+            lt_placement placements[LT_MESH_MAX_DIMS]; /* normalized, one per mesh dim */
+        };
+    };
     int64_t stride[LT_MAX_DIMS];               /* global, row-major contiguous */
-    lt_placement placements[LT_MESH_MAX_DIMS]; /* normalized, one per mesh dim */
 } lt_dtensor;
 
 /* The mesh of a DTensor (borrowed). */
 static inline const lt_mesh *lt_dtensor_mesh(const lt_dtensor *dt) { return &dt->local->mesh; }
+
+/* The spec of a DTensor (borrowed; valid while dt is). */
+static inline const lt_spec *lt_dtensor_spec(const lt_dtensor *dt) { return &dt->spec; }
 
 /* distribute_tensor (docs/SEMANTICS.md §3, §4): every rank's shard from the full tensor
  * `full` (borrowed; any dtype, copied), mesh dims left to right; Partial(sum)
@@ -42,6 +58,14 @@ LT_API lt_status lt_distribute(const lt_mesh *mesh, const lt_tensor *full, const
  * as distribute does. Equal to lt_distribute of the initialised full tensor. */
 LT_API lt_status lt_dtensor_init(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
                                  const lt_placement *pl, int np, const lt_init *init, lt_dtensor **out);
+
+/* lt_distribute and lt_dtensor_init for a checked spec (borrowed; not
+ * re-checked): the DTensor has the spec's dtype (full is cast to it; its
+ * shape must be the spec's, LT_SHAPE otherwise) and the spec's placements.
+ * Errors: the Partial kinds distribute cannot produce (as above), memory,
+ * LT_NOMEM. */
+LT_API lt_status lt_distribute_spec(const lt_spec *spec, const lt_tensor *full, lt_dtensor **out);
+LT_API lt_status lt_dtensor_init_spec(const lt_spec *spec, const lt_init *init, lt_dtensor **out);
 
 /* from_local (docs/SEMANTICS.md §11.2): shards[world] (borrowed; views are kept) with
  * placements. Global shape: sharded dims sum their sizes along each group

@@ -11,11 +11,12 @@
 #include "kernels/status_impl.h"
 #include "localtensor/dtensor.h"
 
-/* Builds a DTensor from already-computed shards (takes ownership of `local`
- * and its shards even on error); checks every shard's shape against layout
- * math. For executors and ops. */
-lt_status lt__dtensor_wrap(lt_local *local, lt_dtype dt, int ndim, const int64_t *shape,
-                           const lt_placement *pl, lt_dtensor **out);
+/* Builds a DTensor of checked spec `spec` (borrowed; its mesh must equal
+ * local->mesh; the DTensor's spec points at local->mesh) from
+ * already-computed shards (takes ownership of `local` and its shards even on
+ * error); checks every shard's shape and dtype against layout math. For
+ * executors and ops. */
+lt_status lt__dtensor_wrap(lt_local *local, const lt_spec *spec, lt_dtensor **out);
 
 /* Applies the Replicate->Partial partition of mesh dims [from_dim, ndim) that
  * are Partial in pl to shard t of rank coord (sum: divide by the mesh dim

@@ -19,6 +19,7 @@
 #include "collectives_sim/program.h"
 #include "localtensor/placement.h"
 #include "localtensor/layout.h"
+#include "localtensor/spec.h"
 #include "localtensor/local.h"
 #include "localtensor/random.h"
 #include "localtensor/dtensor.h"

@@ -350,7 +350,9 @@ static lt_status wrap(const lt_op_plan *p, int j, lt_local *loc, lt_dtensor **ou
         return lt__err(LT_NOMEM, "out of memory");
     }
     memset(dt, 0, offsetof(lt_dtensor, placements));
+    memset(dt->stride, 0, sizeof dt->stride);
     dt->local = loc;
+    dt->spec.mesh = &loc->mesh;
     dt->dtype = p->out_dtype;
     dt->ndim = p->out_ndim;
     memcpy(dt->shape, p->out_shape[j], sizeof(int64_t) * (size_t)p->out_ndim);

@@ -49,10 +49,10 @@ typedef struct lt__rule_io {
  * per-rank parameters); res[p->nout] receive new tensors (ops_kernel.c). */
 lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank, const lt_tensor *const *sh,
                         lt_tensor **res);
-/* Dropout of one shard of a tensor of global shape gshape laid out by pl on
- * mesh, held by `rank` (ops_kernel.c). */
-lt_status lt__dropout_shard(const lt_tensor *x, double p, uint64_t seed, const lt_mesh *mesh, int ndim,
-                            const int64_t *gshape, const lt_placement *pl, int rank, lt_tensor **out);
+/* Dropout of one shard, held by `rank`, of the tensor of checked spec s
+ * (borrowed) (ops_kernel.c). */
+lt_status lt__dropout_shard(const lt_tensor *x, double p, uint64_t seed, const lt_spec *s, int rank,
+                            lt_tensor **out);
 
 /* Dispatches to the op's rule family (sharding_rules.c), then makes the
  * output's Partial ops a valid mix. */

@@ -66,9 +66,16 @@ lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank, cons
     case LT_OP_DIV_SCALAR:
     case LT_OP_MAXIMUM_SCALAR:
     case LT_OP_MINIMUM_SCALAR: return scalar_op(p->op, x, a->scalar, res);
-    case LT_OP_DROPOUT:
-        return lt__dropout_shard(x, a->scalar, a->seed, &p->mesh_, p->out_ndim, p->out_shape[0],
-                                 p->out_pl, rank, res);
+    case LT_OP_DROPOUT: {
+        /* the output's layout was checked when the plan was built */
+        lt_spec s = {0};
+        s.mesh = &p->mesh_;
+        s.dtype = p->out_dtype;
+        s.ndim = p->out_ndim;
+        memcpy(s.shape, p->out_shape[0], sizeof(int64_t) * (size_t)p->out_ndim);
+        memcpy(s.placements, p->out_pl, sizeof(lt_placement) * (size_t)p->mesh_.ndim);
+        return lt__dropout_shard(x, a->scalar, a->seed, &s, rank, res);
+    }
     case LT_OP_ADD: return lt_binary(LT_BINARY_ADD, x, sh[1], res);
     case LT_OP_SUB: return lt_binary(LT_BINARY_SUB, x, sh[1], res);
     case LT_OP_MUL: return lt_binary(LT_BINARY_MUL, x, sh[1], res);
@@ -115,14 +122,16 @@ lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank, cons
     }
 }
 
-lt_status lt__dropout_shard(const lt_tensor *x, double p, uint64_t seed, const lt_mesh *mesh, int ndim,
-                            const int64_t *gshape, const lt_placement *pl, int rank, lt_tensor **out) {
+lt_status lt__dropout_shard(const lt_tensor *x, double p, uint64_t seed, const lt_spec *s, int rank,
+                            lt_tensor **out) {
+    int ndim = s->ndim;
+    const int64_t *gshape = s->shape;
     *out = NULL;
     if (!(p >= 0 && p <= 1)) return lt__err(LT_INVALID, "dropout: p = %g is not in [0, 1]", p);
     if (!lt_dtype_is_float(x->dtype)) return lt__math_unsupported("dropout", x->dtype);
     if (x->ndim != ndim) return lt__err(LT_SHAPE, "dropout: shard has %d dims, tensor %d", x->ndim, ndim);
     lt_rank_layout l;
-    LT_TRY(lt_layout_rank(mesh, ndim, gshape, pl, rank, &l));
+    LT_TRY(lt_spec_layout_rank(s, rank, &l));
     lt_tensor *o = NULL;
     lt_status st = lt_tensor_empty(x->dtype, x->ndim, x->shape, &o); /* every element is written */
     int64_t gstride[LT_MAX_DIMS], idx[LT_MAX_DIMS] = {0}, n = st ? 0 : lt_numel(x);

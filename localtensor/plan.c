@@ -458,15 +458,18 @@ static void ctx_free(ctx *c) {
     lt__free(c);
 }
 
-lt_status lt__plan_build(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
-                         const lt_placement *src, const lt_placement *dst, lt_planner planner,
-                         lt_plan **out) {
+lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planner planner, lt_plan **out) {
+    const lt_mesh *mesh = from->mesh;
+    lt_dtype dtype = from->dtype;
+    int ndim = from->ndim;
+    const int64_t *shape = from->shape;
+    const lt_placement *src = from->placements;
     *out = NULL;
     /* min-cost searches the complete move set (plan_search.c); past its
      * budget, the rule-table search below, then greedy */
     int complete_over = 0;
     if (planner == LT_PLANNER_MIN_COST) {
-        lt_status mst = lt__plan_mincost(mesh, dtype, ndim, shape, src, dst, out);
+        lt_status mst = lt__plan_mincost(from, dst, out);
         if (mst != LT_OVERFLOW) return mst;
         complete_over = 1;
     }

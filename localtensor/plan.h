@@ -131,6 +131,7 @@
 #include "kernels/export.h"
 #include "kernels/tensor.h"
 #include "localtensor/placement.h"
+#include "localtensor/spec.h"
 
 /* The options of a redistribute (localtensor/redistribute.h); the planner
  * reads planner, name and no_cache. */
@@ -212,6 +213,13 @@ LT_API lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int n
                                       const int64_t *shape, const lt_placement *src,
                                       const lt_placement *dst, int np,
                                       const lt_redistribute_opts *opts, lt_plan **out);
+
+/* lt_plan_redistribute of checked specs (localtensor/spec.h; borrowed):
+ * nothing is re-validated. src and dst must describe the same tensor (mesh,
+ * dtype, global shape; LT_INVALID otherwise). Rejections, errors, caching
+ * and *out as above; messages show the specs' normalized placements. */
+LT_API lt_status lt_plan_redistribute_spec(const lt_spec *src, const lt_spec *dst,
+                                           const lt_redistribute_opts *opts, lt_plan **out);
 
 /* Releases a reference. NULL is a no-op. */
 LT_API void lt_plan_free(lt_plan *p);

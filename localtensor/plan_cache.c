@@ -67,15 +67,17 @@ static void plan_release(void *v) { lt_plan_free(v); }
 
 static lt__cache plan_cache = LT__CACHE_INIT(plan_ref, plan_release, 4096);
 
-/* Key: mesh shape, dtype, planner, global shape, normalized placements. */
-static void build_key(lt__cache_key *k, const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
-                      const lt_placement *src, const lt_placement *dst, lt_planner planner) {
+/* Key: mesh shape, dtype, planner, global shape, normalized placements of
+ * the source spec and the destination. */
+static void build_key(lt__cache_key *k, const lt_spec *src, const lt_placement *dst, lt_planner planner) {
+    const lt_mesh *mesh = src->mesh;
     k->n = 0;
-    lt__key_put(k, (uint64_t)mesh->ndim | (uint64_t)dtype << 8 | (uint64_t)planner << 16 | (uint64_t)ndim << 24);
+    lt__key_put(k, (uint64_t)mesh->ndim | (uint64_t)src->dtype << 8 | (uint64_t)planner << 16 |
+                       (uint64_t)src->ndim << 24);
     for (int i = 0; i < mesh->ndim; i++) lt__key_put(k, (uint64_t)mesh->shape[i]);
-    for (int d = 0; d < ndim; d++) lt__key_put(k, (uint64_t)shape[d]);
+    for (int d = 0; d < src->ndim; d++) lt__key_put(k, (uint64_t)src->shape[d]);
     for (int i = 0; i < mesh->ndim; i++) {
-        lt__key_placement(k, &src[i]);
+        lt__key_placement(k, &src->placements[i]);
         lt__key_placement(k, &dst[i]);
     }
 }
@@ -141,6 +143,75 @@ static lt_status reject(const lt_mesh *mesh, lt_dtype dtype, const lt_placement 
     return LT_OK;
 }
 
+static _Thread_local lt__cache_key plan_key;
+
+/* A cache hit, or NULL. `src` need not be checked: only checked specs are
+ * ever stored, so a hit means this tuple was checked before. */
+static lt_plan *cache_lookup(const lt_spec *src, const lt_placement *dst, lt_planner planner) {
+    build_key(&plan_key, src, dst, planner);
+    return lt__cache_get(&plan_cache, &plan_key, lt__cache_key_hash(&plan_key), 1);
+}
+
+/* Plans a checked pair (src spec, dst placements of the same tensor):
+ * rejections, the planners, the cache. ctxs: the context of error messages. */
+static lt_status plan_checked(const lt_spec *src, const lt_placement *dst, lt_planner planner, int use_cache,
+                              const char *ctxs, lt_plan **out) {
+    lt_status st;
+    if ((st = reject(src->mesh, src->dtype, src->placements, dst))) return lt__err_while(st, "%s", ctxs);
+    lt_plan *p;
+    if ((st = lt__plan_build(src, dst, planner, &p))) return lt__err_while(st, "%s", ctxs);
+    if (use_cache) {
+        build_key(&plan_key, src, dst, planner);
+        lt__cache_put(&plan_cache, &plan_key, lt__cache_key_hash(&plan_key), p);
+    }
+    *out = p;
+    return LT_OK;
+}
+
+static int same_tensor(const lt_spec *a, const lt_spec *b) {
+    if (a->dtype != b->dtype || a->ndim != b->ndim) return 0;
+    if (a->mesh != b->mesh && !lt_mesh_equal(a->mesh, b->mesh)) return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d]) return 0;
+    return 1;
+}
+
+lt_status lt_plan_redistribute_spec(const lt_spec *src, const lt_spec *dst, const lt_redistribute_opts *opts,
+                                    lt_plan **out) {
+    lt_planner planner = opts ? opts->planner : LT_PLANNER_MIN_COST;
+    int use_cache = !(opts && opts->no_cache);
+    *out = NULL;
+    if ((unsigned)planner >= LT_PLANNER_COUNT) return lt__err(LT_INVALID, "unknown planner %d", (int)planner);
+    if (!same_tensor(src, dst))
+        return lt__err_in(LT_INVALID, "redistribute",
+                          ": source and destination specs describe different tensors (mesh, dtype or shape)");
+    if (use_cache && (*out = cache_lookup(src, dst->placements, planner))) return LT_OK;
+    char ctxs[1400];
+    context_str(opts, src->placements, dst->placements, src->mesh->ndim, ctxs, sizeof ctxs);
+    return plan_checked(src, dst->placements, planner, use_cache, ctxs, out);
+}
+
+lt_status lt__plan_redistribute_from(const lt_spec *src, const lt_placement *dst, int np,
+                                     const lt_redistribute_opts *opts, lt_plan **out) {
+    lt_placement d[LT_MESH_MAX_DIMS];
+    lt_planner planner = opts ? opts->planner : LT_PLANNER_MIN_COST;
+    int use_cache = !(opts && opts->no_cache);
+    const lt_mesh *mesh = src->mesh;
+    *out = NULL;
+    if ((unsigned)planner >= LT_PLANNER_COUNT) return lt__err(LT_INVALID, "unknown planner %d", (int)planner);
+    if (np == mesh->ndim && use_cache && quick_normalize(src->ndim, dst, np, d) &&
+        (*out = cache_lookup(src, d, planner)))
+        return LT_OK;
+    char ctxs[1400];
+    int nfmt = np < LT_MESH_MAX_DIMS ? np : LT_MESH_MAX_DIMS;
+    context_str(opts, src->placements, dst, nfmt, ctxs, sizeof ctxs);
+    lt_spec ds;
+    lt_status st = lt_placements_check(mesh, src->ndim, dst, np, d);
+    if (!st) st = lt_spec_make(mesh, src->dtype, src->ndim, src->shape, d, np, &ds);
+    if (st) return lt__err_while(st, "%s: destination", ctxs);
+    return plan_checked(src, ds.placements, planner, use_cache, ctxs, out);
+}
+
 lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
                                const int64_t *shape, const lt_placement *src,
                                const lt_placement *dst, int np,
@@ -152,36 +223,33 @@ lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
     if ((unsigned)planner >= LT_PLANNER_COUNT) return lt__err(LT_INVALID, "unknown planner %d", (int)planner);
     if (ndim < 0 || ndim > LT_MAX_DIMS)
         return lt__err_in(LT_INVALID, "redistribute", ": tensor has %d dims; at most %d are supported", ndim, LT_MAX_DIMS);
+    lt_spec ss;
     int quick = np == mesh->ndim && quick_normalize(ndim, src, np, s) && quick_normalize(ndim, dst, np, d);
-    static _Thread_local lt__cache_key k;
     if (quick && use_cache) {
-        build_key(&k, mesh, dtype, ndim, shape, s, d, planner);
-        lt_plan *p = lt__cache_get(&plan_cache, &k, lt__cache_key_hash(&k), 1);
-        if (p) {
-            *out = p;
-            return LT_OK;
-        }
+        /* a key only, not checked (see cache_lookup) */
+        memset(&ss, 0, sizeof ss);
+        ss.mesh = mesh;
+        ss.dtype = dtype;
+        ss.ndim = ndim;
+        if (ndim > 0) memcpy(ss.shape, shape, sizeof(int64_t) * (size_t)ndim);
+        memcpy(ss.placements, s, sizeof(lt_placement) * (size_t)np);
+        if ((*out = cache_lookup(&ss, d, planner))) return LT_OK;
     }
     char ctxs[1400];
     int nfmt = np < LT_MESH_MAX_DIMS ? np : LT_MESH_MAX_DIMS;
     context_str(opts, src, dst, nfmt, ctxs, sizeof ctxs);
+    /* the checks in their historical order: both placement lists, then both
+     * layouts (so the first error reported does not change) */
     int64_t numel;
     lt_status st = lt__numel_checked(ndim, shape, lt_dtype_size(dtype), &numel);
     if (!st) st = lt_placements_check(mesh, ndim, src, np, s);
     if (st) return lt__err_while(st, "%s: source", ctxs);
     st = lt_placements_check(mesh, ndim, dst, np, d);
     if (st) return lt__err_while(st, "%s: destination", ctxs);
-    if ((st = lt_layout_check(mesh, ndim, shape, s))) return lt__err_while(st, "%s: source", ctxs);
-    if ((st = lt_layout_check(mesh, ndim, shape, d))) return lt__err_while(st, "%s: destination", ctxs);
-    if ((st = reject(mesh, dtype, s, d))) return lt__err_while(st, "%s", ctxs);
-    lt_plan *p;
-    if ((st = lt__plan_build(mesh, dtype, ndim, shape, s, d, planner, &p))) return lt__err_while(st, "%s", ctxs);
-    if (use_cache) {
-        build_key(&k, mesh, dtype, ndim, shape, s, d, planner);
-        lt__cache_put(&plan_cache, &k, lt__cache_key_hash(&k), p);
-    }
-    *out = p;
-    return LT_OK;
+    lt_spec ds;
+    if ((st = lt_spec_make(mesh, dtype, ndim, shape, s, np, &ss))) return lt__err_while(st, "%s: source", ctxs);
+    if ((st = lt_spec_make(mesh, dtype, ndim, shape, d, np, &ds))) return lt__err_while(st, "%s: destination", ctxs);
+    return plan_checked(&ss, ds.placements, planner, use_cache, ctxs, out);
 }
 
 /* ---- text table -------------------------------------------------------------------- */

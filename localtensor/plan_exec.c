@@ -18,6 +18,7 @@
 #include "localtensor/layout.h"
 #include "localtensor/plan_impl.h"
 #include "localtensor/dtensor_impl.h"
+#include "localtensor/spec_impl.h"
 
 static lt_status nomem(void) { return lt__err(LT_NOMEM, "out of memory while running a redistribute step"); }
 
@@ -199,8 +200,10 @@ static lt_status collective(lt_comm *comm, const lt__move *m, lt_tensor *const *
     }
 }
 
-lt_status lt__move_run(lt_comm *comm, const lt_mesh *mesh, const lt_placement *before, const lt_plan_step *ps,
-                       lt_tensor *const *in, lt_tensor **out) {
+lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps, lt_tensor *const *in,
+                       lt_tensor **out) {
+    const lt_mesh *mesh = from->mesh;
+    lt_spec to = lt__spec_with(from, ps->after);
     const lt__move *m = ps->move_;
     int W = mesh->world, i = m->mesh_dim, n = mesh->shape[i], nd = m->ndim;
     lt_rank_layout *la = lt__calloc((size_t)W, sizeof *la), *lb = lt__calloc((size_t)W, sizeof *lb);
@@ -210,8 +213,8 @@ lt_status lt__move_run(lt_comm *comm, const lt_mesh *mesh, const lt_placement *b
     memset(have, 0, sizeof have);
     lt_status st = la && lb && rcv && grp ? LT_OK : nomem();
     for (int r = 0; r < W && !st; r++) {
-        st = lt_layout_rank(mesh, nd, m->shape, before, r, &la[r]);
-        if (!st) st = lt_layout_rank(mesh, nd, m->shape, ps->after, r, &lb[r]);
+        st = lt_spec_layout_rank(from, r, &la[r]);
+        if (!st) st = lt_spec_layout_rank(&to, r, &lb[r]);
     }
     if (!st) st = collective(comm, m, in, rcv);
     lt_placement part[LT_MESH_MAX_DIMS];

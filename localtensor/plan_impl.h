@@ -26,6 +26,7 @@
 
 #include "kernels/status_impl.h"
 #include "localtensor/redistribute.h"
+#include "localtensor/spec.h"
 
 /* ---- the rule table's single steps (plan_rules.c) --------------------------------- */
 
@@ -88,11 +89,30 @@ size_t lt__step_bytes(const lt_mesh *mesh, int ndim, size_t esize, lt__step_kind
                       const lt_placement *from, const lt_placement *to,
                       const int64_t *before, const int64_t *after, size_t *recv);
 
-/* Plans without the cache: the placement lists are already normalized,
- * checked and not rejected. *out is a new plan (refcount 1). */
-lt_status lt__plan_build(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
-                         const lt_placement *src, const lt_placement *dst, lt_planner planner,
-                         lt_plan **out);
+/* Plans without the cache: `from` is a checked spec (localtensor/spec.h,
+ * borrowed for the call), dst[from->mesh->ndim] the destination placements,
+ * normalized and checked against the same tensor; the pair is not rejected.
+ * Nothing is re-validated. *out is a new plan (refcount 1). */
+/* The spec of plan p's tensor in placements pl, one of the plan's states
+ * (source, a step's after, destination: the planner only produces checked
+ * states). Borrows p's mesh: valid while p is. */
+static inline lt_spec lt__plan_spec(const lt_plan *p, const lt_placement *pl) {
+    lt_spec s = {0};
+    s.mesh = &p->mesh;
+    s.dtype = p->dtype;
+    s.ndim = p->ndim;
+    for (int d = 0; d < p->ndim; d++) s.shape[d] = p->shape[d];
+    for (int i = 0; i < p->mesh.ndim; i++) s.placements[i] = pl[i];
+    return s;
+}
+
+/* lt_plan_redistribute from a checked source spec (a DTensor's): only the
+ * destination list dst[np] (any spelling) is checked, with the messages of
+ * lt_plan_redistribute. */
+lt_status lt__plan_redistribute_from(const lt_spec *src, const lt_placement *dst, int np,
+                                     const lt_redistribute_opts *opts, lt_plan **out);
+
+lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planner planner, lt_plan **out);
 
 /* ---- runs and lists (plan_runs.c) ------------------------------------------------ */
 
@@ -326,13 +346,12 @@ int64_t lt__mc_move_bytes(lt__mc *c, int from, const lt__mv *mv, int *reorder);
  * the arguments of lt__plan_build). *out: a new plan. LT_OVERFLOW (no
  * message) when the search ran out of its work budget: the caller falls
  * back on greedy. */
-lt_status lt__plan_mincost(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
-                           const lt_placement *src, const lt_placement *dst, lt_plan **out);
+lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, lt_plan **out);
 
-/* Runs step ps (a min-cost step: ps->move_ set) on the shards `in` of state
- * `before` (borrowed), into out[world] (new tensors; all NULL on error). The
+/* Runs step ps (a min-cost step: ps->move_ set) on the shards `in` of the checked
+ * state `from` (borrowed), into out[world] (new tensors; all NULL on error). The
  * local work is derived from the index lists of layout math. */
-lt_status lt__move_run(lt_comm *comm, const lt_mesh *mesh, const lt_placement *before,
-                       const lt_plan_step *ps, lt_tensor *const *in, lt_tensor **out);
+lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps, lt_tensor *const *in,
+                       lt_tensor **out);
 
 #endif

@@ -230,14 +230,17 @@ static double expansion_cost(const lt__mc *c) {
     return w;
 }
 
-static lt_status mc_new(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape, const lt_placement *src,
-                        const lt_placement *dst, lt__mc **out) {
+static lt_status mc_new(const lt_spec *from, const lt_placement *dst, lt__mc **out) {
+    const lt_mesh *mesh = from->mesh;
+    const lt_placement *src = from->placements;
+    int ndim = from->ndim;
+    const int64_t *shape = from->shape;
     lt__mc *c = lt__calloc(1, sizeof *c);
     *out = c;
     if (!c) return nomem();
     lt__geo_init(&c->g, mesh, ndim, shape);
-    c->esize = lt_dtype_size(dtype);
-    c->is_float = lt_dtype_is_float(dtype);
+    c->esize = lt_dtype_size(from->dtype);
+    c->is_float = lt_dtype_is_float(from->dtype);
     c->budget = BUDGET;
     int maxn = 1;
     for (int i = 0; i < c->g.M; i++) {
@@ -437,11 +440,12 @@ static lt_status make_plan(lt__mc *c, lt_dtype dtype, const lt_placement *usrc, 
     return LT_OK;
 }
 
-lt_status lt__plan_mincost(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
-                           const lt_placement *src, const lt_placement *dst, lt_plan **out) {
+lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, lt_plan **out) {
+    lt_dtype dtype = from->dtype;
+    const lt_placement *src = from->placements;
     *out = NULL;
     lt__mc *c;
-    lt_status st = mc_new(mesh, dtype, ndim, shape, src, dst, &c);
+    lt_status st = mc_new(from, dst, &c);
     /* the destination's layout and key, then the search from the source */
     lt__list *dl = NULL;
     if (!st) {

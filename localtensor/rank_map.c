@@ -52,7 +52,7 @@ lt_status lt_dtensor_rank_map(const lt_dtensor *x, lt_rank_fn_kind fn, lt_dtenso
     lt_local *res = NULL;
     lt_status st = lt_local_map(x->local, rank_fn, &fn, &res, ints);
     if (st) return lt__err_ctx_in(st, "rank_map", " %s", fn_names[fn]);
-    st = lt__dtensor_wrap(res, x->dtype, x->ndim, x->shape, x->placements, out);
+    st = lt__dtensor_wrap(res, lt_dtensor_spec(x), out);
     if (st && ints) lt_localint_free(ints);
     return st;
 }

@@ -18,6 +18,7 @@
 #include "localtensor/plan_impl.h"
 #include "localtensor/redistribute.h"
 #include "localtensor/dtensor_impl.h"
+#include "localtensor/spec_impl.h"
 
 /* ---- local steps ---------------------------------------------------------------- */
 
@@ -103,9 +104,11 @@ static lt_status partition(const lt_tensor *t, const lt_mesh *mesh, int i, lt_re
 
 /* ---- one step -------------------------------------------------------------------- */
 
-static lt_status run_step(lt_comm *comm, const lt_mesh *mesh, const lt_placement *before,
-                          const lt_plan_step *ps, lt_tensor *const *in, lt_tensor **out) {
-    if (ps->move_) return lt__move_run(comm, mesh, before, ps, in, out);   /* a min-cost step */
+static lt_status run_step(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps, lt_tensor *const *in,
+                          lt_tensor **out) {
+    if (ps->move_) return lt__move_run(comm, from, ps, in, out);   /* a min-cost step */
+    const lt_mesh *mesh = from->mesh;
+    const lt_placement *before = from->placements;
     int i = ps->mesh_dim, m = mesh->shape[i], W = mesh->world;
     const lt_placement *a = &ps->from, *b = &ps->to;
     lt__step_kind k = lt__step_kind_of(mesh, before, i, b);
@@ -175,9 +178,10 @@ static lt_status list_bytes(const lt_plan *p, const lt_placement *pl, uint64_t *
         if (lt_placement_is_shard_like(&pl[i])) sharded[pl[i].dim] = 1;
     for (int d = 0; d < p->ndim; d++) empty |= p->shape[d] == 0;
     if (empty) return LT_OK;
+    lt_spec spec = lt__plan_spec(p, pl);
     for (int r = 0; r < p->mesh.world; r++) {
         int64_t ls[LT_MAX_DIMS];
-        LT_TRY(lt_local_shape_and_offset(&p->mesh, p->ndim, p->shape, pl, r, ls, NULL));
+        LT_TRY(lt_spec_local_shape(&spec, r, ls, NULL));
         for (int d = 0; d < p->ndim; d++)
             if (sharded[d]) *out = lt__add_sat(*out, (uint64_t)ls[d] * sizeof(int64_t));
     }
@@ -201,11 +205,11 @@ static lt_status verify_bytes(const lt_plan *p, const lt_placement *pl, uint64_t
 
 lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, int *step) {
     const lt_mesh *mesh = &plan->mesh;
-    size_t es = lt_dtype_size(plan->dtype);
     uint64_t prev, peak = 0, v;
     *bytes = 0;
     *step = -1;
-    LT_TRY(lt_layout_total_bytes(mesh, plan->ndim, plan->shape, plan->src, es, &prev));
+    lt_spec spec = lt__plan_spec(plan, plan->src);
+    LT_TRY(lt_spec_total_bytes(&spec, &prev));
     if (plan->nsteps == 0) { /* the result views the source; only verification allocates */
         if (verify) LT_TRY(verify_bytes(plan, plan->dst, prev, &peak));
         *bytes = peak;
@@ -215,7 +219,8 @@ lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, 
         const lt_plan_step *ps = &plan->steps[s];
         const lt_placement *before = plan->states_ + (size_t)s * (size_t)mesh->ndim;
         uint64_t next;
-        LT_TRY(lt_layout_total_bytes(mesh, plan->ndim, plan->shape, ps->after, es, &next));
+        spec = lt__plan_spec(plan, ps->after);
+        LT_TRY(lt_spec_total_bytes(&spec, &next));
         /* running: the previous step's output (the source itself for step 1) and
          * this one's, plus the all_gather result a strided gather reorders */
         uint64_t run = lt__add_sat(s > 0 ? prev : 0, next);
@@ -240,8 +245,10 @@ lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source
     uint64_t need, src = 0;
     int step;
     LT_TRY(lt__plan_peak_bytes(plan, verify, &need, &step));
-    if (with_source)
-        LT_TRY(lt_layout_total_bytes(&plan->mesh, plan->ndim, plan->shape, plan->src, lt_dtype_size(plan->dtype), &src));
+    if (with_source) {
+        lt_spec spec = lt__plan_spec(plan, plan->src);
+        LT_TRY(lt_spec_total_bytes(&spec, &src));
+    }
     char what[160], at[96];
     if (step < 0) snprintf(at, sizeof at, "%s", verify ? "its verification" : "nothing else");
     else snprintf(at, sizeof at, "step %d%s", step + 1, verify ? " with its verification" : "");
@@ -274,7 +281,8 @@ static lt_status view_as(const lt_dtensor *dt, const lt_placement *pl, lt_dtenso
             return st;
         }
     }
-    return lt__dtensor_wrap(local, dt->dtype, dt->ndim, dt->shape, pl, out);
+    lt_spec spec = lt__spec_with(lt_dtensor_spec(dt), pl);
+    return lt__dtensor_wrap(local, &spec, out);
 }
 
 lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
@@ -288,7 +296,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     memset(rep, 0, sizeof *rep);
     rep->step = rep->mesh_dim = rep->rank = -1;
     lt_plan *plan;
-    LT_TRY(lt_plan_redistribute(mesh, dt->dtype, dt->ndim, dt->shape, dt->placements, dst, np, opts, &plan));
+    LT_TRY(lt__plan_redistribute_from(lt_dtensor_spec(dt), dst, np, opts, &plan));
     char ctx[1200], sd[400];   /* context, formatted only on error */
     lt_comm *comm = opts ? opts->comm : NULL, *own = NULL;
     lt_status st = LT_OK;
@@ -318,8 +326,10 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         lt_local *local = NULL;
         lt_dtensor *nx = NULL;
         st = lt_local_new(mesh, &local);
-        if (!st) st = run_step(comm, mesh, before, ps, cur->local->shards, local->shards);
-        if (!st) st = lt__dtensor_wrap(local, dt->dtype, dt->ndim, dt->shape, ps->after, &nx);
+        lt_spec from = lt__spec_with(lt_dtensor_spec(dt), before);
+        if (!st) st = run_step(comm, &from, ps, cur->local->shards, local->shards);
+        lt_spec spec = lt__spec_with(lt_dtensor_spec(dt), ps->after);
+        if (!st) st = lt__dtensor_wrap(local, &spec, &nx);
         else lt_local_free(local);
         if (st) {
             step_str(plan, s, sd, sizeof sd);

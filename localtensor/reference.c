@@ -152,8 +152,10 @@ static lt_status ref_one(lt_op_kind op, const lt_tensor *const *in, int nin, con
         lt_mesh one;
         int size1 = 1;
         lt_placement r = lt_replicate();
+        lt_spec s;
         LT_TRY(lt_mesh_init(&one, 1, &size1, NULL));
-        return lt__dropout_shard(x, a->scalar, a->seed, &one, x->ndim, x->shape, &r, 0, out);
+        LT_TRY(lt_spec_make(&one, x->dtype, x->ndim, x->shape, &r, 1, &s));
+        return lt__dropout_shard(x, a->scalar, a->seed, &s, 0, out);
     }
     case LT_OP_ADD: return lt_binary(LT_BINARY_ADD, x, in[1], out);
     case LT_OP_SUB: return lt_binary(LT_BINARY_SUB, x, in[1], out);

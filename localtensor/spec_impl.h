@@ -7,8 +7,20 @@
 #ifndef LT_SPEC_IMPL_H
 #define LT_SPEC_IMPL_H
 
+#include <string.h>
+
 #include "kernels/cache_impl.h"
 #include "localtensor/placement.h"
+#include "localtensor/spec.h"
+
+/* The spec of the same tensor (mesh, dtype, shape) under placements
+ * pl[s->mesh->ndim], which the caller has checked for it (normalized, layout
+ * computable): a redistribute step's state, a reshard's destination. */
+static inline lt_spec lt__spec_with(const lt_spec *s, const lt_placement *pl) {
+    lt_spec r = *s;
+    memcpy(r.placements, pl, sizeof(lt_placement) * (size_t)s->mesh->ndim);
+    return r;
+}
 
 /* Appends the words of one normalized placement: kind, dim, rule or
  * split factor or op, and an explicit split's sizes. */

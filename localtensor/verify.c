@@ -16,6 +16,7 @@
 #include "localtensor/redistribute.h"
 #include "kernels/status_impl.h"
 #include "localtensor/dtensor_impl.h"
+#include "localtensor/spec_impl.h"
 
 static void index_str(int ndim, const int64_t *idx, char *buf, size_t n) {
     size_t used = 0;
@@ -73,12 +74,12 @@ static void free_layouts(lt_rank_layout *ls, int n) {
     lt__free(ls);
 }
 
-static lt_status layouts(const lt_mesh *mesh, int ndim, const int64_t *shape, const lt_placement *pl,
-                         lt_rank_layout **out) {
+static lt_status layouts(const lt_spec *spec, lt_rank_layout **out) {
+    const lt_mesh *mesh = spec->mesh;
     lt_rank_layout *ls = lt__calloc((size_t)mesh->world, sizeof *ls);
     if (!ls) return lt__err(LT_NOMEM, "out of memory");
     for (int r = 0; r < mesh->world; r++) {
-        lt_status st = lt_layout_rank(mesh, ndim, shape, pl, r, &ls[r]);
+        lt_status st = lt_spec_layout_rank(spec, r, &ls[r]);
         if (st) {
             free_layouts(ls, r);
             return st;
@@ -90,20 +91,20 @@ static lt_status layouts(const lt_mesh *mesh, int ndim, const int64_t *shape, co
 
 /* The reshard of a tensor without elements: every rank holds an empty shard
  * of its destination local shape (no index lists: another dim may be huge). */
-static lt_status reshard_empty(const lt_dtensor *src, const lt_placement *d, lt_dtensor **out) {
-    const lt_mesh *mesh = lt_dtensor_mesh(src);
+static lt_status reshard_empty(const lt_spec *dspec, lt_dtensor **out) {
+    const lt_mesh *mesh = dspec->mesh;
     lt_local *local;
     LT_TRY(lt_local_new(mesh, &local));
     for (int r = 0; r < mesh->world; r++) {
         int64_t ls[LT_MAX_DIMS];
-        lt_status st = lt_local_shape_and_offset(mesh, src->ndim, src->shape, d, r, ls, NULL);
-        if (!st) st = lt_tensor_new(src->dtype, src->ndim, ls, &local->shards[r]);
+        lt_status st = lt_spec_local_shape(dspec, r, ls, NULL);
+        if (!st) st = lt_tensor_new(dspec->dtype, dspec->ndim, ls, &local->shards[r]);
         if (st) {
             lt_local_free(local);
             return st;
         }
     }
-    return lt__dtensor_wrap(local, src->dtype, src->ndim, src->shape, d, out);
+    return lt__dtensor_wrap(local, dspec, out);
 }
 
 lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int np,
@@ -113,10 +114,11 @@ lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int 
     int M = mesh->ndim, W = mesh->world, ndim = src->ndim;
     lt_placement d[LT_MESH_MAX_DIMS], dpart[LT_MESH_MAX_DIMS];
     *out = NULL;
+    lt_spec dspec;   /* the destination: same tensor, placements d */
     LT_TRY(lt_placements_check(mesh, ndim, dst, np, d));
-    LT_TRY(lt_layout_check(mesh, ndim, src->shape, d));
+    LT_TRY(lt_spec_make(mesh, src->dtype, ndim, src->shape, d, np, &dspec));
     for (int i = 0; i < ndim; i++)
-        if (src->shape[i] == 0) return reshard_empty(src, d, out);
+        if (src->shape[i] == 0) return reshard_empty(&dspec, out);
 
     /* K: kept partials; NP: the source's other Partial dims (reduced) */
     int kept[LT_MESH_MAX_DIMS], red[LT_MESH_MAX_DIMS];
@@ -150,8 +152,8 @@ lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int 
         start = lt__calloc((size_t)nK * (size_t)nR + 1, sizeof(int));
         if (!order || !start) st = lt__err(LT_NOMEM, "out of memory");
     }
-    if (!st) st = layouts(mesh, ndim, src->shape, sp, &sl);
-    if (!st) st = layouts(mesh, ndim, src->shape, d, &dl);
+    if (!st) st = layouts(lt_dtensor_spec(src), &sl);
+    if (!st) st = layouts(&dspec, &dl);
     if (!st) st = lt_local_new(mesh, &local);
     if (st) goto done;
     for (int r = 0; r < W; r++) {
@@ -226,7 +228,7 @@ lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int 
         logical = NULL;
     }
     if (!st) {
-        st = lt__dtensor_wrap(local, src->dtype, ndim, src->shape, d, out);
+        st = lt__dtensor_wrap(local, &dspec, out);
         local = NULL;
     }
 done:
@@ -278,7 +280,7 @@ lt_status lt_verify_reshard(const lt_dtensor *src, const lt_dtensor *actual, int
         st = lt_compare(a, e, rtol, atol, &res);
         if (st || res.equal) continue;
         lt_rank_layout l;
-        st = lt_layout_rank(mesh, actual->ndim, actual->shape, actual->placements, r, &l);
+        st = lt_spec_layout_rank(lt_dtensor_spec(actual), r, &l);
         if (!st) st = element_mismatch(rep, step, "", r, src->ndim, &res, &l);
         lt_rank_layout_free(&l);
     }

@@ -74,7 +74,7 @@ lt_status lt_render_ranks(FILE *f, const lt_dtensor *dt, int max_values) {
     fprintf(f, "%-5s %-10s %-14s %-15s %s\n", "rank", "coord", "local_shape", "global_offset", "values");
     for (int r = 0; r < m->world; r++) {
         lt_rank_layout l;
-        LT_TRY(lt_layout_rank(m, dt->ndim, dt->shape, dt->placements, r, &l));
+        LT_TRY(lt_spec_layout_rank(lt_dtensor_spec(dt), r, &l));
         int strided = 0;
         for (int d = 0; d < dt->ndim; d++) strided |= !l.contiguous[d];
         any_strided |= strided;
@@ -161,7 +161,7 @@ lt_status lt_render_picture(FILE *f, const lt_dtensor *dt) {
         for (int i = 0; i < nr * nc; i++) cells[i].ranks = pool + (size_t)i * (size_t)m->world;
         for (int r = 0; r < m->world; r++) {
             lt_rank_layout l;
-            lt_status st = lt_layout_rank(m, dt->ndim, dt->shape, dt->placements, r, &l);
+            lt_status st = lt_spec_layout_rank(lt_dtensor_spec(dt), r, &l);
             if (st) {
                 lt__free(cells);
                 lt__free(pool);
@@ -270,7 +270,7 @@ cJSON *lt_json_ranks(const lt_dtensor *dt) {
         int64_t c64[LT_MESH_MAX_DIMS];
         int c[LT_MESH_MAX_DIMS];
         lt_rank_layout l;
-        if (lt_layout_rank(m, dt->ndim, dt->shape, dt->placements, r, &l)) {
+        if (lt_spec_layout_rank(lt_dtensor_spec(dt), r, &l)) {
             cJSON_Delete(a);
             return NULL;
         }

@@ -151,7 +151,7 @@ static int same_shape(int na, const int64_t *a, int nb, const int64_t *b) {
 /* Checks one rank; returns 1 and fills *f on the first difference, -1 when
  * out of memory (the message is in lt_errmsg()). */
 static int check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt_tensor *t, int r,
-                      const lt_mesh *mesh, rank_fail *f) {
+                      rank_fail *f) {
     char a[128], b[128];
     if (d->shapes && d->shapes[r].has) {
         const rank_shape *s = &d->shapes[r];
@@ -169,7 +169,7 @@ static int check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt
     if (d->offsets && d->offsets[r].has) {
         int64_t ls[LT_MAX_DIMS], off[LT_MAX_DIMS];
         const rank_shape *s = &d->offsets[r];
-        lt_status e = lt_local_shape_and_offset(mesh, dt->ndim, dt->shape, dt->placements, r, ls, off);
+        lt_status e = lt_spec_local_shape(lt_dtensor_spec(dt), r, ls, off);
         if (e == LT_NOMEM) return -1;   /* an error, not a failed check */
         if (e) {
             snprintf(f->msg, sizeof f->msg, "global offset: %s", lt_errmsg());
@@ -249,7 +249,7 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
     for (int r = 0; r < mesh->world; r++) {
         rank_fail *cur = first < 0 ? &f : &tmp;
         memset(cur, 0, sizeof *cur);
-        int bad = check_rank(d, v->dt, shards[r], r, mesh, cur);
+        int bad = check_rank(d, v->dt, shards[r], r, cur);
         if (bad < 0) return lt__err_ctx(LT_NOMEM, "rank %d", r);
         if (!bad) continue;
         nbad++;
@@ -339,7 +339,7 @@ static void holders_str(const lt_dtensor *dt, const int64_t *gidx, char *buf, si
         if (dt->placements[i].kind == LT_PL_PARTIAL && partial < 0) partial = i;
     for (int r = 0; r < mesh->world; r++) {
         lt_rank_layout l;
-        if (lt_layout_rank(mesh, dt->ndim, dt->shape, dt->placements, r, &l)) {
+        if (lt_spec_layout_rank(lt_dtensor_spec(dt), r, &l)) {
             buf[0] = '\0';
             return;
         }
