@@ -9,6 +9,7 @@
  */
 #include "test/kernels_testutil.h"
 #include "kernels/cache_impl.h"
+#include "kernels/status_impl.h"
 
 static void test_new_and_queries(void **state) {
     (void)state;
