@@ -28,12 +28,6 @@ typedef struct node {
     uint8_t done;
 } node;
 
-typedef struct hitem {
-    uint64_t bytes;
-    int steps;
-    int node;
-} hitem;
-
 typedef struct ctx {
     const lt_mesh *mesh;
     int M, ndim, W;
@@ -50,8 +44,7 @@ typedef struct ctx {
     int nnodes, capnodes;
     int *table;                  /* open addressing: node index + 1, 0 = empty */
     size_t tcap;
-    hitem *heap;
-    int nheap, capheap;
+    lt__pq queue;                /* (bytes, steps, 0) */
     int expanded;
 } ctx;
 
@@ -139,7 +132,7 @@ static lt__step_kind edge_kind(const ctx *c, const lt_placement *pl, int i, cons
     return k;
 }
 
-/* ---- node table and heap --------------------------------------------------------------- */
+/* ---- node table ---------------------------------------------------------------------- */
 
 static uint64_t mix(uint64_t x) {
     x ^= x >> 33;
@@ -150,7 +143,7 @@ static uint64_t mix(uint64_t x) {
 
 static void search_reset(ctx *c) {
     c->nnodes = 0;
-    c->nheap = 0;
+    c->queue.n = 0;
     if (c->table) memset(c->table, 0, sizeof(int) * c->tcap);
 }
 
@@ -199,50 +192,6 @@ static lt_status node_get(ctx *c, uint64_t key, int *idx) {
     return LT_OK;
 }
 
-static int hless(const hitem *a, const hitem *b) {
-    if (a->bytes != b->bytes) return a->bytes < b->bytes;
-    if (a->steps != b->steps) return a->steps < b->steps;
-    return a->node < b->node;
-}
-
-static lt_status heap_push(ctx *c, hitem it) {
-    if (c->nheap == c->capheap) {
-        int ncap = c->capheap ? c->capheap * 2 : 256;
-        hitem *nh = lt__realloc(c->heap, sizeof(hitem) * (size_t)ncap);
-        if (!nh) return lt__err(LT_NOMEM, "out of memory while planning");
-        c->heap = nh;
-        c->capheap = ncap;
-    }
-    int i = c->nheap++;
-    c->heap[i] = it;
-    while (i > 0) {
-        int p = (i - 1) / 2;
-        if (!hless(&c->heap[i], &c->heap[p])) break;
-        hitem t = c->heap[i];
-        c->heap[i] = c->heap[p];
-        c->heap[p] = t;
-        i = p;
-    }
-    return LT_OK;
-}
-
-static hitem heap_pop(ctx *c) {
-    hitem top = c->heap[0];
-    c->heap[0] = c->heap[--c->nheap];
-    int i = 0;
-    for (;;) {
-        int l = 2 * i + 1, r = l + 1, m = i;
-        if (l < c->nheap && hless(&c->heap[l], &c->heap[m])) m = l;
-        if (r < c->nheap && hless(&c->heap[r], &c->heap[m])) m = r;
-        if (m == i) break;
-        hitem t = c->heap[i];
-        c->heap[i] = c->heap[m];
-        c->heap[m] = t;
-        i = m;
-    }
-    return top;
-}
-
 /* ---- uniform-cost search ------------------------------------------------------------------ */
 
 /* Search budget, in rank-placement evaluations (computing the shapes of one
@@ -265,13 +214,13 @@ static lt_status search(ctx *c, uint64_t from, uint64_t goal, uint64_t *path, in
     int s;
     LT_TRY(node_get(c, from, &s));
     c->nodes[s].bytes = 0;
-    LT_TRY(heap_push(c, (hitem){0, 0, s}));
+    LT_TRY(lt__pq_push(&c->queue, (lt__pq_item){{0, 0, 0}, s}));
     lt_placement pl[LT_MESH_MAX_DIMS], nx[LT_MESH_MAX_DIMS];
     int found = -1;
-    while (c->nheap) {
-        hitem it = heap_pop(c);
+    while (c->queue.n) {
+        lt__pq_item it = lt__pq_pop(&c->queue);
         node *nd = &c->nodes[it.node];
-        if (nd->done || it.bytes != nd->bytes || it.steps != nd->steps) continue;
+        if (nd->done || it.k[0] != nd->bytes || it.k[1] != (uint64_t)nd->steps) continue;
         nd->done = 1;
         c->expanded++;
         if ((work += per_state * edges) > SEARCH_BUDGET) return LT_OVERFLOW;
@@ -304,7 +253,7 @@ static lt_status search(ctx *c, uint64_t from, uint64_t goal, uint64_t *path, in
                     tn->bytes = nb;
                     tn->steps = ns;
                     tn->prev = it.node;
-                    LT_TRY(heap_push(c, (hitem){nb, ns, t}));
+                    LT_TRY(lt__pq_push(&c->queue, (lt__pq_item){{nb, (uint64_t)ns, 0}, t}));
                 }
             }
         }
@@ -454,7 +403,7 @@ static void ctx_free(ctx *c) {
     lt__free(c->sh_b);
     lt__free(c->nodes);
     lt__free(c->table);
-    lt__free(c->heap);
+    lt__pq_free(&c->queue);
     lt__free(c);
 }
 

@@ -258,13 +258,28 @@ typedef struct lt__node {
     unsigned char done;
 } lt__node;
 
-/* A queue entry: ordered by f (bytes so far + the lower bound), then fs
- * (steps so far + 1 unless it is the destination: a lower bound of the
- * steps), then h (nearer the destination first; any order is exact here). */
-typedef struct lt__hitem {
-    uint64_t f, h;
-    int fs, node;
-} lt__hitem;
+/* The planners' priority queue (plan_queue.c): a binary min-heap of
+ * entries ordered by k[0], then k[1], then k[2], then node. The A* of
+ * plan_search.c puts in k: f (bytes so far + the lower bound), fs (steps so
+ * far + 1 unless it is the destination: a lower bound of the steps), then h
+ * (nearer the destination first; any order is exact here); the search of
+ * plan.c: bytes, steps, 0. */
+typedef struct lt__pq_item {
+    uint64_t k[3];
+    int node;
+} lt__pq_item;
+
+typedef struct lt__pq {
+    lt__pq_item *v;     /* (cap) lt__realloc; n used */
+    int n, cap;
+} lt__pq;
+
+/* LT_NOMEM ("out of memory while planning") when it cannot grow. */
+lt_status lt__pq_push(lt__pq *q, lt__pq_item it);
+/* The least entry, removed; q->n must be > 0. */
+lt__pq_item lt__pq_pop(lt__pq *q);
+/* Frees the entries; q is empty and reusable after. */
+void lt__pq_free(lt__pq *q);
 
 /* What find_state answered for one result (by two hashes of it). */
 typedef struct lt__memo {
@@ -310,8 +325,7 @@ typedef struct lt__mc {
     int nnodes, capnodes;
     int *table;                  /* open addressing: node index + 1, 0 empty */
     size_t tcap;
-    lt__hitem *heap;
-    int nheap, capheap;
+    lt__pq queue;
     int expanded;
     uint64_t goal;
     const lt__list *dlay;        /* the destination's layout (for h) */

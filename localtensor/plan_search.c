@@ -122,54 +122,10 @@ static lt_status node_get(lt__mc *c, uint64_t key, const lt__list *rk, int *idx)
     return LT_OK;
 }
 
-static int hless(const lt__hitem *a, const lt__hitem *b) {
-    if (a->f != b->f) return a->f < b->f;
-    if (a->fs != b->fs) return a->fs < b->fs;
-    if (a->h != b->h) return a->h < b->h;
-    return a->node < b->node;
-}
-
-/* The queue entry of node t (its g, steps and h set). */
-static lt__hitem hitem_of(const lt__mc *c, int t) {
+/* The queue entry of node t (its g, steps and h set; plan_impl.h says the order). */
+static lt__pq_item qitem_of(const lt__mc *c, int t) {
     const lt__node *n = &c->nodes[t];
-    return (lt__hitem){n->g + n->h, n->h, n->steps + (n->key != c->goal), t};
-}
-
-static lt_status heap_push(lt__mc *c, lt__hitem it) {
-    if (c->nheap == c->capheap) {
-        int ncap = c->capheap ? c->capheap * 2 : 256;
-        lt__hitem *nh = lt__realloc(c->heap, sizeof(lt__hitem) * (size_t)ncap);
-        if (!nh) return nomem();
-        c->heap = nh;
-        c->capheap = ncap;
-    }
-    int i = c->nheap++;
-    c->heap[i] = it;
-    while (i > 0) {
-        int p = (i - 1) / 2;
-        if (!hless(&c->heap[i], &c->heap[p])) break;
-        lt__hitem t = c->heap[i];
-        c->heap[i] = c->heap[p];
-        c->heap[p] = t;
-        i = p;
-    }
-    return LT_OK;
-}
-
-static lt__hitem heap_pop(lt__mc *c) {
-    lt__hitem top = c->heap[0];
-    c->heap[0] = c->heap[--c->nheap];
-    for (int i = 0;;) {
-        int l = 2 * i + 1, r = l + 1, m = i;
-        if (l < c->nheap && hless(&c->heap[l], &c->heap[m])) m = l;
-        if (r < c->nheap && hless(&c->heap[r], &c->heap[m])) m = r;
-        if (m == i) break;
-        lt__hitem t = c->heap[i];
-        c->heap[i] = c->heap[m];
-        c->heap[m] = t;
-        i = m;
-    }
-    return top;
+    return (lt__pq_item){{n->g + n->h, (uint64_t)(n->steps + (n->key != c->goal)), n->h}, t};
 }
 
 lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv, const lt__list *rk) {
@@ -184,7 +140,7 @@ lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, const 
         tn->steps = ns;
         tn->prev = from;
         tn->mv = *mv;
-        return heap_push(c, hitem_of(c, t));
+        return lt__pq_push(&c->queue, qitem_of(c, t));
     }
     return LT_OK;
 }
@@ -196,7 +152,7 @@ static void mc_free(lt__mc *c) {
     for (int n = 0; n < c->nnodes; n++) lt__free(c->nodes[n].lay);
     lt__free(c->nodes);
     lt__free(c->table);
-    lt__free(c->heap);
+    lt__pq_free(&c->queue);
     lt__free(c->G);
     lt__free(c->Gempty);
     lt__free(c->U);
@@ -469,12 +425,12 @@ lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, lt_plan
     if (!st) {
         c->nodes[s].g = 0;
         c->nodes[s].steps = 0;
-        st = heap_push(c, hitem_of(c, s));
+        st = lt__pq_push(&c->queue, qitem_of(c, s));
     }
-    while (!st && c->nheap) {
-        lt__hitem it = heap_pop(c);
+    while (!st && c->queue.n) {
+        lt__pq_item it = lt__pq_pop(&c->queue);
         lt__node *nd = &c->nodes[it.node];
-        if (nd->done || it.f != nd->g + nd->h || it.fs != nd->steps + (nd->key != c->goal)) continue;
+        if (nd->done || it.k[0] != nd->g + nd->h || it.k[1] != (uint64_t)(nd->steps + (nd->key != c->goal))) continue;
         nd->done = 1;
         c->expanded++;
         if (nd->key == c->goal) {
