@@ -42,8 +42,7 @@ typedef struct ctx {
     /* search state */
     node *nodes;
     int nnodes, capnodes;
-    int *table;                  /* open addressing: node index + 1, 0 = empty */
-    size_t tcap;
+    lt__keymap map;              /* key -> index into nodes */
     lt__pq queue;                /* (bytes, steps, 0) */
     int expanded;
 } ctx;
@@ -134,46 +133,14 @@ static lt__step_kind edge_kind(const ctx *c, const lt_placement *pl, int i, cons
 
 /* ---- node table ---------------------------------------------------------------------- */
 
-static uint64_t mix(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return x;
-}
-
 static void search_reset(ctx *c) {
     c->nnodes = 0;
     c->queue.n = 0;
-    if (c->table) memset(c->table, 0, sizeof(int) * c->tcap);
-}
-
-static lt_status table_grow(ctx *c) {
-    size_t ncap = c->tcap ? c->tcap * 2 : 256;
-    int *t = lt__calloc(ncap, sizeof(int));
-    if (!t) return lt__err(LT_NOMEM, "out of memory while planning");
-    for (int n = 0; n < c->nnodes; n++) {
-        size_t h = mix(c->nodes[n].key) & (ncap - 1);
-        while (t[h]) h = (h + 1) & (ncap - 1);
-        t[h] = n + 1;
-    }
-    lt__free(c->table);
-    c->table = t;
-    c->tcap = ncap;
-    return LT_OK;
+    lt__keymap_clear(&c->map);
 }
 
 /* Node of key (created when absent): *idx. */
 static lt_status node_get(ctx *c, uint64_t key, int *idx) {
-    if ((size_t)(c->nnodes + 1) * 2 > c->tcap) LT_TRY(table_grow(c));
-    size_t h = mix(key) & (c->tcap - 1);
-    while (c->table[h]) {
-        int n = c->table[h] - 1;
-        if (c->nodes[n].key == key) {
-            *idx = n;
-            return LT_OK;
-        }
-        h = (h + 1) & (c->tcap - 1);
-    }
     if (c->nnodes == c->capnodes) {
         int ncap = c->capnodes ? c->capnodes * 2 : 128;
         node *nn = lt__realloc(c->nodes, sizeof(node) * (size_t)ncap);
@@ -181,13 +148,15 @@ static lt_status node_get(ctx *c, uint64_t key, int *idx) {
         c->nodes = nn;
         c->capnodes = ncap;
     }
+    int added;
+    LT_TRY(lt__keymap_get(&c->map, key, c->nnodes, idx, &added));
+    if (!added) return LT_OK;
     node *nd = &c->nodes[c->nnodes];
     nd->key = key;
     nd->bytes = UINT64_MAX;
     nd->steps = 0;
     nd->prev = -1;
     nd->done = 0;
-    c->table[h] = c->nnodes + 1;
     *idx = c->nnodes++;
     return LT_OK;
 }
@@ -402,7 +371,7 @@ static void ctx_free(ctx *c) {
     lt__free(c->sh_a);
     lt__free(c->sh_b);
     lt__free(c->nodes);
-    lt__free(c->table);
+    lt__keymap_free(&c->map);
     lt__pq_free(&c->queue);
     lt__free(c);
 }

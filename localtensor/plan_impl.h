@@ -258,7 +258,9 @@ typedef struct lt__node {
     unsigned char done;
 } lt__node;
 
-/* The planners' priority queue (plan_queue.c): a binary min-heap of
+/* ---- search bookkeeping of both planners (plan_frontier.c) ------------------------ */
+
+/* The planners' priority queue: a binary min-heap of
  * entries ordered by k[0], then k[1], then k[2], then node. The A* of
  * plan_search.c puts in k: f (bytes so far + the lower bound), fs (steps so
  * far + 1 unless it is the destination: a lower bound of the steps), then h
@@ -280,6 +282,25 @@ lt_status lt__pq_push(lt__pq *q, lt__pq_item it);
 lt__pq_item lt__pq_pop(lt__pq *q);
 /* Frees the entries; q is empty and reusable after. */
 void lt__pq_free(lt__pq *q);
+
+/* A state's key -> its node index (open addressing, at most half full). */
+typedef struct lt__keymap_slot {
+    uint64_t key;
+    int idx1;           /* node index + 1; 0: empty */
+} lt__keymap_slot;
+
+typedef struct lt__keymap {
+    lt__keymap_slot *slot;   /* (cap) lt__calloc */
+    size_t n, cap;
+} lt__keymap;
+
+/* *idx = the node of key; when absent, key gets index `next` (the caller
+ * then creates that node) and *added = 1. LT_NOMEM ("out of memory while
+ * planning") when the map cannot grow. */
+lt_status lt__keymap_get(lt__keymap *m, uint64_t key, int next, int *idx, int *added);
+/* Empties the map, keeping its memory. */
+void lt__keymap_clear(lt__keymap *m);
+void lt__keymap_free(lt__keymap *m);
 
 /* What find_state answered for one result (by two hashes of it). */
 typedef struct lt__memo {
@@ -323,8 +344,7 @@ typedef struct lt__mc {
     /* nodes */
     lt__node *nodes;
     int nnodes, capnodes;
-    int *table;                  /* open addressing: node index + 1, 0 empty */
-    size_t tcap;
+    lt__keymap map;              /* key -> index into nodes */
     lt__pq queue;
     int expanded;
     uint64_t goal;

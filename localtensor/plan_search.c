@@ -28,28 +28,6 @@ static lt_status nomem(void) { return lt__err(LT_NOMEM, "out of memory while pla
 
 /* ---- nodes and queue ----------------------------------------------------------------------- */
 
-static uint64_t mix(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return x;
-}
-
-static lt_status table_grow(lt__mc *c) {
-    size_t ncap = c->tcap ? c->tcap * 2 : 256;
-    int *t = lt__calloc(ncap, sizeof(int));
-    if (!t) return nomem();
-    for (int n = 0; n < c->nnodes; n++) {
-        size_t h = mix(c->nodes[n].key) & (ncap - 1);
-        while (t[h]) h = (h + 1) & (ncap - 1);
-        t[h] = n + 1;
-    }
-    lt__free(c->table);
-    c->table = t;
-    c->tcap = ncap;
-    return LT_OK;
-}
-
 /* Elements of the destination that ranks holding blocks rk (W x ndim
  * lists: a layout's last level) lack, in bytes. */
 static uint64_t lower_bound(const lt__mc *c, const lt__list *rk) {
@@ -87,16 +65,6 @@ lt_status lt__mc_layout(lt__mc *c, int idx) {
  * ranks' blocks, W x ndim lists; NULL: from its layout, built now);
  * its layout is built when it is expanded (lt__mc_layout). */
 static lt_status node_get(lt__mc *c, uint64_t key, const lt__list *rk, int *idx) {
-    if ((size_t)(c->nnodes + 1) * 2 > c->tcap) LT_TRY(table_grow(c));
-    size_t h = mix(key) & (c->tcap - 1);
-    while (c->table[h]) {
-        int n = c->table[h] - 1;
-        if (c->nodes[n].key == key) {
-            *idx = n;
-            return LT_OK;
-        }
-        h = (h + 1) & (c->tcap - 1);
-    }
     if (c->nnodes == c->capnodes) {
         int ncap = c->capnodes ? c->capnodes * 2 : 64;
         lt__node *nn = lt__realloc(c->nodes, sizeof(lt__node) * (size_t)ncap);
@@ -104,6 +72,9 @@ static lt_status node_get(lt__mc *c, uint64_t key, const lt__list *rk, int *idx)
         c->nodes = nn;
         c->capnodes = ncap;
     }
+    int added;
+    LT_TRY(lt__keymap_get(&c->map, key, c->nnodes, idx, &added));
+    if (!added) return LT_OK;
     int n = c->nnodes;
     lt__node *nd = &c->nodes[n];
     memset(nd, 0, sizeof *nd);
@@ -117,8 +88,6 @@ static lt_status node_get(lt__mc *c, uint64_t key, const lt__list *rk, int *idx)
         rk = c->nodes[n].lay + c->g.off[c->g.M];
     }
     c->nodes[n].h = c->dlay ? lower_bound(c, rk) : 0;
-    c->table[h] = n + 1;
-    *idx = n;
     return LT_OK;
 }
 
@@ -151,7 +120,7 @@ static void mc_free(lt__mc *c) {
     if (!c) return;
     for (int n = 0; n < c->nnodes; n++) lt__free(c->nodes[n].lay);
     lt__free(c->nodes);
-    lt__free(c->table);
+    lt__keymap_free(&c->map);
     lt__pq_free(&c->queue);
     lt__free(c->G);
     lt__free(c->Gempty);
