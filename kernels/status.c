@@ -212,3 +212,17 @@ void lt__assert_fail(const char *expr, const char *file, int line) {
     fprintf(stderr, "localtensor: internal invariant failed: %s (%s:%d)\n", expr, file, line);
     abort();
 }
+
+void lt__sb_printf(lt__sbuf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = b->len < b->cap ? b->cap - b->len : 0;
+    int w = vsnprintf(room ? b->buf + b->len : NULL, room, fmt, ap);
+    va_end(ap);
+    if (w > 0) b->len += (size_t)w;
+}
+
+size_t lt__sb_finish(lt__sbuf *b) {
+    if (b->cap) b->buf[b->len < b->cap ? b->len : b->cap - 1] = '\0';
+    return b->len;
+}

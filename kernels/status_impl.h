@@ -104,4 +104,20 @@ void lt__assert_fail(const char *expr, const char *file, int line);
         if (lt__st_ != LT_OK) return lt__st_;                                    \
     } while (0)
 
+/* Text built by appending formatted pieces into a caller's buffer (reports,
+ * tables): `len` counts what the whole text needs, as snprintf does, so a
+ * first pass with cap 0 sizes the buffer of a second one. */
+typedef struct lt__sbuf {
+    char *buf;            /* (cap) the caller's, may be NULL when cap is 0 */
+    size_t cap, len;      /* len: what the full text needs so far */
+} lt__sbuf;
+
+void lt__sb_printf(lt__sbuf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* NUL-terminates what fitted (when cap > 0); returns len. */
+size_t lt__sb_finish(lt__sbuf *b);
+
 #endif

@@ -254,42 +254,23 @@ lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
 
 /* ---- text table -------------------------------------------------------------------- */
 
-typedef struct sbuf {
-    char *buf;
-    size_t cap, len;   /* len: wanted length so far */
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    size_t room = b->len < b->cap ? b->cap - b->len : 0;
-    int w = vsnprintf(room ? b->buf + b->len : NULL, room, fmt, ap);
-    va_end(ap);
-    if (w > 0) b->len += (size_t)w;
-}
-
 static void mesh_dim_str(const lt_mesh *m, int i, char *buf, size_t n) {
     if (m->names[i][0]) snprintf(buf, n, "%d (%s)", i, m->names[i]);
     else snprintf(buf, n, "%d", i);
 }
 
 int lt_plan_format(const lt_plan *p, char *buf, size_t n) {
-    sbuf b = {buf, n, 0};
+    lt__sbuf b = {buf, n, 0};
     if (n) buf[0] = '\0';
     char ms[128], shp[128], a[512], c[512];
     lt_mesh_str(&p->mesh, ms, sizeof ms);
     lt_shape_str(p->ndim, p->shape, shp, sizeof shp);
     lt_placements_format(p->src, p->mesh.ndim, a, sizeof a);
     lt_placements_format(p->dst, p->mesh.ndim, c, sizeof c);
-    sb_printf(&b, "plan (%s) of %s %s on mesh %s: %s -> %s\n", lt_planner_name(p->planner), shp,
+    lt__sb_printf(&b, "plan (%s) of %s %s on mesh %s: %s -> %s\n", lt_planner_name(p->planner), shp,
               lt_dtype_name(p->dtype), ms, a, c);
     if (p->nsteps == 0) {
-        sb_printf(&b, "  no steps (the placements already agree)\n");
+        lt__sb_printf(&b, "  no steps (the placements already agree)\n");
         return (int)b.len;
     }
     /* column widths */
@@ -307,7 +288,7 @@ int lt_plan_format(const lt_plan *p, char *buf, size_t n) {
         if (l2 > wtr) wtr = l2;
         if (l3 > wco) wco = l3;
     }
-    sb_printf(&b, "  %-4s  %-*s  %-*s  %-*s  %12s  %12s  %s\n", "step", wmd, "mesh dim", wtr, "from -> to",
+    lt__sb_printf(&b, "  %-4s  %-*s  %-*s  %-*s  %12s  %12s  %s\n", "step", wmd, "mesh dim", wtr, "from -> to",
               wco, "collective", "bytes/rank", "bytes total", "placements after");
     for (int s = 0; s < p->nsteps; s++) {
         const lt_plan_step *ps = &p->steps[s];
@@ -318,10 +299,10 @@ int lt_plan_format(const lt_plan *p, char *buf, size_t n) {
         snprintf(tr, sizeof tr, "%s -> %s", f, t);
         lt_plan_step_action(ps, co, sizeof co);
         lt_placements_format(ps->after, p->mesh.ndim, after, sizeof after);
-        sb_printf(&b, "  %4d  %-*s  %-*s  %-*s  %12zu  %12zu  %s\n", s + 1, wmd, md, wtr, tr, wco, co,
+        lt__sb_printf(&b, "  %4d  %-*s  %-*s  %-*s  %12zu  %12zu  %s\n", s + 1, wmd, md, wtr, tr, wco, co,
                   ps->bytes_per_rank, ps->bytes_total, after);
     }
-    sb_printf(&b, "  total: %d step%s, %d collective%s, %zu bytes moved\n", p->nsteps,
+    lt__sb_printf(&b, "  total: %d step%s, %d collective%s, %zu bytes moved\n", p->nsteps,
               p->nsteps == 1 ? "" : "s", p->ncomm, p->ncomm == 1 ? "" : "s", p->total_bytes);
     return (int)b.len;
 }
