@@ -247,6 +247,7 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
     size_t used = 0;
     rank_fail f, tmp;
     for (int r = 0; r < mesh->world; r++) {
+        if (!lt__sc_rank_runs(rc, st, r)) continue;   /* ranks: / when:, or waiting in a collective */
         rank_fail *cur = first < 0 ? &f : &tmp;
         memset(cur, 0, sizeof *cur);
         int bad = check_rank(d, v->dt, shards[r], r, mesh, cur);
