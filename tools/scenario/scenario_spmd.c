@@ -373,7 +373,12 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
         res = NULL;
     }
     lt_local_free(res);
-    if (s) return s;
+    if (s) {
+        /* the calls posted in this step cannot be completed: drop the per-rank
+         * program's state (the case stops, or expect_error goes on from here) */
+        matcher_reset(rc);
+        return s;
+    }
     /* Is the outcome certain? A group along md whose members all wait in it
      * but did not complete disagrees; or no rank runs any more. */
     int running = 0, stuck = 0;
