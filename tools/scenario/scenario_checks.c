@@ -754,6 +754,8 @@ lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
     lt_status s;
     if (d->inner.type) {
         s = lt__sc_run_step(rc, &d->inner);
+        /* a rank's error while others wait: the rank_failed report */
+        if (s && d->hang >= 0 && !(s == LT_MISMATCH && rc->failed_check)) s = lt__sc_rank_failed(rc, st, s);
     } else {
         rc->failed_check = 0;
         lt__err_clear();

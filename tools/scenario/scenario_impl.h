@@ -334,6 +334,7 @@ typedef struct sc_run_ctx {
     int step_index;           /* of the step running */
     int hung;                 /* a would-hang report ended the per-rank program */
     int hang_kind;            /* lt_hang_kind of the last report, -1: none */
+    int failed_rank;          /* the rank a per-rank step failed on, -1: none or not one rank */
 } sc_run_ctx;
 
 /* The value named `name` (must exist: the loader checked). */
@@ -379,6 +380,11 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
  * The matcher is reset either way. */
 lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st);
 void lt__sc_spmd_free(sc_run_ctx *rc);
+/* A per-rank step failed on rank rc->failed_rank (status st, lt_errmsg())
+ * while other ranks wait in a collective: that rank's program ends with the
+ * error and the per-rank program stops with a rank_failed report (a failed
+ * check of st). Returns st unchanged when that does not apply. */
+lt_status lt__sc_rank_failed(sc_run_ctx *rc, const sc_step *step, lt_status st);
 /* A shard for rank r that skipped a step defining `as`: its older shard of
  * `as` when that is a LocalTensor, else a placeholder shaped like `like`. */
 lt_status lt__sc_skipped_shard(sc_run_ctx *rc, const char *as, int r, const lt_tensor *like, lt_tensor **out);

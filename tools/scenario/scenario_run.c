@@ -140,6 +140,7 @@ static void record(sc_run_ctx *rc, const lt_sc_failure *f) {
 lt_status lt__sc_run_step(sc_run_ctx *rc, const sc_step *st) {
     rc->failed_check = 0;
     rc->did_check = 0;
+    rc->failed_rank = -1;
     lt__err_clear();
     return st->type->run(rc, st);
 }
@@ -230,6 +231,7 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
                          c->tensors[i].name, lt_errmsg());
     }
     rc.hang_kind = -1;
+    rc.failed_rank = -1;
     for (int i = 0; i < c->nsteps && c->res.status != LT_SC_ERROR && !rc.hung; i++) {
         const sc_step *s = &c->steps[i];
         rc.step_index = i;
@@ -241,6 +243,9 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
             st = lt__sc_program_end(&rc, s);
         } else {
             st = lt__sc_run_step(&rc, s);
+            /* a rank's error while others wait in a collective: report where
+             * everyone is (kind rank_failed) */
+            if (st && !(st == LT_MISMATCH && rc.failed_check)) st = lt__sc_rank_failed(&rc, s, st);
         }
         int counted = s->type->is_check || rc.did_check || rc.failed_check;
         if (counted) c->res.checks++;

@@ -156,6 +156,7 @@ lt_status lt__sc_run_local_tensor(sc_run_ctx *rc, const sc_step *st) {
         }
         if (s) {
             char cs[96];
+            rc->failed_rank = r;
             s = lt__err_ctx_in(s, "local_tensor", ": rank %d (coord %s)", r, coord_str(mesh, r, cs, sizeof cs));
         }
     }
@@ -200,7 +201,7 @@ lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st) {
     if (!rc->mt) return LT_OK;
     lt_status s = LT_OK;
     for (int r = 0; r < rc->c->mesh.world && !s; r++)
-        if (!rc->blocked[r]) s = lt_match_finish(rc->mt, r);
+        if (!rc->blocked[r] && r != rc->failed_rank) s = lt_match_finish(rc->mt, r);
     lt_match_report *rep = NULL;
     if (!s) s = lt_match_check(rc->mt, &rep);
     matcher_reset(rc);
@@ -219,6 +220,19 @@ lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st) {
     s = lt__sc_check_fail(rc, st, -1, NULL, NULL, NULL, NULL, "%s", text);
     lt__free(text);
     return s;
+}
+
+lt_status lt__sc_rank_failed(sc_run_ctx *rc, const sc_step *step, lt_status st) {
+    int r = rc->failed_rank;
+    if (!rc->mt || r < 0 || r >= rc->c->mesh.world || rc->blocked[r] || !lt__sc_any_blocked(rc) || st == LT_NOMEM)
+        return st;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", lt_errmsg());
+    lt_status s = lt_match_fail(rc->mt, r, st, msg);
+    if (s) return s;
+    rc->failed_check = 0;
+    lt__err_clear();
+    return lt__sc_program_end(rc, step);
 }
 
 /* Runs one completed group's collective: on the case's communicator when
