@@ -335,6 +335,7 @@ typedef struct sc_run_ctx {
     int hung;                 /* a would-hang report ended the per-rank program */
     int hang_kind;            /* lt_hang_kind of the last report, -1: none */
     int failed_rank;          /* the rank a per-rank step failed on, -1: none or not one rank */
+    int ended_rank;           /* the rank whose program ended with that error (the matcher knows), or -1 */
 } sc_run_ctx;
 
 /* The value named `name` (must exist: the loader checked). */

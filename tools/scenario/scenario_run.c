@@ -232,6 +232,7 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
     }
     rc.hang_kind = -1;
     rc.failed_rank = -1;
+    rc.ended_rank = -1;
     for (int i = 0; i < c->nsteps && c->res.status != LT_SC_ERROR && !rc.hung; i++) {
         const sc_step *s = &c->steps[i];
         rc.step_index = i;

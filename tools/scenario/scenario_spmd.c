@@ -185,6 +185,7 @@ static lt_status ensure_matcher(sc_run_ctx *rc) {
 static void matcher_reset(sc_run_ctx *rc) {
     lt_match_free(rc->mt);
     rc->mt = NULL;
+    rc->ended_rank = -1;
     if (rc->blocked) memset(rc->blocked, 0, (size_t)rc->c->mesh.world);
 }
 
@@ -201,24 +202,20 @@ lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st) {
     if (!rc->mt) return LT_OK;
     lt_status s = LT_OK;
     for (int r = 0; r < rc->c->mesh.world && !s; r++)
-        if (!rc->blocked[r] && r != rc->failed_rank) s = lt_match_finish(rc->mt, r);
+        if (!rc->blocked[r] && r != rc->ended_rank) s = lt_match_finish(rc->mt, r);
     lt_match_report *rep = NULL;
     if (!s) s = lt_match_check(rc->mt, &rep);
     matcher_reset(rc);
     if (s == LT_OK || !rep) return s;
-    size_t need = lt_match_report_format(rep, NULL, 0);
-    char *text = lt__malloc(need + 1);
-    if (!text) {
-        lt_match_report_free(rep);
-        return lt__err(LT_NOMEM, "out of memory");
-    }
-    lt_match_report_format(rep, text, need + 1);
-    while (need > 0 && text[need - 1] == '\n') text[--need] = '\0';
+    /* one call (a failure message holds at most 2 KiB: lt__sc_check_fail) */
+    char text[2048];
+    size_t len = lt_match_report_format(rep, text, sizeof text);
+    if (len >= sizeof text) len = sizeof text - 1;
+    while (len > 0 && text[len - 1] == '\n') text[--len] = '\0';
     rc->hung = 1;
     rc->hang_kind = (int)rep->kind;
     lt_match_report_free(rep);
     s = lt__sc_check_fail(rc, st, -1, NULL, NULL, NULL, NULL, "%s", text);
-    lt__free(text);
     return s;
 }
 
@@ -230,6 +227,7 @@ lt_status lt__sc_rank_failed(sc_run_ctx *rc, const sc_step *step, lt_status st) 
     snprintf(msg, sizeof msg, "%s", lt_errmsg());
     lt_status s = lt_match_fail(rc->mt, r, st, msg);
     if (s) return s;
+    rc->ended_rank = r;
     rc->failed_check = 0;
     lt__err_clear();
     return lt__sc_program_end(rc, step);
