@@ -379,6 +379,57 @@ static void test_sweep_expansion(void **state) {
 
 /* A copy of a library scenario with one expected value changed must fail
  * with exit 1 naming the rank, index, expected and actual. */
+/* A per-rank program that would hang fails its case (exit 1) with the
+ * would-hang report at the step of the waiting call; the kinds of
+ * docs/SEMANTICS.md §12, each where the outcome becomes certain. */
+static void test_would_hang(void **state) {
+    (void)state;
+    char path[600], *out, *err;
+    tmp_path(path, sizeof path, "hang.yaml");
+    const char *args[] = {path};
+    write_file(path,
+               "- name: missing\n  mesh: {shape: [2, 2], names: [dp, tp]}\n  steps:\n"
+               "    - local_tensor: {shape: [1], values: 'rank', as: a}\n"
+               "    - collective: {kind: all_reduce, mesh_dim: tp, tensor: a, as: s}\n"
+               "      when: 'rank != 3'\n"
+               "    - local_op: {op: neg, inputs: a, as: b}\n"
+               "- name: cycle\n  mesh: {shape: [2, 2], names: [dp, tp]}\n  steps:\n"
+               "    - local_tensor: {shape: [1], values: 'rank', as: a}\n"
+               "    - collective: {kind: barrier, mesh_dim: dp}\n"
+               "      when: 'dp == tp'\n"
+               "    - collective: {kind: barrier, mesh_dim: tp}\n"
+               "      when: 'dp != tp'\n"
+               "    - expect_local: {tensor: a, ranks: [[5], [5], [5], [5]]}\n"
+               "- name: mismatch_then_global\n  mesh: 2\n  tensors: {x: {shape: [2]}}\n  steps:\n"
+               "    - local_tensor: {shape: [rank + 1], values: 'i', as: a}\n"
+               "    - collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: s}\n"
+               "    - distribute: {tensor: x, placements: [R], as: xd}\n"
+               "- name: missing_at_global_step\n  mesh: 2\n  tensors: {x: {shape: [2]}}\n  steps:\n"
+               "    - collective: {kind: barrier, mesh_dim: 0}\n"
+               "      ranks: [1]\n"
+               "    - distribute: {tensor: x, placements: [R], as: xd}\n");
+    assert_int_equal(run_cli(args, 1, &out, &err), 1);
+    const char *want[] = {
+        /* rank 3 skipped the tp sum; the local_op still ran on rank 3 */
+        ":5:7: would hang (missing): on mesh dim 1 (tp), group 1 [2,3], call #1: rank 2 waits in all_reduce(op=sum) f32 (1) at ",
+        "but rank 3 finished without making that call",
+        /* the cycle is known once no rank runs: at the second barrier, before the check */
+        ":14:7: would hang (cycle): every rank waits for another: rank 0 waits in barrier at ",
+        /* shapes (1) and (2) disagree: known at the collective itself */
+        ":22:7: would hang (mismatch): on mesh dim 0, group 0 [0,1], call #1: ",
+        "the shapes differ",
+        /* rank 0 reaches distribute, which rank 1 never can: reported there */
+        ":30:7: would hang (missing): on mesh dim 0, group 0 [0,1], call #1: rank 1 waits in barrier at ",
+        "hang.yaml:28, but rank 0 finished without making that call",
+        "0 passed, 4 failed, 0 errors"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        if (!strstr(out, want[i])) fail_msg("output lacks '%s':\n%s", want[i], out);
+    if (strstr(out, "expect_local")) fail_msg("a check ran after the per-rank program stopped:\n%s", out);
+    free(out);
+    free(err);
+    remove(path);
+}
+
 static void test_wrong_expectation(void **state) {
     (void)state;
     char *text = slurp("scenarios/placements/chunk_rule.yaml", NULL);
@@ -840,7 +891,7 @@ int main(int argc, char **argv) {
     else snprintf(g_tmpdir, sizeof g_tmpdir, "test_scenarios.tmp");
     mkdir(g_tmpdir, 0700);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_scenarios),   cmocka_unit_test(test_big_file),
+        cmocka_unit_test(test_bad_scenarios),   cmocka_unit_test(test_would_hang),   cmocka_unit_test(test_big_file),
         cmocka_unit_test(test_generated_nesting), cmocka_unit_test(test_loader_limits),
         cmocka_unit_test(test_sweep_expansion), cmocka_unit_test(test_wrong_expectation),
         cmocka_unit_test(test_reports),         cmocka_unit_test(test_usage),

@@ -247,6 +247,7 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
     size_t used = 0;
     rank_fail f, tmp;
     for (int r = 0; r < mesh->world; r++) {
+        if (!lt__sc_rank_runs(rc, st, r)) continue;   /* ranks: / when:, or waiting in a collective */
         rank_fail *cur = first < 0 ? &f : &tmp;
         memset(cur, 0, sizeof *cur);
         int bad = check_rank(d, v->dt, shards[r], r, cur);
@@ -660,9 +661,10 @@ lt_status lt__sc_run_expect_comm(sc_run_ctx *rc, const sc_step *st) {
 /* ---- expect_error ------------------------------------------------------------------------- */
 
 typedef struct {
-    sc_step inner;
+    sc_step inner;            /* inner.type NULL: no step (hang: the per-rank program ends here) */
     const char *contains;     /* NULL: any message */
     int status;               /* lt_status, -1: any */
+    int hang;                 /* lt_hang_kind, -1: not asked */
 } expect_error_data;
 
 static const char *const status_keys[] = {
@@ -696,7 +698,8 @@ lt_status lt__sc_parse_expect_error(sc_parse_ctx *pc, const sc_node *body, sc_st
                           lt__sc_kind_name(body));
     NEW_DATA(expect_error_data, d);
     d->status = -1;
-    const sc_node *step_key = NULL, *step_body = NULL;
+    d->hang = -1;
+    const sc_node *step_key = NULL, *step_body = NULL, *sel = NULL, *sel_val = NULL;
     for (int i = 0; i < body->n; i++) {
         const sc_node *k = body->kids[2 * i], *v = body->kids[2 * i + 1];
         if (!strcmp(k->str, "contains")) {
@@ -706,6 +709,16 @@ lt_status lt__sc_parse_expect_error(sc_parse_ctx *pc, const sc_node *body, sc_st
             LT_TRY(lt__sc_str(v, "expect_error: status", &s));
             if ((d->status = status_parse(s)) <= 0)
                 return lt__sc_err(v, LT_INVALID, "expect_error: status: '%s' is not an error status (invalid, shape, dtype, overflow, unsupported, mismatch, nomem, io)", s);
+        } else if (!strcmp(k->str, "ranks") || !strcmp(k->str, "when")) {
+            if (sel) return lt__sc_err(k, LT_INVALID, "expect_error: give either ranks: or when:, not both");
+            sel = k;
+            sel_val = v;
+        } else if (!strcmp(k->str, "hang")) {
+            const char *s;
+            lt_hang_kind hk;
+            LT_TRY(lt__sc_str(v, "expect_error: hang", &s));
+            if (lt_hang_kind_parse(s, &hk)) return lt__sc_err_at(v, LT_INVALID);
+            d->hang = (int)hk;
         } else if (lt__sc_step_type(k->str)) {
             if (step_key)
                 return lt__sc_err(k, LT_INVALID, "expect_error: wraps one step; '%s' is a second one (first: '%s')", k->str,
@@ -713,16 +726,19 @@ lt_status lt__sc_parse_expect_error(sc_parse_ctx *pc, const sc_node *body, sc_st
             step_key = k;
             step_body = v;
         } else {
-            return lt__sc_err(k, LT_INVALID, "unknown key '%s' in expect_error (expected contains, status, and one step: %s)", k->str,
+            return lt__sc_err(k, LT_INVALID, "unknown key '%s' in expect_error (expected contains, status, hang, and one step: %s)", k->str,
                               lt__sc_step_names());
         }
     }
-    if (!step_key) return lt__sc_err(body, LT_INVALID, "expect_error: no step to run (wrap one of: %s)", lt__sc_step_names());
+    if (!step_key && sel) return lt__sc_err(sel, LT_INVALID, "expect_error: %s: applies to the wrapped step, and there is none", sel->str);
+    if (!step_key && d->hang >= 0) return LT_OK;   /* the per-rank program must be stuck here */
+    if (!step_key) return lt__sc_err(body, LT_INVALID, "expect_error: no step to run (wrap one of: %s; or give hang: to check that the per-rank program would hang here)", lt__sc_step_names());
     if (!strcmp(step_key->str, "expect_error"))
         return lt__sc_err(step_key, LT_INVALID, "expect_error: cannot wrap another expect_error");
     const sc_step_type *t = lt__sc_step_type(step_key->str);
     d->inner.type = t;
     d->inner.pos = (sc_pos){step_key->file, step_key->line, step_key->col};
+    if (sel) LT_TRY(lt__sc_parse_selection(pc, t, sel, sel_val, &d->inner));
     int saved = pc->in_expect_error;
     pc->in_expect_error = 1;
     lt_status s = t->parse(pc, step_body, &d->inner);
@@ -734,18 +750,41 @@ lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
     const expect_error_data *d = st->data;
     int saved = rc->capturing;
     rc->capturing = 1;
-    lt_status s = lt__sc_run_step(rc, &d->inner);
+    rc->hang_kind = -1;
+    lt_status s;
+    if (d->inner.type) {
+        s = lt__sc_run_step(rc, &d->inner);
+        /* a rank's error while others wait: the rank_failed report */
+        if (s && d->hang >= 0 && !(s == LT_MISMATCH && rc->failed_check)) s = lt__sc_rank_failed(rc, st, s);
+    } else {
+        rc->failed_check = 0;
+        lt__err_clear();
+        s = lt__sc_program_end(rc, st);
+    }
     rc->capturing = saved;
     rc->failed_check = 0;
+    int hung = rc->hang_kind;
+    rc->hung = 0;   /* expected or not, the report is this check's result */
     /* running out of memory is never the error a scenario expects (unless
      * it asks for status nomem): the case stops as an error */
     if (s == LT_NOMEM && d->status != LT_NOMEM) return s;
     char msg[1200];
     snprintf(msg, sizeof msg, "%s", lt_errmsg());
-    const char *name = d->inner.type->name;
+    const char *name = d->inner.type ? d->inner.type->name : "the per-rank program";
     char want[300];
-    snprintf(want, sizeof want, "an error%s%s%s%s%s", d->status >= 0 ? " of status " : "", d->status >= 0 ? status_key(d->status) : "",
-             d->contains ? " containing '" : "", d->contains ? d->contains : "", d->contains ? "'" : "");
+    if (d->hang >= 0)
+        snprintf(want, sizeof want, "a would-hang report (%s)%s%s%s", lt_hang_kind_name((lt_hang_kind)d->hang),
+                 d->contains ? " containing '" : "", d->contains ? d->contains : "", d->contains ? "'" : "");
+    else
+        snprintf(want, sizeof want, "an error%s%s%s%s%s", d->status >= 0 ? " of status " : "", d->status >= 0 ? status_key(d->status) : "",
+                 d->contains ? " containing '" : "", d->contains ? d->contains : "", d->contains ? "'" : "");
+    if (s == LT_OK && d->hang >= 0)
+        return lt__sc_check_fail(rc, st, -1, NULL, want, "every collective completed", NULL,
+                                 "expect_error: %s would not hang, but %s was expected", name, want);
+    if (s != LT_OK && d->hang >= 0 && hung != d->hang)
+        return lt__sc_check_fail(rc, st, -1, NULL, lt_hang_kind_name((lt_hang_kind)d->hang),
+                                 hung >= 0 ? lt_hang_kind_name((lt_hang_kind)hung) : "another error", NULL,
+                                 "expect_error: %s failed with '%s', but %s was expected", name, msg, want);
     if (s == LT_OK)
         return lt__sc_check_fail(rc, st, -1, NULL, want, "success", NULL, "expect_error: %s succeeded, but %s was expected", name, want);
     if (d->contains && !strstr(msg, d->contains))

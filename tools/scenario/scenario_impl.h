@@ -26,6 +26,7 @@
 #include <stdio.h>
 
 #include "localtensor/localtensor.h"
+#include "collectives_sim/match.h"
 #include "localtensor/redistribute.h"
 #include "tools/scenario/scenario.h"
 
@@ -135,6 +136,28 @@ lt_status lt__sc_copy(sc_arena *a, const sc_node *n, const sc_subst *s, sc_node 
 /* A synthetic scalar at the position of `at`. */
 sc_node *lt__sc_scalar(sc_arena *a, const sc_node *at, const char *text);
 
+/* ---- expressions (scenario_expr.c) ----------------------------------------- */
+
+/* A parsed expression over rank, world, i, mesh coordinates by dim name (or
+ * d0, d1, ...) and mesh dim sizes (dp_size, d0_size). */
+typedef struct sc_expr sc_expr;
+typedef struct sc_env {
+    const lt_mesh *mesh;
+    int rank;
+    int coord[LT_MESH_MAX_DIMS];
+    int64_t i;                /* element index (values) */
+} sc_env;
+/* Parses the scalar `at` (a number or an expression); allow_i: `i` is
+ * defined. Errors: "file:line:col: expression '...': problem". */
+lt_status lt__sc_expr_parse(sc_arena *a, const sc_node *at, const lt_mesh *mesh, int allow_i, const char *what,
+                            sc_expr **out);
+void lt__sc_env_rank(const lt_mesh *mesh, int rank, sc_env *env);
+/* Errors: division by zero (file:line:col, rank). */
+lt_status lt__sc_expr_eval(const sc_expr *e, const sc_env *env, double *out);
+/* The value as an integer in lo..hi, else an error naming `what` and the rank. */
+lt_status lt__sc_expr_int(const sc_expr *e, const sc_env *env, const char *what, int64_t lo, int64_t hi,
+                          int64_t *out);
+
 /* ---- results --------------------------------------------------------------- */
 
 typedef enum { LT_SC_NOTRUN, LT_SC_PASS, LT_SC_FAIL, LT_SC_ERROR } lt_sc_status;
@@ -203,6 +226,8 @@ typedef struct sc_step {
     const sc_step_type *type;
     sc_pos pos;               /* of the step's key */
     void *data;               /* the step type's parsed body (arena) */
+    const unsigned char *mask; /* (world) 1 for the ranks that run it (`ranks:` / `when:`);
+                                * NULL: every rank */
 } sc_step;
 
 typedef struct sc_case {
@@ -260,7 +285,11 @@ lt_status lt__sc_use(sc_parse_ctx *pc, const sc_node *map, const char *what, con
 /* Reads `as` of map (required) and defines it with `kind`. */
 lt_status lt__sc_define(sc_parse_ctx *pc, const sc_node *map, const char *what, int kind,
                         const char **out);
-/* Parses one step (a one-key mapping) into *st. */
+/* `ranks: [0, 2]` or `when: EXPR` (sel is the key, v its value) for step
+ * type t: fills st->mask. Only per-rank step types may be limited. */
+lt_status lt__sc_parse_selection(sc_parse_ctx *pc, const sc_step_type *t, const sc_node *sel, const sc_node *v,
+                                 sc_step *st);
+/* Parses one step (a one-key mapping, plus ranks:/when:) into *st. */
 lt_status lt__sc_parse_step(sc_parse_ctx *pc, const sc_node *item, sc_step *st);
 /* The rank a `ranks:` key or list index stands for (0..world-1). */
 lt_status lt__sc_rank(const sc_parse_ctx *pc, const sc_node *key, int *rank);
@@ -297,6 +326,16 @@ typedef struct sc_run_ctx {
     int did_check;            /* a non-check step that checked something (verify) */
     lt_sc_failure pending;    /* the failure of the current check */
     void *plans;              /* cJSON array while record_plans, else NULL */
+    /* per-rank programs (scenario_spmd.c): collectives on LocalTensors are
+     * matched rank by rank */
+    lt_match *mt;             /* NULL until the first matched collective */
+    unsigned char *blocked;   /* (world) waiting in a collective that has not completed */
+    int *blocked_step;        /* (world) index of the step it waits in */
+    int step_index;           /* of the step running */
+    int hung;                 /* a would-hang report ended the per-rank program */
+    int hang_kind;            /* lt_hang_kind of the last report, -1: none */
+    int failed_rank;          /* the rank a per-rank step failed on, -1: none or not one rank */
+    int ended_rank;           /* the rank whose program ended with that error (the matcher knows), or -1 */
 } sc_run_ctx;
 
 /* The value named `name` (must exist: the loader checked). */
@@ -324,6 +363,33 @@ lt_status lt__sc_check_fail(sc_run_ctx *rc, const sc_step *st, int rank, const c
 void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, const lt_placement *src,
                         const lt_plan *plan, size_t since);
 
+/* ---- per-rank programs (scenario_spmd.c) ---- */
+
+/* Step types that run rank by rank (may take `ranks:` / `when:`). */
+int lt__sc_step_is_per_rank(const sc_step_type *t);
+/* 1 when rank r runs step st now (its mask, and not waiting in a collective). */
+int lt__sc_rank_runs(const sc_run_ctx *rc, const sc_step *st, int r);
+/* 1 when some rank waits in a collective. */
+int lt__sc_any_blocked(const sc_run_ctx *rc);
+/* Runs a collective step through the matcher (its tensor a LocalTensor, or
+ * the step limited to some ranks, or a barrier). */
+lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, const char *tensor, int mesh_dim,
+                             int op, int dim, int concat_dim, int root, const lt_split_rule *rule, const char *as);
+/* Ends the per-rank program here: every rank not waiting finishes, and any
+ * rank still waiting gives a would-hang report, recorded as a failed check
+ * of st (LT_MISMATCH, rc->hung, rc->hang_kind). LT_OK when nothing waits.
+ * The matcher is reset either way. */
+lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st);
+void lt__sc_spmd_free(sc_run_ctx *rc);
+/* A per-rank step failed on rank rc->failed_rank (status st, lt_errmsg())
+ * while other ranks wait in a collective: that rank's program ends with the
+ * error and the per-rank program stops with a rank_failed report (a failed
+ * check of st). Returns st unchanged when that does not apply. */
+lt_status lt__sc_rank_failed(sc_run_ctx *rc, const sc_step *step, lt_status st);
+/* A shard for rank r that skipped a step defining `as`: its older shard of
+ * `as` when that is a LocalTensor, else a placeholder shaped like `like`. */
+lt_status lt__sc_skipped_shard(sc_run_ctx *rc, const char *as, int r, const lt_tensor *like, lt_tensor **out);
+
 /* Runs a case's steps; fills c->res. Never fails: errors become results. */
 void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show);
 /* Runs one step (used by the runner and expect_error). */
@@ -348,6 +414,9 @@ char *lt__sc_fmt_index(int ndim, const int64_t *idx, char *buf, size_t n);
     XX(op,           0)         \
     XX(tp_mlp,       0)         \
     XX(rank_map,     0)         \
+    XX(to_local,     0)         \
+    XX(local_tensor, 0)         \
+    XX(local_op,     0)         \
     XX(expect_local, 1)         \
     XX(expect_full,  1)         \
     XX(expect_plan,  1)         \

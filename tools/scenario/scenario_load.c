@@ -43,13 +43,65 @@ const char *lt__sc_step_names(void) {
     return buf;
 }
 
+/* `ranks: [0, 2]` or `when: "tp == 0"` beside a per-rank step: the ranks that run it. */
+lt_status lt__sc_parse_selection(sc_parse_ctx *pc, const sc_step_type *t, const sc_node *sel, const sc_node *v,
+                                 sc_step *st) {
+    if (!lt__sc_step_is_per_rank(t))
+        return lt__sc_err(sel, LT_INVALID,
+                          "%s: '%s' runs on every rank together and cannot be limited to some ranks (%s: applies to "
+                          "to_local, local_tensor, local_op, collective, show, expect_local; docs/SEMANTICS.md §12)",
+                          sel->str, t->name, sel->str);
+    int W = pc->mesh->world;
+    unsigned char *m = lt__sc_alloc(pc->arena, (size_t)W);
+    if (!m) return LT_NOMEM;
+    if (!strcmp(sel->str, "ranks")) {
+        if (v->kind != SC_SEQ)
+            return lt__sc_err(v, LT_INVALID, "ranks: expected a list of ranks, got %s", lt__sc_kind_name(v));
+        for (int i = 0; i < v->n; i++) {
+            int r;
+            LT_TRY(lt__sc_rank(pc, v->kids[i], &r));
+            if (m[r]) return lt__sc_err(v->kids[i], LT_INVALID, "ranks: rank %d is listed twice", r);
+            m[r] = 1;
+        }
+    } else {
+        sc_expr *e;
+        LT_TRY(lt__sc_expr_parse(pc->arena, v, pc->mesh, 0, "when", &e));
+        for (int r = 0; r < W; r++) {
+            sc_env env;
+            double x;
+            lt__sc_env_rank(pc->mesh, r, &env);
+            LT_TRY(lt__sc_expr_eval(e, &env, &x));
+            m[r] = x != 0;
+        }
+    }
+    st->mask = m;
+    return LT_OK;
+}
+
 lt_status lt__sc_parse_step(sc_parse_ctx *pc, const sc_node *item, sc_step *st) {
-    const sc_node *key, *body = NULL;
+    const sc_node *key, *body = NULL, *sel = NULL, *sel_val = NULL;
     if (item->kind == SC_SCALAR && !lt__sc_is_null(item)) {
         key = item;                       /* "- mark_comm": a step with no body */
-    } else if (item->kind == SC_MAP && item->n == 1) {
-        key = item->kids[0];
-        body = item->kids[1];
+    } else if (item->kind == SC_MAP && item->n >= 1) {
+        /* the step's key, plus optionally `ranks:` or `when:` beside it */
+        key = NULL;
+        for (int i = 0; i < item->n; i++) {
+            const char *k = item->kids[2 * i]->str;
+            if (!strcmp(k, "ranks") || !strcmp(k, "when")) {
+                if (sel)
+                    return lt__sc_err(item->kids[2 * i], LT_INVALID, "a step takes either ranks: or when:, not both");
+                sel = item->kids[2 * i];
+                sel_val = item->kids[2 * i + 1];
+            } else if (key) {
+                return lt__sc_err(item->kids[2 * i], LT_INVALID,
+                                  "a step is a mapping with one key, the step's name (plus ranks: or when:); got a mapping with several keys: '%s' is a second one (first: '%s')",
+                                  k, key->str);
+            } else {
+                key = item->kids[2 * i];
+                body = item->kids[2 * i + 1];
+            }
+        }
+        if (!key) return lt__sc_err(item, LT_INVALID, "a step needs its name as a key beside %s:", sel->str);
     } else {
         return lt__sc_err(item, LT_INVALID, "a step is a mapping with one key, the step's name (one of: %s); got %s",
                           lt__sc_step_names(),
@@ -68,6 +120,8 @@ lt_status lt__sc_parse_step(sc_parse_ctx *pc, const sc_node *item, sc_step *st) 
     st->pos.line = key->line;
     st->pos.col = key->col;
     st->data = NULL;
+    st->mask = NULL;
+    if (sel) LT_TRY(lt__sc_parse_selection(pc, t, sel, sel_val, st));
     return t->parse(pc, body ? body : key, st);
 }
 

@@ -115,16 +115,24 @@ typedef struct {
     double rtol, atol;
     lt_placement *want_pl;        /* (want_np) expected output placements, or NULL */
     int want_np;
+    sc_expr *scalar_e, *seed_e;   /* local_op: scalar / p and seed as per-rank expressions, or NULL */
 } op_data;
 
-lt_status lt__sc_parse_op(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
+/* `op` (local 0: DTensors, sharding propagation) and `local_op` (local 1:
+ * LocalTensors, each rank's shard on its own). */
+static lt_status parse_op_common(sc_parse_ctx *pc, const sc_node *body, sc_step *st, int local) {
     static const char *const keys[] = {"op", "inputs", "as", "dim", "dim2", "dims", "keepdim", "shape",
                                        "split_size", "sizes", "chunks", "scalar", "p", "seed", "alpha",
                                        "beta", "dtype", "placements", "expect_placements", "reference",
                                        "rtol", "atol", NULL};
+    static const char *const local_keys[] = {"op", "inputs", "as", "dim", "dim2", "dims", "keepdim", "shape",
+                                             "split_size", "sizes", "chunks", "scalar", "p", "seed", "alpha",
+                                             "beta", "dtype", NULL};
+    const char *what = local ? "local_op" : "op";
+    int kind = local ? SC_LOCAL : SC_DTENSOR;
     const sc_node *n;
     const char *s;
-    LT_TRY(lt__sc_keys(body, "op", keys));
+    LT_TRY(lt__sc_keys(body, what, local ? local_keys : keys));
     NEW_DATA(op_data, d);
     d->args = lt__sc_alloc(pc->arena, sizeof *d->args);
     if (!d->args) return LT_NOMEM;
@@ -134,7 +142,7 @@ lt_status lt__sc_parse_op(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
     lt_status e = lt_op_parse(s, &d->op);
     if (e) return lt__sc_err_at(n, e);
     int ar = lt_op_arity(d->op);
-    LT_TRY(names(pc, body, "op", "inputs", SC_DTENSOR, 0, LT_OP_MAX_INPUTS, &d->in, &d->nin));
+    LT_TRY(names(pc, body, what, "inputs", kind, 0, LT_OP_MAX_INPUTS, &d->in, &d->nin));
     if ((ar >= 0 && d->nin != ar) || (ar < 0 && d->nin < 1))
         return lt__sc_err(body, LT_INVALID, "op: %s takes %s%d input%s under 'inputs', got %d", s,
                           ar < 0 ? "at least " : "", ar < 0 ? 1 : ar, ar == 1 ? "" : "s", d->nin);
@@ -165,9 +173,13 @@ lt_status lt__sc_parse_op(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
         a->nsizes = cnt;
     }
     if ((n = lt__sc_get(body, "chunks"))) LT_TRY(lt__sc_int(n, "op: chunks", 1, LT_OP_MAX_OUTPUTS, &a->chunks));
-    if ((n = lt__sc_get(body, "scalar"))) LT_TRY(lt__sc_f64(n, "op: scalar", &a->scalar));
-    if ((n = lt__sc_get(body, "p"))) LT_TRY(lt__sc_f64(n, "op: p", &a->scalar));
-    if ((n = lt__sc_get(body, "seed"))) {
+    if (local && ((n = lt__sc_get(body, "scalar")) || (n = lt__sc_get(body, "p"))))
+        LT_TRY(lt__sc_expr_parse(pc->arena, n, pc->mesh, 0, "local_op: scalar", &d->scalar_e));
+    else if ((n = lt__sc_get(body, "scalar"))) LT_TRY(lt__sc_f64(n, "op: scalar", &a->scalar));
+    else if ((n = lt__sc_get(body, "p"))) LT_TRY(lt__sc_f64(n, "op: p", &a->scalar));
+    if (local && (n = lt__sc_get(body, "seed"))) {
+        LT_TRY(lt__sc_expr_parse(pc->arena, n, pc->mesh, 0, "local_op: seed", &d->seed_e));
+    } else if ((n = lt__sc_get(body, "seed"))) {
         int64_t sd;
         LT_TRY(lt__sc_i64(n, "op: seed", 0, INT64_MAX, &sd));
         a->seed = (uint64_t)sd;
@@ -190,7 +202,12 @@ lt_status lt__sc_parse_op(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
         if (a->np > LT_MESH_MAX_DIMS) return lt__sc_err(n, LT_INVALID, "op: too many placements");
         memcpy(a->placements, pl, sizeof(lt_placement) * (size_t)a->np);
     }
-    if (ar == 0 && (!lt__sc_get(body, "shape") || !lt__sc_get(body, "placements")))
+    if (ar == 0 && local) {
+        a->np = 1;
+        a->placements[0] = lt_replicate();
+        if (!lt__sc_get(body, "shape")) return lt__sc_err(body, LT_INVALID, "local_op: %s needs 'shape'", s);
+    }
+    if (ar == 0 && (!lt__sc_get(body, "shape") || !a->np))
         return lt__sc_err(body, LT_INVALID, "op: %s needs 'shape' and 'placements'", s);
     if (ar == 0) { /* a creation shape: every size known, and the element count must fit */
         int64_t numel;
@@ -209,8 +226,85 @@ lt_status lt__sc_parse_op(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
     d->reference = 1;
     if ((n = lt__sc_get(body, "reference"))) LT_TRY(lt__sc_bool(n, "op: reference", &d->reference));
     LT_TRY(parse_tol(body, "op", &d->has_tol, &d->rtol, &d->atol));
-    if (!lt__sc_get(body, "as")) return lt__sc_err(body, LT_INVALID, "op: missing key 'as'");
-    return names(pc, body, "op", "as", SC_DTENSOR, 1, LT_OP_MAX_OUTPUTS, &d->as, &d->nout);
+    if (!lt__sc_get(body, "as")) return lt__sc_err(body, LT_INVALID, "%s: missing key 'as'", what);
+    return names(pc, body, what, "as", kind, 1, LT_OP_MAX_OUTPUTS, &d->as, &d->nout);
+}
+
+lt_status lt__sc_parse_op(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
+    return parse_op_common(pc, body, st, 0);
+}
+
+lt_status lt__sc_parse_local_op(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
+    return parse_op_common(pc, body, st, 1);
+}
+
+/* local_op: on every rank that runs the step, the op on that rank's own
+ * shards, as if they were whole tensors (a one-rank mesh, all replicated):
+ * the same kernels and argument checks as `op`, no sharding propagation and
+ * no communication; shapes may differ by rank. */
+lt_status lt__sc_run_local_op(sc_run_ctx *rc, const sc_step *st) {
+    const op_data *d = st->data;
+    const char *name = lt_op_name(d->op);
+    const lt_mesh *mesh = &rc->c->mesh;
+    int W = mesh->world;
+    lt_mesh one;
+    lt_placement rep = lt_replicate();
+    lt_status s = lt_mesh_parse("1", &one);
+    lt_local *outs[LT_OP_MAX_OUTPUTS] = {0};
+    for (int j = 0; j < d->nout && !s; j++) s = lt_local_new(mesh, &outs[j]);
+    for (int r = 0; r < W && !s; r++) {
+        if (!lt__sc_rank_runs(rc, st, r)) continue;
+        lt_dtensor *in[LT_OP_MAX_INPUTS] = {0}, *out[LT_OP_MAX_OUTPUTS] = {0};
+        int nout = 0;
+        for (int k = 0; k < d->nin && !s; k++) {
+            const lt_tensor *sh = lt__sc_value(rc, d->in[k])->local->shards[r];
+            if (sh->placeholder)
+                s = lt__err(LT_INVALID, "input '%s' holds no value on this rank (a placeholder: the rank skipped the step that made it, or is not the root of a gather/reduce)",
+                            d->in[k]);
+            else s = lt_distribute(&one, sh, &rep, 1, &in[k]);
+        }
+        lt_op_args a = *d->args;
+        a.mesh = &one;
+        sc_env env;
+        lt__sc_env_rank(mesh, r, &env);
+        if (!s && d->scalar_e) s = lt__sc_expr_eval(d->scalar_e, &env, &a.scalar);
+        if (!s && d->seed_e) {
+            int64_t sd;
+            s = lt__sc_expr_int(d->seed_e, &env, "seed", 0, INT64_MAX / 2, &sd);
+            a.seed = (uint64_t)sd;
+        }
+        if (!s) s = lt_op(d->op, (const lt_dtensor *const *)in, d->nin, &a, NULL, out, LT_OP_MAX_OUTPUTS, &nout);
+        if (!s && nout != d->nout)
+            s = lt__err(LT_INVALID, "%s gives %d outputs but 'as' names %d", name, nout, d->nout);
+        for (int j = 0; j < d->nout && !s; j++) s = lt_clone(out[j]->local->shards[0], &outs[j]->shards[r]);
+        for (int k = 0; k < d->nin; k++) lt_dtensor_free(in[k]);
+        for (int j = 0; j < nout; j++) lt_dtensor_free(out[j]);
+        if (s) {
+            int c[LT_MESH_MAX_DIMS];
+            int64_t c64[LT_MESH_MAX_DIMS];
+            char cs[96];
+            lt_mesh_coord(mesh, r, c);
+            for (int i = 0; i < mesh->ndim; i++) c64[i] = c[i];
+            rc->failed_rank = r;
+            s = lt__err_ctx_in(s, "local_op", " %s: rank %d (coord %s)", name, r,
+                               lt__sc_fmt_index(mesh->ndim, c64, cs, sizeof cs));
+        }
+    }
+    for (int j = 0; j < d->nout && !s; j++)
+        for (int r = 0; r < W && !s; r++)
+            if (!outs[j]->shards[r]) {
+                const lt_tensor *like = d->nin ? lt__sc_value(rc, d->in[0])->local->shards[r] : NULL;
+                s = lt__sc_skipped_shard(rc, d->as[j], r, like, &outs[j]->shards[r]);
+            }
+    char where[160], origin[256];
+    pos_str(st, where, sizeof where);
+    snprintf(origin, sizeof origin, "local_op %s at %s", name, where);
+    for (int j = 0; j < d->nout; j++) {
+        if (!s) s = lt__sc_put_local(rc, d->as[j], outs[j], origin);
+        else lt_local_free(outs[j]);
+        outs[j] = NULL;
+    }
+    return s;
 }
 
 lt_status lt__sc_run_op(sc_run_ctx *rc, const sc_step *st) {

@@ -140,6 +140,7 @@ static void record(sc_run_ctx *rc, const lt_sc_failure *f) {
 lt_status lt__sc_run_step(sc_run_ctx *rc, const sc_step *st) {
     rc->failed_check = 0;
     rc->did_check = 0;
+    rc->failed_rank = -1;
     lt__err_clear();
     return st->type->run(rc, st);
 }
@@ -229,9 +230,24 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
             error_result(&rc, &c->tensors[i].pos, "tensors", "while building tensor '%s': %s",
                          c->tensors[i].name, lt_errmsg());
     }
-    for (int i = 0; i < c->nsteps && c->res.status != LT_SC_ERROR; i++) {
+    rc.hang_kind = -1;
+    rc.failed_rank = -1;
+    rc.ended_rank = -1;
+    for (int i = 0; i < c->nsteps && c->res.status != LT_SC_ERROR && !rc.hung; i++) {
         const sc_step *s = &c->steps[i];
-        st = lt__sc_run_step(&rc, s);
+        rc.step_index = i;
+        /* a step every rank runs together: ranks waiting in a collective
+         * never reach it, so the per-rank program ends here */
+        if (lt__sc_any_blocked(&rc) && !lt__sc_step_is_per_rank(s->type) && strcmp(s->type->name, "expect_error")) {
+            rc.failed_check = 0;
+            lt__err_clear();
+            st = lt__sc_program_end(&rc, s);
+        } else {
+            st = lt__sc_run_step(&rc, s);
+            /* a rank's error while others wait in a collective: report where
+             * everyone is (kind rank_failed) */
+            if (st && !(st == LT_MISMATCH && rc.failed_check)) st = lt__sc_rank_failed(&rc, s, st);
+        }
         int counted = s->type->is_check || rc.did_check || rc.failed_check;
         if (counted) c->res.checks++;
         if (st == LT_OK) continue;
@@ -253,6 +269,24 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
             error_result(&rc, &s->pos, s->type->name, "while running %s: %s", s->type->name,
                          m[0] ? m : lt_status_str(st));
     }
+    if (c->res.status != LT_SC_ERROR && !rc.hung && lt__sc_any_blocked(&rc)) {
+        /* the steps ended with ranks still waiting: report at the step the
+         * lowest waiting rank waits in */
+        int r = 0;
+        while (!rc.blocked[r]) r++;
+        rc.failed_check = 0;
+        lt__err_clear();
+        st = lt__sc_program_end(&rc, &c->steps[rc.blocked_step[r]]);
+        if (st == LT_MISMATCH && rc.failed_check) {
+            c->res.checks++;
+            c->res.checks_failed++;
+            record(&rc, &rc.pending);
+            c->res.status = LT_SC_FAIL;
+        } else if (st) {
+            error_result(&rc, &c->pos, "steps", "%s", lt_errmsg());
+        }
+    }
+    lt__sc_spmd_free(&rc);
     for (int i = 0; i < rc.nvals; i++) value_clear(&rc.vals[i]);
     lt__free(rc.vals);
     lt_plan_free(rc.plan);

@@ -112,6 +112,7 @@ static lt_status rank_literal(sc_parse_ctx *pc, const sc_node *vals, const sc_no
 
 typedef struct {
     const char *as;
+    const char *local;             /* tensor: a LocalTensor, or NULL (literals in shards) */
     shard_lit *shards;             /* (world) */
     lt_dtype dtype;
     lt_placement *pl;               /* (np) */
@@ -123,10 +124,18 @@ typedef struct {
 } from_local_data;
 
 lt_status lt__sc_parse_from_local(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
-    static const char *const keys[] = {"ranks", "shapes", "placements", "dtype", "run_check", "shape", "stride", "as", NULL};
+    static const char *const keys[] = {"ranks", "tensor", "shapes", "placements", "dtype", "run_check", "shape", "stride", "as", NULL};
     const sc_node *n, **vals, **shapes = NULL;
     LT_TRY(lt__sc_keys(body, "from_local", keys));
     NEW_DATA(from_local_data, d);
+    if (lt__sc_get(body, "tensor")) {
+        /* the shards of a LocalTensor (a per-rank program's value) */
+        if ((n = lt__sc_get(body, "ranks")) || (n = lt__sc_get(body, "shapes")) || (n = lt__sc_get(body, "dtype")))
+            return lt__sc_err(n, LT_INVALID, "from_local: give either tensor: (a LocalTensor) or ranks: (literals), not both; the LocalTensor brings its own values, shapes and dtype");
+        LT_TRY(lt__sc_use(pc, body, "from_local", "tensor", SC_LOCAL, &d->local));
+        LT_TRY(lt__sc_need(body, "from_local", "placements", &n));
+        LT_TRY(lt__sc_placements_new(pc->arena, n, "from_local: placements", &d->pl, &d->np));
+    } else {
     LT_TRY(lt__sc_need(body, "from_local", "ranks", &n));
     LT_TRY(lt__sc_per_rank(pc, n, "from_local: ranks", 1, &vals));
     if ((n = lt__sc_get(body, "shapes"))) LT_TRY(lt__sc_per_rank(pc, n, "from_local: shapes", 0, &shapes));
@@ -141,8 +150,10 @@ lt_status lt__sc_parse_from_local(sc_parse_ctx *pc, const sc_node *body, sc_step
     LT_TRY(lt__sc_placements_new(pc->arena, n, "from_local: placements", &d->pl, &d->np));
     d->dtype = LT_F32;
     if ((n = lt__sc_get(body, "dtype"))) LT_TRY(lt__sc_dtype(n, "from_local: dtype", &d->dtype));
+
     for (int r = 0; r < pc->mesh->world; r++)   /* every value exactly as the dtype holds it */
         LT_TRY(lt__sc_values_fit(vals[r], d->dtype, "from_local: ranks"));
+    }
     if ((n = lt__sc_get(body, "run_check"))) LT_TRY(lt__sc_bool(n, "from_local: run_check", &d->run_check));
     if ((n = lt__sc_get(body, "shape"))) {
         d->has_shape = 1;
@@ -169,6 +180,14 @@ lt_status lt__sc_run_from_local(sc_run_ctx *rc, const sc_step *st) {
     if (d->has_shape != d->has_stride)
         s = lt__err_in(LT_INVALID, "from_local", ": pass both shape and stride at the same time (or neither)");
     for (int r = 0; r < mesh->world && !s; r++) {
+        if (d->local) {
+            const lt_tensor *sh = lt__sc_value(rc, d->local)->local->shards[r];
+            if (sh->placeholder)
+                s = lt__err_in(LT_INVALID, "from_local", ": rank %d holds no value of '%s' (a placeholder: it skipped the step that made it)",
+                               r, d->local);
+            else s = lt_tensor_view(sh, &shards[r]);
+            continue;
+        }
         const shard_lit *l = &d->shards[r];
         s = lt_tensor_from_doubles(d->dtype, l->ndim, l->shape, l->v, l->n, &shards[r]);
         if (s) s = lt__err_ctx_in(s, "from_local", ": rank %d", r);
@@ -406,6 +425,8 @@ lt_status lt__sc_parse_collective(sc_parse_ctx *pc, const sc_node *body, sc_step
     else if (n->kind == SC_SCALAR && n->str[0] && (n->str[0] < '0' || n->str[0] > '9') && n->str[0] != '-')
         return lt__sc_err(n, LT_INVALID, "collective: mesh_dim '%s' is not a dim name of this mesh", n->str);
     else LT_TRY(lt__sc_int(n, "collective: mesh_dim", -1000, 1000, &d->mesh_dim));
+    if (d->kind == LT_COLL_PERMUTE && st->mask)
+        return lt__sc_err(body, LT_INVALID, "collective: permute cannot be limited to some ranks (ranks: / when:)");
     if (d->kind == LT_COLL_BARRIER) return LT_OK;
     LT_TRY(lt__sc_use(pc, body, "collective", "tensor", SC_FULL | SC_DTENSOR | SC_LOCAL, &d->tensor));
     d->op = LT_REDOP_SUM;
@@ -438,6 +459,12 @@ lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
     const collective_data *d = st->data;
     const lt_mesh *mesh = &rc->c->mesh;
     lt_comm *c = rc->comm;
+    /* per-rank programs: collectives on LocalTensors (and any limited to some
+     * ranks, and barriers) are matched rank by rank (scenario_spmd.c) */
+    int is_local = d->tensor && lt__sc_value(rc, d->tensor)->kind == SC_LOCAL;
+    if (d->kind != LT_COLL_PERMUTE && (st->mask || is_local || d->kind == LT_COLL_BARRIER || lt__sc_any_blocked(rc)))
+        return lt__sc_run_matched(rc, st, d->kind, d->tensor, d->mesh_dim, (int)d->op, d->dim, d->concat_dim, d->root,
+                                  d->has_rule ? &d->rule : NULL, d->as);
     if (d->kind == LT_COLL_BARRIER) {
         lt_status s = lt_barrier(c, d->mesh_dim);
         return s ? lt__err_ctx_in(s, "collective", " barrier along mesh dim %d", d->mesh_dim) : LT_OK;

@@ -1,0 +1,412 @@
+/* tools/scenario/scenario_spmd.c — per-rank programs in scenarios
+ * (docs/SEMANTICS.md §12): to_local, local_tensor, and collectives matched
+ * rank by rank.
+ *
+ * Steps still run in file order, every rank at the same step; a step with
+ * `ranks:` / `when:` runs only on those ranks. A collective step on a
+ * LocalTensor (or limited to some ranks, or a barrier) goes through the
+ * matcher of collectives_sim/match.h: each rank that runs it posts its own
+ * call, with the step's file:line as the call site. A group whose members
+ * all posted agreeing calls in this step runs at once; a rank whose group is
+ * not complete waits, and skips every later step (it is blocked in the
+ * collective). The per-rank program stops with a would-hang report as soon
+ * as the outcome is certain — the members of a group all wait but disagree,
+ * or no rank runs any more — or when the ranks still running reach the end
+ * of the steps, a step every rank must run together (distribute, op, ...),
+ * or an `expect_error: {hang: ...}` without a step; those ranks then count
+ * as finished. Calls of one group issued by different steps that agree
+ * would pair in a real runtime; scenarios do not model that (an error says
+ * so).
+ *
+ * Keys (for scenarios/README.md):
+ *   to_local: tensor (a DTensor), as — its shards as a LocalTensor.
+ *   local_tensor: shape (a list of sizes, each a number or an expression),
+ *       values (a number or an expression; `i` is the element's flat index),
+ *       dtype (default f32), as.
+ */
+#include "kernels/alloc.h"
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/status_impl.h"
+#include "tools/scenario/scenario_impl.h"
+
+#define NEW_DATA(T, var)                                 \
+    T *var = lt__sc_alloc(pc->arena, sizeof *var);       \
+    if (!var) return LT_NOMEM;                           \
+    st->data = var
+
+int lt__sc_step_is_per_rank(const sc_step_type *t) {
+    static const char *const names[] = {"to_local", "local_tensor", "local_op", "collective", "show",
+                                        "expect_local", NULL};
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(t->name, names[i])) return 1;
+    return 0;
+}
+
+int lt__sc_rank_runs(const sc_run_ctx *rc, const sc_step *st, int r) {
+    return (!st->mask || st->mask[r]) && !(rc->blocked && rc->blocked[r]);
+}
+
+int lt__sc_any_blocked(const sc_run_ctx *rc) {
+    for (int r = 0; rc->blocked && r < rc->c->mesh.world; r++)
+        if (rc->blocked[r]) return 1;
+    return 0;
+}
+
+lt_status lt__sc_skipped_shard(sc_run_ctx *rc, const char *as, int r, const lt_tensor *like, lt_tensor **out) {
+    sc_value *old = lt__sc_value(rc, as);
+    if (old && old->kind == SC_LOCAL) return lt_clone(old->local->shards[r], out);
+    if (like && !like->placeholder) return lt_tensor_placeholder(like->dtype, like->ndim, like->shape, out);
+    if (like) return lt_tensor_placeholder(like->dtype, like->logical_ndim, like->logical, out);
+    return lt_tensor_placeholder(LT_F32, 0, NULL, out);
+}
+
+static char *coord_str(const lt_mesh *m, int r, char *buf, size_t n) {
+    int c[LT_MESH_MAX_DIMS];
+    int64_t c64[LT_MESH_MAX_DIMS];
+    lt_mesh_coord(m, r, c);
+    for (int i = 0; i < m->ndim; i++) c64[i] = c[i];
+    return lt__sc_fmt_index(m->ndim, c64, buf, n);
+}
+
+/* ---- to_local ---------------------------------------------------------------------- */
+
+typedef struct {
+    const char *tensor, *as;
+} to_local_data;
+
+lt_status lt__sc_parse_to_local(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
+    static const char *const keys[] = {"tensor", "as", NULL};
+    LT_TRY(lt__sc_keys(body, "to_local", keys));
+    NEW_DATA(to_local_data, d);
+    LT_TRY(lt__sc_use(pc, body, "to_local", "tensor", SC_DTENSOR, &d->tensor));
+    return lt__sc_define(pc, body, "to_local", SC_LOCAL, &d->as);
+}
+
+lt_status lt__sc_run_to_local(sc_run_ctx *rc, const sc_step *st) {
+    const to_local_data *d = st->data;
+    const lt_dtensor *dt = lt__sc_value(rc, d->tensor)->dt;
+    lt_local *l = NULL;
+    lt_status s = lt_local_new(&rc->c->mesh, &l);
+    for (int r = 0; r < rc->c->mesh.world && !s; r++) {
+        const lt_tensor *sh = dt->local->shards[r];
+        s = lt__sc_rank_runs(rc, st, r) ? lt_clone(sh, &l->shards[r]) : lt__sc_skipped_shard(rc, d->as, r, sh, &l->shards[r]);
+    }
+    if (s) {
+        lt_local_free(l);
+        return lt__err_ctx_in(s, "to_local", " of '%s'", d->tensor);
+    }
+    char origin[256];
+    snprintf(origin, sizeof origin, "to_local at %s:%d:%d", st->pos.file, st->pos.line, st->pos.col);
+    return lt__sc_put_local(rc, d->as, l, origin);
+}
+
+/* ---- local_tensor ------------------------------------------------------------------- */
+
+typedef struct {
+    int ndim;
+    sc_expr *shape[LT_MAX_DIMS];
+    sc_expr *values;
+    lt_dtype dtype;
+    const char *as;
+} local_tensor_data;
+
+lt_status lt__sc_parse_local_tensor(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
+    static const char *const keys[] = {"shape", "values", "dtype", "as", NULL};
+    const sc_node *n;
+    LT_TRY(lt__sc_keys(body, "local_tensor", keys));
+    NEW_DATA(local_tensor_data, d);
+    LT_TRY(lt__sc_need(body, "local_tensor", "shape", &n));
+    if (n->kind == SC_SEQ) {
+        if (n->n > LT_MAX_DIMS)
+            return lt__sc_err(n, LT_INVALID, "local_tensor: shape: at most %d dims, got %d", LT_MAX_DIMS, n->n);
+        d->ndim = n->n;
+        for (int i = 0; i < n->n; i++)
+            LT_TRY(lt__sc_expr_parse(pc->arena, n->kids[i], pc->mesh, 0, "local_tensor: shape", &d->shape[i]));
+    } else {
+        d->ndim = 1;
+        LT_TRY(lt__sc_expr_parse(pc->arena, n, pc->mesh, 0, "local_tensor: shape", &d->shape[0]));
+    }
+    LT_TRY(lt__sc_need(body, "local_tensor", "values", &n));
+    LT_TRY(lt__sc_expr_parse(pc->arena, n, pc->mesh, 1, "local_tensor: values", &d->values));
+    d->dtype = LT_F32;
+    if ((n = lt__sc_get(body, "dtype"))) LT_TRY(lt__sc_dtype(n, "local_tensor: dtype", &d->dtype));
+    return lt__sc_define(pc, body, "local_tensor", SC_LOCAL, &d->as);
+}
+
+lt_status lt__sc_run_local_tensor(sc_run_ctx *rc, const sc_step *st) {
+    const local_tensor_data *d = st->data;
+    const lt_mesh *mesh = &rc->c->mesh;
+    lt_local *l = NULL;
+    lt_status s = lt_local_new(mesh, &l);
+    for (int r = 0; r < mesh->world && !s; r++) {
+        if (!lt__sc_rank_runs(rc, st, r)) continue;
+        sc_env env;
+        int64_t shape[LT_MAX_DIMS], numel = 0;
+        lt__sc_env_rank(mesh, r, &env);
+        for (int k = 0; k < d->ndim && !s; k++) s = lt__sc_expr_int(d->shape[k], &env, "a size", 0, INT32_MAX, &shape[k]);
+        if (!s) s = lt__numel_checked(d->ndim, shape, lt_dtype_size(d->dtype), &numel);
+        if (!s) s = lt_tensor_new(d->dtype, d->ndim, shape, &l->shards[r]);
+        for (int64_t i = 0; i < numel && !s; i++) {
+            double v;
+            env.i = i;
+            s = lt__sc_expr_eval(d->values, &env, &v);
+            if (!s) lt_set_flat(l->shards[r], i, v);
+        }
+        if (s) {
+            char cs[96];
+            rc->failed_rank = r;
+            s = lt__err_ctx_in(s, "local_tensor", ": rank %d (coord %s)", r, coord_str(mesh, r, cs, sizeof cs));
+        }
+    }
+    for (int r = 0; r < mesh->world && !s; r++)
+        if (!l->shards[r]) s = lt__sc_skipped_shard(rc, d->as, r, NULL, &l->shards[r]);
+    if (s) {
+        lt_local_free(l);
+        return s;
+    }
+    char origin[256];
+    snprintf(origin, sizeof origin, "local_tensor at %s:%d:%d", st->pos.file, st->pos.line, st->pos.col);
+    return lt__sc_put_local(rc, d->as, l, origin);
+}
+
+/* ---- matching ----------------------------------------------------------------------- */
+
+static lt_status ensure_matcher(sc_run_ctx *rc) {
+    if (rc->mt) return LT_OK;
+    int W = rc->c->mesh.world;
+    if (!rc->blocked) rc->blocked = lt__calloc((size_t)W, 1);
+    if (!rc->blocked_step) rc->blocked_step = lt__calloc((size_t)W, sizeof(int));
+    if (!rc->blocked || !rc->blocked_step) return lt__err(LT_NOMEM, "out of memory");
+    return lt_match_new(&rc->c->mesh, &rc->mt);
+}
+
+static void matcher_reset(sc_run_ctx *rc) {
+    lt_match_free(rc->mt);
+    rc->mt = NULL;
+    rc->ended_rank = -1;
+    if (rc->blocked) memset(rc->blocked, 0, (size_t)rc->c->mesh.world);
+}
+
+void lt__sc_spmd_free(sc_run_ctx *rc) {
+    lt_match_free(rc->mt);
+    rc->mt = NULL;
+    lt__free(rc->blocked);
+    lt__free(rc->blocked_step);
+    rc->blocked = NULL;
+    rc->blocked_step = NULL;
+}
+
+lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st) {
+    if (!rc->mt) return LT_OK;
+    lt_status s = LT_OK;
+    for (int r = 0; r < rc->c->mesh.world && !s; r++)
+        if (!rc->blocked[r] && r != rc->ended_rank) s = lt_match_finish(rc->mt, r);
+    lt_match_report *rep = NULL;
+    if (!s) s = lt_match_check(rc->mt, &rep);
+    matcher_reset(rc);
+    if (s == LT_OK || !rep) return s;
+    /* one call (a failure message holds at most 2 KiB: lt__sc_check_fail) */
+    char text[2048];
+    size_t len = lt_match_report_format(rep, text, sizeof text);
+    if (len >= sizeof text) len = sizeof text - 1;
+    while (len > 0 && text[len - 1] == '\n') text[--len] = '\0';
+    rc->hung = 1;
+    rc->hang_kind = (int)rep->kind;
+    lt_match_report_free(rep);
+    s = lt__sc_check_fail(rc, st, -1, NULL, NULL, NULL, NULL, "%s", text);
+    return s;
+}
+
+lt_status lt__sc_rank_failed(sc_run_ctx *rc, const sc_step *step, lt_status st) {
+    int r = rc->failed_rank;
+    if (!rc->mt || r < 0 || r >= rc->c->mesh.world || rc->blocked[r] || !lt__sc_any_blocked(rc) || st == LT_NOMEM)
+        return st;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", lt_errmsg());
+    lt_status s = lt_match_fail(rc->mt, r, st, msg);
+    if (s) return s;
+    rc->ended_rank = r;
+    rc->failed_check = 0;
+    lt__err_clear();
+    return lt__sc_program_end(rc, step);
+}
+
+/* Runs one completed group's collective: on the case's communicator when
+ * every group along the mesh dim completes in this step (so expect_comm
+ * sees it), else on a communicator of that group alone. */
+static lt_status run_coll(lt_comm *cm, int md, lt_coll kind, lt_tensor *const *in, int op, int dim, int concat_dim,
+                          int root, const lt_split_rule *rule, lt_tensor **out) {
+    switch (kind) {
+    case LT_COLL_ALL_REDUCE: return lt_all_reduce(cm, md, in, (lt_redop)op, out);
+    case LT_COLL_ALL_GATHER: return lt_all_gather(cm, md, in, dim, out);
+    case LT_COLL_REDUCE_SCATTER: return lt_reduce_scatter(cm, md, in, (lt_redop)op, dim, rule, out);
+    case LT_COLL_ALL_TO_ALL: return lt_all_to_all(cm, md, in, dim, concat_dim, rule, out);
+    case LT_COLL_BROADCAST: return lt_broadcast(cm, md, in, root, out);
+    case LT_COLL_SCATTER: return lt_scatter(cm, md, in, root, dim, rule, out);
+    case LT_COLL_GATHER: return lt_gather(cm, md, in, root, dim, out);
+    case LT_COLL_REDUCE: return lt_reduce_ranks(cm, md, in, root, (lt_redop)op, out);
+    case LT_COLL_BARRIER: return lt_barrier(cm, md);
+    default: return lt__err(LT_INVALID, "%s cannot be matched rank by rank", lt_coll_name(kind));
+    }
+}
+
+static int kind_has(lt_coll k, const char *what) {
+    switch (what[0]) {
+    case 'o': return k == LT_COLL_ALL_REDUCE || k == LT_COLL_REDUCE || k == LT_COLL_REDUCE_SCATTER;
+    case 'r': return k == LT_COLL_BROADCAST || k == LT_COLL_SCATTER || k == LT_COLL_GATHER || k == LT_COLL_REDUCE;
+    case 'd':
+        return k == LT_COLL_ALL_GATHER || k == LT_COLL_GATHER || k == LT_COLL_REDUCE_SCATTER || k == LT_COLL_SCATTER ||
+               k == LT_COLL_ALL_TO_ALL;
+    default: return k == LT_COLL_REDUCE_SCATTER || k == LT_COLL_SCATTER || k == LT_COLL_ALL_TO_ALL;
+    }
+}
+
+lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, const char *tensor, int md, int op,
+                             int dim, int concat_dim, int root, const lt_split_rule *rule, const char *as) {
+    const lt_mesh *mesh = &rc->c->mesh;
+    int W = mesh->world;
+    LT_TRY(ensure_matcher(rc));
+    if (md < 0 || md >= mesh->ndim)
+        return lt__err_in(LT_INVALID, "collective", " %s: mesh dim %d is out of range for the %d-d mesh", lt_coll_name(kind), md,
+                          mesh->ndim);
+    sc_value *v = tensor ? lt__sc_value(rc, tensor) : NULL;
+    int ng = lt_mesh_ngroups(mesh, md), n = mesh->shape[md];
+    int *ready = lt__calloc((size_t)ng, sizeof(int)), *members = lt__calloc((size_t)n, sizeof(int));
+    lt_tensor **in = lt__calloc((size_t)W, sizeof *in), **out = lt__calloc((size_t)W, sizeof *out);
+    lt_local *res = NULL;
+    lt_status s = LT_OK;
+    if (!ready || !members || !in || !out) s = lt__err(LT_NOMEM, "out of memory");
+    for (int r = 0; r < W && !s && v; r++)
+        in[r] = v->kind == SC_FULL ? v->full : v->kind == SC_DTENSOR ? v->dt->local->shards[r] : v->local->shards[r];
+    int nready = 0;
+    for (int r = 0; r < W && !s; r++) {
+        if (!lt__sc_rank_runs(rc, st, r)) continue;
+        lt_match_call c = lt_match_call_init(kind, md, st->pos.file, st->pos.line);
+        int d = dim;
+        int pos = 0;
+        lt_mesh_group_of(mesh, md, r, &pos);
+        /* the non-roots of broadcast and scatter send nothing */
+        int sends = kind != LT_COLL_BARRIER &&
+                    !((kind == LT_COLL_BROADCAST || kind == LT_COLL_SCATTER) && pos != root);
+        if (kind != LT_COLL_BARRIER) {
+            if (sends) lt_match_call_set_tensor(&c, in[r]);
+            if (d < 0 && in[r]) d += in[r]->placeholder ? in[r]->logical_ndim : in[r]->ndim;
+        }
+        if (kind_has(kind, "op")) c.op = op;
+        if (kind_has(kind, "root")) c.root = root;
+        if (kind_has(kind, "dim")) c.dim = d;
+        if (kind == LT_COLL_ALL_TO_ALL) c.concat_dim = concat_dim;
+        if (kind_has(kind, "split")) c.rule = rule;
+        int rdy = 0, g = -1;
+        s = lt_match_validate(mesh, r, &c);
+        if (!s) s = lt_match_post(rc->mt, r, &c, &rdy, &g);
+        if (s) break;
+        rc->blocked[r] = 1;
+        rc->blocked_step[r] = rc->step_index;
+        if (rdy) {
+            ready[g] = 1;
+            nready++;
+        }
+    }
+    /* run the completed groups */
+    lt_comm *gcomm = NULL;
+    lt_tensor **gin = NULL, **gout = NULL;
+    if (!s && nready && nready < ng) {
+        lt_mesh m1;
+        gin = lt__calloc((size_t)n, sizeof *gin);
+        gout = lt__calloc((size_t)n, sizeof *gout);
+        if (!gin || !gout) s = lt__err(LT_NOMEM, "out of memory");
+        if (!s) s = lt_mesh_init(&m1, 1, &n, NULL);
+        if (!s) s = lt_comm_new(&m1, &gcomm);
+    }
+    int d_norm = dim;
+    for (int g = 0; g < ng && !s; g++) {
+        if (!ready[g]) continue;
+        lt_mesh_group(mesh, md, g, members);
+        for (int q = 0; q < n && !s; q++)
+            if (rc->blocked_step[members[q]] != rc->step_index) {
+                const sc_step *other = &rc->c->steps[rc->blocked_step[members[q]]];
+                s = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                                 "not supported yet: rank %d's %s at line %d pairs with rank %d's call at line %d on mesh dim %d, "
+                                 "group %d (a scenario pairs collective calls made by the same step; docs/SEMANTICS.md §12)",
+                                 members[q], lt_coll_name(kind), other->pos.line, members[0] == members[q] ? members[n - 1] : members[0],
+                                 st->pos.line, md, g);
+            }
+        if (!s && kind != LT_COLL_BARRIER && in[members[0]]) {
+            int nd = in[members[0]]->placeholder ? in[members[0]]->logical_ndim : in[members[0]]->ndim;
+            d_norm = dim < 0 ? dim + nd : dim;
+        }
+    }
+    if (!s && nready == ng) {
+        s = run_coll(rc->comm, md, kind, in, op, d_norm, concat_dim, root, rule, out);
+    } else {
+        for (int g = 0; g < ng && !s; g++) {
+            if (!ready[g]) continue;
+            lt_mesh_group(mesh, md, g, members);
+            for (int q = 0; q < n; q++) gin[q] = in[members[q]], gout[q] = NULL;
+            s = run_coll(gcomm, 0, kind, gin, op, d_norm, concat_dim, root, rule, gout);
+            for (int q = 0; q < n; q++) out[members[q]] = gout[q];
+        }
+    }
+    if (s) s = lt__err_ctx_in(s, "collective", " %s along mesh dim %d%s%s%s", lt_coll_name(kind), md, tensor ? " of '" : "",
+                              tensor ? tensor : "", tensor ? "'" : "");
+    for (int g = 0; g < ng && !s; g++) {
+        if (!ready[g]) continue;
+        lt_mesh_group(mesh, md, g, members);
+        LT_ASSERT(lt_match_done(rc->mt, md, g) == LT_OK);
+        for (int q = 0; q < n; q++) rc->blocked[members[q]] = 0;
+    }
+    if (!s && as) {
+        s = lt_local_new(mesh, &res);
+        for (int r = 0; r < W && !s; r++) {
+            if (out[r]) {
+                res->shards[r] = out[r];
+                out[r] = NULL;
+            } else {
+                s = lt__sc_skipped_shard(rc, as, r, in[r], &res->shards[r]);
+            }
+        }
+    }
+    for (int r = 0; out && r < W; r++) lt_tensor_free(out[r]);
+    lt_comm_free(gcomm);
+    lt__free(gin);
+    lt__free(gout);
+    lt__free(ready);
+    lt__free(members);
+    lt__free(in);
+    lt__free(out);
+    if (!s && res) {
+        char origin[256];
+        snprintf(origin, sizeof origin, "collective %s at %s:%d:%d", lt_coll_name(kind), st->pos.file, st->pos.line,
+                 st->pos.col);
+        s = lt__sc_put_local(rc, as, res, origin);
+        res = NULL;
+    }
+    lt_local_free(res);
+    if (s) {
+        /* the calls posted in this step cannot be completed: drop the per-rank
+         * program's state (the case stops, or expect_error goes on from here) */
+        matcher_reset(rc);
+        return s;
+    }
+    /* Is the outcome certain? A group along md whose members all wait in it
+     * but did not complete disagrees; or no rank runs any more. */
+    int running = 0, stuck = 0;
+    for (int r = 0; r < W; r++) running += !rc->blocked[r];
+    for (int g = 0; g < ng && !stuck; g++) {
+        int *mem = lt__calloc((size_t)n, sizeof(int));
+        if (!mem) return lt__err(LT_NOMEM, "out of memory");
+        lt_mesh_group(mesh, md, g, mem);
+        int all = 1;
+        for (int q = 0; q < n && all; q++) {
+            const lt_match_call *pc = lt_match_pending(rc->mt, mem[q]);
+            all = rc->blocked[mem[q]] && pc && pc->mesh_dim == md;
+        }
+        stuck = all;
+        lt__free(mem);
+    }
+    if (!running || stuck) return lt__sc_program_end(rc, st);
+    return LT_OK;
+}
