@@ -119,16 +119,30 @@ lt_status lt_split_kind_parse(const char *s, lt_split_kind *out) {
                    lt__name_join(split_names, LT_SPLIT_EXPLICIT, list, sizeof list));
 }
 
+/* Piece j of the chunk rule (pieces of c = ceil(n/k)) starts at min(c*j, n)
+ * and ends at min(start + c, n); written so that dims near INT64_MAX cannot
+ * wrap (c*j > n exactly when c > n/j). */
+static void chunk_piece(int64_t n, int64_t c, int j, int64_t *start, int64_t *end) {
+    *start = j == 0 ? 0 : c > n / j ? n : c * j;
+    *end = c < n - *start ? *start + c : n;
+}
+
+/* The size of every piece but the last under rule `last`: ceil(n/k) when the
+ * other k-1 pieces leave the last one something, else floor(n/k). */
+static int64_t last_piece_size(int64_t n, int k) {
+    int64_t ceil = n / k + (n % k != 0), t;
+    return !lt__mul_i64((int64_t)(k - 1), ceil, &t) && t < n ? ceil : n / k;
+}
+
 lt_status lt_split_sizes(const lt_split_rule *rule, int64_t n, int k, int64_t *sizes) {
     if (k < 1) return lt__err(LT_INVALID, "cannot split into %d pieces", k);
     if (n < 0) return lt__err(LT_INVALID, "cannot split a dim of negative size %lld", (long long)n);
     switch (rule->kind) {
     case LT_SPLIT_CHUNK: {
-        int64_t c = n / k + (n % k != 0);
+        int64_t c = n / k + (n % k != 0), start, end;
         for (int j = 0; j < k; j++) {
-            int64_t start = c * j;
-            int64_t end = start + c < n ? start + c : n;
-            sizes[j] = start < n ? end - start : 0;
+            chunk_piece(n, c, j, &start, &end);
+            sizes[j] = end - start;
         }
         return LT_OK;
     }
@@ -142,8 +156,7 @@ lt_status lt_split_sizes(const lt_split_rule *rule, int64_t n, int k, int64_t *s
             return lt__err(LT_INVALID,
                            "rule 'last' needs at least one element per rank: dim of size %lld over %d ranks",
                            (long long)n, k);
-        int64_t ceil = n / k + (n % k != 0);
-        int64_t c = (int64_t)(k - 1) * ceil < n ? ceil : n / k;
+        int64_t c = last_piece_size(n, k);
         for (int j = 0; j < k - 1; j++) sizes[j] = c;
         sizes[k - 1] = n - (int64_t)(k - 1) * c;
         return LT_OK;
@@ -189,16 +202,13 @@ lt_status lt_split_piece(const lt_split_rule *rule, int64_t n, int k, int j, int
     if (j < 0 || j >= k) return lt__err(LT_INVALID, "piece %d of a split into %d does not exist", j, k);
     int64_t start, end;
     if (rule->kind == LT_SPLIT_CHUNK) {
-        int64_t c = n / k + (n % k != 0);
-        start = c * j < n ? c * j : n;
-        end = start + c < n ? start + c : n;
+        chunk_piece(n, n / k + (n % k != 0), j, &start, &end);
     } else if (rule->kind == LT_SPLIT_BALANCED) {
         int64_t q = n / k, r = n % k;
         start = q * j + (j < r ? j : r);
         end = start + q + (j < r ? 1 : 0);
     } else {
-        int64_t ceil = n / k + (n % k != 0);
-        int64_t c = (int64_t)(k - 1) * ceil < n ? ceil : n / k;
+        int64_t c = last_piece_size(n, k);
         start = c * j;
         end = j == k - 1 ? n : start + c;
     }

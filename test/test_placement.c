@@ -1,5 +1,6 @@
 /* test/test_placement.c — placement spellings, list checks (docs/SEMANTICS.md §1, §10),
  * split rules (docs/SEMANTICS.md §2, §11.1) and the middle-era explicit order (§6). */
+#include <stdint.h>
 #include <string.h>
 
 #include "localtensor/localtensor.h"
@@ -287,6 +288,20 @@ static void test_split_piece(void **state) {
     LT_CHECK(lt_split_piece(&r, 3, 65536, 65535, &size, &off));
     assert_int_equal(size, 0);
     assert_int_equal(off, 3);
+    /* dims near INT64_MAX: 2^63 - 1 in 2 chunks is 2^62 + (2^62 - 1); in 3
+     * under `last`, ceil = 3074457345618258603 for the first two and the
+     * rest, 3074457345618258601, for the last (no intermediate may wrap) */
+    const int64_t big = INT64_MAX, half = (int64_t)1 << 62;
+    int64_t sz[3];
+    LT_CHECK(lt_split_sizes(&r, big, 2, sz));
+    assert_true(sz[0] == half && sz[1] == half - 1);
+    LT_CHECK(lt_split_piece(&r, big, 2, 1, &size, &off));
+    assert_true(size == half - 1 && off == half);
+    r.kind = LT_SPLIT_LAST;
+    LT_CHECK(lt_split_sizes(&r, big, 3, sz));
+    assert_true(sz[0] == 3074457345618258603 && sz[1] == 3074457345618258603 && sz[2] == 3074457345618258601);
+    LT_CHECK(lt_split_piece(&r, big, 3, 2, &size, &off));
+    assert_true(size == 3074457345618258601 && off == 6148914691236517206);
 }
 
 static void expect_order(const int *mesh, int nd, const char *pls, const int *mdims) {
