@@ -165,6 +165,8 @@ typedef struct lt_sc_result {
     lt_sc_failure *fails;      /* (SC_MAX_FAILS) in the arena once a failure is recorded */
     const char *redistributes; /* with sc_case.record_plans: a JSON array (text, arena) of the
                                 * case's redistributes and their plans with per-rank bytes */
+    const char *trace_text;    /* with sc_case.record_trace: the --trace log (arena), else NULL */
+    const char *trace_json;    /* the same as a JSON object (text, arena) */
 } lt_sc_result;
 
 /* ---- scenarios ------------------------------------------------------------- */
@@ -215,6 +217,7 @@ typedef struct sc_case {
     sc_step *steps;
     int selected;             /* passes the -k filters */
     int record_plans;         /* keep every redistribute's plan in res (for --json) */
+    int record_trace;         /* --trace: op log and comm table in res (scenario_trace.c) */
     lt_sc_result res;
 } sc_case;
 
@@ -297,6 +300,7 @@ typedef struct sc_run_ctx {
     int did_check;            /* a non-check step that checked something (verify) */
     lt_sc_failure pending;    /* the failure of the current check */
     void *plans;              /* cJSON array while record_plans, else NULL */
+    void *trace;              /* scenario_trace.c's state while record_trace, else NULL */
 } sc_run_ctx;
 
 /* The value named `name` (must exist: the loader checked). */
@@ -323,6 +327,14 @@ lt_status lt__sc_check_fail(sc_run_ctx *rc, const sc_step *st, int rank, const c
  * memory drops the record (the report is informational). */
 void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, const lt_placement *src,
                         const lt_plan *plan, size_t since);
+
+/* --trace (scenario_trace.c): begin/end around a case, step after each
+ * step (since: the comm trace index before it), op from the op step. */
+void lt__sc_trace_begin(sc_run_ctx *rc);
+void lt__sc_trace_step(sc_run_ctx *rc, const sc_step *st, int index, size_t since);
+void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names, const lt_dtensor *const *in, int nin,
+                     const lt_op_plan *plan);
+void lt__sc_trace_end(sc_run_ctx *rc);
 
 /* Runs a case's steps; fills c->res. Never fails: errors become results. */
 void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show);

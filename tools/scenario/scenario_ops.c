@@ -234,6 +234,7 @@ lt_status lt__sc_run_op(sc_run_ctx *rc, const sc_step *st) {
     char where[160], origin[512];
     pos_str(st, where, sizeof where);
     snprintf(origin, sizeof origin, "op %s at %s (%.250s)", name, where, plan->why);
+    lt__sc_trace_op(rc, d->op, d->in, in, d->nin, plan);
     lt_op_plan_free(plan);
     if (nout != d->nout) {
         for (int j = 0; j < nout; j++) lt_dtensor_free(out[j]);

@@ -221,6 +221,7 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
     double t0 = now_s();
     lt_status st = lt_comm_new(&c->mesh, &rc.comm);
     if (st) error_result(&rc, &c->pos, "setup", "%s", lt_errmsg());
+    if (!st && c->record_trace) lt__sc_trace_begin(&rc);
     for (int i = 0; i < c->ntensors && c->res.status == LT_SC_PASS; i++) {
         lt_tensor *t;
         st = build_tensor(&c->tensors[i], &t);
@@ -231,7 +232,9 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
     }
     for (int i = 0; i < c->nsteps && c->res.status != LT_SC_ERROR; i++) {
         const sc_step *s = &c->steps[i];
+        size_t since = rc.comm ? lt_trace_count(lt_comm_trace(rc.comm)) : 0;
         st = lt__sc_run_step(&rc, s);
+        lt__sc_trace_step(&rc, s, i, since);
         int counted = s->type->is_check || rc.did_check || rc.failed_check;
         if (counted) c->res.checks++;
         if (st == LT_OK) continue;
@@ -253,6 +256,7 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
             error_result(&rc, &s->pos, s->type->name, "while running %s: %s", s->type->name,
                          m[0] ? m : lt_status_str(st));
     }
+    lt__sc_trace_end(&rc);
     for (int i = 0; i < rc.nvals; i++) value_clear(&rc.vals[i]);
     lt__free(rc.vals);
     lt_plan_free(rc.plan);
