@@ -347,6 +347,7 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
         }
         /* strided and nested layouts: the wrap re-derives every local shape */
         if (!st) st = lt__dtensor_wrap(local, shards[0]->dtype, ndim, gshape, norm, out);
+        if (!st) (*out)->from_local = 1;
         if (st && *out == NULL && st != LT_MISMATCH) st = lt__err_ctx_in(st, "from_local", "%s", "");
     }
     lt__free(grp);

@@ -23,6 +23,9 @@ typedef struct lt_dtensor {
     int64_t shape[LT_MAX_DIMS];                /* global */
     int64_t stride[LT_MAX_DIMS];               /* global, row-major contiguous */
     lt_placement placements[LT_MESH_MAX_DIMS]; /* normalized, one per mesh dim */
+    int from_local;                            /* built by lt_from_local: its shards are the
+                                                * caller's, combined rank-locally
+                                                * (docs/SEMANTICS.md §11.6) */
 } lt_dtensor;
 
 /* The mesh of a DTensor (borrowed). */

@@ -1,5 +1,5 @@
 /* tools/scenario/scenario_trace.c — `localtensor run --trace`: an op-by-op
- * log and a communication table per step (docs/SEMANTICS.md §13).
+ * log and a communication table per step (docs/SEMANTICS.md §11.7).
  *
  * For every step that runs an op, a redistribute or a collective, the trace
  * writes (text and JSON):
