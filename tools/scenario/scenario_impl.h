@@ -301,6 +301,7 @@ typedef struct sc_run_ctx {
     lt_sc_failure pending;    /* the failure of the current check */
     void *plans;              /* cJSON array while record_plans, else NULL */
     void *trace;              /* scenario_trace.c's state while record_trace, else NULL */
+    void *diverge;            /* scenario_diverge.c's records (expect_same_as_single_device) */
 } sc_run_ctx;
 
 /* The value named `name` (must exist: the loader checked). */
@@ -336,6 +337,16 @@ void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names, co
                      const lt_op_plan *plan);
 void lt__sc_trace_end(sc_run_ctx *rc);
 
+/* expect_same_as_single_device (scenario_diverge.c): producers record their
+ * result with the single-device value (op: the reference on the inputs' full
+ * values; same: the input's full value, for redistribute and rank_map).
+ * No-ops unless the case has that step. end frees the records. */
+lt_status lt__sc_diverge_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind op, const lt_dtensor *const *in, int nin,
+                            const lt_op_args *args, lt_dtensor *const *out, int nout, const char *const *names);
+lt_status lt__sc_diverge_same(sc_run_ctx *rc, const sc_step *st, const char *kind, const lt_dtensor *in,
+                              const lt_dtensor *out, const char *name);
+void lt__sc_diverge_end(sc_run_ctx *rc);
+
 /* Runs a case's steps; fills c->res. Never fails: errors become results. */
 void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show);
 /* Runs one step (used by the runner and expect_error). */
@@ -366,7 +377,8 @@ char *lt__sc_fmt_index(int ndim, const int64_t *idx, char *buf, size_t n);
     XX(expect_comm,  1)         \
     XX(expect_order, 1)         \
     XX(expect_replicas, 1)      \
-    XX(expect_error, 1)
+    XX(expect_error, 1)         \
+    XX(expect_same_as_single_device, 1)
 
 #define LT__XX(name, chk)                                                                      \
     lt_status lt__sc_parse_##name(sc_parse_ctx *pc, const sc_node *body, sc_step *st);         \

@@ -257,6 +257,7 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
                          m[0] ? m : lt_status_str(st));
     }
     lt__sc_trace_end(&rc);
+    lt__sc_diverge_end(&rc);
     for (int i = 0; i < rc.nvals; i++) value_clear(&rc.vals[i]);
     lt__free(rc.vals);
     lt_plan_free(rc.plan);
