@@ -13,6 +13,9 @@
  *     + all_gather (each receives the other half, 8): sent = received =
  *     8 + 8 = 16 per rank.
  *   totals: sent [32, 32], received [32, 32], 2 collectives.
+ * and for its second case, uneven shards: x (5 f32) S(0) on 2 ranks holds 3
+ * and 2 elements (12 and 8 bytes); softmax(dim 0) all_gathers it: rank 0
+ * sends 12 and receives 8, rank 1 sends 8 and receives 12.
  *
  * Runs from the repository root, in-process through lt_sc_main.
  */
@@ -82,6 +85,10 @@ static void test_trace_text_and_json(void **state) {
                      "  bytes sent per rank:     [32, 32]\n"
                      "  bytes received per rank: [32, 32]\n"
                      "  1 silent replication warning\n");
+    expect_line(out, "         all_gather      0         1       2          [12, 8]                [8, 12]\n"
+                     "total: 1 collective (1 all_gather)\n"
+                     "  bytes sent per rank:     [12, 8]\n"
+                     "  bytes received per rank: [8, 12]\n");
     FILE *f = fopen(json_path, "rb");
     assert_non_null(f);
     fseek(f, 0, SEEK_END);
@@ -90,12 +97,9 @@ static void test_trace_text_and_json(void **state) {
     remove(json_path);
     cJSON *root = cJSON_Parse(js);
     assert_non_null(root);
-    cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
-                                                                                                 cJSON_GetObjectItem(root, "files"), 0),
-                                                                                             "scenarios"),
-                                                                         0),
-                                                     "cases"),
-                                  0);
+    cJSON *scen = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "files"), 0), "scenarios");
+    assert_int_equal(cJSON_GetArraySize(scen), 2);
+    cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(scen, 0), "cases"), 0);
     cJSON *tr = cJSON_GetObjectItem(c, "trace");
     assert_non_null(tr);
     cJSON *steps = cJSON_GetObjectItem(tr, "steps");
@@ -116,6 +120,17 @@ static void test_trace_text_and_json(void **state) {
     expect_sizes(cJSON_GetObjectItem(tot, "bytes_sent"), 32, 32);
     expect_sizes(cJSON_GetObjectItem(tot, "bytes_recv"), 32, 32);
     assert_int_equal(cJSON_GetObjectItem(tot, "silent_replications")->valueint, 1);
+    /* the uneven case */
+    c = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(scen, 1), "cases"), 0);
+    tr = cJSON_GetObjectItem(c, "trace");
+    assert_non_null(tr);
+    ev = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(tr, "steps"), 0), "comm"), 0);
+    assert_string_equal(cJSON_GetObjectItem(ev, "collective")->valuestring, "all_gather");
+    expect_sizes(cJSON_GetObjectItem(ev, "bytes_sent"), 12, 8);
+    expect_sizes(cJSON_GetObjectItem(ev, "bytes_recv"), 8, 12);
+    tot = cJSON_GetObjectItem(tr, "total");
+    expect_sizes(cJSON_GetObjectItem(tot, "bytes_sent"), 12, 8);
+    expect_sizes(cJSON_GetObjectItem(tot, "bytes_recv"), 8, 12);
     cJSON_Delete(root);
     free(js);
     free(out);
