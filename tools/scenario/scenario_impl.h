@@ -330,12 +330,13 @@ void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, c
                         const lt_plan *plan, size_t since);
 
 /* --trace (scenario_trace.c): begin/end around a case, step after each
- * step (since: the comm trace index before it), op from the op step. */
-void lt__sc_trace_begin(sc_run_ctx *rc);
+ * step (since: the comm trace index before it), op from the op step. begin
+ * and end return 1 when out of memory (the case is then an error). */
+int lt__sc_trace_begin(sc_run_ctx *rc);
 void lt__sc_trace_step(sc_run_ctx *rc, const sc_step *st, int index, size_t since);
 void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names, const lt_dtensor *const *in, int nin,
                      const lt_op_plan *plan);
-void lt__sc_trace_end(sc_run_ctx *rc);
+int lt__sc_trace_end(sc_run_ctx *rc);
 
 /* expect_same_as_single_device (scenario_diverge.c): producers record their
  * result with the single-device value (op: the reference on the inputs' full

@@ -221,7 +221,8 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
     double t0 = now_s();
     lt_status st = lt_comm_new(&c->mesh, &rc.comm);
     if (st) error_result(&rc, &c->pos, "setup", "%s", lt_errmsg());
-    if (!st && c->record_trace) lt__sc_trace_begin(&rc);
+    if (!st && c->record_trace && lt__sc_trace_begin(&rc))
+        error_result(&rc, &c->pos, "--trace", "out of memory while recording the trace");
     for (int i = 0; i < c->ntensors && c->res.status == LT_SC_PASS; i++) {
         lt_tensor *t;
         st = build_tensor(&c->tensors[i], &t);
@@ -256,7 +257,7 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
             error_result(&rc, &s->pos, s->type->name, "while running %s: %s", s->type->name,
                          m[0] ? m : lt_status_str(st));
     }
-    lt__sc_trace_end(&rc);
+    if (lt__sc_trace_end(&rc)) error_result(&rc, &c->pos, "--trace", "out of memory while recording the trace");
     lt__sc_diverge_end(&rc);
     for (int i = 0; i < rc.nvals; i++) value_clear(&rc.vals[i]);
     lt__free(rc.vals);

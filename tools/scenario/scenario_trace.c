@@ -16,8 +16,9 @@
  * The case ends with totals: events per collective and bytes per rank.
  *
  * Hooks: lt__sc_trace_begin / _step / _end from scenario_run.c, and
- * lt__sc_trace_op from the op step. Out of memory drops the trace (it is
- * informational) and says so in the text.
+ * lt__sc_trace_op from the op step. Out of memory anywhere in the trace makes
+ * the case an error ("out of memory while recording the trace"), as for the
+ * JSON report's plans: a report with holes would read as a complete one.
  */
 #include <string.h>
 
@@ -106,9 +107,9 @@ static cJSON *json_sizes(const size_t *v, int n) {
     return a;
 }
 
-void lt__sc_trace_begin(sc_run_ctx *rc) {
+int lt__sc_trace_begin(sc_run_ctx *rc) {
     sc_trace *t = lt__calloc(1, sizeof *t);
-    if (!t) return;
+    if (!t) return 1;
     t->world = rc->c->mesh.world;
     t->sent = lt__calloc((size_t)t->world, sizeof *t->sent);
     t->recv = lt__calloc((size_t)t->world, sizeof *t->recv);
@@ -119,6 +120,7 @@ void lt__sc_trace_begin(sc_run_ctx *rc) {
     lt_mesh_str(&rc->c->mesh, m, sizeof m);
     add(t, 0, "trace of %s (mesh %s, %d ranks)\n", rc->c->name, m, t->world);
     rc->trace = t;
+    return 0;
 }
 
 static void fmt_pl(const lt_placement *pl, int n, char *buf, size_t len) { lt_placements_format(pl, n, buf, len); }
@@ -226,7 +228,8 @@ void lt__sc_trace_step(sc_run_ctx *rc, const sc_step *st, int index, size_t sinc
             add(t, 0, "%*s ", w < 22 ? 22 - w : 0, "");
             add_sizes(t, ev.recv, ev.world);
             add(t, 0, "\n");
-            for (int r = 0; r < ev.world && r < t->world; r++) t->sent[r] += ev.sent[r], t->recv[r] += ev.recv[r];
+            for (int r = 0; t->sent && t->recv && r < ev.world && r < t->world; r++)
+                t->sent[r] += ev.sent[r], t->recv[r] += ev.recv[r];
             t->ncoll[ev.coll]++;
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "collective", lt_coll_name(ev.coll));
@@ -244,19 +247,21 @@ void lt__sc_trace_step(sc_run_ctx *rc, const sc_step *st, int index, size_t sinc
     lt__json_push(t->steps, js);
 }
 
-void lt__sc_trace_end(sc_run_ctx *rc) {
+int lt__sc_trace_end(sc_run_ctx *rc) {
     sc_trace *t = rc->trace;
-    if (!t) return;
+    if (!t) return 0;
     size_t events = 0;
     for (int c = 0; c < LT_COLL_COUNT; c++) events += t->ncoll[c];
     add(t, 0, "total: %zu collective%s", events, events == 1 ? "" : "s");
     for (int c = 0, first = 1; c < LT_COLL_COUNT; c++)
         if (t->ncoll[c]) add(t, 0, "%s%zu %s", first ? " (" : ", ", t->ncoll[c], lt_coll_name((lt_coll)c)), first = 0;
-    add(t, 0, "%s\n  bytes sent per rank:     ", events ? ")" : "");
-    add_sizes(t, t->sent, t->world);
-    add(t, 0, "\n  bytes received per rank: ");
-    add_sizes(t, t->recv, t->world);
-    add(t, 0, "\n");
+    if (t->sent && t->recv) {
+        add(t, 0, "%s\n  bytes sent per rank:     ", events ? ")" : "");
+        add_sizes(t, t->sent, t->world);
+        add(t, 0, "\n  bytes received per rank: ");
+        add_sizes(t, t->recv, t->world);
+        add(t, 0, "\n");
+    }
     if (t->nwarn) add(t, 0, "  %zu silent replication warning%s\n", t->nwarn, t->nwarn == 1 ? "" : "s");
     cJSON *root = cJSON_CreateObject();
     lt__json_put(root, "steps", t->steps);
@@ -267,17 +272,19 @@ void lt__sc_trace_end(sc_run_ctx *rc) {
     for (int c = 0; c < LT_COLL_COUNT; c++)
         if (t->ncoll[c]) cJSON_AddNumberToObject(per, lt_coll_name((lt_coll)c), (double)t->ncoll[c]);
     lt__json_put(tot, "per_collective", per);
-    lt__json_put(tot, "bytes_sent", json_sizes(t->sent, t->world));
-    lt__json_put(tot, "bytes_recv", json_sizes(t->recv, t->world));
+    if (t->sent && t->recv) {
+        lt__json_put(tot, "bytes_sent", json_sizes(t->sent, t->world));
+        lt__json_put(tot, "bytes_recv", json_sizes(t->recv, t->world));
+    }
     cJSON_AddNumberToObject(tot, "silent_replications", (double)t->nwarn);
     lt__json_put(root, "total", tot);
     char *js = lt__json_failed() ? NULL : cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
-    if (t->failed || !js) {
-        rc->res->trace_text = "(trace dropped: out of memory)\n";
-    } else {
+    int failed = t->failed || !js;
+    if (!failed) {
         rc->res->trace_text = lt__sc_strdup(rc->arena, t->text);
         rc->res->trace_json = lt__sc_strdup(rc->arena, js);
+        failed = !rc->res->trace_text || !rc->res->trace_json;
     }
     cJSON_free(js);
     cJSON_Delete(t->ops);
@@ -289,4 +296,5 @@ void lt__sc_trace_end(sc_run_ctx *rc) {
     lt__free(t->recv);
     lt__free(t);
     rc->trace = NULL;
+    return failed;
 }
