@@ -403,6 +403,7 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
             if (st) lt_local_free(local);
         }
         if (!st) st = lt__dtensor_wrap(local, &spec, out);
+        if (!st) (*out)->from_local = 1;
         if (st && *out == NULL && st != LT_MISMATCH) st = lt__err_ctx_in(st, "from_local", "%s", "");
     }
     lt__free(grp);

@@ -36,6 +36,9 @@ typedef struct lt_dtensor {
         };
     };
     int64_t stride[LT_MAX_DIMS];               /* global, row-major contiguous */
+    int from_local;                            /* built by lt_from_local: its shards are the
+                                                * caller's, combined rank-locally
+                                                * (docs/SEMANTICS.md §11.6) */
 } lt_dtensor;
 
 /* The mesh of a DTensor (borrowed). */

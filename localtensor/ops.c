@@ -353,6 +353,7 @@ static lt_status wrap(const lt_op_plan *p, int j, lt_local *loc, lt_dtensor **ou
     memset(dt->stride, 0, sizeof dt->stride);
     dt->local = loc;
     dt->spec.mesh = &loc->mesh;
+    dt->from_local = 0;   /* an op's output is the op's, not the caller's shards */
     dt->dtype = p->out_dtype;
     dt->ndim = p->out_ndim;
     memcpy(dt->shape, p->out_shape[j], sizeof(int64_t) * (size_t)p->out_ndim);
@@ -447,6 +448,7 @@ lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op
         dt[k] = in[k]->dtype, nd[k] = in[k]->ndim, sh[k] = in[k]->shape, pl[k] = in[k]->placements;
     }
     if (!m) return lt__err(LT_INVALID, "%s: args->mesh is NULL", name);
+    LT_TRY(lt__op_check_aligned(op, in, nin));
     lt_op_plan *p = NULL;
     lt_status st = get_plan(op, m, nin, dt, nd, sh, pl, args, opts && opts->no_cache, &p);
     if (st) return opts && opts->name ? lt__err_ctx(st, "%s", opts->name) : st;

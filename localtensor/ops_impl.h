@@ -54,6 +54,11 @@ lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank, cons
 lt_status lt__dropout_shard(const lt_tensor *x, double p, uint64_t seed, const lt_spec *s, int rank,
                             lt_tensor **out);
 
+/* Elementwise binary ops with an operand built by from_local: LT_INVALID
+ * (sub-code LT_ERR_MISALIGNED) naming the first rank where the operands hold
+ * different global indices (ops_align.c, docs/SEMANTICS.md §11.6). */
+lt_status lt__op_check_aligned(lt_op_kind op, const lt_dtensor *const *in, int nin);
+
 /* Dispatches to the op's rule family (sharding_rules.c), then makes the
  * output's Partial ops a valid mix. */
 lt_status lt__rule_propagate(lt__rule_io *io);

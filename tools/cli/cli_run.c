@@ -18,7 +18,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: localtensor run PATH... [-k FILTER] [-v] [--json FILE] [--junit FILE] [--fail-fast]\n"
+            "usage: localtensor run PATH... [-k FILTER] [-v] [--json FILE] [--junit FILE] [--fail-fast] [--trace]\n"
             "\n"
             "Runs YAML scenario files (directories are searched for *.yaml / *.yml).\n"
             "  -k FILTER      run only cases whose name or file path contains FILTER (repeatable)\n"
@@ -26,6 +26,8 @@ static void usage(FILE *f) {
             "  --json FILE    write every scenario, case, check and failure as JSON\n"
             "  --junit FILE   write JUnit XML for CI\n"
             "  --fail-fast    stop at the first failing case\n"
+            "  --trace        print each case's op log (placements, implicit redistributes with\n"
+            "                 their plans) and comm table (bytes per rank); in --json too\n"
             "Exit: 0 all passed, 1 a check failed, 2 a file could not be loaded, a step errored,\n"
             "or nothing was run (no scenario file found, or no case matches -k).\n"
             "The format of scenario files: scenarios/README.md.\n");
@@ -50,6 +52,8 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
             code = 0;
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
             o.verbose = 1;
+        } else if (!strcmp(a, "--trace")) {
+            o.trace = 1;
         } else if (!strcmp(a, "--fail-fast") || !strcmp(a, "-x")) {
             o.fail_fast = 1;
         } else if (!strcmp(a, "-k") || !strcmp(a, "--json") || !strcmp(a, "--junit")) {

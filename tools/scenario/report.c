@@ -81,6 +81,7 @@ void lt__sc_report_case(FILE *f, const lt_sc_options *o, const lt_sc_file *file,
     for (int i = 0; i < c->res.nfails; i++) print_failure(f, &c->res.fails[i]);
     if (c->res.nfails_dropped)
         fprintf(f, "      ... and %d more failure%s\n", c->res.nfails_dropped, PL(c->res.nfails_dropped));
+    if (c->res.trace_text) fprintf(f, "%s\n", c->res.trace_text);
 }
 
 void lt__sc_report_sweep(FILE *f, const lt_sc_options *o, const lt_sc_file *file, const sc_scenario *s) {
@@ -152,6 +153,8 @@ static cJSON *case_json(const sc_case *c) {
     /* every redistribute the case ran, with per-rank bytes of each plan step */
     cJSON *rd = c->res.redistributes ? cJSON_Parse(c->res.redistributes) : NULL;
     lt__json_put(j, "redistributes", rd ? rd : cJSON_CreateArray());
+    /* --trace: the op log and comm table (tools/scenario/scenario_trace.c) */
+    if (c->res.trace_json) lt__json_put(j, "trace", cJSON_Parse(c->res.trace_json));
     return j;
 }
 

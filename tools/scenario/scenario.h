@@ -53,6 +53,7 @@ typedef struct lt_sc_options {
     const char *const *filters;  /* -k: substring of a case name or file path; any matches */
     int nfilters;
     int verbose;                 /* -v: one line per case, show pictures */
+    int trace;                   /* --trace: op log and comm table per case (text, and JSON with --json) */
     int fail_fast;               /* stop at the first failing or erroring case */
     const char *json_path;       /* --json FILE or NULL */
     const char *junit_path;      /* --junit FILE or NULL */

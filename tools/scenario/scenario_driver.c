@@ -179,6 +179,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
                 sc_case *cs = &f->scen[k].cases[c];
                 cs->selected = matches(opt, f->path, cs);
                 cs->record_plans = opt->json_path != NULL;
+                cs->record_trace = opt->trace;
                 sel += cs->selected;
             }
             total += sel;
@@ -225,7 +226,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
                 sum.passed += r == LT_SC_PASS;
                 sum.failed += r == LT_SC_FAIL;
                 sum.errors += r == LT_SC_ERROR;
-                if (opt->verbose || !s->is_sweep || r != LT_SC_PASS) {
+                if (opt->verbose || opt->trace || !s->is_sweep || r != LT_SC_PASS) {
                     progress_clear(&pg);
                     lt__sc_report_case(out, opt, f, s, cs);
                 }

@@ -188,6 +188,8 @@ typedef struct lt_sc_result {
     lt_sc_failure *fails;      /* (SC_MAX_FAILS) in the arena once a failure is recorded */
     const char *redistributes; /* with sc_case.record_plans: a JSON array (text, arena) of the
                                 * case's redistributes and their plans with per-rank bytes */
+    const char *trace_text;    /* with sc_case.record_trace: the --trace log (arena), else NULL */
+    const char *trace_json;    /* the same as a JSON object (text, arena) */
 } lt_sc_result;
 
 /* ---- scenarios ------------------------------------------------------------- */
@@ -240,6 +242,7 @@ typedef struct sc_case {
     sc_step *steps;
     int selected;             /* passes the -k filters */
     int record_plans;         /* keep every redistribute's plan in res (for --json) */
+    int record_trace;         /* --trace: op log and comm table in res (scenario_trace.c) */
     lt_sc_result res;
 } sc_case;
 
@@ -336,6 +339,8 @@ typedef struct sc_run_ctx {
     int hang_kind;            /* lt_hang_kind of the last report, -1: none */
     int failed_rank;          /* the rank a per-rank step failed on, -1: none or not one rank */
     int ended_rank;           /* the rank whose program ended with that error (the matcher knows), or -1 */
+    void *trace;              /* scenario_trace.c's state while record_trace, else NULL */
+    void *diverge;            /* scenario_diverge.c's records (expect_same_as_single_device) */
 } sc_run_ctx;
 
 /* The value named `name` (must exist: the loader checked). */
@@ -389,6 +394,24 @@ lt_status lt__sc_rank_failed(sc_run_ctx *rc, const sc_step *step, lt_status st);
 /* A shard for rank r that skipped a step defining `as`: its older shard of
  * `as` when that is a LocalTensor, else a placeholder shaped like `like`. */
 lt_status lt__sc_skipped_shard(sc_run_ctx *rc, const char *as, int r, const lt_tensor *like, lt_tensor **out);
+/* --trace (scenario_trace.c): begin/end around a case, step after each
+ * step (since: the comm trace index before it), op from the op step. begin
+ * and end return 1 when out of memory (the case is then an error). */
+int lt__sc_trace_begin(sc_run_ctx *rc);
+void lt__sc_trace_step(sc_run_ctx *rc, const sc_step *st, int index, size_t since);
+void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names, const lt_dtensor *const *in, int nin,
+                     const lt_op_plan *plan);
+int lt__sc_trace_end(sc_run_ctx *rc);
+
+/* expect_same_as_single_device (scenario_diverge.c): producers record their
+ * result with the single-device value (op: the reference on the inputs' full
+ * values; same: the input's full value, for redistribute and rank_map).
+ * No-ops unless the case has that step. end frees the records. */
+lt_status lt__sc_diverge_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind op, const lt_dtensor *const *in, int nin,
+                            const lt_op_args *args, lt_dtensor *const *out, int nout, const char *const *names);
+lt_status lt__sc_diverge_same(sc_run_ctx *rc, const sc_step *st, const char *kind, const lt_dtensor *in,
+                              const lt_dtensor *out, const char *name);
+void lt__sc_diverge_end(sc_run_ctx *rc);
 
 /* Runs a case's steps; fills c->res. Never fails: errors become results. */
 void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show);
@@ -423,7 +446,8 @@ char *lt__sc_fmt_index(int ndim, const int64_t *idx, char *buf, size_t n);
     XX(expect_comm,  1)         \
     XX(expect_order, 1)         \
     XX(expect_replicas, 1)      \
-    XX(expect_error, 1)
+    XX(expect_error, 1)         \
+    XX(expect_same_as_single_device, 1)
 
 #define LT__XX(name, chk)                                                                      \
     lt_status lt__sc_parse_##name(sc_parse_ctx *pc, const sc_node *body, sc_step *st);         \

@@ -328,6 +328,7 @@ lt_status lt__sc_run_op(sc_run_ctx *rc, const sc_step *st) {
     char where[160], origin[512];
     pos_str(st, where, sizeof where);
     snprintf(origin, sizeof origin, "op %s at %s (%.250s)", name, where, plan->why);
+    lt__sc_trace_op(rc, d->op, d->in, in, d->nin, plan);
     lt_op_plan_free(plan);
     if (nout != d->nout) {
         for (int j = 0; j < nout; j++) lt_dtensor_free(out[j]);
@@ -358,6 +359,9 @@ lt_status lt__sc_run_op(sc_run_ctx *rc, const sc_step *st) {
             return lt__err_ctx_in(s, "op", " %s: reference run", name);
         }
     }
+    s = lt__sc_diverge_op(rc, st, d->op, in, d->nin, d->args, out, nout, d->as);
+    for (int j = 0; j < nout && s; j++) lt_dtensor_free(out[j]);
+    if (s) return s;
     for (int j = 0; j < nout; j++) {
         s = lt__sc_put_dtensor(rc, d->as[j], out[j], origin);
         out[j] = NULL;
@@ -511,6 +515,11 @@ lt_status lt__sc_run_rank_map(sc_run_ctx *rc, const sc_step *st) {
             }
     }
     lt_localint_free(&li);
+    s = lt__sc_diverge_same(rc, st, "rank_map", lt__sc_value(rc, d->tensor)->dt, y, d->as);
+    if (s) {
+        lt_dtensor_free(y);
+        return s;
+    }
     s = lt__sc_put_dtensor(rc, d->as, y, origin);
     return s ? s : chk;
 }

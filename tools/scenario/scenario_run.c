@@ -222,6 +222,8 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
     double t0 = now_s();
     lt_status st = lt_comm_new(&c->mesh, &rc.comm);
     if (st) error_result(&rc, &c->pos, "setup", "%s", lt_errmsg());
+    if (!st && c->record_trace && lt__sc_trace_begin(&rc))
+        error_result(&rc, &c->pos, "--trace", "out of memory while recording the trace");
     for (int i = 0; i < c->ntensors && c->res.status == LT_SC_PASS; i++) {
         lt_tensor *t;
         st = build_tensor(&c->tensors[i], &t);
@@ -235,6 +237,7 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
     rc.ended_rank = -1;
     for (int i = 0; i < c->nsteps && c->res.status != LT_SC_ERROR && !rc.hung; i++) {
         const sc_step *s = &c->steps[i];
+        size_t since = rc.comm ? lt_trace_count(lt_comm_trace(rc.comm)) : 0;
         rc.step_index = i;
         /* a step every rank runs together: ranks waiting in a collective
          * never reach it, so the per-rank program ends here */
@@ -248,6 +251,7 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
              * everyone is (kind rank_failed) */
             if (st && !(st == LT_MISMATCH && rc.failed_check)) st = lt__sc_rank_failed(&rc, s, st);
         }
+        lt__sc_trace_step(&rc, s, i, since);
         int counted = s->type->is_check || rc.did_check || rc.failed_check;
         if (counted) c->res.checks++;
         if (st == LT_OK) continue;
@@ -287,6 +291,8 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
         }
     }
     lt__sc_spmd_free(&rc);
+    if (lt__sc_trace_end(&rc)) error_result(&rc, &c->pos, "--trace", "out of memory while recording the trace");
+    lt__sc_diverge_end(&rc);
     for (int i = 0; i < rc.nvals; i++) value_clear(&rc.vals[i]);
     lt__free(rc.vals);
     lt_plan_free(rc.plan);

@@ -319,7 +319,11 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
                                  d->tensor, src, dst, ps, rep.rank, idx, gidx, e, a, (long long)rep.ndiff,
                                  rep.ndiff == 1 ? "" : "s", rep.ndiff == 1 ? "s" : "");
     }
-    if (s) return s;
+    if (!s) s = lt__sc_diverge_same(rc, st, "redistribute", v->dt, out, d->as);
+    if (s) {
+        lt_dtensor_free(out);
+        return s;
+    }
     return lt__sc_put_dtensor(rc, d->as, out, rc->plan_text);
 }
 

@@ -1,0 +1,142 @@
+/* test/test_trace.c — `localtensor run --trace`: the op log, the comm table
+ * and the per-rank bytes of the JSON report, checked against figures worked
+ * out by hand for scenarios/trace/silent_replication.yaml (mesh of 2 ranks):
+ *
+ *   softmax(dim 0) of x (4x2 f32 = 32 bytes, S(0): 16 bytes per rank)
+ *     needs dim 0 whole: one all_gather on mesh dim 0, 1 group of 2;
+ *     rank j receives the other rank's 16 bytes and sends its own 16 to
+ *     the other: sent [16, 16], received [16, 16]; S(0) -> R implicitly,
+ *     so one "silent replication" warning.
+ *   matmul (2x4 S(1)) @ (4x2 S(0)) -> P(sum): no communication.
+ *   redistribute of y (2x2 f32 = 16 bytes) P(sum) -> R: one all_reduce,
+ *     ring model = reduce_scatter of 8-byte halves (each rank receives 8)
+ *     + all_gather (each receives the other half, 8): sent = received =
+ *     8 + 8 = 16 per rank.
+ *   totals: sent [32, 32], received [32, 32], 2 collectives.
+ * and for its second case, uneven shards: x (5 f32) S(0) on 2 ranks holds 3
+ * and 2 elements (12 and 8 bytes); softmax(dim 0) all_gathers it: rank 0
+ * sends 12 and receives 8, rank 1 sends 8 and receives 12.
+ *
+ * Runs from the repository root, in-process through lt_sc_main.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "test/testutil.h"
+#include "tools/cli/cli.h"
+#include "tools/scenario/scenario.h"
+
+static char *slurp_fp(FILE *f) {
+    fflush(f);
+    long n = ftell(f);
+    if (n < 0) n = 0;
+    char *s = malloc((size_t)n + 1);
+    if (!s) fail_msg("out of memory");
+    rewind(f);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = '\0';
+    return s;
+}
+
+static int run_cli(const char *const *args, int n, char **out) {
+    char *argv[16];
+    argv[0] = (char *)"run";
+    for (int i = 0; i < n; i++) argv[i + 1] = (char *)args[i];
+    FILE *o = tmpfile(), *e = tmpfile();
+    if (!o || !e) fail_msg("tmpfile failed");
+    int rc = lt_sc_main(n + 1, argv, o, e);
+    *out = slurp_fp(o);
+    fclose(o);
+    fclose(e);
+    return rc;
+}
+
+static void expect_line(const char *text, const char *want) {
+    if (!strstr(text, want)) fail_msg("missing in the trace: '%s'\n--- trace:\n%s", want, text);
+}
+
+static void expect_sizes(const cJSON *arr, long a, long b) {
+    assert_true(cJSON_IsArray(arr));
+    assert_int_equal(cJSON_GetArraySize(arr), 2);
+    assert_int_equal((long)cJSON_GetArrayItem(arr, 0)->valuedouble, a);
+    assert_int_equal((long)cJSON_GetArrayItem(arr, 1)->valuedouble, b);
+}
+
+static void test_trace_text_and_json(void **state) {
+    (void)state;
+    char json_path[] = "/tmp/lt_trace_XXXXXX";
+    int fd = mkstemp(json_path);
+    assert_true(fd >= 0);
+    close(fd);
+    const char *args[] = {"--trace", "--json", json_path, "scenarios/trace/silent_replication.yaml"};
+    char *out = NULL;
+    assert_int_equal(run_cli(args, 4, &out), 0);
+    expect_line(out, "step 2  op at scenarios/trace/silent_replication.yaml:19:7\n"
+                     "  softmax(xd [S(0)]) -> [R]\n"
+                     "  implicit redistribute of input 1 'xd': [S(0)] -> [R]\n");
+    expect_line(out, "  warning: silent replication: softmax replicates input 1 'xd' along mesh dim 0 (S(0) -> R)");
+    expect_line(out, "         all_gather      0         1       2          [16, 16]               [16, 16]\n");
+    expect_line(out, "  matmul(ad [S(1)], bd [S(0)]) -> [P(sum)]\n  comm:  none\n");
+    expect_line(out, "         all_reduce      0         1       2          [16, 16]               [16, 16]\n");
+    expect_line(out, "total: 2 collectives (1 all_gather, 1 all_reduce)\n"
+                     "  bytes sent per rank:     [32, 32]\n"
+                     "  bytes received per rank: [32, 32]\n"
+                     "  1 silent replication warning\n");
+    expect_line(out, "         all_gather      0         1       2          [12, 8]                [8, 12]\n"
+                     "total: 1 collective (1 all_gather)\n"
+                     "  bytes sent per rank:     [12, 8]\n"
+                     "  bytes received per rank: [8, 12]\n");
+    FILE *f = fopen(json_path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    char *js = slurp_fp(f);
+    fclose(f);
+    remove(json_path);
+    cJSON *root = cJSON_Parse(js);
+    assert_non_null(root);
+    cJSON *scen = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "files"), 0), "scenarios");
+    assert_int_equal(cJSON_GetArraySize(scen), 2);
+    cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(scen, 0), "cases"), 0);
+    cJSON *tr = cJSON_GetObjectItem(c, "trace");
+    assert_non_null(tr);
+    cJSON *steps = cJSON_GetObjectItem(tr, "steps");
+    assert_int_equal(cJSON_GetArraySize(steps), 3);
+    cJSON *s0 = cJSON_GetArrayItem(steps, 0), *s2 = cJSON_GetArrayItem(steps, 2);
+    assert_int_equal(cJSON_GetObjectItem(s0, "step")->valueint, 2);
+    cJSON *ev = cJSON_GetArrayItem(cJSON_GetObjectItem(s0, "comm"), 0);
+    assert_string_equal(cJSON_GetObjectItem(ev, "collective")->valuestring, "all_gather");
+    assert_int_equal(cJSON_GetObjectItem(ev, "groups")->valueint, 1);
+    expect_sizes(cJSON_GetObjectItem(ev, "bytes_sent"), 16, 16);
+    expect_sizes(cJSON_GetObjectItem(ev, "bytes_recv"), 16, 16);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(s0, "warnings")), 1);
+    ev = cJSON_GetArrayItem(cJSON_GetObjectItem(s2, "comm"), 0);
+    assert_string_equal(cJSON_GetObjectItem(ev, "collective")->valuestring, "all_reduce");
+    expect_sizes(cJSON_GetObjectItem(ev, "bytes_sent"), 16, 16);
+    expect_sizes(cJSON_GetObjectItem(ev, "bytes_recv"), 16, 16);
+    cJSON *tot = cJSON_GetObjectItem(tr, "total");
+    expect_sizes(cJSON_GetObjectItem(tot, "bytes_sent"), 32, 32);
+    expect_sizes(cJSON_GetObjectItem(tot, "bytes_recv"), 32, 32);
+    assert_int_equal(cJSON_GetObjectItem(tot, "silent_replications")->valueint, 1);
+    /* the uneven case */
+    c = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(scen, 1), "cases"), 0);
+    tr = cJSON_GetObjectItem(c, "trace");
+    assert_non_null(tr);
+    ev = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(tr, "steps"), 0), "comm"), 0);
+    assert_string_equal(cJSON_GetObjectItem(ev, "collective")->valuestring, "all_gather");
+    expect_sizes(cJSON_GetObjectItem(ev, "bytes_sent"), 12, 8);
+    expect_sizes(cJSON_GetObjectItem(ev, "bytes_recv"), 8, 12);
+    tot = cJSON_GetObjectItem(tr, "total");
+    expect_sizes(cJSON_GetObjectItem(tot, "bytes_sent"), 12, 8);
+    expect_sizes(cJSON_GetObjectItem(tot, "bytes_recv"), 8, 12);
+    cJSON_Delete(root);
+    free(js);
+    free(out);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_trace_text_and_json)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
