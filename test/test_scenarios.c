@@ -666,6 +666,28 @@ static void test_singular(void **state) {
     free(out), free(err);
 }
 
+/* A redistribute whose verification fails is a failed check, and the case
+ * goes on with what the plan computed under the step's `as`. Values worked
+ * by hand in bf16 (8 significant bits, ties to even): the direct reshard sums
+ * P(sum) in rank order, ((256 + 1) + 1) - 256 = (256 + 1) - 256 = 0, since 257
+ * rounds to 256; the plan sums tp pairs first, (256 + 1) + (1 - 256) =
+ * 256 - 255 = 1. The later steps see the plan's 1. */
+static void test_failed_verification_keeps_going(void **state) {
+    (void)state;
+    char *out, *err;
+    assert_int_equal(run_text("verify_fails.yaml", "name: vf\nmesh: 2x2\nsteps:\n"
+                              "  - from_local: {ranks: [[256], [1], [1], [-256]], placements: [\"P(sum)\", \"P(sum)\"], dtype: bf16, as: p}\n"
+                              "  - redistribute: {tensor: p, to: [R, R], as: r}\n"
+                              "  - redistribute: {tensor: r, to: [\"S(0)\", R], as: z, verify: false}\n"
+                              "  - expect_local: {tensor: z, ranks: [[1], [1], [], []]}\n",
+                              &out, &err), 1);
+    if (!strstr(out, "verification of redistribute of 'p' [P(sum), P(sum)] -> [R, R] failed") ||
+        !strstr(out, "expected 0, actual 1") || !strstr(out, "0 passed, 1 failed, 0 errors") ||
+        count_of(out, "FAIL  ") != 1)
+        fail_msg("a failed verification, then the plan's value:\n%s", out);
+    free(out), free(err);
+}
+
 /* expect_full of a DTensor names who holds the wrong element: rank, mesh
  * coordinate and local index (as expect_local does). The holders below come
  * from the layout rules, worked by hand. */
@@ -897,6 +919,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_reports),         cmocka_unit_test(test_usage),
         cmocka_unit_test(test_mutations),       cmocka_unit_test(test_no_match),
         cmocka_unit_test(test_singular),        cmocka_unit_test(test_expect_full_holders),
+        cmocka_unit_test(test_failed_verification_keeps_going),
         cmocka_unit_test(test_plan_step_names), cmocka_unit_test(test_expect_plan_all_keys),
         cmocka_unit_test(test_json_redistributes),
     };
