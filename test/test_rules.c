@@ -69,13 +69,13 @@ static lt_op_plan *plan2(lt_op_kind op, const lt_mesh *m, int na, const int64_t 
     int n;
     LT_CHECK(lt_placements_parse(pa, a, LT_MESH_MAX_DIMS, &n));
     if (pb) LT_CHECK(lt_placements_parse(pb, b, LT_MESH_MAX_DIMS, &n));
-    lt_dtype dt[2] = {LT_F32, LT_F32};
-    int nd[2] = {na, nb};
-    const int64_t *sh[2] = {sa, sb};
-    const lt_placement *pl[2] = {a, b};
+    lt_spec s[2];
+    const lt_spec *in[2] = {&s[0], &s[1]};
+    LT_CHECK(lt_spec_make(m, LT_F32, na, sa, a, m->ndim, &s[0]));
+    if (pb) LT_CHECK(lt_spec_make(m, LT_F32, nb, sb, b, m->ndim, &s[1]));
     static const lt_op_args zero;
     lt_op_plan *p = NULL;
-    LT_CHECK(lt_op_propagate(op, m, pb ? 2 : 1, dt, nd, sh, pl, args ? args : &zero, &p));
+    LT_CHECK(lt_op_propagate(op, in, pb ? 2 : 1, args ? args : &zero, &p));
     return p;
 }
 
