@@ -276,16 +276,17 @@ static lt_status get_plan(lt_op_kind op, const lt_mesh *m, int nin, const lt_spe
 
 /* The mesh every input lives on (rand, randn: args->mesh), or an error with
  * lt_op's messages. */
-static lt_status common_mesh(const char *name, const lt_spec *const *in, int nin, const lt_op_args *args,
+static lt_status common_mesh(lt_op_kind op, const lt_spec *const *in, int nin, const lt_op_args *args,
                              const lt_mesh **out) {
     const lt_mesh *m = nin ? NULL : args->mesh;
     for (int k = 0; k < nin; k++) {
-        if (!in[k]) return lt__err(LT_INVALID, "%s: input %d is NULL", name, k);
+        if (!in[k]) return lt__err(LT_INVALID, "%s: input %d is NULL", lt_op_name(op), k);
         if (!m) m = in[k]->mesh;
         else if (m != in[k]->mesh && !lt_mesh_equal(m, in[k]->mesh))
-            return lt__err(LT_INVALID, "%s: input %d lives on another mesh (cross-mesh ops are not supported)", name, k);
+            return lt__err(LT_INVALID, "%s: input %d lives on another mesh (cross-mesh ops are not supported)",
+                           lt_op_name(op), k);
     }
-    if (!m) return lt__err(LT_INVALID, "%s: args->mesh is NULL", name);
+    if (!m) return lt__err(LT_INVALID, "%s: args->mesh is NULL", lt_op_name(op));
     *out = m;
     return LT_OK;
 }
@@ -298,7 +299,7 @@ lt_status lt_op_propagate(lt_op_kind op, const lt_spec *const *inputs, int nin, 
     if (nin < 0 || nin > LT_OP_MAX_INPUTS) return lt__err(LT_INVALID, "%s: %d inputs", lt_op_name(op), nin);
     if (!args) args = &zero_args;
     const lt_mesh *m;
-    LT_TRY(common_mesh(lt_op_name(op), inputs, nin, args, &m));
+    LT_TRY(common_mesh(op, inputs, nin, args, &m));
     return get_plan(op, m, nin, inputs, args, 0, out);
 }
 
@@ -439,7 +440,7 @@ lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op
     const lt_spec *sp[LT_OP_MAX_INPUTS]; /* the inputs' specs: checked when each DTensor was made */
     for (int k = 0; k < nin; k++) sp[k] = in[k] ? lt_dtensor_spec(in[k]) : NULL;
     const lt_mesh *m;
-    LT_TRY(common_mesh(name, sp, nin, args, &m));
+    LT_TRY(common_mesh(op, sp, nin, args, &m));
     lt_op_plan *p = NULL;
     lt_status st = get_plan(op, m, nin, sp, args, opts && opts->no_cache, &p);
     if (st) return opts && opts->name ? lt__err_ctx(st, "%s", opts->name) : st;

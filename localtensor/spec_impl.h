@@ -44,9 +44,10 @@ void lt__key_placement(lt__cache_key *k, const lt_placement *p);
  * placements. The one encoding of a spec in both caches' keys (redistribute
  * plans, op plans). */
 static inline void lt__key_spec(lt__cache_key *k, const lt_spec *s) {
-    lt__key_put(k, (uint64_t)s->dtype | (uint64_t)(uint32_t)s->ndim << 8);
-    for (int d = 0; d < s->ndim; d++) lt__key_put(k, (uint64_t)s->shape[d]);
-    for (int i = 0; i < s->mesh->ndim; i++) lt__key_placement(k, &s->placements[i]);
+    int nd = s->ndim, mnd = s->mesh->ndim; /* read once: k->n is an int too */
+    lt__key_put(k, (uint64_t)s->dtype | (uint64_t)(uint32_t)nd << 8);
+    for (int d = 0; d < nd; d++) lt__key_put(k, (uint64_t)s->shape[d]);
+    for (int i = 0; i < mnd; i++) lt__key_placement(k, &s->placements[i]);
 }
 
 #endif
