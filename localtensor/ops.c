@@ -39,12 +39,12 @@ static int pls_equal(const lt_placement *a, const lt_placement *b, int n) {
     return 1;
 }
 
-static void describe(lt_op_plan *p, const lt_mesh *m, const lt_placement *const *pl) {
+static void describe(lt_op_plan *p, const lt_mesh *m, const lt_spec *const *in) {
     char buf[160];
     size_t used = 0;
     p->why[0] = 0;
     for (int k = 0; k < p->nin && used < sizeof p->why; k++) {
-        lt_placements_format(pl[k], m->ndim, buf, sizeof buf);
+        lt_placements_format(in[k]->placements, m->ndim, buf, sizeof buf);
         int w = snprintf(p->why + used, sizeof p->why - used, "%s%s", k ? " x " : "", buf);
         if (w < 0) return;
         used += (size_t)w;
@@ -64,7 +64,9 @@ static void describe(lt_op_plan *p, const lt_mesh *m, const lt_placement *const 
 /* The first mesh dim at which a layout stops existing (placements of the
  * mesh dims before it kept, the later ones Replicate), or -1. A split that
  * does not fit the piece it is nested in (S(0,[8,4]) on mesh dim 1 under an
- * S(0) on mesh dim 0 of a dim of 12: pieces of 6) fails at its mesh dim. */
+ * S(0) on mesh dim 0 of a dim of 12: pieces of 6) fails at its mesh dim.
+ * Loose on purpose: it probes placement lists that are not layouts, which is
+ * what the base layout functions (layout.h) are for. */
 static int failing_mesh_dim(const lt_mesh *m, int ndim, const int64_t *shape, const lt_placement *tgt) {
     lt_placement q[LT_MESH_MAX_DIMS];
     for (int i = 0; i < m->ndim; i++) q[i] = lt_replicate();
@@ -79,25 +81,26 @@ static int failing_mesh_dim(const lt_mesh *m, int ndim, const int64_t *shape, co
  * redistributed to whatever the rule then asks): first for the inputs that
  * hold a non-chunk split there (the split that could not nest), else for
  * every input sharded there. 0 when nothing was left to change. */
-static int relax(lt_placement (*view)[LT_MESH_MAX_DIMS], int nin, int i) {
+static int relax(lt_spec *view, int nin, int i) {
     int changed = 0;
     for (int pass = 0; pass < 2 && !changed; pass++)
         for (int k = 0; k < nin; k++) {
-            lt_placement *q = &view[k][i];
+            lt_placement *q = &view[k].placements[i];
             int hit = pass ? lt_placement_is_shard_like(q) : q->kind == LT_PL_SHARD && q->rule.kind != LT_SPLIT_CHUNK;
             if (hit) *q = lt_replicate(), changed = 1;
         }
     return changed;
 }
 
-/* Runs the rule and derives everything the executor needs. pl: normalized.
- * When the rule asks for a layout that cannot exist (a split nested where
- * it does not fit), it runs again seeing the inputs it followed as
- * Replicate on that mesh dim, until every layout exists; each round turns
- * at least one shard into Replicate, so at most nin * mesh dims rounds. */
-static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_dtype *dtypes,
-                            const int *ndims, const int64_t *const *shapes,
-                            const lt_placement *const *pl, const lt_op_args *args, lt_op_plan **out) {
+/* Runs the rule and derives everything the executor needs. in: checked specs
+ * on `mesh`. When the rule asks for a layout that cannot exist (a split
+ * nested where it does not fit), it runs again seeing the inputs it followed
+ * as Replicate on that mesh dim, until every layout exists; each round turns
+ * at least one shard into Replicate, so at most nin * mesh dims rounds. What
+ * the rule then sees is no checked spec (lt__spec_unchecked); what it asks
+ * for is checked here (lt_spec_make). */
+static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_spec *const *in,
+                            const lt_op_args *args, lt_op_plan **out) {
     const char *name = lt_op_name(op);
     lt_op_plan *p = lt__calloc(1, sizeof *p);
     lt__rule_io *io = lt__calloc(1, sizeof *io);
@@ -111,16 +114,16 @@ static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const l
         lt_op_plan_free(p);
         return lt__err(LT_NOMEM, "out of memory");
     }
-    lt_placement (*view)[LT_MESH_MAX_DIMS] = NULL; /* (nin) what the rule sees once relaxed */
-    const lt_placement *seen[LT_OP_MAX_INPUTS];
-    for (int k = 0; k < nin; k++) seen[k] = pl[k];
+    lt_spec *view = NULL; /* (nin) what the rule sees once relaxed (unchecked) */
+    const lt_spec *seen[LT_OP_MAX_INPUTS];
+    for (int k = 0; k < nin; k++) seen[k] = in[k];
     lt_status st;
     for (;;) {
         int bad_dim = -1;
         memset(io, 0, sizeof *io);
-        for (int k = 0; k < nin; k++) memcpy(p->in_target[k], seen[k], sizeof(lt_placement) * (size_t)mesh->ndim);
-        io->op = op, io->mesh = mesh, io->nin = nin, io->dtype = dtypes, io->ndim = ndims;
-        io->shape = shapes, io->pl = seen, io->args = args, io->tgt = p->in_target;
+        for (int k = 0; k < nin; k++)
+            memcpy(p->in_target[k], seen[k]->placements, sizeof(lt_placement) * (size_t)mesh->ndim);
+        io->op = op, io->mesh = mesh, io->nin = nin, io->in = seen, io->args = args, io->tgt = p->in_target;
         st = lt__rule_propagate(io);
         p->op = op, p->nin = nin, p->nout = io->nout, p->out_dtype = io->out_dtype;
         p->out_ndim = io->out_ndim, p->mesh_ = *mesh;
@@ -130,18 +133,23 @@ static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const l
         char why[512] = "";
         lt_errcode why_code = LT_ERR_NONE;
         for (int k = 0; k < nin && !st; k++) {
-            p->in_redistribute[k] = !pls_equal(p->in_target[k], pl[k], mesh->ndim);
+            p->in_redistribute[k] = !pls_equal(p->in_target[k], in[k]->placements, mesh->ndim);
             if (!p->in_redistribute[k]) continue;
-            st = lt_placements_check(mesh, ndims[k], p->in_target[k], mesh->ndim, p->in_target[k]);
-            if (!st) st = lt_layout_check(mesh, ndims[k], shapes[k], p->in_target[k]);
+            lt_spec t; /* the target: input k's tensor under the placements the rule asks for */
+            st = lt_spec_make(mesh, in[k]->dtype, in[k]->ndim, in[k]->shape, p->in_target[k], mesh->ndim, &t);
+            if (!st) memcpy(p->in_target[k], t.placements, sizeof(lt_placement) * (size_t)mesh->ndim);
             if (st) {
                 snprintf(why, sizeof why, "not supported yet: %s: input %d would need a layout that does not exist (%s)",
                          name, k, lt_errmsg());
                 why_code = LT_ERR_NOT_YET;
-                bad_dim = failing_mesh_dim(mesh, ndims[k], shapes[k], p->in_target[k]);
+                bad_dim = failing_mesh_dim(mesh, in[k]->ndim, in[k]->shape, p->in_target[k]);
             }
         }
         if (!st) {
+            /* the outputs: loose checks, not lt_spec_make, whose element count
+             * check propagation has never made (an mm of (n, 0) by (0, n) has
+             * inputs of no elements and an output of n * n; the run refuses
+             * it, out_room) */
             int bad_j = -1;
             st = lt_placements_check(mesh, p->out_ndim, io->out, mesh->ndim, p->out_pl);
             for (int j = 0; j < p->nout && !st; j++)
@@ -165,7 +173,7 @@ static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const l
                 st = lt__err(LT_NOMEM, "out of memory");
                 break;
             }
-            for (int k = 0; k < nin; k++) memcpy(view[k], pl[k], sizeof(lt_placement) * (size_t)mesh->ndim), seen[k] = view[k];
+            for (int k = 0; k < nin; k++) view[k] = lt__spec_unchecked(in[k], in[k]->placements), seen[k] = &view[k];
         }
         if (!relax(view, nin, bad_dim)) {
             st = lt__err_code(st, why_code, "%s", why);
@@ -188,16 +196,17 @@ static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const l
                                            p->local_shapes_ + ((size_t)j * W + r) * nd, NULL);
     }
     if (!st && p->masked_) { /* embedding: first vocab row of every rank */
-        p->vocab_ = shapes[0][0];
+        lt_spec w = lt__spec_with(in[0], p->in_target[0]); /* the weight as the kernel gets it: checked above */
+        p->vocab_ = w.shape[0];
         p->row_offset_ = lt__malloc(sizeof(int64_t) * W);
         if (!p->row_offset_) st = lt__err(LT_NOMEM, "out of memory");
         for (size_t r = 0; r < W && !st; r++) {
             int64_t ls[2], off[2];
-            st = lt_local_shape_and_offset(mesh, 2, shapes[0], p->in_target[0], (int)r, ls, off);
+            st = lt_spec_local_shape(&w, (int)r, ls, off);
             p->row_offset_[r] = off[0];
         }
     }
-    if (!st) describe(p, mesh, pl);
+    if (!st) describe(p, mesh, in);
     lt__free(io);
     if (st) {
         lt_op_plan_free(p);
@@ -211,17 +220,14 @@ static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const l
 
 static void kput(lt__cache_key *k, uint64_t v) { lt__key_put(k, v); }
 
-static void build_key(lt__cache_key *k, lt_op_kind op, const lt_mesh *m, int nin, const lt_dtype *dt,
-                      const int *nd, const int64_t *const *sh, const lt_placement *const *pl,
+/* Key: op, input count, mesh shape, every input's spec (lt__key_spec, the
+ * encoding the redistribute plan cache uses too), the static arguments. */
+static void build_key(lt__cache_key *k, lt_op_kind op, const lt_mesh *m, int nin, const lt_spec *const *in,
                       const lt_op_args *a) {
     k->n = 0;
     kput(k, (uint64_t)op | (uint64_t)nin << 16 | (uint64_t)m->ndim << 32);
     for (int i = 0; i < m->ndim; i++) kput(k, (uint64_t)m->shape[i]);
-    for (int j = 0; j < nin; j++) {
-        kput(k, (uint64_t)dt[j] | (uint64_t)nd[j] << 8);
-        for (int d = 0; d < nd[j]; d++) kput(k, (uint64_t)sh[j][d]);
-        for (int i = 0; i < m->ndim; i++) lt__key_placement(k, &pl[j][i]);
-    }
+    for (int j = 0; j < nin; j++) lt__key_spec(k, in[j]);
     kput(k, (uint64_t)(uint32_t)a->dim | (uint64_t)(uint32_t)a->dim2 << 32);
     kput(k, (uint64_t)a->flatten_end_set | (uint64_t)a->keepdim << 8 | (uint64_t)(uint32_t)a->chunks << 16 |
                 (uint64_t)(uint8_t)a->ndims << 48 | (uint64_t)(uint8_t)a->shape_ndim << 56);
@@ -250,54 +256,51 @@ void lt_op_cache_stats(size_t *hits, size_t *misses, size_t *entries) {
     lt__cache_stats(&op_cache, hits, misses, entries);
 }
 
-/* A plan for the given specs: a new reference (from the cache or built). */
-static lt_status get_plan(lt_op_kind op, const lt_mesh *m, int nin, const lt_dtype *dt, const int *nd,
-                          const int64_t *const *sh, const lt_placement *const *pl,
+/* A plan for the checked specs in[nin] on mesh m: a new reference (from the
+ * cache or built). */
+static lt_status get_plan(lt_op_kind op, const lt_mesh *m, int nin, const lt_spec *const *in,
                           const lt_op_args *a, int no_cache, lt_op_plan **out) {
     static _Thread_local lt__cache_key k;
     if (!no_cache) {
-        build_key(&k, op, m, nin, dt, nd, sh, pl, a);
+        build_key(&k, op, m, nin, in, a);
         if (lt__cache_key_fits(&k)) {
             uint64_t h = lt__cache_key_hash(&k);
             if ((*out = lt__cache_get(&op_cache, &k, h, 1))) return LT_OK;
-            LT_TRY(build_plan(op, m, nin, dt, nd, sh, pl, a, out));
+            LT_TRY(build_plan(op, m, nin, in, a, out));
             lt__cache_put(&op_cache, &k, h, *out);
             return LT_OK;
         }
     }
-    return build_plan(op, m, nin, dt, nd, sh, pl, a, out);
+    return build_plan(op, m, nin, in, a, out);
 }
 
-lt_status lt_op_propagate(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_dtype *dtypes,
-                          const int *ndims, const int64_t *const *shapes,
-                          const lt_placement *const *pl, const lt_op_args *args, lt_op_plan **out) {
+/* The mesh every input lives on (rand, randn: args->mesh), or an error with
+ * lt_op's messages. */
+static lt_status common_mesh(lt_op_kind op, const lt_spec *const *in, int nin, const lt_op_args *args,
+                             const lt_mesh **out) {
+    const lt_mesh *m = nin ? NULL : args->mesh;
+    for (int k = 0; k < nin; k++) {
+        if (!in[k]) return lt__err(LT_INVALID, "%s: input %d is NULL", lt_op_name(op), k);
+        if (!m) m = in[k]->mesh;
+        else if (m != in[k]->mesh && !lt_mesh_equal(m, in[k]->mesh))
+            return lt__err(LT_INVALID, "%s: input %d lives on another mesh (cross-mesh ops are not supported)",
+                           lt_op_name(op), k);
+    }
+    if (!m) return lt__err(LT_INVALID, "%s: args->mesh is NULL", lt_op_name(op));
+    *out = m;
+    return LT_OK;
+}
+
+lt_status lt_op_propagate(lt_op_kind op, const lt_spec *const *inputs, int nin, const lt_op_args *args,
+                          lt_op_plan **out) {
+    static const lt_op_args zero_args;
     *out = NULL;
     if ((unsigned)op >= LT_OP_COUNT) return lt__err(LT_INVALID, "unknown op %d", (int)op);
     if (nin < 0 || nin > LT_OP_MAX_INPUTS) return lt__err(LT_INVALID, "%s: %d inputs", lt_op_name(op), nin);
-    {   /* warm path: these exact (already checked) placements were seen before */
-        static _Thread_local lt__cache_key k;
-        build_key(&k, op, mesh, nin, dtypes, ndims, shapes, pl, args);
-        lt_op_plan *hit = lt__cache_get(&op_cache, &k, lt__cache_key_hash(&k), 0);
-        if (hit) {
-            *out = hit;
-            return LT_OK;
-        }
-    }
-    lt_placement small[4 * LT_MESH_MAX_DIMS];
-    lt_placement *norm = nin <= 4 ? small : lt__malloc(sizeof(lt_placement) * LT_MESH_MAX_DIMS * (size_t)nin);
-    const lt_placement *np[LT_OP_MAX_INPUTS] = {0};
-    if (!norm) return lt__err(LT_NOMEM, "out of memory");
-    lt_status st = LT_OK;
-    for (int k = 0; k < nin && !st; k++) {
-        st = lt_placements_check(mesh, ndims[k], pl[k], mesh->ndim, norm + k * LT_MESH_MAX_DIMS);
-        np[k] = norm + k * LT_MESH_MAX_DIMS;
-    }
-    lt_op_plan *p = NULL;
-    if (!st) st = get_plan(op, mesh, nin, dtypes, ndims, shapes, np, args, 0, &p);
-    if (norm != small) lt__free(norm);
-    if (st) return st;
-    *out = p;
-    return LT_OK;
+    if (!args) args = &zero_args;
+    const lt_mesh *m;
+    LT_TRY(common_mesh(op, inputs, nin, args, &m));
+    return get_plan(op, m, nin, inputs, args, 0, out);
 }
 
 /* ---- execution ----------------------------------------------------------------------- */
@@ -435,22 +438,13 @@ lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op
     if (nin < 0 || nin > LT_OP_MAX_INPUTS || (ar >= 0 && nin != ar) || (ar < 0 && nin < 1))
         return lt__err(LT_INVALID, "%s takes %s%d tensor input%s, got %d", name, ar < 0 ? "at least " : "",
                        ar < 0 ? 1 : ar, ar == 1 || ar < 0 ? "" : "s", nin);
-    const lt_mesh *m = nin ? NULL : args->mesh;
-    lt_dtype dt[LT_OP_MAX_INPUTS];
-    int nd[LT_OP_MAX_INPUTS];
-    const int64_t *sh[LT_OP_MAX_INPUTS];
-    const lt_placement *pl[LT_OP_MAX_INPUTS];
-    for (int k = 0; k < nin; k++) {
-        if (!in[k]) return lt__err(LT_INVALID, "%s: input %d is NULL", name, k);
-        if (!m) m = lt_dtensor_mesh(in[k]);
-        else if (m != lt_dtensor_mesh(in[k]) && !lt_mesh_equal(m, lt_dtensor_mesh(in[k])))
-            return lt__err(LT_INVALID, "%s: input %d lives on another mesh (cross-mesh ops are not supported)", name, k);
-        dt[k] = in[k]->dtype, nd[k] = in[k]->ndim, sh[k] = in[k]->shape, pl[k] = in[k]->placements;
-    }
-    if (!m) return lt__err(LT_INVALID, "%s: args->mesh is NULL", name);
+    const lt_spec *sp[LT_OP_MAX_INPUTS]; /* the inputs' specs: checked when each DTensor was made */
+    for (int k = 0; k < nin; k++) sp[k] = in[k] ? lt_dtensor_spec(in[k]) : NULL;
+    const lt_mesh *m;
+    LT_TRY(common_mesh(op, sp, nin, args, &m));
     LT_TRY(lt__op_check_aligned(op, in, nin));
     lt_op_plan *p = NULL;
-    lt_status st = get_plan(op, m, nin, dt, nd, sh, pl, args, opts && opts->no_cache, &p);
+    lt_status st = get_plan(op, m, nin, sp, args, opts && opts->no_cache, &p);
     if (st) return opts && opts->name ? lt__err_ctx(st, "%s", opts->name) : st;
     if (p->nout > max_out)
         st = lt__err(LT_INVALID, "%s gives %d outputs but there is room for %d", name, p->nout, max_out);

@@ -8,8 +8,8 @@
  *   2. any input whose placements differ is redistributed
  *      (localtensor/redistribute.h) — never combined silently;
  *   3. the dense kernel (kernels/math.h) runs on every rank's shard.
- * Decisions are cached per (op, input dtypes + shapes + placements, mesh,
- * static arguments) — never per scalar value, dropout probability or seed.
+ * Decisions are cached per (op, input specs: dtype + shape + placements,
+ * mesh, static arguments) — never per scalar value, dropout probability or seed.
  *
  * What the rules guarantee (checked by lt_rules_validate, localtensor/validate.h, on every op, every
  * placement combination of 1-D meshes of 2-4 ranks and a 2x2 mesh — there
@@ -203,13 +203,13 @@ typedef struct lt_op_opts {
 LT_API lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op_args *args,
                        const lt_op_opts *opts, lt_dtensor **out, int max_out, int *nout);
 
-/* Propagation only: the decision for inputs of the given specs. `pl[i]` are
- * input i's placements (mesh->ndim each, normalized or not); shapes[i] its
- * global shape (ndims[i] dims). *out is a new reference. */
-LT_API lt_status lt_op_propagate(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_dtype *dtypes,
-                                 const int *ndims, const int64_t *const *shapes,
-                                 const lt_placement *const *pl, const lt_op_args *args,
-                                 lt_op_plan **out);
+/* Propagation only: the decision for inputs of checked specs inputs[nin]
+ * (built by lt_spec_make, or a DTensor's lt_dtensor_spec; not re-checked),
+ * all on one mesh (equal meshes count as one); rand and randn (nin 0) take
+ * theirs from args->mesh. args NULL: all zero. Errors as lt_op's
+ * propagation. *out is a new reference. */
+LT_API lt_status lt_op_propagate(lt_op_kind op, const lt_spec *const *inputs, int nin,
+                                 const lt_op_args *args, lt_op_plan **out);
 LT_API void lt_op_plan_free(lt_op_plan *p);
 
 /* The propagation cache, shared by every thread (plans are immutable):

@@ -19,18 +19,19 @@
 #include "kernels/status_impl.h"
 #include "localtensor/ops.h"
 
-/* What a sharding rule reads and writes. ops.c presets tgt[i] to input i's
- * (normalized) placements; the rule changes the targets it needs, fills the
+/* What a sharding rule reads and writes. The rule sees input k as the spec
+ * in[k] (dtype, global shape, normalized placements); ops.c presets tgt[k] to
+ * in[k]'s placements; the rule changes the targets it needs, fills the
  * output spec and the kernel parameters, and returns LT_OK or an error with a
- * message (LT_UNSUPPORTED with LT_ERR_NOT_YET: "not supported yet: ..."). */
+ * message (LT_UNSUPPORTED with LT_ERR_NOT_YET: "not supported yet: ...").
+ * in[k] is the input's checked spec, except after build_plan (ops.c) relaxed
+ * it (see lt__spec_unchecked): a rule reads its fields and never runs layout
+ * math on it. */
 typedef struct lt__rule_io {
     lt_op_kind op;
-    const lt_mesh *mesh;
+    const lt_mesh *mesh;                   /* every input's (rand, randn: args->mesh) */
     int nin;
-    const lt_dtype *dtype;                 /* (nin) */
-    const int *ndim;                       /* (nin) */
-    const int64_t *const *shape;           /* (nin) global shapes */
-    const lt_placement *const *pl;         /* (nin) normalized, mesh->ndim each */
+    const lt_spec *const *in;              /* (nin) what the rule sees of each input */
     const lt_op_args *args;
     lt_placement (*tgt)[LT_MESH_MAX_DIMS]; /* (nin) target placements */
     lt_placement out[LT_MESH_MAX_DIMS];

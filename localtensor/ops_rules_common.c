@@ -26,6 +26,9 @@ void lt__rule_force_replicate(lt__rule_io *io, int i) {
     for (int k = 0; k < io->nin; k++) io->tgt[k][i] = lt_replicate();
 }
 
+/* Loose on purpose (no lt_spec): pl1 is a rule's candidate or an input's
+ * placements seen on one dim alone, not a checked layout; a list that does
+ * not lay out is an error the caller clears (ops_rules_view.c). */
 lt_status lt__dim_indices(const lt_mesh *mesh, int64_t n, const lt_placement *pl1, int rank,
                           int64_t **idx, int64_t *len) {
     lt_placement p[LT_MESH_MAX_DIMS];

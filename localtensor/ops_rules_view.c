@@ -26,7 +26,7 @@
 static lt_status target_shape(lt__rule_io *io, int64_t numel) {
     const lt_op_args *a = io->args;
     const char *name = lt_op_name(io->op);
-    int n = io->ndim[0];
+    int n = io->in[0]->ndim;
     if (io->op == LT_OP_FLATTEN) {
         int s = 0, e = n ? n - 1 : 0;
         if (n > 0) {
@@ -38,8 +38,8 @@ static lt_status target_shape(lt__rule_io *io, int64_t numel) {
         if (s > e) return lt__err(LT_INVALID, "%s: start dim %d is after end dim %d", name, a->dim, a->dim2);
         int o = 0;
         for (int d = 0; d < n; d++) {
-            if (d <= s || d > e) io->out_shape[0][o++] = io->shape[0][d];
-            else io->out_shape[0][o - 1] *= io->shape[0][d];
+            if (d <= s || d > e) io->out_shape[0][o++] = io->in[0]->shape[d];
+            else io->out_shape[0][o - 1] *= io->in[0]->shape[d];
         }
         if (n == 0) io->out_shape[0][o++] = 1;
         io->out_ndim = o;
@@ -65,7 +65,7 @@ static lt_status target_shape(lt__rule_io *io, int64_t numel) {
         if (prod == 0 || numel % prod != 0) {
             char s1[160];
             return lt__err(LT_SHAPE, "%s: cannot infer the -1 of the target for %lld elements (shape %s)", name,
-                           (long long)numel, lt_shape_str(io->ndim[0], io->shape[0], s1, sizeof s1));
+                           (long long)numel, lt_shape_str(io->in[0]->ndim, io->in[0]->shape, s1, sizeof s1));
         }
         io->out_shape[0][infer] = numel / prod;
         prod = numel;
@@ -73,7 +73,7 @@ static lt_status target_shape(lt__rule_io *io, int64_t numel) {
     if (prod != numel) {
         char s1[160], s2[160];
         return lt__err(LT_SHAPE, "%s: shape %s (%lld elements) cannot become %s", name,
-                       lt_shape_str(io->ndim[0], io->shape[0], s1, sizeof s1), (long long)numel,
+                       lt_shape_str(io->in[0]->ndim, io->in[0]->shape, s1, sizeof s1), (long long)numel,
                        lt_shape_str(a->shape_ndim, io->out_shape[0], s2, sizeof s2));
     }
     return LT_OK;
@@ -113,7 +113,7 @@ static int64_t expected_rows(const int64_t *L, int64_t n, const view_group *g, i
 static int candidate_ok(const lt__rule_io *io, const view_group *g, const lt_placement *inpl,
                         const lt_placement *cand) {
     const lt_mesh *m = io->mesh;
-    int64_t n_in = io->shape[0][g->in0], n_out = io->out_shape[0][g->out0];
+    int64_t n_in = io->in[0]->shape[g->in0], n_out = io->out_shape[0][g->out0];
     int ok = 1;
     for (int r = 0; r < m->world && ok > 0; r++) {
         int64_t *L = NULL, *C = NULL, nl, nc;
@@ -156,10 +156,10 @@ static lt_status decide_group(lt__rule_io *io, const view_group *g, const int *u
             inpl[i] = lt_replicate();
             for (int c = 0; c < 3; c++) cand[c][i] = lt_replicate();
         }
-        int ncand = 2, ok_explicit = keep == 1 && io->pl[0][use[0]].kind == LT_PL_SHARD &&
+        int ncand = 2, ok_explicit = keep == 1 && io->in[0]->placements[use[0]].kind == LT_PL_SHARD &&
                                      m->shape[use[0]] <= LT_SPLIT_MAX_EXPLICIT;
         for (int u = 0; u < keep; u++) {
-            const lt_placement *p = &io->pl[0][use[u]];
+            const lt_placement *p = &io->in[0]->placements[use[u]];
             inpl[use[u]] = *p;
             cand[0][use[u]] = lt__pl_with_dim(p, g->out0);       /* same rule */
             cand[1][use[u]] = lt_shard(g->out0);                  /* chunk */
@@ -181,7 +181,7 @@ static lt_status decide_group(lt__rule_io *io, const view_group *g, const int *u
             for (int r = 0; r < m->world; r++) {
                 lt_mesh_coord(m, r, coord);
                 int64_t *L = NULL, nl;
-                lt_status st = lt__dim_indices(m, io->shape[0][g->in0], inpl, r, &L, &nl);
+                lt_status st = lt__dim_indices(m, io->in[0]->shape[g->in0], inpl, r, &L, &nl);
                 if (st == LT_NOMEM) return st;
                 if (st) {
                     lt__err_clear();
@@ -217,17 +217,17 @@ static lt_status decide_group(lt__rule_io *io, const view_group *g, const int *u
 
 lt_status lt__rule_view(lt__rule_io *io) {
     const lt_mesh *m = io->mesh;
-    int n = io->ndim[0];
+    int n = io->in[0]->ndim;
     int64_t numel = 1;
-    for (int d = 0; d < n; d++) numel *= io->shape[0][d];
+    for (int d = 0; d < n; d++) numel *= io->in[0]->shape[d];
     LT_TRY(target_shape(io, numel));
-    io->out_dtype = io->dtype[0];
-    for (int i = 0; i < m->ndim; i++) io->out[i] = io->pl[0][i];
+    io->out_dtype = io->in[0]->dtype;
+    for (int i = 0; i < m->ndim; i++) io->out[i] = io->in[0]->placements[i];
     int no = io->out_ndim;
-    const int64_t *si = io->shape[0], *so = io->out_shape[0];
+    const int64_t *si = io->in[0]->shape, *so = io->out_shape[0];
     if (numel == 0) { /* nothing to keep in order: replicate every shard */
         for (int i = 0; i < m->ndim; i++)
-            if (lt_placement_is_shard_like(&io->pl[0][i])) lt__rule_force_replicate(io, i);
+            if (lt_placement_is_shard_like(&io->in[0]->placements[i])) lt__rule_force_replicate(io, i);
         return LT_OK;
     }
     view_group gs[LT_MAX_DIMS];
@@ -260,7 +260,7 @@ lt_status lt__rule_view(lt__rule_io *io) {
     }
     int use[LT_MAX_DIMS][LT_MESH_MAX_DIMS], nuse[LT_MAX_DIMS] = {0};
     for (int k = 0; k < m->ndim; k++) {
-        const lt_placement *p = &io->pl[0][k];
+        const lt_placement *p = &io->in[0]->placements[k];
         if (!lt_placement_is_shard_like(p)) continue;
         int g = gof[p->dim];
         if (g < 0 || gs[g].in0 != p->dim) { /* size-1 dim, or not the group's first dim */

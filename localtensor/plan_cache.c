@@ -67,19 +67,15 @@ static void plan_release(void *v) { lt_plan_free(v); }
 
 static lt__cache plan_cache = LT__CACHE_INIT(plan_ref, plan_release, 4096);
 
-/* Key: mesh shape, dtype, planner, global shape, normalized placements of
- * the source spec and the destination. */
+/* Key: planner, mesh shape, the source spec (lt__key_spec: dtype, global
+ * shape, normalized placements) and the destination's placements. */
 static void build_key(lt__cache_key *k, const lt_spec *src, const lt_placement *dst, lt_planner planner) {
     const lt_mesh *mesh = src->mesh;
     k->n = 0;
-    lt__key_put(k, (uint64_t)mesh->ndim | (uint64_t)src->dtype << 8 | (uint64_t)planner << 16 |
-                       (uint64_t)src->ndim << 24);
+    lt__key_put(k, (uint64_t)mesh->ndim | (uint64_t)planner << 16);
     for (int i = 0; i < mesh->ndim; i++) lt__key_put(k, (uint64_t)mesh->shape[i]);
-    for (int d = 0; d < src->ndim; d++) lt__key_put(k, (uint64_t)src->shape[d]);
-    for (int i = 0; i < mesh->ndim; i++) {
-        lt__key_placement(k, &src->placements[i]);
-        lt__key_placement(k, &dst[i]);
-    }
+    lt__key_spec(k, src);
+    for (int i = 0; i < mesh->ndim; i++) lt__key_placement(k, &dst[i]);
 }
 
 void lt_plan_cache_clear(void) { lt__cache_clear(&plan_cache); }

@@ -145,9 +145,9 @@ static lt_status wrap_dim(const char *name, int dim, int n, int *out) {
 }
 
 static lt_status need_same_dtype(const lt__rule_io *io, int a, int b) {
-    if (io->dtype[a] != io->dtype[b])
+    if (io->in[a]->dtype != io->in[b]->dtype)
         return lt__err(LT_DTYPE, "%s: input %d is %s but input %d is %s", lt_op_name(io->op), a,
-                       lt_dtype_name(io->dtype[a]), b, lt_dtype_name(io->dtype[b]));
+                       lt_dtype_name(io->in[a]->dtype), b, lt_dtype_name(io->in[b]->dtype));
     return LT_OK;
 }
 
@@ -156,7 +156,7 @@ static lt_status need_same_dtype(const lt__rule_io *io, int a, int b) {
 static lt_status rule_pointwise(lt__rule_io *io) {
     const partial_rule *pr = prule(io);
     for (int i = 0; i < io->mesh->ndim; i++) {
-        const lt_placement *p = &io->pl[0][i];
+        const lt_placement *p = &io->in[0]->placements[i];
         int c = pclass(p);
         if (c < 0 || c == PC_R) {
             io->out[i] = *p;
@@ -166,9 +166,9 @@ static lt_status rule_pointwise(lt__rule_io *io) {
             lt__rule_force_replicate(io, i);
         }
     }
-    io->out_dtype = io->dtype[0];
-    io->out_ndim = io->ndim[0];
-    copy_shape(io->out_shape[0], io->shape[0], io->ndim[0]);
+    io->out_dtype = io->in[0]->dtype;
+    io->out_ndim = io->in[0]->ndim;
+    copy_shape(io->out_shape[0], io->in[0]->shape, io->in[0]->ndim);
     return LT_OK;
 }
 
@@ -178,31 +178,31 @@ static lt_status rule_pointwise(lt__rule_io *io) {
  * the same shard of k's matching dim, or R where k broadcasts that dim. */
 static lt_placement project_out(const lt__rule_io *io, int k, const lt_placement *o) {
     if (!lt_placement_is_shard_like(o)) return *o;
-    int j = o->dim - (io->out_ndim - io->ndim[k]);
-    if (j < 0 || io->shape[k][j] != io->out_shape[0][o->dim]) return lt_replicate();
+    int j = o->dim - (io->out_ndim - io->in[k]->ndim);
+    if (j < 0 || io->in[k]->shape[j] != io->out_shape[0][o->dim]) return lt_replicate();
     return lt__pl_with_dim(o, j);
 }
 
 static int is_broadcast_dim(const lt__rule_io *io, int k, int d) {
-    return io->shape[k][d] != io->out_shape[0][d + io->out_ndim - io->ndim[k]];
+    return io->in[k]->shape[d] != io->out_shape[0][d + io->out_ndim - io->in[k]->ndim];
 }
 
 static lt_status rule_binary(lt__rule_io *io) {
     LT_TRY(need_same_dtype(io, 0, 1));
-    lt_status st = lt_broadcast_shapes(io->ndim[0], io->shape[0], io->ndim[1], io->shape[1],
+    lt_status st = lt_broadcast_shapes(io->in[0]->ndim, io->in[0]->shape, io->in[1]->ndim, io->in[1]->shape,
                                        &io->out_ndim, io->out_shape[0]);
     if (st) return lt__err_ctx(st, "%s", lt_op_name(io->op));
-    io->out_dtype = io->dtype[0];
+    io->out_dtype = io->in[0]->dtype;
     const partial_rule *pr = prule(io);
-    int isf = lt_dtype_is_float(io->dtype[0]);
+    int isf = lt_dtype_is_float(io->in[0]->dtype);
     for (int i = 0; i < io->mesh->ndim; i++) {
         lt_placement p[2];
         for (int k = 0; k < 2; k++) {
-            p[k] = io->pl[k][i];
+            p[k] = io->in[k]->placements[i];
             if (lt_placement_is_shard_like(&p[k]) && is_broadcast_dim(io, k, p[k].dim))
                 p[k] = io->tgt[k][i] = lt_replicate(); /* a shard of a broadcast dim */
         }
-        int off[2] = {io->out_ndim - io->ndim[0], io->out_ndim - io->ndim[1]};
+        int off[2] = {io->out_ndim - io->in[0]->ndim, io->out_ndim - io->in[1]->ndim};
         int sa = lt_placement_is_shard_like(&p[0]), sb = lt_placement_is_shard_like(&p[1]);
         if (sa || sb) { /* the shard leads; the other operand follows it */
             int lead = sa ? 0 : 1;
@@ -252,7 +252,7 @@ static int mm_role(const lt__rule_io *io, const mm_geom *g, int k, int d, int *o
     if (d == n - 1) return k == 0 ? ROLE_K : (*o = g->on, ROLE_N);
     if (d == n - 2) return k == 0 ? (*o = g->om, ROLE_M) : ROLE_K;
     *o = d + g->nbo - (n - 2);
-    return io->shape[in][d] != io->out_shape[0][*o] ? ROLE_BCAST : ROLE_BATCH;
+    return io->in[in]->shape[d] != io->out_shape[0][*o] ? ROLE_BCAST : ROLE_BATCH;
 }
 
 /* Operand k's placement for an output batch-dim shard `o` (R where k has no
@@ -261,14 +261,14 @@ static lt_placement mm_project_batch(const lt__rule_io *io, const mm_geom *g, in
                                      const lt_placement *o) {
     int n = k == 0 ? g->na : g->nb, in = k == 0 ? g->ia : g->ib;
     int d = o->dim - (g->nbo - (n - 2));
-    if (n < 3 || d < 0 || io->shape[in][d] != io->out_shape[0][o->dim]) return lt_replicate();
+    if (n < 3 || d < 0 || io->in[in]->shape[d] != io->out_shape[0][o->dim]) return lt_replicate();
     return lt__pl_with_dim(o, d);
 }
 
 static lt_status mm_shapes(lt__rule_io *io, mm_geom *g) {
     const char *name = lt_op_name(io->op);
-    int na = io->ndim[g->ia], nb = io->ndim[g->ib];
-    const int64_t *a = io->shape[g->ia], *b = io->shape[g->ib];
+    int na = io->in[g->ia]->ndim, nb = io->in[g->ib]->ndim;
+    const int64_t *a = io->in[g->ia]->shape, *b = io->in[g->ib]->shape;
     char s1[160], s2[160];
     int bad = na == 0 || nb == 0;
     if (io->op == LT_OP_MM || io->op == LT_OP_ADDMM) bad |= na != 2 || nb != 2;
@@ -289,9 +289,9 @@ static lt_status mm_shapes(lt__rule_io *io, mm_geom *g) {
     copy_shape(io->out_shape[0], bs, nbo);
     if (g->om >= 0) io->out_shape[0][g->om] = a[na - 2];
     if (g->on >= 0) io->out_shape[0][g->on] = b[nb - 1];
-    if (!lt_dtype_is_float(io->dtype[g->ia]))
+    if (!lt_dtype_is_float(io->in[g->ia]->dtype))
         return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s of %s tensors", name,
-                       lt_dtype_name(io->dtype[g->ia]));
+                       lt_dtype_name(io->in[g->ia]->dtype));
     return LT_OK;
 }
 
@@ -302,13 +302,13 @@ static lt_status rule_matmul(lt__rule_io *io) {
     LT_TRY(need_same_dtype(io, g.ia, g.ib));
     if (io->op == LT_OP_ADDMM) LT_TRY(need_same_dtype(io, 0, 1));
     LT_TRY(mm_shapes(io, &g));
-    io->out_dtype = io->dtype[g.ia];
+    io->out_dtype = io->in[g.ia]->dtype;
     int idx[2] = {g.ia, g.ib};
     for (int i = 0; i < io->mesh->ndim; i++) {
         lt_placement p[2];
         int role[2] = {-1, -1}, od[2] = {-1, -1};
         for (int k = 0; k < 2; k++) {
-            p[k] = io->pl[idx[k]][i];
+            p[k] = io->in[idx[k]]->placements[i];
             if (!lt_placement_is_shard_like(&p[k])) continue;
             role[k] = mm_role(io, &g, k, p[k].dim, &od[k]);
             if (role[k] == ROLE_BCAST) p[k] = io->tgt[idx[k]][i] = lt_replicate(), role[k] = -1;
@@ -347,7 +347,7 @@ static lt_status rule_matmul(lt__rule_io *io) {
 static void addmm_bias(lt__rule_io *io) {
     for (int i = 0; i < io->mesh->ndim; i++) {
         lt_placement want = project_out(io, 0, &io->out[i]);
-        const lt_placement *cur = &io->pl[0][i];
+        const lt_placement *cur = &io->in[0]->placements[i];
         if (!(want.kind == cur->kind && (want.kind == LT_PL_REPLICATE ||
                                          (want.kind == LT_PL_PARTIAL && want.op == cur->op) ||
                                          (lt_placement_is_shard_like(&want) && want.dim == cur->dim &&
@@ -363,7 +363,7 @@ static void addmm_bias(lt__rule_io *io) {
 static lt_status rule_reduce(lt__rule_io *io) {
     const char *name = lt_op_name(io->op);
     const lt_op_args *a = io->args;
-    int n = io->ndim[0], red[LT_MAX_DIMS] = {0};
+    int n = io->in[0]->ndim, red[LT_MAX_DIMS] = {0};
     if (a->ndims < 0 || a->ndims > (n > 0 ? n : 1))
         return lt__err(LT_INVALID, "%s: %d dims given for a %d-d tensor", name, a->ndims, n);
     for (int j = 0; j < a->ndims; j++) {
@@ -380,16 +380,16 @@ static lt_status rule_reduce(lt__rule_io *io) {
     double count = 1;
     for (int d = 0; d < n; d++) {
         if (red[d]) {
-            count *= (double)io->shape[0][d];
+            count *= (double)io->in[0]->shape[d];
             if (a->keepdim) io->out_shape[0][o] = 1, map[d] = o++;
             else map[d] = -1;
         } else {
-            io->out_shape[0][o] = io->shape[0][d];
+            io->out_shape[0][o] = io->in[0]->shape[d];
             map[d] = o++;
         }
     }
     io->out_ndim = o;
-    io->out_dtype = io->dtype[0];
+    io->out_dtype = io->in[0]->dtype;
     io->mean_div = count;
     int is_ext = io->op == LT_OP_AMAX || io->op == LT_OP_AMIN;
     if (is_ext && count == 0)
@@ -398,7 +398,7 @@ static lt_status rule_reduce(lt__rule_io *io) {
                                       : io->op == LT_OP_AMIN ? LT_REDOP_MIN : LT_REDOP_SUM);
     const partial_rule *pr = prule(io);
     for (int i = 0; i < io->mesh->ndim; i++) {
-        const lt_placement *p = &io->pl[0][i];
+        const lt_placement *p = &io->in[0]->placements[i];
         int c = pclass(p);
         if (c < 0) io->out[i] = red[p->dim] ? reduced : lt__pl_with_dim(p, map[p->dim]);
         else if (pr->unary[c] >= 0) io->out[i] = from_class(pr->unary[c]);
@@ -410,19 +410,19 @@ static lt_status rule_reduce(lt__rule_io *io) {
 /* ---- softmax ------------------------------------------------------------------------------------ */
 
 static lt_status rule_softmax(lt__rule_io *io) {
-    int n = io->ndim[0], d = 0;
+    int n = io->in[0]->ndim, d = 0;
     if (n > 0) LT_TRY(lt__norm_dim(lt_op_name(io->op), io->args->dim, n, &d));
     io->kdim = n > 0 ? d : 0;
     for (int i = 0; i < io->mesh->ndim; i++) {
-        const lt_placement *p = &io->pl[0][i];
+        const lt_placement *p = &io->in[0]->placements[i];
         if (p->kind == LT_PL_PARTIAL || (lt_placement_is_shard_like(p) && p->dim == d))
             lt__rule_force_replicate(io, i); /* the whole row is needed */
         else
             io->out[i] = *p;
     }
-    io->out_dtype = io->dtype[0];
+    io->out_dtype = io->in[0]->dtype;
     io->out_ndim = n;
-    copy_shape(io->out_shape[0], io->shape[0], n);
+    copy_shape(io->out_shape[0], io->in[0]->shape, n);
     return LT_OK;
 }
 
@@ -435,7 +435,7 @@ static lt_status rule_softmax(lt__rule_io *io) {
 static lt_status squeeze_dims(lt__rule_io *io, int *drop) {
     const char *name = lt_op_name(io->op);
     const lt_op_args *a = io->args;
-    int n = io->ndim[0], named[LT_MAX_DIMS] = {0}, d;
+    int n = io->in[0]->ndim, named[LT_MAX_DIMS] = {0}, d;
     if (a->dim_set && a->ndims > 0) return lt__err(LT_INVALID, "%s: give dim or dims, not both", name);
     if (a->ndims < 0 || a->ndims > (n > 0 ? n : 1))
         return lt__err(LT_INVALID, "%s: %d dims given for a %d-d tensor", name, a->ndims, n);
@@ -450,7 +450,7 @@ static lt_status squeeze_dims(lt__rule_io *io, int *drop) {
     }
     io->nkdims = 0;
     for (d = 0; d < n; d++) {
-        drop[d] = (named[d] || (!a->dim_set && a->ndims == 0)) && io->shape[0][d] == 1;
+        drop[d] = (named[d] || (!a->dim_set && a->ndims == 0)) && io->in[0]->shape[d] == 1;
         if (drop[d]) io->kdims[io->nkdims++] = d;
     }
     return LT_OK;
@@ -459,7 +459,7 @@ static lt_status squeeze_dims(lt__rule_io *io, int *drop) {
 static lt_status rule_permute(lt__rule_io *io) {
     const char *name = lt_op_name(io->op);
     const lt_op_args *a = io->args;
-    int n = io->ndim[0], map[LT_MAX_DIMS], on = n, drop[LT_MAX_DIMS] = {0}; /* map: input dim -> output dim */
+    int n = io->in[0]->ndim, map[LT_MAX_DIMS], on = n, drop[LT_MAX_DIMS] = {0}; /* map: input dim -> output dim */
     for (int d = 0; d < n; d++) map[d] = d;
     if (io->op == LT_OP_TRANSPOSE) { /* a 0-d tensor: transpose(0, -1) is itself */
         int d0, d1;
@@ -493,11 +493,11 @@ static lt_status rule_permute(lt__rule_io *io) {
     }
     io->out_ndim = on;
     for (int d = 0; d < n; d++)
-        if (!drop[d]) io->out_shape[0][map[d]] = io->shape[0][d];
+        if (!drop[d]) io->out_shape[0][map[d]] = io->in[0]->shape[d];
     if (io->op == LT_OP_UNSQUEEZE) io->out_shape[0][io->kdim] = 1;
-    io->out_dtype = io->dtype[0];
+    io->out_dtype = io->in[0]->dtype;
     for (int i = 0; i < io->mesh->ndim; i++) {
-        const lt_placement *p = &io->pl[0][i];
+        const lt_placement *p = &io->in[0]->placements[i];
         if (!lt_placement_is_shard_like(p)) io->out[i] = *p;
         else if (drop[p->dim]) lt__rule_force_replicate(io, i); /* a shard of a dropped size-1 dim */
         else io->out[i] = lt__pl_with_dim(p, map[p->dim]);
@@ -509,38 +509,38 @@ static lt_status rule_permute(lt__rule_io *io) {
 
 static lt_status rule_cat(lt__rule_io *io) {
     const char *name = lt_op_name(io->op);
-    int n = io->ndim[0], d;
+    int n = io->in[0]->ndim, d;
     if (io->nin < 1) return lt__err(LT_INVALID, "%s: no inputs", name);
     if (n == 0) return lt__err(LT_INVALID, "%s: zero-dimensional tensors cannot be concatenated", name);
     LT_TRY(lt__norm_dim(name, io->args->dim, n, &d));
     io->kdim = d;
-    copy_shape(io->out_shape[0], io->shape[0], n);
+    copy_shape(io->out_shape[0], io->in[0]->shape, n);
     for (int k = 1; k < io->nin; k++) {
         LT_TRY(need_same_dtype(io, 0, k));
-        int ok = io->ndim[k] == n;
-        for (int j = 0; ok && j < n; j++) ok = j == d || io->shape[k][j] == io->shape[0][j];
+        int ok = io->in[k]->ndim == n;
+        for (int j = 0; ok && j < n; j++) ok = j == d || io->in[k]->shape[j] == io->in[0]->shape[j];
         if (!ok) {
             char s1[160], s2[160];
             return lt__err(LT_SHAPE, "%s: input %d has shape %s but input 0 has %s (only dim %d may differ)",
-                           name, k, lt_shape_str(io->ndim[k], io->shape[k], s1, sizeof s1),
-                           lt_shape_str(n, io->shape[0], s2, sizeof s2), d);
+                           name, k, lt_shape_str(io->in[k]->ndim, io->in[k]->shape, s1, sizeof s1),
+                           lt_shape_str(n, io->in[0]->shape, s2, sizeof s2), d);
         }
-        if (lt__add_i64(io->out_shape[0][d], io->shape[k][d], &io->out_shape[0][d])) return lt__err(LT_OVERFLOW, "%s: the size of dim %d overflows 64 bits", name, d);
+        if (lt__add_i64(io->out_shape[0][d], io->in[k]->shape[d], &io->out_shape[0][d])) return lt__err(LT_OVERFLOW, "%s: the size of dim %d overflows 64 bits", name, d);
     }
     io->out_ndim = n;
-    io->out_dtype = io->dtype[0];
-    int isf = lt_dtype_is_float(io->dtype[0]);
+    io->out_dtype = io->in[0]->dtype;
+    int isf = lt_dtype_is_float(io->in[0]->dtype);
     for (int i = 0; i < io->mesh->ndim; i++) {
         int lead = -1, pc = PC_R, mixed = 0, has_r = 0;
         for (int k = 0; k < io->nin; k++) {
-            const lt_placement *p = &io->pl[k][i];
+            const lt_placement *p = &io->in[k]->placements[i];
             if (lt_placement_is_shard_like(p) && p->dim == d) io->tgt[k][i] = lt_replicate(); /* cat dim: whole */
             else if (lt_placement_is_shard_like(p) && lead < 0) lead = k;
         }
         if (lead >= 0) { /* every input follows the first shard of another dim */
-            io->out[i] = io->pl[lead][i];
+            io->out[i] = io->in[lead]->placements[i];
             for (int k = 0; k < io->nin; k++) {
-                const lt_placement *p = &io->pl[k][i];
+                const lt_placement *p = &io->in[k]->placements[i];
                 if (!(lt_placement_is_shard_like(p) && p->dim == io->out[i].dim && lt__pl_same_shard(p, &io->out[i])))
                     io->tgt[k][i] = io->out[i];
             }
@@ -569,10 +569,10 @@ static lt_status rule_cat(lt__rule_io *io) {
 static lt_status rule_split(lt__rule_io *io) {
     const char *name = lt_op_name(io->op);
     const lt_op_args *a = io->args;
-    int n = io->ndim[0], d;
+    int n = io->in[0]->ndim, d;
     if (n == 0) return lt__err(LT_INVALID, "%s: a 0-d tensor cannot be split", name);
     LT_TRY(lt__norm_dim(name, a->dim, n, &d));
-    int64_t len = io->shape[0][d], np = 0;
+    int64_t len = io->in[0]->shape[d], np = 0;
     if (io->op == LT_OP_SPLIT && a->nsizes > 0) {
         int64_t tot = 0;
         for (int j = 0; j < a->nsizes; j++) {
@@ -607,13 +607,13 @@ static lt_status rule_split(lt__rule_io *io) {
     io->nout = (int)np;
     io->kdim = d;
     io->out_ndim = n;
-    io->out_dtype = io->dtype[0];
+    io->out_dtype = io->in[0]->dtype;
     for (int j = 0; j < io->nout; j++) {
-        copy_shape(io->out_shape[j], io->shape[0], n);
+        copy_shape(io->out_shape[j], io->in[0]->shape, n);
         io->out_shape[j][d] = io->split_sizes[j];
     }
     for (int i = 0; i < io->mesh->ndim; i++) {
-        const lt_placement *p = &io->pl[0][i];
+        const lt_placement *p = &io->in[0]->placements[i];
         if (lt_placement_is_shard_like(p) && p->dim == d) lt__rule_force_replicate(io, i);
         else io->out[i] = *p;
     }
@@ -624,18 +624,18 @@ static lt_status rule_split(lt__rule_io *io) {
 
 static lt_status rule_embedding(lt__rule_io *io) {
     const char *name = lt_op_name(io->op);
-    if (io->ndim[0] != 2) return lt__err(LT_SHAPE, "%s: weight must be 2-D, got %d-D", name, io->ndim[0]);
-    if (io->dtype[1] != LT_I32 && io->dtype[1] != LT_I64)
-        return lt__err(LT_DTYPE, "%s: indices must be i32 or i64, got %s", name, lt_dtype_name(io->dtype[1]));
-    int ni = io->ndim[1];
+    if (io->in[0]->ndim != 2) return lt__err(LT_SHAPE, "%s: weight must be 2-D, got %d-D", name, io->in[0]->ndim);
+    if (io->in[1]->dtype != LT_I32 && io->in[1]->dtype != LT_I64)
+        return lt__err(LT_DTYPE, "%s: indices must be i32 or i64, got %s", name, lt_dtype_name(io->in[1]->dtype));
+    int ni = io->in[1]->ndim;
     if (ni + 1 > LT_MAX_DIMS) return lt__err(LT_INVALID, "%s: indices have too many dims", name);
-    copy_shape(io->out_shape[0], io->shape[1], ni);
-    io->out_shape[0][ni] = io->shape[0][1];
+    copy_shape(io->out_shape[0], io->in[1]->shape, ni);
+    io->out_shape[0][ni] = io->in[0]->shape[1];
     io->out_ndim = ni + 1;
-    io->out_dtype = io->dtype[0];
+    io->out_dtype = io->in[0]->dtype;
     io->masked = 0;
     for (int i = 0; i < io->mesh->ndim; i++) {
-        lt_placement w = io->pl[0][i], x = io->pl[1][i];
+        lt_placement w = io->in[0]->placements[i], x = io->in[1]->placements[i];
         int wc = pclass(&w);
         if ((w.kind == LT_PL_STRIDED && w.dim == 0) || wc == PC_PROD)
             w = io->tgt[0][i] = lt_replicate(), wc = PC_R;

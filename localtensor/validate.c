@@ -76,7 +76,7 @@ lt_status lt_distribute_adversarial(const lt_mesh *mesh, const lt_tensor *full,
         lt_rank_layout l;
         int coord[LT_MESH_MAX_DIMS];
         lt_mesh_coord(mesh, r, coord);
-        lt_status st = lt_layout_rank(mesh, nd, full->shape, base, r, &l);
+        lt_status st = lt_spec_layout_rank(lt_dtensor_spec(d), r, &l); /* d: base */
         if (st) {
             lt_dtensor_free(d);
             return st;
@@ -356,10 +356,9 @@ static void run_one(vrun *v, const vcase *c, const lt_mesh *m, lt_tensor **full,
     if (!bad) {
         set_args(c, m, a);
         if (c->nin == 0) memcpy(a->placements, pl[0], sizeof(lt_placement) * (size_t)m->ndim);
-        if (c->nin == 0 && lt_layout_check(m, c->ndim[0], c->shape[0], pl[0]) != LT_OK) bad = 1;
-        if (c->nin == 0 && !bad) { /* rand with P(product) etc.: invalid spec, not a rule */
-            lt_placement tmp[LT_MESH_MAX_DIMS];
-            bad = lt_placements_check(m, c->ndim[0], pl[0], m->ndim, tmp) != LT_OK;
+        if (c->nin == 0) { /* rand of a layout that does not exist, or P(product): no spec, not a rule */
+            lt_spec s;
+            bad = lt_spec_make(m, a->dtype, c->ndim[0], c->shape[0], pl[0], m->ndim, &s) != LT_OK;
             for (int i = 0; i < m->ndim && !bad; i++) bad = pl[0][i].kind == LT_PL_PARTIAL && pl[0][i].op == LT_REDOP_PRODUCT;
         }
     }

@@ -172,7 +172,7 @@ static void test_roundtrip_dtypes(void **state) {
                     for (int i = 0; i < np; i++) partial |= pl[i].kind == LT_PL_PARTIAL && pl[i].op == LT_REDOP_SUM && m.shape[i] > 1;
                     for (int r = 0; r < m.world && !partial; r++) {
                         lt_rank_layout l;
-                        LT_CHECK(lt_layout_rank(&m, 2, x->shape, d->placements, r, &l));
+                        LT_CHECK(lt_spec_layout_rank(lt_dtensor_spec(d), r, &l));
                         const lt_tensor *t = lt_to_local(d, r);
                         for (int64_t a = 0; a < l.local_shape[0]; a++)
                             for (int64_t b = 0; b < l.local_shape[1]; b++) {
@@ -236,7 +236,7 @@ static void test_random_invariance(void **state) {
             LT_CHECK(st);
             for (int r = 0; r < m.world; r++) {
                 lt_rank_layout l;
-                LT_CHECK(lt_layout_rank(&m, 2, g, d->placements, r, &l));
+                LT_CHECK(lt_spec_layout_rank(lt_dtensor_spec(d), r, &l));
                 const lt_tensor *t = lt_to_local(d, r);
                 for (int64_t x = 0; x < l.local_shape[0]; x++)
                     for (int64_t y = 0; y < l.local_shape[1]; y++) {

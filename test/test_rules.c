@@ -69,13 +69,13 @@ static lt_op_plan *plan2(lt_op_kind op, const lt_mesh *m, int na, const int64_t 
     int n;
     LT_CHECK(lt_placements_parse(pa, a, LT_MESH_MAX_DIMS, &n));
     if (pb) LT_CHECK(lt_placements_parse(pb, b, LT_MESH_MAX_DIMS, &n));
-    lt_dtype dt[2] = {LT_F32, LT_F32};
-    int nd[2] = {na, nb};
-    const int64_t *sh[2] = {sa, sb};
-    const lt_placement *pl[2] = {a, b};
+    lt_spec s[2];
+    const lt_spec *in[2] = {&s[0], &s[1]};
+    LT_CHECK(lt_spec_make(m, LT_F32, na, sa, a, m->ndim, &s[0]));
+    if (pb) LT_CHECK(lt_spec_make(m, LT_F32, nb, sb, b, m->ndim, &s[1]));
     static const lt_op_args zero;
     lt_op_plan *p = NULL;
-    LT_CHECK(lt_op_propagate(op, m, pb ? 2 : 1, dt, nd, sh, pl, args ? args : &zero, &p));
+    LT_CHECK(lt_op_propagate(op, in, pb ? 2 : 1, args ? args : &zero, &p));
     return p;
 }
 
@@ -205,6 +205,28 @@ static void test_cache(void **state) {
     assert_int_equal(hits, 1);
     assert_int_equal(entries, 1);
     assert_true(lt_get_flat(lt_to_local(z, 1), 0) == -24.0);
+    /* propagation on the DTensor's spec finds the plan lt_op cached */
+    const lt_spec *sp[2] = {lt_dtensor_spec(x), NULL};
+    lt_op_plan *p = NULL;
+    LT_CHECK(lt_op_propagate(LT_OP_MUL_SCALAR, sp, 1, &a, &p));
+    lt_op_cache_stats(&hits, &misses, &entries);
+    assert_int_equal(hits, 2);
+    assert_int_equal(entries, 1);
+    expect_pl(p->out_pl, 1, "[S(0)]", "mul_scalar of S(0)");
+    lt_op_plan_free(p);
+    /* inputs on meshes of another shape, NULL inputs, rand without a mesh: lt_op's errors */
+    lt_mesh m4 = mesh1(4);
+    lt_spec s4;
+    LT_CHECK(lt_spec_make(&m4, LT_F32, 2, s, &pl, 1, &s4));
+    sp[1] = &s4;
+    LT_EXPECT_STATUS(lt_op_propagate(LT_OP_ADD, sp, 2, NULL, &p), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "add: input 1 lives on another mesh"));
+    assert_null(p);
+    sp[1] = NULL;
+    LT_EXPECT_STATUS(lt_op_propagate(LT_OP_ADD, sp, 2, NULL, &p), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "add: input 1 is NULL"));
+    LT_EXPECT_STATUS(lt_op_propagate(LT_OP_RAND, NULL, 0, NULL, &p), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "rand: args->mesh is NULL"));
     lt_dtensor_free(x);
     lt_dtensor_free(y);
     lt_dtensor_free(z);

@@ -41,10 +41,7 @@ static void dispatch_rows(lt_bench *b) {
     check(lt_dtensor_init(&m, LT_F32, 1, shape, &pl, 1, &init, &x), "init");
     check(lt_dtensor_init(&m, LT_F32, 1, shape, &pl, 1, &init, &y), "init");
     const lt_dtensor *in[2] = {x, y};
-    lt_dtype dt[2] = {LT_F32, LT_F32};
-    int nd[2] = {1, 1};
-    const int64_t *sh[2] = {shape, shape};
-    const lt_placement *pls[2] = {x->placements, y->placements};
+    const lt_spec *specs[2] = {lt_dtensor_spec(x), lt_dtensor_spec(y)};
     lt_op_args a;
     memset(&a, 0, sizeof a);
     double t[REPS];
@@ -54,7 +51,7 @@ static void dispatch_rows(lt_bench *b) {
             double t0 = lt_bench_now();
             for (int i = 0; i < iters; i++) {
                 lt_op_plan *p;
-                check(lt_op_propagate(LT_OP_ADD, &m, 2, dt, nd, sh, pls, &a, &p), "propagate");
+                check(lt_op_propagate(LT_OP_ADD, specs, 2, &a, &p), "propagate");
                 lt_op_plan_free(p);
             }
             t[r] = (lt_bench_now() - t0) / iters;
