@@ -1,5 +1,5 @@
 /* test/fault/fault_scen.c — one scenario file through `localtensor run`
- * (lt_sc_main, with --fail-fast and --json) as a workload of the fault-injection driver.
+ * (lt_sc_main, with --fail-fast, --trace and --json) as a workload of the fault-injection driver.
  *
  * The loader, the runner, every step and the reports run in process, so a
  * run costs only the work up to its fault. The first run (record) is the
@@ -96,8 +96,8 @@ int fault_scen_workload(void *ctx, const char *tmp) {
     if (!out) return fault_broken(sc->path, "cannot write %s", out_path);
     /* --fail-fast: a run stops at the case where memory ran out (the
      * baseline passes every case, so it runs them all) */
-    char *argv[] = {"run", "--fail-fast", (char *)sc->path, "--json", json_path, NULL};
-    int code = lt_sc_main(5, argv, out, out);
+    char *argv[] = {"run", "--fail-fast", "--trace", (char *)sc->path, "--json", json_path, NULL};
+    int code = lt_sc_main(6, argv, out, out);
     fclose(out);
     char *text = slurp(out_path), *json = slurp(json_path);
     if (!text) {
