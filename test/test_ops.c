@@ -27,15 +27,6 @@ static lt_tensor *mk(lt_dtype dt, int nd, const int64_t *shape, uint64_t salt) {
     return t;
 }
 
-static lt_dtensor *dist(const lt_mesh *m, const lt_tensor *full, const char *pl) {
-    lt_placement p[LT_MESH_MAX_DIMS];
-    int n;
-    LT_CHECK(lt_placements_parse(pl, p, LT_MESH_MAX_DIMS, &n));
-    lt_dtensor *d = NULL;
-    LT_CHECK(lt_distribute(m, full, p, n, &d));
-    return d;
-}
-
 static lt_tensor *full_of(const lt_dtensor *d) {
     lt_tensor *t = NULL;
     LT_CHECK(lt_full_tensor_direct(d, &t));
@@ -166,7 +157,7 @@ static void test_random_invariance(void **state) {
                 lt_tensor *x = NULL;
                 LT_CHECK(lt_tensor_new(LT_F32, 2, shapes[si], &x));
                 LT_CHECK(lt_arange_fill(x));
-                lt_dtensor *dx = dist(&m, x, ps), *dy = NULL;
+                lt_dtensor *dx = lt_test_distribute(&m, x, ps), *dy = NULL;
                 LT_CHECK(lt_dt_dropout(dx, 0.3, 9, &dy));
                 lt_tensor *f = full_of(dy);
                 for (int64_t i = 0; i < lt_numel(f); i++) {
@@ -192,7 +183,7 @@ static void test_rank_map(void **state) {
     lt_mesh m = mesh("4");
     int64_t s[1] = {5};
     lt_tensor *x = mk(LT_F32, 1, s, 0);
-    lt_dtensor *r = dist(&m, x, "R"), *o = NULL;
+    lt_dtensor *r = lt_test_distribute(&m, x, "R"), *o = NULL;
     LT_CHECK(lt_dtensor_rank_map(r, LT_RANK_FN_IDENTITY, &o, NULL));
     LT_CHECK(lt_dtensor_check_replicas(o));
     lt_dtensor_free(o);
@@ -202,7 +193,7 @@ static void test_rank_map(void **state) {
     assert_true(lt_get_flat(lt_to_local(o, 3), 2) == (float)lt_get_flat(x, 2) + 3);
     lt_dtensor_free(o);
     /* per-rank ints of an uneven shard: 5 over 4 -> 2, 2, 1, 0 */
-    lt_dtensor *sh = dist(&m, x, "S(0)");
+    lt_dtensor *sh = lt_test_distribute(&m, x, "S(0)");
     lt_localint li;
     LT_CHECK(lt_dtensor_rank_map(sh, LT_RANK_FN_LOCAL_NUMEL, &o, &li));
     int64_t want[4] = {2, 2, 1, 0};
@@ -211,7 +202,7 @@ static void test_rank_map(void **state) {
     lt_dtensor_free(o);
     /* 2x2 [R, S(0)]: only rank 0 bumped -> ranks 0 and 2 (mesh dim 0) differ */
     lt_mesh m2 = mesh("2x2");
-    lt_dtensor *d2 = dist(&m2, x, "R,S(0)");
+    lt_dtensor *d2 = lt_test_distribute(&m2, x, "R,S(0)");
     LT_CHECK(lt_dtensor_rank_map(d2, LT_RANK_FN_BUMP_RANK0, &o, NULL));
     LT_EXPECT_STATUS(lt_dtensor_check_replicas(o), LT_MISMATCH);
     assert_non_null(strstr(lt_errmsg(), "mesh dim 0 (R): ranks 0 and 2 differ at index [0]"));
@@ -237,7 +228,7 @@ static void test_uneven_mean(void **state) {
     LT_CHECK(lt_arange_fill(x));
     LT_CHECK(lt_tensor_new(LT_F32, 2, s1, &x1));
     LT_CHECK(lt_arange_fill(x1));
-    lt_dtensor *d = dist(&m, x, "S(0)"), *d1 = dist(&m, x1, "S(0)"), *y = NULL;
+    lt_dtensor *d = lt_test_distribute(&m, x, "S(0)"), *d1 = lt_test_distribute(&m, x1, "S(0)"), *y = NULL;
     LT_CHECK(lt_dt_reduce(LT_REDUCE_MEAN, d, 0, NULL, 0, &y));
     lt_tensor *f = full_of(y);
     assert_true(lt_get_flat(f, 0) == 5.5); /* mean of 0..11 */
@@ -272,7 +263,7 @@ static void test_views_and_split(void **state) {
     lt_tensor *x = NULL;
     LT_CHECK(lt_tensor_new(LT_F32, 2, s, &x));
     LT_CHECK(lt_arange_fill(x));
-    lt_dtensor *d = dist(&m, x, "S(1)"), *y = NULL;
+    lt_dtensor *d = lt_test_distribute(&m, x, "S(1)"), *y = NULL;
     int64_t t[2] = {16, 6};
     LT_CHECK(lt_dt_reshape(d, 2, t, &y)); /* PyTorch #179502: must not keep S(0) */
     lt_tensor *f = full_of(y);
@@ -284,7 +275,7 @@ static void test_views_and_split(void **state) {
     lt_tensor *x5 = NULL;
     LT_CHECK(lt_tensor_new(LT_F32, 2, s5, &x5));
     LT_CHECK(lt_arange_fill(x5));
-    lt_dtensor *d5 = dist(&m, x5, "S(0)"), *outs[4] = {0};
+    lt_dtensor *d5 = lt_test_distribute(&m, x5, "S(0)"), *outs[4] = {0};
     lt_op_args a;
     memset(&a, 0, sizeof a);
     a.chunks = 2;
@@ -313,7 +304,7 @@ static void test_bf16_matmul(void **state) {
     lt_mesh m = mesh("2");
     int64_t sa[2] = {4, 6}, sb[2] = {6, 3};
     lt_tensor *a = mk(LT_BF16, 2, sa, 7), *b = mk(LT_BF16, 2, sb, 8);
-    lt_dtensor *da = dist(&m, a, "S(1)"), *db = dist(&m, b, "S(0)"), *y = NULL;
+    lt_dtensor *da = lt_test_distribute(&m, a, "S(1)"), *db = lt_test_distribute(&m, b, "S(0)"), *y = NULL;
     lt_op_opts o;
     memset(&o, 0, sizeof o);
     o.check_reference = 1;
@@ -346,7 +337,7 @@ static void test_errors(void **state) {
     lt_mesh m = mesh("2"), m3 = mesh("3");
     int64_t s[2] = {4, 4};
     lt_tensor *xi = mk(LT_I32, 2, s, 0), *xf = mk(LT_F32, 2, s, 0);
-    lt_dtensor *di = dist(&m, xi, "S(0)"), *df = dist(&m, xf, "R"), *d3 = dist(&m3, xf, "R"), *y = NULL;
+    lt_dtensor *di = lt_test_distribute(&m, xi, "S(0)"), *df = lt_test_distribute(&m, xf, "R"), *d3 = lt_test_distribute(&m3, xf, "R"), *y = NULL;
     LT_EXPECT_STATUS(lt_dt_matmul(di, di, &y), LT_UNSUPPORTED);
     assert_non_null(strstr(lt_errmsg(), "not supported yet"));
     assert_null(y);
@@ -376,7 +367,7 @@ static void test_errors(void **state) {
     lt_mesh m22 = mesh("2x2");
     int64_t sa[3] = {2, 5, 3}, sb[2] = {3, 4};
     lt_tensor *fa = mk(LT_F32, 3, sa, 1), *fb = mk(LT_F32, 2, sb, 2);
-    lt_dtensor *da = dist(&m22, fa, "P(avg),S(2,[2,1])"), *db = dist(&m22, fb, "SS(0,2),SS(1,2)");
+    lt_dtensor *da = lt_test_distribute(&m22, fa, "P(avg),S(2,[2,1])"), *db = lt_test_distribute(&m22, fb, "SS(0,2),SS(1,2)");
     lt_op_opts ro;
     memset(&ro, 0, sizeof ro);
     ro.check_reference = 1;

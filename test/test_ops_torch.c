@@ -37,15 +37,6 @@ static lt_tensor *ramp(int nd, const int64_t *shape, double scale, double shift)
     return t;
 }
 
-static lt_dtensor *dist(const lt_mesh *m, const lt_tensor *full, const char *pl) {
-    lt_placement p[LT_MESH_MAX_DIMS];
-    int n;
-    LT_CHECK(lt_placements_parse(pl, p, LT_MESH_MAX_DIMS, &n));
-    lt_dtensor *d = NULL;
-    LT_CHECK(lt_distribute(m, full, p, n, &d));
-    return d;
-}
-
 /* Runs op with the reference check on (an extra check: the expected values
  * below are computed here). */
 static lt_dtensor *run(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op_args *a) {
@@ -111,7 +102,7 @@ static void test_squeeze_every_size1_dim(void **state) {
     /* (2,1,3,1) S(0) over 2 -> (2,3), still S(0): one row of 3 per rank */
     int64_t s1[4] = {2, 1, 3, 1}, w1[2] = {2, 3}, l1[4] = {1, 3, 1, 3};
     lt_tensor *x1 = ramp(4, s1, 1, 0);
-    lt_dtensor *d1 = dist(&m2, x1, "S(0)");
+    lt_dtensor *d1 = lt_test_distribute(&m2, x1, "S(0)");
     lt_dtensor *y = run(LT_OP_SQUEEZE, (const lt_dtensor *const *)&d1, 1, &all);
     expect_full(y, 2, w1, NULL, "(2,1,3,1).squeeze()");
     expect_pl(y, "[S(0)]", "(2,1,3,1) S(0) squeeze()");
@@ -120,7 +111,7 @@ static void test_squeeze_every_size1_dim(void **state) {
     /* (1,4,1) S(2) over 2 -> (4): dim 2 (size 1) was sharded, so it is replicated first */
     int64_t s2[3] = {1, 4, 1}, w2[1] = {4}, l2[2] = {4, 4};
     lt_tensor *x2 = ramp(3, s2, 1, 0);
-    lt_dtensor *d2 = dist(&m2, x2, "S(2)");
+    lt_dtensor *d2 = lt_test_distribute(&m2, x2, "S(2)");
     y = run(LT_OP_SQUEEZE, (const lt_dtensor *const *)&d2, 1, &all);
     expect_full(y, 1, w2, NULL, "(1,4,1).squeeze()");
     expect_pl(y, "[R]", "(1,4,1) S(2) squeeze()");
@@ -129,7 +120,7 @@ static void test_squeeze_every_size1_dim(void **state) {
     /* uneven: (3,1,5) S(0) over 4 holds 1,1,1,0 rows; the global dim 0 has 3, so it stays */
     int64_t s3[3] = {3, 1, 5}, w3[2] = {3, 5}, l3[8] = {1, 5, 1, 5, 1, 5, 0, 5};
     lt_tensor *x3 = ramp(3, s3, 1, 0);
-    lt_dtensor *d3 = dist(&m4, x3, "S(0)");
+    lt_dtensor *d3 = lt_test_distribute(&m4, x3, "S(0)");
     y = run(LT_OP_SQUEEZE, (const lt_dtensor *const *)&d3, 1, &all);
     expect_full(y, 2, w3, NULL, "(3,1,5).squeeze()");
     expect_pl(y, "[S(0)]", "(3,1,5) S(0) over 4 squeeze()");
@@ -138,7 +129,7 @@ static void test_squeeze_every_size1_dim(void **state) {
     /* (5,1) S(0) over 4: rows 2,2,1,0 -> (5) with 2,2,1,0 elements */
     int64_t s4[2] = {5, 1}, w4[1] = {5}, l4[4] = {2, 2, 1, 0};
     lt_tensor *x4 = ramp(2, s4, 1, 0);
-    lt_dtensor *d4 = dist(&m4, x4, "S(0)");
+    lt_dtensor *d4 = lt_test_distribute(&m4, x4, "S(0)");
     y = run(LT_OP_SQUEEZE, (const lt_dtensor *const *)&d4, 1, &all);
     expect_full(y, 1, w4, NULL, "(5,1).squeeze()");
     expect_pl(y, "[S(0)]", "(5,1) S(0) over 4 squeeze()");
@@ -147,7 +138,7 @@ static void test_squeeze_every_size1_dim(void **state) {
     /* (1,1) S(0) over 2: every dim goes -> a 0-d tensor, replicated */
     int64_t s5[2] = {1, 1};
     lt_tensor *x5 = ramp(2, s5, 1, 7);
-    lt_dtensor *d5 = dist(&m2, x5, "S(0)");
+    lt_dtensor *d5 = lt_test_distribute(&m2, x5, "S(0)");
     double seven = 7;
     y = run(LT_OP_SQUEEZE, (const lt_dtensor *const *)&d5, 1, &all);
     expect_full(y, 0, NULL, &seven, "(1,1).squeeze()");
@@ -181,7 +172,7 @@ static void test_squeeze_documented_example(void **state) {
         {squeeze_args(0, 0, 2, dm), 3, {2, 2, 2}, "squeeze(x, (-2, -4))"},
     };
     for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
-        lt_dtensor *d = dist(&m22, x, layouts[l]);
+        lt_dtensor *d = lt_test_distribute(&m22, x, layouts[l]);
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             char what[128];
             snprintf(what, sizeof what, "%s with [%s]", cases[c].what, layouts[l]);
@@ -192,7 +183,7 @@ static void test_squeeze_documented_example(void **state) {
         lt_dtensor_free(d);
     }
     /* a dim named twice, dim and dims together, a dim out of range */
-    lt_dtensor *d = dist(&m22, x, "R,R"), *y = NULL;
+    lt_dtensor *d = lt_test_distribute(&m22, x, "R,R"), *y = NULL;
     int twice[2] = {1, -4};
     lt_op_args a = squeeze_args(0, 0, 2, twice);
     LT_EXPECT_STATUS(lt_op(LT_OP_SQUEEZE, (const lt_dtensor *const *)&d, 1, &a, NULL, &y, 1, NULL), LT_INVALID);
@@ -218,7 +209,7 @@ static void test_zero_d_dims(void **state) {
     static const lt_op_kind reds[] = {LT_OP_SUM, LT_OP_MEAN, LT_OP_AMAX, LT_OP_AMIN};
     static const char *const pls[] = {"R", "P(sum)", "P(max)"};
     for (size_t p = 0; p < sizeof pls / sizeof pls[0]; p++) {
-        lt_dtensor *d = dist(&m2, x, pls[p]);
+        lt_dtensor *d = lt_test_distribute(&m2, x, pls[p]);
         for (size_t r = 0; r < sizeof reds / sizeof reds[0]; r++)
             for (int dim = -1; dim <= 0; dim++)
                 for (int keep = 0; keep <= 1; keep++) {
@@ -249,7 +240,7 @@ static void test_zero_d_dims(void **state) {
         lt_dtensor_free(d);
     }
     /* out of range stays an error: dim 1, -2; and (0, -1) is one dim twice */
-    lt_dtensor *d = dist(&m2, x, "R"), *y = NULL;
+    lt_dtensor *d = lt_test_distribute(&m2, x, "R"), *y = NULL;
     lt_op_args a;
     memset(&a, 0, sizeof a);
     a.ndims = 1, a.dims[0] = 1;
@@ -275,7 +266,7 @@ static void test_zero_d_dims(void **state) {
 static lt_dtensor *nested_12(const lt_mesh *m22, lt_tensor **full, int nd, const int64_t *shape) {
     int64_t s34[2] = {3, 4};
     *full = ramp(2, s34, 1, 0);
-    lt_dtensor *x = dist(m22, *full, "R,S(0)"), *r = NULL;
+    lt_dtensor *x = lt_test_distribute(m22, *full, "R,S(0)"), *r = NULL;
     LT_CHECK(lt_dt_reshape(x, nd, shape, &r));
     expect_pl(r, "[R, S(0,[8,4])]", "(3,4) [R, S(0)] reshaped");
     lt_dtensor_free(x);
@@ -287,7 +278,7 @@ static void test_nested_split_operands(void **state) {
     lt_mesh m22 = mesh("2x2");
     int64_t s12[1] = {12}, s121[2] = {12, 1}, w122[2] = {12, 2};
     lt_tensor *xf = NULL, *yf = ramp(1, s12, 10, 1); /* y[i] = 10 i + 1 */
-    lt_dtensor *r = nested_12(&m22, &xf, 1, s12), *yd = dist(&m22, yf, "S(0),R");
+    lt_dtensor *r = nested_12(&m22, &xf, 1, s12), *yd = lt_test_distribute(&m22, yf, "S(0),R");
     static const lt_op_kind bins[] = {LT_OP_ADD, LT_OP_SUB, LT_OP_MUL, LT_OP_DIV, LT_OP_MAXIMUM, LT_OP_MINIMUM};
     for (size_t b = 0; b < sizeof bins / sizeof bins[0]; b++)
         for (int swap = 0; swap <= 1; swap++) {
@@ -314,7 +305,7 @@ static void test_nested_split_operands(void **state) {
     /* matmul (12) @ (12, 2): out[j] = sum_k x[k] w[k][j], w[k][j] = 2k + j + 1 */
     int64_t sw[2] = {12, 2}, s2[1] = {2};
     lt_tensor *wf = ramp(2, sw, 1, 1);
-    lt_dtensor *wd = dist(&m22, wf, "S(0),R");
+    lt_dtensor *wd = lt_test_distribute(&m22, wf, "S(0),R");
     const lt_dtensor *mm_in[2] = {r, wd};
     double mwant[2] = {0, 0};
     for (int k = 0; k < 12; k++)
@@ -325,7 +316,7 @@ static void test_nested_split_operands(void **state) {
     /* mm (2, 12) @ (12, 2): a (2,3,4) [R, S(1)] reshaped to (2, 12) has the nested split on dim 1 */
     int64_t s234[3] = {2, 3, 4}, s2x12[2] = {2, 12}, s22[2] = {2, 2};
     lt_tensor *af = ramp(3, s234, 1, 0);
-    lt_dtensor *ad = dist(&m22, af, "R,S(1)"), *a2 = NULL;
+    lt_dtensor *ad = lt_test_distribute(&m22, af, "R,S(1)"), *a2 = NULL;
     LT_CHECK(lt_dt_reshape(ad, 2, s2x12, &a2));
     expect_pl(a2, "[R, S(1,[8,4])]", "(2,3,4) [R, S(1)] reshaped");
     const lt_dtensor *mm2[2] = {a2, wd};
@@ -338,7 +329,7 @@ static void test_nested_split_operands(void **state) {
     lt_dtensor_free(y);
     /* addmm: bias (2) + the same product */
     lt_tensor *bf = ramp(1, s2, 1, 100);
-    lt_dtensor *bd = dist(&m22, bf, "R,R");
+    lt_dtensor *bd = lt_test_distribute(&m22, bf, "R,R");
     const lt_dtensor *am[3] = {bd, a2, wd};
     for (int i = 0; i < 4; i++) w2[i] += 100 + i % 2;
     y = run(LT_OP_ADDMM, am, 3, NULL);
@@ -346,7 +337,7 @@ static void test_nested_split_operands(void **state) {
     lt_dtensor_free(y);
     /* cat along dim 1 of (12,1) [R, S(0,[8,4])] and (12,1) [S(0), R]: column 0 = x, column 1 = y */
     lt_tensor *xf2 = NULL, *yf2 = ramp(2, s121, 10, 1);
-    lt_dtensor *r2 = nested_12(&m22, &xf2, 2, s121), *y2 = dist(&m22, yf2, "S(0),R");
+    lt_dtensor *r2 = nested_12(&m22, &xf2, 2, s121), *y2 = lt_test_distribute(&m22, yf2, "S(0),R");
     const lt_dtensor *cin[2] = {r2, y2};
     lt_op_args ca;
     memset(&ca, 0, sizeof ca);

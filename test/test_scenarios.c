@@ -28,23 +28,11 @@ static char g_tmpdir[512];
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static char *slurp_fp(FILE *f) {
-    fflush(f);
-    long n = ftell(f);
-    if (n < 0) n = 0;
-    char *s = malloc((size_t)n + 1);
-    if (!s) fail_msg("out of memory");
-    rewind(f);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    return s;
-}
-
 static char *slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     fseek(f, 0, SEEK_END);
-    char *s = slurp_fp(f);
+    char *s = lt_test_slurp_fp(f);
     if (len) *len = (size_t)ftell(f);
     fclose(f);
     return s;
@@ -66,8 +54,8 @@ static int run_cli(const char *const *args, int n, char **out, char **err) {
     FILE *o = tmpfile(), *e = tmpfile();
     if (!o || !e) fail_msg("tmpfile failed");
     int rc = lt_sc_main(n + 1, argv, o, e);
-    *out = slurp_fp(o);
-    *err = slurp_fp(e);
+    *out = lt_test_slurp_fp(o);
+    *err = lt_test_slurp_fp(e);
     fclose(o);
     fclose(e);
     return rc;

@@ -29,18 +29,6 @@
 #include "tools/cli/cli.h"
 #include "tools/scenario/scenario.h"
 
-static char *slurp_fp(FILE *f) {
-    fflush(f);
-    long n = ftell(f);
-    if (n < 0) n = 0;
-    char *s = malloc((size_t)n + 1);
-    if (!s) fail_msg("out of memory");
-    rewind(f);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    return s;
-}
-
 static int run_cli(const char *const *args, int n, char **out) {
     char *argv[16];
     argv[0] = (char *)"run";
@@ -48,7 +36,7 @@ static int run_cli(const char *const *args, int n, char **out) {
     FILE *o = tmpfile(), *e = tmpfile();
     if (!o || !e) fail_msg("tmpfile failed");
     int rc = lt_sc_main(n + 1, argv, o, e);
-    *out = slurp_fp(o);
+    *out = lt_test_slurp_fp(o);
     fclose(o);
     fclose(e);
     return rc;
@@ -92,7 +80,7 @@ static void test_trace_text_and_json(void **state) {
     FILE *f = fopen(json_path, "rb");
     assert_non_null(f);
     fseek(f, 0, SEEK_END);
-    char *js = slurp_fp(f);
+    char *js = lt_test_slurp_fp(f);
     fclose(f);
     remove(json_path);
     cJSON *root = cJSON_Parse(js);

@@ -1,5 +1,6 @@
 /* test/testutil.h — shared helpers for the cmocka tests: status checks that
- * print the error message, and tensor builders. Header-only (static). */
+ * print the error message, tensor and DTensor builders, reading back a
+ * FILE. Header-only (static). */
 #ifndef LT_TESTUTIL_H
 #define LT_TESTUTIL_H
 
@@ -8,9 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <cmocka.h>
 
 #include "kernels/tensor.h"
+#include "localtensor/localtensor.h"
 
 /* Fails the test with the status name and lt_errmsg() when st != LT_OK. */
 #define LT_CHECK(expr)                                                                   \
@@ -45,6 +48,29 @@ static inline void lt_test_expect_values(const lt_tensor *t, int ndim, const int
         if (a != vals[i])
             fail_msg("%s: element %lld is %g, wanted %g", what, (long long)i, a, vals[i]);
     }
+}
+
+/* Everything written to f so far, NUL-terminated (malloc; the caller frees). */
+static inline char *lt_test_slurp_fp(FILE *f) {
+    fflush(f);
+    long n = ftell(f);
+    if (n < 0) n = 0;
+    char *s = malloc((size_t)n + 1);
+    if (!s) fail_msg("out of memory");
+    rewind(f);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = '\0';
+    return s;
+}
+
+/* full distributed on m with placements pl ("S(0),R"); a new DTensor. */
+static inline lt_dtensor *lt_test_distribute(const lt_mesh *m, const lt_tensor *full, const char *pl) {
+    lt_placement p[LT_MESH_MAX_DIMS];
+    int n;
+    LT_CHECK(lt_placements_parse(pl, p, LT_MESH_MAX_DIMS, &n));
+    lt_dtensor *d = NULL;
+    LT_CHECK(lt_distribute(m, full, p, n, &d));
+    return d;
 }
 
 #endif
