@@ -91,11 +91,12 @@ lt_status lt__dtensor_wrap(lt_local *local, const lt_spec *spec, lt_dtensor **ou
             return st;
         }
         const lt_tensor *t = local->shards[r];
-        int ok = t && t->ndim == ndim && t->dtype == dtype;
+        if (!t) continue;   /* absent (localtensor/local.h): layout math alone describes it */
+        int ok = t->ndim == ndim && t->dtype == dtype;
         for (int d = 0; ok && d < ndim; d++) ok = t->shape[d] == ls[d];
         if (!ok) {
-            char a[96] = "none", b[96];
-            if (t) lt_shape_str(t->ndim, t->shape, a, sizeof a);
+            char a[96], b[96];
+            lt_shape_str(t->ndim, t->shape, a, sizeof a);
             lt_shape_str(ndim, ls, b, sizeof b);
             lt_local_free(local);
             return lt__err(LT_SHAPE, "rank %d holds a shard of shape %s but the layout gives %s", r, a, b);
@@ -230,6 +231,7 @@ lt_status lt_dtensor_clone(const lt_dtensor *dt, lt_dtensor **out) {
     *out = NULL;
     LT_TRY(lt_local_new(lt_dtensor_mesh(dt), &local));
     for (int r = 0; r < local->mesh.world; r++) {
+        if (!dt->local->shards[r]) continue;   /* absent stays absent */
         lt_status st = lt_clone(dt->local->shards[r], &local->shards[r]);
         if (st) {
             lt_local_free(local);
@@ -267,6 +269,11 @@ lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
                 if (pl[i].kind == LT_PL_PARTIAL && coord[i] != 0) partial_nonzero = 1;
             }
             if (skip || partial_nonzero != pass) continue;
+            if (!dt->local->shards[r]) {
+                lt_tensor_free(full);
+                return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                                    "not supported yet: full_tensor needs rank %d's shard, which is absent (not held here)", r);
+            }
             lt_rank_layout l;
             lt_status st = lt_spec_layout_rank(lt_dtensor_spec(dt), r, &l);
             lt_tensor *src = dt->local->shards[r], *wide = NULL;

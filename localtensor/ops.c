@@ -336,6 +336,7 @@ static lt_status wrap(const lt_op_plan *p, int j, lt_local *loc, lt_dtensor **ou
     int W = loc->mesh.world, nd = p->out_ndim > 0 ? p->out_ndim : 1;
     for (int r = 0; r < W; r++) {
         const lt_tensor *t = loc->shards[r];
+        if (!t) continue;   /* absent (localtensor/local.h) */
         const int64_t *ls = p->local_shapes_ + ((size_t)j * (size_t)W + (size_t)r) * (size_t)nd;
         int ok = t->ndim == p->out_ndim && t->dtype == p->out_dtype;
         for (int d = 0; ok && d < p->out_ndim; d++) ok = t->shape[d] == ls[d];
@@ -410,7 +411,9 @@ static lt_status run_plan(const lt_op_plan *p, const lt_dtensor *const *in, cons
         const lt_tensor *sh[LT_OP_MAX_INPUTS];
         lt_tensor *res[LT_OP_MAX_OUTPUTS];
         for (int j = 0; j < p->nout; j++) res[j] = NULL;
-        for (int k = 0; k < p->nin; k++) sh[k] = x[k]->local->shards[r];
+        int absent = 0;
+        for (int k = 0; k < p->nin; k++) absent |= !(sh[k] = x[k]->local->shards[r]);
+        if (absent) continue;   /* a rank not held here computes nothing here */
         st = lt__op_kernel(p, a, r, sh, res);
         if (st) st = lt__err_ctx(st, "%s on rank %d", lt_op_name(p->op), r);
         for (int j = 0; j < p->nout; j++) loc[j]->shards[r] = res[j];
