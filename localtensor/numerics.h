@@ -39,6 +39,7 @@
 
 #include "kernels/export.h"
 #include "kernels/status.h"
+#include "collectives_sim/trace.h"
 #include "localtensor/dtensor.h"
 #include "localtensor/redistribute.h"
 
@@ -89,5 +90,12 @@ LT_API lt_status lt_dtensor_init_ranks(const lt_spec *spec, const lt_init *init,
 LT_API lt_status lt_redistribute_ranks(const lt_spec *src, const lt_init *init, const lt_placement *dst, int np,
                                        const int *ranks, int n, const lt_redistribute_opts *opts,
                                        lt_dtensor **out, lt_plan **plan);
+
+/* Appends to `trace` (a world of plan p's mesh) the events a full-mode run
+ * of plan p records on its communicator, one per collective step, from
+ * layout math alone: no shard is built, no data moves, and every rank's
+ * bytes sent and received equal the collectives' (localtensor/plan_trace.c).
+ * LT_NOMEM; LT_INVALID when the trace's world is not the mesh's. */
+LT_API lt_status lt_plan_trace(const lt_plan *p, lt_trace *trace);
 
 #endif

@@ -96,6 +96,34 @@ static void expect_same_plan(const lt_plan *a, const lt_plan *b, const char *wha
     }
 }
 
+/* lt_plan_trace of plan p gives the events of the full run (`full`, the
+ * communicator's trace): collective, mesh dim, group size and every rank's
+ * bytes sent and received. */
+static long coll_seen[LT_COLL_COUNT];   /* events compared, by collective */
+
+static void expect_same_trace(const lt_plan *p, const lt_trace *full, const char *what) {
+    lt_trace *t;
+    LT_CHECK(lt_trace_new(p->mesh.world, &t));
+    LT_CHECK(lt_plan_trace(p, t));
+    if (lt_trace_count(t) != lt_trace_count(full))
+        fail_msg("%s: %zu events on paper, %zu in the run", what, lt_trace_count(t), lt_trace_count(full));
+    for (size_t e = 0; e < lt_trace_count(t); e++) {
+        lt_trace_event a, b;
+        LT_CHECK(lt_trace_get(t, e, &a));
+        LT_CHECK(lt_trace_get(full, e, &b));
+        if (a.coll != b.coll || a.mesh_dim != b.mesh_dim || a.group_size != b.group_size || a.ngroups != b.ngroups ||
+            a.dtype != b.dtype || a.total_recv != b.total_recv)
+            fail_msg("%s: event %zu differs (%s on dim %d vs %s on dim %d)", what, e, lt_coll_name(a.coll), a.mesh_dim,
+                     lt_coll_name(b.coll), b.mesh_dim);
+        coll_seen[a.coll]++;
+        for (int r = 0; r < a.world; r++)
+            if (a.sent[r] != b.sent[r] || a.recv[r] != b.recv[r])
+                fail_msg("%s: event %zu (%s), rank %d: paper sent/recv %zu/%zu, run %zu/%zu", what, e, lt_coll_name(a.coll),
+                         r, a.sent[r], a.recv[r], b.sent[r], b.recv[r]);
+    }
+    lt_trace_free(t);
+}
+
 typedef struct stats {
     long run, refused, ranks;
 } stats;
@@ -116,7 +144,11 @@ static void check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t *s
     o.planner = planner;
     o.verify = 1;
     lt_plan *pf = NULL, *ps = NULL;
+    lt_comm *comm;
+    LT_CHECK(lt_comm_new(m, &comm));
+    o.comm = comm;
     if (!st) st = lt_redistribute(src, dp, m->ndim, &o, &full, &pf);
+    o.comm = NULL;
     lt_numerics nm = {LT_NUMERICS_SAMPLE, k};
     int ranks[64];
     int n = lt_numerics_ranks(&nm, m->world, ranks);
@@ -130,6 +162,7 @@ static void check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t *s
         for (int i = 0; i < n; i++) expect_same_bits(smp->local->shards[ranks[i]], full->local->shards[ranks[i]], what, ranks[i]);
         s->ranks += n;
         s->run++;
+        expect_same_trace(ps, lt_comm_trace(comm), what);
         /* none: the same plan, no values */
         lt_dtensor *nv = NULL;
         lt_plan *pn = NULL;
@@ -139,6 +172,7 @@ static void check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t *s
         lt_plan_free(pn);
         lt_dtensor_free(nv);
     }
+    lt_comm_free(comm);
     lt_plan_free(pf);
     lt_plan_free(ps);
     lt_dtensor_free(src);
@@ -186,6 +220,8 @@ static void test_sample_equals_full(void **state) {
     sweep("2x2", p2, 7, 2, sh2, LT_F16, "randn:4", LT_PLANNER_GREEDY, 3, &s);
     print_message("sample vs full: %ld pairs run (%ld sampled shards compared), %ld refused by both\n", s.run,
                   s.ranks, s.refused);
+    for (int c = 0; c < LT_COLL_COUNT; c++)
+        if (coll_seen[c]) print_message("  %s: %ld events compared with the run\n", lt_coll_name((lt_coll)c), coll_seen[c]);
     assert_true(s.run > 500);
     assert_true(s.refused > 0);
 }
