@@ -118,26 +118,24 @@ static lt_status check_ranks(const lt_spec *spec, const int *ranks, int n, const
     return lt_check_memory(bytes, n > 0 ? n : 1, what);
 }
 
-lt_status lt_dtensor_init_ranks(const lt_spec *spec, const lt_init *init, const int *ranks, int n,
-                                lt_dtensor **out) {
-    *out = NULL;
-    LT_TRY(lt__check_partials(spec->dtype, spec->placements, spec->mesh->ndim));
-    LT_TRY(check_ranks(spec, ranks, n, "the sampled shards"));
-    lt_local *local;
-    LT_TRY(lt_local_new(spec->mesh, &local));
-    for (int i = 0; i < n; i++) {
-        int r = ranks[i];
-        lt_status st = logical_shard(spec, init, r, &local->shards[r]);
-        if (!st) st = lt__partition(local->shards[r], spec->mesh, spec->placements);
-        if (st) {
-            lt_local_free(local);
-            return st;
-        }
-    }
-    return lt__dtensor_wrap(local, spec, out);
+/* ---- the value changes of a plan ------------------------------------------------ */
+
+static lt_status push_op(lt_sample_src *g, int kind, int mesh_dim, lt_redop op) {
+    if (g->nops >= LT_SAMPLE_MAX_OPS)
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                            "not supported yet: more than %d value-changing steps (partitions and reductions) in a chain of sampled redistributes",
+                            LT_SAMPLE_MAX_OPS);
+    g->ops[g->nops++] = (lt_sample_op){kind, mesh_dim, op};
+    return LT_OK;
 }
 
-/* ---- the value changes of a plan ------------------------------------------------ */
+lt_status lt_sample_src_init(lt_sample_src *g, const lt_init *init, const lt_spec *spec) {
+    memset(g, 0, sizeof *g);
+    g->init = *init;
+    for (int i = 0; i < spec->mesh->ndim; i++)
+        if (spec->placements[i].kind == LT_PL_PARTIAL) LT_TRY(push_op(g, 2, i, spec->placements[i].op));
+    return LT_OK;
+}
 
 /* What step s does to values: *kind 1 = reduces mesh dim *dim with *op over
  * its group, 2 = partitions it (R -> P(*op)), 0 = moves data only. */
@@ -183,7 +181,7 @@ static lt_status fold(lt_comm *comm, int m, lt_redop op, lt_tensor **t) {
     return st;
 }
 
-/* The 1-D communicators (one per mesh dim size that a reduction needs). */
+/* The 1-D communicators (one per mesh dim) that reductions run on. */
 typedef struct folds {
     lt_comm *comm[LT_MESH_MAX_DIMS];
 } folds;
@@ -204,27 +202,64 @@ static void folds_free(folds *f) {
     for (int i = 0; i < LT_MESH_MAX_DIMS; i++) lt_comm_free(f->comm[i]);
 }
 
-/* Applies the source partition and every step's value change of plan p to
- * t (a shard of logical values; replaced in place). */
-static lt_status replay(const lt_plan *p, folds *f, lt_tensor **t) {
-    const lt_mesh *mesh = &p->mesh;
-    LT_TRY(lt__partition(*t, mesh, p->src));
-    for (int s = 0; s < p->nsteps; s++) {
-        int kind, i;
-        lt_redop op = LT_REDOP_SUM;
-        step_effect(p, s, &kind, &i, &op);
-        if (kind == 1) {
+/* Applies g's value changes, in order, to t (replaced in place). */
+static lt_status apply_ops(const lt_mesh *mesh, const lt_sample_src *g, folds *f, lt_tensor **t) {
+    for (int k = 0; k < g->nops; k++) {
+        const lt_sample_op *o = &g->ops[k];
+        int i = o->mesh_dim;
+        if (o->kind == 1) {
             lt_comm *c;
             LT_TRY(folds_get(f, mesh, i, &c));
-            LT_TRY(fold(c, mesh->shape[i], op, t));
-        } else if (kind == 2) {
+            LT_TRY(fold(c, mesh->shape[i], o->op, t));
+        } else {
             lt_placement pl[LT_MESH_MAX_DIMS];
-            for (int j = 0; j < mesh->ndim; j++) pl[j] = j == i ? lt_partial(op) : lt_replicate();
+            for (int j = 0; j < mesh->ndim; j++) pl[j] = j == i ? lt_partial(o->op) : lt_replicate();
             LT_TRY(lt__partition(*t, mesh, pl));
         }
     }
     return LT_OK;
 }
+
+/* Rank r's shard in layout spec with values from g. *out new. */
+static lt_status sample_shard(const lt_spec *spec, const lt_sample_src *g, folds *f, int r, lt_tensor **out) {
+    LT_TRY(logical_shard(spec, &g->init, r, out));
+    lt_status st = apply_ops(spec->mesh, g, f, out);
+    if (st) {
+        lt_tensor_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* ---- sampled DTensors --------------------------------------------------------- */
+
+lt_status lt_dtensor_sample(const lt_spec *spec, const lt_sample_src *g, const int *ranks, int n, lt_dtensor **out) {
+    *out = NULL;
+    LT_TRY(lt__check_partials(spec->dtype, spec->placements, spec->mesh->ndim));
+    LT_TRY(check_ranks(spec, ranks, n, "the sampled shards"));
+    lt_local *local;
+    LT_TRY(lt_local_new(spec->mesh, &local));
+    folds f;
+    memset(&f, 0, sizeof f);
+    lt_status st = LT_OK;
+    for (int i = 0; i < n && !st; i++) st = sample_shard(spec, g, &f, ranks[i], &local->shards[ranks[i]]);
+    folds_free(&f);
+    if (st) {
+        lt_local_free(local);
+        return st;
+    }
+    return lt__dtensor_wrap(local, spec, out);
+}
+
+lt_status lt_dtensor_init_ranks(const lt_spec *spec, const lt_init *init, const int *ranks, int n,
+                                lt_dtensor **out) {
+    lt_sample_src g;
+    *out = NULL;
+    LT_TRY(lt_sample_src_init(&g, init, spec));
+    return lt_dtensor_sample(spec, &g, ranks, n, out);
+}
+
+/* ---- sampled redistribute ------------------------------------------------------- */
 
 /* The semantic value of rank r's destination shard (docs/SEMANTICS.md §7,
  * as the direct reshard defines it): logical values; mesh dims Partial in
@@ -295,9 +330,9 @@ static lt_status verify_rank(const lt_plan *p, const lt_spec *dspec, const lt_in
     return st;
 }
 
-lt_status lt_redistribute_ranks(const lt_spec *src, const lt_init *init, const lt_placement *dst, int np,
-                                const int *ranks, int n, const lt_redistribute_opts *opts,
-                                lt_dtensor **out, lt_plan **planp) {
+lt_status lt_redistribute_sampled(const lt_spec *src, const lt_sample_src *g, const lt_placement *dst, int np,
+                                  const int *ranks, int n, const lt_redistribute_opts *opts, lt_dtensor **out,
+                                  lt_plan **planp, lt_sample_src *gout) {
     lt_verify_report local_rep;
     lt_verify_report *rep = opts && opts->report ? opts->report : &local_rep;
     int verify = opts && opts->verify;
@@ -305,14 +340,21 @@ lt_status lt_redistribute_ranks(const lt_spec *src, const lt_init *init, const l
     if (planp) *planp = NULL;
     memset(rep, 0, sizeof *rep);
     rep->step = rep->mesh_dim = rep->rank = -1;
-    LT_TRY(lt__check_partials(src->dtype, src->placements, src->mesh->ndim));
     lt_plan *plan;
     LT_TRY(lt__plan_redistribute_from(src, dst, np, opts, &plan));
     lt_spec dspec = lt__spec_with(src, plan->dst);
+    lt_sample_src gd = *g;   /* the destination's: g plus this plan's value changes */
     lt_local *local = NULL;
     folds f;
     memset(&f, 0, sizeof f);
-    lt_status st = check_ranks(&dspec, ranks, n, "this sampled redistribute");
+    lt_status st = LT_OK;
+    for (int s = 0; s < plan->nsteps && !st; s++) {
+        int kind, i;
+        lt_redop op = LT_REDOP_SUM;
+        step_effect(plan, s, &kind, &i, &op);
+        if (kind) st = push_op(&gd, kind, i, op);
+    }
+    if (!st) st = check_ranks(&dspec, ranks, n, "this sampled redistribute");
     if (!st) st = lt_local_new(src->mesh, &local);
     if (!st && verify) {
         rep->checked = 1;
@@ -320,9 +362,8 @@ lt_status lt_redistribute_ranks(const lt_spec *src, const lt_init *init, const l
     }
     for (int i = 0; i < n && !st; i++) {
         int r = ranks[i];
-        st = logical_shard(&dspec, init, r, &local->shards[r]);
-        if (!st) st = replay(plan, &f, &local->shards[r]);
-        if (!st && verify) st = verify_rank(plan, &dspec, init, r, local->shards[r], rep);
+        st = sample_shard(&dspec, &gd, &f, r, &local->shards[r]);
+        if (!st && verify) st = verify_rank(plan, &dspec, &g->init, r, local->shards[r], rep);
     }
     folds_free(&f);
     if (st) {
@@ -343,7 +384,19 @@ lt_status lt_redistribute_ranks(const lt_spec *src, const lt_init *init, const l
         return st;
     }
     st = lt__dtensor_wrap(local, &dspec, out);
+    if (!st && gout) *gout = gd;
     if (st || !planp) lt_plan_free(plan);
     else *planp = plan;
     return st;
+}
+
+lt_status lt_redistribute_ranks(const lt_spec *src, const lt_init *init, const lt_placement *dst, int np,
+                                const int *ranks, int n, const lt_redistribute_opts *opts, lt_dtensor **out,
+                                lt_plan **plan) {
+    lt_sample_src g;
+    *out = NULL;
+    if (plan) *plan = NULL;
+    LT_TRY(lt__check_partials(src->dtype, src->placements, src->mesh->ndim));
+    LT_TRY(lt_sample_src_init(&g, init, src));
+    return lt_redistribute_sampled(src, &g, dst, np, ranks, n, opts, out, plan, NULL);
 }

@@ -67,26 +67,68 @@ LT_API int lt_numerics_ranks(const lt_numerics *nm, int world, int *ranks);
 /* "0, 9362, 18724, ..., 65535" (the first `max` of them, then ", ...") into buf. */
 LT_API char *lt_numerics_ranks_str(const int *ranks, int n, int max, char *buf, size_t len);
 
-/* A DTensor of checked spec `spec` (borrowed) initialised as
- * lt_dtensor_init_spec would, holding only ranks[0..n) (ascending, in range);
- * the others are absent. Memory is checked for those shards only. Errors:
- * as lt_dtensor_init_spec; LT_INVALID for a rank out of range. */
+/* ---- where sampled values come from ---------------------------------------- */
+
+/* How a tensor's values came to be, so that any rank's shard can be
+ * produced on its own: the initialiser (a function of the global index),
+ * then value changes applied to every element alike, in order. Built by
+ * lt_sample_src_init for a distribute; every sampled redistribute appends
+ * its plan's changes. A plain value: copy it. */
+#define LT_SAMPLE_MAX_OPS 64
+
+typedef struct lt_sample_op {
+    int kind;                      /* 1: reduce over the mesh dim's group of m equal
+                                    * contributions (the engine's reduction);
+                                    * 2: partition (R -> P(op): sum divides by m) */
+    int mesh_dim;
+    lt_redop op;
+} lt_sample_op;
+
+typedef struct lt_sample_src {
+    lt_init init;
+    int nops;
+    lt_sample_op ops[LT_SAMPLE_MAX_OPS];
+} lt_sample_src;
+
+/* The source of lt_dtensor_init_spec(spec, init): init, then the
+ * partition of every Partial mesh dim of spec, first to last (as distribute
+ * does). LT_OK, or LT_UNSUPPORTED beyond LT_SAMPLE_MAX_OPS. */
+LT_API lt_status lt_sample_src_init(lt_sample_src *g, const lt_init *init, const lt_spec *spec);
+
+/* A DTensor of checked spec `spec` (borrowed) whose values come from g,
+ * holding only ranks[0..n) (ascending, in range; n may be 0); the others
+ * are absent. With g from lt_sample_src_init it equals lt_dtensor_init_spec
+ * on those ranks, bit for bit. Memory is checked for those shards only.
+ * Errors: the Partial kinds distribute cannot produce (as
+ * lt_dtensor_init_spec); LT_INVALID for a rank out of range or order;
+ * LT_NOMEM. */
+LT_API lt_status lt_dtensor_sample(const lt_spec *spec, const lt_sample_src *g, const int *ranks, int n,
+                                   lt_dtensor **out);
+/* lt_dtensor_sample of lt_sample_src_init(init, spec). */
 LT_API lt_status lt_dtensor_init_ranks(const lt_spec *spec, const lt_init *init, const int *ranks, int n,
                                        lt_dtensor **out);
 
-/* The redistribute of the DTensor lt_dtensor_init_spec(src, init) would
- * build, to placements dst[np], computing only ranks[0..n)'s destination
- * shards (see above; n may be 0: no values). *out holds those shards, the
- * others absent; *plan (may be NULL) the plan, which is lt_redistribute's
- * (same planner options, same cache). opts: planner, no_cache, name and
- * verify are read; comm is ignored (nothing runs on it); with verify, each
- * computed shard is compared with the semantic definition (the
+/* The redistribute of a tensor of checked spec `src` whose values come from
+ * g (borrowed), to placements dst[np], computing only ranks[0..n)'s
+ * destination shards (see above; n may be 0: no values). *out holds those
+ * shards, the others absent; *plan (may be NULL) the plan, which is
+ * lt_redistribute's (same planner options, same cache); *gout (may be
+ * NULL) the destination's source: g plus this plan's value changes. opts:
+ * planner, no_cache, name and verify are read; comm is ignored (nothing
+ * runs on it: lt_plan_trace gives its events); with verify, each computed
+ * shard is compared with the semantic definition (docs/SEMANTICS.md §7: the
  * initialiser's values, Partial dims kept or partitioned as the direct
  * reshard does) within the dtype's tolerance, and opts->report is filled as
  * lt_redistribute fills it (step: the last step).
- * Errors: planning errors as lt_redistribute; the Partial kinds distribute
- * cannot produce (as lt_dtensor_init_spec); memory (LT_NOMEM before
- * allocating); LT_MISMATCH when verification fails (*out NULL, *plan set). */
+ * Errors: planning errors as lt_redistribute; memory (LT_NOMEM before
+ * allocating); LT_UNSUPPORTED when the history would exceed
+ * LT_SAMPLE_MAX_OPS; LT_MISMATCH when verification fails (*out NULL, *plan
+ * set). */
+LT_API lt_status lt_redistribute_sampled(const lt_spec *src, const lt_sample_src *g, const lt_placement *dst,
+                                         int np, const int *ranks, int n, const lt_redistribute_opts *opts,
+                                         lt_dtensor **out, lt_plan **plan, lt_sample_src *gout);
+/* lt_redistribute_sampled from lt_sample_src_init(init, src), after
+ * checking the Partial kinds of src as lt_dtensor_init_spec does. */
 LT_API lt_status lt_redistribute_ranks(const lt_spec *src, const lt_init *init, const lt_placement *dst, int np,
                                        const int *ranks, int n, const lt_redistribute_opts *opts,
                                        lt_dtensor **out, lt_plan **plan);

@@ -226,6 +226,60 @@ static void test_sample_equals_full(void **state) {
     assert_true(s.refused > 0);
 }
 
+/* Chains: init -> mid -> dst in full mode against the sampled chain (the
+ * second redistribute starts from the first's source description), for
+ * every triple over a placement set with every Partial op on a 2x2 mesh. */
+static void test_chain(void **state) {
+    (void)state;
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("2x2", &m));
+    const char *pls[] = {"R", "S(0)", "S(1)", "P(sum)", "P(avg)", "P(max)", "SS(1,2)"};
+    enum { NP = 7 };
+    int64_t shape[2] = {3, 6};
+    lt_init init = {LT_INIT_RANDN, 7};
+    int ranks[2] = {1, 2};
+    long run = 0;
+    lt_placement lists[NP * NP][2];
+    for (int l = 0; l < NP * NP; l++) {
+        int np;
+        LT_CHECK(lt_placements_parse(pls[l / NP], &lists[l][0], 1, &np));
+        LT_CHECK(lt_placements_parse(pls[l % NP], &lists[l][1], 1, &np));
+    }
+    for (int a = 0; a < NP * NP; a++) {
+        lt_spec spec;
+        if (lt_spec_make(&m, LT_F32, 2, shape, lists[a], 2, &spec)) continue;
+        lt_dtensor *src;
+        if (lt_dtensor_init_spec(&spec, &init, &src)) continue;
+        lt_sample_src g;
+        LT_CHECK(lt_sample_src_init(&g, &init, &spec));
+        for (int b = 0; b < NP * NP; b++) {
+            lt_dtensor *mid, *smid;
+            lt_sample_src gm;
+            if (lt_redistribute(src, lists[b], 2, NULL, &mid, NULL)) continue;
+            LT_CHECK(lt_redistribute_sampled(&spec, &g, lists[b], 2, ranks, 2, NULL, &smid, NULL, &gm));
+            for (int c = 0; c < NP * NP; c += 3) {
+                lt_dtensor *fin, *sfin;
+                if (lt_redistribute(mid, lists[c], 2, NULL, &fin, NULL)) continue;
+                lt_redistribute_opts o = {0};
+                o.verify = 1;
+                LT_CHECK(lt_redistribute_sampled(lt_dtensor_spec(mid), &gm, lists[c], 2, ranks, 2, &o, &sfin, NULL, NULL));
+                char what[128];
+                snprintf(what, sizeof what, "%s,%s -> %s,%s -> %s,%s", pls[a / NP], pls[a % NP], pls[b / NP], pls[b % NP],
+                         pls[c / NP], pls[c % NP]);
+                for (int i = 0; i < 2; i++) expect_same_bits(sfin->local->shards[ranks[i]], fin->local->shards[ranks[i]], what, ranks[i]);
+                run++;
+                lt_dtensor_free(fin);
+                lt_dtensor_free(sfin);
+            }
+            lt_dtensor_free(mid);
+            lt_dtensor_free(smid);
+        }
+        lt_dtensor_free(src);
+    }
+    print_message("sampled chains equal to full mode: %ld\n", run);
+    assert_true(run > 1000);
+}
+
 /* The sampled source: only the sampled ranks hold shards, equal to full
  * mode's; the others are absent; a rank list out of order is refused. */
 static void test_init_ranks(void **state) {
@@ -261,6 +315,7 @@ int main(void) {
         cmocka_unit_test(test_ranks),
         cmocka_unit_test(test_init_ranks),
         cmocka_unit_test(test_sample_equals_full),
+        cmocka_unit_test(test_chain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
