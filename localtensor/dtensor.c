@@ -24,7 +24,7 @@ _Static_assert(offsetof(lt_dtensor, placements) == offsetof(lt_dtensor, spec) + 
 
 /* What distribute adds to a spec's checks: the Partial kinds it cannot
  * produce (pl normalized, np of them). */
-static lt_status check_partials(lt_dtype dtype, const lt_placement *norm, int np) {
+lt_status lt__check_partials(lt_dtype dtype, const lt_placement *norm, int np) {
     for (int i = 0; i < np; i++) {
         if (norm[i].kind != LT_PL_PARTIAL) continue;
         if (norm[i].op == LT_REDOP_PRODUCT)
@@ -56,7 +56,7 @@ static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const
     int64_t n;
     LT_TRY(lt__numel_checked(ndim, shape, lt_dtype_size(dtype), &n));
     LT_TRY(lt_placements_check(mesh, ndim, pl, np, norm));
-    LT_TRY(check_partials(dtype, norm, np));
+    LT_TRY(lt__check_partials(dtype, norm, np));
     LT_TRY(lt_spec_make(mesh, dtype, ndim, shape, norm, np, out));
     return check_room(out);
 }
@@ -212,14 +212,14 @@ lt_status lt_distribute_spec(const lt_spec *spec, const lt_tensor *full, lt_dten
         lt_shape_str(spec->ndim, spec->shape, b, sizeof b);
         return lt__err_in(LT_SHAPE, "distribute", ": the tensor has shape %s but the spec %s", a, b);
     }
-    LT_TRY(check_partials(spec->dtype, spec->placements, spec->mesh->ndim));
+    LT_TRY(lt__check_partials(spec->dtype, spec->placements, spec->mesh->ndim));
     LT_TRY(check_room(spec));
     return build(spec, fill_from_full, full, out);
 }
 
 lt_status lt_dtensor_init_spec(const lt_spec *spec, const lt_init *init, lt_dtensor **out) {
     *out = NULL;
-    LT_TRY(check_partials(spec->dtype, spec->placements, spec->mesh->ndim));
+    LT_TRY(lt__check_partials(spec->dtype, spec->placements, spec->mesh->ndim));
     LT_TRY(check_room(spec));
     return build(spec, fill_from_init, init, out);
 }
