@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/backend.h"
 #include "localtensor/localtensor.h"
@@ -85,7 +86,9 @@ void lt_bench_backend(lt_bench *b) {
     if (!lt_bench_want(mm_name) && !lt_bench_want(rd_name)) return;
     const lt_backend *dev;
     if (lt_backend_cuda(&dev) != LT_OK) {
-        printf("skipped: no CUDA device: %s\n", lt_errmsg());
+        const char *why = lt_errmsg();
+        if (!strncmp(why, "no CUDA device: ", 16)) why += 16; /* said once */
+        printf("skipped: no CUDA device: %s\n", why);
         return;
     }
     if (lt_bench_want(mm_name)) {
