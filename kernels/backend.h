@@ -30,7 +30,8 @@ typedef struct lt_backend_i {
     /* required: nbytes may be 0 (must still return a freeable pointer) */
     void *(*alloc)(void *ctx, size_t nbytes);
     void (*free)(void *ctx, void *ptr);
-    /* required: plain byte copy between two buffers of this backend */
+    /* required: plain byte copy between two buffers of this backend, or
+     * between one and host memory (an explicit copy to or from the host) */
     void (*memcpy)(void *ctx, void *dst, const void *src, size_t nbytes);
     /* optional: dst = dst op src on n contiguous elements of dtype dt */
     lt_status (*accumulate)(void *ctx, lt_dtype dt, void *dst, const void *src, int64_t n,
@@ -42,7 +43,8 @@ typedef struct lt_backend_i {
                       int64_t ldb, double beta, void *c, int64_t ldc);
     /* optional (version 2): runs one kernel of kernels/cuda/kern.h over its
      * grid (elementwise copy/cast, fill, arange, scale, accumulate, unary,
-     * binary, binary scalar) on buffers of this backend; finished (the
+     * binary, binary scalar, reductions, softmax, gather of index sets,
+     * embedding) on buffers of this backend; finished (the
      * results readable by the caller) when it returns. LT_UNSUPPORTED: the
      * caller runs its host loop instead. */
     lt_status (*launch)(void *ctx, const struct lt__kargs *args);

@@ -34,6 +34,12 @@ lt_status lt__klaunch(int kernel, int op, double s, int rev, int nops, const lt_
     return b->iface->launch(b->ctx, &a);
 }
 
+lt_status lt__klaunch_raw(const lt_backend *b, struct lt__kargs *a) {
+    if (!b->iface->launch) return LT_UNSUPPORTED;
+    if (a->n == 0) return LT_OK;
+    return b->iface->launch(b->ctx, a);
+}
+
 void lt__kargs_gemm(struct lt__kargs *a, lt_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
                     int64_t k, double alpha, const void *pa, int64_t lda, const void *pb, int64_t ldb,
                     double beta, void *pc, int64_t ldc) {

@@ -84,6 +84,9 @@ lt_status lt__accumulate_run(const lt_backend *b, lt_dtype dt, char *d, int64_t 
  * when that backend has no launch or an operand lives elsewhere: the caller
  * runs its host loop. Other errors come from the backend (a failed launch). */
 lt_status lt__klaunch(int kernel, int op, double s, int rev, int nops, const lt_tensor *const *ts);
+/* Runs the launch *a (filled by the caller) on backend b; LT_UNSUPPORTED
+ * when b has no launch. */
+lt_status lt__klaunch_raw(const lt_backend *b, struct lt__kargs *a);
 /* Launches the cuda-emu backend has run (kernels/backend_emu.c), for tests. */
 int64_t lt__emu_launches(void);
 struct lt__kargs;

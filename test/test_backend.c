@@ -35,11 +35,13 @@ static lt_tensor *on(const lt_backend *b, const lt_tensor *t) {
 
 /* ---- the cases: one op on inputs x, y (4, 6) of one backend ------------------------ */
 
-enum { C_CAST, C_COPY, C_FILL, C_ARANGE, C_SCALE, C_ACC, C_UNARY, C_BINARY, C_SCALAR, C_COUNT };
+enum { C_CAST, C_COPY, C_FILL, C_ARANGE, C_SCALE, C_ACC, C_UNARY, C_BINARY, C_SCALAR,
+       C_REDUCE, C_SOFTMAX, C_GATHER, C_EMBED, C_COUNT };
 static const int case_subs[C_COUNT] = {LT_DTYPE_COUNT, 1, 4, 1, 3, LT_REDOP_COUNT, LT_UNARY_COUNT,
-                                       LT_BINARY_COUNT, LT_BINARY_COUNT * 4};
+                                       LT_BINARY_COUNT, LT_BINARY_COUNT * 4, LT_REDUCE_COUNT * 3, 4, 3, 4};
 static const char *const case_names[C_COUNT] = {"cast", "copy", "fill", "arange", "scale",
-                                                "accumulate", "unary", "binary", "binary_scalar"};
+                                                "accumulate", "unary", "binary", "binary_scalar",
+                                                "reduce", "softmax", "gather", "embedding"};
 #define N_VARIANTS 4
 
 /* Views of x and y for variant v: 0 as is, 1 transposed, 2 narrowed (4, 4)
@@ -103,6 +105,29 @@ static lt_status run_case(int c, int sub, int v, const lt_backend *b, const lt_t
         lt_tensor_free(yv);
         break;
     }
+    case C_REDUCE: { /* over dim 1, dim 0, everything; mean with its own count and a divisor */
+        int dims[1] = {sub % 3 == 0 ? 1 : 0};
+        lt_reduce_op op = (lt_reduce_op)(sub / 3);
+        st = lt_reduce_ex(op, vx, sub % 3 == 2 ? 0 : 1, dims, sub % 3 == 1, sub % 3 == 2 ? 7.0 : 0.0, out);
+        break;
+    }
+    case C_SOFTMAX: st = lt_softmax(vx, sub % 2 ? -1 : 0, sub / 2, out); break;
+    case C_GATHER: { /* rows and columns in any order, repeats included; or all of a dim */
+        int64_t r[3] = {3, 0, 3}, cidx[5] = {1, 1, 0, 2, 0};
+        int64_t *ix[2] = {sub == 1 ? NULL : r, sub == 2 ? NULL : cidx};
+        int64_t lens[2] = {3, 3};
+        st = lt_gather_index_sets(vx, ix, lens, out);
+        break;
+    }
+    case C_EMBED: { /* weight vx; indices (2, 3) of i32 or i64, in range or not, masked or not */
+        static const double in_range[6] = {0, 3, 1, 1, 2, 0}, outside[6] = {5, 3, -1, 4, 2, 6};
+        lt_tensor *ih = mk(sub == 1 ? LT_I32 : LT_I64, 2, (int64_t[]){2, 3}, sub == 0 ? in_range : outside);
+        lt_tensor *ib = on(b, ih);
+        st = lt_embedding(vx, ib, sub == 2 ? 2 : 0, sub == 1 || sub == 2, out);
+        lt_tensor_free(ib);
+        lt_tensor_free(ih);
+        break;
+    }
     case C_UNARY: st = lt_unary((lt_unary_op)sub, vx, out); break;
     case C_BINARY: st = lt_binary((lt_binary_op)sub, vx, vy, out); break;
     default: {
@@ -123,6 +148,7 @@ static lt_status run_case(int c, int sub, int v, const lt_backend *b, const lt_t
 /* Is case c's result allowed to differ in the last bits on a real device?
  * (device libm for exp/log/tanh/erf/sqrt.) The emulation is always exact. */
 static int device_tolerant(int c, int sub) {
+    if (c == C_SOFTMAX) return 1;
     return c == C_UNARY && sub != LT_UNARY_NEG && sub != LT_UNARY_ABS && sub != LT_UNARY_RELU;
 }
 
@@ -243,6 +269,52 @@ static void compare_matmul(const lt_backend *b) {
     }
 }
 
+/* Random initialisers and dropout on 2x2-rank DTensors (uneven shards,
+ * Shard(0) x Shard(1) and a strided Shard), every dtype, made on backend
+ * `name` (selected as the default) against the same made on the CPU: each
+ * rank's shard. Uniform draws are exact everywhere; on a device, normal
+ * draws (log, cos) and dropout's scaling within tolerance. */
+static void compare_random(const char *name, int on_device) {
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("2x2", &m));
+    const lt_placement pls[2][2] = {{lt_shard(0), lt_shard(1)}, {lt_shard(1), lt_replicate()}};
+    const char *inits[3] = {"arange", "random:7", "randn:11"};
+    for (int di = 0; di < N_(all_dtypes); di++)
+        for (int pi = 0; pi < 2; pi++)
+            for (int ii = 0; ii < 3; ii++)
+                for (int drop = 0; drop < 2; drop++) {
+                    lt_dtensor *x[2] = {NULL, NULL}, *y[2] = {NULL, NULL};
+                    lt_init in;
+                    LT_CHECK(lt_init_parse(inits[ii], &in));
+                    for (int k = 0; k < 2; k++) {
+                        LT_CHECK(lt_backend_select(k ? name : "cpu"));
+                        LT_CHECK(lt_dtensor_init(&m, all_dtypes[di], 2, (int64_t[]){5, 7}, pls[pi], 2, &in, &x[k]));
+                        if (drop) {
+                            lt_status st = lt_dt_dropout(x[k], 0.3, 5, &y[k]);
+                            if (!lt_dtype_is_float(all_dtypes[di])) { /* both refuse */
+                                assert_int_equal(st, LT_UNSUPPORTED);
+                                continue;
+                            }
+                            LT_CHECK(st);
+                        }
+                    }
+                    LT_CHECK(lt_backend_select("cpu"));
+                    for (int r = 0; r < 4 && (!drop || y[0]); r++) {
+                        char what[128];
+                        snprintf(what, sizeof what, "%s %s placements %d%s rank %d on %s", inits[ii],
+                                 lt_dtype_name(all_dtypes[di]), pi, drop ? " dropout" : "", r, name);
+                        const lt_tensor *got = lt_to_local(drop ? y[1] : x[1], r);
+                        assert_string_equal(got->storage->backend->iface->name, name);
+                        expect_same(got, lt_to_local(drop ? y[0] : x[0], r),
+                                    !(on_device && (ii == 2 || drop)), what);
+                    }
+                    for (int k = 0; k < 2; k++) {
+                        lt_dtensor_free(x[k]);
+                        lt_dtensor_free(y[k]);
+                    }
+                }
+}
+
 /* ---- the tests ------------------------------------------------------------------------- */
 
 static void test_emu_elementwise_matches_cpu(void **state) {
@@ -263,6 +335,13 @@ static void test_emu_matmul_within_tolerance(void **state) {
 
 /* An element each launch thread owns: the grid covers [0, n) exactly once,
  * also past LT__KMAX_BLOCKS blocks (grid-stride). */
+static void test_emu_random_matches_cpu(void **state) {
+    (void)state;
+    int64_t before = lt__emu_launches();
+    compare_random("cuda-emu", 0);
+    assert_true(lt__emu_launches() > before);
+}
+
 static void test_emu_grid_covers_large_tensors(void **state) {
     (void)state;
     int64_t n = (int64_t)LT__KMAX_BLOCKS * LT__KTHREADS + 1000; /* needs the stride loop */
@@ -319,12 +398,14 @@ static void test_device_matches_cpu(void **state) {
     }
     assert_true(compare_elementwise(b, 1) > 1000);
     compare_matmul(b);
+    compare_random("cuda", 1);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_emu_elementwise_matches_cpu),
         cmocka_unit_test(test_emu_matmul_within_tolerance),
+        cmocka_unit_test(test_emu_random_matches_cpu),
         cmocka_unit_test(test_emu_grid_covers_large_tensors),
         cmocka_unit_test(test_backend_names),
         cmocka_unit_test(test_device_matches_cpu),

@@ -38,11 +38,45 @@ static lt_status cuda_fail(const char *what, cudaError_t e) {
     return lt__err(LT_INVALID, "cuda: %s: %s", what, cudaGetErrorString(e));
 }
 
+static lt_status cuda_launch(void *ctx, const lt__kargs *a);
+
+/* Index lists (gather, init, dropout) are host memory: copied to the device
+ * for the launch, freed after it. */
+static lt_status cuda_with_lists(void *ctx, const lt__kargs *a) {
+    lt__kargs g = *a;
+    int64_t total = 0, pos = 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->ix[d]) total += a->shape[d];
+    int64_t *dev = NULL;
+    if (total > 0 && cudaMalloc(&dev, (size_t)total * sizeof *dev) != cudaSuccess) {
+        cudaGetLastError();
+        return lt__err(LT_NOMEM, "cuda: out of device memory for %lld indices", (long long)total);
+    }
+    cudaError_t e = cudaSuccess;
+    for (int d = 0; d < a->ndim && e == cudaSuccess; d++) {
+        if (!a->ix[d]) continue;
+        e = cudaMemcpy(dev + pos, a->ix[d], (size_t)a->shape[d] * sizeof *dev, cudaMemcpyHostToDevice);
+        g.ix[d] = dev + pos;
+        pos += a->shape[d];
+    }
+    g.kernel = -a->kernel - 1; /* the plain launch below */
+    lt_status st = e == cudaSuccess ? cuda_launch(ctx, &g) : cuda_fail("copying indices", e);
+    cudaFree(dev);
+    return st;
+}
+
 static lt_status cuda_launch(void *ctx, const lt__kargs *a) {
-    (void)ctx;
     if (a->n == 0) return LT_OK;
+    if (a->kernel == LT__K_GATHER || a->kernel == LT__K_INIT || a->kernel == LT__K_DROPOUT)
+        return cuda_with_lists(ctx, a);
     unsigned nb = (unsigned)lt__k_blocks(a->n);
     switch (a->kernel) {
+    case -LT__K_GATHER - 1: lt__kgrid<lt__k_gather><<<nb, LT__KTHREADS>>>(*a); break;
+    case -LT__K_INIT - 1: lt__kgrid<lt__k_init><<<nb, LT__KTHREADS>>>(*a); break;
+    case -LT__K_DROPOUT - 1: lt__kgrid<lt__k_dropout><<<nb, LT__KTHREADS>>>(*a); break;
+    case LT__K_REDUCE: lt__kgrid<lt__k_reduce><<<nb, LT__KTHREADS>>>(*a); break;
+    case LT__K_SOFTMAX: lt__kgrid<lt__k_softmax><<<nb, LT__KTHREADS>>>(*a); break;
+    case LT__K_EMBED: lt__kgrid<lt__k_embed><<<nb, LT__KTHREADS>>>(*a); break;
     case LT__K_COPY: lt__kgrid<lt__k_copy><<<nb, LT__KTHREADS>>>(*a); break;
     case LT__K_FILL: lt__kgrid<lt__k_fill><<<nb, LT__KTHREADS>>>(*a); break;
     case LT__K_ARANGE: lt__kgrid<lt__k_arange><<<nb, LT__KTHREADS>>>(*a); break;

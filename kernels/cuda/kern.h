@@ -53,6 +53,12 @@ typedef enum {
     LT__K_BINARY,      /* op[0] = op[1] f op[2] (broadcast by stride 0) */
     LT__K_SCALAR,      /* op[0] = op[1] f s, or s f op[1] when rev */
     LT__K_GEMM,        /* op[0] (m, n) = alpha * op[1] (m, k) @ op[2] (k, n) + beta * op[0] */
+    LT__K_REDUCE,      /* op[0][i] = reduce of row i (k elements) of dense op[1]; mean / s */
+    LT__K_SOFTMAX,     /* dense op[0] = (log_)softmax of dense op[1]: rows of m, stride k */
+    LT__K_GATHER,      /* op[0] (dense, launch shape) = op[1] at the index lists ix[] */
+    LT__K_EMBED,       /* op[0] (n/nn, nn) = rows ix64[i] - p0 of op[1] (m rows), 0 outside */
+    LT__K_INIT,        /* op[0] = initialiser op (LT__KINIT_*) at the global index; seed p0 */
+    LT__K_DROPOUT,     /* op[0] = uniform >= s ? op[1] * alpha : 0, at the global index; seed p0 */
     LT__K_COUNT
 } lt__kernel;
 
@@ -73,7 +79,12 @@ typedef struct lt__kargs {
     int64_t n;                            /* elements = threads of work */
     double s;                             /* scalar (fill, scale, binary scalar) */
     double alpha, beta;                   /* gemm */
-    int64_t m, nn, k;                     /* gemm sizes */
+    int64_t m, nn, k;                     /* gemm sizes; reduce: k = row length; softmax:
+                                           * m = row length, k = its stride; embed: m rows, nn cols */
+    int64_t p0;                           /* embed: the row offset */
+    const int64_t *ix[LT_MAX_DIMS];       /* gather, init, dropout: index list per dim (NULL: all,
+                                           * host memory: a device backend copies them);
+                                           * embed: ix[0], i64 on the backend */
     lt__kop o[3];
 } lt__kargs;
 
@@ -442,6 +453,157 @@ LT_HD void lt__k_gemm(const lt__kargs *a, int64_t i) {
         float prev = a->beta == 0 ? 0.0f : (float)a->beta * pc[r * C->st[0] + c * C->st[1]];
         pc[r * C->st[0] + c * C->st[1]] = (float)a->alpha * s + prev;
     }
+}
+
+/* Row i of a dense (rows, k) tensor reduced in f64 (floats) or int64
+ * (integers, wrapping), as kernels/reduce.c: the same order, the same NaN
+ * rules (max/min stop at the end of the 512-element chunk holding a NaN). */
+LT_HD void lt__k_reduce(const lt__kargs *a, int64_t i) {
+    int dt = a->o[1].dt, es = lt__k_size(dt), op = a->op;
+    int64_t r = a->k;
+    const char *row = a->o[1].p + (r > 0 ? i * r * es : 0);
+    char *po = a->o[0].p + i * es;
+    if (dt == LT_F32 || dt == LT_F64 || dt == LT_BF16 || dt == LT_F16) {
+        double acc = op == LT_REDUCE_MAX ? -INFINITY : op == LT_REDUCE_MIN ? INFINITY : 0.0;
+        for (int64_t j = 0; j < r; j++) {
+            double v = lt__k_load_f64(dt, row + j * es);
+            if (op == LT_REDUCE_SUM || op == LT_REDUCE_MEAN) acc += v;
+            else if (op == LT_REDUCE_MAX ? (v > acc || v != v) : (v < acc || v != v)) acc = v;
+            if (acc != acc && op != LT_REDUCE_SUM && op != LT_REDUCE_MEAN && (j + 1) % 512 == 0) break;
+        }
+        if (op == LT_REDUCE_MEAN) acc /= a->s;
+        lt__k_store_f64(dt, po, acc);
+    } else {
+        int64_t acc = op == LT_REDUCE_MAX ? INT64_MIN : op == LT_REDUCE_MIN ? INT64_MAX : 0;
+        for (int64_t j = 0; j < r; j++) {
+            int64_t v = lt__k_load_i64(dt, row + j * es);
+            if (op == LT_REDUCE_SUM) acc = (int64_t)((uint64_t)acc + (uint64_t)v);
+            else if (op == LT_REDUCE_MAX ? v > acc : v < acc) acc = v;
+        }
+        lt__k_store_i64(dt, po, acc);
+    }
+}
+
+/* One softmax row (i = outer * k + inner), in f64 as kernels/reduce.c. */
+LT_HD void lt__k_softmax(const lt__kargs *a, int64_t i) {
+    int dt = a->o[1].dt, es = lt__k_size(dt);
+    int64_t n = a->m, inner = a->k, outer = i / inner, b = i % inner;
+    int64_t off = (outer * n * inner + b) * es, step = inner * es;
+    const char *src = a->o[1].p + off;
+    char *dst = a->o[0].p + off;
+    double mx = -INFINITY, s = 0;
+    for (int64_t j = 0; j < n; j++) {
+        double v = lt__k_load_f64(dt, src + j * step);
+        if (v > mx || v != v) mx = v;
+    }
+    if (mx == -INFINITY) mx = 0;
+    for (int64_t j = 0; j < n; j++) s += exp(lt__k_load_f64(dt, src + j * step) - mx);
+    double ls = mx + log(s);
+    for (int64_t j = 0; j < n; j++) {
+        double v = lt__k_load_f64(dt, src + j * step);
+        lt__k_store_f64(dt, dst + j * step, a->rev ? v - ls : exp(v - mx) / s);
+    }
+}
+
+LT_HD void lt__k_gather(const lt__kargs *a, int64_t i) {
+    int es = lt__k_size(a->o[0].dt);
+    int64_t off = 0, rest = i;
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        int64_t x = rest % a->shape[d];
+        rest /= a->shape[d];
+        off += (a->ix[d] ? a->ix[d][x] : x) * a->o[1].st[d];
+    }
+    memcpy(a->o[0].p + i * es, a->o[1].p + off * es, (size_t)es);
+}
+
+LT_HD void lt__k_embed(const lt__kargs *a, int64_t i) {
+    int es = lt__k_size(a->o[0].dt);
+    int64_t row = i / a->nn, col = i % a->nn, r = a->ix[0][row] - a->p0;
+    char *d = a->o[0].p + i * es;
+    if (r < 0 || r >= a->m) memset(d, 0, (size_t)es);
+    else memcpy(d, a->o[1].p + (r * a->o[1].st[0] + col * a->o[1].st[1]) * es, (size_t)es);
+}
+
+/* ---- counter-based random numbers (the values of localtensor/random.h) ------- */
+
+/* Initialisers of LT__K_INIT (localtensor/random.c maps its kinds here). */
+enum { LT__KINIT_ARANGE, LT__KINIT_UNIFORM, LT__KINIT_NORMAL };
+
+/* Philox4x32-10 on (ctr, key); c is replaced by the output. */
+LT_HD void lt__k_philox(uint32_t c[4], uint32_t k0, uint32_t k1) {
+    for (int round = 0; round < 10; round++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c[0];
+        uint64_t p1 = (uint64_t)0xCD9E8D57u * c[2];
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c[1] ^ k0, n1 = (uint32_t)p1;
+        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c[3] ^ k1, n3 = (uint32_t)p0;
+        c[0] = n0; c[1] = n1; c[2] = n2; c[3] = n3;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+}
+
+LT_HD void lt__k_draw(uint64_t seed, uint64_t index, uint32_t o[4]) {
+    o[0] = (uint32_t)index; o[1] = (uint32_t)(index >> 32); o[2] = 0; o[3] = 0;
+    lt__k_philox(o, (uint32_t)seed, (uint32_t)(seed >> 32));
+}
+
+/* Uniform [0, 1) with 24 random bits. */
+LT_HD double lt__k_uniform(uint64_t seed, uint64_t index) {
+    uint32_t o[4];
+    lt__k_draw(seed, index, o);
+    return (double)(o[0] >> 8) * (1.0 / 16777216.0);
+}
+
+/* Standard normal: Box-Muller on two draws of the same counter. */
+LT_HD double lt__k_normal(uint64_t seed, uint64_t index) {
+    uint32_t o[4];
+    lt__k_draw(seed, index, o);
+    double u1 = ((double)(o[0] >> 8) + 1.0) * (1.0 / 16777217.0);
+    double u2 = (double)(o[1] >> 8) * (1.0 / 16777216.0);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* An initialiser's value at a global index for a dtype-dt tensor (integers:
+ * floor(1000 u) / round(100 n); bool: u < 0.5 / n > 0). */
+LT_HD double lt__k_init_value(int kind, uint64_t seed, uint64_t index, int dt) {
+    if (kind == LT__KINIT_ARANGE) return (double)index;
+    double v = kind == LT__KINIT_UNIFORM ? lt__k_uniform(seed, index) : lt__k_normal(seed, index);
+    if (dt == LT_F32 || dt == LT_F64 || dt == LT_BF16 || dt == LT_F16) return v;
+    if (dt == LT_BOOL) return kind == LT__KINIT_UNIFORM ? (v < 0.5) : (v > 0);
+    return kind == LT__KINIT_UNIFORM ? floor(v * 1000.0) : round(v * 100.0);
+}
+
+/* Element i of the launch shape: its global linear index (index lists ix,
+ * global strides o[2].st) and element offsets in o[0] and o[1]. */
+LT_HD uint64_t lt__k_global(const lt__kargs *a, int64_t i, int64_t *off0, int64_t *off1) {
+    uint64_t g = 0;
+    int64_t o0 = 0, o1 = 0;
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        int64_t x = i % a->shape[d];
+        i /= a->shape[d];
+        g += (uint64_t)((a->ix[d] ? a->ix[d][x] : x) * a->o[2].st[d]);
+        o0 += x * a->o[0].st[d];
+        o1 += x * a->o[1].st[d];
+    }
+    *off0 = o0;
+    *off1 = o1;
+    return g;
+}
+
+LT_HD void lt__k_init(const lt__kargs *a, int64_t i) {
+    int64_t o0, o1;
+    uint64_t g = lt__k_global(a, i, &o0, &o1);
+    int dt = a->o[0].dt;
+    lt__k_store_f64(dt, a->o[0].p + o0 * lt__k_size(dt), lt__k_init_value(a->op, (uint64_t)a->p0, g, dt));
+}
+
+LT_HD void lt__k_dropout(const lt__kargs *a, int64_t i) {
+    int64_t o0, o1;
+    uint64_t g = lt__k_global(a, i, &o0, &o1);
+    int dt = a->o[0].dt, xt = a->o[1].dt;
+    double v = lt__k_uniform((uint64_t)a->p0, g) >= a->s
+                   ? lt__k_load_f64(xt, a->o[1].p + o1 * lt__k_size(xt)) * a->alpha : 0.0;
+    lt__k_store_f64(dt, a->o[0].p + o0 * lt__k_size(dt), v);
 }
 
 /* Runs body over elements [0, n) as the launch grid would: `blocks` blocks
