@@ -27,7 +27,7 @@ static const emu_body emu_bodies[LT__K_COUNT] = {
     [LT__K_UNARY] = lt__k_unary, [LT__K_BINARY] = lt__k_binary, [LT__K_SCALAR] = lt__k_scalar,
     [LT__K_GEMM] = lt__k_gemm,     [LT__K_REDUCE] = lt__k_reduce, [LT__K_SOFTMAX] = lt__k_softmax,
     [LT__K_GATHER] = lt__k_gather, [LT__K_EMBED] = lt__k_embed,   [LT__K_INIT] = lt__k_init,
-    [LT__K_DROPOUT] = lt__k_dropout,
+    [LT__K_DROPOUT] = lt__k_dropout, [LT__K_COLL_REDUCE] = lt__k_coll_reduce,
 };
 
 /* The grid loop: what <<<blocks, LT__KTHREADS>>> does on the device. */

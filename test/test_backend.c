@@ -315,6 +315,71 @@ static void compare_random(const char *name, int on_device) {
                 }
 }
 
+/* Every collective on a 2x3 mesh (groups of 2 and of 3), every dtype and
+ * reduce op, dense and transposed shards, run with shards and outputs on
+ * backend `name` against the same on the CPU: each rank's output. The
+ * collectives go through the engine's kernel path there
+ * (collectives_sim/engine_kernels.c); the reductions are exact everywhere
+ * (same order, same accumulator types). */
+static void compare_collectives(const char *name) {
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("2x3", &m));
+    enum { W = 6, NCOLL = 9 };
+    for (int di = 0; di < N_(all_dtypes); di++)
+        for (int tr = 0; tr < 2; tr++)
+            for (int md = 0; md < 2; md++)
+                for (int coll = 0; coll < NCOLL; coll++)
+                    for (int op = 0; op < (coll == 1 || coll == 2 || coll == 7 ? LT_REDOP_COUNT : 1); op++) {
+                        lt_tensor *out[2][W] = {{0}}, *in[2][W] = {{0}};
+                        lt_status st[2];
+                        for (int k = 0; k < 2; k++) {
+                            LT_CHECK(lt_backend_select(k ? name : "cpu"));
+                            lt_comm *c;
+                            LT_CHECK(lt_comm_new(&m, &c));
+                            for (int r = 0; r < W; r++) {
+                                double v[42];
+                                for (int i = 0; i < 42; i++) v[i] = (i + r) % 3 ? vals_a[(i * 7 + r * 5) % 24] : vals_b[(i + r) % 24];
+                                lt_tensor *t = mk(all_dtypes[di], 2, (int64_t[]){6, 7}, v), *b = NULL;
+                                lt_tensor *tb = on(lt_backend_default(), t);
+                                if (tr) LT_CHECK(lt_transpose(tb, 0, 1, &b)); /* (7, 6) strided */
+                                else LT_CHECK(lt_tensor_view(tb, &b));
+                                in[k][r] = b;
+                                lt_tensor_free(tb);
+                                lt_tensor_free(t);
+                            }
+                            int perm[3] = {2, 0, 1}, perm2[2] = {1, 0};
+                            lt_redop rop = (lt_redop)op;
+                            switch (coll) {
+                            case 0: st[k] = lt_all_gather(c, md, in[k], 0, out[k]); break;
+                            case 1: st[k] = lt_all_reduce(c, md, in[k], rop, out[k]); break;
+                            case 2: st[k] = lt_reduce_scatter(c, md, in[k], rop, 1, NULL, out[k]); break;
+                            case 3: st[k] = lt_all_to_all(c, md, in[k], 1, 0, NULL, out[k]); break;
+                            case 4: st[k] = lt_broadcast(c, md, in[k], 1, out[k]); break;
+                            case 5: st[k] = lt_scatter(c, md, in[k], 0, 1, NULL, out[k]); break;
+                            case 6: st[k] = lt_gather(c, md, in[k], 1, 0, out[k]); break;
+                            case 7: st[k] = lt_reduce_ranks(c, md, in[k], 0, rop, out[k]); break;
+                            default: st[k] = lt_permute_ranks(c, md, in[k], md ? perm : perm2, out[k]); break;
+                            }
+                            lt_comm_free(c);
+                        }
+                        LT_CHECK(lt_backend_select("cpu"));
+                        char what[128];
+                        snprintf(what, sizeof what, "collective %d op %d %s mesh dim %d%s on %s", coll, op,
+                                 lt_dtype_name(all_dtypes[di]), md, tr ? " transposed" : "", name);
+                        if (st[0] != st[1]) fail_msg("%s: status %s, the CPU gives %s", what, lt_status_str(st[1]), lt_status_str(st[0]));
+                        for (int r = 0; r < W; r++) {
+                            if (st[0] == LT_OK) {
+                                assert_int_equal(out[0][r]->placeholder, out[1][r]->placeholder);
+                                expect_same(out[1][r], out[0][r], 1, what);
+                            }
+                            for (int k = 0; k < 2; k++) {
+                                lt_tensor_free(out[k][r]);
+                                lt_tensor_free(in[k][r]);
+                            }
+                        }
+                    }
+}
+
 /* ---- the tests ------------------------------------------------------------------------- */
 
 static void test_emu_elementwise_matches_cpu(void **state) {
@@ -339,6 +404,13 @@ static void test_emu_random_matches_cpu(void **state) {
     (void)state;
     int64_t before = lt__emu_launches();
     compare_random("cuda-emu", 0);
+    assert_true(lt__emu_launches() > before);
+}
+
+static void test_emu_collectives_match_cpu(void **state) {
+    (void)state;
+    int64_t before = lt__emu_launches();
+    compare_collectives("cuda-emu");
     assert_true(lt__emu_launches() > before);
 }
 
@@ -399,6 +471,7 @@ static void test_device_matches_cpu(void **state) {
     assert_true(compare_elementwise(b, 1) > 1000);
     compare_matmul(b);
     compare_random("cuda", 1);
+    compare_collectives("cuda");
 }
 
 int main(void) {
@@ -406,6 +479,7 @@ int main(void) {
         cmocka_unit_test(test_emu_elementwise_matches_cpu),
         cmocka_unit_test(test_emu_matmul_within_tolerance),
         cmocka_unit_test(test_emu_random_matches_cpu),
+        cmocka_unit_test(test_emu_collectives_match_cpu),
         cmocka_unit_test(test_emu_grid_covers_large_tensors),
         cmocka_unit_test(test_backend_names),
         cmocka_unit_test(test_device_matches_cpu),

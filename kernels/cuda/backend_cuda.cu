@@ -40,13 +40,15 @@ static lt_status cuda_fail(const char *what, cudaError_t e) {
 
 static lt_status cuda_launch(void *ctx, const lt__kargs *a);
 
-/* Index lists (gather, init, dropout) are host memory: copied to the device
- * for the launch, freed after it. */
+/* Index lists (gather, init, dropout) and the member pointers of a
+ * collective reduction are host memory: copied to the device for the
+ * launch, freed after it. */
 static lt_status cuda_with_lists(void *ctx, const lt__kargs *a) {
     lt__kargs g = *a;
     int64_t total = 0, pos = 0;
     for (int d = 0; d < a->ndim; d++)
         if (a->ix[d]) total += a->shape[d];
+    if (a->srcs) total += a->nsrc; /* pointers, as 8-byte words */
     int64_t *dev = NULL;
     if (total > 0 && cudaMalloc(&dev, (size_t)total * sizeof *dev) != cudaSuccess) {
         cudaGetLastError();
@@ -59,6 +61,11 @@ static lt_status cuda_with_lists(void *ctx, const lt__kargs *a) {
         g.ix[d] = dev + pos;
         pos += a->shape[d];
     }
+    if (a->srcs && e == cudaSuccess) {
+        static_assert(sizeof(const char *) == sizeof(int64_t), "8-byte pointers");
+        e = cudaMemcpy(dev + pos, a->srcs, (size_t)a->nsrc * sizeof *dev, cudaMemcpyHostToDevice);
+        g.srcs = (const char *const *)(void *)(dev + pos);
+    }
     g.kernel = -a->kernel - 1; /* the plain launch below */
     lt_status st = e == cudaSuccess ? cuda_launch(ctx, &g) : cuda_fail("copying indices", e);
     cudaFree(dev);
@@ -67,13 +74,15 @@ static lt_status cuda_with_lists(void *ctx, const lt__kargs *a) {
 
 static lt_status cuda_launch(void *ctx, const lt__kargs *a) {
     if (a->n == 0) return LT_OK;
-    if (a->kernel == LT__K_GATHER || a->kernel == LT__K_INIT || a->kernel == LT__K_DROPOUT)
+    if (a->kernel == LT__K_GATHER || a->kernel == LT__K_INIT || a->kernel == LT__K_DROPOUT ||
+        a->kernel == LT__K_COLL_REDUCE)
         return cuda_with_lists(ctx, a);
     unsigned nb = (unsigned)lt__k_blocks(a->n);
     switch (a->kernel) {
     case -LT__K_GATHER - 1: lt__kgrid<lt__k_gather><<<nb, LT__KTHREADS>>>(*a); break;
     case -LT__K_INIT - 1: lt__kgrid<lt__k_init><<<nb, LT__KTHREADS>>>(*a); break;
     case -LT__K_DROPOUT - 1: lt__kgrid<lt__k_dropout><<<nb, LT__KTHREADS>>>(*a); break;
+    case -LT__K_COLL_REDUCE - 1: lt__kgrid<lt__k_coll_reduce><<<nb, LT__KTHREADS>>>(*a); break;
     case LT__K_REDUCE: lt__kgrid<lt__k_reduce><<<nb, LT__KTHREADS>>>(*a); break;
     case LT__K_SOFTMAX: lt__kgrid<lt__k_softmax><<<nb, LT__KTHREADS>>>(*a); break;
     case LT__K_EMBED: lt__kgrid<lt__k_embed><<<nb, LT__KTHREADS>>>(*a); break;

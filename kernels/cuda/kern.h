@@ -59,6 +59,7 @@ typedef enum {
     LT__K_EMBED,       /* op[0] (n/nn, nn) = rows ix64[i] - p0 of op[1] (m rows), 0 outside */
     LT__K_INIT,        /* op[0] = initialiser op (LT__KINIT_*) at the global index; seed p0 */
     LT__K_DROPOUT,     /* op[0] = uniform >= s ? op[1] * alpha : 0, at the global index; seed p0 */
+    LT__K_COLL_REDUCE, /* op[0] (2-D launch) = redop over srcs[0..nsrc) at p0 + strides o[1].st */
     LT__K_COUNT
 } lt__kernel;
 
@@ -85,6 +86,9 @@ typedef struct lt__kargs {
     const int64_t *ix[LT_MAX_DIMS];       /* gather, init, dropout: index list per dim (NULL: all,
                                            * host memory: a device backend copies them);
                                            * embed: ix[0], i64 on the backend */
+    const char *const *srcs;              /* coll reduce: (nsrc) member inputs (host array of
+                                           * backend pointers: a device backend copies it) */
+    int nsrc;
     lt__kop o[3];
 } lt__kargs;
 
@@ -604,6 +608,81 @@ LT_HD void lt__k_dropout(const lt__kargs *a, int64_t i) {
     double v = lt__k_uniform((uint64_t)a->p0, g) >= a->s
                    ? lt__k_load_f64(xt, a->o[1].p + o1 * lt__k_size(xt)) * a->alpha : 0.0;
     lt__k_store_f64(dt, a->o[0].p + o0 * lt__k_size(dt), v);
+}
+
+/* One element of a reducing collective, with the in-process engine's
+ * semantics (collectives_sim/engine_inproc.c): member order; f32, bf16 and
+ * f16 accumulate in f32 and round once; f64 in f64; i32 in int64 (sums
+ * exact, products wrapped to 32 bits), i64 wrapping; avg divides the sum by
+ * the member count (integers truncating); bool: sum/max or, product/min and. */
+LT_HD void lt__k_coll_reduce(const lt__kargs *a, int64_t i) {
+    int64_t r = i / a->shape[1], c = i % a->shape[1];
+    int dt = a->o[0].dt, es = lt__k_size(dt), op = a->op, n = a->nsrc, avg = op == LT_REDOP_AVG;
+    int64_t so = (a->p0 + r * a->o[1].st[0] + c * a->o[1].st[1]) * es;
+    char *d = a->o[0].p + (r * a->o[0].st[0] + c * a->o[0].st[1]) * es;
+    switch (dt) {
+    case LT_F32: case LT_BF16: case LT_F16: {
+        float acc = lt__k_load_f32(dt, a->srcs[0] + so);
+        for (int p = 1; p < n; p++) acc = lt__k_red_f32(op, acc, lt__k_load_f32(dt, a->srcs[p] + so));
+        lt__k_store_f32(dt, d, avg ? acc / (float)n : acc);
+        return;
+    }
+    case LT_F64: {
+        double acc, v;
+        memcpy(&acc, a->srcs[0] + so, 8);
+        for (int p = 1; p < n; p++) {
+            memcpy(&v, a->srcs[p] + so, 8);
+            acc = lt__k_red_f64(op, acc, v);
+        }
+        if (avg) acc /= (double)n;
+        memcpy(d, &acc, 8);
+        return;
+    }
+    case LT_I32: {
+        int32_t x;
+        memcpy(&x, a->srcs[0] + so, 4);
+        int64_t acc = x;
+        for (int p = 1; p < n; p++) {
+            memcpy(&x, a->srcs[p] + so, 4);
+            if (op == LT_REDOP_SUM || avg) acc += x;
+            else if (op == LT_REDOP_MAX) acc = x > acc ? x : acc;
+            else if (op == LT_REDOP_MIN) acc = x < acc ? x : acc;
+            else acc = (int64_t)(uint32_t)((uint64_t)acc * (uint64_t)(int64_t)x);
+        }
+        if (avg) acc /= n;
+        uint32_t w = (uint32_t)(uint64_t)acc;
+        memcpy(d, &w, 4);
+        return;
+    }
+    case LT_I64: {
+        uint64_t acc;
+        int64_t x;
+        memcpy(&acc, a->srcs[0] + so, 8);
+        for (int p = 1; p < n; p++) {
+            memcpy(&x, a->srcs[p] + so, 8);
+            if (op == LT_REDOP_SUM || avg) acc += (uint64_t)x;
+            else if (op == LT_REDOP_MAX) { if (x > (int64_t)acc) acc = (uint64_t)x; }
+            else if (op == LT_REDOP_MIN) { if (x < (int64_t)acc) acc = (uint64_t)x; }
+            else acc *= (uint64_t)x;
+        }
+        if (avg) {
+            int64_t v;
+            memcpy(&v, &acc, 8);
+            v /= n;
+            memcpy(&acc, &v, 8);
+        }
+        memcpy(d, &acc, 8);
+        return;
+    }
+    case LT_BOOL: {
+        uint8_t acc = a->srcs[0][so] != 0;
+        int any = op == LT_REDOP_SUM || op == LT_REDOP_MAX;
+        for (int p = 1; p < n; p++) acc = any ? (uint8_t)(acc | (a->srcs[p][so] != 0)) : (uint8_t)(acc & (a->srcs[p][so] != 0));
+        *(uint8_t *)d = acc;
+        return;
+    }
+    default: return;
+    }
 }
 
 /* Runs body over elements [0, n) as the launch grid would: `blocks` blocks
