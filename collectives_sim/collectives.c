@@ -18,6 +18,7 @@
  * communicator and grow geometrically, so the preallocated path does not
  * allocate in steady state.
  */
+#include "collectives_sim/engine_impl.h"
 #include "collectives_sim/collectives.h"
 #include "collectives_sim/trace_impl.h"
 #include "kernels/alloc.h"
@@ -630,7 +631,8 @@ static lt_status run(call *k, lt_coll_fn fn, lt_coll_group *proto, size_t sizes_
         proto->index = g;
         proto->ranks = grp(k, g);
         if (sizes_stride) proto->sizes = c->sizes + (size_t)g * sizes_stride;
-        st = fn(c->ectx, proto, k->in, eout);
+        /* shards on a kernel-running backend: the engine's kernel path */
+        st = lt__engine_kernels_fn(c->eng, fn, proto, k->in, eout)(c->ectx, proto, k->in, eout);
         if (st) return fail(k, gerr(k, g, 1, st, "engine '%s'", c->eng->name));
     }
     if (eout != k->out) {

@@ -192,6 +192,7 @@ static const lt_backend_i fail_iface = {
     /* .memcpy     = */ fail_memcpy,
     /* .accumulate = */ NULL,     /* exercises the host loop */
     /* .gemm       = */ NULL,
+    /* .launch     = */ NULL,
 };
 static const lt_backend fail_backend = {&fail_iface, NULL};
 
