@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kernels/alloc.h"
+#include "kernels/memlimit_impl.h"
 #include "tools/cli/cli.h"
 
 static void usage(FILE *f) {
@@ -18,6 +19,10 @@ static void usage(FILE *f) {
 #undef LT__XX
     fprintf(f,
             "\n"
+            "global option (before the command):\n"
+            "  --max-memory SIZE  refuse work whose shards need more than SIZE bytes (512M, 8G;\n"
+            "                     the same as LOCALTENSOR_MEMORY_LIMIT)\n"
+            "\n"
             "Run `localtensor <command> --help` for a command's options;\n"
             "`localtensor --version` prints the version.\n"
             "Exit codes: 0 all passed, 1 a check failed, 2 bad input or usage.\n");
@@ -28,6 +33,23 @@ int main(int argc, char **argv) {
     int fault = lt__fault_arm_from_env();
     if (fault < 0) return 2;
     if (fault > 0) atexit(lt__fault_report_to_env);
+    /* --max-memory SIZE (or =SIZE): the budget of kernels/memlimit_impl.h */
+    if (argc >= 2 && !strncmp(argv[1], "--max-memory", 12) && (argv[1][12] == '\0' || argv[1][12] == '=')) {
+        const char *v = argv[1][12] == '=' ? argv[1] + 13 : argc >= 3 ? argv[2] : NULL;
+        if (!v) {
+            fprintf(stderr, "localtensor: --max-memory needs a size (e.g. 512M, 8G)\n");
+            return 2;
+        }
+        uint64_t lim;
+        if (setenv("LOCALTENSOR_MEMORY_LIMIT", v, 1) || lt__mem_limit(&lim, NULL)) {
+            fprintf(stderr, "localtensor: --max-memory: '%s' is not a size in bytes (e.g. 1000000, 512M, 8G)\n", v);
+            return 2;
+        }
+        int used = argv[1][12] == '=' ? 1 : 2;
+        argv[used] = argv[0];
+        argv += used;
+        argc -= used;
+    }
     if (argc < 2) {
         usage(stderr);
         return 2;
