@@ -20,16 +20,11 @@ static void usage(FILE *f) {
 #undef LT__XX
     fprintf(f,
             "\n"
-            "global options (anywhere on the line):
-"
-            "  --backend NAME     cpu, cuda or cuda-emu: where shards live and kernels run
-"
-            "                     (default: the LT_BACKEND environment variable, else cpu)
-"
-            "  --max-memory SIZE  refuse work whose shards need more than SIZE bytes (512M, 8G;
-"
-            "                     the same as LOCALTENSOR_MEMORY_LIMIT)
-"
+            "global options (anywhere on the line):\n"
+            "  --backend NAME     cpu, cuda or cuda-emu: where shards live and kernels run\n"
+            "                     (default: the LT_BACKEND environment variable, else cpu)\n"
+            "  --max-memory SIZE  refuse work whose shards need more than SIZE bytes (512M, 8G;\n"
+            "                     the same as LOCALTENSOR_MEMORY_LIMIT)\n"
             "\n"
             "Run `localtensor <command> --help` for a command's options;\n"
             "`localtensor --version` prints the version.\n"
