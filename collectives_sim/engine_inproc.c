@@ -464,7 +464,8 @@ static lt_status inproc_all_gather(void *ctx, const lt_coll_group *g, lt_tensor 
         at += t->shape[g->dim];
     }
     size_t nb = lt_nbytes(first);
-    for (int p = 1; p < g->size; p++) bulk_copy(c->nt, data_of(out[g->ranks[p]]), data_of(first), nb);
+    for (int p = 1; p < g->size; p++)   /* a member sharing first's buffer has it already */
+        if (data_of(out[g->ranks[p]]) != data_of(first)) bulk_copy(c->nt, data_of(out[g->ranks[p]]), data_of(first), nb);
     nt_end(c);
     return LT_OK;
 }
@@ -478,8 +479,10 @@ static lt_status inproc_all_reduce(void *ctx, const lt_coll_group *g, lt_tensor 
     if (count == 0) return LT_OK;
     LT_TRY(gather_sources(c, g, in));
     nt_begin(c, g, out);
-    for (int p = 1; p < g->size; p++) c->dst[p - 1] = data_of(out[g->ranks[p]]);
-    reduce_run(c, first->dtype, g->op, g->size, 0, count, data_of(first), c->dst, g->size - 1);
+    int nextra = 0;   /* members sharing first's buffer have the result already */
+    for (int p = 1; p < g->size; p++)
+        if (data_of(out[g->ranks[p]]) != data_of(first)) c->dst[nextra++] = data_of(out[g->ranks[p]]);
+    reduce_run(c, first->dtype, g->op, g->size, 0, count, data_of(first), c->dst, nextra);
     nt_end(c);
     release_sources(c, g->size);
     return LT_OK;
@@ -566,6 +569,7 @@ static lt_status inproc_broadcast(void *ctx, const lt_coll_group *g, lt_tensor *
     for (int p = 0; p < g->size; p++) {
         lt_tensor *dst = out[g->ranks[p]];
         if (data_of(dst) == data_of(src) && lt_is_contiguous(src)) continue; /* in place */
+        if (p > 0 && data_of(dst) == data_of(out[g->ranks[0]])) continue;   /* shares member 0's result */
         copy_into(c->nt, dst, -1, 0, src);
     }
     nt_end(c);

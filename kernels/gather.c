@@ -10,6 +10,7 @@
  * is one memcpy per run of consecutive rows.
  */
 #include "kernels/tensor_impl.h"
+#include "kernels/cuda/kern.h"
 #include "kernels/alloc.h"
 #include "kernels/status_impl.h"
 
@@ -216,6 +217,28 @@ static lt_status gather_impl(const char *fn, const lt_tensor *src, int64_t *cons
     }
     if (lt_numel(o) == 0) {
         dimruns_free(dr, nd);
+        *out = o;
+        return LT_OK;
+    }
+    lt__kargs ka; /* a backend's kernel: one thread per output element */
+    memset(&ka, 0, sizeof ka);
+    ka.kernel = LT__K_GATHER;
+    ka.ndim = nd;
+    ka.n = lt_numel(o);
+    ka.o[0] = (lt__kop){lt_data(o), (int)src->dtype, {0}};
+    ka.o[1] = (lt__kop){lt_data(src), (int)src->dtype, {0}};
+    for (int d = 0; d < nd; d++) {
+        ka.shape[d] = shape[d];
+        ka.o[1].st[d] = src->strides[d];
+        ka.ix[d] = idx ? idx[d] : NULL; /* host lists: the backend copies them where it needs */
+    }
+    st = lt__klaunch_raw(lt__backend_of(src), &ka);
+    if (st != LT_UNSUPPORTED) {
+        dimruns_free(dr, nd);
+        if (st != LT_OK) {
+            lt_tensor_free(o);
+            return lt__err_ctx(st, "%s", fn);
+        }
         *out = o;
         return LT_OK;
     }

@@ -41,7 +41,7 @@ lt_status lt__check_partials(lt_dtype dtype, const lt_placement *norm, int np) {
 /* The memory all shards of spec s need, against what this process may use. */
 static lt_status check_room(const lt_spec *s) {
     uint64_t bytes;
-    LT_TRY(lt_spec_total_bytes(s, &bytes));
+    LT_TRY(lt_spec_unique_bytes(s, &bytes));   /* replicas share one buffer */
     return lt_check_memory(bytes, s->mesh->world, "this layout");
 }
 
@@ -59,6 +59,14 @@ static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const
     LT_TRY(lt__check_partials(dtype, norm, np));
     LT_TRY(lt_spec_make(mesh, dtype, ndim, shape, norm, np, out));
     return check_room(out);
+}
+
+int lt__replica_class(const lt_mesh *mesh, const lt_placement *pl, int r) {
+    int coord[LT_MESH_MAX_DIMS];
+    lt_mesh_coord(mesh, r, coord);
+    for (int i = 0; i < mesh->ndim; i++)
+        if (pl[i].kind == LT_PL_REPLICATE) coord[i] = 0;
+    return lt_mesh_rank(mesh, coord);
 }
 
 lt_status lt__partition(lt_tensor *t, const lt_mesh *mesh, const lt_placement *pl) {
@@ -162,6 +170,15 @@ static lt_status build(const lt_spec *spec, fill_fn fill, const void *src, lt_dt
     lt_local *local;
     LT_TRY(lt_local_new(mesh, &local));
     for (int r = 0; r < mesh->world; r++) {
+        int k = lt__replica_class(mesh, norm, r);
+        if (k != r) {   /* a replica: the same bytes as rank k, one shared buffer */
+            lt_status st = lt_tensor_view(local->shards[k], &local->shards[r]);
+            if (st) {
+                lt_local_free(local);
+                return st;
+            }
+            continue;
+        }
         lt_rank_layout l;
         lt_status st = lt_spec_layout_rank(spec, r, &l);
         /* no elements (no index lists): an empty shard of the local shape */

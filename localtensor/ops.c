@@ -3,7 +3,8 @@
  *
  * Hot path (warm cache): serialise the static part of the call (op, mesh
  * shape, every input's dtype, shape and placements, the static arguments)
- * into a small key, hash it, find the plan, run the kernels, and wrap the
+ * into a small key, compare it with this thread's last hit for the op (a
+ * memo; else hash it and look it up), run the kernels, and wrap the
  * shards — the plan carries every rank's output shape so nothing is
  * re-derived. Plans are immutable and refcounted (atomically); the cache is
  * the library's one cache module (kernels/cache_impl.h), process-wide.
@@ -261,11 +262,12 @@ void lt_op_cache_stats(size_t *hits, size_t *misses, size_t *entries) {
 static lt_status get_plan(lt_op_kind op, const lt_mesh *m, int nin, const lt_spec *const *in,
                           const lt_op_args *a, int no_cache, lt_op_plan **out) {
     static _Thread_local lt__cache_key k;
+    static _Thread_local lt__cache_memo memo[LT_OP_COUNT]; /* this thread's last hit per op */
     if (!no_cache) {
         build_key(&k, op, m, nin, in, a);
         if (lt__cache_key_fits(&k)) {
-            uint64_t h = lt__cache_key_hash(&k);
-            if ((*out = lt__cache_get(&op_cache, &k, h, 1))) return LT_OK;
+            uint64_t h = 0;
+            if ((*out = lt__cache_lookup(&op_cache, &memo[op], &k, &h))) return LT_OK;
             LT_TRY(build_plan(op, m, nin, in, a, out));
             lt__cache_put(&op_cache, &k, h, *out);
             return LT_OK;
