@@ -188,8 +188,9 @@ static void sweep(const char *mesh_s, const char *const *pls, int npl, int ndim,
     LT_CHECK(lt_init_parse(init_s, &init));
     int M = m.ndim, nlist = 1;
     for (int i = 0; i < M; i++) nlist *= npl;
-    lt_placement *lists = calloc((size_t)nlist * (size_t)M, sizeof *lists);
-    assert_non_null(lists);
+    enum { MAX_LISTS = 256 * LT_MESH_MAX_DIMS };
+    static lt_placement lists[MAX_LISTS];   /* (nlist, M) */
+    if (nlist * M > MAX_LISTS) fail_msg("sweep: %d placement lists of %d do not fit", nlist, M);
     for (int l = 0; l < nlist; l++) {
         int x = l;
         for (int i = 0; i < M; i++, x /= npl) {
@@ -200,7 +201,6 @@ static void sweep(const char *mesh_s, const char *const *pls, int npl, int ndim,
     for (int a = 0; a < nlist; a++)
         for (int b = 0; b < nlist; b++)
             check_pair(&m, dt, ndim, shape, &init, &lists[a * M], &lists[b * M], planner, k, s);
-    free(lists);
 }
 
 /* Every pair over a placement set on 1-D and 2-D meshes: even and uneven

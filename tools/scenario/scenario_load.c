@@ -249,7 +249,8 @@ static lt_status parse_tensor(sc_parse_ctx *pc, const sc_node *key, const sc_nod
     if ((n = lt__sc_get(body, "dtype"))) LT_TRY(lt__sc_dtype(n, what, &t->dtype));
     const sc_node *shape = lt__sc_get(body, "shape"), *vals = lt__sc_get(body, "values"),
                   *init = lt__sc_get(body, "init");
-    if (shape) LT_TRY(lt__sc_shape(shape, what, &t->ndim, t->shape));
+    /* numerics sample/none never build an init: tensor: only the layout math limits it */
+    if (shape) LT_TRY(lt__sc_shape_max(shape, what, pc->sampled && !vals ? INT64_MAX : LT_SC_MAX_ELEMS, &t->ndim, t->shape));
     if (vals && init)
         return lt__sc_err(init, LT_INVALID, "%s: give either init or values, not both", what);
     if (vals) {
@@ -288,7 +289,7 @@ static lt_status parse_tensor(sc_parse_ctx *pc, const sc_node *key, const sc_nod
 
 /* ---- one case ---------------------------------------------------------------------- */
 
-static const char *const scenario_keys[] = {"name", "description", "mesh", "tensors", "steps", "sweep", NULL};
+static const char *const scenario_keys[] = {"name", "description", "mesh", "tensors", "steps", "sweep", "numerics", NULL};
 
 /* Parses mesh, tensors and steps of a scenario map (variables already
  * substituted); sweep_mesh stands in for a missing `mesh`. */
@@ -297,10 +298,18 @@ static lt_status parse_case(sc_arena *a, const sc_node *map, const sc_node *swee
     if (!mesh) mesh = sweep_mesh;
     if (!mesh) return lt__sc_err(map, LT_INVALID, "scenario '%s': missing required key 'mesh'", c->name);
     LT_TRY(lt__sc_mesh(mesh, "mesh", &c->mesh));
+    const sc_node *nm = lt__sc_get(map, "numerics");
+    if (nm) {
+        const char *s;
+        LT_TRY(lt__sc_str(nm, "numerics", &s));
+        lt_status ns = lt_numerics_parse(s, &c->numerics);
+        if (ns) return lt__sc_err_at(nm, ns);
+    }
     sc_parse_ctx pc;
     memset(&pc, 0, sizeof pc);
     pc.arena = a;
     pc.mesh = &c->mesh;
+    pc.sampled = c->numerics.kind != LT_NUMERICS_FULL;
     lt_status st = LT_OK;
     const sc_node *tensors = lt__sc_get(map, "tensors"), *steps;
     if (tensors && !lt__sc_is_null(tensors)) {

@@ -54,6 +54,10 @@ lt_status lt__sc_run_distribute(sc_run_ctx *rc, const sc_step *st) {
     lt_dtensor *dt = NULL;
     lt_status s;
     fmt_pl(d->pl, d->np, pls, sizeof pls);
+    if (rc->nranks >= 0 && v->kind == SC_FULL) { /* numerics sample/none */
+        s = lt__sc_sampled_distribute(rc, d->tensor, d->pl, d->np, d->as);
+        return s ? lt__err_ctx_in(s, "distribute", " of '%s' with %s", d->tensor, pls) : LT_OK;
+    }
     if (v->kind == SC_DTENSOR) {
         /* PyTorch: distributing a DTensor keeps it only when nothing changes */
         lt_placement norm[LT_MESH_MAX_DIMS];
@@ -65,6 +69,7 @@ lt_status lt__sc_run_distribute(sc_run_ctx *rc, const sc_step *st) {
                         d->tensor, cur, pls);
         }
         if (!s) s = lt_dtensor_clone(v->dt, &dt);
+        if (!s && v->sampled) return lt__sc_sampled_put(rc, d->as, dt, &v->gen, NULL);
     } else {
         s = lt_distribute(&rc->c->mesh, v->full, d->pl, d->np, &dt);
     }
@@ -289,7 +294,23 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
     lt_plan *plan = NULL;
     rc->did_check = d->verify;
     size_t since = lt_trace_marker(lt_comm_trace(rc->comm));
-    lt_status s = lt_redistribute(v->dt, d->pl, d->np, &o, &out, &plan);
+    lt_sample_src gout;
+    lt_status s;
+    if (v->sampled) { /* numerics sample/none: the sampled ranks' values; the trace on paper */
+        o.comm = NULL;
+        s = lt_redistribute_sampled(lt_dtensor_spec(v->dt), &v->gen, d->pl, d->np, rc->ranks, rc->nranks, &o, &out, &plan,
+                                    &gout);
+        if (plan) {
+            lt_status ts = lt_plan_trace(plan, lt_comm_trace(rc->comm));
+            if (ts) {
+                lt_dtensor_free(out);
+                lt_plan_free(plan);
+                return ts;
+            }
+        }
+    } else {
+        s = lt_redistribute(v->dt, d->pl, d->np, &o, &out, &plan);
+    }
     lt__sc_record_plan(rc, st, d->tensor, v->dt->placements, plan, since);
     char where[256], src[256], dst[256];
     pos_str(st, where, sizeof where);
@@ -311,16 +332,20 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
         again.verify = 0;
         again.report = NULL;
         again.comm = NULL;   /* not traced twice */
-        lt_status s2 = lt_redistribute(v->dt, d->pl, d->np, &again, &out, NULL);
-        if (!s2) s2 = lt__sc_put_dtensor(rc, d->as, out, rc->plan_text);
+        lt_status s2 = v->sampled ? lt_redistribute_sampled(lt_dtensor_spec(v->dt), &v->gen, d->pl, d->np, rc->ranks,
+                                                            rc->nranks, &again, &out, NULL, &gout)
+                                  : lt_redistribute(v->dt, d->pl, d->np, &again, &out, NULL);
+        if (!s2) s2 = v->sampled ? lt__sc_sampled_put(rc, d->as, out, &gout, rc->plan_text)
+                                 : lt__sc_put_dtensor(rc, d->as, out, rc->plan_text);
         else lt_dtensor_free(out);
         return s2 ? s2 : chk;
     }
-    if (!s) s = lt__sc_diverge_same(rc, st, "redistribute", v->dt, out, d->as);
+    if (!s && !v->sampled) s = lt__sc_diverge_same(rc, st, "redistribute", v->dt, out, d->as);
     if (s) {
         lt_dtensor_free(out);
         return s;
     }
+    if (v->sampled) return lt__sc_sampled_put(rc, d->as, out, &gout, rc->plan_text);
     return lt__sc_put_dtensor(rc, d->as, out, rc->plan_text);
 }
 
