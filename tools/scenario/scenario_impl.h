@@ -232,8 +232,20 @@ typedef struct sc_step {
                                 * NULL: every rank */
 } sc_step;
 
+/* How a sweep case is built when it runs: the scenario's map with the
+ * case's variables substituted, and the sweep's mesh node (NULL: the map's
+ * own). A sweep holds one of these per case instead of the parsed steps,
+ * so loading a sweep of N cases does not hold N parsed copies. */
+typedef struct sc_recipe {
+    const sc_node *map;
+    const sc_node *mesh_node;
+    sc_subst subst;
+} sc_recipe;
+
 typedef struct sc_case {
     const char *name;         /* scenario name, plus "[var=value,...]" in a sweep */
+    const sc_recipe *recipe;  /* a sweep case: tensors and steps are parsed by
+                               * lt__sc_case_build when it runs (NULL: parsed at load) */
     sc_pos pos;
     lt_mesh mesh;
     int ntensors;
@@ -413,7 +425,18 @@ lt_status lt__sc_diverge_same(sc_run_ctx *rc, const sc_step *st, const char *kin
                               const lt_dtensor *out, const char *name);
 void lt__sc_diverge_end(sc_run_ctx *rc);
 
-/* Runs a case's steps; fills c->res. Never fails: errors become results. */
+/* Parses a sweep case's mesh, tensors and steps (c->recipe) into arena a;
+ * they stay valid as long as a does (lt__sc_case_drop forgets them). A
+ * case without a recipe is left as it is. The load already parsed every
+ * case once, so only LT_NOMEM is expected here. */
+lt_status lt__sc_case_build(sc_case *c, sc_arena *a);
+/* Forgets what lt__sc_case_build parsed (before its arena is freed); no-op
+ * for a case without a recipe. */
+void lt__sc_case_drop(sc_case *c);
+
+/* Runs a case's steps (building a sweep case first, into arena); fills
+ * c->res, whose strings live in arena. Never fails: errors become
+ * results. */
 void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show);
 /* Runs one step (used by the runner and expect_error). */
 lt_status lt__sc_run_step(sc_run_ctx *rc, const sc_step *st);
