@@ -137,25 +137,6 @@ static lt_status case_task(void *ctx, int64_t i) {
     return LT_OK;
 }
 
-/* Arenas kept for the reports written at the end. */
-typedef struct arenas {
-    sc_arena **v;
-    int n, cap;
-} arenas;
-
-/* 0, or -1 when out of memory (a is then not taken). */
-static int arenas_push(arenas *l, sc_arena *a) {
-    if (l->n == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 64;
-        sc_arena **nv = lt__realloc(l->v, sizeof *nv * (size_t)cap);
-        if (!nv) return -1;
-        l->v = nv;
-        l->cap = cap;
-    }
-    l->v[l->n++] = a;
-    return 0;
-}
-
 /* Frees a reported case's arena; the case keeps its status, counts and
  * time, nothing that pointed into the arena. */
 static void release_case(sc_case *cs, sc_arena *a) {
@@ -255,17 +236,18 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
 
     progress pg = {opt->progress, 0, t0, 0, err};
     int done = 0, stop = 0, oom = 0;
-    arenas kept = {0};
-    /* --json and --junit are written at the end from every case's result,
-     * so their arenas are kept until then */
-    int keep = opt->json_path || opt->junit_path;
+    sc_stream rep;
+    lt__sc_stream_open(&rep, opt->json_path, opt->junit_path, lerr, nlerr);
     window w;
     w.show = opt->verbose ? out : NULL;
     for (int i = 0; i < nloaded && !oom; i++) {
         lt_sc_file *f = loaded[i];
+        lt__sc_stream_file_begin(&rep, f);
         for (int k = 0; k < f->nscen && !oom; k++) {
             sc_scenario *s = &f->scen[k];
             int any = 0;
+            for (int c = 0; c < s->ncases && !any; c++) any = s->cases[c].selected;
+            if (any) lt__sc_stream_scen_begin(&rep, s);
             /* `show` steps print as they run: then one case at a time */
             int cap = opt->verbose ? 1 : SC_WINDOW;
             for (int c = 0; c < s->ncases && !oom;) {
@@ -273,10 +255,10 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
                 for (; c < s->ncases && w.n < cap; c++) {
                     sc_case *cs = &s->cases[c];
                     if (!cs->selected) continue;
-                    any = 1;
                     if (stop) {
                         cs->res.status = LT_SC_NOTRUN;
                         sum.not_run++;
+                        lt__sc_stream_case(&rep, f, cs);
                         continue;
                     }
                     if (!(w.ar[w.n] = lt__sc_arena_new())) {
@@ -306,16 +288,17 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
                         }
                         if (r != LT_SC_PASS && opt->fail_fast) stop = 1;
                     }
-                    if (keep && !oom && !arenas_push(&kept, w.ar[j])) continue;
-                    if (keep) oom = 1;
+                    lt__sc_stream_case(&rep, f, cs);
                     release_case(cs, w.ar[j]);
                 }
             }
+            if (any) lt__sc_stream_scen_end(&rep);
             if (any && s->is_sweep && !opt->verbose && !oom) {
                 progress_clear(&pg);
                 lt__sc_report_sweep(out, opt, f, s);
             }
         }
+        lt__sc_stream_file_end(&rep, f);
     }
     if (oom) {
         progress_clear(&pg);
@@ -329,20 +312,11 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
         if (opt->color) fprintf(out, "\033[31m\033[1mERROR\033[0m %s: could not be loaded (message on stderr)\n", lerr[i].path);
         else fprintf(out, "ERROR %s: could not be loaded (message on stderr)\n", lerr[i].path);
     }
-    if (opt->json_path && !oom) {
-        lt_status st = lt__sc_write_json(opt->json_path, loaded, nloaded, lerr, nlerr, &sum);
-        if (st) fprintf(err, "localtensor run: --json: %s\n", lt_errmsg()), code = 2;
-    }
-    if (opt->junit_path && !oom) {
-        lt_status st = lt__sc_write_junit(opt->junit_path, loaded, nloaded, lerr, nlerr, &sum);
-        if (st) fprintf(err, "localtensor run: --junit: %s\n", lt_errmsg()), code = 2;
-    }
+    if (lt__sc_stream_close(&rep, &sum)) fprintf(err, "localtensor run: %s\n", lt_errmsg()), code = 2;
     lt__sc_report_summary(out, opt, &sum);
     fflush(out);
     if (sum.errors || nlerr || no_match) code = 2;
     else if (sum.failed && code == 0) code = 1;
-    for (int i = 0; i < kept.n; i++) lt__sc_arena_free(kept.v[i]);
-    lt__free(kept.v);
     for (int i = 0; i < nloaded; i++) lt_sc_file_free(loaded[i]);
     for (int i = 0; i < nlerr; i++) lt__free(lerr[i].message);
     lt__free(loaded);

@@ -508,6 +508,37 @@ void lt__sc_report_sweep(FILE *f, const lt_sc_options *o, const lt_sc_file *file
 /* The closing lines; the last is "N passed, N failed, N errors" (singular
  * nouns for 1: "1 error"). */
 void lt__sc_report_summary(FILE *f, const lt_sc_options *o, const sc_run_summary *sum);
+/* --json and --junit, written while the cases run: open; per loaded file
+ * file_begin, per scenario with selected cases scen_begin, a case call for
+ * each selected case in order (after it ran, or marked not run),
+ * scen_end; file_end; then close. Only the current case's report is in
+ * memory. A report that cannot be written stops being written; close
+ * returns its first failure (LT_IO or LT_NOMEM, message "--json: ..." or
+ * "--junit: ...") after finishing the other. */
+typedef struct sc_stream {
+    const char *json_path, *junit_path;     /* NULL: not asked for */
+    const sc_load_error *lerr;              /* (nlerr) borrowed until close */
+    int nlerr;
+    FILE *json;                             /* the JSON document, or NULL */
+    FILE *body;                             /* JUnit: the testsuites so far (temporary) */
+    FILE *suite;                            /* JUnit: the current file's testcases (temporary) */
+    int nfiles, nscen, ncase;               /* JSON items written in the current lists */
+    int tests, fails, errs, skipped;        /* the current file's JUnit counts */
+    double file_t, scen_t;
+    lt_sc_status worst;                     /* the current scenario's */
+    int all_notrun;
+    lt_status json_st, junit_st;            /* first failure of each */
+    char json_msg[700], junit_msg[700];
+} sc_stream;
+void lt__sc_stream_open(sc_stream *st, const char *json_path, const char *junit_path,
+                        const sc_load_error *lerr, int nlerr);
+void lt__sc_stream_file_begin(sc_stream *st, const lt_sc_file *f);
+void lt__sc_stream_scen_begin(sc_stream *st, const sc_scenario *s);
+void lt__sc_stream_case(sc_stream *st, const lt_sc_file *f, const sc_case *c);
+void lt__sc_stream_scen_end(sc_stream *st);
+void lt__sc_stream_file_end(sc_stream *st, const lt_sc_file *f);
+lt_status lt__sc_stream_close(sc_stream *st, const sc_run_summary *sum);
+/* The same reports in one go, for cases that have all run. */
 lt_status lt__sc_write_json(const char *path, lt_sc_file *const *files, int nfiles,
                             const sc_load_error *lerr, int nlerr, const sc_run_summary *sum);
 lt_status lt__sc_write_junit(const char *path, lt_sc_file *const *files, int nfiles,
