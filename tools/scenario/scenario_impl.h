@@ -237,8 +237,20 @@ typedef struct sc_step {
                                 * NULL: every rank */
 } sc_step;
 
+/* How a sweep case is built when it runs: the scenario's map with the
+ * case's variables substituted, and the sweep's mesh node (NULL: the map's
+ * own). A sweep holds one of these per case instead of the parsed steps,
+ * so loading a sweep of N cases does not hold N parsed copies. */
+typedef struct sc_recipe {
+    const sc_node *map;
+    const sc_node *mesh_node;
+    sc_subst subst;
+} sc_recipe;
+
 typedef struct sc_case {
     const char *name;         /* scenario name, plus "[var=value,...]" in a sweep */
+    const sc_recipe *recipe;  /* a sweep case: tensors and steps are parsed by
+                               * lt__sc_case_build when it runs (NULL: parsed at load) */
     sc_pos pos;
     lt_mesh mesh;
     int ntensors;
@@ -429,7 +441,18 @@ lt_status lt__sc_diverge_same(sc_run_ctx *rc, const sc_step *st, const char *kin
                               const lt_dtensor *out, const char *name);
 void lt__sc_diverge_end(sc_run_ctx *rc);
 
-/* Runs a case's steps; fills c->res. Never fails: errors become results. */
+/* Parses a sweep case's mesh, tensors and steps (c->recipe) into arena a;
+ * they stay valid as long as a does (lt__sc_case_drop forgets them). A
+ * case without a recipe is left as it is. The load already parsed every
+ * case once, so only LT_NOMEM is expected here. */
+lt_status lt__sc_case_build(sc_case *c, sc_arena *a);
+/* Forgets what lt__sc_case_build parsed (before its arena is freed); no-op
+ * for a case without a recipe. */
+void lt__sc_case_drop(sc_case *c);
+
+/* Runs a case's steps (building a sweep case first, into arena); fills
+ * c->res, whose strings live in arena. Never fails: errors become
+ * results. */
 void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show);
 /* Runs one step (used by the runner and expect_error). */
 lt_status lt__sc_run_step(sc_run_ctx *rc, const sc_step *st);
@@ -528,6 +551,37 @@ void lt__sc_report_sweep(FILE *f, const lt_sc_options *o, const lt_sc_file *file
 /* The closing lines; the last is "N passed, N failed, N errors" (singular
  * nouns for 1: "1 error"). */
 void lt__sc_report_summary(FILE *f, const lt_sc_options *o, const sc_run_summary *sum);
+/* --json and --junit, written while the cases run: open; per loaded file
+ * file_begin, per scenario with selected cases scen_begin, a case call for
+ * each selected case in order (after it ran, or marked not run),
+ * scen_end; file_end; then close. Only the current case's report is in
+ * memory. A report that cannot be written stops being written; close
+ * returns its first failure (LT_IO or LT_NOMEM, message "--json: ..." or
+ * "--junit: ...") after finishing the other. */
+typedef struct sc_stream {
+    const char *json_path, *junit_path;     /* NULL: not asked for */
+    const sc_load_error *lerr;              /* (nlerr) borrowed until close */
+    int nlerr;
+    FILE *json;                             /* the JSON document, or NULL */
+    FILE *body;                             /* JUnit: the testsuites so far (temporary) */
+    FILE *suite;                            /* JUnit: the current file's testcases (temporary) */
+    int nfiles, nscen, ncase;               /* JSON items written in the current lists */
+    int tests, fails, errs, skipped;        /* the current file's JUnit counts */
+    double file_t, scen_t;
+    lt_sc_status worst;                     /* the current scenario's */
+    int all_notrun;
+    lt_status json_st, junit_st;            /* first failure of each */
+    char json_msg[700], junit_msg[700];
+} sc_stream;
+void lt__sc_stream_open(sc_stream *st, const char *json_path, const char *junit_path,
+                        const sc_load_error *lerr, int nlerr);
+void lt__sc_stream_file_begin(sc_stream *st, const lt_sc_file *f);
+void lt__sc_stream_scen_begin(sc_stream *st, const sc_scenario *s);
+void lt__sc_stream_case(sc_stream *st, const lt_sc_file *f, const sc_case *c);
+void lt__sc_stream_scen_end(sc_stream *st);
+void lt__sc_stream_file_end(sc_stream *st, const lt_sc_file *f);
+lt_status lt__sc_stream_close(sc_stream *st, const sc_run_summary *sum);
+/* The same reports in one go, for cases that have all run. */
 lt_status lt__sc_write_json(const char *path, lt_sc_file *const *files, int nfiles,
                             const sc_load_error *lerr, int nlerr, const sc_run_summary *sum);
 lt_status lt__sc_write_junit(const char *path, lt_sc_file *const *files, int nfiles,
