@@ -28,6 +28,7 @@ static const emu_body emu_bodies[LT__K_COUNT] = {
     [LT__K_GEMM] = lt__k_gemm,     [LT__K_REDUCE] = lt__k_reduce, [LT__K_SOFTMAX] = lt__k_softmax,
     [LT__K_GATHER] = lt__k_gather, [LT__K_EMBED] = lt__k_embed,   [LT__K_INIT] = lt__k_init,
     [LT__K_DROPOUT] = lt__k_dropout, [LT__K_COLL_REDUCE] = lt__k_coll_reduce,
+    [LT__K_SCATTER] = lt__k_scatter,
 };
 
 /* The grid loop: what <<<blocks, LT__KTHREADS>>> does on the device. */

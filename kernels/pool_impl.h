@@ -30,6 +30,10 @@
 #include "kernels/pool.h"
 #include "kernels/status.h"
 
+/* Work that reads and writes fewer bytes than this runs inline: waking the
+ * workers costs some microseconds, as much as copying this much. */
+#define LT__PAR_MIN_BYTES ((size_t)1 << 20)
+
 typedef lt_status (*lt__task_fn)(void *ctx, int64_t i);
 
 /* Runs fn(ctx, i) for every i in [0, n) (n <= 0: nothing, LT_OK). Returns

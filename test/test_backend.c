@@ -36,12 +36,12 @@ static lt_tensor *on(const lt_backend *b, const lt_tensor *t) {
 /* ---- the cases: one op on inputs x, y (4, 6) of one backend ------------------------ */
 
 enum { C_CAST, C_COPY, C_FILL, C_ARANGE, C_SCALE, C_ACC, C_UNARY, C_BINARY, C_SCALAR,
-       C_REDUCE, C_SOFTMAX, C_GATHER, C_EMBED, C_COUNT };
+       C_REDUCE, C_SOFTMAX, C_GATHER, C_EMBED, C_SCATTER, C_COUNT };
 static const int case_subs[C_COUNT] = {LT_DTYPE_COUNT, 1, 4, 1, 3, LT_REDOP_COUNT, LT_UNARY_COUNT,
-                                       LT_BINARY_COUNT, LT_BINARY_COUNT * 4, LT_REDUCE_COUNT * 3, 4, 3, 4};
+                                       LT_BINARY_COUNT, LT_BINARY_COUNT * 4, LT_REDUCE_COUNT * 3, 4, 3, 4, 8};
 static const char *const case_names[C_COUNT] = {"cast", "copy", "fill", "arange", "scale",
                                                 "accumulate", "unary", "binary", "binary_scalar",
-                                                "reduce", "softmax", "gather", "embedding"};
+                                                "reduce", "softmax", "gather", "embedding", "scatter"};
 #define N_VARIANTS 4
 
 /* Views of x and y for variant v: 0 as is, 1 transposed, 2 narrowed (4, 4)
@@ -126,6 +126,20 @@ static lt_status run_case(int c, int sub, int v, const lt_backend *b, const lt_t
         st = lt_embedding(vx, ib, sub == 2 ? 2 : 0, sub == 1 || sub == 2, out);
         lt_tensor_free(ib);
         lt_tensor_free(ih);
+        break;
+    }
+    case C_SCATTER: { /* a (2, 3) block of vy's values into a clone of x at index lists with
+                       * (sub >= 4) or without repeats; copy or accumulate sum/max/product */
+        static const lt_redop ops[4] = {LT_REDOP_SUM, LT_REDOP_SUM, LT_REDOP_MAX, LT_REDOP_PRODUCT};
+        int64_t r[2] = {3, 1}, cu[3] = {4, 0, 2}, cr[3] = {2, 0, 2};
+        int64_t *ix[2] = {r, sub >= 4 ? cr : cu};
+        lt_tensor *blk = NULL, *w = NULL;
+        LT_CHECK(lt_clone(x, &base));
+        LT_CHECK(lt_narrow(v == 3 ? y : vy, 0, 0, 2, &w)); /* variant 3's vy is 1-D */
+        LT_CHECK(lt_narrow(w, 1, 0, 3, &blk));
+        st = lt_scatter_index_sets(base, ix, blk, sub % 4 != 0, ops[sub % 4]);
+        lt_tensor_free(blk);
+        lt_tensor_free(w);
         break;
     }
     case C_UNARY: st = lt_unary((lt_unary_op)sub, vx, out); break;

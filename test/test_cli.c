@@ -198,6 +198,27 @@ static void test_shape_blamed(void **state) {
     }
 }
 
+/* --max-memory: a budget before the command, as LOCALTENSOR_MEMORY_LIMIT.
+ * The 8x8x8 redistribute of (16384, 4096) f32 needs its 256 MiB source and
+ * 512 MiB at its widest step: refused under 100M with exit 2; a size that
+ * is not one, or none, is a usage error. */
+static void test_max_memory(void **state) {
+    (void)state;
+    char err[4096];
+    const char *a[] = {"--max-memory", "100M", "redistribute", "--mesh", "8x8x8", "--shape", "16384,4096",
+                       "--from", "S(0),S(1),R", "--to", "R,S(0),S(1)", NULL};
+    assert_int_equal(run(a, err, sizeof err), 2);
+    if (!strstr(err, "needs 768.0 MiB for the shards of all 512 ranks, more than this machine's 100.0 MiB"))
+        fail_msg("%s", err);
+    const char *b[] = {"--max-memory=12X", "show", "--mesh", "2", "--shape", "4", "--placements", "R", NULL};
+    assert_int_equal(run(b, err, sizeof err), 2);
+    if (!strstr(err, "--max-memory: '12X' is not a size")) fail_msg("%s", err);
+    const char *c[] = {"--max-memory", NULL};
+    assert_int_equal(run(c, err, sizeof err), 2);
+    const char *d[] = {"--max-memory=1M", "show", "--mesh", "2", "--shape", "4", "--placements", "R", NULL};
+    assert_int_equal(run(d, err, sizeof err), 0);
+}
+
 /* --version prints the number tools/localtensor.pc.in carries. */
 static void test_version(void **state) {
     (void)state;
@@ -478,6 +499,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pytorch_spellings),
         cmocka_unit_test(test_shape_blamed),
         cmocka_unit_test(test_version),
+        cmocka_unit_test(test_max_memory),
         cmocka_unit_test(test_help_defines_terms),
         cmocka_unit_test(test_json_per_rank_bytes),
         cmocka_unit_test(test_numerics),

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 #include "localtensor/localtensor.h"
 #include "tools/cli/cli.h"
@@ -228,6 +230,51 @@ static void test_redistribute_cli_refuses_fast(void **state) {
     if (dt > 5) fail_msg("took %.1f s to refuse", dt);
 }
 
+/* The redistribute of the report, run for real in a child process whose
+ * address space is capped with setrlimit(RLIMIT_AS) at what it maps already
+ * plus 600 MiB: the source and the widest step need 256 + 512 MiB, so the
+ * CLI must refuse cleanly (exit 2, "needs ... left to this process
+ * (ulimit)") before allocating shards, never be killed. */
+static void test_redistribute_refused_under_rlimit(void **state) {
+    (void)state;
+    FILE *t = tmpfile();
+    assert_non_null(t);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        unsetenv("LOCALTENSOR_MEMORY_LIMIT");
+        long page = sysconf(_SC_PAGESIZE);
+        unsigned long long pages = 0;
+        FILE *f = fopen("/proc/self/statm", "r");
+        if (!f || fscanf(f, "%llu", &pages) != 1) _exit(90);
+        fclose(f);
+        struct rlimit rl;
+        rl.rlim_cur = rl.rlim_max = (rlim_t)(pages * (unsigned long long)page + (600ull << 20));
+        if (setrlimit(RLIMIT_AS, &rl)) _exit(91);
+        dup2(fileno(t), 1);
+        dup2(fileno(t), 2);
+        char *argv[] = {(char *)"redistribute", (char *)"--mesh", (char *)"8x8x8", (char *)"--shape",
+                        (char *)"16384,4096", (char *)"--from", (char *)"S(0),S(1),R", (char *)"--to",
+                        (char *)"R,S(0),S(1)", NULL};
+        int rc = lt_cli_redistribute(9, argv);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(rc);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    char *out = lt_test_slurp_fp(t);
+    fclose(t);
+    if (!WIFEXITED(status)) fail_msg("the child was killed by signal %d:\n%s", WTERMSIG(status), out);
+    if (WEXITSTATUS(status) != 2) fail_msg("exit %d, wanted 2:\n%s", WEXITSTATUS(status), out);
+    expect_text(out, "this redistribute (its source, then step ");
+    expect_text(out, "needs 768.0 MiB for the shards of all 512 ranks, more than this machine's ");
+    expect_text(out, "of memory left to this process (ulimit)");
+    free(out);
+}
+
 /* A real run, small: (64, 64) f32 (16 KiB) on 2x2 from [S(0), S(1)] to
  * [R, R] takes two all_gathers; every state holds the 16 KiB once (replicas
  * share a buffer). The second step holds its input, what it received and
@@ -399,6 +446,7 @@ int main(void) {
         cmocka_unit_test(test_empty_huge_cli),
         cmocka_unit_test(test_redistribute_estimate),
         cmocka_unit_test(test_redistribute_cli_refuses_fast),
+        cmocka_unit_test(test_redistribute_refused_under_rlimit),
         cmocka_unit_test(test_redistribute_refused_before_running),
         cmocka_unit_test(test_show_refused),
         cmocka_unit_test(test_json_document_refused),

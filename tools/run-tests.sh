@@ -40,8 +40,12 @@ if [ $vg -eq 0 ] && [ -x "$build/localtensor" ] && [ -d scenarios ] && ls scenar
     fail=$((fail+1)); failed+=("scenarios"); echo "FAIL  scenarios"; tail -40 "$build/scenarios.log"
   fi
   # the same library through the CUDA kernel code (kernels/cuda/kern.h):
-  # on the host (cuda-emu) always, on the device when there is one
+  # on the host (cuda-emu) always, on the device when there is one;
+  # LT_TEST_BACKENDS (default "cuda-emu cuda") narrows the list
   for be in cuda-emu cuda; do
+    if [[ " ${LT_TEST_BACKENDS-cuda-emu cuda} " != *" $be "* ]]; then
+      skip=$((skip+1)); echo "skip  scenarios on $be: not in LT_TEST_BACKENDS"; continue
+    fi
     if ! why=$("$build/localtensor" --backend $be --version 2>&1 >/dev/null); then
       skip=$((skip+1)); echo "skip  scenarios on $be: ${why#localtensor: --backend $be: }"; continue
     fi

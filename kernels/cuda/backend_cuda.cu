@@ -75,7 +75,7 @@ static lt_status cuda_with_lists(void *ctx, const lt__kargs *a) {
 static lt_status cuda_launch(void *ctx, const lt__kargs *a) {
     if (a->n == 0) return LT_OK;
     if (a->kernel == LT__K_GATHER || a->kernel == LT__K_INIT || a->kernel == LT__K_DROPOUT ||
-        a->kernel == LT__K_COLL_REDUCE)
+        a->kernel == LT__K_COLL_REDUCE || a->kernel == LT__K_SCATTER)
         return cuda_with_lists(ctx, a);
     unsigned nb = (unsigned)lt__k_blocks(a->n);
     switch (a->kernel) {
@@ -83,6 +83,7 @@ static lt_status cuda_launch(void *ctx, const lt__kargs *a) {
     case -LT__K_INIT - 1: lt__kgrid<lt__k_init><<<nb, LT__KTHREADS>>>(*a); break;
     case -LT__K_DROPOUT - 1: lt__kgrid<lt__k_dropout><<<nb, LT__KTHREADS>>>(*a); break;
     case -LT__K_COLL_REDUCE - 1: lt__kgrid<lt__k_coll_reduce><<<nb, LT__KTHREADS>>>(*a); break;
+    case -LT__K_SCATTER - 1: lt__kgrid<lt__k_scatter><<<nb, LT__KTHREADS>>>(*a); break;
     case LT__K_REDUCE: lt__kgrid<lt__k_reduce><<<nb, LT__KTHREADS>>>(*a); break;
     case LT__K_SOFTMAX: lt__kgrid<lt__k_softmax><<<nb, LT__KTHREADS>>>(*a); break;
     case LT__K_EMBED: lt__kgrid<lt__k_embed><<<nb, LT__KTHREADS>>>(*a); break;

@@ -60,6 +60,8 @@ typedef enum {
     LT__K_INIT,        /* op[0] = initialiser op (LT__KINIT_*) at the global index; seed p0 */
     LT__K_DROPOUT,     /* op[0] = uniform >= s ? op[1] * alpha : 0, at the global index; seed p0 */
     LT__K_COLL_REDUCE, /* op[0] (2-D launch) = redop over srcs[0..nsrc) at p0 + strides o[1].st */
+    LT__K_SCATTER,     /* op[0] at the index lists ix[] = (rev: op[0] redop) dense op[1]; lists
+                        * without repeats (one thread per target element) */
     LT__K_COUNT
 } lt__kernel;
 
@@ -369,34 +371,37 @@ LT_HD void lt__k_scale(const lt__kargs *a, int64_t i) {
     lt__k_store_f64(dt, p[0], lt__k_load_f64(dt, p[0]) * a->s);
 }
 
-LT_HD void lt__k_accumulate(const lt__kargs *a, int64_t i) {
-    char *p[3];
-    lt__k_addr(a, 2, i, p);
-    int dt = a->o[0].dt;
+/* *d = *d op *s for one element of dt (lt__accumulate_run's semantics). */
+LT_HD void lt__k_acc_elem(int dt, int op, char *d, const char *s) {
     switch (dt) {
     case LT_F64: {
         double x, y;
-        memcpy(&x, p[0], 8);
-        memcpy(&y, p[1], 8);
-        x = lt__k_red_f64(a->op, x, y);
-        memcpy(p[0], &x, 8);
+        memcpy(&x, d, 8);
+        memcpy(&y, s, 8);
+        x = lt__k_red_f64(op, x, y);
+        memcpy(d, &x, 8);
         return;
     }
     case LT_F32: case LT_BF16: case LT_F16:
-        lt__k_store_f32(dt, p[0], lt__k_red_f32(a->op, lt__k_load_f32(dt, p[0]), lt__k_load_f32(dt, p[1])));
+        lt__k_store_f32(dt, d, lt__k_red_f32(op, lt__k_load_f32(dt, d), lt__k_load_f32(dt, s)));
         return;
     case LT_I32: case LT_I64:
-        lt__k_store_i64(dt, p[0], lt__k_red_i64(a->op, lt__k_load_i64(dt, p[0]), lt__k_load_i64(dt, p[1]),
-                                                dt == LT_I32));
+        lt__k_store_i64(dt, d, lt__k_red_i64(op, lt__k_load_i64(dt, d), lt__k_load_i64(dt, s), dt == LT_I32));
         return;
     case LT_BOOL: {
-        uint8_t x = *(uint8_t *)p[0], y = *(uint8_t *)p[1];
-        int both = a->op == LT_REDOP_PRODUCT || a->op == LT_REDOP_MIN;
-        *(uint8_t *)p[0] = (uint8_t)(both ? (x && y) : (x || y));
+        uint8_t x = *(uint8_t *)d, y = *(const uint8_t *)s;
+        int both = op == LT_REDOP_PRODUCT || op == LT_REDOP_MIN;
+        *(uint8_t *)d = (uint8_t)(both ? (x && y) : (x || y));
         return;
     }
     default: return;
     }
+}
+
+LT_HD void lt__k_accumulate(const lt__kargs *a, int64_t i) {
+    char *p[3];
+    lt__k_addr(a, 2, i, p);
+    lt__k_acc_elem(a->o[0].dt, a->op, p[0], p[1]);
 }
 
 LT_HD void lt__k_unary(const lt__kargs *a, int64_t i) {
@@ -518,6 +523,20 @@ LT_HD void lt__k_gather(const lt__kargs *a, int64_t i) {
         off += (a->ix[d] ? a->ix[d][x] : x) * a->o[1].st[d];
     }
     memcpy(a->o[0].p + i * es, a->o[1].p + off * es, (size_t)es);
+}
+
+LT_HD void lt__k_scatter(const lt__kargs *a, int64_t i) {
+    int es = lt__k_size(a->o[0].dt);
+    int64_t off = 0, rest = i;
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        int64_t x = rest % a->shape[d];
+        rest /= a->shape[d];
+        off += (a->ix[d] ? a->ix[d][x] : x) * a->o[0].st[d];
+    }
+    char *t = a->o[0].p + off * es;
+    const char *s = a->o[1].p + i * es;
+    if (a->rev) lt__k_acc_elem(a->o[0].dt, a->op, t, s);
+    else memcpy(t, s, (size_t)es);
 }
 
 LT_HD void lt__k_embed(const lt__kargs *a, int64_t i) {

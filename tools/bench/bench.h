@@ -55,5 +55,6 @@ void lt_bench_program(lt_bench *b);        /* tools/bench/bench_program.c */
 void lt_bench_scenario(lt_bench *b);       /* tools/bench/bench_scenario.c */
 void lt_bench_numerics(lt_bench *b);       /* tools/bench/bench_numerics.c */
 void lt_bench_backend(lt_bench *b);        /* tools/bench/bench_backend.c */
+void lt_bench_scale(lt_bench *b);          /* tools/bench/bench_scale.c */
 
 #endif
