@@ -139,5 +139,13 @@ LT_API lt_status lt_redistribute_ranks(const lt_spec *src, const lt_init *init, 
  * bytes sent and received equal the collectives' (localtensor/plan_trace.c).
  * LT_NOMEM; LT_INVALID when the trace's world is not the mesh's. */
 LT_API lt_status lt_plan_trace(const lt_plan *p, lt_trace *trace);
+/* The same for one collective called directly on the shards of a tensor of
+ * checked spec `spec` (borrowed): the event lt_<coll> along mesh_dim would
+ * record with these arguments (op, root, dim, concat_dim as the trace keeps
+ * them, -1 where they do not apply; rule NULL: chunk; perm for permute). The
+ * arguments are assumed valid (the caller ran the collective on a group).
+ * LT_NOMEM; LT_INVALID for a mesh dim out of range. */
+LT_API lt_status lt_coll_trace_paper(lt_trace *trace, const lt_spec *spec, lt_coll coll, int mesh_dim, int op, int root,
+                                     int dim, int concat_dim, const lt_split_rule *rule, const int *perm);
 
 #endif

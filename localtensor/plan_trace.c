@@ -70,68 +70,118 @@ static void paper(lt_tensor *t, lt_dtype dt, int ndim, const int64_t *shape) {
     memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
 }
 
-lt_status lt_plan_trace(const lt_plan *p, lt_trace *trace) {
-    const lt_mesh *mesh = &p->mesh;
-    int W = mesh->world, nd = p->ndim > 0 ? p->ndim : 1, nmax = 1;
+/* Scratch for the events of one mesh: world-length pointer tables and one
+ * group's stand-ins. */
+typedef struct paper_scratch {
+    int64_t *shapes;              /* (W, nd) local shapes of the state */
+    lt_tensor **in, **out;        /* (W) */
+    lt_tensor *pin, *pout;        /* (nmax) */
+    int64_t *sizes;               /* (nmax, nmax) split sizes */
+    int *grp;                     /* (nmax) */
+    int nd;
+} paper_scratch;
+
+static void scratch_free(paper_scratch *x) {
+    lt__free(x->shapes);
+    lt__free(x->in);
+    lt__free(x->out);
+    lt__free(x->pin);
+    lt__free(x->pout);
+    lt__free(x->sizes);
+    lt__free(x->grp);
+}
+
+static lt_status scratch_new(const lt_mesh *mesh, int ndim, paper_scratch *x) {
+    int W = mesh->world, nmax = 1;
+    memset(x, 0, sizeof *x);
+    x->nd = ndim > 0 ? ndim : 1;
     for (int i = 0; i < mesh->ndim; i++)
         if (mesh->shape[i] > nmax) nmax = mesh->shape[i];
-    int64_t *shapes = lt__malloc(sizeof(int64_t) * (size_t)W * (size_t)nd);   /* (W, nd) local shapes */
-    lt_tensor **in = lt__calloc((size_t)W, sizeof *in), **out = lt__calloc((size_t)W, sizeof *out);
-    lt_tensor *pin = lt__calloc((size_t)nmax, sizeof *pin), *pout = lt__calloc((size_t)nmax, sizeof *pout);
-    int64_t *sizes = lt__malloc(sizeof(int64_t) * (size_t)nmax * (size_t)nmax);   /* (n, n) split sizes */
-    int *grp = lt__malloc(sizeof(int) * (size_t)nmax);
-    lt_status st = shapes && in && out && pin && pout && sizes && grp ? LT_OK : lt__err(LT_NOMEM, "out of memory");
+    x->shapes = lt__malloc(sizeof(int64_t) * (size_t)W * (size_t)x->nd);
+    x->in = lt__calloc((size_t)W, sizeof *x->in);
+    x->out = lt__calloc((size_t)W, sizeof *x->out);
+    x->pin = lt__calloc((size_t)nmax, sizeof *x->pin);
+    x->pout = lt__calloc((size_t)nmax, sizeof *x->pout);
+    x->sizes = lt__malloc(sizeof(int64_t) * (size_t)nmax * (size_t)nmax);
+    x->grp = lt__malloc(sizeof(int) * (size_t)nmax);
+    if (x->shapes && x->in && x->out && x->pin && x->pout && x->sizes && x->grp) return LT_OK;
+    scratch_free(x);
+    return lt__err(LT_NOMEM, "out of memory");
+}
+
+/* One event: call c along mesh dim i on members holding x->shapes. */
+static lt_status paper_event(lt_trace *trace, const lt_mesh *mesh, lt_dtype dt, int ndim, const paper_call *c, int i,
+                             paper_scratch *x) {
+    int W = mesh->world, n = mesh->shape[i], ng = lt_mesh_ngroups(mesh, i);
+    size_t *sent, *recv;
+    lt_status st = lt__trace_reserve(trace);
+    if (st) return st;
+    if (!lt__trace_record(trace, c->coll, i, ng, n, dt, &sent, &recv)) return LT_OK;   /* disabled */
+    lt_trace_event ev;
+    if (lt_trace_get(trace, lt_trace_count(trace) - 1, &ev) || ev.world != W)
+        return lt__err(LT_INVALID, "paper trace: the trace is for %d ranks but the mesh has %d", ev.world, W);
+    for (int g = 0; g < ng && !st; g++) {
+        lt_mesh_group(mesh, i, g, x->grp);
+        for (int j = 0; j < n; j++) {
+            paper(&x->pin[j], dt, ndim, x->shapes + (size_t)x->grp[j] * (size_t)x->nd);
+            x->pout[j] = x->pin[j];
+            x->in[x->grp[j]] = &x->pin[j];
+            x->out[x->grp[j]] = &x->pout[j];
+        }
+        /* what a member receives, where the byte model reads it: its piece */
+        if (c->rule) {
+            for (int j = 0; j < n && !st; j++) {
+                const lt_tensor *t = c->coll == LT_COLL_SCATTER ? &x->pin[c->root] : &x->pin[j];
+                st = lt_split_sizes(c->rule, t->shape[c->dim], n, x->sizes + (size_t)j * (size_t)n);
+            }
+            for (int j = 0; j < n && !st; j++) {
+                if (c->coll == LT_COLL_ALL_TO_ALL) continue;
+                x->pout[j].shape[c->dim] = x->sizes[(size_t)j * (size_t)n + (size_t)j];   /* piece j of its own (or the root's) */
+            }
+        }
+        if (!st)
+            lt__trace_group_bytes(trace, c->coll, n, x->grp, x->in, x->out, c->root, c->dim,
+                                  c->coll == LT_COLL_ALL_TO_ALL ? x->sizes : NULL, c->perm);
+        for (int j = 0; j < n; j++) x->in[x->grp[j]] = x->out[x->grp[j]] = NULL;
+    }
+    lt__trace_set_args(trace, c->op, c->root, c->dim, c->cdim);
+    lt__trace_commit(trace);
+    return st;
+}
+
+lt_status lt_plan_trace(const lt_plan *p, lt_trace *trace) {
+    const lt_mesh *mesh = &p->mesh;
+    paper_scratch x;
+    LT_TRY(scratch_new(mesh, p->ndim, &x));
+    lt_status st = LT_OK;
     for (int s = 0; s < p->nsteps && !st; s++) {
         paper_call c;
         if (!step_call(p, s, &c)) continue;
         const lt_placement *before = p->states_ + (size_t)s * (size_t)mesh->ndim;
-        if (lt__layout_shapes(mesh, p->ndim, p->shape, before, shapes)) {
+        if (lt__layout_shapes(mesh, p->ndim, p->shape, before, x.shapes)) {
             st = lt__err(LT_INVALID, "internal: step %d's layout is not computable", s + 1);
             break;
         }
-        int i = p->steps[s].mesh_dim, n = mesh->shape[i], ng = lt_mesh_ngroups(mesh, i);
-        size_t *sent, *recv;
-        st = lt__trace_reserve(trace);
-        if (st) break;
-        if (!lt__trace_record(trace, c.coll, i, ng, n, p->dtype, &sent, &recv)) continue;   /* disabled */
-        lt_trace_event ev;
-        if (lt_trace_get(trace, lt_trace_count(trace) - 1, &ev) || ev.world != W) {
-            st = lt__err(LT_INVALID, "plan trace: the trace is for %d ranks but the mesh has %d", ev.world, W);
-            break;
-        }
-        for (int g = 0; g < ng && !st; g++) {
-            lt_mesh_group(mesh, i, g, grp);
-            for (int j = 0; j < n; j++) {
-                paper(&pin[j], p->dtype, p->ndim, shapes + (size_t)grp[j] * (size_t)nd);
-                pout[j] = pin[j];
-                in[grp[j]] = &pin[j];
-                out[grp[j]] = &pout[j];
-            }
-            /* what a member receives, where the byte model reads it: its piece */
-            if (c.rule) {
-                for (int j = 0; j < n && !st; j++) {
-                    const lt_tensor *x = c.coll == LT_COLL_SCATTER ? &pin[c.root] : &pin[j];
-                    st = lt_split_sizes(c.rule, x->shape[c.dim], n, sizes + (size_t)j * (size_t)n);
-                }
-                for (int j = 0; j < n && !st; j++) {
-                    if (c.coll == LT_COLL_ALL_TO_ALL) continue;
-                    pout[j].shape[c.dim] = sizes[(size_t)j * (size_t)n + (size_t)j];   /* piece j of its own (or the root's) */
-                }
-            }
-            if (!st)
-                lt__trace_group_bytes(trace, c.coll, n, grp, in, out, c.root, c.dim, c.coll == LT_COLL_ALL_TO_ALL ? sizes : NULL,
-                                      c.perm);
-            for (int j = 0; j < n; j++) in[grp[j]] = out[grp[j]] = NULL;
-        }
-        lt__trace_set_args(trace, c.op, c.root, c.dim, c.cdim);
-        lt__trace_commit(trace);
+        st = paper_event(trace, mesh, p->dtype, p->ndim, &c, p->steps[s].mesh_dim, &x);
     }
-    lt__free(shapes);
-    lt__free(in);
-    lt__free(out);
-    lt__free(pin);
-    lt__free(pout);
-    lt__free(sizes);
-    lt__free(grp);
+    scratch_free(&x);
+    return st;
+}
+
+lt_status lt_coll_trace_paper(lt_trace *trace, const lt_spec *spec, lt_coll coll, int mesh_dim, int op, int root,
+                              int dim, int concat_dim, const lt_split_rule *rule, const int *perm) {
+    const lt_mesh *mesh = spec->mesh;
+    lt_split_rule chunk = lt_split_chunk();   /* the collectives' default split */
+    paper_call c = {coll, op, root, dim, concat_dim, NULL, perm};
+    if (coll == LT_COLL_REDUCE_SCATTER || coll == LT_COLL_SCATTER || coll == LT_COLL_ALL_TO_ALL) c.rule = rule ? rule : &chunk;
+    if (mesh_dim < 0 || mesh_dim >= mesh->ndim)
+        return lt__err(LT_INVALID, "paper trace: mesh dim %d is out of range (the mesh has %d)", mesh_dim, mesh->ndim);
+    paper_scratch x;
+    LT_TRY(scratch_new(mesh, spec->ndim, &x));
+    lt_status st = LT_OK;
+    if (lt__layout_shapes(mesh, spec->ndim, spec->shape, spec->placements, x.shapes))
+        st = lt__err(LT_INVALID, "internal: the layout is not computable");
+    if (!st) st = paper_event(trace, mesh, spec->dtype, spec->ndim, &c, mesh_dim, &x);
+    scratch_free(&x);
     return st;
 }

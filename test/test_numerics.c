@@ -226,6 +226,28 @@ static void test_sample_equals_full(void **state) {
     assert_true(s.refused > 0);
 }
 
+/* The target's transition at a size where full mode fits: a 16x16 mesh (256
+ * ranks), (256, 256) f32, [S(0),S(1)] -> [S(1),S(0)], sample:8 and an uneven
+ * (250, 260) random variant: same plan, same trace, same bits. */
+static void test_target_transition(void **state) {
+    (void)state;
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("16x16", &m));
+    lt_placement sp[2], dp[2];
+    int np;
+    LT_CHECK(lt_placements_parse("S(0),S(1)", sp, 2, &np));
+    LT_CHECK(lt_placements_parse("S(1),S(0)", dp, 2, &np));
+    int64_t shapes[2][2] = {{256, 256}, {250, 260}};
+    lt_init inits[2] = {{LT_INIT_ARANGE, 0}, {LT_INIT_RANDOM, 5}};
+    stats s = {0};
+    for (int i = 0; i < 2; i++) {
+        check_pair(&m, LT_F32, 2, shapes[i], &inits[i], sp, dp, LT_PLANNER_MIN_COST, 8, &s);
+        check_pair(&m, LT_F32, 2, shapes[i], &inits[i], sp, dp, LT_PLANNER_GREEDY, 8, &s);
+    }
+    assert_int_equal(s.run, 4);
+    assert_int_equal(s.ranks, 32);
+}
+
 /* Chains: init -> mid -> dst in full mode against the sampled chain (the
  * second redistribute starts from the first's source description), for
  * every triple over a placement set with every Partial op on a 2x2 mesh. */
@@ -316,6 +338,7 @@ int main(void) {
         cmocka_unit_test(test_init_ranks),
         cmocka_unit_test(test_sample_equals_full),
         cmocka_unit_test(test_chain),
+        cmocka_unit_test(test_target_transition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

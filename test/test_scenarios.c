@@ -919,6 +919,16 @@ static void test_numerics_modes(void **state) {
         free(out);
         free(err);
     }
+    /* collectives called directly: the file's own sample:2, full, and sample:64 agree */
+    const char *coll_modes[] = {"--numerics=sample:2", "--numerics=full", "--numerics=sample:64"};
+    for (int m = 0; m < 3; m++) {
+        const char *args[] = {coll_modes[m], "scenarios/numerics/collectives.yaml"};
+        int rc = run_cli(args, 2, &out, &err);
+        last_line(out, last, sizeof last);
+        if (rc != 0 || strcmp(last, "5 passed, 0 failed, 0 errors")) fail_msg("%s: exit %d\n%s%s", coll_modes[m], rc, out, err);
+        free(out);
+        free(err);
+    }
     char json[600];
     tmp_path(json, sizeof json, "numerics.json");
     const char *ja[] = {"--json", json, "-k", "sample_chain", "scenarios/numerics/sampled.yaml"};

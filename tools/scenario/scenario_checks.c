@@ -252,6 +252,8 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
         memset(cur, 0, sizeof *cur);
         lt_tensor paper;   /* an absent rank (numerics sample/none): its layout stands in */
         const lt_tensor *t = shards[r];
+        int asks = (d->vals && d->vals[r].kind) || (d->shapes && d->shapes[r].has) || (d->offsets && d->offsets[r].has);
+        if (!t && !asks) continue;   /* absent, and nothing asked of it */
         if (!t && d->vals && d->vals[r].kind) {
             char rs[256] = "";
             if (rc->nranks > 0) lt_numerics_ranks_str(rc->ranks, rc->nranks, 8, rs, sizeof rs);
@@ -260,7 +262,9 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
                                           rc->nranks > 0 ? " have values" : "");
         }
         if (!t) {
-            if (v->kind != SC_DTENSOR) return lt__err(LT_INVALID, "expect_local of '%s': rank %d holds no shard", d->tensor, r);
+            if (v->kind != SC_DTENSOR)   /* a LocalTensor has no layout to stand in */
+                return lt__sc_numerics_refuse(rc, "expect_local of rank %d's shard of LocalTensor '%s' (rank %d is not sampled)",
+                                              r, d->tensor, r);
             memset(&paper, 0, sizeof paper);
             paper.dtype = v->dt->dtype;
             paper.ndim = v->dt->ndim;

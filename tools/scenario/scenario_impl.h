@@ -517,6 +517,14 @@ const char *lt__sc_numerics_name(const sc_run_ctx *rc);
  * these modes) with placements pl[np] into `as`: the sampled ranks' shards. */
 lt_status lt__sc_sampled_distribute(sc_run_ctx *rc, const char *tensor, const lt_placement *pl, int np,
                                     const char *as);
+/* A collective called directly (`collective` step) on sampled DTensor
+ * `tensor`: for every group holding a sampled rank, its members' inputs are
+ * produced on demand and the collective runs on that group alone; the
+ * sampled ranks' results become LocalTensor `as` (the others absent), and
+ * the scenario's comm trace gets the event a full run records. */
+lt_status lt__sc_sampled_collective(sc_run_ctx *rc, lt_coll kind, const char *tensor, int md, lt_redop op, int dim,
+                                    int cdim, int root, const lt_split_rule *rule, const int *perm, const char *as,
+                                    const char *origin);
 /* Stores a sampled DTensor (takes dt) with its values' source g as `as`. */
 lt_status lt__sc_sampled_put(sc_run_ctx *rc, const char *as, lt_dtensor *dt, const lt_sample_src *g,
                              const char *origin);

@@ -19,8 +19,9 @@
 #include "tools/scenario/scenario_impl.h"
 
 /* The steps that run in sample and none modes. */
-static const char *const sampled_steps[] = {"distribute", "redistribute", "show", "mark_comm", "expect_local",
-                                            "expect_full", "expect_plan", "expect_comm", "expect_error", NULL};
+static const char *const sampled_steps[] = {"distribute", "redistribute", "collective", "show", "mark_comm",
+                                            "expect_local", "expect_full", "expect_plan", "expect_comm",
+                                            "expect_error", NULL};
 
 const char *lt__sc_numerics_name(const sc_run_ctx *rc) {
     static _Thread_local char buf[32];
@@ -69,8 +70,8 @@ lt_status lt__sc_numerics_gate(sc_run_ctx *rc, const sc_step *st) {
         if (!strcmp(sampled_steps[i], st->type->name)) return LT_OK;
     return lt__sc_numerics_refuse(rc,
                                   "'%s' (it needs values of ranks that are not computed; these modes run distribute, "
-                                  "redistribute, show, mark_comm, expect_local, expect_full, expect_plan, expect_comm and "
-                                  "expect_error)",
+                                  "redistribute, collective, show, mark_comm, expect_local, expect_full, expect_plan, "
+                                  "expect_comm and expect_error)",
                                   st->type->name);
 }
 
@@ -103,4 +104,94 @@ lt_status lt__sc_sampled_distribute(sc_run_ctx *rc, const char *tensor, const lt
     LT_TRY(lt_sample_src_init(&g, &t->init, &spec));
     LT_TRY(lt_dtensor_sample(&spec, &g, rc->ranks, rc->nranks, &dt));
     return lt__sc_sampled_put(rc, as, dt, &g, NULL);
+}
+
+/* The collective on a group's members, in a 1-D communicator of the group's
+ * size (its member j is the group's member j): what the call along mesh dim
+ * md does to that group. in/out: (n). */
+static lt_status group_call(lt_comm *c, lt_coll kind, lt_tensor *const *in, lt_redop op, int dim, int cdim, int root,
+                            const lt_split_rule *rule, const int *perm, lt_tensor **out) {
+    switch (kind) {
+    case LT_COLL_ALL_GATHER: return lt_all_gather(c, 0, in, dim, out);
+    case LT_COLL_ALL_REDUCE: return lt_all_reduce(c, 0, in, op, out);
+    case LT_COLL_REDUCE_SCATTER: return lt_reduce_scatter(c, 0, in, op, dim, rule, out);
+    case LT_COLL_ALL_TO_ALL: return lt_all_to_all(c, 0, in, dim, cdim, rule, out);
+    case LT_COLL_BROADCAST: return lt_broadcast(c, 0, in, root, out);
+    case LT_COLL_SCATTER: return lt_scatter(c, 0, in, root, dim, rule, out);
+    case LT_COLL_GATHER: return lt_gather(c, 0, in, root, dim, out);
+    case LT_COLL_REDUCE: return lt_reduce_ranks(c, 0, in, root, op, out);
+    case LT_COLL_PERMUTE: return lt_permute_ranks(c, 0, in, perm, out);
+    default: return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s", lt_coll_name(kind));
+    }
+}
+
+lt_status lt__sc_sampled_collective(sc_run_ctx *rc, lt_coll kind, const char *tensor, int md, lt_redop op, int dim,
+                                    int cdim, int root, const lt_split_rule *rule, const int *perm, const char *as,
+                                    const char *origin) {
+    const lt_mesh *mesh = &rc->c->mesh;
+    sc_value *v = lt__sc_value(rc, tensor);
+    if (v->kind != SC_DTENSOR || !v->sampled)
+        return lt__sc_numerics_refuse(rc, "a collective on '%s', which is not a distributed tensor of this mode", tensor);
+    if (md < 0 || md >= mesh->ndim) return lt__err(LT_INVALID, "mesh dim %d is out of range (the mesh has %d)", md, mesh->ndim);
+    int n = mesh->shape[md];
+    char ms[16];
+    snprintf(ms, sizeof ms, "%d", n);
+    lt_mesh m1;
+    lt_comm *c1 = NULL;
+    lt_local *l = NULL;
+    int *grp = lt__malloc(sizeof(int) * (size_t)n), *done = NULL;
+    lt_tensor **in = lt__calloc((size_t)n, sizeof *in), **out = lt__calloc((size_t)n, sizeof *out);
+    lt_status s = grp && in && out ? LT_OK : lt__err(LT_NOMEM, "out of memory");
+    if (!s) s = lt_mesh_parse(ms, &m1);
+    if (!s) s = lt_comm_new(&m1, &c1);
+    if (!s) s = lt_local_new(mesh, &l);
+    if (!s && !(done = lt__calloc((size_t)lt_mesh_ngroups(mesh, md), sizeof *done))) s = lt__err(LT_NOMEM, "out of memory");
+    /* each group holding a sampled rank: every member's input on demand, the
+     * collective, the sampled members' results */
+    for (int i = 0; i < rc->nranks && !s; i++) {
+        int pos, g = lt_mesh_group_of(mesh, md, rc->ranks[i], &pos);
+        if (done[g]) continue;
+        done[g] = 1;
+        lt_mesh_group(mesh, md, g, grp);   /* ascending global ranks */
+        lt_dtensor *members = NULL;
+        s = lt_dtensor_sample(lt_dtensor_spec(v->dt), &v->gen, grp, n, &members);
+        for (int j = 0; j < n && !s; j++) in[j] = members->local->shards[grp[j]];
+        if (!s) s = group_call(c1, kind, in, op, dim, cdim, root, rule, perm, out);
+        for (int j = 0; j < n; j++) {
+            int keep = 0;
+            for (int k = 0; k < rc->nranks && !s; k++) keep |= rc->ranks[k] == grp[j];
+            if (keep && !s) l->shards[grp[j]] = out[j];
+            else lt_tensor_free(out[j]);
+            out[j] = NULL;
+        }
+        lt_dtensor_free(members);
+    }
+    /* what a full run records: every group's bytes, from layout math */
+    if (!s && rc->nranks == 0) { /* none: the arguments are still checked, on group 0 */
+        lt_mesh_group(mesh, md, 0, grp);
+        lt_dtensor *members = NULL;
+        lt_spec sp = *lt_dtensor_spec(v->dt);
+        s = lt_dtensor_sample(&sp, &v->gen, grp, n, &members);
+        for (int j = 0; j < n && !s; j++) in[j] = members->local->shards[grp[j]];
+        if (!s) s = group_call(c1, kind, in, op, dim, cdim, root, rule, perm, out);
+        for (int j = 0; j < n; j++) lt_tensor_free(out[j]), out[j] = NULL;
+        lt_dtensor_free(members);
+    }
+    int rs = kind == LT_COLL_REDUCE_SCATTER || kind == LT_COLL_SCATTER || kind == LT_COLL_ALL_TO_ALL ||
+             kind == LT_COLL_ALL_GATHER || kind == LT_COLL_GATHER;
+    int reduces = kind == LT_COLL_ALL_REDUCE || kind == LT_COLL_REDUCE_SCATTER || kind == LT_COLL_REDUCE;
+    int rooted = kind == LT_COLL_BROADCAST || kind == LT_COLL_SCATTER || kind == LT_COLL_GATHER || kind == LT_COLL_REDUCE;
+    if (!s)
+        s = lt_coll_trace_paper(lt_comm_trace(rc->comm), lt_dtensor_spec(v->dt), kind, md, reduces ? (int)op : -1,
+                                rooted ? root : -1, rs ? dim : -1, kind == LT_COLL_ALL_TO_ALL ? cdim : -1, rule, perm);
+    lt_comm_free(c1);
+    lt__free(grp);
+    lt__free(done);
+    lt__free(in);
+    lt__free(out);
+    if (s) {
+        lt_local_free(l);
+        return s;
+    }
+    return lt__sc_put_local(rc, as, l, origin);
 }

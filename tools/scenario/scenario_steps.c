@@ -514,6 +514,21 @@ lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
     /* per-rank programs: collectives on LocalTensors (and any limited to some
      * ranks, and barriers) are matched rank by rank (scenario_spmd.c) */
     int is_local = d->tensor && lt__sc_value(rc, d->tensor)->kind == SC_LOCAL;
+    if (rc->nranks >= 0 && d->kind != LT_COLL_BARRIER) { /* numerics sample/none */
+        if (st->mask || is_local)
+            return lt__sc_numerics_refuse(rc, "a per-rank collective (on a LocalTensor, or limited to some ranks)");
+        if (d->kind == LT_COLL_PERMUTE && (d->mesh_dim < 0 || d->mesh_dim >= mesh->ndim || d->nperm != mesh->shape[d->mesh_dim]))
+            return lt__err_in(LT_INVALID, "collective", " %s along mesh dim %d of '%s': perm has %d entries; mesh dim %d has %d members",
+                              lt_coll_name(d->kind), d->mesh_dim, d->tensor, d->nperm, d->mesh_dim,
+                              d->mesh_dim >= 0 && d->mesh_dim < mesh->ndim ? mesh->shape[d->mesh_dim] : 0);
+        char where[128], origin[256];
+        snprintf(origin, sizeof origin, "collective %s at %s", lt_coll_name(d->kind), pos_str(st, where, sizeof where));
+        lt_status s = lt__sc_sampled_collective(rc, d->kind, d->tensor, d->mesh_dim, d->op, d->dim, d->concat_dim, d->root,
+                                                d->has_rule ? &d->rule : NULL, d->perm, d->as, origin);
+        if (s && !rc->refused)
+            return lt__err_ctx_in(s, "collective", " %s along mesh dim %d of '%s'", lt_coll_name(d->kind), d->mesh_dim, d->tensor);
+        return s;
+    }
     if (d->kind != LT_COLL_PERMUTE && (st->mask || is_local || d->kind == LT_COLL_BARRIER || lt__sc_any_blocked(rc)))
         return lt__sc_run_matched(rc, st, d->kind, d->tensor, d->mesh_dim, (int)d->op, d->dim, d->concat_dim, d->root,
                                   d->has_rule ? &d->rule : NULL, d->as);
