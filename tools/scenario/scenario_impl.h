@@ -236,6 +236,7 @@ typedef struct sc_case {
     const char *name;         /* scenario name, plus "[var=value,...]" in a sweep */
     sc_pos pos;
     lt_mesh mesh;
+    const char *backend;      /* `backend:` (checked at load); NULL: the process default */
     int ntensors;
     sc_tensor_decl *tensors;
     int nsteps;
