@@ -253,6 +253,7 @@ typedef struct sc_case {
                                * lt__sc_case_build when it runs (NULL: parsed at load) */
     sc_pos pos;
     lt_mesh mesh;
+    const char *backend;      /* `backend:` (checked at load); NULL: the process default */
     int ntensors;
     sc_tensor_decl *tensors;
     int nsteps;

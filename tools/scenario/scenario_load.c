@@ -9,6 +9,7 @@
  * variables substituted, parsed like any scenario.
  */
 #include "kernels/alloc.h"
+#include "kernels/backend.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,7 +290,7 @@ static lt_status parse_tensor(sc_parse_ctx *pc, const sc_node *key, const sc_nod
 
 /* ---- one case ---------------------------------------------------------------------- */
 
-static const char *const scenario_keys[] = {"name", "description", "mesh", "tensors", "steps", "sweep", "numerics", NULL};
+static const char *const scenario_keys[] = {"name", "description", "mesh", "backend", "tensors", "steps", "sweep", "numerics", NULL};
 
 /* Parses mesh, tensors and steps of a scenario map (variables already
  * substituted); sweep_mesh stands in for a missing `mesh`. */
@@ -304,6 +305,13 @@ static lt_status parse_case(sc_arena *a, const sc_node *map, const sc_node *swee
         LT_TRY(lt__sc_str(nm, "numerics", &s));
         lt_status ns = lt_numerics_parse(s, &c->numerics);
         if (ns) return lt__sc_err_at(nm, ns);
+    }
+    const sc_node *bn = lt__sc_get(map, "backend");
+    if (bn) { /* where the case's tensors live: a name kernels/backend.h knows, usable here */
+        const lt_backend *b;
+        LT_TRY(lt__sc_str(bn, "backend", &c->backend));
+        lt_status bst = lt_backend_by_name(c->backend, &b);
+        if (bst) return lt__sc_err_at(bn, lt__err_ctx(bst, "backend"));
     }
     sc_parse_ctx pc;
     memset(&pc, 0, sizeof pc);

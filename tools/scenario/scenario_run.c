@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels/backend.h"
 #include "localtensor/redistribute.h"
 #include "tools/render/render.h"
 #include "tools/render/json_alloc.h"
@@ -207,7 +208,18 @@ void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, c
     lt__json_push((cJSON *)rc->plans, o);
 }
 
+static void run_case(sc_case *c, sc_arena *arena, FILE *show);
+
+/* A case with `backend:` runs with that backend as the default (every
+ * tensor it makes lives there), then the previous default comes back. */
 void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
+    const char *prev = lt_backend_default()->iface->name;
+    int switched = c->backend && lt_backend_select(c->backend) == LT_OK; /* checked at load */
+    run_case(c, arena, show);
+    if (switched) lt_backend_select(prev);
+}
+
+static void run_case(sc_case *c, sc_arena *arena, FILE *show) {
     sc_run_ctx rc;
     memset(&rc, 0, sizeof rc);
     rc.arena = arena;
