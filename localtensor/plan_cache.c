@@ -267,6 +267,8 @@ int lt_plan_format(const lt_plan *p, char *buf, size_t n) {
     lt_placements_format(p->dst, p->mesh.ndim, c, sizeof c);
     lt__sb_printf(&b, "plan (%s) of %s %s on mesh %s: %s -> %s\n", lt_planner_name(p->planner), shp,
               lt_dtype_name(p->dtype), ms, a, c);
+    if (p->planner == LT_PLANNER_MIN_COST && p->search_truncated)
+        lt__sb_printf(&b, "  (search budget exhausted: the best plan of the rule-table search, not proven minimal)\n");
     if (p->nsteps == 0) {
         lt__sb_printf(&b, "  no steps (the placements already agree)\n");
         return (int)b.len;

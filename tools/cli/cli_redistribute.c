@@ -124,6 +124,7 @@ static int run_sampled(const lt_cli_layout *lay, const lt_placement *src, int ns
         lt__json_put(o, "from", lt_json_placements(plan->src, mesh->ndim));
         lt__json_put(o, "to", lt_json_placements(plan->dst, mesh->ndim));
         cJSON_AddStringToObject(o, "planner", lt_planner_name(planner));
+        cJSON_AddBoolToObject(o, "search_truncated", plan->search_truncated);
         cJSON_AddStringToObject(o, "numerics", nms);
         cJSON *sr = cJSON_AddArrayToObject(o, "sampled_ranks");
         for (int i = 0; i < n; i++) lt__json_push(sr, cJSON_CreateNumber(ranks[i]));
@@ -269,6 +270,7 @@ int lt_cli_redistribute(int argc, char **argv) {
         lt__json_put(o, "from", lt_json_placements(in->placements, mesh.ndim));
         lt__json_put(o, "to", lt_json_placements(plan->dst, mesh.ndim));
         cJSON_AddStringToObject(o, "planner", lt_planner_name(planner));
+        cJSON_AddBoolToObject(o, "search_truncated", plan->search_truncated);
         lt__json_put(o, "plan", lt_json_plan(plan, comm ? lt_comm_trace(comm) : NULL, 0));
         cJSON_AddNumberToObject(o, "total_bytes", (double)plan->total_bytes);
         if (verify) cJSON_AddBoolToObject(o, "verified", st == LT_OK);
