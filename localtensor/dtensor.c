@@ -150,7 +150,7 @@ static lt_status fill_from_full(const void *src, const lt_rank_layout *l, const 
 static lt_status fill_from_init(const void *src, const lt_rank_layout *l, const int64_t *gshape,
                                 lt_dtype dt, lt_tensor **out) {
     lt_tensor *t = NULL;
-    LT_TRY(lt_tensor_new(dt, l->ndim, l->local_shape, &t));
+    LT_TRY(lt_tensor_empty(dt, l->ndim, l->local_shape, &t));   /* the init writes every element */
     lt_status st = lt_init_fill_indexed(t, src, l->idx, gshape);
     if (st) {
         lt_tensor_free(t);
