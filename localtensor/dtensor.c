@@ -272,6 +272,9 @@ lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
     }
     /* 16-bit floats reduce in f32 and round once */
     int widen = partial && (dt->dtype == LT_BF16 || dt->dtype == LT_F16);
+    int64_t numel;
+    LT_TRY(lt__numel_checked(dt->ndim, dt->shape, widen ? 4 : lt_dtype_size(dt->dtype), &numel));
+    LT_TRY(lt_check_memory((uint64_t)numel * (widen ? 4 : lt_dtype_size(dt->dtype)), mesh->world, "the full tensor"));
     LT_TRY(lt_tensor_new(widen ? LT_F32 : dt->dtype, dt->ndim, dt->shape, &full));
     /* pass 0: ranks with every Partial coordinate 0 (copy); pass 1: the rest (reduce) */
     for (int pass = 0; pass < 2; pass++) {

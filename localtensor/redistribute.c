@@ -222,13 +222,22 @@ static lt_status verify_bytes(const lt_plan *p, const lt_placement *pl, uint64_t
  * share storage (distribute and init make them so) and each step computes
  * one result per distinct input and shares it (the collectives, the
  * executor). */
+/* A state's bytes: unique (replicas share) or every rank's. */
+static lt_status state_bytes(const lt_spec *s, int unique, uint64_t *out) {
+    return unique ? lt_spec_unique_bytes(s, out) : lt_spec_total_bytes(s, out);
+}
+
 lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, int *step) {
+    return lt__plan_peak_bytes_ex(plan, verify, 1, bytes, step);
+}
+
+lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, uint64_t *bytes, int *step) {
     const lt_mesh *mesh = &plan->mesh;
     uint64_t prev, peak = 0, v;
     *bytes = 0;
     *step = -1;
     lt_spec spec = lt__plan_spec(plan, plan->src);
-    LT_TRY(lt_spec_unique_bytes(&spec, &prev));
+    LT_TRY(state_bytes(&spec, unique, &prev));
     if (plan->nsteps == 0) { /* the result views the source; only verification allocates */
         if (verify) LT_TRY(verify_bytes(plan, plan->dst, &peak));
         *bytes = peak;
@@ -239,7 +248,7 @@ lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, 
         const lt_placement *before = plan->states_ + (size_t)s * (size_t)mesh->ndim;
         uint64_t next;
         spec = lt__plan_spec(plan, ps->after);
-        LT_TRY(lt_spec_unique_bytes(&spec, &next));
+        LT_TRY(state_bytes(&spec, unique, &next));
         /* running: the previous step's output (the source itself for step 1) and
          * this one's, plus the collective's result a min-cost step or a strided
          * gather reorders */
@@ -263,9 +272,13 @@ lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, 
 }
 
 lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source) {
+    return lt__plan_check_memory_ex(plan, verify, with_source, 1);
+}
+
+lt_status lt__plan_check_memory_ex(const lt_plan *plan, int verify, int with_source, int unique) {
     uint64_t need, src = 0;
     int step;
-    LT_TRY(lt__plan_peak_bytes(plan, verify, &need, &step));
+    LT_TRY(lt__plan_peak_bytes_ex(plan, verify, unique, &need, &step));
     if (with_source) {
         lt_spec spec = lt__plan_spec(plan, plan->src);
         LT_TRY(lt_spec_unique_bytes(&spec, &src));
@@ -335,8 +348,14 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     lt_dtensor *owned = NULL;
     int M = mesh->ndim;
     /* refuse up front what cannot fit: every copy the steps and the
-     * verification hold at once (the source exists already) */
-    if (!st) st = lt__plan_check_memory(plan, verify, 0);
+     * verification hold at once (the source exists already); a source
+     * whose replicas hold buffers of their own is copied rank by rank */
+    int shared = 1;
+    for (int r = 0; r < mesh->world && shared; r++) {
+        int k = lt__replica_class(mesh, dt->placements, r);
+        shared = k == r || lt_tensor_same_view(dt->local->shards[r], dt->local->shards[k]);
+    }
+    if (!st) st = lt__plan_check_memory_ex(plan, verify, 0, shared);
     if (st) {
         run_ctx(opts, plan, ctx, sizeof ctx);
         st = lt__err_ctx_in(st, "redistribute", "%s", ctx);
