@@ -11,17 +11,21 @@
  *      the fresh ones again;
  *   2. check that no preallocated output overlaps another output, and swap
  *      in a temporary for any that overlaps an input it must not;
- *   3. run the engine once per group, then copy temporaries back;
+ *   3. run the engine once per group (on the in-process engine, the groups
+ *      of a big call at the same time: groups_in_parallel), then copy
+ *      temporaries back;
  *   4. append one trace event (capacity was reserved before step 3, so
  *      recording cannot fail after the data moved).
  * Scratch arrays (group tables, split sizes, overlap intervals) live on the
  * communicator and grow geometrically, so the preallocated path does not
  * allocate in steady state.
  */
+#include "collectives_sim/engine_impl.h"
 #include "collectives_sim/collectives.h"
 #include "collectives_sim/trace_impl.h"
 #include "kernels/alloc.h"
 #include "kernels/memlimit_impl.h"
+#include "kernels/pool_impl.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -586,6 +590,48 @@ static lt_status check_overlap(call *k, int *ntmp) {
 
 /* ---- engine dispatch ------------------------------------------------------------ */
 
+/* The engine's call for group g of a call (one piece of work of the pool:
+ * proto is copied, never written). */
+typedef struct group_job {
+    call *k;
+    lt_coll_fn fn;
+    const lt_coll_group *proto;
+    size_t sizes_stride;
+    lt_tensor *const *eout;
+} group_job;
+
+static lt_status group_task(void *ctx, int64_t g) {
+    const group_job *j = ctx;
+    const call *k = j->k;
+    const lt_comm *c = k->c;
+    if (k->share_groups && k->same_as[g] >= 0) return LT_OK;   /* shares an earlier group's results */
+    lt_coll_group gr = *j->proto;
+    gr.index = (int)g;
+    gr.ranks = grp(k, (int)g);
+    if (j->sizes_stride) gr.sizes = c->sizes + (size_t)g * j->sizes_stride;
+    /* shards on a kernel-running backend: the engine's kernel path */
+    lt_status st = lt__engine_kernels_fn(c->eng, j->fn, &gr, k->in, j->eout)(c->ectx, &gr, k->in, j->eout);
+    if (st) return gerr(k, (int)g, 1, st, "engine '%s'", c->eng->name);
+    return LT_OK;
+}
+
+/* 1 when the groups of this call run at the same time: only on the
+ * in-process engine (its per-call state lives in one lane per pool slot,
+ * engine_inproc.c), when there are at least as many groups as threads
+ * (with fewer, each group's call splits its own work across all threads)
+ * and the call moves enough bytes to pay for waking the workers. */
+static int groups_in_parallel(const call *k, lt_tensor *const *eout) {
+    const lt_comm *c = k->c;
+    int w = lt__pool_width();
+    if (w <= 1 || k->ngroups < 2 || k->ngroups < w || c->eng != lt_engine_inproc()) return 0;
+    size_t bytes = 0;
+    for (int r = 0; r < c->mesh.world; r++) {
+        if (k->in && k->in[r]) bytes += lt_nbytes(k->in[r]);
+        if (eout[r]) bytes += lt_nbytes(eout[r]);
+    }
+    return bytes >= LT__PAR_MIN_BYTES;
+}
+
 /* Steps 2 and 3. proto carries the collective's arguments; group g's split
  * sizes start at c->sizes + g * sizes_stride (stride 0: no sizes). */
 static lt_status run(call *k, lt_coll_fn fn, lt_coll_group *proto, size_t sizes_stride) {
@@ -625,13 +671,16 @@ static lt_status run(call *k, lt_coll_fn fn, lt_coll_group *proto, size_t sizes_
     proto->mesh_dim = k->md;
     proto->size = k->n;
     proto->root = k->root;
-    for (int g = 0; g < k->ngroups; g++) {
-        if (k->share_groups && k->same_as[g] >= 0) continue;   /* shares an earlier group's results */
-        proto->index = g;
-        proto->ranks = grp(k, g);
-        if (sizes_stride) proto->sizes = c->sizes + (size_t)g * sizes_stride;
-        st = fn(c->ectx, proto, k->in, eout);
-        if (st) return fail(k, gerr(k, g, 1, st, "engine '%s'", c->eng->name));
+    group_job j = {k, fn, proto, sizes_stride, eout};
+    proto->ranks = grp(k, 0);   /* shards on a kernel-running backend take the serial path */
+    if (groups_in_parallel(k, eout) && lt__engine_kernels_fn(c->eng, fn, proto, k->in, eout) == fn) {
+        st = lt__parallel_for(k->ngroups, group_task, &j);
+        if (st) return fail(k, st);
+    } else {
+        for (int g = 0; g < k->ngroups; g++) {
+            st = group_task(&j, g);
+            if (st) return fail(k, st);
+        }
     }
     if (eout != k->out) {
         for (int r = 0; r < W; r++) {

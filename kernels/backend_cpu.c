@@ -212,9 +212,9 @@ static const lt_backend_i cpu_iface = {
     /* .memcpy     = */ cpu_memcpy,
     /* .accumulate = */ cpu_accumulate,
     /* .gemm       = */ cpu_gemm,
+    /* .launch     = */ NULL, /* host loops in the kernel files */
 };
 
 static const lt_backend cpu_backend = {&cpu_iface, NULL};
 
 const lt_backend *lt_backend_cpu(void) { return &cpu_backend; }
-const lt_backend *lt_backend_default(void) { return &cpu_backend; }

@@ -309,6 +309,7 @@ static lt_status view_as(const lt_dtensor *dt, const lt_placement *pl, lt_dtenso
     lt_local *local;
     LT_TRY(lt_local_new(lt_dtensor_mesh(dt), &local));
     for (int r = 0; r < local->mesh.world; r++) {
+        if (!dt->local->shards[r]) continue;   /* absent stays absent */
         lt_status st = lt_tensor_view(dt->local->shards[r], &local->shards[r]);
         if (st) {
             lt_local_free(local);
@@ -340,6 +341,11 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         lt_mesh_str(mesh, b, sizeof b);
         run_ctx(opts, plan, ctx, sizeof ctx);
         st = lt__err_in(LT_INVALID, "redistribute", "%s: the communicator's mesh %s is not the tensor's mesh %s", ctx, a, b);
+    } else if (plan->nsteps && lt_local_count(dt->local) < mesh->world) {
+        run_ctx(opts, plan, ctx, sizeof ctx);
+        st = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                          "not supported yet: redistribute%s: the source has absent shards (%d of %d ranks held)", ctx,
+                          lt_local_count(dt->local), mesh->world);
     } else if (!comm && plan->ncomm) {
         st = lt_comm_new(mesh, &own);
         comm = own;
@@ -426,7 +432,9 @@ lt_status lt_full_tensor(const lt_dtensor *dt, lt_tensor **out) {
     for (int i = 0; i < mesh->ndim; i++) r[i] = lt_replicate();
     lt_dtensor *rep;
     LT_TRY(lt_redistribute(dt, r, mesh->ndim, NULL, &rep, NULL));
-    lt_status st = lt_tensor_view(rep->local->shards[0], out);   /* keeps the storage alive */
+    int f = lt_local_first(rep->local);   /* a replica held here */
+    lt_status st = f < 0 ? lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: full_tensor of a DTensor none of whose shards is held here")
+                         : lt_tensor_view(rep->local->shards[f], out);   /* keeps the storage alive */
     lt_dtensor_free(rep);
     return st;
 }

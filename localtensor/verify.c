@@ -373,6 +373,10 @@ lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int 
                             lt_dtensor **out, lt_verify_report *rep) {
     vctx c;
     *out = NULL;
+    if (lt_local_count(src->local) < lt_dtensor_mesh(src)->world)
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                            "not supported yet: the direct reshard of a DTensor with absent shards (%d of %d ranks held)",
+                            lt_local_count(src->local), lt_dtensor_mesh(src)->world);
     LT_TRY(vctx_init(&c, src, dst, np));
     lt_local *local = NULL;
     uint64_t need, extra;
@@ -430,6 +434,10 @@ lt_status lt_verify_reshard(const lt_dtensor *src, const lt_dtensor *actual, int
     for (int d = 0; d < src->ndim; d++)
         if (src->shape[d] != actual->shape[d])
             return lt__err(LT_INVALID, "verify: global shapes differ in dim %d", d);
+    if (lt_local_count(src->local) < mesh->world)
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                            "not supported yet: verifying against a source with absent shards (%d of %d ranks held)",
+                            lt_local_count(src->local), mesh->world);
     vctx c;
     LT_TRY(vctx_init(&c, src, actual->placements, mesh->ndim));
     const lt_tensor **ok = lt__calloc((size_t)c.W, sizeof *ok);   /* (world) per class: a shard found right */
@@ -437,6 +445,7 @@ lt_status lt_verify_reshard(const lt_dtensor *src, const lt_dtensor *actual, int
     if (!st) st = check_source(&c, rep);
     for (int r = 0; r < c.W && !st; r++) {
         const lt_tensor *a = actual->local->shards[r];
+        if (!a) continue;   /* absent: nothing held here to check */
         int64_t es[LT_MAX_DIMS];
         st = lt_spec_local_shape(&c.dspec, r, es, NULL);
         if (st) break;
