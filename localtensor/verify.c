@@ -263,6 +263,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
             if (act) {
                 const char *a = (const char *)lt_data(act) + (aoff + j * act->strides[last]) * (int64_t)es;
                 int64_t as = act->strides[last];
+                if (a == s && (as == ss || len == 1)) continue;   /* the very bytes of the source */
                 if ((ss == 1 && as == 1) || len == 1) {
                     if (memcmp(a, s, (size_t)len * es)) return 1;
                 } else {
