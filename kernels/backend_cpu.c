@@ -99,7 +99,12 @@ static void *cpu_alloc(void *ctx, size_t nbytes) {
         pthread_mutex_unlock(&cache_mu);
     }
     if (!p) {
-        p = lt__aligned_alloc(want >= LT__HUGE_ALIGN ? LT__HUGE_ALIGN : 4096, want);
+        size_t align = want >= LT__HUGE_ALIGN ? LT__HUGE_ALIGN : 4096;
+        p = lt__aligned_alloc(align, want);
+        if (!p && lt__backend_cpu_cached()) {   /* the kept blocks are free memory: give them back */
+            lt_backend_cpu_trim();
+            p = lt__aligned_alloc(align, want);
+        }
         if (!p) return NULL;
 #if defined(MADV_HUGEPAGE)
         /* huge pages only where the block is filled to the end: a tail of a

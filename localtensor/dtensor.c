@@ -151,7 +151,7 @@ static lt_status fill_from_full(const void *src, const lt_rank_layout *l, const 
 static lt_status fill_from_init(const void *src, const lt_rank_layout *l, const int64_t *gshape,
                                 lt_dtype dt, lt_tensor **out) {
     lt_tensor *t = NULL;
-    LT_TRY(lt_tensor_new(dt, l->ndim, l->local_shape, &t));
+    LT_TRY(lt_tensor_empty(dt, l->ndim, l->local_shape, &t));   /* the init writes every element */
     lt_status st = lt_init_fill_indexed(t, src, l->idx, gshape);
     if (st) {
         lt_tensor_free(t);
@@ -274,6 +274,9 @@ lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
     }
     /* 16-bit floats reduce in f32 and round once */
     int widen = partial && (dt->dtype == LT_BF16 || dt->dtype == LT_F16);
+    int64_t numel;
+    LT_TRY(lt__numel_checked(dt->ndim, dt->shape, widen ? 4 : lt_dtype_size(dt->dtype), &numel));
+    LT_TRY(lt_check_memory((uint64_t)numel * (widen ? 4 : lt_dtype_size(dt->dtype)), mesh->world, "the full tensor"));
     LT_TRY(lt_tensor_new(widen ? LT_F32 : dt->dtype, dt->ndim, dt->shape, &full));
     /* pass 0: ranks with every Partial coordinate 0 (copy); pass 1: the rest (reduce) */
     for (int pass = 0; pass < 2; pass++) {

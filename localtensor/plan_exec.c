@@ -85,8 +85,11 @@ static lt_status pick(const lt_tensor *t, int d, const int64_t *have, int64_t n,
 }
 
 /* Rank r's next shard from t, which holds the global indices have[d] along
- * every dim d. *out is new and contiguous; t is borrowed. */
-static lt_status reshape_to(const lt_tensor *t, ilist *have, int nd, const lt_rank_layout *b, lt_tensor **out) {
+ * every dim d. *out is new and contiguous; t is borrowed. When t already is
+ * that shard (contiguous, every index in place) and `share` is set, *out is
+ * a view sharing t's buffer instead of a copy (its writers copy first). */
+static lt_status reshape_to(const lt_tensor *t, ilist *have, int nd, const lt_rank_layout *b, int share,
+                            lt_tensor **out) {
     lt_tensor *cur = NULL;
     lt_status st = lt_tensor_view(t, &cur);
     for (int d = 0; d < nd && !st; d++) {
@@ -94,6 +97,12 @@ static lt_status reshape_to(const lt_tensor *t, ilist *have, int nd, const lt_ra
         st = pick(cur, d, have[d].v, have[d].n, b, &nx);
         lt_tensor_free(cur);
         cur = nx;
+    }
+    int whole = share && !st && cur->storage == t->storage && cur->offset == t->offset && lt_is_contiguous(cur) &&
+                lt_numel(cur) == lt_numel(t);
+    if (whole) {
+        *out = cur;   /* the whole of t, in order: no copy */
+        return LT_OK;
     }
     if (!st) st = lt_clone(cur, out);
     lt_tensor_free(cur);
@@ -250,7 +259,7 @@ lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *p
                 continue;
             }
         }
-        if (!st) st = reshape_to(t, have, nd, b, &out[r]);
+        if (!st) st = reshape_to(t, have, nd, b, m->kind != LT__MV_PARTITION, &out[r]);
         if (!st && m->kind == LT__MV_PARTITION) st = lt__partition(out[r], mesh, part);
     }
     for (int r = 0; la && r < W; r++) lt_rank_layout_free(&la[r]);

@@ -127,6 +127,27 @@ lt_status lt_init_fill_indexed(lt_tensor *t, const lt_init *in, int64_t *const *
     int64_t pos[LT_MAX_DIMS] = {0};
     size_t es = lt_dtype_size(t->dtype);
     char *base = lt_data(t);
+    if (in->kind == LT_INIT_ARANGE && t->dtype == LT_F32 && nd > 0 && lt_is_contiguous(t)) {
+        /* the common case, a row at a time: value = global row-major index */
+        int last = nd - 1;
+        int64_t len = t->shape[last];
+        const int64_t *gl = idx ? idx[last] : NULL;
+        float *p = (float *)base;   /* (numel) row-major */
+        for (int64_t row = 0; row < n / len; row++) {
+            int64_t g = 0;
+            for (int d = 0; d < last; d++) g += (idx && idx[d] ? idx[d][pos[d]] : pos[d]) * gstr[d];
+            if (gl)
+                for (int64_t j = 0; j < len; j++) p[j] = (float)(double)(g + gl[j] * gstr[last]);
+            else
+                for (int64_t j = 0; j < len; j++) p[j] = (float)(double)(g + j * gstr[last]);
+            p += len;
+            for (int d = last - 1; d >= 0; d--) {
+                if (++pos[d] < t->shape[d]) break;
+                pos[d] = 0;
+            }
+        }
+        return LT_OK;
+    }
     for (int64_t i = 0; i < n; i++) {
         int64_t g = 0, off = 0;
         for (int d = 0; d < nd; d++) {

@@ -23,16 +23,36 @@
 
 /* ---- local steps ---------------------------------------------------------------- */
 
-/* Piece c of m of t along dim d by rule: a new contiguous tensor. */
-static lt_status slice_piece(const lt_tensor *t, int d, const lt_split_rule *rule, int m, int c,
+/* Piece c of m of t along dim d by rule: a new contiguous tensor. With
+ * `share` (every member of the group holds t's very buffer, so the pieces
+ * together cover it) a contiguous piece is a view of t instead of a copy. */
+static lt_status slice_piece(const lt_tensor *t, int d, const lt_split_rule *rule, int m, int c, int share,
                              lt_tensor **out) {
     int64_t size, off;
     LT_TRY(lt_split_piece(rule, t->shape[d], m, c, &size, &off));
     lt_tensor *v = NULL;
     lt_status st = lt_narrow(t, d, off, size, &v);
+    if (!st && share && lt_is_contiguous(v)) {
+        *out = v;
+        return LT_OK;
+    }
     if (!st) st = lt_clone(v, out);
     lt_tensor_free(v);
     return st;
+}
+
+/* 1 when every member of rank r's group along mesh dim i holds the very
+ * buffer of the group's first member in in[]. grp: scratch of the group
+ * size; known: (number of groups) answers so far, -1 for none yet. */
+static int group_shares(const lt_mesh *mesh, int i, int r, lt_tensor *const *in, int *grp, signed char *known) {
+    int pos, g = lt_mesh_group_of(mesh, i, r, &pos);
+    if (known[g] < 0) {
+        lt_mesh_group(mesh, i, g, grp);
+        known[g] = 1;
+        for (int q = 1; q < mesh->shape[i] && known[g]; q++)
+            if (!lt_tensor_same_view(in[grp[q]], in[grp[0]])) known[g] = 0;
+    }
+    return known[g];
 }
 
 /* *out = a new list of n positions (caller frees); the byte count is
@@ -153,7 +173,15 @@ static lt_status run_step(lt_comm *comm, const lt_spec *from, const lt_plan_step
     }
     case LT__STEP_SLICE:
     case LT__STEP_STRIDED_SLICE:
-    case LT__STEP_PARTITION:
+    case LT__STEP_PARTITION: {
+        int *grp = lt__malloc(sizeof(int) * (size_t)m);
+        signed char *known = lt__malloc((size_t)(W / m));   /* (groups) -1: not looked at yet */
+        if (!grp || !known) {
+            lt__free(grp);
+            lt__free(known);
+            return lt__err(LT_NOMEM, "out of memory");
+        }
+        memset(known, -1, (size_t)(W / m));
         for (int r = 0; r < W && !st; r++) {
             int c, q = lt__replica_class(mesh, ps->after, r);
             if (q != r && lt_tensor_same_view(in[r], in[q])) {   /* a replica of the same buffer */
@@ -161,11 +189,15 @@ static lt_status run_step(lt_comm *comm, const lt_spec *from, const lt_plan_step
                 continue;
             }
             lt_mesh_group_of(mesh, i, r, &c);
-            if (k == LT__STEP_SLICE) st = slice_piece(in[r], b->dim, &b->rule, m, c, &out[r]);
+            if (k == LT__STEP_SLICE)
+                st = slice_piece(in[r], b->dim, &b->rule, m, c, group_shares(mesh, i, r, in, grp, known), &out[r]);
             else if (k == LT__STEP_STRIDED_SLICE) st = strided_pick(in[r], b->dim, b->split_factor, m, c, &out[r]);
             else st = partition(in[r], mesh, i, b->op, &out[r]);
         }
+        lt__free(grp);
+        lt__free(known);
         break;
+    }
     default:
         return lt__err(LT_INVALID, "internal: the step is not a single legal step");
     }
@@ -190,13 +222,22 @@ static lt_status verify_bytes(const lt_plan *p, const lt_placement *pl, uint64_t
  * share storage (distribute and init make them so) and each step computes
  * one result per distinct input and shares it (the collectives, the
  * executor). */
+/* A state's bytes: unique (replicas share) or every rank's. */
+static lt_status state_bytes(const lt_spec *s, int unique, uint64_t *out) {
+    return unique ? lt_spec_unique_bytes(s, out) : lt_spec_total_bytes(s, out);
+}
+
 lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, int *step) {
+    return lt__plan_peak_bytes_ex(plan, verify, 1, bytes, step);
+}
+
+lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, uint64_t *bytes, int *step) {
     const lt_mesh *mesh = &plan->mesh;
     uint64_t prev, peak = 0, v;
     *bytes = 0;
     *step = -1;
     lt_spec spec = lt__plan_spec(plan, plan->src);
-    LT_TRY(lt_spec_unique_bytes(&spec, &prev));
+    LT_TRY(state_bytes(&spec, unique, &prev));
     if (plan->nsteps == 0) { /* the result views the source; only verification allocates */
         if (verify) LT_TRY(verify_bytes(plan, plan->dst, &peak));
         *bytes = peak;
@@ -207,7 +248,7 @@ lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, 
         const lt_placement *before = plan->states_ + (size_t)s * (size_t)mesh->ndim;
         uint64_t next;
         spec = lt__plan_spec(plan, ps->after);
-        LT_TRY(lt_spec_unique_bytes(&spec, &next));
+        LT_TRY(state_bytes(&spec, unique, &next));
         /* running: the previous step's output (the source itself for step 1) and
          * this one's, plus the collective's result a min-cost step or a strided
          * gather reorders */
@@ -231,9 +272,13 @@ lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, 
 }
 
 lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source) {
+    return lt__plan_check_memory_ex(plan, verify, with_source, 1);
+}
+
+lt_status lt__plan_check_memory_ex(const lt_plan *plan, int verify, int with_source, int unique) {
     uint64_t need, src = 0;
     int step;
-    LT_TRY(lt__plan_peak_bytes(plan, verify, &need, &step));
+    LT_TRY(lt__plan_peak_bytes_ex(plan, verify, unique, &need, &step));
     if (with_source) {
         lt_spec spec = lt__plan_spec(plan, plan->src);
         LT_TRY(lt_spec_unique_bytes(&spec, &src));
@@ -309,8 +354,14 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     lt_dtensor *owned = NULL;
     int M = mesh->ndim;
     /* refuse up front what cannot fit: every copy the steps and the
-     * verification hold at once (the source exists already) */
-    if (!st) st = lt__plan_check_memory(plan, verify, 0);
+     * verification hold at once (the source exists already); a source
+     * whose replicas hold buffers of their own is copied rank by rank */
+    int shared = 1;
+    for (int r = 0; r < mesh->world && shared; r++) {
+        int k = lt__replica_class(mesh, dt->placements, r);
+        shared = k == r || lt_tensor_same_view(dt->local->shards[r], dt->local->shards[k]);
+    }
+    if (!st) st = lt__plan_check_memory_ex(plan, verify, 0, shared);
     if (st) {
         run_ctx(opts, plan, ctx, sizeof ctx);
         st = lt__err_ctx_in(st, "redistribute", "%s", ctx);

@@ -94,9 +94,12 @@ typedef struct vctx {
     double rtol, atol;
     int64_t *part[LT_MAX_DIMS];          /* (shape[d]) owner's rank part of global index g; NULL: unsharded */
     int64_t *pos[LT_MAX_DIMS];           /* (shape[d]) its local position; NULL: g itself */
+    int64_t *runs;                       /* (shape[last], 4) scratch: runs along the last dim */
 } vctx;
 
 static void vctx_free(vctx *c) {
+    lt__free(c->runs);
+    c->runs = NULL;
     for (int d = 0; d < LT_MAX_DIMS; d++) {
         lt__free(c->part[d]);
         lt__free(c->pos[d]);
@@ -195,6 +198,13 @@ static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *d
             return st;
         }
     }
+    if (c->ndim > 0) {
+        c->runs = lt__malloc(sizeof(int64_t) * 4 * (size_t)src->shape[c->ndim - 1]);
+        if (!c->runs) {
+            vctx_free(c);
+            return lt__err(LT_NOMEM, "verify: out of memory for the runs of the last dim");
+        }
+    }
     return LT_OK;
 }
 
@@ -214,8 +224,20 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
     }
     for (int d = 0; d < nd; d++)
         if (L->local_shape[d] == 0) return 0;
-    int64_t outer[LT_MAX_DIMS] = {0}, nl = L->local_shape[last];
+    int64_t outer[LT_MAX_DIMS] = {0}, nl = L->local_shape[last], nr = 0;
     const int64_t *gl = L->idx[last], *pl = c->part[last], *ql = c->pos[last];
+    int64_t *rn = c->runs;   /* (nr, 4): first position, length, owner's rank part, its local position */
+    for (int64_t j = 0; j < nl;) {   /* the same for every row: found once */
+        int64_t g = gl ? gl[j] : j, pr = pl ? pl[g] : 0, p0 = ql ? ql[g] : g, len = 1;
+        while (j + len < nl) {
+            int64_t h = gl ? gl[j + len] : j + len;
+            if ((pl ? pl[h] : 0) != pr || (ql ? ql[h] : h) != p0 + len) break;
+            len++;
+        }
+        rn[4 * nr] = j, rn[4 * nr + 1] = len, rn[4 * nr + 2] = pr, rn[4 * nr + 3] = p0;
+        nr++;
+        j += len;
+    }
     char *dp = dst ? lt_data(dst) : NULL;
     for (;;) {
         int64_t rk = base, posv[LT_MAX_DIMS], aoff = 0;
@@ -225,13 +247,8 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
             posv[d] = c->pos[d] ? c->pos[d][g] : g;
             if (act) aoff += outer[d] * act->strides[d];
         }
-        for (int64_t j = 0; j < nl;) {
-            int64_t g = gl ? gl[j] : j, pr = pl ? pl[g] : 0, p0 = ql ? ql[g] : g, len = 1;
-            while (j + len < nl) {
-                int64_t h = gl ? gl[j + len] : j + len;
-                if ((pl ? pl[h] : 0) != pr || (ql ? ql[h] : h) != p0 + len) break;
-                len++;
-            }
+        for (int64_t q = 0; q < nr; q++) {
+            int64_t j = rn[4 * q], len = rn[4 * q + 1], pr = rn[4 * q + 2], p0 = rn[4 * q + 3];
             const lt_tensor *t = sh[rk + pr];
             int64_t off = p0 * t->strides[last];
             for (int d = 0; d < last; d++) off += posv[d] * t->strides[d];
@@ -246,6 +263,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
             if (act) {
                 const char *a = (const char *)lt_data(act) + (aoff + j * act->strides[last]) * (int64_t)es;
                 int64_t as = act->strides[last];
+                if (a == s && (as == ss || len == 1)) continue;   /* the very bytes of the source */
                 if ((ss == 1 && as == 1) || len == 1) {
                     if (memcmp(a, s, (size_t)len * es)) return 1;
                 } else {
@@ -253,7 +271,6 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
                         if (memcmp(a + k * as * (int64_t)es, s + k * ss * (int64_t)es, es)) return 1;
                 }
             }
-            j += len;
         }
         int d = last - 1;
         while (d >= 0 && ++outer[d] == L->local_shape[d]) outer[d--] = 0;
@@ -347,8 +364,8 @@ static lt_status max_shard_bytes(const lt_spec *s, uint64_t *out) {
 lt_status lt__verify_bytes(const lt_spec *src, const lt_spec *dst, uint64_t *out) {
     uint64_t shard, lists = 0;
     LT_TRY(max_shard_bytes(dst, &shard));
-    for (int d = 0; d < src->ndim; d++)   /* owner tables, and one shard's index lists */
-        lists = lt__add_sat(lists, (uint64_t)src->shape[d] * 3 * sizeof(int64_t));
+    for (int d = 0; d < src->ndim; d++)   /* owner tables, one shard's index lists, the runs */
+        lists = lt__add_sat(lists, (uint64_t)src->shape[d] * 7 * sizeof(int64_t));
     *out = lt__add_sat(2 * shard, lists);
     return LT_OK;
 }

@@ -5,6 +5,7 @@
  * that hold the same bytes because of a Replicate placement, or because a
  * collective gave a group one result, share"; expected values are computed
  * by hand from arange. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "localtensor/localtensor.h"
@@ -244,6 +245,39 @@ static void test_verifier_catches(void **state) {
     lt_dtensor_free(src);
 }
 
+/* The up-front estimate counts unique bytes for a source whose replicas
+ * share (init) and every rank's bytes for one whose replicas hold their own
+ * buffers (from_local). (64, 64) f32 = 16 KiB on 2x2, [R, R] -> [S(0), R]:
+ * one min-cost step (a local slice), counted as what it works from plus its
+ * result, each 2 unique halves of 8 KiB (32 KiB in all), or 4 private ones
+ * (64 KiB). Under a 48 KiB budget the first runs, the second is refused. */
+static void test_estimate_private_replicas(void **state) {
+    (void)state;
+    lt_mesh m;
+    int64_t shape[2] = {64, 64};
+    lt_dtensor *shared = dist("2x2", "R,R", 2, shape, &m);
+    lt_tensor *own[4];
+    for (int r = 0; r < 4; r++) LT_CHECK(lt_clone(shared->local->shards[r], &own[r]));
+    lt_placement rr[2] = {lt_replicate(), lt_replicate()}, to[2] = {lt_shard(0), lt_replicate()};
+    lt_dtensor *priv = NULL, *out = NULL;
+    LT_CHECK(lt_from_local(&m, own, rr, 2, 0, &priv));
+    assert_false(shares(priv, 0, 1));
+    setenv("LOCALTENSOR_MEMORY_LIMIT", "48K", 1);
+    lt_status a = lt_redistribute(shared, to, 2, NULL, &out, NULL);
+    lt_dtensor_free(out);
+    out = NULL;
+    lt_status b = lt_redistribute(priv, to, 2, NULL, &out, NULL);
+    unsetenv("LOCALTENSOR_MEMORY_LIMIT");
+    LT_CHECK(a);
+    LT_EXPECT_STATUS(b, LT_NOMEM);
+    if (!strstr(lt_errmsg(), "needs 64.0 KiB for the shards of all 4 ranks, more than this machine's 48.0 KiB"))
+        fail_msg("%s", lt_errmsg());
+    assert_null(out);
+    for (int r = 0; r < 4; r++) lt_tensor_free(own[r]);
+    lt_dtensor_free(priv);
+    lt_dtensor_free(shared);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_distribute_shares_replicas),
@@ -253,6 +287,7 @@ int main(void) {
         cmocka_unit_test(test_redistribute_result_shared),
         cmocka_unit_test(test_unique_bytes),
         cmocka_unit_test(test_verifier_catches),
+        cmocka_unit_test(test_estimate_private_replicas),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
