@@ -54,6 +54,7 @@ static int stopping;
 static int exit_hooked;
 
 static atomic_int set_count;            /* lt_set_threads; 0: default */
+static atomic_size_t par_min = LT__PAR_MIN_BYTES_DEFAULT;
 static int default_count;               /* LT_THREADS, else the cores */
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 
@@ -99,6 +100,10 @@ void lt_set_threads(int n) {
 }
 
 int lt__pool_slot(void) { return my_slot; }
+
+size_t lt__par_min_bytes(void) { return atomic_load_explicit(&par_min, memory_order_relaxed); }
+
+void lt__set_par_min_bytes(size_t bytes) { atomic_store(&par_min, bytes ? bytes : LT__PAR_MIN_BYTES_DEFAULT); }
 
 int lt__pool_width(void) {
     if (in_section || lt__fault_armed()) return 1;

@@ -2,17 +2,18 @@
  * (kernels/pool.h): every collective (f32, bf16, f64 and i32 reductions
  * included), a redistribute with its verification, and ops, run with
  * lt_set_threads(1) and then with 2, 3 and 4 threads in the same process,
- * must give the same bytes on every rank. Sizes are above the splitting
- * thresholds, so the groups of a call run at the same time (2x2x2: four
- * groups) and a single group's reduction or copy is split into pieces
- * (mesh 8: one group); the values have mixed magnitudes, so a reduction
+ * must give the same bytes on every rank. The threshold under which work
+ * stays inline is lowered to 8 KiB (lt__set_par_min_bytes), so that these
+ * small tensors take the parallel paths: the groups of a call at the same
+ * time (2x2x2: four groups) and a single group's reduction or copy split
+ * into pieces (mesh 8: one group); the values have mixed magnitudes, so a reduction
  * that combined members in another order would round differently. The
  * one-thread results themselves are checked against the rules by
  * test_collectives, test_redistribute and test_ops. */
 #include <math.h>
 #include <string.h>
 
-#include "kernels/pool.h"
+#include "kernels/pool_impl.h"
 #include "test/testutil.h"
 
 enum { AG, RS, AR, A2A, BC, SC, GA, RE, PE, NKIND };
@@ -72,8 +73,8 @@ static void one_collective(int kind, const char *mesh, int md, lt_dtype dt, lt_r
     lt_comm *c = NULL;
     LT_CHECK(lt_comm_new(&m, &c));
     int n = m.shape[md], W = m.world;
-    /* about 256 KiB per rank, rows not a multiple of the group: uneven splits */
-    int64_t cols = 64, rows = (int64_t)(256 << 10) / (int64_t)lt_dtype_size(dt) / cols / n * n + 1;
+    /* about 12 KiB per rank, rows not a multiple of the group: uneven splits */
+    int64_t cols = 16, rows = (int64_t)(12 << 10) / (int64_t)lt_dtype_size(dt) / cols / n * n + 1;
     lt_tensor *in[8] = {0}, *base[8] = {0};
     for (int r = 0; r < W; r++) {
         base[r] = rank_tensor(dt, strided ? cols : rows, strided ? rows : cols, r);
@@ -151,7 +152,7 @@ static void test_redistribute(void **state) {
         {"S(0),S(1),SS(0,2)", "R,S(1),R"}, {"P(sum),R,S(0)", "S(1),S(0),R"}, {"R,R,R", "S(1),SS(0,2),S(0)"}};
     lt_mesh m;
     LT_CHECK(lt_mesh_parse("2x2x2", &m));
-    lt_tensor *full = full_tensor(LT_F32, 515, 770);
+    lt_tensor *full = full_tensor(LT_F32, 51, 77);
     for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
         lt_dtensor *x = lt_test_distribute(&m, full, pairs[i].from);
         lt_placement to[3];
@@ -180,7 +181,7 @@ static void test_ops(void **state) {
     (void)state;
     lt_mesh m;
     LT_CHECK(lt_mesh_parse("2x4", &m));
-    lt_tensor *fa = full_tensor(LT_F32, 1030, 640), *fb = rank_tensor(LT_F32, 1030, 640, 5);
+    lt_tensor *fa = full_tensor(LT_F32, 130, 64), *fb = rank_tensor(LT_F32, 130, 64, 5);
     lt_dtensor *a = lt_test_distribute(&m, fa, "S(0),S(1)"), *b = lt_test_distribute(&m, fb, "S(0),S(1)");
     for (int which = 0; which < 4; which++) {
         lt_dtensor *ref = NULL;
@@ -218,6 +219,18 @@ static void test_ops(void **state) {
     lt_tensor_free(fb);
 }
 
+static int small_threshold(void **state) {
+    (void)state;
+    lt__set_par_min_bytes(8 << 10);
+    return 0;
+}
+
+static int default_threshold(void **state) {
+    (void)state;
+    lt__set_par_min_bytes(0);
+    return 0;
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_collectives_copying),
@@ -225,5 +238,5 @@ int main(void) {
         cmocka_unit_test(test_redistribute),
         cmocka_unit_test(test_ops),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, small_threshold, default_threshold);
 }
