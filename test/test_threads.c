@@ -9,12 +9,18 @@
  * into pieces (mesh 8: one group); the values have mixed magnitudes, so a reduction
  * that combined members in another order would round differently. The
  * one-thread results themselves are checked against the rules by
- * test_collectives, test_redistribute and test_ops. */
+ * test_collectives, test_redistribute and test_ops. Last, a sweep file
+ * (passing and failing cases) run in process (lt_sc_run_paths) must write
+ * the same text report and the same --json report, times aside. */
+#include <cJSON.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels/pool_impl.h"
 #include "test/testutil.h"
+#include "tools/scenario/scenario.h"
 
 enum { AG, RS, AR, A2A, BC, SC, GA, RE, PE, NKIND };
 static const char *const kind_names[NKIND] = {"all_gather", "reduce_scatter", "all_reduce", "all_to_all",
@@ -219,6 +225,101 @@ static void test_ops(void **state) {
     lt_tensor_free(fb);
 }
 
+/* Deletes every "time_s" member of j, recursively. */
+static void drop_times(cJSON *j) {
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "time_s");
+    cJSON *k;
+    cJSON_ArrayForEach(k, j) drop_times(k);
+}
+
+/* Removes every "(1.2 ms)" or "(3.40 s)" from the text report. */
+static void drop_text_times(char *t) {
+    char *w = t;
+    for (char *r = t; *r;) {
+        char *close = *r == '(' && r[1] >= '0' && r[1] <= '9' ? strchr(r, ')') : NULL;
+        if (close && close - r > 3 && close[-1] == 's') {
+            r = close + 1;
+            continue;
+        }
+        *w++ = *r++;
+    }
+    *w = '\0';
+}
+
+/* One run of path: the text report in *text, the JSON report (times
+ * dropped, unformatted) in *json; both malloc'd. */
+static void run_sweep(const char *path, const char *json_path, char **text, char **json) {
+    FILE *out = tmpfile(), *err = tmpfile();
+    assert_non_null(out);
+    assert_non_null(err);
+    lt_sc_options o;
+    memset(&o, 0, sizeof o);
+    o.out = out;
+    o.err = err;
+    o.json_path = json_path;
+    int rc = lt_sc_run_paths(&path, 1, &o);
+    assert_int_equal(rc, 1); /* some cases fail, none errors */
+    *text = lt_test_slurp_fp(out);
+    drop_text_times(*text);
+    fclose(out);
+    fclose(err);
+    FILE *jf = fopen(json_path, "r");
+    assert_non_null(jf);
+    fseek(jf, 0, SEEK_END);
+    char *jt = lt_test_slurp_fp(jf);
+    fclose(jf);
+    cJSON *j = cJSON_Parse(jt);
+    free(jt);
+    if (!j) fail_msg("the --json report does not parse");
+    drop_times(j);
+    *json = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+}
+
+static void test_sweep_reports(void **state) {
+    (void)state;
+    char dir[] = "/tmp/lt_threads_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[64], json_path[64];
+    snprintf(path, sizeof path, "%s/sweep.yaml", dir);
+    snprintf(json_path, sizeof json_path, "%s/out.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    /* 2 x 81 cases that pass, then 81 that fail (their expected values are
+     * off by one at global index 4) */
+    fputs("- name: pass\n  tensors: {x: {shape: [5, 3], init: \"random:3\"}}\n  sweep:\n    mesh: [2x2]\n"
+          "    shape: [[5, 3], [4, 2]]\n"
+          "    from: {each: [R, \"S(0)\", \"S(1)\"]}\n    to: {each: [R, \"S(0)\", \"S(1)\"]}\n  steps:\n"
+          "    - distribute: {tensor: x, placements: $from, as: xd}\n"
+          "    - redistribute: {tensor: xd, to: $to, as: y}\n"
+          "    - expect_full: {tensor: y, equals: x}\n"
+          "- name: fail\n  tensors: {x: {shape: [5], init: arange}}\n  sweep:\n    mesh: [2x2]\n"
+          "    from: {each: [R, \"S(0)\", \"P(sum)\"]}\n    to: {each: [R, \"S(0)\", \"SS(0,2)\"]}\n  steps:\n"
+          "    - distribute: {tensor: x, placements: $from, as: xd}\n"
+          "    - redistribute: {tensor: xd, to: $to, as: y}\n"
+          "    - expect_full: {tensor: y, values: [0, 1, 2, 3, 5]}\n", f);
+    fclose(f);
+    char *text1, *json1;
+    lt_set_threads(1);
+    run_sweep(path, json_path, &text1, &json1);
+    assert_non_null(strstr(text1, "FAIL"));
+    for (int t = 2; t <= 4; t++) {
+        lt_set_threads(t);
+        char *text, *json;
+        run_sweep(path, json_path, &text, &json);
+        if (strcmp(text, text1)) fail_msg("text report differs with %d threads:\n%s\n---\n%s", t, text1, text);
+        if (strcmp(json, json1)) fail_msg("--json report differs with %d threads", t);
+        free(text);
+        cJSON_free(json);
+    }
+    lt_set_threads(0);
+    free(text1);
+    cJSON_free(json1);
+    remove(json_path);
+    remove(path);
+    rmdir(dir);
+}
+
 static int small_threshold(void **state) {
     (void)state;
     lt__set_par_min_bytes(8 << 10);
@@ -237,6 +338,7 @@ int main(void) {
         cmocka_unit_test(test_collectives_reducing),
         cmocka_unit_test(test_redistribute),
         cmocka_unit_test(test_ops),
+        cmocka_unit_test(test_sweep_reports),
     };
     return cmocka_run_group_tests(tests, small_threshold, default_threshold);
 }
