@@ -16,6 +16,8 @@
 #                   library under ASan (build-asan/): every OOM path is clean
 #   make valgrind   the unit tests under valgrind (build-vg/, no -march=native)
 #   make bench      benchmarks (ratios against memcpy / one cblas call)
+#   make CUDA=1 ... the same targets with the CUDA backend built in (nvcc,
+#                   cuBLAS; build-cuda/, build-bench-cuda/)
 #   make install    PREFIX=/usr/local (DESTDIR honoured): headers under
 #                   include/localtensor/, libs, localtensor.pc and
 #                   localtensor-static.pc, the CLI, docs in share/doc/localtensor/
@@ -33,12 +35,11 @@ CFLAGS_BASE := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Wsha
                $(shell pkg-config --cflags $(LIB_PKGS) $(TOOL_PKGS) cmocka 2>/dev/null)
 LIB_LDLIBS  := $(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null) -lm -lpthread
 TOOL_LDLIBS := $(shell pkg-config --libs $(TOOL_PKGS) 2>/dev/null)
-BUILD   ?= build
+# CUDA=1 adds the CUDA backend (kernels/cuda/*.cu, nvcc, cuBLAS) in its own
+# folder, build-cuda, so its objects never mix with a plain build's.
+BUILD   ?= $(if $(filter 1,$(CUDA)),build-cuda,build)
 SAN     ?=
 EXTRA   ?=
-ifeq ($(CUDA),1)
-$(error not supported yet: the CUDA backend (make CUDA=1); kernels/backend.h has the table it will fill)
-endif
 
 # The sanitizer build (AddressSanitizer + UBSan) lives in its own folder,
 # build-asan (build-asan-clang with CC=clang, so gcc and clang objects never
@@ -59,6 +60,27 @@ CFLAGS  := $(CFLAGS_BASE) $(OPT) $(SAN) $(WERROR) $(EXTRA)
 # The library: the three floors, nothing of tools/.
 LIB_SRC   := $(wildcard kernels/*.c collectives_sim/*.c localtensor/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# The CUDA backend: nvcc from PATH (or NVCC=), the toolkit's cudart and
+# cuBLAS; device code for CUDA_ARCH (PTX included, so newer GPUs JIT it).
+# WERROR=-Werror makes nvcc's and the host compiler's warnings errors too.
+ifeq ($(CUDA),1)
+NVCC      ?= nvcc
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC) 2>/dev/null))
+CUDA_ARCH ?= -arch=sm_80
+CU_SRC    := $(wildcard kernels/cuda/*.cu)
+CU_OBJ    := $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
+LIB_OBJ   += $(CU_OBJ)
+CFLAGS      += -DLT_HAVE_CUDA=1
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+LIB_LDLIBS  += $(CUDA_LIBS)
+NVCCFLAGS := -std=c++17 $(CUDA_ARCH) -O2 -g -I. -DLT_HAVE_CUDA=1 --fmad=false \
+             -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra \
+             $(if $(WERROR),-Werror all-warnings -Xcompiler -Werror)
+$(BUILD)/obj/%.o: %.cu Makefile
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+-include $(CU_OBJ:%.o=%.d)
+endif
 # The shared library exports only what public headers mark LT_API
 # (kernels/export.h); lt__ internals stay inside it.
 $(LIB_OBJ): CFLAGS += -fvisibility=hidden
@@ -135,7 +157,7 @@ $(BUILD)/fuzz_%: $(BUILD)/obj/test/fuzz/fuzz_%.o $(LIBS)
 	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIBS) $(LDLIBS)
 
 # The two commands of the README: each does all setup first.
-SUBMAKE = $(MAKE) --no-print-directory BUILD=$(BUILD) OPT="$(OPT)" SAN="$(SAN)" WERROR="$(WERROR)"
+SUBMAKE = $(MAKE) --no-print-directory BUILD=$(BUILD) OPT="$(OPT)" SAN="$(SAN)" WERROR="$(WERROR)" CUDA="$(CUDA)"
 
 run: deps
 	@+$(SUBMAKE) all
@@ -188,10 +210,11 @@ valgrind:
 
 test-bins-vg: $(TEST_BIN)
 
+BENCH_BUILD := $(if $(filter 1,$(CUDA)),build-bench-cuda,build-bench)
 bench:
 	$(CHECK_DEPS)
-	@$(MAKE) --no-print-directory OPT="-O3 -march=native" BUILD=build-bench all build-bench/bench
-	@./build-bench/bench $(BUILD)/bench.json
+	@$(MAKE) --no-print-directory OPT="-O3 -march=native" BUILD=$(BENCH_BUILD) all $(BENCH_BUILD)/bench
+	@./$(BENCH_BUILD)/bench $(BUILD)/bench.json
 
 # Everything a user includes lives under one directory, PREFIX/include/localtensor/:
 # localtensor/*.h at its top (the umbrella header is localtensor/localtensor.h),
@@ -218,10 +241,10 @@ install: all
 	done
 	install -m 644 $(BUILD)/liblocaltensor.a $(BUILD)/liblocaltensor.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/localtensor $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIB_PKGS@|$(LIB_PKGS)|g' tools/localtensor.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor.pc
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIB_PKGS@|$(LIB_PKGS)|g' tools/localtensor-static.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor-static.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIB_PKGS@|$(LIB_PKGS)|g' -e 's|-lm -lpthread|-lm -lpthread $(CUDA_LIBS)|' tools/localtensor.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIB_PKGS@|$(LIB_PKGS)|g' -e 's|-lm -lpthread|-lm -lpthread $(CUDA_LIBS)|' tools/localtensor-static.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor-static.pc
 	@for d in $(INSTALL_DOCS); do echo "install -m 644 $$d $(INSTALL_DOC)/$$d"; \
 	    install -m 644 $$d $(INSTALL_DOC)/$$d || exit 1; done
 
 clean:
-	rm -rf build build-asan build-asan-clang build-vg build-bench build-fuzz
+	rm -rf build build-asan build-asan-clang build-vg build-bench build-fuzz build-cuda build-bench-cuda

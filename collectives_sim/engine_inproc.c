@@ -743,6 +743,7 @@ static lt_status inproc_all_gather(void *ctx, const lt_coll_group *g, lt_tensor 
     lt_status st = LT_OK;
     for (int q = 0; q < (cp.batch ? g->size : 1) && !st; q++) {
         lt_tensor *dst = out[g->ranks[q]];
+        if (q > 0 && data_of(dst) == data_of(first)) continue;   /* shares first's buffer */
         int64_t at = 0;
         for (int p = 0; p < g->size && !st; p++) {
             const lt_tensor *t = in[g->ranks[p]];
@@ -751,7 +752,8 @@ static lt_status inproc_all_gather(void *ctx, const lt_coll_group *g, lt_tensor 
         }
     }
     if (!st) st = copier_finish(&cp);
-    for (int p = 1; p < g->size && !cp.batch && !st; p++) st = copy_into(&cp, out[g->ranks[p]], -1, 0, first);
+    for (int p = 1; p < g->size && !cp.batch && !st; p++)   /* a member sharing first's buffer has it already */
+        if (data_of(out[g->ranks[p]]) != data_of(first)) st = copy_into(&cp, out[g->ranks[p]], -1, 0, first);
     nt_end(cp.nt);
     return st;
 }
@@ -767,11 +769,13 @@ static lt_status inproc_all_reduce(void *ctx, const lt_coll_group *g, lt_tensor 
     LT_TRY(lane_get(c, &L));
     LT_TRY(gather_sources(L, g, in));
     red_job j = red_begin(c, L, g, first->dtype, nt_begin(g, out));
-    for (int p = 1; p < g->size; p++) L->dst[p - 1] = data_of(out[g->ranks[p]]);
+    int nextra = 0;   /* members sharing first's buffer have the result already */
+    for (int p = 1; p < g->size; p++)
+        if (data_of(out[g->ranks[p]]) != data_of(first)) L->dst[nextra++] = data_of(out[g->ranks[p]]);
     j.count = count;
     j.dst = data_of(first);
     j.extra = L->dst;
-    j.nextra = g->size - 1;
+    j.nextra = nextra;
     lt_status st = reduce_run(L, &j);
     nt_end(j.nt);
     release_sources(L, g->size);
@@ -888,6 +892,7 @@ static lt_status inproc_broadcast(void *ctx, const lt_coll_group *g, lt_tensor *
     for (int p = 0; p < g->size && !st; p++) {
         lt_tensor *dst = out[g->ranks[p]];
         if (data_of(dst) == data_of(src) && lt_is_contiguous(src)) continue; /* in place */
+        if (p > 0 && data_of(dst) == data_of(out[g->ranks[0]])) continue;   /* shares member 0's result */
         st = copy_into(&cp, dst, -1, 0, src);
     }
     if (!st) st = copier_finish(&cp);

@@ -32,5 +32,6 @@
 #include "localtensor/rank_map.h"
 #include "localtensor/tp.h"
 #include "localtensor/validate.h"
+#include "localtensor/numerics.h"
 
 #endif

@@ -4,12 +4,16 @@
 # and the fuzz harnesses over their seeds and regression inputs, then the
 # citation check (tools/check-citations.sh) and (unless --valgrind) the
 # install check (tools/check-install.sh), and prints one closing line
-# "N passed, N failed".
+# "N passed, N failed, N skipped". The scenario library runs on the CPU
+# backend, on cuda-emu (the CUDA kernels on the host) and, where the build
+# has CUDA and a device is present, on the device; a test binary's line
+# "skipped: REASON" (a test that needs a device) counts as skipped, never
+# as passed.
 set -u
 build=$1; shift
 vg=0
 if [ "${1:-}" = "--valgrind" ]; then vg=1; shift; fi
-pass=0; fail=0; failed=()
+pass=0; fail=0; skip=0; failed=()
 for t in "$@"; do
   name=$(basename "$t")
   if [ $vg -eq 1 ]; then
@@ -17,6 +21,11 @@ for t in "$@"; do
           "$t" 2>&1); rc=$?
   else
     out=$("$t" 2>&1); rc=$?
+  fi
+  nskip=$(echo "$out" | grep -c '^skipped: ')
+  if [ "$nskip" -gt 0 ]; then
+    skip=$((skip+nskip))
+    echo "$out" | grep '^skipped: ' | sort -u | sed "s/^skipped: /skip  $name: /"
   fi
   if [ $rc -eq 0 ]; then
     pass=$((pass+1)); echo "ok    $name"
@@ -30,6 +39,22 @@ if [ $vg -eq 0 ] && [ -x "$build/localtensor" ] && [ -d scenarios ] && ls scenar
   else
     fail=$((fail+1)); failed+=("scenarios"); echo "FAIL  scenarios"; tail -40 "$build/scenarios.log"
   fi
+  # the same library through the CUDA kernel code (kernels/cuda/kern.h):
+  # on the host (cuda-emu) always, on the device when there is one;
+  # LT_TEST_BACKENDS (default "cuda-emu cuda") narrows the list
+  for be in cuda-emu cuda; do
+    if [[ " ${LT_TEST_BACKENDS-cuda-emu cuda} " != *" $be "* ]]; then
+      skip=$((skip+1)); echo "skip  scenarios on $be: not in LT_TEST_BACKENDS"; continue
+    fi
+    if ! why=$("$build/localtensor" --backend $be --version 2>&1 >/dev/null); then
+      skip=$((skip+1)); echo "skip  scenarios on $be: ${why#localtensor: --backend $be: }"; continue
+    fi
+    if "$build/localtensor" --backend $be run scenarios/ > "$build/scenarios-$be.log" 2>&1; then
+      pass=$((pass+1)); echo "ok    scenarios on $be ($(tail -1 "$build/scenarios-$be.log"))"
+    else
+      fail=$((fail+1)); failed+=("scenarios-$be"); echo "FAIL  scenarios on $be"; tail -40 "$build/scenarios-$be.log"
+    fi
+  done
 fi
 # the fuzz harnesses (test/fuzz/) replayed over their seeds and regression
 # inputs; make test builds BUILD/replay_<harness> for each
@@ -69,5 +94,5 @@ if [ $vg -eq 0 ]; then
 fi
 echo
 [ $fail -gt 0 ] && echo "failed: ${failed[*]}"
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]

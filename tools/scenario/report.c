@@ -78,7 +78,10 @@ void lt__sc_report_case(FILE *f, const lt_sc_options *o, const lt_sc_file *file,
     (void)s;
     char t[32];
     status_word(f, o, c->res.status);
-    fprintf(f, "%s: %s (%s)\n", file->path, c->name, fmt_time(c->res.seconds, t, sizeof t));
+    if (c->res.numerics)
+        fprintf(f, "%s: %s [numerics %s] (%s)\n", file->path, c->name, c->res.numerics, fmt_time(c->res.seconds, t, sizeof t));
+    else
+        fprintf(f, "%s: %s (%s)\n", file->path, c->name, fmt_time(c->res.seconds, t, sizeof t));
     for (int i = 0; i < c->res.nfails; i++) print_failure(f, &c->res.fails[i]);
     if (c->res.nfails_dropped)
         fprintf(f, "      ... and %d more failure%s\n", c->res.nfails_dropped, PL(c->res.nfails_dropped));
@@ -149,6 +152,12 @@ static cJSON *case_json(const sc_case *c) {
     cJSON_AddNumberToObject(j, "time_s", c->res.seconds);
     cJSON_AddNumberToObject(j, "checks", c->res.checks);
     cJSON_AddNumberToObject(j, "checks_failed", c->res.checks_failed);
+    if (c->res.numerics) { /* sample/none: which ranks' values were computed */
+        char nm[32];
+        cJSON_AddStringToObject(j, "numerics", lt_numerics_str(&c->numerics, nm, sizeof nm));
+        cJSON *sr = cJSON_AddArrayToObject(j, "sampled_ranks");
+        for (int i = 0; sr && i < c->res.nsampled; i++) lt__json_push(sr, cJSON_CreateNumber(c->res.sampled[i]));
+    }
     if ((fl = cJSON_AddArrayToObject(j, "failures")))
         for (int i = 0; i < c->res.nfails; i++) lt__json_push(fl, failure_json(&c->res.fails[i]));
     /* every redistribute the case ran, with per-rank bytes of each plan step */

@@ -211,6 +211,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
                 cs->selected = matches(opt, f->path, cs);
                 cs->record_plans = opt->json_path != NULL;
                 cs->record_trace = opt->trace;
+                if (opt->numerics) lt_numerics_parse(opt->numerics, &cs->numerics);   /* checked by the CLI */
                 sel += cs->selected;
             }
             total += sel;

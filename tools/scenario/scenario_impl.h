@@ -93,6 +93,8 @@ lt_status lt__sc_bool(const sc_node *n, const char *what, int *out);
 lt_status lt__sc_ident(const sc_node *n, const char *what, const char **out);
 /* [5, 7], 5, "5,7", "0,3", [] (0-d). Sizes >= 0; element count checked. */
 lt_status lt__sc_shape(const sc_node *n, const char *what, int *ndim, int64_t *shape);
+/* lt__sc_shape with another limit on the element count (max_elems). */
+lt_status lt__sc_shape_max(const sc_node *n, const char *what, int64_t max_elems, int *ndim, int64_t *shape);
 /* [S(0), R] or "S(0),R" (any spelling of docs/DESIGN.md §5). Count is not checked. */
 lt_status lt__sc_placements(const sc_node *n, const char *what, lt_placement *pl, int *np);
 /* The same into a new arena array of exactly *np entries (an lt_placement
@@ -190,6 +192,9 @@ typedef struct lt_sc_result {
                                 * case's redistributes and their plans with per-rank bytes */
     const char *trace_text;    /* with sc_case.record_trace: the --trace log (arena), else NULL */
     const char *trace_json;    /* the same as a JSON object (text, arena) */
+    const char *numerics;      /* sample/none: "sample:2: values for ranks 0, 3" (arena), else NULL */
+    const int *sampled;        /* (nsampled) the ranks whose values were computed (arena) */
+    int nsampled;
 } lt_sc_result;
 
 /* ---- scenarios ------------------------------------------------------------- */
@@ -248,6 +253,7 @@ typedef struct sc_case {
                                * lt__sc_case_build when it runs (NULL: parsed at load) */
     sc_pos pos;
     lt_mesh mesh;
+    const char *backend;      /* `backend:` (checked at load); NULL: the process default */
     int ntensors;
     sc_tensor_decl *tensors;
     int nsteps;
@@ -255,6 +261,7 @@ typedef struct sc_case {
     int selected;             /* passes the -k filters */
     int record_plans;         /* keep every redistribute's plan in res (for --json) */
     int record_trace;         /* --trace: op log and comm table in res (scenario_trace.c) */
+    lt_numerics numerics;     /* numerics: (localtensor/numerics.h); full by default */
     lt_sc_result res;
 } sc_case;
 
@@ -291,6 +298,7 @@ typedef struct sc_parse_ctx {
     int nsyms, cap;
     int in_expect_error;      /* the step's `as` will not be defined */
     int redistributes;        /* redistribute steps so far (for expect_plan) */
+    int sampled;              /* numerics sample/none: init: tensors are never built */
 } sc_parse_ctx;
 
 /* Reads `key` of map as a tensor name that must be defined with a kind in
@@ -323,6 +331,9 @@ typedef struct sc_value {
     lt_dtensor *dt;
     lt_local *local;
     char origin[512];         /* "redistribute at f:12:7: plan step 0 ..." or "" */
+    int sampled;              /* numerics sample/none: dt holds the sampled ranks only,
+                               * and gen says where every rank's values come from */
+    lt_sample_src gen;
 } sc_value;
 
 typedef struct sc_run_ctx {
@@ -353,6 +364,12 @@ typedef struct sc_run_ctx {
     int ended_rank;           /* the rank whose program ended with that error (the matcher knows), or -1 */
     void *trace;              /* scenario_trace.c's state while record_trace, else NULL */
     void *diverge;            /* scenario_diverge.c's records (expect_same_as_single_device) */
+    /* numerics sample/none (scenario_numerics.c): the ranks whose values are
+     * computed; nranks -1 in full mode */
+    int *ranks;               /* (nranks) malloc'd */
+    int nranks;
+    int refused;              /* a step that cannot run in this mode was met */
+    char refused_msg[512];    /* what the refusal said */
 } sc_run_ctx;
 
 /* The value named `name` (must exist: the loader checked). */
@@ -477,6 +494,41 @@ char *lt__sc_fmt_index(int ndim, const int64_t *idx, char *buf, size_t n);
     lt_status lt__sc_run_##name(sc_run_ctx *rc, const sc_step *st);
 LT_SC_STEP_MAP(LT__XX)
 #undef LT__XX
+
+/* ---- numerics sample / none (scenario_numerics.c) ------------------------------- */
+
+/* Sets up rc for case c's numerics mode (rc->nranks -1 in full mode) and
+ * notes it in c's result. LT_NOMEM. */
+lt_status lt__sc_numerics_begin(sc_run_ctx *rc, sc_case *c, sc_arena *arena);
+void lt__sc_numerics_end(sc_run_ctx *rc);
+/* LT_OK when step st can run in rc's mode; otherwise LT_UNSUPPORTED
+ * ("not supported yet: ... in --numerics sample:K mode") and rc->refused. */
+lt_status lt__sc_numerics_gate(sc_run_ctx *rc, const sc_step *st);
+/* Refuses what cannot run in rc's mode: "not supported yet: <what> in
+ * --numerics sample:K mode", LT_UNSUPPORTED, and the case ends in an error
+ * even inside expect_error (rc->refused). */
+lt_status lt__sc_numerics_refuse(sc_run_ctx *rc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* "sample:2" (static buffer of rc's case). */
+const char *lt__sc_numerics_name(const sc_run_ctx *rc);
+/* distribute of declared tensor `tensor` (an init: tensor, never built in
+ * these modes) with placements pl[np] into `as`: the sampled ranks' shards. */
+lt_status lt__sc_sampled_distribute(sc_run_ctx *rc, const char *tensor, const lt_placement *pl, int np,
+                                    const char *as);
+/* A collective called directly (`collective` step) on sampled DTensor
+ * `tensor`: for every group holding a sampled rank, its members' inputs are
+ * produced on demand and the collective runs on that group alone; the
+ * sampled ranks' results become LocalTensor `as` (the others absent), and
+ * the scenario's comm trace gets the event a full run records. */
+lt_status lt__sc_sampled_collective(sc_run_ctx *rc, lt_coll kind, const char *tensor, int md, lt_redop op, int dim,
+                                    int cdim, int root, const lt_split_rule *rule, const int *perm, const char *as,
+                                    const char *origin);
+/* Stores a sampled DTensor (takes dt) with its values' source g as `as`. */
+lt_status lt__sc_sampled_put(sc_run_ctx *rc, const char *as, lt_dtensor *dt, const lt_sample_src *g,
+                             const char *origin);
 
 /* The step type called `name`, or NULL. */
 const sc_step_type *lt__sc_step_type(const char *name);

@@ -9,6 +9,7 @@
  * variables substituted, parsed like any scenario.
  */
 #include "kernels/alloc.h"
+#include "kernels/backend.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,7 +250,8 @@ static lt_status parse_tensor(sc_parse_ctx *pc, const sc_node *key, const sc_nod
     if ((n = lt__sc_get(body, "dtype"))) LT_TRY(lt__sc_dtype(n, what, &t->dtype));
     const sc_node *shape = lt__sc_get(body, "shape"), *vals = lt__sc_get(body, "values"),
                   *init = lt__sc_get(body, "init");
-    if (shape) LT_TRY(lt__sc_shape(shape, what, &t->ndim, t->shape));
+    /* numerics sample/none never build an init: tensor: only the layout math limits it */
+    if (shape) LT_TRY(lt__sc_shape_max(shape, what, pc->sampled && !vals ? INT64_MAX : LT_SC_MAX_ELEMS, &t->ndim, t->shape));
     if (vals && init)
         return lt__sc_err(init, LT_INVALID, "%s: give either init or values, not both", what);
     if (vals) {
@@ -288,7 +290,7 @@ static lt_status parse_tensor(sc_parse_ctx *pc, const sc_node *key, const sc_nod
 
 /* ---- one case ---------------------------------------------------------------------- */
 
-static const char *const scenario_keys[] = {"name", "description", "mesh", "tensors", "steps", "sweep", NULL};
+static const char *const scenario_keys[] = {"name", "description", "mesh", "backend", "tensors", "steps", "sweep", "numerics", NULL};
 
 /* Parses mesh, tensors and steps of a scenario map (variables already
  * substituted); sweep_mesh stands in for a missing `mesh`. */
@@ -297,10 +299,25 @@ static lt_status parse_case(sc_arena *a, const sc_node *map, const sc_node *swee
     if (!mesh) mesh = sweep_mesh;
     if (!mesh) return lt__sc_err(map, LT_INVALID, "scenario '%s': missing required key 'mesh'", c->name);
     LT_TRY(lt__sc_mesh(mesh, "mesh", &c->mesh));
+    const sc_node *nm = lt__sc_get(map, "numerics");
+    if (nm) {
+        const char *s;
+        LT_TRY(lt__sc_str(nm, "numerics", &s));
+        lt_status ns = lt_numerics_parse(s, &c->numerics);
+        if (ns) return lt__sc_err_at(nm, ns);
+    }
+    const sc_node *bn = lt__sc_get(map, "backend");
+    if (bn) { /* where the case's tensors live: a name kernels/backend.h knows, usable here */
+        const lt_backend *b;
+        LT_TRY(lt__sc_str(bn, "backend", &c->backend));
+        lt_status bst = lt_backend_by_name(c->backend, &b);
+        if (bst) return lt__sc_err_at(bn, lt__err_ctx(bst, "backend"));
+    }
     sc_parse_ctx pc;
     memset(&pc, 0, sizeof pc);
     pc.arena = a;
     pc.mesh = &c->mesh;
+    pc.sampled = c->numerics.kind != LT_NUMERICS_FULL;
     lt_status st = LT_OK;
     const sc_node *tensors = lt__sc_get(map, "tensors"), *steps;
     if (tensors && !lt__sc_is_null(tensors)) {
