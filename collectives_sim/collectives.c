@@ -629,7 +629,7 @@ static int groups_in_parallel(const call *k, lt_tensor *const *eout) {
         if (k->in && k->in[r]) bytes += lt_nbytes(k->in[r]);
         if (eout[r]) bytes += lt_nbytes(eout[r]);
     }
-    return bytes >= LT__PAR_MIN_BYTES;
+    return bytes >= lt__par_min_bytes();
 }
 
 /* Steps 2 and 3. proto carries the collective's arguments; group g's split

@@ -21,8 +21,8 @@
  * itself; lane 0 is made with the context, the others by the first piece
  * of work that runs on their slot. A call that is not itself running inside
  * a parallel section splits a big reduction into element ranges and a big
- * copy into sub-boxes (pieces of at least PIECE_BYTES), so one group also
- * uses every thread. Splitting never changes a result: each output element
+ * copy into sub-boxes (about a quarter of lt__par_min_bytes() each), so one
+ * group also uses every thread. Splitting never changes a result: each output element
  * is still reduced from member 0, 1, 2, ... in that order, with the same
  * arithmetic, by exactly one piece.
  *
@@ -50,7 +50,7 @@
 #define BLK 16384              /* elements per reduction block: 128 KiB of 8-byte accumulators (L2) */
 #define NT_MIN (16u << 20)     /* group output bytes from which copies stream past the cache */
 #define NT_RUN 1024            /* shortest copy worth streaming */
-#define PIECE_BYTES (1u << 20) /* smallest piece of a reduction or copy split across threads */
+#define RED_ALIGN 256          /* reduction pieces start on multiples of this many elements */
 #define PIECES_PER_THREAD 4    /* pieces per thread of a split (balance on a busy machine) */
 
 /* The scratch of one pool slot: what one group's call (or one piece of a
@@ -138,8 +138,9 @@ static void inproc_free(void *ctx) {
  * small or no other thread is free (inside a parallel section). */
 static int64_t pieces_for(size_t bytes, int64_t max_pieces) {
     int w = lt__pool_width();
-    if (w <= 1 || bytes < 2 * (size_t)PIECE_BYTES) return 1;
-    int64_t p = (int64_t)(bytes / PIECE_BYTES);
+    size_t min = lt__par_min_bytes(), piece = min / 4 ? min / 4 : 1;
+    if (w <= 1 || bytes < min) return 1;
+    int64_t p = (int64_t)(bytes / piece);
     if (p > (int64_t)w * PIECES_PER_THREAD) p = (int64_t)w * PIECES_PER_THREAD;
     if (p > max_pieces) p = max_pieces;
     return p < 1 ? 1 : p;
@@ -284,7 +285,7 @@ static void box_run(int nt, size_t es, const mbox *b, char *dst, const char *src
 
 /* The copies of one call, when it is big enough to split: each box is cut
  * along its outermost merged dim into pieces (a share of the call's pieces
- * in proportion to its bytes, about PIECE_BYTES each), and every piece of
+ * in proportion to its bytes), and every piece of
  * every box is one piece of work of a single parallel section. */
 typedef struct citem {
     mbox b;
@@ -304,11 +305,12 @@ typedef struct copier {
     size_t bytes;       /* their bytes */
 } copier;
 
-/* A copier for a call of group g whose outputs (out) hold `bytes` in all. */
-static copier copier_begin(lane *L, const lt_coll_group *g, lt_tensor *const *out, size_t es, size_t bytes) {
+/* A copier for a call whose outputs hold `bytes` in all (es-byte
+ * elements); streaming stores from NT_MIN bytes on. */
+static copier copier_begin(lane *L, size_t es, size_t bytes) {
     copier cp;
     cp.L = L;
-    cp.nt = nt_begin(g, out);
+    cp.nt = bytes >= NT_MIN;
     cp.es = es;
     cp.batch = pieces_for(bytes, INT64_MAX) > 1;
     cp.n = 0;
@@ -671,7 +673,7 @@ static lt_status reduce_task(void *ctx, int64_t i) {
     const red_job *j = ctx;
     lane *L = NULL;
     LT_TRY(lane_get(j->c, &L));
-    reduce_range(L, j, piece_at(j->count, j->pieces, i, BLK), piece_at(j->count, j->pieces, i + 1, BLK));
+    reduce_range(L, j, piece_at(j->count, j->pieces, i, RED_ALIGN), piece_at(j->count, j->pieces, i + 1, RED_ALIGN));
     nt_end(j->nt);
     return LT_OK;
 }
@@ -681,7 +683,7 @@ static lt_status reduce_task(void *ctx, int64_t i) {
  * made. */
 static lt_status reduce_run(lane *L, red_job *j) {
     size_t bytes = (size_t)j->count * lt_dtype_size(j->dt) * (size_t)(j->n + 1 + j->nextra);
-    j->pieces = pieces_for(bytes, (j->count + BLK - 1) / BLK);
+    j->pieces = pieces_for(bytes, (j->count + RED_ALIGN - 1) / RED_ALIGN);
     if (j->pieces <= 1) {
         reduce_range(L, j, 0, j->count);
         return LT_OK;
@@ -737,7 +739,7 @@ static lt_status inproc_all_gather(void *ctx, const lt_coll_group *g, lt_tensor 
     lane *L = NULL;
     LT_TRY(lane_get(ctx, &L));
     lt_tensor *first = out[g->ranks[0]];
-    copier cp = copier_begin(L, g, out, lt_dtype_size(first->dtype), group_out_bytes(g, out));
+    copier cp = copier_begin(L, lt_dtype_size(first->dtype), group_out_bytes(g, out));
     lt_status st = LT_OK;
     for (int q = 0; q < (cp.batch ? g->size : 1) && !st; q++) {
         lt_tensor *dst = out[g->ranks[q]];
@@ -853,7 +855,7 @@ static lt_status inproc_all_to_all(void *ctx, const lt_coll_group *g, lt_tensor 
     lane *L = NULL;
     LT_TRY(lane_get(c, &L));
     int n = g->size, sd = g->dim, cd = g->concat_dim;
-    copier cp = copier_begin(L, g, out, lt_dtype_size(in[g->ranks[0]]->dtype), group_out_bytes(g, out));
+    copier cp = copier_begin(L, lt_dtype_size(in[g->ranks[0]]->dtype), group_out_bytes(g, out));
     lt_status st = LT_OK;
     for (int i = 0; i < n; i++) L->off[i] = 0;
     for (int j = 0; j < n; j++) {
@@ -885,7 +887,7 @@ static lt_status inproc_broadcast(void *ctx, const lt_coll_group *g, lt_tensor *
     lane *L = NULL;
     LT_TRY(lane_get(ctx, &L));
     const lt_tensor *src = in[g->ranks[g->root]];
-    copier cp = copier_begin(L, g, out, lt_dtype_size(src->dtype), group_out_bytes(g, out));
+    copier cp = copier_begin(L, lt_dtype_size(src->dtype), group_out_bytes(g, out));
     lt_status st = LT_OK;
     for (int p = 0; p < g->size && !st; p++) {
         lt_tensor *dst = out[g->ranks[p]];
@@ -903,7 +905,7 @@ static lt_status inproc_scatter(void *ctx, const lt_coll_group *g, lt_tensor *co
     lane *L = NULL;
     LT_TRY(lane_get(ctx, &L));
     const lt_tensor *src = in[g->ranks[g->root]];
-    copier cp = copier_begin(L, g, out, lt_dtype_size(src->dtype), group_out_bytes(g, out));
+    copier cp = copier_begin(L, lt_dtype_size(src->dtype), group_out_bytes(g, out));
     lt_status st = LT_OK;
     int64_t start = 0;
     for (int j = 0; j < g->size && !st; j++) {
@@ -920,7 +922,7 @@ static lt_status inproc_gather(void *ctx, const lt_coll_group *g, lt_tensor *con
     lane *L = NULL;
     LT_TRY(lane_get(ctx, &L));
     lt_tensor *dst = out[g->ranks[g->root]];
-    copier cp = copier_begin(L, g, out, lt_dtype_size(dst->dtype), group_out_bytes(g, out));
+    copier cp = copier_begin(L, lt_dtype_size(dst->dtype), group_out_bytes(g, out));
     lt_status st = LT_OK;
     int64_t at = 0;
     for (int p = 0; p < g->size && !st; p++) {
@@ -937,7 +939,7 @@ static lt_status inproc_permute(void *ctx, const lt_coll_group *g, lt_tensor *co
                                 lt_tensor *const *out) {
     lane *L = NULL;
     LT_TRY(lane_get(ctx, &L));
-    copier cp = copier_begin(L, g, out, lt_dtype_size(in[g->ranks[0]]->dtype), group_out_bytes(g, out));
+    copier cp = copier_begin(L, lt_dtype_size(in[g->ranks[0]]->dtype), group_out_bytes(g, out));
     lt_status st = LT_OK;
     for (int i = 0; i < g->size && !st; i++)
         st = copy_into(&cp, out[g->ranks[g->perm[i]]], -1, 0, in[g->ranks[i]]);

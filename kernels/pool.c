@@ -54,6 +54,7 @@ static int stopping;
 static int exit_hooked;
 
 static atomic_int set_count;            /* lt_set_threads; 0: default */
+static atomic_size_t par_min = LT__PAR_MIN_BYTES_DEFAULT;
 static int default_count;               /* LT_THREADS, else the cores */
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 
@@ -99,6 +100,10 @@ void lt_set_threads(int n) {
 }
 
 int lt__pool_slot(void) { return my_slot; }
+
+size_t lt__par_min_bytes(void) { return atomic_load_explicit(&par_min, memory_order_relaxed); }
+
+void lt__set_par_min_bytes(size_t bytes) { atomic_store(&par_min, bytes ? bytes : LT__PAR_MIN_BYTES_DEFAULT); }
 
 int lt__pool_width(void) {
     if (in_section || lt__fault_armed()) return 1;
@@ -155,6 +160,20 @@ static void pool_shutdown(void) {
     pthread_mutex_unlock(&mu);
 }
 
+/* In the child of a fork only the forking thread exists: forget the
+ * workers (the next section starts new ones) and any lock they held. */
+static void after_fork_child(void) {
+    pthread_mutex_t m0 = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t c0 = PTHREAD_COND_INITIALIZER;
+    use_mu = m0;
+    mu = m0;
+    work_cv = c0;
+    done_cv = c0;
+    nworkers = 0;
+    active = 0;
+    cur = NULL;
+}
+
 /* Starts workers up to want - 1 of them (called with use_mu held); returns
  * how many threads a section can use (fewer when a thread would not start). */
 static int ensure_workers(int want) {
@@ -163,7 +182,10 @@ static int ensure_workers(int want) {
         pthread_mutex_unlock(&mu);
         return 1;
     }
-    if (!exit_hooked) exit_hooked = atexit(pool_shutdown) == 0 ? 1 : -1;
+    if (!exit_hooked) {
+        exit_hooked = atexit(pool_shutdown) == 0 ? 1 : -1;
+        pthread_atfork(NULL, NULL, after_fork_child);
+    }
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* workers take no signals */

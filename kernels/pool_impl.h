@@ -30,9 +30,15 @@
 #include "kernels/pool.h"
 #include "kernels/status.h"
 
-/* Work that reads and writes fewer bytes than this runs inline: waking the
- * workers costs some microseconds, as much as copying this much. */
-#define LT__PAR_MIN_BYTES ((size_t)1 << 20)
+/* Work that reads and writes fewer bytes than lt__par_min_bytes() runs
+ * inline: waking the workers and waiting for the last one costs tens of
+ * microseconds on a busy machine, as much as copying about this much. */
+#define LT__PAR_MIN_BYTES_DEFAULT ((size_t)16 << 20)
+size_t lt__par_min_bytes(void);
+/* Sets that threshold (0: back to the default), so that tests reach the
+ * parallel paths with small tensors. Like lt_set_threads, call it while no
+ * library call runs on another thread. */
+void lt__set_par_min_bytes(size_t bytes);
 
 typedef lt_status (*lt__task_fn)(void *ctx, int64_t i);
 

@@ -427,7 +427,7 @@ static int ranks_in_parallel(const lt_op_plan *p, const lt_dtensor *const *x) {
     for (int k = 0; k < p->nin; k++)
         for (int r = 0; r < p->mesh_.world; r++)
             if (x[k]->local->shards[r]) bytes += lt_nbytes(x[k]->local->shards[r]);
-    return bytes >= LT__PAR_MIN_BYTES;
+    return bytes >= lt__par_min_bytes();
 }
 
 static lt_status run_plan(const lt_op_plan *p, const lt_dtensor *const *in, const lt_op_args *a,

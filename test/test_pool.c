@@ -10,6 +10,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "kernels/alloc.h"
 #include "kernels/status_impl.h"
@@ -32,9 +34,9 @@ static lt_status count_one(void *ctx, int64_t i) {
     if (atomic_fetch_add(&c->slot_busy[s], 1) != 0) atomic_fetch_add(&c->slot_clash, 1);
     if (s > 0) atomic_fetch_add(&c->on_worker, 1);
     atomic_fetch_add(&c->hits[i], 1);
-    volatile double x = 0; /* a little work, so that pieces overlap in time */
-    for (int k = 0; k < 200; k++) x += k;
-    (void)x;
+    double x = 0; /* a little work, so that pieces overlap in time */
+    for (int k = 0; k < 200; k++) x += k * (double)i;
+    if (x < 0) atomic_fetch_add(&c->slot_clash, 1); /* never: uses x */
     atomic_fetch_sub(&c->slot_busy[s], 1);
     if (i >= c->fail_from && i % 7 == 0) return lt__err(LT_SHAPE, "piece %lld failed", (long long)i);
     return LT_OK;
@@ -171,6 +173,30 @@ static void test_two_callers_at_once(void **state) {
     lt_set_threads(0);
 }
 
+/* a child of fork has no workers: its sections start new ones (a hang
+ * would be ended by the alarm and fail) */
+static void test_after_fork(void **state) {
+    (void)state;
+    lt_set_threads(3);
+    counts *c = new_counts(N);
+    LT_CHECK(lt__parallel_for(N, count_one, c)); /* the workers exist now */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(20);
+        memset(c->hits, 0, sizeof c->hits);
+        int ok = lt__parallel_for(N, count_one, c) == LT_OK;
+        for (int i = 0; i < N; i++) ok &= atomic_load(&c->hits[i]) == 1;
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    free(c);
+    lt_set_threads(0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_index_once),
@@ -179,6 +205,7 @@ int main(void) {
         cmocka_unit_test(test_fault_injection_runs_inline),
         cmocka_unit_test(test_set_threads_bounds),
         cmocka_unit_test(test_two_callers_at_once),
+        cmocka_unit_test(test_after_fork),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,18 +2,25 @@
  * (kernels/pool.h): every collective (f32, bf16, f64 and i32 reductions
  * included), a redistribute with its verification, and ops, run with
  * lt_set_threads(1) and then with 2, 3 and 4 threads in the same process,
- * must give the same bytes on every rank. Sizes are above the splitting
- * thresholds, so the groups of a call run at the same time (2x2x2: four
- * groups) and a single group's reduction or copy is split into pieces
- * (mesh 8: one group); the values have mixed magnitudes, so a reduction
+ * must give the same bytes on every rank. The threshold under which work
+ * stays inline is lowered to 8 KiB (lt__set_par_min_bytes), so that these
+ * small tensors take the parallel paths: the groups of a call at the same
+ * time (2x2x2: four groups) and a single group's reduction or copy split
+ * into pieces (mesh 8: one group); the values have mixed magnitudes, so a reduction
  * that combined members in another order would round differently. The
  * one-thread results themselves are checked against the rules by
- * test_collectives, test_redistribute and test_ops. */
+ * test_collectives, test_redistribute and test_ops. Last, a sweep file
+ * (passing and failing cases) run in process (lt_sc_run_paths) must write
+ * the same text report and the same --json report, times aside. */
+#include <cJSON.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "kernels/pool.h"
+#include "kernels/pool_impl.h"
 #include "test/testutil.h"
+#include "tools/scenario/scenario.h"
 
 enum { AG, RS, AR, A2A, BC, SC, GA, RE, PE, NKIND };
 static const char *const kind_names[NKIND] = {"all_gather", "reduce_scatter", "all_reduce", "all_to_all",
@@ -72,8 +79,8 @@ static void one_collective(int kind, const char *mesh, int md, lt_dtype dt, lt_r
     lt_comm *c = NULL;
     LT_CHECK(lt_comm_new(&m, &c));
     int n = m.shape[md], W = m.world;
-    /* about 256 KiB per rank, rows not a multiple of the group: uneven splits */
-    int64_t cols = 64, rows = (int64_t)(256 << 10) / (int64_t)lt_dtype_size(dt) / cols / n * n + 1;
+    /* about 12 KiB per rank, rows not a multiple of the group: uneven splits */
+    int64_t cols = 16, rows = (int64_t)(12 << 10) / (int64_t)lt_dtype_size(dt) / cols / n * n + 1;
     lt_tensor *in[8] = {0}, *base[8] = {0};
     for (int r = 0; r < W; r++) {
         base[r] = rank_tensor(dt, strided ? cols : rows, strided ? rows : cols, r);
@@ -151,7 +158,7 @@ static void test_redistribute(void **state) {
         {"S(0),S(1),SS(0,2)", "R,S(1),R"}, {"P(sum),R,S(0)", "S(1),S(0),R"}, {"R,R,R", "S(1),SS(0,2),S(0)"}};
     lt_mesh m;
     LT_CHECK(lt_mesh_parse("2x2x2", &m));
-    lt_tensor *full = full_tensor(LT_F32, 515, 770);
+    lt_tensor *full = full_tensor(LT_F32, 51, 77);
     for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
         lt_dtensor *x = lt_test_distribute(&m, full, pairs[i].from);
         lt_placement to[3];
@@ -180,7 +187,7 @@ static void test_ops(void **state) {
     (void)state;
     lt_mesh m;
     LT_CHECK(lt_mesh_parse("2x4", &m));
-    lt_tensor *fa = full_tensor(LT_F32, 1030, 640), *fb = rank_tensor(LT_F32, 1030, 640, 5);
+    lt_tensor *fa = full_tensor(LT_F32, 130, 64), *fb = rank_tensor(LT_F32, 130, 64, 5);
     lt_dtensor *a = lt_test_distribute(&m, fa, "S(0),S(1)"), *b = lt_test_distribute(&m, fb, "S(0),S(1)");
     for (int which = 0; which < 4; which++) {
         lt_dtensor *ref = NULL;
@@ -218,12 +225,120 @@ static void test_ops(void **state) {
     lt_tensor_free(fb);
 }
 
+/* Deletes every "time_s" member of j, recursively. */
+static void drop_times(cJSON *j) {
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "time_s");
+    cJSON *k;
+    cJSON_ArrayForEach(k, j) drop_times(k);
+}
+
+/* Removes every "(1.2 ms)" or "(3.40 s)" from the text report. */
+static void drop_text_times(char *t) {
+    char *w = t;
+    for (char *r = t; *r;) {
+        char *close = *r == '(' && r[1] >= '0' && r[1] <= '9' ? strchr(r, ')') : NULL;
+        if (close && close - r > 3 && close[-1] == 's') {
+            r = close + 1;
+            continue;
+        }
+        *w++ = *r++;
+    }
+    *w = '\0';
+}
+
+/* One run of path: the text report in *text, the JSON report (times
+ * dropped, unformatted) in *json; both malloc'd. */
+static void run_sweep(const char *path, const char *json_path, char **text, char **json) {
+    FILE *out = tmpfile(), *err = tmpfile();
+    assert_non_null(out);
+    assert_non_null(err);
+    lt_sc_options o;
+    memset(&o, 0, sizeof o);
+    o.out = out;
+    o.err = err;
+    o.json_path = json_path;
+    int rc = lt_sc_run_paths(&path, 1, &o);
+    assert_int_equal(rc, 1); /* some cases fail, none errors */
+    *text = lt_test_slurp_fp(out);
+    drop_text_times(*text);
+    fclose(out);
+    fclose(err);
+    FILE *jf = fopen(json_path, "r");
+    assert_non_null(jf);
+    fseek(jf, 0, SEEK_END);
+    char *jt = lt_test_slurp_fp(jf);
+    fclose(jf);
+    cJSON *j = cJSON_Parse(jt);
+    free(jt);
+    if (!j) fail_msg("the --json report does not parse");
+    drop_times(j);
+    *json = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+}
+
+static void test_sweep_reports(void **state) {
+    (void)state;
+    char dir[] = "/tmp/lt_threads_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[64], json_path[64];
+    snprintf(path, sizeof path, "%s/sweep.yaml", dir);
+    snprintf(json_path, sizeof json_path, "%s/out.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    /* 2 x 81 cases that pass, then 81 that fail (their expected values are
+     * off by one at global index 4) */
+    fputs("- name: pass\n  tensors: {x: {shape: [5, 3], init: \"random:3\"}}\n  sweep:\n    mesh: [2x2]\n"
+          "    shape: [[5, 3], [4, 2]]\n"
+          "    from: {each: [R, \"S(0)\", \"S(1)\"]}\n    to: {each: [R, \"S(0)\", \"S(1)\"]}\n  steps:\n"
+          "    - distribute: {tensor: x, placements: $from, as: xd}\n"
+          "    - redistribute: {tensor: xd, to: $to, as: y}\n"
+          "    - expect_full: {tensor: y, equals: x}\n"
+          "- name: fail\n  tensors: {x: {shape: [5], init: arange}}\n  sweep:\n    mesh: [2x2]\n"
+          "    from: {each: [R, \"S(0)\", \"P(sum)\"]}\n    to: {each: [R, \"S(0)\", \"SS(0,2)\"]}\n  steps:\n"
+          "    - distribute: {tensor: x, placements: $from, as: xd}\n"
+          "    - redistribute: {tensor: xd, to: $to, as: y}\n"
+          "    - expect_full: {tensor: y, values: [0, 1, 2, 3, 5]}\n", f);
+    fclose(f);
+    char *text1, *json1;
+    lt_set_threads(1);
+    run_sweep(path, json_path, &text1, &json1);
+    assert_non_null(strstr(text1, "FAIL"));
+    for (int t = 2; t <= 4; t++) {
+        lt_set_threads(t);
+        char *text, *json;
+        run_sweep(path, json_path, &text, &json);
+        if (strcmp(text, text1)) fail_msg("text report differs with %d threads:\n%s\n---\n%s", t, text1, text);
+        if (strcmp(json, json1)) fail_msg("--json report differs with %d threads", t);
+        free(text);
+        cJSON_free(json);
+    }
+    lt_set_threads(0);
+    free(text1);
+    cJSON_free(json1);
+    remove(json_path);
+    remove(path);
+    rmdir(dir);
+}
+
+static int small_threshold(void **state) {
+    (void)state;
+    lt__set_par_min_bytes(8 << 10);
+    return 0;
+}
+
+static int default_threshold(void **state) {
+    (void)state;
+    lt__set_par_min_bytes(0);
+    return 0;
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_collectives_copying),
         cmocka_unit_test(test_collectives_reducing),
         cmocka_unit_test(test_redistribute),
         cmocka_unit_test(test_ops),
+        cmocka_unit_test(test_sweep_reports),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, small_threshold, default_threshold);
 }
