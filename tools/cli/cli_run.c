@@ -14,11 +14,13 @@
 
 #include "kernels/alloc.h"
 #include "tools/cli/cli.h"
+#include "localtensor/numerics.h"
 #include "tools/scenario/scenario.h"
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: localtensor run PATH... [-k FILTER] [-v] [--json FILE] [--junit FILE] [--fail-fast] [--trace]\n"
+            "                       [--numerics full|sample:K|none]\n"
             "\n"
             "Runs YAML scenario files (directories are searched for *.yaml / *.yml).\n"
             "  -k FILTER      run only cases whose name or file path contains FILTER (repeatable)\n"
@@ -28,6 +30,8 @@ static void usage(FILE *f) {
             "  --fail-fast    stop at the first failing case\n"
             "  --trace        print each case's op log (placements, implicit redistributes with\n"
             "                 their plans) and comm table (bytes per rank); in --json too\n"
+            "  --numerics N   run every case in numerics mode N (overrides the files' numerics:):\n"
+            "                 full, sample:K (values for K ranks only) or none (no values)\n"
             "Exit: 0 all passed, 1 a check failed, 2 a file could not be loaded, a step errored,\n"
             "or nothing was run (no scenario file found, or no case matches -k).\n"
             "The format of scenario files: scenarios/README.md.\n");
@@ -56,6 +60,18 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
             o.trace = 1;
         } else if (!strcmp(a, "--fail-fast") || !strcmp(a, "-x")) {
             o.fail_fast = 1;
+        } else if (!strcmp(a, "--numerics") || !strncmp(a, "--numerics=", 11)) {
+            const char *v = a[10] == '=' ? a + 11 : i + 1 < argc ? argv[++i] : NULL;
+            lt_numerics nm;
+            if (!v) {
+                fprintf(err, "localtensor run: --numerics needs a value\n");
+                code = 2;
+            } else if (lt_numerics_parse(v, &nm)) {
+                fprintf(err, "localtensor run: --numerics: %s\n", lt_errmsg());
+                code = 2;
+            } else {
+                o.numerics = v;
+            }
         } else if (!strcmp(a, "-k") || !strcmp(a, "--json") || !strcmp(a, "--junit")) {
             if (i + 1 >= argc) {
                 fprintf(err, "localtensor run: %s needs a value\n", a);

@@ -5,6 +5,7 @@
 
 #include "kernels/alloc.h"
 #include "kernels/backend.h"
+#include "kernels/memlimit_impl.h"
 #include "tools/cli/cli.h"
 
 static void usage(FILE *f) {
@@ -19,33 +20,55 @@ static void usage(FILE *f) {
 #undef LT__XX
     fprintf(f,
             "\n"
-            "Global option: --backend cpu|cuda|cuda-emu (anywhere on the line; default: the\n"
-            "LT_BACKEND environment variable, else cpu) chooses where shards live and\n"
-            "kernels run.\n"
+            "global options (anywhere on the line):\n"
+            "  --backend NAME     cpu, cuda or cuda-emu: where shards live and kernels run\n"
+            "                     (default: the LT_BACKEND environment variable, else cpu)\n"
+            "  --max-memory SIZE  refuse work whose shards need more than SIZE bytes (512M, 8G;\n"
+            "                     the same as LOCALTENSOR_MEMORY_LIMIT)\n"
             "\n"
             "Run `localtensor <command> --help` for a command's options;\n"
             "`localtensor --version` prints the version.\n"
             "Exit codes: 0 all passed, 1 a check failed, 2 bad input or usage.\n");
 }
 
-/* Takes the global `--backend NAME` (or `--backend=NAME`) out of argv and
- * selects that backend, else the one LT_BACKEND names. Returns 0, or 2
- * after printing why (unknown name, no CUDA in the build or no device). */
-static int select_backend(int *argc, char **argv) {
-    const char *name = getenv("LT_BACKEND"), *from = "LT_BACKEND";
+/* A global option's value: `--name VALUE` or `--name=VALUE` at argv[*i]
+ * (advancing *i past a separate value). NULL when argv[*i] is not the
+ * option; *missing set when the value is missing. */
+static const char *option_value(int argc, char **argv, int *i, const char *name, int *missing) {
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n)) return NULL;
+    if (argv[*i][n] == '=') return argv[*i] + n + 1;
+    if (argv[*i][n]) return NULL;
+    if (*i + 1 >= argc) {
+        *missing = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+/* Takes the global options out of argv (anywhere on the line): `--backend
+ * NAME` selects that backend (else the one LT_BACKEND names), `--max-memory
+ * SIZE` sets the memory budget (kernels/memlimit_impl.h). Returns 0, or 2
+ * after printing why (a missing or bad value, no CUDA in the build or no
+ * device). */
+static int global_options(int *argc, char **argv) {
+    const char *name = getenv("LT_BACKEND"), *from = "LT_BACKEND", *v;
     if (name && !name[0]) name = NULL;
-    int j = 1;
+    int j = 1, missing = 0;
     for (int i = 1; i < *argc; i++) {
-        if (!strcmp(argv[i], "--backend")) {
-            if (i + 1 >= *argc) {
-                fprintf(stderr, "localtensor: --backend needs a value (cpu, cuda or cuda-emu)\n");
+        if ((v = option_value(*argc, argv, &i, "--backend", &missing))) {
+            name = v;
+            from = "--backend";
+        } else if ((v = option_value(*argc, argv, &i, "--max-memory", &missing))) {
+            uint64_t lim;
+            if (setenv("LOCALTENSOR_MEMORY_LIMIT", v, 1) || lt__mem_limit(&lim, NULL)) {
+                fprintf(stderr, "localtensor: --max-memory: '%s' is not a size in bytes (e.g. 1000000, 512M, 8G)\n", v);
                 return 2;
             }
-            name = argv[++i];
-            from = "--backend";
-        } else if (!strncmp(argv[i], "--backend=", 10)) {
-            name = argv[i] + 10;
-            from = "--backend";
+        } else if (missing) {
+            fprintf(stderr, "localtensor: %s needs a value (%s)\n", argv[i],
+                    !strcmp(argv[i], "--backend") ? "cpu, cuda or cuda-emu" : "a size, e.g. 512M, 8G");
+            return 2;
         } else {
             argv[j++] = argv[i];
         }
@@ -65,7 +88,7 @@ int main(int argc, char **argv) {
     int fault = lt__fault_arm_from_env();
     if (fault < 0) return 2;
     if (fault > 0) atexit(lt__fault_report_to_env);
-    if (select_backend(&argc, argv)) return 2;
+    if (global_options(&argc, argv)) return 2;
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -61,6 +61,8 @@ typedef struct lt_sc_options {
     FILE *err;                   /* load errors, progress (stderr) */
     int color;                   /* color the report */
     int progress;                /* a progress line on err for runs over a second */
+    const char *numerics;        /* --numerics: overrides every scenario's numerics:
+                                  * (checked by the caller), NULL: the files' own */
 } lt_sc_options;
 
 /* The scenario driver (tools/scenario/scenario_driver.c): loads and runs
