@@ -34,6 +34,7 @@ static lt_status count_one(void *ctx, int64_t i) {
     atomic_fetch_add(&c->hits[i], 1);
     volatile double x = 0; /* a little work, so that pieces overlap in time */
     for (int k = 0; k < 200; k++) x += k;
+    (void)x;
     atomic_fetch_sub(&c->slot_busy[s], 1);
     if (i >= c->fail_from && i % 7 == 0) return lt__err(LT_SHAPE, "piece %lld failed", (long long)i);
     return LT_OK;
