@@ -11,10 +11,22 @@
 #include <string.h>
 
 static const lt_backend *default_backend; /* NULL: the CPU backend */
+/* This thread's override (a scenario's `backend:` key), handed to the pool's
+ * workers for the sections this thread starts; NULL: none. */
+static _Thread_local const lt_backend *thread_backend;
 
 const lt_backend *lt_backend_default(void) {
+    if (thread_backend) return thread_backend;
     const lt_backend *b = __atomic_load_n(&default_backend, __ATOMIC_ACQUIRE);
     return b ? b : lt_backend_cpu();
+}
+
+const lt_backend *lt__backend_thread(void) { return thread_backend; }
+
+const lt_backend *lt__backend_set_thread(const lt_backend *b) {
+    const lt_backend *prev = thread_backend;
+    thread_backend = b;
+    return prev;
 }
 
 #if !defined(LT_HAVE_CUDA)

@@ -26,10 +26,12 @@
 
 #include "kernels/alloc.h"
 #include "kernels/status_impl.h"
+#include "kernels/tensor_impl.h"
 
 typedef struct job {
     lt__task_fn fn;
     void *ctx;
+    const lt_backend *backend;  /* the caller's default-backend override (lt__backend_thread) */
     int64_t n;
     atomic_llong next;          /* the next index to hand out */
     atomic_llong fail_at;       /* lowest failing index so far (INT64_MAX: none) */
@@ -140,7 +142,9 @@ static void *worker_main(void *arg) {
         if (my_slot >= width) continue; /* not counted in this section */
         job *j = cur;
         pthread_mutex_unlock(&mu);
+        const lt_backend *own = lt__backend_set_thread(j->backend); /* the caller's */
         run_tasks(j);
+        lt__backend_set_thread(own);
         pthread_mutex_lock(&mu);
         if (--active == 0) pthread_cond_signal(&done_cv);
     }
@@ -217,6 +221,7 @@ lt_status lt__parallel_for(int64_t n, lt__task_fn fn, void *ctx) {
     job j;
     j.fn = fn;
     j.ctx = ctx;
+    j.backend = lt__backend_thread();
     j.n = n;
     atomic_init(&j.next, 0);
     atomic_init(&j.fail_at, INT64_MAX);

@@ -96,7 +96,10 @@ static lt_status tensor_new(const char *fn, const lt_backend *b, lt_dtype dt, in
     LT_TRY(check_shape(fn, ndim, shape, es, &numel));
     lt_tensor *t = lt__calloc(1, sizeof *t);
     if (!t) return lt__err(LT_NOMEM, "%s: out of memory allocating a tensor header", fn);
-    lt_status st = storage_new(b, (size_t)numel * es, zero, &t->storage);
+    /* a backend that runs kernels zero-fills with its fill kernel (below), so
+     * the host never writes device memory */
+    int kzero = zero && b->iface->launch;
+    lt_status st = storage_new(b, (size_t)numel * es, zero && !kzero, &t->storage);
     if (st != LT_OK) {
         lt__free(t);
         return lt__err_ctx(st, "%s", fn);
@@ -105,6 +108,10 @@ static lt_status tensor_new(const char *fn, const lt_backend *b, lt_dtype dt, in
     t->ndim = ndim;
     for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
     lt__contiguous_strides(ndim, t->shape, t->strides);
+    if (kzero && (st = lt_fill(t, 0.0)) != LT_OK) {
+        lt_tensor_free(t);
+        return lt__err_ctx(st, "%s", fn);
+    }
     *out = t;
     return LT_OK;
 }

@@ -84,6 +84,12 @@ lt_status lt__accumulate_run(const lt_backend *b, lt_dtype dt, char *d, int64_t 
  * when that backend has no launch or an operand lives elsewhere: the caller
  * runs its host loop. Other errors come from the backend (a failed launch). */
 lt_status lt__klaunch(int kernel, int op, double s, int rev, int nops, const lt_tensor *const *ts);
+/* The calling thread's default-backend override (kernels/backend.c): while
+ * set, lt_backend_default() answers it on this thread (and on the pool's
+ * workers running this thread's parallel sections). Set returns the
+ * previous override; NULL clears it. */
+const lt_backend *lt__backend_thread(void);
+const lt_backend *lt__backend_set_thread(const lt_backend *b);
 /* Runs the launch *a (filled by the caller) on backend b; LT_UNSUPPORTED
  * when b has no launch. */
 lt_status lt__klaunch_raw(const lt_backend *b, struct lt__kargs *a);

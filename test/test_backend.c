@@ -12,9 +12,13 @@
  */
 #include "test/kernels_testutil.h"
 
+#include <time.h>
+
 #include "kernels/math.h"
 #include "kernels/tensor_impl.h"
 #include "kernels/cuda/kern.h"
+#include "kernels/pool.h"
+#include "kernels/pool_impl.h"
 
 /* 24 values with the awkward ones: signed zeros, NaN, infinities, values
  * that round differently in bf16/f16, overflow f16 or the integers. */
@@ -472,6 +476,36 @@ static void test_backend_names(void **state) {
     lt_tensor_free(t);
 }
 
+/* A thread's override (a scenario's `backend:` key) is its own, reaches the
+ * pool's workers in the sections it starts, and leaves the process default
+ * alone. */
+static int on_workers; /* tasks a pool worker ran (slot > 0) */
+
+static lt_status see_backend(void *ctx, int64_t i) {
+    (void)i;
+    struct timespec ts = {0, 200000}; /* 0.2 ms: long enough for the workers to take tasks */
+    nanosleep(&ts, NULL);
+    if (lt__pool_slot() > 0) __atomic_add_fetch(&on_workers, 1, __ATOMIC_RELAXED);
+    if (lt_backend_default() != lt_backend_cuda_emu()) __atomic_add_fetch((int *)ctx, 1, __ATOMIC_RELAXED);
+    return LT_OK;
+}
+
+static void test_thread_override(void **state) {
+    (void)state;
+    lt_set_threads(4);
+    int wrong = 0;
+    assert_ptr_equal(lt__backend_set_thread(lt_backend_cuda_emu()), NULL);
+    assert_ptr_equal(lt_backend_default(), lt_backend_cuda_emu());
+    LT_CHECK(lt__parallel_for(256, see_backend, &wrong));
+    assert_int_equal(wrong, 0);
+    assert_true(on_workers > 0); /* the workers did take part */
+    assert_ptr_equal(lt__backend_set_thread(NULL), lt_backend_cuda_emu());
+    assert_ptr_equal(lt_backend_default(), lt_backend_cpu());
+    LT_CHECK(lt__parallel_for(256, see_backend, &wrong)); /* no override: the cpu default everywhere */
+    assert_int_equal(wrong, 256);
+    lt_set_threads(0);
+}
+
 /* The device itself: the same comparisons, when there is one. */
 static void test_device_matches_cpu(void **state) {
     (void)state;
@@ -496,6 +530,7 @@ int main(void) {
         cmocka_unit_test(test_emu_collectives_match_cpu),
         cmocka_unit_test(test_emu_grid_covers_large_tensors),
         cmocka_unit_test(test_backend_names),
+        cmocka_unit_test(test_thread_override),
         cmocka_unit_test(test_device_matches_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "kernels/backend.h"
+#include "kernels/tensor_impl.h"
 #include "localtensor/redistribute.h"
 #include "tools/render/render.h"
 #include "tools/render/json_alloc.h"
@@ -210,13 +211,15 @@ void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, c
 
 static void run_case(sc_case *c, sc_arena *arena, FILE *show);
 
-/* A case with `backend:` runs with that backend as the default (every
- * tensor it makes lives there), then the previous default comes back. */
+/* A case with `backend:` runs with that backend as its thread's default
+ * (every tensor it makes lives there; cases on other threads keep theirs),
+ * then the thread's previous default comes back. */
 void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
-    const char *prev = lt_backend_default()->iface->name;
-    int switched = c->backend && lt_backend_select(c->backend) == LT_OK; /* checked at load */
+    const lt_backend *b = NULL;
+    if (c->backend && lt_backend_by_name(c->backend, &b) != LT_OK) b = NULL; /* checked at load */
+    const lt_backend *prev = b ? lt__backend_set_thread(b) : NULL;
     run_case(c, arena, show);
-    if (switched) lt_backend_select(prev);
+    if (b) lt__backend_set_thread(prev);
 }
 
 static void run_case(sc_case *c, sc_arena *arena, FILE *show) {
