@@ -180,6 +180,7 @@ lt_status lt__sc_write_json(const char *path, lt_sc_file *const *files, int nfil
     cJSON *root = cJSON_CreateObject(), *fa, *counts;
     if (!root) return lt__err(LT_NOMEM, "out of memory while writing %s", path);
     cJSON_AddNumberToObject(root, "version", 1);
+    if (sum->engine) cJSON_AddStringToObject(root, "engine", sum->engine);
     fa = cJSON_AddArrayToObject(root, "files");
     for (int i = 0; fa && i < nlerr; i++) {
         cJSON *f = cJSON_CreateObject();

@@ -89,6 +89,7 @@ static double now_s(void) {
 }
 
 static int matches(const lt_sc_options *o, const char *path, const sc_case *c) {
+    if (o->world > 0 && c->mesh.world != o->world) return 0;
     if (!o->nfilters) return 1;
     for (int i = 0; i < o->nfilters; i++)
         if (strstr(c->name, o->filters[i]) || strstr(path, o->filters[i])) return 1;
@@ -118,6 +119,45 @@ static void progress_tick(progress *p, int done, int total, const char *name) {
     p->shown = 1;
 }
 
+/* Runs over several processes: the case's outcome is the worst over all
+ * of them. When another process did worse, its first failure joins this
+ * process's result (the one that writes the reports) as a failure of the
+ * case's own position, "on process P: <its failure>". */
+static void agree_case(const lt_sc_options *opt, lt_sc_file *f, sc_case *cs) {
+    char mine[2048] = "", other[2048] = "";
+    lt_sc_result *r = &cs->res;
+    if (r->nfails) {
+        const lt_sc_failure *x = &r->fails[0];
+        snprintf(mine, sizeof mine, "%s:%d:%d: %s: %s", x->file, x->line, x->col, x->step ? x->step : "",
+                 x->message ? x->message : "");
+    }
+    int from = -1;
+    int worst = opt->case_agree((int)r->status, mine, &from, other, sizeof other);
+    if (worst <= (int)r->status) return;
+    r->status = (lt_sc_status)worst;
+    if (worst == LT_SC_FAIL) r->checks_failed++;
+    char msg[2200];
+    snprintf(msg, sizeof msg, "on process %d: %s", from, other);
+    if (!r->fails && !(r->fails = lt__sc_alloc(f->arena, sizeof *r->fails * SC_MAX_FAILS))) {
+        r->nfails_dropped++;
+        return;
+    }
+    if (r->nfails == SC_MAX_FAILS) {
+        r->nfails_dropped++;
+        return;
+    }
+    lt_sc_failure *x = &r->fails[r->nfails];
+    memset(x, 0, sizeof *x);
+    x->file = cs->pos.file;
+    x->line = cs->pos.line;
+    x->col = cs->pos.col;
+    x->step = "engine";
+    x->rank = -1;
+    x->message = lt__sc_strdup(f->arena, msg);
+    if (x->message) r->nfails++;
+    else r->nfails_dropped++;
+}
+
 int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *opt) {
     double t0 = now_s();
     strlist files = {0};
@@ -127,6 +167,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
     int nloaded = 0;
     sc_run_summary sum;
     memset(&sum, 0, sizeof sum);
+    sum.engine = opt->engine ? opt->engine_name : NULL;
     FILE *out = opt->out, *err = opt->err;
 
     for (int i = 0; i < npaths; i++) {
@@ -180,6 +221,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
                 cs->selected = matches(opt, f->path, cs);
                 cs->record_plans = opt->json_path != NULL;
                 cs->record_trace = opt->trace;
+                cs->engine = opt->engine;
                 sel += cs->selected;
             }
             total += sel;
@@ -191,7 +233,29 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
     sum.files += nlerr;
     sum.files_failed = nlerr;
     int no_match = 0;
-    if (opt->nfilters && total == 0 && nloaded) {
+    int max_world = 0;
+    for (int i = 0; i < nloaded; i++)
+        for (int k = 0; k < loaded[i]->nscen; k++)
+            for (int c = 0; c < loaded[i]->scen[k].ncases; c++) {
+                const sc_case *cs = &loaded[i]->scen[k].cases[c];
+                if (cs->selected && cs->mesh.world > max_world) max_world = cs->mesh.world;
+            }
+    if (opt->nproc > 1 && total > 0 && opt->nproc > max_world) {
+        fprintf(err, "localtensor run: %d processes but the largest mesh of the selected cases has %d rank%s: "
+                "run with 1 to %d processes (mpirun -np)\n", opt->nproc, max_world, max_world == 1 ? "" : "s",
+                max_world);
+        for (int i = 0; i < nloaded; i++) lt_sc_file_free(loaded[i]);
+        for (int i = 0; i < nlerr; i++) lt__free(lerr[i].message);
+        lt__free(loaded);
+        lt__free(lerr);
+        sl_free(&files);
+        return 2;
+    }
+    if (opt->world > 0 && !opt->nfilters && total == 0 && nloaded) {
+        fprintf(err, "localtensor run: no case has a mesh of %d rank%s (--world)\n", opt->world,
+                opt->world == 1 ? "" : "s");
+        no_match = 1;
+    } else if (opt->nfilters && total == 0 && nloaded) {
         /* like an empty directory: nothing was tested, which is not a pass */
         int ncases = 0;
         for (int i = 0; i < nloaded; i++)
@@ -221,6 +285,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
                 }
                 progress_tick(&pg, done, total, cs->name);
                 lt__sc_run_case(cs, f->arena, opt->verbose ? out : NULL);
+                if (opt->case_agree) agree_case(opt, f, cs);
                 done++;
                 lt_sc_status r = cs->res.status;
                 sum.passed += r == LT_SC_PASS;

@@ -220,7 +220,7 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
         rc.plans = cJSON_CreateArray();
     }
     double t0 = now_s();
-    lt_status st = lt_comm_new(&c->mesh, &rc.comm);
+    lt_status st = lt_comm_new_engine(&c->mesh, c->engine, &rc.comm);
     if (st) error_result(&rc, &c->pos, "setup", "%s", lt_errmsg());
     if (!st && c->record_trace && lt__sc_trace_begin(&rc))
         error_result(&rc, &c->pos, "--trace", "out of memory while recording the trace");
