@@ -15,7 +15,9 @@
 #   make fault      allocation fault injection over the C API and the scenario
 #                   library under ASan (build-asan/): every OOM path is clean
 #   make valgrind   the unit tests under valgrind (build-vg/, no -march=native)
-#   make bench      benchmarks (ratios against memcpy / one cblas call)
+#   make bench      benchmarks (ratios against memcpy / one cblas call); with
+#                   MPI also the MPI engine vs in-process rows and mpirun
+#                   start-up (tools/bench/run-mpi-bench.sh)
 #   make MPI=1      also the MPI engine (collectives_sim/engine_mpi.c) in
 #                   build/liblocaltensor-mpi.a, linked into the CLI (run
 #                   --engine mpi) and the MPI tests; the default wherever
@@ -98,7 +100,7 @@ MPI_TEST_BIN := $(MPI_TEST_SRC:test/mpi/%.c=$(BUILD)/mpi_%)
 ifeq ($(MPI),1)
 CLI_MPI_LIBS := $(BUILD)/liblocaltensor-mpi.a
 CLI_MPI_LDLIBS := $(MPI_LDLIBS)
-$(MPI_OBJ) $(MPI_TEST_SRC:%.c=$(BUILD)/obj/%.o): CFLAGS += $(MPI_CFLAGS)
+$(MPI_OBJ) $(MPI_TEST_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/tools/bench/mpi/bench_mpi.o: CFLAGS += $(MPI_CFLAGS)
 $(BUILD)/obj/tools/cli/main.o: CFLAGS += -DLT_HAVE_MPI
 endif
 # test/fuzz/fuzz_<name>.c: libFuzzer harnesses; replay_<name> is the same
@@ -132,7 +134,7 @@ $(BUILD)/obj/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-ALL_SRC := $(LIB_SRC) $(MPI_SRC) tools/cli/cli_mpi.c $(MPI_TEST_SRC) $(TOOLS_SRC) tools/cli/main.c $(TEST_SRC) $(BENCH_SRC) $(FAULT_SRC) \
+ALL_SRC := $(LIB_SRC) $(MPI_SRC) tools/cli/cli_mpi.c tools/bench/mpi/bench_mpi.c $(MPI_TEST_SRC) $(TOOLS_SRC) tools/cli/main.c $(TEST_SRC) $(BENCH_SRC) $(FAULT_SRC) \
            $(wildcard test/fuzz/*.c)
 -include $(ALL_SRC:%.c=$(BUILD)/obj/%.d)
 
@@ -227,6 +229,14 @@ bench:
 	$(CHECK_DEPS)
 	@$(MAKE) --no-print-directory OPT="-O3 -march=native" BUILD=build-bench all build-bench/bench
 	@./build-bench/bench $(BUILD)/bench.json
+ifeq ($(MPI),1)
+	@$(MAKE) --no-print-directory OPT="-O3 -march=native" BUILD=build-bench build-bench/bench_mpi
+	@bash tools/bench/run-mpi-bench.sh build-bench
+endif
+
+# the MPI rows of `make bench` (tools/bench/mpi/, run under mpirun)
+$(BUILD)/bench_mpi: $(BUILD)/obj/tools/bench/mpi/bench_mpi.o $(LIBS) $(CLI_MPI_LIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(CLI_MPI_LIBS) $(LIBS) $(LDLIBS) $(CLI_MPI_LDLIBS)
 
 # Everything a user includes lives under one directory, PREFIX/include/localtensor/:
 # localtensor/*.h at its top (the umbrella header is localtensor/localtensor.h),

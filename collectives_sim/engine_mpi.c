@@ -58,6 +58,7 @@ typedef struct mpi_ctx {
 
 static lt_mpi_options g_opt;
 static comm_set *g_sets;
+static int g_echo; /* the last error of agree() only echoes another process's */
 
 void lt_engine_mpi_set_options(const lt_mpi_options *o) {
     if (o) g_opt = *o;
@@ -284,6 +285,7 @@ static lt_status agree(const grp_info *gi, lt_status st) {
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, gi->comm);
     if (all) return LT_OK;
     if (st) return st;
+    g_echo = 1;
     return lt__err(LT_INVALID, "mpi engine: another process of the group failed this call");
 }
 
@@ -368,7 +370,11 @@ static lt_status exchange_shapes(mpi_ctx *c, const grp_info *gi, const lt_coll_g
         for (int i = 0; t && i < t->ndim; i++) row[1 + i] = t->shape[i];
     }
     int *cnts = lt__malloc(2 * (size_t)gi->nproc * sizeof(int));
-    LT_TRY(agree(gi, cnts ? LT_OK : lt__err(LT_NOMEM, "mpi engine: out of memory")));
+    lt_status st = agree(gi, cnts ? LT_OK : lt__err(LT_NOMEM, "mpi engine: out of memory"));
+    if (st) {
+        lt__free(cnts);
+        return st;
+    }
     int *displs = cnts + gi->nproc;
     for (int k = 0; k < gi->nproc; k++) {
         cnts[k] = gi->cnt[k] * SHW;
@@ -476,8 +482,8 @@ static lt_status mpi_all_gather_span(mpi_ctx *c, const grp_info *gi, const lt_co
                                      lt_tensor *const *in, lt_tensor *const *out) {
     lt_dtype dt = out[g->ranks[gi->mine_lo]]->dtype;
     xfer x;
-    LT_TRY(xfer_new(gi, g->size, 1, &x));
-    lt_status st = gather_setup(c, gi, g, in, dt, 1, &x);
+    lt_status st = agree(gi, xfer_new(gi, g->size, 1, &x)); /* a failure here is everyone's */
+    if (!st) st = gather_setup(c, gi, g, in, dt, 1, &x);
     if (st) { xfer_free(&x); return st; }
     MPI_Allgatherv(lt_data(x.sbuf), x.rc[gi->me], etype(c, dt), lt_data(x.rbuf), x.rc, x.rd, etype(c, dt),
                    gi->comm);
@@ -508,8 +514,8 @@ static lt_status mpi_reduce_span(mpi_ctx *c, const grp_info *gi, const lt_coll_g
     int here = !rooted || rootp == gi->me;
     lt_dtype dt = out[g->ranks[gi->mine_lo]]->dtype;
     xfer x;
-    LT_TRY(xfer_new(gi, g->size, 1, &x));
-    lt_status st = gather_setup(c, gi, g, in, dt, here, &x);
+    lt_status st = agree(gi, xfer_new(gi, g->size, 1, &x));
+    if (!st) st = gather_setup(c, gi, g, in, dt, here, &x);
     if (st) { xfer_free(&x); return st; }
     MPI_Datatype ty = etype(c, dt);
     if (rooted)
@@ -540,8 +546,8 @@ static lt_status mpi_gather_span(mpi_ctx *c, const grp_info *gi, const lt_coll_g
     int here = rootp == gi->me;
     lt_dtype dt = out[g->ranks[gi->mine_lo]]->dtype;
     xfer x;
-    LT_TRY(xfer_new(gi, g->size, 1, &x));
-    lt_status st = gather_setup(c, gi, g, in, dt, here, &x);
+    lt_status st = agree(gi, xfer_new(gi, g->size, 1, &x));
+    if (!st) st = gather_setup(c, gi, g, in, dt, here, &x);
     if (st) { xfer_free(&x); return st; }
     MPI_Datatype ty = etype(c, dt);
     MPI_Gatherv(lt_data(x.sbuf), x.rc[gi->me], ty, here ? lt_data(x.rbuf) : NULL, x.rc, x.rd, ty, rootp,
@@ -588,8 +594,11 @@ static lt_status mpi_scatter_span(mpi_ctx *c, const grp_info *gi, const lt_coll_
     int isroot = rootp == gi->me;
     lt_dtype dt = out[g->ranks[gi->mine_lo]]->dtype;
     xfer x;
-    LT_TRY(xfer_new(gi, g->size, 1, &x));
-    lt_status st = LT_OK;
+    lt_status st = agree(gi, xfer_new(gi, g->size, 1, &x));
+    if (st) {
+        xfer_free(&x);
+        return st;
+    }
     int64_t *tot = lt__calloc((size_t)gi->nproc, sizeof *tot);
     int64_t all = 0, mine = 0;
     if (!tot) st = lt__err(LT_NOMEM, "mpi engine: out of memory");
@@ -665,8 +674,8 @@ static lt_status mpi_a2a_span(mpi_ctx *c, const grp_info *gi, const lt_coll_grou
     int mlo = gi->mine_lo, mhi = gi->mine_lo + gi->mine_cnt;
     lt_dtype dt = out[g->ranks[mlo]]->dtype;
     xfer x;
-    LT_TRY(xfer_new(gi, n, n, &x));
-    lt_status st = exchange_shapes(c, gi, g, in, x.sh);
+    lt_status st = agree(gi, xfer_new(gi, n, n, &x));
+    if (!st) st = exchange_shapes(c, gi, g, in, x.sh);
     if (st) { xfer_free(&x); return st; }
     int64_t shape[LT_MAX_DIMS], at;
     int64_t *tot = lt__calloc(2 * (size_t)P, sizeof *tot);
@@ -817,8 +826,8 @@ static lt_status cross_check(mpi_ctx *c, const grp_info *gi, const lt_coll_group
     int n = g->size;
     lt_dtype dt = out[g->ranks[gi->mine_lo]]->dtype;
     xfer x;
-    LT_TRY(xfer_new(gi, n, 1, &x));
-    lt_status st = gather_setup(c, gi, g, in, dt, 1, &x);
+    lt_status st = agree(gi, xfer_new(gi, n, 1, &x));
+    if (!st) st = gather_setup(c, gi, g, in, dt, 1, &x);
     if (st) { xfer_free(&x); return st; }
     MPI_Datatype ty = etype(c, dt);
     MPI_Allgatherv(lt_data(x.sbuf), x.rc[gi->me], ty, lt_data(x.rbuf), x.rc, x.rd, ty, gi->comm);
@@ -923,10 +932,14 @@ static lt_status shadow_span(mpi_ctx *c, const grp_info *gi, const lt_coll_group
 /* Every process of the world learns whether this group failed anywhere;
  * the failing process with the lowest number gives the status and message. */
 static lt_status world_agree(mpi_ctx *c, lt_status st) {
+    int echo = g_echo;
+    g_echo = 0;
     if (c->nproc == 1) return st;
-    int bad = st ? c->proc : c->nproc, first = c->nproc;
-    MPI_Allreduce(&bad, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (first == c->nproc) return LT_OK;
+    /* a process's own failure wins over another's echo of it */
+    int v[2] = {st && !echo ? c->proc : c->nproc, st ? c->proc : c->nproc}, r[2];
+    MPI_Allreduce(v, r, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (r[1] == c->nproc) return LT_OK;
+    int first = r[0] < c->nproc ? r[0] : r[1];
     int code = (int)st;
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", st ? lt_errmsg() : "");

@@ -18,6 +18,7 @@
 
 #include "collectives_sim/collectives.h"
 #include "collectives_sim/engine_mpi.h"
+#include "kernels/alloc.h"
 #include "test/testutil.h"
 
 static int NP, ME;
@@ -222,6 +223,11 @@ static void test_every_collective(void **state) {
     (void)state;
     static const lt_dtype dts[] = {LT_F32, LT_F64, LT_BF16, LT_F16, LT_I32, LT_I64, LT_BOOL};
     int cases = 0;
+    /* every block this test allocates through kernels/alloc.h is freed again
+     * (Open MPI's own allocations are not counted: the sanitizer builds turn
+     * LeakSanitizer off under mpirun, as it cannot tell them from ours) */
+    lt_engine_mpi_release();
+    lt__fault_arm(0, 0);
     for (size_t mi = 0; mi < sizeof MESHES / sizeof *MESHES; mi++) {
         lt_mesh m;
         LT_CHECK(lt_mesh_parse(MESHES[mi], &m));
@@ -234,6 +240,10 @@ static void test_every_collective(void **state) {
                         cases += one_case(&m, (ckind)k, dts[di], (lt_redop)op, variant);
             }
     }
+    lt_engine_mpi_release();
+    int64_t live = lt__fault_live();
+    lt__fault_disarm();
+    assert_int_equal(live, 0);
     assert_true(cases > 500);
 }
 
@@ -388,6 +398,67 @@ static void test_shadow(void **state) {
     lt_engine_mpi_set_options(NULL);
 }
 
+/* Every allocation site of the engine fails in turn (its 1st and 2nd
+ * allocation) on process 1 only, inside each collective: every process
+ * ends the call with the same status (an error where the site was reached),
+ * nothing is left allocated, and no process waits for another. */
+static void test_allocation_failures(void **state) {
+    (void)state;
+    if (NP < 2) return; /* no group spans processes: the MPI paths are not reached */
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("2x4", &m));
+    lt_comm *mc = NULL;
+    LT_CHECK(lt_comm_new_engine(&m, lt_engine_mpi(), &mc));
+    int fired_total = 0;
+    for (int shadow = 0; shadow < 2; shadow++) {
+        lt_mpi_options o = {1, 0, shadow, 0}; /* with cross-check: its paths too */
+        lt_engine_mpi_set_options(&o);
+        lt_comm_free(mc);
+        LT_CHECK(lt_comm_new_engine(&m, lt_engine_mpi(), &mc));
+        for (int k = C_AG; k <= C_PE; k++) {
+            lt_tensor *in[8], *out[8] = {0};
+            for (int r = 0; r < 8; r++) in[r] = make_input((ckind)k, LT_F32, r, 0);
+            /* the engine's sites this collective reaches (counted, nothing fails) */
+            const char *files[64];
+            int lines[64], ns = 0;
+            lt__fault_arm(0, 0);
+            LT_CHECK(run_wrapper(mc, (ckind)k, 0, in, LT_REDOP_SUM, 0, out));
+            free_all(out, 8);
+            for (int i = 0; i < lt__fault_nsites() && ns < 64; i++) {
+                const char *f;
+                int line;
+                lt__fault_site(i, &f, &line, NULL);
+                if (strstr(f, "engine_mpi.c")) { files[ns] = f; lines[ns++] = line; }
+            }
+            lt__fault_disarm();
+            /* the same list everywhere: take process 1's */
+            int n1 = ns;
+            MPI_Bcast(&n1, 1, MPI_INT, 1, MPI_COMM_WORLD);
+            MPI_Bcast(lines, 64, MPI_INT, 1, MPI_COMM_WORLD);
+            for (int s = 0; s < n1; s++)
+                for (int nth = 1; nth <= 2; nth++) {
+                    if (ME == 1) assert_int_equal(lt__fault_arm_site("collectives_sim/engine_mpi.c", lines[s], nth, 0), 0);
+                    else lt__fault_arm(0, 0);
+                    lt_status st = run_wrapper(mc, (ckind)k, 0, in, LT_REDOP_SUM, 0, out);
+                    free_all(out, 8);
+                    int64_t live = lt__fault_live(), fired = lt__fault_fired();
+                    lt__fault_disarm();
+                    if (live != 0) fail_msg("%s, site line %d #%d: %lld blocks left allocated", cnames[k], lines[s], nth, (long long)live);
+                    int v[2] = {(int)st, -(int)st}, r[2];
+                    MPI_Allreduce(v, r, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+                    if (r[0] != -r[1]) fail_msg("%s, site line %d #%d: statuses differ across processes", cnames[k], lines[s], nth);
+                    if (fired && st != LT_NOMEM) fail_msg("%s, site line %d #%d: %s", cnames[k], lines[s], nth, lt_errmsg());
+                    fired_total += (int)fired;
+                }
+            (void)files;
+            free_all(in, 8);
+        }
+    }
+    lt_comm_free(mc);
+    lt_engine_mpi_set_options(NULL);
+    if (ME == 1) assert_true(fired_total > 20);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_size(MPI_COMM_WORLD, &NP);
@@ -399,6 +470,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_too_many_processes),
         cmocka_unit_test(test_cross_check_finds_plant),
         cmocka_unit_test(test_shadow),
+        cmocka_unit_test(test_allocation_failures),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     lt_engine_mpi_release();
