@@ -15,9 +15,16 @@
 #   make fault      allocation fault injection over the C API and the scenario
 #                   library under ASan (build-asan/): every OOM path is clean
 #   make valgrind   the unit tests under valgrind (build-vg/, no -march=native)
-#   make bench      benchmarks (ratios against memcpy / one cblas call)
 #   make CUDA=1 ... the same targets with the CUDA backend built in (nvcc,
 #                   cuBLAS; build-cuda/, build-bench-cuda/)
+#   make bench      benchmarks (ratios against memcpy / one cblas call); with
+#                   MPI also the MPI engine vs in-process rows and mpirun
+#                   start-up (tools/bench/run-mpi-bench.sh)
+#   make MPI=1      also the MPI engine (collectives_sim/engine_mpi.c) in
+#                   build/liblocaltensor-mpi.a, linked into the CLI (run
+#                   --engine mpi) and the MPI tests; the default wherever
+#                   mpicc is on PATH (MPI=0 turns it off). liblocaltensor
+#                   itself never links libmpi.
 #   make install    PREFIX=/usr/local (DESTDIR honoured): headers under
 #                   include/localtensor/, libs, localtensor.pc and
 #                   localtensor-static.pc, the CLI, docs in share/doc/localtensor/
@@ -40,6 +47,16 @@ TOOL_LDLIBS := $(shell pkg-config --libs $(TOOL_PKGS) 2>/dev/null)
 BUILD   ?= $(if $(filter 1,$(CUDA)),build-cuda,build)
 SAN     ?=
 EXTRA   ?=
+# Open MPI's compile and link flags come from its wrapper (mpicc --showme),
+# so any CC (gcc, clang, the sanitizer builds) compiles the MPI engine.
+MPI ?= $(if $(shell command -v mpicc 2>/dev/null),1,0)
+ifeq ($(MPI),1)
+MPI_CFLAGS := $(patsubst -I%,-isystem %,$(shell mpicc --showme:compile 2>/dev/null))
+MPI_LDLIBS := $(shell mpicc --showme:link 2>/dev/null)
+ifeq ($(strip $(MPI_LDLIBS)),)
+$(error make MPI=1: mpicc was not found (Debian: apt-get install openmpi-bin libopenmpi-dev; make deps installs them))
+endif
+endif
 
 # The sanitizer build (AddressSanitizer + UBSan) lives in its own folder,
 # build-asan (build-asan-clang with CC=clang, so gcc and clang objects never
@@ -58,7 +75,8 @@ endif
 CFLAGS  := $(CFLAGS_BASE) $(OPT) $(SAN) $(WERROR) $(EXTRA)
 
 # The library: the three floors, nothing of tools/.
-LIB_SRC   := $(wildcard kernels/*.c collectives_sim/*.c localtensor/*.c)
+MPI_SRC   := collectives_sim/engine_mpi.c
+LIB_SRC   := $(filter-out $(MPI_SRC),$(wildcard kernels/*.c collectives_sim/*.c localtensor/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # The CUDA backend: nvcc from PATH (or NVCC=), the toolkit's cudart and
 # cuBLAS; device code for CUDA_ARCH (PTX included, so newer GPUs JIT it).
@@ -86,7 +104,7 @@ endif
 $(LIB_OBJ): CFLAGS += -fvisibility=hidden
 # The tools built on it (a static library the CLI and the tests link):
 # the CLI's subcommands, the scenario engine, the renderers and reports.
-TOOLS_SRC := $(filter-out tools/cli/main.c, $(wildcard tools/cli/*.c tools/scenario/*.c tools/render/*.c))
+TOOLS_SRC := $(filter-out tools/cli/main.c tools/cli/cli_mpi.c, $(wildcard tools/cli/*.c tools/scenario/*.c tools/render/*.c))
 TOOLS_OBJ := $(TOOLS_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC  := $(wildcard test/test_*.c)
 TEST_BIN  := $(TEST_SRC:test/%.c=$(BUILD)/%)
@@ -95,6 +113,18 @@ FAULT_SRC := $(wildcard test/fault/*.c)
 HEADERS   := $(wildcard kernels/*.h collectives_sim/*.h localtensor/*.h)
 LIBS      := $(BUILD)/liblocaltensor-tools.a $(BUILD)/liblocaltensor.a
 LDLIBS    := $(TOOL_LDLIBS) $(LIB_LDLIBS)
+# The MPI engine: its own archive, linked (with libmpi) only into the CLI and
+# the MPI tests (test/mpi/), which run under mpirun (tools/run-mpi-tests.sh).
+# The CLI's `run` knows --engine mpi when LT_HAVE_MPI is defined.
+MPI_OBJ   := $(MPI_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/tools/cli/cli_mpi.o
+MPI_TEST_SRC := $(wildcard test/mpi/*.c)
+MPI_TEST_BIN := $(MPI_TEST_SRC:test/mpi/%.c=$(BUILD)/mpi_%)
+ifeq ($(MPI),1)
+CLI_MPI_LIBS := $(BUILD)/liblocaltensor-mpi.a
+CLI_MPI_LDLIBS := $(MPI_LDLIBS)
+$(MPI_OBJ) $(MPI_TEST_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/tools/bench/mpi/bench_mpi.o: CFLAGS += $(MPI_CFLAGS)
+$(BUILD)/obj/tools/cli/main.o: CFLAGS += -DLT_HAVE_MPI
+endif
 # test/fuzz/fuzz_<name>.c: libFuzzer harnesses; replay_<name> is the same
 # harness with a plain main that `make test` runs over seeds and regressions.
 FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(wildcard test/fuzz/fuzz_*.c))
@@ -109,7 +139,7 @@ FUZZ_CAPS  := -DLT_SC_MAX_NODES=20000 -DLT_SC_MAX_ELEMS=65536 -DLT_SC_MAX_CASES=
 
 .PHONY: all deps run test unit scenarios asan valgrind bench install clean fuzz fault
 
-all: $(BUILD)/liblocaltensor.a $(BUILD)/liblocaltensor.so $(BUILD)/localtensor
+all: $(BUILD)/liblocaltensor.a $(BUILD)/liblocaltensor.so $(BUILD)/localtensor $(if $(CLI_MPI_LIBS),$(MPI_TEST_BIN))
 
 # Installing the Debian packages the build needs is this one step; `make
 # run` and `make test` take it first, other targets only check that the
@@ -126,7 +156,7 @@ $(BUILD)/obj/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-ALL_SRC := $(LIB_SRC) $(TOOLS_SRC) tools/cli/main.c $(TEST_SRC) $(BENCH_SRC) $(FAULT_SRC) \
+ALL_SRC := $(LIB_SRC) $(MPI_SRC) tools/cli/cli_mpi.c tools/bench/mpi/bench_mpi.c $(MPI_TEST_SRC) $(TOOLS_SRC) tools/cli/main.c $(TEST_SRC) $(BENCH_SRC) $(FAULT_SRC) \
            $(wildcard test/fuzz/*.c)
 -include $(ALL_SRC:%.c=$(BUILD)/obj/%.d)
 
@@ -141,8 +171,15 @@ $(BUILD)/liblocaltensor-tools.a: $(TOOLS_OBJ)
 	@mkdir -p $(BUILD)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/localtensor: $(BUILD)/obj/tools/cli/main.o $(LIBS)
-	$(CC) $(CFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
+$(BUILD)/liblocaltensor-mpi.a: $(MPI_OBJ)
+	@mkdir -p $(BUILD)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/localtensor: $(BUILD)/obj/tools/cli/main.o $(LIBS) $(CLI_MPI_LIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(CLI_MPI_LIBS) $(LIBS) $(LDLIBS) $(CLI_MPI_LDLIBS)
+
+$(BUILD)/mpi_%: $(BUILD)/obj/test/mpi/%.o $(LIBS) $(CLI_MPI_LIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(CLI_MPI_LIBS) $(LIBS) $(LDLIBS) $(CLI_MPI_LDLIBS) -lcmocka
 
 $(BUILD)/test_%: $(BUILD)/obj/test/test_%.o $(LIBS)
 	$(CC) $(CFLAGS) -o $@ $< $(LIBS) $(LDLIBS) -lcmocka
@@ -165,7 +202,7 @@ run: deps
 
 test: deps
 	@+$(SUBMAKE) all $(TEST_BIN) $(REPLAY_BIN)
-	@bash tools/run-tests.sh $(BUILD) $(TEST_BIN)
+	@SAN="$(SAN)" bash tools/run-tests.sh $(BUILD) $(TEST_BIN)
 
 asan: $(if $(filter test run,$(MAKECMDGOALS)),deps)
 	$(CHECK_DEPS)
@@ -215,6 +252,14 @@ bench:
 	$(CHECK_DEPS)
 	@$(MAKE) --no-print-directory OPT="-O3 -march=native" BUILD=$(BENCH_BUILD) all $(BENCH_BUILD)/bench
 	@./$(BENCH_BUILD)/bench $(BUILD)/bench.json
+ifeq ($(MPI),1)
+	@$(MAKE) --no-print-directory OPT="-O3 -march=native" BUILD=$(BENCH_BUILD) $(BENCH_BUILD)/bench_mpi
+	@bash tools/bench/run-mpi-bench.sh $(BENCH_BUILD)
+endif
+
+# the MPI rows of `make bench` (tools/bench/mpi/, run under mpirun)
+$(BUILD)/bench_mpi: $(BUILD)/obj/tools/bench/mpi/bench_mpi.o $(LIBS) $(CLI_MPI_LIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(CLI_MPI_LIBS) $(LIBS) $(LDLIBS) $(CLI_MPI_LDLIBS)
 
 # Everything a user includes lives under one directory, PREFIX/include/localtensor/:
 # localtensor/*.h at its top (the umbrella header is localtensor/localtensor.h),
@@ -224,7 +269,7 @@ bench:
 # user needs. Internal headers (*_impl.h, kernels/alloc.h) are not installed.
 # tools/check-install.sh (run by `make test`) installs into a scratch DESTDIR
 # and builds the README's C example against it, shared and static.
-INSTALL_HEADERS := $(filter-out %_impl.h kernels/alloc.h,$(HEADERS))
+INSTALL_HEADERS := $(filter-out %_impl.h kernels/alloc.h collectives_sim/engine_mpi.h,$(HEADERS))
 INSTALL_DOCS    := README.md docs/SEMANTICS.md docs/DESIGN.md scenarios/README.md
 INSTALL_INC      = $(DESTDIR)$(PREFIX)/include/localtensor
 INSTALL_DOC      = $(DESTDIR)$(PREFIX)/share/doc/localtensor

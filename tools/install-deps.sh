@@ -4,7 +4,8 @@
 # it runs apt-get; otherwise it prints the exact command to run.
 set -euo pipefail
 
-PKGS=(build-essential pkg-config libopenblas-dev libcjson-dev libyaml-dev libcmocka-dev valgrind clang libclang-rt-14-dev)
+PKGS=(build-essential pkg-config libopenblas-dev libcjson-dev libyaml-dev libcmocka-dev valgrind clang libclang-rt-14-dev
+      openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

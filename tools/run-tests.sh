@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tools/run-tests.sh BUILD [--valgrind] TEST_BIN... — runs the cmocka unit
-# tests, then (unless --valgrind) the scenario library, the bad-input cases
+# tests, then (unless --valgrind) the scenario library, the MPI engine under
+# mpirun (tools/run-mpi-tests.sh, when built with MPI), the bad-input cases
 # and the fuzz harnesses over their seeds and regression inputs, then the
 # citation check (tools/check-citations.sh) and (unless --valgrind) the
 # install check (tools/check-install.sh), and prints one closing line
@@ -61,6 +62,21 @@ if [ $vg -eq 0 ] && [ -x "$build/localtensor" ] && [ -d scenarios ] && ls scenar
       fail=$((fail+1)); failed+=("scenarios-$be"); echo "FAIL  scenarios on $be"; tail -40 "$build/scenarios-$be.log"
     fi
   done
+fi
+# the MPI engine under mpirun (tools/run-mpi-tests.sh; --quick in the
+# sanitizer builds, which run about three times slower) when this build has
+# it, i.e. when mpicc was there (make deps installs Open MPI)
+if [ $vg -eq 0 ]; then
+  if [ -x "$build/mpi_engine" ]; then
+    mode=""; [ -n "${SAN:-}" ] && mode=--quick
+    if bash tools/run-mpi-tests.sh "$build" $mode > "$build/mpi-tests.log" 2>&1; then
+      pass=$((pass+1)); echo "ok    mpi ($(tail -1 "$build/mpi-tests.log"))"
+    else
+      fail=$((fail+1)); failed+=("mpi"); echo "FAIL  mpi"; grep -v "^ok " "$build/mpi-tests.log" | tail -40
+    fi
+  else
+    echo "skip  mpi: $build has no MPI build (mpicc was not found when it was built); not counted"
+  fi
 fi
 # the fuzz harnesses (test/fuzz/) replayed over their seeds and regression
 # inputs; make test builds BUILD/replay_<harness> for each

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "collectives_sim/engine.h"
 #include "collectives_sim/mesh.h"
 #include "kernels/status.h"
 #include "kernels/tensor.h"
@@ -32,6 +33,24 @@ int lt_cli_run(int argc, char **argv);
 /* `localtensor run` with its argv (argv[0] = "run"), writing to out / err
  * (tools/cli/cli_run.c; the work is lt_sc_run_paths, tools/scenario/scenario.h). */
 int lt_sc_main(int argc, char **argv, FILE *out, FILE *err);
+
+/* The MPI side of `run --engine mpi` (tools/cli/cli_mpi.c): linked into the
+ * CLI only in builds with MPI, whose main() points lt_cli_mpi_hooks at it;
+ * NULL otherwise. */
+typedef struct lt_cli_mpi {
+    /* MPI_Init (when not yet done) and the engine's options; -1 to go on,
+     * or 2 after printing why to err. *proc, *nproc: this process, all. */
+    int (*begin)(int cross_check, FILE *err, int *proc, int *nproc);
+    /* the exit code: the highest of all processes' codes */
+    int (*agree_exit)(int code);
+    /* MPI_Finalize */
+    void (*end)(void);
+    const lt_engine_i *(*engine)(void);
+    /* lt_sc_options.case_agree (tools/scenario/scenario.h) */
+    int (*case_agree)(int status, const char *failure, int *from, char *other, size_t cap);
+} lt_cli_mpi;
+extern const lt_cli_mpi *lt_cli_mpi_hooks;
+const lt_cli_mpi *lt_cli_mpi_impl(void);
 
 /* Exit code for a status: OK 0, MISMATCH 1, anything else 2. */
 int lt_cli_exit_code(lt_status st);

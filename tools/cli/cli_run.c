@@ -1,5 +1,6 @@
 /* tools/cli/cli_run.c — `localtensor run PATH... [-k FILTER] [-v] [--json FILE]
- * [--junit FILE] [--fail-fast]`: parses the arguments and hands the paths to
+ * [--junit FILE] [--fail-fast] [--trace] [--world N] [--engine inproc|mpi]
+ * [--cross-check]`: parses the arguments and hands the paths to
  * the scenario driver (lt_sc_run_paths, tools/scenario/scenario_driver.c),
  * which prints one line per scenario (or per case with -v; a sweep gets one
  * line unless it fails) and closes with "N passed, N failed, N errors".
@@ -21,6 +22,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: localtensor run PATH... [-k FILTER] [-v] [--json FILE] [--junit FILE] [--fail-fast] [--trace]\n"
             "                       [--numerics full|sample:K|none]\n"
+            "                       [--world N] [--engine inproc|mpi] [--cross-check]\n"
             "\n"
             "Runs YAML scenario files (directories are searched for *.yaml / *.yml).\n"
             "  -k FILTER      run only cases whose name or file path contains FILTER (repeatable)\n"
@@ -32,9 +34,57 @@ static void usage(FILE *f) {
             "                 their plans) and comm table (bytes per rank); in --json too\n"
             "  --numerics N   run every case in numerics mode N (overrides the files' numerics:):\n"
             "                 full, sample:K (values for K ranks only) or none (no values)\n"
+            "  --engine NAME  inproc (default), or mpi under mpirun: each process owns a contiguous\n"
+            "                 block of every case's ranks and their collectives run on MPI; process 0\n"
+            "                 writes the reports (README: running on several processes or machines)\n"
+            "  --world N      run only the cases whose mesh has N ranks (with mpirun -np N and\n"
+            "                 --engine mpi: one process per simulated rank)\n"
+            "  --cross-check  with --engine mpi: every collective that spans processes is also run\n"
+            "                 in-process; a byte that differs is an error naming the rank\n"
             "Exit: 0 all passed, 1 a check failed, 2 a file could not be loaded, a step errored,\n"
             "or nothing was run (no scenario file found, or no case matches -k).\n"
             "The format of scenario files: scenarios/README.md.\n");
+}
+
+const lt_cli_mpi *lt_cli_mpi_hooks = NULL;
+
+/* `run --engine mpi`: every process runs every case (so each finds the
+ * communicators the others create); process 0 alone writes the reports. */
+static int run_mpi(lt_sc_options *o, const char **paths, int np, const char **filters, int nf, int cross_check,
+                   FILE *out, FILE *err) {
+    const lt_cli_mpi *h = lt_cli_mpi_hooks;
+    int proc = 0, nproc = 1;
+    int code = h->begin(cross_check, err, &proc, &nproc);
+    if (code >= 0) return code;
+    FILE *null = NULL;
+    o->filters = filters;
+    o->nfilters = nf;
+    o->engine = h->engine();
+    o->engine_name = "mpi";
+    o->case_agree = h->case_agree;
+    o->nproc = nproc;
+    if (proc == 0) {
+        const char *nc = getenv("NO_COLOR");
+        o->color = !(nc && nc[0]) && isatty(fileno(out));
+        o->progress = isatty(fileno(err));
+        fprintf(err, "localtensor run --engine mpi: %d process%s; each case's ranks are split into %d contiguous "
+                     "block%s (a mesh with fewer ranks uses the first processes). Every process also holds the "
+                     "other ranks' shards: memory per process is that of an in-process run (leaving them out "
+                     "is not supported yet).\n",
+                nproc, nproc == 1 ? "" : "es", nproc, nproc == 1 ? "" : "s");
+    } else {
+        /* the run must go on (the others wait for this process's collectives) */
+        null = fopen("/dev/null", "w");
+        if (!null) fprintf(err, "localtensor run: process %d: cannot open /dev/null; its report goes to stderr\n", proc);
+        o->out = o->err = null ? null : err;
+        o->json_path = o->junit_path = NULL;
+        o->color = o->progress = 0;
+    }
+    code = lt_sc_run_paths(paths, np, o);
+    code = h->agree_exit(null || proc == 0 ? code : 2);
+    if (null) fclose(null);
+    h->end();
+    return code;
 }
 
 int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
@@ -44,7 +94,8 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
     o.err = err;
     const char **paths = lt__calloc((size_t)(argc > 0 ? argc : 1), sizeof *paths);
     const char **filters = lt__calloc((size_t)(argc > 0 ? argc : 1), sizeof *filters);
-    int np = 0, nf = 0, code = -1;
+    int np = 0, nf = 0, code = -1, cross_check = 0;
+    const char *engine = "inproc";
     if (!paths || !filters) {
         fprintf(err, "localtensor run: out of memory\n");
         code = 2;
@@ -58,6 +109,33 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
             o.verbose = 1;
         } else if (!strcmp(a, "--trace")) {
             o.trace = 1;
+        } else if (!strcmp(a, "--world")) {
+            char *end = NULL;
+            long w = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
+            if (i + 1 >= argc || !end || *end || w < 1 || w > 65536) {
+                fprintf(err, "localtensor run: --world needs a number of ranks 1..65536%s%s%s\n",
+                        i + 1 < argc ? " (got '" : "", i + 1 < argc ? argv[i + 1] : "", i + 1 < argc ? "')" : "");
+                code = 2;
+                break;
+            }
+            o.world = (int)w;
+            i++;
+        } else if (!strcmp(a, "--cross-check")) {
+            cross_check = 1;
+        } else if (!strcmp(a, "--engine") || !strncmp(a, "--engine=", 9)) {
+            if (a[8] == '=') {
+                engine = a + 9;
+            } else if (i + 1 >= argc) {
+                fprintf(err, "localtensor run: --engine needs a value (inproc or mpi)\n");
+                code = 2;
+                break;
+            } else {
+                engine = argv[++i];
+            }
+            if (strcmp(engine, "inproc") && strcmp(engine, "mpi")) {
+                fprintf(err, "localtensor run: --engine: unknown engine '%s' (expected inproc or mpi)\n", engine);
+                code = 2;
+            }
         } else if (!strcmp(a, "--fail-fast") || !strcmp(a, "-x")) {
             o.fail_fast = 1;
         } else if (!strcmp(a, "--numerics") || !strncmp(a, "--numerics=", 11)) {
@@ -101,7 +179,18 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
         usage(err);
         code = 2;
     }
-    if (code < 0) {
+    if (code < 0 && cross_check && strcmp(engine, "mpi")) {
+        fprintf(err, "localtensor run: --cross-check needs --engine mpi\n");
+        code = 2;
+    }
+    if (code < 0 && !strcmp(engine, "mpi") && !lt_cli_mpi_hooks) {
+        fprintf(err, "localtensor run: --engine mpi: this localtensor was built without MPI (install Open MPI "
+                     "with `make deps` or apt-get install openmpi-bin libopenmpi-dev, then rebuild)\n");
+        code = 2;
+    }
+    if (code < 0 && !strcmp(engine, "mpi")) {
+        code = run_mpi(&o, paths, np, filters, nf, cross_check, out, err);
+    } else if (code < 0) {
         o.filters = filters;
         o.nfilters = nf;
         const char *nc = getenv("NO_COLOR");

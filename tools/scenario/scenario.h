@@ -16,6 +16,7 @@
 
 #include <stdio.h>
 
+#include "collectives_sim/engine.h"
 #include "kernels/status.h"
 
 /* Limits on what the loader accepts (all are errors with a position). The
@@ -53,6 +54,7 @@ typedef struct lt_sc_options {
     const char *const *filters;  /* -k: substring of a case name or file path; any matches */
     int nfilters;
     int verbose;                 /* -v: one line per case, show pictures */
+    int world;                   /* --world N: only cases whose mesh has N ranks (0: all) */
     int trace;                   /* --trace: op log and comm table per case (text, and JSON with --json) */
     int fail_fast;               /* stop at the first failing or erroring case */
     const char *json_path;       /* --json FILE or NULL */
@@ -63,6 +65,20 @@ typedef struct lt_sc_options {
     int progress;                /* a progress line on err for runs over a second */
     const char *numerics;        /* --numerics: overrides every scenario's numerics:
                                   * (checked by the caller), NULL: the files' own */
+    /* --engine: the engine of every case's communicator (NULL: in-process)
+     * and its name, written as "engine" into the JSON report when set */
+    const lt_engine_i *engine;
+    const char *engine_name;
+    /* Runs over several processes (--engine mpi): called after every case
+     * on every process with the case's status (lt_sc_status as int) and its
+     * first failure as one line ("" when none). Returns the worst status of
+     * all processes; when that is worse than `status`, *from gets the lowest
+     * process that had it and `other` (cap bytes) its failure line. NULL:
+     * one process. */
+    int (*case_agree)(int status, const char *failure, int *from, char *other, size_t cap);
+    /* processes of that run (0 or 1: one); more than the largest mesh of
+     * the selected cases is an error before any case runs */
+    int nproc;
 } lt_sc_options;
 
 /* The scenario driver (tools/scenario/scenario_driver.c): loads and runs

@@ -90,6 +90,7 @@ static double now_s(void) {
 }
 
 static int matches(const lt_sc_options *o, const char *path, const sc_case *c) {
+    if (o->world > 0 && c->mesh.world != o->world) return 0;
     if (!o->nfilters) return 1;
     for (int i = 0; i < o->nfilters; i++)
         if (strstr(c->name, o->filters[i]) || strstr(path, o->filters[i])) return 1;
@@ -149,6 +150,45 @@ static void release_case(sc_case *cs, sc_arena *a) {
     lt__sc_arena_free(a);
 }
 
+/* Runs over several processes: the case's outcome is the worst over all
+ * of them. When another process did worse, its first failure joins this
+ * process's result (the one that writes the reports) as a failure of the
+ * case's own position, "on process P: <its failure>". */
+static void agree_case(const lt_sc_options *opt, sc_arena *arena, sc_case *cs) {
+    char mine[2048] = "", other[2048] = "";
+    lt_sc_result *r = &cs->res;
+    if (r->nfails) {
+        const lt_sc_failure *x = &r->fails[0];
+        snprintf(mine, sizeof mine, "%s:%d:%d: %s: %s", x->file, x->line, x->col, x->step ? x->step : "",
+                 x->message ? x->message : "");
+    }
+    int from = -1;
+    int worst = opt->case_agree((int)r->status, mine, &from, other, sizeof other);
+    if (worst <= (int)r->status) return;
+    r->status = (lt_sc_status)worst;
+    if (worst == LT_SC_FAIL) r->checks_failed++;
+    char msg[2200];
+    snprintf(msg, sizeof msg, "on process %d: %s", from, other);
+    if (!r->fails && !(r->fails = lt__sc_alloc(arena, sizeof *r->fails * SC_MAX_FAILS))) {
+        r->nfails_dropped++;
+        return;
+    }
+    if (r->nfails == SC_MAX_FAILS) {
+        r->nfails_dropped++;
+        return;
+    }
+    lt_sc_failure *x = &r->fails[r->nfails];
+    memset(x, 0, sizeof *x);
+    x->file = cs->pos.file;
+    x->line = cs->pos.line;
+    x->col = cs->pos.col;
+    x->step = "engine";
+    x->rank = -1;
+    x->message = lt__sc_strdup(arena, msg);
+    if (x->message) r->nfails++;
+    else r->nfails_dropped++;
+}
+
 int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *opt) {
     double t0 = now_s();
     strlist files = {0};
@@ -158,6 +198,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
     int nloaded = 0;
     sc_run_summary sum;
     memset(&sum, 0, sizeof sum);
+    sum.engine = opt->engine ? opt->engine_name : NULL;
     FILE *out = opt->out, *err = opt->err;
 
     for (int i = 0; i < npaths; i++) {
@@ -212,6 +253,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
                 cs->record_plans = opt->json_path != NULL;
                 cs->record_trace = opt->trace;
                 if (opt->numerics) lt_numerics_parse(opt->numerics, &cs->numerics);   /* checked by the CLI */
+                cs->engine = opt->engine;
                 sel += cs->selected;
             }
             total += sel;
@@ -223,7 +265,29 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
     sum.files += nlerr;
     sum.files_failed = nlerr;
     int no_match = 0;
-    if (opt->nfilters && total == 0 && nloaded) {
+    int max_world = 0;
+    for (int i = 0; i < nloaded; i++)
+        for (int k = 0; k < loaded[i]->nscen; k++)
+            for (int c = 0; c < loaded[i]->scen[k].ncases; c++) {
+                const sc_case *cs = &loaded[i]->scen[k].cases[c];
+                if (cs->selected && cs->mesh.world > max_world) max_world = cs->mesh.world;
+            }
+    if (opt->nproc > 1 && total > 0 && opt->nproc > max_world) {
+        fprintf(err, "localtensor run: %d processes but the largest mesh of the selected cases has %d rank%s: "
+                "run with 1 to %d processes (mpirun -np)\n", opt->nproc, max_world, max_world == 1 ? "" : "s",
+                max_world);
+        for (int i = 0; i < nloaded; i++) lt_sc_file_free(loaded[i]);
+        for (int i = 0; i < nlerr; i++) lt__free(lerr[i].message);
+        lt__free(loaded);
+        lt__free(lerr);
+        sl_free(&files);
+        return 2;
+    }
+    if (opt->world > 0 && !opt->nfilters && total == 0 && nloaded) {
+        fprintf(err, "localtensor run: no case has a mesh of %d rank%s (--world)\n", opt->world,
+                opt->world == 1 ? "" : "s");
+        no_match = 1;
+    } else if (opt->nfilters && total == 0 && nloaded) {
         /* like an empty directory: nothing was tested, which is not a pass */
         int ncases = 0;
         for (int i = 0; i < nloaded; i++)
@@ -249,8 +313,9 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
             int any = 0;
             for (int c = 0; c < s->ncases && !any; c++) any = s->cases[c].selected;
             if (any) lt__sc_stream_scen_begin(&rep, s);
-            /* `show` steps print as they run: then one case at a time */
-            int cap = opt->verbose ? 1 : SC_WINDOW;
+            /* `show` steps print as they run, and processes of an MPI run
+             * agree on every case in order: then one case at a time */
+            int cap = opt->verbose || opt->case_agree ? 1 : SC_WINDOW;
             for (int c = 0; c < s->ncases && !oom;) {
                 w.n = 0;
                 for (; c < s->ncases && w.n < cap; c++) {
@@ -272,6 +337,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
                 (void)lt__parallel_for(w.n, case_task, &w); /* case_task cannot fail */
                 for (int j = 0; j < w.n; j++) {
                     sc_case *cs = w.cs[j];
+                    if (opt->case_agree) agree_case(opt, w.ar[j], cs);
                     if (stop) { /* ran in the same window as the first failure */
                         lt__sc_case_drop(cs);
                         memset(&cs->res, 0, sizeof cs->res);

@@ -262,6 +262,7 @@ typedef struct sc_case {
     int record_plans;         /* keep every redistribute's plan in res (for --json) */
     int record_trace;         /* --trace: op log and comm table in res (scenario_trace.c) */
     lt_numerics numerics;     /* numerics: (localtensor/numerics.h); full by default */
+    const lt_engine_i *engine;/* --engine: of the case's communicator (NULL: in-process) */
     lt_sc_result res;
 } sc_case;
 
@@ -543,6 +544,7 @@ typedef struct sc_run_summary {
     int passed, failed, errors;        /* cases; load errors count as errors */
     int not_run;                       /* after --fail-fast */
     double seconds;
+    const char *engine;                /* --engine's name for the JSON report, or NULL */
 } sc_run_summary;
 
 /* A file that could not be loaded (path and message). */

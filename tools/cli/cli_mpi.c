@@ -1,0 +1,78 @@
+/* tools/cli/cli_mpi.c — the MPI side of `localtensor run --engine mpi`:
+ * MPI_Init/Finalize, the MPI engine's options, and the agreements that make
+ * every process end a case, and the run, with the same outcome.
+ *
+ * Linked into the CLI only in builds with MPI (the Makefile's MPI=1, the
+ * default where mpicc exists), so liblocaltensor-tools stays free of libmpi;
+ * main() points lt_cli_mpi_hooks (tools/cli/cli.h) here.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "collectives_sim/engine_mpi.h"
+#include "tools/cli/cli.h"
+
+static int mpi_begin(int cross_check, FILE *err, int *proc, int *nproc) {
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited && MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+        fprintf(err, "localtensor run: --engine mpi: MPI_Init failed\n");
+        return 2;
+    }
+    MPI_Comm_size(MPI_COMM_WORLD, nproc);
+    MPI_Comm_rank(MPI_COMM_WORLD, proc);
+    lt_mpi_options o;
+    memset(&o, 0, sizeof o);
+    o.cross_check = cross_check;
+    o.shadow = 1;      /* the scenario engine's tensors hold every rank's shard */
+    o.idle_extra = 1;  /* small meshes run on the first processes */
+    lt_engine_mpi_set_options(&o);
+    return -1;
+}
+
+static int mpi_agree_exit(int code) {
+    int worst = code;
+    MPI_Allreduce(&code, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return worst;
+}
+
+static void mpi_end(void) {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (fin) return;
+    lt_engine_mpi_release();
+    MPI_Finalize();
+}
+
+/* Worst status over the processes (statuses order NOTRUN < PASS < FAIL <
+ * ERROR); the lowest process with it sends its failure line to all. */
+static int mpi_case_agree(int status, const char *failure, int *from, char *other, size_t cap) {
+    int me, np;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    int v[2] = {status, -status}, r[2];
+    MPI_Allreduce(v, r, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    int worst = r[0], best = -r[1];
+    if (worst == best) return worst; /* all agree */
+    int cand = status == worst ? me : np, first = np;
+    MPI_Allreduce(&cand, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s", me == first ? failure : "");
+    MPI_Bcast(buf, (int)sizeof buf, MPI_CHAR, first, MPI_COMM_WORLD);
+    *from = first;
+    snprintf(other, cap, "%s", buf);
+    return worst;
+}
+
+static const lt_engine_i *mpi_engine(void) { return lt_engine_mpi(); }
+
+static const lt_cli_mpi hooks = {
+    /* .begin      = */ mpi_begin,
+    /* .agree_exit = */ mpi_agree_exit,
+    /* .end        = */ mpi_end,
+    /* .engine     = */ mpi_engine,
+    /* .case_agree = */ mpi_case_agree,
+};
+
+const lt_cli_mpi *lt_cli_mpi_impl(void) { return &hooks; }

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# tools/run-mpi-tests.sh BUILD [--quick|--full] — the MPI engine under mpirun
+# (tools/run-tests.sh runs it in `make test` when BUILD has the MPI build):
+#   - BUILD/mpi_engine (test/mpi/engine.c) with P = 1, 2, 3, 4, 8 processes;
+#   - the scenario library with --engine mpi under mpirun -np 1, 2, 4: text,
+#     JSON and JUnit reports equal to an in-process run's, timings and the
+#     JSON "engine" field aside;
+#   - P = world: the cases whose mesh has 3, 6 or 8 ranks (--world N) under
+#     mpirun -np N (P = 1, 2, 4 are covered above); the three 8-rank sweep
+#     files (9,182 cases, ~6 minutes on 2 cores) only with --full;
+#   - --cross-check over the library (non-sweep files) at P = 2, and finding
+#     a planted bug (LT_MPI_PLANT_SWAP=1 swaps two members' pieces in the
+#     MPI all_gather) set on process 1 only;
+#   - bad runs end cleanly with a message, never a hang (each run has a
+#     timeout): a check failing on one process only, an engine error on
+#     one process only, too many processes, mpirun missing.
+# --quick (the sanitizer builds): the unit test at P = 1, 2, 4, the library
+# (non-sweep files) at P = 2, and the bad runs.
+# Prints "ok    mpi: ..." / "FAIL  mpi: ..." lines and "mpi: N passed, N failed";
+# exits 0 when all passed, 1 when one failed, 2 when mpirun is missing.
+set -u
+build=$1
+mode=${2:-}
+cd "$(dirname "$0")/.." || exit 2
+MPIRUN=${MPIRUN:-mpirun}
+if ! command -v "$MPIRUN" >/dev/null 2>&1; then
+  echo "run-mpi-tests: $MPIRUN was not found: the MPI tests need Open MPI's launcher (make deps installs it;" \
+       "Debian: apt-get install openmpi-bin libopenmpi-dev)" >&2
+  exit 2
+fi
+[ "$mode" = "--check-launcher" ] && exit 0
+# what Open MPI needs here: running as root in containers, 2 cores for up to
+# 8 processes, shared-memory transport only (halves start-up), yielding
+# while waiting (oversubscribed cores)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader \
+       OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1 NO_COLOR=1 OPENBLAS_NUM_THREADS=1
+# LeakSanitizer cannot tell Open MPI's allocations (kept until exit, in
+# plugins it unloads) from ours: off under mpirun. Our own blocks are still
+# counted: test/mpi/engine.c checks that every kernels/alloc.h block is freed.
+[ "$mode" = "--quick" ] && export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+bin=$build/localtensor
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0; fail=0
+ok() { pass=$((pass+1)); echo "ok    mpi: $1"; }
+bad() { fail=$((fail+1)); echo "FAIL  mpi: $1"; [ -f "$tmp/log" ] && tail -30 "$tmp/log"; }
+mpi() { timeout 600 "$MPIRUN" --oversubscribe "$@"; }
+
+# timings differ run to run: "(0.3 ms)", "(1.25 s)", "time_s" lines
+norm_text() { sed -E 's/\([0-9]+\.[0-9]+ (ms|s)\)/(T)/g' "$1"; }
+norm_json() { grep -v '"time_s":\|"engine":' "$1"; }
+norm_junit() { sed -E 's/ time="[0-9.e+-]+"//g' "$1"; }
+
+# the files of the library; "light" leaves out the sweep files
+all_files=$(ls scenarios/*/*.yaml)
+light_files=$(ls scenarios/*/*.yaml | grep -v '^scenarios/sweeps/\|^scenarios/ops/sweep.yaml$')
+big8='^scenarios/sweeps/\(pairs_3d\|strided\|zero_size\).yaml$'
+
+# same_reports NAME NP FILES... [-- OPTIONS]: in-process vs mpirun -np NP
+# (the in-process reports of the last argument list are kept for the next call)
+same_reports() {
+  local name=$1 np=$2; shift 2
+  if [ "$*" != "${last_args:-}" ]; then
+    "$bin" run "$@" --json "$tmp/in.json" --junit "$tmp/in.xml" > "$tmp/in.txt" 2>/dev/null
+    last_rin=$?
+    last_args="$*"
+  fi
+  local rin=$last_rin
+  mpi -np "$np" "$bin" run --engine mpi "$@" --json "$tmp/mpi.json" --junit "$tmp/mpi.xml" > "$tmp/mpi.txt" 2> "$tmp/log"
+  local rmpi=$?
+  if [ $rin -ne $rmpi ]; then cp "$tmp/mpi.txt" "$tmp/log"; bad "$name: exit $rmpi, in-process $rin"; return; fi
+  if ! diff <(norm_text "$tmp/in.txt") <(norm_text "$tmp/mpi.txt") > "$tmp/log"; then bad "$name: text report differs"; return; fi
+  if ! diff <(norm_json "$tmp/in.json") <(norm_json "$tmp/mpi.json") > "$tmp/log"; then bad "$name: JSON report differs"; return; fi
+  if ! diff <(norm_junit "$tmp/in.xml") <(norm_junit "$tmp/mpi.xml") > "$tmp/log"; then bad "$name: JUnit report differs"; return; fi
+  if ! grep -q '"engine":.*"mpi"' "$tmp/mpi.json"; then bad "$name: no engine field in the JSON"; return; fi
+  ok "$name ($(tail -1 "$tmp/mpi.txt"))"
+}
+
+# 1. the engine against the in-process one, byte for byte
+nps="1 2 3 4 8"; [ "$mode" = "--quick" ] && nps="1 2 4"
+for np in $nps; do
+  if mpi -np "$np" "$build/mpi_engine" > "$tmp/log" 2>&1; then ok "mpi_engine -np $np"; else bad "mpi_engine -np $np"; fi
+done
+
+# 2. the library, reports equal to the in-process run's
+if [ "$mode" = "--quick" ]; then
+  # shellcheck disable=SC2086
+  same_reports "library (no sweeps) -np 2" 2 $light_files
+else
+  for np in 1 2 4; do
+    # shellcheck disable=SC2086
+    same_reports "library -np $np" "$np" $all_files
+  done
+  # 3. P = world
+  for w in 3 6 8; do
+    files=$all_files
+    [ "$w" = 8 ] && [ "$mode" != "--full" ] && files=$(echo "$all_files" | grep -v "$big8")
+    # shellcheck disable=SC2086
+    same_reports "P = world = $w (--world $w)" "$w" $files --world "$w"
+  done
+  # 4. cross-check: nothing to find in a correct engine
+  # shellcheck disable=SC2086
+  if mpi -np 2 "$bin" run --engine mpi --cross-check $light_files > "$tmp/log" 2>&1; then
+    ok "--cross-check -np 2 (no sweeps): $(tail -1 "$tmp/log")"
+  else
+    bad "--cross-check -np 2 (no sweeps)"
+  fi
+fi
+
+# 5. a planted engine bug on process 1 only. Without --cross-check its
+# wrong bytes fail a check there, reported by process 0; with it, the
+# collective fails on every process with process 1's message (no hang).
+f=scenarios/collectives/all_gather.yaml
+run=("$bin" run --engine mpi "$f")
+mpi -np 1 "${run[@]}" : -np 1 -x LT_MPI_PLANT_SWAP=1 "${run[@]}" > "$tmp/log" 2>&1; rc=$?
+if [ $rc -eq 1 ] && grep -q "^FAIL .*all_gather_by_mesh_dim_name" "$tmp/log" &&
+   grep -q "on process 1: $f:22:7: expect_local: " "$tmp/log"; then
+  ok "a check failing on process 1 only: exit 1, reported by process 0"
+else
+  bad "a check failing on process 1 only (exit $rc)"
+fi
+mpi -np 1 "${run[@]}" --cross-check : -np 1 -x LT_MPI_PLANT_SWAP=1 "${run[@]}" --cross-check > "$tmp/log" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "all_gather on mesh dim 0 (dp), group \[0,2\]: engine 'mpi': cross-check: rank 2's result differs from the in-process engine's at element 0 (on process 1)" "$tmp/log"; then
+  ok "--cross-check finds the planted swap (on process 1 only): exit 2, the collective, group and rank named"
+else
+  bad "--cross-check and the planted swap (exit $rc)"
+fi
+
+# 6. too many processes for every mesh of the run
+mpi -np 8 "$bin" run --engine mpi "$f" > "$tmp/log" 2>&1; rc=$?
+if [ $rc -ne 0 ] && grep -q "localtensor run: 8 processes but the largest mesh of the selected cases has 4 ranks: run with 1 to 4 processes (mpirun -np)" "$tmp/log"; then
+  ok "-np 8 for meshes of at most 4 ranks: a clear error"
+else
+  bad "-np 8 for meshes of at most 4 ranks (exit $rc)"
+fi
+
+# 7. mpirun missing
+out=$(MPIRUN=/nonexistent/mpirun bash tools/run-mpi-tests.sh "$build" --check-launcher 2>&1); rc=$?
+if [ $rc -eq 2 ] && echo "$out" | grep -q "run-mpi-tests: /nonexistent/mpirun was not found"; then
+  ok "mpirun missing: exit 2 with what to install"
+else
+  echo "$out" > "$tmp/log"; bad "mpirun missing (exit $rc)"
+fi
+
+echo "mpi: $pass passed, $fail failed"
+[ $fail -eq 0 ]
