@@ -65,9 +65,16 @@ static void bump(size_t *n) { __atomic_store_n(n, __atomic_load_n(n, __ATOMIC_RE
 
 /* ---- per-thread memos ------------------------------------------------------ */
 
-/* Each thread's filled memos form a list, released when the thread exits
- * (a pthread key destructor) or, per instance, by lt__cache_clear. */
-static _Thread_local lt__cache_memo *memo_head;
+/* Every filled memo is on one process-wide list (under memo_mu), tagged
+ * with its thread (the address of that thread's `memo_self`). A thread's
+ * memos are released when it exits (a pthread key destructor) or, per
+ * instance, by lt__cache_clear on that thread. A forked child, which has
+ * only the forking thread, releases the other threads' memos (their
+ * thread-local blocks are still mapped in the child, but no thread will
+ * use them again). */
+static _Thread_local char memo_self;
+static lt__cache_memo *memo_all;
+static pthread_mutex_t memo_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t memo_key;
 static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
 static int memo_key_ok;
@@ -77,25 +84,50 @@ static void memo_drop(lt__cache_memo *m) {
     m->value = NULL;
 }
 
-static void memo_thread_exit(void *head) {
-    (void)head;
-    for (lt__cache_memo *m = memo_head; m; m = m->next) {
+/* Unlinks and empties the memos that `keep` rejects (memo_mu held). */
+static void memo_sweep_locked(int (*keep)(const lt__cache_memo *m, const void *arg), const void *arg) {
+    for (lt__cache_memo **pp = &memo_all; *pp;) {
+        lt__cache_memo *m = *pp;
+        if (keep(m, arg)) {
+            pp = &m->next;
+            continue;
+        }
+        *pp = m->next;
         memo_drop(m);
         lt__free(m->key);
-        m->key = NULL, m->cap = 0;
+        m->key = NULL, m->cap = 0, m->registered = 0, m->next = NULL;
     }
-    memo_head = NULL;
 }
 
-static void memo_key_make(void) { memo_key_ok = pthread_key_create(&memo_key, memo_thread_exit) == 0; }
+static int not_mine(const lt__cache_memo *m, const void *arg) { (void)arg; return m->owner != &memo_self; }
+static int mine(const lt__cache_memo *m, const void *arg) { (void)arg; return m->owner == &memo_self; }
+
+static void memo_thread_exit(void *unused) {
+    (void)unused;
+    pthread_mutex_lock(&memo_mu);
+    memo_sweep_locked(not_mine, NULL);
+    pthread_mutex_unlock(&memo_mu);
+}
+
+static void memo_after_fork_child(void) {
+    pthread_mutex_init(&memo_mu, NULL);   /* another thread may have held it at the fork */
+    memo_sweep_locked(mine, NULL);
+}
+
+static void memo_key_make(void) {
+    memo_key_ok = pthread_key_create(&memo_key, memo_thread_exit) == 0 &&
+                  pthread_atfork(NULL, NULL, memo_after_fork_child) == 0;
+}
 
 /* Fills m with (k, v): takes a new reference to v. Without memory (or a
  * thread-exit hook) the memo stays empty: only slower. */
 static void memo_fill(lt__cache *c, lt__cache_memo *m, const lt__cache_key *k, void *v) {
     if (!m->registered) {
         pthread_once(&memo_once, memo_key_make);
-        if (!memo_key_ok || pthread_setspecific(memo_key, &memo_head) != 0) return;
-        m->next = memo_head, memo_head = m, m->registered = 1;
+        if (!memo_key_ok || pthread_setspecific(memo_key, &memo_self) != 0) return;
+        pthread_mutex_lock(&memo_mu);
+        m->owner = &memo_self, m->next = memo_all, memo_all = m, m->registered = 1;
+        pthread_mutex_unlock(&memo_mu);
     }
     if (m->c) memo_drop(m);
     if (k->n > m->cap) {
@@ -181,8 +213,10 @@ void lt__cache_put(lt__cache *c, const lt__cache_key *k, uint64_t h, void *value
 }
 
 void lt__cache_clear(lt__cache *c) {
-    for (lt__cache_memo *m = memo_head; m; m = m->next)
-        if (m->c == c) memo_drop(m);
+    pthread_mutex_lock(&memo_mu);
+    for (lt__cache_memo *m = memo_all; m; m = m->next)
+        if (m->owner == &memo_self && m->c == c) memo_drop(m);
+    pthread_mutex_unlock(&memo_mu);
     cache_lock(c);
     clear_locked(c);
     __atomic_store_n(&c->gen, c->gen + 1, __ATOMIC_RELEASE);

@@ -62,14 +62,16 @@ typedef struct lt__cache {
  * value (values are immutable and pure functions of their key, so a
  * memoised value is never wrong); it is dropped when the memo is refilled,
  * by lt__cache_clear on the clearing thread (other threads drop theirs at
- * their next lookup or when they exit). */
+ * their next lookup or when they exit; a forked child drops the other
+ * threads'). */
 typedef struct lt__cache_memo {
     lt__cache *c;                 /* the instance, once filled */
     unsigned gen;                 /* c->gen when filled */
     int len, cap;
     uint64_t *key;                /* (cap) owned; the first len words are the key */
     void *value;                  /* one reference, or NULL: empty */
-    struct lt__cache_memo *next;  /* this thread's memos (registered on first fill) */
+    struct lt__cache_memo *next;  /* every thread's filled memos (kernels/cache.c) */
+    const void *owner;            /* the thread that filled it */
     int registered;
 } lt__cache_memo;
 

@@ -11,6 +11,9 @@
 #include "kernels/cache_impl.h"
 #include "kernels/status_impl.h"
 #include <pthread.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static void test_new_and_queries(void **state) {
     (void)state;
@@ -804,6 +807,14 @@ static void *memo_thread(void *arg) {
     return v;
 }
 
+static int memo_filled, memo_release;
+static void *memo_thread_wait(void *arg) {
+    (void)memo_thread(arg);
+    __atomic_store_n(&memo_filled, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&memo_release, __ATOMIC_ACQUIRE)) sched_yield();
+    return NULL;
+}
+
 static void test_cache_memo(void **state) {
     (void)state;
     static lt__cache c = LT__CACHE_INIT(cref, crelease, 16);
@@ -834,6 +845,21 @@ static void test_cache_memo(void **state) {
     assert_int_equal(pthread_join(t, &got), 0);
     assert_ptr_equal(got, &cache_refs[0]);
     assert_int_equal(cache_refs[0], 3);                     /* its memo's reference is gone */
+    /* a thread that is alive at a fork: the child (which has no such
+     * thread) drops its memo's reference */
+    pthread_t t2;
+    assert_int_equal(pthread_create(&t2, NULL, memo_thread_wait, &c), 0);
+    while (!__atomic_load_n(&memo_filled, __ATOMIC_ACQUIRE)) sched_yield();
+    assert_int_equal(cache_refs[0], 4);                     /* table + this memo + caller + t2's memo */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) _exit(cache_refs[0] == 3 ? 0 : 1);
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    __atomic_store_n(&memo_release, 1, __ATOMIC_RELEASE);
+    assert_int_equal(pthread_join(t2, NULL), 0);
+    assert_int_equal(cache_refs[0], 3);                     /* t2 exited: its memo is gone */
     lt__cache_clear(&c);                                    /* drops the table's and this memo's */
     assert_int_equal(cache_refs[0], 1);
     k.w[0] = 1;
