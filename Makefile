@@ -23,6 +23,8 @@
 #                   --engine mpi) and the MPI tests; the default wherever
 #                   mpicc is on PATH (MPI=0 turns it off). liblocaltensor
 #                   itself never links libmpi.
+#   make CUDA=1 ... the same targets with the CUDA backend built in (nvcc,
+#                   cuBLAS; build-cuda/, build-bench-cuda/)
 #   make install    PREFIX=/usr/local (DESTDIR honoured): headers under
 #                   include/localtensor/, libs, localtensor.pc and
 #                   localtensor-static.pc, the CLI, docs in share/doc/localtensor/
@@ -40,7 +42,9 @@ CFLAGS_BASE := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Wsha
                $(shell pkg-config --cflags $(LIB_PKGS) $(TOOL_PKGS) cmocka 2>/dev/null)
 LIB_LDLIBS  := $(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null) -lm -lpthread
 TOOL_LDLIBS := $(shell pkg-config --libs $(TOOL_PKGS) 2>/dev/null)
-BUILD   ?= build
+# CUDA=1 adds the CUDA backend (kernels/cuda/*.cu, nvcc, cuBLAS) in its own
+# folder, build-cuda, so its objects never mix with a plain build's.
+BUILD   ?= $(if $(filter 1,$(CUDA)),build-cuda,build)
 SAN     ?=
 EXTRA   ?=
 # Open MPI's compile and link flags come from its wrapper (mpicc --showme),
@@ -52,9 +56,6 @@ MPI_LDLIBS := $(shell mpicc --showme:link 2>/dev/null)
 ifeq ($(strip $(MPI_LDLIBS)),)
 $(error make MPI=1: mpicc was not found (Debian: apt-get install openmpi-bin libopenmpi-dev; make deps installs them))
 endif
-endif
-ifeq ($(CUDA),1)
-$(error not supported yet: the CUDA backend (make CUDA=1); kernels/backend.h has the table it will fill)
 endif
 
 # The sanitizer build (AddressSanitizer + UBSan) lives in its own folder,
@@ -77,6 +78,27 @@ CFLAGS  := $(CFLAGS_BASE) $(OPT) $(SAN) $(WERROR) $(EXTRA)
 MPI_SRC   := collectives_sim/engine_mpi.c
 LIB_SRC   := $(filter-out $(MPI_SRC),$(wildcard kernels/*.c collectives_sim/*.c localtensor/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# The CUDA backend: nvcc from PATH (or NVCC=), the toolkit's cudart and
+# cuBLAS; device code for CUDA_ARCH (PTX included, so newer GPUs JIT it).
+# WERROR=-Werror makes nvcc's and the host compiler's warnings errors too.
+ifeq ($(CUDA),1)
+NVCC      ?= nvcc
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC) 2>/dev/null))
+CUDA_ARCH ?= -arch=sm_80
+CU_SRC    := $(wildcard kernels/cuda/*.cu)
+CU_OBJ    := $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
+LIB_OBJ   += $(CU_OBJ)
+CFLAGS      += -DLT_HAVE_CUDA=1
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+LIB_LDLIBS  += $(CUDA_LIBS)
+NVCCFLAGS := -std=c++17 $(CUDA_ARCH) -O2 -g -I. -DLT_HAVE_CUDA=1 --fmad=false \
+             -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra \
+             $(if $(WERROR),-Werror all-warnings -Xcompiler -Werror)
+$(BUILD)/obj/%.o: %.cu Makefile
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+-include $(CU_OBJ:%.o=%.d)
+endif
 # The shared library exports only what public headers mark LT_API
 # (kernels/export.h); lt__ internals stay inside it.
 $(LIB_OBJ): CFLAGS += -fvisibility=hidden
@@ -172,7 +194,7 @@ $(BUILD)/fuzz_%: $(BUILD)/obj/test/fuzz/fuzz_%.o $(LIBS)
 	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIBS) $(LDLIBS)
 
 # The two commands of the README: each does all setup first.
-SUBMAKE = $(MAKE) --no-print-directory BUILD=$(BUILD) OPT="$(OPT)" SAN="$(SAN)" WERROR="$(WERROR)"
+SUBMAKE = $(MAKE) --no-print-directory BUILD=$(BUILD) OPT="$(OPT)" SAN="$(SAN)" WERROR="$(WERROR)" CUDA="$(CUDA)"
 
 run: deps
 	@+$(SUBMAKE) all
@@ -225,13 +247,14 @@ valgrind:
 
 test-bins-vg: $(TEST_BIN)
 
+BENCH_BUILD := $(if $(filter 1,$(CUDA)),build-bench-cuda,build-bench)
 bench:
 	$(CHECK_DEPS)
-	@$(MAKE) --no-print-directory OPT="-O3 -march=native" BUILD=build-bench all build-bench/bench
-	@./build-bench/bench $(BUILD)/bench.json
+	@$(MAKE) --no-print-directory OPT="-O3 -march=native" BUILD=$(BENCH_BUILD) all $(BENCH_BUILD)/bench
+	@./$(BENCH_BUILD)/bench $(BUILD)/bench.json
 ifeq ($(MPI),1)
-	@$(MAKE) --no-print-directory OPT="-O3 -march=native" BUILD=build-bench build-bench/bench_mpi
-	@bash tools/bench/run-mpi-bench.sh build-bench
+	@$(MAKE) --no-print-directory OPT="-O3 -march=native" BUILD=$(BENCH_BUILD) $(BENCH_BUILD)/bench_mpi
+	@bash tools/bench/run-mpi-bench.sh $(BENCH_BUILD)
 endif
 
 # the MPI rows of `make bench` (tools/bench/mpi/, run under mpirun)
@@ -263,10 +286,10 @@ install: all
 	done
 	install -m 644 $(BUILD)/liblocaltensor.a $(BUILD)/liblocaltensor.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/localtensor $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIB_PKGS@|$(LIB_PKGS)|g' tools/localtensor.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor.pc
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIB_PKGS@|$(LIB_PKGS)|g' tools/localtensor-static.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor-static.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIB_PKGS@|$(LIB_PKGS)|g' -e 's|-lm -lpthread|-lm -lpthread $(CUDA_LIBS)|' tools/localtensor.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIB_PKGS@|$(LIB_PKGS)|g' -e 's|-lm -lpthread|-lm -lpthread $(CUDA_LIBS)|' tools/localtensor-static.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor-static.pc
 	@for d in $(INSTALL_DOCS); do echo "install -m 644 $$d $(INSTALL_DOC)/$$d"; \
 	    install -m 644 $$d $(INSTALL_DOC)/$$d || exit 1; done
 
 clean:
-	rm -rf build build-asan build-asan-clang build-vg build-bench build-fuzz
+	rm -rf build build-asan build-asan-clang build-vg build-bench build-fuzz build-cuda build-bench-cuda

@@ -11,17 +11,21 @@
  *      the fresh ones again;
  *   2. check that no preallocated output overlaps another output, and swap
  *      in a temporary for any that overlaps an input it must not;
- *   3. run the engine once per group, then copy temporaries back;
+ *   3. run the engine once per group (on the in-process engine, the groups
+ *      of a big call at the same time: groups_in_parallel), then copy
+ *      temporaries back;
  *   4. append one trace event (capacity was reserved before step 3, so
  *      recording cannot fail after the data moved).
  * Scratch arrays (group tables, split sizes, overlap intervals) live on the
  * communicator and grow geometrically, so the preallocated path does not
  * allocate in steady state.
  */
+#include "collectives_sim/engine_impl.h"
 #include "collectives_sim/collectives.h"
 #include "collectives_sim/trace_impl.h"
 #include "kernels/alloc.h"
 #include "kernels/memlimit_impl.h"
+#include "kernels/pool_impl.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -63,6 +67,8 @@ struct lt_comm {
     ival *iv;                       /* (2 world) overlap intervals */
     int64_t *sizes;                 /* split sizes of every group */
     size_t sizes_cap;
+    int *share;                     /* (ngroups + table) same_as of every group, then a hash table */
+    size_t share_cap;
 };
 
 /* One call in progress. */
@@ -78,6 +84,9 @@ typedef struct call {
     int any_prealloc;  /* some output was preallocated */
     int any_fresh;     /* some output was created by this call */
     int sizing;        /* first pass: prepare_out only adds up `need` */
+    int share_groups;  /* every output is created here: groups with the same inputs share results */
+    int share_members; /* every member's result is the same (all_gather, all_reduce, broadcast) */
+    const int *same_as;/* (ngroups) an earlier group whose inputs are the same buffers, or -1 */
     uint64_t need;     /* bytes of the outputs this call will create */
 } call;
 
@@ -95,6 +104,7 @@ static void comm_release(lt_comm *c) {
     lt__free(c->eng_out);
     lt__free(c->iv);
     lt__free(c->sizes);
+    lt__free(c->share);
     lt_trace_free(c->trace);
     lt__free(c);
 }
@@ -211,6 +221,79 @@ static char *desc(const lt_tensor *t, char *buf, size_t cap) {
 
 /* ---- validation helpers ------------------------------------------------------- */
 
+/* ---- shared results ---------------------------------------------------------- */
+
+/* A hash of group g's inputs (which buffers, where); 0 when one is NULL. */
+static uint64_t inputs_hash(const call *k, int g) {
+    const int *rk = grp(k, g);
+    uint64_t h = 1469598103934665603u;
+    for (int p = 0; p < k->n; p++) {
+        const lt_tensor *t = k->in[rk[p]];
+        if (!t) return 0;
+        h = (h ^ (uint64_t)(uintptr_t)t->storage) * 1099511628211u;
+        h = (h ^ (uint64_t)t->offset) * 1099511628211u;
+    }
+    return h ? h : 1;
+}
+
+static int same_inputs(const call *k, int g, int q) {
+    const int *a = grp(k, g), *b = grp(k, q);
+    for (int p = 0; p < k->n; p++)
+        if (!lt_tensor_same_view(k->in[a[p]], k->in[b[p]])) return 0;
+    return 1;
+}
+
+/* When this call creates every output: same_as[g] = the first group whose
+ * members' inputs are exactly group g's buffers (a collective along one
+ * mesh dim of a tensor replicated along another), whose results group g
+ * then shares instead of computing them again. */
+static lt_status plan_share(call *k) {
+    lt_comm *c = k->c;
+    int W = c->mesh.world;
+    for (int r = 0; r < W; r++)
+        if (k->out[r]) return LT_OK;   /* preallocated outputs: every group writes its own */
+    size_t tab = 1;
+    while (tab < 2 * (size_t)k->ngroups) tab *= 2;
+    size_t need = (size_t)k->ngroups + tab;
+    if (need > c->share_cap) {
+        int *p = lt__realloc(c->share, need * sizeof *p);
+        if (!p) return gerr(k, -1, 0, LT_NOMEM, "out of memory for the table of shared results");
+        c->share = p;
+        c->share_cap = need;
+    }
+    int *same = c->share, *slot = c->share + k->ngroups;
+    for (size_t i = 0; i < tab; i++) slot[i] = -1;
+    for (int g = 0; g < k->ngroups; g++) {
+        same[g] = -1;
+        uint64_t h = inputs_hash(k, g);
+        if (!h) continue;
+        for (size_t i = (size_t)h & (tab - 1);; i = (i + 1) & (tab - 1)) {
+            if (slot[i] < 0) {
+                slot[i] = g;
+                break;
+            }
+            if (same_inputs(k, g, slot[i])) {
+                same[g] = slot[i];
+                break;
+            }
+        }
+    }
+    k->same_as = same;
+    k->share_groups = 1;
+    return LT_OK;
+}
+
+/* The rank whose result rank r (in group g) shares, or -1. */
+static int share_src(const call *k, int g, int r) {
+    if (!k->share_groups) return -1;
+    const int *rk = grp(k, g);
+    int p = 0;
+    while (p < k->n && rk[p] != r) p++;
+    if (k->same_as[g] >= 0) return grp(k, k->same_as[g])[p];
+    if (k->share_members && p > 0) return rk[0];
+    return -1;
+}
+
 static lt_status begin(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *const *in,
                        lt_tensor **out) {
     memset(k, 0, sizeof *k);
@@ -232,7 +315,7 @@ static lt_status begin(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt_tenso
     if (coll != LT_COLL_BARRIER && (!in || !out))
         return gerr(k, -1, 0, LT_INVALID, "the %s array is NULL (one entry per rank expected)",
                     !in ? "input" : "output");
-    return LT_OK;
+    return coll == LT_COLL_BARRIER ? LT_OK : plan_share(k);
 }
 
 static lt_status check_root(call *k, int root) {
@@ -370,6 +453,15 @@ static lt_status split(const call *k, int g, int p, int dim, const lt_split_rule
 static lt_status prepare_out(call *k, int g, int r, lt_dtype dt, int ndim, const int64_t *shape,
                              int placeholder) {
     lt_tensor *o = k->out[r];
+    int src = share_src(k, g, r);
+    if (src >= 0) {   /* the same result as rank src: one buffer */
+        if (k->sizing) return LT_OK;
+        lt_status st = lt_tensor_view(k->out[src], &k->out[r]);
+        if (st) return gerr(k, g, 1, st, "result of rank %d", r);
+        k->c->fresh[r] = 1;
+        k->any_fresh = 1;
+        return LT_OK;
+    }
     if (k->sizing) {
         if (o || placeholder) return LT_OK;
         int64_t n;
@@ -498,6 +590,48 @@ static lt_status check_overlap(call *k, int *ntmp) {
 
 /* ---- engine dispatch ------------------------------------------------------------ */
 
+/* The engine's call for group g of a call (one piece of work of the pool:
+ * proto is copied, never written). */
+typedef struct group_job {
+    call *k;
+    lt_coll_fn fn;
+    const lt_coll_group *proto;
+    size_t sizes_stride;
+    lt_tensor *const *eout;
+} group_job;
+
+static lt_status group_task(void *ctx, int64_t g) {
+    const group_job *j = ctx;
+    const call *k = j->k;
+    const lt_comm *c = k->c;
+    if (k->share_groups && k->same_as[g] >= 0) return LT_OK;   /* shares an earlier group's results */
+    lt_coll_group gr = *j->proto;
+    gr.index = (int)g;
+    gr.ranks = grp(k, (int)g);
+    if (j->sizes_stride) gr.sizes = c->sizes + (size_t)g * j->sizes_stride;
+    /* shards on a kernel-running backend: the engine's kernel path */
+    lt_status st = lt__engine_kernels_fn(c->eng, j->fn, &gr, k->in, j->eout)(c->ectx, &gr, k->in, j->eout);
+    if (st) return gerr(k, (int)g, 1, st, "engine '%s'", c->eng->name);
+    return LT_OK;
+}
+
+/* 1 when the groups of this call run at the same time: only on the
+ * in-process engine (its per-call state lives in one lane per pool slot,
+ * engine_inproc.c), when there are at least as many groups as threads
+ * (with fewer, each group's call splits its own work across all threads)
+ * and the call moves enough bytes to pay for waking the workers. */
+static int groups_in_parallel(const call *k, lt_tensor *const *eout) {
+    const lt_comm *c = k->c;
+    int w = lt__pool_width();
+    if (w <= 1 || k->ngroups < 2 || k->ngroups < w || c->eng != lt_engine_inproc()) return 0;
+    size_t bytes = 0;
+    for (int r = 0; r < c->mesh.world; r++) {
+        if (k->in && k->in[r]) bytes += lt_nbytes(k->in[r]);
+        if (eout[r]) bytes += lt_nbytes(eout[r]);
+    }
+    return bytes >= lt__par_min_bytes();
+}
+
 /* Steps 2 and 3. proto carries the collective's arguments; group g's split
  * sizes start at c->sizes + g * sizes_stride (stride 0: no sizes). */
 static lt_status run(call *k, lt_coll_fn fn, lt_coll_group *proto, size_t sizes_stride) {
@@ -508,6 +642,13 @@ static lt_status run(call *k, lt_coll_fn fn, lt_coll_group *proto, size_t sizes_
     if (!fn)
         return fail(k, gerr(k, -1, 0, LT_UNSUPPORTED, "engine '%s' does not implement it", c->eng->name));
     if (k->any_prealloc) {
+        /* copy-on-write: a preallocated output that shares its buffer with
+         * other tensors (replicas) gets its own before anything is written */
+        for (int r = 0; r < W; r++) {
+            if (c->fresh[r] || !k->out[r]) continue;
+            st = lt_tensor_make_writable(k->out[r]);
+            if (st) return fail(k, gerr(k, -1, 0, st, "copy-on-write of rank %d's output", r));
+        }
         int ntmp;
         st = check_overlap(k, &ntmp);
         for (int r = 0; ntmp && r < W; r++) { /* rare: temporaries stand in for outputs */
@@ -530,12 +671,16 @@ static lt_status run(call *k, lt_coll_fn fn, lt_coll_group *proto, size_t sizes_
     proto->mesh_dim = k->md;
     proto->size = k->n;
     proto->root = k->root;
-    for (int g = 0; g < k->ngroups; g++) {
-        proto->index = g;
-        proto->ranks = grp(k, g);
-        if (sizes_stride) proto->sizes = c->sizes + (size_t)g * sizes_stride;
-        st = fn(c->ectx, proto, k->in, eout);
-        if (st) return fail(k, gerr(k, g, 1, st, "engine '%s'", c->eng->name));
+    group_job j = {k, fn, proto, sizes_stride, eout};
+    proto->ranks = grp(k, 0);   /* shards on a kernel-running backend take the serial path */
+    if (groups_in_parallel(k, eout) && lt__engine_kernels_fn(c->eng, fn, proto, k->in, eout) == fn) {
+        st = lt__parallel_for(k->ngroups, group_task, &j);
+        if (st) return fail(k, st);
+    } else {
+        for (int g = 0; g < k->ngroups; g++) {
+            st = group_task(&j, g);
+            if (st) return fail(k, st);
+        }
     }
     if (eout != k->out) {
         for (int r = 0; r < W; r++) {
@@ -570,6 +715,7 @@ static lt_status concat_coll(lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *
                              int root, int dim, lt_tensor **out) {
     call k;
     LT_TRY(begin(&k, c, coll, mesh_dim, in, out));
+    k.share_members = k.share_groups && coll == LT_COLL_ALL_GATHER;
     if (coll == LT_COLL_GATHER) LT_TRY(check_root(&k, root));
     lt_dtype dt = LT_F32;
     for (int pass = 0; pass < 2; pass++) { /* 1: size the results; 2: make them */
@@ -618,6 +764,7 @@ static lt_status reduce_coll(lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *
     call k;
     LT_TRY(begin(&k, c, coll, mesh_dim, in, out));
     LT_TRY(check_op(&k, op));
+    k.share_members = k.share_groups && coll == LT_COLL_ALL_REDUCE;
     if (coll == LT_COLL_REDUCE) LT_TRY(check_root(&k, root));
     int rs = coll == LT_COLL_REDUCE_SCATTER;
     k.self_alias_ok = !rs;
@@ -724,6 +871,7 @@ static lt_status from_root(lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *co
     LT_TRY(begin(&k, c, coll, mesh_dim, in, out));
     LT_TRY(check_root(&k, root));
     int sc = coll == LT_COLL_SCATTER;
+    k.share_members = k.share_groups && !sc;
     k.root_reads = 1;
     k.self_alias_ok = !sc;
     if (sc) LT_TRY(sizes_room(&k, (size_t)c->mesh.world));

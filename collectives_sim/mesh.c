@@ -110,7 +110,9 @@ char *lt_mesh_str(const lt_mesh *m, char *buf, size_t n) {
 int lt_mesh_equal(const lt_mesh *a, const lt_mesh *b) {
     if (a->ndim != b->ndim) return 0;
     for (int i = 0; i < a->ndim; i++)
-        if (a->shape[i] != b->shape[i] || strcmp(a->names[i], b->names[i]) != 0) return 0;
+        if (a->shape[i] != b->shape[i] || a->names[i][0] != b->names[i][0] ||
+            (a->names[i][0] && strcmp(a->names[i], b->names[i]) != 0))
+            return 0;
     return 1;
 }
 

@@ -13,6 +13,7 @@
  *   - bool: sum and max are or, product and min are and.
  */
 #include "kernels/tensor_impl.h"
+#include "kernels/cuda/kern.h"
 #include "kernels/status_impl.h"
 
 #include <string.h>
@@ -125,6 +126,8 @@ lt_status lt_accumulate(lt_tensor *dst, const lt_tensor *src, lt_redop op) {
                        lt_redop_name(op), lt_dtype_name(dst->dtype), lt_dtype_name(src->dtype));
     const lt_backend *be = lt__backend_of(dst) == lt__backend_of(src) ? lt__backend_of(dst) : NULL;
     const lt_tensor *ts[2] = {dst, src};
+    lt_status kst = lt__klaunch(LT__K_ACCUMULATE, (int)op, 0, 0, 2, ts); /* a backend's kernel */
+    if (kst != LT_UNSUPPORTED) return kst ? lt__err_ctx(kst, "accumulate (%s)", lt_redop_name(op)) : LT_OK;
     lt__walk w;
     char *p[2];
     lt__walk_init(&w, 2, ts);
@@ -137,6 +140,9 @@ lt_status lt_accumulate(lt_tensor *dst, const lt_tensor *src, lt_redop op) {
 
 lt_status lt_scale(lt_tensor *t, double s) {
     if (!t) return lt__err(LT_INVALID, "scale: t is NULL");
+    const lt_tensor *tk = t;
+    lt_status kst = lt__klaunch(LT__K_SCALE, 0, s, 0, 1, &tk); /* a backend's kernel */
+    if (kst != LT_UNSUPPORTED) return kst ? lt__err_ctx(kst, "scale") : LT_OK;
     double buf[LT__CHUNK];
     int64_t es = (int64_t)lt_dtype_size(t->dtype);
     const lt_tensor *tc = t;

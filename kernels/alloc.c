@@ -145,6 +145,8 @@ int lt__fault_arm_site(const char *file, int line, int64_t nth, int persistent) 
     return 0;
 }
 
+int lt__fault_armed(void) { return atomic_load_explicit(&armed, memory_order_relaxed); }
+
 void lt__fault_disarm(void) { atomic_store(&armed, 0); }
 
 int64_t lt__fault_count(void) { return (int64_t)atomic_load(&count); }

@@ -40,6 +40,10 @@ void lt__fault_arm(int64_t nth, int persistent);
  * compiler names it, e.g. "kernels/tensor.c") count towards nth; the others
  * are still counted by lt__fault_count. Returns -1 for a bad site. */
 int lt__fault_arm_site(const char *file, int line, int64_t nth, int persistent);
+/* 1 while injection is armed (between lt__fault_arm and lt__fault_disarm):
+ * parallel sections then run inline (kernels/pool_impl.h), so that the Nth
+ * allocation is the same one on every run. */
+int lt__fault_armed(void);
 /* Stops failing allocations and stops counting; the counts stay readable. */
 void lt__fault_disarm(void);
 /* Allocations seen since lt__fault_arm. */

@@ -1,9 +1,10 @@
 /* kernels/backend_cpu.c — the CPU backend: aligned host memory, memcpy,
  * OpenBLAS gemm.
  *
- * Large buffers (>= 1 MiB) come from a small caching allocator: a freed large
- * block is kept (up to LT__CACHE_MAX_BYTES in all) and handed out again for
- * the next request of the same rounded size. Simulations allocate the same
+ * Large buffers (>= 64 KiB) come from a caching allocator: a freed large
+ * block is kept (up to LT__CACHE_MAX_BYTES in all, in per-size lists) and
+ * handed out again for the next request of the same rounded size. The
+ * memory check (kernels/memlimit_impl.h) counts the kept bytes as free. Simulations allocate the same
  * shard shapes over and over (every redistribute step makes new shards);
  * without the cache every step pays the kernel's page faults on fresh memory,
  * which costs more than the copy itself. Large blocks also ask for
@@ -15,6 +16,7 @@
 #include "kernels/backend.h"
 #include "kernels/alloc.h"
 #include "kernels/status_impl.h"
+#include "kernels/memlimit_impl.h"
 
 #include <cblas.h>
 #include <pthread.h>
@@ -22,11 +24,11 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define LT__LARGE_BLOCK ((size_t)1 << 20)        /* 1 MiB: cached, huge-page hinted */
+#define LT__LARGE_BLOCK ((size_t)64 << 10)       /* 64 KiB: cached (malloc would unmap it) */
+#define LT__MEDIUM_ROUND ((size_t)64 << 10)      /* below 2 MiB: sizes round to 64 KiB */
 #define LT__HUGE_ALIGN ((size_t)2 << 20)         /* 2 MiB */
-#define LT__CACHE_SLOTS 64
-#define LT__CACHE_MAX_BYTES ((size_t)2 << 30)    /* 2 GiB kept at most */
-
+#define LT__CACHE_CLASSES 64                     /* distinct block sizes kept */
+#define LT__CACHE_MAX_BYTES ((size_t)4 << 30)    /* 4 GiB kept at most */
 #if defined(__SANITIZE_ADDRESS__)
 #define LT__CACHE_ON 0
 #elif defined(__has_feature)
@@ -38,20 +40,36 @@
 #define LT__CACHE_ON 1
 #endif
 
-typedef struct cached_block {
-    void *ptr;                 /* NULL: slot empty */
-    size_t size;               /* rounded size */
-} cached_block;
+/* Freed large blocks of one rounded size, a list threaded through their
+ * headers: a simulation frees a whole state's shards (thousands of blocks of
+ * a few sizes) and allocates the next state's right after. */
+typedef struct cache_class {
+    size_t size;               /* rounded size; 0: class unused */
+    char *head;                /* first free block, NULL when none */
+} cache_class;
 
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
-static cached_block cache[LT__CACHE_SLOTS];
+static cache_class cache[LT__CACHE_CLASSES];
 static size_t cache_bytes;
 
 /* Every live large block is preceded by a 64-byte header holding its rounded
- * size, so free knows whether (and where) to cache it. */
+ * size (and, while cached, the next free block), so free knows whether (and
+ * where) to cache it. */
 #define LT__HDR 64
 
-static size_t round_large(size_t n) { return (n + LT__HUGE_ALIGN - 1) & ~(LT__HUGE_ALIGN - 1); }
+/* Large blocks round to 64 KiB below 2 MiB and to 2 MiB (huge pages) above,
+ * so that the shards of one state fall into a few sizes the cache reuses. */
+static size_t round_large(size_t n) {
+    size_t g = n < LT__HUGE_ALIGN ? LT__MEDIUM_ROUND : LT__HUGE_ALIGN;
+    return (n + g - 1) & ~(g - 1);
+}
+
+size_t lt__backend_cpu_cached(void) {
+    pthread_mutex_lock(&cache_mu);
+    size_t b = cache_bytes;
+    pthread_mutex_unlock(&cache_mu);
+    return b;
+}
 
 static void *cpu_alloc(void *ctx, size_t nbytes) {
     (void)ctx;
@@ -70,10 +88,10 @@ static void *cpu_alloc(void *ctx, size_t nbytes) {
     char *p = NULL;
     if (LT__CACHE_ON) {
         pthread_mutex_lock(&cache_mu);
-        for (int i = 0; i < LT__CACHE_SLOTS; i++) {
-            if (cache[i].ptr && cache[i].size == want) {
-                p = cache[i].ptr;
-                cache[i].ptr = NULL;
+        for (int i = 0; i < LT__CACHE_CLASSES; i++) {
+            if (cache[i].size == want && cache[i].head) {
+                p = cache[i].head;
+                memcpy(&cache[i].head, p + sizeof(size_t), sizeof(char *));
                 cache_bytes -= want;
                 break;
             }
@@ -81,10 +99,19 @@ static void *cpu_alloc(void *ctx, size_t nbytes) {
         pthread_mutex_unlock(&cache_mu);
     }
     if (!p) {
-        p = lt__aligned_alloc(LT__HUGE_ALIGN, want);
+        size_t align = want >= LT__HUGE_ALIGN ? LT__HUGE_ALIGN : 4096;
+        p = lt__aligned_alloc(align, want);
+        if (!p && lt__backend_cpu_cached()) {   /* the kept blocks are free memory: give them back */
+            lt_backend_cpu_trim();
+            p = lt__aligned_alloc(align, want);
+        }
         if (!p) return NULL;
 #if defined(MADV_HUGEPAGE)
-        madvise(p, want, MADV_HUGEPAGE);
+        /* huge pages only where the block is filled to the end: a tail of a
+         * few bytes past a 2 MiB boundary (a 4 MiB shard after its header)
+         * would otherwise cost a whole zeroed huge page */
+        size_t full = (nbytes + LT__HDR) & ~(LT__HUGE_ALIGN - 1);
+        if (full) madvise(p, full, MADV_HUGEPAGE);
 #endif
     }
     memcpy(p, &want, sizeof want);
@@ -100,14 +127,17 @@ static void cpu_free(void *ctx, void *ptr) {
     if (size && LT__CACHE_ON) {
         pthread_mutex_lock(&cache_mu);
         if (cache_bytes + size <= LT__CACHE_MAX_BYTES) {
-            for (int i = 0; i < LT__CACHE_SLOTS; i++) {
-                if (!cache[i].ptr) {
-                    cache[i].ptr = p;
-                    cache[i].size = size;
-                    cache_bytes += size;
-                    p = NULL;
-                    break;
-                }
+            int slot = -1;
+            for (int i = 0; i < LT__CACHE_CLASSES && slot < 0; i++)
+                if (cache[i].size == size) slot = i;
+            for (int i = 0; i < LT__CACHE_CLASSES && slot < 0; i++)
+                if (!cache[i].head) slot = i;   /* an empty class takes the new size */
+            if (slot >= 0) {
+                cache[slot].size = size;
+                memcpy(p + sizeof(size_t), &cache[slot].head, sizeof(char *));
+                cache[slot].head = p;
+                cache_bytes += size;
+                p = NULL;
             }
         }
         pthread_mutex_unlock(&cache_mu);
@@ -117,9 +147,13 @@ static void cpu_free(void *ctx, void *ptr) {
 
 void lt_backend_cpu_trim(void) {
     pthread_mutex_lock(&cache_mu);
-    for (int i = 0; i < LT__CACHE_SLOTS; i++) {
-        lt__free(cache[i].ptr);
-        cache[i].ptr = NULL;
+    for (int i = 0; i < LT__CACHE_CLASSES; i++) {
+        while (cache[i].head) {
+            char *p = cache[i].head;
+            memcpy(&cache[i].head, p + sizeof(size_t), sizeof(char *));
+            lt__free(p);
+        }
+        cache[i].size = 0;
     }
     cache_bytes = 0;
     pthread_mutex_unlock(&cache_mu);
@@ -178,9 +212,9 @@ static const lt_backend_i cpu_iface = {
     /* .memcpy     = */ cpu_memcpy,
     /* .accumulate = */ cpu_accumulate,
     /* .gemm       = */ cpu_gemm,
+    /* .launch     = */ NULL, /* host loops in the kernel files */
 };
 
 static const lt_backend cpu_backend = {&cpu_iface, NULL};
 
 const lt_backend *lt_backend_cpu(void) { return &cpu_backend; }
-const lt_backend *lt_backend_default(void) { return &cpu_backend; }

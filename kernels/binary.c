@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernels/tensor_impl.h"
+#include "kernels/cuda/kern.h"
 #include "kernels/math_impl.h"
 #include "kernels/status_impl.h"
 
@@ -139,6 +140,16 @@ static int fast_f32(lt_binary_op op, char *o, const char *a, const char *b, cons
     }
 }
 
+/* After a backend ran the kernel: hands o out, or frees it on failure. */
+static lt_status kernel_done(lt_status st, lt_binary_op op, lt_tensor *o, lt_tensor **out) {
+    if (st != LT_OK) {
+        lt_tensor_free(o);
+        return lt__err_ctx(st, "%s", lt_binary_name(op));
+    }
+    *out = o;
+    return LT_OK;
+}
+
 lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
     if (!out) return lt__err(LT_INVALID, "binary: out is NULL");
     *out = NULL;
@@ -156,6 +167,8 @@ lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_
     LT_TRY(lt__math_out(a, dt, n, shape, &o));
     lt_tensor va = expand_view(a, n, shape), vb = expand_view(b, n, shape);
     const lt_tensor *ops[3] = {o, &va, &vb};
+    lt_status kst = lt__klaunch(LT__K_BINARY, (int)op, 0, 0, 3, ops); /* a backend's kernel */
+    if (kst != LT_UNSUPPORTED) return kernel_done(kst, op, o, out);
     lt__walk w;
     lt__walk_init(&w, 3, ops);
     char *p[3];
@@ -194,6 +207,8 @@ lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, int re
     lt_tensor *o;
     LT_TRY(lt__math_out(a, dt, a->ndim, a->shape, &o));
     const lt_tensor *ops[2] = {o, a};
+    lt_status kst = lt__klaunch(LT__K_SCALAR, (int)op, s, reverse, 2, ops); /* a backend's kernel */
+    if (kst != LT_UNSUPPORTED) return kernel_done(kst, op, o, out);
     lt__walk w;
     lt__walk_init(&w, 2, ops);
     char *p[2];

@@ -2,8 +2,13 @@
  * open-addressing table of (key words, value) per instance behind one mutex.
  * The table never holds more than half its slots, so a probe always ends at
  * a free slot; a full instance (max_entries) is emptied before it grows. */
+#if !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE /* sched_yield */
+#endif
+#include <pthread.h>
 #include "kernels/cache_impl.h"
 
+#include <sched.h>
 #include <string.h>
 
 #include "kernels/alloc.h"
@@ -26,6 +31,14 @@ uint64_t lt__cache_key_hash(const lt__cache_key *k) {
     return h | 1;
 }
 
+/* The instance lock: an exchange to take it, a release store to drop it;
+ * a waiter spins on plain loads and yields the CPU between them. */
+static void cache_lock(lt__cache *c) {
+    while (__atomic_exchange_n(&c->lock, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&c->lock, __ATOMIC_RELAXED)) sched_yield();
+}
+static void cache_unlock(lt__cache *c) { __atomic_store_n(&c->lock, 0, __ATOMIC_RELEASE); }
+
 static lt__cache_entry *find_locked(lt__cache *c, const lt__cache_key *k, uint64_t h) {
     if (!c->cap) return NULL;
     for (size_t i = h & (c->cap - 1);; i = (i + 1) & (c->cap - 1)) {
@@ -46,19 +59,85 @@ static void clear_locked(lt__cache *c) {
     c->cap = c->n = 0;
 }
 
+/* Counters are read and written with relaxed atomics (a memo hit counts
+ * without the lock): exact on one thread, approximate under contention. */
+static void bump(size_t *n) { __atomic_store_n(n, __atomic_load_n(n, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED); }
+
+/* ---- per-thread memos ------------------------------------------------------ */
+
+/* Each thread's filled memos form a list, released when the thread exits
+ * (a pthread key destructor) or, per instance, by lt__cache_clear. */
+static _Thread_local lt__cache_memo *memo_head;
+static pthread_key_t memo_key;
+static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
+static int memo_key_ok;
+
+static void memo_drop(lt__cache_memo *m) {
+    if (m->value) m->c->release(m->value);
+    m->value = NULL;
+}
+
+static void memo_thread_exit(void *head) {
+    (void)head;
+    for (lt__cache_memo *m = memo_head; m; m = m->next) {
+        memo_drop(m);
+        lt__free(m->key);
+        m->key = NULL, m->cap = 0;
+    }
+    memo_head = NULL;
+}
+
+static void memo_key_make(void) { memo_key_ok = pthread_key_create(&memo_key, memo_thread_exit) == 0; }
+
+/* Fills m with (k, v): takes a new reference to v. Without memory (or a
+ * thread-exit hook) the memo stays empty: only slower. */
+static void memo_fill(lt__cache *c, lt__cache_memo *m, const lt__cache_key *k, void *v) {
+    if (!m->registered) {
+        pthread_once(&memo_once, memo_key_make);
+        if (!memo_key_ok || pthread_setspecific(memo_key, &memo_head) != 0) return;
+        m->next = memo_head, memo_head = m, m->registered = 1;
+    }
+    if (m->c) memo_drop(m);
+    if (k->n > m->cap) {
+        uint64_t *nk = lt__malloc(sizeof(uint64_t) * (size_t)k->n);
+        if (!nk) return;
+        lt__free(m->key);
+        m->key = nk, m->cap = k->n;
+    }
+    memcpy(m->key, k->w, sizeof(uint64_t) * (size_t)k->n);
+    c->ref(v);
+    m->c = c, m->len = k->n, m->value = v;
+    m->gen = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
+}
+
+void *lt__cache_lookup(lt__cache *c, lt__cache_memo *m, const lt__cache_key *k, uint64_t *h) {
+    if (!lt__cache_key_fits(k)) return NULL;
+    if (m && m->value && m->c == c && m->len == k->n &&
+        m->gen == __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) &&
+        !memcmp(m->key, k->w, sizeof(uint64_t) * (size_t)k->n)) {
+        c->ref(m->value);
+        bump(&c->hits);
+        return m->value;
+    }
+    *h = lt__cache_key_hash(k);
+    void *v = lt__cache_get(c, k, *h, 1);
+    if (v && m) memo_fill(c, m, k, v);
+    return v;
+}
+
 void *lt__cache_get(lt__cache *c, const lt__cache_key *k, uint64_t h, int count_miss) {
     if (!lt__cache_key_fits(k)) return NULL;
     void *v = NULL;
-    pthread_mutex_lock(&c->mu);
+    cache_lock(c);
     lt__cache_entry *e = find_locked(c, k, h);
     if (e) {
         v = e->value;
         c->ref(v);
-        c->hits++;
+        bump(&c->hits);
     } else if (count_miss) {
-        c->misses++;
+        bump(&c->misses);
     }
-    pthread_mutex_unlock(&c->mu);
+    cache_unlock(c);
     return v;
 }
 
@@ -87,9 +166,9 @@ void lt__cache_put(lt__cache *c, const lt__cache_key *k, uint64_t h, void *value
     uint64_t *key = lt__malloc(sizeof(uint64_t) * (size_t)(k->n > 0 ? k->n : 1));
     if (!key) return;   /* a cache that cannot grow is only slower */
     memcpy(key, k->w, sizeof(uint64_t) * (size_t)k->n);
-    pthread_mutex_lock(&c->mu);
+    cache_lock(c);
     if (find_locked(c, k, h) || !grow_locked(c)) {
-        pthread_mutex_unlock(&c->mu);
+        cache_unlock(c);
         lt__free(key);
         return;
     }
@@ -98,20 +177,24 @@ void lt__cache_put(lt__cache *c, const lt__cache_key *k, uint64_t h, void *value
     c->ref(value);
     c->tab[i] = (lt__cache_entry){h, k->n, key, value};
     c->n++;
-    pthread_mutex_unlock(&c->mu);
+    cache_unlock(c);
 }
 
 void lt__cache_clear(lt__cache *c) {
-    pthread_mutex_lock(&c->mu);
+    for (lt__cache_memo *m = memo_head; m; m = m->next)
+        if (m->c == c) memo_drop(m);
+    cache_lock(c);
     clear_locked(c);
-    c->hits = c->misses = 0;
-    pthread_mutex_unlock(&c->mu);
+    __atomic_store_n(&c->gen, c->gen + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->hits, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->misses, 0, __ATOMIC_RELAXED);
+    cache_unlock(c);
 }
 
 void lt__cache_stats(lt__cache *c, size_t *hits, size_t *misses, size_t *entries) {
-    pthread_mutex_lock(&c->mu);
-    if (hits) *hits = c->hits;
-    if (misses) *misses = c->misses;
+    cache_lock(c);
+    if (hits) *hits = __atomic_load_n(&c->hits, __ATOMIC_RELAXED);
+    if (misses) *misses = __atomic_load_n(&c->misses, __ATOMIC_RELAXED);
     if (entries) *entries = c->n;
-    pthread_mutex_unlock(&c->mu);
+    cache_unlock(c);
 }

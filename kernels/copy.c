@@ -6,6 +6,7 @@
  * calls a function per element unless it converts between dtypes.
  */
 #include "kernels/tensor_impl.h"
+#include "kernels/cuda/kern.h"
 #include "kernels/status_impl.h"
 
 #include <stdlib.h>
@@ -15,6 +16,9 @@
 
 lt_status lt_fill(lt_tensor *t, double v) {
     if (!t) return lt__err(LT_INVALID, "fill: t is NULL");
+    const lt_tensor *tk = t;
+    lt_status kst = lt__klaunch(LT__K_FILL, 0, v, 0, 1, &tk); /* a backend's kernel */
+    if (kst != LT_UNSUPPORTED) return kst ? lt__err_ctx(kst, "fill") : LT_OK;
     size_t es = lt_dtype_size(t->dtype);
     char one[8]; /* v stored once in t's dtype, then replicated bytewise */
     lt_dtype_store(t->dtype, one, v);
@@ -40,6 +44,9 @@ lt_status lt_fill(lt_tensor *t, double v) {
 
 lt_status lt_arange_fill(lt_tensor *t) {
     if (!t) return lt__err(LT_INVALID, "arange_fill: t is NULL");
+    const lt_tensor *tk = t;
+    lt_status kst = lt__klaunch(LT__K_ARANGE, 0, 0, 0, 1, &tk); /* a backend's kernel */
+    if (kst != LT_UNSUPPORTED) return kst ? lt__err_ctx(kst, "arange_fill") : LT_OK;
     double buf[LT__CHUNK];
     int64_t next = 0;
     size_t es = lt_dtype_size(t->dtype);
@@ -80,15 +87,18 @@ static void copy_tiled(size_t es, lt__walk *w) {
     }
 }
 
-/* The strided copy proper: shapes equal, no overlap (checked by callers). */
-static void copy_rows(lt_tensor *dst, const lt_tensor *src) {
+/* The strided copy proper: shapes equal, no overlap (checked by callers).
+ * Fails only when a backend's copy kernel does. */
+static lt_status copy_rows(lt_tensor *dst, const lt_tensor *src) {
     const lt_tensor *ts[2] = {dst, src};
+    lt_status kst = lt__klaunch(LT__K_COPY, 0, 0, 0, 2, ts); /* a backend's kernel */
+    if (kst != LT_UNSUPPORTED) return kst;
     lt__walk w;
     char *p[2];
     lt__walk_init(&w, 2, ts);
     if (dst->dtype == src->dtype && w.ndim >= 2 && w.n > 1 && (w.step[0] == 1) != (w.step[1] == 1)) {
         copy_tiled(lt_dtype_size(dst->dtype), &w);
-        return;
+        return LT_OK;
     }
     if (dst->dtype == src->dtype) {
         size_t es = lt_dtype_size(dst->dtype);
@@ -97,6 +107,7 @@ static void copy_rows(lt_tensor *dst, const lt_tensor *src) {
         while (lt__walk_next(&w, p))
             lt__convert_elems(dst->dtype, p[0], w.step[0], src->dtype, p[1], w.step[1], w.n);
     }
+    return LT_OK;
 }
 
 static lt_status check_same_shape(const char *fn, const lt_tensor *a, const char *an,
@@ -112,7 +123,11 @@ static lt_status clone_as(const char *fn, const lt_tensor *src, lt_dtype dt, lt_
     lt_tensor *t = NULL;
     lt_status st = lt__tensor_new_uninit(lt__backend_of(src), dt, src->ndim, src->shape, &t);
     if (st != LT_OK) return lt__err_ctx(st, "%s", fn);
-    copy_rows(t, src);
+    st = copy_rows(t, src);
+    if (st != LT_OK) {
+        lt_tensor_free(t);
+        return lt__err_ctx(st, "%s", fn);
+    }
     /* same shape, same meaning: a copy of a placeholder stands for the same */
     t->placeholder = src->placeholder;
     t->logical_ndim = src->logical_ndim;
@@ -133,12 +148,12 @@ lt_status lt_copy(lt_tensor *dst, const lt_tensor *src) {
             return LT_OK;
         lt_tensor *tmp = NULL;
         LT_TRY(clone_as("copy", src, src->dtype, &tmp));
-        copy_rows(dst, tmp);
+        lt_status st = copy_rows(dst, tmp);
         lt_tensor_free(tmp);
-        return LT_OK;
+        return st ? lt__err_ctx(st, "copy") : LT_OK;
     }
-    copy_rows(dst, src);
-    return LT_OK;
+    lt_status st = copy_rows(dst, src);
+    return st ? lt__err_ctx(st, "copy") : LT_OK;
 }
 
 lt_status lt_clone(const lt_tensor *src, lt_tensor **out) {
@@ -208,7 +223,10 @@ lt_status lt_cat(const lt_tensor *const *ts, int n, int dim, lt_tensor **out) {
         lt_tensor slab = *o;
         slab.shape[dim] = ts[i]->shape[dim];
         slab.offset = o->offset + pos * o->strides[dim];
-        if (lt_numel(&slab) > 0) copy_rows(&slab, ts[i]);
+        if (lt_numel(&slab) > 0 && (st = copy_rows(&slab, ts[i])) != LT_OK) {
+            lt_tensor_free(o);
+            return lt__err_ctx(st, "cat");
+        }
         pos += ts[i]->shape[dim];
     }
     *out = o;

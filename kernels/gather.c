@@ -10,6 +10,7 @@
  * is one memcpy per run of consecutive rows.
  */
 #include "kernels/tensor_impl.h"
+#include "kernels/cuda/kern.h"
 #include "kernels/alloc.h"
 #include "kernels/status_impl.h"
 
@@ -219,6 +220,28 @@ static lt_status gather_impl(const char *fn, const lt_tensor *src, int64_t *cons
         *out = o;
         return LT_OK;
     }
+    lt__kargs ka; /* a backend's kernel: one thread per output element */
+    memset(&ka, 0, sizeof ka);
+    ka.kernel = LT__K_GATHER;
+    ka.ndim = nd;
+    ka.n = lt_numel(o);
+    ka.o[0] = (lt__kop){lt_data(o), (int)src->dtype, {0}};
+    ka.o[1] = (lt__kop){lt_data(src), (int)src->dtype, {0}};
+    for (int d = 0; d < nd; d++) {
+        ka.shape[d] = shape[d];
+        ka.o[1].st[d] = src->strides[d];
+        ka.ix[d] = idx ? idx[d] : NULL; /* host lists: the backend copies them where it needs */
+    }
+    st = lt__klaunch_raw(lt__backend_of(src), &ka);
+    if (st != LT_UNSUPPORTED) {
+        dimruns_free(dr, nd);
+        if (st != LT_OK) {
+            lt_tensor_free(o);
+            return lt__err_ctx(st, "%s", fn);
+        }
+        *out = o;
+        return LT_OK;
+    }
     walk_ctx c = {0, 0, LT_REDOP_SUM, src->dtype, lt_dtype_size(src->dtype), NULL, NULL,
                   lt_data(o)};
     st = walk_all(fn, &c, dr, nd, src->offset, src);
@@ -249,6 +272,27 @@ lt_status lt_index_select(const lt_tensor *src, int dim, const int64_t *idx, int
     ix[dim] = n > 0 ? (int64_t *)idx : &none;   /* only read */
     lens[dim] = n;
     return gather_impl("index_select", src, ix, lens, out);
+}
+
+/* 1 when no index list of idx (dims of t) repeats an index: then every
+ * target element has one source and a kernel may write them in parallel.
+ * 0 also when the check would need too much memory (the host walk then). */
+static int lists_unique(const lt_tensor *t, int64_t *const *idx, const int64_t *lens) {
+    for (int d = 0; d < t->ndim; d++) {
+        if (!idx || !idx[d] || lens[d] < 2) continue;
+        if (t->shape[d] > ((int64_t)1 << 30)) return 0;
+        unsigned char *seen = lt__calloc((size_t)(t->shape[d] + 7) / 8, 1);
+        if (!seen) return 0;
+        int dup = 0;
+        for (int64_t j = 0; j < lens[d] && !dup; j++) {
+            int64_t v = idx[d][j]; /* checked in range by build_runs */
+            dup = (seen[v / 8] >> (v % 8)) & 1;
+            seen[v / 8] |= (unsigned char)(1u << (v % 8));
+        }
+        lt__free(seen);
+        if (dup) return 0;
+    }
+    return 1;
 }
 
 lt_status lt_scatter_index_sets(lt_tensor *dst, int64_t *const *idx, const lt_tensor *src,
@@ -283,6 +327,29 @@ lt_status lt_scatter_index_sets(lt_tensor *dst, int64_t *const *idx, const lt_te
         return lt__err_ctx(st, "%s", fn);
     }
     const lt_backend *be = lt__backend_of(dst) == lt__backend_of(src) ? lt__backend_of(dst) : NULL;
+    if (be && be->iface->launch && !lt__may_overlap(dst, s) && lists_unique(dst, idx, src->shape)) {
+        /* a backend's kernel: one thread per source element */
+        lt__kargs ka;
+        memset(&ka, 0, sizeof ka);
+        ka.kernel = LT__K_SCATTER;
+        ka.op = (int)op;
+        ka.rev = accumulate != 0;
+        ka.ndim = nd;
+        ka.n = lt_numel(s);
+        ka.o[0] = (lt__kop){lt_data(dst), (int)dst->dtype, {0}};
+        ka.o[1] = (lt__kop){lt_data(s), (int)dst->dtype, {0}};
+        for (int d = 0; d < nd; d++) {
+            ka.shape[d] = s->shape[d];
+            ka.o[0].st[d] = dst->strides[d];
+            ka.ix[d] = idx ? idx[d] : NULL;
+        }
+        st = lt__klaunch_raw(be, &ka);
+        if (st != LT_UNSUPPORTED) {
+            dimruns_free(dr, nd);
+            lt_tensor_free(s);
+            return st ? lt__err_ctx(st, "%s", fn) : LT_OK;
+        }
+    }
     walk_ctx c = {1, accumulate, op, dst->dtype, lt_dtype_size(dst->dtype), be, NULL, lt_data(s)};
     st = walk_all(fn, &c, dr, nd, dst->offset, dst);
     lt_tensor_free(s);

@@ -15,6 +15,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/tensor_impl.h"
+#include "kernels/cuda/kern.h"
 #include "kernels/math_impl.h"
 #include "kernels/status_impl.h"
 
@@ -250,6 +251,50 @@ lt_status lt_addmm(const lt_tensor *bias, const lt_tensor *a, const lt_tensor *b
 
 /* ---- embedding --------------------------------------------------------------------------- */
 
+/* Embedding on a backend's kernel (one thread per output element), when
+ * weight, idx and o share a backend that launches kernels: the indices go to
+ * i64 there first, and without `masked` their min and max (reduced there
+ * too) must lie in range, else LT_UNSUPPORTED sends the caller to the host
+ * loop, which names the first bad index. */
+static lt_status embed_kernel(const lt_tensor *weight, const lt_tensor *idx, int64_t row_offset,
+                              int masked, lt_tensor *o) {
+    const lt_backend *b = lt__backend_of(o);
+    if (!b->iface->launch || lt__backend_of(weight) != b || lt__backend_of(idx) != b) return LT_UNSUPPORTED;
+    lt_tensor *ix = NULL;
+    LT_TRY(lt_cast(idx, LT_I64, &ix));
+    int64_t n = lt_numel(ix), rows = weight->shape[0];
+    if (!masked && n > 0) {
+        lt_tensor *lo = NULL, *hi = NULL;
+        lt_status st = lt_reduce(LT_REDUCE_MIN, ix, 0, NULL, 0, &lo);
+        if (!st) st = lt_reduce(LT_REDUCE_MAX, ix, 0, NULL, 0, &hi);
+        int64_t vlo = 0, vhi = 0;
+        if (!st) { /* two scalars, copied to the host explicitly */
+            b->iface->memcpy(b->ctx, &vlo, lt_data(lo), sizeof vlo);
+            b->iface->memcpy(b->ctx, &vhi, lt_data(hi), sizeof vhi);
+        }
+        lt_tensor_free(lo);
+        lt_tensor_free(hi);
+        if (!st && (vlo < row_offset || vhi - row_offset >= rows)) st = LT_UNSUPPORTED;
+        if (st) {
+            lt_tensor_free(ix);
+            return st;
+        }
+    }
+    lt__kargs ka;
+    memset(&ka, 0, sizeof ka);
+    ka.kernel = LT__K_EMBED;
+    ka.n = lt_numel(o);
+    ka.m = rows;
+    ka.nn = weight->shape[1];
+    ka.p0 = row_offset;
+    ka.ix[0] = lt_data(ix);
+    ka.o[0] = (lt__kop){lt_data(o), (int)o->dtype, {1}};
+    ka.o[1] = (lt__kop){lt_data(weight), (int)weight->dtype, {weight->strides[0], weight->strides[1]}};
+    lt_status st = lt__klaunch_raw(b, &ka);
+    lt_tensor_free(ix);
+    return st;
+}
+
 lt_status lt_embedding(const lt_tensor *weight, const lt_tensor *idx, int64_t row_offset,
                        int masked, lt_tensor **out) {
     if (!out) return lt__err(LT_INVALID, "embedding: out is NULL");
@@ -266,6 +311,15 @@ lt_status lt_embedding(const lt_tensor *weight, const lt_tensor *idx, int64_t ro
     if (masked) LT_TRY(lt_tensor_new_on(lt__backend_of(weight), weight->dtype, idx->ndim + 1, shape, &o));
     else LT_TRY(lt__math_out(weight, weight->dtype, idx->ndim + 1, shape, &o));
     int64_t n = lt_numel(idx), es = (int64_t)lt_dtype_size(weight->dtype);
+    lt_status kst = embed_kernel(weight, idx, row_offset, masked, o);
+    if (kst != LT_UNSUPPORTED) {
+        if (kst != LT_OK) {
+            lt_tensor_free(o);
+            return lt__err_ctx(kst, "embedding");
+        }
+        *out = o;
+        return LT_OK;
+    }
     const char *w0 = lt_data(weight);
     char *o0 = lt_data(o);
     for (int64_t i = 0; i < n; i++) {

@@ -76,8 +76,9 @@ lt_status lt__mem_limit(uint64_t *bytes, const char **why) {
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     uint64_t page = psize > 0 ? (uint64_t)psize : 4096;
     if (pages > 0 && psize > 0) lim = (uint64_t)pages * (uint64_t)psize;
-    uint64_t avail = mem_available();
+    uint64_t avail = mem_available(), cached = lt__backend_cpu_cached();
     if (avail) {
+        avail = avail > UINT64_MAX - cached ? UINT64_MAX : avail + cached;
         uint64_t reserve = avail / 16 < (1u << 30) ? avail / 16 : (1u << 30);
         if (avail - reserve < lim) {
             lim = avail - reserve;
@@ -89,6 +90,7 @@ lt_status lt__mem_limit(uint64_t *bytes, const char **why) {
         struct rlimit rl;
         if (getrlimit(res[i], &rl) || rl.rlim_cur == RLIM_INFINITY) continue;
         uint64_t cap = (uint64_t)rl.rlim_cur, used = mapped_now(page);
+        used = used > cached ? used - cached : 0;
         uint64_t left = cap > used ? cap - used : 0;
         if (left < lim) {
             lim = left;

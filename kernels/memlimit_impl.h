@@ -36,6 +36,11 @@ lt_status lt__mem_limit(uint64_t *bytes, const char **why);
  * LT_INVALID). 0 bytes is LT_OK without asking the system. */
 lt_status lt__mem_check(uint64_t bytes, int world, const char *what);
 
+/* Bytes of freed large blocks the CPU backend keeps for reuse
+ * (kernels/backend_cpu.c): resident, but free for the next shards, so the
+ * bound above counts them as available. */
+size_t lt__backend_cpu_cached(void);
+
 /* a + b, or UINT64_MAX when it wraps (byte estimates saturate). */
 static inline uint64_t lt__add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 

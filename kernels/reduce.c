@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "kernels/tensor_impl.h"
+#include "kernels/cuda/kern.h"
 #include "kernels/math_impl.h"
 #include "kernels/status_impl.h"
 
@@ -113,6 +114,25 @@ lt_status lt_reduce_ex(lt_reduce_op op, const lt_tensor *x, int ndims, const int
         return st;
     }
     double div = divisor > 0 || divisor < 0 ? divisor : (double)R;
+    lt__kargs ka; /* a backend's kernel: one thread per output element */
+    memset(&ka, 0, sizeof ka);
+    ka.kernel = LT__K_REDUCE;
+    ka.op = (int)op;
+    ka.n = O;
+    ka.k = R;
+    ka.s = div;
+    ka.o[0] = (lt__kop){lt_data(o), (int)dt, {1}};
+    ka.o[1] = (lt__kop){lt_data(c), (int)dt, {1}};
+    st = lt__backend_of(c) == lt__backend_of(o) ? lt__klaunch_raw(lt__backend_of(c), &ka) : LT_UNSUPPORTED;
+    if (st != LT_UNSUPPORTED) {
+        lt_tensor_free(c);
+        if (st != LT_OK) {
+            lt_tensor_free(o);
+            return lt__err_ctx(st, "%s", name);
+        }
+        *out = o;
+        return LT_OK;
+    }
     const char *base = lt_data(c);
     int64_t es = (int64_t)lt_dtype_size(dt), ob = (int64_t)lt_dtype_size(dt);
     char *po = lt_data(o);
@@ -165,6 +185,26 @@ lt_status lt_softmax(const lt_tensor *x, int dim, int use_log, lt_tensor **out) 
         lt_tensor_free(c);
         lt_tensor_free(o);
         return st;
+    }
+    lt__kargs ka; /* a backend's kernel: one thread per row */
+    memset(&ka, 0, sizeof ka);
+    ka.kernel = LT__K_SOFTMAX;
+    ka.rev = use_log;
+    ka.n = n > 0 ? outer * inner : 0;
+    ka.m = n;
+    ka.k = inner;
+    ka.o[0] = (lt__kop){lt_data(o), (int)x->dtype, {1}};
+    ka.o[1] = (lt__kop){lt_data(c), (int)x->dtype, {1}};
+    st = lt__backend_of(c) == lt__backend_of(o) ? lt__klaunch_raw(lt__backend_of(c), &ka) : LT_UNSUPPORTED;
+    if (st != LT_UNSUPPORTED) {
+        lt__free(buf);
+        lt_tensor_free(c);
+        if (st != LT_OK) {
+            lt_tensor_free(o);
+            return lt__err_ctx(st, "%s", name);
+        }
+        *out = o;
+        return LT_OK;
     }
     int64_t es = (int64_t)lt_dtype_size(x->dtype);
     const char *src = lt_data(c);

@@ -44,6 +44,14 @@ void lt__err_clear(void) {
     memset(&errinfo, 0, sizeof errinfo);
 }
 
+lt_status lt__err_restore(lt_status st, const char *msg, const lt_error *info) {
+    snprintf(errbuf, sizeof errbuf, "%s", msg ? msg : "");
+    if (info) errinfo = *info;
+    else memset(&errinfo, 0, sizeof errinfo);
+    errinfo.status = st;
+    return st;
+}
+
 static void set_subject(const char *subject) {
     snprintf(errinfo.subject, sizeof errinfo.subject, "%s", subject ? subject : "");
 }

@@ -67,6 +67,11 @@ void lt__err_mark_pos(void);
 /* Clears the message. */
 void lt__err_clear(void);
 
+/* Sets this thread's message and lt_errinfo() to copies of msg and *info
+ * (taken on another thread: how kernels/pool.c hands a worker's failure to
+ * the caller). Returns st. */
+lt_status lt__err_restore(lt_status st, const char *msg, const lt_error *info);
+
 /* Overflow-checked size arithmetic: return 0 and store the result, or return 1
  * (result untouched) when it does not fit or an operand is negative. */
 int lt__mul_i64(int64_t a, int64_t b, int64_t *out);

@@ -20,7 +20,9 @@
 #if defined(__GNUC__)
 #define LT__REF_INC(p) __atomic_add_fetch((p), 1, __ATOMIC_RELAXED)
 #define LT__REF_DEC(p) __atomic_sub_fetch((p), 1, __ATOMIC_ACQ_REL)
+#define LT__REF_GET(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #else
+#define LT__REF_GET(p) (*(p))
 #define LT__REF_INC(p) (++*(p))
 #define LT__REF_DEC(p) (--*(p))
 #endif
@@ -94,7 +96,10 @@ static lt_status tensor_new(const char *fn, const lt_backend *b, lt_dtype dt, in
     LT_TRY(check_shape(fn, ndim, shape, es, &numel));
     lt_tensor *t = lt__calloc(1, sizeof *t);
     if (!t) return lt__err(LT_NOMEM, "%s: out of memory allocating a tensor header", fn);
-    lt_status st = storage_new(b, (size_t)numel * es, zero, &t->storage);
+    /* a backend that runs kernels zero-fills with its fill kernel (below), so
+     * the host never writes device memory */
+    int kzero = zero && b->iface->launch;
+    lt_status st = storage_new(b, (size_t)numel * es, zero && !kzero, &t->storage);
     if (st != LT_OK) {
         lt__free(t);
         return lt__err_ctx(st, "%s", fn);
@@ -103,6 +108,10 @@ static lt_status tensor_new(const char *fn, const lt_backend *b, lt_dtype dt, in
     t->ndim = ndim;
     for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
     lt__contiguous_strides(ndim, t->shape, t->strides);
+    if (kzero && (st = lt_fill(t, 0.0)) != LT_OK) {
+        lt_tensor_free(t);
+        return lt__err_ctx(st, "%s", fn);
+    }
     *out = t;
     return LT_OK;
 }
@@ -193,6 +202,35 @@ lt_status lt__alias(const lt_tensor *t, lt_tensor **out) {
     (*out)->placeholder = 0;
     (*out)->logical_ndim = 0;
     memset((*out)->logical, 0, sizeof (*out)->logical);
+    return LT_OK;
+}
+
+int lt_tensor_same_view(const lt_tensor *a, const lt_tensor *b) {
+    if (a == b) return 1;
+    if (!a || !b) return 0;
+    if (a->storage != b->storage || a->offset != b->offset || a->dtype != b->dtype || a->ndim != b->ndim ||
+        a->placeholder != b->placeholder)
+        return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->strides[d] != b->strides[d])) return 0;
+    return 1;
+}
+
+int lt_tensor_is_shared(const lt_tensor *t) {
+    return LT__REF_GET(&t->storage->refcount) > 1;
+}
+
+lt_status lt_tensor_make_writable(lt_tensor *t) {
+    if (!t) return lt__err(LT_INVALID, "tensor_make_writable: t is NULL");
+    if (!lt_tensor_is_shared(t)) return LT_OK;
+    lt_tensor *c = NULL;
+    LT_TRY(lt_clone(t, &c));   /* contiguous, its own storage */
+    lt_storage *old = t->storage;
+    t->storage = c->storage;
+    t->offset = 0;
+    memcpy(t->strides, c->strides, sizeof t->strides);
+    c->storage = old;          /* c takes the old reference away */
+    lt_tensor_free(c);
     return LT_OK;
 }
 

@@ -69,6 +69,21 @@ LT_API void lt_tensor_free(lt_tensor *t);
 /* A new view of the same elements (shares storage). */
 LT_API lt_status lt_tensor_view(const lt_tensor *t, lt_tensor **out);
 
+/* ---- copy-on-write -------------------------------------------------------- */
+
+/* Shards that hold the same bytes share one storage (replicas, a collective's
+ * result on every member of a group). 1 when another tensor refers to t's
+ * storage too. */
+LT_API int lt_tensor_is_shared(const lt_tensor *t);
+/* 1 when a and b are views of exactly the same elements (same storage,
+ * offset, dtype, shape and strides): equal without reading a byte. */
+LT_API int lt_tensor_same_view(const lt_tensor *a, const lt_tensor *b);
+/* Call before writing into t's elements: when t's storage is shared, t gets a
+ * private contiguous copy of its elements (its storage, offset and strides
+ * change; the other tensors keep the old buffer), so a write never changes
+ * another tensor. A no-op on an unshared tensor. LT_NOMEM leaves t as it was. */
+LT_API lt_status lt_tensor_make_writable(lt_tensor *t);
+
 /* ---- queries ------------------------------------------------------------- */
 
 LT_API int64_t lt_numel(const lt_tensor *t);

@@ -76,6 +76,31 @@ void lt__convert_elems(lt_dtype ddt, char *d, int64_t dstep, lt_dtype sdt, const
 lt_status lt__accumulate_run(const lt_backend *b, lt_dtype dt, char *d, int64_t dstep,
                              const char *s, int64_t sstep, int64_t n, lt_redop op);
 
+/* ---- kernels on a backend (kernels/launch.c) ----------------------------------------- */
+
+/* Runs kernel (an lt__kernel of kernels/cuda/kern.h) with op, scalar s and
+ * rev over ts[0]'s shape on the backend of ts[0] (nops operands, 1..3, each
+ * with ts[0]'s shape; broadcast operands carry stride 0). LT_UNSUPPORTED
+ * when that backend has no launch or an operand lives elsewhere: the caller
+ * runs its host loop. Other errors come from the backend (a failed launch). */
+lt_status lt__klaunch(int kernel, int op, double s, int rev, int nops, const lt_tensor *const *ts);
+/* The calling thread's default-backend override (kernels/backend.c): while
+ * set, lt_backend_default() answers it on this thread (and on the pool's
+ * workers running this thread's parallel sections). Set returns the
+ * previous override; NULL clears it. */
+const lt_backend *lt__backend_thread(void);
+const lt_backend *lt__backend_set_thread(const lt_backend *b);
+/* Runs the launch *a (filled by the caller) on backend b; LT_UNSUPPORTED
+ * when b has no launch. */
+lt_status lt__klaunch_raw(const lt_backend *b, struct lt__kargs *a);
+/* Launches the cuda-emu backend has run (kernels/backend_emu.c), for tests. */
+int64_t lt__emu_launches(void);
+struct lt__kargs;
+/* Fills *a for one gemm (the arguments of lt_backend_i.gemm). */
+void lt__kargs_gemm(struct lt__kargs *a, lt_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
+                    int64_t k, double alpha, const void *pa, int64_t lda, const void *pb, int64_t ldb,
+                    double beta, void *pc, int64_t ldc);
+
 /* ---- geometry ------------------------------------------------------------------- */
 
 /* Row-major strides for shape, taking max(size, 1) as PyTorch does so that

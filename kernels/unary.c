@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernels/tensor_impl.h"
+#include "kernels/cuda/kern.h"
 #include "kernels/math_impl.h"
 #include "kernels/status_impl.h"
 
@@ -187,6 +188,15 @@ lt_status lt_unary(lt_unary_op op, const lt_tensor *x, lt_tensor **out) {
     lt_tensor *o;
     LT_TRY(lt__math_out(x, dt, x->ndim, x->shape, &o));
     const lt_tensor *ops[2] = {o, x};
+    lt_status kst = lt__klaunch(LT__K_UNARY, (int)op, 0, 0, 2, ops); /* a backend's kernel */
+    if (kst != LT_UNSUPPORTED) {
+        if (kst != LT_OK) {
+            lt_tensor_free(o);
+            return lt__err_ctx(kst, "%s", lt_unary_name(op));
+        }
+        *out = o;
+        return LT_OK;
+    }
     lt__walk w;
     lt__walk_init(&w, 2, ops);
     char *p[2];

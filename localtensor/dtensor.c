@@ -24,7 +24,7 @@ _Static_assert(offsetof(lt_dtensor, placements) == offsetof(lt_dtensor, spec) + 
 
 /* What distribute adds to a spec's checks: the Partial kinds it cannot
  * produce (pl normalized, np of them). */
-static lt_status check_partials(lt_dtype dtype, const lt_placement *norm, int np) {
+lt_status lt__check_partials(lt_dtype dtype, const lt_placement *norm, int np) {
     for (int i = 0; i < np; i++) {
         if (norm[i].kind != LT_PL_PARTIAL) continue;
         if (norm[i].op == LT_REDOP_PRODUCT)
@@ -41,7 +41,7 @@ static lt_status check_partials(lt_dtype dtype, const lt_placement *norm, int np
 /* The memory all shards of spec s need, against what this process may use. */
 static lt_status check_room(const lt_spec *s) {
     uint64_t bytes;
-    LT_TRY(lt_spec_total_bytes(s, &bytes));
+    LT_TRY(lt_spec_unique_bytes(s, &bytes));   /* replicas share one buffer */
     return lt_check_memory(bytes, s->mesh->world, "this layout");
 }
 
@@ -56,9 +56,17 @@ static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const
     int64_t n;
     LT_TRY(lt__numel_checked(ndim, shape, lt_dtype_size(dtype), &n));
     LT_TRY(lt_placements_check(mesh, ndim, pl, np, norm));
-    LT_TRY(check_partials(dtype, norm, np));
+    LT_TRY(lt__check_partials(dtype, norm, np));
     LT_TRY(lt_spec_make(mesh, dtype, ndim, shape, norm, np, out));
     return check_room(out);
+}
+
+int lt__replica_class(const lt_mesh *mesh, const lt_placement *pl, int r) {
+    int coord[LT_MESH_MAX_DIMS];
+    lt_mesh_coord(mesh, r, coord);
+    for (int i = 0; i < mesh->ndim; i++)
+        if (pl[i].kind == LT_PL_REPLICATE) coord[i] = 0;
+    return lt_mesh_rank(mesh, coord);
 }
 
 lt_status lt__partition(lt_tensor *t, const lt_mesh *mesh, const lt_placement *pl) {
@@ -91,11 +99,12 @@ lt_status lt__dtensor_wrap(lt_local *local, const lt_spec *spec, lt_dtensor **ou
             return st;
         }
         const lt_tensor *t = local->shards[r];
-        int ok = t && t->ndim == ndim && t->dtype == dtype;
+        if (!t) continue;   /* absent (localtensor/local.h): layout math alone describes it */
+        int ok = t->ndim == ndim && t->dtype == dtype;
         for (int d = 0; ok && d < ndim; d++) ok = t->shape[d] == ls[d];
         if (!ok) {
-            char a[96] = "none", b[96];
-            if (t) lt_shape_str(t->ndim, t->shape, a, sizeof a);
+            char a[96], b[96];
+            lt_shape_str(t->ndim, t->shape, a, sizeof a);
             lt_shape_str(ndim, ls, b, sizeof b);
             lt_local_free(local);
             return lt__err(LT_SHAPE, "rank %d holds a shard of shape %s but the layout gives %s", r, a, b);
@@ -142,7 +151,7 @@ static lt_status fill_from_full(const void *src, const lt_rank_layout *l, const 
 static lt_status fill_from_init(const void *src, const lt_rank_layout *l, const int64_t *gshape,
                                 lt_dtype dt, lt_tensor **out) {
     lt_tensor *t = NULL;
-    LT_TRY(lt_tensor_new(dt, l->ndim, l->local_shape, &t));
+    LT_TRY(lt_tensor_empty(dt, l->ndim, l->local_shape, &t));   /* the init writes every element */
     lt_status st = lt_init_fill_indexed(t, src, l->idx, gshape);
     if (st) {
         lt_tensor_free(t);
@@ -161,6 +170,15 @@ static lt_status build(const lt_spec *spec, fill_fn fill, const void *src, lt_dt
     lt_local *local;
     LT_TRY(lt_local_new(mesh, &local));
     for (int r = 0; r < mesh->world; r++) {
+        int k = lt__replica_class(mesh, norm, r);
+        if (k != r) {   /* a replica: the same bytes as rank k, one shared buffer */
+            lt_status st = lt_tensor_view(local->shards[k], &local->shards[r]);
+            if (st) {
+                lt_local_free(local);
+                return st;
+            }
+            continue;
+        }
         lt_rank_layout l;
         lt_status st = lt_spec_layout_rank(spec, r, &l);
         /* no elements (no index lists): an empty shard of the local shape */
@@ -194,14 +212,14 @@ lt_status lt_distribute_spec(const lt_spec *spec, const lt_tensor *full, lt_dten
         lt_shape_str(spec->ndim, spec->shape, b, sizeof b);
         return lt__err_in(LT_SHAPE, "distribute", ": the tensor has shape %s but the spec %s", a, b);
     }
-    LT_TRY(check_partials(spec->dtype, spec->placements, spec->mesh->ndim));
+    LT_TRY(lt__check_partials(spec->dtype, spec->placements, spec->mesh->ndim));
     LT_TRY(check_room(spec));
     return build(spec, fill_from_full, full, out);
 }
 
 lt_status lt_dtensor_init_spec(const lt_spec *spec, const lt_init *init, lt_dtensor **out) {
     *out = NULL;
-    LT_TRY(check_partials(spec->dtype, spec->placements, spec->mesh->ndim));
+    LT_TRY(lt__check_partials(spec->dtype, spec->placements, spec->mesh->ndim));
     LT_TRY(check_room(spec));
     return build(spec, fill_from_init, init, out);
 }
@@ -230,6 +248,7 @@ lt_status lt_dtensor_clone(const lt_dtensor *dt, lt_dtensor **out) {
     *out = NULL;
     LT_TRY(lt_local_new(lt_dtensor_mesh(dt), &local));
     for (int r = 0; r < local->mesh.world; r++) {
+        if (!dt->local->shards[r]) continue;   /* absent stays absent */
         lt_status st = lt_clone(dt->local->shards[r], &local->shards[r]);
         if (st) {
             lt_local_free(local);
@@ -255,6 +274,9 @@ lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
     }
     /* 16-bit floats reduce in f32 and round once */
     int widen = partial && (dt->dtype == LT_BF16 || dt->dtype == LT_F16);
+    int64_t numel;
+    LT_TRY(lt__numel_checked(dt->ndim, dt->shape, widen ? 4 : lt_dtype_size(dt->dtype), &numel));
+    LT_TRY(lt_check_memory((uint64_t)numel * (widen ? 4 : lt_dtype_size(dt->dtype)), mesh->world, "the full tensor"));
     LT_TRY(lt_tensor_new(widen ? LT_F32 : dt->dtype, dt->ndim, dt->shape, &full));
     /* pass 0: ranks with every Partial coordinate 0 (copy); pass 1: the rest (reduce) */
     for (int pass = 0; pass < 2; pass++) {
@@ -267,6 +289,11 @@ lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
                 if (pl[i].kind == LT_PL_PARTIAL && coord[i] != 0) partial_nonzero = 1;
             }
             if (skip || partial_nonzero != pass) continue;
+            if (!dt->local->shards[r]) {
+                lt_tensor_free(full);
+                return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                                    "not supported yet: full_tensor needs rank %d's shard, which is absent (not held here)", r);
+            }
             lt_rank_layout l;
             lt_status st = lt_spec_layout_rank(lt_dtensor_spec(dt), r, &l);
             lt_tensor *src = dt->local->shards[r], *wide = NULL;

@@ -82,13 +82,16 @@ LT_API lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, co
 
 /* The full tensor by direct reassembly from global index sets, reducing
  * Partial dims (last mesh dim first). New contiguous tensor. This path never
- * uses the collectives: the redistribute verifier relies on it. */
+ * uses the collectives: the redistribute verifier relies on it. It needs the
+ * shards it reads: LT_UNSUPPORTED (LT_ERR_NOT_YET) naming the rank when one
+ * is absent. */
 LT_API lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out);
 
-/* Rank r's shard (borrowed). */
+/* Rank r's shard (borrowed); NULL when r is out of range or its shard is
+ * absent (not held here: localtensor/local.h). */
 LT_API const lt_tensor *lt_to_local(const lt_dtensor *dt, int rank);
 
-/* A deep copy (new shards). */
+/* A deep copy (new shards; absent shards stay absent). */
 LT_API lt_status lt_dtensor_clone(const lt_dtensor *dt, lt_dtensor **out);
 LT_API void lt_dtensor_free(lt_dtensor *dt);
 

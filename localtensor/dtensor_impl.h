@@ -18,9 +18,18 @@
  * executors and ops. */
 lt_status lt__dtensor_wrap(lt_local *local, const lt_spec *spec, lt_dtensor **out);
 
+/* What distribute adds to a spec's checks: the Partial kinds it cannot
+ * produce (norm: normalized placements, np of them). LT_INVALID or
+ * LT_UNSUPPORTED naming the mesh dim. */
+lt_status lt__check_partials(lt_dtype dtype, const lt_placement *norm, int np);
+
 /* Applies the Replicate->Partial partition of mesh dims [from_dim, ndim) that
  * are Partial in pl to shard t of rank coord (sum: divide by the mesh dim
  * size). Used by distribute and the verifier. */
+/* The rank whose shard rank r shares under placements pl: r with its
+ * coordinate zeroed on every Replicate mesh dim (r itself when it has none). */
+int lt__replica_class(const lt_mesh *mesh, const lt_placement *pl, int r);
+
 lt_status lt__partition(lt_tensor *t, const lt_mesh *mesh, const lt_placement *pl);
 
 #endif

@@ -21,17 +21,33 @@ lt_status lt_local_new(const lt_mesh *mesh, lt_local **out) {
     return LT_OK;
 }
 
+int lt_local_count(const lt_local *lt) {
+    int n = 0;
+    for (int r = 0; r < lt->mesh.world; r++) n += lt->shards[r] != NULL;
+    return n;
+}
+
+int lt_local_first(const lt_local *lt) {
+    for (int r = 0; r < lt->mesh.world; r++)
+        if (lt->shards[r]) return r;
+    return -1;
+}
+
 lt_status lt_local_from_shards(const lt_mesh *mesh, lt_tensor *const *shards, lt_local **out) {
     *out = NULL;
+    int f = -1;
     for (int r = 0; r < mesh->world; r++) {
-        if (!shards[r]) return lt__err(LT_INVALID, "LocalTensor: rank %d has no shard", r);
-        if (shards[r]->dtype != shards[0]->dtype)
-            return lt__err(LT_DTYPE, "LocalTensor: rank %d holds %s but rank 0 holds %s", r,
-                           lt_dtype_name(shards[r]->dtype), lt_dtype_name(shards[0]->dtype));
+        if (!shards[r]) continue;   /* absent */
+        if (f < 0) f = r;
+        if (shards[r]->dtype != shards[f]->dtype)
+            return lt__err(LT_DTYPE, "LocalTensor: rank %d holds %s but rank %d holds %s", r,
+                           lt_dtype_name(shards[r]->dtype), f, lt_dtype_name(shards[f]->dtype));
     }
+    if (f < 0) return lt__err(LT_INVALID, "LocalTensor: no rank holds a shard");
     lt_local *lt;
     LT_TRY(lt_local_new(mesh, &lt));
     for (int r = 0; r < mesh->world; r++) {
+        if (!shards[r]) continue;
         lt_status st = lt_tensor_view(shards[r], &lt->shards[r]);
         if (st) {
             lt_local_free(lt);
@@ -115,8 +131,10 @@ lt_status lt_local_map(const lt_local *in, lt_rank_fn fn, void *user, lt_local *
     st = lt_local_new(&in->mesh, &res);
     if (st) return st;
     if (ints && (st = lt_localint_new(world, ints))) goto fail;
-    int produced = -1;
+    int produced = -1, first = -1;
     for (int r = 0; r < world; r++) {
+        if (!in->shards[r]) continue;   /* absent: stays absent */
+        if (first < 0) first = r;
         int coord[LT_MESH_MAX_DIMS];
         lt_mesh_coord(&in->mesh, r, coord);
         lt_tensor *t = NULL;
@@ -130,8 +148,8 @@ lt_status lt_local_map(const lt_local *in, lt_rank_fn fn, void *user, lt_local *
         int got = t != NULL;
         if (produced >= 0 && got != produced) {
             lt_tensor_free(t);
-            st = lt__err(LT_INVALID, "per-rank map: rank %d %s a tensor but rank 0 %s", r,
-                         got ? "returned" : "did not return", produced ? "did" : "did not");
+            st = lt__err(LT_INVALID, "per-rank map: rank %d %s a tensor but rank %d %s", r,
+                         got ? "returned" : "did not return", first, produced ? "did" : "did not");
             goto fail;
         }
         produced = got;
@@ -139,10 +157,10 @@ lt_status lt_local_map(const lt_local *in, lt_rank_fn fn, void *user, lt_local *
         if (ints) ints->v[r] = iv;
     }
     if (produced == 1 && out) {
-        for (int r = 1; r < world; r++)
-            if (res->shards[r]->dtype != res->shards[0]->dtype) {
-                st = lt__err(LT_DTYPE, "per-rank map: rank %d returned %s but rank 0 returned %s", r,
-                             lt_dtype_name(res->shards[r]->dtype), lt_dtype_name(res->shards[0]->dtype));
+        for (int r = first + 1; r < world; r++)
+            if (res->shards[r] && res->shards[r]->dtype != res->shards[first]->dtype) {
+                st = lt__err(LT_DTYPE, "per-rank map: rank %d returned %s but rank %d returned %s", r,
+                             lt_dtype_name(res->shards[r]->dtype), first, lt_dtype_name(res->shards[first]->dtype));
                 goto fail;
             }
         *out = res;
@@ -157,9 +175,14 @@ fail:
 }
 
 lt_status lt_local_check_equal(const lt_local *lt, const int *ranks, int n) {
+    int i0 = 0;   /* the first present listed rank: the others are compared with it */
+    while (i0 < n && !lt->shards[ranks[i0]]) i0++;
+    ranks += i0;
+    n -= i0;
     for (int i = 1; i < n; i++) {
         const lt_tensor *a = lt->shards[ranks[0]], *b = lt->shards[ranks[i]];
         char sa[96], sb[96];
+        if (!b) continue;   /* absent */
         if (!lt_same_shape(a, b))
             return lt__err(LT_MISMATCH, "ranks %d and %d differ in shape: %s vs %s", ranks[0], ranks[i],
                            lt_shape_str(a->ndim, a->shape, sa, sizeof sa),

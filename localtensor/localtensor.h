@@ -12,6 +12,7 @@
 #include "kernels/split.h"
 #include "kernels/tensor.h"
 #include "kernels/math.h"
+#include "kernels/pool.h"
 #include "collectives_sim/mesh.h"
 #include "collectives_sim/collectives.h"
 #include "collectives_sim/trace.h"
@@ -31,5 +32,6 @@
 #include "localtensor/rank_map.h"
 #include "localtensor/tp.h"
 #include "localtensor/validate.h"
+#include "localtensor/numerics.h"
 
 #endif

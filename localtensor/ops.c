@@ -3,13 +3,15 @@
  *
  * Hot path (warm cache): serialise the static part of the call (op, mesh
  * shape, every input's dtype, shape and placements, the static arguments)
- * into a small key, hash it, find the plan, run the kernels, and wrap the
+ * into a small key, compare it with this thread's last hit for the op (a
+ * memo; else hash it and look it up), run the kernels, and wrap the
  * shards — the plan carries every rank's output shape so nothing is
  * re-derived. Plans are immutable and refcounted (atomically); the cache is
  * the library's one cache module (kernels/cache_impl.h), process-wide.
  */
 #include "kernels/alloc.h"
 #include "kernels/memlimit_impl.h"
+#include "kernels/pool_impl.h"
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,11 +263,12 @@ void lt_op_cache_stats(size_t *hits, size_t *misses, size_t *entries) {
 static lt_status get_plan(lt_op_kind op, const lt_mesh *m, int nin, const lt_spec *const *in,
                           const lt_op_args *a, int no_cache, lt_op_plan **out) {
     static _Thread_local lt__cache_key k;
+    static _Thread_local lt__cache_memo memo[LT_OP_COUNT]; /* this thread's last hit per op */
     if (!no_cache) {
         build_key(&k, op, m, nin, in, a);
         if (lt__cache_key_fits(&k)) {
-            uint64_t h = lt__cache_key_hash(&k);
-            if ((*out = lt__cache_get(&op_cache, &k, h, 1))) return LT_OK;
+            uint64_t h = 0;
+            if ((*out = lt__cache_lookup(&op_cache, &memo[op], &k, &h))) return LT_OK;
             LT_TRY(build_plan(op, m, nin, in, a, out));
             lt__cache_put(&op_cache, &k, h, *out);
             return LT_OK;
@@ -334,6 +337,7 @@ static lt_status wrap(const lt_op_plan *p, int j, lt_local *loc, lt_dtensor **ou
     int W = loc->mesh.world, nd = p->out_ndim > 0 ? p->out_ndim : 1;
     for (int r = 0; r < W; r++) {
         const lt_tensor *t = loc->shards[r];
+        if (!t) continue;   /* absent (localtensor/local.h) */
         const int64_t *ls = p->local_shapes_ + ((size_t)j * (size_t)W + (size_t)r) * (size_t)nd;
         int ok = t->ndim == p->out_ndim && t->dtype == p->out_dtype;
         for (int d = 0; ok && d < p->out_ndim; d++) ok = t->shape[d] == ls[d];
@@ -381,6 +385,51 @@ static lt_status out_room(const lt_op_plan *p) {
     return lt_check_memory(need, W, lt_op_name(p->op));
 }
 
+/* One rank's kernel (a piece of work of the pool: writes only rank r's
+ * entries of loc). */
+typedef struct rank_job {
+    const lt_op_plan *p;
+    const lt_op_args *a;
+    const lt_dtensor *const *x;     /* (p->nin) the inputs in their target layouts */
+    lt_local *const *loc;           /* (p->nout) the outputs being built */
+} rank_job;
+
+static lt_status rank_task(void *ctx, int64_t i) {
+    const rank_job *j = ctx;
+    const lt_op_plan *p = j->p;
+    int r = (int)i;
+    const lt_tensor *sh[LT_OP_MAX_INPUTS];
+    lt_tensor *res[LT_OP_MAX_OUTPUTS];
+    for (int o = 0; o < p->nout; o++) res[o] = NULL;
+    int absent = 0;
+    for (int k = 0; k < p->nin; k++) absent |= !(sh[k] = j->x[k]->local->shards[r]);
+    if (absent) return LT_OK;   /* a rank not held here computes nothing here */
+    lt_status st = lt__op_kernel(p, j->a, r, sh, res);
+    if (st) st = lt__err_ctx(st, "%s on rank %d", lt_op_name(p->op), r);
+    for (int o = 0; o < p->nout; o++) j->loc[o]->shards[r] = res[o];
+    return st;
+}
+
+/* 1 when the ranks' kernels run at the same time: the inputs are big
+ * enough to pay for waking the workers, and the kernel is not a gemm
+ * (OpenBLAS already spreads one gemm over the cores). Results do not
+ * depend on it: each rank's kernel is the same call either way. */
+static int ranks_in_parallel(const lt_op_plan *p, const lt_dtensor *const *x) {
+    switch (p->op) {
+    case LT_OP_MATMUL:
+    case LT_OP_MM:
+    case LT_OP_BMM:
+    case LT_OP_ADDMM: return 0;
+    default: break;
+    }
+    if (lt__pool_width() <= 1 || p->mesh_.world < 2) return 0;
+    size_t bytes = 0;
+    for (int k = 0; k < p->nin; k++)
+        for (int r = 0; r < p->mesh_.world; r++)
+            if (x[k]->local->shards[r]) bytes += lt_nbytes(x[k]->local->shards[r]);
+    return bytes >= lt__par_min_bytes();
+}
+
 static lt_status run_plan(const lt_op_plan *p, const lt_dtensor *const *in, const lt_op_args *a,
                           const lt_op_opts *o, lt_dtensor **out) {
     const lt_mesh *m = &p->mesh_;
@@ -404,14 +453,11 @@ static lt_status run_plan(const lt_op_plan *p, const lt_dtensor *const *in, cons
         x[k] = tmp[k];
     }
     for (int j = 0; j < p->nout && !st; j++) st = lt_local_new(m, &loc[j]);
-    for (int r = 0; r < m->world && !st; r++) {
-        const lt_tensor *sh[LT_OP_MAX_INPUTS];
-        lt_tensor *res[LT_OP_MAX_OUTPUTS];
-        for (int j = 0; j < p->nout; j++) res[j] = NULL;
-        for (int k = 0; k < p->nin; k++) sh[k] = x[k]->local->shards[r];
-        st = lt__op_kernel(p, a, r, sh, res);
-        if (st) st = lt__err_ctx(st, "%s on rank %d", lt_op_name(p->op), r);
-        for (int j = 0; j < p->nout; j++) loc[j]->shards[r] = res[j];
+    if (!st) {
+        rank_job rj = {p, a, x, loc};
+        if (ranks_in_parallel(p, x)) st = lt__parallel_for(m->world, rank_task, &rj);
+        else
+            for (int r = 0; r < m->world && !st; r++) st = rank_task(&rj, r);
     }
     for (int k = 0; k < p->nin; k++) lt_dtensor_free(tmp[k]);
     for (int j = 0; j < p->nout; j++) {

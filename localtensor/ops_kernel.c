@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cuda/kern.h"
 #include "kernels/math_impl.h"
+#include "kernels/tensor_impl.h"
 #include "kernels/status_impl.h"
 #include "localtensor/layout.h"
 #include "localtensor/ops_impl.h"
@@ -137,6 +139,36 @@ lt_status lt__dropout_shard(const lt_tensor *x, double p, uint64_t seed, const l
     int64_t gstride[LT_MAX_DIMS], idx[LT_MAX_DIMS] = {0}, n = st ? 0 : lt_numel(x);
     lt_contiguous_strides(ndim, gshape, gstride);
     double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+    if (!st && lt__backend_of(o) == lt__backend_of(x)) { /* a backend's kernel */
+        lt__kargs ka;
+        memset(&ka, 0, sizeof ka);
+        ka.kernel = LT__K_DROPOUT;
+        ka.s = p;
+        ka.alpha = scale;
+        ka.p0 = (int64_t)seed;
+        ka.ndim = ndim;
+        ka.n = n;
+        ka.o[0] = (lt__kop){lt_data(o), (int)o->dtype, {0}};
+        ka.o[1] = (lt__kop){lt_data(x), (int)x->dtype, {0}};
+        for (int d = 0; d < ndim; d++) {
+            ka.shape[d] = x->shape[d];
+            ka.o[0].st[d] = o->strides[d];
+            ka.o[1].st[d] = x->strides[d];
+            ka.o[2].st[d] = gstride[d];
+            ka.ix[d] = l.idx[d];
+        }
+        st = lt__klaunch_raw(lt__backend_of(o), &ka);
+        if (st != LT_UNSUPPORTED) {
+            lt_rank_layout_free(&l);
+            if (st) {
+                lt_tensor_free(o);
+                return lt__err_ctx(st, "dropout");
+            }
+            *out = o;
+            return LT_OK;
+        }
+        st = LT_OK;
+    }
     for (int64_t i = 0; i < n; i++) {
         uint64_t g = 0;
         for (int d = 0; d < ndim; d++) g += (uint64_t)((l.idx[d] ? l.idx[d][idx[d]] : idx[d]) * gstride[d]);

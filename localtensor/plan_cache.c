@@ -4,8 +4,8 @@
  * The cache maps (mesh, global shape, dtype, normalized source, normalized
  * destination, planner) to an immutable, reference-counted plan; it is an
  * instance of the library's one cache module (kernels/cache_impl.h:
- * process-wide, one mutex, emptied when full). A hit needs no validation:
- * only valid, non-rejected keys are ever stored, and equality is on the
+ * process-wide, one lock, emptied when full, a per-thread memo of the last
+ * hit in front). A hit needs no validation: only valid, non-rejected keys are ever stored, and equality is on the
  * normalized lists.
  */
 #include "kernels/alloc.h"
@@ -144,8 +144,10 @@ static _Thread_local lt__cache_key plan_key;
 /* A cache hit, or NULL. `src` need not be checked: only checked specs are
  * ever stored, so a hit means this tuple was checked before. */
 static lt_plan *cache_lookup(const lt_spec *src, const lt_placement *dst, lt_planner planner) {
+    static _Thread_local lt__cache_memo memo; /* this thread's last hit */
+    uint64_t h;
     build_key(&plan_key, src, dst, planner);
-    return lt__cache_get(&plan_cache, &plan_key, lt__cache_key_hash(&plan_key), 1);
+    return lt__cache_lookup(&plan_cache, &memo, &plan_key, &h);
 }
 
 /* Plans a checked pair (src spec, dst placements of the same tensor):
@@ -265,6 +267,8 @@ int lt_plan_format(const lt_plan *p, char *buf, size_t n) {
     lt_placements_format(p->dst, p->mesh.ndim, c, sizeof c);
     lt__sb_printf(&b, "plan (%s) of %s %s on mesh %s: %s -> %s\n", lt_planner_name(p->planner), shp,
               lt_dtype_name(p->dtype), ms, a, c);
+    if (p->planner == LT_PLANNER_MIN_COST && p->search_truncated)
+        lt__sb_printf(&b, "  (search budget exhausted: the best plan of the rule-table search, not proven minimal)\n");
     if (p->nsteps == 0) {
         lt__sb_printf(&b, "  no steps (the placements already agree)\n");
         return (int)b.len;

@@ -85,8 +85,11 @@ static lt_status pick(const lt_tensor *t, int d, const int64_t *have, int64_t n,
 }
 
 /* Rank r's next shard from t, which holds the global indices have[d] along
- * every dim d. *out is new and contiguous; t is borrowed. */
-static lt_status reshape_to(const lt_tensor *t, ilist *have, int nd, const lt_rank_layout *b, lt_tensor **out) {
+ * every dim d. *out is new and contiguous; t is borrowed. When t already is
+ * that shard (contiguous, every index in place) and `share` is set, *out is
+ * a view sharing t's buffer instead of a copy (its writers copy first). */
+static lt_status reshape_to(const lt_tensor *t, ilist *have, int nd, const lt_rank_layout *b, int share,
+                            lt_tensor **out) {
     lt_tensor *cur = NULL;
     lt_status st = lt_tensor_view(t, &cur);
     for (int d = 0; d < nd && !st; d++) {
@@ -94,6 +97,12 @@ static lt_status reshape_to(const lt_tensor *t, ilist *have, int nd, const lt_ra
         st = pick(cur, d, have[d].v, have[d].n, b, &nx);
         lt_tensor_free(cur);
         cur = nx;
+    }
+    int whole = share && !st && cur->storage == t->storage && cur->offset == t->offset && lt_is_contiguous(cur) &&
+                lt_numel(cur) == lt_numel(t);
+    if (whole) {
+        *out = cur;   /* the whole of t, in order: no copy */
+        return LT_OK;
     }
     if (!st) st = lt_clone(cur, out);
     lt_tensor_free(cur);
@@ -209,8 +218,9 @@ lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *p
     lt_rank_layout *la = lt__calloc((size_t)W, sizeof *la), *lb = lt__calloc((size_t)W, sizeof *lb);
     lt_tensor **rcv = lt__calloc((size_t)W, sizeof *rcv);
     int *grp = lt__malloc(sizeof(int) * (size_t)n);
-    ilist have[LT_MAX_DIMS];
+    ilist have[LT_MAX_DIMS], have2[LT_MAX_DIMS];   /* rank r's received indices; its class's */
     memset(have, 0, sizeof have);
+    memset(have2, 0, sizeof have2);
     lt_status st = la && lb && rcv && grp ? LT_OK : nomem();
     for (int r = 0; r < W && !st; r++) {
         st = lt_spec_layout_rank(from, r, &la[r]);
@@ -231,13 +241,34 @@ lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *p
         lt_mesh_group(mesh, i, g, grp);
         st = received(m, la, grp, n, pos, have);
         const lt_tensor *t = rcv[r] ? rcv[r] : in[r];
-        if (!st) st = reshape_to(t, have, nd, b, &out[r]);
+        /* a replica in the next state (same index lists) that reshapes the
+         * same buffer the same way shares the result of its class */
+        int k = lt__replica_class(mesh, ps->after, r);
+        if (!st && k != r && out[k]) {
+            const lt_tensor *tk = rcv[k] ? rcv[k] : in[k];
+            int kp, kg = lt_mesh_group_of(mesh, i, k, &kp);
+            lt_mesh_group(mesh, i, kg, grp);
+            int same = lt_tensor_same_view(t, tk);
+            if (same) {
+                st = received(m, la, grp, n, kp, have2);
+                for (int d = 0; !st && same && d < nd; d++)
+                    same = have[d].n == have2[d].n && !memcmp(have[d].v, have2[d].v, sizeof(int64_t) * (size_t)have[d].n);
+            }
+            if (!st && same) {
+                st = lt_tensor_view(out[k], &out[r]);
+                continue;
+            }
+        }
+        if (!st) st = reshape_to(t, have, nd, b, m->kind != LT__MV_PARTITION, &out[r]);
         if (!st && m->kind == LT__MV_PARTITION) st = lt__partition(out[r], mesh, part);
     }
     for (int r = 0; la && r < W; r++) lt_rank_layout_free(&la[r]);
     for (int r = 0; lb && r < W; r++) lt_rank_layout_free(&lb[r]);
     for (int r = 0; rcv && r < W; r++) lt_tensor_free(rcv[r]);
-    for (int d = 0; d < LT_MAX_DIMS; d++) lt__free(have[d].v);
+    for (int d = 0; d < LT_MAX_DIMS; d++) {
+        lt__free(have[d].v);
+        lt__free(have2[d].v);
+    }
     lt__free(la);
     lt__free(lb);
     lt__free(rcv);

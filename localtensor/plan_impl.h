@@ -62,15 +62,22 @@ const char *lt__step_kind_local(lt__step_kind k);
 
 /* The most bytes lt_redistribute allocates at once while running `plan`
  * (with verification when `verify`), on top of the source's shards: a
- * step's output and its input (from step 2 on), a strided gather's
- * temporary, and the verifier's direct reshard, logical tensors and index
- * lists. *step: the plan step (0-based) of that peak, -1 for a plan without
- * steps. Saturates at UINT64_MAX. Errors: the layout errors of the plan's
- * states (none for a plan lt_plan_redistribute returned). */
+ * step's output and its input (from step 2 on), what a collective step
+ * received, a strided gather's temporary, and the verifier's owner tables
+ * and shards. States count their unique bytes (replicas share a buffer:
+ * lt_spec_unique_bytes). *step: the plan step (0-based) of that peak, -1
+ * for a plan without steps. Saturates at UINT64_MAX. Errors: the layout
+ * errors of the plan's states (none for a plan lt_plan_redistribute
+ * returned). */
 lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, int *step);
+/* The same, counting every rank's shard when `unique` is 0 (a source whose
+ * replicas hold buffers of their own: the steps copy them rank by rank). */
+lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, uint64_t *bytes, int *step);
 /* LT_NOMEM with the message of lt_check_memory (naming the peak step) when
  * that peak, plus the source's shards when with_source (a caller that has
- * not built the source yet), does not fit in memory; LT_OK otherwise. */
+ * not built the source yet), does not fit in memory; LT_OK otherwise.
+ * _ex: unique as above. */
+lt_status lt__plan_check_memory_ex(const lt_plan *plan, int verify, int with_source, int unique);
 lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source);
 
 /* ---- layouts and bytes of the rule table (plan_rules.c), planning (plan.c) ---------- */

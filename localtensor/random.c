@@ -1,5 +1,11 @@
-/* localtensor/random.c — Philox4x32-10 and index-keyed initialisers. */
+/* localtensor/random.c — Philox4x32-10 and index-keyed initialisers.
+ *
+ * The generator itself is kernels/cuda/kern.h's (one source for the host,
+ * the cuda-emu backend and the device); a shard on a backend that launches
+ * kernels is filled there, one thread per element. */
 #include "localtensor/random.h"
+#include "kernels/cuda/kern.h"
+#include "kernels/tensor_impl.h"
 #include "kernels/status_impl.h"
 
 #include <errno.h>
@@ -61,41 +67,13 @@ char *lt_init_str(const lt_init *in, char *buf, size_t n) {
 }
 
 void lt_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
-    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
-    uint32_t k0 = key[0], k1 = key[1];
-    for (int round = 0; round < 10; round++) {
-        uint64_t p0 = (uint64_t)0xD2511F53u * c0;
-        uint64_t p1 = (uint64_t)0xCD9E8D57u * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
-        uint32_t n1 = (uint32_t)p1;
-        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        uint32_t n3 = (uint32_t)p0;
-        c0 = n0; c1 = n1; c2 = n2; c3 = n3;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+    for (int i = 0; i < 4; i++) out[i] = ctr[i];
+    lt__k_philox(out, key[0], key[1]);
 }
 
-static void draw(uint64_t seed, uint64_t index, uint32_t out[4]) {
-    uint32_t ctr[4] = {(uint32_t)index, (uint32_t)(index >> 32), 0, 0};
-    uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
-    lt_philox4x32(ctr, key, out);
-}
+double lt_rand_uniform(uint64_t seed, uint64_t index) { return lt__k_uniform(seed, index); }
 
-double lt_rand_uniform(uint64_t seed, uint64_t index) {
-    uint32_t o[4];
-    draw(seed, index, o);
-    return (double)(o[0] >> 8) * (1.0 / 16777216.0);
-}
-
-double lt_rand_normal(uint64_t seed, uint64_t index) {
-    uint32_t o[4];
-    draw(seed, index, o);
-    double u1 = ((double)(o[0] >> 8) + 1.0) * (1.0 / 16777217.0); /* (0, 1) */
-    double u2 = (double)(o[1] >> 8) * (1.0 / 16777216.0);
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
+double lt_rand_normal(uint64_t seed, uint64_t index) { return lt__k_normal(seed, index); }
 
 double lt_init_value(const lt_init *in, uint64_t index) {
     switch (in->kind) {
@@ -129,9 +107,47 @@ lt_status lt_init_fill_indexed(lt_tensor *t, const lt_init *in, int64_t *const *
     int64_t gstr[LT_MAX_DIMS];
     int64_t s = 1;
     for (int d = nd - 1; d >= 0; d--) { gstr[d] = s; s *= gshape[d] > 0 ? gshape[d] : 1; }
+    lt__kargs ka; /* a backend's kernel: one thread per element */
+    memset(&ka, 0, sizeof ka);
+    ka.kernel = LT__K_INIT;
+    ka.op = in->kind == LT_INIT_ARANGE ? LT__KINIT_ARANGE : in->kind == LT_INIT_RANDOM ? LT__KINIT_UNIFORM : LT__KINIT_NORMAL;
+    ka.p0 = (int64_t)in->seed;
+    ka.ndim = nd;
+    ka.n = n;
+    ka.o[0].p = lt_data(t);
+    ka.o[0].dt = (int)t->dtype;
+    for (int d = 0; d < nd; d++) {
+        ka.shape[d] = t->shape[d];
+        ka.o[0].st[d] = t->strides[d];
+        ka.o[2].st[d] = gstr[d];
+        ka.ix[d] = idx ? idx[d] : NULL;
+    }
+    lt_status st = lt__klaunch_raw(lt__backend_of(t), &ka);
+    if (st != LT_UNSUPPORTED) return st;
     int64_t pos[LT_MAX_DIMS] = {0};
     size_t es = lt_dtype_size(t->dtype);
     char *base = lt_data(t);
+    if (in->kind == LT_INIT_ARANGE && t->dtype == LT_F32 && nd > 0 && lt_is_contiguous(t)) {
+        /* the common case, a row at a time: value = global row-major index */
+        int last = nd - 1;
+        int64_t len = t->shape[last];
+        const int64_t *gl = idx ? idx[last] : NULL;
+        float *p = (float *)base;   /* (numel) row-major */
+        for (int64_t row = 0; row < n / len; row++) {
+            int64_t g = 0;
+            for (int d = 0; d < last; d++) g += (idx && idx[d] ? idx[d][pos[d]] : pos[d]) * gstr[d];
+            if (gl)
+                for (int64_t j = 0; j < len; j++) p[j] = (float)(double)(g + gl[j] * gstr[last]);
+            else
+                for (int64_t j = 0; j < len; j++) p[j] = (float)(double)(g + j * gstr[last]);
+            p += len;
+            for (int d = last - 1; d >= 0; d--) {
+                if (++pos[d] < t->shape[d]) break;
+                pos[d] = 0;
+            }
+        }
+        return LT_OK;
+    }
     for (int64_t i = 0; i < n; i++) {
         int64_t g = 0, off = 0;
         for (int d = 0; d < nd; d++) {

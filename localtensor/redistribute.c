@@ -19,19 +19,40 @@
 #include "localtensor/redistribute.h"
 #include "localtensor/dtensor_impl.h"
 #include "localtensor/spec_impl.h"
+#include "localtensor/verify_impl.h"
 
 /* ---- local steps ---------------------------------------------------------------- */
 
-/* Piece c of m of t along dim d by rule: a new contiguous tensor. */
-static lt_status slice_piece(const lt_tensor *t, int d, const lt_split_rule *rule, int m, int c,
+/* Piece c of m of t along dim d by rule: a new contiguous tensor. With
+ * `share` (every member of the group holds t's very buffer, so the pieces
+ * together cover it) a contiguous piece is a view of t instead of a copy. */
+static lt_status slice_piece(const lt_tensor *t, int d, const lt_split_rule *rule, int m, int c, int share,
                              lt_tensor **out) {
     int64_t size, off;
     LT_TRY(lt_split_piece(rule, t->shape[d], m, c, &size, &off));
     lt_tensor *v = NULL;
     lt_status st = lt_narrow(t, d, off, size, &v);
+    if (!st && share && lt_is_contiguous(v)) {
+        *out = v;
+        return LT_OK;
+    }
     if (!st) st = lt_clone(v, out);
     lt_tensor_free(v);
     return st;
+}
+
+/* 1 when every member of rank r's group along mesh dim i holds the very
+ * buffer of the group's first member in in[]. grp: scratch of the group
+ * size; known: (number of groups) answers so far, -1 for none yet. */
+static int group_shares(const lt_mesh *mesh, int i, int r, lt_tensor *const *in, int *grp, signed char *known) {
+    int pos, g = lt_mesh_group_of(mesh, i, r, &pos);
+    if (known[g] < 0) {
+        lt_mesh_group(mesh, i, g, grp);
+        known[g] = 1;
+        for (int q = 1; q < mesh->shape[i] && known[g]; q++)
+            if (!lt_tensor_same_view(in[grp[q]], in[grp[0]])) known[g] = 0;
+    }
+    return known[g];
 }
 
 /* *out = a new list of n positions (caller frees); the byte count is
@@ -129,6 +150,11 @@ static lt_status run_step(lt_comm *comm, const lt_spec *from, const lt_plan_step
         int64_t *perm = NULL, pn = -1;   /* (pn) */
         for (int r = 0; r < W && !st; r++) {
             int64_t n = g[r]->shape[a->dim];
+            int q = lt__replica_class(mesh, ps->after, r);
+            if (q != r && lt_tensor_same_view(g[r], g[q])) {   /* the same gathered buffer */
+                st = lt_tensor_view(out[q], &out[r]);
+                continue;
+            }
             if (lt_numel(g[r]) == 0) { /* no order to undo (another dim may be huge) */
                 st = lt_clone(g[r], &out[r]);
                 continue;
@@ -147,15 +173,31 @@ static lt_status run_step(lt_comm *comm, const lt_spec *from, const lt_plan_step
     }
     case LT__STEP_SLICE:
     case LT__STEP_STRIDED_SLICE:
-    case LT__STEP_PARTITION:
+    case LT__STEP_PARTITION: {
+        int *grp = lt__malloc(sizeof(int) * (size_t)m);
+        signed char *known = lt__malloc((size_t)(W / m));   /* (groups) -1: not looked at yet */
+        if (!grp || !known) {
+            lt__free(grp);
+            lt__free(known);
+            return lt__err(LT_NOMEM, "out of memory");
+        }
+        memset(known, -1, (size_t)(W / m));
         for (int r = 0; r < W && !st; r++) {
-            int c;
+            int c, q = lt__replica_class(mesh, ps->after, r);
+            if (q != r && lt_tensor_same_view(in[r], in[q])) {   /* a replica of the same buffer */
+                st = lt_tensor_view(out[q], &out[r]);
+                continue;
+            }
             lt_mesh_group_of(mesh, i, r, &c);
-            if (k == LT__STEP_SLICE) st = slice_piece(in[r], b->dim, &b->rule, m, c, &out[r]);
+            if (k == LT__STEP_SLICE)
+                st = slice_piece(in[r], b->dim, &b->rule, m, c, group_shares(mesh, i, r, in, grp, known), &out[r]);
             else if (k == LT__STEP_STRIDED_SLICE) st = strided_pick(in[r], b->dim, b->split_factor, m, c, &out[r]);
             else st = partition(in[r], mesh, i, b->op, &out[r]);
         }
+        lt__free(grp);
+        lt__free(known);
         break;
+    }
     default:
         return lt__err(LT_INVALID, "internal: the step is not a single legal step");
     }
@@ -169,49 +211,35 @@ static lt_status run_step(lt_comm *comm, const lt_spec *from, const lt_plan_step
 
 /* ---- memory estimate --------------------------------------------------------------- */
 
-/* Bytes of the verifier's index lists for layout pl: every rank's list of
- * every sharded dim (none for a tensor without elements). */
-static lt_status list_bytes(const lt_plan *p, const lt_placement *pl, uint64_t *out) {
-    int sharded[LT_MAX_DIMS] = {0}, empty = 0;
-    *out = 0;
-    for (int i = 0; i < p->mesh.ndim; i++)
-        if (lt_placement_is_shard_like(&pl[i])) sharded[pl[i].dim] = 1;
-    for (int d = 0; d < p->ndim; d++) empty |= p->shape[d] == 0;
-    if (empty) return LT_OK;
-    lt_spec spec = lt__plan_spec(p, pl);
-    for (int r = 0; r < p->mesh.world; r++) {
-        int64_t ls[LT_MAX_DIMS];
-        LT_TRY(lt_spec_local_shape(&spec, r, ls, NULL));
-        for (int d = 0; d < p->ndim; d++)
-            if (sharded[d]) *out = lt__add_sat(*out, (uint64_t)ls[d] * sizeof(int64_t));
-    }
-    return LT_OK;
+/* What lt_verify_reshard allocates to check a state in layout pl (see
+ * localtensor/verify_impl.h). */
+static lt_status verify_bytes(const lt_plan *p, const lt_placement *pl, uint64_t *out) {
+    lt_spec src = lt__plan_spec(p, p->src), dst = lt__plan_spec(p, pl);
+    return lt__verify_bytes(&src, &dst, out);
 }
 
-/* What lt_verify_reshard allocates to check a state of `state_bytes` in
- * layout pl: the direct reshard (as big as the state), the logical tensor
- * and one contribution to it, and the index lists of both layouts. */
-static lt_status verify_bytes(const lt_plan *p, const lt_placement *pl, uint64_t state_bytes, uint64_t *out) {
-    int64_t numel;
-    uint64_t ls, ld;
-    size_t es = lt_dtype_size(p->dtype);
-    LT_TRY(lt__numel_checked(p->ndim, p->shape, es, &numel));
-    LT_TRY(list_bytes(p, p->src, &ls));
-    LT_TRY(list_bytes(p, pl, &ld));
-    uint64_t full = (uint64_t)numel * es;   /* fits: numel_checked bounds bytes */
-    *out = lt__add_sat(lt__add_sat(state_bytes, 2 * full), lt__add_sat(ls, ld));
-    return LT_OK;
+/* Every state's shards exist once per unique buffer: the source's replicas
+ * share storage (distribute and init make them so) and each step computes
+ * one result per distinct input and shares it (the collectives, the
+ * executor). */
+/* A state's bytes: unique (replicas share) or every rank's. */
+static lt_status state_bytes(const lt_spec *s, int unique, uint64_t *out) {
+    return unique ? lt_spec_unique_bytes(s, out) : lt_spec_total_bytes(s, out);
 }
 
 lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, int *step) {
+    return lt__plan_peak_bytes_ex(plan, verify, 1, bytes, step);
+}
+
+lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, uint64_t *bytes, int *step) {
     const lt_mesh *mesh = &plan->mesh;
     uint64_t prev, peak = 0, v;
     *bytes = 0;
     *step = -1;
     lt_spec spec = lt__plan_spec(plan, plan->src);
-    LT_TRY(lt_spec_total_bytes(&spec, &prev));
+    LT_TRY(state_bytes(&spec, unique, &prev));
     if (plan->nsteps == 0) { /* the result views the source; only verification allocates */
-        if (verify) LT_TRY(verify_bytes(plan, plan->dst, prev, &peak));
+        if (verify) LT_TRY(verify_bytes(plan, plan->dst, &peak));
         *bytes = peak;
         return LT_OK;
     }
@@ -220,14 +248,16 @@ lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, 
         const lt_placement *before = plan->states_ + (size_t)s * (size_t)mesh->ndim;
         uint64_t next;
         spec = lt__plan_spec(plan, ps->after);
-        LT_TRY(lt_spec_total_bytes(&spec, &next));
+        LT_TRY(state_bytes(&spec, unique, &next));
         /* running: the previous step's output (the source itself for step 1) and
-         * this one's, plus the all_gather result a strided gather reorders */
+         * this one's, plus the collective's result a min-cost step or a strided
+         * gather reorders */
         uint64_t run = lt__add_sat(s > 0 ? prev : 0, next);
-        if (lt__step_kind_of(mesh, before, ps->mesh_dim, &ps->to) == LT__STEP_GATHER_STRIDED) run = lt__add_sat(run, next);
+        if (ps->move_ || lt__step_kind_of(mesh, before, ps->mesh_dim, &ps->to) == LT__STEP_GATHER_STRIDED)
+            run = lt__add_sat(run, next);   /* what the collective received, until reshaped */
         /* verifying: the previous output is freed; this one and the checker's */
         if (verify) {
-            LT_TRY(verify_bytes(plan, ps->after, next, &v));
+            LT_TRY(verify_bytes(plan, ps->after, &v));
             v = lt__add_sat(v, next);
             if (v > run) run = v;
         }
@@ -242,12 +272,16 @@ lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, 
 }
 
 lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source) {
+    return lt__plan_check_memory_ex(plan, verify, with_source, 1);
+}
+
+lt_status lt__plan_check_memory_ex(const lt_plan *plan, int verify, int with_source, int unique) {
     uint64_t need, src = 0;
     int step;
-    LT_TRY(lt__plan_peak_bytes(plan, verify, &need, &step));
+    LT_TRY(lt__plan_peak_bytes_ex(plan, verify, unique, &need, &step));
     if (with_source) {
         lt_spec spec = lt__plan_spec(plan, plan->src);
-        LT_TRY(lt_spec_total_bytes(&spec, &src));
+        LT_TRY(lt_spec_unique_bytes(&spec, &src));
     }
     char what[160], at[96];
     if (step < 0) snprintf(at, sizeof at, "%s", verify ? "its verification" : "nothing else");
@@ -275,6 +309,7 @@ static lt_status view_as(const lt_dtensor *dt, const lt_placement *pl, lt_dtenso
     lt_local *local;
     LT_TRY(lt_local_new(lt_dtensor_mesh(dt), &local));
     for (int r = 0; r < local->mesh.world; r++) {
+        if (!dt->local->shards[r]) continue;   /* absent stays absent */
         lt_status st = lt_tensor_view(dt->local->shards[r], &local->shards[r]);
         if (st) {
             lt_local_free(local);
@@ -306,6 +341,11 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         lt_mesh_str(mesh, b, sizeof b);
         run_ctx(opts, plan, ctx, sizeof ctx);
         st = lt__err_in(LT_INVALID, "redistribute", "%s: the communicator's mesh %s is not the tensor's mesh %s", ctx, a, b);
+    } else if (plan->nsteps && lt_local_count(dt->local) < mesh->world) {
+        run_ctx(opts, plan, ctx, sizeof ctx);
+        st = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                          "not supported yet: redistribute%s: the source has absent shards (%d of %d ranks held)", ctx,
+                          lt_local_count(dt->local), mesh->world);
     } else if (!comm && plan->ncomm) {
         st = lt_comm_new(mesh, &own);
         comm = own;
@@ -314,8 +354,14 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     lt_dtensor *owned = NULL;
     int M = mesh->ndim;
     /* refuse up front what cannot fit: every copy the steps and the
-     * verification hold at once (the source exists already) */
-    if (!st) st = lt__plan_check_memory(plan, verify, 0);
+     * verification hold at once (the source exists already); a source
+     * whose replicas hold buffers of their own is copied rank by rank */
+    int shared = 1;
+    for (int r = 0; r < mesh->world && shared; r++) {
+        int k = lt__replica_class(mesh, dt->placements, r);
+        shared = k == r || lt_tensor_same_view(dt->local->shards[r], dt->local->shards[k]);
+    }
+    if (!st) st = lt__plan_check_memory_ex(plan, verify, 0, shared);
     if (st) {
         run_ctx(opts, plan, ctx, sizeof ctx);
         st = lt__err_ctx_in(st, "redistribute", "%s", ctx);
@@ -386,7 +432,9 @@ lt_status lt_full_tensor(const lt_dtensor *dt, lt_tensor **out) {
     for (int i = 0; i < mesh->ndim; i++) r[i] = lt_replicate();
     lt_dtensor *rep;
     LT_TRY(lt_redistribute(dt, r, mesh->ndim, NULL, &rep, NULL));
-    lt_status st = lt_tensor_view(rep->local->shards[0], out);   /* keeps the storage alive */
+    int f = lt_local_first(rep->local);   /* a replica held here */
+    lt_status st = f < 0 ? lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: full_tensor of a DTensor none of whose shards is held here")
+                         : lt_tensor_view(rep->local->shards[f], out);   /* keeps the storage alive */
     lt_dtensor_free(rep);
     return st;
 }

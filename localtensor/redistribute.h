@@ -59,6 +59,8 @@ struct lt_redistribute_opts {
  * new plan reference.
  *
  * Errors: the planning errors; LT_INVALID when opts->comm has another mesh;
+ * LT_UNSUPPORTED (LT_ERR_NOT_YET) when dt has absent shards
+ * (localtensor/local.h) and the plan has steps;
  * collective errors (with the step as context); LT_MISMATCH when
  * verification fails: the message names the step (index, mesh dim, from ->
  * to, collective), the rank, the local and global index, and the expected
@@ -68,7 +70,8 @@ struct lt_redistribute_opts {
 LT_API lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
                                  const lt_redistribute_opts *opts, lt_dtensor **out, lt_plan **plan);
 
-/* The full tensor: redistribute to all-Replicate and take rank 0's shard.
+/* The full tensor: redistribute to all-Replicate and take the first held
+ * rank's shard.
  * *out is a new tensor (free with lt_tensor_free). Partial dims are reduced
  * by the collectives (reduction order: the plan's). */
 LT_API lt_status lt_full_tensor(const lt_dtensor *dt, lt_tensor **out);

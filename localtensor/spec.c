@@ -1,5 +1,6 @@
 /* localtensor/spec.c — lt_spec_make: the one place a spec is validated. */
 #include "localtensor/spec.h"
+#include "kernels/memlimit_impl.h"
 
 #include <string.h>
 
@@ -35,4 +36,22 @@ lt_status lt_spec_local_shape(const lt_spec *s, int rank, int64_t *local_shape, 
 
 lt_status lt_spec_total_bytes(const lt_spec *s, uint64_t *out) {
     return lt_layout_total_bytes(s->mesh, s->ndim, s->shape, s->placements, lt_dtype_size(s->dtype), out);
+}
+
+lt_status lt_spec_unique_bytes(const lt_spec *s, uint64_t *out) {
+    const lt_mesh *m = s->mesh;
+    size_t es = lt_dtype_size(s->dtype);
+    uint64_t total = 0;
+    for (int r = 0; r < m->world; r++) {
+        int coord[LT_MESH_MAX_DIMS], rep = 0;
+        lt_mesh_coord(m, r, coord);
+        for (int i = 0; i < m->ndim; i++) rep |= s->placements[i].kind == LT_PL_REPLICATE && coord[i];
+        if (rep) continue;   /* a replica of a rank counted already */
+        int64_t ls[LT_MAX_DIMS], n;
+        LT_TRY(lt_spec_local_shape(s, r, ls, NULL));
+        LT_TRY(lt__numel_checked(s->ndim, ls, es, &n));
+        total = lt__add_sat(total, (uint64_t)n * es);   /* n * es fits: numel_checked bounds bytes */
+    }
+    *out = total;
+    return LT_OK;
 }

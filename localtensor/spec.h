@@ -50,6 +50,10 @@ struct lt_rank_layout;
 LT_API lt_status lt_spec_layout_rank(const lt_spec *s, int rank, struct lt_rank_layout *out);
 LT_API lt_status lt_spec_local_shape(const lt_spec *s, int rank, int64_t *local_shape, int64_t *global_offset);
 LT_API lt_status lt_spec_total_bytes(const lt_spec *s, uint64_t *out);
+/* The bytes of the UNIQUE buffers of a layout whose replicas share storage
+ * (distribute, the collectives and redistribute make them so): the shards
+ * of the ranks whose coordinate is 0 on every Replicate mesh dim. */
+LT_API lt_status lt_spec_unique_bytes(const lt_spec *s, uint64_t *out);
 
 /* Cheap accessors (no checks). */
 static inline const lt_mesh *lt_spec_mesh(const lt_spec *s) { return s->mesh; }

@@ -76,7 +76,9 @@ lt_status lt_distribute_adversarial(const lt_mesh *mesh, const lt_tensor *full,
         lt_rank_layout l;
         int coord[LT_MESH_MAX_DIMS];
         lt_mesh_coord(mesh, r, coord);
-        lt_status st = lt_spec_layout_rank(lt_dtensor_spec(d), r, &l); /* d: base */
+        /* replicas of base share a buffer; each rank perturbs its own copy */
+        lt_status st = lt_tensor_make_writable(t);
+        if (!st) st = lt_spec_layout_rank(lt_dtensor_spec(d), r, &l); /* d: base */
         if (st) {
             lt_dtensor_free(d);
             return st;

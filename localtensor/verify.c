@@ -1,11 +1,18 @@
 /* localtensor/verify.c — the redistribute verifier: a direct reshard from
  * global index sets (docs/SEMANTICS.md §7, "Semantic definition").
  *
- * This file never calls the planner or the collectives: it rebuilds each
- * slice's logical tensor by scattering shards by their layout index sets
- * (localtensor/layout.h), reduces the Partial dims that are not kept with
- * kernels/ math, and cuts the destination shards out of it again. That makes
- * it an independent reference for every plan the executor runs.
+ * This file never calls the planner or the collectives: every expected
+ * shard is read straight out of the source shards through owner tables
+ * built from layout math (localtensor/layout.h): for each tensor dim and
+ * global index, which source rank (its part of the rank number) and which
+ * local position hold it. The Partial dims that are not kept are reduced
+ * with kernels/ math, shard by shard. No full-size tensor is ever built, so
+ * verifying costs about one pass over the unique bytes it checks.
+ *
+ * Storage identity comes first: ranks that must hold the same values (they
+ * differ only on mesh dims where the checked layout replicates) and share
+ * one buffer are checked once; source replicas that share a buffer agree
+ * without reading it.
  */
 #include "kernels/alloc.h"
 #include <stdio.h>
@@ -17,6 +24,8 @@
 #include "kernels/status_impl.h"
 #include "localtensor/dtensor_impl.h"
 #include "localtensor/spec_impl.h"
+#include "localtensor/verify_impl.h"
+#include "kernels/memlimit_impl.h"
 
 static void index_str(int ndim, const int64_t *idx, char *buf, size_t n) {
     size_t used = 0;
@@ -68,178 +77,351 @@ static lt_status element_mismatch(lt_verify_report *rep, int step, const char *w
     return st;
 }
 
-static void free_layouts(lt_rank_layout *ls, int n) {
-    if (!ls) return;
-    for (int r = 0; r < n; r++) lt_rank_layout_free(&ls[r]);
-    lt__free(ls);
+/* Everything the expected shards are computed from. */
+typedef struct vctx {
+    const lt_dtensor *src;
+    const lt_mesh *mesh;
+    int M, W, ndim;
+    size_t es;
+    lt_spec dspec;                       /* the checked layout */
+    lt_placement dpart[LT_MESH_MAX_DIMS];/* its placements with kept Partials as Replicate */
+    int kept[LT_MESH_MAX_DIMS], red[LT_MESH_MAX_DIMS];
+    int rstride[LT_MESH_MAX_DIMS];       /* rank = sum coord[i] * rstride[i] */
+    lt_redop op;                         /* how the reduced Partial dims combine */
+    double avg_div;
+    int nR;                              /* coordinate combinations of the reduced dims */
+    int math;                            /* 1: values are computed (reduce, divide), not copied */
+    double rtol, atol;
+    int64_t *part[LT_MAX_DIMS];          /* (shape[d]) owner's rank part of global index g; NULL: unsharded */
+    int64_t *pos[LT_MAX_DIMS];           /* (shape[d]) its local position; NULL: g itself */
+    int64_t *runs;                       /* (shape[last], 4) scratch: runs along the last dim */
+} vctx;
+
+static void vctx_free(vctx *c) {
+    lt__free(c->runs);
+    c->runs = NULL;
+    for (int d = 0; d < LT_MAX_DIMS; d++) {
+        lt__free(c->part[d]);
+        lt__free(c->pos[d]);
+        c->part[d] = c->pos[d] = NULL;
+    }
 }
 
-static lt_status layouts(const lt_spec *spec, lt_rank_layout **out) {
-    const lt_mesh *mesh = spec->mesh;
-    lt_rank_layout *ls = lt__calloc((size_t)mesh->world, sizeof *ls);
-    if (!ls) return lt__err(LT_NOMEM, "out of memory");
-    for (int r = 0; r < mesh->world; r++) {
-        lt_status st = lt_spec_layout_rank(spec, r, &ls[r]);
-        if (st) {
-            free_layouts(ls, r);
-            return st;
-        }
+/* Rank r's class in the checked layout: r with its coordinates zeroed on the
+ * mesh dims where every rank gets the same expected values (Replicate, and
+ * Partial that is not kept: it partitions the same logical tensor). */
+static int class_of(const vctx *c, int r) {
+    int coord[LT_MESH_MAX_DIMS];
+    lt_mesh_coord(c->mesh, r, coord);
+    for (int i = 0; i < c->M; i++) {
+        lt_placement_kind k = c->dspec.placements[i].kind;
+        if (k == LT_PL_REPLICATE || (k == LT_PL_PARTIAL && !c->kept[i])) coord[i] = 0;
     }
-    *out = ls;
+    return lt_mesh_rank(c->mesh, coord);
+}
+
+/* The owner tables of the source along dim d: the mesh dims sharding d pick
+ * the owner; each combination of their coordinates is one layout. */
+static lt_status owner_table(vctx *c, int d) {
+    const lt_placement *sp = c->src->placements;
+    int sd[LT_MESH_MAX_DIMS], ns = 0, ncombo = 1;
+    for (int i = 0; i < c->M; i++)
+        if (lt_placement_is_shard_like(&sp[i]) && sp[i].dim == d) {
+            sd[ns++] = i;
+            ncombo *= c->mesh->shape[i];
+        }
+    if (!ns) return LT_OK;
+    int64_t n = c->src->shape[d];
+    c->part[d] = lt__malloc(sizeof(int64_t) * (size_t)n);
+    c->pos[d] = lt__malloc(sizeof(int64_t) * (size_t)n);
+    if (!c->part[d] || !c->pos[d]) return lt__err(LT_NOMEM, "verify: out of memory for the owner table of dim %d", d);
+    for (int64_t g = 0; g < n; g++) c->part[d][g] = -1;
+    for (int k = 0; k < ncombo; k++) {
+        int rank = 0, rest = k;
+        for (int s = ns - 1; s >= 0; s--) {
+            rank += (rest % c->mesh->shape[sd[s]]) * c->rstride[sd[s]];
+            rest /= c->mesh->shape[sd[s]];
+        }
+        lt_rank_layout l;
+        LT_TRY(lt_spec_layout_rank(lt_dtensor_spec(c->src), rank, &l));
+        for (int64_t j = 0; j < l.local_shape[d]; j++) {
+            int64_t g = l.idx[d] ? l.idx[d][j] : j;
+            c->part[d][g] = rank;
+            c->pos[d][g] = j;
+        }
+        lt_rank_layout_free(&l);
+    }
+    for (int64_t g = 0; g < n; g++)
+        if (c->part[d][g] < 0)
+            return lt__err(LT_INVALID, "internal: no source rank holds global index %lld of dim %d", (long long)g, d);
     return LT_OK;
 }
 
-/* The reshard of a tensor without elements: every rank holds an empty shard
- * of its destination local shape (no index lists: another dim may be huge). */
-static lt_status reshard_empty(const lt_spec *dspec, lt_dtensor **out) {
-    const lt_mesh *mesh = dspec->mesh;
-    lt_local *local;
-    LT_TRY(lt_local_new(mesh, &local));
-    for (int r = 0; r < mesh->world; r++) {
-        int64_t ls[LT_MAX_DIMS];
-        lt_status st = lt_spec_local_shape(dspec, r, ls, NULL);
-        if (!st) st = lt_tensor_new(dspec->dtype, dspec->ndim, ls, &local->shards[r]);
+/* Sets up c to compute the reshard of src to placements dst (np of them). */
+static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *dst, int np) {
+    memset(c, 0, sizeof *c);
+    c->src = src;
+    c->mesh = lt_dtensor_mesh(src);
+    c->M = c->mesh->ndim;
+    c->W = c->mesh->world;
+    c->ndim = src->ndim;
+    c->es = lt_dtype_size(src->dtype);
+    lt_placement d[LT_MESH_MAX_DIMS];
+    LT_TRY(lt_placements_check(c->mesh, c->ndim, dst, np, d));
+    LT_TRY(lt_spec_make(c->mesh, src->dtype, c->ndim, src->shape, d, np, &c->dspec));
+    const lt_placement *sp = src->placements;
+    c->op = LT_REDOP_SUM;
+    c->avg_div = 1;
+    c->nR = 1;
+    for (int i = c->M - 1, st = 1; i >= 0; i--) {
+        c->rstride[i] = st;
+        st *= c->mesh->shape[i];
+    }
+    for (int i = 0; i < c->M; i++) {
+        c->kept[i] = sp[i].kind == LT_PL_PARTIAL && d[i].kind == LT_PL_PARTIAL && sp[i].op == d[i].op;
+        c->red[i] = sp[i].kind == LT_PL_PARTIAL && !c->kept[i];
+        c->dpart[i] = c->kept[i] ? lt_replicate() : d[i];
+        if (c->dpart[i].kind == LT_PL_PARTIAL && c->dpart[i].op == LT_REDOP_SUM && c->mesh->shape[i] > 1) c->math = 1;
+        if (!c->red[i]) continue;
+        c->nR *= c->mesh->shape[i];
+        c->op = sp[i].op == LT_REDOP_AVG ? LT_REDOP_SUM : sp[i].op;
+        if (sp[i].op == LT_REDOP_AVG) c->avg_div *= c->mesh->shape[i];
+    }
+    if (c->nR > 1 || c->avg_div != 1) c->math = 1;
+    lt_dtype_default_tol(src->dtype, &c->rtol, &c->atol);
+    for (int i = 0; i < c->ndim; i++)
+        if (src->shape[i] == 0) return LT_OK;   /* nothing to own */
+    for (int k = 0; k < c->ndim; k++) {
+        lt_status st = owner_table(c, k);
         if (st) {
-            lt_local_free(local);
+            vctx_free(c);
             return st;
         }
     }
-    return lt__dtensor_wrap(local, dspec, out);
+    if (c->ndim > 0) {
+        c->runs = lt__malloc(sizeof(int64_t) * 4 * (size_t)src->shape[c->ndim - 1]);
+        if (!c->runs) {
+            vctx_free(c);
+            return lt__err(LT_NOMEM, "verify: out of memory for the runs of the last dim");
+        }
+    }
+    return LT_OK;
+}
+
+/* Walks the elements of a shard of layout L in row-major order, in runs
+ * along the last dim that one source rank holds at consecutive positions;
+ * `base` is the rank part of the Partial dims. With dst (contiguous, L's
+ * shape): copies them there. With act: compares act's bytes with them and
+ * returns 1 at the first byte that differs. Returns 0 otherwise. */
+static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor *dst, const lt_tensor *act) {
+    int nd = c->ndim, last = nd - 1;
+    size_t es = c->es;
+    lt_tensor *const *sh = c->src->local->shards;
+    if (nd == 0) {
+        const char *s = lt_data(sh[base]);
+        if (dst) memcpy(lt_data(dst), s, es);
+        return act ? memcmp(lt_data(act), s, es) != 0 : 0;
+    }
+    for (int d = 0; d < nd; d++)
+        if (L->local_shape[d] == 0) return 0;
+    int64_t outer[LT_MAX_DIMS] = {0}, nl = L->local_shape[last], nr = 0;
+    const int64_t *gl = L->idx[last], *pl = c->part[last], *ql = c->pos[last];
+    int64_t *rn = c->runs;   /* (nr, 4): first position, length, owner's rank part, its local position */
+    for (int64_t j = 0; j < nl;) {   /* the same for every row: found once */
+        int64_t g = gl ? gl[j] : j, pr = pl ? pl[g] : 0, p0 = ql ? ql[g] : g, len = 1;
+        while (j + len < nl) {
+            int64_t h = gl ? gl[j + len] : j + len;
+            if ((pl ? pl[h] : 0) != pr || (ql ? ql[h] : h) != p0 + len) break;
+            len++;
+        }
+        rn[4 * nr] = j, rn[4 * nr + 1] = len, rn[4 * nr + 2] = pr, rn[4 * nr + 3] = p0;
+        nr++;
+        j += len;
+    }
+    char *dp = dst ? lt_data(dst) : NULL;
+    for (;;) {
+        int64_t rk = base, posv[LT_MAX_DIMS], aoff = 0;
+        for (int d = 0; d < last; d++) {
+            int64_t g = L->idx[d] ? L->idx[d][outer[d]] : outer[d];
+            rk += c->part[d] ? c->part[d][g] : 0;
+            posv[d] = c->pos[d] ? c->pos[d][g] : g;
+            if (act) aoff += outer[d] * act->strides[d];
+        }
+        for (int64_t q = 0; q < nr; q++) {
+            int64_t j = rn[4 * q], len = rn[4 * q + 1], pr = rn[4 * q + 2], p0 = rn[4 * q + 3];
+            const lt_tensor *t = sh[rk + pr];
+            int64_t off = p0 * t->strides[last];
+            for (int d = 0; d < last; d++) off += posv[d] * t->strides[d];
+            const char *s = (const char *)lt_data(t) + off * (int64_t)es;
+            int64_t ss = t->strides[last];
+            if (dst) {
+                if (ss == 1 || len == 1) memcpy(dp, s, (size_t)len * es);
+                else
+                    for (int64_t k = 0; k < len; k++) memcpy(dp + (size_t)k * es, s + k * ss * (int64_t)es, es);
+                dp += (size_t)len * es;
+            }
+            if (act) {
+                const char *a = (const char *)lt_data(act) + (aoff + j * act->strides[last]) * (int64_t)es;
+                int64_t as = act->strides[last];
+                if (a == s && (as == ss || len == 1)) continue;   /* the very bytes of the source */
+                if ((ss == 1 && as == 1) || len == 1) {
+                    if (memcmp(a, s, (size_t)len * es)) return 1;
+                } else {
+                    for (int64_t k = 0; k < len; k++)
+                        if (memcmp(a + k * as * (int64_t)es, s + k * ss * (int64_t)es, es)) return 1;
+                }
+            }
+        }
+        int d = last - 1;
+        while (d >= 0 && ++outer[d] == L->local_shape[d]) outer[d--] = 0;
+        if (d < 0) return 0;
+    }
+}
+
+/* The rank part of rank r's kept Partial coordinates plus reduced
+ * combination q. */
+static int64_t base_of(const vctx *c, int r, int q) {
+    int coord[LT_MESH_MAX_DIMS];
+    int64_t b = 0;
+    lt_mesh_coord(c->mesh, r, coord);
+    for (int i = c->M - 1; i >= 0; i--) {
+        if (c->kept[i]) b += (int64_t)coord[i] * c->rstride[i];
+        if (c->red[i]) {
+            b += (int64_t)(q % c->mesh->shape[i]) * c->rstride[i];
+            q /= c->mesh->shape[i];
+        }
+    }
+    return b;
+}
+
+/* Rank r's expected shard (layout L of the checked spec) into *out, a new
+ * contiguous tensor (caller frees). */
+static lt_status expected_shard(const vctx *c, int r, const lt_rank_layout *L, lt_tensor **out) {
+    lt_dtype dt = c->src->dtype;
+    lt_tensor *e = NULL, *contrib = NULL;
+    *out = NULL;
+    if (!L->lists) return lt_tensor_new(dt, c->ndim, L->local_shape, out);
+    LT_TRY(lt_tensor_empty(dt, c->ndim, L->local_shape, &e));
+    walk(c, L, base_of(c, r, 0), e, NULL);
+    lt_status st = LT_OK;
+    if (c->nR > 1) st = lt_tensor_empty(dt, c->ndim, L->local_shape, &contrib);
+    for (int q = 1; q < c->nR && !st; q++) {
+        walk(c, L, base_of(c, r, q), contrib, NULL);
+        st = lt_accumulate(e, contrib, c->op);
+    }
+    lt_tensor_free(contrib);
+    if (!st && c->avg_div != 1) {
+        int64_t n = lt_numel(e);
+        for (int64_t j = 0; j < n; j++) lt_set_flat(e, j, lt_get_flat(e, j) / c->avg_div);
+    }
+    if (!st) st = lt__partition(e, c->mesh, c->dpart);
+    if (st) {
+        lt_tensor_free(e);
+        return st;
+    }
+    *out = e;
+    return LT_OK;
+}
+
+/* Replicas of the source must agree (docs/SEMANTICS.md §7): every rank
+ * against the rank with its Replicate coordinates zeroed; a shared buffer
+ * agrees without being read. */
+static lt_status check_source(const vctx *c, lt_verify_report *rep) {
+    const lt_placement *sp = c->src->placements;
+    lt_tensor *const *sh = c->src->local->shards;
+    for (int r = 0; r < c->W; r++) {
+        int coord[LT_MESH_MAX_DIMS], rep_dim = 0;
+        lt_mesh_coord(c->mesh, r, coord);
+        for (int i = 0; i < c->M; i++)
+            if (sp[i].kind == LT_PL_REPLICATE && coord[i]) coord[i] = 0, rep_dim = 1;
+        if (!rep_dim) continue;
+        int p = lt_mesh_rank(c->mesh, coord);
+        if (lt_tensor_same_view(sh[r], sh[p])) continue;
+        lt_compare_result res;
+        LT_TRY(lt_compare(sh[r], sh[p], c->rtol, c->atol, &res));
+        if (res.equal) continue;
+        lt_rank_layout l;
+        LT_TRY(lt_spec_layout_rank(lt_dtensor_spec(c->src), r, &l));
+        lt_status st = element_mismatch(rep, -1, "the source's replicas disagree: ", r, c->ndim, &res, &l);
+        lt_rank_layout_free(&l);
+        return st;
+    }
+    return LT_OK;
+}
+
+/* Bytes of the largest shard of spec s into *out. */
+static lt_status max_shard_bytes(const lt_spec *s, uint64_t *out) {
+    *out = 0;
+    for (int r = 0; r < s->mesh->world; r++) {
+        int64_t ls[LT_MAX_DIMS], n;
+        LT_TRY(lt_spec_local_shape(s, r, ls, NULL));
+        LT_TRY(lt__numel_checked(s->ndim, ls, lt_dtype_size(s->dtype), &n));
+        if ((uint64_t)n * lt_dtype_size(s->dtype) > *out) *out = (uint64_t)n * lt_dtype_size(s->dtype);
+    }
+    return LT_OK;
+}
+
+lt_status lt__verify_bytes(const lt_spec *src, const lt_spec *dst, uint64_t *out) {
+    uint64_t shard, lists = 0;
+    LT_TRY(max_shard_bytes(dst, &shard));
+    for (int d = 0; d < src->ndim; d++)   /* owner tables, one shard's index lists, the runs */
+        lists = lt__add_sat(lists, (uint64_t)src->shape[d] * 7 * sizeof(int64_t));
+    *out = lt__add_sat(2 * shard, lists);
+    return LT_OK;
 }
 
 lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int np,
                             lt_dtensor **out, lt_verify_report *rep) {
-    const lt_mesh *mesh = lt_dtensor_mesh(src);
-    const lt_placement *sp = src->placements;
-    int M = mesh->ndim, W = mesh->world, ndim = src->ndim;
-    lt_placement d[LT_MESH_MAX_DIMS], dpart[LT_MESH_MAX_DIMS];
+    vctx c;
     *out = NULL;
-    lt_spec dspec;   /* the destination: same tensor, placements d */
-    LT_TRY(lt_placements_check(mesh, ndim, dst, np, d));
-    LT_TRY(lt_spec_make(mesh, src->dtype, ndim, src->shape, d, np, &dspec));
-    for (int i = 0; i < ndim; i++)
-        if (src->shape[i] == 0) return reshard_empty(&dspec, out);
-
-    /* K: kept partials; NP: the source's other Partial dims (reduced) */
-    int kept[LT_MESH_MAX_DIMS], red[LT_MESH_MAX_DIMS];
-    lt_redop op = LT_REDOP_SUM;
-    double avg_div = 1;
-    for (int i = 0; i < M; i++) {
-        kept[i] = sp[i].kind == LT_PL_PARTIAL && d[i].kind == LT_PL_PARTIAL && sp[i].op == d[i].op;
-        red[i] = sp[i].kind == LT_PL_PARTIAL && !kept[i];
-        dpart[i] = kept[i] ? lt_replicate() : d[i];
-        if (!red[i]) continue;
-        op = sp[i].op == LT_REDOP_AVG ? LT_REDOP_SUM : sp[i].op;
-        if (sp[i].op == LT_REDOP_AVG) avg_div *= mesh->shape[i];
-    }
-    double rtol, atol;
-    lt_dtype_default_tol(src->dtype, &rtol, &atol);
-
-    /* bucket ranks by (kept coords, reduced coords) */
-    int *kid = lt__malloc(sizeof(int) * (size_t)W * 3), *order = NULL, *start = NULL;
-    lt_rank_layout *sl = NULL, *dl = NULL;
+    if (lt_local_count(src->local) < lt_dtensor_mesh(src)->world)
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                            "not supported yet: the direct reshard of a DTensor with absent shards (%d of %d ranks held)",
+                            lt_local_count(src->local), lt_dtensor_mesh(src)->world);
+    LT_TRY(vctx_init(&c, src, dst, np));
     lt_local *local = NULL;
-    lt_tensor *logical = NULL, *contrib = NULL;
-    lt_status st = kid ? LT_OK : lt__err(LT_NOMEM, "out of memory");
-    int nK = 1, nR = 1;
-    for (int i = 0; i < M; i++) {
-        if (kept[i]) nK *= mesh->shape[i];
-        if (red[i]) nR *= mesh->shape[i];
-    }
-    int *rid = kid ? kid + W : NULL, *primary = kid ? kid + 2 * W : NULL;
-    if (!st) {
-        order = lt__malloc(sizeof(int) * (size_t)W);
-        start = lt__calloc((size_t)nK * (size_t)nR + 1, sizeof(int));
-        if (!order || !start) st = lt__err(LT_NOMEM, "out of memory");
-    }
-    if (!st) st = layouts(lt_dtensor_spec(src), &sl);
-    if (!st) st = layouts(&dspec, &dl);
-    if (!st) st = lt_local_new(mesh, &local);
-    if (st) goto done;
-    for (int r = 0; r < W; r++) {
-        int coord[LT_MESH_MAX_DIMS], k = 0, q = 0;
-        lt_mesh_coord(mesh, r, coord);
-        primary[r] = 1;
-        for (int i = 0; i < M; i++) {
-            if (kept[i]) k = k * mesh->shape[i] + coord[i];
-            if (red[i]) q = q * mesh->shape[i] + coord[i];
-            if (sp[i].kind == LT_PL_REPLICATE && coord[i] != 0) primary[r] = 0;
+    uint64_t need, extra;
+    lt_status st = lt_spec_unique_bytes(&c.dspec, &need);
+    if (!st) st = lt__verify_bytes(lt_dtensor_spec(src), &c.dspec, &extra);
+    if (!st) st = lt_check_memory(lt__add_sat(need, extra), c.W, "the direct reshard");
+    if (!st) st = check_source(&c, rep);
+    if (!st) st = lt_local_new(c.mesh, &local);
+    for (int r = 0; r < c.W && !st; r++) {
+        int k = class_of(&c, r);
+        if (k != r) {   /* the same values as its class: one buffer */
+            st = lt_tensor_view(local->shards[k], &local->shards[r]);
+            continue;
         }
-        kid[r] = k;
-        rid[r] = q;
-        start[k * nR + q + 1]++;
+        lt_rank_layout L;
+        st = lt_spec_layout_rank(&c.dspec, r, &L);
+        if (st) break;
+        st = expected_shard(&c, r, &L, &local->shards[r]);
+        lt_rank_layout_free(&L);
     }
-    for (int b = 0; b < nK * nR; b++) start[b + 1] += start[b];
-    {
-        int *fill = lt__malloc(sizeof(int) * (size_t)(nK * nR));
-        if (!fill) {
-            st = lt__err(LT_NOMEM, "out of memory");
-            goto done;
-        }
-        memcpy(fill, start, sizeof(int) * (size_t)(nK * nR));
-        for (int r = 0; r < W; r++) order[fill[kid[r] * nR + rid[r]]++] = r;
-        lt__free(fill);
+    vctx_free(&c);
+    if (st) {
+        lt_local_free(local);
+        return st;
     }
+    return lt__dtensor_wrap(local, &c.dspec, out);
+}
 
-    for (int k = 0; k < nK && !st; k++) {
-        /* 1-2: the slice's logical tensor */
-        for (int q = 0; q < nR && !st; q++) {
-            int b = k * nR + q;
-            st = lt_tensor_new(src->dtype, ndim, src->shape, &contrib);
-            for (int x = start[b]; x < start[b + 1] && !st; x++) {
-                int r = order[x];
-                if (primary[r]) st = lt_scatter_index_sets(contrib, sl[r].idx, src->local->shards[r], 0, op);
-            }
-            for (int x = start[b]; x < start[b + 1] && !st; x++) {
-                int r = order[x];
-                if (primary[r]) continue;
-                lt_tensor *g = NULL;
-                lt_compare_result res;
-                st = lt_gather_index_sets(contrib, sl[r].idx, sl[r].local_shape, &g);
-                if (!st) st = lt_compare(src->local->shards[r], g, rtol, atol, &res);
-                lt_tensor_free(g);
-                if (!st && !res.equal)
-                    st = element_mismatch(rep, -1, "the source's replicas disagree: ", r, ndim, &res, &sl[r]);
-            }
-            if (st) break;
-            if (!logical) {
-                logical = contrib;
-                contrib = NULL;
-            } else {
-                st = lt_accumulate(logical, contrib, op);
-                lt_tensor_free(contrib);
-                contrib = NULL;
-            }
-        }
-        if (!st && avg_div != 1) {
-            int64_t n = lt_numel(logical);
-            for (int64_t j = 0; j < n; j++) lt_set_flat(logical, j, lt_get_flat(logical, j) / avg_div);
-        }
-        /* 3: re-distribute with the destination placements */
-        for (int q = 0; q < nR && !st; q++) {
-            int b = k * nR + q;
-            for (int x = start[b]; x < start[b + 1] && !st; x++) {
-                int r = order[x];
-                st = lt_gather_index_sets(logical, dl[r].idx, dl[r].local_shape, &local->shards[r]);
-                if (!st) st = lt__partition(local->shards[r], mesh, dpart);
-            }
-        }
-        lt_tensor_free(logical);
-        logical = NULL;
+/* Fills rep with a shape mismatch of rank r; returns LT_MISMATCH. */
+static lt_status shape_mismatch(lt_verify_report *rep, int step, int r, const lt_tensor *a, int ndim,
+                                const int64_t *es) {
+    char sa[128], se[128];
+    lt_shape_str(a->ndim, a->shape, sa, sizeof sa);
+    lt_shape_str(ndim, es, se, sizeof se);
+    lt_status st = lt__err(LT_MISMATCH, "rank %d holds a shard of shape %s but the direct reshard gives %s", r, sa, se);
+    if (rep) {
+        rep->ok = 0;
+        rep->step = step;
+        rep->rank = r;
+        rep->shape_mismatch = 1;
+        memcpy(rep->expected_shape, es, sizeof(int64_t) * (size_t)ndim);
+        memcpy(rep->actual_shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+        snprintf(rep->message, sizeof rep->message, "%s", lt_errmsg());
     }
-    if (!st) {
-        st = lt__dtensor_wrap(local, &dspec, out);
-        local = NULL;
-    }
-done:
-    lt_tensor_free(contrib);
-    lt_tensor_free(logical);
-    lt_local_free(local);
-    free_layouts(sl, W);
-    free_layouts(dl, W);
-    lt__free(kid);
-    lt__free(order);
-    lt__free(start);
     return st;
 }
 
@@ -253,37 +435,47 @@ lt_status lt_verify_reshard(const lt_dtensor *src, const lt_dtensor *actual, int
     for (int d = 0; d < src->ndim; d++)
         if (src->shape[d] != actual->shape[d])
             return lt__err(LT_INVALID, "verify: global shapes differ in dim %d", d);
-    lt_dtensor *exp = NULL;
-    LT_TRY(lt_reshard_direct(src, actual->placements, mesh->ndim, &exp, rep));
-    double rtol, atol;
-    lt_dtype_default_tol(src->dtype, &rtol, &atol);
-    lt_status st = LT_OK;
-    for (int r = 0; r < mesh->world && !st; r++) {
-        const lt_tensor *a = actual->local->shards[r], *e = exp->local->shards[r];
-        if (!lt_same_shape(a, e)) {
-            char sa[128], se[128];
-            lt_shape_str(a->ndim, a->shape, sa, sizeof sa);
-            lt_shape_str(e->ndim, e->shape, se, sizeof se);
-            st = lt__err(LT_MISMATCH, "rank %d holds a shard of shape %s but the direct reshard gives %s", r, sa, se);
-            if (rep) {
-                rep->ok = 0;
-                rep->step = step;
-                rep->rank = r;
-                rep->shape_mismatch = 1;
-                memcpy(rep->expected_shape, e->shape, sizeof(int64_t) * (size_t)e->ndim);
-                memcpy(rep->actual_shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
-                snprintf(rep->message, sizeof rep->message, "%s", lt_errmsg());
-            }
+    if (lt_local_count(src->local) < mesh->world)
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                            "not supported yet: verifying against a source with absent shards (%d of %d ranks held)",
+                            lt_local_count(src->local), mesh->world);
+    vctx c;
+    LT_TRY(vctx_init(&c, src, actual->placements, mesh->ndim));
+    const lt_tensor **ok = lt__calloc((size_t)c.W, sizeof *ok);   /* (world) per class: a shard found right */
+    lt_status st = ok ? LT_OK : lt__err(LT_NOMEM, "verify: out of memory");
+    if (!st) st = check_source(&c, rep);
+    for (int r = 0; r < c.W && !st; r++) {
+        const lt_tensor *a = actual->local->shards[r];
+        if (!a) continue;   /* absent: nothing held here to check */
+        int64_t es[LT_MAX_DIMS];
+        st = lt_spec_local_shape(&c.dspec, r, es, NULL);
+        if (st) break;
+        int same = a->ndim == c.ndim;
+        for (int d = 0; same && d < c.ndim; d++) same = a->shape[d] == es[d];
+        if (!same) {
+            st = shape_mismatch(rep, step, r, a, c.ndim, es);
             break;
         }
+        int k = class_of(&c, r);
+        if (ok[k] && lt_tensor_same_view(ok[k], a)) continue;   /* this buffer was found right for this class */
+        lt_rank_layout L;
+        st = lt_spec_layout_rank(&c.dspec, r, &L);
+        if (st) break;
+        if (!c.math && (!L.lists || !walk(&c, &L, base_of(&c, r, 0), NULL, a))) {
+            ok[k] = a;   /* byte for byte what the source holds there */
+            lt_rank_layout_free(&L);
+            continue;
+        }
+        lt_tensor *e = NULL;
         lt_compare_result res;
-        st = lt_compare(a, e, rtol, atol, &res);
-        if (st || res.equal) continue;
-        lt_rank_layout l;
-        st = lt_spec_layout_rank(lt_dtensor_spec(actual), r, &l);
-        if (!st) st = element_mismatch(rep, step, "", r, src->ndim, &res, &l);
-        lt_rank_layout_free(&l);
+        st = expected_shard(&c, r, &L, &e);
+        if (!st) st = lt_compare(a, e, c.rtol, c.atol, &res);
+        lt_tensor_free(e);
+        if (!st && res.equal) ok[k] = a;
+        else if (!st) st = element_mismatch(rep, step, "", r, c.ndim, &res, &L);
+        lt_rank_layout_free(&L);
     }
-    lt_dtensor_free(exp);
+    lt__free(ok);
+    vctx_free(&c);
     return st;
 }

@@ -48,7 +48,9 @@ typedef struct lt_verify_report {
  * the non-K dims (Replicate -> Partial partitions as in docs/SEMANTICS.md §5); K dims
  * keep their per-rank values. *out is a new DTensor. Errors: bad placements
  * (LT_INVALID); LT_MISMATCH when the source's replicas disagree (message
- * names the ranks and index; rep, if not NULL, gets step -1). */
+ * names the ranks and index; rep, if not NULL, gets step -1). It reads every
+ * source shard: LT_UNSUPPORTED (LT_ERR_NOT_YET) when one is absent
+ * (localtensor/local.h). */
 LT_API lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int np,
                                    lt_dtensor **out, lt_verify_report *rep);
 
@@ -56,7 +58,8 @@ LT_API lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *ds
  * actual's placements: shard shapes, then values with the dtype's default
  * tolerance (lt_dtype_default_tol). LT_OK when equal; LT_MISMATCH with
  * "rank R, local index [..] (global [..]): expected X, got Y" otherwise.
- * rep may be NULL; when given it is filled either way (rep->step = step). */
+ * rep may be NULL; when given it is filled either way (rep->step = step).
+ * Absent shards of `actual` are not checked. */
 LT_API lt_status lt_verify_reshard(const lt_dtensor *src, const lt_dtensor *actual, int step,
                                    lt_verify_report *rep);
 

@@ -198,6 +198,27 @@ static void test_shape_blamed(void **state) {
     }
 }
 
+/* --max-memory: a budget before the command, as LOCALTENSOR_MEMORY_LIMIT.
+ * The 8x8x8 redistribute of (16384, 4096) f32 needs its 256 MiB source and
+ * 512 MiB at its widest step: refused under 100M with exit 2; a size that
+ * is not one, or none, is a usage error. */
+static void test_max_memory(void **state) {
+    (void)state;
+    char err[4096];
+    const char *a[] = {"--max-memory", "100M", "redistribute", "--mesh", "8x8x8", "--shape", "16384,4096",
+                       "--from", "S(0),S(1),R", "--to", "R,S(0),S(1)", NULL};
+    assert_int_equal(run(a, err, sizeof err), 2);
+    if (!strstr(err, "needs 768.0 MiB for the shards of all 512 ranks, more than this machine's 100.0 MiB"))
+        fail_msg("%s", err);
+    const char *b[] = {"--max-memory=12X", "show", "--mesh", "2", "--shape", "4", "--placements", "R", NULL};
+    assert_int_equal(run(b, err, sizeof err), 2);
+    if (!strstr(err, "--max-memory: '12X' is not a size")) fail_msg("%s", err);
+    const char *c[] = {"--max-memory", NULL};
+    assert_int_equal(run(c, err, sizeof err), 2);
+    const char *d[] = {"--max-memory=1M", "show", "--mesh", "2", "--shape", "4", "--placements", "R", NULL};
+    assert_int_equal(run(d, err, sizeof err), 0);
+}
+
 /* --version prints the number tools/localtensor.pc.in carries. */
 static void test_version(void **state) {
     (void)state;
@@ -238,10 +259,11 @@ static void test_help_defines_terms(void **state) {
 /* The bytes each rank sends and receives in each plan step, from --json,
  * against hand counts (4-byte f32 elements; a rank's own data never counts).
  * Each layout pair below has a single-step plan, so the step is known. */
-static void expect_step_bytes(const char *mesh, const char *shape, const char *from, const char *to,
-                              const char *coll, const double *sent, const double *recv, int world) {
+static void expect_step_bytes_in(const char *numerics, const char *mesh, const char *shape, const char *from, const char *to,
+                                 const char *coll, const double *sent, const double *recv, int world) {
     char err[8192], *out;
-    const char *args[] = {"redistribute", "--mesh", mesh, "--shape", shape, "--from", from, "--to", to, "--json", NULL};
+    const char *args[] = {"redistribute", "--mesh", mesh, "--shape", shape, "--from", from, "--to", to, "--json",
+                          "--numerics", numerics, NULL};
     int rc = run_out(args, &out, err, sizeof err);
     if (rc != 0) fail_msg("exit %d:\n%s", rc, err);
     cJSON *j = cJSON_Parse(out);
@@ -269,6 +291,14 @@ static void expect_step_bytes(const char *mesh, const char *shape, const char *f
     free(out);
 }
 
+/* The same bytes in every numerics mode: sampled and values-free runs do
+ * not run the collectives but must report what they would move. */
+static void expect_step_bytes(const char *mesh, const char *shape, const char *from, const char *to,
+                              const char *coll, const double *sent, const double *recv, int world) {
+    const char *modes[] = {"full", "sample:1", "none"};
+    for (int i = 0; i < 3; i++) expect_step_bytes_in(modes[i], mesh, shape, from, to, coll, sent, recv, world);
+}
+
 static void test_json_per_rank_bytes(void **state) {
     (void)state;
     /* (4,3) on 2x2, [S(0),S(1)] -> [R,S(1)]: all_gather along mesh dim 0.
@@ -291,6 +321,81 @@ static void test_json_per_rank_bytes(void **state) {
     /* a local step moves nothing: zeros for every rank */
     const double zero[] = {0, 0, 0};
     expect_step_bytes("3", "5", "R", "S(0)", "none", zero, zero, 3);
+}
+
+/* --numerics: bad values and what a sampled run cannot do exit 2 with a
+ * message; sampled values equal full mode's (the reference: the full run,
+ * itself verified against the direct reshard); the other ranks have
+ * "values": null; the 65536-rank target runs. */
+static void test_numerics(void **state) {
+    (void)state;
+    static const cli_case cases[] = {
+        {{"redistribute", "--mesh", "4", "--shape", "8", "--from", "S(0)", "--to", "R", "--numerics", "bogus", NULL}, 2,
+         "--numerics: unknown numerics mode 'bogus'"},
+        {{"redistribute", "--mesh", "4", "--shape", "8", "--from", "S(0)", "--to", "R", "--numerics", "sample:0", NULL}, 2,
+         "--numerics: numerics 'sample:0'"},
+        {{"redistribute", "--mesh", "4", "--shape", "8", "--from", "S(0)", "--to", "R", "--numerics", "sample", "--explain", NULL}, 2,
+         "not supported yet: --explain in --numerics sample:4 mode"},
+        {{"redistribute", "--mesh", "4", "--shape", "8", "--from", "S(0)", "--to", "P(product)", "--numerics", "none", NULL}, 2,
+         "P(product)"},
+    };
+    check_cases(cases, sizeof cases / sizeof *cases);
+    char err[8192], *full_s, *smp_s;
+    const char *fa[] = {"redistribute", "--mesh", "2x2", "--shape", "4,6", "--from", "P(sum),S(0)", "--to", "S(1),R",
+                        "--init", "randn:3", "--json", NULL};
+    const char *sa[] = {"redistribute", "--mesh", "2x2", "--shape", "4,6", "--from", "P(sum),S(0)", "--to", "S(1),R",
+                        "--init", "randn:3", "--json", "--numerics", "sample:2", NULL};
+    assert_int_equal(run_out(fa, &full_s, err, sizeof err), 0);
+    assert_int_equal(run_out(sa, &smp_s, err, sizeof err), 0);
+    cJSON *f = cJSON_Parse(full_s), *m = cJSON_Parse(smp_s);
+    assert_non_null(f);
+    assert_non_null(m);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(m, "numerics")->valuestring, "sample:2");
+    cJSON *sr = cJSON_GetObjectItemCaseSensitive(m, "sampled_ranks");
+    assert_int_equal(cJSON_GetArraySize(sr), 2);
+    assert_int_equal(cJSON_GetArrayItem(sr, 1)->valueint, 3);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "verified")));
+    char *pf = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(f, "plan"));
+    char *pm = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(m, "plan"));
+    assert_string_equal(pm, pf);   /* steps, per-rank bytes, placements */
+    free(pf);
+    free(pm);
+    cJSON *rf = cJSON_GetObjectItemCaseSensitive(f, "ranks"), *rm = cJSON_GetObjectItemCaseSensitive(m, "ranks");
+    for (int r = 0; r < 4; r++) {
+        cJSON *a = cJSON_GetArrayItem(rf, r), *b = cJSON_GetArrayItem(rm, r);
+        char *la = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(a, "local_shape"));
+        char *lb = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(b, "local_shape"));
+        assert_string_equal(la, lb);
+        free(la);
+        free(lb);
+        cJSON *vb = cJSON_GetObjectItemCaseSensitive(b, "values");
+        if (r == 1 || r == 2) {
+            assert_true(cJSON_IsNull(vb));
+            continue;
+        }
+        char *va = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(a, "values")), *vv = cJSON_PrintUnformatted(vb);
+        assert_string_equal(vv, va);
+        free(va);
+        free(vv);
+    }
+    cJSON_Delete(f);
+    cJSON_Delete(m);
+    free(full_s);
+    free(smp_s);
+    /* the target: 65536 ranks, 16 GiB logical, values for 8 of them */
+    const char *ta[] = {"redistribute", "--mesh", "256x256", "--shape", "65536,65536", "--from", "S(0),S(1)", "--to",
+                        "S(1),S(0)", "--numerics", "sample:8", NULL};
+    assert_int_equal(run_out(ta, &smp_s, err, sizeof err), 0);
+    assert_non_null(strstr(smp_s, "values for ranks 0, 9362, 18724, 28086, 37449, 46811, 56173, 65535"));
+    assert_non_null(strstr(smp_s, "verified: yes"));
+    /* the complete search does not finish on 65536 ranks: the plan says it is
+     * not proven minimal (a 2x2 plan, searched to the end, says nothing) */
+    assert_non_null(strstr(smp_s, "search budget exhausted"));
+    free(smp_s);
+    const char *small[] = {"redistribute", "--mesh", "2x2", "--shape", "4,4", "--from", "S(0),S(1)", "--to", "S(1),S(0)", NULL};
+    assert_int_equal(run_out(small, &smp_s, err, sizeof err), 0);
+    assert_null(strstr(smp_s, "search budget exhausted"));
+    free(smp_s);
 }
 
 /* show: a strided shard is marked and its offset explained; 2-D shards
@@ -401,8 +506,10 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pytorch_spellings),
         cmocka_unit_test(test_shape_blamed),
         cmocka_unit_test(test_version),
+        cmocka_unit_test(test_max_memory),
         cmocka_unit_test(test_help_defines_terms),
         cmocka_unit_test(test_json_per_rank_bytes),
+        cmocka_unit_test(test_numerics),
         cmocka_unit_test(test_show_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

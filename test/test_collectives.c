@@ -844,7 +844,7 @@ static void test_summed_sizes_overflow(void **state) {
 /* Results that together exceed the memory budget are refused before any
  * is allocated. The budget comes from LOCALTENSOR_MEMORY_LIMIT and the sizes
  * are small, so even a broken check could not eat memory here: 64 ranks
- * gathering 1024 f32 each need 64 * 64 * 4 KiB = 16 MiB of results. */
+ * gathering 1024 f32 each share one result of 64 * 4 KiB = 256 KiB. */
 static void test_results_must_fit(void **state) {
     (void)state;
     lt_mesh m;
@@ -854,15 +854,19 @@ static void test_results_must_fit(void **state) {
     int64_t n = 1024;
     lt_tensor *in[64], *out[64] = {0};
     for (int r = 0; r < 64; r++) LT_CHECK(lt_tensor_new(LT_F32, 1, &n, &in[r]));
-    setenv("LOCALTENSOR_MEMORY_LIMIT", "8M", 1);
+    setenv("LOCALTENSOR_MEMORY_LIMIT", "128K", 1);
     LT_EXPECT_STATUS(lt_all_gather(c, 0, in, 0, out), LT_NOMEM);
-    if (!strstr(lt_errmsg(), "all_gather on mesh dim 0 needs 16.0 MiB for the shards of all 64 ranks, more than this machine's 8.0 MiB"))
+    if (!strstr(lt_errmsg(), "all_gather on mesh dim 0 needs 256.0 KiB for the shards of all 64 ranks, more than this machine's 128.0 KiB"))
         fail_msg("%s", lt_errmsg());
     for (int r = 0; r < 64; r++) assert_null(out[r]);
     assert_int_equal(lt_trace_count(lt_comm_trace(c)), 0);
-    /* all_reduce needs 64 * 4 KiB = 256 KiB; gather only its root's 256 KiB */
+    /* all_reduce's members share one result of 4 KiB */
     LT_CHECK(lt_all_reduce(c, 0, in, LT_REDOP_SUM, out));
+    for (int r = 1; r < 64; r++) assert_ptr_equal(out[r]->storage, out[0]->storage);
     free_all(out, 64);
+    /* gather needs only its root's 256 KiB */
+    LT_EXPECT_STATUS(lt_gather(c, 0, in, 0, 0, out), LT_NOMEM);
+    setenv("LOCALTENSOR_MEMORY_LIMIT", "256K", 1);
     LT_CHECK(lt_gather(c, 0, in, 0, 0, out));
     free_all(out, 64);
     /* preallocated outputs need nothing new */

@@ -7,6 +7,7 @@
 #include "localtensor/localtensor.h"
 #include "test/testutil.h"
 #include "kernels/status_impl.h"
+#include "tools/render/render.h"
 
 static lt_tensor *arange(lt_dtype dt, int ndim, const int64_t *shape) {
     lt_tensor *t;
@@ -396,6 +397,95 @@ static void test_local_map_and_ints(void **state) {
     lt_tensor_free(x);
 }
 
+/* Absent shards (localtensor/local.h): a NULL entry is a rank whose shard is
+ * not held here. Shapes come from layout math; values only from held ranks.
+ * Expected values: S(0) of arange(5) on 4 ranks is [0,1] [2,3] [4] [] (chunk). */
+static void test_absent_shards(void **state) {
+    (void)state;
+    lt_mesh m;
+    lt_placement pl[1];
+    int np;
+    parse("4", "S(0)", &m, pl, &np);
+    int64_t n = 5;
+    lt_tensor *x = arange(LT_F32, 1, &n);
+    lt_dtensor *d, *c, *v;
+    LT_CHECK(lt_distribute(&m, x, pl, np, &d));
+    assert_int_equal(lt_local_count(d->local), 4);
+    for (int r = 1; r <= 2; r++) {
+        lt_tensor_free(d->local->shards[r]);
+        d->local->shards[r] = NULL;
+    }
+    assert_true(lt_local_has(d->local, 0));
+    assert_false(lt_local_has(d->local, 1));
+    assert_false(lt_local_has(d->local, 4));
+    assert_int_equal(lt_local_count(d->local), 2);
+    assert_int_equal(lt_local_first(d->local), 0);
+    assert_null(lt_to_local(d, 2));
+    /* clone keeps absent entries absent (the wrap checks the held ones) */
+    LT_CHECK(lt_dtensor_clone(d, &c));
+    assert_null(c->local->shards[1]);
+    lt_test_expect_values(c->local->shards[0], 1, (int64_t[]){2}, (double[]){0, 1}, "clone rank 0");
+    /* a map runs on held ranks only */
+    lt_local *out;
+    lt_localint sizes;
+    LT_CHECK(lt_local_map(d->local, add_rank, NULL, &out, &sizes));
+    assert_null(out->shards[1]);
+    assert_null(out->shards[2]);
+    lt_test_expect_values(out->shards[0], 1, (int64_t[]){2}, (double[]){0, 1}, "map rank 0");
+    assert_int_equal(lt_numel(out->shards[3]), 0);
+    assert_int_equal(sizes.v[0], 2);
+    assert_int_equal(sizes.v[1], 0);
+    lt_localint_free(&sizes);
+    lt_local_free(out);
+    /* replicas check compares the held ranks: rank 0 [0,1] vs rank 3 [] differ */
+    int all[4] = {0, 1, 2, 3}, mid[3] = {1, 2, 3};
+    LT_EXPECT_STATUS(lt_local_check_equal(d->local, all, 4), LT_MISMATCH);
+    assert_non_null(strstr(lt_errmsg(), "ranks 0 and 3"));
+    LT_CHECK(lt_local_check_equal(d->local, mid, 3));   /* only rank 3 held */
+    /* what needs every rank says so */
+    lt_tensor *full = NULL;
+    LT_EXPECT_STATUS(lt_full_tensor_direct(d, &full), LT_UNSUPPORTED);
+    assert_non_null(strstr(lt_errmsg(), "not supported yet: full_tensor needs rank 1's shard"));
+    assert_int_equal(lt_errinfo()->code, LT_ERR_NOT_YET);
+    lt_placement rep = lt_replicate();
+    LT_EXPECT_STATUS(lt_redistribute(d, &rep, 1, NULL, &v, NULL), LT_UNSUPPORTED);
+    assert_non_null(strstr(lt_errmsg(), "absent shards (2 of 4 ranks held)"));
+    /* a redistribute without steps keeps the views it has */
+    lt_placement same = lt_shard(0);
+    LT_CHECK(lt_redistribute(d, &same, 1, NULL, &v, NULL));
+    assert_null(v->local->shards[2]);
+    lt_test_expect_values(v->local->shards[0], 1, (int64_t[]){2}, (double[]){0, 1}, "view rank 0");
+    lt_dtensor_free(v);
+    /* the verifier checks the held ranks of `actual` against a complete source */
+    lt_dtensor *src;
+    LT_CHECK(lt_distribute(&m, x, pl, np, &src));
+    LT_CHECK(lt_verify_reshard(src, c, 0, NULL));
+    lt_set_flat(c->local->shards[0], 1, 7);
+    LT_EXPECT_STATUS(lt_verify_reshard(src, c, 0, NULL), LT_MISMATCH);
+    assert_non_null(strstr(lt_errmsg(), "rank 0, local index [1]"));
+    LT_EXPECT_STATUS(lt_verify_reshard(d, src, 0, NULL), LT_UNSUPPORTED);   /* source with absent shards */
+    /* from_shards: NULL entries stay absent; none at all is an error */
+    lt_local *l2;
+    LT_CHECK(lt_local_from_shards(&m, d->local->shards, &l2));
+    assert_int_equal(lt_local_count(l2), 2);
+    lt_local_free(l2);
+    lt_tensor *none[4] = {NULL, NULL, NULL, NULL};
+    LT_EXPECT_STATUS(lt_local_from_shards(&m, none, &l2), LT_INVALID);
+    /* reports: layout for every rank, values for the held ones */
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    LT_CHECK(lt_render_ranks(f, d, 16));
+    char *txt = lt_test_slurp_fp(f);
+    fclose(f);
+    assert_non_null(strstr(txt, "(absent: values not held here)"));
+    assert_non_null(strstr(txt, "[0, 1]"));
+    free(txt);
+    lt_dtensor_free(src);
+    lt_dtensor_free(c);
+    lt_dtensor_free(d);
+    lt_tensor_free(x);
+}
+
 static void test_overflow(void **state) {
     (void)state;
     lt_mesh m;
@@ -421,6 +511,7 @@ int main(void) {
         cmocka_unit_test(test_random_invariance),  cmocka_unit_test(test_from_local),
         cmocka_unit_test(test_random_integers),
         cmocka_unit_test(test_local_map_and_ints), cmocka_unit_test(test_overflow),
+        cmocka_unit_test(test_absent_shards),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 #include "test/kernels_testutil.h"
 #include "kernels/cache_impl.h"
 #include "kernels/status_impl.h"
+#include <pthread.h>
 
 static void test_new_and_queries(void **state) {
     (void)state;
@@ -191,6 +192,7 @@ static const lt_backend_i fail_iface = {
     /* .memcpy     = */ fail_memcpy,
     /* .accumulate = */ NULL,     /* exercises the host loop */
     /* .gemm       = */ NULL,
+    /* .launch     = */ NULL,
 };
 static const lt_backend fail_backend = {&fail_iface, NULL};
 
@@ -786,11 +788,64 @@ static void test_cache(void **state) {
     assert_int_equal(n, 0);
 }
 
+/* A thread's memo: a hit through it takes a reference without the table,
+ * a different key is not served from it, a clear drops it (the value goes
+ * back to the caller's reference alone), and a thread that exits drops
+ * its memos. */
+static void *memo_thread(void *arg) {
+    lt__cache *c = arg;
+    static _Thread_local lt__cache_memo m;
+    static _Thread_local lt__cache_key k;
+    uint64_t h;
+    k.n = 0;
+    lt__key_put(&k, 1);
+    void *v = lt__cache_lookup(c, &m, &k, &h);   /* a hit, memoised */
+    if (v) crelease(v);
+    return v;
+}
+
+static void test_cache_memo(void **state) {
+    (void)state;
+    static lt__cache c = LT__CACHE_INIT(cref, crelease, 16);
+    static _Thread_local lt__cache_memo m;
+    static lt__cache_key k;
+    for (int i = 0; i < 8; i++) cache_refs[i] = 1;
+    uint64_t h = 0;
+    k.n = 0;
+    lt__key_put(&k, 1);
+    assert_null(lt__cache_lookup(&c, &m, &k, &h));          /* miss: h is the hash */
+    assert_int_equal(h, lt__cache_key_hash(&k));
+    lt__cache_put(&c, &k, h, &cache_refs[0]);               /* refs: caller + table */
+    assert_ptr_equal(lt__cache_lookup(&c, &m, &k, &h), &cache_refs[0]);
+    assert_int_equal(cache_refs[0], 4);                     /* + memo + returned */
+    crelease(&cache_refs[0]);
+    assert_ptr_equal(lt__cache_lookup(&c, &m, &k, &h), &cache_refs[0]); /* through the memo */
+    assert_int_equal(cache_refs[0], 4);
+    crelease(&cache_refs[0]);
+    size_t hits, misses;
+    lt__cache_stats(&c, &hits, &misses, NULL);
+    assert_int_equal(hits, 2);
+    assert_int_equal(misses, 1);
+    k.w[0] = 2;                                             /* same length, other key */
+    assert_null(lt__cache_lookup(&c, &m, &k, &h));
+    pthread_t t;                                            /* another thread memoises, then exits */
+    assert_int_equal(pthread_create(&t, NULL, memo_thread, &c), 0);
+    void *got;
+    assert_int_equal(pthread_join(t, &got), 0);
+    assert_ptr_equal(got, &cache_refs[0]);
+    assert_int_equal(cache_refs[0], 3);                     /* its memo's reference is gone */
+    lt__cache_clear(&c);                                    /* drops the table's and this memo's */
+    assert_int_equal(cache_refs[0], 1);
+    k.w[0] = 1;
+    assert_null(lt__cache_lookup(&c, &m, &k, &h));          /* cleared: not served from the memo */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_new_and_queries),
         cmocka_unit_test(test_structured_errors),
         cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_cache_memo),
         cmocka_unit_test(test_shape_errors),
         cmocka_unit_test(test_from_doubles_every_dtype),
         cmocka_unit_test(test_placeholder),

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 #include "localtensor/localtensor.h"
 #include "tools/cli/cli.h"
@@ -139,39 +141,24 @@ static void test_empty_huge_cli(void **state) {
 
 /* ---- memory ------------------------------------------------------------------------------ */
 
-/* Total shard bytes of a layout of a shape that every split divides evenly:
- * each rank holds numel / (product of the mesh dims that shard), so all
- * ranks together hold full * (product of the mesh dims that do not). */
-static uint64_t even_total(const lt_mesh *m, const lt_placement *pl, uint64_t full) {
+/* Bytes of the largest shard of a layout of a shape that every split
+ * divides evenly: numel / (product of the mesh dims that shard). Replicas
+ * share one buffer, so a layout without Partial holds the full tensor once. */
+static uint64_t even_shard(const lt_mesh *m, const lt_placement *pl, uint64_t full) {
     uint64_t t = full;
     for (int i = 0; i < m->ndim; i++)
-        if (pl[i].kind != LT_PL_SHARD && pl[i].kind != LT_PL_STRIDED) t *= (uint64_t)m->shape[i];
+        if (pl[i].kind == LT_PL_SHARD || pl[i].kind == LT_PL_STRIDED) t /= (uint64_t)m->shape[i];
     return t;
 }
 
-/* The verifier's index lists of such a layout: every rank lists the indices
- * it holds along every sharded dim, 8 bytes each. */
-static uint64_t even_lists(const lt_mesh *m, const lt_placement *pl, int ndim, const int64_t *shape) {
-    uint64_t per_rank = 0;
-    for (int d = 0; d < ndim; d++) {
-        int64_t k = 1;
-        int sharded = 0;
-        for (int i = 0; i < m->ndim; i++)
-            if ((pl[i].kind == LT_PL_SHARD || pl[i].kind == LT_PL_STRIDED) && pl[i].dim == d) k *= m->shape[i], sharded = 1;
-        if (sharded) per_rank += (uint64_t)(shape[d] / k) * 8;
-    }
-    return per_rank * (uint64_t)m->world;
-}
-
 /* The redistribute of the report: 16384 x 4096 f32 (256 MiB) on 8x8x8 from
- * [S(0), S(1), R] (2 GiB over all ranks) to [R, S(0), S(1)]. It was killed by
- * the kernel after a minute because the estimate left out the verifier's
- * copies. Each step holds its input and output; verifying a step holds the
- * output, the verifier's copy of it, the logical tensor and one contribution
- * (2 x 256 MiB) and the index lists of the source and of the step's layout.
- * With the current plan the peak is step 4 -> [R, R, S(1)] (16 GiB): 16 + 16
- * GiB + 512 MiB + 10 MiB of source lists + 2 MiB of lists = 34909192192 bytes;
- * the expected value is recomputed from whatever plan the planner returns. */
+ * [S(0), S(1), R] to [R, S(0), S(1)]. It was killed by the kernel when every
+ * rank held its own copy (2 GiB of source, 16 GiB at the widest step).
+ * Replicas share one buffer, so every state of this plan (no Partial) holds
+ * the 256 MiB once. A min-cost step holds its input, what the collective
+ * received (a step of the collective-move table) and its output; verifying a step holds the output,
+ * two shards of it, and 7 x 8 bytes per index of each dim for the source's
+ * owner tables, one shard's index lists and the runs: (16384 + 4096) x 56. */
 static void test_redistribute_estimate(void **state) {
     (void)state;
     lt_mesh m;
@@ -184,45 +171,40 @@ static void test_redistribute_estimate(void **state) {
     LT_CHECK(lt_placements_parse("R,S(0),S(1)", dst, 3, &np));
     lt_plan *p = NULL;
     LT_CHECK(lt_plan_redistribute(&m, LT_F32, 2, shape, src, dst, 3, NULL, &p));
-    uint64_t want = 0, want_nv = 0, prev = even_total(&m, src, full);
-    assert_int_equal(prev, 2 * GIB);
-    uint64_t src_lists = even_lists(&m, src, 2, shape);
-    assert_int_equal(src_lists, 10 * MIB);
+    uint64_t want = 0, want_nv = 0, tables = (16384 + 4096) * 56;
     for (int s = 0; s < p->nsteps; s++) {
         const lt_placement *after = p->steps[s].after;
-        assert_true(p->steps[s].from.kind != LT_PL_STRIDED); /* no strided gather in this plan */
-        uint64_t next = even_total(&m, after, full);
-        uint64_t run = (s > 0 ? prev : 0) + next;
-        uint64_t ver = 2 * next + 2 * full + src_lists + even_lists(&m, after, 2, shape);
+        /* a step of the collective-move table holds what it received too */
+        uint64_t run = (s > 0 ? full : 0) + full + (p->steps[s].move_ ? full : 0);
+        uint64_t ver = full + 2 * even_shard(&m, after, full) + tables;
         if (run > want_nv) want_nv = run;
         if (run > want) want = run;
         if (ver > want) want = ver;
-        prev = next;
     }
     uint64_t got;
     int step;
     LT_CHECK(lt__plan_peak_bytes(p, 1, &got, &step));
     assert_int_equal(got, want);
-    assert_true(got > 24 * GIB); /* more than the machine of the report had */
+    assert_true(got <= 3 * full);   /* at most 768 MiB (it was 34 GB) */
     LT_CHECK(lt__plan_peak_bytes(p, 0, &got, &step));
     assert_int_equal(got, want_nv);
     /* refused by the estimate alone, naming the step */
-    setenv("LOCALTENSOR_MEMORY_LIMIT", "4G", 1);   /* (or less, when less is available) */
+    setenv("LOCALTENSOR_MEMORY_LIMIT", "500M", 1);   /* (or less, when less is available) */
     LT_EXPECT_STATUS(lt__plan_check_memory(p, 1, 0), LT_NOMEM);
     expect_text(lt_errmsg(), "with its verification) needs ");
     expect_text(lt_errmsg(), "for the shards of all 512 ranks, more than this machine's ");
     unsetenv("LOCALTENSOR_MEMORY_LIMIT");
     lt_plan_free(p);
     /* a plan without steps views the source: only verification allocates.
-     * (8) f32 S(0) on 2 ranks: source 32 bytes, its copy 32, logical + one
-     * contribution 64, lists 2 x (2 ranks x 4 indices x 8) = 128: 224. */
+     * (8) f32 S(0) on 2 ranks: two shards of 16 bytes and 8 indices x 56
+     * bytes = 448: 480. */
     int64_t eight = 8;
     LT_CHECK(lt_mesh_parse("2", &m));
     LT_CHECK(lt_placements_parse("S(0)", src, 1, &np));
     LT_CHECK(lt_plan_redistribute(&m, LT_F32, 1, &eight, src, src, 1, NULL, &p));
     assert_int_equal(p->nsteps, 0);
     LT_CHECK(lt__plan_peak_bytes(p, 1, &got, &step));
-    assert_int_equal(got, 224);
+    assert_int_equal(got, 480);
     assert_int_equal(step, -1);
     LT_CHECK(lt__plan_peak_bytes(p, 0, &got, &step));
     assert_int_equal(got, 0);
@@ -230,12 +212,13 @@ static void test_redistribute_estimate(void **state) {
 }
 
 /* The CLI refuses that redistribute before it builds the source: fast, and
- * (with a 1 GiB budget, below the 2 GiB source) without allocating shards
- * even if the up-front check were gone. */
+ * (with a 256 MiB budget, what the source alone needs) without allocating
+ * shards even if the up-front check were gone: the source and the widest
+ * step need 256 MiB + 512 MiB (this plan's steps are table steps). */
 static void test_redistribute_cli_refuses_fast(void **state) {
     (void)state;
     static char out[8192];
-    setenv("LOCALTENSOR_MEMORY_LIMIT", "1G", 1);
+    setenv("LOCALTENSOR_MEMORY_LIMIT", "256M", 1);
     const char *a[] = {"redistribute", "--mesh", "8x8x8", "--shape", "16384,4096", "--from", "S(0),S(1),R", "--to", "R,S(0),S(1)"};
     double t0 = now_s();
     int rc = cli(lt_cli_redistribute, a, 9, out, sizeof out);
@@ -243,14 +226,60 @@ static void test_redistribute_cli_refuses_fast(void **state) {
     unsetenv("LOCALTENSOR_MEMORY_LIMIT");
     assert_int_equal(rc, 2);
     expect_text(out, "this redistribute (its source, then step ");
-    expect_text(out, "for the shards of all 512 ranks, more than this machine's 1.0 GiB of memory allowed by LOCALTENSOR_MEMORY_LIMIT");
+    expect_text(out, "needs 768.0 MiB for the shards of all 512 ranks, more than this machine's 256.0 MiB of memory allowed by LOCALTENSOR_MEMORY_LIMIT");
     if (dt > 5) fail_msg("took %.1f s to refuse", dt);
 }
 
-/* A real run, small: (64, 64) f32 (16 KiB) on 2x2 from [S(0), S(1)] (16
- * KiB in all) to [R, R] (64 KiB in all) takes two all_gathers; the second
- * holds its input (32 KiB in all) and its output: 96 KiB, more than a 64
- * KiB budget, so lt_redistribute refuses before running any step. */
+/* The redistribute of the report, run for real in a child process whose
+ * address space is capped with setrlimit(RLIMIT_AS) at what it maps already
+ * plus 600 MiB: the source and the widest step need 256 + 512 MiB, so the
+ * CLI must refuse cleanly (exit 2, "needs ... left to this process
+ * (ulimit)") before allocating shards, never be killed. */
+static void test_redistribute_refused_under_rlimit(void **state) {
+    (void)state;
+    FILE *t = tmpfile();
+    assert_non_null(t);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        unsetenv("LOCALTENSOR_MEMORY_LIMIT");
+        long page = sysconf(_SC_PAGESIZE);
+        unsigned long long pages = 0;
+        FILE *f = fopen("/proc/self/statm", "r");
+        if (!f || fscanf(f, "%llu", &pages) != 1) _exit(90);
+        fclose(f);
+        struct rlimit rl;
+        rl.rlim_cur = rl.rlim_max = (rlim_t)(pages * (unsigned long long)page + (600ull << 20));
+        if (setrlimit(RLIMIT_AS, &rl)) _exit(91);
+        dup2(fileno(t), 1);
+        dup2(fileno(t), 2);
+        char *argv[] = {(char *)"redistribute", (char *)"--mesh", (char *)"8x8x8", (char *)"--shape",
+                        (char *)"16384,4096", (char *)"--from", (char *)"S(0),S(1),R", (char *)"--to",
+                        (char *)"R,S(0),S(1)", NULL};
+        int rc = lt_cli_redistribute(9, argv);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(rc);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    char *out = lt_test_slurp_fp(t);
+    fclose(t);
+    if (!WIFEXITED(status)) fail_msg("the child was killed by signal %d:\n%s", WTERMSIG(status), out);
+    if (WEXITSTATUS(status) != 2) fail_msg("exit %d, wanted 2:\n%s", WEXITSTATUS(status), out);
+    expect_text(out, "this redistribute (its source, then step ");
+    expect_text(out, "needs 768.0 MiB for the shards of all 512 ranks, more than this machine's ");
+    expect_text(out, "of memory left to this process (ulimit)");
+    free(out);
+}
+
+/* A real run, small: (64, 64) f32 (16 KiB) on 2x2 from [S(0), S(1)] to
+ * [R, R] takes two all_gathers; every state holds the 16 KiB once (replicas
+ * share a buffer). The second step holds its input, what it received and
+ * its output: 48 KiB, more than a 32 KiB budget, so lt_redistribute refuses
+ * before running any step. */
 static void test_redistribute_refused_before_running(void **state) {
     (void)state;
     lt_mesh m;
@@ -268,12 +297,12 @@ static void test_redistribute_refused_before_running(void **state) {
     lt_redistribute_opts o;
     memset(&o, 0, sizeof o);
     o.comm = c;
-    setenv("LOCALTENSOR_MEMORY_LIMIT", "64K", 1);
+    setenv("LOCALTENSOR_MEMORY_LIMIT", "32K", 1);
     lt_status st = lt_redistribute(d, dst, 2, &o, &out, NULL);
     unsetenv("LOCALTENSOR_MEMORY_LIMIT");
     LT_EXPECT_STATUS(st, LT_NOMEM);
     assert_null(out);
-    expect_text(lt_errmsg(), "this redistribute (step 2) needs 96.0 KiB for the shards of all 4 ranks, more than this machine's 64.0 KiB");
+    expect_text(lt_errmsg(), "this redistribute (step 2) needs 48.0 KiB for the shards of all 4 ranks, more than this machine's 32.0 KiB");
     assert_int_equal(lt_trace_count(lt_comm_trace(c)), 0); /* no collective ran */
     LT_CHECK(lt_redistribute(d, dst, 2, &o, &out, NULL));   /* without the budget it runs */
     lt_dtensor_free(out);
@@ -281,18 +310,18 @@ static void test_redistribute_refused_before_running(void **state) {
     lt_dtensor_free(d);
 }
 
-/* `show --mesh 65536 --shape 65536 --placements R` holds 16 GiB of shards;
- * the same layout scaled to 256 ranks holds 256 x 256 KiB = 64 MiB and is
- * refused under a 16 MiB budget with the same message. */
+/* `show --mesh 65536 --shape 65536 --placements R` held 16 GiB of shards
+ * when every replica had its own; they share one buffer of 256 KiB now,
+ * refused under a 128 KiB budget with the same message. */
 static void test_show_refused(void **state) {
     (void)state;
     static char out[8192];
-    setenv("LOCALTENSOR_MEMORY_LIMIT", "16M", 1);
+    setenv("LOCALTENSOR_MEMORY_LIMIT", "128K", 1);
     const char *a[] = {"show", "--mesh", "256", "--shape", "65536", "--placements", "R"};
     int rc = cli(lt_cli_show, a, 7, out, sizeof out);
     unsetenv("LOCALTENSOR_MEMORY_LIMIT");
     assert_int_equal(rc, 2);
-    expect_text(out, "needs 64.0 MiB for the shards of all 256 ranks, more than this machine's 16.0 MiB of memory allowed by LOCALTENSOR_MEMORY_LIMIT");
+    expect_text(out, "needs 256.0 KiB for the shards of all 256 ranks, more than this machine's 128.0 KiB of memory allowed by LOCALTENSOR_MEMORY_LIMIT");
 }
 
 /* --json builds a cJSON node per value (LT_JSON_BYTES_PER_VALUE = 192 bytes
@@ -315,10 +344,11 @@ static void test_json_document_refused(void **state) {
     expect_text(out2, "--json: the --json document needs 192.0 MiB");
 }
 
-/* The `collective` step of a scenario: an all_gather of a 16M-element tensor
- * on 4096 ranks (256 GiB of results) ate all memory. Scaled: 65536 f32 on
- * 64 ranks, S(0) (256 KiB), all_gathered: 64 x 256 KiB = 16 MiB of results,
- * refused under an 8 MiB budget at the step's file:line:col. */
+/* The `collective` step of a scenario: an all_gather of a big tensor on
+ * many ranks ate all memory. Scaled: 65536 f32 on 64 ranks, replicated (one
+ * shared buffer of 256 KiB), all_gathered: the group's one result is 64 x
+ * 256 KiB = 16 MiB, refused under an 8 MiB budget at the step's
+ * file:line:col. */
 static void test_collective_step_refused(void **state) {
     (void)state;
     char path[64];
@@ -329,7 +359,7 @@ static void test_collective_step_refused(void **state) {
                        "mesh: 64\n"
                        "tensors: {x: {shape: [65536]}}\n"
                        "steps:\n"
-                       "  - distribute: {tensor: x, placements: [\"S(0)\"], as: xd}\n"
+                       "  - distribute: {tensor: x, placements: [R], as: xd}\n"
                        "  - collective: {kind: all_gather, mesh_dim: 0, tensor: xd, dim: 0, as: g}\n";
     fputs(text, f);
     fclose(f);
@@ -363,10 +393,10 @@ static void test_distribute_refused(void **state) {
     LT_CHECK(lt_placements_parse("R", r, 1, &np));
     lt_init init = {LT_INIT_ZEROS, 0};
     lt_dtensor *d = NULL;
-    setenv("LOCALTENSOR_MEMORY_LIMIT", "15M", 1);   /* 64 x 256 KiB = 16 MiB */
+    setenv("LOCALTENSOR_MEMORY_LIMIT", "255K", 1);   /* 64 replicas share one 256 KiB buffer */
     LT_EXPECT_STATUS(lt_dtensor_init(&m, LT_F32, 1, &n, r, 1, &init, &d), LT_NOMEM);
-    expect_text(lt_errmsg(), "this layout needs 16.0 MiB for the shards of all 64 ranks, more than this machine's 15.0 MiB");
-    setenv("LOCALTENSOR_MEMORY_LIMIT", "16M", 1);
+    expect_text(lt_errmsg(), "this layout needs 256.0 KiB for the shards of all 64 ranks, more than this machine's 255.0 KiB");
+    setenv("LOCALTENSOR_MEMORY_LIMIT", "256K", 1);
     LT_CHECK(lt_dtensor_init(&m, LT_F32, 1, &n, r, 1, &init, &d));
     lt_dtensor_free(d);
     d = NULL;
@@ -416,6 +446,7 @@ int main(void) {
         cmocka_unit_test(test_empty_huge_cli),
         cmocka_unit_test(test_redistribute_estimate),
         cmocka_unit_test(test_redistribute_cli_refuses_fast),
+        cmocka_unit_test(test_redistribute_refused_under_rlimit),
         cmocka_unit_test(test_redistribute_refused_before_running),
         cmocka_unit_test(test_show_refused),
         cmocka_unit_test(test_json_document_refused),

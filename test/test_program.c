@@ -574,8 +574,9 @@ static void test_many_ranks(void **state) {
 
 /* ---- a collective that fails after the ranks agreed ------------------------------------------------------- */
 
-/* every rank of a tp group gathers 64 f32: 4 results of 1 KiB each, over a
- * budget of 1 KiB: every member's call fails with the collective's message */
+/* every rank of a tp group gathers 64 f32: one shared result of 1 KiB, over
+ * a budget of 512 bytes: every member's call fails with the collective's
+ * message */
 static lt_status over_budget(lt_proc *p, void *ud) {
     rec *u = ud;
     int r = lt_proc_rank(p);
@@ -592,7 +593,7 @@ static void test_collective_fails(void **state) {
     (void)state;
     rec u = {0};
     lt_mesh m = mesh_of("dp=2,tp=4");
-    setenv("LOCALTENSOR_MEMORY_LIMIT", "1K", 1);
+    setenv("LOCALTENSOR_MEMORY_LIMIT", "512", 1);
     lt_status st = lt_program_run(&m, over_budget, &u, NULL, NULL);
     unsetenv("LOCALTENSOR_MEMORY_LIMIT");
     LT_CHECK(st);   /* the ranks saw the failure and returned */
@@ -603,7 +604,7 @@ static void test_collective_fails(void **state) {
         snprintf(s, sizeof s, "test/test_program.c:%d: rank %d: all_gather on mesh dim 1, group %d failed (in what "
                  "follows, ranks are positions 0..3 in the group; this rank is %d)", u.line_a, r, r / 4, r % 4);
         expect_in(u.msg[r], s);
-        expect_in(u.msg[r], "needs 4.0 KiB for the shards of all 4 ranks");
+        expect_in(u.msg[r], "needs 1.0 KiB for the shards of all 4 ranks");
     }
 }
 

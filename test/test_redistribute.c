@@ -469,6 +469,10 @@ static void test_verify_reshard_direct(void **state) {
     lt_verify_report rep;
     LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
     assert_true(rep.ok);
+    /* ranks 1 and 3 (mesh coords (0,1), (1,1)) are replicas: one buffer */
+    assert_ptr_equal(out->local->shards[1]->storage, out->local->shards[3]->storage);
+    LT_CHECK(lt_tensor_make_writable(out->local->shards[3]));   /* copy-on-write before the write */
+    assert_ptr_not_equal(out->local->shards[1]->storage, out->local->shards[3]->storage);
     lt_set_flat(out->local->shards[3], 4, -1);   /* rank 3 holds columns [2] of every row */
     LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
     assert_int_equal(rep.rank, 3);
@@ -476,6 +480,13 @@ static void test_verify_reshard_direct(void **state) {
     assert_int_equal(rep.global_index[0], 4);
     assert_int_equal(rep.global_index[1], 2);
     assert_true(fabs(rep.expected - 14) < 1e-6 && rep.actual == -1);
+    /* a wrong SHARED buffer: every rank holding it is wrong; the first is named */
+    lt_set_flat(out->local->shards[1], 0, -2);   /* row 0, column 2 */
+    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+    assert_int_equal(rep.rank, 1);
+    assert_int_equal(rep.global_index[0], 0);
+    assert_int_equal(rep.global_index[1], 2);
+    assert_true(rep.actual == -2);
     lt_dtensor_free(out);
     lt_dtensor_free(src);
 }

@@ -893,6 +893,68 @@ static void test_mutations(void **state) {
     remove(path);
 }
 
+/* numerics sample:K (localtensor/numerics.h) on the sweep library: every case
+ * that runs in full mode runs in sample mode too, and passes the same checks
+ * (expect_local and expect_full on the sampled ranks, expect_plan and
+ * expect_comm for every rank): sample:2 computes values for the first and
+ * last rank only, sample:64 for every rank of these meshes. The reference is
+ * the full-mode run of the same files. A JSON report names the mode and the
+ * ranks; `run --numerics` rejects a bad mode with exit 2. */
+static void test_numerics_modes(void **state) {
+    (void)state;
+    const char *files[] = {"scenarios/sweeps/pairs_2d.yaml", "scenarios/sweeps/uneven_rules.yaml",
+                           "scenarios/sweeps/dtypes.yaml"};
+    char *out, *err, full_last[256], last[256];
+    assert_int_equal(run_cli(files, 3, &out, &err), 0);
+    last_line(out, full_last, sizeof full_last);
+    free(out);
+    free(err);
+    const char *modes[] = {"--numerics=sample:2", "--numerics=sample:64"};
+    for (int m = 0; m < 2; m++) {
+        const char *args[] = {modes[m], files[0], files[1], files[2]};
+        int rc = run_cli(args, 4, &out, &err);
+        if (rc != 0) fail_msg("%s: exit %d\n%s%s", modes[m], rc, out, err);
+        last_line(out, last, sizeof last);
+        assert_string_equal(last, full_last);   /* "N passed, 0 failed, 0 errors" */
+        free(out);
+        free(err);
+    }
+    /* collectives called directly: the file's own sample:2, full, and sample:64 agree */
+    const char *coll_modes[] = {"--numerics=sample:2", "--numerics=full", "--numerics=sample:64"};
+    for (int m = 0; m < 3; m++) {
+        const char *args[] = {coll_modes[m], "scenarios/numerics/collectives.yaml"};
+        int rc = run_cli(args, 2, &out, &err);
+        last_line(out, last, sizeof last);
+        if (rc != 0 || strcmp(last, "5 passed, 0 failed, 0 errors")) fail_msg("%s: exit %d\n%s%s", coll_modes[m], rc, out, err);
+        free(out);
+        free(err);
+    }
+    char json[600];
+    tmp_path(json, sizeof json, "numerics.json");
+    const char *ja[] = {"--json", json, "-k", "sample_chain", "scenarios/numerics/sampled.yaml"};
+    assert_int_equal(run_cli(ja, 5, &out, &err), 0);
+    free(out);
+    free(err);
+    FILE *f = fopen(json, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);   /* lt_test_slurp_fp reads up to the current position */
+    char *text = lt_test_slurp_fp(f);
+    fclose(f);
+    remove(json);
+    size_t w = 0;   /* compare without whitespace: the report may be written compact or indented */
+    for (size_t i = 0; text[i]; i++)
+        if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n') text[w++] = text[i];
+    text[w] = '\0';
+    if (!strstr(text, "\"numerics\":\"sample:3\"") || !strstr(text, "\"sampled_ranks\":[0,2,3]"))
+        fail_msg("JSON report lacks the numerics mode or the sampled ranks:\n%.2000s", text);
+    free(text);
+    const char *bad[] = {"--numerics", "sample:x", "scenarios/numerics/sampled.yaml"};
+    assert_int_equal(run_cli(bad, 3, &out, &err), 2);
+    assert_non_null(strstr(err, "--numerics: numerics 'sample:x'"));
+    free(out);
+    free(err);
+}
+
 int main(int argc, char **argv) {
     (void)argc;
     /* temporary files go next to the test binary (the build directory) */
@@ -909,7 +971,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_singular),        cmocka_unit_test(test_expect_full_holders),
         cmocka_unit_test(test_failed_verification_keeps_going),
         cmocka_unit_test(test_plan_step_names), cmocka_unit_test(test_expect_plan_all_keys),
-        cmocka_unit_test(test_json_redistributes),
+        cmocka_unit_test(test_json_redistributes), cmocka_unit_test(test_numerics_modes),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     rmdir(g_tmpdir);

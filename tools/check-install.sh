@@ -53,6 +53,8 @@ if nm "$build/liblocaltensor.a" 2>/dev/null | grep -q '__asan_report'; then
   san=(-fsanitize=address,undefined -fno-omit-frame-pointer)
   goals=(asan install)
 fi
+# a CUDA build (make CUDA=1) installs with its CUDA libraries in the .pc files
+ar t "$build/liblocaltensor.a" 2>/dev/null | grep -qx 'backend_cuda.o' && goals=(CUDA=1 "${goals[@]}")
 
 # ---- install ----------------------------------------------------------------
 # (a plain sub-make: the parent's jobserver is not ours to use)

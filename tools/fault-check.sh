@@ -52,7 +52,8 @@ bash tools/fault-run.sh -a 100000 "$build/localtensor" scenarios/tutorials/04_r_
 for args in "show --mesh 2x2 --shape 4,6 --placements S(0),SS(1,2)" \
             "show --mesh 2x2 --shape 4,6 --placements S(0),SS(1,2) --json" \
             "redistribute --mesh 2x2 --shape 4,6 --from S(0),S(1) --to R,S(0) --explain" \
-            "redistribute --mesh 2x2 --shape 4,6 --from S(0),S(1) --to R,S(0) --json"; do
+            "redistribute --mesh 2x2 --shape 4,6 --from S(0),S(1) --to R,S(0) --json" \
+            "redistribute --mesh 2x2 --shape 4,6 --from P(sum),S(1) --to R,S(0) --numerics sample:2 --json"; do
   bash tools/fault-run.sh -a 100000 -c "$args" "$build/localtensor" || status=1
 done
 

@@ -5,12 +5,16 @@
 # and the fuzz harnesses over their seeds and regression inputs, then the
 # citation check (tools/check-citations.sh) and (unless --valgrind) the
 # install check (tools/check-install.sh), and prints one closing line
-# "N passed, N failed".
+# "N passed, N failed, N skipped". The scenario library runs on the CPU
+# backend, on cuda-emu (the CUDA kernels on the host) and, where the build
+# has CUDA and a device is present, on the device; a test binary's line
+# "skipped: REASON" (a test that needs a device) counts as skipped, never
+# as passed.
 set -u
 build=$1; shift
 vg=0
 if [ "${1:-}" = "--valgrind" ]; then vg=1; shift; fi
-pass=0; fail=0; failed=()
+pass=0; fail=0; skip=0; failed=()
 for t in "$@"; do
   name=$(basename "$t")
   if [ $vg -eq 1 ]; then
@@ -18,6 +22,11 @@ for t in "$@"; do
           "$t" 2>&1); rc=$?
   else
     out=$("$t" 2>&1); rc=$?
+  fi
+  nskip=$(echo "$out" | grep -c '^skipped: ')
+  if [ "$nskip" -gt 0 ]; then
+    skip=$((skip+nskip))
+    echo "$out" | grep '^skipped: ' | sort -u | sed "s/^skipped: /skip  $name: /"
   fi
   if [ $rc -eq 0 ]; then
     pass=$((pass+1)); echo "ok    $name"
@@ -31,6 +40,28 @@ if [ $vg -eq 0 ] && [ -x "$build/localtensor" ] && [ -d scenarios ] && ls scenar
   else
     fail=$((fail+1)); failed+=("scenarios"); echo "FAIL  scenarios"; tail -40 "$build/scenarios.log"
   fi
+  # the same library through the CUDA kernel code (kernels/cuda/kern.h):
+  # on the host (cuda-emu) always, without the sweeps/ files (they repeat
+  # the other files' cases at scale, most of the library's time), and all
+  # of it on the device when there is one; LT_TEST_BACKENDS (default
+  # "cuda-emu cuda") narrows the list
+  emu_paths=$(ls -d scenarios/*/ | grep -vx 'scenarios/sweeps/')
+  for be in cuda-emu cuda; do
+    if [[ " ${LT_TEST_BACKENDS-cuda-emu cuda} " != *" $be "* ]]; then
+      skip=$((skip+1)); echo "skip  scenarios on $be: not in LT_TEST_BACKENDS"; continue
+    fi
+    if ! why=$("$build/localtensor" --backend $be --version 2>&1 >/dev/null); then
+      skip=$((skip+1)); echo "skip  scenarios on $be: ${why#localtensor: --backend $be: }"; continue
+    fi
+    paths=scenarios/
+    [ $be = cuda-emu ] && paths=$emu_paths
+    # shellcheck disable=SC2086
+    if "$build/localtensor" --backend $be run $paths > "$build/scenarios-$be.log" 2>&1; then
+      pass=$((pass+1)); echo "ok    scenarios on $be ($(tail -1 "$build/scenarios-$be.log"))"
+    else
+      fail=$((fail+1)); failed+=("scenarios-$be"); echo "FAIL  scenarios on $be"; tail -40 "$build/scenarios-$be.log"
+    fi
+  done
 fi
 # the MPI engine under mpirun (tools/run-mpi-tests.sh; --quick in the
 # sanitizer builds, which run about three times slower) when this build has
@@ -85,5 +116,5 @@ if [ $vg -eq 0 ]; then
 fi
 echo
 [ $fail -gt 0 ] && echo "failed: ${failed[*]}"
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]

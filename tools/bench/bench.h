@@ -53,5 +53,9 @@ void lt_bench_redistribute(lt_bench *b);   /* tools/bench/bench_redistribute.c *
 void lt_bench_ops(lt_bench *b);            /* tools/bench/bench_ops.c */
 void lt_bench_program(lt_bench *b);        /* tools/bench/bench_program.c */
 void lt_bench_scenario(lt_bench *b);       /* tools/bench/bench_scenario.c */
+void lt_bench_numerics(lt_bench *b);       /* tools/bench/bench_numerics.c */
+void lt_bench_backend(lt_bench *b);        /* tools/bench/bench_backend.c */
+void lt_bench_scale(lt_bench *b);          /* tools/bench/bench_scale.c */
+void lt_bench_sweep(lt_bench *b);          /* tools/bench/bench_scenario.c */
 
 #endif

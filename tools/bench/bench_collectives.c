@@ -12,6 +12,13 @@
  *
  * Also: per-call overhead of all_reduce and all_gather on 8 ranks of
  * 1-element shards, tracing on and off (no baseline).
+ *
+ * Threads (kernels/pool.h): the rows above run on lt_threads() threads (the
+ * default: one per core). The "N threads vs 1" rows time the 64 MiB even
+ * collectives with lt_set_threads(1) and lt_set_threads(N), reps
+ * interleaved: the "1 thread" row's baseline is memcpy as above, the
+ * "N threads vs 1" row's baseline is the 1-thread GB/s, so its ratio is the
+ * speed-up (2 threads: target >= 1.6).
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +26,7 @@
 #include <string.h>
 
 #include "collectives_sim/collectives.h"
+#include "kernels/pool.h"
 #include "tools/bench/bench.h"
 #include "collectives_sim/trace.h"
 
@@ -176,6 +184,37 @@ static void overhead(lt_bench *b, int kind, int trace_on) {
     teardown(&s);
 }
 
+/* 1 thread against `nthreads` on one 64 MiB collective (see the opening
+ * comment). */
+static void threads_rows(lt_bench *b, int kind, const char *mesh, int md, int nthreads) {
+    char n1[120], nn[120];
+    snprintf(n1, sizeof n1, "%s %s/%d 64M even, 1 thread", kind_names[kind], mesh, md);
+    snprintf(nn, sizeof nn, "%s %s/%d 64M even, %d threads vs 1", kind_names[kind], mesh, md, nthreads);
+    if (!lt_bench_want(n1) && !lt_bench_want(nn)) return;
+    int before = lt_threads();
+    setup s;
+    size_t w = build(&s, kind, mesh, md, 64u << 20, 0);
+    enum { REPS = 7 };
+    double t1[REPS], tn[REPS], tm[REPS];
+    for (int i = 0; i < REPS; i++) {
+        lt_set_threads(1);
+        double t = lt_bench_now();
+        check(call(&s), n1);
+        t1[i] = lt_bench_now() - t;
+        lt_set_threads(nthreads);
+        t = lt_bench_now();
+        check(call(&s), nn);
+        tn[i] = lt_bench_now() - t;
+        tm[i] = lt_bench_memcpy_once(b, w);
+        lt_trace_clear(lt_comm_trace(s.c));
+    }
+    lt_set_threads(before);
+    double c1 = lt_bench_median(t1, REPS), cn = lt_bench_median(tn, REPS), m = lt_bench_median(tm, REPS);
+    lt_bench_add(b, n1, w, c1, (double)w / m / 1e9);
+    lt_bench_add(b, nn, w, cn, (double)w / c1 / 1e9);
+    teardown(&s);
+}
+
 void lt_bench_collectives(lt_bench *b) {
     static const struct { const char *mesh; int md; } meshes[] = {{"8", 0}, {"2x4", 0}, {"2x4", 1}};
     static const struct { const char *label; size_t bytes; } sizes[] = {
@@ -198,6 +237,11 @@ void lt_bench_collectives(lt_bench *b) {
                 }
             }
         }
+    }
+    static const int tkinds[] = {AG, RS, AR, A2A, BC};
+    for (size_t i = 0; i < sizeof tkinds / sizeof *tkinds; i++) {
+        threads_rows(b, tkinds[i], "8", 0, 2);
+        threads_rows(b, tkinds[i], "2x4", 1, 2);
     }
     overhead(b, AR, 1);
     overhead(b, AR, 0);

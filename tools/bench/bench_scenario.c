@@ -11,6 +11,13 @@
  * scalar, all_reduce into a fresh output) through lt_program_run: ratio =
  * C seconds / scenario seconds (1 would mean the scenario engine costs
  * nothing on top). Bytes: what the steps write, 16 f32 per rank per step.
+ *
+ * The sweep rows run scenarios/sweeps/pairs_3d_strided.yaml (40,960
+ * verified redistributes on 2x2x2; load included, report to /dev/null)
+ * once with lt_set_threads(1) and once with the default thread count:
+ * absolute seconds (target: <= 2 s), no baseline; the second row's name
+ * says how many threads it had. Peak memory is measured outside the bench
+ * (/usr/bin/time -v of `localtensor run` on the same file).
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,6 +25,7 @@
 #include <string.h>
 
 #include "collectives_sim/program.h"
+#include "kernels/pool.h"
 #include "kernels/math.h"
 #include "tools/bench/bench.h"
 #include "tools/scenario/scenario_impl.h"
@@ -92,4 +100,40 @@ void lt_bench_scenario(lt_bench *b) {
     lt_bench_add(b, name, bytes, s, (double)bytes / cs / 1e9);
     lt_sc_file_free(f);
     free(text);
+}
+
+/* Seconds of one `localtensor run` of path in process (exits on failure). */
+static double run_sweep_once(const char *path) {
+    FILE *devnull = fopen("/dev/null", "w");
+    if (!devnull) {
+        fprintf(stderr, "bench: cannot open /dev/null\n");
+        exit(2);
+    }
+    lt_sc_options o;
+    memset(&o, 0, sizeof o);
+    o.out = devnull;
+    o.err = stderr;
+    double t0 = lt_bench_now();
+    int rc = lt_sc_run_paths(&path, 1, &o);
+    double t = lt_bench_now() - t0;
+    fclose(devnull);
+    if (rc != 0) {
+        fprintf(stderr, "bench: %s: exit %d\n", path, rc);
+        exit(2);
+    }
+    return t;
+}
+
+void lt_bench_sweep(lt_bench *b) {
+    static const char *path = "scenarios/sweeps/pairs_3d_strided.yaml";
+    int before = lt_threads();
+    char n1[120], nn[120];
+    snprintf(n1, sizeof n1, "sweep 2x2x2 40960 verified cases, 1 thread (s)");
+    snprintf(nn, sizeof nn, "sweep 2x2x2 40960 verified cases, %d threads (s)", before);
+    if (lt_bench_want(n1)) {
+        lt_set_threads(1);
+        lt_bench_add(b, n1, 0, run_sweep_once(path), NAN);
+        lt_set_threads(0);
+    }
+    if (before > 1 && lt_bench_want(nn)) lt_bench_add(b, nn, 0, run_sweep_once(path), NAN);
 }

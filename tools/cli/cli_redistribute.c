@@ -10,12 +10,13 @@
 #include "tools/render/render.h"
 #include "kernels/status_impl.h"
 #include "localtensor/plan_impl.h"
+#include "kernels/alloc.h"
 
 static void redist_usage(FILE *f) {
     fprintf(f,
             "usage: localtensor redistribute --mesh M --shape S --from P --to P [--dtype D]\n"
             "                                [--init I] [--planner greedy|min-cost] [--explain]\n"
-            "                                [--no-verify] [--json]\n"
+            "                                [--no-verify] [--json] [--numerics full|sample:K|none]\n"
             "\n"
             "Distributes a tensor with --from placements, plans the redistribute to --to,\n"
             "runs it through the simulated collectives and checks the result (and every\n"
@@ -34,6 +35,11 @@ static void redist_usage(FILE *f) {
             "  --no-verify         skip the check against the direct reshard\n"
             "  --json              machine-readable output; each plan step also lists the bytes\n"
             "                      every rank sends and receives (bytes_sent, bytes_recv)\n"
+            "  --numerics N        full (default): every rank's values; sample:K: values for K\n"
+            "                      ranks only (the first, the last and evenly spaced between;\n"
+            "                      `sample` is sample:4), computed without the other ranks'\n"
+            "                      shards; none: no values. Plan, shapes, offsets and every\n"
+            "                      rank's bytes are the same in every mode\n"
             "\n"
             "The plan table: steps are numbered from 1; `collective` names the collective and any\n"
             "local work after it, or `local ...` for a step without communication. bytes/rank is\n"
@@ -67,9 +73,112 @@ static lt_status explain(FILE *f, const lt_dtensor *src, const lt_plan *p) {
     return LT_OK;
 }
 
+/* The result in --numerics sample or none mode: the plan as in full mode,
+ * values for the sampled ranks only (localtensor/numerics.h), every rank's
+ * bytes from lt_plan_trace. Returns the exit code. */
+static int run_sampled(const lt_cli_layout *lay, const lt_placement *src, int nsrc, const lt_placement *dst, int ndst,
+                       const lt_numerics *nm, lt_planner planner, int verify, int json) {
+    const char *cmd = "redistribute";
+    const lt_mesh *mesh = &lay->mesh;
+    lt_placement norm[LT_MESH_MAX_DIMS];
+    lt_spec spec;
+    lt_status st = lt_placements_check(mesh, lay->ndim, src, nsrc, norm);
+    if (!st) st = lt_spec_make(mesh, lay->dtype, lay->ndim, lay->shape, norm, nsrc, &spec);
+    if (st) return lt__err_ctx(st, "--from"), lt_cli_fail(cmd, st);
+    int cap = lt_numerics_count(nm, mesh->world), n;
+    int *ranks = lt__malloc(sizeof(int) * (size_t)(cap > 0 ? cap : 1));
+    if (!ranks) return lt_cli_fail(cmd, lt__err(LT_NOMEM, "out of memory"));
+    n = lt_numerics_ranks(nm, mesh->world, ranks);
+    lt_verify_report rep;
+    memset(&rep, 0, sizeof rep);
+    lt_redistribute_opts opts;
+    memset(&opts, 0, sizeof opts);
+    opts.planner = planner;
+    opts.verify = verify && n > 0;
+    opts.report = &rep;
+    lt_dtensor *out = NULL;
+    lt_plan *plan = NULL;
+    lt_trace *trace = NULL;
+    int rc = 0;
+    char nms[32], rs[512];
+    lt_numerics_str(nm, nms, sizeof nms);
+    lt_numerics_ranks_str(ranks, n, 16, rs, sizeof rs);
+    st = lt_redistribute_ranks(&spec, &lay->init, dst, ndst, ranks, n, &opts, &out, &plan);
+    if (st && st != LT_MISMATCH) {
+        rc = lt_cli_fail(cmd, st);
+        goto done;
+    }
+    if (json) {
+        lt_status js = lt_trace_new(mesh->world, &trace);
+        if (!js) js = lt_plan_trace(plan, trace);
+        if (!js && out) js = lt_json_ranks_check(out);
+        if (js) {
+            rc = lt_cli_fail(cmd, js);
+            goto done;
+        }
+        lt__json_begin();
+        cJSON *o = cJSON_CreateObject();
+        lt__json_put(o, "mesh", lt_json_mesh(mesh));
+        lt__json_put(o, "global_shape", lt_json_i64_array(lay->shape, lay->ndim));
+        cJSON_AddStringToObject(o, "dtype", lt_dtype_name(lay->dtype));
+        lt__json_put(o, "from", lt_json_placements(plan->src, mesh->ndim));
+        lt__json_put(o, "to", lt_json_placements(plan->dst, mesh->ndim));
+        cJSON_AddStringToObject(o, "planner", lt_planner_name(planner));
+        cJSON_AddBoolToObject(o, "search_truncated", plan->search_truncated);
+        cJSON_AddStringToObject(o, "numerics", nms);
+        cJSON *sr = cJSON_AddArrayToObject(o, "sampled_ranks");
+        for (int i = 0; i < n; i++) lt__json_push(sr, cJSON_CreateNumber(ranks[i]));
+        lt__json_put(o, "plan", lt_json_plan(plan, trace, 0));
+        cJSON_AddNumberToObject(o, "total_bytes", (double)plan->total_bytes);
+        if (opts.verify) cJSON_AddBoolToObject(o, "verified", st == LT_OK);
+        else cJSON_AddNullToObject(o, "verified");
+        if (st == LT_MISMATCH) cJSON_AddStringToObject(o, "error", rep.message[0] ? rep.message : lt_errmsg());
+        if (out) lt__json_put(o, "ranks", lt_json_ranks(out));
+        js = lt_json_print(stdout, o);
+        cJSON_Delete(o);
+        if (js) {
+            rc = lt_cli_fail(cmd, js);
+            goto done;
+        }
+    } else {
+        char a[512], b[512], ms[128], ss[128];
+        lt_placements_format(plan->src, mesh->ndim, a, sizeof a);
+        lt_placements_format(plan->dst, mesh->ndim, b, sizeof b);
+        printf("redistribute %s -> %s on mesh %s (%d rank%s), global shape %s, %s, planner %s\n", a, b,
+               lt_mesh_str(mesh, ms, sizeof ms), mesh->world, mesh->world == 1 ? "" : "s",
+               lt_shape_str(lay->ndim, lay->shape, ss, sizeof ss), lt_dtype_name(lay->dtype), lt_planner_name(planner));
+        if (n) printf("numerics %s: values for rank%s %s; the other ranks: layout only\n", nms, n == 1 ? "" : "s", rs);
+        else printf("numerics none: no values, layout and bytes only\n");
+        printf("\nplan:\n");
+        lt_status ps = lt_plan_print(plan, stdout);
+        if (!ps && out) {
+            printf("\nresult:\n");
+            ps = lt_render_ranks(stdout, out, 64);
+            printf("\n");
+            if (!ps) ps = lt_render_picture(stdout, out);
+        }
+        if (ps) {
+            rc = lt_cli_fail(cmd, ps);
+            goto done;
+        }
+        if (opts.verify)
+            printf("\nverified: %s\n", st == LT_OK ? "yes (the sampled ranks match the direct definition)" : "NO");
+    }
+    if (st == LT_MISMATCH) {
+        fprintf(stderr, "localtensor redistribute: verification failed: %s\n", rep.message[0] ? rep.message : lt_errmsg());
+        rc = 1;
+    }
+done:
+    lt_trace_free(trace);
+    lt_plan_free(plan);
+    lt_dtensor_free(out);
+    lt__free(ranks);
+    return rc;
+}
+
 int lt_cli_redistribute(int argc, char **argv) {
     const char *mesh_s = NULL, *shape_s = NULL, *from_s = NULL, *to_s = NULL, *dtype_s = "f32",
-               *init_s = "arange", *planner_s = "min-cost";
+               *init_s = "arange", *planner_s = "min-cost", *numerics_s = "full";
     int json = 0, do_explain = 0, verify = 1;
     const lt_cli_option args[] = {
         {"--mesh", &mesh_s, NULL, 0},       {"--shape", &shape_s, NULL, 0},
@@ -77,6 +186,7 @@ int lt_cli_redistribute(int argc, char **argv) {
         {"--dtype", &dtype_s, NULL, 0},     {"--init", &init_s, NULL, 0},
         {"--planner", &planner_s, NULL, 0}, {"--json", NULL, &json, 1},
         {"--explain", NULL, &do_explain, 1}, {"--no-verify", NULL, &verify, 0},
+        {"--numerics", &numerics_s, NULL, 0},
         {NULL, NULL, NULL, 0},
     };
     int prc = lt_cli_parse_args("redistribute", argc, argv, args, redist_usage);
@@ -96,9 +206,17 @@ int lt_cli_redistribute(int argc, char **argv) {
     if ((st = lt_placements_parse(from_s, src, LT_MESH_MAX_DIMS, &nsrc))) return lt__err_ctx(st, "--from"), lt_cli_fail(cmd, st);
     if ((st = lt_placements_parse(to_s, dst, LT_MESH_MAX_DIMS, &ndst))) return lt__err_ctx(st, "--to"), lt_cli_fail(cmd, st);
     if ((st = lt_planner_parse(planner_s, &planner))) return lt__err_ctx(st, "--planner"), lt_cli_fail(cmd, st);
+    lt_numerics nm;
+    if ((st = lt_numerics_parse(numerics_s, &nm))) return lt__err_ctx(st, "--numerics"), lt_cli_fail(cmd, st);
+    if (nm.kind != LT_NUMERICS_FULL && do_explain) {
+        char nms[32];
+        return lt_cli_fail(cmd, lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: --explain in --numerics %s mode (it shows every rank's intermediate values)",
+                                             lt_numerics_str(&nm, nms, sizeof nms)));
+    }
     /* both lists are checked before planning: the planner takes one count for both */
     if ((st = lt_placements_check(&lay.mesh, lay.ndim, src, nsrc, chk))) return lt__err_ctx(st, "--from %s", from_s), lt_cli_fail(cmd, st);
     if ((st = lt_placements_check(&lay.mesh, lay.ndim, dst, ndst, chk))) return lt__err_ctx(st, "--to %s", to_s), lt_cli_fail(cmd, st);
+    if (nm.kind != LT_NUMERICS_FULL) return run_sampled(&lay, src, nsrc, dst, ndst, &nm, planner, verify, json);
     const lt_mesh mesh = lay.mesh;
     const int ndim = lay.ndim;
     const int64_t *shape = lay.shape;
@@ -152,6 +270,7 @@ int lt_cli_redistribute(int argc, char **argv) {
         lt__json_put(o, "from", lt_json_placements(in->placements, mesh.ndim));
         lt__json_put(o, "to", lt_json_placements(plan->dst, mesh.ndim));
         cJSON_AddStringToObject(o, "planner", lt_planner_name(planner));
+        cJSON_AddBoolToObject(o, "search_truncated", plan->search_truncated);
         lt__json_put(o, "plan", lt_json_plan(plan, comm ? lt_comm_trace(comm) : NULL, 0));
         cJSON_AddNumberToObject(o, "total_bytes", (double)plan->total_bytes);
         if (verify) cJSON_AddBoolToObject(o, "verified", st == LT_OK);

@@ -15,12 +15,14 @@
 
 #include "kernels/alloc.h"
 #include "tools/cli/cli.h"
+#include "localtensor/numerics.h"
 #include "tools/scenario/scenario.h"
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: localtensor run PATH... [-k FILTER] [-v] [--json FILE] [--junit FILE] [--fail-fast] [--trace]\n"
-            "                       [--world N] [--engine inproc|mpi] [--cross-check]\n"
+            "                       [--numerics full|sample:K|none] [--world N]\n"
+            "                       [--engine inproc|mpi] [--cross-check]\n"
             "\n"
             "Runs YAML scenario files (directories are searched for *.yaml / *.yml).\n"
             "  -k FILTER      run only cases whose name or file path contains FILTER (repeatable)\n"
@@ -30,6 +32,8 @@ static void usage(FILE *f) {
             "  --fail-fast    stop at the first failing case\n"
             "  --trace        print each case's op log (placements, implicit redistributes with\n"
             "                 their plans) and comm table (bytes per rank); in --json too\n"
+            "  --numerics N   run every case in numerics mode N (overrides the files' numerics:):\n"
+            "                 full, sample:K (values for K ranks only) or none (no values)\n"
             "  --engine NAME  inproc (default), or mpi under mpirun: each process owns a contiguous\n"
             "                 block of every case's ranks and their collectives run on MPI; process 0\n"
             "                 writes the reports (README: running on several processes or machines)\n"
@@ -134,6 +138,18 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
             }
         } else if (!strcmp(a, "--fail-fast") || !strcmp(a, "-x")) {
             o.fail_fast = 1;
+        } else if (!strcmp(a, "--numerics") || !strncmp(a, "--numerics=", 11)) {
+            const char *v = a[10] == '=' ? a + 11 : i + 1 < argc ? argv[++i] : NULL;
+            lt_numerics nm;
+            if (!v) {
+                fprintf(err, "localtensor run: --numerics needs a value\n");
+                code = 2;
+            } else if (lt_numerics_parse(v, &nm)) {
+                fprintf(err, "localtensor run: --numerics: %s\n", lt_errmsg());
+                code = 2;
+            } else {
+                o.numerics = v;
+            }
         } else if (!strcmp(a, "-k") || !strcmp(a, "--json") || !strcmp(a, "--junit")) {
             if (i + 1 >= argc) {
                 fprintf(err, "localtensor run: %s needs a value\n", a);

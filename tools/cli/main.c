@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "kernels/alloc.h"
+#include "kernels/backend.h"
+#include "kernels/memlimit_impl.h"
 #include "tools/cli/cli.h"
 
 static void usage(FILE *f) {
@@ -18,9 +20,67 @@ static void usage(FILE *f) {
 #undef LT__XX
     fprintf(f,
             "\n"
+            "global options (anywhere on the line):\n"
+            "  --backend NAME     cpu, cuda or cuda-emu: where shards live and kernels run\n"
+            "                     (default: the LT_BACKEND environment variable, else cpu)\n"
+            "  --max-memory SIZE  refuse work whose shards need more than SIZE bytes (512M, 8G;\n"
+            "                     the same as LOCALTENSOR_MEMORY_LIMIT)\n"
+            "\n"
             "Run `localtensor <command> --help` for a command's options;\n"
             "`localtensor --version` prints the version.\n"
             "Exit codes: 0 all passed, 1 a check failed, 2 bad input or usage.\n");
+}
+
+/* A global option's value: `--name VALUE` or `--name=VALUE` at argv[*i]
+ * (advancing *i past a separate value). NULL when argv[*i] is not the
+ * option; *missing set when the value is missing. */
+static const char *option_value(int argc, char **argv, int *i, const char *name, int *missing) {
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n)) return NULL;
+    if (argv[*i][n] == '=') return argv[*i] + n + 1;
+    if (argv[*i][n]) return NULL;
+    if (*i + 1 >= argc) {
+        *missing = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+/* Takes the global options out of argv (anywhere on the line): `--backend
+ * NAME` selects that backend (else the one LT_BACKEND names), `--max-memory
+ * SIZE` sets the memory budget (kernels/memlimit_impl.h). Returns 0, or 2
+ * after printing why (a missing or bad value, no CUDA in the build or no
+ * device). */
+static int global_options(int *argc, char **argv) {
+    const char *name = getenv("LT_BACKEND"), *from = "LT_BACKEND", *v;
+    if (name && !name[0]) name = NULL;
+    int j = 1, missing = 0;
+    for (int i = 1; i < *argc; i++) {
+        if ((v = option_value(*argc, argv, &i, "--backend", &missing))) {
+            name = v;
+            from = "--backend";
+        } else if ((v = option_value(*argc, argv, &i, "--max-memory", &missing))) {
+            uint64_t lim;
+            if (setenv("LOCALTENSOR_MEMORY_LIMIT", v, 1) || lt__mem_limit(&lim, NULL)) {
+                fprintf(stderr, "localtensor: --max-memory: '%s' is not a size in bytes (e.g. 1000000, 512M, 8G)\n", v);
+                return 2;
+            }
+        } else if (missing) {
+            fprintf(stderr, "localtensor: %s needs a value (%s)\n", argv[i],
+                    !strcmp(argv[i], "--backend") ? "cpu, cuda or cuda-emu" : "a size, e.g. 512M, 8G");
+            return 2;
+        } else {
+            argv[j++] = argv[i];
+        }
+    }
+    *argc = j;
+    argv[j] = NULL;
+    if (!name) return 0;
+    if (lt_backend_select(name) != LT_OK) {
+        fprintf(stderr, "localtensor: %s %s: %s\n", from, name, lt_errmsg());
+        return 2;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -31,6 +91,7 @@ int main(int argc, char **argv) {
 #ifdef LT_HAVE_MPI
     lt_cli_mpi_hooks = lt_cli_mpi_impl();
 #endif
+    if (global_options(&argc, argv)) return 2;
     if (argc < 2) {
         usage(stderr);
         return 2;

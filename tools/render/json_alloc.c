@@ -4,6 +4,8 @@
 
 #include "kernels/alloc.h"
 
+#include <pthread.h>
+
 static _Thread_local int json_failed;   /* per thread, like lt_errmsg() */
 
 static void *json_malloc(size_t n) {
@@ -12,9 +14,17 @@ static void *json_malloc(size_t n) {
     return p;
 }
 
-void lt__json_begin(void) {
+static void init_hooks(void) {
     static cJSON_Hooks hooks = {json_malloc, lt__free};
     cJSON_InitHooks(&hooks);
+}
+
+/* The hooks are process-wide (cJSON keeps them in globals): set once, so
+ * that builders on several threads (sweep cases, kernels/pool.h) do not
+ * write them at the same time; the failure flag is this thread's. */
+void lt__json_begin(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, init_hooks);
     json_failed = 0;
 }
 

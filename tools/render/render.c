@@ -85,7 +85,9 @@ lt_status lt_render_ranks(FILE *f, const lt_dtensor *dt, int max_values) {
         fprintf(f, "%-5d %-10s %-14s %-15s ", r, c, lt_shape_str(dt->ndim, l.local_shape, s1, sizeof s1), s2);
         lt_rank_layout_free(&l);
         const lt_tensor *t = lt_to_local(dt, r);
-        if (lt_numel(t) == 0)
+        if (!t)
+            fprintf(f, "(absent: values not held here)");
+        else if (lt_numel(t) == 0)
             fprintf(f, "[] (empty)");
         else if (t->ndim >= 2)
             render_nested(f, t, max_values, 5 + 1 + 10 + 1 + 14 + 1 + 15 + 1);
@@ -214,7 +216,7 @@ lt_status lt_render_picture(FILE *f, const lt_dtensor *dt) {
     int nempty = 0;
     for (int r = 0; r < m->world; r++) {
         const lt_tensor *t = lt_to_local(dt, r);
-        if (lt_numel(t) == 0 && global_nonempty(dt)) {
+        if (t && lt_numel(t) == 0 && global_nonempty(dt)) {
             if (!nempty) fprintf(f, "empty shards (zero-size):");
             fprintf(f, " %d", r);
             nempty++;
@@ -255,7 +257,8 @@ lt_status lt_json_ranks_check(const lt_dtensor *dt) {
     const lt_mesh *m = lt_dtensor_mesh(dt);
     uint64_t bytes = 0;
     for (int r = 0; r < m->world; r++) {
-        uint64_t n = (uint64_t)lt_numel(lt_to_local(dt, r));
+        const lt_tensor *t = lt_to_local(dt, r);
+        uint64_t n = t ? (uint64_t)lt_numel(t) : 0;   /* absent: no values */
         bytes = lt__add_sat(bytes, n > UINT64_MAX / LT_JSON_BYTES_PER_VALUE ? UINT64_MAX
                                                                             : n * LT_JSON_BYTES_PER_VALUE);
     }
@@ -285,8 +288,13 @@ cJSON *lt_json_ranks(const lt_dtensor *dt) {
         lt__json_put(o, "global_offset", lt_json_i64_array(l.global_offset, dt->ndim));
         cJSON_AddBoolToObject(o, "strided", strided);
         lt_rank_layout_free(&l);
-        cJSON *vals = cJSON_AddArrayToObject(o, "values");
         const lt_tensor *t = lt_to_local(dt, r);
+        if (!t) { /* absent (not held here): "values": null */
+            cJSON_AddNullToObject(o, "values");
+            lt__json_push(a, o);
+            continue;
+        }
+        cJSON *vals = cJSON_AddArrayToObject(o, "values");
         int64_t n = lt_numel(t);
         for (int64_t i = 0; i < n; i++) lt__json_push(vals, cJSON_CreateNumber(lt_get_flat(t, i)));
         lt__json_push(a, o);

@@ -1,7 +1,8 @@
 /* tools/scenario/report.c — what `localtensor run` prints and writes: one text line per
  * scenario or case (ok / FAIL / ERROR, time) with every failure's position,
  * rank, index, expected and actual values; a JSON document (cJSON) and a
- * JUnit XML file in the shape CI systems read.
+ * JUnit XML file in the shape CI systems read, both written while the cases
+ * run (sc_stream), so that a sweep's reports do not hold every case.
  *
  * Invariant: the counts in the text summary, the JSON "counts" object and
  * the JUnit totals are computed from the same sc_run_summary and the same
@@ -77,7 +78,10 @@ void lt__sc_report_case(FILE *f, const lt_sc_options *o, const lt_sc_file *file,
     (void)s;
     char t[32];
     status_word(f, o, c->res.status);
-    fprintf(f, "%s: %s (%s)\n", file->path, c->name, fmt_time(c->res.seconds, t, sizeof t));
+    if (c->res.numerics)
+        fprintf(f, "%s: %s [numerics %s] (%s)\n", file->path, c->name, c->res.numerics, fmt_time(c->res.seconds, t, sizeof t));
+    else
+        fprintf(f, "%s: %s (%s)\n", file->path, c->name, fmt_time(c->res.seconds, t, sizeof t));
     for (int i = 0; i < c->res.nfails; i++) print_failure(f, &c->res.fails[i]);
     if (c->res.nfails_dropped)
         fprintf(f, "      ... and %d more failure%s\n", c->res.nfails_dropped, PL(c->res.nfails_dropped));
@@ -148,6 +152,12 @@ static cJSON *case_json(const sc_case *c) {
     cJSON_AddNumberToObject(j, "time_s", c->res.seconds);
     cJSON_AddNumberToObject(j, "checks", c->res.checks);
     cJSON_AddNumberToObject(j, "checks_failed", c->res.checks_failed);
+    if (c->res.numerics) { /* sample/none: which ranks' values were computed */
+        char nm[32];
+        cJSON_AddStringToObject(j, "numerics", lt_numerics_str(&c->numerics, nm, sizeof nm));
+        cJSON *sr = cJSON_AddArrayToObject(j, "sampled_ranks");
+        for (int i = 0; sr && i < c->res.nsampled; i++) lt__json_push(sr, cJSON_CreateNumber(c->res.sampled[i]));
+    }
     if ((fl = cJSON_AddArrayToObject(j, "failures")))
         for (int i = 0; i < c->res.nfails; i++) lt__json_push(fl, failure_json(&c->res.fails[i]));
     /* every redistribute the case ran, with per-rank bytes of each plan step */
@@ -162,95 +172,6 @@ static int selected_cases(const sc_scenario *s) {
     int n = 0;
     for (int i = 0; i < s->ncases; i++) n += s->cases[i].selected;
     return n;
-}
-
-static lt_status write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f) return lt__err(LT_IO, "cannot write %s: %s", path, strerror(errno));
-    size_t n = strlen(text);
-    int bad = fwrite(text, 1, n, f) != n;
-    bad |= fclose(f) != 0;
-    if (bad) return lt__err(LT_IO, "cannot write %s", path);
-    return LT_OK;
-}
-
-lt_status lt__sc_write_json(const char *path, lt_sc_file *const *files, int nfiles, const sc_load_error *lerr,
-                            int nlerr, const sc_run_summary *sum) {
-    lt__json_begin();
-    cJSON *root = cJSON_CreateObject(), *fa, *counts;
-    if (!root) return lt__err(LT_NOMEM, "out of memory while writing %s", path);
-    cJSON_AddNumberToObject(root, "version", 1);
-    if (sum->engine) cJSON_AddStringToObject(root, "engine", sum->engine);
-    fa = cJSON_AddArrayToObject(root, "files");
-    for (int i = 0; fa && i < nlerr; i++) {
-        cJSON *f = cJSON_CreateObject();
-        cJSON_AddStringToObject(f, "path", lerr[i].path);
-        cJSON_AddStringToObject(f, "load_error", lerr[i].message ? lerr[i].message : "out of memory");
-        cJSON_AddArrayToObject(f, "scenarios");
-        lt__json_push(fa, f);
-    }
-    for (int i = 0; fa && i < nfiles; i++) {
-        const lt_sc_file *file = files[i];
-        cJSON *f = cJSON_CreateObject(), *sa;
-        cJSON_AddStringToObject(f, "path", file->path);
-        cJSON_AddNullToObject(f, "load_error");
-        sa = cJSON_AddArrayToObject(f, "scenarios");
-        for (int k = 0; sa && k < file->nscen; k++) {
-            const sc_scenario *s = &file->scen[k];
-            if (!selected_cases(s)) continue;
-            cJSON *sj = cJSON_CreateObject(), *ca;
-            lt_sc_status worst = LT_SC_PASS;
-            double t = 0;
-            int all_notrun = 1;
-            cJSON_AddStringToObject(sj, "name", s->name);
-            if (s->description) cJSON_AddStringToObject(sj, "description", s->description);
-            cJSON_AddNumberToObject(sj, "line", s->pos.line);
-            cJSON_AddBoolToObject(sj, "sweep", s->is_sweep);
-            ca = cJSON_AddArrayToObject(sj, "cases");
-            for (int c = 0; ca && c < s->ncases; c++) {
-                const sc_case *cs = &s->cases[c];
-                if (!cs->selected) continue;
-                lt__json_push(ca, case_json(cs));
-                t += cs->res.seconds;
-                if (cs->res.status != LT_SC_NOTRUN) all_notrun = 0;
-                if (cs->res.status == LT_SC_ERROR) worst = LT_SC_ERROR;
-                else if (cs->res.status == LT_SC_FAIL && worst != LT_SC_ERROR) worst = LT_SC_FAIL;
-            }
-            cJSON_AddStringToObject(sj, "status", json_status(all_notrun ? LT_SC_NOTRUN : worst));
-            cJSON_AddNumberToObject(sj, "time_s", t);
-            lt__json_push(sa, sj);
-        }
-        lt__json_push(fa, f);
-    }
-    if ((counts = cJSON_AddObjectToObject(root, "counts"))) {
-        cJSON_AddNumberToObject(counts, "files", sum->files);
-        cJSON_AddNumberToObject(counts, "scenarios", sum->scenarios);
-        cJSON_AddNumberToObject(counts, "cases", sum->cases);
-        cJSON_AddNumberToObject(counts, "passed", sum->passed);
-        cJSON_AddNumberToObject(counts, "failed", sum->failed);
-        cJSON_AddNumberToObject(counts, "errors", sum->errors);
-        cJSON_AddNumberToObject(counts, "not_run", sum->not_run);
-        cJSON_AddNumberToObject(counts, "load_errors", nlerr);
-    }
-    cJSON_AddNumberToObject(root, "time_s", sum->seconds);
-    char *text = lt__json_failed() ? NULL : cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!text || lt__json_failed()) {
-        cJSON_free(text);
-        return lt__err(LT_NOMEM, "out of memory while writing %s", path);
-    }
-    size_t n = strlen(text);
-    char *t2 = lt__realloc(text, n + 2);
-    if (!t2) {
-        lt__free(text);
-        return lt__err(LT_NOMEM, "out of memory while writing %s", path);
-    }
-    text = t2;
-    text[n] = '\n';
-    text[n + 1] = '\0';
-    lt_status st = write_text(path, text);
-    lt__free(text);
-    return st;
 }
 
 /* ---- JUnit XML ----------------------------------------------------------------------- */
@@ -297,80 +218,305 @@ static void failure_text(FILE *f, const lt_sc_failure *x) {
     if (x->plan_step) fputs("produced by: ", f), xml_escape(f, x->plan_step), fputc('\n', f);
 }
 
-lt_status lt__sc_write_junit(const char *path, lt_sc_file *const *files, int nfiles, const sc_load_error *lerr,
-                             int nlerr, const sc_run_summary *sum) {
-    FILE *f = fopen(path, "w");
-    if (!f) return lt__err(LT_IO, "cannot write %s: %s", path, strerror(errno));
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    fprintf(f, "<testsuites name=\"localtensor\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.6f\">\n",
-            sum->cases + nlerr, sum->failed, sum->errors, sum->not_run, sum->seconds);
-    for (int i = 0; i < nlerr; i++) {
-        fprintf(f, "  <testsuite name=\"");
-        xml_escape(f, lerr[i].path);
-        fprintf(f, "\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" time=\"0\">\n");
-        fprintf(f, "    <testcase classname=\"");
-        classname(f, lerr[i].path);
-        fprintf(f, "\" name=\"(load)\" time=\"0\">\n      <error type=\"load\" message=\"");
-        xml_escape(f, lerr[i].message ? lerr[i].message : "out of memory");
-        fprintf(f, "\">");
-        xml_escape(f, lerr[i].message ? lerr[i].message : "out of memory");
-        fprintf(f, "</error>\n    </testcase>\n  </testsuite>\n");
+
+/* ---- the reports written while the cases run ---------------------------------------------
+ *
+ * JSON: the document is written piece by piece (each case as one
+ * unformatted object on its own line), so only one case's JSON exists in
+ * memory at a time. JUnit: a <testsuite> must state its counts before its
+ * testcases, and <testsuites> the totals, so the testcases of the current
+ * file go to one temporary file and every finished testsuite to another;
+ * the report is assembled from them at the end. */
+
+/* Records the first failure of a report (status and message) and stops
+ * writing it. */
+static void json_fail(sc_stream *st, lt_status s, const char *what) {
+    if (st->json_st) return;
+    st->json_st = s;
+    snprintf(st->json_msg, sizeof st->json_msg, "%s %s", what, st->json_path);
+    if (st->json) fclose(st->json);
+    st->json = NULL;
+}
+
+static void junit_fail(sc_stream *st, lt_status s, const char *what) {
+    if (st->junit_st) return;
+    st->junit_st = s;
+    snprintf(st->junit_msg, sizeof st->junit_msg, "%s %s", what, st->junit_path);
+    if (st->body) fclose(st->body);
+    if (st->suite) fclose(st->suite);
+    st->body = st->suite = NULL;
+}
+
+/* Writes cJSON item j (then frees it) unformatted, without its closing
+ * character when `open` is set (so members or elements can follow). */
+static void json_put(sc_stream *st, cJSON *j, int open) {
+    char *text = j && !lt__json_failed() ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    if (!st->json) {
+        cJSON_free(text);
+        return;
     }
+    if (!text || lt__json_failed()) {
+        cJSON_free(text);
+        json_fail(st, LT_NOMEM, "out of memory while writing");
+        return;
+    }
+    size_t n = strlen(text);
+    if (open && n) n--;
+    if (fwrite(text, 1, n, st->json) != n) json_fail(st, LT_IO, "cannot write");
+    cJSON_free(text);
+}
+
+static void json_raw(sc_stream *st, const char *s) {
+    if (st->json && fputs(s, st->json) == EOF) json_fail(st, LT_IO, "cannot write");
+}
+
+void lt__sc_stream_open(sc_stream *st, const char *json_path, const char *junit_path, const sc_load_error *lerr,
+                        int nlerr) {
+    memset(st, 0, sizeof *st);
+    st->json_path = json_path;
+    st->junit_path = junit_path;
+    st->lerr = lerr;
+    st->nlerr = nlerr;
+    if (json_path) {
+        if (!(st->json = fopen(json_path, "w"))) {
+            st->json_st = LT_IO;
+            snprintf(st->json_msg, sizeof st->json_msg, "cannot write %s: %s", json_path, strerror(errno));
+        }
+        json_raw(st, "{\"version\":1,\"files\":[\n");
+        for (int i = 0; i < nlerr; i++) {
+            lt__json_begin();
+            cJSON *f = cJSON_CreateObject();
+            cJSON_AddStringToObject(f, "path", lerr[i].path);
+            cJSON_AddStringToObject(f, "load_error", lerr[i].message ? lerr[i].message : "out of memory");
+            cJSON_AddArrayToObject(f, "scenarios");
+            json_raw(st, st->nfiles++ ? ",\n" : "");
+            json_put(st, f, 0);
+        }
+    }
+    if (junit_path) {
+        FILE *probe = fopen(junit_path, "w"); /* say now, not at the end, that it cannot be written */
+        if (!probe) {
+            st->junit_st = LT_IO;
+            snprintf(st->junit_msg, sizeof st->junit_msg, "cannot write %s: %s", junit_path, strerror(errno));
+        } else {
+            fclose(probe);
+            if (!(st->body = tmpfile())) junit_fail(st, LT_IO, "cannot make a temporary file for");
+        }
+    }
+}
+
+void lt__sc_stream_file_begin(sc_stream *st, const lt_sc_file *f) {
+    st->nscen = 0;
+    st->tests = st->fails = st->errs = st->skipped = 0;
+    st->file_t = 0;
+    if (st->json) {
+        lt__json_begin();
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "path", f->path);
+        cJSON_AddNullToObject(j, "load_error");
+        json_raw(st, st->nfiles++ ? ",\n" : "");
+        json_put(st, j, 1);
+        json_raw(st, ",\"scenarios\":[\n");
+    }
+    if (st->body && !(st->suite = tmpfile())) junit_fail(st, LT_IO, "cannot make a temporary file for");
+}
+
+void lt__sc_stream_scen_begin(sc_stream *st, const sc_scenario *s) {
+    st->ncase = 0;
+    st->worst = LT_SC_PASS;
+    st->scen_t = 0;
+    st->all_notrun = 1;
+    if (!st->json) return;
+    lt__json_begin();
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "name", s->name);
+    if (s->description) cJSON_AddStringToObject(j, "description", s->description);
+    cJSON_AddNumberToObject(j, "line", s->pos.line);
+    cJSON_AddBoolToObject(j, "sweep", s->is_sweep);
+    json_raw(st, st->nscen++ ? ",\n" : "");
+    json_put(st, j, 1);
+    json_raw(st, ",\"cases\":[\n");
+}
+
+/* One JUnit testcase. */
+static void junit_case(FILE *f, const lt_sc_file *file, const sc_case *cs) {
+    fprintf(f, "    <testcase classname=\"");
+    classname(f, file->path);
+    fprintf(f, "\" name=\"");
+    xml_escape(f, cs->name);
+    fprintf(f, "\" time=\"%.6f\"", cs->res.seconds);
+    if (cs->res.status == LT_SC_PASS) {
+        fprintf(f, "/>\n");
+        return;
+    }
+    fprintf(f, ">\n");
+    if (cs->res.status == LT_SC_NOTRUN) {
+        fprintf(f, "      <skipped message=\"not run (--fail-fast)\"/>\n");
+    } else {
+        const char *tag = cs->res.status == LT_SC_FAIL ? "failure" : "error";
+        const lt_sc_failure *first = NULL;
+        for (int x = 0; x < cs->res.nfails && !first; x++)
+            if (cs->res.status != LT_SC_FAIL || x == 0) first = &cs->res.fails[x];
+        if (cs->res.status == LT_SC_ERROR && cs->res.nfails) first = &cs->res.fails[cs->res.nfails - 1];
+        fprintf(f, "      <%s type=\"%s\" message=\"", tag, cs->res.status == LT_SC_FAIL ? "check" : "step");
+        if (first && first->message) xml_escape(f, first->message);
+        fprintf(f, "\">");
+        for (int x = 0; x < cs->res.nfails; x++) failure_text(f, &cs->res.fails[x]);
+        fprintf(f, "</%s>\n", tag);
+    }
+    fprintf(f, "    </testcase>\n");
+}
+
+void lt__sc_stream_case(sc_stream *st, const lt_sc_file *f, const sc_case *cs) {
+    lt_sc_status r = cs->res.status;
+    st->scen_t += cs->res.seconds;
+    if (r != LT_SC_NOTRUN) st->all_notrun = 0;
+    if (r == LT_SC_ERROR) st->worst = LT_SC_ERROR;
+    else if (r == LT_SC_FAIL && st->worst != LT_SC_ERROR) st->worst = LT_SC_FAIL;
+    if (st->json) {
+        lt__json_begin();
+        json_raw(st, st->ncase++ ? ",\n" : "");
+        json_put(st, case_json(cs), 0);
+    }
+    if (st->suite) {
+        st->tests++;
+        st->fails += r == LT_SC_FAIL;
+        st->errs += r == LT_SC_ERROR;
+        st->skipped += r == LT_SC_NOTRUN;
+        st->file_t += cs->res.seconds;
+        junit_case(st->suite, f, cs);
+        if (ferror(st->suite)) junit_fail(st, LT_IO, "cannot write a temporary file for");
+    }
+}
+
+void lt__sc_stream_scen_end(sc_stream *st) {
+    if (!st->json) return;
+    char tail[96];
+    snprintf(tail, sizeof tail, "\n],\"status\":\"%s\",\"time_s\":%.17g}",
+             json_status(st->all_notrun ? LT_SC_NOTRUN : st->worst), st->scen_t);
+    json_raw(st, tail);
+}
+
+/* Appends what `from` holds to `to`; 0, or -1 on a read or write error. */
+static int copy_file(FILE *to, FILE *from) {
+    char buf[16384];
+    size_t n;
+    rewind(from);
+    while ((n = fread(buf, 1, sizeof buf, from)) > 0)
+        if (fwrite(buf, 1, n, to) != n) return -1;
+    return ferror(from) ? -1 : 0;
+}
+
+void lt__sc_stream_file_end(sc_stream *st, const lt_sc_file *f) {
+    json_raw(st, "\n]}");
+    if (!st->suite) return;
+    if (st->tests) {
+        fprintf(st->body, "  <testsuite name=\"");
+        xml_escape(st->body, f->path);
+        fprintf(st->body, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.6f\">\n", st->tests,
+                st->fails, st->errs, st->skipped, st->file_t);
+        if (copy_file(st->body, st->suite)) junit_fail(st, LT_IO, "cannot write a temporary file for");
+        else fprintf(st->body, "  </testsuite>\n");
+    }
+    if (st->suite) fclose(st->suite);
+    st->suite = NULL;
+}
+
+lt_status lt__sc_stream_close(sc_stream *st, const sc_run_summary *sum) {
+    int nlerr = st->nlerr;
+    if (st->json) {
+        lt__json_begin();
+        cJSON *counts = cJSON_CreateObject();
+        cJSON_AddNumberToObject(counts, "files", sum->files);
+        cJSON_AddNumberToObject(counts, "scenarios", sum->scenarios);
+        cJSON_AddNumberToObject(counts, "cases", sum->cases);
+        cJSON_AddNumberToObject(counts, "passed", sum->passed);
+        cJSON_AddNumberToObject(counts, "failed", sum->failed);
+        cJSON_AddNumberToObject(counts, "errors", sum->errors);
+        cJSON_AddNumberToObject(counts, "not_run", sum->not_run);
+        cJSON_AddNumberToObject(counts, "load_errors", nlerr);
+        json_raw(st, "\n],\"counts\":");
+        json_put(st, counts, 0);
+        if (sum->engine) { /* --engine mpi (tools/cli/cli_mpi.c): which engine ran the cases */
+            json_raw(st, ",\"engine\":");
+            lt__json_begin();
+            json_put(st, cJSON_CreateString(sum->engine), 0);
+        }
+        char tail[64];
+        snprintf(tail, sizeof tail, ",\"time_s\":%.17g}\n", sum->seconds);
+        json_raw(st, tail);
+        if (st->json && fclose(st->json) != 0) {
+            st->json = NULL;
+            json_fail(st, LT_IO, "cannot write");
+        }
+        st->json = NULL;
+    }
+    if (st->body) {
+        FILE *f = fopen(st->junit_path, "w");
+        if (!f) {
+            junit_fail(st, LT_IO, "cannot write");
+        } else {
+            fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+            fprintf(f, "<testsuites name=\"localtensor\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.6f\">\n",
+                    sum->cases + nlerr, sum->failed, sum->errors, sum->not_run, sum->seconds);
+            for (int i = 0; i < nlerr; i++) {
+                const char *msg = st->lerr[i].message ? st->lerr[i].message : "out of memory";
+                fprintf(f, "  <testsuite name=\"");
+                xml_escape(f, st->lerr[i].path);
+                fprintf(f, "\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" time=\"0\">\n");
+                fprintf(f, "    <testcase classname=\"");
+                classname(f, st->lerr[i].path);
+                fprintf(f, "\" name=\"(load)\" time=\"0\">\n      <error type=\"load\" message=\"");
+                xml_escape(f, msg);
+                fprintf(f, "\">");
+                xml_escape(f, msg);
+                fprintf(f, "</error>\n    </testcase>\n  </testsuite>\n");
+            }
+            int bad = copy_file(f, st->body);
+            fprintf(f, "</testsuites>\n");
+            bad |= ferror(f);
+            bad |= fclose(f) != 0;
+            if (bad) junit_fail(st, LT_IO, "cannot write");
+        }
+        if (st->body) fclose(st->body);
+        st->body = NULL;
+    }
+    if (st->suite) fclose(st->suite);
+    st->suite = NULL;
+    if (st->json_st) return lt__err(st->json_st, "--json: %s", st->json_msg);
+    if (st->junit_st) return lt__err(st->junit_st, "--junit: %s", st->junit_msg);
+    return LT_OK;
+}
+
+/* The whole reports at once, from cases that have all run (their results
+ * still in memory): the same stream, fed in one go. */
+static lt_status write_all(const char *json_path, const char *junit_path, lt_sc_file *const *files, int nfiles,
+                           const sc_load_error *lerr, int nlerr, const sc_run_summary *sum) {
+    sc_stream st;
+    lt__sc_stream_open(&st, json_path, junit_path, lerr, nlerr);
     for (int i = 0; i < nfiles; i++) {
         const lt_sc_file *file = files[i];
-        int tests = 0, fails = 0, errs = 0, skipped = 0;
-        double t = 0;
-        for (int k = 0; k < file->nscen; k++)
-            for (int c = 0; c < file->scen[k].ncases; c++) {
-                const sc_case *cs = &file->scen[k].cases[c];
-                if (!cs->selected) continue;
-                tests++;
-                fails += cs->res.status == LT_SC_FAIL;
-                errs += cs->res.status == LT_SC_ERROR;
-                skipped += cs->res.status == LT_SC_NOTRUN;
-                t += cs->res.seconds;
-            }
-        if (!tests) continue;
-        fprintf(f, "  <testsuite name=\"");
-        xml_escape(f, file->path);
-        fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.6f\">\n", tests, fails, errs,
-                skipped, t);
-        for (int k = 0; k < file->nscen; k++)
-            for (int c = 0; c < file->scen[k].ncases; c++) {
-                const sc_case *cs = &file->scen[k].cases[c];
-                if (!cs->selected) continue;
-                fprintf(f, "    <testcase classname=\"");
-                classname(f, file->path);
-                fprintf(f, "\" name=\"");
-                xml_escape(f, cs->name);
-                fprintf(f, "\" time=\"%.6f\"", cs->res.seconds);
-                if (cs->res.status == LT_SC_PASS) {
-                    fprintf(f, "/>\n");
-                    continue;
-                }
-                fprintf(f, ">\n");
-                if (cs->res.status == LT_SC_NOTRUN) {
-                    fprintf(f, "      <skipped message=\"not run (--fail-fast)\"/>\n");
-                } else {
-                    const char *tag = cs->res.status == LT_SC_FAIL ? "failure" : "error";
-                    const lt_sc_failure *first = NULL;
-                    for (int x = 0; x < cs->res.nfails && !first; x++)
-                        if (cs->res.status != LT_SC_FAIL || x == 0) first = &cs->res.fails[x];
-                    if (cs->res.status == LT_SC_ERROR && cs->res.nfails) first = &cs->res.fails[cs->res.nfails - 1];
-                    fprintf(f, "      <%s type=\"%s\" message=\"", tag,
-                            cs->res.status == LT_SC_FAIL ? "check" : "step");
-                    if (first && first->message) xml_escape(f, first->message);
-                    fprintf(f, "\">");
-                    for (int x = 0; x < cs->res.nfails; x++) failure_text(f, &cs->res.fails[x]);
-                    fprintf(f, "</%s>\n", tag);
-                }
-                fprintf(f, "    </testcase>\n");
-            }
-        fprintf(f, "  </testsuite>\n");
+        lt__sc_stream_file_begin(&st, file);
+        for (int k = 0; k < file->nscen; k++) {
+            const sc_scenario *s = &file->scen[k];
+            if (!selected_cases(s)) continue;
+            lt__sc_stream_scen_begin(&st, s);
+            for (int c = 0; c < s->ncases; c++)
+                if (s->cases[c].selected) lt__sc_stream_case(&st, file, &s->cases[c]);
+            lt__sc_stream_scen_end(&st);
+        }
+        lt__sc_stream_file_end(&st, file);
     }
-    fprintf(f, "</testsuites>\n");
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
-    if (bad) return lt__err(LT_IO, "cannot write %s", path);
-    return LT_OK;
+    return lt__sc_stream_close(&st, sum);
+}
+
+lt_status lt__sc_write_json(const char *path, lt_sc_file *const *files, int nfiles, const sc_load_error *lerr,
+                            int nlerr, const sc_run_summary *sum) {
+    return write_all(path, NULL, files, nfiles, lerr, nlerr, sum);
+}
+
+lt_status lt__sc_write_junit(const char *path, lt_sc_file *const *files, int nfiles, const sc_load_error *lerr,
+                             int nlerr, const sc_run_summary *sum) {
+    return write_all(NULL, path, files, nfiles, lerr, nlerr, sum);
 }

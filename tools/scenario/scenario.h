@@ -63,6 +63,8 @@ typedef struct lt_sc_options {
     FILE *err;                   /* load errors, progress (stderr) */
     int color;                   /* color the report */
     int progress;                /* a progress line on err for runs over a second */
+    const char *numerics;        /* --numerics: overrides every scenario's numerics:
+                                  * (checked by the caller), NULL: the files' own */
     /* --engine: the engine of every case's communicator (NULL: in-process)
      * and its name, written as "engine" into the JSON report when set */
     const lt_engine_i *engine;

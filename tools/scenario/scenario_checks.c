@@ -151,7 +151,7 @@ static int same_shape(int na, const int64_t *a, int nb, const int64_t *b) {
 /* Checks one rank; returns 1 and fills *f on the first difference, -1 when
  * out of memory (the message is in lt_errmsg()). */
 static int check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt_tensor *t, int r,
-                      rank_fail *f) {
+                      rank_fail *f) {   /* t: the shard, or its shape only (no values are read then) */
     char a[128], b[128];
     if (d->shapes && d->shapes[r].has) {
         const rank_shape *s = &d->shapes[r];
@@ -250,7 +250,29 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
         if (!lt__sc_rank_runs(rc, st, r)) continue;   /* ranks: / when:, or waiting in a collective */
         rank_fail *cur = first < 0 ? &f : &tmp;
         memset(cur, 0, sizeof *cur);
-        int bad = check_rank(d, v->dt, shards[r], r, cur);
+        lt_tensor paper;   /* an absent rank (numerics sample/none): its layout stands in */
+        const lt_tensor *t = shards[r];
+        int asks = (d->vals && d->vals[r].kind) || (d->shapes && d->shapes[r].has) || (d->offsets && d->offsets[r].has);
+        if (!t && !asks) continue;   /* absent, and nothing asked of it */
+        if (!t && d->vals && d->vals[r].kind) {
+            char rs[256] = "";
+            if (rc->nranks > 0) lt_numerics_ranks_str(rc->ranks, rc->nranks, 8, rs, sizeof rs);
+            return lt__sc_numerics_refuse(rc, "expect_local of rank %d's values (%s%s%s)", r,
+                                          rc->nranks > 0 ? "only ranks " : "no rank has values", rs,
+                                          rc->nranks > 0 ? " have values" : "");
+        }
+        if (!t) {
+            if (v->kind != SC_DTENSOR)   /* a LocalTensor has no layout to stand in */
+                return lt__sc_numerics_refuse(rc, "expect_local of rank %d's shard of LocalTensor '%s' (rank %d is not sampled)",
+                                              r, d->tensor, r);
+            memset(&paper, 0, sizeof paper);
+            paper.dtype = v->dt->dtype;
+            paper.ndim = v->dt->ndim;
+            lt_status e = lt_spec_local_shape(lt_dtensor_spec(v->dt), r, paper.shape, NULL);
+            if (e) return e;
+            t = &paper;
+        }
+        int bad = check_rank(d, v->dt, t, r, cur);
         if (bad < 0) return lt__err_ctx(LT_NOMEM, "rank %d", r);
         if (!bad) continue;
         nbad++;
@@ -385,9 +407,141 @@ static void holders_str(const lt_dtensor *dt, const int64_t *gidx, char *buf, si
                  lt_redop_name(dt->placements[partial].op), lt_redop_name(dt->placements[partial].op));
 }
 
+/* What rank r of DTensor dt (no Partial dims) should hold by expect_full's
+ * reference, in numerics sample/none: the values of `equals` (a declared
+ * tensor: its init: or values:; a sampled DTensor: its source
+ * description) or of the literal, at r's global indices. *out new. */
+static lt_status expected_at(sc_run_ctx *rc, const expect_full_data *d, const lt_dtensor *dt, int r, lt_tensor **out) {
+    *out = NULL;
+    lt_rank_layout l;
+    LT_TRY(lt_spec_layout_rank(lt_dtensor_spec(dt), r, &l));
+    lt_status s = LT_OK;
+    lt_tensor *full = NULL;
+    const sc_value *e = d->equals ? lt__sc_value(rc, d->equals) : NULL;
+    if (e && e->kind == SC_DTENSOR && e->sampled) {
+        /* any rank's values of a non-Partial sampled tensor: its source description */
+        lt_spec spec = *lt_dtensor_spec(dt);
+        spec.dtype = e->dt->dtype;
+        int one = r;
+        lt_dtensor *x = NULL;
+        s = lt_dtensor_sample(&spec, &e->gen, &one, 1, &x);
+        if (!s) s = lt_clone(x->local->shards[r], out);
+        lt_dtensor_free(x);
+    } else if (e && e->kind == SC_FULL && !e->full) {   /* an init: tensor, never built */
+        const sc_tensor_decl *t = NULL;
+        for (int i = 0; i < rc->c->ntensors; i++)
+            if (!strcmp(rc->c->tensors[i].name, d->equals)) t = &rc->c->tensors[i];
+        s = t ? lt_tensor_new(t->dtype, dt->ndim, l.local_shape, out) : lt__err(LT_INVALID, "internal: no tensor '%s'", d->equals);
+        if (!s && l.lists) s = lt_init_fill_indexed(*out, &t->init, l.idx, dt->shape);
+    } else if (e && e->kind == SC_FULL) {
+        s = l.lists ? lt_gather_index_sets(e->full, l.idx, l.local_shape, out) : lt_tensor_new(e->full->dtype, dt->ndim, l.local_shape, out);
+    } else if (d->has_lit) {
+        s = lt_tensor_from_doubles(LT_F64, dt->ndim, dt->shape, d->lit.v, d->lit.n, &full);
+        if (!s) s = l.lists ? lt_gather_index_sets(full, l.idx, l.local_shape, out) : lt_tensor_new(LT_F64, dt->ndim, l.local_shape, out);
+    } else {
+        s = lt__sc_numerics_refuse(rc, "expect_full against '%s' (not a sampled or declared tensor)", d->equals ? d->equals : "?");
+    }
+    lt_tensor_free(full);
+    lt_rank_layout_free(&l);
+    if (s) {
+        lt_tensor_free(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
+/* expect_full in numerics sample/none: the sampled ranks' shards against
+ * the reference at their indices (the others hold no values to check). */
+static lt_status expect_full_sampled(sc_run_ctx *rc, const sc_step *st, const expect_full_data *d, sc_value *v) {
+    if (v->kind != SC_DTENSOR)
+        return lt__sc_numerics_refuse(rc, "expect_full of '%s', a tensor that is never built", d->tensor);
+    const lt_dtensor *dt = v->dt;
+    for (int i = 0; i < rc->c->mesh.ndim; i++)
+        if (dt->placements[i].kind == LT_PL_PARTIAL)
+            return lt__sc_numerics_refuse(rc, "expect_full of '%s', Partial on mesh dim %d (its value needs every rank's contribution)",
+                                          d->tensor, i);
+    const sc_value *e = d->equals ? lt__sc_value(rc, d->equals) : NULL;
+    if (e && e->kind == SC_DTENSOR && e->sampled)
+        for (int i = 0; i < rc->c->mesh.ndim; i++)
+            if (e->dt->placements[i].kind == LT_PL_PARTIAL)
+                return lt__sc_numerics_refuse(rc, "expect_full against '%s', Partial on mesh dim %d", d->equals, i);
+    const char *origin = v->origin[0] ? v->origin : NULL;
+    char a[128], b[128];
+    int want_nd = -1;
+    const int64_t *want = NULL;
+    if (d->has_shape) want_nd = d->ndim, want = d->shape;
+    else if (d->has_lit && d->lit.ndim >= 2) want_nd = d->lit.ndim, want = d->lit.shape;
+    else if (e) want_nd = e->kind == SC_DTENSOR ? e->dt->ndim : -1, want = e->kind == SC_DTENSOR ? e->dt->shape : NULL;
+    if (e && e->kind == SC_FULL) {
+        for (int i = 0; i < rc->c->ntensors; i++)
+            if (!strcmp(rc->c->tensors[i].name, d->equals)) want_nd = rc->c->tensors[i].ndim, want = rc->c->tensors[i].shape;
+    }
+    if (want && !same_shape(want_nd, want, dt->ndim, dt->shape)) {
+        lt_shape_str(want_nd, want, a, sizeof a);
+        lt_shape_str(dt->ndim, dt->shape, b, sizeof b);
+        return lt__sc_check_fail(rc, st, -1, NULL, a, b, origin, "expect_full of '%s': shape: expected %s, actual %s",
+                                 d->tensor, a, b);
+    }
+    if (d->has_lit && !d->has_shape && d->lit.ndim < 2) {
+        int64_t n = 1;
+        for (int k = 0; k < dt->ndim; k++) n *= dt->shape[k];
+        if (d->lit.n != n) {
+            snprintf(a, sizeof a, "%lld value%s", (long long)d->lit.n, d->lit.n == 1 ? "" : "s");
+            snprintf(b, sizeof b, "%lld value%s", (long long)n, n == 1 ? "" : "s");
+            return lt__sc_check_fail(rc, st, -1, NULL, a, b, origin, "expect_full of '%s': expected %s, actual %s", d->tensor, a, b);
+        }
+    }
+    if (!d->equals && !d->has_lit) return LT_OK;   /* shape only */
+    for (int i = 0; i < rc->nranks; i++) {
+        int r = rc->ranks[i];
+        const lt_tensor *act = dt->local->shards[r];
+        lt_tensor *exp;
+        LT_TRY(expected_at(rc, d, dt, r, &exp));
+        double rt, at, rt2, at2;
+        tol_for(d->has_tol, d->rtol, d->atol, act->dtype, &rt, &at);
+        if (d->equals && !d->has_tol) {
+            lt_dtype_default_tol(exp->dtype, &rt2, &at2);
+            if (rt2 > rt) rt = rt2;
+            if (at2 > at) at = at2;
+        }
+        int64_t n = lt_numel(act), bad = -1, nbad = 0;
+        for (int64_t k = 0; k < n; k++) {
+            double x = lt_get_flat(act, k), ev = d->equals ? lt_get_flat(exp, k) : as_dtype(act->dtype, lt_get_flat(exp, k));
+            if (close_enough(x, ev, rt, at)) continue;
+            if (bad < 0) bad = k;
+            nbad++;
+        }
+        if (bad < 0) {
+            lt_tensor_free(exp);
+            continue;
+        }
+        int64_t idx[LT_MAX_DIMS], g[LT_MAX_DIMS], rest = bad;
+        for (int k = act->ndim - 1; k >= 0; k--) {
+            idx[k] = rest % act->shape[k];
+            rest /= act->shape[k];
+        }
+        lt_rank_layout l;
+        lt_status ls = lt_spec_layout_rank(lt_dtensor_spec(dt), r, &l);
+        for (int k = 0; k < dt->ndim; k++) g[k] = !ls && l.idx[k] ? l.idx[k][idx[k]] : idx[k];
+        if (!ls) lt_rank_layout_free(&l);
+        char is[96], es[48], as[48];
+        double ev = d->equals ? lt_get_flat(exp, bad) : as_dtype(act->dtype, lt_get_flat(exp, bad));
+        lt__sc_fmt_index(dt->ndim, g, is, sizeof is);
+        lt__sc_fmt_num(ev, es, sizeof es);
+        lt__sc_fmt_num(lt_get_flat(act, bad), as, sizeof as);
+        lt_tensor_free(exp);
+        return lt__sc_check_fail(rc, st, r, is, es, as, origin,
+                                 "expect_full of '%s'%s%s: index %s: expected %s, actual %s (held by sampled rank %d; %lld of its %lld element%s differ%s; %s)",
+                                 d->tensor, d->equals ? " == " : "", d->equals ? d->equals : "", is, es, as, r, (long long)nbad,
+                                 (long long)n, n == 1 ? "" : "s", nbad == 1 ? "s" : "", rc->c->res.numerics);
+    }
+    return LT_OK;
+}
+
 lt_status lt__sc_run_expect_full(sc_run_ctx *rc, const sc_step *st) {
     const expect_full_data *d = st->data;
     sc_value *v = lt__sc_value(rc, d->tensor);
+    if (rc->nranks >= 0) return expect_full_sampled(rc, st, d, v);
     lt_tensor *act = NULL, *exp = NULL;
     int own_a = 0, own_e = 0;
     lt_status s = full_of(v, &act, &own_a);

@@ -117,6 +117,12 @@ static lt_status add_rec(sc_run_ctx *rc, dv_state *s, const sc_step *st, const c
 
 static lt_status abs_copy(const lt_tensor *t, lt_tensor **out) {
     LT_TRY(lt_contiguous(t, out));
+    lt_status st = lt_tensor_make_writable(*out);   /* a view of t when t is contiguous */
+    if (st) {
+        lt_tensor_free(*out);
+        *out = NULL;
+        return st;
+    }
     for (int64_t i = 0, n = lt_numel(*out); i < n; i++) lt_set_flat(*out, i, fabs(lt_get_flat(*out, i)));
     return LT_OK;
 }

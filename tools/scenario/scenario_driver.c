@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kernels/pool_impl.h"
 #include "tools/scenario/scenario_impl.h"
 
 typedef struct strlist {
@@ -123,7 +124,7 @@ static void progress_tick(progress *p, int done, int total, const char *name) {
  * of them. When another process did worse, its first failure joins this
  * process's result (the one that writes the reports) as a failure of the
  * case's own position, "on process P: <its failure>". */
-static void agree_case(const lt_sc_options *opt, lt_sc_file *f, sc_case *cs) {
+static void agree_case(const lt_sc_options *opt, sc_arena *a, sc_case *cs) {
     char mine[2048] = "", other[2048] = "";
     lt_sc_result *r = &cs->res;
     if (r->nfails) {
@@ -138,7 +139,7 @@ static void agree_case(const lt_sc_options *opt, lt_sc_file *f, sc_case *cs) {
     if (worst == LT_SC_FAIL) r->checks_failed++;
     char msg[2200];
     snprintf(msg, sizeof msg, "on process %d: %s", from, other);
-    if (!r->fails && !(r->fails = lt__sc_alloc(f->arena, sizeof *r->fails * SC_MAX_FAILS))) {
+    if (!r->fails && !(r->fails = lt__sc_alloc(a, sizeof *r->fails * SC_MAX_FAILS))) {
         r->nfails_dropped++;
         return;
     }
@@ -153,9 +154,39 @@ static void agree_case(const lt_sc_options *opt, lt_sc_file *f, sc_case *cs) {
     x->col = cs->pos.col;
     x->step = "engine";
     x->rank = -1;
-    x->message = lt__sc_strdup(f->arena, msg);
+    x->message = lt__sc_strdup(a, msg);
     if (x->message) r->nfails++;
     else r->nfails_dropped++;
+}
+
+/* Cases of one scenario run at once (each in its own arena, on the
+ * threads of kernels/pool.h), then reported in case order and released:
+ * what a sweep holds at a time does not grow with its number of cases. */
+#define SC_WINDOW 64
+
+typedef struct window {
+    sc_case *cs[SC_WINDOW];
+    sc_arena *ar[SC_WINDOW];    /* each case's parsed steps and results */
+    int n;
+    FILE *show;                 /* `show` steps print here (-v), else NULL */
+} window;
+
+static lt_status case_task(void *ctx, int64_t i) {
+    window *w = ctx;
+    lt__sc_run_case(w->cs[i], w->ar[i], w->show);
+    return LT_OK;
+}
+
+/* Frees a reported case's arena; the case keeps its status, counts and
+ * time, nothing that pointed into the arena. */
+static void release_case(sc_case *cs, sc_arena *a) {
+    lt__sc_case_drop(cs);
+    cs->res.nfails = 0;
+    cs->res.fails = NULL;
+    cs->res.redistributes = NULL;
+    cs->res.trace_text = NULL;
+    cs->res.trace_json = NULL;
+    lt__sc_arena_free(a);
 }
 
 int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *opt) {
@@ -221,6 +252,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
                 cs->selected = matches(opt, f->path, cs);
                 cs->record_plans = opt->json_path != NULL;
                 cs->record_trace = opt->trace;
+                if (opt->numerics) lt_numerics_parse(opt->numerics, &cs->numerics);   /* checked by the CLI */
                 cs->engine = opt->engine;
                 sel += cs->selected;
             }
@@ -268,40 +300,86 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
     }
 
     progress pg = {opt->progress, 0, t0, 0, err};
-    int done = 0, stop = 0;
-    for (int i = 0; i < nloaded; i++) {
+    int done = 0, stop = 0, oom = 0;
+    sc_stream rep;
+    lt__sc_stream_open(&rep, opt->json_path, opt->junit_path, lerr, nlerr);
+    window w;
+    w.show = opt->verbose ? out : NULL;
+    for (int i = 0; i < nloaded && !oom; i++) {
         lt_sc_file *f = loaded[i];
-        for (int k = 0; k < f->nscen; k++) {
+        lt__sc_stream_file_begin(&rep, f);
+        for (int k = 0; k < f->nscen && !oom; k++) {
             sc_scenario *s = &f->scen[k];
             int any = 0;
-            for (int c = 0; c < s->ncases; c++) {
-                sc_case *cs = &s->cases[c];
-                if (!cs->selected) continue;
-                any = 1;
-                if (stop) {
-                    cs->res.status = LT_SC_NOTRUN;
-                    sum.not_run++;
-                    continue;
+            for (int c = 0; c < s->ncases && !any; c++) any = s->cases[c].selected;
+            if (any) lt__sc_stream_scen_begin(&rep, s);
+            /* `show` steps print as they run: then one case at a time */
+            int cap = opt->verbose ? 1 : SC_WINDOW;
+            for (int c = 0; c < s->ncases && !oom;) {
+                w.n = 0;
+                for (; c < s->ncases && w.n < cap; c++) {
+                    sc_case *cs = &s->cases[c];
+                    if (!cs->selected) continue;
+                    if (stop) {
+                        cs->res.status = LT_SC_NOTRUN;
+                        sum.not_run++;
+                        lt__sc_stream_case(&rep, f, cs);
+                        continue;
+                    }
+                    if (!(w.ar[w.n] = lt__sc_arena_new())) {
+                        oom = 1;
+                        break;
+                    }
+                    w.cs[w.n++] = cs;
                 }
-                progress_tick(&pg, done, total, cs->name);
-                lt__sc_run_case(cs, f->arena, opt->verbose ? out : NULL);
-                if (opt->case_agree) agree_case(opt, f, cs);
-                done++;
-                lt_sc_status r = cs->res.status;
-                sum.passed += r == LT_SC_PASS;
-                sum.failed += r == LT_SC_FAIL;
-                sum.errors += r == LT_SC_ERROR;
-                if (opt->verbose || opt->trace || !s->is_sweep || r != LT_SC_PASS) {
-                    progress_clear(&pg);
-                    lt__sc_report_case(out, opt, f, s, cs);
+                if (w.n) progress_tick(&pg, done, total, w.cs[0]->name);
+                if (opt->case_agree) {
+                    /* several processes (--engine mpi): one case at a time, in
+                     * order, on this thread, so that every process makes the
+                     * same MPI calls in the same order; then the outcome is
+                     * agreed */
+                    for (int j = 0; j < w.n; j++) {
+                        (void)case_task(&w, j);
+                        agree_case(opt, w.ar[j], w.cs[j]);
+                    }
+                } else {
+                    (void)lt__parallel_for(w.n, case_task, &w); /* case_task cannot fail */
                 }
-                if (r != LT_SC_PASS && opt->fail_fast) stop = 1;
+                for (int j = 0; j < w.n; j++) {
+                    sc_case *cs = w.cs[j];
+                    if (stop) { /* ran in the same window as the first failure */
+                        lt__sc_case_drop(cs);
+                        memset(&cs->res, 0, sizeof cs->res);
+                        cs->res.status = LT_SC_NOTRUN;
+                        sum.not_run++;
+                    } else {
+                        done++;
+                        lt_sc_status r = cs->res.status;
+                        sum.passed += r == LT_SC_PASS;
+                        sum.failed += r == LT_SC_FAIL;
+                        sum.errors += r == LT_SC_ERROR;
+                        if (opt->verbose || opt->trace || !s->is_sweep || r != LT_SC_PASS) {
+                            progress_clear(&pg);
+                            lt__sc_report_case(out, opt, f, s, cs);
+                        }
+                        if (r != LT_SC_PASS && opt->fail_fast) stop = 1;
+                    }
+                    lt__sc_stream_case(&rep, f, cs);
+                    release_case(cs, w.ar[j]);
+                }
             }
-            if (any && s->is_sweep && !opt->verbose) {
+            if (any) lt__sc_stream_scen_end(&rep);
+            if (any && s->is_sweep && !opt->verbose && !oom) {
                 progress_clear(&pg);
                 lt__sc_report_sweep(out, opt, f, s);
             }
         }
+        lt__sc_stream_file_end(&rep, f);
+    }
+    if (oom) {
+        progress_clear(&pg);
+        fprintf(err, "localtensor run: out of memory\n");
+        code = 2;
     }
     progress_clear(&pg);
     sum.errors += nlerr;
@@ -310,14 +388,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
         if (opt->color) fprintf(out, "\033[31m\033[1mERROR\033[0m %s: could not be loaded (message on stderr)\n", lerr[i].path);
         else fprintf(out, "ERROR %s: could not be loaded (message on stderr)\n", lerr[i].path);
     }
-    if (opt->json_path) {
-        lt_status st = lt__sc_write_json(opt->json_path, loaded, nloaded, lerr, nlerr, &sum);
-        if (st) fprintf(err, "localtensor run: --json: %s\n", lt_errmsg()), code = 2;
-    }
-    if (opt->junit_path) {
-        lt_status st = lt__sc_write_junit(opt->junit_path, loaded, nloaded, lerr, nlerr, &sum);
-        if (st) fprintf(err, "localtensor run: --junit: %s\n", lt_errmsg()), code = 2;
-    }
+    if (lt__sc_stream_close(&rep, &sum)) fprintf(err, "localtensor run: %s\n", lt_errmsg()), code = 2;
     lt__sc_report_summary(out, opt, &sum);
     fflush(out);
     if (sum.errors || nlerr || no_match) code = 2;

@@ -93,6 +93,8 @@ lt_status lt__sc_bool(const sc_node *n, const char *what, int *out);
 lt_status lt__sc_ident(const sc_node *n, const char *what, const char **out);
 /* [5, 7], 5, "5,7", "0,3", [] (0-d). Sizes >= 0; element count checked. */
 lt_status lt__sc_shape(const sc_node *n, const char *what, int *ndim, int64_t *shape);
+/* lt__sc_shape with another limit on the element count (max_elems). */
+lt_status lt__sc_shape_max(const sc_node *n, const char *what, int64_t max_elems, int *ndim, int64_t *shape);
 /* [S(0), R] or "S(0),R" (any spelling of docs/DESIGN.md §5). Count is not checked. */
 lt_status lt__sc_placements(const sc_node *n, const char *what, lt_placement *pl, int *np);
 /* The same into a new arena array of exactly *np entries (an lt_placement
@@ -190,6 +192,9 @@ typedef struct lt_sc_result {
                                 * case's redistributes and their plans with per-rank bytes */
     const char *trace_text;    /* with sc_case.record_trace: the --trace log (arena), else NULL */
     const char *trace_json;    /* the same as a JSON object (text, arena) */
+    const char *numerics;      /* sample/none: "sample:2: values for ranks 0, 3" (arena), else NULL */
+    const int *sampled;        /* (nsampled) the ranks whose values were computed (arena) */
+    int nsampled;
 } lt_sc_result;
 
 /* ---- scenarios ------------------------------------------------------------- */
@@ -232,10 +237,23 @@ typedef struct sc_step {
                                 * NULL: every rank */
 } sc_step;
 
+/* How a sweep case is built when it runs: the scenario's map with the
+ * case's variables substituted, and the sweep's mesh node (NULL: the map's
+ * own). A sweep holds one of these per case instead of the parsed steps,
+ * so loading a sweep of N cases does not hold N parsed copies. */
+typedef struct sc_recipe {
+    const sc_node *map;
+    const sc_node *mesh_node;
+    sc_subst subst;
+} sc_recipe;
+
 typedef struct sc_case {
     const char *name;         /* scenario name, plus "[var=value,...]" in a sweep */
+    const sc_recipe *recipe;  /* a sweep case: tensors and steps are parsed by
+                               * lt__sc_case_build when it runs (NULL: parsed at load) */
     sc_pos pos;
     lt_mesh mesh;
+    const char *backend;      /* `backend:` (checked at load); NULL: the process default */
     int ntensors;
     sc_tensor_decl *tensors;
     int nsteps;
@@ -243,6 +261,7 @@ typedef struct sc_case {
     int selected;             /* passes the -k filters */
     int record_plans;         /* keep every redistribute's plan in res (for --json) */
     int record_trace;         /* --trace: op log and comm table in res (scenario_trace.c) */
+    lt_numerics numerics;     /* numerics: (localtensor/numerics.h); full by default */
     const lt_engine_i *engine;/* --engine: of the case's communicator (NULL: in-process) */
     lt_sc_result res;
 } sc_case;
@@ -280,6 +299,7 @@ typedef struct sc_parse_ctx {
     int nsyms, cap;
     int in_expect_error;      /* the step's `as` will not be defined */
     int redistributes;        /* redistribute steps so far (for expect_plan) */
+    int sampled;              /* numerics sample/none: init: tensors are never built */
 } sc_parse_ctx;
 
 /* Reads `key` of map as a tensor name that must be defined with a kind in
@@ -312,6 +332,9 @@ typedef struct sc_value {
     lt_dtensor *dt;
     lt_local *local;
     char origin[512];         /* "redistribute at f:12:7: plan step 0 ..." or "" */
+    int sampled;              /* numerics sample/none: dt holds the sampled ranks only,
+                               * and gen says where every rank's values come from */
+    lt_sample_src gen;
 } sc_value;
 
 typedef struct sc_run_ctx {
@@ -342,6 +365,12 @@ typedef struct sc_run_ctx {
     int ended_rank;           /* the rank whose program ended with that error (the matcher knows), or -1 */
     void *trace;              /* scenario_trace.c's state while record_trace, else NULL */
     void *diverge;            /* scenario_diverge.c's records (expect_same_as_single_device) */
+    /* numerics sample/none (scenario_numerics.c): the ranks whose values are
+     * computed; nranks -1 in full mode */
+    int *ranks;               /* (nranks) malloc'd */
+    int nranks;
+    int refused;              /* a step that cannot run in this mode was met */
+    char refused_msg[512];    /* what the refusal said */
 } sc_run_ctx;
 
 /* The value named `name` (must exist: the loader checked). */
@@ -414,7 +443,18 @@ lt_status lt__sc_diverge_same(sc_run_ctx *rc, const sc_step *st, const char *kin
                               const lt_dtensor *out, const char *name);
 void lt__sc_diverge_end(sc_run_ctx *rc);
 
-/* Runs a case's steps; fills c->res. Never fails: errors become results. */
+/* Parses a sweep case's mesh, tensors and steps (c->recipe) into arena a;
+ * they stay valid as long as a does (lt__sc_case_drop forgets them). A
+ * case without a recipe is left as it is. The load already parsed every
+ * case once, so only LT_NOMEM is expected here. */
+lt_status lt__sc_case_build(sc_case *c, sc_arena *a);
+/* Forgets what lt__sc_case_build parsed (before its arena is freed); no-op
+ * for a case without a recipe. */
+void lt__sc_case_drop(sc_case *c);
+
+/* Runs a case's steps (building a sweep case first, into arena); fills
+ * c->res, whose strings live in arena. Never fails: errors become
+ * results. */
 void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show);
 /* Runs one step (used by the runner and expect_error). */
 lt_status lt__sc_run_step(sc_run_ctx *rc, const sc_step *st);
@@ -456,6 +496,41 @@ char *lt__sc_fmt_index(int ndim, const int64_t *idx, char *buf, size_t n);
 LT_SC_STEP_MAP(LT__XX)
 #undef LT__XX
 
+/* ---- numerics sample / none (scenario_numerics.c) ------------------------------- */
+
+/* Sets up rc for case c's numerics mode (rc->nranks -1 in full mode) and
+ * notes it in c's result. LT_NOMEM. */
+lt_status lt__sc_numerics_begin(sc_run_ctx *rc, sc_case *c, sc_arena *arena);
+void lt__sc_numerics_end(sc_run_ctx *rc);
+/* LT_OK when step st can run in rc's mode; otherwise LT_UNSUPPORTED
+ * ("not supported yet: ... in --numerics sample:K mode") and rc->refused. */
+lt_status lt__sc_numerics_gate(sc_run_ctx *rc, const sc_step *st);
+/* Refuses what cannot run in rc's mode: "not supported yet: <what> in
+ * --numerics sample:K mode", LT_UNSUPPORTED, and the case ends in an error
+ * even inside expect_error (rc->refused). */
+lt_status lt__sc_numerics_refuse(sc_run_ctx *rc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* "sample:2" (static buffer of rc's case). */
+const char *lt__sc_numerics_name(const sc_run_ctx *rc);
+/* distribute of declared tensor `tensor` (an init: tensor, never built in
+ * these modes) with placements pl[np] into `as`: the sampled ranks' shards. */
+lt_status lt__sc_sampled_distribute(sc_run_ctx *rc, const char *tensor, const lt_placement *pl, int np,
+                                    const char *as);
+/* A collective called directly (`collective` step) on sampled DTensor
+ * `tensor`: for every group holding a sampled rank, its members' inputs are
+ * produced on demand and the collective runs on that group alone; the
+ * sampled ranks' results become LocalTensor `as` (the others absent), and
+ * the scenario's comm trace gets the event a full run records. */
+lt_status lt__sc_sampled_collective(sc_run_ctx *rc, lt_coll kind, const char *tensor, int md, lt_redop op, int dim,
+                                    int cdim, int root, const lt_split_rule *rule, const int *perm, const char *as,
+                                    const char *origin);
+/* Stores a sampled DTensor (takes dt) with its values' source g as `as`. */
+lt_status lt__sc_sampled_put(sc_run_ctx *rc, const char *as, lt_dtensor *dt, const lt_sample_src *g,
+                             const char *origin);
+
 /* The step type called `name`, or NULL. */
 const sc_step_type *lt__sc_step_type(const char *name);
 /* "distribute, from_local, ..." */
@@ -487,6 +562,37 @@ void lt__sc_report_sweep(FILE *f, const lt_sc_options *o, const lt_sc_file *file
 /* The closing lines; the last is "N passed, N failed, N errors" (singular
  * nouns for 1: "1 error"). */
 void lt__sc_report_summary(FILE *f, const lt_sc_options *o, const sc_run_summary *sum);
+/* --json and --junit, written while the cases run: open; per loaded file
+ * file_begin, per scenario with selected cases scen_begin, a case call for
+ * each selected case in order (after it ran, or marked not run),
+ * scen_end; file_end; then close. Only the current case's report is in
+ * memory. A report that cannot be written stops being written; close
+ * returns its first failure (LT_IO or LT_NOMEM, message "--json: ..." or
+ * "--junit: ...") after finishing the other. */
+typedef struct sc_stream {
+    const char *json_path, *junit_path;     /* NULL: not asked for */
+    const sc_load_error *lerr;              /* (nlerr) borrowed until close */
+    int nlerr;
+    FILE *json;                             /* the JSON document, or NULL */
+    FILE *body;                             /* JUnit: the testsuites so far (temporary) */
+    FILE *suite;                            /* JUnit: the current file's testcases (temporary) */
+    int nfiles, nscen, ncase;               /* JSON items written in the current lists */
+    int tests, fails, errs, skipped;        /* the current file's JUnit counts */
+    double file_t, scen_t;
+    lt_sc_status worst;                     /* the current scenario's */
+    int all_notrun;
+    lt_status json_st, junit_st;            /* first failure of each */
+    char json_msg[700], junit_msg[700];
+} sc_stream;
+void lt__sc_stream_open(sc_stream *st, const char *json_path, const char *junit_path,
+                        const sc_load_error *lerr, int nlerr);
+void lt__sc_stream_file_begin(sc_stream *st, const lt_sc_file *f);
+void lt__sc_stream_scen_begin(sc_stream *st, const sc_scenario *s);
+void lt__sc_stream_case(sc_stream *st, const lt_sc_file *f, const sc_case *c);
+void lt__sc_stream_scen_end(sc_stream *st);
+void lt__sc_stream_file_end(sc_stream *st, const lt_sc_file *f);
+lt_status lt__sc_stream_close(sc_stream *st, const sc_run_summary *sum);
+/* The same reports in one go, for cases that have all run. */
 lt_status lt__sc_write_json(const char *path, lt_sc_file *const *files, int nfiles,
                             const sc_load_error *lerr, int nlerr, const sc_run_summary *sum);
 lt_status lt__sc_write_junit(const char *path, lt_sc_file *const *files, int nfiles,

@@ -9,6 +9,7 @@
  * variables substituted, parsed like any scenario.
  */
 #include "kernels/alloc.h"
+#include "kernels/backend.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,7 +250,8 @@ static lt_status parse_tensor(sc_parse_ctx *pc, const sc_node *key, const sc_nod
     if ((n = lt__sc_get(body, "dtype"))) LT_TRY(lt__sc_dtype(n, what, &t->dtype));
     const sc_node *shape = lt__sc_get(body, "shape"), *vals = lt__sc_get(body, "values"),
                   *init = lt__sc_get(body, "init");
-    if (shape) LT_TRY(lt__sc_shape(shape, what, &t->ndim, t->shape));
+    /* numerics sample/none never build an init: tensor: only the layout math limits it */
+    if (shape) LT_TRY(lt__sc_shape_max(shape, what, pc->sampled && !vals ? INT64_MAX : LT_SC_MAX_ELEMS, &t->ndim, t->shape));
     if (vals && init)
         return lt__sc_err(init, LT_INVALID, "%s: give either init or values, not both", what);
     if (vals) {
@@ -288,7 +290,7 @@ static lt_status parse_tensor(sc_parse_ctx *pc, const sc_node *key, const sc_nod
 
 /* ---- one case ---------------------------------------------------------------------- */
 
-static const char *const scenario_keys[] = {"name", "description", "mesh", "tensors", "steps", "sweep", NULL};
+static const char *const scenario_keys[] = {"name", "description", "mesh", "backend", "tensors", "steps", "sweep", "numerics", NULL};
 
 /* Parses mesh, tensors and steps of a scenario map (variables already
  * substituted); sweep_mesh stands in for a missing `mesh`. */
@@ -297,10 +299,25 @@ static lt_status parse_case(sc_arena *a, const sc_node *map, const sc_node *swee
     if (!mesh) mesh = sweep_mesh;
     if (!mesh) return lt__sc_err(map, LT_INVALID, "scenario '%s': missing required key 'mesh'", c->name);
     LT_TRY(lt__sc_mesh(mesh, "mesh", &c->mesh));
+    const sc_node *nm = lt__sc_get(map, "numerics");
+    if (nm) {
+        const char *s;
+        LT_TRY(lt__sc_str(nm, "numerics", &s));
+        lt_status ns = lt_numerics_parse(s, &c->numerics);
+        if (ns) return lt__sc_err_at(nm, ns);
+    }
+    const sc_node *bn = lt__sc_get(map, "backend");
+    if (bn) { /* where the case's tensors live: a name kernels/backend.h knows, usable here */
+        const lt_backend *b;
+        LT_TRY(lt__sc_str(bn, "backend", &c->backend));
+        lt_status bst = lt_backend_by_name(c->backend, &b);
+        if (bst) return lt__sc_err_at(bn, lt__err_ctx(bst, "backend"));
+    }
     sc_parse_ctx pc;
     memset(&pc, 0, sizeof pc);
     pc.arena = a;
     pc.mesh = &c->mesh;
+    pc.sampled = c->numerics.kind != LT_NUMERICS_FULL;
     lt_status st = LT_OK;
     const sc_node *tensors = lt__sc_get(map, "tensors"), *steps;
     if (tensors && !lt__sc_is_null(tensors)) {
@@ -447,45 +464,71 @@ typedef struct sweep_ctx {
     const char *name;
     sweep_var mesh, shape, dtype;
     const sc_node *from, *to, *pairs;
-    sc_case *cases;
-    int ncases, cap;
+    int counting;                /* first pass: only count the cases */
+    sc_case *cases;              /* (ncases of the first pass) in the arena, filled by the second */
+    int ncases;
     int *pair_used;              /* (pairs->n) */
 } sweep_ctx;
 
 static lt_status add_case(sweep_ctx *sw, const sc_subst *s, const char *label, const sc_node *mesh_node) {
     if (sw->ncases == LT_SC_MAX_CASES)
         return lt__sc_err(sw->sweep, LT_OVERFLOW, "sweep: more than %d cases", LT_SC_MAX_CASES);
-    if (sw->ncases == sw->cap) {   /* malloc'd while growing; moved into the arena at the end */
-        int cap = sw->cap ? sw->cap * 2 : 64;
-        sc_case *c = lt__realloc(sw->cases, sizeof *c * (size_t)cap);
-        if (!c) return lt__err(LT_NOMEM, "out of memory");
-        sw->cases = c;
-        sw->cap = cap;
+    if (sw->counting) {
+        sw->ncases++;
+        return LT_OK;
     }
-    /* copy the scenario without its name, description and sweep */
+    sc_case *c = &sw->cases[sw->ncases];
+    memset(c, 0, sizeof *c);
     const sc_node *m = sw->map;
-    sc_node *copy = lt__sc_alloc(sw->a, sizeof *copy);
+    c->name = lt__sc_printf(sw->a, "%s[%s]", sw->name, label);
+    sc_recipe *r = lt__sc_alloc(sw->a, sizeof *r);
+    if (!c->name || !r) return LT_NOMEM;
+    c->pos = (sc_pos){m->file, m->line, m->col};
+    r->map = m;
+    r->mesh_node = mesh_node;
+    r->subst = *s;
+    c->recipe = r;
+    /* parse it once now, into a scratch arena, so that a bad case is a load
+     * error with its position; it is parsed again when it runs */
+    sc_arena *scratch = lt__sc_arena_new();
+    if (!scratch) return LT_NOMEM;
+    lt_status st = lt__sc_case_build(c, scratch);
+    lt__sc_case_drop(c);
+    lt__sc_arena_free(scratch);
+    if (st) return lt__err_ctx(st, "in sweep case %s", c->name);
+    sw->ncases++;
+    return LT_OK;
+}
+
+lt_status lt__sc_case_build(sc_case *c, sc_arena *a) {
+    const sc_recipe *r = c->recipe;
+    if (!r) return LT_OK;
+    /* copy the scenario without its name, description and sweep */
+    const sc_node *m = r->map;
+    sc_node *copy = lt__sc_alloc(a, sizeof *copy);
     if (!copy) return LT_NOMEM;
     *copy = *m;
-    copy->kids = lt__sc_alloc(sw->a, sizeof(sc_node *) * (size_t)(2 * m->n));
+    copy->kids = lt__sc_alloc(a, sizeof(sc_node *) * (size_t)(2 * m->n));
     if (!copy->kids) return LT_NOMEM;
     copy->n = 0;
     for (int i = 0; i < m->n; i++) {
         const char *k = m->kids[2 * i]->str;
         if (!strcmp(k, "name") || !strcmp(k, "description") || !strcmp(k, "sweep")) continue;
         copy->kids[2 * copy->n] = m->kids[2 * i];
-        LT_TRY(lt__sc_copy(sw->a, m->kids[2 * i + 1], s, &copy->kids[2 * copy->n + 1]));
+        LT_TRY(lt__sc_copy(a, m->kids[2 * i + 1], &r->subst, &copy->kids[2 * copy->n + 1]));
         copy->n++;
     }
-    sc_case *c = &sw->cases[sw->ncases];
-    memset(c, 0, sizeof *c);
-    c->name = lt__sc_printf(sw->a, "%s[%s]", sw->name, label);
-    if (!c->name) return LT_NOMEM;
-    c->pos = (sc_pos){m->file, m->line, m->col};
-    lt_status st = parse_case(sw->a, copy, mesh_node, c);
-    if (st) return lt__err_ctx(st, "in sweep case %s", c->name);
-    sw->ncases++;
-    return LT_OK;
+    c->ntensors = 0;
+    c->nsteps = 0;
+    return parse_case(a, copy, r->mesh_node, c);
+}
+
+void lt__sc_case_drop(sc_case *c) {
+    if (!c->recipe) return;
+    c->ntensors = 0;
+    c->tensors = NULL;
+    c->nsteps = 0;
+    c->steps = NULL;
 }
 
 static lt_status sweep_list(const sc_node *sweep, const char *key, sweep_var *v) {
@@ -658,15 +701,20 @@ static lt_status parse_sweep_scenario(sc_arena *a, const sc_node *map, const sc_
     }
     if (!sw.mesh.n && !sw.shape.n && !sw.dtype.n && !sw.from && !sw.to && !sw.pairs)
         return lt__sc_err(sweep, LT_INVALID, "sweep: defines no variables (mesh, shape, dtype, from, to, pairs)");
+    /* two passes: count, then fill an array of exactly that many cases */
+    sw.counting = 1;
     lt_status st = expand_sweep(&sw);
     if (!st) {
         s->is_sweep = 1;
         s->ncases = sw.ncases;
-        s->cases = lt__sc_alloc(a, sizeof *s->cases * (size_t)sw.ncases);
-        if (s->cases) memcpy(s->cases, sw.cases, sizeof *s->cases * (size_t)sw.ncases);
-        else st = LT_NOMEM;
+        s->cases = sw.cases = lt__sc_alloc(a, sizeof *s->cases * (size_t)sw.ncases);
+        if (!s->cases) st = LT_NOMEM;
     }
-    lt__free(sw.cases);
+    if (!st) {
+        sw.counting = 0;
+        sw.ncases = 0;
+        st = expand_sweep(&sw);
+    }
     return st;
 }
 

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels/backend.h"
+#include "kernels/tensor_impl.h"
 #include "localtensor/redistribute.h"
 #include "tools/render/render.h"
 #include "tools/render/json_alloc.h"
@@ -142,6 +144,7 @@ lt_status lt__sc_run_step(sc_run_ctx *rc, const sc_step *st) {
     rc->did_check = 0;
     rc->failed_rank = -1;
     lt__err_clear();
+    LT_TRY(lt__sc_numerics_gate(rc, st));
     return st->type->run(rc, st);
 }
 
@@ -206,7 +209,20 @@ void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, c
     lt__json_push((cJSON *)rc->plans, o);
 }
 
+static void run_case(sc_case *c, sc_arena *arena, FILE *show);
+
+/* A case with `backend:` runs with that backend as its thread's default
+ * (every tensor it makes lives there; cases on other threads keep theirs),
+ * then the thread's previous default comes back. */
 void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
+    const lt_backend *b = NULL;
+    if (c->backend && lt_backend_by_name(c->backend, &b) != LT_OK) b = NULL; /* checked at load */
+    const lt_backend *prev = b ? lt__backend_set_thread(b) : NULL;
+    run_case(c, arena, show);
+    if (b) lt__backend_set_thread(prev);
+}
+
+static void run_case(sc_case *c, sc_arena *arena, FILE *show) {
     sc_run_ctx rc;
     memset(&rc, 0, sizeof rc);
     rc.arena = arena;
@@ -220,13 +236,21 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
         rc.plans = cJSON_CreateArray();
     }
     double t0 = now_s();
-    lt_status st = lt_comm_new_engine(&c->mesh, c->engine, &rc.comm);
+    lt_status st = lt__sc_case_build(c, arena);
+    if (st) {
+        lt__sc_case_drop(c); /* nothing half-parsed runs */
+        error_result(&rc, &c->pos, "setup", "%s", lt_errmsg()[0] ? lt_errmsg() : lt_status_str(st));
+    }
+    if (!st) st = lt_comm_new_engine(&c->mesh, c->engine, &rc.comm);
     if (st) error_result(&rc, &c->pos, "setup", "%s", lt_errmsg());
     if (!st && c->record_trace && lt__sc_trace_begin(&rc))
         error_result(&rc, &c->pos, "--trace", "out of memory while recording the trace");
+    if (!st && lt__sc_numerics_begin(&rc, c, arena)) error_result(&rc, &c->pos, "numerics", "%s", lt_errmsg());
     for (int i = 0; i < c->ntensors && c->res.status == LT_SC_PASS; i++) {
-        lt_tensor *t;
-        st = build_tensor(&c->tensors[i], &t);
+        lt_tensor *t = NULL;
+        /* sample/none: an init: tensor is never built (distribute samples it) */
+        if (rc.nranks >= 0 && !c->tensors[i].has_values) st = LT_OK;
+        else st = build_tensor(&c->tensors[i], &t);
         if (!st) st = lt__sc_put_full(&rc, c->tensors[i].name, t, NULL);
         if (st)
             error_result(&rc, &c->tensors[i].pos, "tensors", "while building tensor '%s': %s",
@@ -252,6 +276,10 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
             if (st && !(st == LT_MISMATCH && rc.failed_check)) st = lt__sc_rank_failed(&rc, s, st);
         }
         lt__sc_trace_step(&rc, s, i, since);
+        if (rc.refused) { /* also when expect_error wrapped the step: an error, never a check */
+            error_result(&rc, &s->pos, s->type->name, "%s", rc.refused_msg);
+            continue;
+        }
         int counted = s->type->is_check || rc.did_check || rc.failed_check;
         if (counted) c->res.checks++;
         if (st == LT_OK) continue;
@@ -291,6 +319,7 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
         }
     }
     lt__sc_spmd_free(&rc);
+    lt__sc_numerics_end(&rc);
     if (lt__sc_trace_end(&rc)) error_result(&rc, &c->pos, "--trace", "out of memory while recording the trace");
     lt__sc_diverge_end(&rc);
     for (int i = 0; i < rc.nvals; i++) value_clear(&rc.vals[i]);

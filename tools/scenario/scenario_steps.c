@@ -54,6 +54,10 @@ lt_status lt__sc_run_distribute(sc_run_ctx *rc, const sc_step *st) {
     lt_dtensor *dt = NULL;
     lt_status s;
     fmt_pl(d->pl, d->np, pls, sizeof pls);
+    if (rc->nranks >= 0 && v->kind == SC_FULL) { /* numerics sample/none */
+        s = lt__sc_sampled_distribute(rc, d->tensor, d->pl, d->np, d->as);
+        return s ? lt__err_ctx_in(s, "distribute", " of '%s' with %s", d->tensor, pls) : LT_OK;
+    }
     if (v->kind == SC_DTENSOR) {
         /* PyTorch: distributing a DTensor keeps it only when nothing changes */
         lt_placement norm[LT_MESH_MAX_DIMS];
@@ -65,6 +69,7 @@ lt_status lt__sc_run_distribute(sc_run_ctx *rc, const sc_step *st) {
                         d->tensor, cur, pls);
         }
         if (!s) s = lt_dtensor_clone(v->dt, &dt);
+        if (!s && v->sampled) return lt__sc_sampled_put(rc, d->as, dt, &v->gen, NULL);
     } else {
         s = lt_distribute(&rc->c->mesh, v->full, d->pl, d->np, &dt);
     }
@@ -289,7 +294,23 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
     lt_plan *plan = NULL;
     rc->did_check = d->verify;
     size_t since = lt_trace_marker(lt_comm_trace(rc->comm));
-    lt_status s = lt_redistribute(v->dt, d->pl, d->np, &o, &out, &plan);
+    lt_sample_src gout;
+    lt_status s;
+    if (v->sampled) { /* numerics sample/none: the sampled ranks' values; the trace on paper */
+        o.comm = NULL;
+        s = lt_redistribute_sampled(lt_dtensor_spec(v->dt), &v->gen, d->pl, d->np, rc->ranks, rc->nranks, &o, &out, &plan,
+                                    &gout);
+        if (plan) {
+            lt_status ts = lt_plan_trace(plan, lt_comm_trace(rc->comm));
+            if (ts) {
+                lt_dtensor_free(out);
+                lt_plan_free(plan);
+                return ts;
+            }
+        }
+    } else {
+        s = lt_redistribute(v->dt, d->pl, d->np, &o, &out, &plan);
+    }
     lt__sc_record_plan(rc, st, d->tensor, v->dt->placements, plan, since);
     char where[256], src[256], dst[256];
     pos_str(st, where, sizeof where);
@@ -311,16 +332,20 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
         again.verify = 0;
         again.report = NULL;
         again.comm = NULL;   /* not traced twice */
-        lt_status s2 = lt_redistribute(v->dt, d->pl, d->np, &again, &out, NULL);
-        if (!s2) s2 = lt__sc_put_dtensor(rc, d->as, out, rc->plan_text);
+        lt_status s2 = v->sampled ? lt_redistribute_sampled(lt_dtensor_spec(v->dt), &v->gen, d->pl, d->np, rc->ranks,
+                                                            rc->nranks, &again, &out, NULL, &gout)
+                                  : lt_redistribute(v->dt, d->pl, d->np, &again, &out, NULL);
+        if (!s2) s2 = v->sampled ? lt__sc_sampled_put(rc, d->as, out, &gout, rc->plan_text)
+                                 : lt__sc_put_dtensor(rc, d->as, out, rc->plan_text);
         else lt_dtensor_free(out);
         return s2 ? s2 : chk;
     }
-    if (!s) s = lt__sc_diverge_same(rc, st, "redistribute", v->dt, out, d->as);
+    if (!s && !v->sampled) s = lt__sc_diverge_same(rc, st, "redistribute", v->dt, out, d->as);
     if (s) {
         lt_dtensor_free(out);
         return s;
     }
+    if (v->sampled) return lt__sc_sampled_put(rc, d->as, out, &gout, rc->plan_text);
     return lt__sc_put_dtensor(rc, d->as, out, rc->plan_text);
 }
 
@@ -489,6 +514,21 @@ lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
     /* per-rank programs: collectives on LocalTensors (and any limited to some
      * ranks, and barriers) are matched rank by rank (scenario_spmd.c) */
     int is_local = d->tensor && lt__sc_value(rc, d->tensor)->kind == SC_LOCAL;
+    if (rc->nranks >= 0 && d->kind != LT_COLL_BARRIER) { /* numerics sample/none */
+        if (st->mask || is_local)
+            return lt__sc_numerics_refuse(rc, "a per-rank collective (on a LocalTensor, or limited to some ranks)");
+        if (d->kind == LT_COLL_PERMUTE && (d->mesh_dim < 0 || d->mesh_dim >= mesh->ndim || d->nperm != mesh->shape[d->mesh_dim]))
+            return lt__err_in(LT_INVALID, "collective", " %s along mesh dim %d of '%s': perm has %d entries; mesh dim %d has %d members",
+                              lt_coll_name(d->kind), d->mesh_dim, d->tensor, d->nperm, d->mesh_dim,
+                              d->mesh_dim >= 0 && d->mesh_dim < mesh->ndim ? mesh->shape[d->mesh_dim] : 0);
+        char where[128], origin[256];
+        snprintf(origin, sizeof origin, "collective %s at %s", lt_coll_name(d->kind), pos_str(st, where, sizeof where));
+        lt_status s = lt__sc_sampled_collective(rc, d->kind, d->tensor, d->mesh_dim, d->op, d->dim, d->concat_dim, d->root,
+                                                d->has_rule ? &d->rule : NULL, d->perm, d->as, origin);
+        if (s && !rc->refused)
+            return lt__err_ctx_in(s, "collective", " %s along mesh dim %d of '%s'", lt_coll_name(d->kind), d->mesh_dim, d->tensor);
+        return s;
+    }
     if (d->kind != LT_COLL_PERMUTE && (st->mask || is_local || d->kind == LT_COLL_BARRIER || lt__sc_any_blocked(rc)))
         return lt__sc_run_matched(rc, st, d->kind, d->tensor, d->mesh_dim, (int)d->op, d->dim, d->concat_dim, d->root,
                                   d->has_rule ? &d->rule : NULL, d->as);

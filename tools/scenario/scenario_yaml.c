@@ -624,6 +624,10 @@ lt_status lt__sc_ident(const sc_node *n, const char *what, const char **out) {
 }
 
 lt_status lt__sc_shape(const sc_node *n, const char *what, int *ndim, int64_t *shape) {
+    return lt__sc_shape_max(n, what, LT_SC_MAX_ELEMS, ndim, shape);
+}
+
+lt_status lt__sc_shape_max(const sc_node *n, const char *what, int64_t max_elems, int *ndim, int64_t *shape) {
     int nd = 0;
     if (n && n->kind == SC_SEQ) {
         if (n->n > LT_MAX_DIMS)
@@ -663,9 +667,10 @@ lt_status lt__sc_shape(const sc_node *n, const char *what, int *ndim, int64_t *s
     int64_t numel;
     lt_status st = lt__numel_checked(nd, shape, 8, &numel);
     if (st) return lt__sc_err_at(n, st);
-    if (numel > LT_SC_MAX_ELEMS)
-        return lt__sc_err(n, LT_OVERFLOW, "%s: %lld elements; scenario tensors are limited to %d", what,
-                          (long long)numel, LT_SC_MAX_ELEMS);
+    if (numel > max_elems)
+        return lt__sc_err(n, LT_OVERFLOW, "%s: %lld elements; scenario tensors are limited to %lld%s", what,
+                          (long long)numel, (long long)max_elems,
+                          max_elems == LT_SC_MAX_ELEMS ? " (init: tensors of any size under numerics: sample or none)" : "");
     *ndim = nd;
     return LT_OK;
 }

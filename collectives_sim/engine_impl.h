@@ -1,0 +1,18 @@
+/* collectives_sim/engine_impl.h — engine internals shared inside
+ * collectives_sim/ (not installed).
+ *
+ * The kernel path of the in-process engine (engine_kernels.c): collectives.c
+ * asks it, group by group, which function moves the data.
+ */
+#ifndef LT_ENGINE_IMPL_H
+#define LT_ENGINE_IMPL_H
+
+#include "collectives_sim/engine.h"
+
+/* fn itself, or, when eng is the in-process engine and every tensor of the
+ * group lives on one backend that launches kernels (cuda, cuda-emu), the
+ * same collective done with that backend's kernels. */
+lt_coll_fn lt__engine_kernels_fn(const lt_engine_i *eng, lt_coll_fn fn, const lt_coll_group *g,
+                                 lt_tensor *const *in, lt_tensor *const *out);
+
+#endif

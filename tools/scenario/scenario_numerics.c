@@ -1,0 +1,197 @@
+/* tools/scenario/scenario_numerics.c — scenarios in numerics sample:K or none
+ * (the `numerics:` key, or `run --numerics`; localtensor/numerics.h).
+ *
+ * In these modes a case never builds its declared tensors: a distribute of
+ * an `init:` tensor produces only the sampled ranks' shards, and each
+ * redistribute computes only theirs (the plan, and the comm trace that
+ * expect_comm reads, are those of full mode). The steps that work on
+ * layouts, plans and bytes run; a check reads values of sampled ranks only.
+ * Every other step stops the case with "not supported yet: ... in
+ * --numerics sample:K mode" (an error: exit 2), also inside expect_error,
+ * so that no check passes or fails on values that were never computed.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/alloc.h"
+#include "kernels/status_impl.h"
+#include "tools/scenario/scenario_impl.h"
+
+/* The steps that run in sample and none modes. */
+static const char *const sampled_steps[] = {"distribute", "redistribute", "collective", "show", "mark_comm",
+                                            "expect_local", "expect_full", "expect_plan", "expect_comm",
+                                            "expect_error", NULL};
+
+const char *lt__sc_numerics_name(const sc_run_ctx *rc) {
+    static _Thread_local char buf[32];
+    return lt_numerics_str(&rc->c->numerics, buf, sizeof buf);
+}
+
+lt_status lt__sc_numerics_begin(sc_run_ctx *rc, sc_case *c, sc_arena *arena) {
+    rc->nranks = -1;
+    if (c->numerics.kind == LT_NUMERICS_FULL) return LT_OK;
+    int cap = lt_numerics_count(&c->numerics, c->mesh.world);
+    rc->ranks = lt__malloc(sizeof(int) * (size_t)(cap > 0 ? cap : 1));
+    int *keep = lt__sc_alloc(arena, sizeof(int) * (size_t)(cap > 0 ? cap : 1));
+    if (!rc->ranks || !keep) return lt__err(LT_NOMEM, "out of memory");
+    rc->nranks = lt_numerics_ranks(&c->numerics, c->mesh.world, rc->ranks);
+    memcpy(keep, rc->ranks, sizeof(int) * (size_t)rc->nranks);
+    char rs[256];
+    lt_numerics_ranks_str(rc->ranks, rc->nranks, 8, rs, sizeof rs);
+    c->res.sampled = keep;
+    c->res.nsampled = rc->nranks;
+    c->res.numerics = rc->nranks ? lt__sc_printf(arena, "%s: values for rank%s %s", lt__sc_numerics_name(rc), rc->nranks == 1 ? "" : "s", rs)
+                                 : lt__sc_printf(arena, "none: no values");
+    return c->res.numerics ? LT_OK : lt__err(LT_NOMEM, "out of memory");
+}
+
+void lt__sc_numerics_end(sc_run_ctx *rc) {
+    lt__free(rc->ranks);
+    rc->ranks = NULL;
+}
+
+lt_status lt__sc_numerics_refuse(sc_run_ctx *rc, const char *fmt, ...) {
+    char what[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    rc->refused = 1;
+    lt_status s = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s in --numerics %s mode", what,
+                               lt__sc_numerics_name(rc));
+    snprintf(rc->refused_msg, sizeof rc->refused_msg, "%s", lt_errmsg());
+    return s;
+}
+
+lt_status lt__sc_numerics_gate(sc_run_ctx *rc, const sc_step *st) {
+    if (rc->nranks < 0) return LT_OK;
+    for (int i = 0; sampled_steps[i]; i++)
+        if (!strcmp(sampled_steps[i], st->type->name)) return LT_OK;
+    return lt__sc_numerics_refuse(rc,
+                                  "'%s' (it needs values of ranks that are not computed; these modes run distribute, "
+                                  "redistribute, collective, show, mark_comm, expect_local, expect_full, expect_plan, "
+                                  "expect_comm and expect_error)",
+                                  st->type->name);
+}
+
+lt_status lt__sc_sampled_put(sc_run_ctx *rc, const char *as, lt_dtensor *dt, const lt_sample_src *g,
+                             const char *origin) {
+    LT_TRY(lt__sc_put_dtensor(rc, as, dt, origin));
+    sc_value *v = lt__sc_value(rc, as);
+    v->sampled = 1;
+    v->gen = *g;
+    return LT_OK;
+}
+
+lt_status lt__sc_sampled_distribute(sc_run_ctx *rc, const char *tensor, const lt_placement *pl, int np,
+                                    const char *as) {
+    const sc_case *c = rc->c;
+    const sc_tensor_decl *t = NULL;
+    for (int i = 0; i < c->ntensors; i++)
+        if (!strcmp(c->tensors[i].name, tensor)) t = &c->tensors[i];
+    if (!t || t->has_values)
+        return lt__sc_numerics_refuse(rc,
+                                      "distributing '%s', which is not declared with init: (only values that are a "
+                                      "function of the global index can be sampled)",
+                                      tensor);
+    lt_placement norm[LT_MESH_MAX_DIMS];
+    lt_spec spec;
+    lt_sample_src g;
+    lt_dtensor *dt = NULL;
+    LT_TRY(lt_placements_check(&c->mesh, t->ndim, pl, np, norm));
+    LT_TRY(lt_spec_make(&c->mesh, t->dtype, t->ndim, t->shape, norm, np, &spec));
+    LT_TRY(lt_sample_src_init(&g, &t->init, &spec));
+    LT_TRY(lt_dtensor_sample(&spec, &g, rc->ranks, rc->nranks, &dt));
+    return lt__sc_sampled_put(rc, as, dt, &g, NULL);
+}
+
+/* The collective on a group's members, in a 1-D communicator of the group's
+ * size (its member j is the group's member j): what the call along mesh dim
+ * md does to that group. in/out: (n). */
+static lt_status group_call(lt_comm *c, lt_coll kind, lt_tensor *const *in, lt_redop op, int dim, int cdim, int root,
+                            const lt_split_rule *rule, const int *perm, lt_tensor **out) {
+    switch (kind) {
+    case LT_COLL_ALL_GATHER: return lt_all_gather(c, 0, in, dim, out);
+    case LT_COLL_ALL_REDUCE: return lt_all_reduce(c, 0, in, op, out);
+    case LT_COLL_REDUCE_SCATTER: return lt_reduce_scatter(c, 0, in, op, dim, rule, out);
+    case LT_COLL_ALL_TO_ALL: return lt_all_to_all(c, 0, in, dim, cdim, rule, out);
+    case LT_COLL_BROADCAST: return lt_broadcast(c, 0, in, root, out);
+    case LT_COLL_SCATTER: return lt_scatter(c, 0, in, root, dim, rule, out);
+    case LT_COLL_GATHER: return lt_gather(c, 0, in, root, dim, out);
+    case LT_COLL_REDUCE: return lt_reduce_ranks(c, 0, in, root, op, out);
+    case LT_COLL_PERMUTE: return lt_permute_ranks(c, 0, in, perm, out);
+    default: return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s", lt_coll_name(kind));
+    }
+}
+
+lt_status lt__sc_sampled_collective(sc_run_ctx *rc, lt_coll kind, const char *tensor, int md, lt_redop op, int dim,
+                                    int cdim, int root, const lt_split_rule *rule, const int *perm, const char *as,
+                                    const char *origin) {
+    const lt_mesh *mesh = &rc->c->mesh;
+    sc_value *v = lt__sc_value(rc, tensor);
+    if (v->kind != SC_DTENSOR || !v->sampled)
+        return lt__sc_numerics_refuse(rc, "a collective on '%s', which is not a distributed tensor of this mode", tensor);
+    if (md < 0 || md >= mesh->ndim) return lt__err(LT_INVALID, "mesh dim %d is out of range (the mesh has %d)", md, mesh->ndim);
+    int n = mesh->shape[md];
+    char ms[16];
+    snprintf(ms, sizeof ms, "%d", n);
+    lt_mesh m1;
+    lt_comm *c1 = NULL;
+    lt_local *l = NULL;
+    int *grp = lt__malloc(sizeof(int) * (size_t)n), *done = NULL;
+    lt_tensor **in = lt__calloc((size_t)n, sizeof *in), **out = lt__calloc((size_t)n, sizeof *out);
+    lt_status s = grp && in && out ? LT_OK : lt__err(LT_NOMEM, "out of memory");
+    if (!s) s = lt_mesh_parse(ms, &m1);
+    if (!s) s = lt_comm_new(&m1, &c1);
+    if (!s) s = lt_local_new(mesh, &l);
+    if (!s && !(done = lt__calloc((size_t)lt_mesh_ngroups(mesh, md), sizeof *done))) s = lt__err(LT_NOMEM, "out of memory");
+    /* each group holding a sampled rank: every member's input on demand, the
+     * collective, the sampled members' results */
+    for (int i = 0; i < rc->nranks && !s; i++) {
+        int pos, g = lt_mesh_group_of(mesh, md, rc->ranks[i], &pos);
+        if (done[g]) continue;
+        done[g] = 1;
+        lt_mesh_group(mesh, md, g, grp);   /* ascending global ranks */
+        lt_dtensor *members = NULL;
+        s = lt_dtensor_sample(lt_dtensor_spec(v->dt), &v->gen, grp, n, &members);
+        for (int j = 0; j < n && !s; j++) in[j] = members->local->shards[grp[j]];
+        if (!s) s = group_call(c1, kind, in, op, dim, cdim, root, rule, perm, out);
+        for (int j = 0; j < n; j++) {
+            int keep = 0;
+            for (int k = 0; k < rc->nranks && !s; k++) keep |= rc->ranks[k] == grp[j];
+            if (keep && !s) l->shards[grp[j]] = out[j];
+            else lt_tensor_free(out[j]);
+            out[j] = NULL;
+        }
+        lt_dtensor_free(members);
+    }
+    /* what a full run records: every group's bytes, from layout math */
+    if (!s && rc->nranks == 0) { /* none: the arguments are still checked, on group 0 */
+        lt_mesh_group(mesh, md, 0, grp);
+        lt_dtensor *members = NULL;
+        lt_spec sp = *lt_dtensor_spec(v->dt);
+        s = lt_dtensor_sample(&sp, &v->gen, grp, n, &members);
+        for (int j = 0; j < n && !s; j++) in[j] = members->local->shards[grp[j]];
+        if (!s) s = group_call(c1, kind, in, op, dim, cdim, root, rule, perm, out);
+        for (int j = 0; j < n; j++) lt_tensor_free(out[j]), out[j] = NULL;
+        lt_dtensor_free(members);
+    }
+    int rs = kind == LT_COLL_REDUCE_SCATTER || kind == LT_COLL_SCATTER || kind == LT_COLL_ALL_TO_ALL ||
+             kind == LT_COLL_ALL_GATHER || kind == LT_COLL_GATHER;
+    int reduces = kind == LT_COLL_ALL_REDUCE || kind == LT_COLL_REDUCE_SCATTER || kind == LT_COLL_REDUCE;
+    int rooted = kind == LT_COLL_BROADCAST || kind == LT_COLL_SCATTER || kind == LT_COLL_GATHER || kind == LT_COLL_REDUCE;
+    if (!s)
+        s = lt_coll_trace_paper(lt_comm_trace(rc->comm), lt_dtensor_spec(v->dt), kind, md, reduces ? (int)op : -1,
+                                rooted ? root : -1, rs ? dim : -1, kind == LT_COLL_ALL_TO_ALL ? cdim : -1, rule, perm);
+    lt_comm_free(c1);
+    lt__free(grp);
+    lt__free(done);
+    lt__free(in);
+    lt__free(out);
+    if (s) {
+        lt_local_free(l);
+        return s;
+    }
+    return lt__sc_put_local(rc, as, l, origin);
+}
