@@ -15,8 +15,6 @@
 #   make fault      allocation fault injection over the C API and the scenario
 #                   library under ASan (build-asan/): every OOM path is clean
 #   make valgrind   the unit tests under valgrind (build-vg/, no -march=native)
-#   make CUDA=1 ... the same targets with the CUDA backend built in (nvcc,
-#                   cuBLAS; build-cuda/, build-bench-cuda/)
 #   make bench      benchmarks (ratios against memcpy / one cblas call); with
 #                   MPI also the MPI engine vs in-process rows and mpirun
 #                   start-up (tools/bench/run-mpi-bench.sh)
@@ -25,6 +23,8 @@
 #                   --engine mpi) and the MPI tests; the default wherever
 #                   mpicc is on PATH (MPI=0 turns it off). liblocaltensor
 #                   itself never links libmpi.
+#   make CUDA=1 ... the same targets with the CUDA backend built in (nvcc,
+#                   cuBLAS; build-cuda/, build-bench-cuda/)
 #   make install    PREFIX=/usr/local (DESTDIR honoured): headers under
 #                   include/localtensor/, libs, localtensor.pc and
 #                   localtensor-static.pc, the CLI, docs in share/doc/localtensor/

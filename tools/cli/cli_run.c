@@ -21,8 +21,8 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: localtensor run PATH... [-k FILTER] [-v] [--json FILE] [--junit FILE] [--fail-fast] [--trace]\n"
-            "                       [--numerics full|sample:K|none]\n"
-            "                       [--world N] [--engine inproc|mpi] [--cross-check]\n"
+            "                       [--numerics full|sample:K|none] [--world N]\n"
+            "                       [--engine inproc|mpi] [--cross-check]\n"
             "\n"
             "Runs YAML scenario files (directories are searched for *.yaml / *.yml).\n"
             "  -k FILTER      run only cases whose name or file path contains FILTER (repeatable)\n"

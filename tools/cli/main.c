@@ -88,10 +88,10 @@ int main(int argc, char **argv) {
     int fault = lt__fault_arm_from_env();
     if (fault < 0) return 2;
     if (fault > 0) atexit(lt__fault_report_to_env);
-    if (global_options(&argc, argv)) return 2;
 #ifdef LT_HAVE_MPI
     lt_cli_mpi_hooks = lt_cli_mpi_impl();
 #endif
+    if (global_options(&argc, argv)) return 2;
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -436,14 +436,13 @@ lt_status lt__sc_stream_close(sc_stream *st, const sc_run_summary *sum) {
         cJSON_AddNumberToObject(counts, "errors", sum->errors);
         cJSON_AddNumberToObject(counts, "not_run", sum->not_run);
         cJSON_AddNumberToObject(counts, "load_errors", nlerr);
-        json_raw(st, "\n],");
-        if (sum->engine) { /* --engine: which engine ran the cases */
-            json_raw(st, "\"engine\":\"");
-            json_raw(st, sum->engine);   /* "inproc" or "mpi": nothing to escape */
-            json_raw(st, "\",");
-        }
-        json_raw(st, "\"counts\":");
+        json_raw(st, "\n],\"counts\":");
         json_put(st, counts, 0);
+        if (sum->engine) { /* --engine mpi (tools/cli/cli_mpi.c): which engine ran the cases */
+            json_raw(st, ",\"engine\":");
+            lt__json_begin();
+            json_put(st, cJSON_CreateString(sum->engine), 0);
+        }
         char tail[64];
         snprintf(tail, sizeof tail, ",\"time_s\":%.17g}\n", sum->seconds);
         json_raw(st, tail);

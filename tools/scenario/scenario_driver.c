@@ -120,6 +120,45 @@ static void progress_tick(progress *p, int done, int total, const char *name) {
     p->shown = 1;
 }
 
+/* Runs over several processes: the case's outcome is the worst over all
+ * of them. When another process did worse, its first failure joins this
+ * process's result (the one that writes the reports) as a failure of the
+ * case's own position, "on process P: <its failure>". */
+static void agree_case(const lt_sc_options *opt, sc_arena *a, sc_case *cs) {
+    char mine[2048] = "", other[2048] = "";
+    lt_sc_result *r = &cs->res;
+    if (r->nfails) {
+        const lt_sc_failure *x = &r->fails[0];
+        snprintf(mine, sizeof mine, "%s:%d:%d: %s: %s", x->file, x->line, x->col, x->step ? x->step : "",
+                 x->message ? x->message : "");
+    }
+    int from = -1;
+    int worst = opt->case_agree((int)r->status, mine, &from, other, sizeof other);
+    if (worst <= (int)r->status) return;
+    r->status = (lt_sc_status)worst;
+    if (worst == LT_SC_FAIL) r->checks_failed++;
+    char msg[2200];
+    snprintf(msg, sizeof msg, "on process %d: %s", from, other);
+    if (!r->fails && !(r->fails = lt__sc_alloc(a, sizeof *r->fails * SC_MAX_FAILS))) {
+        r->nfails_dropped++;
+        return;
+    }
+    if (r->nfails == SC_MAX_FAILS) {
+        r->nfails_dropped++;
+        return;
+    }
+    lt_sc_failure *x = &r->fails[r->nfails];
+    memset(x, 0, sizeof *x);
+    x->file = cs->pos.file;
+    x->line = cs->pos.line;
+    x->col = cs->pos.col;
+    x->step = "engine";
+    x->rank = -1;
+    x->message = lt__sc_strdup(a, msg);
+    if (x->message) r->nfails++;
+    else r->nfails_dropped++;
+}
+
 /* Cases of one scenario run at once (each in its own arena, on the
  * threads of kernels/pool.h), then reported in case order and released:
  * what a sweep holds at a time does not grow with its number of cases. */
@@ -148,45 +187,6 @@ static void release_case(sc_case *cs, sc_arena *a) {
     cs->res.trace_text = NULL;
     cs->res.trace_json = NULL;
     lt__sc_arena_free(a);
-}
-
-/* Runs over several processes: the case's outcome is the worst over all
- * of them. When another process did worse, its first failure joins this
- * process's result (the one that writes the reports) as a failure of the
- * case's own position, "on process P: <its failure>". */
-static void agree_case(const lt_sc_options *opt, sc_arena *arena, sc_case *cs) {
-    char mine[2048] = "", other[2048] = "";
-    lt_sc_result *r = &cs->res;
-    if (r->nfails) {
-        const lt_sc_failure *x = &r->fails[0];
-        snprintf(mine, sizeof mine, "%s:%d:%d: %s: %s", x->file, x->line, x->col, x->step ? x->step : "",
-                 x->message ? x->message : "");
-    }
-    int from = -1;
-    int worst = opt->case_agree((int)r->status, mine, &from, other, sizeof other);
-    if (worst <= (int)r->status) return;
-    r->status = (lt_sc_status)worst;
-    if (worst == LT_SC_FAIL) r->checks_failed++;
-    char msg[2200];
-    snprintf(msg, sizeof msg, "on process %d: %s", from, other);
-    if (!r->fails && !(r->fails = lt__sc_alloc(arena, sizeof *r->fails * SC_MAX_FAILS))) {
-        r->nfails_dropped++;
-        return;
-    }
-    if (r->nfails == SC_MAX_FAILS) {
-        r->nfails_dropped++;
-        return;
-    }
-    lt_sc_failure *x = &r->fails[r->nfails];
-    memset(x, 0, sizeof *x);
-    x->file = cs->pos.file;
-    x->line = cs->pos.line;
-    x->col = cs->pos.col;
-    x->step = "engine";
-    x->rank = -1;
-    x->message = lt__sc_strdup(arena, msg);
-    if (x->message) r->nfails++;
-    else r->nfails_dropped++;
 }
 
 int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *opt) {
@@ -313,9 +313,8 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
             int any = 0;
             for (int c = 0; c < s->ncases && !any; c++) any = s->cases[c].selected;
             if (any) lt__sc_stream_scen_begin(&rep, s);
-            /* `show` steps print as they run, and processes of an MPI run
-             * agree on every case in order: then one case at a time */
-            int cap = opt->verbose || opt->case_agree ? 1 : SC_WINDOW;
+            /* `show` steps print as they run: then one case at a time */
+            int cap = opt->verbose ? 1 : SC_WINDOW;
             for (int c = 0; c < s->ncases && !oom;) {
                 w.n = 0;
                 for (; c < s->ncases && w.n < cap; c++) {
@@ -334,10 +333,20 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
                     w.cs[w.n++] = cs;
                 }
                 if (w.n) progress_tick(&pg, done, total, w.cs[0]->name);
-                (void)lt__parallel_for(w.n, case_task, &w); /* case_task cannot fail */
+                if (opt->case_agree) {
+                    /* several processes (--engine mpi): one case at a time, in
+                     * order, on this thread, so that every process makes the
+                     * same MPI calls in the same order; then the outcome is
+                     * agreed */
+                    for (int j = 0; j < w.n; j++) {
+                        (void)case_task(&w, j);
+                        agree_case(opt, w.ar[j], w.cs[j]);
+                    }
+                } else {
+                    (void)lt__parallel_for(w.n, case_task, &w); /* case_task cannot fail */
+                }
                 for (int j = 0; j < w.n; j++) {
                     sc_case *cs = w.cs[j];
-                    if (opt->case_agree) agree_case(opt, w.ar[j], cs);
                     if (stop) { /* ran in the same window as the first failure */
                         lt__sc_case_drop(cs);
                         memset(&cs->res, 0, sizeof cs->res);
