@@ -1,5 +1,6 @@
 /* kernels/dtype.c — dtype tables and scalar conversions (incl. bf16/f16). */
 #include "kernels/dtype.h"
+#include "kernels/cuda/kern.h"
 #include "kernels/status_impl.h"
 
 #include <math.h>
@@ -55,73 +56,12 @@ lt_status lt_redop_parse(const char *s, lt_redop *out) {
                    lt__name_join_or(redop_names, LT_REDOP_COUNT, list, sizeof list));
 }
 
-float lt_bf16_to_f32(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-uint16_t lt_f32_to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-float lt_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t man = h & 0x3ffu;
-    uint32_t u;
-    if (exp == 0) {
-        if (man == 0) {
-            u = sign;
-        } else { /* subnormal: normalise */
-            int e = -1;
-            do { man <<= 1; e++; } while ((man & 0x400u) == 0);
-            man &= 0x3ffu;
-            u = sign | ((uint32_t)(127 - 15 - e) << 23) | (man << 13);
-        }
-    } else if (exp == 31) {
-        u = sign | 0x7f800000u | (man << 13);
-    } else {
-        u = sign | ((exp + 127 - 15) << 23) | (man << 13);
-    }
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-uint16_t lt_f32_to_f16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint32_t sign = (u >> 16) & 0x8000u;
-    uint32_t absu = u & 0x7fffffffu;
-    if (absu > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);   /* NaN */
-    if (absu >= 0x47800000u) {                                    /* >= 65536: inf (or rounds there) */
-        if (absu == 0x7f800000u) return (uint16_t)(sign | 0x7c00u);
-        /* values in [65520, 65536) round to inf; above too */
-        return (uint16_t)(sign | 0x7c00u);
-    }
-    if (absu < 0x38800000u) { /* below smallest normal 2^-14: subnormal or zero */
-        if (absu < 0x33000000u) return (uint16_t)sign;            /* < 2^-25 rounds to 0 */
-        uint32_t e = absu >> 23;
-        uint32_t m = (absu & 0x7fffffu) | 0x800000u;
-        uint32_t shift = 126 - e;                                 /* 14 - (e - 127) + 13 - 1 ... */
-        /* value = m * 2^(e-150); subnormal unit 2^-24 -> result = m >> (126 - e) */
-        uint32_t res = m >> shift;
-        uint32_t rem = m & ((1u << shift) - 1u);
-        uint32_t half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (res & 1u))) res++;
-        return (uint16_t)(sign | res);
-    }
-    uint32_t r = absu + 0xfffu + ((absu >> 13) & 1u);             /* round mantissa to 10 bits */
-    r -= (uint32_t)(127 - 15) << 23;
-    if (r >= 0x0f800000u) return (uint16_t)(sign | 0x7c00u);      /* overflowed into inf */
-    return (uint16_t)(sign | (r >> 13));
-}
+/* The scalar conversions are the kernel bodies' (kernels/cuda/kern.h), so
+ * host loops, the emulated and the device kernels round the same way. */
+float lt_bf16_to_f32(uint16_t h) { return lt__k_bf16_f32(h); }
+uint16_t lt_f32_to_bf16(float f) { return lt__k_f32_bf16(f); }
+float lt_f16_to_f32(uint16_t h) { return lt__k_f16_f32(h); }
+uint16_t lt_f32_to_f16(float f) { return lt__k_f32_f16(f); }
 
 double lt_dtype_load(lt_dtype dt, const void *p) {
     switch (dt) {

@@ -94,7 +94,7 @@ typedef struct lt__kargs {
     lt__kop o[3];
 } lt__kargs;
 
-/* ---- scalar conversions (the same bits as kernels/dtype.c) ------------------ */
+/* ---- scalar conversions (kernels/dtype.c's lt_f32_to_f16 and the rest are these) */
 
 LT_HD float lt__k_bf16_f32(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
