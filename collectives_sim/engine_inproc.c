@@ -135,7 +135,7 @@ static void inproc_free(void *ctx) {
 }
 
 /* How many pieces to split `bytes` of work into: 1 (run inline) when it is
- * small or no other thread is free (inside a parallel section). */
+ * small or every other thread is busy (inside a parallel section). */
 static int64_t pieces_for(size_t bytes, int64_t max_pieces) {
     int w = lt__pool_width();
     size_t min = lt__par_min_bytes(), piece = min / 4 ? min / 4 : 1;
