@@ -423,6 +423,14 @@ static int ranks_in_parallel(const lt_op_plan *p, const lt_dtensor *const *x) {
     default: break;
     }
     if (lt__pool_width() <= 1 || p->mesh_.world < 2) return 0;
+    /* no shard is larger than its global tensor: a cheap bound first */
+    double bound = 0;
+    for (int k = 0; k < p->nin; k++) {
+        double n = (double)lt_dtype_size(x[k]->dtype);
+        for (int d = 0; d < x[k]->ndim; d++) n *= (double)x[k]->shape[d];
+        bound += n * p->mesh_.world;
+    }
+    if (bound < (double)lt__par_min_bytes()) return 0;
     size_t bytes = 0;
     for (int k = 0; k < p->nin; k++)
         for (int r = 0; r < p->mesh_.world; r++)
