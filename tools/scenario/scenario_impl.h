@@ -37,6 +37,12 @@ sc_arena *lt__sc_arena_new(void);
 void lt__sc_arena_free(sc_arena *a);
 /* Zeroed memory, max-aligned; NULL (with LT_NOMEM message set) when out of memory. */
 void *lt__sc_alloc(sc_arena *a, size_t n);
+/* In a step parser (sc_parse_ctx *pc, sc_step *st in scope): declares
+ * `T *var` in the arena as the step's data, or returns LT_NOMEM. */
+#define LT__SC_NEW_DATA(T, var)                          \
+    T *var = lt__sc_alloc(pc->arena, sizeof *var);       \
+    if (!var) return LT_NOMEM;                           \
+    st->data = var
 char *lt__sc_strdup(sc_arena *a, const char *s);
 char *lt__sc_printf(sc_arena *a, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -41,11 +41,6 @@
 #include "localtensor/reference.h"
 #include "localtensor/tp.h"
 
-#define NEW_DATA(T, var)                                 \
-    T *var = lt__sc_alloc(pc->arena, sizeof *var);       \
-    if (!var) return LT_NOMEM;                           \
-    st->data = var
-
 static char *pos_str(const sc_step *st, char *buf, size_t n) {
     snprintf(buf, n, "%s:%d:%d", st->pos.file, st->pos.line, st->pos.col);
     return buf;
@@ -133,7 +128,7 @@ static lt_status parse_op_common(sc_parse_ctx *pc, const sc_node *body, sc_step 
     const sc_node *n;
     const char *s;
     LT_TRY(lt__sc_keys(body, what, local ? local_keys : keys));
-    NEW_DATA(op_data, d);
+    LT__SC_NEW_DATA(op_data, d);
     d->args = lt__sc_alloc(pc->arena, sizeof *d->args);
     if (!d->args) return LT_NOMEM;
     lt_op_args *a = d->args;
@@ -388,7 +383,7 @@ lt_status lt__sc_parse_tp_mlp(sc_parse_ctx *pc, const sc_node *body, sc_step *st
     const sc_node *n;
     const char *s;
     LT_TRY(lt__sc_keys(body, "tp_mlp", keys));
-    NEW_DATA(tp_data, d);
+    LT__SC_NEW_DATA(tp_data, d);
     LT_TRY(lt__sc_use(pc, body, "tp_mlp", "x", SC_FULL, &d->x));
     LT_TRY(lt__sc_use(pc, body, "tp_mlp", "w1", SC_FULL, &d->w1));
     LT_TRY(lt__sc_use(pc, body, "tp_mlp", "b1", SC_FULL, &d->b1));
@@ -476,7 +471,7 @@ lt_status lt__sc_parse_rank_map(sc_parse_ctx *pc, const sc_node *body, sc_step *
     const sc_node *n;
     const char *s;
     LT_TRY(lt__sc_keys(body, "rank_map", keys));
-    NEW_DATA(rank_map_data, d);
+    LT__SC_NEW_DATA(rank_map_data, d);
     LT_TRY(lt__sc_use(pc, body, "rank_map", "tensor", SC_DTENSOR, &d->tensor));
     LT_TRY(lt__sc_need(body, "rank_map", "fn", &n));
     LT_TRY(lt__sc_str(n, "rank_map: fn", &s));
@@ -534,7 +529,7 @@ lt_status lt__sc_parse_expect_replicas(sc_parse_ctx *pc, const sc_node *body, sc
     static const char *const keys[] = {"tensor", "diverged", "contains", NULL};
     const sc_node *n;
     LT_TRY(lt__sc_keys(body, "expect_replicas", keys));
-    NEW_DATA(replicas_data, d);
+    LT__SC_NEW_DATA(replicas_data, d);
     LT_TRY(lt__sc_use(pc, body, "expect_replicas", "tensor", SC_DTENSOR, &d->tensor));
     if ((n = lt__sc_get(body, "diverged"))) LT_TRY(lt__sc_bool(n, "expect_replicas: diverged", &d->diverged));
     if ((n = lt__sc_get(body, "contains"))) {

@@ -31,11 +31,6 @@
 #include "kernels/status_impl.h"
 #include "tools/scenario/scenario_impl.h"
 
-#define NEW_DATA(T, var)                                 \
-    T *var = lt__sc_alloc(pc->arena, sizeof *var);       \
-    if (!var) return LT_NOMEM;                           \
-    st->data = var
-
 int lt__sc_step_is_per_rank(const sc_step_type *t) {
     static const char *const names[] = {"to_local", "local_tensor", "local_op", "collective", "show",
                                         "expect_local", NULL};
@@ -79,7 +74,7 @@ typedef struct {
 lt_status lt__sc_parse_to_local(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
     static const char *const keys[] = {"tensor", "as", NULL};
     LT_TRY(lt__sc_keys(body, "to_local", keys));
-    NEW_DATA(to_local_data, d);
+    LT__SC_NEW_DATA(to_local_data, d);
     LT_TRY(lt__sc_use(pc, body, "to_local", "tensor", SC_DTENSOR, &d->tensor));
     return lt__sc_define(pc, body, "to_local", SC_LOCAL, &d->as);
 }
@@ -116,7 +111,7 @@ lt_status lt__sc_parse_local_tensor(sc_parse_ctx *pc, const sc_node *body, sc_st
     static const char *const keys[] = {"shape", "values", "dtype", "as", NULL};
     const sc_node *n;
     LT_TRY(lt__sc_keys(body, "local_tensor", keys));
-    NEW_DATA(local_tensor_data, d);
+    LT__SC_NEW_DATA(local_tensor_data, d);
     LT_TRY(lt__sc_need(body, "local_tensor", "shape", &n));
     if (n->kind == SC_SEQ) {
         if (n->n > LT_MAX_DIMS)

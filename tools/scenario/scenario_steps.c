@@ -23,11 +23,6 @@ static char *pos_str(const sc_step *st, char *buf, size_t n) {
     return buf;
 }
 
-#define NEW_DATA(T, var)                                 \
-    T *var = lt__sc_alloc(pc->arena, sizeof *var);       \
-    if (!var) return LT_NOMEM;                           \
-    st->data = var
-
 /* ---- distribute ------------------------------------------------------------------ */
 
 typedef struct {
@@ -40,7 +35,7 @@ lt_status lt__sc_parse_distribute(sc_parse_ctx *pc, const sc_node *body, sc_step
     static const char *const keys[] = {"tensor", "placements", "as", NULL};
     const sc_node *n;
     LT_TRY(lt__sc_keys(body, "distribute", keys));
-    NEW_DATA(distribute_data, d);
+    LT__SC_NEW_DATA(distribute_data, d);
     LT_TRY(lt__sc_use(pc, body, "distribute", "tensor", SC_FULL | SC_DTENSOR, &d->tensor));
     LT_TRY(lt__sc_need(body, "distribute", "placements", &n));
     LT_TRY(lt__sc_placements_new(pc->arena, n, "distribute: placements", &d->pl, &d->np));
@@ -132,7 +127,7 @@ lt_status lt__sc_parse_from_local(sc_parse_ctx *pc, const sc_node *body, sc_step
     static const char *const keys[] = {"ranks", "tensor", "shapes", "placements", "dtype", "run_check", "shape", "stride", "as", NULL};
     const sc_node *n, **vals, **shapes = NULL;
     LT_TRY(lt__sc_keys(body, "from_local", keys));
-    NEW_DATA(from_local_data, d);
+    LT__SC_NEW_DATA(from_local_data, d);
     if (lt__sc_get(body, "tensor")) {
         /* the shards of a LocalTensor (a per-rank program's value) */
         if ((n = lt__sc_get(body, "ranks")) || (n = lt__sc_get(body, "shapes")) || (n = lt__sc_get(body, "dtype")))
@@ -235,7 +230,7 @@ lt_status lt__sc_parse_redistribute(sc_parse_ctx *pc, const sc_node *body, sc_st
     static const char *const keys[] = {"tensor", "to", "as", "planner", "verify", NULL};
     const sc_node *n;
     LT_TRY(lt__sc_keys(body, "redistribute", keys));
-    NEW_DATA(redistribute_data, d);
+    LT__SC_NEW_DATA(redistribute_data, d);
     LT_TRY(lt__sc_use(pc, body, "redistribute", "tensor", SC_DTENSOR, &d->tensor));
     LT_TRY(lt__sc_need(body, "redistribute", "to", &n));
     LT_TRY(lt__sc_placements_new(pc->arena, n, "redistribute: to", &d->pl, &d->np));
@@ -384,7 +379,7 @@ typedef struct {
 lt_status lt__sc_parse_full_tensor(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
     static const char *const keys[] = {"tensor", "as", NULL};
     LT_TRY(lt__sc_keys(body, "full_tensor", keys));
-    NEW_DATA(full_tensor_data, d);
+    LT__SC_NEW_DATA(full_tensor_data, d);
     LT_TRY(lt__sc_use(pc, body, "full_tensor", "tensor", SC_DTENSOR, &d->tensor));
     return lt__sc_define(pc, body, "full_tensor", SC_FULL, &d->as);
 }
@@ -455,7 +450,7 @@ lt_status lt__sc_parse_collective(sc_parse_ctx *pc, const sc_node *body, sc_step
     const sc_node *n;
     const char *s;
     LT_TRY(lt__sc_keys(body, "collective", keys));
-    NEW_DATA(collective_data, d);
+    LT__SC_NEW_DATA(collective_data, d);
     LT_TRY(lt__sc_need(body, "collective", "kind", &n));
     LT_TRY(lt__sc_str(n, "collective: kind", &s));
     lt_status e = lt_coll_parse(s, &d->kind);
@@ -588,7 +583,7 @@ lt_status lt__sc_parse_show(sc_parse_ctx *pc, const sc_node *body, sc_step *st) 
     static const char *const keys[] = {"tensor", "max_values", NULL};
     const sc_node *n;
     LT_TRY(lt__sc_keys(body, "show", keys));
-    NEW_DATA(show_data, d);
+    LT__SC_NEW_DATA(show_data, d);
     LT_TRY(lt__sc_use(pc, body, "show", "tensor", SC_FULL | SC_DTENSOR | SC_LOCAL, &d->tensor));
     d->max_values = 64;
     if ((n = lt__sc_get(body, "max_values"))) LT_TRY(lt__sc_int(n, "show: max_values", 0, 1 << 20, &d->max_values));
