@@ -4,7 +4,8 @@
  * keeps its line:col) and reads typed values from it (scenario_values.c: number
  * literals); scenario_load.c turns the tree into scenarios and
  * cases (expanding sweeps), parsing every step through the step table;
- * scenario_run.c runs a case's steps (scenario_steps.c, scenario_checks.c);
+ * scenario_run.c runs a case's steps (scenario_steps.c, scenario_checks.c for values,
+ * scenario_checks_meta.c for plans, comm, errors and order);
  * report.c writes text, JSON and JUnit; scenario_driver.c runs files and
  * directories (`localtensor run`, tools/cli/cli_run.c).
  *
