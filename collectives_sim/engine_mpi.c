@@ -443,13 +443,15 @@ static lt_status displs_of(const grp_info *gi, const int64_t *tot, int *cnt, int
 
 /* ---- gather-shaped paths: every member's whole input moves -------------------- */
 
-/* Packs my members' inputs into x->sbuf and sets the per-process counts and
- * every member's offset x->off[p] in the gathered buffer (x->rbuf, allocated
- * when `recv_here`). Ends with agreement over the group. */
+/* Makes x (xfer_new), packs my members' inputs into x->sbuf and sets the
+ * per-process counts and every member's offset x->off[p] in the gathered
+ * buffer (x->rbuf, allocated when `recv_here`). Ends with agreement over the
+ * group; on error x is already freed. */
 static lt_status gather_setup(mpi_ctx *c, const grp_info *gi, const lt_coll_group *g,
                               lt_tensor *const *in, lt_dtype dt, int recv_here, xfer *x) {
-    lt_status st = exchange_shapes(c, gi, g, in, x->sh);
-    if (st) return st;
+    lt_status st = agree(gi, xfer_new(gi, g->size, 1, x)); /* a failure here is everyone's */
+    if (!st) st = exchange_shapes(c, gi, g, in, x->sh);
+    if (st) { xfer_free(x); return st; }
     int64_t *tot = lt__calloc((size_t)gi->nproc, sizeof *tot);
     int64_t all = 0, mine = 0;
     if (!tot) st = lt__err(LT_NOMEM, "mpi engine: out of memory");
@@ -469,7 +471,9 @@ static lt_status gather_setup(mpi_ctx *c, const grp_info *gi, const lt_coll_grou
     for (int p = gi->mine_lo; !st && p < gi->mine_lo + gi->mine_cnt; p++)
         if (in[g->ranks[p]]) st = pack(x->sbuf, x->off[p] - x->off[gi->mine_lo], in[g->ranks[p]]);
     if (!st && recv_here) st = buf_new(dt, all, &x->rbuf);
-    return agree(gi, st);
+    st = agree(gi, st);
+    if (st) xfer_free(x);
+    return st;
 }
 
 /* view of member p's input in the gathered buffer */
@@ -478,31 +482,34 @@ static lt_status gathered(const xfer *x, int p, lt_tensor **v) {
     return buf_view(x->rbuf, x->off[p], (int)row[0], row + 1, v);
 }
 
+/* Every member's gathered piece into o along g->dim, in group order; `swap`
+ * exchanges members 0 and 1 when their shapes agree (the planted bug of
+ * the cross-check test, LT_MPI_PLANT_SWAP; 0 otherwise). */
+static lt_status place_all(const xfer *x, const lt_coll_group *g, lt_tensor *o, int swap) {
+    lt_status st = LT_OK;
+    int64_t at = 0;
+    for (int p = 0; !st && p < g->size; p++) {
+        int src = p;
+        if (swap && g->size > 1 && p < 2 && memcmp(x->sh, x->sh + SHW, SHW * sizeof *x->sh) == 0) src = 1 - p;
+        lt_tensor *v = NULL;
+        st = gathered(x, src, &v);
+        if (!st) st = place(o, g->dim, at, v);
+        if (v) at += v->shape[g->dim];
+        lt_tensor_free(v);
+    }
+    return st;
+}
+
 static lt_status mpi_all_gather_span(mpi_ctx *c, const grp_info *gi, const lt_coll_group *g,
                                      lt_tensor *const *in, lt_tensor *const *out) {
     lt_dtype dt = out[g->ranks[gi->mine_lo]]->dtype;
     xfer x;
-    lt_status st = agree(gi, xfer_new(gi, g->size, 1, &x)); /* a failure here is everyone's */
-    if (!st) st = gather_setup(c, gi, g, in, dt, 1, &x);
-    if (st) { xfer_free(&x); return st; }
+    lt_status st = gather_setup(c, gi, g, in, dt, 1, &x);
+    if (st) return st;
     MPI_Allgatherv(lt_data(x.sbuf), x.rc[gi->me], etype(c, dt), lt_data(x.rbuf), x.rc, x.rd, etype(c, dt),
                    gi->comm);
-    for (int q = gi->mine_lo; !st && q < gi->mine_lo + gi->mine_cnt; q++) {
-        lt_tensor *o = out[g->ranks[q]];
-        int64_t at = 0;
-        for (int p = 0; !st && p < g->size; p++) {
-            int src = p;
-            if (c->opt.plant_swap && g->size > 1 && p < 2) { /* the planted bug (test only) */
-                const int64_t *a = x.sh, *b = x.sh + SHW;
-                if (memcmp(a, b, SHW * sizeof *a) == 0) src = 1 - p;
-            }
-            lt_tensor *v = NULL;
-            st = gathered(&x, src, &v);
-            if (!st) st = place(o, g->dim, at, v);
-            if (v) at += v->shape[g->dim];
-            lt_tensor_free(v);
-        }
-    }
+    for (int q = gi->mine_lo; !st && q < gi->mine_lo + gi->mine_cnt; q++)
+        st = place_all(&x, g, out[g->ranks[q]], c->opt.plant_swap);
     xfer_free(&x);
     return st;
 }
@@ -514,9 +521,8 @@ static lt_status mpi_reduce_span(mpi_ctx *c, const grp_info *gi, const lt_coll_g
     int here = !rooted || rootp == gi->me;
     lt_dtype dt = out[g->ranks[gi->mine_lo]]->dtype;
     xfer x;
-    lt_status st = agree(gi, xfer_new(gi, g->size, 1, &x));
-    if (!st) st = gather_setup(c, gi, g, in, dt, here, &x);
-    if (st) { xfer_free(&x); return st; }
+    lt_status st = gather_setup(c, gi, g, in, dt, here, &x);
+    if (st) return st;
     MPI_Datatype ty = etype(c, dt);
     if (rooted)
         MPI_Gatherv(lt_data(x.sbuf), x.rc[gi->me], ty, here ? lt_data(x.rbuf) : NULL, x.rc, x.rd, ty, rootp,
@@ -546,23 +552,12 @@ static lt_status mpi_gather_span(mpi_ctx *c, const grp_info *gi, const lt_coll_g
     int here = rootp == gi->me;
     lt_dtype dt = out[g->ranks[gi->mine_lo]]->dtype;
     xfer x;
-    lt_status st = agree(gi, xfer_new(gi, g->size, 1, &x));
-    if (!st) st = gather_setup(c, gi, g, in, dt, here, &x);
-    if (st) { xfer_free(&x); return st; }
+    lt_status st = gather_setup(c, gi, g, in, dt, here, &x);
+    if (st) return st;
     MPI_Datatype ty = etype(c, dt);
     MPI_Gatherv(lt_data(x.sbuf), x.rc[gi->me], ty, here ? lt_data(x.rbuf) : NULL, x.rc, x.rd, ty, rootp,
                 gi->comm);
-    if (here) {
-        lt_tensor *o = out[g->ranks[g->root]];
-        int64_t at = 0;
-        for (int p = 0; !st && p < g->size; p++) {
-            lt_tensor *v = NULL;
-            st = gathered(&x, p, &v);
-            if (!st) st = place(o, g->dim, at, v);
-            if (v) at += v->shape[g->dim];
-            lt_tensor_free(v);
-        }
-    }
+    if (here) st = place_all(&x, g, out[g->ranks[g->root]], 0);
     xfer_free(&x);
     return st;
 }
@@ -826,9 +821,8 @@ static lt_status cross_check(mpi_ctx *c, const grp_info *gi, const lt_coll_group
     int n = g->size;
     lt_dtype dt = out[g->ranks[gi->mine_lo]]->dtype;
     xfer x;
-    lt_status st = agree(gi, xfer_new(gi, n, 1, &x));
-    if (!st) st = gather_setup(c, gi, g, in, dt, 1, &x);
-    if (st) { xfer_free(&x); return st; }
+    lt_status st = gather_setup(c, gi, g, in, dt, 1, &x);
+    if (st) return st;
     MPI_Datatype ty = etype(c, dt);
     MPI_Allgatherv(lt_data(x.sbuf), x.rc[gi->me], ty, lt_data(x.rbuf), x.rc, x.rd, ty, gi->comm);
     lt_tensor **fin = c->tin, **fout = c->tout;
