@@ -33,12 +33,18 @@ static const lt__list *blk(const lt__mc *c, const lt__list *lay, int r) {
     return lay + c->g.off[c->g.M] + (size_t)r * (size_t)c->g.ndim;
 }
 
-static int spend(lt__mc *c, double n) { return (c->work += n) > c->budget; }
+/* Charges n list operations; 1 when past the budget. While c->rec is set
+ * the amounts are also written there (plan_memo.c learns what a move
+ * costs; room for a few). */
+static int spend(lt__mc *c, double n) {
+    if (c->rec) c->rec[c->nrec++] = n;
+    return (c->work += n) > c->budget;
+}
 
 /* Runs past the first in lists l[0..n): walking lists of many runs costs
  * more than the list count the budget charges, so these are charged too
  * (layouts of nested strided splits of large dims can have thousands). */
-static double runs_of(const lt__list *l, size_t n) {
+double lt__mc_runs(const lt__list *l, size_t n) {
     double k = 0;
     for (size_t x = 0; x < n; x++) k += l[x].nr > 1 ? (double)(l[x].nr - 1) : 0;
     return k;
@@ -65,7 +71,7 @@ void lt__mc_placements(const lt__mc *c, uint64_t key, lt_placement *pl) {
  * non-empty blocks below each tuple. For any state this is its own prefix
  * layout (a tuple's block is the union of its ranks' blocks), so a state
  * matching G must match U at every level. */
-static int unions(lt__mc *c) {
+int lt__mc_unions(lt__mc *c) {
     const lt__geo *g = &c->g;
     int M = g->M, nd = g->ndim;
     memcpy(c->U + g->off[M], c->G, sizeof(lt__list) * (size_t)g->W * (size_t)nd);
@@ -76,7 +82,7 @@ static int unions(lt__mc *c) {
         int m = g->mesh->shape[j];
         /* merging m lists of runs costs m per run */
         if (spend(c, (double)g->T[j + 1] * (nd ? nd : 1) +
-                         (double)m * runs_of(c->U + g->off[j + 1], (size_t)g->T[j + 1] * (size_t)nd)))
+                         (double)m * lt__mc_runs(c->U + g->off[j + 1], (size_t)g->T[j + 1] * (size_t)nd)))
             return -2;
         for (int t = 0; t < g->T[j]; t++) {
             const lt__list *ch = c->U + g->off[j + 1] + (size_t)t * (size_t)m * (size_t)nd;
@@ -141,6 +147,30 @@ static int sizes_fit(const lt__mc *c, int j, const lt_placement *p) {
     return 1;
 }
 
+double lt__mc_dec_cost(const lt__mc *c, int j) {
+    const lt__geo *g = &c->g;
+    return g->T[j + 1] + lt__mc_runs(c->B + g->off[j], (size_t)g->T[j] * (size_t)g->ndim);
+}
+
+int lt__mc_dec_try(lt__mc *c, int j, int b) {
+    const lt__geo *g = &c->g;
+    int m = g->mesh->shape[j], nd = g->ndim;
+    const lt_placement *p = &c->cand[j][b];
+    if (!sizes_fit(c, j, p)) return 0;
+    int ok = 1;
+    for (int t = 0; t < g->T[j] && ok; t++) {
+        const lt__list *par = c->B + g->off[j] + (size_t)t * (size_t)nd;
+        for (int q = 0; q < m && ok; q++) {
+            size_t ti = (size_t)t * (size_t)m + (size_t)q;
+            lt__list *ch = c->B + g->off[j + 1] + ti * (size_t)nd;
+            int r = lt__apply(&c->tar, nd, p, m, q, par, ch);
+            if (r < 0) return -1;
+            ok = r && match(c, j + 1, ti, ch);
+        }
+    }
+    return ok;
+}
+
 /* Depth-first over the candidates of mesh dims j.., in candidate order;
  * c->B holds the prefix layout. */
 static int dec(lt__mc *c, int j, uint64_t key, uint64_t *out) {
@@ -149,25 +179,13 @@ static int dec(lt__mc *c, int j, uint64_t key, uint64_t *out) {
         *out = key;
         return 1;
     }
-    int m = g->mesh->shape[j], nd = g->ndim;
-    double runs = runs_of(c->B + g->off[j], (size_t)g->T[j] * (size_t)nd);
+    double cost = lt__mc_dec_cost(c, j);
     for (int b = 0; b < c->nc[j]; b++) {
-        const lt_placement *p = &c->cand[j][b];
-        if (pop_of(p) != c->gpop[j]) continue;
-        if (spend(c, g->T[j + 1] + runs)) return -2;
-        if (!sizes_fit(c, j, p)) continue;
+        if (pop_of(&c->cand[j][b]) != c->gpop[j]) continue;
+        if (spend(c, cost)) return -2;
         lt__amark mk = lt__arena_mark(&c->tar);
-        int ok = 1;
-        for (int t = 0; t < g->T[j] && ok; t++) {
-            const lt__list *par = c->B + g->off[j] + (size_t)t * (size_t)nd;
-            for (int q = 0; q < m && ok; q++) {
-                size_t ti = (size_t)t * (size_t)m + (size_t)q;
-                lt__list *ch = c->B + g->off[j + 1] + ti * (size_t)nd;
-                int r = lt__apply(&c->tar, nd, p, m, q, par, ch);
-                if (r < 0) return -1;
-                ok = r && match(c, j + 1, ti, ch);
-            }
-        }
+        int ok = lt__mc_dec_try(c, j, b);
+        if (ok < 0) return -1;
         if (ok) {
             int r = dec(c, j + 1, key | (uint64_t)b << (8 * j), out);
             if (r != 0) return r;
@@ -186,7 +204,7 @@ static int dec(lt__mc *c, int j, uint64_t key, uint64_t *out) {
 }
 
 /* Partial ops may only mix as {sum, avg} (a valid placement list). */
-static int pops_ok(const lt__mc *c) {
+int lt__mc_pops_ok(const lt__mc *c) {
     int first = -1;
     for (int i = 0; i < c->g.M; i++) {
         int o = c->gpop[i];
@@ -200,7 +218,7 @@ static int pops_ok(const lt__mc *c) {
 
 /* Two independent hashes of what c->G holds (an empty block: its shape
  * only, as match compares) and of c->gpop. */
-static void g_hash(const lt__mc *c, uint64_t *h1, uint64_t *h2) {
+void lt__mc_g_hash(const lt__mc *c, uint64_t *h1, uint64_t *h2) {
     uint64_t a = 1469598103934665603ULL, b = 0x9e3779b97f4a7c15ULL;
 #define LT__MIX(v)                                           \
     do {                                                     \
@@ -225,13 +243,7 @@ static void g_hash(const lt__mc *c, uint64_t *h1, uint64_t *h2) {
     *h2 = b ^ (b >> 29);
 }
 
-/* The state holding c->G (with c->Gempty, c->gpop). Results are kept by
- * hash: many moves from many states leave the same blocks. */
-static int find_state(lt__mc *c, uint64_t *key) {
-    if (!pops_ok(c)) return 0;
-    if (spend(c, runs_of(c->G, (size_t)c->g.W * (size_t)c->g.ndim))) return -2;
-    uint64_t h1, h2;
-    g_hash(c, &h1, &h2);
+int lt__mc_find_hashed(lt__mc *c, uint64_t h1, uint64_t h2, lt__msg *gr, uint64_t *key) {
     if (c->nmemo * 2 >= c->capmemo) {   /* grow (and rehash) at half full */
         size_t ncap = c->capmemo ? c->capmemo * 2 : 1024;
         lt__memo *nm = lt__calloc(ncap, sizeof(lt__memo));
@@ -252,13 +264,33 @@ static int find_state(lt__mc *c, uint64_t *key) {
             *key = c->memo[x].key;
             return c->memo[x].found;
         }
-    int r = unions(c);
-    if (r > 0) r = dec(c, 0, 0, key);
+    /* a miss: the shared search space answers when it can (the same
+     * answer and the same work as below), else unions and dec */
+    int r = -3;
+    if (c->ms && !gr) gr = lt__ms_g_get(c, h1, h2);
+    if (gr) r = lt__ms_dec(c, gr, key);
+    if (r == -3) {
+        if (gr) lt__ms_g_load(c, gr);
+        r = lt__mc_unions(c);
+        if (r > 0) r = dec(c, 0, 0, key);
+    }
     if (r < 0) return r;
     c->memo[x] = (lt__memo){h1, h2, r ? *key : 0, (unsigned char)r, 1};
     c->nmemo++;
     return r;
 }
+
+/* The state holding c->G (with c->Gempty, c->gpop). Results are kept by
+ * hash: many moves from many states leave the same blocks. */
+static int find_state(lt__mc *c, uint64_t *key) {
+    if (!lt__mc_pops_ok(c)) return 0;
+    if (spend(c, lt__mc_runs(c->G, (size_t)c->g.W * (size_t)c->g.ndim))) return -2;
+    uint64_t h1, h2;
+    lt__mc_g_hash(c, &h1, &h2);
+    return lt__mc_find_hashed(c, h1, h2, NULL, key);
+}
+
+int lt__mc_spend(lt__mc *c, double n) { return spend(c, n); }
 
 int lt__mc_canon(lt__mc *c, const lt__list *lay, const signed char *pop, uint64_t *key) {
     const lt__geo *g = &c->g;
@@ -342,7 +374,7 @@ static void set_placeholder(lt__mc *c, int r, const int64_t *sh) {
  * reduction mv from layout a with Partial ops apop. 1 valid, 0 not a move,
  * -1 out of memory. *reorder (may be NULL) is set when a rank receives its
  * indices out of order. */
-static int result(lt__mc *c, const lt__list *a, const signed char *apop, const lt__mv *mv, uint64_t *bytes,
+int lt__mc_result(lt__mc *c, const lt__list *a, const signed char *apop, const lt__mv *mv, uint64_t *bytes,
                   int *reorder) {
     const lt__geo *g = &c->g;
     int nd = g->ndim, i = mv->mesh_dim, e = mv->dim, f = mv->cdim, root = mv->root, k = mv->kind;
@@ -362,7 +394,7 @@ static int result(lt__mc *c, const lt__list *a, const signed char *apop, const l
     }
     if (nd == 0 && k != LT__MV_PARTITION && k != LT__MV_ALL_REDUCE && k != LT__MV_PERMUTE) return 0;
     memset(c->recv, 0, sizeof(uint64_t) * (size_t)g->W);
-    if (spend(c, (double)g->W * (k == LT__MV_ALL_TO_ALL ? n : 1) + runs_of(a + g->off[g->M], (size_t)g->W * (size_t)nd)))
+    if (spend(c, (double)g->W * (k == LT__MV_ALL_TO_ALL ? n : 1) + lt__mc_runs(a + g->off[g->M], (size_t)g->W * (size_t)nd)))
         return -2;
     int64_t sh[LT_MAX_DIMS], size, off;
     for (int base = 0; base < g->W; base += stride * n)
@@ -534,9 +566,14 @@ static lt_status over(int r) {
 /* Move mv from node `from`: its result, the state holding it, the edge. */
 static lt_status try_move(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
                           const lt__mv *mv) {
+    if (c->mstate) {   /* the shared search space (plan_memo.c): the same edge, the same work */
+        int done;
+        lt_status mst = lt__ms_try_move(c, from, a, apop, akey, mv, &done);
+        if (done) return mst;
+    }
     lt__amark mk = lt__arena_mark(&c->tar);
     uint64_t bytes = 0, key = 0;
-    int r = result(c, a, apop, mv, &bytes, NULL);
+    int r = lt__mc_result(c, a, apop, mv, &bytes, NULL);
     if (r == 1) r = find_state(c, &key);
     lt_status st = r < 0 ? over(r) : LT_OK;
     if (r == 1 && key != akey) st = lt__mc_relax(c, from, key, bytes, mv, c->G);
@@ -640,7 +677,7 @@ static lt_status try_permutes(lt__mc *c, int from, const lt__list *a, const sign
     const lt__geo *g = &c->g;
     int n = g->mesh->shape[i], nd = g->ndim;
     int *sigma = c->iscr, *used = c->iscr + n;
-    double runs = runs_of(a + g->off[i], (size_t)g->T[i] * (size_t)nd);
+    double runs = lt__mc_runs(a + g->off[i], (size_t)g->T[i] * (size_t)nd);
     for (int b = 0; b < c->nc[i]; b++) {
         const lt_placement *p = &c->cand[i][b];
         if (pop_of(p) >= 0) continue;
@@ -747,7 +784,7 @@ static lt_status local_walk(lt__mc *c, int from, const lt__list *a, const signed
     uint64_t *hs = c->lwhash[j];
     unsigned char *hv = c->lwvalid[j];
     lt__list *ch0 = c->L + g->off[j + 1];
-    double runs = runs_of(c->L + g->off[j], (size_t)g->T[j] * (size_t)nd);
+    double runs = lt__mc_runs(c->L + g->off[j], (size_t)g->T[j] * (size_t)nd);
     for (int b = 0; b < c->nc[j]; b++) {
         const lt_placement *p = &c->cand[j][b];
         hv[b] = 0;
@@ -877,7 +914,7 @@ int64_t lt__mc_move_bytes(lt__mc *c, int from, const lt__mv *mv, int *reorder) {
     pops_of(c, c->nodes[from].key, apop);
     lt__amark mk = lt__arena_mark(&c->tar);
     uint64_t bytes = 0;
-    int r = result(c, c->nodes[from].lay, apop, mv, &bytes, reorder);
+    int r = lt__mc_result(c, c->nodes[from].lay, apop, mv, &bytes, reorder);
     lt__arena_reset(&c->tar, mk);
     return r == 1 ? (int64_t)bytes : -1;
 }

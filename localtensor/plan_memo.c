@@ -1,0 +1,586 @@
+/* localtensor/plan_memo.c — the search space shared by the min-cost
+ * searches of one tensor.
+ *
+ * Why: a sweep plans thousands of (source, destination) pairs of the same
+ * tensor on the same mesh. Each pair is a search of its own (its goal, its
+ * lower bound and its candidate order differ), but the states it expands
+ * and what each move does to them are the same from pair to pair: a few
+ * thousand distinct states serve hundreds of thousands of expansions. This
+ * file keeps, per (mesh shape, tensor shape, element size):
+ *   - per state (a layout and its Partial ops): what each move leaves
+ *     (every rank's blocks) and costs (bytes), and the work the search
+ *     charged for computing it;
+ *   - per result (what every rank holds): its unions' work, and the tree of
+ *     dec (plan_moves.c): which candidate matches after which prefix.
+ *
+ * Invariant: a search that reads these records does exactly what it would
+ * do without them: the same moves tried in the same order, the same states
+ * found (canonical keys follow the search's own candidate order, walked
+ * here), and the same work charged against the budget, at the same points
+ * or (for a dec, whose checks are all of one increasing sum) with the same
+ * outcome. So a plan never depends on what ran before or beside it; test/
+ * test_planner.c compares shared and unshared plans pair by pair.
+ *
+ * Thread safety: one spin lock per space guards its tables and arenas; a
+ * dec tree's answers are published with release stores and read with
+ * acquire loads. Records are never freed while a search holds the space.
+ * Memory: at most MS_SPACES spaces (the generic cache empties itself when
+ * full) of at most MS_MAX_BYTES each (past it a space answers what it has
+ * and records nothing new). Caching is optional work: a failed allocation
+ * leaves the computation to the caller, with the same result.
+ */
+#if !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE /* sched_yield */
+#endif
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/alloc.h"
+#include "kernels/cache_impl.h"
+#include "localtensor/plan_impl.h"
+
+#define MS_REG 64                  /* placements one space tells apart */
+#define MS_MAX_BYTES (12u << 20)   /* records of one space */
+#define MS_SPACES 4                /* spaces kept */
+#define MS_CHUNK (64u << 10)       /* records are carved from chunks of this size */
+
+/* ---- records --------------------------------------------------------------------------- */
+
+/* A node of dec's tree: the prefix layout of level j (T[j] x ndim lists)
+ * and, per registry placement, whether it matches there (-1 unknown) and
+ * the node it leads to (NULL at the last level). */
+typedef struct dnode {
+    double cost;                      /* the work of one candidate tried here */
+    lt__list *B;                      /* (T[j], ndim) */
+    signed char ok[MS_REG];           /* atomic; published after child */
+    struct dnode *child[MS_REG];
+} dnode;
+
+struct lt__msg {
+    uint64_t h1, h2;
+    int pops_ok;
+    double runs;                      /* find_state's first charge */
+    int nu;                           /* unions' charges (nu of them) */
+    double uspend[LT_MESH_MAX_DIMS];
+    unsigned char uempty_any[LT_MESH_MAX_DIMS + 1];
+    signed char gpop[LT_MESH_MAX_DIMS];
+    lt__list *blocks;                 /* (W, ndim) what each rank holds */
+    unsigned char *empty;             /* (W) */
+    dnode *root;                      /* atomic; NULL until a dec needs it */
+};
+
+/* A move's result from one state: r (1 a move, 0 not), the charge result()
+ * made (nspend of them, 0 or 1), bytes, and the record of what it leaves. */
+typedef struct mvrec {
+    uint64_t h;
+    int nw, r, nspend;
+    double spend;
+    uint64_t bytes;
+    lt__msg *g;
+    uint64_t w[];                     /* (nw) the move's signature */
+} mvrec;
+
+struct lt__mst {
+    uint64_t h1, h2;
+    mvrec **mv;                       /* (capmv) open addressing on h */
+    size_t nmv, capmv;
+};
+
+/* (h1, h2) -> record, open addressing on h1, at most half full. */
+typedef struct slot {
+    uint64_t h1, h2;
+    void *v;
+} slot;
+typedef struct tab {
+    slot *s;                          /* (cap) lt__calloc */
+    size_t n, cap;
+} tab;
+
+typedef struct chunk {
+    struct chunk *next;
+    size_t used;
+    _Alignas(16) unsigned char mem[];
+} chunk;
+
+struct lt__ms {
+    int lock;
+    int refs;                         /* atomic */
+    int full;
+    size_t bytes;
+    int nreg;
+    lt_placement reg[MS_REG];
+    chunk *chunks;
+    lt__arena runs;
+    tab states, gs;
+};
+
+/* ---- the space and its memory ---------------------------------------------------------- */
+
+static void ms_lock(lt__ms *s) {
+    while (__atomic_exchange_n(&s->lock, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&s->lock, __ATOMIC_RELAXED)) sched_yield();
+}
+static void ms_unlock(lt__ms *s) { __atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE); }
+
+static void ms_ref(void *v) { __atomic_add_fetch(&((lt__ms *)v)->refs, 1, __ATOMIC_RELAXED); }
+
+static void ms_release(void *v) {
+    lt__ms *s = v;
+    if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL)) return;
+    for (size_t i = 0; i < s->states.cap; i++) {
+        lt__mst *st = s->states.s[i].v;
+        if (st) lt__free(st->mv);
+    }
+    lt__free(s->states.s);
+    lt__free(s->gs.s);
+    while (s->chunks) {
+        chunk *n = s->chunks->next;
+        lt__free(s->chunks);
+        s->chunks = n;
+    }
+    lt__arena_free(&s->runs);
+    lt__free(s);
+}
+
+static lt__cache ms_cache = LT__CACHE_INIT(ms_ref, ms_release, MS_SPACES);
+
+void lt__ms_clear(void) { lt__cache_clear(&ms_cache); }
+
+/* n bytes (zeroed, 16-aligned) from s's chunks, counted; NULL when full or
+ * out of memory. Under the lock. */
+static void *ms_alloc(lt__ms *s, size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    if (s->full || n > MS_CHUNK) return NULL;
+    if (!s->chunks || s->chunks->used + n > MS_CHUNK) {
+        if (s->bytes + MS_CHUNK > MS_MAX_BYTES) {
+            s->full = 1;
+            return NULL;
+        }
+        chunk *c = lt__malloc(sizeof(chunk) + MS_CHUNK);
+        if (!c) return NULL;
+        c->next = s->chunks;
+        c->used = 0;
+        s->chunks = c;
+        s->bytes += MS_CHUNK;
+    }
+    void *p = s->chunks->mem + s->chunks->used;
+    s->chunks->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+/* Copies of lists l[0..n) with their runs, into s; NULL as ms_alloc. */
+static lt__list *ms_lists(lt__ms *s, const lt__list *l, size_t n) {
+    lt__list *o = ms_alloc(s, sizeof(lt__list) * (n ? n : 1));
+    if (!o) return NULL;
+    for (size_t x = 0; x < n; x++) {
+        o[x] = l[x];
+        if (!l[x].nr) continue;
+        lt__run *r = lt__arena_room(&s->runs, (size_t)l[x].nr);
+        if (!r) return NULL;
+        memcpy(r, l[x].r, sizeof(lt__run) * (size_t)l[x].nr);
+        lt__arena_take(&s->runs, (size_t)l[x].nr);
+        s->bytes += sizeof(lt__run) * (size_t)l[x].nr;
+        o[x].r = r;
+    }
+    return o;
+}
+
+static void *tab_find(const tab *t, uint64_t h1, uint64_t h2) {
+    if (!t->cap) return NULL;
+    for (size_t x = h1 & (t->cap - 1); t->s[x].v; x = (x + 1) & (t->cap - 1))
+        if (t->s[x].h1 == h1 && t->s[x].h2 == h2) return t->s[x].v;
+    return NULL;
+}
+
+/* Adds v (absent) under (h1, h2): 0, or -1 out of memory. */
+static int tab_put(lt__ms *s, tab *t, uint64_t h1, uint64_t h2, void *v) {
+    if ((t->n + 1) * 2 > t->cap) {
+        size_t ncap = t->cap ? t->cap * 2 : 256;
+        slot *ns = lt__calloc(ncap, sizeof(slot));
+        if (!ns) return -1;
+        for (size_t q = 0; q < t->cap; q++) {
+            if (!t->s[q].v) continue;
+            size_t x = t->s[q].h1 & (ncap - 1);
+            while (ns[x].v) x = (x + 1) & (ncap - 1);
+            ns[x] = t->s[q];
+        }
+        s->bytes += (ncap - t->cap) * sizeof(slot);
+        lt__free(t->s);
+        t->s = ns;
+        t->cap = ncap;
+    }
+    size_t x = h1 & (t->cap - 1);
+    while (t->s[x].v) x = (x + 1) & (t->cap - 1);
+    t->s[x] = (slot){h1, h2, v};
+    t->n++;
+    return 0;
+}
+
+/* ---- attaching a search ---------------------------------------------------------------- */
+
+static int explicit_rule(const lt_placement *p) { return p->kind == LT_PL_SHARD && p->rule.kind == LT_SPLIT_EXPLICIT; }
+
+void lt__ms_attach(lt__mc *c) {
+    const lt__geo *g = &c->g;
+    c->ms = NULL;
+    c->mstate = NULL;
+    /* explicit sizes point at interned lists a space must not outlive */
+    for (int q = 0; q < c->nrules; q++)
+        if (c->rules[q].kind == LT_SPLIT_EXPLICIT) return;
+    for (int i = 0; i < g->M; i++)
+        for (int b = 0; b < c->nc[i]; b++)
+            if (explicit_rule(&c->cand[i][b])) return;
+    static _Thread_local lt__cache_key k;
+    k.n = 0;
+    lt__key_put(&k, (uint64_t)g->M);
+    for (int i = 0; i < g->M; i++) lt__key_put(&k, (uint64_t)g->mesh->shape[i]);
+    lt__key_put(&k, (uint64_t)g->ndim);
+    for (int d = 0; d < g->ndim; d++) lt__key_put(&k, (uint64_t)g->shape[d]);
+    lt__key_put(&k, (uint64_t)c->esize);
+    uint64_t h = lt__cache_key_hash(&k);
+    lt__ms *s = lt__cache_get(&ms_cache, &k, h, 1);
+    if (!s) {
+        s = lt__calloc(1, sizeof *s);
+        if (!s) return;
+        s->refs = 1;
+        lt__cache_put(&ms_cache, &k, h, s);
+    }
+    ms_lock(s);
+    int ok = 1;
+    for (int i = 0; i < g->M && ok; i++)
+        for (int b = 0; b < c->nc[i] && ok; b++) {
+            int x = 0;
+            while (x < s->nreg && !lt_placement_equal(&s->reg[x], &c->cand[i][b])) x++;
+            if (x == s->nreg) {
+                if (x == MS_REG) ok = 0;
+                else s->reg[s->nreg++] = c->cand[i][b];
+            }
+            c->creg[i][b] = (unsigned char)x;
+        }
+    ms_unlock(s);
+    if (!ok) {
+        ms_release(s);
+        return;
+    }
+    c->ms = s;
+}
+
+void lt__ms_detach(lt__mc *c) {
+    if (!c || !c->ms) return;
+    ms_release(c->ms);
+    c->ms = NULL;
+    c->mstate = NULL;
+}
+
+static int pop_of(const lt_placement *p) { return p->kind == LT_PL_PARTIAL ? (int)p->op : -1; }
+
+void lt__ms_enter(lt__mc *c, int idx) {
+    c->mstate = NULL;
+    if (!c->ms) return;
+    const lt__geo *g = &c->g;
+    const lt__node *nd = &c->nodes[idx];
+    lt_placement pl[LT_MESH_MAX_DIMS];
+    lt__mc_placements(c, nd->key, pl);
+    uint64_t a = 1469598103934665603ULL, b = 0x9e3779b97f4a7c15ULL;
+#define MS_MIX(v)                                                       \
+    do {                                                                \
+        uint64_t v_ = (uint64_t)(v);                                    \
+        a = (a ^ v_) * 1099511628211ULL;                                \
+        b = (b + v_ + (b << 6) + (b >> 2)) * 0xff51afd7ed558ccdULL;     \
+    } while (0)
+    for (int i = 0; i < g->M; i++) MS_MIX(pop_of(&pl[i]) + 3);
+    for (size_t x = 0; x < g->off[g->M + 1]; x++) {
+        const lt__list *l = nd->lay + x;
+        MS_MIX(l->len);
+        MS_MIX(l->nr);
+        for (int64_t q = 0; q < l->nr; q++) {
+            MS_MIX(l->r[q].lo);
+            MS_MIX(l->r[q].n);
+        }
+    }
+#undef MS_MIX
+    uint64_t h2 = b ^ (b >> 29);
+    lt__ms *s = c->ms;
+    ms_lock(s);
+    lt__mst *st = tab_find(&s->states, a, h2);
+    if (!st) {
+        st = ms_alloc(s, sizeof *st);
+        if (st) {
+            st->h1 = a;
+            st->h2 = h2;
+            if (tab_put(s, &s->states, a, h2, st)) st = NULL;
+        }
+    }
+    ms_unlock(s);
+    c->mstate = st;
+}
+
+/* ---- results and their matching ---------------------------------------------------------- */
+
+/* Runs fn-like computations without charging the search: saves and
+ * restores the work, the budget and the recorder. */
+typedef struct quiet {
+    double work, budget;
+    double *rec;
+    int nrec;
+} quiet;
+static quiet quiet_begin(lt__mc *c, double *rec) {
+    quiet q = {c->work, c->budget, c->rec, c->nrec};
+    c->budget = 1e300;
+    c->rec = rec;
+    c->nrec = 0;
+    return q;
+}
+static void quiet_end(lt__mc *c, quiet q) {
+    c->work = q.work;
+    c->budget = q.budget;
+    c->rec = q.rec;
+    c->nrec = q.nrec;
+}
+
+void lt__ms_g_load(lt__mc *c, const lt__msg *gr) {
+    const lt__geo *g = &c->g;
+    memcpy(c->G, gr->blocks, sizeof(lt__list) * (size_t)g->W * (size_t)g->ndim);
+    memcpy(c->Gempty, gr->empty, (size_t)g->W);
+    memcpy(c->gpop, gr->gpop, sizeof c->gpop);
+}
+
+lt__msg *lt__ms_g_get(lt__mc *c, uint64_t h1, uint64_t h2) {
+    lt__ms *s = c->ms;
+    if (!s) return NULL;
+    const lt__geo *g = &c->g;
+    ms_lock(s);
+    lt__msg *gr = tab_find(&s->gs, h1, h2);
+    ms_unlock(s);
+    if (gr) return gr;
+    /* computed outside the lock: unions on c->G, quietly */
+    lt__msg tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.h1 = h1;
+    tmp.h2 = h2;
+    tmp.pops_ok = lt__mc_pops_ok(c);
+    tmp.runs = lt__mc_runs(c->G, (size_t)g->W * (size_t)g->ndim);
+    memcpy(tmp.gpop, c->gpop, sizeof tmp.gpop);
+    if (tmp.pops_ok) {
+        double rec[LT_MESH_MAX_DIMS + 2];
+        lt__amark mk = lt__arena_mark(&c->tar);
+        quiet q = quiet_begin(c, rec);
+        int r = lt__mc_unions(c);
+        tmp.nu = c->nrec;
+        memcpy(tmp.uspend, rec, sizeof(double) * (size_t)tmp.nu);
+        memcpy(tmp.uempty_any, c->uempty_any, sizeof tmp.uempty_any);
+        quiet_end(c, q);
+        lt__arena_reset(&c->tar, mk);
+        if (r < 0) return NULL;
+    }
+    ms_lock(s);
+    gr = tab_find(&s->gs, h1, h2);
+    if (!gr && (gr = ms_alloc(s, sizeof *gr))) {
+        *gr = tmp;
+        gr->blocks = ms_lists(s, c->G, (size_t)g->W * (size_t)g->ndim);
+        gr->empty = ms_alloc(s, (size_t)g->W);
+        if (!gr->blocks || !gr->empty || tab_put(s, &s->gs, h1, h2, gr)) gr = NULL;
+        else memcpy(gr->empty, c->Gempty, (size_t)g->W);
+    }
+    ms_unlock(s);
+    return gr;
+}
+
+/* A dec node of level j over prefix layout B (T[j] x ndim lists, from c->B);
+ * under the lock. */
+static dnode *dnode_new(lt__mc *c, int j) {
+    const lt__geo *g = &c->g;
+    dnode *n = ms_alloc(c->ms, sizeof *n);
+    if (!n) return NULL;
+    n->B = ms_lists(c->ms, c->B + g->off[j], (size_t)g->T[j] * (size_t)g->ndim);
+    if (!n->B) return NULL;
+    n->cost = lt__mc_dec_cost(c, j);
+    memset(n->ok, -1, sizeof n->ok);
+    return n;
+}
+
+/* Fills node n (level j) for every candidate of c's level j that it does
+ * not know yet: 0, or -1 (nothing to answer with). Under the lock; quiet. */
+static int dnode_fill(lt__mc *c, const lt__msg *gr, dnode *n, int j) {
+    const lt__geo *g = &c->g;
+    lt__amark mk = lt__arena_mark(&c->tar);
+    quiet q = quiet_begin(c, NULL);
+    lt__ms_g_load(c, gr);
+    int rc = lt__mc_unions(c) < 0 ? -1 : 0;
+    for (int b = 0; b < c->nc[j] && !rc; b++) {
+        int ri = c->creg[j][b];
+        if (pop_of(&c->cand[j][b]) != gr->gpop[j] || __atomic_load_n(&n->ok[ri], __ATOMIC_ACQUIRE) >= 0) continue;
+        memcpy(c->B + g->off[j], n->B, sizeof(lt__list) * (size_t)g->T[j] * (size_t)g->ndim);
+        lt__amark m2 = lt__arena_mark(&c->tar);
+        int ok = lt__mc_dec_try(c, j, b);
+        if (ok < 0) rc = -1;
+        else if (ok && j + 1 < g->M && !(n->child[ri] = dnode_new(c, j + 1))) rc = -1;
+        else __atomic_store_n(&n->ok[ri], (signed char)ok, __ATOMIC_RELEASE);
+        lt__arena_reset(&c->tar, m2);
+    }
+    quiet_end(c, q);
+    lt__arena_reset(&c->tar, mk);
+    return rc;
+}
+
+/* dec's walk over the tree in c's candidate order: 1 found (*out), 0 none,
+ * -3 unknown; *total and *nsp: the work it charges and how many charges. */
+static int walk(lt__mc *c, lt__msg *gr, dnode *n, int j, uint64_t key, uint64_t *out, double *total, long *nsp) {
+    if (j == c->g.M) {
+        *out = key;
+        return 1;
+    }
+    for (int b = 0; b < c->nc[j]; b++) {
+        if (pop_of(&c->cand[j][b]) != gr->gpop[j]) continue;
+        *total += n->cost;
+        (*nsp)++;
+        int ri = c->creg[j][b];
+        int ok = __atomic_load_n(&n->ok[ri], __ATOMIC_ACQUIRE);
+        if (ok < 0) {
+            ms_lock(c->ms);
+            int rc = dnode_fill(c, gr, n, j);
+            ms_unlock(c->ms);
+            if (rc < 0) return -3;
+            ok = __atomic_load_n(&n->ok[ri], __ATOMIC_ACQUIRE);
+            if (ok < 0) return -3;
+        }
+        if (!ok) continue;
+        int r = walk(c, gr, n->child[ri], j + 1, key | (uint64_t)b << (8 * j), out, total, nsp);
+        if (r != 0) return r;
+        if (!gr->uempty_any[j + 1]) return 0;
+    }
+    return 0;
+}
+
+int lt__ms_dec(lt__mc *c, lt__msg *gr, uint64_t *key) {
+    if (!c->ms || !gr->pops_ok) return -3;
+    dnode *root = __atomic_load_n(&gr->root, __ATOMIC_ACQUIRE);
+    if (!root) {
+        ms_lock(c->ms);
+        root = gr->root;
+        if (!root && (root = dnode_new(c, 0))) __atomic_store_n(&gr->root, root, __ATOMIC_RELEASE);
+        ms_unlock(c->ms);
+        if (!root) return -3;
+    }
+    double total = 0;
+    long nsp = 0;
+    uint64_t k = 0;
+    int r = walk(c, gr, root, 0, 0, &k, &total, &nsp);
+    if (r == -3) return -3;
+    /* unions' charges, then dec's: every one of those is a check of one
+     * increasing sum of whole numbers, so one check of the total has the
+     * outcome of checking each */
+    for (int u = 0; u < gr->nu; u++)
+        if (lt__mc_spend(c, gr->uspend[u])) return -2;
+    if (nsp && lt__mc_spend(c, total)) return -2;
+    if (r == 1) *key = k;
+    return r;
+}
+
+/* ---- moves ------------------------------------------------------------------------------ */
+
+lt_status lt__ms_try_move(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
+                          const lt__mv *mv, int *done) {
+    lt__ms *s = c->ms;
+    lt__mst *st = c->mstate;
+    *done = 0;
+    uint64_t w[3 + 64];
+    int nw = 0;
+    int rk = mv->rule >= 0 ? (int)c->rules[(int)mv->rule].kind : 255;
+    w[nw++] = (uint64_t)(unsigned char)mv->kind | (uint64_t)(unsigned char)mv->mesh_dim << 8 |
+              (uint64_t)(unsigned char)mv->dim << 16 | (uint64_t)(unsigned char)mv->cdim << 24 |
+              (uint64_t)(unsigned char)mv->op << 32 | (uint64_t)(unsigned)rk << 40;
+    w[nw++] = (uint64_t)(uint32_t)mv->root;
+    if (mv->kind == LT__MV_PERMUTE) {
+        int n = c->g.mesh->shape[mv->mesh_dim];
+        if (n > 64) return LT_OK;
+        for (int q = 0; q < n; q++) w[nw++] = (uint64_t)c->perms[mv->perm + q];
+    }
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int q = 0; q < nw; q++) h = ((h ^ w[q]) * 0x100000001b3ull) ^ (h >> 29);
+    h |= 1;
+    mvrec *m = NULL;
+    ms_lock(s);
+    if (st->capmv)
+        for (size_t x = h & (st->capmv - 1); st->mv[x]; x = (x + 1) & (st->capmv - 1)) {
+            mvrec *e = st->mv[x];
+            if (e->h == h && e->nw == nw && !memcmp(e->w, w, sizeof(uint64_t) * (size_t)nw)) {
+                m = e;
+                break;
+            }
+        }
+    ms_unlock(s);
+    if (!m) {
+        /* computed quietly, recording the charge result() makes */
+        double rec[4];
+        lt__amark mk = lt__arena_mark(&c->tar);
+        quiet q = quiet_begin(c, rec);
+        uint64_t bytes = 0;
+        int r = lt__mc_result(c, a, apop, mv, &bytes, NULL);
+        int nspend = c->nrec;
+        lt__msg *g = NULL;
+        if (r == 1) {
+            uint64_t h1, h2;
+            lt__mc_g_hash(c, &h1, &h2);
+            if (!(g = lt__ms_g_get(c, h1, h2))) r = -1;
+        }
+        quiet_end(c, q);
+        lt__arena_reset(&c->tar, mk);
+        if (r < 0) return LT_OK;
+        ms_lock(s);
+        if ((st->nmv + 1) * 2 > st->capmv) {
+            size_t ncap = st->capmv ? st->capmv * 2 : 64;
+            mvrec **nm = s->full ? NULL : lt__calloc(ncap, sizeof(mvrec *));
+            if (nm) {
+                for (size_t x = 0; x < st->capmv; x++) {
+                    if (!st->mv[x]) continue;
+                    size_t y = st->mv[x]->h & (ncap - 1);
+                    while (nm[y]) y = (y + 1) & (ncap - 1);
+                    nm[y] = st->mv[x];
+                }
+                s->bytes += (ncap - st->capmv) * sizeof(mvrec *);
+                lt__free(st->mv);
+                st->mv = nm;
+                st->capmv = ncap;
+            }
+        }
+        if ((st->nmv + 1) * 2 <= st->capmv) {
+            size_t x = h & (st->capmv - 1);
+            for (; st->mv[x]; x = (x + 1) & (st->capmv - 1)) {
+                mvrec *e = st->mv[x];
+                if (e->h == h && e->nw == nw && !memcmp(e->w, w, sizeof(uint64_t) * (size_t)nw)) break;
+            }
+            m = st->mv[x];
+            if (!m && (m = ms_alloc(s, sizeof(mvrec) + sizeof(uint64_t) * (size_t)nw))) {
+                m->h = h;
+                m->nw = nw;
+                m->r = r;
+                m->nspend = nspend;
+                m->spend = rec[0];
+                m->bytes = bytes;
+                m->g = g;
+                memcpy(m->w, w, sizeof(uint64_t) * (size_t)nw);
+                st->mv[x] = m;
+                st->nmv++;
+            }
+        }
+        ms_unlock(s);
+        if (!m) return LT_OK;
+    }
+    /* the replay: try_move's charges and answers, in its order */
+    *done = 1;
+    if (m->nspend && lt__mc_spend(c, m->spend)) return LT_OVERFLOW;
+    if (m->r != 1) return LT_OK;
+    lt__msg *g = m->g;
+    uint64_t key = 0;
+    int r;
+    if (!g->pops_ok) r = 0;
+    else if (lt__mc_spend(c, g->runs)) r = -2;
+    else r = lt__mc_find_hashed(c, g->h1, g->h2, g, &key);
+    if (r == -1) return lt__err(LT_NOMEM, "out of memory while planning");
+    if (r < 0) return LT_OVERFLOW;
+    if (r == 1 && key != akey) return lt__mc_relax(c, from, key, m->bytes, mv, g->blocks);
+    return LT_OK;
+}
