@@ -409,6 +409,10 @@ double lt__mc_dec_cost(const lt__mc *c, int j);
  * matches (level j + 1 of c->B written, runs in c->tar), 0 no, -1 out of
  * memory. No work is charged. */
 int lt__mc_dec_try(lt__mc *c, int j, int b);
+/* local_walk's check of candidate b of mesh dim j on c->L's level j: every
+ * rank's block within a's (or empty; *empty then). 1 (level j + 1 of c->L
+ * written), 0 no, -1 out of memory. No work is charged. */
+int lt__mc_local_try(lt__mc *c, const lt__list *a, int j, int b, int *empty);
 /* find_state after its charge and hash: the memo, then (gr, or the shared
  * space, when set) the matching. 1 found (*key), 0 none, -1, -2. */
 int lt__mc_find_hashed(lt__mc *c, uint64_t h1, uint64_t h2, lt__msg *gr, uint64_t *key);
@@ -434,6 +438,15 @@ void lt__ms_enter(lt__mc *c, int idx);
  * compute it (nothing charged then); else the status try_move returns. */
 lt_status lt__ms_try_move(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
                           const lt__mv *mv, int *done);
+/* local_walk from node `from` (layout a) through the shared records: *done
+ * 0 when the caller must walk (nothing charged or relaxed then). */
+lt_status lt__ms_local_walk(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
+                            int *done);
+/* A permute's sigma for candidate b of mesh dim i from the state being
+ * expanded: 1 a permute (sigma[mesh dim size] set), 0 none, -3 unknown;
+ * _put records what perm_sigma found (r 1 or 0). */
+int lt__ms_sigma_get(lt__mc *c, int i, int b, int *sigma);
+void lt__ms_sigma_put(lt__mc *c, int i, int b, int r, const int *sigma);
 /* The record of c->G (hashes h1, h2), made when new; NULL when not shared. */
 lt__msg *lt__ms_g_get(lt__mc *c, uint64_t h1, uint64_t h2);
 /* Unions and dec replayed from gr: the same answer and the same work

@@ -47,15 +47,25 @@
 
 /* ---- records --------------------------------------------------------------------------- */
 
-/* A node of dec's tree: the prefix layout of level j (T[j] x ndim lists)
- * and, per registry placement, whether it matches there (-1 unknown) and
- * the node it leads to (NULL at the last level). */
-typedef struct dnode {
-    double cost;                      /* the work of one candidate tried here */
-    lt__list *B;                      /* (T[j], ndim) */
-    signed char ok[MS_REG];           /* atomic; published after child */
-    struct dnode *child[MS_REG];
-} dnode;
+/* A node of one of the walks replayed here (dec over a result's prefixes,
+ * local_walk over a state's picks) at level j, for the prefix that led to
+ * it: the work one candidate costs there, and per registry placement v:
+ * V_UNKNOWN, 0 (no), or V_OK | kid slot (| V_EMPTY: a picked block is
+ * empty). Candidates whose level j + 1 is the same share a slot (local
+ * walk) or not (dec). kid: the next level's node, or at the last level of
+ * the local walk the record of the picked blocks. v entries are published
+ * with release stores after their kid. */
+#define MS_KIDS 16
+#define V_UNKNOWN 0xff
+#define V_OK 0x20
+#define V_EMPTY 0x10
+typedef struct tnode {
+    double cost;
+    unsigned char v[MS_REG];
+    unsigned char rep[MS_KIDS];       /* local walk: a registry placement of each slot */
+    int nkids;
+    void *kid[MS_KIDS];
+} tnode;
 
 struct lt__msg {
     uint64_t h1, h2;
@@ -67,7 +77,7 @@ struct lt__msg {
     signed char gpop[LT_MESH_MAX_DIMS];
     lt__list *blocks;                 /* (W, ndim) what each rank holds */
     unsigned char *empty;             /* (W) */
-    dnode *root;                      /* atomic; NULL until a dec needs it */
+    tnode *root;                      /* dec's; atomic, NULL until needed */
 };
 
 /* A move's result from one state: r (1 a move, 0 not), the charge result()
@@ -81,10 +91,18 @@ typedef struct mvrec {
     uint64_t w[];                     /* (nw) the move's signature */
 } mvrec;
 
+/* A permute's sigma (r 1) or none (r 0). */
+typedef struct sigrec {
+    int r;
+    int sigma[];                      /* (mesh dim size) */
+} sigrec;
+
 struct lt__mst {
     uint64_t h1, h2;
     mvrec **mv;                       /* (capmv) open addressing on h */
     size_t nmv, capmv;
+    tnode *lw;                        /* local_walk's root; atomic */
+    sigrec **sig[LT_MESH_MAX_DIMS];   /* (MS_REG) per mesh dim; atomic entries */
 };
 
 /* (h1, h2) -> record, open addressing on h1, at most half full. */
@@ -100,7 +118,8 @@ typedef struct tab {
 typedef struct chunk {
     struct chunk *next;
     size_t used;
-    _Alignas(16) unsigned char mem[];
+    size_t pad_;                      /* mem starts 16-aligned on 64-bit */
+    unsigned char mem[];
 } chunk;
 
 struct lt__ms {
@@ -347,15 +366,13 @@ void lt__ms_g_load(lt__mc *c, const lt__msg *gr) {
     memcpy(c->gpop, gr->gpop, sizeof c->gpop);
 }
 
-lt__msg *lt__ms_g_get(lt__mc *c, uint64_t h1, uint64_t h2) {
+/* The record of c->G (hashes h1, h2): found, or made (unions run on c->G
+ * quietly); NULL when it cannot be made. Under the lock. */
+static lt__msg *g_make_locked(lt__mc *c, uint64_t h1, uint64_t h2) {
     lt__ms *s = c->ms;
-    if (!s) return NULL;
     const lt__geo *g = &c->g;
-    ms_lock(s);
     lt__msg *gr = tab_find(&s->gs, h1, h2);
-    ms_unlock(s);
     if (gr) return gr;
-    /* computed outside the lock: unions on c->G, quietly */
     lt__msg tmp;
     memset(&tmp, 0, sizeof tmp);
     tmp.h1 = h1;
@@ -375,49 +392,84 @@ lt__msg *lt__ms_g_get(lt__mc *c, uint64_t h1, uint64_t h2) {
         lt__arena_reset(&c->tar, mk);
         if (r < 0) return NULL;
     }
-    ms_lock(s);
-    gr = tab_find(&s->gs, h1, h2);
-    if (!gr && (gr = ms_alloc(s, sizeof *gr))) {
-        *gr = tmp;
-        gr->blocks = ms_lists(s, c->G, (size_t)g->W * (size_t)g->ndim);
-        gr->empty = ms_alloc(s, (size_t)g->W);
-        if (!gr->blocks || !gr->empty || tab_put(s, &s->gs, h1, h2, gr)) gr = NULL;
-        else memcpy(gr->empty, c->Gempty, (size_t)g->W);
-    }
-    ms_unlock(s);
+    if (!(gr = ms_alloc(s, sizeof *gr))) return NULL;
+    *gr = tmp;
+    gr->blocks = ms_lists(s, c->G, (size_t)g->W * (size_t)g->ndim);
+    gr->empty = ms_alloc(s, (size_t)g->W);
+    if (!gr->blocks || !gr->empty || tab_put(s, &s->gs, h1, h2, gr)) return NULL;
+    memcpy(gr->empty, c->Gempty, (size_t)g->W);
     return gr;
 }
 
-/* A dec node of level j over prefix layout B (T[j] x ndim lists, from c->B);
- * under the lock. */
-static dnode *dnode_new(lt__mc *c, int j) {
-    const lt__geo *g = &c->g;
-    dnode *n = ms_alloc(c->ms, sizeof *n);
+lt__msg *lt__ms_g_get(lt__mc *c, uint64_t h1, uint64_t h2) {
+    if (!c->ms) return NULL;
+    ms_lock(c->ms);
+    lt__msg *gr = g_make_locked(c, h1, h2);
+    ms_unlock(c->ms);
+    return gr;
+}
+
+static tnode *tnode_new(lt__ms *s, double cost) {
+    tnode *n = ms_alloc(s, sizeof *n);
     if (!n) return NULL;
-    n->B = ms_lists(c->ms, c->B + g->off[j], (size_t)g->T[j] * (size_t)g->ndim);
-    if (!n->B) return NULL;
-    n->cost = lt__mc_dec_cost(c, j);
-    memset(n->ok, -1, sizeof n->ok);
+    n->cost = cost;
+    memset(n->v, V_UNKNOWN, sizeof n->v);
     return n;
 }
 
-/* Fills node n (level j) for every candidate of c's level j that it does
- * not know yet: 0, or -1 (nothing to answer with). Under the lock; quiet. */
-static int dnode_fill(lt__mc *c, const lt__msg *gr, dnode *n, int j) {
+/* Level l + 1 (into to) from level l (at) under placement p, every tuple:
+ * 1, 0 rejected, -1 out of memory (runs in c->tar). */
+static int apply_level(lt__mc *c, const lt__list *at, lt__list *to, int l, const lt_placement *p) {
+    const lt__geo *g = &c->g;
+    int m = g->mesh->shape[l], nd = g->ndim;
+    for (int t = 0; t < g->T[l]; t++)
+        for (int q = 0; q < m; q++) {
+            size_t ti = (size_t)t * (size_t)m + (size_t)q;
+            int r = lt__apply(&c->tar, nd, p, m, q, at + (size_t)t * (size_t)nd, to + ti * (size_t)nd);
+            if (r <= 0) return r;
+        }
+    return 1;
+}
+
+/* Levels 1..j of lay from its level 0 and the candidates prefix[0..j). */
+static int rebuild(lt__mc *c, lt__list *lay, int j, const int *prefix) {
+    for (int l = 0; l < j; l++) {
+        int r = apply_level(c, lay + c->g.off[l], lay + c->g.off[l + 1], l, &c->cand[l][prefix[l]]);
+        if (r <= 0) return -1;
+    }
+    return 1;
+}
+
+/* Publishes v for registry placement ri of n. */
+static void vset(tnode *n, int ri, int v) { __atomic_store_n(&n->v[ri], (unsigned char)v, __ATOMIC_RELEASE); }
+static int vget(const tnode *n, int ri) { return __atomic_load_n(&n->v[ri], __ATOMIC_ACQUIRE); }
+
+/* Fills dec node n (level j, prefix) for every candidate of c's level j
+ * that it does not know yet: 0, or -1 (nothing to answer with). Under the
+ * lock; quiet. */
+static int dnode_fill(lt__mc *c, const lt__msg *gr, tnode *n, int j, const int *prefix) {
     const lt__geo *g = &c->g;
     lt__amark mk = lt__arena_mark(&c->tar);
     quiet q = quiet_begin(c, NULL);
     lt__ms_g_load(c, gr);
-    int rc = lt__mc_unions(c) < 0 ? -1 : 0;
+    int rc = lt__mc_unions(c) < 0 || rebuild(c, c->B, j, prefix) < 0 ? -1 : 0;
     for (int b = 0; b < c->nc[j] && !rc; b++) {
         int ri = c->creg[j][b];
-        if (pop_of(&c->cand[j][b]) != gr->gpop[j] || __atomic_load_n(&n->ok[ri], __ATOMIC_ACQUIRE) >= 0) continue;
-        memcpy(c->B + g->off[j], n->B, sizeof(lt__list) * (size_t)g->T[j] * (size_t)g->ndim);
+        if (pop_of(&c->cand[j][b]) != gr->gpop[j] || vget(n, ri) != V_UNKNOWN) continue;
         lt__amark m2 = lt__arena_mark(&c->tar);
         int ok = lt__mc_dec_try(c, j, b);
-        if (ok < 0) rc = -1;
-        else if (ok && j + 1 < g->M && !(n->child[ri] = dnode_new(c, j + 1))) rc = -1;
-        else __atomic_store_n(&n->ok[ri], (signed char)ok, __ATOMIC_RELEASE);
+        if (ok < 0 || (ok && n->nkids == MS_KIDS)) {
+            rc = -1;
+        } else if (!ok) {
+            vset(n, ri, 0);
+        } else {
+            tnode *kid = NULL;
+            if (j + 1 < g->M && !(kid = tnode_new(c->ms, lt__mc_dec_cost(c, j + 1)))) rc = -1;
+            else {
+                n->kid[n->nkids] = kid;
+                vset(n, ri, V_OK | n->nkids++);
+            }
+        }
         lt__arena_reset(&c->tar, m2);
     }
     quiet_end(c, q);
@@ -427,7 +479,8 @@ static int dnode_fill(lt__mc *c, const lt__msg *gr, dnode *n, int j) {
 
 /* dec's walk over the tree in c's candidate order: 1 found (*out), 0 none,
  * -3 unknown; *total and *nsp: the work it charges and how many charges. */
-static int walk(lt__mc *c, lt__msg *gr, dnode *n, int j, uint64_t key, uint64_t *out, double *total, long *nsp) {
+static int walk(lt__mc *c, lt__msg *gr, tnode *n, int j, int *prefix, uint64_t key, uint64_t *out, double *total,
+                long *nsp) {
     if (j == c->g.M) {
         *out = key;
         return 1;
@@ -437,17 +490,16 @@ static int walk(lt__mc *c, lt__msg *gr, dnode *n, int j, uint64_t key, uint64_t 
         *total += n->cost;
         (*nsp)++;
         int ri = c->creg[j][b];
-        int ok = __atomic_load_n(&n->ok[ri], __ATOMIC_ACQUIRE);
-        if (ok < 0) {
+        int v = vget(n, ri);
+        if (v == V_UNKNOWN) {
             ms_lock(c->ms);
-            int rc = dnode_fill(c, gr, n, j);
+            int rc = dnode_fill(c, gr, n, j, prefix);
             ms_unlock(c->ms);
-            if (rc < 0) return -3;
-            ok = __atomic_load_n(&n->ok[ri], __ATOMIC_ACQUIRE);
-            if (ok < 0) return -3;
+            if (rc < 0 || (v = vget(n, ri)) == V_UNKNOWN) return -3;
         }
-        if (!ok) continue;
-        int r = walk(c, gr, n->child[ri], j + 1, key | (uint64_t)b << (8 * j), out, total, nsp);
+        if (!v) continue;
+        prefix[j] = b;
+        int r = walk(c, gr, n->kid[v & 15], j + 1, prefix, key | (uint64_t)b << (8 * j), out, total, nsp);
         if (r != 0) return r;
         if (!gr->uempty_any[j + 1]) return 0;
     }
@@ -456,18 +508,19 @@ static int walk(lt__mc *c, lt__msg *gr, dnode *n, int j, uint64_t key, uint64_t 
 
 int lt__ms_dec(lt__mc *c, lt__msg *gr, uint64_t *key) {
     if (!c->ms || !gr->pops_ok) return -3;
-    dnode *root = __atomic_load_n(&gr->root, __ATOMIC_ACQUIRE);
+    tnode *root = __atomic_load_n(&gr->root, __ATOMIC_ACQUIRE);
     if (!root) {
         ms_lock(c->ms);
         root = gr->root;
-        if (!root && (root = dnode_new(c, 0))) __atomic_store_n(&gr->root, root, __ATOMIC_RELEASE);
+        if (!root && (root = tnode_new(c->ms, lt__mc_dec_cost(c, 0)))) __atomic_store_n(&gr->root, root, __ATOMIC_RELEASE);
         ms_unlock(c->ms);
         if (!root) return -3;
     }
     double total = 0;
     long nsp = 0;
     uint64_t k = 0;
-    int r = walk(c, gr, root, 0, 0, &k, &total, &nsp);
+    int prefix[LT_MESH_MAX_DIMS];
+    int r = walk(c, gr, root, 0, prefix, 0, &k, &total, &nsp);
     if (r == -3) return -3;
     /* unions' charges, then dec's: every one of those is a check of one
      * increasing sum of whole numbers, so one check of the total has the
@@ -477,6 +530,162 @@ int lt__ms_dec(lt__mc *c, lt__msg *gr, uint64_t *key) {
     if (nsp && lt__mc_spend(c, total)) return -2;
     if (r == 1) *key = k;
     return r;
+}
+
+/* ---- local picks ------------------------------------------------------------------------ */
+
+/* Fills local-walk node n (level j, prefix) for every candidate of c's
+ * level j it does not know yet; a from the state. 0, or -1. Under the lock. */
+static int lnode_fill(lt__mc *c, const lt__list *a, const signed char *apop, tnode *n, int j, const int *prefix) {
+    const lt__geo *g = &c->g;
+    size_t nl = (size_t)g->T[j + 1] * (size_t)g->ndim;
+    lt__list *ch0 = c->L + g->off[j + 1], *other = c->B + g->off[j + 1];
+    lt__amark mk = lt__arena_mark(&c->tar);
+    quiet q = quiet_begin(c, NULL);
+    int rc = rebuild(c, c->L, j, prefix) < 0 ? -1 : 0;
+    for (int b = 0; b < c->nc[j] && !rc; b++) {
+        int ri = c->creg[j][b], empty;
+        if (pop_of(&c->cand[j][b]) != apop[j] || vget(n, ri) != V_UNKNOWN) continue;
+        lt__amark m2 = lt__arena_mark(&c->tar);
+        int ok = lt__mc_local_try(c, a, j, b, &empty);
+        int sl = -1;
+        for (int k = 0; ok > 0 && k < n->nkids && sl < 0; k++) {   /* the same picks as a slot's? */
+            int re = apply_level(c, c->L + g->off[j], other, j, &c->ms->reg[n->rep[k]]);
+            if (re < 0) ok = -1;
+            int same = re > 0;
+            for (size_t x = 0; x < nl && same; x++) same = lt__list_eq(&other[x], &ch0[x]);
+            if (same) sl = k;
+        }
+        if (ok < 0 || (ok && sl < 0 && n->nkids == MS_KIDS)) {
+            rc = -1;
+        } else if (!ok) {
+            vset(n, ri, 0);
+        } else {
+            if (sl < 0) {
+                void *kid;
+                if (j + 1 < g->M) {
+                    kid = tnode_new(c->ms, g->T[j + 2] + lt__mc_runs(ch0, nl));
+                } else {   /* the picked blocks, as find_state sees them */
+                    for (int r = 0; r < g->W; r++) {
+                        const lt__list *x = ch0 + (size_t)r * (size_t)g->ndim;
+                        memcpy(c->G + (size_t)r * (size_t)g->ndim, x, sizeof(lt__list) * (size_t)g->ndim);
+                        c->Gempty[r] = lt__block_numel(x, g->ndim) == 0;
+                    }
+                    memcpy(c->gpop, apop, sizeof c->gpop);
+                    uint64_t h1, h2;
+                    lt__mc_g_hash(c, &h1, &h2);
+                    kid = g_make_locked(c, h1, h2);
+                }
+                if (!kid) rc = -1;
+                else {
+                    n->rep[n->nkids] = (unsigned char)ri;
+                    n->kid[n->nkids] = kid;
+                    sl = n->nkids++;
+                }
+            }
+            if (!rc) vset(n, ri, V_OK | sl | (empty ? V_EMPTY : 0));
+        }
+        lt__arena_reset(&c->tar, m2);
+    }
+    quiet_end(c, q);
+    lt__arena_reset(&c->tar, mk);
+    return rc;
+}
+
+/* Makes sure every node the walk of c's order reaches is known: 0, -1. */
+static int lw_prep(lt__mc *c, const lt__list *a, const signed char *apop, tnode *n, int j, int *prefix) {
+    unsigned seen = 0;
+    for (int b = 0; b < c->nc[j]; b++) {
+        if (pop_of(&c->cand[j][b]) != apop[j]) continue;
+        int ri = c->creg[j][b], v = vget(n, ri);
+        if (v == V_UNKNOWN) {
+            ms_lock(c->ms);
+            int rc = lnode_fill(c, a, apop, n, j, prefix);
+            ms_unlock(c->ms);
+            if (rc < 0 || (v = vget(n, ri)) == V_UNKNOWN) return -1;
+        }
+        if (!v || (seen & 1u << (v & 15))) continue;
+        seen |= 1u << (v & 15);
+        prefix[j] = b;
+        if (j + 1 < c->g.M && lw_prep(c, a, apop, n->kid[v & 15], j + 1, prefix) < 0) return -1;
+    }
+    return 0;
+}
+
+/* local_walk's replay: its charges, its canonical keys, its relaxations,
+ * in its order. */
+static lt_status lw_replay(lt__mc *c, int from, const signed char *apop, uint64_t akey, tnode *n, int j, uint64_t key,
+                           int empties) {
+    unsigned seen = 0;
+    for (int b = 0; b < c->nc[j]; b++) {
+        if (pop_of(&c->cand[j][b]) != apop[j]) continue;
+        if (lt__mc_spend(c, n->cost)) return LT_OVERFLOW;
+        int v = vget(n, c->creg[j][b]);
+        if (!v || (seen & 1u << (v & 15))) continue;
+        seen |= 1u << (v & 15);
+        uint64_t k = key | (uint64_t)b << (8 * j);
+        int e = empties || (v & V_EMPTY);
+        if (j + 1 < c->g.M) {
+            LT_TRY(lw_replay(c, from, apop, akey, n->kid[v & 15], j + 1, k, e));
+            continue;
+        }
+        lt__msg *g = n->kid[v & 15];
+        int r = 1;
+        if (e) {   /* lt__mc_canon */
+            if (!g->pops_ok) r = 0;
+            else if (lt__mc_spend(c, g->runs)) r = -2;
+            else r = lt__mc_find_hashed(c, g->h1, g->h2, g, &k);
+            if (r == -1) return lt__err(LT_NOMEM, "out of memory while planning");
+            if (r < 0) return LT_OVERFLOW;
+        }
+        lt__mv mv = {LT__MV_LOCAL, 0, 0, 0, -1, -1, 0, -1};
+        if (r == 1 && k != akey) LT_TRY(lt__mc_relax(c, from, k, 0, &mv, g->blocks));
+    }
+    return LT_OK;
+}
+
+lt_status lt__ms_local_walk(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
+                            int *done) {
+    lt__mst *st = c->mstate;
+    *done = 0;
+    tnode *root = __atomic_load_n(&st->lw, __ATOMIC_ACQUIRE);
+    if (!root) {
+        ms_lock(c->ms);
+        root = st->lw;
+        if (!root && (root = tnode_new(c->ms, c->g.T[1] + lt__mc_runs(c->L, (size_t)c->g.ndim))))
+            __atomic_store_n(&st->lw, root, __ATOMIC_RELEASE);
+        ms_unlock(c->ms);
+        if (!root) return LT_OK;
+    }
+    int prefix[LT_MESH_MAX_DIMS];
+    if (lw_prep(c, a, apop, root, 0, prefix) < 0) return LT_OK;
+    *done = 1;
+    return lw_replay(c, from, apop, akey, root, 0, 0, 0);
+}
+
+/* ---- permutes --------------------------------------------------------------------------- */
+
+int lt__ms_sigma_get(lt__mc *c, int i, int b, int *sigma) {
+    sigrec **row = __atomic_load_n(&c->mstate->sig[i], __ATOMIC_ACQUIRE);
+    sigrec *e = row ? __atomic_load_n(&row[c->creg[i][b]], __ATOMIC_ACQUIRE) : NULL;
+    if (!e) return -3;
+    if (e->r) memcpy(sigma, e->sigma, sizeof(int) * (size_t)c->g.mesh->shape[i]);
+    return e->r;
+}
+
+void lt__ms_sigma_put(lt__mc *c, int i, int b, int r, const int *sigma) {
+    lt__mst *st = c->mstate;
+    int n = c->g.mesh->shape[i];
+    ms_lock(c->ms);
+    sigrec **row = st->sig[i];
+    if (!row && (row = ms_alloc(c->ms, sizeof(sigrec *) * MS_REG))) __atomic_store_n(&st->sig[i], row, __ATOMIC_RELEASE);
+    sigrec *e = row && !row[c->creg[i][b]] ? ms_alloc(c->ms, sizeof(sigrec) + sizeof(int) * (size_t)n) : NULL;
+    if (e) {
+        e->r = r;
+        if (r) memcpy(e->sigma, sigma, sizeof(int) * (size_t)n);
+        __atomic_store_n(&row[c->creg[i][b]], e, __ATOMIC_RELEASE);
+    }
+    ms_unlock(c->ms);
 }
 
 /* ---- moves ------------------------------------------------------------------------------ */

@@ -670,52 +670,70 @@ static lt_status perms_room(lt__mc *c, size_t n) {
     return LT_OK;
 }
 
+/* sigma for a permute along mesh dim i to candidate p: member sigma[q]'s
+ * blocks at level i + 1 are what p gives member q. 1 a permute (not the
+ * identity), 0 none, -1 out of memory. No work is charged. */
+static int perm_sigma(lt__mc *c, const lt__list *a, int i, const lt_placement *p, int *sigma) {
+    const lt__geo *g = &c->g;
+    int n = g->mesh->shape[i], nd = g->ndim;
+    int *used = c->iscr + n;
+    lt__amark mk = lt__arena_mark(&c->tar);
+    int ok = 1;
+    for (int t = 0; t < g->T[i] && ok; t++)
+        for (int q = 0; q < n && ok; q++) {
+            size_t ti = (size_t)t * (size_t)n + (size_t)q;
+            int r = lt__apply(&c->tar, nd, p, n, q, a + g->off[i] + (size_t)t * (size_t)nd,
+                              c->L + g->off[i + 1] + ti * (size_t)nd);
+            if (r < 0) return -1;
+            ok = r;
+        }
+    /* sigma[q]: the member whose blocks member q gets (exact matches first) */
+    for (int q = 0; q < n; q++) used[q] = 0;
+    int ident = 1;
+    for (int q = 0; q < n && ok; q++) {
+        sigma[q] = -1;
+        for (int pass = 0; pass < 2 && sigma[q] < 0; pass++)
+            for (int s = 0; s < n && sigma[q] < 0; s++) {
+                if (used[s]) continue;
+                int all = 1;
+                for (int t = 0; t < g->T[i] && all; t++) {
+                    const lt__list *x = c->L + g->off[i + 1] + ((size_t)t * (size_t)n + (size_t)q) * (size_t)nd;
+                    const lt__list *y = a + g->off[i + 1] + ((size_t)t * (size_t)n + (size_t)s) * (size_t)nd;
+                    all = pass ? block_like(x, y, nd) : block_same(x, y, nd);
+                }
+                if (all) sigma[q] = s;
+            }
+        if (sigma[q] < 0) ok = 0;
+        else {
+            used[sigma[q]] = 1;
+            ident &= sigma[q] == q;
+        }
+    }
+    lt__arena_reset(&c->tar, mk);
+    return ok && !ident;
+}
+
 /* Permutes along mesh dim i: a state reached by one is found from its
  * placement on i, whose blocks at level i + 1 must be a's, permuted. */
 static lt_status try_permutes(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
                               int i) {
     const lt__geo *g = &c->g;
     int n = g->mesh->shape[i], nd = g->ndim;
-    int *sigma = c->iscr, *used = c->iscr + n;
+    int *sigma = c->iscr;
     double runs = lt__mc_runs(a + g->off[i], (size_t)g->T[i] * (size_t)nd);
     for (int b = 0; b < c->nc[i]; b++) {
         const lt_placement *p = &c->cand[i][b];
         if (pop_of(p) >= 0) continue;
         if (spend(c, g->T[i + 1] + runs)) return LT_OVERFLOW;
-        lt__amark mk = lt__arena_mark(&c->tar);
-        int ok = 1;
-        for (int t = 0; t < g->T[i] && ok; t++)
-            for (int q = 0; q < n && ok; q++) {
-                size_t ti = (size_t)t * (size_t)n + (size_t)q;
-                int r = lt__apply(&c->tar, nd, p, n, q, a + g->off[i] + (size_t)t * (size_t)nd,
-                                  c->L + g->off[i + 1] + ti * (size_t)nd);
-                if (r < 0) return over(r);
-                ok = r;
-            }
-        /* sigma[q]: the member whose blocks member q gets (exact matches first) */
-        for (int q = 0; q < n; q++) used[q] = 0;
-        int ident = 1;
-        for (int q = 0; q < n && ok; q++) {
-            sigma[q] = -1;
-            for (int pass = 0; pass < 2 && sigma[q] < 0; pass++)
-                for (int s = 0; s < n && sigma[q] < 0; s++) {
-                    if (used[s]) continue;
-                    int all = 1;
-                    for (int t = 0; t < g->T[i] && all; t++) {
-                        const lt__list *x = c->L + g->off[i + 1] + ((size_t)t * (size_t)n + (size_t)q) * (size_t)nd;
-                        const lt__list *y = a + g->off[i + 1] + ((size_t)t * (size_t)n + (size_t)s) * (size_t)nd;
-                        all = pass ? block_like(x, y, nd) : block_same(x, y, nd);
-                    }
-                    if (all) sigma[q] = s;
-                }
-            if (sigma[q] < 0) ok = 0;
-            else {
-                used[sigma[q]] = 1;
-                ident &= sigma[q] == q;
-            }
+        /* sigma: known to the shared space (1: a permute, 0: none), or computed */
+        int known = c->mstate ? lt__ms_sigma_get(c, i, b, sigma) : -3;
+        if (known == 0) continue;
+        if (known < 0) {
+            int r = perm_sigma(c, a, i, p, sigma);
+            if (r < 0) return over(r);
+            if (c->mstate) lt__ms_sigma_put(c, i, b, r, sigma);
+            if (!r) continue;
         }
-        lt__arena_reset(&c->tar, mk);
-        if (!ok || ident) continue;
         /* member sigma[q]'s shard goes to member q */
         LT_TRY(perms_room(c, (size_t)n));
         for (int q = 0; q < n; q++) c->perms[c->nperms + (size_t)sigma[q]] = q;
@@ -755,6 +773,32 @@ static int apply_level(lt__mc *c, int j, int b, lt__list *at) {
     return 1;
 }
 
+int lt__mc_local_try(lt__mc *c, const lt__list *a, int j, int b, int *empty) {
+    const lt__geo *g = &c->g;
+    int m = g->mesh->shape[j], nd = g->ndim;
+    const lt_placement *p = &c->cand[j][b];
+    lt__list *ch0 = c->L + g->off[j + 1];
+    int ok = 1;
+    *empty = 0;
+    for (int t = 0; t < g->T[j] && ok; t++)
+        for (int q = 0; q < m && ok; q++) {
+            size_t ti = (size_t)t * (size_t)m + (size_t)q;
+            lt__list *ch = ch0 + ti * (size_t)nd;
+            const lt__list *pa = a + g->off[j + 1] + ti * (size_t)nd;
+            int r = lt__apply(&c->tar, nd, p, m, q, c->L + g->off[j] + (size_t)t * (size_t)nd, ch);
+            if (r < 0) return -1;
+            ok = r;
+            if (!ok) continue;
+            if (!lt__block_numel(ch, nd)) {
+                *empty = 1;
+                continue;
+            }
+            if (!lt__block_numel(pa, nd)) ok = 0;
+            for (int d = 0; d < nd && ok; d++) ok = lt__list_subset(&ch[d], &pa[d]);
+        }
+    return ok;
+}
+
 /* Local picks: every candidate list whose blocks each rank holds within its
  * own (or empty); c->L holds the prefix layout, `key` its candidates. A
  * prefix block can only be picked from the same prefix block of a, which
@@ -780,7 +824,6 @@ static lt_status local_walk(lt__mc *c, int from, const lt__list *a, const signed
         if (r == 1 && key != akey) return lt__mc_relax(c, from, key, 0, &mv, c->L + g->off[g->M]);
         return LT_OK;
     }
-    int m = g->mesh->shape[j];
     uint64_t *hs = c->lwhash[j];
     unsigned char *hv = c->lwvalid[j];
     lt__list *ch0 = c->L + g->off[j + 1];
@@ -791,23 +834,9 @@ static lt_status local_walk(lt__mc *c, int from, const lt__list *a, const signed
         if (pop_of(p) != apop[j]) continue;
         if (spend(c, g->T[j + 1] + runs)) return LT_OVERFLOW;
         lt__amark mk = lt__arena_mark(&c->tar);
-        int ok = 1, dup = 0, empty = 0;
-        for (int t = 0; t < g->T[j] && ok; t++)
-            for (int q = 0; q < m && ok; q++) {
-                size_t ti = (size_t)t * (size_t)m + (size_t)q;
-                lt__list *ch = ch0 + ti * (size_t)nd;
-                const lt__list *pa = a + g->off[j + 1] + ti * (size_t)nd;
-                int r = lt__apply(&c->tar, nd, p, m, q, c->L + g->off[j] + (size_t)t * (size_t)nd, ch);
-                if (r < 0) return over(r);
-                ok = r;
-                if (!ok) continue;
-                if (!lt__block_numel(ch, nd)) {
-                    empty = 1;
-                    continue;
-                }
-                if (!lt__block_numel(pa, nd)) ok = 0;
-                for (int d = 0; d < nd && ok; d++) ok = lt__list_subset(&ch[d], &pa[d]);
-            }
+        int dup = 0, empty = 0;
+        int ok = lt__mc_local_try(c, a, j, b, &empty);
+        if (ok < 0) return over(ok);
         if (ok) {   /* the same blocks as an earlier candidate's (which passed too)? */
             hs[b] = level_hash(c, ch0, j);
             hv[b] = 1;
@@ -903,6 +932,11 @@ lt_status lt__mc_expand(lt__mc *c, int from) {
             mv.op = (signed char)t->op;
             LT_TRY(try_move(c, from, a, apop, akey, &mv));
         }
+    }
+    if (c->mstate) {   /* the shared search space (plan_memo.c): the same edges, the same work */
+        int done;
+        lt_status mst = lt__ms_local_walk(c, from, a, apop, akey, &done);
+        if (done) return mst;
     }
     return local_walk(c, from, a, apop, akey, 0, 0, 0);
 }
