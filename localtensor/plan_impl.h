@@ -369,6 +369,9 @@ typedef struct lt__mc {
     unsigned char creg[LT_MESH_MAX_DIMS][LT__MAXC];   /* candidate -> index in ms's registry */
     double *rec;                 /* while set, spend() writes its amounts here */
     int nrec;
+    int recording;               /* 1: try_move appends to scr (plan_memo.c) */
+    void *scr;                   /* (capscr) the moves recorded; lt__realloc */
+    int nscr, capscr;
 } lt__mc;
 
 /* The candidates and split rules of c (mesh, shape, src, dst and frozen
@@ -434,6 +437,13 @@ void lt__ms_detach(lt__mc *c);
 /* Sets c->mstate to the shared record of node idx's state (layout built),
  * NULL when not shared. */
 void lt__ms_enter(lt__mc *c, int idx);
+/* The moves along mesh dim i but permutes and partition (plan_moves.c's
+ * dim_moves) from node `from`, replayed from the shared records: *done 1
+ * (the status as dim_moves would return it), or 0: the caller runs
+ * dim_moves, which is recorded, then calls lt__ms_script_end (complete: it
+ * returned LT_OK). */
+lt_status lt__ms_script(lt__mc *c, int from, uint64_t akey, int i, int *done);
+void lt__ms_script_end(lt__mc *c, int i, int complete);
 /* try_move through the shared records: *done 0 when the caller must
  * compute it (nothing charged then); else the status try_move returns. */
 lt_status lt__ms_try_move(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
@@ -447,6 +457,10 @@ lt_status lt__ms_local_walk(lt__mc *c, int from, const lt__list *a, const signed
  * _put records what perm_sigma found (r 1 or 0). */
 int lt__ms_sigma_get(lt__mc *c, int i, int b, int *sigma);
 void lt__ms_sigma_put(lt__mc *c, int i, int b, int r, const int *sigma);
+/* try_move of permute mv (candidate b of its mesh dim, whose sigma the
+ * space knows) through the shared records; *done as lt__ms_try_move. */
+lt_status lt__ms_permute(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey, int b,
+                         const lt__mv *mv, int *done);
 /* The record of c->G (hashes h1, h2), made when new; NULL when not shared. */
 lt__msg *lt__ms_g_get(lt__mc *c, uint64_t h1, uint64_t h2);
 /* Unions and dec replayed from gr: the same answer and the same work

@@ -42,7 +42,7 @@
 
 #define MS_REG 64                  /* placements one space tells apart */
 #define MS_MAX_BYTES (12u << 20)   /* records of one space */
-#define MS_SPACES 4                /* spaces kept */
+#define MS_SPACES 2                /* spaces kept */
 #define MS_CHUNK (64u << 10)       /* records are carved from chunks of this size */
 
 /* ---- records --------------------------------------------------------------------------- */
@@ -80,29 +80,37 @@ struct lt__msg {
     tnode *root;                      /* dec's; atomic, NULL until needed */
 };
 
-/* A move's result from one state: r (1 a move, 0 not), the charge result()
- * made (nspend of them, 0 or 1), bytes, and the record of what it leaves. */
+/* A move from one state: the move, whether it is one (r 1) or not, the
+ * charge result() made (nspend of them, 0 or 1), its bytes, and the record
+ * of what it leaves. */
 typedef struct mvrec {
-    uint64_t h;
-    int nw, r, nspend;
+    lt__mv mv;
+    unsigned char r, nspend;
     double spend;
     uint64_t bytes;
     lt__msg *g;
-    uint64_t w[];                     /* (nw) the move's signature */
 } mvrec;
 
-/* A permute's sigma (r 1) or none (r 0). */
+/* The moves of dim_moves along one mesh dim, in its order. */
+typedef struct script {
+    int n;
+    mvrec m[];
+} script;
+
+/* A permute's sigma and move record (r 1; the record atomic, NULL until
+ * made) or none (r 0), for registry placement ri; a list per mesh dim. */
 typedef struct sigrec {
-    int r;
+    int ri, r;
+    mvrec *m;
+    struct sigrec *next;
     int sigma[];                      /* (mesh dim size) */
 } sigrec;
 
 struct lt__mst {
     uint64_t h1, h2;
-    mvrec **mv;                       /* (capmv) open addressing on h */
-    size_t nmv, capmv;
+    script *scr[LT_MESH_MAX_DIMS];    /* atomic; NULL until recorded */
     tnode *lw;                        /* local_walk's root; atomic */
-    sigrec **sig[LT_MESH_MAX_DIMS];   /* (MS_REG) per mesh dim; atomic entries */
+    sigrec *sig[LT_MESH_MAX_DIMS];    /* per mesh dim; atomic heads */
 };
 
 /* (h1, h2) -> record, open addressing on h1, at most half full. */
@@ -147,10 +155,6 @@ static void ms_ref(void *v) { __atomic_add_fetch(&((lt__ms *)v)->refs, 1, __ATOM
 static void ms_release(void *v) {
     lt__ms *s = v;
     if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL)) return;
-    for (size_t i = 0; i < s->states.cap; i++) {
-        lt__mst *st = s->states.s[i].v;
-        if (st) lt__free(st->mv);
-    }
     lt__free(s->states.s);
     lt__free(s->gs.s);
     while (s->chunks) {
@@ -665,9 +669,14 @@ lt_status lt__ms_local_walk(lt__mc *c, int from, const lt__list *a, const signed
 
 /* ---- permutes --------------------------------------------------------------------------- */
 
+static sigrec *sig_find(const lt__mc *c, int i, int b) {
+    sigrec *e = __atomic_load_n(&c->mstate->sig[i], __ATOMIC_ACQUIRE);
+    while (e && e->ri != c->creg[i][b]) e = e->next;
+    return e;
+}
+
 int lt__ms_sigma_get(lt__mc *c, int i, int b, int *sigma) {
-    sigrec **row = __atomic_load_n(&c->mstate->sig[i], __ATOMIC_ACQUIRE);
-    sigrec *e = row ? __atomic_load_n(&row[c->creg[i][b]], __ATOMIC_ACQUIRE) : NULL;
+    sigrec *e = sig_find(c, i, b);
     if (!e) return -3;
     if (e->r) memcpy(sigma, e->sigma, sizeof(int) * (size_t)c->g.mesh->shape[i]);
     return e->r;
@@ -677,109 +686,44 @@ void lt__ms_sigma_put(lt__mc *c, int i, int b, int r, const int *sigma) {
     lt__mst *st = c->mstate;
     int n = c->g.mesh->shape[i];
     ms_lock(c->ms);
-    sigrec **row = st->sig[i];
-    if (!row && (row = ms_alloc(c->ms, sizeof(sigrec *) * MS_REG))) __atomic_store_n(&st->sig[i], row, __ATOMIC_RELEASE);
-    sigrec *e = row && !row[c->creg[i][b]] ? ms_alloc(c->ms, sizeof(sigrec) + sizeof(int) * (size_t)n) : NULL;
+    sigrec *e = sig_find(c, i, b) ? NULL : ms_alloc(c->ms, sizeof(sigrec) + sizeof(int) * (size_t)n);
     if (e) {
+        e->ri = c->creg[i][b];
         e->r = r;
         if (r) memcpy(e->sigma, sigma, sizeof(int) * (size_t)n);
-        __atomic_store_n(&row[c->creg[i][b]], e, __ATOMIC_RELEASE);
+        e->next = st->sig[i];
+        __atomic_store_n(&st->sig[i], e, __ATOMIC_RELEASE);
     }
     ms_unlock(c->ms);
 }
 
 /* ---- moves ------------------------------------------------------------------------------ */
 
-lt_status lt__ms_try_move(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
-                          const lt__mv *mv, int *done) {
-    lt__ms *s = c->ms;
-    lt__mst *st = c->mstate;
-    *done = 0;
-    uint64_t w[3 + 64];
-    int nw = 0;
-    int rk = mv->rule >= 0 ? (int)c->rules[(int)mv->rule].kind : 255;
-    w[nw++] = (uint64_t)(unsigned char)mv->kind | (uint64_t)(unsigned char)mv->mesh_dim << 8 |
-              (uint64_t)(unsigned char)mv->dim << 16 | (uint64_t)(unsigned char)mv->cdim << 24 |
-              (uint64_t)(unsigned char)mv->op << 32 | (uint64_t)(unsigned)rk << 40;
-    w[nw++] = (uint64_t)(uint32_t)mv->root;
-    if (mv->kind == LT__MV_PERMUTE) {
-        int n = c->g.mesh->shape[mv->mesh_dim];
-        if (n > 64) return LT_OK;
-        for (int q = 0; q < n; q++) w[nw++] = (uint64_t)c->perms[mv->perm + q];
+/* Computes move mv from layout a into *m, quietly: 1, or 0 when it cannot
+ * be recorded (the caller computes it itself). */
+static int move_make(lt__mc *c, const lt__list *a, const signed char *apop, const lt__mv *mv, mvrec *m) {
+    double rec[4];
+    lt__amark mk = lt__arena_mark(&c->tar);
+    quiet q = quiet_begin(c, rec);
+    uint64_t bytes = 0;
+    int r = lt__mc_result(c, a, apop, mv, &bytes, NULL);
+    int nspend = c->nrec;
+    lt__msg *g = NULL;
+    if (r == 1) {
+        uint64_t h1, h2;
+        lt__mc_g_hash(c, &h1, &h2);
+        if (!(g = lt__ms_g_get(c, h1, h2))) r = -1;
     }
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (int q = 0; q < nw; q++) h = ((h ^ w[q]) * 0x100000001b3ull) ^ (h >> 29);
-    h |= 1;
-    mvrec *m = NULL;
-    ms_lock(s);
-    if (st->capmv)
-        for (size_t x = h & (st->capmv - 1); st->mv[x]; x = (x + 1) & (st->capmv - 1)) {
-            mvrec *e = st->mv[x];
-            if (e->h == h && e->nw == nw && !memcmp(e->w, w, sizeof(uint64_t) * (size_t)nw)) {
-                m = e;
-                break;
-            }
-        }
-    ms_unlock(s);
-    if (!m) {
-        /* computed quietly, recording the charge result() makes */
-        double rec[4];
-        lt__amark mk = lt__arena_mark(&c->tar);
-        quiet q = quiet_begin(c, rec);
-        uint64_t bytes = 0;
-        int r = lt__mc_result(c, a, apop, mv, &bytes, NULL);
-        int nspend = c->nrec;
-        lt__msg *g = NULL;
-        if (r == 1) {
-            uint64_t h1, h2;
-            lt__mc_g_hash(c, &h1, &h2);
-            if (!(g = lt__ms_g_get(c, h1, h2))) r = -1;
-        }
-        quiet_end(c, q);
-        lt__arena_reset(&c->tar, mk);
-        if (r < 0) return LT_OK;
-        ms_lock(s);
-        if ((st->nmv + 1) * 2 > st->capmv) {
-            size_t ncap = st->capmv ? st->capmv * 2 : 64;
-            mvrec **nm = s->full ? NULL : lt__calloc(ncap, sizeof(mvrec *));
-            if (nm) {
-                for (size_t x = 0; x < st->capmv; x++) {
-                    if (!st->mv[x]) continue;
-                    size_t y = st->mv[x]->h & (ncap - 1);
-                    while (nm[y]) y = (y + 1) & (ncap - 1);
-                    nm[y] = st->mv[x];
-                }
-                s->bytes += (ncap - st->capmv) * sizeof(mvrec *);
-                lt__free(st->mv);
-                st->mv = nm;
-                st->capmv = ncap;
-            }
-        }
-        if ((st->nmv + 1) * 2 <= st->capmv) {
-            size_t x = h & (st->capmv - 1);
-            for (; st->mv[x]; x = (x + 1) & (st->capmv - 1)) {
-                mvrec *e = st->mv[x];
-                if (e->h == h && e->nw == nw && !memcmp(e->w, w, sizeof(uint64_t) * (size_t)nw)) break;
-            }
-            m = st->mv[x];
-            if (!m && (m = ms_alloc(s, sizeof(mvrec) + sizeof(uint64_t) * (size_t)nw))) {
-                m->h = h;
-                m->nw = nw;
-                m->r = r;
-                m->nspend = nspend;
-                m->spend = rec[0];
-                m->bytes = bytes;
-                m->g = g;
-                memcpy(m->w, w, sizeof(uint64_t) * (size_t)nw);
-                st->mv[x] = m;
-                st->nmv++;
-            }
-        }
-        ms_unlock(s);
-        if (!m) return LT_OK;
-    }
-    /* the replay: try_move's charges and answers, in its order */
-    *done = 1;
+    quiet_end(c, q);
+    lt__arena_reset(&c->tar, mk);
+    if (r < 0) return 0;
+    *m = (mvrec){*mv, (unsigned char)r, (unsigned char)nspend, nspend ? rec[0] : 0, bytes, g};
+    return 1;
+}
+
+/* try_move's charges and answers from record m, in its order; mv: the
+ * move as this search spells it (a permute's perm is an offset of its own). */
+static lt_status move_replay(lt__mc *c, int from, uint64_t akey, const mvrec *m, const lt__mv *mv) {
     if (m->nspend && lt__mc_spend(c, m->spend)) return LT_OVERFLOW;
     if (m->r != 1) return LT_OK;
     lt__msg *g = m->g;
@@ -792,4 +736,80 @@ lt_status lt__ms_try_move(lt__mc *c, int from, const lt__list *a, const signed c
     if (r < 0) return LT_OVERFLOW;
     if (r == 1 && key != akey) return lt__mc_relax(c, from, key, m->bytes, mv, g->blocks);
     return LT_OK;
+}
+
+lt_status lt__ms_script(lt__mc *c, int from, uint64_t akey, int i, int *done) {
+    script *sc = __atomic_load_n(&c->mstate->scr[i], __ATOMIC_ACQUIRE);
+    *done = sc != NULL;
+    if (!sc) {   /* record this one */
+        c->recording = 1;
+        c->nscr = 0;
+        return LT_OK;
+    }
+    for (int k = 0; k < sc->n; k++) LT_TRY(move_replay(c, from, akey, &sc->m[k], &sc->m[k].mv));
+    return LT_OK;
+}
+
+void lt__ms_script_end(lt__mc *c, int i, int complete) {
+    int rec = c->recording;
+    c->recording = 0;
+    if (rec != 1 || !complete) return;
+    lt__ms *s = c->ms;
+    ms_lock(s);
+    script *sc = c->mstate->scr[i] ? NULL : ms_alloc(s, sizeof(script) + sizeof(mvrec) * (size_t)c->nscr);
+    if (sc) {
+        sc->n = c->nscr;
+        memcpy(sc->m, c->scr, sizeof(mvrec) * (size_t)c->nscr);
+        __atomic_store_n(&c->mstate->scr[i], sc, __ATOMIC_RELEASE);
+    }
+    ms_unlock(s);
+}
+
+lt_status lt__ms_try_move(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
+                          const lt__mv *mv, int *done) {
+    *done = 0;
+    mvrec m;
+    /* a partition depends on the destination, a permute is kept with its
+     * sigma (lt__ms_permute): computed by the caller */
+    if (mv->kind == LT__MV_PARTITION || mv->kind == LT__MV_PERMUTE) return LT_OK;
+    if (!move_make(c, a, apop, mv, &m)) {
+        c->recording = 2;   /* not recordable: nothing is published */
+        return LT_OK;
+    }
+    if (c->recording == 1) {
+        if (c->nscr == c->capscr) {
+            int ncap = c->capscr ? c->capscr * 2 : 64;
+            mvrec *ns = lt__realloc(c->scr, sizeof(mvrec) * (size_t)ncap);
+            if (!ns) c->recording = 2;
+            else {
+                c->scr = ns;
+                c->capscr = ncap;
+            }
+        }
+        if (c->recording == 1) ((mvrec *)c->scr)[c->nscr++] = m;
+    }
+    *done = 1;
+    return move_replay(c, from, akey, &m, mv);
+}
+
+lt_status lt__ms_permute(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey, int b,
+                         const lt__mv *mv, int *done) {
+    int i = mv->mesh_dim;
+    *done = 0;
+    sigrec *e = sig_find(c, i, b);
+    if (!e || !e->r) return LT_OK;
+    mvrec *pm = __atomic_load_n(&e->m, __ATOMIC_ACQUIRE);
+    if (!pm) {
+        mvrec m;
+        if (!move_make(c, a, apop, mv, &m)) return LT_OK;
+        ms_lock(c->ms);
+        if (!(pm = e->m) && (pm = ms_alloc(c->ms, sizeof *pm))) {
+            *pm = m;
+            __atomic_store_n(&e->m, pm, __ATOMIC_RELEASE);
+        }
+        ms_unlock(c->ms);
+        if (!pm) return LT_OK;
+    }
+    *done = 1;
+    return move_replay(c, from, akey, pm, mv);
 }

@@ -739,7 +739,9 @@ static lt_status try_permutes(lt__mc *c, int from, const lt__list *a, const sign
         for (int q = 0; q < n; q++) c->perms[c->nperms + (size_t)sigma[q]] = q;
         lt__mv mv = {LT__MV_PERMUTE, (signed char)i, 0, 0, -1, -1, 0, (int)c->nperms};
         c->nperms += (size_t)n;
-        LT_TRY(try_move(c, from, a, apop, akey, &mv));
+        int done = 0;
+        if (c->mstate) LT_TRY(lt__ms_permute(c, from, a, apop, akey, b, &mv, &done));
+        if (!done) LT_TRY(try_move(c, from, a, apop, akey, &mv));
     }
     return LT_OK;
 }
@@ -861,69 +863,85 @@ static void pops_of(const lt__mc *c, uint64_t key, signed char *pop) {
     for (int i = 0; i < LT_MESH_MAX_DIMS; i++) pop[i] = (signed char)(i < c->g.M ? pop_of(&pl[i]) : -1);
 }
 
+/* The collectives and reductions along mesh dim i from node `from` (a
+ * state's moves but its permutes and partition), in a fixed order that
+ * depends on the state alone (plan_memo.c records it). */
+static lt_status dim_moves(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey, int i) {
+    int n = c->g.mesh->shape[i], nd = c->g.ndim;
+    lt__mv mv = {0, (signed char)i, 0, 0, -1, -1, 0, -1};
+    if (apop[i] >= 0) {
+        mv.op = apop[i];
+        mv.kind = LT__MV_ALL_REDUCE;
+        LT_TRY(try_move(c, from, a, apop, akey, &mv));
+        mv.kind = LT__MV_REDUCE;
+        for (mv.root = 0; mv.root < n; mv.root++)
+            if (root_ok(c, i, mv.root)) LT_TRY(try_move(c, from, a, apop, akey, &mv));
+        mv.root = 0;
+        mv.kind = LT__MV_REDUCE_SCATTER;
+        for (int e = 0; e < nd; e++) {
+            int64_t lens[LT__MAXLENS];
+            int k = distinct_lens(c, a, e, lens);
+            for (int ri = 0; ri < c->nrules; ri++) {
+                if (!rule_new(c, lens, k, n, ri)) continue;
+                mv.dim = (signed char)e;
+                mv.rule = (signed char)ri;
+                LT_TRY(try_move(c, from, a, apop, akey, &mv));
+            }
+        }
+        return LT_OK;
+    }
+    int sroot = scatter_root(c, a, i);
+    for (int e = 0; e < nd; e++) {
+        mv.dim = (signed char)e;
+        mv.rule = -1;
+        mv.kind = LT__MV_ALL_GATHER;
+        LT_TRY(try_move(c, from, a, apop, akey, &mv));
+        mv.kind = LT__MV_GATHER;
+        for (mv.root = 0; mv.root < n; mv.root++)
+            if (root_ok(c, i, mv.root)) LT_TRY(try_move(c, from, a, apop, akey, &mv));
+        mv.root = 0;
+        int64_t lens[LT__MAXLENS];
+        int k = distinct_lens(c, a, e, lens);
+        for (int ri = 0; ri < c->nrules; ri++) {
+            if (!rule_new(c, lens, k, n, ri)) continue;
+            mv.rule = (signed char)ri;
+            mv.kind = LT__MV_ALL_TO_ALL;
+            for (int f = 0; f < nd; f++) {
+                mv.cdim = (signed char)f;
+                LT_TRY(try_move(c, from, a, apop, akey, &mv));
+            }
+            mv.cdim = 0;
+            if (sroot >= 0) {
+                mv.kind = LT__MV_SCATTER;
+                mv.root = sroot;
+                LT_TRY(try_move(c, from, a, apop, akey, &mv));
+                mv.root = 0;
+            }
+        }
+    }
+    return LT_OK;
+}
+
 lt_status lt__mc_expand(lt__mc *c, int from) {
     const lt__geo *g = &c->g;
     const lt__list *a = c->nodes[from].lay;
     uint64_t akey = c->nodes[from].key;
     signed char apop[LT_MESH_MAX_DIMS];
     pops_of(c, akey, apop);
-    int nd = g->ndim;
     for (int i = 0; i < g->M; i++) {
         int n = g->mesh->shape[i];
         if (n == 1 || c->frozen[i]) continue;
+        /* replayed from the shared space when it knows them, else tried
+         * here (and recorded) */
+        int done = 0;
+        if (c->mstate) LT_TRY(lt__ms_script(c, from, akey, i, &done));
+        if (!done) {
+            lt_status st = dim_moves(c, from, a, apop, akey, i);
+            if (c->mstate) lt__ms_script_end(c, i, st == LT_OK);
+            LT_TRY(st);
+        }
+        if (apop[i] >= 0) continue;
         lt__mv mv = {0, (signed char)i, 0, 0, -1, -1, 0, -1};
-        if (apop[i] >= 0) {
-            mv.op = apop[i];
-            mv.kind = LT__MV_ALL_REDUCE;
-            LT_TRY(try_move(c, from, a, apop, akey, &mv));
-            mv.kind = LT__MV_REDUCE;
-            for (mv.root = 0; mv.root < n; mv.root++)
-                if (root_ok(c, i, mv.root)) LT_TRY(try_move(c, from, a, apop, akey, &mv));
-            mv.root = 0;
-            mv.kind = LT__MV_REDUCE_SCATTER;
-            for (int e = 0; e < nd; e++) {
-                int64_t lens[LT__MAXLENS];
-                int k = distinct_lens(c, a, e, lens);
-                for (int ri = 0; ri < c->nrules; ri++) {
-                    if (!rule_new(c, lens, k, n, ri)) continue;
-                    mv.dim = (signed char)e;
-                    mv.rule = (signed char)ri;
-                    LT_TRY(try_move(c, from, a, apop, akey, &mv));
-                }
-            }
-            continue;
-        }
-        int sroot = scatter_root(c, a, i);
-        for (int e = 0; e < nd; e++) {
-            mv.dim = (signed char)e;
-            mv.rule = -1;
-            mv.kind = LT__MV_ALL_GATHER;
-            LT_TRY(try_move(c, from, a, apop, akey, &mv));
-            mv.kind = LT__MV_GATHER;
-            for (mv.root = 0; mv.root < n; mv.root++)
-                if (root_ok(c, i, mv.root)) LT_TRY(try_move(c, from, a, apop, akey, &mv));
-            mv.root = 0;
-            int64_t lens[LT__MAXLENS];
-            int k = distinct_lens(c, a, e, lens);
-            for (int ri = 0; ri < c->nrules; ri++) {
-                if (!rule_new(c, lens, k, n, ri)) continue;
-                mv.rule = (signed char)ri;
-                mv.kind = LT__MV_ALL_TO_ALL;
-                for (int f = 0; f < nd; f++) {
-                    mv.cdim = (signed char)f;
-                    LT_TRY(try_move(c, from, a, apop, akey, &mv));
-                }
-                mv.cdim = 0;
-                if (sroot >= 0) {
-                    mv.kind = LT__MV_SCATTER;
-                    mv.root = sroot;
-                    LT_TRY(try_move(c, from, a, apop, akey, &mv));
-                    mv.root = 0;
-                }
-            }
-        }
-        mv.dim = 0;
-        mv.rule = -1;
         LT_TRY(try_permutes(c, from, a, apop, akey, i));
         const lt_placement *t = &c->dst[i];
         if (t->kind == LT_PL_PARTIAL && c->src[i].kind != LT_PL_PARTIAL && t->op != LT_REDOP_PRODUCT &&

@@ -138,6 +138,7 @@ static void mc_free(lt__mc *c) {
     lt__free(c->memo);
     lt__free((void *)c->dlay);
     lt__ms_detach(c);
+    lt__free(c->scr);
     lt__arena_free(&c->nar);
     lt__arena_free(&c->tar);
     lt__free(c);
