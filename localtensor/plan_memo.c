@@ -7,23 +7,32 @@
  * and what each move does to them are the same from pair to pair: a few
  * thousand distinct states serve hundreds of thousands of expansions. This
  * file keeps, per (mesh shape, tensor shape, element size):
- *   - per state (a layout and its Partial ops): what each move leaves
- *     (every rank's blocks) and costs (bytes), and the work the search
- *     charged for computing it;
+ *   - per state (a layout and its Partial ops) and mesh dim: the script of
+ *     its collectives and reductions (plan_moves.c's dim_moves, whose order
+ *     depends on the state alone): what each leaves (every rank's blocks),
+ *     its bytes, and the work the search charged for computing it;
+ *   - per state: the tree of its local picks (local_walk) and, per mesh dim
+ *     and candidate, its permute (sigma and result);
  *   - per result (what every rank holds): its unions' work, and the tree of
  *     dec (plan_moves.c): which candidate matches after which prefix.
+ * Candidates are told apart by a registry of placements, so searches whose
+ * candidate lists differ in order (each puts its source and destination
+ * first) share the same records and walk them in their own order.
  *
  * Invariant: a search that reads these records does exactly what it would
  * do without them: the same moves tried in the same order, the same states
  * found (canonical keys follow the search's own candidate order, walked
  * here), and the same work charged against the budget, at the same points
  * or (for a dec, whose checks are all of one increasing sum) with the same
- * outcome. So a plan never depends on what ran before or beside it; test/
- * test_planner.c compares shared and unshared plans pair by pair.
+ * outcome. So a plan never depends on what ran before or beside it;
+ * test/test_plan_memo.c compares shared and unshared plans pair by pair.
+ * Partition moves (they depend on the destination) are never recorded, and
+ * searches with explicit split sizes do not share (those sizes are interned
+ * lists a space must not outlive).
  *
- * Thread safety: one spin lock per space guards its tables and arenas; a
- * dec tree's answers are published with release stores and read with
- * acquire loads. Records are never freed while a search holds the space.
+ * Thread safety: one spin lock per space guards its tables and arenas;
+ * records filled lazily (tree nodes, scripts, permutes) are published with
+ * release stores and read with acquire loads. Records are never freed while a search holds the space.
  * Memory: at most MS_SPACES spaces (the generic cache empties itself when
  * full) of at most MS_MAX_BYTES each (past it a space answers what it has
  * and records nothing new). Caching is optional work: a failed allocation

@@ -132,9 +132,9 @@ static void test_shared_equals_unshared(void **state) {
 static void test_budget_same(void **state) {
     (void)state;
     const char *pairs[][2] = {
-        {"S(0),S(1),SS(0,2)", "S(1),SS(1,2),S(0)"},
+        {"S(0),S(0),S(1)", "S(1),S(1),S(0)"},   /* within the budget */
+        {"S(0),S(1),SS(0,2)", "S(1),SS(1,2),S(0)"},   /* past it */
         {"SS(0,2),S(1),R", "S(1),S(0),SS(1,2)"},
-        {"S(0),S(0),S(1)", "S(1),S(1),S(0)"},
         {"R,S(0),S(1)", "S(1),R,S(0)"},
     };
     int np = SANITIZED ? 2 : 4;
