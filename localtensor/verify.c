@@ -6,15 +6,20 @@
  * built from layout math (localtensor/layout.h): for each tensor dim and
  * global index, which source rank (its part of the rank number) and which
  * local position hold it. The Partial dims that are not kept are reduced
- * with kernels/ math, shard by shard. No full-size tensor is ever built, so
- * verifying costs about one pass over the unique bytes it checks.
+ * in one fused pass per shard (f32, f64 sums and averages) or with kernels/
+ * math, shard by shard. No full-size tensor is ever built, so verifying
+ * costs about one pass over the unique bytes it checks.
  *
  * Storage identity comes first: ranks that must hold the same values (they
  * differ only on mesh dims where the checked layout replicates) and share
  * one buffer are checked once; source replicas that share a buffer agree
- * without reading it.
+ * without reading it; a shard that views bytes the previous check proved
+ * (the record lt_redistribute passes along, localtensor/verify_impl.h) is
+ * right without reading it. The buffers left are checked on the thread
+ * pool, one piece of work each, the lowest wrong rank reported.
  */
 #include "kernels/alloc.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,6 +317,143 @@ static int64_t base_of(const vctx *c, int r, int q) {
     return b;
 }
 
+/* The fused check of a reduced shard: 1 where it applies (f32 or f64,
+ * summed or averaged Partial dims, no Replicate -> Partial partition, at
+ * most FUSE_MAX contributions). */
+#define FUSE_MAX 64
+#define FUSE_BLK 1024
+static int fusable(const vctx *c) {
+    if (c->src->dtype != LT_F32 && c->src->dtype != LT_F64) return 0;
+    if (c->op != LT_REDOP_SUM || c->nR > FUSE_MAX) return 0;
+    for (int i = 0; i < c->M; i++)
+        if (c->dpart[i].kind == LT_PL_PARTIAL && c->dpart[i].op == LT_REDOP_SUM && c->mesh->shape[i] > 1) return 0;
+    return 1;
+}
+
+/* lt_compare's test: within atol + rtol * |b|, NaN equal to NaN. */
+static int close_enough(double a, double b, double rtol, double atol) {
+    if (a == b) return 1;
+    if (a != a || b != b) return a != a && b != b;
+    if (isinf(a) || isinf(b)) return 0;
+    return fabs(a - b) <= atol + rtol * fabs(b);
+}
+
+/* One run of `len` elements: the contributions s[0..nq) (strides ss, in
+ * elements) summed in that order in the dtype (as lt_accumulate does),
+ * divided by avg_div (as expected_shard does), against a (stride as).
+ * Returns 1 at the first element out of tolerance. */
+#define LT__FUSED_RUN(T)                                                                             \
+    T acc_[FUSE_BLK];                                                                                \
+    T *restrict acc = acc_;                                                                          \
+    for (int64_t k0 = 0; k0 < len; k0 += FUSE_BLK) {                                                 \
+        int64_t m = len - k0 < FUSE_BLK ? len - k0 : FUSE_BLK;                                       \
+        const T *s0 = (const T *)(const void *)s[0] + k0 * ss[0];                                    \
+        if (ss[0] == 1) memcpy(acc, s0, (size_t)m * sizeof(T));                                      \
+        else                                                                                         \
+            for (int64_t k = 0; k < m; k++) acc[k] = s0[k * ss[0]];                                  \
+        for (int q = 1; q < nq; q++) {                                                               \
+            const T *restrict sq = (const T *)(const void *)s[q] + k0 * ss[q];                       \
+            if (ss[q] == 1)                                                                          \
+                for (int64_t k = 0; k < m; k++) acc[k] = acc[k] + sq[k];                             \
+            else                                                                                     \
+                for (int64_t k = 0; k < m; k++) acc[k] = acc[k] + sq[k * ss[q]];                     \
+        }                                                                                            \
+        if (avg_div != 1)                                                                            \
+            for (int64_t k = 0; k < m; k++) acc[k] = (T)((double)acc[k] / avg_div);                  \
+        const T *restrict ap = (const T *)(const void *)a + k0 * as;                                 \
+        int differ = 0;                                                                              \
+        if (as == 1)                                                                                 \
+            for (int64_t k = 0; k < m; k++) differ |= ap[k] != acc[k];                               \
+        else                                                                                         \
+            differ = 1;                                                                              \
+        if (!differ) continue;                                                                       \
+        for (int64_t k = 0; k < m; k++)                                                              \
+            if (ap[k * as] != acc[k] && !close_enough((double)ap[k * as], (double)acc[k], rtol, atol)) \
+                return 1;                                                                            \
+    }                                                                                                \
+    return 0;
+
+/* The fused loops are worth vectorizing: gcc does so at -O2 only when asked
+ * (clang does anyway). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define LT__VECTORIZE __attribute__((optimize("tree-vectorize")))
+#else
+#define LT__VECTORIZE
+#endif
+
+LT__VECTORIZE static int fused_run_f32(const char *const *s, const int64_t *ss, int nq, const char *a, int64_t as, int64_t len,
+                         double avg_div, double rtol, double atol) {
+    LT__FUSED_RUN(float)
+}
+
+LT__VECTORIZE static int fused_run_f64(const char *const *s, const int64_t *ss, int nq, const char *a, int64_t as, int64_t len,
+                         double avg_div, double rtol, double atol) {
+    LT__FUSED_RUN(double)
+}
+
+/* Rank r's shard act (layout L) against the reduction of its nR
+ * contributions, element by element, without building the expected shard:
+ * one pass over the contributions and act. Returns 1 when an element is
+ * out of tolerance (the caller then builds the expected shard to say
+ * where), 0 when all agree. rn: the runs scratch. */
+static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_tensor *act, int64_t *rn) {
+    int nd = c->ndim, last = nd - 1, nq = c->nR;
+    size_t es = c->es;
+    int64_t base[FUSE_MAX];
+    for (int q = 0; q < nq; q++) base[q] = base_of(c, r, q);
+    lt_tensor *const *sh = c->src->local->shards;
+    int f32 = c->src->dtype == LT_F32;
+    const char *s[FUSE_MAX];
+    int64_t ss[FUSE_MAX];
+    if (nd == 0) {
+        for (int q = 0; q < nq; q++) s[q] = c->sdata[base[q]], ss[q] = 1;
+        return f32 ? fused_run_f32(s, ss, nq, lt_data(act), 1, 1, c->avg_div, c->rtol, c->atol)
+                   : fused_run_f64(s, ss, nq, lt_data(act), 1, 1, c->avg_div, c->rtol, c->atol);
+    }
+    for (int d = 0; d < nd; d++)
+        if (L->local_shape[d] == 0) return 0;
+    int64_t outer[LT_MAX_DIMS] = {0}, nl = L->local_shape[last], nr = 0;
+    const int64_t *gl = L->idx[last], *pl = c->part[last], *ql = c->pos[last];
+    for (int64_t j = 0; j < nl;) {   /* runs along the last dim, as in walk */
+        int64_t g = gl ? gl[j] : j, pr = pl ? pl[g] : 0, p0 = ql ? ql[g] : g, len = 1;
+        while (j + len < nl) {
+            int64_t h = gl ? gl[j + len] : j + len;
+            if ((pl ? pl[h] : 0) != pr || (ql ? ql[h] : h) != p0 + len) break;
+            len++;
+        }
+        rn[4 * nr] = j, rn[4 * nr + 1] = len, rn[4 * nr + 2] = pr, rn[4 * nr + 3] = p0;
+        nr++;
+        j += len;
+    }
+    const char *abase = lt_data(act);
+    for (;;) {
+        int64_t rk = 0, posv[LT_MAX_DIMS], aoff = 0;
+        for (int d = 0; d < last; d++) {
+            int64_t g = L->idx[d] ? L->idx[d][outer[d]] : outer[d];
+            rk += c->part[d] ? c->part[d][g] : 0;
+            posv[d] = c->pos[d] ? c->pos[d][g] : g;
+            aoff += outer[d] * act->strides[d];
+        }
+        for (int64_t k = 0; k < nr; k++) {
+            int64_t j = rn[4 * k], len = rn[4 * k + 1], pr = rn[4 * k + 2], p0 = rn[4 * k + 3];
+            for (int q = 0; q < nq; q++) {
+                const lt_tensor *t = sh[base[q] + rk + pr];
+                int64_t off = p0 * t->strides[last];
+                for (int d = 0; d < last; d++) off += posv[d] * t->strides[d];
+                s[q] = c->sdata[base[q] + rk + pr] + off * (int64_t)es;
+                ss[q] = t->strides[last];
+            }
+            const char *a = abase + (aoff + j * act->strides[last]) * (int64_t)es;
+            int bad = f32 ? fused_run_f32(s, ss, nq, a, act->strides[last], len, c->avg_div, c->rtol, c->atol)
+                          : fused_run_f64(s, ss, nq, a, act->strides[last], len, c->avg_div, c->rtol, c->atol);
+            if (bad) return 1;
+        }
+        int d = last - 1;
+        while (d >= 0 && ++outer[d] == L->local_shape[d]) outer[d--] = 0;
+        if (d < 0) return 0;
+    }
+}
+
 /* Rank r's expected shard (layout L of the checked spec) into *out, a new
  * contiguous tensor (caller frees); wide as in runs_of. */
 static lt_status expected_shard(vctx *c, int r, const lt_rank_layout *L, int wide, lt_tensor **out) {
@@ -486,6 +628,7 @@ typedef struct vrun {
     const lt__verified *prev;   /* borrowed; NULL: no earlier state */
     int exact;                  /* 1: the checked layout has no Partial: shards hold the global tensor's values */
     int wide;                   /* 1: the jobs run on the pool */
+    int fused;                  /* 1: reduced values checked by fused_check */
     vjob *jobs;                 /* (njobs) in rank order */
 } vrun;
 
@@ -555,10 +698,15 @@ static lt_status check_job(void *ctx, int64_t i) {
     int64_t goff[LT_MAX_DIMS], n[LT_MAX_DIMS];
     int box = v->exact && L.lists && box_of(&L, c->ndim, c->src->shape, goff, n);
     int good = !L.lists || (box && view_of_verified(v, a, goff, n));
-    if (!good && !c->math) {
+    if (!good && (!c->math || v->fused)) {
         int64_t *rn = c->ndim ? runs_of(c, v->wide) : NULL;   /* a 0-d shard has no runs */
         if (c->ndim && !rn) st = LT_NOMEM;
-        else good = !walk(c, &L, base_of(c, j->rank, 0), NULL, a, rn);   /* byte for byte what the source holds there */
+        else if (!c->math) good = !walk(c, &L, base_of(c, j->rank, 0), NULL, a, rn);   /* byte for byte what the source holds there */
+        else good = !fused_check(c, &L, j->rank, a, rn);
+    }
+    if (!st && !good && v->wide && c->math) {   /* the expected shard is built after the pool's section, on this thread */
+        j->bad = 2;
+        st = LT_MISMATCH;
     }
     if (!st && !good) {
         lt_tensor *e = NULL;
@@ -593,10 +741,20 @@ static lt_status run_jobs(vrun *v, int njobs, int step, lt_verify_report *rep) {
     }
     if (st != LT_MISMATCH) return st;
     for (int i = 0; i < njobs; i++) {   /* every job below the lowest failure ran */
-        if (!v->jobs[i].bad) continue;
+        vjob *j = &v->jobs[i];
+        if (!j->bad) continue;
         lt_rank_layout L;
-        LT_TRY(lt_spec_layout_rank(&v->c->dspec, v->jobs[i].rank, &L));
-        st = element_mismatch(rep, step, "", v->jobs[i].rank, v->c->ndim, &v->jobs[i].res, &L);
+        LT_TRY(lt_spec_layout_rank(&v->c->dspec, j->rank, &L));
+        st = LT_OK;
+        if (j->bad == 2) {   /* found by fused_check on the pool: where, from the expected shard */
+            lt_tensor *e = NULL;
+            st = expected_shard(v->c, j->rank, &L, 0, &e);
+            if (!st) st = lt_compare(v->actual->local->shards[j->rank], e, v->c->rtol, v->c->atol, &j->res);
+            lt_tensor_free(e);
+            if (!st && j->res.equal)
+                st = lt__err(LT_INVALID, "internal: rank %d's shard differs in the fused check only", j->rank);
+        }
+        if (!st) st = element_mismatch(rep, step, "", j->rank, v->c->ndim, &j->res, &L);
         lt_rank_layout_free(&L);
         return st;
     }
@@ -722,8 +880,9 @@ lt_status lt__verify_reshard_memo(const lt_dtensor *src, const lt_dtensor *actua
         v.exact = 1;
         for (int i = 0; i < c.M; i++)
             if (c.dspec.placements[i].kind == LT_PL_PARTIAL) v.exact = 0;
-        /* values copied from the source: only the scratch grows per thread */
-        v.wide = !c.math && njobs > 1 && lt__pool_width() > 1 && 2 * bytes >= lt__par_min_bytes();
+        v.fused = c.math && fusable(&c);
+        /* values copied or fused: only the scratch grows per thread */
+        v.wide = (!c.math || v.fused) && njobs > 1 && lt__pool_width() > 1 && 2 * bytes >= lt__par_min_bytes();
         st = run_jobs(&v, njobs, step, rep);
     }
     if (!st && shape_bad >= 0) st = shape_mismatch(rep, step, shape_bad, actual->local->shards[shape_bad], c.ndim, es);

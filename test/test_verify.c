@@ -193,11 +193,56 @@ static void test_partial_uneven_on_the_pool(void **state) {
     lt_set_threads(0);
 }
 
+/* Reduced values are checked in one pass over the contributions, without
+ * building the expected shard: f64 (6, 4) from [P(avg), S(1)] to [R, S(1)]
+ * on 2x2, on the pool and on one thread. Rank (a, b) holds columns
+ * 2b .. 2b + 1 of the average over a of the parts, i.e. arange. A value
+ * off by less than the tolerance (f64: 1e-7 + 1e-7 |x|) passes; one off by
+ * more is named. */
+static void test_fused_reduction(void **state) {
+    (void)state;
+    for (int threads = 1; threads <= 2; threads++) {
+        lt_set_threads(threads);
+        lt__set_par_min_bytes(1);
+        lt_mesh m;
+        lt_placement pl[2];
+        int np;
+        LT_CHECK(lt_mesh_parse("2x2", &m));
+        LT_CHECK(lt_placements_parse("P(avg),S(1)", pl, 2, &np));
+        int64_t shape[2] = {6, 4};
+        lt_init init = {LT_INIT_ARANGE, 0};
+        lt_dtensor *src = NULL;
+        LT_CHECK(lt_dtensor_init(&m, LT_F64, 2, shape, pl, np, &init, &src));
+        lt_dtensor *out = redist(src, "R,S(1)");
+        lt_verify_report rep;
+        LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+        for (int r = 0; r < 4; r++) LT_CHECK(lt_tensor_make_writable(out->local->shards[r]));
+        /* rank 3 = (1, 1), local (5, 1) = global (5, 3) = 23 */
+        lt_set_flat(out->local->shards[3], 5 * 2 + 1, 23 + 1e-6);   /* within 1e-7 + 23e-7 */
+        LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+        lt_set_flat(out->local->shards[3], 5 * 2 + 1, 23.001);
+        /* rank 2 = (1, 0), local (0, 1) = global (0, 1) = 1 */
+        lt_set_flat(out->local->shards[2], 1, NAN);
+        LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+        assert_int_equal(rep.rank, 2);
+        assert_true(rep.local_index[0] == 0 && rep.local_index[1] == 1 && rep.global_index[1] == 1);
+        assert_true(rep.expected == 1 && isnan(rep.actual));
+        lt_set_flat(out->local->shards[2], 1, 1);
+        LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+        expect_diff(&rep, 3, 5, 1, 5, 3, 23, 23.001);
+        lt_dtensor_free(out);
+        lt_dtensor_free(src);
+    }
+    lt__set_par_min_bytes(0);
+    lt_set_threads(0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_view_of_verified),
         cmocka_unit_test(test_replicas_on_the_pool),
         cmocka_unit_test(test_partial_uneven_on_the_pool),
+        cmocka_unit_test(test_fused_reduction),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
