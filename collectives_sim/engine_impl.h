@@ -14,5 +14,8 @@
  * same collective done with that backend's kernels. */
 lt_coll_fn lt__engine_kernels_fn(const lt_engine_i *eng, lt_coll_fn fn, const lt_coll_group *g,
                                  lt_tensor *const *in, lt_tensor *const *out);
+/* The name errors give for collectives done by the kernel path:
+ * "inproc-kernels". */
+const char *lt__engine_kernels_name(void);
 
 #endif

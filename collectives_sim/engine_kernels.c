@@ -196,7 +196,7 @@ static lt_status k_reduce_scatter(void *ctx, const lt_coll_group *g, lt_tensor *
 
 static const lt_engine_i kernels_iface = {
     .version = LT_ENGINE_API_VERSION,
-    .name = "inproc",
+    .name = "inproc-kernels",
     .all_gather = k_all_gather,
     .all_reduce = k_all_reduce,
     .reduce_scatter = k_reduce_scatter,
@@ -224,10 +224,29 @@ static int on_kernels(const lt_coll_group *g, lt_tensor *const *in, lt_tensor *c
     return b != NULL;
 }
 
+/* 1 when some tensor of the group is on a backend the host cannot read. */
+static int any_off_host(const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
+    for (int p = 0; p < g->size; p++)
+        if ((in[g->ranks[p]] && !lt__on_host(in[g->ranks[p]])) || (out[g->ranks[p]] && !lt__on_host(out[g->ranks[p]])))
+            return 1;
+    return 0;
+}
+
+/* A group that mixes backends with device memory: refused, by name. */
+static lt_status k_mixed(void *ctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
+    (void)ctx, (void)in, (void)out;
+    return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                        "not supported yet: a collective (group %d) whose shards lie on different backends, "
+                        "one of them off the host", g->index);
+}
+
+const char *lt__engine_kernels_name(void) { return kernels_iface.name; }
+
 lt_coll_fn lt__engine_kernels_fn(const lt_engine_i *eng, lt_coll_fn fn, const lt_coll_group *g,
                                  lt_tensor *const *in, lt_tensor *const *out) {
     const lt_engine_i *ip = lt_engine_inproc();
-    if (eng != ip || !on_kernels(g, in, out)) return fn;
+    if (eng != ip) return fn;
+    if (!on_kernels(g, in, out)) return any_off_host(g, in, out) ? k_mixed : fn;
     const lt_coll_fn from[] = {ip->all_gather, ip->all_reduce, ip->reduce_scatter, ip->all_to_all, ip->broadcast,
                                ip->scatter, ip->gather, ip->reduce, ip->permute};
     const lt_coll_fn to[] = {kernels_iface.all_gather, kernels_iface.all_reduce, kernels_iface.reduce_scatter,

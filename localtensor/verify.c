@@ -26,6 +26,7 @@
 #include "localtensor/spec_impl.h"
 #include "localtensor/verify_impl.h"
 #include "kernels/memlimit_impl.h"
+#include "kernels/tensor_impl.h"
 
 static void index_str(int ndim, const int64_t *idx, char *buf, size_t n) {
     size_t used = 0;
@@ -95,11 +96,17 @@ typedef struct vctx {
     int64_t *part[LT_MAX_DIMS];          /* (shape[d]) owner's rank part of global index g; NULL: unsharded */
     int64_t *pos[LT_MAX_DIMS];           /* (shape[d]) its local position; NULL: g itself */
     int64_t *runs;                       /* (shape[last], 4) scratch: runs along the last dim */
+    lt_tensor *const *sh;                /* (world) the source shards, host-readable: src's own,
+                                          * or host_sh */
+    lt_tensor **host_sh;                 /* (world) owned host copies when a shard is off the host */
 } vctx;
 
 static void vctx_free(vctx *c) {
     lt__free(c->runs);
     c->runs = NULL;
+    for (int r = 0; c->host_sh && r < c->W; r++) lt_tensor_free(c->host_sh[r]);
+    lt__free(c->host_sh);
+    c->host_sh = NULL;
     for (int d = 0; d < LT_MAX_DIMS; d++) {
         lt__free(c->part[d]);
         lt__free(c->pos[d]);
@@ -189,6 +196,22 @@ static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *d
     }
     if (c->nR > 1 || c->avg_div != 1) c->math = 1;
     lt_dtype_default_tol(src->dtype, &c->rtol, &c->atol);
+    c->sh = src->local->shards;
+    int off_host = 0;
+    for (int r = 0; r < c->W; r++) off_host |= src->local->shards[r] && !lt__on_host(src->local->shards[r]);
+    if (off_host) { /* shards the host cannot read: read explicit host copies */
+        c->host_sh = lt__calloc((size_t)c->W, sizeof *c->host_sh);
+        if (!c->host_sh) return lt__err(LT_NOMEM, "verify: out of memory");
+        for (int r = 0; r < c->W; r++) {
+            if (!src->local->shards[r]) continue;
+            lt_status st = lt__host_copy_out(src->local->shards[r], &c->host_sh[r]);
+            if (st) {
+                vctx_free(c);
+                return st;
+            }
+        }
+        c->sh = c->host_sh;
+    }
     for (int i = 0; i < c->ndim; i++)
         if (src->shape[i] == 0) return LT_OK;   /* nothing to own */
     for (int k = 0; k < c->ndim; k++) {
@@ -216,7 +239,7 @@ static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *d
 static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor *dst, const lt_tensor *act) {
     int nd = c->ndim, last = nd - 1;
     size_t es = c->es;
-    lt_tensor *const *sh = c->src->local->shards;
+    lt_tensor *const *sh = c->sh;
     if (nd == 0) {
         const char *s = lt_data(sh[base]);
         if (dst) memcpy(lt_data(dst), s, es);
@@ -301,10 +324,11 @@ static lt_status expected_shard(const vctx *c, int r, const lt_rank_layout *L, l
     lt_tensor *e = NULL, *contrib = NULL;
     *out = NULL;
     if (!L->lists) return lt_tensor_new(dt, c->ndim, L->local_shape, out);
-    LT_TRY(lt_tensor_empty(dt, c->ndim, L->local_shape, &e));
+    /* built on the host (walk writes it there), moved to the default backend at the end */
+    LT_TRY(lt__tensor_new_uninit(lt_backend_cpu(), dt, c->ndim, L->local_shape, &e));
     walk(c, L, base_of(c, r, 0), e, NULL);
     lt_status st = LT_OK;
-    if (c->nR > 1) st = lt_tensor_empty(dt, c->ndim, L->local_shape, &contrib);
+    if (c->nR > 1) st = lt__tensor_new_uninit(lt_backend_cpu(), dt, c->ndim, L->local_shape, &contrib);
     for (int q = 1; q < c->nR && !st; q++) {
         walk(c, L, base_of(c, r, q), contrib, NULL);
         st = lt_accumulate(e, contrib, c->op);
@@ -315,6 +339,13 @@ static lt_status expected_shard(const vctx *c, int r, const lt_rank_layout *L, l
         for (int64_t j = 0; j < n; j++) lt_set_flat(e, j, lt_get_flat(e, j) / c->avg_div);
     }
     if (!st) st = lt__partition(e, c->mesh, c->dpart);
+    if (!st && lt_backend_default() != lt_backend_cpu()) {
+        lt_tensor *d = NULL;
+        st = lt__tensor_new_uninit(lt_backend_default(), dt, c->ndim, L->local_shape, &d);
+        if (!st) st = lt_copy(d, e);
+        lt_tensor_free(e);
+        e = d;
+    }
     if (st) {
         lt_tensor_free(e);
         return st;
@@ -461,7 +492,15 @@ lt_status lt_verify_reshard(const lt_dtensor *src, const lt_dtensor *actual, int
         lt_rank_layout L;
         st = lt_spec_layout_rank(&c.dspec, r, &L);
         if (st) break;
-        if (!c.math && (!L.lists || !walk(&c, &L, base_of(&c, r, 0), NULL, a))) {
+        lt_tensor *ah = NULL; /* a, host-readable (a copy when off the host) */
+        if (!c.math && L.lists && !lt__on_host(a)) st = lt__host_copy_out(a, &ah);
+        if (st) {
+            lt_rank_layout_free(&L);
+            break;
+        }
+        int differs = !c.math && L.lists && walk(&c, &L, base_of(&c, r, 0), NULL, ah ? ah : a);
+        lt_tensor_free(ah);
+        if (!c.math && (!L.lists || !differs)) {
             ok[k] = a;   /* byte for byte what the source holds there */
             lt_rank_layout_free(&L);
             continue;

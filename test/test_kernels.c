@@ -196,6 +196,8 @@ static const lt_backend_i fail_iface = {
     /* .accumulate = */ NULL,     /* exercises the host loop */
     /* .gemm       = */ NULL,
     /* .launch     = */ NULL,
+    /* .to_host    = */ NULL,     /* host memory */
+    /* .from_host  = */ NULL,
 };
 static const lt_backend fail_backend = {&fail_iface, NULL};
 
@@ -867,6 +869,7 @@ static void test_cache_memo(void **state) {
 }
 
 int main(void) {
+    lt_test_backend_from_env();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_new_and_queries),
         cmocka_unit_test(test_structured_errors),

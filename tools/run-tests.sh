@@ -7,7 +7,8 @@
 # install check (tools/check-install.sh), and prints one closing line
 # "N passed, N failed, N skipped". The scenario library runs on the CPU
 # backend, on cuda-emu (the CUDA kernels on the host) and, where the build
-# has CUDA and a device is present, on the device; a test binary's line
+# has CUDA and a device is present, on the device, the last two compared
+# value by value with the CPU backend's run; a test binary's line
 # "skipped: REASON" (a test that needs a device) counts as skipped, never
 # as passed.
 set -u
@@ -40,11 +41,12 @@ if [ $vg -eq 0 ] && [ -x "$build/localtensor" ] && [ -d scenarios ] && ls scenar
   else
     fail=$((fail+1)); failed+=("scenarios"); echo "FAIL  scenarios"; tail -40 "$build/scenarios.log"
   fi
-  # the same library through the CUDA kernel code (kernels/cuda/kern.h):
-  # on the host (cuda-emu) always, without the sweeps/ files (they repeat
-  # the other files' cases at scale, most of the library's time), and all
-  # of it on the device when there is one; LT_TEST_BACKENDS (default
-  # "cuda-emu cuda") narrows the list
+  # the same library through the CUDA kernel code (kernels/cuda/kern.h),
+  # every case run first on the CPU backend and every value each step
+  # stores compared with it (--compare-backend cpu): on the host (cuda-emu)
+  # always, without the sweeps/ files (they repeat the other files' cases
+  # at scale: about 80 s more), and all of it on the device when there is
+  # one; LT_TEST_BACKENDS (default "cuda-emu cuda") narrows the list
   emu_paths=$(ls -d scenarios/*/ | grep -vx 'scenarios/sweeps/')
   for be in cuda-emu cuda; do
     if [[ " ${LT_TEST_BACKENDS-cuda-emu cuda} " != *" $be "* ]]; then
@@ -56,8 +58,8 @@ if [ $vg -eq 0 ] && [ -x "$build/localtensor" ] && [ -d scenarios ] && ls scenar
     paths=scenarios/
     [ $be = cuda-emu ] && paths=$emu_paths
     # shellcheck disable=SC2086
-    if "$build/localtensor" --backend $be run $paths > "$build/scenarios-$be.log" 2>&1; then
-      pass=$((pass+1)); echo "ok    scenarios on $be ($(tail -1 "$build/scenarios-$be.log"))"
+    if "$build/localtensor" --backend $be run --compare-backend cpu $paths > "$build/scenarios-$be.log" 2>&1; then
+      pass=$((pass+1)); echo "ok    scenarios on $be ($(tail -1 "$build/scenarios-$be.log"); $(grep -m1 '^--compare-backend' "$build/scenarios-$be.log"))"
     else
       fail=$((fail+1)); failed+=("scenarios-$be"); echo "FAIL  scenarios on $be"; tail -40 "$build/scenarios-$be.log"
     fi
