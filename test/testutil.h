@@ -28,6 +28,15 @@ static inline void lt_test_backend_from_env(void) {
     }
 }
 
+/* A contiguous copy of t on the CPU backend (new; the caller frees): what a
+ * test reads raw bytes from, since t's own memory may be a device's. */
+static inline lt_tensor *lt_test_host_copy(const lt_tensor *t) {
+    lt_tensor *h = NULL;
+    if (lt_tensor_new_on(lt_backend_cpu(), t->dtype, t->ndim, t->shape, &h) != LT_OK || lt_copy(h, t) != LT_OK)
+        fail_msg("host copy: %s", lt_errmsg());
+    return h;
+}
+
 /* Fails the test with the status name and lt_errmsg() when st != LT_OK. */
 #define LT_CHECK(expr)                                                                   \
     do {                                                                                 \
