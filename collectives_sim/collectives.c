@@ -610,8 +610,9 @@ static lt_status group_task(void *ctx, int64_t g) {
     gr.ranks = grp(k, (int)g);
     if (j->sizes_stride) gr.sizes = c->sizes + (size_t)g * j->sizes_stride;
     /* shards on a kernel-running backend: the engine's kernel path */
-    lt_status st = lt__engine_kernels_fn(c->eng, j->fn, &gr, k->in, j->eout)(c->ectx, &gr, k->in, j->eout);
-    if (st) return gerr(k, (int)g, 1, st, "engine '%s'", c->eng->name);
+    lt_coll_fn fn = lt__engine_kernels_fn(c->eng, j->fn, &gr, k->in, j->eout);
+    lt_status st = fn(c->ectx, &gr, k->in, j->eout);
+    if (st) return gerr(k, (int)g, 1, st, "engine '%s'", fn == j->fn ? c->eng->name : lt__engine_kernels_name());
     return LT_OK;
 }
 

@@ -9,10 +9,15 @@
 
 #include "collectives_sim/engine.h"
 
-/* fn itself, or, when eng is the in-process engine and every tensor of the
- * group lives on one backend that launches kernels (cuda, cuda-emu), the
- * same collective done with that backend's kernels. */
+/* fn itself, or, when fn is one of the in-process engine's functions (its
+ * engine, or one built from its table) and every tensor of the group lives on
+ * one backend that launches kernels (cuda, cuda-emu), the same collective
+ * done with that backend's kernels; a group mixing backends with one off the
+ * host gets a function that refuses it ("not supported yet"). */
 lt_coll_fn lt__engine_kernels_fn(const lt_engine_i *eng, lt_coll_fn fn, const lt_coll_group *g,
                                  lt_tensor *const *in, lt_tensor *const *out);
+/* The name errors give for collectives done by the kernel path:
+ * "inproc-kernels". */
+const char *lt__engine_kernels_name(void);
 
 #endif

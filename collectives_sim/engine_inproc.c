@@ -34,6 +34,7 @@
  * wrapper).
  */
 #include "collectives_sim/engine.h"
+#include "collectives_sim/engine_impl.h"
 #include "kernels/alloc.h"
 
 #include <stdlib.h>
@@ -734,7 +735,7 @@ static red_job red_begin(inproc_ctx *c, lane *L, const lt_coll_group *g, lt_dtyp
 /* out[first] gets the concatenation, the others a copy of it; split across
  * threads, every output gets the concatenation straight from the inputs
  * (so that no piece waits for another) */
-static lt_status inproc_all_gather(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+static lt_status walk_all_gather(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
                                    lt_tensor *const *out) {
     lane *L = NULL;
     LT_TRY(lane_get(ctx, &L));
@@ -759,7 +760,7 @@ static lt_status inproc_all_gather(void *ctx, const lt_coll_group *g, lt_tensor 
 }
 
 /* one fused pass into out[first]; each block goes to the others while hot */
-static lt_status inproc_all_reduce(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+static lt_status walk_all_reduce(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
                                    lt_tensor *const *out) {
     inproc_ctx *c = ctx;
     lane *L = NULL;
@@ -782,7 +783,7 @@ static lt_status inproc_all_reduce(void *ctx, const lt_coll_group *g, lt_tensor 
     return st;
 }
 
-static lt_status inproc_reduce(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+static lt_status walk_reduce(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
                                lt_tensor *const *out) {
     inproc_ctx *c = ctx;
     lane *L = NULL;
@@ -802,7 +803,7 @@ static lt_status inproc_reduce(void *ctx, const lt_coll_group *g, lt_tensor *con
 
 /* member j's piece is, for every index of the dims before `dim`, one
  * contiguous run of the (virtual) reduced tensor */
-static lt_status inproc_reduce_scatter(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+static lt_status walk_reduce_scatter(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
                                        lt_tensor *const *out) {
     inproc_ctx *c = ctx;
     lane *L = NULL;
@@ -849,7 +850,7 @@ static lt_status inproc_reduce_scatter(void *ctx, const lt_coll_group *g, lt_ten
 
 /* piece (i -> j) is a box of member i's shard, copied into member j's
  * output at the running offset along the concat dim */
-static lt_status inproc_all_to_all(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+static lt_status walk_all_to_all(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
                                    lt_tensor *const *out) {
     inproc_ctx *c = ctx;
     lane *L = NULL;
@@ -882,7 +883,7 @@ static lt_status inproc_all_to_all(void *ctx, const lt_coll_group *g, lt_tensor 
     return st;
 }
 
-static lt_status inproc_broadcast(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+static lt_status walk_broadcast(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
                                   lt_tensor *const *out) {
     lane *L = NULL;
     LT_TRY(lane_get(ctx, &L));
@@ -900,7 +901,7 @@ static lt_status inproc_broadcast(void *ctx, const lt_coll_group *g, lt_tensor *
     return st;
 }
 
-static lt_status inproc_scatter(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+static lt_status walk_scatter(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
                                 lt_tensor *const *out) {
     lane *L = NULL;
     LT_TRY(lane_get(ctx, &L));
@@ -917,7 +918,7 @@ static lt_status inproc_scatter(void *ctx, const lt_coll_group *g, lt_tensor *co
     return st;
 }
 
-static lt_status inproc_gather(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+static lt_status walk_gather(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
                                lt_tensor *const *out) {
     lane *L = NULL;
     LT_TRY(lane_get(ctx, &L));
@@ -935,7 +936,7 @@ static lt_status inproc_gather(void *ctx, const lt_coll_group *g, lt_tensor *con
     return st;
 }
 
-static lt_status inproc_permute(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+static lt_status walk_permute(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
                                 lt_tensor *const *out) {
     lane *L = NULL;
     LT_TRY(lane_get(ctx, &L));
@@ -947,6 +948,27 @@ static lt_status inproc_permute(void *ctx, const lt_coll_group *g, lt_tensor *co
     nt_end(cp.nt);
     return st;
 }
+
+/* The table's entries: shards on a backend that runs kernels (cuda,
+ * cuda-emu: memory the host must not read) go to the kernel path
+ * (engine_kernels.c) whoever calls — collectives.c, or an engine built from
+ * this table that calls an entry itself; host shards to the walks above. */
+#define INPROC_ENTRY(op)                                                                                  \
+    static lt_status inproc_##op(void *ctx, const lt_coll_group *g, lt_tensor *const *in,                 \
+                                 lt_tensor *const *out) {                                                 \
+        lt_coll_fn k = lt__engine_kernels_fn(NULL, inproc_##op, g, in, out);                              \
+        return k != inproc_##op ? k(ctx, g, in, out) : walk_##op(ctx, g, in, out);                        \
+    }
+INPROC_ENTRY(all_gather)
+INPROC_ENTRY(all_reduce)
+INPROC_ENTRY(reduce)
+INPROC_ENTRY(reduce_scatter)
+INPROC_ENTRY(all_to_all)
+INPROC_ENTRY(broadcast)
+INPROC_ENTRY(scatter)
+INPROC_ENTRY(gather)
+INPROC_ENTRY(permute)
+#undef INPROC_ENTRY
 
 static const lt_engine_i inproc_iface = {
     /* .version        = */ LT_ENGINE_API_VERSION,

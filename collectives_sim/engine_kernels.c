@@ -5,7 +5,7 @@
  * Why it exists: the in-process engine (engine_inproc.c) walks the shards'
  * memory on the host; shards in device memory must move device to device and
  * be reduced on the device. collectives.c hands a group here (through
- * lt__engine_kernels_fn) when the in-process engine is in use and the
+ * lt__engine_kernels_fn) when an in-process engine function would run and the
  * group's shards live on such a backend; the results are the in-process
  * engine's exactly (lt__k_coll_reduce has its reduction semantics; the test
  * suite runs the scenario library on cuda-emu through this file).
@@ -196,7 +196,7 @@ static lt_status k_reduce_scatter(void *ctx, const lt_coll_group *g, lt_tensor *
 
 static const lt_engine_i kernels_iface = {
     .version = LT_ENGINE_API_VERSION,
-    .name = "inproc",
+    .name = "inproc-kernels",
     .all_gather = k_all_gather,
     .all_reduce = k_all_reduce,
     .reduce_scatter = k_reduce_scatter,
@@ -224,16 +224,37 @@ static int on_kernels(const lt_coll_group *g, lt_tensor *const *in, lt_tensor *c
     return b != NULL;
 }
 
+/* 1 when some tensor of the group is on a backend the host cannot read. */
+static int any_off_host(const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
+    for (int p = 0; p < g->size; p++)
+        if ((in[g->ranks[p]] && !lt__on_host(in[g->ranks[p]])) || (out[g->ranks[p]] && !lt__on_host(out[g->ranks[p]])))
+            return 1;
+    return 0;
+}
+
+/* A group that mixes backends with device memory: refused, by name. */
+static lt_status k_mixed(void *ctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
+    (void)ctx, (void)in, (void)out;
+    return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                        "not supported yet: a collective (group %d) whose shards lie on different backends, "
+                        "one of them off the host", g->index);
+}
+
+const char *lt__engine_kernels_name(void) { return kernels_iface.name; }
+
 lt_coll_fn lt__engine_kernels_fn(const lt_engine_i *eng, lt_coll_fn fn, const lt_coll_group *g,
                                  lt_tensor *const *in, lt_tensor *const *out) {
+    (void)eng; /* by function: an engine built from the in-process table (a test's) too */
     const lt_engine_i *ip = lt_engine_inproc();
-    if (eng != ip || !on_kernels(g, in, out)) return fn;
     const lt_coll_fn from[] = {ip->all_gather, ip->all_reduce, ip->reduce_scatter, ip->all_to_all, ip->broadcast,
                                ip->scatter, ip->gather, ip->reduce, ip->permute};
     const lt_coll_fn to[] = {kernels_iface.all_gather, kernels_iface.all_reduce, kernels_iface.reduce_scatter,
                              kernels_iface.all_to_all, kernels_iface.broadcast, kernels_iface.scatter,
                              kernels_iface.gather, kernels_iface.reduce, kernels_iface.permute};
-    for (size_t i = 0; i < sizeof from / sizeof from[0]; i++)
-        if (fn == from[i]) return to[i];
-    return fn;
+    for (size_t i = 0; i < sizeof from / sizeof from[0]; i++) {
+        if (fn != from[i]) continue;
+        if (on_kernels(g, in, out)) return to[i];
+        return any_off_host(g, in, out) ? k_mixed : fn;
+    }
+    return fn; /* another engine's own function: it moves its shards itself */
 }

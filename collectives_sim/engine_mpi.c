@@ -21,6 +21,7 @@
 #include "kernels/alloc.h"
 #include "kernels/dtype.h"
 #include "kernels/status_impl.h"
+#include "kernels/tensor_impl.h"
 
 #define SHW (1 + LT_MAX_DIMS) /* a shape row: ndim (-1: absent), then the dims */
 
@@ -299,7 +300,7 @@ static lt_status count_ok(int64_t n) {
 /* A new 1-D buffer of n elements (n may be 0). */
 static lt_status buf_new(lt_dtype dt, int64_t n, lt_tensor **out) {
     int64_t sh = n;
-    return lt_tensor_empty(dt, 1, &sh, out);
+    return lt__tensor_new_uninit(lt_backend_cpu(), dt, 1, &sh, out); /* MPI reads it: host memory */
 }
 
 /* A view of buf's elements [off, off + numel(shape)) with that shape. */
@@ -834,7 +835,7 @@ static lt_status cross_check(mpi_ctx *c, const grp_info *gi, const lt_coll_group
         if (nd >= 0 && (k == K_GA || k == K_RE) && p != g->root)
             st = lt_tensor_placeholder(dt, nd, shape, &fout[p]);
         else if (nd >= 0)
-            st = lt_tensor_empty(dt, nd, shape, &fout[p]);
+            st = lt__tensor_new_uninit(lt_backend_cpu(), dt, nd, shape, &fout[p]); /* compared on the host */
     }
     lt_coll_group fg = *g;
     fg.ranks = c->ids;
@@ -894,7 +895,7 @@ static lt_status shadow_span(mpi_ctx *c, const grp_info *gi, const lt_coll_group
         const lt_tensor *o = out[r];
         c->eout[r] = out[r];
         if (!st && !o->placeholder) {
-            st = lt_tensor_empty(o->dtype, o->ndim, o->shape, &c->scr[r]);
+            st = lt__tensor_new_uninit(lt_backend_cpu(), o->dtype, o->ndim, o->shape, &c->scr[r]); /* on the host */
             c->eout[r] = c->scr[r];
         }
     }
@@ -961,9 +962,42 @@ static lt_status dispatch(void *vctx, const lt_coll_group *g, lt_tensor *const *
     return world_agree(c, st);
 }
 
+/* Shards on a backend the host cannot read (cuda, cuda-emu): MPI and the
+ * packing here read host memory, so the group's shards go through explicit
+ * host copies (kernels/host.c) and the outputs are copied back. */
+static lt_status dispatch_host(void *vctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out,
+                               kind k) {
+    int off = 0, world = g->mesh->world;
+    for (int p = 0; p < g->size && !off; p++) {
+        int r = g->ranks[p];
+        off = (in[r] && !lt__on_host(in[r])) || (out[r] && !lt__on_host(out[r]));
+    }
+    if (!off) return dispatch(vctx, g, in, out, k);
+    lt_tensor **hin = lt__calloc((size_t)world, sizeof *hin), **hout = lt__calloc((size_t)world, sizeof *hout);
+    lt_status st = hin && hout ? LT_OK : lt__err(LT_NOMEM, "MPI engine: out of memory");
+    for (int p = 0; p < g->size && !st; p++) {
+        int r = g->ranks[p];
+        if (in[r]) st = lt__host_copy_out(in[r], &hin[r]);
+        if (!st && out[r]) st = lt__host_copy_out(out[r], &hout[r]);
+    }
+    st = world_agree(vctx, st);
+    if (!st) st = dispatch(vctx, g, hin, hout, k);
+    for (int p = 0; p < g->size && !st; p++) {
+        int r = g->ranks[p];
+        if (out[r] && hout[r]) st = lt__host_writeback(out[r], hout[r]);
+    }
+    for (int r = 0; r < world && hin && hout; r++) {
+        lt_tensor_free(hin[r]);
+        lt_tensor_free(hout[r]);
+    }
+    lt__free(hin);
+    lt__free(hout);
+    return st;
+}
+
 #define MPI_FN(fname, k)                                                                          \
     static lt_status fname(void *ctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) { \
-        return dispatch(ctx, g, in, out, k);                                                      \
+        return dispatch_host(ctx, g, in, out, k);                                                 \
     }
 MPI_FN(mpi_all_gather, K_AG)
 MPI_FN(mpi_all_reduce, K_AR)

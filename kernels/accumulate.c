@@ -128,14 +128,17 @@ lt_status lt_accumulate(lt_tensor *dst, const lt_tensor *src, lt_redop op) {
     const lt_tensor *ts[2] = {dst, src};
     lt_status kst = lt__klaunch(LT__K_ACCUMULATE, (int)op, 0, 0, 2, ts); /* a backend's kernel */
     if (kst != LT_UNSUPPORTED) return kst ? lt__err_ctx(kst, "accumulate (%s)", lt_redop_name(op)) : LT_OK;
+    lt__hostrun hr; /* off the host (no kernel, two backends): through host copies */
+    LT_TRY(lt__host_begin(&hr, 2, ts));
+    if (hr.copied) be = NULL; /* host memory now: the host loop */
     lt__walk w;
     char *p[2];
-    lt__walk_init(&w, 2, ts);
-    while (lt__walk_next(&w, p)) {
-        lt_status st = lt__accumulate_run(be, dst->dtype, p[0], w.step[0], p[1], w.step[1], w.n, op);
-        if (st != LT_OK) return lt__err_ctx(st, "accumulate (%s)", lt_redop_name(op));
-    }
-    return LT_OK;
+    lt__walk_init(&w, 2, hr.t);
+    lt_status st = LT_OK;
+    while (st == LT_OK && lt__walk_next(&w, p))
+        st = lt__accumulate_run(be, dst->dtype, p[0], w.step[0], p[1], w.step[1], w.n, op);
+    st = lt__host_end(&hr, 1, st);
+    return st ? lt__err_ctx(st, "accumulate (%s)", lt_redop_name(op)) : LT_OK;
 }
 
 lt_status lt_scale(lt_tensor *t, double s) {
@@ -145,10 +148,11 @@ lt_status lt_scale(lt_tensor *t, double s) {
     if (kst != LT_UNSUPPORTED) return kst ? lt__err_ctx(kst, "scale") : LT_OK;
     double buf[LT__CHUNK];
     int64_t es = (int64_t)lt_dtype_size(t->dtype);
-    const lt_tensor *tc = t;
+    lt__hostrun hr; /* off the host (no scale kernel): through a host copy */
+    LT_TRY(lt__host_begin(&hr, 1, &tk));
     lt__walk w;
     char *p;
-    lt__walk_init(&w, 1, &tc);
+    lt__walk_init(&w, 1, hr.t);
     while (lt__walk_next(&w, &p)) {
         if (t->dtype == LT_F32 && w.step[0] == 1) { /* the common case, without the buffer */
             float *f = (void *)p; /* (w.n) */
@@ -163,5 +167,5 @@ lt_status lt_scale(lt_tensor *t, double s) {
             lt__store_f64(t->dtype, q, w.step[0], m, buf);
         }
     }
-    return LT_OK;
+    return lt__host_end(&hr, 1, LT_OK);
 }

@@ -20,7 +20,7 @@
 #include "kernels/export.h"
 #include "kernels/tensor.h"
 
-#define LT_BACKEND_API_VERSION 2
+#define LT_BACKEND_API_VERSION 3
 
 struct lt__kargs; /* one kernel launch (kernels-internal: kernels/cuda/kern.h) */
 
@@ -30,14 +30,16 @@ typedef struct lt_backend_i {
     /* required: nbytes may be 0 (must still return a freeable pointer) */
     void *(*alloc)(void *ctx, size_t nbytes);
     void (*free)(void *ctx, void *ptr);
-    /* required: plain byte copy between two buffers of this backend, or
-     * between one and host memory (an explicit copy to or from the host) */
+    /* required: plain byte copy between two buffers of this backend */
     void (*memcpy)(void *ctx, void *dst, const void *src, size_t nbytes);
     /* optional: dst = dst op src on n contiguous elements of dtype dt */
     lt_status (*accumulate)(void *ctx, lt_dtype dt, void *dst, const void *src, int64_t n,
                             lt_redop op);
     /* optional: row-major C[m,n] = alpha * op(A)[m,k] op(B)[k,n] + beta * C,
-     * f32 (dt == LT_F32) or f64; lda/ldb/ldc in elements. */
+     * f32 (dt == LT_F32) or f64; dt bf16/f16 (a backend that launches
+     * kernels): A and B in dt, C in f32, products and sums in f32 (mixed
+     * precision). lda/ldb/ldc in elements. LT_UNSUPPORTED: the caller casts
+     * or loops on the host. */
     lt_status (*gemm)(void *ctx, lt_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
                       int64_t k, double alpha, const void *a, int64_t lda, const void *b,
                       int64_t ldb, double beta, void *c, int64_t ldc);
@@ -48,6 +50,13 @@ typedef struct lt_backend_i {
      * results readable by the caller) when it returns. LT_UNSUPPORTED: the
      * caller runs its host loop instead. */
     lt_status (*launch)(void *ctx, const struct lt__kargs *args);
+    /* optional (version 3): explicit copies between this backend's memory
+     * and host memory. NULL (the CPU backend): the host reads and writes
+     * this backend's memory in place. A backend that has them has a launch
+     * too (zero fills run as its fill kernel); the host never dereferences
+     * its buffers: every host reader copies (kernels/host.c). */
+    lt_status (*to_host)(void *ctx, void *host_dst, const void *src, size_t nbytes);
+    lt_status (*from_host)(void *ctx, void *dst, const void *host_src, size_t nbytes);
 } lt_backend_i;
 
 struct lt_backend {

@@ -213,6 +213,8 @@ static const lt_backend_i cpu_iface = {
     /* .accumulate = */ cpu_accumulate,
     /* .gemm       = */ cpu_gemm,
     /* .launch     = */ NULL, /* host loops in the kernel files */
+    /* .to_host    = */ NULL, /* host memory: read in place */
+    /* .from_host  = */ NULL,
 };
 
 static const lt_backend cpu_backend = {&cpu_iface, NULL};

@@ -169,8 +169,11 @@ lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_
     const lt_tensor *ops[3] = {o, &va, &vb};
     lt_status kst = lt__klaunch(LT__K_BINARY, (int)op, 0, 0, 3, ops); /* a backend's kernel */
     if (kst != LT_UNSUPPORTED) return kernel_done(kst, op, o, out);
+    lt__hostrun hr; /* off the host (no kernel, two backends): through host copies */
+    lt_status hst = lt__host_begin(&hr, 3, ops);
+    if (hst != LT_OK) return kernel_done(hst, op, o, out);
     lt__walk w;
-    lt__walk_init(&w, 3, ops);
+    lt__walk_init(&w, 3, hr.t);
     char *p[3];
     int64_t es = (int64_t)lt_dtype_size(dt);
     chunk_buf ba, bb;
@@ -184,8 +187,7 @@ lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_
             store_dom(dt, p[0] + j * w.step[0] * es, w.step[0], m, &ba);
         }
     }
-    *out = o;
-    return LT_OK;
+    return kernel_done(lt__host_end(&hr, 1, LT_OK), op, o, out);
 }
 
 static void fill_scalar(lt_dtype dt, double s, int64_t m, chunk_buf *b) {
@@ -209,8 +211,11 @@ lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, int re
     const lt_tensor *ops[2] = {o, a};
     lt_status kst = lt__klaunch(LT__K_SCALAR, (int)op, s, reverse, 2, ops); /* a backend's kernel */
     if (kst != LT_UNSUPPORTED) return kernel_done(kst, op, o, out);
+    lt__hostrun hr; /* off the host (no kernel, two backends): through host copies */
+    lt_status hst = lt__host_begin(&hr, 2, ops);
+    if (hst != LT_OK) return kernel_done(hst, op, o, out);
     lt__walk w;
-    lt__walk_init(&w, 2, ops);
+    lt__walk_init(&w, 2, hr.t);
     char *p[2];
     int64_t es = (int64_t)lt_dtype_size(dt);
     chunk_buf bt, bs;
@@ -230,6 +235,5 @@ lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s, int re
             }
         }
     }
-    *out = o;
-    return LT_OK;
+    return kernel_done(lt__host_end(&hr, 1, LT_OK), op, o, out);
 }

@@ -52,9 +52,12 @@ lt_status lt_compare(const lt_tensor *actual, const lt_tensor *expected, double 
     int64_t flat = 0;
     int64_t ea = (int64_t)lt_dtype_size(actual->dtype), eb = (int64_t)lt_dtype_size(expected->dtype);
     const lt_tensor *ts[2] = {actual, expected};
+    lt__hostrun hr; /* off the host: explicit copies, read here */
+    lt_status st = lt__host_begin(&hr, 2, ts);
+    if (st != LT_OK) return lt__err_ctx(st, "compare");
     lt__walk w;
     char *p[2];
-    lt__walk_init(&w, 2, ts);
+    lt__walk_init(&w, 2, hr.t);
     while (lt__walk_next(&w, p)) {
         for (int64_t i = 0; i < w.n; i += LT__CHUNK) {
             int64_t m = w.n - i < LT__CHUNK ? w.n - i : LT__CHUNK;
@@ -73,6 +76,7 @@ lt_status lt_compare(const lt_tensor *actual, const lt_tensor *expected, double 
             }
         }
     }
+    lt__host_end(&hr, 0, LT_OK);
     res->equal = res->ndiff == 0;
     if (res->first_flat >= 0) {
         int64_t r = res->first_flat;

@@ -22,10 +22,11 @@ lt_status lt_fill(lt_tensor *t, double v) {
     size_t es = lt_dtype_size(t->dtype);
     char one[8]; /* v stored once in t's dtype, then replicated bytewise */
     lt_dtype_store(t->dtype, one, v);
+    lt__hostrun hr; /* off the host (no fill kernel): through a host copy */
+    LT_TRY(lt__host_begin(&hr, 1, &tk));
     lt__walk w;
     char *p;
-    const lt_tensor *tc = t;
-    lt__walk_init(&w, 1, &tc);
+    lt__walk_init(&w, 1, hr.t);
     while (lt__walk_next(&w, &p)) {
         int64_t bs = w.step[0] * (int64_t)es;
         if (w.step[0] == 1 && es == 1) {
@@ -39,7 +40,7 @@ lt_status lt_fill(lt_tensor *t, double v) {
         default: for (int64_t i = 0; i < w.n; i++) memcpy(p + i * bs, one, es); break;
         }
     }
-    return LT_OK;
+    return lt__host_end(&hr, 1, LT_OK);
 }
 
 lt_status lt_arange_fill(lt_tensor *t) {
@@ -50,10 +51,11 @@ lt_status lt_arange_fill(lt_tensor *t) {
     double buf[LT__CHUNK];
     int64_t next = 0;
     size_t es = lt_dtype_size(t->dtype);
+    lt__hostrun hr; /* off the host (no arange kernel): through a host copy */
+    LT_TRY(lt__host_begin(&hr, 1, &tk));
     lt__walk w;
     char *p;
-    const lt_tensor *tc = t;
-    lt__walk_init(&w, 1, &tc);
+    lt__walk_init(&w, 1, hr.t);
     while (lt__walk_next(&w, &p)) {
         for (int64_t i = 0; i < w.n; i += LT__CHUNK) {
             int64_t m = w.n - i < LT__CHUNK ? w.n - i : LT__CHUNK;
@@ -61,7 +63,7 @@ lt_status lt_arange_fill(lt_tensor *t) {
             lt__store_f64(t->dtype, p + i * w.step[0] * (int64_t)es, w.step[0], m, buf);
         }
     }
-    return LT_OK;
+    return lt__host_end(&hr, 1, LT_OK);
 }
 
 /* ---- copy ---------------------------------------------------------------------- */
@@ -93,6 +95,18 @@ static lt_status copy_rows(lt_tensor *dst, const lt_tensor *src) {
     const lt_tensor *ts[2] = {dst, src};
     lt_status kst = lt__klaunch(LT__K_COPY, 0, 0, 0, 2, ts); /* a backend's kernel */
     if (kst != LT_UNSUPPORTED) return kst;
+    if (!lt__on_host(dst) || !lt__on_host(src)) { /* no kernel, or two backends */
+        if (lt__backend_of(dst) == lt__backend_of(src) && lt_is_contiguous(dst) && lt_is_contiguous(src) &&
+            dst->dtype == src->dtype) {
+            const lt_backend *b = lt__backend_of(dst); /* the backend's own copy */
+            b->iface->memcpy(b->ctx, lt_data(dst), lt_data(src), lt_nbytes(dst));
+            return LT_OK;
+        }
+        lt__hostrun hr;
+        LT_TRY(lt__host_begin(&hr, 2, ts));
+        lt_status st = copy_rows((lt_tensor *)(uintptr_t)hr.t[0], hr.t[1]);
+        return lt__host_end(&hr, 1, st);
+    }
     lt__walk w;
     char *p[2];
     lt__walk_init(&w, 2, ts);

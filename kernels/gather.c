@@ -242,9 +242,17 @@ static lt_status gather_impl(const char *fn, const lt_tensor *src, int64_t *cons
         *out = o;
         return LT_OK;
     }
+    const lt_tensor *hts[2] = {o, src};
+    lt__hostrun hr; /* off the host (no kernel): through host copies */
+    st = lt__host_begin(&hr, 2, hts);
+    if (st != LT_OK) {
+        dimruns_free(dr, nd);
+        lt_tensor_free(o);
+        return lt__err_ctx(st, "%s", fn);
+    }
     walk_ctx c = {0, 0, LT_REDOP_SUM, src->dtype, lt_dtype_size(src->dtype), NULL, NULL,
-                  lt_data(o)};
-    st = walk_all(fn, &c, dr, nd, src->offset, src);
+                  lt_data(hr.t[0])};
+    st = lt__host_end(&hr, 1, walk_all(fn, &c, dr, nd, hr.t[1]->offset, hr.t[1]));
     if (st != LT_OK) {
         lt_tensor_free(o);
         return st;
@@ -350,8 +358,19 @@ lt_status lt_scatter_index_sets(lt_tensor *dst, int64_t *const *idx, const lt_te
             return st ? lt__err_ctx(st, "%s", fn) : LT_OK;
         }
     }
-    walk_ctx c = {1, accumulate, op, dst->dtype, lt_dtype_size(dst->dtype), be, NULL, lt_data(s)};
-    st = walk_all(fn, &c, dr, nd, dst->offset, dst);
+    /* repeated indices, overlap, no kernel, two backends: the host walk, off
+     * the host through host copies */
+    const lt_tensor *hts[2] = {dst, s};
+    lt__hostrun hr;
+    st = lt__host_begin(&hr, 2, hts);
+    if (st != LT_OK) {
+        dimruns_free(dr, nd);
+        lt_tensor_free(s);
+        return lt__err_ctx(st, "%s", fn);
+    }
+    if (hr.copied) be = NULL; /* host memory now: the host loop */
+    walk_ctx c = {1, accumulate, op, dst->dtype, lt_dtype_size(dst->dtype), be, NULL, lt_data(hr.t[1])};
+    st = lt__host_end(&hr, 1, walk_all(fn, &c, dr, nd, hr.t[0]->offset, hr.t[0]));
     lt_tensor_free(s);
     if (st != LT_OK) return lt__err_ctx(st, "%s", fn);
     return LT_OK;

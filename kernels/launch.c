@@ -39,22 +39,3 @@ lt_status lt__klaunch_raw(const lt_backend *b, struct lt__kargs *a) {
     if (a->n == 0) return LT_OK;
     return b->iface->launch(b->ctx, a);
 }
-
-void lt__kargs_gemm(struct lt__kargs *a, lt_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
-                    int64_t k, double alpha, const void *pa, int64_t lda, const void *pb, int64_t ldb,
-                    double beta, void *pc, int64_t ldc) {
-    memset(a, 0, sizeof *a);
-    a->kernel = LT__K_GEMM;
-    a->n = m * n;
-    a->m = m;
-    a->nn = n;
-    a->k = k;
-    a->alpha = alpha;
-    a->beta = beta;
-    a->ndim = 1;
-    a->shape[0] = m * n;
-    a->o[0] = (lt__kop){(char *)pc, (int)dt, {ldc, 1}};
-    /* row-major (rows, cols) element strides; a transposed operand swaps them */
-    a->o[1] = (lt__kop){(char *)(uintptr_t)pa, (int)dt, {trans_a ? 1 : lda, trans_a ? lda : 1}};
-    a->o[2] = (lt__kop){(char *)(uintptr_t)pb, (int)dt, {trans_b ? 1 : ldb, trans_b ? ldb : 1}};
-}

@@ -4,7 +4,9 @@
  * Every product is a loop of 2-D gemms over the (broadcast) batch dims. An
  * operand whose last two dims are row-major or column-major (a transposed
  * view) goes to gemm as is, with the transpose flag; anything else is copied
- * dense first. bf16/f16 operands are widened to f32, multiplied in f32, and
+ * dense first. bf16/f16 operands go as they are to a kernel-running backend's
+ * mixed-precision gemm (f32 products and sums), elsewhere they are widened to
+ * f32 and multiplied in f32; either way the f32 result is
  * rounded once into the result. A backend without gemm (or one that answers
  * LT_UNSUPPORTED) falls back to a plain triple loop.
  */
@@ -38,12 +40,17 @@ static int blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, int *
     return 0;
 }
 
-/* c (m, n) row-major, ldc n = alpha * a @ b + beta * c, in dtype dt (f32/f64). */
-static lt_status gemm2(const lt_backend *be, lt_dtype dt, int64_t m, int64_t n, int64_t k,
-                       double alpha, const char *a, int64_t as0, int64_t as1, const char *b,
+/* c (m, n) row-major, ldc n = alpha * a @ b + beta * c; c in dtype dt (f32/f64),
+ * a and b in idt: dt, or bf16/f16 with dt f32 (the backend's mixed-precision
+ * gemm: f32 products and sums). host: a, b, c are host memory and the host
+ * loop may run; else (a backend's memory) LT_UNSUPPORTED where the host loop
+ * would be needed, before writing. */
+static lt_status gemm2(const lt_backend *be, int host, lt_dtype idt, lt_dtype dt, int64_t m, int64_t n,
+                       int64_t k, double alpha, const char *a, int64_t as0, int64_t as1, const char *b,
                        int64_t bs0, int64_t bs1, double beta, char *c) {
     if (m == 0 || n == 0) return LT_OK;
-    int64_t es = (int64_t)lt_dtype_size(dt);
+    int64_t es = (int64_t)lt_dtype_size(dt), ies = (int64_t)lt_dtype_size(idt);
+    if (k == 0 && !host) return LT_UNSUPPORTED;
     if (k == 0) { /* no products: c = beta * c */
         for (int64_t i = 0; i < m * n; i++) {
             double v = beta == 0 ? 0.0 : beta * lt_dtype_load(dt, c + i * es);
@@ -55,15 +62,16 @@ static lt_status gemm2(const lt_backend *be, lt_dtype dt, int64_t m, int64_t n, 
     int64_t lda, ldb;
     int ok_a = blas_layout(m, k, as0, as1, &ta, &lda), ok_b = blas_layout(k, n, bs0, bs1, &tb, &ldb);
     if (ok_a && ok_b && be->iface->gemm) {
-        lt_status st = be->iface->gemm(be->ctx, dt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+        lt_status st = be->iface->gemm(be->ctx, idt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
         if (st != LT_UNSUPPORTED) return st;
     }
+    if (!host || idt != dt) return LT_UNSUPPORTED;
     for (int64_t i = 0; i < m; i++) /* host fallback */
         for (int64_t j = 0; j < n; j++) {
             double s = 0;
             for (int64_t p = 0; p < k; p++)
-                s += lt_dtype_load(dt, a + (i * as0 + p * as1) * es) *
-                     lt_dtype_load(dt, b + (p * bs0 + j * bs1) * es);
+                s += lt_dtype_load(idt, a + (i * as0 + p * as1) * ies) *
+                     lt_dtype_load(idt, b + (p * bs0 + j * bs1) * ies);
             double prev = beta == 0 ? 0.0 : beta * lt_dtype_load(dt, c + (i * n + j) * es);
             lt_dtype_store(dt, c + (i * n + j) * es, alpha * s + prev);
         }
@@ -82,15 +90,44 @@ static lt_status prepare(const lt_tensor *t, lt_dtype cdt, lt_tensor **out) {
     return lt_cast(t, cdt, out);
 }
 
-/* c (batch..., m, n) contiguous in cdt = alpha * a @ b + beta * c, where a is
- * (abatch..., m, k), b (bbatch..., k, n) and the batch dims broadcast to c's
- * nb leading dims. */
-static lt_status batched(const lt_tensor *a, const lt_tensor *b, int nb, const int64_t *bshape,
-                         double alpha, double beta, lt_tensor *c) {
-    lt_dtype cdt = c->dtype;
+/* The batch loop of batched over ts = {c, a, b} (prepared; host: see gemm2). */
+static lt_status batched_run(const lt_tensor *const *ts, int host, int nb, const int64_t *bshape,
+                             const int64_t *ast, const int64_t *bst, int64_t nbatch, int64_t m,
+                             int64_t n, int64_t k, double alpha, double beta) {
+    const lt_tensor *c = ts[0], *pa = ts[1], *pb = ts[2];
+    lt_dtype cdt = c->dtype, idt = pa->dtype;
+    lt_status st = LT_OK;
+    int64_t es = (int64_t)lt_dtype_size(cdt), ies = (int64_t)lt_dtype_size(idt), idx[LT_MAX_DIMS] = {0};
+    const char *a0 = lt_data(pa), *b0 = lt_data(pb);
+    char *c0 = lt_data(c);
+    for (int64_t bi = 0; bi < nbatch && !st; bi++) {
+        int64_t ao = 0, bo = 0;
+        for (int i = 0; i < nb; i++) {
+            ao += idx[i] * ast[i];
+            bo += idx[i] * bst[i];
+        }
+        st = gemm2(lt__backend_of(c), host, idt, cdt, m, n, k, alpha, a0 + ao * ies, pa->strides[pa->ndim - 2],
+                   pa->strides[pa->ndim - 1], b0 + bo * ies, pb->strides[pb->ndim - 2],
+                   pb->strides[pb->ndim - 1], beta, c0 + bi * m * n * es);
+        if (st == LT_UNSUPPORTED && bi > 0)
+            st = lt__err(LT_INVALID, "gemm: the backend refused batch %lld after running batch 0",
+                         (long long)bi);
+        for (int i = nb - 1; i >= 0; i--) {
+            if (++idx[i] < bshape[i]) break;
+            idx[i] = 0;
+        }
+    }
+    return st;
+}
+
+/* batched with the operands in idt (c's dtype, or bf16/f16 for the mixed-
+ * precision gemm: then only on the backend's memory, LT_UNSUPPORTED before
+ * any write when it cannot). */
+static lt_status batched_as(const lt_tensor *a, const lt_tensor *b, lt_dtype idt, int nb,
+                            const int64_t *bshape, double alpha, double beta, lt_tensor *c) {
     lt_tensor *pa = NULL, *pb = NULL;
-    lt_status st = prepare(a, cdt, &pa);
-    if (!st) st = prepare(b, cdt, &pb);
+    lt_status st = prepare(a, idt, &pa);
+    if (!st) st = prepare(b, idt, &pb);
     if (st) goto done;
     int64_t m = pa->shape[pa->ndim - 2], k = pa->shape[pa->ndim - 1], n = pb->shape[pb->ndim - 1];
     int64_t ast[LT_MAX_DIMS] = {0}, bst[LT_MAX_DIMS] = {0}, nbatch = 1;
@@ -100,27 +137,47 @@ static lt_status batched(const lt_tensor *a, const lt_tensor *b, int nb, const i
         bst[i] = (ib >= 0 && pb->shape[ib] == bshape[i]) ? pb->strides[ib] : 0;
         nbatch *= bshape[i];
     }
-    int64_t es = (int64_t)lt_dtype_size(cdt), idx[LT_MAX_DIMS] = {0};
-    const char *a0 = lt_data(pa), *b0 = lt_data(pb);
-    char *c0 = lt_data(c);
-    for (int64_t bi = 0; bi < nbatch && !st; bi++) {
-        int64_t ao = 0, bo = 0;
-        for (int i = 0; i < nb; i++) {
-            ao += idx[i] * ast[i];
-            bo += idx[i] * bst[i];
-        }
-        st = gemm2(lt__backend_of(c), cdt, m, n, k, alpha, a0 + ao * es, pa->strides[pa->ndim - 2],
-                   pa->strides[pa->ndim - 1], b0 + bo * es, pb->strides[pb->ndim - 2],
-                   pb->strides[pb->ndim - 1], beta, c0 + bi * m * n * es);
-        for (int i = nb - 1; i >= 0; i--) {
-            if (++idx[i] < bshape[i]) break;
-            idx[i] = 0;
-        }
+    const lt_tensor *ts[3] = {c, pa, pb};
+    int host = lt__on_host(c) && lt__on_host(pa) && lt__on_host(pb);
+    if (!host && lt__backend_of(pa) == lt__backend_of(c) && lt__backend_of(pb) == lt__backend_of(c)) {
+        /* the backend's gemm on its own memory; what it cannot do (k == 0,
+         * sizes over its limits) answers before the first write */
+        st = batched_run(ts, 0, nb, bshape, ast, bst, nbatch, m, n, k, alpha, beta);
+        if (st != LT_UNSUPPORTED || idt != c->dtype) goto done;
     }
+    if (idt != c->dtype) {
+        st = LT_UNSUPPORTED;
+        goto done;
+    }
+    if (!host) { /* the host loop (or BLAS) on explicit host copies */
+        lt__hostrun hr;
+        st = lt__host_begin(&hr, 3, ts);
+        if (st) goto done;
+        st = lt__host_end(&hr, 1, batched_run(hr.t, 1, nb, bshape, ast, bst, nbatch, m, n, k, alpha, beta));
+        goto done;
+    }
+    st = batched_run(ts, 1, nb, bshape, ast, bst, nbatch, m, n, k, alpha, beta);
 done:
     lt_tensor_free(pa);
     lt_tensor_free(pb);
     return st;
+}
+
+/* c (batch..., m, n) contiguous in its dtype (f32/f64) = alpha * a @ b + beta
+ * * c, where a is (abatch..., m, k), b (bbatch..., k, n) and the batch dims
+ * broadcast to c's nb leading dims. bf16/f16 operands on a backend that runs
+ * kernels go to its gemm as they are (mixed precision: f32 products and sums
+ * into c); elsewhere, or when it answers LT_UNSUPPORTED, they are cast to f32
+ * first. */
+static lt_status batched(const lt_tensor *a, const lt_tensor *b, int nb, const int64_t *bshape,
+                         double alpha, double beta, lt_tensor *c) {
+    const lt_backend *be = lt__backend_of(c);
+    if (a->dtype == b->dtype && (a->dtype == LT_BF16 || a->dtype == LT_F16) && c->dtype == LT_F32 &&
+        be->iface->launch && lt__backend_of(a) == be && lt__backend_of(b) == be) {
+        lt_status st = batched_as(a, b, a->dtype, nb, bshape, alpha, beta, c);
+        if (st != LT_UNSUPPORTED) return st;
+    }
+    return batched_as(a, b, c->dtype, nb, bshape, alpha, beta, c);
 }
 
 static lt_dtype compute_dtype(lt_dtype dt) { return dt == LT_F64 ? LT_F64 : LT_F32; }
@@ -268,10 +325,8 @@ static lt_status embed_kernel(const lt_tensor *weight, const lt_tensor *idx, int
         lt_status st = lt_reduce(LT_REDUCE_MIN, ix, 0, NULL, 0, &lo);
         if (!st) st = lt_reduce(LT_REDUCE_MAX, ix, 0, NULL, 0, &hi);
         int64_t vlo = 0, vhi = 0;
-        if (!st) { /* two scalars, copied to the host explicitly */
-            b->iface->memcpy(b->ctx, &vlo, lt_data(lo), sizeof vlo);
-            b->iface->memcpy(b->ctx, &vhi, lt_data(hi), sizeof vhi);
-        }
+        if (!st) st = lt__to_host_bytes(lo, lo->offset, &vlo, sizeof vlo); /* two scalars, */
+        if (!st) st = lt__to_host_bytes(hi, hi->offset, &vhi, sizeof vhi); /* copied explicitly */
         lt_tensor_free(lo);
         lt_tensor_free(hi);
         if (!st && (vlo < row_offset || vhi - row_offset >= rows)) st = LT_UNSUPPORTED;
@@ -320,18 +375,30 @@ lt_status lt_embedding(const lt_tensor *weight, const lt_tensor *idx, int64_t ro
         *out = o;
         return LT_OK;
     }
-    const char *w0 = lt_data(weight);
-    char *o0 = lt_data(o);
-    for (int64_t i = 0; i < n; i++) {
-        int64_t v = (int64_t)lt_get_flat(idx, i), r = v - row_offset;
+    const lt_tensor *hts[3] = {o, weight, idx};
+    lt__hostrun hr; /* off the host (no kernel, bad index, two backends): host copies */
+    lt_status st = lt__host_begin(&hr, 3, hts);
+    if (st != LT_OK) {
+        lt_tensor_free(o);
+        return lt__err_ctx(st, "embedding");
+    }
+    const char *w0 = lt_data(hr.t[1]);
+    char *o0 = lt_data(hr.t[0]);
+    for (int64_t i = 0; i < n && st == LT_OK; i++) {
+        int64_t v = (int64_t)lt_get_flat(hr.t[2], i), r = v - row_offset;
         if (r < 0 || r >= rows) {
             if (masked) continue; /* row stays zero */
-            lt_tensor_free(o);
-            return lt__err(LT_INVALID, "embedding: index %lld (element %lld) is out of range for %lld rows",
-                           (long long)v, (long long)i, (long long)rows);
+            st = lt__err(LT_INVALID, "embedding: index %lld (element %lld) is out of range for %lld rows",
+                         (long long)v, (long long)i, (long long)rows);
+            break;
         }
         lt__copy_elems((size_t)es, o0 + i * D * es, 1, w0 + r * weight->strides[0] * es,
                        weight->strides[1], D);
+    }
+    st = lt__host_end(&hr, 1, st);
+    if (st != LT_OK) {
+        lt_tensor_free(o);
+        return st;
     }
     *out = o;
     return LT_OK;

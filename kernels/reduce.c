@@ -133,9 +133,17 @@ lt_status lt_reduce_ex(lt_reduce_op op, const lt_tensor *x, int ndims, const int
         *out = o;
         return LT_OK;
     }
-    const char *base = lt_data(c);
+    const lt_tensor *hts[2] = {o, c};
+    lt__hostrun hr; /* off the host (no kernel, two backends): through host copies */
+    st = lt__host_begin(&hr, 2, hts);
+    if (st != LT_OK) {
+        lt_tensor_free(c);
+        lt_tensor_free(o);
+        return lt__err_ctx(st, "%s", name);
+    }
+    const char *base = lt_data(hr.t[1]);
     int64_t es = (int64_t)lt_dtype_size(dt), ob = (int64_t)lt_dtype_size(dt);
-    char *po = lt_data(o);
+    char *po = lt_data(hr.t[0]);
     for (int64_t i = 0; i < O; i++) {
         const char *row = R > 0 ? base + i * R * es : base;
         if (isf) {
@@ -147,7 +155,12 @@ lt_status lt_reduce_ex(lt_reduce_op op, const lt_tensor *x, int ndims, const int
             lt__store_i64(dt, po + i * ob, 1, 1, &v);
         }
     }
+    st = lt__host_end(&hr, 1, LT_OK);
     lt_tensor_free(c);
+    if (st != LT_OK) {
+        lt_tensor_free(o);
+        return lt__err_ctx(st, "%s", name);
+    }
     *out = o;
     return LT_OK;
 }
@@ -206,9 +219,18 @@ lt_status lt_softmax(const lt_tensor *x, int dim, int use_log, lt_tensor **out) 
         *out = o;
         return LT_OK;
     }
+    const lt_tensor *hts[2] = {o, c};
+    lt__hostrun hr; /* off the host (no kernel, two backends): through host copies */
+    st = lt__host_begin(&hr, 2, hts);
+    if (st != LT_OK) {
+        lt__free(buf);
+        lt_tensor_free(c);
+        lt_tensor_free(o);
+        return lt__err_ctx(st, "%s", name);
+    }
     int64_t es = (int64_t)lt_dtype_size(x->dtype);
-    const char *src = lt_data(c);
-    char *dst = lt_data(o);
+    const char *src = lt_data(hr.t[1]);
+    char *dst = lt_data(hr.t[0]);
     for (int64_t a = 0; a < outer && n > 0; a++) {
         for (int64_t b = 0; b < inner; b++) {
             int64_t off = (a * n * inner + b) * es;
@@ -227,8 +249,13 @@ lt_status lt_softmax(const lt_tensor *x, int dim, int use_log, lt_tensor **out) 
             lt__store_f64(x->dtype, dst + off, inner, n, buf);
         }
     }
+    st = lt__host_end(&hr, 1, LT_OK);
     lt__free(buf);
     lt_tensor_free(c);
+    if (st != LT_OK) {
+        lt_tensor_free(o);
+        return lt__err_ctx(st, "%s", name);
+    }
     *out = o;
     return LT_OK;
 }

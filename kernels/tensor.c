@@ -155,7 +155,19 @@ lt_status lt_tensor_from_doubles(lt_dtype dt, int ndim, const int64_t *shape, co
         lt_tensor_free(t);
         return lt__err(LT_INVALID, "tensor_from_doubles: vals is NULL");
     }
-    if (numel > 0) lt__store_f64(dt, lt_data(t), 1, numel, vals);
+    if (numel > 0) {
+        lt__hostrun hr; /* t on a backend the host cannot write: through a host copy */
+        const lt_tensor *tc = t;
+        lt_status st = lt__host_begin(&hr, 1, &tc);
+        if (st == LT_OK) {
+            lt__store_f64(dt, lt_data(hr.t[0]), 1, numel, vals);
+            st = lt__host_end(&hr, 1, LT_OK);
+        }
+        if (st != LT_OK) {
+            lt_tensor_free(t);
+            return lt__err_ctx(st, "tensor_from_doubles");
+        }
+    }
     *out = t;
     return LT_OK;
 }
@@ -317,40 +329,43 @@ static int64_t flat_offset(const lt_tensor *t, int64_t i) {
 }
 
 /* Out-of-range indices read NaN and write nothing (these calls cannot fail). */
-double lt_get(const lt_tensor *t, const int64_t *idx) {
-    int64_t off = index_offset(t, idx);
+/* The element at storage offset off (elements): read in place on the host,
+ * else one explicit copy of its bytes (a failed copy reads NaN). */
+static double load_at(const lt_tensor *t, int64_t off) {
     if (off < 0) return NAN;
-    size_t es = lt_dtype_size(t->dtype);
-    return lt_dtype_load(t->dtype, (char *)t->storage->data + (size_t)off * es);
+    char one[8];
+    if (lt__to_host_bytes(t, off, one, lt_dtype_size(t->dtype)) != LT_OK) return NAN;
+    return lt_dtype_load(t->dtype, one);
 }
 
-void lt_set(lt_tensor *t, const int64_t *idx, double v) {
-    int64_t off = index_offset(t, idx);
+static void store_at(lt_tensor *t, int64_t off, double v) {
     if (off < 0) return;
-    size_t es = lt_dtype_size(t->dtype);
-    lt_dtype_store(t->dtype, (char *)t->storage->data + (size_t)off * es, v);
+    char one[8];
+    lt_dtype_store(t->dtype, one, v);
+    (void)lt__from_host_bytes(t, off, one, lt_dtype_size(t->dtype)); /* cannot fail on the host */
 }
 
-double lt_get_flat(const lt_tensor *t, int64_t i) {
-    int64_t off = flat_offset(t, i);
-    if (off < 0) return NAN;
-    size_t es = lt_dtype_size(t->dtype);
-    return lt_dtype_load(t->dtype, (char *)t->storage->data + (size_t)off * es);
-}
+double lt_get(const lt_tensor *t, const int64_t *idx) { return load_at(t, index_offset(t, idx)); }
 
-void lt_set_flat(lt_tensor *t, int64_t i, double v) {
-    int64_t off = flat_offset(t, i);
-    if (off < 0) return;
-    size_t es = lt_dtype_size(t->dtype);
-    lt_dtype_store(t->dtype, (char *)t->storage->data + (size_t)off * es, v);
-}
+void lt_set(lt_tensor *t, const int64_t *idx, double v) { store_at(t, index_offset(t, idx), v); }
+
+double lt_get_flat(const lt_tensor *t, int64_t i) { return load_at(t, flat_offset(t, i)); }
+
+void lt_set_flat(lt_tensor *t, int64_t i, double v) { store_at(t, flat_offset(t, i), v); }
 
 void lt_to_doubles(const lt_tensor *t, double *out) {
+    lt__hostrun hr; /* off the host: one copy of the bytes t spans */
+    if (lt__host_begin(&hr, 1, &t) != LT_OK) {
+        /* no memory for the copy: element by element (cannot fail) */
+        for (int64_t i = 0, n = lt_numel(t); i < n; i++) out[i] = lt_get_flat(t, i);
+        return;
+    }
     lt__walk w;
     char *p;
-    lt__walk_init(&w, 1, &t);
+    lt__walk_init(&w, 1, hr.t);
     while (lt__walk_next(&w, &p)) {
         lt__load_f64(t->dtype, p, w.step[0], w.n, out);
         out += w.n;
     }
+    lt__host_end(&hr, 0, LT_OK);
 }

@@ -8,7 +8,8 @@
  * conversions) in one place keeps each kernel file small.
  *
  * Only the kernels/ sources include this header; nothing here is public API.
- * Kernels assume host-addressable storage (as lt_get / lt_data do).
+ * Host loops dereference storage only of tensors on the host
+ * (lt__on_host); the others go through the host copies below.
  */
 #ifndef LT_TENSOR_IMPL_H
 #define LT_TENSOR_IMPL_H
@@ -95,11 +96,39 @@ const lt_backend *lt__backend_set_thread(const lt_backend *b);
 lt_status lt__klaunch_raw(const lt_backend *b, struct lt__kargs *a);
 /* Launches the cuda-emu backend has run (kernels/backend_emu.c), for tests. */
 int64_t lt__emu_launches(void);
-struct lt__kargs;
-/* Fills *a for one gemm (the arguments of lt_backend_i.gemm). */
-void lt__kargs_gemm(struct lt__kargs *a, lt_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
-                    int64_t k, double alpha, const void *pa, int64_t lda, const void *pb, int64_t ldb,
-                    double beta, void *pc, int64_t ldc);
+
+/* ---- host copies (kernels/host.c) ------------------------------------------------ */
+
+/* 1 when the host may dereference t's storage: its backend has no to_host
+ * entry (the CPU backend). */
+int lt__on_host(const lt_tensor *t);
+
+/* A host loop over up to 4 tensors: t[k] is orig[k] itself when it is on the
+ * host, else h[k], a CPU-backend copy (same geometry) of the bytes it spans.
+ * Outputs come first so lt__host_end can copy them back. */
+typedef struct lt__hostrun {
+    int n;
+    int copied;                 /* 1: some operand was copied to the host */
+    const lt_tensor *orig[4];
+    const lt_tensor *t[4];      /* what the host loop reads and writes */
+    lt_tensor *h[4];            /* owned copies, NULL where none was made */
+} lt__hostrun;
+/* Fills *r for ts[0..n) (NULL entries stay NULL). On error nothing is left
+ * to free. */
+lt_status lt__host_begin(lt__hostrun *r, int n, const lt_tensor *const *ts);
+/* When st is LT_OK, copies the host copies of the first nout operands back
+ * into their tensors; frees every copy either way. Returns st, or the
+ * error of a copy back. */
+lt_status lt__host_end(lt__hostrun *r, int nout, lt_status st);
+/* Copies the bytes host copy h (from lt__host_begin of t) spans back into t. */
+lt_status lt__host_writeback(const lt_tensor *t, const lt_tensor *h);
+/* A host-readable tensor with t's values in *out (caller frees): an alias of
+ * t when t is on the host, else a host copy. */
+lt_status lt__host_copy_out(const lt_tensor *t, lt_tensor **out);
+/* nbytes from / to t's storage at element offset elem_off (an explicit copy
+ * on backends with to_host/from_host, memcpy on the host). */
+lt_status lt__to_host_bytes(const lt_tensor *t, int64_t elem_off, void *dst, size_t nbytes);
+lt_status lt__from_host_bytes(const lt_tensor *t, int64_t elem_off, const void *src, size_t nbytes);
 
 /* ---- geometry ------------------------------------------------------------------- */
 

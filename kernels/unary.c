@@ -177,6 +177,16 @@ static void unary_i64(lt_unary_op op, int64_t *v, int64_t n) {
     }
 }
 
+/* After the host loop: hands o out, or frees it when copying it back failed. */
+static lt_status kernel_result(lt_status st, const char *name, lt_tensor *o, lt_tensor **out) {
+    if (st != LT_OK) {
+        lt_tensor_free(o);
+        return lt__err_ctx(st, "%s", name);
+    }
+    *out = o;
+    return LT_OK;
+}
+
 lt_status lt_unary(lt_unary_op op, const lt_tensor *x, lt_tensor **out) {
     if (!out) return lt__err(LT_INVALID, "unary: out is NULL");
     *out = NULL;
@@ -197,8 +207,14 @@ lt_status lt_unary(lt_unary_op op, const lt_tensor *x, lt_tensor **out) {
         *out = o;
         return LT_OK;
     }
+    lt__hostrun hr; /* off the host (no kernel, two backends): through host copies */
+    lt_status hst = lt__host_begin(&hr, 2, ops);
+    if (hst != LT_OK) {
+        lt_tensor_free(o);
+        return lt__err_ctx(hst, "%s", lt_unary_name(op));
+    }
     lt__walk w;
-    lt__walk_init(&w, 2, ops);
+    lt__walk_init(&w, 2, hr.t);
     char *p[2];
     union { float f[LT__CHUNK]; double d[LT__CHUNK]; int64_t i[LT__CHUNK]; } buf;
     while (lt__walk_next(&w, p)) {
@@ -222,6 +238,5 @@ lt_status lt_unary(lt_unary_op op, const lt_tensor *x, lt_tensor **out) {
             }
         }
     }
-    *out = o;
-    return LT_OK;
+    return kernel_result(lt__host_end(&hr, 1, LT_OK), lt_unary_name(op), o, out);
 }

@@ -12,6 +12,7 @@
 #include "localtensor/layout.h"
 #include "kernels/status_impl.h"
 #include "localtensor/dtensor_impl.h"
+#include "kernels/tensor_impl.h"
 
 #include <stddef.h>
 
@@ -74,6 +75,15 @@ lt_status lt__partition(lt_tensor *t, const lt_mesh *mesh, const lt_placement *p
         if (pl[i].kind != LT_PL_PARTIAL || pl[i].op != LT_REDOP_SUM || mesh->shape[i] == 1) continue;
         double m = mesh->shape[i];
         int64_t n = lt_numel(t);
+        if (!lt__on_host(t)) { /* off the host: the same on an explicit host copy */
+            lt__hostrun hr;
+            const lt_tensor *tc = t;
+            LT_TRY(lt__host_begin(&hr, 1, &tc));
+            lt_placement one[LT_MESH_MAX_DIMS];
+            for (int k = 0; k < mesh->ndim; k++) one[k] = k == i ? pl[k] : lt_replicate();
+            LT_TRY(lt__host_end(&hr, 1, lt__partition((lt_tensor *)(uintptr_t)hr.t[0], mesh, one)));
+            continue;
+        }
         if (lt_is_contiguous(t) && t->dtype == LT_F32) {
             float *p = lt_data(t);      /* (n) */
             float fm = (float)m;

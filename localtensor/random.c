@@ -124,6 +124,12 @@ lt_status lt_init_fill_indexed(lt_tensor *t, const lt_init *in, int64_t *const *
     }
     lt_status st = lt__klaunch_raw(lt__backend_of(t), &ka);
     if (st != LT_UNSUPPORTED) return st;
+    if (!lt__on_host(t)) { /* no kernel there: the host loop on an explicit host copy */
+        lt__hostrun hr;
+        const lt_tensor *tc = t;
+        LT_TRY(lt__host_begin(&hr, 1, &tc));
+        return lt__host_end(&hr, 1, lt_init_fill_indexed((lt_tensor *)(uintptr_t)hr.t[0], in, idx, gshape));
+    }
     int64_t pos[LT_MAX_DIMS] = {0};
     size_t es = lt_dtype_size(t->dtype);
     char *base = lt_data(t);

@@ -32,6 +32,7 @@
 #include "localtensor/verify_impl.h"
 #include "kernels/memlimit_impl.h"
 #include "kernels/pool_impl.h"
+#include "kernels/tensor_impl.h"
 
 static void index_str(int ndim, const int64_t *idx, char *buf, size_t n) {
     size_t used = 0;
@@ -100,7 +101,10 @@ typedef struct vctx {
     double rtol, atol;
     int64_t *part[LT_MAX_DIMS];          /* (shape[d]) owner's rank part of global index g; NULL: unsharded */
     int64_t *pos[LT_MAX_DIMS];           /* (shape[d]) its local position; NULL: g itself */
-    const char **sdata;                  /* (world) lt_data of every source shard */
+    const char **sdata;                  /* (world) lt_data of every source shard in sh */
+    lt_tensor *const *sh;                /* (world) the source shards, host-readable: src's own,
+                                          * or host_sh */
+    lt_tensor **host_sh;                 /* (world) owned host copies when a shard is off the host */
     /* (shape[last], 4) scratch per pool slot (kernels/pool_impl.h): runs
      * along the last dim; made on first use */
     int64_t *runs[LT_THREADS_MAX];
@@ -109,6 +113,9 @@ typedef struct vctx {
 static void vctx_free(vctx *c) {
     lt__free(c->sdata);
     c->sdata = NULL;
+    for (int r = 0; c->host_sh && r < c->W; r++) lt_tensor_free(c->host_sh[r]);
+    lt__free(c->host_sh);
+    c->host_sh = NULL;
     for (int k = 0; k < LT_THREADS_MAX; k++) {
         lt__free(c->runs[k]);
         c->runs[k] = NULL;
@@ -171,8 +178,7 @@ static lt_status owner_table(vctx *c, int d) {
 }
 
 /* Sets up c to compute the reshard of src to placements dst (np of them). */
-static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *dst, int np) {
-    memset(c, 0, sizeof *c);
+static lt_status vctx_init_(vctx *c, const lt_dtensor *src, const lt_placement *dst, int np) {
     c->src = src;
     c->mesh = lt_dtensor_mesh(src);
     c->M = c->mesh->ndim;
@@ -202,9 +208,19 @@ static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *d
     }
     if (c->nR > 1 || c->avg_div != 1) c->math = 1;
     lt_dtype_default_tol(src->dtype, &c->rtol, &c->atol);
+    c->sh = src->local->shards;
+    int off_host = 0;
+    for (int r = 0; r < c->W; r++) off_host |= src->local->shards[r] && !lt__on_host(src->local->shards[r]);
+    if (off_host) { /* shards the host cannot read: read explicit host copies */
+        c->host_sh = lt__calloc((size_t)c->W, sizeof *c->host_sh);
+        if (!c->host_sh) return lt__err(LT_NOMEM, "verify: out of memory");
+        for (int r = 0; r < c->W; r++)
+            if (src->local->shards[r]) LT_TRY(lt__host_copy_out(src->local->shards[r], &c->host_sh[r]));
+        c->sh = c->host_sh;
+    }
     c->sdata = lt__malloc(sizeof *c->sdata * (size_t)c->W);
     if (!c->sdata) return lt__err(LT_NOMEM, "verify: out of memory");
-    for (int r = 0; r < c->W; r++) c->sdata[r] = src->local->shards[r] ? lt_data(src->local->shards[r]) : NULL;
+    for (int r = 0; r < c->W; r++) c->sdata[r] = c->sh[r] ? lt_data(c->sh[r]) : NULL;
     for (int i = 0; i < c->ndim; i++)
         if (src->shape[i] == 0) return LT_OK;   /* nothing to own */
     for (int k = 0; k < c->ndim; k++) {
@@ -215,6 +231,15 @@ static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *d
         }
     }
     return LT_OK;
+}
+
+/* The context of checking src against dst placements in *c; on error
+ * nothing is left to free. */
+static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *dst, int np) {
+    memset(c, 0, sizeof *c);
+    lt_status st = vctx_init_(c, src, dst, np);
+    if (st) vctx_free(c);
+    return st;
 }
 
 /* The runs scratch of the calling thread (wide: pieces run on the pool,
@@ -238,7 +263,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
                 int64_t *rn) {
     int nd = c->ndim, last = nd - 1;
     size_t es = c->es;
-    lt_tensor *const *sh = c->src->local->shards;
+    lt_tensor *const *sh = c->sh;
     if (nd == 0) {
         const char *s = lt_data(sh[base]);
         if (dst) memcpy(lt_data(dst), s, es);
@@ -401,7 +426,7 @@ static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_t
     size_t es = c->es;
     int64_t base[FUSE_MAX];
     for (int q = 0; q < nq; q++) base[q] = base_of(c, r, q);
-    lt_tensor *const *sh = c->src->local->shards;
+    lt_tensor *const *sh = c->sh;
     int f32 = c->src->dtype == LT_F32;
     const char *s[FUSE_MAX];
     int64_t ss[FUSE_MAX];
@@ -463,10 +488,11 @@ static lt_status expected_shard(vctx *c, int r, const lt_rank_layout *L, int wid
     if (!L->lists) return lt_tensor_new(dt, c->ndim, L->local_shape, out);
     int64_t *rn = c->ndim ? runs_of(c, wide) : NULL;
     if (c->ndim && !rn) return LT_NOMEM;
-    LT_TRY(lt_tensor_empty(dt, c->ndim, L->local_shape, &e));
+    /* built on the host (walk writes it there), moved to the default backend at the end */
+    LT_TRY(lt__tensor_new_uninit(lt_backend_cpu(), dt, c->ndim, L->local_shape, &e));
     walk(c, L, base_of(c, r, 0), e, NULL, rn);
     lt_status st = LT_OK;
-    if (c->nR > 1) st = lt_tensor_empty(dt, c->ndim, L->local_shape, &contrib);
+    if (c->nR > 1) st = lt__tensor_new_uninit(lt_backend_cpu(), dt, c->ndim, L->local_shape, &contrib);
     for (int q = 1; q < c->nR && !st; q++) {
         walk(c, L, base_of(c, r, q), contrib, NULL, rn);
         st = lt_accumulate(e, contrib, c->op);
@@ -477,6 +503,13 @@ static lt_status expected_shard(vctx *c, int r, const lt_rank_layout *L, int wid
         for (int64_t j = 0; j < n; j++) lt_set_flat(e, j, lt_get_flat(e, j) / c->avg_div);
     }
     if (!st) st = lt__partition(e, c->mesh, c->dpart);
+    if (!st && lt_backend_default() != lt_backend_cpu()) {
+        lt_tensor *d = NULL;
+        st = lt__tensor_new_uninit(lt_backend_default(), dt, c->ndim, L->local_shape, &d);
+        if (!st) st = lt_copy(d, e);
+        lt_tensor_free(e);
+        e = d;
+    }
     if (st) {
         lt_tensor_free(e);
         return st;
@@ -700,9 +733,15 @@ static lt_status check_job(void *ctx, int64_t i) {
     int good = !L.lists || (box && view_of_verified(v, a, goff, n));
     if (!good && (!c->math || v->fused)) {
         int64_t *rn = c->ndim ? runs_of(c, v->wide) : NULL;   /* a 0-d shard has no runs */
+        lt_tensor *ah = NULL;   /* a, host-readable (a copy when off the host) */
         if (c->ndim && !rn) st = LT_NOMEM;
-        else if (!c->math) good = !walk(c, &L, base_of(c, j->rank, 0), NULL, a, rn);   /* byte for byte what the source holds there */
-        else good = !fused_check(c, &L, j->rank, a, rn);
+        else if (!lt__on_host(a)) st = lt__host_copy_out(a, &ah);
+        if (!st) {
+            const lt_tensor *ha = ah ? ah : a;
+            good = c->math ? !fused_check(c, &L, j->rank, ha, rn)
+                           : !walk(c, &L, base_of(c, j->rank, 0), NULL, ha, rn);   /* byte for byte what the source holds there */
+        }
+        lt_tensor_free(ah);
     }
     if (!st && !good && v->wide && c->math) {   /* the expected shard is built after the pool's section, on this thread */
         j->bad = 2;

@@ -3,8 +3,10 @@
  * Every kernel body of kernels/cuda/kern.h runs here through the cuda-emu
  * backend (the host loop over the launch grid) on every dtype, on dense,
  * transposed, narrowed and broadcast operands, and must give the CPU
- * backend's bytes exactly; matmul (a plain loop there, BLAS on the CPU)
- * within the dtype's default tolerance. The same comparisons then run on
+ * backend's bytes exactly; matmul (cuda-emu's gemm is the host BLAS, as
+ * the device's is cuBLAS) within the dtype's default tolerance. cuda-emu
+ * memory is not host-addressable (a dereference crashes): every read here
+ * goes through an explicit copy. The same comparisons then run on
  * the real device when the build has CUDA and a device is present (the
  * transcendental unary ops and gemm within tolerance, the rest exactly);
  * otherwise that test prints "skipped: no CUDA device: ..." and is counted
@@ -12,7 +14,11 @@
  */
 #include "test/kernels_testutil.h"
 
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kernels/math.h"
 #include "kernels/tensor_impl.h"
@@ -439,10 +445,137 @@ static void test_emu_grid_covers_large_tensors(void **state) {
     LT_CHECK(lt_tensor_new_on(lt_backend_cuda_emu(), LT_I32, 1, &n, &t));
     LT_CHECK(lt_fill(t, 1));
     LT_CHECK(lt_accumulate(t, t, LT_REDOP_SUM)); /* in place: every element exactly once */
-    const int32_t *p = lt_data(t);
+    lt_tensor *h = NULL; /* read through an explicit host copy */
+    LT_CHECK(lt__host_copy_out(t, &h));
+    const int32_t *p = lt_data(h);
     for (int64_t i = 0; i < n; i++)
         if (p[i] != 2) fail_msg("element %lld is %d after fill 1 + itself", (long long)i, p[i]);
+    lt_tensor_free(h);
     lt_tensor_free(t);
+}
+
+/* cuda-emu memory is as unreadable to the host as device memory: a child
+ * process that dereferences a shard in place dies (SIGSEGV; under a
+ * sanitizer, its error exit) instead of reading it. */
+static void test_emu_memory_not_host_addressable(void **state) {
+    (void)state;
+    lt_tensor *t = NULL;
+    LT_CHECK(lt_tensor_new_on(lt_backend_cuda_emu(), LT_F32, 1, (int64_t[]){16}, &t));
+    assert_false(lt__on_host(t));
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGSEGV, SIG_DFL);
+        volatile float v = *(const float *)lt_data(t); /* must not work */
+        (void)v;
+        _exit(0);
+    }
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0) fail_msg("the host read cuda-emu memory in place");
+    lt_tensor_free(t);
+}
+
+/* The host paths on cuda-emu shards, through explicit copies, against hand
+ * computed values: element access, to/from doubles, compare, scatter with a
+ * repeated index, matmul and addmm with an empty inner dim, embedding's
+ * out-of-range error. */
+static void test_emu_host_paths(void **state) {
+    (void)state;
+    const lt_backend *emu = lt_backend_cuda_emu();
+    const lt_backend *prev = lt__backend_set_thread(emu); /* new tensors go to cuda-emu */
+    lt_tensor *t = mk(LT_F32, 2, (int64_t[]){2, 3}, (double[]){1, 2, 3, 4, 5, 6});
+    assert_ptr_equal(lt__backend_of(t), emu);
+    assert_true(lt_get(t, (int64_t[]){1, 2}) == 6.0);
+    lt_set(t, (int64_t[]){0, 1}, 9.5);
+    assert_true(lt_get_flat(t, 1) == 9.5);
+    double got[6];
+    lt_to_doubles(t, got);
+    const double want[6] = {1, 9.5, 3, 4, 5, 6};
+    for (int i = 0; i < 6; i++) assert_true(got[i] == want[i]);
+    lt_tensor *cpu = NULL;
+    LT_CHECK(lt_tensor_new_on(lt_backend_cpu(), LT_F32, 2, (int64_t[]){2, 3}, &cpu));
+    LT_CHECK(lt_copy(cpu, t)); /* emu -> host: an explicit copy */
+    lt_compare_result r;
+    LT_CHECK(lt_compare(t, cpu, 0, 0, &r));
+    assert_true(r.equal);
+    lt_set_flat(cpu, 4, -5);
+    LT_CHECK(lt_compare(t, cpu, 0, 0, &r));
+    assert_int_equal(r.ndiff, 1);
+    assert_int_equal(r.first_flat, 4);
+    assert_true(r.actual == 5.0 && r.expected == -5.0);
+
+    /* scatter-add with index 1 twice: the host walk, on a host copy */
+    lt_tensor *dst = NULL, *src = mk(LT_F32, 1, (int64_t[]){3}, (double[]){1, 2, 3});
+    LT_CHECK(lt_tensor_new(LT_F32, 1, (int64_t[]){4}, &dst));
+    int64_t ix[] = {1, 1, 3};
+    int64_t *ixs[1] = {ix};
+    LT_CHECK(lt_scatter_index_sets(dst, ixs, src, 1, LT_REDOP_SUM));
+    lt_test_expect_values(dst, 1, (int64_t[]){4}, (double[]){0, 3, 0, 3}, "scatter-add, repeated index");
+
+    /* empty inner dim: a @ b is zeros; addmm is beta * bias */
+    lt_tensor *a = NULL, *b = NULL, *mm = NULL, *am = NULL;
+    LT_CHECK(lt_tensor_new(LT_F32, 2, (int64_t[]){2, 0}, &a));
+    LT_CHECK(lt_tensor_new(LT_F32, 2, (int64_t[]){0, 3}, &b));
+    lt_tensor *bias = mk(LT_F32, 1, (int64_t[]){3}, (double[]){1, 2, 3});
+    LT_CHECK(lt_mm(a, b, &mm));
+    lt_test_expect_values(mm, 2, (int64_t[]){2, 3}, (double[]){0, 0, 0, 0, 0, 0}, "mm, k = 0");
+    LT_CHECK(lt_addmm(bias, a, b, 2.0, 1.0, &am));
+    lt_test_expect_values(am, 2, (int64_t[]){2, 3}, (double[]){2, 4, 6, 2, 4, 6}, "addmm, k = 0");
+    assert_ptr_equal(lt__backend_of(mm), emu);
+
+    /* embedding: an index out of range is named (the host loop, on copies) */
+    lt_tensor *w = mk(LT_F32, 2, (int64_t[]){3, 2}, (double[]){1, 2, 3, 4, 5, 6}), *idx = NULL, *e = NULL;
+    idx = mk(LT_I64, 1, (int64_t[]){2}, (double[]){2, 5});
+    LT_EXPECT_STATUS(lt_embedding(w, idx, 0, 0, &e), LT_INVALID);
+    expect_msg_contains("index 5 (element 1) is out of range for 3 rows");
+    lt_set_flat(idx, 1, 0);
+    LT_CHECK(lt_embedding(w, idx, 0, 0, &e));
+    lt_test_expect_values(e, 2, (int64_t[]){2, 2}, (double[]){5, 6, 1, 2}, "embedding");
+
+    lt__backend_set_thread(prev);
+    lt_tensor_free(t); lt_tensor_free(cpu); lt_tensor_free(dst); lt_tensor_free(src);
+    lt_tensor_free(a); lt_tensor_free(b); lt_tensor_free(bias); lt_tensor_free(mm); lt_tensor_free(am);
+    lt_tensor_free(w); lt_tensor_free(idx); lt_tensor_free(e);
+}
+
+/* bf16/f16 matmul on cuda-emu goes to the backend's mixed-precision gemm as
+ * it is: three launches (the zero fill of the f32 C, the gemm on the bf16
+ * inputs, the cast of C), where the cast-first path would also launch two
+ * input casts (five). Its values: f32 products and sums, rounded once —
+ * on cuda-emu (the host BLAS on the exactly widened inputs) the CPU
+ * backend's result bit for bit. */
+static void test_emu_half_gemm_mixed_precision(void **state) {
+    (void)state;
+    const lt_dtype dts[] = {LT_BF16, LT_F16};
+    for (int di = 0; di < 2; di++) {
+        lt_dtype dt = dts[di];
+        double av[12], bv[8];
+        for (int i = 0; i < 12; i++) av[i] = (double)((i * 7) % 11) / 3.0 - 1.5;
+        for (int i = 0; i < 8; i++) bv[i] = (double)((i * 5) % 9) / 7.0 - 0.5;
+        lt_tensor *a = mk(dt, 2, (int64_t[]){3, 4}, av), *b = mk(dt, 2, (int64_t[]){4, 2}, bv);
+        lt_tensor *ea = NULL, *eb = NULL, *c = NULL, *want = NULL;
+        LT_CHECK(lt_tensor_new_on(lt_backend_cuda_emu(), dt, 2, a->shape, &ea));
+        LT_CHECK(lt_tensor_new_on(lt_backend_cuda_emu(), dt, 2, b->shape, &eb));
+        LT_CHECK(lt_copy(ea, a));
+        LT_CHECK(lt_copy(eb, b));
+        int64_t before = lt__emu_launches();
+        LT_CHECK(lt_mm(ea, eb, &c));
+        assert_int_equal(lt__emu_launches() - before, 3);
+        LT_CHECK(lt_mm(a, b, &want)); /* the CPU backend */
+        char what[64];
+        snprintf(what, sizeof what, "%s mm on cuda-emu", lt_dtype_name(dt));
+        expect_same(c, want, 1, what);
+        /* and what "f32 products and sums, rounded once" means, by hand for one element */
+        float s = 0;
+        for (int q = 0; q < 4; q++) s += (float)lt_get_flat(a, 4 + q) * (float)lt_get_flat(b, q * 2 + 1);
+        char one[2];
+        lt_dtype_store(dt, one, (double)s);
+        assert_true(lt_get_flat(c, 3) == lt_dtype_load(dt, one));
+        lt_tensor_free(a); lt_tensor_free(b); lt_tensor_free(ea); lt_tensor_free(eb); lt_tensor_free(c);
+        lt_tensor_free(want);
+    }
 }
 
 static void test_backend_names(void **state) {
@@ -529,6 +662,9 @@ int main(void) {
         cmocka_unit_test(test_emu_random_matches_cpu),
         cmocka_unit_test(test_emu_collectives_match_cpu),
         cmocka_unit_test(test_emu_grid_covers_large_tensors),
+        cmocka_unit_test(test_emu_memory_not_host_addressable),
+        cmocka_unit_test(test_emu_host_paths),
+        cmocka_unit_test(test_emu_half_gemm_mixed_precision),
         cmocka_unit_test(test_backend_names),
         cmocka_unit_test(test_thread_override),
         cmocka_unit_test(test_device_matches_cpu),

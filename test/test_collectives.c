@@ -885,6 +885,7 @@ static void test_results_must_fit(void **state) {
 }
 
 int main(void) {
+    lt_test_backend_from_env();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_reduction_order_and_rounding),

@@ -505,6 +505,7 @@ static void test_overflow(void **state) {
 }
 
 int main(void) {
+    lt_test_backend_from_env();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seed_example),      cmocka_unit_test(test_offsets_docstring),
         cmocka_unit_test(test_partial_distribute), cmocka_unit_test(test_roundtrip_dtypes),

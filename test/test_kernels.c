@@ -34,7 +34,9 @@ static void test_new_and_queries(void **state) {
     int64_t idx[] = {1, 2};
     lt_set(t, idx, 7.5);
     assert_true(lt_get_flat(t, 5) == 7.5);
-    assert_true(((float *)lt_data(t))[5] == 7.5f);
+    lt_tensor *ht = lt_test_host_copy(t); /* the raw bytes, on the host */
+    assert_true(((float *)lt_data(ht))[5] == 7.5f);
+    lt_tensor_free(ht);
     int64_t bad[] = {2, 0};
     assert_true(isnan(lt_get(t, bad))); /* out of range reads NaN, writes nothing */
     lt_set(t, bad, 1.0);
@@ -196,6 +198,8 @@ static const lt_backend_i fail_iface = {
     /* .accumulate = */ NULL,     /* exercises the host loop */
     /* .gemm       = */ NULL,
     /* .launch     = */ NULL,
+    /* .to_host    = */ NULL,     /* host memory */
+    /* .from_host  = */ NULL,
 };
 static const lt_backend fail_backend = {&fail_iface, NULL};
 
@@ -356,20 +360,25 @@ static void test_cast_rounding_brute_force(void **state) {
     for (int i = 0; i < N; i += 97) assert_true(lt_get_flat(back, i) == lt_get_flat(h, i));
     lt_tensor_free(back);
     /* every f16 bit pattern survives f16 -> f32 -> f16 */
-    lt_tensor *all;
-    LT_CHECK(lt_tensor_new(LT_F16, 1, (int64_t[]){65536}, &all));
-    uint16_t *p = lt_data(all);
+    lt_tensor *all, *hall, *hrt;
+    LT_CHECK(lt_tensor_new_on(lt_backend_cpu(), LT_F16, 1, (int64_t[]){65536}, &hall));
+    uint16_t *p = lt_data(hall); /* written on the host, then copied where the test runs */
     for (int i = 0; i < 65536; i++) p[i] = (uint16_t)i;
+    LT_CHECK(lt_tensor_new(LT_F16, 1, (int64_t[]){65536}, &all));
+    LT_CHECK(lt_copy(all, hall));
+    lt_tensor_free(hall);
     lt_tensor *w, *rt;
     LT_CHECK(lt_cast(all, LT_F32, &w));
     LT_CHECK(lt_cast(w, LT_F16, &rt));
-    uint16_t *q = lt_data(rt);
+    hrt = lt_test_host_copy(rt);
+    uint16_t *q = lt_data(hrt);
     for (int i = 0; i < 65536; i++) {
         int nan = (i & 0x7c00) == 0x7c00 && (i & 0x3ff);
         if (nan) assert_true((q[i] & 0x7c00) == 0x7c00 && (q[i] & 0x3ff));
         else if (q[i] != i) fail_msg("f16 0x%04x came back as 0x%04x", i, q[i]);
     }
     lt_tensor_free(rt);
+    lt_tensor_free(hrt);
     lt_tensor_free(w);
     lt_tensor_free(all);
     lt_tensor_free(h);
@@ -867,6 +876,7 @@ static void test_cache_memo(void **state) {
 }
 
 int main(void) {
+    lt_test_backend_from_env();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_new_and_queries),
         cmocka_unit_test(test_structured_errors),

@@ -456,6 +456,7 @@ static void test_embedding(void **state) {
 }
 
 int main(void) {
+    lt_test_backend_from_env();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unary),           cmocka_unit_test(test_binary_broadcast),
         cmocka_unit_test(test_reduce),          cmocka_unit_test(test_reduce_zero_d),

@@ -166,6 +166,7 @@ static void test_readme_table(void **state) {
 }
 
 int main(void) {
+    lt_test_backend_from_env();
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_readme_table)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

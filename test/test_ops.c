@@ -387,6 +387,7 @@ static void test_errors(void **state) {
 }
 
 int main(void) {
+    lt_test_backend_from_env();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tp_mlp),          cmocka_unit_test(test_random_invariance),
         cmocka_unit_test(test_rank_map),        cmocka_unit_test(test_uneven_mean),

@@ -355,6 +355,7 @@ static void test_nested_split_operands(void **state) {
 }
 
 int main(void) {
+    lt_test_backend_from_env();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_squeeze_every_size1_dim),
         cmocka_unit_test(test_squeeze_documented_example),

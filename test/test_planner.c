@@ -368,6 +368,7 @@ static int teardown(void **state) {
 }
 
 int main(void) {
+    lt_test_backend_from_env();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_issue_cases),
         cmocka_unit_test(test_new_moves),

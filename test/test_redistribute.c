@@ -648,6 +648,7 @@ static int teardown(void **state) {
 }
 
 int main(void) {
+    lt_test_backend_from_env();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sem7_counts),
         cmocka_unit_test(test_sem7_merge_example),

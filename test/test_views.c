@@ -454,6 +454,7 @@ static void test_gather_scatter_errors(void **state) {
 
 
 int main(void) {
+    lt_test_backend_from_env();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_views_by_hand),
         cmocka_unit_test(test_views_zero_size),

@@ -12,8 +12,30 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
+#include "kernels/backend.h"
 #include "kernels/tensor.h"
 #include "localtensor/localtensor.h"
+
+/* LT_TEST_BACKEND=NAME: every tensor the test binary makes without naming a
+ * backend goes to backend NAME (tools/run-tests.sh runs the op, collective
+ * and redistribute tests a second time on cuda-emu, whose memory the host
+ * cannot read in place). Call first in main. */
+static inline void lt_test_backend_from_env(void) {
+    const char *b = getenv("LT_TEST_BACKEND");
+    if (b && *b && lt_backend_select(b) != LT_OK) {
+        fprintf(stderr, "LT_TEST_BACKEND=%s: %s\n", b, lt_errmsg());
+        exit(2);
+    }
+}
+
+/* A contiguous copy of t on the CPU backend (new; the caller frees): what a
+ * test reads raw bytes from, since t's own memory may be a device's. */
+static inline lt_tensor *lt_test_host_copy(const lt_tensor *t) {
+    lt_tensor *h = NULL;
+    if (lt_tensor_new_on(lt_backend_cpu(), t->dtype, t->ndim, t->shape, &h) != LT_OK || lt_copy(h, t) != LT_OK)
+        fail_msg("host copy: %s", lt_errmsg());
+    return h;
+}
 
 /* Fails the test with the status name and lt_errmsg() when st != LT_OK. */
 #define LT_CHECK(expr)                                                                   \

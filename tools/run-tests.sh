@@ -5,9 +5,11 @@
 # and the fuzz harnesses over their seeds and regression inputs, then the
 # citation check (tools/check-citations.sh) and (unless --valgrind) the
 # install check (tools/check-install.sh), and prints one closing line
-# "N passed, N failed, N skipped". The scenario library runs on the CPU
+# "N passed, N failed, N skipped". The kernel, op, collective and
+# redistribute tests run a second time on cuda-emu. The scenario library runs on the CPU
 # backend, on cuda-emu (the CUDA kernels on the host) and, where the build
-# has CUDA and a device is present, on the device; a test binary's line
+# has CUDA and a device is present, on the device, the last two compared
+# value by value with the CPU backend's run; a test binary's line
 # "skipped: REASON" (a test that needs a device) counts as skipped, never
 # as passed.
 set -u
@@ -34,17 +36,34 @@ for t in "$@"; do
     fail=$((fail+1)); failed+=("$name"); echo "FAIL  $name (exit $rc)"; echo "$out" | tail -40
   fi
 done
+# the kernel, op, collective and redistribute tests again with every tensor
+# on cuda-emu (LT_TEST_BACKEND, test/testutil.h): the CUDA kernel code on
+# the host, behind memory the host cannot read in place
+emu_tests="test_kernels test_views test_math test_ops test_ops_torch test_op_dtypes test_collectives test_dtensor test_redistribute test_planner test_numerics"
+if [ $vg -eq 0 ]; then
+  for name in $emu_tests; do
+    t="$build/$name"
+    [ -x "$t" ] || continue
+    out=$(LT_TEST_BACKEND=cuda-emu "$t" 2>&1); rc=$?
+    if [ $rc -eq 0 ]; then
+      pass=$((pass+1)); echo "ok    $name on cuda-emu"
+    else
+      fail=$((fail+1)); failed+=("$name-cuda-emu"); echo "FAIL  $name on cuda-emu (exit $rc)"; echo "$out" | tail -40
+    fi
+  done
+fi
 if [ $vg -eq 0 ] && [ -x "$build/localtensor" ] && [ -d scenarios ] && ls scenarios/*/*.yaml >/dev/null 2>&1; then
   if "$build/localtensor" run scenarios/ > "$build/scenarios.log" 2>&1; then
     pass=$((pass+1)); echo "ok    scenarios ($(tail -1 "$build/scenarios.log"))"
   else
     fail=$((fail+1)); failed+=("scenarios"); echo "FAIL  scenarios"; tail -40 "$build/scenarios.log"
   fi
-  # the same library through the CUDA kernel code (kernels/cuda/kern.h):
-  # on the host (cuda-emu) always, without the sweeps/ files (they repeat
-  # the other files' cases at scale, most of the library's time), and all
-  # of it on the device when there is one; LT_TEST_BACKENDS (default
-  # "cuda-emu cuda") narrows the list
+  # the same library through the CUDA kernel code (kernels/cuda/kern.h),
+  # every case run first on the CPU backend and every value each step
+  # stores compared with it (--compare-backend cpu): on the host (cuda-emu)
+  # always, without the sweeps/ files (they repeat the other files' cases
+  # at scale: about 80 s more), and all of it on the device when there is
+  # one; LT_TEST_BACKENDS (default "cuda-emu cuda") narrows the list
   emu_paths=$(ls -d scenarios/*/ | grep -vx 'scenarios/sweeps/')
   for be in cuda-emu cuda; do
     if [[ " ${LT_TEST_BACKENDS-cuda-emu cuda} " != *" $be "* ]]; then
@@ -56,8 +75,8 @@ if [ $vg -eq 0 ] && [ -x "$build/localtensor" ] && [ -d scenarios ] && ls scenar
     paths=scenarios/
     [ $be = cuda-emu ] && paths=$emu_paths
     # shellcheck disable=SC2086
-    if "$build/localtensor" --backend $be run $paths > "$build/scenarios-$be.log" 2>&1; then
-      pass=$((pass+1)); echo "ok    scenarios on $be ($(tail -1 "$build/scenarios-$be.log"))"
+    if "$build/localtensor" --backend $be run --compare-backend cpu $paths > "$build/scenarios-$be.log" 2>&1; then
+      pass=$((pass+1)); echo "ok    scenarios on $be ($(tail -1 "$build/scenarios-$be.log"); $(grep -m1 '^--compare-backend' "$build/scenarios-$be.log"))"
     else
       fail=$((fail+1)); failed+=("scenarios-$be"); echo "FAIL  scenarios on $be"; tail -40 "$build/scenarios-$be.log"
     fi

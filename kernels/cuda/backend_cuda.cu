@@ -2,12 +2,12 @@
  * device memory, the kernel bodies of kernels/cuda/kern.h launched on the
  * device, gemm through cuBLAS.
  *
- * Memory is CUDA managed memory (cudaMallocManaged): the kernels that have a
- * device version run on the device, and the host code that still walks
- * shards itself (reductions, softmax, gather/scatter, the in-process
- * collective engine, reports; listed in the README) stays correct, with the
- * driver migrating pages. Every launch synchronises before it returns, so
- * the host may read the results right after.
+ * Memory is plain device memory (cudaMalloc): the host never dereferences
+ * it. Every host reader (element access, compare, the verifier, reports,
+ * and the kernels without a device version: kernels/host.c) copies the
+ * bytes it needs with the to_host / from_host entries below, explicitly.
+ * Every launch synchronises before it returns, so a copy to the host right
+ * after sees the results.
  *
  * Selected at run time (lt_backend_select("cuda"), `--backend cuda`,
  * LT_BACKEND=cuda); without a usable device lt_backend_cuda answers
@@ -95,7 +95,7 @@ static lt_status cuda_launch(void *ctx, const lt__kargs *a) {
     case LT__K_UNARY: lt__kgrid<lt__k_unary><<<nb, LT__KTHREADS>>>(*a); break;
     case LT__K_BINARY: lt__kgrid<lt__k_binary><<<nb, LT__KTHREADS>>>(*a); break;
     case LT__K_SCALAR: lt__kgrid<lt__k_scalar><<<nb, LT__KTHREADS>>>(*a); break;
-    default: return LT_UNSUPPORTED; /* gemm goes to cuBLAS */
+    default: return LT_UNSUPPORTED;
     }
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
@@ -105,7 +105,7 @@ static lt_status cuda_launch(void *ctx, const lt__kargs *a) {
 static void *cuda_alloc(void *ctx, size_t nbytes) {
     (void)ctx;
     void *p = NULL;
-    if (cudaMallocManaged(&p, nbytes ? nbytes : 64, cudaMemAttachGlobal) != cudaSuccess) {
+    if (cudaMalloc(&p, nbytes ? nbytes : 64) != cudaSuccess) {
         cudaGetLastError(); /* clear the sticky error of a failed allocation */
         return NULL;
     }
@@ -119,7 +119,19 @@ static void cuda_free(void *ctx, void *p) {
 
 static void cuda_memcpy(void *ctx, void *dst, const void *src, size_t n) {
     (void)ctx;
-    if (n) cudaMemcpy(dst, src, n, cudaMemcpyDefault);
+    if (n) cudaMemcpy(dst, src, n, cudaMemcpyDeviceToDevice);
+}
+
+static lt_status cuda_to_host(void *ctx, void *host_dst, const void *src, size_t n) {
+    (void)ctx;
+    cudaError_t e = n ? cudaMemcpy(host_dst, src, n, cudaMemcpyDeviceToHost) : cudaSuccess;
+    return e == cudaSuccess ? LT_OK : cuda_fail("copy to the host", e);
+}
+
+static lt_status cuda_from_host(void *ctx, void *dst, const void *host_src, size_t n) {
+    (void)ctx;
+    cudaError_t e = n ? cudaMemcpy(dst, host_src, n, cudaMemcpyHostToDevice) : cudaSuccess;
+    return e == cudaSuccess ? LT_OK : cuda_fail("copy from the host", e);
 }
 
 static lt_status cuda_accumulate(void *ctx, lt_dtype dt, void *dst, const void *src, int64_t n,
@@ -144,12 +156,14 @@ static pthread_mutex_t blas_mu = PTHREAD_MUTEX_INITIALIZER;
 static cublasHandle_t blas;
 
 /* Row-major C = alpha op(A) op(B) + beta C is column-major C^T = op(B)^T op(A)^T:
- * cuBLAS gets B first, with the same transpose flags. */
+ * cuBLAS gets B first, with the same transpose flags. f32 and f64 through
+ * sgemm / dgemm; bf16 and f16 inputs through cublasGemmEx into an f32 C with
+ * CUBLAS_COMPUTE_32F (kernels/matmul.c casts that to the result's dtype). */
 static lt_status cuda_gemm(void *ctx, lt_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
                            int64_t k, double alpha, const void *a, int64_t lda, const void *b,
                            int64_t ldb, double beta, void *c, int64_t ldc) {
     (void)ctx;
-    if (dt != LT_F32 && dt != LT_F64) return LT_UNSUPPORTED;
+    if (dt != LT_F32 && dt != LT_F64 && dt != LT_BF16 && dt != LT_F16) return LT_UNSUPPORTED;
     if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX ||
         ldc > INT32_MAX)
         return LT_UNSUPPORTED; /* 32-bit cuBLAS sizes: the host loop */
@@ -162,6 +176,12 @@ static lt_status cuda_gemm(void *ctx, lt_dtype dt, int trans_a, int trans_b, int
             float al = (float)alpha, be = (float)beta;
             bs = cublasSgemm(blas, tb, ta, (int)n, (int)m, (int)k, &al, (const float *)b, (int)ldb,
                              (const float *)a, (int)lda, &be, (float *)c, (int)ldc);
+        } else if (dt == LT_BF16 || dt == LT_F16) {
+            /* mixed precision: bf16/f16 A and B, f32 C, f32 products and sums */
+            float al = (float)alpha, be = (float)beta;
+            cudaDataType_t in = dt == LT_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+            bs = cublasGemmEx(blas, tb, ta, (int)n, (int)m, (int)k, &al, b, in, (int)ldb, a, in, (int)lda, &be,
+                              c, CUDA_R_32F, (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         } else {
             bs = cublasDgemm(blas, tb, ta, (int)n, (int)m, (int)k, &alpha, (const double *)b, (int)ldb,
                              (const double *)a, (int)lda, &beta, (double *)c, (int)ldc);
@@ -185,6 +205,8 @@ static lt_backend_i make_iface(void) {
     i.accumulate = cuda_accumulate;
     i.gemm = cuda_gemm;
     i.launch = cuda_launch;
+    i.to_host = cuda_to_host;
+    i.from_host = cuda_from_host;
     return i;
 }
 

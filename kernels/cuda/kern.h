@@ -52,7 +52,6 @@ typedef enum {
     LT__K_UNARY,       /* op[0] = f(op[1]) */
     LT__K_BINARY,      /* op[0] = op[1] f op[2] (broadcast by stride 0) */
     LT__K_SCALAR,      /* op[0] = op[1] f s, or s f op[1] when rev */
-    LT__K_GEMM,        /* op[0] (m, n) = alpha * op[1] (m, k) @ op[2] (k, n) + beta * op[0] */
     LT__K_REDUCE,      /* op[0][i] = reduce of row i (k elements) of dense op[1]; mean / s */
     LT__K_SOFTMAX,     /* dense op[0] = (log_)softmax of dense op[1]: rows of m, stride k */
     LT__K_GATHER,      /* op[0] (dense, launch shape) = op[1] at the index lists ix[] */
@@ -81,8 +80,8 @@ typedef struct lt__kargs {
     int64_t shape[LT_MAX_DIMS];           /* launch shape (of op[0]) */
     int64_t n;                            /* elements = threads of work */
     double s;                             /* scalar (fill, scale, binary scalar) */
-    double alpha, beta;                   /* gemm */
-    int64_t m, nn, k;                     /* gemm sizes; reduce: k = row length; softmax:
+    double alpha;                         /* dropout: the scale of kept elements */
+    int64_t m, nn, k;                     /* reduce: k = row length; softmax:
                                            * m = row length, k = its stride; embed: m rows, nn cols */
     int64_t p0;                           /* embed: the row offset */
     const int64_t *ix[LT_MAX_DIMS];       /* gather, init, dropout: index list per dim (NULL: all,
@@ -439,28 +438,6 @@ LT_HD void lt__k_scalar(const lt__kargs *a, int64_t i) {
     } else {
         int64_t x = lt__k_load_i64(dt, p[1]), s = (int64_t)a->s;
         lt__k_store_i64(dt, p[0], r ? lt__k_bin_i64(a->op, s, x) : lt__k_bin_i64(a->op, x, s));
-    }
-}
-
-/* One element (r, c) of C = alpha * A @ B + beta * C in f32 or f64; A, B, C
- * by element strides o[k].st[0] (rows) and st[1] (cols). Used by the emulated
- * backend (the device backend calls cuBLAS); accumulates in the dtype, so it
- * agrees with BLAS within the dtype's default tolerance, not bit for bit. */
-LT_HD void lt__k_gemm(const lt__kargs *a, int64_t i) {
-    int64_t r = i / a->nn, c = i % a->nn;
-    const lt__kop *A = &a->o[1], *B = &a->o[2], *C = &a->o[0];
-    if (C->dt == LT_F64) {
-        const double *pa = (const double *)(const void *)A->p, *pb = (const double *)(const void *)B->p;
-        double *pc = (double *)(void *)C->p, s = 0;
-        for (int64_t q = 0; q < a->k; q++) s += pa[r * A->st[0] + q * A->st[1]] * pb[q * B->st[0] + c * B->st[1]];
-        double prev = a->beta == 0 ? 0.0 : a->beta * pc[r * C->st[0] + c * C->st[1]];
-        pc[r * C->st[0] + c * C->st[1]] = a->alpha * s + prev;
-    } else {
-        const float *pa = (const float *)(const void *)A->p, *pb = (const float *)(const void *)B->p;
-        float *pc = (float *)(void *)C->p, s = 0;
-        for (int64_t q = 0; q < a->k; q++) s += pa[r * A->st[0] + q * A->st[1]] * pb[q * B->st[0] + c * B->st[1]];
-        float prev = a->beta == 0 ? 0.0f : (float)a->beta * pc[r * C->st[0] + c * C->st[1]];
-        pc[r * C->st[0] + c * C->st[1]] = (float)a->alpha * s + prev;
     }
 }
 

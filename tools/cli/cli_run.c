@@ -1,6 +1,6 @@
 /* tools/cli/cli_run.c — `localtensor run PATH... [-k FILTER] [-v] [--json FILE]
  * [--junit FILE] [--fail-fast] [--trace] [--world N] [--engine inproc|mpi]
- * [--cross-check]`: parses the arguments and hands the paths to
+ * [--cross-check] [--compare-backend NAME]`: parses the arguments and hands the paths to
  * the scenario driver (lt_sc_run_paths, tools/scenario/scenario_driver.c),
  * which prints one line per scenario (or per case with -v; a sweep gets one
  * line unless it fails) and closes with "N passed, N failed, N errors".
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "kernels/alloc.h"
+#include "kernels/backend.h"
 #include "tools/cli/cli.h"
 #include "localtensor/numerics.h"
 #include "tools/scenario/scenario.h"
@@ -22,7 +23,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: localtensor run PATH... [-k FILTER] [-v] [--json FILE] [--junit FILE] [--fail-fast] [--trace]\n"
             "                       [--numerics full|sample:K|none] [--world N]\n"
-            "                       [--engine inproc|mpi] [--cross-check]\n"
+            "                       [--engine inproc|mpi] [--cross-check] [--compare-backend NAME]\n"
             "\n"
             "Runs YAML scenario files (directories are searched for *.yaml / *.yml).\n"
             "  -k FILTER      run only cases whose name or file path contains FILTER (repeatable)\n"
@@ -40,7 +41,9 @@ static void usage(FILE *f) {
             "  --world N      run only the cases whose mesh has N ranks (with mpirun -np N and\n"
             "                 --engine mpi: one process per simulated rank)\n"
             "  --cross-check  with --engine mpi: every collective that spans processes is also run\n"
-            "                 in-process; a byte that differs is an error naming the rank\n"
+            "                 in-process; a byte that differs is an error naming the rank\n"            "  --compare-backend NAME  run every case on backend NAME (cpu, cuda, cuda-emu) first,\n"
+            "                 then on its own (--backend), and compare every value each step stores,\n"
+            "                 shard by shard: the same bytes, or within the dtype's tolerance\n"
             "Exit: 0 all passed, 1 a check failed, 2 a file could not be loaded, a step errored,\n"
             "or nothing was run (no scenario file found, or no case matches -k).\n"
             "The format of scenario files: scenarios/README.md.\n");
@@ -135,6 +138,18 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
             if (strcmp(engine, "inproc") && strcmp(engine, "mpi")) {
                 fprintf(err, "localtensor run: --engine: unknown engine '%s' (expected inproc or mpi)\n", engine);
                 code = 2;
+            }
+        } else if (!strcmp(a, "--compare-backend") || !strncmp(a, "--compare-backend=", 18)) {
+            const char *v = a[17] == '=' ? a + 18 : i + 1 < argc ? argv[++i] : NULL;
+            const lt_backend *b = NULL;
+            if (!v) {
+                fprintf(err, "localtensor run: --compare-backend needs a value (cpu, cuda or cuda-emu)\n");
+                code = 2;
+            } else if (lt_backend_by_name(v, &b)) {
+                fprintf(err, "localtensor run: --compare-backend %s: %s\n", v, lt_errmsg());
+                code = 2;
+            } else {
+                o.compare_backend = b;
             }
         } else if (!strcmp(a, "--fail-fast") || !strcmp(a, "-x")) {
             o.fail_fast = 1;

@@ -18,6 +18,7 @@
 #include "tools/render/json_alloc.h"
 
 #include "tools/scenario/scenario_impl.h"
+#include "kernels/backend.h"
 #include "kernels/status_impl.h"
 
 #define GREEN "\033[32m"
@@ -119,6 +120,13 @@ void lt__sc_report_summary(FILE *f, const lt_sc_options *o, const sc_run_summary
     if (sum->files_failed)
         fprintf(f, "; %d could not be loaded", sum->files_failed);
     fprintf(f, " (%s)\n", fmt_time(sum->seconds, ts, sizeof ts));
+    if (o->compare_backend) {
+        int64_t exact, close;
+        lt__sc_cmp_counts(&exact, &close);
+        fprintf(f, "--compare-backend %s: %lld shards of stored values compared, %lld bit-identical, %lld within "
+                   "the dtype's tolerance\n",
+                o->compare_backend->iface->name, (long long)(exact + close), (long long)exact, (long long)close);
+    }
     int bad = sum->failed || sum->errors;
     if (o->color) fputs(bad ? RED : GREEN, f);
     fprintf(f, "%d passed, %d failed, %d error%s", sum->passed, sum->failed, sum->errors, PL(sum->errors));

@@ -69,6 +69,10 @@ typedef struct lt_sc_options {
      * and its name, written as "engine" into the JSON report when set */
     const lt_engine_i *engine;
     const char *engine_name;
+    /* --compare-backend: every case also runs on this backend first, and
+     * each value it stores must match (tools/scenario/scenario_compare.c);
+     * NULL: no */
+    const struct lt_backend *compare_backend;
     /* Runs over several processes (--engine mpi): called after every case
      * on every process with the case's status (lt_sc_status as int) and its
      * first failure as one line ("" when none). Returns the worst status of

@@ -270,6 +270,8 @@ typedef struct sc_case {
     int record_trace;         /* --trace: op log and comm table in res (scenario_trace.c) */
     lt_numerics numerics;     /* numerics: (localtensor/numerics.h); full by default */
     const lt_engine_i *engine;/* --engine: of the case's communicator (NULL: in-process) */
+    const struct lt_backend *compare_backend; /* --compare-backend: run there first and compare
+                                               * every stored value (NULL: no) */
     lt_sc_result res;
 } sc_case;
 
@@ -344,6 +346,29 @@ typedef struct sc_value {
     lt_sample_src gen;
 } sc_value;
 
+/* ---- --compare-backend (scenario_compare.c) ------------------------------------ */
+
+enum { SC_CMP_RECORD = 1, SC_CMP_CHECK = 2 };
+/* One case's comparison with another backend's run of it. */
+typedef struct sc_cmp {
+    int mode;                 /* SC_CMP_RECORD (the other backend's run), SC_CMP_CHECK */
+    const struct lt_backend *other;
+    void *snaps;              /* (nsnaps) recorded values, owned */
+    int nsnaps, cap;
+    int next;                 /* SC_CMP_CHECK: the recorded value the next store meets */
+    int step;                 /* step index of the first difference; -1: outside the steps */
+    char msg[1024];           /* the first difference; "" while none */
+} sc_cmp;
+/* Records (SC_CMP_RECORD) or checks (SC_CMP_CHECK) value v just stored
+ * during step `step` (-1: the tensors: section). Errors: out of memory. */
+lt_status lt__sc_cmp_put(sc_cmp *c, int step, const sc_value *v);
+/* At the end of the checked run: 1 when a difference was found (c->msg). */
+int lt__sc_cmp_done(sc_cmp *c);
+/* Frees the recorded copies. */
+void lt__sc_cmp_free(sc_cmp *c);
+/* Shards compared over the whole run: bit-identical, within tolerance. */
+void lt__sc_cmp_counts(int64_t *exact, int64_t *close);
+
 typedef struct sc_run_ctx {
     sc_arena *arena;          /* the file's: failures and messages */
     const sc_case *c;
@@ -366,6 +391,8 @@ typedef struct sc_run_ctx {
     unsigned char *blocked;   /* (world) waiting in a collective that has not completed */
     int *blocked_step;        /* (world) index of the step it waits in */
     int step_index;           /* of the step running */
+    int in_steps;             /* 1 once the steps: section runs */
+    sc_cmp *cmp;              /* --compare-backend, or NULL */
     int hung;                 /* a would-hang report ended the per-rank program */
     int hang_kind;            /* lt_hang_kind of the last report, -1: none */
     int failed_rank;          /* the rank a per-rank step failed on, -1: none or not one rank */

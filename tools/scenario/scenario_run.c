@@ -83,6 +83,7 @@ static lt_status put(sc_run_ctx *rc, const char *name, int kind, lt_tensor *t, l
     v->dt = dt;
     v->local = l;
     snprintf(v->origin, sizeof v->origin, "%s", origin ? origin : "");
+    if (rc->cmp) return lt__sc_cmp_put(rc->cmp, rc->in_steps ? rc->step_index : -1, v);
     return LT_OK;
 }
 
@@ -209,22 +210,41 @@ void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, c
     lt__json_push((cJSON *)rc->plans, o);
 }
 
-static void run_case(sc_case *c, sc_arena *arena, FILE *show);
+static void run_case(sc_case *c, sc_arena *arena, FILE *show, sc_cmp *cmp);
 
 /* A case with `backend:` runs with that backend as its thread's default
  * (every tensor it makes lives there; cases on other threads keep theirs),
- * then the thread's previous default comes back. */
+ * then the thread's previous default comes back. With --compare-backend
+ * (another backend than the case's), it first runs there, recording every
+ * value it stores, then on its own backend, comparing them
+ * (scenario_compare.c). */
 void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
     const lt_backend *b = NULL;
     if (c->backend && lt_backend_by_name(c->backend, &b) != LT_OK) b = NULL; /* checked at load */
     const lt_backend *prev = b ? lt__backend_set_thread(b) : NULL;
-    run_case(c, arena, show);
+    const lt_backend *other = c->compare_backend;
+    if (!other || other == lt_backend_default()) {
+        run_case(c, arena, show, NULL);
+    } else {
+        sc_cmp cmp;
+        memset(&cmp, 0, sizeof cmp);
+        cmp.other = other;
+        cmp.mode = SC_CMP_RECORD;
+        const lt_backend *mine = lt__backend_set_thread(other);
+        run_case(c, arena, NULL, &cmp);
+        lt__backend_set_thread(mine);
+        lt__sc_case_drop(c); /* a sweep case is built again for the second run */
+        cmp.mode = SC_CMP_CHECK;
+        run_case(c, arena, show, &cmp);
+        lt__sc_cmp_free(&cmp);
+    }
     if (b) lt__backend_set_thread(prev);
 }
 
-static void run_case(sc_case *c, sc_arena *arena, FILE *show) {
+static void run_case(sc_case *c, sc_arena *arena, FILE *show, sc_cmp *cmp) {
     sc_run_ctx rc;
     memset(&rc, 0, sizeof rc);
+    rc.cmp = cmp;
     rc.arena = arena;
     rc.c = c;
     rc.show = show;
@@ -259,6 +279,7 @@ static void run_case(sc_case *c, sc_arena *arena, FILE *show) {
     rc.hang_kind = -1;
     rc.failed_rank = -1;
     rc.ended_rank = -1;
+    rc.in_steps = 1;
     for (int i = 0; i < c->nsteps && c->res.status != LT_SC_ERROR && !rc.hung; i++) {
         const sc_step *s = &c->steps[i];
         size_t since = rc.comm ? lt_trace_count(lt_comm_trace(rc.comm)) : 0;
@@ -317,6 +338,21 @@ static void run_case(sc_case *c, sc_arena *arena, FILE *show) {
         } else if (st) {
             error_result(&rc, &c->pos, "steps", "%s", lt_errmsg());
         }
+    }
+    if (cmp && cmp->mode == SC_CMP_CHECK && lt__sc_cmp_done(cmp)) { /* a result differs */
+        lt_sc_failure f;
+        memset(&f, 0, sizeof f);
+        const sc_pos *pos = cmp->step >= 0 && cmp->step < c->nsteps ? &c->steps[cmp->step].pos : &c->pos;
+        f.file = pos->file;
+        f.line = pos->line;
+        f.col = pos->col;
+        f.step = cmp->step >= 0 && cmp->step < c->nsteps ? c->steps[cmp->step].type->name : "compare-backend";
+        f.rank = -1;
+        f.message = adup(rc.arena, cmp->msg);
+        record(&rc, &f);
+        c->res.checks++;
+        c->res.checks_failed++;
+        if (c->res.status == LT_SC_PASS) c->res.status = LT_SC_FAIL;
     }
     lt__sc_spmd_free(&rc);
     lt__sc_numerics_end(&rc);
