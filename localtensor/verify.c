@@ -26,6 +26,7 @@
 #include "localtensor/spec_impl.h"
 #include "localtensor/verify_impl.h"
 #include "kernels/memlimit_impl.h"
+#include "kernels/pool_impl.h"
 
 static void index_str(int ndim, const int64_t *idx, char *buf, size_t n) {
     size_t used = 0;
@@ -94,12 +95,19 @@ typedef struct vctx {
     double rtol, atol;
     int64_t *part[LT_MAX_DIMS];          /* (shape[d]) owner's rank part of global index g; NULL: unsharded */
     int64_t *pos[LT_MAX_DIMS];           /* (shape[d]) its local position; NULL: g itself */
-    int64_t *runs;                       /* (shape[last], 4) scratch: runs along the last dim */
+    const char **sdata;                  /* (world) lt_data of every source shard */
+    /* (shape[last], 4) scratch per pool slot (kernels/pool_impl.h): runs
+     * along the last dim; made on first use */
+    int64_t *runs[LT_THREADS_MAX];
 } vctx;
 
 static void vctx_free(vctx *c) {
-    lt__free(c->runs);
-    c->runs = NULL;
+    lt__free(c->sdata);
+    c->sdata = NULL;
+    for (int k = 0; k < LT_THREADS_MAX; k++) {
+        lt__free(c->runs[k]);
+        c->runs[k] = NULL;
+    }
     for (int d = 0; d < LT_MAX_DIMS; d++) {
         lt__free(c->part[d]);
         lt__free(c->pos[d]);
@@ -189,6 +197,9 @@ static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *d
     }
     if (c->nR > 1 || c->avg_div != 1) c->math = 1;
     lt_dtype_default_tol(src->dtype, &c->rtol, &c->atol);
+    c->sdata = lt__malloc(sizeof *c->sdata * (size_t)c->W);
+    if (!c->sdata) return lt__err(LT_NOMEM, "verify: out of memory");
+    for (int r = 0; r < c->W; r++) c->sdata[r] = src->local->shards[r] ? lt_data(src->local->shards[r]) : NULL;
     for (int i = 0; i < c->ndim; i++)
         if (src->shape[i] == 0) return LT_OK;   /* nothing to own */
     for (int k = 0; k < c->ndim; k++) {
@@ -198,14 +209,19 @@ static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *d
             return st;
         }
     }
-    if (c->ndim > 0) {
-        c->runs = lt__malloc(sizeof(int64_t) * 4 * (size_t)src->shape[c->ndim - 1]);
-        if (!c->runs) {
-            vctx_free(c);
-            return lt__err(LT_NOMEM, "verify: out of memory for the runs of the last dim");
-        }
-    }
     return LT_OK;
+}
+
+/* The runs scratch of the calling thread (wide: pieces run on the pool,
+ * one scratch per slot; else slot 0's); NULL with the error set when it
+ * cannot be made. Owned by c. */
+static int64_t *runs_of(vctx *c, int wide) {
+    int k = wide ? lt__pool_slot() : 0;
+    if (!c->runs[k] && c->ndim > 0) {
+        c->runs[k] = lt__malloc(sizeof(int64_t) * 4 * (size_t)c->src->shape[c->ndim - 1]);
+        if (!c->runs[k]) lt__err(LT_NOMEM, "verify: out of memory for the runs of the last dim");
+    }
+    return c->runs[k];
 }
 
 /* Walks the elements of a shard of layout L in row-major order, in runs
@@ -213,7 +229,8 @@ static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *d
  * `base` is the rank part of the Partial dims. With dst (contiguous, L's
  * shape): copies them there. With act: compares act's bytes with them and
  * returns 1 at the first byte that differs. Returns 0 otherwise. */
-static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor *dst, const lt_tensor *act) {
+static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor *dst, const lt_tensor *act,
+                int64_t *rn) {
     int nd = c->ndim, last = nd - 1;
     size_t es = c->es;
     lt_tensor *const *sh = c->src->local->shards;
@@ -226,7 +243,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
         if (L->local_shape[d] == 0) return 0;
     int64_t outer[LT_MAX_DIMS] = {0}, nl = L->local_shape[last], nr = 0;
     const int64_t *gl = L->idx[last], *pl = c->part[last], *ql = c->pos[last];
-    int64_t *rn = c->runs;   /* (nr, 4): first position, length, owner's rank part, its local position */
+    /* rn (nr, 4): first position, length, owner's rank part, its local position */
     for (int64_t j = 0; j < nl;) {   /* the same for every row: found once */
         int64_t g = gl ? gl[j] : j, pr = pl ? pl[g] : 0, p0 = ql ? ql[g] : g, len = 1;
         while (j + len < nl) {
@@ -239,6 +256,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
         j += len;
     }
     char *dp = dst ? lt_data(dst) : NULL;
+    const char *abase = act ? lt_data(act) : NULL;
     for (;;) {
         int64_t rk = base, posv[LT_MAX_DIMS], aoff = 0;
         for (int d = 0; d < last; d++) {
@@ -252,7 +270,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
             const lt_tensor *t = sh[rk + pr];
             int64_t off = p0 * t->strides[last];
             for (int d = 0; d < last; d++) off += posv[d] * t->strides[d];
-            const char *s = (const char *)lt_data(t) + off * (int64_t)es;
+            const char *s = c->sdata[rk + pr] + off * (int64_t)es;
             int64_t ss = t->strides[last];
             if (dst) {
                 if (ss == 1 || len == 1) memcpy(dp, s, (size_t)len * es);
@@ -261,7 +279,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
                 dp += (size_t)len * es;
             }
             if (act) {
-                const char *a = (const char *)lt_data(act) + (aoff + j * act->strides[last]) * (int64_t)es;
+                const char *a = abase + (aoff + j * act->strides[last]) * (int64_t)es;
                 int64_t as = act->strides[last];
                 if (a == s && (as == ss || len == 1)) continue;   /* the very bytes of the source */
                 if ((ss == 1 && as == 1) || len == 1) {
@@ -295,18 +313,20 @@ static int64_t base_of(const vctx *c, int r, int q) {
 }
 
 /* Rank r's expected shard (layout L of the checked spec) into *out, a new
- * contiguous tensor (caller frees). */
-static lt_status expected_shard(const vctx *c, int r, const lt_rank_layout *L, lt_tensor **out) {
+ * contiguous tensor (caller frees); wide as in runs_of. */
+static lt_status expected_shard(vctx *c, int r, const lt_rank_layout *L, int wide, lt_tensor **out) {
     lt_dtype dt = c->src->dtype;
     lt_tensor *e = NULL, *contrib = NULL;
     *out = NULL;
     if (!L->lists) return lt_tensor_new(dt, c->ndim, L->local_shape, out);
+    int64_t *rn = c->ndim ? runs_of(c, wide) : NULL;
+    if (c->ndim && !rn) return LT_NOMEM;
     LT_TRY(lt_tensor_empty(dt, c->ndim, L->local_shape, &e));
-    walk(c, L, base_of(c, r, 0), e, NULL);
+    walk(c, L, base_of(c, r, 0), e, NULL, rn);
     lt_status st = LT_OK;
     if (c->nR > 1) st = lt_tensor_empty(dt, c->ndim, L->local_shape, &contrib);
     for (int q = 1; q < c->nR && !st; q++) {
-        walk(c, L, base_of(c, r, q), contrib, NULL);
+        walk(c, L, base_of(c, r, q), contrib, NULL, rn);
         st = lt_accumulate(e, contrib, c->op);
     }
     lt_tensor_free(contrib);
@@ -366,6 +386,11 @@ lt_status lt__verify_bytes(const lt_spec *src, const lt_spec *dst, uint64_t *out
     LT_TRY(max_shard_bytes(dst, &shard));
     for (int d = 0; d < src->ndim; d++)   /* owner tables, one shard's index lists, the runs */
         lists = lt__add_sat(lists, (uint64_t)src->shape[d] * 7 * sizeof(int64_t));
+    /* pieces of work on the pool keep an index list and runs each */
+    int w = lt__pool_width();
+    for (int d = 0; d < src->ndim && w > 1; d++)
+        lists = lt__add_sat(lists, (uint64_t)src->shape[d] * 5 * sizeof(int64_t) * (uint64_t)(w - 1));
+    lists = lt__add_sat(lists, (uint64_t)src->mesh->world * LT__VERIFY_RANK_BYTES);
     *out = lt__add_sat(2 * shard, lists);
     return LT_OK;
 }
@@ -395,7 +420,7 @@ lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int 
         lt_rank_layout L;
         st = lt_spec_layout_rank(&c.dspec, r, &L);
         if (st) break;
-        st = expected_shard(&c, r, &L, &local->shards[r]);
+        st = expected_shard(&c, r, &L, 0, &local->shards[r]);
         lt_rank_layout_free(&L);
     }
     vctx_free(&c);
@@ -425,57 +450,296 @@ static lt_status shape_mismatch(lt_verify_report *rep, int step, int r, const lt
     return st;
 }
 
-lt_status lt_verify_reshard(const lt_dtensor *src, const lt_dtensor *actual, int step,
-                            lt_verify_report *rep) {
+/* ---- the check: one piece of work per unique buffer ---------------------------------------- */
+
+/* A verified shard: where its bytes lie and the global box they hold
+ * (a range [goff, goff + n) of every dim, in order). */
+typedef struct vshard {
+    uintptr_t storage;   /* the buffer's address as a number: compared, never followed */
+    int64_t offset, strides[LT_MAX_DIMS];
+    int64_t goff[LT_MAX_DIMS], n[LT_MAX_DIMS];
+} vshard;
+
+struct lt__verified {
+    int n;
+    vshard *e;   /* (n) sorted by storage */
+};
+
+void lt__verified_free(lt__verified *v) {
+    if (!v) return;
+    lt__free(v->e);
+    lt__free(v);
+}
+
+/* One rank to check (the first of its class holding that buffer). */
+typedef struct vjob {
+    int rank;
+    int bad;                 /* 1: a value differs; res says where */
+    int recorded;            /* 1: rec holds where its verified bytes lie */
+    lt_compare_result res;
+    vshard rec;
+} vjob;
+
+typedef struct vrun {
+    vctx *c;
+    const lt_dtensor *actual;
+    const lt__verified *prev;   /* borrowed; NULL: no earlier state */
+    int exact;                  /* 1: the checked layout has no Partial: shards hold the global tensor's values */
+    int wide;                   /* 1: the jobs run on the pool */
+    vjob *jobs;                 /* (njobs) in rank order */
+} vrun;
+
+/* 1 when layout L holds a box of the global tensor (every dim a run of
+ * consecutive indices, in order); goff, n get it. */
+static int box_of(const lt_rank_layout *L, int nd, const int64_t *gshape, int64_t *goff, int64_t *n) {
+    for (int d = 0; d < nd; d++) {
+        n[d] = L->local_shape[d];
+        goff[d] = 0;
+        if (!L->idx[d]) {
+            if (n[d] != gshape[d]) return 0;
+            continue;
+        }
+        if (n[d] == 0) continue;
+        goff[d] = L->idx[d][0];
+        for (int64_t j = 1; j < n[d]; j++)
+            if (L->idx[d][j] != goff[d] + j) return 0;
+    }
+    return 1;
+}
+
+static int cmp_storage(const void *x, const void *y) {
+    uintptr_t a = ((const vshard *)x)->storage, b = ((const vshard *)y)->storage;
+    return a < b ? -1 : a > b;
+}
+
+/* 1 when shard a (box goff, n of an exact state) is a view of bytes already
+ * verified to hold the global tensor's values (v->prev, same storage): each
+ * of its elements lies exactly where the verified shard keeps the same
+ * global index. Equal bytes then, without reading them. */
+static int view_of_verified(const vrun *v, const lt_tensor *a, const int64_t *goff, const int64_t *n) {
+    const vctx *c = v->c;
+    int nd = c->ndim;
+    if (!v->exact || !v->prev || !v->prev->n || a->placeholder || a->dtype != c->src->dtype || a->ndim != nd) return 0;
+    int lo = 0, hi = v->prev->n;   /* the first entry with a's storage */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (v->prev->e[mid].storage < (uintptr_t)a->storage) lo = mid + 1;
+        else hi = mid;
+    }
+    for (int k = lo; k < v->prev->n && v->prev->e[k].storage == (uintptr_t)a->storage; k++) {
+        const vshard *e = &v->prev->e[k];
+        int64_t off = e->offset;
+        int fits = 1;
+        for (int d = 0; d < nd && fits; d++) {
+            if (goff[d] < e->goff[d] || goff[d] + n[d] > e->goff[d] + e->n[d]) fits = 0;
+            if (n[d] > 1 && a->strides[d] != e->strides[d]) fits = 0;
+            off += (goff[d] - e->goff[d]) * e->strides[d];
+        }
+        if (fits && off == a->offset) return 1;
+    }
+    return 0;
+}
+
+/* Checks job i's shard: a view of verified bytes, else byte for byte
+ * against the source where values are copied, else against its computed
+ * expected shard. LT_MISMATCH (no message; the job holds the difference)
+ * when it differs. */
+static lt_status check_job(void *ctx, int64_t i) {
+    vrun *v = ctx;
+    vctx *c = v->c;
+    vjob *j = &v->jobs[i];
+    const lt_tensor *a = v->actual->local->shards[j->rank];
+    lt_rank_layout L;
+    LT_TRY(lt_spec_layout_rank(&c->dspec, j->rank, &L));
+    lt_status st = LT_OK;
+    int64_t goff[LT_MAX_DIMS], n[LT_MAX_DIMS];
+    int box = v->exact && L.lists && box_of(&L, c->ndim, c->src->shape, goff, n);
+    int good = !L.lists || (box && view_of_verified(v, a, goff, n));
+    if (!good && !c->math) {
+        int64_t *rn = c->ndim ? runs_of(c, v->wide) : NULL;   /* a 0-d shard has no runs */
+        if (c->ndim && !rn) st = LT_NOMEM;
+        else good = !walk(c, &L, base_of(c, j->rank, 0), NULL, a, rn);   /* byte for byte what the source holds there */
+    }
+    if (!st && !good) {
+        lt_tensor *e = NULL;
+        st = expected_shard(c, j->rank, &L, v->wide, &e);
+        if (!st) st = lt_compare(a, e, c->rtol, c->atol, &j->res);
+        lt_tensor_free(e);
+        if (!st && !j->res.equal) {
+            j->bad = 1;
+            st = LT_MISMATCH;
+        }
+    }
+    if (!st && box) {
+        memcpy(j->rec.goff, goff, sizeof goff);
+        memcpy(j->rec.n, n, sizeof n);
+        j->rec.storage = (uintptr_t)a->storage;
+        j->rec.offset = a->offset;
+        memcpy(j->rec.strides, a->strides, sizeof a->strides);
+        j->recorded = !a->placeholder;
+    }
+    lt_rank_layout_free(&L);
+    return st;
+}
+
+/* Runs the jobs (on the pool when v->wide), then reports the first
+ * difference by rank. */
+static lt_status run_jobs(vrun *v, int njobs, int step, lt_verify_report *rep) {
+    lt_status st;
+    if (v->wide) st = lt__parallel_for(njobs, check_job, v);
+    else {
+        st = LT_OK;
+        for (int i = 0; i < njobs && !st; i++) st = check_job(v, i);
+    }
+    if (st != LT_MISMATCH) return st;
+    for (int i = 0; i < njobs; i++) {   /* every job below the lowest failure ran */
+        if (!v->jobs[i].bad) continue;
+        lt_rank_layout L;
+        LT_TRY(lt_spec_layout_rank(&v->c->dspec, v->jobs[i].rank, &L));
+        st = element_mismatch(rep, step, "", v->jobs[i].rank, v->c->ndim, &v->jobs[i].res, &L);
+        lt_rank_layout_free(&L);
+        return st;
+    }
+    return lt__err(LT_MISMATCH, "internal: a verification piece failed without a difference");
+}
+
+/* Where this check's verified bytes lie, for the next check: a new record
+ * into *out (caller frees with lt__verified_free). */
+static lt_status make_record(const vrun *v, int njobs, lt__verified **out) {
+    *out = NULL;
+    lt__verified *r = lt__calloc(1, sizeof *r);
+    int n = 0;
+    for (int i = 0; i < njobs; i++) n += v->jobs[i].recorded;
+    if (r && n) r->e = lt__malloc(sizeof *r->e * (size_t)n);
+    if (!r || (n && !r->e)) {
+        lt__verified_free(r);
+        return lt__err(LT_NOMEM, "verify: out of memory for the record of verified shards");
+    }
+    for (int i = 0; i < njobs; i++)
+        if (v->jobs[i].recorded) r->e[r->n++] = v->jobs[i].rec;
+    if (r->n > 1) qsort(r->e, (size_t)r->n, sizeof *r->e, cmp_storage);
+    *out = r;
+    return LT_OK;
+}
+
+lt_status lt__verified_source(const lt_dtensor *src, lt__verified **out) {
+    *out = NULL;
+    const lt_mesh *mesh = lt_dtensor_mesh(src);
+    lt__verified *r = lt__calloc(1, sizeof *r);
+    if (!r) return lt__err(LT_NOMEM, "verify: out of memory for the record of the source");
+    int exact = lt_local_count(src->local) == mesh->world;
+    for (int i = 0; i < mesh->ndim; i++)
+        if (src->placements[i].kind == LT_PL_PARTIAL) exact = 0;
+    for (int d = 0; d < src->ndim; d++)
+        if (src->shape[d] == 0) exact = 0;   /* nothing to hold */
+    if (exact) r->e = lt__malloc(sizeof *r->e * (size_t)mesh->world);
+    if (exact && !r->e) {
+        lt__verified_free(r);
+        return lt__err(LT_NOMEM, "verify: out of memory for the record of the source");
+    }
+    for (int k = 0; k < (exact ? mesh->world : 0); k++) {
+        if (lt__replica_class(mesh, src->placements, k) != k) continue;   /* not the one its replicas are checked against */
+        const lt_tensor *t = src->local->shards[k];
+        if (t->placeholder) continue;
+        lt_rank_layout L;
+        lt_status st = lt_spec_layout_rank(lt_dtensor_spec(src), k, &L);
+        if (st) {
+            lt__verified_free(r);
+            return st;
+        }
+        vshard *e = &r->e[r->n];
+        if (L.lists && box_of(&L, src->ndim, src->shape, e->goff, e->n)) {
+            e->storage = (uintptr_t)t->storage;
+            e->offset = t->offset;
+            memcpy(e->strides, t->strides, sizeof t->strides);
+            r->n++;
+        }
+        lt_rank_layout_free(&L);
+    }
+    if (r->n > 1) qsort(r->e, (size_t)r->n, sizeof *r->e, cmp_storage);
+    *out = r;
+    return LT_OK;
+}
+
+lt_status lt__verify_reshard_memo(const lt_dtensor *src, const lt_dtensor *actual, int step,
+                                  lt_verify_report *rep, lt__verified **memo) {
+    const lt__verified *prev = memo ? *memo : NULL;
+    lt__verified *next = NULL;
     const lt_mesh *mesh = lt_dtensor_mesh(src);
     report_init(rep, src->ndim);
+    lt_status st = LT_OK;
     if (!lt_mesh_equal(mesh, lt_dtensor_mesh(actual)) || src->ndim != actual->ndim ||
         src->dtype != actual->dtype)
-        return lt__err(LT_INVALID, "verify: the two DTensors differ in mesh, rank or dtype");
-    for (int d = 0; d < src->ndim; d++)
-        if (src->shape[d] != actual->shape[d])
-            return lt__err(LT_INVALID, "verify: global shapes differ in dim %d", d);
-    if (lt_local_count(src->local) < mesh->world)
-        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
-                            "not supported yet: verifying against a source with absent shards (%d of %d ranks held)",
-                            lt_local_count(src->local), mesh->world);
+        st = lt__err(LT_INVALID, "verify: the two DTensors differ in mesh, rank or dtype");
+    for (int d = 0; d < src->ndim && !st; d++)
+        if (src->shape[d] != actual->shape[d]) st = lt__err(LT_INVALID, "verify: global shapes differ in dim %d", d);
+    if (!st && lt_local_count(src->local) < mesh->world)
+        st = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                          "not supported yet: verifying against a source with absent shards (%d of %d ranks held)",
+                          lt_local_count(src->local), mesh->world);
     vctx c;
-    LT_TRY(vctx_init(&c, src, actual->placements, mesh->ndim));
-    const lt_tensor **ok = lt__calloc((size_t)c.W, sizeof *ok);   /* (world) per class: a shard found right */
-    lt_status st = ok ? LT_OK : lt__err(LT_NOMEM, "verify: out of memory");
+    int inited = 0;
+    if (!st) {
+        st = vctx_init(&c, src, actual->placements, mesh->ndim);
+        inited = !st;
+    }
+    /* (world) per class: the first buffer of that class to check, the last one */
+    const lt_tensor **first = NULL, **last = NULL;
+    vrun v = {0};
+    int njobs = 0, shape_bad = -1;
+    int64_t es[LT_MAX_DIMS];
+    if (!st) {
+        first = lt__calloc((size_t)c.W, sizeof *first);
+        last = lt__calloc((size_t)c.W, sizeof *last);
+        v.jobs = lt__calloc((size_t)c.W, sizeof *v.jobs);
+        if (!first || !last || !v.jobs) st = lt__err(LT_NOMEM, "verify: out of memory");
+    }
     if (!st) st = check_source(&c, rep);
-    for (int r = 0; r < c.W && !st; r++) {
+    uint64_t bytes = 0;   /* what the jobs read */
+    for (int r = 0; r < (inited ? c.W : 0) && !st; r++) {
         const lt_tensor *a = actual->local->shards[r];
         if (!a) continue;   /* absent: nothing held here to check */
-        int64_t es[LT_MAX_DIMS];
         st = lt_spec_local_shape(&c.dspec, r, es, NULL);
         if (st) break;
         int same = a->ndim == c.ndim;
         for (int d = 0; same && d < c.ndim; d++) same = a->shape[d] == es[d];
         if (!same) {
-            st = shape_mismatch(rep, step, r, a, c.ndim, es);
+            shape_bad = r;   /* reported after the ranks below it are checked */
             break;
         }
         int k = class_of(&c, r);
-        if (ok[k] && lt_tensor_same_view(ok[k], a)) continue;   /* this buffer was found right for this class */
-        lt_rank_layout L;
-        st = lt_spec_layout_rank(&c.dspec, r, &L);
-        if (st) break;
-        if (!c.math && (!L.lists || !walk(&c, &L, base_of(&c, r, 0), NULL, a))) {
-            ok[k] = a;   /* byte for byte what the source holds there */
-            lt_rank_layout_free(&L);
-            continue;
-        }
-        lt_tensor *e = NULL;
-        lt_compare_result res;
-        st = expected_shard(&c, r, &L, &e);
-        if (!st) st = lt_compare(a, e, c.rtol, c.atol, &res);
-        lt_tensor_free(e);
-        if (!st && res.equal) ok[k] = a;
-        else if (!st) st = element_mismatch(rep, step, "", r, c.ndim, &res, &L);
-        lt_rank_layout_free(&L);
+        if ((first[k] && lt_tensor_same_view(first[k], a)) || (last[k] && lt_tensor_same_view(last[k], a)))
+            continue;   /* this buffer is checked for this class already */
+        if (!first[k]) first[k] = a;
+        last[k] = a;
+        v.jobs[njobs++].rank = r;
+        bytes += lt_nbytes(a);
     }
-    lt__free(ok);
-    vctx_free(&c);
+    if (!st) {
+        v.c = &c;
+        v.actual = actual;
+        v.prev = prev;
+        v.exact = 1;
+        for (int i = 0; i < c.M; i++)
+            if (c.dspec.placements[i].kind == LT_PL_PARTIAL) v.exact = 0;
+        /* values copied from the source: only the scratch grows per thread */
+        v.wide = !c.math && njobs > 1 && lt__pool_width() > 1 && 2 * bytes >= lt__par_min_bytes();
+        st = run_jobs(&v, njobs, step, rep);
+    }
+    if (!st && shape_bad >= 0) st = shape_mismatch(rep, step, shape_bad, actual->local->shards[shape_bad], c.ndim, es);
+    if (!st && memo) st = make_record(&v, njobs, &next);
+    lt__free(first);
+    lt__free(last);
+    lt__free(v.jobs);
+    if (inited) vctx_free(&c);
+    if (memo) {
+        lt__verified_free(*memo);
+        *memo = next;
+    }
     return st;
+}
+
+lt_status lt_verify_reshard(const lt_dtensor *src, const lt_dtensor *actual, int step,
+                            lt_verify_report *rep) {
+    return lt__verify_reshard_memo(src, actual, step, rep, NULL);
 }
