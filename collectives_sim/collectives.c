@@ -563,9 +563,15 @@ static lt_status group_task(void *ctx, int64_t g) {
 
 /* 1 when the groups of this call run at the same time: only on the
  * in-process engine (its per-call state lives in one lane per pool slot,
- * engine_inproc.c), when there are at least as many groups as threads
- * (with fewer, each group's call splits its own work across all threads)
- * and the call moves enough bytes to pay for waking the workers. */
+ * engine_inproc.c), when there are at least as many groups as threads,
+ * the call moves at least two of the engine's pieces
+ * (lt__inproc_piece_bytes) and either there are enough groups to balance
+ * the threads (LT__INPROC_PIECES_PER_THREAD per thread: a thread that
+ * starts late takes fewer) or a group is too small for the engine to split.
+ * Otherwise the groups run one after the other and each group's call splits
+ * its own work into element ranges across all threads: with 2 groups on 2
+ * threads, one group per thread would leave one thread idle for as long as
+ * the other started late. */
 static int groups_in_parallel(const call *k, lt_tensor *const *eout) {
     const lt_comm *c = k->c;
     int w = lt__pool_width();
@@ -575,7 +581,10 @@ static int groups_in_parallel(const call *k, lt_tensor *const *eout) {
         if (k->in && k->in[r]) bytes += lt_nbytes(k->in[r]);
         if (eout[r]) bytes += lt_nbytes(eout[r]);
     }
-    return bytes >= lt__par_min_bytes();
+    size_t piece = lt__inproc_piece_bytes();
+    if (bytes / 2 < piece) return 0;
+    if (k->ngroups >= w * LT__INPROC_PIECES_PER_THREAD) return 1;
+    return bytes / (size_t)k->ngroups / 2 < piece;
 }
 
 /* The engine's agreement (engine.h `agree`) on this process's status st

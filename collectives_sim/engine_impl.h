@@ -2,10 +2,14 @@
  * collectives_sim/ (not installed).
  *
  * The kernel path of the in-process engine (engine_kernels.c): collectives.c
- * asks it, group by group, which function moves the data.
+ * asks it, group by group, which function moves the data. And the size of
+ * the pieces the in-process engine splits a call into (collectives.c reads
+ * it to choose between running groups at the same time and splitting each).
  */
 #ifndef LT_ENGINE_IMPL_H
 #define LT_ENGINE_IMPL_H
+
+#include <stddef.h>
 
 #include "collectives_sim/engine.h"
 
@@ -19,5 +23,17 @@ lt_coll_fn lt__engine_kernels_fn(const lt_engine_i *eng, lt_coll_fn fn, const lt
 /* The name errors give for collectives done by the kernel path:
  * "inproc-kernels". */
 const char *lt__engine_kernels_name(void);
+
+/* The in-process engine splits one group's call across the pool's threads
+ * into element ranges of about this many bytes (read and written), from two
+ * such pieces on: a sixteenth of lt__par_min_bytes(), 1 MiB by default.
+ * Handing a section to the workers costs about 10 microseconds, a tenth of
+ * what copying 1 MiB takes, so smaller calls stay on one thread. */
+#define LT__INPROC_PIECE_DIV 16
+size_t lt__inproc_piece_bytes(void);
+
+/* Most pieces per thread of such a split: the pieces are handed out one by
+ * one, so a thread that started late (a busy machine) takes fewer. */
+#define LT__INPROC_PIECES_PER_THREAD 8
 
 #endif

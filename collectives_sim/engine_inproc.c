@@ -20,9 +20,10 @@
  * per-call state lives in a lane, one per pool slot, never in the context
  * itself; lane 0 is made with the context, the others by the first piece
  * of work that runs on their slot. A call that is not itself running inside
- * a parallel section splits a big reduction into element ranges and a big
- * copy into sub-boxes (about a quarter of lt__par_min_bytes() each), so one
- * group also uses every thread. Splitting never changes a result: each output element
+ * a parallel section splits a reduction or a copy of at least two pieces
+ * (lt__inproc_piece_bytes(), engine_impl.h) into element ranges and
+ * sub-boxes of about a piece each (at most LT__INPROC_PIECES_PER_THREAD per
+ * thread, handed out one by one), so one group also uses every thread. Splitting never changes a result: each output element
  * is still reduced from member 0, 1, 2, ... in that order, with the same
  * arithmetic, by exactly one piece.
  *
@@ -52,7 +53,6 @@
 #define NT_MIN (16u << 20)     /* group output bytes from which copies stream past the cache */
 #define NT_RUN 1024            /* shortest copy worth streaming */
 #define RED_ALIGN 256          /* reduction pieces start on multiples of this many elements */
-#define PIECES_PER_THREAD 4    /* pieces per thread of a split (balance on a busy machine) */
 
 /* The scratch of one pool slot: what one group's call (or one piece of a
  * split call) works in. */
@@ -135,14 +135,20 @@ static void inproc_free(void *ctx) {
     lt__free(c);
 }
 
+size_t lt__inproc_piece_bytes(void) {
+    size_t b = lt__par_min_bytes() / LT__INPROC_PIECE_DIV;
+    return b ? b : 1;
+}
+
 /* How many pieces to split `bytes` of work into: 1 (run inline) when it is
- * small or every other thread is busy (inside a parallel section). */
+ * less than two pieces or every other thread is busy (inside a parallel
+ * section). */
 static int64_t pieces_for(size_t bytes, int64_t max_pieces) {
     int w = lt__pool_width();
-    size_t min = lt__par_min_bytes(), piece = min / 4 ? min / 4 : 1;
-    if (w <= 1 || bytes < min) return 1;
+    size_t piece = lt__inproc_piece_bytes();
+    if (w <= 1 || bytes / 2 < piece) return 1;
     int64_t p = (int64_t)(bytes / piece);
-    if (p > (int64_t)w * PIECES_PER_THREAD) p = (int64_t)w * PIECES_PER_THREAD;
+    if (p > (int64_t)w * LT__INPROC_PIECES_PER_THREAD) p = (int64_t)w * LT__INPROC_PIECES_PER_THREAD;
     if (p > max_pieces) p = max_pieces;
     return p < 1 ? 1 : p;
 }

@@ -4,9 +4,13 @@
  * lt_set_threads(1) and then with 2, 3 and 4 threads in the same process,
  * must give the same bytes on every rank. The threshold under which work
  * stays inline is lowered to 8 KiB (lt__set_par_min_bytes), so that these
- * small tensors take the parallel paths: the groups of a call at the same
- * time (2x2x2: four groups) and a single group's reduction or copy split
- * into pieces (mesh 8: one group); the values have mixed magnitudes, so a reduction
+ * small tensors take the parallel paths: every group's reduction or copy
+ * split into element ranges (the in-process engine's pieces are then 512
+ * bytes); and again at 1 MiB (64 KiB pieces), where the small groups of
+ * 2x2x2 run at the same time instead. Each call runs once into fresh
+ * outputs (all_gather and broadcast results shared by the group) and once
+ * more into those outputs, overwritten first (one buffer per rank, as in
+ * steady use); shards are uneven. The values have mixed magnitudes, so a reduction
  * that combined members in another order would round differently. The
  * one-thread results themselves are checked against the rules by
  * test_collectives, test_redistribute and test_ops. Last, a sweep file
@@ -99,6 +103,13 @@ static void one_collective(int kind, const char *mesh, int md, lt_dtype dt, lt_r
     for (int t = 2; t <= 4; t++) {
         lt_set_threads(t);
         lt_tensor *got[8] = {0};
+        LT_CHECK(call(kind, c, md, in, op, &rule, perm, got));
+        for (int r = 0; r < W; r++) expect_same_bytes(ref[r], got[r], what, r, t);
+        /* again into those outputs (preallocated: a result the group
+         * shared is first split into one buffer per rank), overwritten
+         * with a value no collective here produces */
+        for (int r = 0; r < W; r++)
+            if (got[r] && !got[r]->placeholder && lt_numel(got[r])) LT_CHECK(lt_fill(got[r], 1e4));
         LT_CHECK(call(kind, c, md, in, op, &rule, perm, got));
         for (int r = 0; r < W; r++) {
             expect_same_bytes(ref[r], got[r], what, r, t);
@@ -326,6 +337,14 @@ static int small_threshold(void **state) {
     return 0;
 }
 
+/* 1 MiB: the engine's pieces are 64 KiB (a sixteenth), so the small groups
+ * of 2x2x2 run at the same time instead of each being split */
+static int mid_threshold(void **state) {
+    (void)state;
+    lt__set_par_min_bytes(1 << 20);
+    return 0;
+}
+
 static int default_threshold(void **state) {
     (void)state;
     lt__set_par_min_bytes(0);
@@ -336,6 +355,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_collectives_copying),
         cmocka_unit_test(test_collectives_reducing),
+        cmocka_unit_test_setup_teardown(test_collectives_copying, mid_threshold, small_threshold),
+        cmocka_unit_test_setup_teardown(test_collectives_reducing, mid_threshold, small_threshold),
         cmocka_unit_test(test_redistribute),
         cmocka_unit_test(test_ops),
         cmocka_unit_test(test_sweep_reports),
