@@ -628,9 +628,12 @@ typedef struct red_job {
     char *dst;                  /* (count) */
     char *const *extra;         /* (nextra) more outputs of the same values */
     int nextra;
-    /* instead of dst (reduce_scatter): outs[m] holds elements
-     * [out_at[m], out_at[m + 1]) of the run, m < nouts (0: dst is used) */
+    /* instead of dst (reduce_scatter): the run is `rows` rows of
+     * count / rows elements, and outs[m] holds elements [out_at[m],
+     * out_at[m + 1]) of every row, row after row, m < nouts (0: dst is
+     * used) */
     int nouts;
+    int64_t rows;
     char *const *outs;
     const int64_t *out_at;      /* (nouts + 1) */
     int nt;
@@ -670,10 +673,15 @@ static void reduce_range(lane *L, const red_job *j, int64_t a, int64_t e) {
         reduce_span(L, j, a, e, j->dst, 0);
         return;
     }
-    for (int m = 0; m < j->nouts; m++) {
-        int64_t lo = j->out_at[m] > a ? j->out_at[m] : a, hi = j->out_at[m + 1] < e ? j->out_at[m + 1] : e;
-        if (lo < hi) reduce_span(L, j, lo, hi, j->outs[m], j->out_at[m]);
-    }
+    int64_t S = j->count / j->rows;   /* elements per row */
+    size_t es = lt_dtype_size(j->dt);
+    for (int64_t o = a / S; o < j->rows && o * S < e; o++)
+        for (int m = 0; m < j->nouts; m++) {
+            int64_t at = o * S + j->out_at[m], end = o * S + j->out_at[m + 1];
+            int64_t lo = at > a ? at : a, hi = end < e ? end : e;
+            int64_t len = j->out_at[m + 1] - j->out_at[m];
+            if (lo < hi) reduce_span(L, j, lo, hi, j->outs[m] + (size_t)(o * len) * es, at);
+        }
 }
 
 static lt_status reduce_task(void *ctx, int64_t i) {
@@ -807,8 +815,8 @@ static lt_status walk_reduce(void *ctx, const lt_coll_group *g, lt_tensor *const
     return st;
 }
 
-/* member j's piece is, for every index of the dims before `dim`, one
- * contiguous run of the (virtual) reduced tensor */
+/* member j's piece is, for every index of the dims before `dim` (a row),
+ * one contiguous range of that row of the (virtual) reduced tensor */
 static lt_status walk_reduce_scatter(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
                                        lt_tensor *const *out) {
     inproc_ctx *c = ctx;
@@ -822,33 +830,21 @@ static lt_status walk_reduce_scatter(void *ctx, const lt_coll_group *g, lt_tenso
     LT_TRY(lane_get(c, &L));
     LT_TRY(gather_sources(L, g, in));
     red_job j = red_begin(c, L, g, t0->dtype, nt_begin(g, out));
-    size_t es = lt_dtype_size(t0->dtype);
     lt_status st = LT_OK;
-    if (outer == 1) { /* one run: member m's piece is a range of it */
-        L->off[0] = 0;
-        for (int m = 0; m < g->size; m++) {
-            L->dst[m] = data_of(out[g->ranks[m]]);
-            L->off[m + 1] = L->off[m] + g->sizes[m] * inner;
-        }
-        j.count = dsize * inner;
-        j.nouts = g->size;
-        j.outs = L->dst;
-        j.out_at = L->off;
-        st = reduce_run(L, &j);
-    } else {
-        int64_t start = 0;
-        for (int m = 0; m < g->size && !st; m++) {
-            int64_t len = g->sizes[m] * inner;
-            char *dst = data_of(out[g->ranks[m]]);
-            for (int64_t o = 0; o < outer && len > 0 && !st; o++) {
-                j.off = o * dsize * inner + start * inner;
-                j.count = len;
-                j.dst = dst + (size_t)(o * len) * es;
-                st = reduce_run(L, &j);
-            }
-            start += g->sizes[m];
-        }
+    /* one run of `outer` rows of dsize * inner elements: member m's piece
+     * is the same range of every row, so the run splits by element ranges
+     * across threads however many rows there are */
+    L->off[0] = 0;
+    for (int m = 0; m < g->size; m++) {
+        L->dst[m] = data_of(out[g->ranks[m]]);
+        L->off[m + 1] = L->off[m] + g->sizes[m] * inner;
     }
+    j.count = outer * dsize * inner;
+    j.rows = outer;
+    j.nouts = g->size;
+    j.outs = L->dst;
+    j.out_at = L->off;
+    st = reduce_run(L, &j);
     nt_end(j.nt);
     release_sources(L, g->size);
     return st;

@@ -32,7 +32,9 @@
 
 /* Work that reads and writes fewer bytes than lt__par_min_bytes() runs
  * inline: waking the workers and waiting for the last one costs tens of
- * microseconds on a busy machine, as much as copying about this much. */
+ * microseconds on a busy machine. Work that comes in pieces handed out one
+ * by one may scale it down (the in-process engine splits a collective from
+ * an eighth of it on, collectives_sim/engine_impl.h). */
 #define LT__PAR_MIN_BYTES_DEFAULT ((size_t)16 << 20)
 size_t lt__par_min_bytes(void);
 /* Sets that threshold (0: back to the default), so that tests reach the

@@ -10,7 +10,8 @@
  * 2x2x2 run at the same time instead. Each call runs once into fresh
  * outputs (all_gather and broadcast results shared by the group) and once
  * more into those outputs, overwritten first (one buffer per rank, as in
- * steady use); shards are uneven. The values have mixed magnitudes, so a reduction
+ * steady use); shards are uneven, and reduce_scatter also runs along dim 1
+ * (a piece of every row per member). The values have mixed magnitudes, so a reduction
  * that combined members in another order would round differently. The
  * one-thread results themselves are checked against the rules by
  * test_collectives, test_redistribute and test_ops. Last, a sweep file
@@ -60,11 +61,13 @@ static void expect_same_bytes(const lt_tensor *a, const lt_tensor *b, const char
         fail_msg("%s: rank %d: values differ with %d threads", what, rank, threads);
 }
 
+static int rs_dim; /* the dim reduce_scatter scatters along */
+
 static lt_status call(int kind, lt_comm *c, int md, lt_tensor *const *in, lt_redop op, const lt_split_rule *rule,
                       const int *perm, lt_tensor **out) {
     switch (kind) {
     case AG: return lt_all_gather(c, md, in, 0, out);
-    case RS: return lt_reduce_scatter(c, md, in, op, 0, rule, out);
+    case RS: return lt_reduce_scatter(c, md, in, op, rs_dim, rule, out);
     case AR: return lt_all_reduce(c, md, in, op, out);
     case A2A: return lt_all_to_all(c, md, in, 0, 1, rule, out);
     case BC: return lt_broadcast(c, md, in, 1, out);
@@ -153,6 +156,15 @@ static void test_collectives_reducing(void **state) {
         }
     one_collective(AR, "8", 0, LT_F32, LT_REDOP_SUM, 1);
     one_collective(RS, "2x4", 1, LT_BF16, LT_REDOP_SUM, 1);
+    /* along dim 1: every member's piece is a range of each of the many rows */
+    rs_dim = 1;
+    for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+        one_collective(RS, at[i].mesh, at[i].md, LT_F32, LT_REDOP_SUM, 0);
+        one_collective(RS, at[i].mesh, at[i].md, LT_BF16, LT_REDOP_AVG, 0);
+        one_collective(RS, at[i].mesh, at[i].md, LT_I32, LT_REDOP_PRODUCT, 0);
+    }
+    one_collective(RS, "8", 0, LT_F32, LT_REDOP_SUM, 1);
+    rs_dim = 0;
 }
 
 static lt_tensor *full_tensor(lt_dtype dt, int64_t rows, int64_t cols) { return rank_tensor(dt, rows, cols, 99); }
