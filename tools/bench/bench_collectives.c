@@ -18,7 +18,9 @@
  * collectives with lt_set_threads(1) and lt_set_threads(N), reps
  * interleaved: the "1 thread" row's baseline is memcpy as above, the
  * "N threads vs 1" row's baseline is the 1-thread GB/s, so its ratio is the
- * speed-up (2 threads: target >= 1.6).
+ * speed-up (2 threads: target >= 1.6). reduce_scatter also gets these rows
+ * "along dim 1" (inputs of 1024 columns: each member's piece is a range of
+ * every row).
  *
  * The machine's own ceiling for those rows: "memcpy 64M" and "add f32 64M"
  * (c = a + b over 16 Mi floats) split into N equal halves on the same pool
@@ -57,10 +59,12 @@ static void check(lt_status st, const char *what) {
     exit(2);
 }
 
+static int rs_dim; /* the dim reduce_scatter scatters along (1: the "along dim 1" rows) */
+
 static lt_status call(setup *s) {
     switch (s->kind) {
     case AG: return lt_all_gather(s->c, s->md, s->in, 0, s->out);
-    case RS: return lt_reduce_scatter(s->c, s->md, s->in, LT_REDOP_SUM, 0, &s->rule, s->out);
+    case RS: return lt_reduce_scatter(s->c, s->md, s->in, LT_REDOP_SUM, rs_dim, &s->rule, s->out);
     case AR: return lt_all_reduce(s->c, s->md, s->in, LT_REDOP_SUM, s->out);
     case A2A: return lt_all_to_all(s->c, s->md, s->in, 0, 1, &s->rule, s->out);
     case BC: return lt_broadcast(s->c, s->md, s->in, 0, s->out);
@@ -196,8 +200,9 @@ static void overhead(lt_bench *b, int kind, int trace_on) {
  * comment). */
 static void threads_rows(lt_bench *b, int kind, const char *mesh, int md, int nthreads) {
     char n1[120], nn[120];
-    snprintf(n1, sizeof n1, "%s %s/%d 64M even, 1 thread", kind_names[kind], mesh, md);
-    snprintf(nn, sizeof nn, "%s %s/%d 64M even, %d threads vs 1", kind_names[kind], mesh, md, nthreads);
+    const char *along = rs_dim ? " along dim 1" : "";
+    snprintf(n1, sizeof n1, "%s%s %s/%d 64M even, 1 thread", kind_names[kind], along, mesh, md);
+    snprintf(nn, sizeof nn, "%s%s %s/%d 64M even, %d threads vs 1", kind_names[kind], along, mesh, md, nthreads);
     if (!lt_bench_want(n1) && !lt_bench_want(nn)) return;
     int before = lt_threads();
     setup s;
@@ -310,6 +315,10 @@ void lt_bench_collectives(lt_bench *b) {
         threads_rows(b, tkinds[i], "8", 0, 2);
         threads_rows(b, tkinds[i], "2x4", 1, 2);
     }
+    rs_dim = 1; /* a piece of every row per member: 1024 columns, 128 per member on mesh 8 */
+    threads_rows(b, RS, "8", 0, 2);
+    threads_rows(b, RS, "2x4", 1, 2);
+    rs_dim = 0;
     overhead(b, AR, 1);
     overhead(b, AR, 0);
     overhead(b, AG, 1);
