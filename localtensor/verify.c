@@ -363,7 +363,7 @@ static int fusable(const vctx *c) {
  * values are: avg, and a Replicate->Partial(sum) partition) allowed on top
  * of lt_compare's tolerance; 0 when nothing is summed (max, min, one
  * contribution, integers). So [256, 1, 1, -256] in bf16 may come out 0 or
- * 2, and neither is reported. */
+ * 2, and neither is reported (docs/SEMANTICS.md §11.5, §11.8). */
 static double sum_slack(const vctx *c) {
     double u;
     switch (c->src->dtype) {
