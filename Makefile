@@ -18,7 +18,7 @@
 #   make bench      benchmarks (ratios against memcpy / one cblas call); with
 #                   MPI also the MPI engine vs in-process rows and mpirun
 #                   start-up (tools/bench/run-mpi-bench.sh)
-#   make MPI=1      also the MPI engine (collectives_sim/engine_mpi.c) in
+#   make MPI=1      also the MPI engine (collectives_sim/engine_mpi*.c) in
 #                   build/liblocaltensor-mpi.a, linked into the CLI (run
 #                   --engine mpi) and the MPI tests; the default wherever
 #                   mpicc is on PATH (MPI=0 turns it off). liblocaltensor
@@ -27,7 +27,9 @@
 #                   cuBLAS; build-cuda/, build-bench-cuda/)
 #   make install    PREFIX=/usr/local (DESTDIR honoured): headers under
 #                   include/localtensor/, libs, localtensor.pc and
-#                   localtensor-static.pc, the CLI, docs in share/doc/localtensor/
+#                   localtensor-static.pc, the CLI, docs in share/doc/localtensor/;
+#                   with MPI also liblocaltensor-mpi.a, engine_mpi.h and
+#                   localtensor-mpi.pc
 
 PREFIX  ?= /usr/local
 CC      ?= cc
@@ -75,7 +77,7 @@ endif
 CFLAGS  := $(CFLAGS_BASE) $(OPT) $(SAN) $(WERROR) $(EXTRA)
 
 # The library: the three floors, nothing of tools/.
-MPI_SRC   := collectives_sim/engine_mpi.c
+MPI_SRC   := $(wildcard collectives_sim/engine_mpi*.c)
 LIB_SRC   := $(filter-out $(MPI_SRC),$(wildcard kernels/*.c collectives_sim/*.c localtensor/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # The CUDA backend: nvcc from PATH (or NVCC=), the toolkit's cudart and
@@ -268,7 +270,10 @@ $(BUILD)/bench_mpi: $(BUILD)/obj/tools/bench/mpi/bench_mpi.o $(LIBS) $(CLI_MPI_L
 # collectives_sim), so -I PREFIX/include (what localtensor.pc says) is all a
 # user needs. Internal headers (*_impl.h, kernels/alloc.h) are not installed.
 # tools/check-install.sh (run by `make test`) installs into a scratch DESTDIR
-# and builds the README's C example against it, shared and static.
+# and builds the README's C example against it, shared and static. Built with
+# MPI (MPI=1), install also ships the MPI engine: liblocaltensor-mpi.a, its
+# header collectives_sim/engine_mpi.h and localtensor-mpi.pc (static: the
+# engine, liblocaltensor.a and libmpi).
 INSTALL_HEADERS := $(filter-out %_impl.h kernels/alloc.h collectives_sim/engine_mpi.h,$(HEADERS))
 INSTALL_DOCS    := README.md docs/SEMANTICS.md docs/DESIGN.md scenarios/README.md
 INSTALL_INC      = $(DESTDIR)$(PREFIX)/include/localtensor
@@ -290,6 +295,14 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIB_PKGS@|$(LIB_PKGS)|g' -e 's|-lm -lpthread|-lm -lpthread $(CUDA_LIBS)|' tools/localtensor-static.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor-static.pc
 	@for d in $(INSTALL_DOCS); do echo "install -m 644 $$d $(INSTALL_DOC)/$$d"; \
 	    install -m 644 $$d $(INSTALL_DOC)/$$d || exit 1; done
+ifeq ($(MPI),1)
+	sed -e 's|^#include "kernels/|#include "localtensor/kernels/|' \
+	    -e 's|^#include "collectives_sim/|#include "localtensor/collectives_sim/|' \
+	    collectives_sim/engine_mpi.h > $(INSTALL_INC)/collectives_sim/engine_mpi.h
+	chmod 644 $(INSTALL_INC)/collectives_sim/engine_mpi.h
+	install -m 644 $(BUILD)/liblocaltensor-mpi.a $(DESTDIR)$(PREFIX)/lib/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@MPI_LIBS@|$(MPI_LDLIBS)|g' tools/localtensor-mpi.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor-mpi.pc
+endif
 
 clean:
 	rm -rf build build-asan build-asan-clang build-vg build-bench build-fuzz build-cuda build-bench-cuda

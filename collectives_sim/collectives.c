@@ -16,11 +16,15 @@
  *      temporaries back;
  *   4. append one trace event (capacity was reserved before step 3, so
  *      recording cannot fail after the data moved).
+ * On an engine spread over processes every call passes the engine's
+ * `agree` before the engine (end of step 2, or on its way out: finish)
+ * and, having run every group, once after it.
  * Scratch arrays (group tables, split sizes, overlap intervals) live on the
  * communicator and grow geometrically, so the preallocated path does not
  * allocate in steady state.
  */
 #include "collectives_sim/engine_impl.h"
+#include "collectives_sim/overlap_impl.h"
 #include "collectives_sim/collectives.h"
 #include "collectives_sim/trace_impl.h"
 #include "kernels/alloc.h"
@@ -28,15 +32,11 @@
 #include "kernels/pool_impl.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collectives_sim/engine.h"
-
-typedef struct ival {
-    uintptr_t lo, hi;           /* bytes [lo, hi) */
-    int rank, is_out, contig;
-} ival;
 
 static const char *const coll_names[] = {
 #define LT__XX(e, s, a, b, c, d) s,
@@ -64,7 +64,7 @@ struct lt_comm {
     int *need_tmp;                  /* (world) 1: out[r] overlaps an input */
     lt_tensor **tmp;                /* (world) temporaries standing in for out[r] */
     lt_tensor **eng_out;            /* (world) what the engine writes */
-    ival *iv;                       /* (2 world) overlap intervals */
+    lt__ival *iv;                   /* (2 world) overlap intervals */
     int64_t *sizes;                 /* split sizes of every group */
     size_t sizes_cap;
     int *share;                     /* (ngroups + table) same_as of every group, then a hash table */
@@ -88,6 +88,7 @@ typedef struct call {
     int share_members; /* every member's result is the same (all_gather, all_reduce, broadcast) */
     const int *same_as;/* (ngroups) an earlier group whose inputs are the same buffers, or -1 */
     uint64_t need;     /* bytes of the outputs this call will create */
+    int agreed;        /* the engine's agreement (engine.h `agree`) took place */
 } call;
 
 static const int *grp(const call *k, int g) { return k->c->groups[k->md] + (size_t)g * k->n; }
@@ -505,43 +506,11 @@ static lt_status prepare_out(call *k, int g, int r, lt_dtype dt, int ndim, const
 
 /* ---- overlap check ------------------------------------------------------------- */
 
-/* Adds t's byte range [lo, hi) (nothing when it has no elements). Computed
- * from the fields directly: this runs for every tensor of every call that
- * has a preallocated output. */
-static void add_iv(lt_comm *c, size_t *n, const lt_tensor *t, int rank, int is_out) {
-    if (!t) return;
-    int64_t a = 0, b = 0, expect = 1;
-    int contig = 1;
-    for (int i = t->ndim - 1; i >= 0; i--) {
-        int64_t sz = t->shape[i], st = t->strides[i];
-        if (sz == 0) return;
-        int64_t span = (sz - 1) * st;
-        if (span < 0) a += span; else b += span;
-        if (sz != 1) {
-            if (st != expect) contig = 0;
-            expect *= sz;
-        }
-    }
-    int64_t es = (int64_t)lt_dtype_size(t->dtype);
-    uintptr_t base = (uintptr_t)lt_data(t);
-    ival *v = &c->iv[(*n)++];
-    v->lo = base - (uintptr_t)(-a * es);
-    v->hi = base + (uintptr_t)((b + 1) * es);
-    v->rank = rank;
-    v->is_out = is_out;
-    v->contig = contig;
-}
-
-static int iv_cmp(const void *a, const void *b) {
-    const ival *x = a, *y = b;
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
 /* Sets need_tmp[r] (and returns their count in *ntmp) for outputs that
  * overlap an input they must not; two overlapping outputs are an error. */
 static lt_status check_overlap(call *k, int *ntmp) {
     lt_comm *c = k->c;
-    size_t n = 0, nout = 0;
+    size_t n = 0;
     int W = c->mesh.world;
     *ntmp = 0;
     /* inputs first: buffers usually come in allocation order, so the list
@@ -549,42 +518,18 @@ static lt_status check_overlap(call *k, int *ntmp) {
     if (k->root_reads) {
         for (int g = 0; g < k->ngroups; g++) {
             int r = grp(k, g)[k->root];
-            add_iv(c, &n, k->in[r], r, 0);
+            lt__ival_add(c->iv, &n, k->in[r], r, 0);
         }
     } else {
-        for (int r = 0; r < W; r++) add_iv(c, &n, k->in[r], r, 0);
+        for (int r = 0; r < W; r++) lt__ival_add(c->iv, &n, k->in[r], r, 0);
     }
     size_t nin = n;
     for (int r = 0; r < W; r++)
-        if (!c->fresh[r]) add_iv(c, &n, k->out[r], r, 1);
-    nout = n - nin;
-    if (nout == 0) return LT_OK;
-    ival *iv = c->iv;
-    if (n <= 64) {
-        for (size_t i = 1; i < n; i++) {
-            if (iv[i - 1].lo <= iv[i].lo) continue;
-            ival v = iv[i];
-            size_t j = i;
-            for (; j > 0 && iv[j - 1].lo > v.lo; j--) iv[j] = iv[j - 1];
-            iv[j] = v;
-        }
-    } else {
-        qsort(iv, n, sizeof *iv, iv_cmp);
-    }
-    for (size_t i = 0; i < n; i++) {
-        for (size_t j = i + 1; j < n && iv[j].lo < iv[i].hi; j++) {
-            const ival *a = &iv[i], *b = &iv[j];
-            if (!a->is_out && !b->is_out) continue;
-            if (a->is_out && b->is_out)
-                return gerr(k, -1, 0, LT_INVALID, "the preallocated outputs of ranks %d and %d overlap",
-                            a->rank < b->rank ? a->rank : b->rank, a->rank < b->rank ? b->rank : a->rank);
-            const ival *o = a->is_out ? a : b, *x = a->is_out ? b : a;
-            if (k->self_alias_ok && o->rank == x->rank && o->lo == x->lo && o->hi == x->hi && x->contig)
-                continue; /* in place on its own rank: the engine reads before it writes */
-            if (!c->need_tmp[o->rank]) (*ntmp)++;
-            c->need_tmp[o->rank] = 1;
-        }
-    }
+        if (!c->fresh[r]) lt__ival_add(c->iv, &n, k->out[r], r, 1);
+    if (n == nin) return LT_OK;
+    int ra, rb;
+    if (lt__ival_overlaps(c->iv, n, k->self_alias_ok, c->need_tmp, ntmp, &ra, &rb))
+        return gerr(k, -1, 0, LT_INVALID, "the preallocated outputs of ranks %d and %d overlap", ra, rb);
     return LT_OK;
 }
 
@@ -633,6 +578,18 @@ static int groups_in_parallel(const call *k, lt_tensor *const *eout) {
     return bytes >= lt__par_min_bytes();
 }
 
+/* The engine's agreement (engine.h `agree`) on this process's status st
+ * before the engine runs, once per call: run() asks just before the
+ * engine; finish() on the way out of a call that failed before that (then
+ * freeing what it made). */
+static lt_status agree(call *k, lt_status st) {
+    const lt_comm *c = k->c;
+    if (k->agreed || !c || !c->eng || !c->eng->agree) return st;
+    k->agreed = 1;
+    return c->eng->agree(c->ectx, st);   /* the failing process's message names the call */
+}
+static lt_status finish(call *k, lt_status st) { return st && !k->agreed ? fail(k, agree(k, st)) : st; }
+
 /* Steps 2 and 3. proto carries the collective's arguments; group g's split
  * sizes start at c->sizes + g * sizes_stride (stride 0: no sizes). */
 static lt_status run(call *k, lt_coll_fn fn, lt_coll_group *proto, size_t sizes_stride) {
@@ -667,6 +624,7 @@ static lt_status run(call *k, lt_coll_fn fn, lt_coll_group *proto, size_t sizes_
         }
     }
     st = lt__trace_reserve(c->trace);
+    st = agree(k, st);   /* the last step that may fail on one process only */
     if (st) return fail(k, st);
     proto->mesh = &c->mesh;
     proto->mesh_dim = k->md;
@@ -677,11 +635,26 @@ static lt_status run(call *k, lt_coll_fn fn, lt_coll_group *proto, size_t sizes_
     if (groups_in_parallel(k, eout) && lt__engine_kernels_fn(c->eng, fn, proto, k->in, eout) == fn) {
         st = lt__parallel_for(k->ngroups, group_task, &j);
         if (st) return fail(k, st);
-    } else {
+    } else if (!c->eng->agree) {
         for (int g = 0; g < k->ngroups; g++) {
             st = group_task(&j, g);
             if (st) return fail(k, st);
         }
+    } else {   /* every group on every process, then one agreement (engine.h `agree`) */
+        lt_status first = LT_OK;
+        char msg[1024];
+        lt_error info;
+        for (int g = 0; g < k->ngroups; g++) {
+            st = group_task(&j, g);
+            if (st && !first) {
+                first = st;
+                snprintf(msg, sizeof msg, "%s", lt_errmsg());
+                info = *lt_errinfo();
+            }
+        }
+        if (first) lt__err_restore(first, msg, &info);
+        st = c->eng->agree(c->ectx, first);
+        if (st) return fail(k, st);
     }
     if (eout != k->out) {
         for (int r = 0; r < W; r++) {
@@ -712,85 +685,85 @@ static void trace(const call *k, lt_dtype dt, int op, int dim, int concat_dim, s
 
 /* ---- concatenating collectives: all_gather, gather --------------------------- */
 
-static lt_status concat_coll(lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *const *in,
+static lt_status concat_coll(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *const *in,
                              int root, int dim, lt_tensor **out) {
-    call k;
-    LT_TRY(begin(&k, c, coll, mesh_dim, in, out));
-    k.share_members = k.share_groups && coll == LT_COLL_ALL_GATHER;
-    if (coll == LT_COLL_GATHER) LT_TRY(check_root(&k, root));
+    LT_TRY(begin(k, c, coll, mesh_dim, in, out));
+    k->share_members = k->share_groups && coll == LT_COLL_ALL_GATHER;
+    if (coll == LT_COLL_GATHER) LT_TRY(check_root(k, root));
     lt_dtype dt = LT_F32;
     for (int pass = 0; pass < 2; pass++) { /* 1: size the results; 2: make them */
-        k.sizing = pass == 0;
-        if (pass) LT_TRY(room(&k));
-        for (int g = 0; g < k.ngroups; g++) {
+        k->sizing = pass == 0;
+        if (pass) LT_TRY(room(k));
+        for (int g = 0; g < k->ngroups; g++) {
             const lt_tensor *t0;
-            lt_status st = input(&k, g, 0, &t0);
-            if (!st) st = dim_ok(&k, g, 0, "dim", dim);
-            if (!st) st = uniform(&k, g, dim);
-            if (st) return fail(&k, st);
+            lt_status st = input(k, g, 0, &t0);
+            if (!st) st = dim_ok(k, g, 0, "dim", dim);
+            if (!st) st = uniform(k, g, dim);
+            if (st) return fail(k, st);
             int64_t shape[LT_MAX_DIMS];
             memcpy(shape, t0->shape, sizeof shape);
             shape[dim] = 0;
-            for (int p = 0; p < k.n && !st; p++)
-                if (lt__add_i64(shape[dim], in[grp(&k, g)[p]]->shape[dim], &shape[dim]))
-                    st = gerr(&k, g, 0, LT_OVERFLOW, "the gathered size of dim %d overflows 64 bits", dim);
-            if (st) return fail(&k, st);
+            for (int p = 0; p < k->n && !st; p++)
+                if (lt__add_i64(shape[dim], in[grp(k, g)[p]]->shape[dim], &shape[dim]))
+                    st = gerr(k, g, 0, LT_OVERFLOW, "the gathered size of dim %d overflows 64 bits", dim);
+            if (st) return fail(k, st);
             dt = t0->dtype;
-            for (int p = 0; p < k.n && !st; p++)
-                st = prepare_out(&k, g, grp(&k, g)[p], dt, t0->ndim, shape, coll == LT_COLL_GATHER && p != root);
-            if (st) return fail(&k, st);
+            for (int p = 0; p < k->n && !st; p++)
+                st = prepare_out(k, g, grp(k, g)[p], dt, t0->ndim, shape, coll == LT_COLL_GATHER && p != root);
+            if (st) return fail(k, st);
         }
     }
     lt_coll_group gr = {0};
     gr.dim = dim;
-    LT_TRY(run(&k, coll == LT_COLL_GATHER ? c->eng->gather : c->eng->all_gather, &gr, 0));
-    trace(&k, dt, -1, dim, -1, 0, NULL);
+    LT_TRY(run(k, coll == LT_COLL_GATHER ? c->eng->gather : c->eng->all_gather, &gr, 0));
+    trace(k, dt, -1, dim, -1, 0, NULL);
     return LT_OK;
 }
 
 lt_status lt_all_gather(lt_comm *c, int mesh_dim, lt_tensor *const *in, int dim, lt_tensor **out) {
-    return concat_coll(c, LT_COLL_ALL_GATHER, mesh_dim, in, -1, dim, out);
+    call k;
+    return finish(&k, concat_coll(&k, c, LT_COLL_ALL_GATHER, mesh_dim, in, -1, dim, out));
 }
 
 lt_status lt_gather(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, int dim,
                     lt_tensor **out) {
-    return concat_coll(c, LT_COLL_GATHER, mesh_dim, in, root, dim, out);
+    call k;
+    return finish(&k, concat_coll(&k, c, LT_COLL_GATHER, mesh_dim, in, root, dim, out));
 }
 
 /* ---- reductions: all_reduce, reduce, reduce_scatter ----------------------------- */
 
-static lt_status reduce_coll(lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *const *in,
+static lt_status reduce_coll(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *const *in,
                              int root, lt_redop op, int dim, const lt_split_rule *rule,
                              lt_tensor **out) {
-    call k;
-    LT_TRY(begin(&k, c, coll, mesh_dim, in, out));
-    LT_TRY(check_op(&k, op));
-    k.share_members = k.share_groups && coll == LT_COLL_ALL_REDUCE;
-    if (coll == LT_COLL_REDUCE) LT_TRY(check_root(&k, root));
+    LT_TRY(begin(k, c, coll, mesh_dim, in, out));
+    LT_TRY(check_op(k, op));
+    k->share_members = k->share_groups && coll == LT_COLL_ALL_REDUCE;
+    if (coll == LT_COLL_REDUCE) LT_TRY(check_root(k, root));
     int rs = coll == LT_COLL_REDUCE_SCATTER;
-    k.self_alias_ok = !rs;
-    if (rs) LT_TRY(sizes_room(&k, (size_t)c->mesh.world));
+    k->self_alias_ok = !rs;
+    if (rs) LT_TRY(sizes_room(k, (size_t)c->mesh.world));
     lt_dtype dt = LT_F32;
     for (int pass = 0; pass < 2; pass++) { /* 1: size the results; 2: make them */
-        k.sizing = pass == 0;
-        if (pass) LT_TRY(room(&k));
-        for (int g = 0; g < k.ngroups; g++) {
-            const int *rk = grp(&k, g);
-            lt_status st = uniform(&k, g, -1);
+        k->sizing = pass == 0;
+        if (pass) LT_TRY(room(k));
+        for (int g = 0; g < k->ngroups; g++) {
+            const int *rk = grp(k, g);
+            lt_status st = uniform(k, g, -1);
             const lt_tensor *t0 = in[rk[0]];
-            if (!st) st = op_ok_for(&k, g, op, t0->dtype);
-            if (!st && rs) st = dim_ok(&k, g, 0, "dim", dim);
-            int64_t *sz = rs ? c->sizes + (size_t)g * k.n : NULL;   /* (n) split sizes; none without a split */
-            if (!st && rs) st = split(&k, g, 0, dim, rule, sz);
-            if (st) return fail(&k, st);
+            if (!st) st = op_ok_for(k, g, op, t0->dtype);
+            if (!st && rs) st = dim_ok(k, g, 0, "dim", dim);
+            int64_t *sz = rs ? c->sizes + (size_t)g * k->n : NULL;   /* (n) split sizes; none without a split */
+            if (!st && rs) st = split(k, g, 0, dim, rule, sz);
+            if (st) return fail(k, st);
             dt = t0->dtype;
             int64_t shape[LT_MAX_DIMS];
             memcpy(shape, t0->shape, sizeof shape);
-            for (int p = 0; p < k.n && !st; p++) {
+            for (int p = 0; p < k->n && !st; p++) {
                 if (rs) shape[dim] = sz[p];
-                st = prepare_out(&k, g, rk[p], dt, t0->ndim, shape, coll == LT_COLL_REDUCE && p != root);
+                st = prepare_out(k, g, rk[p], dt, t0->ndim, shape, coll == LT_COLL_REDUCE && p != root);
             }
-            if (st) return fail(&k, st);
+            if (st) return fail(k, st);
         }
     }
     lt_coll_group gr = {0};
@@ -798,179 +771,197 @@ static lt_status reduce_coll(lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *
     gr.dim = rs ? dim : -1;
     lt_coll_fn fn = coll == LT_COLL_ALL_REDUCE ? c->eng->all_reduce
                   : coll == LT_COLL_REDUCE     ? c->eng->reduce : c->eng->reduce_scatter;
-    LT_TRY(run(&k, fn, &gr, rs ? (size_t)k.n : 0));
-    trace(&k, dt, (int)op, rs ? dim : -1, -1, 0, NULL);
+    LT_TRY(run(k, fn, &gr, rs ? (size_t)k->n : 0));
+    trace(k, dt, (int)op, rs ? dim : -1, -1, 0, NULL);
     return LT_OK;
 }
 
 lt_status lt_all_reduce(lt_comm *c, int mesh_dim, lt_tensor *const *in, lt_redop op, lt_tensor **out) {
-    return reduce_coll(c, LT_COLL_ALL_REDUCE, mesh_dim, in, -1, op, -1, NULL, out);
+    call k;
+    return finish(&k, reduce_coll(&k, c, LT_COLL_ALL_REDUCE, mesh_dim, in, -1, op, -1, NULL, out));
 }
 
 lt_status lt_reduce_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, lt_redop op,
                           lt_tensor **out) {
-    return reduce_coll(c, LT_COLL_REDUCE, mesh_dim, in, root, op, -1, NULL, out);
+    call k;
+    return finish(&k, reduce_coll(&k, c, LT_COLL_REDUCE, mesh_dim, in, root, op, -1, NULL, out));
 }
 
 lt_status lt_reduce_scatter(lt_comm *c, int mesh_dim, lt_tensor *const *in, lt_redop op, int dim,
                             const lt_split_rule *rule, lt_tensor **out) {
-    return reduce_coll(c, LT_COLL_REDUCE_SCATTER, mesh_dim, in, -1, op, dim, rule, out);
+    call k;
+    return finish(&k, reduce_coll(&k, c, LT_COLL_REDUCE_SCATTER, mesh_dim, in, -1, op, dim, rule, out));
 }
 
 /* ---- all_to_all ------------------------------------------------------------------- */
 
-lt_status lt_all_to_all(lt_comm *c, int mesh_dim, lt_tensor *const *in, int split_dim,
+static lt_status a2a_coll(call *k, lt_comm *c, int mesh_dim, lt_tensor *const *in, int split_dim,
                         int concat_dim, const lt_split_rule *rule, lt_tensor **out) {
-    call k;
-    LT_TRY(begin(&k, c, LT_COLL_ALL_TO_ALL, mesh_dim, in, out));
-    size_t n = (size_t)k.n;
+    LT_TRY(begin(k, c, LT_COLL_ALL_TO_ALL, mesh_dim, in, out));
+    size_t n = (size_t)k->n;
     if (n > 0 && (size_t)c->mesh.world > SIZE_MAX / 8 / n)
-        return gerr(&k, -1, 0, LT_NOMEM, "too many pieces");
-    LT_TRY(sizes_room(&k, (size_t)c->mesh.world * n));
+        return gerr(k, -1, 0, LT_NOMEM, "too many pieces");
+    LT_TRY(sizes_room(k, (size_t)c->mesh.world * n));
     lt_dtype dt = LT_F32;
     int sd = split_dim, cd = concat_dim;
     for (int pass = 0; pass < 2; pass++) { /* 1: size the results; 2: make them */
-        k.sizing = pass == 0;
-        if (pass) LT_TRY(room(&k));
-        for (int g = 0; g < k.ngroups; g++) {
-            const int *rk = grp(&k, g);
+        k->sizing = pass == 0;
+        if (pass) LT_TRY(room(k));
+        for (int g = 0; g < k->ngroups; g++) {
+            const int *rk = grp(k, g);
             int64_t *sz = c->sizes + (size_t)g * n * n;
             const lt_tensor *t0;
-            lt_status st = input(&k, g, 0, &t0);
-            if (!st) st = dim_ok(&k, g, 0, "split dim", sd);
-            if (!st) st = dim_ok(&k, g, 0, "concat dim", cd);
-            if (!st) st = uniform(&k, g, cd);
-            for (int i = 0; i < k.n && !st; i++) st = split(&k, g, i, sd, rule, sz + (size_t)i * n);
-            if (st) return fail(&k, st);
+            lt_status st = input(k, g, 0, &t0);
+            if (!st) st = dim_ok(k, g, 0, "split dim", sd);
+            if (!st) st = dim_ok(k, g, 0, "concat dim", cd);
+            if (!st) st = uniform(k, g, cd);
+            for (int i = 0; i < k->n && !st; i++) st = split(k, g, i, sd, rule, sz + (size_t)i * n);
+            if (st) return fail(k, st);
             dt = t0->dtype;
-            for (int j = 0; j < k.n && !st; j++) {
+            for (int j = 0; j < k->n && !st; j++) {
                 int64_t shape[LT_MAX_DIMS];
                 memcpy(shape, t0->shape, sizeof shape);
                 shape[sd] = sz[j];
                 shape[cd] = 0;
-                for (int i = 0; i < k.n && !st; i++)
+                for (int i = 0; i < k->n && !st; i++)
                     if (lt__add_i64(shape[cd], cd == sd ? sz[(size_t)i * n + (size_t)j] : in[rk[i]]->shape[cd], &shape[cd]))
-                        st = gerr(&k, g, 0, LT_OVERFLOW, "the concatenated size of dim %d overflows 64 bits", cd);
-                if (!st) st = prepare_out(&k, g, rk[j], dt, t0->ndim, shape, 0);
+                        st = gerr(k, g, 0, LT_OVERFLOW, "the concatenated size of dim %d overflows 64 bits", cd);
+                if (!st) st = prepare_out(k, g, rk[j], dt, t0->ndim, shape, 0);
             }
-            if (st) return fail(&k, st);
+            if (st) return fail(k, st);
         }
     }
     lt_coll_group gr = {0};
     gr.dim = sd;
     gr.concat_dim = cd;
-    LT_TRY(run(&k, c->eng->all_to_all, &gr, n * n));
-    trace(&k, dt, -1, sd, cd, n * n, NULL);
+    LT_TRY(run(k, c->eng->all_to_all, &gr, n * n));
+    trace(k, dt, -1, sd, cd, n * n, NULL);
     return LT_OK;
+}
+
+lt_status lt_all_to_all(lt_comm *c, int mesh_dim, lt_tensor *const *in, int split_dim,
+                        int concat_dim, const lt_split_rule *rule, lt_tensor **out) {
+    call k;
+    return finish(&k, a2a_coll(&k, c, mesh_dim, in, split_dim, concat_dim, rule, out));
 }
 
 /* ---- broadcast, scatter ------------------------------------------------------------ */
 
-static lt_status from_root(lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *const *in, int root,
+static lt_status from_root(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *const *in, int root,
                            int dim, const lt_split_rule *rule, lt_tensor **out) {
-    call k;
-    LT_TRY(begin(&k, c, coll, mesh_dim, in, out));
-    LT_TRY(check_root(&k, root));
+    LT_TRY(begin(k, c, coll, mesh_dim, in, out));
+    LT_TRY(check_root(k, root));
     int sc = coll == LT_COLL_SCATTER;
-    k.share_members = k.share_groups && !sc;
-    k.root_reads = 1;
-    k.self_alias_ok = !sc;
-    if (sc) LT_TRY(sizes_room(&k, (size_t)c->mesh.world));
+    k->share_members = k->share_groups && !sc;
+    k->root_reads = 1;
+    k->self_alias_ok = !sc;
+    if (sc) LT_TRY(sizes_room(k, (size_t)c->mesh.world));
     lt_dtype dt = LT_F32;
     for (int pass = 0; pass < 2; pass++) { /* 1: size the results; 2: make them */
-        k.sizing = pass == 0;
-        if (pass) LT_TRY(room(&k));
-        for (int g = 0; g < k.ngroups; g++) {
-            const int *rk = grp(&k, g);
+        k->sizing = pass == 0;
+        if (pass) LT_TRY(room(k));
+        for (int g = 0; g < k->ngroups; g++) {
+            const int *rk = grp(k, g);
             const lt_tensor *t;
-            int64_t *sz = sc ? c->sizes + (size_t)g * k.n : NULL;   /* (n) split sizes; none without a split */
-            lt_status st = input(&k, g, root, &t);
-            if (!st && sc) st = dim_ok(&k, g, root, "dim", dim);
-            if (!st && sc) st = split(&k, g, root, dim, rule, sz);
-            if (st) return fail(&k, st);
+            int64_t *sz = sc ? c->sizes + (size_t)g * k->n : NULL;   /* (n) split sizes; none without a split */
+            lt_status st = input(k, g, root, &t);
+            if (!st && sc) st = dim_ok(k, g, root, "dim", dim);
+            if (!st && sc) st = split(k, g, root, dim, rule, sz);
+            if (st) return fail(k, st);
             dt = t->dtype;
             int64_t shape[LT_MAX_DIMS];
             memcpy(shape, t->shape, sizeof shape);
-            for (int p = 0; p < k.n && !st; p++) {
+            for (int p = 0; p < k->n && !st; p++) {
                 if (sc) shape[dim] = sz[p];
-                st = prepare_out(&k, g, rk[p], dt, t->ndim, shape, 0);
+                st = prepare_out(k, g, rk[p], dt, t->ndim, shape, 0);
             }
-            if (st) return fail(&k, st);
+            if (st) return fail(k, st);
         }
     }
     lt_coll_group gr = {0};
     gr.dim = sc ? dim : -1;
-    LT_TRY(run(&k, sc ? c->eng->scatter : c->eng->broadcast, &gr, sc ? (size_t)k.n : 0));
-    trace(&k, dt, -1, sc ? dim : -1, -1, 0, NULL);
+    LT_TRY(run(k, sc ? c->eng->scatter : c->eng->broadcast, &gr, sc ? (size_t)k->n : 0));
+    trace(k, dt, -1, sc ? dim : -1, -1, 0, NULL);
     return LT_OK;
 }
 
 lt_status lt_broadcast(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, lt_tensor **out) {
-    return from_root(c, LT_COLL_BROADCAST, mesh_dim, in, root, -1, NULL, out);
+    call k;
+    return finish(&k, from_root(&k, c, LT_COLL_BROADCAST, mesh_dim, in, root, -1, NULL, out));
 }
 
 lt_status lt_scatter(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, int dim,
                      const lt_split_rule *rule, lt_tensor **out) {
-    return from_root(c, LT_COLL_SCATTER, mesh_dim, in, root, dim, rule, out);
+    call k;
+    return finish(&k, from_root(&k, c, LT_COLL_SCATTER, mesh_dim, in, root, dim, rule, out));
 }
 
 /* ---- permute, barrier ------------------------------------------------------------- */
 
-lt_status lt_permute_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in, const int *perm,
+static lt_status permute_coll(call *k, lt_comm *c, int mesh_dim, lt_tensor *const *in, const int *perm,
                            lt_tensor **out) {
-    call k;
-    LT_TRY(begin(&k, c, LT_COLL_PERMUTE, mesh_dim, in, out));
-    if (!perm) return gerr(&k, -1, 0, LT_INVALID, "perm is NULL");
-    for (int i = 0; i < k.n; i++) {
-        if (perm[i] < 0 || perm[i] >= k.n)
-            return gerr(&k, -1, 0, LT_INVALID, "perm[%d] = %d is out of range 0..%d (group size %d)", i,
-                        perm[i], k.n - 1, k.n);
+    LT_TRY(begin(k, c, LT_COLL_PERMUTE, mesh_dim, in, out));
+    if (!perm) return gerr(k, -1, 0, LT_INVALID, "perm is NULL");
+    for (int i = 0; i < k->n; i++) {
+        if (perm[i] < 0 || perm[i] >= k->n)
+            return gerr(k, -1, 0, LT_INVALID, "perm[%d] = %d is out of range 0..%d (group size %d)", i,
+                        perm[i], k->n - 1, k->n);
         for (int j = 0; j < i; j++)
             if (perm[j] == perm[i])
-                return gerr(&k, -1, 0, LT_INVALID, "perm is not a permutation: members %d and %d both "
+                return gerr(k, -1, 0, LT_INVALID, "perm is not a permutation: members %d and %d both "
                             "send to member %d", j, i, perm[i]);
     }
     lt_dtype dt = LT_F32;
     for (int pass = 0; pass < 2; pass++) { /* 1: size the results; 2: make them */
-        k.sizing = pass == 0;
-        if (pass) LT_TRY(room(&k));
-        for (int g = 0; g < k.ngroups; g++) {
-            const int *rk = grp(&k, g);
+        k->sizing = pass == 0;
+        if (pass) LT_TRY(room(k));
+        for (int g = 0; g < k->ngroups; g++) {
+            const int *rk = grp(k, g);
             lt_status st = LT_OK;
-            for (int i = 0; i < k.n && !st; i++) {
+            for (int i = 0; i < k->n && !st; i++) {
                 const lt_tensor *t;
-                st = input(&k, g, i, &t);
-                if (!st) st = same_dtype(&k, g, i, 0);
-                if (!st) st = prepare_out(&k, g, rk[perm[i]], t->dtype, t->ndim, t->shape, 0);
+                st = input(k, g, i, &t);
+                if (!st) st = same_dtype(k, g, i, 0);
+                if (!st) st = prepare_out(k, g, rk[perm[i]], t->dtype, t->ndim, t->shape, 0);
             }
-            if (st) return fail(&k, st);
+            if (st) return fail(k, st);
             dt = in[rk[0]]->dtype;
         }
     }
     lt_coll_group gr = {0};
     gr.perm = perm;
-    LT_TRY(run(&k, c->eng->permute, &gr, 0));
-    trace(&k, dt, -1, -1, -1, 0, perm);
+    LT_TRY(run(k, c->eng->permute, &gr, 0));
+    trace(k, dt, -1, -1, -1, 0, perm);
+    return LT_OK;
+}
+
+lt_status lt_permute_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in, const int *perm,
+                           lt_tensor **out) {
+    call k;
+    return finish(&k, permute_coll(&k, c, mesh_dim, in, perm, out));
+}
+
+static lt_status barrier_coll(call *k, lt_comm *c, int mesh_dim) {
+    LT_TRY(begin(k, c, LT_COLL_BARRIER, mesh_dim, NULL, NULL));
+    LT_TRY(agree(k, lt__trace_reserve(c->trace)));
+    if (c->eng->barrier) {
+        lt_coll_group gr = {0};
+        gr.mesh = &c->mesh;
+        gr.mesh_dim = mesh_dim;
+        gr.size = k->n;
+        gr.root = -1;
+        for (int g = 0; g < k->ngroups; g++) {
+            gr.index = g;
+            gr.ranks = grp(k, g);
+            lt_status st = c->eng->barrier(c->ectx, &gr);
+            if (st) return gerr(k, g, 1, st, "engine '%s'", c->eng->name);
+        }
+    }
+    trace(k, LT_F32, -1, -1, -1, 0, NULL);
     return LT_OK;
 }
 
 lt_status lt_barrier(lt_comm *c, int mesh_dim) {
     call k;
-    LT_TRY(begin(&k, c, LT_COLL_BARRIER, mesh_dim, NULL, NULL));
-    LT_TRY(lt__trace_reserve(c->trace));
-    if (c->eng->barrier) {
-        lt_coll_group gr = {0};
-        gr.mesh = &c->mesh;
-        gr.mesh_dim = mesh_dim;
-        gr.size = k.n;
-        gr.root = -1;
-        for (int g = 0; g < k.ngroups; g++) {
-            gr.index = g;
-            gr.ranks = grp(&k, g);
-            lt_status st = c->eng->barrier(c->ectx, &gr);
-            if (st) return gerr(&k, g, 1, st, "engine '%s'", c->eng->name);
-        }
-    }
-    trace(&k, LT_F32, -1, -1, -1, 0, NULL);
-    return LT_OK;
+    return finish(&k, barrier_coll(&k, c, mesh_dim));
 }

@@ -23,7 +23,7 @@
 #include "kernels/export.h"
 #include "kernels/tensor.h"
 
-#define LT_ENGINE_API_VERSION 1
+#define LT_ENGINE_API_VERSION 2
 
 /* One group of one call. Arrays `in` and `out` of the entries below are
  * indexed by GLOBAL rank (world length); the engine touches only the entries
@@ -68,6 +68,19 @@ typedef struct lt_engine_i {
     lt_coll_fn permute;
     /* optional: NULL means barrier is a no-op (the in-process engine) */
     lt_status (*barrier)(void *ctx, const lt_coll_group *g);
+    /* optional (an engine spread over processes): the wrapper calls it on
+     * every process with its own status, twice per collective call: just
+     * before the engine would run (validation, outputs, temporaries: an
+     * allocation may fail on one process only; a call failing earlier
+     * calls it once, on its way out), and after calling the engine for
+     * every group, even after a group failed (the first failure's status).
+     * Returns LT_OK when every process had LT_OK; else this process's own
+     * error, or (where this process succeeded) an error naming the process
+     * that failed, so every process ends the call together and none waits
+     * in a collective the others never reach. With it, an engine need not
+     * agree over the world after each group (only within a group that
+     * communicates). NULL: nothing to agree on (the in-process engine). */
+    lt_status (*agree)(void *ctx, lt_status st);
 } lt_engine_i;
 
 /* The in-process engine (collectives_sim/engine_inproc.c). */

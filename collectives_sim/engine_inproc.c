@@ -985,6 +985,7 @@ static const lt_engine_i inproc_iface = {
     /* .reduce         = */ inproc_reduce,
     /* .permute        = */ inproc_permute,
     /* .barrier        = */ NULL, /* nothing to wait for in one process */
+    /* .agree          = */ NULL,  /* one process: nothing to agree on */
 };
 
 const lt_engine_i *lt_engine_inproc(void) { return &inproc_iface; }

@@ -32,11 +32,13 @@
  * bit-identical to an in-process run, for every op and dtype.
  *
  * Errors: every process of a group agrees on success before data moves,
- * and after each group every process of the world agrees on whether the
- * group failed anywhere: a failure on one process (out of memory, a
- * cross-check difference) fails the same call at the same group on every
+ * and through the wrappers (collectives_sim/collectives.h) every process of
+ * the world agrees before a call (the wrapper's own checks and outputs)
+ * and after its last group (engine.h `agree`): a failure on one process
+ * (out of memory, a cross-check difference) fails the same call on every
  * process, with the failing process's message, so no process is left
- * waiting in a collective the others never reach. Messages larger than 2^31-1 elements
+ * waiting in a collective the others never reach. Called directly, the
+ * table's collectives agree within a spanning group only. Messages larger than 2^31-1 elements
  * are LT_UNSUPPORTED ("not supported yet").
  */
 #ifndef LT_ENGINE_MPI_H

@@ -70,6 +70,22 @@ static void size_str(uint64_t b, char *buf, size_t n) {
     else snprintf(buf, n, "%llu bytes", (unsigned long long)b);
 }
 
+/* lt__mem_set_budget's: 0 = none; set once, before any work (the CLI). */
+static uint64_t g_budget;
+static const char *g_budget_label;
+static char g_budget_why[64];
+
+lt_status lt__mem_set_budget(const char *size, const char *label) {
+    uint64_t v;
+    if (!size || parse_size(size, &v))
+        return lt__err(LT_INVALID, "%s: '%s' is not a size in bytes (e.g. 1000000, 512M, 8G)", label,
+                       size ? size : "");
+    g_budget = v;
+    g_budget_label = label;
+    snprintf(g_budget_why, sizeof g_budget_why, "of memory allowed by %s", label);
+    return LT_OK;
+}
+
 lt_status lt__mem_limit(uint64_t *bytes, const char **why) {
     uint64_t lim = UINT64_MAX;
     const char *w = "of memory";
@@ -107,6 +123,10 @@ lt_status lt__mem_limit(uint64_t *bytes, const char **why) {
             w = "of memory allowed by LOCALTENSOR_MEMORY_LIMIT";
         }
     }
+    if (g_budget_label && g_budget < lim) {
+        lim = g_budget;
+        w = g_budget_why;
+    }
     *bytes = lim;
     if (why) *why = w;
     return LT_OK;
@@ -132,7 +152,7 @@ lt_status lt__mem_check(uint64_t bytes, int world, const char *what) {
     const char *why;
     uint64_t lim;
     if (bytes == 0) return LT_OK; /* nothing new to fit */
-    if (recent_allows(bytes) && !getenv("LOCALTENSOR_MEMORY_LIMIT")) return LT_OK;
+    if (recent_allows(bytes) && !getenv("LOCALTENSOR_MEMORY_LIMIT") && !g_budget_label) return LT_OK;
     LT_TRY(lt__mem_limit(&lim, &why));
     recent_lim = lim;
     if (clock_gettime(CLOCK_MONOTONIC, &recent_at)) recent_lim = 0;

@@ -25,10 +25,17 @@
  * of the user's choosing, and how the tests make the check bite without
  * allocating much). *why (may be NULL) gets a static phrase naming the
  * bound: "of memory", "of memory available now", "of memory left to this
- * process (ulimit)" or "of memory allowed by LOCALTENSOR_MEMORY_LIMIT".
+ * process (ulimit)", "of memory allowed by LOCALTENSOR_MEMORY_LIMIT" or
+ * "of memory allowed by --max-memory" (lt__mem_set_budget).
  * UINT64_MAX when nothing is known. LT_INVALID (with a message) when
  * LOCALTENSOR_MEMORY_LIMIT is set but is not a size. */
 lt_status lt__mem_limit(uint64_t *bytes, const char **why);
+
+/* A process-wide budget of the user's choosing, as LOCALTENSOR_MEMORY_LIMIT
+ * but named `label` (static, e.g. "--max-memory") in refusals: `size` is
+ * bytes or a K, M, G or T suffix. LT_INVALID "LABEL: 'SIZE' is not a size
+ * in bytes (...)" when it is not one; nothing changes then. */
+lt_status lt__mem_set_budget(const char *size, const char *label);
 
 /* LT_OK when `bytes` fits under lt__mem_limit; otherwise LT_NOMEM with
  * "WHAT needs X GiB for the shards of all N ranks, more than this

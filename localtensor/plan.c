@@ -376,7 +376,7 @@ static void ctx_free(ctx *c) {
     lt__free(c);
 }
 
-lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planner planner, lt_plan **out) {
+lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planner planner, int shared, lt_plan **out) {
     const lt_mesh *mesh = from->mesh;
     lt_dtype dtype = from->dtype;
     int ndim = from->ndim;
@@ -387,7 +387,7 @@ lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planne
      * budget, the rule-table search below, then greedy */
     int complete_over = 0;
     if (planner == LT_PLANNER_MIN_COST) {
-        lt_status mst = lt__plan_mincost(from, dst, out);
+        lt_status mst = lt__plan_mincost(from, dst, shared, out);
         if (mst != LT_OVERFLOW) return mst;
         complete_over = 1;
     }

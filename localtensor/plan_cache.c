@@ -78,7 +78,10 @@ static void build_key(lt__cache_key *k, const lt_spec *src, const lt_placement *
     for (int i = 0; i < mesh->ndim; i++) lt__key_placement(k, &dst[i]);
 }
 
-void lt_plan_cache_clear(void) { lt__cache_clear(&plan_cache); }
+void lt_plan_cache_clear(void) {
+    lt__cache_clear(&plan_cache);
+    lt__ms_clear();   /* the searches' shared spaces (plan_memo.c) */
+}
 
 void lt_plan_cache_stats(size_t *hits, size_t *misses, size_t *entries) {
     lt__cache_stats(&plan_cache, hits, misses, entries);
@@ -157,7 +160,7 @@ static lt_status plan_checked(const lt_spec *src, const lt_placement *dst, lt_pl
     lt_status st;
     if ((st = reject(src->mesh, src->dtype, src->placements, dst))) return lt__err_while(st, "%s", ctxs);
     lt_plan *p;
-    if ((st = lt__plan_build(src, dst, planner, &p))) return lt__err_while(st, "%s", ctxs);
+    if ((st = lt__plan_build(src, dst, planner, use_cache, &p))) return lt__err_while(st, "%s", ctxs);
     if (use_cache) {
         build_key(&plan_key, src, dst, planner);
         lt__cache_put(&plan_cache, &plan_key, lt__cache_key_hash(&plan_key), p);

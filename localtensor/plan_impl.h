@@ -119,7 +119,9 @@ static inline lt_spec lt__plan_spec(const lt_plan *p, const lt_placement *pl) {
 lt_status lt__plan_redistribute_from(const lt_spec *src, const lt_placement *dst, int np,
                                      const lt_redistribute_opts *opts, lt_plan **out);
 
-lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planner planner, lt_plan **out);
+/* shared: the min-cost search may use the shared search space (plan_memo.c;
+ * the plan is the same either way). */
+lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planner planner, int shared, lt_plan **out);
 
 /* ---- runs and lists (plan_runs.c) ------------------------------------------------ */
 
@@ -309,6 +311,11 @@ lt_status lt__keymap_get(lt__keymap *m, uint64_t key, int next, int *idx, int *a
 void lt__keymap_clear(lt__keymap *m);
 void lt__keymap_free(lt__keymap *m);
 
+/* The search space shared by searches of one tensor (plan_memo.c): */
+typedef struct lt__ms lt__ms;     /* one (mesh, shape, element size) */
+typedef struct lt__mst lt__mst;   /* one state (layout), its moves' results */
+typedef struct lt__msg lt__msg;   /* one result (what each rank holds), its matching */
+
 /* What find_state answered for one result (by two hashes of it). */
 typedef struct lt__memo {
     uint64_t h1, h2, key;
@@ -356,6 +363,15 @@ typedef struct lt__mc {
     int expanded;
     uint64_t goal;
     const lt__list *dlay;        /* the destination's layout (for h) */
+    /* the shared search space (plan_memo.c); NULL: everything computed here */
+    lt__ms *ms;                  /* one reference */
+    lt__mst *mstate;             /* the state being expanded, NULL: none or not shared */
+    unsigned char creg[LT_MESH_MAX_DIMS][LT__MAXC];   /* candidate -> index in ms's registry */
+    double *rec;                 /* while set, spend() writes its amounts here */
+    int nrec;
+    int recording;               /* 1: try_move appends to scr (plan_memo.c) */
+    void *scr;                   /* (capscr) the moves recorded; lt__realloc */
+    int nscr, capscr;
 } lt__mc;
 
 /* The candidates and split rules of c (mesh, shape, src, dst and frozen
@@ -383,11 +399,83 @@ lt_status lt__mc_layout(lt__mc *c, int idx);
  * target's (a local index_select follows). -1 when it is not a move. */
 int64_t lt__mc_move_bytes(lt__mc *c, int from, const lt__mv *mv, int *reorder);
 
+/* Pieces of plan_moves.c that plan_memo.c replays (the same code, so the
+ * same answers and the same work): */
+double lt__mc_runs(const lt__list *l, size_t n);   /* runs past the first */
+int lt__mc_spend(lt__mc *c, double n);               /* 1: past the budget */
+int lt__mc_unions(lt__mc *c);                        /* c->U from c->G: 1, -1, -2 */
+int lt__mc_pops_ok(const lt__mc *c);
+void lt__mc_g_hash(const lt__mc *c, uint64_t *h1, uint64_t *h2);
+/* The work one candidate of level j costs dec (c->B holds level j). */
+double lt__mc_dec_cost(const lt__mc *c, int j);
+/* Candidate b of mesh dim j against the unions, on c->B's level j: 1
+ * matches (level j + 1 of c->B written, runs in c->tar), 0 no, -1 out of
+ * memory. No work is charged. */
+int lt__mc_dec_try(lt__mc *c, int j, int b);
+/* local_walk's check of candidate b of mesh dim j on c->L's level j: every
+ * rank's block within a's (or empty; *empty then). 1 (level j + 1 of c->L
+ * written), 0 no, -1 out of memory. No work is charged. */
+int lt__mc_local_try(lt__mc *c, const lt__list *a, int j, int b, int *empty);
+/* find_state after its charge and hash: the memo, then (gr, or the shared
+ * space, when set) the matching. 1 found (*key), 0 none, -1, -2. */
+int lt__mc_find_hashed(lt__mc *c, uint64_t h1, uint64_t h2, lt__msg *gr, uint64_t *key);
+/* What collective, partition or reduction mv leaves (c->G, c->Gempty,
+ * c->gpop, c->recv) from layout a with Partial ops apop: 1, 0 not a move,
+ * -1, -2; *bytes its cost. */
+int lt__mc_result(lt__mc *c, const lt__list *a, const signed char *apop, const lt__mv *mv, uint64_t *bytes,
+                  int *reorder);
+
+/* ---- the shared search space (plan_memo.c) ---------------------------------------- */
+
+/* Attaches c (its space built, not yet searched) to the shared space of its
+ * tensor: sets c->ms and c->creg, or leaves c->ms NULL (explicit split
+ * sizes, too many candidates, no memory: the search runs unshared, with the
+ * same result). */
+void lt__ms_attach(lt__mc *c);
+/* Drops c's reference (c->ms NULL after). */
+void lt__ms_detach(lt__mc *c);
+/* Sets c->mstate to the shared record of node idx's state (layout built),
+ * NULL when not shared. */
+void lt__ms_enter(lt__mc *c, int idx);
+/* The moves along mesh dim i but permutes and partition (plan_moves.c's
+ * dim_moves) from node `from`, replayed from the shared records: *done 1
+ * (the status as dim_moves would return it), or 0: the caller runs
+ * dim_moves, which is recorded, then calls lt__ms_script_end (complete: it
+ * returned LT_OK). */
+lt_status lt__ms_script(lt__mc *c, int from, uint64_t akey, int i, int *done);
+void lt__ms_script_end(lt__mc *c, int i, int complete);
+/* try_move through the shared records: *done 0 when the caller must
+ * compute it (nothing charged then); else the status try_move returns. */
+lt_status lt__ms_try_move(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
+                          const lt__mv *mv, int *done);
+/* local_walk from node `from` (layout a) through the shared records: *done
+ * 0 when the caller must walk (nothing charged or relaxed then). */
+lt_status lt__ms_local_walk(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
+                            int *done);
+/* A permute's sigma for candidate b of mesh dim i from the state being
+ * expanded: 1 a permute (sigma[mesh dim size] set), 0 none, -3 unknown;
+ * _put records what perm_sigma found (r 1 or 0). */
+int lt__ms_sigma_get(lt__mc *c, int i, int b, int *sigma);
+void lt__ms_sigma_put(lt__mc *c, int i, int b, int r, const int *sigma);
+/* try_move of permute mv (candidate b of its mesh dim, whose sigma the
+ * space knows) through the shared records; *done as lt__ms_try_move. */
+lt_status lt__ms_permute(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey, int b,
+                         const lt__mv *mv, int *done);
+/* The record of c->G (hashes h1, h2), made when new; NULL when not shared. */
+lt__msg *lt__ms_g_get(lt__mc *c, uint64_t h1, uint64_t h2);
+/* Unions and dec replayed from gr: the same answer and the same work
+ * charged; -3 when the record cannot answer (nothing charged). */
+int lt__ms_dec(lt__mc *c, lt__msg *gr, uint64_t *key);
+/* Loads gr's blocks into c->G, c->Gempty, c->gpop. */
+void lt__ms_g_load(lt__mc *c, const lt__msg *gr);
+/* Empties the shared spaces (lt_plan_cache_clear). */
+void lt__ms_clear(void);
+
 /* Min-cost plan of a redistribute (lists normalized, checked, not rejected;
  * the arguments of lt__plan_build). *out: a new plan. LT_OVERFLOW (no
  * message) when the search ran out of its work budget: the caller falls
  * back on greedy. */
-lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, lt_plan **out);
+lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, int shared, lt_plan **out);
 
 /* Runs step ps (a min-cost step: ps->move_ set) on the shards `in` of the checked
  * state `from` (borrowed), into out[world] (new tensors; all NULL on error). The

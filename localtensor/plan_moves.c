@@ -33,12 +33,18 @@ static const lt__list *blk(const lt__mc *c, const lt__list *lay, int r) {
     return lay + c->g.off[c->g.M] + (size_t)r * (size_t)c->g.ndim;
 }
 
-static int spend(lt__mc *c, double n) { return (c->work += n) > c->budget; }
+/* Charges n list operations; 1 when past the budget. While c->rec is set
+ * the amounts are also written there (plan_memo.c learns what a move
+ * costs; room for a few). */
+static int spend(lt__mc *c, double n) {
+    if (c->rec) c->rec[c->nrec++] = n;
+    return (c->work += n) > c->budget;
+}
 
 /* Runs past the first in lists l[0..n): walking lists of many runs costs
  * more than the list count the budget charges, so these are charged too
  * (layouts of nested strided splits of large dims can have thousands). */
-static double runs_of(const lt__list *l, size_t n) {
+double lt__mc_runs(const lt__list *l, size_t n) {
     double k = 0;
     for (size_t x = 0; x < n; x++) k += l[x].nr > 1 ? (double)(l[x].nr - 1) : 0;
     return k;
@@ -65,7 +71,7 @@ void lt__mc_placements(const lt__mc *c, uint64_t key, lt_placement *pl) {
  * non-empty blocks below each tuple. For any state this is its own prefix
  * layout (a tuple's block is the union of its ranks' blocks), so a state
  * matching G must match U at every level. */
-static int unions(lt__mc *c) {
+int lt__mc_unions(lt__mc *c) {
     const lt__geo *g = &c->g;
     int M = g->M, nd = g->ndim;
     memcpy(c->U + g->off[M], c->G, sizeof(lt__list) * (size_t)g->W * (size_t)nd);
@@ -76,7 +82,7 @@ static int unions(lt__mc *c) {
         int m = g->mesh->shape[j];
         /* merging m lists of runs costs m per run */
         if (spend(c, (double)g->T[j + 1] * (nd ? nd : 1) +
-                         (double)m * runs_of(c->U + g->off[j + 1], (size_t)g->T[j + 1] * (size_t)nd)))
+                         (double)m * lt__mc_runs(c->U + g->off[j + 1], (size_t)g->T[j + 1] * (size_t)nd)))
             return -2;
         for (int t = 0; t < g->T[j]; t++) {
             const lt__list *ch = c->U + g->off[j + 1] + (size_t)t * (size_t)m * (size_t)nd;
@@ -141,6 +147,30 @@ static int sizes_fit(const lt__mc *c, int j, const lt_placement *p) {
     return 1;
 }
 
+double lt__mc_dec_cost(const lt__mc *c, int j) {
+    const lt__geo *g = &c->g;
+    return g->T[j + 1] + lt__mc_runs(c->B + g->off[j], (size_t)g->T[j] * (size_t)g->ndim);
+}
+
+int lt__mc_dec_try(lt__mc *c, int j, int b) {
+    const lt__geo *g = &c->g;
+    int m = g->mesh->shape[j], nd = g->ndim;
+    const lt_placement *p = &c->cand[j][b];
+    if (!sizes_fit(c, j, p)) return 0;
+    int ok = 1;
+    for (int t = 0; t < g->T[j] && ok; t++) {
+        const lt__list *par = c->B + g->off[j] + (size_t)t * (size_t)nd;
+        for (int q = 0; q < m && ok; q++) {
+            size_t ti = (size_t)t * (size_t)m + (size_t)q;
+            lt__list *ch = c->B + g->off[j + 1] + ti * (size_t)nd;
+            int r = lt__apply(&c->tar, nd, p, m, q, par, ch);
+            if (r < 0) return -1;
+            ok = r && match(c, j + 1, ti, ch);
+        }
+    }
+    return ok;
+}
+
 /* Depth-first over the candidates of mesh dims j.., in candidate order;
  * c->B holds the prefix layout. */
 static int dec(lt__mc *c, int j, uint64_t key, uint64_t *out) {
@@ -149,25 +179,13 @@ static int dec(lt__mc *c, int j, uint64_t key, uint64_t *out) {
         *out = key;
         return 1;
     }
-    int m = g->mesh->shape[j], nd = g->ndim;
-    double runs = runs_of(c->B + g->off[j], (size_t)g->T[j] * (size_t)nd);
+    double cost = lt__mc_dec_cost(c, j);
     for (int b = 0; b < c->nc[j]; b++) {
-        const lt_placement *p = &c->cand[j][b];
-        if (pop_of(p) != c->gpop[j]) continue;
-        if (spend(c, g->T[j + 1] + runs)) return -2;
-        if (!sizes_fit(c, j, p)) continue;
+        if (pop_of(&c->cand[j][b]) != c->gpop[j]) continue;
+        if (spend(c, cost)) return -2;
         lt__amark mk = lt__arena_mark(&c->tar);
-        int ok = 1;
-        for (int t = 0; t < g->T[j] && ok; t++) {
-            const lt__list *par = c->B + g->off[j] + (size_t)t * (size_t)nd;
-            for (int q = 0; q < m && ok; q++) {
-                size_t ti = (size_t)t * (size_t)m + (size_t)q;
-                lt__list *ch = c->B + g->off[j + 1] + ti * (size_t)nd;
-                int r = lt__apply(&c->tar, nd, p, m, q, par, ch);
-                if (r < 0) return -1;
-                ok = r && match(c, j + 1, ti, ch);
-            }
-        }
+        int ok = lt__mc_dec_try(c, j, b);
+        if (ok < 0) return -1;
         if (ok) {
             int r = dec(c, j + 1, key | (uint64_t)b << (8 * j), out);
             if (r != 0) return r;
@@ -186,7 +204,7 @@ static int dec(lt__mc *c, int j, uint64_t key, uint64_t *out) {
 }
 
 /* Partial ops may only mix as {sum, avg} (a valid placement list). */
-static int pops_ok(const lt__mc *c) {
+int lt__mc_pops_ok(const lt__mc *c) {
     int first = -1;
     for (int i = 0; i < c->g.M; i++) {
         int o = c->gpop[i];
@@ -200,7 +218,7 @@ static int pops_ok(const lt__mc *c) {
 
 /* Two independent hashes of what c->G holds (an empty block: its shape
  * only, as match compares) and of c->gpop. */
-static void g_hash(const lt__mc *c, uint64_t *h1, uint64_t *h2) {
+void lt__mc_g_hash(const lt__mc *c, uint64_t *h1, uint64_t *h2) {
     uint64_t a = 1469598103934665603ULL, b = 0x9e3779b97f4a7c15ULL;
 #define LT__MIX(v)                                           \
     do {                                                     \
@@ -225,13 +243,7 @@ static void g_hash(const lt__mc *c, uint64_t *h1, uint64_t *h2) {
     *h2 = b ^ (b >> 29);
 }
 
-/* The state holding c->G (with c->Gempty, c->gpop). Results are kept by
- * hash: many moves from many states leave the same blocks. */
-static int find_state(lt__mc *c, uint64_t *key) {
-    if (!pops_ok(c)) return 0;
-    if (spend(c, runs_of(c->G, (size_t)c->g.W * (size_t)c->g.ndim))) return -2;
-    uint64_t h1, h2;
-    g_hash(c, &h1, &h2);
+int lt__mc_find_hashed(lt__mc *c, uint64_t h1, uint64_t h2, lt__msg *gr, uint64_t *key) {
     if (c->nmemo * 2 >= c->capmemo) {   /* grow (and rehash) at half full */
         size_t ncap = c->capmemo ? c->capmemo * 2 : 1024;
         lt__memo *nm = lt__calloc(ncap, sizeof(lt__memo));
@@ -252,13 +264,33 @@ static int find_state(lt__mc *c, uint64_t *key) {
             *key = c->memo[x].key;
             return c->memo[x].found;
         }
-    int r = unions(c);
-    if (r > 0) r = dec(c, 0, 0, key);
+    /* a miss: the shared search space answers when it can (the same
+     * answer and the same work as below), else unions and dec */
+    int r = -3;
+    if (c->ms && !gr) gr = lt__ms_g_get(c, h1, h2);
+    if (gr) r = lt__ms_dec(c, gr, key);
+    if (r == -3) {
+        if (gr) lt__ms_g_load(c, gr);
+        r = lt__mc_unions(c);
+        if (r > 0) r = dec(c, 0, 0, key);
+    }
     if (r < 0) return r;
     c->memo[x] = (lt__memo){h1, h2, r ? *key : 0, (unsigned char)r, 1};
     c->nmemo++;
     return r;
 }
+
+/* The state holding c->G (with c->Gempty, c->gpop). Results are kept by
+ * hash: many moves from many states leave the same blocks. */
+static int find_state(lt__mc *c, uint64_t *key) {
+    if (!lt__mc_pops_ok(c)) return 0;
+    if (spend(c, lt__mc_runs(c->G, (size_t)c->g.W * (size_t)c->g.ndim))) return -2;
+    uint64_t h1, h2;
+    lt__mc_g_hash(c, &h1, &h2);
+    return lt__mc_find_hashed(c, h1, h2, NULL, key);
+}
+
+int lt__mc_spend(lt__mc *c, double n) { return spend(c, n); }
 
 int lt__mc_canon(lt__mc *c, const lt__list *lay, const signed char *pop, uint64_t *key) {
     const lt__geo *g = &c->g;
@@ -342,7 +374,7 @@ static void set_placeholder(lt__mc *c, int r, const int64_t *sh) {
  * reduction mv from layout a with Partial ops apop. 1 valid, 0 not a move,
  * -1 out of memory. *reorder (may be NULL) is set when a rank receives its
  * indices out of order. */
-static int result(lt__mc *c, const lt__list *a, const signed char *apop, const lt__mv *mv, uint64_t *bytes,
+int lt__mc_result(lt__mc *c, const lt__list *a, const signed char *apop, const lt__mv *mv, uint64_t *bytes,
                   int *reorder) {
     const lt__geo *g = &c->g;
     int nd = g->ndim, i = mv->mesh_dim, e = mv->dim, f = mv->cdim, root = mv->root, k = mv->kind;
@@ -362,7 +394,7 @@ static int result(lt__mc *c, const lt__list *a, const signed char *apop, const l
     }
     if (nd == 0 && k != LT__MV_PARTITION && k != LT__MV_ALL_REDUCE && k != LT__MV_PERMUTE) return 0;
     memset(c->recv, 0, sizeof(uint64_t) * (size_t)g->W);
-    if (spend(c, (double)g->W * (k == LT__MV_ALL_TO_ALL ? n : 1) + runs_of(a + g->off[g->M], (size_t)g->W * (size_t)nd)))
+    if (spend(c, (double)g->W * (k == LT__MV_ALL_TO_ALL ? n : 1) + lt__mc_runs(a + g->off[g->M], (size_t)g->W * (size_t)nd)))
         return -2;
     int64_t sh[LT_MAX_DIMS], size, off;
     for (int base = 0; base < g->W; base += stride * n)
@@ -534,9 +566,14 @@ static lt_status over(int r) {
 /* Move mv from node `from`: its result, the state holding it, the edge. */
 static lt_status try_move(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
                           const lt__mv *mv) {
+    if (c->mstate) {   /* the shared search space (plan_memo.c): the same edge, the same work */
+        int done;
+        lt_status mst = lt__ms_try_move(c, from, a, apop, akey, mv, &done);
+        if (done) return mst;
+    }
     lt__amark mk = lt__arena_mark(&c->tar);
     uint64_t bytes = 0, key = 0;
-    int r = result(c, a, apop, mv, &bytes, NULL);
+    int r = lt__mc_result(c, a, apop, mv, &bytes, NULL);
     if (r == 1) r = find_state(c, &key);
     lt_status st = r < 0 ? over(r) : LT_OK;
     if (r == 1 && key != akey) st = lt__mc_relax(c, from, key, bytes, mv, c->G);
@@ -633,58 +670,78 @@ static lt_status perms_room(lt__mc *c, size_t n) {
     return LT_OK;
 }
 
+/* sigma for a permute along mesh dim i to candidate p: member sigma[q]'s
+ * blocks at level i + 1 are what p gives member q. 1 a permute (not the
+ * identity), 0 none, -1 out of memory. No work is charged. */
+static int perm_sigma(lt__mc *c, const lt__list *a, int i, const lt_placement *p, int *sigma) {
+    const lt__geo *g = &c->g;
+    int n = g->mesh->shape[i], nd = g->ndim;
+    int *used = c->iscr + n;
+    lt__amark mk = lt__arena_mark(&c->tar);
+    int ok = 1;
+    for (int t = 0; t < g->T[i] && ok; t++)
+        for (int q = 0; q < n && ok; q++) {
+            size_t ti = (size_t)t * (size_t)n + (size_t)q;
+            int r = lt__apply(&c->tar, nd, p, n, q, a + g->off[i] + (size_t)t * (size_t)nd,
+                              c->L + g->off[i + 1] + ti * (size_t)nd);
+            if (r < 0) return -1;
+            ok = r;
+        }
+    /* sigma[q]: the member whose blocks member q gets (exact matches first) */
+    for (int q = 0; q < n; q++) used[q] = 0;
+    int ident = 1;
+    for (int q = 0; q < n && ok; q++) {
+        sigma[q] = -1;
+        for (int pass = 0; pass < 2 && sigma[q] < 0; pass++)
+            for (int s = 0; s < n && sigma[q] < 0; s++) {
+                if (used[s]) continue;
+                int all = 1;
+                for (int t = 0; t < g->T[i] && all; t++) {
+                    const lt__list *x = c->L + g->off[i + 1] + ((size_t)t * (size_t)n + (size_t)q) * (size_t)nd;
+                    const lt__list *y = a + g->off[i + 1] + ((size_t)t * (size_t)n + (size_t)s) * (size_t)nd;
+                    all = pass ? block_like(x, y, nd) : block_same(x, y, nd);
+                }
+                if (all) sigma[q] = s;
+            }
+        if (sigma[q] < 0) ok = 0;
+        else {
+            used[sigma[q]] = 1;
+            ident &= sigma[q] == q;
+        }
+    }
+    lt__arena_reset(&c->tar, mk);
+    return ok && !ident;
+}
+
 /* Permutes along mesh dim i: a state reached by one is found from its
  * placement on i, whose blocks at level i + 1 must be a's, permuted. */
 static lt_status try_permutes(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
                               int i) {
     const lt__geo *g = &c->g;
     int n = g->mesh->shape[i], nd = g->ndim;
-    int *sigma = c->iscr, *used = c->iscr + n;
-    double runs = runs_of(a + g->off[i], (size_t)g->T[i] * (size_t)nd);
+    int *sigma = c->iscr;
+    double runs = lt__mc_runs(a + g->off[i], (size_t)g->T[i] * (size_t)nd);
     for (int b = 0; b < c->nc[i]; b++) {
         const lt_placement *p = &c->cand[i][b];
         if (pop_of(p) >= 0) continue;
         if (spend(c, g->T[i + 1] + runs)) return LT_OVERFLOW;
-        lt__amark mk = lt__arena_mark(&c->tar);
-        int ok = 1;
-        for (int t = 0; t < g->T[i] && ok; t++)
-            for (int q = 0; q < n && ok; q++) {
-                size_t ti = (size_t)t * (size_t)n + (size_t)q;
-                int r = lt__apply(&c->tar, nd, p, n, q, a + g->off[i] + (size_t)t * (size_t)nd,
-                                  c->L + g->off[i + 1] + ti * (size_t)nd);
-                if (r < 0) return over(r);
-                ok = r;
-            }
-        /* sigma[q]: the member whose blocks member q gets (exact matches first) */
-        for (int q = 0; q < n; q++) used[q] = 0;
-        int ident = 1;
-        for (int q = 0; q < n && ok; q++) {
-            sigma[q] = -1;
-            for (int pass = 0; pass < 2 && sigma[q] < 0; pass++)
-                for (int s = 0; s < n && sigma[q] < 0; s++) {
-                    if (used[s]) continue;
-                    int all = 1;
-                    for (int t = 0; t < g->T[i] && all; t++) {
-                        const lt__list *x = c->L + g->off[i + 1] + ((size_t)t * (size_t)n + (size_t)q) * (size_t)nd;
-                        const lt__list *y = a + g->off[i + 1] + ((size_t)t * (size_t)n + (size_t)s) * (size_t)nd;
-                        all = pass ? block_like(x, y, nd) : block_same(x, y, nd);
-                    }
-                    if (all) sigma[q] = s;
-                }
-            if (sigma[q] < 0) ok = 0;
-            else {
-                used[sigma[q]] = 1;
-                ident &= sigma[q] == q;
-            }
+        /* sigma: known to the shared space (1: a permute, 0: none), or computed */
+        int known = c->mstate ? lt__ms_sigma_get(c, i, b, sigma) : -3;
+        if (known == 0) continue;
+        if (known < 0) {
+            int r = perm_sigma(c, a, i, p, sigma);
+            if (r < 0) return over(r);
+            if (c->mstate) lt__ms_sigma_put(c, i, b, r, sigma);
+            if (!r) continue;
         }
-        lt__arena_reset(&c->tar, mk);
-        if (!ok || ident) continue;
         /* member sigma[q]'s shard goes to member q */
         LT_TRY(perms_room(c, (size_t)n));
         for (int q = 0; q < n; q++) c->perms[c->nperms + (size_t)sigma[q]] = q;
         lt__mv mv = {LT__MV_PERMUTE, (signed char)i, 0, 0, -1, -1, 0, (int)c->nperms};
         c->nperms += (size_t)n;
-        LT_TRY(try_move(c, from, a, apop, akey, &mv));
+        int done = 0;
+        if (c->mstate) LT_TRY(lt__ms_permute(c, from, a, apop, akey, b, &mv, &done));
+        if (!done) LT_TRY(try_move(c, from, a, apop, akey, &mv));
     }
     return LT_OK;
 }
@@ -718,6 +775,32 @@ static int apply_level(lt__mc *c, int j, int b, lt__list *at) {
     return 1;
 }
 
+int lt__mc_local_try(lt__mc *c, const lt__list *a, int j, int b, int *empty) {
+    const lt__geo *g = &c->g;
+    int m = g->mesh->shape[j], nd = g->ndim;
+    const lt_placement *p = &c->cand[j][b];
+    lt__list *ch0 = c->L + g->off[j + 1];
+    int ok = 1;
+    *empty = 0;
+    for (int t = 0; t < g->T[j] && ok; t++)
+        for (int q = 0; q < m && ok; q++) {
+            size_t ti = (size_t)t * (size_t)m + (size_t)q;
+            lt__list *ch = ch0 + ti * (size_t)nd;
+            const lt__list *pa = a + g->off[j + 1] + ti * (size_t)nd;
+            int r = lt__apply(&c->tar, nd, p, m, q, c->L + g->off[j] + (size_t)t * (size_t)nd, ch);
+            if (r < 0) return -1;
+            ok = r;
+            if (!ok) continue;
+            if (!lt__block_numel(ch, nd)) {
+                *empty = 1;
+                continue;
+            }
+            if (!lt__block_numel(pa, nd)) ok = 0;
+            for (int d = 0; d < nd && ok; d++) ok = lt__list_subset(&ch[d], &pa[d]);
+        }
+    return ok;
+}
+
 /* Local picks: every candidate list whose blocks each rank holds within its
  * own (or empty); c->L holds the prefix layout, `key` its candidates. A
  * prefix block can only be picked from the same prefix block of a, which
@@ -743,34 +826,19 @@ static lt_status local_walk(lt__mc *c, int from, const lt__list *a, const signed
         if (r == 1 && key != akey) return lt__mc_relax(c, from, key, 0, &mv, c->L + g->off[g->M]);
         return LT_OK;
     }
-    int m = g->mesh->shape[j];
     uint64_t *hs = c->lwhash[j];
     unsigned char *hv = c->lwvalid[j];
     lt__list *ch0 = c->L + g->off[j + 1];
-    double runs = runs_of(c->L + g->off[j], (size_t)g->T[j] * (size_t)nd);
+    double runs = lt__mc_runs(c->L + g->off[j], (size_t)g->T[j] * (size_t)nd);
     for (int b = 0; b < c->nc[j]; b++) {
         const lt_placement *p = &c->cand[j][b];
         hv[b] = 0;
         if (pop_of(p) != apop[j]) continue;
         if (spend(c, g->T[j + 1] + runs)) return LT_OVERFLOW;
         lt__amark mk = lt__arena_mark(&c->tar);
-        int ok = 1, dup = 0, empty = 0;
-        for (int t = 0; t < g->T[j] && ok; t++)
-            for (int q = 0; q < m && ok; q++) {
-                size_t ti = (size_t)t * (size_t)m + (size_t)q;
-                lt__list *ch = ch0 + ti * (size_t)nd;
-                const lt__list *pa = a + g->off[j + 1] + ti * (size_t)nd;
-                int r = lt__apply(&c->tar, nd, p, m, q, c->L + g->off[j] + (size_t)t * (size_t)nd, ch);
-                if (r < 0) return over(r);
-                ok = r;
-                if (!ok) continue;
-                if (!lt__block_numel(ch, nd)) {
-                    empty = 1;
-                    continue;
-                }
-                if (!lt__block_numel(pa, nd)) ok = 0;
-                for (int d = 0; d < nd && ok; d++) ok = lt__list_subset(&ch[d], &pa[d]);
-            }
+        int dup = 0, empty = 0;
+        int ok = lt__mc_local_try(c, a, j, b, &empty);
+        if (ok < 0) return over(ok);
         if (ok) {   /* the same blocks as an earlier candidate's (which passed too)? */
             hs[b] = level_hash(c, ch0, j);
             hv[b] = 1;
@@ -795,69 +863,85 @@ static void pops_of(const lt__mc *c, uint64_t key, signed char *pop) {
     for (int i = 0; i < LT_MESH_MAX_DIMS; i++) pop[i] = (signed char)(i < c->g.M ? pop_of(&pl[i]) : -1);
 }
 
+/* The collectives and reductions along mesh dim i from node `from` (a
+ * state's moves but its permutes and partition), in a fixed order that
+ * depends on the state alone (plan_memo.c records it). */
+static lt_status dim_moves(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey, int i) {
+    int n = c->g.mesh->shape[i], nd = c->g.ndim;
+    lt__mv mv = {0, (signed char)i, 0, 0, -1, -1, 0, -1};
+    if (apop[i] >= 0) {
+        mv.op = apop[i];
+        mv.kind = LT__MV_ALL_REDUCE;
+        LT_TRY(try_move(c, from, a, apop, akey, &mv));
+        mv.kind = LT__MV_REDUCE;
+        for (mv.root = 0; mv.root < n; mv.root++)
+            if (root_ok(c, i, mv.root)) LT_TRY(try_move(c, from, a, apop, akey, &mv));
+        mv.root = 0;
+        mv.kind = LT__MV_REDUCE_SCATTER;
+        for (int e = 0; e < nd; e++) {
+            int64_t lens[LT__MAXLENS];
+            int k = distinct_lens(c, a, e, lens);
+            for (int ri = 0; ri < c->nrules; ri++) {
+                if (!rule_new(c, lens, k, n, ri)) continue;
+                mv.dim = (signed char)e;
+                mv.rule = (signed char)ri;
+                LT_TRY(try_move(c, from, a, apop, akey, &mv));
+            }
+        }
+        return LT_OK;
+    }
+    int sroot = scatter_root(c, a, i);
+    for (int e = 0; e < nd; e++) {
+        mv.dim = (signed char)e;
+        mv.rule = -1;
+        mv.kind = LT__MV_ALL_GATHER;
+        LT_TRY(try_move(c, from, a, apop, akey, &mv));
+        mv.kind = LT__MV_GATHER;
+        for (mv.root = 0; mv.root < n; mv.root++)
+            if (root_ok(c, i, mv.root)) LT_TRY(try_move(c, from, a, apop, akey, &mv));
+        mv.root = 0;
+        int64_t lens[LT__MAXLENS];
+        int k = distinct_lens(c, a, e, lens);
+        for (int ri = 0; ri < c->nrules; ri++) {
+            if (!rule_new(c, lens, k, n, ri)) continue;
+            mv.rule = (signed char)ri;
+            mv.kind = LT__MV_ALL_TO_ALL;
+            for (int f = 0; f < nd; f++) {
+                mv.cdim = (signed char)f;
+                LT_TRY(try_move(c, from, a, apop, akey, &mv));
+            }
+            mv.cdim = 0;
+            if (sroot >= 0) {
+                mv.kind = LT__MV_SCATTER;
+                mv.root = sroot;
+                LT_TRY(try_move(c, from, a, apop, akey, &mv));
+                mv.root = 0;
+            }
+        }
+    }
+    return LT_OK;
+}
+
 lt_status lt__mc_expand(lt__mc *c, int from) {
     const lt__geo *g = &c->g;
     const lt__list *a = c->nodes[from].lay;
     uint64_t akey = c->nodes[from].key;
     signed char apop[LT_MESH_MAX_DIMS];
     pops_of(c, akey, apop);
-    int nd = g->ndim;
     for (int i = 0; i < g->M; i++) {
         int n = g->mesh->shape[i];
         if (n == 1 || c->frozen[i]) continue;
+        /* replayed from the shared space when it knows them, else tried
+         * here (and recorded) */
+        int done = 0;
+        if (c->mstate) LT_TRY(lt__ms_script(c, from, akey, i, &done));
+        if (!done) {
+            lt_status st = dim_moves(c, from, a, apop, akey, i);
+            if (c->mstate) lt__ms_script_end(c, i, st == LT_OK);
+            LT_TRY(st);
+        }
+        if (apop[i] >= 0) continue;
         lt__mv mv = {0, (signed char)i, 0, 0, -1, -1, 0, -1};
-        if (apop[i] >= 0) {
-            mv.op = apop[i];
-            mv.kind = LT__MV_ALL_REDUCE;
-            LT_TRY(try_move(c, from, a, apop, akey, &mv));
-            mv.kind = LT__MV_REDUCE;
-            for (mv.root = 0; mv.root < n; mv.root++)
-                if (root_ok(c, i, mv.root)) LT_TRY(try_move(c, from, a, apop, akey, &mv));
-            mv.root = 0;
-            mv.kind = LT__MV_REDUCE_SCATTER;
-            for (int e = 0; e < nd; e++) {
-                int64_t lens[LT__MAXLENS];
-                int k = distinct_lens(c, a, e, lens);
-                for (int ri = 0; ri < c->nrules; ri++) {
-                    if (!rule_new(c, lens, k, n, ri)) continue;
-                    mv.dim = (signed char)e;
-                    mv.rule = (signed char)ri;
-                    LT_TRY(try_move(c, from, a, apop, akey, &mv));
-                }
-            }
-            continue;
-        }
-        int sroot = scatter_root(c, a, i);
-        for (int e = 0; e < nd; e++) {
-            mv.dim = (signed char)e;
-            mv.rule = -1;
-            mv.kind = LT__MV_ALL_GATHER;
-            LT_TRY(try_move(c, from, a, apop, akey, &mv));
-            mv.kind = LT__MV_GATHER;
-            for (mv.root = 0; mv.root < n; mv.root++)
-                if (root_ok(c, i, mv.root)) LT_TRY(try_move(c, from, a, apop, akey, &mv));
-            mv.root = 0;
-            int64_t lens[LT__MAXLENS];
-            int k = distinct_lens(c, a, e, lens);
-            for (int ri = 0; ri < c->nrules; ri++) {
-                if (!rule_new(c, lens, k, n, ri)) continue;
-                mv.rule = (signed char)ri;
-                mv.kind = LT__MV_ALL_TO_ALL;
-                for (int f = 0; f < nd; f++) {
-                    mv.cdim = (signed char)f;
-                    LT_TRY(try_move(c, from, a, apop, akey, &mv));
-                }
-                mv.cdim = 0;
-                if (sroot >= 0) {
-                    mv.kind = LT__MV_SCATTER;
-                    mv.root = sroot;
-                    LT_TRY(try_move(c, from, a, apop, akey, &mv));
-                    mv.root = 0;
-                }
-            }
-        }
-        mv.dim = 0;
-        mv.rule = -1;
         LT_TRY(try_permutes(c, from, a, apop, akey, i));
         const lt_placement *t = &c->dst[i];
         if (t->kind == LT_PL_PARTIAL && c->src[i].kind != LT_PL_PARTIAL && t->op != LT_REDOP_PRODUCT &&
@@ -866,6 +950,11 @@ lt_status lt__mc_expand(lt__mc *c, int from) {
             mv.op = (signed char)t->op;
             LT_TRY(try_move(c, from, a, apop, akey, &mv));
         }
+    }
+    if (c->mstate) {   /* the shared search space (plan_memo.c): the same edges, the same work */
+        int done;
+        lt_status mst = lt__ms_local_walk(c, from, a, apop, akey, &done);
+        if (done) return mst;
     }
     return local_walk(c, from, a, apop, akey, 0, 0, 0);
 }
@@ -877,7 +966,7 @@ int64_t lt__mc_move_bytes(lt__mc *c, int from, const lt__mv *mv, int *reorder) {
     pops_of(c, c->nodes[from].key, apop);
     lt__amark mk = lt__arena_mark(&c->tar);
     uint64_t bytes = 0;
-    int r = result(c, c->nodes[from].lay, apop, mv, &bytes, reorder);
+    int r = lt__mc_result(c, c->nodes[from].lay, apop, mv, &bytes, reorder);
     lt__arena_reset(&c->tar, mk);
     return r == 1 ? (int64_t)bytes : -1;
 }

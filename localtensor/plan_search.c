@@ -137,6 +137,8 @@ static void mc_free(lt__mc *c) {
     lt__free(c->perms);
     lt__free(c->memo);
     lt__free((void *)c->dlay);
+    lt__ms_detach(c);
+    lt__free(c->scr);
     lt__arena_free(&c->nar);
     lt__arena_free(&c->tar);
     lt__free(c);
@@ -155,7 +157,7 @@ static double expansion_cost(const lt__mc *c) {
     return w;
 }
 
-static lt_status mc_new(const lt_spec *from, const lt_placement *dst, lt__mc **out) {
+static lt_status mc_new(const lt_spec *from, const lt_placement *dst, int shared, lt__mc **out) {
     const lt_mesh *mesh = from->mesh;
     const lt_placement *src = from->placements;
     int ndim = from->ndim;
@@ -177,6 +179,7 @@ static lt_status mc_new(const lt_spec *from, const lt_placement *dst, lt__mc **o
     lt_status st = lt__mc_space(c);
     if (st) return st;
     if (expansion_cost(c) * 8 > c->budget) return LT_OVERFLOW;
+    if (shared) lt__ms_attach(c);
     size_t nd = (size_t)(ndim ? ndim : 1), W = (size_t)c->g.W, nl = c->g.off[c->g.M + 1] + 1;
     c->G = lt__malloc(sizeof(lt__list) * W * nd);
     c->Gempty = lt__malloc(W);
@@ -365,12 +368,12 @@ static lt_status make_plan(lt__mc *c, lt_dtype dtype, const lt_placement *usrc, 
     return LT_OK;
 }
 
-lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, lt_plan **out) {
+lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, int shared, lt_plan **out) {
     lt_dtype dtype = from->dtype;
     const lt_placement *src = from->placements;
     *out = NULL;
     lt__mc *c;
-    lt_status st = mc_new(from, dst, &c);
+    lt_status st = mc_new(from, dst, shared, &c);
     /* the destination's layout and key, then the search from the source */
     lt__list *dl = NULL;
     if (!st) {
@@ -407,6 +410,7 @@ lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, lt_plan
             break;
         }
         st = lt__mc_layout(c, it.node);
+        if (!st) lt__ms_enter(c, it.node);
         if (!st) st = lt__mc_expand(c, it.node);
     }
     if (!st && goal < 0) st = lt__err(LT_UNSUPPORTED, "no sequence of steps reaches the destination");

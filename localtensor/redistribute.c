@@ -352,6 +352,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     }
     const lt_dtensor *cur = dt;
     lt_dtensor *owned = NULL;
+    lt__verified *memo = NULL;   /* where the last checked state's verified bytes lie */
     int M = mesh->ndim;
     /* refuse up front what cannot fit: every copy the steps and the
      * verification hold at once (the source exists already); a source
@@ -366,6 +367,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         run_ctx(opts, plan, ctx, sizeof ctx);
         st = lt__err_ctx_in(st, "redistribute", "%s", ctx);
     }
+    if (!st && verify && plan->nsteps) st = lt__verified_source(dt, &memo);
     for (int s = 0; s < plan->nsteps && !st; s++) {
         const lt_plan_step *ps = &plan->steps[s];
         const lt_placement *before = plan->states_ + (size_t)s * (size_t)M;
@@ -383,10 +385,10 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
             st = lt__err_ctx_in(st, "redistribute", "%s: %s", ctx, sd);
             break;
         }
-        lt_dtensor_free(owned);
+        lt_dtensor_free(owned);   /* nx was made while it lived: the record's buffers are still those */
         cur = owned = nx;
         if (verify) {
-            st = lt_verify_reshard(dt, nx, s, rep);
+            st = lt__verify_reshard_memo(dt, nx, s, rep, &memo);
             if (st) {
                 step_str(plan, s, sd, sizeof sd);
                 run_ctx(opts, plan, ctx, sizeof ctx);
@@ -413,6 +415,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         }
     }
     lt_comm_free(own);
+    lt__verified_free(memo);
     if (st) {
         lt_dtensor_free(owned);
         if (planp) *planp = plan;

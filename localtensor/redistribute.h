@@ -45,7 +45,8 @@ struct lt_redistribute_opts {
     lt_comm *comm;              /* borrowed; NULL: a temporary in-process communicator.
                                  * Pass one to read the comm trace afterwards. */
     lt_verify_report *report;   /* optional out: filled when verify is on */
-    int no_cache;               /* 1: plan from scratch, neither read nor fill the cache */
+    int no_cache;               /* 1: plan from scratch, neither read nor fill the cache
+                                 * (nor the min-cost searches' shared space) */
 };
 
 /* ---- redistribute ----------------------------------------------------------- */

@@ -6,15 +6,20 @@
  * built from layout math (localtensor/layout.h): for each tensor dim and
  * global index, which source rank (its part of the rank number) and which
  * local position hold it. The Partial dims that are not kept are reduced
- * with kernels/ math, shard by shard. No full-size tensor is ever built, so
- * verifying costs about one pass over the unique bytes it checks.
+ * in one fused pass per shard (f32, f64 sums and averages) or with kernels/
+ * math, shard by shard. No full-size tensor is ever built, so verifying
+ * costs about one pass over the unique bytes it checks.
  *
  * Storage identity comes first: ranks that must hold the same values (they
  * differ only on mesh dims where the checked layout replicates) and share
  * one buffer are checked once; source replicas that share a buffer agree
- * without reading it.
+ * without reading it; a shard that views bytes the previous check proved
+ * (the record lt_redistribute passes along, localtensor/verify_impl.h) is
+ * right without reading it. The buffers left are checked on the thread
+ * pool, one piece of work each, the lowest wrong rank reported.
  */
 #include "kernels/alloc.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +31,7 @@
 #include "localtensor/spec_impl.h"
 #include "localtensor/verify_impl.h"
 #include "kernels/memlimit_impl.h"
+#include "kernels/pool_impl.h"
 #include "kernels/tensor_impl.h"
 
 static void index_str(int ndim, const int64_t *idx, char *buf, size_t n) {
@@ -95,18 +101,25 @@ typedef struct vctx {
     double rtol, atol;
     int64_t *part[LT_MAX_DIMS];          /* (shape[d]) owner's rank part of global index g; NULL: unsharded */
     int64_t *pos[LT_MAX_DIMS];           /* (shape[d]) its local position; NULL: g itself */
-    int64_t *runs;                       /* (shape[last], 4) scratch: runs along the last dim */
+    const char **sdata;                  /* (world) lt_data of every source shard in sh */
     lt_tensor *const *sh;                /* (world) the source shards, host-readable: src's own,
                                           * or host_sh */
     lt_tensor **host_sh;                 /* (world) owned host copies when a shard is off the host */
+    /* (shape[last], 4) scratch per pool slot (kernels/pool_impl.h): runs
+     * along the last dim; made on first use */
+    int64_t *runs[LT_THREADS_MAX];
 } vctx;
 
 static void vctx_free(vctx *c) {
-    lt__free(c->runs);
-    c->runs = NULL;
+    lt__free(c->sdata);
+    c->sdata = NULL;
     for (int r = 0; c->host_sh && r < c->W; r++) lt_tensor_free(c->host_sh[r]);
     lt__free(c->host_sh);
     c->host_sh = NULL;
+    for (int k = 0; k < LT_THREADS_MAX; k++) {
+        lt__free(c->runs[k]);
+        c->runs[k] = NULL;
+    }
     for (int d = 0; d < LT_MAX_DIMS; d++) {
         lt__free(c->part[d]);
         lt__free(c->pos[d]);
@@ -165,8 +178,7 @@ static lt_status owner_table(vctx *c, int d) {
 }
 
 /* Sets up c to compute the reshard of src to placements dst (np of them). */
-static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *dst, int np) {
-    memset(c, 0, sizeof *c);
+static lt_status vctx_init_(vctx *c, const lt_dtensor *src, const lt_placement *dst, int np) {
     c->src = src;
     c->mesh = lt_dtensor_mesh(src);
     c->M = c->mesh->ndim;
@@ -202,16 +214,13 @@ static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *d
     if (off_host) { /* shards the host cannot read: read explicit host copies */
         c->host_sh = lt__calloc((size_t)c->W, sizeof *c->host_sh);
         if (!c->host_sh) return lt__err(LT_NOMEM, "verify: out of memory");
-        for (int r = 0; r < c->W; r++) {
-            if (!src->local->shards[r]) continue;
-            lt_status st = lt__host_copy_out(src->local->shards[r], &c->host_sh[r]);
-            if (st) {
-                vctx_free(c);
-                return st;
-            }
-        }
+        for (int r = 0; r < c->W; r++)
+            if (src->local->shards[r]) LT_TRY(lt__host_copy_out(src->local->shards[r], &c->host_sh[r]));
         c->sh = c->host_sh;
     }
+    c->sdata = lt__malloc(sizeof *c->sdata * (size_t)c->W);
+    if (!c->sdata) return lt__err(LT_NOMEM, "verify: out of memory");
+    for (int r = 0; r < c->W; r++) c->sdata[r] = c->sh[r] ? lt_data(c->sh[r]) : NULL;
     for (int i = 0; i < c->ndim; i++)
         if (src->shape[i] == 0) return LT_OK;   /* nothing to own */
     for (int k = 0; k < c->ndim; k++) {
@@ -221,14 +230,28 @@ static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *d
             return st;
         }
     }
-    if (c->ndim > 0) {
-        c->runs = lt__malloc(sizeof(int64_t) * 4 * (size_t)src->shape[c->ndim - 1]);
-        if (!c->runs) {
-            vctx_free(c);
-            return lt__err(LT_NOMEM, "verify: out of memory for the runs of the last dim");
-        }
-    }
     return LT_OK;
+}
+
+/* The context of checking src against dst placements in *c; on error
+ * nothing is left to free. */
+static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *dst, int np) {
+    memset(c, 0, sizeof *c);
+    lt_status st = vctx_init_(c, src, dst, np);
+    if (st) vctx_free(c);
+    return st;
+}
+
+/* The runs scratch of the calling thread (wide: pieces run on the pool,
+ * one scratch per slot; else slot 0's); NULL with the error set when it
+ * cannot be made. Owned by c. */
+static int64_t *runs_of(vctx *c, int wide) {
+    int k = wide ? lt__pool_slot() : 0;
+    if (!c->runs[k] && c->ndim > 0) {
+        c->runs[k] = lt__malloc(sizeof(int64_t) * 4 * (size_t)c->src->shape[c->ndim - 1]);
+        if (!c->runs[k]) lt__err(LT_NOMEM, "verify: out of memory for the runs of the last dim");
+    }
+    return c->runs[k];
 }
 
 /* Walks the elements of a shard of layout L in row-major order, in runs
@@ -236,7 +259,8 @@ static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *d
  * `base` is the rank part of the Partial dims. With dst (contiguous, L's
  * shape): copies them there. With act: compares act's bytes with them and
  * returns 1 at the first byte that differs. Returns 0 otherwise. */
-static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor *dst, const lt_tensor *act) {
+static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor *dst, const lt_tensor *act,
+                int64_t *rn) {
     int nd = c->ndim, last = nd - 1;
     size_t es = c->es;
     lt_tensor *const *sh = c->sh;
@@ -249,7 +273,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
         if (L->local_shape[d] == 0) return 0;
     int64_t outer[LT_MAX_DIMS] = {0}, nl = L->local_shape[last], nr = 0;
     const int64_t *gl = L->idx[last], *pl = c->part[last], *ql = c->pos[last];
-    int64_t *rn = c->runs;   /* (nr, 4): first position, length, owner's rank part, its local position */
+    /* rn (nr, 4): first position, length, owner's rank part, its local position */
     for (int64_t j = 0; j < nl;) {   /* the same for every row: found once */
         int64_t g = gl ? gl[j] : j, pr = pl ? pl[g] : 0, p0 = ql ? ql[g] : g, len = 1;
         while (j + len < nl) {
@@ -262,6 +286,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
         j += len;
     }
     char *dp = dst ? lt_data(dst) : NULL;
+    const char *abase = act ? lt_data(act) : NULL;
     for (;;) {
         int64_t rk = base, posv[LT_MAX_DIMS], aoff = 0;
         for (int d = 0; d < last; d++) {
@@ -275,7 +300,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
             const lt_tensor *t = sh[rk + pr];
             int64_t off = p0 * t->strides[last];
             for (int d = 0; d < last; d++) off += posv[d] * t->strides[d];
-            const char *s = (const char *)lt_data(t) + off * (int64_t)es;
+            const char *s = c->sdata[rk + pr] + off * (int64_t)es;
             int64_t ss = t->strides[last];
             if (dst) {
                 if (ss == 1 || len == 1) memcpy(dp, s, (size_t)len * es);
@@ -284,7 +309,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
                 dp += (size_t)len * es;
             }
             if (act) {
-                const char *a = (const char *)lt_data(act) + (aoff + j * act->strides[last]) * (int64_t)es;
+                const char *a = abase + (aoff + j * act->strides[last]) * (int64_t)es;
                 int64_t as = act->strides[last];
                 if (a == s && (as == ss || len == 1)) continue;   /* the very bytes of the source */
                 if ((ss == 1 && as == 1) || len == 1) {
@@ -317,20 +342,191 @@ static int64_t base_of(const vctx *c, int r, int q) {
     return b;
 }
 
+/* The fused check of a reduced shard: 1 where it applies (f32 or f64,
+ * summed or averaged Partial dims, no Replicate -> Partial partition, at
+ * most FUSE_MAX contributions). */
+#define FUSE_MAX 64
+#define FUSE_BLK 1024
+static int fusable(const vctx *c) {
+    if (c->src->dtype != LT_F32 && c->src->dtype != LT_F64) return 0;
+    if (c->op != LT_REDOP_SUM || c->nR > FUSE_MAX) return 0;
+    for (int i = 0; i < c->M; i++)
+        if (c->dpart[i].kind == LT_PL_PARTIAL && c->dpart[i].op == LT_REDOP_SUM && c->mesh->shape[i] > 1) return 0;
+    return 1;
+}
+
+/* A sum of nR contributions rounded in the dtype is exact only up to
+ * rounding, and a plan may add them in another order than the expected
+ * shard does: each order lies within (nR - 1) u sum|x| of the exact sum
+ * (recursive summation; u the dtype's unit roundoff), so two orders may
+ * differ by twice that. Returns the factor of sum|x| (divided as the
+ * values are: avg, and a Replicate->Partial(sum) partition) allowed on top
+ * of lt_compare's tolerance; 0 when nothing is summed (max, min, one
+ * contribution, integers). So [256, 1, 1, -256] in bf16 may come out 0 or
+ * 2, and neither is reported (docs/SEMANTICS.md §11.5, §11.8). */
+static double sum_slack(const vctx *c) {
+    double u;
+    switch (c->src->dtype) {
+    case LT_BF16: u = 0x1p-8; break;
+    case LT_F16: u = 0x1p-11; break;
+    case LT_F32: u = 0x1p-24; break;
+    case LT_F64: u = 0x1p-53; break;
+    default: return 0;
+    }
+    if (c->nR < 2 || c->op != LT_REDOP_SUM) return 0;
+    double div = c->avg_div;
+    for (int i = 0; i < c->M; i++)
+        if (c->dpart[i].kind == LT_PL_PARTIAL && c->dpart[i].op == LT_REDOP_SUM) div *= c->mesh->shape[i];
+    return 2.0 * (c->nR - 1) * u / div;
+}
+
+/* lt_compare's test: within atol + rtol * |b|, NaN equal to NaN. */
+static int close_enough(double a, double b, double rtol, double atol) {
+    if (a == b) return 1;
+    if (a != a || b != b) return a != a && b != b;
+    if (isinf(a) || isinf(b)) return 0;
+    return fabs(a - b) <= atol + rtol * fabs(b);
+}
+
+/* One run of `len` elements: the contributions s[0..nq) (strides ss, in
+ * elements) summed in that order in the dtype (as lt_accumulate does),
+ * divided by avg_div (as expected_shard does), against a (stride as).
+ * Returns 1 at the first element out of tolerance, which is lt_compare's
+ * plus slack x the sum of the element's |contributions| (sum_slack). */
+#define LT__FUSED_RUN(T)                                                                             \
+    T acc_[FUSE_BLK];                                                                                \
+    T *restrict acc = acc_;                                                                          \
+    for (int64_t k0 = 0; k0 < len; k0 += FUSE_BLK) {                                                 \
+        int64_t m = len - k0 < FUSE_BLK ? len - k0 : FUSE_BLK;                                       \
+        const T *s0 = (const T *)(const void *)s[0] + k0 * ss[0];                                    \
+        if (ss[0] == 1) memcpy(acc, s0, (size_t)m * sizeof(T));                                      \
+        else                                                                                         \
+            for (int64_t k = 0; k < m; k++) acc[k] = s0[k * ss[0]];                                  \
+        for (int q = 1; q < nq; q++) {                                                               \
+            const T *restrict sq = (const T *)(const void *)s[q] + k0 * ss[q];                       \
+            if (ss[q] == 1)                                                                          \
+                for (int64_t k = 0; k < m; k++) acc[k] = acc[k] + sq[k];                             \
+            else                                                                                     \
+                for (int64_t k = 0; k < m; k++) acc[k] = acc[k] + sq[k * ss[q]];                     \
+        }                                                                                            \
+        if (avg_div != 1)                                                                            \
+            for (int64_t k = 0; k < m; k++) acc[k] = (T)((double)acc[k] / avg_div);                  \
+        const T *restrict ap = (const T *)(const void *)a + k0 * as;                                 \
+        int differ = 0;                                                                              \
+        if (as == 1)                                                                                 \
+            for (int64_t k = 0; k < m; k++) differ |= ap[k] != acc[k];                               \
+        else                                                                                         \
+            differ = 1;                                                                              \
+        if (!differ) continue;                                                                       \
+        for (int64_t k = 0; k < m; k++) {                                                            \
+            if (ap[k * as] == acc[k]) continue;                                                      \
+            double mag = 0; /* sum of |contribution|: the order slack scales with it */              \
+            for (int q = 0; q < nq; q++)                                                             \
+                mag += fabs((double)((const T *)(const void *)s[q])[(k0 + k) * ss[q]]);              \
+            if (!close_enough((double)ap[k * as], (double)acc[k], rtol, atol + slack * mag))         \
+                return 1;                                                                            \
+        }                                                                                            \
+    }                                                                                                \
+    return 0;
+
+/* The fused loops are worth vectorizing: gcc does so at -O2 only when asked
+ * (clang does anyway). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define LT__VECTORIZE __attribute__((optimize("tree-vectorize")))
+#else
+#define LT__VECTORIZE
+#endif
+
+LT__VECTORIZE static int fused_run_f32(const char *const *s, const int64_t *ss, int nq, const char *a, int64_t as, int64_t len,
+                         double avg_div, double rtol, double atol, double slack) {
+    LT__FUSED_RUN(float)
+}
+
+LT__VECTORIZE static int fused_run_f64(const char *const *s, const int64_t *ss, int nq, const char *a, int64_t as, int64_t len,
+                         double avg_div, double rtol, double atol, double slack) {
+    LT__FUSED_RUN(double)
+}
+
+/* Rank r's shard act (layout L) against the reduction of its nR
+ * contributions, element by element, without building the expected shard:
+ * one pass over the contributions and act. Returns 1 when an element is
+ * out of tolerance (the caller then builds the expected shard to say
+ * where), 0 when all agree. rn: the runs scratch. */
+static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_tensor *act, int64_t *rn) {
+    int nd = c->ndim, last = nd - 1, nq = c->nR;
+    size_t es = c->es;
+    int64_t base[FUSE_MAX];
+    for (int q = 0; q < nq; q++) base[q] = base_of(c, r, q);
+    lt_tensor *const *sh = c->sh;
+    int f32 = c->src->dtype == LT_F32;
+    double slack = sum_slack(c);
+    const char *s[FUSE_MAX];
+    int64_t ss[FUSE_MAX];
+    if (nd == 0) {
+        for (int q = 0; q < nq; q++) s[q] = c->sdata[base[q]], ss[q] = 1;
+        return f32 ? fused_run_f32(s, ss, nq, lt_data(act), 1, 1, c->avg_div, c->rtol, c->atol, sum_slack(c))
+                   : fused_run_f64(s, ss, nq, lt_data(act), 1, 1, c->avg_div, c->rtol, c->atol, sum_slack(c));
+    }
+    for (int d = 0; d < nd; d++)
+        if (L->local_shape[d] == 0) return 0;
+    int64_t outer[LT_MAX_DIMS] = {0}, nl = L->local_shape[last], nr = 0;
+    const int64_t *gl = L->idx[last], *pl = c->part[last], *ql = c->pos[last];
+    for (int64_t j = 0; j < nl;) {   /* runs along the last dim, as in walk */
+        int64_t g = gl ? gl[j] : j, pr = pl ? pl[g] : 0, p0 = ql ? ql[g] : g, len = 1;
+        while (j + len < nl) {
+            int64_t h = gl ? gl[j + len] : j + len;
+            if ((pl ? pl[h] : 0) != pr || (ql ? ql[h] : h) != p0 + len) break;
+            len++;
+        }
+        rn[4 * nr] = j, rn[4 * nr + 1] = len, rn[4 * nr + 2] = pr, rn[4 * nr + 3] = p0;
+        nr++;
+        j += len;
+    }
+    const char *abase = lt_data(act);
+    for (;;) {
+        int64_t rk = 0, posv[LT_MAX_DIMS], aoff = 0;
+        for (int d = 0; d < last; d++) {
+            int64_t g = L->idx[d] ? L->idx[d][outer[d]] : outer[d];
+            rk += c->part[d] ? c->part[d][g] : 0;
+            posv[d] = c->pos[d] ? c->pos[d][g] : g;
+            aoff += outer[d] * act->strides[d];
+        }
+        for (int64_t k = 0; k < nr; k++) {
+            int64_t j = rn[4 * k], len = rn[4 * k + 1], pr = rn[4 * k + 2], p0 = rn[4 * k + 3];
+            for (int q = 0; q < nq; q++) {
+                const lt_tensor *t = sh[base[q] + rk + pr];
+                int64_t off = p0 * t->strides[last];
+                for (int d = 0; d < last; d++) off += posv[d] * t->strides[d];
+                s[q] = c->sdata[base[q] + rk + pr] + off * (int64_t)es;
+                ss[q] = t->strides[last];
+            }
+            const char *a = abase + (aoff + j * act->strides[last]) * (int64_t)es;
+            int bad = f32 ? fused_run_f32(s, ss, nq, a, act->strides[last], len, c->avg_div, c->rtol, c->atol, slack)
+                          : fused_run_f64(s, ss, nq, a, act->strides[last], len, c->avg_div, c->rtol, c->atol, slack);
+            if (bad) return 1;
+        }
+        int d = last - 1;
+        while (d >= 0 && ++outer[d] == L->local_shape[d]) outer[d--] = 0;
+        if (d < 0) return 0;
+    }
+}
+
 /* Rank r's expected shard (layout L of the checked spec) into *out, a new
- * contiguous tensor (caller frees). */
-static lt_status expected_shard(const vctx *c, int r, const lt_rank_layout *L, lt_tensor **out) {
+ * contiguous tensor (caller frees); wide as in runs_of. */
+static lt_status expected_shard(vctx *c, int r, const lt_rank_layout *L, int wide, lt_tensor **out) {
     lt_dtype dt = c->src->dtype;
     lt_tensor *e = NULL, *contrib = NULL;
     *out = NULL;
     if (!L->lists) return lt_tensor_new(dt, c->ndim, L->local_shape, out);
+    int64_t *rn = c->ndim ? runs_of(c, wide) : NULL;
+    if (c->ndim && !rn) return LT_NOMEM;
     /* built on the host (walk writes it there), moved to the default backend at the end */
     LT_TRY(lt__tensor_new_uninit(lt_backend_cpu(), dt, c->ndim, L->local_shape, &e));
-    walk(c, L, base_of(c, r, 0), e, NULL);
+    walk(c, L, base_of(c, r, 0), e, NULL, rn);
     lt_status st = LT_OK;
     if (c->nR > 1) st = lt__tensor_new_uninit(lt_backend_cpu(), dt, c->ndim, L->local_shape, &contrib);
     for (int q = 1; q < c->nR && !st; q++) {
-        walk(c, L, base_of(c, r, q), contrib, NULL);
+        walk(c, L, base_of(c, r, q), contrib, NULL, rn);
         st = lt_accumulate(e, contrib, c->op);
     }
     lt_tensor_free(contrib);
@@ -352,6 +548,56 @@ static lt_status expected_shard(const vctx *c, int r, const lt_rank_layout *L, l
     }
     *out = e;
     return LT_OK;
+}
+
+/* lt_compare found rank r's shard a (layout L) apart from its expected
+ * shard e in *res: counts the elements apart again with sum_slack's
+ * allowance on top of the tolerance (each element's sum of |contribution|
+ * read anew from the source), rewriting res's equal, ndiff and first
+ * difference (max_abs_diff stays). Runs only on the way to a report, on
+ * the calling thread (runs scratch of slot 0), through doubles. */
+static lt_status recheck_sum(vctx *c, int r, const lt_rank_layout *L, const lt_tensor *a, const lt_tensor *e,
+                             lt_compare_result *res) {
+    double slack = sum_slack(c);
+    int64_t n = lt_numel(e);
+    if (slack == 0 || !L->lists || res->equal || n <= 0) return LT_OK;
+    if ((uint64_t)n > SIZE_MAX / (4 * sizeof(double)))
+        return lt__err(LT_OVERFLOW, "verify: rank %d's shard of %lld elements is too big to recheck", r, (long long)n);
+    double *av = lt__malloc(4 * sizeof(double) * (size_t)n);   /* (4, n): actual, expected, sum |x|, x */
+    lt_tensor *contrib = NULL;
+    int64_t *rn = c->ndim ? runs_of(c, 0) : NULL;
+    lt_status st = av ? LT_OK : lt__err(LT_NOMEM, "verify: out of memory");
+    if (!st && c->ndim && !rn) st = LT_NOMEM;
+    if (!st) st = lt__tensor_new_uninit(lt_backend_cpu(), c->src->dtype, c->ndim, L->local_shape, &contrib);
+    if (!st) {
+        double *ev = av + n, *mag = ev + n, *x = mag + n;
+        lt_to_doubles(a, av);
+        lt_to_doubles(e, ev);
+        memset(mag, 0, sizeof(double) * (size_t)n);
+        for (int q = 0; q < c->nR; q++) {
+            walk(c, L, base_of(c, r, q), contrib, NULL, rn);
+            lt_to_doubles(contrib, x);
+            for (int64_t k = 0; k < n; k++) mag[k] += fabs(x[k]);
+        }
+        res->ndiff = 0;
+        res->first_flat = -1;
+        for (int64_t k = 0; k < n; k++) {
+            if (close_enough(av[k], ev[k], c->rtol, c->atol + slack * mag[k])) continue;
+            if (res->ndiff++ == 0) {
+                res->first_flat = k;
+                res->actual = av[k];
+                res->expected = ev[k];
+            }
+        }
+        res->equal = res->ndiff == 0;
+        for (int64_t d = c->ndim - 1, f = res->first_flat; d >= 0 && f >= 0; d--) {
+            res->first_idx[d] = f % L->local_shape[d];
+            f /= L->local_shape[d];
+        }
+    }
+    lt_tensor_free(contrib);
+    lt__free(av);
+    return st;
 }
 
 /* Replicas of the source must agree (docs/SEMANTICS.md §7): every rank
@@ -397,6 +643,11 @@ lt_status lt__verify_bytes(const lt_spec *src, const lt_spec *dst, uint64_t *out
     LT_TRY(max_shard_bytes(dst, &shard));
     for (int d = 0; d < src->ndim; d++)   /* owner tables, one shard's index lists, the runs */
         lists = lt__add_sat(lists, (uint64_t)src->shape[d] * 7 * sizeof(int64_t));
+    /* pieces of work on the pool keep an index list and runs each */
+    int w = lt__pool_width();
+    for (int d = 0; d < src->ndim && w > 1; d++)
+        lists = lt__add_sat(lists, (uint64_t)src->shape[d] * 5 * sizeof(int64_t) * (uint64_t)(w - 1));
+    lists = lt__add_sat(lists, (uint64_t)src->mesh->world * LT__VERIFY_RANK_BYTES);
     *out = lt__add_sat(2 * shard, lists);
     return LT_OK;
 }
@@ -426,7 +677,7 @@ lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int 
         lt_rank_layout L;
         st = lt_spec_layout_rank(&c.dspec, r, &L);
         if (st) break;
-        st = expected_shard(&c, r, &L, &local->shards[r]);
+        st = expected_shard(&c, r, &L, 0, &local->shards[r]);
         lt_rank_layout_free(&L);
     }
     vctx_free(&c);
@@ -456,65 +707,321 @@ static lt_status shape_mismatch(lt_verify_report *rep, int step, int r, const lt
     return st;
 }
 
-lt_status lt_verify_reshard(const lt_dtensor *src, const lt_dtensor *actual, int step,
-                            lt_verify_report *rep) {
+/* ---- the check: one piece of work per unique buffer ---------------------------------------- */
+
+/* A verified shard: where its bytes lie and the global box they hold
+ * (a range [goff, goff + n) of every dim, in order). */
+typedef struct vshard {
+    uintptr_t storage;   /* the buffer's address as a number: compared, never followed */
+    int64_t offset, strides[LT_MAX_DIMS];
+    int64_t goff[LT_MAX_DIMS], n[LT_MAX_DIMS];
+} vshard;
+
+struct lt__verified {
+    int n;
+    vshard *e;   /* (n) sorted by storage */
+};
+
+void lt__verified_free(lt__verified *v) {
+    if (!v) return;
+    lt__free(v->e);
+    lt__free(v);
+}
+
+/* One rank to check (the first of its class holding that buffer). */
+typedef struct vjob {
+    int rank;
+    int bad;                 /* 1: a value differs; res says where */
+    int recorded;            /* 1: rec holds where its verified bytes lie */
+    lt_compare_result res;
+    vshard rec;
+} vjob;
+
+typedef struct vrun {
+    vctx *c;
+    const lt_dtensor *actual;
+    const lt__verified *prev;   /* borrowed; NULL: no earlier state */
+    int exact;                  /* 1: the checked layout has no Partial: shards hold the global tensor's values */
+    int wide;                   /* 1: the jobs run on the pool */
+    int fused;                  /* 1: reduced values checked by fused_check */
+    vjob *jobs;                 /* (njobs) in rank order */
+} vrun;
+
+/* 1 when layout L holds a box of the global tensor (every dim a run of
+ * consecutive indices, in order); goff, n get it. */
+static int box_of(const lt_rank_layout *L, int nd, const int64_t *gshape, int64_t *goff, int64_t *n) {
+    for (int d = 0; d < nd; d++) {
+        n[d] = L->local_shape[d];
+        goff[d] = 0;
+        if (!L->idx[d]) {
+            if (n[d] != gshape[d]) return 0;
+            continue;
+        }
+        if (n[d] == 0) continue;
+        goff[d] = L->idx[d][0];
+        for (int64_t j = 1; j < n[d]; j++)
+            if (L->idx[d][j] != goff[d] + j) return 0;
+    }
+    return 1;
+}
+
+static int cmp_storage(const void *x, const void *y) {
+    uintptr_t a = ((const vshard *)x)->storage, b = ((const vshard *)y)->storage;
+    return a < b ? -1 : a > b;
+}
+
+/* 1 when shard a (box goff, n of an exact state) is a view of bytes already
+ * verified to hold the global tensor's values (v->prev, same storage): each
+ * of its elements lies exactly where the verified shard keeps the same
+ * global index. Equal bytes then, without reading them. */
+static int view_of_verified(const vrun *v, const lt_tensor *a, const int64_t *goff, const int64_t *n) {
+    const vctx *c = v->c;
+    int nd = c->ndim;
+    if (!v->exact || !v->prev || !v->prev->n || a->placeholder || a->dtype != c->src->dtype || a->ndim != nd) return 0;
+    int lo = 0, hi = v->prev->n;   /* the first entry with a's storage */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (v->prev->e[mid].storage < (uintptr_t)a->storage) lo = mid + 1;
+        else hi = mid;
+    }
+    for (int k = lo; k < v->prev->n && v->prev->e[k].storage == (uintptr_t)a->storage; k++) {
+        const vshard *e = &v->prev->e[k];
+        int64_t off = e->offset;
+        int fits = 1;
+        for (int d = 0; d < nd && fits; d++) {
+            if (goff[d] < e->goff[d] || goff[d] + n[d] > e->goff[d] + e->n[d]) fits = 0;
+            if (n[d] > 1 && a->strides[d] != e->strides[d]) fits = 0;
+            off += (goff[d] - e->goff[d]) * e->strides[d];
+        }
+        if (fits && off == a->offset) return 1;
+    }
+    return 0;
+}
+
+/* Checks job i's shard: a view of verified bytes, else byte for byte
+ * against the source where values are copied, else against its computed
+ * expected shard. LT_MISMATCH (no message; the job holds the difference)
+ * when it differs. */
+static lt_status check_job(void *ctx, int64_t i) {
+    vrun *v = ctx;
+    vctx *c = v->c;
+    vjob *j = &v->jobs[i];
+    const lt_tensor *a = v->actual->local->shards[j->rank];
+    lt_rank_layout L;
+    LT_TRY(lt_spec_layout_rank(&c->dspec, j->rank, &L));
+    lt_status st = LT_OK;
+    int64_t goff[LT_MAX_DIMS], n[LT_MAX_DIMS];
+    int box = v->exact && L.lists && box_of(&L, c->ndim, c->src->shape, goff, n);
+    int good = !L.lists || (box && view_of_verified(v, a, goff, n));
+    if (!good && (!c->math || v->fused)) {
+        int64_t *rn = c->ndim ? runs_of(c, v->wide) : NULL;   /* a 0-d shard has no runs */
+        lt_tensor *ah = NULL;   /* a, host-readable (a copy when off the host) */
+        if (c->ndim && !rn) st = LT_NOMEM;
+        else if (!lt__on_host(a)) st = lt__host_copy_out(a, &ah);
+        if (!st) {
+            const lt_tensor *ha = ah ? ah : a;
+            good = c->math ? !fused_check(c, &L, j->rank, ha, rn)
+                           : !walk(c, &L, base_of(c, j->rank, 0), NULL, ha, rn);   /* byte for byte what the source holds there */
+        }
+        lt_tensor_free(ah);
+    }
+    if (!st && !good && v->wide && c->math) {   /* the expected shard is built after the pool's section, on this thread */
+        j->bad = 2;
+        st = LT_MISMATCH;
+    }
+    if (!st && !good) {
+        lt_tensor *e = NULL;
+        st = expected_shard(c, j->rank, &L, v->wide, &e);
+        if (!st) st = lt_compare(a, e, c->rtol, c->atol, &j->res);
+        if (!st && !j->res.equal) st = recheck_sum(c, j->rank, &L, a, e, &j->res);
+        lt_tensor_free(e);
+        if (!st && !j->res.equal) {
+            j->bad = 1;
+            st = LT_MISMATCH;
+        }
+    }
+    if (!st && box) {
+        memcpy(j->rec.goff, goff, sizeof goff);
+        memcpy(j->rec.n, n, sizeof n);
+        j->rec.storage = (uintptr_t)a->storage;
+        j->rec.offset = a->offset;
+        memcpy(j->rec.strides, a->strides, sizeof a->strides);
+        j->recorded = !a->placeholder;
+    }
+    lt_rank_layout_free(&L);
+    return st;
+}
+
+/* Runs the jobs (on the pool when v->wide), then reports the first
+ * difference by rank. */
+static lt_status run_jobs(vrun *v, int njobs, int step, lt_verify_report *rep) {
+    lt_status st;
+    if (v->wide) st = lt__parallel_for(njobs, check_job, v);
+    else {
+        st = LT_OK;
+        for (int i = 0; i < njobs && !st; i++) st = check_job(v, i);
+    }
+    if (st != LT_MISMATCH) return st;
+    for (int i = 0; i < njobs; i++) {   /* every job below the lowest failure ran */
+        vjob *j = &v->jobs[i];
+        if (!j->bad) continue;
+        lt_rank_layout L;
+        LT_TRY(lt_spec_layout_rank(&v->c->dspec, j->rank, &L));
+        st = LT_OK;
+        if (j->bad == 2) {   /* found by fused_check on the pool: where, from the expected shard */
+            lt_tensor *e = NULL;
+            st = expected_shard(v->c, j->rank, &L, 0, &e);
+            if (!st) st = lt_compare(v->actual->local->shards[j->rank], e, v->c->rtol, v->c->atol, &j->res);
+            if (!st && !j->res.equal) st = recheck_sum(v->c, j->rank, &L, v->actual->local->shards[j->rank], e, &j->res);
+            lt_tensor_free(e);
+            if (!st && j->res.equal)
+                st = lt__err(LT_INVALID, "internal: rank %d's shard differs in the fused check only", j->rank);
+        }
+        if (!st) st = element_mismatch(rep, step, "", j->rank, v->c->ndim, &j->res, &L);
+        lt_rank_layout_free(&L);
+        return st;
+    }
+    return lt__err(LT_MISMATCH, "internal: a verification piece failed without a difference");
+}
+
+/* Where this check's verified bytes lie, for the next check: a new record
+ * into *out (caller frees with lt__verified_free). */
+static lt_status make_record(const vrun *v, int njobs, lt__verified **out) {
+    *out = NULL;
+    lt__verified *r = lt__calloc(1, sizeof *r);
+    int n = 0;
+    for (int i = 0; i < njobs; i++) n += v->jobs[i].recorded;
+    if (r && n) r->e = lt__malloc(sizeof *r->e * (size_t)n);
+    if (!r || (n && !r->e)) {
+        lt__verified_free(r);
+        return lt__err(LT_NOMEM, "verify: out of memory for the record of verified shards");
+    }
+    for (int i = 0; i < njobs; i++)
+        if (v->jobs[i].recorded) r->e[r->n++] = v->jobs[i].rec;
+    if (r->n > 1) qsort(r->e, (size_t)r->n, sizeof *r->e, cmp_storage);
+    *out = r;
+    return LT_OK;
+}
+
+lt_status lt__verified_source(const lt_dtensor *src, lt__verified **out) {
+    *out = NULL;
+    const lt_mesh *mesh = lt_dtensor_mesh(src);
+    lt__verified *r = lt__calloc(1, sizeof *r);
+    if (!r) return lt__err(LT_NOMEM, "verify: out of memory for the record of the source");
+    int exact = lt_local_count(src->local) == mesh->world;
+    for (int i = 0; i < mesh->ndim; i++)
+        if (src->placements[i].kind == LT_PL_PARTIAL) exact = 0;
+    for (int d = 0; d < src->ndim; d++)
+        if (src->shape[d] == 0) exact = 0;   /* nothing to hold */
+    if (exact) r->e = lt__malloc(sizeof *r->e * (size_t)mesh->world);
+    if (exact && !r->e) {
+        lt__verified_free(r);
+        return lt__err(LT_NOMEM, "verify: out of memory for the record of the source");
+    }
+    for (int k = 0; k < (exact ? mesh->world : 0); k++) {
+        if (lt__replica_class(mesh, src->placements, k) != k) continue;   /* not the one its replicas are checked against */
+        const lt_tensor *t = src->local->shards[k];
+        if (t->placeholder) continue;
+        lt_rank_layout L;
+        lt_status st = lt_spec_layout_rank(lt_dtensor_spec(src), k, &L);
+        if (st) {
+            lt__verified_free(r);
+            return st;
+        }
+        vshard *e = &r->e[r->n];
+        if (L.lists && box_of(&L, src->ndim, src->shape, e->goff, e->n)) {
+            e->storage = (uintptr_t)t->storage;
+            e->offset = t->offset;
+            memcpy(e->strides, t->strides, sizeof t->strides);
+            r->n++;
+        }
+        lt_rank_layout_free(&L);
+    }
+    if (r->n > 1) qsort(r->e, (size_t)r->n, sizeof *r->e, cmp_storage);
+    *out = r;
+    return LT_OK;
+}
+
+lt_status lt__verify_reshard_memo(const lt_dtensor *src, const lt_dtensor *actual, int step,
+                                  lt_verify_report *rep, lt__verified **memo) {
+    const lt__verified *prev = memo ? *memo : NULL;
+    lt__verified *next = NULL;
     const lt_mesh *mesh = lt_dtensor_mesh(src);
     report_init(rep, src->ndim);
+    lt_status st = LT_OK;
     if (!lt_mesh_equal(mesh, lt_dtensor_mesh(actual)) || src->ndim != actual->ndim ||
         src->dtype != actual->dtype)
-        return lt__err(LT_INVALID, "verify: the two DTensors differ in mesh, rank or dtype");
-    for (int d = 0; d < src->ndim; d++)
-        if (src->shape[d] != actual->shape[d])
-            return lt__err(LT_INVALID, "verify: global shapes differ in dim %d", d);
-    if (lt_local_count(src->local) < mesh->world)
-        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
-                            "not supported yet: verifying against a source with absent shards (%d of %d ranks held)",
-                            lt_local_count(src->local), mesh->world);
+        st = lt__err(LT_INVALID, "verify: the two DTensors differ in mesh, rank or dtype");
+    for (int d = 0; d < src->ndim && !st; d++)
+        if (src->shape[d] != actual->shape[d]) st = lt__err(LT_INVALID, "verify: global shapes differ in dim %d", d);
+    if (!st && lt_local_count(src->local) < mesh->world)
+        st = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                          "not supported yet: verifying against a source with absent shards (%d of %d ranks held)",
+                          lt_local_count(src->local), mesh->world);
     vctx c;
-    LT_TRY(vctx_init(&c, src, actual->placements, mesh->ndim));
-    const lt_tensor **ok = lt__calloc((size_t)c.W, sizeof *ok);   /* (world) per class: a shard found right */
-    lt_status st = ok ? LT_OK : lt__err(LT_NOMEM, "verify: out of memory");
+    int inited = 0;
+    if (!st) {
+        st = vctx_init(&c, src, actual->placements, mesh->ndim);
+        inited = !st;
+    }
+    /* (world) per class: the first buffer of that class to check, the last one */
+    const lt_tensor **first = NULL, **last = NULL;
+    vrun v = {0};
+    int njobs = 0, shape_bad = -1;
+    int64_t es[LT_MAX_DIMS];
+    if (!st) {
+        first = lt__calloc((size_t)c.W, sizeof *first);
+        last = lt__calloc((size_t)c.W, sizeof *last);
+        v.jobs = lt__calloc((size_t)c.W, sizeof *v.jobs);
+        if (!first || !last || !v.jobs) st = lt__err(LT_NOMEM, "verify: out of memory");
+    }
     if (!st) st = check_source(&c, rep);
-    for (int r = 0; r < c.W && !st; r++) {
+    uint64_t bytes = 0;   /* what the jobs read */
+    for (int r = 0; r < (inited ? c.W : 0) && !st; r++) {
         const lt_tensor *a = actual->local->shards[r];
         if (!a) continue;   /* absent: nothing held here to check */
-        int64_t es[LT_MAX_DIMS];
         st = lt_spec_local_shape(&c.dspec, r, es, NULL);
         if (st) break;
         int same = a->ndim == c.ndim;
         for (int d = 0; same && d < c.ndim; d++) same = a->shape[d] == es[d];
         if (!same) {
-            st = shape_mismatch(rep, step, r, a, c.ndim, es);
+            shape_bad = r;   /* reported after the ranks below it are checked */
             break;
         }
         int k = class_of(&c, r);
-        if (ok[k] && lt_tensor_same_view(ok[k], a)) continue;   /* this buffer was found right for this class */
-        lt_rank_layout L;
-        st = lt_spec_layout_rank(&c.dspec, r, &L);
-        if (st) break;
-        lt_tensor *ah = NULL; /* a, host-readable (a copy when off the host) */
-        if (!c.math && L.lists && !lt__on_host(a)) st = lt__host_copy_out(a, &ah);
-        if (st) {
-            lt_rank_layout_free(&L);
-            break;
-        }
-        int differs = !c.math && L.lists && walk(&c, &L, base_of(&c, r, 0), NULL, ah ? ah : a);
-        lt_tensor_free(ah);
-        if (!c.math && (!L.lists || !differs)) {
-            ok[k] = a;   /* byte for byte what the source holds there */
-            lt_rank_layout_free(&L);
-            continue;
-        }
-        lt_tensor *e = NULL;
-        lt_compare_result res;
-        st = expected_shard(&c, r, &L, &e);
-        if (!st) st = lt_compare(a, e, c.rtol, c.atol, &res);
-        lt_tensor_free(e);
-        if (!st && res.equal) ok[k] = a;
-        else if (!st) st = element_mismatch(rep, step, "", r, c.ndim, &res, &L);
-        lt_rank_layout_free(&L);
+        if ((first[k] && lt_tensor_same_view(first[k], a)) || (last[k] && lt_tensor_same_view(last[k], a)))
+            continue;   /* this buffer is checked for this class already */
+        if (!first[k]) first[k] = a;
+        last[k] = a;
+        v.jobs[njobs++].rank = r;
+        bytes += lt_nbytes(a);
     }
-    lt__free(ok);
-    vctx_free(&c);
+    if (!st) {
+        v.c = &c;
+        v.actual = actual;
+        v.prev = prev;
+        v.exact = 1;
+        for (int i = 0; i < c.M; i++)
+            if (c.dspec.placements[i].kind == LT_PL_PARTIAL) v.exact = 0;
+        v.fused = c.math && fusable(&c);
+        /* values copied or fused: only the scratch grows per thread */
+        v.wide = (!c.math || v.fused) && njobs > 1 && lt__pool_width() > 1 && 2 * bytes >= lt__par_min_bytes();
+        st = run_jobs(&v, njobs, step, rep);
+    }
+    if (!st && shape_bad >= 0) st = shape_mismatch(rep, step, shape_bad, actual->local->shards[shape_bad], c.ndim, es);
+    if (!st && memo) st = make_record(&v, njobs, &next);
+    lt__free(first);
+    lt__free(last);
+    lt__free(v.jobs);
+    if (inited) vctx_free(&c);
+    if (memo) {
+        lt__verified_free(*memo);
+        *memo = next;
+    }
     return st;
+}
+
+lt_status lt_verify_reshard(const lt_dtensor *src, const lt_dtensor *actual, int step,
+                            lt_verify_report *rep) {
+    return lt__verify_reshard_memo(src, actual, step, rep, NULL);
 }

@@ -16,7 +16,11 @@
 #     pkg-config lines: shared (it must need liblocaltensor.so and run with
 #     LD_LIBRARY_PATH) and static (it must not need liblocaltensor.so and run
 #     without it), and prints exactly the output the README shows;
-#   - the documentation is installed under share/doc/localtensor/.
+#   - the documentation is installed under share/doc/localtensor/;
+#   - a build with MPI (BUILD/liblocaltensor-mpi.a) also installs the MPI
+#     engine: liblocaltensor-mpi.a, collectives_sim/engine_mpi.h and
+#     localtensor-mpi.pc, with which a small program builds and, run as one
+#     process (no mpirun needed), all-gathers over a 2-rank mesh on the engine.
 # The installed .pc files are used as installed, with only their prefix line
 # pointed at the scratch tree. A sanitizer build (make asan) is detected from
 # the library's symbols and the example is built with the same sanitizers;
@@ -151,8 +155,55 @@ else
   fail "the static build failed: $(head -10 cc.log)"
 fi
 
+# ---- the MPI engine, when BUILD has it --------------------------------------------
+mpi_note=""
+if [ -f "$build/liblocaltensor-mpi.a" ]; then
+  for f in lib/liblocaltensor-mpi.a lib/pkgconfig/localtensor-mpi.pc include/localtensor/collectives_sim/engine_mpi.h; do
+    [ -f "$prefix/$f" ] || fail "PREFIX/$f was not installed (a build with MPI)"
+  done
+  sed "s|^prefix=.*|prefix=$prefix|" "$prefix/lib/pkgconfig/localtensor-mpi.pc" > "$tmp/pc/localtensor-mpi.pc"
+  cat > mpi_ex.c <<'CEOF'
+#include <mpi.h>
+#include <stdio.h>
+#include "localtensor/localtensor.h"
+#include "localtensor/collectives_sim/engine_mpi.h"
+int main(void) {
+    MPI_Init(NULL, NULL);
+    lt_mesh m;
+    lt_comm *c = NULL;
+    lt_tensor *in[2] = {0}, *out[2] = {0};
+    int64_t n = 2;
+    double v[2][2] = {{1, 2}, {3, 4}};
+    int ok = lt_mesh_parse("2", &m) == LT_OK && lt_comm_new_engine(&m, lt_engine_mpi(), &c) == LT_OK;
+    for (int r = 0; ok && r < 2; r++) ok = lt_tensor_from_doubles(LT_F32, 1, &n, v[r], 2, &in[r]) == LT_OK;
+    ok = ok && lt_all_gather(c, 0, in, 0, out) == LT_OK;
+    if (ok) {
+        const float *f = lt_data(out[1]);
+        printf("engine %s: %g %g %g %g\n", lt_comm_engine_name(c), f[0], f[1], f[2], f[3]);
+    } else {
+        printf("error: %s\n", lt_errmsg());
+    }
+    for (int r = 0; r < 2; r++) lt_tensor_free(in[r]), lt_tensor_free(out[r]);
+    lt_comm_free(c);
+    lt_engine_mpi_release();
+    MPI_Finalize();
+    return ok ? 0 : 1;
+}
+CEOF
+  mflags=$(pkg-config --cflags --libs --static localtensor-mpi) || fail "pkg-config --libs --static localtensor-mpi failed"
+  # shellcheck disable=SC2086
+  if "$cc" -std=c11 "${san[@]}" mpi_ex.c $(pkg-config --cflags ompi-c 2>/dev/null) $mflags -o mpi_ex 2> cc.log; then
+    out=$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader \
+          ASAN_OPTIONS=detect_leaks=0 timeout 60 ./mpi_ex 2>&1)
+    [ "$out" = "engine mpi: 1 2 3 4" ] || fail "the MPI engine example printed '$out', expected 'engine mpi: 1 2 3 4'"
+    mpi_note=", the MPI engine (localtensor-mpi.pc)"
+  else
+    fail "the MPI engine example did not build with localtensor-mpi.pc: $(head -10 cc.log)"
+  fi
+fi
+
 if [ $fails -eq 0 ]; then
-  echo "${#headers[@]} headers under include/localtensor/, README example shared + static"
+  echo "${#headers[@]} headers under include/localtensor/, README example shared + static$mpi_note"
 else
   echo "FAILED ($fails problems)"
   exit 1

@@ -334,12 +334,15 @@ static void test_cross_check_finds_plant(void **state) {
                 if (owned(&m, r)) differs |= memcmp(lt_data(got[r]), lt_data(ref[r]), lt_nbytes(ref[r])) != 0;
             assert_true(differs); /* the plant is real */
         } else {
-            /* every process fails the call with process 0's message */
+            /* every process fails the call; each finds the swap in its own
+             * first rank's result (every member's result holds the swapped
+             * pieces), so each keeps its own message */
             assert_int_equal(st, LT_INVALID);
             char want[256];
+            int first;
+            lt_mpi_block(8, NP, ME, &first, NULL);
             snprintf(want, sizeof want, "all_gather on mesh dim 0, group [0,1,2,3,4,5,6,7]: engine 'mpi': "
-                     "cross-check: rank 0's result differs from the in-process engine's at element 0%s",
-                     ME ? " (on process 0)" : "");
+                     "cross-check: rank %d's result differs from the in-process engine's at element 0", first);
             assert_string_equal(lt_errmsg(), want);
         }
         free_all(got, 8);
@@ -398,10 +401,15 @@ static void test_shadow(void **state) {
     lt_engine_mpi_set_options(NULL);
 }
 
-/* Every allocation site of the engine fails in turn (its 1st and 2nd
- * allocation) on process 1 only, inside each collective: every process
- * ends the call with the same status (an error where the site was reached),
- * nothing is left allocated, and no process waits for another. */
+/* Every allocation site of the engine (engine_mpi*.c) and of the public
+ * wrappers before it (collectives.c: outputs, temporaries, scratch) fails
+ * in turn (its 1st and 2nd allocation there) on process 1 only, inside each
+ * collective: every process ends the call with the same status (an error
+ * where the site was reached), nothing is left allocated, and no process
+ * waits for another (the wrappers agree through the engine's `agree`). */
+static const char *const fault_files[] = {"collectives_sim/engine_mpi.c", "collectives_sim/engine_mpi_paths.c",
+                                          "collectives_sim/collectives.c", "kernels/tensor.c"};
+#define NFAULT_FILES 4 /* the last two: the wrappers' sites (tensor.c: the outputs they create) */
 static void test_allocation_failures(void **state) {
     (void)state;
     if (NP < 2) return; /* no group spans processes: the MPI paths are not reached */
@@ -409,7 +417,7 @@ static void test_allocation_failures(void **state) {
     LT_CHECK(lt_mesh_parse("2x4", &m));
     lt_comm *mc = NULL;
     LT_CHECK(lt_comm_new_engine(&m, lt_engine_mpi(), &mc));
-    int fired_total = 0;
+    int fired_total = 0, fired_wrapper = 0;
     for (int shadow = 0; shadow < 2; shadow++) {
         lt_mpi_options o = {1, 0, shadow, 0}; /* with cross-check: its paths too */
         lt_engine_mpi_set_options(&o);
@@ -419,8 +427,7 @@ static void test_allocation_failures(void **state) {
             lt_tensor *in[8], *out[8] = {0};
             for (int r = 0; r < 8; r++) in[r] = make_input((ckind)k, LT_F32, r, 0);
             /* the engine's sites this collective reaches (counted, nothing fails) */
-            const char *files[64];
-            int lines[64], ns = 0;
+            int files[64], lines[64], ns = 0;   /* (ns) index into fault_files, line */
             lt__fault_arm(0, 0);
             LT_CHECK(run_wrapper(mc, (ckind)k, 0, in, LT_REDOP_SUM, 0, out));
             free_all(out, 8);
@@ -428,16 +435,18 @@ static void test_allocation_failures(void **state) {
                 const char *f;
                 int line;
                 lt__fault_site(i, &f, &line, NULL);
-                if (strstr(f, "engine_mpi.c")) { files[ns] = f; lines[ns++] = line; }
+                for (int q = 0; q < NFAULT_FILES; q++)
+                    if (!strcmp(f, fault_files[q])) { files[ns] = q; lines[ns++] = line; }
             }
             lt__fault_disarm();
             /* the same list everywhere: take process 1's */
             int n1 = ns;
             MPI_Bcast(&n1, 1, MPI_INT, 1, MPI_COMM_WORLD);
             MPI_Bcast(lines, 64, MPI_INT, 1, MPI_COMM_WORLD);
+            MPI_Bcast(files, 64, MPI_INT, 1, MPI_COMM_WORLD);
             for (int s = 0; s < n1; s++)
                 for (int nth = 1; nth <= 2; nth++) {
-                    if (ME == 1) assert_int_equal(lt__fault_arm_site("collectives_sim/engine_mpi.c", lines[s], nth, 0), 0);
+                    if (ME == 1) assert_int_equal(lt__fault_arm_site(fault_files[files[s]], lines[s], nth, 0), 0);
                     else lt__fault_arm(0, 0);
                     lt_status st = run_wrapper(mc, (ckind)k, 0, in, LT_REDOP_SUM, 0, out);
                     free_all(out, 8);
@@ -449,14 +458,15 @@ static void test_allocation_failures(void **state) {
                     if (r[0] != -r[1]) fail_msg("%s, site line %d #%d: statuses differ across processes", cnames[k], lines[s], nth);
                     if (fired && st != LT_NOMEM) fail_msg("%s, site line %d #%d: %s", cnames[k], lines[s], nth, lt_errmsg());
                     fired_total += (int)fired;
+                    if (fired && files[s] >= 2) fired_wrapper++;
                 }
-            (void)files;
             free_all(in, 8);
         }
     }
     lt_comm_free(mc);
     lt_engine_mpi_set_options(NULL);
     if (ME == 1) assert_true(fired_total > 20);
+    if (ME == 1) assert_true(fired_wrapper > 5);   /* the wrappers' own sites were reached */
 }
 
 int main(int argc, char **argv) {

@@ -19,6 +19,13 @@
  * interleaved: the "1 thread" row's baseline is memcpy as above, the
  * "N threads vs 1" row's baseline is the 1-thread GB/s, so its ratio is the
  * speed-up (2 threads: target >= 1.6).
+ *
+ * The machine's own ceiling for those rows: "memcpy 64M" and "add f32 64M"
+ * (c = a + b over 16 Mi floats) split into N equal halves on the same pool
+ * (lt__parallel_for), buffers pre-touched, 1 thread against N, reps
+ * interleaved, as above: the "N threads vs 1" ratio is what the hardware
+ * gives a copy and an elementwise reduction of that size, against which
+ * each collective's ratio reads.
  */
 #include <math.h>
 #include <stdio.h>
@@ -27,6 +34,7 @@
 
 #include "collectives_sim/collectives.h"
 #include "kernels/pool.h"
+#include "kernels/pool_impl.h"
 #include "tools/bench/bench.h"
 #include "collectives_sim/trace.h"
 
@@ -215,6 +223,63 @@ static void threads_rows(lt_bench *b, int kind, const char *mesh, int md, int nt
     teardown(&s);
 }
 
+typedef struct ceil_ctx {
+    int add;            /* 0: c = a (memcpy); 1: c = a + b */
+    float *a, *b, *c;   /* (n) each, pre-touched */
+    size_t n;
+    int pieces;
+} ceil_ctx;
+
+/* Piece i of pieces: an equal range of the elements. */
+static lt_status ceil_piece(void *ctx, int64_t i) {
+    ceil_ctx *x = ctx;
+    size_t lo = x->n * (size_t)i / (size_t)x->pieces, hi = x->n * (size_t)(i + 1) / (size_t)x->pieces;
+    if (!x->add) memcpy(x->c + lo, x->a + lo, (hi - lo) * sizeof(float));
+    else
+        for (size_t j = lo; j < hi; j++) x->c[j] = x->a[j] + x->b[j];
+    return LT_OK;
+}
+
+/* The ceiling rows (see the opening comment). */
+static void ceiling_rows(int add, int nthreads, lt_bench *b) {
+    const char *what = add ? "add f32" : "memcpy";
+    char n1[120], nn[120];
+    snprintf(n1, sizeof n1, "%s 64M, 1 thread", what);
+    snprintf(nn, sizeof nn, "%s 64M, %d threads vs 1", what, nthreads);
+    if (!lt_bench_want(n1) && !lt_bench_want(nn)) return;
+    ceil_ctx x = {add, NULL, NULL, NULL, (64u << 20) / sizeof(float), nthreads};
+    x.a = malloc(x.n * sizeof(float));
+    x.b = malloc(x.n * sizeof(float));
+    x.c = malloc(x.n * sizeof(float));
+    if (!x.a || !x.b || !x.c) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(2);
+    }
+    for (size_t j = 0; j < x.n; j++) x.a[j] = x.b[j] = x.c[j] = (float)(j & 1023);
+    int before = lt_threads();
+    size_t w = x.n * sizeof(float);
+    enum { REPS = 7 };
+    double t1[REPS], tn[REPS], tm[REPS];
+    for (int i = 0; i < REPS; i++) {
+        lt_set_threads(1);
+        double t = lt_bench_now();
+        check(lt__parallel_for(x.pieces, ceil_piece, &x), n1);
+        t1[i] = lt_bench_now() - t;
+        lt_set_threads(nthreads);
+        t = lt_bench_now();
+        check(lt__parallel_for(x.pieces, ceil_piece, &x), nn);
+        tn[i] = lt_bench_now() - t;
+        tm[i] = lt_bench_memcpy_once(b, w);
+    }
+    lt_set_threads(before);
+    double c1 = lt_bench_median(t1, REPS), cn = lt_bench_median(tn, REPS), m = lt_bench_median(tm, REPS);
+    lt_bench_add(b, n1, w, c1, (double)w / m / 1e9);
+    lt_bench_add(b, nn, w, cn, (double)w / c1 / 1e9);
+    free(x.a);
+    free(x.b);
+    free(x.c);
+}
+
 void lt_bench_collectives(lt_bench *b) {
     static const struct { const char *mesh; int md; } meshes[] = {{"8", 0}, {"2x4", 0}, {"2x4", 1}};
     static const struct { const char *label; size_t bytes; } sizes[] = {
@@ -238,6 +303,8 @@ void lt_bench_collectives(lt_bench *b) {
             }
         }
     }
+    ceiling_rows(0, 2, b);
+    ceiling_rows(1, 2, b);
     static const int tkinds[] = {AG, RS, AR, A2A, BC};
     for (size_t i = 0; i < sizeof tkinds / sizeof *tkinds; i++) {
         threads_rows(b, tkinds[i], "8", 0, 2);

@@ -9,6 +9,11 @@
  * pre-touched buffers. Outputs are fresh allocations each call (as a real
  * redistribute), so page faults are part of the cost.
  *
+ * Each data row has a "verify vs run" row: the verification alone (the
+ * same redistribute with opts.verify minus without, reps interleaved), its
+ * baseline the run's own GB/s, so a ratio >= 1 means verifying costs no
+ * more than the redistribute it checks.
+ *
  * Planner rows (no baseline): a warm-cache lookup, and cold min-cost and
  * greedy plans of 3-D mesh pairs (cache bypassed).
  */
@@ -40,9 +45,11 @@ static size_t plan_written(const lt_plan *p) {
 }
 
 static void data_row(lt_bench *b, const char *mesh_s, const char *from, const char *to, int uneven) {
-    char name[120];
+    char name[120], vname[140];
     snprintf(name, sizeof name, "redistribute %s %s->%s 64M %s", mesh_s, from, to, uneven ? "uneven" : "even");
-    if (!lt_bench_want(name)) return;
+    snprintf(vname, sizeof vname, "%s: verify vs run", name);
+    int want_run = lt_bench_want(name), want_ver = lt_bench_want(vname);
+    if (!want_run && !want_ver) return;
     lt_mesh m;
     lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
     int ns, nd;
@@ -66,17 +73,29 @@ static void data_row(lt_bench *b, const char *mesh_s, const char *from, const ch
     lt_dtensor_free(out);
     size_t written = plan_written(plan);
     enum { REPS = 3 };
-    double tr[REPS], tm[REPS];
+    double tr[REPS], tm[REPS], tv[REPS];
     for (int i = 0; i < REPS; i++) {
         lt_trace_clear(lt_comm_trace(c));
+        o.verify = 0;
         double t = lt_bench_now();
         check(lt_redistribute(src, dp, nd, &o, &out, NULL), name);
         tr[i] = lt_bench_now() - t;
         lt_dtensor_free(out);
         tm[i] = lt_bench_memcpy_once(b, written);
+        if (!want_ver) continue;
+        lt_trace_clear(lt_comm_trace(c));
+        o.verify = 1;
+        t = lt_bench_now();
+        check(lt_redistribute(src, dp, nd, &o, &out, NULL), vname);
+        tv[i] = lt_bench_now() - t - tr[i];
+        lt_dtensor_free(out);
     }
     double sr = lt_bench_median(tr, REPS), sm = lt_bench_median(tm, REPS);
-    lt_bench_add(b, name, written, sr, (double)written / sm / 1e9);
+    if (want_run) lt_bench_add(b, name, written, sr, (double)written / sm / 1e9);
+    if (want_ver) {
+        double sv = lt_bench_median(tv, REPS);
+        lt_bench_add(b, vname, written, sv > 0 ? sv : 0, (double)written / sr / 1e9);
+    }
     lt_plan_free(plan);
     lt_comm_free(c);
     lt_dtensor_free(src);

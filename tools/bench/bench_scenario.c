@@ -16,17 +16,29 @@
  * verified redistributes on 2x2x2; load included, report to /dev/null)
  * once with lt_set_threads(1) and once with the default thread count:
  * absolute seconds (target: <= 2 s), no baseline; the second row's name
- * says how many threads it had. Peak memory is measured outside the bench
- * (/usr/bin/time -v of `localtensor run` on the same file).
+ * says how many threads it had. Each run starts with empty plan caches, as
+ * a fresh `localtensor run` does. The peak-memory row runs the CLI next to
+ * the bench binary (`localtensor run` on the same file, default threads)
+ * as a child process: its bytes column is the child's peak resident set
+ * (target: <= 64 MiB), its seconds the child's wall time.
+ *
+ * The plan-search rows plan the sweep's 40,960 pairs alone (lt__plan_build,
+ * min-cost, f32): without the shared search space (every search from
+ * scratch), with it starting empty (as the sweep does), and with it warm
+ * (the same pairs again); absolute seconds, one thread.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "collectives_sim/program.h"
 #include "kernels/pool.h"
 #include "kernels/math.h"
+#include "localtensor/plan_impl.h"
 #include "tools/bench/bench.h"
 #include "tools/scenario/scenario_impl.h"
 
@@ -113,6 +125,7 @@ static double run_sweep_once(const char *path) {
     memset(&o, 0, sizeof o);
     o.out = devnull;
     o.err = stderr;
+    lt_plan_cache_clear();
     double t0 = lt_bench_now();
     int rc = lt_sc_run_paths(&path, 1, &o);
     double t = lt_bench_now() - t0;
@@ -120,6 +133,87 @@ static double run_sweep_once(const char *path) {
     if (rc != 0) {
         fprintf(stderr, "bench: %s: exit %d\n", path, rc);
         exit(2);
+    }
+    return t;
+}
+
+/* Peak resident bytes and wall seconds of `localtensor run path` (the CLI
+ * in the bench binary's folder) as a child process; exits on failure. */
+static void run_sweep_child(const char *path, size_t *rss, double *secs) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 32);
+    if (n <= 0) {
+        fprintf(stderr, "bench: cannot find the bench binary\n");
+        exit(2);
+    }
+    exe[n] = 0;
+    char *end = strrchr(exe, '/');
+    if (!end) exit(2);
+    strcpy(end + 1, "localtensor");
+    fflush(stdout);   /* or the child's freopen writes the buffered rows again */
+    fflush(stderr);
+    double t0 = lt_bench_now();
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE *devnull = freopen("/dev/null", "w", stdout);
+        (void)devnull;
+        execl(exe, exe, "run", path, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    struct rusage ru;
+    /* the children's peak: this is the bench's only child */
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+        getrusage(RUSAGE_CHILDREN, &ru)) {
+        fprintf(stderr, "bench: %s run %s failed\n", exe, path);
+        exit(2);
+    }
+    *secs = lt_bench_now() - t0;
+    *rss = (size_t)ru.ru_maxrss * 1024;   /* Linux: KiB */
+}
+
+/* The sweep's pairs: every list of {R, S(0), S(1), SS(0,2)} -> every list of
+ * {R, S(0), S(1), SS(1,2)} on 2x2x2, for its ten shapes. */
+static const int64_t sweep_shapes[10][2] = {{8, 8}, {16, 4}, {5, 7}, {12, 10}, {9, 13},
+                                            {3, 3}, {1, 9},  {7, 1}, {2, 6},   {0, 4}};
+
+static void sweep_option(int from, int x, lt_placement *p) {
+    switch (x) {
+    case 0: *p = lt_replicate(); break;
+    case 1: *p = lt_shard(0); break;
+    case 2: *p = lt_shard(1); break;
+    default: *p = lt_strided(from ? 0 : 1, 2); break;
+    }
+}
+
+/* Plans every pair of the sweep's shape s (exits on failure). */
+static void plan_shape(const lt_mesh *m, int s, int shared) {
+        for (int pair = 0; pair < 64 * 64; pair++) {
+            lt_placement sp[3], dp[3];
+            for (int i = 0; i < 3; i++) {
+                sweep_option(1, (pair / 64) >> (2 * (2 - i)) & 3, &sp[i]);
+                sweep_option(0, (pair % 64) >> (2 * (2 - i)) & 3, &dp[i]);
+            }
+            lt_spec spec;
+            lt_plan *p = NULL;
+            if (lt_spec_make(m, LT_F32, 2, sweep_shapes[s], sp, 3, &spec) ||
+                lt__plan_build(&spec, dp, LT_PLANNER_MIN_COST, shared, &p)) {
+                fprintf(stderr, "bench: planning the sweep: %s\n", lt_errmsg());
+                exit(2);
+            }
+            lt_plan_free(p);
+        }
+}
+
+/* Seconds to plan every pair of the sweep, shape by shape; warm: each
+ * shape's pairs planned once before the timed pass. */
+static double plan_sweep_once(const lt_mesh *m, int shared, int warm) {
+    double t = 0;
+    for (int s = 0; s < 10; s++) {
+        if (warm) plan_shape(m, s, shared);
+        double t0 = lt_bench_now();
+        plan_shape(m, s, shared);
+        t += lt_bench_now() - t0;
     }
     return t;
 }
@@ -136,4 +230,23 @@ void lt_bench_sweep(lt_bench *b) {
         lt_set_threads(0);
     }
     if (before > 1 && lt_bench_want(nn)) lt_bench_add(b, nn, 0, run_sweep_once(path), NAN);
+    const char *nr = "sweep 2x2x2 peak RSS (bytes; CLI child, s)";
+    if (lt_bench_want(nr)) {
+        size_t rss;
+        double secs;
+        run_sweep_child(path, &rss, &secs);
+        lt_bench_add(b, nr, rss, secs, NAN);
+    }
+    const char *ps[3] = {"plan search 40960 sweep pairs, unshared (s)",
+                         "plan search 40960 sweep pairs, shared from empty (s)",
+                         "plan search 40960 sweep pairs, shared warm (s)"};
+    lt_mesh m;
+    if (lt_mesh_parse("2x2x2", &m)) exit(2);
+    lt_set_threads(1);
+    for (int k = 0; k < 3; k++) {
+        lt_plan_cache_clear();
+        if (lt_bench_want(ps[k])) lt_bench_add(b, ps[k], 0, plan_sweep_once(&m, k > 0, k == 2), NAN);
+    }
+    lt_plan_cache_clear();
+    lt_set_threads(0);
 }

@@ -60,9 +60,8 @@ static int global_options(int *argc, char **argv) {
             name = v;
             from = "--backend";
         } else if ((v = option_value(*argc, argv, &i, "--max-memory", &missing))) {
-            uint64_t lim;
-            if (setenv("LOCALTENSOR_MEMORY_LIMIT", v, 1) || lt__mem_limit(&lim, NULL)) {
-                fprintf(stderr, "localtensor: --max-memory: '%s' is not a size in bytes (e.g. 1000000, 512M, 8G)\n", v);
+            if (lt__mem_set_budget(v, "--max-memory") != LT_OK) {
+                fprintf(stderr, "localtensor: %s\n", lt_errmsg());
                 return 2;
             }
         } else if (missing) {

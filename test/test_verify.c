@@ -1,0 +1,292 @@
+/* test/test_verify.c — the verifier's shortcuts never pass a wrong shard.
+ *
+ * Verification skips bytes it can prove right without reading them: a
+ * shard that is a view of bytes verified one check before (the record
+ * lt_redistribute passes from step to step), a replica that holds the very
+ * buffer of one already checked, and it checks the remaining buffers on the
+ * thread pool. Each case here plants a wrong shard where a shortcut could
+ * hide it and expects the rank, the indices and both values, computed by
+ * hand: the global tensor is arange, so element (i, j) of a (rows, cols)
+ * tensor is i * cols + j.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "localtensor/localtensor.h"
+#include "localtensor/redistribute.h"
+#include "localtensor/verify_impl.h"
+#include "kernels/pool_impl.h"
+#include "test/testutil.h"
+
+static lt_dtensor *dist(const char *mesh_s, const char *pls, int ndim, const int64_t *shape, lt_mesh *m) {
+    lt_placement pl[LT_MESH_MAX_DIMS];
+    int np;
+    LT_CHECK(lt_mesh_parse(mesh_s, m));
+    LT_CHECK(lt_placements_parse(pls, pl, LT_MESH_MAX_DIMS, &np));
+    lt_init init = {LT_INIT_ARANGE, 0};
+    lt_dtensor *d = NULL;
+    LT_CHECK(lt_dtensor_init(m, LT_F32, ndim, shape, pl, np, &init, &d));
+    return d;
+}
+
+static lt_dtensor *redist(const lt_dtensor *src, const char *to) {
+    lt_placement pl[LT_MESH_MAX_DIMS];
+    int np;
+    LT_CHECK(lt_placements_parse(to, pl, LT_MESH_MAX_DIMS, &np));
+    lt_dtensor *out = NULL;
+    LT_CHECK(lt_redistribute(src, pl, np, NULL, &out, NULL));
+    return out;
+}
+
+static void expect_diff(const lt_verify_report *rep, int rank, int64_t l0, int64_t l1, int64_t g0, int64_t g1,
+                        double want, double got) {
+    assert_false(rep->ok);
+    if (rep->rank != rank || rep->local_index[0] != l0 || rep->local_index[1] != l1 || rep->global_index[0] != g0 ||
+        rep->global_index[1] != g1 || fabs(rep->expected - want) > 1e-6 || rep->actual != got)
+        fail_msg("wanted rank %d local [%lld, %lld] global [%lld, %lld] expected %g got %g; report: %s", rank,
+                 (long long)l0, (long long)l1, (long long)g0, (long long)g1, want, got, rep->message);
+}
+
+/* B: [S(0), S(1)] of (8, 6) on 2x2 as views of rows of A = [R, S(1)], whose
+ * rank (a, b) holds all 8 rows of columns 3b .. 3b + 2; rank r's view starts
+ * at row rows[r] (right: 4a). */
+static lt_dtensor *views_of(const lt_dtensor *a_state, const int64_t *rows) {
+    lt_tensor *v[4];
+    for (int r = 0; r < 4; r++) LT_CHECK(lt_narrow(a_state->local->shards[r], 0, rows[r], 4, &v[r]));
+    lt_placement pl[2] = {lt_shard(0), lt_shard(1)};
+    lt_dtensor *b = NULL;
+    LT_CHECK(lt_from_local(&a_state->local->mesh, v, pl, 2, 0, &b));
+    for (int r = 0; r < 4; r++) lt_tensor_free(v[r]);
+    return b;
+}
+
+/* A view of verified bytes is right only where each element lies where the
+ * verified shard keeps the same global index: a view at the wrong rows or
+ * with the wrong stride is caught, and a wrong byte in the buffer the views
+ * point into is caught by a check that has no record of it. */
+static void test_view_of_verified(void **state) {
+    (void)state;
+    lt_mesh m;
+    int64_t shape[2] = {8, 6};
+    lt_dtensor *src = dist("2x2", "S(0),S(1)", 2, shape, &m);
+    lt_dtensor *a = redist(src, "R,S(1)");
+    lt_verify_report rep;
+    lt__verified *memo = NULL;
+    LT_CHECK(lt__verified_source(src, &memo));
+    LT_CHECK(lt__verify_reshard_memo(src, a, 0, &rep, &memo));
+    /* the right views pass */
+    lt_dtensor *b = views_of(a, (int64_t[]){0, 0, 4, 4});
+    LT_CHECK(lt__verify_reshard_memo(src, b, 1, &rep, &memo));
+    lt_dtensor_free(b);
+    /* rank 3 = (1, 1) views rows 0..3 of its buffer instead of 4..7:
+     * local (0, 0) is global (4, 3) = 27 but holds (0, 3) = 3 */
+    LT_CHECK(lt__verify_reshard_memo(src, a, 0, &rep, &memo));
+    b = views_of(a, (int64_t[]){0, 0, 4, 0});
+    LT_EXPECT_STATUS(lt__verify_reshard_memo(src, b, 1, &rep, &memo), LT_MISMATCH);
+    assert_null(memo);
+    expect_diff(&rep, 3, 0, 0, 4, 3, 27, 3);
+    lt_dtensor_free(b);
+    /* rank 1 = (0, 1): the right start, a column stride of 0: local (0, 1)
+     * is global (0, 4) = 4 but holds (0, 3) = 3 */
+    LT_CHECK(lt__verified_source(src, &memo));
+    LT_CHECK(lt__verify_reshard_memo(src, a, 0, &rep, &memo));
+    b = views_of(a, (int64_t[]){0, 0, 4, 4});
+    b->local->shards[1]->strides[1] = 0;
+    LT_EXPECT_STATUS(lt__verify_reshard_memo(src, b, 1, &rep, &memo), LT_MISMATCH);
+    expect_diff(&rep, 1, 0, 1, 0, 4, 4, 3);
+    lt_dtensor_free(b);
+    /* a wrong byte in the buffer ranks 0 and 2 of A share (all rows of
+     * columns 0..2), under B's view of rank 2 = (1, 0): global (5, 1) = 31 */
+    b = views_of(a, (int64_t[]){0, 0, 4, 4});
+    assert_ptr_equal(b->local->shards[2]->storage, a->local->shards[0]->storage);
+    lt_set_flat(a->local->shards[0], 5 * 3 + 1, -1);
+    LT_EXPECT_STATUS(lt_verify_reshard(src, b, 1, &rep), LT_MISMATCH);
+    expect_diff(&rep, 2, 1, 1, 5, 1, 31, -1);
+    LT_EXPECT_STATUS(lt_verify_reshard(src, a, 0, &rep), LT_MISMATCH);
+    expect_diff(&rep, 0, 5, 1, 5, 1, 31, -1);
+    lt_dtensor_free(b);
+    lt_dtensor_free(a);
+    /* the same through lt_redistribute: [S(0), R] -> [R, S(0)] of (8, 8)
+     * on 2x2, greedy, is an all_gather to [R, R] (one buffer) and a local
+     * slice whose shards view it (checked through the record); rank (a, b)
+     * holds rows 4b .. 4b + 3 */
+    lt_dtensor_free(src);
+    shape[0] = shape[1] = 8;
+    src = dist("2x2", "S(0),R", 2, shape, &m);
+    lt_placement to[2] = {lt_replicate(), lt_shard(0)};
+    lt_dtensor *out = NULL;
+    LT_CHECK(lt_redistribute(src, to, 2, &(lt_redistribute_opts){.verify = 1, .planner = LT_PLANNER_GREEDY}, &out, NULL));
+    for (int r = 1; r < 4; r++) assert_ptr_equal(out->local->shards[r]->storage, out->local->shards[0]->storage);
+    assert_int_equal(out->local->shards[3]->offset, 32);   /* row 4 of the gathered (8, 8) */
+    /* rank 3 = (1, 1): local (3, 2) is global (7, 2) = 58; rank 1 = (0, 1)
+     * views the same rows, so it is named (its replica class is checked
+     * once) */
+    lt_tensor *t = out->local->shards[3];
+    float *p = (float *)lt_data(t) + 3 * t->strides[0] + 2 * t->strides[1];
+    *p = 0.5f;
+    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+    expect_diff(&rep, 1, 3, 2, 7, 2, 58, 0.5);
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+}
+
+/* On the thread pool: ranks that should share one buffer but hold copies
+ * are each checked, and the lowest wrong rank is named whatever thread
+ * found it. */
+static void test_replicas_on_the_pool(void **state) {
+    (void)state;
+    lt_set_threads(2);
+    lt__set_par_min_bytes(1);
+    lt_mesh m;
+    int64_t shape[2] = {8, 6};
+    lt_dtensor *src = dist("2x2", "S(0),S(1)", 2, shape, &m);
+    for (int round = 0; round < 2; round++) {
+        lt_dtensor *a = redist(src, "R,S(1)");   /* ranks 0, 2 share; 1, 3 share */
+        lt_verify_report rep;
+        for (int r = 0; r < 4; r++) LT_CHECK(lt_tensor_make_writable(a->local->shards[r]));   /* four copies */
+        LT_CHECK(lt_verify_reshard(src, a, 0, &rep));
+        /* rank 3 local (7, 2) = global (7, 5) = 47; rank 1 local (2, 0) =
+         * global (2, 3) = 15; round 1 plants in rank 3 only */
+        lt_set_flat(a->local->shards[3], 7 * 3 + 2, 100);
+        if (round == 0) lt_set_flat(a->local->shards[1], 2 * 3, 200);
+        LT_EXPECT_STATUS(lt_verify_reshard(src, a, 0, &rep), LT_MISMATCH);
+        if (round == 0) expect_diff(&rep, 1, 2, 0, 2, 3, 15, 200);
+        else expect_diff(&rep, 3, 7, 2, 7, 5, 47, 100);
+        lt_dtensor_free(a);
+    }
+    lt_dtensor_free(src);
+    lt__set_par_min_bytes(0);
+    lt_set_threads(0);
+}
+
+/* Partial and uneven shards on the pool: (7, 5) from [S(0), P(sum)] to
+ * [S(1), R] on 2x2: rank (a, b) holds columns 0..2 (a = 0) or 3..4 (a = 1)
+ * of all 7 rows, summed over the Partial dim. */
+static void test_partial_uneven_on_the_pool(void **state) {
+    (void)state;
+    lt_set_threads(2);
+    lt__set_par_min_bytes(1);
+    lt_mesh m;
+    int64_t shape[2] = {7, 5};
+    lt_dtensor *src = dist("2x2", "S(0),P(sum)", 2, shape, &m);
+    lt_dtensor *out = redist(src, "S(1),R");
+    lt_verify_report rep;
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    /* rank 3's private copy: local (6, 1) = global (6, 4) = 34 */
+    LT_CHECK(lt_tensor_make_writable(out->local->shards[3]));
+    lt_set_flat(out->local->shards[3], 6 * 2 + 1, -5);
+    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+    expect_diff(&rep, 3, 6, 1, 6, 4, 34, -5);
+    lt_dtensor_free(out);
+    /* a kept Partial: [S(0), P(sum)] -> [R, P(sum)]: rank (a, b) holds all
+     * rows, its own part b; rank 1's part of (6, 0) = 30 is half of it */
+    out = redist(src, "R,P(sum)");
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    LT_CHECK(lt_tensor_make_writable(out->local->shards[1]));
+    lt_set_flat(out->local->shards[1], 6 * 5, 7);
+    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+    expect_diff(&rep, 1, 6, 0, 6, 0, 15, 7);
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+    lt__set_par_min_bytes(0);
+    lt_set_threads(0);
+}
+
+/* Reduced values are checked in one pass over the contributions, without
+ * building the expected shard: f64 (6, 4) from [P(avg), S(1)] to [R, S(1)]
+ * on 2x2, on the pool and on one thread. Rank (a, b) holds columns
+ * 2b .. 2b + 1 of the average over a of the parts, i.e. arange. A value
+ * off by less than the tolerance (f64: 1e-7 + 1e-7 |x|) passes; one off by
+ * more is named. */
+static void test_fused_reduction(void **state) {
+    (void)state;
+    for (int threads = 1; threads <= 2; threads++) {
+        lt_set_threads(threads);
+        lt__set_par_min_bytes(1);
+        lt_mesh m;
+        lt_placement pl[2];
+        int np;
+        LT_CHECK(lt_mesh_parse("2x2", &m));
+        LT_CHECK(lt_placements_parse("P(avg),S(1)", pl, 2, &np));
+        int64_t shape[2] = {6, 4};
+        lt_init init = {LT_INIT_ARANGE, 0};
+        lt_dtensor *src = NULL;
+        LT_CHECK(lt_dtensor_init(&m, LT_F64, 2, shape, pl, np, &init, &src));
+        lt_dtensor *out = redist(src, "R,S(1)");
+        lt_verify_report rep;
+        LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+        for (int r = 0; r < 4; r++) LT_CHECK(lt_tensor_make_writable(out->local->shards[r]));
+        /* rank 3 = (1, 1), local (5, 1) = global (5, 3) = 23 */
+        lt_set_flat(out->local->shards[3], 5 * 2 + 1, 23 + 1e-6);   /* within 1e-7 + 23e-7 */
+        LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+        lt_set_flat(out->local->shards[3], 5 * 2 + 1, 23.001);
+        /* rank 2 = (1, 0), local (0, 1) = global (0, 1) = 1 */
+        lt_set_flat(out->local->shards[2], 1, NAN);
+        LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+        assert_int_equal(rep.rank, 2);
+        assert_true(rep.local_index[0] == 0 && rep.local_index[1] == 1 && rep.global_index[1] == 1);
+        assert_true(rep.expected == 1 && isnan(rep.actual));
+        lt_set_flat(out->local->shards[2], 1, 1);
+        LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+        expect_diff(&rep, 3, 5, 1, 5, 3, 23, 23.001);
+        lt_dtensor_free(out);
+        lt_dtensor_free(src);
+    }
+    lt__set_par_min_bytes(0);
+    lt_set_threads(0);
+}
+
+/* A partial sum may be added in any order, and low precision rounds each
+ * order differently: [big, 1, 1, -big] over [P(sum), P(sum)] on 2x2 sums to
+ * 0 in rank order (big + 1 rounds back to big: bf16 big = 256, f32 big =
+ * 2^24) but to 2 exactly. Both are right for [R, R]; a result outside the
+ * order slack (2 (n - 1) u sum|x| = 6 u (2 big + 2) ~= 12 here) is still
+ * named. bf16 takes the path that builds the expected shard, f32 the fused
+ * one. */
+static void test_sum_order_slack(void **state) {
+    (void)state;
+    const lt_dtype dts[2] = {LT_BF16, LT_F32};
+    const double bigs[2] = {256, 16777216};
+    for (int k = 0; k < 2; k++) {
+        lt_mesh m;
+        LT_CHECK(lt_mesh_parse("2x2", &m));
+        int64_t one = 1;
+        const double in[4] = {bigs[k], 1, 1, -bigs[k]};
+        lt_tensor *sh[4];
+        for (int r = 0; r < 4; r++) LT_CHECK(lt_tensor_from_doubles(dts[k], 1, &one, &in[r], 1, &sh[r]));
+        lt_placement pp[2] = {lt_partial(LT_REDOP_SUM), lt_partial(LT_REDOP_SUM)}, rr[2] = {lt_replicate(), lt_replicate()};
+        lt_dtensor *src = NULL;
+        LT_CHECK(lt_from_local(&m, sh, pp, 2, 0, &src));
+        const double outs[3] = {2, 0, 64};
+        for (int o = 0; o < 3; o++) {
+            lt_tensor *rs[4];
+            for (int r = 0; r < 4; r++) LT_CHECK(lt_tensor_from_doubles(dts[k], 1, &one, &outs[o], 1, &rs[r]));
+            lt_dtensor *act = NULL;
+            LT_CHECK(lt_from_local(&m, rs, rr, 2, 0, &act));
+            lt_verify_report rep;
+            if (o < 2) {
+                LT_CHECK(lt_verify_reshard(src, act, 0, &rep));
+            } else {
+                LT_EXPECT_STATUS(lt_verify_reshard(src, act, 0, &rep), LT_MISMATCH);
+                assert_int_equal(rep.rank, 0);
+                assert_true(rep.expected == 0 && rep.actual == 64);
+            }
+            lt_dtensor_free(act);
+            for (int r = 0; r < 4; r++) lt_tensor_free(rs[r]);
+        }
+        lt_dtensor_free(src);
+        for (int r = 0; r < 4; r++) lt_tensor_free(sh[r]);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_view_of_verified),
+        cmocka_unit_test(test_replicas_on_the_pool),
+        cmocka_unit_test(test_partial_uneven_on_the_pool),
+        cmocka_unit_test(test_fused_reduction),
+        cmocka_unit_test(test_sum_order_slack),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
