@@ -96,11 +96,14 @@ static lt_status copy_rows(lt_tensor *dst, const lt_tensor *src) {
     lt_status kst = lt__klaunch(LT__K_COPY, 0, 0, 0, 2, ts); /* a backend's kernel */
     if (kst != LT_UNSUPPORTED) return kst;
     if (!lt__on_host(dst) || !lt__on_host(src)) { /* no kernel, or two backends */
-        if (lt__backend_of(dst) == lt__backend_of(src) && lt_is_contiguous(dst) && lt_is_contiguous(src) &&
-            dst->dtype == src->dtype) {
-            const lt_backend *b = lt__backend_of(dst); /* the backend's own copy */
-            b->iface->memcpy(b->ctx, lt_data(dst), lt_data(src), lt_nbytes(dst));
-            return LT_OK;
+        if (lt_is_contiguous(dst) && lt_is_contiguous(src) && dst->dtype == src->dtype) {
+            const lt_backend *b = lt__backend_of(dst); /* dense bytes: one copy */
+            if (b == lt__backend_of(src)) {
+                b->iface->memcpy(b->ctx, lt_data(dst), lt_data(src), lt_nbytes(dst)); /* the backend's own */
+                return LT_OK;
+            }
+            if (lt__on_host(src)) return lt__from_host_bytes(dst, dst->offset, lt_data(src), lt_nbytes(dst));
+            if (lt__on_host(dst)) return lt__to_host_bytes(src, src->offset, lt_data(dst), lt_nbytes(dst));
         }
         lt__hostrun hr;
         LT_TRY(lt__host_begin(&hr, 2, ts));

@@ -89,7 +89,11 @@ LT_API lt_status lt_tensor_make_writable(lt_tensor *t);
 LT_API int64_t lt_numel(const lt_tensor *t);
 LT_API size_t lt_nbytes(const lt_tensor *t);              /* numel * element size */
 LT_API int lt_is_contiguous(const lt_tensor *t);          /* row-major dense (size-1 dims ignored) */
-LT_API void *lt_data(const lt_tensor *t);                 /* address of element 0 (storage + offset) */
+/* Address of element 0 (storage + offset). On a backend whose memory the host
+ * cannot read (cuda, cuda-emu: kernels/backend.h) it is that backend's
+ * address: read values with lt_get / lt_to_doubles, or lt_copy into a
+ * tensor made with lt_tensor_new_on(lt_backend_cpu(), ...). */
+LT_API void *lt_data(const lt_tensor *t);
 LT_API int lt_same_shape(const lt_tensor *a, const lt_tensor *b);
 /* Writes "(2, 3)" into buf; returns buf. */
 LT_API char *lt_shape_str(int ndim, const int64_t *shape, char *buf, size_t n);

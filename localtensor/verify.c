@@ -355,6 +355,31 @@ static int fusable(const vctx *c) {
     return 1;
 }
 
+/* A sum of nR contributions rounded in the dtype is exact only up to
+ * rounding, and a plan may add them in another order than the expected
+ * shard does: each order lies within (nR - 1) u sum|x| of the exact sum
+ * (recursive summation; u the dtype's unit roundoff), so two orders may
+ * differ by twice that. Returns the factor of sum|x| (divided as the
+ * values are: avg, and a Replicate->Partial(sum) partition) allowed on top
+ * of lt_compare's tolerance; 0 when nothing is summed (max, min, one
+ * contribution, integers). So [256, 1, 1, -256] in bf16 may come out 0 or
+ * 2, and neither is reported (docs/SEMANTICS.md §11.5, §11.8). */
+static double sum_slack(const vctx *c) {
+    double u;
+    switch (c->src->dtype) {
+    case LT_BF16: u = 0x1p-8; break;
+    case LT_F16: u = 0x1p-11; break;
+    case LT_F32: u = 0x1p-24; break;
+    case LT_F64: u = 0x1p-53; break;
+    default: return 0;
+    }
+    if (c->nR < 2 || c->op != LT_REDOP_SUM) return 0;
+    double div = c->avg_div;
+    for (int i = 0; i < c->M; i++)
+        if (c->dpart[i].kind == LT_PL_PARTIAL && c->dpart[i].op == LT_REDOP_SUM) div *= c->mesh->shape[i];
+    return 2.0 * (c->nR - 1) * u / div;
+}
+
 /* lt_compare's test: within atol + rtol * |b|, NaN equal to NaN. */
 static int close_enough(double a, double b, double rtol, double atol) {
     if (a == b) return 1;
@@ -366,7 +391,8 @@ static int close_enough(double a, double b, double rtol, double atol) {
 /* One run of `len` elements: the contributions s[0..nq) (strides ss, in
  * elements) summed in that order in the dtype (as lt_accumulate does),
  * divided by avg_div (as expected_shard does), against a (stride as).
- * Returns 1 at the first element out of tolerance. */
+ * Returns 1 at the first element out of tolerance, which is lt_compare's
+ * plus slack x the sum of the element's |contributions| (sum_slack). */
 #define LT__FUSED_RUN(T)                                                                             \
     T acc_[FUSE_BLK];                                                                                \
     T *restrict acc = acc_;                                                                          \
@@ -392,9 +418,14 @@ static int close_enough(double a, double b, double rtol, double atol) {
         else                                                                                         \
             differ = 1;                                                                              \
         if (!differ) continue;                                                                       \
-        for (int64_t k = 0; k < m; k++)                                                              \
-            if (ap[k * as] != acc[k] && !close_enough((double)ap[k * as], (double)acc[k], rtol, atol)) \
+        for (int64_t k = 0; k < m; k++) {                                                            \
+            if (ap[k * as] == acc[k]) continue;                                                      \
+            double mag = 0; /* sum of |contribution|: the order slack scales with it */              \
+            for (int q = 0; q < nq; q++)                                                             \
+                mag += fabs((double)((const T *)(const void *)s[q])[(k0 + k) * ss[q]]);              \
+            if (!close_enough((double)ap[k * as], (double)acc[k], rtol, atol + slack * mag))         \
                 return 1;                                                                            \
+        }                                                                                            \
     }                                                                                                \
     return 0;
 
@@ -407,12 +438,12 @@ static int close_enough(double a, double b, double rtol, double atol) {
 #endif
 
 LT__VECTORIZE static int fused_run_f32(const char *const *s, const int64_t *ss, int nq, const char *a, int64_t as, int64_t len,
-                         double avg_div, double rtol, double atol) {
+                         double avg_div, double rtol, double atol, double slack) {
     LT__FUSED_RUN(float)
 }
 
 LT__VECTORIZE static int fused_run_f64(const char *const *s, const int64_t *ss, int nq, const char *a, int64_t as, int64_t len,
-                         double avg_div, double rtol, double atol) {
+                         double avg_div, double rtol, double atol, double slack) {
     LT__FUSED_RUN(double)
 }
 
@@ -428,12 +459,13 @@ static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_t
     for (int q = 0; q < nq; q++) base[q] = base_of(c, r, q);
     lt_tensor *const *sh = c->sh;
     int f32 = c->src->dtype == LT_F32;
+    double slack = sum_slack(c);
     const char *s[FUSE_MAX];
     int64_t ss[FUSE_MAX];
     if (nd == 0) {
         for (int q = 0; q < nq; q++) s[q] = c->sdata[base[q]], ss[q] = 1;
-        return f32 ? fused_run_f32(s, ss, nq, lt_data(act), 1, 1, c->avg_div, c->rtol, c->atol)
-                   : fused_run_f64(s, ss, nq, lt_data(act), 1, 1, c->avg_div, c->rtol, c->atol);
+        return f32 ? fused_run_f32(s, ss, nq, lt_data(act), 1, 1, c->avg_div, c->rtol, c->atol, sum_slack(c))
+                   : fused_run_f64(s, ss, nq, lt_data(act), 1, 1, c->avg_div, c->rtol, c->atol, sum_slack(c));
     }
     for (int d = 0; d < nd; d++)
         if (L->local_shape[d] == 0) return 0;
@@ -469,8 +501,8 @@ static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_t
                 ss[q] = t->strides[last];
             }
             const char *a = abase + (aoff + j * act->strides[last]) * (int64_t)es;
-            int bad = f32 ? fused_run_f32(s, ss, nq, a, act->strides[last], len, c->avg_div, c->rtol, c->atol)
-                          : fused_run_f64(s, ss, nq, a, act->strides[last], len, c->avg_div, c->rtol, c->atol);
+            int bad = f32 ? fused_run_f32(s, ss, nq, a, act->strides[last], len, c->avg_div, c->rtol, c->atol, slack)
+                          : fused_run_f64(s, ss, nq, a, act->strides[last], len, c->avg_div, c->rtol, c->atol, slack);
             if (bad) return 1;
         }
         int d = last - 1;
@@ -516,6 +548,56 @@ static lt_status expected_shard(vctx *c, int r, const lt_rank_layout *L, int wid
     }
     *out = e;
     return LT_OK;
+}
+
+/* lt_compare found rank r's shard a (layout L) apart from its expected
+ * shard e in *res: counts the elements apart again with sum_slack's
+ * allowance on top of the tolerance (each element's sum of |contribution|
+ * read anew from the source), rewriting res's equal, ndiff and first
+ * difference (max_abs_diff stays). Runs only on the way to a report, on
+ * the calling thread (runs scratch of slot 0), through doubles. */
+static lt_status recheck_sum(vctx *c, int r, const lt_rank_layout *L, const lt_tensor *a, const lt_tensor *e,
+                             lt_compare_result *res) {
+    double slack = sum_slack(c);
+    int64_t n = lt_numel(e);
+    if (slack == 0 || !L->lists || res->equal || n <= 0) return LT_OK;
+    if ((uint64_t)n > SIZE_MAX / (4 * sizeof(double)))
+        return lt__err(LT_OVERFLOW, "verify: rank %d's shard of %lld elements is too big to recheck", r, (long long)n);
+    double *av = lt__malloc(4 * sizeof(double) * (size_t)n);   /* (4, n): actual, expected, sum |x|, x */
+    lt_tensor *contrib = NULL;
+    int64_t *rn = c->ndim ? runs_of(c, 0) : NULL;
+    lt_status st = av ? LT_OK : lt__err(LT_NOMEM, "verify: out of memory");
+    if (!st && c->ndim && !rn) st = LT_NOMEM;
+    if (!st) st = lt__tensor_new_uninit(lt_backend_cpu(), c->src->dtype, c->ndim, L->local_shape, &contrib);
+    if (!st) {
+        double *ev = av + n, *mag = ev + n, *x = mag + n;
+        lt_to_doubles(a, av);
+        lt_to_doubles(e, ev);
+        memset(mag, 0, sizeof(double) * (size_t)n);
+        for (int q = 0; q < c->nR; q++) {
+            walk(c, L, base_of(c, r, q), contrib, NULL, rn);
+            lt_to_doubles(contrib, x);
+            for (int64_t k = 0; k < n; k++) mag[k] += fabs(x[k]);
+        }
+        res->ndiff = 0;
+        res->first_flat = -1;
+        for (int64_t k = 0; k < n; k++) {
+            if (close_enough(av[k], ev[k], c->rtol, c->atol + slack * mag[k])) continue;
+            if (res->ndiff++ == 0) {
+                res->first_flat = k;
+                res->actual = av[k];
+                res->expected = ev[k];
+            }
+        }
+        res->equal = res->ndiff == 0;
+        for (int64_t d = c->ndim - 1, f = res->first_flat; d >= 0 && f >= 0; d--) {
+            res->first_idx[d] = f % L->local_shape[d];
+            f /= L->local_shape[d];
+        }
+    }
+    lt_tensor_free(contrib);
+    lt__free(av);
+    return st;
 }
 
 /* Replicas of the source must agree (docs/SEMANTICS.md §7): every rank
@@ -751,6 +833,7 @@ static lt_status check_job(void *ctx, int64_t i) {
         lt_tensor *e = NULL;
         st = expected_shard(c, j->rank, &L, v->wide, &e);
         if (!st) st = lt_compare(a, e, c->rtol, c->atol, &j->res);
+        if (!st && !j->res.equal) st = recheck_sum(c, j->rank, &L, a, e, &j->res);
         lt_tensor_free(e);
         if (!st && !j->res.equal) {
             j->bad = 1;
@@ -789,6 +872,7 @@ static lt_status run_jobs(vrun *v, int njobs, int step, lt_verify_report *rep) {
             lt_tensor *e = NULL;
             st = expected_shard(v->c, j->rank, &L, 0, &e);
             if (!st) st = lt_compare(v->actual->local->shards[j->rank], e, v->c->rtol, v->c->atol, &j->res);
+            if (!st && !j->res.equal) st = recheck_sum(v->c, j->rank, &L, v->actual->local->shards[j->rank], e, &j->res);
             lt_tensor_free(e);
             if (!st && j->res.equal)
                 st = lt__err(LT_INVALID, "internal: rank %d's shard differs in the fused check only", j->rank);

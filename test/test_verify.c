@@ -237,12 +237,56 @@ static void test_fused_reduction(void **state) {
     lt_set_threads(0);
 }
 
+/* A partial sum may be added in any order, and low precision rounds each
+ * order differently: [big, 1, 1, -big] over [P(sum), P(sum)] on 2x2 sums to
+ * 0 in rank order (big + 1 rounds back to big: bf16 big = 256, f32 big =
+ * 2^24) but to 2 exactly. Both are right for [R, R]; a result outside the
+ * order slack (2 (n - 1) u sum|x| = 6 u (2 big + 2) ~= 12 here) is still
+ * named. bf16 takes the path that builds the expected shard, f32 the fused
+ * one. */
+static void test_sum_order_slack(void **state) {
+    (void)state;
+    const lt_dtype dts[2] = {LT_BF16, LT_F32};
+    const double bigs[2] = {256, 16777216};
+    for (int k = 0; k < 2; k++) {
+        lt_mesh m;
+        LT_CHECK(lt_mesh_parse("2x2", &m));
+        int64_t one = 1;
+        const double in[4] = {bigs[k], 1, 1, -bigs[k]};
+        lt_tensor *sh[4];
+        for (int r = 0; r < 4; r++) LT_CHECK(lt_tensor_from_doubles(dts[k], 1, &one, &in[r], 1, &sh[r]));
+        lt_placement pp[2] = {lt_partial(LT_REDOP_SUM), lt_partial(LT_REDOP_SUM)}, rr[2] = {lt_replicate(), lt_replicate()};
+        lt_dtensor *src = NULL;
+        LT_CHECK(lt_from_local(&m, sh, pp, 2, 0, &src));
+        const double outs[3] = {2, 0, 64};
+        for (int o = 0; o < 3; o++) {
+            lt_tensor *rs[4];
+            for (int r = 0; r < 4; r++) LT_CHECK(lt_tensor_from_doubles(dts[k], 1, &one, &outs[o], 1, &rs[r]));
+            lt_dtensor *act = NULL;
+            LT_CHECK(lt_from_local(&m, rs, rr, 2, 0, &act));
+            lt_verify_report rep;
+            if (o < 2) {
+                LT_CHECK(lt_verify_reshard(src, act, 0, &rep));
+            } else {
+                LT_EXPECT_STATUS(lt_verify_reshard(src, act, 0, &rep), LT_MISMATCH);
+                assert_int_equal(rep.rank, 0);
+                assert_true(rep.expected == 0 && rep.actual == 64);
+            }
+            lt_dtensor_free(act);
+            for (int r = 0; r < 4; r++) lt_tensor_free(rs[r]);
+        }
+        lt_dtensor_free(src);
+        for (int r = 0; r < 4; r++) lt_tensor_free(sh[r]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_view_of_verified),
         cmocka_unit_test(test_replicas_on_the_pool),
         cmocka_unit_test(test_partial_uneven_on_the_pool),
         cmocka_unit_test(test_fused_reduction),
+        cmocka_unit_test(test_sum_order_slack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -150,6 +150,8 @@ static void run_sweep_child(const char *path, size_t *rss, double *secs) {
     char *end = strrchr(exe, '/');
     if (!end) exit(2);
     strcpy(end + 1, "localtensor");
+    fflush(stdout);   /* or the child's freopen writes the buffered rows again */
+    fflush(stderr);
     double t0 = lt_bench_now();
     pid_t pid = fork();
     if (pid == 0) {
