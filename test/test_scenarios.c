@@ -655,22 +655,22 @@ static void test_singular(void **state) {
 }
 
 /* A redistribute whose verification fails is a failed check, and the case
- * goes on with what the plan computed under the step's `as`. Values worked
- * by hand in bf16 (8 significant bits, ties to even): the direct reshard sums
- * P(sum) in rank order, ((256 + 1) + 1) - 256 = (256 + 1) - 256 = 0, since 257
- * rounds to 256; the plan sums tp pairs first, (256 + 1) + (1 - 256) =
- * 256 - 255 = 1. The later steps see the plan's 1. */
+ * goes on with what the plan computed under the step's `as`. The source
+ * claims Replicate but rank 1 holds [2, 5] where rank 0 holds [1, 5]: the
+ * verifier names rank 1's index 0 (expected rank 0's 1). The plan still
+ * runs: each rank keeps its own chunk of [1, 5] / [2, 5] (rank 0 [1], rank
+ * 1 [5]), and the later all_gather gives [1, 5] everywhere. */
 static void test_failed_verification_keeps_going(void **state) {
     (void)state;
     char *out, *err;
-    assert_int_equal(run_text("verify_fails.yaml", "name: vf\nmesh: 2x2\nsteps:\n"
-                              "  - from_local: {ranks: [[256], [1], [1], [-256]], placements: [\"P(sum)\", \"P(sum)\"], dtype: bf16, as: p}\n"
-                              "  - redistribute: {tensor: p, to: [R, R], as: r}\n"
-                              "  - redistribute: {tensor: r, to: [\"S(0)\", R], as: z, verify: false}\n"
-                              "  - expect_local: {tensor: z, ranks: [[1], [1], [], []]}\n",
+    assert_int_equal(run_text("verify_fails.yaml", "name: vf\nmesh: 2\nsteps:\n"
+                              "  - from_local: {ranks: [[1, 5], [2, 5]], placements: [R], as: p}\n"
+                              "  - redistribute: {tensor: p, to: [\"S(0)\"], as: r}\n"
+                              "  - redistribute: {tensor: r, to: [R], as: z, verify: false}\n"
+                              "  - expect_local: {tensor: z, ranks: [[1, 5], [1, 5]]}\n",
                               &out, &err), 1);
-    if (!strstr(out, "verification of redistribute of 'p' [P(sum), P(sum)] -> [R, R] failed") ||
-        !strstr(out, "expected 0, actual 1") || !strstr(out, "0 passed, 1 failed, 0 errors") ||
+    if (!strstr(out, "verification of redistribute of 'p' [R] -> [S(0)] failed at the source") ||
+        !strstr(out, "rank 1, index [0] (global [0]): expected 1, actual 2") || !strstr(out, "0 passed, 1 failed, 0 errors") ||
         count_of(out, "FAIL  ") != 1)
         fail_msg("a failed verification, then the plan's value:\n%s", out);
     free(out), free(err);
