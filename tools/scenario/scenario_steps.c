@@ -307,12 +307,9 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
         s = lt_redistribute(v->dt, d->pl, d->np, &o, &out, &plan);
     }
     lt__sc_record_plan(rc, st, d->tensor, v->dt->placements, plan, since);
-    char where[256], src[256], dst[256];
-    pos_str(st, where, sizeof where);
-    fmt_pl(v->dt->placements, rc->c->mesh.ndim, src, sizeof src);
-    fmt_pl(d->pl, d->np, dst, sizeof dst);
     if (plan) {
-        char sum[400];
+        char where[256], sum[400];
+        pos_str(st, where, sizeof where);
         lt_plan_free(rc->plan);
         rc->plan = plan;
         plan_summary(plan, sum, sizeof sum);
@@ -322,6 +319,9 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
         /* the check failed; the case goes on, so `as` still gets what the
          * plan computes (run again unverified), as a failed op check keeps
          * its output */
+        char src[256], dst[256];
+        fmt_pl(v->dt->placements, rc->c->mesh.ndim, src, sizeof src);
+        fmt_pl(d->pl, d->np, dst, sizeof dst);
         lt_status chk = verify_failed(rc, st, d, &rep, src, dst, plan);
         lt_redistribute_opts again = o;
         again.verify = 0;
