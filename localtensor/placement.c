@@ -402,6 +402,13 @@ int lt_placement_is_shard_like(const lt_placement *p) {
     return p->kind == LT_PL_SHARD || p->kind == LT_PL_STRIDED;
 }
 
+/* pl's spelling in buf (returned): made only for an error message, since
+ * lt_placements_check runs on every op. */
+static const char *spelled(const lt_placement *pl, char *buf, size_t n) {
+    lt_placement_format(pl, buf, n);
+    return buf;
+}
+
 lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement *pl, int np,
                               lt_placement *out) {
     char txt[256];
@@ -424,19 +431,18 @@ lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement 
             return lt__err(LT_INVALID, "mesh dim %d: not a placement (kind %u, op %u, split rule %u): "
                            "build placements with lt_shard(), lt_replicate(), ... or lt_placement_parse()",
                            i, (unsigned)p.kind, (unsigned)p.op, (unsigned)p.rule.kind);
-        lt_placement_format(&p, txt, sizeof txt);
         if (lt_placement_is_shard_like(&p)) {
             if (ndim == 0)
-                return lt__err(LT_INVALID, "mesh dim %d: %s cannot shard a 0-d tensor", i, txt);
+                return lt__err(LT_INVALID, "mesh dim %d: %s cannot shard a 0-d tensor", i, spelled(&pl[i], txt, sizeof txt));
             if (p.dim < -ndim || p.dim >= ndim)
                 return lt__err(LT_INVALID, "mesh dim %d: %s: tensor dim %d is out of range for a %d-d tensor (valid: %d..%d)",
-                               i, txt, p.dim, ndim, -ndim, ndim - 1);
+                               i, spelled(&pl[i], txt, sizeof txt), p.dim, ndim, -ndim, ndim - 1);
             if (p.dim < 0) p.dim += ndim;
             if (p.kind == LT_PL_STRIDED && p.split_factor < 1)
-                return lt__err(LT_INVALID, "mesh dim %d: %s: split_factor must be >= 1", i, txt);
+                return lt__err(LT_INVALID, "mesh dim %d: %s: split_factor must be >= 1", i, spelled(&pl[i], txt, sizeof txt));
             if (p.kind == LT_PL_SHARD && p.rule.kind == LT_SPLIT_EXPLICIT && p.rule.nsizes != mesh->shape[i])
                 return lt__err(LT_INVALID, "mesh dim %d: %s has %d explicit size%s but the mesh dim has %d rank%s",
-                               i, txt, p.rule.nsizes, p.rule.nsizes == 1 ? "" : "s", mesh->shape[i],
+                               i, spelled(&pl[i], txt, sizeof txt), p.rule.nsizes, p.rule.nsizes == 1 ? "" : "s", mesh->shape[i],
                                mesh->shape[i] == 1 ? "" : "s");
         } else if (p.kind == LT_PL_PARTIAL) {
             if (!have_partial) {
@@ -447,7 +453,7 @@ lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement 
                              (first_op == LT_REDOP_SUM || first_op == LT_REDOP_AVG);
                 if (!sumavg)
                     return lt__err(LT_INVALID, "mesh dim %d: %s mixed with P(%s): Partial ops may only be mixed as sum with avg",
-                                   i, txt, lt_redop_name(first_op));
+                                   i, spelled(&pl[i], txt, sizeof txt), lt_redop_name(first_op));
             }
         }
         tmp[i] = p;

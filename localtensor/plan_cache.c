@@ -118,6 +118,21 @@ static void context_str(const lt_redistribute_opts *o, const lt_placement *src, 
     snprintf(buf, n, "planning redistribute of %s %s -> %s", tensor_name(o, nm, sizeof nm), a, b);
 }
 
+/* What context_str needs, kept so that the context is formatted only when
+ * an error needs it (planning runs on every redistribute). */
+typedef struct plan_ctx {
+    const lt_redistribute_opts *o;
+    const lt_placement *src, *dst;   /* (np) each */
+    int np;
+} plan_ctx;
+
+/* st with c's context and then suffix added to its message (lt__err_while). */
+static lt_status ctx_err(lt_status st, const plan_ctx *c, const char *suffix) {
+    char ctxs[1400];
+    context_str(c->o, c->src, c->dst, c->np, ctxs, sizeof ctxs);
+    return lt__err_while(st, "%s%s", ctxs, suffix);
+}
+
 static lt_status reject(const lt_mesh *mesh, lt_dtype dtype, const lt_placement *src,
                         const lt_placement *dst) {
     for (int i = 0; i < mesh->ndim; i++) {
@@ -154,13 +169,13 @@ static lt_plan *cache_lookup(const lt_spec *src, const lt_placement *dst, lt_pla
 }
 
 /* Plans a checked pair (src spec, dst placements of the same tensor):
- * rejections, the planners, the cache. ctxs: the context of error messages. */
+ * rejections, the planners, the cache. ctx: the context of error messages. */
 static lt_status plan_checked(const lt_spec *src, const lt_placement *dst, lt_planner planner, int use_cache,
-                              const char *ctxs, lt_plan **out) {
+                              const plan_ctx *ctx, lt_plan **out) {
     lt_status st;
-    if ((st = reject(src->mesh, src->dtype, src->placements, dst))) return lt__err_while(st, "%s", ctxs);
+    if ((st = reject(src->mesh, src->dtype, src->placements, dst))) return ctx_err(st, ctx, "");
     lt_plan *p;
-    if ((st = lt__plan_build(src, dst, planner, use_cache, &p))) return lt__err_while(st, "%s", ctxs);
+    if ((st = lt__plan_build(src, dst, planner, use_cache, &p))) return ctx_err(st, ctx, "");
     if (use_cache) {
         build_key(&plan_key, src, dst, planner);
         lt__cache_put(&plan_cache, &plan_key, lt__cache_key_hash(&plan_key), p);
@@ -187,9 +202,8 @@ lt_status lt_plan_redistribute_spec(const lt_spec *src, const lt_spec *dst, cons
         return lt__err_in(LT_INVALID, "redistribute",
                           ": source and destination specs describe different tensors (mesh, dtype or shape)");
     if (use_cache && (*out = cache_lookup(src, dst->placements, planner))) return LT_OK;
-    char ctxs[1400];
-    context_str(opts, src->placements, dst->placements, src->mesh->ndim, ctxs, sizeof ctxs);
-    return plan_checked(src, dst->placements, planner, use_cache, ctxs, out);
+    plan_ctx ctx = {opts, src->placements, dst->placements, src->mesh->ndim};
+    return plan_checked(src, dst->placements, planner, use_cache, &ctx, out);
 }
 
 lt_status lt__plan_redistribute_from(const lt_spec *src, const lt_placement *dst, int np,
@@ -203,14 +217,13 @@ lt_status lt__plan_redistribute_from(const lt_spec *src, const lt_placement *dst
     if (np == mesh->ndim && use_cache && quick_normalize(src->ndim, dst, np, d) &&
         (*out = cache_lookup(src, d, planner)))
         return LT_OK;
-    char ctxs[1400];
     int nfmt = np < LT_MESH_MAX_DIMS ? np : LT_MESH_MAX_DIMS;
-    context_str(opts, src->placements, dst, nfmt, ctxs, sizeof ctxs);
+    plan_ctx ctx = {opts, src->placements, dst, nfmt};
     lt_spec ds;
     lt_status st = lt_placements_check(mesh, src->ndim, dst, np, d);
     if (!st) st = lt_spec_make(mesh, src->dtype, src->ndim, src->shape, d, np, &ds);
-    if (st) return lt__err_while(st, "%s: destination", ctxs);
-    return plan_checked(src, ds.placements, planner, use_cache, ctxs, out);
+    if (st) return ctx_err(st, &ctx, ": destination");
+    return plan_checked(src, ds.placements, planner, use_cache, &ctx, out);
 }
 
 lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
@@ -236,21 +249,20 @@ lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
         memcpy(ss.placements, s, sizeof(lt_placement) * (size_t)np);
         if ((*out = cache_lookup(&ss, d, planner))) return LT_OK;
     }
-    char ctxs[1400];
     int nfmt = np < LT_MESH_MAX_DIMS ? np : LT_MESH_MAX_DIMS;
-    context_str(opts, src, dst, nfmt, ctxs, sizeof ctxs);
+    plan_ctx ctx = {opts, src, dst, nfmt};
     /* the checks in their historical order: both placement lists, then both
      * layouts (so the first error reported does not change) */
     int64_t numel;
     lt_status st = lt__numel_checked(ndim, shape, lt_dtype_size(dtype), &numel);
     if (!st) st = lt_placements_check(mesh, ndim, src, np, s);
-    if (st) return lt__err_while(st, "%s: source", ctxs);
+    if (st) return ctx_err(st, &ctx, ": source");
     st = lt_placements_check(mesh, ndim, dst, np, d);
-    if (st) return lt__err_while(st, "%s: destination", ctxs);
+    if (st) return ctx_err(st, &ctx, ": destination");
     lt_spec ds;
-    if ((st = lt_spec_make(mesh, dtype, ndim, shape, s, np, &ss))) return lt__err_while(st, "%s: source", ctxs);
-    if ((st = lt_spec_make(mesh, dtype, ndim, shape, d, np, &ds))) return lt__err_while(st, "%s: destination", ctxs);
-    return plan_checked(&ss, ds.placements, planner, use_cache, ctxs, out);
+    if ((st = lt_spec_make(mesh, dtype, ndim, shape, s, np, &ss))) return ctx_err(st, &ctx, ": source");
+    if ((st = lt_spec_make(mesh, dtype, ndim, shape, d, np, &ds))) return ctx_err(st, &ctx, ": destination");
+    return plan_checked(&ss, ds.placements, planner, use_cache, &ctx, out);
 }
 
 /* ---- text table -------------------------------------------------------------------- */

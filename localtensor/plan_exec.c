@@ -222,9 +222,16 @@ lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *p
     memset(have, 0, sizeof have);
     memset(have2, 0, sizeof have2);
     lt_status st = la && lb && rcv && grp ? LT_OK : nomem();
+    /* a rank's layout is its replica class's (coordinates on R dims do not
+     * change it; the class has them 0, so it comes first): the class owns
+     * the index lists, the replicas hold shallow copies (freed only once) */
     for (int r = 0; r < W && !st; r++) {
-        st = lt_spec_layout_rank(from, r, &la[r]);
-        if (!st) st = lt_spec_layout_rank(&to, r, &lb[r]);
+        int ka = lt__replica_class(mesh, from->placements, r), kb = lt__replica_class(mesh, to.placements, r);
+        if (ka != r) la[r] = la[ka];
+        else st = lt_spec_layout_rank(from, r, &la[r]);
+        if (st) break;
+        if (kb != r) lb[r] = lb[kb];
+        else st = lt_spec_layout_rank(&to, r, &lb[r]);
     }
     if (!st) st = collective(comm, m, in, rcv);
     lt_placement part[LT_MESH_MAX_DIMS];
@@ -262,8 +269,10 @@ lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *p
         if (!st) st = reshape_to(t, have, nd, b, m->kind != LT__MV_PARTITION, &out[r]);
         if (!st && m->kind == LT__MV_PARTITION) st = lt__partition(out[r], mesh, part);
     }
-    for (int r = 0; la && r < W; r++) lt_rank_layout_free(&la[r]);
-    for (int r = 0; lb && r < W; r++) lt_rank_layout_free(&lb[r]);
+    for (int r = 0; la && r < W; r++)
+        if (lt__replica_class(mesh, from->placements, r) == r) lt_rank_layout_free(&la[r]);
+    for (int r = 0; lb && r < W; r++)
+        if (lt__replica_class(mesh, to.placements, r) == r) lt_rank_layout_free(&lb[r]);
     for (int r = 0; rcv && r < W; r++) lt_tensor_free(rcv[r]);
     for (int d = 0; d < LT_MAX_DIMS; d++) {
         lt__free(have[d].v);

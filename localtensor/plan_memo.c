@@ -768,7 +768,7 @@ void lt__ms_script_end(lt__mc *c, int i, int complete) {
     script *sc = c->mstate->scr[i] ? NULL : ms_alloc(s, sizeof(script) + sizeof(mvrec) * (size_t)c->nscr);
     if (sc) {
         sc->n = c->nscr;
-        memcpy(sc->m, c->scr, sizeof(mvrec) * (size_t)c->nscr);
+        if (c->nscr) memcpy(sc->m, c->scr, sizeof(mvrec) * (size_t)c->nscr);   /* scr is NULL when nothing was recorded */
         __atomic_store_n(&c->mstate->scr[i], sc, __ATOMIC_RELEASE);
     }
     ms_unlock(s);

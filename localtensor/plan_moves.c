@@ -245,7 +245,7 @@ void lt__mc_g_hash(const lt__mc *c, uint64_t *h1, uint64_t *h2) {
 
 int lt__mc_find_hashed(lt__mc *c, uint64_t h1, uint64_t h2, lt__msg *gr, uint64_t *key) {
     if (c->nmemo * 2 >= c->capmemo) {   /* grow (and rehash) at half full */
-        size_t ncap = c->capmemo ? c->capmemo * 2 : 1024;
+        size_t ncap = c->capmemo ? c->capmemo * 2 : 64;   /* most searches meet few results */
         lt__memo *nm = lt__calloc(ncap, sizeof(lt__memo));
         if (!nm) return -1;
         for (size_t q = 0; q < c->capmemo; q++) {

@@ -178,7 +178,7 @@ static lt_status owner_table(vctx *c, int d) {
 }
 
 /* Sets up c to compute the reshard of src to placements dst (np of them). */
-static lt_status vctx_init_(vctx *c, const lt_dtensor *src, const lt_placement *dst, int np) {
+static lt_status vctx_init_(vctx *c, const lt_dtensor *src, const lt_placement *dst, int np, const lt_spec *checked) {
     c->src = src;
     c->mesh = lt_dtensor_mesh(src);
     c->M = c->mesh->ndim;
@@ -186,8 +186,14 @@ static lt_status vctx_init_(vctx *c, const lt_dtensor *src, const lt_placement *
     c->ndim = src->ndim;
     c->es = lt_dtype_size(src->dtype);
     lt_placement d[LT_MESH_MAX_DIMS];
-    LT_TRY(lt_placements_check(c->mesh, c->ndim, dst, np, d));
-    LT_TRY(lt_spec_make(c->mesh, src->dtype, c->ndim, src->shape, d, np, &c->dspec));
+    if (checked) {   /* the checked layout is given: what lt_spec_make would make of it */
+        c->dspec = *checked;
+        c->dspec.mesh = c->mesh;
+        memcpy(d, checked->placements, sizeof(lt_placement) * (size_t)np);
+    } else {
+        LT_TRY(lt_placements_check(c->mesh, c->ndim, dst, np, d));
+        LT_TRY(lt_spec_make(c->mesh, src->dtype, c->ndim, src->shape, d, np, &c->dspec));
+    }
     const lt_placement *sp = src->placements;
     c->op = LT_REDOP_SUM;
     c->avg_div = 1;
@@ -234,10 +240,12 @@ static lt_status vctx_init_(vctx *c, const lt_dtensor *src, const lt_placement *
 }
 
 /* The context of checking src against dst placements in *c; on error
- * nothing is left to free. */
-static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *dst, int np) {
+ * nothing is left to free. checked: NULL, or a checked spec of src's
+ * tensor with placements dst (np == mesh dims; borrowed), which saves
+ * checking them again. */
+static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *dst, int np, const lt_spec *checked) {
     memset(c, 0, sizeof *c);
-    lt_status st = vctx_init_(c, src, dst, np);
+    lt_status st = vctx_init_(c, src, dst, np, checked);
     if (st) vctx_free(c);
     return st;
 }
@@ -660,7 +668,7 @@ lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int 
         return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
                             "not supported yet: the direct reshard of a DTensor with absent shards (%d of %d ranks held)",
                             lt_local_count(src->local), lt_dtensor_mesh(src)->world);
-    LT_TRY(vctx_init(&c, src, dst, np));
+    LT_TRY(vctx_init(&c, src, dst, np, NULL));
     lt_local *local = NULL;
     uint64_t need, extra;
     lt_status st = lt_spec_unique_bytes(&c.dspec, &need);
@@ -961,7 +969,8 @@ lt_status lt__verify_reshard_memo(const lt_dtensor *src, const lt_dtensor *actua
     vctx c;
     int inited = 0;
     if (!st) {
-        st = vctx_init(&c, src, actual->placements, mesh->ndim);
+        /* actual's spec: checked when it was made, and the same tensor as src's (above) */
+        st = vctx_init(&c, src, actual->placements, mesh->ndim, lt_dtensor_spec(actual));
         inited = !st;
     }
     /* (world) per class: the first buffer of that class to check, the last one */

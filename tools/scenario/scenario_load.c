@@ -480,9 +480,15 @@ static lt_status add_case(sweep_ctx *sw, const sc_subst *s, const char *label, c
     sc_case *c = &sw->cases[sw->ncases];
     memset(c, 0, sizeof *c);
     const sc_node *m = sw->map;
-    c->name = lt__sc_printf(sw->a, "%s[%s]", sw->name, label);
+    size_t nn = strlen(sw->name), nl = strlen(label);   /* the name: "<scenario>[<label>]" */
+    char *name = lt__sc_alloc(sw->a, nn + nl + 3);
     sc_recipe *r = lt__sc_alloc(sw->a, sizeof *r);
-    if (!c->name || !r) return LT_NOMEM;
+    if (!name || !r) return LT_NOMEM;
+    memcpy(name, sw->name, nn);
+    name[nn] = '[';
+    memcpy(name + nn + 1, label, nl);
+    memcpy(name + nn + 1 + nl, "]", 2);
+    c->name = name;
     c->pos = (sc_pos){m->file, m->line, m->col};
     r->map = m;
     r->mesh_node = mesh_node;
@@ -544,10 +550,23 @@ static lt_status sweep_list(const sc_node *sweep, const char *key, sweep_var *v)
     return LT_OK;
 }
 
-static int append_label(char *buf, size_t n, const char *part) {
+/* a, sep and b joined into buf (n > 0 bytes), cut as snprintf cuts: a
+ * sweep names tens of thousands of cases, and printf is most of that work. */
+static void join_label(char *buf, size_t n, const char *a, const char *sep, const char *b) {
+    const char *part[3] = {a, sep, b};
+    size_t used = 0;
+    for (int i = 0; i < 3; i++) {
+        size_t k = strlen(part[i]);
+        if (k > n - 1 - used) k = n - 1 - used;
+        memcpy(buf + used, part[i], k);
+        used += k;
+    }
+    buf[used] = '\0';
+}
+
+static void append_label(char *buf, size_t n, const char *part) {
     size_t len = strlen(buf);
-    int w = snprintf(buf + len, n - len, "%s%s", len ? "," : "", part);
-    return w >= 0 && (size_t)w < n - len;
+    join_label(buf + len, n - len, len ? "," : "", "", part);
 }
 
 static lt_status expand_sweep(sweep_ctx *sw) {
@@ -636,12 +655,12 @@ static lt_status expand_sweep(sweep_ctx *sw) {
                         char lf[200], lt2[200];
                         pl_label(pf, nf, lf, sizeof lf);
                         pl_label(pt, nt, lt2, sizeof lt2);
-                        snprintf(plabel, sizeof plabel, "%s->%s", lf, lt2);
+                        join_label(plabel, sizeof plabel, lf, "->", lt2);
                         s.names[s.n] = "from", s.vals[s.n++] = f;
                         s.names[s.n] = "to", s.vals[s.n++] = t;
                     } else if (sw->from && sw->to) {
                         int i = ip / to.n, j = ip % to.n;
-                        snprintf(plabel, sizeof plabel, "%s->%s", from.labels[i], to.labels[j]);
+                        join_label(plabel, sizeof plabel, from.labels[i], "->", to.labels[j]);
                         s.names[s.n] = "from", s.vals[s.n++] = from.nodes[i];
                         s.names[s.n] = "to", s.vals[s.n++] = to.nodes[j];
                     } else if (sw->from) {

@@ -42,24 +42,31 @@ lt_status lt__sc_parse_distribute(sc_parse_ctx *pc, const sc_node *body, sc_step
     return lt__sc_define(pc, body, "distribute", SC_DTENSOR, &d->as);
 }
 
+/* s with the distribute's context (its placements spelled only now: the
+ * step runs in every case of a sweep). */
+static lt_status distribute_err(lt_status s, const distribute_data *d) {
+    char pls[256];
+    fmt_pl(d->pl, d->np, pls, sizeof pls);
+    return lt__err_ctx_in(s, "distribute", " of '%s' with %s", d->tensor, pls);
+}
+
 lt_status lt__sc_run_distribute(sc_run_ctx *rc, const sc_step *st) {
     const distribute_data *d = st->data;
     sc_value *v = lt__sc_value(rc, d->tensor);
-    char pls[256];
     lt_dtensor *dt = NULL;
     lt_status s;
-    fmt_pl(d->pl, d->np, pls, sizeof pls);
     if (rc->nranks >= 0 && v->kind == SC_FULL) { /* numerics sample/none */
         s = lt__sc_sampled_distribute(rc, d->tensor, d->pl, d->np, d->as);
-        return s ? lt__err_ctx_in(s, "distribute", " of '%s' with %s", d->tensor, pls) : LT_OK;
+        return s ? distribute_err(s, d) : LT_OK;
     }
     if (v->kind == SC_DTENSOR) {
         /* PyTorch: distributing a DTensor keeps it only when nothing changes */
         lt_placement norm[LT_MESH_MAX_DIMS];
         s = lt_placements_check(&rc->c->mesh, v->dt->ndim, d->pl, d->np, norm);
         if (!s && !lt_placements_equal(norm, v->dt->placements, d->np)) {
-            char cur[256];
+            char cur[256], pls[256];
             fmt_pl(v->dt->placements, rc->c->mesh.ndim, cur, sizeof cur);
+            fmt_pl(d->pl, d->np, pls, sizeof pls);
             s = lt__err(LT_INVALID, "'%s' is already a DTensor with placements %s; distribute cannot change them to %s (use redistribute)",
                         d->tensor, cur, pls);
         }
@@ -68,7 +75,7 @@ lt_status lt__sc_run_distribute(sc_run_ctx *rc, const sc_step *st) {
     } else {
         s = lt_distribute(&rc->c->mesh, v->full, d->pl, d->np, &dt);
     }
-    if (s) return lt__err_ctx_in(s, "distribute", " of '%s' with %s", d->tensor, pls);
+    if (s) return distribute_err(s, d);
     return lt__sc_put_dtensor(rc, d->as, dt, NULL);
 }
 
@@ -307,12 +314,9 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
         s = lt_redistribute(v->dt, d->pl, d->np, &o, &out, &plan);
     }
     lt__sc_record_plan(rc, st, d->tensor, v->dt->placements, plan, since);
-    char where[256], src[256], dst[256];
-    pos_str(st, where, sizeof where);
-    fmt_pl(v->dt->placements, rc->c->mesh.ndim, src, sizeof src);
-    fmt_pl(d->pl, d->np, dst, sizeof dst);
     if (plan) {
-        char sum[400];
+        char where[256], sum[400];
+        pos_str(st, where, sizeof where);
         lt_plan_free(rc->plan);
         rc->plan = plan;
         plan_summary(plan, sum, sizeof sum);
@@ -322,6 +326,9 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
         /* the check failed; the case goes on, so `as` still gets what the
          * plan computes (run again unverified), as a failed op check keeps
          * its output */
+        char src[256], dst[256];
+        fmt_pl(v->dt->placements, rc->c->mesh.ndim, src, sizeof src);
+        fmt_pl(d->pl, d->np, dst, sizeof dst);
         lt_status chk = verify_failed(rc, st, d, &rep, src, dst, plan);
         lt_redistribute_opts again = o;
         again.verify = 0;
