@@ -262,6 +262,27 @@ static int64_t *runs_of(vctx *c, int wide) {
     return c->runs[k];
 }
 
+/* The runs of layout L's last dim that one source rank holds at
+ * consecutive positions, the same for every row, into rn (nr, 4): first
+ * position, length, owner's rank part, its local position. Returns nr. */
+static int64_t last_dim_runs(const vctx *c, const lt_rank_layout *L, int64_t *rn) {
+    int last = c->ndim - 1;
+    int64_t nl = L->local_shape[last], nr = 0;
+    const int64_t *gl = L->idx[last], *pl = c->part[last], *ql = c->pos[last];
+    for (int64_t j = 0; j < nl;) {
+        int64_t g = gl ? gl[j] : j, pr = pl ? pl[g] : 0, p0 = ql ? ql[g] : g, len = 1;
+        while (j + len < nl) {
+            int64_t h = gl ? gl[j + len] : j + len;
+            if ((pl ? pl[h] : 0) != pr || (ql ? ql[h] : h) != p0 + len) break;
+            len++;
+        }
+        rn[4 * nr] = j, rn[4 * nr + 1] = len, rn[4 * nr + 2] = pr, rn[4 * nr + 3] = p0;
+        nr++;
+        j += len;
+    }
+    return nr;
+}
+
 /* Walks the elements of a shard of layout L in row-major order, in runs
  * along the last dim that one source rank holds at consecutive positions;
  * `base` is the rank part of the Partial dims. With dst (contiguous, L's
@@ -279,20 +300,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
     }
     for (int d = 0; d < nd; d++)
         if (L->local_shape[d] == 0) return 0;
-    int64_t outer[LT_MAX_DIMS] = {0}, nl = L->local_shape[last], nr = 0;
-    const int64_t *gl = L->idx[last], *pl = c->part[last], *ql = c->pos[last];
-    /* rn (nr, 4): first position, length, owner's rank part, its local position */
-    for (int64_t j = 0; j < nl;) {   /* the same for every row: found once */
-        int64_t g = gl ? gl[j] : j, pr = pl ? pl[g] : 0, p0 = ql ? ql[g] : g, len = 1;
-        while (j + len < nl) {
-            int64_t h = gl ? gl[j + len] : j + len;
-            if ((pl ? pl[h] : 0) != pr || (ql ? ql[h] : h) != p0 + len) break;
-            len++;
-        }
-        rn[4 * nr] = j, rn[4 * nr + 1] = len, rn[4 * nr + 2] = pr, rn[4 * nr + 3] = p0;
-        nr++;
-        j += len;
-    }
+    int64_t outer[LT_MAX_DIMS] = {0}, nr = last_dim_runs(c, L, rn);
     char *dp = dst ? lt_data(dst) : NULL;
     const char *abase = act ? lt_data(act) : NULL;
     for (;;) {
@@ -477,19 +485,7 @@ static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_t
     }
     for (int d = 0; d < nd; d++)
         if (L->local_shape[d] == 0) return 0;
-    int64_t outer[LT_MAX_DIMS] = {0}, nl = L->local_shape[last], nr = 0;
-    const int64_t *gl = L->idx[last], *pl = c->part[last], *ql = c->pos[last];
-    for (int64_t j = 0; j < nl;) {   /* runs along the last dim, as in walk */
-        int64_t g = gl ? gl[j] : j, pr = pl ? pl[g] : 0, p0 = ql ? ql[g] : g, len = 1;
-        while (j + len < nl) {
-            int64_t h = gl ? gl[j + len] : j + len;
-            if ((pl ? pl[h] : 0) != pr || (ql ? ql[h] : h) != p0 + len) break;
-            len++;
-        }
-        rn[4 * nr] = j, rn[4 * nr + 1] = len, rn[4 * nr + 2] = pr, rn[4 * nr + 3] = p0;
-        nr++;
-        j += len;
-    }
+    int64_t outer[LT_MAX_DIMS] = {0}, nr = last_dim_runs(c, L, rn);
     const char *abase = lt_data(act);
     for (;;) {
         int64_t rk = 0, posv[LT_MAX_DIMS], aoff = 0;
