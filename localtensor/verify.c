@@ -34,56 +34,6 @@
 #include "kernels/pool_impl.h"
 #include "kernels/tensor_impl.h"
 
-static void index_str(int ndim, const int64_t *idx, char *buf, size_t n) {
-    size_t used = 0;
-    int w = snprintf(buf, n, "[");
-    if (w > 0) used = (size_t)w;
-    for (int d = 0; d < ndim && used < n; d++) {
-        w = snprintf(buf + used, n - used, "%s%lld", d ? ", " : "", (long long)idx[d]);
-        if (w < 0) break;
-        used += (size_t)w;
-    }
-    if (used < n) snprintf(buf + used, n - used, "]");
-}
-
-static void report_init(lt_verify_report *rep, int ndim) {
-    if (!rep) return;
-    memset(rep, 0, sizeof *rep);
-    rep->checked = 1;
-    rep->ok = 1;
-    rep->step = -1;
-    rep->mesh_dim = -1;
-    rep->rank = -1;
-    rep->ndim = ndim;
-}
-
-/* Fills rep with an element mismatch and sets the message; returns LT_MISMATCH. */
-static lt_status element_mismatch(lt_verify_report *rep, int step, const char *what, int rank, int ndim,
-                                  const lt_compare_result *res, const lt_rank_layout *l) {
-    int64_t g[LT_MAX_DIMS];
-    for (int d = 0; d < ndim; d++)
-        g[d] = l->idx[d] ? l->idx[d][res->first_idx[d]] : res->first_idx[d];
-    char li[200], gi[200];
-    index_str(ndim, res->first_idx, li, sizeof li);
-    index_str(ndim, g, gi, sizeof gi);
-    lt_status st = lt__err(LT_MISMATCH, "%srank %d, local index %s (global index %s): expected %.9g, got %.9g (%lld element%s differ%s on that rank)",
-                           what, rank, li, gi, res->expected, res->actual, (long long)res->ndiff,
-                           res->ndiff == 1 ? "" : "s", res->ndiff == 1 ? "s" : "");
-    if (rep) {
-        rep->ok = 0;
-        rep->step = step;
-        rep->rank = rank;
-        rep->ndim = ndim;
-        memcpy(rep->local_index, res->first_idx, sizeof(int64_t) * (size_t)ndim);
-        memcpy(rep->global_index, g, sizeof(int64_t) * (size_t)ndim);
-        rep->expected = res->expected;
-        rep->actual = res->actual;
-        rep->ndiff = res->ndiff;
-        snprintf(rep->message, sizeof rep->message, "%s", lt_errmsg());
-    }
-    return st;
-}
-
 /* Everything the expected shards are computed from. */
 typedef struct vctx {
     const lt_dtensor *src;
@@ -623,7 +573,7 @@ static lt_status check_source(const vctx *c, lt_verify_report *rep) {
         if (res.equal) continue;
         lt_rank_layout l;
         LT_TRY(lt_spec_layout_rank(lt_dtensor_spec(c->src), r, &l));
-        lt_status st = element_mismatch(rep, -1, "the source's replicas disagree: ", r, c->ndim, &res, &l);
+        lt_status st = lt__verify_element_mismatch(rep, -1, "the source's replicas disagree: ", r, c->ndim, &res, &l);
         lt_rank_layout_free(&l);
         return st;
     }
@@ -690,25 +640,6 @@ lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int 
         return st;
     }
     return lt__dtensor_wrap(local, &c.dspec, out);
-}
-
-/* Fills rep with a shape mismatch of rank r; returns LT_MISMATCH. */
-static lt_status shape_mismatch(lt_verify_report *rep, int step, int r, const lt_tensor *a, int ndim,
-                                const int64_t *es) {
-    char sa[128], se[128];
-    lt_shape_str(a->ndim, a->shape, sa, sizeof sa);
-    lt_shape_str(ndim, es, se, sizeof se);
-    lt_status st = lt__err(LT_MISMATCH, "rank %d holds a shard of shape %s but the direct reshard gives %s", r, sa, se);
-    if (rep) {
-        rep->ok = 0;
-        rep->step = step;
-        rep->rank = r;
-        rep->shape_mismatch = 1;
-        memcpy(rep->expected_shape, es, sizeof(int64_t) * (size_t)ndim);
-        memcpy(rep->actual_shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
-        snprintf(rep->message, sizeof rep->message, "%s", lt_errmsg());
-    }
-    return st;
 }
 
 /* ---- the check: one piece of work per unique buffer ---------------------------------------- */
@@ -881,7 +812,7 @@ static lt_status run_jobs(vrun *v, int njobs, int step, lt_verify_report *rep) {
             if (!st && j->res.equal)
                 st = lt__err(LT_INVALID, "internal: rank %d's shard differs in the fused check only", j->rank);
         }
-        if (!st) st = element_mismatch(rep, step, "", j->rank, v->c->ndim, &j->res, &L);
+        if (!st) st = lt__verify_element_mismatch(rep, step, "", j->rank, v->c->ndim, &j->res, &L);
         lt_rank_layout_free(&L);
         return st;
     }
@@ -951,7 +882,7 @@ lt_status lt__verify_reshard_memo(const lt_dtensor *src, const lt_dtensor *actua
     const lt__verified *prev = memo ? *memo : NULL;
     lt__verified *next = NULL;
     const lt_mesh *mesh = lt_dtensor_mesh(src);
-    report_init(rep, src->ndim);
+    lt__verify_report_init(rep, src->ndim);
     lt_status st = LT_OK;
     if (!lt_mesh_equal(mesh, lt_dtensor_mesh(actual)) || src->ndim != actual->ndim ||
         src->dtype != actual->dtype)
@@ -1013,7 +944,7 @@ lt_status lt__verify_reshard_memo(const lt_dtensor *src, const lt_dtensor *actua
         v.wide = (!c.math || v.fused) && njobs > 1 && lt__pool_width() > 1 && 2 * bytes >= lt__par_min_bytes();
         st = run_jobs(&v, njobs, step, rep);
     }
-    if (!st && shape_bad >= 0) st = shape_mismatch(rep, step, shape_bad, actual->local->shards[shape_bad], c.ndim, es);
+    if (!st && shape_bad >= 0) st = lt__verify_shape_mismatch(rep, step, shape_bad, actual->local->shards[shape_bad], c.ndim, es);
     if (!st && memo) st = make_record(&v, njobs, &next);
     lt__free(first);
     lt__free(last);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "kernels/status_impl.h"
+#include "localtensor/layout.h"
 #include "localtensor/spec.h"
 #include "localtensor/dtensor.h"
 #include "localtensor/verify.h"
@@ -49,5 +50,18 @@ lt_status lt__verified_source(const lt_dtensor *src, lt__verified **out);
 
 lt_status lt__verify_reshard_memo(const lt_dtensor *src, const lt_dtensor *actual, int step,
                                   lt_verify_report *rep, lt__verified **memo);
+
+/* The report's fields before a check (localtensor/verify_report.c): ok,
+ * checked, no step, mesh dim or rank; rep may be NULL. */
+void lt__verify_report_init(lt_verify_report *rep, int ndim);
+/* Fills rep (may be NULL) with rank's first differing element of res
+ * (local index res->first_idx, global through layout l), prefixed `what`,
+ * and sets the error message; returns LT_MISMATCH. */
+lt_status lt__verify_element_mismatch(lt_verify_report *rep, int step, const char *what, int rank, int ndim,
+                                      const lt_compare_result *res, const lt_rank_layout *l);
+/* Fills rep (may be NULL) with rank r's shard a of the wrong shape (es:
+ * the direct reshard's) and sets the message; returns LT_MISMATCH. */
+lt_status lt__verify_shape_mismatch(lt_verify_report *rep, int step, int r, const lt_tensor *a, int ndim,
+                                    const int64_t *es);
 
 #endif
