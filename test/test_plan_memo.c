@@ -16,17 +16,6 @@
 #include "test/redistribute_testutil.h"
 #include "tools/render/render.h"
 
-/* Under a sanitizer the sets are drawn, not exhaustive. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED (getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "vgpreload"))
-#endif
 
 /* Everything a plan shows: its text, its JSON, the states it explored and
  * whether the search ran out of budget, into buf (a new string the caller

@@ -19,19 +19,6 @@
 
 #include "test/planner_bruteforce.h"
 
-/* Under a sanitizer (several times slower) the wide sweeps are drawn, not
- * exhaustive; the plain build checks every pair. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-/* valgrind (make valgrind) is slower still: its preload library marks it */
-#define SANITIZED (getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "vgpreload"))
-#endif
 
 typedef struct counts {
     long pairs;        /* compared with the brute force */

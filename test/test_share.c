@@ -12,17 +12,6 @@
 #include "localtensor/redistribute.h"
 #include "test/testutil.h"
 
-static lt_dtensor *dist(const char *mesh_s, const char *pls, int ndim, const int64_t *shape, lt_mesh *m) {
-    lt_placement pl[LT_MESH_MAX_DIMS];
-    int np;
-    LT_CHECK(lt_mesh_parse(mesh_s, m));
-    LT_CHECK(lt_placements_parse(pls, pl, LT_MESH_MAX_DIMS, &np));
-    lt_init init = {LT_INIT_ARANGE, 0};
-    lt_dtensor *d = NULL;
-    LT_CHECK(lt_dtensor_init(m, LT_F32, ndim, shape, pl, np, &init, &d));
-    return d;
-}
-
 static int shares(const lt_dtensor *d, int a, int b) {
     return d->local->shards[a]->storage == d->local->shards[b]->storage;
 }
@@ -33,14 +22,14 @@ static void test_distribute_shares_replicas(void **state) {
     (void)state;
     lt_mesh m;
     int64_t shape[2] = {4, 3};
-    lt_dtensor *d = dist("2x2", "S(0),R", 2, shape, &m);
+    lt_dtensor *d = lt_test_arange("2x2", "S(0),R", 2, shape, &m);
     assert_true(shares(d, 0, 1));
     assert_true(shares(d, 2, 3));
     assert_false(shares(d, 0, 2));
     lt_test_expect_values(lt_to_local(d, 3), 2, (int64_t[]){2, 3}, (double[]){6, 7, 8, 9, 10, 11}, "rank 3");
     lt_dtensor_free(d);
     /* Partial(sum) is not shared (each rank's part is its own to change) */
-    d = dist("2", "P(sum)", 2, shape, &m);
+    d = lt_test_arange("2", "P(sum)", 2, shape, &m);
     assert_false(shares(d, 0, 1));
     lt_dtensor_free(d);
 }
@@ -50,7 +39,7 @@ static void test_cow_isolation(void **state) {
     (void)state;
     lt_mesh m;
     int64_t n = 4;
-    lt_dtensor *d = dist("4", "R", 1, &n, &m);
+    lt_dtensor *d = lt_test_arange("4", "R", 1, &n, &m);
     for (int r = 1; r < 4; r++) assert_true(shares(d, 0, r));
     lt_tensor *t2 = d->local->shards[2];
     assert_true(lt_tensor_is_shared(t2));
@@ -80,7 +69,7 @@ static void test_cow_collective_outputs(void **state) {
     (void)state;
     lt_mesh m;
     int64_t n = 2;
-    lt_dtensor *src = dist("2", "S(0)", 1, &n, &m);     /* rank r holds [r] */
+    lt_dtensor *src = lt_test_arange("2", "S(0)", 1, &n, &m);     /* rank r holds [r] */
     int64_t two = 2;
     lt_dtensor *dst = NULL;
     lt_placement rp = lt_replicate();
@@ -108,7 +97,7 @@ static void test_collective_results_shared(void **state) {
     (void)state;
     lt_mesh m;
     int64_t shape[1] = {4};
-    lt_dtensor *d = dist("2x2", "S(0),R", 1, shape, &m);
+    lt_dtensor *d = lt_test_arange("2x2", "S(0),R", 1, shape, &m);
     lt_comm *c;
     LT_CHECK(lt_comm_new(&m, &c));
     lt_tensor *out[4] = {0};
@@ -127,7 +116,7 @@ static void test_collective_results_shared(void **state) {
     lt_test_expect_values(out[2], 1, (int64_t[]){2}, (double[]){1, 3}, "rank 2's pieces");
     for (int r = 0; r < 4; r++) lt_tensor_free(out[r]), out[r] = NULL;
     /* unshared inputs: every group computes its own */
-    lt_dtensor *e = dist("2x2", "S(0),S(0)", 1, shape, &m);
+    lt_dtensor *e = lt_test_arange("2x2", "S(0),S(0)", 1, shape, &m);
     LT_CHECK(lt_all_reduce(c, 0, e->local->shards, LT_REDOP_SUM, out));
     assert_ptr_equal(out[2]->storage, out[0]->storage);   /* group {0,2} */
     assert_ptr_not_equal(out[1]->storage, out[0]->storage);
@@ -146,7 +135,7 @@ static void test_redistribute_result_shared(void **state) {
     (void)state;
     lt_mesh m;
     int64_t shape[2] = {8, 8};
-    lt_dtensor *d = dist("2x2x2", "S(0),S(1),R", 2, shape, &m);
+    lt_dtensor *d = lt_test_arange("2x2x2", "S(0),S(1),R", 2, shape, &m);
     assert_true(shares(d, 0, 1));
     lt_placement to[3];
     int np;
@@ -204,7 +193,7 @@ static void test_verifier_catches(void **state) {
     (void)state;
     lt_mesh m;
     int64_t shape[2] = {4, 4};
-    lt_dtensor *src = dist("2x2", "S(0),S(1)", 2, shape, &m);
+    lt_dtensor *src = lt_test_arange("2x2", "S(0),S(1)", 2, shape, &m);
     lt_placement to[2];
     int np;
     LT_CHECK(lt_placements_parse("R,S(1)", to, 2, &np));
@@ -234,7 +223,7 @@ static void test_verifier_catches(void **state) {
     assert_true(rep.expected == 2 && rep.actual == -7);
     lt_dtensor_free(out);
     /* a source whose replicas disagree (unshared buffers) is named too */
-    lt_dtensor *r = dist("2", "R", 2, shape, &m);
+    lt_dtensor *r = lt_test_arange("2", "R", 2, shape, &m);
     LT_CHECK(lt_tensor_make_writable(r->local->shards[1]));
     lt_set_flat(r->local->shards[1], 15, 0);
     lt_placement s0 = lt_shard(0);
@@ -255,7 +244,7 @@ static void test_estimate_private_replicas(void **state) {
     (void)state;
     lt_mesh m;
     int64_t shape[2] = {64, 64};
-    lt_dtensor *shared = dist("2x2", "R,R", 2, shape, &m);
+    lt_dtensor *shared = lt_test_arange("2x2", "R,R", 2, shape, &m);
     lt_tensor *own[4];
     for (int r = 0; r < 4; r++) LT_CHECK(lt_clone(shared->local->shards[r], &own[r]));
     lt_placement rr[2] = {lt_replicate(), lt_replicate()}, to[2] = {lt_shard(0), lt_replicate()};

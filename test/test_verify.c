@@ -19,17 +19,6 @@
 #include "kernels/pool_impl.h"
 #include "test/testutil.h"
 
-static lt_dtensor *dist(const char *mesh_s, const char *pls, int ndim, const int64_t *shape, lt_mesh *m) {
-    lt_placement pl[LT_MESH_MAX_DIMS];
-    int np;
-    LT_CHECK(lt_mesh_parse(mesh_s, m));
-    LT_CHECK(lt_placements_parse(pls, pl, LT_MESH_MAX_DIMS, &np));
-    lt_init init = {LT_INIT_ARANGE, 0};
-    lt_dtensor *d = NULL;
-    LT_CHECK(lt_dtensor_init(m, LT_F32, ndim, shape, pl, np, &init, &d));
-    return d;
-}
-
 static lt_dtensor *redist(const lt_dtensor *src, const char *to) {
     lt_placement pl[LT_MESH_MAX_DIMS];
     int np;
@@ -69,7 +58,7 @@ static void test_view_of_verified(void **state) {
     (void)state;
     lt_mesh m;
     int64_t shape[2] = {8, 6};
-    lt_dtensor *src = dist("2x2", "S(0),S(1)", 2, shape, &m);
+    lt_dtensor *src = lt_test_arange("2x2", "S(0),S(1)", 2, shape, &m);
     lt_dtensor *a = redist(src, "R,S(1)");
     lt_verify_report rep;
     lt__verified *memo = NULL;
@@ -113,7 +102,7 @@ static void test_view_of_verified(void **state) {
      * holds rows 4b .. 4b + 3 */
     lt_dtensor_free(src);
     shape[0] = shape[1] = 8;
-    src = dist("2x2", "S(0),R", 2, shape, &m);
+    src = lt_test_arange("2x2", "S(0),R", 2, shape, &m);
     lt_placement to[2] = {lt_replicate(), lt_shard(0)};
     lt_dtensor *out = NULL;
     LT_CHECK(lt_redistribute(src, to, 2, &(lt_redistribute_opts){.verify = 1, .planner = LT_PLANNER_GREEDY}, &out, NULL));
@@ -140,7 +129,7 @@ static void test_replicas_on_the_pool(void **state) {
     lt__set_par_min_bytes(1);
     lt_mesh m;
     int64_t shape[2] = {8, 6};
-    lt_dtensor *src = dist("2x2", "S(0),S(1)", 2, shape, &m);
+    lt_dtensor *src = lt_test_arange("2x2", "S(0),S(1)", 2, shape, &m);
     for (int round = 0; round < 2; round++) {
         lt_dtensor *a = redist(src, "R,S(1)");   /* ranks 0, 2 share; 1, 3 share */
         lt_verify_report rep;
@@ -169,7 +158,7 @@ static void test_partial_uneven_on_the_pool(void **state) {
     lt__set_par_min_bytes(1);
     lt_mesh m;
     int64_t shape[2] = {7, 5};
-    lt_dtensor *src = dist("2x2", "S(0),P(sum)", 2, shape, &m);
+    lt_dtensor *src = lt_test_arange("2x2", "S(0),P(sum)", 2, shape, &m);
     lt_dtensor *out = redist(src, "S(1),R");
     lt_verify_report rep;
     LT_CHECK(lt_verify_reshard(src, out, 0, &rep));

@@ -95,4 +95,35 @@ static inline lt_dtensor *lt_test_distribute(const lt_mesh *m, const lt_tensor *
     return d;
 }
 
+/* SANITIZED: 1 under AddressSanitizer or valgrind (several times slower),
+ * where the wide sweeps of a test are drawn, not exhaustive; the plain
+ * build checks every case. valgrind (make valgrind) is marked by its
+ * preload library. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#include <string.h>
+#define SANITIZED (getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "vgpreload"))
+#endif
+
+/* An f32 DTensor of the given shape, initialised with arange, on mesh
+ * mesh_s (parsed into *m) with placements pls ("S(0),R"); the caller frees
+ * it. Fails the test on any error. */
+static inline lt_dtensor *lt_test_arange(const char *mesh_s, const char *pls, int ndim, const int64_t *shape,
+                                         lt_mesh *m) {
+    lt_placement pl[LT_MESH_MAX_DIMS];
+    int np;
+    LT_CHECK(lt_mesh_parse(mesh_s, m));
+    LT_CHECK(lt_placements_parse(pls, pl, LT_MESH_MAX_DIMS, &np));
+    lt_init init = {LT_INIT_ARANGE, 0};
+    lt_dtensor *d = NULL;
+    LT_CHECK(lt_dtensor_init(m, LT_F32, ndim, shape, pl, np, &init, &d));
+    return d;
+}
+
 #endif
