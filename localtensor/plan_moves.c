@@ -337,10 +337,15 @@ static int combine(lt__mc *c, const lt__list *const *q, int k, int f, const int6
     return out[f].len == sh[f];
 }
 
-static int64_t numel_off(const lt__list *b, int nd, int skip) {
-    int64_t n = 1;
+/* Elements of block b (nd lists) with dim e cut to size: 0 when any dim is
+ * empty, checked for overflow (a huge dim beside an empty one). Saturates at
+ * INT64_MAX, which no valid move reaches. */
+static int64_t numel_cut(const lt__list *b, int nd, int e, int64_t size) {
+    int64_t n = size;
     for (int d = 0; d < nd; d++)
-        if (d != skip) n *= b[d].len;
+        if (d != e && b[d].len == 0) return 0;
+    for (int d = 0; d < nd && n; d++)
+        if (d != e && lt__mul_i64(n, b[d].len, &n)) return INT64_MAX;
     return n;
 }
 
@@ -490,7 +495,7 @@ int lt__mc_result(lt__mc *c, const lt__list *a, const signed char *apop, const l
                         if (c->Gempty[rj])   /* nothing held: the shape only */
                             for (int d = 0; d < nd; d++) o[d] = (lt__list){NULL, 0, d == e ? size : d == f ? flen : m0[d].len};
                         for (int q = 0; q < n; q++)
-                            if (q != j) c->recv[rj] += (uint64_t)(numel_off(c->mptrs[q], nd, e) * size) * es;
+                            if (q != j) c->recv[rj] += (uint64_t)numel_cut(c->mptrs[q], nd, e, size) * es;
                     }
                     break;
                 }
@@ -511,7 +516,7 @@ int lt__mc_result(lt__mc *c, const lt__list *a, const signed char *apop, const l
                          * collectives_sim refuses it, so no such move */
                         if (lt__add_i64(sh[f], f == e ? size : x[f].len, &sh[f])) return 0;
                         if (f != e && q == 0) sh[e] = size;
-                        if (q != j) c->recv[rj] += (uint64_t)(numel_off(x, nd, e) * size) * es;
+                        if (q != j) c->recv[rj] += (uint64_t)numel_cut(x, nd, e, size) * es;
                     }
                     int r = combine(c, c->qptrs, n, f, sh, c->G + (size_t)rj * (size_t)nd, &c->Gempty[rj], reorder);
                     if (r <= 0) return r;

@@ -329,8 +329,11 @@ void lt__geo_init(lt__geo *g, const lt_mesh *mesh, int ndim, const int64_t *shap
 }
 
 int64_t lt__block_numel(const lt__list *b, int ndim) {
+    for (int d = 0; d < ndim; d++)
+        if (b[d].len == 0) return 0;   /* before multiplying: huge dims beside an empty one */
     int64_t n = 1;
-    for (int d = 0; d < ndim; d++) n *= b[d].len;
+    for (int d = 0; d < ndim; d++)
+        if (lt__mul_i64(n, b[d].len, &n)) return INT64_MAX;
     return n;
 }
 

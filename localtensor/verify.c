@@ -595,11 +595,13 @@ static lt_status max_shard_bytes(const lt_spec *s, uint64_t *out) {
 lt_status lt__verify_bytes(const lt_spec *src, const lt_spec *dst, uint64_t *out) {
     uint64_t shard, lists = 0;
     LT_TRY(max_shard_bytes(dst, &shard));
-    for (int d = 0; d < src->ndim; d++)   /* owner tables, one shard's index lists, the runs */
+    int empty = 0;   /* no owner tables nor index lists for an empty tensor (vctx_init_) */
+    for (int d = 0; d < src->ndim; d++) empty |= src->shape[d] == 0;
+    for (int d = 0; d < src->ndim && !empty; d++)   /* owner tables, one shard's index lists, the runs */
         lists = lt__add_sat(lists, (uint64_t)src->shape[d] * 7 * sizeof(int64_t));
     /* pieces of work on the pool keep an index list and runs each */
     int w = lt__pool_width();
-    for (int d = 0; d < src->ndim && w > 1; d++)
+    for (int d = 0; d < src->ndim && w > 1 && !empty; d++)
         lists = lt__add_sat(lists, (uint64_t)src->shape[d] * 5 * sizeof(int64_t) * (uint64_t)(w - 1));
     lists = lt__add_sat(lists, (uint64_t)src->mesh->world * LT__VERIFY_RANK_BYTES);
     *out = lt__add_sat(2 * shard, lists);

@@ -159,6 +159,14 @@ static void test_bad_layout_arguments(void **state) {
         {{"redistribute", "--mesh", "2", "--shape", "4", "--from", "S(0,[1,3])", "--to", "S(0,[3,2])", NULL},
          2, "sum to 5"},
         {{"bogus", NULL}, 2, "unknown command 'bogus'"},
+        /* empty tensors with huge dims: nothing to hold, so nothing to plan a
+         * cost for past 64 bits (the product skipping the empty dim overflowed) */
+        {{"redistribute", "--mesh", "2", "--shape", "111686010340575420,0,467", "--from", "S(0)", "--to", "S(1)",
+          NULL}, 0, NULL},
+        {{"redistribute", "--mesh", "2x2", "--shape", "111686010340575420,0,467", "--from", "S(0),S(2)", "--to",
+          "S(1),R", NULL}, 0, NULL},
+        {{"redistribute", "--mesh", "2", "--shape", "0,111686010340575420,467", "--from", "S(1)", "--to", "S(0)",
+          NULL}, 2, "strides overflow 64 bits"},
         /* unknown placement names get the closest known one */
         {{"show", "--mesh", "2", "--shape", "4", "--placements", "Shad(0)", NULL}, 2, "did you mean 'Shard'?"},
         {{"show", "--mesh", "2", "--shape", "4", "--placements", "_StridedShard(dim=0, sff=2)", NULL}, 2,
