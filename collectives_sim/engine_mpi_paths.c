@@ -31,11 +31,7 @@ static MPI_Datatype etype(const mpi_ctx *c, lt_dtype dt) {
     return c->types[es == 1 ? 0 : es == 2 ? 1 : es == 4 ? 2 : 3];
 }
 
-static int64_t shape_numel(int nd, const int64_t *sh) {
-    int64_t n = 1;
-    for (int i = 0; i < nd; i++) n *= sh[i];
-    return n;
-}
+static int64_t shape_numel(int nd, const int64_t *sh) { return lt__numel_sat(nd, sh); }
 
 static lt_status count_ok(int64_t n) {
     if (n > INT_MAX)
@@ -341,7 +337,7 @@ static lt_status mpi_scatter_span(mpi_ctx *c, const grp_info *gi, const lt_coll_
     if (!st && isroot) { /* the root knows every piece's size */
         int64_t inner = 1;
         for (int i = 0; i < src->ndim; i++)
-            if (i != g->dim) inner *= src->shape[i];
+            if (i != g->dim) inner = src->shape[i] ? lt__mul_sat(inner, src->shape[i]) : 0;
         for (int j = 0; j < g->size; j++) tot[proc_of(gi, j)] += g->sizes[j] * inner;
         st = displs_of(gi, tot, x.sc, x.sd, &all);
         if (!st) st = buf_new(dt, all, &x.sbuf);

@@ -135,7 +135,7 @@ static lt_status batched_as(const lt_tensor *a, const lt_tensor *b, lt_dtype idt
         int ia = pa->ndim - 2 - nb + i, ib = pb->ndim - 2 - nb + i;
         ast[i] = (ia >= 0 && pa->shape[ia] == bshape[i]) ? pa->strides[ia] : 0;
         bst[i] = (ib >= 0 && pb->shape[ib] == bshape[i]) ? pb->strides[ib] : 0;
-        nbatch *= bshape[i];
+        nbatch = bshape[i] ? lt__mul_sat(nbatch, bshape[i]) : 0;
     }
     const lt_tensor *ts[3] = {c, pa, pb};
     int host = lt__on_host(c) && lt__on_host(pa) && lt__on_host(pb);

@@ -97,12 +97,12 @@ lt_status lt_reduce_ex(lt_reduce_op op, const lt_tensor *x, int ndims, const int
         }
         perm[np++] = d;
         oshape[ond++] = x->shape[d];
-        O *= x->shape[d];
+        O = x->shape[d] ? lt__mul_sat(O, x->shape[d]) : 0;
     }
     for (int d = 0; d < x->ndim; d++)
         if (red[d]) {
             perm[np++] = d;
-            R *= x->shape[d];
+            R = x->shape[d] ? lt__mul_sat(R, x->shape[d]) : 0;
         }
     lt_tensor *pv = NULL, *c = NULL, *o = NULL;
     lt_status st = lt_permute(x, perm, &pv);
@@ -185,9 +185,9 @@ lt_status lt_softmax(const lt_tensor *x, int dim, int use_log, lt_tensor **out) 
     }
     int64_t outer = 1, n = 1, inner = 1;
     for (int i = 0; i < x->ndim; i++) {
-        if (i < d) outer *= x->shape[i];
+        if (i < d) outer = x->shape[i] ? lt__mul_sat(outer, x->shape[i]) : 0;
         else if (i == d) n = x->shape[i];
-        else inner *= x->shape[i];
+        else inner = x->shape[i] ? lt__mul_sat(inner, x->shape[i]) : 0;
     }
     lt_tensor *c = NULL, *o = NULL;
     LT_TRY(lt_contiguous(x, &c));

@@ -164,6 +164,19 @@ int lt__add_i64(int64_t a, int64_t b, int64_t *out) {
     return 0;
 }
 
+int64_t lt__mul_sat(int64_t a, int64_t b) {
+    int64_t r;
+    return lt__mul_i64(a, b, &r) ? INT64_MAX : r;
+}
+
+int64_t lt__numel_sat(int ndim, const int64_t *shape) {
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] == 0) return 0;
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n = lt__mul_sat(n, shape[i]);
+    return n;
+}
+
 lt_status lt__numel_checked(int ndim, const int64_t *shape, size_t esize, int64_t *out) {
     int64_t n = 1;
     int zero = 0;

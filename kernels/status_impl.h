@@ -76,6 +76,13 @@ lt_status lt__err_restore(lt_status st, const char *msg, const lt_error *info);
  * (result untouched) when it does not fit or an operand is negative. */
 int lt__mul_i64(int64_t a, int64_t b, int64_t *out);
 int lt__add_i64(int64_t a, int64_t b, int64_t *out);
+/* a * b for sizes (a, b >= 0), INT64_MAX when it does not fit: a count past
+ * 64 bits then fails the checked allocation it feeds, never wraps. */
+int64_t lt__mul_sat(int64_t a, int64_t b);
+/* Elements of shape[ndim] (sizes >= 0): 0 when any size is 0, whatever the
+ * others (a huge dim beside an empty one multiplies to 0, not past 64 bits),
+ * else their product saturated at INT64_MAX. */
+int64_t lt__numel_sat(int ndim, const int64_t *shape);
 
 /* Checked element count of a shape (ndim may be 0: count 1). Sets the
  * message and returns LT_OVERFLOW when the product does not fit in int64 or

@@ -250,11 +250,7 @@ const lt_backend *lt__backend_of(const lt_tensor *t) { return t->storage->backen
 
 /* ---- queries ---------------------------------------------------------------- */
 
-int64_t lt_numel(const lt_tensor *t) {
-    int64_t n = 1;
-    for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
-    return n;
-}
+int64_t lt_numel(const lt_tensor *t) { return lt__numel_sat(t->ndim, t->shape); }
 
 size_t lt_nbytes(const lt_tensor *t) { return (size_t)lt_numel(t) * lt_dtype_size(t->dtype); }
 

@@ -218,8 +218,7 @@ static lt_status decide_group(lt__rule_io *io, const view_group *g, const int *u
 lt_status lt__rule_view(lt__rule_io *io) {
     const lt_mesh *m = io->mesh;
     int n = io->in[0]->ndim;
-    int64_t numel = 1;
-    for (int d = 0; d < n; d++) numel *= io->in[0]->shape[d];
+    int64_t numel = lt__numel_sat(n, io->in[0]->shape);
     LT_TRY(target_shape(io, numel));
     io->out_dtype = io->in[0]->dtype;
     for (int i = 0; i < m->ndim; i++) io->out[i] = io->in[0]->placements[i];

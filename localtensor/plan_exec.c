@@ -123,8 +123,7 @@ static lt_status received(const lt__move *m, const lt_rank_layout *la, const int
         const lt_rank_layout *first = own;   /* the lists off e: any member holding something */
         for (int q = 0; q < n; q++) {
             const lt_rank_layout *x = &la[grp[q]];
-            int64_t ne = 1;
-            for (int d = 0; d < nd; d++) ne *= x->local_shape[d];
+            int64_t ne = lt__numel_sat(nd, x->local_shape);
             if (ne) {
                 first = x;
                 break;
@@ -147,7 +146,7 @@ static lt_status received(const lt__move *m, const lt_rank_layout *la, const int
             if (lt__piece(&m->rule, x->local_shape[e], n, j, &size, &off)) return lt__err(LT_INVALID, "internal: split");
             int64_t ne = size;
             for (int d = 0; d < nd; d++)
-                if (d != e) ne *= x->local_shape[d];
+                if (d != e) ne = x->local_shape[d] ? lt__mul_sat(ne, x->local_shape[d]) : 0;
             if (ne) first = x;
         }
         if (!first) first = own;
@@ -238,8 +237,7 @@ lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *p
     for (int j = 0; j < mesh->ndim; j++) part[j] = j == i ? lt_partial(m->op) : lt_replicate();
     for (int r = 0; r < W && !st; r++) {
         const lt_rank_layout *b = &lb[r];
-        int64_t ne = 1;
-        for (int d = 0; d < nd; d++) ne *= b->local_shape[d];
+        int64_t ne = lt__numel_sat(nd, b->local_shape);
         if (!ne) {   /* nothing to hold: the next state's shape */
             st = lt_tensor_empty(in[r]->dtype, nd, b->local_shape, &out[r]);
             continue;

@@ -311,8 +311,7 @@ int lt__mc_canon(lt__mc *c, const lt__list *lay, const signed char *pop, uint64_
 static int combine(lt__mc *c, const lt__list *const *q, int k, int f, const int64_t *sh, lt__list *out,
                    unsigned char *empty, int *unsorted) {
     int nd = c->g.ndim;
-    int64_t n = 1;
-    for (int d = 0; d < nd; d++) n *= sh[d];
+    int64_t n = lt__numel_sat(nd, sh);
     *empty = n == 0;
     if (n == 0) {
         for (int d = 0; d < nd; d++) out[d] = (lt__list){NULL, 0, sh[d]};

@@ -117,11 +117,7 @@ int lt__layout_shapes(const lt_mesh *mesh, int ndim, const int64_t *gshape,
 
 /* ---- bytes ------------------------------------------------------------------- */
 
-static int64_t numel_of(const int64_t *s, int ndim) {
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++) n *= s[d];
-    return n;
-}
+static int64_t numel_of(const int64_t *s, int ndim) { return lt__numel_sat(ndim, s); }
 
 size_t lt__step_bytes(const lt_mesh *mesh, int ndim, size_t esize, lt__step_kind k, int i,
                       const lt_placement *from, const lt_placement *to,

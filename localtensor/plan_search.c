@@ -36,14 +36,17 @@ static uint64_t lower_bound(const lt__mc *c, const lt__list *rk) {
     for (int r = 0; r < g->W; r++) {
         const lt__list *x = rk + (size_t)r * (size_t)g->ndim;
         const lt__list *y = c->dlay + g->off[g->M] + (size_t)r * (size_t)g->ndim;
-        int64_t want = 1, xn = 1;   /* the block sizes (lt__block_numel, inline: every new node runs this) */
+        /* the block sizes (lt__block_numel, inline: every new node runs this);
+         * unsigned: a huge dim beside an empty one wraps to 0 exactly, and a
+         * block holding something fits (it lies in the tensor) */
+        uint64_t want = 1, xn = 1;
         for (int d = 0; d < g->ndim; d++) {
-            want *= y[d].len;
-            xn *= x[d].len;
+            want *= (uint64_t)y[d].len;
+            xn *= (uint64_t)x[d].len;
         }
-        int64_t have = want && xn ? 1 : 0;
-        for (int d = 0; d < g->ndim && have; d++) have *= lt__list_common(&x[d], &y[d]);
-        lack += (uint64_t)(want - have);
+        uint64_t have = want && xn ? 1 : 0;
+        for (int d = 0; d < g->ndim && have; d++) have *= (uint64_t)lt__list_common(&x[d], &y[d]);
+        lack += want - have;
     }
     return lack * c->esize;
 }

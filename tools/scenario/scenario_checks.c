@@ -479,8 +479,7 @@ static lt_status expect_full_sampled(sc_run_ctx *rc, const sc_step *st, const ex
                                  d->tensor, a, b);
     }
     if (d->has_lit && !d->has_shape && d->lit.ndim < 2) {
-        int64_t n = 1;
-        for (int k = 0; k < dt->ndim; k++) n *= dt->shape[k];
+        int64_t n = lt__numel_sat(dt->ndim, dt->shape);
         if (d->lit.n != n) {
             snprintf(a, sizeof a, "%lld value%s", (long long)d->lit.n, d->lit.n == 1 ? "" : "s");
             snprintf(b, sizeof b, "%lld value%s", (long long)n, n == 1 ? "" : "s");

@@ -148,7 +148,7 @@ lt_status lt__sc_diverge_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind op, co
             else
                 for (int i = 0; i < args->ndims; i++) {
                     int d = args->dims[i] < 0 ? args->dims[i] + x->ndim : args->dims[i];
-                    if (d >= 0 && d < x->ndim) len *= x->shape[d];
+                    if (d >= 0 && d < x->ndim) len = x->shape[d] ? lt__mul_sat(len, x->shape[d]) : 0;
                 }
         } else {
             const lt_tensor *a = full[op == LT_OP_ADDMM ? 1 : 0];
