@@ -285,8 +285,8 @@ static lt_status shadow_span(mpi_ctx *c, const grp_info *gi, const lt_coll_group
             c->eout[r] = c->scr[r];
         }
     }
-    st = lt__mpi_agree(gi, st);
-    if (!st) st = lt__mpi_path(c, gi, g, in, c->eout, k);
+    c->pending = st;   /* agreed together with the path's own scratch (lt__mpi_path) */
+    st = lt__mpi_path(c, gi, g, in, c->eout, k);
     if (!st) st = lt__mpi_ip_fn(c->ip, k)(c->ipctx, g, in, out);
     for (int p = lo; p < hi; p++) {
         int r = g->ranks[p];

@@ -33,6 +33,8 @@ typedef struct mpi_ctx {
     lt_tensor **eout;                    /* (world) shadow mode: where MPI writes owned results */
     lt_tensor **scr;                     /* (world) shadow mode: those scratch results */
     MPI_Datatype types[4];               /* contiguous 1, 2, 4, 8 bytes */
+    lt_status pending;                   /* the caller's own status for the next path's first
+                                          * agreement (one agreement, not two; LT_OK: none) */
 } mpi_ctx;
 
 /* The collective a call runs. */
@@ -51,7 +53,11 @@ lt_coll_fn lt__mpi_ip_fn(const lt_engine_i *ip, kind k);
 
 /* The MPI path of collective k for a group that spans processes: my
  * members' results in out (caller-owned, already shaped by the wrapper);
- * in is borrowed. Agrees over the group before data moves. */
+ * in is borrowed. Agrees over the group before data moves, folding
+ * c->pending (a failure of the caller's own preparation) into that first
+ * agreement and resetting it. In shadow mode (c->opt.shadow: every process
+ * holds every member's input) the members' shapes are read locally instead
+ * of exchanged. */
 lt_status lt__mpi_path(mpi_ctx *c, const grp_info *gi, const lt_coll_group *g, lt_tensor *const *in,
                        lt_tensor *const *out, kind k);
 /* Every member's input gathered here, the group run by the in-process

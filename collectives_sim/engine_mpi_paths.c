@@ -113,15 +113,20 @@ typedef struct xfer {
 /* The shape rows of every member's input into x->sh (n * SHW): rows of my
  * members from in, the others' from their processes; ndim -1 = absent.
  * x->rc and x->rd serve as the counts and displacements (set again later). */
-static lt_status exchange_shapes(const grp_info *gi, const lt_coll_group *g, lt_tensor *const *in, xfer *x) {
+static lt_status exchange_shapes(const mpi_ctx *c, const grp_info *gi, const lt_coll_group *g,
+                                 lt_tensor *const *in, xfer *x) {
     int64_t *sh = x->sh;
-    for (int p = gi->mine_lo; p < gi->mine_lo + gi->mine_cnt; p++) {
+    /* shadow mode: every process holds every member's input, so the rows
+     * the owners would send are here already (the same on every process) */
+    int lo = c->opt.shadow ? 0 : gi->mine_lo, hi = c->opt.shadow ? g->size : gi->mine_lo + gi->mine_cnt;
+    for (int p = lo; p < hi; p++) {
         const lt_tensor *t = in[g->ranks[p]];
         int64_t *row = sh + (size_t)p * SHW;
         memset(row, 0, SHW * sizeof *row);
         row[0] = t ? t->ndim : -1;
         for (int i = 0; t && i < t->ndim; i++) row[1 + i] = t->shape[i];
     }
+    if (c->opt.shadow) return LT_OK;
     for (int k = 0; k < gi->nproc; k++) {
         x->rc[k] = gi->cnt[k] * SHW;
         x->rd[k] = gi->lo[k] * SHW;
@@ -177,16 +182,24 @@ static lt_status displs_of(const grp_info *gi, const int64_t *tot, int *cnt, int
     return count_ok(at);
 }
 
+/* The status a path's first agreement carries: the caller's pending
+ * failure (c->pending, then cleared) before the path's own. */
+static lt_status fold(mpi_ctx *c, lt_status own) {
+    lt_status st = c->pending ? c->pending : own;
+    c->pending = LT_OK;
+    return st;
+}
+
 /* ---- gather-shaped paths: every member's whole input moves -------------------- */
 
 /* Makes x (xfer_new), packs my members' inputs into x->sbuf and sets the
  * per-process counts and every member's offset x->off[p] in the gathered
  * buffer (x->rbuf, allocated when `recv_here`). Ends with agreement over the
  * group; on error x is already freed. */
-static lt_status gather_setup(const grp_info *gi, const lt_coll_group *g,
+static lt_status gather_setup(mpi_ctx *c, const grp_info *gi, const lt_coll_group *g,
                               lt_tensor *const *in, lt_dtype dt, int recv_here, xfer *x) {
-    lt_status st = lt__mpi_agree(gi, xfer_new(gi, g->size, 1, x)); /* a failure here is everyone's */
-    if (!st) st = exchange_shapes(gi, g, in, x);
+    lt_status st = lt__mpi_agree(gi, fold(c, xfer_new(gi, g->size, 1, x))); /* a failure here is everyone's */
+    if (!st) st = exchange_shapes(c, gi, g, in, x);
     if (st) { xfer_free(x); return st; }
     int64_t *tot = lt__calloc((size_t)gi->nproc, sizeof *tot);
     int64_t all = 0, mine = 0;
@@ -240,7 +253,7 @@ static lt_status mpi_all_gather_span(mpi_ctx *c, const grp_info *gi, const lt_co
                                      lt_tensor *const *in, lt_tensor *const *out) {
     lt_dtype dt = out[g->ranks[gi->mine_lo]]->dtype;
     xfer x;
-    lt_status st = gather_setup(gi, g, in, dt, 1, &x);
+    lt_status st = gather_setup(c, gi, g, in, dt, 1, &x);
     if (st) return st;
     MPI_Allgatherv(lt_data(x.sbuf), x.rc[gi->me], etype(c, dt), lt_data(x.rbuf), x.rc, x.rd, etype(c, dt),
                    gi->comm);
@@ -257,7 +270,7 @@ static lt_status mpi_reduce_span(mpi_ctx *c, const grp_info *gi, const lt_coll_g
     int here = !rooted || rootp == gi->me;
     lt_dtype dt = out[g->ranks[gi->mine_lo]]->dtype;
     xfer x;
-    lt_status st = gather_setup(gi, g, in, dt, here, &x);
+    lt_status st = gather_setup(c, gi, g, in, dt, here, &x);
     if (st) return st;
     MPI_Datatype ty = etype(c, dt);
     if (rooted)
@@ -288,7 +301,7 @@ static lt_status mpi_gather_span(mpi_ctx *c, const grp_info *gi, const lt_coll_g
     int here = rootp == gi->me;
     lt_dtype dt = out[g->ranks[gi->mine_lo]]->dtype;
     xfer x;
-    lt_status st = gather_setup(gi, g, in, dt, here, &x);
+    lt_status st = gather_setup(c, gi, g, in, dt, here, &x);
     if (st) return st;
     MPI_Datatype ty = etype(c, dt);
     MPI_Gatherv(lt_data(x.sbuf), x.rc[gi->me], ty, here ? lt_data(x.rbuf) : NULL, x.rc, x.rd, ty, rootp,
@@ -310,7 +323,7 @@ static lt_status mpi_broadcast_span(mpi_ctx *c, const grp_info *gi, const lt_col
     lt_status st = count_ok(m);
     if (!st) st = buf_new(dt, m, &buf);
     if (!st && rootp == gi->me) st = pack(buf, 0, in[g->ranks[g->root]]);
-    st = lt__mpi_agree(gi, st);
+    st = lt__mpi_agree(gi, fold(c, st));
     if (st) { lt_tensor_free(buf); return st; }
     MPI_Bcast(lt_data(buf), (int)m, etype(c, dt), rootp, gi->comm);
     for (int q = gi->mine_lo; !st && q < gi->mine_lo + gi->mine_cnt; q++)
@@ -325,7 +338,7 @@ static lt_status mpi_scatter_span(mpi_ctx *c, const grp_info *gi, const lt_coll_
     int isroot = rootp == gi->me;
     lt_dtype dt = out[g->ranks[gi->mine_lo]]->dtype;
     xfer x;
-    lt_status st = lt__mpi_agree(gi, xfer_new(gi, g->size, 1, &x));
+    lt_status st = lt__mpi_agree(gi, fold(c, xfer_new(gi, g->size, 1, &x)));
     if (st) {
         xfer_free(&x);
         return st;
@@ -405,8 +418,8 @@ static lt_status mpi_a2a_span(mpi_ctx *c, const grp_info *gi, const lt_coll_grou
     int mlo = gi->mine_lo, mhi = gi->mine_lo + gi->mine_cnt;
     lt_dtype dt = out[g->ranks[mlo]]->dtype;
     xfer x;
-    lt_status st = lt__mpi_agree(gi, xfer_new(gi, n, n, &x));
-    if (!st) st = exchange_shapes(gi, g, in, &x);
+    lt_status st = lt__mpi_agree(gi, fold(c, xfer_new(gi, n, n, &x)));
+    if (!st) st = exchange_shapes(c, gi, g, in, &x);
     if (st) { xfer_free(&x); return st; }
     int64_t shape[LT_MAX_DIMS], at;
     int64_t *tot = lt__calloc(2 * (size_t)P, sizeof *tot);
@@ -540,7 +553,7 @@ lt_status lt__mpi_cross_check(mpi_ctx *c, const grp_info *gi, const lt_coll_grou
     int n = g->size;
     lt_dtype dt = out[g->ranks[gi->mine_lo]]->dtype;
     xfer x;
-    lt_status st = gather_setup(gi, g, in, dt, 1, &x);
+    lt_status st = gather_setup(c, gi, g, in, dt, 1, &x);
     if (st) return st;
     MPI_Datatype ty = etype(c, dt);
     MPI_Allgatherv(lt_data(x.sbuf), x.rc[gi->me], ty, lt_data(x.rbuf), x.rc, x.rd, ty, gi->comm);

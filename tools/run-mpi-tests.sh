@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# tools/run-mpi-tests.sh BUILD [--quick|--full] — the MPI engine under mpirun
+# tools/run-mpi-tests.sh BUILD [--quick] — the MPI engine under mpirun
 # (tools/run-tests.sh runs it in `make test` when BUILD has the MPI build):
 #   - BUILD/mpi_engine (test/mpi/engine.c) with P = 1, 2, 3, 4, 8 processes;
-#   - the scenario library with --engine mpi under mpirun -np 1, 2 (all
-#     files) and 4 (the sweep files only with --full): text, JSON and JUnit
-#     reports equal to an in-process run's, timings and the JSON "engine"
-#     field aside;
+#   - the whole scenario library, sweep files included, with --engine mpi
+#     under mpirun -np 1, 2 and 4: text, JSON and JUnit reports equal to an
+#     in-process run's, timings and the JSON "engine" field aside;
 #   - P = world: the cases whose mesh has 3, 6 or 8 ranks (--world N) under
-#     mpirun -np N (P = 1, 2, 4 are covered above); the sweep files at 8
-#     ranks (about 41,000 cases, many minutes on 2 cores) only with --full;
+#     mpirun -np N (P = 1, 2, 4 are covered above), the 8-rank sweeps
+#     included (about 41,000 cases: a few minutes on 2 cores);
 #   - --cross-check over the library (non-sweep files) at P = 2, and finding
 #     a planted bug (LT_MPI_PLANT_SWAP=1 swaps two members' pieces in the
 #     MPI all_gather) set on process 1 only;
@@ -88,17 +87,13 @@ if [ "$mode" = "--quick" ]; then
   same_reports "library (no sweeps) -np 2" 2 $light_files
 else
   for np in 1 2 4; do
-    files=$all_files
-    [ "$np" = 4 ] && [ "$mode" != "--full" ] && files=$light_files
     # shellcheck disable=SC2086
-    same_reports "library -np $np$([ "$files" = "$light_files" ] && echo ' (no sweeps)')" "$np" $files
+    same_reports "library -np $np" "$np" $all_files
   done
   # 3. P = world
   for w in 3 6 8; do
-    files=$all_files
-    [ "$w" = 8 ] && [ "$mode" != "--full" ] && files=$light_files
     # shellcheck disable=SC2086
-    same_reports "P = world = $w (--world $w)" "$w" $files --world "$w"
+    same_reports "P = world = $w (--world $w)" "$w" $all_files --world "$w"
   done
   # 4. cross-check: nothing to find in a correct engine
   # shellcheck disable=SC2086
