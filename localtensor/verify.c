@@ -16,9 +16,10 @@
  * without reading it; a shard that views bytes the previous check proved
  * (the record lt_redistribute passes along, localtensor/verify_impl.h) is
  * right without reading it. The buffers left are checked on the thread
- * pool, one piece of work each, a big one cut into pieces of rows (about
- * 1 MiB) so that the threads share even a single buffer (an all-gather's
- * result, which every rank holds); the lowest wrong rank is reported. The
+ * pool, one piece of work each, a big one cut into pieces of rows (or of
+ * a row, when there are few) so that the threads share even a single
+ * buffer (an all-gather's result, which every rank holds); the lowest
+ * wrong rank is reported. The
  * fused check's inner loops are in localtensor/verify_fused.c, the record
  * of verified shards in localtensor/verify_record.c.
  */
@@ -254,14 +255,37 @@ static void row_coords(const vctx *c, const lt_rank_layout *L, int64_t row, int6
     }
 }
 
-/* Walks the elements of rows [row0, row1) of a shard of layout L
- * (rows_of) in row-major order, in runs along the last dim that one source
- * rank holds at consecutive positions; `base` is the rank part of the
- * Partial dims. With dst (contiguous, L's shape, all rows): copies them
- * there. With act: compares act's bytes with them and returns 1 at the
- * first byte that differs. Returns 0 otherwise. */
+/* A part of a shard: rows [row0, row1) (rows_of), and of each of them
+ * the elements [col0, col1) of the last dim. */
+typedef struct vspan {
+    int64_t row0, row1, col0, col1;
+} vspan;
+
+/* The whole of a shard of layout L. */
+static vspan whole(const vctx *c, const lt_rank_layout *L) {
+    vspan w = {0, rows_of(c, L), 0, c->ndim ? L->local_shape[c->ndim - 1] : 1};
+    return w;
+}
+
+/* Clips the run of *len elements from column *j (source position *p0 on)
+ * to sp's columns; 0 when none of it is left. */
+static int clip_run(const vspan *sp, int64_t *j, int64_t *len, int64_t *p0) {
+    int64_t lo = *j > sp->col0 ? *j : sp->col0, hi = *j + *len < sp->col1 ? *j + *len : sp->col1;
+    if (lo >= hi) return 0;
+    *p0 += lo - *j;
+    *len = hi - lo;
+    *j = lo;
+    return 1;
+}
+
+/* Walks the elements of part sp of a shard of layout L in row-major
+ * order, in runs along the last dim that one source rank holds at
+ * consecutive positions; `base` is the rank part of the Partial dims. With
+ * dst (contiguous, L's shape, sp the whole shard): copies them there. With
+ * act: compares act's bytes with them and returns 1 at the first byte
+ * that differs. Returns 0 otherwise. */
 static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor *dst, const lt_tensor *act,
-                int64_t *rn, int64_t row0, int64_t row1) {
+                int64_t *rn, const vspan *sp) {
     int nd = c->ndim, last = nd - 1;
     size_t es = c->es;
     lt_tensor *const *sh = c->sh;
@@ -275,8 +299,8 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
     int64_t outer[LT_MAX_DIMS] = {0}, nr = last_dim_runs(c, L, rn);
     char *dp = dst ? lt_data(dst) : NULL;
     const char *abase = act ? lt_data(act) : NULL;
-    row_coords(c, L, row0, outer);
-    for (int64_t row = row0; row < row1; row++) {
+    row_coords(c, L, sp->row0, outer);
+    for (int64_t row = sp->row0; row < sp->row1; row++) {
         int64_t rk = base, posv[LT_MAX_DIMS], aoff = 0;
         for (int d = 0; d < last; d++) {
             int64_t g = L->idx[d] ? L->idx[d][outer[d]] : outer[d];
@@ -286,6 +310,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
         }
         for (int64_t q = 0; q < nr; q++) {
             int64_t j = rn[4 * q], len = rn[4 * q + 1], pr = rn[4 * q + 2], p0 = rn[4 * q + 3];
+            if (!clip_run(sp, &j, &len, &p0)) continue;
             const lt_tensor *t = sh[rk + pr];
             int64_t off = p0 * t->strides[last];
             for (int d = 0; d < last; d++) off += posv[d] * t->strides[d];
@@ -368,13 +393,13 @@ static double sum_slack(const vctx *c) {
     return 2.0 * (c->nR - 1) * u / div;
 }
 
-/* Rows [row0, row1) (rows_of) of rank r's shard act (layout L) against the
- * reduction of its nR contributions, element by element, without building
- * the expected shard: one pass over the contributions and act. Returns 1
- * when an element is out of tolerance (the caller then builds the expected
- * shard to say where), 0 when all agree. rn: the runs scratch. */
+/* Part sp of rank r's shard act (layout L) against the reduction of its
+ * nR contributions, element by element, without building the expected
+ * shard: one pass over the contributions and act. Returns 1 when an
+ * element is out of tolerance (the caller then builds the expected shard
+ * to say where), 0 when all agree. rn: the runs scratch. */
 static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_tensor *act, int64_t *rn,
-                       int64_t row0, int64_t row1) {
+                       const vspan *sp) {
     int nd = c->ndim, last = nd - 1, nq = c->nR;
     size_t es = c->es;
     int64_t base[FUSE_MAX];
@@ -393,8 +418,8 @@ static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_t
         if (L->local_shape[d] == 0) return 0;
     int64_t outer[LT_MAX_DIMS] = {0}, nr = last_dim_runs(c, L, rn);
     const char *abase = lt_data(act);
-    row_coords(c, L, row0, outer);
-    for (int64_t row = row0; row < row1; row++) {
+    row_coords(c, L, sp->row0, outer);
+    for (int64_t row = sp->row0; row < sp->row1; row++) {
         int64_t rk = 0, posv[LT_MAX_DIMS], aoff = 0;
         for (int d = 0; d < last; d++) {
             int64_t g = L->idx[d] ? L->idx[d][outer[d]] : outer[d];
@@ -404,6 +429,7 @@ static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_t
         }
         for (int64_t k = 0; k < nr; k++) {
             int64_t j = rn[4 * k], len = rn[4 * k + 1], pr = rn[4 * k + 2], p0 = rn[4 * k + 3];
+            if (!clip_run(sp, &j, &len, &p0)) continue;
             for (int q = 0; q < nq; q++) {
                 const lt_tensor *t = sh[base[q] + rk + pr];
                 int64_t off = p0 * t->strides[last];
@@ -433,11 +459,12 @@ static lt_status expected_shard(vctx *c, int r, const lt_rank_layout *L, int wid
     if (c->ndim && !rn) return LT_NOMEM;
     /* built on the host (walk writes it there), moved to the default backend at the end */
     LT_TRY(lt__tensor_new_uninit(lt_backend_cpu(), dt, c->ndim, L->local_shape, &e));
-    walk(c, L, base_of(c, r, 0), e, NULL, rn, 0, rows_of(c, L));
+    vspan all = whole(c, L);
+    walk(c, L, base_of(c, r, 0), e, NULL, rn, &all);
     lt_status st = LT_OK;
     if (c->nR > 1) st = lt__tensor_new_uninit(lt_backend_cpu(), dt, c->ndim, L->local_shape, &contrib);
     for (int q = 1; q < c->nR && !st; q++) {
-        walk(c, L, base_of(c, r, q), contrib, NULL, rn, 0, rows_of(c, L));
+        walk(c, L, base_of(c, r, q), contrib, NULL, rn, &all);
         st = lt_accumulate(e, contrib, c->op);
     }
     lt_tensor_free(contrib);
@@ -482,11 +509,12 @@ static lt_status recheck_sum(vctx *c, int r, const lt_rank_layout *L, const lt_t
     if (!st) st = lt__tensor_new_uninit(lt_backend_cpu(), c->src->dtype, c->ndim, L->local_shape, &contrib);
     if (!st) {
         double *ev = av + n, *mag = ev + n, *x = mag + n;
+        vspan all = whole(c, L);
         lt_to_doubles(a, av);
         lt_to_doubles(e, ev);
         memset(mag, 0, sizeof(double) * (size_t)n);
         for (int q = 0; q < c->nR; q++) {
-            walk(c, L, base_of(c, r, q), contrib, NULL, rn, 0, rows_of(c, L));
+            walk(c, L, base_of(c, r, q), contrib, NULL, rn, &all);
             lt_to_doubles(contrib, x);
             for (int64_t k = 0; k < n; k++) mag[k] += fabs(x[k]);
         }
@@ -581,8 +609,9 @@ typedef struct vjob {
     int bad;                 /* 1: a value differs; res says where. 2: the fused
                               * check found one; where is found after the pool's section */
     int recorded;            /* 1: rec holds where its verified bytes lie */
-    int64_t npieces;         /* > 0: its bytes are checked in that many pieces of rows
-                              * (check_piece), numbered from first_piece */
+    int64_t npieces;         /* > 0: its bytes are checked in that many pieces
+                              * (check_piece, piece_span), numbered from first_piece */
+    int64_t cuts;            /* > 1: pieces are parts of single rows, that many a row */
     int64_t first_piece;
     atomic_int suspect;      /* 1: a piece found bytes that differ (set by the pieces) */
     lt_compare_result res;
@@ -596,7 +625,7 @@ typedef struct vrun {
     int exact;                  /* 1: the checked layout has no Partial: shards hold the global tensor's values */
     int wide;                   /* 1: the jobs run on the pool */
     int fused;                  /* 1: reduced values checked by fused_check */
-    int split;                  /* 1: big shards are checked in pieces of rows on the pool */
+    int split;                  /* 1: big shards are checked in pieces on the pool */
     uint64_t piece;             /* bytes of such a piece (piece_bytes) */
     int njobs;                  /* jobs whose pieces check_piece may be given */
     vjob *jobs;                 /* (njobs) in rank order */
@@ -643,13 +672,25 @@ static uint64_t piece_bytes(uint64_t total) {
     return b > least ? b : least;
 }
 
-/* Rows [*row0, *row1) of piece p of job j (an even split, rows_of(L) of
- * them). */
-static void piece_rows(const vctx *c, const lt_rank_layout *L, const vjob *j, int64_t p, int64_t *row0,
-                       int64_t *row1) {
-    int64_t rows = rows_of(c, L), per = rows / j->npieces, rem = rows % j->npieces;
-    *row0 = p * per + (p < rem ? p : rem);
-    *row1 = *row0 + per + (p < rem);
+/* [*lo, *hi): part p of n (an even split of count). */
+static void even_part(int64_t count, int64_t n, int64_t p, int64_t *lo, int64_t *hi) {
+    int64_t per = count / n, rem = count % n;
+    *lo = p * per + (p < rem ? p : rem);
+    *hi = *lo + per + (p < rem);
+}
+
+/* Piece p of job j: an even split of the rows into j->npieces, or, with
+ * fewer rows than pieces (j->cuts > 1), each row cut into j->cuts even
+ * parts of the last dim. */
+static vspan piece_span(const vctx *c, const lt_rank_layout *L, const vjob *j, int64_t p) {
+    vspan sp = whole(c, L);
+    if (j->cuts > 1) {
+        sp.row0 = p / j->cuts;
+        sp.row1 = sp.row0 + 1;
+        even_part(sp.col1, j->cuts, p % j->cuts, &sp.col0, &sp.col1);
+    } else
+        even_part(sp.row1, j->npieces, p, &sp.row0, &sp.row1);
+    return sp;
 }
 
 /* Checks job i's shard: a view of verified bytes, else byte for byte
@@ -670,10 +711,16 @@ static lt_status check_job(void *ctx, int64_t i) {
     int good = !L.lists || (box && view_of_verified(v, a, goff, n));
     if (!good && v->split && lt__on_host(a)) {   /* v->split: values copied or fused */
         uint64_t per = v->piece;
-        int64_t rows = rows_of(c, &L), np = (int64_t)((uint64_t)lt_nbytes(a) / per);
-        if (np > rows) np = rows;
+        int64_t rows = rows_of(c, &L), cols = c->ndim ? L.local_shape[c->ndim - 1] : 1;
+        int64_t np = (int64_t)((uint64_t)lt_nbytes(a) / per), cuts = 1;
+        if (np > rows) {   /* few long rows (a 1-d shard): rows cut too */
+            cuts = (np + rows - 1) / rows;
+            if (cuts > cols) cuts = cols;
+            np = rows * cuts;   /* <= the shard's element count */
+        }
         if (np > 1) {
             j->npieces = np;
+            j->cuts = cuts;
             good = 1;   /* for now: its pieces tell */
         }
     }
@@ -684,9 +731,9 @@ static lt_status check_job(void *ctx, int64_t i) {
         else if (!lt__on_host(a)) st = lt__host_copy_out(a, &ah);
         if (!st) {
             const lt_tensor *ha = ah ? ah : a;
-            int64_t rows = rows_of(c, &L);
-            good = c->math ? !fused_check(c, &L, j->rank, ha, rn, 0, rows)
-                           : !walk(c, &L, base_of(c, j->rank, 0), NULL, ha, rn, 0, rows);   /* byte for byte what the source holds there */
+            vspan all = whole(c, &L);
+            good = c->math ? !fused_check(c, &L, j->rank, ha, rn, &all)
+                           : !walk(c, &L, base_of(c, j->rank, 0), NULL, ha, rn, &all);   /* byte for byte what the source holds there */
         }
         lt_tensor_free(ah);
     }
@@ -738,10 +785,9 @@ static lt_status check_piece(void *ctx, int64_t i) {
     int64_t *rn = runs_of(c, 1);
     lt_status st = rn ? LT_OK : LT_NOMEM;
     if (!st) {
-        int64_t row0, row1;
-        piece_rows(c, &L, j, i - j->first_piece, &row0, &row1);
-        int bad = c->math ? fused_check(c, &L, j->rank, a, rn, row0, row1)
-                          : walk(c, &L, base_of(c, j->rank, 0), NULL, a, rn, row0, row1);
+        vspan sp = piece_span(c, &L, j, i - j->first_piece);
+        int bad = c->math ? fused_check(c, &L, j->rank, a, rn, &sp)
+                          : walk(c, &L, base_of(c, j->rank, 0), NULL, a, rn, &sp);
         if (bad) atomic_store_explicit(&j->suspect, 1, memory_order_relaxed);
     }
     lt_rank_layout_free(&L);
@@ -791,7 +837,7 @@ static lt_status run_jobs(vrun *v, int njobs, int step, lt_verify_report *rep) {
     int64_t npieces = 0;
     for (int i = 0; i < low; i++) {
         v->jobs[i].first_piece = npieces;
-        npieces += v->jobs[i].npieces;   /* <= rows of a shard each: no overflow */
+        npieces += v->jobs[i].npieces;   /* <= a shard's element count each: no overflow */
     }
     if (npieces) {
         v->njobs = low;

@@ -378,6 +378,38 @@ static void test_pieces_below_a_whole_shard(void **state) {
     lt_set_threads(0);
 }
 
+/* A 1-d shard has one row: it is cut into parts of the row. S(0) -> R of
+ * (40,) on 4 ranks gathers runs of 10 into one shared buffer, cut into 8
+ * parts of 5 (pieces of 20 bytes: a quarter of a thread's share), each
+ * source run split in two; a wrong value in the second half of a run is
+ * named (element i is i). [S(0), P(sum)] -> [R, R] of (40,) on 2x2 sums
+ * halves of runs of 20 in parts: right values pass (a part read from the
+ * wrong place of its run would fail the fused check only: an internal
+ * error), a wrong one is named. */
+static void test_one_row_in_parts(void **state) {
+    (void)state;
+    lt_set_threads(2);
+    lt__set_par_min_bytes(1);
+    lt_mesh m;
+    int64_t n = 40;
+    const char *from[2] = {"S(0)", "S(0),P(sum)"}, *mesh[2] = {"4", "2x2"}, *to[2] = {"R", "R,R"};
+    for (int k = 0; k < 2; k++) {
+        lt_dtensor *src = lt_test_arange(mesh[k], from[k], 1, &n, &m);
+        lt_dtensor *out = redist(src, to[k]);
+        lt_verify_report rep;
+        LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+        for (int r = 1; r < 4; r++) assert_ptr_equal(out->local->shards[r]->storage, out->local->shards[0]->storage);
+        lt_set_flat(out->local->shards[0], 17, 0.25);
+        LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+        assert_int_equal(rep.rank, 0);
+        assert_true(rep.local_index[0] == 17 && rep.global_index[0] == 17 && rep.expected == 17 && rep.actual == 0.25);
+        lt_dtensor_free(out);
+        lt_dtensor_free(src);
+    }
+    lt__set_par_min_bytes(0);
+    lt_set_threads(0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_view_of_verified),
@@ -388,6 +420,7 @@ int main(void) {
         cmocka_unit_test(test_gather_in_pieces),
         cmocka_unit_test(test_sum_in_pieces),
         cmocka_unit_test(test_pieces_below_a_whole_shard),
+        cmocka_unit_test(test_one_row_in_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
