@@ -660,13 +660,14 @@ static int view_of_verified(const vrun *v, const lt_tensor *a, const int64_t *go
 }
 
 /* Bytes of one piece of a shard checked in pieces, when the jobs read
- * `total` bytes: about a quarter of one thread's share, so that the
- * threads share even a single big buffer (an all-gather's result) and
- * finish together, but no shard of an even share is cut (each piece makes
- * its layout anew: index lists, runs). At least 1 MiB, or less when
- * lt__par_min_bytes is (tests reach pieces of one row that way). */
+ * `total` bytes: half of one thread's share, so that the threads share
+ * even a single big buffer (an all-gather's result), but a shard of up to
+ * a thread's share is not cut (each piece makes its layout anew: index
+ * lists, runs; a strided layout's cost a few percent of reading the
+ * shard). At least 1 MiB, or less when lt__par_min_bytes is (tests reach
+ * pieces of one row that way). */
 static uint64_t piece_bytes(uint64_t total) {
-    uint64_t least = lt__par_min_bytes() / 16, b = total / (4 * (uint64_t)lt__pool_width());
+    uint64_t least = lt__par_min_bytes() / 16, b = total / (2 * (uint64_t)lt__pool_width());
     if (least > ((uint64_t)1 << 20)) least = (uint64_t)1 << 20;
     if (!least) least = 1;
     return b > least ? b : least;

@@ -271,8 +271,8 @@ static void test_sum_order_slack(void **state) {
 
 /* One buffer checked in pieces of rows on the pool: S(0) -> R of (6, 5)
  * on 4 ranks is an all-gather whose result is one buffer every rank
- * shares, so it is one piece of work; with pieces of one row, both threads
- * share it. A wrong value in a late row is named (rank 0, the lowest that
+ * shares, so it is one piece of work; cut into 4 pieces (half a thread's
+ * share: rows 0-1, 2-3, 4, 5), both threads share it. A wrong value in a late row is named (rank 0, the lowest that
  * holds the buffer; local index = global index, value i * 5 + j); bytes
  * that differ where the values agree (-0 for 0) pass, as with one thread;
  * of two wrong rows, the first in row-major order is named whichever
@@ -307,8 +307,8 @@ static void test_gather_in_pieces(void **state) {
 }
 
 /* Reduced values in pieces: P(sum) -> R of f32 (6, 5) on 4 ranks sums four
- * parts of arange into one shared buffer, checked by the fused check in
- * pieces of one row. Within tolerance passes (f32: 1e-5 + 1.3e-6 |x|), a
+ * parts of arange into one shared buffer, checked by the fused check in 4
+ * pieces of rows. Within tolerance passes (f32: 1e-5 + 1.3e-6 |x|), a
  * value off by more or NaN in a late row is named, and so is one past the
  * first block of a long row. */
 static void test_sum_in_pieces(void **state) {
@@ -379,19 +379,19 @@ static void test_pieces_below_a_whole_shard(void **state) {
 }
 
 /* A 1-d shard has one row: it is cut into parts of the row. S(0) -> R of
- * (40,) on 4 ranks gathers runs of 10 into one shared buffer, cut into 8
- * parts of 5 (pieces of 20 bytes: a quarter of a thread's share), each
- * source run split in two; a wrong value in the second half of a run is
- * named (element i is i). [S(0), P(sum)] -> [R, R] of (40,) on 2x2 sums
- * halves of runs of 20 in parts: right values pass (a part read from the
- * wrong place of its run would fail the fused check only: an internal
- * error), a wrong one is named. */
+ * (42,) on 4 ranks gathers runs of 11, 11, 11, 9 into one shared buffer,
+ * cut into 4 parts (pieces of half a thread's share: 11, 11, 10, 10
+ * elements), so the third run is split at 32; [S(0), P(sum)] -> [R, R] on
+ * 2x2 sums runs of 21, split at 11, 22 and 32. Right values pass (a part
+ * read from the wrong place of its run would fail the fused check only:
+ * an internal error); a wrong value at 32, the first of a clipped run, is
+ * named (element i is i). */
 static void test_one_row_in_parts(void **state) {
     (void)state;
     lt_set_threads(2);
     lt__set_par_min_bytes(1);
     lt_mesh m;
-    int64_t n = 40;
+    int64_t n = 42;
     const char *from[2] = {"S(0)", "S(0),P(sum)"}, *mesh[2] = {"4", "2x2"}, *to[2] = {"R", "R,R"};
     for (int k = 0; k < 2; k++) {
         lt_dtensor *src = lt_test_arange(mesh[k], from[k], 1, &n, &m);
@@ -399,10 +399,10 @@ static void test_one_row_in_parts(void **state) {
         lt_verify_report rep;
         LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
         for (int r = 1; r < 4; r++) assert_ptr_equal(out->local->shards[r]->storage, out->local->shards[0]->storage);
-        lt_set_flat(out->local->shards[0], 17, 0.25);
+        lt_set_flat(out->local->shards[0], 32, 0.25);
         LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
         assert_int_equal(rep.rank, 0);
-        assert_true(rep.local_index[0] == 17 && rep.global_index[0] == 17 && rep.expected == 17 && rep.actual == 0.25);
+        assert_true(rep.local_index[0] == 32 && rep.global_index[0] == 32 && rep.expected == 32 && rep.actual == 0.25);
         lt_dtensor_free(out);
         lt_dtensor_free(src);
     }
