@@ -16,10 +16,16 @@
  * without reading it; a shard that views bytes the previous check proved
  * (the record lt_redistribute passes along, localtensor/verify_impl.h) is
  * right without reading it. The buffers left are checked on the thread
- * pool, one piece of work each, the lowest wrong rank reported.
+ * pool, one piece of work each, a big one cut into pieces of rows (or of
+ * a row, when there are few) so that the threads share even a single
+ * buffer (an all-gather's result, which every rank holds); the lowest
+ * wrong rank is reported. The
+ * fused check's inner loops are in localtensor/verify_fused.c, the record
+ * of verified shards in localtensor/verify_record.c.
  */
 #include "kernels/alloc.h"
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,13 +239,53 @@ static int64_t last_dim_runs(const vctx *c, const lt_rank_layout *L, int64_t *rn
     return nr;
 }
 
-/* Walks the elements of a shard of layout L in row-major order, in runs
- * along the last dim that one source rank holds at consecutive positions;
- * `base` is the rank part of the Partial dims. With dst (contiguous, L's
- * shape): copies them there. With act: compares act's bytes with them and
- * returns 1 at the first byte that differs. Returns 0 otherwise. */
+/* Rows of a shard of layout L: the product of every dim but the last (1
+ * for a 0-d or 1-d shard); within int64, as the shard's element count is. */
+static int64_t rows_of(const vctx *c, const lt_rank_layout *L) {
+    int64_t n = 1;
+    for (int d = 0; d + 1 < c->ndim; d++) n *= L->local_shape[d];
+    return n;
+}
+
+/* outer (the indices of every dim but the last) of row `row` of layout L. */
+static void row_coords(const vctx *c, const lt_rank_layout *L, int64_t row, int64_t *outer) {
+    for (int d = c->ndim - 2; d >= 0; d--) {
+        outer[d] = row % L->local_shape[d];
+        row /= L->local_shape[d];
+    }
+}
+
+/* A part of a shard: rows [row0, row1) (rows_of), and of each of them
+ * the elements [col0, col1) of the last dim. */
+typedef struct vspan {
+    int64_t row0, row1, col0, col1;
+} vspan;
+
+/* The whole of a shard of layout L. */
+static vspan whole(const vctx *c, const lt_rank_layout *L) {
+    vspan w = {0, rows_of(c, L), 0, c->ndim ? L->local_shape[c->ndim - 1] : 1};
+    return w;
+}
+
+/* Clips the run of *len elements from column *j (source position *p0 on)
+ * to sp's columns; 0 when none of it is left. */
+static int clip_run(const vspan *sp, int64_t *j, int64_t *len, int64_t *p0) {
+    int64_t lo = *j > sp->col0 ? *j : sp->col0, hi = *j + *len < sp->col1 ? *j + *len : sp->col1;
+    if (lo >= hi) return 0;
+    *p0 += lo - *j;
+    *len = hi - lo;
+    *j = lo;
+    return 1;
+}
+
+/* Walks the elements of part sp of a shard of layout L in row-major
+ * order, in runs along the last dim that one source rank holds at
+ * consecutive positions; `base` is the rank part of the Partial dims. With
+ * dst (contiguous, L's shape, sp the whole shard): copies them there. With
+ * act: compares act's bytes with them and returns 1 at the first byte
+ * that differs. Returns 0 otherwise. */
 static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor *dst, const lt_tensor *act,
-                int64_t *rn) {
+                int64_t *rn, const vspan *sp) {
     int nd = c->ndim, last = nd - 1;
     size_t es = c->es;
     lt_tensor *const *sh = c->sh;
@@ -253,7 +299,8 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
     int64_t outer[LT_MAX_DIMS] = {0}, nr = last_dim_runs(c, L, rn);
     char *dp = dst ? lt_data(dst) : NULL;
     const char *abase = act ? lt_data(act) : NULL;
-    for (;;) {
+    row_coords(c, L, sp->row0, outer);
+    for (int64_t row = sp->row0; row < sp->row1; row++) {
         int64_t rk = base, posv[LT_MAX_DIMS], aoff = 0;
         for (int d = 0; d < last; d++) {
             int64_t g = L->idx[d] ? L->idx[d][outer[d]] : outer[d];
@@ -263,6 +310,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
         }
         for (int64_t q = 0; q < nr; q++) {
             int64_t j = rn[4 * q], len = rn[4 * q + 1], pr = rn[4 * q + 2], p0 = rn[4 * q + 3];
+            if (!clip_run(sp, &j, &len, &p0)) continue;
             const lt_tensor *t = sh[rk + pr];
             int64_t off = p0 * t->strides[last];
             for (int d = 0; d < last; d++) off += posv[d] * t->strides[d];
@@ -288,8 +336,8 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
         }
         int d = last - 1;
         while (d >= 0 && ++outer[d] == L->local_shape[d]) outer[d--] = 0;
-        if (d < 0) return 0;
     }
+    return 0;
 }
 
 /* The rank part of rank r's kept Partial coordinates plus reduced
@@ -312,7 +360,6 @@ static int64_t base_of(const vctx *c, int r, int q) {
  * summed or averaged Partial dims, no Replicate -> Partial partition, at
  * most FUSE_MAX contributions). */
 #define FUSE_MAX 64
-#define FUSE_BLK 1024
 static int fusable(const vctx *c) {
     if (c->src->dtype != LT_F32 && c->src->dtype != LT_F64) return 0;
     if (c->op != LT_REDOP_SUM || c->nR > FUSE_MAX) return 0;
@@ -346,79 +393,13 @@ static double sum_slack(const vctx *c) {
     return 2.0 * (c->nR - 1) * u / div;
 }
 
-/* lt_compare's test: within atol + rtol * |b|, NaN equal to NaN. */
-static int close_enough(double a, double b, double rtol, double atol) {
-    if (a == b) return 1;
-    if (a != a || b != b) return a != a && b != b;
-    if (isinf(a) || isinf(b)) return 0;
-    return fabs(a - b) <= atol + rtol * fabs(b);
-}
-
-/* One run of `len` elements: the contributions s[0..nq) (strides ss, in
- * elements) summed in that order in the dtype (as lt_accumulate does),
- * divided by avg_div (as expected_shard does), against a (stride as).
- * Returns 1 at the first element out of tolerance, which is lt_compare's
- * plus slack x the sum of the element's |contributions| (sum_slack). */
-#define LT__FUSED_RUN(T)                                                                             \
-    T acc_[FUSE_BLK];                                                                                \
-    T *restrict acc = acc_;                                                                          \
-    for (int64_t k0 = 0; k0 < len; k0 += FUSE_BLK) {                                                 \
-        int64_t m = len - k0 < FUSE_BLK ? len - k0 : FUSE_BLK;                                       \
-        const T *s0 = (const T *)(const void *)s[0] + k0 * ss[0];                                    \
-        if (ss[0] == 1) memcpy(acc, s0, (size_t)m * sizeof(T));                                      \
-        else                                                                                         \
-            for (int64_t k = 0; k < m; k++) acc[k] = s0[k * ss[0]];                                  \
-        for (int q = 1; q < nq; q++) {                                                               \
-            const T *restrict sq = (const T *)(const void *)s[q] + k0 * ss[q];                       \
-            if (ss[q] == 1)                                                                          \
-                for (int64_t k = 0; k < m; k++) acc[k] = acc[k] + sq[k];                             \
-            else                                                                                     \
-                for (int64_t k = 0; k < m; k++) acc[k] = acc[k] + sq[k * ss[q]];                     \
-        }                                                                                            \
-        if (avg_div != 1)                                                                            \
-            for (int64_t k = 0; k < m; k++) acc[k] = (T)((double)acc[k] / avg_div);                  \
-        const T *restrict ap = (const T *)(const void *)a + k0 * as;                                 \
-        int differ = 0;                                                                              \
-        if (as == 1)                                                                                 \
-            for (int64_t k = 0; k < m; k++) differ |= ap[k] != acc[k];                               \
-        else                                                                                         \
-            differ = 1;                                                                              \
-        if (!differ) continue;                                                                       \
-        for (int64_t k = 0; k < m; k++) {                                                            \
-            if (ap[k * as] == acc[k]) continue;                                                      \
-            double mag = 0; /* sum of |contribution|: the order slack scales with it */              \
-            for (int q = 0; q < nq; q++)                                                             \
-                mag += fabs((double)((const T *)(const void *)s[q])[(k0 + k) * ss[q]]);              \
-            if (!close_enough((double)ap[k * as], (double)acc[k], rtol, atol + slack * mag))         \
-                return 1;                                                                            \
-        }                                                                                            \
-    }                                                                                                \
-    return 0;
-
-/* The fused loops are worth vectorizing: gcc does so at -O2 only when asked
- * (clang does anyway). */
-#if defined(__GNUC__) && !defined(__clang__)
-#define LT__VECTORIZE __attribute__((optimize("tree-vectorize")))
-#else
-#define LT__VECTORIZE
-#endif
-
-LT__VECTORIZE static int fused_run_f32(const char *const *s, const int64_t *ss, int nq, const char *a, int64_t as, int64_t len,
-                         double avg_div, double rtol, double atol, double slack) {
-    LT__FUSED_RUN(float)
-}
-
-LT__VECTORIZE static int fused_run_f64(const char *const *s, const int64_t *ss, int nq, const char *a, int64_t as, int64_t len,
-                         double avg_div, double rtol, double atol, double slack) {
-    LT__FUSED_RUN(double)
-}
-
-/* Rank r's shard act (layout L) against the reduction of its nR
- * contributions, element by element, without building the expected shard:
- * one pass over the contributions and act. Returns 1 when an element is
- * out of tolerance (the caller then builds the expected shard to say
- * where), 0 when all agree. rn: the runs scratch. */
-static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_tensor *act, int64_t *rn) {
+/* Part sp of rank r's shard act (layout L) against the reduction of its
+ * nR contributions, element by element, without building the expected
+ * shard: one pass over the contributions and act. Returns 1 when an
+ * element is out of tolerance (the caller then builds the expected shard
+ * to say where), 0 when all agree. rn: the runs scratch. */
+static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_tensor *act, int64_t *rn,
+                       const vspan *sp) {
     int nd = c->ndim, last = nd - 1, nq = c->nR;
     size_t es = c->es;
     int64_t base[FUSE_MAX];
@@ -430,14 +411,15 @@ static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_t
     int64_t ss[FUSE_MAX];
     if (nd == 0) {
         for (int q = 0; q < nq; q++) s[q] = c->sdata[base[q]], ss[q] = 1;
-        return f32 ? fused_run_f32(s, ss, nq, lt_data(act), 1, 1, c->avg_div, c->rtol, c->atol, sum_slack(c))
-                   : fused_run_f64(s, ss, nq, lt_data(act), 1, 1, c->avg_div, c->rtol, c->atol, sum_slack(c));
+        return f32 ? lt__verify_fused_run_f32(s, ss, nq, lt_data(act), 1, 1, c->avg_div, c->rtol, c->atol, sum_slack(c))
+                   : lt__verify_fused_run_f64(s, ss, nq, lt_data(act), 1, 1, c->avg_div, c->rtol, c->atol, sum_slack(c));
     }
     for (int d = 0; d < nd; d++)
         if (L->local_shape[d] == 0) return 0;
     int64_t outer[LT_MAX_DIMS] = {0}, nr = last_dim_runs(c, L, rn);
     const char *abase = lt_data(act);
-    for (;;) {
+    row_coords(c, L, sp->row0, outer);
+    for (int64_t row = sp->row0; row < sp->row1; row++) {
         int64_t rk = 0, posv[LT_MAX_DIMS], aoff = 0;
         for (int d = 0; d < last; d++) {
             int64_t g = L->idx[d] ? L->idx[d][outer[d]] : outer[d];
@@ -447,6 +429,7 @@ static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_t
         }
         for (int64_t k = 0; k < nr; k++) {
             int64_t j = rn[4 * k], len = rn[4 * k + 1], pr = rn[4 * k + 2], p0 = rn[4 * k + 3];
+            if (!clip_run(sp, &j, &len, &p0)) continue;
             for (int q = 0; q < nq; q++) {
                 const lt_tensor *t = sh[base[q] + rk + pr];
                 int64_t off = p0 * t->strides[last];
@@ -455,14 +438,14 @@ static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_t
                 ss[q] = t->strides[last];
             }
             const char *a = abase + (aoff + j * act->strides[last]) * (int64_t)es;
-            int bad = f32 ? fused_run_f32(s, ss, nq, a, act->strides[last], len, c->avg_div, c->rtol, c->atol, slack)
-                          : fused_run_f64(s, ss, nq, a, act->strides[last], len, c->avg_div, c->rtol, c->atol, slack);
+            int bad = f32 ? lt__verify_fused_run_f32(s, ss, nq, a, act->strides[last], len, c->avg_div, c->rtol, c->atol, slack)
+                          : lt__verify_fused_run_f64(s, ss, nq, a, act->strides[last], len, c->avg_div, c->rtol, c->atol, slack);
             if (bad) return 1;
         }
         int d = last - 1;
         while (d >= 0 && ++outer[d] == L->local_shape[d]) outer[d--] = 0;
-        if (d < 0) return 0;
     }
+    return 0;
 }
 
 /* Rank r's expected shard (layout L of the checked spec) into *out, a new
@@ -476,11 +459,12 @@ static lt_status expected_shard(vctx *c, int r, const lt_rank_layout *L, int wid
     if (c->ndim && !rn) return LT_NOMEM;
     /* built on the host (walk writes it there), moved to the default backend at the end */
     LT_TRY(lt__tensor_new_uninit(lt_backend_cpu(), dt, c->ndim, L->local_shape, &e));
-    walk(c, L, base_of(c, r, 0), e, NULL, rn);
+    vspan all = whole(c, L);
+    walk(c, L, base_of(c, r, 0), e, NULL, rn, &all);
     lt_status st = LT_OK;
     if (c->nR > 1) st = lt__tensor_new_uninit(lt_backend_cpu(), dt, c->ndim, L->local_shape, &contrib);
     for (int q = 1; q < c->nR && !st; q++) {
-        walk(c, L, base_of(c, r, q), contrib, NULL, rn);
+        walk(c, L, base_of(c, r, q), contrib, NULL, rn, &all);
         st = lt_accumulate(e, contrib, c->op);
     }
     lt_tensor_free(contrib);
@@ -525,18 +509,19 @@ static lt_status recheck_sum(vctx *c, int r, const lt_rank_layout *L, const lt_t
     if (!st) st = lt__tensor_new_uninit(lt_backend_cpu(), c->src->dtype, c->ndim, L->local_shape, &contrib);
     if (!st) {
         double *ev = av + n, *mag = ev + n, *x = mag + n;
+        vspan all = whole(c, L);
         lt_to_doubles(a, av);
         lt_to_doubles(e, ev);
         memset(mag, 0, sizeof(double) * (size_t)n);
         for (int q = 0; q < c->nR; q++) {
-            walk(c, L, base_of(c, r, q), contrib, NULL, rn);
+            walk(c, L, base_of(c, r, q), contrib, NULL, rn, &all);
             lt_to_doubles(contrib, x);
             for (int64_t k = 0; k < n; k++) mag[k] += fabs(x[k]);
         }
         res->ndiff = 0;
         res->first_flat = -1;
         for (int64_t k = 0; k < n; k++) {
-            if (close_enough(av[k], ev[k], c->rtol, c->atol + slack * mag[k])) continue;
+            if (lt__verify_close_enough(av[k], ev[k], c->rtol, c->atol + slack * mag[k])) continue;
             if (res->ndiff++ == 0) {
                 res->first_flat = k;
                 res->actual = av[k];
@@ -580,34 +565,6 @@ static lt_status check_source(const vctx *c, lt_verify_report *rep) {
     return LT_OK;
 }
 
-/* Bytes of the largest shard of spec s into *out. */
-static lt_status max_shard_bytes(const lt_spec *s, uint64_t *out) {
-    *out = 0;
-    for (int r = 0; r < s->mesh->world; r++) {
-        int64_t ls[LT_MAX_DIMS], n;
-        LT_TRY(lt_spec_local_shape(s, r, ls, NULL));
-        LT_TRY(lt__numel_checked(s->ndim, ls, lt_dtype_size(s->dtype), &n));
-        if ((uint64_t)n * lt_dtype_size(s->dtype) > *out) *out = (uint64_t)n * lt_dtype_size(s->dtype);
-    }
-    return LT_OK;
-}
-
-lt_status lt__verify_bytes(const lt_spec *src, const lt_spec *dst, uint64_t *out) {
-    uint64_t shard, lists = 0;
-    LT_TRY(max_shard_bytes(dst, &shard));
-    int empty = 0;   /* no owner tables nor index lists for an empty tensor (vctx_init_) */
-    for (int d = 0; d < src->ndim; d++) empty |= src->shape[d] == 0;
-    for (int d = 0; d < src->ndim && !empty; d++)   /* owner tables, one shard's index lists, the runs */
-        lists = lt__add_sat(lists, (uint64_t)src->shape[d] * 7 * sizeof(int64_t));
-    /* pieces of work on the pool keep an index list and runs each */
-    int w = lt__pool_width();
-    for (int d = 0; d < src->ndim && w > 1 && !empty; d++)
-        lists = lt__add_sat(lists, (uint64_t)src->shape[d] * 5 * sizeof(int64_t) * (uint64_t)(w - 1));
-    lists = lt__add_sat(lists, (uint64_t)src->mesh->world * LT__VERIFY_RANK_BYTES);
-    *out = lt__add_sat(2 * shard, lists);
-    return LT_OK;
-}
-
 lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int np,
                             lt_dtensor **out, lt_verify_report *rep) {
     vctx c;
@@ -646,32 +603,19 @@ lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int 
 
 /* ---- the check: one piece of work per unique buffer ---------------------------------------- */
 
-/* A verified shard: where its bytes lie and the global box they hold
- * (a range [goff, goff + n) of every dim, in order). */
-typedef struct vshard {
-    uintptr_t storage;   /* the buffer's address as a number: compared, never followed */
-    int64_t offset, strides[LT_MAX_DIMS];
-    int64_t goff[LT_MAX_DIMS], n[LT_MAX_DIMS];
-} vshard;
-
-struct lt__verified {
-    int n;
-    vshard *e;   /* (n) sorted by storage */
-};
-
-void lt__verified_free(lt__verified *v) {
-    if (!v) return;
-    lt__free(v->e);
-    lt__free(v);
-}
-
 /* One rank to check (the first of its class holding that buffer). */
 typedef struct vjob {
     int rank;
-    int bad;                 /* 1: a value differs; res says where */
+    int bad;                 /* 1: a value differs; res says where. 2: the fused
+                              * check found one; where is found after the pool's section */
     int recorded;            /* 1: rec holds where its verified bytes lie */
+    int64_t npieces;         /* > 0: its bytes are checked in that many pieces
+                              * (check_piece, piece_span), numbered from first_piece */
+    int64_t cuts;            /* > 1: pieces are parts of single rows, that many a row */
+    int64_t first_piece;
+    atomic_int suspect;      /* 1: a piece found bytes that differ (set by the pieces) */
     lt_compare_result res;
-    vshard rec;
+    lt__vshard rec;
 } vjob;
 
 typedef struct vrun {
@@ -681,31 +625,11 @@ typedef struct vrun {
     int exact;                  /* 1: the checked layout has no Partial: shards hold the global tensor's values */
     int wide;                   /* 1: the jobs run on the pool */
     int fused;                  /* 1: reduced values checked by fused_check */
+    int split;                  /* 1: big shards are checked in pieces on the pool */
+    uint64_t piece;             /* bytes of such a piece (piece_bytes) */
+    int njobs;                  /* jobs whose pieces check_piece may be given */
     vjob *jobs;                 /* (njobs) in rank order */
 } vrun;
-
-/* 1 when layout L holds a box of the global tensor (every dim a run of
- * consecutive indices, in order); goff, n get it. */
-static int box_of(const lt_rank_layout *L, int nd, const int64_t *gshape, int64_t *goff, int64_t *n) {
-    for (int d = 0; d < nd; d++) {
-        n[d] = L->local_shape[d];
-        goff[d] = 0;
-        if (!L->idx[d]) {
-            if (n[d] != gshape[d]) return 0;
-            continue;
-        }
-        if (n[d] == 0) continue;
-        goff[d] = L->idx[d][0];
-        for (int64_t j = 1; j < n[d]; j++)
-            if (L->idx[d][j] != goff[d] + j) return 0;
-    }
-    return 1;
-}
-
-static int cmp_storage(const void *x, const void *y) {
-    uintptr_t a = ((const vshard *)x)->storage, b = ((const vshard *)y)->storage;
-    return a < b ? -1 : a > b;
-}
 
 /* 1 when shard a (box goff, n of an exact state) is a view of bytes already
  * verified to hold the global tensor's values (v->prev, same storage): each
@@ -722,7 +646,7 @@ static int view_of_verified(const vrun *v, const lt_tensor *a, const int64_t *go
         else hi = mid;
     }
     for (int k = lo; k < v->prev->n && v->prev->e[k].storage == (uintptr_t)a->storage; k++) {
-        const vshard *e = &v->prev->e[k];
+        const lt__vshard *e = &v->prev->e[k];
         int64_t off = e->offset;
         int fits = 1;
         for (int d = 0; d < nd && fits; d++) {
@@ -735,10 +659,46 @@ static int view_of_verified(const vrun *v, const lt_tensor *a, const int64_t *go
     return 0;
 }
 
+/* Bytes of one piece of a shard checked in pieces, when the jobs read
+ * `total` bytes: half of one thread's share, so that the threads share
+ * even a single big buffer (an all-gather's result), but a shard of up to
+ * a thread's share is not cut (each piece makes its layout anew: index
+ * lists, runs; a strided layout's cost a few percent of reading the
+ * shard). At least 1 MiB, or less when lt__par_min_bytes is (tests reach
+ * pieces of one row that way). */
+static uint64_t piece_bytes(uint64_t total) {
+    uint64_t least = lt__par_min_bytes() / 16, b = total / (2 * (uint64_t)lt__pool_width());
+    if (least > ((uint64_t)1 << 20)) least = (uint64_t)1 << 20;
+    if (!least) least = 1;
+    return b > least ? b : least;
+}
+
+/* [*lo, *hi): part p of n (an even split of count). */
+static void even_part(int64_t count, int64_t n, int64_t p, int64_t *lo, int64_t *hi) {
+    int64_t per = count / n, rem = count % n;
+    *lo = p * per + (p < rem ? p : rem);
+    *hi = *lo + per + (p < rem);
+}
+
+/* Piece p of job j: an even split of the rows into j->npieces, or, with
+ * fewer rows than pieces (j->cuts > 1), each row cut into j->cuts even
+ * parts of the last dim. */
+static vspan piece_span(const vctx *c, const lt_rank_layout *L, const vjob *j, int64_t p) {
+    vspan sp = whole(c, L);
+    if (j->cuts > 1) {
+        sp.row0 = p / j->cuts;
+        sp.row1 = sp.row0 + 1;
+        even_part(sp.col1, j->cuts, p % j->cuts, &sp.col0, &sp.col1);
+    } else
+        even_part(sp.row1, j->npieces, p, &sp.row0, &sp.row1);
+    return sp;
+}
+
 /* Checks job i's shard: a view of verified bytes, else byte for byte
  * against the source where values are copied, else against its computed
  * expected shard. LT_MISMATCH (no message; the job holds the difference)
- * when it differs. */
+ * when it differs. A big shard whose bytes must be read (v->split) is only
+ * cut into pieces here (j->npieces); check_piece reads them. */
 static lt_status check_job(void *ctx, int64_t i) {
     vrun *v = ctx;
     vctx *c = v->c;
@@ -748,8 +708,23 @@ static lt_status check_job(void *ctx, int64_t i) {
     LT_TRY(lt_spec_layout_rank(&c->dspec, j->rank, &L));
     lt_status st = LT_OK;
     int64_t goff[LT_MAX_DIMS], n[LT_MAX_DIMS];
-    int box = v->exact && L.lists && box_of(&L, c->ndim, c->src->shape, goff, n);
+    int box = v->exact && L.lists && lt__verify_box_of(&L, c->ndim, c->src->shape, goff, n);
     int good = !L.lists || (box && view_of_verified(v, a, goff, n));
+    if (!good && v->split && lt__on_host(a)) {   /* v->split: values copied or fused */
+        uint64_t per = v->piece;
+        int64_t rows = rows_of(c, &L), cols = c->ndim ? L.local_shape[c->ndim - 1] : 1;
+        int64_t np = (int64_t)((uint64_t)lt_nbytes(a) / per), cuts = 1;
+        if (np > rows) {   /* few long rows (a 1-d shard): rows cut too */
+            cuts = (np + rows - 1) / rows;
+            if (cuts > cols) cuts = cols;
+            np = rows * cuts;   /* <= the shard's element count */
+        }
+        if (np > 1) {
+            j->npieces = np;
+            j->cuts = cuts;
+            good = 1;   /* for now: its pieces tell */
+        }
+    }
     if (!good && (!c->math || v->fused)) {
         int64_t *rn = c->ndim ? runs_of(c, v->wide) : NULL;   /* a 0-d shard has no runs */
         lt_tensor *ah = NULL;   /* a, host-readable (a copy when off the host) */
@@ -757,8 +732,9 @@ static lt_status check_job(void *ctx, int64_t i) {
         else if (!lt__on_host(a)) st = lt__host_copy_out(a, &ah);
         if (!st) {
             const lt_tensor *ha = ah ? ah : a;
-            good = c->math ? !fused_check(c, &L, j->rank, ha, rn)
-                           : !walk(c, &L, base_of(c, j->rank, 0), NULL, ha, rn);   /* byte for byte what the source holds there */
+            vspan all = whole(c, &L);
+            good = c->math ? !fused_check(c, &L, j->rank, ha, rn, &all)
+                           : !walk(c, &L, base_of(c, j->rank, 0), NULL, ha, rn, &all);   /* byte for byte what the source holds there */
         }
         lt_tensor_free(ah);
     }
@@ -789,18 +765,93 @@ static lt_status check_job(void *ctx, int64_t i) {
     return st;
 }
 
-/* Runs the jobs (on the pool when v->wide), then reports the first
- * difference by rank. */
+/* Piece i of the shards check_job cut into pieces (numbered across jobs
+ * by first_piece): its rows read byte for byte against the source, or
+ * through the fused check. A difference only marks the job suspect (every
+ * piece runs; run_jobs then says whether and where it differs); errors
+ * are LT_NOMEM. */
+static lt_status check_piece(void *ctx, int64_t i) {
+    vrun *v = ctx;
+    vctx *c = v->c;
+    int lo = 0, hi = v->njobs - 1;   /* the last job whose first piece is <= i: i's job */
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        if (v->jobs[mid].first_piece <= i) lo = mid;
+        else hi = mid - 1;
+    }
+    vjob *j = &v->jobs[lo];
+    const lt_tensor *a = v->actual->local->shards[j->rank];
+    lt_rank_layout L;
+    LT_TRY(lt_spec_layout_rank(&c->dspec, j->rank, &L));
+    int64_t *rn = runs_of(c, 1);
+    lt_status st = rn ? LT_OK : LT_NOMEM;
+    if (!st) {
+        vspan sp = piece_span(c, &L, j, i - j->first_piece);
+        int bad = c->math ? fused_check(c, &L, j->rank, a, rn, &sp)
+                          : walk(c, &L, base_of(c, j->rank, 0), NULL, a, rn, &sp);
+        if (bad) atomic_store_explicit(&j->suspect, 1, memory_order_relaxed);
+    }
+    lt_rank_layout_free(&L);
+    return st;
+}
+
+/* Rank j's shard was found different by check_piece (the fast compare):
+ * whether it is, from its expected shard (lt_compare's tolerance, the sum
+ * order's slack), on the calling thread. LT_MISMATCH with j->bad = 1 and
+ * j->res when it is; LT_OK when the bytes differ but the values agree (an
+ * exact copy: -0 for 0, another NaN); an internal error when the fused
+ * check and the expected shard disagree. */
+static lt_status recheck_suspect(vrun *v, vjob *j) {
+    vctx *c = v->c;
+    const lt_tensor *a = v->actual->local->shards[j->rank];
+    lt_rank_layout L;
+    LT_TRY(lt_spec_layout_rank(&c->dspec, j->rank, &L));
+    lt_tensor *e = NULL;
+    lt_status st = expected_shard(c, j->rank, &L, 0, &e);
+    if (!st) st = lt_compare(a, e, c->rtol, c->atol, &j->res);
+    if (!st && !j->res.equal) st = recheck_sum(c, j->rank, &L, a, e, &j->res);
+    lt_tensor_free(e);
+    lt_rank_layout_free(&L);
+    if (!st && !j->res.equal) {
+        j->bad = 1;
+        return LT_MISMATCH;
+    }
+    if (!st && c->math) st = lt__err(LT_INVALID, "internal: rank %d's shard differs in the fused check only", j->rank);
+    return st;
+}
+
+/* Runs the jobs (on the pool when v->wide), then the pieces of the ones cut
+ * into pieces below the lowest failing job (on the pool), then reports the
+ * first difference by rank. */
 static lt_status run_jobs(vrun *v, int njobs, int step, lt_verify_report *rep) {
     lt_status st;
+    v->njobs = njobs;
     if (v->wide) st = lt__parallel_for(njobs, check_job, v);
     else {
         st = LT_OK;
         for (int i = 0; i < njobs && !st; i++) st = check_job(v, i);
     }
-    if (st != LT_MISMATCH) return st;
-    for (int i = 0; i < njobs; i++) {   /* every job below the lowest failure ran */
+    if (st && st != LT_MISMATCH) return st;
+    int low = njobs;   /* the lowest failing job: every job below it ran */
+    for (int i = 0; i < njobs && low == njobs; i++)
+        if (v->jobs[i].bad) low = i;
+    int64_t npieces = 0;
+    for (int i = 0; i < low; i++) {
+        v->jobs[i].first_piece = npieces;
+        npieces += v->jobs[i].npieces;   /* <= a shard's element count each: no overflow */
+    }
+    if (npieces) {
+        v->njobs = low;
+        st = lt__parallel_for(npieces, check_piece, v);
+        v->njobs = njobs;
+        if (st) return st;
+    }
+    for (int i = 0; i < njobs; i++) {
         vjob *j = &v->jobs[i];
+        if (i < low && j->npieces && atomic_load_explicit(&j->suspect, memory_order_relaxed)) {
+            st = recheck_suspect(v, j);
+            if (st && st != LT_MISMATCH) return st;
+        }
         if (!j->bad) continue;
         lt_rank_layout L;
         LT_TRY(lt_spec_layout_rank(&v->c->dspec, j->rank, &L));
@@ -818,7 +869,8 @@ static lt_status run_jobs(vrun *v, int njobs, int step, lt_verify_report *rep) {
         lt_rank_layout_free(&L);
         return st;
     }
-    return lt__err(LT_MISMATCH, "internal: a verification piece failed without a difference");
+    if (low < njobs) return lt__err(LT_MISMATCH, "internal: a verification piece failed without a difference");
+    return LT_OK;
 }
 
 /* Where this check's verified bytes lie, for the next check: a new record
@@ -835,46 +887,7 @@ static lt_status make_record(const vrun *v, int njobs, lt__verified **out) {
     }
     for (int i = 0; i < njobs; i++)
         if (v->jobs[i].recorded) r->e[r->n++] = v->jobs[i].rec;
-    if (r->n > 1) qsort(r->e, (size_t)r->n, sizeof *r->e, cmp_storage);
-    *out = r;
-    return LT_OK;
-}
-
-lt_status lt__verified_source(const lt_dtensor *src, lt__verified **out) {
-    *out = NULL;
-    const lt_mesh *mesh = lt_dtensor_mesh(src);
-    lt__verified *r = lt__calloc(1, sizeof *r);
-    if (!r) return lt__err(LT_NOMEM, "verify: out of memory for the record of the source");
-    int exact = lt_local_count(src->local) == mesh->world;
-    for (int i = 0; i < mesh->ndim; i++)
-        if (src->placements[i].kind == LT_PL_PARTIAL) exact = 0;
-    for (int d = 0; d < src->ndim; d++)
-        if (src->shape[d] == 0) exact = 0;   /* nothing to hold */
-    if (exact) r->e = lt__malloc(sizeof *r->e * (size_t)mesh->world);
-    if (exact && !r->e) {
-        lt__verified_free(r);
-        return lt__err(LT_NOMEM, "verify: out of memory for the record of the source");
-    }
-    for (int k = 0; k < (exact ? mesh->world : 0); k++) {
-        if (lt__replica_class(mesh, src->placements, k) != k) continue;   /* not the one its replicas are checked against */
-        const lt_tensor *t = src->local->shards[k];
-        if (t->placeholder) continue;
-        lt_rank_layout L;
-        lt_status st = lt_spec_layout_rank(lt_dtensor_spec(src), k, &L);
-        if (st) {
-            lt__verified_free(r);
-            return st;
-        }
-        vshard *e = &r->e[r->n];
-        if (L.lists && box_of(&L, src->ndim, src->shape, e->goff, e->n)) {
-            e->storage = (uintptr_t)t->storage;
-            e->offset = t->offset;
-            memcpy(e->strides, t->strides, sizeof t->strides);
-            r->n++;
-        }
-        lt_rank_layout_free(&L);
-    }
-    if (r->n > 1) qsort(r->e, (size_t)r->n, sizeof *r->e, cmp_storage);
+    if (r->n > 1) qsort(r->e, (size_t)r->n, sizeof *r->e, lt__vshard_cmp);
     *out = r;
     return LT_OK;
 }
@@ -931,6 +944,7 @@ lt_status lt__verify_reshard_memo(const lt_dtensor *src, const lt_dtensor *actua
             continue;   /* this buffer is checked for this class already */
         if (!first[k]) first[k] = a;
         last[k] = a;
+        atomic_init(&v.jobs[njobs].suspect, 0);
         v.jobs[njobs++].rank = r;
         bytes += lt_nbytes(a);
     }
@@ -943,7 +957,9 @@ lt_status lt__verify_reshard_memo(const lt_dtensor *src, const lt_dtensor *actua
             if (c.dspec.placements[i].kind == LT_PL_PARTIAL) v.exact = 0;
         v.fused = c.math && fusable(&c);
         /* values copied or fused: only the scratch grows per thread */
-        v.wide = (!c.math || v.fused) && njobs > 1 && lt__pool_width() > 1 && 2 * bytes >= lt__par_min_bytes();
+        v.split = (!c.math || v.fused) && lt__pool_width() > 1 && 2 * bytes >= lt__par_min_bytes();
+        v.wide = v.split && njobs > 1;
+        v.piece = piece_bytes(bytes);
         st = run_jobs(&v, njobs, step, rep);
     }
     if (!st && shape_bad >= 0) st = lt__verify_shape_mismatch(rep, step, shape_bad, actual->local->shards[shape_bad], c.ndim, es);

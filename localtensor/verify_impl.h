@@ -30,6 +30,25 @@ lt_status lt__verify_bytes(const lt_spec *src, const lt_spec *dst, uint64_t *out
 typedef struct lt__verified lt__verified;
 void lt__verified_free(lt__verified *v);
 
+/* A verified shard: where its bytes lie and the global box they hold
+ * (a range [goff, goff + n) of every dim, in order). */
+typedef struct lt__vshard {
+    uintptr_t storage;   /* the buffer's address as a number: compared, never followed */
+    int64_t offset, strides[LT_MAX_DIMS];
+    int64_t goff[LT_MAX_DIMS], n[LT_MAX_DIMS];
+} lt__vshard;
+
+struct lt__verified {
+    int n;
+    lt__vshard *e;   /* (n) sorted by storage (lt__vshard_cmp) */
+};
+
+/* qsort's order of records: by storage. */
+int lt__vshard_cmp(const void *x, const void *y);
+/* 1 when layout L holds a box of the global tensor (gshape; every dim a
+ * run of consecutive indices, in order); goff, n get it (nd each). */
+int lt__verify_box_of(const lt_rank_layout *L, int nd, const int64_t *gshape, int64_t *goff, int64_t *n);
+
 /* lt_verify_reshard that also takes and gives a record (memo may be NULL:
  * then it is exactly lt_verify_reshard). *memo on entry: the record of the
  * state checked before, or NULL. A shard of `actual` that is a view of
@@ -63,5 +82,19 @@ lt_status lt__verify_element_mismatch(lt_verify_report *rep, int step, const cha
  * the direct reshard's) and sets the message; returns LT_MISMATCH. */
 lt_status lt__verify_shape_mismatch(lt_verify_report *rep, int step, int r, const lt_tensor *a, int ndim,
                                     const int64_t *es);
+
+/* lt_compare's test (localtensor/verify_fused.c): within atol + rtol * |b|,
+ * NaN equal to NaN, an infinity only equal to itself. */
+int lt__verify_close_enough(double a, double b, double rtol, double atol);
+/* The fused check of one run of len reduced elements (f32 or f64): the
+ * contributions s[0..nq) (element strides ss) summed in that order in the
+ * dtype (as lt_accumulate does), divided by avg_div through double (as the
+ * expected shard is), against a (element stride as). Returns 1 at the first
+ * element out of tolerance, which is lt_compare's plus slack x the sum of
+ * the element's |contributions|; 0 when every element agrees. Reads only. */
+int lt__verify_fused_run_f32(const char *const *s, const int64_t *ss, int nq, const char *a, int64_t as,
+                             int64_t len, double avg_div, double rtol, double atol, double slack);
+int lt__verify_fused_run_f64(const char *const *s, const int64_t *ss, int nq, const char *a, int64_t as,
+                             int64_t len, double avg_div, double rtol, double atol, double slack);
 
 #endif

@@ -269,6 +269,147 @@ static void test_sum_order_slack(void **state) {
     }
 }
 
+/* One buffer checked in pieces of rows on the pool: S(0) -> R of (6, 5)
+ * on 4 ranks is an all-gather whose result is one buffer every rank
+ * shares, so it is one piece of work; cut into 4 pieces (half a thread's
+ * share: rows 0-1, 2-3, 4, 5), both threads share it. A wrong value in a late row is named (rank 0, the lowest that
+ * holds the buffer; local index = global index, value i * 5 + j); bytes
+ * that differ where the values agree (-0 for 0) pass, as with one thread;
+ * of two wrong rows, the first in row-major order is named whichever
+ * thread read it. */
+static void test_gather_in_pieces(void **state) {
+    (void)state;
+    lt_set_threads(2);
+    lt__set_par_min_bytes(1);
+    lt_mesh m;
+    int64_t shape[2] = {6, 5};
+    lt_dtensor *src = lt_test_arange("4", "S(0)", 2, shape, &m);
+    lt_dtensor *out = redist(src, "R");
+    for (int r = 1; r < 4; r++) assert_ptr_equal(out->local->shards[r]->storage, out->local->shards[0]->storage);
+    lt_verify_report rep;
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    lt_tensor *t = out->local->shards[0];
+    lt_set_flat(t, 0, -0.0);   /* global (0, 0) = 0: other bytes, the same value */
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    lt_set_flat(t, 0, 0.0);   /* the first piece right again: only a late piece can tell */
+    lt_set_flat(t, 5 * 5 + 3, 9);   /* global (5, 3) = 28 */
+    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+    expect_diff(&rep, 0, 5, 3, 5, 3, 28, 9);
+    assert_int_equal(rep.ndiff, 1);
+    lt_set_flat(t, 2 * 5 + 4, 1);   /* global (2, 4) = 14: now the first */
+    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+    expect_diff(&rep, 0, 2, 4, 2, 4, 14, 1);
+    assert_int_equal(rep.ndiff, 2);
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+    lt__set_par_min_bytes(0);
+    lt_set_threads(0);
+}
+
+/* Reduced values in pieces: P(sum) -> R of f32 (6, 5) on 4 ranks sums four
+ * parts of arange into one shared buffer, checked by the fused check in 4
+ * pieces of rows. Within tolerance passes (f32: 1e-5 + 1.3e-6 |x|), a
+ * value off by more or NaN in a late row is named, and so is one past the
+ * first block of a long row. */
+static void test_sum_in_pieces(void **state) {
+    (void)state;
+    lt_set_threads(2);
+    lt__set_par_min_bytes(1);
+    lt_mesh m;
+    int64_t shape[2] = {6, 5};
+    lt_dtensor *src = lt_test_arange("4", "P(sum)", 2, shape, &m);
+    lt_dtensor *out = redist(src, "R");
+    lt_verify_report rep;
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    lt_tensor *t = out->local->shards[0];
+    lt_set_flat(t, 4 * 5 + 2, 22 + 1e-6);   /* global (4, 2) = 22 */
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    lt_set_flat(t, 4 * 5 + 2, 22.5);
+    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+    expect_diff(&rep, 0, 4, 2, 4, 2, 22, 22.5);
+    lt_set_flat(t, 4 * 5 + 2, 22);
+    lt_set_flat(t, 5 * 5 + 4, NAN);   /* global (5, 4) = 29 */
+    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+    assert_int_equal(rep.rank, 0);
+    assert_true(rep.local_index[0] == 5 && rep.local_index[1] == 4 && rep.expected == 29 && isnan(rep.actual));
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+    /* rows longer than the fused check's block (4096 f32): global (1, 4098)
+     * of (2, 4099) = 4099 + 4098 lies in a row's second block */
+    shape[0] = 2;
+    shape[1] = 4099;
+    src = lt_test_arange("4", "P(sum)", 2, shape, &m);
+    out = redist(src, "R");
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    lt_set_flat(out->local->shards[0], 4099 + 4098, 8197.5);
+    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+    expect_diff(&rep, 0, 1, 4098, 1, 4098, 8197, 8197.5);
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+    lt__set_par_min_bytes(0);
+    lt_set_threads(0);
+}
+
+/* A shard read in pieces below a shard read whole: R -> S(0) of (3, 4) on
+ * 2 ranks: rank 0 holds rows 0..1 (two pieces of a row), rank 1 row 2 (one
+ * row: read whole, first). With both wrong, rank 0 is named although rank
+ * 1's check finishes first; with only rank 1 wrong, rank 1. */
+static void test_pieces_below_a_whole_shard(void **state) {
+    (void)state;
+    lt_set_threads(2);
+    lt__set_par_min_bytes(1);
+    lt_mesh m;
+    int64_t shape[2] = {3, 4};
+    lt_dtensor *src = lt_test_arange("2", "R", 2, shape, &m);
+    for (int round = 0; round < 2; round++) {
+        lt_dtensor *out = redist(src, "S(0)");
+        lt_verify_report rep;
+        for (int r = 0; r < 2; r++) LT_CHECK(lt_tensor_make_writable(out->local->shards[r]));
+        LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+        lt_set_flat(out->local->shards[1], 1, -3);   /* global (2, 1) = 9 */
+        if (round == 0) lt_set_flat(out->local->shards[0], 4 + 2, -7);   /* global (1, 2) = 6 */
+        LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+        if (round == 0) expect_diff(&rep, 0, 1, 2, 1, 2, 6, -7);
+        else expect_diff(&rep, 1, 0, 1, 2, 1, 9, -3);
+        lt_dtensor_free(out);
+    }
+    lt_dtensor_free(src);
+    lt__set_par_min_bytes(0);
+    lt_set_threads(0);
+}
+
+/* A 1-d shard has one row: it is cut into parts of the row. S(0) -> R of
+ * (42,) on 4 ranks gathers runs of 11, 11, 11, 9 into one shared buffer,
+ * cut into 4 parts (pieces of half a thread's share: 11, 11, 10, 10
+ * elements), so the third run is split at 32; [S(0), P(sum)] -> [R, R] on
+ * 2x2 sums runs of 21, split at 11, 22 and 32. Right values pass (a part
+ * read from the wrong place of its run would fail the fused check only:
+ * an internal error); a wrong value at 32, the first of a clipped run, is
+ * named (element i is i). */
+static void test_one_row_in_parts(void **state) {
+    (void)state;
+    lt_set_threads(2);
+    lt__set_par_min_bytes(1);
+    lt_mesh m;
+    int64_t n = 42;
+    const char *from[2] = {"S(0)", "S(0),P(sum)"}, *mesh[2] = {"4", "2x2"}, *to[2] = {"R", "R,R"};
+    for (int k = 0; k < 2; k++) {
+        lt_dtensor *src = lt_test_arange(mesh[k], from[k], 1, &n, &m);
+        lt_dtensor *out = redist(src, to[k]);
+        lt_verify_report rep;
+        LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+        for (int r = 1; r < 4; r++) assert_ptr_equal(out->local->shards[r]->storage, out->local->shards[0]->storage);
+        lt_set_flat(out->local->shards[0], 32, 0.25);
+        LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+        assert_int_equal(rep.rank, 0);
+        assert_true(rep.local_index[0] == 32 && rep.global_index[0] == 32 && rep.expected == 32 && rep.actual == 0.25);
+        lt_dtensor_free(out);
+        lt_dtensor_free(src);
+    }
+    lt__set_par_min_bytes(0);
+    lt_set_threads(0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_view_of_verified),
@@ -276,6 +417,10 @@ int main(void) {
         cmocka_unit_test(test_partial_uneven_on_the_pool),
         cmocka_unit_test(test_fused_reduction),
         cmocka_unit_test(test_sum_order_slack),
+        cmocka_unit_test(test_gather_in_pieces),
+        cmocka_unit_test(test_sum_in_pieces),
+        cmocka_unit_test(test_pieces_below_a_whole_shard),
+        cmocka_unit_test(test_one_row_in_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
