@@ -80,7 +80,8 @@ static void build_key(lt__cache_key *k, const lt_spec *src, const lt_placement *
 
 void lt_plan_cache_clear(void) {
     lt__cache_clear(&plan_cache);
-    lt__ms_clear();   /* the searches' shared spaces (plan_memo.c) */
+    lt__ms_clear();        /* the searches' shared spaces (plan_memo.c) */
+    lt__mc_space_clear();  /* their level prunings (plan_space.c) */
 }
 
 void lt_plan_cache_stats(size_t *hits, size_t *misses, size_t *entries) {

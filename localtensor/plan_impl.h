@@ -375,8 +375,12 @@ typedef struct lt__mc {
 } lt__mc;
 
 /* The candidates and split rules of c (mesh, shape, src, dst and frozen
- * set; plan_space.c). LT_OK or LT_NOMEM (message set). */
-lt_status lt__mc_space(lt__mc *c);
+ * set; plan_space.c). memo: read and fill the process-wide memo of level
+ * prunings (shared searches). LT_OK or LT_NOMEM (message set). */
+lt_status lt__mc_space(lt__mc *c, int memo);
+
+/* Empties the memo of level prunings (lt_plan_cache_clear). */
+void lt__mc_space_clear(void);
 
 /* Key of placement list pl (candidate indices); pl from the candidates. */
 uint64_t lt__mc_key(const lt__mc *c, const lt_placement *pl);

@@ -181,7 +181,7 @@ static lt_status mc_new(const lt_spec *from, const lt_placement *dst, int shared
         c->frozen[i] = mesh->shape[i] == 1 || (src[i].kind == LT_PL_PARTIAL && lt_placement_equal(&src[i], &dst[i]));
         if (mesh->shape[i] > maxn) maxn = mesh->shape[i];
     }
-    lt_status st = lt__mc_space(c);
+    lt_status st = lt__mc_space(c, shared);
     if (st) return st;
     if (expansion_cost(c) * 8 > c->budget) return LT_OVERFLOW;
     if (shared) lt__ms_attach(c);
