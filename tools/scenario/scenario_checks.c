@@ -284,7 +284,7 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
     for (int i = 0; i < mesh->ndim; i++) c64[i] = coord[i];
     lt__sc_fmt_index(mesh->ndim, c64, cs, sizeof cs);
     return lt__sc_check_fail(rc, st, first, f.index[0] ? f.index : NULL, f.expected[0] ? f.expected : NULL,
-                             f.actual[0] ? f.actual : NULL, v->origin[0] ? v->origin : NULL,
+                             f.actual[0] ? f.actual : NULL, lt__sc_origin(v),
                              "expect_local of '%s': rank %d (coord %s): %s%s%s%s", d->tensor, first, cs, f.msg,
                              nbad > 2 ? " (also ranks " : nbad > 1 ? " (also rank " : "", nbad > 1 ? others : "",
                              nbad > 1 ? ")" : "");
@@ -461,7 +461,7 @@ static lt_status expect_full_sampled(sc_run_ctx *rc, const sc_step *st, const ex
         for (int i = 0; i < rc->c->mesh.ndim; i++)
             if (e->dt->placements[i].kind == LT_PL_PARTIAL)
                 return lt__sc_numerics_refuse(rc, "expect_full against '%s', Partial on mesh dim %d", d->equals, i);
-    const char *origin = v->origin[0] ? v->origin : NULL;
+    const char *origin = lt__sc_origin(v);
     char a[128], b[128];
     int want_nd = -1;
     const int64_t *want = NULL;
@@ -542,7 +542,7 @@ lt_status lt__sc_run_expect_full(sc_run_ctx *rc, const sc_step *st) {
     int own_a = 0, own_e = 0;
     lt_status s = full_of(v, &act, &own_a);
     if (s) return lt__err_ctx_in(s, "expect_full", " of '%s'", d->tensor);
-    const char *origin = v->origin[0] ? v->origin : NULL;
+    const char *origin = lt__sc_origin(v);
     char a[128], b[128];
     /* shape */
     int want_nd = -1;
