@@ -367,6 +367,7 @@ typedef struct lt__mc {
     lt__ms *ms;                  /* one reference */
     lt__mst *mstate;             /* the state being expanded, NULL: none or not shared */
     unsigned char creg[LT_MESH_MAX_DIMS][LT__MAXC];   /* candidate -> index in ms's registry */
+    int msdst;                   /* dst's index in ms's destination registry, -1: none */
     double *rec;                 /* while set, spend() writes its amounts here */
     int nrec;
     int recording;               /* 1: try_move appends to scr (plan_memo.c) */
@@ -396,6 +397,11 @@ lt_status lt__mc_expand(lt__mc *c, int from);
 /* Edge from node `from` to the state of key, whose ranks hold rk (W x ndim
  * lists, read before anything else is allocated). */
 lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv, const lt__list *rk);
+/* lt__mc_relax of a shared record g's state (rk: g's blocks): a new node's
+ * lower bound is read from g when this destination's is known there, else
+ * computed and kept there (lt__ms_lb_slot). */
+lt_status lt__mc_relax_g(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv, const lt__list *rk,
+                         lt__msg *g);
 /* Builds node idx's layout when it has none yet. LT_OK or LT_NOMEM. */
 lt_status lt__mc_layout(lt__mc *c, int idx);
 /* Re-evaluates move mv from node `from`: bytes per rank into c->recv,
@@ -472,6 +478,11 @@ lt__msg *lt__ms_g_get(lt__mc *c, uint64_t h1, uint64_t h2);
 int lt__ms_dec(lt__mc *c, lt__msg *gr, uint64_t *key);
 /* Loads gr's blocks into c->G, c->Gempty, c->gpop. */
 void lt__ms_g_load(lt__mc *c, const lt__msg *gr);
+/* Where g keeps the lower bound of c's destination (the search's bound of
+ * a state holding g's blocks) plus 1, 0 while unknown; read and written
+ * with relaxed atomics (every search computes the same value). NULL: not
+ * kept (not shared, the space's destination registry is full, no memory). */
+uint64_t *lt__ms_lb_slot(lt__mc *c, lt__msg *g);
 /* Empties the shared spaces (lt_plan_cache_clear). */
 void lt__ms_clear(void);
 

@@ -50,6 +50,7 @@
 #include "localtensor/plan_impl.h"
 
 #define MS_REG 64                  /* placements one space tells apart */
+#define MS_DREG 64                 /* destinations one space keeps lower bounds for */
 #define MS_MAX_BYTES (12u << 20)   /* records of one space */
 #define MS_SPACES 2                /* spaces kept */
 #define MS_CHUNK (64u << 10)       /* records are carved from chunks of this size */
@@ -87,6 +88,8 @@ struct lt__msg {
     lt__list *blocks;                 /* (W, ndim) what each rank holds */
     unsigned char *empty;             /* (W) */
     tnode *root;                      /* dec's; atomic, NULL until needed */
+    uint64_t *lb;                     /* (MS_DREG) atomic, NULL until needed: per destination
+                                       * of the registry, the lower bound + 1, 0 unknown */
 };
 
 /* A move from one state: the move, whether it is one (r 1) or not, the
@@ -146,6 +149,8 @@ struct lt__ms {
     size_t bytes;
     int nreg;
     lt_placement reg[MS_REG];
+    int ndreg;                        /* destinations (effective lists, M entries each) */
+    lt_placement dreg[MS_DREG][LT_MESH_MAX_DIMS];
     chunk *chunks;
     lt__arena runs;
     tab states, gs;
@@ -258,6 +263,7 @@ void lt__ms_attach(lt__mc *c) {
     const lt__geo *g = &c->g;
     c->ms = NULL;
     c->mstate = NULL;
+    c->msdst = -1;
     /* explicit sizes point at interned lists a space must not outlive */
     for (int q = 0; q < c->nrules; q++)
         if (c->rules[q].kind == LT_SPLIT_EXPLICIT) return;
@@ -291,6 +297,12 @@ void lt__ms_attach(lt__mc *c) {
             }
             c->creg[i][b] = (unsigned char)x;
         }
+    if (ok) {
+        int x = 0;
+        while (x < s->ndreg && !lt_placements_equal(s->dreg[x], c->dst, g->M)) x++;
+        if (x == s->ndreg && x < MS_DREG) memcpy(s->dreg[s->ndreg++], c->dst, sizeof(lt_placement) * (size_t)g->M);
+        c->msdst = x < s->ndreg ? x : -1;
+    }
     ms_unlock(s);
     if (!ok) {
         ms_release(s);
@@ -412,6 +424,18 @@ static lt__msg *g_make_locked(lt__mc *c, uint64_t h1, uint64_t h2) {
     if (!gr->blocks || !gr->empty || tab_put(s, &s->gs, h1, h2, gr)) return NULL;
     memcpy(gr->empty, c->Gempty, (size_t)g->W);
     return gr;
+}
+
+uint64_t *lt__ms_lb_slot(lt__mc *c, lt__msg *g) {
+    if (!c->ms || c->msdst < 0) return NULL;
+    uint64_t *lb = __atomic_load_n(&g->lb, __ATOMIC_ACQUIRE);
+    if (!lb) {
+        ms_lock(c->ms);
+        if (!(lb = g->lb) && (lb = ms_alloc(c->ms, sizeof(uint64_t) * MS_DREG))) __atomic_store_n(&g->lb, lb, __ATOMIC_RELEASE);
+        ms_unlock(c->ms);
+        if (!lb) return NULL;
+    }
+    return &lb[c->msdst];
 }
 
 lt__msg *lt__ms_g_get(lt__mc *c, uint64_t h1, uint64_t h2) {
@@ -652,7 +676,7 @@ static lt_status lw_replay(lt__mc *c, int from, const signed char *apop, uint64_
             if (r < 0) return LT_OVERFLOW;
         }
         lt__mv mv = {LT__MV_LOCAL, 0, 0, 0, -1, -1, 0, -1};
-        if (r == 1 && k != akey) LT_TRY(lt__mc_relax(c, from, k, 0, &mv, g->blocks));
+        if (r == 1 && k != akey) LT_TRY(lt__mc_relax_g(c, from, k, 0, &mv, g->blocks, g));
     }
     return LT_OK;
 }
@@ -743,7 +767,7 @@ static lt_status move_replay(lt__mc *c, int from, uint64_t akey, const mvrec *m,
     else r = lt__mc_find_hashed(c, g->h1, g->h2, g, &key);
     if (r == -1) return lt__err(LT_NOMEM, "out of memory while planning");
     if (r < 0) return LT_OVERFLOW;
-    if (r == 1 && key != akey) return lt__mc_relax(c, from, key, m->bytes, mv, g->blocks);
+    if (r == 1 && key != akey) return lt__mc_relax_g(c, from, key, m->bytes, mv, g->blocks, g);
     return LT_OK;
 }
 

@@ -67,9 +67,10 @@ lt_status lt__mc_layout(lt__mc *c, int idx) {
 }
 
 /* The node of key: *idx. A new one gets its lower bound from rk (its
- * ranks' blocks, W x ndim lists; NULL: from its layout, built now);
- * its layout is built when it is expanded (lt__mc_layout). */
-static lt_status node_get(lt__mc *c, uint64_t key, const lt__list *rk, int *idx) {
+ * ranks' blocks, W x ndim lists; NULL: from its layout, built now), or
+ * from shared record g (NULL: none) when g knows it; its layout is built
+ * when it is expanded (lt__mc_layout). */
+static lt_status node_get(lt__mc *c, uint64_t key, const lt__list *rk, lt__msg *g, int *idx) {
     if (c->nnodes == c->capnodes) {
         int ncap = c->capnodes ? c->capnodes * 2 : 64;
         lt__node *nn = lt__realloc(c->nodes, sizeof(lt__node) * (size_t)ncap);
@@ -92,7 +93,18 @@ static lt_status node_get(lt__mc *c, uint64_t key, const lt__list *rk, int *idx)
         LT_TRY(lt__mc_layout(c, n));
         rk = c->nodes[n].lay + c->g.off[c->g.M];
     }
-    c->nodes[n].h = c->dlay ? lower_bound(c, rk) : 0;
+    if (!c->dlay) {
+        c->nodes[n].h = 0;
+        return LT_OK;
+    }
+    uint64_t *slot = g ? lt__ms_lb_slot(c, g) : NULL, known = slot ? __atomic_load_n(slot, __ATOMIC_RELAXED) : 0;
+    if (known) {
+        c->nodes[n].h = known - 1;
+        return LT_OK;
+    }
+    uint64_t h = lower_bound(c, rk);
+    c->nodes[n].h = h;
+    if (slot && h != UINT64_MAX) __atomic_store_n(slot, h + 1, __ATOMIC_RELAXED);
     return LT_OK;
 }
 
@@ -103,8 +115,13 @@ static lt__pq_item qitem_of(const lt__mc *c, int t) {
 }
 
 lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv, const lt__list *rk) {
+    return lt__mc_relax_g(c, from, key, bytes, mv, rk, NULL);
+}
+
+lt_status lt__mc_relax_g(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv, const lt__list *rk,
+                         lt__msg *g) {
     int t;
-    LT_TRY(node_get(c, key, rk, &t));
+    LT_TRY(node_get(c, key, rk, g, &t));
     lt__node *fn = &c->nodes[from], *tn = &c->nodes[t];
     if (tn->done) return LT_OK;
     uint64_t nb = fn->g + bytes;
@@ -398,7 +415,7 @@ lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, int sha
         LT_ASSERT(st || r == 1);   /* the destination's own list is a candidate */
     }
     int s = -1, goal = -1;
-    if (!st) st = node_get(c, lt__mc_key(c, c->src), NULL, &s);
+    if (!st) st = node_get(c, lt__mc_key(c, c->src), NULL, NULL, &s);
     if (!st) {
         c->nodes[s].g = 0;
         c->nodes[s].steps = 0;
