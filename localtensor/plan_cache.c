@@ -82,6 +82,7 @@ void lt_plan_cache_clear(void) {
     lt__cache_clear(&plan_cache);
     lt__ms_clear();        /* the searches' shared spaces (plan_memo.c) */
     lt__mc_space_clear();  /* their level prunings (plan_space.c) */
+    lt__move_layouts_clear();   /* the executor's layouts (plan_exec.c) */
 }
 
 void lt_plan_cache_stats(size_t *hits, size_t *misses, size_t *entries) {

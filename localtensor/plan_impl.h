@@ -382,6 +382,9 @@ lt_status lt__mc_space(lt__mc *c, int memo);
 
 /* Empties the memo of level prunings (lt_plan_cache_clear). */
 void lt__mc_space_clear(void);
+/* Empties the cache of every rank's layout of a state that lt__move_run
+ * keeps (plan_exec.c; lt_plan_cache_clear). */
+void lt__move_layouts_clear(void);
 
 /* Key of placement list pl (candidate indices); pl from the candidates. */
 uint64_t lt__mc_key(const lt__mc *c, const lt_placement *pl);
