@@ -265,6 +265,7 @@ typedef struct lt__node {
     int steps, prev;
     lt__mv mv;         /* the move from prev */
     unsigned char done;
+    unsigned char lay_shared;   /* lay is the shared space's (lt__ms_layout_get): not freed here */
 } lt__node;
 
 /* ---- search bookkeeping of both planners (plan_frontier.c) ------------------------ */
@@ -479,6 +480,12 @@ lt__msg *lt__ms_g_get(lt__mc *c, uint64_t h1, uint64_t h2);
 /* Unions and dec replayed from gr: the same answer and the same work
  * charged; -3 when the record cannot answer (nothing charged). */
 int lt__ms_dec(lt__mc *c, lt__msg *gr, uint64_t *key);
+/* The shared space's layout of the placement list of c's key (read-only,
+ * alive while c holds the space), or NULL: not recorded, or not shared. */
+const lt__list *lt__ms_layout_get(lt__mc *c, uint64_t key);
+/* Records layout lay (off[M + 1] lists; copied) of the list of key, unless
+ * known, full or out of memory. */
+void lt__ms_layout_put(lt__mc *c, uint64_t key, const lt__list *lay);
 /* Loads gr's blocks into c->G, c->Gempty, c->gpop. */
 void lt__ms_g_load(lt__mc *c, const lt__msg *gr);
 /* Where g keeps the lower bound of c's destination (the search's bound of

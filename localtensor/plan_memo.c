@@ -118,6 +118,13 @@ typedef struct sigrec {
     int sigma[];                      /* (mesh dim size) */
 } sigrec;
 
+/* A placement list's layout (off[M + 1] lists) and, once entered, its
+ * state record (atomic), under the list's registry indices. */
+typedef struct lrec {
+    lt__list *lay;
+    lt__mst *st;
+} lrec;
+
 struct lt__mst {
     uint64_t h1, h2;
     script *scr[LT_MESH_MAX_DIMS];    /* atomic; NULL until recorded */
@@ -154,6 +161,7 @@ struct lt__ms {
     chunk *chunks;
     lt__arena runs;
     tab states, gs;
+    tab lays;                         /* registry indices of a list -> lrec */
 };
 
 /* ---- the space and its memory ---------------------------------------------------------- */
@@ -171,6 +179,7 @@ static void ms_release(void *v) {
     if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL)) return;
     lt__free(s->states.s);
     lt__free(s->gs.s);
+    lt__free(s->lays.s);
     while (s->chunks) {
         chunk *n = s->chunks->next;
         lt__free(s->chunks);
@@ -320,11 +329,54 @@ void lt__ms_detach(lt__mc *c) {
 
 static int pop_of(const lt_placement *p) { return p->kind == LT_PL_PARTIAL ? (int)p->op : -1; }
 
+/* ---- layouts of placement lists ------------------------------------------------------- */
+
+/* The registry indices of the list of c's key, 8 bits per mesh dim (the
+ * registry has MS_REG <= 256 entries): the same for every search of the
+ * space; its table hash. */
+static uint64_t reg_key(const lt__mc *c, uint64_t key) {
+    uint64_t rk = 0;
+    for (int i = 0; i < c->g.M; i++) rk |= (uint64_t)c->creg[i][(key >> (8 * i)) & 0xff] << (8 * i);
+    return rk;
+}
+static uint64_t reg_hash(uint64_t rk) {
+    uint64_t h = (rk + 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
+    return h ^ (h >> 31);
+}
+
+static lrec *lrec_find(lt__mc *c, uint64_t rk) {
+    ms_lock(c->ms);
+    lrec *r = tab_find(&c->ms->lays, reg_hash(rk), rk);
+    ms_unlock(c->ms);
+    return r;
+}
+
+const lt__list *lt__ms_layout_get(lt__mc *c, uint64_t key) {
+    if (!c->ms) return NULL;
+    lrec *r = lrec_find(c, reg_key(c, key));
+    return r ? r->lay : NULL;
+}
+
+void lt__ms_layout_put(lt__mc *c, uint64_t key, const lt__list *lay) {
+    if (!c->ms) return;
+    lt__ms *s = c->ms;
+    uint64_t rk = reg_key(c, key), h = reg_hash(rk);
+    ms_lock(s);
+    if (!tab_find(&s->lays, h, rk)) {
+        lrec *r = ms_alloc(s, sizeof *r);
+        if (r && (r->lay = ms_lists(s, lay, c->g.off[c->g.M + 1]))) (void)tab_put(s, &s->lays, h, rk, r);
+    }
+    ms_unlock(s);
+}
+
 void lt__ms_enter(lt__mc *c, int idx) {
     c->mstate = NULL;
     if (!c->ms) return;
     const lt__geo *g = &c->g;
     const lt__node *nd = &c->nodes[idx];
+    /* the state a list entered before: its layout, so its record */
+    lrec *lr = lrec_find(c, reg_key(c, nd->key));
+    if (lr && (c->mstate = __atomic_load_n(&lr->st, __ATOMIC_ACQUIRE))) return;
     lt_placement pl[LT_MESH_MAX_DIMS];
     lt__mc_placements(c, nd->key, pl);
     uint64_t a = 1469598103934665603ULL, b = 0x9e3779b97f4a7c15ULL;
@@ -359,6 +411,7 @@ void lt__ms_enter(lt__mc *c, int idx) {
     }
     ms_unlock(s);
     c->mstate = st;
+    if (lr && st) __atomic_store_n(&lr->st, st, __ATOMIC_RELEASE);
 }
 
 /* ---- results and their matching ---------------------------------------------------------- */

@@ -51,6 +51,13 @@ static uint64_t lower_bound(const lt__mc *c, const lt__list *rk) {
 lt_status lt__mc_layout(lt__mc *c, int idx) {
     lt__node *nd = &c->nodes[idx];
     if (nd->lay) return LT_OK;
+    const lt__list *shared = lt__ms_layout_get(c, nd->key);   /* built by an earlier search */
+    if (shared) {
+        nd->lay = (lt__list *)shared;
+        nd->lay_shared = 1;
+        c->work += (double)c->g.off[c->g.M + 1];
+        return LT_OK;
+    }
     nd->lay = lt__malloc(sizeof(lt__list) * c->g.off[c->g.M + 1]);
     if (!nd->lay) return nomem();
     lt_placement pl[LT_MESH_MAX_DIMS];
@@ -62,6 +69,7 @@ lt_status lt__mc_layout(lt__mc *c, int idx) {
         return nomem();
     }
     LT_ASSERT(r == 1);   /* keys only come from layouts that matched */
+    lt__ms_layout_put(c, nd->key, nd->lay);
     c->work += (double)c->g.off[c->g.M + 1];
     return LT_OK;
 }
@@ -140,7 +148,8 @@ lt_status lt__mc_relax_g(lt__mc *c, int from, uint64_t key, uint64_t bytes, cons
 
 static void mc_free(lt__mc *c) {
     if (!c) return;
-    for (int n = 0; n < c->nnodes; n++) lt__free(c->nodes[n].lay);
+    for (int n = 0; n < c->nnodes; n++)
+        if (!c->nodes[n].lay_shared) lt__free(c->nodes[n].lay);
     lt__free(c->nodes);
     lt__keymap_free(&c->map);
     lt__pq_free(&c->queue);
