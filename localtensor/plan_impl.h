@@ -386,6 +386,9 @@ void lt__mc_space_clear(void);
 /* Empties the cache of every rank's layout of a state that lt__move_run
  * keeps (plan_exec.c; lt_plan_cache_clear). */
 void lt__move_layouts_clear(void);
+/* Empties the cache of states' bytes of the memory estimate
+ * (redistribute.c; lt_plan_cache_clear). */
+void lt__state_bytes_clear(void);
 
 /* Key of placement list pl (candidate indices); pl from the candidates. */
 uint64_t lt__mc_key(const lt__mc *c, const lt_placement *pl);

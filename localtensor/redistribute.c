@@ -9,6 +9,7 @@
  * moment it produces a wrong state.
  */
 #include "kernels/alloc.h"
+#include "kernels/cache_impl.h"
 #include "kernels/memlimit_impl.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,9 +223,44 @@ static lt_status verify_bytes(const lt_plan *p, const lt_placement *pl, uint64_t
  * share storage (distribute and init make them so) and each step computes
  * one result per distinct input and shares it (the collectives, the
  * executor). */
+/* A state's bytes are a pure function of the mesh shape, the spec and
+ * whether replicas share; a sweep's plans pass through the same few
+ * hundred states, so the numbers are kept, process-wide (errors are not). */
+typedef struct bytes_rec {
+    int refs;                         /* atomic */
+    uint64_t bytes;
+} bytes_rec;
+static void brec_ref(void *v) { __atomic_add_fetch(&((bytes_rec *)v)->refs, 1, __ATOMIC_RELAXED); }
+static void brec_release(void *v) {
+    bytes_rec *r = v;
+    if (r && !__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL)) lt__free(r);
+}
+static lt__cache bytes_cache = LT__CACHE_INIT(brec_ref, brec_release, 4096);
+
+void lt__state_bytes_clear(void) { lt__cache_clear(&bytes_cache); }
+
 /* A state's bytes: unique (replicas share) or every rank's. */
 static lt_status state_bytes(const lt_spec *s, int unique, uint64_t *out) {
-    return unique ? lt_spec_unique_bytes(s, out) : lt_spec_total_bytes(s, out);
+    static _Thread_local lt__cache_key k;
+    k.n = 0;
+    lt__key_put(&k, (uint64_t)(unique != 0) | (uint64_t)s->mesh->ndim << 8);
+    for (int i = 0; i < s->mesh->ndim; i++) lt__key_put(&k, (uint64_t)s->mesh->shape[i]);
+    lt__key_spec(&k, s);
+    uint64_t h = lt__cache_key_fits(&k) ? lt__cache_key_hash(&k) : 0;
+    bytes_rec *r = h ? lt__cache_get(&bytes_cache, &k, h, 1) : NULL;
+    if (r) {
+        *out = r->bytes;
+        brec_release(r);
+        return LT_OK;
+    }
+    LT_TRY(unique ? lt_spec_unique_bytes(s, out) : lt_spec_total_bytes(s, out));
+    if (h && (r = lt__malloc(sizeof *r))) {   /* optional: skipped without memory */
+        r->refs = 1;
+        r->bytes = *out;
+        lt__cache_put(&bytes_cache, &k, h, r);
+        brec_release(r);
+    }
+    return LT_OK;
 }
 
 lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, int *step) {
