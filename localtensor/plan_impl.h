@@ -369,6 +369,7 @@ typedef struct lt__mc {
     lt__mst *mstate;             /* the state being expanded, NULL: none or not shared */
     unsigned char creg[LT_MESH_MAX_DIMS][LT__MAXC];   /* candidate -> index in ms's registry */
     int msdst;                   /* dst's index in ms's destination registry, -1: none */
+    signed char cpop[LT_MESH_MAX_DIMS][LT__MAXC];     /* candidate's Partial op, -1: none (set with creg) */
     double *rec;                 /* while set, spend() writes its amounts here */
     int nrec;
     int recording;               /* 1: try_move appends to scr (plan_memo.c) */

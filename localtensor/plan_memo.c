@@ -266,6 +266,8 @@ static int tab_put(lt__ms *s, tab *t, uint64_t h1, uint64_t h2, void *v) {
 
 /* ---- attaching a search ---------------------------------------------------------------- */
 
+static int pop_of(const lt_placement *p) { return p->kind == LT_PL_PARTIAL ? (int)p->op : -1; }
+
 static int explicit_rule(const lt_placement *p) { return p->kind == LT_PL_SHARD && p->rule.kind == LT_SPLIT_EXPLICIT; }
 
 void lt__ms_attach(lt__mc *c) {
@@ -305,6 +307,7 @@ void lt__ms_attach(lt__mc *c) {
                 else s->reg[s->nreg++] = c->cand[i][b];
             }
             c->creg[i][b] = (unsigned char)x;
+            c->cpop[i][b] = (signed char)pop_of(&c->cand[i][b]);
         }
     if (ok) {
         int x = 0;
@@ -326,8 +329,6 @@ void lt__ms_detach(lt__mc *c) {
     c->ms = NULL;
     c->mstate = NULL;
 }
-
-static int pop_of(const lt_placement *p) { return p->kind == LT_PL_PARTIAL ? (int)p->op : -1; }
 
 /* ---- layouts of placement lists ------------------------------------------------------- */
 
@@ -575,11 +576,15 @@ static int walk(lt__mc *c, lt__msg *gr, tnode *n, int j, int *prefix, uint64_t k
         *out = key;
         return 1;
     }
-    for (int b = 0; b < c->nc[j]; b++) {
-        if (pop_of(&c->cand[j][b]) != gr->gpop[j]) continue;
-        *total += n->cost;
+    const signed char *cp = c->cpop[j];
+    const unsigned char *cr = c->creg[j];
+    int gp = gr->gpop[j], nc = c->nc[j];
+    double cost = n->cost;
+    for (int b = 0; b < nc; b++) {
+        if (cp[b] != gp) continue;
+        *total += cost;
         (*nsp)++;
-        int ri = c->creg[j][b];
+        int ri = cr[b];
         int v = vget(n, ri);
         if (v == V_UNKNOWN) {
             ms_lock(c->ms);
@@ -685,8 +690,10 @@ static int lnode_fill(lt__mc *c, const lt__list *a, const signed char *apop, tno
 /* Makes sure every node the walk of c's order reaches is known: 0, -1. */
 static int lw_prep(lt__mc *c, const lt__list *a, const signed char *apop, tnode *n, int j, int *prefix) {
     unsigned seen = 0;
-    for (int b = 0; b < c->nc[j]; b++) {
-        if (pop_of(&c->cand[j][b]) != apop[j]) continue;
+    const signed char *cp = c->cpop[j];
+    int ap = apop[j], nc = c->nc[j];
+    for (int b = 0; b < nc; b++) {
+        if (cp[b] != ap) continue;
         int ri = c->creg[j][b], v = vget(n, ri);
         if (v == V_UNKNOWN) {
             ms_lock(c->ms);
@@ -707,10 +714,13 @@ static int lw_prep(lt__mc *c, const lt__list *a, const signed char *apop, tnode 
 static lt_status lw_replay(lt__mc *c, int from, const signed char *apop, uint64_t akey, tnode *n, int j, uint64_t key,
                            int empties) {
     unsigned seen = 0;
-    for (int b = 0; b < c->nc[j]; b++) {
-        if (pop_of(&c->cand[j][b]) != apop[j]) continue;
+    const signed char *cp = c->cpop[j];
+    const unsigned char *cr = c->creg[j];
+    int ap = apop[j], nc = c->nc[j];
+    for (int b = 0; b < nc; b++) {
+        if (cp[b] != ap) continue;
         if (lt__mc_spend(c, n->cost)) return LT_OVERFLOW;
-        int v = vget(n, c->creg[j][b]);
+        int v = vget(n, cr[b]);
         if (!v || (seen & 1u << (v & 15))) continue;
         seen |= 1u << (v & 15);
         uint64_t k = key | (uint64_t)b << (8 * j);
