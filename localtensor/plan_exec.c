@@ -240,16 +240,17 @@ static void layset_release(void *v) {
 }
 
 /* Sets of at most LAYSET_MAX_IDX index entries in all are kept (a sweep's
- * are a few hundred bytes each), 512 of them. */
+ * are a few hundred bytes each), 256 of them. */
 #define LAYSET_MAX_IDX 4096
-static lt__cache layset_cache = LT__CACHE_INIT(layset_ref, layset_release, 512);
+static lt__cache layset_cache = LT__CACHE_INIT(layset_ref, layset_release, 256);
 
 void lt__move_layouts_clear(void) { lt__cache_clear(&layset_cache); }
 
 /* Every rank's layout of s: *out, a reference the caller drops with
- * layset_release (cached, or made now and offered to the cache when small).
- * The errors of lt_spec_layout_rank; nothing held on error. */
-static lt_status layouts_of(const lt_spec *s, layset **out) {
+ * layset_release (cached, or made now and offered to the cache when small;
+ * cache 0: made now, the cache untouched). The errors of
+ * lt_spec_layout_rank; nothing held on error. */
+static lt_status layouts_of(const lt_spec *s, int cache, layset **out) {
     const lt_mesh *mesh = s->mesh;
     int W = mesh->world;
     static _Thread_local lt__cache_key k;
@@ -257,7 +258,7 @@ static lt_status layouts_of(const lt_spec *s, layset **out) {
     lt__key_put(&k, (uint64_t)mesh->ndim);
     for (int i = 0; i < mesh->ndim; i++) lt__key_put(&k, (uint64_t)mesh->shape[i]);
     lt__key_spec(&k, s);
-    uint64_t h = lt__cache_key_fits(&k) ? lt__cache_key_hash(&k) : 0;
+    uint64_t h = cache && lt__cache_key_fits(&k) ? lt__cache_key_hash(&k) : 0;
     *out = h ? lt__cache_get(&layset_cache, &k, h, 1) : NULL;
     if (*out) return LT_OK;
     layset *ls = lt__calloc(1, sizeof *ls + sizeof(lt_rank_layout) * (size_t)W);
@@ -295,7 +296,7 @@ static lt_status layouts_of(const lt_spec *s, layset **out) {
 /* ---- one step ------------------------------------------------------------------------ */
 
 lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps, lt_tensor *const *in,
-                       lt_tensor **out) {
+                       lt_tensor **out, int cache) {
     const lt_mesh *mesh = from->mesh;
     lt_spec to = lt__spec_with(from, ps->after);
     const lt__move *m = ps->move_;
@@ -307,8 +308,8 @@ lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *p
     memset(have, 0, sizeof have);
     memset(have2, 0, sizeof have2);
     lt_status st = rcv && grp ? LT_OK : nomem();
-    if (!st) st = layouts_of(from, &sa);
-    if (!st) st = layouts_of(&to, &sb);
+    if (!st) st = layouts_of(from, cache, &sa);
+    if (!st) st = layouts_of(&to, cache, &sb);
     const lt_rank_layout *la = sa ? sa->l : NULL, *lb = sb ? sb->l : NULL;
     if (!st) st = collective(comm, m, in, rcv);
     lt_placement part[LT_MESH_MAX_DIMS];

@@ -71,13 +71,15 @@ const char *lt__step_kind_local(lt__step_kind k);
  * returned). */
 lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, int *step);
 /* The same, counting every rank's shard when `unique` is 0 (a source whose
- * replicas hold buffers of their own: the steps copy them rank by rank). */
-lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, uint64_t *bytes, int *step);
+ * replicas hold buffers of their own: the steps copy them rank by rank);
+ * cache 0: the process-wide cache of states' bytes is neither read nor
+ * filled (a redistribute with no_cache). */
+lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, int cache, uint64_t *bytes, int *step);
 /* LT_NOMEM with the message of lt_check_memory (naming the peak step) when
  * that peak, plus the source's shards when with_source (a caller that has
  * not built the source yet), does not fit in memory; LT_OK otherwise.
  * _ex: unique as above. */
-lt_status lt__plan_check_memory_ex(const lt_plan *plan, int verify, int with_source, int unique);
+lt_status lt__plan_check_memory_ex(const lt_plan *plan, int verify, int with_source, int unique, int cache);
 lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source);
 
 /* ---- layouts and bytes of the rule table (plan_rules.c), planning (plan.c) ---------- */
@@ -493,10 +495,11 @@ void lt__ms_layout_put(lt__mc *c, uint64_t key, const lt__list *lay);
 /* Loads gr's blocks into c->G, c->Gempty, c->gpop. */
 void lt__ms_g_load(lt__mc *c, const lt__msg *gr);
 /* Where g keeps the lower bound of c's destination (the search's bound of
- * a state holding g's blocks) plus 1, 0 while unknown; read and written
+ * a state holding g's blocks) plus 1, 0 while unknown (bounds of 2^32 - 1
+ * bytes or more are not kept); read and written
  * with relaxed atomics (every search computes the same value). NULL: not
  * kept (not shared, the space's destination registry is full, no memory). */
-uint64_t *lt__ms_lb_slot(lt__mc *c, lt__msg *g);
+uint32_t *lt__ms_lb_slot(lt__mc *c, lt__msg *g);
 /* Empties the shared spaces (lt_plan_cache_clear). */
 void lt__ms_clear(void);
 
@@ -508,8 +511,10 @@ lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, int sha
 
 /* Runs step ps (a min-cost step: ps->move_ set) on the shards `in` of the checked
  * state `from` (borrowed), into out[world] (new tensors; all NULL on error). The
- * local work is derived from the index lists of layout math. */
+ * local work is derived from the index lists of layout math. cache 0: the
+ * process-wide cache of states' layouts is neither read nor filled (a
+ * redistribute with no_cache). */
 lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps, lt_tensor *const *in,
-                       lt_tensor **out);
+                       lt_tensor **out, int cache);
 
 #endif

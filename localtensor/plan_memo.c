@@ -88,8 +88,9 @@ struct lt__msg {
     lt__list *blocks;                 /* (W, ndim) what each rank holds */
     unsigned char *empty;             /* (W) */
     tnode *root;                      /* dec's; atomic, NULL until needed */
-    uint64_t *lb;                     /* (MS_DREG) atomic, NULL until needed: per destination
-                                       * of the registry, the lower bound + 1, 0 unknown */
+    uint32_t *lb;                     /* (MS_DREG) atomic, NULL until needed: per destination
+                                       * of the registry, the lower bound + 1, 0 unknown (a
+                                       * bound of 2^32 - 1 bytes or more is not kept) */
 };
 
 /* A move from one state: the move, whether it is one (r 1) or not, the
@@ -480,12 +481,12 @@ static lt__msg *g_make_locked(lt__mc *c, uint64_t h1, uint64_t h2) {
     return gr;
 }
 
-uint64_t *lt__ms_lb_slot(lt__mc *c, lt__msg *g) {
+uint32_t *lt__ms_lb_slot(lt__mc *c, lt__msg *g) {
     if (!c->ms || c->msdst < 0) return NULL;
-    uint64_t *lb = __atomic_load_n(&g->lb, __ATOMIC_ACQUIRE);
+    uint32_t *lb = __atomic_load_n(&g->lb, __ATOMIC_ACQUIRE);
     if (!lb) {
         ms_lock(c->ms);
-        if (!(lb = g->lb) && (lb = ms_alloc(c->ms, sizeof(uint64_t) * MS_DREG))) __atomic_store_n(&g->lb, lb, __ATOMIC_RELEASE);
+        if (!(lb = g->lb) && (lb = ms_alloc(c->ms, sizeof(uint32_t) * MS_DREG))) __atomic_store_n(&g->lb, lb, __ATOMIC_RELEASE);
         ms_unlock(c->ms);
         if (!lb) return NULL;
     }

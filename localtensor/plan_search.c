@@ -106,14 +106,14 @@ static lt_status node_get(lt__mc *c, uint64_t key, const lt__list *rk, lt__msg *
         c->nodes[n].h = 0;
         return LT_OK;
     }
-    uint64_t *slot = g ? lt__ms_lb_slot(c, g) : NULL, known = slot ? __atomic_load_n(slot, __ATOMIC_RELAXED) : 0;
+    uint32_t *slot = g ? lt__ms_lb_slot(c, g) : NULL, known = slot ? __atomic_load_n(slot, __ATOMIC_RELAXED) : 0;
     if (known) {
         c->nodes[n].h = known - 1;
         return LT_OK;
     }
     uint64_t h = lower_bound(c, rk);
     c->nodes[n].h = h;
-    if (slot && h != UINT64_MAX) __atomic_store_n(slot, h + 1, __ATOMIC_RELAXED);
+    if (slot && h < UINT32_MAX) __atomic_store_n(slot, (uint32_t)(h + 1), __ATOMIC_RELAXED);
     return LT_OK;
 }
 

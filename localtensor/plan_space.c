@@ -240,8 +240,9 @@ static void prune_release(void *v) {
     if (r && !__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL)) lt__free(r);
 }
 
-/* 1024 levels: about 2 MB at most with two tensor dims. */
-static lt__cache prune_cache = LT__CACHE_INIT(prune_ref, prune_release, 1024);
+/* 512 levels: about 0.6 MB at most with two tensor dims (a strided 2x2x2
+ * sweep prunes about 300 distinct levels per shape). */
+static lt__cache prune_cache = LT__CACHE_INIT(prune_ref, prune_release, 512);
 
 void lt__mc_space_clear(void) { lt__cache_clear(&prune_cache); }
 

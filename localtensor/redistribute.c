@@ -127,8 +127,8 @@ static lt_status partition(const lt_tensor *t, const lt_mesh *mesh, int i, lt_re
 /* ---- one step -------------------------------------------------------------------- */
 
 static lt_status run_step(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps, lt_tensor *const *in,
-                          lt_tensor **out) {
-    if (ps->move_) return lt__move_run(comm, from, ps, in, out);   /* a min-cost step */
+                          lt_tensor **out, int cache) {
+    if (ps->move_) return lt__move_run(comm, from, ps, in, out, cache);   /* a min-cost step */
     const lt_mesh *mesh = from->mesh;
     const lt_placement *before = from->placements;
     int i = ps->mesh_dim, m = mesh->shape[i], W = mesh->world;
@@ -235,12 +235,14 @@ static void brec_release(void *v) {
     bytes_rec *r = v;
     if (r && !__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL)) lt__free(r);
 }
-static lt__cache bytes_cache = LT__CACHE_INIT(brec_ref, brec_release, 4096);
+static lt__cache bytes_cache = LT__CACHE_INIT(brec_ref, brec_release, 2048);
 
 void lt__state_bytes_clear(void) { lt__cache_clear(&bytes_cache); }
 
-/* A state's bytes: unique (replicas share) or every rank's. */
-static lt_status state_bytes(const lt_spec *s, int unique, uint64_t *out) {
+/* A state's bytes: unique (replicas share) or every rank's; cache: read
+ * and fill bytes_cache. */
+static lt_status state_bytes(const lt_spec *s, int unique, int cache, uint64_t *out) {
+    if (!cache) return unique ? lt_spec_unique_bytes(s, out) : lt_spec_total_bytes(s, out);
     static _Thread_local lt__cache_key k;
     k.n = 0;
     lt__key_put(&k, (uint64_t)(unique != 0) | (uint64_t)s->mesh->ndim << 8);
@@ -264,16 +266,16 @@ static lt_status state_bytes(const lt_spec *s, int unique, uint64_t *out) {
 }
 
 lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, int *step) {
-    return lt__plan_peak_bytes_ex(plan, verify, 1, bytes, step);
+    return lt__plan_peak_bytes_ex(plan, verify, 1, 1, bytes, step);
 }
 
-lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, uint64_t *bytes, int *step) {
+lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, int cache, uint64_t *bytes, int *step) {
     const lt_mesh *mesh = &plan->mesh;
     uint64_t prev, peak = 0, v;
     *bytes = 0;
     *step = -1;
     lt_spec spec = lt__plan_spec(plan, plan->src);
-    LT_TRY(state_bytes(&spec, unique, &prev));
+    LT_TRY(state_bytes(&spec, unique, cache, &prev));
     if (plan->nsteps == 0) { /* the result views the source; only verification allocates */
         if (verify) LT_TRY(verify_bytes(plan, plan->dst, &peak));
         *bytes = peak;
@@ -284,7 +286,7 @@ lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, ui
         const lt_placement *before = plan->states_ + (size_t)s * (size_t)mesh->ndim;
         uint64_t next;
         spec = lt__plan_spec(plan, ps->after);
-        LT_TRY(state_bytes(&spec, unique, &next));
+        LT_TRY(state_bytes(&spec, unique, cache, &next));
         /* running: the previous step's output (the source itself for step 1) and
          * this one's, plus the collective's result a min-cost step or a strided
          * gather reorders */
@@ -308,13 +310,13 @@ lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, ui
 }
 
 lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source) {
-    return lt__plan_check_memory_ex(plan, verify, with_source, 1);
+    return lt__plan_check_memory_ex(plan, verify, with_source, 1, 1);
 }
 
-lt_status lt__plan_check_memory_ex(const lt_plan *plan, int verify, int with_source, int unique) {
+lt_status lt__plan_check_memory_ex(const lt_plan *plan, int verify, int with_source, int unique, int cache) {
     uint64_t need, src = 0;
     int step;
-    LT_TRY(lt__plan_peak_bytes_ex(plan, verify, unique, &need, &step));
+    LT_TRY(lt__plan_peak_bytes_ex(plan, verify, unique, cache, &need, &step));
     if (with_source) {
         lt_spec spec = lt__plan_spec(plan, plan->src);
         LT_TRY(lt_spec_unique_bytes(&spec, &src));
@@ -398,7 +400,8 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         int k = lt__replica_class(mesh, dt->placements, r);
         shared = k == r || lt_tensor_same_view(dt->local->shards[r], dt->local->shards[k]);
     }
-    if (!st) st = lt__plan_check_memory_ex(plan, verify, 0, shared);
+    int cache = !(opts && opts->no_cache);   /* no_cache: the state caches are neither read nor filled either */
+    if (!st) st = lt__plan_check_memory_ex(plan, verify, 0, shared, cache);
     if (st) {
         run_ctx(opts, plan, ctx, sizeof ctx);
         st = lt__err_ctx_in(st, "redistribute", "%s", ctx);
@@ -411,7 +414,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         lt_dtensor *nx = NULL;
         st = lt_local_new(mesh, &local);
         lt_spec from = lt__spec_with(lt_dtensor_spec(dt), before);
-        if (!st) st = run_step(comm, &from, ps, cur->local->shards, local->shards);
+        if (!st) st = run_step(comm, &from, ps, cur->local->shards, local->shards, cache);
         lt_spec spec = lt__spec_with(lt_dtensor_spec(dt), ps->after);
         if (!st) st = lt__dtensor_wrap(local, &spec, &nx);
         else lt_local_free(local);
