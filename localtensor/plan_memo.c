@@ -13,8 +13,11 @@
  *     its bytes, and the work the search charged for computing it;
  *   - per state: the tree of its local picks (local_walk) and, per mesh dim
  *     and candidate, its permute (sigma and result);
- *   - per result (what every rank holds): its unions' work, and the tree of
- *     dec (plan_moves.c): which candidate matches after which prefix.
+ *   - per result (what every rank holds): its unions' work, the tree of
+ *     dec (plan_moves.c): which candidate matches after which prefix, and
+ *     per destination (a registry of them) the search's lower bound;
+ *   - per placement list (its registry indices): its layout, shared
+ *     read-only with the nodes of every search, and its state record.
  * Candidates are told apart by a registry of placements, so searches whose
  * candidate lists differ in order (each puts its source and destination
  * first) share the same records and walk them in their own order.

@@ -709,11 +709,9 @@ static void test_expect_full_holders(void **state) {
     free(out), free(err);
 }
 
-/* A redistribute's result names its own plan when a check of it fails,
- * even after later redistributes made other plans (the text is spelled
- * only when the failure asks for it): y's plan is the local slice of the
- * redistribute at line 6, not z's all_gather at line 7; an expect_plan
- * that fails names the last plan. */
+/* A failed check of y names y's own plan (line 6's local slice, spelled only
+ * when asked), not the later all_gather of line 7, which a failed
+ * expect_plan names. */
 static void test_origin_is_own_plan(void **state) {
     (void)state;
     char *out, *err;
