@@ -80,7 +80,10 @@ static void build_key(lt__cache_key *k, const lt_spec *src, const lt_placement *
 
 void lt_plan_cache_clear(void) {
     lt__cache_clear(&plan_cache);
-    lt__ms_clear();   /* the searches' shared spaces (plan_memo.c) */
+    lt__ms_clear();        /* the searches' shared spaces (plan_memo.c) */
+    lt__mc_space_clear();  /* their level prunings (plan_space.c) */
+    lt__move_layouts_clear();   /* the executor's layouts (plan_exec.c) */
+    lt__state_bytes_clear();    /* the memory estimate's state bytes (redistribute.c) */
 }
 
 void lt_plan_cache_stats(size_t *hits, size_t *misses, size_t *entries) {

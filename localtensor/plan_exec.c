@@ -9,11 +9,18 @@
  * positions are consecutive) picks and reorders. A rank whose next shard
  * holds nothing gets an empty tensor of that shape. The redistribute tests
  * check every resulting state against the verifier's direct reshard.
+ *
+ * Every rank's layout of a state is a pure function of the mesh shape, the
+ * global shape and the placements; a sweep runs the same few hundred
+ * states again and again (each step's next state is the next step's
+ * previous one), so small layout sets are kept in a process-wide cache
+ * (layouts_of) and shared read-only.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/alloc.h"
+#include "kernels/cache_impl.h"
 #include "localtensor/dtensor.h"
 #include "localtensor/layout.h"
 #include "localtensor/plan_impl.h"
@@ -208,30 +215,101 @@ static lt_status collective(lt_comm *comm, const lt__move *m, lt_tensor *const *
     }
 }
 
+/* ---- every rank's layout of a state, cached ------------------------------------------ */
+
+/* The layouts of every rank of one spec. A rank's layout is its replica
+ * class's (coordinates on R dims do not change it; the class has them 0,
+ * so it comes first): the class owns the index lists, the replicas hold
+ * shallow copies (freed only once). Immutable once made; reference-counted. */
+typedef struct layset {
+    int refs;                     /* atomic */
+    int W;
+    unsigned char *own;           /* (W) 1: l[r] owns its lists */
+    lt_rank_layout l[];           /* (W) */
+} layset;
+
+static void layset_ref(void *v) { __atomic_add_fetch(&((layset *)v)->refs, 1, __ATOMIC_RELAXED); }
+static void layset_release(void *v) {
+    layset *s = v;
+    if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL)) return;
+    for (int r = 0; r < s->W; r++)
+        if (s->own[r]) lt_rank_layout_free(&s->l[r]);
+    lt__free(s->own);
+    lt__free(s);
+}
+
+/* Sets of at most LAYSET_MAX_IDX index entries in all are kept (a sweep's
+ * are a few hundred bytes each), 256 of them. */
+#define LAYSET_MAX_IDX 4096
+static lt__cache layset_cache = LT__CACHE_INIT(layset_ref, layset_release, 256);
+
+void lt__move_layouts_clear(void) { lt__cache_clear(&layset_cache); }
+
+/* Every rank's layout of s: *out, a reference the caller drops with
+ * layset_release (cached, or made now and offered to the cache when small;
+ * cache 0: made now, the cache untouched). The errors of
+ * lt_spec_layout_rank; nothing held on error. */
+static lt_status layouts_of(const lt_spec *s, int cache, layset **out) {
+    const lt_mesh *mesh = s->mesh;
+    int W = mesh->world;
+    static _Thread_local lt__cache_key k;
+    k.n = 0;
+    lt__key_put(&k, (uint64_t)mesh->ndim);
+    for (int i = 0; i < mesh->ndim; i++) lt__key_put(&k, (uint64_t)mesh->shape[i]);
+    lt__key_spec(&k, s);
+    uint64_t h = cache && lt__cache_key_fits(&k) ? lt__cache_key_hash(&k) : 0;
+    *out = h ? lt__cache_get(&layset_cache, &k, h, 1) : NULL;
+    if (*out) return LT_OK;
+    layset *ls = lt__calloc(1, sizeof *ls + sizeof(lt_rank_layout) * (size_t)W);
+    unsigned char *own = ls ? lt__calloc((size_t)W, 1) : NULL;
+    if (!own) {
+        lt__free(ls);
+        return nomem();
+    }
+    ls->refs = 1;
+    ls->W = W;
+    ls->own = own;
+    lt_status st = LT_OK;
+    size_t nidx = 0;
+    for (int r = 0; r < W && !st; r++) {
+        int kr = lt__replica_class(mesh, s->placements, r);
+        if (kr != r) {
+            ls->l[r] = ls->l[kr];
+            continue;
+        }
+        st = lt_spec_layout_rank(s, r, &ls->l[r]);
+        if (st) break;
+        own[r] = 1;
+        for (int d = 0; d < s->ndim; d++)
+            if (ls->l[r].idx[d]) nidx += (size_t)ls->l[r].local_shape[d];
+    }
+    if (st) {
+        layset_release(ls);
+        return st;
+    }
+    if (h && nidx <= LAYSET_MAX_IDX) lt__cache_put(&layset_cache, &k, h, ls);
+    *out = ls;
+    return LT_OK;
+}
+
+/* ---- one step ------------------------------------------------------------------------ */
+
 lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps, lt_tensor *const *in,
-                       lt_tensor **out) {
+                       lt_tensor **out, int cache) {
     const lt_mesh *mesh = from->mesh;
     lt_spec to = lt__spec_with(from, ps->after);
     const lt__move *m = ps->move_;
     int W = mesh->world, i = m->mesh_dim, n = mesh->shape[i], nd = m->ndim;
-    lt_rank_layout *la = lt__calloc((size_t)W, sizeof *la), *lb = lt__calloc((size_t)W, sizeof *lb);
+    layset *sa = NULL, *sb = NULL;
     lt_tensor **rcv = lt__calloc((size_t)W, sizeof *rcv);
     int *grp = lt__malloc(sizeof(int) * (size_t)n);
     ilist have[LT_MAX_DIMS], have2[LT_MAX_DIMS];   /* rank r's received indices; its class's */
     memset(have, 0, sizeof have);
     memset(have2, 0, sizeof have2);
-    lt_status st = la && lb && rcv && grp ? LT_OK : nomem();
-    /* a rank's layout is its replica class's (coordinates on R dims do not
-     * change it; the class has them 0, so it comes first): the class owns
-     * the index lists, the replicas hold shallow copies (freed only once) */
-    for (int r = 0; r < W && !st; r++) {
-        int ka = lt__replica_class(mesh, from->placements, r), kb = lt__replica_class(mesh, to.placements, r);
-        if (ka != r) la[r] = la[ka];
-        else st = lt_spec_layout_rank(from, r, &la[r]);
-        if (st) break;
-        if (kb != r) lb[r] = lb[kb];
-        else st = lt_spec_layout_rank(&to, r, &lb[r]);
-    }
+    lt_status st = rcv && grp ? LT_OK : nomem();
+    if (!st) st = layouts_of(from, cache, &sa);
+    if (!st) st = layouts_of(&to, cache, &sb);
+    const lt_rank_layout *la = sa ? sa->l : NULL, *lb = sb ? sb->l : NULL;
     if (!st) st = collective(comm, m, in, rcv);
     lt_placement part[LT_MESH_MAX_DIMS];
     for (int j = 0; j < mesh->ndim; j++) part[j] = j == i ? lt_partial(m->op) : lt_replicate();
@@ -267,17 +345,13 @@ lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *p
         if (!st) st = reshape_to(t, have, nd, b, m->kind != LT__MV_PARTITION, &out[r]);
         if (!st && m->kind == LT__MV_PARTITION) st = lt__partition(out[r], mesh, part);
     }
-    for (int r = 0; la && r < W; r++)
-        if (lt__replica_class(mesh, from->placements, r) == r) lt_rank_layout_free(&la[r]);
-    for (int r = 0; lb && r < W; r++)
-        if (lt__replica_class(mesh, to.placements, r) == r) lt_rank_layout_free(&lb[r]);
+    layset_release(sa);
+    layset_release(sb);
     for (int r = 0; rcv && r < W; r++) lt_tensor_free(rcv[r]);
     for (int d = 0; d < LT_MAX_DIMS; d++) {
         lt__free(have[d].v);
         lt__free(have2[d].v);
     }
-    lt__free(la);
-    lt__free(lb);
     lt__free(rcv);
     lt__free(grp);
     if (st)

@@ -71,13 +71,15 @@ const char *lt__step_kind_local(lt__step_kind k);
  * returned). */
 lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, int *step);
 /* The same, counting every rank's shard when `unique` is 0 (a source whose
- * replicas hold buffers of their own: the steps copy them rank by rank). */
-lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, uint64_t *bytes, int *step);
+ * replicas hold buffers of their own: the steps copy them rank by rank);
+ * cache 0: the process-wide cache of states' bytes is neither read nor
+ * filled (a redistribute with no_cache). */
+lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, int cache, uint64_t *bytes, int *step);
 /* LT_NOMEM with the message of lt_check_memory (naming the peak step) when
  * that peak, plus the source's shards when with_source (a caller that has
  * not built the source yet), does not fit in memory; LT_OK otherwise.
  * _ex: unique as above. */
-lt_status lt__plan_check_memory_ex(const lt_plan *plan, int verify, int with_source, int unique);
+lt_status lt__plan_check_memory_ex(const lt_plan *plan, int verify, int with_source, int unique, int cache);
 lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source);
 
 /* ---- layouts and bytes of the rule table (plan_rules.c), planning (plan.c) ---------- */
@@ -265,6 +267,7 @@ typedef struct lt__node {
     int steps, prev;
     lt__mv mv;         /* the move from prev */
     unsigned char done;
+    unsigned char lay_shared;   /* lay is the shared space's (lt__ms_layout_get): not freed here */
 } lt__node;
 
 /* ---- search bookkeeping of both planners (plan_frontier.c) ------------------------ */
@@ -367,6 +370,8 @@ typedef struct lt__mc {
     lt__ms *ms;                  /* one reference */
     lt__mst *mstate;             /* the state being expanded, NULL: none or not shared */
     unsigned char creg[LT_MESH_MAX_DIMS][LT__MAXC];   /* candidate -> index in ms's registry */
+    int msdst;                   /* dst's index in ms's destination registry, -1: none */
+    signed char cpop[LT_MESH_MAX_DIMS][LT__MAXC];     /* candidate's Partial op, -1: none (set with creg) */
     double *rec;                 /* while set, spend() writes its amounts here */
     int nrec;
     int recording;               /* 1: try_move appends to scr (plan_memo.c) */
@@ -375,8 +380,18 @@ typedef struct lt__mc {
 } lt__mc;
 
 /* The candidates and split rules of c (mesh, shape, src, dst and frozen
- * set; plan_space.c). LT_OK or LT_NOMEM (message set). */
-lt_status lt__mc_space(lt__mc *c);
+ * set; plan_space.c). memo: read and fill the process-wide memo of level
+ * prunings (shared searches). LT_OK or LT_NOMEM (message set). */
+lt_status lt__mc_space(lt__mc *c, int memo);
+
+/* Empties the memo of level prunings (lt_plan_cache_clear). */
+void lt__mc_space_clear(void);
+/* Empties the cache of every rank's layout of a state that lt__move_run
+ * keeps (plan_exec.c; lt_plan_cache_clear). */
+void lt__move_layouts_clear(void);
+/* Empties the cache of states' bytes of the memory estimate
+ * (redistribute.c; lt_plan_cache_clear). */
+void lt__state_bytes_clear(void);
 
 /* Key of placement list pl (candidate indices); pl from the candidates. */
 uint64_t lt__mc_key(const lt__mc *c, const lt_placement *pl);
@@ -392,6 +407,11 @@ lt_status lt__mc_expand(lt__mc *c, int from);
 /* Edge from node `from` to the state of key, whose ranks hold rk (W x ndim
  * lists, read before anything else is allocated). */
 lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv, const lt__list *rk);
+/* lt__mc_relax of a shared record g's state (rk: g's blocks): a new node's
+ * lower bound is read from g when this destination's is known there, else
+ * computed and kept there (lt__ms_lb_slot). */
+lt_status lt__mc_relax_g(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv, const lt__list *rk,
+                         lt__msg *g);
 /* Builds node idx's layout when it has none yet. LT_OK or LT_NOMEM. */
 lt_status lt__mc_layout(lt__mc *c, int idx);
 /* Re-evaluates move mv from node `from`: bytes per rank into c->recv,
@@ -466,8 +486,20 @@ lt__msg *lt__ms_g_get(lt__mc *c, uint64_t h1, uint64_t h2);
 /* Unions and dec replayed from gr: the same answer and the same work
  * charged; -3 when the record cannot answer (nothing charged). */
 int lt__ms_dec(lt__mc *c, lt__msg *gr, uint64_t *key);
+/* The shared space's layout of the placement list of c's key (read-only,
+ * alive while c holds the space), or NULL: not recorded, or not shared. */
+const lt__list *lt__ms_layout_get(lt__mc *c, uint64_t key);
+/* Records layout lay (off[M + 1] lists; copied) of the list of key, unless
+ * known, full or out of memory. */
+void lt__ms_layout_put(lt__mc *c, uint64_t key, const lt__list *lay);
 /* Loads gr's blocks into c->G, c->Gempty, c->gpop. */
 void lt__ms_g_load(lt__mc *c, const lt__msg *gr);
+/* Where g keeps the lower bound of c's destination (the search's bound of
+ * a state holding g's blocks) plus 1, 0 while unknown (bounds of 2^32 - 1
+ * bytes or more are not kept); read and written
+ * with relaxed atomics (every search computes the same value). NULL: not
+ * kept (not shared, the space's destination registry is full, no memory). */
+uint32_t *lt__ms_lb_slot(lt__mc *c, lt__msg *g);
 /* Empties the shared spaces (lt_plan_cache_clear). */
 void lt__ms_clear(void);
 
@@ -479,8 +511,10 @@ lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, int sha
 
 /* Runs step ps (a min-cost step: ps->move_ set) on the shards `in` of the checked
  * state `from` (borrowed), into out[world] (new tensors; all NULL on error). The
- * local work is derived from the index lists of layout math. */
+ * local work is derived from the index lists of layout math. cache 0: the
+ * process-wide cache of states' layouts is neither read nor filled (a
+ * redistribute with no_cache). */
 lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps, lt_tensor *const *in,
-                       lt_tensor **out);
+                       lt_tensor **out, int cache);
 
 #endif

@@ -13,8 +13,11 @@
  *     its bytes, and the work the search charged for computing it;
  *   - per state: the tree of its local picks (local_walk) and, per mesh dim
  *     and candidate, its permute (sigma and result);
- *   - per result (what every rank holds): its unions' work, and the tree of
- *     dec (plan_moves.c): which candidate matches after which prefix.
+ *   - per result (what every rank holds): its unions' work, the tree of
+ *     dec (plan_moves.c): which candidate matches after which prefix, and
+ *     per destination (a registry of them) the search's lower bound;
+ *   - per placement list (its registry indices): its layout, shared
+ *     read-only with the nodes of every search, and its state record.
  * Candidates are told apart by a registry of placements, so searches whose
  * candidate lists differ in order (each puts its source and destination
  * first) share the same records and walk them in their own order.
@@ -50,6 +53,7 @@
 #include "localtensor/plan_impl.h"
 
 #define MS_REG 64                  /* placements one space tells apart */
+#define MS_DREG 64                 /* destinations one space keeps lower bounds for */
 #define MS_MAX_BYTES (12u << 20)   /* records of one space */
 #define MS_SPACES 2                /* spaces kept */
 #define MS_CHUNK (64u << 10)       /* records are carved from chunks of this size */
@@ -87,6 +91,9 @@ struct lt__msg {
     lt__list *blocks;                 /* (W, ndim) what each rank holds */
     unsigned char *empty;             /* (W) */
     tnode *root;                      /* dec's; atomic, NULL until needed */
+    uint32_t *lb;                     /* (MS_DREG) atomic, NULL until needed: per destination
+                                       * of the registry, the lower bound + 1, 0 unknown (a
+                                       * bound of 2^32 - 1 bytes or more is not kept) */
 };
 
 /* A move from one state: the move, whether it is one (r 1) or not, the
@@ -114,6 +121,13 @@ typedef struct sigrec {
     struct sigrec *next;
     int sigma[];                      /* (mesh dim size) */
 } sigrec;
+
+/* A placement list's layout (off[M + 1] lists) and, once entered, its
+ * state record (atomic), under the list's registry indices. */
+typedef struct lrec {
+    lt__list *lay;
+    lt__mst *st;
+} lrec;
 
 struct lt__mst {
     uint64_t h1, h2;
@@ -146,9 +160,12 @@ struct lt__ms {
     size_t bytes;
     int nreg;
     lt_placement reg[MS_REG];
+    int ndreg;                        /* destinations (effective lists, M entries each) */
+    lt_placement dreg[MS_DREG][LT_MESH_MAX_DIMS];
     chunk *chunks;
     lt__arena runs;
     tab states, gs;
+    tab lays;                         /* registry indices of a list -> lrec */
 };
 
 /* ---- the space and its memory ---------------------------------------------------------- */
@@ -166,6 +183,7 @@ static void ms_release(void *v) {
     if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL)) return;
     lt__free(s->states.s);
     lt__free(s->gs.s);
+    lt__free(s->lays.s);
     while (s->chunks) {
         chunk *n = s->chunks->next;
         lt__free(s->chunks);
@@ -252,12 +270,15 @@ static int tab_put(lt__ms *s, tab *t, uint64_t h1, uint64_t h2, void *v) {
 
 /* ---- attaching a search ---------------------------------------------------------------- */
 
+static int pop_of(const lt_placement *p) { return p->kind == LT_PL_PARTIAL ? (int)p->op : -1; }
+
 static int explicit_rule(const lt_placement *p) { return p->kind == LT_PL_SHARD && p->rule.kind == LT_SPLIT_EXPLICIT; }
 
 void lt__ms_attach(lt__mc *c) {
     const lt__geo *g = &c->g;
     c->ms = NULL;
     c->mstate = NULL;
+    c->msdst = -1;
     /* explicit sizes point at interned lists a space must not outlive */
     for (int q = 0; q < c->nrules; q++)
         if (c->rules[q].kind == LT_SPLIT_EXPLICIT) return;
@@ -290,7 +311,14 @@ void lt__ms_attach(lt__mc *c) {
                 else s->reg[s->nreg++] = c->cand[i][b];
             }
             c->creg[i][b] = (unsigned char)x;
+            c->cpop[i][b] = (signed char)pop_of(&c->cand[i][b]);
         }
+    if (ok) {
+        int x = 0;
+        while (x < s->ndreg && !lt_placements_equal(s->dreg[x], c->dst, g->M)) x++;
+        if (x == s->ndreg && x < MS_DREG) memcpy(s->dreg[s->ndreg++], c->dst, sizeof(lt_placement) * (size_t)g->M);
+        c->msdst = x < s->ndreg ? x : -1;
+    }
     ms_unlock(s);
     if (!ok) {
         ms_release(s);
@@ -306,13 +334,54 @@ void lt__ms_detach(lt__mc *c) {
     c->mstate = NULL;
 }
 
-static int pop_of(const lt_placement *p) { return p->kind == LT_PL_PARTIAL ? (int)p->op : -1; }
+/* ---- layouts of placement lists ------------------------------------------------------- */
+
+/* The registry indices of the list of c's key, 8 bits per mesh dim (the
+ * registry has MS_REG <= 256 entries): the same for every search of the
+ * space; its table hash. */
+static uint64_t reg_key(const lt__mc *c, uint64_t key) {
+    uint64_t rk = 0;
+    for (int i = 0; i < c->g.M; i++) rk |= (uint64_t)c->creg[i][(key >> (8 * i)) & 0xff] << (8 * i);
+    return rk;
+}
+static uint64_t reg_hash(uint64_t rk) {
+    uint64_t h = (rk + 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
+    return h ^ (h >> 31);
+}
+
+static lrec *lrec_find(lt__mc *c, uint64_t rk) {
+    ms_lock(c->ms);
+    lrec *r = tab_find(&c->ms->lays, reg_hash(rk), rk);
+    ms_unlock(c->ms);
+    return r;
+}
+
+const lt__list *lt__ms_layout_get(lt__mc *c, uint64_t key) {
+    if (!c->ms) return NULL;
+    lrec *r = lrec_find(c, reg_key(c, key));
+    return r ? r->lay : NULL;
+}
+
+void lt__ms_layout_put(lt__mc *c, uint64_t key, const lt__list *lay) {
+    if (!c->ms) return;
+    lt__ms *s = c->ms;
+    uint64_t rk = reg_key(c, key), h = reg_hash(rk);
+    ms_lock(s);
+    if (!tab_find(&s->lays, h, rk)) {
+        lrec *r = ms_alloc(s, sizeof *r);
+        if (r && (r->lay = ms_lists(s, lay, c->g.off[c->g.M + 1]))) (void)tab_put(s, &s->lays, h, rk, r);
+    }
+    ms_unlock(s);
+}
 
 void lt__ms_enter(lt__mc *c, int idx) {
     c->mstate = NULL;
     if (!c->ms) return;
     const lt__geo *g = &c->g;
     const lt__node *nd = &c->nodes[idx];
+    /* the state a list entered before: its layout, so its record */
+    lrec *lr = lrec_find(c, reg_key(c, nd->key));
+    if (lr && (c->mstate = __atomic_load_n(&lr->st, __ATOMIC_ACQUIRE))) return;
     lt_placement pl[LT_MESH_MAX_DIMS];
     lt__mc_placements(c, nd->key, pl);
     uint64_t a = 1469598103934665603ULL, b = 0x9e3779b97f4a7c15ULL;
@@ -347,6 +416,7 @@ void lt__ms_enter(lt__mc *c, int idx) {
     }
     ms_unlock(s);
     c->mstate = st;
+    if (lr && st) __atomic_store_n(&lr->st, st, __ATOMIC_RELEASE);
 }
 
 /* ---- results and their matching ---------------------------------------------------------- */
@@ -412,6 +482,18 @@ static lt__msg *g_make_locked(lt__mc *c, uint64_t h1, uint64_t h2) {
     if (!gr->blocks || !gr->empty || tab_put(s, &s->gs, h1, h2, gr)) return NULL;
     memcpy(gr->empty, c->Gempty, (size_t)g->W);
     return gr;
+}
+
+uint32_t *lt__ms_lb_slot(lt__mc *c, lt__msg *g) {
+    if (!c->ms || c->msdst < 0) return NULL;
+    uint32_t *lb = __atomic_load_n(&g->lb, __ATOMIC_ACQUIRE);
+    if (!lb) {
+        ms_lock(c->ms);
+        if (!(lb = g->lb) && (lb = ms_alloc(c->ms, sizeof(uint32_t) * MS_DREG))) __atomic_store_n(&g->lb, lb, __ATOMIC_RELEASE);
+        ms_unlock(c->ms);
+        if (!lb) return NULL;
+    }
+    return &lb[c->msdst];
 }
 
 lt__msg *lt__ms_g_get(lt__mc *c, uint64_t h1, uint64_t h2) {
@@ -498,11 +580,15 @@ static int walk(lt__mc *c, lt__msg *gr, tnode *n, int j, int *prefix, uint64_t k
         *out = key;
         return 1;
     }
-    for (int b = 0; b < c->nc[j]; b++) {
-        if (pop_of(&c->cand[j][b]) != gr->gpop[j]) continue;
-        *total += n->cost;
+    const signed char *cp = c->cpop[j];
+    const unsigned char *cr = c->creg[j];
+    int gp = gr->gpop[j], nc = c->nc[j];
+    double cost = n->cost;
+    for (int b = 0; b < nc; b++) {
+        if (cp[b] != gp) continue;
+        *total += cost;
         (*nsp)++;
-        int ri = c->creg[j][b];
+        int ri = cr[b];
         int v = vget(n, ri);
         if (v == V_UNKNOWN) {
             ms_lock(c->ms);
@@ -608,8 +694,10 @@ static int lnode_fill(lt__mc *c, const lt__list *a, const signed char *apop, tno
 /* Makes sure every node the walk of c's order reaches is known: 0, -1. */
 static int lw_prep(lt__mc *c, const lt__list *a, const signed char *apop, tnode *n, int j, int *prefix) {
     unsigned seen = 0;
-    for (int b = 0; b < c->nc[j]; b++) {
-        if (pop_of(&c->cand[j][b]) != apop[j]) continue;
+    const signed char *cp = c->cpop[j];
+    int ap = apop[j], nc = c->nc[j];
+    for (int b = 0; b < nc; b++) {
+        if (cp[b] != ap) continue;
         int ri = c->creg[j][b], v = vget(n, ri);
         if (v == V_UNKNOWN) {
             ms_lock(c->ms);
@@ -630,10 +718,13 @@ static int lw_prep(lt__mc *c, const lt__list *a, const signed char *apop, tnode 
 static lt_status lw_replay(lt__mc *c, int from, const signed char *apop, uint64_t akey, tnode *n, int j, uint64_t key,
                            int empties) {
     unsigned seen = 0;
-    for (int b = 0; b < c->nc[j]; b++) {
-        if (pop_of(&c->cand[j][b]) != apop[j]) continue;
+    const signed char *cp = c->cpop[j];
+    const unsigned char *cr = c->creg[j];
+    int ap = apop[j], nc = c->nc[j];
+    for (int b = 0; b < nc; b++) {
+        if (cp[b] != ap) continue;
         if (lt__mc_spend(c, n->cost)) return LT_OVERFLOW;
-        int v = vget(n, c->creg[j][b]);
+        int v = vget(n, cr[b]);
         if (!v || (seen & 1u << (v & 15))) continue;
         seen |= 1u << (v & 15);
         uint64_t k = key | (uint64_t)b << (8 * j);
@@ -652,7 +743,7 @@ static lt_status lw_replay(lt__mc *c, int from, const signed char *apop, uint64_
             if (r < 0) return LT_OVERFLOW;
         }
         lt__mv mv = {LT__MV_LOCAL, 0, 0, 0, -1, -1, 0, -1};
-        if (r == 1 && k != akey) LT_TRY(lt__mc_relax(c, from, k, 0, &mv, g->blocks));
+        if (r == 1 && k != akey) LT_TRY(lt__mc_relax_g(c, from, k, 0, &mv, g->blocks, g));
     }
     return LT_OK;
 }
@@ -743,7 +834,7 @@ static lt_status move_replay(lt__mc *c, int from, uint64_t akey, const mvrec *m,
     else r = lt__mc_find_hashed(c, g->h1, g->h2, g, &key);
     if (r == -1) return lt__err(LT_NOMEM, "out of memory while planning");
     if (r < 0) return LT_OVERFLOW;
-    if (r == 1 && key != akey) return lt__mc_relax(c, from, key, m->bytes, mv, g->blocks);
+    if (r == 1 && key != akey) return lt__mc_relax_g(c, from, key, m->bytes, mv, g->blocks, g);
     return LT_OK;
 }
 

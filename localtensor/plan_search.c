@@ -13,6 +13,7 @@
  * it the caller falls back on the rule-table planners (lt__plan_build).
  */
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +55,13 @@ static uint64_t lower_bound(const lt__mc *c, const lt__list *rk) {
 lt_status lt__mc_layout(lt__mc *c, int idx) {
     lt__node *nd = &c->nodes[idx];
     if (nd->lay) return LT_OK;
+    const lt__list *shared = lt__ms_layout_get(c, nd->key);   /* built by an earlier search */
+    if (shared) {
+        nd->lay = (lt__list *)shared;
+        nd->lay_shared = 1;
+        c->work += (double)c->g.off[c->g.M + 1];
+        return LT_OK;
+    }
     nd->lay = lt__malloc(sizeof(lt__list) * c->g.off[c->g.M + 1]);
     if (!nd->lay) return nomem();
     lt_placement pl[LT_MESH_MAX_DIMS];
@@ -65,14 +73,16 @@ lt_status lt__mc_layout(lt__mc *c, int idx) {
         return nomem();
     }
     LT_ASSERT(r == 1);   /* keys only come from layouts that matched */
+    lt__ms_layout_put(c, nd->key, nd->lay);
     c->work += (double)c->g.off[c->g.M + 1];
     return LT_OK;
 }
 
 /* The node of key: *idx. A new one gets its lower bound from rk (its
- * ranks' blocks, W x ndim lists; NULL: from its layout, built now);
- * its layout is built when it is expanded (lt__mc_layout). */
-static lt_status node_get(lt__mc *c, uint64_t key, const lt__list *rk, int *idx) {
+ * ranks' blocks, W x ndim lists; NULL: from its layout, built now), or
+ * from shared record g (NULL: none) when g knows it; its layout is built
+ * when it is expanded (lt__mc_layout). */
+static lt_status node_get(lt__mc *c, uint64_t key, const lt__list *rk, lt__msg *g, int *idx) {
     if (c->nnodes == c->capnodes) {
         int ncap = c->capnodes ? c->capnodes * 2 : 64;
         lt__node *nn = lt__realloc(c->nodes, sizeof(lt__node) * (size_t)ncap);
@@ -95,7 +105,18 @@ static lt_status node_get(lt__mc *c, uint64_t key, const lt__list *rk, int *idx)
         LT_TRY(lt__mc_layout(c, n));
         rk = c->nodes[n].lay + c->g.off[c->g.M];
     }
-    c->nodes[n].h = c->dlay ? lower_bound(c, rk) : 0;
+    if (!c->dlay) {
+        c->nodes[n].h = 0;
+        return LT_OK;
+    }
+    uint32_t *slot = g ? lt__ms_lb_slot(c, g) : NULL, known = slot ? __atomic_load_n(slot, __ATOMIC_RELAXED) : 0;
+    if (known) {
+        c->nodes[n].h = known - 1;
+        return LT_OK;
+    }
+    uint64_t h = lower_bound(c, rk);
+    c->nodes[n].h = h;
+    if (slot && h < UINT32_MAX) __atomic_store_n(slot, (uint32_t)(h + 1), __ATOMIC_RELAXED);
     return LT_OK;
 }
 
@@ -106,8 +127,13 @@ static lt__pq_item qitem_of(const lt__mc *c, int t) {
 }
 
 lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv, const lt__list *rk) {
+    return lt__mc_relax_g(c, from, key, bytes, mv, rk, NULL);
+}
+
+lt_status lt__mc_relax_g(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv, const lt__list *rk,
+                         lt__msg *g) {
     int t;
-    LT_TRY(node_get(c, key, rk, &t));
+    LT_TRY(node_get(c, key, rk, g, &t));
     lt__node *fn = &c->nodes[from], *tn = &c->nodes[t];
     if (tn->done) return LT_OK;
     uint64_t nb = fn->g + bytes;
@@ -126,7 +152,8 @@ lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, const 
 
 static void mc_free(lt__mc *c) {
     if (!c) return;
-    for (int n = 0; n < c->nnodes; n++) lt__free(c->nodes[n].lay);
+    for (int n = 0; n < c->nnodes; n++)
+        if (!c->nodes[n].lay_shared) lt__free(c->nodes[n].lay);
     lt__free(c->nodes);
     lt__keymap_free(&c->map);
     lt__pq_free(&c->queue);
@@ -165,12 +192,30 @@ static double expansion_cost(const lt__mc *c) {
     return w;
 }
 
+/* A zeroed context but for the candidate table (read below nc only) and the
+ * local walk's hashes (each written before it is read): 15 of its 17.7 KB,
+ * which one search would otherwise clear for nothing. NULL without memory. */
+_Static_assert(offsetof(lt__mc, cand) < offsetof(lt__mc, lwhash) &&
+                   offsetof(lt__mc, lwvalid) == offsetof(lt__mc, lwhash) + sizeof(((lt__mc *)0)->lwhash),
+               "lt__mc's uncleared fields are in this order");
+static lt__mc *mc_alloc(void) {
+    lt__mc *c = lt__malloc(sizeof *c);
+    if (!c) return NULL;
+    char *p = (char *)c;
+    size_t a0 = offsetof(lt__mc, cand), a1 = a0 + sizeof c->cand;
+    size_t b0 = offsetof(lt__mc, lwhash), b1 = offsetof(lt__mc, lwvalid) + sizeof c->lwvalid;
+    memset(p, 0, a0);
+    memset(p + a1, 0, b0 - a1);
+    memset(p + b1, 0, sizeof *c - b1);
+    return c;
+}
+
 static lt_status mc_new(const lt_spec *from, const lt_placement *dst, int shared, lt__mc **out) {
     const lt_mesh *mesh = from->mesh;
     const lt_placement *src = from->placements;
     int ndim = from->ndim;
     const int64_t *shape = from->shape;
-    lt__mc *c = lt__calloc(1, sizeof *c);
+    lt__mc *c = mc_alloc();
     *out = c;
     if (!c) return nomem();
     lt__geo_init(&c->g, mesh, ndim, shape);
@@ -184,7 +229,7 @@ static lt_status mc_new(const lt_spec *from, const lt_placement *dst, int shared
         c->frozen[i] = mesh->shape[i] == 1 || (src[i].kind == LT_PL_PARTIAL && lt_placement_equal(&src[i], &dst[i]));
         if (mesh->shape[i] > maxn) maxn = mesh->shape[i];
     }
-    lt_status st = lt__mc_space(c);
+    lt_status st = lt__mc_space(c, shared);
     if (st) return st;
     if (expansion_cost(c) * 8 > c->budget) return LT_OVERFLOW;
     if (shared) lt__ms_attach(c);
@@ -401,7 +446,7 @@ lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, int sha
         LT_ASSERT(st || r == 1);   /* the destination's own list is a candidate */
     }
     int s = -1, goal = -1;
-    if (!st) st = node_get(c, lt__mc_key(c, c->src), NULL, &s);
+    if (!st) st = node_get(c, lt__mc_key(c, c->src), NULL, NULL, &s);
     if (!st) {
         c->nodes[s].g = 0;
         c->nodes[s].steps = 0;

@@ -20,7 +20,10 @@
 #include <limits.h>
 #include <string.h>
 
+#include "kernels/alloc.h"
+#include "kernels/cache_impl.h"
 #include "localtensor/plan_impl.h"
+#include "localtensor/spec_impl.h"
 
 static void cand_add(lt__mc *c, int i, const lt_placement *p) {
     for (int k = 0; k < c->nc[i]; k++)
@@ -166,10 +169,103 @@ static int dominates(lt__arena *a, const lt_placement *p, const lt_placement *q,
     return 1;
 }
 
+/* Level i's pruning, from the lengths cur of that level: drops from
+ * c->cand[i] what an earlier candidate dominates (*kept: bit b set when
+ * candidate b of the list as it was stays), then the lengths of level
+ * i + 1 into nxt. */
+static lt_status prune_level(lt__mc *c, int i, const lenset *cur, lenset *nxt, uint64_t *kept) {
+    const lt__geo *g = &c->g;
+    int nd = g->ndim, m = g->mesh->shape[i];
+    int keep = 0;
+    *kept = 0;
+    for (int b = 0; b < c->nc[i]; b++) {
+        const lt_placement *q = &c->cand[i][b];
+        int droppable = m > 1 && !lt_placement_equal(q, &c->src[i]) && !lt_placement_equal(q, &c->dst[i]) &&
+                        (q->kind == LT_PL_STRIDED ||
+                         (q->kind == LT_PL_SHARD && (q->rule.kind == LT_SPLIT_BALANCED || q->rule.kind == LT_SPLIT_LAST)));
+        int drop = 0;
+        for (int e = 0; droppable && e < keep && !drop && !cur[q->dim].unknown; e++) {
+            const lt_placement *p = &c->cand[i][e];
+            if (!lt_placement_is_shard_like(p) || p->dim != q->dim) continue;
+            int r = dominates(&c->tar, p, q, m, &cur[q->dim]);
+            if (r < 0) return lt__err(LT_NOMEM, "out of memory while planning");
+            drop = r;
+        }
+        if (!drop) {
+            c->cand[i][keep++] = *q;
+            *kept |= (uint64_t)1 << b;
+        }
+    }
+    c->nc[i] = keep;
+    /* the lengths of level i + 1 */
+    for (int d = 0; d < nd; d++) {
+        memset(&nxt[d], 0, sizeof nxt[d]);
+        nxt[d].unknown = cur[d].unknown;
+        for (int x = 0; x < cur[d].n; x++)
+            for (int b = 0; b < c->nc[i]; b++) {
+                const lt_placement *p = &c->cand[i][b];
+                if (m == 1 || !lt_placement_is_shard_like(p) || p->dim != d) {
+                    lens_add(&nxt[d], cur[d].v[x]);
+                    continue;
+                }
+                for (int q = 0; q < m; q++) {
+                    int64_t len = piece_len(p, cur[d].v[x], m, q);
+                    if (len >= 0) lens_add(&nxt[d], len);
+                }
+            }
+    }
+    return LT_OK;
+}
+
+/* ---- the memo of level prunings -------------------------------------------------------- */
+
+/* A level's pruning is a pure function of what prune_level reads: the mesh
+ * dim's size, the lengths of every tensor dim at that level, the level's
+ * candidate list, and which of its candidates are the source's or the
+ * destination's placement (never dropped). A sweep's pairs share a few
+ * hundred such levels, so each is pruned once and replayed: the kept mask
+ * and the next level's lengths. Shared searches only (lt__mc_space's
+ * `memo`), so test/test_plan_memo.c's unshared plans are the reference
+ * the memoised ones are compared with. */
+typedef struct prune_rec {
+    int refs;                         /* atomic */
+    int nd;
+    uint64_t kept;
+    lenset nxt[];                     /* (nd) */
+} prune_rec;
+
+static void prune_ref(void *v) { __atomic_add_fetch(&((prune_rec *)v)->refs, 1, __ATOMIC_RELAXED); }
+static void prune_release(void *v) {
+    prune_rec *r = v;
+    if (r && !__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL)) lt__free(r);
+}
+
+/* 512 levels: about 0.6 MB at most with two tensor dims (a strided 2x2x2
+ * sweep prunes about 300 distinct levels per shape). */
+static lt__cache prune_cache = LT__CACHE_INIT(prune_ref, prune_release, 512);
+
+void lt__mc_space_clear(void) { lt__cache_clear(&prune_cache); }
+
+static void prune_key(const lt__mc *c, int i, const lenset *cur, lt__cache_key *k) {
+    k->n = 0;
+    lt__key_put(k, (uint64_t)c->g.mesh->shape[i] | (uint64_t)c->g.ndim << 32);
+    for (int d = 0; d < c->g.ndim; d++) {
+        lt__key_put(k, (uint64_t)cur[d].n | (uint64_t)cur[d].unknown << 32);
+        for (int x = 0; x < cur[d].n; x++) lt__key_put(k, (uint64_t)cur[d].v[x]);
+    }
+    lt__key_put(k, (uint64_t)c->nc[i]);
+    for (int b = 0; b < c->nc[i]; b++) {
+        const lt_placement *q = &c->cand[i][b];
+        lt__key_placement(k, q);
+        lt__key_put(k, (uint64_t)lt_placement_equal(q, &c->src[i]) | (uint64_t)lt_placement_equal(q, &c->dst[i]) << 1);
+    }
+}
+
 /* Drops balanced, last and StridedShard candidates (not the source's or
  * the destination's placement) that an earlier candidate of the same mesh
- * dim dominates at every length their tensor dim can have there. */
-static lt_status prune(lt__mc *c) {
+ * dim dominates at every length their tensor dim can have there; memo:
+ * read and fill prune_cache. */
+static lt_status prune(lt__mc *c, int memo) {
     const lt__geo *g = &c->g;
     int nd = g->ndim;
     lenset cur[LT_MAX_DIMS], nxt[LT_MAX_DIMS];
@@ -177,42 +273,34 @@ static lt_status prune(lt__mc *c) {
         memset(&cur[d], 0, sizeof cur[d]);
         lens_add(&cur[d], g->shape[d]);
     }
+    static _Thread_local lt__cache_key k;
     for (int i = 0; i < g->M; i++) {
-        int m = g->mesh->shape[i];
-        /* drop at level i, with the lengths of level i */
-        int keep = 0;
-        for (int b = 0; b < c->nc[i]; b++) {
-            const lt_placement *q = &c->cand[i][b];
-            int droppable = m > 1 && !lt_placement_equal(q, &c->src[i]) && !lt_placement_equal(q, &c->dst[i]) &&
-                            (q->kind == LT_PL_STRIDED ||
-                             (q->kind == LT_PL_SHARD && (q->rule.kind == LT_SPLIT_BALANCED || q->rule.kind == LT_SPLIT_LAST)));
-            int drop = 0;
-            for (int e = 0; droppable && e < keep && !drop && !cur[q->dim].unknown; e++) {
-                const lt_placement *p = &c->cand[i][e];
-                if (!lt_placement_is_shard_like(p) || p->dim != q->dim) continue;
-                int r = dominates(&c->tar, p, q, m, &cur[q->dim]);
-                if (r < 0) return lt__err(LT_NOMEM, "out of memory while planning");
-                drop = r;
+        uint64_t h = 0, kept;
+        prune_rec *r = NULL;
+        if (memo) {
+            prune_key(c, i, cur, &k);
+            if (lt__cache_key_fits(&k)) {
+                h = lt__cache_key_hash(&k);
+                r = lt__cache_get(&prune_cache, &k, h, 1);
             }
-            if (!drop) c->cand[i][keep++] = *q;
         }
-        c->nc[i] = keep;
-        /* the lengths of level i + 1 */
-        for (int d = 0; d < nd; d++) {
-            memset(&nxt[d], 0, sizeof nxt[d]);
-            nxt[d].unknown = cur[d].unknown;
-            for (int x = 0; x < cur[d].n; x++)
-                for (int b = 0; b < c->nc[i]; b++) {
-                    const lt_placement *p = &c->cand[i][b];
-                    if (m == 1 || !lt_placement_is_shard_like(p) || p->dim != d) {
-                        lens_add(&nxt[d], cur[d].v[x]);
-                        continue;
-                    }
-                    for (int q = 0; q < m; q++) {
-                        int64_t len = piece_len(p, cur[d].v[x], m, q);
-                        if (len >= 0) lens_add(&nxt[d], len);
-                    }
-                }
+        if (r) {   /* replay: the kept candidates, in order, and the next lengths */
+            int keep = 0;
+            for (int b = 0; b < c->nc[i]; b++)
+                if (r->kept >> b & 1) c->cand[i][keep++] = c->cand[i][b];
+            c->nc[i] = keep;
+            memcpy(nxt, r->nxt, sizeof(lenset) * (size_t)nd);
+            prune_release(r);
+        } else {
+            LT_TRY(prune_level(c, i, cur, nxt, &kept));
+            if (h && (r = lt__malloc(sizeof *r + sizeof(lenset) * (size_t)nd))) {   /* optional: skipped without memory */
+                r->refs = 1;
+                r->nd = nd;
+                r->kept = kept;
+                memcpy(r->nxt, nxt, sizeof(lenset) * (size_t)nd);
+                lt__cache_put(&prune_cache, &k, h, r);
+                prune_release(r);
+            }
         }
         memcpy(cur, nxt, sizeof(lenset) * (size_t)nd);
     }
@@ -241,8 +329,8 @@ static void build_rules(lt__mc *c) {
         }
 }
 
-lt_status lt__mc_space(lt__mc *c) {
+lt_status lt__mc_space(lt__mc *c, int memo) {
     build_candidates(c);
     build_rules(c);
-    return prune(c);
+    return prune(c, memo);
 }

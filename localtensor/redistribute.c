@@ -9,6 +9,7 @@
  * moment it produces a wrong state.
  */
 #include "kernels/alloc.h"
+#include "kernels/cache_impl.h"
 #include "kernels/memlimit_impl.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,8 +127,8 @@ static lt_status partition(const lt_tensor *t, const lt_mesh *mesh, int i, lt_re
 /* ---- one step -------------------------------------------------------------------- */
 
 static lt_status run_step(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps, lt_tensor *const *in,
-                          lt_tensor **out) {
-    if (ps->move_) return lt__move_run(comm, from, ps, in, out);   /* a min-cost step */
+                          lt_tensor **out, int cache) {
+    if (ps->move_) return lt__move_run(comm, from, ps, in, out, cache);   /* a min-cost step */
     const lt_mesh *mesh = from->mesh;
     const lt_placement *before = from->placements;
     int i = ps->mesh_dim, m = mesh->shape[i], W = mesh->world;
@@ -222,22 +223,59 @@ static lt_status verify_bytes(const lt_plan *p, const lt_placement *pl, uint64_t
  * share storage (distribute and init make them so) and each step computes
  * one result per distinct input and shares it (the collectives, the
  * executor). */
-/* A state's bytes: unique (replicas share) or every rank's. */
-static lt_status state_bytes(const lt_spec *s, int unique, uint64_t *out) {
-    return unique ? lt_spec_unique_bytes(s, out) : lt_spec_total_bytes(s, out);
+/* A state's bytes are a pure function of the mesh shape, the spec and
+ * whether replicas share; a sweep's plans pass through the same few
+ * hundred states, so the numbers are kept, process-wide (errors are not). */
+typedef struct bytes_rec {
+    int refs;                         /* atomic */
+    uint64_t bytes;
+} bytes_rec;
+static void brec_ref(void *v) { __atomic_add_fetch(&((bytes_rec *)v)->refs, 1, __ATOMIC_RELAXED); }
+static void brec_release(void *v) {
+    bytes_rec *r = v;
+    if (r && !__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL)) lt__free(r);
+}
+static lt__cache bytes_cache = LT__CACHE_INIT(brec_ref, brec_release, 2048);
+
+void lt__state_bytes_clear(void) { lt__cache_clear(&bytes_cache); }
+
+/* A state's bytes: unique (replicas share) or every rank's; cache: read
+ * and fill bytes_cache. */
+static lt_status state_bytes(const lt_spec *s, int unique, int cache, uint64_t *out) {
+    if (!cache) return unique ? lt_spec_unique_bytes(s, out) : lt_spec_total_bytes(s, out);
+    static _Thread_local lt__cache_key k;
+    k.n = 0;
+    lt__key_put(&k, (uint64_t)(unique != 0) | (uint64_t)s->mesh->ndim << 8);
+    for (int i = 0; i < s->mesh->ndim; i++) lt__key_put(&k, (uint64_t)s->mesh->shape[i]);
+    lt__key_spec(&k, s);
+    uint64_t h = lt__cache_key_fits(&k) ? lt__cache_key_hash(&k) : 0;
+    bytes_rec *r = h ? lt__cache_get(&bytes_cache, &k, h, 1) : NULL;
+    if (r) {
+        *out = r->bytes;
+        brec_release(r);
+        return LT_OK;
+    }
+    LT_TRY(unique ? lt_spec_unique_bytes(s, out) : lt_spec_total_bytes(s, out));
+    if (h && (r = lt__malloc(sizeof *r))) {   /* optional: skipped without memory */
+        r->refs = 1;
+        r->bytes = *out;
+        lt__cache_put(&bytes_cache, &k, h, r);
+        brec_release(r);
+    }
+    return LT_OK;
 }
 
 lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, int *step) {
-    return lt__plan_peak_bytes_ex(plan, verify, 1, bytes, step);
+    return lt__plan_peak_bytes_ex(plan, verify, 1, 1, bytes, step);
 }
 
-lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, uint64_t *bytes, int *step) {
+lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, int cache, uint64_t *bytes, int *step) {
     const lt_mesh *mesh = &plan->mesh;
     uint64_t prev, peak = 0, v;
     *bytes = 0;
     *step = -1;
     lt_spec spec = lt__plan_spec(plan, plan->src);
-    LT_TRY(state_bytes(&spec, unique, &prev));
+    LT_TRY(state_bytes(&spec, unique, cache, &prev));
     if (plan->nsteps == 0) { /* the result views the source; only verification allocates */
         if (verify) LT_TRY(verify_bytes(plan, plan->dst, &peak));
         *bytes = peak;
@@ -248,7 +286,7 @@ lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, ui
         const lt_placement *before = plan->states_ + (size_t)s * (size_t)mesh->ndim;
         uint64_t next;
         spec = lt__plan_spec(plan, ps->after);
-        LT_TRY(state_bytes(&spec, unique, &next));
+        LT_TRY(state_bytes(&spec, unique, cache, &next));
         /* running: the previous step's output (the source itself for step 1) and
          * this one's, plus the collective's result a min-cost step or a strided
          * gather reorders */
@@ -272,13 +310,13 @@ lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, ui
 }
 
 lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source) {
-    return lt__plan_check_memory_ex(plan, verify, with_source, 1);
+    return lt__plan_check_memory_ex(plan, verify, with_source, 1, 1);
 }
 
-lt_status lt__plan_check_memory_ex(const lt_plan *plan, int verify, int with_source, int unique) {
+lt_status lt__plan_check_memory_ex(const lt_plan *plan, int verify, int with_source, int unique, int cache) {
     uint64_t need, src = 0;
     int step;
-    LT_TRY(lt__plan_peak_bytes_ex(plan, verify, unique, &need, &step));
+    LT_TRY(lt__plan_peak_bytes_ex(plan, verify, unique, cache, &need, &step));
     if (with_source) {
         lt_spec spec = lt__plan_spec(plan, plan->src);
         LT_TRY(lt_spec_unique_bytes(&spec, &src));
@@ -362,7 +400,8 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         int k = lt__replica_class(mesh, dt->placements, r);
         shared = k == r || lt_tensor_same_view(dt->local->shards[r], dt->local->shards[k]);
     }
-    if (!st) st = lt__plan_check_memory_ex(plan, verify, 0, shared);
+    int cache = !(opts && opts->no_cache);   /* no_cache: the state caches are neither read nor filled either */
+    if (!st) st = lt__plan_check_memory_ex(plan, verify, 0, shared, cache);
     if (st) {
         run_ctx(opts, plan, ctx, sizeof ctx);
         st = lt__err_ctx_in(st, "redistribute", "%s", ctx);
@@ -375,7 +414,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         lt_dtensor *nx = NULL;
         st = lt_local_new(mesh, &local);
         lt_spec from = lt__spec_with(lt_dtensor_spec(dt), before);
-        if (!st) st = run_step(comm, &from, ps, cur->local->shards, local->shards);
+        if (!st) st = run_step(comm, &from, ps, cur->local->shards, local->shards, cache);
         lt_spec spec = lt__spec_with(lt_dtensor_spec(dt), ps->after);
         if (!st) st = lt__dtensor_wrap(local, &spec, &nx);
         else lt_local_free(local);

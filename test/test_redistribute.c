@@ -641,6 +641,32 @@ static void test_plan_cache(void **state) {
     lt_plan_cache_clear();
 }
 
+/* The executor keeps every rank's layout of a state (plan_exec.c), keyed
+ * by mesh, shape and placements: states that differ in the shape alone
+ * (transposes, an empty dim) or in one placement run one after the other,
+ * warm, and every result is still the destination's distribution of the
+ * same tensor (check_pair, independent of the executor and its cache). */
+static void test_layout_cache_keys(void **state) {
+    (void)state;
+    lt_plan_cache_clear();
+    lt_mesh m = mk_mesh("2x2x2");
+    const int64_t shapes[][2] = {{5, 7}, {7, 5}, {6, 4}, {4, 6}, {0, 4}, {4, 0}, {5, 7}};
+    const char *pairs[][2] = {{"S(0),S(1),R", "R,S(0),S(1)"}, {"S(1),S(0),R", "R,S(0),S(1)"},
+                              {"SS(0,2),S(0),R", "S(1),R,SS(1,2)"}, {"R,R,R", "S(0),S(0),S(0)"},
+                              {"S(0),S(0),S(0)", "S(1),S(1),S(1)"}};
+    sweep_stats st = {0};
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+            for (size_t q = 0; q < sizeof pairs / sizeof pairs[0]; q++) {
+                lt_placement sp[3], dp[3];
+                parse_pl(pairs[q][pass], sp);
+                parse_pl(pairs[q][1 - pass], dp);
+                check_pair(&m, LT_F32, 2, shapes[k], sp, dp, LT_PLANNER_MIN_COST, 1, &st);
+            }
+    assert_true(st.run > 40);
+    lt_plan_cache_clear();
+}
+
 static int teardown(void **state) {
     (void)state;
     lt_plan_cache_clear();
@@ -661,6 +687,7 @@ int main(void) {
         cmocka_unit_test(test_full_tensor),
         cmocka_unit_test(test_dtypes),
         cmocka_unit_test(test_plan_cache),
+        cmocka_unit_test(test_layout_cache_keys),
         cmocka_unit_test(test_search_budget),
         cmocka_unit_test(test_scalars_and_explicit),
         cmocka_unit_test(test_sweep),

@@ -709,6 +709,27 @@ static void test_expect_full_holders(void **state) {
     free(out), free(err);
 }
 
+/* A failed check of y names y's own plan (line 6's local slice, spelled only
+ * when asked), not the later all_gather of line 7, which a failed
+ * expect_plan names. */
+static void test_origin_is_own_plan(void **state) {
+    (void)state;
+    char *out, *err;
+    assert_int_equal(run_text("origin.yaml", "name: o\nmesh: 2\ntensors: {x: {shape: [4]}}\nsteps:\n"
+                                             "  - distribute: {tensor: x, placements: [R], as: xd}\n"
+                                             "  - redistribute: {tensor: xd, to: ['S(0)'], as: y}\n"
+                                             "  - redistribute: {tensor: y, to: [R], as: z}\n"
+                                             "  - expect_full: {tensor: y, values: [0, 1, 2, 5]}\n"
+                                             "  - expect_plan: {steps: 3}\n", &out, &err), 1);
+    const char *a = strstr(out, "produced by: redistribute at ");
+    if (!a || !strstr(a, ":6:5: step 1 of 1 (mesh dim 0: R -> S(0), local slice)") ||
+        strstr(out, ":6:5: step 1 of 1 (mesh dim 0: S(0) -> R"))
+        fail_msg("the failure does not name y's own plan:\n%s", out);
+    if (!strstr(out, ":7:5: step 1 of 1 (mesh dim 0: S(0) -> R, all_gather)"))
+        fail_msg("the failed expect_plan does not name the last plan:\n%s", out);
+    free(out), free(err);
+}
+
 /* A plan step has one number and one name everywhere: the plan table, the
  * "produced by" line of a failure, and the library's messages. */
 static void test_plan_step_names(void **state) {
@@ -970,7 +991,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_mutations),       cmocka_unit_test(test_no_match),
         cmocka_unit_test(test_singular),        cmocka_unit_test(test_expect_full_holders),
         cmocka_unit_test(test_failed_verification_keeps_going),
-        cmocka_unit_test(test_plan_step_names), cmocka_unit_test(test_expect_plan_all_keys),
+        cmocka_unit_test(test_plan_step_names), cmocka_unit_test(test_origin_is_own_plan), cmocka_unit_test(test_expect_plan_all_keys),
         cmocka_unit_test(test_json_redistributes), cmocka_unit_test(test_numerics_modes),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

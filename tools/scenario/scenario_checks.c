@@ -284,7 +284,7 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
     for (int i = 0; i < mesh->ndim; i++) c64[i] = coord[i];
     lt__sc_fmt_index(mesh->ndim, c64, cs, sizeof cs);
     return lt__sc_check_fail(rc, st, first, f.index[0] ? f.index : NULL, f.expected[0] ? f.expected : NULL,
-                             f.actual[0] ? f.actual : NULL, v->origin[0] ? v->origin : NULL,
+                             f.actual[0] ? f.actual : NULL, lt__sc_origin(v),
                              "expect_local of '%s': rank %d (coord %s): %s%s%s%s", d->tensor, first, cs, f.msg,
                              nbad > 2 ? " (also ranks " : nbad > 1 ? " (also rank " : "", nbad > 1 ? others : "",
                              nbad > 1 ? ")" : "");
@@ -461,7 +461,6 @@ static lt_status expect_full_sampled(sc_run_ctx *rc, const sc_step *st, const ex
         for (int i = 0; i < rc->c->mesh.ndim; i++)
             if (e->dt->placements[i].kind == LT_PL_PARTIAL)
                 return lt__sc_numerics_refuse(rc, "expect_full against '%s', Partial on mesh dim %d", d->equals, i);
-    const char *origin = v->origin[0] ? v->origin : NULL;
     char a[128], b[128];
     int want_nd = -1;
     const int64_t *want = NULL;
@@ -475,7 +474,7 @@ static lt_status expect_full_sampled(sc_run_ctx *rc, const sc_step *st, const ex
     if (want && !same_shape(want_nd, want, dt->ndim, dt->shape)) {
         lt_shape_str(want_nd, want, a, sizeof a);
         lt_shape_str(dt->ndim, dt->shape, b, sizeof b);
-        return lt__sc_check_fail(rc, st, -1, NULL, a, b, origin, "expect_full of '%s': shape: expected %s, actual %s",
+        return lt__sc_check_fail(rc, st, -1, NULL, a, b, lt__sc_origin(v), "expect_full of '%s': shape: expected %s, actual %s",
                                  d->tensor, a, b);
     }
     if (d->has_lit && !d->has_shape && d->lit.ndim < 2) {
@@ -483,7 +482,7 @@ static lt_status expect_full_sampled(sc_run_ctx *rc, const sc_step *st, const ex
         if (d->lit.n != n) {
             snprintf(a, sizeof a, "%lld value%s", (long long)d->lit.n, d->lit.n == 1 ? "" : "s");
             snprintf(b, sizeof b, "%lld value%s", (long long)n, n == 1 ? "" : "s");
-            return lt__sc_check_fail(rc, st, -1, NULL, a, b, origin, "expect_full of '%s': expected %s, actual %s", d->tensor, a, b);
+            return lt__sc_check_fail(rc, st, -1, NULL, a, b, lt__sc_origin(v), "expect_full of '%s': expected %s, actual %s", d->tensor, a, b);
         }
     }
     if (!d->equals && !d->has_lit) return LT_OK;   /* shape only */
@@ -525,7 +524,7 @@ static lt_status expect_full_sampled(sc_run_ctx *rc, const sc_step *st, const ex
         lt__sc_fmt_num(ev, es, sizeof es);
         lt__sc_fmt_num(lt_get_flat(act, bad), as, sizeof as);
         lt_tensor_free(exp);
-        return lt__sc_check_fail(rc, st, r, is, es, as, origin,
+        return lt__sc_check_fail(rc, st, r, is, es, as, lt__sc_origin(v),
                                  "expect_full of '%s'%s%s: index %s: expected %s, actual %s (held by sampled rank %d; %lld of its %lld element%s differ%s; %s)",
                                  d->tensor, d->equals ? " == " : "", d->equals ? d->equals : "", is, es, as, r, (long long)nbad,
                                  (long long)n, n == 1 ? "" : "s", nbad == 1 ? "s" : "", rc->c->res.numerics);
@@ -541,7 +540,6 @@ lt_status lt__sc_run_expect_full(sc_run_ctx *rc, const sc_step *st) {
     int own_a = 0, own_e = 0;
     lt_status s = full_of(v, &act, &own_a);
     if (s) return lt__err_ctx_in(s, "expect_full", " of '%s'", d->tensor);
-    const char *origin = v->origin[0] ? v->origin : NULL;
     char a[128], b[128];
     /* shape */
     int want_nd = -1;
@@ -552,7 +550,7 @@ lt_status lt__sc_run_expect_full(sc_run_ctx *rc, const sc_step *st) {
         lt_shape_str(want_nd, want, a, sizeof a);
         lt_shape_str(act->ndim, act->shape, b, sizeof b);
         if (own_a) lt_tensor_free(act);
-        return lt__sc_check_fail(rc, st, -1, NULL, a, b, origin, "expect_full of '%s': shape: expected %s, actual %s",
+        return lt__sc_check_fail(rc, st, -1, NULL, a, b, lt__sc_origin(v), "expect_full of '%s': shape: expected %s, actual %s",
                                  d->tensor, a, b);
     }
     int64_t n = lt_numel(act);
@@ -568,7 +566,7 @@ lt_status lt__sc_run_expect_full(sc_run_ctx *rc, const sc_step *st) {
             lt_shape_str(act->ndim, act->shape, b, sizeof b);
             if (own_a) lt_tensor_free(act);
             if (own_e) lt_tensor_free(exp);
-            return lt__sc_check_fail(rc, st, -1, NULL, a, b, origin,
+            return lt__sc_check_fail(rc, st, -1, NULL, a, b, lt__sc_origin(v),
                                      "expect_full of '%s': shape: expected %s (the shape of '%s'), actual %s", d->tensor, a,
                                      d->equals, b);
         }
@@ -577,7 +575,7 @@ lt_status lt__sc_run_expect_full(sc_run_ctx *rc, const sc_step *st) {
             if (own_a) lt_tensor_free(act);
             snprintf(a, sizeof a, "%lld value%s", (long long)d->lit.n, d->lit.n == 1 ? "" : "s");
             snprintf(b, sizeof b, "%lld value%s", (long long)n, n == 1 ? "" : "s");
-            return lt__sc_check_fail(rc, st, -1, NULL, a, b, origin, "expect_full of '%s': expected %s, actual %s", d->tensor,
+            return lt__sc_check_fail(rc, st, -1, NULL, a, b, lt__sc_origin(v), "expect_full of '%s': expected %s, actual %s", d->tensor,
                                      a, b);
         }
         ev = d->lit.v;
@@ -616,7 +614,7 @@ lt_status lt__sc_run_expect_full(sc_run_ctx *rc, const sc_step *st) {
         lt__sc_fmt_num(lt_get_flat(act, bad), as, sizeof as);
         lt__sc_fmt_num(maxd, md, sizeof md);
         if (v->kind == SC_DTENSOR) holders_str(v->dt, idx, holders, sizeof holders);
-        ret = lt__sc_check_fail(rc, st, -1, is, es, as, origin,
+        ret = lt__sc_check_fail(rc, st, -1, is, es, as, lt__sc_origin(v),
                                 "expect_full of '%s'%s%s: index %s: expected %s, actual %s (%lld of %lld element%s differ%s, max |diff| %s)%s",
                                 d->tensor, d->equals ? " == " : "", d->equals ? d->equals : "", is, es, as,
                                 (long long)nbad, (long long)n, n == 1 ? "" : "s", nbad == 1 && n == 1 ? "s" : "", md,

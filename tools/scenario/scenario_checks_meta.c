@@ -127,7 +127,7 @@ lt_status lt__sc_run_expect_plan(sc_run_ctx *rc, const sc_step *st) {
         plan_diff_add(&pd, "bytes", e, "moves", a);
     }
     if (!pd.n) return LT_OK;
-    return lt__sc_check_fail(rc, st, -1, NULL, pd.e, pd.a, rc->plan_text, "%s", pd.msg);
+    return lt__sc_check_fail(rc, st, -1, NULL, pd.e, pd.a, lt__sc_plan_text(rc), "%s", pd.msg);
 }
 
 lt_status lt__sc_parse_expect_comm(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {

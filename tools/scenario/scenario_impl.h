@@ -341,6 +341,9 @@ typedef struct sc_value {
     lt_dtensor *dt;
     lt_local *local;
     char origin[512];         /* "redistribute at f:12:7: plan step 0 ..." or "" */
+    lt_plan *oplan;           /* a reference, or NULL: origin is this plan's text, made
+                               * when first asked for (lt__sc_origin) */
+    const sc_step *ostep;     /* the redistribute step of oplan */
     int sampled;              /* numerics sample/none: dt holds the sampled ranks only,
                                * and gen says where every rank's values come from */
     lt_sample_src gen;
@@ -377,7 +380,9 @@ typedef struct sc_run_ctx {
     int nvals, cap;
     size_t comm_mark;         /* trace index of the last mark_comm (0: start) */
     lt_plan *plan;            /* last redistribute plan (a reference), or NULL */
-    char plan_text[512];      /* "redistribute at f:l:c: step 0: ..." for messages */
+    const sc_step *plan_step; /* its step */
+    char plan_text[512];      /* "redistribute at f:l:c: step 0: ..." for messages; made
+                               * when first asked for (lt__sc_plan_text), "" until then */
     FILE *show;               /* where `show` prints; NULL: nowhere */
     lt_sc_result *res;
     int capturing;            /* inside expect_error: failures are not recorded */
@@ -411,6 +416,18 @@ typedef struct sc_run_ctx {
 sc_value *lt__sc_value(sc_run_ctx *rc, const char *name);
 /* Stores a value under name, replacing an older one (takes ownership of the
  * tensor(s) even on error). */
+/* The origin a redistribute's result gets: passed as `origin` to the
+ * lt__sc_put_* functions, it stands for rc->plan's text (lt__sc_plan_text),
+ * which the value keeps as a plan reference and spells only when a message
+ * needs it (a sweep's cases almost never do). */
+extern const char lt__sc_plan_origin[];
+/* rc->plan's text ("redistribute at f:l:c: ..."), made now if not yet; ""
+ * without a plan. Owned by rc. */
+const char *lt__sc_plan_text(sc_run_ctx *rc);
+/* v's origin, made now if it is a plan's; NULL: none. Owned by v. */
+const char *lt__sc_origin(sc_value *v);
+/* The text of plan p of redistribute step st into buf (n bytes). */
+void lt__sc_plan_origin_text(const lt_plan *p, const sc_step *st, char *buf, size_t n);
 lt_status lt__sc_put_full(sc_run_ctx *rc, const char *name, lt_tensor *t, const char *origin);
 lt_status lt__sc_put_dtensor(sc_run_ctx *rc, const char *name, lt_dtensor *dt, const char *origin);
 lt_status lt__sc_put_local(sc_run_ctx *rc, const char *name, lt_local *l, const char *origin);

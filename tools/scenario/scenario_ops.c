@@ -547,13 +547,13 @@ lt_status lt__sc_run_expect_replicas(sc_run_ctx *rc, const sc_step *st) {
     char msg[600];
     snprintf(msg, sizeof msg, "%s", s ? lt_errmsg() : "");
     if (!d->diverged && s)
-        return lt__sc_check_fail(rc, st, -1, NULL, "equal replicas", "diverged", v->origin[0] ? v->origin : NULL,
+        return lt__sc_check_fail(rc, st, -1, NULL, "equal replicas", "diverged", lt__sc_origin(v),
                                  "replicas of '%s' diverged: %s", d->tensor, msg);
     if (d->diverged && !s)
-        return lt__sc_check_fail(rc, st, -1, NULL, "diverged replicas", "equal", v->origin[0] ? v->origin : NULL,
+        return lt__sc_check_fail(rc, st, -1, NULL, "diverged replicas", "equal", lt__sc_origin(v),
                                  "replicas of '%s' agree, but a divergence was expected", d->tensor);
     if (d->contains && !strstr(msg, d->contains))
-        return lt__sc_check_fail(rc, st, -1, NULL, d->contains, msg, v->origin[0] ? v->origin : NULL,
+        return lt__sc_check_fail(rc, st, -1, NULL, d->contains, msg, lt__sc_origin(v),
                                  "replicas of '%s' diverged with \"%s\", which does not contain \"%s\"", d->tensor,
                                  msg, d->contains);
     return LT_OK;

@@ -45,9 +45,24 @@ static void value_clear(sc_value *v) {
     lt_tensor_free(v->full);
     lt_dtensor_free(v->dt);
     lt_local_free(v->local);
+    lt_plan_free(v->oplan);
     v->full = NULL;
     v->dt = NULL;
     v->local = NULL;
+    v->oplan = NULL;
+}
+
+const char lt__sc_plan_origin[] = "";
+
+const char *lt__sc_plan_text(sc_run_ctx *rc) {
+    if (rc->plan && !rc->plan_text[0])
+        lt__sc_plan_origin_text(rc->plan, rc->plan_step, rc->plan_text, sizeof rc->plan_text);
+    return rc->plan_text;
+}
+
+const char *lt__sc_origin(sc_value *v) {
+    if (v->oplan && !v->origin[0]) lt__sc_plan_origin_text(v->oplan, v->ostep, v->origin, sizeof v->origin);
+    return v->origin[0] ? v->origin : NULL;
 }
 
 sc_value *lt__sc_value(sc_run_ctx *rc, const char *name) {
@@ -82,7 +97,13 @@ static lt_status put(sc_run_ctx *rc, const char *name, int kind, lt_tensor *t, l
     v->full = t;
     v->dt = dt;
     v->local = l;
-    snprintf(v->origin, sizeof v->origin, "%s", origin ? origin : "");
+    if (origin == lt__sc_plan_origin && rc->plan) { /* spelled when asked for */
+        v->origin[0] = '\0';
+        v->oplan = lt_plan_ref(rc->plan);
+        v->ostep = rc->plan_step;
+    } else {
+        snprintf(v->origin, sizeof v->origin, "%s", origin ? origin : "");
+    }
     if (rc->cmp) return lt__sc_cmp_put(rc->cmp, rc->in_steps ? rc->step_index : -1, v);
     return LT_OK;
 }

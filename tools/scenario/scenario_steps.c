@@ -276,6 +276,13 @@ static void plan_summary(const lt_plan *p, char *buf, size_t n) {
     }
 }
 
+void lt__sc_plan_origin_text(const lt_plan *p, const sc_step *st, char *buf, size_t n) {
+    char where[256], sum[400];
+    pos_str(st, where, sizeof where);
+    plan_summary(p, sum, sizeof sum);
+    snprintf(buf, n, "redistribute at %.80s: %.380s", where, sum);
+}
+
 static lt_status verify_failed(sc_run_ctx *rc, const sc_step *st, const redistribute_data *d,
                                const lt_verify_report *rp, const char *src, const char *dst,
                                const lt_plan *plan);
@@ -315,12 +322,10 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
     }
     lt__sc_record_plan(rc, st, d->tensor, v->dt->placements, plan, since);
     if (plan) {
-        char where[256], sum[400];
-        pos_str(st, where, sizeof where);
         lt_plan_free(rc->plan);
         rc->plan = plan;
-        plan_summary(plan, sum, sizeof sum);
-        snprintf(rc->plan_text, sizeof rc->plan_text, "redistribute at %.80s: %.380s", where, sum);
+        rc->plan_step = st;
+        rc->plan_text[0] = '\0';   /* spelled when a message asks (lt__sc_plan_text) */
     }
     if (s == LT_MISMATCH && rep.checked && !rep.ok) {
         /* the check failed; the case goes on, so `as` still gets what the
@@ -337,8 +342,8 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
         lt_status s2 = v->sampled ? lt_redistribute_sampled(lt_dtensor_spec(v->dt), &v->gen, d->pl, d->np, rc->ranks,
                                                             rc->nranks, &again, &out, NULL, &gout)
                                   : lt_redistribute(v->dt, d->pl, d->np, &again, &out, NULL);
-        if (!s2) s2 = v->sampled ? lt__sc_sampled_put(rc, d->as, out, &gout, rc->plan_text)
-                                 : lt__sc_put_dtensor(rc, d->as, out, rc->plan_text);
+        if (!s2) s2 = v->sampled ? lt__sc_sampled_put(rc, d->as, out, &gout, lt__sc_plan_origin)
+                                 : lt__sc_put_dtensor(rc, d->as, out, lt__sc_plan_origin);
         else lt_dtensor_free(out);
         return s2 ? s2 : chk;
     }
@@ -347,8 +352,8 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
         lt_dtensor_free(out);
         return s;
     }
-    if (v->sampled) return lt__sc_sampled_put(rc, d->as, out, &gout, rc->plan_text);
-    return lt__sc_put_dtensor(rc, d->as, out, rc->plan_text);
+    if (v->sampled) return lt__sc_sampled_put(rc, d->as, out, &gout, lt__sc_plan_origin);
+    return lt__sc_put_dtensor(rc, d->as, out, lt__sc_plan_origin);
 }
 
 /* The failed check of a verified redistribute (lt__sc_check_fail's status),

@@ -721,6 +721,37 @@ static lt_status split_hint(const sc_node *list, int i, const char *what) {
                       what, list->kids[i]->str, joined, fixed);
 }
 
+/* A thread's memo of placement lists spelled as one string: a sweep's
+ * cases spell the same few dozen lists, once at load and once when each
+ * case runs. Direct-mapped on the string's hash; only what parsed is kept,
+ * so every error comes from lt_placements_parse itself. */
+#define PL_MEMO 64
+#define PL_MEMO_TEXT 96
+typedef struct pl_memo {
+    char text[PL_MEMO_TEXT];          /* "" : empty slot */
+    int np;
+    lt_placement pl[LT_MESH_MAX_DIMS];
+} pl_memo;
+
+static lt_status placements_parse_memo(const char *s, lt_placement *pl, int *np) {
+    static _Thread_local pl_memo memo[PL_MEMO];
+    size_t len = strlen(s);
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    pl_memo *m = &memo[h % PL_MEMO];
+    if (len == 0 || len >= PL_MEMO_TEXT) return lt_placements_parse(s, pl, LT_MESH_MAX_DIMS, np);
+    if (!strcmp(m->text, s)) {
+        memcpy(pl, m->pl, sizeof(lt_placement) * (size_t)m->np);
+        *np = m->np;
+        return LT_OK;
+    }
+    LT_TRY(lt_placements_parse(s, pl, LT_MESH_MAX_DIMS, np));
+    memcpy(m->text, s, len + 1);
+    memcpy(m->pl, pl, sizeof(lt_placement) * (size_t)*np);
+    m->np = *np;
+    return LT_OK;
+}
+
 lt_status lt__sc_placements(const sc_node *n, const char *what, lt_placement *pl, int *np) {
     lt_status st;
     if (n && n->kind == SC_SEQ) {
@@ -745,7 +776,7 @@ lt_status lt__sc_placements(const sc_node *n, const char *what, lt_placement *pl
         return lt__sc_err(n, LT_INVALID, "%s: expected placements like [S(0), R] or \"S(0),R\", got %s",
                           what, lt__sc_kind_name(n));
     LT_TRY(lt__sc_str(n, what, &s));
-    if ((st = lt_placements_parse(s, pl, LT_MESH_MAX_DIMS, np))) return lt__sc_err_at(n, st);
+    if ((st = placements_parse_memo(s, pl, np))) return lt__sc_err_at(n, st);
     return LT_OK;
 }
 
