@@ -232,3 +232,10 @@ void lt__cache_stats(lt__cache *c, size_t *hits, size_t *misses, size_t *entries
     if (entries) *entries = c->n;
     cache_unlock(c);
 }
+
+void lt__cache_rec_ref(void *v) { __atomic_add_fetch(&((lt__cache_rec *)v)->refs, 1, __ATOMIC_RELAXED); }
+
+void lt__cache_rec_release(void *v) {
+    lt__cache_rec *r = v;
+    if (r && !__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL)) lt__free(r);
+}

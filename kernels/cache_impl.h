@@ -96,6 +96,16 @@ void lt__cache_put(lt__cache *c, const lt__cache_key *k, uint64_t h, void *value
  * counters. */
 void lt__cache_clear(lt__cache *c);
 
+/* The ref/release pair of a value that is one block (kernels/alloc.h)
+ * beginning with an atomic reference count (lt__cache_rec as its first
+ * member, or an int `refs` first): release frees the block with its last
+ * reference. For LT__CACHE_INIT and for callers dropping their reference. */
+typedef struct lt__cache_rec {
+    int refs;
+} lt__cache_rec;
+void lt__cache_rec_ref(void *v);
+void lt__cache_rec_release(void *v);
+
 /* Counters since the last clear (each pointer may be NULL). */
 void lt__cache_stats(lt__cache *c, size_t *hits, size_t *misses, size_t *entries);
 

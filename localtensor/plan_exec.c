@@ -228,7 +228,6 @@ typedef struct layset {
     lt_rank_layout l[];           /* (W) */
 } layset;
 
-static void layset_ref(void *v) { __atomic_add_fetch(&((layset *)v)->refs, 1, __ATOMIC_RELAXED); }
 static void layset_release(void *v) {
     layset *s = v;
     if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL)) return;
@@ -241,7 +240,7 @@ static void layset_release(void *v) {
 /* Sets of at most LAYSET_MAX_IDX index entries in all are kept (a sweep's
  * are a few hundred bytes each), 256 of them. */
 #define LAYSET_MAX_IDX 4096
-static lt__cache layset_cache = LT__CACHE_INIT(layset_ref, layset_release, 256);
+static lt__cache layset_cache = LT__CACHE_INIT(lt__cache_rec_ref, layset_release, 256);
 
 void lt__move_layouts_clear(void) { lt__cache_clear(&layset_cache); }
 

@@ -228,21 +228,15 @@ static lt_status prune_level(lt__mc *c, int i, const lenset *cur, lenset *nxt, u
  * `memo`), so test/test_plan_memo.c's unshared plans are the reference
  * the memoised ones are compared with. */
 typedef struct prune_rec {
-    int refs;                         /* atomic */
+    int refs;                         /* atomic (lt__cache_rec: one block, freed on the last release) */
     int nd;
     uint64_t kept;
     lenset nxt[];                     /* (nd) */
 } prune_rec;
 
-static void prune_ref(void *v) { __atomic_add_fetch(&((prune_rec *)v)->refs, 1, __ATOMIC_RELAXED); }
-static void prune_release(void *v) {
-    prune_rec *r = v;
-    if (r && !__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL)) lt__free(r);
-}
-
 /* 512 levels: about 0.6 MB at most with two tensor dims (a strided 2x2x2
  * sweep prunes about 300 distinct levels per shape). */
-static lt__cache prune_cache = LT__CACHE_INIT(prune_ref, prune_release, 512);
+static lt__cache prune_cache = LT__CACHE_INIT(lt__cache_rec_ref, lt__cache_rec_release, 512);
 
 void lt__mc_space_clear(void) { lt__cache_clear(&prune_cache); }
 
@@ -290,7 +284,7 @@ static lt_status prune(lt__mc *c, int memo) {
                 if (r->kept >> b & 1) c->cand[i][keep++] = c->cand[i][b];
             c->nc[i] = keep;
             memcpy(nxt, r->nxt, sizeof(lenset) * (size_t)nd);
-            prune_release(r);
+            lt__cache_rec_release(r);
         } else {
             LT_TRY(prune_level(c, i, cur, nxt, &kept));
             if (h && (r = lt__malloc(sizeof *r + sizeof(lenset) * (size_t)nd))) {   /* optional: skipped without memory */
@@ -299,7 +293,7 @@ static lt_status prune(lt__mc *c, int memo) {
                 r->kept = kept;
                 memcpy(r->nxt, nxt, sizeof(lenset) * (size_t)nd);
                 lt__cache_put(&prune_cache, &k, h, r);
-                prune_release(r);
+                lt__cache_rec_release(r);
             }
         }
         memcpy(cur, nxt, sizeof(lenset) * (size_t)nd);

@@ -227,15 +227,10 @@ static lt_status verify_bytes(const lt_plan *p, const lt_placement *pl, uint64_t
  * whether replicas share; a sweep's plans pass through the same few
  * hundred states, so the numbers are kept, process-wide (errors are not). */
 typedef struct bytes_rec {
-    int refs;                         /* atomic */
+    int refs;                         /* atomic (lt__cache_rec: one block, freed on the last release) */
     uint64_t bytes;
 } bytes_rec;
-static void brec_ref(void *v) { __atomic_add_fetch(&((bytes_rec *)v)->refs, 1, __ATOMIC_RELAXED); }
-static void brec_release(void *v) {
-    bytes_rec *r = v;
-    if (r && !__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL)) lt__free(r);
-}
-static lt__cache bytes_cache = LT__CACHE_INIT(brec_ref, brec_release, 2048);
+static lt__cache bytes_cache = LT__CACHE_INIT(lt__cache_rec_ref, lt__cache_rec_release, 2048);
 
 void lt__state_bytes_clear(void) { lt__cache_clear(&bytes_cache); }
 
@@ -252,7 +247,7 @@ static lt_status state_bytes(const lt_spec *s, int unique, int cache, uint64_t *
     bytes_rec *r = h ? lt__cache_get(&bytes_cache, &k, h, 1) : NULL;
     if (r) {
         *out = r->bytes;
-        brec_release(r);
+        lt__cache_rec_release(r);
         return LT_OK;
     }
     LT_TRY(unique ? lt_spec_unique_bytes(s, out) : lt_spec_total_bytes(s, out));
@@ -260,7 +255,7 @@ static lt_status state_bytes(const lt_spec *s, int unique, int cache, uint64_t *
         r->refs = 1;
         r->bytes = *out;
         lt__cache_put(&bytes_cache, &k, h, r);
-        brec_release(r);
+        lt__cache_rec_release(r);
     }
     return LT_OK;
 }

@@ -37,6 +37,41 @@ static void expect_diff(const lt_verify_report *rep, int rank, int64_t l0, int64
                  (long long)l0, (long long)l1, (long long)g0, (long long)g1, want, got, rep->message);
 }
 
+/* Writes v at flat index `at` of t (a shard of out), then expects
+ * lt_verify_reshard(src, out) to fail naming that element: rank, local
+ * (l0, l1), global (g0, g1), the right value want. Returns how many
+ * elements the report counts wrong. */
+static int64_t plant_fails(const lt_dtensor *src, const lt_dtensor *out, lt_tensor *t, int64_t at, double v, int rank,
+                        int64_t l0, int64_t l1, int64_t g0, int64_t g1, double want) {
+    lt_verify_report rep;
+    lt_set_flat(t, at, v);
+    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+    expect_diff(&rep, rank, l0, l1, g0, g1, want, v);
+    return (int64_t)rep.ndiff;
+}
+
+/* The thread pool and its split threshold back to their defaults. */
+static void pool_defaults(void) {
+    lt__set_par_min_bytes(0);
+    lt_set_threads(0);
+}
+
+/* 2 threads splitting work from 1 byte on; returns arange (s0, s1) on
+ * mesh with placements `from`, and *out its redistribute to `to`, checked
+ * right once. The caller frees both and calls pool_defaults. */
+static lt_dtensor *pool_case(const char *mesh, const char *from, int64_t s0, int64_t s1, const char *to,
+                             lt_dtensor **out) {
+    lt_set_threads(2);
+    lt__set_par_min_bytes(1);
+    lt_mesh m;
+    int64_t shape[2] = {s0, s1};
+    lt_dtensor *src = lt_test_arange(mesh, from, 2, shape, &m);
+    *out = redist(src, to);
+    lt_verify_report rep;
+    LT_CHECK(lt_verify_reshard(src, *out, 0, &rep));
+    return src;
+}
+
 /* B: [S(0), S(1)] of (8, 6) on 2x2 as views of rows of A = [R, S(1)], whose
  * rank (a, b) holds all 8 rows of columns 3b .. 3b + 2; rank r's view starts
  * at row rows[r] (right: 4a). */
@@ -145,8 +180,7 @@ static void test_replicas_on_the_pool(void **state) {
         lt_dtensor_free(a);
     }
     lt_dtensor_free(src);
-    lt__set_par_min_bytes(0);
-    lt_set_threads(0);
+    pool_defaults();
 }
 
 /* Partial and uneven shards on the pool: (7, 5) from [S(0), P(sum)] to
@@ -154,32 +188,21 @@ static void test_replicas_on_the_pool(void **state) {
  * of all 7 rows, summed over the Partial dim. */
 static void test_partial_uneven_on_the_pool(void **state) {
     (void)state;
-    lt_set_threads(2);
-    lt__set_par_min_bytes(1);
-    lt_mesh m;
-    int64_t shape[2] = {7, 5};
-    lt_dtensor *src = lt_test_arange("2x2", "S(0),P(sum)", 2, shape, &m);
-    lt_dtensor *out = redist(src, "S(1),R");
+    lt_dtensor *out, *src = pool_case("2x2", "S(0),P(sum)", 7, 5, "S(1),R", &out);
     lt_verify_report rep;
-    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
     /* rank 3's private copy: local (6, 1) = global (6, 4) = 34 */
     LT_CHECK(lt_tensor_make_writable(out->local->shards[3]));
-    lt_set_flat(out->local->shards[3], 6 * 2 + 1, -5);
-    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
-    expect_diff(&rep, 3, 6, 1, 6, 4, 34, -5);
+    plant_fails(src, out, out->local->shards[3], 6 * 2 + 1, -5, 3, 6, 1, 6, 4, 34);
     lt_dtensor_free(out);
     /* a kept Partial: [S(0), P(sum)] -> [R, P(sum)]: rank (a, b) holds all
      * rows, its own part b; rank 1's part of (6, 0) = 30 is half of it */
     out = redist(src, "R,P(sum)");
     LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
     LT_CHECK(lt_tensor_make_writable(out->local->shards[1]));
-    lt_set_flat(out->local->shards[1], 6 * 5, 7);
-    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
-    expect_diff(&rep, 1, 6, 0, 6, 0, 15, 7);
+    plant_fails(src, out, out->local->shards[1], 6 * 5, 7, 1, 6, 0, 6, 0, 15);
     lt_dtensor_free(out);
     lt_dtensor_free(src);
-    lt__set_par_min_bytes(0);
-    lt_set_threads(0);
+    pool_defaults();
 }
 
 /* Reduced values are checked in one pass over the contributions, without
@@ -222,8 +245,7 @@ static void test_fused_reduction(void **state) {
         lt_dtensor_free(out);
         lt_dtensor_free(src);
     }
-    lt__set_par_min_bytes(0);
-    lt_set_threads(0);
+    pool_defaults();
 }
 
 /* A partial sum may be added in any order, and low precision rounds each
@@ -279,31 +301,19 @@ static void test_sum_order_slack(void **state) {
  * thread read it. */
 static void test_gather_in_pieces(void **state) {
     (void)state;
-    lt_set_threads(2);
-    lt__set_par_min_bytes(1);
-    lt_mesh m;
-    int64_t shape[2] = {6, 5};
-    lt_dtensor *src = lt_test_arange("4", "S(0)", 2, shape, &m);
-    lt_dtensor *out = redist(src, "R");
+    lt_dtensor *out, *src = pool_case("4", "S(0)", 6, 5, "R", &out);
     for (int r = 1; r < 4; r++) assert_ptr_equal(out->local->shards[r]->storage, out->local->shards[0]->storage);
     lt_verify_report rep;
-    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
     lt_tensor *t = out->local->shards[0];
     lt_set_flat(t, 0, -0.0);   /* global (0, 0) = 0: other bytes, the same value */
     LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
     lt_set_flat(t, 0, 0.0);   /* the first piece right again: only a late piece can tell */
-    lt_set_flat(t, 5 * 5 + 3, 9);   /* global (5, 3) = 28 */
-    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
-    expect_diff(&rep, 0, 5, 3, 5, 3, 28, 9);
-    assert_int_equal(rep.ndiff, 1);
-    lt_set_flat(t, 2 * 5 + 4, 1);   /* global (2, 4) = 14: now the first */
-    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
-    expect_diff(&rep, 0, 2, 4, 2, 4, 14, 1);
-    assert_int_equal(rep.ndiff, 2);
+    /* global (5, 3) = 28 wrong; then (2, 4) = 14 too, now the first */
+    assert_int_equal(plant_fails(src, out, t, 5 * 5 + 3, 9, 0, 5, 3, 5, 3, 28), 1);
+    assert_int_equal(plant_fails(src, out, t, 2 * 5 + 4, 1, 0, 2, 4, 2, 4, 14), 2);
     lt_dtensor_free(out);
     lt_dtensor_free(src);
-    lt__set_par_min_bytes(0);
-    lt_set_threads(0);
+    pool_defaults();
 }
 
 /* Reduced values in pieces: P(sum) -> R of f32 (6, 5) on 4 ranks sums four
@@ -324,9 +334,7 @@ static void test_sum_in_pieces(void **state) {
     lt_tensor *t = out->local->shards[0];
     lt_set_flat(t, 4 * 5 + 2, 22 + 1e-6);   /* global (4, 2) = 22 */
     LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
-    lt_set_flat(t, 4 * 5 + 2, 22.5);
-    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
-    expect_diff(&rep, 0, 4, 2, 4, 2, 22, 22.5);
+    plant_fails(src, out, t, 4 * 5 + 2, 22.5, 0, 4, 2, 4, 2, 22);
     lt_set_flat(t, 4 * 5 + 2, 22);
     lt_set_flat(t, 5 * 5 + 4, NAN);   /* global (5, 4) = 29 */
     LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
@@ -341,13 +349,10 @@ static void test_sum_in_pieces(void **state) {
     src = lt_test_arange("4", "P(sum)", 2, shape, &m);
     out = redist(src, "R");
     LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
-    lt_set_flat(out->local->shards[0], 4099 + 4098, 8197.5);
-    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
-    expect_diff(&rep, 0, 1, 4098, 1, 4098, 8197, 8197.5);
+    plant_fails(src, out, out->local->shards[0], 4099 + 4098, 8197.5, 0, 1, 4098, 1, 4098, 8197);
     lt_dtensor_free(out);
     lt_dtensor_free(src);
-    lt__set_par_min_bytes(0);
-    lt_set_threads(0);
+    pool_defaults();
 }
 
 /* A shard read in pieces below a shard read whole: R -> S(0) of (3, 4) on
@@ -374,8 +379,7 @@ static void test_pieces_below_a_whole_shard(void **state) {
         lt_dtensor_free(out);
     }
     lt_dtensor_free(src);
-    lt__set_par_min_bytes(0);
-    lt_set_threads(0);
+    pool_defaults();
 }
 
 /* A 1-d shard has one row: it is cut into parts of the row. S(0) -> R of
@@ -406,8 +410,7 @@ static void test_one_row_in_parts(void **state) {
         lt_dtensor_free(out);
         lt_dtensor_free(src);
     }
-    lt__set_par_min_bytes(0);
-    lt_set_threads(0);
+    pool_defaults();
 }
 
 int main(void) {
