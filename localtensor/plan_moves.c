@@ -867,6 +867,18 @@ static void pops_of(const lt__mc *c, uint64_t key, signed char *pop) {
     for (int i = 0; i < LT_MESH_MAX_DIMS; i++) pop[i] = (signed char)(i < c->g.M ? pop_of(&pl[i]) : -1);
 }
 
+/* Rooted move *mv (reduce, gather) from node `from` with every root of
+ * its mesh dim that root_ok allows, in root order; mv->root is 0 again
+ * after. */
+static lt_status try_roots(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
+                           lt__mv *mv) {
+    int n = c->g.mesh->shape[mv->mesh_dim];
+    for (mv->root = 0; mv->root < n; mv->root++)
+        if (root_ok(c, mv->mesh_dim, mv->root)) LT_TRY(try_move(c, from, a, apop, akey, mv));
+    mv->root = 0;
+    return LT_OK;
+}
+
 /* The collectives and reductions along mesh dim i from node `from` (a
  * state's moves but its permutes and partition), in a fixed order that
  * depends on the state alone (plan_memo.c records it). */
@@ -878,9 +890,7 @@ static lt_status dim_moves(lt__mc *c, int from, const lt__list *a, const signed 
         mv.kind = LT__MV_ALL_REDUCE;
         LT_TRY(try_move(c, from, a, apop, akey, &mv));
         mv.kind = LT__MV_REDUCE;
-        for (mv.root = 0; mv.root < n; mv.root++)
-            if (root_ok(c, i, mv.root)) LT_TRY(try_move(c, from, a, apop, akey, &mv));
-        mv.root = 0;
+        LT_TRY(try_roots(c, from, a, apop, akey, &mv));
         mv.kind = LT__MV_REDUCE_SCATTER;
         for (int e = 0; e < nd; e++) {
             int64_t lens[LT__MAXLENS];
@@ -901,9 +911,7 @@ static lt_status dim_moves(lt__mc *c, int from, const lt__list *a, const signed 
         mv.kind = LT__MV_ALL_GATHER;
         LT_TRY(try_move(c, from, a, apop, akey, &mv));
         mv.kind = LT__MV_GATHER;
-        for (mv.root = 0; mv.root < n; mv.root++)
-            if (root_ok(c, i, mv.root)) LT_TRY(try_move(c, from, a, apop, akey, &mv));
-        mv.root = 0;
+        LT_TRY(try_roots(c, from, a, apop, akey, &mv));
         int64_t lens[LT__MAXLENS];
         int k = distinct_lens(c, a, e, lens);
         for (int ri = 0; ri < c->nrules; ri++) {
