@@ -69,6 +69,8 @@ struct lt_comm {
     size_t sizes_cap;
     int *share;                     /* (ngroups + table) same_as of every group, then a hash table */
     size_t share_cap;
+    unsigned char *held;            /* (world) 1: this process holds the rank (engine.h `holds`) */
+    int nheld;                      /* how many; the world unless the engine spans processes */
 };
 
 /* One call in progress. */
@@ -106,6 +108,7 @@ static void comm_release(lt_comm *c) {
     lt__free(c->iv);
     lt__free(c->sizes);
     lt__free(c->share);
+    lt__free(c->held);
     lt_trace_free(c->trace);
     lt__free(c);
 }
@@ -132,7 +135,8 @@ lt_status lt_comm_new_engine(const lt_mesh *m, const lt_engine_i *iface, lt_comm
     c->tmp = lt__calloc(w, sizeof *c->tmp);
     c->eng_out = lt__calloc(w, sizeof *c->eng_out);
     c->iv = lt__calloc(2 * w, sizeof *c->iv);
-    int ok = c->fresh && c->need_tmp && c->tmp && c->eng_out && c->iv;
+    c->held = lt__malloc(w);
+    int ok = c->fresh && c->need_tmp && c->tmp && c->eng_out && c->iv && c->held;
     for (int d = 0; ok && d < m->ndim; d++) {
         int n = m->shape[d], ng = lt_mesh_ngroups(m, d);
         c->groups[d] = lt__malloc(w * sizeof(int));
@@ -148,6 +152,10 @@ lt_status lt_comm_new_engine(const lt_mesh *m, const lt_engine_i *iface, lt_comm
         st = iface->init(m, &c->ectx);
         if (st == LT_OK) c->eng = iface;
     }
+    for (int r = 0; st == LT_OK && r < m->world; r++) {
+        c->held[r] = !iface->holds || iface->holds(c->ectx, r) ? 1 : 0;
+        c->nheld += c->held[r];
+    }
     if (st != LT_OK) {
         comm_release(c);
         return st;
@@ -158,6 +166,8 @@ lt_status lt_comm_new_engine(const lt_mesh *m, const lt_engine_i *iface, lt_comm
 
 lt_status lt_comm_new(const lt_mesh *mesh, lt_comm **out) { return lt_comm_new_engine(mesh, NULL, out); }
 void lt_comm_free(lt_comm *c) { comm_release(c); }
+int lt_comm_holds(const lt_comm *c, int rank) { return c && rank >= 0 && rank < c->mesh.world && c->held[rank]; }
+int lt_comm_nheld(const lt_comm *c) { return c ? c->nheld : 0; }
 const lt_mesh *lt_comm_mesh(const lt_comm *c) { return &c->mesh; }
 lt_trace *lt_comm_trace(lt_comm *c) { return c->trace; }
 const char *lt_comm_engine_name(const lt_comm *c) { return c->eng->name; }
@@ -230,7 +240,7 @@ static uint64_t inputs_hash(const call *k, int g) {
     uint64_t h = 1469598103934665603u;
     for (int p = 0; p < k->n; p++) {
         const lt_tensor *t = k->in[rk[p]];
-        if (!t) return 0;
+        if (!t || t->absent) return 0;   /* an absent member: nothing to share */
         h = (h ^ (uint64_t)(uintptr_t)t->storage) * 1099511628211u;
         h = (h ^ (uint64_t)t->offset) * 1099511628211u;
     }
@@ -290,8 +300,10 @@ static int share_src(const call *k, int g, int r) {
     const int *rk = grp(k, g);
     int p = 0;
     while (p < k->n && rk[p] != r) p++;
-    if (k->same_as[g] >= 0) return grp(k, k->same_as[g])[p];
-    if (k->share_members && p > 0) return rk[0];
+    if (k->same_as[g] >= 0) return grp(k, k->same_as[g])[p];   /* present inputs: held there too */
+    if (k->share_members)   /* the first member this process holds */
+        for (int q = 0; q < p; q++)
+            if (k->c->held[rk[q]]) return rk[q];
     return -1;
 }
 
@@ -316,6 +328,10 @@ static lt_status begin(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt_tenso
     if (coll != LT_COLL_BARRIER && (!in || !out))
         return gerr(k, -1, 0, LT_INVALID, "the %s array is NULL (one entry per rank expected)",
                     !in ? "input" : "output");
+    for (int r = 0; coll != LT_COLL_BARRIER && r < c->mesh.world; r++)
+        if (in[r] && in[r]->absent && c->held[r])
+            return gerr(k, -1, 0, LT_INVALID, "rank %d's input is absent (a shape without values), but this process "
+                        "holds rank %d on engine '%s'", r, r, c->eng->name);
     return coll == LT_COLL_BARRIER ? LT_OK : plan_share(k);
 }
 
@@ -454,6 +470,15 @@ static lt_status split(const call *k, int g, int p, int dim, const lt_split_rule
 static lt_status prepare_out(call *k, int g, int r, lt_dtype dt, int ndim, const int64_t *shape,
                              int placeholder) {
     lt_tensor *o = k->out[r];
+    if (!k->c->held[r]) { /* held by another process: the result's shape only (a placeholder has no bytes) */
+        if (k->sizing || o) return LT_OK;
+        lt_status st = placeholder ? lt_tensor_placeholder(dt, ndim, shape, &k->out[r])
+                                   : lt_tensor_absent(dt, ndim, shape, &k->out[r]);
+        if (st) return gerr(k, g, 1, st, "result of rank %d", r);
+        k->c->fresh[r] = 1;
+        k->any_fresh = 1;
+        return LT_OK;
+    }
     int src = share_src(k, g, r);
     if (src >= 0) {   /* the same result as rank src: one buffer */
         if (k->sizing) return LT_OK;
@@ -518,14 +543,15 @@ static lt_status check_overlap(call *k, int *ntmp) {
     if (k->root_reads) {
         for (int g = 0; g < k->ngroups; g++) {
             int r = grp(k, g)[k->root];
-            lt__ival_add(c->iv, &n, k->in[r], r, 0);
+            if (c->held[r]) lt__ival_add(c->iv, &n, k->in[r], r, 0);
         }
     } else {
-        for (int r = 0; r < W; r++) lt__ival_add(c->iv, &n, k->in[r], r, 0);
+        for (int r = 0; r < W; r++)
+            if (c->held[r]) lt__ival_add(c->iv, &n, k->in[r], r, 0);
     }
     size_t nin = n;
     for (int r = 0; r < W; r++)
-        if (!c->fresh[r]) lt__ival_add(c->iv, &n, k->out[r], r, 1);
+        if (!c->fresh[r] && c->held[r]) lt__ival_add(c->iv, &n, k->out[r], r, 1);
     if (n == nin) return LT_OK;
     int ra, rb;
     if (lt__ival_overlaps(c->iv, n, k->self_alias_ok, c->need_tmp, ntmp, &ra, &rb))
@@ -612,7 +638,7 @@ static lt_status run(call *k, lt_coll_fn fn, lt_coll_group *proto, size_t sizes_
         /* copy-on-write: a preallocated output that shares its buffer with
          * other tensors (replicas) gets its own before anything is written */
         for (int r = 0; r < W; r++) {
-            if (c->fresh[r] || !k->out[r]) continue;
+            if (c->fresh[r] || !k->out[r] || !c->held[r]) continue;
             st = lt_tensor_make_writable(k->out[r]);
             if (st) return fail(k, gerr(k, -1, 0, st, "copy-on-write of rank %d's output", r));
         }

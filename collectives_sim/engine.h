@@ -81,6 +81,15 @@ typedef struct lt_engine_i {
      * agree over the world after each group (only within a group that
      * communicates). NULL: nothing to agree on (the in-process engine). */
     lt_status (*agree)(void *ctx, lt_status st);
+    /* optional (an engine spread over processes): 1 when this process holds
+     * rank r's shards, 0 when another process does. NULL: every rank is held
+     * here. Asked once per rank when a communicator is made. For a rank not
+     * held, the wrappers take an absent stand-in (lt_tensor_absent: its
+     * shape, no values) as input, never create a buffer for its result (it
+     * gets an absent stand-in of the result's shape) and never hand either
+     * to a kernel; the engine must not touch those entries. A held rank's
+     * input may not be absent. */
+    int (*holds)(void *ctx, int rank);
 } lt_engine_i;
 
 /* The in-process engine (collectives_sim/engine_inproc.c). */
@@ -91,6 +100,11 @@ typedef struct lt_comm lt_comm;
  * on. LT_INVALID when the engine's version differs or a required entry is
  * NULL. Free with lt_comm_free. */
 LT_API lt_status lt_comm_new_engine(const lt_mesh *m, const lt_engine_i *iface, lt_comm **out);
+/* 1 when this process holds rank r's shards on c (engine.h `holds`; the
+ * in-process engine holds every rank). */
+LT_API int lt_comm_holds(const lt_comm *c, int rank);
+/* How many ranks this process holds on c (the world, in-process). */
+LT_API int lt_comm_nheld(const lt_comm *c);
 /* The engine's name ("inproc"). */
 LT_API const char *lt_comm_engine_name(const lt_comm *c);
 

@@ -988,6 +988,7 @@ static const lt_engine_i inproc_iface = {
     /* .permute        = */ inproc_permute,
     /* .barrier        = */ NULL, /* nothing to wait for in one process */
     /* .agree          = */ NULL,  /* one process: nothing to agree on */
+    /* .holds          = */ NULL,  /* every rank */
 };
 
 const lt_engine_i *lt_engine_inproc(void) { return &inproc_iface; }

@@ -412,6 +412,15 @@ static lt_status mpi_barrier(void *vctx, const lt_coll_group *g) {
     return LT_OK;
 }
 
+/* engine.h `holds`: shadow mode holds every rank; otherwise the ranks of
+ * this process's block (none when it owns no rank: idle_extra). */
+static int mpi_holds(void *vctx, int rank) {
+    const mpi_ctx *c = vctx;
+    if (c->opt.shadow) return 1;
+    if (c->proc >= c->nown) return 0;
+    return lt_mpi_owner(c->mesh.world, c->nown, rank) == c->proc;
+}
+
 static const lt_engine_i mpi_iface = {
     /* .version        = */ LT_ENGINE_API_VERSION,
     /* .name           = */ "mpi",
@@ -428,6 +437,7 @@ static const lt_engine_i mpi_iface = {
     /* .permute        = */ mpi_permute,
     /* .barrier        = */ mpi_barrier,
     /* .agree          = */ mpi_agree_call,
+    /* .holds          = */ mpi_holds,
 };
 
 const lt_engine_i *lt_engine_mpi(void) { return &mpi_iface; }

@@ -191,6 +191,22 @@ lt_status lt_tensor_placeholder(lt_dtype dt, int ndim, const int64_t *shape, lt_
     return LT_OK;
 }
 
+lt_status lt_tensor_absent(lt_dtype dt, int ndim, const int64_t *shape, lt_tensor **out) {
+    if (out) *out = NULL;
+    int64_t numel;
+    if ((int)dt < 0 || dt >= LT_DTYPE_COUNT) return lt__err(LT_INVALID, "tensor_absent: unknown dtype %d", (int)dt);
+    LT_TRY(check_shape("tensor_absent", ndim, shape, lt_dtype_size(dt), &numel));
+    int64_t none[LT_MAX_DIMS] = {0};   /* no bytes behind it */
+    lt_tensor *t = NULL;
+    LT_TRY(tensor_new("tensor_absent", NULL, dt, ndim > 0 ? ndim : 1, none, 1, &t));
+    t->ndim = ndim;
+    for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
+    lt__contiguous_strides(ndim, t->shape, t->strides);
+    t->absent = 1;
+    *out = t;
+    return LT_OK;
+}
+
 void lt_tensor_free(lt_tensor *t) {
     if (!t) return;
     storage_release(t->storage);

@@ -44,6 +44,8 @@ typedef struct lt_tensor {
     int placeholder;                       /* 1: stands for `logical` */
     int logical_ndim;
     int64_t logical[LT_MAX_DIMS];
+    int absent;                            /* 1: shape only; the values live in another
+                                            * process (lt_tensor_absent) */
 } lt_tensor;
 
 /* ---- creation and lifetime ------------------------------------------- */
@@ -64,6 +66,13 @@ LT_API lt_status lt_tensor_from_doubles(lt_dtype dt, int ndim, const int64_t *sh
                                         int64_t n, lt_tensor **out);
 /* A placeholder for logical shape (ndim, shape), dtype dt (see above). */
 LT_API lt_status lt_tensor_placeholder(lt_dtype dt, int ndim, const int64_t *shape, lt_tensor **out);
+/* A stand-in for a shard held by another process (collectives_sim/engine.h
+ * `holds`): dtype dt and shape (ndim, shape) with no values (its storage has
+ * no bytes, so no kernel may read or write it; the collectives read only
+ * its shape, and their results for a rank this process does not hold are
+ * such stand-ins too). The caller frees *out with lt_tensor_free. Errors:
+ * the shape checks of lt_tensor_new; LT_NOMEM. */
+LT_API lt_status lt_tensor_absent(lt_dtype dt, int ndim, const int64_t *shape, lt_tensor **out);
 /* Releases the view and, with the last view, the storage. NULL is a no-op. */
 LT_API void lt_tensor_free(lt_tensor *t);
 /* A new view of the same elements (shares storage). */

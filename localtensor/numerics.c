@@ -241,8 +241,22 @@ lt_status lt_dtensor_sample(const lt_spec *spec, const lt_sample_src *g, const i
     LT_TRY(lt_local_new(spec->mesh, &local));
     folds f;
     memset(&f, 0, sizeof f);
-    lt_status st = LT_OK;
-    for (int i = 0; i < n && !st; i++) st = sample_shard(spec, g, &f, ranks[i], &local->shards[ranks[i]]);
+    /* a rank's values depend only on its indices: replicas (the same
+     * replica class) share the first one's buffer, as distribute's do */
+    int W = spec->mesh->world;
+    int *built = n > 1 ? lt__malloc(sizeof(int) * (size_t)W) : NULL;   /* (W) class -> its built rank, -1 */
+    lt_status st = n > 1 && !built ? lt__err(LT_NOMEM, "out of memory") : LT_OK;
+    for (int r = 0; built && r < W; r++) built[r] = -1;
+    for (int i = 0; i < n && !st; i++) {
+        int r = ranks[i], k = built ? lt__replica_class(spec->mesh, spec->placements, r) : r;
+        if (built && built[k] >= 0) {
+            st = lt_tensor_view(local->shards[built[k]], &local->shards[r]);
+            continue;
+        }
+        st = sample_shard(spec, g, &f, r, &local->shards[r]);
+        if (built) built[k] = r;
+    }
+    lt__free(built);
     folds_free(&f);
     if (st) {
         lt_local_free(local);

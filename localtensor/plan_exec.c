@@ -313,6 +313,7 @@ lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *p
     lt_placement part[LT_MESH_MAX_DIMS];
     for (int j = 0; j < mesh->ndim; j++) part[j] = j == i ? lt_partial(m->op) : lt_replicate();
     for (int r = 0; r < W && !st; r++) {
+        if (in[r]->absent) continue;   /* held by another process (engine.h `holds`): left out */
         const lt_rank_layout *b = &lb[r];
         int64_t ne = lt__numel_sat(nd, b->local_shape);
         if (!ne) {   /* nothing to hold: the next state's shape */

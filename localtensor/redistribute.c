@@ -8,6 +8,7 @@
  * the verifier's direct reshard of the source, so a wrong step is named the
  * moment it produces a wrong state.
  */
+#include "collectives_sim/engine.h"
 #include "kernels/alloc.h"
 #include "kernels/cache_impl.h"
 #include "kernels/memlimit_impl.h"
@@ -150,6 +151,7 @@ static lt_status run_step(lt_comm *comm, const lt_spec *from, const lt_plan_step
         st = lt_all_gather(comm, i, in, a->dim, g);
         int64_t *perm = NULL, pn = -1;   /* (pn) */
         for (int r = 0; r < W && !st; r++) {
+            if (g[r]->absent) continue;   /* held by another process: left out */
             int64_t n = g[r]->shape[a->dim];
             int q = lt__replica_class(mesh, ps->after, r);
             if (q != r && lt_tensor_same_view(g[r], g[q])) {   /* the same gathered buffer */
@@ -184,6 +186,7 @@ static lt_status run_step(lt_comm *comm, const lt_spec *from, const lt_plan_step
         }
         memset(known, -1, (size_t)(W / m));
         for (int r = 0; r < W && !st; r++) {
+            if (in[r]->absent) continue;   /* held by another process: left out */
             int c, q = lt__replica_class(mesh, ps->after, r);
             if (q != r && lt_tensor_same_view(in[r], in[q])) {   /* a replica of the same buffer */
                 st = lt_tensor_view(out[q], &out[r]);
@@ -324,6 +327,78 @@ lt_status lt__plan_check_memory_ex(const lt_plan *plan, int verify, int with_sou
     return lt_check_memory(lt__add_sat(need, src), plan->mesh.world, what);
 }
 
+/* ---- absent shards (a communicator whose engine holds only some ranks) -------------- */
+
+/* 1 when dt holds exactly the ranks comm holds (engine.h `holds`). */
+static int holds_exactly(const lt_comm *comm, const lt_dtensor *dt) {
+    for (int r = 0; r < dt->local->mesh.world; r++)
+        if ((dt->local->shards[r] != NULL) != lt_comm_holds(comm, r)) return 0;
+    return 1;
+}
+
+/* The bytes of the shards comm holds in state s. */
+static lt_status held_bytes(const lt_spec *s, const lt_comm *comm, uint64_t *out) {
+    uint64_t sum = 0;
+    size_t es = lt_dtype_size(s->dtype);
+    for (int r = 0; r < s->mesh->world; r++) {
+        if (!lt_comm_holds(comm, r)) continue;
+        int64_t ls[LT_MAX_DIMS];
+        LT_TRY(lt_spec_local_shape(s, r, ls, NULL));
+        sum = lt__add_sat(sum, lt__mul_sat((uint64_t)lt__numel_sat(s->ndim, ls), es));
+    }
+    *out = sum;
+    return LT_OK;
+}
+
+/* The memory check of a redistribute whose shards this process holds only
+ * in part: the held shards of the source, the step's output and what its
+ * collective received, at the step that needs most. */
+static lt_status check_memory_held(const lt_plan *plan, const lt_comm *comm) {
+    uint64_t prev, next, peak = 0;
+    int at = -1;
+    lt_spec spec = lt__plan_spec(plan, plan->src);
+    LT_TRY(held_bytes(&spec, comm, &prev));
+    for (int s = 0; s < plan->nsteps; s++) {
+        spec = lt__plan_spec(plan, plan->steps[s].after);
+        LT_TRY(held_bytes(&spec, comm, &next));
+        uint64_t run = lt__add_sat(prev, lt__add_sat(next, next));
+        if (run > peak) peak = run, at = s;
+        prev = next;
+    }
+    char what[160];
+    snprintf(what, sizeof what, "this redistribute (this process's %d of %d ranks, step %d)", lt_comm_nheld(comm),
+             plan->mesh.world, at + 1);
+    return lt_check_memory(peak, lt_comm_nheld(comm), what);
+}
+
+/* in2[r] = in[r], or for a rank held elsewhere (NULL) an absent stand-in of
+ * its shape in state s (lt_tensor_absent; replicas held elsewhere share one,
+ * as the shards they stand for would): what the collectives read. The
+ * caller frees the stand-ins (entries where in[r] is NULL). */
+static lt_status absent_inputs(const lt_spec *s, lt_tensor *const *in, lt_tensor **in2) {
+    memset(in2, 0, sizeof *in2 * (size_t)s->mesh->world);
+    for (int r = 0; r < s->mesh->world; r++) {
+        in2[r] = in[r];
+        if (in[r]) continue;
+        int k = lt__replica_class(s->mesh, s->placements, r);   /* k <= r */
+        if (k != r && !in[k]) { /* a replica: the same stand-in, so the collectives see the same input */
+            lt_status st = lt_tensor_view(in2[k], &in2[r]);
+            if (st) return st;
+            continue;
+        }
+        int64_t ls[LT_MAX_DIMS];
+        lt_status st = lt_spec_local_shape(s, r, ls, NULL);
+        if (!st) st = lt_tensor_absent(s->dtype, s->ndim, ls, &in2[r]);
+        if (st) return st;
+    }
+    return LT_OK;
+}
+
+static void absent_inputs_free(int W, lt_tensor *const *in, lt_tensor **in2) {
+    for (int r = 0; in2 && r < W; r++)
+        if (!in[r]) lt_tensor_free(in2[r]);
+}
+
 /* ---- redistribute ------------------------------------------------------------------- */
 
 static void step_str(const lt_plan *p, int s, char *buf, size_t n) { lt_plan_step_str(p, s, buf, n); }
@@ -368,17 +443,26 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     char ctx[1200], sd[400];   /* context, formatted only on error */
     lt_comm *comm = opts ? opts->comm : NULL, *own = NULL;
     lt_status st = LT_OK;
+    /* shards held by other processes (engine.h `holds`): stand-ins feed the collectives */
+    int absent = lt_local_count(dt->local) < mesh->world;
+    lt_tensor **in2 = NULL;   /* (world) the step's inputs with stand-ins */
     if (comm && !lt_mesh_equal(lt_comm_mesh(comm), mesh)) {
         char a[128], b[128];
         lt_mesh_str(lt_comm_mesh(comm), a, sizeof a);
         lt_mesh_str(mesh, b, sizeof b);
         run_ctx(opts, plan, ctx, sizeof ctx);
         st = lt__err_in(LT_INVALID, "redistribute", "%s: the communicator's mesh %s is not the tensor's mesh %s", ctx, a, b);
-    } else if (plan->nsteps && lt_local_count(dt->local) < mesh->world) {
+    } else if (absent && (!comm || !holds_exactly(comm, dt))) {
         run_ctx(opts, plan, ctx, sizeof ctx);
         st = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
-                          "not supported yet: redistribute%s: the source has absent shards (%d of %d ranks held)", ctx,
+                          "not supported yet: redistribute%s: the source has absent shards (%d of %d ranks held) that "
+                          "are not those another process holds on the communicator", ctx,
                           lt_local_count(dt->local), mesh->world);
+    } else if (absent && verify) {
+        run_ctx(opts, plan, ctx, sizeof ctx);
+        st = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                          "not supported yet: verification of a redistribute%s whose shards are spread over "
+                          "processes (check each process's shards against their definition instead)", ctx);
     } else if (!comm && plan->ncomm) {
         st = lt_comm_new(mesh, &own);
         comm = own;
@@ -390,13 +474,15 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     /* refuse up front what cannot fit: every copy the steps and the
      * verification hold at once (the source exists already); a source
      * whose replicas hold buffers of their own is copied rank by rank */
-    int shared = 1;
+    int shared = !absent;
     for (int r = 0; r < mesh->world && shared; r++) {
         int k = lt__replica_class(mesh, dt->placements, r);
         shared = k == r || lt_tensor_same_view(dt->local->shards[r], dt->local->shards[k]);
     }
     int cache = !(opts && opts->no_cache);   /* no_cache: the state caches are neither read nor filled either */
-    if (!st) st = lt__plan_check_memory_ex(plan, verify, 0, shared, cache);
+    if (!st && absent) st = check_memory_held(plan, comm);
+    else if (!st) st = lt__plan_check_memory_ex(plan, verify, 0, shared, cache);
+    if (!st && absent && !(in2 = lt__calloc((size_t)mesh->world, sizeof *in2))) st = lt__err(LT_NOMEM, "out of memory");
     if (st) {
         run_ctx(opts, plan, ctx, sizeof ctx);
         st = lt__err_ctx_in(st, "redistribute", "%s", ctx);
@@ -409,7 +495,20 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         lt_dtensor *nx = NULL;
         st = lt_local_new(mesh, &local);
         lt_spec from = lt__spec_with(lt_dtensor_spec(dt), before);
-        if (!st) st = run_step(comm, &from, ps, cur->local->shards, local->shards, cache);
+        lt_tensor *const *src = cur->local->shards;
+        if (!st && absent) {
+            st = absent_inputs(&from, cur->local->shards, in2);
+            src = in2;
+        }
+        if (!st) st = run_step(comm, &from, ps, src, local->shards, cache);
+        if (absent) {
+            absent_inputs_free(mesh->world, cur->local->shards, in2);
+            for (int r = 0; local && r < mesh->world; r++)
+                if (local->shards[r] && local->shards[r]->absent) {   /* a result held elsewhere */
+                    lt_tensor_free(local->shards[r]);
+                    local->shards[r] = NULL;
+                }
+        }
         lt_spec spec = lt__spec_with(lt_dtensor_spec(dt), ps->after);
         if (!st) st = lt__dtensor_wrap(local, &spec, &nx);
         else lt_local_free(local);
@@ -449,6 +548,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         }
     }
     lt_comm_free(own);
+    lt__free(in2);
     lt__verified_free(memo);
     if (st) {
         lt_dtensor_free(owned);

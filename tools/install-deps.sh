@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PKGS=(build-essential pkg-config libopenblas-dev libcjson-dev libyaml-dev libcmocka-dev valgrind clang libclang-rt-14-dev
-      openmpi-bin libopenmpi-dev)
+      openmpi-bin libopenmpi-dev time)
 missing=()
 for p in "${PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

@@ -123,6 +123,51 @@ else
   bad "--cross-check and the planted swap (exit $rc)"
 fi
 
+# 8. --shards owned: a process holds only its own ranks' shards; the plan's
+# collectives move them between processes (scenarios/mpi/owned.yaml)
+"$bin" run scenarios/mpi/owned.yaml > "$tmp/in.txt" 2>&1
+onps="1 2 4 8"; [ "$mode" = "--quick" ] && onps="2 4"
+for np in $onps; do
+  mpi -np "$np" "$bin" run --engine mpi --shards owned scenarios/mpi/owned.yaml > "$tmp/mpi.txt" 2> "$tmp/log"; rc=$?
+  if [ $rc -eq 0 ] && diff <(norm_text "$tmp/in.txt") <(norm_text "$tmp/mpi.txt") > "$tmp/log"; then
+    ok "--shards owned -np $np: the same report as in-process ($(tail -1 "$tmp/mpi.txt"))"
+  else
+    bad "--shards owned -np $np (exit $rc)"
+  fi
+done
+# a wrong value held by process 1 only is found there and reported by process 0
+sed 's/3: \[6, 7\]}}/3: [6, 9]}}/' scenarios/mpi/owned.yaml > "$tmp/owned_bad.yaml"
+mpi -np 2 "$bin" run --engine mpi --shards owned "$tmp/owned_bad.yaml" > "$tmp/log" 2>&1; rc=$?
+if [ $rc -eq 1 ] && grep -q "on process 1: .*expect_local of 'xd': rank 3 (coord \[3\]): index \[1\]: expected 9, actual 7" "$tmp/log"; then
+  ok "--shards owned: a check failing on process 1's rank: exit 1, reported by process 0"
+else
+  bad "--shards owned: a check failing on process 1's rank (exit $rc)"
+fi
+if [ "$mode" != "--quick" ]; then
+  # scale-out: a 256 MiB tensor (too big for one scenario tensor in one
+  # process) on 8 processes, each holding one rank's 32 MiB shard
+  cat > "$tmp/owned_scale.yaml" <<'YAML'
+- name: owned_scale_out
+  description: "(4096, 16384) f32 = 256 MiB on 8 ranks, S(0) -> S(1): one all_to_all between processes"
+  mesh: 8
+  tensors: {x: {shape: [4096, 16384]}}
+  steps:
+    - distribute: {tensor: x, placements: ["S(0)"], as: a}
+    - redistribute: {tensor: a, to: ["S(1)"], as: b}
+    - expect_plan: {collectives: [all_to_all]}
+    - expect_full: {tensor: b, equals: x}
+YAML
+  /usr/bin/time -f "maxrss_kb %M" -o "$tmp/rss" timeout 600 "$MPIRUN" --oversubscribe -np 8 "$bin" run --engine mpi \
+    --shards owned "$tmp/owned_scale.yaml" > "$tmp/log" 2>&1; rc=$?
+  rss=$(awk '/maxrss_kb/ {print $2}' "$tmp/rss" 2>/dev/null)
+  if [ $rc -eq 0 ] && [ -n "$rss" ] && [ "$rss" -lt 262144 ] &&
+     grep -q "a process holds 32.0 MiB of them when they are sharded over every rank" "$tmp/log"; then
+    ok "--shards owned -np 8: a 256 MiB tensor, the largest process at $((rss / 1024)) MiB"
+  else
+    bad "--shards owned -np 8 scale-out (exit $rc, largest process ${rss:-?} KiB)"
+  fi
+fi
+
 # 6. too many processes for every mesh of the run
 mpi -np 8 "$bin" run --engine mpi "$f" > "$tmp/log" 2>&1; rc=$?
 if [ $rc -ne 0 ] && grep -q "localtensor run: 8 processes but the largest mesh of the selected cases has 4 ranks: run with 1 to 4 processes (mpirun -np)" "$tmp/log"; then

@@ -38,9 +38,10 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err);
  * CLI only in builds with MPI, whose main() points lt_cli_mpi_hooks at it;
  * NULL otherwise. */
 typedef struct lt_cli_mpi {
-    /* MPI_Init (when not yet done) and the engine's options; -1 to go on,
-     * or 2 after printing why to err. *proc, *nproc: this process, all. */
-    int (*begin)(int cross_check, FILE *err, int *proc, int *nproc);
+    /* MPI_Init (when not yet done) and the engine's options (owned: each
+     * process holds only its own ranks' shards, `--shards owned`); -1 to go
+     * on, or 2 after printing why to err. *proc, *nproc: this process, all. */
+    int (*begin)(int cross_check, int owned, FILE *err, int *proc, int *nproc);
     /* the exit code: the highest of all processes' codes */
     int (*agree_exit)(int code);
     /* MPI_Finalize */

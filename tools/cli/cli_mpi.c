@@ -13,7 +13,7 @@
 #include "collectives_sim/engine_mpi.h"
 #include "tools/cli/cli.h"
 
-static int mpi_begin(int cross_check, FILE *err, int *proc, int *nproc) {
+static int mpi_begin(int cross_check, int owned, FILE *err, int *proc, int *nproc) {
     int inited = 0;
     MPI_Initialized(&inited);
     if (!inited && MPI_Init(NULL, NULL) != MPI_SUCCESS) {
@@ -25,7 +25,7 @@ static int mpi_begin(int cross_check, FILE *err, int *proc, int *nproc) {
     lt_mpi_options o;
     memset(&o, 0, sizeof o);
     o.cross_check = cross_check;
-    o.shadow = 1;      /* the scenario engine's tensors hold every rank's shard */
+    o.shadow = !owned; /* --shards all: the scenario engine's tensors hold every rank's shard */
     o.idle_extra = 1;  /* small meshes run on the first processes */
     lt_engine_mpi_set_options(&o);
     return -1;

@@ -23,7 +23,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: localtensor run PATH... [-k FILTER] [-v] [--json FILE] [--junit FILE] [--fail-fast] [--trace]\n"
             "                       [--numerics full|sample:K|none] [--world N]\n"
-            "                       [--engine inproc|mpi] [--cross-check] [--compare-backend NAME]\n"
+            "                       [--engine inproc|mpi] [--shards all|owned] [--cross-check]\n"
+            "                       [--compare-backend NAME]\n"
             "\n"
             "Runs YAML scenario files (directories are searched for *.yaml / *.yml).\n"
             "  -k FILTER      run only cases whose name or file path contains FILTER (repeatable)\n"
@@ -38,6 +39,10 @@ static void usage(FILE *f) {
             "  --engine NAME  inproc (default), or mpi under mpirun: each process owns a contiguous\n"
             "                 block of every case's ranks and their collectives run on MPI; process 0\n"
             "                 writes the reports (README: running on several processes or machines)\n"
+            "  --shards S     with --engine mpi: all (default: every process also holds the other\n"
+            "                 ranks' shards, so every step runs) or owned (a process holds only its\n"
+            "                 own ranks' shards: memory per process shrinks with the process count;\n"
+            "                 the steps of --numerics sample run, redistributes on MPI)\n"
             "  --world N      run only the cases whose mesh has N ranks (with mpirun -np N and\n"
             "                 --engine mpi: one process per simulated rank)\n"
             "  --cross-check  with --engine mpi: every collective that spans processes is also run\n"
@@ -54,10 +59,10 @@ const lt_cli_mpi *lt_cli_mpi_hooks = NULL;
 /* `run --engine mpi`: every process runs every case (so each finds the
  * communicators the others create); process 0 alone writes the reports. */
 static int run_mpi(lt_sc_options *o, const char **paths, int np, const char **filters, int nf, int cross_check,
-                   FILE *out, FILE *err) {
+                   int owned, FILE *out, FILE *err) {
     const lt_cli_mpi *h = lt_cli_mpi_hooks;
     int proc = 0, nproc = 1;
-    int code = h->begin(cross_check, err, &proc, &nproc);
+    int code = h->begin(cross_check, owned, err, &proc, &nproc);
     if (code >= 0) return code;
     FILE *null = NULL;
     o->filters = filters;
@@ -66,15 +71,22 @@ static int run_mpi(lt_sc_options *o, const char **paths, int np, const char **fi
     o->engine_name = "mpi";
     o->case_agree = h->case_agree;
     o->nproc = nproc;
+    o->owned = owned;
     if (proc == 0) {
         const char *nc = getenv("NO_COLOR");
         o->color = !(nc && nc[0]) && isatty(fileno(out));
         o->progress = isatty(fileno(err));
-        fprintf(err, "localtensor run --engine mpi: %d process%s; each case's ranks are split into %d contiguous "
-                     "block%s (a mesh with fewer ranks uses the first processes). Every process also holds the "
-                     "other ranks' shards: memory per process is that of an in-process run (leaving them out "
-                     "is not supported yet).\n",
-                nproc, nproc == 1 ? "" : "es", nproc, nproc == 1 ? "" : "s");
+        if (owned)
+            fprintf(err, "localtensor run --engine mpi --shards owned: %d process%s; each case's ranks are split "
+                         "into %d contiguous block%s (a mesh with fewer ranks uses the first processes), and a "
+                         "process holds only its own block's shards.\n",
+                    nproc, nproc == 1 ? "" : "es", nproc, nproc == 1 ? "" : "s");
+        else
+            fprintf(err, "localtensor run --engine mpi: %d process%s; each case's ranks are split into %d contiguous "
+                         "block%s (a mesh with fewer ranks uses the first processes). Every process also holds the "
+                         "other ranks' shards: memory per process is that of an in-process run (--shards owned "
+                         "leaves them out).\n",
+                    nproc, nproc == 1 ? "" : "es", nproc, nproc == 1 ? "" : "s");
     } else {
         /* the run must go on (the others wait for this process's collectives) */
         null = fopen("/dev/null", "w");
@@ -97,7 +109,7 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
     o.err = err;
     const char **paths = lt__calloc((size_t)(argc > 0 ? argc : 1), sizeof *paths);
     const char **filters = lt__calloc((size_t)(argc > 0 ? argc : 1), sizeof *filters);
-    int np = 0, nf = 0, code = -1, cross_check = 0;
+    int np = 0, nf = 0, code = -1, cross_check = 0, owned = -1;
     const char *engine = "inproc";
     if (!paths || !filters) {
         fprintf(err, "localtensor run: out of memory\n");
@@ -123,6 +135,15 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
             }
             o.world = (int)w;
             i++;
+        } else if (!strcmp(a, "--shards") || !strncmp(a, "--shards=", 9)) {
+            const char *v = a[8] == '=' ? a + 9 : i + 1 < argc ? argv[++i] : NULL;
+            if (!v || (strcmp(v, "all") && strcmp(v, "owned"))) {
+                fprintf(err, "localtensor run: --shards needs a value: all or owned%s%s%s\n", v ? " (got '" : "",
+                        v ? v : "", v ? "')" : "");
+                code = 2;
+            } else {
+                owned = !strcmp(v, "owned");
+            }
         } else if (!strcmp(a, "--cross-check")) {
             cross_check = 1;
         } else if (!strcmp(a, "--engine") || !strncmp(a, "--engine=", 9)) {
@@ -198,13 +219,17 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
         fprintf(err, "localtensor run: --cross-check needs --engine mpi\n");
         code = 2;
     }
+    if (code < 0 && owned >= 0 && strcmp(engine, "mpi")) {
+        fprintf(err, "localtensor run: --shards needs --engine mpi (in one process every shard is held)\n");
+        code = 2;
+    }
     if (code < 0 && !strcmp(engine, "mpi") && !lt_cli_mpi_hooks) {
         fprintf(err, "localtensor run: --engine mpi: this localtensor was built without MPI (install Open MPI "
                      "with `make deps` or apt-get install openmpi-bin libopenmpi-dev, then rebuild)\n");
         code = 2;
     }
     if (code < 0 && !strcmp(engine, "mpi")) {
-        code = run_mpi(&o, paths, np, filters, nf, cross_check, out, err);
+        code = run_mpi(&o, paths, np, filters, nf, cross_check, owned > 0, out, err);
     } else if (code < 0) {
         o.filters = filters;
         o.nfilters = nf;

@@ -83,6 +83,10 @@ typedef struct lt_sc_options {
     /* processes of that run (0 or 1: one); more than the largest mesh of
      * the selected cases is an error before any case runs */
     int nproc;
+    /* --shards owned: a process holds only its own ranks' shards; init:
+     * tensors are then never built whole (any size loads), and the memory
+     * per process is estimated on err before the run */
+    int owned;
 } lt_sc_options;
 
 /* The scenario driver (tools/scenario/scenario_driver.c): loads and runs

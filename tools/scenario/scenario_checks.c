@@ -248,9 +248,16 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
         memset(cur, 0, sizeof *cur);
         lt_tensor paper;   /* an absent rank (numerics sample/none): its layout stands in */
         const lt_tensor *t = shards[r];
-        int asks = (d->vals && d->vals[r].kind) || (d->shapes && d->shapes[r].has) || (d->offsets && d->offsets[r].has);
+        const expect_local_data *dr = d;
+        expect_local_data layout_only;   /* --shards owned: another process checks the values */
+        if (!t && rc->owned && d->vals && d->vals[r].kind) {
+            layout_only = *d;
+            layout_only.vals = NULL;
+            dr = &layout_only;
+        }
+        int asks = (dr->vals && dr->vals[r].kind) || (d->shapes && d->shapes[r].has) || (d->offsets && d->offsets[r].has);
         if (!t && !asks) continue;   /* absent, and nothing asked of it */
-        if (!t && d->vals && d->vals[r].kind) {
+        if (!t && dr->vals && dr->vals[r].kind) {
             char rs[256] = "";
             if (rc->nranks > 0) lt_numerics_ranks_str(rc->ranks, rc->nranks, 8, rs, sizeof rs);
             return lt__sc_numerics_refuse(rc, "expect_local of rank %d's values (%s%s%s)", r,
@@ -268,7 +275,7 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
             if (e) return e;
             t = &paper;
         }
-        int bad = check_rank(d, v->dt, t, r, cur);
+        int bad = check_rank(dr, v->dt, t, r, cur);
         if (bad < 0) return lt__err_ctx(LT_NOMEM, "rank %d", r);
         if (!bad) continue;
         nbad++;
@@ -525,9 +532,11 @@ static lt_status expect_full_sampled(sc_run_ctx *rc, const sc_step *st, const ex
         lt__sc_fmt_num(lt_get_flat(act, bad), as, sizeof as);
         lt_tensor_free(exp);
         return lt__sc_check_fail(rc, st, r, is, es, as, lt__sc_origin(v),
-                                 "expect_full of '%s'%s%s: index %s: expected %s, actual %s (held by sampled rank %d; %lld of its %lld element%s differ%s; %s)",
-                                 d->tensor, d->equals ? " == " : "", d->equals ? d->equals : "", is, es, as, r, (long long)nbad,
-                                 (long long)n, n == 1 ? "" : "s", nbad == 1 ? "s" : "", rc->c->res.numerics);
+                                 "expect_full of '%s'%s%s: index %s: expected %s, actual %s (held by %s rank %d; %lld of its %lld element%s differ%s%s%s)",
+                                 d->tensor, d->equals ? " == " : "", d->equals ? d->equals : "", is, es, as,
+                                 rc->owned ? "this process's" : "sampled", r, (long long)nbad, (long long)n, n == 1 ? "" : "s",
+                                 nbad == 1 ? "s" : "", rc->c->res.numerics ? "; " : "",
+                                 rc->c->res.numerics ? rc->c->res.numerics : "");
     }
     return LT_OK;
 }

@@ -189,6 +189,35 @@ static void release_case(sc_case *cs, sc_arena *a) {
     lt__sc_arena_free(a);
 }
 
+/* --shards owned: what a process holds of the declared tensors of the
+ * largest selected case, before the run (README: running on several
+ * processes or machines). A process holds the shards of its block of
+ * ceil(W / P) ranks at most: 1 / P of a tensor sharded over every rank,
+ * all of it where its placements replicate it. */
+static void owned_estimate(const lt_sc_options *opt, lt_sc_file *const *loaded, int nloaded) {
+    double best = -1, lo = 0;
+    const sc_case *at = NULL;
+    for (int i = 0; i < nloaded; i++)
+        for (int k = 0; k < loaded[i]->nscen; k++)
+            for (int c = 0; c < loaded[i]->scen[k].ncases; c++) {
+                const sc_case *cs = &loaded[i]->scen[k].cases[c];
+                if (!cs->selected) continue;
+                double bytes = 0;
+                for (int t = 0; t < cs->ntensors; t++) {
+                    double n = (double)lt_dtype_size(cs->tensors[t].dtype);
+                    for (int d = 0; d < cs->tensors[t].ndim; d++) n *= (double)cs->tensors[t].shape[d];
+                    bytes += n;
+                }
+                int W = cs->mesh.world, P = opt->nproc < W ? opt->nproc : W, block = (W + P - 1) / P;
+                if (bytes > best) best = bytes, lo = bytes * block / W, at = cs;
+            }
+    if (!at) return;
+    fprintf(opt->err, "memory per process: the largest selected case, %s (%d ranks), declares %.1f MiB of tensors; a "
+            "process holds %.1f MiB of them when they are sharded over every rank, up to %.1f MiB where replicated, "
+            "plus a redistribute's working copies (each refused before it allocates when this process's share "
+            "does not fit)\n", at->name, at->mesh.world, best / 1048576.0, lo / 1048576.0, best / 1048576.0);
+}
+
 int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *opt) {
     double t0 = now_s();
     strlist files = {0};
@@ -230,6 +259,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
     int total = 0;
     for (int i = 0; i < files.n; i++) {
         lt_sc_file *f = NULL;
+        lt__sc_load_unbuilt_init(opt->owned && opt->nproc > 1);
         lt_status st = lt_sc_load(files.v[i], &f);
         if (st) {
             /* the message goes to stderr once, now; the report lists the file
@@ -273,6 +303,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
                 const sc_case *cs = &loaded[i]->scen[k].cases[c];
                 if (cs->selected && cs->mesh.world > max_world) max_world = cs->mesh.world;
             }
+    if (opt->owned && opt->nproc > 1 && total > 0) owned_estimate(opt, loaded, nloaded);
     if (opt->nproc > 1 && total > 0 && opt->nproc > max_world) {
         fprintf(err, "localtensor run: %d processes but the largest mesh of the selected cases has %d rank%s: "
                 "run with 1 to %d processes (mpirun -np)\n", opt->nproc, max_world, max_world == 1 ? "" : "s",

@@ -410,6 +410,10 @@ typedef struct sc_run_ctx {
     int nranks;
     int refused;              /* a step that cannot run in this mode was met */
     char refused_msg[512];    /* what the refusal said */
+    /* 1: the communicator's engine holds only some ranks in this process
+     * (run --engine mpi --shards owned): the case runs as numerics sample
+     * with ranks = the held ones, but redistributes run on the engine */
+    int owned;
 } sc_run_ctx;
 
 /* The value named `name` (must exist: the loader checked). */
@@ -579,6 +583,18 @@ lt_status lt__sc_sampled_collective(sc_run_ctx *rc, lt_coll kind, const char *te
                                     int cdim, int root, const lt_split_rule *rule, const int *perm, const char *as,
                                     const char *origin);
 /* Stores a sampled DTensor (takes dt) with its values' source g as `as`. */
+/* A redistribute with --shards owned: the plan runs on the engine over this
+ * process's shards (the other ranks' absent), and, when verified, each held
+ * shard is compared with its direct computation from the source's definition
+ * (lt_redistribute_sampled, which also checks those against the semantic
+ * definition). *out: the held shards; *plan, *gout as
+ * lt_redistribute_sampled. A difference is LT_MISMATCH with rep filled. */
+/* --shards owned over several processes: init: tensors of any size load
+ * (they are never built whole); process-wide, set before loading. */
+void lt__sc_load_unbuilt_init(int on);
+lt_status lt__sc_owned_redistribute(sc_run_ctx *rc, sc_value *v, const lt_placement *pl, int np,
+                                    const lt_redistribute_opts *o, lt_dtensor **out, lt_plan **plan,
+                                    lt_sample_src *gout);
 lt_status lt__sc_sampled_put(sc_run_ctx *rc, const char *as, lt_dtensor *dt, const lt_sample_src *g,
                              const char *origin);
 

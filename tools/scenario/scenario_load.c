@@ -290,6 +290,10 @@ static lt_status parse_tensor(sc_parse_ctx *pc, const sc_node *key, const sc_nod
 
 /* ---- one case ---------------------------------------------------------------------- */
 
+/* --shards owned (tools/scenario/scenario.h): init: tensors are never built whole */
+static int g_unbuilt_init;
+void lt__sc_load_unbuilt_init(int on) { g_unbuilt_init = on; }
+
 static const char *const scenario_keys[] = {"name", "description", "mesh", "backend", "tensors", "steps", "sweep", "numerics", NULL};
 
 /* Parses mesh, tensors and steps of a scenario map (variables already
@@ -317,7 +321,7 @@ static lt_status parse_case(sc_arena *a, const sc_node *map, const sc_node *swee
     memset(&pc, 0, sizeof pc);
     pc.arena = a;
     pc.mesh = &c->mesh;
-    pc.sampled = c->numerics.kind != LT_NUMERICS_FULL;
+    pc.sampled = c->numerics.kind != LT_NUMERICS_FULL || g_unbuilt_init;
     lt_status st = LT_OK;
     const sc_node *tensors = lt__sc_get(map, "tensors"), *steps;
     if (tensors && !lt__sc_is_null(tensors)) {

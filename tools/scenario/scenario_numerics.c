@@ -28,8 +28,22 @@ const char *lt__sc_numerics_name(const sc_run_ctx *rc) {
     return lt_numerics_str(&rc->c->numerics, buf, sizeof buf);
 }
 
+/* --shards owned: the ranks this process holds on the case's communicator. */
+static lt_status owned_begin(sc_run_ctx *rc, const sc_case *c) {
+    int W = c->mesh.world;
+    rc->ranks = lt__malloc(sizeof(int) * (size_t)W);
+    if (!rc->ranks) return lt__err(LT_NOMEM, "out of memory");
+    rc->owned = 1;
+    rc->nranks = 0;
+    for (int r = 0; r < W; r++)
+        if (lt_comm_holds(rc->comm, r)) rc->ranks[rc->nranks++] = r;
+    return LT_OK;
+}
+
 lt_status lt__sc_numerics_begin(sc_run_ctx *rc, sc_case *c, sc_arena *arena) {
     rc->nranks = -1;
+    if (c->numerics.kind == LT_NUMERICS_FULL && rc->comm && lt_comm_nheld(rc->comm) < c->mesh.world)
+        return owned_begin(rc, c);
     if (c->numerics.kind == LT_NUMERICS_FULL) return LT_OK;
     int cap = lt_numerics_count(&c->numerics, c->mesh.world);
     rc->ranks = lt__malloc(sizeof(int) * (size_t)(cap > 0 ? cap : 1));
@@ -58,8 +72,11 @@ lt_status lt__sc_numerics_refuse(sc_run_ctx *rc, const char *fmt, ...) {
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     rc->refused = 1;
-    lt_status s = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s in --numerics %s mode", what,
-                               lt__sc_numerics_name(rc));
+    lt_status s = rc->owned ? lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                                           "not supported yet: %s with --shards owned (a process holds only its own "
+                                           "ranks' shards)", what)
+                            : lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s in --numerics %s mode",
+                                           what, lt__sc_numerics_name(rc));
     snprintf(rc->refused_msg, sizeof rc->refused_msg, "%s", lt_errmsg());
     return s;
 }
@@ -194,4 +211,74 @@ lt_status lt__sc_sampled_collective(sc_run_ctx *rc, lt_coll kind, const char *te
         return s;
     }
     return lt__sc_put_local(rc, as, l, origin);
+}
+
+/* ---- --shards owned: redistributes on the engine --------------------------------- */
+
+/* rep = the first element where rank r's shard `got` (the plan run on the
+ * engine) differs from `want` (its direct computation); spec: the
+ * destination's. */
+static void owned_report(const lt_plan *plan, const lt_spec *spec, int r, const lt_compare_result *cr,
+                         lt_verify_report *rep) {
+    rep->checked = 1;
+    rep->ok = 0;
+    rep->step = plan->nsteps - 1;
+    rep->mesh_dim = plan->nsteps ? plan->steps[plan->nsteps - 1].mesh_dim : -1;
+    rep->rank = r;
+    rep->ndim = spec->ndim;
+    rep->expected = cr->expected;
+    rep->actual = cr->actual;
+    rep->ndiff = cr->ndiff;
+    lt_rank_layout lay;
+    int have = lt_spec_layout_rank(spec, r, &lay) == LT_OK;
+    for (int d = 0; d < spec->ndim; d++) {
+        int64_t i = cr->first_idx[d];
+        rep->local_index[d] = i;
+        rep->global_index[d] = have && lay.idx[d] ? lay.idx[d][i] : (have ? lay.global_offset[d] : 0) + i;
+    }
+    if (have) lt_rank_layout_free(&lay);
+}
+
+lt_status lt__sc_owned_redistribute(sc_run_ctx *rc, sc_value *v, const lt_placement *pl, int np,
+                                    const lt_redistribute_opts *o, lt_dtensor **out, lt_plan **plan,
+                                    lt_sample_src *gout) {
+    lt_redistribute_opts ro = *o, eo = *o;
+    lt_dtensor *want = NULL;
+    *out = NULL;
+    *plan = NULL;
+    /* what each held rank must hold: computed directly, checked against the definition */
+    ro.comm = NULL;
+    ro.verify = o->verify;
+    lt_status s = o->verify ? lt_redistribute_sampled(lt_dtensor_spec(v->dt), &v->gen, pl, np, rc->ranks, rc->nranks,
+                                                      &ro, &want, plan, gout)
+                            : lt_redistribute_sampled(lt_dtensor_spec(v->dt), &v->gen, pl, np, NULL, 0, &ro, &want,
+                                                      plan, gout);
+    if (s) return s;
+    /* the plan on the engine: real data movement between processes */
+    eo.verify = 0;
+    eo.report = NULL;
+    s = lt_redistribute(v->dt, pl, np, &eo, out, NULL);
+    for (int i = 0; !s && o->verify && i < rc->nranks; i++) {
+        int r = rc->ranks[i];
+        lt_compare_result cr;
+        s = lt_compare(lt_to_local(*out, r), lt_to_local(want, r), 0.0, 0.0, &cr);
+        if (s || cr.equal) continue;
+        if (o->report) owned_report(*plan, lt_dtensor_spec(*out), r, &cr, o->report);
+        s = lt__err(LT_MISMATCH, "redistribute of '%s': rank %d's shard after the plan ran on engine '%s' differs "
+                    "from its direct computation (%lld element%s)", o->name ? o->name : "?", r,
+                    lt_comm_engine_name(rc->comm), (long long)cr.ndiff, cr.ndiff == 1 ? "" : "s");
+        if (o->report) snprintf(o->report->message, sizeof o->report->message, "%s", lt_errmsg());
+    }
+    lt_dtensor_free(want);
+    if (s == LT_MISMATCH) { /* the case goes on with what the plan computed */
+        lt_status keep = s;
+        lt_dtensor_free(*out);
+        *out = NULL;
+        return keep;
+    }
+    if (s) {
+        lt_dtensor_free(*out);
+        *out = NULL;
+    }
+    return s;
 }

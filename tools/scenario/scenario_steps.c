@@ -305,7 +305,9 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
     size_t since = lt_trace_marker(lt_comm_trace(rc->comm));
     lt_sample_src gout;
     lt_status s;
-    if (v->sampled) { /* numerics sample/none: the sampled ranks' values; the trace on paper */
+    if (v->sampled && rc->owned) { /* --shards owned: the plan on the engine, the held ranks' shards */
+        s = lt__sc_owned_redistribute(rc, v, d->pl, d->np, &o, &out, &plan, &gout);
+    } else if (v->sampled) { /* numerics sample/none: the sampled ranks' values; the trace on paper */
         o.comm = NULL;
         s = lt_redistribute_sampled(lt_dtensor_spec(v->dt), &v->gen, d->pl, d->np, rc->ranks, rc->nranks, &o, &out, &plan,
                                     &gout);
