@@ -71,6 +71,7 @@ struct lt_comm {
     size_t share_cap;
     unsigned char *held;            /* (world) 1: this process holds the rank (engine.h `holds`) */
     int nheld;                      /* how many; the world unless the engine spans processes */
+    int share_absent;               /* lt__comm_share_absent (engine_impl.h) */
 };
 
 /* One call in progress. */
@@ -168,6 +169,12 @@ lt_status lt_comm_new(const lt_mesh *mesh, lt_comm **out) { return lt_comm_new_e
 void lt_comm_free(lt_comm *c) { comm_release(c); }
 int lt_comm_holds(const lt_comm *c, int rank) { return c && rank >= 0 && rank < c->mesh.world && c->held[rank]; }
 int lt_comm_nheld(const lt_comm *c) { return c ? c->nheld : 0; }
+int lt_comm_owner(const lt_comm *c, int rank) {
+    return c && c->eng && c->eng->owner && rank >= 0 && rank < c->mesh.world ? c->eng->owner(c->ectx, rank) : 0;
+}
+void lt__comm_share_absent(lt_comm *c, int on) {
+    if (c) c->share_absent = on;
+}
 const lt_mesh *lt_comm_mesh(const lt_comm *c) { return &c->mesh; }
 lt_trace *lt_comm_trace(lt_comm *c) { return c->trace; }
 const char *lt_comm_engine_name(const lt_comm *c) { return c->eng->name; }
@@ -240,7 +247,7 @@ static uint64_t inputs_hash(const call *k, int g) {
     uint64_t h = 1469598103934665603u;
     for (int p = 0; p < k->n; p++) {
         const lt_tensor *t = k->in[rk[p]];
-        if (!t || t->absent) return 0;   /* an absent member: nothing to share */
+        if (!t || (t->absent && !k->c->share_absent)) return 0;   /* see lt__comm_share_absent */
         h = (h ^ (uint64_t)(uintptr_t)t->storage) * 1099511628211u;
         h = (h ^ (uint64_t)t->offset) * 1099511628211u;
     }
@@ -300,7 +307,7 @@ static int share_src(const call *k, int g, int r) {
     const int *rk = grp(k, g);
     int p = 0;
     while (p < k->n && rk[p] != r) p++;
-    if (k->same_as[g] >= 0) return grp(k, k->same_as[g])[p];   /* present inputs: held there too */
+    if (k->same_as[g] >= 0) return grp(k, k->same_as[g])[p];   /* the same held input: held there too */
     if (k->share_members)   /* the first member this process holds */
         for (int q = 0; q < p; q++)
             if (k->c->held[rk[q]]) return rk[q];

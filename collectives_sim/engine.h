@@ -90,6 +90,9 @@ typedef struct lt_engine_i {
      * to a kernel; the engine must not touch those entries. A held rank's
      * input may not be absent. */
     int (*holds)(void *ctx, int rank);
+    /* optional, with holds: the process (0, 1, ...) that holds rank r's
+     * shards. NULL: process 0. */
+    int (*owner)(void *ctx, int rank);
 } lt_engine_i;
 
 /* The in-process engine (collectives_sim/engine_inproc.c). */
@@ -103,6 +106,8 @@ LT_API lt_status lt_comm_new_engine(const lt_mesh *m, const lt_engine_i *iface, 
 /* 1 when this process holds rank r's shards on c (engine.h `holds`; the
  * in-process engine holds every rank). */
 LT_API int lt_comm_holds(const lt_comm *c, int rank);
+/* The process holding rank r's shards on c (engine.h `owner`; 0 in-process). */
+LT_API int lt_comm_owner(const lt_comm *c, int rank);
 /* How many ranks this process holds on c (the world, in-process). */
 LT_API int lt_comm_nheld(const lt_comm *c);
 /* The engine's name ("inproc"). */

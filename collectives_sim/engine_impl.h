@@ -36,4 +36,14 @@ size_t lt__inproc_piece_bytes(void);
  * one, so a thread that started late (a busy machine) takes fewer. */
 #define LT__INPROC_PIECES_PER_THREAD 8
 
+/* Results shared between groups whose members' inputs are the same buffers
+ * (collectives.c) are, by default, only shared between groups this process
+ * holds whole: a group that spans processes is computed on each of them, so
+ * every process makes the same MPI calls. With on = 1, groups with absent
+ * members (lt_tensor_absent) share too: the caller promises that on every
+ * process two members' inputs are the same views exactly when the shards
+ * are replicas held by the same process (lt_redistribute's stand-ins are
+ * made so), so every process decides alike. */
+void lt__comm_share_absent(lt_comm *c, int on);
+
 #endif

@@ -989,6 +989,7 @@ static const lt_engine_i inproc_iface = {
     /* .barrier        = */ NULL, /* nothing to wait for in one process */
     /* .agree          = */ NULL,  /* one process: nothing to agree on */
     /* .holds          = */ NULL,  /* every rank */
+    /* .owner          = */ NULL,  /* process 0 */
 };
 
 const lt_engine_i *lt_engine_inproc(void) { return &inproc_iface; }

@@ -421,6 +421,13 @@ static int mpi_holds(void *vctx, int rank) {
     return lt_mpi_owner(c->mesh.world, c->nown, rank) == c->proc;
 }
 
+/* engine.h `owner`: the block's process (lt_mpi_owner over the processes
+ * that own ranks). */
+static int mpi_owner(void *vctx, int rank) {
+    const mpi_ctx *c = vctx;
+    return lt_mpi_owner(c->mesh.world, c->nown, rank);
+}
+
 static const lt_engine_i mpi_iface = {
     /* .version        = */ LT_ENGINE_API_VERSION,
     /* .name           = */ "mpi",
@@ -438,6 +445,7 @@ static const lt_engine_i mpi_iface = {
     /* .barrier        = */ mpi_barrier,
     /* .agree          = */ mpi_agree_call,
     /* .holds          = */ mpi_holds,
+    /* .owner          = */ mpi_owner,
 };
 
 const lt_engine_i *lt_engine_mpi(void) { return &mpi_iface; }

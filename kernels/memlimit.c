@@ -86,12 +86,20 @@ lt_status lt__mem_set_budget(const char *size, const char *label) {
     return LT_OK;
 }
 
+static int g_share = 1;
+static char g_share_why[96];
+
+void lt__mem_set_share(int n) {
+    g_share = n > 1 ? n : 1;
+    snprintf(g_share_why, sizeof g_share_why, "of memory (its share: the machine's memory over %d processes)", g_share);
+}
+
 lt_status lt__mem_limit(uint64_t *bytes, const char **why) {
     uint64_t lim = UINT64_MAX;
-    const char *w = "of memory";
+    const char *w = g_share > 1 ? g_share_why : "of memory";
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     uint64_t page = psize > 0 ? (uint64_t)psize : 4096;
-    if (pages > 0 && psize > 0) lim = (uint64_t)pages * (uint64_t)psize;
+    if (pages > 0 && psize > 0) lim = (uint64_t)pages * (uint64_t)psize / (uint64_t)g_share;
     uint64_t avail = mem_available(), cached = lt__backend_cpu_cached();
     if (avail) {
         avail = avail > UINT64_MAX - cached ? UINT64_MAX : avail + cached;

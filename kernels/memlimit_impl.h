@@ -37,6 +37,10 @@ lt_status lt__mem_limit(uint64_t *bytes, const char **why);
  * in bytes (...)" when it is not one; nothing changes then. */
 lt_status lt__mem_set_budget(const char *size, const char *label);
 
+/* n processes share this machine (the MPI engine's, one per simulated
+ * block): each may fill 1/n of its physical memory (the available-now bound
+ * already sees what the others hold). 1: the default. */
+void lt__mem_set_share(int n);
 /* LT_OK when `bytes` fits under lt__mem_limit; otherwise LT_NOMEM with
  * "WHAT needs X GiB for the shards of all N ranks, more than this
  * machine's Y GiB of memory[ available now | ...]" (or lt__mem_limit's

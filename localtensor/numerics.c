@@ -103,19 +103,32 @@ static lt_status logical_shard(const lt_spec *spec, const lt_init *init, int r, 
 
 /* Checks ranks[0..n) (ascending, in range) and the memory their shards of
  * `spec` need. */
+/* The ranks are in range and ascending, and their shards fit in memory
+ * (replicas share one buffer, sample_into: each replica class counts once;
+ * without room for that table, every rank counts). */
 static lt_status check_ranks(const lt_spec *spec, const int *ranks, int n, const char *what) {
     uint64_t bytes = 0;
     size_t es = lt_dtype_size(spec->dtype);
-    for (int i = 0; i < n; i++) {
-        if (ranks[i] < 0 || ranks[i] >= spec->mesh->world || (i && ranks[i] <= ranks[i - 1]))
-            return lt__err(LT_INVALID, "%s: sampled rank %d is out of range or out of order (world %d)", what,
-                           ranks[i], spec->mesh->world);
+    unsigned char *seen = n > 1 ? lt__calloc((size_t)spec->mesh->world, 1) : NULL;   /* (W) class counted */
+    lt_status st = LT_OK;
+    for (int i = 0; i < n && !st; i++) {
+        if (ranks[i] < 0 || ranks[i] >= spec->mesh->world || (i && ranks[i] <= ranks[i - 1])) {
+            st = lt__err(LT_INVALID, "%s: sampled rank %d is out of range or out of order (world %d)", what, ranks[i],
+                         spec->mesh->world);
+            break;
+        }
+        if (seen) {
+            int k = lt__replica_class(spec->mesh, spec->placements, ranks[i]);
+            if (seen[k]) continue;
+            seen[k] = 1;
+        }
         int64_t ls[LT_MAX_DIMS], numel;
-        LT_TRY(lt_spec_local_shape(spec, ranks[i], ls, NULL));
-        LT_TRY(lt__numel_checked(spec->ndim, ls, es, &numel));
-        bytes = lt__add_sat(bytes, (uint64_t)numel * es);
+        st = lt_spec_local_shape(spec, ranks[i], ls, NULL);
+        if (!st) st = lt__numel_checked(spec->ndim, ls, es, &numel);
+        if (!st) bytes = lt__add_sat(bytes, (uint64_t)numel * es);
     }
-    return lt_check_memory(bytes, n > 0 ? n : 1, what);
+    lt__free(seen);
+    return st ? st : lt_check_memory(bytes, n > 0 ? n : 1, what);
 }
 
 /* ---- the value changes of a plan ------------------------------------------------ */
@@ -231,6 +244,30 @@ static lt_status sample_shard(const lt_spec *spec, const lt_sample_src *g, folds
     return st;
 }
 
+/* Rank ranks[i]'s shard of spec into local->shards for i < n. A rank's
+ * values depend only on its indices, so replicas (one replica class) share
+ * the first one's buffer, as distribute's do; fresh (n, may be NULL) gets 1
+ * where a shard was computed, 0 where it views a replica's. */
+static lt_status sample_into(const lt_spec *spec, const lt_sample_src *g, folds *f, const int *ranks, int n,
+                             lt_local *local, unsigned char *fresh) {
+    int W = spec->mesh->world;
+    int *built = n > 1 ? lt__malloc(sizeof(int) * (size_t)W) : NULL;   /* (W) class -> its built rank, -1 */
+    lt_status st = n > 1 && !built ? lt__err(LT_NOMEM, "out of memory") : LT_OK;
+    for (int r = 0; built && r < W; r++) built[r] = -1;
+    for (int i = 0; i < n && !st; i++) {
+        int r = ranks[i], k = built ? lt__replica_class(spec->mesh, spec->placements, r) : r;
+        if (fresh) fresh[i] = !built || built[k] < 0;
+        if (built && built[k] >= 0) {
+            st = lt_tensor_view(local->shards[built[k]], &local->shards[r]);
+            continue;
+        }
+        st = sample_shard(spec, g, f, r, &local->shards[r]);
+        if (built) built[k] = r;
+    }
+    lt__free(built);
+    return st;
+}
+
 /* ---- sampled DTensors --------------------------------------------------------- */
 
 lt_status lt_dtensor_sample(const lt_spec *spec, const lt_sample_src *g, const int *ranks, int n, lt_dtensor **out) {
@@ -241,22 +278,7 @@ lt_status lt_dtensor_sample(const lt_spec *spec, const lt_sample_src *g, const i
     LT_TRY(lt_local_new(spec->mesh, &local));
     folds f;
     memset(&f, 0, sizeof f);
-    /* a rank's values depend only on its indices: replicas (the same
-     * replica class) share the first one's buffer, as distribute's do */
-    int W = spec->mesh->world;
-    int *built = n > 1 ? lt__malloc(sizeof(int) * (size_t)W) : NULL;   /* (W) class -> its built rank, -1 */
-    lt_status st = n > 1 && !built ? lt__err(LT_NOMEM, "out of memory") : LT_OK;
-    for (int r = 0; built && r < W; r++) built[r] = -1;
-    for (int i = 0; i < n && !st; i++) {
-        int r = ranks[i], k = built ? lt__replica_class(spec->mesh, spec->placements, r) : r;
-        if (built && built[k] >= 0) {
-            st = lt_tensor_view(local->shards[built[k]], &local->shards[r]);
-            continue;
-        }
-        st = sample_shard(spec, g, &f, r, &local->shards[r]);
-        if (built) built[k] = r;
-    }
-    lt__free(built);
+    lt_status st = sample_into(spec, g, &f, ranks, n, local, NULL);
     folds_free(&f);
     if (st) {
         lt_local_free(local);
@@ -344,6 +366,15 @@ static lt_status verify_rank(const lt_plan *p, const lt_spec *dspec, const lt_in
     return st;
 }
 
+lt_status lt_verify_sampled_shard(const lt_plan *p, const lt_sample_src *g, int r, const lt_tensor *got,
+                                  lt_verify_report *rep) {
+    if (!p || !g || !got || r < 0 || r >= p->mesh.world)
+        return lt__err(LT_INVALID, "verify_sampled_shard: a NULL argument or rank %d out of range", r);
+    lt_spec dspec = lt__plan_spec(p, p->dst);
+    if (rep) rep->checked = 1;
+    return verify_rank(p, &dspec, &g->init, r, got, rep);
+}
+
 lt_status lt_redistribute_sampled(const lt_spec *src, const lt_sample_src *g, const lt_placement *dst, int np,
                                   const int *ranks, int n, const lt_redistribute_opts *opts, lt_dtensor **out,
                                   lt_plan **planp, lt_sample_src *gout) {
@@ -374,11 +405,12 @@ lt_status lt_redistribute_sampled(const lt_spec *src, const lt_sample_src *g, co
         rep->checked = 1;
         rep->ok = 1;
     }
-    for (int i = 0; i < n && !st; i++) {
-        int r = ranks[i];
-        st = sample_shard(&dspec, &gd, &f, r, &local->shards[r]);
-        if (!st && verify) st = verify_rank(plan, &dspec, &g->init, r, local->shards[r], rep);
-    }
+    unsigned char *fresh = NULL;   /* (n) 1: computed, 0: a replica's view (checked with it) */
+    if (!st && n > 0 && !(fresh = lt__malloc((size_t)n))) st = lt__err(LT_NOMEM, "out of memory");
+    if (!st) st = sample_into(&dspec, &gd, &f, ranks, n, local, fresh);
+    for (int i = 0; i < n && !st && verify; i++)
+        if (fresh[i]) st = verify_rank(plan, &dspec, &g->init, ranks[i], local->shards[ranks[i]], rep);
+    lt__free(fresh);
     folds_free(&f);
     if (st) {
         char a[512], b[512];

@@ -127,6 +127,16 @@ LT_API lt_status lt_dtensor_init_ranks(const lt_spec *spec, const lt_init *init,
 LT_API lt_status lt_redistribute_sampled(const lt_spec *src, const lt_sample_src *g, const lt_placement *dst,
                                          int np, const int *ranks, int n, const lt_redistribute_opts *opts,
                                          lt_dtensor **out, lt_plan **plan, lt_sample_src *gout);
+/* The verification of one destination shard, as lt_redistribute_sampled
+ * does it, for a shard computed some other way (the plan run on an engine
+ * spread over processes): rank r's shard `got` (borrowed) of the
+ * destination of plan p, a redistribute of a tensor whose values come from
+ * g, against its semantic definition (docs/SEMANTICS.md §7) within the
+ * dtype's tolerance. LT_OK; LT_MISMATCH naming the rank and the index, with
+ * rep (may be NULL) filled as lt_redistribute fills it (step: the last);
+ * LT_SHAPE when got's shape is not the rank's; LT_NOMEM. */
+LT_API lt_status lt_verify_sampled_shard(const lt_plan *p, const lt_sample_src *g, int r, const lt_tensor *got,
+                                         lt_verify_report *rep);
 /* lt_redistribute_sampled from lt_sample_src_init(init, src), after
  * checking the Partial kinds of src as lt_dtensor_init_spec does. */
 LT_API lt_status lt_redistribute_ranks(const lt_spec *src, const lt_init *init, const lt_placement *dst, int np,

@@ -9,6 +9,7 @@
  * moment it produces a wrong state.
  */
 #include "collectives_sim/engine.h"
+#include "collectives_sim/engine_impl.h"
 #include "kernels/alloc.h"
 #include "kernels/cache_impl.h"
 #include "kernels/memlimit_impl.h"
@@ -336,12 +337,18 @@ static int holds_exactly(const lt_comm *comm, const lt_dtensor *dt) {
     return 1;
 }
 
-/* The bytes of the shards comm holds in state s. */
-static lt_status held_bytes(const lt_spec *s, const lt_comm *comm, uint64_t *out) {
+/* The bytes of the shards comm holds in state s, replicas once (they share
+ * buffers: a step's collectives and reshapes share results between the
+ * replicas one process holds). seen: (W) scratch. */
+static lt_status held_bytes(const lt_spec *s, const lt_comm *comm, unsigned char *seen, uint64_t *out) {
     uint64_t sum = 0;
     size_t es = lt_dtype_size(s->dtype);
+    memset(seen, 0, (size_t)s->mesh->world);
     for (int r = 0; r < s->mesh->world; r++) {
         if (!lt_comm_holds(comm, r)) continue;
+        int k = lt__replica_class(s->mesh, s->placements, r);
+        if (seen[k]) continue;
+        seen[k] = 1;
         int64_t ls[LT_MAX_DIMS];
         LT_TRY(lt_spec_local_shape(s, r, ls, NULL));
         sum = lt__add_sat(sum, lt__mul_sat((uint64_t)lt__numel_sat(s->ndim, ls), es));
@@ -354,41 +361,62 @@ static lt_status held_bytes(const lt_spec *s, const lt_comm *comm, uint64_t *out
  * in part: the held shards of the source, the step's output and what its
  * collective received, at the step that needs most. */
 static lt_status check_memory_held(const lt_plan *plan, const lt_comm *comm) {
-    uint64_t prev, next, peak = 0;
+    uint64_t prev = 0, next = 0, peak = 0;
     int at = -1;
+    unsigned char *seen = lt__malloc((size_t)plan->mesh.world);
+    if (!seen) return lt__err(LT_NOMEM, "out of memory");
     lt_spec spec = lt__plan_spec(plan, plan->src);
-    LT_TRY(held_bytes(&spec, comm, &prev));
-    for (int s = 0; s < plan->nsteps; s++) {
+    lt_status st = held_bytes(&spec, comm, seen, &prev);
+    for (int s = 0; s < plan->nsteps && !st; s++) {
         spec = lt__plan_spec(plan, plan->steps[s].after);
-        LT_TRY(held_bytes(&spec, comm, &next));
-        uint64_t run = lt__add_sat(prev, lt__add_sat(next, next));
+        st = held_bytes(&spec, comm, seen, &next);
+        const lt_plan_step *ps = &plan->steps[s];
+        const lt_placement *before = plan->states_ + (size_t)s * (size_t)plan->mesh.ndim;
+        uint64_t run = lt__add_sat(prev, next);   /* as lt__plan_peak_bytes_ex counts a step */
+        if (ps->move_ || lt__step_kind_of(&plan->mesh, before, ps->mesh_dim, &ps->to) == LT__STEP_GATHER_STRIDED)
+            run = lt__add_sat(run, next);
         if (run > peak) peak = run, at = s;
         prev = next;
     }
+    lt__free(seen);
+    if (st) return st;
     char what[160];
     snprintf(what, sizeof what, "this redistribute (this process's %d of %d ranks, step %d)", lt_comm_nheld(comm),
              plan->mesh.world, at + 1);
     return lt_check_memory(peak, lt_comm_nheld(comm), what);
 }
 
-/* in2[r] = in[r], or for a rank held elsewhere (NULL) an absent stand-in of
- * its shape in state s (lt_tensor_absent; replicas held elsewhere share one,
- * as the shards they stand for would): what the collectives read. The
- * caller frees the stand-ins (entries where in[r] is NULL). */
-static lt_status absent_inputs(const lt_spec *s, lt_tensor *const *in, lt_tensor **in2) {
-    memset(in2, 0, sizeof *in2 * (size_t)s->mesh->world);
-    for (int r = 0; r < s->mesh->world; r++) {
-        in2[r] = in[r];
-        if (in[r]) continue;
-        int k = lt__replica_class(s->mesh, s->placements, r);   /* k <= r */
-        if (k != r && !in[k]) { /* a replica: the same stand-in, so the collectives see the same input */
-            lt_status st = lt_tensor_view(in2[k], &in2[r]);
-            if (st) return st;
-            continue;
+/* The inputs of a step whose shards this process holds only in part, into
+ * in2[W]: what the collectives read. A rank held elsewhere (NULL in in[])
+ * gets an absent stand-in of its shape in state s (lt_tensor_absent). And
+ * so that every process decides alike which groups share results
+ * (lt__comm_share_absent), replicas (one replica class of s) held by the
+ * same process are given the same view: the shard, or the stand-in, of the
+ * first of them. rep, rep_owner: (W) scratch. The caller frees every in2[r]
+ * that is not in[r] (absent_inputs_free). */
+static lt_status absent_inputs(const lt_spec *s, const lt_comm *comm, lt_tensor *const *in, lt_tensor **in2,
+                               int *rep, int *rep_owner) {
+    int W = s->mesh->world;
+    memset(in2, 0, sizeof *in2 * (size_t)W);
+    for (int r = 0; r < W; r++) rep[r] = -1;
+    for (int r = 0; r < W; r++) {
+        /* owners grow with the rank, so a class's ranks of one owner are
+         * consecutive in that order: the last one seen is enough */
+        int k = lt__replica_class(s->mesh, s->placements, r), o = lt_comm_owner(comm, r);
+        lt_status st;
+        if (rep[k] >= 0 && rep_owner[k] == o) {
+            st = lt_tensor_view(in2[rep[k]], &in2[r]);
+        } else {
+            rep[k] = r;
+            rep_owner[k] = o;
+            if (in[r]) {
+                in2[r] = in[r];
+                continue;
+            }
+            int64_t ls[LT_MAX_DIMS];
+            st = lt_spec_local_shape(s, r, ls, NULL);
+            if (!st) st = lt_tensor_absent(s->dtype, s->ndim, ls, &in2[r]);
         }
-        int64_t ls[LT_MAX_DIMS];
-        lt_status st = lt_spec_local_shape(s, r, ls, NULL);
-        if (!st) st = lt_tensor_absent(s->dtype, s->ndim, ls, &in2[r]);
         if (st) return st;
     }
     return LT_OK;
@@ -396,7 +424,7 @@ static lt_status absent_inputs(const lt_spec *s, lt_tensor *const *in, lt_tensor
 
 static void absent_inputs_free(int W, lt_tensor *const *in, lt_tensor **in2) {
     for (int r = 0; in2 && r < W; r++)
-        if (!in[r]) lt_tensor_free(in2[r]);
+        if (in2[r] != in[r]) lt_tensor_free(in2[r]);
 }
 
 /* ---- redistribute ------------------------------------------------------------------- */
@@ -446,6 +474,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     /* shards held by other processes (engine.h `holds`): stand-ins feed the collectives */
     int absent = lt_local_count(dt->local) < mesh->world;
     lt_tensor **in2 = NULL;   /* (world) the step's inputs with stand-ins */
+    int *scratch = NULL;      /* (2 world) absent_inputs' */
     if (comm && !lt_mesh_equal(lt_comm_mesh(comm), mesh)) {
         char a[128], b[128];
         lt_mesh_str(lt_comm_mesh(comm), a, sizeof a);
@@ -482,7 +511,9 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     int cache = !(opts && opts->no_cache);   /* no_cache: the state caches are neither read nor filled either */
     if (!st && absent) st = check_memory_held(plan, comm);
     else if (!st) st = lt__plan_check_memory_ex(plan, verify, 0, shared, cache);
-    if (!st && absent && !(in2 = lt__calloc((size_t)mesh->world, sizeof *in2))) st = lt__err(LT_NOMEM, "out of memory");
+    if (!st && absent && (!(in2 = lt__calloc((size_t)mesh->world, sizeof *in2)) ||
+                          !(scratch = lt__malloc(2 * sizeof(int) * (size_t)mesh->world))))
+        st = lt__err(LT_NOMEM, "out of memory");
     if (st) {
         run_ctx(opts, plan, ctx, sizeof ctx);
         st = lt__err_ctx_in(st, "redistribute", "%s", ctx);
@@ -497,10 +528,12 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         lt_spec from = lt__spec_with(lt_dtensor_spec(dt), before);
         lt_tensor *const *src = cur->local->shards;
         if (!st && absent) {
-            st = absent_inputs(&from, cur->local->shards, in2);
+            st = absent_inputs(&from, comm, cur->local->shards, in2, scratch, scratch + mesh->world);
             src = in2;
         }
+        lt__comm_share_absent(comm, absent);
         if (!st) st = run_step(comm, &from, ps, src, local->shards, cache);
+        lt__comm_share_absent(comm, 0);
         if (absent) {
             absent_inputs_free(mesh->world, cur->local->shards, in2);
             for (int r = 0; local && r < mesh->world; r++)
@@ -549,6 +582,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     }
     lt_comm_free(own);
     lt__free(in2);
+    lt__free(scratch);
     lt__verified_free(memo);
     if (st) {
         lt_dtensor_free(owned);

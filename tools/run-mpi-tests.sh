@@ -143,6 +143,14 @@ if [ $rc -eq 1 ] && grep -q "on process 1: .*expect_local of 'xd': rank 3 (coord
 else
   bad "--shards owned: a check failing on process 1's rank (exit $rc)"
 fi
+# a planted engine bug (members 0 and 1 swapped in all_gather's MPI path):
+# each process's verification of its own shards finds it
+mpi -np 2 -x LT_MPI_PLANT_SWAP=1 "$bin" run --engine mpi --shards owned scenarios/mpi/owned.yaml > "$tmp/log" 2>&1; rc=$?
+if [ $rc -eq 1 ] && grep -q "verification of redistribute of 'xd' \[S(0)\] -> \[R\] failed at plan step 1 of 1 (mesh dim 0: S(0) -> R, all_gather): rank 0, index \[0\] (global \[0\]): expected 0, actual 2" "$tmp/log"; then
+  ok "--shards owned: verification finds the planted swap: exit 1, rank and index named"
+else
+  bad "--shards owned: the planted swap (exit $rc)"
+fi
 if [ "$mode" != "--quick" ]; then
   # scale-out: a 256 MiB tensor (too big for one scenario tensor in one
   # process) on 8 processes, each holding one rank's 32 MiB shard

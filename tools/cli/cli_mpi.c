@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "collectives_sim/engine_mpi.h"
+#include "kernels/memlimit_impl.h"
 #include "tools/cli/cli.h"
 
 static int mpi_begin(int cross_check, int owned, FILE *err, int *proc, int *nproc) {
@@ -28,6 +29,14 @@ static int mpi_begin(int cross_check, int owned, FILE *err, int *proc, int *npro
     o.shadow = !owned; /* --shards all: the scenario engine's tensors hold every rank's shard */
     o.idle_extra = 1;  /* small meshes run on the first processes */
     lt_engine_mpi_set_options(&o);
+    /* the processes on this machine share its memory: each checks against its part */
+    MPI_Comm node;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        int local = 1;
+        MPI_Comm_size(node, &local);
+        lt__mem_set_share(local);
+        MPI_Comm_free(&node);
+    }
     return -1;
 }
 

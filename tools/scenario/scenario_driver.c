@@ -189,6 +189,16 @@ static void release_case(sc_case *cs, sc_arena *a) {
     lt__sc_arena_free(a);
 }
 
+/* "512 B", "3.0 KiB", "32.0 MiB", "1.5 GiB" */
+static char *fmt_bytes(double v, char *buf, size_t n) {
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (v >= 1024.0 && u < 4) v /= 1024.0, u++;
+    if (u == 0) snprintf(buf, n, "%.0f B", v);
+    else snprintf(buf, n, "%.1f %s", v, unit[u]);
+    return buf;
+}
+
 /* --shards owned: what a process holds of the declared tensors of the
  * largest selected case, before the run (README: running on several
  * processes or machines). A process holds the shards of its block of
@@ -212,10 +222,11 @@ static void owned_estimate(const lt_sc_options *opt, lt_sc_file *const *loaded, 
                 if (bytes > best) best = bytes, lo = bytes * block / W, at = cs;
             }
     if (!at) return;
-    fprintf(opt->err, "memory per process: the largest selected case, %s (%d ranks), declares %.1f MiB of tensors; a "
-            "process holds %.1f MiB of them when they are sharded over every rank, up to %.1f MiB where replicated, "
+    char a[32], b[32];
+    fprintf(opt->err, "memory per process: the largest selected case, %s (%d ranks), declares %s of tensors; a "
+            "process holds %s of them when they are sharded over every rank, up to all of it where replicated, "
             "plus a redistribute's working copies (each refused before it allocates when this process's share "
-            "does not fit)\n", at->name, at->mesh.world, best / 1048576.0, lo / 1048576.0, best / 1048576.0);
+            "does not fit)\n", at->name, at->mesh.world, fmt_bytes(best, a, sizeof a), fmt_bytes(lo, b, sizeof b));
 }
 
 int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *opt) {

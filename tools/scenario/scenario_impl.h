@@ -583,15 +583,15 @@ lt_status lt__sc_sampled_collective(sc_run_ctx *rc, lt_coll kind, const char *te
                                     int cdim, int root, const lt_split_rule *rule, const int *perm, const char *as,
                                     const char *origin);
 /* Stores a sampled DTensor (takes dt) with its values' source g as `as`. */
-/* A redistribute with --shards owned: the plan runs on the engine over this
- * process's shards (the other ranks' absent), and, when verified, each held
- * shard is compared with its direct computation from the source's definition
- * (lt_redistribute_sampled, which also checks those against the semantic
- * definition). *out: the held shards; *plan, *gout as
- * lt_redistribute_sampled. A difference is LT_MISMATCH with rep filled. */
 /* --shards owned over several processes: init: tensors of any size load
  * (they are never built whole); process-wide, set before loading. */
 void lt__sc_load_unbuilt_init(int on);
+/* A redistribute with --shards owned: the plan runs on the engine over this
+ * process's shards (the other ranks' absent); when verified, each held
+ * shard (replicas sharing a buffer once) is compared with its semantic
+ * definition (lt_verify_sampled_shard). *out: the held shards; *plan, *gout
+ * as lt_redistribute_sampled. A difference is LT_MISMATCH with o->report
+ * filled (*out NULL). */
 lt_status lt__sc_owned_redistribute(sc_run_ctx *rc, sc_value *v, const lt_placement *pl, int np,
                                     const lt_redistribute_opts *o, lt_dtensor **out, lt_plan **plan,
                                     lt_sample_src *gout);

@@ -523,7 +523,8 @@ lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
     /* per-rank programs: collectives on LocalTensors (and any limited to some
      * ranks, and barriers) are matched rank by rank (scenario_spmd.c) */
     int is_local = d->tensor && lt__sc_value(rc, d->tensor)->kind == SC_LOCAL;
-    if (rc->nranks >= 0 && d->kind != LT_COLL_BARRIER) { /* numerics sample/none */
+    int on_engine = rc->owned && !st->mask && !is_local;   /* --shards owned: the engine moves the held shards */
+    if (rc->nranks >= 0 && d->kind != LT_COLL_BARRIER && !on_engine) { /* numerics sample/none */
         if (st->mask || is_local)
             return lt__sc_numerics_refuse(rc, "a per-rank collective (on a LocalTensor, or limited to some ranks)");
         if (d->kind == LT_COLL_PERMUTE && (d->mesh_dim < 0 || d->mesh_dim >= mesh->ndim || d->nperm != mesh->shape[d->mesh_dim]))
@@ -550,8 +551,14 @@ lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
     lt_tensor **in = lt__calloc((size_t)W, sizeof *in), **out = lt__calloc((size_t)W, sizeof *out);
     lt_status s = LT_OK;
     if (!in || !out) s = lt__err(LT_NOMEM, "out of memory");
-    for (int r = 0; r < W && !s; r++)
+    for (int r = 0; r < W && !s; r++) {
         in[r] = v->kind == SC_FULL ? v->full : v->kind == SC_DTENSOR ? v->dt->local->shards[r] : v->local->shards[r];
+        if (!in[r] && v->kind == SC_DTENSOR) { /* held by another process: its shape stands in */
+            int64_t ls[LT_MAX_DIMS];
+            s = lt_spec_local_shape(lt_dtensor_spec(v->dt), r, ls, NULL);
+            if (!s) s = lt_tensor_absent(v->dt->dtype, v->dt->ndim, ls, &in[r]);
+        }
+    }
     if (!s && d->kind == LT_COLL_PERMUTE && (d->mesh_dim < 0 || d->mesh_dim >= mesh->ndim || d->nperm != mesh->shape[d->mesh_dim]))
         s = lt__err(LT_INVALID, "perm has %d entries; mesh dim %d has %d members", d->nperm, d->mesh_dim,
                     d->mesh_dim >= 0 && d->mesh_dim < mesh->ndim ? mesh->shape[d->mesh_dim] : 0);
@@ -573,11 +580,14 @@ lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
     if (!s) s = lt_local_new(mesh, &l);
     if (!s) {
         for (int r = 0; r < W; r++) {
+            if (out[r] && out[r]->absent) continue;   /* held by another process: left out */
             l->shards[r] = out[r];
             out[r] = NULL;
         }
     }
     for (int r = 0; out && r < W; r++) lt_tensor_free(out[r]);
+    for (int r = 0; in && r < W; r++)
+        if (in[r] && in[r]->absent) lt_tensor_free(in[r]);
     lt__free(in);
     lt__free(out);
     if (s) return lt__err_ctx_in(s, "collective", " %s along mesh dim %d of '%s'", lt_coll_name(d->kind), d->mesh_dim, d->tensor);
