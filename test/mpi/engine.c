@@ -19,6 +19,7 @@
 #include "collectives_sim/collectives.h"
 #include "collectives_sim/engine_mpi.h"
 #include "kernels/alloc.h"
+#include "kernels/backend.h"
 #include "test/testutil.h"
 
 static int NP, ME;
@@ -285,6 +286,75 @@ static void test_wrappers_poisoned(void **state) {
     lt_comm_free(mc);
 }
 
+/* Through the public wrappers with the other processes' ranks absent
+ * (lt_tensor_absent stand-ins: a shape, no bytes): the owned results equal
+ * the in-process ones, the others are stand-ins of the result's shape (or
+ * placeholders, which have no bytes either), and an absent input of an
+ * owned rank fails the call on every process. */
+static void test_wrappers_absent(void **state) {
+    (void)state;
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("2x4", &m));
+    lt_comm *ref = NULL, *mc = NULL;
+    LT_CHECK(lt_comm_new(&m, &ref));
+    LT_CHECK(lt_comm_new_engine(&m, lt_engine_mpi(), &mc));
+    int held = 0;
+    for (int r = 0; r < 8; r++) {
+        assert_int_equal(lt_comm_holds(mc, r), owned(&m, r));
+        assert_int_equal(lt_comm_owner(mc, r), lt_mpi_owner(8, NP < 8 ? NP : 8, r));
+        held += owned(&m, r);
+    }
+    assert_int_equal(lt_comm_nheld(mc), held);
+    for (int k = C_AG; k <= C_PE; k++) {
+        lt_tensor *in[8], *ain[8], *a[8] = {0}, *b[8] = {0};
+        for (int r = 0; r < 8; r++) {
+            in[r] = make_input((ckind)k, LT_F32, r, 0);
+            ain[r] = in[r];
+            if (!owned(&m, r)) LT_CHECK(lt_tensor_absent(in[r]->dtype, in[r]->ndim, in[r]->shape, &ain[r]));
+        }
+        for (int md = 0; md < 2; md++) {
+            LT_CHECK(run_wrapper(ref, (ckind)k, md, in, LT_REDOP_SUM, 0, a));
+            LT_CHECK(run_wrapper(mc, (ckind)k, md, ain, LT_REDOP_SUM, 0, b));
+            char what[96];
+            snprintf(what, sizeof what, "absent: wrapper %s mesh dim %d (P=%d)", cnames[k], md, NP);
+            compare(&m, b, a, what);
+            for (int r = 0; r < 8; r++) {
+                if (owned(&m, r)) {
+                    assert_false(b[r]->absent);
+                    continue;
+                }
+                assert_true(b[r]->absent || b[r]->placeholder);
+                assert_int_equal(b[r]->placeholder, a[r]->placeholder);
+                if (!b[r]->placeholder) assert_true(lt_same_shape(b[r], a[r]));
+                assert_int_equal(b[r]->storage->nbytes, 0);   /* nothing allocated for it */
+            }
+            free_all(a, 8);
+            free_all(b, 8);
+        }
+        for (int r = 0; r < 8; r++)
+            if (ain[r] != in[r]) lt_tensor_free(ain[r]);
+        free_all(in, 8);
+    }
+    /* rank 0's input absent on the process that holds it */
+    lt_tensor *in[8], *out[8] = {0};
+    for (int r = 0; r < 8; r++) {
+        in[r] = make_input(C_AG, LT_F32, r, 0);
+        if (r == 0 && owned(&m, 0)) {
+            lt_tensor *t = in[0];
+            LT_CHECK(lt_tensor_absent(t->dtype, t->ndim, t->shape, &in[0]));
+            lt_tensor_free(t);
+        }
+    }
+    lt_status st = lt_all_gather(mc, 0, in, 0, out);
+    assert_int_equal(st, LT_INVALID);
+    if (owned(&m, 0)) assert_non_null(strstr(lt_errmsg(), "rank 0's input is absent (a shape without values), but this process holds rank 0"));
+    else assert_non_null(strstr(lt_errmsg(), "(on process 0)"));
+    for (int r = 0; r < 8; r++) assert_null(out[r]);
+    free_all(in, 8);
+    lt_comm_free(ref);
+    lt_comm_free(mc);
+}
+
 /* More processes than ranks: every process gets the same clear error. */
 static void test_too_many_processes(void **state) {
     (void)state;
@@ -477,6 +547,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_blocks),
         cmocka_unit_test(test_every_collective),
         cmocka_unit_test(test_wrappers_poisoned),
+        cmocka_unit_test(test_wrappers_absent),
         cmocka_unit_test(test_too_many_processes),
         cmocka_unit_test(test_cross_check_finds_plant),
         cmocka_unit_test(test_shadow),

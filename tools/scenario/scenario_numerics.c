@@ -86,10 +86,10 @@ lt_status lt__sc_numerics_gate(sc_run_ctx *rc, const sc_step *st) {
     for (int i = 0; sampled_steps[i]; i++)
         if (!strcmp(sampled_steps[i], st->type->name)) return LT_OK;
     return lt__sc_numerics_refuse(rc,
-                                  "'%s' (it needs values of ranks that are not computed; these modes run distribute, "
-                                  "redistribute, collective, show, mark_comm, expect_local, expect_full, expect_plan, "
-                                  "expect_comm and expect_error)",
-                                  st->type->name);
+                                  "'%s' (it needs values of ranks %s; %s runs distribute, redistribute, collective, show, "
+                                  "mark_comm, expect_local, expect_full, expect_plan, expect_comm and expect_error)",
+                                  st->type->name, rc->owned ? "that other processes hold" : "that are not computed",
+                                  rc->owned ? "--shards owned" : "this mode");
 }
 
 lt_status lt__sc_sampled_put(sc_run_ctx *rc, const char *as, lt_dtensor *dt, const lt_sample_src *g,
