@@ -471,8 +471,9 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     char ctx[1200], sd[400];   /* context, formatted only on error */
     lt_comm *comm = opts ? opts->comm : NULL, *own = NULL;
     lt_status st = LT_OK;
-    /* shards held by other processes (engine.h `holds`): stand-ins feed the collectives */
-    int absent = lt_local_count(dt->local) < mesh->world;
+    /* shards held by other processes (engine.h `holds`): stand-ins feed the
+     * collectives (a plan without steps only views what is there) */
+    int absent = plan->nsteps && lt_local_count(dt->local) < mesh->world;
     lt_tensor **in2 = NULL;   /* (world) the step's inputs with stand-ins */
     int *scratch = NULL;      /* (2 world) absent_inputs' */
     if (comm && !lt_mesh_equal(lt_comm_mesh(comm), mesh)) {
