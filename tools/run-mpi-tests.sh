@@ -13,9 +13,15 @@
 #     MPI all_gather) set on process 1 only;
 #   - bad runs end cleanly with a message, never a hang (each run has a
 #     timeout): a check failing on one process only, an engine error on
-#     one process only, too many processes, mpirun missing.
+#     one process only, too many processes, mpirun missing;
+#   - --shards owned (each process holds only its own ranks' shards):
+#     scenarios/mpi/owned.yaml at P = 1, 2, 4, 8 with the in-process text
+#     report, a wrong value on process 1's rank, the planted swap found by
+#     the verification and by --cross-check, and a 256 MiB tensor on 8
+#     processes with no process reaching 256 MiB of resident memory.
 # --quick (the sanitizer builds): the unit test at P = 1, 2, 4, the library
-# (non-sweep files) at P = 2, and the bad runs.
+# (non-sweep files) at P = 2, the bad runs, and --shards owned at P = 2, 4
+# without the 256 MiB run.
 # Prints "ok    mpi: ..." / "FAIL  mpi: ..." lines and "mpi: N passed, N failed";
 # exits 0 when all passed, 1 when one failed, 2 when mpirun is missing.
 set -u
@@ -150,6 +156,12 @@ if [ $rc -eq 1 ] && grep -q "verification of redistribute of 'xd' \[S(0)\] -> \[
   ok "--shards owned: verification finds the planted swap: exit 1, rank and index named"
 else
   bad "--shards owned: the planted swap (exit $rc)"
+fi
+mpi -np 2 -x LT_MPI_PLANT_SWAP=1 "$bin" run --engine mpi --shards owned --cross-check scenarios/mpi/owned.yaml > "$tmp/log" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "all_gather on mesh dim 0, group \[0,1,2,3\]: engine 'mpi': cross-check: rank 0's result differs from the in-process engine's at element 0" "$tmp/log"; then
+  ok "--shards owned --cross-check finds the planted swap: exit 2, the collective, group and rank named"
+else
+  bad "--shards owned --cross-check and the planted swap (exit $rc)"
 fi
 if [ "$mode" != "--quick" ]; then
   # scale-out: a 256 MiB tensor (too big for one scenario tensor in one
