@@ -472,6 +472,15 @@ static lt_status split(const call *k, int g, int p, int dim, const lt_split_rule
     return LT_OK;
 }
 
+/* The end of making out[r] (st: how that went): an error naming the rank, or
+ * out[r] marked as this call's (fail() frees it). */
+static lt_status created(call *k, int g, int r, lt_status st) {
+    if (st) return gerr(k, g, 1, st, "result of rank %d", r);
+    k->c->fresh[r] = 1;
+    k->any_fresh = 1;
+    return LT_OK;
+}
+
 /* Creates out[r] (when NULL) or checks it (when preallocated) for a result of
  * dtype dt and shape (ndim, shape), a placeholder for it when `placeholder`. */
 static lt_status prepare_out(call *k, int g, int r, lt_dtype dt, int ndim, const int64_t *shape,
@@ -479,21 +488,13 @@ static lt_status prepare_out(call *k, int g, int r, lt_dtype dt, int ndim, const
     lt_tensor *o = k->out[r];
     if (!k->c->held[r]) { /* held by another process: the result's shape only (a placeholder has no bytes) */
         if (k->sizing || o) return LT_OK;
-        lt_status st = placeholder ? lt_tensor_placeholder(dt, ndim, shape, &k->out[r])
-                                   : lt_tensor_absent(dt, ndim, shape, &k->out[r]);
-        if (st) return gerr(k, g, 1, st, "result of rank %d", r);
-        k->c->fresh[r] = 1;
-        k->any_fresh = 1;
-        return LT_OK;
+        return created(k, g, r, placeholder ? lt_tensor_placeholder(dt, ndim, shape, &k->out[r])
+                                            : lt_tensor_absent(dt, ndim, shape, &k->out[r]));
     }
     int src = share_src(k, g, r);
     if (src >= 0) {   /* the same result as rank src: one buffer */
         if (k->sizing) return LT_OK;
-        lt_status st = lt_tensor_view(k->out[src], &k->out[r]);
-        if (st) return gerr(k, g, 1, st, "result of rank %d", r);
-        k->c->fresh[r] = 1;
-        k->any_fresh = 1;
-        return LT_OK;
+        return created(k, g, r, lt_tensor_view(k->out[src], &k->out[r]));
     }
     if (k->sizing) {
         if (o || placeholder) return LT_OK;
@@ -504,14 +505,9 @@ static lt_status prepare_out(call *k, int g, int r, lt_dtype dt, int ndim, const
         k->need = lt__add_sat(k->need, (uint64_t)n * es);   /* n * es fits: numel_checked bounds bytes */
         return LT_OK;
     }
-    if (!o) {
-        lt_status st = placeholder ? lt_tensor_placeholder(dt, ndim, shape, &k->out[r])
-                                   : lt_tensor_empty(dt, ndim, shape, &k->out[r]);
-        if (st) return gerr(k, g, 1, st, "result of rank %d", r);
-        k->c->fresh[r] = 1;
-        k->any_fresh = 1;
-        return LT_OK;
-    }
+    if (!o)
+        return created(k, g, r, placeholder ? lt_tensor_placeholder(dt, ndim, shape, &k->out[r])
+                                            : lt_tensor_empty(dt, ndim, shape, &k->out[r]));
     k->any_prealloc = 1;
     int64_t want[LT_MAX_DIMS]; /* the real shape of a placeholder: dim 0 set to 0 */
     int wnd = placeholder && ndim == 0 ? 1 : ndim;

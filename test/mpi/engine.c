@@ -248,23 +248,22 @@ static void test_every_collective(void **state) {
     assert_true(cases > 500);
 }
 
-/* Through the public wrappers on an MPI communicator: the other ranks'
- * inputs are poisoned (a different tensor of the same shape), and the
- * owned results still equal the in-process ones. */
-static void test_wrappers_poisoned(void **state) {
-    (void)state;
-    lt_mesh m;
-    LT_CHECK(lt_mesh_parse("2x4", &m));
-    lt_comm *ref = NULL, *mc = NULL;
-    LT_CHECK(lt_comm_new(&m, &ref));
-    LT_CHECK(lt_comm_new_engine(&m, lt_engine_mpi(), &mc));
-    assert_string_equal(lt_comm_engine_name(mc), "mpi");
+/* Every collective through the public wrappers on an MPI communicator
+ * (2x4, both mesh dims), the other processes' ranks given as `absent` says:
+ * 0, poisoned (a different tensor of the same shape); 1, absent stand-ins
+ * (lt_tensor_absent: a shape, no bytes). The owned results equal the
+ * in-process ones; the others are stand-ins of the result's shape (or
+ * placeholders, which have no bytes either). */
+static void wrappers_case(lt_comm *ref, lt_comm *mc, const lt_mesh *m, int absent) {
     for (int k = C_AG; k <= C_PE; k++) {
         lt_tensor *in[8], *pin[8], *a[8] = {0}, *b[8] = {0};
         for (int r = 0; r < 8; r++) {
             in[r] = make_input((ckind)k, LT_F32, r, 0);
             pin[r] = in[r];
-            if (!owned(&m, r)) {
+            if (owned(m, r)) continue;
+            if (absent) {
+                LT_CHECK(lt_tensor_absent(in[r]->dtype, in[r]->ndim, in[r]->shape, &pin[r]));
+            } else {
                 LT_CHECK(lt_tensor_new_like(in[r], &pin[r]));
                 LT_CHECK(lt_fill(pin[r], 777.0));
             }
@@ -273,8 +272,18 @@ static void test_wrappers_poisoned(void **state) {
             LT_CHECK(run_wrapper(ref, (ckind)k, md, in, LT_REDOP_SUM, 0, a));
             LT_CHECK(run_wrapper(mc, (ckind)k, md, pin, LT_REDOP_SUM, 0, b));
             char what[96];
-            snprintf(what, sizeof what, "wrapper %s mesh dim %d (P=%d)", cnames[k], md, NP);
-            compare(&m, b, a, what);
+            snprintf(what, sizeof what, "wrapper %s mesh dim %d (P=%d%s)", cnames[k], md, NP, absent ? ", absent" : "");
+            compare(m, b, a, what);
+            for (int r = 0; r < 8; r++) {
+                if (owned(m, r)) {
+                    assert_false(b[r]->absent);
+                    continue;
+                }
+                assert_true(b[r]->absent || b[r]->placeholder);   /* never a buffer for another process's rank */
+                assert_int_equal(b[r]->placeholder, a[r]->placeholder);
+                if (!b[r]->placeholder) assert_true(lt_same_shape(b[r], a[r]));
+                assert_int_equal(b[r]->storage->nbytes, 0);
+            }
             free_all(a, 8);
             free_all(b, 8);
         }
@@ -282,22 +291,33 @@ static void test_wrappers_poisoned(void **state) {
             if (pin[r] != in[r]) lt_tensor_free(pin[r]);
         free_all(in, 8);
     }
+}
+
+/* Mesh 2x4, an in-process communicator on it and an MPI one. */
+static void two_comms(lt_mesh *m, lt_comm **ref, lt_comm **mc) {
+    LT_CHECK(lt_mesh_parse("2x4", m));
+    LT_CHECK(lt_comm_new(m, ref));
+    LT_CHECK(lt_comm_new_engine(m, lt_engine_mpi(), mc));
+}
+
+static void test_wrappers_poisoned(void **state) {
+    (void)state;
+    lt_mesh m;
+    lt_comm *ref = NULL, *mc = NULL;
+    two_comms(&m, &ref, &mc);
+    assert_string_equal(lt_comm_engine_name(mc), "mpi");
+    wrappers_case(ref, mc, &m, 0);
     lt_comm_free(ref);
     lt_comm_free(mc);
 }
 
-/* Through the public wrappers with the other processes' ranks absent
- * (lt_tensor_absent stand-ins: a shape, no bytes): the owned results equal
- * the in-process ones, the others are stand-ins of the result's shape (or
- * placeholders, which have no bytes either), and an absent input of an
- * owned rank fails the call on every process. */
+/* The same with stand-ins; which ranks the communicator holds; and an
+ * absent input of an owned rank fails the call on every process. */
 static void test_wrappers_absent(void **state) {
     (void)state;
     lt_mesh m;
-    LT_CHECK(lt_mesh_parse("2x4", &m));
     lt_comm *ref = NULL, *mc = NULL;
-    LT_CHECK(lt_comm_new(&m, &ref));
-    LT_CHECK(lt_comm_new_engine(&m, lt_engine_mpi(), &mc));
+    two_comms(&m, &ref, &mc);
     int held = 0;
     for (int r = 0; r < 8; r++) {
         assert_int_equal(lt_comm_holds(mc, r), owned(&m, r));
@@ -305,36 +325,7 @@ static void test_wrappers_absent(void **state) {
         held += owned(&m, r);
     }
     assert_int_equal(lt_comm_nheld(mc), held);
-    for (int k = C_AG; k <= C_PE; k++) {
-        lt_tensor *in[8], *ain[8], *a[8] = {0}, *b[8] = {0};
-        for (int r = 0; r < 8; r++) {
-            in[r] = make_input((ckind)k, LT_F32, r, 0);
-            ain[r] = in[r];
-            if (!owned(&m, r)) LT_CHECK(lt_tensor_absent(in[r]->dtype, in[r]->ndim, in[r]->shape, &ain[r]));
-        }
-        for (int md = 0; md < 2; md++) {
-            LT_CHECK(run_wrapper(ref, (ckind)k, md, in, LT_REDOP_SUM, 0, a));
-            LT_CHECK(run_wrapper(mc, (ckind)k, md, ain, LT_REDOP_SUM, 0, b));
-            char what[96];
-            snprintf(what, sizeof what, "absent: wrapper %s mesh dim %d (P=%d)", cnames[k], md, NP);
-            compare(&m, b, a, what);
-            for (int r = 0; r < 8; r++) {
-                if (owned(&m, r)) {
-                    assert_false(b[r]->absent);
-                    continue;
-                }
-                assert_true(b[r]->absent || b[r]->placeholder);
-                assert_int_equal(b[r]->placeholder, a[r]->placeholder);
-                if (!b[r]->placeholder) assert_true(lt_same_shape(b[r], a[r]));
-                assert_int_equal(b[r]->storage->nbytes, 0);   /* nothing allocated for it */
-            }
-            free_all(a, 8);
-            free_all(b, 8);
-        }
-        for (int r = 0; r < 8; r++)
-            if (ain[r] != in[r]) lt_tensor_free(ain[r]);
-        free_all(in, 8);
-    }
+    wrappers_case(ref, mc, &m, 1);
     /* rank 0's input absent on the process that holds it */
     lt_tensor *in[8], *out[8] = {0};
     for (int r = 0; r < 8; r++) {
