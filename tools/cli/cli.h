@@ -49,6 +49,8 @@ typedef struct lt_cli_mpi {
     const lt_engine_i *(*engine)(void);
     /* lt_sc_options.case_agree (tools/scenario/scenario.h) */
     int (*case_agree)(int status, const char *failure, int *from, char *other, size_t cap);
+    /* lt_sc_options.step_agree */
+    int (*step_agree)(int status, int *kind, char *msg, size_t cap, int *from);
 } lt_cli_mpi;
 extern const lt_cli_mpi *lt_cli_mpi_hooks;
 const lt_cli_mpi *lt_cli_mpi_impl(void);

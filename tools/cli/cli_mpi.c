@@ -74,6 +74,31 @@ static int mpi_case_agree(int status, const char *failure, int *from, char *othe
     return worst;
 }
 
+/* lt_sc_options.step_agree (tools/scenario/scenario.h): outcomes rank
+ * success 0 < a failed check 1 < an error or a refusal 2; the lowest
+ * process with the worst sends its status, kind and message to all. */
+static int mpi_step_agree(int status, int *kind, char *msg, size_t cap, int *from) {
+    int me, np;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    int rank = status == 0 ? 0 : *kind == 1 ? 1 : 2, worst = 0;
+    MPI_Allreduce(&rank, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    *from = -1;
+    if (worst == 0) return 0;
+    int cand = rank == worst ? me : np, first = np;
+    MPI_Allreduce(&cand, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    int hdr[2] = {status, *kind};
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", me == first ? msg : "");
+    MPI_Bcast(hdr, 2, MPI_INT, first, MPI_COMM_WORLD);
+    MPI_Bcast(buf, (int)sizeof buf, MPI_CHAR, first, MPI_COMM_WORLD);
+    if (first == me) return status;
+    *kind = hdr[1];
+    snprintf(msg, cap, "%s", buf);
+    *from = first;
+    return hdr[0];
+}
+
 static const lt_engine_i *mpi_engine(void) { return lt_engine_mpi(); }
 
 static const lt_cli_mpi hooks = {
@@ -82,6 +107,7 @@ static const lt_cli_mpi hooks = {
     /* .end        = */ mpi_end,
     /* .engine     = */ mpi_engine,
     /* .case_agree = */ mpi_case_agree,
+    /* .step_agree = */ mpi_step_agree,
 };
 
 const lt_cli_mpi *lt_cli_mpi_impl(void) { return &hooks; }

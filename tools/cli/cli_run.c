@@ -70,6 +70,7 @@ static int run_mpi(lt_sc_options *o, const char **paths, int np, const char **fi
     o->engine = h->engine();
     o->engine_name = "mpi";
     o->case_agree = h->case_agree;
+    o->step_agree = h->step_agree;
     o->nproc = nproc;
     o->owned = owned;
     if (proc == 0) {

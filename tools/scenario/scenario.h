@@ -83,6 +83,16 @@ typedef struct lt_sc_options {
     /* processes of that run (0 or 1: one); more than the largest mesh of
      * the selected cases is an error before any case runs */
     int nproc;
+    /* --shards owned (processes see different values, so a step can fail on
+     * one only): called on every process after each step, and after the step
+     * an expect_error wraps, with the step's status (lt_status as int), its
+     * kind in *kind (1 a failed check, 2 a refusal, 0 otherwise: success or
+     * an error, by status) and its message in msg (cap bytes). The worst outcome over the
+     * processes wins (an error or a refusal over a failed check over
+     * success); returns the status of the lowest process that had it and,
+     * when that is another process, its kind in *kind, its message in msg
+     * and its number in *from (else *from is -1). NULL: none. */
+    int (*step_agree)(int status, int *kind, char *msg, size_t cap, int *from);
     /* --shards owned: a process holds only its own ranks' shards; init:
      * tensors are then never built whole (any size loads), and the memory
      * per process is estimated on err before the run */

@@ -290,6 +290,7 @@ lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
         s = lt__sc_run_step(rc, &d->inner);
         /* a rank's error while others wait: the rank_failed report */
         if (s && d->hang >= 0 && !(s == LT_MISMATCH && rc->failed_check)) s = lt__sc_rank_failed(rc, st, s);
+        s = lt__sc_step_agree(rc, s, 1);   /* --shards owned: every process judges the same outcome */
     } else {
         rc->failed_check = 0;
         lt__err_clear();

@@ -295,6 +295,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
                 cs->record_trace = opt->trace;
                 if (opt->numerics) lt_numerics_parse(opt->numerics, &cs->numerics);   /* checked by the CLI */
                 cs->engine = opt->engine;
+                cs->step_agree = opt->owned ? opt->step_agree : NULL;
                 cs->compare_backend = opt->compare_backend;
                 sel += cs->selected;
             }

@@ -270,6 +270,7 @@ typedef struct sc_case {
     int record_trace;         /* --trace: op log and comm table in res (scenario_trace.c) */
     lt_numerics numerics;     /* numerics: (localtensor/numerics.h); full by default */
     const lt_engine_i *engine;/* --engine: of the case's communicator (NULL: in-process) */
+    int (*step_agree)(int status, int *kind, char *msg, size_t cap, int *from); /* lt_sc_options' */
     const struct lt_backend *compare_backend; /* --compare-backend: run there first and compare
                                                * every stored value (NULL: no) */
     lt_sc_result res;
@@ -583,6 +584,15 @@ lt_status lt__sc_sampled_collective(sc_run_ctx *rc, lt_coll kind, const char *te
                                     int cdim, int root, const lt_split_rule *rule, const int *perm, const char *as,
                                     const char *origin);
 /* Stores a sampled DTensor (takes dt) with its values' source g as `as`. */
+/* --shards owned: every process ends a step with the same kind of outcome
+ * (s: this process's status). An error or a refusal anywhere becomes this
+ * process's too (the lowest failing process's message, "(on process P)"
+ * appended; rc->refused set for a refusal), so the case stops everywhere at
+ * the same step; another process's failed check is adopted only with
+ * adopt_checks (the step an expect_error wraps: every process judges the
+ * same outcome), else that process reports it. Returns the status to go on
+ * with; s itself when nothing is agreed (every rank held here). */
+lt_status lt__sc_step_agree(sc_run_ctx *rc, lt_status s, int adopt_checks);
 /* --shards owned over several processes: init: tensors of any size load
  * (they are never built whole); process-wide, set before loading. */
 void lt__sc_load_unbuilt_init(int on);

@@ -272,3 +272,22 @@ lt_status lt__sc_owned_redistribute(sc_run_ctx *rc, sc_value *v, const lt_placem
     }
     return s;
 }
+
+/* ---- --shards owned: one outcome per step on every process ------------------------ */
+
+lt_status lt__sc_step_agree(sc_run_ctx *rc, lt_status s, int adopt_checks) {
+    if (!rc->owned || !rc->c->step_agree) return s;
+    char msg[1024];
+    int kind = rc->refused ? 2 : s == LT_MISMATCH && rc->failed_check ? 1 : 0, from = -1;
+    if (rc->refused && !s) s = LT_UNSUPPORTED;
+    snprintf(msg, sizeof msg, "%s", rc->refused ? rc->refused_msg : s ? lt_errmsg() : "");
+    int worst = rc->c->step_agree((int)s, &kind, msg, sizeof msg, &from);
+    if (from < 0) return s;                  /* this process's own outcome (or everyone's success) */
+    if (kind == 1 && !adopt_checks) return s;   /* another process's failed check: it reports it */
+    rc->failed_check = kind == 1;
+    if (kind == 2) { /* a refusal stops the case everywhere, as on its process */
+        rc->refused = 1;
+        snprintf(rc->refused_msg, sizeof rc->refused_msg, "%.480s (on process %d)", msg, from);
+    }
+    return lt__err((lt_status)worst, "%s (on process %d)", msg, from);
+}

@@ -316,6 +316,7 @@ static void run_case(sc_case *c, sc_arena *arena, FILE *show, sc_cmp *cmp) {
             /* a rank's error while others wait in a collective: report where
              * everyone is (kind rank_failed) */
             if (st && !(st == LT_MISMATCH && rc.failed_check)) st = lt__sc_rank_failed(&rc, s, st);
+            st = lt__sc_step_agree(&rc, st, 0);   /* --shards owned: the case stops everywhere together */
         }
         lt__sc_trace_step(&rc, s, i, since);
         if (rc.refused) { /* also when expect_error wrapped the step: an error, never a check */

@@ -523,7 +523,10 @@ lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
     /* per-rank programs: collectives on LocalTensors (and any limited to some
      * ranks, and barriers) are matched rank by rank (scenario_spmd.c) */
     int is_local = d->tensor && lt__sc_value(rc, d->tensor)->kind == SC_LOCAL;
-    int on_engine = rc->owned && !st->mask && !is_local;   /* --shards owned: the engine moves the held shards */
+    /* --shards owned: the engine moves the held shards of a DTensor (or a full tensor every process has) */
+    const sc_value *cv = d->tensor ? lt__sc_value(rc, d->tensor) : NULL;
+    int on_engine = rc->owned && !st->mask && !is_local && cv &&
+                    (cv->kind == SC_DTENSOR || (cv->kind == SC_FULL && cv->full));
     if (rc->nranks >= 0 && d->kind != LT_COLL_BARRIER && !on_engine) { /* numerics sample/none */
         if (st->mask || is_local)
             return lt__sc_numerics_refuse(rc, "a per-rank collective (on a LocalTensor, or limited to some ranks)");
