@@ -30,45 +30,66 @@ int lt__verify_close_enough(double a, double b, double rtol, double atol) {
 /* Contribution q of a block (elements k0 ..) as a T pointer. */
 #define LT__SRC(T, q) ((const T *)(const void *)s[q] + k0 * ss[q])
 
+/* One pass over a block: acc[k] = VAL for k < m; when it is the last
+ * pass and the run is compared as it is summed (cmp), also compares each
+ * value with ap (differ) while it is in a register, so the rank's bytes are
+ * read alongside the contributions rather than in a pass of their own. */
+#define LT__PASS(T, VAL)                                                                             \
+    do {                                                                                             \
+        if (cmp && q + wd == nq) {                                                                   \
+            for (int64_t k = 0; k < m; k++) {                                                        \
+                T v_ = VAL;                                                                          \
+                acc[k] = v_;                                                                         \
+                differ |= ap[k] != v_;                                                               \
+            }                                                                                        \
+            compared = 1;                                                                            \
+        } else                                                                                       \
+            for (int64_t k = 0; k < m; k++) acc[k] = VAL;                                            \
+    } while (0)
+
 /* One run: acc = s[0] + s[1] + ... + s[nq - 1] in that order, in T, block
- * by block (a pair of contributions per pass: (T)(acc + x) + y rounds as
- * two separate additions do, the cast dropping any excess precision); divided by avg_div through double; compared with
- * a; only an element that differs is tested against the tolerance with
- * the slack, its sum of |contribution| read anew. */
+ * by block (up to four contributions per pass: (T)((T)(acc + x) + y) ...
+ * rounds as separate additions do, the casts dropping any excess
+ * precision; four streams read at once keep the memory busier than two);
+ * divided by avg_div through double; compared with a (in the last pass
+ * when a is contiguous and nothing is divided); only an element that
+ * differs is tested against the tolerance with the slack, its sum of
+ * |contribution| read anew. */
 #define LT__FUSED_RUN(T)                                                                             \
     enum { BLK = FUSE_BLK_BYTES / sizeof(T) };                                                       \
     T acc_[BLK];                                                                                     \
     T *restrict acc = acc_;                                                                          \
+    int cmp = as == 1 && avg_div == 1;                                                               \
     for (int64_t k0 = 0; k0 < len; k0 += BLK) {                                                      \
         int64_t m = len - k0 < BLK ? len - k0 : BLK;                                                 \
-        int q;                                                                                       \
-        if (nq >= 2 && ss[0] == 1 && ss[1] == 1) {                                                   \
-            const T *restrict x = LT__SRC(T, 0), *restrict y = LT__SRC(T, 1);                        \
-            for (int64_t k = 0; k < m; k++) acc[k] = x[k] + y[k];                                    \
-            q = 2;                                                                                   \
-        } else {                                                                                     \
-            const T *x = LT__SRC(T, 0);                                                              \
-            if (ss[0] == 1) memcpy(acc, x, (size_t)m * sizeof(T));                                   \
-            else                                                                                     \
-                for (int64_t k = 0; k < m; k++) acc[k] = x[k * ss[0]];                               \
-            q = 1;                                                                                   \
-        }                                                                                            \
-        for (; q < nq; q++) {                                                                        \
+        const T *restrict ap = (const T *)(const void *)a + k0 * as;                                 \
+        int differ = 0, compared = 0;                                                                \
+        for (int q = 0, wd; q < nq; q += wd) {                                                       \
             const T *restrict x = LT__SRC(T, q);                                                     \
-            if (q + 1 < nq && ss[q] == 1 && ss[q + 1] == 1) {                                        \
+            if (q + 3 < nq && ss[q] == 1 && ss[q + 1] == 1 && ss[q + 2] == 1 && ss[q + 3] == 1) {    \
+                const T *restrict y = LT__SRC(T, q + 1), *restrict z = LT__SRC(T, q + 2);            \
+                const T *restrict w = LT__SRC(T, q + 3);                                             \
+                wd = 4;                                                                              \
+                if (q == 0) LT__PASS(T, (T)((T)(x[k] + y[k]) + z[k]) + w[k]);                        \
+                else LT__PASS(T, (T)((T)((T)(acc[k] + x[k]) + y[k]) + z[k]) + w[k]);                 \
+            } else if (q + 1 < nq && ss[q] == 1 && ss[q + 1] == 1) {                                 \
                 const T *restrict y = LT__SRC(T, q + 1);                                             \
-                for (int64_t k = 0; k < m; k++) acc[k] = (T)(acc[k] + x[k]) + y[k];                  \
-                q++;                                                                                 \
-            } else if (ss[q] == 1)                                                                   \
-                for (int64_t k = 0; k < m; k++) acc[k] = acc[k] + x[k];                              \
-            else                                                                                     \
-                for (int64_t k = 0; k < m; k++) acc[k] = acc[k] + x[k * ss[q]];                      \
+                wd = 2;                                                                              \
+                if (q == 0) LT__PASS(T, x[k] + y[k]);                                                \
+                else LT__PASS(T, (T)(acc[k] + x[k]) + y[k]);                                         \
+            } else {                                                                                 \
+                int64_t sx = ss[q];                                                                  \
+                wd = 1;                                                                              \
+                if (sx == 1 && q == 0) LT__PASS(T, x[k]);                                            \
+                else if (sx == 1) LT__PASS(T, acc[k] + x[k]);                                        \
+                else if (q == 0) LT__PASS(T, x[k * sx]);                                             \
+                else LT__PASS(T, acc[k] + x[k * sx]);                                                \
+            }                                                                                        \
         }                                                                                            \
         if (avg_div != 1)                                                                            \
             for (int64_t k = 0; k < m; k++) acc[k] = (T)((double)acc[k] / avg_div);                  \
-        const T *restrict ap = (const T *)(const void *)a + k0 * as;                                 \
-        int differ = 0;                                                                              \
-        if (as == 1)                                                                                 \
+        if (compared) {                                                                              \
+        } else if (as == 1)                                                                          \
             for (int64_t k = 0; k < m; k++) differ |= ap[k] != acc[k];                               \
         else                                                                                         \
             differ = 1;                                                                              \

@@ -413,6 +413,75 @@ static void test_one_row_in_parts(void **state) {
     pool_defaults();
 }
 
+/* The fused check's inner loop (localtensor/verify_fused.c) sums up to four
+ * contributions per pass and compares the last pass's sums as it makes
+ * them. Against a plain loop written here: for 1 to 9 contributions, each
+ * read contiguously or with a stride of 3 (one at a time, so every
+ * position of the passes meets one), the rank's values contiguous or
+ * strided, plain sums and averages (divided by 3), over more than two of
+ * its blocks: right values pass with no tolerance at all (the sum is
+ * rounded in order: 1 + 2^24 - 2^24 is 0 in f32, so 1 is named); one
+ * wrong value in any block, NaN, and the exact sum where the in-order
+ * sum rounds are named; -0 for 0 passes. */
+#define FUSED_LEN 4133   /* past two f64 blocks and one f32 block (16 KiB each) */
+#define FUSED_CASE(T, FN, BIG)                                                                   \
+    do {                                                                                         \
+        for (int nq = 1; nq <= 9; nq++)                                                          \
+            for (int strided = -1; strided < nq; strided++)                                      \
+                for (int as = 1; as <= 2; as++)                                                  \
+                    for (int avg = 1; avg <= 3; avg += 2) {                                      \
+                        T *buf[9], *a = calloc((size_t)FUSED_LEN * 2, sizeof(T)), e[FUSED_LEN];  \
+                        const char *s[9];                                                        \
+                        int64_t ss[9];                                                           \
+                        assert_non_null(a);                                                      \
+                        for (int q = 0; q < nq; q++) {                                           \
+                            ss[q] = q == strided ? 3 : 1;                                        \
+                            buf[q] = calloc((size_t)FUSED_LEN * 3, sizeof(T));                   \
+                            assert_non_null(buf[q]);                                             \
+                            s[q] = (const char *)buf[q];                                         \
+                            for (int64_t i = 0; i < FUSED_LEN; i++) {                            \
+                                T v = (T)((i * 7 + q * 13) % 29) - 14;                           \
+                                if (i % 97 == 5) v = q == 0 ? 1 : q == 1 ? BIG : q == 2 ? -BIG : 0; \
+                                if (i == 11) v = 0;                                              \
+                                buf[q][i * ss[q]] = v;                                           \
+                            }                                                                    \
+                        }                                                                        \
+                        for (int64_t i = 0; i < FUSED_LEN; i++) {                                \
+                            T acc = buf[0][0 + i * ss[0]];                                       \
+                            for (int q = 1; q < nq; q++) acc = acc + buf[q][i * ss[q]];          \
+                            e[i] = (T)((double)acc / avg);                                       \
+                            a[i * as] = e[i];                                                    \
+                        }                                                                        \
+                        const char *ac = (const char *)a;                                        \
+                        assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 0);     \
+                        const int64_t at[4] = {3, 2100, 4100, FUSED_LEN - 1};                    \
+                        for (int k = 0; k < 4; k++) {                                            \
+                            a[at[k] * as] = e[at[k]] + 1;                                        \
+                            assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 1); \
+                            a[at[k] * as] = (T)NAN;                                              \
+                            assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 1); \
+                            a[at[k] * as] = e[at[k]];                                            \
+                        }                                                                        \
+                        if (nq >= 3 && avg == 1) {   /* element 5: 1 + BIG - BIG rounds to 0 */  \
+                            assert_true(e[5] == 0);                                              \
+                            a[5 * as] = 1;                                                       \
+                            assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 1); \
+                            a[5 * as] = e[5];                                                    \
+                        }                                                                        \
+                        assert_true(e[11] == 0 && !signbit(e[11]));                              \
+                        a[11 * as] = (T)-0.0;                                                    \
+                        assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 0);     \
+                        for (int q = 0; q < nq; q++) free(buf[q]);                               \
+                        free(a);                                                                 \
+                    }                                                                            \
+    } while (0)
+
+static void test_fused_run_against_a_plain_sum(void **state) {
+    (void)state;
+    FUSED_CASE(float, lt__verify_fused_run_f32, 16777216.0f);
+    FUSED_CASE(double, lt__verify_fused_run_f64, 9007199254740992.0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_view_of_verified),
@@ -424,6 +493,7 @@ int main(void) {
         cmocka_unit_test(test_sum_in_pieces),
         cmocka_unit_test(test_pieces_below_a_whole_shard),
         cmocka_unit_test(test_one_row_in_parts),
+        cmocka_unit_test(test_fused_run_against_a_plain_sum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
