@@ -278,12 +278,35 @@ static int clip_run(const vspan *sp, int64_t *j, int64_t *len, int64_t *p0) {
     return 1;
 }
 
+/* Bytes to compare that lie contiguously in both the checked shard (a)
+ * and the source (s): runs that continue them in both are joined, so that
+ * rows held back to back on both sides are compared in one long memcmp
+ * (faster than a call per row, and what the memory streams best). */
+typedef struct vpend {
+    const char *a, *s;
+    size_t n;
+} vpend;
+
+/* Adds the n bytes at a and s to *p; returns 1 when bytes compared so far
+ * (those of *p it flushed) differ. */
+static int pend_add(vpend *p, const char *a, const char *s, size_t n) {
+    if (p->n && a == p->a + p->n && s == p->s + p->n) {
+        p->n += n;
+        return 0;
+    }
+    int bad = p->n && memcmp(p->a, p->s, p->n) != 0;
+    p->a = a;
+    p->s = s;
+    p->n = n;
+    return bad;
+}
+
 /* Walks the elements of part sp of a shard of layout L in row-major
  * order, in runs along the last dim that one source rank holds at
  * consecutive positions; `base` is the rank part of the Partial dims. With
  * dst (contiguous, L's shape, sp the whole shard): copies them there. With
- * act: compares act's bytes with them and returns 1 at the first byte
- * that differs. Returns 0 otherwise. */
+ * act: compares act's bytes with them and returns 1 when any byte differs
+ * (contiguous runs compared together: vpend). Returns 0 otherwise. */
 static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor *dst, const lt_tensor *act,
                 int64_t *rn, const vspan *sp) {
     int nd = c->ndim, last = nd - 1;
@@ -299,6 +322,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
     int64_t outer[LT_MAX_DIMS] = {0}, nr = last_dim_runs(c, L, rn);
     char *dp = dst ? lt_data(dst) : NULL;
     const char *abase = act ? lt_data(act) : NULL;
+    vpend pend = {NULL, NULL, 0};
     row_coords(c, L, sp->row0, outer);
     for (int64_t row = sp->row0; row < sp->row1; row++) {
         int64_t rk = base, posv[LT_MAX_DIMS], aoff = 0;
@@ -327,7 +351,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
                 int64_t as = act->strides[last];
                 if (a == s && (as == ss || len == 1)) continue;   /* the very bytes of the source */
                 if ((ss == 1 && as == 1) || len == 1) {
-                    if (memcmp(a, s, (size_t)len * es)) return 1;
+                    if (pend_add(&pend, a, s, (size_t)len * es)) return 1;
                 } else {
                     for (int64_t k = 0; k < len; k++)
                         if (memcmp(a + k * as * (int64_t)es, s + k * ss * (int64_t)es, es)) return 1;
@@ -337,7 +361,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
         int d = last - 1;
         while (d >= 0 && ++outer[d] == L->local_shape[d]) outer[d--] = 0;
     }
-    return 0;
+    return pend.n && memcmp(pend.a, pend.s, pend.n) != 0;
 }
 
 /* The rank part of rank r's kept Partial coordinates plus reduced

@@ -6,10 +6,11 @@
  *
  * Kept apart from the checks, which decide which bytes make a run, because
  * these loops are what the check's speed hangs on: they read the
- * contributions in blocks that stay in the first-level cache, two
- * contributions per pass over the block (half the passes; the sum keeps
- * its order, so the same rounding), and compare a whole block before
- * looking at any element's tolerance.
+ * contributions in blocks that stay in the first-level cache, up to four
+ * contributions per pass over the block (a quarter of the passes, and
+ * four memory streams at once; the sum keeps its order, so the same
+ * rounding), compare the rank's values in the last pass, and compare a
+ * whole block before looking at any element's tolerance.
  */
 #include <math.h>
 #include <string.h>

@@ -413,6 +413,46 @@ static void test_one_row_in_parts(void **state) {
     pool_defaults();
 }
 
+/* Runs that lie back to back in both the shard and the source are compared
+ * in one memcmp (walk's vpend): S(0) -> R of (6, 5) on 4 ranks, on one
+ * thread, joins each source rank's rows (0-1, 2-3, 4, 5); a wrong value at
+ * the end of a joined span, at the start of the next and at the shard's
+ * last element is named (rank 0, the lowest holding the shared buffer;
+ * value i * 5 + j). R -> S(1) on 2 ranks, private copies: each shard's
+ * rows lie back to back but the source's do not (rows of 5, shards of 3
+ * and 2 columns), so nothing is joined: the right values pass, and rank
+ * 1's shard holding the source's bytes read straight on from (0, 3) (3, 4,
+ * 5, 6, ...: what a join of its rows would compare it with) is named at
+ * local (1, 0), global (1, 3) = 8. */
+static void test_joined_runs(void **state) {
+    (void)state;
+    lt_set_threads(1);
+    lt_mesh m;
+    int64_t shape[2] = {6, 5};
+    lt_dtensor *src = lt_test_arange("4", "S(0)", 2, shape, &m);
+    lt_dtensor *out = redist(src, "R");
+    lt_verify_report rep;
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    lt_tensor *t = out->local->shards[0];
+    plant_fails(src, out, t, 1 * 5 + 4, 100, 0, 1, 4, 1, 4, 9);
+    lt_set_flat(t, 1 * 5 + 4, 9);
+    plant_fails(src, out, t, 2 * 5, 100, 0, 2, 0, 2, 0, 10);
+    lt_set_flat(t, 2 * 5, 10);
+    plant_fails(src, out, t, 5 * 5 + 4, -1, 0, 5, 4, 5, 4, 29);
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+    src = lt_test_arange("2", "R", 2, shape, &m);
+    out = redist(src, "S(1)");
+    for (int r = 0; r < 2; r++) LT_CHECK(lt_tensor_make_writable(out->local->shards[r]));
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    for (int64_t k = 0; k < 12; k++) lt_set_flat(out->local->shards[1], k, (double)(3 + k));
+    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+    expect_diff(&rep, 1, 1, 0, 1, 3, 8, 5);
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+    pool_defaults();
+}
+
 /* The fused check's inner loop (localtensor/verify_fused.c) sums up to four
  * contributions per pass and compares the last pass's sums as it makes
  * them. Against a plain loop written here: for 1 to 9 contributions, each
@@ -493,6 +533,7 @@ int main(void) {
         cmocka_unit_test(test_sum_in_pieces),
         cmocka_unit_test(test_pieces_below_a_whole_shard),
         cmocka_unit_test(test_one_row_in_parts),
+        cmocka_unit_test(test_joined_runs),
         cmocka_unit_test(test_fused_run_against_a_plain_sum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
