@@ -61,8 +61,9 @@ typedef struct vctx {
     lt_tensor *const *sh;                /* (world) the source shards, host-readable: src's own,
                                           * or host_sh */
     lt_tensor **host_sh;                 /* (world) owned host copies when a shard is off the host */
-    /* (shape[last], 4) scratch per pool slot (kernels/pool_impl.h): runs
-     * along the last dim; made on first use */
+    /* (4 + shape[last] x 4) scratch per pool slot (kernels/pool_impl.h):
+     * the key of the runs it holds (last_dim_runs), then runs along the
+     * last dim; made on first use */
     int64_t *runs[LT_THREADS_MAX];
 } vctx;
 
@@ -207,24 +208,33 @@ static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *d
 }
 
 /* The runs scratch of the calling thread (wide: pieces run on the pool,
- * one scratch per slot; else slot 0's); NULL with the error set when it
- * cannot be made. Owned by c. */
+ * one scratch per slot; else slot 0's), past its key; NULL with the error
+ * set when it cannot be made. Owned by c. */
 static int64_t *runs_of(vctx *c, int wide) {
     int k = wide ? lt__pool_slot() : 0;
     if (!c->runs[k] && c->ndim > 0) {
-        c->runs[k] = lt__malloc(sizeof(int64_t) * 4 * (size_t)c->src->shape[c->ndim - 1]);
+        c->runs[k] = lt__malloc(sizeof(int64_t) * (4 + 4 * (size_t)c->src->shape[c->ndim - 1]));
         if (!c->runs[k]) lt__err(LT_NOMEM, "verify: out of memory for the runs of the last dim");
+        else c->runs[k][0] = 0;   /* no runs kept yet */
     }
-    return c->runs[k];
+    return c->runs[k] ? c->runs[k] + 4 : NULL;
 }
 
 /* The runs of layout L's last dim that one source rank holds at
  * consecutive positions, the same for every row, into rn (nr, 4): first
- * position, length, owner's rank part, its local position. Returns nr. */
+ * position, length, owner's rank part, its local position. Returns nr.
+ * They depend only on the global indices L holds along the last dim, so
+ * when those are a run (g0 .. g0 + nl - 1) they are kept with that key in
+ * rn[-4 .. -1] (kept, g0, nl, nr) and not made again for the next shard
+ * of the same columns. */
 static int64_t last_dim_runs(const vctx *c, const lt_rank_layout *L, int64_t *rn) {
     int last = c->ndim - 1;
     int64_t nl = L->local_shape[last], nr = 0;
     const int64_t *gl = L->idx[last], *pl = c->part[last], *ql = c->pos[last];
+    int run = !gl || L->contiguous[last];
+    int64_t g0 = gl && nl ? gl[0] : 0;
+    if (run && rn[-4] && rn[-3] == g0 && rn[-2] == nl) return rn[-1];
+    rn[-4] = 0;
     for (int64_t j = 0; j < nl;) {
         int64_t g = gl ? gl[j] : j, pr = pl ? pl[g] : 0, p0 = ql ? ql[g] : g, len = 1;
         while (j + len < nl) {
@@ -236,6 +246,7 @@ static int64_t last_dim_runs(const vctx *c, const lt_rank_layout *L, int64_t *rn
         nr++;
         j += len;
     }
+    if (run) rn[-4] = 1, rn[-3] = g0, rn[-2] = nl, rn[-1] = nr;
     return nr;
 }
 

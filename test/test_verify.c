@@ -453,6 +453,74 @@ static void test_joined_runs(void **state) {
     pool_defaults();
 }
 
+/* The runs of a shard's columns are kept for the next shard of the same
+ * columns (last_dim_runs): R -> S(1) of (3, 8) on 4 ranks, private copies,
+ * on one thread: rank r holds columns 2r, 2r + 1, all of the same width.
+ * Rank 1 holding rank 0's values (columns 0, 1: what the runs of rank 0's
+ * columns would compare it with) is named at local (0, 0), global (0, 2) =
+ * 2; rank 0's own shard right. R -> R then checks shards of the same
+ * columns: a wrong value in rank 2's copy (global (2, 7) = 23) is named. */
+static void test_runs_kept_per_columns(void **state) {
+    (void)state;
+    lt_set_threads(1);
+    lt_mesh m;
+    int64_t shape[2] = {3, 8};
+    lt_dtensor *src = lt_test_arange("4", "R", 2, shape, &m);
+    lt_dtensor *out = redist(src, "S(1)");
+    for (int r = 0; r < 4; r++) LT_CHECK(lt_tensor_make_writable(out->local->shards[r]));
+    lt_verify_report rep;
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    for (int64_t k = 0; k < 6; k++) lt_set_flat(out->local->shards[1], k, lt_get_flat(out->local->shards[0], k));
+    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+    expect_diff(&rep, 1, 0, 0, 0, 2, 2, 0);
+    lt_dtensor_free(out);
+    out = redist(src, "R");
+    for (int r = 0; r < 4; r++) LT_CHECK(lt_tensor_make_writable(out->local->shards[r]));
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    plant_fails(src, out, out->local->shards[2], 2 * 8 + 7, -1, 2, 2, 7, 2, 7, 23);
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+    pool_defaults();
+}
+
+/* lt__verify_box_of reads a layout's contiguity instead of its lists:
+ * against a scan of the lists, for every rank of Shard, StridedShard and
+ * uneven placements (the strided ones hold rows that are not a run, and
+ * one of a split factor that leaves some ranks a run). */
+static void test_box_of_against_the_lists(void **state) {
+    (void)state;
+    const char *meshes[] = {"2x2", "2x2", "2x2", "4", "2x3"};
+    const char *pls[] = {"S(0),S(1)", "SS(0,2),S(0)", "SS(0,3),S(1)", "SS(0,4)", "S(1),SS(0,2)"};
+    const int64_t shapes[][2] = {{7, 5}, {8, 3}, {9, 4}, {4, 6}, {12, 5}};
+    for (int k = 0; k < 5; k++) {
+        lt_mesh m;
+        lt_placement pl[LT_MESH_MAX_DIMS];
+        int np;
+        LT_CHECK(lt_mesh_parse(meshes[k], &m));
+        LT_CHECK(lt_placements_parse(pls[k], pl, LT_MESH_MAX_DIMS, &np));
+        for (int r = 0; r < m.world; r++) {
+            lt_rank_layout L;
+            LT_CHECK(lt_layout_rank(&m, 2, shapes[k], pl, r, &L));
+            int want = 1;
+            int64_t wo[2] = {0, 0}, goff[2], n[2];
+            for (int d = 0; d < 2; d++) {
+                if (!L.idx[d]) {
+                    want &= L.local_shape[d] == shapes[k][d];
+                    continue;
+                }
+                if (L.local_shape[d] == 0) continue;
+                wo[d] = L.idx[d][0];
+                for (int64_t j = 1; j < L.local_shape[d]; j++) want &= L.idx[d][j] == wo[d] + j;
+            }
+            int got = lt__verify_box_of(&L, 2, shapes[k], goff, n);
+            if (got != want || (want && (goff[0] != wo[0] || goff[1] != wo[1] || n[0] != L.local_shape[0] ||
+                                         n[1] != L.local_shape[1])))
+                fail_msg("%s on %s, rank %d: box %d, the lists say %d", pls[k], meshes[k], r, got, want);
+            lt_rank_layout_free(&L);
+        }
+    }
+}
+
 /* The fused check's inner loop (localtensor/verify_fused.c) sums up to four
  * contributions per pass and compares the last pass's sums as it makes
  * them. Against a plain loop written here: for 1 to 9 contributions, each
@@ -535,6 +603,8 @@ int main(void) {
         cmocka_unit_test(test_one_row_in_parts),
         cmocka_unit_test(test_joined_runs),
         cmocka_unit_test(test_fused_run_against_a_plain_sum),
+        cmocka_unit_test(test_box_of_against_the_lists),
+        cmocka_unit_test(test_runs_kept_per_columns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
