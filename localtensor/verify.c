@@ -19,9 +19,11 @@
  * pool, one piece of work each, a big one cut into pieces of rows (or of
  * a row, when there are few) so that the threads share even a single
  * buffer (an all-gather's result, which every rank holds); the lowest
- * wrong rank is reported. The
- * fused check's inner loops are in localtensor/verify_fused.c, the record
- * of verified shards in localtensor/verify_record.c.
+ * wrong rank is reported. Runs back to back in both the shard and the
+ * source are compared in one memcmp, rows that continue them joined
+ * without being walked one by one. The checks' inner loops are in
+ * localtensor/verify_fused.c, the record of verified shards in
+ * localtensor/verify_record.c.
  */
 #include "kernels/alloc.h"
 #include <math.h>
@@ -57,6 +59,10 @@ typedef struct vctx {
     double rtol, atol;
     int64_t *part[LT_MAX_DIMS];          /* (shape[d]) owner's rank part of global index g; NULL: unsharded */
     int64_t *pos[LT_MAX_DIMS];           /* (shape[d]) its local position; NULL: g itself */
+    /* (shape[d]) for the rows' dim (ndim - 2) when sharded: how many
+     * indices from g on the same owner holds at consecutive positions (1
+     * at least); NULL otherwise */
+    int64_t *seg[LT_MAX_DIMS];
     const char **sdata;                  /* (world) lt_data of every source shard in sh */
     lt_tensor *const *sh;                /* (world) the source shards, host-readable: src's own,
                                           * or host_sh */
@@ -80,7 +86,8 @@ static void vctx_free(vctx *c) {
     for (int d = 0; d < LT_MAX_DIMS; d++) {
         lt__free(c->part[d]);
         lt__free(c->pos[d]);
-        c->part[d] = c->pos[d] = NULL;
+        lt__free(c->seg[d]);
+        c->part[d] = c->pos[d] = c->seg[d] = NULL;
     }
 }
 
@@ -131,6 +138,13 @@ static lt_status owner_table(vctx *c, int d) {
     for (int64_t g = 0; g < n; g++)
         if (c->part[d][g] < 0)
             return lt__err(LT_INVALID, "internal: no source rank holds global index %lld of dim %d", (long long)g, d);
+    if (d != c->ndim - 2) return LT_OK;
+    c->seg[d] = lt__malloc(sizeof(int64_t) * (size_t)n);
+    if (!c->seg[d]) return lt__err(LT_NOMEM, "verify: out of memory for the owner table of dim %d", d);
+    for (int64_t g = n - 1; g >= 0; g--) {
+        int go_on = g + 1 < n && c->part[d][g + 1] == c->part[d][g] && c->pos[d][g + 1] == c->pos[d][g] + 1;
+        c->seg[d][g] = go_on ? c->seg[d][g + 1] + 1 : 1;
+    }
     return LT_OK;
 }
 
@@ -220,34 +234,11 @@ static int64_t *runs_of(vctx *c, int wide) {
     return c->runs[k] ? c->runs[k] + 4 : NULL;
 }
 
-/* The runs of layout L's last dim that one source rank holds at
- * consecutive positions, the same for every row, into rn (nr, 4): first
- * position, length, owner's rank part, its local position. Returns nr.
- * They depend only on the global indices L holds along the last dim, so
- * when those are a run (g0 .. g0 + nl - 1) they are kept with that key in
- * rn[-4 .. -1] (kept, g0, nl, nr) and not made again for the next shard
- * of the same columns. */
+/* The runs of layout L's last dim (lt__verify_last_dim_runs) into rn. */
 static int64_t last_dim_runs(const vctx *c, const lt_rank_layout *L, int64_t *rn) {
     int last = c->ndim - 1;
-    int64_t nl = L->local_shape[last], nr = 0;
-    const int64_t *gl = L->idx[last], *pl = c->part[last], *ql = c->pos[last];
-    int run = !gl || L->contiguous[last];
-    int64_t g0 = gl && nl ? gl[0] : 0;
-    if (run && rn[-4] && rn[-3] == g0 && rn[-2] == nl) return rn[-1];
-    rn[-4] = 0;
-    for (int64_t j = 0; j < nl;) {
-        int64_t g = gl ? gl[j] : j, pr = pl ? pl[g] : 0, p0 = ql ? ql[g] : g, len = 1;
-        while (j + len < nl) {
-            int64_t h = gl ? gl[j + len] : j + len;
-            if ((pl ? pl[h] : 0) != pr || (ql ? ql[h] : h) != p0 + len) break;
-            len++;
-        }
-        rn[4 * nr] = j, rn[4 * nr + 1] = len, rn[4 * nr + 2] = pr, rn[4 * nr + 3] = p0;
-        nr++;
-        j += len;
-    }
-    if (run) rn[-4] = 1, rn[-3] = g0, rn[-2] = nl, rn[-1] = nr;
-    return nr;
+    return lt__verify_last_dim_runs(L->idx[last], L->local_shape[last], !L->idx[last] || L->contiguous[last],
+                                    c->part[last], c->pos[last], rn);
 }
 
 /* Rows of a shard of layout L: the product of every dim but the last (1
@@ -289,35 +280,12 @@ static int clip_run(const vspan *sp, int64_t *j, int64_t *len, int64_t *p0) {
     return 1;
 }
 
-/* Bytes to compare that lie contiguously in both the checked shard (a)
- * and the source (s): runs that continue them in both are joined, so that
- * rows held back to back on both sides are compared in one long memcmp
- * (faster than a call per row, and what the memory streams best). */
-typedef struct vpend {
-    const char *a, *s;
-    size_t n;
-} vpend;
-
-/* Adds the n bytes at a and s to *p; returns 1 when bytes compared so far
- * (those of *p it flushed) differ. */
-static int pend_add(vpend *p, const char *a, const char *s, size_t n) {
-    if (p->n && a == p->a + p->n && s == p->s + p->n) {
-        p->n += n;
-        return 0;
-    }
-    int bad = p->n && memcmp(p->a, p->s, p->n) != 0;
-    p->a = a;
-    p->s = s;
-    p->n = n;
-    return bad;
-}
-
 /* Walks the elements of part sp of a shard of layout L in row-major
  * order, in runs along the last dim that one source rank holds at
  * consecutive positions; `base` is the rank part of the Partial dims. With
  * dst (contiguous, L's shape, sp the whole shard): copies them there. With
  * act: compares act's bytes with them and returns 1 when any byte differs
- * (contiguous runs compared together: vpend). Returns 0 otherwise. */
+ * (contiguous runs compared together: lt__vpend). Returns 0 otherwise. */
 static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor *dst, const lt_tensor *act,
                 int64_t *rn, const vspan *sp) {
     int nd = c->ndim, last = nd - 1;
@@ -333,10 +301,11 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
     int64_t outer[LT_MAX_DIMS] = {0}, nr = last_dim_runs(c, L, rn);
     char *dp = dst ? lt_data(dst) : NULL;
     const char *abase = act ? lt_data(act) : NULL;
-    vpend pend = {NULL, NULL, 0};
+    lt__vpend pend = {NULL, NULL, 0};
     row_coords(c, L, sp->row0, outer);
     for (int64_t row = sp->row0; row < sp->row1; row++) {
-        int64_t rk = base, posv[LT_MAX_DIMS], aoff = 0;
+        int64_t rk = base, posv[LT_MAX_DIMS], aoff = 0, jlen = 0;
+        const lt_tensor *jt = NULL;   /* the source of a row's only run, when it joined pend */
         for (int d = 0; d < last; d++) {
             int64_t g = L->idx[d] ? L->idx[d][outer[d]] : outer[d];
             rk += c->part[d] ? c->part[d][g] : 0;
@@ -362,11 +331,26 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
                 int64_t as = act->strides[last];
                 if (a == s && (as == ss || len == 1)) continue;   /* the very bytes of the source */
                 if ((ss == 1 && as == 1) || len == 1) {
-                    if (pend_add(&pend, a, s, (size_t)len * es)) return 1;
+                    if (lt__verify_pend_add(&pend, a, s, (size_t)len * es)) return 1;
+                    if (nr == 1) jt = t, jlen = len;
                 } else {
                     for (int64_t k = 0; k < len; k++)
                         if (memcmp(a + k * as * (int64_t)es, s + k * ss * (int64_t)es, es)) return 1;
                 }
+            }
+        }
+        if (jt && last >= 1) {
+            /* the next rows join pend unwalked while they continue it: consecutive
+             * global rows, one owner at consecutive positions (seg), rows packed */
+            int d1 = last - 1;
+            int64_t m = L->local_shape[d1] - 1 - outer[d1], g = L->idx[d1] ? L->idx[d1][outer[d1]] : outer[d1];
+            if (sp->row1 - 1 - row < m) m = sp->row1 - 1 - row;
+            if (L->idx[d1] && !L->contiguous[d1]) m = 0;
+            if (c->seg[d1] && c->seg[d1][g] - 1 < m) m = c->seg[d1][g] - 1;
+            if (m > 0 && jt->strides[d1] == jlen && act->strides[d1] == jlen) {
+                pend.n += (size_t)m * (size_t)jlen * es;   /* within the two buffers: no overflow */
+                row += m;
+                outer[d1] += m;
             }
         }
         int d = last - 1;

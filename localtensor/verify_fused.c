@@ -1,11 +1,13 @@
 /* localtensor/verify_fused.c — the inner loops of the redistribute
- * verifier's fused check of reduced values (localtensor/verify.c): a run of
- * elements summed from its Partial contributions in the dtype and compared
- * with what a rank holds, in one pass over the contributions, without
- * building the expected shard.
+ * verifier's checks (localtensor/verify.c): the runs of a shard's last dim
+ * that one source shard holds, the joining of copied runs into long
+ * compares, and the fused check of reduced values: a run of elements
+ * summed from its Partial contributions in the dtype and compared with
+ * what a rank holds, in one pass over the contributions, without building
+ * the expected shard.
  *
  * Kept apart from the checks, which decide which bytes make a run, because
- * these loops are what the check's speed hangs on: they read the
+ * these loops are what the check's speed hangs on. The fused ones read the
  * contributions in blocks that stay in the first-level cache, up to four
  * contributions per pass over the block (a quarter of the passes, and
  * four memory streams at once; the sum keeps its order, so the same
@@ -22,6 +24,38 @@ int lt__verify_close_enough(double a, double b, double rtol, double atol) {
     if (a != a || b != b) return a != a && b != b;
     if (isinf(a) || isinf(b)) return 0;
     return fabs(a - b) <= atol + rtol * fabs(b);
+}
+
+int64_t lt__verify_last_dim_runs(const int64_t *gl, int64_t nl, int run, const int64_t *pl, const int64_t *ql,
+                                 int64_t *rn) {
+    int64_t nr = 0, g0 = gl && nl ? gl[0] : 0;
+    if (run && rn[-4] && rn[-3] == g0 && rn[-2] == nl) return rn[-1];
+    rn[-4] = 0;
+    for (int64_t j = 0; j < nl;) {
+        int64_t g = gl ? gl[j] : j, pr = pl ? pl[g] : 0, p0 = ql ? ql[g] : g, len = 1;
+        while (j + len < nl) {
+            int64_t h = gl ? gl[j + len] : j + len;
+            if ((pl ? pl[h] : 0) != pr || (ql ? ql[h] : h) != p0 + len) break;
+            len++;
+        }
+        rn[4 * nr] = j, rn[4 * nr + 1] = len, rn[4 * nr + 2] = pr, rn[4 * nr + 3] = p0;
+        nr++;
+        j += len;
+    }
+    if (run) rn[-4] = 1, rn[-3] = g0, rn[-2] = nl, rn[-1] = nr;
+    return nr;
+}
+
+int lt__verify_pend_add(lt__vpend *p, const char *a, const char *s, size_t n) {
+    if (p->n && a == p->a + p->n && s == p->s + p->n) {
+        p->n += n;
+        return 0;
+    }
+    int bad = p->n && memcmp(p->a, p->s, p->n) != 0;
+    p->a = a;
+    p->s = s;
+    p->n = n;
+    return bad;
 }
 
 /* Bytes of a block's accumulator: the block of every contribution read in

@@ -453,6 +453,71 @@ static void test_joined_runs(void **state) {
     pool_defaults();
 }
 
+/* Rows that continue a joined run in both buffers join it without being
+ * walked one by one (walk), but only while one source shard holds them
+ * back to back. Mesh 2, S(0) of (4, 3) gathered to R (one buffer: rank 0
+ * is named). (a) Source rank 0 holds rows 0-1 as the first two rows of a
+ * (4, 3) buffer whose rows 2-3 are decoys (106 ..), rank 1 holds rows 2-3
+ * in a buffer of its own: gathered rows 2-3 holding the decoys are named
+ * at (2, 0), expected 6. (b) Rank 0's rows are columns 0-2 of a (2, 5)
+ * buffer (rows 5 apart) whose columns 3-4 are decoys: a gathered row 1
+ * holding what follows row 0 in that buffer (103, 104, then 3) is named
+ * at (1, 0), expected 3. (c) R -> SS(0,2) of arange (4, 3), a private
+ * copy: rank 0 holds global rows 0 and 2, not a run: its second row
+ * holding global row 1 (3, 4, 5: what the source holds after row 0) is
+ * named at (1, 0), global (2, 0) = 6. */
+static void test_rows_joined_unwalked(void **state) {
+    (void)state;
+    lt_set_threads(1);
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("2", &m));
+    lt_placement s0 = lt_shard(0);
+    for (int k = 0; k < 2; k++) {
+        double bv[12], cv[6];
+        int64_t bs[2] = {k ? 2 : 4, k ? 5 : 3}, cs[2] = {2, 3};
+        for (int i = 0; i < 12; i++) bv[i] = 100 + i;
+        for (int i = 0; i < 6; i++) bv[k ? i / 3 * 5 + i % 3 : i] = i;   /* global rows 0-1: 0 .. 5 */
+        for (int i = 0; i < 6; i++) cv[i] = 6 + i;                       /* global rows 2-3: 6 .. 11 */
+        lt_tensor *b, *sh[2];
+        LT_CHECK(lt_tensor_from_doubles(LT_F32, 2, bs, bv, bs[0] * bs[1], &b));
+        LT_CHECK(lt_tensor_from_doubles(LT_F32, 2, cs, cv, 6, &sh[1]));
+        LT_CHECK(k ? lt_narrow(b, 1, 0, 3, &sh[0]) : lt_narrow(b, 0, 0, 2, &sh[0]));
+        lt_dtensor *src = NULL;
+        LT_CHECK(lt_from_local(&m, sh, &s0, 1, 0, &src));
+        lt_dtensor *out = redist(src, "R");
+        lt_verify_report rep;
+        LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+        lt_tensor *t = out->local->shards[0];
+        if (k == 0) {
+            for (int i = 6; i < 12; i++) lt_set_flat(t, i, 100 + i);
+            LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+            expect_diff(&rep, 0, 2, 0, 2, 0, 6, 106);
+        } else {
+            lt_set_flat(t, 3, 103);
+            lt_set_flat(t, 4, 104);
+            lt_set_flat(t, 5, 3);
+            LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+            expect_diff(&rep, 0, 1, 0, 1, 0, 3, 103);
+        }
+        lt_dtensor_free(out);
+        lt_dtensor_free(src);
+        for (int r = 0; r < 2; r++) lt_tensor_free(sh[r]);
+        lt_tensor_free(b);
+    }
+    int64_t shape[2] = {4, 3};
+    lt_dtensor *src = lt_test_arange("2", "R", 2, shape, &m);
+    lt_dtensor *out = redist(src, "SS(0,2)");
+    LT_CHECK(lt_tensor_make_writable(out->local->shards[0]));
+    lt_verify_report rep;
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    for (int j = 0; j < 3; j++) lt_set_flat(out->local->shards[0], 3 + j, 3 + j);
+    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+    expect_diff(&rep, 0, 1, 0, 2, 0, 6, 3);
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+    pool_defaults();
+}
+
 /* The runs of a shard's columns are kept for the next shard of the same
  * columns (last_dim_runs): R -> S(1) of (3, 8) on 4 ranks, private copies,
  * on one thread: rank r holds columns 2r, 2r + 1, all of the same width.
@@ -605,6 +670,7 @@ int main(void) {
         cmocka_unit_test(test_fused_run_against_a_plain_sum),
         cmocka_unit_test(test_box_of_against_the_lists),
         cmocka_unit_test(test_runs_kept_per_columns),
+        cmocka_unit_test(test_rows_joined_unwalked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
