@@ -8,11 +8,11 @@
  *
  * Kept apart from the checks, which decide which bytes make a run, because
  * these loops are what the check's speed hangs on. The fused ones read the
- * contributions in blocks that stay in the first-level cache, up to four
- * contributions per pass over the block (a quarter of the passes, and
- * four memory streams at once; the sum keeps its order, so the same
- * rounding), compare the rank's values in the last pass, and compare a
- * whole block before looking at any element's tolerance.
+ * contributions in blocks that stay in the first-level cache, up to eight
+ * contributions per pass over the block (fewer passes, and more memory
+ * streams at once; the sum keeps its order, so the same rounding), compare
+ * the rank's values in the last pass, and compare a whole block before
+ * looking at any element's tolerance.
  */
 #include <math.h>
 #include <string.h>
@@ -82,10 +82,17 @@ int lt__verify_pend_add(lt__vpend *p, const char *a, const char *s, size_t n) {
             for (int64_t k = 0; k < m; k++) acc[k] = VAL;                                            \
     } while (0)
 
+/* (T)((T)((T)(A + p[k]) + q[k]) + r[k]) + t[k]: four additions in order. */
+#define LT__ADD4(T, A, p, q, r, t) ((T)((T)((T)((T)(A) + p[k]) + q[k]) + r[k]) + t[k])
+/* Contributions q .. q + 7 all read contiguously. */
+#define LT__UNIT8(q)                                                                                 \
+    (ss[q] == 1 && ss[q + 1] == 1 && ss[q + 2] == 1 && ss[q + 3] == 1 && ss[q + 4] == 1 && ss[q + 5] == 1 && \
+     ss[q + 6] == 1 && ss[q + 7] == 1)
+
 /* One run: acc = s[0] + s[1] + ... + s[nq - 1] in that order, in T, block
- * by block (up to four contributions per pass: (T)((T)(acc + x) + y) ...
+ * by block (up to eight contributions per pass: (T)((T)(acc + x) + y) ...
  * rounds as separate additions do, the casts dropping any excess
- * precision; four streams read at once keep the memory busier than two);
+ * precision; more streams read at once keep the memory busier);
  * divided by avg_div through double; compared with a (in the last pass
  * when a is contiguous and nothing is divided); only an element that
  * differs is tested against the tolerance with the slack, its sum of
@@ -101,7 +108,15 @@ int lt__verify_pend_add(lt__vpend *p, const char *a, const char *s, size_t n) {
         int differ = 0, compared = 0;                                                                \
         for (int q = 0, wd; q < nq; q += wd) {                                                       \
             const T *restrict x = LT__SRC(T, q);                                                     \
-            if (q + 3 < nq && ss[q] == 1 && ss[q + 1] == 1 && ss[q + 2] == 1 && ss[q + 3] == 1) {    \
+            if (q + 7 < nq && LT__UNIT8(q)) {                                                        \
+                const T *restrict y = LT__SRC(T, q + 1), *restrict z = LT__SRC(T, q + 2);            \
+                const T *restrict w = LT__SRC(T, q + 3), *restrict x4 = LT__SRC(T, q + 4);           \
+                const T *restrict x5 = LT__SRC(T, q + 5), *restrict x6 = LT__SRC(T, q + 6);          \
+                const T *restrict x7 = LT__SRC(T, q + 7);                                            \
+                wd = 8;                                                                              \
+                if (q == 0) LT__PASS(T, LT__ADD4(T, (T)((T)(x[k] + y[k]) + z[k]) + w[k], x4, x5, x6, x7));\
+                else LT__PASS(T, LT__ADD4(T, LT__ADD4(T, acc[k], x, y, z, w), x4, x5, x6, x7));      \
+            } else if (q + 3 < nq && ss[q] == 1 && ss[q + 1] == 1 && ss[q + 2] == 1 && ss[q + 3] == 1) {\
                 const T *restrict y = LT__SRC(T, q + 1), *restrict z = LT__SRC(T, q + 2);            \
                 const T *restrict w = LT__SRC(T, q + 3);                                             \
                 wd = 4;                                                                              \

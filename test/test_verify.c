@@ -593,7 +593,9 @@ static void test_box_of_against_the_lists(void **state) {
  * position of the passes meets one), the rank's values contiguous or
  * strided, plain sums and averages (divided by 3), over more than two of
  * its blocks: right values pass with no tolerance at all (the sum is
- * rounded in order: 1 + 2^24 - 2^24 is 0 in f32, so 1 is named); one
+ * rounded in order: 1 + 2^24 - 2^24 is 0 in f32, so 1 is named; every
+ * order of three contributions 2^24, -2^24 and 1 among zeros appears, so
+ * any two contributions added out of order show); one
  * wrong value in any block, NaN, and the exact sum where the in-order
  * sum rounds are named; -0 for 0 passes. */
 #define FUSED_LEN 4133   /* past two f64 blocks and one f32 block (16 KiB each) */
@@ -614,6 +616,9 @@ static void test_box_of_against_the_lists(void **state) {
                             s[q] = (const char *)buf[q];                                         \
                             for (int64_t i = 0; i < FUSED_LEN; i++) {                            \
                                 T v = (T)((i * 7 + q * 13) % 29) - 14;                           \
+                                int64_t t = i / 7, pb = t % nq, pn = t / nq % nq, p1 = t / nq / nq % nq; \
+                                if (i % 7 == 3 && pb != pn && pb != p1 && pn != p1) /* order shows */ \
+                                    v = q == pb ? BIG : q == pn ? -BIG : q == p1 ? 1 : 0;        \
                                 if (i % 97 == 5) v = q == 0 ? 1 : q == 1 ? BIG : q == 2 ? -BIG : 0; \
                                 if (i == 11) v = 0;                                              \
                                 buf[q][i * ss[q]] = v;                                           \
