@@ -42,6 +42,10 @@
 #include "kernels/pool_impl.h"
 #include "kernels/tensor_impl.h"
 
+/* A thread's runs along the last dim (last_dim_runs): r (shape[last], 4),
+ * made on first use, and the key of the runs it holds. */
+typedef struct vruns { int64_t key[4], *r; } vruns;
+
 /* Everything the expected shards are computed from. */
 typedef struct vctx {
     const lt_dtensor *src;
@@ -67,10 +71,7 @@ typedef struct vctx {
     lt_tensor *const *sh;                /* (world) the source shards, host-readable: src's own,
                                           * or host_sh */
     lt_tensor **host_sh;                 /* (world) owned host copies when a shard is off the host */
-    /* (4 + shape[last] x 4) scratch per pool slot (kernels/pool_impl.h):
-     * the key of the runs it holds (last_dim_runs), then runs along the
-     * last dim; made on first use */
-    int64_t *runs[LT_THREADS_MAX];
+    vruns runs[LT_THREADS_MAX];          /* per pool slot (kernels/pool_impl.h) */
 } vctx;
 
 static void vctx_free(vctx *c) {
@@ -80,8 +81,8 @@ static void vctx_free(vctx *c) {
     lt__free(c->host_sh);
     c->host_sh = NULL;
     for (int k = 0; k < LT_THREADS_MAX; k++) {
-        lt__free(c->runs[k]);
-        c->runs[k] = NULL;
+        lt__free(c->runs[k].r);
+        c->runs[k].r = NULL;
     }
     for (int d = 0; d < LT_MAX_DIMS; d++) {
         lt__free(c->part[d]);
@@ -222,23 +223,23 @@ static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *d
 }
 
 /* The runs scratch of the calling thread (wide: pieces run on the pool,
- * one scratch per slot; else slot 0's), past its key; NULL with the error
- * set when it cannot be made. Owned by c. */
-static int64_t *runs_of(vctx *c, int wide) {
-    int k = wide ? lt__pool_slot() : 0;
-    if (!c->runs[k] && c->ndim > 0) {
-        c->runs[k] = lt__malloc(sizeof(int64_t) * (4 + 4 * (size_t)c->src->shape[c->ndim - 1]));
-        if (!c->runs[k]) lt__err(LT_NOMEM, "verify: out of memory for the runs of the last dim");
-        else c->runs[k][0] = 0;   /* no runs kept yet */
+ * one per slot; else slot 0's); NULL with the error set when it cannot be
+ * made. Owned by c. */
+static vruns *runs_of(vctx *c, int wide) {
+    vruns *v = &c->runs[wide ? lt__pool_slot() : 0];
+    if (!v->r && c->ndim > 0) {
+        v->r = lt__malloc(sizeof(int64_t) * 4 * (size_t)c->src->shape[c->ndim - 1]);
+        if (!v->r) lt__err(LT_NOMEM, "verify: out of memory for the runs of the last dim");
+        v->key[0] = 0;   /* no runs kept yet */
     }
-    return c->runs[k] ? c->runs[k] + 4 : NULL;
+    return v->r ? v : NULL;
 }
 
 /* The runs of layout L's last dim (lt__verify_last_dim_runs) into rn. */
-static int64_t last_dim_runs(const vctx *c, const lt_rank_layout *L, int64_t *rn) {
+static int64_t last_dim_runs(const vctx *c, const lt_rank_layout *L, vruns *rn) {
     int last = c->ndim - 1;
     return lt__verify_last_dim_runs(L->idx[last], L->local_shape[last], !L->idx[last] || L->contiguous[last],
-                                    c->part[last], c->pos[last], rn);
+                                    c->part[last], c->pos[last], rn->key, rn->r);
 }
 
 /* Rows of a shard of layout L: the product of every dim but the last (1
@@ -257,8 +258,7 @@ static void row_coords(const vctx *c, const lt_rank_layout *L, int64_t row, int6
     }
 }
 
-/* A part of a shard: rows [row0, row1) (rows_of), and of each of them
- * the elements [col0, col1) of the last dim. */
+/* A part of a shard: rows [row0, row1) (rows_of), and of each the elements [col0, col1). */
 typedef struct vspan {
     int64_t row0, row1, col0, col1;
 } vspan;
@@ -287,7 +287,7 @@ static int clip_run(const vspan *sp, int64_t *j, int64_t *len, int64_t *p0) {
  * act: compares act's bytes with them and returns 1 when any byte differs
  * (contiguous runs compared together: lt__vpend). Returns 0 otherwise. */
 static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor *dst, const lt_tensor *act,
-                int64_t *rn, const vspan *sp) {
+                vruns *rn, const vspan *sp) {
     int nd = c->ndim, last = nd - 1;
     size_t es = c->es;
     lt_tensor *const *sh = c->sh;
@@ -313,7 +313,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
             if (act) aoff += outer[d] * act->strides[d];
         }
         for (int64_t q = 0; q < nr; q++) {
-            int64_t j = rn[4 * q], len = rn[4 * q + 1], pr = rn[4 * q + 2], p0 = rn[4 * q + 3];
+            int64_t j = rn->r[4 * q], len = rn->r[4 * q + 1], pr = rn->r[4 * q + 2], p0 = rn->r[4 * q + 3];
             if (!clip_run(sp, &j, &len, &p0)) continue;
             const lt_tensor *t = sh[rk + pr];
             int64_t off = p0 * t->strides[last];
@@ -417,7 +417,7 @@ static double sum_slack(const vctx *c) {
  * shard: one pass over the contributions and act. Returns 1 when an
  * element is out of tolerance (the caller then builds the expected shard
  * to say where), 0 when all agree. rn: the runs scratch. */
-static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_tensor *act, int64_t *rn,
+static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_tensor *act, vruns *rn,
                        const vspan *sp) {
     int nd = c->ndim, last = nd - 1, nq = c->nR;
     size_t es = c->es;
@@ -447,7 +447,7 @@ static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_t
             aoff += outer[d] * act->strides[d];
         }
         for (int64_t k = 0; k < nr; k++) {
-            int64_t j = rn[4 * k], len = rn[4 * k + 1], pr = rn[4 * k + 2], p0 = rn[4 * k + 3];
+            int64_t j = rn->r[4 * k], len = rn->r[4 * k + 1], pr = rn->r[4 * k + 2], p0 = rn->r[4 * k + 3];
             if (!clip_run(sp, &j, &len, &p0)) continue;
             for (int q = 0; q < nq; q++) {
                 const lt_tensor *t = sh[base[q] + rk + pr];
@@ -474,7 +474,7 @@ static lt_status expected_shard(vctx *c, int r, const lt_rank_layout *L, int wid
     lt_tensor *e = NULL, *contrib = NULL;
     *out = NULL;
     if (!L->lists) return lt_tensor_new(dt, c->ndim, L->local_shape, out);
-    int64_t *rn = c->ndim ? runs_of(c, wide) : NULL;
+    vruns *rn = c->ndim ? runs_of(c, wide) : NULL;
     if (c->ndim && !rn) return LT_NOMEM;
     /* built on the host (walk writes it there), moved to the default backend at the end */
     LT_TRY(lt__tensor_new_uninit(lt_backend_cpu(), dt, c->ndim, L->local_shape, &e));
@@ -522,7 +522,7 @@ static lt_status recheck_sum(vctx *c, int r, const lt_rank_layout *L, const lt_t
         return lt__err(LT_OVERFLOW, "verify: rank %d's shard of %lld elements is too big to recheck", r, (long long)n);
     double *av = lt__malloc(4 * sizeof(double) * (size_t)n);   /* (4, n): actual, expected, sum |x|, x */
     lt_tensor *contrib = NULL;
-    int64_t *rn = c->ndim ? runs_of(c, 0) : NULL;
+    vruns *rn = c->ndim ? runs_of(c, 0) : NULL;
     lt_status st = av ? LT_OK : lt__err(LT_NOMEM, "verify: out of memory");
     if (!st && c->ndim && !rn) st = LT_NOMEM;
     if (!st) st = lt__tensor_new_uninit(lt_backend_cpu(), c->src->dtype, c->ndim, L->local_shape, &contrib);
@@ -745,7 +745,7 @@ static lt_status check_job(void *ctx, int64_t i) {
         }
     }
     if (!good && (!c->math || v->fused)) {
-        int64_t *rn = c->ndim ? runs_of(c, v->wide) : NULL;   /* a 0-d shard has no runs */
+        vruns *rn = c->ndim ? runs_of(c, v->wide) : NULL;   /* a 0-d shard has no runs */
         lt_tensor *ah = NULL;   /* a, host-readable (a copy when off the host) */
         if (c->ndim && !rn) st = LT_NOMEM;
         else if (!lt__on_host(a)) st = lt__host_copy_out(a, &ah);
@@ -802,7 +802,7 @@ static lt_status check_piece(void *ctx, int64_t i) {
     const lt_tensor *a = v->actual->local->shards[j->rank];
     lt_rank_layout L;
     LT_TRY(lt_spec_layout_rank(&c->dspec, j->rank, &L));
-    int64_t *rn = runs_of(c, 1);
+    vruns *rn = runs_of(c, 1);
     lt_status st = rn ? LT_OK : LT_NOMEM;
     if (!st) {
         vspan sp = piece_span(c, &L, j, i - j->first_piece);

@@ -27,10 +27,10 @@ int lt__verify_close_enough(double a, double b, double rtol, double atol) {
 }
 
 int64_t lt__verify_last_dim_runs(const int64_t *gl, int64_t nl, int run, const int64_t *pl, const int64_t *ql,
-                                 int64_t *rn) {
+                                 int64_t *key, int64_t *rn) {
     int64_t nr = 0, g0 = gl && nl ? gl[0] : 0;
-    if (run && rn[-4] && rn[-3] == g0 && rn[-2] == nl) return rn[-1];
-    rn[-4] = 0;
+    if (run && key[0] && key[1] == g0 && key[2] == nl) return key[3];
+    key[0] = 0;
     for (int64_t j = 0; j < nl;) {
         int64_t g = gl ? gl[j] : j, pr = pl ? pl[g] : 0, p0 = ql ? ql[g] : g, len = 1;
         while (j + len < nl) {
@@ -42,7 +42,7 @@ int64_t lt__verify_last_dim_runs(const int64_t *gl, int64_t nl, int run, const i
         nr++;
         j += len;
     }
-    if (run) rn[-4] = 1, rn[-3] = g0, rn[-2] = nl, rn[-1] = nr;
+    if (run) key[0] = 1, key[1] = g0, key[2] = nl, key[3] = nr;
     return nr;
 }
 

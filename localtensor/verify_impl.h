@@ -89,12 +89,12 @@ lt_status lt__verify_shape_mismatch(lt_verify_report *rep, int step, int r, cons
  * tables of that dim say which rank part (pl) and local position (ql)
  * hold each (NULL: unsharded). Into rn (nr, 4): first position, length,
  * owner's rank part, its local position, for each stretch one owner holds
- * at consecutive positions; returns nr. rn[-4 .. -1] keep the key of the
- * runs rn holds (kept, first index, nl, nr; kept = 0: none): when the
- * indices are a run, the same key returns the kept runs without making
- * them again (they depend on nothing else for the same owner tables). */
+ * at consecutive positions; returns nr. key (4) is the key of the runs rn
+ * holds (kept, first index, nl, nr; kept = 0: none): when the indices are
+ * a run, the same key returns the kept runs without making them again
+ * (they depend on nothing else for the same owner tables). */
 int64_t lt__verify_last_dim_runs(const int64_t *gl, int64_t nl, int run, const int64_t *pl, const int64_t *ql,
-                                 int64_t *rn);
+                                 int64_t *key, int64_t *rn);
 
 /* Bytes to compare that lie back to back in both the checked shard (a)
  * and the source (s): runs that continue them in both are joined, so that

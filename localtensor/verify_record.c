@@ -100,8 +100,11 @@ lt_status lt__verify_bytes(const lt_spec *src, const lt_spec *dst, uint64_t *out
     LT_TRY(max_shard_bytes(dst, &shard));
     int empty = 0;   /* no owner tables nor index lists for an empty tensor (vctx_init_) */
     for (int d = 0; d < src->ndim; d++) empty |= src->shape[d] == 0;
-    for (int d = 0; d < src->ndim && !empty; d++)   /* owner tables (three), one shard's index lists, the runs */
-        lists = lt__add_sat(lists, (uint64_t)src->shape[d] * 8 * sizeof(int64_t));
+    /* per dim: the owner tables (part, pos), one shard's index lists and
+     * the runs (4 per index: counted for every dim, though only the last
+     * has runs, which leaves room for the rows' dim's third table, seg) */
+    for (int d = 0; d < src->ndim && !empty; d++)
+        lists = lt__add_sat(lists, (uint64_t)src->shape[d] * 7 * sizeof(int64_t));
     /* pieces of work on the pool keep an index list and runs each */
     int w = lt__pool_width();
     for (int d = 0; d < src->ndim && w > 1 && !empty; d++)
