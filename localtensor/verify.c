@@ -222,9 +222,8 @@ static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *d
     return st;
 }
 
-/* The runs scratch of the calling thread (wide: pieces run on the pool,
- * one per slot; else slot 0's); NULL with the error set when it cannot be
- * made. Owned by c. */
+/* The runs scratch of the calling thread (wide: pieces run on the pool, one
+ * per slot; else slot 0's); NULL with the error set when not made. Owned by c. */
 static vruns *runs_of(vctx *c, int wide) {
     vruns *v = &c->runs[wide ? lt__pool_slot() : 0];
     if (!v->r && c->ndim > 0) {
@@ -269,8 +268,7 @@ static vspan whole(const vctx *c, const lt_rank_layout *L) {
     return w;
 }
 
-/* Clips the run of *len elements from column *j (source position *p0 on)
- * to sp's columns; 0 when none of it is left. */
+/* Clips the run of *len elements from column *j (source position *p0 on) to sp's columns; 0: none left. */
 static int clip_run(const vspan *sp, int64_t *j, int64_t *len, int64_t *p0) {
     int64_t lo = *j > sp->col0 ? *j : sp->col0, hi = *j + *len < sp->col1 ? *j + *len : sp->col1;
     if (lo >= hi) return 0;
@@ -343,11 +341,13 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
             /* the next rows join pend unwalked while they continue it: consecutive
              * global rows, one owner at consecutive positions (seg), rows packed */
             int d1 = last - 1;
-            int64_t m = L->local_shape[d1] - 1 - outer[d1], g = L->idx[d1] ? L->idx[d1][outer[d1]] : outer[d1];
-            if (sp->row1 - 1 - row < m) m = sp->row1 - 1 - row;
-            if (L->idx[d1] && !L->contiguous[d1]) m = 0;
-            if (c->seg[d1] && c->seg[d1][g] - 1 < m) m = c->seg[d1][g] - 1;
-            if (m > 0 && jt->strides[d1] == jlen && act->strides[d1] == jlen) {
+            int64_t m = 0, g = L->idx[d1] ? L->idx[d1][outer[d1]] : outer[d1];
+            if (jt->strides[d1] == jlen && act->strides[d1] == jlen && (!L->idx[d1] || L->contiguous[d1])) {
+                m = L->local_shape[d1] - 1 - outer[d1];
+                if (sp->row1 - 1 - row < m) m = sp->row1 - 1 - row;
+                if (c->seg[d1] && c->seg[d1][g] - 1 < m) m = c->seg[d1][g] - 1;
+            }
+            if (m > 0) {
                 pend.n += (size_t)m * (size_t)jlen * es;   /* within the two buffers: no overflow */
                 row += m;
                 outer[d1] += m;

@@ -46,18 +46,6 @@ int64_t lt__verify_last_dim_runs(const int64_t *gl, int64_t nl, int run, const i
     return nr;
 }
 
-int lt__verify_pend_add(lt__vpend *p, const char *a, const char *s, size_t n) {
-    if (p->n && a == p->a + p->n && s == p->s + p->n) {
-        p->n += n;
-        return 0;
-    }
-    int bad = p->n && memcmp(p->a, p->s, p->n) != 0;
-    p->a = a;
-    p->s = s;
-    p->n = n;
-    return bad;
-}
-
 /* Bytes of a block's accumulator: the block of every contribution read in
  * one pass stays in the first-level cache with it. */
 #define FUSE_BLK_BYTES 16384
