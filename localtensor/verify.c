@@ -19,9 +19,11 @@
  * pool, one piece of work each, a big one cut into pieces of rows (or of
  * a row, when there are few) so that the threads share even a single
  * buffer (an all-gather's result, which every rank holds); the lowest
- * wrong rank is reported. The
- * fused check's inner loops are in localtensor/verify_fused.c, the record
- * of verified shards in localtensor/verify_record.c.
+ * wrong rank is reported. Runs back to back in both the shard and the
+ * source are compared in one memcmp, rows that continue them joined
+ * without being walked one by one. The checks' inner loops are in
+ * localtensor/verify_fused.c, the record of verified shards in
+ * localtensor/verify_record.c.
  */
 #include "kernels/alloc.h"
 #include <math.h>
@@ -40,6 +42,10 @@
 #include "kernels/pool_impl.h"
 #include "kernels/tensor_impl.h"
 
+/* A thread's runs along the last dim (last_dim_runs): r (shape[last], 4),
+ * made on first use, and the key of the runs it holds. */
+typedef struct vruns { int64_t key[4], *r; } vruns;
+
 /* Everything the expected shards are computed from. */
 typedef struct vctx {
     const lt_dtensor *src;
@@ -57,13 +63,15 @@ typedef struct vctx {
     double rtol, atol;
     int64_t *part[LT_MAX_DIMS];          /* (shape[d]) owner's rank part of global index g; NULL: unsharded */
     int64_t *pos[LT_MAX_DIMS];           /* (shape[d]) its local position; NULL: g itself */
+    /* (shape[d]) for the rows' dim (ndim - 2) when sharded: how many
+     * indices from g on the same owner holds at consecutive positions (1
+     * at least); NULL otherwise */
+    int64_t *seg[LT_MAX_DIMS];
     const char **sdata;                  /* (world) lt_data of every source shard in sh */
     lt_tensor *const *sh;                /* (world) the source shards, host-readable: src's own,
                                           * or host_sh */
     lt_tensor **host_sh;                 /* (world) owned host copies when a shard is off the host */
-    /* (shape[last], 4) scratch per pool slot (kernels/pool_impl.h): runs
-     * along the last dim; made on first use */
-    int64_t *runs[LT_THREADS_MAX];
+    vruns runs[LT_THREADS_MAX];          /* per pool slot (kernels/pool_impl.h) */
 } vctx;
 
 static void vctx_free(vctx *c) {
@@ -73,13 +81,14 @@ static void vctx_free(vctx *c) {
     lt__free(c->host_sh);
     c->host_sh = NULL;
     for (int k = 0; k < LT_THREADS_MAX; k++) {
-        lt__free(c->runs[k]);
-        c->runs[k] = NULL;
+        lt__free(c->runs[k].r);
+        c->runs[k].r = NULL;
     }
     for (int d = 0; d < LT_MAX_DIMS; d++) {
         lt__free(c->part[d]);
         lt__free(c->pos[d]);
-        c->part[d] = c->pos[d] = NULL;
+        lt__free(c->seg[d]);
+        c->part[d] = c->pos[d] = c->seg[d] = NULL;
     }
 }
 
@@ -130,6 +139,13 @@ static lt_status owner_table(vctx *c, int d) {
     for (int64_t g = 0; g < n; g++)
         if (c->part[d][g] < 0)
             return lt__err(LT_INVALID, "internal: no source rank holds global index %lld of dim %d", (long long)g, d);
+    if (d != c->ndim - 2) return LT_OK;
+    c->seg[d] = lt__malloc(sizeof(int64_t) * (size_t)n);
+    if (!c->seg[d]) return lt__err(LT_NOMEM, "verify: out of memory for the owner table of dim %d", d);
+    for (int64_t g = n - 1; g >= 0; g--) {
+        int go_on = g + 1 < n && c->part[d][g + 1] == c->part[d][g] && c->pos[d][g + 1] == c->pos[d][g] + 1;
+        c->seg[d][g] = go_on ? c->seg[d][g + 1] + 1 : 1;
+    }
     return LT_OK;
 }
 
@@ -206,37 +222,23 @@ static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *d
     return st;
 }
 
-/* The runs scratch of the calling thread (wide: pieces run on the pool,
- * one scratch per slot; else slot 0's); NULL with the error set when it
- * cannot be made. Owned by c. */
-static int64_t *runs_of(vctx *c, int wide) {
-    int k = wide ? lt__pool_slot() : 0;
-    if (!c->runs[k] && c->ndim > 0) {
-        c->runs[k] = lt__malloc(sizeof(int64_t) * 4 * (size_t)c->src->shape[c->ndim - 1]);
-        if (!c->runs[k]) lt__err(LT_NOMEM, "verify: out of memory for the runs of the last dim");
+/* The runs scratch of the calling thread (wide: pieces run on the pool, one
+ * per slot; else slot 0's); NULL with the error set when not made. Owned by c. */
+static vruns *runs_of(vctx *c, int wide) {
+    vruns *v = &c->runs[wide ? lt__pool_slot() : 0];
+    if (!v->r && c->ndim > 0) {
+        v->r = lt__malloc(sizeof(int64_t) * 4 * (size_t)c->src->shape[c->ndim - 1]);
+        if (!v->r) lt__err(LT_NOMEM, "verify: out of memory for the runs of the last dim");
+        v->key[0] = 0;   /* no runs kept yet */
     }
-    return c->runs[k];
+    return v->r ? v : NULL;
 }
 
-/* The runs of layout L's last dim that one source rank holds at
- * consecutive positions, the same for every row, into rn (nr, 4): first
- * position, length, owner's rank part, its local position. Returns nr. */
-static int64_t last_dim_runs(const vctx *c, const lt_rank_layout *L, int64_t *rn) {
+/* The runs of layout L's last dim (lt__verify_last_dim_runs) into rn. */
+static int64_t last_dim_runs(const vctx *c, const lt_rank_layout *L, vruns *rn) {
     int last = c->ndim - 1;
-    int64_t nl = L->local_shape[last], nr = 0;
-    const int64_t *gl = L->idx[last], *pl = c->part[last], *ql = c->pos[last];
-    for (int64_t j = 0; j < nl;) {
-        int64_t g = gl ? gl[j] : j, pr = pl ? pl[g] : 0, p0 = ql ? ql[g] : g, len = 1;
-        while (j + len < nl) {
-            int64_t h = gl ? gl[j + len] : j + len;
-            if ((pl ? pl[h] : 0) != pr || (ql ? ql[h] : h) != p0 + len) break;
-            len++;
-        }
-        rn[4 * nr] = j, rn[4 * nr + 1] = len, rn[4 * nr + 2] = pr, rn[4 * nr + 3] = p0;
-        nr++;
-        j += len;
-    }
-    return nr;
+    return lt__verify_last_dim_runs(L->idx[last], L->local_shape[last], !L->idx[last] || L->contiguous[last],
+                                    c->part[last], c->pos[last], rn->key, rn->r);
 }
 
 /* Rows of a shard of layout L: the product of every dim but the last (1
@@ -255,8 +257,7 @@ static void row_coords(const vctx *c, const lt_rank_layout *L, int64_t row, int6
     }
 }
 
-/* A part of a shard: rows [row0, row1) (rows_of), and of each of them
- * the elements [col0, col1) of the last dim. */
+/* A part of a shard: rows [row0, row1) (rows_of), and of each the elements [col0, col1). */
 typedef struct vspan {
     int64_t row0, row1, col0, col1;
 } vspan;
@@ -267,8 +268,7 @@ static vspan whole(const vctx *c, const lt_rank_layout *L) {
     return w;
 }
 
-/* Clips the run of *len elements from column *j (source position *p0 on)
- * to sp's columns; 0 when none of it is left. */
+/* Clips the run of *len elements from column *j (source position *p0 on) to sp's columns; 0: none left. */
 static int clip_run(const vspan *sp, int64_t *j, int64_t *len, int64_t *p0) {
     int64_t lo = *j > sp->col0 ? *j : sp->col0, hi = *j + *len < sp->col1 ? *j + *len : sp->col1;
     if (lo >= hi) return 0;
@@ -282,10 +282,10 @@ static int clip_run(const vspan *sp, int64_t *j, int64_t *len, int64_t *p0) {
  * order, in runs along the last dim that one source rank holds at
  * consecutive positions; `base` is the rank part of the Partial dims. With
  * dst (contiguous, L's shape, sp the whole shard): copies them there. With
- * act: compares act's bytes with them and returns 1 at the first byte
- * that differs. Returns 0 otherwise. */
+ * act: compares act's bytes with them and returns 1 when any byte differs
+ * (contiguous runs compared together: lt__vpend). Returns 0 otherwise. */
 static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor *dst, const lt_tensor *act,
-                int64_t *rn, const vspan *sp) {
+                vruns *rn, const vspan *sp) {
     int nd = c->ndim, last = nd - 1;
     size_t es = c->es;
     lt_tensor *const *sh = c->sh;
@@ -299,9 +299,11 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
     int64_t outer[LT_MAX_DIMS] = {0}, nr = last_dim_runs(c, L, rn);
     char *dp = dst ? lt_data(dst) : NULL;
     const char *abase = act ? lt_data(act) : NULL;
+    lt__vpend pend = {NULL, NULL, 0};
     row_coords(c, L, sp->row0, outer);
     for (int64_t row = sp->row0; row < sp->row1; row++) {
-        int64_t rk = base, posv[LT_MAX_DIMS], aoff = 0;
+        int64_t rk = base, posv[LT_MAX_DIMS], aoff = 0, jlen = 0;
+        const lt_tensor *jt = NULL;   /* the source of a row's only run, when it joined pend */
         for (int d = 0; d < last; d++) {
             int64_t g = L->idx[d] ? L->idx[d][outer[d]] : outer[d];
             rk += c->part[d] ? c->part[d][g] : 0;
@@ -309,7 +311,7 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
             if (act) aoff += outer[d] * act->strides[d];
         }
         for (int64_t q = 0; q < nr; q++) {
-            int64_t j = rn[4 * q], len = rn[4 * q + 1], pr = rn[4 * q + 2], p0 = rn[4 * q + 3];
+            int64_t j = rn->r[4 * q], len = rn->r[4 * q + 1], pr = rn->r[4 * q + 2], p0 = rn->r[4 * q + 3];
             if (!clip_run(sp, &j, &len, &p0)) continue;
             const lt_tensor *t = sh[rk + pr];
             int64_t off = p0 * t->strides[last];
@@ -327,17 +329,34 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
                 int64_t as = act->strides[last];
                 if (a == s && (as == ss || len == 1)) continue;   /* the very bytes of the source */
                 if ((ss == 1 && as == 1) || len == 1) {
-                    if (memcmp(a, s, (size_t)len * es)) return 1;
+                    if (lt__verify_pend_add(&pend, a, s, (size_t)len * es)) return 1;
+                    if (nr == 1) jt = t, jlen = len;
                 } else {
                     for (int64_t k = 0; k < len; k++)
                         if (memcmp(a + k * as * (int64_t)es, s + k * ss * (int64_t)es, es)) return 1;
                 }
             }
         }
+        if (jt && last >= 1) {
+            /* the next rows join pend unwalked while they continue it: consecutive
+             * global rows, one owner at consecutive positions (seg), rows packed */
+            int d1 = last - 1;
+            int64_t m = 0, g = L->idx[d1] ? L->idx[d1][outer[d1]] : outer[d1];
+            if (jt->strides[d1] == jlen && act->strides[d1] == jlen && (!L->idx[d1] || L->contiguous[d1])) {
+                m = L->local_shape[d1] - 1 - outer[d1];
+                if (sp->row1 - 1 - row < m) m = sp->row1 - 1 - row;
+                if (c->seg[d1] && c->seg[d1][g] - 1 < m) m = c->seg[d1][g] - 1;
+            }
+            if (m > 0) {
+                pend.n += (size_t)m * (size_t)jlen * es;   /* within the two buffers: no overflow */
+                row += m;
+                outer[d1] += m;
+            }
+        }
         int d = last - 1;
         while (d >= 0 && ++outer[d] == L->local_shape[d]) outer[d--] = 0;
     }
-    return 0;
+    return pend.n && memcmp(pend.a, pend.s, pend.n) != 0;
 }
 
 /* The rank part of rank r's kept Partial coordinates plus reduced
@@ -398,7 +417,7 @@ static double sum_slack(const vctx *c) {
  * shard: one pass over the contributions and act. Returns 1 when an
  * element is out of tolerance (the caller then builds the expected shard
  * to say where), 0 when all agree. rn: the runs scratch. */
-static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_tensor *act, int64_t *rn,
+static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_tensor *act, vruns *rn,
                        const vspan *sp) {
     int nd = c->ndim, last = nd - 1, nq = c->nR;
     size_t es = c->es;
@@ -428,7 +447,7 @@ static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_t
             aoff += outer[d] * act->strides[d];
         }
         for (int64_t k = 0; k < nr; k++) {
-            int64_t j = rn[4 * k], len = rn[4 * k + 1], pr = rn[4 * k + 2], p0 = rn[4 * k + 3];
+            int64_t j = rn->r[4 * k], len = rn->r[4 * k + 1], pr = rn->r[4 * k + 2], p0 = rn->r[4 * k + 3];
             if (!clip_run(sp, &j, &len, &p0)) continue;
             for (int q = 0; q < nq; q++) {
                 const lt_tensor *t = sh[base[q] + rk + pr];
@@ -455,7 +474,7 @@ static lt_status expected_shard(vctx *c, int r, const lt_rank_layout *L, int wid
     lt_tensor *e = NULL, *contrib = NULL;
     *out = NULL;
     if (!L->lists) return lt_tensor_new(dt, c->ndim, L->local_shape, out);
-    int64_t *rn = c->ndim ? runs_of(c, wide) : NULL;
+    vruns *rn = c->ndim ? runs_of(c, wide) : NULL;
     if (c->ndim && !rn) return LT_NOMEM;
     /* built on the host (walk writes it there), moved to the default backend at the end */
     LT_TRY(lt__tensor_new_uninit(lt_backend_cpu(), dt, c->ndim, L->local_shape, &e));
@@ -503,7 +522,7 @@ static lt_status recheck_sum(vctx *c, int r, const lt_rank_layout *L, const lt_t
         return lt__err(LT_OVERFLOW, "verify: rank %d's shard of %lld elements is too big to recheck", r, (long long)n);
     double *av = lt__malloc(4 * sizeof(double) * (size_t)n);   /* (4, n): actual, expected, sum |x|, x */
     lt_tensor *contrib = NULL;
-    int64_t *rn = c->ndim ? runs_of(c, 0) : NULL;
+    vruns *rn = c->ndim ? runs_of(c, 0) : NULL;
     lt_status st = av ? LT_OK : lt__err(LT_NOMEM, "verify: out of memory");
     if (!st && c->ndim && !rn) st = LT_NOMEM;
     if (!st) st = lt__tensor_new_uninit(lt_backend_cpu(), c->src->dtype, c->ndim, L->local_shape, &contrib);
@@ -726,7 +745,7 @@ static lt_status check_job(void *ctx, int64_t i) {
         }
     }
     if (!good && (!c->math || v->fused)) {
-        int64_t *rn = c->ndim ? runs_of(c, v->wide) : NULL;   /* a 0-d shard has no runs */
+        vruns *rn = c->ndim ? runs_of(c, v->wide) : NULL;   /* a 0-d shard has no runs */
         lt_tensor *ah = NULL;   /* a, host-readable (a copy when off the host) */
         if (c->ndim && !rn) st = LT_NOMEM;
         else if (!lt__on_host(a)) st = lt__host_copy_out(a, &ah);
@@ -783,7 +802,7 @@ static lt_status check_piece(void *ctx, int64_t i) {
     const lt_tensor *a = v->actual->local->shards[j->rank];
     lt_rank_layout L;
     LT_TRY(lt_spec_layout_rank(&c->dspec, j->rank, &L));
-    int64_t *rn = runs_of(c, 1);
+    vruns *rn = runs_of(c, 1);
     lt_status st = rn ? LT_OK : LT_NOMEM;
     if (!st) {
         vspan sp = piece_span(c, &L, j, i - j->first_piece);

@@ -5,6 +5,7 @@
 #define LT_VERIFY_IMPL_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/status_impl.h"
 #include "localtensor/layout.h"
@@ -82,6 +83,43 @@ lt_status lt__verify_element_mismatch(lt_verify_report *rep, int step, const cha
  * the direct reshard's) and sets the message; returns LT_MISMATCH. */
 lt_status lt__verify_shape_mismatch(lt_verify_report *rep, int step, int r, const lt_tensor *a, int ndim,
                                     const int64_t *es);
+
+/* The runs of a shard's last dim (localtensor/verify_fused.c), the same
+ * for every row: the shard holds global indices gl[0..nl) along it (gl
+ * NULL: 0 .. nl - 1; run: they are consecutive), the source's owner
+ * tables of that dim say which rank part (pl) and local position (ql)
+ * hold each (NULL: unsharded). Into rn (nr, 4): first position, length,
+ * owner's rank part, its local position, for each stretch one owner holds
+ * at consecutive positions; returns nr. key (4) is the key of the runs rn
+ * holds (kept, first index, nl, nr; kept = 0: none): when the indices are
+ * a run, the same key returns the kept runs without making them again
+ * (they depend on nothing else for the same owner tables). */
+int64_t lt__verify_last_dim_runs(const int64_t *gl, int64_t nl, int run, const int64_t *pl, const int64_t *ql,
+                                 int64_t *key, int64_t *rn);
+
+/* Bytes to compare that lie back to back in both the checked shard (a)
+ * and the source (s): runs that continue them in both are joined, so that
+ * rows held back to back on both sides are compared in one long memcmp
+ * (faster than a call per row, and what the memory streams best). */
+typedef struct lt__vpend {
+    const char *a, *s;
+    size_t n;
+} lt__vpend;
+
+/* Adds the n bytes at a and s to *p; returns 1 when the bytes it compared
+ * (those of *p it let go) differ. The caller compares what is left in *p
+ * at the end. Inline: it runs once per run of a shard. */
+static inline int lt__verify_pend_add(lt__vpend *p, const char *a, const char *s, size_t n) {
+    if (p->n && a == p->a + p->n && s == p->s + p->n) {
+        p->n += n;
+        return 0;
+    }
+    int bad = p->n && memcmp(p->a, p->s, p->n) != 0;
+    p->a = a;
+    p->s = s;
+    p->n = n;
+    return bad;
+}
 
 /* lt_compare's test (localtensor/verify_fused.c): within atol + rtol * |b|,
  * NaN equal to NaN, an infinity only equal to itself. */

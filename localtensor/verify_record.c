@@ -22,6 +22,8 @@ void lt__verified_free(lt__verified *v) {
     lt__free(v);
 }
 
+/* A layout's lists are increasing, so a list is a run exactly when the
+ * layout says it is contiguous (localtensor/layout.h): no need to read it. */
 int lt__verify_box_of(const lt_rank_layout *L, int nd, const int64_t *gshape, int64_t *goff, int64_t *n) {
     for (int d = 0; d < nd; d++) {
         n[d] = L->local_shape[d];
@@ -32,8 +34,7 @@ int lt__verify_box_of(const lt_rank_layout *L, int nd, const int64_t *gshape, in
         }
         if (n[d] == 0) continue;
         goff[d] = L->idx[d][0];
-        for (int64_t j = 1; j < n[d]; j++)
-            if (L->idx[d][j] != goff[d] + j) return 0;
+        if (!L->contiguous[d]) return 0;
     }
     return 1;
 }
@@ -99,7 +100,10 @@ lt_status lt__verify_bytes(const lt_spec *src, const lt_spec *dst, uint64_t *out
     LT_TRY(max_shard_bytes(dst, &shard));
     int empty = 0;   /* no owner tables nor index lists for an empty tensor (vctx_init_) */
     for (int d = 0; d < src->ndim; d++) empty |= src->shape[d] == 0;
-    for (int d = 0; d < src->ndim && !empty; d++)   /* owner tables, one shard's index lists, the runs */
+    /* per dim: the owner tables (part, pos), one shard's index lists and
+     * the runs (4 per index: counted for every dim, though only the last
+     * has runs, which leaves room for the rows' dim's third table, seg) */
+    for (int d = 0; d < src->ndim && !empty; d++)
         lists = lt__add_sat(lists, (uint64_t)src->shape[d] * 7 * sizeof(int64_t));
     /* pieces of work on the pool keep an index list and runs each */
     int w = lt__pool_width();

@@ -413,6 +413,253 @@ static void test_one_row_in_parts(void **state) {
     pool_defaults();
 }
 
+/* Runs that lie back to back in both the shard and the source are compared
+ * in one memcmp (walk's vpend): S(0) -> R of (6, 5) on 4 ranks, on one
+ * thread, joins each source rank's rows (0-1, 2-3, 4, 5); a wrong value at
+ * the end of a joined span, at the start of the next and at the shard's
+ * last element is named (rank 0, the lowest holding the shared buffer;
+ * value i * 5 + j). R -> S(1) on 2 ranks, private copies: each shard's
+ * rows lie back to back but the source's do not (rows of 5, shards of 3
+ * and 2 columns), so nothing is joined: the right values pass, and rank
+ * 1's shard holding the source's bytes read straight on from (0, 3) (3, 4,
+ * 5, 6, ...: what a join of its rows would compare it with) is named at
+ * local (1, 0), global (1, 3) = 8. */
+static void test_joined_runs(void **state) {
+    (void)state;
+    lt_set_threads(1);
+    lt_mesh m;
+    int64_t shape[2] = {6, 5};
+    lt_dtensor *src = lt_test_arange("4", "S(0)", 2, shape, &m);
+    lt_dtensor *out = redist(src, "R");
+    lt_verify_report rep;
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    lt_tensor *t = out->local->shards[0];
+    plant_fails(src, out, t, 1 * 5 + 4, 100, 0, 1, 4, 1, 4, 9);
+    lt_set_flat(t, 1 * 5 + 4, 9);
+    plant_fails(src, out, t, 2 * 5, 100, 0, 2, 0, 2, 0, 10);
+    lt_set_flat(t, 2 * 5, 10);
+    plant_fails(src, out, t, 5 * 5 + 4, -1, 0, 5, 4, 5, 4, 29);
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+    src = lt_test_arange("2", "R", 2, shape, &m);
+    out = redist(src, "S(1)");
+    for (int r = 0; r < 2; r++) LT_CHECK(lt_tensor_make_writable(out->local->shards[r]));
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    for (int64_t k = 0; k < 12; k++) lt_set_flat(out->local->shards[1], k, (double)(3 + k));
+    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+    expect_diff(&rep, 1, 1, 0, 1, 3, 8, 5);
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+    pool_defaults();
+}
+
+/* Rows that continue a joined run in both buffers join it without being
+ * walked one by one (walk), but only while one source shard holds them
+ * back to back. Mesh 2, S(0) of (4, 3) gathered to R (one buffer: rank 0
+ * is named). (a) Source rank 0 holds rows 0-1 as the first two rows of a
+ * (4, 3) buffer whose rows 2-3 are decoys (106 ..), rank 1 holds rows 2-3
+ * in a buffer of its own: gathered rows 2-3 holding the decoys are named
+ * at (2, 0), expected 6. (b) Rank 0's rows are columns 0-2 of a (2, 5)
+ * buffer (rows 5 apart) whose columns 3-4 are decoys: a gathered row 1
+ * holding what follows row 0 in that buffer (103, 104, then 3) is named
+ * at (1, 0), expected 3. (c) R -> SS(0,2) of arange (4, 3), a private
+ * copy: rank 0 holds global rows 0 and 2, not a run: its second row
+ * holding global row 1 (3, 4, 5: what the source holds after row 0) is
+ * named at (1, 0), global (2, 0) = 6. */
+static void test_rows_joined_unwalked(void **state) {
+    (void)state;
+    lt_set_threads(1);
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("2", &m));
+    lt_placement s0 = lt_shard(0);
+    for (int k = 0; k < 2; k++) {
+        double bv[12], cv[6];
+        int64_t bs[2] = {k ? 2 : 4, k ? 5 : 3}, cs[2] = {2, 3};
+        for (int i = 0; i < 12; i++) bv[i] = 100 + i;
+        for (int i = 0; i < 6; i++) bv[k ? i / 3 * 5 + i % 3 : i] = i;   /* global rows 0-1: 0 .. 5 */
+        for (int i = 0; i < 6; i++) cv[i] = 6 + i;                       /* global rows 2-3: 6 .. 11 */
+        lt_tensor *b, *sh[2];
+        LT_CHECK(lt_tensor_from_doubles(LT_F32, 2, bs, bv, bs[0] * bs[1], &b));
+        LT_CHECK(lt_tensor_from_doubles(LT_F32, 2, cs, cv, 6, &sh[1]));
+        LT_CHECK(k ? lt_narrow(b, 1, 0, 3, &sh[0]) : lt_narrow(b, 0, 0, 2, &sh[0]));
+        lt_dtensor *src = NULL;
+        LT_CHECK(lt_from_local(&m, sh, &s0, 1, 0, &src));
+        lt_dtensor *out = redist(src, "R");
+        lt_verify_report rep;
+        LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+        lt_tensor *t = out->local->shards[0];
+        if (k == 0) {
+            for (int i = 6; i < 12; i++) lt_set_flat(t, i, 100 + i);
+            LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+            expect_diff(&rep, 0, 2, 0, 2, 0, 6, 106);
+        } else {
+            lt_set_flat(t, 3, 103);
+            lt_set_flat(t, 4, 104);
+            lt_set_flat(t, 5, 3);
+            LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+            expect_diff(&rep, 0, 1, 0, 1, 0, 3, 103);
+        }
+        lt_dtensor_free(out);
+        lt_dtensor_free(src);
+        for (int r = 0; r < 2; r++) lt_tensor_free(sh[r]);
+        lt_tensor_free(b);
+    }
+    int64_t shape[2] = {4, 3};
+    lt_dtensor *src = lt_test_arange("2", "R", 2, shape, &m);
+    lt_dtensor *out = redist(src, "SS(0,2)");
+    LT_CHECK(lt_tensor_make_writable(out->local->shards[0]));
+    lt_verify_report rep;
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    for (int j = 0; j < 3; j++) lt_set_flat(out->local->shards[0], 3 + j, 3 + j);
+    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+    expect_diff(&rep, 0, 1, 0, 2, 0, 6, 3);
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+    pool_defaults();
+}
+
+/* The runs of a shard's columns are kept for the next shard of the same
+ * columns (last_dim_runs): R -> S(1) of (3, 8) on 4 ranks, private copies,
+ * on one thread: rank r holds columns 2r, 2r + 1, all of the same width.
+ * Rank 1 holding rank 0's values (columns 0, 1: what the runs of rank 0's
+ * columns would compare it with) is named at local (0, 0), global (0, 2) =
+ * 2; rank 0's own shard right. R -> R then checks shards of the same
+ * columns: a wrong value in rank 2's copy (global (2, 7) = 23) is named. */
+static void test_runs_kept_per_columns(void **state) {
+    (void)state;
+    lt_set_threads(1);
+    lt_mesh m;
+    int64_t shape[2] = {3, 8};
+    lt_dtensor *src = lt_test_arange("4", "R", 2, shape, &m);
+    lt_dtensor *out = redist(src, "S(1)");
+    for (int r = 0; r < 4; r++) LT_CHECK(lt_tensor_make_writable(out->local->shards[r]));
+    lt_verify_report rep;
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    for (int64_t k = 0; k < 6; k++) lt_set_flat(out->local->shards[1], k, lt_get_flat(out->local->shards[0], k));
+    LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
+    expect_diff(&rep, 1, 0, 0, 0, 2, 2, 0);
+    lt_dtensor_free(out);
+    out = redist(src, "R");
+    for (int r = 0; r < 4; r++) LT_CHECK(lt_tensor_make_writable(out->local->shards[r]));
+    LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
+    plant_fails(src, out, out->local->shards[2], 2 * 8 + 7, -1, 2, 2, 7, 2, 7, 23);
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+    pool_defaults();
+}
+
+/* lt__verify_box_of reads a layout's contiguity instead of its lists:
+ * against a scan of the lists, for every rank of Shard, StridedShard and
+ * uneven placements (the strided ones hold rows that are not a run, and
+ * one of a split factor that leaves some ranks a run). */
+static void test_box_of_against_the_lists(void **state) {
+    (void)state;
+    const char *meshes[] = {"2x2", "2x2", "2x2", "4", "2x3"};
+    const char *pls[] = {"S(0),S(1)", "SS(0,2),S(0)", "SS(0,3),S(1)", "SS(0,4)", "S(1),SS(0,2)"};
+    const int64_t shapes[][2] = {{7, 5}, {8, 3}, {9, 4}, {4, 6}, {12, 5}};
+    for (int k = 0; k < 5; k++) {
+        lt_mesh m;
+        lt_placement pl[LT_MESH_MAX_DIMS];
+        int np;
+        LT_CHECK(lt_mesh_parse(meshes[k], &m));
+        LT_CHECK(lt_placements_parse(pls[k], pl, LT_MESH_MAX_DIMS, &np));
+        for (int r = 0; r < m.world; r++) {
+            lt_rank_layout L;
+            LT_CHECK(lt_layout_rank(&m, 2, shapes[k], pl, r, &L));
+            int want = 1;
+            int64_t wo[2] = {0, 0}, goff[2], n[2];
+            for (int d = 0; d < 2; d++) {
+                if (!L.idx[d]) {
+                    want &= L.local_shape[d] == shapes[k][d];
+                    continue;
+                }
+                if (L.local_shape[d] == 0) continue;
+                wo[d] = L.idx[d][0];
+                for (int64_t j = 1; j < L.local_shape[d]; j++) want &= L.idx[d][j] == wo[d] + j;
+            }
+            int got = lt__verify_box_of(&L, 2, shapes[k], goff, n);
+            if (got != want || (want && (goff[0] != wo[0] || goff[1] != wo[1] || n[0] != L.local_shape[0] ||
+                                         n[1] != L.local_shape[1])))
+                fail_msg("%s on %s, rank %d: box %d, the lists say %d", pls[k], meshes[k], r, got, want);
+            lt_rank_layout_free(&L);
+        }
+    }
+}
+
+/* The fused check's inner loop (localtensor/verify_fused.c) sums up to four
+ * contributions per pass and compares the last pass's sums as it makes
+ * them. Against a plain loop written here: for 1 to 9 contributions, each
+ * read contiguously or with a stride of 3 (one at a time, so every
+ * position of the passes meets one), the rank's values contiguous or
+ * strided, plain sums and averages (divided by 3), over more than two of
+ * its blocks: right values pass with no tolerance at all (the sum is
+ * rounded in order: 1 + 2^24 - 2^24 is 0 in f32, so 1 is named; every
+ * order of three contributions 2^24, -2^24 and 1 among zeros appears, so
+ * any two contributions added out of order show); one
+ * wrong value in any block, NaN, and the exact sum where the in-order
+ * sum rounds are named; -0 for 0 passes. */
+#define FUSED_LEN 4133   /* past two f64 blocks and one f32 block (16 KiB each) */
+#define FUSED_CASE(T, FN, BIG)                                                                   \
+    do {                                                                                         \
+        for (int nq = 1; nq <= 9; nq++)                                                          \
+            for (int strided = -1; strided < nq; strided++)                                      \
+                for (int as = 1; as <= 2; as++)                                                  \
+                    for (int avg = 1; avg <= 3; avg += 2) {                                      \
+                        T *buf[9], *a = calloc((size_t)FUSED_LEN * 2, sizeof(T)), e[FUSED_LEN];  \
+                        const char *s[9];                                                        \
+                        int64_t ss[9];                                                           \
+                        assert_non_null(a);                                                      \
+                        for (int q = 0; q < nq; q++) {                                           \
+                            ss[q] = q == strided ? 3 : 1;                                        \
+                            buf[q] = calloc((size_t)FUSED_LEN * 3, sizeof(T));                   \
+                            assert_non_null(buf[q]);                                             \
+                            s[q] = (const char *)buf[q];                                         \
+                            for (int64_t i = 0; i < FUSED_LEN; i++) {                            \
+                                T v = (T)((i * 7 + q * 13) % 29) - 14;                           \
+                                int64_t t = i / 7, pb = t % nq, pn = t / nq % nq, p1 = t / nq / nq % nq; \
+                                if (i % 7 == 3 && pb != pn && pb != p1 && pn != p1) /* order shows */ \
+                                    v = q == pb ? BIG : q == pn ? -BIG : q == p1 ? 1 : 0;        \
+                                if (i % 97 == 5) v = q == 0 ? 1 : q == 1 ? BIG : q == 2 ? -BIG : 0; \
+                                if (i == 11) v = 0;                                              \
+                                buf[q][i * ss[q]] = v;                                           \
+                            }                                                                    \
+                        }                                                                        \
+                        for (int64_t i = 0; i < FUSED_LEN; i++) {                                \
+                            T acc = buf[0][0 + i * ss[0]];                                       \
+                            for (int q = 1; q < nq; q++) acc = acc + buf[q][i * ss[q]];          \
+                            e[i] = (T)((double)acc / avg);                                       \
+                            a[i * as] = e[i];                                                    \
+                        }                                                                        \
+                        const char *ac = (const char *)a;                                        \
+                        assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 0);     \
+                        const int64_t at[4] = {3, 2100, 4100, FUSED_LEN - 1};                    \
+                        for (int k = 0; k < 4; k++) {                                            \
+                            a[at[k] * as] = e[at[k]] + 1;                                        \
+                            assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 1); \
+                            a[at[k] * as] = (T)NAN;                                              \
+                            assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 1); \
+                            a[at[k] * as] = e[at[k]];                                            \
+                        }                                                                        \
+                        if (nq >= 3 && avg == 1) {   /* element 5: 1 + BIG - BIG rounds to 0 */  \
+                            assert_true(e[5] == 0);                                              \
+                            a[5 * as] = 1;                                                       \
+                            assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 1); \
+                            a[5 * as] = e[5];                                                    \
+                        }                                                                        \
+                        assert_true(e[11] == 0 && !signbit(e[11]));                              \
+                        a[11 * as] = (T)-0.0;                                                    \
+                        assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 0);     \
+                        for (int q = 0; q < nq; q++) free(buf[q]);                               \
+                        free(a);                                                                 \
+                    }                                                                            \
+    } while (0)
+
+static void test_fused_run_against_a_plain_sum(void **state) {
+    (void)state;
+    FUSED_CASE(float, lt__verify_fused_run_f32, 16777216.0f);
+    FUSED_CASE(double, lt__verify_fused_run_f64, 9007199254740992.0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_view_of_verified),
@@ -424,6 +671,11 @@ int main(void) {
         cmocka_unit_test(test_sum_in_pieces),
         cmocka_unit_test(test_pieces_below_a_whole_shard),
         cmocka_unit_test(test_one_row_in_parts),
+        cmocka_unit_test(test_joined_runs),
+        cmocka_unit_test(test_fused_run_against_a_plain_sum),
+        cmocka_unit_test(test_box_of_against_the_lists),
+        cmocka_unit_test(test_runs_kept_per_columns),
+        cmocka_unit_test(test_rows_joined_unwalked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
