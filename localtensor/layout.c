@@ -143,13 +143,116 @@ static lt_status walk_shape(const lt_mesh *mesh, int ndim, const int64_t *gshape
     return LT_OK;
 }
 
+/* ---- a per-thread memo of walk_shape ------------------------------------------ */
+
+/* Callers ask for the layout of every rank of one (mesh, shape, placements)
+ * in turn, and the same few of those over and over (a redistribute's
+ * source and destination, then each plan step's: the verifier, the shard
+ * allocation and the memory estimate each walk them again). walk_shape is a
+ * pure function of (mesh shape, global shape, placements, rank), so each
+ * thread keeps its answers for the last SM_N of those, per rank, for meshes
+ * of at most SM_WORLD ranks. Keys compare placements by value (what
+ * lt_placement_equal compares), so equal lists spelled apart share an
+ * entry; lists with explicit split sizes are not kept. A rank whose walk
+ * fails is never kept: it is walked again, and its error message set,
+ * every time. Plain static storage: nothing is allocated, nothing to
+ * release. */
+#define SM_N 4
+#define SM_WORLD 64
+#define SM_KEY (1 + LT_MESH_MAX_DIMS + LT_MAX_DIMS + LT_MESH_MAX_DIMS)
+typedef struct shape_memo {
+    int nkey;                                       /* 0: unused */
+    uint64_t key[SM_KEY];
+    uint64_t have;                                  /* bit r: rank r's answer below */
+    int64_t ls[SM_WORLD][LT_MAX_DIMS], go[SM_WORLD][LT_MAX_DIMS];
+    unsigned char contig[SM_WORLD][LT_MAX_DIMS];
+} shape_memo;
+static _Thread_local shape_memo sm_ent[SM_N];
+static _Thread_local unsigned char sm_order[SM_N] = {0, 1, 2, 3};   /* most recently used first */
+_Static_assert(SM_N == 4, "sm_order's initializer lists SM_N entries");
+
+/* The key of (mesh shape, shape, placements) into k (SM_KEY words); its
+ * length. A placement is one word: what lt_placement_equal compares (kind,
+ * dim, split factor, op, rule kind) packed, so equal keys are equal
+ * placements (explicit sizes are not keyed: sm_get keeps none). */
+static int sm_key(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt_placement *pl, uint64_t *k) {
+    int n = 0;
+    k[n++] = (uint64_t)mesh->ndim << 32 | (uint32_t)ndim;
+    for (int i = 0; i < mesh->ndim; i++) k[n++] = (uint64_t)mesh->shape[i];
+    for (int d = 0; d < ndim; d++) k[n++] = (uint64_t)gshape[d];
+    for (int i = 0; i < mesh->ndim; i++) {
+        const lt_placement *p = &pl[i];
+        uint64_t w = (uint64_t)p->kind;
+        if (p->kind == LT_PL_PARTIAL) w |= (uint64_t)p->op << 8;
+        if (p->kind == LT_PL_SHARD || p->kind == LT_PL_STRIDED) w |= (uint64_t)(uint32_t)p->dim << 32;
+        if (p->kind == LT_PL_STRIDED) w |= (uint64_t)(uint16_t)p->split_factor << 8;
+        if (p->kind == LT_PL_SHARD) w |= (uint64_t)p->rule.kind << 24;
+        k[n++] = w;
+    }
+    return n;
+}
+
+/* The entry of this key, made the most recent (the least recent one is
+ * taken over, its answers dropped, when none matches); NULL when the mesh
+ * is too big to keep, a split factor does not fit the key, or a rule has
+ * explicit sizes (their array belongs to the caller). */
+static shape_memo *sm_get(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt_placement *pl) {
+    if (mesh->world > SM_WORLD || ndim < 0 || ndim > LT_MAX_DIMS) return NULL;
+    for (int i = 0; i < mesh->ndim; i++)
+        if ((pl[i].kind == LT_PL_STRIDED && (pl[i].split_factor < 0 || pl[i].split_factor > 0xffff)) ||
+            (pl[i].kind == LT_PL_SHARD && pl[i].rule.kind == LT_SPLIT_EXPLICIT))
+            return NULL;
+    uint64_t k[SM_KEY];
+    int n = sm_key(mesh, ndim, gshape, pl, k), at = SM_N - 1, hit = 0;
+    for (int x = 0; x < SM_N && !hit; x++) {
+        const shape_memo *e = &sm_ent[sm_order[x]];
+        if (e->nkey == n && memcmp(e->key, k, sizeof(uint64_t) * (size_t)n) == 0) {
+            at = x;
+            hit = 1;
+        }
+    }
+    unsigned char id = sm_order[at];
+    memmove(sm_order + 1, sm_order, (size_t)at);
+    sm_order[0] = id;
+    shape_memo *e = &sm_ent[id];
+    if (hit) return e;
+    e->nkey = n;
+    memcpy(e->key, k, sizeof(uint64_t) * (size_t)n);
+    e->have = 0;
+    return e;
+}
+
+/* walk_shape through the memo: the same answers, the same errors. */
+static lt_status walk_shape_memo(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt_placement *pl,
+                                 int rank, lt_rank_layout *out) {
+    shape_memo *e = rank >= 0 && rank < mesh->world ? sm_get(mesh, ndim, gshape, pl) : NULL;
+    if (!e) return walk_shape(mesh, ndim, gshape, pl, rank, out);
+    uint64_t bit = (uint64_t)1 << rank;
+    if (!(e->have & bit)) {
+        LT_TRY(walk_shape(mesh, ndim, gshape, pl, rank, out));
+        for (int d = 0; d < ndim; d++) {
+            e->ls[rank][d] = out->local_shape[d];
+            e->go[rank][d] = out->global_offset[d];
+            e->contig[rank][d] = (unsigned char)out->contiguous[d];
+        }
+        e->have |= bit;
+        return LT_OK;
+    }
+    for (int d = 0; d < ndim; d++) {
+        out->local_shape[d] = e->ls[rank][d];
+        out->global_offset[d] = e->go[rank][d];
+        out->contiguous[d] = e->contig[rank][d];
+    }
+    return LT_OK;
+}
+
 /* ---- per-rank index lists ------------------------------------------------------ */
 
 lt_status lt_layout_rank(const lt_mesh *mesh, int ndim, const int64_t *gshape,
                          const lt_placement *pl, int rank, lt_rank_layout *out) {
     memset(out, 0, sizeof *out);
     out->ndim = ndim;
-    LT_TRY(walk_shape(mesh, ndim, gshape, pl, rank, out));
+    LT_TRY(walk_shape_memo(mesh, ndim, gshape, pl, rank, out));
     /* no elements: nothing to index, and another dim may be huge */
     for (int d = 0; d < ndim; d++)
         if (gshape[d] == 0) return LT_OK;
@@ -211,8 +314,7 @@ lt_status lt_local_shape_and_offset(const lt_mesh *mesh, int ndim, const int64_t
                                     const lt_placement *pl, int rank, int64_t *local_shape,
                                     int64_t *global_offset) {
     lt_rank_layout l;   /* no lists: walk_shape allocates nothing */
-    memset(&l, 0, sizeof l);
-    LT_TRY(walk_shape(mesh, ndim, gshape, pl, rank, &l));
+    LT_TRY(walk_shape_memo(mesh, ndim, gshape, pl, rank, &l));
     for (int d = 0; d < ndim; d++) {
         if (local_shape) local_shape[d] = l.local_shape[d];
         if (global_offset) global_offset[d] = l.global_offset[d];

@@ -422,7 +422,14 @@ int64_t lt__mc_move_bytes(lt__mc *c, int from, const lt__mv *mv, int *reorder);
 /* Pieces of plan_moves.c that plan_memo.c replays (the same code, so the
  * same answers and the same work): */
 double lt__mc_runs(const lt__list *l, size_t n);   /* runs past the first */
-int lt__mc_spend(lt__mc *c, double n);               /* 1: past the budget */
+/* Charges n list operations; 1 when past the budget. While c->rec is set
+ * the amounts are also written there (plan_memo.c learns what a move
+ * costs; room for a few). Inline: the replays charge tens of millions of
+ * times per sweep. */
+static inline int lt__mc_spend(lt__mc *c, double n) {
+    if (c->rec) c->rec[c->nrec++] = n;
+    return (c->work += n) > c->budget;
+}
 int lt__mc_unions(lt__mc *c);                        /* c->U from c->G: 1, -1, -2 */
 int lt__mc_pops_ok(const lt__mc *c);
 void lt__mc_g_hash(const lt__mc *c, uint64_t *h1, uint64_t *h2);

@@ -33,13 +33,7 @@ static const lt__list *blk(const lt__mc *c, const lt__list *lay, int r) {
     return lay + c->g.off[c->g.M] + (size_t)r * (size_t)c->g.ndim;
 }
 
-/* Charges n list operations; 1 when past the budget. While c->rec is set
- * the amounts are also written there (plan_memo.c learns what a move
- * costs; room for a few). */
-static int spend(lt__mc *c, double n) {
-    if (c->rec) c->rec[c->nrec++] = n;
-    return (c->work += n) > c->budget;
-}
+#define spend lt__mc_spend
 
 /* Runs past the first in lists l[0..n): walking lists of many runs costs
  * more than the list count the budget charges, so these are charged too
@@ -289,8 +283,6 @@ static int find_state(lt__mc *c, uint64_t *key) {
     lt__mc_g_hash(c, &h1, &h2);
     return lt__mc_find_hashed(c, h1, h2, NULL, key);
 }
-
-int lt__mc_spend(lt__mc *c, double n) { return spend(c, n); }
 
 int lt__mc_canon(lt__mc *c, const lt__list *lay, const signed char *pop, uint64_t *key) {
     const lt__geo *g = &c->g;
