@@ -67,13 +67,15 @@
  * empty). Candidates whose level j + 1 is the same share a slot (local
  * walk) or not (dec). kid: the next level's node, or at the last level of
  * the local walk the record of the picked blocks. v entries are published
- * with release stores after their kid. */
+ * with release stores after their kid, then their bits in known (and okm
+ * when V_OK), so a reader that sees a bit in known sees its v and kid. */
 #define MS_KIDS 16
 #define V_UNKNOWN 0xff
 #define V_OK 0x20
 #define V_EMPTY 0x10
 typedef struct tnode {
     double cost;
+    uint64_t known, okm;              /* bit ri: v[ri] published; v[ri] is V_OK | .. (atomic) */
     unsigned char v[MS_REG];
     unsigned char rep[MS_KIDS];       /* local walk: a registry placement of each slot */
     int nkids;
@@ -312,6 +314,13 @@ void lt__ms_attach(lt__mc *c) {
             }
             c->creg[i][b] = (unsigned char)x;
             c->cpop[i][b] = (signed char)pop_of(&c->cand[i][b]);
+            if (x < MS_REG) {
+                int o = c->cpop[i][b] + 1, pos = 0;
+                for (int e = 0; e < b; e++) pos += c->cpop[i][e] == c->cpop[i][b];
+                c->cregmask[i][o] |= (uint64_t)1 << x;
+                c->rcand[i][x] = (unsigned char)b;
+                c->rpos[i][x] = (unsigned char)pos;
+            }
         }
     if (ok) {
         int x = 0;
@@ -536,7 +545,11 @@ static int rebuild(lt__mc *c, lt__list *lay, int j, const int *prefix) {
 }
 
 /* Publishes v for registry placement ri of n. */
-static void vset(tnode *n, int ri, int v) { __atomic_store_n(&n->v[ri], (unsigned char)v, __ATOMIC_RELEASE); }
+static void vset(tnode *n, int ri, int v) {
+    __atomic_store_n(&n->v[ri], (unsigned char)v, __ATOMIC_RELEASE);
+    if (v & V_OK) __atomic_fetch_or(&n->okm, (uint64_t)1 << ri, __ATOMIC_RELEASE);
+    __atomic_fetch_or(&n->known, (uint64_t)1 << ri, __ATOMIC_RELEASE);
+}
 static int vget(const tnode *n, int ri) { return __atomic_load_n(&n->v[ri], __ATOMIC_ACQUIRE); }
 
 /* Fills dec node n (level j, prefix) for every candidate of c's level j
@@ -572,6 +585,8 @@ static int dnode_fill(lt__mc *c, const lt__msg *gr, tnode *n, int j, const int *
     return rc;
 }
 
+int lt__ms_dec_sets = 1;
+
 /* dec's walk over the tree in c's candidate order: 1 found (*out), 0 none,
  * -3 unknown; *total and *nsp: the work it charges and how many charges. */
 static int walk(lt__mc *c, lt__msg *gr, tnode *n, int j, int *prefix, uint64_t key, uint64_t *out, double *total,
@@ -579,6 +594,38 @@ static int walk(lt__mc *c, lt__msg *gr, tnode *n, int j, int *prefix, uint64_t k
     if (j == c->g.M) {
         *out = key;
         return 1;
+    }
+    uint64_t want = c->cregmask[j][gr->gpop[j] + 1];
+    if (lt__ms_dec_sets && !(want & ~__atomic_load_n(&n->known, __ATOMIC_ACQUIRE))) {
+        /* every candidate the loop below would look at is known: it charges
+         * one cost per candidate up to the one that answers (all of them
+         * when none does), and recurses into the matching ones in order;
+         * the charges are whole numbers, so k of them sum to cost * k */
+        uint64_t ok = __atomic_load_n(&n->okm, __ATOMIC_ACQUIRE) & want;
+        double cost = n->cost;
+        const unsigned char *rpos = c->rpos[j];
+        for (;;) {
+            if (!ok) {
+                int k = __builtin_popcountll(want);
+                *total += cost * k;
+                *nsp += k;
+                return 0;
+            }
+            int ri = -1;
+            for (uint64_t x = ok; x; x &= x - 1) {   /* the earliest in c's order */
+                int q = __builtin_ctzll(x);
+                if (ri < 0 || rpos[q] < rpos[ri]) ri = q;
+            }
+            ok &= ~((uint64_t)1 << ri);
+            int b = c->rcand[j][ri], v = vget(n, ri);
+            prefix[j] = b;
+            int r = walk(c, gr, n->kid[v & 15], j + 1, prefix, key | (uint64_t)b << (8 * j), out, total, nsp);
+            if (r != 0 || !gr->uempty_any[j + 1]) {
+                *total += cost * (rpos[ri] + 1);
+                *nsp += rpos[ri] + 1;
+                return r;
+            }   /* else the next matching candidate; this level's charges are counted when it stops */
+        }
     }
     const signed char *cp = c->cpop[j];
     const unsigned char *cr = c->creg[j];

@@ -352,6 +352,7 @@ static lt_status make_plan(lt__mc *c, lt_dtype dtype, const lt_placement *usrc, 
     p->nsteps = n;
     p->refs_ = 1;
     p->states_explored = c->expanded;
+    p->search_work_ = c->work;
     memcpy(p->states_, usrc, sizeof(lt_placement) * (size_t)M);
     for (int s = 1; s <= n; s++) {
         lt_placement eff[LT_MESH_MAX_DIMS];
