@@ -372,10 +372,11 @@ typedef struct lt__mc {
     unsigned char creg[LT_MESH_MAX_DIMS][LT__MAXC];   /* candidate -> index in ms's registry */
     int msdst;                   /* dst's index in ms's destination registry, -1: none */
     signed char cpop[LT_MESH_MAX_DIMS][LT__MAXC];     /* candidate's Partial op, -1: none (set with creg) */
-    /* set with creg, for dec's replay (plan_memo.c walk): per mesh dim and
-     * Partial op + 1, the registry indices of the candidates with that op
-     * (a bit each: the registry has 64 entries); per registry index, its
-     * candidate and that candidate's place among those with its op */
+    /* set with creg, for the replays of dec and the local walk (plan_memo.c):
+     * per mesh dim and Partial op + 1, the registry indices of the
+     * candidates with that op (a bit each: the registry has 64 entries);
+     * per registry index, its candidate and that candidate's place among
+     * those with its op */
     uint64_t cregmask[LT_MESH_MAX_DIMS][LT_REDOP_COUNT + 1];
     unsigned char rcand[LT_MESH_MAX_DIMS][64], rpos[LT_MESH_MAX_DIMS][64];
     double *rec;                 /* while set, spend() writes its amounts here */
@@ -515,9 +516,10 @@ void lt__ms_g_load(lt__mc *c, const lt__msg *gr);
 uint32_t *lt__ms_lb_slot(lt__mc *c, lt__msg *g);
 /* Empties the shared spaces (lt_plan_cache_clear). */
 void lt__ms_clear(void);
-/* 1 (the default): dec's replay takes the first matching candidate from
- * the records' bit sets; 0: it scans the candidates one by one. Both charge
- * the same and answer the same (test_plan_memo compares them). */
+/* 1 (the default): the replays of dec and of the local walk take the
+ * matching candidates from the records' bit sets; 0: they scan the
+ * candidates one by one. Both charge the same and answer the same
+ * (test_plan_memo compares them). */
 extern int lt__ms_dec_sets;
 
 /* Min-cost plan of a redistribute (lists normalized, checked, not rejected;

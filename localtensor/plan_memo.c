@@ -586,6 +586,15 @@ static int dnode_fill(lt__mc *c, const lt__msg *gr, tnode *n, int j, const int *
 }
 
 int lt__ms_dec_sets = 1;
+_Static_assert(MS_REG <= 64 && LT__MAXC <= 64, "registry indices and candidates fit a 64-bit set");
+
+/* The candidates of mesh dim j (bit b: candidate b) whose registry indices
+ * are in set rs (of c's candidates there). */
+static uint64_t by_cand(const lt__mc *c, int j, uint64_t rs) {
+    uint64_t bm = 0;
+    for (; rs; rs &= rs - 1) bm |= (uint64_t)1 << c->rcand[j][__builtin_ctzll(rs)];
+    return bm;
+}
 
 /* dec's walk over the tree in c's candidate order: 1 found (*out), 0 none,
  * -3 unknown; *total and *nsp: the work it charges and how many charges. */
@@ -741,6 +750,18 @@ static int lnode_fill(lt__mc *c, const lt__list *a, const signed char *apop, tno
 /* Makes sure every node the walk of c's order reaches is known: 0, -1. */
 static int lw_prep(lt__mc *c, const lt__list *a, const signed char *apop, tnode *n, int j, int *prefix) {
     unsigned seen = 0;
+    uint64_t want = c->cregmask[j][apop[j] + 1];
+    if (lt__ms_dec_sets && !(want & ~__atomic_load_n(&n->known, __ATOMIC_ACQUIRE))) {
+        /* all known here: only the matching candidates, in c's order */
+        for (uint64_t bm = by_cand(c, j, __atomic_load_n(&n->okm, __ATOMIC_ACQUIRE) & want); bm; bm &= bm - 1) {
+            int b = __builtin_ctzll(bm), v = vget(n, c->creg[j][b]);
+            if (seen & 1u << (v & 15)) continue;
+            seen |= 1u << (v & 15);
+            prefix[j] = b;
+            if (j + 1 < c->g.M && lw_prep(c, a, apop, n->kid[v & 15], j + 1, prefix) < 0) return -1;
+        }
+        return 0;
+    }
     const signed char *cp = c->cpop[j];
     int ap = apop[j], nc = c->nc[j];
     for (int b = 0; b < nc; b++) {
@@ -768,9 +789,25 @@ static lt_status lw_replay(lt__mc *c, int from, const signed char *apop, uint64_
     const signed char *cp = c->cpop[j];
     const unsigned char *cr = c->creg[j];
     int ap = apop[j], nc = c->nc[j];
-    for (int b = 0; b < nc; b++) {
-        if (cp[b] != ap) continue;
-        if (lt__mc_spend(c, n->cost)) return LT_OVERFLOW;
+    uint64_t want = c->cregmask[j][ap + 1], bm = 0;
+    int sets = lt__ms_dec_sets && !(want & ~__atomic_load_n(&n->known, __ATOMIC_ACQUIRE));
+    if (sets) {
+        /* the scan's charges, one per candidate of this op, at once: the
+         * same whole-number sum, and past the budget either way when the
+         * scan would be (it only adds, and its relaxations do not count);
+         * then only the matching candidates, in c's order */
+        int k = __builtin_popcountll(want);
+        if (k && lt__mc_spend(c, n->cost * k)) return LT_OVERFLOW;
+        bm = by_cand(c, j, __atomic_load_n(&n->okm, __ATOMIC_ACQUIRE) & want);
+    }
+    for (int b = 0; sets ? bm != 0 : b < nc; b++) {
+        if (sets) {
+            b = __builtin_ctzll(bm);
+            bm &= bm - 1;
+        } else {
+            if (cp[b] != ap) continue;
+            if (lt__mc_spend(c, n->cost)) return LT_OVERFLOW;
+        }
         int v = vget(n, cr[b]);
         if (!v || (seen & 1u << (v & 15))) continue;
         seen |= 1u << (v & 15);
