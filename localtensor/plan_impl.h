@@ -379,6 +379,13 @@ typedef struct lt__mc {
      * those with its op */
     uint64_t cregmask[LT_MESH_MAX_DIMS][LT_REDOP_COUNT + 1];
     unsigned char rcand[LT_MESH_MAX_DIMS][64], rpos[LT_MESH_MAX_DIMS][64];
+    /* the permute records (plan_memo.c sig_find) of mesh dim sigdim of state
+     * sigstate, whose list starts at sighead, by registry index (sighave) */
+    lt__mst *sigstate;
+    int sigdim;
+    const void *sighead;
+    uint64_t sighave;
+    void *sigtab[64];
     double *rec;                 /* while set, spend() writes its amounts here */
     int nrec;
     int recording;               /* 1: try_move appends to scr (plan_memo.c) */

@@ -853,10 +853,27 @@ lt_status lt__ms_local_walk(lt__mc *c, int from, const lt__list *a, const signed
 
 /* ---- permutes --------------------------------------------------------------------------- */
 
-static sigrec *sig_find(const lt__mc *c, int i, int b) {
-    sigrec *e = __atomic_load_n(&c->mstate->sig[i], __ATOMIC_ACQUIRE);
-    while (e && e->ri != c->creg[i][b]) e = e->next;
-    return e;
+/* The record of candidate b of mesh dim i of the state being expanded, or
+ * NULL. try_permutes asks for every candidate in turn: c keeps the list's
+ * records by registry index (sigtab, the first of each index, as a walk of
+ * the list finds it), made again whenever the state, the dim or the list's
+ * head differs from the last ask. */
+static sigrec *sig_find(lt__mc *c, int i, int b) {
+    sigrec *head = __atomic_load_n(&c->mstate->sig[i], __ATOMIC_ACQUIRE);
+    if (c->sigstate != c->mstate || c->sigdim != i || c->sighead != head) {
+        c->sighave = 0;
+        for (sigrec *e = head; e; e = e->next) {
+            uint64_t bit = (uint64_t)1 << e->ri;
+            if (c->sighave & bit) continue;
+            c->sighave |= bit;
+            c->sigtab[e->ri] = e;
+        }
+        c->sigstate = c->mstate;
+        c->sigdim = i;
+        c->sighead = head;
+    }
+    int ri = c->creg[i][b];
+    return c->sighave >> ri & 1 ? c->sigtab[ri] : NULL;
 }
 
 int lt__ms_sigma_get(lt__mc *c, int i, int b, int *sigma) {
