@@ -157,7 +157,7 @@ static lt_status walk_shape(const lt_mesh *mesh, int ndim, const int64_t *gshape
  * fails is never kept: it is walked again, and its error message set,
  * every time. Plain static storage: nothing is allocated, nothing to
  * release. */
-#define SM_N 4
+#define SM_N 8
 #define SM_WORLD 64
 #define SM_KEY (1 + LT_MESH_MAX_DIMS + LT_MAX_DIMS + LT_MESH_MAX_DIMS)
 typedef struct shape_memo {
@@ -168,25 +168,34 @@ typedef struct shape_memo {
     unsigned char contig[SM_WORLD][LT_MAX_DIMS];
 } shape_memo;
 static _Thread_local shape_memo sm_ent[SM_N];
-static _Thread_local unsigned char sm_order[SM_N] = {0, 1, 2, 3};   /* most recently used first */
-_Static_assert(SM_N == 4, "sm_order's initializer lists SM_N entries");
+static _Thread_local unsigned char sm_order[SM_N] = {0, 1, 2, 3, 4, 5, 6, 7};   /* most recently used first */
+_Static_assert(SM_N == 8, "sm_order's initializer lists SM_N entries");
 
 /* The key of (mesh shape, shape, placements) into k (SM_KEY words); its
- * length. A placement is one word: what lt_placement_equal compares (kind,
- * dim, split factor, op, rule kind) packed, so equal keys are equal
- * placements (explicit sizes are not keyed: sm_get keeps none). */
+ * length, or 0 when the list is not kept (a split factor that does not fit
+ * the key, a rule with explicit sizes: their array belongs to the caller).
+ * A placement is one word: what lt_placement_equal compares (kind, dim,
+ * split factor, op, rule kind) packed, so equal keys are equal placements. */
 static int sm_key(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt_placement *pl, uint64_t *k) {
-    int n = 0;
-    k[n++] = (uint64_t)mesh->ndim << 32 | (uint32_t)ndim;
-    for (int i = 0; i < mesh->ndim; i++) k[n++] = (uint64_t)mesh->shape[i];
+    int n = 0, M = mesh->ndim;
+    k[n++] = (uint64_t)M << 32 | (uint32_t)ndim;
+    for (int i = 0; i < M; i++) k[n++] = (uint64_t)mesh->shape[i];
     for (int d = 0; d < ndim; d++) k[n++] = (uint64_t)gshape[d];
-    for (int i = 0; i < mesh->ndim; i++) {
+    for (int i = 0; i < M; i++) {
         const lt_placement *p = &pl[i];
         uint64_t w = (uint64_t)p->kind;
-        if (p->kind == LT_PL_PARTIAL) w |= (uint64_t)p->op << 8;
-        if (p->kind == LT_PL_SHARD || p->kind == LT_PL_STRIDED) w |= (uint64_t)(uint32_t)p->dim << 32;
-        if (p->kind == LT_PL_STRIDED) w |= (uint64_t)(uint16_t)p->split_factor << 8;
-        if (p->kind == LT_PL_SHARD) w |= (uint64_t)p->rule.kind << 24;
+        switch (p->kind) {
+        case LT_PL_PARTIAL: w |= (uint64_t)p->op << 8; break;
+        case LT_PL_STRIDED:
+            if (p->split_factor < 0 || p->split_factor > 0xffff) return 0;
+            w |= (uint64_t)(uint32_t)p->dim << 32 | (uint64_t)p->split_factor << 8;
+            break;
+        case LT_PL_SHARD:
+            if (p->rule.kind == LT_SPLIT_EXPLICIT) return 0;
+            w |= (uint64_t)(uint32_t)p->dim << 32 | (uint64_t)p->rule.kind << 24;
+            break;
+        default: break;
+        }
         k[n++] = w;
     }
     return n;
@@ -194,30 +203,32 @@ static int sm_key(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt
 
 /* The entry of this key, made the most recent (the least recent one is
  * taken over, its answers dropped, when none matches); NULL when the mesh
- * is too big to keep, a split factor does not fit the key, or a rule has
- * explicit sizes (their array belongs to the caller). */
+ * is too big to keep or the list is not kept (sm_key). */
 static shape_memo *sm_get(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt_placement *pl) {
     if (mesh->world > SM_WORLD || ndim < 0 || ndim > LT_MAX_DIMS) return NULL;
-    for (int i = 0; i < mesh->ndim; i++)
-        if ((pl[i].kind == LT_PL_STRIDED && (pl[i].split_factor < 0 || pl[i].split_factor > 0xffff)) ||
-            (pl[i].kind == LT_PL_SHARD && pl[i].rule.kind == LT_SPLIT_EXPLICIT))
-            return NULL;
     uint64_t k[SM_KEY];
-    int n = sm_key(mesh, ndim, gshape, pl, k), at = SM_N - 1, hit = 0;
+    int n = sm_key(mesh, ndim, gshape, pl, k);
+    if (!n) return NULL;
+    shape_memo *ent = sm_ent;
+    unsigned char *ord = sm_order;
+    int at = SM_N - 1, hit = 0;
     for (int x = 0; x < SM_N && !hit; x++) {
-        const shape_memo *e = &sm_ent[sm_order[x]];
-        if (e->nkey == n && memcmp(e->key, k, sizeof(uint64_t) * (size_t)n) == 0) {
+        const shape_memo *e = &ent[ord[x]];
+        if (e->nkey != n) continue;
+        int q = 0;
+        while (q < n && e->key[q] == k[q]) q++;
+        if (q == n) {
             at = x;
             hit = 1;
         }
     }
-    unsigned char id = sm_order[at];
-    memmove(sm_order + 1, sm_order, (size_t)at);
-    sm_order[0] = id;
-    shape_memo *e = &sm_ent[id];
+    unsigned char id = ord[at];
+    for (int x = at; x > 0; x--) ord[x] = ord[x - 1];
+    ord[0] = id;
+    shape_memo *e = &ent[id];
     if (hit) return e;
     e->nkey = n;
-    memcpy(e->key, k, sizeof(uint64_t) * (size_t)n);
+    for (int q = 0; q < n; q++) e->key[q] = k[q];
     e->have = 0;
     return e;
 }
