@@ -54,11 +54,13 @@ static lt_status apply_split(const lt_placement *p, int k, int c, int64_t *cur, 
 
 /* SS(sf) over k, member c, of the consecutive run start..start+len-1: the
  * same picks as apply_split, written straight into a new list of only the
- * kept entries (so a rank never builds the whole dim). */
-static lt_status strided_from_run(int64_t start, int64_t len, int sf, int k, int c, int dim, int64_t **out,
-                                  int64_t *n) {
+ * kept entries (so a rank never builds the whole dim), or at `at` when
+ * given (room the caller owns). */
+static lt_status strided_from_run(int64_t start, int64_t len, int sf, int k, int c, int dim, int64_t *at,
+                                  int64_t **out, int64_t *n) {
     int64_t cnt = lt_split_strided_positions(len, sf, k, c, NULL);
-    LT_TRY(index_list_new(cnt, dim, out));   /* (cnt) */
+    if (at) *out = at;   /* room for the whole dim, which holds at least cnt */
+    else LT_TRY(index_list_new(cnt, dim, out));   /* (cnt) */
     lt_split_strided_positions(len, sf, k, c, *out);
     for (int64_t w = 0; w < cnt; w++) (*out)[w] += start;
     *n = cnt;
@@ -259,6 +261,8 @@ static lt_status walk_shape_memo(const lt_mesh *mesh, int ndim, const int64_t *g
 
 /* ---- per-rank index lists ------------------------------------------------------ */
 
+#define LAYOUT_BLOCK_MAX 512   /* index entries of sharded dims that share one allocation */
+
 lt_status lt_layout_rank(const lt_mesh *mesh, int ndim, const int64_t *gshape,
                          const lt_placement *pl, int rank, lt_rank_layout *out) {
     memset(out, 0, sizeof *out);
@@ -276,6 +280,23 @@ lt_status lt_layout_rank(const lt_mesh *mesh, int ndim, const int64_t *gshape,
     int64_t run_start[LT_MAX_DIMS] = {0}, len[LT_MAX_DIMS];
     int sharded[LT_MAX_DIMS] = {0};
     for (int d = 0; d < ndim; d++) len[d] = gshape[d];
+    /* Small dims (the usual sweep) get one allocation for all their lists:
+     * dim d's list starts at the sum of the sizes of the sharded dims before
+     * it, with room for the whole dim (a list never grows past it). */
+    int64_t base[LT_MAX_DIMS], room = 0;
+    int onblock = 0;
+    for (int i = 0; i < mesh->ndim; i++)
+        if (lt_placement_is_shard_like(&pl[i])) sharded[pl[i].dim] = 1;
+    for (int d = 0; d < ndim && room <= LAYOUT_BLOCK_MAX; d++)
+        if (sharded[d]) {
+            base[d] = room;
+            room += gshape[d] <= LAYOUT_BLOCK_MAX ? gshape[d] : LAYOUT_BLOCK_MAX + 1;
+        }
+    int64_t *blk = NULL;
+    if (room > 0 && room <= LAYOUT_BLOCK_MAX) {
+        LT_TRY(index_list_new(room, 0, &blk));
+        out->one_block_ = onblock = 1;
+    }
     lt_status st = LT_OK;
     for (int i = 0; i < mesh->ndim && !st; i++) {
         const lt_placement *p = &pl[i];
@@ -294,12 +315,14 @@ lt_status lt_layout_rank(const lt_mesh *mesh, int ndim, const int64_t *gshape,
             run_start[d] += off;
             len[d] = sz;
         } else if (k > 1) {
-            st = strided_from_run(run_start[d], len[d], p->split_factor, k, coord[i], d, &out->idx[d], &len[d]);
+            st = strided_from_run(run_start[d], len[d], p->split_factor, k, coord[i], d, onblock ? blk + base[d] : NULL,
+                                  &out->idx[d], &len[d]);
         }
     }
     for (int d = 0; d < ndim && !st; d++) {
         if (!sharded[d] || out->idx[d]) continue;
-        st = index_list_new(len[d], d, &out->idx[d]);
+        if (onblock) out->idx[d] = blk + base[d];
+        else st = index_list_new(len[d], d, &out->idx[d]);
         for (int64_t j = 0; !st && j < len[d]; j++) out->idx[d][j] = run_start[d] + j;
     }
     for (int d = 0; d < ndim && !st; d++) LT_ASSERT(len[d] == out->local_shape[d]);
@@ -309,10 +332,15 @@ lt_status lt_layout_rank(const lt_mesh *mesh, int ndim, const int64_t *gshape,
 
 void lt_rank_layout_free(lt_rank_layout *l) {
     if (!l) return;
+    int freed = 0;
     for (int d = 0; d < LT_MAX_DIMS; d++) {
-        lt__free(l->idx[d]);
+        if (l->idx[d] && !(l->one_block_ && freed)) {
+            lt__free(l->idx[d]);
+            freed = 1;
+        }
         l->idx[d] = NULL;
     }
+    l->one_block_ = 0;
 }
 
 lt_status lt_layout_check(const lt_mesh *mesh, int ndim, const int64_t *gshape,
