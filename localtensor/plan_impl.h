@@ -295,16 +295,37 @@ lt__pq_item lt__pq_pop(lt__pq *q);
 /* Frees the entries; q is empty and reusable after. */
 void lt__pq_free(lt__pq *q);
 
-/* A state's key -> its node index (open addressing, at most half full). */
+/* A state's key -> its node index (open addressing, at most half full). A
+ * slot is in use when its gen is the map's: emptying the map is a new gen
+ * (so a table is reused without clearing it). */
 typedef struct lt__keymap_slot {
     uint64_t key;
-    int idx1;           /* node index + 1; 0: empty */
+    int idx1;           /* node index + 1 */
+    uint32_t gen;
 } lt__keymap_slot;
 
 typedef struct lt__keymap {
-    lt__keymap_slot *slot;   /* (cap) lt__calloc */
+    lt__keymap_slot *slot;   /* (cap) lt__calloc'ed, or taken from lt__spare_take */
     size_t n, cap;
+    uint32_t gen;            /* 0 until the table is made */
 } lt__keymap;
+
+/* Tables that searches empty and the next search reuses (a process-wide
+ * pool of a few, each up to LT__SPARE_MAX bytes, behind a spin lock), kinds
+ * LT__SPARE_KEYMAP and LT__SPARE_MEMO. Entries carry a generation: a table
+ * is empty for generation *gen when no entry has it. _take: *p (NULL: none
+ * spare) with its *cap entries of esize bytes and the generation to use;
+ * ownership passes to the caller. _give: takes ownership of p (cap entries
+ * of esize bytes, entries of generations up to gen): kept for the next
+ * search, emptied (a new generation, or zeroed when the generations wrap),
+ * or freed when the pool is full or p is too big. _clear frees the pool
+ * (lt_plan_cache_clear). */
+#define LT__SPARE_KEYMAP 0
+#define LT__SPARE_MEMO 1
+#define LT__SPARE_MAX (64u << 10)
+void lt__spare_take(int kind, void **p, size_t *cap, uint32_t *gen);
+void lt__spare_give(int kind, void *p, size_t cap, size_t esize, uint32_t gen);
+void lt__spare_clear(void);
 
 /* *idx = the node of key; when absent, key gets index `next` (the caller
  * then creates that node) and *added = 1. LT_NOMEM ("out of memory while
@@ -322,7 +343,8 @@ typedef struct lt__msg lt__msg;   /* one result (what each rank holds), its matc
 /* What find_state answered for one result (by two hashes of it). */
 typedef struct lt__memo {
     uint64_t h1, h2, key;
-    unsigned char found, used;
+    uint32_t gen;       /* in use when it is the search's memogen */
+    unsigned char found;
 } lt__memo;
 
 typedef struct lt__mc {
@@ -357,6 +379,7 @@ typedef struct lt__mc {
     int *perms;                  /* permutations of permute moves */
     lt__memo *memo;              /* open addressing on h1 */
     size_t nmemo, capmemo;
+    uint32_t memogen;            /* the generation of memo's entries in use */
     size_t nperms, capperms;
     /* nodes */
     lt__node *nodes;

@@ -242,10 +242,11 @@ int lt__mc_find_hashed(lt__mc *c, uint64_t h1, uint64_t h2, lt__msg *gr, uint64_
         size_t ncap = c->capmemo ? c->capmemo * 2 : 64;   /* most searches meet few results */
         lt__memo *nm = lt__calloc(ncap, sizeof(lt__memo));
         if (!nm) return -1;
+        if (!c->memogen) c->memogen = 1;   /* zeroed entries are not in use */
         for (size_t q = 0; q < c->capmemo; q++) {
-            if (!c->memo[q].used) continue;
+            if (c->memo[q].gen != c->memogen) continue;
             size_t x = c->memo[q].h1 & (ncap - 1);
-            while (nm[x].used) x = (x + 1) & (ncap - 1);
+            while (nm[x].gen == c->memogen) x = (x + 1) & (ncap - 1);
             nm[x] = c->memo[q];
         }
         lt__free(c->memo);
@@ -253,7 +254,7 @@ int lt__mc_find_hashed(lt__mc *c, uint64_t h1, uint64_t h2, lt__msg *gr, uint64_
         c->capmemo = ncap;
     }
     size_t x = h1 & (c->capmemo - 1);
-    for (; c->memo[x].used; x = (x + 1) & (c->capmemo - 1))
+    for (; c->memo[x].gen == c->memogen; x = (x + 1) & (c->capmemo - 1))
         if (c->memo[x].h1 == h1 && c->memo[x].h2 == h2) {
             *key = c->memo[x].key;
             return c->memo[x].found;
@@ -269,7 +270,7 @@ int lt__mc_find_hashed(lt__mc *c, uint64_t h1, uint64_t h2, lt__msg *gr, uint64_
         if (r > 0) r = dec(c, 0, 0, key);
     }
     if (r < 0) return r;
-    c->memo[x] = (lt__memo){h1, h2, r ? *key : 0, (unsigned char)r, 1};
+    c->memo[x] = (lt__memo){h1, h2, r ? *key : 0, c->memogen, (unsigned char)r};
     c->nmemo++;
     return r;
 }

@@ -6,7 +6,8 @@
  * without them (printed text, JSON, states explored, work charged), whether the records
  * are cold, warm from the pairs before, or warm from the same pairs in the
  * reverse order; on 4x4x4 pairs, some of which run out of the search
- * budget, the budget runs out on the same pairs with and without them. */
+ * budget, the budget runs out on the same pairs with and without them.
+ * The key maps searches hand on to the next come back empty. */
 #include "kernels/alloc.h"
 
 #include <stdlib.h>
@@ -132,6 +133,43 @@ static void test_shared_equals_unshared(void **state) {
 
 /* On 4x4x4 some searches run out of budget: the same ones, with the same
  * fallback plan, shared or not, cold or warm. */
+/* A key map handed to the spare pool comes back empty: keys put before
+ * are absent after (a new generation), also when the generations wrap
+ * (the table is zeroed). */
+static void test_spare_tables_empty(void **state) {
+    (void)state;
+    lt__spare_clear();
+    for (int wrap = 0; wrap < 2; wrap++) {
+        lt__keymap m = {0};
+        int idx, added;
+        for (int k = 0; k < 100; k++) {
+            LT_CHECK(lt__keymap_get(&m, (uint64_t)k * 977, k, &idx, &added));
+            assert_int_equal(added, 1);
+        }
+        LT_CHECK(lt__keymap_get(&m, 5 * 977, 100, &idx, &added));
+        assert_int_equal(added, 0);
+        assert_int_equal(idx, 5);
+        if (wrap) {   /* every slot in use stamped with the last generation */
+            for (size_t q = 0; q < m.cap; q++)
+                if (m.slot[q].gen == m.gen) m.slot[q].gen = UINT32_MAX;
+            m.gen = UINT32_MAX;
+        }
+        lt__spare_give(LT__SPARE_KEYMAP, m.slot, m.cap, sizeof *m.slot, m.gen);
+        lt__keymap t = {0};
+        void *p;
+        lt__spare_take(LT__SPARE_KEYMAP, &p, &t.cap, &t.gen);
+        t.slot = p;
+        assert_ptr_equal(t.slot, m.slot);
+        assert_int_equal(t.gen, wrap ? 1 : m.gen + 1);
+        for (int k = 0; k < 100; k++) {
+            LT_CHECK(lt__keymap_get(&t, (uint64_t)k * 977, 1000 + k, &idx, &added));
+            if (!added || idx != 1000 + k) fail_msg("key %d was still in the reused table (index %d)", k, idx);
+        }
+        lt__keymap_free(&t);
+    }
+    lt__spare_clear();
+}
+
 static void test_budget_same(void **state) {
     (void)state;
     const char *pairs[][2] = {
@@ -167,6 +205,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shared_equals_unshared),
         cmocka_unit_test(test_budget_same),
+        cmocka_unit_test(test_spare_tables_empty),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }
