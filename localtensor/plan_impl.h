@@ -402,13 +402,6 @@ typedef struct lt__mc {
      * those with its op */
     uint64_t cregmask[LT_MESH_MAX_DIMS][LT_REDOP_COUNT + 1];
     unsigned char rcand[LT_MESH_MAX_DIMS][64], rpos[LT_MESH_MAX_DIMS][64];
-    /* the permute records (plan_memo.c sig_find) of mesh dim sigdim of state
-     * sigstate, whose list starts at sighead, by registry index (sighave) */
-    lt__mst *sigstate;
-    int sigdim;
-    const void *sighead;
-    uint64_t sighave;
-    void *sigtab[64];
     double *rec;                 /* while set, spend() writes its amounts here */
     int nrec;
     int recording;               /* 1: try_move appends to scr (plan_memo.c) */
@@ -521,6 +514,10 @@ lt_status lt__ms_local_walk(lt__mc *c, int from, const lt__list *a, const signed
  * _put records what perm_sigma found (r 1 or 0). */
 int lt__ms_sigma_get(lt__mc *c, int i, int b, int *sigma);
 void lt__ms_sigma_put(lt__mc *c, int i, int b, int r, const int *sigma);
+/* 1 when the state being expanded knows the permute of every candidate of
+ * mesh dim i that is not Partial (*cands: those that are permutes, bit b
+ * for candidate b); 0 otherwise, or when lt__ms_dec_sets is 0. */
+int lt__ms_permute_set(lt__mc *c, int i, uint64_t *cands);
 /* try_move of permute mv (candidate b of its mesh dim, whose sigma the
  * space knows) through the shared records; *done as lt__ms_try_move. */
 lt_status lt__ms_permute(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey, int b,

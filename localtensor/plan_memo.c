@@ -119,6 +119,7 @@ typedef struct script {
  * made) or none (r 0), for registry placement ri; a list per mesh dim. */
 typedef struct sigrec {
     int ri, r;
+    uint64_t known, perm;             /* registry indices of this record and those after it: all; permutes */
     mvrec *m;
     struct sigrec *next;
     int sigma[];                      /* (mesh dim size) */
@@ -853,27 +854,18 @@ lt_status lt__ms_local_walk(lt__mc *c, int from, const lt__list *a, const signed
 
 /* ---- permutes --------------------------------------------------------------------------- */
 
-/* The record of candidate b of mesh dim i of the state being expanded, or
- * NULL. try_permutes asks for every candidate in turn: c keeps the list's
- * records by registry index (sigtab, the first of each index, as a walk of
- * the list finds it), made again whenever the state, the dim or the list's
- * head differs from the last ask. */
-static sigrec *sig_find(lt__mc *c, int i, int b) {
-    sigrec *head = __atomic_load_n(&c->mstate->sig[i], __ATOMIC_ACQUIRE);
-    if (c->sigstate != c->mstate || c->sigdim != i || c->sighead != head) {
-        c->sighave = 0;
-        for (sigrec *e = head; e; e = e->next) {
-            uint64_t bit = (uint64_t)1 << e->ri;
-            if (c->sighave & bit) continue;
-            c->sighave |= bit;
-            c->sigtab[e->ri] = e;
-        }
-        c->sigstate = c->mstate;
-        c->sigdim = i;
-        c->sighead = head;
-    }
-    int ri = c->creg[i][b];
-    return c->sighave >> ri & 1 ? c->sigtab[ri] : NULL;
+static sigrec *sig_find(const lt__mc *c, int i, int b) {
+    sigrec *e = __atomic_load_n(&c->mstate->sig[i], __ATOMIC_ACQUIRE);
+    while (e && e->ri != c->creg[i][b]) e = e->next;
+    return e;
+}
+
+int lt__ms_permute_set(lt__mc *c, int i, uint64_t *cands) {
+    const sigrec *e = __atomic_load_n(&c->mstate->sig[i], __ATOMIC_ACQUIRE);
+    uint64_t want = c->cregmask[i][0];   /* the candidates that are not Partial */
+    if (!lt__ms_dec_sets || !e || (want & ~e->known)) return 0;
+    *cands = by_cand(c, i, e->perm & want);
+    return 1;
 }
 
 int lt__ms_sigma_get(lt__mc *c, int i, int b, int *sigma) {
@@ -891,6 +883,8 @@ void lt__ms_sigma_put(lt__mc *c, int i, int b, int r, const int *sigma) {
     if (e) {
         e->ri = c->creg[i][b];
         e->r = r;
+        e->known = (st->sig[i] ? st->sig[i]->known : 0) | (uint64_t)1 << e->ri;
+        e->perm = (st->sig[i] ? st->sig[i]->perm : 0) | (uint64_t)(r != 0) << e->ri;
         if (r) memcpy(e->sigma, sigma, sizeof(int) * (size_t)n);
         e->next = st->sig[i];
         __atomic_store_n(&st->sig[i], e, __ATOMIC_RELEASE);

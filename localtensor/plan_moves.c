@@ -718,10 +718,24 @@ static lt_status try_permutes(lt__mc *c, int from, const lt__list *a, const sign
     int n = g->mesh->shape[i], nd = g->ndim;
     int *sigma = c->iscr;
     double runs = lt__mc_runs(a + g->off[i], (size_t)g->T[i] * (size_t)nd);
-    for (int b = 0; b < c->nc[i]; b++) {
+    /* every candidate's permute known to the shared space: the loop's
+     * charges at once (whole numbers: the same sum; past the budget on the
+     * same searches), then only the permutes, in candidate order */
+    uint64_t bm = 0;
+    int sets = c->mstate && lt__ms_permute_set(c, i, &bm);
+    if (sets) {
+        int k = 0;
+        for (int b = 0; b < c->nc[i]; b++) k += pop_of(&c->cand[i][b]) < 0;
+        if (k && spend(c, (g->T[i + 1] + runs) * k)) return LT_OVERFLOW;
+    }
+    for (int b = 0; sets ? bm != 0 : b < c->nc[i]; b++) {
+        if (sets) {
+            b = __builtin_ctzll(bm);
+            bm &= bm - 1;
+        }
         const lt_placement *p = &c->cand[i][b];
-        if (pop_of(p) >= 0) continue;
-        if (spend(c, g->T[i + 1] + runs)) return LT_OVERFLOW;
+        if (!sets && pop_of(p) >= 0) continue;
+        if (!sets && spend(c, g->T[i + 1] + runs)) return LT_OVERFLOW;
         /* sigma: known to the shared space (1: a permute, 0: none), or computed */
         int known = c->mstate ? lt__ms_sigma_get(c, i, b, sigma) : -3;
         if (known == 0) continue;
