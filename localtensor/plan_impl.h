@@ -380,6 +380,7 @@ typedef struct lt__mc {
     lt__memo *memo;              /* open addressing on h1 */
     size_t nmemo, capmemo;
     uint32_t memogen;            /* the generation of memo's entries in use */
+    int pooled;                  /* 1: map and memo go back to the spare tables (lt__spare_give) */
     size_t nperms, capperms;
     /* nodes */
     lt__node *nodes;

@@ -155,8 +155,13 @@ static void mc_free(lt__mc *c) {
     for (int n = 0; n < c->nnodes; n++)
         if (!c->nodes[n].lay_shared) lt__free(c->nodes[n].lay);
     lt__free(c->nodes);
-    lt__spare_give(LT__SPARE_KEYMAP, c->map.slot, c->map.cap, sizeof *c->map.slot, c->map.gen);
-    lt__spare_give(LT__SPARE_MEMO, c->memo, c->capmemo, sizeof *c->memo, c->memogen);
+    if (c->pooled) {
+        lt__spare_give(LT__SPARE_KEYMAP, c->map.slot, c->map.cap, sizeof *c->map.slot, c->map.gen);
+        lt__spare_give(LT__SPARE_MEMO, c->memo, c->capmemo, sizeof *c->memo, c->memogen);
+    } else {
+        lt__keymap_free(&c->map);
+        lt__free(c->memo);
+    }
     lt__pq_free(&c->queue);
     lt__free(c->G);
     lt__free(c->Gempty);
@@ -233,12 +238,16 @@ static lt_status mc_new(const lt_spec *from, const lt_placement *dst, int shared
     if (st) return st;
     if (expansion_cost(c) * 8 > c->budget) return LT_OVERFLOW;
     if (shared) lt__ms_attach(c);
-    /* the key map and the memo: emptied tables of an earlier search, when spare */
-    void *sp;
-    lt__spare_take(LT__SPARE_KEYMAP, &sp, &c->map.cap, &c->map.gen);
-    c->map.slot = sp;
-    lt__spare_take(LT__SPARE_MEMO, &sp, &c->capmemo, &c->memogen);
-    c->memo = sp;
+    /* the key map and the memo of a search that may use the caches: emptied
+     * tables of an earlier one, when spare, handed on to the next after */
+    if (shared) {
+        void *sp;
+        c->pooled = 1;
+        lt__spare_take(LT__SPARE_KEYMAP, &sp, &c->map.cap, &c->map.gen);
+        c->map.slot = sp;
+        lt__spare_take(LT__SPARE_MEMO, &sp, &c->capmemo, &c->memogen);
+        c->memo = sp;
+    }
     size_t nd = (size_t)(ndim ? ndim : 1), W = (size_t)c->g.W, nl = c->g.off[c->g.M + 1] + 1;
     c->G = lt__malloc(sizeof(lt__list) * W * nd);
     c->Gempty = lt__malloc(W);
