@@ -165,11 +165,17 @@ static lt_status walk_shape(const lt_mesh *mesh, int ndim, const int64_t *gshape
 typedef struct shape_memo {
     int nkey;                                       /* 0: unused */
     uint64_t key[SM_KEY];
-    uint64_t have;                                  /* bit r: rank r's answer below */
-    int64_t ls[SM_WORLD][LT_MAX_DIMS], go[SM_WORLD][LT_MAX_DIMS];
-    unsigned char contig[SM_WORLD][LT_MAX_DIMS];
+    uint64_t have;                                  /* bit r: rank r's answer in sm_ans[r] */
 } shape_memo;
+/* One rank's answer. Kept rank-major (sm_ans[rank][entry]) so that the
+ * ranks of small meshes, whatever the entry, share the first few pages:
+ * the memo adds little to a thread's resident memory. */
+typedef struct sm_rank {
+    int64_t ls[LT_MAX_DIMS], go[LT_MAX_DIMS];
+    unsigned char contig[LT_MAX_DIMS];
+} sm_rank;
 static _Thread_local shape_memo sm_ent[SM_N];
+static _Thread_local sm_rank sm_ans[SM_WORLD][SM_N];
 static _Thread_local unsigned char sm_order[SM_N] = {0, 1, 2, 3, 4, 5, 6, 7};   /* most recently used first */
 _Static_assert(SM_N == 8, "sm_order's initializer lists SM_N entries");
 
@@ -238,23 +244,26 @@ static shape_memo *sm_get(const lt_mesh *mesh, int ndim, const int64_t *gshape, 
 /* walk_shape through the memo: the same answers, the same errors. */
 static lt_status walk_shape_memo(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt_placement *pl,
                                  int rank, lt_rank_layout *out) {
-    shape_memo *e = rank >= 0 && rank < mesh->world ? sm_get(mesh, ndim, gshape, pl) : NULL;
+    shape_memo *e = rank >= 0 && rank < mesh->world && rank < SM_WORLD && ndim <= LT_MAX_DIMS
+                        ? sm_get(mesh, ndim, gshape, pl)
+                        : NULL;
     if (!e) return walk_shape(mesh, ndim, gshape, pl, rank, out);
     uint64_t bit = (uint64_t)1 << rank;
+    sm_rank *a = &sm_ans[rank][e - sm_ent];
     if (!(e->have & bit)) {
         LT_TRY(walk_shape(mesh, ndim, gshape, pl, rank, out));
-        for (int d = 0; d < ndim; d++) {
-            e->ls[rank][d] = out->local_shape[d];
-            e->go[rank][d] = out->global_offset[d];
-            e->contig[rank][d] = (unsigned char)out->contiguous[d];
+        for (int d = 0; d < ndim && d < LT_MAX_DIMS; d++) {   /* ndim <= LT_MAX_DIMS: said for the compiler */
+            a->ls[d] = out->local_shape[d];
+            a->go[d] = out->global_offset[d];
+            a->contig[d] = (unsigned char)out->contiguous[d];
         }
         e->have |= bit;
         return LT_OK;
     }
     for (int d = 0; d < ndim; d++) {
-        out->local_shape[d] = e->ls[rank][d];
-        out->global_offset[d] = e->go[rank][d];
-        out->contiguous[d] = e->contig[rank][d];
+        out->local_shape[d] = a->ls[d];
+        out->global_offset[d] = a->go[d];
+        out->contiguous[d] = a->contig[d];
     }
     return LT_OK;
 }
