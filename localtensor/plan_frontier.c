@@ -109,7 +109,7 @@ void lt__keymap_clear(lt__keymap *m) {
 
 /* ---- spare tables ------------------------------------------------------------------- */
 
-#define SPARE_N 8
+#define SPARE_N 4
 typedef struct spare {
     void *p;
     size_t cap;

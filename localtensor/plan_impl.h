@@ -322,7 +322,7 @@ typedef struct lt__keymap {
  * (lt_plan_cache_clear). */
 #define LT__SPARE_KEYMAP 0
 #define LT__SPARE_MEMO 1
-#define LT__SPARE_MAX (64u << 10)
+#define LT__SPARE_MAX (16u << 10)
 void lt__spare_take(int kind, void **p, size_t *cap, uint32_t *gen);
 void lt__spare_give(int kind, void *p, size_t cap, size_t esize, uint32_t gen);
 void lt__spare_clear(void);
