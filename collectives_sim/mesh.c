@@ -116,10 +116,19 @@ int lt_mesh_equal(const lt_mesh *a, const lt_mesh *b) {
     return 1;
 }
 
+/* Called for every rank of every layout: a power-of-two size (the usual
+ * mesh) takes a mask and a shift instead of a division, the same digits
+ * for rank >= 0 (a negative rank keeps the division's). */
 void lt_mesh_coord(const lt_mesh *m, int rank, int *coord) {
     for (int i = m->ndim - 1; i >= 0; i--) {
-        coord[i] = rank % m->shape[i];
-        rank /= m->shape[i];
+        unsigned s = (unsigned)m->shape[i];
+        if (rank >= 0 && s && (s & (s - 1)) == 0) {
+            coord[i] = (int)((unsigned)rank & (s - 1));
+            rank = (int)((unsigned)rank >> __builtin_ctz(s));
+        } else {
+            coord[i] = rank % m->shape[i];
+            rank /= m->shape[i];
+        }
     }
 }
 

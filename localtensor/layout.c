@@ -54,11 +54,13 @@ static lt_status apply_split(const lt_placement *p, int k, int c, int64_t *cur, 
 
 /* SS(sf) over k, member c, of the consecutive run start..start+len-1: the
  * same picks as apply_split, written straight into a new list of only the
- * kept entries (so a rank never builds the whole dim). */
-static lt_status strided_from_run(int64_t start, int64_t len, int sf, int k, int c, int dim, int64_t **out,
-                                  int64_t *n) {
+ * kept entries (so a rank never builds the whole dim), or at `at` when
+ * given (room the caller owns). */
+static lt_status strided_from_run(int64_t start, int64_t len, int sf, int k, int c, int dim, int64_t *at,
+                                  int64_t **out, int64_t *n) {
     int64_t cnt = lt_split_strided_positions(len, sf, k, c, NULL);
-    LT_TRY(index_list_new(cnt, dim, out));   /* (cnt) */
+    if (at) *out = at;   /* room for the whole dim, which holds at least cnt */
+    else LT_TRY(index_list_new(cnt, dim, out));   /* (cnt) */
     lt_split_strided_positions(len, sf, k, c, *out);
     for (int64_t w = 0; w < cnt; w++) (*out)[w] += start;
     *n = cnt;
@@ -143,13 +145,138 @@ static lt_status walk_shape(const lt_mesh *mesh, int ndim, const int64_t *gshape
     return LT_OK;
 }
 
+/* ---- a per-thread memo of walk_shape ------------------------------------------ */
+
+/* Callers ask for the layout of every rank of one (mesh, shape, placements)
+ * in turn, and the same few of those over and over (a redistribute's
+ * source and destination, then each plan step's: the verifier, the shard
+ * allocation and the memory estimate each walk them again). walk_shape is a
+ * pure function of (mesh shape, global shape, placements, rank), so each
+ * thread keeps its answers for the last SM_N of those, per rank, for meshes
+ * of at most SM_WORLD ranks. Keys compare placements by value (what
+ * lt_placement_equal compares), so equal lists spelled apart share an
+ * entry; lists with explicit split sizes are not kept. A rank whose walk
+ * fails is never kept: it is walked again, and its error message set,
+ * every time. Plain static storage: nothing is allocated, nothing to
+ * release. */
+#define SM_N 8
+#define SM_WORLD 64
+#define SM_KEY (1 + LT_MESH_MAX_DIMS + LT_MAX_DIMS + LT_MESH_MAX_DIMS)
+typedef struct shape_memo {
+    int nkey;                                       /* 0: unused */
+    uint64_t key[SM_KEY];
+    uint64_t have;                                  /* bit r: rank r's answer in sm_ans[r] */
+} shape_memo;
+/* One rank's answer. Kept rank-major (sm_ans[rank][entry]) so that the
+ * ranks of small meshes, whatever the entry, share the first few pages:
+ * the memo adds little to a thread's resident memory. */
+typedef struct sm_rank {
+    int64_t ls[LT_MAX_DIMS], go[LT_MAX_DIMS];
+    unsigned char contig[LT_MAX_DIMS];
+} sm_rank;
+static _Thread_local shape_memo sm_ent[SM_N];
+static _Thread_local sm_rank sm_ans[SM_WORLD][SM_N];
+static _Thread_local unsigned char sm_order[SM_N] = {0, 1, 2, 3, 4, 5, 6, 7};   /* most recently used first */
+_Static_assert(SM_N == 8, "sm_order's initializer lists SM_N entries");
+
+/* The key of (mesh shape, shape, placements) into k (SM_KEY words); its
+ * length, or 0 when the list is not kept (a split factor that does not fit
+ * the key, a rule with explicit sizes: their array belongs to the caller).
+ * A placement is one word: what lt_placement_equal compares (kind, dim,
+ * split factor, op, rule kind) packed, so equal keys are equal placements. */
+static int sm_key(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt_placement *pl, uint64_t *k) {
+    int n = 0, M = mesh->ndim;
+    k[n++] = (uint64_t)M << 32 | (uint32_t)ndim;
+    for (int i = 0; i < M; i++) k[n++] = (uint64_t)mesh->shape[i];
+    for (int d = 0; d < ndim; d++) k[n++] = (uint64_t)gshape[d];
+    for (int i = 0; i < M; i++) {
+        const lt_placement *p = &pl[i];
+        uint64_t w = (uint64_t)p->kind;
+        switch (p->kind) {
+        case LT_PL_PARTIAL: w |= (uint64_t)p->op << 8; break;
+        case LT_PL_STRIDED:
+            if (p->split_factor < 0 || p->split_factor > 0xffff) return 0;
+            w |= (uint64_t)(uint32_t)p->dim << 32 | (uint64_t)p->split_factor << 8;
+            break;
+        case LT_PL_SHARD:
+            if (p->rule.kind == LT_SPLIT_EXPLICIT) return 0;
+            w |= (uint64_t)(uint32_t)p->dim << 32 | (uint64_t)p->rule.kind << 24;
+            break;
+        default: break;
+        }
+        k[n++] = w;
+    }
+    return n;
+}
+
+/* The entry of this key, made the most recent (the least recent one is
+ * taken over, its answers dropped, when none matches); NULL when the mesh
+ * is too big to keep or the list is not kept (sm_key). */
+static shape_memo *sm_get(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt_placement *pl) {
+    if (mesh->world > SM_WORLD || ndim < 0 || ndim > LT_MAX_DIMS) return NULL;
+    uint64_t k[SM_KEY];
+    int n = sm_key(mesh, ndim, gshape, pl, k);
+    if (!n) return NULL;
+    shape_memo *ent = sm_ent;
+    unsigned char *ord = sm_order;
+    int at = SM_N - 1, hit = 0;
+    for (int x = 0; x < SM_N && !hit; x++) {
+        const shape_memo *e = &ent[ord[x]];
+        if (e->nkey != n) continue;
+        int q = 0;
+        while (q < n && e->key[q] == k[q]) q++;
+        if (q == n) {
+            at = x;
+            hit = 1;
+        }
+    }
+    unsigned char id = ord[at];
+    for (int x = at; x > 0; x--) ord[x] = ord[x - 1];
+    ord[0] = id;
+    shape_memo *e = &ent[id];
+    if (hit) return e;
+    e->nkey = n;
+    for (int q = 0; q < n; q++) e->key[q] = k[q];
+    e->have = 0;
+    return e;
+}
+
+/* walk_shape through the memo: the same answers, the same errors. */
+static lt_status walk_shape_memo(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt_placement *pl,
+                                 int rank, lt_rank_layout *out) {
+    shape_memo *e = rank >= 0 && rank < mesh->world && rank < SM_WORLD && ndim <= LT_MAX_DIMS
+                        ? sm_get(mesh, ndim, gshape, pl)
+                        : NULL;
+    if (!e) return walk_shape(mesh, ndim, gshape, pl, rank, out);
+    uint64_t bit = (uint64_t)1 << rank;
+    sm_rank *a = &sm_ans[rank][e - sm_ent];
+    if (!(e->have & bit)) {
+        LT_TRY(walk_shape(mesh, ndim, gshape, pl, rank, out));
+        for (int d = 0; d < ndim && d < LT_MAX_DIMS; d++) {   /* ndim <= LT_MAX_DIMS: said for the compiler */
+            a->ls[d] = out->local_shape[d];
+            a->go[d] = out->global_offset[d];
+            a->contig[d] = (unsigned char)out->contiguous[d];
+        }
+        e->have |= bit;
+        return LT_OK;
+    }
+    for (int d = 0; d < ndim; d++) {
+        out->local_shape[d] = a->ls[d];
+        out->global_offset[d] = a->go[d];
+        out->contiguous[d] = a->contig[d];
+    }
+    return LT_OK;
+}
+
 /* ---- per-rank index lists ------------------------------------------------------ */
+
+#define LAYOUT_BLOCK_MAX 512   /* index entries of sharded dims that share one allocation */
 
 lt_status lt_layout_rank(const lt_mesh *mesh, int ndim, const int64_t *gshape,
                          const lt_placement *pl, int rank, lt_rank_layout *out) {
     memset(out, 0, sizeof *out);
     out->ndim = ndim;
-    LT_TRY(walk_shape(mesh, ndim, gshape, pl, rank, out));
+    LT_TRY(walk_shape_memo(mesh, ndim, gshape, pl, rank, out));
     /* no elements: nothing to index, and another dim may be huge */
     for (int d = 0; d < ndim; d++)
         if (gshape[d] == 0) return LT_OK;
@@ -162,6 +289,23 @@ lt_status lt_layout_rank(const lt_mesh *mesh, int ndim, const int64_t *gshape,
     int64_t run_start[LT_MAX_DIMS] = {0}, len[LT_MAX_DIMS];
     int sharded[LT_MAX_DIMS] = {0};
     for (int d = 0; d < ndim; d++) len[d] = gshape[d];
+    /* Small dims (the usual sweep) get one allocation for all their lists:
+     * dim d's list starts at the sum of the sizes of the sharded dims before
+     * it, with room for the whole dim (a list never grows past it). */
+    int64_t base[LT_MAX_DIMS], room = 0;
+    int onblock = 0;
+    for (int i = 0; i < mesh->ndim; i++)
+        if (lt_placement_is_shard_like(&pl[i])) sharded[pl[i].dim] = 1;
+    for (int d = 0; d < ndim && room <= LAYOUT_BLOCK_MAX; d++)
+        if (sharded[d]) {
+            base[d] = room;
+            room += gshape[d] <= LAYOUT_BLOCK_MAX ? gshape[d] : LAYOUT_BLOCK_MAX + 1;
+        }
+    int64_t *blk = NULL;
+    if (room > 0 && room <= LAYOUT_BLOCK_MAX) {
+        LT_TRY(index_list_new(room, 0, &blk));
+        out->one_block_ = onblock = 1;
+    }
     lt_status st = LT_OK;
     for (int i = 0; i < mesh->ndim && !st; i++) {
         const lt_placement *p = &pl[i];
@@ -180,12 +324,14 @@ lt_status lt_layout_rank(const lt_mesh *mesh, int ndim, const int64_t *gshape,
             run_start[d] += off;
             len[d] = sz;
         } else if (k > 1) {
-            st = strided_from_run(run_start[d], len[d], p->split_factor, k, coord[i], d, &out->idx[d], &len[d]);
+            st = strided_from_run(run_start[d], len[d], p->split_factor, k, coord[i], d, onblock ? blk + base[d] : NULL,
+                                  &out->idx[d], &len[d]);
         }
     }
     for (int d = 0; d < ndim && !st; d++) {
         if (!sharded[d] || out->idx[d]) continue;
-        st = index_list_new(len[d], d, &out->idx[d]);
+        if (onblock) out->idx[d] = blk + base[d];
+        else st = index_list_new(len[d], d, &out->idx[d]);
         for (int64_t j = 0; !st && j < len[d]; j++) out->idx[d][j] = run_start[d] + j;
     }
     for (int d = 0; d < ndim && !st; d++) LT_ASSERT(len[d] == out->local_shape[d]);
@@ -195,10 +341,15 @@ lt_status lt_layout_rank(const lt_mesh *mesh, int ndim, const int64_t *gshape,
 
 void lt_rank_layout_free(lt_rank_layout *l) {
     if (!l) return;
+    int freed = 0;
     for (int d = 0; d < LT_MAX_DIMS; d++) {
-        lt__free(l->idx[d]);
+        if (l->idx[d] && !(l->one_block_ && freed)) {
+            lt__free(l->idx[d]);
+            freed = 1;
+        }
         l->idx[d] = NULL;
     }
+    l->one_block_ = 0;
 }
 
 lt_status lt_layout_check(const lt_mesh *mesh, int ndim, const int64_t *gshape,
@@ -211,8 +362,7 @@ lt_status lt_local_shape_and_offset(const lt_mesh *mesh, int ndim, const int64_t
                                     const lt_placement *pl, int rank, int64_t *local_shape,
                                     int64_t *global_offset) {
     lt_rank_layout l;   /* no lists: walk_shape allocates nothing */
-    memset(&l, 0, sizeof l);
-    LT_TRY(walk_shape(mesh, ndim, gshape, pl, rank, &l));
+    LT_TRY(walk_shape_memo(mesh, ndim, gshape, pl, rank, &l));
     for (int d = 0; d < ndim; d++) {
         if (local_shape) local_shape[d] = l.local_shape[d];
         if (global_offset) global_offset[d] = l.global_offset[d];

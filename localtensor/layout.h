@@ -35,6 +35,9 @@ typedef struct lt_rank_layout {
      * index, and another dim may be huge; local_shape, global_offset and
      * contiguous are still exact. 1 otherwise. */
     int lists;
+    /* private: 1 when the lists share one allocation, which the first
+     * non-NULL idx starts (small dims: lt_layout_rank) */
+    int one_block_;
 } lt_rank_layout;
 
 /* Layout of one rank. `pl` must already be checked (lt_placements_check).

@@ -194,6 +194,8 @@ typedef struct lt_plan {
     lt_placement *states_;                       /* (nsteps + 1, mesh ndim) */
     struct lt__move *moves_;                     /* min-cost: (nsteps) */
     int *perms_;                                 /* min-cost: permutations of permute steps */
+    double search_work_;                         /* min-cost: the work its search charged
+                                                  * (test_plan_memo compares it) */
 } lt_plan;
 
 /* Plans the redistribute of a tensor of global shape `shape` (ndim dims,

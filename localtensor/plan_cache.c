@@ -84,6 +84,7 @@ void lt_plan_cache_clear(void) {
     lt__mc_space_clear();  /* their level prunings (plan_space.c) */
     lt__move_layouts_clear();   /* the executor's layouts (plan_exec.c) */
     lt__state_bytes_clear();    /* the memory estimate's state bytes (redistribute.c) */
+    lt__spare_clear();          /* the searches' spare tables (plan_frontier.c) */
 }
 
 void lt_plan_cache_stats(size_t *hits, size_t *misses, size_t *entries) {

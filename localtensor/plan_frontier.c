@@ -70,10 +70,11 @@ static lt_status keymap_grow(lt__keymap *m) {
     size_t ncap = m->cap ? m->cap * 2 : 256;
     lt__keymap_slot *t = lt__calloc(ncap, sizeof *t);
     if (!t) return lt__err(LT_NOMEM, "out of memory while planning");
+    if (!m->gen) m->gen = 1;   /* the new table's zeroed slots are not in use */
     for (size_t i = 0; i < m->cap; i++) {
-        if (!m->slot[i].idx1) continue;
+        if (m->slot[i].gen != m->gen) continue;
         size_t h = mix(m->slot[i].key) & (ncap - 1);
-        while (t[h].idx1) h = (h + 1) & (ncap - 1);
+        while (t[h].gen == m->gen) h = (h + 1) & (ncap - 1);
         t[h] = m->slot[i];
     }
     lt__free(m->slot);
@@ -86,12 +87,12 @@ lt_status lt__keymap_get(lt__keymap *m, uint64_t key, int next, int *idx, int *a
     *added = 0;
     if ((m->n + 1) * 2 > m->cap) LT_TRY(keymap_grow(m));
     size_t h = mix(key) & (m->cap - 1);
-    for (; m->slot[h].idx1; h = (h + 1) & (m->cap - 1))
+    for (; m->slot[h].gen == m->gen; h = (h + 1) & (m->cap - 1))
         if (m->slot[h].key == key) {
             *idx = m->slot[h].idx1 - 1;
             return LT_OK;
         }
-    m->slot[h] = (lt__keymap_slot){key, next + 1};
+    m->slot[h] = (lt__keymap_slot){key, next + 1, m->gen};
     m->n++;
     *idx = next;
     *added = 1;
@@ -99,8 +100,69 @@ lt_status lt__keymap_get(lt__keymap *m, uint64_t key, int next, int *idx, int *a
 }
 
 void lt__keymap_clear(lt__keymap *m) {
-    if (m->slot) memset(m->slot, 0, sizeof *m->slot * m->cap);
+    if (m->slot && !++m->gen) {   /* the generations wrapped: zero, and start again */
+        memset(m->slot, 0, sizeof *m->slot * m->cap);
+        m->gen = 1;
+    }
     m->n = 0;
+}
+
+/* ---- spare tables ------------------------------------------------------------------- */
+
+#define SPARE_N 4
+typedef struct spare {
+    void *p;
+    size_t cap;
+    uint32_t gen;
+} spare;
+static int spare_lock;
+static spare spares[2][SPARE_N];
+static int nspares[2];
+
+static void spare_lock_take(void) {
+    while (__atomic_exchange_n(&spare_lock, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&spare_lock, __ATOMIC_RELAXED)) {
+        }
+}
+static void spare_lock_drop(void) { __atomic_store_n(&spare_lock, 0, __ATOMIC_RELEASE); }
+
+void lt__spare_take(int kind, void **p, size_t *cap, uint32_t *gen) {
+    *p = NULL;
+    *cap = 0;
+    *gen = 0;
+    spare_lock_take();
+    if (nspares[kind]) {
+        spare s = spares[kind][--nspares[kind]];
+        *p = s.p;
+        *cap = s.cap;
+        *gen = s.gen;
+    }
+    spare_lock_drop();
+}
+
+void lt__spare_give(int kind, void *p, size_t cap, size_t esize, uint32_t gen) {
+    if (!p) return;
+    if (cap * esize > LT__SPARE_MAX) {
+        lt__free(p);
+        return;
+    }
+    if (!++gen) {   /* wrapped: no entry may look in use */
+        memset(p, 0, cap * esize);
+        gen = 1;
+    }
+    spare_lock_take();
+    int kept = nspares[kind] < SPARE_N;
+    if (kept) spares[kind][nspares[kind]++] = (spare){p, cap, gen};
+    spare_lock_drop();
+    if (!kept) lt__free(p);
+}
+
+void lt__spare_clear(void) {
+    spare_lock_take();
+    for (int k = 0; k < 2; k++) {
+        while (nspares[k]) lt__free(spares[k][--nspares[k]].p);
+    }
+    spare_lock_drop();
 }
 
 void lt__keymap_free(lt__keymap *m) {

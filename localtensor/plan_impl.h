@@ -295,16 +295,37 @@ lt__pq_item lt__pq_pop(lt__pq *q);
 /* Frees the entries; q is empty and reusable after. */
 void lt__pq_free(lt__pq *q);
 
-/* A state's key -> its node index (open addressing, at most half full). */
+/* A state's key -> its node index (open addressing, at most half full). A
+ * slot is in use when its gen is the map's: emptying the map is a new gen
+ * (so a table is reused without clearing it). */
 typedef struct lt__keymap_slot {
     uint64_t key;
-    int idx1;           /* node index + 1; 0: empty */
+    int idx1;           /* node index + 1 */
+    uint32_t gen;
 } lt__keymap_slot;
 
 typedef struct lt__keymap {
-    lt__keymap_slot *slot;   /* (cap) lt__calloc */
+    lt__keymap_slot *slot;   /* (cap) lt__calloc'ed, or taken from lt__spare_take */
     size_t n, cap;
+    uint32_t gen;            /* 0 until the table is made */
 } lt__keymap;
+
+/* Tables that searches empty and the next search reuses (a process-wide
+ * pool of a few, each up to LT__SPARE_MAX bytes, behind a spin lock), kinds
+ * LT__SPARE_KEYMAP and LT__SPARE_MEMO. Entries carry a generation: a table
+ * is empty for generation *gen when no entry has it. _take: *p (NULL: none
+ * spare) with its *cap entries of esize bytes and the generation to use;
+ * ownership passes to the caller. _give: takes ownership of p (cap entries
+ * of esize bytes, entries of generations up to gen): kept for the next
+ * search, emptied (a new generation, or zeroed when the generations wrap),
+ * or freed when the pool is full or p is too big. _clear frees the pool
+ * (lt_plan_cache_clear). */
+#define LT__SPARE_KEYMAP 0
+#define LT__SPARE_MEMO 1
+#define LT__SPARE_MAX (16u << 10)
+void lt__spare_take(int kind, void **p, size_t *cap, uint32_t *gen);
+void lt__spare_give(int kind, void *p, size_t cap, size_t esize, uint32_t gen);
+void lt__spare_clear(void);
 
 /* *idx = the node of key; when absent, key gets index `next` (the caller
  * then creates that node) and *added = 1. LT_NOMEM ("out of memory while
@@ -322,7 +343,8 @@ typedef struct lt__msg lt__msg;   /* one result (what each rank holds), its matc
 /* What find_state answered for one result (by two hashes of it). */
 typedef struct lt__memo {
     uint64_t h1, h2, key;
-    unsigned char found, used;
+    uint32_t gen;       /* in use when it is the search's memogen */
+    unsigned char found;
 } lt__memo;
 
 typedef struct lt__mc {
@@ -357,6 +379,8 @@ typedef struct lt__mc {
     int *perms;                  /* permutations of permute moves */
     lt__memo *memo;              /* open addressing on h1 */
     size_t nmemo, capmemo;
+    uint32_t memogen;            /* the generation of memo's entries in use */
+    int pooled;                  /* 1: map and memo go back to the spare tables (lt__spare_give) */
     size_t nperms, capperms;
     /* nodes */
     lt__node *nodes;
@@ -372,6 +396,13 @@ typedef struct lt__mc {
     unsigned char creg[LT_MESH_MAX_DIMS][LT__MAXC];   /* candidate -> index in ms's registry */
     int msdst;                   /* dst's index in ms's destination registry, -1: none */
     signed char cpop[LT_MESH_MAX_DIMS][LT__MAXC];     /* candidate's Partial op, -1: none (set with creg) */
+    /* set with creg, for the replays of dec and the local walk (plan_memo.c):
+     * per mesh dim and Partial op + 1, the registry indices of the
+     * candidates with that op (a bit each: the registry has 64 entries);
+     * per registry index, its candidate and that candidate's place among
+     * those with its op */
+    uint64_t cregmask[LT_MESH_MAX_DIMS][LT_REDOP_COUNT + 1];
+    unsigned char rcand[LT_MESH_MAX_DIMS][64], rpos[LT_MESH_MAX_DIMS][64];
     double *rec;                 /* while set, spend() writes its amounts here */
     int nrec;
     int recording;               /* 1: try_move appends to scr (plan_memo.c) */
@@ -422,7 +453,14 @@ int64_t lt__mc_move_bytes(lt__mc *c, int from, const lt__mv *mv, int *reorder);
 /* Pieces of plan_moves.c that plan_memo.c replays (the same code, so the
  * same answers and the same work): */
 double lt__mc_runs(const lt__list *l, size_t n);   /* runs past the first */
-int lt__mc_spend(lt__mc *c, double n);               /* 1: past the budget */
+/* Charges n list operations; 1 when past the budget. While c->rec is set
+ * the amounts are also written there (plan_memo.c learns what a move
+ * costs; room for a few). Inline: the replays charge tens of millions of
+ * times per sweep. */
+static inline int lt__mc_spend(lt__mc *c, double n) {
+    if (c->rec) c->rec[c->nrec++] = n;
+    return (c->work += n) > c->budget;
+}
 int lt__mc_unions(lt__mc *c);                        /* c->U from c->G: 1, -1, -2 */
 int lt__mc_pops_ok(const lt__mc *c);
 void lt__mc_g_hash(const lt__mc *c, uint64_t *h1, uint64_t *h2);
@@ -477,6 +515,10 @@ lt_status lt__ms_local_walk(lt__mc *c, int from, const lt__list *a, const signed
  * _put records what perm_sigma found (r 1 or 0). */
 int lt__ms_sigma_get(lt__mc *c, int i, int b, int *sigma);
 void lt__ms_sigma_put(lt__mc *c, int i, int b, int r, const int *sigma);
+/* 1 when the state being expanded knows the permute of every candidate of
+ * mesh dim i that is not Partial (*cands: those that are permutes, bit b
+ * for candidate b); 0 otherwise, or when lt__ms_dec_sets is 0. */
+int lt__ms_permute_set(lt__mc *c, int i, uint64_t *cands);
 /* try_move of permute mv (candidate b of its mesh dim, whose sigma the
  * space knows) through the shared records; *done as lt__ms_try_move. */
 lt_status lt__ms_permute(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey, int b,
@@ -502,6 +544,11 @@ void lt__ms_g_load(lt__mc *c, const lt__msg *gr);
 uint32_t *lt__ms_lb_slot(lt__mc *c, lt__msg *g);
 /* Empties the shared spaces (lt_plan_cache_clear). */
 void lt__ms_clear(void);
+/* 1 (the default): the replays of dec and of the local walk take the
+ * matching candidates from the records' bit sets; 0: they scan the
+ * candidates one by one. Both charge the same and answer the same
+ * (test_plan_memo compares them). */
+extern int lt__ms_dec_sets;
 
 /* Min-cost plan of a redistribute (lists normalized, checked, not rejected;
  * the arguments of lt__plan_build). *out: a new plan. LT_OVERFLOW (no

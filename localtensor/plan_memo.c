@@ -67,13 +67,15 @@
  * empty). Candidates whose level j + 1 is the same share a slot (local
  * walk) or not (dec). kid: the next level's node, or at the last level of
  * the local walk the record of the picked blocks. v entries are published
- * with release stores after their kid. */
+ * with release stores after their kid, then their bits in known (and okm
+ * when V_OK), so a reader that sees a bit in known sees its v and kid. */
 #define MS_KIDS 16
 #define V_UNKNOWN 0xff
 #define V_OK 0x20
 #define V_EMPTY 0x10
 typedef struct tnode {
     double cost;
+    uint64_t known, okm;              /* bit ri: v[ri] published; v[ri] is V_OK | .. (atomic) */
     unsigned char v[MS_REG];
     unsigned char rep[MS_KIDS];       /* local walk: a registry placement of each slot */
     int nkids;
@@ -117,6 +119,7 @@ typedef struct script {
  * made) or none (r 0), for registry placement ri; a list per mesh dim. */
 typedef struct sigrec {
     int ri, r;
+    uint64_t known, perm;             /* registry indices of this record and those after it: all; permutes */
     mvrec *m;
     struct sigrec *next;
     int sigma[];                      /* (mesh dim size) */
@@ -312,6 +315,13 @@ void lt__ms_attach(lt__mc *c) {
             }
             c->creg[i][b] = (unsigned char)x;
             c->cpop[i][b] = (signed char)pop_of(&c->cand[i][b]);
+            if (x < MS_REG) {
+                int o = c->cpop[i][b] + 1, pos = 0;
+                for (int e = 0; e < b; e++) pos += c->cpop[i][e] == c->cpop[i][b];
+                c->cregmask[i][o] |= (uint64_t)1 << x;
+                c->rcand[i][x] = (unsigned char)b;
+                c->rpos[i][x] = (unsigned char)pos;
+            }
         }
     if (ok) {
         int x = 0;
@@ -536,7 +546,11 @@ static int rebuild(lt__mc *c, lt__list *lay, int j, const int *prefix) {
 }
 
 /* Publishes v for registry placement ri of n. */
-static void vset(tnode *n, int ri, int v) { __atomic_store_n(&n->v[ri], (unsigned char)v, __ATOMIC_RELEASE); }
+static void vset(tnode *n, int ri, int v) {
+    __atomic_store_n(&n->v[ri], (unsigned char)v, __ATOMIC_RELEASE);
+    if (v & V_OK) __atomic_fetch_or(&n->okm, (uint64_t)1 << ri, __ATOMIC_RELEASE);
+    __atomic_fetch_or(&n->known, (uint64_t)1 << ri, __ATOMIC_RELEASE);
+}
 static int vget(const tnode *n, int ri) { return __atomic_load_n(&n->v[ri], __ATOMIC_ACQUIRE); }
 
 /* Fills dec node n (level j, prefix) for every candidate of c's level j
@@ -572,6 +586,17 @@ static int dnode_fill(lt__mc *c, const lt__msg *gr, tnode *n, int j, const int *
     return rc;
 }
 
+int lt__ms_dec_sets = 1;
+_Static_assert(MS_REG <= 64 && LT__MAXC <= 64, "registry indices and candidates fit a 64-bit set");
+
+/* The candidates of mesh dim j (bit b: candidate b) whose registry indices
+ * are in set rs (of c's candidates there). */
+static uint64_t by_cand(const lt__mc *c, int j, uint64_t rs) {
+    uint64_t bm = 0;
+    for (; rs; rs &= rs - 1) bm |= (uint64_t)1 << c->rcand[j][__builtin_ctzll(rs)];
+    return bm;
+}
+
 /* dec's walk over the tree in c's candidate order: 1 found (*out), 0 none,
  * -3 unknown; *total and *nsp: the work it charges and how many charges. */
 static int walk(lt__mc *c, lt__msg *gr, tnode *n, int j, int *prefix, uint64_t key, uint64_t *out, double *total,
@@ -579,6 +604,38 @@ static int walk(lt__mc *c, lt__msg *gr, tnode *n, int j, int *prefix, uint64_t k
     if (j == c->g.M) {
         *out = key;
         return 1;
+    }
+    uint64_t want = c->cregmask[j][gr->gpop[j] + 1];
+    if (lt__ms_dec_sets && !(want & ~__atomic_load_n(&n->known, __ATOMIC_ACQUIRE))) {
+        /* every candidate the loop below would look at is known: it charges
+         * one cost per candidate up to the one that answers (all of them
+         * when none does), and recurses into the matching ones in order;
+         * the charges are whole numbers, so k of them sum to cost * k */
+        uint64_t ok = __atomic_load_n(&n->okm, __ATOMIC_ACQUIRE) & want;
+        double cost = n->cost;
+        const unsigned char *rpos = c->rpos[j];
+        for (;;) {
+            if (!ok) {
+                int k = __builtin_popcountll(want);
+                *total += cost * k;
+                *nsp += k;
+                return 0;
+            }
+            int ri = -1;
+            for (uint64_t x = ok; x; x &= x - 1) {   /* the earliest in c's order */
+                int q = __builtin_ctzll(x);
+                if (ri < 0 || rpos[q] < rpos[ri]) ri = q;
+            }
+            ok &= ~((uint64_t)1 << ri);
+            int b = c->rcand[j][ri], v = vget(n, ri);
+            prefix[j] = b;
+            int r = walk(c, gr, n->kid[v & 15], j + 1, prefix, key | (uint64_t)b << (8 * j), out, total, nsp);
+            if (r != 0 || !gr->uempty_any[j + 1]) {
+                *total += cost * (rpos[ri] + 1);
+                *nsp += rpos[ri] + 1;
+                return r;
+            }   /* else the next matching candidate; this level's charges are counted when it stops */
+        }
     }
     const signed char *cp = c->cpop[j];
     const unsigned char *cr = c->creg[j];
@@ -694,6 +751,18 @@ static int lnode_fill(lt__mc *c, const lt__list *a, const signed char *apop, tno
 /* Makes sure every node the walk of c's order reaches is known: 0, -1. */
 static int lw_prep(lt__mc *c, const lt__list *a, const signed char *apop, tnode *n, int j, int *prefix) {
     unsigned seen = 0;
+    uint64_t want = c->cregmask[j][apop[j] + 1];
+    if (lt__ms_dec_sets && !(want & ~__atomic_load_n(&n->known, __ATOMIC_ACQUIRE))) {
+        /* all known here: only the matching candidates, in c's order */
+        for (uint64_t bm = by_cand(c, j, __atomic_load_n(&n->okm, __ATOMIC_ACQUIRE) & want); bm; bm &= bm - 1) {
+            int b = __builtin_ctzll(bm), v = vget(n, c->creg[j][b]);
+            if (seen & 1u << (v & 15)) continue;
+            seen |= 1u << (v & 15);
+            prefix[j] = b;
+            if (j + 1 < c->g.M && lw_prep(c, a, apop, n->kid[v & 15], j + 1, prefix) < 0) return -1;
+        }
+        return 0;
+    }
     const signed char *cp = c->cpop[j];
     int ap = apop[j], nc = c->nc[j];
     for (int b = 0; b < nc; b++) {
@@ -721,9 +790,25 @@ static lt_status lw_replay(lt__mc *c, int from, const signed char *apop, uint64_
     const signed char *cp = c->cpop[j];
     const unsigned char *cr = c->creg[j];
     int ap = apop[j], nc = c->nc[j];
-    for (int b = 0; b < nc; b++) {
-        if (cp[b] != ap) continue;
-        if (lt__mc_spend(c, n->cost)) return LT_OVERFLOW;
+    uint64_t want = c->cregmask[j][ap + 1], bm = 0;
+    int sets = lt__ms_dec_sets && !(want & ~__atomic_load_n(&n->known, __ATOMIC_ACQUIRE));
+    if (sets) {
+        /* the scan's charges, one per candidate of this op, at once: the
+         * same whole-number sum, and past the budget either way when the
+         * scan would be (it only adds, and its relaxations do not count);
+         * then only the matching candidates, in c's order */
+        int k = __builtin_popcountll(want);
+        if (k && lt__mc_spend(c, n->cost * k)) return LT_OVERFLOW;
+        bm = by_cand(c, j, __atomic_load_n(&n->okm, __ATOMIC_ACQUIRE) & want);
+    }
+    for (int b = 0; sets ? bm != 0 : b < nc; b++) {
+        if (sets) {
+            b = __builtin_ctzll(bm);
+            bm &= bm - 1;
+        } else {
+            if (cp[b] != ap) continue;
+            if (lt__mc_spend(c, n->cost)) return LT_OVERFLOW;
+        }
         int v = vget(n, cr[b]);
         if (!v || (seen & 1u << (v & 15))) continue;
         seen |= 1u << (v & 15);
@@ -775,6 +860,14 @@ static sigrec *sig_find(const lt__mc *c, int i, int b) {
     return e;
 }
 
+int lt__ms_permute_set(lt__mc *c, int i, uint64_t *cands) {
+    const sigrec *e = __atomic_load_n(&c->mstate->sig[i], __ATOMIC_ACQUIRE);
+    uint64_t want = c->cregmask[i][0];   /* the candidates that are not Partial */
+    if (!lt__ms_dec_sets || !e || (want & ~e->known)) return 0;
+    *cands = by_cand(c, i, e->perm & want);
+    return 1;
+}
+
 int lt__ms_sigma_get(lt__mc *c, int i, int b, int *sigma) {
     sigrec *e = sig_find(c, i, b);
     if (!e) return -3;
@@ -790,6 +883,8 @@ void lt__ms_sigma_put(lt__mc *c, int i, int b, int r, const int *sigma) {
     if (e) {
         e->ri = c->creg[i][b];
         e->r = r;
+        e->known = (st->sig[i] ? st->sig[i]->known : 0) | (uint64_t)1 << e->ri;
+        e->perm = (st->sig[i] ? st->sig[i]->perm : 0) | (uint64_t)(r != 0) << e->ri;
         if (r) memcpy(e->sigma, sigma, sizeof(int) * (size_t)n);
         e->next = st->sig[i];
         __atomic_store_n(&st->sig[i], e, __ATOMIC_RELEASE);

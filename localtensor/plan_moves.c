@@ -33,13 +33,7 @@ static const lt__list *blk(const lt__mc *c, const lt__list *lay, int r) {
     return lay + c->g.off[c->g.M] + (size_t)r * (size_t)c->g.ndim;
 }
 
-/* Charges n list operations; 1 when past the budget. While c->rec is set
- * the amounts are also written there (plan_memo.c learns what a move
- * costs; room for a few). */
-static int spend(lt__mc *c, double n) {
-    if (c->rec) c->rec[c->nrec++] = n;
-    return (c->work += n) > c->budget;
-}
+#define spend lt__mc_spend
 
 /* Runs past the first in lists l[0..n): walking lists of many runs costs
  * more than the list count the budget charges, so these are charged too
@@ -248,10 +242,11 @@ int lt__mc_find_hashed(lt__mc *c, uint64_t h1, uint64_t h2, lt__msg *gr, uint64_
         size_t ncap = c->capmemo ? c->capmemo * 2 : 64;   /* most searches meet few results */
         lt__memo *nm = lt__calloc(ncap, sizeof(lt__memo));
         if (!nm) return -1;
+        if (!c->memogen) c->memogen = 1;   /* zeroed entries are not in use */
         for (size_t q = 0; q < c->capmemo; q++) {
-            if (!c->memo[q].used) continue;
+            if (c->memo[q].gen != c->memogen) continue;
             size_t x = c->memo[q].h1 & (ncap - 1);
-            while (nm[x].used) x = (x + 1) & (ncap - 1);
+            while (nm[x].gen == c->memogen) x = (x + 1) & (ncap - 1);
             nm[x] = c->memo[q];
         }
         lt__free(c->memo);
@@ -259,7 +254,7 @@ int lt__mc_find_hashed(lt__mc *c, uint64_t h1, uint64_t h2, lt__msg *gr, uint64_
         c->capmemo = ncap;
     }
     size_t x = h1 & (c->capmemo - 1);
-    for (; c->memo[x].used; x = (x + 1) & (c->capmemo - 1))
+    for (; c->memo[x].gen == c->memogen; x = (x + 1) & (c->capmemo - 1))
         if (c->memo[x].h1 == h1 && c->memo[x].h2 == h2) {
             *key = c->memo[x].key;
             return c->memo[x].found;
@@ -275,7 +270,7 @@ int lt__mc_find_hashed(lt__mc *c, uint64_t h1, uint64_t h2, lt__msg *gr, uint64_
         if (r > 0) r = dec(c, 0, 0, key);
     }
     if (r < 0) return r;
-    c->memo[x] = (lt__memo){h1, h2, r ? *key : 0, (unsigned char)r, 1};
+    c->memo[x] = (lt__memo){h1, h2, r ? *key : 0, c->memogen, (unsigned char)r};
     c->nmemo++;
     return r;
 }
@@ -289,8 +284,6 @@ static int find_state(lt__mc *c, uint64_t *key) {
     lt__mc_g_hash(c, &h1, &h2);
     return lt__mc_find_hashed(c, h1, h2, NULL, key);
 }
-
-int lt__mc_spend(lt__mc *c, double n) { return spend(c, n); }
 
 int lt__mc_canon(lt__mc *c, const lt__list *lay, const signed char *pop, uint64_t *key) {
     const lt__geo *g = &c->g;
@@ -725,10 +718,24 @@ static lt_status try_permutes(lt__mc *c, int from, const lt__list *a, const sign
     int n = g->mesh->shape[i], nd = g->ndim;
     int *sigma = c->iscr;
     double runs = lt__mc_runs(a + g->off[i], (size_t)g->T[i] * (size_t)nd);
-    for (int b = 0; b < c->nc[i]; b++) {
+    /* every candidate's permute known to the shared space: the loop's
+     * charges at once (whole numbers: the same sum; past the budget on the
+     * same searches), then only the permutes, in candidate order */
+    uint64_t bm = 0;
+    int sets = c->mstate && lt__ms_permute_set(c, i, &bm);
+    if (sets) {
+        int k = 0;
+        for (int b = 0; b < c->nc[i]; b++) k += pop_of(&c->cand[i][b]) < 0;
+        if (k && spend(c, (g->T[i + 1] + runs) * k)) return LT_OVERFLOW;
+    }
+    for (int b = 0; sets ? bm != 0 : b < c->nc[i]; b++) {
+        if (sets) {
+            b = __builtin_ctzll(bm);
+            bm &= bm - 1;
+        }
         const lt_placement *p = &c->cand[i][b];
-        if (pop_of(p) >= 0) continue;
-        if (spend(c, g->T[i + 1] + runs)) return LT_OVERFLOW;
+        if (!sets && pop_of(p) >= 0) continue;
+        if (!sets && spend(c, g->T[i + 1] + runs)) return LT_OVERFLOW;
         /* sigma: known to the shared space (1: a permute, 0: none), or computed */
         int known = c->mstate ? lt__ms_sigma_get(c, i, b, sigma) : -3;
         if (known == 0) continue;

@@ -155,7 +155,13 @@ static void mc_free(lt__mc *c) {
     for (int n = 0; n < c->nnodes; n++)
         if (!c->nodes[n].lay_shared) lt__free(c->nodes[n].lay);
     lt__free(c->nodes);
-    lt__keymap_free(&c->map);
+    if (c->pooled) {
+        lt__spare_give(LT__SPARE_KEYMAP, c->map.slot, c->map.cap, sizeof *c->map.slot, c->map.gen);
+        lt__spare_give(LT__SPARE_MEMO, c->memo, c->capmemo, sizeof *c->memo, c->memogen);
+    } else {
+        lt__keymap_free(&c->map);
+        lt__free(c->memo);
+    }
     lt__pq_free(&c->queue);
     lt__free(c->G);
     lt__free(c->Gempty);
@@ -170,7 +176,6 @@ static void mc_free(lt__mc *c) {
     lt__free(c->recv);
     lt__free(c->iscr);
     lt__free(c->perms);
-    lt__free(c->memo);
     lt__free((void *)c->dlay);
     lt__ms_detach(c);
     lt__free(c->scr);
@@ -233,6 +238,16 @@ static lt_status mc_new(const lt_spec *from, const lt_placement *dst, int shared
     if (st) return st;
     if (expansion_cost(c) * 8 > c->budget) return LT_OVERFLOW;
     if (shared) lt__ms_attach(c);
+    /* the key map and the memo of a search that may use the caches: emptied
+     * tables of an earlier one, when spare, handed on to the next after */
+    if (shared) {
+        void *sp;
+        c->pooled = 1;
+        lt__spare_take(LT__SPARE_KEYMAP, &sp, &c->map.cap, &c->map.gen);
+        c->map.slot = sp;
+        lt__spare_take(LT__SPARE_MEMO, &sp, &c->capmemo, &c->memogen);
+        c->memo = sp;
+    }
     size_t nd = (size_t)(ndim ? ndim : 1), W = (size_t)c->g.W, nl = c->g.off[c->g.M + 1] + 1;
     c->G = lt__malloc(sizeof(lt__list) * W * nd);
     c->Gempty = lt__malloc(W);
@@ -352,6 +367,7 @@ static lt_status make_plan(lt__mc *c, lt_dtype dtype, const lt_placement *usrc, 
     p->nsteps = n;
     p->refs_ = 1;
     p->states_explored = c->expanded;
+    p->search_work_ = c->work;
     memcpy(p->states_, usrc, sizeof(lt_placement) * (size_t)M);
     for (int s = 1; s <= n; s++) {
         lt_placement eff[LT_MESH_MAX_DIMS];

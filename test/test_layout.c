@@ -227,6 +227,116 @@ static void test_brute_force(void **state) {
     assert_true(n_rejected > 100);
 }
 
+/* layout.c keeps each thread's answers for the last few (mesh, shape,
+ * placements) per rank. Specs that differ in one part of that key only
+ * (a mesh size, a shape, a dim, a split factor, a rule, Partial against
+ * Replicate, explicit sizes), asked rank by rank in turn, more of them than
+ * it keeps (so entries are taken over), against the reference: an answer
+ * kept for one spec and given for another would show here. */
+static void test_layout_memo_interleaved(void **state) {
+    (void)state;
+    typedef struct spec_ {
+        const char *mesh, *pls;
+        int64_t g[2];
+    } spec_;
+    static const spec_ specs[] = {
+        {"2x2x2", "S(0),S(1),SS(0,2)", {9, 13}}, {"2x2x2", "S(0),S(1),SS(0,3)", {9, 13}},
+        {"2x2x2", "S(0),S(1),SS(1,2)", {9, 13}}, {"2x2x2", "S(0),S(1),SS(0,2)", {9, 12}},
+        {"2x2x2", "S(0),S(1),SS(0,2)", {8, 13}}, {"2x2x2", "S(0,balanced),S(1),SS(0,2)", {9, 13}},
+        {"2x2x2", "S(0,last),S(1),SS(0,2)", {9, 13}}, {"2x2x2", "S(0,[0,9]),S(1),SS(0,2)", {9, 13}},
+        {"2x2x2", "S(0,[1,8]),S(1),SS(0,2)", {9, 13}}, {"2x2x2", "R,S(1),SS(0,2)", {9, 13}},
+        {"2x2x2", "P(sum),S(1),SS(0,2)", {9, 13}}, {"2x3", "S(0),SS(0,2)", {9, 13}},
+        {"3x2", "S(0),SS(0,2)", {9, 13}},          {"2x2x2", "S(1),S(0),SS(0,2)", {9, 13}},
+    };
+    enum { NS = sizeof specs / sizeof specs[0] };
+    lt_mesh m[NS];
+    lt_placement pl[NS][8];
+    for (int x = 0; x < NS; x++) {
+        int np;
+        LT_CHECK(lt_mesh_parse(specs[x].mesh, &m[x]));
+        LT_CHECK(lt_placements_parse(specs[x].pls, pl[x], 8, &np));
+        LT_CHECK(lt_placements_check(&m[x], 2, pl[x], np, pl[x]));
+    }
+    long checked = 0;
+    for (int round = 0; round < 3; round++)
+        for (int r = 0; r < 8; r++)
+            for (int y = 0; y < NS; y++) {
+                int x = round == 1 ? NS - 1 - y : round == 2 ? (y * 5) % NS : y;   /* 5 and NS are coprime */
+                if (r >= m[x].world) continue;
+                ilist lists[2];
+                assert_true(ref_layout(&m[x], 2, specs[x].g, pl[x], r, lists));
+                int64_t ls[2], go[2];
+                LT_CHECK(lt_local_shape_and_offset(&m[x], 2, specs[x].g, pl[x], r, ls, go));
+                lt_rank_layout l;
+                LT_CHECK(lt_layout_rank(&m[x], 2, specs[x].g, pl[x], r, &l));
+                for (int d = 0; d < 2; d++) {
+                    int64_t want_off = lists[d].n ? lists[d].v[0] : 0;
+                    int sharded = 0;
+                    for (int i = 0; i < m[x].ndim; i++) sharded |= lt_placement_is_shard_like(&pl[x][i]) && pl[x][i].dim == d;
+                    if (sharded && !lists[d].n) want_off = specs[x].g[d];
+                    if (!sharded) want_off = 0;
+                    if (ls[d] != lists[d].n || go[d] != want_off || l.local_shape[d] != lists[d].n ||
+                        l.global_offset[d] != want_off)
+                        fail_msg("round %d, %s on %s (%lld, %lld), rank %d dim %d: (%lld, %lld) and (%lld, %lld), "
+                                 "reference (%lld, %lld)",
+                                 round, specs[x].pls, specs[x].mesh, (long long)specs[x].g[0], (long long)specs[x].g[1],
+                                 r, d, (long long)ls[d], (long long)go[d], (long long)l.local_shape[d],
+                                 (long long)l.global_offset[d], (long long)lists[d].n, (long long)want_off);
+                    for (int64_t i = 0; i < lists[d].n; i++)
+                        assert_int_equal(l.idx[d] ? l.idx[d][i] : i, lists[d].v[i]);
+                }
+                lt_rank_layout_free(&l);
+                checked++;
+            }
+    assert_int_equal(checked, 3 * (12 * 8 + 2 * 6));
+    /* a mesh of more ranks than are kept per entry: answered directly; the
+     * lists of a dim too big to share one allocation with the others (and
+     * of one that does) */
+    lt_mesh big;
+    lt_placement bp[3];
+    int np;
+    LT_CHECK(lt_mesh_parse("4x4x8", &big));
+    LT_CHECK(lt_placements_parse("S(0),SS(0,3),S(0)", bp, 3, &np));
+    const int64_t g1s[] = {300, 2000};
+    for (int s = 0; s < 2; s++) {
+        const int64_t *g1 = &g1s[s];
+        for (int r = 0; r < big.world; r += 7) {
+            int64_t ls, go, *ref = malloc(sizeof(int64_t) * (size_t)*g1);
+            assert_non_null(ref);
+            for (int64_t i = 0; i < *g1; i++) ref[i] = i;   /* the reference's splits, on a list this long */
+            int64_t n = *g1, c[3];
+            int cc[3];
+            lt_mesh_coord(&big, r, cc);
+            for (int i = 0; i < 3; i++) c[i] = cc[i];
+            for (int i = 0; i < 3; i++) {
+                int64_t k = big.shape[i], out = 0;
+                if (bp[i].kind == LT_PL_SHARD) {
+                    int64_t ch = (n + k - 1) / k, lo = c[i] * ch, hi = lo + ch < n ? lo + ch : n;
+                    for (int64_t q = lo; q < hi; q++) ref[out++] = ref[q];
+                } else {
+                    int64_t sf = bp[i].split_factor, pc = (n + sf - 1) / sf;
+                    for (int64_t j = 0; j < sf; j++) {
+                        int64_t plo = j * pc, phi = plo + pc < n ? plo + pc : n;
+                        if (plo >= n) break;
+                        int64_t pn = phi - plo, ch = (pn + k - 1) / k, lo = c[i] * ch, hi = lo + ch < pn ? lo + ch : pn;
+                        for (int64_t q = lo; q < hi; q++) ref[out++] = ref[plo + q];   /* out <= plo + q: in place */
+                    }
+                }
+                n = out;
+            }
+            LT_CHECK(lt_local_shape_and_offset(&big, 1, g1, bp, r, &ls, &go));
+            assert_int_equal(ls, n);
+            assert_int_equal(go, n ? ref[0] : *g1);
+            lt_rank_layout l;
+            LT_CHECK(lt_layout_rank(&big, 1, g1, bp, r, &l));
+            assert_int_equal(l.local_shape[0], n);
+            for (int64_t i = 0; i < n; i++) assert_int_equal(l.idx[0][i], ref[i]);
+            lt_rank_layout_free(&l);
+            free(ref);
+        }
+    }
+}
+
 /* ---- docs/SEMANTICS.md examples ----------------------------------------------- */
 
 static void expect_rank_indices(const char *mesh_s, int64_t n, const char *pls, int ranks,
@@ -524,7 +634,7 @@ int main(void) {
         cmocka_unit_test(test_nested_18),        cmocka_unit_test(test_offsets_table),
         cmocka_unit_test(test_global_info),      cmocka_unit_test(test_layout_errors),
         cmocka_unit_test(test_chunk_size_and_offset),
-        cmocka_unit_test(test_brute_force),
+        cmocka_unit_test(test_brute_force),      cmocka_unit_test(test_layout_memo_interleaved),
         cmocka_unit_test(test_empty_huge_dims),  cmocka_unit_test(test_index_list_too_big),
         cmocka_unit_test(test_contiguous_strides_overflow),
     };

@@ -79,6 +79,20 @@ static void test_coordinates(void **state) {
     assert_int_equal(c[0], 1);
     assert_int_equal(c[1], 1);
     assert_int_equal(c[2], 0);
+    /* powers of two (taken by mask and shift) mixed with other sizes: every
+     * rank against counting through the coordinates in row-major order */
+    static const char *const meshes[] = {"4x3x2", "3x8", "1x16x1", "5x2x7", "2x2x2x2x2x2", "64"};
+    for (size_t x = 0; x < sizeof meshes / sizeof meshes[0]; x++) {
+        LT_CHECK(lt_mesh_parse(meshes[x], &m));
+        int wc[LT_MESH_MAX_DIMS] = {0};
+        for (int r = 0; r < m.world; r++) {
+            int got[LT_MESH_MAX_DIMS];
+            lt_mesh_coord(&m, r, got);
+            for (int i = 0; i < m.ndim; i++)
+                if (got[i] != wc[i]) fail_msg("mesh %s rank %d: coordinate %d is %d, wanted %d", meshes[x], r, i, got[i], wc[i]);
+            for (int i = m.ndim - 1; i >= 0 && ++wc[i] == m.shape[i]; i--) wc[i] = 0;   /* the next rank */
+        }
+    }
 }
 
 static void expect_group(const lt_mesh *m, int d, int g, const int *want) {
