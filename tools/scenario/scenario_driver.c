@@ -271,6 +271,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
     for (int i = 0; i < files.n; i++) {
         lt_sc_file *f = NULL;
         lt__sc_load_unbuilt_init(opt->owned && opt->nproc > 1);
+        lt__sc_set_step_agree(opt->owned ? opt->step_agree : NULL);
         lt_status st = lt_sc_load(files.v[i], &f);
         if (st) {
             /* the message goes to stderr once, now; the report lists the file
@@ -295,7 +296,6 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
                 cs->record_trace = opt->trace;
                 if (opt->numerics) lt_numerics_parse(opt->numerics, &cs->numerics);   /* checked by the CLI */
                 cs->engine = opt->engine;
-                cs->step_agree = opt->owned ? opt->step_agree : NULL;
                 cs->compare_backend = opt->compare_backend;
                 sel += cs->selected;
             }

@@ -270,7 +270,6 @@ typedef struct sc_case {
     int record_trace;         /* --trace: op log and comm table in res (scenario_trace.c) */
     lt_numerics numerics;     /* numerics: (localtensor/numerics.h); full by default */
     const lt_engine_i *engine;/* --engine: of the case's communicator (NULL: in-process) */
-    int (*step_agree)(int status, int *kind, char *msg, size_t cap, int *from); /* lt_sc_options' */
     const struct lt_backend *compare_backend; /* --compare-backend: run there first and compare
                                                * every stored value (NULL: no) */
     lt_sc_result res;
@@ -593,6 +592,10 @@ lt_status lt__sc_sampled_collective(sc_run_ctx *rc, lt_coll kind, const char *te
  * same outcome), else that process reports it. Returns the status to go on
  * with; s itself when nothing is agreed (every rank held here). */
 lt_status lt__sc_step_agree(sc_run_ctx *rc, lt_status s, int adopt_checks);
+/* The agreement lt__sc_step_agree uses (lt_sc_options.step_agree with
+ * --shards owned, else NULL): process-wide, set by the driver for its run
+ * (every case of a run shares it; a sweep's cases stay small). */
+void lt__sc_set_step_agree(int (*fn)(int status, int *kind, char *msg, size_t cap, int *from));
 /* --shards owned over several processes: init: tensors of any size load
  * (they are never built whole); process-wide, set before loading. */
 void lt__sc_load_unbuilt_init(int on);

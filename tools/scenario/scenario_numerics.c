@@ -275,13 +275,17 @@ lt_status lt__sc_owned_redistribute(sc_run_ctx *rc, sc_value *v, const lt_placem
 
 /* ---- --shards owned: one outcome per step on every process ------------------------ */
 
+static int (*g_step_agree)(int status, int *kind, char *msg, size_t cap, int *from);
+
+void lt__sc_set_step_agree(int (*fn)(int status, int *kind, char *msg, size_t cap, int *from)) { g_step_agree = fn; }
+
 lt_status lt__sc_step_agree(sc_run_ctx *rc, lt_status s, int adopt_checks) {
-    if (!rc->owned || !rc->c->step_agree) return s;
+    if (!rc->owned || !g_step_agree) return s;
     char msg[1024];
     int kind = rc->refused ? 2 : s == LT_MISMATCH && rc->failed_check ? 1 : 0, from = -1;
     if (rc->refused && !s) s = LT_UNSUPPORTED;
     snprintf(msg, sizeof msg, "%s", rc->refused ? rc->refused_msg : s ? lt_errmsg() : "");
-    int worst = rc->c->step_agree((int)s, &kind, msg, sizeof msg, &from);
+    int worst = g_step_agree((int)s, &kind, msg, sizeof msg, &from);
     if (from < 0) return s;                  /* this process's own outcome (or everyone's success) */
     if (kind == 1 && !adopt_checks) return s;   /* another process's failed check: it reports it */
     rc->failed_check = kind == 1;
