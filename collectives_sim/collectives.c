@@ -172,9 +172,7 @@ int lt_comm_nheld(const lt_comm *c) { return c ? c->nheld : 0; }
 int lt_comm_owner(const lt_comm *c, int rank) {
     return c && c->eng && c->eng->owner && rank >= 0 && rank < c->mesh.world ? c->eng->owner(c->ectx, rank) : 0;
 }
-void lt__comm_share_absent(lt_comm *c, int on) {
-    if (c) c->share_absent = on;
-}
+void lt__comm_share_absent(lt_comm *c, int on) { if (c) c->share_absent = on; }
 const lt_mesh *lt_comm_mesh(const lt_comm *c) { return &c->mesh; }
 lt_trace *lt_comm_trace(lt_comm *c) { return c->trace; }
 const char *lt_comm_engine_name(const lt_comm *c) { return c->eng->name; }
@@ -486,11 +484,10 @@ static lt_status created(call *k, int g, int r, lt_status st) {
 static lt_status prepare_out(call *k, int g, int r, lt_dtype dt, int ndim, const int64_t *shape,
                              int placeholder) {
     lt_tensor *o = k->out[r];
-    if (!k->c->held[r]) { /* held by another process: the result's shape only (a placeholder has no bytes) */
-        if (k->sizing || o) return LT_OK;
-        return created(k, g, r, placeholder ? lt_tensor_placeholder(dt, ndim, shape, &k->out[r])
-                                            : lt_tensor_absent(dt, ndim, shape, &k->out[r]));
-    }
+    if (!k->c->held[r]) /* held by another process: the result's shape only (a placeholder has no bytes) */
+        return k->sizing || o ? LT_OK
+                              : created(k, g, r, placeholder ? lt_tensor_placeholder(dt, ndim, shape, &k->out[r])
+                                                             : lt_tensor_absent(dt, ndim, shape, &k->out[r]));
     int src = share_src(k, g, r);
     if (src >= 0) {   /* the same result as rank src: one buffer */
         if (k->sizing) return LT_OK;
@@ -543,15 +540,12 @@ static lt_status check_overlap(call *k, int *ntmp) {
     *ntmp = 0;
     /* inputs first: buffers usually come in allocation order, so the list
      * is nearly sorted already */
-    if (k->root_reads) {
-        for (int g = 0; g < k->ngroups; g++) {
-            int r = grp(k, g)[k->root];
-            if (c->held[r]) lt__ival_add(c->iv, &n, k->in[r], r, 0);
-        }
-    } else {
-        for (int r = 0; r < W; r++)
-            if (c->held[r]) lt__ival_add(c->iv, &n, k->in[r], r, 0);
+    for (int g = 0; k->root_reads && g < k->ngroups; g++) {   /* only the roots' inputs are read */
+        int r = grp(k, g)[k->root];
+        if (c->held[r]) lt__ival_add(c->iv, &n, k->in[r], r, 0);
     }
+    for (int r = 0; !k->root_reads && r < W; r++)
+        if (c->held[r]) lt__ival_add(c->iv, &n, k->in[r], r, 0);
     size_t nin = n;
     for (int r = 0; r < W; r++)
         if (!c->fresh[r] && c->held[r]) lt__ival_add(c->iv, &n, k->out[r], r, 1);
