@@ -173,6 +173,7 @@ int lt_comm_owner(const lt_comm *c, int rank) {
     return c && c->eng && c->eng->owner && rank >= 0 && rank < c->mesh.world ? c->eng->owner(c->ectx, rank) : 0;
 }
 void lt__comm_share_absent(lt_comm *c, int on) { if (c) c->share_absent = on; }
+lt_status lt__comm_agree(lt_comm *c, lt_status st) { return c && c->eng->agree ? c->eng->agree(c->ectx, st) : st; }
 const lt_mesh *lt_comm_mesh(const lt_comm *c) { return &c->mesh; }
 lt_trace *lt_comm_trace(lt_comm *c) { return c->trace; }
 const char *lt_comm_engine_name(const lt_comm *c) { return c->eng->name; }

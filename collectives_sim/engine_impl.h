@@ -45,5 +45,10 @@ size_t lt__inproc_piece_bytes(void);
  * are replicas held by the same process (lt_redistribute's stand-ins are
  * made so), so every process decides alike. */
 void lt__comm_share_absent(lt_comm *c, int on);
+/* Every process of c's engine ends with the same outcome (engine.h `agree`;
+ * st: this process's): for work between collectives that may fail on one
+ * process only, so that none enters a collective the others skip. st as it
+ * is without an `agree` entry (one process). */
+lt_status lt__comm_agree(lt_comm *c, lt_status st);
 
 #endif

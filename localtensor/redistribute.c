@@ -423,8 +423,10 @@ static lt_status absent_inputs(const lt_spec *s, const lt_comm *comm, lt_tensor 
 }
 
 static void absent_inputs_free(int W, lt_tensor *const *in, lt_tensor **in2) {
-    for (int r = 0; in2 && r < W; r++)
+    for (int r = 0; in2 && r < W; r++) {
         if (in2[r] != in[r]) lt_tensor_free(in2[r]);
+        in2[r] = NULL;   /* freeing again is harmless */
+    }
 }
 
 /* ---- redistribute ------------------------------------------------------------------- */
@@ -520,17 +522,30 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         st = lt__err_ctx_in(st, "redistribute", "%s", ctx);
     }
     if (!st && verify && plan->nsteps) st = lt__verified_source(dt, &memo);
-    for (int s = 0; s < plan->nsteps && !st; s++) {
+    /* shards spread over processes: a step's local work can fail on one
+     * process only, so every process agrees once per step before its
+     * collectives (a process that failed goes round once more just to
+     * agree) and once after the last step */
+    for (int s = 0; s < plan->nsteps && (!st || absent); s++) {
         const lt_plan_step *ps = &plan->steps[s];
         const lt_placement *before = plan->states_ + (size_t)s * (size_t)M;
         lt_local *local = NULL;
         lt_dtensor *nx = NULL;
-        st = lt_local_new(mesh, &local);
+        if (!st) st = lt_local_new(mesh, &local);
         lt_spec from = lt__spec_with(lt_dtensor_spec(dt), before);
         lt_tensor *const *src = cur->local->shards;
         if (!st && absent) {
             st = absent_inputs(&from, comm, cur->local->shards, in2, scratch, scratch + mesh->world);
             src = in2;
+        }
+        if (absent) {
+            lt_status a = lt__comm_agree(comm, st);
+            if (a) { /* this process or another failed: no process runs the step */
+                lt_local_free(local);
+                absent_inputs_free(mesh->world, cur->local->shards, in2);
+                st = a;
+                break;
+            }
         }
         lt__comm_share_absent(comm, absent);
         if (!st) st = run_step(comm, &from, ps, src, local->shards, cache);
@@ -550,6 +565,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
             step_str(plan, s, sd, sizeof sd);
             run_ctx(opts, plan, ctx, sizeof ctx);
             st = lt__err_ctx_in(st, "redistribute", "%s: %s", ctx, sd);
+            if (absent) continue;   /* the others learn it at the next agreement */
             break;
         }
         lt_dtensor_free(owned);   /* nx was made while it lived: the record's buffers are still those */
@@ -570,6 +586,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
             }
         }
     }
+    if (absent) st = lt__comm_agree(comm, st);
     if (!st && plan->nsteps == 0) {
         st = view_as(dt, plan->dst, &owned);
         if (!st && verify) {

@@ -180,6 +180,23 @@ if [ $rc -eq 2 ] && grep -q "all_gather on mesh dim 0, group \[0,1,2,3\]: engine
 else
   bad "--shards owned --cross-check and the planted swap (exit $rc)"
 fi
+# a redistribute refused on process 1 only (its memory budget) before any
+# collective: every process stops at that step, no hang
+cat > "$tmp/owned_budget.yaml" <<'YAML'
+- name: owned_budget
+  mesh: 8
+  tensors: {x: {shape: [1024, 1024]}}
+  steps:
+    - distribute: {tensor: x, placements: ["S(0)"], as: a}
+    - redistribute: {tensor: a, to: ["S(1)"], as: b}
+YAML
+mpi -np 1 "$bin" run --engine mpi --shards owned "$tmp/owned_budget.yaml" : \
+  -np 1 -x LOCALTENSOR_MEMORY_LIMIT=4M "$bin" run --engine mpi --shards owned "$tmp/owned_budget.yaml" > "$tmp/log" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "this redistribute (this process's 4 of 8 ranks, step 1) needs 6.0 MiB .*LOCALTENSOR_MEMORY_LIMIT (on process 1)" "$tmp/log"; then
+  ok "--shards owned: a redistribute refused on process 1 only stops every process: exit 2, no hang"
+else
+  bad "--shards owned: a redistribute refused on process 1 only (exit $rc)"
+fi
 if [ "$mode" != "--quick" ]; then
   # scale-out: a 256 MiB tensor (too big for one scenario tensor in one
   # process) on 8 processes, each holding one rank's 32 MiB shard

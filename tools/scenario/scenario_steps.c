@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tools/render/render.h"
+#include "collectives_sim/engine_impl.h"
 #include "tools/scenario/scenario_impl.h"
 #include "kernels/status_impl.h"
 
@@ -562,6 +563,7 @@ lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
             if (!s) s = lt_tensor_absent(v->dt->dtype, v->dt->ndim, ls, &in[r]);
         }
     }
+    if (rc->owned) s = lt__comm_agree(c, s);   /* a stand-in that failed here: no process enters the collective */
     if (!s && d->kind == LT_COLL_PERMUTE && (d->mesh_dim < 0 || d->mesh_dim >= mesh->ndim || d->nperm != mesh->shape[d->mesh_dim]))
         s = lt__err(LT_INVALID, "perm has %d entries; mesh dim %d has %d members", d->nperm, d->mesh_dim,
                     d->mesh_dim >= 0 && d->mesh_dim < mesh->ndim ? mesh->shape[d->mesh_dim] : 0);
