@@ -46,7 +46,7 @@ static int has_position(const char *m) {
 }
 
 static int within_caps(const sc_case *c) {
-    return c->mesh.world >= 1 && c->mesh.world <= MAX_WORLD && c->nsteps <= MAX_STEPS;
+    return c->mesh->world >= 1 && c->mesh->world <= MAX_WORLD && c->nsteps <= MAX_STEPS;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

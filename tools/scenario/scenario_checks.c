@@ -237,7 +237,7 @@ static int check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt
 lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
     const expect_local_data *d = st->data;
     sc_value *v = lt__sc_value(rc, d->tensor);
-    const lt_mesh *mesh = &rc->c->mesh;
+    const lt_mesh *mesh = rc->c->mesh;
     lt_tensor *const *shards = v->kind == SC_DTENSOR ? v->dt->local->shards : v->local->shards;
     int first = -1, nbad = 0;
     char others[128] = "";
@@ -460,13 +460,13 @@ static lt_status expect_full_sampled(sc_run_ctx *rc, const sc_step *st, const ex
     if (v->kind != SC_DTENSOR)
         return lt__sc_numerics_refuse(rc, "expect_full of '%s', a tensor that is never built", d->tensor);
     const lt_dtensor *dt = v->dt;
-    for (int i = 0; i < rc->c->mesh.ndim; i++)
+    for (int i = 0; i < rc->c->mesh->ndim; i++)
         if (dt->placements[i].kind == LT_PL_PARTIAL)
             return lt__sc_numerics_refuse(rc, "expect_full of '%s', Partial on mesh dim %d (its value needs every rank's contribution)",
                                           d->tensor, i);
     const sc_value *e = d->equals ? lt__sc_value(rc, d->equals) : NULL;
     if (e && e->kind == SC_DTENSOR && e->sampled)
-        for (int i = 0; i < rc->c->mesh.ndim; i++)
+        for (int i = 0; i < rc->c->mesh->ndim; i++)
             if (e->dt->placements[i].kind == LT_PL_PARTIAL)
                 return lt__sc_numerics_refuse(rc, "expect_full against '%s', Partial on mesh dim %d", d->equals, i);
     char a[128], b[128];
@@ -496,7 +496,7 @@ static lt_status expect_full_sampled(sc_run_ctx *rc, const sc_step *st, const ex
     if (!d->equals && !d->has_lit) return LT_OK;   /* shape only */
     /* replicas holding one buffer (same coordinates but on Replicate mesh
      * dims: the same indices) are checked once */
-    const lt_mesh *mesh = &rc->c->mesh;
+    const lt_mesh *mesh = rc->c->mesh;
     int *checked = lt__malloc(sizeof(int) * (size_t)mesh->world);   /* (W) replica class -> checked rank, -1 */
     if (!checked) return lt__err(LT_NOMEM, "out of memory");
     for (int r = 0; r < mesh->world; r++) checked[r] = -1;

@@ -380,7 +380,7 @@ static void order_str(const int *md, const lt_placement *pl, int n, char *buf, s
 
 lt_status lt__sc_run_expect_order(sc_run_ctx *rc, const sc_step *st) {
     const expect_order_data *d = st->data;
-    const lt_mesh *m = &rc->c->mesh;
+    const lt_mesh *m = rc->c->mesh;
     lt_order_entry got[2 * LT_MESH_MAX_DIMS];
     int n = 0;
     lt_status s = lt_explicit_order(m->shape, m->ndim, d->pl, d->np, got, &n);

@@ -90,7 +90,7 @@ static double now_s(void) {
 }
 
 static int matches(const lt_sc_options *o, const char *path, const sc_case *c) {
-    if (o->world > 0 && c->mesh.world != o->world) return 0;
+    if (o->world > 0 && c->mesh->world != o->world) return 0;
     if (!o->nfilters) return 1;
     for (int i = 0; i < o->nfilters; i++)
         if (strstr(c->name, o->filters[i]) || strstr(path, o->filters[i])) return 1;
@@ -218,7 +218,7 @@ static void owned_estimate(const lt_sc_options *opt, lt_sc_file *const *loaded, 
                     for (int d = 0; d < cs->tensors[t].ndim; d++) n *= (double)cs->tensors[t].shape[d];
                     bytes += n;
                 }
-                int W = cs->mesh.world, P = opt->nproc < W ? opt->nproc : W, block = (W + P - 1) / P;
+                int W = cs->mesh->world, P = opt->nproc < W ? opt->nproc : W, block = (W + P - 1) / P;
                 if (bytes > best) best = bytes, lo = bytes * block / W, at = cs;
             }
     if (!at) return;
@@ -226,7 +226,7 @@ static void owned_estimate(const lt_sc_options *opt, lt_sc_file *const *loaded, 
     fprintf(opt->err, "memory per process: the largest selected case, %s (%d ranks), declares %s of tensors; a "
             "process holds %s of them when they are sharded over every rank, up to all of it where replicated, "
             "plus a redistribute's working copies (each refused before it allocates when this process's share "
-            "does not fit)\n", at->name, at->mesh.world, fmt_bytes(best, a, sizeof a), fmt_bytes(lo, b, sizeof b));
+            "does not fit)\n", at->name, at->mesh->world, fmt_bytes(best, a, sizeof a), fmt_bytes(lo, b, sizeof b));
 }
 
 int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *opt) {
@@ -313,7 +313,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
         for (int k = 0; k < loaded[i]->nscen; k++)
             for (int c = 0; c < loaded[i]->scen[k].ncases; c++) {
                 const sc_case *cs = &loaded[i]->scen[k].cases[c];
-                if (cs->selected && cs->mesh.world > max_world) max_world = cs->mesh.world;
+                if (cs->selected && cs->mesh->world > max_world) max_world = cs->mesh->world;
             }
     if (opt->owned && opt->nproc > 1 && total > 0) owned_estimate(opt, loaded, nloaded);
     if (opt->nproc > 1 && total > 0 && opt->nproc > max_world) {

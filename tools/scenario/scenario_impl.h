@@ -259,7 +259,8 @@ typedef struct sc_case {
     const sc_recipe *recipe;  /* a sweep case: tensors and steps are parsed by
                                * lt__sc_case_build when it runs (NULL: parsed at load) */
     sc_pos pos;
-    lt_mesh mesh;
+    const lt_mesh *mesh;      /* in the file's arena; a sweep's cases on one mesh share it
+                               * (a sweep holds tens of thousands of cases) */
     const char *backend;      /* `backend:` (checked at load); NULL: the process default */
     int ntensors;
     sc_tensor_decl *tensors;

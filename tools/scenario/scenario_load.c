@@ -10,6 +10,7 @@
  */
 #include "kernels/alloc.h"
 #include "kernels/backend.h"
+#include "kernels/pool_impl.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,7 +303,14 @@ static lt_status parse_case(sc_arena *a, const sc_node *map, const sc_node *swee
     const sc_node *mesh = lt__sc_get(map, "mesh");
     if (!mesh) mesh = sweep_mesh;
     if (!mesh) return lt__sc_err(map, LT_INVALID, "scenario '%s': missing required key 'mesh'", c->name);
-    LT_TRY(lt__sc_mesh(mesh, "mesh", &c->mesh));
+    lt_mesh parsed;
+    LT_TRY(lt__sc_mesh(mesh, "mesh", &parsed));
+    if (!c->mesh || !lt_mesh_equal(c->mesh, &parsed)) {   /* a sweep case's mesh is set already */
+        lt_mesh *m = lt__sc_alloc(a, sizeof *m);
+        if (!m) return LT_NOMEM;
+        *m = parsed;
+        c->mesh = m;
+    }
     const sc_node *nm = lt__sc_get(map, "numerics");
     if (nm) {
         const char *s;
@@ -320,7 +328,7 @@ static lt_status parse_case(sc_arena *a, const sc_node *map, const sc_node *swee
     sc_parse_ctx pc;
     memset(&pc, 0, sizeof pc);
     pc.arena = a;
-    pc.mesh = &c->mesh;
+    pc.mesh = c->mesh;
     pc.sampled = c->numerics.kind != LT_NUMERICS_FULL || g_unbuilt_init;
     lt_status st = LT_OK;
     const sc_node *tensors = lt__sc_get(map, "tensors"), *steps;
@@ -474,7 +482,9 @@ typedef struct sweep_ctx {
     int *pair_used;              /* (pairs->n) */
 } sweep_ctx;
 
-static lt_status add_case(sweep_ctx *sw, const sc_subst *s, const char *label, const sc_node *mesh_node) {
+/* mesh: the case's parsed mesh, in the file's arena (shared by the cases on it). */
+static lt_status add_case(sweep_ctx *sw, const sc_subst *s, const char *label, const sc_node *mesh_node,
+                          const lt_mesh *mesh) {
     if (sw->ncases == LT_SC_MAX_CASES)
         return lt__sc_err(sw->sweep, LT_OVERFLOW, "sweep: more than %d cases", LT_SC_MAX_CASES);
     if (sw->counting) {
@@ -493,20 +503,29 @@ static lt_status add_case(sweep_ctx *sw, const sc_subst *s, const char *label, c
     memcpy(name + nn + 1, label, nl);
     memcpy(name + nn + 1 + nl, "]", 2);
     c->name = name;
+    c->mesh = mesh;
     c->pos = (sc_pos){m->file, m->line, m->col};
     r->map = m;
     r->mesh_node = mesh_node;
     r->subst = *s;
     c->recipe = r;
-    /* parse it once now, into a scratch arena, so that a bad case is a load
-     * error with its position; it is parsed again when it runs */
+    sw->ncases++;
+    return LT_OK;
+}
+
+/* Parses case i once, into a scratch arena, so that a bad case is a load
+ * error with its position (it is parsed again when it runs). Writes only
+ * case i: the cases are checked on the pool's threads. */
+static lt_status check_case(void *ctx, int64_t i) {
+    sc_case *c = &((sweep_ctx *)ctx)->cases[i];
+    const lt_mesh *mesh = c->mesh;
     sc_arena *scratch = lt__sc_arena_new();
     if (!scratch) return LT_NOMEM;
     lt_status st = lt__sc_case_build(c, scratch);
     lt__sc_case_drop(c);
+    c->mesh = mesh;   /* never a pointer into scratch */
     lt__sc_arena_free(scratch);
     if (st) return lt__err_ctx(st, "in sweep case %s", c->name);
-    sw->ncases++;
     return LT_OK;
 }
 
@@ -589,6 +608,14 @@ static lt_status expand_sweep(sweep_ctx *sw) {
             break;
         }
         if ((st = lt__sc_mesh(mesh_node, "mesh", &mesh))) break;
+        lt_mesh *shared = NULL;   /* the cases' copy (second pass) */
+        if (!sw->counting) {
+            if (!(shared = lt__sc_alloc(sw->a, sizeof *shared))) {
+                st = LT_NOMEM;
+                break;
+            }
+            *shared = mesh;
+        }
         char mlabel[96] = "";
         if (sw->mesh.n) {
             char ms[64];
@@ -678,10 +705,16 @@ static lt_status expand_sweep(sweep_ctx *sw) {
                     if (slabel[0]) append_label(label, sizeof label, slabel);
                     if (dlabel[0]) append_label(label, sizeof label, dlabel);
                     if (plabel[0]) append_label(label, sizeof label, plabel);
-                    st = add_case(sw, &s, label, sw->mesh.n ? mesh_node : NULL);
+                    st = add_case(sw, &s, label, sw->mesh.n ? mesh_node : NULL, shared);
                 }
             }
         }
+    }
+    /* the first bad case in case order comes before any later expansion error,
+     * as if each case were checked as it was added */
+    if (!sw->counting) {
+        lt_status cst = lt__parallel_for(sw->ncases, check_case, sw);
+        if (cst) st = cst;
     }
     if (!st && sw->pairs)
         for (int i = 0; i < sw->pairs->n; i++)

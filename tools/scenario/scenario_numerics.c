@@ -30,7 +30,7 @@ const char *lt__sc_numerics_name(const sc_run_ctx *rc) {
 
 /* --shards owned: the ranks this process holds on the case's communicator. */
 static lt_status owned_begin(sc_run_ctx *rc, const sc_case *c) {
-    int W = c->mesh.world;
+    int W = c->mesh->world;
     rc->ranks = lt__malloc(sizeof(int) * (size_t)W);
     if (!rc->ranks) return lt__err(LT_NOMEM, "out of memory");
     rc->owned = 1;
@@ -42,14 +42,14 @@ static lt_status owned_begin(sc_run_ctx *rc, const sc_case *c) {
 
 lt_status lt__sc_numerics_begin(sc_run_ctx *rc, sc_case *c, sc_arena *arena) {
     rc->nranks = -1;
-    if (c->numerics.kind == LT_NUMERICS_FULL && rc->comm && lt_comm_nheld(rc->comm) < c->mesh.world)
+    if (c->numerics.kind == LT_NUMERICS_FULL && rc->comm && lt_comm_nheld(rc->comm) < c->mesh->world)
         return owned_begin(rc, c);
     if (c->numerics.kind == LT_NUMERICS_FULL) return LT_OK;
-    int cap = lt_numerics_count(&c->numerics, c->mesh.world);
+    int cap = lt_numerics_count(&c->numerics, c->mesh->world);
     rc->ranks = lt__malloc(sizeof(int) * (size_t)(cap > 0 ? cap : 1));
     int *keep = lt__sc_alloc(arena, sizeof(int) * (size_t)(cap > 0 ? cap : 1));
     if (!rc->ranks || !keep) return lt__err(LT_NOMEM, "out of memory");
-    rc->nranks = lt_numerics_ranks(&c->numerics, c->mesh.world, rc->ranks);
+    rc->nranks = lt_numerics_ranks(&c->numerics, c->mesh->world, rc->ranks);
     memcpy(keep, rc->ranks, sizeof(int) * (size_t)rc->nranks);
     char rs[256];
     lt_numerics_ranks_str(rc->ranks, rc->nranks, 8, rs, sizeof rs);
@@ -116,8 +116,8 @@ lt_status lt__sc_sampled_distribute(sc_run_ctx *rc, const char *tensor, const lt
     lt_spec spec;
     lt_sample_src g;
     lt_dtensor *dt = NULL;
-    LT_TRY(lt_placements_check(&c->mesh, t->ndim, pl, np, norm));
-    LT_TRY(lt_spec_make(&c->mesh, t->dtype, t->ndim, t->shape, norm, np, &spec));
+    LT_TRY(lt_placements_check(c->mesh, t->ndim, pl, np, norm));
+    LT_TRY(lt_spec_make(c->mesh, t->dtype, t->ndim, t->shape, norm, np, &spec));
     LT_TRY(lt_sample_src_init(&g, &t->init, &spec));
     LT_TRY(lt_dtensor_sample(&spec, &g, rc->ranks, rc->nranks, &dt));
     return lt__sc_sampled_put(rc, as, dt, &g, NULL);
@@ -145,7 +145,7 @@ static lt_status group_call(lt_comm *c, lt_coll kind, lt_tensor *const *in, lt_r
 lt_status lt__sc_sampled_collective(sc_run_ctx *rc, lt_coll kind, const char *tensor, int md, lt_redop op, int dim,
                                     int cdim, int root, const lt_split_rule *rule, const int *perm, const char *as,
                                     const char *origin) {
-    const lt_mesh *mesh = &rc->c->mesh;
+    const lt_mesh *mesh = rc->c->mesh;
     sc_value *v = lt__sc_value(rc, tensor);
     if (v->kind != SC_DTENSOR || !v->sampled)
         return lt__sc_numerics_refuse(rc, "a collective on '%s', which is not a distributed tensor of this mode", tensor);
@@ -241,7 +241,7 @@ lt_status lt__sc_owned_redistribute(sc_run_ctx *rc, sc_value *v, const lt_placem
         rep->step = rep->mesh_dim = rep->rank = -1;
         rep->checked = rep->ok = 1;
     }
-    const lt_mesh *mesh = &rc->c->mesh;
+    const lt_mesh *mesh = rc->c->mesh;
     const lt_dtensor *dt = *out;
     int *checked = lt__malloc(sizeof(int) * (size_t)mesh->world);   /* (W) replica class -> checked rank, -1 */
     if (!checked) s = lt__err(LT_NOMEM, "out of memory");

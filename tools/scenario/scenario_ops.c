@@ -240,7 +240,7 @@ lt_status lt__sc_parse_local_op(sc_parse_ctx *pc, const sc_node *body, sc_step *
 lt_status lt__sc_run_local_op(sc_run_ctx *rc, const sc_step *st) {
     const op_data *d = st->data;
     const char *name = lt_op_name(d->op);
-    const lt_mesh *mesh = &rc->c->mesh;
+    const lt_mesh *mesh = rc->c->mesh;
     int W = mesh->world;
     lt_mesh one;
     lt_placement rep = lt_replicate();
@@ -308,7 +308,7 @@ lt_status lt__sc_run_op(sc_run_ctx *rc, const sc_step *st) {
     const lt_dtensor *in[LT_OP_MAX_INPUTS];
     lt_dtensor *out[LT_OP_MAX_OUTPUTS] = {0};
     for (int k = 0; k < d->nin; k++) in[k] = lt__sc_value(rc, d->in[k])->dt;
-    d->args->mesh = &rc->c->mesh;
+    d->args->mesh = rc->c->mesh;
     lt_redistribute_opts ro;
     memset(&ro, 0, sizeof ro);
     ro.comm = rc->comm;
@@ -333,11 +333,11 @@ lt_status lt__sc_run_op(sc_run_ctx *rc, const sc_step *st) {
     lt_status chk = LT_OK;
     if (d->want_pl) {
         char got[256], want[256];
-        lt_placements_format(out[0]->placements, rc->c->mesh.ndim, got, sizeof got);
+        lt_placements_format(out[0]->placements, rc->c->mesh->ndim, got, sizeof got);
         lt_placements_format(d->want_pl, d->want_np, want, sizeof want);
         lt_placement norm[LT_MESH_MAX_DIMS];
-        s = lt_placements_check(&rc->c->mesh, out[0]->ndim, d->want_pl, d->want_np, norm);
-        if (s || !lt_placements_equal(norm, out[0]->placements, rc->c->mesh.ndim))
+        s = lt_placements_check(rc->c->mesh, out[0]->ndim, d->want_pl, d->want_np, norm);
+        if (s || !lt_placements_equal(norm, out[0]->placements, rc->c->mesh->ndim))
             chk = lt__sc_check_fail(rc, st, -1, NULL, want, got, origin, "op %s: output placements are %s, expected %s",
                                     name, got, want);
     }
@@ -419,7 +419,7 @@ lt_status lt__sc_run_tp_mlp(sc_run_ctx *rc, const sc_step *st) {
     ro.comm = rc->comm;
     lt_dtensor *y = NULL;
     lt_tensor *ref = NULL, *got = NULL;
-    lt_status s = lt_tp_mlp(&rc->c->mesh, &d->cfg, lt__sc_value(rc, d->x)->full, lt__sc_value(rc, d->w1)->full,
+    lt_status s = lt_tp_mlp(rc->c->mesh, &d->cfg, lt__sc_value(rc, d->x)->full, lt__sc_value(rc, d->w1)->full,
                             lt__sc_value(rc, d->b1)->full, lt__sc_value(rc, d->w2)->full,
                             lt__sc_value(rc, d->b2)->full, &ro, &y);
     if (s) return s;

@@ -282,7 +282,7 @@ static void run_case(sc_case *c, sc_arena *arena, FILE *show, sc_cmp *cmp) {
         lt__sc_case_drop(c); /* nothing half-parsed runs */
         error_result(&rc, &c->pos, "setup", "%s", lt_errmsg()[0] ? lt_errmsg() : lt_status_str(st));
     }
-    if (!st) st = lt_comm_new_engine(&c->mesh, c->engine, &rc.comm);
+    if (!st) st = lt_comm_new_engine(c->mesh, c->engine, &rc.comm);
     if (st) error_result(&rc, &c->pos, "setup", "%s", lt_errmsg());
     if (!st && c->record_trace && lt__sc_trace_begin(&rc))
         error_result(&rc, &c->pos, "--trace", "out of memory while recording the trace");

@@ -44,7 +44,7 @@ int lt__sc_rank_runs(const sc_run_ctx *rc, const sc_step *st, int r) {
 }
 
 int lt__sc_any_blocked(const sc_run_ctx *rc) {
-    for (int r = 0; rc->blocked && r < rc->c->mesh.world; r++)
+    for (int r = 0; rc->blocked && r < rc->c->mesh->world; r++)
         if (rc->blocked[r]) return 1;
     return 0;
 }
@@ -83,8 +83,8 @@ lt_status lt__sc_run_to_local(sc_run_ctx *rc, const sc_step *st) {
     const to_local_data *d = st->data;
     const lt_dtensor *dt = lt__sc_value(rc, d->tensor)->dt;
     lt_local *l = NULL;
-    lt_status s = lt_local_new(&rc->c->mesh, &l);
-    for (int r = 0; r < rc->c->mesh.world && !s; r++) {
+    lt_status s = lt_local_new(rc->c->mesh, &l);
+    for (int r = 0; r < rc->c->mesh->world && !s; r++) {
         const lt_tensor *sh = dt->local->shards[r];
         s = lt__sc_rank_runs(rc, st, r) ? lt_clone(sh, &l->shards[r]) : lt__sc_skipped_shard(rc, d->as, r, sh, &l->shards[r]);
     }
@@ -132,7 +132,7 @@ lt_status lt__sc_parse_local_tensor(sc_parse_ctx *pc, const sc_node *body, sc_st
 
 lt_status lt__sc_run_local_tensor(sc_run_ctx *rc, const sc_step *st) {
     const local_tensor_data *d = st->data;
-    const lt_mesh *mesh = &rc->c->mesh;
+    const lt_mesh *mesh = rc->c->mesh;
     lt_local *l = NULL;
     lt_status s = lt_local_new(mesh, &l);
     for (int r = 0; r < mesh->world && !s; r++) {
@@ -170,18 +170,18 @@ lt_status lt__sc_run_local_tensor(sc_run_ctx *rc, const sc_step *st) {
 
 static lt_status ensure_matcher(sc_run_ctx *rc) {
     if (rc->mt) return LT_OK;
-    int W = rc->c->mesh.world;
+    int W = rc->c->mesh->world;
     if (!rc->blocked) rc->blocked = lt__calloc((size_t)W, 1);
     if (!rc->blocked_step) rc->blocked_step = lt__calloc((size_t)W, sizeof(int));
     if (!rc->blocked || !rc->blocked_step) return lt__err(LT_NOMEM, "out of memory");
-    return lt_match_new(&rc->c->mesh, &rc->mt);
+    return lt_match_new(rc->c->mesh, &rc->mt);
 }
 
 static void matcher_reset(sc_run_ctx *rc) {
     lt_match_free(rc->mt);
     rc->mt = NULL;
     rc->ended_rank = -1;
-    if (rc->blocked) memset(rc->blocked, 0, (size_t)rc->c->mesh.world);
+    if (rc->blocked) memset(rc->blocked, 0, (size_t)rc->c->mesh->world);
 }
 
 void lt__sc_spmd_free(sc_run_ctx *rc) {
@@ -196,7 +196,7 @@ void lt__sc_spmd_free(sc_run_ctx *rc) {
 lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st) {
     if (!rc->mt) return LT_OK;
     lt_status s = LT_OK;
-    for (int r = 0; r < rc->c->mesh.world && !s; r++)
+    for (int r = 0; r < rc->c->mesh->world && !s; r++)
         if (!rc->blocked[r] && r != rc->ended_rank) s = lt_match_finish(rc->mt, r);
     lt_match_report *rep = NULL;
     if (!s) s = lt_match_check(rc->mt, &rep);
@@ -216,7 +216,7 @@ lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st) {
 
 lt_status lt__sc_rank_failed(sc_run_ctx *rc, const sc_step *step, lt_status st) {
     int r = rc->failed_rank;
-    if (!rc->mt || r < 0 || r >= rc->c->mesh.world || rc->blocked[r] || !lt__sc_any_blocked(rc) || st == LT_NOMEM)
+    if (!rc->mt || r < 0 || r >= rc->c->mesh->world || rc->blocked[r] || !lt__sc_any_blocked(rc) || st == LT_NOMEM)
         return st;
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", lt_errmsg());
@@ -260,7 +260,7 @@ static int kind_has(lt_coll k, const char *what) {
 
 lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, const char *tensor, int md, int op,
                              int dim, int concat_dim, int root, const lt_split_rule *rule, const char *as) {
-    const lt_mesh *mesh = &rc->c->mesh;
+    const lt_mesh *mesh = rc->c->mesh;
     int W = mesh->world;
     LT_TRY(ensure_matcher(rc));
     if (md < 0 || md >= mesh->ndim)

@@ -63,10 +63,10 @@ lt_status lt__sc_run_distribute(sc_run_ctx *rc, const sc_step *st) {
     if (v->kind == SC_DTENSOR) {
         /* PyTorch: distributing a DTensor keeps it only when nothing changes */
         lt_placement norm[LT_MESH_MAX_DIMS];
-        s = lt_placements_check(&rc->c->mesh, v->dt->ndim, d->pl, d->np, norm);
+        s = lt_placements_check(rc->c->mesh, v->dt->ndim, d->pl, d->np, norm);
         if (!s && !lt_placements_equal(norm, v->dt->placements, d->np)) {
             char cur[256], pls[256];
-            fmt_pl(v->dt->placements, rc->c->mesh.ndim, cur, sizeof cur);
+            fmt_pl(v->dt->placements, rc->c->mesh->ndim, cur, sizeof cur);
             fmt_pl(d->pl, d->np, pls, sizeof pls);
             s = lt__err(LT_INVALID, "'%s' is already a DTensor with placements %s; distribute cannot change them to %s (use redistribute)",
                         d->tensor, cur, pls);
@@ -74,7 +74,7 @@ lt_status lt__sc_run_distribute(sc_run_ctx *rc, const sc_step *st) {
         if (!s) s = lt_dtensor_clone(v->dt, &dt);
         if (!s && v->sampled) return lt__sc_sampled_put(rc, d->as, dt, &v->gen, NULL);
     } else {
-        s = lt_distribute(&rc->c->mesh, v->full, d->pl, d->np, &dt);
+        s = lt_distribute(rc->c->mesh, v->full, d->pl, d->np, &dt);
     }
     if (s) return distribute_err(s, d);
     return lt__sc_put_dtensor(rc, d->as, dt, NULL);
@@ -180,7 +180,7 @@ lt_status lt__sc_parse_from_local(sc_parse_ctx *pc, const sc_node *body, sc_step
 
 lt_status lt__sc_run_from_local(sc_run_ctx *rc, const sc_step *st) {
     const from_local_data *d = st->data;
-    const lt_mesh *mesh = &rc->c->mesh;
+    const lt_mesh *mesh = rc->c->mesh;
     lt_tensor **shards = lt__calloc((size_t)mesh->world, sizeof *shards);
     if (!shards) return lt__err(LT_NOMEM, "out of memory");
     lt_status s = LT_OK;
@@ -335,7 +335,7 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
          * plan computes (run again unverified), as a failed op check keeps
          * its output */
         char src[256], dst[256];
-        fmt_pl(v->dt->placements, rc->c->mesh.ndim, src, sizeof src);
+        fmt_pl(v->dt->placements, rc->c->mesh->ndim, src, sizeof src);
         fmt_pl(d->pl, d->np, dst, sizeof dst);
         lt_status chk = verify_failed(rc, st, d, &rep, src, dst, plan);
         lt_redistribute_opts again = o;
@@ -405,7 +405,7 @@ lt_status lt__sc_run_full_tensor(sc_run_ctx *rc, const sc_step *st) {
     /* like DTensor.full_tensor(): redistribute to all-Replicate through the
      * case's communicator (so expect_comm sees it), verified, rank 0's shard */
     lt_placement reps[LT_MESH_MAX_DIMS];
-    for (int i = 0; i < rc->c->mesh.ndim; i++) reps[i] = lt_replicate();
+    for (int i = 0; i < rc->c->mesh->ndim; i++) reps[i] = lt_replicate();
     lt_redistribute_opts o;
     memset(&o, 0, sizeof o);
     o.verify = 1;
@@ -413,7 +413,7 @@ lt_status lt__sc_run_full_tensor(sc_run_ctx *rc, const sc_step *st) {
     o.comm = rc->comm;
     lt_dtensor *r = NULL;
     lt_tensor *full = NULL;
-    lt_status s = lt_redistribute(v->dt, reps, rc->c->mesh.ndim, &o, &r, NULL);
+    lt_status s = lt_redistribute(v->dt, reps, rc->c->mesh->ndim, &o, &r, NULL);
     if (!s) s = lt_clone(lt_to_local(r, 0), &full);
     lt_dtensor_free(r);
     if (s) return lt__err_ctx_in(s, "full_tensor", " of '%s'", d->tensor);
@@ -519,7 +519,7 @@ lt_status lt__sc_parse_collective(sc_parse_ctx *pc, const sc_node *body, sc_step
 
 lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
     const collective_data *d = st->data;
-    const lt_mesh *mesh = &rc->c->mesh;
+    const lt_mesh *mesh = rc->c->mesh;
     lt_comm *c = rc->comm;
     /* per-rank programs: collectives on LocalTensors (and any limited to some
      * ranks, and barriers) are matched rank by rank (scenario_spmd.c) */

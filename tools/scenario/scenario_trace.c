@@ -110,14 +110,14 @@ static cJSON *json_sizes(const size_t *v, int n) {
 int lt__sc_trace_begin(sc_run_ctx *rc) {
     sc_trace *t = lt__calloc(1, sizeof *t);
     if (!t) return 1;
-    t->world = rc->c->mesh.world;
+    t->world = rc->c->mesh->world;
     t->sent = lt__calloc((size_t)t->world, sizeof *t->sent);
     t->recv = lt__calloc((size_t)t->world, sizeof *t->recv);
     if (!rc->plans) lt__json_begin();
     t->steps = cJSON_CreateArray();
     if (!t->sent || !t->recv || !t->steps) t->failed = 1;
     char m[128];
-    lt_mesh_str(&rc->c->mesh, m, sizeof m);
+    lt_mesh_str(rc->c->mesh, m, sizeof m);
     add(t, 0, "trace of %s (mesh %s, %d ranks)\n", rc->c->name, m, t->world);
     rc->trace = t;
     return 0;
@@ -129,7 +129,7 @@ void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names, co
                      const lt_op_plan *plan) {
     sc_trace *t = rc->trace;
     if (!t || !plan) return;
-    const lt_mesh *m = &rc->c->mesh;
+    const lt_mesh *m = rc->c->mesh;
     char buf[256], buf2[256];
     if (!t->ops) t->ops = cJSON_CreateArray();
     cJSON *o = cJSON_CreateObject();
