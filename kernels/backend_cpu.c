@@ -46,29 +46,83 @@
 typedef struct cache_class {
     size_t size;               /* rounded size; 0: class unused */
     char *head;                /* first free block, NULL when none */
+    int reused;                /* a request of this size found a block here since it took
+                                * the size: work that repeats itself (a loop, a sweep) */
 } cache_class;
 
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static cache_class cache[LT__CACHE_CLASSES];
 static size_t cache_bytes;
 
-/* Every live large block is preceded by a 64-byte header holding its rounded
- * size (and, while cached, the next free block), so free knows whether (and
- * where) to cache it. */
+/* Every block's data is preceded by a 64-byte header holding its rounded
+ * size (0: a small block; while cached, also the next free block), so free
+ * knows whether (and where) to cache it. A huge block (data of 2 MiB or
+ * more) starts 2 MiB before its data: the header sits alone at the end of
+ * that first, small-paged stretch, so writing it touches one 4 KiB page and
+ * the data's huge pages are first touched (and zeroed by the kernel) by the
+ * kernel that fills them, on the threads that fill them, not here. */
 #define LT__HDR 64
 
-/* Large blocks round to 64 KiB below 2 MiB and to 2 MiB (huge pages) above,
- * so that the shards of one state fall into a few sizes the cache reuses. */
-static size_t round_large(size_t n) {
-    size_t g = n < LT__HUGE_ALIGN ? LT__MEDIUM_ROUND : LT__HUGE_ALIGN;
-    return (n + g - 1) & ~(g - 1);
+/* The rounded size of a large block for nbytes of data: header and data
+ * rounded to 64 KiB below 2 MiB; above, 2 MiB of lead plus the data rounded
+ * to 2 MiB (huge pages), so that the shards of one state fall into a few
+ * sizes the cache reuses. */
+static size_t round_large(size_t nbytes) {
+    if (nbytes + LT__HDR < LT__HUGE_ALIGN) return (nbytes + LT__HDR + LT__MEDIUM_ROUND - 1) & ~(LT__MEDIUM_ROUND - 1);
+    return LT__HUGE_ALIGN + ((nbytes + LT__HUGE_ALIGN - 1) & ~(LT__HUGE_ALIGN - 1));
 }
+/* Where a block of rounded size `size` starts its data, and the bytes of it
+ * that are ever touched (a huge block's lead is one page of header). */
+static size_t data_offset(size_t size) { return size > LT__HUGE_ALIGN ? LT__HUGE_ALIGN : LT__HDR; }
+static size_t touched(size_t size) { return size > LT__HUGE_ALIGN ? size - LT__HUGE_ALIGN + 4096 : size; }
+
+static size_t hdr_size(const char *ptr) {
+    size_t size;
+    memcpy(&size, ptr - LT__HDR, sizeof size);
+    return size;
+}
+static char *hdr_next(const char *ptr) {
+    char *next;
+    memcpy(&next, ptr - LT__HDR + sizeof(size_t), sizeof next);
+    return next;
+}
+static void hdr_set_next(char *ptr, const char *next) { memcpy(ptr - LT__HDR + sizeof(size_t), &next, sizeof next); }
 
 size_t lt__backend_cpu_cached(void) {
     pthread_mutex_lock(&cache_mu);
     size_t b = cache_bytes;
     pthread_mutex_unlock(&cache_mu);
     return b;
+}
+
+/* Takes kept blocks off the cache's lists, at least `bytes` touched bytes of
+ * them (all: SIZE_MAX), into a list for give_back; idle_only: only blocks
+ * of sizes never asked for again. Call with cache_mu held. */
+static char *take_kept(size_t bytes, int idle_only) {
+    char *list = NULL;
+    size_t taken = 0;
+    for (int i = 0; i < LT__CACHE_CLASSES && taken < bytes; i++) {
+        if (idle_only && cache[i].reused) continue;
+        while (cache[i].head && taken < bytes) {
+            char *q = cache[i].head;
+            cache[i].head = hdr_next(q);
+            hdr_set_next(q, list);
+            list = q;
+            taken += touched(cache[i].size);
+            cache_bytes -= touched(cache[i].size);
+        }
+        if (!cache[i].head) cache[i].size = 0, cache[i].reused = 0;
+    }
+    return list;
+}
+
+/* Returns a list from take_kept to the C library (cache_mu not held). */
+static void give_back(char *list) {
+    while (list) {
+        char *q = list;
+        list = hdr_next(q);
+        lt__free(q - data_offset(hdr_size(q)));
+    }
 }
 
 static void *cpu_alloc(void *ctx, size_t nbytes) {
@@ -84,79 +138,82 @@ static void *cpu_alloc(void *ctx, size_t nbytes) {
         memset(p, 0, sizeof(size_t));     /* size 0 marks a small block */
         return p + LT__HDR;
     }
-    size_t want = round_large(nbytes + LT__HDR);
-    char *p = NULL;
+    if (nbytes > SIZE_MAX - 2 * LT__HUGE_ALIGN) return NULL;
+    size_t want = round_large(nbytes), off = data_offset(want);
+    char *ptr = NULL, *kept = NULL;
     if (LT__CACHE_ON) {
         pthread_mutex_lock(&cache_mu);
         for (int i = 0; i < LT__CACHE_CLASSES; i++) {
             if (cache[i].size == want && cache[i].head) {
-                p = cache[i].head;
-                memcpy(&cache[i].head, p + sizeof(size_t), sizeof(char *));
-                cache_bytes -= want;
+                ptr = cache[i].head;
+                cache[i].head = hdr_next(ptr);
+                cache[i].reused = 1;
+                cache_bytes -= touched(want);
                 break;
             }
         }
+        /* a miss: give back at least as many kept bytes of sizes nobody
+         * asked for again (a finished step's shards; work that repeats
+         * itself keeps its blocks), so that the fresh block is made of pages
+         * this process just released rather than pages it never touched,
+         * which cost more: on a virtual machine whose host reclaims free
+         * memory, a second page fault on the host */
+        if (!ptr) kept = take_kept(touched(want), 1);
         pthread_mutex_unlock(&cache_mu);
+        give_back(kept);
     }
-    if (!p) {
-        size_t align = want >= LT__HUGE_ALIGN ? LT__HUGE_ALIGN : 4096;
-        p = lt__aligned_alloc(align, want);
+    if (!ptr) {
+        char *p = lt__aligned_alloc(want > LT__HUGE_ALIGN ? LT__HUGE_ALIGN : 4096, want);
         if (!p && lt__backend_cpu_cached()) {   /* the kept blocks are free memory: give them back */
             lt_backend_cpu_trim();
-            p = lt__aligned_alloc(align, want);
+            p = lt__aligned_alloc(want > LT__HUGE_ALIGN ? LT__HUGE_ALIGN : 4096, want);
         }
         if (!p) return NULL;
+        ptr = p + off;
 #if defined(MADV_HUGEPAGE)
-        /* huge pages only where the block is filled to the end: a tail of a
-         * few bytes past a 2 MiB boundary (a 4 MiB shard after its header)
-         * would otherwise cost a whole zeroed huge page */
-        size_t full = (nbytes + LT__HDR) & ~(LT__HUGE_ALIGN - 1);
-        if (full) madvise(p, full, MADV_HUGEPAGE);
+        /* huge pages only where the data fills them to the end: a tail of a
+         * few bytes past a 2 MiB boundary would otherwise cost a whole zeroed
+         * huge page */
+        size_t full = nbytes & ~(LT__HUGE_ALIGN - 1);
+        if (off == LT__HUGE_ALIGN && full) madvise(ptr, full, MADV_HUGEPAGE);
 #endif
     }
-    memcpy(p, &want, sizeof want);
-    return p + LT__HDR;
+    memcpy(ptr - LT__HDR, &want, sizeof want);
+    return ptr;
 }
 
 static void cpu_free(void *ctx, void *ptr) {
     (void)ctx;
     if (!ptr) return;
-    char *p = (char *)ptr - LT__HDR;
-    size_t size;
-    memcpy(&size, p, sizeof size);
+    char *q = ptr;
+    size_t size = hdr_size(q);
     if (size && LT__CACHE_ON) {
         pthread_mutex_lock(&cache_mu);
-        if (cache_bytes + size <= LT__CACHE_MAX_BYTES) {
+        if (cache_bytes + touched(size) <= LT__CACHE_MAX_BYTES) {
             int slot = -1;
             for (int i = 0; i < LT__CACHE_CLASSES && slot < 0; i++)
                 if (cache[i].size == size) slot = i;
             for (int i = 0; i < LT__CACHE_CLASSES && slot < 0; i++)
                 if (!cache[i].head) slot = i;   /* an empty class takes the new size */
             if (slot >= 0) {
+                if (cache[slot].size != size) cache[slot].reused = 0;
                 cache[slot].size = size;
-                memcpy(p + sizeof(size_t), &cache[slot].head, sizeof(char *));
-                cache[slot].head = p;
-                cache_bytes += size;
-                p = NULL;
+                hdr_set_next(q, cache[slot].head);
+                cache[slot].head = q;
+                cache_bytes += touched(size);
+                q = NULL;
             }
         }
         pthread_mutex_unlock(&cache_mu);
     }
-    lt__free(p);
+    if (q) lt__free(q - (size ? data_offset(size) : LT__HDR));
 }
 
 void lt_backend_cpu_trim(void) {
     pthread_mutex_lock(&cache_mu);
-    for (int i = 0; i < LT__CACHE_CLASSES; i++) {
-        while (cache[i].head) {
-            char *p = cache[i].head;
-            memcpy(&cache[i].head, p + sizeof(size_t), sizeof(char *));
-            lt__free(p);
-        }
-        cache[i].size = 0;
-    }
-    cache_bytes = 0;
+    char *kept = take_kept(SIZE_MAX, 0);
     pthread_mutex_unlock(&cache_mu);
+    give_back(kept);
 }
 
 static void cpu_memcpy(void *ctx, void *dst, const void *src, size_t nbytes) {

@@ -1,5 +1,6 @@
 /* test/test_alloc.c — the allocation wrappers and their fault injection
- * (kernels/alloc.h), then a small fault sweep over two library calls.
+ * (kernels/alloc.h), the CPU backend's block cache (kernels/backend_cpu.c),
+ * then a small fault sweep over two library calls.
  * Expected counts come from the calls each test makes itself; the sweep
  * checks the contract of every failure: LT_NOMEM, a message saying out of
  * memory, a NULL output and nothing left allocated. */
@@ -8,8 +9,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/backend.h"
+#include "kernels/memlimit_impl.h"
 #include "localtensor/localtensor.h"
 #include "test/testutil.h"
+
+/* kernels/backend_cpu.c keeps no blocks under AddressSanitizer */
+#if defined(__SANITIZE_ADDRESS__)
+#define CACHE_ON 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CACHE_ON 0
+#endif
+#endif
+#ifndef CACHE_ON
+#define CACHE_ON 1
+#endif
 
 static void test_countdown_fails_only_the_nth(void **state) {
     (void)state;
@@ -171,6 +186,53 @@ static void expect_clean_failure(lt_status st, const void *out, int64_t n) {
         fail_msg("N=%lld: %lld blocks still allocated after the failure", (long long)n, (long long)lt__fault_live());
 }
 
+
+/* The CPU backend's large blocks: a huge block's data starts on a 2 MiB
+ * boundary and is writable to its end; a freed block is kept and handed
+ * out again for the same size; a miss gives back kept blocks of sizes
+ * nobody asked for again (at least the missing block's bytes), never those
+ * of a size that was asked for again. */
+static void test_cpu_cache_gives_back_idle_sizes(void **state) {
+    (void)state;
+    const lt_backend *b = lt_backend_cpu();
+    lt_backend_cpu_trim();
+    assert_int_equal(lt__backend_cpu_cached(), 0);
+    const size_t A = (size_t)3 << 20, B = (size_t)9 << 20, C = (size_t)5 << 20;
+    char *a1 = b->iface->alloc(b->ctx, A), *a2 = b->iface->alloc(b->ctx, A);
+    assert_non_null(a1);
+    assert_non_null(a2);
+    assert_int_equal((uintptr_t)a1 % ((uintptr_t)2 << 20), 0);
+    assert_int_equal((uintptr_t)a2 % ((uintptr_t)2 << 20), 0);
+    memset(a1, 1, A);
+    memset(a2, 2, A);
+    b->iface->free(b->ctx, a1);
+    b->iface->free(b->ctx, a2);
+    if (!CACHE_ON) {
+        assert_int_equal(lt__backend_cpu_cached(), 0);
+        return;
+    }
+    size_t kept = lt__backend_cpu_cached();
+    assert_true(kept >= 2 * A && kept < 2 * (A + ((size_t)2 << 20)));
+    char *a3 = b->iface->alloc(b->ctx, A);   /* a hit: one of the two, its size now asked for again */
+    assert_true(a3 == a1 || a3 == a2);
+    assert_int_equal(lt__backend_cpu_cached(), kept / 2);
+    b->iface->free(b->ctx, a3);
+    assert_int_equal(lt__backend_cpu_cached(), kept);
+    char *b1 = b->iface->alloc(b->ctx, B);   /* a miss: A's blocks stay */
+    assert_non_null(b1);
+    assert_int_equal(lt__backend_cpu_cached(), kept);
+    memset(b1, 3, B);
+    b->iface->free(b->ctx, b1);
+    size_t kept_b = lt__backend_cpu_cached() - kept;
+    assert_true(kept_b >= B);
+    char *c1 = b->iface->alloc(b->ctx, C);   /* a miss: B's block (never asked for again) goes back */
+    assert_non_null(c1);
+    assert_int_equal(lt__backend_cpu_cached(), kept);
+    b->iface->free(b->ctx, c1);
+    lt_backend_cpu_trim();
+    assert_int_equal(lt__backend_cpu_cached(), 0);
+}
+
 /* distribute then redistribute with verification of a 4x4 arange on a 2x2
  * mesh, failing each allocation in turn until the sequence completes */
 static void test_sweep_distribute_redistribute(void **state) {
@@ -226,6 +288,7 @@ int main(void) {
         cmocka_unit_test(test_failed_realloc_keeps_the_block),
         cmocka_unit_test(test_live_counts_blocks_made_and_freed),
         cmocka_unit_test(test_arm_from_env),
+        cmocka_unit_test(test_cpu_cache_gives_back_idle_sizes),
         cmocka_unit_test(test_sweep_distribute_redistribute),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
