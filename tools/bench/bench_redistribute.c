@@ -72,7 +72,7 @@ static void data_row(lt_bench *b, const char *mesh_s, const char *from, const ch
     check(lt_redistribute(src, dp, nd, &o, &out, &plan), name);   /* warms the cache */
     lt_dtensor_free(out);
     size_t written = plan_written(plan);
-    enum { REPS = 3 };
+    enum { REPS = 9 };
     double tr[REPS], tm[REPS], tv[REPS];
     for (int i = 0; i < REPS; i++) {
         lt_trace_clear(lt_comm_trace(c));
