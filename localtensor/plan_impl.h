@@ -483,7 +483,7 @@ int lt__mc_find_hashed(lt__mc *c, uint64_t h1, uint64_t h2, lt__msg *gr, uint64_
 int lt__mc_result(lt__mc *c, const lt__list *a, const signed char *apop, const lt__mv *mv, uint64_t *bytes,
                   int *reorder);
 
-/* ---- the shared search space (plan_memo.c) ---------------------------------------- */
+/* ---- the shared search space (plan_memo.c, plan_memo_local.c) --------------------- */
 
 /* Attaches c (its space built, not yet searched) to the shared space of its
  * tensor: sets c->ms and c->creg, or leaves c->ms NULL (explicit split

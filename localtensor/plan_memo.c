@@ -12,7 +12,8 @@
  *     depends on the state alone): what each leaves (every rank's blocks),
  *     its bytes, and the work the search charged for computing it;
  *   - per state: the tree of its local picks (local_walk) and, per mesh dim
- *     and candidate, its permute (sigma and result);
+ *     and candidate, its permute (sigma and result): plan_memo_local.c
+ *     records and replays those;
  *   - per result (what every rank holds): its unions' work, the tree of
  *     dec (plan_moves.c): which candidate matches after which prefix, and
  *     per destination (a registry of them) the search's lower bound;
@@ -21,6 +22,8 @@
  * Candidates are told apart by a registry of placements, so searches whose
  * candidate lists differ in order (each puts its source and destination
  * first) share the same records and walk them in their own order.
+ * The record types, and the helpers both files use (the lock, record
+ * allocation, tree nodes), are in plan_memo_impl.h.
  *
  * Invariant: a search that reads these records does exactly what it would
  * do without them: the same moves tried in the same order, the same states
@@ -42,142 +45,17 @@
  * leaves the computation to the caller, with the same result.
  */
 #if !defined(_DEFAULT_SOURCE)
-#define _DEFAULT_SOURCE /* sched_yield */
+#define _DEFAULT_SOURCE /* sched_yield (lt__ms_lock) */
 #endif
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/alloc.h"
 #include "kernels/cache_impl.h"
 #include "localtensor/plan_impl.h"
-
-#define MS_REG 64                  /* placements one space tells apart */
-#define MS_DREG 64                 /* destinations one space keeps lower bounds for */
-#define MS_MAX_BYTES (12u << 20)   /* records of one space */
-#define MS_SPACES 2                /* spaces kept */
-#define MS_CHUNK (64u << 10)       /* records are carved from chunks of this size */
-
-/* ---- records --------------------------------------------------------------------------- */
-
-/* A node of one of the walks replayed here (dec over a result's prefixes,
- * local_walk over a state's picks) at level j, for the prefix that led to
- * it: the work one candidate costs there, and per registry placement v:
- * V_UNKNOWN, 0 (no), or V_OK | kid slot (| V_EMPTY: a picked block is
- * empty). Candidates whose level j + 1 is the same share a slot (local
- * walk) or not (dec). kid: the next level's node, or at the last level of
- * the local walk the record of the picked blocks. v entries are published
- * with release stores after their kid, then their bits in known (and okm
- * when V_OK), so a reader that sees a bit in known sees its v and kid. */
-#define MS_KIDS 16
-#define V_UNKNOWN 0xff
-#define V_OK 0x20
-#define V_EMPTY 0x10
-typedef struct tnode {
-    double cost;
-    uint64_t known, okm;              /* bit ri: v[ri] published; v[ri] is V_OK | .. (atomic) */
-    unsigned char v[MS_REG];
-    unsigned char rep[MS_KIDS];       /* local walk: a registry placement of each slot */
-    int nkids;
-    void *kid[MS_KIDS];
-} tnode;
-
-struct lt__msg {
-    uint64_t h1, h2;
-    int pops_ok;
-    double runs;                      /* find_state's first charge */
-    int nu;                           /* unions' charges (nu of them) */
-    double uspend[LT_MESH_MAX_DIMS];
-    unsigned char uempty_any[LT_MESH_MAX_DIMS + 1];
-    signed char gpop[LT_MESH_MAX_DIMS];
-    lt__list *blocks;                 /* (W, ndim) what each rank holds */
-    unsigned char *empty;             /* (W) */
-    tnode *root;                      /* dec's; atomic, NULL until needed */
-    uint32_t *lb;                     /* (MS_DREG) atomic, NULL until needed: per destination
-                                       * of the registry, the lower bound + 1, 0 unknown (a
-                                       * bound of 2^32 - 1 bytes or more is not kept) */
-};
-
-/* A move from one state: the move, whether it is one (r 1) or not, the
- * charge result() made (nspend of them, 0 or 1), its bytes, and the record
- * of what it leaves. */
-typedef struct mvrec {
-    lt__mv mv;
-    unsigned char r, nspend;
-    double spend;
-    uint64_t bytes;
-    lt__msg *g;
-} mvrec;
-
-/* The moves of dim_moves along one mesh dim, in its order. */
-typedef struct script {
-    int n;
-    mvrec m[];
-} script;
-
-/* A permute's sigma and move record (r 1; the record atomic, NULL until
- * made) or none (r 0), for registry placement ri; a list per mesh dim. */
-typedef struct sigrec {
-    int ri, r;
-    uint64_t known, perm;             /* registry indices of this record and those after it: all; permutes */
-    mvrec *m;
-    struct sigrec *next;
-    int sigma[];                      /* (mesh dim size) */
-} sigrec;
-
-/* A placement list's layout (off[M + 1] lists) and, once entered, its
- * state record (atomic), under the list's registry indices. */
-typedef struct lrec {
-    lt__list *lay;
-    lt__mst *st;
-} lrec;
-
-struct lt__mst {
-    uint64_t h1, h2;
-    script *scr[LT_MESH_MAX_DIMS];    /* atomic; NULL until recorded */
-    tnode *lw;                        /* local_walk's root; atomic */
-    sigrec *sig[LT_MESH_MAX_DIMS];    /* per mesh dim; atomic heads */
-};
-
-/* (h1, h2) -> record, open addressing on h1, at most half full. */
-typedef struct slot {
-    uint64_t h1, h2;
-    void *v;
-} slot;
-typedef struct tab {
-    slot *s;                          /* (cap) lt__calloc */
-    size_t n, cap;
-} tab;
-
-typedef struct chunk {
-    struct chunk *next;
-    size_t used;
-    size_t pad_;                      /* mem starts 16-aligned on 64-bit */
-    unsigned char mem[];
-} chunk;
-
-struct lt__ms {
-    int lock;
-    int refs;                         /* atomic */
-    int full;
-    size_t bytes;
-    int nreg;
-    lt_placement reg[MS_REG];
-    int ndreg;                        /* destinations (effective lists, M entries each) */
-    lt_placement dreg[MS_DREG][LT_MESH_MAX_DIMS];
-    chunk *chunks;
-    lt__arena runs;
-    tab states, gs;
-    tab lays;                         /* registry indices of a list -> lrec */
-};
+#include "localtensor/plan_memo_impl.h"
 
 /* ---- the space and its memory ---------------------------------------------------------- */
-
-static void ms_lock(lt__ms *s) {
-    while (__atomic_exchange_n(&s->lock, 1, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(&s->lock, __ATOMIC_RELAXED)) sched_yield();
-}
-static void ms_unlock(lt__ms *s) { __atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE); }
 
 static void ms_ref(void *v) { __atomic_add_fetch(&((lt__ms *)v)->refs, 1, __ATOMIC_RELAXED); }
 
@@ -200,9 +78,7 @@ static lt__cache ms_cache = LT__CACHE_INIT(ms_ref, ms_release, MS_SPACES);
 
 void lt__ms_clear(void) { lt__cache_clear(&ms_cache); }
 
-/* n bytes (zeroed, 16-aligned) from s's chunks, counted; NULL when full or
- * out of memory. Under the lock. */
-static void *ms_alloc(lt__ms *s, size_t n) {
+void *lt__ms_alloc(lt__ms *s, size_t n) {
     n = (n + 15) & ~(size_t)15;
     if (s->full || n > MS_CHUNK) return NULL;
     if (!s->chunks || s->chunks->used + n > MS_CHUNK) {
@@ -223,9 +99,9 @@ static void *ms_alloc(lt__ms *s, size_t n) {
     return p;
 }
 
-/* Copies of lists l[0..n) with their runs, into s; NULL as ms_alloc. */
+/* Copies of lists l[0..n) with their runs, into s; NULL as lt__ms_alloc. */
 static lt__list *ms_lists(lt__ms *s, const lt__list *l, size_t n) {
-    lt__list *o = ms_alloc(s, sizeof(lt__list) * (n ? n : 1));
+    lt__list *o = lt__ms_alloc(s, sizeof(lt__list) * (n ? n : 1));
     if (!o) return NULL;
     for (size_t x = 0; x < n; x++) {
         o[x] = l[x];
@@ -273,8 +149,6 @@ static int tab_put(lt__ms *s, tab *t, uint64_t h1, uint64_t h2, void *v) {
 
 /* ---- attaching a search ---------------------------------------------------------------- */
 
-static int pop_of(const lt_placement *p) { return p->kind == LT_PL_PARTIAL ? (int)p->op : -1; }
-
 static int explicit_rule(const lt_placement *p) { return p->kind == LT_PL_SHARD && p->rule.kind == LT_SPLIT_EXPLICIT; }
 
 void lt__ms_attach(lt__mc *c) {
@@ -303,7 +177,7 @@ void lt__ms_attach(lt__mc *c) {
         s->refs = 1;
         lt__cache_put(&ms_cache, &k, h, s);
     }
-    ms_lock(s);
+    lt__ms_lock(s);
     int ok = 1;
     for (int i = 0; i < g->M && ok; i++)
         for (int b = 0; b < c->nc[i] && ok; b++) {
@@ -314,7 +188,7 @@ void lt__ms_attach(lt__mc *c) {
                 else s->reg[s->nreg++] = c->cand[i][b];
             }
             c->creg[i][b] = (unsigned char)x;
-            c->cpop[i][b] = (signed char)pop_of(&c->cand[i][b]);
+            c->cpop[i][b] = (signed char)lt__ms_pop_of(&c->cand[i][b]);
             if (x < MS_REG) {
                 int o = c->cpop[i][b] + 1, pos = 0;
                 for (int e = 0; e < b; e++) pos += c->cpop[i][e] == c->cpop[i][b];
@@ -329,7 +203,7 @@ void lt__ms_attach(lt__mc *c) {
         if (x == s->ndreg && x < MS_DREG) memcpy(s->dreg[s->ndreg++], c->dst, sizeof(lt_placement) * (size_t)g->M);
         c->msdst = x < s->ndreg ? x : -1;
     }
-    ms_unlock(s);
+    lt__ms_unlock(s);
     if (!ok) {
         ms_release(s);
         return;
@@ -360,9 +234,9 @@ static uint64_t reg_hash(uint64_t rk) {
 }
 
 static lrec *lrec_find(lt__mc *c, uint64_t rk) {
-    ms_lock(c->ms);
+    lt__ms_lock(c->ms);
     lrec *r = tab_find(&c->ms->lays, reg_hash(rk), rk);
-    ms_unlock(c->ms);
+    lt__ms_unlock(c->ms);
     return r;
 }
 
@@ -376,12 +250,12 @@ void lt__ms_layout_put(lt__mc *c, uint64_t key, const lt__list *lay) {
     if (!c->ms) return;
     lt__ms *s = c->ms;
     uint64_t rk = reg_key(c, key), h = reg_hash(rk);
-    ms_lock(s);
+    lt__ms_lock(s);
     if (!tab_find(&s->lays, h, rk)) {
-        lrec *r = ms_alloc(s, sizeof *r);
+        lrec *r = lt__ms_alloc(s, sizeof *r);
         if (r && (r->lay = ms_lists(s, lay, c->g.off[c->g.M + 1]))) (void)tab_put(s, &s->lays, h, rk, r);
     }
-    ms_unlock(s);
+    lt__ms_unlock(s);
 }
 
 void lt__ms_enter(lt__mc *c, int idx) {
@@ -401,7 +275,7 @@ void lt__ms_enter(lt__mc *c, int idx) {
         a = (a ^ v_) * 1099511628211ULL;                                \
         b = (b + v_ + (b << 6) + (b >> 2)) * 0xff51afd7ed558ccdULL;     \
     } while (0)
-    for (int i = 0; i < g->M; i++) MS_MIX(pop_of(&pl[i]) + 3);
+    for (int i = 0; i < g->M; i++) MS_MIX(lt__ms_pop_of(&pl[i]) + 3);
     for (size_t x = 0; x < g->off[g->M + 1]; x++) {
         const lt__list *l = nd->lay + x;
         MS_MIX(l->len);
@@ -414,43 +288,22 @@ void lt__ms_enter(lt__mc *c, int idx) {
 #undef MS_MIX
     uint64_t h2 = b ^ (b >> 29);
     lt__ms *s = c->ms;
-    ms_lock(s);
+    lt__ms_lock(s);
     lt__mst *st = tab_find(&s->states, a, h2);
     if (!st) {
-        st = ms_alloc(s, sizeof *st);
+        st = lt__ms_alloc(s, sizeof *st);
         if (st) {
             st->h1 = a;
             st->h2 = h2;
             if (tab_put(s, &s->states, a, h2, st)) st = NULL;
         }
     }
-    ms_unlock(s);
+    lt__ms_unlock(s);
     c->mstate = st;
     if (lr && st) __atomic_store_n(&lr->st, st, __ATOMIC_RELEASE);
 }
 
 /* ---- results and their matching ---------------------------------------------------------- */
-
-/* Runs fn-like computations without charging the search: saves and
- * restores the work, the budget and the recorder. */
-typedef struct quiet {
-    double work, budget;
-    double *rec;
-    int nrec;
-} quiet;
-static quiet quiet_begin(lt__mc *c, double *rec) {
-    quiet q = {c->work, c->budget, c->rec, c->nrec};
-    c->budget = 1e300;
-    c->rec = rec;
-    c->nrec = 0;
-    return q;
-}
-static void quiet_end(lt__mc *c, quiet q) {
-    c->work = q.work;
-    c->budget = q.budget;
-    c->rec = q.rec;
-    c->nrec = q.nrec;
-}
 
 void lt__ms_g_load(lt__mc *c, const lt__msg *gr) {
     const lt__geo *g = &c->g;
@@ -459,9 +312,7 @@ void lt__ms_g_load(lt__mc *c, const lt__msg *gr) {
     memcpy(c->gpop, gr->gpop, sizeof c->gpop);
 }
 
-/* The record of c->G (hashes h1, h2): found, or made (unions run on c->G
- * quietly); NULL when it cannot be made. Under the lock. */
-static lt__msg *g_make_locked(lt__mc *c, uint64_t h1, uint64_t h2) {
+lt__msg *lt__ms_g_make_locked(lt__mc *c, uint64_t h1, uint64_t h2) {
     lt__ms *s = c->ms;
     const lt__geo *g = &c->g;
     lt__msg *gr = tab_find(&s->gs, h1, h2);
@@ -476,19 +327,19 @@ static lt__msg *g_make_locked(lt__mc *c, uint64_t h1, uint64_t h2) {
     if (tmp.pops_ok) {
         double rec[LT_MESH_MAX_DIMS + 2];
         lt__amark mk = lt__arena_mark(&c->tar);
-        quiet q = quiet_begin(c, rec);
+        quiet q = lt__ms_quiet_begin(c, rec);
         int r = lt__mc_unions(c);
         tmp.nu = c->nrec;
         memcpy(tmp.uspend, rec, sizeof(double) * (size_t)tmp.nu);
         memcpy(tmp.uempty_any, c->uempty_any, sizeof tmp.uempty_any);
-        quiet_end(c, q);
+        lt__ms_quiet_end(c, q);
         lt__arena_reset(&c->tar, mk);
         if (r < 0) return NULL;
     }
-    if (!(gr = ms_alloc(s, sizeof *gr))) return NULL;
+    if (!(gr = lt__ms_alloc(s, sizeof *gr))) return NULL;
     *gr = tmp;
     gr->blocks = ms_lists(s, c->G, (size_t)g->W * (size_t)g->ndim);
-    gr->empty = ms_alloc(s, (size_t)g->W);
+    gr->empty = lt__ms_alloc(s, (size_t)g->W);
     if (!gr->blocks || !gr->empty || tab_put(s, &s->gs, h1, h2, gr)) return NULL;
     memcpy(gr->empty, c->Gempty, (size_t)g->W);
     return gr;
@@ -498,9 +349,9 @@ uint32_t *lt__ms_lb_slot(lt__mc *c, lt__msg *g) {
     if (!c->ms || c->msdst < 0) return NULL;
     uint32_t *lb = __atomic_load_n(&g->lb, __ATOMIC_ACQUIRE);
     if (!lb) {
-        ms_lock(c->ms);
-        if (!(lb = g->lb) && (lb = ms_alloc(c->ms, sizeof(uint32_t) * MS_DREG))) __atomic_store_n(&g->lb, lb, __ATOMIC_RELEASE);
-        ms_unlock(c->ms);
+        lt__ms_lock(c->ms);
+        if (!(lb = g->lb) && (lb = lt__ms_alloc(c->ms, sizeof(uint32_t) * MS_DREG))) __atomic_store_n(&g->lb, lb, __ATOMIC_RELEASE);
+        lt__ms_unlock(c->ms);
         if (!lb) return NULL;
     }
     return &lb[c->msdst];
@@ -508,23 +359,21 @@ uint32_t *lt__ms_lb_slot(lt__mc *c, lt__msg *g) {
 
 lt__msg *lt__ms_g_get(lt__mc *c, uint64_t h1, uint64_t h2) {
     if (!c->ms) return NULL;
-    ms_lock(c->ms);
-    lt__msg *gr = g_make_locked(c, h1, h2);
-    ms_unlock(c->ms);
+    lt__ms_lock(c->ms);
+    lt__msg *gr = lt__ms_g_make_locked(c, h1, h2);
+    lt__ms_unlock(c->ms);
     return gr;
 }
 
-static tnode *tnode_new(lt__ms *s, double cost) {
-    tnode *n = ms_alloc(s, sizeof *n);
+tnode *lt__ms_tnode_new(lt__ms *s, double cost) {
+    tnode *n = lt__ms_alloc(s, sizeof *n);
     if (!n) return NULL;
     n->cost = cost;
     memset(n->v, V_UNKNOWN, sizeof n->v);
     return n;
 }
 
-/* Level l + 1 (into to) from level l (at) under placement p, every tuple:
- * 1, 0 rejected, -1 out of memory (runs in c->tar). */
-static int apply_level(lt__mc *c, const lt__list *at, lt__list *to, int l, const lt_placement *p) {
+int lt__ms_apply_level(lt__mc *c, const lt__list *at, lt__list *to, int l, const lt_placement *p) {
     const lt__geo *g = &c->g;
     int m = g->mesh->shape[l], nd = g->ndim;
     for (int t = 0; t < g->T[l]; t++)
@@ -536,22 +385,13 @@ static int apply_level(lt__mc *c, const lt__list *at, lt__list *to, int l, const
     return 1;
 }
 
-/* Levels 1..j of lay from its level 0 and the candidates prefix[0..j). */
-static int rebuild(lt__mc *c, lt__list *lay, int j, const int *prefix) {
+int lt__ms_rebuild(lt__mc *c, lt__list *lay, int j, const int *prefix) {
     for (int l = 0; l < j; l++) {
-        int r = apply_level(c, lay + c->g.off[l], lay + c->g.off[l + 1], l, &c->cand[l][prefix[l]]);
+        int r = lt__ms_apply_level(c, lay + c->g.off[l], lay + c->g.off[l + 1], l, &c->cand[l][prefix[l]]);
         if (r <= 0) return -1;
     }
     return 1;
 }
-
-/* Publishes v for registry placement ri of n. */
-static void vset(tnode *n, int ri, int v) {
-    __atomic_store_n(&n->v[ri], (unsigned char)v, __ATOMIC_RELEASE);
-    if (v & V_OK) __atomic_fetch_or(&n->okm, (uint64_t)1 << ri, __ATOMIC_RELEASE);
-    __atomic_fetch_or(&n->known, (uint64_t)1 << ri, __ATOMIC_RELEASE);
-}
-static int vget(const tnode *n, int ri) { return __atomic_load_n(&n->v[ri], __ATOMIC_ACQUIRE); }
 
 /* Fills dec node n (level j, prefix) for every candidate of c's level j
  * that it does not know yet: 0, or -1 (nothing to answer with). Under the
@@ -559,43 +399,35 @@ static int vget(const tnode *n, int ri) { return __atomic_load_n(&n->v[ri], __AT
 static int dnode_fill(lt__mc *c, const lt__msg *gr, tnode *n, int j, const int *prefix) {
     const lt__geo *g = &c->g;
     lt__amark mk = lt__arena_mark(&c->tar);
-    quiet q = quiet_begin(c, NULL);
+    quiet q = lt__ms_quiet_begin(c, NULL);
     lt__ms_g_load(c, gr);
-    int rc = lt__mc_unions(c) < 0 || rebuild(c, c->B, j, prefix) < 0 ? -1 : 0;
+    int rc = lt__mc_unions(c) < 0 || lt__ms_rebuild(c, c->B, j, prefix) < 0 ? -1 : 0;
     for (int b = 0; b < c->nc[j] && !rc; b++) {
         int ri = c->creg[j][b];
-        if (pop_of(&c->cand[j][b]) != gr->gpop[j] || vget(n, ri) != V_UNKNOWN) continue;
+        if (lt__ms_pop_of(&c->cand[j][b]) != gr->gpop[j] || lt__ms_vget(n, ri) != V_UNKNOWN) continue;
         lt__amark m2 = lt__arena_mark(&c->tar);
         int ok = lt__mc_dec_try(c, j, b);
         if (ok < 0 || (ok && n->nkids == MS_KIDS)) {
             rc = -1;
         } else if (!ok) {
-            vset(n, ri, 0);
+            lt__ms_vset(n, ri, 0);
         } else {
             tnode *kid = NULL;
-            if (j + 1 < g->M && !(kid = tnode_new(c->ms, lt__mc_dec_cost(c, j + 1)))) rc = -1;
+            if (j + 1 < g->M && !(kid = lt__ms_tnode_new(c->ms, lt__mc_dec_cost(c, j + 1)))) rc = -1;
             else {
                 n->kid[n->nkids] = kid;
-                vset(n, ri, V_OK | n->nkids++);
+                lt__ms_vset(n, ri, V_OK | n->nkids++);
             }
         }
         lt__arena_reset(&c->tar, m2);
     }
-    quiet_end(c, q);
+    lt__ms_quiet_end(c, q);
     lt__arena_reset(&c->tar, mk);
     return rc;
 }
 
 int lt__ms_dec_sets = 1;
 _Static_assert(MS_REG <= 64 && LT__MAXC <= 64, "registry indices and candidates fit a 64-bit set");
-
-/* The candidates of mesh dim j (bit b: candidate b) whose registry indices
- * are in set rs (of c's candidates there). */
-static uint64_t by_cand(const lt__mc *c, int j, uint64_t rs) {
-    uint64_t bm = 0;
-    for (; rs; rs &= rs - 1) bm |= (uint64_t)1 << c->rcand[j][__builtin_ctzll(rs)];
-    return bm;
-}
 
 /* dec's walk over the tree in c's candidate order: 1 found (*out), 0 none,
  * -3 unknown; *total and *nsp: the work it charges and how many charges. */
@@ -627,7 +459,7 @@ static int walk(lt__mc *c, lt__msg *gr, tnode *n, int j, int *prefix, uint64_t k
                 if (ri < 0 || rpos[q] < rpos[ri]) ri = q;
             }
             ok &= ~((uint64_t)1 << ri);
-            int b = c->rcand[j][ri], v = vget(n, ri);
+            int b = c->rcand[j][ri], v = lt__ms_vget(n, ri);
             prefix[j] = b;
             int r = walk(c, gr, n->kid[v & 15], j + 1, prefix, key | (uint64_t)b << (8 * j), out, total, nsp);
             if (r != 0 || !gr->uempty_any[j + 1]) {
@@ -646,12 +478,12 @@ static int walk(lt__mc *c, lt__msg *gr, tnode *n, int j, int *prefix, uint64_t k
         *total += cost;
         (*nsp)++;
         int ri = cr[b];
-        int v = vget(n, ri);
+        int v = lt__ms_vget(n, ri);
         if (v == V_UNKNOWN) {
-            ms_lock(c->ms);
+            lt__ms_lock(c->ms);
             int rc = dnode_fill(c, gr, n, j, prefix);
-            ms_unlock(c->ms);
-            if (rc < 0 || (v = vget(n, ri)) == V_UNKNOWN) return -3;
+            lt__ms_unlock(c->ms);
+            if (rc < 0 || (v = lt__ms_vget(n, ri)) == V_UNKNOWN) return -3;
         }
         if (!v) continue;
         prefix[j] = b;
@@ -666,10 +498,10 @@ int lt__ms_dec(lt__mc *c, lt__msg *gr, uint64_t *key) {
     if (!c->ms || !gr->pops_ok) return -3;
     tnode *root = __atomic_load_n(&gr->root, __ATOMIC_ACQUIRE);
     if (!root) {
-        ms_lock(c->ms);
+        lt__ms_lock(c->ms);
         root = gr->root;
-        if (!root && (root = tnode_new(c->ms, lt__mc_dec_cost(c, 0)))) __atomic_store_n(&gr->root, root, __ATOMIC_RELEASE);
-        ms_unlock(c->ms);
+        if (!root && (root = lt__ms_tnode_new(c->ms, lt__mc_dec_cost(c, 0)))) __atomic_store_n(&gr->root, root, __ATOMIC_RELEASE);
+        lt__ms_unlock(c->ms);
         if (!root) return -3;
     }
     double total = 0;
@@ -688,210 +520,6 @@ int lt__ms_dec(lt__mc *c, lt__msg *gr, uint64_t *key) {
     return r;
 }
 
-/* ---- local picks ------------------------------------------------------------------------ */
-
-/* Fills local-walk node n (level j, prefix) for every candidate of c's
- * level j it does not know yet; a from the state. 0, or -1. Under the lock. */
-static int lnode_fill(lt__mc *c, const lt__list *a, const signed char *apop, tnode *n, int j, const int *prefix) {
-    const lt__geo *g = &c->g;
-    size_t nl = (size_t)g->T[j + 1] * (size_t)g->ndim;
-    lt__list *ch0 = c->L + g->off[j + 1], *other = c->B + g->off[j + 1];
-    lt__amark mk = lt__arena_mark(&c->tar);
-    quiet q = quiet_begin(c, NULL);
-    int rc = rebuild(c, c->L, j, prefix) < 0 ? -1 : 0;
-    for (int b = 0; b < c->nc[j] && !rc; b++) {
-        int ri = c->creg[j][b], empty;
-        if (pop_of(&c->cand[j][b]) != apop[j] || vget(n, ri) != V_UNKNOWN) continue;
-        lt__amark m2 = lt__arena_mark(&c->tar);
-        int ok = lt__mc_local_try(c, a, j, b, &empty);
-        int sl = -1;
-        for (int k = 0; ok > 0 && k < n->nkids && sl < 0; k++) {   /* the same picks as a slot's? */
-            int re = apply_level(c, c->L + g->off[j], other, j, &c->ms->reg[n->rep[k]]);
-            if (re < 0) ok = -1;
-            int same = re > 0;
-            for (size_t x = 0; x < nl && same; x++) same = lt__list_eq(&other[x], &ch0[x]);
-            if (same) sl = k;
-        }
-        if (ok < 0 || (ok && sl < 0 && n->nkids == MS_KIDS)) {
-            rc = -1;
-        } else if (!ok) {
-            vset(n, ri, 0);
-        } else {
-            if (sl < 0) {
-                void *kid;
-                if (j + 1 < g->M) {
-                    kid = tnode_new(c->ms, g->T[j + 2] + lt__mc_runs(ch0, nl));
-                } else {   /* the picked blocks, as find_state sees them */
-                    for (int r = 0; r < g->W; r++) {
-                        const lt__list *x = ch0 + (size_t)r * (size_t)g->ndim;
-                        memcpy(c->G + (size_t)r * (size_t)g->ndim, x, sizeof(lt__list) * (size_t)g->ndim);
-                        c->Gempty[r] = lt__block_numel(x, g->ndim) == 0;
-                    }
-                    memcpy(c->gpop, apop, sizeof c->gpop);
-                    uint64_t h1, h2;
-                    lt__mc_g_hash(c, &h1, &h2);
-                    kid = g_make_locked(c, h1, h2);
-                }
-                if (!kid) rc = -1;
-                else {
-                    n->rep[n->nkids] = (unsigned char)ri;
-                    n->kid[n->nkids] = kid;
-                    sl = n->nkids++;
-                }
-            }
-            if (!rc) vset(n, ri, V_OK | sl | (empty ? V_EMPTY : 0));
-        }
-        lt__arena_reset(&c->tar, m2);
-    }
-    quiet_end(c, q);
-    lt__arena_reset(&c->tar, mk);
-    return rc;
-}
-
-/* Makes sure every node the walk of c's order reaches is known: 0, -1. */
-static int lw_prep(lt__mc *c, const lt__list *a, const signed char *apop, tnode *n, int j, int *prefix) {
-    unsigned seen = 0;
-    uint64_t want = c->cregmask[j][apop[j] + 1];
-    if (lt__ms_dec_sets && !(want & ~__atomic_load_n(&n->known, __ATOMIC_ACQUIRE))) {
-        /* all known here: only the matching candidates, in c's order */
-        for (uint64_t bm = by_cand(c, j, __atomic_load_n(&n->okm, __ATOMIC_ACQUIRE) & want); bm; bm &= bm - 1) {
-            int b = __builtin_ctzll(bm), v = vget(n, c->creg[j][b]);
-            if (seen & 1u << (v & 15)) continue;
-            seen |= 1u << (v & 15);
-            prefix[j] = b;
-            if (j + 1 < c->g.M && lw_prep(c, a, apop, n->kid[v & 15], j + 1, prefix) < 0) return -1;
-        }
-        return 0;
-    }
-    const signed char *cp = c->cpop[j];
-    int ap = apop[j], nc = c->nc[j];
-    for (int b = 0; b < nc; b++) {
-        if (cp[b] != ap) continue;
-        int ri = c->creg[j][b], v = vget(n, ri);
-        if (v == V_UNKNOWN) {
-            ms_lock(c->ms);
-            int rc = lnode_fill(c, a, apop, n, j, prefix);
-            ms_unlock(c->ms);
-            if (rc < 0 || (v = vget(n, ri)) == V_UNKNOWN) return -1;
-        }
-        if (!v || (seen & 1u << (v & 15))) continue;
-        seen |= 1u << (v & 15);
-        prefix[j] = b;
-        if (j + 1 < c->g.M && lw_prep(c, a, apop, n->kid[v & 15], j + 1, prefix) < 0) return -1;
-    }
-    return 0;
-}
-
-/* local_walk's replay: its charges, its canonical keys, its relaxations,
- * in its order. */
-static lt_status lw_replay(lt__mc *c, int from, const signed char *apop, uint64_t akey, tnode *n, int j, uint64_t key,
-                           int empties) {
-    unsigned seen = 0;
-    const signed char *cp = c->cpop[j];
-    const unsigned char *cr = c->creg[j];
-    int ap = apop[j], nc = c->nc[j];
-    uint64_t want = c->cregmask[j][ap + 1], bm = 0;
-    int sets = lt__ms_dec_sets && !(want & ~__atomic_load_n(&n->known, __ATOMIC_ACQUIRE));
-    if (sets) {
-        /* the scan's charges, one per candidate of this op, at once: the
-         * same whole-number sum, and past the budget either way when the
-         * scan would be (it only adds, and its relaxations do not count);
-         * then only the matching candidates, in c's order */
-        int k = __builtin_popcountll(want);
-        if (k && lt__mc_spend(c, n->cost * k)) return LT_OVERFLOW;
-        bm = by_cand(c, j, __atomic_load_n(&n->okm, __ATOMIC_ACQUIRE) & want);
-    }
-    for (int b = 0; sets ? bm != 0 : b < nc; b++) {
-        if (sets) {
-            b = __builtin_ctzll(bm);
-            bm &= bm - 1;
-        } else {
-            if (cp[b] != ap) continue;
-            if (lt__mc_spend(c, n->cost)) return LT_OVERFLOW;
-        }
-        int v = vget(n, cr[b]);
-        if (!v || (seen & 1u << (v & 15))) continue;
-        seen |= 1u << (v & 15);
-        uint64_t k = key | (uint64_t)b << (8 * j);
-        int e = empties || (v & V_EMPTY);
-        if (j + 1 < c->g.M) {
-            LT_TRY(lw_replay(c, from, apop, akey, n->kid[v & 15], j + 1, k, e));
-            continue;
-        }
-        lt__msg *g = n->kid[v & 15];
-        int r = 1;
-        if (e) {   /* lt__mc_canon */
-            if (!g->pops_ok) r = 0;
-            else if (lt__mc_spend(c, g->runs)) r = -2;
-            else r = lt__mc_find_hashed(c, g->h1, g->h2, g, &k);
-            if (r == -1) return lt__err(LT_NOMEM, "out of memory while planning");
-            if (r < 0) return LT_OVERFLOW;
-        }
-        lt__mv mv = {LT__MV_LOCAL, 0, 0, 0, -1, -1, 0, -1};
-        if (r == 1 && k != akey) LT_TRY(lt__mc_relax_g(c, from, k, 0, &mv, g->blocks, g));
-    }
-    return LT_OK;
-}
-
-lt_status lt__ms_local_walk(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
-                            int *done) {
-    lt__mst *st = c->mstate;
-    *done = 0;
-    tnode *root = __atomic_load_n(&st->lw, __ATOMIC_ACQUIRE);
-    if (!root) {
-        ms_lock(c->ms);
-        root = st->lw;
-        if (!root && (root = tnode_new(c->ms, c->g.T[1] + lt__mc_runs(c->L, (size_t)c->g.ndim))))
-            __atomic_store_n(&st->lw, root, __ATOMIC_RELEASE);
-        ms_unlock(c->ms);
-        if (!root) return LT_OK;
-    }
-    int prefix[LT_MESH_MAX_DIMS];
-    if (lw_prep(c, a, apop, root, 0, prefix) < 0) return LT_OK;
-    *done = 1;
-    return lw_replay(c, from, apop, akey, root, 0, 0, 0);
-}
-
-/* ---- permutes --------------------------------------------------------------------------- */
-
-static sigrec *sig_find(const lt__mc *c, int i, int b) {
-    sigrec *e = __atomic_load_n(&c->mstate->sig[i], __ATOMIC_ACQUIRE);
-    while (e && e->ri != c->creg[i][b]) e = e->next;
-    return e;
-}
-
-int lt__ms_permute_set(lt__mc *c, int i, uint64_t *cands) {
-    const sigrec *e = __atomic_load_n(&c->mstate->sig[i], __ATOMIC_ACQUIRE);
-    uint64_t want = c->cregmask[i][0];   /* the candidates that are not Partial */
-    if (!lt__ms_dec_sets || !e || (want & ~e->known)) return 0;
-    *cands = by_cand(c, i, e->perm & want);
-    return 1;
-}
-
-int lt__ms_sigma_get(lt__mc *c, int i, int b, int *sigma) {
-    sigrec *e = sig_find(c, i, b);
-    if (!e) return -3;
-    if (e->r) memcpy(sigma, e->sigma, sizeof(int) * (size_t)c->g.mesh->shape[i]);
-    return e->r;
-}
-
-void lt__ms_sigma_put(lt__mc *c, int i, int b, int r, const int *sigma) {
-    lt__mst *st = c->mstate;
-    int n = c->g.mesh->shape[i];
-    ms_lock(c->ms);
-    sigrec *e = sig_find(c, i, b) ? NULL : ms_alloc(c->ms, sizeof(sigrec) + sizeof(int) * (size_t)n);
-    if (e) {
-        e->ri = c->creg[i][b];
-        e->r = r;
-        e->known = (st->sig[i] ? st->sig[i]->known : 0) | (uint64_t)1 << e->ri;
-        e->perm = (st->sig[i] ? st->sig[i]->perm : 0) | (uint64_t)(r != 0) << e->ri;
-        if (r) memcpy(e->sigma, sigma, sizeof(int) * (size_t)n);
-        e->next = st->sig[i];
-        __atomic_store_n(&st->sig[i], e, __ATOMIC_RELEASE);
-    }
-    ms_unlock(c->ms);
-}
-
 /* ---- moves ------------------------------------------------------------------------------ */
 
 /* Computes move mv from layout a into *m, quietly: 1, or 0 when it cannot
@@ -899,7 +527,7 @@ void lt__ms_sigma_put(lt__mc *c, int i, int b, int r, const int *sigma) {
 static int move_make(lt__mc *c, const lt__list *a, const signed char *apop, const lt__mv *mv, mvrec *m) {
     double rec[4];
     lt__amark mk = lt__arena_mark(&c->tar);
-    quiet q = quiet_begin(c, rec);
+    quiet q = lt__ms_quiet_begin(c, rec);
     uint64_t bytes = 0;
     int r = lt__mc_result(c, a, apop, mv, &bytes, NULL);
     int nspend = c->nrec;
@@ -909,7 +537,7 @@ static int move_make(lt__mc *c, const lt__list *a, const signed char *apop, cons
         lt__mc_g_hash(c, &h1, &h2);
         if (!(g = lt__ms_g_get(c, h1, h2))) r = -1;
     }
-    quiet_end(c, q);
+    lt__ms_quiet_end(c, q);
     lt__arena_reset(&c->tar, mk);
     if (r < 0) return 0;
     *m = (mvrec){*mv, (unsigned char)r, (unsigned char)nspend, nspend ? rec[0] : 0, bytes, g};
@@ -950,14 +578,14 @@ void lt__ms_script_end(lt__mc *c, int i, int complete) {
     c->recording = 0;
     if (rec != 1 || !complete) return;
     lt__ms *s = c->ms;
-    ms_lock(s);
-    script *sc = c->mstate->scr[i] ? NULL : ms_alloc(s, sizeof(script) + sizeof(mvrec) * (size_t)c->nscr);
+    lt__ms_lock(s);
+    script *sc = c->mstate->scr[i] ? NULL : lt__ms_alloc(s, sizeof(script) + sizeof(mvrec) * (size_t)c->nscr);
     if (sc) {
         sc->n = c->nscr;
         if (c->nscr) memcpy(sc->m, c->scr, sizeof(mvrec) * (size_t)c->nscr);   /* scr is NULL when nothing was recorded */
         __atomic_store_n(&c->mstate->scr[i], sc, __ATOMIC_RELEASE);
     }
-    ms_unlock(s);
+    lt__ms_unlock(s);
 }
 
 lt_status lt__ms_try_move(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
@@ -991,18 +619,18 @@ lt_status lt__ms_permute(lt__mc *c, int from, const lt__list *a, const signed ch
                          const lt__mv *mv, int *done) {
     int i = mv->mesh_dim;
     *done = 0;
-    sigrec *e = sig_find(c, i, b);
+    sigrec *e = lt__ms_sig_find(c, i, b);
     if (!e || !e->r) return LT_OK;
     mvrec *pm = __atomic_load_n(&e->m, __ATOMIC_ACQUIRE);
     if (!pm) {
         mvrec m;
         if (!move_make(c, a, apop, mv, &m)) return LT_OK;
-        ms_lock(c->ms);
-        if (!(pm = e->m) && (pm = ms_alloc(c->ms, sizeof *pm))) {
+        lt__ms_lock(c->ms);
+        if (!(pm = e->m) && (pm = lt__ms_alloc(c->ms, sizeof *pm))) {
             *pm = m;
             __atomic_store_n(&e->m, pm, __ATOMIC_RELEASE);
         }
-        ms_unlock(c->ms);
+        lt__ms_unlock(c->ms);
         if (!pm) return LT_OK;
     }
     *done = 1;
