@@ -251,7 +251,9 @@ typedef struct sc_step {
 typedef struct sc_recipe {
     const sc_node *map;
     const sc_node *mesh_node;
-    sc_subst subst;
+    const char *const *names; /* (n) the variables' names: one array the sweep's cases share */
+    int n;
+    const sc_node *vals[];    /* (n) their values for this case */
 } sc_recipe;
 
 typedef struct sc_case {

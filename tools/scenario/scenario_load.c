@@ -480,6 +480,8 @@ typedef struct sweep_ctx {
     sc_case *cases;              /* (ncases of the first pass) in the arena, filled by the second */
     int ncases;
     int *pair_used;              /* (pairs->n) */
+    const char **names;          /* (nnames) the last case's variable names (arena), shared */
+    int nnames;
 } sweep_ctx;
 
 /* mesh: the case's parsed mesh, in the file's arena (shared by the cases on it). */
@@ -496,8 +498,15 @@ static lt_status add_case(sweep_ctx *sw, const sc_subst *s, const char *label, c
     const sc_node *m = sw->map;
     size_t nn = strlen(sw->name), nl = strlen(label);   /* the name: "<scenario>[<label>]" */
     char *name = lt__sc_alloc(sw->a, nn + nl + 3);
-    sc_recipe *r = lt__sc_alloc(sw->a, sizeof *r);
+    sc_recipe *r = lt__sc_alloc(sw->a, sizeof *r + sizeof r->vals[0] * (size_t)s->n);
     if (!name || !r) return LT_NOMEM;
+    if (!sw->names || sw->nnames != s->n || memcmp(sw->names, s->names, sizeof s->names[0] * (size_t)s->n)) {
+        const char **names = lt__sc_alloc(sw->a, sizeof s->names[0] * (size_t)(s->n ? s->n : 1));
+        if (!names) return LT_NOMEM;
+        memcpy(names, s->names, sizeof s->names[0] * (size_t)s->n);
+        sw->names = names;
+        sw->nnames = s->n;
+    }
     memcpy(name, sw->name, nn);
     name[nn] = '[';
     memcpy(name + nn + 1, label, nl);
@@ -507,7 +516,9 @@ static lt_status add_case(sweep_ctx *sw, const sc_subst *s, const char *label, c
     c->pos = (sc_pos){m->file, m->line, m->col};
     r->map = m;
     r->mesh_node = mesh_node;
-    r->subst = *s;
+    r->names = sw->names;
+    r->n = s->n;
+    memcpy(r->vals, s->vals, sizeof r->vals[0] * (size_t)s->n);
     c->recipe = r;
     sw->ncases++;
     return LT_OK;
@@ -532,6 +543,10 @@ static lt_status check_case(void *ctx, int64_t i) {
 lt_status lt__sc_case_build(sc_case *c, sc_arena *a) {
     const sc_recipe *r = c->recipe;
     if (!r) return LT_OK;
+    sc_subst subst;
+    subst.n = r->n;
+    memcpy(subst.names, r->names, sizeof subst.names[0] * (size_t)r->n);
+    memcpy(subst.vals, r->vals, sizeof subst.vals[0] * (size_t)r->n);
     /* copy the scenario without its name, description and sweep */
     const sc_node *m = r->map;
     sc_node *copy = lt__sc_alloc(a, sizeof *copy);
@@ -544,7 +559,7 @@ lt_status lt__sc_case_build(sc_case *c, sc_arena *a) {
         const char *k = m->kids[2 * i]->str;
         if (!strcmp(k, "name") || !strcmp(k, "description") || !strcmp(k, "sweep")) continue;
         copy->kids[2 * copy->n] = m->kids[2 * i];
-        LT_TRY(lt__sc_copy(a, m->kids[2 * i + 1], &r->subst, &copy->kids[2 * copy->n + 1]));
+        LT_TRY(lt__sc_copy(a, m->kids[2 * i + 1], &subst, &copy->kids[2 * copy->n + 1]));
         copy->n++;
     }
     c->ntensors = 0;
