@@ -177,6 +177,11 @@ static void *cpu_alloc(void *ctx, size_t nbytes) {
         size_t full = nbytes & ~(LT__HUGE_ALIGN - 1);
         if (off == LT__HUGE_ALIGN && full) madvise(ptr, full, MADV_HUGEPAGE);
 #endif
+#if defined(MADV_NOHUGEPAGE)
+        /* and never in the lead, where huge pages are the system's default
+         * (THP "always"): its one header page would cost a zeroed 2 MiB */
+        if (off == LT__HUGE_ALIGN) madvise(p, LT__HUGE_ALIGN, MADV_NOHUGEPAGE);
+#endif
     }
     memcpy(ptr - LT__HDR, &want, sizeof want);
     return ptr;
