@@ -7,8 +7,10 @@
  * memory check (kernels/memlimit_impl.h) counts the kept bytes as free. Simulations allocate the same
  * shard shapes over and over (every redistribute step makes new shards);
  * without the cache every step pays the kernel's page faults on fresh memory,
- * which costs more than the copy itself. Large blocks also ask for
- * transparent huge pages. Under AddressSanitizer the cache is off so every
+ * which costs more than the copy itself. A request that finds no block of
+ * its size first gives back kept blocks of sizes nobody asked for again, so
+ * that a one-off job's later states reuse its earlier states' pages. Large
+ * blocks also ask for transparent huge pages. Under AddressSanitizer the cache is off so every
  * use-after-free is still caught. */
 #if !defined(_DEFAULT_SOURCE)
 #define _DEFAULT_SOURCE /* madvise */

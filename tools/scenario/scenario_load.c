@@ -725,8 +725,9 @@ static lt_status expand_sweep(sweep_ctx *sw) {
             }
         }
     }
-    /* the first bad case in case order comes before any later expansion error,
-     * as if each case were checked as it was added */
+    /* every case expanded is checked (the counting pass has already
+     * reported any error of the expansion itself); the error is the first
+     * bad case's in case order */
     if (!sw->counting) {
         lt_status cst = lt__parallel_for(sw->ncases, check_case, sw);
         if (cst) st = cst;
