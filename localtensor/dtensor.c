@@ -13,6 +13,7 @@
 #include "kernels/status_impl.h"
 #include "localtensor/dtensor_impl.h"
 #include "kernels/tensor_impl.h"
+#include "kernels/pool_impl.h"
 
 #include <stddef.h>
 
@@ -171,35 +172,52 @@ static lt_status fill_from_init(const void *src, const lt_rank_layout *l, const 
     return LT_OK;
 }
 
+/* build's shards: each rank that heads its replica class gets its own. */
+typedef struct build_job {
+    const lt_spec *spec;
+    fill_fn fill;
+    const void *src;
+    lt_local *local;
+} build_job;
+
+/* Rank r's shard, when r heads its class (the others are views, made
+ * after). Writes only local->shards[r]: the ranks run on the pool. */
+static lt_status build_rank(void *ctx, int64_t i) {
+    const build_job *j = ctx;
+    const lt_spec *spec = j->spec;
+    int r = (int)i;
+    if (lt__replica_class(spec->mesh, spec->placements, r) != r) return LT_OK;
+    lt_rank_layout l;
+    lt_status st = lt_spec_layout_rank(spec, r, &l);
+    /* no elements (no index lists): an empty shard of the local shape */
+    if (!st) st = l.lists ? j->fill(j->src, &l, spec->shape, spec->dtype, &j->local->shards[r])
+                          : lt_tensor_new(spec->dtype, spec->ndim, l.local_shape, &j->local->shards[r]);
+    lt_rank_layout_free(&l);
+    if (!st) st = lt__partition(j->local->shards[r], spec->mesh, spec->placements);
+    return st;
+}
+
 static lt_status build(const lt_spec *spec, fill_fn fill, const void *src, lt_dtensor **out) {
     const lt_mesh *mesh = spec->mesh;
-    lt_dtype dt = spec->dtype;
-    int ndim = spec->ndim;
-    const int64_t *shape = spec->shape;
-    const lt_placement *norm = spec->placements;
     lt_local *local;
     LT_TRY(lt_local_new(mesh, &local));
-    for (int r = 0; r < mesh->world; r++) {
-        int k = lt__replica_class(mesh, norm, r);
-        if (k != r) {   /* a replica: the same bytes as rank k, one shared buffer */
-            lt_status st = lt_tensor_view(local->shards[k], &local->shards[r]);
-            if (st) {
-                lt_local_free(local);
-                return st;
-            }
-            continue;
-        }
-        lt_rank_layout l;
-        lt_status st = lt_spec_layout_rank(spec, r, &l);
-        /* no elements (no index lists): an empty shard of the local shape */
-        if (!st) st = l.lists ? fill(src, &l, shape, dt, &local->shards[r])
-                              : lt_tensor_new(dt, ndim, l.local_shape, &local->shards[r]);
-        lt_rank_layout_free(&l);
-        if (!st) st = lt__partition(local->shards[r], mesh, norm);
-        if (st) {
-            lt_local_free(local);
-            return st;
-        }
+    build_job j = {spec, fill, src, local};
+    /* the unique shards at once when there is enough to fill (the first
+     * touch of their pages included), else in rank order */
+    int64_t numel = lt__numel_sat(spec->ndim, spec->shape);
+    lt_status st = LT_OK;
+    if ((uint64_t)numel >= lt__par_min_bytes() / lt_dtype_size(spec->dtype))
+        st = lt__parallel_for(mesh->world, build_rank, &j);
+    else
+        for (int r = 0; r < mesh->world && !st; r++) st = build_rank(&j, r);
+    /* a replica: the same bytes as the rank heading its class, one shared buffer */
+    for (int r = 0; r < mesh->world && !st; r++) {
+        int k = lt__replica_class(mesh, spec->placements, r);
+        if (k != r) st = lt_tensor_view(local->shards[k], &local->shards[r]);
+    }
+    if (st) {
+        lt_local_free(local);
+        return st;
     }
     return lt__dtensor_wrap(local, spec, out);
 }

@@ -2,7 +2,8 @@
  * (kernels/pool.h): every collective (f32, bf16, f64 and i32 reductions
  * included), a redistribute with its verification, and ops, run with
  * lt_set_threads(1) and then with 2, 3 and 4 threads in the same process,
- * must give the same bytes on every rank. The threshold under which work
+ * must give the same bytes on every rank; so must distribute and init, whose
+ * replicas must share one buffer. The threshold under which work
  * stays inline is lowered to 8 KiB (lt__set_par_min_bytes), so that these
  * small tensors take the parallel paths: every group's reduction or copy
  * split into element ranges (the in-process engine's pieces are then 512
@@ -172,6 +173,46 @@ static lt_tensor *full_tensor(lt_dtype dt, int64_t rows, int64_t cols) { return 
 static void expect_same_dtensor(const lt_dtensor *a, const lt_dtensor *b, const char *what, int threads) {
     const lt_mesh *m = lt_dtensor_mesh(a);
     for (int r = 0; r < m->world; r++) expect_same_bytes(lt_to_local(a, r), lt_to_local(b, r), what, r, threads);
+}
+
+/* distribute and init: the shards of the ranks heading a replica class are
+ * built at once, the replicas are views of them (one shared buffer) */
+static void test_build(void **state) {
+    (void)state;
+    static const char *const pls[] = {"S(0),R,SS(0,2)", "P(sum),S(1),R", "R,R,R", "S(1),S(0),S(1)"};
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("2x2x2", &m));
+    lt_tensor *full = full_tensor(LT_F32, 51, 77);
+    const lt_init inits[2] = {{LT_INIT_ARANGE, 0}, {LT_INIT_RANDOM, 7}};
+    for (size_t i = 0; i < sizeof pls / sizeof *pls; i++)
+        for (int how = 0; how < 3; how++) {   /* distribute, then init arange and random */
+            lt_placement pl[3];
+            int np;
+            LT_CHECK(lt_placements_parse(pls[i], pl, 3, &np));
+            lt_dtensor *ref = NULL, *got = NULL;
+            for (int t = 1; t <= 4; t++) {
+                lt_set_threads(t);
+                lt_dtensor **x = t == 1 ? &ref : &got;
+                if (how == 0) LT_CHECK(lt_distribute(&m, full, pl, np, x));
+                else LT_CHECK(lt_dtensor_init(&m, LT_F32, 2, (int64_t[]){51, 77}, pl, np, &inits[how - 1], x));
+                for (int r = 0; r < m.world; r++) {   /* rank 0..r-1 holding the same values share r's buffer */
+                    const lt_tensor *a = lt_to_local(*x, r);
+                    for (int k = 0; k < r; k++) {
+                        const lt_tensor *b = lt_to_local(*x, k);
+                        if (lt_nbytes(a) && lt_nbytes(a) == lt_nbytes(b) && !memcmp(lt_data(a), lt_data(b), lt_nbytes(a)) &&
+                            strstr(pls[i], "P") == NULL && a->storage != b->storage)
+                            fail_msg("%s: ranks %d and %d hold the same values in two buffers", pls[i], k, r);
+                    }
+                }
+                if (t > 1) {
+                    expect_same_dtensor(ref, got, pls[i], t);
+                    lt_dtensor_free(got);
+                }
+            }
+            lt_set_threads(0);
+            lt_dtensor_free(ref);
+        }
+    lt_tensor_free(full);
 }
 
 /* redistribute with verification of every step, on a mesh of 8 ranks */
@@ -369,6 +410,7 @@ int main(void) {
         cmocka_unit_test(test_collectives_reducing),
         cmocka_unit_test_setup_teardown(test_collectives_copying, mid_threshold, small_threshold),
         cmocka_unit_test_setup_teardown(test_collectives_reducing, mid_threshold, small_threshold),
+        cmocka_unit_test(test_build),
         cmocka_unit_test(test_redistribute),
         cmocka_unit_test(test_ops),
         cmocka_unit_test(test_sweep_reports),
