@@ -23,6 +23,7 @@
 #include "localtensor/localtensor.h"
 #include "tools/cli/cli.h"
 #include "tools/scenario/scenario.h"
+#include "tools/scenario/scenario_impl.h"
 
 static char g_tmpdir[512];
 
@@ -360,6 +361,87 @@ static void test_sweep_expansion(void **state) {
     assert_int_equal(run_cli(args2, 3, &out, &err), 0);
     assert_non_null(strstr(out, "[sweep: 4 cases]"));
     assert_non_null(strstr(out, "4 passed, 0 failed, 0 errors"));
+    free(out);
+    free(err);
+    remove(path);
+}
+
+/* A loaded sweep holds its table, not its cases: 64 times the cases costs
+ * the file's arena only the longer placement lists (the cases were about
+ * 340 bytes each when they were stored). Cases made from their index carry
+ * the names the case order gives (meshes, shapes, dtypes, then from-major
+ * placement lists, the last mesh dim's choice varying fastest). */
+static void test_sweep_holds_no_cases(void **state) {
+    (void)state;
+    static const char *const each[2][2] = {{"[R, 'S(0)']", "[R, 'S(1)']"},
+                                           {"[R, 'S(0)', 'S(1)', 'SS(0,2)']", "[R, 'S(0)', 'S(1)', 'SS(1,2)']"}};
+    size_t used[2];
+    int ncases[2];
+    for (int k = 0; k < 2; k++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "name: sw\ntensors: {x: {shape: $shape, init: arange}}\n"
+                 "sweep:\n  mesh: [2x2x2]\n  shape: [[8, 8]]\n  from: {each: %s}\n  to: {each: %s}\n"
+                 "steps:\n  - distribute: {tensor: x, placements: $from, as: xd}\n"
+                 "  - redistribute: {tensor: xd, to: $to, as: y}\n"
+                 "  - expect_full: {tensor: y, equals: x}\n",
+                 each[k][0], each[k][1]);
+        lt_sc_file *f = NULL;
+        LT_CHECK(lt_sc_load_string("sw.yaml", text, strlen(text), &f));
+        ncases[k] = lt_sc_file_cases(f);
+        used[k] = lt__sc_arena_used(f->arena);
+        if (k == 1) {
+            /* case i: from list i / 64, to list i % 64, each a base-4 number over the mesh dims */
+            static const char *const fo[4] = {"R", "S(0)", "S(1)", "SS(0,2)"}, *const to[4] = {"R", "S(0)", "S(1)", "SS(1,2)"};
+            const int idx[] = {0, 1, 1234, 2047, 4095};
+            sc_scenario *s = &f->scen[0];
+            for (size_t q = 0; q < sizeof idx / sizeof idx[0]; q++) {
+                int i = idx[q], a = i / 64, b = i % 64;
+                char want[256], got[256];
+                snprintf(want, sizeof want, "sw[mesh=2x2x2,shape=8,8,[%s,%s,%s]->[%s,%s,%s]]", fo[a / 16], fo[a / 4 % 4], fo[a % 4],
+                         to[b / 16], to[b / 4 % 4], to[b % 4]);
+                const lt_mesh *m = NULL;
+                lt__sc_case_name(s, i, got, sizeof got, &m);
+                assert_string_equal(got, want);
+                assert_int_equal(m->world, 8);
+                sc_arena *ar = lt__sc_arena_new();
+                sc_case slot, *c = lt__sc_case_at(s, i, &slot, ar);
+                assert_non_null(c);
+                assert_string_equal(c->name, want);
+                lt__sc_run_case(c, ar, NULL);
+                if (c->res.status != LT_SC_PASS) fail_msg("%s: %s", want, c->res.nfails ? c->res.fails[0].message : "?");
+                lt__sc_case_drop(c);
+                lt__sc_arena_free(ar);
+            }
+        }
+        lt_sc_file_free(f);
+    }
+    assert_int_equal(ncases[0], 64);
+    assert_int_equal(ncases[1], 4096);
+    double per_case = (double)(used[1] - used[0]) / (ncases[1] - ncases[0]);
+    if (per_case > 16) fail_msg("the sweep's arena grew %.1f bytes per case (%zu -> %zu bytes)", per_case, used[0], used[1]);
+}
+
+/* --numerics overrides a file's numerics: key, in a sweep too (whose cases
+ * are parsed as they run). */
+static void test_numerics_option_overrides_sweep_key(void **state) {
+    (void)state;
+    char path[600], *out, *err;
+    tmp_path(path, sizeof path, "sweep_numerics.yaml");
+    write_file(path,
+               "name: swn\nmesh: '4'\nnumerics: sample:1\ntensors: {x: {shape: [8], init: arange}}\n"
+               "sweep: {from: ['S(0)', R]}\n"
+               "steps:\n  - distribute: {tensor: x, placements: $from, as: d}\n"
+               "  - redistribute: {tensor: d, to: [R], as: e}\n");
+    const char *keyed[] = {"-v", path};
+    assert_int_equal(run_cli(keyed, 2, &out, &err), 0);
+    if (!strstr(out, "swn[from=S(0)] [numerics sample:1: values for rank 0]")) fail_msg("the key's mode:\n%s", out);
+    free(out);
+    free(err);
+    const char *forced[] = {"-v", "--numerics", "full", path};
+    assert_int_equal(run_cli(forced, 4, &out, &err), 0);
+    if (strstr(out, "[numerics") || !strstr(out, "swn[from=S(0)] (")) fail_msg("--numerics full:\n%s", out);
+    assert_non_null(strstr(out, "2 passed, 0 failed, 0 errors"));
     free(out);
     free(err);
     remove(path);
@@ -986,7 +1068,8 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_scenarios),   cmocka_unit_test(test_would_hang),   cmocka_unit_test(test_big_file),
         cmocka_unit_test(test_generated_nesting), cmocka_unit_test(test_loader_limits),
-        cmocka_unit_test(test_sweep_expansion), cmocka_unit_test(test_wrong_expectation),
+        cmocka_unit_test(test_sweep_expansion), cmocka_unit_test(test_sweep_holds_no_cases),
+        cmocka_unit_test(test_numerics_option_overrides_sweep_key), cmocka_unit_test(test_wrong_expectation),
         cmocka_unit_test(test_reports),         cmocka_unit_test(test_usage),
         cmocka_unit_test(test_mutations),       cmocka_unit_test(test_no_match),
         cmocka_unit_test(test_singular),        cmocka_unit_test(test_expect_full_holders),

@@ -68,18 +68,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     o.color = (int)(size & 1);
     sc_run_summary sum;
     memset(&sum, 0, sizeof sum);
+    sc_stream rep;   /* the JSON and JUnit reports, written as the cases finish */
+    lt__sc_stream_open(&rep, "/dev/null", "/dev/null", NULL, 0);
+    lt__sc_stream_file_begin(&rep, f);
     int budget = MAX_CASES;
     for (int k = 0; k < f->nscen; k++) {
         sc_scenario *s = &f->scen[k];
-        if (s->ncases < 1 || !s->cases) fuzz_fail("scenario '%s' loaded with %d cases", s->name, s->ncases);
+        if (s->ncases < 1 || !(s->cases || s->sweep))
+            fuzz_fail("scenario '%s' loaded with %d cases", s->name, s->ncases);
         int ran = 0;
+        sc_tally tally = {0};
         for (int i = 0; i < s->ncases && budget > 0; i++) {
-            sc_case *c = &s->cases[i];
-            if (!within_caps(c)) continue;
+            sc_case slot;
+            sc_arena *a = lt__sc_arena_new();
+            sc_case *c = a ? lt__sc_case_at(s, i, &slot, a) : NULL;
+            if (!c) fuzz_fail("out of memory making case %d of '%s'", i, s->name);
+            if (!within_caps(c)) {
+                lt__sc_arena_free(a);
+                continue;
+            }
             budget--;
-            c->selected = 1;
             fuzz_paint_stack();
-            lt__sc_run_case(c, f->arena, devnull);
+            lt__sc_run_case(c, a, devnull);
             lt_sc_status r = c->res.status;
             if (r != LT_SC_PASS && r != LT_SC_FAIL && r != LT_SC_ERROR)
                 fuzz_fail("case '%s' ended with status %d", c->name, (int)r);
@@ -89,18 +99,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             sum.passed += r == LT_SC_PASS;
             sum.failed += r == LT_SC_FAIL;
             sum.errors += r == LT_SC_ERROR;
+            lt__sc_tally_add(&tally, c);
             lt__sc_report_case(devnull, &o, f, s, c);
+            if (!ran) lt__sc_stream_scen_begin(&rep, s);
+            lt__sc_stream_case(&rep, f, c);
+            lt__sc_case_drop(c);
+            lt__sc_arena_free(a);
             ran = 1;
         }
         if (ran) {
             sum.scenarios++;
-            if (s->is_sweep) lt__sc_report_sweep(devnull, &o, f, s);
+            lt__sc_stream_scen_end(&rep);
+            if (s->is_sweep) lt__sc_report_sweep(devnull, &o, f, s, &tally);
         }
     }
     sum.files = 1;
+    lt__sc_stream_file_end(&rep, f);
     lt__sc_report_summary(devnull, &o, &sum);
-    lt__sc_write_json("/dev/null", &f, 1, NULL, 0, &sum);
-    lt__sc_write_junit("/dev/null", &f, 1, NULL, 0, &sum);
+    (void)lt__sc_stream_close(&rep, &sum);
     lt_sc_file_free(f);
     return 0;
 }

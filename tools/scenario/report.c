@@ -89,17 +89,18 @@ void lt__sc_report_case(FILE *f, const lt_sc_options *o, const lt_sc_file *file,
     if (c->res.trace_text) fprintf(f, "%s\n", c->res.trace_text);
 }
 
-void lt__sc_report_sweep(FILE *f, const lt_sc_options *o, const lt_sc_file *file, const sc_scenario *s) {
-    int sel = 0, fail = 0, err = 0;
-    double t = 0;
-    for (int i = 0; i < s->ncases; i++) {
-        const sc_case *c = &s->cases[i];
-        if (!c->selected || c->res.status == LT_SC_NOTRUN) continue;
-        sel++;
-        t += c->res.seconds;
-        fail += c->res.status == LT_SC_FAIL;
-        err += c->res.status == LT_SC_ERROR;
-    }
+void lt__sc_tally_add(sc_tally *t, const sc_case *c) {
+    if (c->res.status == LT_SC_NOTRUN) return;
+    t->cases++;
+    t->seconds += c->res.seconds;
+    t->failed += c->res.status == LT_SC_FAIL;
+    t->errors += c->res.status == LT_SC_ERROR;
+}
+
+void lt__sc_report_sweep(FILE *f, const lt_sc_options *o, const lt_sc_file *file, const sc_scenario *s,
+                         const sc_tally *tl) {
+    int sel = tl->cases, fail = tl->failed, err = tl->errors;
+    double t = tl->seconds;
     if (!sel) return;
     char ts[32];
     status_word(f, o, err ? LT_SC_ERROR : fail ? LT_SC_FAIL : LT_SC_PASS);
@@ -174,12 +175,6 @@ static cJSON *case_json(const sc_case *c) {
     /* --trace: the op log and comm table (tools/scenario/scenario_trace.c) */
     if (c->res.trace_json) lt__json_put(j, "trace", cJSON_Parse(c->res.trace_json));
     return j;
-}
-
-static int selected_cases(const sc_scenario *s) {
-    int n = 0;
-    for (int i = 0; i < s->ncases; i++) n += s->cases[i].selected;
-    return n;
 }
 
 /* ---- JUnit XML ----------------------------------------------------------------------- */
@@ -495,36 +490,4 @@ lt_status lt__sc_stream_close(sc_stream *st, const sc_run_summary *sum) {
     if (st->json_st) return lt__err(st->json_st, "--json: %s", st->json_msg);
     if (st->junit_st) return lt__err(st->junit_st, "--junit: %s", st->junit_msg);
     return LT_OK;
-}
-
-/* The whole reports at once, from cases that have all run (their results
- * still in memory): the same stream, fed in one go. */
-static lt_status write_all(const char *json_path, const char *junit_path, lt_sc_file *const *files, int nfiles,
-                           const sc_load_error *lerr, int nlerr, const sc_run_summary *sum) {
-    sc_stream st;
-    lt__sc_stream_open(&st, json_path, junit_path, lerr, nlerr);
-    for (int i = 0; i < nfiles; i++) {
-        const lt_sc_file *file = files[i];
-        lt__sc_stream_file_begin(&st, file);
-        for (int k = 0; k < file->nscen; k++) {
-            const sc_scenario *s = &file->scen[k];
-            if (!selected_cases(s)) continue;
-            lt__sc_stream_scen_begin(&st, s);
-            for (int c = 0; c < s->ncases; c++)
-                if (s->cases[c].selected) lt__sc_stream_case(&st, file, &s->cases[c]);
-            lt__sc_stream_scen_end(&st);
-        }
-        lt__sc_stream_file_end(&st, file);
-    }
-    return lt__sc_stream_close(&st, sum);
-}
-
-lt_status lt__sc_write_json(const char *path, lt_sc_file *const *files, int nfiles, const sc_load_error *lerr,
-                            int nlerr, const sc_run_summary *sum) {
-    return write_all(path, NULL, files, nfiles, lerr, nlerr, sum);
-}
-
-lt_status lt__sc_write_junit(const char *path, lt_sc_file *const *files, int nfiles, const sc_load_error *lerr,
-                             int nlerr, const sc_run_summary *sum) {
-    return write_all(NULL, path, files, nfiles, lerr, nlerr, sum);
 }

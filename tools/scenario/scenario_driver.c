@@ -89,12 +89,36 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int matches(const lt_sc_options *o, const char *path, const sc_case *c) {
-    if (o->world > 0 && c->mesh->world != o->world) return 0;
+/* Does case i of s pass --world and -k (a substring of its name or of the
+ * file's path)? A sweep's case is not made for this, only its name.
+ * -1: out of memory. */
+static int case_selected(const lt_sc_options *o, const char *path, const sc_scenario *s, int i) {
+    if (o->world > 0 && lt__sc_case_mesh(s, i)->world != o->world) return 0;
     if (!o->nfilters) return 1;
-    for (int i = 0; i < o->nfilters; i++)
-        if (strstr(c->name, o->filters[i]) || strstr(path, o->filters[i])) return 1;
-    return 0;
+    for (int k = 0; k < o->nfilters; k++)
+        if (strstr(path, o->filters[k])) return 1;
+    char buf[1024], *name = buf;
+    size_t n = lt__sc_case_name(s, i, buf, sizeof buf, NULL);
+    if (n >= sizeof buf) {   /* a long scenario name */
+        if (!(name = lt__malloc(n + 1))) return -1;
+        lt__sc_case_name(s, i, name, n + 1, NULL);
+    }
+    int hit = 0;
+    for (int k = 0; k < o->nfilters && !hit; k++) hit = strstr(name, o->filters[k]) != NULL;
+    if (name != buf) lt__free(name);
+    return hit;
+}
+
+/* What the run's options set on every case it runs. */
+static void apply_options(const lt_sc_options *opt, sc_case *cs) {
+    cs->record_plans = opt->json_path != NULL;
+    cs->record_trace = opt->trace;
+    if (opt->numerics) {   /* checked by the CLI */
+        lt_numerics_parse(opt->numerics, &cs->numerics);
+        cs->numerics_set = 1;
+    }
+    cs->engine = opt->engine;
+    cs->compare_backend = opt->compare_backend;
 }
 
 typedef struct progress {
@@ -165,7 +189,8 @@ static void agree_case(const lt_sc_options *opt, sc_arena *a, sc_case *cs) {
 #define SC_WINDOW 64
 
 typedef struct window {
-    sc_case *cs[SC_WINDOW];
+    sc_case *cs[SC_WINDOW];     /* a scenario's own case, or a sweep's made into slot[] */
+    sc_case slot[SC_WINDOW];
     sc_arena *ar[SC_WINDOW];    /* each case's parsed steps and results */
     int n;
     FILE *show;                 /* `show` steps print here (-v), else NULL */
@@ -177,8 +202,9 @@ static lt_status case_task(void *ctx, int64_t i) {
     return LT_OK;
 }
 
-/* Frees a reported case's arena; the case keeps its status, counts and
- * time, nothing that pointed into the arena. */
+/* Frees a reported case's arena (a sweep's case, made in it, is gone
+ * with it); a scenario's own case keeps its status, counts and time,
+ * nothing that pointed into the arena. */
 static void release_case(sc_case *cs, sc_arena *a) {
     lt__sc_case_drop(cs);
     cs->res.nfails = 0;
@@ -208,10 +234,12 @@ static void owned_estimate(const lt_sc_options *opt, lt_sc_file *const *loaded, 
     double best = -1, lo = 0;
     const sc_case *at = NULL;
     for (int i = 0; i < nloaded; i++)
-        for (int k = 0; k < loaded[i]->nscen; k++)
-            for (int c = 0; c < loaded[i]->scen[k].ncases; c++) {
-                const sc_case *cs = &loaded[i]->scen[k].cases[c];
-                if (!cs->selected) continue;
+        for (int k = 0; k < loaded[i]->nscen; k++) {
+            const sc_scenario *s = &loaded[i]->scen[k];
+            /* a sweep's tensors are parsed as each of its cases runs: not counted here */
+            if (s->sweep || !s->nselected) continue;
+            for (int c = 0; c < s->ncases; c++) {
+                const sc_case *cs = &s->cases[c];
                 double bytes = 0;
                 for (int t = 0; t < cs->ntensors; t++) {
                     double n = (double)lt_dtype_size(cs->tensors[t].dtype);
@@ -221,6 +249,7 @@ static void owned_estimate(const lt_sc_options *opt, lt_sc_file *const *loaded, 
                 int W = cs->mesh->world, P = opt->nproc < W ? opt->nproc : W, block = (W + P - 1) / P;
                 if (bytes > best) best = bytes, lo = bytes * block / W, at = cs;
             }
+        }
     if (!at) return;
     char a[32], b[32];
     fprintf(opt->err, "memory per process: the largest selected case, %s (%d ranks), declares %s of tensors; a "
@@ -267,8 +296,8 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
         sl_free(&files);
         return 2;
     }
-    int total = 0;
-    for (int i = 0; i < files.n; i++) {
+    int total = 0, max_world = 0, oom_sel = 0;
+    for (int i = 0; i < files.n && !oom_sel; i++) {
         lt_sc_file *f = NULL;
         lt__sc_load_unbuilt_init(opt->owned && opt->nproc > 1);
         lt__sc_set_step_agree(opt->owned ? opt->step_agree : NULL);
@@ -288,33 +317,34 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
         loaded[nloaded++] = f;
         int any = 0;
         for (int k = 0; k < f->nscen; k++) {
-            int sel = 0;
-            for (int c = 0; c < f->scen[k].ncases; c++) {
-                sc_case *cs = &f->scen[k].cases[c];
-                cs->selected = matches(opt, f->path, cs);
-                cs->record_plans = opt->json_path != NULL;
-                cs->record_trace = opt->trace;
-                if (opt->numerics) lt_numerics_parse(opt->numerics, &cs->numerics);   /* checked by the CLI */
-                cs->engine = opt->engine;
-                cs->compare_backend = opt->compare_backend;
-                sel += cs->selected;
+            sc_scenario *s = &f->scen[k];
+            s->nselected = 0;
+            for (int c = 0; c < s->ncases && !oom_sel; c++) {
+                int sel = case_selected(opt, f->path, s, c);
+                if (sel < 0) oom_sel = 1;
+                if (sel <= 0) continue;
+                s->nselected++;
+                int w = lt__sc_case_mesh(s, c)->world;
+                if (w > max_world) max_world = w;
             }
-            total += sel;
-            if (sel) sum.scenarios++, any = 1;
+            total += s->nselected;
+            if (s->nselected) sum.scenarios++, any = 1;
         }
         sum.files += any;
+    }
+    if (oom_sel) {
+        fprintf(err, "localtensor run: out of memory\n");
+        for (int i = 0; i < nloaded; i++) lt_sc_file_free(loaded[i]);
+        for (int i = 0; i < nlerr; i++) lt__free(lerr[i].message);
+        lt__free(loaded);
+        lt__free(lerr);
+        sl_free(&files);
+        return 2;
     }
     sum.cases = total;
     sum.files += nlerr;
     sum.files_failed = nlerr;
     int no_match = 0;
-    int max_world = 0;
-    for (int i = 0; i < nloaded; i++)
-        for (int k = 0; k < loaded[i]->nscen; k++)
-            for (int c = 0; c < loaded[i]->scen[k].ncases; c++) {
-                const sc_case *cs = &loaded[i]->scen[k].cases[c];
-                if (cs->selected && cs->mesh->world > max_world) max_world = cs->mesh->world;
-            }
     if (opt->owned && opt->nproc > 1 && total > 0) owned_estimate(opt, loaded, nloaded);
     if (opt->nproc > 1 && total > 0 && opt->nproc > max_world) {
         fprintf(err, "localtensor run: %d processes but the largest mesh of the selected cases has %d rank%s: "
@@ -354,26 +384,32 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
         lt__sc_stream_file_begin(&rep, f);
         for (int k = 0; k < f->nscen && !oom; k++) {
             sc_scenario *s = &f->scen[k];
-            int any = 0;
-            for (int c = 0; c < s->ncases && !any; c++) any = s->cases[c].selected;
+            int any = s->nselected > 0, all = s->nselected == s->ncases;
+            sc_tally tally = {0};
             if (any) lt__sc_stream_scen_begin(&rep, s);
             /* `show` steps print as they run: then one case at a time */
             int cap = opt->verbose ? 1 : SC_WINDOW;
-            for (int c = 0; c < s->ncases && !oom;) {
+            for (int c = 0; c < s->ncases && any && !oom;) {
                 w.n = 0;
                 for (; c < s->ncases && w.n < cap; c++) {
-                    sc_case *cs = &s->cases[c];
-                    if (!cs->selected) continue;
+                    int sel = all ? 1 : case_selected(opt, f->path, s, c);
+                    sc_arena *a = sel > 0 ? lt__sc_arena_new() : NULL;
+                    sc_case *cs = a ? lt__sc_case_at(s, c, &w.slot[w.n], a) : NULL;
+                    if (sel == 0) continue;
+                    if (!cs) {
+                        lt__sc_arena_free(a);
+                        oom = 1;
+                        break;
+                    }
+                    apply_options(opt, cs);
                     if (stop) {
                         cs->res.status = LT_SC_NOTRUN;
                         sum.not_run++;
                         lt__sc_stream_case(&rep, f, cs);
+                        lt__sc_arena_free(a);
                         continue;
                     }
-                    if (!(w.ar[w.n] = lt__sc_arena_new())) {
-                        oom = 1;
-                        break;
-                    }
+                    w.ar[w.n] = a;
                     w.cs[w.n++] = cs;
                 }
                 if (w.n) progress_tick(&pg, done, total, w.cs[0]->name);
@@ -402,6 +438,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
                         sum.passed += r == LT_SC_PASS;
                         sum.failed += r == LT_SC_FAIL;
                         sum.errors += r == LT_SC_ERROR;
+                        lt__sc_tally_add(&tally, cs);
                         if (opt->verbose || opt->trace || !s->is_sweep || r != LT_SC_PASS) {
                             progress_clear(&pg);
                             lt__sc_report_case(out, opt, f, s, cs);
@@ -415,7 +452,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
             if (any) lt__sc_stream_scen_end(&rep);
             if (any && s->is_sweep && !opt->verbose && !oom) {
                 progress_clear(&pg);
-                lt__sc_report_sweep(out, opt, f, s);
+                lt__sc_report_sweep(out, opt, f, s, &tally);
             }
         }
         lt__sc_stream_file_end(&rep, f);

@@ -36,6 +36,8 @@
 typedef struct sc_arena sc_arena;
 sc_arena *lt__sc_arena_new(void);
 void lt__sc_arena_free(sc_arena *a);
+/* Bytes handed out by a so far (what it holds, less each block's unused tail). */
+size_t lt__sc_arena_used(const sc_arena *a);
 /* Zeroed memory, max-aligned; NULL (with LT_NOMEM message set) when out of memory. */
 void *lt__sc_alloc(sc_arena *a, size_t n);
 /* In a step parser (sc_parse_ctx *pc, sc_step *st in scope): declares
@@ -244,22 +246,15 @@ typedef struct sc_step {
                                 * NULL: every rank */
 } sc_step;
 
-/* How a sweep case is built when it runs: the scenario's map with the
- * case's variables substituted, and the sweep's mesh node (NULL: the map's
- * own). A sweep holds one of these per case instead of the parsed steps,
- * so loading a sweep of N cases does not hold N parsed copies. */
-typedef struct sc_recipe {
-    const sc_node *map;
-    const sc_node *mesh_node;
-    const char *const *names; /* (n) the variables' names: one array the sweep's cases share */
-    int n;
-    const sc_node *vals[];    /* (n) their values for this case */
-} sc_recipe;
+/* A sweep's table of cases (scenario_sweep.c): enough to make any of its
+ * cases from its index. */
+typedef struct sc_sweep sc_sweep;
 
 typedef struct sc_case {
     const char *name;         /* scenario name, plus "[var=value,...]" in a sweep */
-    const sc_recipe *recipe;  /* a sweep case: tensors and steps are parsed by
+    const sc_sweep *sweep;    /* a sweep case: tensors and steps are parsed by
                                * lt__sc_case_build when it runs (NULL: parsed at load) */
+    int index;                /* a sweep case: its index in the sweep */
     sc_pos pos;
     const lt_mesh *mesh;      /* in the file's arena; a sweep's cases on one mesh share it
                                * (a sweep holds tens of thousands of cases) */
@@ -268,10 +263,10 @@ typedef struct sc_case {
     sc_tensor_decl *tensors;
     int nsteps;
     sc_step *steps;
-    int selected;             /* passes the -k filters */
     int record_plans;         /* keep every redistribute's plan in res (for --json) */
     int record_trace;         /* --trace: op log and comm table in res (scenario_trace.c) */
     lt_numerics numerics;     /* numerics: (localtensor/numerics.h); full by default */
+    int numerics_set;         /* numerics came from --numerics: the scenario's key does not apply */
     const lt_engine_i *engine;/* --engine: of the case's communicator (NULL: in-process) */
     const struct lt_backend *compare_backend; /* --compare-backend: run there first and compare
                                                * every stored value (NULL: no) */
@@ -284,7 +279,10 @@ typedef struct sc_scenario {
     sc_pos pos;
     int is_sweep;
     int ncases;
-    sc_case *cases;
+    sc_case *cases;           /* (ncases) a scenario's one case; NULL for a sweep, whose
+                               * cases are made when asked for (lt__sc_case_at) */
+    const sc_sweep *sweep;    /* a sweep's table (file arena), else NULL */
+    int nselected;            /* cases that pass -k and --world (set by the run's driver) */
 } sc_scenario;
 
 struct lt_sc_file {
@@ -501,13 +499,34 @@ lt_status lt__sc_diverge_same(sc_run_ctx *rc, const sc_step *st, const char *kin
                               const lt_dtensor *out, const char *name);
 void lt__sc_diverge_end(sc_run_ctx *rc);
 
-/* Parses a sweep case's mesh, tensors and steps (c->recipe) into arena a;
- * they stay valid as long as a does (lt__sc_case_drop forgets them). A
- * case without a recipe is left as it is. The load already parsed every
+/* ---- cases and sweeps (scenario_load.c, scenario_sweep.c) ------------------- */
+
+/* Parses mesh, tensors and steps of a scenario map (variables already
+ * substituted) into case c (arena a); sweep_mesh stands in for a missing
+ * `mesh`. */
+lt_status lt__sc_parse_case(sc_arena *a, const sc_node *map, const sc_node *sweep_mesh, sc_case *c);
+/* Reads scenario map's `sweep` into s (its table in arena a, no case
+ * stored), then parses every case once (on the pool's threads) so that a bad
+ * case is a load error; the error is the first bad case's in case order. */
+lt_status lt__sc_parse_sweep(sc_arena *a, const sc_node *map, const sc_node *sweep, sc_scenario *s);
+/* Case i of s. A scenario's own case is returned as it is (slot and a
+ * unused); a sweep's is made into *slot, its name in arena a, its steps not
+ * yet parsed (lt__sc_case_build), and slot is returned. NULL: out of
+ * memory. The case lives as long as a and *slot. */
+sc_case *lt__sc_case_at(sc_scenario *s, int i, sc_case *slot, sc_arena *a);
+/* Case i's name, snprintf-style into buf (cap bytes; returns the full
+ * length), and its mesh (mesh may be NULL): what -k and --world select on,
+ * without making the case. */
+size_t lt__sc_case_name(const sc_scenario *s, int i, char *buf, size_t cap, const lt_mesh **mesh);
+/* Case i's mesh alone (cheaper than its name). */
+const lt_mesh *lt__sc_case_mesh(const sc_scenario *s, int i);
+/* Parses a sweep case's mesh, tensors and steps into arena a; they stay
+ * valid as long as a does (lt__sc_case_drop forgets them). A scenario's
+ * own case (parsed at load) is left as it is. The load already parsed every
  * case once, so only LT_NOMEM is expected here. */
 lt_status lt__sc_case_build(sc_case *c, sc_arena *a);
 /* Forgets what lt__sc_case_build parsed (before its arena is freed); no-op
- * for a case without a recipe. */
+ * for a scenario's own case. */
 void lt__sc_case_drop(sc_case *c);
 
 /* Runs a case's steps (building a sweep case first, into arena); fills
@@ -639,9 +658,15 @@ typedef struct sc_load_error {
 /* One case's line (and failure details) as it finishes. */
 void lt__sc_report_case(FILE *f, const lt_sc_options *o, const lt_sc_file *file,
                         const sc_scenario *s, const sc_case *c);
-/* One line for a finished sweep when not verbose. */
+/* A sweep's tally as its cases finish (those not run are not counted). */
+typedef struct sc_tally {
+    int cases, failed, errors;
+    double seconds;
+} sc_tally;
+void lt__sc_tally_add(sc_tally *t, const sc_case *c);
+/* One line for a finished sweep when not verbose (nothing when t->cases is 0). */
 void lt__sc_report_sweep(FILE *f, const lt_sc_options *o, const lt_sc_file *file,
-                         const sc_scenario *s);
+                         const sc_scenario *s, const sc_tally *t);
 /* The closing lines; the last is "N passed, N failed, N errors" (singular
  * nouns for 1: "1 error"). */
 void lt__sc_report_summary(FILE *f, const lt_sc_options *o, const sc_run_summary *sum);
@@ -675,11 +700,6 @@ void lt__sc_stream_case(sc_stream *st, const lt_sc_file *f, const sc_case *c);
 void lt__sc_stream_scen_end(sc_stream *st);
 void lt__sc_stream_file_end(sc_stream *st, const lt_sc_file *f);
 lt_status lt__sc_stream_close(sc_stream *st, const sc_run_summary *sum);
-/* The same reports in one go, for cases that have all run. */
-lt_status lt__sc_write_json(const char *path, lt_sc_file *const *files, int nfiles,
-                            const sc_load_error *lerr, int nlerr, const sc_run_summary *sum);
-lt_status lt__sc_write_junit(const char *path, lt_sc_file *const *files, int nfiles,
-                             const sc_load_error *lerr, int nlerr, const sc_run_summary *sum);
 const char *lt__sc_status_name(lt_sc_status s);   /* "ok", "FAIL", "ERROR", "not run" */
 
 #endif

@@ -5,8 +5,9 @@
  * rank numbers against the mesh, value counts against shapes, and sweep
  * variables. What the library decides (is this placement valid for this
  * tensor on this mesh?) is left to run time so that expect_error can test it.
- * A sweep is expanded here: each case is the scenario's tree with the sweep
- * variables substituted, parsed like any scenario.
+ * A sweep's case is the scenario's tree with the sweep variables
+ * substituted, parsed like any scenario (the sweep's cases are made from
+ * their index: scenario_sweep.c).
  */
 #include "kernels/alloc.h"
 #include "kernels/backend.h"
@@ -297,9 +298,7 @@ void lt__sc_load_unbuilt_init(int on) { g_unbuilt_init = on; }
 
 static const char *const scenario_keys[] = {"name", "description", "mesh", "backend", "tensors", "steps", "sweep", "numerics", NULL};
 
-/* Parses mesh, tensors and steps of a scenario map (variables already
- * substituted); sweep_mesh stands in for a missing `mesh`. */
-static lt_status parse_case(sc_arena *a, const sc_node *map, const sc_node *sweep_mesh, sc_case *c) {
+lt_status lt__sc_parse_case(sc_arena *a, const sc_node *map, const sc_node *sweep_mesh, sc_case *c) {
     const sc_node *mesh = lt__sc_get(map, "mesh");
     if (!mesh) mesh = sweep_mesh;
     if (!mesh) return lt__sc_err(map, LT_INVALID, "scenario '%s': missing required key 'mesh'", c->name);
@@ -315,8 +314,10 @@ static lt_status parse_case(sc_arena *a, const sc_node *map, const sc_node *swee
     if (nm) {
         const char *s;
         LT_TRY(lt__sc_str(nm, "numerics", &s));
-        lt_status ns = lt_numerics_parse(s, &c->numerics);
+        lt_numerics key;
+        lt_status ns = lt_numerics_parse(s, &key);
         if (ns) return lt__sc_err_at(nm, ns);
+        if (!c->numerics_set) c->numerics = key;   /* --numerics overrides the key */
     }
     const sc_node *bn = lt__sc_get(map, "backend");
     if (bn) { /* where the case's tensors live: a name kernels/backend.h knows, usable here */
@@ -362,434 +363,6 @@ out:
     return st;
 }
 
-/* ---- sweeps ---------------------------------------------------------------------------- */
-
-typedef struct sweep_var {
-    const char *name;        /* "mesh", "shape", "dtype", "from", "to" */
-    int n;
-    const sc_node **vals;
-} sweep_var;
-
-/* Placement list choices for one mesh (and shape, when known). */
-typedef struct pl_choices {
-    int n;
-    const sc_node **nodes;   /* the value to substitute */
-    const char **labels;     /* short spelling for the case name */
-} pl_choices;
-
-static void pl_label(const lt_placement *pl, int np, char *buf, size_t n) {
-    char tmp[256];
-    lt_placements_format(pl, np, tmp, sizeof tmp);
-    size_t j = 0;
-    const char *s = tmp;
-    if (np == 1 && tmp[0] == '[') s = tmp + 1;
-    for (; *s && j + 1 < n; s++)
-        if (*s != ' ' && !(np == 1 && *s == ']' && s[1] == '\0')) buf[j++] = *s;
-    buf[j] = '\0';
-}
-
-/* Every list of mesh->ndim entries drawn from each[] that is valid for the
- * mesh (and the shape when ndim >= 0), as choices. */
-static lt_status expand_each(sc_arena *a, const sc_node *each, const lt_mesh *mesh, int ndim,
-                             const int64_t *shape, pl_choices *out) {
-    int k = each->n, nd = mesh->ndim;
-    lt_placement opts[64];
-    if (k < 1 || k > 64)
-        return lt__sc_err(each, LT_INVALID, "sweep: each: expected 1 to 64 placements, got %d", k);
-    for (int i = 0; i < k; i++) {
-        const char *s;
-        LT_TRY(lt__sc_str(each->kids[i], "sweep: each", &s));
-        lt_status st = lt_placement_parse(s, &opts[i]);
-        if (st) return lt__sc_err_at(each->kids[i], st);
-    }
-    int64_t total = 1;
-    for (int d = 0; d < nd; d++)
-        if (lt__mul_i64(total, k, &total) || total > LT_SC_MAX_CASES)
-            return lt__sc_err(each, LT_OVERFLOW, "sweep: each: %d^%d placement lists are more than %d cases", k, nd,
-                              LT_SC_MAX_CASES);
-    out->nodes = lt__sc_alloc(a, sizeof *out->nodes * (size_t)total);
-    out->labels = lt__sc_alloc(a, sizeof *out->labels * (size_t)total);
-    if (!out->nodes || !out->labels) return LT_NOMEM;
-    out->n = 0;
-    for (int64_t c = 0; c < total; c++) {
-        lt_placement pl[LT_MESH_MAX_DIMS], norm[LT_MESH_MAX_DIMS];
-        int64_t rest = c;
-        for (int d = nd - 1; d >= 0; d--) {
-            pl[d] = opts[rest % k];
-            rest /= k;
-        }
-        if (ndim >= 0) {
-            if (lt_placements_check(mesh, ndim, pl, nd, norm)) continue;
-            if (lt_layout_check(mesh, ndim, shape, norm)) continue;
-        }
-        char text[256], label[256];
-        lt_placements_format(pl, nd, text, sizeof text);
-        pl_label(pl, nd, label, sizeof label);
-        sc_node *node = lt__sc_scalar(a, each, text);
-        char *lab = lt__sc_strdup(a, label);
-        if (!node || !lab) return LT_NOMEM;
-        out->nodes[out->n] = node;
-        out->labels[out->n++] = lab;
-    }
-    lt__err_clear();
-    return LT_OK;
-}
-
-/* Explicit placement lists: those with one entry per mesh dim. */
-static lt_status explicit_lists(sc_arena *a, const sc_node *list, const lt_mesh *mesh, pl_choices *out) {
-    out->nodes = lt__sc_alloc(a, sizeof *out->nodes * (size_t)list->n);
-    out->labels = lt__sc_alloc(a, sizeof *out->labels * (size_t)list->n);
-    if (!out->nodes || !out->labels) return LT_NOMEM;
-    out->n = 0;
-    for (int i = 0; i < list->n; i++) {
-        lt_placement pl[LT_MESH_MAX_DIMS];
-        int np;
-        LT_TRY(lt__sc_placements(list->kids[i], "sweep", pl, &np));
-        if (np != mesh->ndim) continue;
-        char label[256];
-        pl_label(pl, np, label, sizeof label);
-        out->nodes[out->n] = list->kids[i];
-        if (!(out->labels[out->n++] = lt__sc_strdup(a, label))) return LT_NOMEM;
-    }
-    return LT_OK;
-}
-
-static lt_status placement_choices(sc_arena *a, const sc_node *spec, const lt_mesh *mesh, int ndim,
-                                   const int64_t *shape, pl_choices *out) {
-    if (spec->kind == SC_MAP) {
-        static const char *const keys[] = {"each", NULL};
-        const sc_node *each;
-        LT_TRY(lt__sc_keys(spec, "sweep placements", keys));
-        LT_TRY(lt__sc_need(spec, "sweep placements", "each", &each));
-        if (each->kind != SC_SEQ)
-            return lt__sc_err(each, LT_INVALID, "sweep: each: expected a list of placements, got %s",
-                              lt__sc_kind_name(each));
-        return expand_each(a, each, mesh, ndim, shape, out);
-    }
-    return explicit_lists(a, spec, mesh, out);
-}
-
-typedef struct sweep_ctx {
-    sc_arena *a;
-    const sc_node *map;          /* the scenario */
-    const sc_node *sweep;
-    const char *name;
-    sweep_var mesh, shape, dtype;
-    const sc_node *from, *to, *pairs;
-    int counting;                /* first pass: only count the cases */
-    sc_case *cases;              /* (ncases of the first pass) in the arena, filled by the second */
-    int ncases;
-    int *pair_used;              /* (pairs->n) */
-    const char **names;          /* (nnames) the last case's variable names (arena), shared */
-    int nnames;
-} sweep_ctx;
-
-/* mesh: the case's parsed mesh, in the file's arena (shared by the cases on it). */
-static lt_status add_case(sweep_ctx *sw, const sc_subst *s, const char *label, const sc_node *mesh_node,
-                          const lt_mesh *mesh) {
-    if (sw->ncases == LT_SC_MAX_CASES)
-        return lt__sc_err(sw->sweep, LT_OVERFLOW, "sweep: more than %d cases", LT_SC_MAX_CASES);
-    if (sw->counting) {
-        sw->ncases++;
-        return LT_OK;
-    }
-    sc_case *c = &sw->cases[sw->ncases];
-    memset(c, 0, sizeof *c);
-    const sc_node *m = sw->map;
-    size_t nn = strlen(sw->name), nl = strlen(label);   /* the name: "<scenario>[<label>]" */
-    char *name = lt__sc_alloc(sw->a, nn + nl + 3);
-    sc_recipe *r = lt__sc_alloc(sw->a, sizeof *r + sizeof r->vals[0] * (size_t)s->n);
-    if (!name || !r) return LT_NOMEM;
-    if (!sw->names || sw->nnames != s->n || memcmp(sw->names, s->names, sizeof s->names[0] * (size_t)s->n)) {
-        const char **names = lt__sc_alloc(sw->a, sizeof s->names[0] * (size_t)(s->n ? s->n : 1));
-        if (!names) return LT_NOMEM;
-        memcpy(names, s->names, sizeof s->names[0] * (size_t)s->n);
-        sw->names = names;
-        sw->nnames = s->n;
-    }
-    memcpy(name, sw->name, nn);
-    name[nn] = '[';
-    memcpy(name + nn + 1, label, nl);
-    memcpy(name + nn + 1 + nl, "]", 2);
-    c->name = name;
-    c->mesh = mesh;
-    c->pos = (sc_pos){m->file, m->line, m->col};
-    r->map = m;
-    r->mesh_node = mesh_node;
-    r->names = sw->names;
-    r->n = s->n;
-    memcpy(r->vals, s->vals, sizeof r->vals[0] * (size_t)s->n);
-    c->recipe = r;
-    sw->ncases++;
-    return LT_OK;
-}
-
-/* Parses case i once, into a scratch arena, so that a bad case is a load
- * error with its position (it is parsed again when it runs). Writes only
- * case i: the cases are checked on the pool's threads. */
-static lt_status check_case(void *ctx, int64_t i) {
-    sc_case *c = &((sweep_ctx *)ctx)->cases[i];
-    const lt_mesh *mesh = c->mesh;
-    sc_arena *scratch = lt__sc_arena_new();
-    if (!scratch) return LT_NOMEM;
-    lt_status st = lt__sc_case_build(c, scratch);
-    lt__sc_case_drop(c);
-    c->mesh = mesh;   /* never a pointer into scratch */
-    lt__sc_arena_free(scratch);
-    if (st) return lt__err_ctx(st, "in sweep case %s", c->name);
-    return LT_OK;
-}
-
-lt_status lt__sc_case_build(sc_case *c, sc_arena *a) {
-    const sc_recipe *r = c->recipe;
-    if (!r) return LT_OK;
-    sc_subst subst;
-    subst.n = r->n;
-    memcpy(subst.names, r->names, sizeof subst.names[0] * (size_t)r->n);
-    memcpy(subst.vals, r->vals, sizeof subst.vals[0] * (size_t)r->n);
-    /* copy the scenario without its name, description and sweep */
-    const sc_node *m = r->map;
-    sc_node *copy = lt__sc_alloc(a, sizeof *copy);
-    if (!copy) return LT_NOMEM;
-    *copy = *m;
-    copy->kids = lt__sc_alloc(a, sizeof(sc_node *) * (size_t)(2 * m->n));
-    if (!copy->kids) return LT_NOMEM;
-    copy->n = 0;
-    for (int i = 0; i < m->n; i++) {
-        const char *k = m->kids[2 * i]->str;
-        if (!strcmp(k, "name") || !strcmp(k, "description") || !strcmp(k, "sweep")) continue;
-        copy->kids[2 * copy->n] = m->kids[2 * i];
-        LT_TRY(lt__sc_copy(a, m->kids[2 * i + 1], &subst, &copy->kids[2 * copy->n + 1]));
-        copy->n++;
-    }
-    c->ntensors = 0;
-    c->nsteps = 0;
-    return parse_case(a, copy, r->mesh_node, c);
-}
-
-void lt__sc_case_drop(sc_case *c) {
-    if (!c->recipe) return;
-    c->ntensors = 0;
-    c->tensors = NULL;
-    c->nsteps = 0;
-    c->steps = NULL;
-}
-
-static lt_status sweep_list(const sc_node *sweep, const char *key, sweep_var *v) {
-    const sc_node *n = lt__sc_get(sweep, key);
-    v->name = key;
-    v->n = 0;
-    if (!n) return LT_OK;
-    if (n->kind != SC_SEQ || n->n == 0)
-        return lt__sc_err(n, LT_INVALID, "sweep: %s: expected a non-empty list, got %s", key,
-                          n->kind == SC_SEQ ? "an empty list" : lt__sc_kind_name(n));
-    v->n = n->n;
-    v->vals = (const sc_node **)n->kids;
-    return LT_OK;
-}
-
-/* a, sep and b joined into buf (n > 0 bytes), cut as snprintf cuts: a
- * sweep names tens of thousands of cases, and printf is most of that work. */
-static void join_label(char *buf, size_t n, const char *a, const char *sep, const char *b) {
-    const char *part[3] = {a, sep, b};
-    size_t used = 0;
-    for (int i = 0; i < 3; i++) {
-        size_t k = strlen(part[i]);
-        if (k > n - 1 - used) k = n - 1 - used;
-        memcpy(buf + used, part[i], k);
-        used += k;
-    }
-    buf[used] = '\0';
-}
-
-static void append_label(char *buf, size_t n, const char *part) {
-    size_t len = strlen(buf);
-    join_label(buf + len, n - len, len ? "," : "", "", part);
-}
-
-static lt_status expand_sweep(sweep_ctx *sw) {
-    const sc_node *one_mesh = lt__sc_get(sw->map, "mesh");
-    int nm = sw->mesh.n ? sw->mesh.n : 1, ns = sw->shape.n ? sw->shape.n : 1, nd = sw->dtype.n ? sw->dtype.n : 1;
-    if (sw->pairs) {
-        sw->pair_used = lt__calloc((size_t)sw->pairs->n, sizeof(int));
-        if (!sw->pair_used) return lt__err(LT_NOMEM, "out of memory");
-    }
-    lt_status st = LT_OK;
-    for (int im = 0; im < nm && !st; im++) {
-        const sc_node *mesh_node = sw->mesh.n ? sw->mesh.vals[im] : one_mesh;
-        lt_mesh mesh;
-        if (!mesh_node) {   /* not a return: pair_used is freed below */
-            st = lt__sc_err(sw->map, LT_INVALID, "scenario '%s': missing required key 'mesh' (or sweep: mesh)", sw->name);
-            break;
-        }
-        if ((st = lt__sc_mesh(mesh_node, "mesh", &mesh))) break;
-        lt_mesh *shared = NULL;   /* the cases' copy (second pass) */
-        if (!sw->counting) {
-            if (!(shared = lt__sc_alloc(sw->a, sizeof *shared))) {
-                st = LT_NOMEM;
-                break;
-            }
-            *shared = mesh;
-        }
-        char mlabel[96] = "";
-        if (sw->mesh.n) {
-            char ms[64];
-            snprintf(mlabel, sizeof mlabel, "mesh=%s", lt_mesh_str(&mesh, ms, sizeof ms));
-        }
-        for (int is = 0; is < ns && !st; is++) {
-            int ndim = -1;
-            int64_t shape[LT_MAX_DIMS];
-            char slabel[128] = "";
-            if (sw->shape.n) {
-                if ((st = lt__sc_shape(sw->shape.vals[is], "sweep: shape", &ndim, shape))) break;
-                char tmp[96];
-                lt_shape_str(ndim, shape, tmp, sizeof tmp);
-                /* "(5, 7)" -> "5,7"; "(5)" -> "5" */
-                size_t j = 0;
-                for (const char *p = tmp; *p && j + 1 < sizeof tmp; p++)
-                    if (*p != ' ' && *p != '(' && *p != ')') slabel[j++] = *p;
-                slabel[j] = '\0';
-                memmove(slabel + 6, slabel, j + 1);
-                memcpy(slabel, "shape=", 6);
-            }
-            pl_choices from = {0}, to = {0};
-            if (sw->from && (st = placement_choices(sw->a, sw->from, &mesh, ndim, shape, &from))) break;
-            if (sw->to && (st = placement_choices(sw->a, sw->to, &mesh, ndim, shape, &to))) break;
-            int npl = 1;
-            if (sw->pairs) npl = sw->pairs->n;
-            else if (sw->from && sw->to) npl = from.n * to.n;
-            else if (sw->from) npl = from.n;
-            else if (sw->to) npl = to.n;
-            if ((int64_t)sw->ncases + (int64_t)nd * npl > LT_SC_MAX_CASES) {
-                st = lt__sc_err(sw->sweep, LT_OVERFLOW, "sweep: more than %d cases", LT_SC_MAX_CASES);
-                break;
-            }
-            for (int id = 0; id < nd && !st; id++) {
-                char dlabel[64] = "";
-                if (sw->dtype.n) {
-                    const char *ds;
-                    if ((st = lt__sc_str(sw->dtype.vals[id], "sweep: dtype", &ds))) break;
-                    snprintf(dlabel, sizeof dlabel, "dtype=%s", ds);
-                }
-                for (int ip = 0; ip < npl && !st; ip++) {
-                    sc_subst s = {0};
-                    char label[768] = "", plabel[512] = "";
-                    if (sw->mesh.n) s.names[s.n] = "mesh", s.vals[s.n++] = mesh_node;
-                    if (sw->shape.n) s.names[s.n] = "shape", s.vals[s.n++] = sw->shape.vals[is];
-                    if (sw->dtype.n) s.names[s.n] = "dtype", s.vals[s.n++] = sw->dtype.vals[id];
-                    if (sw->pairs) {
-                        const sc_node *pr = sw->pairs->kids[ip], *f, *t;
-                        if (pr->kind == SC_SEQ && pr->n == 2) {
-                            f = pr->kids[0];
-                            t = pr->kids[1];
-                        } else if (pr->kind == SC_MAP) {
-                            static const char *const keys[] = {"from", "to", NULL};
-                            if ((st = lt__sc_keys(pr, "sweep: pairs", keys))) break;
-                            if ((st = lt__sc_need(pr, "sweep: pairs", "from", &f))) break;
-                            if ((st = lt__sc_need(pr, "sweep: pairs", "to", &t))) break;
-                        } else {
-                            st = lt__sc_err(pr, LT_INVALID, "sweep: pairs: expected [from, to] or {from: ..., to: ...}, got %s",
-                                            lt__sc_kind_name(pr));
-                            break;
-                        }
-                        lt_placement pf[LT_MESH_MAX_DIMS], pt[LT_MESH_MAX_DIMS];
-                        int nf, nt;
-                        if ((st = lt__sc_placements(f, "sweep: pairs: from", pf, &nf))) break;
-                        if ((st = lt__sc_placements(t, "sweep: pairs: to", pt, &nt))) break;
-                        if (nf != mesh.ndim || nt != mesh.ndim) continue;
-                        sw->pair_used[ip] = 1;
-                        char lf[200], lt2[200];
-                        pl_label(pf, nf, lf, sizeof lf);
-                        pl_label(pt, nt, lt2, sizeof lt2);
-                        join_label(plabel, sizeof plabel, lf, "->", lt2);
-                        s.names[s.n] = "from", s.vals[s.n++] = f;
-                        s.names[s.n] = "to", s.vals[s.n++] = t;
-                    } else if (sw->from && sw->to) {
-                        int i = ip / to.n, j = ip % to.n;
-                        join_label(plabel, sizeof plabel, from.labels[i], "->", to.labels[j]);
-                        s.names[s.n] = "from", s.vals[s.n++] = from.nodes[i];
-                        s.names[s.n] = "to", s.vals[s.n++] = to.nodes[j];
-                    } else if (sw->from) {
-                        snprintf(plabel, sizeof plabel, "from=%s", from.labels[ip]);
-                        s.names[s.n] = "from", s.vals[s.n++] = from.nodes[ip];
-                    } else if (sw->to) {
-                        snprintf(plabel, sizeof plabel, "to=%s", to.labels[ip]);
-                        s.names[s.n] = "to", s.vals[s.n++] = to.nodes[ip];
-                    }
-                    if (mlabel[0]) append_label(label, sizeof label, mlabel);
-                    if (slabel[0]) append_label(label, sizeof label, slabel);
-                    if (dlabel[0]) append_label(label, sizeof label, dlabel);
-                    if (plabel[0]) append_label(label, sizeof label, plabel);
-                    st = add_case(sw, &s, label, sw->mesh.n ? mesh_node : NULL, shared);
-                }
-            }
-        }
-    }
-    /* every case expanded is checked (the counting pass has already
-     * reported any error of the expansion itself); the error is the first
-     * bad case's in case order */
-    if (!sw->counting) {
-        lt_status cst = lt__parallel_for(sw->ncases, check_case, sw);
-        if (cst) st = cst;
-    }
-    if (!st && sw->pairs)
-        for (int i = 0; i < sw->pairs->n; i++)
-            if (!sw->pair_used[i]) {
-                st = lt__sc_err(sw->pairs->kids[i], LT_INVALID,
-                                "sweep: pairs: this pair's placement counts match none of the sweep's meshes");
-                break;
-            }
-    if (!st && sw->ncases == 0)
-        st = lt__sc_err(sw->sweep, LT_INVALID, "sweep: expands to no cases (no placement list fits the meshes and shapes)");
-    lt__free(sw->pair_used);
-    return st;
-}
-
-static lt_status parse_sweep_scenario(sc_arena *a, const sc_node *map, const sc_node *sweep, sc_scenario *s) {
-    static const char *const keys[] = {"mesh", "shape", "dtype", "from", "to", "pairs", NULL};
-    LT_TRY(lt__sc_keys(sweep, "sweep", keys));
-    sweep_ctx sw;
-    memset(&sw, 0, sizeof sw);
-    sw.a = a;
-    sw.map = map;
-    sw.sweep = sweep;
-    sw.name = s->name;
-    LT_TRY(sweep_list(sweep, "mesh", &sw.mesh));
-    LT_TRY(sweep_list(sweep, "shape", &sw.shape));
-    LT_TRY(sweep_list(sweep, "dtype", &sw.dtype));
-    sw.from = lt__sc_get(sweep, "from");
-    sw.to = lt__sc_get(sweep, "to");
-    sw.pairs = lt__sc_get(sweep, "pairs");
-    if (sw.pairs && (sw.from || sw.to))
-        return lt__sc_err(sw.pairs, LT_INVALID, "sweep: give either pairs or from/to, not both");
-    const sc_node *lists[3] = {sw.from, sw.to, sw.pairs};
-    for (int i = 0; i < 3; i++) {
-        const sc_node *l = lists[i];
-        if (!l) continue;
-        if (!(l->kind == SC_SEQ && l->n > 0) && !(i < 2 && l->kind == SC_MAP))
-            return lt__sc_err(l, LT_INVALID, "sweep: %s: expected a non-empty list%s, got %s",
-                              i == 0 ? "from" : i == 1 ? "to" : "pairs", i < 2 ? " or {each: [...]}" : "",
-                              l->kind == SC_SEQ ? "an empty list" : lt__sc_kind_name(l));
-    }
-    if (!sw.mesh.n && !sw.shape.n && !sw.dtype.n && !sw.from && !sw.to && !sw.pairs)
-        return lt__sc_err(sweep, LT_INVALID, "sweep: defines no variables (mesh, shape, dtype, from, to, pairs)");
-    /* two passes: count, then fill an array of exactly that many cases */
-    sw.counting = 1;
-    lt_status st = expand_sweep(&sw);
-    if (!st) {
-        s->is_sweep = 1;
-        s->ncases = sw.ncases;
-        s->cases = sw.cases = lt__sc_alloc(a, sizeof *s->cases * (size_t)sw.ncases);
-        if (!s->cases) st = LT_NOMEM;
-    }
-    if (!st) {
-        sw.counting = 0;
-        sw.ncases = 0;
-        st = expand_sweep(&sw);
-    }
-    return st;
-}
-
 static lt_status parse_scenario(sc_arena *a, const sc_node *map, sc_scenario *s) {
     LT_TRY(lt__sc_keys(map, "a scenario", scenario_keys));
     const sc_node *n;
@@ -801,7 +374,7 @@ static lt_status parse_scenario(sc_arena *a, const sc_node *map, sc_scenario *s)
     s->pos = (sc_pos){map->file, map->line, map->col};
     if ((n = lt__sc_get(map, "description"))) LT_TRY(lt__sc_str(n, "description", &s->description));
     const sc_node *sweep = lt__sc_get(map, "sweep");
-    if (sweep) return parse_sweep_scenario(a, map, sweep, s);
+    if (sweep) return lt__sc_parse_sweep(a, map, sweep, s);
     /* not a sweep: no $variables allowed */
     for (int i = 0; i < map->n; i++) LT_TRY(lt__sc_copy(NULL, map->kids[2 * i + 1], NULL, NULL));
     s->ncases = 1;
@@ -809,7 +382,7 @@ static lt_status parse_scenario(sc_arena *a, const sc_node *map, sc_scenario *s)
     if (!s->cases) return LT_NOMEM;
     s->cases[0].name = s->name;
     s->cases[0].pos = s->pos;
-    lt_status st = parse_case(a, map, NULL, &s->cases[0]);
+    lt_status st = lt__sc_parse_case(a, map, NULL, &s->cases[0]);
     if (st) return st;
     return LT_OK;
 }

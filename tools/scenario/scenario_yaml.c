@@ -44,6 +44,12 @@ void lt__sc_arena_free(sc_arena *a) {
     lt__free(a);
 }
 
+size_t lt__sc_arena_used(const sc_arena *a) {
+    size_t n = 0;
+    for (const sc_block *b = a ? a->head : NULL; b; b = b->next) n += b->used;
+    return n;
+}
+
 void *lt__sc_alloc(sc_arena *a, size_t n) {
     const size_t al = sizeof(max_align_t);
     if (n > SIZE_MAX / 2) {
