@@ -258,6 +258,16 @@ static void owned_estimate(const lt_sc_options *opt, lt_sc_file *const *loaded, 
             "does not fit)\n", at->name, at->mesh->world, fmt_bytes(best, a, sizeof a), fmt_bytes(lo, b, sizeof b));
 }
 
+/* Frees what a run loaded and found: the files, the load errors' messages
+ * and the path list. */
+static void free_run(lt_sc_file **loaded, int nloaded, sc_load_error *lerr, int nlerr, strlist *files) {
+    for (int i = 0; i < nloaded; i++) lt_sc_file_free(loaded[i]);
+    for (int i = 0; i < nlerr; i++) lt__free(lerr[i].message);
+    lt__free(loaded);
+    lt__free(lerr);
+    sl_free(files);
+}
+
 int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *opt) {
     double t0 = now_s();
     strlist files = {0};
@@ -334,11 +344,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
     }
     if (oom_sel) {
         fprintf(err, "localtensor run: out of memory\n");
-        for (int i = 0; i < nloaded; i++) lt_sc_file_free(loaded[i]);
-        for (int i = 0; i < nlerr; i++) lt__free(lerr[i].message);
-        lt__free(loaded);
-        lt__free(lerr);
-        sl_free(&files);
+        free_run(loaded, nloaded, lerr, nlerr, &files);
         return 2;
     }
     sum.cases = total;
@@ -350,11 +356,7 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
         fprintf(err, "localtensor run: %d processes but the largest mesh of the selected cases has %d rank%s: "
                 "run with 1 to %d processes (mpirun -np)\n", opt->nproc, max_world, max_world == 1 ? "" : "s",
                 max_world);
-        for (int i = 0; i < nloaded; i++) lt_sc_file_free(loaded[i]);
-        for (int i = 0; i < nlerr; i++) lt__free(lerr[i].message);
-        lt__free(loaded);
-        lt__free(lerr);
-        sl_free(&files);
+        free_run(loaded, nloaded, lerr, nlerr, &files);
         return 2;
     }
     if (opt->world > 0 && !opt->nfilters && total == 0 && nloaded) {
@@ -474,10 +476,6 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
     fflush(out);
     if (sum.errors || nlerr || no_match) code = 2;
     else if (sum.failed && code == 0) code = 1;
-    for (int i = 0; i < nloaded; i++) lt_sc_file_free(loaded[i]);
-    for (int i = 0; i < nlerr; i++) lt__free(lerr[i].message);
-    lt__free(loaded);
-    lt__free(lerr);
-    sl_free(&files);
+    free_run(loaded, nloaded, lerr, nlerr, &files);
     return code;
 }
