@@ -447,6 +447,29 @@ static void test_numerics_option_overrides_sweep_key(void **state) {
     remove(path);
 }
 
+/* A sweep's `backend:` holds from its cases' first step: with
+ * --compare-backend cpu each case runs on cpu and then on its own
+ * cuda-emu, and compares what both stored (on cpu alone nothing is
+ * compared). */
+static void test_sweep_backend_key(void **state) {
+    (void)state;
+    char path[600], *out, *err;
+    tmp_path(path, sizeof path, "sweep_backend.yaml");
+    write_file(path,
+               "name: swb\nmesh: '4'\nbackend: cuda-emu\ntensors: {x: {shape: [8], init: arange}}\n"
+               "sweep: {from: ['S(0)', R]}\n"
+               "steps:\n  - distribute: {tensor: x, placements: $from, as: d}\n"
+               "  - redistribute: {tensor: d, to: ['S(0)'], as: e}\n  - expect_full: {tensor: e, equals: x}\n");
+    const char *args[] = {"--compare-backend", "cpu", path};
+    assert_int_equal(run_cli(args, 3, &out, &err), 0);
+    const char *m = strstr(out, "--compare-backend cpu: ");
+    if (!m || atoi(m + strlen("--compare-backend cpu: ")) <= 0) fail_msg("nothing compared:\n%s", out);
+    assert_non_null(strstr(out, "2 passed, 0 failed, 0 errors"));
+    free(out);
+    free(err);
+    remove(path);
+}
+
 /* A copy of a library scenario with one expected value changed must fail
  * with exit 1 naming the rank, index, expected and actual. */
 /* A per-rank program that would hang fails its case (exit 1) with the
@@ -1069,7 +1092,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_bad_scenarios),   cmocka_unit_test(test_would_hang),   cmocka_unit_test(test_big_file),
         cmocka_unit_test(test_generated_nesting), cmocka_unit_test(test_loader_limits),
         cmocka_unit_test(test_sweep_expansion), cmocka_unit_test(test_sweep_holds_no_cases),
-        cmocka_unit_test(test_numerics_option_overrides_sweep_key), cmocka_unit_test(test_wrong_expectation),
+        cmocka_unit_test(test_numerics_option_overrides_sweep_key), cmocka_unit_test(test_sweep_backend_key), cmocka_unit_test(test_wrong_expectation),
         cmocka_unit_test(test_reports),         cmocka_unit_test(test_usage),
         cmocka_unit_test(test_mutations),       cmocka_unit_test(test_no_match),
         cmocka_unit_test(test_singular),        cmocka_unit_test(test_expect_full_holders),

@@ -56,6 +56,7 @@ struct sc_sweep {
     const sc_node *map;       /* the scenario */
     const sc_node *node;      /* its `sweep` */
     const char *name;         /* the scenario's name */
+    const char *backend;      /* its `backend:` (a literal: the load parses every case), or NULL */
     sweep_var mesh, shape, dtype;
     const char **dlabels;     /* (dtype.n) "dtype=f32" */
     const sc_node *from, *to, *pairs;
@@ -281,6 +282,8 @@ lt_status lt__sc_parse_sweep(sc_arena *a, const sc_node *map, const sc_node *swe
     sw->map = map;
     sw->node = sweep;
     sw->name = s->name;
+    const sc_node *bn = lt__sc_get(map, "backend");
+    if (bn && bn->kind == SC_SCALAR) sw->backend = bn->str;
     LT_TRY(sweep_list(sweep, "mesh", &sw->mesh));
     LT_TRY(sweep_list(sweep, "shape", &sw->shape));
     LT_TRY(sweep_list(sweep, "dtype", &sw->dtype));
@@ -474,6 +477,7 @@ sc_case *lt__sc_case_at(sc_scenario *s, int i, sc_case *slot, sc_arena *a) {
     slot->sweep = s->sweep;
     slot->index = i;
     slot->mesh = k.b->mesh;
+    slot->backend = s->sweep->backend;   /* the case runs there from its first step */
     slot->pos = (sc_pos){s->sweep->map->file, s->sweep->map->line, s->sweep->map->col};
     return slot;
 }
