@@ -404,6 +404,13 @@ static void test_numerics(void **state) {
     assert_int_equal(run_out(small, &smp_s, err, sizeof err), 0);
     assert_null(strstr(smp_s, "search budget exhausted"));
     free(smp_s);
+    /* K at least the world: every rank has values, and no "other ranks" are named */
+    const char *every[] = {"redistribute", "--mesh", "2x2", "--shape", "4,4", "--from", "S(0),S(1)", "--to", "R,R",
+                           "--numerics", "sample:9", NULL};
+    assert_int_equal(run_out(every, &smp_s, err, sizeof err), 0);
+    if (!strstr(smp_s, "numerics sample:9: values for every rank (0, 1, 2, 3)\n") || strstr(smp_s, "other ranks"))
+        fail_msg("sample:9 on 4 ranks:\n%s", smp_s);
+    free(smp_s);
 }
 
 /* show: a strided shard is marked and its offset explained; 2-D shards

@@ -147,7 +147,8 @@ static int run_sampled(const lt_cli_layout *lay, const lt_placement *src, int ns
         printf("redistribute %s -> %s on mesh %s (%d rank%s), global shape %s, %s, planner %s\n", a, b,
                lt_mesh_str(mesh, ms, sizeof ms), mesh->world, mesh->world == 1 ? "" : "s",
                lt_shape_str(lay->ndim, lay->shape, ss, sizeof ss), lt_dtype_name(lay->dtype), lt_planner_name(planner));
-        if (n) printf("numerics %s: values for rank%s %s; the other ranks: layout only\n", nms, n == 1 ? "" : "s", rs);
+        if (n && n >= mesh->world) printf("numerics %s: values for every rank (%s)\n", nms, rs);
+        else if (n) printf("numerics %s: values for rank%s %s; the other ranks: layout only\n", nms, n == 1 ? "" : "s", rs);
         else printf("numerics none: no values, layout and bytes only\n");
         printf("\nplan:\n");
         lt_status ps = lt_plan_print(plan, stdout);
