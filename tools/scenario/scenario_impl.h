@@ -3,15 +3,18 @@
  * Pipeline: scenario_yaml.c turns a file into a tree of sc_node (every node
  * keeps its line:col) and reads typed values from it (scenario_values.c: number
  * literals); scenario_load.c turns the tree into scenarios and
- * cases (expanding sweeps), parsing every step through the step table;
+ * cases, parsing every step through the step table (scenario_sweep.c: a
+ * sweep's table, from which each case is made when it runs);
  * scenario_run.c runs a case's steps (scenario_steps.c, scenario_checks.c for values,
  * scenario_checks_meta.c for plans, comm, errors and order);
  * report.c writes text, JSON and JUnit; scenario_driver.c runs files and
  * directories (`localtensor run`, tools/cli/cli_run.c).
  *
- * Memory: everything a file's cases and results point to lives in the file's
- * arena and is released at once with the file. Runtime values (tensors) are
- * owned by the run context and freed when a case ends.
+ * Memory: everything a file's scenarios point to lives in the file's arena
+ * and is released at once with the file; a sweep case (its name and parsed
+ * steps) and every case's results live in the case's own arena, freed
+ * after its report. Runtime values (tensors) are owned by the run context and freed
+ * when a case ends.
  *
  * Adding a step: one XX(...) line in LT_SC_STEP_MAP plus its parse and run
  * functions (parse validates the body at load time and fills step->data from
