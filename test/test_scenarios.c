@@ -23,7 +23,6 @@
 #include "localtensor/localtensor.h"
 #include "tools/cli/cli.h"
 #include "tools/scenario/scenario.h"
-#include "tools/scenario/scenario_impl.h"
 
 static char g_tmpdir[512];
 
@@ -37,29 +36,6 @@ static char *slurp(const char *path, size_t *len) {
     if (len) *len = (size_t)ftell(f);
     fclose(f);
     return s;
-}
-
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "wb");
-    if (!f) fail_msg("cannot write %s", path);
-    fputs(text, f);
-    fclose(f);
-}
-
-/* Runs `localtensor run ARGS...` in-process; *out / *err get the captured
- * streams (caller frees). Returns the exit code. */
-static int run_cli(const char *const *args, int n, char **out, char **err) {
-    char *argv[64];
-    argv[0] = (char *)"run";
-    for (int i = 0; i < n && i < 62; i++) argv[i + 1] = (char *)args[i];
-    FILE *o = tmpfile(), *e = tmpfile();
-    if (!o || !e) fail_msg("tmpfile failed");
-    int rc = lt_sc_main(n + 1, argv, o, e);
-    *out = lt_test_slurp_fp(o);
-    *err = lt_test_slurp_fp(e);
-    fclose(o);
-    fclose(e);
-    return rc;
 }
 
 static const char *last_line(const char *text, char *buf, size_t n) {
@@ -217,7 +193,7 @@ static void test_bad_scenarios(void **state) {
         /* through `localtensor run` */
         const char *args[] = {path};
         char *out, *err;
-        int rc = run_cli(args, 1, &out, &err);
+        int rc = lt_test_run_sc(args, 1, &out, &err);
         size_t lo = strlen(out), le = strlen(err);
         char *all = malloc(lo + le + 1);
         memcpy(all, out, lo);
@@ -255,7 +231,7 @@ static void test_big_file(void **state) {
     if (!strstr(lt_errmsg(), "larger than") || !has_position(lt_errmsg(), path)) fail_msg("%s", lt_errmsg());
     const char *args[] = {path};
     char *out, *err;
-    assert_int_equal(run_cli(args, 1, &out, &err), 2);
+    assert_int_equal(lt_test_run_sc(args, 1, &out, &err), 2);
     free(out);
     free(err);
     /* the same from memory */
@@ -327,149 +303,6 @@ static void test_loader_limits(void **state) {
     lt_sc_file_free(f);
 }
 
-static void test_sweep_expansion(void **state) {
-    (void)state;
-    char path[600];
-    tmp_path(path, sizeof path, "sweep.yaml");
-    write_file(path,
-               "name: sw\n"
-               "tensors: {x: {shape: $shape}}\n"
-               "sweep:\n"
-               "  mesh: [2x2, 4]\n"
-               "  shape: [[5], [6, 2]]\n"
-               "  pairs: [['S(0),R', 'R,R'], ['S(0)', R], [R, 'S(0)']]\n"
-               "steps:\n"
-               "  - distribute: {tensor: x, placements: $from, as: xd}\n"
-               "  - redistribute: {tensor: xd, to: $to, as: y}\n"
-               "  - expect_full: {tensor: y, equals: x}\n");
-    lt_sc_file *f = NULL;
-    LT_CHECK(lt_sc_load(path, &f));
-    /* 2x2 takes one pair, 4 takes two: (1 + 2) x 2 shapes */
-    assert_int_equal(lt_sc_file_scenarios(f), 1);
-    assert_int_equal(lt_sc_file_cases(f), 6);
-    lt_sc_file_free(f);
-    const char *args[] = {"-v", path};
-    char *out, *err;
-    assert_int_equal(run_cli(args, 2, &out, &err), 0);
-    if (!strstr(out, "sw[mesh=2x2,shape=5,[S(0),R]->[R,R]]") || !strstr(out, "sw[mesh=4,shape=6,2,R->S(0)]"))
-        fail_msg("case names:\n%s", out);
-    assert_non_null(strstr(out, "6 passed, 0 failed, 0 errors"));
-    free(out);
-    free(err);
-    /* -k selects cases by name; without -v a sweep is one line */
-    const char *args2[] = {"-k", "mesh=4,", path};
-    assert_int_equal(run_cli(args2, 3, &out, &err), 0);
-    assert_non_null(strstr(out, "[sweep: 4 cases]"));
-    assert_non_null(strstr(out, "4 passed, 0 failed, 0 errors"));
-    free(out);
-    free(err);
-    remove(path);
-}
-
-/* A loaded sweep holds its table, not its cases: 64 times the cases costs
- * the file's arena only the longer placement lists (the cases were about
- * 340 bytes each when they were stored). Cases made from their index carry
- * the names the case order gives (meshes, shapes, dtypes, then from-major
- * placement lists, the last mesh dim's choice varying fastest). */
-static void test_sweep_holds_no_cases(void **state) {
-    (void)state;
-    static const char *const each[2][2] = {{"[R, 'S(0)']", "[R, 'S(1)']"},
-                                           {"[R, 'S(0)', 'S(1)', 'SS(0,2)']", "[R, 'S(0)', 'S(1)', 'SS(1,2)']"}};
-    size_t used[2];
-    int ncases[2];
-    for (int k = 0; k < 2; k++) {
-        char text[1024];
-        snprintf(text, sizeof text,
-                 "name: sw\ntensors: {x: {shape: $shape, init: arange}}\n"
-                 "sweep:\n  mesh: [2x2x2]\n  shape: [[8, 8]]\n  from: {each: %s}\n  to: {each: %s}\n"
-                 "steps:\n  - distribute: {tensor: x, placements: $from, as: xd}\n"
-                 "  - redistribute: {tensor: xd, to: $to, as: y}\n"
-                 "  - expect_full: {tensor: y, equals: x}\n",
-                 each[k][0], each[k][1]);
-        lt_sc_file *f = NULL;
-        LT_CHECK(lt_sc_load_string("sw.yaml", text, strlen(text), &f));
-        ncases[k] = lt_sc_file_cases(f);
-        used[k] = lt__sc_arena_used(f->arena);
-        if (k == 1) {
-            /* case i: from list i / 64, to list i % 64, each a base-4 number over the mesh dims */
-            static const char *const fo[4] = {"R", "S(0)", "S(1)", "SS(0,2)"}, *const to[4] = {"R", "S(0)", "S(1)", "SS(1,2)"};
-            const int idx[] = {0, 1, 1234, 2047, 4095};
-            sc_scenario *s = &f->scen[0];
-            for (size_t q = 0; q < sizeof idx / sizeof idx[0]; q++) {
-                int i = idx[q], a = i / 64, b = i % 64;
-                char want[256], got[256];
-                snprintf(want, sizeof want, "sw[mesh=2x2x2,shape=8,8,[%s,%s,%s]->[%s,%s,%s]]", fo[a / 16], fo[a / 4 % 4], fo[a % 4],
-                         to[b / 16], to[b / 4 % 4], to[b % 4]);
-                const lt_mesh *m = NULL;
-                lt__sc_case_name(s, i, got, sizeof got, &m);
-                assert_string_equal(got, want);
-                assert_int_equal(m->world, 8);
-                sc_arena *ar = lt__sc_arena_new();
-                sc_case slot, *c = lt__sc_case_at(s, i, &slot, ar);
-                assert_non_null(c);
-                assert_string_equal(c->name, want);
-                lt__sc_run_case(c, ar, NULL);
-                if (c->res.status != LT_SC_PASS) fail_msg("%s: %s", want, c->res.nfails ? c->res.fails[0].message : "?");
-                lt__sc_case_drop(c);
-                lt__sc_arena_free(ar);
-            }
-        }
-        lt_sc_file_free(f);
-    }
-    assert_int_equal(ncases[0], 64);
-    assert_int_equal(ncases[1], 4096);
-    double per_case = (double)(used[1] - used[0]) / (ncases[1] - ncases[0]);
-    if (per_case > 16) fail_msg("the sweep's arena grew %.1f bytes per case (%zu -> %zu bytes)", per_case, used[0], used[1]);
-}
-
-/* --numerics overrides a file's numerics: key, in a sweep too (whose cases
- * are parsed as they run). */
-static void test_numerics_option_overrides_sweep_key(void **state) {
-    (void)state;
-    char path[600], *out, *err;
-    tmp_path(path, sizeof path, "sweep_numerics.yaml");
-    write_file(path,
-               "name: swn\nmesh: '4'\nnumerics: sample:1\ntensors: {x: {shape: [8], init: arange}}\n"
-               "sweep: {from: ['S(0)', R]}\n"
-               "steps:\n  - distribute: {tensor: x, placements: $from, as: d}\n"
-               "  - redistribute: {tensor: d, to: [R], as: e}\n");
-    const char *keyed[] = {"-v", path};
-    assert_int_equal(run_cli(keyed, 2, &out, &err), 0);
-    if (!strstr(out, "swn[from=S(0)] [numerics sample:1: values for rank 0]")) fail_msg("the key's mode:\n%s", out);
-    free(out);
-    free(err);
-    const char *forced[] = {"-v", "--numerics", "full", path};
-    assert_int_equal(run_cli(forced, 4, &out, &err), 0);
-    if (strstr(out, "[numerics") || !strstr(out, "swn[from=S(0)] (")) fail_msg("--numerics full:\n%s", out);
-    assert_non_null(strstr(out, "2 passed, 0 failed, 0 errors"));
-    free(out);
-    free(err);
-    remove(path);
-}
-
-/* A sweep's `backend:` holds from its cases' first step: with
- * --compare-backend cpu each case runs on cpu and then on its own
- * cuda-emu, and compares what both stored (on cpu alone nothing is
- * compared). */
-static void test_sweep_backend_key(void **state) {
-    (void)state;
-    char path[600], *out, *err;
-    tmp_path(path, sizeof path, "sweep_backend.yaml");
-    write_file(path,
-               "name: swb\nmesh: '4'\nbackend: cuda-emu\ntensors: {x: {shape: [8], init: arange}}\n"
-               "sweep: {from: ['S(0)', R]}\n"
-               "steps:\n  - distribute: {tensor: x, placements: $from, as: d}\n"
-               "  - redistribute: {tensor: d, to: ['S(0)'], as: e}\n  - expect_full: {tensor: e, equals: x}\n");
-    const char *args[] = {"--compare-backend", "cpu", path};
-    assert_int_equal(run_cli(args, 3, &out, &err), 0);
-    const char *m = strstr(out, "--compare-backend cpu: ");
-    if (!m || atoi(m + strlen("--compare-backend cpu: ")) <= 0) fail_msg("nothing compared:\n%s", out);
-    assert_non_null(strstr(out, "2 passed, 0 failed, 0 errors"));
-    free(out);
-    free(err);
-    remove(path);
-}
-
 /* A copy of a library scenario with one expected value changed must fail
  * with exit 1 naming the rank, index, expected and actual. */
 /* A per-rank program that would hang fails its case (exit 1) with the
@@ -480,7 +313,7 @@ static void test_would_hang(void **state) {
     char path[600], *out, *err;
     tmp_path(path, sizeof path, "hang.yaml");
     const char *args[] = {path};
-    write_file(path,
+    lt_test_write_file(path,
                "- name: missing\n  mesh: {shape: [2, 2], names: [dp, tp]}\n  steps:\n"
                "    - local_tensor: {shape: [1], values: 'rank', as: a}\n"
                "    - collective: {kind: all_reduce, mesh_dim: tp, tensor: a, as: s}\n"
@@ -501,7 +334,7 @@ static void test_would_hang(void **state) {
                "    - collective: {kind: barrier, mesh_dim: 0}\n"
                "      ranks: [1]\n"
                "    - distribute: {tensor: x, placements: [R], as: xd}\n");
-    assert_int_equal(run_cli(args, 1, &out, &err), 1);
+    assert_int_equal(lt_test_run_sc(args, 1, &out, &err), 1);
     const char *want[] = {
         /* rank 3 skipped the tp sum; the local_op still ran on rank 3 */
         ":5:7: would hang (missing): on mesh dim 1 (tp), group 1 [2,3], call #1: rank 2 waits in all_reduce(op=sum) f32 (1) at ",
@@ -533,11 +366,11 @@ static void test_wrong_expectation(void **state) {
     memcpy(at, "ranks: [[0, 1], [2, 7], [4], []]", strlen(from));
     char path[600];
     tmp_path(path, sizeof path, "wrong.yaml");
-    write_file(path, text);
+    lt_test_write_file(path, text);
     free(text);
     const char *args[] = {"-k", "chunk_5_over_4", path};
     char *out, *err;
-    int rc = run_cli(args, 3, &out, &err);
+    int rc = lt_test_run_sc(args, 3, &out, &err);
     if (rc != 1) fail_msg("exit %d, wanted 1:\n%s%s", rc, out, err);
     const char *want[] = {"FAIL", "chunk_5_over_4", "rank 1 (coord [1])", "index [1]", "expected 7", "actual 3",
                           "expect_local of 'xd'", "0 passed, 1 failed, 0 errors"};
@@ -547,14 +380,14 @@ static void test_wrong_expectation(void **state) {
     free(out);
     free(err);
     /* a wrong value of a redistributed tensor names the plan step that made it */
-    write_file(path,
+    lt_test_write_file(path,
                "name: via_plan\nmesh: 2\ntensors: {x: {shape: [4]}}\nsteps:\n"
                "  - distribute: {tensor: x, placements: ['S(0)'], as: xd}\n"
                "  - redistribute: {tensor: xd, to: [R], as: r}\n"
                "  - expect_local: {tensor: r, ranks: {1: [0, 1, 2, 4]}}\n"
                "  - expect_full: {tensor: r, values: [0, 1, 2, 5]}\n");
     const char *args2[] = {path};
-    assert_int_equal(run_cli(args2, 1, &out, &err), 1);
+    assert_int_equal(lt_test_run_sc(args2, 1, &out, &err), 1);
     const char *want2[] = {"rank 1 (coord [1]): index [3]: expected 4, actual 3", "produced by: redistribute at",
                            "all_gather", "index [3]: expected 5, actual 3", "0 passed, 1 failed, 0 errors"};
     for (size_t i = 0; i < sizeof want2 / sizeof *want2; i++)
@@ -571,31 +404,31 @@ static void test_reports(void **state) {
     tmp_path(dir, sizeof dir, "reports");
     mkdir(dir, 0700);
     snprintf(p, sizeof p, "%s/a_pass.yaml", dir);
-    write_file(p, "- name: 'esc <&> \"quoted\" ''x'''\n  mesh: 2\n  tensors: {x: {shape: [3]}}\n  steps:\n"
+    lt_test_write_file(p, "- name: 'esc <&> \"quoted\" ''x'''\n  mesh: 2\n  tensors: {x: {shape: [3]}}\n  steps:\n"
                   "    - distribute: {tensor: x, placements: ['S(0)'], as: xd}\n"
                   "    - expect_local: {tensor: xd, ranks: [[0, 1], [2]]}\n"
                   "- name: second\n  mesh: 2\n  steps: [mark_comm]\n");
     snprintf(p, sizeof p, "%s/b_fail.yaml", dir);
-    write_file(p, "name: fails <here>\nmesh: 2\ntensors: {x: {shape: [3]}}\nsteps:\n"
+    lt_test_write_file(p, "name: fails <here>\nmesh: 2\ntensors: {x: {shape: [3]}}\nsteps:\n"
                   "  - distribute: {tensor: x, placements: ['S(0)'], as: xd}\n"
                   "  - expect_local: {tensor: xd, ranks: [[0, 1], [9]]}\n"
                   "  - expect_full: {tensor: xd, values: [0, 1, 7]}\n");
     snprintf(p, sizeof p, "%s/c_error.yaml", dir);
-    write_file(p, "name: errs\nmesh: 2x2\ntensors: {x: {shape: [3]}}\nsteps:\n"
+    lt_test_write_file(p, "name: errs\nmesh: 2x2\ntensors: {x: {shape: [3]}}\nsteps:\n"
                   "  - distribute: {tensor: x, placements: [R], as: xd}\n");
     snprintf(p, sizeof p, "%s/d_sweep.yaml", dir);
-    write_file(p, "name: sw\ntensors: {x: {shape: [5, 2]}}\nsweep:\n  mesh: [2x2]\n"
+    lt_test_write_file(p, "name: sw\ntensors: {x: {shape: [5, 2]}}\nsweep:\n  mesh: [2x2]\n"
                   "  from: {each: [R, 'S(0)']}\n  to: {each: [R, 'S(1)']}\nsteps:\n"
                   "  - distribute: {tensor: x, placements: $from, as: xd}\n"
                   "  - redistribute: {tensor: xd, to: $to, as: y}\n"
                   "  - expect_full: {tensor: y, equals: x}\n");
     snprintf(p, sizeof p, "%s/e_bad.yaml", dir);
-    write_file(p, "name: bad\nmesh: 2\nsteps: [nope]\n");
+    lt_test_write_file(p, "name: bad\nmesh: 2\nsteps: [nope]\n");
     snprintf(json, sizeof json, "%s/out.json", g_tmpdir);
     snprintf(junit, sizeof junit, "%s/out.xml", g_tmpdir);
     const char *args[] = {"--json", json, "--junit", junit, dir};
     char *out, *err;
-    int rc = run_cli(args, 5, &out, &err);
+    int rc = lt_test_run_sc(args, 5, &out, &err);
     assert_int_equal(rc, 2);
     /* the text summary */
     char last[256];
@@ -673,7 +506,7 @@ static void test_reports(void **state) {
     free(err);
     /* --fail-fast: the rest is not run and shows as skipped */
     const char *args2[] = {"--fail-fast", "--junit", junit, dir};
-    rc = run_cli(args2, 4, &out, &err);
+    rc = lt_test_run_sc(args2, 4, &out, &err);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "--fail-fast"));
     xt = slurp(junit, NULL);
@@ -685,7 +518,7 @@ static void test_reports(void **state) {
     /* exit 1 when only a check fails */
     snprintf(p, sizeof p, "%s/b_fail.yaml", dir);
     const char *args3[] = {p};
-    assert_int_equal(run_cli(args3, 1, &out, &err), 1);
+    assert_int_equal(lt_test_run_sc(args3, 1, &out, &err), 1);
     free(out);
     free(err);
     const char *names[] = {"a_pass.yaml", "b_fail.yaml", "c_error.yaml", "d_sweep.yaml", "e_bad.yaml"};
@@ -703,9 +536,9 @@ static void test_reports(void **state) {
 static int run_text(const char *name, const char *text, char **out, char **err) {
     char path[600];
     tmp_path(path, sizeof path, name);
-    write_file(path, text);
+    lt_test_write_file(path, text);
     const char *args[] = {path};
-    int rc = run_cli(args, 1, out, err);
+    int rc = lt_test_run_sc(args, 1, out, err);
     remove(path);
     return rc;
 }
@@ -722,12 +555,12 @@ static void test_no_match(void **state) {
     (void)state;
     char *out, *err;
     const char *args[] = {"-k", "zzz", "scenarios/tutorials"};
-    assert_int_equal(run_cli(args, 3, &out, &err), 2);
+    assert_int_equal(lt_test_run_sc(args, 3, &out, &err), 2);
     if (!strstr(err, "no case matches -k 'zzz'")) fail_msg("no message:\n%s", err);
     assert_non_null(strstr(out, "0 passed, 0 failed, 0 errors"));
     free(out), free(err);
     const char *args2[] = {"-k", "row_wise", "scenarios/tutorials"};
-    assert_int_equal(run_cli(args2, 3, &out, &err), 0);
+    assert_int_equal(lt_test_run_sc(args2, 3, &out, &err), 0);
     free(out), free(err);
 }
 
@@ -900,12 +733,12 @@ static void test_json_redistributes(void **state) {
     char path[600], json[700];
     tmp_path(path, sizeof path, "jr.yaml");
     snprintf(json, sizeof json, "%s/jr.json", g_tmpdir);
-    write_file(path, "name: jr\nmesh: 2x2\ntensors: {x: {shape: [4, 3]}}\nsteps:\n"
+    lt_test_write_file(path, "name: jr\nmesh: 2x2\ntensors: {x: {shape: [4, 3]}}\nsteps:\n"
                      "  - distribute: {tensor: x, placements: ['S(0)', 'S(1)'], as: xd}\n"
                      "  - redistribute: {tensor: xd, to: [R, 'S(1)'], as: y}\n");
     const char *args[] = {"--json", json, path};
     char *out, *err;
-    assert_int_equal(run_cli(args, 3, &out, &err), 0);
+    assert_int_equal(lt_test_run_sc(args, 3, &out, &err), 0);
     size_t jl = 0;
     char *jt = slurp(json, &jl);
     assert_non_null(jt);
@@ -939,29 +772,29 @@ static void test_json_redistributes(void **state) {
 static void test_usage(void **state) {
     (void)state;
     char *out, *err;
-    assert_int_equal(run_cli(NULL, 0, &out, &err), 2);
+    assert_int_equal(lt_test_run_sc(NULL, 0, &out, &err), 2);
     assert_non_null(strstr(err, "usage:"));
     free(out), free(err);
     const char *a1[] = {"--bogus", "scenarios"};
-    assert_int_equal(run_cli(a1, 2, &out, &err), 2);
+    assert_int_equal(lt_test_run_sc(a1, 2, &out, &err), 2);
     assert_non_null(strstr(err, "unknown option '--bogus'"));
     free(out), free(err);
     const char *a2[] = {"--help"};
-    assert_int_equal(run_cli(a2, 1, &out, &err), 0);
+    assert_int_equal(lt_test_run_sc(a2, 1, &out, &err), 0);
     free(out), free(err);
     const char *a3[] = {"no/such/file.yaml"};
-    assert_int_equal(run_cli(a3, 1, &out, &err), 2);
+    assert_int_equal(lt_test_run_sc(a3, 1, &out, &err), 2);
     assert_non_null(strstr(err, "no/such/file.yaml:1:1: cannot open"));
     free(out), free(err);
     const char *a4[] = {"--json"};
-    assert_int_equal(run_cli(a4, 1, &out, &err), 2);
+    assert_int_equal(lt_test_run_sc(a4, 1, &out, &err), 2);
     free(out), free(err);
     const char *a5[] = {"--json", "/nonexistent-dir/x.json", "scenarios/tutorials/01_row_wise.yaml"};
-    assert_int_equal(run_cli(a5, 3, &out, &err), 2);
+    assert_int_equal(lt_test_run_sc(a5, 3, &out, &err), 2);
     assert_non_null(strstr(err, "--json"));
     free(out), free(err);
     const char *a6[] = {"scenarios/tutorials"};
-    assert_int_equal(run_cli(a6, 1, &out, &err), 0);
+    assert_int_equal(lt_test_run_sc(a6, 1, &out, &err), 0);
     free(out), free(err);
 }
 
@@ -1006,7 +839,7 @@ static void test_mutations(void **state) {
             fclose(o);
             const char *args[] = {path};
             char *out, *err;
-            int rc = run_cli(args, 1, &out, &err);
+            int rc = lt_test_run_sc(args, 1, &out, &err);
             if (rc < 0 || rc > 2) fail_msg("exit %d", rc);
             free(out);
             free(err);
@@ -1031,14 +864,14 @@ static void test_numerics_modes(void **state) {
     const char *files[] = {"scenarios/sweeps/pairs_2d.yaml", "scenarios/sweeps/uneven_rules.yaml",
                            "scenarios/sweeps/dtypes.yaml"};
     char *out, *err, full_last[256], last[256];
-    assert_int_equal(run_cli(files, 3, &out, &err), 0);
+    assert_int_equal(lt_test_run_sc(files, 3, &out, &err), 0);
     last_line(out, full_last, sizeof full_last);
     free(out);
     free(err);
     const char *modes[] = {"--numerics=sample:2", "--numerics=sample:64"};
     for (int m = 0; m < 2; m++) {
         const char *args[] = {modes[m], files[0], files[1], files[2]};
-        int rc = run_cli(args, 4, &out, &err);
+        int rc = lt_test_run_sc(args, 4, &out, &err);
         if (rc != 0) fail_msg("%s: exit %d\n%s%s", modes[m], rc, out, err);
         last_line(out, last, sizeof last);
         assert_string_equal(last, full_last);   /* "N passed, 0 failed, 0 errors" */
@@ -1049,7 +882,7 @@ static void test_numerics_modes(void **state) {
     const char *coll_modes[] = {"--numerics=sample:2", "--numerics=full", "--numerics=sample:64"};
     for (int m = 0; m < 3; m++) {
         const char *args[] = {coll_modes[m], "scenarios/numerics/collectives.yaml"};
-        int rc = run_cli(args, 2, &out, &err);
+        int rc = lt_test_run_sc(args, 2, &out, &err);
         last_line(out, last, sizeof last);
         if (rc != 0 || strcmp(last, "5 passed, 0 failed, 0 errors")) fail_msg("%s: exit %d\n%s%s", coll_modes[m], rc, out, err);
         free(out);
@@ -1058,7 +891,7 @@ static void test_numerics_modes(void **state) {
     char json[600];
     tmp_path(json, sizeof json, "numerics.json");
     const char *ja[] = {"--json", json, "-k", "sample_chain", "scenarios/numerics/sampled.yaml"};
-    assert_int_equal(run_cli(ja, 5, &out, &err), 0);
+    assert_int_equal(lt_test_run_sc(ja, 5, &out, &err), 0);
     free(out);
     free(err);
     FILE *f = fopen(json, "rb");
@@ -1075,7 +908,7 @@ static void test_numerics_modes(void **state) {
         fail_msg("JSON report lacks the numerics mode or the sampled ranks:\n%.2000s", text);
     free(text);
     const char *bad[] = {"--numerics", "sample:x", "scenarios/numerics/sampled.yaml"};
-    assert_int_equal(run_cli(bad, 3, &out, &err), 2);
+    assert_int_equal(lt_test_run_sc(bad, 3, &out, &err), 2);
     assert_non_null(strstr(err, "--numerics: numerics 'sample:x'"));
     free(out);
     free(err);
@@ -1083,16 +916,11 @@ static void test_numerics_modes(void **state) {
 
 int main(int argc, char **argv) {
     (void)argc;
-    /* temporary files go next to the test binary (the build directory) */
-    const char *slash = strrchr(argv[0], '/');
-    if (slash) snprintf(g_tmpdir, sizeof g_tmpdir, "%.*s/test_scenarios.tmp", (int)(slash - argv[0]), argv[0]);
-    else snprintf(g_tmpdir, sizeof g_tmpdir, "test_scenarios.tmp");
-    mkdir(g_tmpdir, 0700);
+    lt_test_tmpdir(g_tmpdir, sizeof g_tmpdir, argv[0], "test_scenarios.tmp");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_scenarios),   cmocka_unit_test(test_would_hang),   cmocka_unit_test(test_big_file),
         cmocka_unit_test(test_generated_nesting), cmocka_unit_test(test_loader_limits),
-        cmocka_unit_test(test_sweep_expansion), cmocka_unit_test(test_sweep_holds_no_cases),
-        cmocka_unit_test(test_numerics_option_overrides_sweep_key), cmocka_unit_test(test_sweep_backend_key), cmocka_unit_test(test_wrong_expectation),
+        cmocka_unit_test(test_wrong_expectation),
         cmocka_unit_test(test_reports),         cmocka_unit_test(test_usage),
         cmocka_unit_test(test_mutations),       cmocka_unit_test(test_no_match),
         cmocka_unit_test(test_singular),        cmocka_unit_test(test_expect_full_holders),

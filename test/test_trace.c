@@ -26,21 +26,7 @@
 #include <cJSON.h>
 
 #include "test/testutil.h"
-#include "tools/cli/cli.h"
 #include "tools/scenario/scenario.h"
-
-static int run_cli(const char *const *args, int n, char **out) {
-    char *argv[16];
-    argv[0] = (char *)"run";
-    for (int i = 0; i < n; i++) argv[i + 1] = (char *)args[i];
-    FILE *o = tmpfile(), *e = tmpfile();
-    if (!o || !e) fail_msg("tmpfile failed");
-    int rc = lt_sc_main(n + 1, argv, o, e);
-    *out = lt_test_slurp_fp(o);
-    fclose(o);
-    fclose(e);
-    return rc;
-}
 
 static void expect_line(const char *text, const char *want) {
     if (!strstr(text, want)) fail_msg("missing in the trace: '%s'\n--- trace:\n%s", want, text);
@@ -60,8 +46,9 @@ static void test_trace_text_and_json(void **state) {
     assert_true(fd >= 0);
     close(fd);
     const char *args[] = {"--trace", "--json", json_path, "scenarios/trace/silent_replication.yaml"};
-    char *out = NULL;
-    assert_int_equal(run_cli(args, 4, &out), 0);
+    char *out = NULL, *err = NULL;
+    assert_int_equal(lt_test_run_sc(args, 4, &out, &err), 0);
+    free(err);
     expect_line(out, "step 2  op at scenarios/trace/silent_replication.yaml:19:7\n"
                      "  softmax(xd [S(0)]) -> [R]\n"
                      "  implicit redistribute of input 1 'xd': [S(0)] -> [R]\n");

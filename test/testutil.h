@@ -10,11 +10,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "kernels/backend.h"
 #include "kernels/tensor.h"
 #include "localtensor/localtensor.h"
+#include "tools/cli/cli.h"
 
 /* LT_TEST_BACKEND=NAME: every tensor the test binary makes without naming a
  * backend goes to backend NAME (tools/run-tests.sh runs the op, collective
@@ -83,6 +86,41 @@ static inline char *lt_test_slurp_fp(FILE *f) {
     size_t got = fread(s, 1, (size_t)n, f);
     s[got] = '\0';
     return s;
+}
+
+/* A folder for a test binary's temporary files, next to the binary (the
+ * build directory): argv0's folder, "/", name; created. The test removes it
+ * when it is done. */
+static inline void lt_test_tmpdir(char *buf, size_t n, const char *argv0, const char *name) {
+    const char *slash = strrchr(argv0, '/');
+    if (slash) snprintf(buf, n, "%.*s/%s", (int)(slash - argv0), argv0, name);
+    else snprintf(buf, n, "%s", name);
+    mkdir(buf, 0700);
+}
+
+/* Writes text to path (fails the test when it cannot). */
+static inline void lt_test_write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    if (!f) fail_msg("cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Runs `localtensor run ARGS...` in-process (n <= 62 arguments); *out and
+ * *err get the captured streams (malloc; the caller frees). Returns the
+ * exit code. */
+static inline int lt_test_run_sc(const char *const *args, int n, char **out, char **err) {
+    char *argv[64];
+    argv[0] = (char *)"run";
+    for (int i = 0; i < n && i < 62; i++) argv[i + 1] = (char *)args[i];
+    FILE *o = tmpfile(), *e = tmpfile();
+    if (!o || !e) fail_msg("tmpfile failed");
+    int rc = lt_sc_main(n + 1, argv, o, e);
+    *out = lt_test_slurp_fp(o);
+    *err = lt_test_slurp_fp(e);
+    fclose(o);
+    fclose(e);
+    return rc;
 }
 
 /* full distributed on m with placements pl ("S(0),R"); a new DTensor. */
