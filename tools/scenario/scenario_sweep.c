@@ -205,25 +205,37 @@ static lt_status read_pairs(sc_arena *a, sc_sweep *sw) {
     return LT_OK;
 }
 
-/* The block of mesh im and shape is (its placement choices; ncases 0 when
- * none fits). Marks the pairs that fit in used[]. */
-static lt_status make_block(sc_arena *a, sc_sweep *sw, int im, int is, int *used, sw_block *b) {
-    memset(b, 0, sizeof *b);
+/* Sweep mesh im: its node (NULL when the scenario's own `mesh` is used),
+ * parsed once into the arena (the blocks on it share it), and its label
+ * ("mesh=2x2", or "" when the mesh is not a variable). */
+static lt_status read_mesh(sc_arena *a, const sc_sweep *sw, int im, const sc_node **node, const lt_mesh **mesh,
+                           const char **label) {
     const sc_node *mesh_node = sw->mesh.n ? sw->mesh.vals[im] : lt__sc_get(sw->map, "mesh");
     if (!mesh_node)
         return lt__sc_err(sw->map, LT_INVALID, "scenario '%s': missing required key 'mesh' (or sweep: mesh)", sw->name);
-    lt_mesh mesh;
-    LT_TRY(lt__sc_mesh(mesh_node, "mesh", &mesh));
-    lt_mesh *shared = lt__sc_alloc(a, sizeof *shared);
-    if (!shared) return LT_NOMEM;
-    *shared = mesh;
-    b->mesh = shared;
-    b->mesh_node = sw->mesh.n ? mesh_node : NULL;
-    char mlabel[96] = "", slabel[128] = "";
+    lt_mesh *m = lt__sc_alloc(a, sizeof *m);
+    if (!m) return LT_NOMEM;
+    LT_TRY(lt__sc_mesh(mesh_node, "mesh", m));
+    char mlabel[96] = "";
     if (sw->mesh.n) {
         char ms[64];
-        snprintf(mlabel, sizeof mlabel, "mesh=%s", lt_mesh_str(&mesh, ms, sizeof ms));
+        snprintf(mlabel, sizeof mlabel, "mesh=%s", lt_mesh_str(m, ms, sizeof ms));
     }
+    if (!(*label = lt__sc_strdup(a, mlabel))) return LT_NOMEM;
+    *node = sw->mesh.n ? mesh_node : NULL;
+    *mesh = m;
+    return LT_OK;
+}
+
+/* The block of a mesh (read_mesh) and shape is (its placement choices;
+ * npl 0 when none fits). Marks the pairs that fit in used[]. */
+static lt_status make_block(sc_arena *a, sc_sweep *sw, const sc_node *mesh_node, const lt_mesh *mesh,
+                            const char *mlabel, int is, int *used, sw_block *b) {
+    memset(b, 0, sizeof *b);
+    b->mesh = mesh;
+    b->mesh_node = mesh_node;
+    b->mlabel = mlabel;
+    char slabel[128] = "";
     int ndim = -1;
     int64_t shape[LT_MAX_DIMS];
     if (sw->shape.n) {
@@ -238,14 +250,14 @@ static lt_status make_block(sc_arena *a, sc_sweep *sw, int im, int is, int *used
             if (*p != ' ' && *p != '(' && *p != ')') slabel[j++] = *p;
         slabel[j] = '\0';
     }
-    if (!(b->mlabel = lt__sc_strdup(a, mlabel)) || !(b->slabel = lt__sc_strdup(a, slabel))) return LT_NOMEM;
-    if (sw->from) LT_TRY(placement_choices(a, sw->from, &mesh, ndim, shape, &b->from));
-    if (sw->to) LT_TRY(placement_choices(a, sw->to, &mesh, ndim, shape, &b->to));
+    if (!(b->slabel = lt__sc_strdup(a, slabel))) return LT_NOMEM;
+    if (sw->from) LT_TRY(placement_choices(a, sw->from, mesh, ndim, shape, &b->from));
+    if (sw->to) LT_TRY(placement_choices(a, sw->to, mesh, ndim, shape, &b->to));
     if (sw->pairs) {
         int *fit = lt__sc_alloc(a, sizeof *fit * (size_t)sw->pairs->n);
         if (!fit) return LT_NOMEM;
         for (int i = 0; i < sw->pairs->n; i++)
-            if (sw->pair[i].nf == mesh.ndim && sw->pair[i].nt == mesh.ndim) fit[b->npl++] = i, used[i] = 1;
+            if (sw->pair[i].nf == mesh->ndim && sw->pair[i].nt == mesh->ndim) fit[b->npl++] = i, used[i] = 1;
         b->pairs = fit;
     } else if (sw->from && sw->to) {
         b->npl = b->from.n * b->to.n;
@@ -322,10 +334,14 @@ lt_status lt__sc_parse_sweep(sc_arena *a, const sc_node *map, const sc_node *swe
     sw_block *blocks = NULL;
     int nblocks = 0, cap = 0;
     lt_status st = sw->pairs && !used ? lt__err(LT_NOMEM, "out of memory") : LT_OK;
-    for (int im = 0; im < nm && !st; im++)
+    for (int im = 0; im < nm && !st; im++) {
+        const sc_node *mesh_node = NULL;
+        const lt_mesh *mesh = NULL;
+        const char *mlabel = "";
+        if ((st = read_mesh(a, sw, im, &mesh_node, &mesh, &mlabel))) break;
         for (int is = 0; is < ns && !st; is++) {
             sw_block b;
-            if ((st = make_block(a, sw, im, is, used, &b))) break;
+            if ((st = make_block(a, sw, mesh_node, mesh, mlabel, is, used, &b))) break;
             if ((int64_t)sw->ncases + (int64_t)nd * b.npl > LT_SC_MAX_CASES) {
                 st = lt__sc_err(sweep, LT_OVERFLOW, "sweep: more than %d cases", LT_SC_MAX_CASES);
                 break;
@@ -346,6 +362,7 @@ lt_status lt__sc_parse_sweep(sc_arena *a, const sc_node *map, const sc_node *swe
             sw->ncases += b.ncases;
             blocks[nblocks++] = b;
         }
+    }
     if (!st && sw->pairs)
         for (int i = 0; i < sw->pairs->n; i++)
             if (!used[i]) {
