@@ -66,19 +66,29 @@ static int vpos_cmp(const void *x, const void *y) {
 static lt_status pick(const lt_tensor *t, int d, const int64_t *have, int64_t n, const lt_rank_layout *b,
                       lt_tensor **out) {
     int64_t k = b->local_shape[d];
-    vpos *sv = lt__malloc(sizeof(vpos) * (size_t)(n ? n : 1));
+    /* the usual case: t holds one ascending run of global indices along d,
+     * so index v sits at v - have[0] (no sort, no search) */
+    int ascending = 1;
+    for (int64_t j = 1; j < n && ascending; j++) ascending = have[j] == have[0] + j;
+    vpos *sv = ascending ? NULL : lt__malloc(sizeof(vpos) * (size_t)(n ? n : 1));
     int64_t *pos = lt__malloc(sizeof(int64_t) * (size_t)(k ? k : 1));
     lt_status st = LT_OK;
-    if (!sv || !pos) st = nomem();
-    for (int64_t j = 0; !st && j < n; j++) sv[j] = (vpos){have[j], j};
-    if (!st) qsort(sv, (size_t)n, sizeof(vpos), vpos_cmp);
+    if ((!ascending && !sv) || !pos) st = nomem();
+    for (int64_t j = 0; !st && !ascending && j < n; j++) sv[j] = (vpos){have[j], j};
+    if (!st && !ascending) qsort(sv, (size_t)n, sizeof(vpos), vpos_cmp);
     int run = 1;
     for (int64_t j = 0; !st && j < k; j++) {
         vpos key = {idx_at(b, d, j), 0};
-        const vpos *f = bsearch(&key, sv, (size_t)n, sizeof(vpos), vpos_cmp);
-        if (!f) st = lt__err(LT_SHAPE, "internal: a redistribute step did not deliver global index %lld along dim %d",
-                             (long long)key.v, d);
-        else pos[j] = f->pos;
+        int64_t at = -1;
+        if (ascending) {
+            if (n > 0 && key.v >= have[0] && key.v - have[0] < n) at = key.v - have[0];
+        } else {
+            const vpos *f = bsearch(&key, sv, (size_t)n, sizeof(vpos), vpos_cmp);
+            if (f) at = f->pos;
+        }
+        if (at < 0) st = lt__err(LT_SHAPE, "internal: a redistribute step did not deliver global index %lld along dim %d",
+                                 (long long)key.v, d);
+        else pos[j] = at;
         if (!st && j) run &= pos[j] == pos[j - 1] + 1;
     }
     if (!st) {

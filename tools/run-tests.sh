@@ -6,7 +6,8 @@
 # citation check (tools/check-citations.sh) and (unless --valgrind) the
 # install check (tools/check-install.sh), and prints one closing line
 # "N passed, N failed, N skipped". The kernel, op, collective and
-# redistribute tests run a second time on cuda-emu. The scenario library runs on the CPU
+# redistribute tests run a second time on cuda-emu, and a third on the
+# device where there is one. The scenario library runs on the CPU
 # backend, on cuda-emu (the CUDA kernels on the host) and, where the build
 # has CUDA and a device is present, on the device, the last two compared
 # value by value with the CPU backend's run; a test binary's line
@@ -38,18 +39,24 @@ for t in "$@"; do
 done
 # the kernel, op, collective and redistribute tests again with every tensor
 # on cuda-emu (LT_TEST_BACKEND, test/testutil.h): the CUDA kernel code on
-# the host, behind memory the host cannot read in place
+# the host, behind memory the host cannot read in place; and on the device
+# itself where the build has CUDA and one is present (else one skip line)
 emu_tests="test_kernels test_views test_math test_ops test_ops_torch test_op_dtypes test_collectives test_dtensor test_redistribute test_planner test_numerics"
 if [ $vg -eq 0 ]; then
-  for name in $emu_tests; do
-    t="$build/$name"
-    [ -x "$t" ] || continue
-    out=$(LT_TEST_BACKEND=cuda-emu "$t" 2>&1); rc=$?
-    if [ $rc -eq 0 ]; then
-      pass=$((pass+1)); echo "ok    $name on cuda-emu"
-    else
-      fail=$((fail+1)); failed+=("$name-cuda-emu"); echo "FAIL  $name on cuda-emu (exit $rc)"; echo "$out" | tail -40
+  for be in cuda-emu cuda; do
+    if [ -x "$build/localtensor" ] && ! why=$("$build/localtensor" --backend $be --version 2>&1 >/dev/null); then
+      skip=$((skip+1)); echo "skip  unit tests on $be: ${why#localtensor: --backend $be: }"; continue
     fi
+    for name in $emu_tests; do
+      t="$build/$name"
+      [ -x "$t" ] || continue
+      out=$(LT_TEST_BACKEND=$be "$t" 2>&1); rc=$?
+      if [ $rc -eq 0 ]; then
+        pass=$((pass+1)); echo "ok    $name on $be"
+      else
+        fail=$((fail+1)); failed+=("$name-$be"); echo "FAIL  $name on $be (exit $rc)"; echo "$out" | tail -40
+      fi
+    done
   done
 fi
 if [ $vg -eq 0 ] && [ -x "$build/localtensor" ] && [ -d scenarios ] && ls scenarios/*/*.yaml >/dev/null 2>&1; then

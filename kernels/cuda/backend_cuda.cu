@@ -2,12 +2,17 @@
  * device memory, the kernel bodies of kernels/cuda/kern.h launched on the
  * device, gemm through cuBLAS.
  *
- * Memory is plain device memory (cudaMalloc): the host never dereferences
+ * Memory is plain device memory from the device's default memory pool
+ * (cudaMallocAsync, kept by the pool when freed, so a run's many shard
+ * allocations do not each go to the driver): the host never dereferences
  * it. Every host reader (element access, compare, the verifier, reports,
  * and the kernels without a device version: kernels/host.c) copies the
  * bytes it needs with the to_host / from_host entries below, explicitly.
- * Every launch synchronises before it returns, so a copy to the host right
- * after sees the results.
+ * Everything runs in one stream, the legacy default stream, in the order
+ * the host issues it, from any host thread: launches, cuBLAS calls,
+ * device-to-device copies and frees return without waiting, and a copy
+ * to the host waits for all of them, so it sees every result issued
+ * before it. A kernel's failure surfaces at the next call that waits.
  *
  * Selected at run time (lt_backend_select("cuda"), `--backend cuda`,
  * LT_BACKEND=cuda); without a usable device lt_backend_cuda answers
@@ -38,6 +43,39 @@ static lt_status cuda_fail(const char *what, cudaError_t e) {
     return lt__err(LT_INVALID, "cuda: %s: %s", what, cudaGetErrorString(e));
 }
 
+/* The pool keeps what is freed (no release threshold), as a caching
+ * allocator does: the next allocation of a similar size is served from it. */
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static int use_pool; /* 0: a device without memory pools: cudaMalloc / cudaFree */
+static void pool_keep(void) {
+    int dev = 0, ok = 0;
+    cudaMemPool_t mp;
+    uint64_t keep = UINT64_MAX;
+    if (cudaGetDevice(&dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&ok, cudaDevAttrMemoryPoolsSupported, dev) == cudaSuccess && ok &&
+        cudaDeviceGetDefaultMemPool(&mp, dev) == cudaSuccess &&
+        cudaMemPoolSetAttribute(mp, cudaMemPoolAttrReleaseThreshold, &keep) == cudaSuccess)
+        use_pool = 1;
+    cudaGetLastError();
+}
+
+/* nbytes of device memory, or NULL (no error left pending). Freed by dev_free. */
+static void *dev_alloc(size_t nbytes) {
+    pthread_once(&pool_once, pool_keep);
+    void *p = NULL;
+    cudaError_t e = use_pool ? cudaMallocAsync(&p, nbytes ? nbytes : 64, 0) : cudaMalloc(&p, nbytes ? nbytes : 64);
+    if (e != cudaSuccess) {
+        cudaGetLastError(); /* clear the error of a failed allocation */
+        return NULL;
+    }
+    return p;
+}
+
+/* Back to the pool after the work issued before it. */
+static void dev_free(void *p) {
+    if (p) use_pool ? cudaFreeAsync(p, 0) : cudaFree(p);
+}
+
 static lt_status cuda_launch(void *ctx, const lt__kargs *a);
 
 /* Index lists (gather, init, dropout) and the member pointers of a
@@ -50,10 +88,8 @@ static lt_status cuda_with_lists(void *ctx, const lt__kargs *a) {
         if (a->ix[d]) total += a->shape[d];
     if (a->srcs) total += a->nsrc; /* pointers, as 8-byte words */
     int64_t *dev = NULL;
-    if (total > 0 && cudaMalloc(&dev, (size_t)total * sizeof *dev) != cudaSuccess) {
-        cudaGetLastError();
+    if (total > 0 && !(dev = (int64_t *)dev_alloc((size_t)total * sizeof *dev)))
         return lt__err(LT_NOMEM, "cuda: out of device memory for %lld indices", (long long)total);
-    }
     cudaError_t e = cudaSuccess;
     for (int d = 0; d < a->ndim && e == cudaSuccess; d++) {
         if (!a->ix[d]) continue;
@@ -68,7 +104,7 @@ static lt_status cuda_with_lists(void *ctx, const lt__kargs *a) {
     }
     g.kernel = -a->kernel - 1; /* the plain launch below */
     lt_status st = e == cudaSuccess ? cuda_launch(ctx, &g) : cuda_fail("copying indices", e);
-    cudaFree(dev);
+    dev_free(dev); /* after the launch that reads them */
     return st;
 }
 
@@ -98,23 +134,17 @@ static lt_status cuda_launch(void *ctx, const lt__kargs *a) {
     default: return LT_UNSUPPORTED;
     }
     cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess) e = cudaDeviceSynchronize();
     return e == cudaSuccess ? LT_OK : cuda_fail("kernel launch", e);
 }
 
 static void *cuda_alloc(void *ctx, size_t nbytes) {
     (void)ctx;
-    void *p = NULL;
-    if (cudaMalloc(&p, nbytes ? nbytes : 64) != cudaSuccess) {
-        cudaGetLastError(); /* clear the sticky error of a failed allocation */
-        return NULL;
-    }
-    return p;
+    return dev_alloc(nbytes);
 }
 
 static void cuda_free(void *ctx, void *p) {
     (void)ctx;
-    if (p) cudaFree(p);
+    dev_free(p);
 }
 
 static void cuda_memcpy(void *ctx, void *dst, const void *src, size_t n) {
@@ -190,8 +220,7 @@ static lt_status cuda_gemm(void *ctx, lt_dtype dt, int trans_a, int trans_b, int
     pthread_mutex_unlock(&blas_mu);
     if (bs != CUBLAS_STATUS_SUCCESS)
         return lt__err(LT_INVALID, "cuda: cuBLAS gemm failed (status %d)", (int)bs);
-    cudaError_t e = cudaDeviceSynchronize();
-    return e == cudaSuccess ? LT_OK : cuda_fail("gemm", e);
+    return LT_OK;
 }
 
 static lt_backend_i make_iface(void) {

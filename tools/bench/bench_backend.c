@@ -28,6 +28,13 @@ static void check(lt_status st, const char *what) {
     exit(2);
 }
 
+/* Waits until o's values exist: on the CUDA backend launches return at
+ * once, and a copy to the host (one value here) waits for all of them. */
+static void wait_done(const lt_dtensor *o) {
+    const lt_tensor *t = lt_to_local(o, 0);
+    if (lt_numel(t) > 0) (void)lt_get_flat(t, 0);
+}
+
 /* Median seconds of one 8-rank mm on the backend `be` names. */
 static double mm_seconds(const char *be, int64_t mr, int64_t k, int64_t n) {
     check(lt_backend_select(be), be);
@@ -45,6 +52,7 @@ static double mm_seconds(const char *be, int64_t mr, int64_t k, int64_t n) {
         lt_dtensor *o;
         double t0 = lt_bench_now();
         check(lt_op(LT_OP_MM, in, 2, NULL, NULL, &o, 1, NULL), "mm");
+        wait_done(o);
         if (rep >= 0) t[rep] = lt_bench_now() - t0;
         lt_dtensor_free(o);
     }
@@ -72,6 +80,7 @@ static double redist_seconds(const char *be, int64_t rows, int64_t cols) {
         lt_trace_clear(lt_comm_trace(c));
         double t0 = lt_bench_now();
         check(lt_redistribute(src, &s1, 1, &o, &out, NULL), "redistribute");
+        wait_done(out);
         if (rep >= 0) t[rep] = lt_bench_now() - t0;
         lt_dtensor_free(out);
     }
