@@ -46,9 +46,12 @@ typedef struct lt_backend_i {
     /* optional (version 2): runs one kernel of kernels/cuda/kern.h over its
      * grid (elementwise copy/cast, fill, arange, scale, accumulate, unary,
      * binary, binary scalar, reductions, softmax, gather of index sets,
-     * embedding) on buffers of this backend; finished (the
-     * results readable by the caller) when it returns. LT_UNSUPPORTED: the
-     * caller runs its host loop instead. */
+     * embedding) on buffers of this backend; its results are readable by
+     * the caller when it returns (through to_host where the backend has
+     * it: a backend may return early if its to_host, memcpy, launch, gemm
+     * and free act in the order they were called, as the CUDA backend's
+     * one stream does). LT_UNSUPPORTED: the caller runs its host loop
+     * instead. */
     lt_status (*launch)(void *ctx, const struct lt__kargs *args);
     /* optional (version 3): explicit copies between this backend's memory
      * and host memory. NULL (the CPU backend): the host reads and writes
