@@ -2,9 +2,9 @@
  * device memory, the kernel bodies of kernels/cuda/kern.h launched on the
  * device, gemm through cuBLAS.
  *
- * Memory is plain device memory from the device's default memory pool
- * (cudaMallocAsync, kept by the pool when freed, so a run's many shard
- * allocations do not each go to the driver): the host never dereferences
+ * Memory is plain device memory from the library's memory pool on the
+ * device (cudaMallocFromPoolAsync, kept by the pool when freed, so a run's
+ * many shard allocations do not each go to the driver): the host never dereferences
  * it. Every host reader (element access, compare, the verifier, reports,
  * and the kernels without a device version: kernels/host.c) copies the
  * bytes it needs with the to_host / from_host entries below, explicitly.
@@ -43,27 +43,37 @@ static lt_status cuda_fail(const char *what, cudaError_t e) {
     return lt__err(LT_INVALID, "cuda: %s: %s", what, cudaGetErrorString(e));
 }
 
-/* The pool keeps what is freed (no release threshold), as a caching
- * allocator does: the next allocation of a similar size is served from it. */
+/* The library's own memory pool on the device (not the device's default
+ * pool, which the host program may tune for itself). It keeps what is
+ * freed (no release threshold), as a caching allocator does: the next
+ * allocation of a similar size is served from it. */
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static cudaMemPool_t pool;
 static int use_pool; /* 0: a device without memory pools: cudaMalloc / cudaFree */
-static void pool_keep(void) {
+static void pool_make(void) {
     int dev = 0, ok = 0;
-    cudaMemPool_t mp;
     uint64_t keep = UINT64_MAX;
+    cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
     if (cudaGetDevice(&dev) == cudaSuccess &&
-        cudaDeviceGetAttribute(&ok, cudaDevAttrMemoryPoolsSupported, dev) == cudaSuccess && ok &&
-        cudaDeviceGetDefaultMemPool(&mp, dev) == cudaSuccess &&
-        cudaMemPoolSetAttribute(mp, cudaMemPoolAttrReleaseThreshold, &keep) == cudaSuccess)
-        use_pool = 1;
+        cudaDeviceGetAttribute(&ok, cudaDevAttrMemoryPoolsSupported, dev) == cudaSuccess && ok) {
+        props.location.id = dev;
+        if (cudaMemPoolCreate(&pool, &props) == cudaSuccess) {
+            use_pool = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) == cudaSuccess;
+            if (!use_pool) cudaMemPoolDestroy(pool);
+        }
+    }
     cudaGetLastError();
 }
 
 /* nbytes of device memory, or NULL (no error left pending). Freed by dev_free. */
 static void *dev_alloc(size_t nbytes) {
-    pthread_once(&pool_once, pool_keep);
+    pthread_once(&pool_once, pool_make);
     void *p = NULL;
-    cudaError_t e = use_pool ? cudaMallocAsync(&p, nbytes ? nbytes : 64, 0) : cudaMalloc(&p, nbytes ? nbytes : 64);
+    size_t n = nbytes ? nbytes : 64;
+    cudaError_t e = use_pool ? cudaMallocFromPoolAsync(&p, n, pool, 0) : cudaMalloc(&p, n);
     if (e != cudaSuccess) {
         cudaGetLastError(); /* clear the error of a failed allocation */
         return NULL;
