@@ -37,6 +37,9 @@ for t in "$@"; do
     fail=$((fail+1)); failed+=("$name"); echo "FAIL  $name (exit $rc)"; echo "$out" | tail -40
   fi
 done
+# unusable BACKEND: 0 (and the reason in $why) when this build's CLI
+# cannot run on backend BACKEND here (no CUDA in the build, no device)
+unusable() { why=$("$build/localtensor" --backend "$1" --version 2>&1 >/dev/null) && return 1; why=${why#localtensor: --backend $1: }; }
 # the kernel, op, collective and redistribute tests again with every tensor
 # on cuda-emu (LT_TEST_BACKEND, test/testutil.h): the CUDA kernel code on
 # the host, behind memory the host cannot read in place; and on the device
@@ -44,8 +47,8 @@ done
 emu_tests="test_kernels test_views test_math test_ops test_ops_torch test_op_dtypes test_collectives test_dtensor test_redistribute test_planner test_numerics"
 if [ $vg -eq 0 ]; then
   for be in cuda-emu cuda; do
-    if [ -x "$build/localtensor" ] && ! why=$("$build/localtensor" --backend $be --version 2>&1 >/dev/null); then
-      skip=$((skip+1)); echo "skip  unit tests on $be: ${why#localtensor: --backend $be: }"; continue
+    if [ -x "$build/localtensor" ] && unusable $be; then
+      skip=$((skip+1)); echo "skip  unit tests on $be: $why"; continue
     fi
     for name in $emu_tests; do
       t="$build/$name"
@@ -76,8 +79,8 @@ if [ $vg -eq 0 ] && [ -x "$build/localtensor" ] && [ -d scenarios ] && ls scenar
     if [[ " ${LT_TEST_BACKENDS-cuda-emu cuda} " != *" $be "* ]]; then
       skip=$((skip+1)); echo "skip  scenarios on $be: not in LT_TEST_BACKENDS"; continue
     fi
-    if ! why=$("$build/localtensor" --backend $be --version 2>&1 >/dev/null); then
-      skip=$((skip+1)); echo "skip  scenarios on $be: ${why#localtensor: --backend $be: }"; continue
+    if unusable $be; then
+      skip=$((skip+1)); echo "skip  scenarios on $be: $why"; continue
     fi
     paths=scenarios/
     [ $be = cuda-emu ] && paths=$emu_paths
