@@ -97,25 +97,9 @@ static void decode(const ctx *c, uint64_t key, lt_placement *pl) {
     for (int i = 0; i < c->M; i++) pl[i] = c->cand[i][(key >> (8 * i)) & 0xff];
 }
 
-static int ops_compatible(lt_redop a, lt_redop b) {
-    if (a == b) return 1;
-    return (a == LT_REDOP_SUM || a == LT_REDOP_AVG) && (b == LT_REDOP_SUM || b == LT_REDOP_AVG);
-}
-
-static int partials_ok(const lt_placement *pl, int M) {
-    int have = 0;
-    lt_redop first = LT_REDOP_SUM;
-    for (int i = 0; i < M; i++) {
-        if (pl[i].kind != LT_PL_PARTIAL) continue;
-        if (!have) { have = 1; first = pl[i].op; }
-        else if (!ops_compatible(first, pl[i].op)) return 0;
-    }
-    return 1;
-}
-
 /* Valid state: partial ops mix well and the layout is computable (shapes into sh). */
 static int state_valid(const ctx *c, const lt_placement *pl, int64_t *sh) {
-    return partials_ok(pl, c->M) && lt__layout_shapes(c->mesh, c->ndim, c->shape, pl, sh) == 0;
+    return lt__partials_ok(pl, c->M) && lt__layout_shapes(c->mesh, c->ndim, c->shape, pl, sh) == 0;
 }
 
 /* The kind of changing dim i of pl to *to, with the planner's policy on
@@ -351,19 +335,6 @@ static lt_status greedy(ctx *c, uint64_t *path, int *n, int cap) {
 
 /* ---- plan construction ------------------------------------------------------------------------- */
 
-/* Placements shown after an intermediate step: the effective state, with
- * size-1 mesh dims showing the source's placement (or the destination's, or R,
- * whichever keeps the list valid). */
-static void display_state(const ctx *c, const lt_placement *usrc, const lt_placement *udst,
-                          const lt_placement *eff, lt_placement *out) {
-    memcpy(out, eff, sizeof(lt_placement) * (size_t)c->M);
-    for (int pass = 0; pass < 3; pass++) {
-        for (int i = 0; i < c->M; i++)
-            if (c->mesh->shape[i] == 1) out[i] = pass == 0 ? usrc[i] : pass == 1 ? udst[i] : lt_replicate();
-        if (partials_ok(out, c->M)) return;
-    }
-}
-
 #define MAX_STEPS 256
 
 static void ctx_free(ctx *c) {
@@ -474,7 +445,7 @@ lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planne
         ps->local_op = lt__step_kind_local(k);
         lt_placement *after = p->states_ + (size_t)(s + 1) * (size_t)c->M;
         if (s == n - 1) memcpy(after, dst, sizeof(lt_placement) * (size_t)c->M);
-        else display_state(c, src, dst, nx, after);
+        else lt__plan_display_state(c->mesh, c->ndim, c->shape, src, dst, nx, after);
         ps->after = after;
         if (ps->comm) {
             if (!recv || lt__layout_shapes(mesh, ndim, shape, prev, c->sh_a) ||

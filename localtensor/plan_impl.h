@@ -91,6 +91,18 @@ lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source
 int lt__layout_shapes(const lt_mesh *mesh, int ndim, const int64_t *gshape,
                       const lt_placement *pl, int64_t *shapes);
 
+/* 1 when the Partial ops of pl[M] may stand together (one op, or sum and avg). */
+int lt__partials_ok(const lt_placement *pl, int M);
+
+/* An intermediate state as a plan shows it (into out[mesh->ndim]): the
+ * planner's effective state eff, with each size-1 mesh dim showing the
+ * source's placement, or the destination's, or R: the first choice whose
+ * Partial ops go together and whose layout every rank can compute (a `last`
+ * or explicit-sizes rule kept on a size-1 mesh dim may not fit what a rank
+ * holds there in between). R always does. */
+void lt__plan_display_state(const lt_mesh *mesh, int ndim, const int64_t *shape, const lt_placement *usrc,
+                            const lt_placement *udst, const lt_placement *eff, lt_placement *out);
+
 /* Per-rank bytes received by the step of kind k on mesh dim i, given the
  * per-rank shapes before and after (world * ndim each): recv[world] (may be
  * NULL); returns the total. esize: bytes per element. */

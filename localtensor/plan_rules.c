@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "localtensor/layout.h"
 #include "localtensor/redistribute.h"
 #include "localtensor/plan_impl.h"
 
@@ -175,4 +176,34 @@ size_t lt__step_bytes(const lt_mesh *mesh, int ndim, size_t esize, lt__step_kind
         }
     (void)from;
     return total;
+}
+
+/* ---- the states a plan shows ------------------------------------------------------------------ */
+
+int lt__partials_ok(const lt_placement *pl, int M) {
+    int have = 0;
+    lt_redop first = LT_REDOP_SUM;
+    for (int i = 0; i < M; i++) {
+        if (pl[i].kind != LT_PL_PARTIAL) continue;
+        lt_redop o = pl[i].op;
+        if (!have) {
+            have = 1;
+            first = o;
+        } else if (o != first && !((o == LT_REDOP_SUM || o == LT_REDOP_AVG) &&
+                                    (first == LT_REDOP_SUM || first == LT_REDOP_AVG))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void lt__plan_display_state(const lt_mesh *mesh, int ndim, const int64_t *shape, const lt_placement *usrc,
+                            const lt_placement *udst, const lt_placement *eff, lt_placement *out) {
+    memcpy(out, eff, sizeof(lt_placement) * (size_t)mesh->ndim);
+    for (int pass = 0; pass < 3; pass++) {
+        for (int i = 0; i < mesh->ndim; i++)
+            if (mesh->shape[i] == 1) out[i] = pass == 0 ? usrc[i] : pass == 1 ? udst[i] : lt_replicate();
+        if (pass == 2 || (lt__partials_ok(out, mesh->ndim) && lt_layout_check(mesh, ndim, shape, out) == LT_OK))
+            return;
+    }
 }

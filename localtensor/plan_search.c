@@ -277,35 +277,6 @@ static lt_status mc_new(const lt_spec *from, const lt_placement *dst, int shared
 
 /* ---- the plan ---------------------------------------------------------------------------------- */
 
-static int partials_ok(const lt_placement *pl, int M) {
-    int have = 0;
-    lt_redop first = LT_REDOP_SUM;
-    for (int i = 0; i < M; i++) {
-        if (pl[i].kind != LT_PL_PARTIAL) continue;
-        lt_redop o = pl[i].op;
-        if (!have) {
-            have = 1;
-            first = o;
-        } else if (o != first && !((o == LT_REDOP_SUM || o == LT_REDOP_AVG) &&
-                                    (first == LT_REDOP_SUM || first == LT_REDOP_AVG))) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* An intermediate state as shown: size-1 mesh dims take the source's
- * placement (or the destination's, or R, whichever keeps the list valid). */
-static void display_state(const lt_mesh *mesh, const lt_placement *usrc, const lt_placement *udst,
-                          const lt_placement *eff, lt_placement *out) {
-    memcpy(out, eff, sizeof(lt_placement) * (size_t)mesh->ndim);
-    for (int pass = 0; pass < 3; pass++) {
-        for (int i = 0; i < mesh->ndim; i++)
-            if (mesh->shape[i] == 1) out[i] = pass == 0 ? usrc[i] : pass == 1 ? udst[i] : lt_replicate();
-        if (partials_ok(out, mesh->ndim)) return;
-    }
-}
-
 /* "slice" when every rank keeps a consecutive part of what it holds along
  * every dim, else "strided_slice". */
 static const char *pick_name(const lt__mc *c, const lt__list *a, const lt__list *b) {
@@ -374,7 +345,7 @@ static lt_status make_plan(lt__mc *c, lt_dtype dtype, const lt_placement *usrc, 
         lt__mc_placements(c, c->nodes[path[s]].key, eff);
         lt_placement *st = p->states_ + (size_t)s * (size_t)M;
         if (s == n) memcpy(st, udst, sizeof(lt_placement) * (size_t)M);
-        else display_state(mesh, usrc, udst, eff, st);
+        else lt__plan_display_state(mesh, c->g.ndim, c->g.shape, usrc, udst, eff, st);
     }
     c->budget = 1e300;   /* re-evaluating the chosen moves is not search work */
     size_t pu = 0;

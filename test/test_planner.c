@@ -243,6 +243,58 @@ static void test_nested_through_strided(void **state) {
     lt_plan_free(p);
 }
 
+/* Size-1 mesh dims: whatever they carry (a `last` or explicit-sizes rule
+ * included) is the whole tensor, so an intermediate state shows them as the
+ * source's, the destination's or R, whichever is valid on every rank. Every
+ * pair of valid lists plans with both planners and runs verified; the first
+ * case is the one where min-cost once showed [SS(1,2), SS(2,2), S(2,last)],
+ * which no rank of (1, 0, 0) can compute (a `last` split of 0 elements). */
+static void test_size_one_mesh_dims(void **state) {
+    (void)state;
+    lt_mesh m = mk_mesh("3x4x1");
+    const int64_t s842[] = {8, 4, 2};
+    lt_plan_free(run_checked(&m, 3, s842, "P(sum),R,S(2,last)", "SS(1,2),SS(2,2),S(2)"));
+    lt_split_rule last = lt_split_chunk(), e1;
+    last.kind = LT_SPLIT_LAST;
+    LT_CHECK(lt_split_explicit((int64_t[]){2}, 1, &e1));
+    lt_placement o[7] = {lt_replicate(),          lt_shard(0),      lt_shard_rule(0, last), lt_shard_rule(0, e1),
+                         lt_partial(LT_REDOP_SUM), lt_strided(0, 2), lt_shard(1)};
+    const char *meshes[] = {"4x1", "1x3", "2x1x2"};
+    const int64_t s23[] = {2, 3};
+    long ran = 0;
+    for (int q = 0; q < 3; q++) {
+        lt_mesh mm = mk_mesh(meshes[q]);
+        long nlist = 1;
+        for (int i = 0; i < mm.ndim; i++) nlist *= 7;
+        for (long a = 0; a < nlist; a++)
+            for (long b = 0; b < nlist; b++) {
+                lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS], tmp[LT_MESH_MAX_DIMS];
+                decode_list(a, o, 7, mm.ndim, sp);
+                decode_list(b, o, 7, mm.ndim, dp);
+                if (lt_placements_check(&mm, 2, sp, mm.ndim, tmp) || lt_layout_check(&mm, 2, s23, sp) ||
+                    lt_placements_check(&mm, 2, dp, mm.ndim, tmp) || lt_layout_check(&mm, 2, s23, dp) ||
+                    expect_reject(&mm, sp, dp))
+                    continue;
+                lt_dtensor *src = mk(&mm, LT_F32, 2, s23, sp);
+                for (int pl = 0; pl < 2; pl++) {
+                    lt_redistribute_opts ro = {0};
+                    ro.verify = 1;
+                    ro.planner = pl ? LT_PLANNER_GREEDY : LT_PLANNER_MIN_COST;
+                    lt_dtensor *out = NULL;
+                    char x[256], y[256];
+                    lt_status st = lt_redistribute(src, dp, mm.ndim, &ro, &out, NULL);
+                    if (st)
+                        fail_msg("mesh %s: %s -> %s (%s): %s", meshes[q], fmt_pl(sp, mm.ndim, x, 256),
+                                 fmt_pl(dp, mm.ndim, y, 256), lt_planner_name(ro.planner), lt_errmsg());
+                    lt_dtensor_free(out);
+                    ran++;
+                }
+                lt_dtensor_free(src);
+            }
+    }
+    assert_true(ran > 500);
+}
+
 /* Every pair of the 2x2 and 2x2x2 sweeps against the brute force. */
 static void test_min_cost_equals_brute_force(void **state) {
     (void)state;
@@ -360,6 +412,7 @@ int main(void) {
         cmocka_unit_test(test_issue_cases),
         cmocka_unit_test(test_new_moves),
         cmocka_unit_test(test_nested_through_strided),
+        cmocka_unit_test(test_size_one_mesh_dims),
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_min_cost_equals_brute_force),
     };
