@@ -280,6 +280,12 @@ lt_status lt__sc_parse_expect_error(sc_parse_ctx *pc, const sc_node *body, sc_st
     return s;
 }
 
+const sc_step *lt__sc_expect_error_inner(const sc_step *st) {
+    if (strcmp(st->type->name, "expect_error")) return NULL;
+    const expect_error_data *d = st->data;
+    return d->inner.type ? &d->inner : NULL;
+}
+
 lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
     const expect_error_data *d = st->data;
     int saved = rc->capturing;

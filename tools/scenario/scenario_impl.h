@@ -399,6 +399,13 @@ typedef struct sc_run_ctx {
     lt_match *mt;             /* NULL until the first matched collective */
     unsigned char *blocked;   /* (world) waiting in a collective that has not completed */
     int *blocked_step;        /* (world) index of the step it waits in */
+    lt_tensor **held;         /* (world) owned: a copy of what a waiting rank sent (NULL:
+                               * nothing), for a later step's calls that pair with it */
+    const char **held_as;     /* (world) the name its result goes to (its step's `as`) */
+    int *resume;              /* (world) -1, or the step of a call that completed in a later
+                               * step: the rank still runs the steps after it (catch_up) */
+    unsigned char *one;       /* (world) scratch mask of one rank */
+    int replaying;            /* 1 while ranks catch up (scenario_spmd.c) */
     int step_index;           /* of the step running */
     int in_steps;             /* 1 once the steps: section runs */
     sc_cmp *cmp;              /* --compare-backend, or NULL */
@@ -459,6 +466,8 @@ void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, c
 
 /* ---- per-rank programs (scenario_spmd.c) ---- */
 
+/* The step an expect_error wraps (NULL: none, or st is no expect_error). */
+const sc_step *lt__sc_expect_error_inner(const sc_step *st);
 /* Step types that run rank by rank (may take `ranks:` / `when:`). */
 int lt__sc_step_is_per_rank(const sc_step_type *t);
 /* 1 when rank r runs step st now (its mask, and not waiting in a collective). */

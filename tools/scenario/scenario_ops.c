@@ -35,6 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Why split/chunk may give fewer outputs than asked, for the message. */
+#define SHORT_SPLIT "as torch.chunk and torch.split, fewer pieces when the dim is short"
+
 #include "localtensor/ops.h"
 #include "tools/scenario/scenario_impl.h"
 #include "kernels/status_impl.h"
@@ -270,7 +273,8 @@ lt_status lt__sc_run_local_op(sc_run_ctx *rc, const sc_step *st) {
         }
         if (!s) s = lt_op(d->op, (const lt_dtensor *const *)in, d->nin, &a, NULL, out, LT_OP_MAX_OUTPUTS, &nout);
         if (!s && nout != d->nout)
-            s = lt__err(LT_INVALID, "%s gives %d outputs but 'as' names %d", name, nout, d->nout);
+            s = lt__err(LT_INVALID, "%s gives %d output(s) for this input but 'as' names %d (%s)", name, nout, d->nout,
+                        SHORT_SPLIT);
         for (int j = 0; j < d->nout && !s; j++) s = lt_clone(out[j]->local->shards[0], &outs[j]->shards[r]);
         for (int k = 0; k < d->nin; k++) lt_dtensor_free(in[k]);
         for (int j = 0; j < nout; j++) lt_dtensor_free(out[j]);
@@ -327,7 +331,8 @@ lt_status lt__sc_run_op(sc_run_ctx *rc, const sc_step *st) {
     lt_op_plan_free(plan);
     if (nout != d->nout) {
         for (int j = 0; j < nout; j++) lt_dtensor_free(out[j]);
-        return lt__err_in(LT_INVALID, "op", " %s gives %d outputs but 'as' names %d", name, nout, d->nout);
+        return lt__err_in(LT_INVALID, "op", ": %s gives %d output(s) for this input but 'as' names %d (%s)", name, nout,
+                          d->nout, SHORT_SPLIT);
     }
     if (d->reference || d->want_pl) rc->did_check = 1;
     lt_status chk = LT_OK;

@@ -14,9 +14,12 @@
  * or no rank runs any more — or when the ranks still running reach the end
  * of the steps, a step every rank must run together (distribute, op, ...),
  * or an `expect_error: {hang: ...}` without a step; those ranks then count
- * as finished. Calls of one group issued by different steps that agree
- * would pair in a real runtime; scenarios do not model that (an error says
- * so).
+ * as finished. Calls of one group issued by different steps pair by their
+ * order on the group, as in a real runtime (a rank-dependent branch): a
+ * waiting rank keeps a copy of what it sent (rc->held) and its result goes
+ * to its own step's `as`. That is exact when the waiting rank would have run
+ * none of the steps it skipped; otherwise it would run them only after the
+ * call completes, which lockstep steps cannot do, and an error says so.
  *
  * Keys (for scenarios/README.md):
  *   to_local: tensor (a DTensor), as — its shards as a LocalTensor.
@@ -173,8 +176,24 @@ static lt_status ensure_matcher(sc_run_ctx *rc) {
     int W = rc->c->mesh->world;
     if (!rc->blocked) rc->blocked = lt__calloc((size_t)W, 1);
     if (!rc->blocked_step) rc->blocked_step = lt__calloc((size_t)W, sizeof(int));
-    if (!rc->blocked || !rc->blocked_step) return lt__err(LT_NOMEM, "out of memory");
+    if (!rc->held) rc->held = lt__calloc((size_t)W, sizeof *rc->held);
+    if (!rc->held_as) rc->held_as = lt__calloc((size_t)W, sizeof *rc->held_as);
+    if (!rc->resume) {
+        rc->resume = lt__malloc((size_t)W * sizeof *rc->resume);
+        for (int r = 0; rc->resume && r < W; r++) rc->resume[r] = -1;
+    }
+    if (!rc->one) rc->one = lt__calloc((size_t)W, 1);
+    if (!rc->blocked || !rc->blocked_step || !rc->held || !rc->held_as || !rc->resume || !rc->one)
+        return lt__err(LT_NOMEM, "out of memory");
     return lt_match_new(rc->c->mesh, &rc->mt);
+}
+
+/* Drops what waiting rank r sent (its call completed, or the program ended). */
+static void drop_held(sc_run_ctx *rc, int r) {
+    if (!rc->held) return;
+    lt_tensor_free(rc->held[r]);
+    rc->held[r] = NULL;
+    rc->held_as[r] = NULL;
 }
 
 static void matcher_reset(sc_run_ctx *rc) {
@@ -182,15 +201,40 @@ static void matcher_reset(sc_run_ctx *rc) {
     rc->mt = NULL;
     rc->ended_rank = -1;
     if (rc->blocked) memset(rc->blocked, 0, (size_t)rc->c->mesh->world);
+    for (int r = 0; rc->held && r < rc->c->mesh->world; r++) drop_held(rc, r);
+    for (int r = 0; rc->resume && r < rc->c->mesh->world; r++) rc->resume[r] = -1;
 }
 
 void lt__sc_spmd_free(sc_run_ctx *rc) {
-    lt_match_free(rc->mt);
-    rc->mt = NULL;
+    matcher_reset(rc);
     lt__free(rc->blocked);
     lt__free(rc->blocked_step);
+    lt__free(rc->held);
+    lt__free(rc->held_as);
+    lt__free(rc->resume);
+    lt__free(rc->one);
     rc->blocked = NULL;
     rc->blocked_step = NULL;
+    rc->held = NULL;
+    rc->held_as = NULL;
+    rc->resume = NULL;
+    rc->one = NULL;
+}
+
+/* Rank r's result of a call made in an earlier step goes to that step's
+ * `as` (a LocalTensor since then: the step defined it). Takes *t. */
+static lt_status put_held_result(sc_run_ctx *rc, int r, lt_tensor **t) {
+    sc_value *v = rc->held_as[r] ? lt__sc_value(rc, rc->held_as[r]) : NULL;
+    if (!v || v->kind != SC_LOCAL || !v->local) {
+        lt_tensor_free(*t);
+        *t = NULL;
+        return lt__err(LT_INVALID, "internal: rank %d's result has no per-rank value '%s' to go to", r,
+                       rc->held_as[r] ? rc->held_as[r] : "");
+    }
+    lt_tensor_free(v->local->shards[r]);
+    v->local->shards[r] = *t;
+    *t = NULL;
+    return LT_OK;
 }
 
 lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st) {
@@ -258,6 +302,52 @@ static int kind_has(lt_coll k, const char *what) {
     }
 }
 
+/* Ranks whose call, made in an earlier step, completed in a later one run
+ * the steps they skipped while they waited, up to the current step, in
+ * order, each on that rank alone: what the rank would have done after its
+ * call returned. Such a step may complete further calls (more ranks to
+ * catch up) or make the rank wait again (it stops there). Lowest rank
+ * first, so the order is fixed. */
+static lt_status catch_up(sc_run_ctx *rc) {
+    const lt_mesh *mesh = rc->c->mesh;
+    int top = rc->step_index, W = mesh->world;
+    lt_status s = LT_OK;
+    rc->replaying = 1;
+    for (;;) {
+        int m = 0;
+        while (m < W && rc->resume[m] < 0) m++;
+        if (m == W || s) break;
+        int from = rc->resume[m];
+        rc->resume[m] = -1;
+        for (int k = from + 1; k <= top && !s && !rc->blocked[m]; k++) {
+            const sc_step *orig = &rc->c->steps[k], *inner = lt__sc_expect_error_inner(orig);
+            if (inner && k == top) orig = inner;   /* the expect_error running now: its step, on m too */
+            else if (inner || !lt__sc_step_is_per_rank(orig->type)) {
+                const sc_step *w = inner ? inner : orig;
+                if (!inner && strcmp(orig->type->name, "expect_error") && !lt__sc_step_is_per_rank(orig->type))
+                    s = lt__err(LT_INVALID, "internal: step at line %d ran while rank %d waited", orig->pos.line, m);
+                else if (inner && (!w->mask || w->mask[m]) && lt__sc_step_is_per_rank(w->type))
+                    s = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                                     "not supported yet: rank %d's call at line %d completed in the step at line %d; "
+                                     "it would then run the step that the earlier expect_error at line %d wraps, which "
+                                     "a scenario has already judged for every rank at once (docs/SEMANTICS.md §12)",
+                                     m, rc->c->steps[from].pos.line, rc->c->steps[top].pos.line, orig->pos.line);
+                continue;
+            }
+            if (orig->mask && !orig->mask[m]) continue;
+            sc_step one = *orig;   /* the step, on rank m alone */
+            rc->one[m] = 1;
+            one.mask = rc->one;
+            rc->step_index = k;
+            s = lt__sc_run_step(rc, &one);
+            rc->one[m] = 0;
+        }
+    }
+    rc->step_index = top;
+    rc->replaying = 0;
+    return s;
+}
+
 lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, const char *tensor, int md, int op,
                              int dim, int concat_dim, int root, const lt_split_rule *rule, const char *as) {
     const lt_mesh *mesh = rc->c->mesh;
@@ -269,10 +359,11 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
     sc_value *v = tensor ? lt__sc_value(rc, tensor) : NULL;
     int ng = lt_mesh_ngroups(mesh, md), n = mesh->shape[md];
     int *ready = lt__calloc((size_t)ng, sizeof(int)), *members = lt__calloc((size_t)n, sizeof(int));
+    unsigned char *posted = lt__calloc((size_t)W, 1);   /* (W) 1: posted its call in this step */
     lt_tensor **in = lt__calloc((size_t)W, sizeof *in), **out = lt__calloc((size_t)W, sizeof *out);
     lt_local *res = NULL;
     lt_status s = LT_OK;
-    if (!ready || !members || !in || !out) s = lt__err(LT_NOMEM, "out of memory");
+    if (!ready || !members || !posted || !in || !out) s = lt__err(LT_NOMEM, "out of memory");
     for (int r = 0; r < W && !s && v; r++)
         in[r] = v->kind == SC_FULL ? v->full : v->kind == SC_DTENSOR ? v->dt->local->shards[r] : v->local->shards[r];
     int nready = 0;
@@ -300,6 +391,7 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
         if (s) break;
         rc->blocked[r] = 1;
         rc->blocked_step[r] = rc->step_index;
+        posted[r] = 1;
         if (rdy) {
             ready[g] = 1;
             nready++;
@@ -320,15 +412,14 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
     for (int g = 0; g < ng && !s; g++) {
         if (!ready[g]) continue;
         lt_mesh_group(mesh, md, g, members);
-        for (int q = 0; q < n && !s; q++)
-            if (rc->blocked_step[members[q]] != rc->step_index) {
-                const sc_step *other = &rc->c->steps[rc->blocked_step[members[q]]];
-                s = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
-                                 "not supported yet: rank %d's %s at line %d pairs with rank %d's call at line %d on mesh dim %d, "
-                                 "group %d (a scenario pairs collective calls made by the same step; docs/SEMANTICS.md §12)",
-                                 members[q], lt_coll_name(kind), other->pos.line, members[0] == members[q] ? members[n - 1] : members[0],
-                                 st->pos.line, md, g);
-            }
+        for (int q = 0; q < n; q++) {
+            int m = members[q];
+            if (posted[m]) continue;
+            /* a call made in an earlier step: the member waited since, sends
+             * what it held then, and runs the steps it skipped afterwards */
+            in[m] = rc->held[m];
+            rc->resume[m] = rc->blocked_step[m];
+        }
         if (!s && kind != LT_COLL_BARRIER && in[members[0]]) {
             int nd = in[members[0]]->placeholder ? in[members[0]]->logical_ndim : in[members[0]]->ndim;
             d_norm = dim < 0 ? dim + nd : dim;
@@ -351,8 +442,18 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
         if (!ready[g]) continue;
         lt_mesh_group(mesh, md, g, members);
         LT_ASSERT(lt_match_done(rc->mt, md, g) == LT_OK);
-        for (int q = 0; q < n; q++) rc->blocked[members[q]] = 0;
+        for (int q = 0; q < n && !s; q++) {
+            int m = members[q];
+            rc->blocked[m] = 0;
+            if (!posted[m] && as && out[m] && !(rc->held_as[m] && !strcmp(rc->held_as[m], as)))
+                s = put_held_result(rc, m, &out[m]);
+        }
     }
+    for (int r = 0; r < W && !s; r++) /* ranks that wait from this step keep what they sent */
+        if (rc->blocked[r] && posted[r]) {
+            rc->held_as[r] = as;
+            if (in[r] && !rc->held[r]) s = lt_clone(in[r], &rc->held[r]);
+        }
     if (!s && as) {
         s = lt_local_new(mesh, &res);
         for (int r = 0; r < W && !s; r++) {
@@ -365,11 +466,14 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
         }
     }
     for (int r = 0; out && r < W; r++) lt_tensor_free(out[r]);
+    for (int r = 0; r < W; r++) /* what completed members sent in earlier steps (in[] may point to it until here) */
+        if (!rc->blocked[r]) drop_held(rc, r);
     lt_comm_free(gcomm);
     lt__free(gin);
     lt__free(gout);
     lt__free(ready);
     lt__free(members);
+    lt__free(posted);
     lt__free(in);
     lt__free(out);
     if (!s && res) {
@@ -386,22 +490,32 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
         matcher_reset(rc);
         return s;
     }
-    /* Is the outcome certain? A group along md whose members all wait in it
-     * but did not complete disagrees; or no rank runs any more. */
-    int running = 0, stuck = 0;
+    if (rc->replaying) return LT_OK;   /* the outermost step decides, once every rank caught up */
+    s = catch_up(rc);
+    if (s) {
+        matcher_reset(rc);
+        return s;
+    }
+    /* Is the outcome certain? A group whose members all wait in it but did
+     * not complete disagrees; or no rank runs any more. */
+    int running = 0, stuck = 0, big = 1;
     for (int r = 0; r < W; r++) running += !rc->blocked[r];
-    for (int g = 0; g < ng && !stuck; g++) {
-        int *mem = lt__calloc((size_t)n, sizeof(int));
-        if (!mem) return lt__err(LT_NOMEM, "out of memory");
-        lt_mesh_group(mesh, md, g, mem);
-        int all = 1;
-        for (int q = 0; q < n && all; q++) {
-            const lt_match_call *pc = lt_match_pending(rc->mt, mem[q]);
-            all = rc->blocked[mem[q]] && pc && pc->mesh_dim == md;
+    for (int d = 0; d < mesh->ndim; d++)
+        if (mesh->shape[d] > big) big = mesh->shape[d];
+    int *gm = running < W ? lt__malloc((size_t)big * sizeof *gm) : NULL;
+    if (running < W && !gm) return lt__err(LT_NOMEM, "out of memory");
+    for (int r = 0; r < W && !stuck; r++) {
+        const lt_match_call *pc = rc->blocked[r] ? lt_match_pending(rc->mt, r) : NULL;
+        if (!pc) continue;
+        int d = pc->mesh_dim, all = 1;
+        lt_mesh_group(mesh, d, lt_mesh_group_of(mesh, d, r, NULL), gm);
+        for (int q = 0; q < mesh->shape[d] && all; q++) {
+            const lt_match_call *mc = rc->blocked[gm[q]] ? lt_match_pending(rc->mt, gm[q]) : NULL;
+            all = mc && mc->mesh_dim == d;
         }
         stuck = all;
-        lt__free(mem);
     }
+    lt__free(gm);
     if (!running || stuck) return lt__sc_program_end(rc, st);
     return LT_OK;
 }
