@@ -8,8 +8,8 @@
  * matcher of collectives_sim/match.h: each rank that runs it posts its own
  * call, with the step's file:line as the call site. A group whose members
  * all posted agreeing calls in this step runs at once; a rank whose group is
- * not complete waits, and skips every later step (it is blocked in the
- * collective). The per-rank program stops with a would-hang report as soon
+ * not complete waits, and skips the later steps while it is blocked in the
+ * collective. The per-rank program stops with a would-hang report as soon
  * as the outcome is certain — the members of a group all wait but disagree,
  * or no rank runs any more — or when the ranks still running reach the end
  * of the steps, a step every rank must run together (distribute, op, ...),
@@ -17,9 +17,10 @@
  * as finished. Calls of one group issued by different steps pair by their
  * order on the group, as in a real runtime (a rank-dependent branch): a
  * waiting rank keeps a copy of what it sent (rc->held) and its result goes
- * to its own step's `as`. That is exact when the waiting rank would have run
- * none of the steps it skipped; otherwise it would run them only after the
- * call completes, which lockstep steps cannot do, and an error says so.
+ * to its own step's `as`; once its call completes it runs the steps it
+ * skipped, alone and in order (catch_up), as its program would after the
+ * call returns. Only a step an earlier expect_error wrapped cannot be run
+ * again for it (that expect_error has judged every rank); an error says so.
  *
  * Keys (for scenarios/README.md):
  *   to_local: tensor (a DTensor), as — its shards as a LocalTensor.
