@@ -342,6 +342,10 @@ static lt_status catch_up(sc_run_ctx *rc) {
             rc->step_index = k;
             s = lt__sc_run_step(rc, &one);
             rc->one[m] = 0;
+            if (s && !(s == LT_MISMATCH && rc->failed_check))   /* a failed check names its own step */
+                s = lt__err_while(s, "rank %d ran the step at %s:%d (it waited in the call at line %d, which "
+                                  "completed at line %d)", m, orig->pos.file, orig->pos.line,
+                                  rc->c->steps[from].pos.line, rc->c->steps[top].pos.line);
         }
     }
     rc->step_index = top;
@@ -493,10 +497,7 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
     }
     if (rc->replaying) return LT_OK;   /* the outermost step decides, once every rank caught up */
     s = catch_up(rc);
-    if (s) {
-        matcher_reset(rc);
-        return s;
-    }
+    if (s) return s;   /* a rank failed in a step it caught up with: the caller reports it (rank_failed when others wait) */
     /* Is the outcome certain? A group whose members all wait in it but did
      * not complete disagrees; or no rank runs any more. */
     int running = 0, stuck = 0, big = 1;
