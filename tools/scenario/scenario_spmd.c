@@ -307,17 +307,24 @@ static int kind_has(lt_coll k, const char *what) {
  * the steps they skipped while they waited, up to the current step, in
  * order, each on that rank alone: what the rank would have done after its
  * call returned. Such a step may complete further calls (more ranks to
- * catch up) or make the rank wait again (it stops there). Lowest rank
- * first, so the order is fixed. */
+ * catch up) or make the rank wait again (it stops there). Ranks go in
+ * passes from the lowest, so the order is fixed. */
 static lt_status catch_up(sc_run_ctx *rc) {
     const lt_mesh *mesh = rc->c->mesh;
     int top = rc->step_index, W = mesh->world;
     lt_status s = LT_OK;
     rc->replaying = 1;
-    for (;;) {
-        int m = 0;
-        while (m < W && rc->resume[m] < 0) m++;
-        if (m == W || s) break;
+    /* passes over the ranks, lowest first, until none has steps left to run
+     * (a step run here may complete calls of ranks already passed) */
+    for (int m = 0, any = 0; !s; m++) {
+        if (m == W) {
+            if (!any) break;
+            m = -1;
+            any = 0;
+            continue;
+        }
+        if (rc->resume[m] < 0) continue;
+        any = 1;
         int from = rc->resume[m];
         rc->resume[m] = -1;
         for (int k = from + 1; k <= top && !s && !rc->blocked[m]; k++) {
@@ -506,17 +513,16 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
         if (mesh->shape[d] > big) big = mesh->shape[d];
     int *gm = running < W ? lt__malloc((size_t)big * sizeof *gm) : NULL;
     if (running < W && !gm) return lt__err(LT_NOMEM, "out of memory");
-    for (int r = 0; r < W && !stuck; r++) {
-        const lt_match_call *pc = rc->blocked[r] ? lt_match_pending(rc->mt, r) : NULL;
-        if (!pc) continue;
-        int d = pc->mesh_dim, all = 1;
-        lt_mesh_group(mesh, d, lt_mesh_group_of(mesh, d, r, NULL), gm);
-        for (int q = 0; q < mesh->shape[d] && all; q++) {
-            const lt_match_call *mc = rc->blocked[gm[q]] ? lt_match_pending(rc->mt, gm[q]) : NULL;
-            all = mc && mc->mesh_dim == d;
+    for (int d = 0; d < mesh->ndim && running < W && !stuck; d++) /* each group once: O(mesh dims x world) */
+        for (int g = 0; g < lt_mesh_ngroups(mesh, d) && !stuck; g++) {
+            lt_mesh_group(mesh, d, g, gm);
+            int all = 1;
+            for (int q = 0; q < mesh->shape[d] && all; q++) {
+                const lt_match_call *mc = rc->blocked[gm[q]] ? lt_match_pending(rc->mt, gm[q]) : NULL;
+                all = mc && mc->mesh_dim == d;
+            }
+            stuck = all;
         }
-        stuck = all;
-    }
     lt__free(gm);
     if (!running || stuck) return lt__sc_program_end(rc, st);
     return LT_OK;
