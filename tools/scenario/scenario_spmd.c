@@ -191,10 +191,11 @@ static lt_status ensure_matcher(sc_run_ctx *rc) {
 
 /* Drops what waiting rank r sent (its call completed, or the program ended). */
 static void drop_held(sc_run_ctx *rc, int r) {
-    if (!rc->held) return;
-    lt_tensor_free(rc->held[r]);
-    rc->held[r] = NULL;
-    rc->held_as[r] = NULL;
+    if (rc->held) {   /* either array may be missing after a failed allocation */
+        lt_tensor_free(rc->held[r]);
+        rc->held[r] = NULL;
+    }
+    if (rc->held_as) rc->held_as[r] = NULL;
 }
 
 static void matcher_reset(sc_run_ctx *rc) {
