@@ -1,5 +1,6 @@
 /* localtensor/plan_rules.c — the rule table of single redistribute steps,
- * fast per-rank shapes, and the byte model.
+ * fast per-rank shapes, the byte model, and the placements a plan shows for
+ * its intermediate states.
  *
  * Both planners, the executor and the plan's byte columns go through these
  * few functions, so that what the planner costs is what the executor runs and

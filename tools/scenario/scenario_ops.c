@@ -35,12 +35,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Why split/chunk may give fewer outputs than asked, for the message. */
-#define SHORT_SPLIT "as torch.chunk and torch.split, fewer pieces when the dim is short"
-
 #include "localtensor/ops.h"
 #include "tools/scenario/scenario_impl.h"
 #include "kernels/status_impl.h"
+
+/* Why split/chunk may give fewer outputs than asked, for the message. */
+#define SHORT_SPLIT "as torch.chunk and torch.split, fewer pieces when the dim is short"
 #include "localtensor/reference.h"
 #include "localtensor/tp.h"
 
