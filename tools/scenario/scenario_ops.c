@@ -38,11 +38,11 @@
 #include "localtensor/ops.h"
 #include "tools/scenario/scenario_impl.h"
 #include "kernels/status_impl.h"
+#include "localtensor/reference.h"
+#include "localtensor/tp.h"
 
 /* Why split/chunk may give fewer outputs than asked, for the message. */
 #define SHORT_SPLIT "as torch.chunk and torch.split, fewer pieces when the dim is short"
-#include "localtensor/reference.h"
-#include "localtensor/tp.h"
 
 static char *pos_str(const sc_step *st, char *buf, size_t n) {
     snprintf(buf, n, "%s:%d:%d", st->pos.file, st->pos.line, st->pos.col);
