@@ -13,13 +13,16 @@
  * then cycle). Each program is written as a scenario, with those values as
  * expect_local checks when it finishes, and run through `localtensor run`:
  * a finishing program's case must pass, a stuck one's must fail with the
- * would-hang report of that kind.
+ * would-hang report of that kind. The same programs then run as C functions
+ * under lt_program_run (collectives_sim/program.h): the same values, or
+ * LT_MISMATCH with a report of the same kind.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "collectives_sim/program.h"
 #include "test/testutil.h"
 #include "tools/scenario/scenario.h"
 
@@ -263,11 +266,93 @@ static void test_random_programs(void **state) {
     remove(path);
 }
 
+/* ---- the same programs as C functions ---------------------------------------------------- */
+
+typedef struct {
+    const prog *p;
+    outcome got;               /* what each call returned (val, len) */
+} crun;
+
+/* One rank's program: its steps of p, in order; collectives through its proc. */
+static lt_status interp(lt_proc *proc, void *user) {
+    crun *c = user;
+    const prog *p = c->p;
+    int r = lt_proc_rank(proc);
+    lt_tensor *a = NULL;
+    lt_status st = lt_tensor_new(LT_F32, 1, (int64_t[]){2}, &a);
+    if (st) return st;
+    lt_set_flat(a, 0, r);
+    lt_set_flat(a, 1, r + 1);
+    for (int k = 0; k < p->nsteps && !st; k++) {
+        const step *s = &p->s[k];
+        if (!s->mask[r]) continue;
+        lt_tensor *out = NULL;
+        switch (s->kind) {
+        case K_ADD:
+            for (int e = 0; e < 2; e++) lt_set_flat(a, e, lt_get_flat(a, e) + 1);
+            break;
+        case K_AR_SUM:
+        case K_AR_MAX:
+            st = lt_proc_all_reduce_at(proc, "prog", k + 1, s->md, a, s->kind == K_AR_SUM ? LT_REDOP_SUM : LT_REDOP_MAX,
+                                       &out);
+            break;
+        case K_AG: st = lt_proc_all_gather_at(proc, "prog", k + 1, s->md, a, 0, &out); break;
+        default: st = lt_proc_barrier_at(proc, "prog", k + 1, s->md); break;
+        }
+        if (!st && out) {
+            int64_t n = lt_numel(out);
+            c->got.len[k][r] = (int)n;
+            for (int64_t e = 0; e < n && e < 2 * MAXW; e++) c->got.val[k][r][e] = lt_get_flat(out, e);
+        }
+        lt_tensor_free(out);
+    }
+    lt_tensor_free(a);
+    return st;
+}
+
+static void test_random_c_programs(void **state) {
+    (void)state;
+    enum { N = 400 };
+    static outcome want;
+    static crun c;
+    uint64_t seed = 0x5eed5eedULL;   /* the scenario test's programs */
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        prog p;
+        random_prog(&p, &seed);
+        simulate(&p, &want);
+        lt_mesh m;
+        LT_CHECK(lt_mesh_init(&m, p.M, p.shape, NULL));
+        memset(&c, 0, sizeof c);
+        c.p = &p;
+        lt_match_report *rep = NULL;
+        lt_status st = lt_program_run(&m, interp, &c, NULL, &rep);
+        int ok;
+        if (want.done) {
+            ok = st == LT_OK;
+            for (int k = 0; k < p.nsteps && ok; k++)
+                for (int r = 0; r < p.W && ok; r++) {
+                    if (!p.s[k].mask[r] || p.s[k].kind == K_ADD || p.s[k].kind == K_BARRIER) continue;
+                    ok = c.got.len[k][r] == want.len[k][r] &&
+                         !memcmp(c.got.val[k][r], want.val[k][r], sizeof(double) * (size_t)want.len[k][r]);
+                }
+        } else {
+            ok = st == LT_MISMATCH && rep && !strcmp(lt_hang_kind_name(rep->kind), want.hang);
+        }
+        if (!ok && bad++ < 5)
+            print_message("program %d: the simulator says %s; lt_program_run gives %s (%s)\n", i,
+                          want.done ? "it finishes" : want.hang, lt_status_str(st), rep ? lt_hang_kind_name(rep->kind) : "no report");
+        lt_match_report_free(rep);
+    }
+    if (bad) fail_msg("%d of %d C programs differ from the simulator", bad, N);
+}
+
 int main(int argc, char **argv) {
     (void)argc;
     lt_test_tmpdir(g_dir, sizeof g_dir, argv[0], "spmd_random.tmp");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_programs),
+        cmocka_unit_test(test_random_c_programs),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     rmdir(g_dir);
