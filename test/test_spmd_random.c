@@ -3,7 +3,7 @@
  *
  * Each program: a LocalTensor a = [rank, rank + 1], then steps on random
  * rank subsets: all_reduce (sum or max), all_gather and barrier along a
- * random mesh dim, and `a = a + 1`; half the time a collective step is
+ * random mesh dim, and `a = a + 1`; three times in five a collective step is
  * followed by the same call on the other ranks (a rank-dependent branch).
  * The simulator here knows nothing of the scenario engine: every rank runs
  * its own list of steps; a group's next call fires when every member's next
