@@ -147,6 +147,13 @@ typedef struct {
     int64_t runs, oom, absorbed, broken, done;
 } counts;
 
+/* Removes the files a workload wrote next to tmp (TMP.out, TMP.json, TMP.yaml). */
+static void remove_tmp(const char *tmp) {
+    static const char *const ext[] = {".out", ".json", ".yaml"};
+    char p[300];
+    for (int k = 0; k < 3; k++) snprintf(p, sizeof p, "%s%s", tmp, ext[k]), remove(p);
+}
+
 /* Worker w of nw runs jobs w, w+nw, ...; writes its counts and the sites it
  * reached (with absorbed counts) to fd, then exits through exit(). */
 static void worker(int w, int nw, fault_workload wl, void *ctx, const job *jobs, int njobs, int fd) {
@@ -172,10 +179,7 @@ static void worker(int w, int nw, fault_workload wl, void *ctx, const job *jobs,
             fprintf(f, "%s %d %lld\n", reached.v[i].file, reached.v[i].line, (long long)reached.v[i].absorbed);
         fclose(f);
     }
-    char p[300];
-    snprintf(p, sizeof p, "%s.out", tmp), remove(p);
-    snprintf(p, sizeof p, "%s.json", tmp), remove(p);
-    snprintf(p, sizeof p, "%s.yaml", tmp), remove(p);
+    remove_tmp(tmp);
     free(reached.v);
     exit(c.broken ? 1 : 0);
 }
@@ -290,6 +294,7 @@ static int run_target(const char *name, fault_workload wl, void *ctx, int nw, in
            (long long)c.oom, (long long)c.absorbed, (long long)(c.broken + crashed));
     fflush(stdout);
     total->runs += c.runs, total->oom += c.oom, total->absorbed += c.absorbed, total->broken += c.broken + crashed;
+    remove_tmp(tmp);   /* what the counting runs wrote */
     free(jobs);
     free(base.v);
     return bad;
@@ -336,9 +341,7 @@ int main(int argc, char **argv) {
             bad |= run_target(argv[k], fault_scen_workload, &sc, nw, maxall, &all, &total);
             fault_scen_free(&sc);
         }
-        char p[300];
-        snprintf(p, sizeof p, "%s.out", tmp), remove(p);
-        snprintf(p, sizeof p, "%s.json", tmp), remove(p);
+        remove_tmp(tmp);
     }
     int64_t nabs = 0;
     for (int k = 0; k < all.n; k++) nabs += all.v[k].absorbed > 0;
