@@ -339,13 +339,15 @@ static void test_would_hang(void **state) {
         /* rank 3 skipped the tp sum; the local_op still ran on rank 3 */
         ":5:7: would hang (missing): on mesh dim 1 (tp), group 1 [2,3], call #1: rank 2 waits in all_reduce(op=sum) f32 (1) at ",
         "but rank 3 finished without making that call",
-        /* the cycle is known once no rank runs: at the second barrier, before the check */
-        ":14:7: would hang (cycle): every rank waits for another: rank 0 waits in barrier at ",
+        /* the cycle is known once no rank runs (the second barrier, before the
+         * check); it is told at the call of its first rank, rank 0's barrier */
+        ":12:7: would hang (cycle): every rank waits for another: rank 0 waits in barrier at ",
         /* shapes (1) and (2) disagree: known at the collective itself */
         ":22:7: would hang (mismatch): on mesh dim 0, group 0 [0,1], call #1: ",
         "the shapes differ",
-        /* rank 0 reaches distribute, which rank 1 never can: reported there */
-        ":30:7: would hang (missing): on mesh dim 0, group 0 [0,1], call #1: rank 1 waits in barrier at ",
+        /* rank 0 reaches distribute, which rank 1 never can: the program ends
+         * there, and the report is told at rank 1's barrier */
+        ":28:7: would hang (missing): on mesh dim 0, group 0 [0,1], call #1: rank 1 waits in barrier at ",
         "hang.yaml:28, but rank 0 finished without making that call",
         "0 passed, 4 failed, 0 errors"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)

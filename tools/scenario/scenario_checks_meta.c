@@ -291,11 +291,12 @@ lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
     int saved = rc->capturing;
     rc->capturing = 1;
     rc->hang_kind = -1;
+    rc->hang_text = NULL;
     lt_status s;
     if (d->inner.type) {
         s = lt__sc_run_step(rc, &d->inner);
         /* a rank's error while others wait: the rank_failed report */
-        if (s && d->hang >= 0 && !(s == LT_MISMATCH && rc->failed_check)) s = lt__sc_rank_failed(rc, st, s);
+        if (s && d->hang >= 0 && !(s == LT_MISMATCH && rc->failed_check)) s = lt__sc_rank_failed(rc, &d->inner, s);
         s = lt__sc_step_agree(rc, s, 1);   /* --shards owned: every process judges the same outcome */
     } else {
         rc->failed_check = 0;
@@ -309,8 +310,10 @@ lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
     /* running out of memory is never the error a scenario expects (unless
      * it asks for status nomem): the case stops as an error */
     if (s == LT_NOMEM && d->status != LT_NOMEM) return s;
-    char msg[1200];
-    snprintf(msg, sizeof msg, "%s", lt_errmsg());
+    /* a would-hang report is matched whole (the error message holds its first 2 KiB) */
+    char emsg[2048];
+    snprintf(emsg, sizeof emsg, "%s", lt_errmsg());
+    const char *msg = hung >= 0 && rc->hang_text ? rc->hang_text : emsg;
     const char *name = d->inner.type ? d->inner.type->name : "the per-rank program";
     char want[300];
     if (d->hang >= 0)

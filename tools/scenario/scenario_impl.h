@@ -411,8 +411,10 @@ typedef struct sc_run_ctx {
     sc_cmp *cmp;              /* --compare-backend, or NULL */
     int hung;                 /* a would-hang report ended the per-rank program */
     int hang_kind;            /* lt_hang_kind of the last report, -1: none */
+    const char *hang_text;    /* the last report's whole text (in the arena), or NULL */
     int failed_rank;          /* the rank a per-rank step failed on, -1: none or not one rank */
-    int ended_rank;           /* the rank whose program ended with that error (the matcher knows), or -1 */
+    unsigned char *ended;     /* (world) 1: its program ended with an error (the matcher knows) */
+    int *ended_step;          /* (world) index of the step it failed in */
     void *trace;              /* scenario_trace.c's state while record_trace, else NULL */
     void *diverge;            /* scenario_diverge.c's records (expect_same_as_single_device) */
     /* numerics sample/none (scenario_numerics.c): the ranks whose values are
@@ -470,10 +472,12 @@ void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, c
 const sc_step *lt__sc_expect_error_inner(const sc_step *st);
 /* Step types that run rank by rank (may take `ranks:` / `when:`). */
 int lt__sc_step_is_per_rank(const sc_step_type *t);
-/* 1 when rank r runs step st now (its mask, and not waiting in a collective). */
+/* 1 when rank r runs step st now (its mask; not waiting in a collective, and
+ * its program did not end with an error). */
 int lt__sc_rank_runs(const sc_run_ctx *rc, const sc_step *st, int r);
-/* 1 when some rank waits in a collective. */
-int lt__sc_any_blocked(const sc_run_ctx *rc);
+/* 1 when some rank has stopped in the per-rank program: it waits in a
+ * collective, or its program ended with an error while others went on. */
+int lt__sc_any_stopped(const sc_run_ctx *rc);
 /* Runs a collective step through the matcher (its tensor a LocalTensor, or
  * the step limited to some ranks, or a barrier). */
 lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, const char *tensor, int mesh_dim,
@@ -484,10 +488,13 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
  * The matcher is reset either way. */
 lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st);
 void lt__sc_spmd_free(sc_run_ctx *rc);
-/* A per-rank step failed on rank rc->failed_rank (status st, lt_errmsg())
- * while other ranks wait in a collective: that rank's program ends with the
- * error and the per-rank program stops with a rank_failed report (a failed
- * check of st). Returns st unchanged when that does not apply. */
+/* Per-rank step `step` failed on rank rc->failed_rank (status st,
+ * lt_errmsg()) while another rank waits in a collective or has failed: that
+ * rank's program ends with the error (the matcher records it) and the step
+ * runs again on the ranks still running (a step stores nothing when one rank
+ * fails), until it succeeds on all of them; when no rank runs any more the
+ * per-rank program ends here (lt__sc_program_end). Returns st unchanged when
+ * that does not apply (the case's error). */
 lt_status lt__sc_rank_failed(sc_run_ctx *rc, const sc_step *step, lt_status st);
 /* A shard for rank r that skipped a step defining `as`: its older shard of
  * `as` when that is a LocalTensor, else a placeholder shaped like `like`. */

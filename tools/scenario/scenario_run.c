@@ -125,11 +125,22 @@ static const char *adup(sc_arena *a, const char *s) { return s ? lt__sc_strdup(a
 lt_status lt__sc_check_fail(sc_run_ctx *rc, const sc_step *st, int rank, const char *index,
                             const char *expected, const char *actual, const char *plan_step,
                             const char *fmt, ...) {
-    char msg[2048];
+    /* the whole message (a would-hang report can be long) goes to the arena;
+     * a short one, or one that does not fit, is formatted on the stack */
+    char small[2048], *msg = small;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int want = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
+    if (want >= (int)sizeof small && !rc->capturing) {
+        char *big = lt__sc_alloc(rc->arena, (size_t)want + 1);
+        if (big) {
+            va_start(ap, fmt);
+            vsnprintf(big, (size_t)want + 1, fmt, ap);
+            va_end(ap);
+            msg = big;
+        }
+    }
     rc->failed_check = 1;
     lt_sc_failure *f = &rc->pending;
     memset(f, 0, sizeof *f);
@@ -140,7 +151,7 @@ lt_status lt__sc_check_fail(sc_run_ctx *rc, const sc_step *st, int rank, const c
     f->rank = rank;
     /* inside expect_error the failure is only a message */
     if (!rc->capturing) {
-        f->message = adup(rc->arena, msg);
+        f->message = msg == small ? adup(rc->arena, msg) : msg;
         f->index = adup(rc->arena, index);
         f->expected = adup(rc->arena, expected);
         f->actual = adup(rc->arena, actual);
@@ -299,7 +310,6 @@ static void run_case(sc_case *c, sc_arena *arena, FILE *show, sc_cmp *cmp) {
     }
     rc.hang_kind = -1;
     rc.failed_rank = -1;
-    rc.ended_rank = -1;
     rc.in_steps = 1;
     for (int i = 0; i < c->nsteps && c->res.status != LT_SC_ERROR && !rc.hung; i++) {
         const sc_step *s = &c->steps[i];
@@ -307,7 +317,7 @@ static void run_case(sc_case *c, sc_arena *arena, FILE *show, sc_cmp *cmp) {
         rc.step_index = i;
         /* a step every rank runs together: ranks waiting in a collective
          * never reach it, so the per-rank program ends here */
-        if (lt__sc_any_blocked(&rc) && !lt__sc_step_is_per_rank(s->type) && strcmp(s->type->name, "expect_error")) {
+        if (lt__sc_any_stopped(&rc) && !lt__sc_step_is_per_rank(s->type) && strcmp(s->type->name, "expect_error")) {
             rc.failed_check = 0;
             lt__err_clear();
             st = lt__sc_program_end(&rc, s);
@@ -344,14 +354,12 @@ static void run_case(sc_case *c, sc_arena *arena, FILE *show, sc_cmp *cmp) {
             error_result(&rc, &s->pos, s->type->name, "while running %s: %s", s->type->name,
                          m[0] ? m : lt_status_str(st));
     }
-    if (c->res.status != LT_SC_ERROR && !rc.hung && lt__sc_any_blocked(&rc)) {
-        /* the steps ended with ranks still waiting: report at the step the
-         * lowest waiting rank waits in */
-        int r = 0;
-        while (!rc.blocked[r]) r++;
+    if (c->res.status != LT_SC_ERROR && !rc.hung && lt__sc_any_stopped(&rc)) {
+        /* the steps ended with ranks still waiting or failed: the report
+         * (at the step of the call it is about) */
         rc.failed_check = 0;
         lt__err_clear();
-        st = lt__sc_program_end(&rc, &c->steps[rc.blocked_step[r]]);
+        st = lt__sc_program_end(&rc, &c->steps[c->nsteps - 1]);
         if (st == LT_MISMATCH && rc.failed_check) {
             c->res.checks++;
             c->res.checks_failed++;

@@ -44,12 +44,12 @@ int lt__sc_step_is_per_rank(const sc_step_type *t) {
 }
 
 int lt__sc_rank_runs(const sc_run_ctx *rc, const sc_step *st, int r) {
-    return (!st->mask || st->mask[r]) && !(rc->blocked && rc->blocked[r]);
+    return (!st->mask || st->mask[r]) && !(rc->blocked && rc->blocked[r]) && !(rc->ended && rc->ended[r]);
 }
 
-int lt__sc_any_blocked(const sc_run_ctx *rc) {
+int lt__sc_any_stopped(const sc_run_ctx *rc) {
     for (int r = 0; rc->blocked && r < rc->c->mesh->world; r++)
-        if (rc->blocked[r]) return 1;
+        if (rc->blocked[r] || (rc->ended && rc->ended[r])) return 1;
     return 0;
 }
 
@@ -184,7 +184,10 @@ static lt_status ensure_matcher(sc_run_ctx *rc) {
         for (int r = 0; rc->resume && r < W; r++) rc->resume[r] = -1;
     }
     if (!rc->one) rc->one = lt__calloc((size_t)W, 1);
-    if (!rc->blocked || !rc->blocked_step || !rc->held || !rc->held_as || !rc->resume || !rc->one)
+    if (!rc->ended) rc->ended = lt__calloc((size_t)W, 1);
+    if (!rc->ended_step) rc->ended_step = lt__calloc((size_t)W, sizeof(int));
+    if (!rc->blocked || !rc->blocked_step || !rc->held || !rc->held_as || !rc->resume || !rc->one || !rc->ended ||
+        !rc->ended_step)
         return lt__err(LT_NOMEM, "out of memory");
     return lt_match_new(rc->c->mesh, &rc->mt);
 }
@@ -201,8 +204,8 @@ static void drop_held(sc_run_ctx *rc, int r) {
 static void matcher_reset(sc_run_ctx *rc) {
     lt_match_free(rc->mt);
     rc->mt = NULL;
-    rc->ended_rank = -1;
     if (rc->blocked) memset(rc->blocked, 0, (size_t)rc->c->mesh->world);
+    if (rc->ended) memset(rc->ended, 0, (size_t)rc->c->mesh->world);
     for (int r = 0; rc->held && r < rc->c->mesh->world; r++) drop_held(rc, r);
     for (int r = 0; rc->resume && r < rc->c->mesh->world; r++) rc->resume[r] = -1;
 }
@@ -215,6 +218,10 @@ void lt__sc_spmd_free(sc_run_ctx *rc) {
     lt__free(rc->held_as);
     lt__free(rc->resume);
     lt__free(rc->one);
+    lt__free(rc->ended);
+    lt__free(rc->ended_step);
+    rc->ended = NULL;
+    rc->ended_step = NULL;
     rc->blocked = NULL;
     rc->blocked_step = NULL;
     rc->held = NULL;
@@ -239,39 +246,74 @@ static lt_status put_held_result(sc_run_ctx *rc, int r, lt_tensor **t) {
     return LT_OK;
 }
 
+/* The step a report is about: where the failed rank failed, or where the
+ * member it names first waits (the first of the cycle); st when unknown. */
+static const sc_step *report_step(const sc_run_ctx *rc, const lt_match_report *rep, const sc_step *st) {
+    int r = rep->kind == LT_HANG_CYCLE && rep->ncycle > 0 ? rep->cycle[0] : rep->rank_a;
+    if (r < 0 || r >= rc->c->mesh->world) return st;
+    if (rep->kind == LT_HANG_RANK_FAILED) return rc->ended[r] ? &rc->c->steps[rc->ended_step[r]] : st;
+    return rc->blocked[r] ? &rc->c->steps[rc->blocked_step[r]] : st;
+}
+
 lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st) {
     if (!rc->mt) return LT_OK;
     lt_status s = LT_OK;
     for (int r = 0; r < rc->c->mesh->world && !s; r++)
-        if (!rc->blocked[r] && r != rc->ended_rank) s = lt_match_finish(rc->mt, r);
+        if (!rc->blocked[r] && !rc->ended[r]) s = lt_match_finish(rc->mt, r);
     lt_match_report *rep = NULL;
     if (!s) s = lt_match_check(rc->mt, &rep);
+    /* inside expect_error the report is that step's result; else it is
+     * told at the step of the call (or failure) it is about */
+    const sc_step *at = rep && !rc->capturing ? report_step(rc, rep, st) : st;
     matcher_reset(rc);
     if (s == LT_OK || !rep) return s;
-    /* one call (a failure message holds at most 2 KiB: lt__sc_check_fail) */
-    char text[2048];
-    size_t len = lt_match_report_format(rep, text, sizeof text);
-    if (len >= sizeof text) len = sizeof text - 1;
+    /* the whole report: every group with waiting members */
+    size_t len = lt_match_report_format(rep, NULL, 0);
+    char *text = lt__sc_alloc(rc->arena, len + 1);
+    if (!text) {
+        lt_match_report_free(rep);
+        return lt__err(LT_NOMEM, "out of memory");
+    }
+    lt_match_report_format(rep, text, len + 1);
     while (len > 0 && text[len - 1] == '\n') text[--len] = '\0';
     rc->hung = 1;
     rc->hang_kind = (int)rep->kind;
+    rc->hang_text = text;
     lt_match_report_free(rep);
-    s = lt__sc_check_fail(rc, st, -1, NULL, NULL, NULL, NULL, "%s", text);
+    s = lt__sc_check_fail(rc, at, -1, NULL, NULL, NULL, NULL, "%s", text);
     return s;
 }
 
+/* Rank r's program ends with error st (message msg) in the step running. */
+static lt_status end_rank(sc_run_ctx *rc, int r, lt_status st, const char *msg) {
+    LT_TRY(lt_match_fail(rc->mt, r, st, msg));
+    rc->ended[r] = 1;
+    rc->ended_step[r] = rc->step_index;
+    return LT_OK;
+}
+
+/* 1 while some rank can still run (neither waiting nor failed). */
+static int any_running(const sc_run_ctx *rc) {
+    for (int r = 0; r < rc->c->mesh->world; r++)
+        if (!rc->blocked[r] && !rc->ended[r]) return 1;
+    return 0;
+}
+
 lt_status lt__sc_rank_failed(sc_run_ctx *rc, const sc_step *step, lt_status st) {
-    int r = rc->failed_rank;
-    if (!rc->mt || r < 0 || r >= rc->c->mesh->world || rc->blocked[r] || !lt__sc_any_blocked(rc) || st == LT_NOMEM)
-        return st;
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", lt_errmsg());
-    lt_status s = lt_match_fail(rc->mt, r, st, msg);
-    if (s) return s;
-    rc->ended_rank = r;
-    rc->failed_check = 0;
-    lt__err_clear();
-    return lt__sc_program_end(rc, step);
+    for (;;) {
+        int r = rc->failed_rank;
+        if (!rc->mt || r < 0 || r >= rc->c->mesh->world || rc->blocked[r] || rc->ended[r] || st == LT_NOMEM ||
+            (st == LT_MISMATCH && rc->failed_check) || !lt__sc_any_stopped(rc))
+            return st;
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", lt_errmsg());
+        lt_status s = end_rank(rc, r, st, msg);
+        if (s) return s;
+        /* the step stored nothing: it runs again on the ranks still running */
+        st = lt__sc_run_step(rc, step);
+        if (st) continue;
+        return any_running(rc) ? LT_OK : lt__sc_program_end(rc, step);
+    }
 }
 
 /* Runs one completed group's collective: on the case's communicator when
@@ -350,6 +392,15 @@ static lt_status catch_up(sc_run_ctx *rc) {
             rc->step_index = k;
             s = lt__sc_run_step(rc, &one);
             rc->one[m] = 0;
+            if (s && rc->failed_rank == m && s != LT_NOMEM && !(s == LT_MISMATCH && rc->failed_check) &&
+                lt__sc_any_stopped(rc)) {
+                /* m fails while another rank waits or has failed: m's program ends there */
+                char msg[1024];
+                snprintf(msg, sizeof msg, "%s", lt_errmsg());
+                lt__err_clear();
+                s = end_rank(rc, m, s, msg);
+                break;
+            }
             if (s && !(s == LT_MISMATCH && rc->failed_check))   /* a failed check names its own step */
                 s = lt__err_while(s, "rank %d ran the step at %s:%d (it waited in the call at line %d, which "
                                   "completed at line %d)", m, orig->pos.file, orig->pos.line,
@@ -361,14 +412,54 @@ static lt_status catch_up(sc_run_ctx *rc) {
     return s;
 }
 
+/* Rank r's call of a collective step into *c, checked on its own
+ * (lt_match_validate, and an input that holds no value on r). The non-roots
+ * of scatter send nothing; those of broadcast send their tensor when they
+ * hold one (its dtype and shape must agree with the root's). */
+static lt_status make_call(const sc_run_ctx *rc, const sc_step *st, lt_coll kind, const char *tensor, int md, int op,
+                           int dim, int concat_dim, int root, const lt_split_rule *rule, const lt_tensor *in, int r,
+                           lt_match_call *c) {
+    const lt_mesh *mesh = rc->c->mesh;
+    *c = lt_match_call_init(kind, md, st->pos.file, st->pos.line);
+    int d = dim, pos = 0;
+    lt_mesh_group_of(mesh, md, r, &pos);
+    int sends = kind != LT_COLL_BARRIER && !(kind == LT_COLL_SCATTER && pos != root) &&
+                !(kind == LT_COLL_BROADCAST && pos != root && (!in || in->placeholder));
+    if (kind != LT_COLL_BARRIER) {
+        if (sends && in && in->placeholder)
+            return lt__err(LT_INVALID, "%s:%d: rank %d: %s on mesh dim %d: input '%s' holds no value on this rank",
+                           st->pos.file, st->pos.line, r, lt_coll_name(kind), md, tensor ? tensor : "");
+        if (sends) lt_match_call_set_tensor(c, in);
+        if (d < 0 && in) d += in->placeholder ? in->logical_ndim : in->ndim;
+    }
+    if (kind_has(kind, "op")) c->op = op;
+    if (kind_has(kind, "root")) c->root = root;
+    if (kind_has(kind, "dim")) c->dim = d;
+    if (kind == LT_COLL_ALL_TO_ALL) c->concat_dim = concat_dim;
+    if (kind_has(kind, "split")) c->rule = rule;
+    return lt_match_validate(mesh, r, c);
+}
+
 lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, const char *tensor, int md, int op,
                              int dim, int concat_dim, int root, const lt_split_rule *rule, const char *as) {
     const lt_mesh *mesh = rc->c->mesh;
     int W = mesh->world;
     LT_TRY(ensure_matcher(rc));
-    if (md < 0 || md >= mesh->ndim)
-        return lt__err_in(LT_INVALID, "collective", " %s: mesh dim %d is out of range for the %d-d mesh", lt_coll_name(kind), md,
-                          mesh->ndim);
+    if (md < 0 || md >= mesh->ndim) {
+        if (!lt__sc_any_stopped(rc))   /* every rank alike, nobody stopped: the scenario's mistake */
+            return lt__err_in(LT_INVALID, "collective", " %s: mesh dim %d is out of range for the %d-d mesh",
+                              lt_coll_name(kind), md, mesh->ndim);
+        for (int r = 0; r < W; r++) { /* while others wait: each rank that runs it fails (docs/SEMANTICS.md §12) */
+            if (!lt__sc_rank_runs(rc, st, r)) continue;
+            lt_match_call c = lt_match_call_init(kind, md, st->pos.file, st->pos.line);
+            lt_status bad = lt_match_validate(mesh, r, &c);
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", lt_errmsg());
+            lt__err_clear();
+            LT_TRY(end_rank(rc, r, bad ? bad : LT_INVALID, msg));
+        }
+        return any_running(rc) ? LT_OK : lt__sc_program_end(rc, st);
+    }
     sc_value *v = tensor ? lt__sc_value(rc, tensor) : NULL;
     int ng = lt_mesh_ngroups(mesh, md), n = mesh->shape[md];
     int *ready = lt__calloc((size_t)ng, sizeof(int)), *members = lt__calloc((size_t)n, sizeof(int));
@@ -379,28 +470,40 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
     if (!ready || !members || !posted || !in || !out) s = lt__err(LT_NOMEM, "out of memory");
     for (int r = 0; r < W && !s && v; r++)
         in[r] = v->kind == SC_FULL ? v->full : v->kind == SC_DTENSOR ? v->dt->local->shards[r] : v->local->shards[r];
+    /* each rank's call on its own first: one that is wrong on its own
+     * fails on that rank without being issued (docs/SEMANTICS.md §12), unless every rank
+     * running the step fails alike with nobody else stopped (the scenario's
+     * own mistake: the case's error) */
+    int nbad = 0, ngood = 0, firstbad = -1;
+    for (int r = 0; r < W && !s; r++) {
+        if (!lt__sc_rank_runs(rc, st, r)) continue;
+        lt_match_call c;
+        if (make_call(rc, st, kind, tensor, md, op, dim, concat_dim, root, rule, in[r], r, &c)) {
+            if (firstbad < 0) firstbad = r;
+            nbad++;
+        } else {
+            ngood++;
+        }
+        lt__err_clear();
+    }
+    if (nbad && !ngood && !lt__sc_any_stopped(rc)) {
+        lt_match_call c;
+        s = make_call(rc, st, kind, tensor, md, op, dim, concat_dim, root, rule, in[firstbad], firstbad, &c);
+    }
     int nready = 0;
     for (int r = 0; r < W && !s; r++) {
         if (!lt__sc_rank_runs(rc, st, r)) continue;
-        lt_match_call c = lt_match_call_init(kind, md, st->pos.file, st->pos.line);
-        int d = dim;
-        int pos = 0;
-        lt_mesh_group_of(mesh, md, r, &pos);
-        /* the non-roots of broadcast and scatter send nothing */
-        int sends = kind != LT_COLL_BARRIER &&
-                    !((kind == LT_COLL_BROADCAST || kind == LT_COLL_SCATTER) && pos != root);
-        if (kind != LT_COLL_BARRIER) {
-            if (sends) lt_match_call_set_tensor(&c, in[r]);
-            if (d < 0 && in[r]) d += in[r]->placeholder ? in[r]->logical_ndim : in[r]->ndim;
+        lt_match_call c;
+        lt_status bad = make_call(rc, st, kind, tensor, md, op, dim, concat_dim, root, rule, in[r], r, &c);
+        if (bad) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", lt_errmsg());
+            lt__err_clear();
+            s = end_rank(rc, r, bad, msg);
+            continue;
         }
-        if (kind_has(kind, "op")) c.op = op;
-        if (kind_has(kind, "root")) c.root = root;
-        if (kind_has(kind, "dim")) c.dim = d;
-        if (kind == LT_COLL_ALL_TO_ALL) c.concat_dim = concat_dim;
-        if (kind_has(kind, "split")) c.rule = rule;
         int rdy = 0, g = -1;
-        s = lt_match_validate(mesh, r, &c);
-        if (!s) s = lt_match_post(rc->mt, r, &c, &rdy, &g);
+        s = lt_match_post(rc->mt, r, &c, &rdy, &g);
         if (s) break;
         rc->blocked[r] = 1;
         rc->blocked_step[r] = rc->step_index;
@@ -506,25 +609,8 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
     if (rc->replaying) return LT_OK;   /* the outermost step decides, once every rank caught up */
     s = catch_up(rc);
     if (s) return s;   /* a rank failed in a step it caught up with: the caller reports it (rank_failed when others wait) */
-    /* Is the outcome certain? A group whose members all wait in it but did
-     * not complete disagrees; or no rank runs any more. */
-    int running = 0, stuck = 0, big = 1;
-    for (int r = 0; r < W; r++) running += !rc->blocked[r];
-    for (int d = 0; d < mesh->ndim; d++)
-        if (mesh->shape[d] > big) big = mesh->shape[d];
-    int *gm = running < W ? lt__malloc((size_t)big * sizeof *gm) : NULL;
-    if (running < W && !gm) return lt__err(LT_NOMEM, "out of memory");
-    for (int d = 0; d < mesh->ndim && running < W && !stuck; d++) /* each group once: O(mesh dims x world) */
-        for (int g = 0; g < lt_mesh_ngroups(mesh, d) && !stuck; g++) {
-            lt_mesh_group(mesh, d, g, gm);
-            int all = 1;
-            for (int q = 0; q < mesh->shape[d] && all; q++) {
-                const lt_match_call *mc = rc->blocked[gm[q]] ? lt_match_pending(rc->mt, gm[q]) : NULL;
-                all = mc && mc->mesh_dim == d;
-            }
-            stuck = all;
-        }
-    lt__free(gm);
-    if (!running || stuck) return lt__sc_program_end(rc, st);
+    /* the outcome is fixed only when no rank runs any more: a rank still
+     * running may yet fail, or stop in a group that comes first (docs/SEMANTICS.md §12) */
+    if (!any_running(rc)) return lt__sc_program_end(rc, st);
     return LT_OK;
 }

@@ -543,7 +543,10 @@ lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
             return lt__err_ctx_in(s, "collective", " %s along mesh dim %d of '%s'", lt_coll_name(d->kind), d->mesh_dim, d->tensor);
         return s;
     }
-    if (d->kind != LT_COLL_PERMUTE && (st->mask || is_local || d->kind == LT_COLL_BARRIER || lt__sc_any_blocked(rc)))
+    /* permute is never matched (docs/SEMANTICS.md §12): every rank runs it
+     * together, so ranks that wait or failed never reach it */
+    if (d->kind == LT_COLL_PERMUTE && lt__sc_any_stopped(rc)) return lt__sc_program_end(rc, st);
+    if (d->kind != LT_COLL_PERMUTE && (st->mask || is_local || d->kind == LT_COLL_BARRIER || lt__sc_any_stopped(rc)))
         return lt__sc_run_matched(rc, st, d->kind, d->tensor, d->mesh_dim, (int)d->op, d->dim, d->concat_dim, d->root,
                                   d->has_rule ? &d->rule : NULL, d->as);
     if (d->kind == LT_COLL_BARRIER) {
