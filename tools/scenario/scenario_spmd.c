@@ -9,12 +9,13 @@
  * call, with the step's file:line as the call site. A group whose members
  * all posted agreeing calls in this step runs at once; a rank whose group is
  * not complete waits, and skips the later steps while it is blocked in the
- * collective. The per-rank program stops with a would-hang report as soon
- * as the outcome is certain — the members of a group all wait but disagree,
- * or no rank runs any more — or when the ranks still running reach the end
- * of the steps, a step every rank must run together (distribute, op, ...),
- * or an `expect_error: {hang: ...}` without a step; those ranks then count
- * as finished. Calls of one group issued by different steps pair by their
+ * collective. A rank whose step fails while another waits or has failed
+ * ends there (rc->ended); the step runs again on the others. The per-rank
+ * program stops with a would-hang report when no rank runs any more, or
+ * when the ranks still running reach the end of the steps, a step every
+ * rank must run together (distribute, op, permute, ...), or an
+ * `expect_error: {hang: ...}` without a step; those ranks then count as
+ * finished. The report is told at the step of the call it is about. Calls of one group issued by different steps pair by their
  * order on the group, as in a real runtime (a rank-dependent branch): a
  * waiting rank keeps a copy of what it sent (rc->held) and its result goes
  * to its own step's `as`; once its call completes it runs the steps it
