@@ -50,13 +50,24 @@ typedef struct {
     int allow_i;
     int depth;
     int base_col;             /* column of s[0] */
+    int verbatim;             /* 1: s[k] is at column base_col + k; 0: positions are the
+                               * expression's start (a block or escaped scalar) */
 } eparser;
 
+/* The column of `where` in the source (the expression's start when unknown). */
+static int col_of(const eparser *ps, const char *where) {
+    return ps->verbatim ? ps->base_col + (int)(where - ps->s) : ps->base_col;
+}
+
 static lt_status perr(eparser *ps, const char *where, const char *fmt, const char *arg) {
-    char msg[700];
+    char msg[700], text[400];
     snprintf(msg, sizeof msg, fmt, arg);
-    lt__err(LT_INVALID, "%s:%d:%d: expression '%s': %s", ps->at->file, ps->at->line,
-            ps->base_col + (int)(where - ps->s), ps->s, msg);
+    /* the expression on one line: line breaks (a block scalar) and tabs as spaces */
+    size_t n = 0;
+    for (const char *c = ps->s; *c && n + 1 < sizeof text; c++) text[n++] = *c == '\n' || *c == '\r' || *c == '\t' ? ' ' : *c;
+    while (n > 0 && text[n - 1] == ' ') n--;
+    text[n] = '\0';
+    lt__err(LT_INVALID, "%s:%d:%d: expression '%s': %s", ps->at->file, ps->at->line, col_of(ps, where), text, msg);
     lt__err_mark_pos();
     return LT_INVALID;
 }
@@ -71,7 +82,7 @@ static sc_expr *node(eparser *ps, int kind, const char *where) {
     e->kind = kind;
     e->file = ps->at->file;
     e->line = ps->at->line;
-    e->col = ps->base_col + (int)(where - ps->s);
+    e->col = col_of(ps, where);
     return e;
 }
 
@@ -306,7 +317,8 @@ lt_status lt__sc_expr_parse(sc_arena *a, const sc_node *at, const lt_mesh *mesh,
     ps.s = ps.p = at->str;
     ps.mesh = mesh;
     ps.allow_i = allow_i;
-    ps.base_col = at->col + (at->plain ? 0 : 1);
+    ps.verbatim = at->verbatim;
+    ps.base_col = at->col + (at->plain || !at->verbatim ? 0 : 1);
     LT_TRY(p_or(&ps, out));
     skip(&ps);
     if (*ps.p) {

@@ -64,6 +64,9 @@ typedef struct sc_node {
     sc_kind kind;
     int line, col;            /* 1-based position of the node's first character */
     int plain;                /* scalar: written without quotes */
+    int verbatim;             /* scalar: its text is the source's own characters, on one line
+                               * (no escapes, no folding): character k is at column col + k
+                               * (+ 1 after a quote); 0: only its start is known */
     const char *file;         /* borrowed: the file's name */
     const char *str;          /* scalar text (NUL-free) */
     int n;                    /* SEQ: items; MAP: pairs */

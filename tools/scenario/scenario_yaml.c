@@ -161,6 +161,7 @@ static sc_node *new_node(builder *b, sc_kind k, yaml_mark_t m) {
     }
     sc_node *n = lt__sc_alloc(b->a, sizeof *n);
     if (!n) return NULL;
+    memset(n, 0, sizeof *n);
     n->kind = k;
     n->line = (int)(m.line + 1 > INT32_MAX ? INT32_MAX : m.line + 1);
     n->col = (int)(m.column + 1 > INT32_MAX ? INT32_MAX : m.column + 1);
@@ -402,6 +403,10 @@ static lt_status handle(builder *b, yaml_event_t *ev, int *docs, int *done) {
         memcpy(s, ev->data.scalar.value, len);
         n->str = s;
         n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+        int quoted = ev->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+                     ev->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+        n->verbatim = (n->plain || quoted) && ev->end_mark.line == m.line &&
+                      ev->end_mark.index - m.index == len + (quoted ? 2 : 0);
         LT_TRY(attach(b, n));
         return add_anchor(b, ev->data.scalar.anchor, n, 1);
     }
@@ -864,6 +869,7 @@ lt_status lt__sc_dtype(const sc_node *n, const char *what, lt_dtype *out) {
 sc_node *lt__sc_scalar(sc_arena *a, const sc_node *at, const char *text) {
     sc_node *n = lt__sc_alloc(a, sizeof *n);
     if (!n) return NULL;
+    memset(n, 0, sizeof *n);
     n->kind = SC_SCALAR;
     n->line = at->line;
     n->col = at->col;
