@@ -201,7 +201,7 @@ lt_status lt__sc_rank(const sc_parse_ctx *pc, const sc_node *key, int *rank) {
     if (r < 0 || r >= pc->mesh->world) {
         char m[64];
         lt_mesh_str(pc->mesh, m, sizeof m);
-        return lt__sc_err(key, LT_INVALID, "rank %lld is not on the %s mesh (ranks 0..%d)", (long long)r, m,
+        return lt__sc_err(key, LT_INVALID, "rank %lld is not on mesh %s (ranks 0..%d)", (long long)r, m,
                           pc->mesh->world - 1);
     }
     *rank = (int)r;
