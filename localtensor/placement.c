@@ -452,7 +452,8 @@ lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement 
                 int sumavg = (p.op == LT_REDOP_SUM || p.op == LT_REDOP_AVG) &&
                              (first_op == LT_REDOP_SUM || first_op == LT_REDOP_AVG);
                 if (!sumavg)
-                    return lt__err(LT_INVALID, "mesh dim %d: %s mixed with P(%s): Partial ops may only be mixed as sum with avg",
+                    return lt__err(LT_INVALID, "mesh dim %d: %s mixed with P(%s): Partial ops may only be mixed as sum with avg "
+                                   "(another mix's value depends on the order of the reductions; docs/SEMANTICS.md §5)",
                                    i, spelled(&pl[i], txt, sizeof txt), lt_redop_name(first_op));
             }
         }
