@@ -196,6 +196,11 @@ LT_API void lt_match_report_free(lt_match_report *r);
  * where each member is (ranks with the same position merged). At most `cap` bytes go to buf (NUL-terminated when
  * cap > 0); returns the length the full text needs, as snprintf does. */
 LT_API size_t lt_match_report_format(const lt_match_report *r, char *buf, size_t cap);
+/* The whole text (lt_match_report_format's) into *out, owned by the caller
+ * (free with lt_match_text_free); LT_NOMEM and *out NULL when any part of it
+ * could not be made. */
+LT_API lt_status lt_match_report_text(const lt_match_report *r, char **out);
+LT_API void lt_match_text_free(char *text);
 /* The same to f. */
 LT_API void lt_match_report_print(const lt_match_report *r, FILE *f);
 /* The headline alone into buf (as lt_match_report_format). */

@@ -133,7 +133,8 @@ static int collect(const lt_match_report *r, const lt_match_stuck *s, int want, 
 
 /* ---- headline ------------------------------------------------------------------------ */
 
-static void headline(lt__sbuf *o, const lt_match_report *r) {
+/* nomem (when given): set to 1 when a part was left out for want of memory */
+static void headline(lt__sbuf *o, const lt_match_report *r, int *nomem) {
     const lt_match_stuck *s = r->focus >= 0 && r->focus < r->nstuck ? &r->stuck[r->focus] : NULL;
     const lt_match_where *a = &r->ranks[r->rank_a], *b = &r->ranks[r->rank_b];
     switch (r->kind) {
@@ -165,6 +166,8 @@ static void headline(lt__sbuf *o, const lt_match_report *r) {
             put_ranks(o, tmp, collect(r, s, 0, tmp));
             lt__sb_printf(o, ")");
             lt__free(tmp);
+        } else if (nomem) {
+            *nomem = 1;
         }
         break;
     }
@@ -186,7 +189,7 @@ static void headline(lt__sbuf *o, const lt_match_report *r) {
 
 size_t lt_match_report_headline(const lt_match_report *r, char *buf, size_t cap) {
     lt__sbuf o = {buf, cap, 0};
-    if (r) headline(&o, r);
+    if (r) headline(&o, r, NULL);
     return lt__sb_finish(&o);
 }
 
@@ -223,15 +226,18 @@ static void put_stuck(lt__sbuf *o, const lt_match_report *r, const lt_match_stuc
     if (others) lt__sb_printf(o, "\n    ... and %d more rank%s elsewhere", others, others == 1 ? "" : "s");
 }
 
-size_t lt_match_report_format(const lt_match_report *r, char *buf, size_t cap) {
+/* As lt_match_report_format; *nomem (when given) set to 1 when the details
+ * could not be written for want of memory. */
+static size_t format(const lt_match_report *r, char *buf, size_t cap, int *nomem) {
     lt__sbuf o = {buf, cap, 0};
     if (!r) return lt__sb_finish(&o);
-    headline(&o, r);
+    headline(&o, r, nomem);
     int biggest = 1;
     for (int i = 0; i < r->nstuck; i++)
         if (r->stuck[i].size > biggest) biggest = r->stuck[i].size;
     int *which = lt__malloc((size_t)biggest * sizeof *which), *list = lt__malloc((size_t)biggest * sizeof *list);
     if (!which || !list) {
+        if (nomem) *nomem = 1;
         lt__sb_printf(&o, "\n  (out of memory for the details)");
     } else {
         /* the group the headline is about first, then the others in order */
@@ -248,6 +254,24 @@ size_t lt_match_report_format(const lt_match_report *r, char *buf, size_t cap) {
     lt__sb_printf(&o, "\n");
     return lt__sb_finish(&o);
 }
+
+size_t lt_match_report_format(const lt_match_report *r, char *buf, size_t cap) { return format(r, buf, cap, NULL); }
+
+lt_status lt_match_report_text(const lt_match_report *r, char **out) {
+    int nomem = 0;
+    size_t need = format(r, NULL, 0, &nomem);
+    char *t = nomem || need == SIZE_MAX ? NULL : lt__malloc(need + 1);
+    if (t) format(r, t, need + 1, &nomem);
+    if (!t || nomem) {
+        lt__free(t);
+        *out = NULL;
+        return lt__err(LT_NOMEM, "out of memory");
+    }
+    *out = t;
+    return LT_OK;
+}
+
+void lt_match_text_free(char *text) { lt__free(text); }
 
 void lt_match_report_print(const lt_match_report *r, FILE *f) {
     char small[4096];

@@ -293,7 +293,14 @@ lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
     rc->hang_kind = -1;
     rc->hang_text = NULL;
     lt_status s;
-    if (d->inner.type) {
+    if (d->inner.type && !lt__sc_step_is_per_rank(d->inner.type) && lt__sc_any_stopped(rc)) {
+        /* a step every rank runs together: ranks that wait or failed never
+         * reach it, so the per-rank program ends here, and its report is
+         * the wrapped step's outcome */
+        rc->failed_check = 0;
+        lt__err_clear();
+        s = lt__sc_program_end(rc, st);
+    } else if (d->inner.type) {
         s = lt__sc_run_step(rc, &d->inner);
         /* a rank's error while others wait: the rank_failed report */
         if (s && d->hang >= 0 && !(s == LT_MISMATCH && rc->failed_check)) s = lt__sc_rank_failed(rc, &d->inner, s);

@@ -491,6 +491,9 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
  * The matcher is reset either way. */
 lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st);
 void lt__sc_spmd_free(sc_run_ctx *rc);
+/* Counts one check of the case; failed: records rc->pending as its failure
+ * (a check run outside the step loop: a rank catching up). */
+void lt__sc_record_check(sc_run_ctx *rc, int failed);
 /* Per-rank step `step` failed on rank rc->failed_rank (status st,
  * lt_errmsg()) while another rank waits in a collective or has failed: that
  * rank's program ends with the error (the matcher records it) and the step

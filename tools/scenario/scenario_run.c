@@ -170,6 +170,15 @@ static void record(sc_run_ctx *rc, const lt_sc_failure *f) {
     else r->nfails_dropped++;
 }
 
+void lt__sc_record_check(sc_run_ctx *rc, int failed) {
+    rc->res->checks++;
+    rc->failed_check = 0;
+    if (!failed) return;
+    rc->res->checks_failed++;
+    record(rc, &rc->pending);
+    rc->res->status = LT_SC_FAIL;
+}
+
 /* ---- steps ---------------------------------------------------------------------------- */
 
 lt_status lt__sc_run_step(sc_run_ctx *rc, const sc_step *st) {

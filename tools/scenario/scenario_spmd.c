@@ -269,13 +269,15 @@ lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st) {
     matcher_reset(rc);
     if (s == LT_OK || !rep) return s;
     /* the whole report: every group with waiting members */
-    size_t len = lt_match_report_format(rep, NULL, 0);
-    char *text = lt__sc_alloc(rc->arena, len + 1);
+    char *whole = NULL, *text = NULL;
+    s = lt_match_report_text(rep, &whole);
+    if (!s) text = lt__sc_strdup(rc->arena, whole);
+    lt_match_text_free(whole);
     if (!text) {
         lt_match_report_free(rep);
         return lt__err(LT_NOMEM, "out of memory");
     }
-    lt_match_report_format(rep, text, len + 1);
+    size_t len = strlen(text);
     while (len > 0 && text[len - 1] == '\n') text[--len] = '\0';
     rc->hung = 1;
     rc->hang_kind = (int)rep->kind;
@@ -356,7 +358,10 @@ static int kind_has(lt_coll k, const char *what) {
 static lt_status catch_up(sc_run_ctx *rc) {
     const lt_mesh *mesh = rc->c->mesh;
     int top = rc->step_index, W = mesh->world;
-    lt_status s = LT_OK;
+    lt_status s = LT_OK, first_st = LT_OK;
+    int nfailed = 0, first = -1, stopped_before = 0;   /* ranks that fail while catching up */
+    char first_msg[1024] = "";
+    for (int r = 0; r < W; r++) stopped_before |= rc->ended[r];
     rc->replaying = 1;
     /* passes over the ranks, lowest first, until none has steps left to run
      * (a step run here may complete calls of ranks already passed) */
@@ -393,9 +398,25 @@ static lt_status catch_up(sc_run_ctx *rc) {
             rc->step_index = k;
             s = lt__sc_run_step(rc, &one);
             rc->one[m] = 0;
-            if (s && rc->failed_rank == m && s != LT_NOMEM && !(s == LT_MISMATCH && rc->failed_check) &&
-                lt__sc_any_stopped(rc)) {
-                /* m fails while another rank waits or has failed: m's program ends there */
+            if (s == LT_MISMATCH && rc->failed_check && !rc->capturing) {
+                /* a failed check is recorded, and m goes on with its steps */
+                lt__sc_record_check(rc, 1);
+                lt__err_clear();
+                s = LT_OK;
+                continue;
+            }
+            if (!s && (one.type->is_check || rc->did_check)) lt__sc_record_check(rc, 0);
+            if (s && rc->failed_rank == m && s != LT_NOMEM && !(s == LT_MISMATCH && rc->failed_check)) {
+                /* m's program ends there; whether that is a rank failure (another
+                 * rank waits or failed) is known once every rank caught up */
+                s = lt__err_while(s, "rank %d ran the step at %s:%d (it waited in the call at line %d, which "
+                                  "completed at line %d)", m, orig->pos.file, orig->pos.line,
+                                  rc->c->steps[from].pos.line, rc->c->steps[top].pos.line);
+                if (nfailed++ == 0) {
+                    first_st = s;
+                    snprintf(first_msg, sizeof first_msg, "%s", lt_errmsg());
+                    first = m;
+                }
                 char msg[1024];
                 snprintf(msg, sizeof msg, "%s", lt_errmsg());
                 lt__err_clear();
@@ -410,7 +431,30 @@ static lt_status catch_up(sc_run_ctx *rc) {
     }
     rc->step_index = top;
     rc->replaying = 0;
+    if (s)
+        for (int r = 0; r < W; r++) rc->resume[r] = -1;   /* the case stops: nothing is left to replay */
+    if (!s && nfailed == 1 && !stopped_before) {
+        /* one rank failed and no other waits or failed: the scenario's error,
+         * as for a step that fails with every rank running */
+        int others = 0;
+        for (int r = 0; r < W; r++) others += rc->blocked[r] || (rc->ended[r] && r != first);
+        if (!others) {
+            /* the per-rank program's state goes, as for any error of a
+             * collective step (the case stops, or expect_error goes on) */
+            matcher_reset(rc);
+            rc->failed_rank = first;
+            return lt__err(first_st, "%s", first_msg);
+        }
+    }
     return s;
+}
+
+/* The tensor dim of a completed group's collective: a negative dim counts
+ * from the rank of the first member's input (the members agree on it). */
+static int group_dim(lt_coll kind, int dim, lt_tensor *const *in, const int *members, int n) {
+    const lt_tensor *t = n > 0 ? in[members[0]] : NULL;
+    if (dim >= 0 || kind == LT_COLL_BARRIER || !t) return dim;
+    return dim + (t->placeholder ? t->logical_ndim : t->ndim);
 }
 
 /* Rank r's call of a collective step into *c, checked on its own
@@ -515,17 +559,7 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
         }
     }
     /* run the completed groups */
-    lt_comm *gcomm = NULL;
-    lt_tensor **gin = NULL, **gout = NULL;
-    if (!s && nready && nready < ng) {
-        lt_mesh m1;
-        gin = lt__calloc((size_t)n, sizeof *gin);
-        gout = lt__calloc((size_t)n, sizeof *gout);
-        if (!gin || !gout) s = lt__err(LT_NOMEM, "out of memory");
-        if (!s) s = lt_mesh_init(&m1, 1, &n, NULL);
-        if (!s) s = lt_comm_new(&m1, &gcomm);
-    }
-    int d_norm = dim;
+    int d_first = INT32_MIN, uniform = 1;   /* a negative dim counts from each group's own rank */
     for (int g = 0; g < ng && !s; g++) {
         if (!ready[g]) continue;
         lt_mesh_group(mesh, md, g, members);
@@ -537,19 +571,28 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
             in[m] = rc->held[m];
             rc->resume[m] = rc->blocked_step[m];
         }
-        if (!s && kind != LT_COLL_BARRIER && in[members[0]]) {
-            int nd = in[members[0]]->placeholder ? in[members[0]]->logical_ndim : in[members[0]]->ndim;
-            d_norm = dim < 0 ? dim + nd : dim;
-        }
+        int dn = group_dim(kind, dim, in, members, n);
+        if (d_first == INT32_MIN) d_first = dn;
+        else if (dn != d_first) uniform = 0;
     }
-    if (!s && nready == ng) {
-        s = run_coll(rc->comm, md, kind, in, op, d_norm, concat_dim, root, rule, out);
+    lt_comm *gcomm = NULL;
+    lt_tensor **gin = NULL, **gout = NULL;
+    if (!s && nready && !(nready == ng && uniform)) {
+        lt_mesh m1;
+        gin = lt__calloc((size_t)n, sizeof *gin);
+        gout = lt__calloc((size_t)n, sizeof *gout);
+        if (!gin || !gout) s = lt__err(LT_NOMEM, "out of memory");
+        if (!s) s = lt_mesh_init(&m1, 1, &n, NULL);
+        if (!s) s = lt_comm_new(&m1, &gcomm);
+    }
+    if (!s && nready == ng && uniform) {
+        s = run_coll(rc->comm, md, kind, in, op, d_first, concat_dim, root, rule, out);
     } else {
         for (int g = 0; g < ng && !s; g++) {
             if (!ready[g]) continue;
             lt_mesh_group(mesh, md, g, members);
             for (int q = 0; q < n; q++) gin[q] = in[members[q]], gout[q] = NULL;
-            s = run_coll(gcomm, 0, kind, gin, op, d_norm, concat_dim, root, rule, gout);
+            s = run_coll(gcomm, 0, kind, gin, op, group_dim(kind, dim, in, members, n), concat_dim, root, rule, gout);
             for (int q = 0; q < n; q++) out[members[q]] = gout[q];
         }
     }
