@@ -308,6 +308,38 @@ static void test_loader_limits(void **state) {
 /* A per-rank program that would hang fails its case (exit 1) with the
  * would-hang report at the step of the waiting call; the kinds of
  * docs/SEMANTICS.md §12, each where the outcome becomes certain. */
+/* A check that fails while a rank catches up is recorded, and the rank goes
+ * on with its steps (values by hand: s = 0 + 1 + 2 = 3 on ranks 0-1, t = 6,
+ * u = 0 + 1 + 2 = 3 everywhere); nothing is replayed twice. */
+static void test_failed_check_while_catching_up(void **state) {
+    (void)state;
+    char path[600], *out, *err;
+    tmp_path(path, sizeof path, "catchup_check.yaml");
+    const char *args[] = {path};
+    lt_test_write_file(path,
+               "name: catchup_check\nmesh: 3\nsteps:\n"
+               "  - local_tensor: {shape: [1], values: 'rank', as: a}\n"
+               "  - collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: s}\n"
+               "    ranks: [0, 1]\n"
+               "  - expect_local: {tensor: s, ranks: {0: [99]}}\n"   /* line 7: wrong on purpose */
+               "    ranks: [0]\n"
+               "  - local_op: {op: mul_scalar, inputs: s, scalar: 2, as: t}\n"
+               "    ranks: [0, 1]\n"
+               "  - collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: s}\n"
+               "    ranks: [2]\n"
+               "  - expect_local: {tensor: t, ranks: {0: [6], 1: [6]}}\n"
+               "  - collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: u}\n"
+               "  - expect_local: {tensor: u, ranks: [[3], [3], [3]]}\n");
+    assert_int_equal(lt_test_run_sc(args, 1, &out, &err), 1);
+    if (!strstr(out, "catchup_check.yaml:7:5: expect_local of 's': rank 0 (coord [0]): index [0]: expected 99, actual 3"))
+        fail_msg("the failed check is not reported:\n%s", out);
+    if (!strstr(out, "0 passed, 1 failed, 0 errors")) fail_msg("another failure than the check's:\n%s", out);
+    if (strstr(out, "would hang") || strstr(out, "placeholder")) fail_msg("a step ran twice or not at all:\n%s", out);
+    free(out);
+    free(err);
+    remove(path);
+}
+
 static void test_would_hang(void **state) {
     (void)state;
     char path[600], *out, *err;
@@ -920,7 +952,7 @@ int main(int argc, char **argv) {
     (void)argc;
     lt_test_tmpdir(g_tmpdir, sizeof g_tmpdir, argv[0], "test_scenarios.tmp");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_scenarios),   cmocka_unit_test(test_would_hang),   cmocka_unit_test(test_big_file),
+        cmocka_unit_test(test_bad_scenarios),   cmocka_unit_test(test_would_hang),   cmocka_unit_test(test_failed_check_while_catching_up),   cmocka_unit_test(test_big_file),
         cmocka_unit_test(test_generated_nesting), cmocka_unit_test(test_loader_limits),
         cmocka_unit_test(test_wrong_expectation),
         cmocka_unit_test(test_reports),         cmocka_unit_test(test_usage),
