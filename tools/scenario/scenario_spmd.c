@@ -15,7 +15,8 @@
  * when the ranks still running reach the end of the steps, a step every
  * rank must run together (distribute, op, permute, ...), or an
  * `expect_error: {hang: ...}` without a step; those ranks then count as
- * finished. The report is told at the step of the call it is about. Calls of one group issued by different steps pair by their
+ * finished. The report is told at the step of the call it is about.
+ * Calls of one group issued by different steps pair by their
  * order on the group, as in a real runtime (a rank-dependent branch): a
  * waiting rank keeps a copy of what it sent (rc->held) and its result goes
  * to its own step's `as`; once its call completes it runs the steps it
