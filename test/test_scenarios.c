@@ -303,11 +303,6 @@ static void test_loader_limits(void **state) {
     lt_sc_file_free(f);
 }
 
-/* A copy of a library scenario with one expected value changed must fail
- * with exit 1 naming the rank, index, expected and actual. */
-/* A per-rank program that would hang fails its case (exit 1) with the
- * would-hang report at the step of the waiting call; the kinds of
- * docs/SEMANTICS.md §12, each where the outcome becomes certain. */
 /* A check that fails while a rank catches up is recorded, and the rank goes
  * on with its steps (values by hand: s = 0 + 1 + 2 = 3 on ranks 0-1, t = 6,
  * u = 0 + 1 + 2 = 3 everywhere); nothing is replayed twice. */
@@ -340,6 +335,9 @@ static void test_failed_check_while_catching_up(void **state) {
     remove(path);
 }
 
+/* A per-rank program that would hang fails its case (exit 1) with the
+ * would-hang report, told at the call it is about; the kinds of
+ * docs/SEMANTICS.md §12, each once no rank can run. */
 static void test_would_hang(void **state) {
     (void)state;
     char path[600], *out, *err;
@@ -390,6 +388,8 @@ static void test_would_hang(void **state) {
     remove(path);
 }
 
+/* A copy of a library scenario with one expected value changed must fail
+ * with exit 1 naming the rank, index, expected and actual. */
 static void test_wrong_expectation(void **state) {
     (void)state;
     char *text = slurp("scenarios/placements/chunk_rule.yaml", NULL);
