@@ -288,8 +288,12 @@ lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st) {
     return s;
 }
 
-/* Rank r's program ends with error st (message msg) in the step running. */
-static lt_status end_rank(sc_run_ctx *rc, int r, lt_status st, const char *msg) {
+/* Rank r's program ends with error st, whose message is lt_errmsg(), in the
+ * step running; the error is then cleared (the matcher keeps a copy). */
+static lt_status end_rank(sc_run_ctx *rc, int r, lt_status st) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", lt_errmsg());
+    lt__err_clear();
     LT_TRY(lt_match_fail(rc->mt, r, st, msg));
     rc->ended[r] = 1;
     rc->ended_step[r] = rc->step_index;
@@ -309,9 +313,7 @@ lt_status lt__sc_rank_failed(sc_run_ctx *rc, const sc_step *step, lt_status st) 
         if (!rc->mt || r < 0 || r >= rc->c->mesh->world || rc->blocked[r] || rc->ended[r] || st == LT_NOMEM ||
             (st == LT_MISMATCH && rc->failed_check) || !lt__sc_any_stopped(rc))
             return st;
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", lt_errmsg());
-        lt_status s = end_rank(rc, r, st, msg);
+        lt_status s = end_rank(rc, r, st);
         if (s) return s;
         /* the step stored nothing: it runs again on the ranks still running */
         st = lt__sc_run_step(rc, step);
@@ -418,10 +420,7 @@ static lt_status catch_up(sc_run_ctx *rc) {
                     snprintf(first_msg, sizeof first_msg, "%s", lt_errmsg());
                     first = m;
                 }
-                char msg[1024];
-                snprintf(msg, sizeof msg, "%s", lt_errmsg());
-                lt__err_clear();
-                s = end_rank(rc, m, s, msg);
+                s = end_rank(rc, m, s);
                 break;
             }
             if (s && !(s == LT_MISMATCH && rc->failed_check))   /* a failed check names its own step */
@@ -499,10 +498,7 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
             if (!lt__sc_rank_runs(rc, st, r)) continue;
             lt_match_call c = lt_match_call_init(kind, md, st->pos.file, st->pos.line);
             lt_status bad = lt_match_validate(mesh, r, &c);
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", lt_errmsg());
-            lt__err_clear();
-            LT_TRY(end_rank(rc, r, bad ? bad : LT_INVALID, msg));
+            LT_TRY(end_rank(rc, r, bad ? bad : LT_INVALID));
         }
         return any_running(rc) ? LT_OK : lt__sc_program_end(rc, st);
     }
@@ -542,10 +538,7 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
         lt_match_call c;
         lt_status bad = make_call(rc, st, kind, tensor, md, op, dim, concat_dim, root, rule, in[r], r, &c);
         if (bad) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", lt_errmsg());
-            lt__err_clear();
-            s = end_rank(rc, r, bad, msg);
+            s = end_rank(rc, r, bad);
             continue;
         }
         int rdy = 0, g = -1;
