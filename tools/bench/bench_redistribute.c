@@ -12,7 +12,14 @@
  * Each data row has a "verify vs run" row: the verification alone (the
  * same redistribute with opts.verify minus without, reps interleaved), its
  * baseline the run's own GB/s, so a ratio >= 1 means verifying costs no
- * more than the redistribute it checks.
+ * more than the redistribute it checks. Its "compare floor vs run" row is
+ * the least any verification reads: memcmp of the unique bytes of every
+ * state a step makes (each step is verified) against as many equal bytes (pre-touched), cut into even pieces on the
+ * same threads, against the run (baseline: the run's GB/s). Where that
+ * ratio is below 1, verification at 1x the run is beyond this machine for
+ * that row: comparing reads twice the bytes the run writes (with streaming
+ * stores). Rows with Partial sources read every contribution too, so there
+ * the floor is a lower bound only.
  *
  * Planner rows (no baseline): a warm-cache lookup, and cold min-cost and
  * greedy plans of 3-D mesh pairs (cache bypassed).
@@ -22,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/pool.h"
+#include "kernels/pool_impl.h"
 #include "localtensor/localtensor.h"
 #include "tools/bench/bench.h"
 
@@ -44,12 +53,46 @@ static size_t plan_written(const lt_plan *p) {
     return total;
 }
 
+/* The unique bytes of every state after a step: what a verification of
+ * every step reads at least once. */
+static uint64_t plan_unique(const lt_plan *p) {
+    uint64_t total = 0;
+    for (int s = 0; s < p->nsteps; s++) {
+        lt_spec sp;
+        uint64_t u;
+        check(lt_spec_make(&p->mesh, p->dtype, p->ndim, p->shape, p->steps[s].after, p->mesh.ndim, &sp), "spec");
+        check(lt_spec_unique_bytes(&sp, &u), "unique bytes");
+        total += u;
+    }
+    return total;
+}
+
+/* memcmp of two equal buffers of n bytes (pre-touched), cut into even
+ * pieces on the pool: the compare floor (see the opening comment). */
+typedef struct floor_ctx {
+    const unsigned char *a, *b;   /* (n) each */
+    size_t n;
+    int pieces;
+    int differ;                   /* set by a piece: never, the bytes are equal */
+} floor_ctx;
+
+static int (*volatile bench_memcmp)(const void *, const void *, size_t) = memcmp;
+
+static lt_status floor_piece(void *ctx, int64_t i) {
+    floor_ctx *x = ctx;
+    size_t lo = x->n / (size_t)x->pieces * (size_t)i, hi = i + 1 == x->pieces ? x->n : lo + x->n / (size_t)x->pieces;
+    if (bench_memcmp(x->a + lo, x->b + lo, hi - lo)) x->differ = 1;
+    return LT_OK;
+}
+
 static void data_row(lt_bench *b, const char *mesh_s, const char *from, const char *to, int uneven) {
     char name[120], vname[140];
     snprintf(name, sizeof name, "redistribute %s %s->%s 64M %s", mesh_s, from, to, uneven ? "uneven" : "even");
+    char fname[160];
     snprintf(vname, sizeof vname, "%s: verify vs run", name);
-    int want_run = lt_bench_want(name), want_ver = lt_bench_want(vname);
-    if (!want_run && !want_ver) return;
+    snprintf(fname, sizeof fname, "%s: compare floor vs run", name);
+    int want_run = lt_bench_want(name), want_ver = lt_bench_want(vname), want_floor = lt_bench_want(fname);
+    if (!want_run && !want_ver && !want_floor) return;
     lt_mesh m;
     lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
     int ns, nd;
@@ -71,9 +114,24 @@ static void data_row(lt_bench *b, const char *mesh_s, const char *from, const ch
     lt_plan *plan;
     check(lt_redistribute(src, dp, nd, &o, &out, &plan), name);   /* warms the cache */
     lt_dtensor_free(out);
+    uint64_t unique = plan_unique(plan);
     size_t written = plan_written(plan);
+    floor_ctx fx = {NULL, NULL, (size_t)unique, 2 * lt_threads(), 0};
+    unsigned char *fa = NULL, *fb = NULL;
+    if (want_floor) {
+        fa = malloc(fx.n ? fx.n : 1);
+        fb = malloc(fx.n ? fx.n : 1);
+        if (!fa || !fb) {
+            fprintf(stderr, "bench: out of memory\n");
+            exit(2);
+        }
+        memset(fa, 3, fx.n);   /* pre-touched, equal */
+        memset(fb, 3, fx.n);
+        fx.a = fa;
+        fx.b = fb;
+    }
     enum { REPS = 9 };
-    double tr[REPS], tm[REPS], tv[REPS];
+    double tr[REPS], tm[REPS], tv[REPS], tf[REPS];
     for (int i = 0; i < REPS; i++) {
         lt_trace_clear(lt_comm_trace(c));
         o.verify = 0;
@@ -82,6 +140,11 @@ static void data_row(lt_bench *b, const char *mesh_s, const char *from, const ch
         tr[i] = lt_bench_now() - t;
         lt_dtensor_free(out);
         tm[i] = lt_bench_memcpy_once(b, written);
+        if (want_floor) {
+            t = lt_bench_now();
+            check(lt__parallel_for(fx.pieces, floor_piece, &fx), fname);
+            tf[i] = lt_bench_now() - t;
+        }
         if (!want_ver) continue;
         lt_trace_clear(lt_comm_trace(c));
         o.verify = 1;
@@ -96,6 +159,15 @@ static void data_row(lt_bench *b, const char *mesh_s, const char *from, const ch
         double sv = lt_bench_median(tv, REPS);
         lt_bench_add(b, vname, written, sv > 0 ? sv : 0, (double)written / sr / 1e9);
     }
+    if (want_floor) {
+        if (fx.differ) {
+            fprintf(stderr, "bench: %s: equal buffers compared unequal\n", fname);
+            exit(2);
+        }
+        lt_bench_add(b, fname, written, lt_bench_median(tf, REPS), (double)written / sr / 1e9);
+    }
+    free(fa);
+    free(fb);
     lt_plan_free(plan);
     lt_comm_free(c);
     lt_dtensor_free(src);
