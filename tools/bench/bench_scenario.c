@@ -1,6 +1,6 @@
 /* tools/bench/bench_scenario.c — a per-rank scenario program (scenario
  * steps on LocalTensors, collectives matched rank by rank,
- * tools/scenario/scenario_spmd.c) against the same program written in C
+ * tools/scenario/scenario_match.c) against the same program written in C
  * for lt_program_run.
  *
  * The program, on a dp=2 x tp=4 mesh (8 ranks), 100 steps: a local_tensor

@@ -397,8 +397,8 @@ typedef struct sc_run_ctx {
     int did_check;            /* a non-check step that checked something (verify) */
     lt_sc_failure pending;    /* the failure of the current check */
     void *plans;              /* cJSON array while record_plans, else NULL */
-    /* per-rank programs (scenario_spmd.c): collectives on LocalTensors are
-     * matched rank by rank */
+    /* per-rank programs (scenario_spmd.c, scenario_match.c): collectives on
+     * LocalTensors are matched rank by rank */
     lt_match *mt;             /* NULL until the first matched collective */
     unsigned char *blocked;   /* (world) waiting in a collective that has not completed */
     int *blocked_step;        /* (world) index of the step it waits in */
@@ -408,7 +408,7 @@ typedef struct sc_run_ctx {
     int *resume;              /* (world) -1, or the step of a call that completed in a later
                                * step: the rank still runs the steps after it (catch_up) */
     unsigned char *one;       /* (world) scratch mask of one rank */
-    int replaying;            /* 1 while ranks catch up (scenario_spmd.c) */
+    int replaying;            /* 1 while ranks catch up (scenario_match.c) */
     int step_index;           /* of the step running */
     int in_steps;             /* 1 once the steps: section runs */
     sc_cmp *cmp;              /* --compare-backend, or NULL */
@@ -469,7 +469,8 @@ lt_status lt__sc_check_fail(sc_run_ctx *rc, const sc_step *st, int rank, const c
 void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, const lt_placement *src,
                         const lt_plan *plan, size_t since);
 
-/* ---- per-rank programs (scenario_spmd.c) ---- */
+/* ---- per-rank programs (scenario_spmd.c; matched collectives and the
+ * program's end: scenario_match.c) ---- */
 
 /* The step an expect_error wraps (NULL: none, or st is no expect_error). */
 const sc_step *lt__sc_expect_error_inner(const sc_step *st);

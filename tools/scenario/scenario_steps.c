@@ -522,7 +522,7 @@ lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
     const lt_mesh *mesh = rc->c->mesh;
     lt_comm *c = rc->comm;
     /* per-rank programs: collectives on LocalTensors (and any limited to some
-     * ranks, and barriers) are matched rank by rank (scenario_spmd.c) */
+     * ranks, and barriers) are matched rank by rank (scenario_match.c) */
     int is_local = d->tensor && lt__sc_value(rc, d->tensor)->kind == SC_LOCAL;
     /* --shards owned: the engine moves the held shards of a DTensor (or a full tensor every process has) */
     const sc_value *cv = d->tensor ? lt__sc_value(rc, d->tensor) : NULL;

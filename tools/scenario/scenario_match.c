@@ -1,0 +1,517 @@
+/* tools/scenario/scenario_match.c — collectives of per-rank programs in
+ * scenarios (docs/SEMANTICS.md §12), matched rank by rank, and how such a
+ * program ends (a would-hang report, a rank that fails while others wait).
+ * Per-rank values (to_local, local_tensor) and which steps run rank by rank
+ * are in scenario_spmd.c.
+ *
+ * Steps still run in file order, every rank at the same step; a step with
+ * `ranks:` / `when:` runs only on those ranks. A collective step on a
+ * LocalTensor (or limited to some ranks, or a barrier) goes through the
+ * matcher of collectives_sim/match.h: each rank that runs it posts its own
+ * call, with the step's file:line as the call site. A group whose members
+ * all posted agreeing calls in this step runs at once; a rank whose group is
+ * not complete waits, and skips the later steps while it is blocked in the
+ * collective. A rank whose step fails while another waits or has failed
+ * ends there (rc->ended); the step runs again on the others. The per-rank
+ * program stops with a would-hang report when no rank runs any more, or
+ * when the ranks still running reach the end of the steps, a step every
+ * rank must run together (distribute, op, permute, ...), or an
+ * `expect_error: {hang: ...}` without a step; those ranks then count as
+ * finished. The report is told at the step of the call it is about.
+ * Calls of one group issued by different steps pair by their
+ * order on the group, as in a real runtime (a rank-dependent branch): a
+ * waiting rank keeps a copy of what it sent (rc->held) and its result goes
+ * to its own step's `as`; once its call completes it runs the steps it
+ * skipped, alone and in order (catch_up), as its program would after the
+ * call returns. Only a step an earlier expect_error wrapped cannot be run
+ * again for it (that expect_error has judged every rank); an error says so.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/alloc.h"
+#include "kernels/status_impl.h"
+#include "tools/scenario/scenario_impl.h"
+
+/* ---- matching ----------------------------------------------------------------------- */
+
+static lt_status ensure_matcher(sc_run_ctx *rc) {
+    if (rc->mt) return LT_OK;
+    int W = rc->c->mesh->world;
+    if (!rc->blocked) rc->blocked = lt__calloc((size_t)W, 1);
+    if (!rc->blocked_step) rc->blocked_step = lt__calloc((size_t)W, sizeof(int));
+    if (!rc->held) rc->held = lt__calloc((size_t)W, sizeof *rc->held);
+    if (!rc->held_as) rc->held_as = lt__calloc((size_t)W, sizeof *rc->held_as);
+    if (!rc->resume) {
+        rc->resume = lt__malloc((size_t)W * sizeof *rc->resume);
+        for (int r = 0; rc->resume && r < W; r++) rc->resume[r] = -1;
+    }
+    if (!rc->one) rc->one = lt__calloc((size_t)W, 1);
+    if (!rc->ended) rc->ended = lt__calloc((size_t)W, 1);
+    if (!rc->ended_step) rc->ended_step = lt__calloc((size_t)W, sizeof(int));
+    if (!rc->blocked || !rc->blocked_step || !rc->held || !rc->held_as || !rc->resume || !rc->one || !rc->ended ||
+        !rc->ended_step)
+        return lt__err(LT_NOMEM, "out of memory");
+    return lt_match_new(rc->c->mesh, &rc->mt);
+}
+
+/* Drops what waiting rank r sent (its call completed, or the program ended). */
+static void drop_held(sc_run_ctx *rc, int r) {
+    if (rc->held) {   /* either array may be missing after a failed allocation */
+        lt_tensor_free(rc->held[r]);
+        rc->held[r] = NULL;
+    }
+    if (rc->held_as) rc->held_as[r] = NULL;
+}
+
+static void matcher_reset(sc_run_ctx *rc) {
+    lt_match_free(rc->mt);
+    rc->mt = NULL;
+    if (rc->blocked) memset(rc->blocked, 0, (size_t)rc->c->mesh->world);
+    if (rc->ended) memset(rc->ended, 0, (size_t)rc->c->mesh->world);
+    for (int r = 0; rc->held && r < rc->c->mesh->world; r++) drop_held(rc, r);
+    for (int r = 0; rc->resume && r < rc->c->mesh->world; r++) rc->resume[r] = -1;
+}
+
+void lt__sc_spmd_free(sc_run_ctx *rc) {
+    matcher_reset(rc);
+    lt__free(rc->blocked);
+    lt__free(rc->blocked_step);
+    lt__free(rc->held);
+    lt__free(rc->held_as);
+    lt__free(rc->resume);
+    lt__free(rc->one);
+    lt__free(rc->ended);
+    lt__free(rc->ended_step);
+    rc->ended = NULL;
+    rc->ended_step = NULL;
+    rc->blocked = NULL;
+    rc->blocked_step = NULL;
+    rc->held = NULL;
+    rc->held_as = NULL;
+    rc->resume = NULL;
+    rc->one = NULL;
+}
+
+/* Rank r's result of a call made in an earlier step goes to that step's
+ * `as` (a LocalTensor since then: the step defined it). Takes *t. */
+static lt_status put_held_result(sc_run_ctx *rc, int r, lt_tensor **t) {
+    sc_value *v = rc->held_as[r] ? lt__sc_value(rc, rc->held_as[r]) : NULL;
+    if (!v || v->kind != SC_LOCAL || !v->local) {
+        lt_tensor_free(*t);
+        *t = NULL;
+        return lt__err(LT_INVALID, "internal: rank %d's result has no per-rank value '%s' to go to", r,
+                       rc->held_as[r] ? rc->held_as[r] : "");
+    }
+    lt_tensor_free(v->local->shards[r]);
+    v->local->shards[r] = *t;
+    *t = NULL;
+    return LT_OK;
+}
+
+/* The step a report is about: where the failed rank failed, or where the
+ * member it names first waits (the first of the cycle); st when unknown. */
+static const sc_step *report_step(const sc_run_ctx *rc, const lt_match_report *rep, const sc_step *st) {
+    int r = rep->kind == LT_HANG_CYCLE && rep->ncycle > 0 ? rep->cycle[0] : rep->rank_a;
+    if (r < 0 || r >= rc->c->mesh->world) return st;
+    if (rep->kind == LT_HANG_RANK_FAILED) return rc->ended[r] ? &rc->c->steps[rc->ended_step[r]] : st;
+    return rc->blocked[r] ? &rc->c->steps[rc->blocked_step[r]] : st;
+}
+
+lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st) {
+    if (!rc->mt) return LT_OK;
+    lt_status s = LT_OK;
+    for (int r = 0; r < rc->c->mesh->world && !s; r++)
+        if (!rc->blocked[r] && !rc->ended[r]) s = lt_match_finish(rc->mt, r);
+    lt_match_report *rep = NULL;
+    if (!s) s = lt_match_check(rc->mt, &rep);
+    /* inside expect_error the report is that step's result; else it is
+     * told at the step of the call (or failure) it is about */
+    const sc_step *at = rep && !rc->capturing ? report_step(rc, rep, st) : st;
+    matcher_reset(rc);
+    if (s == LT_OK || !rep) return s;
+    /* the whole report: every group with waiting members */
+    char *whole = NULL, *text = NULL;
+    s = lt_match_report_text(rep, &whole);
+    if (!s) text = lt__sc_strdup(rc->arena, whole);
+    lt_match_text_free(whole);
+    if (!text) {
+        lt_match_report_free(rep);
+        return lt__err(LT_NOMEM, "out of memory");
+    }
+    size_t len = strlen(text);
+    while (len > 0 && text[len - 1] == '\n') text[--len] = '\0';
+    rc->hung = 1;
+    rc->hang_kind = (int)rep->kind;
+    rc->hang_text = text;
+    lt_match_report_free(rep);
+    s = lt__sc_check_fail(rc, at, -1, NULL, NULL, NULL, NULL, "%s", text);
+    return s;
+}
+
+/* Rank r's program ends with error st, whose message is lt_errmsg(), in the
+ * step running; the error is then cleared (the matcher keeps a copy). */
+static lt_status end_rank(sc_run_ctx *rc, int r, lt_status st) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", lt_errmsg());
+    lt__err_clear();
+    LT_TRY(lt_match_fail(rc->mt, r, st, msg));
+    rc->ended[r] = 1;
+    rc->ended_step[r] = rc->step_index;
+    return LT_OK;
+}
+
+/* 1 while some rank can still run (neither waiting nor failed). */
+static int any_running(const sc_run_ctx *rc) {
+    for (int r = 0; r < rc->c->mesh->world; r++)
+        if (!rc->blocked[r] && !rc->ended[r]) return 1;
+    return 0;
+}
+
+lt_status lt__sc_rank_failed(sc_run_ctx *rc, const sc_step *step, lt_status st) {
+    for (;;) {
+        int r = rc->failed_rank;
+        if (!rc->mt || r < 0 || r >= rc->c->mesh->world || rc->blocked[r] || rc->ended[r] || st == LT_NOMEM ||
+            (st == LT_MISMATCH && rc->failed_check) || !lt__sc_any_stopped(rc))
+            return st;
+        lt_status s = end_rank(rc, r, st);
+        if (s) return s;
+        /* the step stored nothing: it runs again on the ranks still running */
+        st = lt__sc_run_step(rc, step);
+        if (st) continue;
+        return any_running(rc) ? LT_OK : lt__sc_program_end(rc, step);
+    }
+}
+
+/* Runs one completed group's collective: on the case's communicator when
+ * every group along the mesh dim completes in this step (so expect_comm
+ * sees it), else on a communicator of that group alone. */
+static lt_status run_coll(lt_comm *cm, int md, lt_coll kind, lt_tensor *const *in, int op, int dim, int concat_dim,
+                          int root, const lt_split_rule *rule, lt_tensor **out) {
+    switch (kind) {
+    case LT_COLL_ALL_REDUCE: return lt_all_reduce(cm, md, in, (lt_redop)op, out);
+    case LT_COLL_ALL_GATHER: return lt_all_gather(cm, md, in, dim, out);
+    case LT_COLL_REDUCE_SCATTER: return lt_reduce_scatter(cm, md, in, (lt_redop)op, dim, rule, out);
+    case LT_COLL_ALL_TO_ALL: return lt_all_to_all(cm, md, in, dim, concat_dim, rule, out);
+    case LT_COLL_BROADCAST: return lt_broadcast(cm, md, in, root, out);
+    case LT_COLL_SCATTER: return lt_scatter(cm, md, in, root, dim, rule, out);
+    case LT_COLL_GATHER: return lt_gather(cm, md, in, root, dim, out);
+    case LT_COLL_REDUCE: return lt_reduce_ranks(cm, md, in, root, (lt_redop)op, out);
+    case LT_COLL_BARRIER: return lt_barrier(cm, md);
+    default: return lt__err(LT_INVALID, "%s cannot be matched rank by rank", lt_coll_name(kind));
+    }
+}
+
+static int kind_has(lt_coll k, const char *what) {
+    switch (what[0]) {
+    case 'o': return k == LT_COLL_ALL_REDUCE || k == LT_COLL_REDUCE || k == LT_COLL_REDUCE_SCATTER;
+    case 'r': return k == LT_COLL_BROADCAST || k == LT_COLL_SCATTER || k == LT_COLL_GATHER || k == LT_COLL_REDUCE;
+    case 'd':
+        return k == LT_COLL_ALL_GATHER || k == LT_COLL_GATHER || k == LT_COLL_REDUCE_SCATTER || k == LT_COLL_SCATTER ||
+               k == LT_COLL_ALL_TO_ALL;
+    default: return k == LT_COLL_REDUCE_SCATTER || k == LT_COLL_SCATTER || k == LT_COLL_ALL_TO_ALL;
+    }
+}
+
+/* Ranks whose call, made in an earlier step, completed in a later one run
+ * the steps they skipped while they waited, up to the current step, in
+ * order, each on that rank alone: what the rank would have done after its
+ * call returned. Such a step may complete further calls (more ranks to
+ * catch up) or make the rank wait again (it stops there). Ranks go in
+ * passes from the lowest, so the order is fixed. */
+static lt_status catch_up(sc_run_ctx *rc) {
+    const lt_mesh *mesh = rc->c->mesh;
+    int top = rc->step_index, W = mesh->world;
+    lt_status s = LT_OK, first_st = LT_OK;
+    int nfailed = 0, first = -1, stopped_before = 0;   /* ranks that fail while catching up */
+    char first_msg[1024] = "";
+    for (int r = 0; r < W; r++) stopped_before |= rc->ended[r];
+    rc->replaying = 1;
+    /* passes over the ranks, lowest first, until none has steps left to run
+     * (a step run here may complete calls of ranks already passed) */
+    for (int m = 0, any = 0; !s; m++) {
+        if (m == W) {
+            if (!any) break;
+            m = -1;
+            any = 0;
+            continue;
+        }
+        if (rc->resume[m] < 0) continue;
+        any = 1;
+        int from = rc->resume[m];
+        rc->resume[m] = -1;
+        for (int k = from + 1; k <= top && !s && !rc->blocked[m]; k++) {
+            const sc_step *orig = &rc->c->steps[k], *inner = lt__sc_expect_error_inner(orig);
+            if (inner && k == top) orig = inner;   /* the expect_error running now: its step, on m too */
+            else if (inner || !lt__sc_step_is_per_rank(orig->type)) {
+                const sc_step *w = inner ? inner : orig;
+                if (!inner && strcmp(orig->type->name, "expect_error") && !lt__sc_step_is_per_rank(orig->type))
+                    s = lt__err(LT_INVALID, "internal: step at line %d ran while rank %d waited", orig->pos.line, m);
+                else if (inner && (!w->mask || w->mask[m]) && lt__sc_step_is_per_rank(w->type))
+                    s = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                                     "not supported yet: rank %d's call at line %d completed in the step at line %d; "
+                                     "it would then run the step that the earlier expect_error at line %d wraps, which "
+                                     "a scenario has already judged for every rank at once (docs/SEMANTICS.md §12)",
+                                     m, rc->c->steps[from].pos.line, rc->c->steps[top].pos.line, orig->pos.line);
+                continue;
+            }
+            if (orig->mask && !orig->mask[m]) continue;
+            sc_step one = *orig;   /* the step, on rank m alone */
+            rc->one[m] = 1;
+            one.mask = rc->one;
+            rc->step_index = k;
+            s = lt__sc_run_step(rc, &one);
+            rc->one[m] = 0;
+            if (s == LT_MISMATCH && rc->failed_check && !rc->capturing) {
+                /* a failed check is recorded, and m goes on with its steps */
+                lt__sc_record_check(rc, 1);
+                lt__err_clear();
+                s = LT_OK;
+                continue;
+            }
+            if (!s && (one.type->is_check || rc->did_check)) lt__sc_record_check(rc, 0);
+            if (s && rc->failed_rank == m && s != LT_NOMEM && !(s == LT_MISMATCH && rc->failed_check)) {
+                /* m's program ends there; whether that is a rank failure (another
+                 * rank waits or failed) is known once every rank caught up */
+                s = lt__err_while(s, "rank %d ran the step at %s:%d (it waited in the call at line %d, which "
+                                  "completed at line %d)", m, orig->pos.file, orig->pos.line,
+                                  rc->c->steps[from].pos.line, rc->c->steps[top].pos.line);
+                if (nfailed++ == 0) {
+                    first_st = s;
+                    snprintf(first_msg, sizeof first_msg, "%s", lt_errmsg());
+                    first = m;
+                }
+                s = end_rank(rc, m, s);
+                break;
+            }
+            if (s && !(s == LT_MISMATCH && rc->failed_check))   /* a failed check names its own step */
+                s = lt__err_while(s, "rank %d ran the step at %s:%d (it waited in the call at line %d, which "
+                                  "completed at line %d)", m, orig->pos.file, orig->pos.line,
+                                  rc->c->steps[from].pos.line, rc->c->steps[top].pos.line);
+        }
+    }
+    rc->step_index = top;
+    rc->replaying = 0;
+    if (s)
+        for (int r = 0; r < W; r++) rc->resume[r] = -1;   /* the case stops: nothing is left to replay */
+    if (!s && nfailed == 1 && !stopped_before) {
+        /* one rank failed and no other waits or failed: the scenario's error,
+         * as for a step that fails with every rank running */
+        int others = 0;
+        for (int r = 0; r < W; r++) others += rc->blocked[r] || (rc->ended[r] && r != first);
+        if (!others) {
+            /* the per-rank program's state goes, as for any error of a
+             * collective step (the case stops, or expect_error goes on) */
+            matcher_reset(rc);
+            rc->failed_rank = first;
+            return lt__err(first_st, "%s", first_msg);
+        }
+    }
+    return s;
+}
+
+/* The tensor dim of a completed group's collective: a negative dim counts
+ * from the rank of the first member's input (the members agree on it). */
+static int group_dim(lt_coll kind, int dim, lt_tensor *const *in, const int *members, int n) {
+    const lt_tensor *t = n > 0 ? in[members[0]] : NULL;
+    if (dim >= 0 || kind == LT_COLL_BARRIER || !t) return dim;
+    return dim + (t->placeholder ? t->logical_ndim : t->ndim);
+}
+
+/* Rank r's call of a collective step into *c, checked on its own
+ * (lt_match_validate, and an input that holds no value on r). The non-roots
+ * of scatter send nothing; those of broadcast send their tensor when they
+ * hold one (its dtype and shape must agree with the root's). */
+static lt_status make_call(const sc_run_ctx *rc, const sc_step *st, lt_coll kind, const char *tensor, int md, int op,
+                           int dim, int concat_dim, int root, const lt_split_rule *rule, const lt_tensor *in, int r,
+                           lt_match_call *c) {
+    const lt_mesh *mesh = rc->c->mesh;
+    *c = lt_match_call_init(kind, md, st->pos.file, st->pos.line);
+    int d = dim, pos = 0;
+    lt_mesh_group_of(mesh, md, r, &pos);
+    int sends = kind != LT_COLL_BARRIER && !(kind == LT_COLL_SCATTER && pos != root) &&
+                !(kind == LT_COLL_BROADCAST && pos != root && (!in || in->placeholder));
+    if (kind != LT_COLL_BARRIER) {
+        if (sends && in && in->placeholder)
+            return lt__err(LT_INVALID, "%s:%d: rank %d: %s on mesh dim %d: input '%s' holds no value on this rank",
+                           st->pos.file, st->pos.line, r, lt_coll_name(kind), md, tensor ? tensor : "");
+        if (sends) lt_match_call_set_tensor(c, in);
+        if (d < 0 && in) d += in->placeholder ? in->logical_ndim : in->ndim;
+    }
+    if (kind_has(kind, "op")) c->op = op;
+    if (kind_has(kind, "root")) c->root = root;
+    if (kind_has(kind, "dim")) c->dim = d;
+    if (kind == LT_COLL_ALL_TO_ALL) c->concat_dim = concat_dim;
+    if (kind_has(kind, "split")) c->rule = rule;
+    return lt_match_validate(mesh, r, c);
+}
+
+lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, const char *tensor, int md, int op,
+                             int dim, int concat_dim, int root, const lt_split_rule *rule, const char *as) {
+    const lt_mesh *mesh = rc->c->mesh;
+    int W = mesh->world;
+    LT_TRY(ensure_matcher(rc));
+    if (md < 0 || md >= mesh->ndim) {
+        if (!lt__sc_any_stopped(rc))   /* every rank alike, nobody stopped: the scenario's mistake */
+            return lt__err_in(LT_INVALID, "collective", " %s: mesh dim %d is out of range for the %d-d mesh",
+                              lt_coll_name(kind), md, mesh->ndim);
+        for (int r = 0; r < W; r++) { /* while others wait: each rank that runs it fails (docs/SEMANTICS.md §12) */
+            if (!lt__sc_rank_runs(rc, st, r)) continue;
+            lt_match_call c = lt_match_call_init(kind, md, st->pos.file, st->pos.line);
+            lt_status bad = lt_match_validate(mesh, r, &c);
+            LT_TRY(end_rank(rc, r, bad ? bad : LT_INVALID));
+        }
+        return any_running(rc) ? LT_OK : lt__sc_program_end(rc, st);
+    }
+    sc_value *v = tensor ? lt__sc_value(rc, tensor) : NULL;
+    int ng = lt_mesh_ngroups(mesh, md), n = mesh->shape[md];
+    int *ready = lt__calloc((size_t)ng, sizeof(int)), *members = lt__calloc((size_t)n, sizeof(int));
+    unsigned char *posted = lt__calloc((size_t)W, 1);   /* (W) 1: posted its call in this step */
+    lt_tensor **in = lt__calloc((size_t)W, sizeof *in), **out = lt__calloc((size_t)W, sizeof *out);
+    lt_local *res = NULL;
+    lt_status s = LT_OK;
+    if (!ready || !members || !posted || !in || !out) s = lt__err(LT_NOMEM, "out of memory");
+    for (int r = 0; r < W && !s && v; r++)
+        in[r] = v->kind == SC_FULL ? v->full : v->kind == SC_DTENSOR ? v->dt->local->shards[r] : v->local->shards[r];
+    /* each rank's call on its own first: one that is wrong on its own
+     * fails on that rank without being issued (docs/SEMANTICS.md §12), unless every rank
+     * running the step fails alike with nobody else stopped (the scenario's
+     * own mistake: the case's error) */
+    int nbad = 0, ngood = 0, firstbad = -1;
+    for (int r = 0; r < W && !s; r++) {
+        if (!lt__sc_rank_runs(rc, st, r)) continue;
+        lt_match_call c;
+        if (make_call(rc, st, kind, tensor, md, op, dim, concat_dim, root, rule, in[r], r, &c)) {
+            if (firstbad < 0) firstbad = r;
+            nbad++;
+        } else {
+            ngood++;
+        }
+        lt__err_clear();
+    }
+    if (nbad && !ngood && !lt__sc_any_stopped(rc)) {
+        lt_match_call c;
+        s = make_call(rc, st, kind, tensor, md, op, dim, concat_dim, root, rule, in[firstbad], firstbad, &c);
+    }
+    int nready = 0;
+    for (int r = 0; r < W && !s; r++) {
+        if (!lt__sc_rank_runs(rc, st, r)) continue;
+        lt_match_call c;
+        lt_status bad = make_call(rc, st, kind, tensor, md, op, dim, concat_dim, root, rule, in[r], r, &c);
+        if (bad) {
+            s = end_rank(rc, r, bad);
+            continue;
+        }
+        int rdy = 0, g = -1;
+        s = lt_match_post(rc->mt, r, &c, &rdy, &g);
+        if (s) break;
+        rc->blocked[r] = 1;
+        rc->blocked_step[r] = rc->step_index;
+        posted[r] = 1;
+        if (rdy) {
+            ready[g] = 1;
+            nready++;
+        }
+    }
+    /* run the completed groups */
+    int d_first = INT32_MIN, uniform = 1;   /* a negative dim counts from each group's own rank */
+    for (int g = 0; g < ng && !s; g++) {
+        if (!ready[g]) continue;
+        lt_mesh_group(mesh, md, g, members);
+        for (int q = 0; q < n; q++) {
+            int m = members[q];
+            if (posted[m]) continue;
+            /* a call made in an earlier step: the member waited since, sends
+             * what it held then, and runs the steps it skipped afterwards */
+            in[m] = rc->held[m];
+            rc->resume[m] = rc->blocked_step[m];
+        }
+        int dn = group_dim(kind, dim, in, members, n);
+        if (d_first == INT32_MIN) d_first = dn;
+        else if (dn != d_first) uniform = 0;
+    }
+    lt_comm *gcomm = NULL;
+    lt_tensor **gin = NULL, **gout = NULL;
+    if (!s && nready && !(nready == ng && uniform)) {
+        lt_mesh m1;
+        gin = lt__calloc((size_t)n, sizeof *gin);
+        gout = lt__calloc((size_t)n, sizeof *gout);
+        if (!gin || !gout) s = lt__err(LT_NOMEM, "out of memory");
+        if (!s) s = lt_mesh_init(&m1, 1, &n, NULL);
+        if (!s) s = lt_comm_new(&m1, &gcomm);
+    }
+    if (!s && nready == ng && uniform) {
+        s = run_coll(rc->comm, md, kind, in, op, d_first, concat_dim, root, rule, out);
+    } else {
+        for (int g = 0; g < ng && !s; g++) {
+            if (!ready[g]) continue;
+            lt_mesh_group(mesh, md, g, members);
+            for (int q = 0; q < n; q++) gin[q] = in[members[q]], gout[q] = NULL;
+            s = run_coll(gcomm, 0, kind, gin, op, group_dim(kind, dim, in, members, n), concat_dim, root, rule, gout);
+            for (int q = 0; q < n; q++) out[members[q]] = gout[q];
+        }
+    }
+    if (s) s = lt__err_ctx_in(s, "collective", " %s along mesh dim %d%s%s%s", lt_coll_name(kind), md, tensor ? " of '" : "",
+                              tensor ? tensor : "", tensor ? "'" : "");
+    for (int g = 0; g < ng && !s; g++) {
+        if (!ready[g]) continue;
+        lt_mesh_group(mesh, md, g, members);
+        LT_ASSERT(lt_match_done(rc->mt, md, g) == LT_OK);
+        for (int q = 0; q < n && !s; q++) {
+            int m = members[q];
+            rc->blocked[m] = 0;
+            if (!posted[m] && as && out[m] && !(rc->held_as[m] && !strcmp(rc->held_as[m], as)))
+                s = put_held_result(rc, m, &out[m]);
+        }
+    }
+    for (int r = 0; r < W && !s; r++) /* ranks that wait from this step keep what they sent */
+        if (rc->blocked[r] && posted[r]) {
+            rc->held_as[r] = as;
+            if (in[r] && !rc->held[r]) s = lt_clone(in[r], &rc->held[r]);
+        }
+    if (!s && as) {
+        s = lt_local_new(mesh, &res);
+        for (int r = 0; r < W && !s; r++) {
+            if (out[r]) {
+                res->shards[r] = out[r];
+                out[r] = NULL;
+            } else {
+                s = lt__sc_skipped_shard(rc, as, r, in[r], &res->shards[r]);
+            }
+        }
+    }
+    for (int r = 0; out && r < W; r++) lt_tensor_free(out[r]);
+    for (int r = 0; r < W; r++) /* what completed members sent in earlier steps (in[] may point to it until here) */
+        if (!rc->blocked[r]) drop_held(rc, r);
+    lt_comm_free(gcomm);
+    lt__free(gin);
+    lt__free(gout);
+    lt__free(ready);
+    lt__free(members);
+    lt__free(posted);
+    lt__free(in);
+    lt__free(out);
+    if (!s && res) {
+        char origin[256];
+        snprintf(origin, sizeof origin, "collective %s at %s:%d:%d", lt_coll_name(kind), st->pos.file, st->pos.line,
+                 st->pos.col);
+        s = lt__sc_put_local(rc, as, res, origin);
+        res = NULL;
+    }
+    lt_local_free(res);
+    if (s) {
+        /* the calls posted in this step cannot be completed: drop the per-rank
+         * program's state (the case stops, or expect_error goes on from here) */
+        matcher_reset(rc);
+        return s;
+    }
+    if (rc->replaying) return LT_OK;   /* the outermost step decides, once every rank caught up */
+    s = catch_up(rc);
+    if (s) return s;   /* a rank failed in a step it caught up with: the caller reports it (rank_failed when others wait) */
+    /* the outcome is fixed only when no rank runs any more: a rank still
+     * running may yet fail, or stop in a group that comes first (docs/SEMANTICS.md §12) */
+    if (!any_running(rc)) return lt__sc_program_end(rc, st);
+    return LT_OK;
+}
