@@ -25,17 +25,20 @@ _Static_assert(offsetof(lt_dtensor, placements) == offsetof(lt_dtensor, spec) + 
                "placements");
 
 /* What distribute adds to a spec's checks: the Partial kinds it cannot
- * produce (pl normalized, np of them). */
-lt_status lt__check_partials(lt_dtype dtype, const lt_placement *norm, int np) {
+ * produce (pl normalized, np of them, one per mesh dim). An integer or bool
+ * P(sum) divides by the mesh dim's size: refused where that size is > 1
+ * (docs/SEMANTICS.md §3); on a size-1 dim every rank holds the tensor as it
+ * is, as a redistribute to P(sum) there gives. */
+lt_status lt__check_partials(const lt_mesh *mesh, lt_dtype dtype, const lt_placement *norm, int np) {
     for (int i = 0; i < np; i++) {
         if (norm[i].kind != LT_PL_PARTIAL) continue;
         if (norm[i].op == LT_REDOP_PRODUCT)
             return lt__err(LT_INVALID, "mesh dim %d: Replicate to Partial(product) conversion is not supported (distribute accepts P(sum|avg|max|min))", i);
         if (norm[i].op == LT_REDOP_AVG && dtype == LT_BOOL)
             return lt__err(LT_INVALID, "mesh dim %d: P(avg) of bool is not defined (use P(max) or P(min))", i);
-        if (norm[i].op == LT_REDOP_SUM && !lt_dtype_is_float(dtype))
-            return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: distributing %s with P(sum) on mesh dim %d (dividing by the mesh size would truncate)",
-                           lt_dtype_name(dtype), i);
+        if (norm[i].op == LT_REDOP_SUM && !lt_dtype_is_float(dtype) && mesh->shape[i] > 1)
+            return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: distributing %s with P(sum) on mesh dim %d of size %d (dividing by the mesh dim size would truncate)",
+                           lt_dtype_name(dtype), i, mesh->shape[i]);
     }
     return LT_OK;
 }
@@ -58,7 +61,7 @@ static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const
     int64_t n;
     LT_TRY(lt__numel_checked(ndim, shape, lt_dtype_size(dtype), &n));
     LT_TRY(lt_placements_check(mesh, ndim, pl, np, norm));
-    LT_TRY(lt__check_partials(dtype, norm, np));
+    LT_TRY(lt__check_partials(mesh, dtype, norm, np));
     LT_TRY(lt_spec_make(mesh, dtype, ndim, shape, norm, np, out));
     return check_room(out);
 }
@@ -240,14 +243,14 @@ lt_status lt_distribute_spec(const lt_spec *spec, const lt_tensor *full, lt_dten
         lt_shape_str(spec->ndim, spec->shape, b, sizeof b);
         return lt__err_in(LT_SHAPE, "distribute", ": the tensor has shape %s but the spec %s", a, b);
     }
-    LT_TRY(lt__check_partials(spec->dtype, spec->placements, spec->mesh->ndim));
+    LT_TRY(lt__check_partials(spec->mesh, spec->dtype, spec->placements, spec->mesh->ndim));
     LT_TRY(check_room(spec));
     return build(spec, fill_from_full, full, out);
 }
 
 lt_status lt_dtensor_init_spec(const lt_spec *spec, const lt_init *init, lt_dtensor **out) {
     *out = NULL;
-    LT_TRY(lt__check_partials(spec->dtype, spec->placements, spec->mesh->ndim));
+    LT_TRY(lt__check_partials(spec->mesh, spec->dtype, spec->placements, spec->mesh->ndim));
     LT_TRY(check_room(spec));
     return build(spec, fill_from_init, init, out);
 }

@@ -19,9 +19,10 @@
 lt_status lt__dtensor_wrap(lt_local *local, const lt_spec *spec, lt_dtensor **out);
 
 /* What distribute adds to a spec's checks: the Partial kinds it cannot
- * produce (norm: normalized placements, np of them). LT_INVALID or
- * LT_UNSUPPORTED naming the mesh dim. */
-lt_status lt__check_partials(lt_dtype dtype, const lt_placement *norm, int np);
+ * produce (norm: normalized placements, one per dim of mesh; an integer or
+ * bool P(sum) only on a mesh dim of size > 1). LT_INVALID or LT_UNSUPPORTED
+ * naming the mesh dim. */
+lt_status lt__check_partials(const lt_mesh *mesh, lt_dtype dtype, const lt_placement *norm, int np);
 
 /* Applies the Replicate->Partial partition of mesh dims [from_dim, ndim) that
  * are Partial in pl to shard t of rank coord (sum: divide by the mesh dim

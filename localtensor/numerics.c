@@ -272,7 +272,7 @@ static lt_status sample_into(const lt_spec *spec, const lt_sample_src *g, folds 
 
 lt_status lt_dtensor_sample(const lt_spec *spec, const lt_sample_src *g, const int *ranks, int n, lt_dtensor **out) {
     *out = NULL;
-    LT_TRY(lt__check_partials(spec->dtype, spec->placements, spec->mesh->ndim));
+    LT_TRY(lt__check_partials(spec->mesh, spec->dtype, spec->placements, spec->mesh->ndim));
     LT_TRY(check_ranks(spec, ranks, n, "the sampled shards"));
     lt_local *local;
     LT_TRY(lt_local_new(spec->mesh, &local));
@@ -442,7 +442,7 @@ lt_status lt_redistribute_ranks(const lt_spec *src, const lt_init *init, const l
     lt_sample_src g;
     *out = NULL;
     if (plan) *plan = NULL;
-    LT_TRY(lt__check_partials(src->dtype, src->placements, src->mesh->ndim));
+    LT_TRY(lt__check_partials(src->mesh, src->dtype, src->placements, src->mesh->ndim));
     LT_TRY(lt_sample_src_init(&g, init, src));
     return lt_redistribute_sampled(src, &g, dst, np, ranks, n, opts, out, plan, NULL);
 }
