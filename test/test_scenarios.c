@@ -335,6 +335,38 @@ static void test_failed_check_while_catching_up(void **state) {
     remove(path);
 }
 
+/* An expect_error expecting a hang at a step after which some ranks still
+ * run fails saying which ranks run on (not "would not hang"); the report
+ * itself comes once those ranks reach the end (docs/SEMANTICS.md §12). A
+ * collective on a DTensor reached while rank 0 waits is each rank's own
+ * call: rank 1's all_gather is call #1 of group [0,1], a mismatch. */
+static void test_hang_expected_while_ranks_run(void **state) {
+    (void)state;
+    char path[600], *out, *err;
+    tmp_path(path, sizeof path, "hang_early.yaml");
+    const char *args[] = {path};
+    lt_test_write_file(path,
+               "name: hang_early\nmesh: {shape: [2, 2], names: [dp, tp]}\ntensors: {x: {shape: [4]}}\nsteps:\n"
+               "  - distribute: {tensor: x, placements: [R, 'S(0)'], as: xd}\n"
+               "  - local_tensor: {shape: [1], values: 'rank', as: a}\n"
+               "  - collective: {kind: all_reduce, mesh_dim: tp, tensor: a, as: s}\n"   /* line 7 */
+               "    ranks: [0, 2, 3]\n"
+               "  - expect_error:\n"                                                       /* line 9 */
+               "      collective: {kind: all_gather, mesh_dim: tp, tensor: xd, as: g}\n" /* line 10 */
+               "      hang: missing\n");
+    assert_int_equal(lt_test_run_sc(args, 1, &out, &err), 1);
+    if (!strstr(out, "hang_early.yaml:9:5: expect_error: the per-rank program did not stop at collective: ranks 2, 3 "
+                     "still run"))
+        fail_msg("the early expect_error does not say which ranks run on:\n%s", out);
+    if (!strstr(out, "hang_early.yaml:7:5: would hang (mismatch): on mesh dim 1 (tp), group 0 [0,1], call #1: rank 0 "
+                     "calls all_reduce(op=sum) f32 (1)") ||
+        !strstr(out, "but rank 1 calls all_gather(dim=0) f32 (2)"))
+        fail_msg("the report at the end is not the mismatch of call #1:\n%s", out);
+    free(out);
+    free(err);
+    remove(path);
+}
+
 /* A per-rank program that would hang fails its case (exit 1) with the
  * would-hang report, told at the call it is about; the kinds of
  * docs/SEMANTICS.md §12, each once no rank can run. */
@@ -385,6 +417,24 @@ static void test_would_hang(void **state) {
     if (strstr(out, "expect_local")) fail_msg("a check ran after the per-rank program stopped:\n%s", out);
     free(out);
     free(err);
+    /* JUnit: a report's lines survive in the failure's message attribute
+     * (raw newlines there would be read as spaces) */
+    char junit[700];
+    snprintf(junit, sizeof junit, "%s/hang.xml", g_tmpdir);
+    const char *args2[] = {"--junit", junit, path};
+    assert_int_equal(lt_test_run_sc(args2, 3, &out, &err), 1);
+    char *xt = slurp(junit, NULL);
+    assert_non_null(xt);
+    const char *msg = strstr(xt, "<failure type=\"check\" message=\"would hang (missing)");
+    const char *close = msg ? strchr(msg + 40, '"') : NULL;
+    if (!msg || !close) fail_msg("no would-hang failure in the JUnit report:\n%s", xt);
+    const char *nl = strstr(msg, "&#10;  mesh dim 1 (tp), group 1 [2,3], call #1:&#10;");
+    if (!nl || nl > close || memchr(msg, '\n', (size_t)(close - msg)))
+        fail_msg("the failure's message attribute does not keep the report's lines:\n%s", xt);
+    free(xt);
+    free(out);
+    free(err);
+    remove(junit);
     remove(path);
 }
 
@@ -505,6 +555,8 @@ static void test_reports(void **state) {
     cJSON *file, *scen, *cs, *fl;
     cJSON_ArrayForEach(file, cJSON_GetObjectItemCaseSensitive(j, "files")) {
         cJSON_ArrayForEach(scen, cJSON_GetObjectItemCaseSensitive(file, "scenarios")) {
+            /* every listed key is there: no description is null */
+            if (!cJSON_GetObjectItemCaseSensitive(scen, "description")) fail_msg("a scenario without \"description\"");
             cJSON_ArrayForEach(cs, cJSON_GetObjectItemCaseSensitive(scen, "cases")) {
                 ncases++;
                 cJSON_ArrayForEach(fl, cJSON_GetObjectItemCaseSensitive(cs, "failures")) {
@@ -952,7 +1004,8 @@ int main(int argc, char **argv) {
     (void)argc;
     lt_test_tmpdir(g_tmpdir, sizeof g_tmpdir, argv[0], "test_scenarios.tmp");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_scenarios),   cmocka_unit_test(test_would_hang),   cmocka_unit_test(test_failed_check_while_catching_up),   cmocka_unit_test(test_big_file),
+        cmocka_unit_test(test_bad_scenarios),   cmocka_unit_test(test_would_hang),   cmocka_unit_test(test_failed_check_while_catching_up),
+        cmocka_unit_test(test_hang_expected_while_ranks_run),   cmocka_unit_test(test_big_file),
         cmocka_unit_test(test_generated_nesting), cmocka_unit_test(test_loader_limits),
         cmocka_unit_test(test_wrong_expectation),
         cmocka_unit_test(test_reports),         cmocka_unit_test(test_usage),

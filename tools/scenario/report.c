@@ -179,9 +179,12 @@ static cJSON *case_json(const sc_case *c) {
 
 /* ---- JUnit XML ----------------------------------------------------------------------- */
 
-/* XML 1.0 text: & < > " ' escaped; control characters other than tab,
- * newline and carriage return are not allowed at all, so they become '?'. */
-static void xml_escape(FILE *f, const char *s) {
+/* XML 1.0 text (attr 0) or an attribute value (attr 1): & < > " '
+ * escaped; control characters other than tab, newline and carriage return
+ * are not allowed at all, so they become '?'. In an attribute those three
+ * are written as character references: a parser turns them, written raw,
+ * into spaces (a multi-line message would lose its lines). */
+static void xml_escape_in(FILE *f, const char *s, int attr) {
     for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
         switch (*p) {
         case '&': fputs("&amp;", f); break;
@@ -191,10 +194,14 @@ static void xml_escape(FILE *f, const char *s) {
         case '\'': fputs("&apos;", f); break;
         default:
             if (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r') fputc('?', f);
+            else if (*p < 0x20 && attr) fprintf(f, "&#%d;", *p);
             else fputc(*p, f);
         }
     }
 }
+
+static void xml_escape(FILE *f, const char *s) { xml_escape_in(f, s, 0); }
+static void xml_attr(FILE *f, const char *s) { xml_escape_in(f, s, 1); }
 
 /* "scenarios/placements/chunk.yaml" -> "scenarios.placements.chunk" */
 static void classname(FILE *f, const char *path) {
@@ -207,7 +214,7 @@ static void classname(FILE *f, const char *path) {
     size_t j = 0;
     for (; p < end && j + 1 < sizeof buf; p++) buf[j++] = *p == '/' ? '.' : *p;
     buf[j] = '\0';
-    xml_escape(f, buf);
+    xml_attr(f, buf);
 }
 
 static void failure_text(FILE *f, const lt_sc_failure *x) {
@@ -335,6 +342,7 @@ void lt__sc_stream_scen_begin(sc_stream *st, const sc_scenario *s) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "name", s->name);
     if (s->description) cJSON_AddStringToObject(j, "description", s->description);
+    else cJSON_AddNullToObject(j, "description");   /* every key of scenarios/README.md's list is there */
     cJSON_AddNumberToObject(j, "line", s->pos.line);
     cJSON_AddBoolToObject(j, "sweep", s->is_sweep);
     json_raw(st, st->nscen++ ? ",\n" : "");
@@ -347,7 +355,7 @@ static void junit_case(FILE *f, const lt_sc_file *file, const sc_case *cs) {
     fprintf(f, "    <testcase classname=\"");
     classname(f, file->path);
     fprintf(f, "\" name=\"");
-    xml_escape(f, cs->name);
+    xml_attr(f, cs->name);
     fprintf(f, "\" time=\"%.6f\"", cs->res.seconds);
     if (cs->res.status == LT_SC_PASS) {
         fprintf(f, "/>\n");
@@ -363,7 +371,7 @@ static void junit_case(FILE *f, const lt_sc_file *file, const sc_case *cs) {
             if (cs->res.status != LT_SC_FAIL || x == 0) first = &cs->res.fails[x];
         if (cs->res.status == LT_SC_ERROR && cs->res.nfails) first = &cs->res.fails[cs->res.nfails - 1];
         fprintf(f, "      <%s type=\"%s\" message=\"", tag, cs->res.status == LT_SC_FAIL ? "check" : "step");
-        if (first && first->message) xml_escape(f, first->message);
+        if (first && first->message) xml_attr(f, first->message);
         fprintf(f, "\">");
         for (int x = 0; x < cs->res.nfails; x++) failure_text(f, &cs->res.fails[x]);
         fprintf(f, "</%s>\n", tag);
@@ -416,7 +424,7 @@ void lt__sc_stream_file_end(sc_stream *st, const lt_sc_file *f) {
     if (!st->suite) return;
     if (st->tests) {
         fprintf(st->body, "  <testsuite name=\"");
-        xml_escape(st->body, f->path);
+        xml_attr(st->body, f->path);
         fprintf(st->body, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.6f\">\n", st->tests,
                 st->fails, st->errs, st->skipped, st->file_t);
         if (copy_file(st->body, st->suite)) junit_fail(st, LT_IO, "cannot write a temporary file for");
@@ -466,12 +474,12 @@ lt_status lt__sc_stream_close(sc_stream *st, const sc_run_summary *sum) {
             for (int i = 0; i < nlerr; i++) {
                 const char *msg = st->lerr[i].message ? st->lerr[i].message : "out of memory";
                 fprintf(f, "  <testsuite name=\"");
-                xml_escape(f, st->lerr[i].path);
+                xml_attr(f, st->lerr[i].path);
                 fprintf(f, "\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" time=\"0\">\n");
                 fprintf(f, "    <testcase classname=\"");
                 classname(f, st->lerr[i].path);
                 fprintf(f, "\" name=\"(load)\" time=\"0\">\n      <error type=\"load\" message=\"");
-                xml_escape(f, msg);
+                xml_attr(f, msg);
                 fprintf(f, "\">");
                 xml_escape(f, msg);
                 fprintf(f, "</error>\n    </testcase>\n  </testsuite>\n");

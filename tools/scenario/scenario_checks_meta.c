@@ -329,6 +329,16 @@ lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
     else
         snprintf(want, sizeof want, "an error%s%s%s%s%s", d->status >= 0 ? " of status " : "", d->status >= 0 ? status_key(d->status) : "",
                  d->contains ? " containing '" : "", d->contains ? d->contains : "", d->contains ? "'" : "");
+    if (s == LT_OK && d->hang >= 0 && lt__sc_any_stopped(rc)) {
+        /* ranks wait or failed, but others still run: the program goes on,
+         * and its report comes once no rank can run (docs/SEMANTICS.md §12) */
+        char running[160];
+        lt__sc_running_ranks(rc, running, sizeof running);
+        return lt__sc_check_fail(rc, st, -1, NULL, want, running, NULL,
+                                 "expect_error: the per-rank program did not stop at %s: %s (a would-hang report comes "
+                                 "only once no rank can run, docs/SEMANTICS.md §12), but %s was expected here",
+                                 name, running, want);
+    }
     if (s == LT_OK && d->hang >= 0)
         return lt__sc_check_fail(rc, st, -1, NULL, want, "every collective completed", NULL,
                                  "expect_error: %s would not hang, but %s was expected", name, want);

@@ -482,6 +482,9 @@ int lt__sc_rank_runs(const sc_run_ctx *rc, const sc_step *st, int r);
 /* 1 when some rank has stopped in the per-rank program: it waits in a
  * collective, or its program ended with an error while others went on. */
 int lt__sc_any_stopped(const sc_run_ctx *rc);
+/* "ranks 1, 3 still run" (the first 8, then "and N more") into buf (n
+ * bytes, cut to fit): the ranks neither waiting nor failed. */
+void lt__sc_running_ranks(const sc_run_ctx *rc, char *buf, size_t n);
 /* Runs a collective step through the matcher (its tensor a LocalTensor, or
  * the step limited to some ranks, or a barrier). */
 lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, const char *tensor, int mesh_dim,

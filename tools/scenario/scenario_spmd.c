@@ -35,6 +35,21 @@ int lt__sc_any_stopped(const sc_run_ctx *rc) {
     return 0;
 }
 
+void lt__sc_running_ranks(const sc_run_ctx *rc, char *buf, size_t n) {
+    int W = rc->c->mesh->world, count = 0, shown = 0;
+    for (int r = 0; r < W; r++) count += !(rc->blocked && rc->blocked[r]) && !(rc->ended && rc->ended[r]);
+    size_t used = (size_t)snprintf(buf, n, "%s", count == 1 ? "rank" : "ranks");
+    for (int r = 0; r < W && used < n; r++) {
+        if ((rc->blocked && rc->blocked[r]) || (rc->ended && rc->ended[r])) continue;
+        if (shown == 8) {
+            used += (size_t)snprintf(buf + used, n - used, " and %d more", count - shown);
+            break;
+        }
+        used += (size_t)snprintf(buf + used, n - used, "%s%d", shown++ ? ", " : " ", r);
+    }
+    if (used < n) snprintf(buf + used, n - used, " still run%s", count == 1 ? "s" : "");
+}
+
 lt_status lt__sc_skipped_shard(sc_run_ctx *rc, const char *as, int r, const lt_tensor *like, lt_tensor **out) {
     sc_value *old = lt__sc_value(rc, as);
     if (old && old->kind == SC_LOCAL) return lt_clone(old->local->shards[r], out);
