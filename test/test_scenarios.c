@@ -335,6 +335,41 @@ static void test_failed_check_while_catching_up(void **state) {
     remove(path);
 }
 
+/* "produced by" under a failed expect_local names the step that made that
+ * rank's shard: a rank that skipped a step keeps its older shard and its
+ * origin; a waiting rank's result comes from its own call, also when the
+ * step that completed it (another rank's) stores under the same name. */
+static void test_per_rank_origin(void **state) {
+    (void)state;
+    char path[600], *out, *err;
+    tmp_path(path, sizeof path, "origin.yaml");
+    const char *args[] = {path};
+    lt_test_write_file(path,
+               "name: origin\nmesh: 2\nsteps:\n"
+               "  - local_tensor: {shape: [1], values: 'rank', as: t}\n"               /* line 4 */
+               "  - local_op: {op: mul_scalar, inputs: t, scalar: 2, as: t}\n"       /* line 5 */
+               "    ranks: [0]\n"
+               "  - expect_local: {tensor: t, ranks: {1: [5]}}\n"                     /* line 7: rank 1 holds 1 */
+               "  - collective: {kind: all_reduce, mesh_dim: 0, tensor: t, as: s}\n" /* line 8 */
+               "    ranks: [0]\n"
+               "  - collective: {kind: all_reduce, mesh_dim: 0, tensor: t, as: s}\n" /* line 10 */
+               "    ranks: [1]\n"
+               "  - expect_local: {tensor: s, ranks: {0: [9]}}\n");                   /* line 12: 0 + 1 = 1 */
+    assert_int_equal(lt_test_run_sc(args, 1, &out, &err), 1);
+    const char *want[] = {
+        ":7:5: expect_local of 't': rank 1 (coord [1]): index [0]: expected 5, actual 1",
+        "produced by: local_tensor at ",   /* not the local_op rank 1 skipped */
+        ":12:5: expect_local of 's': rank 0 (coord [0]): index [0]: expected 9, actual 1",
+        "origin.yaml:8:5\n"};              /* rank 0's own call, not rank 1's at line 10 */
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        if (!strstr(out, want[i])) fail_msg("output lacks '%s':\n%s", want[i], out);
+    if (strstr(out, "local_op mul_scalar at") || strstr(out, "origin.yaml:10:5\n"))
+        fail_msg("an origin names a step that did not make that rank's shard:\n%s", out);
+    free(out);
+    free(err);
+    remove(path);
+}
+
 /* An expect_error expecting a hang at a step after which some ranks still
  * run fails saying which ranks run on (not "would not hang"); the report
  * itself comes once those ranks reach the end (docs/SEMANTICS.md §12). A
@@ -1005,7 +1040,8 @@ int main(int argc, char **argv) {
     lt_test_tmpdir(g_tmpdir, sizeof g_tmpdir, argv[0], "test_scenarios.tmp");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_scenarios),   cmocka_unit_test(test_would_hang),   cmocka_unit_test(test_failed_check_while_catching_up),
-        cmocka_unit_test(test_hang_expected_while_ranks_run),   cmocka_unit_test(test_big_file),
+        cmocka_unit_test(test_hang_expected_while_ranks_run),
+        cmocka_unit_test(test_per_rank_origin),   cmocka_unit_test(test_big_file),
         cmocka_unit_test(test_generated_nesting), cmocka_unit_test(test_loader_limits),
         cmocka_unit_test(test_wrong_expectation),
         cmocka_unit_test(test_reports),         cmocka_unit_test(test_usage),

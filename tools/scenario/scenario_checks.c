@@ -292,7 +292,7 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
     for (int i = 0; i < mesh->ndim; i++) c64[i] = coord[i];
     lt__sc_fmt_index(mesh->ndim, c64, cs, sizeof cs);
     return lt__sc_check_fail(rc, st, first, f.index[0] ? f.index : NULL, f.expected[0] ? f.expected : NULL,
-                             f.actual[0] ? f.actual : NULL, lt__sc_origin(v),
+                             f.actual[0] ? f.actual : NULL, lt__sc_origin_rank(v, first),
                              "expect_local of '%s': rank %d (coord %s): %s%s%s%s", d->tensor, first, cs, f.msg,
                              nbad > 2 ? " (also ranks " : nbad > 1 ? " (also rank " : "", nbad > 1 ? others : "",
                              nbad > 1 ? ")" : "");

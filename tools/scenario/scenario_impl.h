@@ -351,6 +351,11 @@ typedef struct sc_value {
     lt_plan *oplan;           /* a reference, or NULL: origin is this plan's text, made
                                * when first asked for (lt__sc_origin) */
     const sc_step *ostep;     /* the redistribute step of oplan */
+    char **rorigin;           /* NULL, or (nro) owned: SC_LOCAL only, rank r's origin where
+                               * it differs from origin ("": none), else NULL. A rank that
+                               * skipped the step that made the value keeps its older shard,
+                               * and a waiting rank's result comes from its own step */
+    int nro;
     int sampled;              /* numerics sample/none: dt holds the sampled ranks only,
                                * and gen says where every rank's values come from */
     lt_sample_src gen;
@@ -413,6 +418,11 @@ typedef struct sc_run_ctx {
     int in_steps;             /* 1 once the steps: section runs */
     sc_cmp *cmp;              /* --compare-backend, or NULL */
     int hung;                 /* a would-hang report ended the per-rank program */
+    /* (ncarry, malloc'd) ranks that keep their shard of the value named
+     * `name` in the step running (lt__sc_skipped_shard): the value put
+     * under that name keeps their older origins (then they are dropped) */
+    struct sc_carry { const char *name; int rank; } *carry;
+    int ncarry, carry_cap;
     int hang_kind;            /* lt_hang_kind of the last report, -1: none */
     const char *hang_text;    /* the last report's whole text (in the arena), or NULL */
     int failed_rank;          /* the rank a per-rank step failed on, -1: none or not one rank */
@@ -446,6 +456,12 @@ extern const char lt__sc_plan_origin[];
 const char *lt__sc_plan_text(sc_run_ctx *rc);
 /* v's origin, made now if it is a plan's; NULL: none. Owned by v. */
 const char *lt__sc_origin(sc_value *v);
+/* The origin of rank r's shard of v (a LocalTensor's ranks may differ, see
+ * sc_value.rorigin); NULL: none. Owned by v. */
+const char *lt__sc_origin_rank(sc_value *v, int r);
+/* Sets rank r's origin of LocalTensor v (copied); an allocation failure
+ * leaves it as it was (an origin is information, never a result). */
+void lt__sc_set_origin_rank(sc_value *v, int world, int r, const char *origin);
 /* The text of plan p of redistribute step st into buf (n bytes). */
 void lt__sc_plan_origin_text(const lt_plan *p, const sc_step *st, char *buf, size_t n);
 lt_status lt__sc_put_full(sc_run_ctx *rc, const char *name, lt_tensor *t, const char *origin);

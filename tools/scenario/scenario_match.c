@@ -85,6 +85,9 @@ void lt__sc_spmd_free(sc_run_ctx *rc) {
     lt__free(rc->one);
     lt__free(rc->ended);
     lt__free(rc->ended_step);
+    lt__free(rc->carry);
+    rc->carry = NULL;
+    rc->ncarry = rc->carry_cap = 0;
     rc->ended = NULL;
     rc->ended_step = NULL;
     rc->blocked = NULL;
@@ -95,9 +98,20 @@ void lt__sc_spmd_free(sc_run_ctx *rc) {
     rc->one = NULL;
 }
 
+/* Rank r's shard of v came from its call of `kind` in the step it waited
+ * in (rc->blocked_step[r]): that step is its origin. */
+static void set_own_origin(sc_run_ctx *rc, sc_value *v, lt_coll kind, int r) {
+    const sc_step *own = &rc->c->steps[rc->blocked_step[r]];
+    char origin[256];
+    snprintf(origin, sizeof origin, "collective %s at %s:%d:%d", lt_coll_name(kind), own->pos.file, own->pos.line,
+             own->pos.col);
+    if (v) lt__sc_set_origin_rank(v, rc->c->mesh->world, r, origin);
+}
+
 /* Rank r's result of a call made in an earlier step goes to that step's
- * `as` (a LocalTensor since then: the step defined it). Takes *t. */
-static lt_status put_held_result(sc_run_ctx *rc, int r, lt_tensor **t) {
+ * `as` (a LocalTensor since then: the step defined it), its origin that
+ * step's call. Takes *t. */
+static lt_status put_held_result(sc_run_ctx *rc, lt_coll kind, int r, lt_tensor **t) {
     sc_value *v = rc->held_as[r] ? lt__sc_value(rc, rc->held_as[r]) : NULL;
     if (!v || v->kind != SC_LOCAL || !v->local) {
         lt_tensor_free(*t);
@@ -108,6 +122,7 @@ static lt_status put_held_result(sc_run_ctx *rc, int r, lt_tensor **t) {
     lt_tensor_free(v->local->shards[r]);
     v->local->shards[r] = *t;
     *t = NULL;
+    set_own_origin(rc, v, kind, r);
     return LT_OK;
 }
 
@@ -463,7 +478,7 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
             int m = members[q];
             rc->blocked[m] = 0;
             if (!posted[m] && as && out[m] && !(rc->held_as[m] && !strcmp(rc->held_as[m], as)))
-                s = put_held_result(rc, m, &out[m]);
+                s = put_held_result(rc, kind, m, &out[m]);
         }
     }
     for (int r = 0; r < W && !s; r++) /* ranks that wait from this step keep what they sent */
@@ -477,6 +492,7 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
             if (out[r]) {
                 res->shards[r] = out[r];
                 out[r] = NULL;
+                if (!posted[r]) posted[r] = 2;   /* the result of r's call in an earlier step */
             } else {
                 s = lt__sc_skipped_shard(rc, as, r, in[r], &res->shards[r]);
             }
@@ -490,7 +506,6 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
     lt__free(gout);
     lt__free(ready);
     lt__free(members);
-    lt__free(posted);
     lt__free(in);
     lt__free(out);
     if (!s && res) {
@@ -499,7 +514,10 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
                  st->pos.col);
         s = lt__sc_put_local(rc, as, res, origin);
         res = NULL;
+        for (int r = 0; r < W && !s; r++)   /* a waiting rank's result comes from its own step's call */
+            if (posted[r] == 2) set_own_origin(rc, lt__sc_value(rc, as), kind, r);
     }
+    lt__free(posted);
     lt_local_free(res);
     if (s) {
         /* the calls posted in this step cannot be completed: drop the per-rank

@@ -41,7 +41,15 @@ char *lt__sc_fmt_index(int ndim, const int64_t *idx, char *buf, size_t n) {
 
 /* ---- values -------------------------------------------------------------------- */
 
+static void free_rorigin(sc_value *v) {
+    for (int r = 0; v->rorigin && r < v->nro; r++) lt__free(v->rorigin[r]);
+    lt__free(v->rorigin);
+    v->rorigin = NULL;
+    v->nro = 0;
+}
+
 static void value_clear(sc_value *v) {
+    free_rorigin(v);
     lt_tensor_free(v->full);
     lt_dtensor_free(v->dt);
     lt_local_free(v->local);
@@ -65,6 +73,42 @@ const char *lt__sc_origin(sc_value *v) {
     return v->origin[0] ? v->origin : NULL;
 }
 
+const char *lt__sc_origin_rank(sc_value *v, int r) {
+    if (v->rorigin && r >= 0 && r < v->nro && v->rorigin[r]) return v->rorigin[r][0] ? v->rorigin[r] : NULL;
+    return lt__sc_origin(v);
+}
+
+void lt__sc_set_origin_rank(sc_value *v, int world, int r, const char *origin) {
+    if (r < 0 || r >= world) return;
+    if (!v->rorigin) {
+        v->rorigin = lt__calloc((size_t)world, sizeof *v->rorigin);
+        if (!v->rorigin) return;
+        v->nro = world;
+    }
+    size_t n = strlen(origin ? origin : "") + 1;
+    char *s = lt__malloc(n);
+    if (!s) return;
+    memcpy(s, origin ? origin : "", n);
+    lt__free(v->rorigin[r]);
+    v->rorigin[r] = s;
+}
+
+/* The per-rank origins a LocalTensor put under `name` keeps from the value
+ * it replaces (old, or NULL): the carried ranks' (rc->carry), which are
+ * then dropped. Into *out (world entries, owned) or NULL. */
+static void carried_origins(sc_run_ctx *rc, const char *name, sc_value *old, sc_value *out) {
+    int W = rc->c->mesh->world, k = 0;
+    for (int i = 0; i < rc->ncarry; i++) {
+        if (strcmp(rc->carry[i].name, name)) {
+            rc->carry[k++] = rc->carry[i];
+            continue;
+        }
+        const char *o = old && old->kind == SC_LOCAL ? lt__sc_origin_rank(old, rc->carry[i].rank) : NULL;
+        lt__sc_set_origin_rank(out, W, rc->carry[i].rank, o ? o : "");
+    }
+    rc->ncarry = k;
+}
+
 sc_value *lt__sc_value(sc_run_ctx *rc, const char *name) {
     for (int i = rc->nvals - 1; i >= 0; i--)
         if (!strcmp(rc->vals[i].name, name)) return &rc->vals[i];
@@ -74,11 +118,14 @@ sc_value *lt__sc_value(sc_run_ctx *rc, const char *name) {
 static lt_status put(sc_run_ctx *rc, const char *name, int kind, lt_tensor *t, lt_dtensor *dt,
                      lt_local *l, const char *origin) {
     sc_value *v = lt__sc_value(rc, name);
+    sc_value ro = {0};   /* the new value's per-rank origins, taken before v is cleared */
+    if (kind == SC_LOCAL && rc->ncarry) carried_origins(rc, name, v, &ro);
     if (!v) {
         if (rc->nvals == rc->cap) {
             int cap = rc->cap ? rc->cap * 2 : 16;
             sc_value *nv = lt__realloc(rc->vals, sizeof *nv * (size_t)cap);
             if (!nv) {
+                free_rorigin(&ro);
                 lt_tensor_free(t);
                 lt_dtensor_free(dt);
                 lt_local_free(l);
@@ -93,6 +140,8 @@ static lt_status put(sc_run_ctx *rc, const char *name, int kind, lt_tensor *t, l
     } else {
         value_clear(v);
     }
+    v->rorigin = ro.rorigin;
+    v->nro = ro.nro;
     v->kind = kind;
     v->full = t;
     v->dt = dt;
@@ -182,6 +231,7 @@ void lt__sc_record_check(sc_run_ctx *rc, int failed) {
 /* ---- steps ---------------------------------------------------------------------------- */
 
 lt_status lt__sc_run_step(sc_run_ctx *rc, const sc_step *st) {
+    rc->ncarry = 0;
     rc->failed_check = 0;
     rc->did_check = 0;
     rc->failed_rank = -1;

@@ -52,6 +52,15 @@ void lt__sc_running_ranks(const sc_run_ctx *rc, char *buf, size_t n) {
 
 lt_status lt__sc_skipped_shard(sc_run_ctx *rc, const char *as, int r, const lt_tensor *like, lt_tensor **out) {
     sc_value *old = lt__sc_value(rc, as);
+    if (rc->ncarry == rc->carry_cap) {   /* the value put under `as` keeps r's older origin */
+        int cap = rc->carry_cap ? 2 * rc->carry_cap : 16;
+        struct sc_carry *nc = lt__realloc(rc->carry, sizeof *nc * (size_t)cap);
+        if (!nc) return lt__err(LT_NOMEM, "out of memory");
+        rc->carry = nc;
+        rc->carry_cap = cap;
+    }
+    rc->carry[rc->ncarry].name = as;
+    rc->carry[rc->ncarry++].rank = r;
     if (old && old->kind == SC_LOCAL) return lt_clone(old->local->shards[r], out);
     if (like && !like->placeholder) return lt_tensor_placeholder(like->dtype, like->ndim, like->shape, out);
     if (like) return lt_tensor_placeholder(like->dtype, like->logical_ndim, like->logical, out);
