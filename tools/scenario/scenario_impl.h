@@ -522,8 +522,10 @@ void lt__sc_record_check(sc_run_ctx *rc, int failed);
  * per-rank program ends here (lt__sc_program_end). Returns st unchanged when
  * that does not apply (the case's error). */
 lt_status lt__sc_rank_failed(sc_run_ctx *rc, const sc_step *step, lt_status st);
-/* A shard for rank r that skipped a step defining `as`: its older shard of
- * `as` when that is a LocalTensor, else a placeholder shaped like `like`. */
+/* A shard for rank r that skipped a step defining `as` (into *out, caller
+ * frees): its older shard of `as` when that is a LocalTensor, else a
+ * placeholder shaped like `like`. The value the step then puts under `as`
+ * keeps r's older origin (rc->carry). */
 lt_status lt__sc_skipped_shard(sc_run_ctx *rc, const char *as, int r, const lt_tensor *like, lt_tensor **out);
 /* --trace (scenario_trace.c): begin/end around a case, step after each
  * step (since: the comm trace index before it), op from the op step. begin
