@@ -446,6 +446,9 @@ static void test_would_hang(void **state) {
          * there, and the report is told at rank 1's barrier */
         ":28:7: would hang (missing): on mesh dim 0, group 0 [0,1], call #1: rank 1 waits in barrier at ",
         "hang.yaml:28, but rank 0 finished without making that call",
+        /* and it says where the running rank stopped (the distribute, line 30) */
+        "  the running ranks stopped at distribute at ",
+        "hang.yaml:30:7 (every rank runs that step together: a waiting rank never reaches it)",
         "0 passed, 4 failed, 0 errors"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         if (!strstr(out, want[i])) fail_msg("output lacks '%s':\n%s", want[i], out);

@@ -299,7 +299,7 @@ lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
          * the wrapped step's outcome */
         rc->failed_check = 0;
         lt__err_clear();
-        s = lt__sc_program_end(rc, st);
+        s = lt__sc_program_end_at(rc, st, &d->inner);
     } else if (d->inner.type) {
         s = lt__sc_run_step(rc, &d->inner);
         /* a rank's error while others wait: the rank_failed report */

@@ -508,8 +508,10 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
 /* Ends the per-rank program here: every rank not waiting finishes, and any
  * rank still waiting gives a would-hang report, recorded as a failed check
  * of st (LT_MISMATCH, rc->hung, rc->hang_kind). LT_OK when nothing waits.
- * The matcher is reset either way. */
+ * The matcher is reset either way. _at: the running ranks reached
+ * `together`, a step every rank runs together (the report says so). */
 lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st);
+lt_status lt__sc_program_end_at(sc_run_ctx *rc, const sc_step *st, const sc_step *together);
 void lt__sc_spmd_free(sc_run_ctx *rc);
 /* Counts one check of the case; failed: records rc->pending as its failure
  * (a check run outside the step loop: a rank catching up). */

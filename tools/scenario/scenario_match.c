@@ -135,7 +135,9 @@ static const sc_step *report_step(const sc_run_ctx *rc, const lt_match_report *r
     return rc->blocked[r] ? &rc->c->steps[rc->blocked_step[r]] : st;
 }
 
-lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st) {
+lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st) { return lt__sc_program_end_at(rc, st, NULL); }
+
+lt_status lt__sc_program_end_at(sc_run_ctx *rc, const sc_step *st, const sc_step *together) {
     if (!rc->mt) return LT_OK;
     lt_status s = LT_OK;
     for (int r = 0; r < rc->c->mesh->world && !s; r++)
@@ -158,6 +160,18 @@ lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st) {
     }
     size_t len = strlen(text);
     while (len > 0 && text[len - 1] == '\n') text[--len] = '\0';
+    if (together) {   /* why the running ranks count as finished */
+        size_t n = len + strlen(together->type->name) + strlen(together->pos.file) + 160;
+        char *t2 = lt__sc_alloc(rc->arena, n);
+        if (!t2) {
+            lt_match_report_free(rep);
+            return lt__err(LT_NOMEM, "out of memory");
+        }
+        snprintf(t2, n, "%s\n  the running ranks stopped at %s at %s:%d:%d (every rank runs that step together: "
+                 "a waiting rank never reaches it)", text, together->type->name, together->pos.file,
+                 together->pos.line, together->pos.col);
+        text = t2;
+    }
     rc->hung = 1;
     rc->hang_kind = (int)rep->kind;
     rc->hang_text = text;

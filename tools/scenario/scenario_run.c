@@ -379,7 +379,7 @@ static void run_case(sc_case *c, sc_arena *arena, FILE *show, sc_cmp *cmp) {
         if (lt__sc_any_stopped(&rc) && !lt__sc_step_is_per_rank(s->type) && strcmp(s->type->name, "expect_error")) {
             rc.failed_check = 0;
             lt__err_clear();
-            st = lt__sc_program_end(&rc, s);
+            st = lt__sc_program_end_at(&rc, s, s);
         } else {
             st = lt__sc_run_step(&rc, s);
             /* a rank's error while others wait in a collective: report where

@@ -545,7 +545,7 @@ lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
     }
     /* permute is never matched (docs/SEMANTICS.md §12): every rank runs it
      * together, so ranks that wait or failed never reach it */
-    if (d->kind == LT_COLL_PERMUTE && lt__sc_any_stopped(rc)) return lt__sc_program_end(rc, st);
+    if (d->kind == LT_COLL_PERMUTE && lt__sc_any_stopped(rc)) return lt__sc_program_end_at(rc, st, st);
     if (d->kind != LT_COLL_PERMUTE && (st->mask || is_local || d->kind == LT_COLL_BARRIER || lt__sc_any_stopped(rc)))
         return lt__sc_run_matched(rc, st, d->kind, d->tensor, d->mesh_dim, (int)d->op, d->dim, d->concat_dim, d->root,
                                   d->has_rule ? &d->rule : NULL, d->as);
