@@ -367,6 +367,23 @@ static void test_per_rank_origin(void **state) {
         fail_msg("an origin names a step that did not make that rank's shard:\n%s", out);
     free(out);
     free(err);
+    /* the waiting call made inside an expect_error: its origin is the wrapped
+     * step (line 6, col 7), not the expect_error (line 5) */
+    lt_test_write_file(path,
+               "name: origin2\nmesh: 2\nsteps:\n"
+               "  - local_tensor: {shape: [1], values: 'rank', as: a}\n"
+               "  - expect_error:\n"                                                      /* line 5 */
+               "      collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: s}\n"  /* line 6 */
+               "      ranks: [0]\n"
+               "      hang: missing\n"
+               "  - collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: s}\n"    /* line 9 */
+               "    ranks: [1]\n"
+               "  - expect_local: {tensor: s, ranks: {0: [99]}}\n");
+    assert_int_equal(lt_test_run_sc(args, 1, &out, &err), 1);
+    if (!strstr(out, "produced by: collective all_reduce at ") || !strstr(out, "origin.yaml:6:7\n"))
+        fail_msg("rank 0's origin is not its own wrapped call:\n%s", out);
+    free(out);
+    free(err);
     remove(path);
 }
 
@@ -448,7 +465,7 @@ static void test_would_hang(void **state) {
         "hang.yaml:28, but rank 0 finished without making that call",
         /* and it says where the running rank stopped (the distribute, line 30) */
         "  the running ranks stopped at distribute at ",
-        "hang.yaml:30:7 (every rank runs that step together: a waiting rank never reaches it)",
+        "hang.yaml:30:7 (every rank runs that step together: a rank that waits or failed never reaches it)",
         "0 passed, 4 failed, 0 errors"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         if (!strstr(out, want[i])) fail_msg("output lacks '%s':\n%s", want[i], out);

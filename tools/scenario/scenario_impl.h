@@ -420,7 +420,7 @@ typedef struct sc_run_ctx {
     int hung;                 /* a would-hang report ended the per-rank program */
     /* (ncarry, malloc'd) ranks that keep their shard of the value named
      * `name` in the step running (lt__sc_skipped_shard): the value put
-     * under that name keeps their older origins (then they are dropped) */
+     * under that name keeps their older origins (reset at each step) */
     struct sc_carry { const char *name; int rank; } *carry;
     int ncarry, carry_cap;
     int hang_kind;            /* lt_hang_kind of the last report, -1: none */

@@ -99,9 +99,11 @@ void lt__sc_spmd_free(sc_run_ctx *rc) {
 }
 
 /* Rank r's shard of v came from its call of `kind` in the step it waited
- * in (rc->blocked_step[r]): that step is its origin. */
+ * in (rc->blocked_step[r]; the step an expect_error there wraps): that
+ * step is its origin. */
 static void set_own_origin(sc_run_ctx *rc, sc_value *v, lt_coll kind, int r) {
-    const sc_step *own = &rc->c->steps[rc->blocked_step[r]];
+    const sc_step *own = &rc->c->steps[rc->blocked_step[r]], *inner = lt__sc_expect_error_inner(own);
+    if (inner) own = inner;
     char origin[256];
     snprintf(origin, sizeof origin, "collective %s at %s:%d:%d", lt_coll_name(kind), own->pos.file, own->pos.line,
              own->pos.col);
@@ -168,7 +170,7 @@ lt_status lt__sc_program_end_at(sc_run_ctx *rc, const sc_step *st, const sc_step
             return lt__err(LT_NOMEM, "out of memory");
         }
         snprintf(t2, n, "%s\n  the running ranks stopped at %s at %s:%d:%d (every rank runs that step together: "
-                 "a waiting rank never reaches it)", text, together->type->name, together->pos.file,
+                 "a rank that waits or failed never reaches it)", text, together->type->name, together->pos.file,
                  together->pos.line, together->pos.col);
         text = t2;
     }

@@ -94,19 +94,15 @@ void lt__sc_set_origin_rank(sc_value *v, int world, int r, const char *origin) {
 }
 
 /* The per-rank origins a LocalTensor put under `name` keeps from the value
- * it replaces (old, or NULL): the carried ranks' (rc->carry), which are
- * then dropped. Into *out (world entries, owned) or NULL. */
+ * it replaces (old, or NULL): the carried ranks' (rc->carry, kept until the
+ * next step: a step may put the same name twice). Into out->rorigin (owned). */
 static void carried_origins(sc_run_ctx *rc, const char *name, sc_value *old, sc_value *out) {
-    int W = rc->c->mesh->world, k = 0;
+    int W = rc->c->mesh->world;
     for (int i = 0; i < rc->ncarry; i++) {
-        if (strcmp(rc->carry[i].name, name)) {
-            rc->carry[k++] = rc->carry[i];
-            continue;
-        }
+        if (strcmp(rc->carry[i].name, name)) continue;
         const char *o = old && old->kind == SC_LOCAL ? lt__sc_origin_rank(old, rc->carry[i].rank) : NULL;
         lt__sc_set_origin_rank(out, W, rc->carry[i].rank, o ? o : "");
     }
-    rc->ncarry = k;
 }
 
 sc_value *lt__sc_value(sc_run_ctx *rc, const char *name) {
