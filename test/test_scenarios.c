@@ -28,16 +28,6 @@ static char g_tmpdir[512];
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    char *s = lt_test_slurp_fp(f);
-    if (len) *len = (size_t)ftell(f);
-    fclose(f);
-    return s;
-}
-
 static const char *last_line(const char *text, char *buf, size_t n) {
     size_t len = strlen(text);
     while (len && text[len - 1] == '\n') len--;
@@ -71,9 +61,9 @@ static void tmp_path(char *buf, size_t n, const char *name) { snprintf(buf, n, "
 static int read_expect(const char *path, char *buf, size_t n) {
     char side[1024];
     snprintf(side, sizeof side, "%.*s.expect", (int)(strlen(path) - 5), path);
-    char *s = slurp(side, NULL);
+    char *s = lt_test_slurp(side, NULL);
     if (!s) {
-        s = slurp(path, NULL);
+        s = lt_test_slurp(path, NULL);
         if (!s) return 0;
         if (strncmp(s, "# expect: ", 10)) {
             free(s);
@@ -236,7 +226,7 @@ static void test_big_file(void **state) {
     free(err);
     /* the same from memory */
     size_t len = 0;
-    char *text = slurp(path, &len);
+    char *text = lt_test_slurp(path, &len);
     assert_non_null(text);
     LT_EXPECT_STATUS(lt_sc_load_string("mem.yaml", text, len, &sf), LT_INVALID);
     assert_non_null(strstr(lt_errmsg(), "mem.yaml:1:1: file is"));
@@ -303,201 +293,11 @@ static void test_loader_limits(void **state) {
     lt_sc_file_free(f);
 }
 
-/* A check that fails while a rank catches up is recorded, and the rank goes
- * on with its steps (values by hand: s = 0 + 1 + 2 = 3 on ranks 0-1, t = 6,
- * u = 0 + 1 + 2 = 3 everywhere); nothing is replayed twice. */
-static void test_failed_check_while_catching_up(void **state) {
-    (void)state;
-    char path[600], *out, *err;
-    tmp_path(path, sizeof path, "catchup_check.yaml");
-    const char *args[] = {path};
-    lt_test_write_file(path,
-               "name: catchup_check\nmesh: 3\nsteps:\n"
-               "  - local_tensor: {shape: [1], values: 'rank', as: a}\n"
-               "  - collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: s}\n"
-               "    ranks: [0, 1]\n"
-               "  - expect_local: {tensor: s, ranks: {0: [99]}}\n"   /* line 7: wrong on purpose */
-               "    ranks: [0]\n"
-               "  - local_op: {op: mul_scalar, inputs: s, scalar: 2, as: t}\n"
-               "    ranks: [0, 1]\n"
-               "  - collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: s}\n"
-               "    ranks: [2]\n"
-               "  - expect_local: {tensor: t, ranks: {0: [6], 1: [6]}}\n"
-               "  - collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: u}\n"
-               "  - expect_local: {tensor: u, ranks: [[3], [3], [3]]}\n");
-    assert_int_equal(lt_test_run_sc(args, 1, &out, &err), 1);
-    if (!strstr(out, "catchup_check.yaml:7:5: expect_local of 's': rank 0 (coord [0]): index [0]: expected 99, actual 3"))
-        fail_msg("the failed check is not reported:\n%s", out);
-    if (!strstr(out, "0 passed, 1 failed, 0 errors")) fail_msg("another failure than the check's:\n%s", out);
-    if (strstr(out, "would hang") || strstr(out, "placeholder")) fail_msg("a step ran twice or not at all:\n%s", out);
-    free(out);
-    free(err);
-    remove(path);
-}
-
-/* "produced by" under a failed expect_local names the step that made that
- * rank's shard: a rank that skipped a step keeps its older shard and its
- * origin; a waiting rank's result comes from its own call, also when the
- * step that completed it (another rank's) stores under the same name. */
-static void test_per_rank_origin(void **state) {
-    (void)state;
-    char path[600], *out, *err;
-    tmp_path(path, sizeof path, "origin.yaml");
-    const char *args[] = {path};
-    lt_test_write_file(path,
-               "name: origin\nmesh: 2\nsteps:\n"
-               "  - local_tensor: {shape: [1], values: 'rank', as: t}\n"               /* line 4 */
-               "  - local_op: {op: mul_scalar, inputs: t, scalar: 2, as: t}\n"       /* line 5 */
-               "    ranks: [0]\n"
-               "  - expect_local: {tensor: t, ranks: {1: [5]}}\n"                     /* line 7: rank 1 holds 1 */
-               "  - collective: {kind: all_reduce, mesh_dim: 0, tensor: t, as: s}\n" /* line 8 */
-               "    ranks: [0]\n"
-               "  - collective: {kind: all_reduce, mesh_dim: 0, tensor: t, as: s}\n" /* line 10 */
-               "    ranks: [1]\n"
-               "  - expect_local: {tensor: s, ranks: {0: [9]}}\n");                   /* line 12: 0 + 1 = 1 */
-    assert_int_equal(lt_test_run_sc(args, 1, &out, &err), 1);
-    const char *want[] = {
-        ":7:5: expect_local of 't': rank 1 (coord [1]): index [0]: expected 5, actual 1",
-        "produced by: local_tensor at ",   /* not the local_op rank 1 skipped */
-        ":12:5: expect_local of 's': rank 0 (coord [0]): index [0]: expected 9, actual 1",
-        "origin.yaml:8:5\n"};              /* rank 0's own call, not rank 1's at line 10 */
-    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
-        if (!strstr(out, want[i])) fail_msg("output lacks '%s':\n%s", want[i], out);
-    if (strstr(out, "local_op mul_scalar at") || strstr(out, "origin.yaml:10:5\n"))
-        fail_msg("an origin names a step that did not make that rank's shard:\n%s", out);
-    free(out);
-    free(err);
-    /* the waiting call made inside an expect_error: its origin is the wrapped
-     * step (line 6, col 7), not the expect_error (line 5) */
-    lt_test_write_file(path,
-               "name: origin2\nmesh: 2\nsteps:\n"
-               "  - local_tensor: {shape: [1], values: 'rank', as: a}\n"
-               "  - expect_error:\n"                                                      /* line 5 */
-               "      collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: s}\n"  /* line 6 */
-               "      ranks: [0]\n"
-               "      hang: missing\n"
-               "  - collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: s}\n"    /* line 9 */
-               "    ranks: [1]\n"
-               "  - expect_local: {tensor: s, ranks: {0: [99]}}\n");
-    assert_int_equal(lt_test_run_sc(args, 1, &out, &err), 1);
-    if (!strstr(out, "produced by: collective all_reduce at ") || !strstr(out, "origin.yaml:6:7\n"))
-        fail_msg("rank 0's origin is not its own wrapped call:\n%s", out);
-    free(out);
-    free(err);
-    remove(path);
-}
-
-/* An expect_error expecting a hang at a step after which some ranks still
- * run fails saying which ranks run on (not "would not hang"); the report
- * itself comes once those ranks reach the end (docs/SEMANTICS.md §12). A
- * collective on a DTensor reached while rank 0 waits is each rank's own
- * call: rank 1's all_gather is call #1 of group [0,1], a mismatch. */
-static void test_hang_expected_while_ranks_run(void **state) {
-    (void)state;
-    char path[600], *out, *err;
-    tmp_path(path, sizeof path, "hang_early.yaml");
-    const char *args[] = {path};
-    lt_test_write_file(path,
-               "name: hang_early\nmesh: {shape: [2, 2], names: [dp, tp]}\ntensors: {x: {shape: [4]}}\nsteps:\n"
-               "  - distribute: {tensor: x, placements: [R, 'S(0)'], as: xd}\n"
-               "  - local_tensor: {shape: [1], values: 'rank', as: a}\n"
-               "  - collective: {kind: all_reduce, mesh_dim: tp, tensor: a, as: s}\n"   /* line 7 */
-               "    ranks: [0, 2, 3]\n"
-               "  - expect_error:\n"                                                       /* line 9 */
-               "      collective: {kind: all_gather, mesh_dim: tp, tensor: xd, as: g}\n" /* line 10 */
-               "      hang: missing\n");
-    assert_int_equal(lt_test_run_sc(args, 1, &out, &err), 1);
-    if (!strstr(out, "hang_early.yaml:9:5: expect_error: the per-rank program did not stop at collective: ranks 2, 3 "
-                     "still run"))
-        fail_msg("the early expect_error does not say which ranks run on:\n%s", out);
-    if (!strstr(out, "hang_early.yaml:7:5: would hang (mismatch): on mesh dim 1 (tp), group 0 [0,1], call #1: rank 0 "
-                     "calls all_reduce(op=sum) f32 (1)") ||
-        !strstr(out, "but rank 1 calls all_gather(dim=0) f32 (2)"))
-        fail_msg("the report at the end is not the mismatch of call #1:\n%s", out);
-    free(out);
-    free(err);
-    remove(path);
-}
-
-/* A per-rank program that would hang fails its case (exit 1) with the
- * would-hang report, told at the call it is about; the kinds of
- * docs/SEMANTICS.md §12, each once no rank can run. */
-static void test_would_hang(void **state) {
-    (void)state;
-    char path[600], *out, *err;
-    tmp_path(path, sizeof path, "hang.yaml");
-    const char *args[] = {path};
-    lt_test_write_file(path,
-               "- name: missing\n  mesh: {shape: [2, 2], names: [dp, tp]}\n  steps:\n"
-               "    - local_tensor: {shape: [1], values: 'rank', as: a}\n"
-               "    - collective: {kind: all_reduce, mesh_dim: tp, tensor: a, as: s}\n"
-               "      when: 'rank != 3'\n"
-               "    - local_op: {op: neg, inputs: a, as: b}\n"
-               "- name: cycle\n  mesh: {shape: [2, 2], names: [dp, tp]}\n  steps:\n"
-               "    - local_tensor: {shape: [1], values: 'rank', as: a}\n"
-               "    - collective: {kind: barrier, mesh_dim: dp}\n"
-               "      when: 'dp == tp'\n"
-               "    - collective: {kind: barrier, mesh_dim: tp}\n"
-               "      when: 'dp != tp'\n"
-               "    - expect_local: {tensor: a, ranks: [[5], [5], [5], [5]]}\n"
-               "- name: mismatch_then_global\n  mesh: 2\n  tensors: {x: {shape: [2]}}\n  steps:\n"
-               "    - local_tensor: {shape: [rank + 1], values: 'i', as: a}\n"
-               "    - collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: s}\n"
-               "    - distribute: {tensor: x, placements: [R], as: xd}\n"
-               "- name: missing_at_global_step\n  mesh: 2\n  tensors: {x: {shape: [2]}}\n  steps:\n"
-               "    - collective: {kind: barrier, mesh_dim: 0}\n"
-               "      ranks: [1]\n"
-               "    - distribute: {tensor: x, placements: [R], as: xd}\n");
-    assert_int_equal(lt_test_run_sc(args, 1, &out, &err), 1);
-    const char *want[] = {
-        /* rank 3 skipped the tp sum; the local_op still ran on rank 3 */
-        ":5:7: would hang (missing): on mesh dim 1 (tp), group 1 [2,3], call #1: rank 2 waits in all_reduce(op=sum) f32 (1) at ",
-        "but rank 3 finished without making that call",
-        /* the cycle is known once no rank runs (the second barrier, before the
-         * check); it is told at the call of its first rank, rank 0's barrier */
-        ":12:7: would hang (cycle): every rank waits for another: rank 0 waits in barrier at ",
-        /* shapes (1) and (2) disagree: known at the collective itself */
-        ":22:7: would hang (mismatch): on mesh dim 0, group 0 [0,1], call #1: ",
-        "the shapes differ",
-        /* rank 0 reaches distribute, which rank 1 never can: the program ends
-         * there, and the report is told at rank 1's barrier */
-        ":28:7: would hang (missing): on mesh dim 0, group 0 [0,1], call #1: rank 1 waits in barrier at ",
-        "hang.yaml:28, but rank 0 finished without making that call",
-        /* and it says where the running rank stopped (the distribute, line 30) */
-        "  the running ranks stopped at distribute at ",
-        "hang.yaml:30:7 (every rank runs that step together: a rank that waits or failed never reaches it)",
-        "0 passed, 4 failed, 0 errors"};
-    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
-        if (!strstr(out, want[i])) fail_msg("output lacks '%s':\n%s", want[i], out);
-    if (strstr(out, "expect_local")) fail_msg("a check ran after the per-rank program stopped:\n%s", out);
-    free(out);
-    free(err);
-    /* JUnit: a report's lines survive in the failure's message attribute
-     * (raw newlines there would be read as spaces) */
-    char junit[700];
-    snprintf(junit, sizeof junit, "%s/hang.xml", g_tmpdir);
-    const char *args2[] = {"--junit", junit, path};
-    assert_int_equal(lt_test_run_sc(args2, 3, &out, &err), 1);
-    char *xt = slurp(junit, NULL);
-    assert_non_null(xt);
-    const char *msg = strstr(xt, "<failure type=\"check\" message=\"would hang (missing)");
-    const char *close = msg ? strchr(msg + 40, '"') : NULL;
-    if (!msg || !close) fail_msg("no would-hang failure in the JUnit report:\n%s", xt);
-    const char *nl = strstr(msg, "&#10;  mesh dim 1 (tp), group 1 [2,3], call #1:&#10;");
-    if (!nl || nl > close || memchr(msg, '\n', (size_t)(close - msg)))
-        fail_msg("the failure's message attribute does not keep the report's lines:\n%s", xt);
-    free(xt);
-    free(out);
-    free(err);
-    remove(junit);
-    remove(path);
-}
-
 /* A copy of a library scenario with one expected value changed must fail
  * with exit 1 naming the rank, index, expected and actual. */
 static void test_wrong_expectation(void **state) {
     (void)state;
-    char *text = slurp("scenarios/placements/chunk_rule.yaml", NULL);
+    char *text = lt_test_slurp("scenarios/placements/chunk_rule.yaml", NULL);
     assert_non_null(text);
     const char *from = "ranks: [[0, 1], [2, 3], [4], []]";
     char *at = strstr(text, from);
@@ -592,7 +392,7 @@ static void test_reports(void **state) {
     }
     /* JSON */
     size_t jl = 0;
-    char *jt = slurp(json, &jl);
+    char *jt = lt_test_slurp(json, &jl);
     assert_non_null(jt);
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithLengthOpts(jt, jl + 1, &end, 1);   /* + 1: the NUL */
@@ -631,7 +431,7 @@ static void test_reports(void **state) {
     cJSON_Delete(j);
     free(jt);
     /* JUnit: well formed, one testcase per case plus one per unloadable file */
-    char *xt = slurp(junit, NULL);
+    char *xt = lt_test_slurp(junit, NULL);
     assert_non_null(xt);
     int suites = 0, tc = xml_check(xt, &suites);
     if (tc < 0) fail_msg("JUnit XML is not well formed:\n%s", xt);
@@ -650,7 +450,7 @@ static void test_reports(void **state) {
     rc = lt_test_run_sc(args2, 4, &out, &err);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "--fail-fast"));
-    xt = slurp(junit, NULL);
+    xt = lt_test_slurp(junit, NULL);
     assert_true(xml_check(xt, &suites) == 21);
     assert_non_null(strstr(xt, "<skipped"));
     free(xt);
@@ -881,7 +681,7 @@ static void test_json_redistributes(void **state) {
     char *out, *err;
     assert_int_equal(lt_test_run_sc(args, 3, &out, &err), 0);
     size_t jl = 0;
-    char *jt = slurp(json, &jl);
+    char *jt = lt_test_slurp(json, &jl);
     assert_non_null(jt);
     cJSON *j = cJSON_Parse(jt);
     assert_non_null(j);
@@ -944,7 +744,7 @@ static void test_usage(void **state) {
 static void test_mutations(void **state) {
     (void)state;
     size_t len = 0;
-    char *base = slurp("scenarios/placements/strided.yaml", &len);
+    char *base = lt_test_slurp("scenarios/placements/strided.yaml", &len);
     assert_non_null(base);
     char *buf = malloc(len + 64);
     char path[600];
@@ -1059,9 +859,7 @@ int main(int argc, char **argv) {
     (void)argc;
     lt_test_tmpdir(g_tmpdir, sizeof g_tmpdir, argv[0], "test_scenarios.tmp");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_scenarios),   cmocka_unit_test(test_would_hang),   cmocka_unit_test(test_failed_check_while_catching_up),
-        cmocka_unit_test(test_hang_expected_while_ranks_run),
-        cmocka_unit_test(test_per_rank_origin),   cmocka_unit_test(test_big_file),
+        cmocka_unit_test(test_bad_scenarios),   cmocka_unit_test(test_big_file),
         cmocka_unit_test(test_generated_nesting), cmocka_unit_test(test_loader_limits),
         cmocka_unit_test(test_wrong_expectation),
         cmocka_unit_test(test_reports),         cmocka_unit_test(test_usage),

@@ -98,6 +98,18 @@ static inline void lt_test_tmpdir(char *buf, size_t n, const char *argv0, const 
     mkdir(buf, 0700);
 }
 
+/* The whole file at path (malloc; the caller frees), its length into *len
+ * when len is not NULL; NULL when it cannot be read. */
+static inline char *lt_test_slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    char *s = lt_test_slurp_fp(f);
+    if (len) *len = (size_t)ftell(f);
+    fclose(f);
+    return s;
+}
+
 /* Writes text to path (fails the test when it cannot). */
 static inline void lt_test_write_file(const char *path, const char *text) {
     FILE *f = fopen(path, "wb");
