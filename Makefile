@@ -139,8 +139,9 @@ FUZZ_CC    ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_SAN   := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
               -fno-sanitize-recover=undefined
-# lower loader limits (tools/scenario/scenario.h) so one fuzz input runs in milliseconds
-FUZZ_CAPS  := -DLT_SC_MAX_NODES=20000 -DLT_SC_MAX_ELEMS=65536 -DLT_SC_MAX_CASES=64
+# lower loader limits (tools/scenario/scenario.h; loops: scenario_impl.h) so one fuzz input runs in milliseconds
+FUZZ_CAPS  := -DLT_SC_MAX_NODES=20000 -DLT_SC_MAX_ELEMS=65536 -DLT_SC_MAX_CASES=64 \
+              -DLT_SC_MAX_UNROLLED=4096 -DLT_SC_MAX_LOOP_ITERS=4096
 
 .PHONY: all deps run test unit scenarios asan valgrind bench install clean fuzz fault
 

@@ -25,6 +25,9 @@ typedef struct rank_st {
     lt_match_call call;         /* WAITING */
     lt_status status;           /* FAILED */
     char *msg;                  /* FAILED: owned */
+    const char *last_file;      /* borrowed: its last completed call's file, or (FINISHED,
+                                 * last_is_step) the last step it ran; NULL: none */
+    int last_line, last_is_step;
 } rank_st;
 
 struct lt_match {
@@ -351,6 +354,9 @@ lt_status lt_match_done(lt_match *mt, int mesh_dim, int group) {
         rank_st *s = &mt->rk[mt->scratch[p]];
         s->state = LT_RANK_RUNNING;
         s->gid = -1;
+        s->last_file = s->call.file;
+        s->last_line = s->call.line;
+        s->last_is_step = 0;
     }
     mt->ready[gid] = 0;
     mt->npend[gid] = 0;
@@ -370,10 +376,18 @@ int64_t lt_match_calls_done(const lt_match *mt, int mesh_dim, int group) {
     return mt->seq[mt->goff[mesh_dim] + group];
 }
 
-lt_status lt_match_finish(lt_match *mt, int rank) {
+lt_status lt_match_finish(lt_match *mt, int rank) { return lt_match_finish_at(mt, rank, NULL, 0); }
+
+lt_status lt_match_finish_at(lt_match *mt, int rank, const char *file, int line) {
     if (!mt) return lt__err(LT_INVALID, "lt_match_finish: NULL matcher");
     LT_TRY(need_running(mt, rank, "lt_match_finish"));
-    mt->rk[rank].state = LT_RANK_FINISHED;
+    rank_st *s = &mt->rk[rank];
+    s->state = LT_RANK_FINISHED;
+    if (file) {
+        s->last_file = file;
+        s->last_line = line;
+        s->last_is_step = 1;
+    }
     return LT_OK;
 }
 
@@ -428,7 +442,7 @@ static size_t pool_add(lt_match_report *r, const char *s, int *bad) {
 
 static const char *pool_at(const lt_match_report *r, size_t off) { return off == NOSTR ? NULL : r->pool + off; }
 
-typedef struct offs { size_t file, label, desc; } offs;
+typedef struct offs { size_t file, label, desc, last; } offs;
 
 /* The members of every stuck group, in one array after the records. */
 static lt_status build_stuck(const lt_match *mt, lt_match_report *r, int **members) {
@@ -580,8 +594,13 @@ lt_status lt_match_check(const lt_match *mt, lt_match_report **out) {
         lt_match_where *w = &r->ranks[q];
         w->state = s->state;
         w->group = -1;
-        o[q].file = o[q].label = o[q].desc = NOSTR;
+        o[q].file = o[q].label = o[q].desc = o[q].last = NOSTR;
         if (s->state == LT_RANK_FAILED) w->status = s->status;
+        if (s->state == LT_RANK_FINISHED) {
+            o[q].last = pool_add(r, s->last_file, &bad);
+            w->last_line = s->last_line;
+            w->last_is_step = s->last_is_step;
+        }
         if (s->state != LT_RANK_WAITING) continue;
         char desc[1024];
         w->call = s->call;
@@ -610,6 +629,7 @@ lt_status lt_match_check(const lt_match *mt, lt_match_report **out) {
         w->call.file = pool_at(r, o[q].file);
         w->call.label = pool_at(r, o[q].label);
         w->desc = pool_at(r, o[q].desc);
+        w->last_file = pool_at(r, o[q].last);
     }
     r->what = what == NOSTR ? "" : pool_at(r, what);
     r->failed_msg = fmsg == NOSTR ? "" : pool_at(r, fmsg);

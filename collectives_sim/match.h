@@ -115,8 +115,12 @@ LT_API int64_t lt_match_calls_done(const lt_match *mt, int mesh_dim, int group);
 /* Rank `rank` (running) ended its program: well (finish), or with status
  * st != LT_OK and message msg (fail; msg copied, may be NULL). LT_INVALID
  * for a rank out of range or not running; LT_NOMEM (fail only: the rank is
- * then marked failed without its message). */
+ * then marked failed without its message). A finished rank's report says
+ * where it was last seen: finish_at's file:line, the last step its program
+ * ran (file borrowed like a call's: until lt_match_check); with finish, or
+ * file NULL, its last completed call (none: nothing is said). */
 LT_API lt_status lt_match_finish(lt_match *mt, int rank);
+LT_API lt_status lt_match_finish_at(lt_match *mt, int rank, const char *file, int line);
 LT_API lt_status lt_match_fail(lt_match *mt, int rank, lt_status st, const char *msg);
 
 /* ---- reports ------------------------------------------------------------------ */
@@ -150,6 +154,11 @@ typedef struct lt_match_where {
     int64_t seq;                /* WAITING: which call of that group (0 = its first) */
     const char *desc;           /* WAITING: "all_reduce(op=sum) f32 (4)"; owned by the report */
     lt_status status;           /* FAILED: the rank's status */
+    const char *last_file;      /* FINISHED: where it was last seen (owned by the report): the last
+                                 * step it ran (last_is_step), else its last completed call; NULL:
+                                 * neither is known */
+    int last_line;
+    int last_is_step;
 } lt_match_where;
 
 /* A group with waiting members whose next call cannot complete. */
@@ -193,8 +202,11 @@ LT_API void lt_match_report_free(lt_match_report *r);
 
 /* The report as text: a headline ("would hang (missing): ...", with the
  * citation) and, for each stuck group (the headline's first, at most 16),
- * where each member is (ranks with the same position merged). At most `cap` bytes go to buf (NUL-terminated when
- * cap > 0); returns the length the full text needs, as snprintf does. */
+ * where each member is ("waiting in CALL at F:L", "waiting elsewhere, in
+ * CALL on GROUP at F:L", "finished after its last step at F:L" / "... call
+ * at F:L" / "finished", "failed (STATUS)"; ranks with the same position
+ * merged). At most `cap` bytes go to buf (NUL-terminated when cap > 0);
+ * returns the length the full text needs, as snprintf does. */
 LT_API size_t lt_match_report_format(const lt_match_report *r, char *buf, size_t cap);
 /* The whole text (lt_match_report_format's) into *out, owned by the caller
  * (free with lt_match_text_free); LT_NOMEM and *out NULL when any part of it

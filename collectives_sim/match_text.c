@@ -104,7 +104,12 @@ static int waits_in(const lt_match_report *r, int q, const lt_match_stuck *s) {
 static void put_where(lt__sbuf *o, const lt_match_report *r, int q, const lt_match_stuck *s) {
     const lt_match_where *w = &r->ranks[q];
     switch (w->state) {
-    case LT_RANK_FINISHED: lt__sb_printf(o, "finished"); return;
+    case LT_RANK_FINISHED:
+        lt__sb_printf(o, "finished");
+        if (w->last_file)   /* where it was last seen (match.h) */
+            lt__sb_printf(o, " after its last %s at %s:%d", w->last_is_step ? "step" : "call", w->last_file,
+                          w->last_line);
+        return;
     case LT_RANK_FAILED: lt__sb_printf(o, "failed (%s)", lt_status_str(w->status)); return;
     case LT_RANK_RUNNING: lt__sb_printf(o, "running"); return;
     default: break;

@@ -496,11 +496,11 @@ lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op
     for (int k = 0; k < nin; k++) sp[k] = in[k] ? lt_dtensor_spec(in[k]) : NULL;
     const lt_mesh *m;
     LT_TRY(common_mesh(op, sp, nin, args, &m));
-    LT_TRY(lt__op_check_aligned(op, in, nin));
     lt_op_plan *p = NULL;
     lt_status st = get_plan(op, m, nin, sp, args, opts && opts->no_cache, &p);
     if (st) return opts && opts->name ? lt__err_ctx(st, "%s", opts->name) : st;
-    if (p->nout > max_out)
+    st = lt__op_check_aligned(p, in); /* the operands as the plan consumes them */
+    if (!st && p->nout > max_out)
         st = lt__err(LT_INVALID, "%s gives %d outputs but there is room for %d", name, p->nout, max_out);
     if (!st) st = run_plan(p, in, args, opts, out);
     if (!st && opts && opts->check_reference)

@@ -21,9 +21,12 @@
  *     indices on every rank: same placements on the same dims, same uneven
  *     rule, same nesting; anything else is redistributed — except for an
  *     elementwise binary op with an operand built by lt_from_local, whose
- *     shards are the caller's: operands that hold different global indices
- *     on some rank are LT_INVALID with sub-code LT_ERR_MISALIGNED, naming
- *     the rank and both index ranges (docs/SEMANTICS.md §11.6);
+ *     shards are the caller's: operands that, as the op consumes them
+ *     (after the redistributes propagation asks for; a difference in split
+ *     sizes alone is consumed as it is, as PyTorch would), hold different
+ *     global indices on some rank are LT_INVALID with sub-code
+ *     LT_ERR_MISALIGNED, naming the rank and both index ranges
+ *     (docs/SEMANTICS.md §11.6);
  *   - Partial inputs stay Partial only where the op commutes with the
  *     reduction (add of two P(sum), mul by a replicated value, max of
  *     P(max) and a replicated value, monotone functions of P(max), ...);

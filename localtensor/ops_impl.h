@@ -55,10 +55,12 @@ lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank, cons
 lt_status lt__dropout_shard(const lt_tensor *x, double p, uint64_t seed, const lt_spec *s, int rank,
                             lt_tensor **out);
 
-/* Elementwise binary ops with an operand built by from_local: LT_INVALID
- * (sub-code LT_ERR_MISALIGNED) naming the first rank where the operands hold
- * different global indices (ops_align.c, docs/SEMANTICS.md §11.6). */
-lt_status lt__op_check_aligned(lt_op_kind op, const lt_dtensor *const *in, int nin);
+/* Elementwise binary ops with an operand built by from_local, judged as
+ * plan p consumes the inputs in[p->nin] (after its redistributes; ops_align.c
+ * says how): LT_INVALID (sub-code LT_ERR_MISALIGNED) naming the first rank
+ * where the operands hold different global indices (docs/SEMANTICS.md
+ * §11.6). Borrows p and in. */
+lt_status lt__op_check_aligned(const lt_op_plan *p, const lt_dtensor *const *in);
 
 /* Dispatches to the op's rule family (sharding_rules.c), then makes the
  * output's Partial ops a valid mix. */

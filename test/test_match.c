@@ -296,9 +296,10 @@ static void test_missing(void **state) {
         post(mt, r, &c, r == 7);
     }
     LT_CHECK(lt_match_done(mt, 0, 0));
+    char step_file[16] = "steps.yaml";   /* borrowed until lt_match_check only */
     for (int r = 0; r < 8; r++) {
-        if (r >= 4) {
-            LT_CHECK(lt_match_finish(mt, r));
+        if (r >= 4) {   /* 4, 5: after their last call; 6, 7: after the step their caller names */
+            LT_CHECK(r < 6 ? lt_match_finish(mt, r) : lt_match_finish_at(mt, r, step_file, 77));
             continue;
         }
         lt_match_call c = ar(0, LT_REDOP_SUM, 30);
@@ -307,6 +308,7 @@ static void test_missing(void **state) {
     }
     lt_match_report *rep;
     LT_EXPECT_STATUS(lt_match_check(mt, &rep), LT_MISMATCH);
+    memset(step_file, 'x', sizeof step_file - 1);   /* the report keeps its own copy */
     assert_int_equal(rep->kind, LT_HANG_MISSING);
     assert_int_equal(rep->rank_a, 0);
     assert_int_equal(rep->rank_b, 4);
@@ -326,7 +328,10 @@ static void test_missing(void **state) {
                  "all_reduce(op=sum) f32 (4) \"grad sync\" at prog.c:30, but rank 4 finished without making that "
                  "call (waiting: ranks 0-3; ended: ranks 4-7)");
     expect_in(t, "\n    ranks 0-3: waiting in all_reduce(op=sum) f32 (4) \"grad sync\" at prog.c:30");
-    expect_in(t, "\n    ranks 4-7: finished");
+    expect_in(t, "\n    ranks 4, 5: finished after its last call at prog.c:10\n"
+                 "    ranks 6, 7: finished after its last step at steps.yaml:77\n");
+    assert_string_equal(rep->ranks[6].last_file, "steps.yaml");
+    assert_int_equal(rep->ranks[6].last_is_step, 1);
     /* the headline alone, and a cut buffer keeps snprintf's contract */
     char head[64];
     size_t need = lt_match_report_headline(rep, head, sizeof head);

@@ -399,7 +399,47 @@ static void test_hang_missing(void **state) {
     }
     expect_site(t, u.line_a);
     expect_in(t, "but rank 4 finished without making that call (waiting: ranks 0-3; ended: ranks 4-7)");
-    expect_in(t, "\n    ranks 4-7: finished");
+    expect_in(t, "\n    ranks 4-7: finished\n");   /* no call of theirs completed: nothing to say where */
+    free(t);
+    lt_match_report_free(rep);
+}
+
+/* Every rank sums once (line_a); ranks 0-3 then sum again (line_b) while
+ * ranks 4-7 return. */
+static lt_status hang_after_a_call(lt_proc *p, void *ud) {
+    rec *u = ud;
+    int r = lt_proc_rank(p);
+    lt_tensor *x = line_of(LT_F32, 3, r, 1), *o = NULL;
+    u->line_a = __LINE__; lt_status st = lt_proc_all_reduce(p, 0, x, LT_REDOP_SUM, &o);
+    lt_tensor_free(o), o = NULL;
+    if (!st && r < 4) {
+        u->line_b = __LINE__; st = lt_proc_all_reduce(p, 0, x, LT_REDOP_SUM, &o);
+    }
+    u->st[r] = st;
+    snprintf(u->msg[r], sizeof u->msg[r], "%s", st ? lt_errmsg() : "");
+    lt_tensor_free(o);
+    lt_tensor_free(x);
+    return LT_OK;
+}
+
+/* A finished rank is placed after its last completed call, the one
+ * position the runner knows of it (its function's return has none). */
+static void test_hang_missing_after_a_call(void **state) {
+    (void)state;
+    rec u = {0};
+    char *t;
+    lt_match_report *rep = run_hang("8", hang_after_a_call, &u, LT_HANG_MISSING, &t);
+    for (int r = 4; r < 8; r++) {
+        assert_int_equal(rep->ranks[r].state, LT_RANK_FINISHED);
+        assert_string_equal(rep->ranks[r].last_file, "test/test_program.c");
+        assert_int_equal(rep->ranks[r].last_line, u.line_a);
+        assert_int_equal(rep->ranks[r].last_is_step, 0);
+    }
+    char s[400];
+    snprintf(s, sizeof s, "  mesh dim 0, group 0 [0,1,2,3,4,5,6,7], call #2:\n"
+             "    ranks 0-3: waiting in all_reduce(op=sum) f32 (3) at test/test_program.c:%d\n"
+             "    ranks 4-7: finished after its last call at test/test_program.c:%d\n", u.line_b, u.line_a);
+    expect_in(t, s);
     free(t);
     lt_match_report_free(rep);
 }
@@ -667,6 +707,7 @@ int main(void) {
         cmocka_unit_test(test_branches_complete),
         cmocka_unit_test(test_hang_mismatch),
         cmocka_unit_test(test_hang_missing),
+        cmocka_unit_test(test_hang_missing_after_a_call),
         cmocka_unit_test(test_hang_cycle),
         cmocka_unit_test(test_same_report_twice),
         cmocka_unit_test(test_rank_fails),

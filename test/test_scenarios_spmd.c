@@ -1,9 +1,11 @@
 /* test/test_scenarios_spmd.c — per-rank programs in scenario files
  * (docs/SEMANTICS.md §12) seen from the reports: a would-hang report of each
  * kind told at the call it is about, once no rank can run, and whole in the
- * JUnit report; an expect_error expecting a hang too early says which ranks
- * still run; a check that fails while a rank catches up is recorded; and
- * "produced by" names the step that made each rank's shard.
+ * JUnit report, as data in the JSON one; a finished rank placed after the
+ * last step it ran; an expect_error the stop kept every rank from reaching
+ * named with where they stopped; an expect_error expecting a hang too early
+ * says which ranks still run; a check that fails while a rank catches up is
+ * recorded; and "produced by" names the step that made each rank's shard.
  *
  * Runs from the repository root (as `make test` does), in-process through
  * lt_sc_main with output captured in temporary files. The scenario
@@ -12,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <cJSON.h>
 
 #include "test/testutil.h"
 #include "tools/scenario/scenario.h"
@@ -210,11 +214,208 @@ static void test_would_hang(void **state) {
     remove(path);
 }
 
+/* The "hang" object of the first failure of the first case of --json's
+ * report (unformatted, caller frees), its "message" into *msg (caller frees). */
+static char *hang_json(const char *json_path, char **msg) {
+    char *text = lt_test_slurp(json_path, NULL);
+    assert_non_null(text);
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    assert_non_null(j);
+    cJSON *f = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "files"), 0);
+    cJSON *sc = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(f, "scenarios"), 0);
+    cJSON *cs = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sc, "cases"), 0);
+    cJSON *x = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cs, "failures"), 0);
+    cJSON *h = cJSON_GetObjectItemCaseSensitive(x, "hang"), *m = cJSON_GetObjectItemCaseSensitive(x, "message");
+    if (!h || !cJSON_IsString(m)) fail_msg("no failure with a hang object and a message");
+    char *out = cJSON_PrintUnformatted(h);
+    *msg = strdup(m->valuestring);
+    cJSON_Delete(j);
+    return out;
+}
+
+/* A finished rank is placed after the last step it ran: not a step limited
+ * to other ranks, nor one whose `when:` (read as it runs) is false there; a
+ * rank whose call completes later counts the steps it then catches up with.
+ * By hand: rank 2 runs lines 4, 5, 6 (rows(v) = 3 > 1), 10 (ranks 0, 1 wait
+ * in their sum of line 8) and 12, whose sum completes theirs; ranks 0, 1
+ * then catch up line 10 (line 12 is rank 2's only). Rank 0 sums again at
+ * line 14, alone; rank 1 runs line 16 (rows(v) = 2), rank 2 does not (3).
+ * --json gives the same report as data. */
+static void test_finished_after_last_step(void **state) {
+    (void)state;
+    char path[600], json[700], *out, *err;
+    tmp_path(path, sizeof path, "last_step.yaml");
+    snprintf(json, sizeof json, "%s/last_step.json", g_tmpdir);
+    lt_test_write_file(path,
+               "name: last_step\nmesh: 3\nsteps:\n"
+               "  - local_tensor: {shape: [1], values: 'rank', as: a}\n"                  /* line 4 */
+               "  - local_tensor: {shape: ['rank + 1'], values: 'i', as: v}\n"            /* line 5 */
+               "  - local_op: {op: neg, inputs: a, as: b}\n"                              /* line 6 */
+               "    when: 'rows(v) > 1'\n"
+               "  - collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: s}\n"     /* line 8 */
+               "    ranks: [0, 1]\n"
+               "  - local_op: {op: neg, inputs: a, as: c}\n"                              /* line 10 */
+               "    ranks: [0, 1, 2]\n"
+               "  - collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: s}\n"     /* line 12 */
+               "    ranks: [2]\n"
+               "  - collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: u}\n"     /* line 14 */
+               "    ranks: [0]\n"
+               "  - local_op: {op: neg, inputs: a, as: d}\n"                              /* line 16 */
+               "    when: 'rows(v) == 2'\n");
+    const char *args[] = {"--json", json, path};
+    assert_int_equal(lt_test_run_sc(args, 3, &out, &err), 1);
+    char want[8192];
+    snprintf(want, sizeof want,
+             "%s:14:5: would hang (missing): on mesh dim 0, group 0 [0,1,2], call #2: rank 0 waits in "
+             "all_reduce(op=sum) f32 (1) at %s:14, but rank 1 finished without making that call (waiting: rank 0; "
+             "ended: ranks 1, 2) (docs/SEMANTICS.md §12)\n"
+             "  mesh dim 0, group 0 [0,1,2], call #2:\n"
+             "    rank 0: waiting in all_reduce(op=sum) f32 (1) at %s:14\n"
+             "    rank 1: finished after its last step at %s:16\n"
+             "    rank 2: finished after its last step at %s:12\n", path, path, path, path, path);
+    if (!strstr(out, want)) fail_msg("output lacks\n%s\n--- in:\n%s", want, out);
+    char *msg, *h = hang_json(json, &msg);
+    snprintf(want, sizeof want,
+             "{\"kind\":\"missing\",\"groups\":[{\"mesh_dim\":0,\"mesh_dim_name\":null,\"group\":0,"
+             "\"ranks\":[0,1,2],\"call\":2,\"members\":["
+             "{\"rank\":0,\"state\":\"waiting\",\"call\":\"all_reduce(op=sum) f32 (1)\",\"at\":\"%s:14\"},"
+             "{\"rank\":1,\"state\":\"finished\",\"at\":\"%s:16\"},"
+             "{\"rank\":2,\"state\":\"finished\",\"at\":\"%s:12\"}]}]}", path, path, path);
+    assert_string_equal(h, want);
+    /* the message keeps the text */
+    const char *head = "would hang (missing): on mesh dim 0, group 0 [0,1,2], call #2: ";
+    if (strncmp(msg, head, strlen(head)) ||
+        !strstr(msg, "\n    rank 2: finished after its last step at "))
+        fail_msg("the message is not the report's text:\n%s", msg);
+    cJSON_free(h);
+    free(msg);
+    free(out);
+    free(err);
+    remove(json);
+    remove(path);
+}
+
+/* An expect_error with hang: after the step where the per-rank program
+ * stopped is never reached (the case ends there): the failure says so,
+ * naming where every rank stopped, then gives the report. By hand: a 2x2
+ * cycle at step 2 (ranks 0, 3 wait on dp at line 4, ranks 1, 2 on tp at
+ * line 6; expect_error at step 4, line 9); a rank that fails (rank 1's
+ * reshape of 2 values into 3, line 7) while rank 0 waits (line 5); a
+ * mismatch where both wait at one line (line 5). */
+static void test_expect_error_not_reached(void **state) {
+    (void)state;
+    char path[600], json[700], *out, *err;
+    snprintf(json, sizeof json, "%s/unreached.json", g_tmpdir);
+    tmp_path(path, sizeof path, "unreached.yaml");
+    lt_test_write_file(path,
+               "name: cycle_first\nmesh: {shape: [2, 2], names: [dp, tp]}\nsteps:\n"
+               "  - collective: {kind: barrier, mesh_dim: dp}\n"                           /* line 4 */
+               "    ranks: [0, 3]\n"
+               "  - collective: {kind: barrier, mesh_dim: tp}\n"                           /* line 6 */
+               "    ranks: [1, 2]\n"
+               "  - local_tensor: {shape: [1], values: 'rank', as: a}\n"                   /* line 8 */
+               "  - expect_error:\n"                                                       /* line 9 */
+               "      hang: cycle\n");
+    const char *args[] = {"--json", json, path};
+    assert_int_equal(lt_test_run_sc(args, 3, &out, &err), 1);
+    char want[8192];
+    snprintf(want, sizeof want,
+             "%s:4:5: expect_error at %s:9:5 not reached: every rank blocked at %s:4 (ranks 0, 3) and %s:6 (ranks 1, 2)\n"
+             "  would hang (cycle): every rank waits for another: rank 0 waits in barrier at %s:4 on mesh dim 0 (dp), "
+             "group 0 [0,2] for rank 2; ", path, path, path, path, path);
+    if (!strstr(out, want)) fail_msg("output lacks\n%s\n--- in:\n%s", want, out);
+    char *msg, *h = hang_json(json, &msg);
+    snprintf(want, sizeof want,
+             "{\"kind\":\"cycle\",\"groups\":["
+             "{\"mesh_dim\":0,\"mesh_dim_name\":\"dp\",\"group\":0,\"ranks\":[0,2],\"call\":1,\"members\":["
+             "{\"rank\":0,\"state\":\"waiting\",\"call\":\"barrier\",\"at\":\"%s:4\"},"
+             "{\"rank\":2,\"state\":\"waiting_elsewhere\",\"call\":\"barrier\",\"at\":\"%s:6\",\"mesh_dim\":1,\"group\":1}]},"
+             "{\"mesh_dim\":0,\"mesh_dim_name\":\"dp\",\"group\":1,\"ranks\":[1,3],\"call\":1,\"members\":["
+             "{\"rank\":1,\"state\":\"waiting_elsewhere\",\"call\":\"barrier\",\"at\":\"%s:6\",\"mesh_dim\":1,\"group\":0},"
+             "{\"rank\":3,\"state\":\"waiting\",\"call\":\"barrier\",\"at\":\"%s:4\"}]},"
+             "{\"mesh_dim\":1,\"mesh_dim_name\":\"tp\",\"group\":0,\"ranks\":[0,1],\"call\":1,\"members\":["
+             "{\"rank\":0,\"state\":\"waiting_elsewhere\",\"call\":\"barrier\",\"at\":\"%s:4\",\"mesh_dim\":0,\"group\":0},"
+             "{\"rank\":1,\"state\":\"waiting\",\"call\":\"barrier\",\"at\":\"%s:6\"}]},"
+             "{\"mesh_dim\":1,\"mesh_dim_name\":\"tp\",\"group\":1,\"ranks\":[2,3],\"call\":1,\"members\":["
+             "{\"rank\":2,\"state\":\"waiting\",\"call\":\"barrier\",\"at\":\"%s:6\"},"
+             "{\"rank\":3,\"state\":\"waiting_elsewhere\",\"call\":\"barrier\",\"at\":\"%s:4\",\"mesh_dim\":0,\"group\":1}]}],"
+             "\"cycle\":[0,2,3,1]}", path, path, path, path, path, path, path, path);
+    assert_string_equal(h, want);
+    if (strncmp(msg, "expect_error at ", 16)) fail_msg("the message is not the failure's text:\n%s", msg);
+    cJSON_free(h);
+    free(msg);
+    free(out);
+    free(err);
+    /* a failed rank and a waiting one; then two ranks waiting at one line */
+    lt_test_write_file(path,
+               "- name: failed_first\n  mesh: 2\n  steps:\n"
+               "    - local_tensor: {shape: [2], values: 'i', as: a}\n"                     /* line 4 */
+               "    - collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: s}\n"     /* line 5 */
+               "      ranks: [0]\n"
+               "    - local_op: {op: reshape, inputs: a, shape: [3], as: b}\n"             /* line 7 */
+               "      ranks: [1]\n"
+               "    - local_tensor: {shape: [1], values: 'rank', as: c}\n"                 /* line 9 */
+               "    - expect_error: {hang: rank_failed}\n"                                  /* line 10 */
+               "- name: mismatch_first\n  mesh: 2\n  steps:\n"
+               "    - local_tensor: {shape: ['rank + 1'], values: 'i', as: a}\n"           /* line 14 */
+               "    - collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: s}\n"     /* line 15 */
+               "    - local_op: {op: neg, inputs: a, as: b}\n"                             /* line 16 */
+               "    - expect_error: {hang: mismatch}\n");                                   /* line 17 */
+    assert_int_equal(lt_test_run_sc(args, 3, &out, &err), 1);
+    char w1[4096], w2[4096];
+    snprintf(w1, sizeof w1, "%s:7:7: expect_error at %s:10:7 not reached: every rank blocked or failed at %s:5 "
+             "(rank 0 blocked) and %s:7 (rank 1 failed)\n  rank 1 failed (shape mismatch): ", path, path, path, path);
+    snprintf(w2, sizeof w2, "%s:15:7: expect_error at %s:17:7 not reached: every rank blocked at %s:15\n"
+             "  would hang (mismatch): on mesh dim 0, group 0 [0,1], call #1: rank 0 calls all_reduce(op=sum) f32 (1) "
+             "at %s:15 but rank 1 calls all_reduce(op=sum) f32 (2) at %s:15: the shapes differ ((1) vs (2))",
+             path, path, path, path, path);
+    if (!strstr(out, w1) || !strstr(out, w2)) fail_msg("output lacks\n%s\nor\n%s\n--- in:\n%s", w1, w2, out);
+    h = hang_json(json, &msg);
+    snprintf(want, sizeof want,
+             "{\"kind\":\"rank_failed\",\"groups\":[{\"mesh_dim\":0,\"mesh_dim_name\":null,\"group\":0,"
+             "\"ranks\":[0,1],\"call\":1,\"members\":["
+             "{\"rank\":0,\"state\":\"waiting\",\"call\":\"all_reduce(op=sum) f32 (2)\",\"at\":\"%s:5\"},"
+             "{\"rank\":1,\"state\":\"failed\",\"status\":\"shape\"}]}]}", path);
+    assert_string_equal(h, want);
+    cJSON_free(h);
+    free(msg);
+    free(out);
+    free(err);
+    /* an expect_error that is reached but expects another kind: its failure
+     * carries the report it judged (rank 1 ran line 4, then skipped the sum) */
+    lt_test_write_file(path,
+               "name: wrong_kind\nmesh: 2\nsteps:\n"
+               "  - local_tensor: {shape: [1], values: 'rank', as: a}\n"                  /* line 4 */
+               "  - collective: {kind: all_reduce, mesh_dim: 0, tensor: a, as: s}\n"     /* line 5 */
+               "    ranks: [0]\n"
+               "  - expect_error: {hang: cycle}\n");                                        /* line 7 */
+    assert_int_equal(lt_test_run_sc(args, 3, &out, &err), 1);
+    h = hang_json(json, &msg);
+    snprintf(want, sizeof want,
+             "{\"kind\":\"missing\",\"groups\":[{\"mesh_dim\":0,\"mesh_dim_name\":null,\"group\":0,"
+             "\"ranks\":[0,1],\"call\":1,\"members\":["
+             "{\"rank\":0,\"state\":\"waiting\",\"call\":\"all_reduce(op=sum) f32 (1)\",\"at\":\"%s:5\"},"
+             "{\"rank\":1,\"state\":\"finished\",\"at\":\"%s:4\"}]}]}", path, path);
+    assert_string_equal(h, want);
+    const char *judged = "expect_error: the per-rank program failed with 'would hang (missing)";
+    if (strncmp(msg, judged, strlen(judged)))
+        fail_msg("the message is not the expect_error's:\n%s", msg);
+    cJSON_free(h);
+    free(msg);
+    free(out);
+    free(err);
+    remove(json);
+    remove(path);
+}
+
 int main(int argc, char **argv) {
     (void)argc;
     lt_test_tmpdir(g_tmpdir, sizeof g_tmpdir, argv[0], "test_scenarios_spmd.tmp");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_would_hang),
+        cmocka_unit_test(test_finished_after_last_step),
+        cmocka_unit_test(test_expect_error_not_reached),
         cmocka_unit_test(test_failed_check_while_catching_up),
         cmocka_unit_test(test_hang_expected_while_ranks_run),
         cmocka_unit_test(test_per_rank_origin),

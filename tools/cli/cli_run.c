@@ -22,6 +22,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: localtensor run PATH... [-k FILTER] [-v] [--json FILE] [--junit FILE] [--fail-fast] [--trace]\n"
+            "                       [--single-device]\n"
             "                       [--numerics full|sample:K|none] [--world N]\n"
             "                       [--engine inproc|mpi] [--shards all|owned] [--cross-check]\n"
             "                       [--compare-backend NAME]\n"
@@ -34,6 +35,10 @@ static void usage(FILE *f) {
             "  --fail-fast    stop at the first failing case\n"
             "  --trace        print each case's op log (placements, implicit redistributes with\n"
             "                 their plans) and comm table (bytes per rank); in --json too\n"
+            "  --single-device  leave out every case's own checks (the steps an expect_error\n"
+            "                 wraps run as they are; from_local checks nothing) and end each case\n"
+            "                 with expect_same_as_single_device: where does the program first\n"
+            "                 depart from the same program on one device? (docs/SEMANTICS.md §11.8)\n"
             "  --numerics N   run every case in numerics mode N (overrides the files' numerics:):\n"
             "                 full, sample:K (values for K ranks only) or none (no values)\n"
             "  --engine NAME  inproc (default), or mpi under mpirun: each process owns a contiguous\n"
@@ -125,6 +130,8 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
             o.verbose = 1;
         } else if (!strcmp(a, "--trace")) {
             o.trace = 1;
+        } else if (!strcmp(a, "--single-device")) {
+            o.single_device = 1;
         } else if (!strcmp(a, "--world")) {
             char *end = NULL;
             long w = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;

@@ -74,6 +74,16 @@ static void print_failure(FILE *f, const lt_sc_failure *x) {
     if (x->plan_step) fprintf(f, "        produced by: %s\n", x->plan_step);
 }
 
+/* Notes of a case, each line indented under it. */
+static void print_notes(FILE *f, const char *notes) {
+    for (const char *p = notes; p && *p;) {
+        const char *e = strchr(p, '\n');
+        int len = e ? (int)(e - p) : (int)strlen(p);
+        fprintf(f, "      %.*s\n", len, p);
+        p = e ? e + 1 : NULL;
+    }
+}
+
 void lt__sc_report_case(FILE *f, const lt_sc_options *o, const lt_sc_file *file, const sc_scenario *s,
                         const sc_case *c) {
     (void)s;
@@ -84,6 +94,7 @@ void lt__sc_report_case(FILE *f, const lt_sc_options *o, const lt_sc_file *file,
     else
         fprintf(f, "%s: %s (%s)\n", file->path, c->name, fmt_time(c->res.seconds, t, sizeof t));
     for (int i = 0; i < c->res.nfails; i++) print_failure(f, &c->res.fails[i]);
+    print_notes(f, c->res.notes);
     if (c->res.nfails_dropped)
         fprintf(f, "      ... and %d more failure%s\n", c->res.nfails_dropped, PL(c->res.nfails_dropped));
     if (c->res.trace_text) fprintf(f, "%s\n", c->res.trace_text);
@@ -150,6 +161,8 @@ static cJSON *failure_json(const lt_sc_failure *x) {
     if (x->expected) cJSON_AddStringToObject(j, "expected", x->expected);
     if (x->actual) cJSON_AddStringToObject(j, "actual", x->actual);
     if (x->plan_step) cJSON_AddStringToObject(j, "plan_step", x->plan_step);
+    /* a would-hang report, structured (scenario_hang.c); "message" keeps its text */
+    if (x->hang) lt__json_put(j, "hang", cJSON_Parse(x->hang));
     return j;
 }
 
@@ -167,6 +180,7 @@ static cJSON *case_json(const sc_case *c) {
         cJSON *sr = cJSON_AddArrayToObject(j, "sampled_ranks");
         for (int i = 0; sr && i < c->res.nsampled; i++) lt__json_push(sr, cJSON_CreateNumber(c->res.sampled[i]));
     }
+    if (c->res.notes) cJSON_AddStringToObject(j, "notes", c->res.notes);
     if ((fl = cJSON_AddArrayToObject(j, "failures")))
         for (int i = 0; i < c->res.nfails; i++) lt__json_push(fl, failure_json(&c->res.fails[i]));
     /* every redistribute the case ran, with per-rank bytes of each plan step */

@@ -56,6 +56,9 @@ typedef struct lt_sc_options {
     int verbose;                 /* -v: one line per case, show pictures */
     int world;                   /* --world N: only cases whose mesh has N ranks (0: all) */
     int trace;                   /* --trace: op log and comm table per case (text, and JSON with --json) */
+    int single_device;           /* --single-device: every case's own checks are left out (the steps
+                                  * an expect_error wraps run as they are, from_local checks nothing)
+                                  * and one expect_same_as_single_device ends it */
     int fail_fast;               /* stop at the first failing or erroring case */
     const char *json_path;       /* --json FILE or NULL */
     const char *junit_path;      /* --junit FILE or NULL */

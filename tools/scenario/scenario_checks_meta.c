@@ -280,6 +280,17 @@ lt_status lt__sc_parse_expect_error(sc_parse_ctx *pc, const sc_node *body, sc_st
     return s;
 }
 
+int lt__sc_expect_error_hang(const sc_step *st) {
+    if (strcmp(st->type->name, "expect_error")) return -1;
+    return ((const expect_error_data *)st->data)->hang;
+}
+
+/* A failed expect_error about a would-hang report carries its JSON (--json). */
+static lt_status with_hang(sc_run_ctx *rc, int hung, lt_status s) {
+    if (s == LT_MISMATCH && rc->failed_check && hung >= 0) rc->pending.hang = rc->hang_json;
+    return s;
+}
+
 const sc_step *lt__sc_expect_error_inner(const sc_step *st) {
     if (strcmp(st->type->name, "expect_error")) return NULL;
     const expect_error_data *d = st->data;
@@ -292,6 +303,7 @@ lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
     rc->capturing = 1;
     rc->hang_kind = -1;
     rc->hang_text = NULL;
+    rc->hang_json = NULL;
     lt_status s;
     if (d->inner.type && !lt__sc_step_is_per_rank(d->inner.type) && lt__sc_any_stopped(rc)) {
         /* a step every rank runs together: ranks that wait or failed never
@@ -343,18 +355,18 @@ lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
         return lt__sc_check_fail(rc, st, -1, NULL, want, "every collective completed", NULL,
                                  "expect_error: %s would not hang, but %s was expected", name, want);
     if (s != LT_OK && d->hang >= 0 && hung != d->hang)
-        return lt__sc_check_fail(rc, st, -1, NULL, lt_hang_kind_name((lt_hang_kind)d->hang),
+        return with_hang(rc, hung, lt__sc_check_fail(rc, st, -1, NULL, lt_hang_kind_name((lt_hang_kind)d->hang),
                                  hung >= 0 ? lt_hang_kind_name((lt_hang_kind)hung) : "another error", NULL,
-                                 "expect_error: %s failed with '%s', but %s was expected", name, msg, want);
+                                 "expect_error: %s failed with '%s', but %s was expected", name, msg, want));
     if (s == LT_OK)
         return lt__sc_check_fail(rc, st, -1, NULL, want, "success", NULL, "expect_error: %s succeeded, but %s was expected", name, want);
     if (d->contains && !strstr(msg, d->contains))
-        return lt__sc_check_fail(rc, st, -1, NULL, want, msg, NULL,
-                                 "expect_error: %s failed with another error than expected: '%s' (expected %s)", name, msg, want);
+        return with_hang(rc, hung, lt__sc_check_fail(rc, st, -1, NULL, want, msg, NULL,
+                                 "expect_error: %s failed with another error than expected: '%s' (expected %s)", name, msg, want));
     if (d->status >= 0 && (int)s != d->status)
-        return lt__sc_check_fail(rc, st, -1, NULL, status_key(d->status), status_key((int)s), NULL,
+        return with_hang(rc, hung, lt__sc_check_fail(rc, st, -1, NULL, status_key(d->status), status_key((int)s), NULL,
                                  "expect_error: %s failed with status %s ('%s'), expected %s", name, status_key((int)s), msg,
-                                 status_key(d->status));
+                                 status_key(d->status)));
     lt__err_clear();
     return LT_OK;
 }

@@ -113,6 +113,7 @@ static int case_selected(const lt_sc_options *o, const char *path, const sc_scen
 static void apply_options(const lt_sc_options *opt, sc_case *cs) {
     cs->record_plans = opt->json_path != NULL;
     cs->record_trace = opt->trace;
+    cs->single_device = opt->single_device;
     if (opt->numerics) {   /* checked by the CLI */
         lt_numerics_parse(opt->numerics, &cs->numerics);
         cs->numerics_set = 1;

@@ -163,6 +163,8 @@ typedef struct sc_env {
     int rank;
     int coord[LT_MESH_MAX_DIMS];
     int64_t i;                /* element index (values) */
+    int reference;            /* 1: the single-device reference's rank (docs/SEMANTICS.md
+                               * §11.8): numel/shape/rows read single-device values */
 } sc_env;
 /* Parses the scalar `at` (a number or an expression); allow_i: `i` is
  * defined. Errors: "file:line:col: expression '...': problem". */
@@ -191,6 +193,7 @@ typedef struct lt_sc_failure {
     const char *expected;
     const char *actual;
     const char *plan_step;     /* the plan step / producer of the bad value */
+    const char *hang;          /* a would-hang report with --json: its JSON object (text), else NULL */
 } lt_sc_failure;
 
 #define SC_MAX_FAILS 16
@@ -210,6 +213,7 @@ typedef struct lt_sc_result {
     const char *numerics;      /* sample/none: "sample:2: values for ranks 0, 3" (arena), else NULL */
     const int *sampled;        /* (nsampled) the ranks whose values were computed (arena) */
     int nsampled;
+    const char *notes;         /* what a passing check did not look at, one per line (arena), or NULL */
 } lt_sc_result;
 
 /* ---- scenarios ------------------------------------------------------------- */
@@ -271,6 +275,7 @@ typedef struct sc_case {
     sc_step *steps;
     int record_plans;         /* keep every redistribute's plan in res (for --json) */
     int record_trace;         /* --trace: op log and comm table in res (scenario_trace.c) */
+    int single_device;        /* --single-device (lt_sc_options.single_device) */
     lt_numerics numerics;     /* numerics: (localtensor/numerics.h); full by default */
     int numerics_set;         /* numerics came from --numerics: the scenario's key does not apply */
     const lt_engine_i *engine;/* --engine: of the case's communicator (NULL: in-process) */
@@ -425,9 +430,15 @@ typedef struct sc_run_ctx {
     int ncarry, carry_cap;
     int hang_kind;            /* lt_hang_kind of the last report, -1: none */
     const char *hang_text;    /* the last report's whole text (in the arena), or NULL */
+    const char *hang_json;    /* with --json: the last report as a JSON object (text, arena), or NULL */
     int failed_rank;          /* the rank a per-rank step failed on, -1: none or not one rank */
     unsigned char *ended;     /* (world) 1: its program ended with an error (the matcher knows) */
     int *ended_step;          /* (world) index of the step it failed in */
+    /* the step each rank ran last (lt__sc_note_ran): a finished rank's place
+     * in a would-hang report. last_all while every rank ran the same steps,
+     * then last (world, malloc'd) once they may differ; file NULL: none yet */
+    sc_pos last_all;
+    sc_pos *last;
     void *trace;              /* scenario_trace.c's state while record_trace, else NULL */
     void *diverge;            /* scenario_diverge.c's records (expect_same_as_single_device) */
     /* numerics sample/none (scenario_numerics.c): the ranks whose values are
@@ -495,6 +506,15 @@ int lt__sc_step_is_per_rank(const sc_step_type *t);
 /* 1 when rank r runs step st now (its mask; not waiting in a collective, and
  * its program did not end with an error). */
 int lt__sc_rank_runs(const sc_run_ctx *rc, const sc_step *st, int r);
+/* Step st runs now on the ranks lt__sc_rank_runs says: it becomes their last
+ * step (an expect_error counts as the step it wraps, a repeat as its body's
+ * steps, a `when:` step once its condition is known: lt__sc_when_step).
+ * LT_NOMEM. */
+lt_status lt__sc_note_ran(sc_run_ctx *rc, const sc_step *st);
+/* The position of the step rank r ran last (file NULL: none). */
+sc_pos lt__sc_last_step(const sc_run_ctx *rc, int r);
+/* 1 when st's `when:` is evaluated as it runs (scenario_when.c). */
+int lt__sc_when_step(const sc_step *st);
 /* 1 when some rank has stopped in the per-rank program: it waits in a
  * collective, or its program ended with an error while others went on. */
 int lt__sc_any_stopped(const sc_run_ctx *rc);
@@ -512,6 +532,19 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
  * `together`, a step every rank runs together (the report says so). */
 lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st);
 lt_status lt__sc_program_end_at(sc_run_ctx *rc, const sc_step *st, const sc_step *together);
+/* A would-hang report's JSON object (scenario_hang.c; the keys are in
+ * scenarios/README.md, Reports) as text in the arena, into *out; NULL
+ * without --json. LT_NOMEM. */
+lt_status lt__sc_hang_json(sc_run_ctx *rc, const lt_match_report *rep, const char **out);
+/* When the per-rank program stops before a later step that is an
+ * expect_error with hang: (none runs: the case ends), "expect_error at
+ * F:L:C not reached: every rank blocked at F:L" naming where each rank
+ * stopped (ranks that reached `together` stopped there), into *out (arena);
+ * else NULL. Call before the matcher is reset. LT_NOMEM. */
+lt_status lt__sc_unreached(sc_run_ctx *rc, const sc_step *together, const char **out);
+/* The lt_hang_kind an expect_error step asks for with hang:; -1 when it
+ * asks for none or st is no expect_error. */
+int lt__sc_expect_error_hang(const sc_step *st);
 void lt__sc_spmd_free(sc_run_ctx *rc);
 /* Counts one check of the case; failed: records rc->pending as its failure
  * (a check run outside the step loop: a rank catching up). */
@@ -538,15 +571,47 @@ void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names, co
                      const lt_op_plan *plan);
 int lt__sc_trace_end(sc_run_ctx *rc);
 
-/* expect_same_as_single_device (scenario_diverge.c): producers record their
- * result with the single-device value (op: the reference on the inputs' full
- * values; same: the input's full value, for redistribute and rank_map).
- * No-ops unless the case has that step. end frees the records. */
-lt_status lt__sc_diverge_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind op, const lt_dtensor *const *in, int nin,
-                            const lt_op_args *args, lt_dtensor *const *out, int nout, const char *const *names);
-lt_status lt__sc_diverge_same(sc_run_ctx *rc, const sc_step *st, const char *kind, const lt_dtensor *in,
-                              const lt_dtensor *out, const char *name);
+/* expect_same_as_single_device (scenario_diverge.c, docs/SEMANTICS.md §11.8):
+ * every step that makes a value calls its recorder AFTER storing it; the
+ * recorder keeps the name's single-device value and compares. No-ops (LT_OK)
+ * unless the case has that step; errors: LT_NOMEM only. Names are borrowed. */
+int lt__sc_diverge_on(sc_run_ctx *rc);
+/* The single-device value of `name` (borrowed; NULL: none) and the
+ * reference rank's expression environment (a mesh of size-1 dims). */
+const lt_tensor *lt__sc_diverge_ref(sc_run_ctx *rc, const char *name);
+void lt__sc_diverge_env(sc_run_ctx *rc, sc_env *env);
+/* A value stored by a step no recorder follows (lt__sc_put_*). */
+void lt__sc_diverge_forget(sc_run_ctx *rc, const char *name);
+lt_status lt__sc_diverge_distribute(sc_run_ctx *rc, const sc_step *st, const char *name);
+/* tensor: the LocalTensor it was made of, or NULL (values given in the step). */
+lt_status lt__sc_diverge_from_local(sc_run_ctx *rc, const sc_step *st, const char *tensor, const char *name);
+lt_status lt__sc_diverge_full(sc_run_ctx *rc, const sc_step *st, const char *tensor, const char *name);
+lt_status lt__sc_diverge_to_local(sc_run_ctx *rc, const sc_step *st, const char *tensor, const char *name);
+lt_status lt__sc_diverge_local_tensor(sc_run_ctx *rc, const sc_step *st, const char *name);
+/* refs: (nout) the op on the inputs' single-device values (taken, each may
+ * be NULL), or NULL with ref_err: why the single-device op failed; mags
+ * (taken, or NULL) and len: the tolerance's terms (lt__sc_diverge_mag). */
+lt_status lt__sc_diverge_local_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind op, const lt_op_args *a,
+                                  const char *const *in, int nin, const char *const *as, int nout, lt_tensor **refs,
+                                  lt_tensor **mags, int64_t len, const char *ref_err);
+lt_status lt__sc_diverge_collective(sc_run_ctx *rc, const sc_step *st, lt_coll kind, int md, lt_redop op, int dim,
+                                    int cdim, const lt_split_rule *rule, const char *tensor, const char *name);
+/* op: the reference op on the inputs' single-device values. */
+lt_status lt__sc_diverge_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind op, const char *const *in, int nin,
+                            const lt_op_args *args, const char *const *names, int nout);
+/* redistribute, rank_map: the input's single-device value, unchanged. */
+lt_status lt__sc_diverge_same(sc_run_ctx *rc, const sc_step *st, const char *kind, const char *tensor,
+                              const char *name);
+/* mag[j]: the op on |inputs| (sum of |terms| of each output element) and
+ * *len the terms summed, for linear reductions and matmuls; *nmag 0 for
+ * other ops. Caller frees mag[0..*nmag). */
+lt_status lt__sc_diverge_mag(lt_op_kind op, const lt_tensor *const *full, int nin, const lt_op_args *args,
+                             lt_tensor **mag, int max_out, int *nmag, int64_t *len);
 void lt__sc_diverge_end(sc_run_ctx *rc);
+/* --single-device: the check after the case's last step (reported at it). */
+lt_status lt__sc_diverge_final(sc_run_ctx *rc, const sc_step *last);
+/* Adds a line to the case's notes (printed under the case, JSON "notes"). */
+void lt__sc_add_note(sc_run_ctx *rc, const char *text);
 
 /* ---- cases and sweeps (scenario_load.c, scenario_sweep.c) ------------------- */
 
@@ -750,5 +815,103 @@ void lt__sc_stream_scen_end(sc_stream *st);
 void lt__sc_stream_file_end(sc_stream *st, const lt_sc_file *f);
 lt_status lt__sc_stream_close(sc_stream *st, const sc_run_summary *sum);
 const char *lt__sc_status_name(lt_sc_status s);   /* "ok", "FAIL", "ERROR", "not run" */
+
+/* ==== loops and expressions that read shard sizes ==============================
+ * (scenario_loop.c: `repeat:`; scenario_when.c: a `when:` that reads values;
+ * scenario_expr.c: numel / shape / rows and loop variables). Every
+ * addition of the loop work lives in this block.
+ */
+
+/* Bounds of `repeat:` (docs/SEMANTICS.md §12): iterations of one loop, and
+ * steps of a case once its loops are unrolled (at load, and with the loops
+ * spliced in at run time); both refused before anything runs. Lowered by
+ * the fuzz build like the loader's other limits. */
+#ifndef LT_SC_MAX_LOOP_ITERS
+#define LT_SC_MAX_LOOP_ITERS 1000000
+#endif
+#ifndef LT_SC_MAX_UNROLLED
+#define LT_SC_MAX_UNROLLED 100000
+#endif
+#define SC_MAX_LOOP_DEPTH 8
+
+typedef struct sc_loop_var {
+    const char *name;         /* borrowed (arena) */
+    int64_t value;            /* the iteration being parsed */
+} sc_loop_var;
+
+/* What a step parser's context holds besides sc_parse_ctx: every
+ * sc_parse_ctx is the first member of one (lt__sc_parse_case and a loop's
+ * run-time parse make them), so lt__sc_scope finds it from pc. */
+typedef struct sc_parse_scope {
+    sc_parse_ctx pc;
+    int *ndims;               /* (pc.cap) malloc'd with pc.syms: dims of syms[k]'s value, -1: unknown */
+    int nvars;
+    sc_loop_var vars[SC_MAX_LOOP_DEPTH]; /* the enclosing loops' variables, innermost last */
+    int64_t iters;            /* loop iterations parsed (bounded like the steps they make) */
+    const char *dropped[8];   /* names a loop's body defined first, gone after it (for messages) */
+    int dropped_line[8];      /* the loop's line */
+    int ndropped;
+} sc_parse_scope;
+static inline sc_parse_scope *lt__sc_scope(sc_parse_ctx *pc) { return (sc_parse_scope *)(void *)pc; }
+/* Frees what a scope owns (pc.syms, ndims). */
+void lt__sc_scope_free(sc_parse_scope *s);
+/* For "'x' is not defined": " ('x' belongs to the body of the loop at line
+ * N: ...)" into buf when a loop dropped x, else "". */
+void lt__sc_dropped_hint(sc_parse_ctx *pc, const char *name, char *buf, size_t n);
+
+/* Names (scenario_load.c): the kind of `name` (0: not defined) and the
+ * dims of its value (-1: unknown); define appends (a later entry hides an
+ * earlier one); list: "x, y" of the defined names into buf. */
+int lt__sc_sym_find(const sc_parse_ctx *pc, const char *name, int *ndim);
+lt_status lt__sc_sym_add(sc_parse_ctx *pc, const char *name, int kind, int ndim);
+void lt__sc_sym_list(const sc_parse_ctx *pc, char *buf, size_t n);
+
+/* lt__sc_expr_parse with the step's context: the loop variables of pc's
+ * scope are known (their value now), and numel(x), shape(x, d), rows(x)
+ * read rank's shard of a DTensor or LocalTensor x, which must be defined
+ * (checked here, with a dim out of range when x's dims are known). */
+lt_status lt__sc_expr_parse_pc(sc_parse_ctx *pc, const sc_node *at, int allow_i, const char *what, sc_expr **out);
+/* 1 when e reads values (numel, shape, rows): it can only be evaluated at
+ * run time, with lt__sc_expr_eval_rc. */
+int lt__sc_expr_reads_values(const sc_expr *e);
+/* lt__sc_expr_eval / _int on the values rc holds now (rc NULL: as those).
+ * Errors name file:line:col and the rank: a name that holds no value there
+ * (a placeholder), a dim out of range, rows of a 0-d value. */
+lt_status lt__sc_expr_eval_rc(const sc_expr *e, const sc_env *env, sc_run_ctx *rc, double *out);
+lt_status lt__sc_expr_int_rc(const sc_expr *e, const sc_env *env, sc_run_ctx *rc, const char *what, int64_t lo,
+                             int64_t hi, int64_t *out);
+
+/* A `when:` that reads values (scenario_when.c): st->type becomes a copy of
+ * t (arena) whose run evaluates cond on every rank that would run the step
+ * (st->mask, when set, limits them further) and runs t's step on those
+ * where it holds. */
+lt_status lt__sc_when_wrap(sc_parse_ctx *pc, const sc_step_type *t, const sc_expr *cond, sc_step *st);
+
+/* The steps list `seq` into *steps (arena, *n entries), its `repeat:` loops
+ * unrolled when their count is known at load; a loop whose count reads
+ * values stays one `repeat` step, unrolled when it runs. (`repeat` is a row
+ * of scenario_load.c's step table outside LT_SC_STEP_MAP: its parse there
+ * only refuses it where a steps list does not hold it, as in expect_error.) */
+lt_status lt__sc_parse_steps(sc_parse_ctx *pc, const sc_node *seq, sc_step **steps, int *n);
+lt_status lt__sc_parse_repeat(sc_parse_ctx *pc, const sc_node *body, sc_step *st);
+lt_status lt__sc_run_repeat(sc_run_ctx *rc, const sc_step *st);
+
+/* One run of case c with loops spliced into its steps (this run only):
+ * begin before the steps run, end after the last use of c->steps in the
+ * run; end puts c's own steps back and frees the spliced arrays. */
+typedef struct sc_loop_run {
+    sc_case *c;
+    sc_step *orig;            /* c's own steps (borrowed) */
+    int norig;
+    sc_step *buf;             /* owned: the array c->steps is once a loop was spliced, or NULL */
+    int cap;
+    sc_step **old;            /* (nold) owned: earlier arrays, kept to the end (steps still
+                               * running point into them) */
+    int nold;
+    struct sc_loop_run *prev; /* the thread's previous run (a nested run) */
+} sc_loop_run;
+void lt__sc_loops_begin(sc_loop_run *lr, sc_case *c);
+void lt__sc_loops_end(sc_loop_run *lr);
+/* ==== end of loops and expressions that read shard sizes ==================== */
 
 #endif

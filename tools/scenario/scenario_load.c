@@ -26,6 +26,7 @@ static const sc_step_type step_types[] = {
 #define LT__XX(nm, chk) {#nm, chk, lt__sc_parse_##nm, lt__sc_run_##nm},
     LT_SC_STEP_MAP(LT__XX)
 #undef LT__XX
+    {"repeat", 0, lt__sc_parse_repeat, lt__sc_run_repeat},   /* scenario_loop.c */
 };
 #define NSTEP_TYPES ((int)(sizeof step_types / sizeof step_types[0]))
 
@@ -68,7 +69,9 @@ lt_status lt__sc_parse_selection(sc_parse_ctx *pc, const sc_step_type *t, const 
         }
     } else {
         sc_expr *e;
-        LT_TRY(lt__sc_expr_parse(pc->arena, v, pc->mesh, 0, "when", &e));
+        LT_TRY(lt__sc_expr_parse_pc(pc, v, 0, "when", &e));
+        /* a condition on shard sizes is evaluated when the step runs */
+        if (lt__sc_expr_reads_values(e)) return lt__sc_when_wrap(pc, t, e, st);
         for (int r = 0; r < W; r++) {
             sc_env env;
             double x;
@@ -139,18 +142,65 @@ static const char *kind_str(int kind) {
     }
 }
 
-static lt_status add_sym(sc_parse_ctx *pc, const char *name, int kind) {
+lt_status lt__sc_sym_add(sc_parse_ctx *pc, const char *name, int kind, int ndim) {
+    sc_parse_scope *sc = lt__sc_scope(pc);
     if (pc->nsyms == pc->cap) {
         int cap = pc->cap ? pc->cap * 2 : 16;
         sc_sym *s = lt__realloc(pc->syms, sizeof *s * (size_t)cap);
-        if (!s) return lt__err(LT_NOMEM, "out of memory");
-        pc->syms = s;
+        if (s) pc->syms = s;
+        int *nd = s ? lt__realloc(sc->ndims, sizeof *nd * (size_t)cap) : NULL;
+        if (!nd) return lt__err(LT_NOMEM, "out of memory");
+        sc->ndims = nd;
         pc->cap = cap;
     }
     pc->syms[pc->nsyms].name = name;
     pc->syms[pc->nsyms].kind = kind;
+    sc->ndims[pc->nsyms] = ndim;
     pc->nsyms++;
     return LT_OK;
+}
+
+int lt__sc_sym_find(const sc_parse_ctx *pc, const char *name, int *ndim) {
+    for (int i = pc->nsyms - 1; i >= 0; i--) {
+        if (strcmp(pc->syms[i].name, name)) continue;
+        if (ndim) *ndim = lt__sc_scope((sc_parse_ctx *)pc)->ndims[i];
+        return pc->syms[i].kind;
+    }
+    return 0;
+}
+
+void lt__sc_sym_list(const sc_parse_ctx *pc, char *list, size_t n) {
+    size_t used = 0;
+    list[0] = '\0';
+    for (int i = 0; i < pc->nsyms && used + 8 < n; i++) {
+        int dup = 0;
+        for (int j = 0; j < i && !dup; j++) dup = !strcmp(pc->syms[j].name, pc->syms[i].name);
+        if (!dup) used += (size_t)snprintf(list + used, n - used, "%s%s", used ? ", " : "", pc->syms[i].name);
+    }
+}
+
+void lt__sc_scope_free(sc_parse_scope *s) {
+    lt__free(s->pc.syms);
+    lt__free(s->ndims);
+    s->pc.syms = NULL;
+    s->ndims = NULL;
+    s->pc.nsyms = s->pc.cap = 0;
+}
+
+/* The dims of what step `what` (body map) puts under its `as`, where the
+ * step keeps its input's dims or gives them in the body; -1: unknown. (What
+ * shape(x, d) is checked against at load.) */
+static int defined_ndim(const sc_parse_ctx *pc, const char *what, const sc_node *map) {
+    static const char *const same[] = {"to_local", "distribute", "redistribute", "full_tensor", "collective", NULL};
+    const sc_node *n;
+    if (!strcmp(what, "local_tensor") && (n = lt__sc_get(map, "shape")))
+        return n->kind == SC_SEQ ? n->n : 1;
+    for (int i = 0; same[i]; i++) {
+        int nd = -1;
+        if (strcmp(what, same[i]) || !(n = lt__sc_get(map, "tensor")) || n->kind != SC_SCALAR) continue;
+        return lt__sc_sym_find(pc, n->str, &nd) ? nd : -1;
+    }
+    return -1;
 }
 
 lt_status lt__sc_use(sc_parse_ctx *pc, const sc_node *map, const char *what, const char *key,
@@ -159,31 +209,25 @@ lt_status lt__sc_use(sc_parse_ctx *pc, const sc_node *map, const char *what, con
     const char *name;
     LT_TRY(lt__sc_need(map, what, key, &v));
     LT_TRY(lt__sc_ident(v, what, &name));
-    for (int i = pc->nsyms - 1; i >= 0; i--) {
-        if (strcmp(pc->syms[i].name, name)) continue;
-        if (!(pc->syms[i].kind & kinds)) {
-            char want[128] = "";
-            size_t used = 0;
-            for (int k = SC_FULL; k <= SC_LOCAL; k <<= 1)
-                if (kinds & k)
-                    used += (size_t)snprintf(want + used, sizeof want - used, "%s%s", used ? " or " : "",
-                                             kind_str(k));
-            return lt__sc_err(v, LT_INVALID, "%s: '%s' is %s, but %s needs %s", what, name,
-                              kind_str(pc->syms[i].kind), what, want);
-        }
+    int found = lt__sc_sym_find(pc, name, NULL);
+    if (found && !(found & kinds)) {
+        char want[128] = "";
+        size_t used = 0;
+        for (int k = SC_FULL; k <= SC_LOCAL; k <<= 1)
+            if (kinds & k)
+                used += (size_t)snprintf(want + used, sizeof want - used, "%s%s", used ? " or " : "", kind_str(k));
+        return lt__sc_err(v, LT_INVALID, "%s: '%s' is %s, but %s needs %s", what, name, kind_str(found), what, want);
+    }
+    if (found) {
         *out = name;
         return LT_OK;
     }
-    char list[400] = "";
-    size_t used = 0;
-    for (int i = 0; i < pc->nsyms && used < sizeof list - 8; i++) {
-        int dup = 0;
-        for (int j = 0; j < i && !dup; j++) dup = !strcmp(pc->syms[j].name, pc->syms[i].name);
-        if (!dup) used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", pc->syms[i].name);
-    }
-    return lt__sc_err(v, LT_INVALID, "%s: tensor '%s' is not defined%s%s%s", what, name,
+    char list[400], hint[300];
+    lt__sc_sym_list(pc, list, sizeof list);
+    lt__sc_dropped_hint(pc, name, hint, sizeof hint);
+    return lt__sc_err(v, LT_INVALID, "%s: tensor '%s' is not defined%s%s%s%s", what, name,
                       pc->nsyms ? " (defined so far: " : " (nothing is defined yet)", list,
-                      pc->nsyms ? ")" : "");
+                      pc->nsyms ? ")" : "", hint);
 }
 
 lt_status lt__sc_define(sc_parse_ctx *pc, const sc_node *map, const char *what, int kind,
@@ -192,7 +236,7 @@ lt_status lt__sc_define(sc_parse_ctx *pc, const sc_node *map, const char *what, 
     LT_TRY(lt__sc_need(map, what, "as", &v));
     LT_TRY(lt__sc_ident(v, what, out));
     if (pc->in_expect_error) return LT_OK;   /* the step must fail: nothing is defined */
-    return add_sym(pc, *out, kind);
+    return lt__sc_sym_add(pc, *out, kind, defined_ndim(pc, what, map));
 }
 
 lt_status lt__sc_rank(const sc_parse_ctx *pc, const sc_node *key, int *rank) {
@@ -326,11 +370,11 @@ lt_status lt__sc_parse_case(sc_arena *a, const sc_node *map, const sc_node *swee
         lt_status bst = lt_backend_by_name(c->backend, &b);
         if (bst) return lt__sc_err_at(bn, lt__err_ctx(bst, "backend"));
     }
-    sc_parse_ctx pc;
-    memset(&pc, 0, sizeof pc);
-    pc.arena = a;
-    pc.mesh = c->mesh;
-    pc.sampled = c->numerics.kind != LT_NUMERICS_FULL || g_unbuilt_init;
+    sc_parse_scope scope;   /* scope.pc: the steps' parse context (lt__sc_scope finds scope from it) */
+    memset(&scope, 0, sizeof scope);
+    scope.pc.arena = a;
+    scope.pc.mesh = c->mesh;
+    scope.pc.sampled = c->numerics.kind != LT_NUMERICS_FULL || g_unbuilt_init;
     lt_status st = LT_OK;
     const sc_node *tensors = lt__sc_get(map, "tensors"), *steps;
     if (tensors && !lt__sc_is_null(tensors)) {
@@ -343,8 +387,8 @@ lt_status lt__sc_parse_case(sc_arena *a, const sc_node *map, const sc_node *swee
         c->tensors = lt__sc_alloc(a, sizeof *c->tensors * (size_t)(tensors->n ? tensors->n : 1));
         if (!c->tensors) { st = LT_NOMEM; goto out; }
         for (int i = 0; i < tensors->n && !st; i++) {
-            st = parse_tensor(&pc, tensors->kids[2 * i], tensors->kids[2 * i + 1], &c->tensors[i]);
-            if (!st) st = add_sym(&pc, c->tensors[i].name, SC_FULL);
+            st = parse_tensor(&scope.pc, tensors->kids[2 * i], tensors->kids[2 * i + 1], &c->tensors[i]);
+            if (!st) st = lt__sc_sym_add(&scope.pc, c->tensors[i].name, SC_FULL, c->tensors[i].ndim);
         }
         if (st) goto out;
     }
@@ -354,12 +398,9 @@ lt_status lt__sc_parse_case(sc_arena *a, const sc_node *map, const sc_node *swee
                         steps->kind == SC_SEQ ? "an empty list" : lt__sc_kind_name(steps));
         goto out;
     }
-    c->nsteps = steps->n;
-    c->steps = lt__sc_alloc(a, sizeof *c->steps * (size_t)steps->n);
-    if (!c->steps) { st = LT_NOMEM; goto out; }
-    for (int i = 0; i < steps->n && !st; i++) st = lt__sc_parse_step(&pc, steps->kids[i], &c->steps[i]);
+    st = lt__sc_parse_steps(&scope.pc, steps, &c->steps, &c->nsteps);   /* loops unrolled */
 out:
-    lt__free(pc.syms);
+    lt__sc_scope_free(&scope);
     return st;
 }
 

@@ -17,7 +17,10 @@
  * when the ranks still running reach the end of the steps, a step every
  * rank must run together (distribute, op, permute, ...), or an
  * `expect_error: {hang: ...}` without a step; those ranks then count as
- * finished. The report is told at the step of the call it is about.
+ * finished, each after the last step it ran (lt__sc_note_ran). The report
+ * is told at the step of the call it is about; an expect_error with hang:
+ * after that step, which no rank reaches, is named first (scenario_hang.c,
+ * which also makes the report's JSON for --json).
  * Calls of one group issued by different steps pair by their
  * order on the group, as in a real runtime (a rank-dependent branch): a
  * waiting rank keeps a copy of what it sent (rc->held) and its result goes
@@ -85,6 +88,8 @@ void lt__sc_spmd_free(sc_run_ctx *rc) {
     lt__free(rc->one);
     lt__free(rc->ended);
     lt__free(rc->ended_step);
+    lt__free(rc->last);
+    rc->last = NULL;
     lt__free(rc->carry);
     rc->carry = NULL;
     rc->ncarry = rc->carry_cap = 0;
@@ -139,46 +144,61 @@ static const sc_step *report_step(const sc_run_ctx *rc, const lt_match_report *r
 
 lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st) { return lt__sc_program_end_at(rc, st, NULL); }
 
+/* Every rank neither waiting nor failed finishes, after the last step it ran. */
+static lt_status finish_running(sc_run_ctx *rc) {
+    for (int r = 0; r < rc->c->mesh->world; r++) {
+        if (rc->blocked[r] || rc->ended[r]) continue;
+        sc_pos last = lt__sc_last_step(rc, r);
+        LT_TRY(lt_match_finish_at(rc->mt, r, last.file, last.line));
+    }
+    return LT_OK;
+}
+
+/* The whole report (every group with waiting members) as the failure's
+ * text, into *out (arena): the expect_error it kept from being reached
+ * first (unreached, NULL: none), then the report, then why the running
+ * ranks count as finished (together, NULL: they reached the end). */
+static lt_status report_text(sc_run_ctx *rc, const lt_match_report *rep, const sc_step *together,
+                             const char *unreached, const char **out) {
+    char *whole = NULL;
+    *out = NULL;
+    if (lt_match_report_text(rep, &whole)) return LT_NOMEM;
+    size_t len = strlen(whole);
+    while (len > 0 && whole[len - 1] == '\n') whole[--len] = '\0';
+    const char *head = unreached ? unreached : "", *sep = unreached ? "\n  " : "";
+    if (together)
+        *out = lt__sc_printf(rc->arena, "%s%s%s\n  the running ranks stopped at %s at %s:%d:%d (every rank runs that "
+                             "step together: a rank that waits or failed never reaches it)", head, sep, whole,
+                             together->type->name, together->pos.file, together->pos.line, together->pos.col);
+    else
+        *out = lt__sc_printf(rc->arena, "%s%s%s", head, sep, whole);
+    lt_match_text_free(whole);
+    return *out ? LT_OK : lt__err(LT_NOMEM, "out of memory");
+}
+
 lt_status lt__sc_program_end_at(sc_run_ctx *rc, const sc_step *st, const sc_step *together) {
     if (!rc->mt) return LT_OK;
-    lt_status s = LT_OK;
-    for (int r = 0; r < rc->c->mesh->world && !s; r++)
-        if (!rc->blocked[r] && !rc->ended[r]) s = lt_match_finish(rc->mt, r);
+    lt_status s = finish_running(rc);
     lt_match_report *rep = NULL;
     if (!s) s = lt_match_check(rc->mt, &rep);
     /* inside expect_error the report is that step's result; else it is
      * told at the step of the call (or failure) it is about */
     const sc_step *at = rep && !rc->capturing ? report_step(rc, rep, st) : st;
+    const char *unreached = NULL, *text = NULL, *json = NULL;
+    lt_status bad = rep ? lt__sc_unreached(rc, together, &unreached) : LT_OK;   /* before the reset */
     matcher_reset(rc);
     if (s == LT_OK || !rep) return s;
-    /* the whole report: every group with waiting members */
-    char *whole = NULL, *text = NULL;
-    s = lt_match_report_text(rep, &whole);
-    if (!s) text = lt__sc_strdup(rc->arena, whole);
-    lt_match_text_free(whole);
-    if (!text) {
-        lt_match_report_free(rep);
-        return lt__err(LT_NOMEM, "out of memory");
-    }
-    size_t len = strlen(text);
-    while (len > 0 && text[len - 1] == '\n') text[--len] = '\0';
-    if (together) {   /* why the running ranks count as finished */
-        size_t n = len + strlen(together->type->name) + strlen(together->pos.file) + 160;
-        char *t2 = lt__sc_alloc(rc->arena, n);
-        if (!t2) {
-            lt_match_report_free(rep);
-            return lt__err(LT_NOMEM, "out of memory");
-        }
-        snprintf(t2, n, "%s\n  the running ranks stopped at %s at %s:%d:%d (every rank runs that step together: "
-                 "a rank that waits or failed never reaches it)", text, together->type->name, together->pos.file,
-                 together->pos.line, together->pos.col);
-        text = t2;
-    }
-    rc->hung = 1;
-    rc->hang_kind = (int)rep->kind;
-    rc->hang_text = text;
+    if (!bad) bad = report_text(rc, rep, together, unreached, &text);
+    if (!bad) bad = lt__sc_hang_json(rc, rep, &json);
+    lt_hang_kind kind = rep->kind;
     lt_match_report_free(rep);
+    if (bad) return lt__err(LT_NOMEM, "out of memory");
+    rc->hung = 1;
+    rc->hang_kind = (int)kind;
+    rc->hang_text = text;
+    rc->hang_json = json;
     s = lt__sc_check_fail(rc, at, -1, NULL, NULL, NULL, NULL, "%s", text);
+    if (!rc->capturing) rc->pending.hang = json;
     return s;
 }
 

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/alloc.h"
 #include "localtensor/ops.h"
 #include "tools/scenario/scenario_impl.h"
 #include "kernels/status_impl.h"
@@ -172,11 +173,11 @@ static lt_status parse_op_common(sc_parse_ctx *pc, const sc_node *body, sc_step 
     }
     if ((n = lt__sc_get(body, "chunks"))) LT_TRY(lt__sc_int(n, "op: chunks", 1, LT_OP_MAX_OUTPUTS, &a->chunks));
     if (local && ((n = lt__sc_get(body, "scalar")) || (n = lt__sc_get(body, "p"))))
-        LT_TRY(lt__sc_expr_parse(pc->arena, n, pc->mesh, 0, "local_op: scalar", &d->scalar_e));
+        LT_TRY(lt__sc_expr_parse_pc(pc, n, 0, "local_op: scalar", &d->scalar_e));
     else if ((n = lt__sc_get(body, "scalar"))) LT_TRY(lt__sc_f64(n, "op: scalar", &a->scalar));
     else if ((n = lt__sc_get(body, "p"))) LT_TRY(lt__sc_f64(n, "op: p", &a->scalar));
     if (local && (n = lt__sc_get(body, "seed"))) {
-        LT_TRY(lt__sc_expr_parse(pc->arena, n, pc->mesh, 0, "local_op: seed", &d->seed_e));
+        LT_TRY(lt__sc_expr_parse_pc(pc, n, 0, "local_op: seed", &d->seed_e));
     } else if ((n = lt__sc_get(body, "seed"))) {
         int64_t sd;
         LT_TRY(lt__sc_i64(n, "op: seed", 0, INT64_MAX, &sd));
@@ -236,48 +237,101 @@ lt_status lt__sc_parse_local_op(sc_parse_ctx *pc, const sc_node *body, sc_step *
     return parse_op_common(pc, body, st, 1);
 }
 
+/* local_op on one rank's inputs sh[nin] (borrowed; env: the rank's
+ * expression environment, rc: the values numel/shape/rows read, NULL for
+ * none): its outputs into outs[nout] (caller frees). The
+ * op runs on a one-rank mesh, all replicated: the same kernels and argument
+ * checks as `op`. */
+static lt_status local_op_one(const op_data *d, const lt_tensor *const *sh, const sc_env *env, sc_run_ctx *rc,
+                              lt_tensor **outs) {
+    lt_mesh one;
+    lt_placement rep = lt_replicate();
+    lt_status s = lt_mesh_parse("1", &one);
+    lt_dtensor *in[LT_OP_MAX_INPUTS] = {0}, *out[LT_OP_MAX_OUTPUTS] = {0};
+    int nout = 0;
+    for (int k = 0; k < d->nin && !s; k++) {
+        if (sh[k]->placeholder)
+            s = lt__err(LT_INVALID, "input '%s' holds no value on this rank (a placeholder: the rank skipped the step that made it, or is not the root of a gather/reduce)",
+                        d->in[k]);
+        else s = lt_distribute(&one, sh[k], &rep, 1, &in[k]);
+    }
+    lt_op_args a = *d->args;
+    a.mesh = &one;
+    if (!s && d->scalar_e) s = lt__sc_expr_eval_rc(d->scalar_e, env, rc, &a.scalar);
+    if (!s && d->seed_e) {
+        int64_t sd;
+        s = lt__sc_expr_int_rc(d->seed_e, env, rc, "seed", 0, INT64_MAX / 2, &sd);
+        a.seed = (uint64_t)sd;
+    }
+    if (!s) s = lt_op(d->op, (const lt_dtensor *const *)in, d->nin, &a, NULL, out, LT_OP_MAX_OUTPUTS, &nout);
+    if (!s && nout != d->nout)
+        s = lt__err(LT_INVALID, "%s gives %d output(s) for this input but 'as' names %d (%s)", lt_op_name(d->op), nout,
+                    d->nout, SHORT_SPLIT);
+    for (int j = 0; j < d->nout && !s; j++) s = lt_clone(out[j]->local->shards[0], &outs[j]);
+    for (int k = 0; k < d->nin; k++) lt_dtensor_free(in[k]);
+    for (int j = 0; j < nout; j++) lt_dtensor_free(out[j]);
+    if (s)
+        for (int j = 0; j < d->nout; j++) {
+            lt_tensor_free(outs[j]);
+            outs[j] = NULL;
+        }
+    return s;
+}
+
+/* The single-device program's local_op (docs/SEMANTICS.md §11.8): the op on
+ * the inputs' single-device values, for the comparison's recorder. */
+static lt_status local_op_reference(sc_run_ctx *rc, const sc_step *st) {
+    const op_data *d = st->data;
+    if (!lt__sc_diverge_on(rc)) return LT_OK;
+    const lt_tensor *ref[LT_OP_MAX_INPUTS];
+    lt_tensor *outs[LT_OP_MAX_OUTPUTS] = {0};
+    int have = 1;
+    for (int k = 0; k < d->nin; k++) have &= (ref[k] = lt__sc_diverge_ref(rc, d->in[k])) != NULL;
+    sc_env env;
+    lt__sc_diverge_env(rc, &env);
+    char err[256] = "";
+    lt_status rs = have ? local_op_one(d, ref, &env, rc, outs) : LT_OK;
+    if (rs == LT_NOMEM) return rs;
+    if (rs) {
+        snprintf(err, sizeof err, "%s", lt_errmsg());
+        lt__err_clear();
+    }
+    /* a local sum or matmul sums terms in another order than one device: the tolerance's L and M */
+    lt_tensor *mag[LT_OP_MAX_OUTPUTS] = {0};
+    int nmag = 0;
+    int64_t len = 1;
+    if (have && !err[0]) {
+        lt_op_args a = *d->args;
+        lt_mesh one;
+        lt_mesh_parse("1", &one);
+        a.mesh = &one;
+        if (lt__sc_diverge_mag(d->op, ref, d->nin, &a, mag, LT_OP_MAX_OUTPUTS, &nmag, &len)) nmag = 0, len = 1;
+        lt__err_clear();
+    }
+    return lt__sc_diverge_local_op(rc, st, d->op, d->args, d->in, d->nin, d->as, d->nout, have && !err[0] ? outs : NULL,
+                                   nmag ? mag : NULL, len, err[0] ? err : NULL);
+}
+
 /* local_op: on every rank that runs the step, the op on that rank's own
- * shards, as if they were whole tensors (a one-rank mesh, all replicated):
- * the same kernels and argument checks as `op`, no sharding propagation and
- * no communication; shapes may differ by rank. */
+ * shards, as if they were whole tensors; no sharding propagation and no
+ * communication; shapes may differ by rank. */
 lt_status lt__sc_run_local_op(sc_run_ctx *rc, const sc_step *st) {
     const op_data *d = st->data;
     const char *name = lt_op_name(d->op);
     const lt_mesh *mesh = rc->c->mesh;
     int W = mesh->world;
-    lt_mesh one;
-    lt_placement rep = lt_replicate();
-    lt_status s = lt_mesh_parse("1", &one);
+    lt_status s = LT_OK;
     lt_local *outs[LT_OP_MAX_OUTPUTS] = {0};
     for (int j = 0; j < d->nout && !s; j++) s = lt_local_new(mesh, &outs[j]);
     for (int r = 0; r < W && !s; r++) {
         if (!lt__sc_rank_runs(rc, st, r)) continue;
-        lt_dtensor *in[LT_OP_MAX_INPUTS] = {0}, *out[LT_OP_MAX_OUTPUTS] = {0};
-        int nout = 0;
-        for (int k = 0; k < d->nin && !s; k++) {
-            const lt_tensor *sh = lt__sc_value(rc, d->in[k])->local->shards[r];
-            if (sh->placeholder)
-                s = lt__err(LT_INVALID, "input '%s' holds no value on this rank (a placeholder: the rank skipped the step that made it, or is not the root of a gather/reduce)",
-                            d->in[k]);
-            else s = lt_distribute(&one, sh, &rep, 1, &in[k]);
-        }
-        lt_op_args a = *d->args;
-        a.mesh = &one;
+        const lt_tensor *sh[LT_OP_MAX_INPUTS];
+        lt_tensor *o[LT_OP_MAX_OUTPUTS] = {0};
+        for (int k = 0; k < d->nin; k++) sh[k] = lt__sc_value(rc, d->in[k])->local->shards[r];
         sc_env env;
         lt__sc_env_rank(mesh, r, &env);
-        if (!s && d->scalar_e) s = lt__sc_expr_eval(d->scalar_e, &env, &a.scalar);
-        if (!s && d->seed_e) {
-            int64_t sd;
-            s = lt__sc_expr_int(d->seed_e, &env, "seed", 0, INT64_MAX / 2, &sd);
-            a.seed = (uint64_t)sd;
-        }
-        if (!s) s = lt_op(d->op, (const lt_dtensor *const *)in, d->nin, &a, NULL, out, LT_OP_MAX_OUTPUTS, &nout);
-        if (!s && nout != d->nout)
-            s = lt__err(LT_INVALID, "%s gives %d output(s) for this input but 'as' names %d (%s)", name, nout, d->nout,
-                        SHORT_SPLIT);
-        for (int j = 0; j < d->nout && !s; j++) s = lt_clone(out[j]->local->shards[0], &outs[j]->shards[r]);
-        for (int k = 0; k < d->nin; k++) lt_dtensor_free(in[k]);
-        for (int j = 0; j < nout; j++) lt_dtensor_free(out[j]);
+        s = local_op_one(d, sh, &env, rc, o);
+        for (int j = 0; j < d->nout && !s; j++) outs[j]->shards[r] = o[j];
         if (s) {
             int c[LT_MESH_MAX_DIMS];
             int64_t c64[LT_MESH_MAX_DIMS];
@@ -303,7 +357,7 @@ lt_status lt__sc_run_local_op(sc_run_ctx *rc, const sc_step *st) {
         else lt_local_free(outs[j]);
         outs[j] = NULL;
     }
-    return s;
+    return s ? s : local_op_reference(rc, st);
 }
 
 lt_status lt__sc_run_op(sc_run_ctx *rc, const sc_step *st) {
@@ -359,9 +413,6 @@ lt_status lt__sc_run_op(sc_run_ctx *rc, const sc_step *st) {
             return lt__err_ctx_in(s, "op", " %s: reference run", name);
         }
     }
-    s = lt__sc_diverge_op(rc, st, d->op, in, d->nin, d->args, out, nout, d->as);
-    for (int j = 0; j < nout && s; j++) lt_dtensor_free(out[j]);
-    if (s) return s;
     for (int j = 0; j < nout; j++) {
         s = lt__sc_put_dtensor(rc, d->as[j], out[j], origin);
         out[j] = NULL;
@@ -370,7 +421,8 @@ lt_status lt__sc_run_op(sc_run_ctx *rc, const sc_step *st) {
             return s;
         }
     }
-    return chk;
+    s = lt__sc_diverge_op(rc, st, d->op, d->in, d->nin, d->args, d->as, nout);
+    return s ? s : chk;
 }
 
 /* ---- tp_mlp -------------------------------------------------------------------------------- */
@@ -515,12 +567,8 @@ lt_status lt__sc_run_rank_map(sc_run_ctx *rc, const sc_step *st) {
             }
     }
     lt_localint_free(&li);
-    s = lt__sc_diverge_same(rc, st, "rank_map", lt__sc_value(rc, d->tensor)->dt, y, d->as);
-    if (s) {
-        lt_dtensor_free(y);
-        return s;
-    }
     s = lt__sc_put_dtensor(rc, d->as, y, origin);
+    if (!s) s = lt__sc_diverge_same(rc, st, "rank_map", d->tensor, d->as);
     return s ? s : chk;
 }
 
@@ -544,10 +592,32 @@ lt_status lt__sc_parse_expect_replicas(sc_parse_ctx *pc, const sc_node *body, sc
     return LT_OK;
 }
 
+/* lt_dtensor_check_replicas with each mesh dim named as the mesh names it:
+ * "mesh dim tp (R): ranks 0 and 1 differ at index [0]: ..." (its number
+ * when unnamed). LT_MISMATCH at the first differing group. */
+static lt_status check_replicas(const lt_dtensor *x) {
+    const lt_mesh *m = lt_dtensor_mesh(x);
+    int *grp = lt__malloc(sizeof(int) * (size_t)m->world);
+    if (!grp) return lt__err(LT_NOMEM, "out of memory");
+    lt_status st = LT_OK;
+    for (int i = 0; i < m->ndim && !st; i++) {
+        if (x->placements[i].kind != LT_PL_REPLICATE || m->shape[i] == 1) continue;
+        for (int g = 0; g < lt_mesh_ngroups(m, i) && !st; g++) {
+            lt_mesh_group(m, i, g, grp);
+            st = lt_local_check_equal(x->local, grp, m->shape[i]);
+            if (st != LT_MISMATCH) continue;
+            if (m->names[i][0]) st = lt__err_ctx(st, "mesh dim %s (R)", m->names[i]);
+            else st = lt__err_ctx(st, "mesh dim %d (R)", i);
+        }
+    }
+    lt__free(grp);
+    return st;
+}
+
 lt_status lt__sc_run_expect_replicas(sc_run_ctx *rc, const sc_step *st) {
     const replicas_data *d = st->data;
     sc_value *v = lt__sc_value(rc, d->tensor);
-    lt_status s = lt_dtensor_check_replicas(v->dt);
+    lt_status s = check_replicas(v->dt);
     if (s && s != LT_MISMATCH) return s;
     char msg[600];
     snprintf(msg, sizeof msg, "%s", s ? lt_errmsg() : "");

@@ -115,6 +115,7 @@ static lt_status put(sc_run_ctx *rc, const char *name, int kind, lt_tensor *t, l
                      lt_local *l, const char *origin) {
     sc_value *v = lt__sc_value(rc, name);
     sc_value ro = {0};   /* the new value's per-rank origins, taken before v is cleared */
+    lt__sc_diverge_forget(rc, name);   /* its recorder, if any, runs after the store */
     if (kind == SC_LOCAL && rc->ncarry) carried_origins(rc, name, v, &ro);
     if (!v) {
         if (rc->nvals == rc->cap) {
@@ -164,6 +165,12 @@ lt_status lt__sc_put_local(sc_run_ctx *rc, const char *name, lt_local *l, const 
 }
 
 /* ---- failures -------------------------------------------------------------------- */
+
+void lt__sc_add_note(sc_run_ctx *rc, const char *text) {
+    const char *old = rc->res->notes;
+    const char *n = old ? lt__sc_printf(rc->arena, "%s\n%s", old, text) : lt__sc_strdup(rc->arena, text);
+    if (n) rc->res->notes = n;   /* out of memory: the note is information, never a result */
+}
 
 static const char *adup(sc_arena *a, const char *s) { return s ? lt__sc_strdup(a, s) : NULL; }
 
@@ -233,6 +240,7 @@ lt_status lt__sc_run_step(sc_run_ctx *rc, const sc_step *st) {
     rc->failed_rank = -1;
     lt__err_clear();
     LT_TRY(lt__sc_numerics_gate(rc, st));
+    if (!lt__sc_when_step(st)) LT_TRY(lt__sc_note_ran(rc, st));   /* a `when:` step notes its own ranks */
     return st->type->run(rc, st);
 }
 
@@ -348,6 +356,8 @@ static void run_case(sc_case *c, sc_arena *arena, FILE *show, sc_cmp *cmp) {
         lt__sc_case_drop(c); /* nothing half-parsed runs */
         error_result(&rc, &c->pos, "setup", "%s", lt_errmsg()[0] ? lt_errmsg() : lt_status_str(st));
     }
+    sc_loop_run loops;   /* loops whose count is known only now are spliced into c->steps (scenario_loop.c) */
+    lt__sc_loops_begin(&loops, c);
     if (!st) st = lt_comm_new_engine(c->mesh, c->engine, &rc.comm);
     if (st) error_result(&rc, &c->pos, "setup", "%s", lt_errmsg());
     if (!st && c->record_trace && lt__sc_trace_begin(&rc))
@@ -368,6 +378,11 @@ static void run_case(sc_case *c, sc_arena *arena, FILE *show, sc_cmp *cmp) {
     rc.in_steps = 1;
     for (int i = 0; i < c->nsteps && c->res.status != LT_SC_ERROR && !rc.hung; i++) {
         const sc_step *s = &c->steps[i];
+        if (c->single_device && s->type->is_check) {   /* --single-device: its own checks left out */
+            const sc_step *in = lt__sc_expect_error_inner(s);
+            if (!in || in->type->is_check) continue;
+            s = in;   /* the step an expect_error wraps runs as it is */
+        }
         size_t since = rc.comm ? lt_trace_count(lt_comm_trace(rc.comm)) : 0;
         rc.step_index = i;
         /* a step every rank runs together: ranks waiting in a collective
@@ -408,6 +423,20 @@ static void run_case(sc_case *c, sc_arena *arena, FILE *show, sc_cmp *cmp) {
         else
             error_result(&rc, &s->pos, s->type->name, "while running %s: %s", s->type->name,
                          m[0] ? m : lt_status_str(st));
+    }
+    if (c->single_device && c->res.status != LT_SC_ERROR && !rc.hung && c->nsteps) {
+        /* --single-device: the check that ends the case */
+        rc.failed_check = 0;
+        lt__err_clear();
+        c->res.checks++;
+        st = lt__sc_diverge_final(&rc, &c->steps[c->nsteps - 1]);
+        if (st == LT_MISMATCH && rc.failed_check) {
+            c->res.checks_failed++;
+            record(&rc, &rc.pending);
+            c->res.status = LT_SC_FAIL;
+        } else if (st) {
+            error_result(&rc, &c->pos, "--single-device", "%s", lt_errmsg());
+        }
     }
     if (c->res.status != LT_SC_ERROR && !rc.hung && lt__sc_any_stopped(&rc)) {
         /* the steps ended with ranks still waiting or failed: the report
@@ -456,5 +485,6 @@ static void run_case(sc_case *c, sc_arena *arena, FILE *show, sc_cmp *cmp) {
         cJSON_free(text);
         cJSON_Delete((cJSON *)rc.plans);
     }
+    lt__sc_loops_end(&loops);   /* c's own steps again, for its next run */
     c->res.seconds = now_s() - t0;
 }

@@ -1,7 +1,9 @@
 /* tools/scenario/scenario_spmd.c — per-rank values in scenarios
- * (docs/SEMANTICS.md §12): which steps run rank by rank and on which ranks,
- * to_local and local_tensor. The collectives such steps call, matched rank
- * by rank, and how a per-rank program ends are in scenario_match.c.
+ * (docs/SEMANTICS.md §12): which steps run rank by rank and on which ranks
+ * (and which step each rank ran last: where a would-hang report places a
+ * finished rank), to_local and local_tensor. The collectives such steps
+ * call, matched rank by rank, and how a per-rank program ends are in
+ * scenario_match.c.
  *
  * Keys (for scenarios/README.md):
  *   to_local: tensor (a DTensor), as — its shards as a LocalTensor.
@@ -19,7 +21,7 @@
 
 int lt__sc_step_is_per_rank(const sc_step_type *t) {
     static const char *const names[] = {"to_local", "local_tensor", "local_op", "collective", "show",
-                                        "expect_local", NULL};
+                                        "expect_local", "repeat", NULL};   /* repeat: each rank its own count */
     for (int i = 0; names[i]; i++)
         if (!strcmp(t->name, names[i])) return 1;
     return 0;
@@ -28,6 +30,25 @@ int lt__sc_step_is_per_rank(const sc_step_type *t) {
 int lt__sc_rank_runs(const sc_run_ctx *rc, const sc_step *st, int r) {
     return (!st->mask || st->mask[r]) && !(rc->blocked && rc->blocked[r]) && !(rc->ended && rc->ended[r]);
 }
+
+lt_status lt__sc_note_ran(sc_run_ctx *rc, const sc_step *st) {
+    if (!strcmp(st->type->name, "expect_error") || !strcmp(st->type->name, "repeat")) return LT_OK;
+    int W = rc->c->mesh->world;
+    if (!rc->last && !st->mask && !lt__sc_any_stopped(rc)) {   /* every rank runs it */
+        rc->last_all = st->pos;
+        return LT_OK;
+    }
+    if (!rc->last) {
+        rc->last = lt__malloc((size_t)W * sizeof *rc->last);
+        if (!rc->last) return lt__err(LT_NOMEM, "out of memory");
+        for (int r = 0; r < W; r++) rc->last[r] = rc->last_all;
+    }
+    for (int r = 0; r < W; r++)
+        if (lt__sc_rank_runs(rc, st, r)) rc->last[r] = st->pos;
+    return LT_OK;
+}
+
+sc_pos lt__sc_last_step(const sc_run_ctx *rc, int r) { return rc->last ? rc->last[r] : rc->last_all; }
 
 int lt__sc_any_stopped(const sc_run_ctx *rc) {
     for (int r = 0; rc->blocked && r < rc->c->mesh->world; r++)
@@ -104,7 +125,8 @@ lt_status lt__sc_run_to_local(sc_run_ctx *rc, const sc_step *st) {
     }
     char origin[256];
     snprintf(origin, sizeof origin, "to_local at %s:%d:%d", st->pos.file, st->pos.line, st->pos.col);
-    return lt__sc_put_local(rc, d->as, l, origin);
+    s = lt__sc_put_local(rc, d->as, l, origin);
+    return s ? s : lt__sc_diverge_to_local(rc, st, d->tensor, d->as);
 }
 
 /* ---- local_tensor ------------------------------------------------------------------- */
@@ -128,13 +150,13 @@ lt_status lt__sc_parse_local_tensor(sc_parse_ctx *pc, const sc_node *body, sc_st
             return lt__sc_err(n, LT_INVALID, "local_tensor: shape: at most %d dims, got %d", LT_MAX_DIMS, n->n);
         d->ndim = n->n;
         for (int i = 0; i < n->n; i++)
-            LT_TRY(lt__sc_expr_parse(pc->arena, n->kids[i], pc->mesh, 0, "local_tensor: shape", &d->shape[i]));
+            LT_TRY(lt__sc_expr_parse_pc(pc, n->kids[i], 0, "local_tensor: shape", &d->shape[i]));
     } else {
         d->ndim = 1;
-        LT_TRY(lt__sc_expr_parse(pc->arena, n, pc->mesh, 0, "local_tensor: shape", &d->shape[0]));
+        LT_TRY(lt__sc_expr_parse_pc(pc, n, 0, "local_tensor: shape", &d->shape[0]));
     }
     LT_TRY(lt__sc_need(body, "local_tensor", "values", &n));
-    LT_TRY(lt__sc_expr_parse(pc->arena, n, pc->mesh, 1, "local_tensor: values", &d->values));
+    LT_TRY(lt__sc_expr_parse_pc(pc, n, 1, "local_tensor: values", &d->values));
     d->dtype = LT_F32;
     if ((n = lt__sc_get(body, "dtype"))) LT_TRY(lt__sc_dtype(n, "local_tensor: dtype", &d->dtype));
     return lt__sc_define(pc, body, "local_tensor", SC_LOCAL, &d->as);
@@ -150,13 +172,13 @@ lt_status lt__sc_run_local_tensor(sc_run_ctx *rc, const sc_step *st) {
         sc_env env;
         int64_t shape[LT_MAX_DIMS], numel = 0;
         lt__sc_env_rank(mesh, r, &env);
-        for (int k = 0; k < d->ndim && !s; k++) s = lt__sc_expr_int(d->shape[k], &env, "a size", 0, INT32_MAX, &shape[k]);
+        for (int k = 0; k < d->ndim && !s; k++) s = lt__sc_expr_int_rc(d->shape[k], &env, rc, "a size", 0, INT32_MAX, &shape[k]);
         if (!s) s = lt__numel_checked(d->ndim, shape, lt_dtype_size(d->dtype), &numel);
         if (!s) s = lt_tensor_new(d->dtype, d->ndim, shape, &l->shards[r]);
         for (int64_t i = 0; i < numel && !s; i++) {
             double v;
             env.i = i;
-            s = lt__sc_expr_eval(d->values, &env, &v);
+            s = lt__sc_expr_eval_rc(d->values, &env, rc, &v);
             if (!s) lt_set_flat(l->shards[r], i, v);
         }
         if (s) {
@@ -173,5 +195,6 @@ lt_status lt__sc_run_local_tensor(sc_run_ctx *rc, const sc_step *st) {
     }
     char origin[256];
     snprintf(origin, sizeof origin, "local_tensor at %s:%d:%d", st->pos.file, st->pos.line, st->pos.col);
-    return lt__sc_put_local(rc, d->as, l, origin);
+    s = lt__sc_put_local(rc, d->as, l, origin);
+    return s ? s : lt__sc_diverge_local_tensor(rc, st, d->as);
 }

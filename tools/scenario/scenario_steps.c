@@ -77,7 +77,8 @@ lt_status lt__sc_run_distribute(sc_run_ctx *rc, const sc_step *st) {
         s = lt_distribute(rc->c->mesh, v->full, d->pl, d->np, &dt);
     }
     if (s) return distribute_err(s, d);
-    return lt__sc_put_dtensor(rc, d->as, dt, NULL);
+    s = lt__sc_put_dtensor(rc, d->as, dt, NULL);
+    return s ? s : lt__sc_diverge_distribute(rc, st, d->as);
 }
 
 /* ---- per-rank literals (from_local) ------------------------------------------------ */
@@ -125,14 +126,33 @@ typedef struct {
     lt_dtype dtype;
     lt_placement *pl;               /* (np) */
     int np;
-    int run_check;
+    int check;                     /* check: / run_check: (default 1) */
     int has_shape, has_stride;
     int gndim, sndim;
     int64_t gshape[LT_MAX_DIMS], gstride[LT_MAX_DIMS];
 } from_local_data;
 
+/* check: (default true) or run_check:, its PyTorch spelling; both given is
+ * an error at the second. */
+static lt_status parse_check(const sc_node *body, int *check) {
+    const sc_node *key = NULL, *val = NULL;
+    *check = 1;
+    for (int i = 0; i < body->n; i++) {
+        const sc_node *k = body->kids[2 * i];
+        if (strcmp(k->str, "check") && strcmp(k->str, "run_check")) continue;
+        if (key)
+            return lt__sc_err(k, LT_INVALID, "from_local: give either check: or run_check: (two spellings of one key), not both");
+        key = k;
+        val = body->kids[2 * i + 1];
+    }
+    if (!key) return LT_OK;
+    char what[40];
+    snprintf(what, sizeof what, "from_local: %s", key->str);
+    return lt__sc_bool(val, what, check);
+}
+
 lt_status lt__sc_parse_from_local(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
-    static const char *const keys[] = {"ranks", "tensor", "shapes", "placements", "dtype", "run_check", "shape", "stride", "as", NULL};
+    static const char *const keys[] = {"ranks", "tensor", "shapes", "placements", "dtype", "check", "run_check", "shape", "stride", "as", NULL};
     const sc_node *n, **vals, **shapes = NULL;
     LT_TRY(lt__sc_keys(body, "from_local", keys));
     LT__SC_NEW_DATA(from_local_data, d);
@@ -162,7 +182,7 @@ lt_status lt__sc_parse_from_local(sc_parse_ctx *pc, const sc_node *body, sc_step
     for (int r = 0; r < pc->mesh->world; r++)   /* every value exactly as the dtype holds it */
         LT_TRY(lt__sc_values_fit(vals[r], d->dtype, "from_local: ranks"));
     }
-    if ((n = lt__sc_get(body, "run_check"))) LT_TRY(lt__sc_bool(n, "from_local: run_check", &d->run_check));
+    LT_TRY(parse_check(body, &d->check));
     if ((n = lt__sc_get(body, "shape"))) {
         d->has_shape = 1;
         LT_TRY(lt__sc_shape(n, "from_local: shape", &d->gndim, d->gshape));
@@ -176,6 +196,93 @@ lt_status lt__sc_parse_from_local(sc_parse_ctx *pc, const sc_node *body, sc_step
             LT_TRY(lt__sc_i64(n->kids[i], "from_local: stride", 0, INT64_MAX, &d->gstride[i]));
     }
     return lt__sc_define(pc, body, "from_local", SC_DTENSOR, &d->as);
+}
+
+/* "dp" when the mesh names mesh dim i, else its number; returns buf. */
+static const char *mesh_dim_str(const lt_mesh *m, int i, char *buf, size_t n) {
+    if (m->names[i][0]) snprintf(buf, n, "%s", m->names[i]);
+    else snprintf(buf, n, "%d", i);
+    return buf;
+}
+
+/* A Shard declared with explicit sizes that the shards contradict
+ * (lt_from_local takes the shards' sizes): a failed check naming the mesh
+ * dim, the declared placement and the shards' one. */
+static lt_status check_sizes(sc_run_ctx *rc, const sc_step *st, const from_local_data *d, const lt_dtensor *dt) {
+    const lt_mesh *m = rc->c->mesh;
+    lt_placement norm[LT_MESH_MAX_DIMS];
+    LT_TRY(lt_placements_check(m, dt->ndim, d->pl, d->np, norm));
+    for (int i = 0; i < m->ndim; i++) {
+        if (norm[i].kind != LT_PL_SHARD || norm[i].rule.kind != LT_SPLIT_EXPLICIT) continue;
+        if (lt_placement_equal(&norm[i], &dt->placements[i])) continue;
+        char md[LT_MESH_NAME_MAX + 8], want[LT_SPLIT_MAX_EXPLICIT * 22 + 32], got[LT_SPLIT_MAX_EXPLICIT * 22 + 32];
+        lt_placement_format(&norm[i], want, sizeof want);
+        lt_placement_format(&dt->placements[i], got, sizeof got);
+        return lt__sc_check_fail(rc, st, -1, NULL, want, got, NULL,
+                                 "from_local: shard sizes along mesh dim %s contradict the declared %s: the shards give %s "
+                                 "(say check: false to take the shards' sizes)",
+                                 mesh_dim_str(m, i, md, sizeof md), want, got);
+    }
+    return LT_OK;
+}
+
+/* The replicas of one group along R mesh dim i (grp: its k ranks): the first
+ * held shard against each other held one (a rank whose shard is absent is
+ * not compared). A failed check names the mesh dim, the rank pair, the first
+ * differing index and both values. */
+static lt_status check_group(sc_run_ctx *rc, const sc_step *st, const lt_dtensor *dt, int i, const int *grp, int k) {
+    const lt_tensor *a = NULL;
+    int ra = -1;
+    char md[LT_MESH_NAME_MAX + 8];
+    mesh_dim_str(rc->c->mesh, i, md, sizeof md);
+    for (int j = 0; j < k; j++) {
+        const lt_tensor *b = lt_to_local(dt, grp[j]);
+        if (!b) continue;
+        if (!a) {
+            a = b, ra = grp[j];
+            continue;
+        }
+        char sa[96], sb[96];
+        if (!lt_same_shape(a, b))   /* the layout gives replicas one shape: a guard */
+            return lt__sc_check_fail(rc, st, grp[j], NULL, lt_shape_str(a->ndim, a->shape, sa, sizeof sa),
+                                     lt_shape_str(b->ndim, b->shape, sb, sizeof sb), NULL,
+                                     "from_local: replicas along mesh dim %s differ: ranks %d and %d hold shapes %s and %s "
+                                     "(declared R; say check: false to skip this check)", md, ra, grp[j], sa, sb);
+        lt_compare_result cr;
+        LT_TRY(lt_compare(b, a, 0, 0, &cr));
+        if (cr.equal) continue;
+        char idx[160];
+        lt__sc_fmt_index(a->ndim, cr.first_idx, idx, sizeof idx);
+        lt__sc_fmt_num(cr.expected, sa, sizeof sa);
+        lt__sc_fmt_num(cr.actual, sb, sizeof sb);
+        return lt__sc_check_fail(rc, st, grp[j], idx, sa, sb, NULL,
+                                 "from_local: replicas along mesh dim %s differ: ranks %d and %d at index %s: rank %d has %s, "
+                                 "rank %d has %s (declared R; a missing all_reduce? say check: false to skip this check)",
+                                 md, ra, grp[j], idx, ra, sa, grp[j], sb);
+    }
+    return LT_OK;
+}
+
+/* PyTorch's run_check (docs/SEMANTICS.md §11.2): explicit sizes the shards
+ * contradict, then replicas along every R mesh dim, group by group. A
+ * failure is a failed check (LT_MISMATCH, rc->failed_check); other errors
+ * (memory) are errors. */
+static lt_status check_from_local(sc_run_ctx *rc, const sc_step *st, const from_local_data *d, const lt_dtensor *dt) {
+    const lt_mesh *m = rc->c->mesh;
+    rc->did_check = 1;
+    LT_TRY(check_sizes(rc, st, d, dt));
+    int *grp = lt__malloc(sizeof(int) * (size_t)m->world);
+    if (!grp) return lt__err(LT_NOMEM, "out of memory");
+    lt_status s = LT_OK;
+    for (int i = 0; i < m->ndim && !s; i++) {
+        if (dt->placements[i].kind != LT_PL_REPLICATE || m->shape[i] == 1) continue;
+        for (int g = 0; g < lt_mesh_ngroups(m, i) && !s; g++) {
+            lt_mesh_group(m, i, g, grp);
+            s = check_group(rc, st, dt, i, grp, m->shape[i]);
+        }
+    }
+    lt__free(grp);
+    return s;
 }
 
 lt_status lt__sc_run_from_local(sc_run_ctx *rc, const sc_step *st) {
@@ -200,11 +307,12 @@ lt_status lt__sc_run_from_local(sc_run_ctx *rc, const sc_step *st) {
         s = lt_tensor_from_doubles(d->dtype, l->ndim, l->shape, l->v, l->n, &shards[r]);
         if (s) s = lt__err_ctx_in(s, "from_local", ": rank %d", r);
     }
-    if (!s) s = lt_from_local(mesh, shards, d->pl, d->np, d->run_check, &dt);
+    /* the step checks (check_from_local), as a check rather than an error */
+    if (!s) s = lt_from_local(mesh, shards, d->pl, d->np, 0, &dt);
     for (int r = 0; r < mesh->world; r++) lt_tensor_free(shards[r]);
     lt__free(shards);
     if (!s && d->has_shape) {
-        /* run_check of the given metadata: it must be what the shards imply */
+        /* the given metadata must be what the shards imply (with or without check:) */
         int64_t cs[LT_MAX_DIMS];
         lt_contiguous_strides(dt->ndim, dt->shape, cs);
         int ok = d->gndim == dt->ndim && d->sndim == dt->ndim;
@@ -221,7 +329,16 @@ lt_status lt__sc_run_from_local(sc_run_ctx *rc, const sc_step *st) {
         if (strcmp(lt_errinfo()->subject, "from_local")) return lt__err_ctx_in(s, "from_local", "%s", "");
         return s;
     }
-    return lt__sc_put_dtensor(rc, d->as, dt, NULL);
+    /* a failed check keeps the DTensor the shards make under `as`: the case
+     * goes on. --single-device leaves out the case's own checks, this one too */
+    lt_status chk = d->check && !rc->c->single_device ? check_from_local(rc, st, d, dt) : LT_OK;
+    if (chk && !rc->failed_check) {
+        lt_dtensor_free(dt);
+        return chk;
+    }
+    s = lt__sc_put_dtensor(rc, d->as, dt, NULL);
+    if (!s) s = lt__sc_diverge_from_local(rc, st, d->local, d->as);   /* after storing it */
+    return s ? s : chk;
 }
 
 /* ---- redistribute ------------------------------------------------------------------- */
@@ -350,13 +467,13 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
         else lt_dtensor_free(out);
         return s2 ? s2 : chk;
     }
-    if (!s && !v->sampled) s = lt__sc_diverge_same(rc, st, "redistribute", v->dt, out, d->as);
     if (s) {
         lt_dtensor_free(out);
         return s;
     }
     if (v->sampled) return lt__sc_sampled_put(rc, d->as, out, &gout, lt__sc_plan_origin);
-    return lt__sc_put_dtensor(rc, d->as, out, lt__sc_plan_origin);
+    s = lt__sc_put_dtensor(rc, d->as, out, lt__sc_plan_origin);
+    return s ? s : lt__sc_diverge_same(rc, st, "redistribute", d->tensor, d->as);
 }
 
 /* The failed check of a verified redistribute (lt__sc_check_fail's status),
@@ -419,7 +536,8 @@ lt_status lt__sc_run_full_tensor(sc_run_ctx *rc, const sc_step *st) {
     if (s) return lt__err_ctx_in(s, "full_tensor", " of '%s'", d->tensor);
     char where[128], origin[256];
     snprintf(origin, sizeof origin, "full_tensor at %s", pos_str(st, where, sizeof where));
-    return lt__sc_put_full(rc, d->as, full, origin);
+    lt_status ps = lt__sc_put_full(rc, d->as, full, origin);
+    return ps ? ps : lt__sc_diverge_full(rc, st, d->tensor, d->as);
 }
 
 /* ---- collective ------------------------------------------------------------------------- */
@@ -517,7 +635,19 @@ lt_status lt__sc_parse_collective(sc_parse_ctx *pc, const sc_node *body, sc_step
     return lt__sc_define(pc, body, "collective", SC_LOCAL, &d->as);
 }
 
+static lt_status run_collective(sc_run_ctx *rc, const sc_step *st);
+
+/* The collective, then the single-device comparison's record of its result
+ * (when every rank ran it together: nothing waits). */
 lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
+    const collective_data *d = st->data;
+    lt_status s = run_collective(rc, st);
+    if (s || !d->as || !lt__sc_diverge_on(rc)) return s;
+    return lt__sc_diverge_collective(rc, st, d->kind, d->mesh_dim, d->op, d->dim, d->concat_dim,
+                                     d->has_rule ? &d->rule : NULL, d->tensor, d->as);
+}
+
+static lt_status run_collective(sc_run_ctx *rc, const sc_step *st) {
     const collective_data *d = st->data;
     const lt_mesh *mesh = rc->c->mesh;
     lt_comm *c = rc->comm;
