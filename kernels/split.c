@@ -184,37 +184,56 @@ lt_status lt_split_sizes(const lt_split_rule *rule, int64_t n, int k, int64_t *s
     }
 }
 
-lt_status lt_split_piece(const lt_split_rule *rule, int64_t n, int k, int j, int64_t *size,
-                         int64_t *offset) {
-    int known = rule->kind == LT_SPLIT_CHUNK || rule->kind == LT_SPLIT_BALANCED || rule->kind == LT_SPLIT_LAST;
-    if (rule->kind == LT_SPLIT_EXPLICIT && rule->nsizes == k) {
-        int64_t sizes[LT_SPLIT_MAX_EXPLICIT];     /* (k) */
-        LT_TRY(lt_split_sizes(rule, n, k, sizes));
-        if (j < 0 || j >= k) return lt__err(LT_INVALID, "piece %d of a split into %d does not exist", j, k);
-        int64_t off = 0;
-        for (int i = 0; i < j; i++) off += sizes[i];
-        *size = sizes[j];
-        *offset = off;
-        return LT_OK;
-    }
-    /* every other error of lt_split_sizes is found before it writes a size */
-    if (!known || k < 1 || n < 0 || (rule->kind == LT_SPLIT_LAST && n < k)) return lt_split_sizes(rule, n, k, NULL);
-    if (j < 0 || j >= k) return lt__err(LT_INVALID, "piece %d of a split into %d does not exist", j, k);
-    int64_t start, end;
-    if (rule->kind == LT_SPLIT_CHUNK) {
+int lt__split_piece_quiet(const lt_split_rule *rule, int64_t n, int k, int j, int64_t *size, int64_t *offset) {
+    if (k < 1 || n < 0 || j < 0 || j >= k) return -1;
+    int64_t start = 0, end;
+    switch (rule->kind) {
+    case LT_SPLIT_CHUNK:
         chunk_piece(n, n / k + (n % k != 0), j, &start, &end);
-    } else if (rule->kind == LT_SPLIT_BALANCED) {
+        break;
+    case LT_SPLIT_BALANCED: {
         int64_t q = n / k, r = n % k;
         start = q * j + (j < r ? j : r);
         end = start + q + (j < r ? 1 : 0);
-    } else {
+        break;
+    }
+    case LT_SPLIT_LAST: {
+        if (n < k) return -1;
         int64_t c = last_piece_size(n, k);
         start = c * j;
         end = j == k - 1 ? n : start + c;
+        break;
+    }
+    case LT_SPLIT_EXPLICIT: {
+        if (rule->nsizes != k) return -1;
+        int64_t sum = 0;
+        for (int i = 0; i < k; i++) {
+            if (rule->sizes[i] < 0 || rule->sizes[i] > n - sum) return -1;   /* no overflow: sum <= n */
+            if (i == j) start = sum;
+            sum += rule->sizes[i];
+        }
+        if (sum != n) return -1;
+        end = start + rule->sizes[j];
+        break;
+    }
+    default:
+        return -1;
     }
     *size = end - start;
     *offset = start;
-    return LT_OK;
+    return 0;
+}
+
+lt_status lt_split_piece(const lt_split_rule *rule, int64_t n, int k, int j, int64_t *size,
+                         int64_t *offset) {
+    if (!lt__split_piece_quiet(rule, n, k, j, size, offset)) return LT_OK;
+    /* refused: the message says why (lt_split_sizes names every other reason, and refuses
+     * before it writes a size unless the rule is explicit with k sizes) */
+    if (k >= 1 && n >= 0 && (j < 0 || j >= k)) return lt__err(LT_INVALID, "piece %d of a split into %d does not exist", j, k);
+    int64_t sizes[LT_SPLIT_MAX_EXPLICIT];     /* (k) */
+    int buf = rule->kind == LT_SPLIT_EXPLICIT && rule->nsizes == k && k <= LT_SPLIT_MAX_EXPLICIT;
+    LT_TRY(lt_split_sizes(rule, n, k, buf ? sizes : NULL));
+    return lt__err(LT_INVALID, "piece %d of a split into %d does not exist", j, k);   /* not reached */
 }
 
 lt_status lt_split_sizes_offsets(const lt_split_rule *rule, int64_t n, int k,

@@ -160,7 +160,7 @@ static lt_status received(const lt__move *m, const lt_rank_layout *la, const int
         const lt_rank_layout *first = NULL;
         for (int q = 0; q < n && !first; q++) {
             const lt_rank_layout *x = &la[grp[q]];
-            if (lt__piece(&m->rule, x->local_shape[e], n, j, &size, &off)) return lt__err(LT_INVALID, "internal: split");
+            if (lt__split_piece_quiet(&m->rule, x->local_shape[e], n, j, &size, &off)) return lt__err(LT_INVALID, "internal: split");
             int64_t ne = size;
             for (int d = 0; d < nd; d++)
                 if (d != e) ne = x->local_shape[d] ? lt__mul_sat(ne, x->local_shape[d]) : 0;
@@ -171,12 +171,12 @@ static lt_status received(const lt__move *m, const lt_rank_layout *la, const int
             if (d != f && d != e) {
                 if (il_push(&have[d], first, d, 0, first->local_shape[d])) return nomem();
             } else if (d == e && d != f) {
-                lt__piece(&m->rule, first->local_shape[e], n, j, &size, &off);
+                lt__split_piece_quiet(&m->rule, first->local_shape[e], n, j, &size, &off);
                 if (il_push(&have[d], first, d, off, size)) return nomem();
             } else {
                 for (int q = 0; q < n; q++) {
                     const lt_rank_layout *x = &la[grp[q]];
-                    if (d == e) lt__piece(&m->rule, x->local_shape[e], n, j, &size, &off);
+                    if (d == e) lt__split_piece_quiet(&m->rule, x->local_shape[e], n, j, &size, &off);
                     else off = 0, size = x->local_shape[d];
                     if (il_push(&have[d], x, d, off, size)) return nomem();
                 }
@@ -190,7 +190,7 @@ static lt_status received(const lt__move *m, const lt_rank_layout *la, const int
         for (int d = 0; d < nd; d++) {
             off = 0;
             size = x->local_shape[d];
-            if (d == e) lt__piece(&m->rule, x->local_shape[e], n, j, &size, &off);
+            if (d == e) lt__split_piece_quiet(&m->rule, x->local_shape[e], n, j, &size, &off);
             if (il_push(&have[d], x, d, off, size)) return nomem();
         }
         return LT_OK;

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/split_impl.h"
 #include "kernels/status_impl.h"
 #include "localtensor/redistribute.h"
 #include "localtensor/spec.h"
@@ -171,9 +172,8 @@ lt__amark lt__arena_mark(const lt__arena *a);
 void lt__arena_reset(lt__arena *a, lt__amark m);
 void lt__arena_free(lt__arena *a);
 
-/* Size and offset of piece c of k when `rule` splits n; -1 when the rule
- * rejects the split (no message). */
-int lt__piece(const lt_split_rule *rule, int64_t n, int k, int c, int64_t *size, int64_t *off);
+/* Pieces of a split rule: lt__split_piece_quiet (kernels/split_impl.h), the
+ * one place the uneven rules are written. */
 
 /* Set relations on canonical lists. */
 int lt__list_eq(const lt__list *a, const lt__list *b);

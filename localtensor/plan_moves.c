@@ -133,7 +133,7 @@ static int sizes_fit(const lt__mc *c, int j, const lt_placement *p) {
         for (int q = 0; q < m; q++) {
             size_t ti = (size_t)t * (size_t)m + (size_t)q;
             if (p->kind == LT_PL_STRIDED) size = lt__strided_len(par[d].len, p->split_factor, m, q);
-            else if (lt__piece(&p->rule, par[d].len, m, q, &size, &off)) return 0;
+            else if (lt__split_piece_quiet(&p->rule, par[d].len, m, q, &size, &off)) return 0;
             if (c->Uempty[g->toff[j + 1] + ti]) continue;
             if (c->U[g->off[j + 1] + ti * (size_t)nd + (size_t)d].len != size) return 0;
         }
@@ -454,7 +454,7 @@ int lt__mc_result(lt__mc *c, const lt__list *a, const signed char *apop, const l
                     const lt__list *x = c->mptrs[q];
                     for (int d = 0; d < nd; d++)
                         if (d != f && x[d].len != m0[d].len) return 0;
-                    if (lt__piece(rule, x[e].len, n, 0, &size, &off)) return 0;
+                    if (lt__split_piece_quiet(rule, x[e].len, n, 0, &size, &off)) return 0;
                     if (!lt__block_numel(x, nd)) continue;
                     if (!h) h = x;
                     for (int d = 0; d < nd; d++)
@@ -478,7 +478,7 @@ int lt__mc_result(lt__mc *c, const lt__list *a, const signed char *apop, const l
                     for (int q = 0; q < n; q++) flen += c->mptrs[q][f].len;
                     for (int j = 0; j < n; j++) {
                         int rj = f0 + j * stride;
-                        lt__piece(rule, m0[e].len, n, j, &size, &off);
+                        lt__split_piece_quiet(rule, m0[e].len, n, j, &size, &off);
                         if (set_piece(c, rj, h, e, off, size) < 0) return -1;
                         lt__list *o = c->G + (size_t)rj * (size_t)nd;
                         o[f] = joined;
@@ -500,7 +500,7 @@ int lt__mc_result(lt__mc *c, const lt__list *a, const signed char *apop, const l
                     for (int q = 0; q < n; q++) {
                         const lt__list *x = c->mptrs[q];
                         lt__list *pc = c->Q + (size_t)q * (size_t)nd;
-                        lt__piece(rule, x[e].len, n, j, &size, &off);
+                        lt__split_piece_quiet(rule, x[e].len, n, j, &size, &off);
                         memcpy(pc, x, sizeof(lt__list) * (size_t)nd);
                         if (lt__list_sub(&c->tar, &x[e], off, size, &pc[e]) < 0) return -1;
                         c->qptrs[q] = pc;
@@ -517,10 +517,10 @@ int lt__mc_result(lt__mc *c, const lt__list *a, const signed char *apop, const l
             }
             case LT__MV_SCATTER: {
                 const lt__list *x = c->mptrs[root];
-                if (lt__piece(rule, x[e].len, n, 0, &size, &off)) return 0;
+                if (lt__split_piece_quiet(rule, x[e].len, n, 0, &size, &off)) return 0;
                 for (int j = 0; j < n; j++) {
                     int rj = f0 + j * stride;
-                    lt__piece(rule, x[e].len, n, j, &size, &off);
+                    lt__split_piece_quiet(rule, x[e].len, n, j, &size, &off);
                     if (set_piece(c, rj, x, e, off, size) < 0) return -1;
                     if (j != root) c->recv[rj] = (uint64_t)lt__block_numel(c->G + (size_t)rj * (size_t)nd, nd) * es;
                 }
@@ -536,10 +536,10 @@ int lt__mc_result(lt__mc *c, const lt__list *a, const signed char *apop, const l
                 break;
             }
             case LT__MV_REDUCE_SCATTER:
-                if (lt__piece(rule, m0[e].len, n, 0, &size, &off)) return 0;
+                if (lt__split_piece_quiet(rule, m0[e].len, n, 0, &size, &off)) return 0;
                 for (int j = 0; j < n; j++) {
                     int rj = f0 + j * stride;
-                    lt__piece(rule, m0[e].len, n, j, &size, &off);
+                    lt__split_piece_quiet(rule, m0[e].len, n, j, &size, &off);
                     if (set_piece(c, rj, c->mptrs[j], e, off, size) < 0) return -1;
                     c->recv[rj] = (uint64_t)(n - 1) * (uint64_t)lt__block_numel(c->G + (size_t)rj * (size_t)nd, nd) * es;
                 }
@@ -598,7 +598,7 @@ static int same_split(const lt__mc *c, const int64_t *lens, int k, int n, int r1
     int64_t s1, o1, s2, o2;
     for (int q = 0; q < k; q++)
         for (int j = 0; j < n; j++) {
-            int v1 = lt__piece(&c->rules[r1], lens[q], n, j, &s1, &o1), v2 = lt__piece(&c->rules[r2], lens[q], n, j, &s2, &o2);
+            int v1 = lt__split_piece_quiet(&c->rules[r1], lens[q], n, j, &s1, &o1), v2 = lt__split_piece_quiet(&c->rules[r2], lens[q], n, j, &s2, &o2);
             if (v1 != v2 || (!v1 && s1 != s2)) return 0;
             if (v1) break;
         }

@@ -77,53 +77,6 @@ void lt__arena_free(lt__arena *a) {
     a->first = a->cur = NULL;
 }
 
-/* ---- split rules ------------------------------------------------------------------ */
-
-int lt__piece(const lt_split_rule *rule, int64_t n, int k, int c, int64_t *size, int64_t *off) {
-    if (k < 1 || n < 0 || c < 0 || c >= k) return -1;
-    int64_t start, end;
-    switch (rule->kind) {
-    case LT_SPLIT_CHUNK: {
-        int64_t cs = n / k + (n % k != 0);
-        start = cs * c < n ? cs * c : n;
-        end = n - start < cs ? n : start + cs;
-        break;
-    }
-    case LT_SPLIT_BALANCED: {
-        int64_t q = n / k, r = n % k;
-        start = q * c + (c < r ? c : r);
-        end = start + q + (c < r);
-        break;
-    }
-    case LT_SPLIT_LAST: {
-        if (n < k) return -1;
-        int64_t ceil = n / k + (n % k != 0);
-        int64_t cs = (int64_t)(k - 1) * ceil < n ? ceil : n / k;
-        start = cs * c;
-        end = c == k - 1 ? n : start + cs;
-        break;
-    }
-    case LT_SPLIT_EXPLICIT: {
-        if (rule->nsizes != k) return -1;
-        int64_t sum = 0;
-        start = -1;
-        for (int j = 0; j < k; j++) {
-            if (rule->sizes[j] < 0 || rule->sizes[j] > n - sum) return -1;
-            if (j == c) start = sum;
-            sum += rule->sizes[j];
-        }
-        if (sum != n) return -1;
-        end = start + rule->sizes[c];
-        break;
-    }
-    default:
-        return -1;
-    }
-    *size = end - start;
-    *off = start;
-    return 0;
-}
-
 /* ---- lists ---------------------------------------------------------------------------- */
 
 int lt__list_eq(const lt__list *a, const lt__list *b) {
@@ -357,7 +310,7 @@ int lt__apply(lt__arena *a, int ndim, const lt_placement *p, int m, int c, const
     const lt__list *l = &par[d];
     if (p->kind == LT_PL_SHARD) {
         int64_t size, off;
-        if (lt__piece(&p->rule, l->len, m, c, &size, &off)) return 0;
+        if (lt__split_piece_quiet(&p->rule, l->len, m, c, &size, &off)) return 0;
         return lt__list_sub(a, l, off, size, &out[d]);
     }
     /* StridedShard: chunk c (chunk rule over m) of each of the sf chunk-rule

@@ -141,7 +141,7 @@ static void lens_add(lenset *s, int64_t v) {
 static int64_t piece_len(const lt_placement *p, int64_t n, int m, int q) {
     int64_t size, off;
     if (p->kind == LT_PL_STRIDED) return lt__strided_len(n, p->split_factor, m, q);
-    return lt__piece(&p->rule, n, m, q, &size, &off) ? -1 : size;
+    return lt__split_piece_quiet(&p->rule, n, m, q, &size, &off) ? -1 : size;
 }
 
 /* Does p cut a list of every length in s exactly as q does wherever q
