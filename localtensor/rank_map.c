@@ -67,7 +67,9 @@ lt_status lt_dtensor_check_replicas(const lt_dtensor *x) {
         for (int g = 0; g < lt_mesh_ngroups(m, i) && !st; g++) {
             lt_mesh_group(m, i, g, grp);
             st = lt_local_check_equal(x->local, grp, m->shape[i]);
-            if (st == LT_MISMATCH) st = lt__err_ctx(st, "mesh dim %d (R)", i);
+            if (st != LT_MISMATCH) continue;
+            if (m->names[i][0]) st = lt__err_ctx(st, "mesh dim %s (R)", m->names[i]);   /* named as the mesh names it */
+            else st = lt__err_ctx(st, "mesh dim %d (R)", i);
         }
     }
     lt__free(grp);

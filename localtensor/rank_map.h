@@ -41,7 +41,8 @@ LT_API lt_status lt_dtensor_rank_map(const lt_dtensor *x, lt_rank_fn_kind fn, lt
                                      lt_localint *ints);
 
 /* Checks that replicas agree along every Replicate mesh dim (exact compare).
- * LT_MISMATCH: "mesh dim I (R): ranks A and B differ at index [..]: ...". */
+ * LT_MISMATCH: "mesh dim I (R): ranks A and B differ at index [..]: ..." (the
+ * dim's name instead of I when the mesh names it: "mesh dim tp (R)"). */
 LT_API lt_status lt_dtensor_check_replicas(const lt_dtensor *x);
 
 #endif

@@ -37,16 +37,23 @@ static const struct {
     const char *name;
     int want;
     const char *at;
+    const char *diag;         /* the diagnosis the values make certain, or NULL */
 } bugs[] = {
     /* wrong values: the step that makes the first wrong value */
-    {"uneven_mean_buggy", DIVERGE, "at step 4: collective all_reduce"},                 /* 2.25 for 2 */
-    {"from_local_wrong_placements_buggy", DIVERGE, "at step 4: from_local"},            /* R of partial sums */
-    {"row_parallel_unreduced_buggy", DIVERGE, "at step 6: from_local"},                 /* R of unreduced mm */
-    {"wrong_mesh_dim_buggy", DIVERGE, "at step 6: collective all_reduce"},              /* reduced over dp */
-    {"reduce_scatter_split_buggy", DIVERGE, "at step 8: local_op add"},                 /* balanced + chunk */
+    {"uneven_mean_buggy", DIVERGE, "at step 4: collective all_reduce", /* 2.25 for 2 */
+     "diagnosis: an average of per-rank means over shards of different sizes (3, 2 along mesh dim dp)"},
+    {"from_local_wrong_placements_buggy", DIVERGE, "at step 4: from_local", /* R of partial sums 1 and 5 */
+     "diagnosis: the ranks' values along mesh dim 0 sum to the single-device value: an unreduced Partial(sum)"},
+    {"row_parallel_unreduced_buggy", DIVERGE, "at step 6: from_local", /* R of unreduced mm */
+     "diagnosis: the ranks' values along mesh dim tp sum to the single-device value: an unreduced Partial(sum)"},
+    {"wrong_mesh_dim_buggy", DIVERGE, "at step 6: collective all_reduce", /* reduced over dp: 56 for 28 */
+     "the value was Partial(sum) along mesh dim tp: a collective on the wrong mesh dim?"},
+    {"reduce_scatter_split_buggy", DIVERGE, "at step 8: local_op add", /* balanced + chunk: 41 for 45 */
+     "diagnosis: the local add combined operands laid out differently ([S(0)] and [S(0,balanced)])"},
     {"sharded_view_mixes_rows_buggy", DIVERGE, "at step 4: from_local"},                /* columns as rows */
     {"dropout_replicas_buggy", DIVERGE, "at step 2: local_op dropout"},                 /* seed + rank */
-    {"group_size_divisor_buggy", DIVERGE, "at step 5: local_op div_scalar"},            /* / world */
+    {"group_size_divisor_buggy", DIVERGE, "at step 5: local_op div_scalar", /* 15 / 12 for 15 / 6 */
+     "diagnosis: every value is the single-device value divided by 2 (the size of mesh dim dp or mesh dim tp)"},
     {"first_divergence_planted_bug", DIVERGE, "at step 4: rank_map"},                   /* add_rank */
     /* hangs: the would-hang report */
     {"branch_skips_collective_buggy", HANG, "would hang (missing)"},
@@ -60,13 +67,14 @@ static const struct {
     {"reduce_not_all_reduce_buggy", ERROR, "holds no value on this rank"},
 };
 
-static int classify(const char *name, const char **at) {
+static int classify(const char *name, const char **at, const char **diag) {
     for (size_t i = 0; i < sizeof bugs / sizeof bugs[0]; i++)
         if (!strcmp(bugs[i].name, name)) {
             *at = bugs[i].at;
+            *diag = bugs[i].diag;
             return bugs[i].want;
         }
-    *at = NULL;
+    *at = *diag = NULL;
     /* every other case is a correct program */
     return strstr(name, "_fixed") || strstr(name, "do_not_alarm") ? PASS : -1;
 }
@@ -79,9 +87,9 @@ static const char *first_message(const cJSON *c) {
 
 /* One case's outcome against the table; returns 1 when it holds. */
 static int check_case(const cJSON *c, char *why, size_t n) {
-    const char *name = cJSON_GetObjectItem(c, "name")->valuestring, *at, *msg = first_message(c);
+    const char *name = cJSON_GetObjectItem(c, "name")->valuestring, *at, *diag, *msg = first_message(c);
     const char *status = cJSON_GetObjectItem(c, "status")->valuestring;
-    int want = classify(name, &at);
+    int want = classify(name, &at, &diag);
     if (want < 0) {
         snprintf(why, n, "%s: not classified in test_single_device.c's table", name);
         return 0;
@@ -97,6 +105,14 @@ static int check_case(const cJSON *c, char *why, size_t n) {
     }
     if (at && !strstr(msg, at)) {
         snprintf(why, n, "%s: report does not say '%s': %.600s", name, at, msg);
+        return 0;
+    }
+    if (diag && !strstr(msg, diag)) {
+        snprintf(why, n, "%s: no diagnosis '%s': %.600s", name, diag, msg);
+        return 0;
+    }
+    if (want == DIVERGE && !diag && strstr(msg, "diagnosis:")) {
+        snprintf(why, n, "%s: a diagnosis the values do not make certain: %.600s", name, msg);
         return 0;
     }
     return 1;
@@ -118,8 +134,8 @@ static void test_bug_library(void **state) {
     cJSON_ArrayForEach(f, cJSON_GetObjectItem(root, "files")) cJSON_ArrayForEach(s, cJSON_GetObjectItem(f, "scenarios"))
         cJSON_ArrayForEach(c, cJSON_GetObjectItem(s, "cases")) {
         seen++;
-        const char *at;
-        diverged += classify(cJSON_GetObjectItem(c, "name")->valuestring, &at) == DIVERGE;
+        const char *at, *diag;
+        diverged += classify(cJSON_GetObjectItem(c, "name")->valuestring, &at, &diag) == DIVERGE;
         if (!check_case(c, why, sizeof why) && strlen(all) + strlen(why) + 2 < sizeof all) {
             strcat(all, why);
             strcat(all, "\n");

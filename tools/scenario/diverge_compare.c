@@ -190,26 +190,87 @@ static size_t add(char *buf, size_t n, size_t u, const char *text) {
     return u;
 }
 
+/* 1 when some rank's shard differs from another's along mesh dim d (same
+ * coordinates elsewhere): the ranks hold different values there. */
+static int differ_along(const lt_mesh *m, lt_tensor *const *shards, int d) {
+    int c[LT_MESH_MAX_DIMS];
+    for (int r = 0; r < m->world; r++) {
+        lt_mesh_coord(m, r, c);
+        const lt_tensor *a = shards[r];
+        c[d] = 0;
+        const lt_tensor *b = shards[lt_mesh_rank(m, c)];
+        if (!a || !b || a->placeholder || b->placeholder) continue;
+        if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim)) return 1;
+        for (int64_t i = 0, n = lt_numel(a); i < n; i++)
+            if (lt_get_flat(a, i) != lt_get_flat(b, i)) return 1;
+    }
+    return 0;
+}
+
+/* "divided by 2" when every value is the single-device value scaled by an
+ * integer factor k (h: the first difference), k the size of a mesh dim or
+ * the world; "" otherwise. */
+static void scale_diagnosis(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *pl,
+                            const lt_tensor *ref, const dv_tol *t, const dv_hit *h, char *text, size_t n) {
+    text[0] = 0;
+    if (h->shape || h->got == 0 || h->ref == 0 || !isfinite(h->got) || !isfinite(h->ref)) return;
+    double r = h->ref / h->got, k = r >= 1 ? r : 1 / r;
+    if (k < 1.5 || fabs(k - nearbyint(k)) > 1e-6 * k) return;
+    int ik = (int)nearbyint(k), dims = 0;
+    char which[160] = "";
+    size_t u = 0;
+    for (int d = 0; d < mesh->ndim; d++)
+        if (mesh->shape[d] == ik && u < sizeof which) {
+            char md[64];
+            lt__dv_mesh_dim_name(mesh, d, md, sizeof md);
+            u += (size_t)snprintf(which + u, sizeof which - u, "%s%s", dims++ ? " or " : "the size of ", md);
+        }
+    if (!dims && mesh->world == ik) snprintf(which, sizeof which, "the number of ranks");
+    if (!which[0]) return;
+    lt_tensor *scaled = NULL;
+    if (lt_clone(ref, &scaled) || lt_tensor_make_writable(scaled)) {
+        lt_tensor_free(scaled);
+        lt__err_clear();
+        return;
+    }
+    for (int64_t i = 0, m = lt_numel(scaled); i < m; i++) lt_set_flat(scaled, i, lt_get_flat(scaled, i) / r);
+    dv_hit h2;
+    char why[128];
+    int all = !lt__dv_compare(mesh, shards, pl, scaled, NULL, 1, t, &h2, NULL, why, sizeof why) && !h2.found;
+    lt__err_clear();
+    lt_tensor_free(scaled);
+    if (all)
+        snprintf(text, n, "every value is the single-device value %s %d (%s): a %s", r > 1 ? "divided by" : "times", ik,
+                 which, r > 1 ? "count or group size it should not be divided by?" : "sum over ranks that hold the same value?");
+}
+
 void lt__dv_diagnose(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *pl, const lt_tensor *ref,
-                     const lt_tensor *mag, int64_t len, const dv_tol *t, const dv_meaning *m, char *buf, size_t n) {
+                     const lt_tensor *mag, int64_t len, const dv_tol *t, const dv_meaning *m, const dv_hit *hit,
+                     char *buf, size_t n) {
     size_t u = 0;
     char text[512], a[64], b[64];
     buf[0] = 0;
-    /* replicated where the ranks' values are terms of the value: their sum is it */
+    /* "replicas" that differ and add up to the value: they are its terms */
     for (int d = 0; shards && d < mesh->ndim; d++) {
-        if (pl[d].kind != LT_PL_REPLICATE || mesh->shape[d] < 2) continue;
+        if (pl[d].kind != LT_PL_REPLICATE || mesh->shape[d] < 2 || !differ_along(mesh, shards, d)) continue;
         lt_placement p2[LT_MESH_MAX_DIMS];
         memcpy(p2, pl, sizeof p2);
         p2[d] = lt_partial(LT_REDOP_SUM);
         dv_hit h;
         char why[128];
-        if (lt__dv_compare(mesh, shards, p2, ref, mag, len + mesh->shape[d], t, &h, NULL, why, sizeof why) || h.found)
+        if (lt__dv_compare(mesh, shards, p2, ref, mag, len + mesh->shape[d], t, &h, NULL, why, sizeof why) || h.found) {
+            lt__err_clear();
             continue;
+        }
         lt__dv_mesh_dim_name(mesh, d, a, sizeof a);
         snprintf(text, sizeof text,
                  "the ranks' values along %s sum to the single-device value: an unreduced Partial(sum) along %s "
                  "(a missing all_reduce over it, or a placement that should say P(sum))", a, a);
         u = add(buf, n, u, text);
+    }
+    if (shards && hit && !u && !(m && (m->summed_md >= 0 || m->mean_md >= 0))) {
+        scale_diagnosis(mesh, shards, pl, ref, t, hit, text, sizeof text);
+        if (text[0]) u = add(buf, n, u, text);
     }
     if (m && m->summed_md >= 0) {
         lt__dv_mesh_dim_name(mesh, m->summed_md, a, sizeof a);

@@ -71,10 +71,13 @@ lt_status lt__dv_compare(const lt_mesh *mesh, lt_tensor *const *shards, const lt
 /* A full tensor against ref. */
 void lt__dv_compare_full(const lt_tensor *got, const lt_tensor *ref, const lt_tensor *mag, int64_t len,
                          const dv_tol *t, dv_hit *h);
-/* Diagnoses of a divergence of shards (layout pl over ref) into buf ("" when
- * none is certain): an unreduced Partial(sum) along a mesh dim; plus the
- * hints of meaning m (may be NULL). */
+/* Diagnoses of a divergence of shards (layout pl over ref; hit: its first
+ * difference) into buf ("" when none is certain): ranks that differ along a
+ * mesh dim laid out R and add up to the value (an unreduced Partial(sum));
+ * every value off by an integer factor that is a mesh dim's size or the
+ * world's; plus the hints of meaning m (may be NULL). */
 void lt__dv_diagnose(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *pl, const lt_tensor *ref,
-                     const lt_tensor *mag, int64_t len, const dv_tol *t, const dv_meaning *m, char *buf, size_t n);
+                     const lt_tensor *mag, int64_t len, const dv_tol *t, const dv_meaning *m, const dv_hit *hit,
+                     char *buf, size_t n);
 
 #endif

@@ -292,7 +292,7 @@ static lt_status check_shards(sc_run_ctx *rc, dv_state *s, const sc_step *st, co
     }
     char layout[160], diag[1024];
     lt__dv_meaning_str(mesh, &v->m, layout, sizeof layout);
-    lt__dv_diagnose(mesh, shards, v->m.pl, v->ref, v->mag, v->len, &t, &v->m, diag, sizeof diag);
+    lt__dv_diagnose(mesh, shards, v->m.pl, v->ref, v->mag, v->len, &t, &v->m, &h, diag, sizeof diag);
     return diverged(rc, s, st, kind, v->name, what, &h, layout, diag);
 }
 
@@ -372,28 +372,43 @@ lt_status lt__sc_diverge_full(sc_run_ctx *rc, const sc_step *st, const char *ten
     return h.found ? diverged(rc, s, st, "full_tensor", name, "full tensor", &h, "", "") : LT_OK;
 }
 
-lt_status lt__sc_diverge_to_local(sc_run_ctx *rc, const sc_step *st, const char *tensor, const char *name) {
-    dv_state *s = state(rc);
-    if (!s || s->diverged) return LT_OK;
-    char why[160];
+/* The record of value `name`, made by step st from input `tensor` alone
+ * (to_local, a collective): emptied and given copies of the input's ref,
+ * mag and len, with *im the input's layout. *out NULL (LT_OK) when it is
+ * not compared — the step did not run on every rank together, or the input
+ * has no single-device value — after listing it. */
+static lt_status derive(sc_run_ctx *rc, dv_state *s, const sc_step *st, const char *tensor, const char *name,
+                        dv_meaning *im, dv_val **out) {
+    char why[200];
     int all = uniform(rc, st, why, sizeof why);
     lt_tensor *ref = NULL, *mag = NULL;
     int64_t len = 1;
-    dv_meaning m;
     dv_val *in = find(rc, s, tensor);
-    if (in) m = in->m;
+    lt__dv_meaning_unknown(im);
+    if (in) *im = in->m;
     if (all) LT_TRY(ref_of(rc, s, tensor, &ref, &mag, &len));
-    dv_val *v = slot(s, name);
-    if (!v || !ref) {
-        lt_tensor_free(ref);
-        lt_tensor_free(mag);
-        if (!v) return lt__err(LT_NOMEM, "out of memory");
-        snprintf(v->why, sizeof v->why, "%s", all ? "its DTensor has no single-device value" : why);
-        skip(rc, s, st, name, v->why);
+    if (all && !ref) snprintf(why, sizeof why, "input '%s' has no single-device value", tensor);
+    dv_val *v = *out = slot(s, name);
+    if (v && ref) {
+        v->ref = ref, v->mag = mag, v->len = len;
         return LT_OK;
     }
-    v->ref = ref, v->mag = mag, v->len = len;
-    v->m = m;
+    lt_tensor_free(ref);
+    lt_tensor_free(mag);
+    *out = NULL;
+    if (!v) return lt__err(LT_NOMEM, "out of memory");
+    snprintf(v->why, sizeof v->why, "%s", why);
+    skip(rc, s, st, name, why);
+    return LT_OK;
+}
+
+lt_status lt__sc_diverge_to_local(sc_run_ctx *rc, const sc_step *st, const char *tensor, const char *name) {
+    dv_state *s = state(rc);
+    if (!s || s->diverged) return LT_OK;
+    dv_val *v;
+    dv_meaning m;
+    LT_TRY(derive(rc, s, st, tensor, name, &m, &v));
+    if (v) v->m = m;   /* the same values: nothing new to compare */
     return LT_OK;
 }
 
@@ -482,28 +497,15 @@ lt_status lt__sc_diverge_collective(sc_run_ctx *rc, const sc_step *st, lt_coll k
                                     int cdim, const lt_split_rule *rule, const char *tensor, const char *name) {
     dv_state *s = state(rc);
     if (!s || s->diverged || !tensor || !name) return LT_OK;
+    dv_val *v;
+    dv_meaning im;
+    /* on one rank every collective is the identity: the input's value */
+    LT_TRY(derive(rc, s, st, tensor, name, &im, &v));
+    if (!v) return LT_OK;
     char why[200] = "", what[96];
     snprintf(what, sizeof what, "collective %s", lt_coll_name(kind));
-    int all = uniform(rc, st, why, sizeof why);
-    lt_tensor *ref = NULL, *mag = NULL;
-    int64_t len = 1;
-    dv_meaning im;
-    dv_val *in = find(rc, s, tensor);
-    if (in) im = in->m;
-    if (all) LT_TRY(ref_of(rc, s, tensor, &ref, &mag, &len));   /* on one rank every collective is the identity */
-    if (all && !ref) snprintf(why, sizeof why, "input '%s' has no single-device value", tensor), all = 0;
-    dv_val *v = slot(s, name);
-    if (!v || !all) {
-        lt_tensor_free(ref);
-        lt_tensor_free(mag);
-        if (!v) return lt__err(LT_NOMEM, "out of memory");
-        snprintf(v->why, sizeof v->why, "%s", why);
-        skip(rc, s, st, name, why);
-        return LT_OK;
-    }
-    v->ref = ref, v->mag = mag;
-    v->len = len + rc->c->mesh->shape[md];
-    lt__dv_collective_meaning(rc->c->mesh, kind, md, op, dim, cdim, rule, &im, ref->ndim, &v->m, why, sizeof why);
+    v->len += rc->c->mesh->shape[md];
+    lt__dv_collective_meaning(rc->c->mesh, kind, md, op, dim, cdim, rule, &im, v->ref->ndim, &v->m, why, sizeof why);
     return check_local(rc, s, st, what, v, why);
 }
 
@@ -631,7 +633,7 @@ static void summary(const dv_state *s, char *buf, size_t n) {
 /* The check at step st, over the steps before step index `here`. */
 static lt_status check(sc_run_ctx *rc, const sc_step *st, int here) {
     if (rc->nranks >= 0)
-        return lt__sc_numerics_refuse(rc, "expect_same_as_single_device in --numerics %s mode", lt__sc_numerics_name(rc));
+        return lt__sc_numerics_refuse(rc, "expect_same_as_single_device");   /* not every rank has values */
     dv_state *s = state(rc);
     if (!s) return lt__err(LT_NOMEM, "out of memory");
     if (s->diverged && s->div_step < here)

@@ -592,32 +592,10 @@ lt_status lt__sc_parse_expect_replicas(sc_parse_ctx *pc, const sc_node *body, sc
     return LT_OK;
 }
 
-/* lt_dtensor_check_replicas with each mesh dim named as the mesh names it:
- * "mesh dim tp (R): ranks 0 and 1 differ at index [0]: ..." (its number
- * when unnamed). LT_MISMATCH at the first differing group. */
-static lt_status check_replicas(const lt_dtensor *x) {
-    const lt_mesh *m = lt_dtensor_mesh(x);
-    int *grp = lt__malloc(sizeof(int) * (size_t)m->world);
-    if (!grp) return lt__err(LT_NOMEM, "out of memory");
-    lt_status st = LT_OK;
-    for (int i = 0; i < m->ndim && !st; i++) {
-        if (x->placements[i].kind != LT_PL_REPLICATE || m->shape[i] == 1) continue;
-        for (int g = 0; g < lt_mesh_ngroups(m, i) && !st; g++) {
-            lt_mesh_group(m, i, g, grp);
-            st = lt_local_check_equal(x->local, grp, m->shape[i]);
-            if (st != LT_MISMATCH) continue;
-            if (m->names[i][0]) st = lt__err_ctx(st, "mesh dim %s (R)", m->names[i]);
-            else st = lt__err_ctx(st, "mesh dim %d (R)", i);
-        }
-    }
-    lt__free(grp);
-    return st;
-}
-
 lt_status lt__sc_run_expect_replicas(sc_run_ctx *rc, const sc_step *st) {
     const replicas_data *d = st->data;
     sc_value *v = lt__sc_value(rc, d->tensor);
-    lt_status s = check_replicas(v->dt);
+    lt_status s = lt_dtensor_check_replicas(v->dt);   /* names each mesh dim as the mesh does */
     if (s && s != LT_MISMATCH) return s;
     char msg[600];
     snprintf(msg, sizeof msg, "%s", s ? lt_errmsg() : "");
