@@ -144,7 +144,7 @@ lt_status lt__dv_compare(const lt_mesh *mesh, lt_tensor *const *shards, const lt
         base[d] = lt_replicate();
     }
     lt_tensor *as = NULL;
-    if (asm_out && lt_tensor_new(ref->dtype, ref->ndim, ref->shape, &as)) as = NULL;   /* optional */
+    if (asm_out) LT_TRY(lt_tensor_new(ref->dtype, ref->ndim, ref->shape, &as));
     int *mem = lt__malloc(sizeof *mem * (size_t)mesh->world);
     double *vals = lt__malloc(sizeof *vals * (size_t)mesh->world);
     lt_status s = mem && vals ? LT_OK : lt__err(LT_NOMEM, "out of memory");
@@ -210,12 +210,12 @@ static int differ_along(const lt_mesh *m, lt_tensor *const *shards, int d) {
 /* "divided by 2" when every value is the single-device value scaled by an
  * integer factor k (h: the first difference), k the size of a mesh dim or
  * the world; "" otherwise. */
-static void scale_diagnosis(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *pl,
-                            const lt_tensor *ref, const dv_tol *t, const dv_hit *h, char *text, size_t n) {
+static lt_status scale_diagnosis(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *pl,
+                                 const lt_tensor *ref, const dv_tol *t, const dv_hit *h, char *text, size_t n) {
     text[0] = 0;
-    if (h->shape || h->got == 0 || h->ref == 0 || !isfinite(h->got) || !isfinite(h->ref)) return;
+    if (h->shape || h->got == 0 || h->ref == 0 || !isfinite(h->got) || !isfinite(h->ref)) return LT_OK;
     double r = h->ref / h->got, k = r >= 1 ? r : 1 / r;
-    if (k < 1.5 || fabs(k - nearbyint(k)) > 1e-6 * k) return;
+    if (k < 1.5 || fabs(k - nearbyint(k)) > 1e-6 * k) return LT_OK;
     int ik = (int)nearbyint(k), dims = 0;
     char which[160] = "";
     size_t u = 0;
@@ -226,27 +226,28 @@ static void scale_diagnosis(const lt_mesh *mesh, lt_tensor *const *shards, const
             u += (size_t)snprintf(which + u, sizeof which - u, "%s%s", dims++ ? " or " : "the size of ", md);
         }
     if (!dims && mesh->world == ik) snprintf(which, sizeof which, "the number of ranks");
-    if (!which[0]) return;
+    if (!which[0]) return LT_OK;
     lt_tensor *scaled = NULL;
-    if (lt_clone(ref, &scaled) || lt_tensor_make_writable(scaled)) {
-        lt_tensor_free(scaled);
-        lt__err_clear();
-        return;
-    }
-    for (int64_t i = 0, m = lt_numel(scaled); i < m; i++) lt_set_flat(scaled, i, lt_get_flat(scaled, i) / r);
+    lt_status s = lt_contiguous(ref, &scaled);   /* a view of ref when contiguous: */
+    if (!s) s = lt_tensor_make_writable(scaled);  /* then copied before it is written */
     dv_hit h2;
     char why[128];
-    int all = !lt__dv_compare(mesh, shards, pl, scaled, NULL, 1, t, &h2, NULL, why, sizeof why) && !h2.found;
-    lt__err_clear();
+    if (!s) {
+        for (int64_t i = 0, m = lt_numel(scaled); i < m; i++) lt_set_flat(scaled, i, lt_get_flat(scaled, i) / r);
+        s = lt__dv_compare(mesh, shards, pl, scaled, NULL, 1, t, &h2, NULL, why, sizeof why);
+    }
     lt_tensor_free(scaled);
-    if (all)
+    if (s == LT_UNSUPPORTED) return lt__err_clear(), LT_OK;
+    if (s) return s;
+    if (!h2.found)
         snprintf(text, n, "every value is the single-device value %s %d (%s): a %s", r > 1 ? "divided by" : "times", ik,
                  which, r > 1 ? "count or group size it should not be divided by?" : "sum over ranks that hold the same value?");
+    return LT_OK;
 }
 
-void lt__dv_diagnose(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *pl, const lt_tensor *ref,
-                     const lt_tensor *mag, int64_t len, const dv_tol *t, const dv_meaning *m, const dv_hit *hit,
-                     char *buf, size_t n) {
+lt_status lt__dv_diagnose(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *pl, const lt_tensor *ref,
+                          const lt_tensor *mag, int64_t len, const dv_tol *t, const dv_meaning *m, const dv_hit *hit,
+                          char *buf, size_t n) {
     size_t u = 0;
     char text[512], a[64], b[64];
     buf[0] = 0;
@@ -258,10 +259,10 @@ void lt__dv_diagnose(const lt_mesh *mesh, lt_tensor *const *shards, const lt_pla
         p2[d] = lt_partial(LT_REDOP_SUM);
         dv_hit h;
         char why[128];
-        if (lt__dv_compare(mesh, shards, p2, ref, mag, len + mesh->shape[d], t, &h, NULL, why, sizeof why) || h.found) {
-            lt__err_clear();
-            continue;
-        }
+        lt_status s = lt__dv_compare(mesh, shards, p2, ref, mag, len + mesh->shape[d], t, &h, NULL, why, sizeof why);
+        if (s == LT_UNSUPPORTED) lt__err_clear();   /* mixed Partial ops: nothing to say */
+        else if (s) return s;
+        if (s || h.found) continue;
         lt__dv_mesh_dim_name(mesh, d, a, sizeof a);
         snprintf(text, sizeof text,
                  "the ranks' values along %s sum to the single-device value: an unreduced Partial(sum) along %s "
@@ -269,7 +270,7 @@ void lt__dv_diagnose(const lt_mesh *mesh, lt_tensor *const *shards, const lt_pla
         u = add(buf, n, u, text);
     }
     if (shards && hit && !u && !(m && (m->summed_md >= 0 || m->mean_md >= 0))) {
-        scale_diagnosis(mesh, shards, pl, ref, t, hit, text, sizeof text);
+        LT_TRY(scale_diagnosis(mesh, shards, pl, ref, t, hit, text, sizeof text));
         if (text[0]) u = add(buf, n, u, text);
     }
     if (m && m->summed_md >= 0) {
@@ -293,4 +294,5 @@ void lt__dv_diagnose(const lt_mesh *mesh, lt_tensor *const *shards, const lt_pla
                  "its shard's size (all_reduce the sums and the counts)", m->mean_sizes, a);
         u = add(buf, n, u, text);
     }
+    return LT_OK;
 }

@@ -75,9 +75,11 @@ void lt__dv_compare_full(const lt_tensor *got, const lt_tensor *ref, const lt_te
  * difference) into buf ("" when none is certain): ranks that differ along a
  * mesh dim laid out R and add up to the value (an unreduced Partial(sum));
  * every value off by an integer factor that is a mesh dim's size or the
- * world's; plus the hints of meaning m (may be NULL). */
-void lt__dv_diagnose(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *pl, const lt_tensor *ref,
-                     const lt_tensor *mag, int64_t len, const dv_tol *t, const dv_meaning *m, const dv_hit *hit,
-                     char *buf, size_t n);
+ * world's; plus the hints of meaning m (may be NULL). Errors: LT_NOMEM
+ * (a diagnosis is never dropped for want of memory: the report would
+ * differ). */
+lt_status lt__dv_diagnose(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *pl, const lt_tensor *ref,
+                          const lt_tensor *mag, int64_t len, const dv_tol *t, const dv_meaning *m, const dv_hit *hit,
+                          char *buf, size_t n);
 
 #endif

@@ -610,8 +610,9 @@ lt_status lt__sc_diverge_mag(lt_op_kind op, const lt_tensor *const *full, int ni
 void lt__sc_diverge_end(sc_run_ctx *rc);
 /* --single-device: the check after the case's last step (reported at it). */
 lt_status lt__sc_diverge_final(sc_run_ctx *rc, const sc_step *last);
-/* Adds a line to the case's notes (printed under the case, JSON "notes"). */
-void lt__sc_add_note(sc_run_ctx *rc, const char *text);
+/* Adds a line to the case's notes (printed under the case, JSON "notes").
+ * Errors: LT_NOMEM. */
+lt_status lt__sc_add_note(sc_run_ctx *rc, const char *text);
 
 /* ---- cases and sweeps (scenario_load.c, scenario_sweep.c) ------------------- */
 

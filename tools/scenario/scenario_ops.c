@@ -305,8 +305,12 @@ static lt_status local_op_reference(sc_run_ctx *rc, const sc_step *st) {
         lt_mesh one;
         lt_mesh_parse("1", &one);
         a.mesh = &one;
-        if (lt__sc_diverge_mag(d->op, ref, d->nin, &a, mag, LT_OP_MAX_OUTPUTS, &nmag, &len)) nmag = 0, len = 1;
-        lt__err_clear();
+        lt_status ms = lt__sc_diverge_mag(d->op, ref, d->nin, &a, mag, LT_OP_MAX_OUTPUTS, &nmag, &len);
+        if (ms == LT_NOMEM) {
+            for (int j = 0; j < d->nout; j++) lt_tensor_free(outs[j]);
+            return ms;
+        }
+        if (ms) nmag = 0, len = 1, lt__err_clear();   /* the op ran on these inputs: not expected */
     }
     return lt__sc_diverge_local_op(rc, st, d->op, d->args, d->in, d->nin, d->as, d->nout, have && !err[0] ? outs : NULL,
                                    nmag ? mag : NULL, len, err[0] ? err : NULL);

@@ -166,10 +166,12 @@ lt_status lt__sc_put_local(sc_run_ctx *rc, const char *name, lt_local *l, const 
 
 /* ---- failures -------------------------------------------------------------------- */
 
-void lt__sc_add_note(sc_run_ctx *rc, const char *text) {
+lt_status lt__sc_add_note(sc_run_ctx *rc, const char *text) {
     const char *old = rc->res->notes;
     const char *n = old ? lt__sc_printf(rc->arena, "%s\n%s", old, text) : lt__sc_strdup(rc->arena, text);
-    if (n) rc->res->notes = n;   /* out of memory: the note is information, never a result */
+    if (!n) return lt__err(LT_NOMEM, "out of memory");   /* a report without it would say less than it saw */
+    rc->res->notes = n;
+    return LT_OK;
 }
 
 static const char *adup(sc_arena *a, const char *s) { return s ? lt__sc_strdup(a, s) : NULL; }
