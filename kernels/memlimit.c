@@ -4,6 +4,7 @@
 #include "kernels/memlimit_impl.h"
 
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,20 +95,44 @@ void lt__mem_set_share(int n) {
     snprintf(g_share_why, sizeof g_share_why, "of memory (its share: the machine's memory over %d processes)", g_share);
 }
 
-lt_status lt__mem_limit(uint64_t *bytes, const char **why) {
-    uint64_t lim = UINT64_MAX;
-    const char *w = g_share > 1 ? g_share_why : "of memory";
+/* lt__mem_charge's account: bytes held for a while by work in progress,
+ * and the phrase naming the last holder (static). */
+static atomic_uint_least64_t g_charged;
+static _Atomic(const char *) g_holder;
+
+uint64_t lt__mem_charged(void) { return (uint64_t)atomic_load(&g_charged); }
+
+/* The bound lt__mem_limit chose: what is left under it (held bytes taken
+ * off where the bound cannot see them), the bound itself and what it is. */
+typedef struct mem_bound {
+    uint64_t left;
+    uint64_t total;
+    uint64_t held;            /* taken off total (0: the bound sees them already) */
+    const char *why;
+} mem_bound;
+
+/* A bound of `total` bytes named by why: the tightest so far wins. sees:
+ * the bound already counts what the process holds (memory available now,
+ * ulimit less what is mapped); a fixed one (physical memory, a budget)
+ * has the charged bytes (held) taken off. */
+static void bound(mem_bound *b, uint64_t total, int sees, uint64_t held, const char *why) {
+    if (sees) held = 0;
+    uint64_t left = total > held ? total - held : 0;
+    if (left < b->left) *b = (mem_bound){left, total, held, why};
+}
+
+/* The tightest bound now, with `held` bytes charged. */
+static lt_status mem_bound_now(mem_bound *b, uint64_t held) {
+    *b = (mem_bound){UINT64_MAX, UINT64_MAX, 0, "of memory"};
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     uint64_t page = psize > 0 ? (uint64_t)psize : 4096;
-    if (pages > 0 && psize > 0) lim = (uint64_t)pages * (uint64_t)psize / (uint64_t)g_share;
+    if (pages > 0 && psize > 0)
+        bound(b, (uint64_t)pages * (uint64_t)psize / (uint64_t)g_share, 0, held, g_share > 1 ? g_share_why : "of memory");
     uint64_t avail = mem_available(), cached = lt__backend_cpu_cached();
     if (avail) {
         avail = avail > UINT64_MAX - cached ? UINT64_MAX : avail + cached;
         uint64_t reserve = avail / 16 < (1u << 30) ? avail / 16 : (1u << 30);
-        if (avail - reserve < lim) {
-            lim = avail - reserve;
-            w = "of memory available now";
-        }
+        bound(b, avail - reserve, 1, held, "of memory available now");
     }
     const int res[] = {RLIMIT_AS, RLIMIT_DATA};
     for (size_t i = 0; i < sizeof res / sizeof res[0]; i++) {
@@ -115,28 +140,24 @@ lt_status lt__mem_limit(uint64_t *bytes, const char **why) {
         if (getrlimit(res[i], &rl) || rl.rlim_cur == RLIM_INFINITY) continue;
         uint64_t cap = (uint64_t)rl.rlim_cur, used = mapped_now(page);
         used = used > cached ? used - cached : 0;
-        uint64_t left = cap > used ? cap - used : 0;
-        if (left < lim) {
-            lim = left;
-            w = "of memory left to this process (ulimit)";
-        }
+        bound(b, cap > used ? cap - used : 0, 1, held, "of memory left to this process (ulimit)");
     }
     const char *env = getenv("LOCALTENSOR_MEMORY_LIMIT");
     if (env && *env) {
         uint64_t v;
         if (parse_size(env, &v))
             return lt__err(LT_INVALID, "LOCALTENSOR_MEMORY_LIMIT: '%s' is not a size in bytes (e.g. 1000000, 512M, 8G)", env);
-        if (v < lim) {
-            lim = v;
-            w = "of memory allowed by LOCALTENSOR_MEMORY_LIMIT";
-        }
+        bound(b, v, 0, held, "of memory allowed by LOCALTENSOR_MEMORY_LIMIT");
     }
-    if (g_budget_label && g_budget < lim) {
-        lim = g_budget;
-        w = g_budget_why;
-    }
-    *bytes = lim;
-    if (why) *why = w;
+    if (g_budget_label) bound(b, g_budget, 0, held, g_budget_why);
+    return LT_OK;
+}
+
+lt_status lt__mem_limit(uint64_t *bytes, const char **why) {
+    mem_bound b;
+    LT_TRY(mem_bound_now(&b, lt__mem_charged()));
+    *bytes = b.left;
+    if (why) *why = b.why;
     return LT_OK;
 }
 
@@ -156,18 +177,52 @@ static int recent_allows(uint64_t bytes) {
     return age >= 0 && age < 0.05;
 }
 
-lt_status lt__mem_check(uint64_t bytes, int world, const char *what) {
-    const char *why;
-    uint64_t lim;
-    if (bytes == 0) return LT_OK; /* nothing new to fit */
-    if (recent_allows(bytes) && !getenv("LOCALTENSOR_MEMORY_LIMIT") && !g_budget_label) return LT_OK;
-    LT_TRY(lt__mem_limit(&lim, &why));
-    recent_lim = lim;
-    if (clock_gettime(CLOCK_MONOTONIC, &recent_at)) recent_lim = 0;
-    if (bytes <= lim) return LT_OK;
-    char need[32], have[32];
-    size_str(bytes, need, sizeof need);
-    size_str(lim, have, sizeof have);
-    return lt__err_code(LT_NOMEM, LT_ERR_MEMORY_LIMIT, "%s needs %s for the shards of all %d rank%s, more than this machine's %s %s", what, need,
-                   world, world == 1 ? "" : "s", have, why);
+/* The budgets of the user's choosing are always read anew. */
+static int recent_fits(uint64_t bytes) {
+    return recent_allows(bytes) && !getenv("LOCALTENSOR_MEMORY_LIMIT") && !g_budget_label;
 }
+
+/* The refusal: "WHAT needs X[ for the shards of all N ranks], more than
+ * this machine's Y WHY[ less the Z held already by HOLDER]". */
+static lt_status refuse(uint64_t bytes, int world, const char *what, const mem_bound *b) {
+    char need[32], have[32], held[160] = "", ranks[64] = "";
+    size_str(bytes, need, sizeof need);
+    size_str(b->total, have, sizeof have);
+    if (world > 0) snprintf(ranks, sizeof ranks, " for the shards of all %d rank%s", world, world == 1 ? "" : "s");
+    if (b->held) {
+        char h[32];
+        const char *who = atomic_load(&g_holder);
+        size_str(b->held, h, sizeof h);
+        snprintf(held, sizeof held, " less the %s held already%s%s", h, who ? " by " : "", who ? who : "");
+    }
+    return lt__err_code(LT_NOMEM, LT_ERR_MEMORY_LIMIT, "%s needs %s%s, more than this machine's %s %s%s", what, need, ranks,
+                        have, b->why, held);
+}
+
+lt_status lt__mem_check(uint64_t bytes, int world, const char *what) {
+    if (bytes == 0) return LT_OK; /* nothing new to fit */
+    if (recent_fits(bytes)) return LT_OK;
+    mem_bound b;
+    LT_TRY(mem_bound_now(&b, lt__mem_charged()));
+    recent_lim = b.left;
+    if (clock_gettime(CLOCK_MONOTONIC, &recent_at)) recent_lim = 0;
+    return bytes <= b.left ? LT_OK : refuse(bytes, world, what, &b);
+}
+
+lt_status lt__mem_charge(uint64_t bytes, int world, const char *what, const char *holder) {
+    if (bytes == 0) return LT_OK;
+    if (recent_fits(bytes)) {   /* a small request on a recent reading, as lt__mem_check */
+        atomic_fetch_add(&g_charged, bytes);
+    } else {
+        uint_least64_t held = atomic_load(&g_charged);
+        mem_bound b;
+        do {   /* checked against the account it joins (another thread may charge meanwhile) */
+            LT_TRY(mem_bound_now(&b, (uint64_t)held));
+            if (bytes > b.left) return refuse(bytes, world, what, &b);
+        } while (!atomic_compare_exchange_weak(&g_charged, &held, held + bytes));
+    }
+    atomic_store(&g_holder, holder);
+    return LT_OK;
+}
+
+void lt__mem_release(uint64_t bytes) { atomic_fetch_sub(&g_charged, bytes); }

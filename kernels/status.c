@@ -1,7 +1,9 @@
 /* kernels/status.c — status names, the thread-local last failure (message
- * and structured value), checked size arithmetic. */
+ * and structured value), checked size arithmetic, text echoed in messages. */
 #include "kernels/status.h"
 #include "kernels/status_impl.h"
+
+#include "kernels/alloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -56,16 +58,64 @@ static void set_subject(const char *subject) {
     snprintf(errinfo.subject, sizeof errinfo.subject, "%s", subject ? subject : "");
 }
 
+/* Start of the UTF-8 character at or before s[i] (never before s[0]). */
+static size_t char_start(const char *s, size_t i) {
+    while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80) i--;
+    return i;
+}
+
+/* Copies text[len] into dst[cap]: whole when it fits, else its beginning
+ * and its end around " ... ", so that a message that echoes a long name or
+ * argument still ends with its reason. */
+static void fit_msg(char *dst, size_t cap, const char *text, size_t len) {
+    if (len < cap) {
+        memcpy(dst, text, len + 1);
+        return;
+    }
+    static const char gap[] = " ... ";
+    size_t room = cap - sizeof gap;   /* the text's bytes kept, gap and NUL aside */
+    size_t head = char_start(text, room / 2), tail = len - (room - head);
+    while (tail < len && ((unsigned char)text[tail] & 0xC0) == 0x80) tail++;
+    memcpy(dst, text, head);
+    memcpy(dst + head, gap, sizeof gap - 1);
+    memcpy(dst + head + sizeof gap - 1, text + tail, len - tail + 1);
+}
+
+/* Formats lead (may be NULL), fmt and then tail (may be NULL) into errbuf,
+ * through fit_msg: a text longer than errbuf is formatted again on the heap
+ * (when that fails, its end is lost, as snprintf would lose it). */
+static void format_msg(const char *lead, const char *tail, const char *fmt, va_list ap) {
+    char msg[LT__ERRMSG_MAX];
+    va_list again;
+    va_copy(again, ap);
+    int a = lead ? snprintf(msg, sizeof msg, "%s", lead) : 0;
+    size_t used = a < 0 ? 0 : (size_t)a < sizeof msg ? (size_t)a : sizeof msg - 1;
+    int b = vsnprintf(msg + used, sizeof msg - used, fmt, ap);
+    size_t need = (a < 0 ? 0 : (size_t)a) + (b < 0 ? 0 : (size_t)b);
+    if (tail && tail[0]) {
+        size_t at = used + (b < 0 ? 0 : (size_t)b);
+        if (at < sizeof msg) snprintf(msg + at, sizeof msg - at, ": %s", tail);
+        need += 2 + strlen(tail);
+    }
+    char *big = need >= sizeof msg ? lt__malloc(need + 1) : NULL;
+    if (big) {
+        size_t at = lead ? (size_t)snprintf(big, need + 1, "%s", lead) : 0;
+        at += (size_t)vsnprintf(big + at, need + 1 - at, fmt, again);
+        if (tail && tail[0]) snprintf(big + at, need + 1 - at, ": %s", tail);
+        fit_msg(errbuf, sizeof errbuf, big, strlen(big));
+        lt__free(big);
+    } else {
+        memcpy(errbuf, msg, sizeof errbuf);
+    }
+    va_end(again);
+}
+
 /* A new message: subject (may be NULL) then fmt. Formats into a copy first:
  * callers may pass lt_errmsg() itself as an argument ("... (%s)",
  * lt_errmsg()), which vsnprintf must not read while it writes the same
  * buffer. */
 static lt_status set_msg(lt_status st, lt_errcode code, const char *subject, const char *fmt, va_list ap) {
-    char msg[LT__ERRMSG_MAX];
-    int n = subject ? snprintf(msg, sizeof msg, "%s", subject) : 0;
-    size_t used = n < 0 ? 0 : (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1;
-    vsnprintf(msg + used, sizeof msg - used, fmt, ap);
-    memcpy(errbuf, msg, sizeof errbuf);
+    format_msg(subject, NULL, fmt, ap);
     memset(&errinfo, 0, sizeof errinfo);
     errinfo.status = st;
     errinfo.code = code;
@@ -102,22 +152,9 @@ void lt__err_mark_pos(void) { errinfo.at_pos = 1; }
 /* Prepends lead (may be NULL) then fmt, then ": old message". Formats into
  * a copy, like set_msg. */
 static lt_status prepend(lt_status st, const char *lead, const char *fmt, va_list ap) {
-    char buf[LT__ERRMSG_MAX];
-    int n = lead ? snprintf(buf, sizeof buf, "%s", lead) : 0;
-    size_t used = n < 0 ? 0 : (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1;
-    n = vsnprintf(buf + used, sizeof buf - used, fmt, ap);
-    used += n < 0 ? 0 : (size_t)n;
-    if (used >= sizeof buf) used = sizeof buf - 1;
-    if (errbuf[0] && used + 2 < sizeof buf) {
-        size_t room = sizeof buf - used - 3;
-        size_t len = strlen(errbuf);
-        if (len > room) len = room;
-        buf[used] = ':';
-        buf[used + 1] = ' ';
-        memcpy(buf + used + 2, errbuf, len);
-        buf[used + 2 + len] = '\0';
-    }
-    memcpy(errbuf, buf, sizeof errbuf);
+    char old[LT__ERRMSG_MAX];
+    memcpy(old, errbuf, sizeof old);
+    format_msg(lead, old, fmt, ap);
     errinfo.status = st;
     errinfo.opens_with_while = 0;
     errinfo.subject[0] = '\0';
@@ -246,4 +283,63 @@ void lt__sb_printf(lt__sbuf *b, const char *fmt, ...) {
 size_t lt__sb_finish(lt__sbuf *b) {
     if (b->cap) b->buf[b->len < b->cap ? b->len : b->cap - 1] = '\0';
     return b->len;
+}
+
+/* One unit of s echoed: a control byte (C0, or DEL) as \xHH, a C1 control
+ * (U+0080..U+009F, two bytes in UTF-8) as \xc2\xHH; tab and newline kept
+ * when keep_nl; any other byte as it is. out gets the text (NUL-terminated);
+ * returns the bytes of s consumed. */
+static size_t echo_unit(const char *s, int keep_nl, char out[12]) {
+    unsigned char c = (unsigned char)s[0], d = (unsigned char)s[1];
+    if ((c < 0x20 && !(keep_nl && (c == '\n' || c == '\t'))) || c == 0x7F) {
+        snprintf(out, 12, "\\x%02x", c);
+        return 1;
+    }
+    if (c == 0xC2 && d >= 0x80 && d <= 0x9F) {
+        snprintf(out, 12, "\\xc2\\x%02x", d);
+        return 2;
+    }
+    out[0] = (char)c;
+    out[1] = '\0';
+    return 1;
+}
+
+/* Appends s[from, to) escaped to buf[n] at *used; stops before a unit that
+ * does not fit. */
+static void echo_range(const char *s, size_t from, size_t to, char *buf, size_t n, size_t *used) {
+    char u[12];
+    for (size_t i = from; i < to;) {
+        i += echo_unit(s + i, 0, u);
+        size_t k = strlen(u);
+        if (*used + k >= n) break;
+        memcpy(buf + *used, u, k);
+        *used += k;
+    }
+    buf[*used] = '\0';
+}
+
+char *lt__echo(const char *s, size_t max, char *buf, size_t n) {
+    if (!n) return buf;
+    size_t len = strlen(s), head = len, tail = len, used = 0;
+    if (max >= 8 && len > max) {
+        head = char_start(s, max - max / 4 - 3);
+        tail = len - max / 4;
+        while (tail < len && ((unsigned char)s[tail] & 0xC0) == 0x80) tail++;
+    }
+    echo_range(s, 0, head, buf, n, &used);
+    if (tail < len) {
+        if (used + 3 < n) memcpy(buf + used, "...", 4), used += 3;
+        echo_range(s, tail, len, buf, n, &used);
+    }
+    return buf;
+}
+
+int lt__fputs_echo(const char *s, int keep_nl, FILE *f) {
+    char u[12];
+    int rc = 0;
+    for (size_t i = 0; s[i];) {
+        i += echo_unit(s + i, keep_nl, u);
+        if (fputs(u, f) == EOF) rc = EOF;
+    }
+    return rc;
 }

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "kernels/status.h"
 
@@ -60,6 +61,23 @@ lt_status lt__err_while(lt_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* Messages keep their reason: one longer than the message buffer (2047
+ * bytes) keeps its beginning and its end around " ... ", not its
+ * beginning alone.
+ *
+ * Text a message echoes (a name, a path, a command-line argument) cannot
+ * act on a terminal: control bytes (and DEL) print as \xHH (ESC as \x1b),
+ * the C1 controls U+0080..U+009F as \xc2\xHH. lt__echo writes s so into
+ * buf[n] (always NUL-terminated, cut at a whole escape when buf is full);
+ * when s is longer than max bytes (max >= 8; 0: no limit) only its first
+ * and last parts are kept, around "...", about max bytes before escaping,
+ * so that what the message says after it stays in view. Returns buf. */
+char *lt__echo(const char *s, size_t max, char *buf, size_t n);
+/* fputs of s escaped as by lt__echo, nothing cut; tab and newline kept
+ * when keep_nl (a whole message), escaped too when not (a name, a path).
+ * EOF when a write failed, else 0. */
+int lt__fputs_echo(const char *s, int keep_nl, FILE *f);
 
 /* Marks the current message as naming a file position (at_pos). */
 void lt__err_mark_pos(void);

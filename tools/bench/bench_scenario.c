@@ -26,6 +26,14 @@
  * min-cost, f32): without the shared search space (every search from
  * scratch), with it starting empty (as the sweep does), and with it warm
  * (the same pairs again); absolute seconds, one thread.
+ *
+ * The load row loads a generated file near the loader's size cap
+ * (LT_SC_MAX_FILE_BYTES): 140,000 steps in two scenarios of 70,000 (a
+ * case holds at most LT_SC_MAX_UNROLLED), each step defining a new name
+ * from the first one, 7.5 MB; median of 5 loads from memory (parse, names,
+ * checks). Absolute seconds (target: <= 0.5 s; the quadratic loader took
+ * 79 s), bytes: the file's size, no baseline. test/test_scenario_load.c
+ * holds the same file to a CPU limit.
  */
 #include <math.h>
 #include <stdio.h>
@@ -78,7 +86,50 @@ static char *program_text(void) {
     return t;
 }
 
+/* The load row's file (malloc'd; the caller frees), its length in *len. */
+static char *load_text(size_t *len) {
+    enum { SCEN = 2, PER = 70000 };
+    size_t cap = (size_t)SCEN * PER * 64 + 4096, used = 0;
+    char *t = malloc(cap);
+    if (!t) return NULL;
+    for (int k = 0; k < SCEN; k++) {
+        used += (size_t)snprintf(t + used, cap - used, "- name: big%d\n  mesh: 2\n  tensors:\n    x0: {shape: [4]}\n"
+                                 "  steps:\n    - distribute: {tensor: x0, placements: [R], as: d0}\n", k);
+        for (int i = 1; i < PER; i++)
+            used += (size_t)snprintf(t + used, cap - used, "    - redistribute: {tensor: d0, to: [R], as: d%d}\n", i);
+    }
+    *len = used;
+    return t;
+}
+
+static void bench_load(lt_bench *b) {
+    const char *name = "scenario load: 140,000 steps near the 8 MiB cap (s)";
+    if (!lt_bench_want(name)) return;
+    size_t len = 0;
+    char *text = load_text(&len);
+    if (!text || len > LT_SC_MAX_FILE_BYTES) {
+        fprintf(stderr, "bench: %s: %s\n", name, text ? "the file is over the cap" : "out of memory");
+        exit(2);
+    }
+    enum { REPS = 5 };
+    double ts[REPS];
+    for (int i = 0; i < REPS; i++) {
+        lt_sc_file *f = NULL;
+        double t0 = lt_bench_now();
+        lt_status st = lt_sc_load_string("bench_load.yaml", text, len, &f);
+        ts[i] = lt_bench_now() - t0;
+        if (st || lt_sc_file_cases(f) != 2) {
+            fprintf(stderr, "bench: %s: %s\n", name, lt_errmsg());
+            exit(2);
+        }
+        lt_sc_file_free(f);
+    }
+    lt_bench_add(b, name, len, lt_bench_median(ts, REPS), NAN);
+    free(text);
+}
+
 void lt_bench_scenario(lt_bench *b) {
+    bench_load(b);
     const char *name = "scenario 2x4: 100-step per-rank program (vs C)";
     if (!lt_bench_want(name)) return;
     char *text = program_text();

@@ -58,9 +58,26 @@ const lt_cli_mpi *lt_cli_mpi_impl(void);
 /* Exit code for a status: OK 0, MISMATCH 1, anything else 2. */
 int lt_cli_exit_code(lt_status st);
 
-/* Prints "localtensor <cmd>: <message>" to stderr and returns the exit code
- * of st. */
+/* Prints "localtensor <cmd>: <message>" to stderr (through lt_cli_print)
+ * and returns the exit code of st. */
 int lt_cli_fail(const char *cmd, lt_status st);
+
+/* Messages echo what the user gave (arguments, names, paths) escaped, so
+ * that no control byte reaches the terminal (ESC prints as \x1b), and cut,
+ * so that a long argument does not push the reason out of view. */
+#define LT_CLI_ECHO_MAX 80                      /* bytes of an argument kept: its beginning ... end */
+#define LT_CLI_ECHO_BUF (4 * LT_CLI_ECHO_MAX + 16)
+/* arg escaped and cut to about LT_CLI_ECHO_MAX bytes (lt__echo,
+ * kernels/status_impl.h) into buf[LT_CLI_ECHO_BUF]; returns buf. */
+const char *lt_cli_echo(const char *arg, char *buf);
+/* The command line (main's argc, argv), which lt_cli_print cuts where a
+ * message echoes it. Borrowed for the life of the process. */
+void lt_cli_set_args(int argc, char **argv);
+/* Writes "localtensor[ <cmd>]: <msg>\n" to f (cmd may be NULL): msg's
+ * control bytes escaped, and every run of it longer than LT_CLI_ECHO_MAX
+ * bytes that echoes an argument of the command line (one a library message
+ * quoted whole) cut to its beginning ... end. */
+void lt_cli_print(FILE *f, const char *cmd, const char *msg);
 
 /* 1 when f should be colored: a terminal, NO_COLOR unset. */
 int lt_cli_use_color(FILE *f);

@@ -51,6 +51,13 @@ static void redist_usage(FILE *f) {
             "Exit codes: 0 ok, 1 verification failed, 2 bad input or unsupported transition.\n");
 }
 
+/* "localtensor redistribute: verification failed: ..." on stderr. */
+static void verify_failed(const lt_verify_report *rep) {
+    char msg[sizeof rep->message + 2100];
+    snprintf(msg, sizeof msg, "verification failed: %s", rep->message[0] ? rep->message : lt_errmsg());
+    lt_cli_print(stderr, "redistribute", msg);
+}
+
 /* --explain: every intermediate layout, as the direct reshard computes it
  * (verification has checked the executed intermediates equal these). */
 static lt_status explain(FILE *f, const lt_dtensor *src, const lt_plan *p) {
@@ -166,7 +173,7 @@ static int run_sampled(const lt_cli_layout *lay, const lt_placement *src, int ns
             printf("\nverified: %s\n", st == LT_OK ? "yes (the sampled ranks match the direct definition)" : "NO");
     }
     if (st == LT_MISMATCH) {
-        fprintf(stderr, "localtensor redistribute: verification failed: %s\n", rep.message[0] ? rep.message : lt_errmsg());
+        verify_failed(&rep);
         rc = 1;
     }
 done:
@@ -198,6 +205,7 @@ int lt_cli_redistribute(int argc, char **argv) {
         return 2;
     }
     const char *cmd = "redistribute";
+    char e[LT_CLI_ECHO_BUF];
     lt_cli_layout lay;
     int nsrc, ndst;
     lt_placement src[LT_MESH_MAX_DIMS], dst[LT_MESH_MAX_DIMS], chk[LT_MESH_MAX_DIMS];
@@ -215,8 +223,8 @@ int lt_cli_redistribute(int argc, char **argv) {
                                              lt_numerics_str(&nm, nms, sizeof nms)));
     }
     /* both lists are checked before planning: the planner takes one count for both */
-    if ((st = lt_placements_check(&lay.mesh, lay.ndim, src, nsrc, chk))) return lt__err_ctx(st, "--from %s", from_s), lt_cli_fail(cmd, st);
-    if ((st = lt_placements_check(&lay.mesh, lay.ndim, dst, ndst, chk))) return lt__err_ctx(st, "--to %s", to_s), lt_cli_fail(cmd, st);
+    if ((st = lt_placements_check(&lay.mesh, lay.ndim, src, nsrc, chk))) return lt__err_ctx(st, "--from %s", lt_cli_echo(from_s, e)), lt_cli_fail(cmd, st);
+    if ((st = lt_placements_check(&lay.mesh, lay.ndim, dst, ndst, chk))) return lt__err_ctx(st, "--to %s", lt_cli_echo(to_s, e)), lt_cli_fail(cmd, st);
     if (nm.kind != LT_NUMERICS_FULL) return run_sampled(&lay, src, nsrc, dst, ndst, &nm, planner, verify, json);
     const lt_mesh mesh = lay.mesh;
     const int ndim = lay.ndim;
@@ -236,7 +244,7 @@ int lt_cli_redistribute(int argc, char **argv) {
     plan = NULL;
     if (st == LT_NOMEM) return lt_cli_fail(cmd, st);
     if ((st = lt_dtensor_init(&mesh, dt, ndim, shape, src, nsrc, &lay.init, &in)))
-        return lt__err_ctx(st, "--from %s", from_s), lt_cli_fail(cmd, st);
+        return lt__err_ctx(st, "--from %s", lt_cli_echo(from_s, e)), lt_cli_fail(cmd, st);
     if (json && (st = lt_comm_new(&mesh, &comm))) {
         lt_dtensor_free(in);
         return lt_cli_fail(cmd, st);
@@ -320,7 +328,7 @@ int lt_cli_redistribute(int argc, char **argv) {
             printf("\nverified: %s\n", st == LT_OK ? "yes (every step matches the direct reshard)" : "NO");
     }
     if (st == LT_MISMATCH) {
-        fprintf(stderr, "localtensor redistribute: verification failed: %s\n", rep.message[0] ? rep.message : lt_errmsg());
+        verify_failed(&rep);
         rc = 1;
     }
 done:

@@ -27,7 +27,8 @@ static void usage(FILE *f) {
             "                       [--engine inproc|mpi] [--shards all|owned] [--cross-check]\n"
             "                       [--compare-backend NAME]\n"
             "\n"
-            "Runs YAML scenario files (directories are searched for *.yaml / *.yml).\n"
+            "Runs YAML scenario files (directories are searched for *.yaml / *.yml; each real\n"
+            "directory is walked once and each file run once, however many links reach them).\n"
             "  -k FILTER      run only cases whose name or file path contains FILTER (repeatable)\n"
             "  -v, --verbose  one line per sweep case; print `show` pictures\n"
             "  --json FILE    write every scenario, case, check and failure as JSON\n"
@@ -55,7 +56,8 @@ static void usage(FILE *f) {
             "                 then on its own (--backend), and compare every value each step stores,\n"
             "                 shard by shard: the same bytes, or within the dtype's tolerance\n"
             "Exit: 0 all passed, 1 a check failed, 2 a file could not be loaded, a step errored,\n"
-            "or nothing was run (no scenario file found, or no case matches -k).\n"
+            "nothing was run (no scenario file found, or no case matches -k), or the output or a\n"
+            "report file could not be written (a report is written whole or not at all).\n"
             "The format of scenario files: scenarios/README.md.\n");
 }
 
@@ -109,6 +111,7 @@ static int run_mpi(lt_sc_options *o, const char **paths, int np, const char **fi
 }
 
 int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
+    char e[LT_CLI_ECHO_BUF];   /* an argument echoed in a message (lt_cli_echo) */
     lt_sc_options o;
     memset(&o, 0, sizeof o);
     o.out = out;
@@ -137,7 +140,8 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
             long w = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
             if (i + 1 >= argc || !end || *end || w < 1 || w > 65536) {
                 fprintf(err, "localtensor run: --world needs a number of ranks 1..65536%s%s%s\n",
-                        i + 1 < argc ? " (got '" : "", i + 1 < argc ? argv[i + 1] : "", i + 1 < argc ? "')" : "");
+                        i + 1 < argc ? " (got '" : "", i + 1 < argc ? lt_cli_echo(argv[i + 1], e) : "",
+                        i + 1 < argc ? "')" : "");
                 code = 2;
                 break;
             }
@@ -147,7 +151,7 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
             const char *v = a[8] == '=' ? a + 9 : i + 1 < argc ? argv[++i] : NULL;
             if (!v || (strcmp(v, "all") && strcmp(v, "owned"))) {
                 fprintf(err, "localtensor run: --shards needs a value: all or owned%s%s%s\n", v ? " (got '" : "",
-                        v ? v : "", v ? "')" : "");
+                        v ? lt_cli_echo(v, e) : "", v ? "')" : "");
                 code = 2;
             } else {
                 owned = !strcmp(v, "owned");
@@ -165,7 +169,8 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
                 engine = argv[++i];
             }
             if (strcmp(engine, "inproc") && strcmp(engine, "mpi")) {
-                fprintf(err, "localtensor run: --engine: unknown engine '%s' (expected inproc or mpi)\n", engine);
+                fprintf(err, "localtensor run: --engine: unknown engine '%s' (expected inproc or mpi)\n",
+                        lt_cli_echo(engine, e));
                 code = 2;
             }
         } else if (!strcmp(a, "--compare-backend") || !strncmp(a, "--compare-backend=", 18)) {
@@ -175,7 +180,9 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
                 fprintf(err, "localtensor run: --compare-backend needs a value (cpu, cuda or cuda-emu)\n");
                 code = 2;
             } else if (lt_backend_by_name(v, &b)) {
-                fprintf(err, "localtensor run: --compare-backend %s: %s\n", v, lt_errmsg());
+                char msg[LT_CLI_ECHO_BUF + 2100];
+                snprintf(msg, sizeof msg, "--compare-backend %s: %s", lt_cli_echo(v, e), lt_errmsg());
+                lt_cli_print(err, "run", msg);
                 code = 2;
             } else {
                 o.compare_backend = b;
@@ -189,7 +196,9 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
                 fprintf(err, "localtensor run: --numerics needs a value\n");
                 code = 2;
             } else if (lt_numerics_parse(v, &nm)) {
-                fprintf(err, "localtensor run: --numerics: %s\n", lt_errmsg());
+                char msg[2100];
+                snprintf(msg, sizeof msg, "--numerics: %s", lt_errmsg());
+                lt_cli_print(err, "run", msg);
                 code = 2;
             } else {
                 o.numerics = v;
@@ -211,7 +220,7 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
         } else if (!strncmp(a, "--junit=", 8)) {
             o.junit_path = a + 8;
         } else if (a[0] == '-' && a[1]) {
-            fprintf(err, "localtensor run: unknown option '%s'\n", a);
+            fprintf(err, "localtensor run: unknown option '%s'\n", lt_cli_echo(a, e));
             usage(err);
             code = 2;
         } else {

@@ -55,8 +55,9 @@ int lt_cli_show(int argc, char **argv) {
     if ((st = lt_placements_parse(pl_s, pl, LT_MESH_MAX_DIMS, &np)))
         return lt__err_ctx(st, "--placements"), lt_cli_fail("show", st);
     lt_dtensor *d = NULL;
+    char e[LT_CLI_ECHO_BUF];
     if ((st = lt_dtensor_init(&a.mesh, a.dtype, a.ndim, a.shape, pl, np, &a.init, &d)))
-        return lt__err_ctx(st, "--placements %s", pl_s), lt_cli_fail("show", st);
+        return lt__err_ctx(st, "--placements %s", lt_cli_echo(pl_s, e)), lt_cli_fail("show", st);
     if (json && (st = lt_json_ranks_check(d))) {
         lt_dtensor_free(d);
         return lt_cli_fail("show", st);

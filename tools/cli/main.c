@@ -1,7 +1,9 @@
 /* tools/cli/main.c — `localtensor`: dispatches to the subcommands of tools/cli/cli.h. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels/alloc.h"
 #include "kernels/backend.h"
@@ -61,7 +63,7 @@ static int global_options(int *argc, char **argv) {
             from = "--backend";
         } else if ((v = option_value(*argc, argv, &i, "--max-memory", &missing))) {
             if (lt__mem_set_budget(v, "--max-memory") != LT_OK) {
-                fprintf(stderr, "localtensor: %s\n", lt_errmsg());
+                lt_cli_print(stderr, NULL, lt_errmsg());
                 return 2;
             }
         } else if (missing) {
@@ -76,21 +78,49 @@ static int global_options(int *argc, char **argv) {
     argv[j] = NULL;
     if (!name) return 0;
     if (lt_backend_select(name) != LT_OK) {
-        fprintf(stderr, "localtensor: %s %s: %s\n", from, name, lt_errmsg());
+        char e[LT_CLI_ECHO_BUF], msg[LT_CLI_ECHO_BUF + 2100];
+        snprintf(msg, sizeof msg, "%s %s: %s", from, lt_cli_echo(name, e), lt_errmsg());
+        lt_cli_print(stderr, NULL, msg);
         return 2;
     }
     return 0;
 }
 
-int main(int argc, char **argv) {
-    /* testing hook: allocation fault injection (see kernels/alloc.h) */
-    int fault = lt__fault_arm_from_env();
-    if (fault < 0) return 2;
-    if (fault > 0) atexit(lt__fault_report_to_env);
-#ifdef LT_HAVE_MPI
-    lt_cli_mpi_hooks = lt_cli_mpi_impl();
-#endif
-    if (global_options(&argc, argv)) return 2;
+/* The environment's settings that every command reads, checked before the
+ * command runs, so that a bad one is blamed on its variable, not on the
+ * argument whose work first reads it. 0, or 2 after printing why. */
+static int check_environment(void) {
+    const char *ml = getenv("LOCALTENSOR_MEMORY_LIMIT");
+    uint64_t lim;
+    if (ml && ml[0] && lt__mem_limit(&lim, NULL) == LT_INVALID) {
+        lt_cli_print(stderr, NULL, lt_errmsg());
+        return 2;
+    }
+    return 0;
+}
+
+/* Everything written to stdout must have reached it: its writes and its
+ * close are checked once the command is done. Returns code, or 2 after
+ * printing why the output could not be written. */
+static int close_stdout(int code) {
+    errno = 0;
+    int bad = fflush(stdout) != 0, e = errno;
+    if (ferror(stdout) && !e) {
+        /* a write failed while the command ran, and its errno is gone: the
+         * output is incomplete already, so one byte more is written to
+         * learn why (a full disk fails again the same way) */
+        bad = 1;
+        if (write(fileno(stdout), "\n", 1) < 0) e = errno;
+    }
+    if (fclose(stdout) != 0 && !bad) bad = 1, e = errno;
+    if (!bad) return code;
+    fprintf(stderr, "localtensor: cannot write the output: %s\n", e ? strerror(e) : "a write failed");
+    return 2;
+}
+
+/* Runs the command of argv (global options taken out). Returns the exit code. */
+static int dispatch(int argc, char **argv) {
+    if (check_environment()) return 2;
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -107,7 +137,33 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], name)) return fn(argc - 1, argv + 1);
     LT_CLI_COMMANDS(LT__XX)
 #undef LT__XX
-    fprintf(stderr, "localtensor: unknown command '%s'\n\n", argv[1]);
+    char e[LT_CLI_ECHO_BUF];
+    fprintf(stderr, "localtensor: unknown command '%s'\n\n", lt_cli_echo(argv[1], e));
     usage(stderr);
     return 2;
+}
+
+int main(int argc, char **argv) {
+    /* testing hook: allocation fault injection (see kernels/alloc.h) */
+    int fault = lt__fault_arm_from_env();
+    if (fault < 0) return 2;
+    if (fault > 0) atexit(lt__fault_report_to_env);
+#ifdef LT_HAVE_MPI
+    lt_cli_mpi_hooks = lt_cli_mpi_impl();
+#endif
+    /* the whole command line, for cutting messages that echo it
+     * (global_options takes the global options out of argv) */
+    char **line = lt__malloc(sizeof *line * ((size_t)argc + 1));
+    if (!line) {
+        fprintf(stderr, "localtensor: out of memory\n");
+        return 2;
+    }
+    memcpy(line, argv, sizeof *line * ((size_t)argc + 1));
+    lt_cli_set_args(argc, line);
+    int code = global_options(&argc, argv);
+    if (!code) code = dispatch(argc, argv);
+    code = close_stdout(code);
+    lt_cli_set_args(0, NULL);
+    lt__free(line);
+    return code;
 }

@@ -7,11 +7,20 @@
  * Invariant: the counts in the text summary, the JSON "counts" object and
  * the JUnit totals are computed from the same sc_run_summary and the same
  * selected cases, so they always agree.
+ *
+ * A report file is never left half-written: it is written to a temporary
+ * file beside it and renamed onto it once complete; a failed write removes
+ * the temporary file and keeps what the target held (sc_report_out). The
+ * text lines echo paths, names and messages with their control bytes
+ * escaped (lt__fputs_echo), so that a name cannot act on a terminal.
  */
+#define _DEFAULT_SOURCE /* realpath */
 #include "kernels/alloc.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cJSON.h>
 
@@ -61,8 +70,15 @@ static void status_word(FILE *f, const lt_sc_options *o, lt_sc_status s) {
     else fprintf(f, "%-5s ", w);
 }
 
+/* A path or a name, its control bytes escaped. */
+static void put_name(FILE *f, const char *s) { lt__fputs_echo(s, 0, f); }
+
 static void print_failure(FILE *f, const lt_sc_failure *x) {
-    fprintf(f, "      %s:%d:%d: %s\n", x->file, x->line, x->col, x->message ? x->message : "(no message)");
+    fputs("      ", f);
+    put_name(f, x->file);
+    fprintf(f, ":%d:%d: ", x->line, x->col);
+    lt__fputs_echo(x->message ? x->message : "(no message)", 1, f);
+    fputc('\n', f);
     if (x->rank >= 0 || x->index) {
         fprintf(f, "        ");
         if (x->rank >= 0) fprintf(f, "rank %d  ", x->rank);
@@ -78,8 +94,16 @@ static void print_failure(FILE *f, const lt_sc_failure *x) {
 static void print_notes(FILE *f, const char *notes) {
     for (const char *p = notes; p && *p;) {
         const char *e = strchr(p, '\n');
-        int len = e ? (int)(e - p) : (int)strlen(p);
-        fprintf(f, "      %.*s\n", len, p);
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char line[1024];
+        fputs("      ", f);
+        for (size_t at = 0; at < len; at += sizeof line - 1) {   /* the line in pieces */
+            size_t k = len - at < sizeof line - 1 ? len - at : sizeof line - 1;
+            memcpy(line, p + at, k);
+            line[k] = '\0';
+            lt__fputs_echo(line, 1, f);
+        }
+        fputc('\n', f);
         p = e ? e + 1 : NULL;
     }
 }
@@ -89,15 +113,16 @@ void lt__sc_report_case(FILE *f, const lt_sc_options *o, const lt_sc_file *file,
     (void)s;
     char t[32];
     status_word(f, o, c->res.status);
-    if (c->res.numerics)
-        fprintf(f, "%s: %s [numerics %s] (%s)\n", file->path, c->name, c->res.numerics, fmt_time(c->res.seconds, t, sizeof t));
-    else
-        fprintf(f, "%s: %s (%s)\n", file->path, c->name, fmt_time(c->res.seconds, t, sizeof t));
+    put_name(f, file->path);
+    fputs(": ", f);
+    put_name(f, c->name);
+    if (c->res.numerics) fprintf(f, " [numerics %s]", c->res.numerics);
+    fprintf(f, " (%s)\n", fmt_time(c->res.seconds, t, sizeof t));
     for (int i = 0; i < c->res.nfails; i++) print_failure(f, &c->res.fails[i]);
     print_notes(f, c->res.notes);
     if (c->res.nfails_dropped)
         fprintf(f, "      ... and %d more failure%s\n", c->res.nfails_dropped, PL(c->res.nfails_dropped));
-    if (c->res.trace_text) fprintf(f, "%s\n", c->res.trace_text);
+    if (c->res.trace_text) lt__fputs_echo(c->res.trace_text, 1, f), fputc('\n', f);
 }
 
 void lt__sc_tally_add(sc_tally *t, const sc_case *c) {
@@ -115,11 +140,14 @@ void lt__sc_report_sweep(FILE *f, const lt_sc_options *o, const lt_sc_file *file
     if (!sel) return;
     char ts[32];
     status_word(f, o, err ? LT_SC_ERROR : fail ? LT_SC_FAIL : LT_SC_PASS);
+    put_name(f, file->path);
+    fputs(": ", f);
+    put_name(f, s->name);
     if (fail || err)
-        fprintf(f, "%s: %s [sweep: %d of %d case%s failed, %d error%s] (%s)\n", file->path, s->name, fail, sel,
-                PL(sel), err, PL(err), fmt_time(t, ts, sizeof ts));
+        fprintf(f, " [sweep: %d of %d case%s failed, %d error%s] (%s)\n", fail, sel, PL(sel), err, PL(err),
+                fmt_time(t, ts, sizeof ts));
     else
-        fprintf(f, "%s: %s [sweep: %d case%s] (%s)\n", file->path, s->name, sel, PL(sel), fmt_time(t, ts, sizeof ts));
+        fprintf(f, " [sweep: %d case%s] (%s)\n", sel, PL(sel), fmt_time(t, ts, sizeof ts));
 }
 
 void lt__sc_report_summary(FILE *f, const lt_sc_options *o, const sc_run_summary *sum) {
@@ -252,23 +280,122 @@ static void failure_text(FILE *f, const lt_sc_failure *x) {
  * file go to one temporary file and every finished testsuite to another;
  * the report is assembled from them at the end. */
 
-/* Records the first failure of a report (status and message) and stops
- * writing it. */
-static void json_fail(sc_stream *st, lt_status s, const char *what) {
-    if (st->json_st) return;
-    st->json_st = s;
-    snprintf(st->json_msg, sizeof st->json_msg, "%s %s", what, st->json_path);
-    if (st->json) fclose(st->json);
-    st->json = NULL;
+/* ---- report files: a temporary file beside the target, renamed onto it --------------------- */
+
+/* 0666 less this process's umask: the permissions fopen(path, "w") gives a
+ * new file. */
+static mode_t new_file_mode(void) {
+    mode_t mask = umask(022);
+    umask(mask);
+    return 0666 & ~mask;
 }
 
-static void junit_fail(sc_stream *st, lt_status s, const char *what) {
+/* "cannot write PATH: REASON" (err: an errno value; 0 with LT_NOMEM: out of
+ * memory) into msg[cap]; returns s. */
+static lt_status out_msg(lt_status s, int err, const char *path, char *msg, size_t cap) {
+    if (s == LT_NOMEM && !err) snprintf(msg, cap, "out of memory while writing %s", path);
+    else snprintf(msg, cap, "cannot write %s: %s", path, err ? strerror(err) : "a write failed");
+    return s;
+}
+
+/* Closes o's file, removes its temporary file and frees its names: the
+ * target keeps what it held. */
+static void out_discard(sc_report_out *o) {
+    if (o->f) fclose(o->f);
+    if (o->tmp) unlink(o->tmp);
+    lt__free(o->tmp);
+    lt__free(o->dst);
+    memset(o, 0, sizeof *o);
+}
+
+/* Opens report `path` (sc_report_out): a new temporary file in the
+ * target's directory (rename() replaces a file atomically only within one
+ * file system), with an existing target's permissions, else those of a new
+ * file. A target that exists and is not a regular file is opened in place.
+ * On failure nothing is left open or created, and msg says why. */
+static lt_status out_open(sc_report_out *o, const char *path, char *msg, size_t cap) {
+    memset(o, 0, sizeof *o);
+    struct stat sb, lb;
+    int exists = stat(path, &sb) == 0;
+    if (exists && !S_ISREG(sb.st_mode)) {
+        if (!(o->f = fopen(path, "w"))) return out_msg(LT_IO, errno, path, msg, cap);
+        return LT_OK;
+    }
+    /* a link to a file: the file gets the report, the link stays */
+    char *real = exists && lstat(path, &lb) == 0 && S_ISLNK(lb.st_mode) ? realpath(path, NULL) : NULL;
+    const char *dst = real ? real : path;
+    size_t n = strlen(dst);
+    o->dst = lt__malloc(n + 1);
+    o->tmp = lt__malloc(n + sizeof ".tmp-XXXXXX");
+    if (o->dst) memcpy(o->dst, dst, n + 1);
+    if (o->tmp) snprintf(o->tmp, n + sizeof ".tmp-XXXXXX", "%s.tmp-XXXXXX", dst);
+    free(real);   /* realpath's, from malloc */
+    if (!o->dst || !o->tmp) {
+        out_discard(o);
+        return out_msg(LT_NOMEM, 0, path, msg, cap);
+    }
+    int fd = mkstemp(o->tmp);
+    if (fd < 0) {
+        int e = errno;
+        lt__free(o->tmp);   /* nothing was created */
+        o->tmp = NULL;
+        out_discard(o);
+        return out_msg(LT_IO, e, path, msg, cap);
+    }
+    (void)fchmod(fd, exists ? sb.st_mode & 07777 : new_file_mode());
+    if (!(o->f = fdopen(fd, "w"))) {
+        int e = errno;
+        close(fd);
+        out_discard(o);
+        return out_msg(LT_IO, e, path, msg, cap);
+    }
+    return LT_OK;
+}
+
+/* Completes o: flushes its file to the disk, closes it and renames the
+ * temporary file onto the target. 0, or the errno value of what failed, -1
+ * when that is not known (o is then discarded: the target keeps what it
+ * held). */
+static int out_commit(sc_report_out *o) {
+    errno = 0;
+    int bad = fflush(o->f) != 0, e = errno;
+    if (ferror(o->f) && !e) {
+        /* an earlier write failed, its errno gone: one byte more into the
+         * temporary file (removed below) says why */
+        bad = 1;
+        e = o->tmp && write(fileno(o->f), "", 1) < 0 ? errno : -1;
+    }
+    if (!bad && o->tmp && fsync(fileno(o->f)) != 0) bad = 1, e = errno;
+    int closed = fclose(o->f);
+    o->f = NULL;
+    if (!bad && closed != 0) bad = 1, e = errno;
+    if (!bad && o->tmp && rename(o->tmp, o->dst) != 0) bad = 1, e = errno;
+    if (!bad) {
+        lt__free(o->tmp);   /* renamed: nothing to remove */
+        o->tmp = NULL;
+    }
+    out_discard(o);
+    return bad ? (e ? e : -1) : 0;
+}
+
+/* Records the first failure of a report (status, and err: the errno value
+ * of the write that failed; 0 when out of memory, -1 when not known) and
+ * stops writing it: its temporary file is removed. */
+static void json_fail(sc_stream *st, lt_status s, int err) {
+    if (st->json_st) return;
+    if (err < 0) err = 0;
+    st->json_st = out_msg(s, err, st->json_path, st->json_msg, sizeof st->json_msg);
+    out_discard(&st->json_out);
+}
+
+static void junit_fail(sc_stream *st, lt_status s, int err) {
     if (st->junit_st) return;
-    st->junit_st = s;
-    snprintf(st->junit_msg, sizeof st->junit_msg, "%s %s", what, st->junit_path);
+    if (err < 0) err = 0;
+    st->junit_st = out_msg(s, err, st->junit_path, st->junit_msg, sizeof st->junit_msg);
     if (st->body) fclose(st->body);
     if (st->suite) fclose(st->suite);
     st->body = st->suite = NULL;
+    out_discard(&st->junit_out);
 }
 
 /* Writes cJSON item j (then frees it) unformatted, without its closing
@@ -276,23 +403,23 @@ static void junit_fail(sc_stream *st, lt_status s, const char *what) {
 static void json_put(sc_stream *st, cJSON *j, int open) {
     char *text = j && !lt__json_failed() ? cJSON_PrintUnformatted(j) : NULL;
     cJSON_Delete(j);
-    if (!st->json) {
+    if (!st->json_out.f) {
         cJSON_free(text);
         return;
     }
     if (!text || lt__json_failed()) {
         cJSON_free(text);
-        json_fail(st, LT_NOMEM, "out of memory while writing");
+        json_fail(st, LT_NOMEM, 0);
         return;
     }
     size_t n = strlen(text);
     if (open && n) n--;
-    if (fwrite(text, 1, n, st->json) != n) json_fail(st, LT_IO, "cannot write");
+    if (fwrite(text, 1, n, st->json_out.f) != n) json_fail(st, LT_IO, errno);
     cJSON_free(text);
 }
 
 static void json_raw(sc_stream *st, const char *s) {
-    if (st->json && fputs(s, st->json) == EOF) json_fail(st, LT_IO, "cannot write");
+    if (st->json_out.f && fputs(s, st->json_out.f) == EOF) json_fail(st, LT_IO, errno);
 }
 
 void lt__sc_stream_open(sc_stream *st, const char *json_path, const char *junit_path, const sc_load_error *lerr,
@@ -303,10 +430,7 @@ void lt__sc_stream_open(sc_stream *st, const char *json_path, const char *junit_
     st->lerr = lerr;
     st->nlerr = nlerr;
     if (json_path) {
-        if (!(st->json = fopen(json_path, "w"))) {
-            st->json_st = LT_IO;
-            snprintf(st->json_msg, sizeof st->json_msg, "cannot write %s: %s", json_path, strerror(errno));
-        }
+        st->json_st = out_open(&st->json_out, json_path, st->json_msg, sizeof st->json_msg);
         json_raw(st, "{\"version\":1,\"files\":[\n");
         for (int i = 0; i < nlerr; i++) {
             lt__json_begin();
@@ -319,14 +443,9 @@ void lt__sc_stream_open(sc_stream *st, const char *json_path, const char *junit_
         }
     }
     if (junit_path) {
-        FILE *probe = fopen(junit_path, "w"); /* say now, not at the end, that it cannot be written */
-        if (!probe) {
-            st->junit_st = LT_IO;
-            snprintf(st->junit_msg, sizeof st->junit_msg, "cannot write %s: %s", junit_path, strerror(errno));
-        } else {
-            fclose(probe);
-            if (!(st->body = tmpfile())) junit_fail(st, LT_IO, "cannot make a temporary file for");
-        }
+        /* opened now, written at the end: say now that it cannot be written */
+        st->junit_st = out_open(&st->junit_out, junit_path, st->junit_msg, sizeof st->junit_msg);
+        if (!st->junit_st && !(st->body = tmpfile())) junit_fail(st, LT_IO, errno);
     }
 }
 
@@ -334,7 +453,7 @@ void lt__sc_stream_file_begin(sc_stream *st, const lt_sc_file *f) {
     st->nscen = 0;
     st->tests = st->fails = st->errs = st->skipped = 0;
     st->file_t = 0;
-    if (st->json) {
+    if (st->json_out.f) {
         lt__json_begin();
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "path", f->path);
@@ -343,7 +462,7 @@ void lt__sc_stream_file_begin(sc_stream *st, const lt_sc_file *f) {
         json_put(st, j, 1);
         json_raw(st, ",\"scenarios\":[\n");
     }
-    if (st->body && !(st->suite = tmpfile())) junit_fail(st, LT_IO, "cannot make a temporary file for");
+    if (st->body && !(st->suite = tmpfile())) junit_fail(st, LT_IO, errno);
 }
 
 void lt__sc_stream_scen_begin(sc_stream *st, const sc_scenario *s) {
@@ -351,7 +470,7 @@ void lt__sc_stream_scen_begin(sc_stream *st, const sc_scenario *s) {
     st->worst = LT_SC_PASS;
     st->scen_t = 0;
     st->all_notrun = 1;
-    if (!st->json) return;
+    if (!st->json_out.f) return;
     lt__json_begin();
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "name", s->name);
@@ -399,7 +518,7 @@ void lt__sc_stream_case(sc_stream *st, const lt_sc_file *f, const sc_case *cs) {
     if (r != LT_SC_NOTRUN) st->all_notrun = 0;
     if (r == LT_SC_ERROR) st->worst = LT_SC_ERROR;
     else if (r == LT_SC_FAIL && st->worst != LT_SC_ERROR) st->worst = LT_SC_FAIL;
-    if (st->json) {
+    if (st->json_out.f) {
         lt__json_begin();
         json_raw(st, st->ncase++ ? ",\n" : "");
         json_put(st, case_json(cs), 0);
@@ -411,12 +530,12 @@ void lt__sc_stream_case(sc_stream *st, const lt_sc_file *f, const sc_case *cs) {
         st->skipped += r == LT_SC_NOTRUN;
         st->file_t += cs->res.seconds;
         junit_case(st->suite, f, cs);
-        if (ferror(st->suite)) junit_fail(st, LT_IO, "cannot write a temporary file for");
+        if (ferror(st->suite)) junit_fail(st, LT_IO, errno);
     }
 }
 
 void lt__sc_stream_scen_end(sc_stream *st) {
-    if (!st->json) return;
+    if (!st->json_out.f) return;
     char tail[96];
     snprintf(tail, sizeof tail, "\n],\"status\":\"%s\",\"time_s\":%.17g}",
              json_status(st->all_notrun ? LT_SC_NOTRUN : st->worst), st->scen_t);
@@ -441,7 +560,7 @@ void lt__sc_stream_file_end(sc_stream *st, const lt_sc_file *f) {
         xml_attr(st->body, f->path);
         fprintf(st->body, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.6f\">\n", st->tests,
                 st->fails, st->errs, st->skipped, st->file_t);
-        if (copy_file(st->body, st->suite)) junit_fail(st, LT_IO, "cannot write a temporary file for");
+        if (copy_file(st->body, st->suite)) junit_fail(st, LT_IO, errno);
         else fprintf(st->body, "  </testsuite>\n");
     }
     if (st->suite) fclose(st->suite);
@@ -450,7 +569,7 @@ void lt__sc_stream_file_end(sc_stream *st, const lt_sc_file *f) {
 
 lt_status lt__sc_stream_close(sc_stream *st, const sc_run_summary *sum) {
     int nlerr = st->nlerr;
-    if (st->json) {
+    if (st->json_out.f) {
         lt__json_begin();
         cJSON *counts = cJSON_CreateObject();
         cJSON_AddNumberToObject(counts, "files", sum->files);
@@ -471,39 +590,32 @@ lt_status lt__sc_stream_close(sc_stream *st, const sc_run_summary *sum) {
         char tail[64];
         snprintf(tail, sizeof tail, ",\"time_s\":%.17g}\n", sum->seconds);
         json_raw(st, tail);
-        if (st->json && fclose(st->json) != 0) {
-            st->json = NULL;
-            json_fail(st, LT_IO, "cannot write");
-        }
-        st->json = NULL;
+        int e = st->json_out.f ? out_commit(&st->json_out) : 0;
+        if (e) json_fail(st, LT_IO, e);
     }
     if (st->body) {
-        FILE *f = fopen(st->junit_path, "w");
-        if (!f) {
-            junit_fail(st, LT_IO, "cannot write");
-        } else {
-            fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-            fprintf(f, "<testsuites name=\"localtensor\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.6f\">\n",
-                    sum->cases + nlerr, sum->failed, sum->errors, sum->not_run, sum->seconds);
-            for (int i = 0; i < nlerr; i++) {
-                const char *msg = st->lerr[i].message ? st->lerr[i].message : "out of memory";
-                fprintf(f, "  <testsuite name=\"");
-                xml_attr(f, st->lerr[i].path);
-                fprintf(f, "\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" time=\"0\">\n");
-                fprintf(f, "    <testcase classname=\"");
-                classname(f, st->lerr[i].path);
-                fprintf(f, "\" name=\"(load)\" time=\"0\">\n      <error type=\"load\" message=\"");
-                xml_attr(f, msg);
-                fprintf(f, "\">");
-                xml_escape(f, msg);
-                fprintf(f, "</error>\n    </testcase>\n  </testsuite>\n");
-            }
-            int bad = copy_file(f, st->body);
-            fprintf(f, "</testsuites>\n");
-            bad |= ferror(f);
-            bad |= fclose(f) != 0;
-            if (bad) junit_fail(st, LT_IO, "cannot write");
+        FILE *f = st->junit_out.f;
+        fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        fprintf(f, "<testsuites name=\"localtensor\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.6f\">\n",
+                sum->cases + nlerr, sum->failed, sum->errors, sum->not_run, sum->seconds);
+        for (int i = 0; i < nlerr; i++) {
+            const char *msg = st->lerr[i].message ? st->lerr[i].message : "out of memory";
+            fprintf(f, "  <testsuite name=\"");
+            xml_attr(f, st->lerr[i].path);
+            fprintf(f, "\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" time=\"0\">\n");
+            fprintf(f, "    <testcase classname=\"");
+            classname(f, st->lerr[i].path);
+            fprintf(f, "\" name=\"(load)\" time=\"0\">\n      <error type=\"load\" message=\"");
+            xml_attr(f, msg);
+            fprintf(f, "\">");
+            xml_escape(f, msg);
+            fprintf(f, "</error>\n    </testcase>\n  </testsuite>\n");
         }
+        errno = 0;
+        int e = copy_file(f, st->body) ? (errno ? errno : -1) : 0;
+        fprintf(f, "</testsuites>\n");
+        if (!e) e = out_commit(&st->junit_out);
+        if (e) junit_fail(st, LT_IO, e);
         if (st->body) fclose(st->body);
         st->body = NULL;
     }

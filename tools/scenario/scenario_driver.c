@@ -1,5 +1,7 @@
 /* tools/scenario/scenario_driver.c — runs scenario paths: finds scenario
- * files under the given files and directories, loads them all (load errors
+ * files under the given files and directories (each real directory walked
+ * once, each file taken once, whatever links reach them), reads them (only
+ * regular files: a FIFO or a device is refused) and loads them all (load errors
  * are reported with file:line:col and the run goes on with the other files),
  * runs the selected cases, writes the reports, and closes with "N passed,
  * N failed, N errors" as the last line (lt_sc_run_paths, tools/scenario/
@@ -12,6 +14,8 @@
 #include "kernels/alloc.h"
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,6 +23,7 @@
 #include <unistd.h>
 
 #include "kernels/pool_impl.h"
+#include "kernels/status_impl.h"
 #include "tools/scenario/scenario_impl.h"
 
 typedef struct strlist {
@@ -52,12 +57,163 @@ static int is_yaml(const char *name) {
     return (n > 5 && !strcmp(name + n - 5, ".yaml")) || (n > 4 && !strcmp(name + n - 4, ".yml"));
 }
 
+/* ---- finding the files --------------------------------------------------------------
+ *
+ * Each real directory is walked once and each file taken once, however many
+ * links (or arguments) reach them: the directories entered and the files
+ * taken are remembered by device and inode. A link to a directory already
+ * walked (a loop: `ln -s . d/a`) or to a file already taken is skipped
+ * with a note on stderr naming where it was first reached. */
+
+/* A directory or file reached, by device and inode, and the path it was
+ * first reached by (lt__malloc). */
+typedef struct seen_entry {
+    dev_t dev;
+    ino_t ino;
+    char *path;   /* NULL: an empty slot */
+    int file;     /* a file: its index in the walker's files; a directory: -1 */
+    int link;     /* path is a symbolic link */
+} seen_entry;
+
+/* Open addressing, at most half full. */
+typedef struct seen_set {
+    seen_entry *v;
+    size_t n, cap;
+} seen_set;
+
+static size_t seen_slot(const seen_set *s, dev_t dev, ino_t ino) {
+    uint64_t h = ((uint64_t)dev * 0x9E3779B97F4A7C15u) ^ ((uint64_t)ino * 0xC2B2AE3D27D4EB4Fu);
+    size_t i = (size_t)(h ^ (h >> 29)) & (s->cap - 1);
+    while (s->v[i].path && !(s->v[i].dev == dev && s->v[i].ino == ino)) i = (i + 1) & (s->cap - 1);
+    return i;
+}
+
+/* sb's file as first reached, or NULL. */
+static seen_entry *seen_find(const seen_set *s, const struct stat *sb) {
+    if (!s->cap) return NULL;
+    seen_entry *e = &s->v[seen_slot(s, sb->st_dev, sb->st_ino)];
+    return e->path ? e : NULL;
+}
+
+static int is_link(const char *p) {
+    struct stat lb;
+    return lstat(p, &lb) == 0 && S_ISLNK(lb.st_mode);
+}
+
+/* Remembers sb's file as reached by path (file: as in seen_entry). 0, or
+ * -1 when out of memory. */
+static int seen_add(seen_set *s, const struct stat *sb, const char *path, int file) {
+    if (2 * (s->n + 1) > s->cap) {
+        seen_set g = {lt__calloc(s->cap ? 2 * s->cap : 64, sizeof *g.v), s->n, s->cap ? 2 * s->cap : 64};
+        if (!g.v) return -1;
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->v[i].path) g.v[seen_slot(&g, s->v[i].dev, s->v[i].ino)] = s->v[i];
+        lt__free(s->v);
+        *s = g;
+    }
+    char *p = lt__strdup(path);
+    if (!p) return -1;
+    seen_entry *e = &s->v[seen_slot(s, sb->st_dev, sb->st_ino)];
+    e->dev = sb->st_dev;
+    e->ino = sb->st_ino;
+    e->path = p;
+    e->file = file;
+    e->link = is_link(path);
+    s->n++;
+    return 0;
+}
+
+static void seen_free(seen_set *s) {
+    for (size_t i = 0; i < s->cap; i++) lt__free(s->v[i].path);
+    lt__free(s->v);
+}
+
+/* Directory levels walked below a given directory at most. */
+#define SC_WALK_DEPTH 64
+
+/* One walk over the paths given: what it found, what it has seen. */
+typedef struct walker {
+    strlist *files;     /* the scenario files found, in order */
+    seen_set seen;      /* directories entered and files taken */
+    FILE *err;          /* notes and errors */
+    int skipped;        /* links (or paths) skipped so far as already walked or taken */
+    int unreadable;     /* directories that could not be read so far (each said on err) */
+} walker;
+
+/* "localtensor run: skipped P: a link to a directory already walked (F)" on
+ * err: p reached what `first` reached first. */
+static void note_skip(walker *w, const char *p, int dir, const char *first) {
+    int link = is_link(p);
+    fputs("localtensor run: skipped ", w->err);
+    lt__fputs_echo(p, 0, w->err);
+    w->skipped++;
+    if (!strcmp(p, first)) {
+        fprintf(w->err, ": reached twice (each %s is %s once)\n", dir ? "directory" : "file", dir ? "walked" : "run");
+        return;
+    }
+    if (link) fprintf(w->err, ": a link to a %s already %s (", dir ? "directory" : "file", dir ? "walked" : "run");
+    else fprintf(w->err, ": a %s already %s (as ", dir ? "directory" : "file", dir ? "walked" : "run");
+    lt__fputs_echo(first, 0, w->err);
+    fputs(")\n", w->err);
+}
+
+/* Takes the regular file at p (sb: its stat) unless already taken. A file
+ * first reached through a link and then by a path that is not one runs
+ * under that path (in the link's place in the order). 0, or -1 when out of
+ * memory. */
+static int take_file(walker *w, const char *p, const struct stat *sb) {
+    seen_entry *first = seen_find(&w->seen, sb);
+    if (!first) return seen_add(&w->seen, sb, p, w->files->n) || sl_push(w->files, p) ? -1 : 0;
+    if (!first->link || is_link(p)) {
+        note_skip(w, p, 0, first->path);
+        return 0;
+    }
+    char *mine = lt__strdup(p), *again = lt__strdup(p);
+    if (!mine || !again) {
+        lt__free(mine);
+        lt__free(again);
+        return -1;
+    }
+    note_skip(w, first->path, 0, p);
+    lt__free(w->files->v[first->file]);
+    w->files->v[first->file] = mine;
+    lt__free(first->path);
+    first->path = again;
+    first->link = 0;
+    return 0;
+}
+
+static int walk(walker *w, const char *dir, int depth);
+
+/* Walks directory p (sb: its stat) unless already walked. 0, or -1 when out
+ * of memory. */
+static int enter(walker *w, const char *p, const struct stat *sb, int depth) {
+    const seen_entry *first = seen_find(&w->seen, sb);
+    if (first) {
+        note_skip(w, p, 1, first->path);
+        return 0;
+    }
+    if (depth > SC_WALK_DEPTH) {
+        fputs("localtensor run: skipped ", w->err);
+        lt__fputs_echo(p, 0, w->err);
+        fprintf(w->err, ": more than %d directory levels deep\n", SC_WALK_DEPTH);
+        w->skipped++;
+        return 0;
+    }
+    return seen_add(&w->seen, sb, p, -1) ? -1 : walk(w, p, depth);
+}
+
 /* Appends the scenario files under dir (recursively, sorted, skipping hidden
- * entries). depth bounds symlink loops. */
-static int walk(const char *dir, strlist *out, int depth) {
-    if (depth > 32) return 0;
+ * entries; a directory that cannot be read is said on err and counted).
+ * 0, or -1 when out of memory. */
+static int walk(walker *w, const char *dir, int depth) {
     DIR *d = opendir(dir);
-    if (!d) return -1;
+    if (!d) {
+        lt__fputs_echo(dir, 0, w->err);
+        fprintf(w->err, ":1:1: cannot read directory: %s\n", strerror(errno));
+        w->unreadable++;
+        return 0;
+    }
     strlist names = {0};
     struct dirent *e;
     int rc = 0;
@@ -74,13 +230,110 @@ static int walk(const char *dir, strlist *out, int depth) {
         snprintf(p, n, "%s%s%s", dir, slash ? "" : "/", names.v[i]);
         struct stat sb;
         if (stat(p, &sb) == 0) {
-            if (S_ISDIR(sb.st_mode)) { if (walk(p, out, depth + 1) < 0) rc = -1; }
-            else if (S_ISREG(sb.st_mode) && is_yaml(names.v[i]) && sl_push(out, p)) rc = -1;
+            if (S_ISDIR(sb.st_mode)) rc = enter(w, p, &sb, depth + 1);
+            else if (S_ISREG(sb.st_mode) && is_yaml(names.v[i])) rc = take_file(w, p, &sb);
         }
         lt__free(p);
     }
     sl_free(&names);
     return rc;
+}
+
+/* Adds what path names: a directory's scenario files, a regular file
+ * (whatever its name), or the path itself when it is neither (the loader
+ * then says why it cannot be run: it does not exist, is a FIFO, a device).
+ * 0, -1 when out of memory, 2 when a directory held no scenario file (or
+ * could not be read), after saying so on err. */
+static int add_path(walker *w, const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !(S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode)))
+        return sl_push(w->files, path) ? -1 : 0;
+    if (S_ISREG(sb.st_mode)) return take_file(w, path, &sb);
+    int files = w->files->n, skipped = w->skipped, unreadable = w->unreadable;
+    if (enter(w, path, &sb, 0)) return -1;
+    if (w->unreadable > unreadable) return 2;
+    if (w->files->n > files || w->skipped > skipped) return 0;
+    lt__fputs_echo(path, 0, w->err);
+    fputs(": no scenario files (*.yaml, *.yml) found\n", w->err);
+    return 2;
+}
+
+/* ---- reading a file ----------------------------------------------------------------- */
+
+/* What a file that is not a regular one is. */
+static const char *file_kind(mode_t m) {
+    if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    if (S_ISDIR(m)) return "a directory";
+    return "not a regular file";
+}
+
+/* Reads fd (a regular file of `size` bytes, as fstat said) whole into *buf
+ * (lt__malloc; the caller frees), *len its bytes. */
+static lt_status read_all(const char *path, int fd, off_t size, char **buf, size_t *len) {
+    size_t cap = (size_t)size + 1, n = 0;   /* + 1: a file that grows is seen growing */
+    char *b = lt__malloc(cap);
+    if (!b) return lt__err(LT_NOMEM, "%s:1:1: out of memory", path);
+    for (;;) {
+        if (n == cap) {
+            if (n > LT_SC_MAX_FILE_BYTES) break;
+            char *nb = lt__realloc(b, cap * 2);
+            if (!nb) {
+                lt__free(b);
+                return lt__err(LT_NOMEM, "%s:1:1: out of memory", path);
+            }
+            b = nb;
+            cap *= 2;
+        }
+        ssize_t got = read(fd, b + n, cap - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            int e = errno;
+            lt__free(b);
+            return lt__err(LT_IO, "%s:1:1: read error: %s", path, strerror(e));
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+    }
+    if (n > LT_SC_MAX_FILE_BYTES) {
+        lt__free(b);
+        return lt__err(LT_INVALID, "%s:1:1: file is larger than %u bytes (the loader's limit)", path,
+                       LT_SC_MAX_FILE_BYTES);
+    }
+    *buf = b;
+    *len = n;
+    return LT_OK;
+}
+
+/* Loads scenario file path (lt_sc_load_string), read here from a
+ * descriptor checked to be a regular file: a FIFO would wait for a writer
+ * for ever, a device (/dev/zero) never end. Opening does not wait
+ * (O_NONBLOCK), so a FIFO is refused at once; every refusal is an error
+ * "path:1:1: ...", as lt_sc_load's. */
+static lt_status load_file(const char *path, lt_sc_file **out) {
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return lt__err(LT_IO, "%s:1:1: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    lt_status st = LT_OK;
+    char *buf = NULL;
+    size_t len = 0;
+    if (fstat(fd, &sb) != 0)
+        st = lt__err(LT_IO, "%s:1:1: cannot open: %s", path, strerror(errno));
+    else if (!S_ISREG(sb.st_mode))
+        st = lt__err(LT_INVALID, "%s:1:1: cannot run %s: scenario files are regular files (a directory is "
+                     "searched for them)", path, file_kind(sb.st_mode));
+    else if (sb.st_size > (off_t)LT_SC_MAX_FILE_BYTES)   /* refused unread */
+        st = lt__err(LT_INVALID, "%s:1:1: file is larger than %u bytes (the loader's limit)", path,
+                     LT_SC_MAX_FILE_BYTES);
+    else
+        st = read_all(path, fd, sb.st_size, &buf, &len);
+    close(fd);
+    if (!st) st = lt_sc_load_string(path, buf, len, out);
+    lt__free(buf);
+    return st;
 }
 
 static double now_s(void) {
@@ -122,6 +375,9 @@ static void apply_options(const lt_sc_options *opt, sc_case *cs) {
     cs->compare_backend = opt->compare_backend;
 }
 
+/* Bytes of an argument (-k) or a name echoed in a message, about (lt__echo). */
+#define SC_ECHO_MAX 80
+
 typedef struct progress {
     int on, shown;
     double start, last;
@@ -140,7 +396,8 @@ static void progress_tick(progress *p, int done, int total, const char *name) {
     double t = now_s();
     if (t - p->start < 1.0 || t - p->last < 0.1) return;
     p->last = t;
-    fprintf(p->f, "\r\033[K[%*d/%d] %.60s", total > 9999 ? 6 : 4, done, total, name);
+    char e[4 * 60 + 16];
+    fprintf(p->f, "\r\033[K[%*d/%d] %s", total > 9999 ? 6 : 4, done, total, lt__echo(name, 60, e, sizeof e));
     fflush(p->f);
     p->shown = 1;
 }
@@ -252,11 +509,12 @@ static void owned_estimate(const lt_sc_options *opt, lt_sc_file *const *loaded, 
             }
         }
     if (!at) return;
-    char a[32], b[32];
+    char a[32], b[32], e[4 * SC_ECHO_MAX + 16];
     fprintf(opt->err, "memory per process: the largest selected case, %s (%d ranks), declares %s of tensors; a "
             "process holds %s of them when they are sharded over every rank, up to all of it where replicated, "
             "plus a redistribute's working copies (each refused before it allocates when this process's share "
-            "does not fit)\n", at->name, at->mesh->world, fmt_bytes(best, a, sizeof a), fmt_bytes(lo, b, sizeof b));
+            "does not fit)\n", lt__echo(at->name, SC_ECHO_MAX, e, sizeof e), at->mesh->world,
+            fmt_bytes(best, a, sizeof a), fmt_bytes(lo, b, sizeof b));
 }
 
 /* Frees what a run loaded and found: the files, the load errors' messages
@@ -281,23 +539,18 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
     sum.engine = opt->engine ? opt->engine_name : NULL;
     FILE *out = opt->out, *err = opt->err;
 
+    walker wk = {&files, {NULL, 0, 0}, err, 0, 0};
     for (int i = 0; i < npaths; i++) {
-        struct stat sb;
-        int before = files.n;
-        if (stat(paths[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
-            if (walk(paths[i], &files, 0) < 0) {
-                fprintf(err, "%s:1:1: cannot read directory: %s\n", paths[i], strerror(errno));
-                code = 2;
-            } else if (files.n == before) {
-                fprintf(err, "%s: no scenario files (*.yaml, *.yml) found\n", paths[i]);
-                code = 2;
-            }
-        } else if (sl_push(&files, paths[i])) {
+        int r = add_path(&wk, paths[i]);
+        if (r < 0) {
             fprintf(err, "localtensor run: out of memory\n");
+            seen_free(&wk.seen);
             sl_free(&files);
             return 2;
         }
+        if (r) code = 2;
     }
+    seen_free(&wk.seen);
     loaded = lt__calloc((size_t)(files.n ? files.n : 1), sizeof *loaded);
     lerr = lt__calloc((size_t)(files.n ? files.n : 1), sizeof *lerr);
     if (!loaded || !lerr) {
@@ -312,13 +565,14 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
         lt_sc_file *f = NULL;
         lt__sc_load_unbuilt_init(opt->owned && opt->nproc > 1);
         lt__sc_set_step_agree(opt->owned ? opt->step_agree : NULL);
-        lt_status st = lt_sc_load(files.v[i], &f);
+        lt_status st = load_file(files.v[i], &f);
         if (st) {
             /* the message goes to stderr once, now; the report lists the file
              * as an error and counts it */
             const char *m = lt_errmsg();
             fflush(out);
-            fprintf(err, "%s\n", m[0] ? m : lt_status_str(st));
+            lt__fputs_echo(m[0] ? m : lt_status_str(st), 1, err);
+            fputc('\n', err);
             lerr[nlerr].path = files.v[i];
             /* NULL when out of memory: the reports then print "out of memory" */
             lerr[nlerr].message = lt__strdup(m[0] ? m : lt_status_str(st));
@@ -369,8 +623,10 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
         int ncases = 0;
         for (int i = 0; i < nloaded; i++)
             for (int k = 0; k < loaded[i]->nscen; k++) ncases += loaded[i]->scen[k].ncases;
+        char e[4 * SC_ECHO_MAX + 16];
         fprintf(err, "localtensor run: no case matches -k");
-        for (int i = 0; i < opt->nfilters; i++) fprintf(err, "%s '%s'", i ? " or" : "", opt->filters[i]);
+        for (int i = 0; i < opt->nfilters; i++)
+            fprintf(err, "%s '%s'", i ? " or" : "", lt__echo(opt->filters[i], SC_ECHO_MAX, e, sizeof e));
         fprintf(err, " (%d case%s in %d file%s searched; -k matches a substring of a case name or file path)\n",
                 ncases, ncases == 1 ? "" : "s", nloaded, nloaded == 1 ? "" : "s");
         no_match = 1;
@@ -469,10 +725,16 @@ int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *o
     sum.errors += nlerr;
     sum.seconds = now_s() - t0;
     for (int i = 0; i < nlerr; i++) {
-        if (opt->color) fprintf(out, "\033[31m\033[1mERROR\033[0m %s: could not be loaded (message on stderr)\n", lerr[i].path);
-        else fprintf(out, "ERROR %s: could not be loaded (message on stderr)\n", lerr[i].path);
+        fputs(opt->color ? "\033[31m\033[1mERROR\033[0m " : "ERROR ", out);
+        lt__fputs_echo(lerr[i].path, 0, out);
+        fputs(": could not be loaded (message on stderr)\n", out);
     }
-    if (lt__sc_stream_close(&rep, &sum)) fprintf(err, "localtensor run: %s\n", lt_errmsg()), code = 2;
+    if (lt__sc_stream_close(&rep, &sum)) {
+        fputs("localtensor run: ", err);
+        lt__fputs_echo(lt_errmsg(), 1, err);
+        fputc('\n', err);
+        code = 2;
+    }
     lt__sc_report_summary(out, opt, &sum);
     fflush(out);
     if (sum.errors || nlerr || no_match) code = 2;

@@ -733,6 +733,15 @@ lt_status lt__sc_step_agree(sc_run_ctx *rc, lt_status s, int adopt_checks);
  * --shards owned, else NULL): process-wide, set by the driver for its run
  * (every case of a run shares it; a sweep's cases stay small). */
 void lt__sc_set_step_agree(int (*fn)(int status, int *kind, char *msg, size_t cap, int *from));
+/* --shards all over several processes (every process holds every value, so
+ * nothing is agreed per step): what lt__sc_step_agree calls instead, on
+ * this process alone, after a step that failed, with the same arguments:
+ * it keeps this process's own error (which may end the case here while
+ * others go on into a collective) and returns another process's outcome
+ * when the step failed because that process had ended the case (*from
+ * its number, *kind 2: a refusal). Process-wide, set by the MPI side of
+ * the CLI (tools/cli/cli_mpi.c); NULL: none. */
+void lt__sc_set_step_note(int (*fn)(int status, int *kind, char *msg, size_t cap, int *from));
 /* --shards owned over several processes: init: tensors of any size load
  * (they are never built whole); process-wide, set before loading. */
 void lt__sc_load_unbuilt_init(int on);
@@ -791,12 +800,25 @@ void lt__sc_report_summary(FILE *f, const lt_sc_options *o, const sc_run_summary
  * scen_end; file_end; then close. Only the current case's report is in
  * memory. A report that cannot be written stops being written; close
  * returns its first failure (LT_IO or LT_NOMEM, message "--json: ..." or
- * "--junit: ...") after finishing the other. */
+ * "--junit: ...") after finishing the other.
+ *
+ * Each report file is written to a temporary file beside it and renamed
+ * onto it when complete (sc_report_out): the target holds the previous
+ * report or the whole new one, never a part of one. */
+typedef struct sc_report_out {
+    FILE *f;                                /* writing tmp (or dst in place), or NULL */
+    char *tmp;                              /* "DST.tmp-XXXXXX" (lt__malloc), removed unless renamed;
+                                             * NULL: dst is written in place (it is not a regular
+                                             * file: /dev/stdout, a FIFO) */
+    char *dst;                              /* the file renamed onto: the target, or the file a link
+                                             * there points to (lt__malloc) */
+} sc_report_out;
 typedef struct sc_stream {
     const char *json_path, *junit_path;     /* NULL: not asked for */
     const sc_load_error *lerr;              /* (nlerr) borrowed until close */
     int nlerr;
-    FILE *json;                             /* the JSON document, or NULL */
+    sc_report_out json_out, junit_out;      /* the report files; json_out.f NULL once the JSON
+                                             * report failed (or when not asked for) */
     FILE *body;                             /* JUnit: the testsuites so far (temporary) */
     FILE *suite;                            /* JUnit: the current file's testcases (temporary) */
     int nfiles, nscen, ncase;               /* JSON items written in the current lists */

@@ -13,6 +13,9 @@
 #include "kernels/backend.h"
 #include "kernels/pool_impl.h"
 #include <errno.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,45 +145,194 @@ static const char *kind_str(int kind) {
     }
 }
 
-lt_status lt__sc_sym_add(sc_parse_ctx *pc, const char *name, int kind, int ndim) {
-    sc_parse_scope *sc = lt__sc_scope(pc);
-    if (pc->nsyms == pc->cap) {
-        int cap = pc->cap ? pc->cap * 2 : 16;
-        sc_sym *s = lt__realloc(pc->syms, sizeof *s * (size_t)cap);
-        if (s) pc->syms = s;
-        int *nd = s ? lt__realloc(sc->ndims, sizeof *nd * (size_t)cap) : NULL;
-        if (!nd) return lt__err(LT_NOMEM, "out of memory");
-        sc->ndims = nd;
-        pc->cap = cap;
+/* The names a case defines are pc->syms in order, a later entry hiding an
+ * earlier one. Finding one probes an index instead of scanning them, so a
+ * case of LT_SC_MAX_UNROLLED steps loads in linear time (it took minutes).
+ *
+ * The index lives in the block that holds the entries, before syms[0] (the
+ * parse context needs no field for it), and is freed with them
+ * (lt__sc_scope_free). It maps a name to its latest entry; each entry
+ * chains to the entry its name had before (prev), so that dropping entries
+ * from the end, last first, gives back what they hid.
+ *
+ * Entries change behind its back in one place: at the end of a loop's
+ * iteration (scenario_loop.c, end_iteration) the entries from the loop's
+ * start on are compacted in place (names kept in order, some dropped),
+ * pc->nsyms goes down, and every entry it rewrites gets dims -1. So the
+ * index stores the "unknown" dims of the entries it adds as SYM_UNKNOWN
+ * (-2): when pc->nsyms went down since its last use (sym_sync), the run of
+ * -1 entries just below the new end is exactly what was rewritten, and only
+ * that part is dropped and indexed again. Both read as -1 (unknown) to
+ * callers. */
+#define SYM_REWRITTEN (-1)
+#define SYM_UNKNOWN (-2)
+
+typedef struct sym_entry {
+    const char *name;         /* borrowed: the entry's name when it was indexed */
+    uint32_t hash;
+    int prev;                 /* the name's entry before this one, -1: none */
+} sym_entry;
+
+typedef struct sym_index {
+    sym_entry *ent;           /* (pc->cap) malloc'd */
+    uint32_t *slot;           /* (mask + 1) malloc'd: 1 + the latest entry of a name, 0: free */
+    uint32_t mask;
+    int n;                    /* entries indexed: syms[0..n) */
+} sym_index;
+
+typedef struct sym_block {
+    sym_index ix;
+    sc_sym syms[];            /* pc->syms */
+} sym_block;
+
+static sym_block *sym_block_of(const sc_parse_ctx *pc) {
+    return pc->syms ? (sym_block *)(void *)((char *)pc->syms - offsetof(sym_block, syms)) : NULL;
+}
+
+static uint32_t name_hash(const char *s) {   /* FNV-1a */
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* The slot holding `name`'s latest entry, or the free slot where it would go. */
+static uint32_t *sym_slot(const sym_index *ix, const char *name, uint32_t h) {
+    for (uint32_t i = h & ix->mask;; i = (i + 1) & ix->mask) {
+        uint32_t e = ix->slot[i];
+        if (!e) return &ix->slot[i];
+        const sym_entry *x = &ix->ent[e - 1];
+        if (x->hash == h && (x->name == name || !strcmp(x->name, name))) return &ix->slot[i];
     }
-    pc->syms[pc->nsyms].name = name;
-    pc->syms[pc->nsyms].kind = kind;
-    sc->ndims[pc->nsyms] = ndim;
-    pc->nsyms++;
+}
+
+/* Indexes syms[ix->n] (the table has room: twice as many slots as entries). */
+static void sym_index_push(sym_index *ix, const sc_sym *syms) {
+    int i = ix->n++;
+    sym_entry *x = &ix->ent[i];
+    x->name = syms[i].name;
+    x->hash = name_hash(x->name);
+    uint32_t *s = sym_slot(ix, x->name, x->hash);
+    x->prev = (int)*s - 1;
+    *s = (uint32_t)i + 1;
+}
+
+/* Drops the last indexed entry: its name's slot goes back to the entry it
+ * hid, or is emptied (linear probing: later entries of its cluster that
+ * may not stay behind the hole move into it). */
+static void sym_index_pop(sym_index *ix) {
+    const sym_entry *x = &ix->ent[--ix->n];
+    uint32_t *s = sym_slot(ix, x->name, x->hash);
+    if (x->prev >= 0) {
+        *s = (uint32_t)x->prev + 1;
+        return;
+    }
+    uint32_t hole = (uint32_t)(s - ix->slot);
+    for (uint32_t j = (hole + 1) & ix->mask; ix->slot[j]; j = (j + 1) & ix->mask) {
+        uint32_t home = ix->ent[ix->slot[j] - 1].hash & ix->mask;
+        if (((j - home) & ix->mask) < ((j - hole) & ix->mask)) continue;   /* home lies between hole and j */
+        ix->slot[hole] = ix->slot[j];
+        hole = j;
+    }
+    ix->slot[hole] = 0;
+}
+
+/* Brings the index up to date with pc->syms after a loop's iteration
+ * changed them (see above). */
+static void sym_sync(const sc_parse_ctx *pc) {
+    sym_block *b = sym_block_of(pc);
+    if (!b || b->ix.n <= pc->nsyms) return;
+    int *nd = lt__sc_scope((sc_parse_ctx *)pc)->ndims, from = pc->nsyms;
+    while (from > 0 && nd[from - 1] == SYM_REWRITTEN) from--;
+    while (b->ix.n > from) sym_index_pop(&b->ix);
+    for (int i = from; i < pc->nsyms; i++) {
+        nd[i] = SYM_UNKNOWN;
+        sym_index_push(&b->ix, b->syms);
+    }
+}
+
+/* Room for cap entries: the block, the index's entries and dims, and a
+ * slot table of twice as many slots (filled anew). LT_NOMEM leaves the
+ * old ones as they were. */
+static lt_status sym_grow(sc_parse_ctx *pc, int cap) {
+    sc_parse_scope *sc = lt__sc_scope(pc);
+    sym_block *b = sym_block_of(pc);
+    uint32_t nslot = 64;
+    while (nslot < 2u * (uint32_t)cap) nslot *= 2;
+    uint32_t *slot = lt__calloc(nslot, sizeof *slot);
+    sym_block *nb = slot ? lt__realloc(b, sizeof *b + sizeof *nb->syms * (size_t)cap) : NULL;
+    if (nb && !b) memset(&nb->ix, 0, sizeof nb->ix);
+    if (nb) pc->syms = nb->syms;
+    sym_entry *ent = nb ? lt__realloc(nb->ix.ent, sizeof *ent * (size_t)cap) : NULL;
+    if (ent) nb->ix.ent = ent;
+    int *nd = ent ? lt__realloc(sc->ndims, sizeof *nd * (size_t)cap) : NULL;
+    if (!nd) {
+        lt__free(slot);
+        return lt__err(LT_NOMEM, "out of memory");
+    }
+    sc->ndims = nd;
+    lt__free(nb->ix.slot);
+    nb->ix.slot = slot;
+    nb->ix.mask = nslot - 1;
+    for (int i = 0; i < nb->ix.n; i++) *sym_slot(&nb->ix, ent[i].name, ent[i].hash) = (uint32_t)i + 1;
+    pc->cap = cap;
     return LT_OK;
 }
 
-int lt__sc_sym_find(const sc_parse_ctx *pc, const char *name, int *ndim) {
-    for (int i = pc->nsyms - 1; i >= 0; i--) {
-        if (strcmp(pc->syms[i].name, name)) continue;
-        if (ndim) *ndim = lt__sc_scope((sc_parse_ctx *)pc)->ndims[i];
-        return pc->syms[i].kind;
-    }
-    return 0;
+lt_status lt__sc_sym_add(sc_parse_ctx *pc, const char *name, int kind, int ndim) {
+    sym_sync(pc);
+    if (pc->nsyms == pc->cap) LT_TRY(sym_grow(pc, pc->cap ? pc->cap * 2 : 16));
+    pc->syms[pc->nsyms].name = name;
+    pc->syms[pc->nsyms].kind = kind;
+    lt__sc_scope(pc)->ndims[pc->nsyms] = ndim < 0 ? SYM_UNKNOWN : ndim;
+    pc->nsyms++;
+    sym_index_push(&sym_block_of(pc)->ix, pc->syms);
+    return LT_OK;
 }
 
+/* Test-only (test/test_scenario_load.c): while lt__sc_sym_crosscheck is
+ * set, every lookup is made a second time by scanning the entries from the
+ * last, and each one on which the two disagree is counted in
+ * lt__sc_sym_disagree: the check that the index follows what
+ * scenario_loop.c does to the entries. */
+int lt__sc_sym_crosscheck;
+atomic_long lt__sc_sym_disagree;
+
+/* The latest entry of `name` by scanning, -1: none. */
+static int sym_scan(const sc_parse_ctx *pc, const char *name) {
+    int i = pc->nsyms - 1;
+    while (i >= 0 && strcmp(pc->syms[i].name, name)) i--;
+    return i;
+}
+
+int lt__sc_sym_find(const sc_parse_ctx *pc, const char *name, int *ndim) {
+    sym_sync(pc);
+    sym_block *b = sym_block_of(pc);
+    int e = (b ? (int)*sym_slot(&b->ix, name, name_hash(name)) : 0) - 1;
+    if (lt__sc_sym_crosscheck && e != sym_scan(pc, name)) atomic_fetch_add(&lt__sc_sym_disagree, 1);
+    if (e < 0) return 0;
+    int nd = lt__sc_scope((sc_parse_ctx *)pc)->ndims[e];
+    if (ndim) *ndim = nd < 0 ? -1 : nd;
+    return pc->syms[e].kind;
+}
+
+/* Each name once, where it was first defined. */
 void lt__sc_sym_list(const sc_parse_ctx *pc, char *list, size_t n) {
     size_t used = 0;
     list[0] = '\0';
-    for (int i = 0; i < pc->nsyms && used + 8 < n; i++) {
-        int dup = 0;
-        for (int j = 0; j < i && !dup; j++) dup = !strcmp(pc->syms[j].name, pc->syms[i].name);
-        if (!dup) used += (size_t)snprintf(list + used, n - used, "%s%s", used ? ", " : "", pc->syms[i].name);
-    }
+    sym_sync(pc);
+    const sym_block *b = sym_block_of(pc);
+    for (int i = 0; b && i < pc->nsyms && used + 8 < n; i++)
+        if (b->ix.ent[i].prev < 0)
+            used += (size_t)snprintf(list + used, n - used, "%s%s", used ? ", " : "", pc->syms[i].name);
 }
 
 void lt__sc_scope_free(sc_parse_scope *s) {
-    lt__free(s->pc.syms);
+    sym_block *b = sym_block_of(&s->pc);
+    if (b) {
+        lt__free(b->ix.ent);
+        lt__free(b->ix.slot);
+        lt__free(b);
+    }
     lt__free(s->ndims);
     s->pc.syms = NULL;
     s->ndims = NULL;
@@ -430,6 +582,34 @@ static lt_status parse_scenario(sc_arena *a, const sc_node *map, sc_scenario *s)
 
 /* ---- files ---------------------------------------------------------------------------- */
 
+/* The scenario names of a file so far, for the duplicate check: an open
+ * addressing table of 1 + scenario index (a file may hold 100,000 of them;
+ * comparing every pair took seconds). */
+typedef struct name_set {
+    uint32_t *slot;           /* (mask + 1) malloc'd; 0: free */
+    uint32_t mask;
+} name_set;
+
+/* Room for n names (twice as many slots). LT_NOMEM. */
+static lt_status name_table(name_set *t, int n) {
+    uint32_t cap = 64;
+    while (cap < 2u * (uint32_t)n) cap *= 2;
+    if (!(t->slot = lt__calloc(cap, sizeof *t->slot))) return lt__err(LT_NOMEM, "out of memory");
+    t->mask = cap - 1;
+    return LT_OK;
+}
+
+/* The scenario before s[i] with s[i]'s name, or -1 (then s[i] is added). */
+static int name_seen(name_set *t, const sc_scenario *s, int i) {
+    for (uint32_t k = name_hash(s[i].name) & t->mask;; k = (k + 1) & t->mask) {
+        if (!t->slot[k]) {
+            t->slot[k] = (uint32_t)i + 1;
+            return -1;
+        }
+        if (!strcmp(s[t->slot[k] - 1].name, s[i].name)) return (int)t->slot[k] - 1;
+    }
+}
+
 lt_status lt_sc_load_string(const char *name, const char *text, size_t len, lt_sc_file **out) {
     *out = NULL;
     lt__err_clear();   /* a bare LT_NOMEM below must not inherit an older failure's position */
@@ -437,6 +617,7 @@ lt_status lt_sc_load_string(const char *name, const char *text, size_t len, lt_s
     if (!a) return LT_NOMEM;
     lt_sc_file *f = lt__sc_alloc(a, sizeof *f);
     lt_status st = LT_OK;
+    name_set names = {NULL, 0};   /* the scenario names so far */
     if (!f || !(f->path = lt__sc_strdup(a, name))) {
         lt__sc_arena_free(a);
         return LT_NOMEM;
@@ -464,7 +645,7 @@ lt_status lt_sc_load_string(const char *name, const char *text, size_t len, lt_s
         goto fail;
     }
     f->scen = lt__sc_alloc(a, sizeof *f->scen * (size_t)n);
-    if (!f->scen) { st = LT_NOMEM; goto fail; }
+    if (!f->scen || name_table(&names, n)) { st = LT_NOMEM; goto fail; }
     for (int i = 0; i < n; i++) {
         const sc_node *m = root->kind == SC_SEQ ? root->kids[i] : root;
         if (m->kind != SC_MAP) {
@@ -473,17 +654,19 @@ lt_status lt_sc_load_string(const char *name, const char *text, size_t len, lt_s
             goto fail;
         }
         if ((st = parse_scenario(a, m, &f->scen[i]))) goto fail;
-        for (int j = 0; j < i; j++)
-            if (!strcmp(f->scen[j].name, f->scen[i].name)) {
-                st = lt__sc_err(lt__sc_get(m, "name"), LT_INVALID, "scenario name '%s' is used twice in this file (first at line %d)",
-                                f->scen[i].name, f->scen[j].pos.line);
-                goto fail;
-            }
+        int j = name_seen(&names, f->scen, i);
+        if (j >= 0) {
+            st = lt__sc_err(lt__sc_get(m, "name"), LT_INVALID, "scenario name '%s' is used twice in this file (first at line %d)",
+                            f->scen[i].name, f->scen[j].pos.line);
+            goto fail;
+        }
         f->nscen = i + 1;
     }
+    lt__free(names.slot);
     *out = f;
     return LT_OK;
 fail:
+    lt__free(names.slot);
     if (st == LT_NOMEM && !lt_errinfo()->at_pos) {
         lt__err(LT_NOMEM, "%s:1:1: out of memory", name);
         lt__err_mark_pos();

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "kernels/backend.h"
+#include "kernels/memlimit_impl.h"
 #include "kernels/tensor_impl.h"
 #include "localtensor/redistribute.h"
 #include "tools/render/render.h"
@@ -262,6 +263,30 @@ static lt_status build_tensor(const sc_tensor_decl *t, lt_tensor **out) {
     return st;
 }
 
+/* Bytes of declared tensor t once built (saturating). */
+static uint64_t tensor_bytes(const sc_tensor_decl *t) {
+    uint64_t b = lt_dtype_size(t->dtype);
+    for (int d = 0; d < t->ndim; d++) {
+        uint64_t s = (uint64_t)t->shape[d];
+        b = s && b > UINT64_MAX / s ? UINT64_MAX : b * s;
+    }
+    return b;
+}
+
+/* Bytes of the declared tensors case c builds, and how many (*n): all but
+ * the init: ones when unbuilt_init (numerics sample/none never build
+ * those). */
+static uint64_t tensors_bytes(const sc_case *c, int unbuilt_init, int *n) {
+    uint64_t sum = 0;
+    *n = 0;
+    for (int i = 0; i < c->ntensors; i++) {
+        if (unbuilt_init && !c->tensors[i].has_values) continue;
+        sum = lt__add_sat(sum, tensor_bytes(&c->tensors[i]));
+        ++*n;
+    }
+    return sum;
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -365,6 +390,21 @@ static void run_case(sc_case *c, sc_arena *arena, FILE *show, sc_cmp *cmp) {
     if (!st && c->record_trace && lt__sc_trace_begin(&rc))
         error_result(&rc, &c->pos, "--trace", "out of memory while recording the trace");
     if (!st && lt__sc_numerics_begin(&rc, c, arena)) error_result(&rc, &c->pos, "numerics", "%s", lt_errmsg());
+    /* the declared tensors are charged against the memory bound together,
+     * before the first is built, and held to the case's end
+     * (kernels/memlimit_impl.h): tensors that do not fit are refused
+     * without building any, and every step's check counts them */
+    uint64_t held = 0;
+    if (c->res.status == LT_SC_PASS && c->ntensors) {
+        int n;
+        uint64_t need = tensors_bytes(c, rc.nranks >= 0, &n);
+        char what[64];
+        snprintf(what, sizeof what, "the tensors: section (%d tensor%s)", n, n == 1 ? "" : "s");
+        if (lt__mem_charge(need, 0, what, "declared tensors (tensors:)"))
+            error_result(&rc, &c->tensors[0].pos, "tensors", "%s", lt_errmsg());
+        else
+            held = need;
+    }
     for (int i = 0; i < c->ntensors && c->res.status == LT_SC_PASS; i++) {
         lt_tensor *t = NULL;
         /* sample/none: an init: tensor is never built (distribute samples it) */
@@ -476,6 +516,7 @@ static void run_case(sc_case *c, sc_arena *arena, FILE *show, sc_cmp *cmp) {
     lt__sc_diverge_end(&rc);
     for (int i = 0; i < rc.nvals; i++) value_clear(&rc.vals[i]);
     lt__free(rc.vals);
+    lt__mem_release(held);   /* the declared tensors are gone */
     lt_plan_free(rc.plan);
     lt_comm_free(rc.comm);
     if (c->record_plans) {

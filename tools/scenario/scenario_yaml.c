@@ -131,6 +131,7 @@ typedef struct frame {
     sc_node *node;
     sc_node **kids;     /* (n, cap) malloc'd while the collection is open */
     int n, cap;
+    int anchor;         /* the collection's anchor (index in builder.anchors), -1: none */
 } frame;
 
 typedef struct anchor {
@@ -150,6 +151,8 @@ typedef struct builder {
     long nodes;
     anchor *anchors;
     int nanchors, capanchors;
+    uint32_t *aslot;            /* (amask + 1) malloc'd: 1 + the latest anchor of a name, 0: free */
+    uint32_t amask;
     yaml_mark_t alias_mark;     /* the alias being expanded, for messages */
 } builder;
 
@@ -220,6 +223,45 @@ static lt_status attach(builder *b, sc_node *n) {
     return LT_OK;
 }
 
+/* Anchors by name: an alias finds its anchor with a probe, not a scan (a
+ * file of 100,000 aliases took minutes). FNV-1a; open addressing with at
+ * least twice as many slots as anchors. */
+static uint32_t anchor_hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* The slot of `name`'s latest anchor, or the free slot where it would go. */
+static uint32_t *anchor_slot(const builder *b, const char *name) {
+    for (uint32_t i = anchor_hash(name) & b->amask;; i = (i + 1) & b->amask) {
+        uint32_t e = b->aslot[i];
+        if (!e || !strcmp(b->anchors[e - 1].name, name)) return &b->aslot[i];
+    }
+}
+
+/* The latest anchor named `name`, or NULL. */
+static const anchor *find_anchor(const builder *b, const char *name) {
+    uint32_t e = b->aslot ? *anchor_slot(b, name) : 0;
+    return e ? &b->anchors[e - 1] : NULL;
+}
+
+/* Makes b->anchors[b->nanchors - 1] the latest of its name, first growing
+ * the slots (filled anew) when they would be more than half full. */
+static lt_status index_anchor(builder *b) {
+    if (!b->aslot || (uint32_t)b->nanchors * 2 > b->amask + 1) {
+        uint32_t cap = b->aslot ? 2 * (b->amask + 1) : 64;
+        uint32_t *s = lt__calloc(cap, sizeof *s);
+        if (!s) return lt__err(LT_NOMEM, "out of memory");
+        lt__free(b->aslot);
+        b->aslot = s;
+        b->amask = cap - 1;
+        for (int i = 0; i < b->nanchors - 1; i++) *anchor_slot(b, b->anchors[i].name) = (uint32_t)i + 1;
+    }
+    *anchor_slot(b, b->anchors[b->nanchors - 1].name) = (uint32_t)b->nanchors;
+    return LT_OK;
+}
+
 static lt_status add_anchor(builder *b, const yaml_char_t *name, sc_node *n, int depth) {
     if (!name) return LT_OK;
     if (b->nanchors == b->capanchors) {
@@ -236,7 +278,7 @@ static lt_status add_anchor(builder *b, const yaml_char_t *name, sc_node *n, int
     b->anchors[b->nanchors].node = n;
     b->anchors[b->nanchors].depth = depth;
     b->nanchors++;
-    return LT_OK;
+    return index_anchor(b);
 }
 
 static int keycmp(const void *x, const void *y) {
@@ -292,6 +334,7 @@ static lt_status open_frame(builder *b, sc_node *n, const yaml_char_t *anchor_na
     f->node = n;
     f->kids = NULL;
     f->n = f->cap = 0;
+    f->anchor = -1;
     /* the anchor is registered when the collection closes (an alias inside
      * its own anchored collection is a recursive structure: refused) */
     (void)anchor_name;
@@ -373,22 +416,21 @@ static lt_status handle(builder *b, yaml_event_t *ev, int *docs, int *done) {
         return LT_OK;
     case YAML_ALIAS_EVENT: {
         const char *name = (const char *)ev->data.alias.anchor;
-        for (int i = b->nanchors - 1; i >= 0; i--) {
-            if (strcmp(b->anchors[i].name, name)) continue;
-            if (b->anchors[i].depth < 0)
-                return lt__err(LT_INVALID, "%s:%zu:%zu: alias *%s refers to a collection that contains it",
-                               b->file, m.line + 1, m.column + 1, name);
-            if (b->depth + b->anchors[i].depth > LT_SC_MAX_DEPTH)
-                return lt__err(LT_INVALID, "%s:%zu:%zu: alias *%s nests deeper than %d levels",
-                               b->file, m.line + 1, m.column + 1, name, LT_SC_MAX_DEPTH);
-            b->alias_mark = m;
-            if (!(n = copy_tree(b, b->anchors[i].node))) return LT_INVALID;
-            n->line = (int)m.line + 1;
-            n->col = (int)m.column + 1;
-            return attach(b, n);
-        }
-        return lt__err(LT_INVALID, "%s:%zu:%zu: alias *%s names no anchor defined before it",
-                       b->file, m.line + 1, m.column + 1, name);
+        const anchor *an = find_anchor(b, name);
+        if (!an)
+            return lt__err(LT_INVALID, "%s:%zu:%zu: alias *%s names no anchor defined before it",
+                           b->file, m.line + 1, m.column + 1, name);
+        if (an->depth < 0)
+            return lt__err(LT_INVALID, "%s:%zu:%zu: alias *%s refers to a collection that contains it",
+                           b->file, m.line + 1, m.column + 1, name);
+        if (b->depth + an->depth > LT_SC_MAX_DEPTH)
+            return lt__err(LT_INVALID, "%s:%zu:%zu: alias *%s nests deeper than %d levels",
+                           b->file, m.line + 1, m.column + 1, name, LT_SC_MAX_DEPTH);
+        b->alias_mark = m;
+        if (!(n = copy_tree(b, an->node))) return LT_INVALID;
+        n->line = (int)m.line + 1;
+        n->col = (int)m.column + 1;
+        return attach(b, n);
     }
     case YAML_SCALAR_EVENT: {
         if (!(n = new_node(b, SC_SCALAR, m))) return LT_INVALID;
@@ -419,21 +461,22 @@ static lt_status handle(builder *b, yaml_event_t *ev, int *docs, int *done) {
             return lt__sc_err(n, LT_INVALID, "YAML tags (%s) are not part of the scenario format",
                               (const char *)tag);
         LT_TRY(open_frame(b, n, NULL));
-        /* remember the anchor name on the frame's node via the anchors table
-         * at close time: stash it now with depth 0 (not yet usable) */
+        /* the anchor is registered now with depth -1 (not usable: an alias
+         * inside the collection would be recursive); the frame remembers it
+         * and its close sets the depth */
         const yaml_char_t *an = seq ? ev->data.sequence_start.anchor : ev->data.mapping_start.anchor;
         if (an) {
             LT_TRY(add_anchor(b, an, n, -1));
+            b->stack[b->depth - 1].anchor = b->nanchors - 1;
         }
         return LT_OK;
     }
     case YAML_SEQUENCE_END_EVENT:
     case YAML_MAPPING_END_EVENT: {
         sc_node *closing = b->stack[b->depth - 1].node;
+        int an = b->stack[b->depth - 1].anchor;
         LT_TRY(close_frame(b));
-        for (int i = 0; i < b->nanchors; i++)
-            if (b->anchors[i].node == closing && b->anchors[i].depth < 0)
-                b->anchors[i].depth = height(closing);
+        if (an >= 0) b->anchors[an].depth = height(closing);
         return LT_OK;
     }
     }
@@ -466,6 +509,7 @@ lt_status lt__sc_yaml_parse(sc_arena *a, const char *file, const char *text, siz
     /* an alias to a collection still open (a recursive structure) */
     for (int i = 0; i < b.nanchors; i++) lt__free(b.anchors[i].name);
     lt__free(b.anchors);
+    lt__free(b.aslot);
     while (b.depth > 0) lt__free(b.stack[--b.depth].kids);
     yaml_parser_delete(&p);
     if (st) return st;
