@@ -50,21 +50,21 @@ static const struct {
      "the value was Partial(sum) along mesh dim tp: a collective on the wrong mesh dim?"},
     {"reduce_scatter_split_buggy", DIVERGE, "at step 8: local_op add", /* balanced + chunk: 41 for 45 */
      "diagnosis: the local add combined operands laid out differently ([S(0)] and [S(0,balanced)])"},
-    {"sharded_view_mixes_rows_buggy", DIVERGE, "at step 4: from_local"},                /* columns as rows */
-    {"dropout_replicas_buggy", DIVERGE, "at step 2: local_op dropout"},                 /* seed + rank */
+    {"sharded_view_mixes_rows_buggy", DIVERGE, "at step 4: from_local", NULL},                /* columns as rows */
+    {"dropout_replicas_buggy", DIVERGE, "at step 2: local_op dropout", NULL},                 /* seed + rank */
     {"group_size_divisor_buggy", DIVERGE, "at step 5: local_op div_scalar", /* 15 / 12 for 15 / 6 */
      "diagnosis: every value is the single-device value divided by 2 (the size of mesh dim dp or mesh dim tp)"},
-    {"first_divergence_planted_bug", DIVERGE, "at step 4: rank_map"},                   /* add_rank */
+    {"first_divergence_planted_bug", DIVERGE, "at step 4: rank_map", NULL},                   /* add_rank */
     /* hangs: the would-hang report */
-    {"branch_skips_collective_buggy", HANG, "would hang (missing)"},
-    {"mesh_dims_opposite_order_buggy", HANG, "would hang (cycle)"},
-    {"collective_kind_mismatch_buggy", HANG, "would hang (mismatch)"},
-    {"rank0_only_collective_buggy", HANG, "would hang (missing)"},
-    {"uneven_rows_loop_buggy", HANG, "would hang (missing)"},
+    {"branch_skips_collective_buggy", HANG, "would hang (missing)", NULL},
+    {"mesh_dims_opposite_order_buggy", HANG, "would hang (cycle)", NULL},
+    {"collective_kind_mismatch_buggy", HANG, "would hang (mismatch)", NULL},
+    {"rank0_only_collective_buggy", HANG, "would hang (missing)", NULL},
+    {"uneven_rows_loop_buggy", HANG, "would hang (missing)", NULL},
     /* refused as errors: the step's own error */
-    {"misaligned_uneven_binary_buggy", ERROR, "operands are not aligned"},
-    {"uneven_all_gather_buggy", ERROR, "cannot become (2, 3)"},
-    {"reduce_not_all_reduce_buggy", ERROR, "holds no value on this rank"},
+    {"misaligned_uneven_binary_buggy", ERROR, "operands are not aligned", NULL},
+    {"uneven_all_gather_buggy", ERROR, "cannot become (2, 3)", NULL},
+    {"reduce_not_all_reduce_buggy", ERROR, "holds no value on this rank", NULL},
 };
 
 static int classify(const char *name, const char **at, const char **diag) {
