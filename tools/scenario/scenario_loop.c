@@ -302,7 +302,7 @@ static lt_status unroll(sc_parse_ctx *pc, const repeat_data *d, const int64_t *c
     for (int64_t k = 0; k < n; k++) {
         int from = l->n;
         LT_TRY(iteration(pc, d, k, nsyms0, l));
-        LT_TRY(limit(pc, d, counts, k, l->v + from, l->n - from, &shared));
+        LT_TRY(limit(pc, d, counts, k, l->v ? l->v + from : NULL, l->n - from, &shared));   /* an empty body: no steps */
         int64_t per = l->n - from;
         if (k == 0 && l->base + from + per * n > LT_SC_MAX_UNROLLED)
             return lt__sc_err(d->key, LT_INVALID, "repeat: %lld iterations of %lld steps make the case %lld steps; a case "
