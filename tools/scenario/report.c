@@ -17,6 +17,7 @@
 #define _DEFAULT_SOURCE /* realpath */
 #include "kernels/alloc.h"
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -321,15 +322,16 @@ static lt_status out_open(sc_report_out *o, const char *path, char *msg, size_t 
         if (!(o->f = fopen(path, "w"))) return out_msg(LT_IO, errno, path, msg, cap);
         return LT_OK;
     }
-    /* a link to a file: the file gets the report, the link stays */
-    char *real = exists && lstat(path, &lb) == 0 && S_ISLNK(lb.st_mode) ? realpath(path, NULL) : NULL;
-    const char *dst = real ? real : path;
+    /* a link to a file: the file gets the report, the link stays (realpath
+     * into our own buffer: every allocation goes through kernels/alloc.h) */
+    char real[PATH_MAX];
+    int is_link = exists && lstat(path, &lb) == 0 && S_ISLNK(lb.st_mode) && realpath(path, real);
+    const char *dst = is_link ? real : path;
     size_t n = strlen(dst);
     o->dst = lt__malloc(n + 1);
     o->tmp = lt__malloc(n + sizeof ".tmp-XXXXXX");
     if (o->dst) memcpy(o->dst, dst, n + 1);
     if (o->tmp) snprintf(o->tmp, n + sizeof ".tmp-XXXXXX", "%s.tmp-XXXXXX", dst);
-    free(real);   /* realpath's, from malloc */
     if (!o->dst || !o->tmp) {
         out_discard(o);
         return out_msg(LT_NOMEM, 0, path, msg, cap);
