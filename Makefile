@@ -7,6 +7,15 @@
 #                   run and test take it first)
 #   make run        install missing Debian packages, build, run the scenario library
 #   make test       install missing Debian packages, build, run unit tests + scenarios
+#                   (and the rest of tools/run-tests.sh: MPI, fuzz replays, install)
+#   make check      the edit-compile-test loop: the unit tests and the scenario
+#                   library on the CPU backend only (no cuda-emu reruns, MPI, fuzz
+#                   replays or install check); T=NAME[,NAME...] only those unit
+#                   tests (test/test_NAME.c), K=PATTERN only their tests whose name
+#                   contains PATTERN (the binaries' -k; test/README.md)
+#   make test-mpi-full  the MPI engine's whole suite, its long sweeps too (the
+#                   sweep files at -np 4 and on 8 processes: `make test` leaves
+#                   them out); CI runs it
 #   make asan       the build under AddressSanitizer + UBSan, in build-asan/ (with
 #                   CC=clang, build-asan-clang/)
 #   make asan test  that build, then the tests on it
@@ -143,7 +152,7 @@ FUZZ_SAN   := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointe
 FUZZ_CAPS  := -DLT_SC_MAX_NODES=20000 -DLT_SC_MAX_ELEMS=65536 -DLT_SC_MAX_CASES=64 \
               -DLT_SC_MAX_UNROLLED=4096 -DLT_SC_MAX_LOOP_ITERS=4096
 
-.PHONY: all deps run test unit scenarios asan valgrind bench install clean fuzz fault
+.PHONY: all deps run test check check-bins test-mpi-full unit scenarios asan valgrind bench install clean fuzz fault
 
 all: $(BUILD)/liblocaltensor.a $(BUILD)/liblocaltensor.so $(BUILD)/localtensor $(if $(CLI_MPI_LIBS),$(MPI_TEST_BIN))
 
@@ -209,6 +218,27 @@ run: deps
 test: deps
 	@+$(SUBMAKE) all $(TEST_BIN) $(REPLAY_BIN)
 	@SAN="$(SAN)" bash tools/run-tests.sh $(BUILD) $(TEST_BIN)
+
+# The edit-compile-test loop (tools/run-tests.sh --check); T and K pick
+# tests by name (--units: the unit tests alone).
+T ?=
+K ?=
+comma := ,
+CHECK_BIN := $(if $(T),$(patsubst %,$(BUILD)/test_%,$(patsubst test_%,%,$(subst $(comma), ,$(T)))),$(TEST_BIN))
+check:
+	$(CHECK_DEPS)
+	@+$(SUBMAKE) check-bins
+	@bash tools/run-tests.sh $(BUILD) $(if $(T)$(K),--units,--check) $(if $(K),-k '$(K)') $(CHECK_BIN)
+
+check-bins: $(BUILD)/localtensor $(CHECK_BIN)
+	@:
+
+# The MPI engine's whole suite (tools/run-mpi-tests.sh --full), the sweeps
+# on 4 and 8 processes included.
+test-mpi-full: deps
+	@test "$(MPI)" = 1 || { echo "make test-mpi-full: needs the MPI build (mpicc; make deps installs Open MPI)" >&2; exit 2; }
+	@+$(SUBMAKE) all
+	@bash tools/run-mpi-tests.sh $(BUILD) --full
 
 asan: $(if $(filter test run,$(MAKECMDGOALS)),deps)
 	$(CHECK_DEPS)

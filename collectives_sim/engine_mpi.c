@@ -12,6 +12,7 @@
  */
 #include "collectives_sim/engine_mpi_impl.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,99 @@ typedef struct comm_set {
 static lt_mpi_options g_opt;
 static comm_set *g_sets;
 int lt__mpi_echo; /* the last error of lt__mpi_agree only echoes another process's */
+long lt__mpi_progress; /* agreements this process has been through */
+
+/* ---- the world channel --------------------------------------------------------------- */
+
+/* Every agreement over MPI_COMM_WORLD while a unit of work runs (a
+ * communicator made, before and after each collective call, and the end of
+ * the unit, lt_engine_mpi_end_unit) is one MPI_Allreduce (MPI_MIN) of the
+ * same HDR ints: {where, -where, lowest process that stopped its unit with
+ * an error, lowest process at the end of its unit, a, b} (a, b: what the
+ * agreement itself reduces). A process that ended its unit early (an error
+ * before a collective the others still call) therefore matches every call
+ * the others make instead of deadlocking against them: while it waits at
+ * the end, each of their calls fails with its status and message. */
+enum { AT_END = 0, AT_CALL = 1, AT_INIT = 2 };
+#define HDR 6
+
+typedef struct stop_note {
+    int st, tag;      /* lt_status; the caller's tag */
+    char msg[1024];
+} stop_note;
+
+static int g_echo_from = -1;   /* the last call failed because this process had ended its unit */
+static stop_note g_echo;       /* ... with this outcome */
+
+/* One round of the channel at `where` (a, b: this process's values, reduced
+ * into r[4], r[5]; mine: at AT_END, this process's stop, NULL when it
+ * ended its unit without one). Returns 1 when every process is at `where`.
+ * Else, when some are at the end of their unit, the lowest that stopped
+ * (or the lowest there) broadcasts its stop and the others' call fails with
+ * it (g_echo, g_echo_from); returns 0. */
+static int world_round(int where, int a, int b, int *r, const stop_note *mine) {
+    int nproc, proc;
+    MPI_Comm_size(MPI_COMM_WORLD, &nproc);
+    MPI_Comm_rank(MPI_COMM_WORLD, &proc);
+    int v[HDR] = {where, -where, where == AT_END && mine ? proc : nproc, where == AT_END ? proc : nproc, a, b};
+    MPI_Allreduce(v, r, HDR, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    lt__mpi_progress++;
+    if (r[0] == -r[1]) return 1;   /* every process is here */
+    if (r[0] != AT_END) {          /* processes in different calls: a program that is not SPMD */
+        g_echo_from = -1;
+        return 0;
+    }
+    int root = r[2] < nproc ? r[2] : r[3];
+    stop_note n;
+    memset(&n, 0, sizeof n);
+    if (proc == root && mine) n = *mine;
+    else if (proc == root)
+        snprintf(n.msg, sizeof n.msg, "mpi engine: process %d ended its unit of work (a scenario case) before "
+                 "this collective call", proc);
+    if (n.st == LT_OK) n.st = LT_INVALID;
+    MPI_Bcast(&n, (int)sizeof n, MPI_BYTE, root, MPI_COMM_WORLD);
+    if (where != AT_END) {
+        g_echo = n;
+        g_echo_from = root;
+    }
+    return 0;
+}
+
+/* The error of a call that world_round found other processes elsewhere. */
+static lt_status world_echo_err(void) {
+    if (g_echo_from < 0) return lt__err(LT_INVALID, "mpi engine: the processes are in different collective calls");
+    return lt__err((lt_status)g_echo.st, "%s (on process %d)", g_echo.msg, g_echo_from);
+}
+
+void lt_engine_mpi_end_unit(lt_status st, int tag, const char *msg, int *vals) {
+    int inited = 0, fin = 0, nproc = 1;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&fin);
+    if (inited && !fin) MPI_Comm_size(MPI_COMM_WORLD, &nproc);
+    g_echo_from = -1;
+    if (nproc < 2) return;
+    stop_note n;
+    memset(&n, 0, sizeof n);
+    n.st = (int)st;
+    n.tag = tag;
+    snprintf(n.msg, sizeof n.msg, "%s", msg ? msg : "");
+    int r[HDR];
+    while (!world_round(AT_END, vals ? vals[0] : INT_MAX, vals ? vals[1] : INT_MAX, r, st ? &n : NULL)) {}
+    if (vals) {   /* the round where every process was here */
+        vals[0] = r[4];
+        vals[1] = r[5];
+    }
+}
+
+int lt_engine_mpi_echo(lt_status *st, int *tag, char *msg, size_t cap) {
+    int from = g_echo_from;
+    if (from < 0) return -1;
+    g_echo_from = -1;
+    if (st) *st = (lt_status)g_echo.st;
+    if (tag) *tag = g_echo.tag;
+    if (msg && cap) snprintf(msg, cap, "%s", g_echo.msg);
+    return from;
+}
 
 void lt_engine_mpi_set_options(const lt_mpi_options *o) {
     if (o) g_opt = *o;
@@ -200,10 +294,13 @@ static lt_status mpi_init(const lt_mesh *m, void **out) {
     while (cs && !(cs->ndim == m->ndim && cs->nown == nown &&
                    !memcmp(cs->shape, m->shape, (size_t)m->ndim * sizeof *m->shape)))
         cs = cs->next;
-    int mine[2] = {ok, cs != NULL}, all[2];
-    MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    int all_hit = all[1];
-    if (!all[0]) {
+    int all[HDR];
+    if (!world_round(AT_INIT, ok, cs != NULL, all, NULL)) {   /* another process ended its unit */
+        mpi_free(c);
+        return world_echo_err();
+    }
+    int all_hit = all[5];
+    if (!all[4]) {
         mpi_free(c);
         return lt__err(LT_NOMEM, "mpi engine: out of memory%s", ok ? " on another process" : "");
     }
@@ -244,6 +341,7 @@ static void mpi_free(void *vctx) {
 lt_status lt__mpi_agree(const grp_info *gi, lt_status st) {
     int ok = st == LT_OK, all = 0;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, gi->comm);
+    lt__mpi_progress++;
     if (all) return LT_OK;
     if (st) return st;
     lt__mpi_echo = 1;
@@ -314,16 +412,19 @@ static lt_status shadow_span(mpi_ctx *c, const grp_info *gi, const lt_coll_group
  * and after its groups. A process whose own failure it is keeps its error;
  * the others (succeeded, or only echoing another process's failure in a
  * group: lt__mpi_echo) get the message of the lowest process that failed
- * itself, with "(on process P)". */
+ * itself, with "(on process P)". A process that already ended its unit of
+ * work (lt_engine_mpi_end_unit) fails the call everywhere with its own
+ * outcome (lt_engine_mpi_echo then tells). */
 static lt_status mpi_agree_call(void *vctx, lt_status st) {
     mpi_ctx *c = vctx;
     int echo = lt__mpi_echo;
     lt__mpi_echo = 0;
     if (c->nproc == 1) return st;
-    int v[2] = {st && !echo ? c->proc : c->nproc, st ? c->proc : c->nproc}, r[2];
-    MPI_Allreduce(v, r, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (r[1] == c->nproc) return LT_OK;
-    int first = r[0] < c->nproc ? r[0] : r[1];
+    int r[HDR];
+    if (!world_round(AT_CALL, st && !echo ? c->proc : c->nproc, st ? c->proc : c->nproc, r, NULL))
+        return world_echo_err();
+    if (r[5] == c->nproc) return LT_OK;
+    int first = r[4] < c->nproc ? r[4] : r[5];
     int code = (int)st;
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", st ? lt_errmsg() : "");

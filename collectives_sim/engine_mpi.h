@@ -37,7 +37,9 @@
  * and after its last group (engine.h `agree`): a failure on one process
  * (out of memory, a cross-check difference) fails the same call on every
  * process, with the failing process's message, so no process is left
- * waiting in a collective the others never reach. Called directly, the
+ * waiting in a collective the others never reach. A process that ends its
+ * unit of work before a call the others make answers that call with its
+ * own outcome (lt_engine_mpi_end_unit). Called directly, the
  * table's collectives agree within a spanning group only. Messages larger than 2^31-1 elements
  * are LT_UNSUPPORTED ("not supported yet").
  */
@@ -88,5 +90,34 @@ LT_API void lt_engine_mpi_release(void);
 /* Options for the communicators created from now on in this process
  * (process-wide, as MPI's own state is). */
 LT_API void lt_engine_mpi_set_options(const lt_mpi_options *o);
+
+/* A process that ends a unit of work early (a scenario case: an error
+ * before a collective the others still call, e.g. a memory refusal under
+ * its own budget) would leave the others waiting in that collective. Every
+ * process calls lt_engine_mpi_end_unit at the end of every unit, before any
+ * other communication over MPI_COMM_WORLD; st, tag and msg: this process's
+ * stop (LT_OK: it ran the unit to its end; tag: carried as it is). Until
+ * every process has called it, each communicator made and each collective
+ * call another process makes fails there with the status and message of the
+ * lowest process that stopped, "(on process P)" appended, so they too reach
+ * the end of the unit. vals (NULL: none): two ints of the caller's,
+ * replaced by their minimum over every process (an agreement of the
+ * caller's own at the end of the unit, at no extra communication).
+ * Collective over MPI_COMM_WORLD; a no-op on one process. */
+LT_API void lt_engine_mpi_end_unit(lt_status st, int tag, const char *msg, int *vals);
+/* Makes this program's waits in MPI polite when the cores are shared:
+ * Open MPI, oversubscribed (mpi_yield_when_idle), yields the core after
+ * each poll that found nothing, and a yield hands it to any other program
+ * running for a whole time slice; from this call on, a process whose yield
+ * took over 1 ms sleeps a few microseconds instead of yielding for the
+ * next 10 ms. Calling it links in a replacement of sched_yield for the
+ * whole program (collectives_sim/engine_mpi_yield.c), the system call
+ * until then. The CLI calls it for --engine mpi. */
+LT_API void lt_engine_mpi_polite_wait(void);
+
+/* After a call failed that way: the process that stopped (its status, tag
+ * and message into *st, *tag, msg[cap]), and forgets it; -1 when the last
+ * such failure has been asked for already or there was none. */
+LT_API int lt_engine_mpi_echo(lt_status *st, int *tag, char *msg, size_t cap);
 
 #endif

@@ -43,6 +43,11 @@ typedef enum { K_AG, K_AR, K_RS, K_A2A, K_BC, K_SC, K_GA, K_RE, K_PE } kind;
 /* 1 when the last error of lt__mpi_agree only echoes another process's
  * (world agreement then names the process that failed first). */
 extern int lt__mpi_echo;
+/* How many agreements (over the world, and within a group before its data
+ * moves) this process has been through: what the test suite's hang
+ * detector reads (tools/run-mpi-tests.sh, through gdb) to tell a slow run
+ * from a stuck one. */
+extern long lt__mpi_progress;
 
 /* All processes of group gi agree: LT_OK when every one had st == LT_OK;
  * else this process's own error, or an error saying another failed.

@@ -1,9 +1,11 @@
 /* test/testutil.h — shared helpers for the cmocka tests: status checks that
  * print the error message, tensor and DTensor builders, reading back a
- * FILE. Header-only (static). */
+ * FILE, and running one test of a binary by name (-k). Header-only
+ * (static). Every test binary includes it. */
 #ifndef LT_TESTUTIL_H
 #define LT_TESTUTIL_H
 
+#include <fnmatch.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +20,73 @@
 #include "kernels/tensor.h"
 #include "localtensor/localtensor.h"
 #include "tools/cli/cli.h"
+
+/* Running some tests of a binary by name: every test binary takes
+ *   -k PATTERN  only the tests whose name contains PATTERN (or matches it,
+ *               when it has a shell wildcard: * ? [); repeatable (any of
+ *               them); no test matching is an error (exit 1) that lists the
+ *               binary's tests
+ *   -l, --list  the names of its tests, one a line
+ * e.g. `build/test_planner -k brute_force`. Every main ends with
+ * cmocka_run_group_tests, which this header replaces by lt__test_run_group,
+ * so no main reads these arguments itself: they come from the process's
+ * command line (/proc/self/cmdline). */
+static inline int lt__test_args(char **args, int cap) {
+    static char buf[8192];
+    FILE *f = fopen("/proc/self/cmdline", "rb");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    int argc = 0;
+    for (size_t i = 0; i < n && argc < cap; i += strlen(buf + i) + 1) args[argc++] = buf + i;
+    return argc;
+}
+
+static inline int lt__test_selected(const char *name, const char *const *k, int nk) {
+    for (int i = 0; i < nk; i++)
+        if (strpbrk(k[i], "*?[") ? fnmatch(k[i], name, 0) == 0 : strstr(name, k[i]) != NULL) return 1;
+    return nk == 0;
+}
+
+static inline int lt__test_run_group(const char *group, const struct CMUnitTest *tests, size_t n,
+                                     CMFixtureFunction setup, CMFixtureFunction teardown) {
+    char *args[256];
+    const char *k[16];
+    int argc = lt__test_args(args, 256), nk = 0, list = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(args[i], "-k") && i + 1 < argc && nk < 16) k[nk++] = args[++i];
+        else if (!strncmp(args[i], "-k", 2) && args[i][2] && nk < 16) k[nk++] = args[i] + 2;
+        else if (!strcmp(args[i], "-l") || !strcmp(args[i], "--list")) list = 1;
+    }
+    if (list) {
+        for (size_t i = 0; i < n; i++) printf("%s\n", tests[i].name);
+        return 0;
+    }
+    if (!nk) return _cmocka_run_group_tests(group, tests, n, setup, teardown);
+    struct CMUnitTest *sel = malloc(sizeof *sel * (n ? n : 1));
+    size_t m = 0;
+    if (!sel) return 1;
+    for (size_t i = 0; i < n; i++)
+        if (lt__test_selected(tests[i].name, k, nk)) sel[m++] = tests[i];
+    int rc = 1;
+    if (m) {
+        rc = _cmocka_run_group_tests(group, sel, m, setup, teardown);
+    } else {
+        const char *slash = strrchr(args[0], '/');
+        fprintf(stderr, "%s: no test matches", slash ? slash + 1 : args[0]);
+        for (int i = 0; i < nk; i++) fprintf(stderr, " -k %s", k[i]);
+        fprintf(stderr, "; its tests:");
+        for (size_t i = 0; i < n; i++) fprintf(stderr, " %s", tests[i].name);
+        fprintf(stderr, "\n");
+    }
+    free(sel);
+    return rc;
+}
+#undef cmocka_run_group_tests
+#define cmocka_run_group_tests(group_tests, group_setup, group_teardown)                                       \
+    lt__test_run_group(#group_tests, group_tests, sizeof(group_tests) / sizeof((group_tests)[0]), group_setup, \
+                       group_teardown)
 
 /* LT_TEST_BACKEND=NAME: every tensor the test binary makes without naming a
  * backend goes to backend NAME (tools/run-tests.sh runs the op, collective

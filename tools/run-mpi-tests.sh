@@ -1,29 +1,44 @@
 #!/usr/bin/env bash
-# tools/run-mpi-tests.sh BUILD [--quick] — the MPI engine under mpirun
-# (tools/run-tests.sh runs it in `make test` when BUILD has the MPI build):
+# tools/run-mpi-tests.sh BUILD [--quick|--full] — the MPI engine under
+# mpirun (tools/run-tests.sh runs it in `make test` when BUILD has the MPI
+# build; `make test-mpi-full` runs it with --full):
 #   - BUILD/mpi_engine (test/mpi/engine.c) with P = 1, 2, 3, 4, 8 processes;
 #   - the whole scenario library, sweep files included, with --engine mpi
-#     under mpirun -np 1, 2 and 4: text, JSON and JUnit reports equal to an
-#     in-process run's, timings and the JSON "engine" field aside;
+#     under mpirun -np 1 and 2, and without the sweep files at -np 4: text,
+#     JSON and JUnit reports equal to an in-process run's, timings and the
+#     JSON "engine" field aside;
 #   - P = world: the cases whose mesh has 3, 6 or 8 ranks (--world N) under
-#     mpirun -np N (P = 1, 2, 4 are covered above), the 8-rank sweeps
-#     included (about 41,000 cases: a few minutes on 2 cores);
+#     mpirun -np N (P = 1, 2, 4 are covered above), the sweep files left
+#     out at 8;
 #   - --cross-check over the library (non-sweep files) at P = 2, and finding
 #     a planted bug (LT_MPI_PLANT_SWAP=1 swaps two members' pieces in the
 #     MPI all_gather) set on process 1 only;
-#   - bad runs end cleanly with a message, never a hang (each run has a
-#     timeout): a check failing on one process only, an engine error on
-#     one process only, too many processes, mpirun missing;
+#   - bad runs end cleanly with a message, never a hang: a check failing on
+#     one process only, an engine error on one process only, work refused
+#     on one process only (its own memory budget) with --shards all at P = 2
+#     and 4, every process exiting 2, too many processes, mpirun missing;
 #   - --shards owned (each process holds only its own ranks' shards):
 #     scenarios/mpi/owned.yaml at P = 1, 2, 4, 8 with the in-process text
 #     report, a wrong value on process 1's rank, the planted swap found by
-#     the verification and by --cross-check, and a 256 MiB tensor on 8
-#     processes with no process reaching 256 MiB of resident memory.
+#     the verification and by --cross-check, a refusal on process 1 only,
+#     and a 256 MiB tensor on 8 processes, each holding less than the whole
+#     tensor on top of what the same run holds for a tiny one.
+# --full (`make test-mpi-full`; CI runs it): also the sweep files at -np 4
+# (about 56,000 cases) and at P = world = 8 (about 50,000 cases on 8
+# processes): the long part.
 # --quick (the sanitizer builds): the unit test at P = 1, 2, 4, the library
 # (non-sweep files) at P = 2, the bad runs, and --shards owned at P = 2, 4
 # without the 256 MiB run.
-# Prints "ok    mpi: ..." / "FAIL  mpi: ..." lines and "mpi: N passed, N failed";
-# exits 0 when all passed, 1 when one failed, 2 when mpirun is missing.
+# No run fails for being slow. Every mpirun is watched by a hang detector
+# (watched, below): after LT_MPI_SOFT_S seconds (default 180) it samples
+# each process's stack and progress counter every LT_MPI_EVERY_S seconds
+# (60) with gdb, and only a run whose processes all stayed where they were
+# between two samples is stuck: it is reported with each process's stack,
+# then killed. LT_MPI_HARD_S (default 0: none) also stops any run that is
+# still going after that many seconds.
+# Prints "ok    mpi: ..." / "FAIL  mpi: ..." lines (each with its seconds)
+# and "mpi: N passed, N failed"; exits 0 when all passed, 1 when one
+# failed, 2 when mpirun is missing.
 set -u
 build=$1
 mode=${2:-}
@@ -36,10 +51,11 @@ if ! command -v "$MPIRUN" >/dev/null 2>&1; then
 fi
 [ "$mode" = "--check-launcher" ] && exit 0
 # what Open MPI needs here: running as root in containers, 2 cores for up to
-# 8 processes, shared-memory transport only (halves start-up), yielding
-# while waiting (oversubscribed cores)
+# 8 processes, shared-memory transport only (halves start-up). How a process
+# waits in a collective is set per run (mpi, below)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader \
-       OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1 NO_COLOR=1 OPENBLAS_NUM_THREADS=1
+       OMPI_MCA_rmaps_base_oversubscribe=1 NO_COLOR=1 OPENBLAS_NUM_THREADS=1
+cores=$(nproc 2>/dev/null || echo 1)
 # LeakSanitizer cannot tell Open MPI's allocations (kept until exit, in
 # plugins it unloads) from ours: off under mpirun. Our own blocks are still
 # counted: test/mpi/engine.c checks that every kernels/alloc.h block is freed.
@@ -48,9 +64,111 @@ bin=$build/localtensor
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0; fail=0
-ok() { pass=$((pass+1)); echo "ok    mpi: $1"; }
-bad() { fail=$((fail+1)); echo "FAIL  mpi: $1"; [ -f "$tmp/log" ] && tail -30 "$tmp/log"; }
-mpi() { timeout 600 "$MPIRUN" --oversubscribe "$@"; }
+t_mark=$(date +%s.%N)
+took() {   # the seconds since the last check's line into $secs
+  local t; t=$(date +%s.%N)
+  secs=$(awk -v a="$t_mark" -v b="$t" 'BEGIN {printf "%.1f s", b - a}'); t_mark=$t
+}
+ok() { took; pass=$((pass+1)); echo "ok    mpi: $1 [$secs]"; }
+bad() {
+  took; fail=$((fail+1)); echo "FAIL  mpi: $1 [$secs]"
+  if [ -f "$tmp/hang" ]; then cat "$tmp/hang"; rm -f "$tmp/hang"; elif [ -f "$tmp/log" ]; then tail -30 "$tmp/log"; fi
+}
+
+# ---- the hang detector ------------------------------------------------------
+soft=${LT_MPI_SOFT_S:-180}; every=${LT_MPI_EVERY_S:-60}; hard=${LT_MPI_HARD_S:-0}
+# descendants PID: every process below PID
+descendants() {
+  local k
+  for k in $(ps -e -o pid=,ppid= | awk -v p="$1" '$2 == p {print $1}'); do echo "$k"; descendants "$k"; done
+}
+# sample PID...: where each process is: its MPI rank and command, every
+# thread's stack and the engine's progress counter (lt__mpi_progress) by
+# gdb; without gdb (or leave to attach), what /proc tells (the wait channel
+# and the system call)
+sample() {
+  local p rank
+  for p in "$@"; do
+    [ -r "/proc/$p/cmdline" ] || continue
+    rank=$(tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
+    echo "--- pid $p${rank:+ (MPI process $rank)}: $(tr '\0' ' ' < "/proc/$p/cmdline" | cut -c1-160)"
+    if command -v gdb > /dev/null; then
+      # only the threads in this project's code (MPI's and PMIx's own event
+      # threads left out), or all when none is
+      # shellcheck disable=SC2016
+      timeout 120 gdb -p "$p" -batch -nx -ex 'thread apply all bt' -ex 'print lt__mpi_progress' 2>/dev/null |
+        grep -E '^(#|Thread |\$1 = )' | sed 's/^\$1 = /progress: /' |
+        awk -v re="$our_frames" '
+          function flush(  i) { for (i = 1; i <= n; i++) if (keep[i] || !any) printf "%s", t[i]; n = 0; any = 0 }
+          /^Thread / { t[++n] = $0 "\n"; keep[n] = 0; next }
+          /^progress: / { flush(); print; next }
+          { t[n] = t[n] $0 "\n"; if ($0 ~ re) { keep[n] = 1; any = 1 } }
+          END { flush() }'
+    fi
+    echo "wchan $(cat "/proc/$p/wchan" 2>/dev/null), syscall $(cut -d' ' -f1 "/proc/$p/syscall" 2>/dev/null)"
+  done
+}
+# ours SAMPLE: what a stuck process keeps between two samples: the frames of
+# this project's code (MPI's own frames above them change while it polls)
+# and the progress counters
+our_frames=' at (tools|kernels|collectives_sim|localtensor|test)/'
+ours() { grep -E "$our_frames|^progress: |^--- pid " <<< "$1" | sed -E 's/^#[0-9]+ +(0x[0-9a-f]+ in )?//'; }
+# watched CMD...: runs CMD (mpirun and its processes below it) and returns
+# its exit code; 124 when the hang detector found it stuck (the report,
+# with every process's stack, is in $tmp/hang for bad() to print)
+watched() {
+  "$@" &
+  local pid=$! t0=$SECONDS wait_s=$soft prev="" cur fin rc
+  while :; do
+    [ "$hard" -gt 0 ] && [ $((SECONDS - t0 + wait_s)) -gt "$hard" ] && wait_s=$((hard - (SECONDS - t0)))
+    [ "$wait_s" -lt 1 ] && wait_s=1
+    sleep "$wait_s" &
+    local sl=$!
+    fin=""
+    wait -n -p fin "$pid" "$sl"; rc=$?
+    if [ "$fin" = "$pid" ]; then
+      kill "$sl" 2>/dev/null; wait "$sl" 2>/dev/null
+      return $rc
+    fi
+    wait_s=$every
+    # shellcheck disable=SC2046
+    cur=$(sample $(descendants "$pid"))
+    local why=""
+    if [ "$hard" -gt 0 ] && [ $((SECONDS - t0)) -ge "$hard" ]; then
+      why="still running after LT_MPI_HARD_S=$hard s"
+    elif [ -n "$prev" ] && grep -q ' at ' <<< "$cur" && [ "$(ours "$cur")" = "$(ours "$prev")" ]; then
+      why="stuck: no process moved in $every s (the same stacks and progress counters in two samples)"
+    fi
+    if [ -n "$why" ]; then
+      { echo "hang detector: $* — $why after $((SECONDS - t0)) s; where each process is:"; echo "$cur"; } > "$tmp/hang"
+      local procs; procs=$(descendants "$pid")
+      kill "$pid" 2>/dev/null
+      sleep 5
+      # shellcheck disable=SC2086
+      kill -9 $procs "$pid" 2>/dev/null
+      wait "$pid" 2>/dev/null
+      return 124
+    fi
+    prev=$cur
+  done
+}
+# How a process waits in a collective (Open MPI 4.1 has no blocking progress
+# for shared memory: it polls): with more processes than cores, it yields
+# the core after each idle poll (mpi_yield_when_idle=1), so that the
+# processes with work get the cores; with no more than the cores, it polls
+# without yielding: a yield hands the core to any other program for a whole
+# time slice, and with two CPU-bound programs beside the run that made the
+# unit test at -np 2 take 96 s instead of 0.7 s. (Open MPI's own default
+# when mpirun knows the node's slots; said here for every run.)
+# yield_mca NP: that option for NP processes
+yield_mca() { echo "--mca mpi_yield_when_idle $(($1 > cores ? 1 : 0))"; }
+# mpi ARGS...: mpirun ARGS (every -np of its MPMD contexts counted), watched
+mpi() {
+  local np=0 prev="" a
+  for a in "$@"; do [ "$prev" = "-np" ] && np=$((np + a)); prev=$a; done
+  # shellcheck disable=SC2046
+  watched "$MPIRUN" --oversubscribe $(yield_mca $np) "$@"
+}
 
 # timings differ run to run: "(0.3 ms)", "(1.25 s)", "time_s" lines
 norm_text() { sed -E 's/\([0-9]+\.[0-9]+ (ms|s)\)/(T)/g' "$1"; }
@@ -87,19 +205,30 @@ for np in $nps; do
   if mpi -np "$np" "$build/mpi_engine" > "$tmp/log" 2>&1; then ok "mpi_engine -np $np"; else bad "mpi_engine -np $np"; fi
 done
 
-# 2. the library, reports equal to the in-process run's
+# 2. the library, reports equal to the in-process run's (the sweep files,
+# about 56,000 cases, at P = 4 and P = world = 8 only with --full)
 if [ "$mode" = "--quick" ]; then
   # shellcheck disable=SC2086
   same_reports "library (no sweeps) -np 2" 2 $light_files
 else
   for np in 1 2 4; do
-    # shellcheck disable=SC2086
-    same_reports "library -np $np" "$np" $all_files
+    if [ "$np" -eq 4 ] && [ "$mode" != "--full" ]; then
+      # shellcheck disable=SC2086
+      same_reports "library (no sweeps) -np $np" "$np" $light_files
+    else
+      # shellcheck disable=SC2086
+      same_reports "library -np $np" "$np" $all_files
+    fi
   done
   # 3. P = world
   for w in 3 6 8; do
-    # shellcheck disable=SC2086
-    same_reports "P = world = $w (--world $w)" "$w" $all_files --world "$w"
+    if [ "$w" -eq 8 ] && [ "$mode" != "--full" ]; then
+      # shellcheck disable=SC2086
+      same_reports "P = world = $w (--world $w, no sweeps)" "$w" $light_files --world "$w"
+    else
+      # shellcheck disable=SC2086
+      same_reports "P = world = $w (--world $w)" "$w" $all_files --world "$w"
+    fi
   done
   # 4. cross-check: nothing to find in a correct engine
   # shellcheck disable=SC2086
@@ -199,27 +328,125 @@ else
 fi
 if [ "$mode" != "--quick" ]; then
   # scale-out: a 256 MiB tensor (too big for one scenario tensor in one
-  # process) on 8 processes, each holding one rank's 32 MiB shard
-  cat > "$tmp/owned_scale.yaml" <<'YAML'
+  # process) on 8 processes, each holding one rank's 32 MiB shard. What the
+  # shards cost is the largest process's resident memory over that of the
+  # same run on a tiny tensor (the build's own: libraries, MPI's buffers,
+  # the CUDA runtime in a CUDA build), and must stay below the whole tensor
+  scale_yaml() {
+    cat <<YAML
 - name: owned_scale_out
-  description: "(4096, 16384) f32 = 256 MiB on 8 ranks, S(0) -> S(1): one all_to_all between processes"
+  description: "($1, $2) f32 on 8 ranks, S(0) -> S(1): one all_to_all between processes"
   mesh: 8
-  tensors: {x: {shape: [4096, 16384]}}
+  tensors: {x: {shape: [$1, $2]}}
   steps:
     - distribute: {tensor: x, placements: ["S(0)"], as: a}
     - redistribute: {tensor: a, to: ["S(1)"], as: b}
     - expect_plan: {collectives: [all_to_all]}
     - expect_full: {tensor: b, equals: x}
 YAML
-  /usr/bin/time -f "maxrss_kb %M" -o "$tmp/rss" timeout 600 "$MPIRUN" --oversubscribe -np 8 "$bin" run --engine mpi \
-    --shards owned "$tmp/owned_scale.yaml" > "$tmp/log" 2>&1; rc=$?
-  rss=$(awk '/maxrss_kb/ {print $2}' "$tmp/rss" 2>/dev/null)
-  if [ $rc -eq 0 ] && [ -n "$rss" ] && [ "$rss" -lt 262144 ] &&
+  }
+  scale_yaml 8 16 > "$tmp/owned_tiny.yaml"
+  scale_yaml 4096 16384 > "$tmp/owned_scale.yaml"
+  rss_of() {   # YAML: the largest process's maxrss (KiB) into $rss, the exit code into $rc
+    rm -f "$tmp/rss"
+    # shellcheck disable=SC2046
+    watched /usr/bin/time -f "maxrss_kb %M" -o "$tmp/rss" "$MPIRUN" --oversubscribe $(yield_mca 8) -np 8 "$bin" run --engine mpi \
+      --shards owned "$1" > "$tmp/log" 2>&1; rc=$?
+    rss=$(awk '/maxrss_kb/ {print $2}' "$tmp/rss" 2>/dev/null)
+  }
+  rss_of "$tmp/owned_tiny.yaml"; base=$rss; rc_base=$rc
+  rss_of "$tmp/owned_scale.yaml"
+  if [ $rc_base -eq 0 ] && [ $rc -eq 0 ] && [ -n "$rss" ] && [ -n "$base" ] && [ $((rss - base)) -lt 262144 ] &&
      grep -q "a process holds 32.0 MiB of them when they are sharded over every rank" "$tmp/log"; then
-    ok "--shards owned -np 8: a 256 MiB tensor, the largest process at $((rss / 1024)) MiB"
+    ok "--shards owned -np 8: a 256 MiB tensor, the largest process at $((rss / 1024)) MiB, $(((rss - base) / 1024)) MiB over the same run on a tiny tensor"
   else
-    bad "--shards owned -np 8 scale-out (exit $rc, largest process ${rss:-?} KiB)"
+    bad "--shards owned -np 8 scale-out (exit $rc, tiny tensor: exit $rc_base; largest process ${rss:-?} KiB, ${base:-?} KiB on the tiny tensor)"
   fi
+fi
+
+# 9. --shards all (every process holds every shard): work refused on one
+# process only (its own memory budget: LOCALTENSOR_MEMORY_LIMIT set there
+# alone, by a wrapper that also records each process's exit code and exits
+# 0, so that mpirun stops no process early), while the others go on into
+# collectives: a redistribute refused before its collectives, and a
+# distribute (no collective) refused before a redistribute. Every process
+# ends each case, and the run, with exit 2 and the refusal, which process 0
+# reports ("(on process P)"); the next case runs on every process again
+cat > "$tmp/budget.yaml" <<'YAML'
+- name: refused_redistribute
+  mesh: 8
+  tensors: {x: {shape: [512, 512]}}
+  steps:
+    - distribute: {tensor: x, placements: ["S(0)"], as: a}
+    - redistribute: {tensor: a, to: ["S(1)"], as: b}
+- name: refused_distribute
+  mesh: 4
+  tensors: {x: {shape: [1024, 1024]}, y: {shape: [8, 8]}}
+  steps:
+    - distribute: {tensor: y, placements: ["S(0)"], as: c}
+    - distribute: {tensor: x, placements: ["R"], as: a}
+    - redistribute: {tensor: c, to: ["R"], as: d}
+- name: after_them
+  mesh: 4
+  tensors: {y: {shape: [8, 8]}}
+  steps:
+    - distribute: {tensor: y, placements: ["S(0)"], as: c}
+    - redistribute: {tensor: c, to: ["R"], as: d}
+    - expect_full: {tensor: d, equals: y}
+YAML
+cat > "$tmp/one_budget.sh" <<'SH'
+[ "$OMPI_COMM_WORLD_RANK" = "$LT_LIMIT_PROC" ] && export LOCALTENSOR_MEMORY_LIMIT=2M
+"$@"
+echo "$?" > "$LT_RC_DIR/rc.$OMPI_COMM_WORLD_RANK"
+SH
+refusal="more than this machine's 2.0 MiB of memory allowed by LOCALTENSOR_MEMORY_LIMIT"
+rnps="2:1 4:1 4:0"; [ "$mode" = "--quick" ] && rnps="2:1"
+for npp in $rnps; do
+  np=${npp%:*} p=${npp#*:}
+  rm -rf "$tmp/rc"; mkdir "$tmp/rc"
+  mpi -np "$np" -x LT_LIMIT_PROC="$p" -x LT_RC_DIR="$tmp/rc" sh "$tmp/one_budget.sh" "$bin" run --engine mpi \
+    "$tmp/budget.yaml" > "$tmp/log" 2>&1; rc=$?
+  codes=$(cat "$tmp"/rc/rc.* 2>/dev/null | sort | uniq -c | awk '{printf "%s%d x exit %d", (NR > 1 ? ", " : ""), $1, $2}')
+  on=""; [ "$p" -ne 0 ] && on=" (on process $p)"
+  if [ $rc -eq 0 ] && [ "$codes" = "$np x exit 2" ] && [ "$(grep -cF "$refusal" "$tmp/log")" -eq 2 ] &&
+     [ "$(grep -F "$refusal" "$tmp/log" | grep -cF "$on")" -eq 2 ] && grep -q "^ok .*after_them" "$tmp/log"; then
+    ok "--shards all -np $np: a redistribute, and a distribute, refused on process $p only end the case on every process: each exits 2, no hang"
+  else
+    bad "--shards all -np $np: work refused on process $p only (processes: ${codes:-none recorded}; mpirun exit $rc)"
+  fi
+done
+
+# 10. the memory limit covers declared tensors at P = 2: four 64 MiB
+# tensors under LOCALTENSOR_MEMORY_LIMIT=100M (each process checks against
+# its part of the machine's limit) are refused at the tensors: section on
+# every process before any is built: the largest process's resident memory
+# rises less than the limit + 16 MiB over the same run on tiny tensors
+budget_yaml() {
+  cat <<YAML
+- name: declared_over_limit
+  mesh: 2
+  tensors: {a: {shape: [$1, $1]}, b: {shape: [$1, $1]}, c: {shape: [$1, $1]}, d: {shape: [$1, $1]}}
+  steps:
+    - distribute: {tensor: a, placements: ["S(0)"], as: ad}
+YAML
+}
+budget_yaml 4096 > "$tmp/declared_big.yaml"
+budget_yaml 4 > "$tmp/declared_tiny.yaml"
+limit_rss() {   # YAML: the largest process's maxrss (KiB) into $rss, the exit code into $rc
+  rm -f "$tmp/rss"
+  # shellcheck disable=SC2046
+  watched /usr/bin/time -f "maxrss_kb %M" -o "$tmp/rss" "$MPIRUN" --oversubscribe $(yield_mca 2) -np 2 \
+    -x LOCALTENSOR_MEMORY_LIMIT=100M "$bin" run --engine mpi "$1" > "$tmp/log" 2>&1; rc=$?
+  rss=$(awk '/maxrss_kb/ {print $2}' "$tmp/rss" 2>/dev/null)
+}
+limit_rss "$tmp/declared_tiny.yaml"; base=$rss; rc_base=$rc
+limit_rss "$tmp/declared_big.yaml"
+if [ "$rc_base" -eq 0 ] && [ "$rc" -eq 2 ] && [ -n "$rss" ] && [ -n "$base" ] &&
+   [ $((rss - base)) -lt $(((100 + 16) * 1024)) ] &&
+   grep -q "the tensors: section (4 tensors) needs 256.0 MiB, more than this machine's" "$tmp/log"; then
+  ok "memory limit at P = 2: declared tensors over LOCALTENSOR_MEMORY_LIMIT=100M refused before they are built (largest process $(((rss - base) / 1024)) MiB over a tiny run)"
+else
+  bad "memory limit at P = 2 (exit $rc, tiny run: exit $rc_base; largest process ${rss:-?} KiB, ${base:-?} KiB on tiny tensors)"
 fi
 
 # 6. too many processes for every mesh of the run

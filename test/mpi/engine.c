@@ -10,8 +10,10 @@
  * owned result. The in-process engine is the reference: it is tested on its
  * own against a brute-force model (test/test_collectives.c).
  * Also: the ownership blocks, the wrappers on the MPI engine with the other
- * ranks' inputs poisoned (never read), too many processes for a mesh, and
- * --cross-check's planted bug (found when groups span processes).
+ * ranks' inputs poisoned (never read), too many processes for a mesh, a
+ * process that ends its unit of work early (the others' calls fail, none
+ * waits), and --cross-check's planted bug (found when groups span
+ * processes).
  */
 #include <mpi.h>
 #include <string.h>
@@ -366,6 +368,54 @@ static void test_too_many_processes(void **state) {
     assert_string_equal(lt_errmsg(), want);
 }
 
+/* A process that ends its unit of work early (lt_engine_mpi_end_unit with
+ * its error) while the others go on into collective calls and a new
+ * communicator: each of their calls fails there at once with its status
+ * and message, "(on process 1)", lt_engine_mpi_echo says who and with what
+ * tag, and every process leaves the end of the unit together, the values
+ * it carries agreed (their minimum). No process waits for a call another
+ * never makes. */
+static void test_end_unit_answers_calls(void **state) {
+    (void)state;
+    if (NP < 2) return;
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("8", &m));
+    lt_comm *c = NULL;
+    LT_CHECK(lt_comm_new_engine(&m, lt_engine_mpi(), &c));
+    lt_tensor *in[8], *out[8] = {0};
+    for (int r = 0; r < 8; r++) in[r] = make_input(C_AG, LT_F32, r, 0);
+    int vals[2] = {10 + ME, -ME};
+    if (ME == 1) {
+        lt_engine_mpi_end_unit(LT_NOMEM, 2, "refused here", vals);
+    } else {
+        for (int i = 0; i < 2; i++) {   /* two calls the stopped process never makes */
+            lt_status st = lt_all_gather(c, 0, in, 0, out);
+            assert_int_equal(st, LT_NOMEM);
+            assert_string_equal(lt_errmsg(), "refused here (on process 1)");
+            lt_status est = LT_OK;
+            int tag = -1;
+            char msg[64];
+            assert_int_equal(lt_engine_mpi_echo(&est, &tag, msg, sizeof msg), 1);
+            assert_int_equal(est, LT_NOMEM);
+            assert_int_equal(tag, 2);
+            assert_string_equal(msg, "refused here");
+            assert_int_equal(lt_engine_mpi_echo(NULL, NULL, NULL, 0), -1);   /* asked once */
+        }
+        lt_comm *c2 = NULL;   /* a communicator made meanwhile fails too */
+        assert_int_equal(lt_comm_new_engine(&m, lt_engine_mpi(), &c2), LT_NOMEM);
+        assert_null(c2);
+        lt_engine_mpi_end_unit(LT_OK, 0, NULL, vals);
+    }
+    assert_int_equal(vals[0], 10);
+    assert_int_equal(vals[1], -(NP - 1));
+    /* the next unit: calls work again everywhere */
+    LT_CHECK(lt_all_gather(c, 0, in, 0, out));
+    lt_engine_mpi_end_unit(LT_OK, 0, NULL, NULL);
+    free_all(out, 8);
+    free_all(in, 8);
+    lt_comm_free(c);
+}
+
 /* all_gather on mesh 8 with the planted swap: wrong bytes when the group
  * spans processes; --cross-check turns that into an error naming the rank
  * on every process. Without the plant, cross-check passes. */
@@ -532,6 +582,7 @@ static void test_allocation_failures(void **state) {
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
+    lt_engine_mpi_polite_wait();   /* as the CLI does */
     MPI_Comm_size(MPI_COMM_WORLD, &NP);
     MPI_Comm_rank(MPI_COMM_WORLD, &ME);
     const struct CMUnitTest tests[] = {
@@ -540,6 +591,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_wrappers_poisoned),
         cmocka_unit_test(test_wrappers_absent),
         cmocka_unit_test(test_too_many_processes),
+        cmocka_unit_test(test_end_unit_answers_calls),
         cmocka_unit_test(test_cross_check_finds_plant),
         cmocka_unit_test(test_shadow),
         cmocka_unit_test(test_allocation_failures),

@@ -13,6 +13,9 @@
 #include "collectives_sim/engine_mpi.h"
 #include "kernels/memlimit_impl.h"
 #include "tools/cli/cli.h"
+#include "tools/scenario/scenario_impl.h"
+
+static int mpi_step_note(int status, int *kind, char *msg, size_t cap, int *from);
 
 static int mpi_begin(int cross_check, int owned, FILE *err, int *proc, int *nproc) {
     int inited = 0;
@@ -29,6 +32,8 @@ static int mpi_begin(int cross_check, int owned, FILE *err, int *proc, int *npro
     o.shadow = !owned; /* --shards all: the scenario engine's tensors hold every rank's shard */
     o.idle_extra = 1;  /* small meshes run on the first processes */
     lt_engine_mpi_set_options(&o);
+    lt_engine_mpi_polite_wait();   /* yields that sleep when other programs share the cores */
+    lt__sc_set_step_note(owned ? NULL : mpi_step_note);
     /* the processes on this machine share its memory: each checks against its part */
     MPI_Comm node;
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
@@ -54,15 +59,52 @@ static void mpi_end(void) {
     MPI_Finalize();
 }
 
+/* --shards all: this process's own error in the current case (kind 2: it
+ * refused the step; 0: another error), which may end the case here while
+ * other processes go on into a collective; st == 0: none. */
+static struct {
+    int st, kind;
+    char msg[1024];
+} g_stop;
+
+/* lt__sc_set_step_note (tools/scenario/scenario_impl.h), --shards all:
+ * called on this process alone after a step that failed. A call of the
+ * step that failed because another process had already ended the case
+ * (lt_engine_mpi_echo) takes that process's outcome as a refusal (kind 2:
+ * the case stops here too, as an error, whatever an expect_error expects);
+ * this process's own error is kept for the engine to answer the others'
+ * calls with (mpi_case_agree). */
+static int mpi_step_note(int status, int *kind, char *msg, size_t cap, int *from) {
+    lt_status st = LT_OK;
+    char other[1024];
+    *from = lt_engine_mpi_echo(&st, NULL, other, sizeof other);
+    if (*from >= 0) {
+        *kind = 2;
+        snprintf(msg, cap, "%s", other);
+        return (int)st;
+    }
+    if (status && *kind != 1) {
+        g_stop.st = status;
+        g_stop.kind = *kind;
+        snprintf(g_stop.msg, sizeof g_stop.msg, "%s", msg);
+    }
+    return status;
+}
+
 /* Worst status over the processes (statuses order NOTRUN < PASS < FAIL <
- * ERROR); the lowest process with it sends its failure line to all. */
+ * ERROR); the lowest process with it sends its failure line to all. First
+ * every process reaches the end of the case: one that ended it early (an
+ * error before a collective) answers the others' calls with its error
+ * until they end it too (lt_engine_mpi_end_unit). */
 static int mpi_case_agree(int status, const char *failure, int *from, char *other, size_t cap) {
     int me, np;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
-    int v[2] = {status, -status}, r[2];
-    MPI_Allreduce(v, r, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    int worst = r[0], best = -r[1];
+    int r[2] = {-status, status};   /* the worst and the best status, agreed at the end of the case */
+    if (g_stop.st) lt_engine_mpi_end_unit((lt_status)g_stop.st, g_stop.kind, g_stop.msg, r);
+    else lt_engine_mpi_end_unit(status == LT_SC_ERROR ? LT_INVALID : LT_OK, 0, failure, r);
+    memset(&g_stop, 0, sizeof g_stop);
+    int worst = -r[0], best = r[1];
     if (worst == best) return worst; /* all agree */
     int cand = status == worst ? me : np, first = np;
     MPI_Allreduce(&cand, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

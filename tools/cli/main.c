@@ -7,6 +7,7 @@
 
 #include "kernels/alloc.h"
 #include "kernels/backend.h"
+#include "kernels/blas_impl.h"
 #include "kernels/memlimit_impl.h"
 #include "tools/cli/cli.h"
 
@@ -144,6 +145,9 @@ static int dispatch(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    /* under a small address-space cap (ulimit -v), OpenBLAS without its
+     * worker threads, which would never exit (kernels/blas_impl.h) */
+    lt__blas_reexec_if_capped(argv);
     /* testing hook: allocation fault injection (see kernels/alloc.h) */
     int fault = lt__fault_arm_from_env();
     if (fault < 0) return 2;

@@ -276,16 +276,25 @@ lt_status lt__sc_owned_redistribute(sc_run_ctx *rc, sc_value *v, const lt_placem
 /* ---- --shards owned: one outcome per step on every process ------------------------ */
 
 static int (*g_step_agree)(int status, int *kind, char *msg, size_t cap, int *from);
+static int (*g_step_note)(int status, int *kind, char *msg, size_t cap, int *from);
 
 void lt__sc_set_step_agree(int (*fn)(int status, int *kind, char *msg, size_t cap, int *from)) { g_step_agree = fn; }
+void lt__sc_set_step_note(int (*fn)(int status, int *kind, char *msg, size_t cap, int *from)) { g_step_note = fn; }
 
+/* --shards all over several processes: no agreement, but a failed step is
+ * noted (g_step_note): this process's own error may end the case here while
+ * others go on into a collective, and a call that failed because another
+ * process ended the case gives the step that process's outcome */
 lt_status lt__sc_step_agree(sc_run_ctx *rc, lt_status s, int adopt_checks) {
-    if (!rc->owned || !g_step_agree) return s;
+    int (*agree)(int, int *, char *, size_t, int *) = rc->owned ? g_step_agree : g_step_note;
+    if (!agree || (!rc->owned && !s && !rc->refused)) return s;
     char msg[1024];
     int kind = rc->refused ? 2 : s == LT_MISMATCH && rc->failed_check ? 1 : 0, from = -1;
     if (rc->refused && !s) s = LT_UNSUPPORTED;
     snprintf(msg, sizeof msg, "%s", rc->refused ? rc->refused_msg : s ? lt_errmsg() : "");
-    int worst = g_step_agree((int)s, &kind, msg, sizeof msg, &from);
+    if (!rc->owned && !rc->refused && !lt_errinfo()->opens_with_while && lt_errinfo()->subject[0])
+        snprintf(msg, sizeof msg, "while running %s", lt_errmsg());   /* as the report words it */
+    int worst = agree((int)s, &kind, msg, sizeof msg, &from);
     if (from < 0) return s;                  /* this process's own outcome (or everyone's success) */
     if (kind == 1 && !adopt_checks) return s;   /* another process's failed check: it reports it */
     rc->failed_check = kind == 1;
