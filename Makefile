@@ -179,8 +179,22 @@ $(BUILD)/liblocaltensor.a: $(LIB_OBJ)
 	@mkdir -p $(BUILD)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/liblocaltensor.so: $(LIB_OBJ)
-	$(CC) $(SAN) -shared -o $@ $^ $(LIB_LDLIBS)
+# The shared library is versioned libtool-style: the file
+# liblocaltensor.so.VERSION carries the SONAME liblocaltensor.so.MAJOR (what a
+# program linked against it asks for at run time), and the links
+# liblocaltensor.so.MAJOR and liblocaltensor.so (what -llocaltensor finds)
+# point at it. VERSION is the one in tools/cli/cli.h (LT_CLI_VERSION); MAJOR
+# changes when the library's interface does.
+VERSION  := $(shell sed -n 's/^\#define LT_CLI_VERSION "\([0-9.]*\)"$$/\1/p' tools/cli/cli.h)
+SO_MAJOR := $(firstword $(subst ., ,$(VERSION)))
+SONAME   := liblocaltensor.so.$(SO_MAJOR)
+
+$(BUILD)/liblocaltensor.so.$(VERSION): $(LIB_OBJ)
+	$(CC) $(SAN) -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LIB_LDLIBS)
+
+$(BUILD)/liblocaltensor.so: $(BUILD)/liblocaltensor.so.$(VERSION)
+	ln -sf liblocaltensor.so.$(VERSION) $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $@
 
 $(BUILD)/liblocaltensor-tools.a: $(TOOLS_OBJ)
 	@mkdir -p $(BUILD)
@@ -323,10 +337,12 @@ install: all
 	        -e 's|^#include "collectives_sim/|#include "localtensor/collectives_sim/|' $$h > $$dst \
 	        && chmod 644 $$dst || exit 1; \
 	done
-	install -m 644 $(BUILD)/liblocaltensor.a $(BUILD)/liblocaltensor.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(BUILD)/liblocaltensor.a $(BUILD)/liblocaltensor.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf liblocaltensor.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/liblocaltensor.so
 	install -m 755 $(BUILD)/localtensor $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIB_PKGS@|$(LIB_PKGS)|g' -e 's|-lm -lpthread|-lm -lpthread $(CUDA_LIBS)|' tools/localtensor.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor.pc
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIB_PKGS@|$(LIB_PKGS)|g' -e 's|-lm -lpthread|-lm -lpthread $(CUDA_LIBS)|' tools/localtensor-static.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor-static.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIB_PKGS@|$(LIB_PKGS)|g' -e 's|-lm -lpthread|-lm -lpthread $(CUDA_LIBS)|' tools/localtensor.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIB_PKGS@|$(LIB_PKGS)|g' -e 's|-lm -lpthread|-lm -lpthread $(CUDA_LIBS)|' tools/localtensor-static.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor-static.pc
 	@for d in $(INSTALL_DOCS); do echo "install -m 644 $$d $(INSTALL_DOC)/$$d"; \
 	    install -m 644 $$d $(INSTALL_DOC)/$$d || exit 1; done
 ifeq ($(MPI),1)
@@ -335,7 +351,7 @@ ifeq ($(MPI),1)
 	    collectives_sim/engine_mpi.h > $(INSTALL_INC)/collectives_sim/engine_mpi.h
 	chmod 644 $(INSTALL_INC)/collectives_sim/engine_mpi.h
 	install -m 644 $(BUILD)/liblocaltensor-mpi.a $(DESTDIR)$(PREFIX)/lib/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@MPI_LIBS@|$(MPI_LDLIBS)|g' tools/localtensor-mpi.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor-mpi.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@MPI_LIBS@|$(MPI_LDLIBS)|g' tools/localtensor-mpi.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor-mpi.pc
 endif
 
 clean:

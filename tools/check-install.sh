@@ -88,6 +88,20 @@ internal=$(printf '%s\n' "${headers[@]}" | grep -E '_impl\.h$|/kernels/alloc\.h$
 # the shared library's interface is its lt_ functions only
 exported=$(nm -D --defined-only "$prefix/lib/liblocaltensor.so" 2>/dev/null | awk '$3 ~ /^lt__/ {print $3}')
 [ -z "$exported" ] || fail "liblocaltensor.so exports $(echo "$exported" | wc -l) internal symbols: $(echo $exported | cut -c1-200)"
+# versioned libtool-style: liblocaltensor.so -> liblocaltensor.so.MAJOR ->
+# liblocaltensor.so.VERSION (the file), whose SONAME is liblocaltensor.so.MAJOR;
+# VERSION is what the installed CLI and localtensor.pc report
+version=$("$prefix/bin/localtensor" --version 2>/dev/null | awk '{print $2}')
+major=${version%%.*}
+[ -n "$version" ] && [ -f "$prefix/lib/liblocaltensor.so.$version" ] && [ ! -L "$prefix/lib/liblocaltensor.so.$version" ] ||
+  fail "lib/liblocaltensor.so.$version (the library file of version '$version') was not installed"
+[ "$(readlink "$prefix/lib/liblocaltensor.so")" = "liblocaltensor.so.$major" ] &&
+  [ "$(readlink "$prefix/lib/liblocaltensor.so.$major")" = "liblocaltensor.so.$version" ] ||
+  fail "lib/liblocaltensor.so and lib/liblocaltensor.so.$major are not the links to liblocaltensor.so.$version"
+readelf -d "$prefix/lib/liblocaltensor.so" | grep -q "SONAME.*\[liblocaltensor\.so\.$major\]" ||
+  fail "liblocaltensor.so's SONAME is not liblocaltensor.so.$major: $(readelf -d "$prefix/lib/liblocaltensor.so" | grep SONAME)"
+grep -qx "Version: $version" "$prefix/lib/pkgconfig/localtensor.pc" ||
+  fail "localtensor.pc does not say Version: $version"
 readelf -d "$prefix/lib/liblocaltensor.so" | grep -E 'NEEDED.*(cjson|yaml)' &&
   fail "liblocaltensor.so links cJSON or libyaml (the tools' dependencies, not the library's)"
 # every quoted include of an installed header must name an installed header
@@ -136,8 +150,8 @@ grep -q 'pkg-config --cflags --libs --static localtensor-static)' "$root/README.
 
 # shellcheck disable=SC2046
 if "$cc" -std=c11 "${san[@]}" example.c $(pkg-config --cflags --libs localtensor) -o ex_shared 2> cc.log; then
-  readelf -d ex_shared | grep -q 'NEEDED.*\[liblocaltensor\.so' ||
-    fail "the shared build does not need liblocaltensor.so"
+  readelf -d ex_shared | grep -q "NEEDED.*\[liblocaltensor\.so\.$major\]" ||
+    fail "the shared build does not need liblocaltensor.so.$major (the SONAME)"
   LD_LIBRARY_PATH=$prefix/lib ./ex_shared > shared.txt 2>&1 || fail "the shared example exited $?: $(head -5 shared.txt)"
   diff -u expected.txt shared.txt > diff.txt || fail "the shared example's output differs from README.md:
 $(cat diff.txt)"
