@@ -37,27 +37,6 @@ const char *lt_errcode_str(lt_errcode code) {
     return errcode_names[code];
 }
 
-const char *lt_errmsg(void) { return errbuf; }
-
-const lt_error *lt_errinfo(void) { return &errinfo; }
-
-void lt__err_clear(void) {
-    errbuf[0] = '\0';
-    memset(&errinfo, 0, sizeof errinfo);
-}
-
-lt_status lt__err_restore(lt_status st, const char *msg, const lt_error *info) {
-    snprintf(errbuf, sizeof errbuf, "%s", msg ? msg : "");
-    if (info) errinfo = *info;
-    else memset(&errinfo, 0, sizeof errinfo);
-    errinfo.status = st;
-    return st;
-}
-
-static void set_subject(const char *subject) {
-    snprintf(errinfo.subject, sizeof errinfo.subject, "%s", subject ? subject : "");
-}
-
 /* Start of the UTF-8 character at or before s[i] (never before s[0]). */
 static size_t char_start(const char *s, size_t i) {
     while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80) i--;
@@ -81,45 +60,81 @@ static void fit_msg(char *dst, size_t cap, const char *text, size_t len) {
     memcpy(dst + head + sizeof gap - 1, text + tail, len - tail + 1);
 }
 
-/* Formats lead (may be NULL), fmt and then tail (may be NULL) into errbuf,
- * through fit_msg: a text longer than errbuf is formatted again on the heap
- * (when that fails, its end is lost, as snprintf would lose it). */
-static void format_msg(const char *lead, const char *tail, const char *fmt, va_list ap) {
-    char msg[LT__ERRMSG_MAX];
+const char *lt_errmsg(void) { return errbuf; }
+
+const lt_error *lt_errinfo(void) { return &errinfo; }
+
+/* Formats fmt into dst[cap] through fit_msg: a text longer than the stack
+ * buffer is formatted again on the heap (when that fails, its end is lost,
+ * as snprintf would lose it). */
+static void vformat(char *dst, size_t cap, const char *fmt, va_list ap) {
+    char small[LT__ERRMSG_MAX];
     va_list again;
     va_copy(again, ap);
-    int a = lead ? snprintf(msg, sizeof msg, "%s", lead) : 0;
-    size_t used = a < 0 ? 0 : (size_t)a < sizeof msg ? (size_t)a : sizeof msg - 1;
-    int b = vsnprintf(msg + used, sizeof msg - used, fmt, ap);
-    size_t need = (a < 0 ? 0 : (size_t)a) + (b < 0 ? 0 : (size_t)b);
-    if (tail && tail[0]) {
-        size_t at = used + (b < 0 ? 0 : (size_t)b);
-        if (at < sizeof msg) snprintf(msg + at, sizeof msg - at, ": %s", tail);
-        need += 2 + strlen(tail);
-    }
-    char *big = need >= sizeof msg ? lt__malloc(need + 1) : NULL;
-    if (big) {
-        size_t at = lead ? (size_t)snprintf(big, need + 1, "%s", lead) : 0;
-        at += (size_t)vsnprintf(big + at, need + 1 - at, fmt, again);
-        if (tail && tail[0]) snprintf(big + at, need + 1 - at, ": %s", tail);
-        fit_msg(errbuf, sizeof errbuf, big, strlen(big));
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    char *big = n >= (int)sizeof small ? lt__malloc((size_t)n + 1) : NULL;
+    if (n < 0) {
+        dst[0] = '\0';
+    } else if (big) {
+        vsnprintf(big, (size_t)n + 1, fmt, again);
+        fit_msg(dst, cap, big, (size_t)n);
         lt__free(big);
     } else {
-        memcpy(errbuf, msg, sizeof errbuf);
+        fit_msg(dst, cap, small, strlen(small));
     }
     va_end(again);
 }
 
-/* A new message: subject (may be NULL) then fmt. Formats into a copy first:
- * callers may pass lt_errmsg() itself as an argument ("... (%s)",
- * lt_errmsg()), which vsnprintf must not read while it writes the same
- * buffer. */
+size_t lt_error_format(const lt_error *e, char *buf, size_t cap) {
+    char text[LT__ERRMSG_MAX * 4];   /* every part at its cap fits */
+    lt__sbuf b = {text, sizeof text, 0};
+    for (int i = e->ncontext - 1; i >= 0; i--) {
+        const lt_error_context *c = &e->context[i];
+        lt__sb_printf(&b, "%s%s%s: ", c->is_while ? "while " : "", c->subject, c->text);
+    }
+    if (e->position.line > 0)
+        lt__sb_printf(&b, "%s:%d:%d: ", e->position.file, e->position.line, e->position.col);
+    lt__sb_printf(&b, "%s%s", e->subject, e->problem);
+    size_t len = lt__sb_finish(&b);
+    if (cap) fit_msg(buf, cap, text, len < sizeof text ? len : sizeof text - 1);
+    return len;
+}
+
+static void render(void) { lt_error_format(&errinfo, errbuf, sizeof errbuf); }
+
+void lt__err_clear(void) {
+    errbuf[0] = '\0';
+    memset(&errinfo, 0, sizeof errinfo);
+}
+
+lt_status lt__err_restore(lt_status st, const char *msg, const lt_error *info) {
+    if (info) {
+        errinfo = *info;
+    } else {
+        memset(&errinfo, 0, sizeof errinfo);
+        fit_msg(errinfo.problem, sizeof errinfo.problem, msg ? msg : "", strlen(msg ? msg : ""));
+    }
+    errinfo.status = st;
+    render();
+    return st;
+}
+
+static void copy_subject(char *dst, const char *subject) {
+    snprintf(dst, LT_ERR_SUBJECT_MAX, "%s", subject ? subject : "");
+}
+
+/* A new failure: subject (may be NULL) and the problem fmt; every other
+ * part reset. Formats into a copy first: callers may pass lt_errmsg()
+ * itself as an argument ("... (%s)", lt_errmsg()). */
 static lt_status set_msg(lt_status st, lt_errcode code, const char *subject, const char *fmt, va_list ap) {
-    format_msg(subject, NULL, fmt, ap);
+    char problem[LT_ERR_TEXT_MAX];
+    vformat(problem, sizeof problem, fmt, ap);
     memset(&errinfo, 0, sizeof errinfo);
     errinfo.status = st;
     errinfo.code = code;
-    set_subject(subject);
+    copy_subject(errinfo.subject, subject);
+    memcpy(errinfo.problem, problem, sizeof problem);
+    render();
     return st;
 }
 
@@ -147,24 +162,47 @@ lt_status lt__err_in(lt_status st, const char *subject, const char *fmt, ...) {
     return st;
 }
 
-void lt__err_mark_pos(void) { errinfo.at_pos = 1; }
+lt_status lt__err_at(lt_status st, const char *file, int line, int col, const char *fmt, ...) {
+    char name[sizeof errinfo.position.file];
+    snprintf(name, sizeof name, "%s", file ? file : "");   /* file may be part of the old message */
+    va_list ap;
+    va_start(ap, fmt);
+    set_msg(st, LT_ERR_NONE, NULL, fmt, ap);
+    va_end(ap);
+    memcpy(errinfo.position.file, name, sizeof name);
+    errinfo.position.line = line;
+    errinfo.position.col = col;
+    render();
+    return st;
+}
 
-/* Prepends lead (may be NULL) then fmt, then ": old message". Formats into
- * a copy, like set_msg. */
-static lt_status prepend(lt_status st, const char *lead, const char *fmt, va_list ap) {
-    char old[LT__ERRMSG_MAX];
-    memcpy(old, errbuf, sizeof old);
-    format_msg(lead, old, fmt, ap);
+/* Adds a context around the failure (is_while: "while <text>"; subject may
+ * be NULL). When every slot is taken the outermost one absorbs the new
+ * context, so the text stays whole. */
+static lt_status push_ctx(lt_status st, int is_while, const char *subject, const char *fmt, va_list ap) {
+    lt_error_context c;
+    memset(&c, 0, sizeof c);
+    c.is_while = is_while;
+    copy_subject(c.subject, subject);
+    vformat(c.text, sizeof c.text, fmt, ap);
+    if (errinfo.ncontext == LT_ERR_CONTEXT_MAX) {
+        lt_error_context *o = &errinfo.context[LT_ERR_CONTEXT_MAX - 1];
+        char merged[sizeof c.text * 2];
+        int n = snprintf(merged, sizeof merged, "%s: %s%s%s", c.text, o->is_while ? "while " : "", o->subject, o->text);
+        fit_msg(c.text, sizeof c.text, merged, n < 0 ? 0 : strlen(merged));
+        *o = c;
+    } else {
+        errinfo.context[errinfo.ncontext++] = c;
+    }
     errinfo.status = st;
-    errinfo.opens_with_while = 0;
-    errinfo.subject[0] = '\0';
+    render();
     return st;
 }
 
 lt_status lt__err_ctx(lt_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    prepend(st, NULL, fmt, ap);
+    push_ctx(st, 0, NULL, fmt, ap);
     va_end(ap);
     return st;
 }
@@ -172,19 +210,24 @@ lt_status lt__err_ctx(lt_status st, const char *fmt, ...) {
 lt_status lt__err_ctx_in(lt_status st, const char *subject, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    prepend(st, subject, fmt, ap);
+    push_ctx(st, 0, subject, fmt, ap);
     va_end(ap);
-    set_subject(subject);
     return st;
 }
 
 lt_status lt__err_while(lt_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    prepend(st, "while ", fmt, ap);
+    push_ctx(st, 1, NULL, fmt, ap);
     va_end(ap);
-    errinfo.opens_with_while = 1;
     return st;
+}
+
+const char *lt_error_lead(const lt_error *e, int *is_while) {
+    const lt_error_context *c = e->ncontext ? &e->context[e->ncontext - 1] : NULL;
+    if (is_while) *is_while = c ? c->is_while : 0;
+    if (c) return c->is_while ? "" : c->subject;
+    return e->position.line > 0 ? "" : e->subject;
 }
 
 int lt__mul_i64(int64_t a, int64_t b, int64_t *out) {

@@ -38,9 +38,16 @@ lt_status lt__err_in(lt_status st, const char *subject, const char *fmt, ...)
 #endif
     ;
 
-/* Prepends context to the current message: "ctx: old message". Keeps the
- * sub-code and at_pos; the message no longer opens with a subject or
- * "while". Returns st. */
+/* lt__err for a failure at a position of an input file: the text reads
+ * "file:line:col: <fmt>" (lt_errinfo()->position). */
+lt_status lt__err_at(lt_status st, const char *file, int line, int col, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+/* Adds a context around the current failure: "ctx: old message". Keeps the
+ * sub-code, the subject, the problem and the position. Returns st. */
 lt_status lt__err_ctx(lt_status st, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -54,8 +61,8 @@ lt_status lt__err_ctx_in(lt_status st, const char *subject, const char *fmt, ...
 #endif
     ;
 
-/* lt__err_ctx with a "while ..." context: "while <ctx>: old message", and
- * the message is marked as carrying its own context (opens_with_while). */
+/* lt__err_ctx with a "while ..." context: "while <ctx>: old message"
+ * (is_while: the failure names the work that was running). */
 lt_status lt__err_while(lt_status st, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -78,9 +85,6 @@ char *lt__echo(const char *s, size_t max, char *buf, size_t n);
  * when keep_nl (a whole message), escaped too when not (a name, a path).
  * EOF when a write failed, else 0. */
 int lt__fputs_echo(const char *s, int keep_nl, FILE *f);
-
-/* Marks the current message as naming a file position (at_pos). */
-void lt__err_mark_pos(void);
 
 /* Clears the message. */
 void lt__err_clear(void);

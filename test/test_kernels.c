@@ -724,36 +724,61 @@ static void test_compare(void **state) {
     lt_tensor_free(e);
 }
 
-/* The structured error: sub-code, subject and "while" survive or reset as
- * kernels/status.h says; the text is what the parts spell. */
+/* The error as data: each part a field, set, kept or reset as
+ * kernels/status.h says, and the text exactly what the parts spell (the
+ * expected texts written out by hand). */
 static void test_structured_errors(void **state) {
     (void)state;
+    int is_while = -1;
     assert_int_equal(lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s", "x"), LT_UNSUPPORTED);
     assert_int_equal(lt_errinfo()->code, LT_ERR_NOT_YET);
     assert_int_equal(lt_errinfo()->status, LT_UNSUPPORTED);
-    lt__err_ctx(LT_UNSUPPORTED, "matmul");                 /* context keeps the sub-code */
+    lt__err_ctx(LT_UNSUPPORTED, "matmul");                 /* context keeps the sub-code and the problem */
     assert_string_equal(lt_errmsg(), "matmul: not supported yet: x");
     assert_int_equal(lt_errinfo()->code, LT_ERR_NOT_YET);
+    assert_string_equal(lt_errinfo()->problem, "not supported yet: x");
+    assert_int_equal(lt_errinfo()->ncontext, 1);
     lt__err_in(LT_INVALID, "from_local", ": rank %d has no shard", 3);
     assert_string_equal(lt_errmsg(), "from_local: rank 3 has no shard");
     assert_string_equal(lt_errinfo()->subject, "from_local");
+    assert_string_equal(lt_errinfo()->problem, ": rank 3 has no shard");
+    assert_int_equal(lt_errinfo()->ncontext, 0);           /* a new failure resets every part */
     assert_int_equal(lt_errinfo()->code, LT_ERR_NONE);
+    assert_string_equal(lt_error_lead(lt_errinfo(), &is_while), "from_local");
+    assert_false(is_while);
     lt__err_while(LT_INVALID, "planning %s", "w");
     assert_string_equal(lt_errmsg(), "while planning w: from_local: rank 3 has no shard");
-    assert_true(lt_errinfo()->opens_with_while);
-    assert_string_equal(lt_errinfo()->subject, "");        /* no longer opens with it */
+    assert_string_equal(lt_error_lead(lt_errinfo(), &is_while), "");   /* opens with the "while" */
+    assert_true(is_while);
+    assert_string_equal(lt_errinfo()->subject, "from_local");          /* the problem's own */
     lt__err_ctx_in(LT_INVALID, "distribute", " of '%s'", "x");
-    assert_false(lt_errinfo()->opens_with_while);
-    assert_string_equal(lt_errinfo()->subject, "distribute");
+    assert_string_equal(lt_error_lead(lt_errinfo(), &is_while), "distribute");
+    assert_false(is_while);
     assert_string_equal(lt_errmsg(), "distribute of 'x': while planning w: from_local: rank 3 has no shard");
-    lt__err(LT_NOMEM, "out of memory");
-    lt__err_mark_pos();
+    lt_error copy = *lt_errinfo();                         /* a failure handed on as data */
+    lt__err_at(LT_NOMEM, "f.yaml", 3, 5, "out of memory");
     lt__err_ctx(LT_NOMEM, "loading");
-    assert_true(lt_errinfo()->at_pos);                    /* the position is still in the text */
+    assert_string_equal(lt_errmsg(), "loading: f.yaml:3:5: out of memory");
+    assert_string_equal(lt_errinfo()->position.file, "f.yaml");
+    assert_int_equal(lt_errinfo()->position.line, 3);
+    assert_int_equal(lt_errinfo()->position.col, 5);
+    assert_string_equal(lt_errinfo()->problem, "out of memory");
+    char small[20];
+    size_t len = lt_error_format(lt_errinfo(), small, sizeof small);
+    assert_int_equal(len, strlen("loading: f.yaml:3:5: out of memory"));
+    assert_string_equal(small, "loading ...  memory");   /* its first and last 7 bytes */
+    lt__err_restore(LT_INVALID, NULL, &copy);
+    assert_string_equal(lt_errmsg(), "distribute of 'x': while planning w: from_local: rank 3 has no shard");
+    assert_int_equal(lt_errinfo()->status, LT_INVALID);
+    assert_int_equal(lt_errinfo()->position.line, 0);
+    lt__err(LT_INVALID, "bad");                            /* more contexts than slots: the text stays whole */
+    for (int i = 0; i < LT_ERR_CONTEXT_MAX + 2; i++) lt__err_ctx(LT_INVALID, "c%d", i);
+    assert_string_equal(lt_errmsg(), "c5: c4: c3: c2: c1: c0: bad");
+    assert_int_equal(lt_errinfo()->ncontext, LT_ERR_CONTEXT_MAX);
     lt__err_clear();
     assert_string_equal(lt_errmsg(), "");
     assert_int_equal(lt_errinfo()->status, LT_OK);
-    assert_false(lt_errinfo()->at_pos);
+    assert_int_equal(lt_errinfo()->position.line, 0);
     assert_string_equal(lt_errcode_str(LT_ERR_WOULD_HANG), "would hang");
 }
 

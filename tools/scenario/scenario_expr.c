@@ -85,9 +85,7 @@ static lt_status perr(eparser *ps, const char *where, const char *fmt, const cha
     for (const char *c = ps->s; *c && n + 1 < sizeof text; c++) text[n++] = *c == '\n' || *c == '\r' || *c == '\t' ? ' ' : *c;
     while (n > 0 && text[n - 1] == ' ') n--;
     text[n] = '\0';
-    lt__err(LT_INVALID, "%s:%d:%d: expression '%s': %s", ps->at->file, ps->at->line, col_of(ps, where), text, msg);
-    lt__err_mark_pos();
-    return LT_INVALID;
+    return lt__err_at(LT_INVALID, ps->at->file, ps->at->line, col_of(ps, where), "expression '%s': %s", text, msg);
 }
 
 static void skip(eparser *ps) {
@@ -502,10 +500,8 @@ static const char *fn_name(const sc_expr *e) {
 static lt_status fn_err(const sc_expr *e, const sc_env *env, const char *fmt, const char *arg) {
     char msg[400];
     snprintf(msg, sizeof msg, fmt, arg);
-    lt__err(LT_INVALID, "%s:%d:%d: %s(%s) on rank %d: %s", e->file, e->line, e->col, fn_name(e), e->tensor, env->rank,
-            msg);
-    lt__err_mark_pos();
-    return LT_INVALID;
+    return lt__err_at(LT_INVALID, e->file, e->line, e->col, "%s(%s) on rank %d: %s", fn_name(e), e->tensor,
+                      env->rank, msg);
 }
 
 /* The dims of rank env->rank's shard of e->tensor, as rc holds it now. A
@@ -595,10 +591,8 @@ static lt_status eval(const sc_expr *e, const sc_env *env, sc_run_ctx *rc, doubl
     case '/':
     case '%':
         if (b == 0) {
-            lt__err(LT_INVALID, "%s:%d:%d: %s by zero on rank %d", e->file, e->line, e->col,
-                    e->op == '/' ? "division" : "remainder", env->rank);
-            lt__err_mark_pos();
-            return LT_INVALID;
+            return lt__err_at(LT_INVALID, e->file, e->line, e->col, "%s by zero on rank %d",
+                              e->op == '/' ? "division" : "remainder", env->rank);
         }
         if (e->op == '/') *out = a / b;
         else {
@@ -636,10 +630,8 @@ lt_status lt__sc_expr_int_rc(const sc_expr *e, const sc_env *env, sc_run_ctx *rc
     LT_TRY(eval(e, env, rc, &v));
     if (v != floor(v) || v < (double)lo || v > (double)hi) {
         char b[48];
-        lt__err(LT_INVALID, "%s:%d:%d: %s is %s on rank %d; expected an integer in %lld..%lld", e->file,
-                e->line, e->col, what, lt__sc_fmt_num(v, b, sizeof b), env->rank, (long long)lo, (long long)hi);
-        lt__err_mark_pos();
-        return LT_INVALID;
+        return lt__err_at(LT_INVALID, e->file, e->line, e->col, "%s is %s on rank %d; expected an integer in %lld..%lld",
+                          what, lt__sc_fmt_num(v, b, sizeof b), env->rank, (long long)lo, (long long)hi);
     }
     *out = (int64_t)v;
     return LT_OK;

@@ -631,8 +631,8 @@ lt_status lt_sc_load_string(const char *name, const char *text, size_t len, lt_s
     sc_node *root;
     if ((st = lt__sc_yaml_parse(a, f->path, text, len, &root))) goto fail;
     if (lt__sc_is_null(root)) {
-        st = lt__err(LT_INVALID, "%s:%d:%d: file holds no scenario (expected a mapping with name, mesh and steps, or a list of them)",
-                     name, root ? root->line : 1, root ? root->col : 1);
+        st = lt__err_at(LT_INVALID, name, root ? root->line : 1, root ? root->col : 1,
+                        "file holds no scenario (expected a mapping with name, mesh and steps, or a list of them)");
         goto fail;
     }
     int n = root->kind == SC_SEQ ? root->n : 1;
@@ -667,10 +667,7 @@ lt_status lt_sc_load_string(const char *name, const char *text, size_t len, lt_s
     return LT_OK;
 fail:
     lt__free(names.slot);
-    if (st == LT_NOMEM && !lt_errinfo()->at_pos) {
-        lt__err(LT_NOMEM, "%s:1:1: out of memory", name);
-        lt__err_mark_pos();
-    }
+    if (st == LT_NOMEM && !lt_errinfo()->position.line) lt__err_at(LT_NOMEM, name, 1, 1, "out of memory");
     lt__sc_arena_free(a);
     return st;
 }

@@ -71,9 +71,7 @@ typedef struct {
 static lt_status parse_list(sc_parse_ctx *pc, const sc_node *seq, step_list *l);
 
 static lt_status err_pos(const sc_pos *p, const char *msg) {
-    lt__err(LT_INVALID, "%s:%d:%d: %s", p->file, p->line, p->col, msg);
-    lt__err_mark_pos();
-    return LT_INVALID;
+    return lt__err_at(LT_INVALID, p->file, p->line, p->col, "%s", msg);
 }
 
 static lt_status push(step_list *l, const sc_node *at, sc_step **out) {
@@ -458,7 +456,7 @@ static lt_status run_counts(sc_run_ctx *rc, const sc_step *st, const repeat_data
     if (!c) return LT_NOMEM;
     int nbad = 0, bad = -1;
     lt_status first = LT_OK;
-    char msg[1024] = "";
+    lt_error saved = {0};   /* the first failing rank's error */
     for (int r = 0; r < mesh->world; r++) {
         c[r] = 0;
         if ((st->mask && !st->mask[r]) || (rc->ended && rc->ended[r])) continue;
@@ -475,16 +473,14 @@ static lt_status run_counts(sc_run_ctx *rc, const sc_step *st, const repeat_data
         if (s && nbad++ == 0) {
             first = s;
             bad = r;
-            snprintf(msg, sizeof msg, "%s", lt_errmsg());
+            saved = *lt_errinfo();
         }
         if (!s) LT_TRY(count_of(d, v, r, &c[r]));   /* refused before it runs: the case's error */
     }
     *out = c;
     if (!nbad) return LT_OK;
     rc->failed_rank = nbad == 1 ? bad : -1;
-    lt__err(first, "%s", msg);
-    lt__err_mark_pos();
-    return first;
+    return lt__err_restore(first, NULL, &saved);
 }
 
 /* A context for parsing d's body now, as its loop saw it at load. */

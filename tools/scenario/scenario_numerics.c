@@ -292,7 +292,9 @@ lt_status lt__sc_step_agree(sc_run_ctx *rc, lt_status s, int adopt_checks) {
     int kind = rc->refused ? 2 : s == LT_MISMATCH && rc->failed_check ? 1 : 0, from = -1;
     if (rc->refused && !s) s = LT_UNSUPPORTED;
     snprintf(msg, sizeof msg, "%s", rc->refused ? rc->refused_msg : s ? lt_errmsg() : "");
-    if (!rc->owned && !rc->refused && !lt_errinfo()->opens_with_while && lt_errinfo()->subject[0])
+    int is_while = 0;
+    const char *lead = lt_error_lead(lt_errinfo(), &is_while);
+    if (!rc->owned && !rc->refused && !is_while && lead[0])
         snprintf(msg, sizeof msg, "while running %s", lt_errmsg());   /* as the report words it */
     int worst = agree((int)s, &kind, msg, sizeof msg, &from);
     if (from < 0) return s;                  /* this process's own outcome (or everyone's success) */

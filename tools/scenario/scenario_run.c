@@ -458,9 +458,10 @@ static void run_case(sc_case *c, sc_arena *arena, FILE *show, sc_cmp *cmp) {
          * are kept as they are; others get the step's name unless they
          * already open with it */
         const char *m = lt_errmsg();
-        const lt_error *e = lt_errinfo();
-        if (e->opens_with_while) error_result(&rc, &s->pos, s->type->name, "%s", m);
-        else if (!strcmp(e->subject, s->type->name))
+        int is_while = 0;
+        const char *lead = lt_error_lead(lt_errinfo(), &is_while);
+        if (is_while) error_result(&rc, &s->pos, s->type->name, "%s", m);
+        else if (!strcmp(lead, s->type->name))
             error_result(&rc, &s->pos, s->type->name, "while running %s", m);
         else
             error_result(&rc, &s->pos, s->type->name, "while running %s: %s", s->type->name,

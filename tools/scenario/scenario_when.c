@@ -48,7 +48,7 @@ static lt_status eval_mask(sc_run_ctx *rc, const sc_step *st, const sc_when *w, 
     const lt_mesh *mesh = rc->c->mesh;
     lt_status first = LT_OK;
     int nbad = 0, bad = -1;
-    char msg[1024] = "";
+    lt_error saved = {0};   /* the first failing rank's error */
     for (int r = 0; r < mesh->world; r++) {
         m[r] = 0;
         if (!lt__sc_rank_runs(rc, st, r)) continue;
@@ -60,15 +60,13 @@ static lt_status eval_mask(sc_run_ctx *rc, const sc_step *st, const sc_when *w, 
         if (s && nbad++ == 0) {
             first = s;
             bad = r;
-            snprintf(msg, sizeof msg, "%s", lt_errmsg());
+            saved = *lt_errinfo();
         }
         m[r] = !s && x != 0;
     }
     if (!nbad) return LT_OK;
     rc->failed_rank = nbad == 1 ? bad : -1;
-    lt__err(first, "%s", msg);
-    lt__err_mark_pos();
-    return first;
+    return lt__err_restore(first, NULL, &saved);
 }
 
 int lt__sc_when_step(const sc_step *st) { return st->type->run == run_when; }

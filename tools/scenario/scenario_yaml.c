@@ -111,11 +111,7 @@ lt_status lt__sc_err(const sc_node *at, lt_status st, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (at) {
-        lt__err(st, "%s:%d:%d: %s", at->file, at->line, at->col, msg);
-        lt__err_mark_pos();
-        return st;
-    }
+    if (at) return lt__err_at(st, at->file, at->line, at->col, "%s", msg);
     return lt__err(st, "%s", msg);
 }
 
@@ -384,9 +380,9 @@ static lt_status parser_error(builder *b, const yaml_parser_t *p) {
         int line, col;
         offset_pos(b, p->problem_offset, &line, &col);
         if (p->problem_value != -1)
-            return lt__err(LT_INVALID, "%s:%d:%d: %s (byte #x%02X): is this a text file?", b->file,
-                           line, col, problem, (unsigned)p->problem_value & 0xFFu);
-        return lt__err(LT_INVALID, "%s:%d:%d: %s", b->file, line, col, problem);
+            return lt__err_at(LT_INVALID, b->file, line, col, "%s (byte #x%02X): is this a text file?", problem,
+                              (unsigned)p->problem_value & 0xFFu);
+        return lt__err_at(LT_INVALID, b->file, line, col, "%s", problem);
     }
     const char *hint = syntax_hint(b, p);
     if (p->context)
