@@ -576,4 +576,13 @@ lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, int sha
 lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps, lt_tensor *const *in,
                        lt_tensor **out, int cache);
 
+/* The plan's byte model against what running it recorded: every step that
+ * issues a collective matches the next event of trace from index since on
+ * (its collective, mesh dim, bytes received in total and on the busiest
+ * rank), and no event is left over. LT_OK, or LT_INVALID with an
+ * "internal: ..." message naming the first step that differs
+ * (localtensor/plan_trace.c; the scenario engine checks every redistribute
+ * it runs). */
+lt_status lt__plan_check_trace(const lt_plan *p, const lt_trace *trace, size_t since);
+
 #endif

@@ -185,3 +185,30 @@ lt_status lt_coll_trace_paper(lt_trace *trace, const lt_spec *spec, lt_coll coll
     scratch_free(&x);
     return st;
 }
+
+/* ---- the plan's bytes against a run's ---------------------------------------- */
+
+lt_status lt__plan_check_trace(const lt_plan *p, const lt_trace *trace, size_t since) {
+    size_t ev = since;
+    for (int s = 0; s < p->nsteps; s++) {
+        const lt_plan_step *ps = &p->steps[s];
+        if (!ps->comm) continue;
+        lt_trace_event e;
+        if (lt_trace_get(trace, ev++, &e))
+            return lt__err(LT_INVALID, "internal: step %d of the plan (%s on mesh dim %d) issued no collective",
+                           s + 1, ps->collective, ps->mesh_dim);
+        size_t mx = 0;
+        for (int r = 0; r < e.world; r++) mx = e.recv[r] > mx ? e.recv[r] : mx;
+        if (e.coll != ps->coll || e.mesh_dim != ps->mesh_dim || e.total_recv != ps->bytes_total ||
+            mx != ps->bytes_per_rank)
+            return lt__err(LT_INVALID,
+                           "internal: step %d: the plan says %s on mesh dim %d, %zu bytes received "
+                           "(%zu on the busiest rank); the collective run says %s on mesh dim %d, %zu (%zu)",
+                           s + 1, ps->collective, ps->mesh_dim, ps->bytes_total, ps->bytes_per_rank,
+                           lt_coll_name(e.coll), e.mesh_dim, e.total_recv, mx);
+    }
+    if (ev != lt_trace_count(trace))
+        return lt__err(LT_INVALID, "internal: the run issued %zu collectives, the plan lists %zu",
+                       lt_trace_count(trace) - since, ev - since);
+    return LT_OK;
+}

@@ -13,6 +13,7 @@
 #include "collectives_sim/engine_impl.h"
 #include "tools/scenario/scenario_impl.h"
 #include "kernels/status_impl.h"
+#include "localtensor/plan_impl.h"
 
 static char *fmt_pl(const lt_placement *pl, int np, char *buf, size_t n) {
     lt_placements_format(pl, np, buf, n);
@@ -439,6 +440,12 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
         }
     } else {
         s = lt_redistribute(v->dt, d->pl, d->np, &o, &out, &plan);
+        /* the planner's byte model is the collectives' own: every
+         * redistribute a scenario runs proves it (or fails as internal) */
+        if (!s && plan) {
+            lt_status ts = lt__plan_check_trace(plan, lt_comm_trace(rc->comm), since);
+            if (ts) s = ts;
+        }
     }
     lt__sc_record_plan(rc, st, d->tensor, v->dt->placements, plan, since);
     if (plan) {
