@@ -67,7 +67,7 @@ struct lt_comm {
     lt__ival *iv;                   /* (2 world) overlap intervals */
     int64_t *sizes;                 /* split sizes of every group */
     size_t sizes_cap;
-    int *share;                     /* (ngroups + table) same_as of every group, then a hash table */
+    int *share; /* (ngroups + table) same_as of every group, then a hash table */
     size_t share_cap;
     unsigned char *held;            /* (world) 1: this process holds the rank (engine.h `holds`) */
     int nheld;                      /* how many; the world unless the engine spans processes */
@@ -165,15 +165,23 @@ lt_status lt_comm_new_engine(const lt_mesh *m, const lt_engine_i *iface, lt_comm
     return LT_OK;
 }
 
-lt_status lt_comm_new(const lt_mesh *mesh, lt_comm **out) { return lt_comm_new_engine(mesh, NULL, out); }
+lt_status lt_comm_new(const lt_mesh *mesh, lt_comm **out) {
+    return lt_comm_new_engine(mesh, NULL, out);
+}
 void lt_comm_free(lt_comm *c) { comm_release(c); }
-int lt_comm_holds(const lt_comm *c, int rank) { return c && rank >= 0 && rank < c->mesh.world && c->held[rank]; }
+int lt_comm_holds(const lt_comm *c, int rank) {
+    return c && rank >= 0 && rank < c->mesh.world && c->held[rank];
+}
 int lt_comm_nheld(const lt_comm *c) { return c ? c->nheld : 0; }
 int lt_comm_owner(const lt_comm *c, int rank) {
-    return c && c->eng && c->eng->owner && rank >= 0 && rank < c->mesh.world ? c->eng->owner(c->ectx, rank) : 0;
+    return c && c->eng && c->eng->owner && rank >= 0 && rank < c->mesh.world
+               ? c->eng->owner(c->ectx, rank)
+               : 0;
 }
 void lt__comm_share_absent(lt_comm *c, int on) { if (c) c->share_absent = on; }
-lt_status lt__comm_agree(lt_comm *c, lt_status st) { return c && c->eng->agree ? c->eng->agree(c->ectx, st) : st; }
+lt_status lt__comm_agree(lt_comm *c, lt_status st) {
+    return c && c->eng->agree ? c->eng->agree(c->ectx, st) : st;
+}
 const lt_mesh *lt_comm_mesh(const lt_comm *c) { return &c->mesh; }
 lt_trace *lt_comm_trace(lt_comm *c) { return c->trace; }
 const char *lt_comm_engine_name(const lt_comm *c) { return c->eng->name; }
@@ -306,7 +314,8 @@ static int share_src(const call *k, int g, int r) {
     const int *rk = grp(k, g);
     int p = 0;
     while (p < k->n && rk[p] != r) p++;
-    if (k->same_as[g] >= 0) return grp(k, k->same_as[g])[p];   /* the same held input: held there too */
+    if (k->same_as[g] >= 0)
+        return grp(k, k->same_as[g])[p]; /* the same held input: held there too */
     if (k->share_members)   /* the first member this process holds */
         for (int q = 0; q < p; q++)
             if (k->c->held[rk[q]]) return rk[q];
@@ -327,7 +336,8 @@ static lt_status begin(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt_tenso
         char ms[128];
         lt_mesh_str(&c->mesh, ms, sizeof ms);
         return lt__err(LT_INVALID, "%s: mesh dim %d is out of range for mesh %s (%d dim%s)",
-                       lt_coll_name(coll), mesh_dim, ms, c->mesh.ndim, c->mesh.ndim == 1 ? "" : "s");
+                       lt_coll_name(coll), mesh_dim, ms, c->mesh.ndim,
+                       c->mesh.ndim == 1 ? "" : "s");
     }
     k->n = c->mesh.shape[mesh_dim];
     k->ngroups = c->mesh.world / k->n;
@@ -336,21 +346,26 @@ static lt_status begin(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt_tenso
                     !in ? "input" : "output");
     for (int r = 0; coll != LT_COLL_BARRIER && r < c->mesh.world; r++)
         if (in[r] && in[r]->absent && c->held[r])
-            return gerr(k, -1, 0, LT_INVALID, "rank %d's input is absent (a shape without values), but this process "
-                        "holds rank %d on engine '%s'", r, r, c->eng->name);
+            return gerr(k, -1, 0, LT_INVALID,
+                        "rank %d's input is absent (a shape without values), but this process "
+                        "holds rank %d on engine '%s'",
+                        r, r, c->eng->name);
     return coll == LT_COLL_BARRIER ? LT_OK : plan_share(k);
 }
 
 static lt_status check_root(call *k, int root) {
     k->root = root;
     if (root < 0 || root >= k->n)
-        return gerr(k, -1, 0, LT_INVALID, "root %d is out of range: groups have %d rank%s, so root is "
-                    "a position 0..%d", root, k->n, k->n == 1 ? "" : "s", k->n - 1);
+        return gerr(k, -1, 0, LT_INVALID,
+                    "root %d is out of range: groups have %d rank%s, so root is "
+                    "a position 0..%d",
+                    root, k->n, k->n == 1 ? "" : "s", k->n - 1);
     return LT_OK;
 }
 
 static lt_status check_op(const call *k, lt_redop op) {
-    if ((int)op < 0 || op >= LT_REDOP_COUNT) return gerr(k, -1, 0, LT_INVALID, "unknown reduce op %d", (int)op);
+    if ((int)op < 0 || op >= LT_REDOP_COUNT)
+        return gerr(k, -1, 0, LT_INVALID, "unknown reduce op %d", (int)op);
     return LT_OK;
 }
 
@@ -375,7 +390,8 @@ static lt_status sizes_room(call *k, size_t count) {
     if (count <= c->sizes_cap) return LT_OK;
     size_t nc = c->sizes_cap ? c->sizes_cap : 64;
     while (nc < count) {
-        if (nc > SIZE_MAX / 4 / sizeof(int64_t)) return gerr(k, -1, 0, LT_NOMEM, "too many split pieces");
+        if (nc > SIZE_MAX / 4 / sizeof(int64_t))
+            return gerr(k, -1, 0, LT_NOMEM, "too many split pieces");
         nc *= 2;
     }
     int64_t *p = lt__realloc(c->sizes, nc * sizeof *p);
@@ -420,8 +436,8 @@ static lt_status same_shape(const call *k, int g, int p, int q, int skip) {
     if (!bad) return LT_OK;
     char da[160], db[160], why[64] = "";
     if (skip >= 0) snprintf(why, sizeof why, "; all dims but dim %d must agree", skip);
-    return gerr(k, g, 0, LT_SHAPE, "rank %d has %s but rank %d has %s%s", rk[p], desc(a, da, sizeof da),
-                rk[q], desc(b, db, sizeof db), why);
+    return gerr(k, g, 0, LT_SHAPE, "rank %d has %s but rank %d has %s%s", rk[p],
+                desc(a, da, sizeof da), rk[q], desc(b, db, sizeof db), why);
 }
 
 /* Every member's input present, of member 0's dtype and shape (but `skip`).
@@ -432,7 +448,8 @@ static lt_status uniform(const call *k, int g, int skip) {
     if (!t0) return input(k, g, 0, &t);
     for (int p = 1; p < k->n; p++) {
         t = k->in[rk[p]];
-        int bad = !t || t->dtype != t0->dtype || t->ndim != t0->ndim || t->placeholder != t0->placeholder;
+        int bad =
+            !t || t->dtype != t0->dtype || t->ndim != t0->ndim || t->placeholder != t0->placeholder;
         for (int i = 0; !bad && i < t0->ndim; i++) bad = i != skip && t->shape[i] != t0->shape[i];
         if (!bad) continue;
         LT_TRY(input(k, g, p, &t));
@@ -446,8 +463,8 @@ static lt_status dim_ok(const call *k, int g, int p, const char *what, int dim) 
     const lt_tensor *t = k->in[grp(k, g)[p]];
     if (dim >= 0 && dim < t->ndim) return LT_OK;
     char ds[160];
-    return gerr(k, g, 0, LT_INVALID, "%s %d is out of range for rank %d's %s (dims are 0..%d)", what,
-                dim, grp(k, g)[p], desc(t, ds, sizeof ds), t->ndim - 1);
+    return gerr(k, g, 0, LT_INVALID, "%s %d is out of range for rank %d's %s (dims are 0..%d)",
+                what, dim, grp(k, g)[p], desc(t, ds, sizeof ds), t->ndim - 1);
 }
 
 static lt_status op_ok_for(const call *k, int g, lt_redop op, lt_dtype dt) {
@@ -458,7 +475,8 @@ static lt_status op_ok_for(const call *k, int g, lt_redop op, lt_dtype dt) {
 }
 
 /* Sizes of n pieces of member p's dim `dim` into sz[n]. */
-static lt_status split(const call *k, int g, int p, int dim, const lt_split_rule *rule, int64_t *sz) {
+static lt_status split(const call *k, int g, int p, int dim, const lt_split_rule *rule,
+                       int64_t *sz) {
     lt_split_rule chunk = lt_split_chunk();
     const lt_tensor *t = k->in[grp(k, g)[p]];
     lt_status st = lt_split_sizes(rule ? rule : &chunk, t->shape[dim], k->n, sz);
@@ -485,10 +503,13 @@ static lt_status created(call *k, int g, int r, lt_status st) {
 static lt_status prepare_out(call *k, int g, int r, lt_dtype dt, int ndim, const int64_t *shape,
                              int placeholder) {
     lt_tensor *o = k->out[r];
-    if (!k->c->held[r]) /* held by another process: the result's shape only (a placeholder has no bytes) */
-        return k->sizing || o ? LT_OK
-                              : created(k, g, r, placeholder ? lt_tensor_placeholder(dt, ndim, shape, &k->out[r])
-                                                             : lt_tensor_absent(dt, ndim, shape, &k->out[r]));
+    if (!k->c->held[r]) /* held by another process: the result's shape only (a placeholder has no
+                           bytes) */
+        return k->sizing || o
+                   ? LT_OK
+                   : created(k, g, r,
+                             placeholder ? lt_tensor_placeholder(dt, ndim, shape, &k->out[r])
+                                         : lt_tensor_absent(dt, ndim, shape, &k->out[r]));
     int src = share_src(k, g, r);
     if (src >= 0) {   /* the same result as rank src: one buffer */
         if (k->sizing) return LT_OK;
@@ -500,7 +521,8 @@ static lt_status prepare_out(call *k, int g, int r, lt_dtype dt, int ndim, const
         size_t es = lt_dtype_size(dt);
         lt_status st = lt__numel_checked(ndim, shape, es, &n);
         if (st) return gerr(k, g, 1, st, "result of rank %d", r);
-        k->need = lt__add_sat(k->need, (uint64_t)n * es);   /* n * es fits: numel_checked bounds bytes */
+        k->need =
+            lt__add_sat(k->need, (uint64_t)n * es); /* n * es fits: numel_checked bounds bytes */
         return LT_OK;
     }
     if (!o)
@@ -553,7 +575,8 @@ static lt_status check_overlap(call *k, int *ntmp) {
     if (n == nin) return LT_OK;
     int ra, rb;
     if (lt__ival_overlaps(c->iv, n, k->self_alias_ok, c->need_tmp, ntmp, &ra, &rb))
-        return gerr(k, -1, 0, LT_INVALID, "the preallocated outputs of ranks %d and %d overlap", ra, rb);
+        return gerr(k, -1, 0, LT_INVALID, "the preallocated outputs of ranks %d and %d overlap", ra,
+                    rb);
     return LT_OK;
 }
 
@@ -573,7 +596,7 @@ static lt_status group_task(void *ctx, int64_t g) {
     const group_job *j = ctx;
     const call *k = j->k;
     const lt_comm *c = k->c;
-    if (k->share_groups && k->same_as[g] >= 0) return LT_OK;   /* shares an earlier group's results */
+    if (k->share_groups && k->same_as[g] >= 0) return LT_OK; /* shares an earlier group's results */
     lt_coll_group gr = *j->proto;
     gr.index = (int)g;
     gr.ranks = grp(k, (int)g);
@@ -581,7 +604,9 @@ static lt_status group_task(void *ctx, int64_t g) {
     /* shards on a kernel-running backend: the engine's kernel path */
     lt_coll_fn fn = lt__engine_kernels_fn(c->eng, j->fn, &gr, k->in, j->eout);
     lt_status st = fn(c->ectx, &gr, k->in, j->eout);
-    if (st) return gerr(k, (int)g, 1, st, "engine '%s'", fn == j->fn ? c->eng->name : lt__engine_kernels_name());
+    if (st)
+        return gerr(k, (int)g, 1, st, "engine '%s'",
+                    fn == j->fn ? c->eng->name : lt__engine_kernels_name());
     return LT_OK;
 }
 
@@ -621,7 +646,9 @@ static lt_status agree(call *k, lt_status st) {
     k->agreed = 1;
     return c->eng->agree(c->ectx, st);   /* the failing process's message names the call */
 }
-static lt_status finish(call *k, lt_status st) { return st && !k->agreed ? fail(k, agree(k, st)) : st; }
+static lt_status finish(call *k, lt_status st) {
+    return st && !k->agreed ? fail(k, agree(k, st)) : st;
+}
 
 /* Steps 2 and 3. proto carries the collective's arguments; group g's split
  * sizes start at c->sizes + g * sizes_stride (stride 0: no sizes). */
@@ -631,7 +658,8 @@ static lt_status run(call *k, lt_coll_fn fn, lt_coll_group *proto, size_t sizes_
     lt_tensor *const *eout = k->out;
     lt_status st;
     if (!fn)
-        return fail(k, gerr(k, -1, 0, LT_UNSUPPORTED, "engine '%s' does not implement it", c->eng->name));
+        return fail(
+            k, gerr(k, -1, 0, LT_UNSUPPORTED, "engine '%s' does not implement it", c->eng->name));
     if (k->any_prealloc) {
         /* copy-on-write: a preallocated output that shares its buffer with
          * other tensors (replicas) gets its own before anything is written */
@@ -665,7 +693,8 @@ static lt_status run(call *k, lt_coll_fn fn, lt_coll_group *proto, size_t sizes_
     proto->root = k->root;
     group_job j = {k, fn, proto, sizes_stride, eout};
     proto->ranks = grp(k, 0);   /* shards on a kernel-running backend take the serial path */
-    if (groups_in_parallel(k, eout) && lt__engine_kernels_fn(c->eng, fn, proto, k->in, eout) == fn) {
+    if (groups_in_parallel(k, eout) &&
+        lt__engine_kernels_fn(c->eng, fn, proto, k->in, eout) == fn) {
         st = lt__parallel_for(k->ngroups, group_task, &j);
         if (st) return fail(k, st);
     } else if (!c->eng->agree) {
@@ -673,7 +702,7 @@ static lt_status run(call *k, lt_coll_fn fn, lt_coll_group *proto, size_t sizes_
             st = group_task(&j, g);
             if (st) return fail(k, st);
         }
-    } else {   /* every group on every process, then one agreement (engine.h `agree`) */
+    } else { /* every group on every process, then one agreement (engine.h `agree`) */
         lt_status first = LT_OK;
         char msg[1024];
         lt_error info;
@@ -738,11 +767,13 @@ static lt_status concat_coll(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt
             shape[dim] = 0;
             for (int p = 0; p < k->n && !st; p++)
                 if (lt__add_i64(shape[dim], in[grp(k, g)[p]]->shape[dim], &shape[dim]))
-                    st = gerr(k, g, 0, LT_OVERFLOW, "the gathered size of dim %d overflows 64 bits", dim);
+                    st = gerr(k, g, 0, LT_OVERFLOW, "the gathered size of dim %d overflows 64 bits",
+                              dim);
             if (st) return fail(k, st);
             dt = t0->dtype;
             for (int p = 0; p < k->n && !st; p++)
-                st = prepare_out(k, g, grp(k, g)[p], dt, t0->ndim, shape, coll == LT_COLL_GATHER && p != root);
+                st = prepare_out(k, g, grp(k, g)[p], dt, t0->ndim, shape,
+                                 coll == LT_COLL_GATHER && p != root);
             if (st) return fail(k, st);
         }
     }
@@ -786,7 +817,8 @@ static lt_status reduce_coll(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt
             const lt_tensor *t0 = in[rk[0]];
             if (!st) st = op_ok_for(k, g, op, t0->dtype);
             if (!st && rs) st = dim_ok(k, g, 0, "dim", dim);
-            int64_t *sz = rs ? c->sizes + (size_t)g * k->n : NULL;   /* (n) split sizes; none without a split */
+            int64_t *sz =
+                rs ? c->sizes + (size_t)g * k->n : NULL; /* (n) split sizes; none without a split */
             if (!st && rs) st = split(k, g, 0, dim, rule, sz);
             if (st) return fail(k, st);
             dt = t0->dtype;
@@ -794,7 +826,8 @@ static lt_status reduce_coll(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt
             memcpy(shape, t0->shape, sizeof shape);
             for (int p = 0; p < k->n && !st; p++) {
                 if (rs) shape[dim] = sz[p];
-                st = prepare_out(k, g, rk[p], dt, t0->ndim, shape, coll == LT_COLL_REDUCE && p != root);
+                st = prepare_out(k, g, rk[p], dt, t0->ndim, shape,
+                                 coll == LT_COLL_REDUCE && p != root);
             }
             if (st) return fail(k, st);
         }
@@ -809,7 +842,8 @@ static lt_status reduce_coll(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt
     return LT_OK;
 }
 
-lt_status lt_all_reduce(lt_comm *c, int mesh_dim, lt_tensor *const *in, lt_redop op, lt_tensor **out) {
+lt_status lt_all_reduce(lt_comm *c, int mesh_dim, lt_tensor *const *in, lt_redop op,
+                        lt_tensor **out) {
     call k;
     return finish(&k, reduce_coll(&k, c, LT_COLL_ALL_REDUCE, mesh_dim, in, -1, op, -1, NULL, out));
 }
@@ -823,7 +857,8 @@ lt_status lt_reduce_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in, int ro
 lt_status lt_reduce_scatter(lt_comm *c, int mesh_dim, lt_tensor *const *in, lt_redop op, int dim,
                             const lt_split_rule *rule, lt_tensor **out) {
     call k;
-    return finish(&k, reduce_coll(&k, c, LT_COLL_REDUCE_SCATTER, mesh_dim, in, -1, op, dim, rule, out));
+    return finish(&k,
+                  reduce_coll(&k, c, LT_COLL_REDUCE_SCATTER, mesh_dim, in, -1, op, dim, rule, out));
 }
 
 /* ---- all_to_all ------------------------------------------------------------------- */
@@ -857,8 +892,11 @@ static lt_status a2a_coll(call *k, lt_comm *c, int mesh_dim, lt_tensor *const *i
                 shape[sd] = sz[j];
                 shape[cd] = 0;
                 for (int i = 0; i < k->n && !st; i++)
-                    if (lt__add_i64(shape[cd], cd == sd ? sz[(size_t)i * n + (size_t)j] : in[rk[i]]->shape[cd], &shape[cd]))
-                        st = gerr(k, g, 0, LT_OVERFLOW, "the concatenated size of dim %d overflows 64 bits", cd);
+                    if (lt__add_i64(shape[cd],
+                                    cd == sd ? sz[(size_t)i * n + (size_t)j] : in[rk[i]]->shape[cd],
+                                    &shape[cd]))
+                        st = gerr(k, g, 0, LT_OVERFLOW,
+                                  "the concatenated size of dim %d overflows 64 bits", cd);
                 if (!st) st = prepare_out(k, g, rk[j], dt, t0->ndim, shape, 0);
             }
             if (st) return fail(k, st);
@@ -880,8 +918,8 @@ lt_status lt_all_to_all(lt_comm *c, int mesh_dim, lt_tensor *const *in, int spli
 
 /* ---- broadcast, scatter ------------------------------------------------------------ */
 
-static lt_status from_root(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *const *in, int root,
-                           int dim, const lt_split_rule *rule, lt_tensor **out) {
+static lt_status from_root(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt_tensor *const *in,
+                           int root, int dim, const lt_split_rule *rule, lt_tensor **out) {
     LT_TRY(begin(k, c, coll, mesh_dim, in, out));
     LT_TRY(check_root(k, root));
     int sc = coll == LT_COLL_SCATTER;
@@ -896,7 +934,8 @@ static lt_status from_root(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt_t
         for (int g = 0; g < k->ngroups; g++) {
             const int *rk = grp(k, g);
             const lt_tensor *t;
-            int64_t *sz = sc ? c->sizes + (size_t)g * k->n : NULL;   /* (n) split sizes; none without a split */
+            int64_t *sz =
+                sc ? c->sizes + (size_t)g * k->n : NULL; /* (n) split sizes; none without a split */
             lt_status st = input(k, g, root, &t);
             if (!st && sc) st = dim_ok(k, g, root, "dim", dim);
             if (!st && sc) st = split(k, g, root, dim, rule, sz);
@@ -931,18 +970,20 @@ lt_status lt_scatter(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, i
 
 /* ---- permute, barrier ------------------------------------------------------------- */
 
-static lt_status permute_coll(call *k, lt_comm *c, int mesh_dim, lt_tensor *const *in, const int *perm,
-                           lt_tensor **out) {
+static lt_status permute_coll(call *k, lt_comm *c, int mesh_dim, lt_tensor *const *in,
+                              const int *perm, lt_tensor **out) {
     LT_TRY(begin(k, c, LT_COLL_PERMUTE, mesh_dim, in, out));
     if (!perm) return gerr(k, -1, 0, LT_INVALID, "perm is NULL");
     for (int i = 0; i < k->n; i++) {
         if (perm[i] < 0 || perm[i] >= k->n)
-            return gerr(k, -1, 0, LT_INVALID, "perm[%d] = %d is out of range 0..%d (group size %d)", i,
-                        perm[i], k->n - 1, k->n);
+            return gerr(k, -1, 0, LT_INVALID, "perm[%d] = %d is out of range 0..%d (group size %d)",
+                        i, perm[i], k->n - 1, k->n);
         for (int j = 0; j < i; j++)
             if (perm[j] == perm[i])
-                return gerr(k, -1, 0, LT_INVALID, "perm is not a permutation: members %d and %d both "
-                            "send to member %d", j, i, perm[i]);
+                return gerr(k, -1, 0, LT_INVALID,
+                            "perm is not a permutation: members %d and %d both "
+                            "send to member %d",
+                            j, i, perm[i]);
     }
     lt_dtype dt = LT_F32;
     for (int pass = 0; pass < 2; pass++) { /* 1: size the results; 2: make them */

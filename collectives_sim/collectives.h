@@ -102,14 +102,15 @@ LT_API lt_trace *lt_comm_trace(lt_comm *c);
 
 /* every member gets the concatenation of the group's shards along `dim`
  * (all other dims must agree across the group) */
-LT_API lt_status lt_all_gather(lt_comm *c, int mesh_dim, lt_tensor *const *in, int dim, lt_tensor **out);
+LT_API lt_status lt_all_gather(lt_comm *c, int mesh_dim, lt_tensor *const *in, int dim,
+                               lt_tensor **out);
 /* every member gets op over the group (shapes must agree) */
 LT_API lt_status lt_all_reduce(lt_comm *c, int mesh_dim, lt_tensor *const *in, lt_redop op,
                                lt_tensor **out);
 /* reduce over the group, then member j keeps piece j of `dim` split by rule
  * (rule NULL = chunk) */
-LT_API lt_status lt_reduce_scatter(lt_comm *c, int mesh_dim, lt_tensor *const *in, lt_redop op, int dim,
-                                   const lt_split_rule *rule, lt_tensor **out);
+LT_API lt_status lt_reduce_scatter(lt_comm *c, int mesh_dim, lt_tensor *const *in, lt_redop op,
+                                   int dim, const lt_split_rule *rule, lt_tensor **out);
 /* member i splits its shard along split_dim by rule into group-size pieces;
  * member j receives piece j of every member, concatenated along concat_dim
  * in group order (rule NULL = chunk) */
@@ -117,7 +118,8 @@ LT_API lt_status lt_all_to_all(lt_comm *c, int mesh_dim, lt_tensor *const *in, i
                                int concat_dim, const lt_split_rule *rule, lt_tensor **out);
 /* every member gets a copy of the root member's shard (non-root inputs are
  * ignored and may be NULL) */
-LT_API lt_status lt_broadcast(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, lt_tensor **out);
+LT_API lt_status lt_broadcast(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root,
+                              lt_tensor **out);
 /* the root's shard split along dim by rule; member j gets piece j (non-root
  * inputs ignored, may be NULL) */
 LT_API lt_status lt_scatter(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, int dim,
@@ -129,8 +131,8 @@ LT_API lt_status lt_gather(lt_comm *c, int mesh_dim, lt_tensor *const *in, int r
 /* (named lt_reduce_ranks: lt_reduce is the kernels reduction over dims,
  * kernels/math.h)
  * the root gets op over the group; others get placeholders of that shape */
-LT_API lt_status lt_reduce_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root, lt_redop op,
-                                 lt_tensor **out);
+LT_API lt_status lt_reduce_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in, int root,
+                                 lt_redop op, lt_tensor **out);
 /* (named lt_permute_ranks: lt_permute is the kernels view)
  * member i sends its shard to member perm[i]; perm is a permutation of
  * 0..group size-1 (the same for every group). A member that receives from

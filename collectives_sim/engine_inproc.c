@@ -23,9 +23,9 @@
  * a parallel section splits a reduction or a copy of at least two pieces
  * (lt__inproc_piece_bytes(), engine_impl.h) into element ranges and
  * sub-boxes of about a piece each (at most LT__INPROC_PIECES_PER_THREAD per
- * thread, handed out one by one), so one group also uses every thread. Splitting never changes a result: each output element
- * is still reduced from member 0, 1, 2, ... in that order, with the same
- * arithmetic, by exactly one piece.
+ * thread, handed out one by one), so one group also uses every thread. Splitting never changes a
+ * result: each output element is still reduced from member 0, 1, 2, ... in that order, with the
+ * same arithmetic, by exactly one piece.
  *
  * Reduction semantics: group order (member 0 first); f32 accumulates in f32,
  * f64 in f64, bf16/f16 in f32 rounded once at the end; i32/i64 sum and
@@ -49,7 +49,7 @@
 #include <emmintrin.h>
 #endif
 
-#define BLK 16384              /* elements per reduction block: 128 KiB of 8-byte accumulators (L2) */
+#define BLK 16384 /* elements per reduction block: 128 KiB of 8-byte accumulators (L2) */
 #define NT_MIN (16u << 20)     /* group output bytes from which copies stream past the cache */
 #define NT_RUN 1024            /* shortest copy worth streaming */
 #define RED_ALIGN 256          /* reduction pieces start on multiples of this many elements */
@@ -148,7 +148,8 @@ static int64_t pieces_for(size_t bytes, int64_t max_pieces) {
     size_t piece = lt__inproc_piece_bytes();
     if (w <= 1 || bytes / 2 < piece) return 1;
     int64_t p = (int64_t)(bytes / piece);
-    if (p > (int64_t)w * LT__INPROC_PIECES_PER_THREAD) p = (int64_t)w * LT__INPROC_PIECES_PER_THREAD;
+    if (p > (int64_t)w * LT__INPROC_PIECES_PER_THREAD)
+        p = (int64_t)w * LT__INPROC_PIECES_PER_THREAD;
     if (p > max_pieces) p = max_pieces;
     return p < 1 ? 1 : p;
 }
@@ -231,7 +232,8 @@ typedef struct box {
 
 /* Fills *b from shape[nd] with destination strides dstr and source strides
  * sstr; returns 0 when the box is empty. */
-static int box_merge(int nd, const int64_t *shape, const int64_t *dstr, const int64_t *sstr, mbox *b) {
+static int box_merge(int nd, const int64_t *shape, const int64_t *dstr, const int64_t *sstr,
+                     mbox *b) {
     int m = 0;
     for (int i = 0; i < nd; i++) {
         if (shape[i] == 0) return 0;
@@ -374,7 +376,8 @@ static lt_status copy_task(void *ctx, int64_t t) {
     int64_t i = t - it->first;
     mbox b = it->b;
     int64_t len = b.m ? b.sh[0] : 1;
-    int64_t at = piece_at(len, it->pieces, i, it->align), end = piece_at(len, it->pieces, i + 1, it->align);
+    int64_t at = piece_at(len, it->pieces, i, it->align),
+            end = piece_at(len, it->pieces, i + 1, it->align);
     if (end > at) {
         int64_t ds = 0, ss = 0;
         if (b.m) {
@@ -382,7 +385,8 @@ static lt_status copy_task(void *ctx, int64_t t) {
             ds = b.ds[0];
             ss = b.ss[0];
         }
-        box_run(j->nt, j->es, &b, it->dst + at * ds * (int64_t)j->es, it->src + at * ss * (int64_t)j->es);
+        box_run(j->nt, j->es, &b, it->dst + at * ds * (int64_t)j->es,
+                it->src + at * ss * (int64_t)j->es);
     }
     nt_end(j->nt);
     return LT_OK;
@@ -395,7 +399,8 @@ static lt_status copier_finish(copier *cp) {
     for (int64_t k = 0; k < cp->n; k++) {
         citem *it = &cp->L->items[k];
         size_t bytes = (size_t)it->first;
-        it->align = it->b.m == 1 && cp->es < 4096 ? (int64_t)(4096 / cp->es) : 1; /* a dense run splits on pages */
+        it->align = it->b.m == 1 && cp->es < 4096 ? (int64_t)(4096 / cp->es)
+                                                  : 1; /* a dense run splits on pages */
         int64_t units = it->b.m ? (it->b.sh[0] + it->align - 1) / it->align : 1;
         int64_t p = (int64_t)((double)total * (double)bytes / (double)cp->bytes + 0.5);
         if (p < 1) p = 1;
@@ -429,7 +434,8 @@ static lt_status copy_into(copier *cp, lt_tensor *dst, int d, int64_t start, con
 
 /* Copies the piece of src that starts at `start` along dim d (of length
  * dst->shape[d]) into all of dst (contiguous). */
-static lt_status copy_piece(copier *cp, lt_tensor *dst, const lt_tensor *src, int d, int64_t start) {
+static lt_status copy_piece(copier *cp, lt_tensor *dst, const lt_tensor *src, int d,
+                            int64_t start) {
     if (box_empty(dst->ndim, dst->shape)) return LT_OK;
     int64_t dstr[LT_MAX_DIMS];
     rm_strides(dst, dstr);
@@ -480,8 +486,12 @@ static void acc_init(lane *c, lt_dtype dt, const char *s, int64_t m) {
     switch (dt) {
     case LT_F32: memcpy(c->acc.f, s, (size_t)m * 4); break;
     case LT_F64: memcpy(c->acc.d, s, (size_t)m * 8); break;
-    case LT_BF16: for (int64_t k = 0; k < m; k++) c->acc.f[k] = bf16_load((const uint16_t *)s + k); break;
-    case LT_F16: for (int64_t k = 0; k < m; k++) c->acc.f[k] = lt_f16_to_f32(((const uint16_t *)s)[k]); break;
+    case LT_BF16:
+        for (int64_t k = 0; k < m; k++) c->acc.f[k] = bf16_load((const uint16_t *)s + k);
+        break;
+    case LT_F16:
+        for (int64_t k = 0; k < m; k++) c->acc.f[k] = lt_f16_to_f32(((const uint16_t *)s)[k]);
+        break;
     case LT_I32: for (int64_t k = 0; k < m; k++) c->acc.i[k] = ((const int32_t *)s)[k]; break;
     case LT_I64: memcpy(c->acc.u, s, (size_t)m * 8); break;
     case LT_BOOL: for (int64_t k = 0; k < m; k++) c->acc.b[k] = s[k] != 0; break;
@@ -525,7 +535,8 @@ static void acc_comb(lane *c, lt_dtype dt, lt_redop op, const char *s, int64_t m
         case LT_REDOP_MAX: for (int64_t k = 0; k < m; k++) a[k] = x[k] > a[k] ? x[k] : a[k]; break;
         case LT_REDOP_MIN: for (int64_t k = 0; k < m; k++) a[k] = x[k] < a[k] ? x[k] : a[k]; break;
         case LT_REDOP_PRODUCT: /* wraps: the low 32 bits are exact in uint64 */
-            for (int64_t k = 0; k < m; k++) a[k] = (int64_t)(uint32_t)((uint64_t)a[k] * (uint64_t)(int64_t)x[k]);
+            for (int64_t k = 0; k < m; k++)
+                a[k] = (int64_t)(uint32_t)((uint64_t)a[k] * (uint64_t)(int64_t)x[k]);
             break;
         default: break;
         }
@@ -537,8 +548,14 @@ static void acc_comb(lane *c, lt_dtype dt, lt_redop op, const char *s, int64_t m
         switch (op) {
         case LT_REDOP_SUM:
         case LT_REDOP_AVG: for (int64_t k = 0; k < m; k++) a[k] += (uint64_t)x[k]; break;
-        case LT_REDOP_MAX: for (int64_t k = 0; k < m; k++) if (x[k] > (int64_t)a[k]) a[k] = (uint64_t)x[k]; break;
-        case LT_REDOP_MIN: for (int64_t k = 0; k < m; k++) if (x[k] < (int64_t)a[k]) a[k] = (uint64_t)x[k]; break;
+        case LT_REDOP_MAX:
+            for (int64_t k = 0; k < m; k++)
+                if (x[k] > (int64_t)a[k]) a[k] = (uint64_t)x[k];
+            break;
+        case LT_REDOP_MIN:
+            for (int64_t k = 0; k < m; k++)
+                if (x[k] < (int64_t)a[k]) a[k] = (uint64_t)x[k];
+            break;
         case LT_REDOP_PRODUCT: for (int64_t k = 0; k < m; k++) a[k] *= (uint64_t)x[k]; break;
         default: break;
         }
@@ -642,7 +659,8 @@ typedef struct red_job {
 
 /* Elements [a, e) of the run, block by block, in lane L's accumulator;
  * dst (and every extra output) holds the run's elements from `origin` on. */
-static void reduce_span(lane *L, const red_job *j, int64_t a, int64_t e, char *dst, int64_t origin) {
+static void reduce_span(lane *L, const red_job *j, int64_t a, int64_t e, char *dst,
+                        int64_t origin) {
     lt_dtype dt = j->dt;
     lt_redop op = j->op;
     int n = j->n;
@@ -652,7 +670,8 @@ static void reduce_span(lane *L, const red_job *j, int64_t a, int64_t e, char *d
         size_t at = (size_t)(j->off + b) * es;
         acc_init(L, dt, j->src[0] + at, m);
         int i = 1;
-        if (op == LT_REDOP_SUM || op == LT_REDOP_AVG) /* two inputs per pass: half the acc traffic */
+        if (op == LT_REDOP_SUM ||
+            op == LT_REDOP_AVG) /* two inputs per pass: half the acc traffic */
             for (; i + 1 < n && acc_comb2(L, dt, j->src[i] + at, j->src[i + 1] + at, m); i += 2) {}
         for (; i < n; i++) acc_comb(L, dt, op, j->src[i] + at, m);
         size_t nb = (size_t)m * es, to = (size_t)(b - origin) * es;
@@ -688,7 +707,8 @@ static lt_status reduce_task(void *ctx, int64_t i) {
     const red_job *j = ctx;
     lane *L = NULL;
     LT_TRY(lane_get(j->c, &L));
-    reduce_range(L, j, piece_at(j->count, j->pieces, i, RED_ALIGN), piece_at(j->count, j->pieces, i + 1, RED_ALIGN));
+    reduce_range(L, j, piece_at(j->count, j->pieces, i, RED_ALIGN),
+                 piece_at(j->count, j->pieces, i + 1, RED_ALIGN));
     nt_end(j->nt);
     return LT_OK;
 }
@@ -767,8 +787,10 @@ static lt_status walk_all_gather(void *ctx, const lt_coll_group *g, lt_tensor *c
         }
     }
     if (!st) st = copier_finish(&cp);
-    for (int p = 1; p < g->size && !cp.batch && !st; p++)   /* a member sharing first's buffer has it already */
-        if (data_of(out[g->ranks[p]]) != data_of(first)) st = copy_into(&cp, out[g->ranks[p]], -1, 0, first);
+    for (int p = 1; p < g->size && !cp.batch && !st;
+         p++) /* a member sharing first's buffer has it already */
+        if (data_of(out[g->ranks[p]]) != data_of(first))
+            st = copy_into(&cp, out[g->ranks[p]], -1, 0, first);
     nt_end(cp.nt);
     return st;
 }
@@ -786,7 +808,8 @@ static lt_status walk_all_reduce(void *ctx, const lt_coll_group *g, lt_tensor *c
     red_job j = red_begin(c, L, g, first->dtype, nt_begin(g, out));
     int nextra = 0;   /* members sharing first's buffer have the result already */
     for (int p = 1; p < g->size; p++)
-        if (data_of(out[g->ranks[p]]) != data_of(first)) L->dst[nextra++] = data_of(out[g->ranks[p]]);
+        if (data_of(out[g->ranks[p]]) != data_of(first))
+            L->dst[nextra++] = data_of(out[g->ranks[p]]);
     j.count = count;
     j.dst = data_of(first);
     j.extra = L->dst;
@@ -823,7 +846,8 @@ static lt_status walk_reduce_scatter(void *ctx, const lt_coll_group *g, lt_tenso
     lane *L = NULL;
     const lt_tensor *t0 = in[g->ranks[0]];
     int d = g->dim;
-    if (box_empty(t0->ndim, t0->shape)) return LT_OK; /* before the products: other dims may be huge */
+    if (box_empty(t0->ndim, t0->shape))
+        return LT_OK; /* before the products: other dims may be huge */
     int64_t outer = 1, inner = 1, dsize = t0->shape[d];
     for (int i = 0; i < d; i++) outer *= t0->shape[i];
     for (int i = d + 1; i < t0->ndim; i++) inner *= t0->shape[i];
@@ -875,8 +899,9 @@ static lt_status walk_all_to_all(void *ctx, const lt_coll_group *g, lt_tensor *c
             box[sd] = g->sizes[i * n + j];
             L->off[i] += box[sd];
             if (!box_empty(src->ndim, box) && !st)
-                st = box_copy(&cp, src->ndim, box, data_of(dst) + cat_at * dstr[cd] * (int64_t)es, dstr,
-                              data_of(src) + soff * src->strides[sd] * (int64_t)es, src->strides);
+                st = box_copy(&cp, src->ndim, box, data_of(dst) + cat_at * dstr[cd] * (int64_t)es,
+                              dstr, data_of(src) + soff * src->strides[sd] * (int64_t)es,
+                              src->strides);
             cat_at += box[cd];
         }
     }
@@ -895,7 +920,8 @@ static lt_status walk_broadcast(void *ctx, const lt_coll_group *g, lt_tensor *co
     for (int p = 0; p < g->size && !st; p++) {
         lt_tensor *dst = out[g->ranks[p]];
         if (data_of(dst) == data_of(src) && lt_is_contiguous(src)) continue; /* in place */
-        if (p > 0 && data_of(dst) == data_of(out[g->ranks[0]])) continue;   /* shares member 0's result */
+        if (p > 0 && data_of(dst) == data_of(out[g->ranks[0]]))
+            continue; /* shares member 0's result */
         st = copy_into(&cp, dst, -1, 0, src);
     }
     if (!st) st = copier_finish(&cp);
@@ -955,11 +981,11 @@ static lt_status walk_permute(void *ctx, const lt_coll_group *g, lt_tensor *cons
  * cuda-emu: memory the host must not read) go to the kernel path
  * (engine_kernels.c) whoever calls — collectives.c, or an engine built from
  * this table that calls an entry itself; host shards to the walks above. */
-#define INPROC_ENTRY(op)                                                                                  \
-    static lt_status inproc_##op(void *ctx, const lt_coll_group *g, lt_tensor *const *in,                 \
-                                 lt_tensor *const *out) {                                                 \
-        lt_coll_fn k = lt__engine_kernels_fn(NULL, inproc_##op, g, in, out);                              \
-        return k != inproc_##op ? k(ctx, g, in, out) : walk_##op(ctx, g, in, out);                        \
+#define INPROC_ENTRY(op)                                                                           \
+    static lt_status inproc_##op(void *ctx, const lt_coll_group *g, lt_tensor *const *in,          \
+                                 lt_tensor *const *out) {                                          \
+        lt_coll_fn k = lt__engine_kernels_fn(NULL, inproc_##op, g, in, out);                       \
+        return k != inproc_##op ? k(ctx, g, in, out) : walk_##op(ctx, g, in, out);                 \
     }
 INPROC_ENTRY(all_gather)
 INPROC_ENTRY(all_reduce)

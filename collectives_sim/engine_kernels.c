@@ -41,7 +41,8 @@ static lt_status copy_into(lt_tensor *dst, int d, int64_t start, const lt_tensor
     return lt_copy(&v, src);
 }
 
-static lt_status k_all_gather(void *ctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
+static lt_status k_all_gather(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+                              lt_tensor *const *out) {
     (void)ctx;
     lt_tensor *first = out[g->ranks[0]];
     int64_t at = 0;
@@ -54,7 +55,8 @@ static lt_status k_all_gather(void *ctx, const lt_coll_group *g, lt_tensor *cons
     return LT_OK;
 }
 
-static lt_status k_gather(void *ctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
+static lt_status k_gather(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+                          lt_tensor *const *out) {
     (void)ctx;
     lt_tensor *dst = out[g->ranks[g->root]];
     int64_t at = 0;
@@ -66,14 +68,17 @@ static lt_status k_gather(void *ctx, const lt_coll_group *g, lt_tensor *const *i
     return LT_OK;
 }
 
-static lt_status k_broadcast(void *ctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
+static lt_status k_broadcast(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+                             lt_tensor *const *out) {
     (void)ctx;
     const lt_tensor *src = in[g->ranks[g->root]];
-    for (int p = 0; p < g->size; p++) LT_TRY(lt_copy(out[g->ranks[p]], src)); /* in place: a no-op */
+    for (int p = 0; p < g->size; p++)
+        LT_TRY(lt_copy(out[g->ranks[p]], src)); /* in place: a no-op */
     return LT_OK;
 }
 
-static lt_status k_scatter(void *ctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
+static lt_status k_scatter(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+                           lt_tensor *const *out) {
     (void)ctx;
     const lt_tensor *src = in[g->ranks[g->root]];
     int64_t start = 0;
@@ -86,7 +91,8 @@ static lt_status k_scatter(void *ctx, const lt_coll_group *g, lt_tensor *const *
     return LT_OK;
 }
 
-static lt_status k_permute(void *ctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
+static lt_status k_permute(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+                           lt_tensor *const *out) {
     (void)ctx;
     for (int i = 0; i < g->size; i++) LT_TRY(lt_copy(out[g->ranks[g->perm[i]]], in[g->ranks[i]]));
     return LT_OK;
@@ -94,7 +100,8 @@ static lt_status k_permute(void *ctx, const lt_coll_group *g, lt_tensor *const *
 
 /* piece (i -> j): member i's box at its running offset along dim, into member
  * j's output at the running offset along concat_dim */
-static lt_status k_all_to_all(void *ctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
+static lt_status k_all_to_all(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+                              lt_tensor *const *out) {
     (void)ctx;
     int n = g->size, sd = g->dim, cd = g->concat_dim;
     int64_t off[64], *offs = n <= 64 ? off : lt__calloc((size_t)n, sizeof *offs);
@@ -121,8 +128,8 @@ static lt_status k_all_to_all(void *ctx, const lt_coll_group *g, lt_tensor *cons
 /* dst (launch shape (outer, len), strides dst_st) = the group's reduction of
  * the members' inputs at p0 + (r, c) . src_st. Strided inputs are copied
  * contiguous first (the same backend's kernel). */
-static lt_status reduce_into(const lt_coll_group *g, lt_tensor *const *in, lt_tensor *dst, int64_t outer,
-                             int64_t len, int64_t p0, int64_t s0, int64_t d0) {
+static lt_status reduce_into(const lt_coll_group *g, lt_tensor *const *in, lt_tensor *dst,
+                             int64_t outer, int64_t len, int64_t p0, int64_t s0, int64_t d0) {
     int n = g->size;
     const char *srcs_stack[64], **srcs = n <= 64 ? srcs_stack : lt__calloc((size_t)n, sizeof *srcs);
     lt_tensor *tmp_stack[64], **tmp = n <= 64 ? tmp_stack : lt__calloc((size_t)n, sizeof *tmp);
@@ -158,7 +165,8 @@ static lt_status reduce_into(const lt_coll_group *g, lt_tensor *const *in, lt_te
     return st;
 }
 
-static lt_status k_all_reduce(void *ctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
+static lt_status k_all_reduce(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+                              lt_tensor *const *out) {
     (void)ctx;
     lt_tensor *first = out[g->ranks[0]];
     int64_t count = lt_numel(first);
@@ -168,7 +176,8 @@ static lt_status k_all_reduce(void *ctx, const lt_coll_group *g, lt_tensor *cons
     return LT_OK;
 }
 
-static lt_status k_reduce(void *ctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
+static lt_status k_reduce(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+                          lt_tensor *const *out) {
     (void)ctx;
     lt_tensor *dst = out[g->ranks[g->root]];
     int64_t count = lt_numel(dst);
@@ -177,7 +186,8 @@ static lt_status k_reduce(void *ctx, const lt_coll_group *g, lt_tensor *const *i
 
 /* member j's piece: for every index of the dims before dim, one run of the
  * reduced tensor */
-static lt_status k_reduce_scatter(void *ctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
+static lt_status k_reduce_scatter(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+                                  lt_tensor *const *out) {
     (void)ctx;
     const lt_tensor *t0 = in[g->ranks[0]];
     int d = g->dim;
@@ -188,7 +198,8 @@ static lt_status k_reduce_scatter(void *ctx, const lt_coll_group *g, lt_tensor *
     for (int j = 0; j < g->size; j++) {
         int64_t len = g->sizes[j] * inner;
         if (len > 0)
-            LT_TRY(reduce_into(g, in, out[g->ranks[j]], outer, len, start * inner, dsize * inner, len));
+            LT_TRY(reduce_into(g, in, out[g->ranks[j]], outer, len, start * inner, dsize * inner,
+                               len));
         start += g->sizes[j];
     }
     return LT_OK;
@@ -227,17 +238,21 @@ static int on_kernels(const lt_coll_group *g, lt_tensor *const *in, lt_tensor *c
 /* 1 when some tensor of the group is on a backend the host cannot read. */
 static int any_off_host(const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
     for (int p = 0; p < g->size; p++)
-        if ((in[g->ranks[p]] && !lt__on_host(in[g->ranks[p]])) || (out[g->ranks[p]] && !lt__on_host(out[g->ranks[p]])))
+        if ((in[g->ranks[p]] && !lt__on_host(in[g->ranks[p]])) ||
+            (out[g->ranks[p]] && !lt__on_host(out[g->ranks[p]])))
             return 1;
     return 0;
 }
 
 /* A group that mixes backends with device memory: refused, by name. */
-static lt_status k_mixed(void *ctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
+static lt_status k_mixed(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+                         lt_tensor *const *out) {
     (void)ctx, (void)in, (void)out;
-    return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
-                        "not supported yet: a collective (group %d) whose shards lie on different backends, "
-                        "one of them off the host", g->index);
+    return lt__err_code(
+        LT_UNSUPPORTED, LT_ERR_NOT_YET,
+        "not supported yet: a collective (group %d) whose shards lie on different backends, "
+        "one of them off the host",
+        g->index);
 }
 
 const char *lt__engine_kernels_name(void) { return kernels_iface.name; }
@@ -246,11 +261,13 @@ lt_coll_fn lt__engine_kernels_fn(const lt_engine_i *eng, lt_coll_fn fn, const lt
                                  lt_tensor *const *in, lt_tensor *const *out) {
     (void)eng; /* by function: an engine built from the in-process table (a test's) too */
     const lt_engine_i *ip = lt_engine_inproc();
-    const lt_coll_fn from[] = {ip->all_gather, ip->all_reduce, ip->reduce_scatter, ip->all_to_all, ip->broadcast,
-                               ip->scatter, ip->gather, ip->reduce, ip->permute};
-    const lt_coll_fn to[] = {kernels_iface.all_gather, kernels_iface.all_reduce, kernels_iface.reduce_scatter,
-                             kernels_iface.all_to_all, kernels_iface.broadcast, kernels_iface.scatter,
-                             kernels_iface.gather, kernels_iface.reduce, kernels_iface.permute};
+    const lt_coll_fn from[] = {ip->all_gather, ip->all_reduce, ip->reduce_scatter,
+                               ip->all_to_all, ip->broadcast,  ip->scatter,
+                               ip->gather,     ip->reduce,     ip->permute};
+    const lt_coll_fn to[] = {
+        kernels_iface.all_gather, kernels_iface.all_reduce, kernels_iface.reduce_scatter,
+        kernels_iface.all_to_all, kernels_iface.broadcast,  kernels_iface.scatter,
+        kernels_iface.gather,     kernels_iface.reduce,     kernels_iface.permute};
     for (size_t i = 0; i < sizeof from / sizeof from[0]; i++) {
         if (fn != from[i]) continue;
         if (on_kernels(g, in, out)) return to[i];

@@ -67,7 +67,9 @@ static int world_round(int where, int a, int b, int *r, const stop_note *mine) {
     int nproc, proc;
     MPI_Comm_size(MPI_COMM_WORLD, &nproc);
     MPI_Comm_rank(MPI_COMM_WORLD, &proc);
-    int v[HDR] = {where, -where, where == AT_END && mine ? proc : nproc, where == AT_END ? proc : nproc, a, b};
+    int v[HDR] = {
+        where, -where, where == AT_END && mine ? proc : nproc, where == AT_END ? proc : nproc,
+        a,     b};
     MPI_Allreduce(v, r, HDR, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     lt__mpi_progress++;
     if (r[0] == -r[1]) return 1;   /* every process is here */
@@ -80,8 +82,10 @@ static int world_round(int where, int a, int b, int *r, const stop_note *mine) {
     memset(&n, 0, sizeof n);
     if (proc == root && mine) n = *mine;
     else if (proc == root)
-        snprintf(n.msg, sizeof n.msg, "mpi engine: process %d ended its unit of work (a scenario case) before "
-                 "this collective call", proc);
+        snprintf(n.msg, sizeof n.msg,
+                 "mpi engine: process %d ended its unit of work (a scenario case) before "
+                 "this collective call",
+                 proc);
     if (n.st == LT_OK) n.st = LT_INVALID;
     MPI_Bcast(&n, (int)sizeof n, MPI_BYTE, root, MPI_COMM_WORLD);
     if (where != AT_END) {
@@ -93,7 +97,8 @@ static int world_round(int where, int a, int b, int *r, const stop_note *mine) {
 
 /* The error of a call that world_round found other processes elsewhere. */
 static lt_status world_echo_err(void) {
-    if (g_echo_from < 0) return lt__err(LT_INVALID, "mpi engine: the processes are in different collective calls");
+    if (g_echo_from < 0)
+        return lt__err(LT_INVALID, "mpi engine: the processes are in different collective calls");
     return lt__err((lt_status)g_echo.st, "%s (on process %d)", g_echo.msg, g_echo_from);
 }
 
@@ -110,7 +115,9 @@ void lt_engine_mpi_end_unit(lt_status st, int tag, const char *msg, int *vals) {
     n.tag = tag;
     snprintf(n.msg, sizeof n.msg, "%s", msg ? msg : "");
     int r[HDR];
-    while (!world_round(AT_END, vals ? vals[0] : INT_MAX, vals ? vals[1] : INT_MAX, r, st ? &n : NULL)) {}
+    while (!world_round(AT_END, vals ? vals[0] : INT_MAX, vals ? vals[1] : INT_MAX, r,
+                        st ? &n : NULL)) {
+    }
     if (vals) {   /* the round where every process was here */
         vals[0] = r[4];
         vals[1] = r[5];
@@ -245,7 +252,8 @@ static void mpi_free(void *vctx);
 static lt_status mpi_init(const lt_mesh *m, void **out) {
     int inited = 0;
     MPI_Initialized(&inited);
-    if (!inited) return lt__err(LT_INVALID, "mpi engine: MPI is not initialised (call MPI_Init first)");
+    if (!inited)
+        return lt__err(LT_INVALID, "mpi engine: MPI is not initialised (call MPI_Init first)");
     int nproc, proc;
     MPI_Comm_size(MPI_COMM_WORLD, &nproc);
     MPI_Comm_rank(MPI_COMM_WORLD, &proc);
@@ -255,8 +263,10 @@ static lt_status mpi_init(const lt_mesh *m, void **out) {
     if (nproc > m->world && !opt.idle_extra) {
         char ms[128];
         lt_mesh_str(m, ms, sizeof ms);
-        return lt__err(LT_INVALID, "mpi engine: %d processes but mesh %s has only %d rank%s (run "
-                       "with 1 to %d processes)", nproc, ms, m->world, m->world == 1 ? "" : "s", m->world);
+        return lt__err(LT_INVALID,
+                       "mpi engine: %d processes but mesh %s has only %d rank%s (run "
+                       "with 1 to %d processes)",
+                       nproc, ms, m->world, m->world == 1 ? "" : "s", m->world);
     }
     mpi_ctx *c = lt__calloc(1, sizeof *c);
     size_t w = (size_t)m->world;
@@ -370,8 +380,8 @@ lt_coll_fn lt__mpi_ip_fn(const lt_engine_i *ip, kind k) {
  * result from the (complete) inputs, and the scratch results replace my
  * members' (compared first, under cross-check). Inputs are read before any
  * output is written, so in-place calls stay correct. */
-static lt_status shadow_span(mpi_ctx *c, const grp_info *gi, const lt_coll_group *g, lt_tensor *const *in,
-                             lt_tensor *const *out, kind k) {
+static lt_status shadow_span(mpi_ctx *c, const grp_info *gi, const lt_coll_group *g,
+                             lt_tensor *const *in, lt_tensor *const *out, kind k) {
     int lo = gi->mine_lo, hi = gi->mine_lo + gi->mine_cnt;
     lt_status st = LT_OK;
     for (int p = lo; p < hi; p++) {
@@ -379,7 +389,8 @@ static lt_status shadow_span(mpi_ctx *c, const grp_info *gi, const lt_coll_group
         const lt_tensor *o = out[r];
         c->eout[r] = out[r];
         if (!st && !o->placeholder) {
-            st = lt__tensor_new_uninit(lt_backend_cpu(), o->dtype, o->ndim, o->shape, &c->scr[r]); /* on the host */
+            st = lt__tensor_new_uninit(lt_backend_cpu(), o->dtype, o->ndim, o->shape,
+                                       &c->scr[r]); /* on the host */
             c->eout[r] = c->scr[r];
         }
     }
@@ -393,8 +404,10 @@ static lt_status shadow_span(mpi_ctx *c, const grp_info *gi, const lt_coll_group
             size_t nb = lt_nbytes(out[r]), es = lt_dtype_size(out[r]->dtype);
             for (size_t i = 0; i < nb; i++)
                 if (a[i] != b[i]) {
-                    st = lt__err(LT_INVALID, "cross-check: rank %d's result differs from the in-process "
-                                 "engine's at element %zu", r, i / es);
+                    st = lt__err(LT_INVALID,
+                                 "cross-check: rank %d's result differs from the in-process "
+                                 "engine's at element %zu",
+                                 r, i / es);
                     break;
                 }
         }
@@ -434,8 +447,8 @@ static lt_status mpi_agree_call(void *vctx, lt_status st) {
     return lt__err((lt_status)code, "%s (on process %d)", msg, first);
 }
 
-static lt_status dispatch(void *vctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out,
-                          kind k) {
+static lt_status dispatch(void *vctx, const lt_coll_group *g, lt_tensor *const *in,
+                          lt_tensor *const *out, kind k) {
     mpi_ctx *c = vctx;
     const grp_info *gi = &c->gi[g->mesh_dim][g->index];
     lt_status st = LT_OK;
@@ -459,8 +472,8 @@ static lt_status dispatch(void *vctx, const lt_coll_group *g, lt_tensor *const *
  * packing read host memory, so the group's shards go through explicit host
  * copies and the outputs are copied back. A copy that fails on one process
  * is agreed over the group before any data moves (no process waits). */
-static lt_status dispatch_host(void *vctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out,
-                               kind k) {
+static lt_status dispatch_host(void *vctx, const lt_coll_group *g, lt_tensor *const *in,
+                               lt_tensor *const *out, kind k) {
     mpi_ctx *c = vctx;
     const grp_info *gi = &c->gi[g->mesh_dim][g->index];
     int off = 0, world = g->mesh->world;
@@ -468,8 +481,10 @@ static lt_status dispatch_host(void *vctx, const lt_coll_group *g, lt_tensor *co
         int r = g->ranks[p];
         off = (in[r] && !lt__on_host(in[r])) || (out[r] && !lt__on_host(out[r]));
     }
-    if (!off || gi->nproc == 1) return dispatch(vctx, g, in, out, k);   /* in-process: kernels on the backend */
-    lt_tensor **hin = lt__calloc((size_t)world, sizeof *hin), **hout = lt__calloc((size_t)world, sizeof *hout);
+    if (!off || gi->nproc == 1)
+        return dispatch(vctx, g, in, out, k); /* in-process: kernels on the backend */
+    lt_tensor **hin = lt__calloc((size_t)world, sizeof *hin),
+              **hout = lt__calloc((size_t)world, sizeof *hout);
     lt_status st = hin && hout ? LT_OK : lt__err(LT_NOMEM, "MPI engine: out of memory");
     for (int p = 0; p < g->size && !st; p++) {
         int r = g->ranks[p];
@@ -491,9 +506,10 @@ static lt_status dispatch_host(void *vctx, const lt_coll_group *g, lt_tensor *co
     return st;
 }
 
-#define MPI_FN(fname, k)                                                                          \
-    static lt_status fname(void *ctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) { \
-        return dispatch_host(ctx, g, in, out, k);                                                 \
+#define MPI_FN(fname, k)                                                                           \
+    static lt_status fname(void *ctx, const lt_coll_group *g, lt_tensor *const *in,                \
+                           lt_tensor *const *out) {                                                \
+        return dispatch_host(ctx, g, in, out, k);                                                  \
     }
 MPI_FN(mpi_all_gather, K_AG)
 MPI_FN(mpi_all_reduce, K_AR)

@@ -69,7 +69,7 @@ lt_status lt__mpi_path(mpi_ctx *c, const grp_info *gi, const lt_coll_group *g, l
  * engine, and my members' results compared byte for byte with what MPI
  * produced (LT_INVALID naming the rank). Allocates and frees its own
  * scratch; collective over the group. */
-lt_status lt__mpi_cross_check(mpi_ctx *c, const grp_info *gi, const lt_coll_group *g, lt_tensor *const *in,
-                              lt_tensor *const *out, kind k);
+lt_status lt__mpi_cross_check(mpi_ctx *c, const grp_info *gi, const lt_coll_group *g,
+                              lt_tensor *const *in, lt_tensor *const *out, kind k);
 
 #endif

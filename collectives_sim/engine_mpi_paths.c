@@ -35,8 +35,10 @@ static int64_t shape_numel(int nd, const int64_t *sh) { return lt__numel_sat(nd,
 
 static lt_status count_ok(int64_t n) {
     if (n > INT_MAX)
-        return lt__err(LT_UNSUPPORTED, "not supported yet: an MPI message of %lld elements (more than "
-                       "2^31-1) under the mpi engine", (long long)n);
+        return lt__err(LT_UNSUPPORTED,
+                       "not supported yet: an MPI message of %lld elements (more than "
+                       "2^31-1) under the mpi engine",
+                       (long long)n);
     return LT_OK;
 }
 
@@ -47,7 +49,8 @@ static lt_status buf_new(lt_dtype dt, int64_t n, lt_tensor **out) {
 }
 
 /* A view of buf's elements [off, off + numel(shape)) with that shape. */
-static lt_status buf_view(const lt_tensor *buf, int64_t off, int nd, const int64_t *shape, lt_tensor **out) {
+static lt_status buf_view(const lt_tensor *buf, int64_t off, int nd, const int64_t *shape,
+                          lt_tensor **out) {
     lt_tensor *nar = NULL;
     LT_TRY(lt_narrow(buf, 0, off, shape_numel(nd, shape), &nar));
     lt_status st = lt_reshape(nar, nd, shape, out);
@@ -75,8 +78,8 @@ static lt_status place(lt_tensor *dst, int d, int64_t at, const lt_tensor *src) 
 }
 
 /* dst (its shape) = buf[off ..) */
-static lt_status unpack(lt_tensor *dst, int d, int64_t at, const lt_tensor *buf, int64_t off, int nd,
-                        const int64_t *shape) {
+static lt_status unpack(lt_tensor *dst, int d, int64_t at, const lt_tensor *buf, int64_t off,
+                        int nd, const int64_t *shape) {
     lt_tensor *v = NULL;
     LT_TRY(buf_view(buf, off, nd, shape, &v));
     lt_status st = place(dst, d, at, v);
@@ -86,7 +89,8 @@ static lt_status unpack(lt_tensor *dst, int d, int64_t at, const lt_tensor *buf,
 
 /* dst = op over pieces[0..n) in group order, by the in-process engine's
  * reduction (bit-identical to an in-process run). */
-static lt_status local_reduce(mpi_ctx *c, lt_redop op, int n, lt_tensor *const *pieces, lt_tensor *dst) {
+static lt_status local_reduce(mpi_ctx *c, lt_redop op, int n, lt_tensor *const *pieces,
+                              lt_tensor *dst) {
     lt_coll_group fg;
     memset(&fg, 0, sizeof fg);
     fg.mesh = &c->mesh;
@@ -118,7 +122,8 @@ static lt_status exchange_shapes(const mpi_ctx *c, const grp_info *gi, const lt_
     int64_t *sh = x->sh;
     /* shadow mode: every process holds every member's input, so the rows
      * the owners would send are here already (the same on every process) */
-    int lo = c->opt.shadow ? 0 : gi->mine_lo, hi = c->opt.shadow ? g->size : gi->mine_lo + gi->mine_cnt;
+    int lo = c->opt.shadow ? 0 : gi->mine_lo,
+        hi = c->opt.shadow ? g->size : gi->mine_lo + gi->mine_cnt;
     for (int p = lo; p < hi; p++) {
         const lt_tensor *t = in[g->ranks[p]];
         int64_t *row = sh + (size_t)p * SHW;
@@ -169,7 +174,8 @@ static lt_status xfer_new(const grp_info *gi, int n, int noff, xfer *x) {
 
 /* Sets counts/displs from per-process element totals (tot[k] in sc or rc),
  * checking they fit MPI's int counts. */
-static lt_status displs_of(const grp_info *gi, const int64_t *tot, int *cnt, int *dsp, int64_t *all) {
+static lt_status displs_of(const grp_info *gi, const int64_t *tot, int *cnt, int *dsp,
+                           int64_t *all) {
     int64_t at = 0;
     for (int k = 0; k < gi->nproc; k++) {
         LT_TRY(count_ok(tot[k]));
@@ -198,7 +204,8 @@ static lt_status fold(mpi_ctx *c, lt_status own) {
  * group; on error x is already freed. */
 static lt_status gather_setup(mpi_ctx *c, const grp_info *gi, const lt_coll_group *g,
                               lt_tensor *const *in, lt_dtype dt, int recv_here, xfer *x) {
-    lt_status st = lt__mpi_agree(gi, fold(c, xfer_new(gi, g->size, 1, x))); /* a failure here is everyone's */
+    lt_status st =
+        lt__mpi_agree(gi, fold(c, xfer_new(gi, g->size, 1, x))); /* a failure here is everyone's */
     if (!st) st = exchange_shapes(c, gi, g, in, x);
     if (st) { xfer_free(x); return st; }
     int64_t *tot = lt__calloc((size_t)gi->nproc, sizeof *tot);
@@ -239,7 +246,8 @@ static lt_status place_all(const xfer *x, const lt_coll_group *g, lt_tensor *o, 
     int64_t at = 0;
     for (int p = 0; !st && p < g->size; p++) {
         int src = p;
-        if (swap && g->size > 1 && p < 2 && memcmp(x->sh, x->sh + SHW, SHW * sizeof *x->sh) == 0) src = 1 - p;
+        if (swap && g->size > 1 && p < 2 && memcmp(x->sh, x->sh + SHW, SHW * sizeof *x->sh) == 0)
+            src = 1 - p;
         lt_tensor *v = NULL;
         st = gathered(x, src, &v);
         if (!st) st = place(o, g->dim, at, v);
@@ -255,8 +263,8 @@ static lt_status mpi_all_gather_span(mpi_ctx *c, const grp_info *gi, const lt_co
     xfer x;
     lt_status st = gather_setup(c, gi, g, in, dt, 1, &x);
     if (st) return st;
-    MPI_Allgatherv(lt_data(x.sbuf), x.rc[gi->me], etype(c, dt), lt_data(x.rbuf), x.rc, x.rd, etype(c, dt),
-                   gi->comm);
+    MPI_Allgatherv(lt_data(x.sbuf), x.rc[gi->me], etype(c, dt), lt_data(x.rbuf), x.rc, x.rd,
+                   etype(c, dt), gi->comm);
     for (int q = gi->mine_lo; !st && q < gi->mine_lo + gi->mine_cnt; q++)
         st = place_all(&x, g, out[g->ranks[q]], c->opt.plant_swap);
     xfer_free(&x);
@@ -274,10 +282,11 @@ static lt_status mpi_reduce_span(mpi_ctx *c, const grp_info *gi, const lt_coll_g
     if (st) return st;
     MPI_Datatype ty = etype(c, dt);
     if (rooted)
-        MPI_Gatherv(lt_data(x.sbuf), x.rc[gi->me], ty, here ? lt_data(x.rbuf) : NULL, x.rc, x.rd, ty, rootp,
-                    gi->comm);
+        MPI_Gatherv(lt_data(x.sbuf), x.rc[gi->me], ty, here ? lt_data(x.rbuf) : NULL, x.rc, x.rd,
+                    ty, rootp, gi->comm);
     else
-        MPI_Allgatherv(lt_data(x.sbuf), x.rc[gi->me], ty, lt_data(x.rbuf), x.rc, x.rd, ty, gi->comm);
+        MPI_Allgatherv(lt_data(x.sbuf), x.rc[gi->me], ty, lt_data(x.rbuf), x.rc, x.rd, ty,
+                       gi->comm);
     if (here) {
         for (int p = 0; p < g->size; p++) c->tin[p] = NULL;
         for (int p = 0; !st && p < g->size; p++) st = gathered(&x, p, &c->tin[p]);
@@ -304,8 +313,8 @@ static lt_status mpi_gather_span(mpi_ctx *c, const grp_info *gi, const lt_coll_g
     lt_status st = gather_setup(c, gi, g, in, dt, here, &x);
     if (st) return st;
     MPI_Datatype ty = etype(c, dt);
-    MPI_Gatherv(lt_data(x.sbuf), x.rc[gi->me], ty, here ? lt_data(x.rbuf) : NULL, x.rc, x.rd, ty, rootp,
-                gi->comm);
+    MPI_Gatherv(lt_data(x.sbuf), x.rc[gi->me], ty, here ? lt_data(x.rbuf) : NULL, x.rc, x.rd, ty,
+                rootp, gi->comm);
     if (here) st = place_all(&x, g, out[g->ranks[g->root]], 0);
     xfer_free(&x);
     return st;
@@ -364,15 +373,16 @@ static lt_status mpi_scatter_span(mpi_ctx *c, const grp_info *gi, const lt_coll_
             lt_tensor_free(v);
         }
     }
-    for (int q = gi->mine_lo; q < gi->mine_lo + gi->mine_cnt; q++) mine += lt_numel(out[g->ranks[q]]);
+    for (int q = gi->mine_lo; q < gi->mine_lo + gi->mine_cnt; q++)
+        mine += lt_numel(out[g->ranks[q]]);
     if (!st) st = count_ok(mine);
     if (!st) st = buf_new(dt, mine, &x.rbuf);
     lt__free(tot);
     st = lt__mpi_agree(gi, st);
     if (st) { xfer_free(&x); return st; }
     MPI_Datatype ty = etype(c, dt);
-    MPI_Scatterv(isroot ? lt_data(x.sbuf) : NULL, x.sc, x.sd, ty, lt_data(x.rbuf), (int)mine, ty, rootp,
-                 gi->comm);
+    MPI_Scatterv(isroot ? lt_data(x.sbuf) : NULL, x.sc, x.sd, ty, lt_data(x.rbuf), (int)mine, ty,
+                 rootp, gi->comm);
     int64_t at = 0;
     for (int q = gi->mine_lo; !st && q < gi->mine_lo + gi->mine_cnt; q++) {
         lt_tensor *o = out[g->ranks[q]];
@@ -412,8 +422,8 @@ static int piece(const lt_coll_group *g, pkind k, const int64_t *sh, int i, int 
     return -1;
 }
 
-static lt_status mpi_a2a_span(mpi_ctx *c, const grp_info *gi, const lt_coll_group *g, lt_tensor *const *in,
-                              lt_tensor *const *out, pkind k) {
+static lt_status mpi_a2a_span(mpi_ctx *c, const grp_info *gi, const lt_coll_group *g,
+                              lt_tensor *const *in, lt_tensor *const *out, pkind k) {
     int n = g->size, P = gi->nproc;
     int mlo = gi->mine_lo, mhi = gi->mine_lo + gi->mine_cnt;
     lt_dtype dt = out[g->ranks[mlo]]->dtype;
@@ -502,8 +512,8 @@ static lt_status mpi_a2a_span(mpi_ctx *c, const grp_info *gi, const lt_coll_grou
 /* ---- cross-check ------------------------------------------------------------------ */
 
 /* The in-process result shape of member p (returns ndim; -1: none). */
-static int xc_shape(const lt_coll_group *g, kind k, const int64_t *sh, lt_tensor *const *out, int mine_p,
-                    int p, int64_t *shape) {
+static int xc_shape(const lt_coll_group *g, kind k, const int64_t *sh, lt_tensor *const *out,
+                    int mine_p, int p, int64_t *shape) {
     int n = g->size;
     const lt_tensor *o = out[g->ranks[mine_p]];
     switch (k) {
@@ -529,7 +539,8 @@ static int xc_shape(const lt_coll_group *g, kind k, const int64_t *sh, lt_tensor
         shape[g->dim] = g->sizes[p];
         int64_t cat = 0;
         for (int i = 0; i < n; i++)
-            cat += g->concat_dim == g->dim ? g->sizes[i * n + p] : sh[(size_t)i * SHW + 1 + g->concat_dim];
+            cat += g->concat_dim == g->dim ? g->sizes[i * n + p]
+                                           : sh[(size_t)i * SHW + 1 + g->concat_dim];
         shape[g->concat_dim] = cat;
         return nd;
     }
@@ -548,8 +559,8 @@ static int xc_shape(const lt_coll_group *g, kind k, const int64_t *sh, lt_tensor
 /* Every member's input gathered here, the group run by the in-process
  * engine, and my members' results compared byte for byte with what MPI
  * produced. */
-lt_status lt__mpi_cross_check(mpi_ctx *c, const grp_info *gi, const lt_coll_group *g, lt_tensor *const *in,
-                             lt_tensor *const *out, kind k) {
+lt_status lt__mpi_cross_check(mpi_ctx *c, const grp_info *gi, const lt_coll_group *g,
+                              lt_tensor *const *in, lt_tensor *const *out, kind k) {
     int n = g->size;
     lt_dtype dt = out[g->ranks[gi->mine_lo]]->dtype;
     xfer x;
@@ -566,7 +577,8 @@ lt_status lt__mpi_cross_check(mpi_ctx *c, const grp_info *gi, const lt_coll_grou
         if (nd >= 0 && (k == K_GA || k == K_RE) && p != g->root)
             st = lt_tensor_placeholder(dt, nd, shape, &fout[p]);
         else if (nd >= 0)
-            st = lt__tensor_new_uninit(lt_backend_cpu(), dt, nd, shape, &fout[p]); /* compared on the host */
+            st = lt__tensor_new_uninit(lt_backend_cpu(), dt, nd, shape,
+                                       &fout[p]); /* compared on the host */
     }
     lt_coll_group fg = *g;
     fg.ranks = c->ids;
@@ -579,8 +591,10 @@ lt_status lt__mpi_cross_check(mpi_ctx *c, const grp_info *gi, const lt_coll_grou
         const unsigned char *a = lt_data(mine), *b = lt_data(fout[p]);
         for (size_t i = 0; nb && i < nb; i++)
             if (a[i] != b[i]) {
-                snprintf(msg, sizeof msg, "cross-check: rank %d's result differs from the in-process "
-                         "engine's at element %zu", g->ranks[p], i / es);
+                snprintf(msg, sizeof msg,
+                         "cross-check: rank %d's result differs from the in-process "
+                         "engine's at element %zu",
+                         g->ranks[p], i / es);
                 break;
             }
     }

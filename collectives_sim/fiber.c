@@ -180,12 +180,14 @@ lt_status lt__fibers_new(int n, size_t stack, lt__fibers **out) {
     long pg = sysconf(_SC_PAGESIZE);
     size_t page = pg > 0 ? (size_t)pg : 4096;
     if (stack < 4 * page) stack = 4 * page;
-    if (stack > SIZE_MAX / 2) return lt__err(LT_OVERFLOW, "fibers: stack size %zu is too large", stack);
+    if (stack > SIZE_MAX / 2)
+        return lt__err(LT_OVERFLOW, "fibers: stack size %zu is too large", stack);
     stack = (stack + page - 1) / page * page;
     size_t guard = n <= GUARD_MAX_FIBERS ? page : 0;
     size_t slot = stack + guard;
     if ((size_t)n > SIZE_MAX / slot)
-        return lt__err(LT_OVERFLOW, "fibers: %d stacks of %zu bytes do not fit in the address space", n, stack);
+        return lt__err(LT_OVERFLOW,
+                       "fibers: %d stacks of %zu bytes do not fit in the address space", n, stack);
     lt__fibers *F = lt__calloc(1, sizeof *F);
     if (!F) return lt__err(LT_NOMEM, "fibers: out of memory");
     F->n = n;
@@ -197,19 +199,22 @@ lt_status lt__fibers_new(int n, size_t stack, lt__fibers **out) {
         return lt__err(LT_NOMEM, "fibers: out of memory for %d task records", n);
     }
     F->map_len = (size_t)n * slot;
-    void *m = mmap(NULL, F->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *m = mmap(NULL, F->map_len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) {
         lt__free(F->f);
         lt__free(F);
-        return lt__err(LT_NOMEM, "fibers: cannot reserve %zu bytes of stack (%d x %zu)", (size_t)n * slot, n,
-                       stack);
+        return lt__err(LT_NOMEM, "fibers: cannot reserve %zu bytes of stack (%d x %zu)",
+                       (size_t)n * slot, n, stack);
     }
     F->map = m;
     for (int i = 0; i <= n; i++) F->f[i].set = F;
     for (int i = 0; i < n; i++) {
         fiber *fb = &F->f[i + 1];
         char *base = F->map + (size_t)i * slot;
-        if (guard) (void)mprotect(base, guard, PROT_NONE); /* best effort: a missing guard only loses a check */
+        if (guard)
+            (void)mprotect(base, guard,
+                           PROT_NONE); /* best effort: a missing guard only loses a check */
         fb->lo = base + guard;
         fb->size = stack;
 #ifdef LT_FIBER_VALGRIND
@@ -258,7 +263,8 @@ void lt__fiber_prepare(lt__fibers *F, int i, lt__fiber_fn fn, void *arg) {
     fb->uc.uc_stack.ss_size = fb->size;
     fb->uc.uc_link = NULL;
     uintptr_t p = (uintptr_t)fb;
-    makecontext(&fb->uc, (void (*)(void))fiber_main_uc, 2, (unsigned)(p >> 16 >> 16), (unsigned)(p & 0xffffffffu));
+    makecontext(&fb->uc, (void (*)(void))fiber_main_uc, 2, (unsigned)(p >> 16 >> 16),
+                (unsigned)(p & 0xffffffffu));
 #endif
 }
 

@@ -11,9 +11,9 @@
  * Switching: on x86-64 ELF a dozen instructions that save the callee-saved
  * registers and swap stack pointers (no system call; swapcontext makes one
  * to save the signal mask, ~0.6 us here); elsewhere, with shadow stacks
- * (-fcf-protection), or when built with -DLT_FIBER_UCONTEXT, POSIX ucontext. Under AddressSanitizer every switch
- * is announced with __sanitizer_start_switch_fiber/finish_switch_fiber;
- * under valgrind (when its header is present) every stack is registered.
+ * (-fcf-protection), or when built with -DLT_FIBER_UCONTEXT, POSIX ucontext. Under AddressSanitizer
+ * every switch is announced with __sanitizer_start_switch_fiber/finish_switch_fiber; under valgrind
+ * (when its header is present) every stack is registered.
  */
 #ifndef LT_FIBER_IMPL_H
 #define LT_FIBER_IMPL_H

@@ -47,7 +47,9 @@ static const char *const hang_names[] = {
 #undef LT__XX
 };
 
-const char *lt_hang_kind_name(lt_hang_kind k) { return lt__name_of(hang_names, LT_HANG_COUNT, (int)k); }
+const char *lt_hang_kind_name(lt_hang_kind k) {
+    return lt__name_of(hang_names, LT_HANG_COUNT, (int)k);
+}
 
 lt_status lt_hang_kind_parse(const char *s, lt_hang_kind *out) {
     int i = s ? lt__name_find(hang_names, LT_HANG_COUNT, s) : -1;
@@ -90,7 +92,8 @@ static int is_reduction(lt_coll k) {
     return k == LT_COLL_ALL_REDUCE || k == LT_COLL_REDUCE || k == LT_COLL_REDUCE_SCATTER;
 }
 static int is_rooted(lt_coll k) {
-    return k == LT_COLL_BROADCAST || k == LT_COLL_SCATTER || k == LT_COLL_GATHER || k == LT_COLL_REDUCE;
+    return k == LT_COLL_BROADCAST || k == LT_COLL_SCATTER || k == LT_COLL_GATHER ||
+           k == LT_COLL_REDUCE;
 }
 static int has_dim(lt_coll k) {
     return k == LT_COLL_ALL_GATHER || k == LT_COLL_GATHER || k == LT_COLL_REDUCE_SCATTER ||
@@ -118,7 +121,8 @@ static lt_status verr(int rank, const lt_match_call *c, lt_status st, const char
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (c->file) snprintf(pos, sizeof pos, "%s:%d: ", c->file, c->line);
-    return lt__err(st, "%srank %d: %s on mesh dim %d: %s", pos, rank, lt_coll_name(c->kind), c->mesh_dim, msg);
+    return lt__err(st, "%srank %d: %s on mesh dim %d: %s", pos, rank, lt_coll_name(c->kind),
+                   c->mesh_dim, msg);
 }
 
 lt_status lt_match_validate(const lt_mesh *m, int rank, const lt_match_call *c) {
@@ -126,19 +130,22 @@ lt_status lt_match_validate(const lt_mesh *m, int rank, const lt_match_call *c) 
     if (rank < 0 || rank >= m->world)
         return lt__err(LT_INVALID, "rank %d is out of range 0..%d", rank, m->world - 1);
     if ((int)c->kind < 0 || c->kind >= LT_COLL_COUNT || c->kind == LT_COLL_PERMUTE)
-        return lt__err(LT_INVALID, "%s%s%srank %d: collective %d (%s) cannot be matched", c->file ? c->file : "",
-                       c->file ? ":" : "", c->file ? " " : "", rank, (int)c->kind, lt_coll_name(c->kind));
+        return lt__err(LT_INVALID, "%s%s%srank %d: collective %d (%s) cannot be matched",
+                       c->file ? c->file : "", c->file ? ":" : "", c->file ? " " : "", rank,
+                       (int)c->kind, lt_coll_name(c->kind));
     if (c->mesh_dim < 0 || c->mesh_dim >= m->ndim)
-        return verr(rank, c, LT_INVALID, "mesh dim %d is out of range (the mesh has %d dim%s)", c->mesh_dim,
-                    m->ndim, m->ndim == 1 ? "" : "s");
+        return verr(rank, c, LT_INVALID, "mesh dim %d is out of range (the mesh has %d dim%s)",
+                    c->mesh_dim, m->ndim, m->ndim == 1 ? "" : "s");
     int n = m->shape[c->mesh_dim], pos;
     lt_mesh_group_of(m, c->mesh_dim, rank, &pos);
     lt_coll k = c->kind;
     if (is_reduction(k) && (c->op < 0 || c->op >= LT_REDOP_COUNT))
         return verr(rank, c, LT_INVALID, "unknown reduce op %d", c->op);
     if (is_rooted(k) && (c->root < 0 || c->root >= n))
-        return verr(rank, c, LT_INVALID, "root %d is out of range: the group has %d rank%s, so root is a "
-                    "position 0..%d", c->root, n, n == 1 ? "" : "s", n - 1);
+        return verr(rank, c, LT_INVALID,
+                    "root %d is out of range: the group has %d rank%s, so root is a "
+                    "position 0..%d",
+                    c->root, n, n == 1 ? "" : "s", n - 1);
     int need = needs_tensor(k) || (is_rooted(k) && pos == c->root);
     if (need && !c->has_tensor)
         return verr(rank, c, LT_INVALID, "no input tensor (NULL)%s",
@@ -151,22 +158,25 @@ lt_status lt_match_validate(const lt_mesh *m, int rank, const lt_match_call *c) 
     if (k == LT_COLL_SCATTER && pos != c->root) return LT_OK; /* only the root's tensor is read */
     char ss[128];
     if (has_dim(k) && (c->dim < 0 || c->dim >= c->ndim))
-        return verr(rank, c, LT_INVALID, "%s %d is out of range for its input of shape %s", dim_name(k), c->dim,
-                    lt_shape_str(c->ndim, c->shape, ss, sizeof ss));
+        return verr(rank, c, LT_INVALID, "%s %d is out of range for its input of shape %s",
+                    dim_name(k), c->dim, lt_shape_str(c->ndim, c->shape, ss, sizeof ss));
     if (k == LT_COLL_ALL_TO_ALL && (c->concat_dim < 0 || c->concat_dim >= c->ndim))
-        return verr(rank, c, LT_INVALID, "concat dim %d is out of range for its input of shape %s", c->concat_dim,
-                    lt_shape_str(c->ndim, c->shape, ss, sizeof ss));
+        return verr(rank, c, LT_INVALID, "concat dim %d is out of range for its input of shape %s",
+                    c->concat_dim, lt_shape_str(c->ndim, c->shape, ss, sizeof ss));
     if (has_rule(k)) {
         lt_split_rule chunk = lt_split_chunk();
         int64_t size, off;
-        lt_status st = lt_split_piece(c->rule ? c->rule : &chunk, c->shape[c->dim], n, 0, &size, &off);
+        lt_status st =
+            lt_split_piece(c->rule ? c->rule : &chunk, c->shape[c->dim], n, 0, &size, &off);
         if (st) {
             char rs[256];
             lt_split_rule_format(c->rule ? c->rule : &chunk, rs, sizeof rs);
             char inner[512];
             snprintf(inner, sizeof inner, "%s", lt_errmsg());
-            return verr(rank, c, st, "cannot split dim %d of its input of shape %s into %d pieces by rule %s: %s",
-                        c->dim, lt_shape_str(c->ndim, c->shape, ss, sizeof ss), n, rs, inner);
+            return verr(
+                rank, c, st,
+                "cannot split dim %d of its input of shape %s into %d pieces by rule %s: %s",
+                c->dim, lt_shape_str(c->ndim, c->shape, ss, sizeof ss), n, rs, inner);
         }
     }
     return LT_OK;
@@ -174,16 +184,20 @@ lt_status lt_match_validate(const lt_mesh *m, int rank, const lt_match_call *c) 
 
 /* ---- agreement (docs/SEMANTICS.md §12) --------------------------------------------- */
 
-static const char *redop_or(int op) { return op >= 0 && op < LT_REDOP_COUNT ? lt_redop_name((lt_redop)op) : "?"; }
+static const char *redop_or(int op) {
+    return op >= 0 && op < LT_REDOP_COUNT ? lt_redop_name((lt_redop)op) : "?";
+}
 
 /* 0 when b agrees with a, the member compared against; tref is the call
  * whose tensor b's tensor is compared with (a, or the root's for
  * broadcast). Otherwise why = "the reduce op differs (sum vs max)" and 1
  * for a difference of arguments, 2 for one of tensors (b vs tref). */
-static int differ(const lt_match_call *a, const lt_match_call *b, const lt_match_call *tref, char *why, size_t cap) {
+static int differ(const lt_match_call *a, const lt_match_call *b, const lt_match_call *tref,
+                  char *why, size_t cap) {
     lt_coll k = a->kind;
     if (b->kind != k) {
-        snprintf(why, cap, "the collective differs (%s vs %s)", lt_coll_name(k), lt_coll_name(b->kind));
+        snprintf(why, cap, "the collective differs (%s vs %s)", lt_coll_name(k),
+                 lt_coll_name(b->kind));
         return 1;
     }
     if (is_reduction(k) && a->op != b->op) {
@@ -215,11 +229,14 @@ static int differ(const lt_match_call *a, const lt_match_call *b, const lt_match
     }
     if (k == LT_COLL_BARRIER || k == LT_COLL_SCATTER || !tref || !b->has_tensor) return 0;
     if (tref->dtype != b->dtype) {
-        snprintf(why, cap, "the dtype differs (%s vs %s)", lt_dtype_name(tref->dtype), lt_dtype_name(b->dtype));
+        snprintf(why, cap, "the dtype differs (%s vs %s)", lt_dtype_name(tref->dtype),
+                 lt_dtype_name(b->dtype));
         return 2;
     }
     /* the dim that may differ: the gathered one, or all_to_all's concat dim */
-    int skip = k == LT_COLL_ALL_GATHER || k == LT_COLL_GATHER ? a->dim : k == LT_COLL_ALL_TO_ALL ? a->concat_dim : -1;
+    int skip = k == LT_COLL_ALL_GATHER || k == LT_COLL_GATHER ? a->dim
+               : k == LT_COLL_ALL_TO_ALL                      ? a->concat_dim
+                                                              : -1;
     int bad = tref->ndim != b->ndim;
     for (int i = 0; !bad && i < b->ndim; i++) bad = i != skip && tref->shape[i] != b->shape[i];
     if (!bad) return 0;
@@ -237,7 +254,8 @@ static int differ(const lt_match_call *a, const lt_match_call *b, const lt_match
  * d, in group order: 1 with *ra (the member compared against: the first
  * waiting one, or for a tensor difference the one whose tensor is the
  * reference), *rb and why; 0 when they agree. */
-static int group_differs(const lt_match *mt, int d, int g, int *ra, int *rb, char *why, size_t cap) {
+static int group_differs(const lt_match *mt, int d, int g, int *ra, int *rb, char *why,
+                         size_t cap) {
     int gid = mt->goff[d] + g, n = mt->mesh.shape[d];
     int *mem = mt->scratch;
     lt_mesh_group(&mt->mesh, d, g, mem);
@@ -317,7 +335,8 @@ static lt_status need_running(const lt_match *mt, int rank, const char *what) {
         return lt__err(LT_INVALID, "%s: rank %d is out of range 0..%d", what, rank, mt->world - 1);
     static const char *const st[] = {"running", "waiting in a collective", "finished", "failed"};
     if (mt->rk[rank].state != LT_RANK_RUNNING)
-        return lt__err(LT_INVALID, "%s: rank %d is %s, not running", what, rank, st[mt->rk[rank].state]);
+        return lt__err(LT_INVALID, "%s: rank %d is %s, not running", what, rank,
+                       st[mt->rk[rank].state]);
     return LT_OK;
 }
 
@@ -336,7 +355,8 @@ lt_status lt_match_post(lt_match *mt, int rank, const lt_match_call *c, int *rea
     if (++mt->npend[gid] < mt->mesh.shape[d]) return LT_OK;
     char why[8];
     int ra, rb;
-    if (group_differs(mt, d, g, &ra, &rb, why, sizeof why)) return LT_OK; /* stays stuck: reported by check */
+    if (group_differs(mt, d, g, &ra, &rb, why, sizeof why))
+        return LT_OK; /* stays stuck: reported by check */
     mt->ready[gid] = 1;
     *ready = 1;
     return LT_OK;
@@ -348,7 +368,8 @@ lt_status lt_match_done(lt_match *mt, int mesh_dim, int group) {
         return lt__err(LT_INVALID, "lt_match_done: no group %d on mesh dim %d", group, mesh_dim);
     int gid = mt->goff[mesh_dim] + group, n = mt->mesh.shape[mesh_dim];
     if (!mt->ready[gid])
-        return lt__err(LT_INVALID, "lt_match_done: group %d of mesh dim %d has no completed call", group, mesh_dim);
+        return lt__err(LT_INVALID, "lt_match_done: group %d of mesh dim %d has no completed call",
+                       group, mesh_dim);
     lt_mesh_group(&mt->mesh, mesh_dim, group, mt->scratch);
     for (int p = 0; p < n; p++) {
         rank_st *s = &mt->rk[mt->scratch[p]];
@@ -394,13 +415,15 @@ lt_status lt_match_finish_at(lt_match *mt, int rank, const char *file, int line)
 lt_status lt_match_fail(lt_match *mt, int rank, lt_status st, const char *msg) {
     if (!mt) return lt__err(LT_INVALID, "lt_match_fail: NULL matcher");
     LT_TRY(need_running(mt, rank, "lt_match_fail"));
-    if (st == LT_OK) return lt__err(LT_INVALID, "lt_match_fail: rank %d failed with status ok", rank);
+    if (st == LT_OK)
+        return lt__err(LT_INVALID, "lt_match_fail: rank %d failed with status ok", rank);
     rank_st *s = &mt->rk[rank];
     s->state = LT_RANK_FAILED;
     s->status = st;
     if (msg) {
         s->msg = lt__strdup(msg);
-        if (!s->msg) return lt__err(LT_NOMEM, "lt_match_fail: out of memory for rank %d's message", rank);
+        if (!s->msg)
+            return lt__err(LT_NOMEM, "lt_match_fail: out of memory for rank %d's message", rank);
     }
     return LT_OK;
 }
@@ -440,7 +463,9 @@ static size_t pool_add(lt_match_report *r, const char *s, int *bad) {
     return r->pool_len - len;
 }
 
-static const char *pool_at(const lt_match_report *r, size_t off) { return off == NOSTR ? NULL : r->pool + off; }
+static const char *pool_at(const lt_match_report *r, size_t off) {
+    return off == NOSTR ? NULL : r->pool + off;
+}
 
 typedef struct offs { size_t file, label, desc, last; } offs;
 
@@ -565,15 +590,20 @@ lt_status lt_match_check(const lt_match *mt, lt_match_report **out) {
     int all_done = 1;
     for (int q = 0; q < mt->world; q++) {
         if (mt->rk[q].state == LT_RANK_RUNNING)
-            return lt__err(LT_INVALID, "lt_match_check: rank %d still runs (check once every rank waits or "
-                           "has ended)", q);
+            return lt__err(LT_INVALID,
+                           "lt_match_check: rank %d still runs (check once every rank waits or "
+                           "has ended)",
+                           q);
         if (mt->rk[q].state != LT_RANK_FINISHED) all_done = 0;
     }
     for (int d = 0; d < mt->mesh.ndim; d++)
         for (int g = 0; g < mt->goff[d + 1] - mt->goff[d]; g++)
             if (mt->ready[mt->goff[d] + g])
-                return lt__err(LT_INVALID, "lt_match_check: the call of group %d on mesh dim %d is complete: run "
-                               "it and call lt_match_done first", g, d);
+                return lt__err(
+                    LT_INVALID,
+                    "lt_match_check: the call of group %d on mesh dim %d is complete: run "
+                    "it and call lt_match_done first",
+                    g, d);
     if (all_done) return LT_OK;
     lt_match_report *r = lt__calloc(1, sizeof *r);
     offs *o = lt__calloc((size_t)mt->world, sizeof *o);
@@ -615,7 +645,8 @@ lt_status lt_match_check(const lt_match *mt, lt_match_report **out) {
     }
     if (!st) {
         what = pool_add(r, why, &bad);
-        if (r->kind == LT_HANG_RANK_FAILED) fmsg = pool_add(r, mt->rk[r->rank_a].msg ? mt->rk[r->rank_a].msg : "", &bad);
+        if (r->kind == LT_HANG_RANK_FAILED)
+            fmsg = pool_add(r, mt->rk[r->rank_a].msg ? mt->rk[r->rank_a].msg : "", &bad);
         if (bad) st = lt__err(LT_NOMEM, "would-hang report: out of memory");
     }
     if (st) {

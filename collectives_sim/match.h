@@ -57,9 +57,9 @@ typedef struct lt_match_call {
     lt_coll kind;               /* LT_COLL_PERMUTE is not supported */
     int mesh_dim;
     int op;                     /* lt_redop: all_reduce, reduce, reduce_scatter; else -1 */
-    int root;                   /* position in the group: broadcast, scatter, gather, reduce; else -1 */
-    int has_tensor;             /* 1: dtype/ndim/shape describe this rank's input; 0: none
-                                 * (barrier; the non-roots of broadcast and scatter may pass none) */
+    int root; /* position in the group: broadcast, scatter, gather, reduce; else -1 */
+    int has_tensor; /* 1: dtype/ndim/shape describe this rank's input; 0: none
+                     * (barrier; the non-roots of broadcast and scatter may pass none) */
     lt_dtype dtype;
     int ndim;
     int64_t shape[LT_MAX_DIMS]; /* (ndim) */
@@ -103,7 +103,8 @@ LT_API const lt_mesh *lt_match_mesh(const lt_match *mt);
  * its group index along c->mesh_dim and the caller runs the collective and
  * calls lt_match_done(mt, c->mesh_dim, *group). Errors: LT_INVALID for a
  * rank out of range or not running (nothing changes), or the validation's. */
-LT_API lt_status lt_match_post(lt_match *mt, int rank, const lt_match_call *c, int *ready, int *group);
+LT_API lt_status lt_match_post(lt_match *mt, int rank, const lt_match_call *c, int *ready,
+                               int *group);
 /* The group's next call ran: its members run again. LT_INVALID unless the
  * group was ready. */
 LT_API lt_status lt_match_done(lt_match *mt, int mesh_dim, int group);

@@ -22,7 +22,9 @@
 
 /* ---- calls -------------------------------------------------------------------------- */
 
-static const char *op_name(int op) { return op >= 0 && op < LT_REDOP_COUNT ? lt_redop_name((lt_redop)op) : "?"; }
+static const char *op_name(int op) {
+    return op >= 0 && op < LT_REDOP_COUNT ? lt_redop_name((lt_redop)op) : "?";
+}
 
 size_t lt_match_call_desc(const lt_match_call *c, char *buf, size_t cap) {
     lt__sbuf o = {buf, cap, 0};
@@ -36,17 +38,22 @@ size_t lt_match_call_desc(const lt_match_call *c, char *buf, size_t cap) {
     switch (c->kind) {
     case LT_COLL_ALL_REDUCE: lt__sb_printf(&o, "(op=%s)", op_name(c->op)); break;
     case LT_COLL_REDUCE: lt__sb_printf(&o, "(op=%s, root=%d)", op_name(c->op), c->root); break;
-    case LT_COLL_REDUCE_SCATTER: lt__sb_printf(&o, "(op=%s, dim=%d%s)", op_name(c->op), c->dim, rule); break;
+    case LT_COLL_REDUCE_SCATTER:
+        lt__sb_printf(&o, "(op=%s, dim=%d%s)", op_name(c->op), c->dim, rule);
+        break;
     case LT_COLL_ALL_GATHER: lt__sb_printf(&o, "(dim=%d)", c->dim); break;
     case LT_COLL_GATHER: lt__sb_printf(&o, "(root=%d, dim=%d)", c->root, c->dim); break;
     case LT_COLL_SCATTER: lt__sb_printf(&o, "(root=%d, dim=%d%s)", c->root, c->dim, rule); break;
     case LT_COLL_BROADCAST: lt__sb_printf(&o, "(root=%d)", c->root); break;
-    case LT_COLL_ALL_TO_ALL: lt__sb_printf(&o, "(split_dim=%d, concat_dim=%d%s)", c->dim, c->concat_dim, rule); break;
+    case LT_COLL_ALL_TO_ALL:
+        lt__sb_printf(&o, "(split_dim=%d, concat_dim=%d%s)", c->dim, c->concat_dim, rule);
+        break;
     default: break;
     }
     if (c->has_tensor) {
         char ss[128];
-        lt__sb_printf(&o, " %s %s", lt_dtype_name(c->dtype), lt_shape_str(c->ndim, c->shape, ss, sizeof ss));
+        lt__sb_printf(&o, " %s %s", lt_dtype_name(c->dtype),
+                      lt_shape_str(c->ndim, c->shape, ss, sizeof ss));
     }
     if (c->label && c->label[0]) lt__sb_printf(&o, " \"%s\"", c->label);
     return lt__sb_finish(&o);
@@ -107,8 +114,8 @@ static void put_where(lt__sbuf *o, const lt_match_report *r, int q, const lt_mat
     case LT_RANK_FINISHED:
         lt__sb_printf(o, "finished");
         if (w->last_file)   /* where it was last seen (match.h) */
-            lt__sb_printf(o, " after its last %s at %s:%d", w->last_is_step ? "step" : "call", w->last_file,
-                          w->last_line);
+            lt__sb_printf(o, " after its last %s at %s:%d", w->last_is_step ? "step" : "call",
+                          w->last_file, w->last_line);
         return;
     case LT_RANK_FAILED: lt__sb_printf(o, "failed (%s)", lt_status_str(w->status)); return;
     case LT_RANK_RUNNING: lt__sb_printf(o, "running"); return;
@@ -150,7 +157,8 @@ static void headline(lt__sbuf *o, const lt_match_report *r, int *nomem) {
     case LT_HANG_MISMATCH:
         lt__sb_printf(o, "would hang (mismatch): on ");
         put_group(o, &r->mesh, s->mesh_dim, s->group);
-        lt__sb_printf(o, ", call #%lld: rank %d calls %s", (long long)s->seq + 1, r->rank_a, a->desc);
+        lt__sb_printf(o, ", call #%lld: rank %d calls %s", (long long)s->seq + 1, r->rank_a,
+                      a->desc);
         put_at(o, &a->call);
         lt__sb_printf(o, " but rank %d calls %s", r->rank_b, b->desc);
         put_at(o, &b->call);
@@ -159,7 +167,8 @@ static void headline(lt__sbuf *o, const lt_match_report *r, int *nomem) {
     case LT_HANG_MISSING: {
         lt__sb_printf(o, "would hang (missing): on ");
         put_group(o, &r->mesh, s->mesh_dim, s->group);
-        lt__sb_printf(o, ", call #%lld: rank %d waits in %s", (long long)s->seq + 1, r->rank_a, a->desc);
+        lt__sb_printf(o, ", call #%lld: rank %d waits in %s", (long long)s->seq + 1, r->rank_a,
+                      a->desc);
         put_at(o, &a->call);
         lt__sb_printf(o, ", but rank %d %s without making that call", r->rank_b,
             b->state == LT_RANK_FAILED ? "failed" : "finished");
@@ -201,7 +210,8 @@ size_t lt_match_report_headline(const lt_match_report *r, char *buf, size_t cap)
 /* ---- details ----------------------------------------------------------------------------- */
 
 /* One stuck group: members with the same position merged into one line. */
-static void put_stuck(lt__sbuf *o, const lt_match_report *r, const lt_match_stuck *s, int *which, int *list) {
+static void put_stuck(lt__sbuf *o, const lt_match_report *r, const lt_match_stuck *s, int *which,
+                      int *list) {
     char text[MAX_LINES][LINE_CAP], line[LINE_CAP];
     int nd = 0, others = 0;
     lt__sb_printf(o, "\n  ");
@@ -228,7 +238,8 @@ static void put_stuck(lt__sbuf *o, const lt_match_report *r, const lt_match_stuc
         put_ranks(o, list, n);
         lt__sb_printf(o, ": %s", text[k]);
     }
-    if (others) lt__sb_printf(o, "\n    ... and %d more rank%s elsewhere", others, others == 1 ? "" : "s");
+    if (others)
+        lt__sb_printf(o, "\n    ... and %d more rank%s elsewhere", others, others == 1 ? "" : "s");
 }
 
 /* As lt_match_report_format; *nomem (when given) set to 1 when the details
@@ -240,19 +251,22 @@ static size_t format(const lt_match_report *r, char *buf, size_t cap, int *nomem
     int biggest = 1;
     for (int i = 0; i < r->nstuck; i++)
         if (r->stuck[i].size > biggest) biggest = r->stuck[i].size;
-    int *which = lt__malloc((size_t)biggest * sizeof *which), *list = lt__malloc((size_t)biggest * sizeof *list);
+    int *which = lt__malloc((size_t)biggest * sizeof *which),
+        *list = lt__malloc((size_t)biggest * sizeof *list);
     if (!which || !list) {
         if (nomem) *nomem = 1;
         lt__sb_printf(&o, "\n  (out of memory for the details)");
     } else {
         /* the group the headline is about first, then the others in order */
-        if (r->focus >= 0 && r->focus < r->nstuck) put_stuck(&o, r, &r->stuck[r->focus], which, list);
+        if (r->focus >= 0 && r->focus < r->nstuck)
+            put_stuck(&o, r, &r->stuck[r->focus], which, list);
         for (int i = 0, shown = r->focus >= 0; i < r->nstuck && shown < MAX_GROUPS; i++)
             if (i != r->focus) {
                 put_stuck(&o, r, &r->stuck[i], which, list);
                 shown++;
             }
-        if (r->nstuck > MAX_GROUPS) lt__sb_printf(&o, "\n  ... and %d more groups that wait", r->nstuck - MAX_GROUPS);
+        if (r->nstuck > MAX_GROUPS)
+            lt__sb_printf(&o, "\n  ... and %d more groups that wait", r->nstuck - MAX_GROUPS);
     }
     lt__free(which);
     lt__free(list);
@@ -260,7 +274,9 @@ static size_t format(const lt_match_report *r, char *buf, size_t cap, int *nomem
     return lt__sb_finish(&o);
 }
 
-size_t lt_match_report_format(const lt_match_report *r, char *buf, size_t cap) { return format(r, buf, cap, NULL); }
+size_t lt_match_report_format(const lt_match_report *r, char *buf, size_t cap) {
+    return format(r, buf, cap, NULL);
+}
 
 lt_status lt_match_report_text(const lt_match_report *r, char **out) {
     int nomem = 0;

@@ -16,7 +16,8 @@ lt_status lt_mesh_init(lt_mesh *m, int ndim, const int *shape, const char *const
     m->ndim = ndim;
     int64_t world = 1;
     for (int i = 0; i < ndim; i++) {
-        if (shape[i] < 1) return lt__err(LT_INVALID, "mesh dim %d has size %d; sizes must be >= 1", i, shape[i]);
+        if (shape[i] < 1)
+            return lt__err(LT_INVALID, "mesh dim %d has size %d; sizes must be >= 1", i, shape[i]);
         world *= shape[i];
         if (world > LT_MESH_MAX_WORLD)
             return lt__err(LT_INVALID, "mesh has more than %d ranks", LT_MESH_MAX_WORLD);
@@ -24,7 +25,8 @@ lt_status lt_mesh_init(lt_mesh *m, int ndim, const int *shape, const char *const
         const char *nm = names ? names[i] : NULL;
         if (nm && nm[0]) {
             if (strlen(nm) >= LT_MESH_NAME_MAX)
-                return lt__err(LT_INVALID, "mesh dim name '%s' is longer than %d characters", nm, LT_MESH_NAME_MAX - 1);
+                return lt__err(LT_INVALID, "mesh dim name '%s' is longer than %d characters", nm,
+                               LT_MESH_NAME_MAX - 1);
             for (int j = 0; j < i; j++)
                 if (strcmp(m->names[j], nm) == 0)
                     return lt__err(LT_INVALID, "mesh dim name '%s' is used twice", nm);
@@ -66,22 +68,29 @@ lt_status lt_mesh_parse(const char *s, lt_mesh *m) {
         if (named) {
             const char *eq = memchr(p, '=', (size_t)(end - p));
             if (!eq || eq == p)
-                return lt__err(LT_INVALID, "mesh '%s': entry '%.*s' is not name=size", s, (int)(end - p), p);
+                return lt__err(LT_INVALID, "mesh '%s': entry '%.*s' is not name=size", s,
+                               (int)(end - p), p);
             if (eq - p >= LT_MESH_NAME_MAX)
                 return lt__err(LT_INVALID, "mesh '%s': dim name too long", s);
             for (const char *q = p; q < eq; q++)
                 if (!isalnum((unsigned char)*q) && *q != '_')
-                    return lt__err(LT_INVALID, "mesh '%s': dim name '%.*s' must be letters, digits or _", s, (int)(eq - p), p);
+                    return lt__err(LT_INVALID,
+                                   "mesh '%s': dim name '%.*s' must be letters, digits or _", s,
+                                   (int)(eq - p), p);
             memcpy(names[n], p, (size_t)(eq - p));
             names[n][eq - p] = '\0';
             num = eq + 1;
         }
         int rc = parse_size(num, end, &shape[n]);
         if (rc == 1)
-            return lt__err(LT_INVALID, "mesh '%s': '%.*s' is not a positive integer (expected e.g. 8, 2x4 or dp=2,tp=4)",
-                           s, (int)(end - num), num);
-        if (rc == 2) return lt__err(LT_INVALID, "mesh '%s': more than %d ranks", s, LT_MESH_MAX_WORLD);
-        if (shape[n] < 1) return lt__err(LT_INVALID, "mesh '%s': dim %d has size 0; sizes must be >= 1", s, n);
+            return lt__err(
+                LT_INVALID,
+                "mesh '%s': '%.*s' is not a positive integer (expected e.g. 8, 2x4 or dp=2,tp=4)",
+                s, (int)(end - num), num);
+        if (rc == 2)
+            return lt__err(LT_INVALID, "mesh '%s': more than %d ranks", s, LT_MESH_MAX_WORLD);
+        if (shape[n] < 1)
+            return lt__err(LT_INVALID, "mesh '%s': dim %d has size 0; sizes must be >= 1", s, n);
         name_ptrs[n] = names[n];
         n++;
         if (!*end) break;

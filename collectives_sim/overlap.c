@@ -42,7 +42,8 @@ static int iv_cmp(const void *a, const void *b) {
     return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-int lt__ival_overlaps(lt__ival *iv, size_t n, int self_alias_ok, int *need_tmp, int *ntmp, int *ra, int *rb) {
+int lt__ival_overlaps(lt__ival *iv, size_t n, int self_alias_ok, int *need_tmp, int *ntmp, int *ra,
+                      int *rb) {
     if (n <= 64) { /* inputs first, usually in allocation order: nearly sorted */
         for (size_t i = 1; i < n; i++) {
             if (iv[i - 1].lo <= iv[i].lo) continue;
@@ -64,7 +65,8 @@ int lt__ival_overlaps(lt__ival *iv, size_t n, int self_alias_ok, int *need_tmp, 
                 return 1;
             }
             const lt__ival *o = a->is_out ? a : b, *x = a->is_out ? b : a;
-            if (self_alias_ok && o->rank == x->rank && o->lo == x->lo && o->hi == x->hi && x->contig)
+            if (self_alias_ok && o->rank == x->rank && o->lo == x->lo && o->hi == x->hi &&
+                x->contig)
                 continue; /* in place on its own rank: the engine reads before it writes */
             if (!need_tmp[o->rank]) (*ntmp)++;
             need_tmp[o->rank] = 1;

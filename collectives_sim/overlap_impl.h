@@ -23,6 +23,7 @@ void lt__ival_add(lt__ival *iv, size_t *n, const lt_tensor *t, int rank, int is_
  * input (except exactly in place on its own rank, contiguous, when
  * self_alias_ok), adding the newly set ones to *ntmp. Returns 1 when two
  * outputs overlap (ranks *ra < *rb), else 0. Allocates nothing. */
-int lt__ival_overlaps(lt__ival *iv, size_t n, int self_alias_ok, int *need_tmp, int *ntmp, int *ra, int *rb);
+int lt__ival_overlaps(lt__ival *iv, size_t n, int self_alias_ok, int *need_tmp, int *ntmp, int *ra,
+                      int *rb);
 
 #endif

@@ -98,8 +98,10 @@ static void rank_main(void *arg) {
 
 static lt_status bad_handle(const lt_proc *p, const char *file, int line) {
     if (!p) return lt__err(LT_INVALID, "%s:%d: the rank handle is NULL", file ? file : "?", line);
-    return lt__err(LT_INVALID, "%s:%d: rank %d's handle used while rank %d runs (a handle is valid only in "
-                   "its own rank's function, during the run)", file ? file : "?", line, p->rank, p->pg->cur);
+    return lt__err(LT_INVALID,
+                   "%s:%d: rank %d's handle used while rank %d runs (a handle is valid only in "
+                   "its own rank's function, during the run)",
+                   file ? file : "?", line, p->rank, p->pg->cur);
 }
 
 /* Issues c from rank p and waits for its completion (or the run's stop). */
@@ -108,19 +110,21 @@ static lt_status issue(lt_proc *p, lt_match_call *c, const lt_tensor *in, lt_ten
     prog *g = p->pg;
     c->label = p->label;
     if (g->stopped)
-        return lt__err(LT_MISMATCH, "%s:%d: rank %d: %s on mesh dim %d not issued: %s", c->file ? c->file : "?",
-                       c->line, p->rank, lt_coll_name(c->kind), c->mesh_dim, g->stop_why);
+        return lt__err(LT_MISMATCH, "%s:%d: rank %d: %s on mesh dim %d not issued: %s",
+                       c->file ? c->file : "?", c->line, p->rank, lt_coll_name(c->kind),
+                       c->mesh_dim, g->stop_why);
     LT_TRY(lt_match_validate(&g->mesh, p->rank, c));
     if (c->kind != LT_COLL_BARRIER && !out)
-        return lt__err(LT_INVALID, "%s:%d: rank %d: %s: the output pointer is NULL", c->file ? c->file : "?",
-                       c->line, p->rank, lt_coll_name(c->kind));
+        return lt__err(LT_INVALID, "%s:%d: rank %d: %s: the output pointer is NULL",
+                       c->file ? c->file : "?", c->line, p->rank, lt_coll_name(c->kind));
     p->call = *c;
     p->in = in;
     p->out = out;
     p->result = LT_OK;
     lt__fiber_switch(g->fib, p->rank, -1);
     if (p->result == LT_OK) return LT_OK;
-    lt_status st = lt__err(p->result, "%s", p->result_msg ? p->result_msg : "the collective failed");
+    lt_status st =
+        lt__err(p->result, "%s", p->result_msg ? p->result_msg : "the collective failed");
     lt__free(p->result_msg);
     p->result_msg = NULL;
     return st;
@@ -132,22 +136,23 @@ static lt_match_call mk(lt_coll kind, int md, const char *file, int line, const 
     return c;
 }
 
-lt_status lt_proc_all_reduce_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                                lt_redop op, lt_tensor **out) {
+lt_status lt_proc_all_reduce_at(lt_proc *p, const char *file, int line, int mesh_dim,
+                                const lt_tensor *in, lt_redop op, lt_tensor **out) {
     lt_match_call c = mk(LT_COLL_ALL_REDUCE, mesh_dim, file, line, in);
     c.op = (int)op;
     return issue(p, &c, in, out);
 }
 
-lt_status lt_proc_all_gather_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                                int dim, lt_tensor **out) {
+lt_status lt_proc_all_gather_at(lt_proc *p, const char *file, int line, int mesh_dim,
+                                const lt_tensor *in, int dim, lt_tensor **out) {
     lt_match_call c = mk(LT_COLL_ALL_GATHER, mesh_dim, file, line, in);
     c.dim = dim;
     return issue(p, &c, in, out);
 }
 
-lt_status lt_proc_reduce_scatter_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                                    lt_redop op, int dim, const lt_split_rule *rule, lt_tensor **out) {
+lt_status lt_proc_reduce_scatter_at(lt_proc *p, const char *file, int line, int mesh_dim,
+                                    const lt_tensor *in, lt_redop op, int dim,
+                                    const lt_split_rule *rule, lt_tensor **out) {
     lt_match_call c = mk(LT_COLL_REDUCE_SCATTER, mesh_dim, file, line, in);
     c.op = (int)op;
     c.dim = dim;
@@ -155,8 +160,9 @@ lt_status lt_proc_reduce_scatter_at(lt_proc *p, const char *file, int line, int 
     return issue(p, &c, in, out);
 }
 
-lt_status lt_proc_all_to_all_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                                int split_dim, int concat_dim, const lt_split_rule *rule, lt_tensor **out) {
+lt_status lt_proc_all_to_all_at(lt_proc *p, const char *file, int line, int mesh_dim,
+                                const lt_tensor *in, int split_dim, int concat_dim,
+                                const lt_split_rule *rule, lt_tensor **out) {
     lt_match_call c = mk(LT_COLL_ALL_TO_ALL, mesh_dim, file, line, in);
     c.dim = split_dim;
     c.concat_dim = concat_dim;
@@ -164,15 +170,16 @@ lt_status lt_proc_all_to_all_at(lt_proc *p, const char *file, int line, int mesh
     return issue(p, &c, in, out);
 }
 
-lt_status lt_proc_broadcast_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                               int root, lt_tensor **out) {
+lt_status lt_proc_broadcast_at(lt_proc *p, const char *file, int line, int mesh_dim,
+                               const lt_tensor *in, int root, lt_tensor **out) {
     lt_match_call c = mk(LT_COLL_BROADCAST, mesh_dim, file, line, in);
     c.root = root;
     return issue(p, &c, in, out);
 }
 
-lt_status lt_proc_scatter_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                             int root, int dim, const lt_split_rule *rule, lt_tensor **out) {
+lt_status lt_proc_scatter_at(lt_proc *p, const char *file, int line, int mesh_dim,
+                             const lt_tensor *in, int root, int dim, const lt_split_rule *rule,
+                             lt_tensor **out) {
     lt_match_call c = mk(LT_COLL_SCATTER, mesh_dim, file, line, in);
     c.root = root;
     c.dim = dim;
@@ -180,16 +187,16 @@ lt_status lt_proc_scatter_at(lt_proc *p, const char *file, int line, int mesh_di
     return issue(p, &c, in, out);
 }
 
-lt_status lt_proc_gather_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                            int root, int dim, lt_tensor **out) {
+lt_status lt_proc_gather_at(lt_proc *p, const char *file, int line, int mesh_dim,
+                            const lt_tensor *in, int root, int dim, lt_tensor **out) {
     lt_match_call c = mk(LT_COLL_GATHER, mesh_dim, file, line, in);
     c.root = root;
     c.dim = dim;
     return issue(p, &c, in, out);
 }
 
-lt_status lt_proc_reduce_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                            int root, lt_redop op, lt_tensor **out) {
+lt_status lt_proc_reduce_at(lt_proc *p, const char *file, int line, int mesh_dim,
+                            const lt_tensor *in, int root, lt_redop op, lt_tensor **out) {
     lt_match_call c = mk(LT_COLL_REDUCE, mesh_dim, file, line, in);
     c.root = root;
     c.op = (int)op;
@@ -208,7 +215,9 @@ int lt_proc_world(const lt_proc *p) { return p ? p->pg->mesh.world : -1; }
 const lt_mesh *lt_proc_mesh(const lt_proc *p) { return p ? &p->pg->mesh : NULL; }
 static int dim_ok(const lt_proc *p, int d) { return p && d >= 0 && d < p->pg->mesh.ndim; }
 int lt_proc_coord(const lt_proc *p, int d) { return dim_ok(p, d) ? p->coord[d] : -1; }
-int lt_proc_group(const lt_proc *p, int d) { return dim_ok(p, d) ? lt_mesh_group_of(&p->pg->mesh, d, p->rank, NULL) : -1; }
+int lt_proc_group(const lt_proc *p, int d) {
+    return dim_ok(p, d) ? lt_mesh_group_of(&p->pg->mesh, d, p->rank, NULL) : -1;
+}
 int lt_proc_group_size(const lt_proc *p, int d) { return dim_ok(p, d) ? p->pg->mesh.shape[d] : -1; }
 void lt_proc_set_label(lt_proc *p, const char *label) {
     if (p) p->label = label;
@@ -223,7 +232,8 @@ static void run_group(prog *g, int d, int grp) {
     lt_mesh_group(&g->mesh, d, grp, g->members);
     for (int q = 0; q < n; q++) {
         lt_proc *m = &g->procs[g->members[q]];
-        g->in[q] = (lt_tensor *)(uintptr_t)m->in; /* the collectives take const inputs through a non-const array */
+        g->in[q] = (lt_tensor *)(uintptr_t)
+                       m->in; /* the collectives take const inputs through a non-const array */
         g->out[q] = m->out ? *m->out : NULL;
     }
     const lt_match_call *c = &g->procs[g->members[0]].call;
@@ -236,7 +246,9 @@ static void run_group(prog *g, int d, int grp) {
     case LT_COLL_ALL_REDUCE: st = lt_all_reduce(cm, 0, in, op, out); break;
     case LT_COLL_ALL_GATHER: st = lt_all_gather(cm, 0, in, c->dim, out); break;
     case LT_COLL_REDUCE_SCATTER: st = lt_reduce_scatter(cm, 0, in, op, c->dim, c->rule, out); break;
-    case LT_COLL_ALL_TO_ALL: st = lt_all_to_all(cm, 0, in, c->dim, c->concat_dim, c->rule, out); break;
+    case LT_COLL_ALL_TO_ALL:
+        st = lt_all_to_all(cm, 0, in, c->dim, c->concat_dim, c->rule, out);
+        break;
     case LT_COLL_BROADCAST: st = lt_broadcast(cm, 0, in, c->root, out); break;
     case LT_COLL_SCATTER: st = lt_scatter(cm, 0, in, c->root, c->dim, c->rule, out); break;
     case LT_COLL_GATHER: st = lt_gather(cm, 0, in, c->root, c->dim, out); break;
@@ -254,9 +266,11 @@ static void run_group(prog *g, int d, int grp) {
         } else {
             /* each member's own call site; the collective numbers the members 0..n-1 */
             char msg[1400];
-            snprintf(msg, sizeof msg, "%s:%d: rank %d: %s on mesh dim %d, group %d failed (in what follows, "
-                     "ranks are positions 0..%d in the group; this rank is %d): %s", m->call.file ? m->call.file : "?",
-                     m->call.line, m->rank, lt_coll_name(c->kind), d, grp, n - 1, q, inner);
+            snprintf(msg, sizeof msg,
+                     "%s:%d: rank %d: %s on mesh dim %d, group %d failed (in what follows, "
+                     "ranks are positions 0..%d in the group; this rank is %d): %s",
+                     m->call.file ? m->call.file : "?", m->call.line, m->rank,
+                     lt_coll_name(c->kind), d, grp, n - 1, q, inner);
             m->result_msg = lt__strdup(msg);
         }
     }
@@ -276,7 +290,8 @@ static lt_status drain(prog *g) {
         g->cur = -1;
         if (g->stopped) continue; /* unwinding: nothing is matched any more */
         if (p->ended) {
-            lt_status st = p->fn_st == LT_OK ? lt_match_finish(g->mt, r) : lt_match_fail(g->mt, r, p->fn_st, p->msg);
+            lt_status st = p->fn_st == LT_OK ? lt_match_finish(g->mt, r)
+                                             : lt_match_fail(g->mt, r, p->fn_st, p->msg);
             if (st && !fatal) {
                 fatal = st;
                 snprintf(g->fatal_msg, sizeof g->fatal_msg, "%s", lt_errmsg());
@@ -306,7 +321,8 @@ static void unwind(prog *g, const char *why) {
         if (p->ended) continue;
         char msg[512];
         snprintf(msg, sizeof msg, "%s:%d: rank %d: %s on mesh dim %d cancelled: %s",
-                 p->call.file ? p->call.file : "?", p->call.line, r, lt_coll_name(p->call.kind), p->call.mesh_dim, why);
+                 p->call.file ? p->call.file : "?", p->call.line, r, lt_coll_name(p->call.kind),
+                 p->call.mesh_dim, why);
         p->result = LT_MISMATCH;
         p->result_msg = lt__strdup(msg);
         push(g, r);
@@ -332,7 +348,8 @@ static void prog_free(prog *g) {
     lt__free(g);
 }
 
-static lt_status prog_new(const lt_mesh *mesh, lt_proc_fn fn, void *user, size_t stack, prog **out) {
+static lt_status prog_new(const lt_mesh *mesh, lt_proc_fn fn, void *user, size_t stack,
+                          prog **out) {
     *out = NULL;
     prog *g = lt__calloc(1, sizeof *g);
     if (!g) return lt__err(LT_NOMEM, "lt_program_run: out of memory");
@@ -375,13 +392,14 @@ static lt_status prog_new(const lt_mesh *mesh, lt_proc_fn fn, void *user, size_t
     return LT_OK;
 }
 
-lt_status lt_program_run(const lt_mesh *mesh, lt_proc_fn fn, void *user_data, const lt_program_options *opt,
-                         lt_match_report **report) {
+lt_status lt_program_run(const lt_mesh *mesh, lt_proc_fn fn, void *user_data,
+                         const lt_program_options *opt, lt_match_report **report) {
     if (report) *report = NULL;
     if (!fn) return lt__err(LT_INVALID, "lt_program_run: the rank function is NULL");
     if (!mesh || mesh->ndim < 1 || mesh->ndim > LT_MESH_MAX_DIMS || mesh->world < 1)
         return lt__err(LT_INVALID, "lt_program_run: invalid mesh (build it with lt_mesh_init)");
-    size_t stack = opt && opt->stack_size ? opt->stack_size : (size_t)LT_PROGRAM_STACK * STACK_SCALE;
+    size_t stack =
+        opt && opt->stack_size ? opt->stack_size : (size_t)LT_PROGRAM_STACK * STACK_SCALE;
     prog *g;
     LT_TRY(prog_new(mesh, fn, user_data, stack, &g));
     for (int r = 0; r < mesh->world; r++) push(g, r);
@@ -399,7 +417,8 @@ lt_status lt_program_run(const lt_mesh *mesh, lt_proc_fn fn, void *user_data, co
     if (st != LT_OK) {
         char why[160];
         if (!rep) snprintf(why, sizeof why, "the run stopped (%s)", lt_status_str(st));
-        else if (rep->kind == LT_HANG_RANK_FAILED) snprintf(why, sizeof why, "rank %d failed", rep->rank_a);
+        else if (rep->kind == LT_HANG_RANK_FAILED)
+            snprintf(why, sizeof why, "rank %d failed", rep->rank_a);
         else snprintf(why, sizeof why, "the program would hang (%s)", lt_hang_kind_name(rep->kind));
         unwind(g, why);
         lt__err_code(st, code, "%s", head); /* the ranks' unwinding overwrote it */

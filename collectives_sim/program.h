@@ -99,39 +99,47 @@ LT_API void lt_proc_set_label(lt_proc *p, const char *label);
  * "FILE:LINE: rank R: ..."), issuing nothing. The macros record the caller's
  * file and line; the _at functions take them (file borrowed like labels). */
 
-LT_API lt_status lt_proc_all_reduce_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                                       lt_redop op, lt_tensor **out);
-LT_API lt_status lt_proc_all_gather_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                                       int dim, lt_tensor **out);
+LT_API lt_status lt_proc_all_reduce_at(lt_proc *p, const char *file, int line, int mesh_dim,
+                                       const lt_tensor *in, lt_redop op, lt_tensor **out);
+LT_API lt_status lt_proc_all_gather_at(lt_proc *p, const char *file, int line, int mesh_dim,
+                                       const lt_tensor *in, int dim, lt_tensor **out);
 /* rule NULL: chunk */
-LT_API lt_status lt_proc_reduce_scatter_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                                           lt_redop op, int dim, const lt_split_rule *rule, lt_tensor **out);
-LT_API lt_status lt_proc_all_to_all_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                                       int split_dim, int concat_dim, const lt_split_rule *rule, lt_tensor **out);
+LT_API lt_status lt_proc_reduce_scatter_at(lt_proc *p, const char *file, int line, int mesh_dim,
+                                           const lt_tensor *in, lt_redop op, int dim,
+                                           const lt_split_rule *rule, lt_tensor **out);
+LT_API lt_status lt_proc_all_to_all_at(lt_proc *p, const char *file, int line, int mesh_dim,
+                                       const lt_tensor *in, int split_dim, int concat_dim,
+                                       const lt_split_rule *rule, lt_tensor **out);
 /* `in` is read on the root only; other ranks may pass NULL (when they pass a
  * tensor, its dtype and shape must be the root's). */
-LT_API lt_status lt_proc_broadcast_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                                      int root, lt_tensor **out);
+LT_API lt_status lt_proc_broadcast_at(lt_proc *p, const char *file, int line, int mesh_dim,
+                                      const lt_tensor *in, int root, lt_tensor **out);
 /* `in` is read on the root only; other ranks may pass NULL. */
-LT_API lt_status lt_proc_scatter_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                                    int root, int dim, const lt_split_rule *rule, lt_tensor **out);
-LT_API lt_status lt_proc_gather_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                                   int root, int dim, lt_tensor **out);
-LT_API lt_status lt_proc_reduce_at(lt_proc *p, const char *file, int line, int mesh_dim, const lt_tensor *in,
-                                   int root, lt_redop op, lt_tensor **out);
+LT_API lt_status lt_proc_scatter_at(lt_proc *p, const char *file, int line, int mesh_dim,
+                                    const lt_tensor *in, int root, int dim,
+                                    const lt_split_rule *rule, lt_tensor **out);
+LT_API lt_status lt_proc_gather_at(lt_proc *p, const char *file, int line, int mesh_dim,
+                                   const lt_tensor *in, int root, int dim, lt_tensor **out);
+LT_API lt_status lt_proc_reduce_at(lt_proc *p, const char *file, int line, int mesh_dim,
+                                   const lt_tensor *in, int root, lt_redop op, lt_tensor **out);
 LT_API lt_status lt_proc_barrier_at(lt_proc *p, const char *file, int line, int mesh_dim);
 
-#define lt_proc_all_reduce(p, md, in, op, out) lt_proc_all_reduce_at((p), __FILE__, __LINE__, (md), (in), (op), (out))
-#define lt_proc_all_gather(p, md, in, dim, out) lt_proc_all_gather_at((p), __FILE__, __LINE__, (md), (in), (dim), (out))
+#define lt_proc_all_reduce(p, md, in, op, out)                                                     \
+    lt_proc_all_reduce_at((p), __FILE__, __LINE__, (md), (in), (op), (out))
+#define lt_proc_all_gather(p, md, in, dim, out)                                                    \
+    lt_proc_all_gather_at((p), __FILE__, __LINE__, (md), (in), (dim), (out))
 #define lt_proc_reduce_scatter(p, md, in, op, dim, rule, out) \
     lt_proc_reduce_scatter_at((p), __FILE__, __LINE__, (md), (in), (op), (dim), (rule), (out))
 #define lt_proc_all_to_all(p, md, in, sd, cd, rule, out) \
     lt_proc_all_to_all_at((p), __FILE__, __LINE__, (md), (in), (sd), (cd), (rule), (out))
-#define lt_proc_broadcast(p, md, in, root, out) lt_proc_broadcast_at((p), __FILE__, __LINE__, (md), (in), (root), (out))
+#define lt_proc_broadcast(p, md, in, root, out)                                                    \
+    lt_proc_broadcast_at((p), __FILE__, __LINE__, (md), (in), (root), (out))
 #define lt_proc_scatter(p, md, in, root, dim, rule, out) \
     lt_proc_scatter_at((p), __FILE__, __LINE__, (md), (in), (root), (dim), (rule), (out))
-#define lt_proc_gather(p, md, in, root, dim, out) lt_proc_gather_at((p), __FILE__, __LINE__, (md), (in), (root), (dim), (out))
-#define lt_proc_reduce(p, md, in, root, op, out) lt_proc_reduce_at((p), __FILE__, __LINE__, (md), (in), (root), (op), (out))
+#define lt_proc_gather(p, md, in, root, dim, out)                                                  \
+    lt_proc_gather_at((p), __FILE__, __LINE__, (md), (in), (root), (dim), (out))
+#define lt_proc_reduce(p, md, in, root, op, out)                                                   \
+    lt_proc_reduce_at((p), __FILE__, __LINE__, (md), (in), (root), (op), (out))
 #define lt_proc_barrier(p, md) lt_proc_barrier_at((p), __FILE__, __LINE__, (md))
 
 #endif

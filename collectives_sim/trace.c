@@ -315,7 +315,8 @@ static void fill_row(const lt_trace_event *ev, size_t idx, char cells[COLS][CELL
     char args[CELL] = "";
     size_t used = 0;
     if (ev->op >= 0)
-        used += (size_t)snprintf(args + used, CELL - used, "op=%s ", lt_redop_name((lt_redop)ev->op));
+        used +=
+            (size_t)snprintf(args + used, CELL - used, "op=%s ", lt_redop_name((lt_redop)ev->op));
     if (ev->root >= 0 && used < CELL)
         used += (size_t)snprintf(args + used, CELL - used, "root=%d ", ev->root);
     if (ev->dim >= 0 && used < CELL)
@@ -351,7 +352,11 @@ void lt_trace_print(const lt_trace *t, FILE *f, size_t since) {
         fill_row(&ev, i, cells);
         for (int c = 0; c < COLS; c++) {
             if (c == COLS - 1 && !cells[c][0]) break;
-            fprintf(f, "%s%*s", c ? "  " : "", c == COLS - 1 ? 0 : right[c] ? w[c] : -w[c], cells[c]);
+            fprintf(f, "%s%*s", c ? "  " : "",
+                    c == COLS - 1 ? 0
+                    : right[c]    ? w[c]
+                                  : -w[c],
+                    cells[c]);
         }
         fputc('\n', f);
     }

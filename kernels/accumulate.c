@@ -127,7 +127,8 @@ lt_status lt_accumulate(lt_tensor *dst, const lt_tensor *src, lt_redop op) {
     const lt_backend *be = lt__backend_of(dst) == lt__backend_of(src) ? lt__backend_of(dst) : NULL;
     const lt_tensor *ts[2] = {dst, src};
     lt_status kst = lt__klaunch(LT__K_ACCUMULATE, (int)op, 0, 0, 2, ts); /* a backend's kernel */
-    if (kst != LT_UNSUPPORTED) return kst ? lt__err_ctx(kst, "accumulate (%s)", lt_redop_name(op)) : LT_OK;
+    if (kst != LT_UNSUPPORTED)
+        return kst ? lt__err_ctx(kst, "accumulate (%s)", lt_redop_name(op)) : LT_OK;
     lt__hostrun hr; /* off the host (no kernel, two backends): through host copies */
     LT_TRY(lt__host_begin(&hr, 2, ts));
     if (hr.copied) be = NULL; /* host memory now: the host loop */

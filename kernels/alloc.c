@@ -226,7 +226,8 @@ void lt__fault_report_to_env(void) {
     if (!path || !*path) return;
     FILE *f = fopen(path, "a");
     if (!f) return;
-    fprintf(f, "allocs=%lld fired=%lld", (long long)lt__fault_count(), (long long)lt__fault_fired());
+    fprintf(f, "allocs=%lld fired=%lld", (long long)lt__fault_count(),
+            (long long)lt__fault_fired());
     const char *ff;
     int fl;
     if (lt__fault_first(&ff, &fl) == 0) fprintf(f, " at %s:%d", ff, fl);

@@ -32,9 +32,10 @@ const lt_backend *lt__backend_set_thread(const lt_backend *b) {
 #if !defined(LT_HAVE_CUDA)
 lt_status lt_backend_cuda(const lt_backend **out) {
     if (out) *out = NULL;
-    return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
-                        "not supported yet: backend 'cuda' in this build (rebuild with make CUDA=1; "
-                        "'cuda-emu' runs its kernels on the host)");
+    return lt__err_code(
+        LT_UNSUPPORTED, LT_ERR_NOT_YET,
+        "not supported yet: backend 'cuda' in this build (rebuild with make CUDA=1; "
+        "'cuda-emu' runs its kernels on the host)");
 }
 #endif
 

@@ -4,14 +4,13 @@
  * Large buffers (>= 64 KiB) come from a caching allocator: a freed large
  * block is kept (up to LT__CACHE_MAX_BYTES in all, in per-size lists) and
  * handed out again for the next request of the same rounded size. The
- * memory check (kernels/memlimit_impl.h) counts the kept bytes as free. Simulations allocate the same
- * shard shapes over and over (every redistribute step makes new shards);
- * without the cache every step pays the kernel's page faults on fresh memory,
- * which costs more than the copy itself. A request that finds no block of
- * its size first gives back kept blocks of sizes nobody asked for again, so
- * that a one-off job's later states reuse its earlier states' pages. Large
- * blocks also ask for transparent huge pages. Under AddressSanitizer the cache is off so every
- * use-after-free is still caught. */
+ * memory check (kernels/memlimit_impl.h) counts the kept bytes as free. Simulations allocate the
+ * same shard shapes over and over (every redistribute step makes new shards); without the cache
+ * every step pays the kernel's page faults on fresh memory, which costs more than the copy itself.
+ * A request that finds no block of its size first gives back kept blocks of sizes nobody asked for
+ * again, so that a one-off job's later states reuse its earlier states' pages. Large blocks also
+ * ask for transparent huge pages. Under AddressSanitizer the cache is off so every use-after-free
+ * is still caught. */
 #if !defined(_DEFAULT_SOURCE)
 #define _DEFAULT_SOURCE /* madvise */
 #endif
@@ -70,13 +69,16 @@ static size_t cache_bytes;
  * to 2 MiB (huge pages), so that the shards of one state fall into a few
  * sizes the cache reuses. */
 static size_t round_large(size_t nbytes) {
-    if (nbytes + LT__HDR < LT__HUGE_ALIGN) return (nbytes + LT__HDR + LT__MEDIUM_ROUND - 1) & ~(LT__MEDIUM_ROUND - 1);
+    if (nbytes + LT__HDR < LT__HUGE_ALIGN)
+        return (nbytes + LT__HDR + LT__MEDIUM_ROUND - 1) & ~(LT__MEDIUM_ROUND - 1);
     return LT__HUGE_ALIGN + ((nbytes + LT__HUGE_ALIGN - 1) & ~(LT__HUGE_ALIGN - 1));
 }
 /* Where a block of rounded size `size` starts its data, and the bytes of it
  * that are ever touched (a huge block's lead is one page of header). */
 static size_t data_offset(size_t size) { return size > LT__HUGE_ALIGN ? LT__HUGE_ALIGN : LT__HDR; }
-static size_t touched(size_t size) { return size > LT__HUGE_ALIGN ? size - LT__HUGE_ALIGN + 4096 : size; }
+static size_t touched(size_t size) {
+    return size > LT__HUGE_ALIGN ? size - LT__HUGE_ALIGN + 4096 : size;
+}
 
 static size_t hdr_size(const char *ptr) {
     size_t size;
@@ -88,7 +90,9 @@ static char *hdr_next(const char *ptr) {
     memcpy(&next, ptr - LT__HDR + sizeof(size_t), sizeof next);
     return next;
 }
-static void hdr_set_next(char *ptr, const char *next) { memcpy(ptr - LT__HDR + sizeof(size_t), &next, sizeof next); }
+static void hdr_set_next(char *ptr, const char *next) {
+    memcpy(ptr - LT__HDR + sizeof(size_t), &next, sizeof next);
+}
 
 size_t lt__backend_cpu_cached(void) {
     pthread_mutex_lock(&cache_mu);
@@ -166,7 +170,7 @@ static void *cpu_alloc(void *ctx, size_t nbytes) {
     }
     if (!ptr) {
         char *p = lt__aligned_alloc(want > LT__HUGE_ALIGN ? LT__HUGE_ALIGN : 4096, want);
-        if (!p && lt__backend_cpu_cached()) {   /* the kept blocks are free memory: give them back */
+        if (!p && lt__backend_cpu_cached()) { /* the kept blocks are free memory: give them back */
             lt_backend_cpu_trim();
             p = lt__aligned_alloc(want > LT__HUGE_ALIGN ? LT__HUGE_ALIGN : 4096, want);
         }
@@ -238,8 +242,14 @@ static lt_status cpu_accumulate(void *ctx, lt_dtype dt, void *dst, const void *s
         case LT_REDOP_SUM:
         case LT_REDOP_AVG: for (int64_t i = 0; i < n; i++) d[i] += s[i]; return LT_OK;
         /* NaN propagates, as in torch.maximum / torch.minimum */
-        case LT_REDOP_MAX: for (int64_t i = 0; i < n; i++) if (s[i] > d[i] || s[i] != s[i]) d[i] = s[i]; return LT_OK;
-        case LT_REDOP_MIN: for (int64_t i = 0; i < n; i++) if (s[i] < d[i] || s[i] != s[i]) d[i] = s[i]; return LT_OK;
+        case LT_REDOP_MAX:
+            for (int64_t i = 0; i < n; i++)
+                if (s[i] > d[i] || s[i] != s[i]) d[i] = s[i];
+            return LT_OK;
+        case LT_REDOP_MIN:
+            for (int64_t i = 0; i < n; i++)
+                if (s[i] < d[i] || s[i] != s[i]) d[i] = s[i];
+            return LT_OK;
         case LT_REDOP_PRODUCT: for (int64_t i = 0; i < n; i++) d[i] *= s[i]; return LT_OK;
         default: break;
         }

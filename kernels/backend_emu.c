@@ -63,7 +63,8 @@ static lt_status emu_launch(void *ctx, const lt__kargs *a0) {
     const char **srcs = NULL; /* (nsrc) translated member pointers */
     if (a.srcs && a.nsrc > 0) {
         srcs = a.nsrc <= 16 ? small : lt__malloc(sizeof *srcs * (size_t)a.nsrc);
-        if (!srcs) return lt__err(LT_NOMEM, "cuda-emu: out of memory for %d member pointers", a.nsrc);
+        if (!srcs)
+            return lt__err(LT_NOMEM, "cuda-emu: out of memory for %d member pointers", a.nsrc);
         for (int p = 0; p < a.nsrc; p++) srcs[p] = host_of(a.srcs[p]);
         a.srcs = srcs;
     }
@@ -116,7 +117,8 @@ static lt_status emu_accumulate(void *ctx, lt_dtype dt, void *dst, const void *s
  * (exactly) into the dense f32 out (rows, cols). */
 static void widen(lt_dtype dt, const char *p, int64_t rows, int64_t cols, int64_t ld, float *out) {
     for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) out[i * cols + j] = lt__k_load_f32((int)dt, p + (i * ld + j) * 2);
+        for (int64_t j = 0; j < cols; j++)
+            out[i * cols + j] = lt__k_load_f32((int)dt, p + (i * ld + j) * 2);
 }
 
 /* gemm stands for cuBLAS, a vendor BLAS: the host BLAS (the CPU backend's
@@ -134,7 +136,8 @@ static lt_status emu_gemm(void *ctx, lt_dtype dt, int trans_a, int trans_b, int6
     void *hc = host_of(c);
     if (dt == LT_F32 || dt == LT_F64) {
         __atomic_add_fetch(&launches, 1, __ATOMIC_RELAXED);
-        return cpu->gemm(NULL, dt, trans_a, trans_b, m, n, k, alpha, ha, lda, hb, ldb, beta, hc, ldc);
+        return cpu->gemm(NULL, dt, trans_a, trans_b, m, n, k, alpha, ha, lda, hb, ldb, beta, hc,
+                         ldc);
     }
     if (dt != LT_BF16 && dt != LT_F16) return LT_UNSUPPORTED;
     /* stored shapes: A (m, k) or, transposed, (k, m); B (k, n) or (n, k) */
@@ -144,12 +147,14 @@ static lt_status emu_gemm(void *ctx, lt_dtype dt, int trans_a, int trans_b, int6
     if (!fa || !fb) {
         lt__free(fa);
         lt__free(fb);
-        return lt__err(LT_NOMEM, "cuda-emu: out of memory widening a %s gemm to f32", lt_dtype_name(dt));
+        return lt__err(LT_NOMEM, "cuda-emu: out of memory widening a %s gemm to f32",
+                       lt_dtype_name(dt));
     }
     widen(dt, ha, ar, ac, lda, fa);
     widen(dt, hb, br, bc, ldb, fb);
     __atomic_add_fetch(&launches, 1, __ATOMIC_RELAXED);
-    lt_status st = cpu->gemm(NULL, LT_F32, trans_a, trans_b, m, n, k, alpha, fa, ac, fb, bc, beta, hc, ldc);
+    lt_status st =
+        cpu->gemm(NULL, LT_F32, trans_a, trans_b, m, n, k, alpha, fa, ac, fb, bc, beta, hc, ldc);
     lt__free(fa);
     lt__free(fb);
     return st;

@@ -51,21 +51,30 @@ static lt_tensor expand_view(const lt_tensor *t, int n, const int64_t *shape) {
 
 /* a[i] = a[i] op b[i] in each domain. The float loops are one template,
  * instantiated for f32 and f64 (NaN propagates through maximum/minimum). */
-#define LT__BIN_FLOAT(name, T)                                                                      \
-    static void name(lt_binary_op op, T *a, const T *b, int64_t n) {                                \
-        switch (op) {                                                                               \
-        case LT_BINARY_ADD: for (int64_t i = 0; i < n; i++) a[i] += b[i]; break;                    \
-        case LT_BINARY_SUB: for (int64_t i = 0; i < n; i++) a[i] -= b[i]; break;                    \
-        case LT_BINARY_MUL: for (int64_t i = 0; i < n; i++) a[i] *= b[i]; break;                    \
-        case LT_BINARY_DIV: for (int64_t i = 0; i < n; i++) a[i] /= b[i]; break;                    \
-        case LT_BINARY_MAXIMUM:                                                                     \
-            for (int64_t i = 0; i < n; i++) a[i] = (a[i] > b[i] || a[i] != a[i]) ? a[i] : b[i];     \
-            break;                                                                                  \
-        case LT_BINARY_MINIMUM:                                                                     \
-            for (int64_t i = 0; i < n; i++) a[i] = (a[i] < b[i] || a[i] != a[i]) ? a[i] : b[i];     \
-            break;                                                                                  \
-        default: break;                                                                             \
-        }                                                                                           \
+#define LT__BIN_FLOAT(name, T)                                                                     \
+    static void name(lt_binary_op op, T *a, const T *b, int64_t n) {                               \
+        switch (op) {                                                                              \
+        case LT_BINARY_ADD:                                                                        \
+            for (int64_t i = 0; i < n; i++) a[i] += b[i];                                          \
+            break;                                                                                 \
+        case LT_BINARY_SUB:                                                                        \
+            for (int64_t i = 0; i < n; i++) a[i] -= b[i];                                          \
+            break;                                                                                 \
+        case LT_BINARY_MUL:                                                                        \
+            for (int64_t i = 0; i < n; i++) a[i] *= b[i];                                          \
+            break;                                                                                 \
+        case LT_BINARY_DIV:                                                                        \
+            for (int64_t i = 0; i < n; i++) a[i] /= b[i];                                          \
+            break;                                                                                 \
+        case LT_BINARY_MAXIMUM:                                                                    \
+            for (int64_t i = 0; i < n; i++) a[i] = (a[i] > b[i] || a[i] != a[i]) ? a[i] : b[i];    \
+            break;                                                                                 \
+        case LT_BINARY_MINIMUM:                                                                    \
+            for (int64_t i = 0; i < n; i++) a[i] = (a[i] < b[i] || a[i] != a[i]) ? a[i] : b[i];    \
+            break;                                                                                 \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
     }
 LT__BIN_FLOAT(bin_f32, float)
 LT__BIN_FLOAT(bin_f64, double)
@@ -73,9 +82,15 @@ LT__BIN_FLOAT(bin_f64, double)
 
 static void bin_i64(lt_binary_op op, int64_t *a, const int64_t *b, int64_t n) {
     switch (op) {
-    case LT_BINARY_ADD: for (int64_t i = 0; i < n; i++) a[i] = (int64_t)((uint64_t)a[i] + (uint64_t)b[i]); break;
-    case LT_BINARY_SUB: for (int64_t i = 0; i < n; i++) a[i] = (int64_t)((uint64_t)a[i] - (uint64_t)b[i]); break;
-    case LT_BINARY_MUL: for (int64_t i = 0; i < n; i++) a[i] = (int64_t)((uint64_t)a[i] * (uint64_t)b[i]); break;
+    case LT_BINARY_ADD:
+        for (int64_t i = 0; i < n; i++) a[i] = (int64_t)((uint64_t)a[i] + (uint64_t)b[i]);
+        break;
+    case LT_BINARY_SUB:
+        for (int64_t i = 0; i < n; i++) a[i] = (int64_t)((uint64_t)a[i] - (uint64_t)b[i]);
+        break;
+    case LT_BINARY_MUL:
+        for (int64_t i = 0; i < n; i++) a[i] = (int64_t)((uint64_t)a[i] * (uint64_t)b[i]);
+        break;
     case LT_BINARY_MAXIMUM: for (int64_t i = 0; i < n; i++) if (b[i] > a[i]) a[i] = b[i]; break;
     case LT_BINARY_MINIMUM: for (int64_t i = 0; i < n; i++) if (b[i] < a[i]) a[i] = b[i]; break;
     default: break;
@@ -83,7 +98,8 @@ static void bin_i64(lt_binary_op op, int64_t *a, const int64_t *b, int64_t n) {
 }
 
 static lt_status check_op(lt_binary_op op, lt_dtype dt) {
-    if ((unsigned)op >= LT_BINARY_COUNT) return lt__err(LT_INVALID, "binary: unknown op %d", (int)op);
+    if ((unsigned)op >= LT_BINARY_COUNT)
+        return lt__err(LT_INVALID, "binary: unknown op %d", (int)op);
     if (dt == LT_BOOL || (!lt_dtype_is_float(dt) && op == LT_BINARY_DIV))
         return lt__math_unsupported(lt_binary_name(op), dt);
     return LT_OK;

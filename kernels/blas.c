@@ -11,7 +11,8 @@ int lt__blas_workers_capped(void) {
     int n = openblas_get_num_threads();
     struct rlimit rl;
     if (n <= 1 || getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 0;
-    return (unsigned long long)rl.rlim_cur < (unsigned long long)n * LT__BLAS_VA_PER_THREAD + LT__BLAS_VA_BASE;
+    return (unsigned long long)rl.rlim_cur <
+           (unsigned long long)n * LT__BLAS_VA_PER_THREAD + LT__BLAS_VA_BASE;
 }
 
 void lt__blas_reexec_if_capped(char **argv) {

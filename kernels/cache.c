@@ -44,7 +44,9 @@ static lt__cache_entry *find_locked(lt__cache *c, const lt__cache_key *k, uint64
     for (size_t i = h & (c->cap - 1);; i = (i + 1) & (c->cap - 1)) {
         lt__cache_entry *e = &c->tab[i];
         if (!e->hash) return NULL;
-        if (e->hash == h && e->len == k->n && !memcmp(e->key, k->w, sizeof(uint64_t) * (size_t)k->n)) return e;
+        if (e->hash == h && e->len == k->n &&
+            !memcmp(e->key, k->w, sizeof(uint64_t) * (size_t)k->n))
+            return e;
     }
 }
 
@@ -61,7 +63,9 @@ static void clear_locked(lt__cache *c) {
 
 /* Counters are read and written with relaxed atomics (a memo hit counts
  * without the lock): exact on one thread, approximate under contention. */
-static void bump(size_t *n) { __atomic_store_n(n, __atomic_load_n(n, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED); }
+static void bump(size_t *n) {
+    __atomic_store_n(n, __atomic_load_n(n, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
 
 /* ---- per-thread memos ------------------------------------------------------ */
 
@@ -85,7 +89,8 @@ static void memo_drop(lt__cache_memo *m) {
 }
 
 /* Unlinks and empties the memos that `keep` rejects (memo_mu held). */
-static void memo_sweep_locked(int (*keep)(const lt__cache_memo *m, const void *arg), const void *arg) {
+static void memo_sweep_locked(int (*keep)(const lt__cache_memo *m, const void *arg),
+                              const void *arg) {
     for (lt__cache_memo **pp = &memo_all; *pp;) {
         lt__cache_memo *m = *pp;
         if (keep(m, arg)) {
@@ -99,8 +104,14 @@ static void memo_sweep_locked(int (*keep)(const lt__cache_memo *m, const void *a
     }
 }
 
-static int not_mine(const lt__cache_memo *m, const void *arg) { (void)arg; return m->owner != &memo_self; }
-static int mine(const lt__cache_memo *m, const void *arg) { (void)arg; return m->owner == &memo_self; }
+static int not_mine(const lt__cache_memo *m, const void *arg) {
+    (void)arg;
+    return m->owner != &memo_self;
+}
+static int mine(const lt__cache_memo *m, const void *arg) {
+    (void)arg;
+    return m->owner == &memo_self;
+}
 
 static void memo_thread_exit(void *unused) {
     (void)unused;
@@ -233,7 +244,9 @@ void lt__cache_stats(lt__cache *c, size_t *hits, size_t *misses, size_t *entries
     cache_unlock(c);
 }
 
-void lt__cache_rec_ref(void *v) { __atomic_add_fetch(&((lt__cache_rec *)v)->refs, 1, __ATOMIC_RELAXED); }
+void lt__cache_rec_ref(void *v) {
+    __atomic_add_fetch(&((lt__cache_rec *)v)->refs, 1, __ATOMIC_RELAXED);
+}
 
 void lt__cache_rec_release(void *v) {
     lt__cache_rec *r = v;

@@ -7,11 +7,10 @@
  * lock per instance, values shared across threads (their reference counts
  * are atomic). The lock is a spin lock that yields: it is held for a probe
  * (a hit costs one atomic exchange and one store), and a mutex's two
- * library calls cost more than the probe itself. A hit costs a hash, a compare and a reference; a miss is
- * built by the caller outside the lock and offered with lt__cache_put. When
- * an instance is full it is emptied (values still held by callers stay
- * valid). Caching is optional work: a failed allocation skips the entry and
- * the result is the same.
+ * library calls cost more than the probe itself. A hit costs a hash, a compare and a reference; a
+ * miss is built by the caller outside the lock and offered with lt__cache_put. When an instance is
+ * full it is emptied (values still held by callers stay valid). Caching is optional work: a failed
+ * allocation skips the entry and the result is the same.
  */
 #ifndef LT_CACHE_IMPL_H
 #define LT_CACHE_IMPL_H

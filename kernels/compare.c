@@ -50,7 +50,8 @@ lt_status lt_compare(const lt_tensor *actual, const lt_tensor *expected, double 
     res->first_flat = -1;
     double a[LT__CHUNK], b[LT__CHUNK];
     int64_t flat = 0;
-    int64_t ea = (int64_t)lt_dtype_size(actual->dtype), eb = (int64_t)lt_dtype_size(expected->dtype);
+    int64_t ea = (int64_t)lt_dtype_size(actual->dtype),
+            eb = (int64_t)lt_dtype_size(expected->dtype);
     const lt_tensor *ts[2] = {actual, expected};
     lt__hostrun hr; /* off the host: explicit copies, read here */
     lt_status st = lt__host_begin(&hr, 2, ts);

@@ -99,11 +99,14 @@ static lt_status copy_rows(lt_tensor *dst, const lt_tensor *src) {
         if (lt_is_contiguous(dst) && lt_is_contiguous(src) && dst->dtype == src->dtype) {
             const lt_backend *b = lt__backend_of(dst); /* dense bytes: one copy */
             if (b == lt__backend_of(src)) {
-                b->iface->memcpy(b->ctx, lt_data(dst), lt_data(src), lt_nbytes(dst)); /* the backend's own */
+                b->iface->memcpy(b->ctx, lt_data(dst), lt_data(src),
+                                 lt_nbytes(dst)); /* the backend's own */
                 return LT_OK;
             }
-            if (lt__on_host(src)) return lt__from_host_bytes(dst, dst->offset, lt_data(src), lt_nbytes(dst));
-            if (lt__on_host(dst)) return lt__to_host_bytes(src, src->offset, lt_data(dst), lt_nbytes(dst));
+            if (lt__on_host(src))
+                return lt__from_host_bytes(dst, dst->offset, lt_data(src), lt_nbytes(dst));
+            if (lt__on_host(dst))
+                return lt__to_host_bytes(src, src->offset, lt_data(dst), lt_nbytes(dst));
         }
         lt__hostrun hr;
         LT_TRY(lt__host_begin(&hr, 2, ts));
@@ -113,7 +116,8 @@ static lt_status copy_rows(lt_tensor *dst, const lt_tensor *src) {
     lt__walk w;
     char *p[2];
     lt__walk_init(&w, 2, ts);
-    if (dst->dtype == src->dtype && w.ndim >= 2 && w.n > 1 && (w.step[0] == 1) != (w.step[1] == 1)) {
+    if (dst->dtype == src->dtype && w.ndim >= 2 && w.n > 1 &&
+        (w.step[0] == 1) != (w.step[1] == 1)) {
         copy_tiled(lt_dtype_size(dst->dtype), &w);
         return LT_OK;
     }

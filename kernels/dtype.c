@@ -90,7 +90,11 @@ void lt_dtype_store(lt_dtype dt, void *p, double v) {
     case LT_F64: memcpy(p, &v, 8); break;
     case LT_BF16: { uint16_t h = lt_f32_to_bf16((float)v); memcpy(p, &h, 2); break; }
     case LT_F16: { uint16_t h = lt_f32_to_f16((float)v); memcpy(p, &h, 2); break; }
-    case LT_I32: { int32_t i = (int32_t)clamp_trunc(v, -2147483648.0, 2147483647.0); memcpy(p, &i, 4); break; }
+    case LT_I32: {
+        int32_t i = (int32_t)clamp_trunc(v, -2147483648.0, 2147483647.0);
+        memcpy(p, &i, 4);
+        break;
+    }
     case LT_I64: {
         double c = clamp_trunc(v, -9223372036854775808.0, 9223372036854774784.0);
         int64_t i = (int64_t)c;

@@ -70,9 +70,10 @@ static lt_status build_runs(const char *fn, const lt_tensor *t, int64_t *const *
         for (int64_t j = 0; j < n; j++) {
             if (ix[j] < 0 || ix[j] >= t->shape[d]) {
                 dimruns_free(dr, nd);
-                return lt__err(LT_INVALID,
-                               "%s: index %lld at position %lld of dim %d is out of range for size %lld",
-                               fn, (long long)ix[j], (long long)j, d, (long long)t->shape[d]);
+                return lt__err(
+                    LT_INVALID,
+                    "%s: index %lld at position %lld of dim %d is out of range for size %lld", fn,
+                    (long long)ix[j], (long long)j, d, (long long)t->shape[d]);
             }
             run *last = r->nruns ? &r->runs[r->nruns - 1] : NULL;
             if (last && ix[j] == last->start + last->len) {
@@ -319,7 +320,8 @@ lt_status lt_scatter_index_sets(lt_tensor *dst, int64_t *const *idx, const lt_te
         if (!(idx && idx[d]) && src->shape[d] != dst->shape[d]) bad = 1;
     if (bad)
         return lt__err(LT_SHAPE,
-                       "%s: src has shape %s but dst has shape %s (src must match dst on every dim without an index list)",
+                       "%s: src has shape %s but dst has shape %s (src must match dst on every dim "
+                       "without an index list)",
                        fn, lt_shape_str(src->ndim, src->shape, sa, sizeof sa),
                        lt_shape_str(nd, dst->shape, sb, sizeof sb));
     dimruns dr[LT_MAX_DIMS];
@@ -369,7 +371,8 @@ lt_status lt_scatter_index_sets(lt_tensor *dst, int64_t *const *idx, const lt_te
         return lt__err_ctx(st, "%s", fn);
     }
     if (hr.copied) be = NULL; /* host memory now: the host loop */
-    walk_ctx c = {1, accumulate, op, dst->dtype, lt_dtype_size(dst->dtype), be, NULL, lt_data(hr.t[1])};
+    walk_ctx c = {1,    accumulate,      op, dst->dtype, lt_dtype_size(dst->dtype), be,
+                  NULL, lt_data(hr.t[1])};
     st = lt__host_end(&hr, 1, walk_all(fn, &c, dr, nd, hr.t[0]->offset, hr.t[0]));
     lt_tensor_free(s);
     if (st != LT_OK) return lt__err_ctx(st, "%s", fn);

@@ -49,10 +49,12 @@ static lt_status mirror(const lt_tensor *t, lt_tensor **out) {
     h->storage = keep;
     h->offset = t->offset - lo;
     if (nb) {
-        lt_status st = b->iface->to_host(b->ctx, keep->data, (const char *)t->storage->data + lo * (int64_t)es, nb);
+        lt_status st = b->iface->to_host(b->ctx, keep->data,
+                                         (const char *)t->storage->data + lo * (int64_t)es, nb);
         if (st != LT_OK) {
             lt_tensor_free(h);
-            return lt__err_ctx(st, "copying %zu bytes from backend '%s' to the host", nb, b->iface->name);
+            return lt__err_ctx(st, "copying %zu bytes from backend '%s' to the host", nb,
+                               b->iface->name);
         }
     }
     *out = h;
@@ -86,7 +88,9 @@ lt_status lt__host_writeback(const lt_tensor *t, const lt_tensor *h) {
     if (!nb) return LT_OK;
     lt_status st = b->iface->from_host(b->ctx, (char *)t->storage->data + lo * (int64_t)es,
                                        h->storage->data, nb);
-    return st ? lt__err_ctx(st, "copying %zu bytes from the host to backend '%s'", nb, b->iface->name) : LT_OK;
+    return st ? lt__err_ctx(st, "copying %zu bytes from the host to backend '%s'", nb,
+                            b->iface->name)
+              : LT_OK;
 }
 
 lt_status lt__host_end(lt__hostrun *r, int nout, lt_status st) {
@@ -115,7 +119,8 @@ lt_status lt__to_host_bytes(const lt_tensor *t, int64_t elem_off, void *dst, siz
     return b->iface->to_host(b->ctx, dst, src, nbytes);
 }
 
-lt_status lt__from_host_bytes(const lt_tensor *t, int64_t elem_off, const void *src, size_t nbytes) {
+lt_status lt__from_host_bytes(const lt_tensor *t, int64_t elem_off, const void *src,
+                              size_t nbytes) {
     const lt_backend *b = lt__backend_of(t);
     char *dst = (char *)t->storage->data + elem_off * (int64_t)lt_dtype_size(t->dtype);
     if (!b->iface->from_host) {

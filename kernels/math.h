@@ -89,7 +89,8 @@ LT_API lt_status lt_broadcast_shapes(int na, const int64_t *a, int nb, const int
 
 /* out = a op b with broadcasting; same dtype required. maximum/minimum
  * propagate NaN (torch.maximum). Integer div is LT_UNSUPPORTED. */
-LT_API lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b, lt_tensor **out);
+LT_API lt_status lt_binary(lt_binary_op op, const lt_tensor *a, const lt_tensor *b,
+                           lt_tensor **out);
 
 /* Scalar forms: out = a op s, or s op a when `reverse` (rsub: s - a).
  * The scalar takes a's dtype (for integers it must be integral). */
@@ -103,8 +104,8 @@ LT_API lt_status lt_binary_scalar(lt_binary_op op, const lt_tensor *a, double s,
  * sum 0, max -inf, min +inf (integers: the type's extreme), mean 0/0 = NaN.
  * mean of integers is LT_UNSUPPORTED. A 0-d x takes dims {0} or {-1} (as torch
  * does: the result is x itself, keepdim or not). */
-LT_API lt_status lt_reduce(lt_reduce_op op, const lt_tensor *x, int ndims, const int *dims, int keepdim,
-                           lt_tensor **out);
+LT_API lt_status lt_reduce(lt_reduce_op op, const lt_tensor *x, int ndims, const int *dims,
+                           int keepdim, lt_tensor **out);
 /* Same; for MEAN the sum is divided by `divisor` instead of the number of
  * reduced elements (a shard's part of a mean over the global count). */
 LT_API lt_status lt_reduce_ex(lt_reduce_op op, const lt_tensor *x, int ndims, const int *dims,
@@ -126,8 +127,8 @@ LT_API lt_status lt_mm(const lt_tensor *a, const lt_tensor *b, lt_tensor **out);
 LT_API lt_status lt_bmm(const lt_tensor *a, const lt_tensor *b, lt_tensor **out);
 /* beta * bias + alpha * (a @ b); a, b 2-D; bias broadcastable to (m, n).
  * beta == 0 ignores bias values (NaN included), as torch does. */
-LT_API lt_status lt_addmm(const lt_tensor *bias, const lt_tensor *a, const lt_tensor *b, double beta,
-                          double alpha, lt_tensor **out);
+LT_API lt_status lt_addmm(const lt_tensor *bias, const lt_tensor *a, const lt_tensor *b,
+                          double beta, double alpha, lt_tensor **out);
 
 /* ---- embedding ------------------------------------------------------------------- */
 

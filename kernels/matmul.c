@@ -24,7 +24,8 @@
 /* Can a (rows, cols) matrix with element strides (s0, s1) go to gemm? Sets
  * *trans and *ld. Size-1 dims have arbitrary strides, so they are fixed up
  * first. */
-static int blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, int *trans, int64_t *ld) {
+static int blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, int *trans,
+                       int64_t *ld) {
     if (cols <= 1) s1 = 1;
     if (rows <= 1) s0 = cols > 1 ? cols : 1;
     if (s1 == 1 && s0 >= (cols > 1 ? cols : 1)) {
@@ -45,9 +46,9 @@ static int blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, int *
  * gemm: f32 products and sums). host: a, b, c are host memory and the host
  * loop may run; else (a backend's memory) LT_UNSUPPORTED where the host loop
  * would be needed, before writing. */
-static lt_status gemm2(const lt_backend *be, int host, lt_dtype idt, lt_dtype dt, int64_t m, int64_t n,
-                       int64_t k, double alpha, const char *a, int64_t as0, int64_t as1, const char *b,
-                       int64_t bs0, int64_t bs1, double beta, char *c) {
+static lt_status gemm2(const lt_backend *be, int host, lt_dtype idt, lt_dtype dt, int64_t m,
+                       int64_t n, int64_t k, double alpha, const char *a, int64_t as0, int64_t as1,
+                       const char *b, int64_t bs0, int64_t bs1, double beta, char *c) {
     if (m == 0 || n == 0) return LT_OK;
     int64_t es = (int64_t)lt_dtype_size(dt), ies = (int64_t)lt_dtype_size(idt);
     if (k == 0 && !host) return LT_UNSUPPORTED;
@@ -60,9 +61,11 @@ static lt_status gemm2(const lt_backend *be, int host, lt_dtype idt, lt_dtype dt
     }
     int ta, tb;
     int64_t lda, ldb;
-    int ok_a = blas_layout(m, k, as0, as1, &ta, &lda), ok_b = blas_layout(k, n, bs0, bs1, &tb, &ldb);
+    int ok_a = blas_layout(m, k, as0, as1, &ta, &lda),
+        ok_b = blas_layout(k, n, bs0, bs1, &tb, &ldb);
     if (ok_a && ok_b && be->iface->gemm) {
-        lt_status st = be->iface->gemm(be->ctx, idt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+        lt_status st =
+            be->iface->gemm(be->ctx, idt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
         if (st != LT_UNSUPPORTED) return st;
     }
     if (!host || idt != dt) return LT_UNSUPPORTED;
@@ -97,7 +100,8 @@ static lt_status batched_run(const lt_tensor *const *ts, int host, int nb, const
     const lt_tensor *c = ts[0], *pa = ts[1], *pb = ts[2];
     lt_dtype cdt = c->dtype, idt = pa->dtype;
     lt_status st = LT_OK;
-    int64_t es = (int64_t)lt_dtype_size(cdt), ies = (int64_t)lt_dtype_size(idt), idx[LT_MAX_DIMS] = {0};
+    int64_t es = (int64_t)lt_dtype_size(cdt), ies = (int64_t)lt_dtype_size(idt),
+            idx[LT_MAX_DIMS] = {0};
     const char *a0 = lt_data(pa), *b0 = lt_data(pb);
     char *c0 = lt_data(c);
     for (int64_t bi = 0; bi < nbatch && !st; bi++) {
@@ -106,9 +110,10 @@ static lt_status batched_run(const lt_tensor *const *ts, int host, int nb, const
             ao += idx[i] * ast[i];
             bo += idx[i] * bst[i];
         }
-        st = gemm2(lt__backend_of(c), host, idt, cdt, m, n, k, alpha, a0 + ao * ies, pa->strides[pa->ndim - 2],
-                   pa->strides[pa->ndim - 1], b0 + bo * ies, pb->strides[pb->ndim - 2],
-                   pb->strides[pb->ndim - 1], beta, c0 + bi * m * n * es);
+        st =
+            gemm2(lt__backend_of(c), host, idt, cdt, m, n, k, alpha, a0 + ao * ies,
+                  pa->strides[pa->ndim - 2], pa->strides[pa->ndim - 1], b0 + bo * ies,
+                  pb->strides[pb->ndim - 2], pb->strides[pb->ndim - 1], beta, c0 + bi * m * n * es);
         if (st == LT_UNSUPPORTED && bi > 0)
             st = lt__err(LT_INVALID, "gemm: the backend refused batch %lld after running batch 0",
                          (long long)bi);
@@ -139,7 +144,8 @@ static lt_status batched_as(const lt_tensor *a, const lt_tensor *b, lt_dtype idt
     }
     const lt_tensor *ts[3] = {c, pa, pb};
     int host = lt__on_host(c) && lt__on_host(pa) && lt__on_host(pb);
-    if (!host && lt__backend_of(pa) == lt__backend_of(c) && lt__backend_of(pb) == lt__backend_of(c)) {
+    if (!host && lt__backend_of(pa) == lt__backend_of(c) &&
+        lt__backend_of(pb) == lt__backend_of(c)) {
         /* the backend's gemm on its own memory; what it cannot do (k == 0,
          * sizes over its limits) answers before the first write */
         st = batched_run(ts, 0, nb, bshape, ast, bst, nbatch, m, n, k, alpha, beta);
@@ -153,7 +159,8 @@ static lt_status batched_as(const lt_tensor *a, const lt_tensor *b, lt_dtype idt
         lt__hostrun hr;
         st = lt__host_begin(&hr, 3, ts);
         if (st) goto done;
-        st = lt__host_end(&hr, 1, batched_run(hr.t, 1, nb, bshape, ast, bst, nbatch, m, n, k, alpha, beta));
+        st = lt__host_end(&hr, 1,
+                          batched_run(hr.t, 1, nb, bshape, ast, bst, nbatch, m, n, k, alpha, beta));
         goto done;
     }
     st = batched_run(ts, 1, nb, bshape, ast, bst, nbatch, m, n, k, alpha, beta);
@@ -183,7 +190,8 @@ static lt_status batched(const lt_tensor *a, const lt_tensor *b, int nb, const i
 static lt_dtype compute_dtype(lt_dtype dt) { return dt == LT_F64 ? LT_F64 : LT_F32; }
 
 /* The result in dtype dt from c (compute dtype): c itself, or a cast. Takes c. */
-static lt_status finish(lt_tensor *c, lt_dtype dt, int ndim, const int64_t *shape, lt_tensor **out) {
+static lt_status finish(lt_tensor *c, lt_dtype dt, int ndim, const int64_t *shape,
+                        lt_tensor **out) {
     lt_tensor *r = c;
     if (c->dtype != dt) {
         lt_status st = lt_cast(c, dt, &r);
@@ -198,7 +206,8 @@ static lt_status finish(lt_tensor *c, lt_dtype dt, int ndim, const int64_t *shap
     return LT_OK;
 }
 
-static lt_status check_pair(const char *fn, const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
+static lt_status check_pair(const char *fn, const lt_tensor *a, const lt_tensor *b,
+                            lt_tensor **out) {
     if (!out) return lt__err(LT_INVALID, "%s: out is NULL", fn);
     *out = NULL;
     if (!a || !b) return lt__err(LT_INVALID, "%s: an operand is NULL", fn);
@@ -235,7 +244,8 @@ lt_status lt_matmul(const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
     int64_t bshape[LT_MAX_DIMS];
     lt_status st = lt_broadcast_shapes(va.ndim - 2, va.shape, vb.ndim - 2, vb.shape, &nb, bshape);
     if (st) return lt__err_ctx(st, "matmul");
-    if (nb + 2 > LT_MAX_DIMS) return lt__err(LT_INVALID, "matmul: result has more than %d dims", LT_MAX_DIMS);
+    if (nb + 2 > LT_MAX_DIMS)
+        return lt__err(LT_INVALID, "matmul: result has more than %d dims", LT_MAX_DIMS);
     int64_t cshape[LT_MAX_DIMS], oshape[LT_MAX_DIMS];
     memcpy(cshape, bshape, sizeof(int64_t) * (size_t)nb);
     memcpy(oshape, bshape, sizeof(int64_t) * (size_t)nb);
@@ -245,7 +255,8 @@ lt_status lt_matmul(const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
     if (a->ndim > 1) oshape[ond++] = cshape[nb];
     if (b->ndim > 1) oshape[ond++] = cshape[nb + 1];
     lt_tensor *c;
-    LT_TRY(lt__math_out(a, compute_dtype(a->dtype), nb + 2, cshape, &c)); /* gemm with beta 0 writes all */
+    LT_TRY(lt__math_out(a, compute_dtype(a->dtype), nb + 2, cshape,
+                        &c)); /* gemm with beta 0 writes all */
     st = batched(&va, &vb, nb, bshape, 1.0, 0.0, c);
     if (st) {
         lt_tensor_free(c);
@@ -316,7 +327,8 @@ lt_status lt_addmm(const lt_tensor *bias, const lt_tensor *a, const lt_tensor *b
 static lt_status embed_kernel(const lt_tensor *weight, const lt_tensor *idx, int64_t row_offset,
                               int masked, lt_tensor *o) {
     const lt_backend *b = lt__backend_of(o);
-    if (!b->iface->launch || lt__backend_of(weight) != b || lt__backend_of(idx) != b) return LT_UNSUPPORTED;
+    if (!b->iface->launch || lt__backend_of(weight) != b || lt__backend_of(idx) != b)
+        return LT_UNSUPPORTED;
     lt_tensor *ix = NULL;
     LT_TRY(lt_cast(idx, LT_I64, &ix));
     int64_t n = lt_numel(ix), rows = weight->shape[0];
@@ -344,7 +356,8 @@ static lt_status embed_kernel(const lt_tensor *weight, const lt_tensor *idx, int
     ka.p0 = row_offset;
     ka.ix[0] = lt_data(ix);
     ka.o[0] = (lt__kop){lt_data(o), (int)o->dtype, {1}};
-    ka.o[1] = (lt__kop){lt_data(weight), (int)weight->dtype, {weight->strides[0], weight->strides[1]}};
+    ka.o[1] =
+        (lt__kop){lt_data(weight), (int)weight->dtype, {weight->strides[0], weight->strides[1]}};
     lt_status st = lt__klaunch_raw(b, &ka);
     lt_tensor_free(ix);
     return st;
@@ -355,15 +368,19 @@ lt_status lt_embedding(const lt_tensor *weight, const lt_tensor *idx, int64_t ro
     if (!out) return lt__err(LT_INVALID, "embedding: out is NULL");
     *out = NULL;
     if (!weight || !idx) return lt__err(LT_INVALID, "embedding: an operand is NULL");
-    if (weight->ndim != 2) return lt__err(LT_SHAPE, "embedding: weight must be 2-D, got %d-D", weight->ndim);
+    if (weight->ndim != 2)
+        return lt__err(LT_SHAPE, "embedding: weight must be 2-D, got %d-D", weight->ndim);
     if (idx->dtype != LT_I32 && idx->dtype != LT_I64)
-        return lt__err(LT_DTYPE, "embedding: indices must be i32 or i64, got %s", lt_dtype_name(idx->dtype));
-    if (idx->ndim + 1 > LT_MAX_DIMS) return lt__err(LT_INVALID, "embedding: indices have too many dims");
+        return lt__err(LT_DTYPE, "embedding: indices must be i32 or i64, got %s",
+                       lt_dtype_name(idx->dtype));
+    if (idx->ndim + 1 > LT_MAX_DIMS)
+        return lt__err(LT_INVALID, "embedding: indices have too many dims");
     int64_t shape[LT_MAX_DIMS], rows = weight->shape[0], D = weight->shape[1];
     memcpy(shape, idx->shape, sizeof(int64_t) * (size_t)idx->ndim);
     shape[idx->ndim] = D;
     lt_tensor *o;
-    if (masked) LT_TRY(lt_tensor_new_on(lt__backend_of(weight), weight->dtype, idx->ndim + 1, shape, &o));
+    if (masked)
+        LT_TRY(lt_tensor_new_on(lt__backend_of(weight), weight->dtype, idx->ndim + 1, shape, &o));
     else LT_TRY(lt__math_out(weight, weight->dtype, idx->ndim + 1, shape, &o));
     int64_t n = lt_numel(idx), es = (int64_t)lt_dtype_size(weight->dtype);
     lt_status kst = embed_kernel(weight, idx, row_offset, masked, o);
@@ -388,7 +405,8 @@ lt_status lt_embedding(const lt_tensor *weight, const lt_tensor *idx, int64_t ro
         int64_t v = (int64_t)lt_get_flat(hr.t[2], i), r = v - row_offset;
         if (r < 0 || r >= rows) {
             if (masked) continue; /* row stays zero */
-            st = lt__err(LT_INVALID, "embedding: index %lld (element %lld) is out of range for %lld rows",
+            st = lt__err(LT_INVALID,
+                         "embedding: index %lld (element %lld) is out of range for %lld rows",
                          (long long)v, (long long)i, (long long)rows);
             break;
         }

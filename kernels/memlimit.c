@@ -79,8 +79,8 @@ static char g_budget_why[64];
 lt_status lt__mem_set_budget(const char *size, const char *label) {
     uint64_t v;
     if (!size || parse_size(size, &v))
-        return lt__err(LT_INVALID, "%s: '%s' is not a size in bytes (e.g. 1000000, 512M, 8G)", label,
-                       size ? size : "");
+        return lt__err(LT_INVALID, "%s: '%s' is not a size in bytes (e.g. 1000000, 512M, 8G)",
+                       label, size ? size : "");
     g_budget = v;
     g_budget_label = label;
     snprintf(g_budget_why, sizeof g_budget_why, "of memory allowed by %s", label);
@@ -92,7 +92,8 @@ static char g_share_why[96];
 
 void lt__mem_set_share(int n) {
     g_share = n > 1 ? n : 1;
-    snprintf(g_share_why, sizeof g_share_why, "of memory (its share: the machine's memory over %d processes)", g_share);
+    snprintf(g_share_why, sizeof g_share_why,
+             "of memory (its share: the machine's memory over %d processes)", g_share);
 }
 
 /* lt__mem_charge's account: bytes held for a while by work in progress,
@@ -127,7 +128,8 @@ static lt_status mem_bound_now(mem_bound *b, uint64_t held) {
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     uint64_t page = psize > 0 ? (uint64_t)psize : 4096;
     if (pages > 0 && psize > 0)
-        bound(b, (uint64_t)pages * (uint64_t)psize / (uint64_t)g_share, 0, held, g_share > 1 ? g_share_why : "of memory");
+        bound(b, (uint64_t)pages * (uint64_t)psize / (uint64_t)g_share, 0, held,
+              g_share > 1 ? g_share_why : "of memory");
     uint64_t avail = mem_available(), cached = lt__backend_cpu_cached();
     if (avail) {
         avail = avail > UINT64_MAX - cached ? UINT64_MAX : avail + cached;
@@ -146,7 +148,10 @@ static lt_status mem_bound_now(mem_bound *b, uint64_t held) {
     if (env && *env) {
         uint64_t v;
         if (parse_size(env, &v))
-            return lt__err(LT_INVALID, "LOCALTENSOR_MEMORY_LIMIT: '%s' is not a size in bytes (e.g. 1000000, 512M, 8G)", env);
+            return lt__err(
+                LT_INVALID,
+                "LOCALTENSOR_MEMORY_LIMIT: '%s' is not a size in bytes (e.g. 1000000, 512M, 8G)",
+                env);
         bound(b, v, 0, held, "of memory allowed by LOCALTENSOR_MEMORY_LIMIT");
     }
     if (g_budget_label) bound(b, g_budget, 0, held, g_budget_why);
@@ -173,7 +178,8 @@ static int recent_allows(uint64_t bytes) {
     if (!recent_lim || bytes > recent_lim / 64) return 0;
     struct timespec now;
     if (clock_gettime(CLOCK_MONOTONIC, &now)) return 0;
-    double age = (double)(now.tv_sec - recent_at.tv_sec) + 1e-9 * (double)(now.tv_nsec - recent_at.tv_nsec);
+    double age =
+        (double)(now.tv_sec - recent_at.tv_sec) + 1e-9 * (double)(now.tv_nsec - recent_at.tv_nsec);
     return age >= 0 && age < 0.05;
 }
 
@@ -188,15 +194,19 @@ static lt_status refuse(uint64_t bytes, int world, const char *what, const mem_b
     char need[32], have[32], held[160] = "", ranks[64] = "";
     size_str(bytes, need, sizeof need);
     size_str(b->total, have, sizeof have);
-    if (world > 0) snprintf(ranks, sizeof ranks, " for the shards of all %d rank%s", world, world == 1 ? "" : "s");
+    if (world > 0)
+        snprintf(ranks, sizeof ranks, " for the shards of all %d rank%s", world,
+                 world == 1 ? "" : "s");
     if (b->held) {
         char h[32];
         const char *who = atomic_load(&g_holder);
         size_str(b->held, h, sizeof h);
-        snprintf(held, sizeof held, " less the %s held already%s%s", h, who ? " by " : "", who ? who : "");
+        snprintf(held, sizeof held, " less the %s held already%s%s", h, who ? " by " : "",
+                 who ? who : "");
     }
-    return lt__err_code(LT_NOMEM, LT_ERR_MEMORY_LIMIT, "%s needs %s%s, more than this machine's %s %s%s", what, need, ranks,
-                        have, b->why, held);
+    return lt__err_code(LT_NOMEM, LT_ERR_MEMORY_LIMIT,
+                        "%s needs %s%s, more than this machine's %s %s%s", what, need, ranks, have,
+                        b->why, held);
 }
 
 lt_status lt__mem_check(uint64_t bytes, int world, const char *what) {

@@ -76,6 +76,8 @@ uint64_t lt__mem_charged(void);
 size_t lt__backend_cpu_cached(void);
 
 /* a + b, or UINT64_MAX when it wraps (byte estimates saturate). */
-static inline uint64_t lt__add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+static inline uint64_t lt__add_sat(uint64_t a, uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
 
 #endif

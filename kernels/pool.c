@@ -82,8 +82,8 @@ static void read_default(void) {
         errno = 0;
         long x = strtol(v, &end, 10);
         if (*end || errno || x < 0)
-            fprintf(stderr, "localtensor: LT_THREADS: '%s' is not a thread count >= 0; using %d\n", v,
-                    cores);
+            fprintf(stderr, "localtensor: LT_THREADS: '%s' is not a thread count >= 0; using %d\n",
+                    v, cores);
         else if (x > 0)
             n = x < LT_THREADS_MAX ? (int)x : LT_THREADS_MAX;
     }
@@ -105,7 +105,9 @@ int lt__pool_slot(void) { return my_slot; }
 
 size_t lt__par_min_bytes(void) { return atomic_load_explicit(&par_min, memory_order_relaxed); }
 
-void lt__set_par_min_bytes(size_t bytes) { atomic_store(&par_min, bytes ? bytes : LT__PAR_MIN_BYTES_DEFAULT); }
+void lt__set_par_min_bytes(size_t bytes) {
+    atomic_store(&par_min, bytes ? bytes : LT__PAR_MIN_BYTES_DEFAULT);
+}
 
 int lt__pool_width(void) {
     if (in_section || lt__fault_armed()) return 1;

@@ -36,8 +36,14 @@ static double reduce_row_f(lt_reduce_op op, lt_dtype dt, const char *p, int64_t 
         case LT_REDUCE_SUM:
         case LT_REDUCE_MEAN: for (int64_t i = 0; i < m; i++) acc += buf[i]; break;
         /* NaN propagates (torch.amax) */
-        case LT_REDUCE_MAX: for (int64_t i = 0; i < m; i++) if (buf[i] > acc || buf[i] != buf[i]) acc = buf[i]; break;
-        case LT_REDUCE_MIN: for (int64_t i = 0; i < m; i++) if (buf[i] < acc || buf[i] != buf[i]) acc = buf[i]; break;
+        case LT_REDUCE_MAX:
+            for (int64_t i = 0; i < m; i++)
+                if (buf[i] > acc || buf[i] != buf[i]) acc = buf[i];
+            break;
+        case LT_REDUCE_MIN:
+            for (int64_t i = 0; i < m; i++)
+                if (buf[i] < acc || buf[i] != buf[i]) acc = buf[i];
+            break;
         default: break;
         }
         if (acc != acc && op != LT_REDUCE_SUM && op != LT_REDUCE_MEAN) break;
@@ -53,7 +59,9 @@ static int64_t reduce_row_i(lt_reduce_op op, lt_dtype dt, const char *p, int64_t
         int64_t m = r - j < LT__CHUNK ? r - j : LT__CHUNK;
         lt__load_i64(dt, p + j * es, 1, m, buf);
         switch (op) {
-        case LT_REDUCE_SUM: for (int64_t i = 0; i < m; i++) acc = (int64_t)((uint64_t)acc + (uint64_t)buf[i]); break;
+        case LT_REDUCE_SUM:
+            for (int64_t i = 0; i < m; i++) acc = (int64_t)((uint64_t)acc + (uint64_t)buf[i]);
+            break;
         case LT_REDUCE_MAX: for (int64_t i = 0; i < m; i++) if (buf[i] > acc) acc = buf[i]; break;
         case LT_REDUCE_MIN: for (int64_t i = 0; i < m; i++) if (buf[i] < acc) acc = buf[i]; break;
         default: break;
@@ -67,7 +75,8 @@ lt_status lt_reduce_ex(lt_reduce_op op, const lt_tensor *x, int ndims, const int
     if (!out) return lt__err(LT_INVALID, "reduce: out is NULL");
     *out = NULL;
     if (!x) return lt__err(LT_INVALID, "reduce: x is NULL");
-    if ((unsigned)op >= LT_REDUCE_COUNT) return lt__err(LT_INVALID, "reduce: unknown op %d", (int)op);
+    if ((unsigned)op >= LT_REDUCE_COUNT)
+        return lt__err(LT_INVALID, "reduce: unknown op %d", (int)op);
     const char *name = lt_reduce_name(op);
     lt_dtype dt = x->dtype;
     int isf = lt_dtype_is_float(dt);
@@ -76,7 +85,9 @@ lt_status lt_reduce_ex(lt_reduce_op op, const lt_tensor *x, int ndims, const int
         return lt__err(LT_INVALID, "%s: %d dims given for a %d-d tensor", name, ndims, x->ndim);
     if (x->ndim == 0 && ndims == 1) { /* torch: a 0-d tensor's dim 0 (or -1) is the whole tensor */
         if (dims[0] != 0 && dims[0] != -1)
-            return lt__err(LT_INVALID, "%s: dim %d is out of range for a 0-d tensor (only 0 and -1 are)", name, dims[0]);
+            return lt__err(LT_INVALID,
+                           "%s: dim %d is out of range for a 0-d tensor (only 0 and -1 are)", name,
+                           dims[0]);
         ndims = 0;
     }
     int red[LT_MAX_DIMS] = {0};
@@ -123,7 +134,8 @@ lt_status lt_reduce_ex(lt_reduce_op op, const lt_tensor *x, int ndims, const int
     ka.s = div;
     ka.o[0] = (lt__kop){lt_data(o), (int)dt, {1}};
     ka.o[1] = (lt__kop){lt_data(c), (int)dt, {1}};
-    st = lt__backend_of(c) == lt__backend_of(o) ? lt__klaunch_raw(lt__backend_of(c), &ka) : LT_UNSUPPORTED;
+    st = lt__backend_of(c) == lt__backend_of(o) ? lt__klaunch_raw(lt__backend_of(c), &ka)
+                                                : LT_UNSUPPORTED;
     if (st != LT_UNSUPPORTED) {
         lt_tensor_free(c);
         if (st != LT_OK) {
@@ -178,7 +190,8 @@ lt_status lt_softmax(const lt_tensor *x, int dim, int use_log, lt_tensor **out) 
     if (!lt_dtype_is_float(x->dtype)) return lt__math_unsupported(name, x->dtype);
     int d;
     if (x->ndim == 0) {
-        if (dim != 0 && dim != -1) return lt__err(LT_INVALID, "%s: dim %d of a 0-d tensor", name, dim);
+        if (dim != 0 && dim != -1)
+            return lt__err(LT_INVALID, "%s: dim %d of a 0-d tensor", name, dim);
         d = -1;
     } else {
         LT_TRY(lt__norm_dim(name, dim, x->ndim, &d));
@@ -208,7 +221,8 @@ lt_status lt_softmax(const lt_tensor *x, int dim, int use_log, lt_tensor **out) 
     ka.k = inner;
     ka.o[0] = (lt__kop){lt_data(o), (int)x->dtype, {1}};
     ka.o[1] = (lt__kop){lt_data(c), (int)x->dtype, {1}};
-    st = lt__backend_of(c) == lt__backend_of(o) ? lt__klaunch_raw(lt__backend_of(c), &ka) : LT_UNSUPPORTED;
+    st = lt__backend_of(c) == lt__backend_of(o) ? lt__klaunch_raw(lt__backend_of(c), &ka)
+                                                : LT_UNSUPPORTED;
     if (st != LT_UNSUPPORTED) {
         lt__free(buf);
         lt_tensor_free(c);

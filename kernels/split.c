@@ -50,7 +50,8 @@ static uint64_t list_hash(const int64_t *v, int n) {
 static const int64_t *intern_locked(const int64_t *v, int n) {
     uint64_t h = list_hash(v, n);
     size_t bytes = sizeof(int64_t) * (size_t)n;
-    for (size_t i = intern_cap ? h & (intern_cap - 1) : 0; intern_cap; i = (i + 1) & (intern_cap - 1)) {
+    for (size_t i = intern_cap ? h & (intern_cap - 1) : 0; intern_cap;
+         i = (i + 1) & (intern_cap - 1)) {
         intern_entry *e = &intern_tab[i];
         if (!e->hash) break;
         if (e->hash == h && e->n == n && !memcmp(e->v, v, bytes)) return e->v;
@@ -80,14 +81,16 @@ static const int64_t *intern_locked(const int64_t *v, int n) {
 
 lt_status lt_split_explicit(const int64_t *sizes, int n, lt_split_rule *out) {
     if (n < 0 || n > LT_SPLIT_MAX_EXPLICIT)
-        return lt__err(LT_INVALID, "explicit split: %d sizes; at most %d", n, LT_SPLIT_MAX_EXPLICIT);
+        return lt__err(LT_INVALID, "explicit split: %d sizes; at most %d", n,
+                       LT_SPLIT_MAX_EXPLICIT);
     if (!sizes && n > 0) return lt__err(LT_INVALID, "explicit split: sizes is NULL");
     const int64_t *v = empty_list;
     if (n > 0) {
         pthread_mutex_lock(&intern_mu);
         v = intern_locked(sizes, n);
         pthread_mutex_unlock(&intern_mu);
-        if (!v) return lt__err(LT_NOMEM, "out of memory interning an explicit split of %d sizes", n);
+        if (!v)
+            return lt__err(LT_NOMEM, "out of memory interning an explicit split of %d sizes", n);
     }
     memset(out, 0, sizeof *out);
     out->kind = LT_SPLIT_EXPLICIT;
@@ -106,7 +109,9 @@ void lt__split_intern_clear(void) {
     pthread_mutex_unlock(&intern_mu);
 }
 
-const char *lt_split_kind_name(lt_split_kind k) { return lt__name_of(split_names, LT_SPLIT_COUNT, (int)k); }
+const char *lt_split_kind_name(lt_split_kind k) {
+    return lt__name_of(split_names, LT_SPLIT_COUNT, (int)k);
+}
 
 /* The rules named by a word are those before EXPLICIT (sizes are a list). */
 _Static_assert(LT_SPLIT_EXPLICIT == LT_SPLIT_COUNT - 1, "LT_SPLIT_MAP: explicit comes last");
@@ -153,9 +158,10 @@ lt_status lt_split_sizes(const lt_split_rule *rule, int64_t n, int k, int64_t *s
     }
     case LT_SPLIT_LAST: {
         if (n < k)
-            return lt__err(LT_INVALID,
-                           "rule 'last' needs at least one element per rank: dim of size %lld over %d ranks",
-                           (long long)n, k);
+            return lt__err(
+                LT_INVALID,
+                "rule 'last' needs at least one element per rank: dim of size %lld over %d ranks",
+                (long long)n, k);
         int64_t c = last_piece_size(n, k);
         for (int j = 0; j < k - 1; j++) sizes[j] = c;
         sizes[k - 1] = n - (int64_t)(k - 1) * c;
@@ -184,7 +190,8 @@ lt_status lt_split_sizes(const lt_split_rule *rule, int64_t n, int k, int64_t *s
     }
 }
 
-int lt__split_piece_quiet(const lt_split_rule *rule, int64_t n, int k, int j, int64_t *size, int64_t *offset) {
+int lt__split_piece_quiet(const lt_split_rule *rule, int64_t n, int k, int j, int64_t *size,
+                          int64_t *offset) {
     if (k < 1 || n < 0 || j < 0 || j >= k) return -1;
     int64_t start = 0, end;
     switch (rule->kind) {
@@ -208,7 +215,8 @@ int lt__split_piece_quiet(const lt_split_rule *rule, int64_t n, int k, int j, in
         if (rule->nsizes != k) return -1;
         int64_t sum = 0;
         for (int i = 0; i < k; i++) {
-            if (rule->sizes[i] < 0 || rule->sizes[i] > n - sum) return -1;   /* no overflow: sum <= n */
+            if (rule->sizes[i] < 0 || rule->sizes[i] > n - sum)
+                return -1; /* no overflow: sum <= n */
             if (i == j) start = sum;
             sum += rule->sizes[i];
         }
@@ -229,11 +237,13 @@ lt_status lt_split_piece(const lt_split_rule *rule, int64_t n, int k, int j, int
     if (!lt__split_piece_quiet(rule, n, k, j, size, offset)) return LT_OK;
     /* refused: the message says why (lt_split_sizes names every other reason, and refuses
      * before it writes a size unless the rule is explicit with k sizes) */
-    if (k >= 1 && n >= 0 && (j < 0 || j >= k)) return lt__err(LT_INVALID, "piece %d of a split into %d does not exist", j, k);
+    if (k >= 1 && n >= 0 && (j < 0 || j >= k))
+        return lt__err(LT_INVALID, "piece %d of a split into %d does not exist", j, k);
     int64_t sizes[LT_SPLIT_MAX_EXPLICIT];     /* (k) */
     int buf = rule->kind == LT_SPLIT_EXPLICIT && rule->nsizes == k && k <= LT_SPLIT_MAX_EXPLICIT;
     LT_TRY(lt_split_sizes(rule, n, k, buf ? sizes : NULL));
-    return lt__err(LT_INVALID, "piece %d of a split into %d does not exist", j, k);   /* not reached */
+    return lt__err(LT_INVALID, "piece %d of a split into %d does not exist", j,
+                   k); /* not reached */
 }
 
 lt_status lt_split_sizes_offsets(const lt_split_rule *rule, int64_t n, int k,

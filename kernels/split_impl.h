@@ -21,6 +21,7 @@ void lt__split_intern_clear(void);
  * out of range, `last` with n < k, explicit sizes that do not fit). The one
  * place the uneven rules are written; lt_split_piece and lt_split_sizes
  * give the same pieces. */
-int lt__split_piece_quiet(const lt_split_rule *rule, int64_t n, int k, int j, int64_t *size, int64_t *offset);
+int lt__split_piece_quiet(const lt_split_rule *rule, int64_t n, int k, int j, int64_t *size,
+                          int64_t *offset);
 
 #endif

@@ -126,7 +126,8 @@ static void copy_subject(char *dst, const char *subject) {
 /* A new failure: subject (may be NULL) and the problem fmt; every other
  * part reset. Formats into a copy first: callers may pass lt_errmsg()
  * itself as an argument ("... (%s)", lt_errmsg()). */
-static lt_status set_msg(lt_status st, lt_errcode code, const char *subject, const char *fmt, va_list ap) {
+static lt_status set_msg(lt_status st, lt_errcode code, const char *subject, const char *fmt,
+                         va_list ap) {
     char problem[LT_ERR_TEXT_MAX];
     vformat(problem, sizeof problem, fmt, ap);
     memset(&errinfo, 0, sizeof errinfo);
@@ -179,7 +180,8 @@ lt_status lt__err_at(lt_status st, const char *file, int line, int col, const ch
 /* Adds a context around the failure (is_while: "while <text>"; subject may
  * be NULL). When every slot is taken the outermost one absorbs the new
  * context, so the text stays whole. */
-static lt_status push_ctx(lt_status st, int is_while, const char *subject, const char *fmt, va_list ap) {
+static lt_status push_ctx(lt_status st, int is_while, const char *subject, const char *fmt,
+                          va_list ap) {
     lt_error_context c;
     memset(&c, 0, sizeof c);
     c.is_while = is_while;
@@ -188,7 +190,8 @@ static lt_status push_ctx(lt_status st, int is_while, const char *subject, const
     if (errinfo.ncontext == LT_ERR_CONTEXT_MAX) {
         lt_error_context *o = &errinfo.context[LT_ERR_CONTEXT_MAX - 1];
         char merged[sizeof c.text * 2];
-        int n = snprintf(merged, sizeof merged, "%s: %s%s%s", c.text, o->is_while ? "while " : "", o->subject, o->text);
+        int n = snprintf(merged, sizeof merged, "%s: %s%s%s", c.text, o->is_while ? "while " : "",
+                         o->subject, o->text);
         fit_msg(c.text, sizeof c.text, merged, n < 0 ? 0 : strlen(merged));
         *o = c;
     } else {
@@ -261,7 +264,8 @@ lt_status lt__numel_checked(int ndim, const int64_t *shape, size_t esize, int64_
     int64_t n = 1;
     int zero = 0;
     for (int i = 0; i < ndim; i++) {
-        if (shape[i] < 0) return lt__err(LT_INVALID, "size %lld of dim %d is negative", (long long)shape[i], i);
+        if (shape[i] < 0)
+            return lt__err(LT_INVALID, "size %lld of dim %d is negative", (long long)shape[i], i);
         if (shape[i] == 0) zero = 1;
     }
     if (zero) { *out = 0; return LT_OK; }
@@ -302,7 +306,11 @@ char *lt__name_join_or(const char *const *names, int n, char *buf, size_t cap) {
     size_t used = 0;
     if (cap) buf[0] = '\0';
     for (int i = 0; i < n && used < cap; i++) {
-        int w = snprintf(buf + used, cap - used, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", names[i]);
+        int w = snprintf(buf + used, cap - used, "%s%s",
+                         i == 0       ? ""
+                         : i == n - 1 ? " or "
+                                      : ", ",
+                         names[i]);
         if (w < 0) break;
         used += (size_t)w;
     }

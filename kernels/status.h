@@ -49,13 +49,14 @@ LT_API const char *lt_errmsg(void);
 
 /* Sub-codes: what kind of failure, finer than the status. One list generates
  * the enum and the name table. */
-#define LT_ERRCODE_MAP(XX)                                                      \
-    XX(NONE,         "none")                                                    \
-    XX(NOT_YET,      "not supported yet")      /* a feature not built yet */    \
-    XX(NO_LAYOUT,    "layout does not exist")  /* a rule gave an impossible output layout */ \
-    XX(WOULD_HANG,   "would hang")             /* per-rank collectives cannot all complete */ \
-    XX(MEMORY_LIMIT, "memory limit")           /* refused up front: would not fit in memory */ \
-    XX(MISALIGNED,   "operands misaligned")    /* from_local operands hold different indices on a rank */
+#define LT_ERRCODE_MAP(XX)                                                                         \
+    XX(NONE, "none")                                                                               \
+    XX(NOT_YET, "not supported yet") /* a feature not built yet */                                 \
+    XX(NO_LAYOUT, "layout does not exist") /* a rule gave an impossible output layout */           \
+    XX(WOULD_HANG, "would hang") /* per-rank collectives cannot all complete */                    \
+    XX(MEMORY_LIMIT, "memory limit") /* refused up front: would not fit in memory */               \
+    XX(MISALIGNED, "operands misaligned") /* from_local operands hold different indices on a rank  \
+                                           */
 
 typedef enum {
 #define LT__XX(name, str) LT_ERR_##name,

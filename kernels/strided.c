@@ -111,7 +111,11 @@ void lt__load_f64(lt_dtype dt, const char *p, int64_t step, int64_t n, double *o
         for (int64_t i = 0; i < n; i++) { int32_t v; memcpy(&v, p + i * bs, 4); out[i] = v; }
         break;
     case LT_I64:
-        for (int64_t i = 0; i < n; i++) { int64_t v; memcpy(&v, p + i * bs, 8); out[i] = (double)v; }
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v;
+            memcpy(&v, p + i * bs, 8);
+            out[i] = (double)v;
+        }
         break;
     case LT_BOOL:
         for (int64_t i = 0; i < n; i++) out[i] = p[i * bs] ? 1.0 : 0.0;

@@ -148,7 +148,8 @@ lt_status lt_tensor_from_doubles(lt_dtype dt, int ndim, const int64_t *shape, co
     if (n != numel) {
         char buf[256];
         lt_tensor_free(t);
-        return lt__err(LT_SHAPE, "tensor_from_doubles: %lld values given for shape %s (%lld elements)",
+        return lt__err(LT_SHAPE,
+                       "tensor_from_doubles: %lld values given for shape %s (%lld elements)",
                        (long long)n, lt_shape_str(ndim, shape, buf, sizeof buf), (long long)numel);
     }
     if (numel > 0 && !vals) {
@@ -194,7 +195,8 @@ lt_status lt_tensor_placeholder(lt_dtype dt, int ndim, const int64_t *shape, lt_
 lt_status lt_tensor_absent(lt_dtype dt, int ndim, const int64_t *shape, lt_tensor **out) {
     if (out) *out = NULL;
     int64_t numel;
-    if ((int)dt < 0 || dt >= LT_DTYPE_COUNT) return lt__err(LT_INVALID, "tensor_absent: unknown dtype %d", (int)dt);
+    if ((int)dt < 0 || dt >= LT_DTYPE_COUNT)
+        return lt__err(LT_INVALID, "tensor_absent: unknown dtype %d", (int)dt);
     LT_TRY(check_shape("tensor_absent", ndim, shape, lt_dtype_size(dt), &numel));
     int64_t none[LT_MAX_DIMS] = {0};   /* no bytes behind it */
     lt_tensor *t = NULL;
@@ -236,11 +238,12 @@ lt_status lt__alias(const lt_tensor *t, lt_tensor **out) {
 int lt_tensor_same_view(const lt_tensor *a, const lt_tensor *b) {
     if (a == b) return 1;
     if (!a || !b) return 0;
-    if (a->storage != b->storage || a->offset != b->offset || a->dtype != b->dtype || a->ndim != b->ndim ||
-        a->placeholder != b->placeholder)
+    if (a->storage != b->storage || a->offset != b->offset || a->dtype != b->dtype ||
+        a->ndim != b->ndim || a->placeholder != b->placeholder)
         return 0;
     for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->strides[d] != b->strides[d])) return 0;
+        if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->strides[d] != b->strides[d]))
+            return 0;
     return 1;
 }
 

@@ -62,10 +62,11 @@ LT_API lt_status lt_tensor_empty(lt_dtype dt, int ndim, const int64_t *shape, lt
 /* New contiguous zero-filled tensor with t's dtype and shape. */
 LT_API lt_status lt_tensor_new_like(const lt_tensor *t, lt_tensor **out);
 /* New tensor from row-major values (converted to dt). n must equal the numel. */
-LT_API lt_status lt_tensor_from_doubles(lt_dtype dt, int ndim, const int64_t *shape, const double *vals,
-                                        int64_t n, lt_tensor **out);
+LT_API lt_status lt_tensor_from_doubles(lt_dtype dt, int ndim, const int64_t *shape,
+                                        const double *vals, int64_t n, lt_tensor **out);
 /* A placeholder for logical shape (ndim, shape), dtype dt (see above). */
-LT_API lt_status lt_tensor_placeholder(lt_dtype dt, int ndim, const int64_t *shape, lt_tensor **out);
+LT_API lt_status lt_tensor_placeholder(lt_dtype dt, int ndim, const int64_t *shape,
+                                       lt_tensor **out);
 /* A stand-in for a shard held by another process (collectives_sim/engine.h
  * `holds`): dtype dt and shape (ndim, shape) with no values (its storage has
  * no bytes, so no kernel may read or write it; the collectives read only
@@ -97,7 +98,7 @@ LT_API lt_status lt_tensor_make_writable(lt_tensor *t);
 
 LT_API int64_t lt_numel(const lt_tensor *t);
 LT_API size_t lt_nbytes(const lt_tensor *t);              /* numel * element size */
-LT_API int lt_is_contiguous(const lt_tensor *t);          /* row-major dense (size-1 dims ignored) */
+LT_API int lt_is_contiguous(const lt_tensor *t); /* row-major dense (size-1 dims ignored) */
 /* Address of element 0 (storage + offset). On a backend whose memory the host
  * cannot read (cuda, cuda-emu: kernels/backend.h) it is that backend's
  * address: read values with lt_get / lt_to_doubles, or lt_copy into a
@@ -133,7 +134,8 @@ LT_API lt_status lt_cast(const lt_tensor *src, lt_dtype dt, lt_tensor **out);
 /* ---- views (all share storage) ------------------------------------------- */
 
 /* Negative dims are NOT normalized here; callers pass 0 <= dim < ndim. */
-LT_API lt_status lt_narrow(const lt_tensor *t, int dim, int64_t start, int64_t len, lt_tensor **out);
+LT_API lt_status lt_narrow(const lt_tensor *t, int dim, int64_t start, int64_t len,
+                           lt_tensor **out);
 LT_API lt_status lt_select(const lt_tensor *t, int dim, int64_t i, lt_tensor **out);
 LT_API lt_status lt_transpose(const lt_tensor *t, int d0, int d1, lt_tensor **out);
 LT_API lt_status lt_permute(const lt_tensor *t, const int *perm, lt_tensor **out);
@@ -166,8 +168,8 @@ LT_API lt_status lt_index_select(const lt_tensor *src, int dim, const int64_t *i
  * out[i0,...] = src[idx[0][i0], ...]. A NULL idx[d] means "all of dim d".
  * lens[d] is the length of idx[d] (ignored when idx[d] is NULL). New
  * contiguous tensor. Contiguous index runs are copied as blocks. */
-LT_API lt_status lt_gather_index_sets(const lt_tensor *src, int64_t *const *idx, const int64_t *lens,
-                                      lt_tensor **out);
+LT_API lt_status lt_gather_index_sets(const lt_tensor *src, int64_t *const *idx,
+                                      const int64_t *lens, lt_tensor **out);
 /* The inverse: dst[idx[0][i0], ...] = src[i0, ...] (copy, or reduce with op
  * when accumulate is non-zero: dst = dst op src, sum/max/min/product). */
 LT_API lt_status lt_scatter_index_sets(lt_tensor *dst, int64_t *const *idx, const lt_tensor *src,
@@ -194,7 +196,7 @@ typedef struct lt_compare_result {
 
 /* allclose: |a - b| <= atol + rtol * |b|, NaN equal to NaN. Shapes must be
  * equal (LT_SHAPE with both shapes in the message); dtypes may differ. */
-LT_API lt_status lt_compare(const lt_tensor *actual, const lt_tensor *expected, double rtol, double atol,
-                            lt_compare_result *res);
+LT_API lt_status lt_compare(const lt_tensor *actual, const lt_tensor *expected, double rtol,
+                            double atol, lt_compare_result *res);
 
 #endif

@@ -34,9 +34,15 @@ static const char *const reduce_names[] = {
 #undef LT__XX
 };
 
-const char *lt_unary_name(lt_unary_op op) { return lt__name_of(unary_names, LT_UNARY_COUNT, (int)op); }
-const char *lt_binary_name(lt_binary_op op) { return lt__name_of(binary_names, LT_BINARY_COUNT, (int)op); }
-const char *lt_reduce_name(lt_reduce_op op) { return lt__name_of(reduce_names, LT_REDUCE_COUNT, (int)op); }
+const char *lt_unary_name(lt_unary_op op) {
+    return lt__name_of(unary_names, LT_UNARY_COUNT, (int)op);
+}
+const char *lt_binary_name(lt_binary_op op) {
+    return lt__name_of(binary_names, LT_BINARY_COUNT, (int)op);
+}
+const char *lt_reduce_name(lt_reduce_op op) {
+    return lt__name_of(reduce_names, LT_REDUCE_COUNT, (int)op);
+}
 
 /* ---- shared helpers ---------------------------------------------------------------- */
 
@@ -56,7 +62,8 @@ lt_status lt__math_out(const lt_tensor *like, lt_dtype dt, int ndim, const int64
 }
 
 lt_status lt__math_unsupported(const char *op, lt_dtype dt) {
-    return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s of %s tensors", op, lt_dtype_name(dt));
+    return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s of %s tensors", op,
+                        lt_dtype_name(dt));
 }
 
 void lt__load_f32(lt_dtype dt, const char *p, int64_t step, int64_t n, float *out) {
@@ -141,9 +148,12 @@ static void unary_f32(lt_unary_op op, float *v, int64_t n) {
     /* NaN stays NaN (torch.relu) */
     case LT_UNARY_RELU: for (int64_t i = 0; i < n; i++) v[i] = v[i] < 0.0f ? 0.0f : v[i]; break;
     case LT_UNARY_GELU:
-        for (int64_t i = 0; i < n; i++) v[i] = 0.5f * v[i] * (1.0f + erff(v[i] * 0.70710678118654752f));
+        for (int64_t i = 0; i < n; i++)
+            v[i] = 0.5f * v[i] * (1.0f + erff(v[i] * 0.70710678118654752f));
         break;
-    case LT_UNARY_SIGMOID: for (int64_t i = 0; i < n; i++) v[i] = 1.0f / (1.0f + expf(-v[i])); break;
+    case LT_UNARY_SIGMOID:
+        for (int64_t i = 0; i < n; i++) v[i] = 1.0f / (1.0f + expf(-v[i]));
+        break;
     default: break;
     }
 }
@@ -158,7 +168,8 @@ static void unary_f64(lt_unary_op op, double *v, int64_t n) {
     case LT_UNARY_TANH: for (int64_t i = 0; i < n; i++) v[i] = tanh(v[i]); break;
     case LT_UNARY_RELU: for (int64_t i = 0; i < n; i++) v[i] = v[i] < 0.0 ? 0.0 : v[i]; break;
     case LT_UNARY_GELU:
-        for (int64_t i = 0; i < n; i++) v[i] = 0.5 * v[i] * (1.0 + erf(v[i] * 0.70710678118654752440));
+        for (int64_t i = 0; i < n; i++)
+            v[i] = 0.5 * v[i] * (1.0 + erf(v[i] * 0.70710678118654752440));
         break;
     case LT_UNARY_SIGMOID: for (int64_t i = 0; i < n; i++) v[i] = 1.0 / (1.0 + exp(-v[i])); break;
     default: break;
@@ -194,7 +205,8 @@ lt_status lt_unary(lt_unary_op op, const lt_tensor *x, lt_tensor **out) {
     if ((unsigned)op >= LT_UNARY_COUNT) return lt__err(LT_INVALID, "unary: unknown op %d", (int)op);
     lt_dtype dt = x->dtype;
     int isf = lt_dtype_is_float(dt);
-    if (dt == LT_BOOL || (!isf && !unary_int_ok(op))) return lt__math_unsupported(lt_unary_name(op), dt);
+    if (dt == LT_BOOL || (!isf && !unary_int_ok(op)))
+        return lt__math_unsupported(lt_unary_name(op), dt);
     lt_tensor *o;
     LT_TRY(lt__math_out(x, dt, x->ndim, x->shape, &o));
     const lt_tensor *ops[2] = {o, x};

@@ -67,7 +67,8 @@ lt_status lt_select(const lt_tensor *t, int dim, int64_t i, lt_tensor **out) {
 
 lt_status lt_transpose(const lt_tensor *t, int d0, int d1, lt_tensor **out) {
     LT_TRY(check_args("transpose", t, out));
-    if (t->ndim == 0 && d0 == 0 && d1 == 0) return lt__alias(t, out); /* torch: a 0-d tensor has dim 0 */
+    if (t->ndim == 0 && d0 == 0 && d1 == 0)
+        return lt__alias(t, out); /* torch: a 0-d tensor has dim 0 */
     LT_TRY(check_dim("transpose", t, d0));
     LT_TRY(check_dim("transpose", t, d1));
     lt_tensor *v = NULL;

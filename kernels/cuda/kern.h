@@ -81,8 +81,8 @@ typedef struct lt__kargs {
     int64_t n;                            /* elements = threads of work */
     double s;                             /* scalar (fill, scale, binary scalar) */
     double alpha;                         /* dropout: the scale of kept elements */
-    int64_t m, nn, k;                     /* reduce: k = row length; softmax:
-                                           * m = row length, k = its stride; embed: m rows, nn cols */
+    int64_t m, nn, k; /* reduce: k = row length; softmax:
+                       * m = row length, k = its stride; embed: m rows, nn cols */
     int64_t p0;                           /* embed: the row offset */
     const int64_t *ix[LT_MAX_DIMS];       /* gather, init, dropout: index list per dim (NULL: all,
                                            * host memory: a device backend copies them);
@@ -385,7 +385,8 @@ LT_HD void lt__k_acc_elem(int dt, int op, char *d, const char *s) {
         lt__k_store_f32(dt, d, lt__k_red_f32(op, lt__k_load_f32(dt, d), lt__k_load_f32(dt, s)));
         return;
     case LT_I32: case LT_I64:
-        lt__k_store_i64(dt, d, lt__k_red_i64(op, lt__k_load_i64(dt, d), lt__k_load_i64(dt, s), dt == LT_I32));
+        lt__k_store_i64(
+            dt, d, lt__k_red_i64(op, lt__k_load_i64(dt, d), lt__k_load_i64(dt, s), dt == LT_I32));
         return;
     case LT_BOOL: {
         uint8_t x = *(uint8_t *)d, y = *(const uint8_t *)s;
@@ -418,11 +419,14 @@ LT_HD void lt__k_binary(const lt__kargs *a, int64_t i) {
     lt__k_addr(a, 3, i, p);
     int dt = a->o[0].dt;
     if (dt == LT_F64)
-        lt__k_store_f64(dt, p[0], lt__k_bin_f64(a->op, lt__k_load_f64(dt, p[1]), lt__k_load_f64(dt, p[2])));
+        lt__k_store_f64(dt, p[0],
+                        lt__k_bin_f64(a->op, lt__k_load_f64(dt, p[1]), lt__k_load_f64(dt, p[2])));
     else if (dt == LT_F32 || dt == LT_BF16 || dt == LT_F16)
-        lt__k_store_f32(dt, p[0], lt__k_bin_f32(a->op, lt__k_load_f32(dt, p[1]), lt__k_load_f32(dt, p[2])));
+        lt__k_store_f32(dt, p[0],
+                        lt__k_bin_f32(a->op, lt__k_load_f32(dt, p[1]), lt__k_load_f32(dt, p[2])));
     else
-        lt__k_store_i64(dt, p[0], lt__k_bin_i64(a->op, lt__k_load_i64(dt, p[1]), lt__k_load_i64(dt, p[2])));
+        lt__k_store_i64(dt, p[0],
+                        lt__k_bin_i64(a->op, lt__k_load_i64(dt, p[1]), lt__k_load_i64(dt, p[2])));
 }
 
 LT_HD void lt__k_scalar(const lt__kargs *a, int64_t i) {
@@ -455,7 +459,8 @@ LT_HD void lt__k_reduce(const lt__kargs *a, int64_t i) {
             double v = lt__k_load_f64(dt, row + j * es);
             if (op == LT_REDUCE_SUM || op == LT_REDUCE_MEAN) acc += v;
             else if (op == LT_REDUCE_MAX ? (v > acc || v != v) : (v < acc || v != v)) acc = v;
-            if (acc != acc && op != LT_REDUCE_SUM && op != LT_REDUCE_MEAN && (j + 1) % 512 == 0) break;
+            if (acc != acc && op != LT_REDUCE_SUM && op != LT_REDUCE_MEAN && (j + 1) % 512 == 0)
+                break;
         }
         if (op == LT_REDUCE_MEAN) acc /= a->s;
         lt__k_store_f64(dt, po, acc);
@@ -594,7 +599,8 @@ LT_HD void lt__k_init(const lt__kargs *a, int64_t i) {
     int64_t o0, o1;
     uint64_t g = lt__k_global(a, i, &o0, &o1);
     int dt = a->o[0].dt;
-    lt__k_store_f64(dt, a->o[0].p + o0 * lt__k_size(dt), lt__k_init_value(a->op, (uint64_t)a->p0, g, dt));
+    lt__k_store_f64(dt, a->o[0].p + o0 * lt__k_size(dt),
+                    lt__k_init_value(a->op, (uint64_t)a->p0, g, dt));
 }
 
 LT_HD void lt__k_dropout(const lt__kargs *a, int64_t i) {
@@ -619,7 +625,8 @@ LT_HD void lt__k_coll_reduce(const lt__kargs *a, int64_t i) {
     switch (dt) {
     case LT_F32: case LT_BF16: case LT_F16: {
         float acc = lt__k_load_f32(dt, a->srcs[0] + so);
-        for (int p = 1; p < n; p++) acc = lt__k_red_f32(op, acc, lt__k_load_f32(dt, a->srcs[p] + so));
+        for (int p = 1; p < n; p++)
+            acc = lt__k_red_f32(op, acc, lt__k_load_f32(dt, a->srcs[p] + so));
         lt__k_store_f32(dt, d, avg ? acc / (float)n : acc);
         return;
     }
@@ -673,7 +680,9 @@ LT_HD void lt__k_coll_reduce(const lt__kargs *a, int64_t i) {
     case LT_BOOL: {
         uint8_t acc = a->srcs[0][so] != 0;
         int any = op == LT_REDOP_SUM || op == LT_REDOP_MAX;
-        for (int p = 1; p < n; p++) acc = any ? (uint8_t)(acc | (a->srcs[p][so] != 0)) : (uint8_t)(acc & (a->srcs[p][so] != 0));
+        for (int p = 1; p < n; p++)
+            acc = any ? (uint8_t)(acc | (a->srcs[p][so] != 0))
+                      : (uint8_t)(acc & (a->srcs[p][so] != 0));
         *(uint8_t *)d = acc;
         return;
     }
