@@ -118,7 +118,7 @@ endif
 $(LIB_OBJ): CFLAGS += -fvisibility=hidden
 # The tools built on it (a static library the CLI and the tests link):
 # the CLI's subcommands, the scenario engine, the renderers and reports.
-TOOLS_SRC := $(filter-out tools/cli/main.c tools/cli/cli_mpi.c, $(wildcard tools/cli/*.c tools/scenario/*.c tools/render/*.c))
+TOOLS_SRC := $(filter-out tools/cli/main.c tools/cli/cli_mpi.c, $(wildcard tools/cli/*.c tools/scenario/*.c tools/render/*.c tools/picture/*.c tools/checkpoint/*.c))
 TOOLS_OBJ := $(TOOLS_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC  := $(wildcard test/test_*.c)
 TEST_BIN  := $(TEST_SRC:test/%.c=$(BUILD)/%)
@@ -152,7 +152,7 @@ FUZZ_SAN   := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointe
 FUZZ_CAPS  := -DLT_SC_MAX_NODES=20000 -DLT_SC_MAX_ELEMS=65536 -DLT_SC_MAX_CASES=64 \
               -DLT_SC_MAX_UNROLLED=4096 -DLT_SC_MAX_LOOP_ITERS=4096
 
-.PHONY: all deps run test check check-bins test-mpi-full unit scenarios asan valgrind bench install clean fuzz fault
+.PHONY: all deps run test check check-bins test-mpi-full unit scenarios asan valgrind bench install clean fuzz fault test-browser
 
 all: $(BUILD)/liblocaltensor.a $(BUILD)/liblocaltensor.so $(BUILD)/localtensor $(if $(CLI_MPI_LIBS),$(MPI_TEST_BIN))
 
@@ -290,6 +290,14 @@ fault:
 	    SAN="$(ASAN_SAN)" all $(FAULT_BUILD)/fault_driver
 	@bash tools/fault-check.sh $(FAULT_BUILD) $(FAULT_MAXALL) $(FAULT_FILES)
 
+# The HTML pictures in headless chromium (tools/test-browser.sh): screenshots
+# into $(BUILD)/*.png, counts read off each page's DOM; a SKIPPED line (not a
+# pass) without chromium. Not part of `make test`.
+test-browser:
+	$(CHECK_DEPS)
+	@+$(SUBMAKE) $(BUILD)/localtensor
+	@bash tools/test-browser.sh $(BUILD)
+
 valgrind:
 	$(CHECK_DEPS)
 	@$(MAKE) --no-print-directory BUILD=build-vg OPT=-O1 all test-bins-vg
@@ -323,7 +331,7 @@ $(BUILD)/bench_mpi: $(BUILD)/obj/tools/bench/mpi/bench_mpi.o $(LIBS) $(CLI_MPI_L
 # header collectives_sim/engine_mpi.h and localtensor-mpi.pc (static: the
 # engine, liblocaltensor.a and libmpi).
 INSTALL_HEADERS := $(filter-out %_impl.h kernels/alloc.h collectives_sim/engine_mpi.h,$(HEADERS))
-INSTALL_DOCS    := README.md docs/SEMANTICS.md docs/DESIGN.md scenarios/README.md
+INSTALL_DOCS    := README.md $(wildcard docs/*.md docs/*.svg) scenarios/README.md
 INSTALL_INC      = $(DESTDIR)$(PREFIX)/include/localtensor
 INSTALL_DOC      = $(DESTDIR)$(PREFIX)/share/doc/localtensor
 

@@ -33,5 +33,6 @@
 #include "localtensor/tp.h"
 #include "localtensor/validate.h"
 #include "localtensor/numerics.h"
+#include "localtensor/pytorch_bugs.h"
 
 #endif

@@ -387,6 +387,12 @@ lt_status lt_redistribute_sampled(const lt_spec *src, const lt_sample_src *g, co
     rep->step = rep->mesh_dim = rep->rank = -1;
     lt_plan *plan;
     LT_TRY(lt__plan_redistribute_from(src, dst, np, opts, &plan));
+    if (plan->zf_end_ > plan->zf_first_ && (n > 0 || gout)) {   /* no values: the plan is enough */
+        lt_plan_free(plan);
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                            "not supported yet: a sampled redistribute with a Shard -> "
+                            "Partial(sum) zero fill (use numerics full)");
+    }
     lt_spec dspec = lt__spec_with(src, plan->dst);
     lt_sample_src gd = *g;   /* the destination's: g plus this plan's value changes */
     lt_local *local = NULL;

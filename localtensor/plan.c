@@ -108,6 +108,7 @@ static int state_valid(const ctx *c, const lt_placement *pl, int64_t *sh) {
 static lt__step_kind edge_kind(const ctx *c, const lt_placement *pl, int i, const lt_placement *to) {
     if (c->frozen[i] || c->mesh->shape[i] == 1) return LT__STEP_ILLEGAL;
     lt__step_kind k = lt__step_kind_of(c->mesh, pl, i, to);
+    if (k == LT__STEP_ZERO_FILL) return LT__STEP_ILLEGAL;   /* only lt__plan_zero_fill places it */
     if (k == LT__STEP_PARTITION &&
         (!lt_placement_equal(to, &c->dst[i]) || c->src[i].kind == LT_PL_PARTIAL ||
          (to->op == LT_REDOP_SUM && !c->is_float)))
@@ -354,6 +355,8 @@ lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planne
     const int64_t *shape = from->shape;
     const lt_placement *src = from->placements;
     *out = NULL;
+    LT_TRY(lt__plan_zero_fill(from, dst, planner, shared, out));
+    if (*out) return LT_OK;
     /* min-cost searches the complete move set (plan_search.c); past its
      * budget, the rule-table search below, then greedy */
     int complete_over = 0;

@@ -26,13 +26,16 @@
  *   R     -> S(d)        !later(d)             local slice (no communication)
  *   R     -> SS(d,k)     !later(d)             local strided pick
  *   R     -> P(op)       op != product         local partition (sum: / m_i)
+ *   S(d)  -> P(sum)      !later(d)             local zero fill (plan_zero_fill.c;
+ *                                              never a search move: placed
+ *                                              only where the pair asks for it)
  * Everything else (S(d,r1)->S(d,r2), S<->SS, SS->SS', P->SS) is routed
  * through several steps. Mesh dims of size 1 never get a step: their
  * placement changes for free, even where the change would be rejected on a
  * larger mesh dim (docs/SEMANTICS.md §7, test_one_chunk_mesh).
  *
  * ---- Rejections (docs/SEMANTICS.md §7) ------------------------------------
- * On a mesh dim of size > 1: S/SS -> P, P(a) -> P(b) with a != b, R ->
+ * On a mesh dim of size > 1: S -> P(op != sum), SS -> P, P(a) -> P(b) with a != b, R ->
  * P(product), and R -> P(sum) of an integer dtype (partitioning would
  * truncate). P(op) -> P(op) is kept as is (no step, per-rank values kept).
  *
@@ -196,6 +199,9 @@ typedef struct lt_plan {
     int *perms_;                                 /* min-cost: permutations of permute steps */
     double search_work_;                         /* min-cost: the work its search charged
                                                   * (test_plan_memo compares it) */
+    struct lt_plan *parts_[2];                   /* zero fill: the plans before and after
+                                                  * the zero-fill steps (their moves) */
+    int zf_first_, zf_end_;                      /* zero fill: steps [first, end) */
 } lt_plan;
 
 /* Plans the redistribute of a tensor of global shape `shape` (ndim dims,

@@ -57,6 +57,8 @@ void lt_plan_free(lt_plan *p) {
     lt__free(p->states_);
     lt__free(p->moves_);
     lt__free(p->perms_);
+    lt_plan_free(p->parts_[0]);
+    lt_plan_free(p->parts_[1]);
     lt__free(p);
 }
 
@@ -145,9 +147,13 @@ static lt_status reject(const lt_mesh *mesh, lt_dtype dtype, const lt_placement 
         char fa[128], fb[128];
         lt_placement_format(a, fa, sizeof fa);
         lt_placement_format(b, fb, sizeof fb);
+        if (a->kind == LT_PL_SHARD && b->op == LT_REDOP_SUM)
+            continue;   /* zero fill (plan_zero_fill.c) */
         if (lt_placement_is_shard_like(a))
-            return lt__err(LT_UNSUPPORTED, "mesh dim %d: %s -> %s is not supported: a sharded dim cannot become Partial (docs/SEMANTICS.md §7: redistribute from %s to %s not supported yet)",
-                           i, fa, fb, fa, fb);
+            return lt__err(LT_UNSUPPORTED,
+                           "mesh dim %d: %s -> %s is not supported: only Shard -> Partial(sum) is "
+                           "(by zero fill; docs/SEMANTICS.md §7); go through R for %s",
+                           i, fa, fb, fb);
         if (a->kind == LT_PL_PARTIAL && a->op != b->op)
             return lt__err(LT_UNSUPPORTED, "mesh dim %d: %s -> %s is not supported: redistribution from one partial type to another is unsupported",
                            i, fa, fb);

@@ -42,7 +42,8 @@
     XX(GATHER_STRIDED, 1, LT_COLL_ALL_GATHER,     "index_select")      \
     XX(ALL_REDUCE,     1, LT_COLL_ALL_REDUCE,     "")                  \
     XX(REDUCE_SCATTER, 1, LT_COLL_REDUCE_SCATTER, "")                  \
-    XX(ALL_TO_ALL,     1, LT_COLL_ALL_TO_ALL,     "")
+    XX(ALL_TO_ALL,     1, LT_COLL_ALL_TO_ALL,     "")                  \
+    XX(ZERO_FILL,      0, LT_COLL_BARRIER,        "zero_fill")
 
 typedef enum {
 #define LT__XX(e, comm, coll, local) LT__STEP_##e,
@@ -137,6 +138,22 @@ lt_status lt__plan_redistribute_from(const lt_spec *src, const lt_placement *dst
 /* shared: the min-cost search may use the shared search space (plan_memo.c;
  * the plan is the same either way). */
 lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planner planner, int shared, lt_plan **out);
+
+/* Shard(d) -> Partial(sum) by zero fill (plan_zero_fill.c). The zero-fill
+ * dims of a pair are the mesh dims of size > 1 whose source is a plain S(d)
+ * and whose destination is P(sum). With none, *out is NULL and nothing is
+ * done. Otherwise *out receives a NEW plan of three parts: the plan to the
+ * source with every later mesh dim that shards a zero-fill dim's tensor dim
+ * (and is not itself zero-filled) gathered to R, one ZERO_FILL step per
+ * zero-fill dim (last mesh dim first), then the plan from there to dst (the
+ * zero-filled dims are kept partials). plan->zf_first_ / zf_end_ give the
+ * range of the zero-fill steps. Errors: those of lt__plan_build. */
+lt_status lt__plan_zero_fill(const lt_spec *from, const lt_placement *dst, lt_planner planner,
+                             int shared, lt_plan **out);
+/* Runs one ZERO_FILL step from state `from` (plan_zero_fill.c): out[r]
+ * receives a new tensor for every rank not absent in in[]. */
+lt_status lt__zero_fill_run(const lt_spec *from, const lt_plan_step *ps, lt_tensor *const *in,
+                            lt_tensor **out);
 
 /* ---- runs and lists (plan_runs.c) ------------------------------------------------ */
 

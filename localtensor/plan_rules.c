@@ -52,6 +52,7 @@ lt__step_kind lt__step_kind_of(const lt_mesh *mesh, const lt_placement *cur, int
         if (b->kind == LT_PL_REPLICATE) return LT__STEP_ALL_GATHER;
         if (b->kind == LT_PL_SHARD && b->dim != a->dim && !later_shards(mesh, cur, i, b->dim))
             return LT__STEP_ALL_TO_ALL;
+        if (b->kind == LT_PL_PARTIAL && b->op == LT_REDOP_SUM) return LT__STEP_ZERO_FILL;
         return LT__STEP_ILLEGAL;
     case LT_PL_STRIDED:
         if (b->kind == LT_PL_REPLICATE && !later_shards(mesh, cur, i, a->dim)) return LT__STEP_GATHER_STRIDED;

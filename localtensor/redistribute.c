@@ -138,6 +138,8 @@ static lt_status run_step(lt_comm *comm, const lt_spec *from, const lt_plan_step
     lt__step_kind k = lt__step_kind_of(mesh, before, i, b);
     lt_status st = LT_OK;
     switch (k) {
+    case LT__STEP_ZERO_FILL:
+        return lt__zero_fill_run(from, ps, in, out);
     case LT__STEP_ALL_GATHER:
         return lt_all_gather(comm, i, in, a->dim, out);
     case LT__STEP_ALL_REDUCE:
@@ -442,6 +444,27 @@ static void run_ctx(const lt_redistribute_opts *o, const lt_plan *p, char *buf, 
     else snprintf(buf, n, " of an unnamed tensor %s -> %s", a, b);
 }
 
+/* The check of a plan's zero-fill steps (plan_zero_fill.c): what the
+ * ranks hold after them must sum, over the Partial dims, to the very tensor
+ * the source holds (adding zeros changes no value), both reassembled from
+ * global index sets (lt_full_tensor_direct: no planner, no collectives). A
+ * difference is LT_MISMATCH with the first index. Allocates two full
+ * tensors, freed here. */
+static lt_status check_zero_fill(const lt_dtensor *src, const lt_dtensor *zf) {
+    lt_tensor *a = NULL, *b = NULL;
+    lt_compare_result res;
+    lt_status st = lt_full_tensor_direct(zf, &a);
+    if (!st) st = lt_full_tensor_direct(src, &b);
+    if (!st) st = lt_compare(a, b, 0.0, 0.0, &res);
+    if (!st && !res.equal)
+        st = lt__err(LT_MISMATCH,
+                     "the zero-filled shards sum to %g at flat index %lld, the source holds %g",
+                     res.actual, (long long)res.first_flat, res.expected);
+    lt_tensor_free(a);
+    lt_tensor_free(b);
+    return st;
+}
+
 /* A DTensor whose shards are views of dt's, with placements pl. */
 static lt_status view_as(const lt_dtensor *dt, const lt_placement *pl, lt_dtensor **out) {
     lt_local *local;
@@ -501,6 +524,10 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     }
     const lt_dtensor *cur = dt;
     lt_dtensor *owned = NULL;
+    /* what each state is checked against: the source, and after a zero fill
+     * the zero-filled state (its own check: check_zero_fill) */
+    const lt_dtensor *ref = dt;
+    lt_dtensor *ref_owned = NULL;
     lt__verified *memo = NULL;   /* where the last checked state's verified bytes lie */
     int M = mesh->ndim;
     /* refuse up front what cannot fit: every copy the steps and the
@@ -570,8 +597,25 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
         }
         lt_dtensor_free(owned);   /* nx was made while it lived: the record's buffers are still those */
         cur = owned = nx;
-        if (verify) {
-            st = lt__verify_reshard_memo(dt, nx, s, rep, &memo);
+        if (verify && s >= plan->zf_first_ && s < plan->zf_end_) {
+            if (s + 1 == plan->zf_end_) {
+                st = check_zero_fill(ref, nx);
+                lt__verified_free(memo);
+                memo = NULL;
+                if (!st) st = view_as(nx, nx->placements, &ref_owned);
+                if (!st) st = lt__verified_source(ref = ref_owned, &memo);
+            }
+            if (st) {
+                step_str(plan, s, sd, sizeof sd);
+                run_ctx(opts, plan, ctx, sizeof ctx);
+                const char *what = st == LT_MISMATCH ? "verification failed" : "could not verify";
+                st = lt__err_ctx_in(st, "redistribute", "%s: %s after %s", ctx, what, sd);
+                rep->step = s;
+                rep->mesh_dim = ps->mesh_dim;
+                snprintf(rep->message, sizeof rep->message, "%s", lt_errmsg());
+            }
+        } else if (verify) {
+            st = lt__verify_reshard_memo(ref, nx, s, rep, &memo);
             if (st) {
                 step_str(plan, s, sd, sizeof sd);
                 run_ctx(opts, plan, ctx, sizeof ctx);
@@ -602,6 +646,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     lt__free(in2);
     lt__free(scratch);
     lt__verified_free(memo);
+    lt_dtensor_free(ref_owned);
     if (st) {
         lt_dtensor_free(owned);
         if (planp) *planp = plan;

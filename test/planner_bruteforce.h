@@ -780,4 +780,50 @@ static bf_result bf_solve(const lt_mesh *m, int nd, const int64_t *shape, size_t
     return r;
 }
 
+/* docs/SEMANTICS.md §7: a pair with zero-fill dims (a plain S(d) source and
+ * a P(sum) destination on a mesh dim of size > 1) has a fixed middle: the
+ * zero fills (no bytes, one step each) on a state where no other later mesh
+ * dim splits their tensor dims. Its least plan is the least to that state
+ * (the source with those later splits turned to R), the zero fills, and the
+ * least from there (the zero-filled dims are then kept partials). Partials
+ * other than sum and avg cannot sit next to the new P(sum): reduced first. */
+static bf_result bf_solve_zero_fill(const lt_mesh *m, int nd, const int64_t *shape, size_t esize,
+                                    int is_float, const lt_placement *sp0, const lt_placement *dp0) {
+    lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
+    lt_placement g[LT_MESH_MAX_DIMS], x[LT_MESH_MAX_DIMS];
+    LT_CHECK(lt_placements_check(m, nd, sp0, m->ndim, sp));
+    LT_CHECK(lt_placements_check(m, nd, dp0, m->ndim, dp));
+    int zf[LT_MESH_MAX_DIMS], nz = 0;
+    for (int i = 0; i < m->ndim; i++) {
+        zf[i] = m->shape[i] > 1 && sp[i].kind == LT_PL_SHARD && dp[i].kind == LT_PL_PARTIAL &&
+                dp[i].op == LT_REDOP_SUM;
+        nz += zf[i];
+    }
+    memcpy(g, sp, sizeof g);
+    for (int j = 0; j < m->ndim; j++) {
+        if (g[j].kind == LT_PL_PARTIAL && g[j].op != LT_REDOP_SUM && g[j].op != LT_REDOP_AVG) {
+            g[j] = lt_replicate();   /* a Partial that cannot mix with sum is reduced first */
+            continue;
+        }
+        if (zf[j] || m->shape[j] == 1 || (g[j].kind != LT_PL_SHARD && g[j].kind != LT_PL_STRIDED))
+            continue;
+        for (int i = 0; i < j; i++)
+            if (zf[i] && sp[i].dim == g[j].dim) g[j] = lt_replicate();
+    }
+    memcpy(x, g, sizeof x);
+    for (int i = 0; i < m->ndim; i++)
+        if (zf[i]) x[i] = lt_partial(LT_REDOP_SUM);
+    bf_result a = bf_solve(m, nd, shape, esize, is_float, sp, g);
+    bf_result b = bf_solve(m, nd, shape, esize, is_float, x, dp);
+    bf_result r = a;
+    if (a.bytes < 0 || b.bytes < 0) {
+        r.bytes = -1;
+        return r;
+    }
+    r.bytes = a.bytes + b.bytes;
+    r.steps = a.steps + nz + b.steps;
+    snprintf(r.path, sizeof r.path, "zero fill between two parts");
+    return r;
+}
+
 #endif

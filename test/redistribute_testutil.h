@@ -32,11 +32,22 @@ static inline const char *fmt_pl(const lt_placement *pl, int n, char *buf, size_
     return buf;
 }
 
-/* docs/SEMANTICS.md §7: on a mesh dim of size > 1, S/SS -> P and P(a) -> P(b), a != b, raise. */
+/* docs/SEMANTICS.md §7: on a mesh dim of size > 1, S -> P(sum) is a zero fill. */
+static inline int expect_zero_fill(const lt_mesh *m, const lt_placement *s, const lt_placement *d) {
+    for (int i = 0; i < m->ndim; i++)
+        if (m->shape[i] > 1 && s[i].kind == LT_PL_SHARD && d[i].kind == LT_PL_PARTIAL &&
+            d[i].op == LT_REDOP_SUM)
+            return 1;
+    return 0;
+}
+
+/* docs/SEMANTICS.md §7: on a mesh dim of size > 1, S -> P(op != sum), SS -> P and
+ * P(a) -> P(b), a != b, raise. */
 static inline int expect_reject(const lt_mesh *m, const lt_placement *s, const lt_placement *d) {
     for (int i = 0; i < m->ndim; i++) {
         if (m->shape[i] == 1 || d[i].kind != LT_PL_PARTIAL) continue;
-        if (s[i].kind == LT_PL_SHARD || s[i].kind == LT_PL_STRIDED) return 1;
+        if (s[i].kind == LT_PL_SHARD && d[i].op != LT_REDOP_SUM) return 1;
+        if (s[i].kind == LT_PL_STRIDED) return 1;
         if (s[i].kind == LT_PL_PARTIAL && s[i].op != d[i].op) return 1;
     }
     return 0;

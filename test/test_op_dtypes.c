@@ -1,10 +1,10 @@
-/* test/test_op_dtypes.c — the dtype table of the README's ops section is
+/* test/test_op_dtypes.c — the dtype table of docs/c-api.md §2 (Ops) is
  * what the code accepts. Every op of LT_OP_MAP runs on every dtype of
  * LT_DTYPE_MAP (small DTensors on a mesh of 2, the first input sharded on
  * dim 0); LT_OK counts as supported, LT_UNSUPPORTED / LT_DTYPE as not, any
- * other status fails the test. The README table must list every op once
+ * other status fails the test. The table must list every op once
  * with exactly that answer per dtype. LT_PRINT_DTYPE_TABLE=1 prints the
- * table the code gives (to regenerate the README's). */
+ * table the code gives (to regenerate the documented one). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +12,7 @@
 #include "localtensor/ops.h"
 #include "test/testutil.h"
 
-#define README "README.md"
+#define TABLE_DOC "docs/c-api.md"
 
 static const lt_dtype dtypes[] = {
 #define LT__XX(e, s, sz, fl) LT_##e,
@@ -138,8 +138,8 @@ static void test_readme_table(void **state) {
     lt_op_cache_clear();
     const char *pr = getenv("LT_PRINT_DTYPE_TABLE");
     if (pr && pr[0] == '1') print_table(got);
-    FILE *f = fopen(README, "r");
-    if (!f) fail_msg("cannot open %s (run the test from the repository root)", README);
+    FILE *f = fopen(TABLE_DOC, "r");
+    if (!f) fail_msg("cannot open %s (run the test from the repository root)", TABLE_DOC);
     char line[1024], names[LT_OP_COUNT][32];
     int seen[LT_OP_COUNT] = {0}, bad = 0, nn = 0;
     while (fgets(line, sizeof line, f)) {
@@ -148,21 +148,21 @@ static void test_readme_table(void **state) {
         for (int i = 0; i < nn; i++) {
             lt_op_kind op;
             if (lt_op_parse(names[i], &op) || strcmp(lt_op_name(op), names[i])) {
-                printf("README: `%s` is not an op\n", names[i]);
+                printf(TABLE_DOC ": `%s` is not an op\n", names[i]);
                 bad++;
                 continue;
             }
-            if (seen[op]++) printf("README: `%s` is listed twice\n", names[i]), bad++;
+            if (seen[op]++) printf(TABLE_DOC ": `%s` is listed twice\n", names[i]), bad++;
             for (int c = 0; c < NDT; c++)
                 if (yes[c] != got[op][c])
-                    printf("README: `%s` on %s says %s, the code %s it\n", names[i], lt_dtype_name(dtypes[c]),
+                    printf(TABLE_DOC ": `%s` on %s says %s, the code %s it\n", names[i], lt_dtype_name(dtypes[c]),
                            yes[c] ? "yes" : "no", got[op][c] ? "accepts" : "rejects"), bad++;
         }
     }
     fclose(f);
     for (int op = 0; op < LT_OP_COUNT; op++)
-        if (!seen[op]) printf("README: no row for `%s`\n", lt_op_name((lt_op_kind)op)), bad++;
-    if (bad) fail_msg("%d differences between the README's dtype table and the code (LT_PRINT_DTYPE_TABLE=1 prints it)", bad);
+        if (!seen[op]) printf(TABLE_DOC ": no row for `%s`\n", lt_op_name((lt_op_kind)op)), bad++;
+    if (bad) fail_msg("%d differences between the dtype table of " TABLE_DOC " and the code (LT_PRINT_DTYPE_TABLE=1 prints it)", bad);
 }
 
 int main(void) {

@@ -27,6 +27,53 @@ typedef struct sweep_stats {
     double greedy_extra;    /* bytes greedy moved beyond min-cost, summed */
 } sweep_stats;
 
+/* A zero fill's result (docs/SEMANTICS.md §7) is another Partial split of
+ * the same tensor than distribute's, so it is checked by what defines it:
+ * its Partial sum is the source's tensor (full_tensor reduces it through the
+ * collectives' reduction, not the zero fill), and every element that is not
+ * zero is an element of the source tensor at the same global index (the
+ * tensor is arange, so the value is its global index, divided by the sizes
+ * of the other P(sum) mesh dims: a misplaced shard shows). The exact per-rank
+ * values are PyTorch's, in test_golden. */
+static void expect_zero_fill_result(const lt_dtensor *src, const lt_dtensor *out, const char *what) {
+    lt_tensor *a = NULL, *b = NULL;
+    LT_CHECK(lt_full_tensor(out, &a));
+    LT_CHECK(lt_full_tensor(src, &b));
+    lt_compare_result res;
+    LT_CHECK(lt_compare(a, b, 0, 0, &res));
+    if (!res.equal) fail_msg("%s: zero fill sums to %g at %lld, expected %g", what, res.actual,
+                             (long long)res.first_flat, res.expected);
+    lt_tensor_free(a);
+    lt_tensor_free(b);
+    const lt_mesh *m = lt_dtensor_mesh(out);
+    /* every other P(sum) mesh dim holds the tensor divided by its size
+     * (docs/SEMANTICS.md §3, §5) */
+    double scale = 1;
+    for (int i = 0; i < m->ndim; i++)
+        if (out->placements[i].kind == LT_PL_PARTIAL && out->placements[i].op == LT_REDOP_SUM &&
+            !(src->placements[i].kind == LT_PL_SHARD && m->shape[i] > 1))
+            scale *= m->shape[i];
+    for (int r = 0; r < m->world; r++) {
+        const lt_tensor *x = out->local->shards[r];
+        int64_t idx[LT_MAX_DIMS];
+        lt_rank_layout lay;
+        LT_CHECK(lt_layout_rank(m, out->ndim, out->shape, out->placements, r, &lay));
+        for (int64_t f = 0; f < lt_numel(x); f++) {
+            double v = lt_get_flat(x, f);
+            if (v == 0) continue;
+            int64_t rem = f, g = 0;
+            for (int d = x->ndim - 1; d >= 0; d--) {
+                idx[d] = rem % x->shape[d];
+                rem /= x->shape[d];
+            }
+            for (int d = 0; d < x->ndim; d++) g = g * out->shape[d] + (lay.idx[d] ? lay.idx[d][idx[d]] : idx[d]);
+            if (fabs(v - (double)g / scale) > 1e-6 * (double)g) fail_msg("%s: rank %d holds %g at local %lld (global flat %lld)", what, r, v,
+                                         (long long)f, (long long)g);
+        }
+        lt_rank_layout_free(&lay);
+    }
+}
+
 /* Redistributes src -> dst with `planner`, checking everything; returns the
  * plan's total bytes (or (size_t)-1 when rejected/invalid). */
 static size_t check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t *shape,
@@ -62,10 +109,14 @@ static size_t check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t 
         if (st) fail_msg("%s: %s: %s", what, lt_status_str(st), lt_errmsg());
         stats->run++;
         if (!lt_placements_equal(out->placements, dn, m->ndim)) fail_msg("%s: result placements differ", what);
-        /* docs/SEMANTICS.md §7: equal to distributing the same full tensor with dst */
-        lt_dtensor *exp = mk(m, dt, ndim, shape, dn);
-        expect_same_shards(out, exp, what);
-        lt_dtensor_free(exp);
+        if (expect_zero_fill(m, sp, dn)) {
+            expect_zero_fill_result(src, out, what);
+        } else {
+            /* docs/SEMANTICS.md §7: equal to distributing the same full tensor with dst */
+            lt_dtensor *exp = mk(m, dt, ndim, shape, dn);
+            expect_same_shards(out, exp, what);
+            lt_dtensor_free(exp);
+        }
         /* the plan's byte model is the comm trace's */
         lt_trace *tr = lt_comm_trace(comm);
         size_t ev = mark;
@@ -343,10 +394,64 @@ static void expect_error(const char *mesh_s, const char *a, const char *b, const
     lt_dtensor_free(src);
 }
 
+/* Redistributes arange(shape) from a to b on mesh_s (min-cost and greedy)
+ * and compares every rank's values with want[rank][...] (each rank holds
+ * `per` elements). */
+static void expect_values(const char *mesh_s, int ndim, const int64_t *shape, const char *a, const char *b,
+                          int per, const double *want, int nsteps_max) {
+    lt_mesh m = mk_mesh(mesh_s);
+    lt_placement sp[8], dp[8];
+    parse_pl(a, sp);
+    int nd = parse_pl(b, dp);
+    for (int pl = 0; pl < 2; pl++) {
+        lt_dtensor *src = mk(&m, LT_F32, ndim, shape, sp), *out = NULL;
+        lt_redistribute_opts o = {0};
+        o.verify = 1;
+        o.planner = pl ? LT_PLANNER_GREEDY : LT_PLANNER_MIN_COST;
+        lt_plan *plan = NULL;
+        LT_CHECK(lt_redistribute(src, dp, nd, &o, &out, &plan));
+        if (plan->nsteps > nsteps_max) fail_msg("%s -> %s: %d steps, wanted at most %d", a, b, plan->nsteps, nsteps_max);
+        for (int r = 0; r < m.world; r++) {
+            const lt_tensor *x = out->local->shards[r];
+            if (lt_numel(x) != per) fail_msg("%s -> %s: rank %d holds %lld elements, wanted %d", a, b, r,
+                                             (long long)lt_numel(x), per);
+            for (int f = 0; f < per; f++)
+                if (lt_get_flat(x, f) != want[r * per + f])
+                    fail_msg("%s -> %s: rank %d element %d is %g, wanted %g", a, b, r, f, lt_get_flat(x, f),
+                             want[r * per + f]);
+        }
+        lt_plan_free(plan);
+        lt_dtensor_free(out);
+        lt_dtensor_free(src);
+    }
+}
+
+/* docs/SEMANTICS.md §7, Shard -> Partial(sum): each rank keeps its shard at
+ * its place in zeros of the size the mesh dim split. Expected values by
+ * hand (and as PyTorch 2.15 prints them under LocalTensorMode). */
+static void test_zero_fill(void **state) {
+    (void)state;
+    const int64_t s4[] = {4}, s5[] = {5}, s8[] = {8};
+    const double w1[] = {0, 1, 0, 0, /**/ 0, 0, 2, 3};
+    expect_values("2", 1, s4, "S(0)", "P(sum)", 4, w1, 1);
+    const double w2[] = {0, 1, 2, 0, 0, /**/ 0, 0, 0, 3, 4};   /* chunks of 3 and 2 */
+    expect_values("2", 1, s5, "S(0)", "P(sum)", 5, w2, 1);
+    /* mesh dim 1 still splits dim 0: gathered first, then the zero fill, then the slice */
+    const double w3[] = {0, 1, 2, 3, /**/ 0, 0, 0, 0, /**/ 0, 0, 0, 0, /**/ 4, 5, 6, 7};
+    expect_values("2x2", 1, s8, "S(0),S(0)", "P(sum),S(0)", 4, w3, 3);
+    /* the inner split zero-fills within the outer chunk */
+    const double w4[] = {0, 1, 0, 0, /**/ 0, 0, 2, 3, /**/ 4, 5, 0, 0, /**/ 0, 0, 6, 7};
+    expect_values("2x2", 1, s8, "S(0),S(0)", "S(0),P(sum)", 4, w4, 1);
+    const double w5[] = {0, 1, 0, 0, 0, 0, 0, 0, /**/ 0, 0, 2, 3, 0, 0, 0, 0,
+                         0, 0, 0, 0, 4, 5, 0, 0, /**/ 0, 0, 0, 0, 0, 0, 6, 7};
+    expect_values("2x2", 1, s8, "S(0),S(0)", "P(sum),P(sum)", 8, w5, 2);
+}
+
 static void test_errors(void **state) {
     (void)state;
-    const char *n1[] = {"'w'", "[R, S(0)]", "[R, P(sum)]", "mesh dim 1", "S(0) -> P(sum)", NULL};
-    expect_error("2x2", "R,S(0)", "R,P(sum)", "w", LT_UNSUPPORTED, n1);
+    const char *n1[] = {"'w'", "[R, S(0)]", "[R, P(avg)]", "mesh dim 1", "S(0) -> P(avg)", "only Shard -> Partial(sum)",
+                        NULL};
+    expect_error("2x2", "R,S(0)", "R,P(avg)", "w", LT_UNSUPPORTED, n1);
     const char *n2[] = {"'grad'", "[P(sum), R]", "[P(max), R]", "mesh dim 0", "partial", NULL};
     expect_error("2x2", "P(sum),R", "P(max),R", "grad", LT_UNSUPPORTED, n2);
     const char *n3[] = {"unnamed", "SS(0,2) -> P(sum)", "mesh dim 0", NULL};
@@ -679,6 +784,7 @@ int main(void) {
         cmocka_unit_test(test_sem7_counts),
         cmocka_unit_test(test_sem7_merge_example),
         cmocka_unit_test(test_one_chunk_mesh),
+        cmocka_unit_test(test_zero_fill),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_verify_catches_wrong_step),
         cmocka_unit_test(test_verify_inconsistent_source),

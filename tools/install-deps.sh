@@ -12,7 +12,21 @@ for p in "${PKGS[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+# Optional: chromium, which only `make test-browser` uses (tools/test-browser.sh
+# prints a SKIPPED line without it). Installed when missing and possible; it
+# never makes this script fail.
+optional() {
+  dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q 'install ok installed' && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "optional, for make test-browser: sudo apt-get install chromium" >&2
+    return 0
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends -qq chromium \
+    >/dev/null 2>&1 ||
+    echo "optional: chromium could not be installed; make test-browser will skip" >&2
+  return 0
+}
+[ ${#missing[@]} -eq 0 ] && { optional; exit 0; }
 
 cmd="apt-get install -y --no-install-recommends ${missing[*]}"
 if [ "$(id -u)" -ne 0 ]; then
@@ -24,3 +38,4 @@ echo "installing: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 $cmd -qq
+optional

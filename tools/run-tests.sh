@@ -5,10 +5,12 @@
 # with MPI; its long sweeps are `make test-mpi-full`'s), the CLI's exit
 # under a small address-space cap, the bad-input cases and the fuzz
 # harnesses over their seeds and regression inputs, then the citation
-# check (tools/check-citations.sh) and (unless --valgrind) the install
-# check (tools/check-install.sh), and prints one closing line "N passed, N
-# failed, N skipped". The kernel, op, collective and redistribute tests run
-# a second time on cuda-emu, and a third on the device where there is one.
+# check (tools/check-citations.sh), the style check (tools/check-style.sh)
+# and (unless --valgrind) the README check (tools/check-readme.sh) and the
+# install check (tools/check-install.sh), and prints one closing line "N
+# passed, N failed, N skipped". The kernel, op, collective and redistribute
+# tests run a second time on cuda-emu, and a third on the device where there
+# is one.
 # The scenario library runs on the CPU backend, on cuda-emu (the CUDA
 # kernels on the host) and, where the build has CUDA and a device is
 # present, on the device, the last two compared value by value with the
@@ -16,7 +18,7 @@
 # needs a device) counts as skipped, never as passed.
 #   --check  (`make check`) the unit tests and the scenario library on the
 #            CPU backend only: no cuda-emu runs, MPI, fuzz replays,
-#            citations or install check
+#            citations, README or install check
 #   --units  the unit tests alone (`make check T=... K=...`)
 #   -k PATTERN  passed to every test binary: only its tests whose name
 #            contains PATTERN (test/testutil.h); a binary with none is
@@ -239,12 +241,29 @@ if [ $vg -eq 0 ] && ls test/fuzz/fuzz_*.c >/dev/null 2>&1; then
     fi
   done
 fi
+# the size rules of the C sources (tools/check-style.sh: functions of at most
+# 80 lines, lines of at most 100 columns; what was there before is listed in
+# tools/style-debt.txt and may only shrink)
+if out=$(bash tools/check-style.sh 2>&1 && bash tools/check-style.sh --self-test 2>&1); then
+  pass=$((pass+1)); echo "ok    $(echo "$out" | head -1)"
+else
+  fail=$((fail+1)); failed+=("style"); echo "FAIL  style"; echo "$out" | tail -40
+fi
 # every docs/... citation names an existing section (and the check itself
 # rejects bad ones); `make install` gives users what the README says
 if out=$(bash tools/check-citations.sh 2>&1 && bash tools/check-citations.sh --self-test 2>&1); then
   pass=$((pass+1)); echo "ok    citations ($(echo "$out" | head -1))"
 else
   fail=$((fail+1)); failed+=("citations"); echo "FAIL  citations"; echo "$out" | tail -40
+fi
+# the commands README.md and docs/*.md show print what they show
+# (tools/check-readme.sh; and the check itself rejects wrong output)
+if [ $vg -eq 0 ]; then
+  if out=$(bash tools/check-readme.sh "$build" 2>&1 && bash tools/check-readme.sh --self-test 2>&1); then
+    pass=$((pass+1)); echo "ok    $(echo "$out" | grep -m1 '^ok ' | sed 's/^ok *//')"
+  else
+    fail=$((fail+1)); failed+=("readme"); echo "FAIL  README"; echo "$out" | tail -60
+  fi
 fi
 if [ $vg -eq 0 ]; then
   if out=$(bash tools/check-install.sh "$build" 2>&1); then

@@ -5,16 +5,19 @@
 #   scenario  every scenarios/**/*.yaml and test/bad_scenarios/* file
 #   parsers   the hand seeds in test/fuzz/seeds/parsers/, plus every
 #             placement, placement list, mesh and shape spelled in the
-#             scenario library and README.md
+#             scenario library, README.md and the guide and CLI reference
+#             (docs/guide.md, docs/cli.md)
 #   cli       the hand seeds in test/fuzz/seeds/cli/, plus a `show` and a
 #             `redistribute` argv for placement lists found in the library
 #             (on a mesh with one dim per placement)
+#   safetensors every test/checkpoints/**/*.safetensors file (the fixtures
+#             PyTorch and safetensors wrote, and the broken ones)
 # `make fuzz` starts from these; `make test` replays them (tools/run-tests.sh).
 set -euo pipefail
 out=${1:?usage: make-seeds.sh OUTDIR}
 cd "$(dirname "$0")/../.."
 rm -rf "$out"
-mkdir -p "$out/scenario" "$out/parsers" "$out/cli"
+mkdir -p "$out/scenario" "$out/parsers" "$out/cli" "$out/safetensors"
 
 # scenario: the files themselves, named after their path
 find scenarios test/bad_scenarios -type f \( -name '*.yaml' -o -name '*.yml' \) | LC_ALL=C sort |
@@ -29,7 +32,7 @@ one_per_line() {
   done
 }
 
-texts=$(find scenarios -type f -name '*.yaml'; echo README.md)
+texts=$(find scenarios -type f -name '*.yaml'; echo README.md docs/guide.md docs/cli.md)
 # shellcheck disable=SC2086
 {
   # single placements in any spelling
@@ -69,6 +72,8 @@ grep -ohE '\[[^][]*(\[[^][]*\][^][]*)*\]' $texts | grep -E '(^|[^A-Za-z])(R|S\(|
       prev[n] = s
     }'
 cp test/fuzz/seeds/cli/* "$out/cli/" 2>/dev/null || true
-for h in scenario parsers cli; do
+find test/checkpoints -type f -name '*.safetensors' | LC_ALL=C sort |
+  while IFS= read -r f; do cp "$f" "$out/safetensors/$(echo "$f" | tr '/' '_')"; done
+for h in scenario parsers cli safetensors; do
   echo "make-seeds: $h: $(find "$out/$h" -type f | wc -l) seeds"
 done

@@ -24,11 +24,13 @@
 #define LT_CLI_COMMANDS(XX)                                                              \
     XX("show",         lt_cli_show,         "what every rank holds for a layout")        \
     XX("redistribute", lt_cli_redistribute, "plan, run and verify a redistribute")       \
-    XX("run",          lt_cli_run,          "run YAML scenario files or directories")
+    XX("run",          lt_cli_run,          "run YAML scenario files or directories")   \
+    XX("checkpoint",   lt_cli_checkpoint,   "inspect, verify or reshard a safetensors checkpoint")
 
 int lt_cli_show(int argc, char **argv);
 int lt_cli_redistribute(int argc, char **argv);
 int lt_cli_run(int argc, char **argv);
+int lt_cli_checkpoint(int argc, char **argv);
 
 /* `localtensor run` with its argv (argv[0] = "run"), writing to out / err
  * (tools/cli/cli_run.c; the work is lt_sc_run_paths, tools/scenario/scenario.h). */
@@ -54,6 +56,12 @@ typedef struct lt_cli_mpi {
 } lt_cli_mpi;
 extern const lt_cli_mpi *lt_cli_mpi_hooks;
 const lt_cli_mpi *lt_cli_mpi_impl(void);
+
+/* `show --svg FILE --html FILE`: the layout of d drawn into those files
+ * (either may be NULL), each written whole or not at all (tools/cli/cli_show.c,
+ * tools/picture/picture.h). */
+struct lt_dtensor;
+lt_status lt_cli_pictures(const struct lt_dtensor *d, const char *svg, const char *html);
 
 /* Exit code for a status: OK 0, MISMATCH 1, anything else 2. */
 int lt_cli_exit_code(lt_status st);

@@ -2,21 +2,58 @@
  * a redistribute, and show the plan and every rank's result. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "localtensor/localtensor.h"
 #include "localtensor/redistribute.h"
 #include "tools/cli/cli.h"
 #include "tools/render/json_alloc.h"
 #include "tools/render/render.h"
+#include "tools/picture/picture.h"
 #include "kernels/status_impl.h"
 #include "localtensor/plan_impl.h"
 #include "kernels/alloc.h"
+
+/* One line per known PyTorch bug (localtensor/pytorch_bugs.h) this
+ * redistribute matches, after the plan. */
+static void print_pytorch_bugs(FILE *f, const lt_plan *p) {
+    lt_spec src = lt__plan_spec(p, p->src);
+    uint32_t hits = lt_pytorch_bugs_redistribute(&src, p->dst);
+    for (int b = 0; b < LT_PYTORCH_BUG_COUNT; b++) {
+        char line[768];
+        if (!(hits >> b & 1)) continue;
+        lt_pytorch_bug_format((lt_pytorch_bug)b, line, sizeof line);
+        fprintf(f, "%s\n", line);
+    }
+}
+
+/* The plan table, then its known-PyTorch-bug warnings. */
+static lt_status print_plan(const lt_plan *p) {
+    lt_status st = lt_plan_print(p, stdout);
+    if (!st) print_pytorch_bugs(stdout, p);
+    return st;
+}
+
+/* The same warnings as a JSON array of strings (for --json). */
+static cJSON *json_pytorch_bugs(const lt_plan *p) {
+    lt_spec src = lt__plan_spec(p, p->src);
+    uint32_t hits = lt_pytorch_bugs_redistribute(&src, p->dst);
+    cJSON *a = cJSON_CreateArray();
+    for (int b = 0; a && b < LT_PYTORCH_BUG_COUNT; b++) {
+        char line[768];
+        if (!(hits >> b & 1)) continue;
+        lt_pytorch_bug_format((lt_pytorch_bug)b, line, sizeof line);
+        lt__json_push(a, cJSON_CreateString(line + strlen("warning: ")));
+    }
+    return a;
+}
 
 static void redist_usage(FILE *f) {
     fprintf(f,
             "usage: localtensor redistribute --mesh M --shape S --from P --to P [--dtype D]\n"
             "                                [--init I] [--planner greedy|min-cost] [--explain]\n"
             "                                [--no-verify] [--json] [--numerics full|sample:K|none]\n"
+            "                                [--quiet] [--plan-only] [--html FILE]\n"
             "\n"
             "Distributes a tensor with --from placements, plans the redistribute to --to,\n"
             "runs it through the simulated collectives and checks the result (and every\n"
@@ -40,6 +77,11 @@ static void redist_usage(FILE *f) {
             "                      `sample` is sample:4), computed without the other ranks'\n"
             "                      shards; none: no values. Plan, shapes, offsets and every\n"
             "                      rank's bytes are the same in every mode\n"
+            "  --quiet             the plan and the verdict; every rank's table replaced by one\n"
+            "                      line per local shape (for big meshes)\n"
+            "  --plan-only         print the plan and stop: no tensor is built or moved\n"
+            "  --html FILE         also write a self-contained HTML page: the plan as a diagram\n"
+            "                      (the layout after each step, bytes per rank as bars)\n"
             "\n"
             "The plan table: steps are numbered from 1; `collective` names the collective and any\n"
             "local work after it, or `local ...` for a step without communication. bytes/rank is\n"
@@ -56,6 +98,12 @@ static void verify_failed(const lt_verify_report *rep) {
     char msg[sizeof rep->message + 2100];
     snprintf(msg, sizeof msg, "verification failed: %s", rep->message[0] ? rep->message : lt_errmsg());
     lt_cli_print(stderr, "redistribute", msg);
+}
+
+/* The plan's total bytes and its known-PyTorch-bug warnings, into o. */
+static void add_totals(cJSON *o, const lt_plan *plan) {
+    cJSON_AddNumberToObject(o, "total_bytes", (double)plan->total_bytes);
+    lt__json_put(o, "pytorch_bugs", json_pytorch_bugs(plan));
 }
 
 /* --explain: every intermediate layout, as the direct reshard computes it
@@ -83,8 +131,43 @@ static lt_status explain(FILE *f, const lt_dtensor *src, const lt_plan *p) {
 /* The result in --numerics sample or none mode: the plan as in full mode,
  * values for the sampled ranks only (localtensor/numerics.h), every rank's
  * bytes from lt_plan_trace. Returns the exit code. */
+/* --quiet: the result as one line per local shape. */
+static lt_status quiet_result(FILE *f, const lt_plan *p, const char *why) {
+    lt_pic_layout lay = {&p->mesh, p->ndim, p->shape, p->dst};
+    fprintf(f, "\nresult (%s: ranks grouped by local shape):\n", why);
+    return lt_picture_shard_summary(f, &lay, 12);
+}
+
+/* "verified: yes (...)" or "NO", green or red on a terminal (NO_COLOR unset). */
+static void print_verified(int ok, const char *why) {
+    int c = lt_cli_use_color(stdout);
+    printf("\nverified: %s%s%s%s%s\n", c ? (ok ? "\033[32m" : "\033[31m") : "", ok ? "yes (" : "NO",
+           ok ? why : "", ok ? ")" : "", c ? "\033[0m" : "");
+}
+
+/* --explain: the source's table, then every intermediate layout. */
+static lt_status explain_source(FILE *f, const lt_dtensor *in, const lt_plan *p, const char *pl) {
+    fprintf(f, "\n-- source %s\n", pl);
+    LT_TRY(lt_render_ranks(f, in, 32));
+    return explain(f, in, p);
+}
+
+/* The result of a run: every rank's table and the picture; with --quiet, or
+ * over 16 ranks on a terminal, one line per local shape instead. */
+static lt_status result_text(FILE *f, const lt_plan *p, const lt_dtensor *out, int quiet) {
+    if (quiet) return quiet_result(f, p, "--quiet");
+    if (!out) return LT_OK;
+    if (isatty(fileno(f)) && p->mesh.world > 16)
+        return quiet_result(f, p, "over 16 ranks on a terminal; piped or --json: every rank");
+    fprintf(f, "\nresult:\n");
+    LT_TRY(lt_render_ranks(f, out, 64));
+    fprintf(f, "\n");
+    return lt_render_picture(f, out);
+}
+
 static int run_sampled(const lt_cli_layout *lay, const lt_placement *src, int nsrc, const lt_placement *dst, int ndst,
-                       const lt_numerics *nm, lt_planner planner, int verify, int json) {
+                       const lt_numerics *nm, lt_planner planner, int verify, int json, int quiet,
+                       const char *html) {
     const char *cmd = "redistribute";
     const lt_mesh *mesh = &lay->mesh;
     lt_placement norm[LT_MESH_MAX_DIMS];
@@ -115,9 +198,19 @@ static int run_sampled(const lt_cli_layout *lay, const lt_placement *src, int ns
         rc = lt_cli_fail(cmd, st);
         goto done;
     }
-    if (json) {
+    if (json || html) {
         lt_status js = lt_trace_new(mesh->world, &trace);
         if (!js) js = lt_plan_trace(plan, trace);
+        if (!js && html)
+            js = lt_picture_redistribute_file(html, plan, trace, "bytes per rank from the plan's "
+                                              "comm trace (--numerics sample or none)");
+        if (js) {
+            rc = lt_cli_fail(cmd, js);
+            goto done;
+        }
+    }
+    if (json) {
+        lt_status js = LT_OK;
         if (!js && out) js = lt_json_ranks_check(out);
         if (js) {
             rc = lt_cli_fail(cmd, js);
@@ -136,7 +229,7 @@ static int run_sampled(const lt_cli_layout *lay, const lt_placement *src, int ns
         cJSON *sr = cJSON_AddArrayToObject(o, "sampled_ranks");
         for (int i = 0; i < n; i++) lt__json_push(sr, cJSON_CreateNumber(ranks[i]));
         lt__json_put(o, "plan", lt_json_plan(plan, trace, 0));
-        cJSON_AddNumberToObject(o, "total_bytes", (double)plan->total_bytes);
+        add_totals(o, plan);
         if (opts.verify) cJSON_AddBoolToObject(o, "verified", st == LT_OK);
         else cJSON_AddNullToObject(o, "verified");
         if (st == LT_MISMATCH) cJSON_AddStringToObject(o, "error", rep.message[0] ? rep.message : lt_errmsg());
@@ -158,8 +251,9 @@ static int run_sampled(const lt_cli_layout *lay, const lt_placement *src, int ns
         else if (n) printf("numerics %s: values for rank%s %s; the other ranks: layout only\n", nms, n == 1 ? "" : "s", rs);
         else printf("numerics none: no values, layout and bytes only\n");
         printf("\nplan:\n");
-        lt_status ps = lt_plan_print(plan, stdout);
-        if (!ps && out) {
+        lt_status ps = print_plan(plan);
+        if (!ps && quiet) ps = quiet_result(stdout, plan, "--quiet");
+        else if (!ps && out) {
             printf("\nresult:\n");
             ps = lt_render_ranks(stdout, out, 64);
             printf("\n");
@@ -169,8 +263,7 @@ static int run_sampled(const lt_cli_layout *lay, const lt_placement *src, int ns
             rc = lt_cli_fail(cmd, ps);
             goto done;
         }
-        if (opts.verify)
-            printf("\nverified: %s\n", st == LT_OK ? "yes (the sampled ranks match the direct definition)" : "NO");
+        if (opts.verify) print_verified(st == LT_OK, "the sampled ranks match the direct definition");
     }
     if (st == LT_MISMATCH) {
         verify_failed(&rep);
@@ -184,11 +277,59 @@ done:
     return rc;
 }
 
+/* --plan-only: the plan, printed (or as --json, or drawn with --html),
+ * without building or moving any tensor. Returns the exit code. */
+static int plan_only_main(const lt_cli_layout *lay, const lt_placement *src,
+                          const lt_placement *dst, int ndst, lt_planner planner, int json,
+                          const char *html) {
+    const char *cmd = "redistribute";
+    lt_redistribute_opts popts;
+    memset(&popts, 0, sizeof popts);
+    popts.planner = planner;
+    lt_plan *plan = NULL;
+    lt_trace *trace = NULL;
+    lt_status st = lt_plan_redistribute(&lay->mesh, lay->dtype, lay->ndim, lay->shape, src, dst,
+                                        ndst, &popts, &plan);
+    if (!st) st = lt_trace_new(lay->mesh.world, &trace);
+    if (!st) st = lt_plan_trace(plan, trace);
+    if (!st && html)
+        st = lt_picture_redistribute_file(html, plan, trace, "--plan-only: nothing was run");
+    if (!st && json) {
+        lt__json_begin();
+        cJSON *o = cJSON_CreateObject();
+        lt__json_put(o, "mesh", lt_json_mesh(&lay->mesh));
+        lt__json_put(o, "global_shape", lt_json_i64_array(lay->shape, lay->ndim));
+        lt__json_put(o, "from", lt_json_placements(plan->src, lay->mesh.ndim));
+        lt__json_put(o, "to", lt_json_placements(plan->dst, lay->mesh.ndim));
+        lt__json_put(o, "plan", lt_json_plan(plan, trace, 0));
+        add_totals(o, plan);
+        st = lt_json_print(stdout, o);
+        cJSON_Delete(o);
+    } else if (!st) {
+        char a[512], b[512], ms[128], ss[128];
+        lt_placements_format(plan->src, lay->mesh.ndim, a, sizeof a);
+        lt_placements_format(plan->dst, lay->mesh.ndim, b, sizeof b);
+        printf("redistribute %s -> %s on mesh %s (%d rank%s), global shape %s, %s, planner %s\n",
+               a, b, lt_mesh_str(&lay->mesh, ms, sizeof ms), lay->mesh.world,
+               lay->mesh.world == 1 ? "" : "s",
+               lt_shape_str(lay->ndim, lay->shape, ss, sizeof ss), lt_dtype_name(lay->dtype),
+               lt_planner_name(planner));
+        printf("\nplan (--plan-only: nothing was run):\n");
+        st = print_plan(plan);
+    }
+    lt_trace_free(trace);
+    lt_plan_free(plan);
+    return st ? lt_cli_fail(cmd, st) : 0;
+}
+
 int lt_cli_redistribute(int argc, char **argv) {
     const char *mesh_s = NULL, *shape_s = NULL, *from_s = NULL, *to_s = NULL, *dtype_s = "f32",
                *init_s = "arange", *planner_s = "min-cost", *numerics_s = "full";
-    int json = 0, do_explain = 0, verify = 1;
+    int json = 0, do_explain = 0, verify = 1, quiet = 0, plan_only = 0;
+    const char *html_s = NULL;
     const lt_cli_option args[] = {
+        {"--quiet", NULL, &quiet, 1},       {"--plan-only", NULL, &plan_only, 1},
+        {"--html", &html_s, NULL, 0},
         {"--mesh", &mesh_s, NULL, 0},       {"--shape", &shape_s, NULL, 0},
         {"--from", &from_s, NULL, 0},       {"--to", &to_s, NULL, 0},
         {"--dtype", &dtype_s, NULL, 0},     {"--init", &init_s, NULL, 0},
@@ -225,7 +366,9 @@ int lt_cli_redistribute(int argc, char **argv) {
     /* both lists are checked before planning: the planner takes one count for both */
     if ((st = lt_placements_check(&lay.mesh, lay.ndim, src, nsrc, chk))) return lt__err_ctx(st, "--from %s", lt_cli_echo(from_s, e)), lt_cli_fail(cmd, st);
     if ((st = lt_placements_check(&lay.mesh, lay.ndim, dst, ndst, chk))) return lt__err_ctx(st, "--to %s", lt_cli_echo(to_s, e)), lt_cli_fail(cmd, st);
-    if (nm.kind != LT_NUMERICS_FULL) return run_sampled(&lay, src, nsrc, dst, ndst, &nm, planner, verify, json);
+    if (plan_only) return plan_only_main(&lay, src, dst, ndst, planner, json, html_s);
+    if (nm.kind != LT_NUMERICS_FULL)
+        return run_sampled(&lay, src, nsrc, dst, ndst, &nm, planner, verify, json, quiet, html_s);
     const lt_mesh mesh = lay.mesh;
     const int ndim = lay.ndim;
     const int64_t *shape = lay.shape;
@@ -245,7 +388,7 @@ int lt_cli_redistribute(int argc, char **argv) {
     if (st == LT_NOMEM) return lt_cli_fail(cmd, st);
     if ((st = lt_dtensor_init(&mesh, dt, ndim, shape, src, nsrc, &lay.init, &in)))
         return lt__err_ctx(st, "--from %s", lt_cli_echo(from_s, e)), lt_cli_fail(cmd, st);
-    if (json && (st = lt_comm_new(&mesh, &comm))) {
+    if ((json || html_s) && (st = lt_comm_new(&mesh, &comm))) {
         lt_dtensor_free(in);
         return lt_cli_fail(cmd, st);
     }
@@ -281,7 +424,7 @@ int lt_cli_redistribute(int argc, char **argv) {
         cJSON_AddStringToObject(o, "planner", lt_planner_name(planner));
         cJSON_AddBoolToObject(o, "search_truncated", plan->search_truncated);
         lt__json_put(o, "plan", lt_json_plan(plan, comm ? lt_comm_trace(comm) : NULL, 0));
-        cJSON_AddNumberToObject(o, "total_bytes", (double)plan->total_bytes);
+        add_totals(o, plan);
         if (verify) cJSON_AddBoolToObject(o, "verified", st == LT_OK);
         else cJSON_AddNullToObject(o, "verified");
         if (st == LT_MISMATCH) cJSON_AddStringToObject(o, "error", rep.message[0] ? rep.message : lt_errmsg());
@@ -300,32 +443,24 @@ int lt_cli_redistribute(int argc, char **argv) {
                lt_mesh_str(&mesh, ms, sizeof ms), mesh.world, mesh.world == 1 ? "" : "s", lt_shape_str(ndim, shape, ss, sizeof ss),
                lt_dtype_name(dt), lt_planner_name(planner));
         printf("\nplan:\n");
-        lt_status ps = lt_plan_print(plan, stdout);
+        lt_status ps = print_plan(plan);
         if (ps) {
             rc = lt_cli_fail(cmd, ps);
             goto done;
         }
-        if (do_explain) {
-            printf("\n-- source %s\n", a);
-            lt_status es = lt_render_ranks(stdout, in, 32);
-            if (!es) es = explain(stdout, in, plan);
-            if (es) {
-                rc = lt_cli_fail(cmd, es);
-                goto done;
-            }
+        lt_status ts = quiet || !do_explain ? LT_OK : explain_source(stdout, in, plan, a);
+        if (!ts) ts = result_text(stdout, plan, out, quiet);
+        if (ts) {
+            rc = lt_cli_fail(cmd, ts);
+            goto done;
         }
-        if (out) {
-            printf("\nresult:\n");
-            lt_status rs = lt_render_ranks(stdout, out, 64);
-            printf("\n");
-            if (!rs) rs = lt_render_picture(stdout, out);
-            if (rs) {
-                rc = lt_cli_fail(cmd, rs);
-                goto done;
-            }
-        }
-        if (verify)
-            printf("\nverified: %s\n", st == LT_OK ? "yes (every step matches the direct reshard)" : "NO");
+        if (verify) print_verified(st == LT_OK, "every step matches the direct reshard");
+    }
+    const char *note = st == LT_MISMATCH ? "verification FAILED" : NULL;
+    lt_status hs = html_s ? lt_picture_redistribute_file(html_s, plan, lt_comm_trace(comm), note) : 0;
+    if (hs) {
+        rc = lt_cli_fail(cmd, hs);
+        goto done;
     }
     if (st == LT_MISMATCH) {
         verify_failed(&rep);

@@ -18,6 +18,7 @@
 #include "tools/cli/cli.h"
 #include "localtensor/numerics.h"
 #include "tools/scenario/scenario.h"
+#include "tools/picture/picture.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -25,7 +26,7 @@ static void usage(FILE *f) {
             "                       [--single-device]\n"
             "                       [--numerics full|sample:K|none] [--world N]\n"
             "                       [--engine inproc|mpi] [--shards all|owned] [--cross-check]\n"
-            "                       [--compare-backend NAME]\n"
+            "                       [--compare-backend NAME] [--html FILE] [--timeline FILE]\n"
             "\n"
             "Runs YAML scenario files (directories are searched for *.yaml / *.yml; each real\n"
             "directory is walked once and each file run once, however many links reach them).\n"
@@ -44,7 +45,7 @@ static void usage(FILE *f) {
             "                 full, sample:K (values for K ranks only) or none (no values)\n"
             "  --engine NAME  inproc (default), or mpi under mpirun: each process owns a contiguous\n"
             "                 block of every case's ranks and their collectives run on MPI; process 0\n"
-            "                 writes the reports (README: running on several processes or machines)\n"
+            "                 writes the reports (docs/engines.md §1)\n"
             "  --shards S     with --engine mpi: all (default: every process also holds the other\n"
             "                 ranks' shards, so every step runs) or owned (a process holds only its\n"
             "                 own ranks' shards: memory per process shrinks with the process count;\n"
@@ -55,6 +56,12 @@ static void usage(FILE *f) {
             "                 in-process; a byte that differs is an error naming the rank\n"            "  --compare-backend NAME  run every case on backend NAME (cpu, cuda, cuda-emu) first,\n"
             "                 then on its own (--backend), and compare every value each step stores,\n"
             "                 shard by shard: the same bytes, or within the dtype's tolerance\n"
+            "  --html FILE    also draw the run as one self-contained HTML page: failures first,\n"
+            "                 per case its steps as lanes (one per rank; would-hang and\n"
+            "                 divergence marked) and its redistribute plans (docs/pictures.md)\n"
+            "  --timeline FILE  also write the run as Chrome Trace Event JSON (Perfetto,\n"
+            "                 chrome://tracing): one process per rank, flows join matched calls\n"
+            "                 (both run the selected cases once more, traced and quietly)\n"
             "Exit: 0 all passed, 1 a check failed, 2 a file could not be loaded, a step errored,\n"
             "nothing was run (no scenario file found, or no case matches -k), or the output or a\n"
             "report file could not be written (a report is written whole or not at all).\n"
@@ -110,6 +117,50 @@ static int run_mpi(lt_sc_options *o, const char **paths, int np, const char **fi
     return code;
 }
 
+/* --compare-backend V into o: 0, or 2 after printing why to err. */
+static int compare_backend_opt(const char *v, lt_sc_options *o, FILE *err) {
+    char e[LT_CLI_ECHO_BUF], msg[LT_CLI_ECHO_BUF + 2100];
+    const lt_backend *b = NULL;
+    if (!v) {
+        fprintf(err, "localtensor run: --compare-backend needs a value (cpu, cuda or cuda-emu)\n");
+        return 2;
+    }
+    if (lt_backend_by_name(v, &b)) {
+        snprintf(msg, sizeof msg, "--compare-backend %s: %s", lt_cli_echo(v, e), lt_errmsg());
+        lt_cli_print(err, "run", msg);
+        return 2;
+    }
+    o->compare_backend = b;
+    return 0;
+}
+
+/* --numerics V into o: 0, or 2 after printing why to err. */
+static int numerics_opt(const char *v, lt_sc_options *o, FILE *err) {
+    lt_numerics nm;
+    char msg[2100];
+    if (!v) {
+        fprintf(err, "localtensor run: --numerics needs a value\n");
+        return 2;
+    }
+    if (lt_numerics_parse(v, &nm)) {
+        snprintf(msg, sizeof msg, "--numerics: %s", lt_errmsg());
+        lt_cli_print(err, "run", msg);
+        return 2;
+    }
+    o->numerics = v;
+    return 0;
+}
+
+/* --html / --timeline (either NULL: not asked) after the run that returned
+ * code: the run's exit code, or 2 after printing why the pictures could not
+ * be drawn (tools/picture/picture.h). */
+static int draw_run(const char **paths, int np, const lt_sc_options *o, const char *html,
+                    const char *timeline, int code) {
+    if (lt_picture_run(paths, np, o, html, timeline) == LT_OK) return code;
+    lt_cli_print(o->err, "run", lt_errmsg());
+    return 2;
+}
+
 int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
     char e[LT_CLI_ECHO_BUF];   /* an argument echoed in a message (lt_cli_echo) */
     lt_sc_options o;
@@ -119,6 +170,7 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
     const char **paths = lt__calloc((size_t)(argc > 0 ? argc : 1), sizeof *paths);
     const char **filters = lt__calloc((size_t)(argc > 0 ? argc : 1), sizeof *filters);
     int np = 0, nf = 0, code = -1, cross_check = 0, owned = -1;
+    const char *html = NULL, *timeline = NULL;
     const char *engine = "inproc";
     if (!paths || !filters) {
         fprintf(err, "localtensor run: out of memory\n");
@@ -175,35 +227,14 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
             }
         } else if (!strcmp(a, "--compare-backend") || !strncmp(a, "--compare-backend=", 18)) {
             const char *v = a[17] == '=' ? a + 18 : i + 1 < argc ? argv[++i] : NULL;
-            const lt_backend *b = NULL;
-            if (!v) {
-                fprintf(err, "localtensor run: --compare-backend needs a value (cpu, cuda or cuda-emu)\n");
-                code = 2;
-            } else if (lt_backend_by_name(v, &b)) {
-                char msg[LT_CLI_ECHO_BUF + 2100];
-                snprintf(msg, sizeof msg, "--compare-backend %s: %s", lt_cli_echo(v, e), lt_errmsg());
-                lt_cli_print(err, "run", msg);
-                code = 2;
-            } else {
-                o.compare_backend = b;
-            }
+            if (compare_backend_opt(v, &o, err)) code = 2;
         } else if (!strcmp(a, "--fail-fast") || !strcmp(a, "-x")) {
             o.fail_fast = 1;
         } else if (!strcmp(a, "--numerics") || !strncmp(a, "--numerics=", 11)) {
             const char *v = a[10] == '=' ? a + 11 : i + 1 < argc ? argv[++i] : NULL;
-            lt_numerics nm;
-            if (!v) {
-                fprintf(err, "localtensor run: --numerics needs a value\n");
-                code = 2;
-            } else if (lt_numerics_parse(v, &nm)) {
-                char msg[2100];
-                snprintf(msg, sizeof msg, "--numerics: %s", lt_errmsg());
-                lt_cli_print(err, "run", msg);
-                code = 2;
-            } else {
-                o.numerics = v;
-            }
-        } else if (!strcmp(a, "-k") || !strcmp(a, "--json") || !strcmp(a, "--junit")) {
+            if (numerics_opt(v, &o, err)) code = 2;
+        } else if (!strcmp(a, "-k") || !strcmp(a, "--json") || !strcmp(a, "--junit") ||
+                   !strcmp(a, "--html") || !strcmp(a, "--timeline")) {
             if (i + 1 >= argc) {
                 fprintf(err, "localtensor run: %s needs a value\n", a);
                 code = 2;
@@ -212,6 +243,8 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
             const char *v = argv[++i];
             if (a[1] == 'k') filters[nf++] = v;
             else if (!strcmp(a, "--json")) o.json_path = v;
+            else if (!strcmp(a, "--html")) html = v;
+            else if (!strcmp(a, "--timeline")) timeline = v;
             else o.junit_path = v;
         } else if (!strncmp(a, "-k", 2)) {
             filters[nf++] = a + 2;
@@ -240,6 +273,11 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
         fprintf(err, "localtensor run: --shards needs --engine mpi (in one process every shard is held)\n");
         code = 2;
     }
+    if (code < 0 && (html || timeline) && !strcmp(engine, "mpi")) {
+        fprintf(err, "localtensor run: not supported yet: %s with --engine mpi (draw an in-process "
+                     "run)\n", html ? "--html" : "--timeline");
+        code = 2;
+    }
     if (code < 0 && !strcmp(engine, "mpi") && !lt_cli_mpi_hooks) {
         fprintf(err, "localtensor run: --engine mpi: this localtensor was built without MPI (install Open MPI "
                      "with `make deps` or apt-get install openmpi-bin libopenmpi-dev, then rebuild)\n");
@@ -253,7 +291,7 @@ int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
         const char *nc = getenv("NO_COLOR");
         o.color = !(nc && nc[0]) && isatty(fileno(out));
         o.progress = isatty(fileno(err));
-        code = lt_sc_run_paths(paths, np, &o);
+        code = draw_run(paths, np, &o, html, timeline, lt_sc_run_paths(paths, np, &o));
     }
     lt__free(paths);
     lt__free(filters);

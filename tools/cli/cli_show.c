@@ -1,16 +1,19 @@
 /* tools/cli/cli_show.c — `localtensor show`: what every rank holds for a layout. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "localtensor/localtensor.h"
 #include "tools/cli/cli.h"
 #include "tools/render/json_alloc.h"
 #include "tools/render/render.h"
+#include "tools/picture/picture.h"
 #include "kernels/status_impl.h"
 
 static void show_usage(FILE *f) {
     fprintf(f,
             "usage: localtensor show --mesh M --shape S --placements P [--dtype D] [--init I] [--json]\n"
+            "                        [--svg FILE] [--html FILE]\n"
             "\n"
             "Distributes a tensor and prints what every rank holds: coordinate, local shape,\n"
             "global offset and values, with a picture of which ranks own which block.\n"
@@ -23,6 +26,8 @@ static void show_usage(FILE *f) {
             "  --dtype D        f32 (default), f64, bf16, f16, i32, i64, bool\n"
             "  --init I         arange (default), zeros, ones, random:SEED, randn:SEED\n"
             "  --json           machine-readable output\n"
+            "  --svg FILE       also draw the layout as SVG into FILE (docs/pictures.md)\n"
+            "  --html FILE      also write a self-contained HTML page with the picture\n"
             "\n"
             "global_offset is the first global index a rank holds along each dim (the global size\n"
             "when the shard is empty there). A strided shard (SS, or S nested under SS) does not hold\n"
@@ -32,10 +37,44 @@ static void show_usage(FILE *f) {
             "Exit codes: 0 ok, 2 bad input.\n");
 }
 
+typedef struct show_pic {
+    const lt_dtensor *d;
+    int html;
+} show_pic;
+
+static lt_status write_pic(FILE *f, void *ctx) {
+    const show_pic *sp = ctx;
+    const lt_dtensor *d = sp->d;
+    lt_pic_layout lay = {lt_dtensor_mesh(d), d->ndim, d->shape, d->placements};
+    char title[800], mesh[128], shape[128], pl[512];
+    lt_mesh_str(lay.mesh, mesh, sizeof mesh);
+    lt_shape_str(d->ndim, d->shape, shape, sizeof shape);
+    lt_placements_format(d->placements, lay.mesh->ndim, pl, sizeof pl);
+    snprintf(title, sizeof title, "%s on mesh %s, shape %s", pl, mesh, shape);
+    if (!sp->html) return lt_picture_svg(f, &lay, title, 1);
+    lt_picture_html_begin(f, title);
+    fprintf(f, "<div class=\"lt-fig\">\n");
+    lt_status st = lt_picture_svg(f, &lay, title, 0);
+    fprintf(f, "</div>\n");
+    lt_picture_html_end(f);
+    return st;
+}
+
+/* --svg FILE and --html FILE of the layout of d (NULL: not asked). */
+lt_status lt_cli_pictures(const lt_dtensor *d, const char *svg, const char *html) {
+    show_pic sp = {d, 0};
+    if (svg) LT_TRY(lt_picture_write_file(svg, "--svg", write_pic, &sp));
+    sp.html = 1;
+    if (html) LT_TRY(lt_picture_write_file(html, "--html", write_pic, &sp));
+    return LT_OK;
+}
+
 int lt_cli_show(int argc, char **argv) {
     const char *mesh_s = NULL, *shape_s = NULL, *pl_s = NULL, *dtype_s = "f32", *init_s = "arange";
+    const char *svg_s = NULL, *html_s = NULL;
     int json = 0;
     const lt_cli_option opts[] = {
+        {"--svg", &svg_s, NULL, 0},     {"--html", &html_s, NULL, 0},
         {"--mesh", &mesh_s, NULL, 0},   {"--shape", &shape_s, NULL, 0}, {"--placements", &pl_s, NULL, 0},
         {"--dtype", &dtype_s, NULL, 0}, {"--init", &init_s, NULL, 0},   {"--json", NULL, &json, 1},
         {NULL, NULL, NULL, 0},
@@ -74,12 +113,21 @@ int lt_cli_show(int argc, char **argv) {
         cJSON_Delete(o);
     } else {
         lt_render_header(stdout, d);
-        st = lt_render_ranks(stdout, d, 64);
+        if (isatty(fileno(stdout)) && a.mesh.world > 16) {
+            /* a terminal: one line per local shape instead of a wall of ranks */
+            lt_pic_layout lay = {&a.mesh, d->ndim, d->shape, d->placements};
+            fprintf(stdout, "ranks grouped by local shape (over 16 ranks on a terminal; piped or "
+                            "--json: every rank):\n");
+            st = lt_picture_shard_summary(stdout, &lay, 12);
+        } else {
+            st = lt_render_ranks(stdout, d, 64);
+        }
         if (!st) {
             fputc('\n', stdout);
             st = lt_render_picture(stdout, d);
         }
     }
+    if (!st) st = lt_cli_pictures(d, svg_s, html_s);
     lt_dtensor_free(d);
     return st ? lt_cli_fail("show", st) : 0;
 }

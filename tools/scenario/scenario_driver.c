@@ -484,10 +484,10 @@ static char *fmt_bytes(double v, char *buf, size_t n) {
 }
 
 /* --shards owned: what a process holds of the declared tensors of the
- * largest selected case, before the run (README: running on several
- * processes or machines). A process holds the shards of its block of
- * ceil(W / P) ranks at most: 1 / P of a tensor sharded over every rank,
- * all of it where its placements replicate it. */
+ * largest selected case, before the run (docs/engines.md §2). A process
+ * holds the shards of its block of ceil(W / P) ranks at most: 1 / P of a
+ * tensor sharded over every rank, all of it where its placements replicate
+ * it. */
 static void owned_estimate(const lt_sc_options *opt, lt_sc_file *const *loaded, int nloaded) {
     double best = -1, lo = 0;
     const sc_case *at = NULL;

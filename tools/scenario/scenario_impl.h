@@ -673,6 +673,8 @@ char *lt__sc_fmt_index(int ndim, const int64_t *idx, char *buf, size_t n);
     XX(to_local,     0)         \
     XX(local_tensor, 0)         \
     XX(local_op,     0)         \
+    XX(save,         0)         \
+    XX(load,         0)         \
     XX(expect_local, 1)         \
     XX(expect_full,  1)         \
     XX(expect_plan,  1)         \

@@ -327,6 +327,8 @@ void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, c
     cJSON_AddStringToObject(o, "tensor", tensor);
     lt__json_put(o, "from", lt_json_placements(src, plan->mesh.ndim));
     lt__json_put(o, "to", lt_json_placements(plan->dst, plan->mesh.ndim));
+    cJSON *shape = cJSON_AddArrayToObject(o, "global_shape");
+    for (int d = 0; shape && d < plan->ndim; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)plan->shape[d]));
     lt__json_put(o, "plan", lt_json_plan(plan, lt_comm_trace(rc->comm), since));
     cJSON_AddNumberToObject(o, "total_bytes", (double)plan->total_bytes);
     lt__json_push((cJSON *)rc->plans, o);

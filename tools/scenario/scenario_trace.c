@@ -26,6 +26,8 @@
 #include "kernels/alloc.h"
 #include "localtensor/ops.h"
 #include "localtensor/plan.h"
+#include "localtensor/plan_impl.h"
+#include "localtensor/pytorch_bugs.h"
 #include "tools/render/json_alloc.h"
 #include "tools/render/render.h"
 #include "tools/scenario/scenario_impl.h"
@@ -40,6 +42,7 @@ typedef struct sc_trace {
     size_t *sent, *recv;       /* (world) totals over the case */
     size_t ncoll[LT_COLL_COUNT];
     size_t nwarn;
+    size_t nbugs;              /* known-PyTorch-bug warnings (localtensor/pytorch_bugs.h) */
     cJSON *steps;              /* JSON array of steps */
     cJSON *ops;                /* JSON array of the current step's ops */
     cJSON *warnings;           /* JSON array of the current step's warnings */
@@ -99,6 +102,20 @@ static void add_plan(sc_trace *t, int pending, const lt_plan *p) {
         line += l + (nl ? 1 : 0);
     }
     lt__free(pt);
+}
+
+/* The warning of every known PyTorch bug in hits (localtensor/pytorch_bugs.h),
+ * one line each, also kept for the step's JSON. */
+static void add_bug_warnings(sc_trace *t, int pending, uint32_t hits) {
+    for (int b = 0; b < LT_PYTORCH_BUG_COUNT; b++) {
+        if (!(hits >> b & 1)) continue;
+        char w[768];
+        lt_pytorch_bug_format((lt_pytorch_bug)b, w, sizeof w);
+        add(t, pending, "  %s\n", w);
+        if (!t->warnings) t->warnings = cJSON_CreateArray();
+        lt__json_push(t->warnings, cJSON_CreateString(w + strlen("warning: ")));
+        t->nbugs++;
+    }
 }
 
 static cJSON *json_sizes(const size_t *v, int n) {
@@ -189,6 +206,15 @@ void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names, co
     }
     lt__json_put(o, "implicit_redistributes", reds);
     lt__json_push(t->ops, o);
+    /* the reduced dims as the rule normalized them (0: every dim) */
+    lt_op_args a;
+    memset(&a, 0, sizeof a);
+    a.ndims = plan->nkdims_;
+    memcpy(a.dims, plan->kdims_, sizeof a.dims);
+    const lt_spec *specs[LT_OP_MAX_INPUTS];
+    for (int k = 0; k < nin && k < LT_OP_MAX_INPUTS; k++) specs[k] = lt_dtensor_spec(in[k]);
+    int ns = nin < LT_OP_MAX_INPUTS ? nin : LT_OP_MAX_INPUTS;
+    add_bug_warnings(t, 1, lt_pytorch_bugs_op(op, specs, ns, &a));
 }
 
 void lt__sc_trace_step(sc_run_ctx *rc, const sc_step *st, int index, size_t since) {
@@ -200,7 +226,11 @@ void lt__sc_trace_step(sc_run_ctx *rc, const sc_step *st, int index, size_t sinc
     if (n == since && !t->plen && !is_redist) return;
     add(t, 0, "step %d  %s at %s:%d:%d\n", index + 1, st->type->name, st->pos.file, st->pos.line, st->pos.col);
     if (t->plen) add(t, 0, "%s", t->pend);
-    if (is_redist && rc->plan) add_plan(t, 0, rc->plan);
+    if (is_redist && rc->plan) {
+        add_plan(t, 0, rc->plan);
+        lt_spec src = lt__plan_spec(rc->plan, rc->plan->src);
+        add_bug_warnings(t, 0, lt_pytorch_bugs_redistribute(&src, rc->plan->dst));
+    }
     t->plen = 0;
     if (t->pend) t->pend[0] = 0;
     cJSON *js = cJSON_CreateObject();
@@ -263,6 +293,8 @@ int lt__sc_trace_end(sc_run_ctx *rc) {
         add(t, 0, "\n");
     }
     if (t->nwarn) add(t, 0, "  %zu silent replication warning%s\n", t->nwarn, t->nwarn == 1 ? "" : "s");
+    if (t->nbugs)
+        add(t, 0, "  %zu known-PyTorch-bug warning%s\n", t->nbugs, t->nbugs == 1 ? "" : "s");
     cJSON *root = cJSON_CreateObject();
     lt__json_put(root, "steps", t->steps);
     t->steps = NULL;
@@ -277,6 +309,7 @@ int lt__sc_trace_end(sc_run_ctx *rc) {
         lt__json_put(tot, "bytes_recv", json_sizes(t->recv, t->world));
     }
     cJSON_AddNumberToObject(tot, "silent_replications", (double)t->nwarn);
+    cJSON_AddNumberToObject(tot, "pytorch_bugs", (double)t->nbugs);
     lt__json_put(root, "total", tot);
     char *js = lt__json_failed() ? NULL : cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
