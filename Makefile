@@ -87,7 +87,7 @@ CFLAGS  := $(CFLAGS_BASE) $(OPT) $(SAN) $(WERROR) $(EXTRA)
 
 # The library: the three floors, nothing of tools/.
 MPI_SRC   := $(wildcard collectives_sim/engine_mpi*.c)
-LIB_SRC   := $(filter-out $(MPI_SRC),$(wildcard kernels/*.c collectives_sim/*.c localtensor/*.c))
+LIB_SRC   := $(filter-out $(MPI_SRC),$(wildcard kernels/*.c collectives_sim/*.c localtensor/*.c localtensor/*/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # The CUDA backend: nvcc from PATH (or NVCC=), the toolkit's cudart and
 # cuBLAS; device code for CUDA_ARCH: machine code for Ampere (sm_80) and

@@ -14,7 +14,7 @@
 #include "kernels/status_impl.h"
 #include "localtensor/dtensor_impl.h"
 #include "localtensor/layout.h"
-#include "localtensor/plan_impl.h"
+#include "localtensor/plan/plan_impl.h"
 #include "localtensor/spec_impl.h"
 
 lt_status lt_numerics_parse(const char *s, lt_numerics *out) {

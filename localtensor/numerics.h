@@ -146,7 +146,7 @@ LT_API lt_status lt_redistribute_ranks(const lt_spec *src, const lt_init *init, 
 /* Appends to `trace` (a world of plan p's mesh) the events a full-mode run
  * of plan p records on its communicator, one per collective step, from
  * layout math alone: no shard is built, no data moves, and every rank's
- * bytes sent and received equal the collectives' (localtensor/plan_trace.c).
+ * bytes sent and received equal the collectives' (localtensor/plan/plan_trace.c).
  * LT_NOMEM; LT_INVALID when the trace's world is not the mesh's. */
 LT_API lt_status lt_plan_trace(const lt_plan *p, lt_trace *trace);
 /* The same for one collective called directly on the shards of a tensor of

@@ -1,7 +1,7 @@
 /* localtensor/ops.h — ops on DTensors, with sharding propagation.
  *
  * An op call (lt_op) does three things:
- *   1. propagation: the op's sharding rule (localtensor/sharding_rules.c, one
+ *   1. propagation: the op's sharding rule (localtensor/ops/sharding_rules.c, one
  *      data table) looks at the input layouts (dtype, global shape,
  *      placements) and the op's static arguments and decides the output
  *      layout and, for every input, the placements it must have first;

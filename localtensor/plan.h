@@ -257,7 +257,7 @@ LT_API int lt_plan_format(const lt_plan *p, char *buf, size_t n);
 LT_API lt_status lt_plan_print(const lt_plan *p, FILE *f);
 
 /* Drops every cached plan (plans still referenced elsewhere stay valid) and
- * the search spaces min-cost searches share (localtensor/plan_memo.c). */
+ * the search spaces min-cost searches share (localtensor/plan/plan_memo.c). */
 LT_API void lt_plan_cache_clear(void);
 /* Cache counters since the start (or the last clear); any pointer may be NULL. */
 LT_API void lt_plan_cache_stats(size_t *hits, size_t *misses, size_t *entries);

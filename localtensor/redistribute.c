@@ -18,11 +18,11 @@
 #include <string.h>
 
 #include "localtensor/layout.h"
-#include "localtensor/plan_impl.h"
+#include "localtensor/plan/plan_impl.h"
 #include "localtensor/redistribute.h"
 #include "localtensor/dtensor_impl.h"
 #include "localtensor/spec_impl.h"
-#include "localtensor/verify_impl.h"
+#include "localtensor/verify/verify_impl.h"
 
 /* ---- local steps ---------------------------------------------------------------- */
 
@@ -219,7 +219,7 @@ static lt_status run_step(lt_comm *comm, const lt_spec *from, const lt_plan_step
 /* ---- memory estimate --------------------------------------------------------------- */
 
 /* What lt_verify_reshard allocates to check a state in layout pl (see
- * localtensor/verify_impl.h). */
+ * localtensor/verify/verify_impl.h). */
 static lt_status verify_bytes(const lt_plan *p, const lt_placement *pl, uint64_t *out) {
     lt_spec src = lt__plan_spec(p, p->src), dst = lt__plan_spec(p, pl);
     return lt__verify_bytes(&src, &dst, out);

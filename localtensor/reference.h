@@ -16,7 +16,7 @@
 
 /* The unsharded reference of op on full tensors in[nin] (borrowed): the
  * dense kernels called directly from the op's arguments, independent of
- * propagation (localtensor/reference.c). out[max_out] receive NEW tensors
+ * propagation (localtensor/ops/reference.c). out[max_out] receive NEW tensors
  * (*nout of them; the caller frees). Used by lt_op_check_reference and the
  * rule validator. */
 LT_API lt_status lt_op_reference(lt_op_kind op, const lt_tensor *const *in, int nin, const lt_op_args *args,

@@ -1,7 +1,7 @@
 /* localtensor/validate.h — the rule validator: every op over every input
  * placement combination on small meshes, each result compared with the
  * unsharded reference (localtensor/reference.h); and the adversarial
- * distribute it builds Partial inputs with (localtensor/validate.c).
+ * distribute it builds Partial inputs with (localtensor/ops/validate.c).
  */
 #ifndef LT_VALIDATE_H
 #define LT_VALIDATE_H

@@ -24,8 +24,8 @@
 #include "tools/cli/cli.h"
 #include "tools/scenario/scenario.h"
 #include "test/testutil.h"
-#include "localtensor/plan_impl.h"
-#include "localtensor/verify_impl.h"
+#include "localtensor/plan/plan_impl.h"
+#include "localtensor/verify/verify_impl.h"
 #include "kernels/pool_impl.h"
 
 #define P61 ((int64_t)1 << 61)

@@ -12,7 +12,7 @@
  */
 #include "test/testutil.h"
 
-#include "localtensor/plan_impl.h"
+#include "localtensor/plan/plan_impl.h"
 
 /* Redistributes (4, 4) f32 arange on mesh_s from src to dst, tracing on a
  * communicator of its own; *plan and *comm: new (the caller frees them). */

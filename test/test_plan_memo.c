@@ -1,5 +1,5 @@
 /* test/test_plan_memo.c — the search space shared by min-cost searches
- * (localtensor/plan_memo.c) changes nothing but time: for every pair of
+ * (localtensor/plan/plan_memo.c) changes nothing but time: for every pair of
  * sweep-like sets on 2x2x2 and 2x4 meshes (R, Shard, balanced Shard, SS and
  * Partial; shapes that divide, that do not, and with empty blocks) the plan
  * searched with the shared records is byte for byte the plan searched
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "localtensor/plan_impl.h"
+#include "localtensor/plan/plan_impl.h"
 #include "test/redistribute_testutil.h"
 #include "tools/render/render.h"
 

@@ -15,7 +15,7 @@
 
 #include "localtensor/localtensor.h"
 #include "localtensor/redistribute.h"
-#include "localtensor/verify_impl.h"
+#include "localtensor/verify/verify_impl.h"
 #include "kernels/pool_impl.h"
 #include "test/testutil.h"
 
@@ -586,7 +586,7 @@ static void test_box_of_against_the_lists(void **state) {
     }
 }
 
-/* The fused check's inner loop (localtensor/verify_fused.c) sums up to four
+/* The fused check's inner loop (localtensor/verify/verify_fused.c) sums up to four
  * contributions per pass and compares the last pass's sums as it makes
  * them. Against a plain loop written here: for 1 to 9 contributions, each
  * read contiguously or with a stride of 3 (one at a time, so every

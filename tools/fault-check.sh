@@ -28,7 +28,7 @@ cd "$(dirname "$0")/.." || exit 2
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:exitcode=99}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-exitcode=98:print_stacktrace=1}
 status=0
-srcs=$(ls kernels/*.[ch] collectives_sim/*.[ch] localtensor/*.[ch] tools/*/*.[ch] | grep -v -e '^kernels/alloc\.' -e '^tools/bench/')
+srcs=$(ls kernels/*.[ch] collectives_sim/*.[ch] localtensor/*.[ch] localtensor/*/*.[ch] tools/*/*.[ch] | grep -v -e '^kernels/alloc\.' -e '^tools/bench/')
 
 # 1. raw allocator calls
 raw=$(grep -nP '(?<![\w>.])(malloc|calloc|realloc|aligned_alloc|posix_memalign|strdup|strndup|free)\s*\(' $srcs)

@@ -47,7 +47,7 @@
 #include "kernels/backend.h"
 #include "kernels/pool.h"
 #include "kernels/math.h"
-#include "localtensor/plan_impl.h"
+#include "localtensor/plan/plan_impl.h"
 #include "tools/bench/bench.h"
 #include "tools/scenario/scenario_impl.h"
 

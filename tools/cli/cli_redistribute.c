@@ -11,7 +11,7 @@
 #include "tools/render/render.h"
 #include "tools/picture/picture.h"
 #include "kernels/status_impl.h"
-#include "localtensor/plan_impl.h"
+#include "localtensor/plan/plan_impl.h"
 #include "kernels/alloc.h"
 
 /* One line per known PyTorch bug (localtensor/pytorch_bugs.h) this

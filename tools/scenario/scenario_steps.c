@@ -13,7 +13,7 @@
 #include "collectives_sim/engine_impl.h"
 #include "tools/scenario/scenario_impl.h"
 #include "kernels/status_impl.h"
-#include "localtensor/plan_impl.h"
+#include "localtensor/plan/plan_impl.h"
 
 static char *fmt_pl(const lt_placement *pl, int np, char *buf, size_t n) {
     lt_placements_format(pl, np, buf, n);

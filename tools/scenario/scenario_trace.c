@@ -26,7 +26,7 @@
 #include "kernels/alloc.h"
 #include "localtensor/ops.h"
 #include "localtensor/plan.h"
-#include "localtensor/plan_impl.h"
+#include "localtensor/plan/plan_impl.h"
 #include "localtensor/pytorch_bugs.h"
 #include "tools/render/json_alloc.h"
 #include "tools/render/render.h"

@@ -1,0 +1,592 @@
+/* localtensor/ops/ops.c — op dispatch: the propagation cache, plans, input
+ * redistributes, per-rank kernels, and wrapping the results.
+ *
+ * Hot path (warm cache): serialise the static part of the call (op, mesh
+ * shape, every input's dtype, shape and placements, the static arguments)
+ * into a small key, compare it with this thread's last hit for the op (a
+ * memo; else hash it and look it up), run the kernels, and wrap the
+ * shards — the plan carries every rank's output shape so nothing is
+ * re-derived. Plans are immutable and refcounted (atomically); the cache is
+ * the library's one cache module (kernels/cache_impl.h), process-wide.
+ */
+#include "kernels/alloc.h"
+#include "kernels/memlimit_impl.h"
+#include "kernels/pool_impl.h"
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "localtensor/layout.h"
+#include "localtensor/ops.h"
+#include "localtensor/ops/ops_impl.h"
+#include "localtensor/reference.h"
+#include "localtensor/spec_impl.h"
+
+/* ---- plans --------------------------------------------------------------------------- */
+
+void lt_op_plan_free(lt_op_plan *p) {
+    if (!p || __atomic_sub_fetch(&p->refs_, 1, __ATOMIC_ACQ_REL) > 0) return;
+    lt__free(p->in_target);
+    lt__free(p->in_redistribute);
+    lt__free(p->out_shape);
+    lt__free(p->local_shapes_);
+    lt__free(p->row_offset_);
+    lt__free(p->split_sizes_);
+    lt__free(p);
+}
+
+static int pls_equal(const lt_placement *a, const lt_placement *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (!lt_placement_equal(&a[i], &b[i])) return 0;
+    return 1;
+}
+
+static void describe(lt_op_plan *p, const lt_mesh *m, const lt_spec *const *in) {
+    char buf[160];
+    size_t used = 0;
+    p->why[0] = 0;
+    for (int k = 0; k < p->nin && used < sizeof p->why; k++) {
+        lt_placements_format(in[k]->placements, m->ndim, buf, sizeof buf);
+        int w = snprintf(p->why + used, sizeof p->why - used, "%s%s", k ? " x " : "", buf);
+        if (w < 0) return;
+        used += (size_t)w;
+        if (p->in_redistribute[k] && used < sizeof p->why) {
+            lt_placements_format(p->in_target[k], m->ndim, buf, sizeof buf);
+            w = snprintf(p->why + used, sizeof p->why - used, "=>%s", buf);
+            if (w < 0) return;
+            used += (size_t)w;
+        }
+    }
+    if (used < sizeof p->why) {
+        lt_placements_format(p->out_pl, m->ndim, buf, sizeof buf);
+        snprintf(p->why + used, sizeof p->why - used, " -> %s", buf);
+    }
+}
+
+/* The first mesh dim at which a layout stops existing (placements of the
+ * mesh dims before it kept, the later ones Replicate), or -1. A split that
+ * does not fit the piece it is nested in (S(0,[8,4]) on mesh dim 1 under an
+ * S(0) on mesh dim 0 of a dim of 12: pieces of 6) fails at its mesh dim.
+ * Loose on purpose: it probes placement lists that are not layouts, which is
+ * what the base layout functions (layout.h) are for. */
+static int failing_mesh_dim(const lt_mesh *m, int ndim, const int64_t *shape, const lt_placement *tgt) {
+    lt_placement q[LT_MESH_MAX_DIMS];
+    for (int i = 0; i < m->ndim; i++) q[i] = lt_replicate();
+    for (int i = 0; i < m->ndim; i++) {
+        q[i] = tgt[i];
+        if (lt_layout_check(m, ndim, shape, q)) return i;
+    }
+    return -1;
+}
+
+/* Makes the rule see Replicate on mesh dim i (the inputs really are
+ * redistributed to whatever the rule then asks): first for the inputs that
+ * hold a non-chunk split there (the split that could not nest), else for
+ * every input sharded there. 0 when nothing was left to change. */
+static int relax(lt_spec *view, int nin, int i) {
+    int changed = 0;
+    for (int pass = 0; pass < 2 && !changed; pass++)
+        for (int k = 0; k < nin; k++) {
+            lt_placement *q = &view[k].placements[i];
+            int hit = pass ? lt_placement_is_shard_like(q) : q->kind == LT_PL_SHARD && q->rule.kind != LT_SPLIT_CHUNK;
+            if (hit) *q = lt_replicate(), changed = 1;
+        }
+    return changed;
+}
+
+/* Runs the rule and derives everything the executor needs. in: checked specs
+ * on `mesh`. When the rule asks for a layout that cannot exist (a split
+ * nested where it does not fit), it runs again seeing the inputs it followed
+ * as Replicate on that mesh dim, until every layout exists; each round turns
+ * at least one shard into Replicate, so at most nin * mesh dims rounds. What
+ * the rule then sees is no checked spec (lt__spec_unchecked); what it asks
+ * for is checked here (lt_spec_make). */
+static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_spec *const *in,
+                            const lt_op_args *args, lt_op_plan **out) {
+    const char *name = lt_op_name(op);
+    lt_op_plan *p = lt__calloc(1, sizeof *p);
+    lt__rule_io *io = lt__calloc(1, sizeof *io);
+    if (p) p->refs_ = 1;
+    if (p && nin > 0) {
+        p->in_target = lt__calloc((size_t)nin, sizeof *p->in_target);
+        p->in_redistribute = lt__calloc((size_t)nin, sizeof *p->in_redistribute);
+    }
+    if (!p || !io || (nin > 0 && (!p->in_target || !p->in_redistribute))) {
+        lt__free(io);
+        lt_op_plan_free(p);
+        return lt__err(LT_NOMEM, "out of memory");
+    }
+    lt_spec *view = NULL; /* (nin) what the rule sees once relaxed (unchecked) */
+    const lt_spec *seen[LT_OP_MAX_INPUTS];
+    for (int k = 0; k < nin; k++) seen[k] = in[k];
+    lt_status st;
+    for (;;) {
+        int bad_dim = -1;
+        memset(io, 0, sizeof *io);
+        for (int k = 0; k < nin; k++)
+            memcpy(p->in_target[k], seen[k]->placements, sizeof(lt_placement) * (size_t)mesh->ndim);
+        io->op = op, io->mesh = mesh, io->nin = nin, io->in = seen, io->args = args, io->tgt = p->in_target;
+        st = lt__rule_propagate(io);
+        p->op = op, p->nin = nin, p->nout = io->nout, p->out_dtype = io->out_dtype;
+        p->out_ndim = io->out_ndim, p->mesh_ = *mesh;
+        p->mean_div_ = io->mean_div, p->masked_ = io->masked;
+        p->nkdims_ = io->nkdims, p->kdim_ = io->kdim, p->kdim2_ = io->kdim2;
+        memcpy(p->kdims_, io->kdims, sizeof p->kdims_);
+        char why[512] = "";
+        lt_errcode why_code = LT_ERR_NONE;
+        for (int k = 0; k < nin && !st; k++) {
+            p->in_redistribute[k] = !pls_equal(p->in_target[k], in[k]->placements, mesh->ndim);
+            if (!p->in_redistribute[k]) continue;
+            lt_spec t; /* the target: input k's tensor under the placements the rule asks for */
+            st = lt_spec_make(mesh, in[k]->dtype, in[k]->ndim, in[k]->shape, p->in_target[k], mesh->ndim, &t);
+            if (!st) memcpy(p->in_target[k], t.placements, sizeof(lt_placement) * (size_t)mesh->ndim);
+            if (st) {
+                snprintf(why, sizeof why, "not supported yet: %s: input %d would need a layout that does not exist (%s)",
+                         name, k, lt_errmsg());
+                why_code = LT_ERR_NOT_YET;
+                bad_dim = failing_mesh_dim(mesh, in[k]->ndim, in[k]->shape, p->in_target[k]);
+            }
+        }
+        if (!st) {
+            /* the outputs: loose checks, not lt_spec_make, whose element count
+             * check propagation has never made (an mm of (n, 0) by (0, n) has
+             * inputs of no elements and an output of n * n; the run refuses
+             * it, out_room) */
+            int bad_j = -1;
+            st = lt_placements_check(mesh, p->out_ndim, io->out, mesh->ndim, p->out_pl);
+            for (int j = 0; j < p->nout && !st; j++)
+                if ((st = lt_layout_check(mesh, p->out_ndim, io->out_shape[j], p->out_pl))) bad_j = j;
+            if (st) {
+                snprintf(why, sizeof why, "not supported yet: %s: the output layout does not exist (%s)", name, lt_errmsg());
+                why_code = LT_ERR_NO_LAYOUT;   /* the rule is wrong, not missing */
+                if (bad_j >= 0) bad_dim = failing_mesh_dim(mesh, p->out_ndim, io->out_shape[bad_j], p->out_pl);
+            }
+        }
+        if (!st || !why[0]) break; /* done, or the rule's own error */
+        st = LT_UNSUPPORTED;
+        if (bad_dim < 0 || nin == 0) {
+            st = lt__err_code(st, why_code, "%s", why);
+            break;
+        }
+        /* fall back: the inputs the rule followed on that mesh dim count as Replicate there */
+        if (!view) {
+            view = lt__malloc(sizeof *view * (size_t)nin);
+            if (!view) {
+                st = lt__err(LT_NOMEM, "out of memory");
+                break;
+            }
+            for (int k = 0; k < nin; k++) view[k] = lt__spec_unchecked(in[k], in[k]->placements), seen[k] = &view[k];
+        }
+        if (!relax(view, nin, bad_dim)) {
+            st = lt__err_code(st, why_code, "%s", why);
+            break;
+        }
+    }
+    lt__free(view);
+    size_t W = (size_t)mesh->world, nd = (size_t)(p->out_ndim > 0 ? p->out_ndim : 1);
+    if (!st) {
+        p->out_shape = lt__calloc((size_t)p->nout, sizeof *p->out_shape);
+        p->local_shapes_ = lt__malloc(sizeof(int64_t) * (size_t)p->nout * W * nd);
+        p->split_sizes_ = lt__malloc(sizeof(int64_t) * (size_t)p->nout);
+        if (!p->out_shape || !p->local_shapes_ || !p->split_sizes_) st = lt__err(LT_NOMEM, "out of memory");
+    }
+    for (int j = 0; j < p->nout && !st; j++) {
+        memcpy(p->out_shape[j], io->out_shape[j], sizeof p->out_shape[j]);
+        p->split_sizes_[j] = io->split_sizes[j];
+        for (size_t r = 0; r < W && !st; r++)
+            st = lt_local_shape_and_offset(mesh, p->out_ndim, p->out_shape[j], p->out_pl, (int)r,
+                                           p->local_shapes_ + ((size_t)j * W + r) * nd, NULL);
+    }
+    if (!st && p->masked_) { /* embedding: first vocab row of every rank */
+        lt_spec w = lt__spec_with(in[0], p->in_target[0]); /* the weight as the kernel gets it: checked above */
+        p->vocab_ = w.shape[0];
+        p->row_offset_ = lt__malloc(sizeof(int64_t) * W);
+        if (!p->row_offset_) st = lt__err(LT_NOMEM, "out of memory");
+        for (size_t r = 0; r < W && !st; r++) {
+            int64_t ls[2], off[2];
+            st = lt_spec_local_shape(&w, (int)r, ls, off);
+            p->row_offset_[r] = off[0];
+        }
+    }
+    if (!st) describe(p, mesh, in);
+    lt__free(io);
+    if (st) {
+        lt_op_plan_free(p);
+        return st;
+    }
+    *out = p;
+    return LT_OK;
+}
+
+/* ---- the cache ------------------------------------------------------------------------- */
+
+static void kput(lt__cache_key *k, uint64_t v) { lt__key_put(k, v); }
+
+/* Key: op, input count, mesh shape, every input's spec (lt__key_spec, the
+ * encoding the redistribute plan cache uses too), the static arguments. */
+static void build_key(lt__cache_key *k, lt_op_kind op, const lt_mesh *m, int nin, const lt_spec *const *in,
+                      const lt_op_args *a) {
+    k->n = 0;
+    kput(k, (uint64_t)op | (uint64_t)nin << 16 | (uint64_t)m->ndim << 32);
+    for (int i = 0; i < m->ndim; i++) kput(k, (uint64_t)m->shape[i]);
+    for (int j = 0; j < nin; j++) lt__key_spec(k, in[j]);
+    kput(k, (uint64_t)(uint32_t)a->dim | (uint64_t)(uint32_t)a->dim2 << 32);
+    kput(k, (uint64_t)a->flatten_end_set | (uint64_t)a->keepdim << 8 | (uint64_t)(uint32_t)a->chunks << 16 |
+                (uint64_t)(uint8_t)a->ndims << 48 | (uint64_t)(uint8_t)a->shape_ndim << 56);
+    kput(k, (uint64_t)a->dim_set);
+    for (int d = 0; d < a->ndims && d < LT_MAX_DIMS; d++) kput(k, (uint64_t)(uint32_t)a->dims[d]);
+    for (int d = 0; d < a->shape_ndim && d < LT_MAX_DIMS; d++) kput(k, (uint64_t)a->shape[d]);
+    kput(k, (uint64_t)a->split_size);
+    kput(k, (uint64_t)(uint32_t)a->nsizes);
+    for (int d = 0; d < a->nsizes && d < LT_OP_MAX_OUTPUTS; d++) kput(k, (uint64_t)a->sizes[d]);
+    if (nin == 0) { /* creation ops: their spec is in the arguments */
+        kput(k, (uint64_t)a->dtype | (uint64_t)(uint32_t)a->np << 8);
+        for (int i = 0; i < a->np && i < LT_MESH_MAX_DIMS; i++) lt__key_placement(k, &a->placements[i]);
+    }
+}
+
+static void plan_ref(void *v) { __atomic_fetch_add(&((lt_op_plan *)v)->refs_, 1, __ATOMIC_RELAXED); }
+static void plan_release(void *v) { lt_op_plan_free(v); }
+
+/* The propagation cache: process-wide, like the redistribute plan cache
+ * (kernels/cache_impl.h). */
+static lt__cache op_cache = LT__CACHE_INIT(plan_ref, plan_release, 1u << 15);
+
+void lt_op_cache_clear(void) { lt__cache_clear(&op_cache); }
+
+void lt_op_cache_stats(size_t *hits, size_t *misses, size_t *entries) {
+    lt__cache_stats(&op_cache, hits, misses, entries);
+}
+
+/* A plan for the checked specs in[nin] on mesh m: a new reference (from the
+ * cache or built). */
+static lt_status get_plan(lt_op_kind op, const lt_mesh *m, int nin, const lt_spec *const *in,
+                          const lt_op_args *a, int no_cache, lt_op_plan **out) {
+    static _Thread_local lt__cache_key k;
+    static _Thread_local lt__cache_memo memo[LT_OP_COUNT]; /* this thread's last hit per op */
+    if (!no_cache) {
+        build_key(&k, op, m, nin, in, a);
+        if (lt__cache_key_fits(&k)) {
+            uint64_t h = 0;
+            if ((*out = lt__cache_lookup(&op_cache, &memo[op], &k, &h))) return LT_OK;
+            LT_TRY(build_plan(op, m, nin, in, a, out));
+            lt__cache_put(&op_cache, &k, h, *out);
+            return LT_OK;
+        }
+    }
+    return build_plan(op, m, nin, in, a, out);
+}
+
+/* The mesh every input lives on (rand, randn: args->mesh), or an error with
+ * lt_op's messages. */
+static lt_status common_mesh(lt_op_kind op, const lt_spec *const *in, int nin, const lt_op_args *args,
+                             const lt_mesh **out) {
+    const lt_mesh *m = nin ? NULL : args->mesh;
+    for (int k = 0; k < nin; k++) {
+        if (!in[k]) return lt__err(LT_INVALID, "%s: input %d is NULL", lt_op_name(op), k);
+        if (!m) m = in[k]->mesh;
+        else if (m != in[k]->mesh && !lt_mesh_equal(m, in[k]->mesh))
+            return lt__err(LT_INVALID, "%s: input %d lives on another mesh (cross-mesh ops are not supported)",
+                           lt_op_name(op), k);
+    }
+    if (!m) return lt__err(LT_INVALID, "%s: args->mesh is NULL", lt_op_name(op));
+    *out = m;
+    return LT_OK;
+}
+
+lt_status lt_op_propagate(lt_op_kind op, const lt_spec *const *inputs, int nin, const lt_op_args *args,
+                          lt_op_plan **out) {
+    static const lt_op_args zero_args;
+    *out = NULL;
+    if ((unsigned)op >= LT_OP_COUNT) return lt__err(LT_INVALID, "unknown op %d", (int)op);
+    if (nin < 0 || nin > LT_OP_MAX_INPUTS) return lt__err(LT_INVALID, "%s: %d inputs", lt_op_name(op), nin);
+    if (!args) args = &zero_args;
+    const lt_mesh *m;
+    LT_TRY(common_mesh(op, inputs, nin, args, &m));
+    return get_plan(op, m, nin, inputs, args, 0, out);
+}
+
+/* ---- execution ----------------------------------------------------------------------- */
+
+/* Redistributes x to tgt; S->P and P(a)->P(b) go through R first (the
+ * redistribute planner rejects them as single transitions). */
+static lt_status to_target(const lt_dtensor *x, const lt_placement *tgt, const lt_redistribute_opts *ro,
+                           lt_dtensor **out) {
+    const lt_mesh *m = lt_dtensor_mesh(x);
+    lt_placement mid[LT_MESH_MAX_DIMS];
+    int need_mid = 0;
+    for (int i = 0; i < m->ndim; i++) {
+        const lt_placement *s = &x->placements[i], *d = &tgt[i];
+        mid[i] = *s;
+        if (d->kind == LT_PL_PARTIAL && m->shape[i] > 1 &&
+            (lt_placement_is_shard_like(s) || (s->kind == LT_PL_PARTIAL && s->op != d->op)))
+            mid[i] = lt_replicate(), need_mid = 1;
+    }
+    if (!need_mid) return lt_redistribute(x, tgt, m->ndim, ro, out, NULL);
+    /* a split nested under the shard that was just replicated may not fit
+     * the whole dim (S(0,[0,1]) under S(0) of a dim of 2): replicate it too */
+    for (int i; (i = failing_mesh_dim(m, x->ndim, x->shape, mid)) >= 0;) mid[i] = lt_replicate();
+    lt_dtensor *t = NULL;
+    LT_TRY(lt_redistribute(x, mid, m->ndim, ro, &t, NULL));
+    lt_status st = lt_redistribute(t, tgt, m->ndim, ro, out, NULL);
+    lt_dtensor_free(t);
+    return st;
+}
+
+static lt_status wrap(const lt_op_plan *p, int j, lt_local *loc, lt_dtensor **out) {
+    int W = loc->mesh.world, nd = p->out_ndim > 0 ? p->out_ndim : 1;
+    for (int r = 0; r < W; r++) {
+        const lt_tensor *t = loc->shards[r];
+        if (!t) continue;   /* absent (localtensor/local.h) */
+        const int64_t *ls = p->local_shapes_ + ((size_t)j * (size_t)W + (size_t)r) * (size_t)nd;
+        int ok = t->ndim == p->out_ndim && t->dtype == p->out_dtype;
+        for (int d = 0; ok && d < p->out_ndim; d++) ok = t->shape[d] == ls[d];
+        if (!ok) {
+            char a[160], b[160];
+            lt_shape_str(t->ndim, t->shape, a, sizeof a);
+            lt_shape_str(p->out_ndim, ls, b, sizeof b);
+            lt_local_free(loc);
+            return lt__err(LT_SHAPE, "%s: rank %d's kernel produced %s %s but the output layout %s gives %s",
+                           lt_op_name(p->op), r, lt_dtype_name(t->dtype), a, p->why, b);
+        }
+    }
+    /* not calloc: the placement array is large and only mesh->ndim entries are used */
+    lt_dtensor *dt = lt__malloc(sizeof *dt);
+    if (!dt) {
+        lt_local_free(loc);
+        return lt__err(LT_NOMEM, "out of memory");
+    }
+    memset(dt, 0, offsetof(lt_dtensor, placements));
+    memset(dt->stride, 0, sizeof dt->stride);
+    dt->local = loc;
+    dt->spec.mesh = &loc->mesh;
+    dt->from_local = 0;   /* an op's output is the op's, not the caller's shards */
+    dt->dtype = p->out_dtype;
+    dt->ndim = p->out_ndim;
+    memcpy(dt->shape, p->out_shape[j], sizeof(int64_t) * (size_t)p->out_ndim);
+    lt_contiguous_strides(p->out_ndim, dt->shape, dt->stride);
+    memcpy(dt->placements, p->out_pl, sizeof(lt_placement) * (size_t)loc->mesh.ndim);
+    *out = dt;
+    return LT_OK;
+}
+
+/* Refuses up front outputs that cannot fit in memory: every rank's shard
+ * of every output exists at once (inputs redistribute under their own check). */
+static lt_status out_room(const lt_op_plan *p) {
+    int W = p->mesh_.world, nd = p->out_ndim > 0 ? p->out_ndim : 1;
+    size_t es = lt_dtype_size(p->out_dtype);
+    uint64_t need = 0;
+    for (int j = 0; j < p->nout; j++)
+        for (int r = 0; r < W; r++) {
+            int64_t n;
+            LT_TRY(lt__numel_checked(p->out_ndim, p->local_shapes_ + ((size_t)j * (size_t)W + (size_t)r) * (size_t)nd, es, &n));
+            need = lt__add_sat(need, (uint64_t)n * es);
+        }
+    return lt_check_memory(need, W, lt_op_name(p->op));
+}
+
+/* One rank's kernel (a piece of work of the pool: writes only rank r's
+ * entries of loc). */
+typedef struct rank_job {
+    const lt_op_plan *p;
+    const lt_op_args *a;
+    const lt_dtensor *const *x;     /* (p->nin) the inputs in their target layouts */
+    lt_local *const *loc;           /* (p->nout) the outputs being built */
+} rank_job;
+
+static lt_status rank_task(void *ctx, int64_t i) {
+    const rank_job *j = ctx;
+    const lt_op_plan *p = j->p;
+    int r = (int)i;
+    const lt_tensor *sh[LT_OP_MAX_INPUTS];
+    lt_tensor *res[LT_OP_MAX_OUTPUTS];
+    for (int o = 0; o < p->nout; o++) res[o] = NULL;
+    int absent = 0;
+    for (int k = 0; k < p->nin; k++) absent |= !(sh[k] = j->x[k]->local->shards[r]);
+    if (absent) return LT_OK;   /* a rank not held here computes nothing here */
+    lt_status st = lt__op_kernel(p, j->a, r, sh, res);
+    if (st) st = lt__err_ctx(st, "%s on rank %d", lt_op_name(p->op), r);
+    for (int o = 0; o < p->nout; o++) j->loc[o]->shards[r] = res[o];
+    return st;
+}
+
+/* 1 when the ranks' kernels run at the same time: the inputs are big
+ * enough to pay for waking the workers, and the kernel is not a gemm
+ * (OpenBLAS already spreads one gemm over the cores). Results do not
+ * depend on it: each rank's kernel is the same call either way. */
+static int ranks_in_parallel(const lt_op_plan *p, const lt_dtensor *const *x) {
+    switch (p->op) {
+    case LT_OP_MATMUL:
+    case LT_OP_MM:
+    case LT_OP_BMM:
+    case LT_OP_ADDMM: return 0;
+    default: break;
+    }
+    if (lt__pool_width() <= 1 || p->mesh_.world < 2) return 0;
+    /* no shard is larger than its global tensor: a cheap bound first */
+    double bound = 0;
+    for (int k = 0; k < p->nin; k++) {
+        double n = (double)lt_dtype_size(x[k]->dtype);
+        for (int d = 0; d < x[k]->ndim; d++) n *= (double)x[k]->shape[d];
+        bound += n * p->mesh_.world;
+    }
+    if (bound < (double)lt__par_min_bytes()) return 0;
+    size_t bytes = 0;
+    for (int k = 0; k < p->nin; k++)
+        for (int r = 0; r < p->mesh_.world; r++)
+            if (x[k]->local->shards[r]) bytes += lt_nbytes(x[k]->local->shards[r]);
+    return bytes >= lt__par_min_bytes();
+}
+
+static lt_status run_plan(const lt_op_plan *p, const lt_dtensor *const *in, const lt_op_args *a,
+                          const lt_op_opts *o, lt_dtensor **out) {
+    const lt_mesh *m = &p->mesh_;
+    if (p->nin == 0) { /* creation */
+        lt_init init = {p->op == LT_OP_RANDN ? LT_INIT_RANDN : LT_INIT_RANDOM, a->seed};
+        return lt_dtensor_init(m, p->out_dtype, p->out_ndim, p->out_shape[0], p->out_pl, m->ndim,
+                               &init, &out[0]);
+    }
+    LT_TRY(out_room(p));
+    lt_dtensor *tmp[LT_OP_MAX_INPUTS];
+    const lt_dtensor *x[LT_OP_MAX_INPUTS];
+    lt_local *loc[LT_OP_MAX_OUTPUTS];
+    lt_status st = LT_OK;
+    for (int k = 0; k < p->nin; k++) tmp[k] = NULL;
+    for (int j = 0; j < p->nout; j++) loc[j] = NULL;
+    for (int k = 0; k < p->nin && !st; k++) {
+        x[k] = in[k];
+        if (!p->in_redistribute[k]) continue;
+        st = to_target(in[k], p->in_target[k], o ? o->redist : NULL, &tmp[k]);
+        if (st) st = lt__err_ctx(st, "%s: redistributing input %d for %s", lt_op_name(p->op), k, p->why);
+        x[k] = tmp[k];
+    }
+    for (int j = 0; j < p->nout && !st; j++) st = lt_local_new(m, &loc[j]);
+    if (!st) {
+        rank_job rj = {p, a, x, loc};
+        if (ranks_in_parallel(p, x)) st = lt__parallel_for(m->world, rank_task, &rj);
+        else
+            for (int r = 0; r < m->world && !st; r++) st = rank_task(&rj, r);
+    }
+    for (int k = 0; k < p->nin; k++) lt_dtensor_free(tmp[k]);
+    for (int j = 0; j < p->nout; j++) {
+        if (!st) {
+            st = wrap(p, j, loc[j], &out[j]);
+            loc[j] = NULL;
+        }
+        lt_local_free(loc[j]);
+    }
+    return st;
+}
+
+lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op_args *args,
+                const lt_op_opts *opts, lt_dtensor **out, int max_out, int *nout) {
+    static const lt_op_args zero_args;
+    if (nout) *nout = 0;
+    if (!out || max_out < 1) return lt__err_in(LT_INVALID, "op", ": no room for outputs");
+    for (int j = 0; j < max_out; j++) out[j] = NULL;
+    if (opts && opts->plan) *opts->plan = NULL;
+    if ((unsigned)op >= LT_OP_COUNT) return lt__err(LT_INVALID, "unknown op %d", (int)op);
+    const char *name = lt_op_name(op);
+    if (!args) args = &zero_args;
+    int ar = lt_op_arity(op);
+    if (nin < 0 || nin > LT_OP_MAX_INPUTS || (ar >= 0 && nin != ar) || (ar < 0 && nin < 1))
+        return lt__err(LT_INVALID, "%s takes %s%d tensor input%s, got %d", name, ar < 0 ? "at least " : "",
+                       ar < 0 ? 1 : ar, ar == 1 || ar < 0 ? "" : "s", nin);
+    const lt_spec *sp[LT_OP_MAX_INPUTS]; /* the inputs' specs: checked when each DTensor was made */
+    for (int k = 0; k < nin; k++) sp[k] = in[k] ? lt_dtensor_spec(in[k]) : NULL;
+    const lt_mesh *m;
+    LT_TRY(common_mesh(op, sp, nin, args, &m));
+    lt_op_plan *p = NULL;
+    lt_status st = get_plan(op, m, nin, sp, args, opts && opts->no_cache, &p);
+    if (st) return opts && opts->name ? lt__err_ctx(st, "%s", opts->name) : st;
+    st = lt__op_check_aligned(p, in); /* the operands as the plan consumes them */
+    if (!st && p->nout > max_out)
+        st = lt__err(LT_INVALID, "%s gives %d outputs but there is room for %d", name, p->nout, max_out);
+    if (!st) st = run_plan(p, in, args, opts, out);
+    if (!st && opts && opts->check_reference)
+        st = lt_op_check_reference(op, in, nin, args, out, p->nout, opts->rtol, opts->atol);
+    if (!st && nout) *nout = p->nout;
+    if (!st && opts && opts->plan) {
+        plan_ref(p);
+        *opts->plan = p;
+    }
+    if (st) {
+        for (int j = 0; j < max_out; j++) {
+            lt_dtensor_free(out[j]);
+            out[j] = NULL;
+        }
+        if (opts && opts->name) st = lt__err_ctx(st, "%s", opts->name);
+    }
+    lt_op_plan_free(p);
+    return st;
+}
+
+/* ---- convenience wrappers ------------------------------------------------------------------- */
+
+static lt_status op1(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op_args *a,
+                     lt_dtensor **out) {
+    return lt_op(op, in, nin, a, NULL, out, 1, NULL);
+}
+
+lt_status lt_dt_unary(lt_unary_op op, const lt_dtensor *x, lt_dtensor **out) {
+    static const lt_op_kind map[LT_UNARY_COUNT] = {
+#define LT__XX(e, s) LT_OP_##e,
+        LT_UNARY_MAP(LT__XX)
+#undef LT__XX
+    };
+    if ((unsigned)op >= LT_UNARY_COUNT) return lt__err(LT_INVALID, "unary: unknown op %d", (int)op);
+    return op1(map[op], &x, 1, NULL, out);
+}
+
+lt_status lt_dt_binary(lt_binary_op op, const lt_dtensor *a, const lt_dtensor *b, lt_dtensor **out) {
+    static const lt_op_kind map[LT_BINARY_COUNT] = {
+#define LT__XX(e, s) LT_OP_##e,
+        LT_BINARY_MAP(LT__XX)
+#undef LT__XX
+    };
+    if ((unsigned)op >= LT_BINARY_COUNT) return lt__err(LT_INVALID, "binary: unknown op %d", (int)op);
+    const lt_dtensor *in[2] = {a, b};
+    return op1(map[op], in, 2, NULL, out);
+}
+
+lt_status lt_dt_matmul(const lt_dtensor *a, const lt_dtensor *b, lt_dtensor **out) {
+    const lt_dtensor *in[2] = {a, b};
+    return op1(LT_OP_MATMUL, in, 2, NULL, out);
+}
+
+lt_status lt_dt_addmm(const lt_dtensor *bias, const lt_dtensor *a, const lt_dtensor *b, double beta,
+                      double alpha, lt_dtensor **out) {
+    lt_op_args args;
+    memset(&args, 0, sizeof args);
+    args.scale_set = 1, args.alpha = alpha, args.beta = beta;
+    const lt_dtensor *in[3] = {bias, a, b};
+    return op1(LT_OP_ADDMM, in, 3, &args, out);
+}
+
+lt_status lt_dt_reduce(lt_reduce_op op, const lt_dtensor *x, int ndims, const int *dims, int keepdim,
+                       lt_dtensor **out) {
+    static const lt_op_kind map[LT_REDUCE_COUNT] = {LT_OP_SUM, LT_OP_MEAN, LT_OP_AMAX, LT_OP_AMIN};
+    if ((unsigned)op >= LT_REDUCE_COUNT) return lt__err(LT_INVALID, "reduce: unknown op %d", (int)op);
+    if (ndims < 0 || ndims > LT_MAX_DIMS) return lt__err(LT_INVALID, "reduce: %d dims", ndims);
+    lt_op_args args;
+    memset(&args, 0, sizeof args);
+    args.ndims = ndims, args.keepdim = keepdim;
+    for (int i = 0; i < ndims; i++) args.dims[i] = dims[i];
+    return op1(map[op], &x, 1, &args, out);
+}
+
+lt_status lt_dt_transpose(const lt_dtensor *x, int d0, int d1, lt_dtensor **out) {
+    lt_op_args args;
+    memset(&args, 0, sizeof args);
+    args.dim = d0, args.dim2 = d1;
+    return op1(LT_OP_TRANSPOSE, &x, 1, &args, out);
+}
+
+lt_status lt_dt_reshape(const lt_dtensor *x, int ndim, const int64_t *shape, lt_dtensor **out) {
+    if (ndim < 0 || ndim > LT_MAX_DIMS) return lt__err(LT_INVALID, "reshape: %d dims", ndim);
+    lt_op_args args;
+    memset(&args, 0, sizeof args);
+    args.shape_ndim = ndim;
+    for (int i = 0; i < ndim; i++) args.shape[i] = shape[i];
+    return op1(LT_OP_RESHAPE, &x, 1, &args, out);
+}

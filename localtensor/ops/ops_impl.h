@@ -1,0 +1,84 @@
+/* localtensor/ops/ops_impl.h — internals of the ops (internal: not installed).
+ *
+ * The pieces of lt_op (localtensor/ops.h) and who calls whom, one way only:
+ *   ops.c               dispatch, propagation cache, input redistributes
+ *   ops_table.c         the op names and arities of LT_OP_MAP
+ *   sharding_rules.c    the rule table and one function per rule family
+ *   ops_rules_view.c    the reshape / view / flatten family
+ *   ops_rules_common.c  helpers the families share
+ *   ops_kernel.c        the dense kernel of an op on one rank's shards
+ *   ops_random.c        rand, randn, dropout (wrappers of lt_op)
+ * ops.c calls the rules, the kernels and the reference check
+ * (localtensor/ops/reference.c); nothing below calls back into ops.c.
+ */
+#ifndef LT_OPS_IMPL_H
+#define LT_OPS_IMPL_H
+
+#include <stdint.h>
+
+#include "kernels/status_impl.h"
+#include "localtensor/ops.h"
+
+/* What a sharding rule reads and writes. The rule sees input k as the spec
+ * in[k] (dtype, global shape, normalized placements); ops.c presets tgt[k] to
+ * in[k]'s placements; the rule changes the targets it needs, fills the
+ * output spec and the kernel parameters, and returns LT_OK or an error with a
+ * message (LT_UNSUPPORTED with LT_ERR_NOT_YET: "not supported yet: ...").
+ * in[k] is the input's checked spec, except after build_plan (ops.c) relaxed
+ * it (see lt__spec_unchecked): a rule reads its fields and never runs layout
+ * math on it. */
+typedef struct lt__rule_io {
+    lt_op_kind op;
+    const lt_mesh *mesh;                   /* every input's (rand, randn: args->mesh) */
+    int nin;
+    const lt_spec *const *in;              /* (nin) what the rule sees of each input */
+    const lt_op_args *args;
+    lt_placement (*tgt)[LT_MESH_MAX_DIMS]; /* (nin) target placements */
+    lt_placement out[LT_MESH_MAX_DIMS];
+    lt_dtype out_dtype;
+    int out_ndim;
+    int nout;
+    int64_t out_shape[LT_OP_MAX_OUTPUTS][LT_MAX_DIMS];
+    /* kernel parameters */
+    double mean_div;
+    int kdims[LT_MAX_DIMS], nkdims, kdim, kdim2;
+    int masked;
+    int64_t split_sizes[LT_OP_MAX_OUTPUTS];
+} lt__rule_io;
+
+/* The dense kernel of plan p on one rank's shards sh[p->nin] (rank: for
+ * per-rank parameters); res[p->nout] receive new tensors (ops_kernel.c). */
+lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank, const lt_tensor *const *sh,
+                        lt_tensor **res);
+/* Dropout of one shard, held by `rank`, of the tensor of checked spec s
+ * (borrowed) (ops_kernel.c). */
+lt_status lt__dropout_shard(const lt_tensor *x, double p, uint64_t seed, const lt_spec *s, int rank,
+                            lt_tensor **out);
+
+/* Elementwise binary ops with an operand built by from_local, judged as
+ * plan p consumes the inputs in[p->nin] (after its redistributes; ops_align.c
+ * says how): LT_INVALID (sub-code LT_ERR_MISALIGNED) naming the first rank
+ * where the operands hold different global indices (docs/SEMANTICS.md
+ * §11.6). Borrows p and in. */
+lt_status lt__op_check_aligned(const lt_op_plan *p, const lt_dtensor *const *in);
+
+/* Dispatches to the op's rule family (sharding_rules.c), then makes the
+ * output's Partial ops a valid mix. */
+lt_status lt__rule_propagate(lt__rule_io *io);
+/* reshape / view / flatten (ops_rules_view.c). */
+lt_status lt__rule_view(lt__rule_io *io);
+/* ---- helpers of the rule families (ops_rules_common.c) ---- */
+
+/* Output placement of mesh dim i and every input's target there become R. */
+void lt__rule_force_replicate(lt__rule_io *io, int i);
+/* Same kind, uneven rule and split factor (dims may differ). */
+int lt__pl_same_shard(const lt_placement *a, const lt_placement *b);
+/* p with its tensor dim replaced. */
+lt_placement lt__pl_with_dim(const lt_placement *p, int dim);
+/* Global indices that `rank` holds of a dim of size n sharded on the mesh
+ * dims where pl1[i] is shard-like (their dim is ignored; others count as R):
+ * *idx gets a malloc'd list (free it), *len its length. */
+lt_status lt__dim_indices(const lt_mesh *mesh, int64_t n, const lt_placement *pl1, int rank,
+                          int64_t **idx, int64_t *len);
+
+#endif

@@ -1,0 +1,461 @@
+/* localtensor/plan/plan_search.c — the min-cost planner: A* over states, and the
+ * plan it returns.
+ *
+ * States are the placement lists of the search space (localtensor/
+ * plan.h), one per distinct layout (the first list in candidate
+ * order, see lt__mc_canon); edges are the moves of plan_moves.c, costing
+ * (bytes received summed over ranks, 1 step). The lower bound that guides
+ * the search is what each rank still lacks of its destination block: every
+ * move delivers at most the bytes it costs, so the bound never overstates
+ * and the first time the destination is taken off the queue its cost is the
+ * minimum (bytes first, then steps: every other state is at least one step
+ * away, which orders ties on bytes). A work budget bounds the search; past
+ * it the caller falls back on the rule-table planners (lt__plan_build).
+ */
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/alloc.h"
+#include "localtensor/plan/plan_impl.h"
+
+/* Work budget in list operations (applying a placement to a block, comparing
+ * or uniting two lists): about 50 ms. 2x2x2 pairs use at most a few percent of
+ * it, 8x8x8 pairs up to most of it. */
+#define BUDGET 1.0e7
+
+static lt_status nomem(void) { return lt__err(LT_NOMEM, "out of memory while planning"); }
+
+/* ---- nodes and queue ----------------------------------------------------------------------- */
+
+/* Elements of the destination that ranks holding blocks rk (W x ndim
+ * lists: a layout's last level) lack, in bytes. */
+static uint64_t lower_bound(const lt__mc *c, const lt__list *rk) {
+    const lt__geo *g = &c->g;
+    uint64_t lack = 0;
+    for (int r = 0; r < g->W; r++) {
+        const lt__list *x = rk + (size_t)r * (size_t)g->ndim;
+        const lt__list *y = c->dlay + g->off[g->M] + (size_t)r * (size_t)g->ndim;
+        /* the block sizes (lt__block_numel, inline: every new node runs this);
+         * unsigned: a huge dim beside an empty one wraps to 0 exactly, and a
+         * block holding something fits (it lies in the tensor) */
+        uint64_t want = 1, xn = 1;
+        for (int d = 0; d < g->ndim; d++) {
+            want *= (uint64_t)y[d].len;
+            xn *= (uint64_t)x[d].len;
+        }
+        uint64_t have = want && xn ? 1 : 0;
+        for (int d = 0; d < g->ndim && have; d++) have *= (uint64_t)lt__list_common(&x[d], &y[d]);
+        lack += want - have;
+    }
+    return lack * c->esize;
+}
+
+lt_status lt__mc_layout(lt__mc *c, int idx) {
+    lt__node *nd = &c->nodes[idx];
+    if (nd->lay) return LT_OK;
+    const lt__list *shared = lt__ms_layout_get(c, nd->key);   /* built by an earlier search */
+    if (shared) {
+        nd->lay = (lt__list *)shared;
+        nd->lay_shared = 1;
+        c->work += (double)c->g.off[c->g.M + 1];
+        return LT_OK;
+    }
+    nd->lay = lt__malloc(sizeof(lt__list) * c->g.off[c->g.M + 1]);
+    if (!nd->lay) return nomem();
+    lt_placement pl[LT_MESH_MAX_DIMS];
+    lt__mc_placements(c, nd->key, pl);
+    int r = lt__layout_build(&c->nar, &c->g, pl, nd->lay);
+    if (r < 0) {
+        lt__free(nd->lay);
+        nd->lay = NULL;
+        return nomem();
+    }
+    LT_ASSERT(r == 1);   /* keys only come from layouts that matched */
+    lt__ms_layout_put(c, nd->key, nd->lay);
+    c->work += (double)c->g.off[c->g.M + 1];
+    return LT_OK;
+}
+
+/* The node of key: *idx. A new one gets its lower bound from rk (its
+ * ranks' blocks, W x ndim lists; NULL: from its layout, built now), or
+ * from shared record g (NULL: none) when g knows it; its layout is built
+ * when it is expanded (lt__mc_layout). */
+static lt_status node_get(lt__mc *c, uint64_t key, const lt__list *rk, lt__msg *g, int *idx) {
+    if (c->nnodes == c->capnodes) {
+        int ncap = c->capnodes ? c->capnodes * 2 : 64;
+        lt__node *nn = lt__realloc(c->nodes, sizeof(lt__node) * (size_t)ncap);
+        if (!nn) return nomem();
+        c->nodes = nn;
+        c->capnodes = ncap;
+    }
+    int added;
+    LT_TRY(lt__keymap_get(&c->map, key, c->nnodes, idx, &added));
+    if (!added) return LT_OK;
+    int n = c->nnodes;
+    lt__node *nd = &c->nodes[n];
+    memset(nd, 0, sizeof *nd);
+    nd->key = key;
+    nd->g = UINT64_MAX;
+    nd->steps = INT_MAX;
+    nd->prev = -1;
+    c->nnodes++;   /* a node without a layout is valid (mc_free frees NULL) */
+    if (!rk) {
+        LT_TRY(lt__mc_layout(c, n));
+        rk = c->nodes[n].lay + c->g.off[c->g.M];
+    }
+    if (!c->dlay) {
+        c->nodes[n].h = 0;
+        return LT_OK;
+    }
+    uint32_t *slot = g ? lt__ms_lb_slot(c, g) : NULL, known = slot ? __atomic_load_n(slot, __ATOMIC_RELAXED) : 0;
+    if (known) {
+        c->nodes[n].h = known - 1;
+        return LT_OK;
+    }
+    uint64_t h = lower_bound(c, rk);
+    c->nodes[n].h = h;
+    if (slot && h < UINT32_MAX) __atomic_store_n(slot, (uint32_t)(h + 1), __ATOMIC_RELAXED);
+    return LT_OK;
+}
+
+/* The queue entry of node t (its g, steps and h set; plan_impl.h says the order). */
+static lt__pq_item qitem_of(const lt__mc *c, int t) {
+    const lt__node *n = &c->nodes[t];
+    return (lt__pq_item){{n->g + n->h, (uint64_t)(n->steps + (n->key != c->goal)), n->h}, t};
+}
+
+lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv, const lt__list *rk) {
+    return lt__mc_relax_g(c, from, key, bytes, mv, rk, NULL);
+}
+
+lt_status lt__mc_relax_g(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv, const lt__list *rk,
+                         lt__msg *g) {
+    int t;
+    LT_TRY(node_get(c, key, rk, g, &t));
+    lt__node *fn = &c->nodes[from], *tn = &c->nodes[t];
+    if (tn->done) return LT_OK;
+    uint64_t nb = fn->g + bytes;
+    int ns = fn->steps + 1;
+    if (nb < tn->g || (nb == tn->g && ns < tn->steps)) {
+        tn->g = nb;
+        tn->steps = ns;
+        tn->prev = from;
+        tn->mv = *mv;
+        return lt__pq_push(&c->queue, qitem_of(c, t));
+    }
+    return LT_OK;
+}
+
+/* ---- context ------------------------------------------------------------------------------- */
+
+static void mc_free(lt__mc *c) {
+    if (!c) return;
+    for (int n = 0; n < c->nnodes; n++)
+        if (!c->nodes[n].lay_shared) lt__free(c->nodes[n].lay);
+    lt__free(c->nodes);
+    if (c->pooled) {
+        lt__spare_give(LT__SPARE_KEYMAP, c->map.slot, c->map.cap, sizeof *c->map.slot, c->map.gen);
+        lt__spare_give(LT__SPARE_MEMO, c->memo, c->capmemo, sizeof *c->memo, c->memogen);
+    } else {
+        lt__keymap_free(&c->map);
+        lt__free(c->memo);
+    }
+    lt__pq_free(&c->queue);
+    lt__free(c->G);
+    lt__free(c->Gempty);
+    lt__free(c->U);
+    lt__free(c->Uempty);
+    lt__free(c->B);
+    lt__free(c->L);
+    lt__free(c->Q);
+    lt__free(c->ptrs);
+    lt__free(c->mptrs);
+    lt__free(c->qptrs);
+    lt__free(c->recv);
+    lt__free(c->iscr);
+    lt__free(c->perms);
+    lt__free((void *)c->dlay);
+    lt__ms_detach(c);
+    lt__free(c->scr);
+    lt__arena_free(&c->nar);
+    lt__arena_free(&c->tar);
+    lt__free(c);
+}
+
+/* Rough work of expanding one state; a space whose single expansion would
+ * eat a good part of the budget goes straight to the fallback. */
+static double expansion_cost(const lt__mc *c) {
+    double w = 0;
+    int nd = c->g.ndim ? c->g.ndim : 1;
+    for (int i = 0; i < c->g.M; i++) {
+        int n = c->g.mesh->shape[i];
+        if (n == 1 || c->frozen[i]) continue;
+        w += (double)c->g.W * nd * (2.0 + (double)nd * c->nrules * (double)n) + (double)c->nc[i] * c->g.W;
+    }
+    return w;
+}
+
+/* A zeroed context but for the candidate table (read below nc only) and the
+ * local walk's hashes (each written before it is read): 15 of its 17.7 KB,
+ * which one search would otherwise clear for nothing. NULL without memory. */
+_Static_assert(offsetof(lt__mc, cand) < offsetof(lt__mc, lwhash) &&
+                   offsetof(lt__mc, lwvalid) == offsetof(lt__mc, lwhash) + sizeof(((lt__mc *)0)->lwhash),
+               "lt__mc's uncleared fields are in this order");
+static lt__mc *mc_alloc(void) {
+    lt__mc *c = lt__malloc(sizeof *c);
+    if (!c) return NULL;
+    char *p = (char *)c;
+    size_t a0 = offsetof(lt__mc, cand), a1 = a0 + sizeof c->cand;
+    size_t b0 = offsetof(lt__mc, lwhash), b1 = offsetof(lt__mc, lwvalid) + sizeof c->lwvalid;
+    memset(p, 0, a0);
+    memset(p + a1, 0, b0 - a1);
+    memset(p + b1, 0, sizeof *c - b1);
+    return c;
+}
+
+static lt_status mc_new(const lt_spec *from, const lt_placement *dst, int shared, lt__mc **out) {
+    const lt_mesh *mesh = from->mesh;
+    const lt_placement *src = from->placements;
+    int ndim = from->ndim;
+    const int64_t *shape = from->shape;
+    lt__mc *c = mc_alloc();
+    *out = c;
+    if (!c) return nomem();
+    lt__geo_init(&c->g, mesh, ndim, shape);
+    c->esize = lt_dtype_size(from->dtype);
+    c->is_float = lt_dtype_is_float(from->dtype);
+    c->budget = BUDGET;
+    int maxn = 1;
+    for (int i = 0; i < c->g.M; i++) {
+        c->src[i] = mesh->shape[i] == 1 ? lt_replicate() : src[i];
+        c->dst[i] = mesh->shape[i] == 1 ? lt_replicate() : dst[i];
+        c->frozen[i] = mesh->shape[i] == 1 || (src[i].kind == LT_PL_PARTIAL && lt_placement_equal(&src[i], &dst[i]));
+        if (mesh->shape[i] > maxn) maxn = mesh->shape[i];
+    }
+    lt_status st = lt__mc_space(c, shared);
+    if (st) return st;
+    if (expansion_cost(c) * 8 > c->budget) return LT_OVERFLOW;
+    if (shared) lt__ms_attach(c);
+    /* the key map and the memo of a search that may use the caches: emptied
+     * tables of an earlier one, when spare, handed on to the next after */
+    if (shared) {
+        void *sp;
+        c->pooled = 1;
+        lt__spare_take(LT__SPARE_KEYMAP, &sp, &c->map.cap, &c->map.gen);
+        c->map.slot = sp;
+        lt__spare_take(LT__SPARE_MEMO, &sp, &c->capmemo, &c->memogen);
+        c->memo = sp;
+    }
+    size_t nd = (size_t)(ndim ? ndim : 1), W = (size_t)c->g.W, nl = c->g.off[c->g.M + 1] + 1;
+    c->G = lt__malloc(sizeof(lt__list) * W * nd);
+    c->Gempty = lt__malloc(W);
+    c->U = lt__malloc(sizeof(lt__list) * nl);
+    c->Uempty = lt__malloc(c->g.toff[c->g.M + 1]);
+    c->B = lt__malloc(sizeof(lt__list) * nl);
+    c->L = lt__malloc(sizeof(lt__list) * nl);
+    c->Q = lt__malloc(sizeof(lt__list) * (size_t)maxn * nd);
+    c->ptrs = lt__malloc(sizeof(lt__list *) * (size_t)maxn);
+    c->mptrs = lt__malloc(sizeof(lt__list *) * (size_t)maxn);
+    c->qptrs = lt__malloc(sizeof(lt__list *) * (size_t)maxn);
+    c->recv = lt__malloc(sizeof(uint64_t) * W);
+    c->iscr = lt__malloc(sizeof(int) * 2 * (size_t)maxn);
+    if (!c->G || !c->Gempty || !c->U || !c->Uempty || !c->B || !c->L || !c->Q || !c->ptrs || !c->mptrs ||
+        !c->qptrs || !c->recv || !c->iscr)
+        return nomem();
+    /* level 0 of every layout: the whole tensor */
+    lt__run *full = lt__arena_room(&c->nar, nd);
+    if (!full) return nomem();
+    for (int d = 0; d < ndim; d++) {
+        full[d] = (lt__run){0, shape[d]};
+        c->B[d] = c->L[d] = (lt__list){shape[d] ? &full[d] : NULL, shape[d] ? 1 : 0, shape[d]};
+    }
+    lt__arena_take(&c->nar, nd);
+    return LT_OK;
+}
+
+/* ---- the plan ---------------------------------------------------------------------------------- */
+
+/* "slice" when every rank keeps a consecutive part of what it holds along
+ * every dim, else "strided_slice". */
+static const char *pick_name(const lt__mc *c, const lt__list *a, const lt__list *b) {
+    const lt__geo *g = &c->g;
+    for (int r = 0; r < g->W; r++) {
+        const lt__list *x = a + g->off[g->M] + (size_t)r * (size_t)g->ndim;
+        const lt__list *y = b + g->off[g->M] + (size_t)r * (size_t)g->ndim;
+        if (!lt__block_numel(y, g->ndim)) continue;
+        for (int d = 0; d < g->ndim; d++) {
+            lt__run span = {y[d].r[0].lo, y[d].r[y[d].nr - 1].lo + y[d].r[y[d].nr - 1].n - y[d].r[0].lo};
+            lt__list sl = {&span, 1, span.n};
+            if (lt__list_common(&x[d], &sl) != y[d].len) return "strided_slice";
+        }
+    }
+    return "slice";
+}
+
+static void plan_free_parts(lt_plan *p) {
+    if (!p) return;
+    lt__free(p->states_);
+    lt__free(p->steps);
+    lt__free(p->moves_);
+    lt__free(p->perms_);
+    lt__free(p);
+}
+
+static lt_status make_plan(lt__mc *c, lt_dtype dtype, const lt_placement *usrc, const lt_placement *udst,
+                           int goal, lt_plan **out) {
+    const lt_mesh *mesh = c->g.mesh;
+    int M = c->g.M, n = 0;
+    for (int x = goal; c->nodes[x].prev >= 0; x = c->nodes[x].prev) n++;
+    int *path = lt__malloc(sizeof(int) * (size_t)(n + 1));
+    lt_plan *p = lt__calloc(1, sizeof *p);
+    if (!path || !p) {
+        lt__free(path);
+        lt__free(p);
+        return nomem();
+    }
+    for (int x = goal, q = n; q >= 0; x = c->nodes[x].prev, q--) path[q] = x;
+    size_t nperm = 0;
+    for (int s = 1; s <= n; s++)
+        if (c->nodes[path[s]].mv.kind == LT__MV_PERMUTE) nperm += (size_t)mesh->shape[c->nodes[path[s]].mv.mesh_dim];
+    p->states_ = lt__malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)M);
+    p->steps = lt__calloc((size_t)(n ? n : 1), sizeof(lt_plan_step));
+    p->moves_ = lt__calloc((size_t)(n ? n : 1), sizeof(lt__move));
+    p->perms_ = lt__malloc(sizeof(int) * (nperm ? nperm : 1));
+    if (!p->states_ || !p->steps || !p->moves_ || !p->perms_) {
+        lt__free(path);
+        plan_free_parts(p);
+        return nomem();
+    }
+    p->mesh = *mesh;
+    p->dtype = dtype;
+    p->ndim = c->g.ndim;
+    memcpy(p->shape, c->g.shape, sizeof(int64_t) * (size_t)c->g.ndim);
+    memcpy(p->src, usrc, sizeof(lt_placement) * (size_t)M);
+    memcpy(p->dst, udst, sizeof(lt_placement) * (size_t)M);
+    p->planner = LT_PLANNER_MIN_COST;
+    p->nsteps = n;
+    p->refs_ = 1;
+    p->states_explored = c->expanded;
+    p->search_work_ = c->work;
+    memcpy(p->states_, usrc, sizeof(lt_placement) * (size_t)M);
+    for (int s = 1; s <= n; s++) {
+        lt_placement eff[LT_MESH_MAX_DIMS];
+        lt__mc_placements(c, c->nodes[path[s]].key, eff);
+        lt_placement *st = p->states_ + (size_t)s * (size_t)M;
+        if (s == n) memcpy(st, udst, sizeof(lt_placement) * (size_t)M);
+        else lt__plan_display_state(mesh, c->g.ndim, c->g.shape, usrc, udst, eff, st);
+    }
+    c->budget = 1e300;   /* re-evaluating the chosen moves is not search work */
+    size_t pu = 0;
+    for (int s = 0; s < n; s++) {
+        const lt__node *bn = &c->nodes[path[s + 1]];
+        const lt__mv *mv = &bn->mv;
+        const lt_placement *before = p->states_ + (size_t)s * (size_t)M, *after = before + M;
+        lt_plan_step *ps = &p->steps[s];
+        lt__move *m = &p->moves_[s];
+        int i = mv->mesh_dim;
+        if (mv->kind == LT__MV_LOCAL) { /* a pick may change several mesh dims: name the first */
+            i = 0;
+            for (int j = M - 1; j >= 0; j--)
+                if (!lt_placement_equal(&before[j], &after[j])) i = j;
+        }
+        int reorder = 0;
+        int64_t bytes = lt__mc_move_bytes(c, path[s], mv, &reorder);
+        if (bytes < 0) {   /* a chosen move is valid: only memory can fail here */
+            lt__free(path);
+            plan_free_parts(p);
+            return nomem();
+        }
+        m->kind = (lt__mv_kind)mv->kind;
+        m->mesh_dim = i;
+        m->dim = mv->dim;
+        m->cdim = mv->cdim;
+        m->root = mv->root;
+        m->op = mv->op >= 0 ? (lt_redop)mv->op : LT_REDOP_SUM;
+        m->rule = mv->rule >= 0 ? c->rules[(int)mv->rule] : lt_split_chunk();
+        if (mv->kind == LT__MV_PERMUTE) {
+            int k = mesh->shape[mv->mesh_dim];
+            memcpy(p->perms_ + pu, c->perms + mv->perm, sizeof(int) * (size_t)k);
+            m->perm = p->perms_ + pu;
+            pu += (size_t)k;
+        }
+        m->ndim = p->ndim;
+        m->shape = p->shape;
+        ps->move_ = m;
+        ps->mesh_dim = m->mesh_dim;
+        ps->from = before[m->mesh_dim];
+        ps->to = after[m->mesh_dim];
+        ps->coll = lt__mv_coll(m->kind);
+        ps->comm = m->kind != LT__MV_LOCAL && m->kind != LT__MV_PARTITION;
+        ps->collective = ps->comm ? lt_coll_name(ps->coll) : "none";
+        ps->local_op = m->kind == LT__MV_LOCAL       ? pick_name(c, c->nodes[path[s]].lay, bn->lay)
+                       : m->kind == LT__MV_PARTITION ? "partition"
+                       : reorder                     ? "index_select"
+                                                     : "";
+        ps->after = after;
+        if (ps->comm) {
+            ps->bytes_total = (size_t)bytes;
+            for (int r = 0; r < c->g.W; r++)
+                if (c->recv[r] > ps->bytes_per_rank) ps->bytes_per_rank = (size_t)c->recv[r];
+            p->ncomm++;
+            p->total_bytes += ps->bytes_total;
+        }
+    }
+    lt__free(path);
+    *out = p;
+    return LT_OK;
+}
+
+lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, int shared, lt_plan **out) {
+    lt_dtype dtype = from->dtype;
+    const lt_placement *src = from->placements;
+    *out = NULL;
+    lt__mc *c;
+    lt_status st = mc_new(from, dst, shared, &c);
+    /* the destination's layout and key, then the search from the source */
+    lt__list *dl = NULL;
+    if (!st) {
+        dl = lt__malloc(sizeof(lt__list) * c->g.off[c->g.M + 1]);
+        int r = dl ? lt__layout_build(&c->nar, &c->g, c->dst, dl) : -1;
+        c->dlay = dl;
+        if (r < 0) st = nomem();
+        LT_ASSERT(st || r == 1);
+    }
+    if (!st) {
+        signed char pop[LT_MESH_MAX_DIMS];
+        for (int i = 0; i < LT_MESH_MAX_DIMS; i++)
+            pop[i] = (signed char)(i < c->g.M && c->dst[i].kind == LT_PL_PARTIAL ? (int)c->dst[i].op : -1);
+        int r = lt__mc_canon(c, dl, pop, &c->goal);
+        if (r == -1) st = nomem();
+        else if (r == -2) st = LT_OVERFLOW;
+        LT_ASSERT(st || r == 1);   /* the destination's own list is a candidate */
+    }
+    int s = -1, goal = -1;
+    if (!st) st = node_get(c, lt__mc_key(c, c->src), NULL, NULL, &s);
+    if (!st) {
+        c->nodes[s].g = 0;
+        c->nodes[s].steps = 0;
+        st = lt__pq_push(&c->queue, qitem_of(c, s));
+    }
+    while (!st && c->queue.n) {
+        lt__pq_item it = lt__pq_pop(&c->queue);
+        lt__node *nd = &c->nodes[it.node];
+        if (nd->done || it.k[0] != nd->g + nd->h || it.k[1] != (uint64_t)(nd->steps + (nd->key != c->goal))) continue;
+        nd->done = 1;
+        c->expanded++;
+        if (nd->key == c->goal) {
+            goal = it.node;
+            break;
+        }
+        st = lt__mc_layout(c, it.node);
+        if (!st) lt__ms_enter(c, it.node);
+        if (!st) st = lt__mc_expand(c, it.node);
+    }
+    if (!st && goal < 0) st = lt__err(LT_UNSUPPORTED, "no sequence of steps reaches the destination");
+    if (!st) st = lt__mc_layout(c, goal);
+    if (!st) st = make_plan(c, dtype, src, dst, goal, out);
+    mc_free(c);
+    return st;
+}
