@@ -285,13 +285,17 @@ lt_status lt_index_select(const lt_tensor *src, int dim, const int64_t *idx, int
 
 /* 1 when no index list of idx (dims of t) repeats an index: then every
  * target element has one source and a kernel may write them in parallel.
- * 0 also when the check would need too much memory (the host walk then). */
+ * 0 also when the check would need too much memory (the host walk then);
+ * -1 (with the message) when its bit set cannot be allocated. */
 static int lists_unique(const lt_tensor *t, int64_t *const *idx, const int64_t *lens) {
     for (int d = 0; d < t->ndim; d++) {
         if (!idx || !idx[d] || lens[d] < 2) continue;
         if (t->shape[d] > ((int64_t)1 << 30)) return 0;
         unsigned char *seen = lt__calloc((size_t)(t->shape[d] + 7) / 8, 1);
-        if (!seen) return 0;
+        if (!seen) {
+            lt__err(LT_NOMEM, "out of memory for the index check of dim %d", d);
+            return -1;
+        }
         int dup = 0;
         for (int64_t j = 0; j < lens[d] && !dup; j++) {
             int64_t v = idx[d][j]; /* checked in range by build_runs */
@@ -302,6 +306,14 @@ static int lists_unique(const lt_tensor *t, int64_t *const *idx, const int64_t *
         if (dup) return 0;
     }
     return 1;
+}
+
+/* 1 when backend be's kernel may scatter s (contiguous) into dst through
+ * idx; 0 for the host walk; -1 (with the message) when out of memory. */
+static int use_kernel(const lt_backend *be, const lt_tensor *dst, const lt_tensor *s,
+                      int64_t *const *idx) {
+    if (!be || !be->iface->launch || lt__may_overlap(dst, s)) return 0;
+    return lists_unique(dst, idx, s->shape);
 }
 
 lt_status lt_scatter_index_sets(lt_tensor *dst, int64_t *const *idx, const lt_tensor *src,
@@ -337,7 +349,13 @@ lt_status lt_scatter_index_sets(lt_tensor *dst, int64_t *const *idx, const lt_te
         return lt__err_ctx(st, "%s", fn);
     }
     const lt_backend *be = lt__backend_of(dst) == lt__backend_of(src) ? lt__backend_of(dst) : NULL;
-    if (be && be->iface->launch && !lt__may_overlap(dst, s) && lists_unique(dst, idx, src->shape)) {
+    int unique = use_kernel(be, dst, s, idx);
+    if (unique < 0) {
+        dimruns_free(dr, nd);
+        lt_tensor_free(s);
+        return lt__err_ctx(LT_NOMEM, "%s", fn);
+    }
+    if (unique) {
         /* a backend's kernel: one thread per source element */
         lt__kargs ka;
         memset(&ka, 0, sizeof ka);
