@@ -170,6 +170,18 @@ mpi() {
   watched "$MPIRUN" --oversubscribe $(yield_mca $np) "$@"
 }
 
+# peak_rss NP ARGS...: mpirun -np NP ARGS, watched, under GNU time: the
+# largest process's peak resident size (KiB) into $rss, the exit code into
+# $rc, the output into $tmp/log
+peak_rss() {
+  local np=$1; shift
+  rm -f "$tmp/rss"
+  # shellcheck disable=SC2046
+  watched /usr/bin/time -f "maxrss_kb %M" -o "$tmp/rss" "$MPIRUN" --oversubscribe $(yield_mca "$np") -np "$np" "$@" \
+    > "$tmp/log" 2>&1; rc=$?
+  rss=$(awk '/maxrss_kb/ {print $2}' "$tmp/rss" 2>/dev/null)
+}
+
 # timings differ run to run: "(0.3 ms)", "(1.25 s)", "time_s" lines
 norm_text() { sed -E 's/\([0-9]+\.[0-9]+ (ms|s)\)/(T)/g' "$1"; }
 norm_json() { sed -E 's/"time_s": *[0-9.e+-]+//g; s/,"engine":"mpi"//' "$1"; }
@@ -347,13 +359,7 @@ YAML
   }
   scale_yaml 8 16 > "$tmp/owned_tiny.yaml"
   scale_yaml 4096 16384 > "$tmp/owned_scale.yaml"
-  rss_of() {   # YAML: the largest process's maxrss (KiB) into $rss, the exit code into $rc
-    rm -f "$tmp/rss"
-    # shellcheck disable=SC2046
-    watched /usr/bin/time -f "maxrss_kb %M" -o "$tmp/rss" "$MPIRUN" --oversubscribe $(yield_mca 8) -np 8 "$bin" run --engine mpi \
-      --shards owned "$1" > "$tmp/log" 2>&1; rc=$?
-    rss=$(awk '/maxrss_kb/ {print $2}' "$tmp/rss" 2>/dev/null)
-  }
+  rss_of() { peak_rss 8 "$bin" run --engine mpi --shards owned "$1"; }
   rss_of "$tmp/owned_tiny.yaml"; base=$rss; rc_base=$rc
   rss_of "$tmp/owned_scale.yaml"
   if [ $rc_base -eq 0 ] && [ $rc -eq 0 ] && [ -n "$rss" ] && [ -n "$base" ] && [ $((rss - base)) -lt 262144 ] &&
@@ -432,13 +438,7 @@ YAML
 }
 budget_yaml 4096 > "$tmp/declared_big.yaml"
 budget_yaml 4 > "$tmp/declared_tiny.yaml"
-limit_rss() {   # YAML: the largest process's maxrss (KiB) into $rss, the exit code into $rc
-  rm -f "$tmp/rss"
-  # shellcheck disable=SC2046
-  watched /usr/bin/time -f "maxrss_kb %M" -o "$tmp/rss" "$MPIRUN" --oversubscribe $(yield_mca 2) -np 2 \
-    -x LOCALTENSOR_MEMORY_LIMIT=100M "$bin" run --engine mpi "$1" > "$tmp/log" 2>&1; rc=$?
-  rss=$(awk '/maxrss_kb/ {print $2}' "$tmp/rss" 2>/dev/null)
-}
+limit_rss() { peak_rss 2 -x LOCALTENSOR_MEMORY_LIMIT=100M "$bin" run --engine mpi "$1"; }
 limit_rss "$tmp/declared_tiny.yaml"; base=$rss; rc_base=$rc
 limit_rss "$tmp/declared_big.yaml"
 if [ "$rc_base" -eq 0 ] && [ "$rc" -eq 2 ] && [ -n "$rss" ] && [ -n "$base" ] &&
