@@ -62,8 +62,8 @@ static lt_status linear(const lt_mesh *m, int tp, lt_tp_style style, int last, i
     lt_status st = lt_distribute(m, w, wpl, m->ndim, &dw);
     if (!st) st = lt_distribute(m, b, bpl, m->ndim, &db);
     if (!st) st = redistribute_to(x, want, ro);
-    if (!st) st = lt_dt_transpose(dw, 0, 1, &wt);
-    if (!st) st = lt_dt_addmm(db, *x, wt, 1.0, 1.0, &y);
+    if (!st) st = lt_dtensor_transpose(dw, 0, 1, &wt);
+    if (!st) st = lt_dtensor_addmm(db, *x, wt, 1.0, 1.0, &y);
     lt_dtensor_free(dw);
     lt_dtensor_free(db);
     lt_dtensor_free(wt);
@@ -96,7 +96,7 @@ lt_status lt_tp_mlp(const lt_mesh *mesh, const lt_tp_mlp_cfg *cfg, const lt_tens
     lt_dtensor *h = NULL, *a = NULL;
     lt_status st = lt_distribute(mesh, x, xpl, mesh->ndim, &h);
     if (!st) st = linear(mesh, tp, cfg->style1, 0, cfg->sequence_parallel, &h, w1, b1, ropts);
-    if (!st) st = lt_dt_unary(cfg->act, h, &a);
+    if (!st) st = lt_dtensor_unary(cfg->act, h, &a);
     lt_dtensor_free(h);
     if (!st) st = linear(mesh, tp, cfg->style2, 1, cfg->sequence_parallel, &a, w2, b2, ropts);
     if (!st) { /* the model's output layout: R, or tokens sharded with SP */

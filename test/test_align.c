@@ -30,14 +30,14 @@ static void test_misaligned_from_local(void **state) {
     lt_dtensor *a = from_local2(&m, 3, a0, 1, a1), *b = from_local2(&m, 2, b0, 2, b1), *c = from_local2(&m, 3, c0, 1, c1);
     lt_dtensor *out = NULL;
     /* [3, 1] + [2, 2]: rank 0 holds rows [0, 3) of a but [0, 2) of b */
-    assert_int_equal(lt_dt_binary(LT_BINARY_ADD, a, b, &out), LT_INVALID);
+    assert_int_equal(lt_dtensor_binary(LT_BINARY_ADD, a, b, &out), LT_INVALID);
     assert_null(out);
     assert_int_equal(lt_errinfo()->code, LT_ERR_MISALIGNED);
     assert_non_null(strstr(lt_errmsg(), "rank 0"));
     assert_non_null(strstr(lt_errmsg(), "[0, 3)"));
     assert_non_null(strstr(lt_errmsg(), "[0, 2)"));
     /* aligned: [3, 1] + [3, 1] adds rank-locally */
-    assert_int_equal(lt_dt_binary(LT_BINARY_ADD, a, c, &out), LT_OK);
+    assert_int_equal(lt_dtensor_binary(LT_BINARY_ADD, a, c, &out), LT_OK);
     assert_int_equal(out->from_local, 0);
     assert_true(lt_get_flat(lt_to_local(out, 0), 2) == 33);
     assert_true(lt_get_flat(lt_to_local(out, 1), 0) == 44);
@@ -46,7 +46,7 @@ static void test_misaligned_from_local(void **state) {
     lt_dtensor *b31 = NULL;
     assert_int_equal(lt_redistribute(b, a->placements, 1, NULL, &b31, NULL), LT_OK);
     assert_int_equal(b31->from_local, 0);
-    assert_int_equal(lt_dt_binary(LT_BINARY_ADD, a, b31, &out), LT_OK);
+    assert_int_equal(lt_dtensor_binary(LT_BINARY_ADD, a, b31, &out), LT_OK);
     assert_true(lt_get_flat(lt_to_local(out, 0), 2) == 33);
     lt_dtensor_free(out);
     lt_dtensor_free(b31);
@@ -66,7 +66,7 @@ static void test_distributed_operands_keep_redistributing(void **state) {
     lt_dtensor *a = NULL, *b = NULL, *out = NULL;
     assert_int_equal(lt_dtensor_init(&m, LT_F32, 1, &n, &p31, 1, &init, &a), LT_OK);
     assert_int_equal(lt_dtensor_init(&m, LT_F32, 1, &n, &p, 1, &init, &b), LT_OK);
-    assert_int_equal(lt_dt_binary(LT_BINARY_ADD, a, b, &out), LT_OK);
+    assert_int_equal(lt_dtensor_binary(LT_BINARY_ADD, a, b, &out), LT_OK);
     lt_tensor *full = NULL;
     assert_int_equal(lt_full_tensor_direct(out, &full), LT_OK);
     for (int i = 0; i < 4; i++) assert_true(lt_get_flat(full, i) == 2.0 * i);

@@ -315,7 +315,7 @@ static void compare_random(const char *name, int on_device) {
                         LT_CHECK(lt_backend_select(k ? name : "cpu"));
                         LT_CHECK(lt_dtensor_init(&m, all_dtypes[di], 2, (int64_t[]){5, 7}, pls[pi], 2, &in, &x[k]));
                         if (drop) {
-                            lt_status st = lt_dt_dropout(x[k], 0.3, 5, &y[k]);
+                            lt_status st = lt_dtensor_dropout(x[k], 0.3, 5, &y[k]);
                             if (!lt_dtype_is_float(all_dtypes[di])) { /* both refuse */
                                 assert_int_equal(st, LT_UNSUPPORTED);
                                 continue;

@@ -426,12 +426,12 @@ static void test_op_refused(void **state) {
     lt_dtensor *x = NULL, *y = NULL;
     LT_CHECK(lt_dtensor_init(&m, LT_F32, 1, &n, r, 1, &init, &x));
     setenv("LOCALTENSOR_MEMORY_LIMIT", "512K", 1);
-    lt_status st = lt_dt_binary(LT_BINARY_ADD, x, x, &y);
+    lt_status st = lt_dtensor_binary(LT_BINARY_ADD, x, x, &y);
     unsetenv("LOCALTENSOR_MEMORY_LIMIT");
     LT_EXPECT_STATUS(st, LT_NOMEM);
     assert_null(y);
     expect_text(lt_errmsg(), "add needs 1.0 MiB for the shards of all 64 ranks, more than this machine's 512.0 KiB");
-    LT_CHECK(lt_dt_binary(LT_BINARY_ADD, x, x, &y));
+    LT_CHECK(lt_dtensor_binary(LT_BINARY_ADD, x, x, &y));
     lt_dtensor_free(y);
     lt_dtensor_free(x);
 }

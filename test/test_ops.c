@@ -142,7 +142,7 @@ static void test_random_invariance(void **state) {
                 LT_CHECK(lt_placements_parse(ps, pl, LT_MESH_MAX_DIMS, &n));
                 for (int normal = 0; normal < 2; normal++) {
                     lt_dtensor *r = NULL;
-                    LT_CHECK(lt_dt_rand(&m, LT_F32, 2, shapes[si], pl, n, 42, normal, &r));
+                    LT_CHECK(lt_dtensor_rand(&m, LT_F32, 2, shapes[si], pl, n, 42, normal, &r));
                     lt_tensor *f = full_of(r);
                     for (int64_t i = 0; i < lt_numel(f); i++) {
                         double want = normal ? lt_rand_normal(42, (uint64_t)i) : lt_rand_uniform(42, (uint64_t)i);
@@ -158,7 +158,7 @@ static void test_random_invariance(void **state) {
                 LT_CHECK(lt_tensor_new(LT_F32, 2, shapes[si], &x));
                 LT_CHECK(lt_arange_fill(x));
                 lt_dtensor *dx = lt_test_distribute(&m, x, ps), *dy = NULL;
-                LT_CHECK(lt_dt_dropout(dx, 0.3, 9, &dy));
+                LT_CHECK(lt_dtensor_dropout(dx, 0.3, 9, &dy));
                 lt_tensor *f = full_of(dy);
                 for (int64_t i = 0; i < lt_numel(f); i++) {
                     double want = lt_rand_uniform(9, (uint64_t)i) >= 0.3 ? (double)i / 0.7 : 0.0;
@@ -229,20 +229,20 @@ static void test_uneven_mean(void **state) {
     LT_CHECK(lt_tensor_new(LT_F32, 2, s1, &x1));
     LT_CHECK(lt_arange_fill(x1));
     lt_dtensor *d = lt_test_distribute(&m, x, "S(0)"), *d1 = lt_test_distribute(&m, x1, "S(0)"), *y = NULL;
-    LT_CHECK(lt_dt_reduce(LT_REDUCE_MEAN, d, 0, NULL, 0, &y));
+    LT_CHECK(lt_dtensor_reduce(LT_REDUCE_MEAN, d, 0, NULL, 0, &y));
     lt_tensor *f = full_of(y);
     assert_true(lt_get_flat(f, 0) == 5.5); /* mean of 0..11 */
     assert_int_equal(y->placements[0].kind, LT_PL_PARTIAL);
     assert_int_equal(y->placements[0].op, LT_REDOP_SUM);
     lt_tensor_free(f);
     lt_dtensor_free(y);
-    LT_CHECK(lt_dt_reduce(LT_REDUCE_MEAN, d1, 0, NULL, 0, &y)); /* rank 1 is empty: no NaN */
+    LT_CHECK(lt_dtensor_reduce(LT_REDUCE_MEAN, d1, 0, NULL, 0, &y)); /* rank 1 is empty: no NaN */
     f = full_of(y);
     assert_true(lt_get_flat(f, 0) == 1.5);
     lt_tensor_free(f);
     lt_dtensor_free(y);
     int dim = 0;
-    LT_CHECK(lt_dt_reduce(LT_REDUCE_MAX, d, 1, &dim, 1, &y));
+    LT_CHECK(lt_dtensor_reduce(LT_REDUCE_MAX, d, 1, &dim, 1, &y));
     f = full_of(y);
     for (int j = 0; j < 4; j++) assert_true(lt_get_flat(f, j) == 8 + j);
     lt_tensor_free(f);
@@ -265,7 +265,7 @@ static void test_views_and_split(void **state) {
     LT_CHECK(lt_arange_fill(x));
     lt_dtensor *d = lt_test_distribute(&m, x, "S(1)"), *y = NULL;
     int64_t t[2] = {16, 6};
-    LT_CHECK(lt_dt_reshape(d, 2, t, &y)); /* PyTorch #179502: must not keep S(0) */
+    LT_CHECK(lt_dtensor_reshape(d, 2, t, &y)); /* PyTorch #179502: must not keep S(0) */
     lt_tensor *f = full_of(y);
     for (int64_t i = 0; i < 96; i++) assert_true(lt_get_flat(f, i) == (double)i);
     lt_tensor_free(f);
@@ -338,14 +338,14 @@ static void test_errors(void **state) {
     int64_t s[2] = {4, 4};
     lt_tensor *xi = mk(LT_I32, 2, s, 0), *xf = mk(LT_F32, 2, s, 0);
     lt_dtensor *di = lt_test_distribute(&m, xi, "S(0)"), *df = lt_test_distribute(&m, xf, "R"), *d3 = lt_test_distribute(&m3, xf, "R"), *y = NULL;
-    LT_EXPECT_STATUS(lt_dt_matmul(di, di, &y), LT_UNSUPPORTED);
+    LT_EXPECT_STATUS(lt_dtensor_matmul(di, di, &y), LT_UNSUPPORTED);
     assert_non_null(strstr(lt_errmsg(), "not supported yet"));
     assert_null(y);
-    LT_EXPECT_STATUS(lt_dt_binary(LT_BINARY_ADD, df, d3, &y), LT_INVALID);
+    LT_EXPECT_STATUS(lt_dtensor_binary(LT_BINARY_ADD, df, d3, &y), LT_INVALID);
     assert_non_null(strstr(lt_errmsg(), "another mesh"));
-    LT_EXPECT_STATUS(lt_dt_binary(LT_BINARY_ADD, df, di, &y), LT_DTYPE);
+    LT_EXPECT_STATUS(lt_dtensor_binary(LT_BINARY_ADD, df, di, &y), LT_DTYPE);
     int64_t bad[1] = {7};
-    LT_EXPECT_STATUS(lt_dt_reshape(df, 1, bad, &y), LT_SHAPE);
+    LT_EXPECT_STATUS(lt_dtensor_reshape(df, 1, bad, &y), LT_SHAPE);
     const lt_dtensor *one[1] = {df};
     LT_EXPECT_STATUS(lt_op(LT_OP_ADD, one, 1, NULL, NULL, &y, 1, NULL), LT_INVALID);
     lt_op_kind k;
@@ -354,7 +354,7 @@ static void test_errors(void **state) {
     assert_int_equal(k, LT_OP_LOG_SOFTMAX);
     /* the reference check catches a corrupted result */
     lt_dtensor *z = NULL;
-    LT_CHECK(lt_dt_unary(LT_UNARY_NEG, df, &z));
+    LT_CHECK(lt_dtensor_unary(LT_UNARY_NEG, df, &z));
     lt_set_flat(z->local->shards[0], 5, 99.0);
     lt_dtensor *outs[1] = {z};
     const lt_dtensor *in[1] = {df};

@@ -267,7 +267,7 @@ static lt_dtensor *nested_12(const lt_mesh *m22, lt_tensor **full, int nd, const
     int64_t s34[2] = {3, 4};
     *full = ramp(2, s34, 1, 0);
     lt_dtensor *x = lt_test_distribute(m22, *full, "R,S(0)"), *r = NULL;
-    LT_CHECK(lt_dt_reshape(x, nd, shape, &r));
+    LT_CHECK(lt_dtensor_reshape(x, nd, shape, &r));
     expect_pl(r, "[R, S(0,[8,4])]", "(3,4) [R, S(0)] reshaped");
     lt_dtensor_free(x);
     return r;
@@ -317,7 +317,7 @@ static void test_nested_split_operands(void **state) {
     int64_t s234[3] = {2, 3, 4}, s2x12[2] = {2, 12}, s22[2] = {2, 2};
     lt_tensor *af = ramp(3, s234, 1, 0);
     lt_dtensor *ad = lt_test_distribute(&m22, af, "R,S(1)"), *a2 = NULL;
-    LT_CHECK(lt_dt_reshape(ad, 2, s2x12, &a2));
+    LT_CHECK(lt_dtensor_reshape(ad, 2, s2x12, &a2));
     expect_pl(a2, "[R, S(1,[8,4])]", "(2,3,4) [R, S(1)] reshaped");
     const lt_dtensor *mm2[2] = {a2, wd};
     double w2[4] = {0, 0, 0, 0};

@@ -260,9 +260,9 @@ static void test_ops(void **state) {
             lt_dtensor *got = NULL;
             int dims[1] = {1};
             switch (which) {
-            case 0: LT_CHECK(lt_dt_binary(LT_BINARY_ADD, a, b, &got)); break;
-            case 1: LT_CHECK(lt_dt_unary(LT_UNARY_GELU, a, &got)); break;
-            case 2: LT_CHECK(lt_dt_reduce(LT_REDUCE_SUM, a, 1, dims, 0, &got)); break;
+            case 0: LT_CHECK(lt_dtensor_binary(LT_BINARY_ADD, a, b, &got)); break;
+            case 1: LT_CHECK(lt_dtensor_unary(LT_UNARY_GELU, a, &got)); break;
+            case 2: LT_CHECK(lt_dtensor_reduce(LT_REDUCE_SUM, a, 1, dims, 0, &got)); break;
             default: {
                 lt_op_args args = {0};
                 args.dim = 0;

@@ -528,7 +528,7 @@ static lt_status op1(lt_op_kind op, const lt_dtensor *const *in, int nin, const 
     return lt_op(op, in, nin, a, NULL, out, 1, NULL);
 }
 
-lt_status lt_dt_unary(lt_unary_op op, const lt_dtensor *x, lt_dtensor **out) {
+lt_status lt_dtensor_unary(lt_unary_op op, const lt_dtensor *x, lt_dtensor **out) {
     static const lt_op_kind map[LT_UNARY_COUNT] = {
 #define LT__XX(e, s) LT_OP_##e,
         LT_UNARY_MAP(LT__XX)
@@ -538,7 +538,8 @@ lt_status lt_dt_unary(lt_unary_op op, const lt_dtensor *x, lt_dtensor **out) {
     return op1(map[op], &x, 1, NULL, out);
 }
 
-lt_status lt_dt_binary(lt_binary_op op, const lt_dtensor *a, const lt_dtensor *b, lt_dtensor **out) {
+lt_status lt_dtensor_binary(lt_binary_op op, const lt_dtensor *a, const lt_dtensor *b,
+                            lt_dtensor **out) {
     static const lt_op_kind map[LT_BINARY_COUNT] = {
 #define LT__XX(e, s) LT_OP_##e,
         LT_BINARY_MAP(LT__XX)
@@ -549,13 +550,13 @@ lt_status lt_dt_binary(lt_binary_op op, const lt_dtensor *a, const lt_dtensor *b
     return op1(map[op], in, 2, NULL, out);
 }
 
-lt_status lt_dt_matmul(const lt_dtensor *a, const lt_dtensor *b, lt_dtensor **out) {
+lt_status lt_dtensor_matmul(const lt_dtensor *a, const lt_dtensor *b, lt_dtensor **out) {
     const lt_dtensor *in[2] = {a, b};
     return op1(LT_OP_MATMUL, in, 2, NULL, out);
 }
 
-lt_status lt_dt_addmm(const lt_dtensor *bias, const lt_dtensor *a, const lt_dtensor *b, double beta,
-                      double alpha, lt_dtensor **out) {
+lt_status lt_dtensor_addmm(const lt_dtensor *bias, const lt_dtensor *a, const lt_dtensor *b,
+                           double beta, double alpha, lt_dtensor **out) {
     lt_op_args args;
     memset(&args, 0, sizeof args);
     args.scale_set = 1, args.alpha = alpha, args.beta = beta;
@@ -563,8 +564,8 @@ lt_status lt_dt_addmm(const lt_dtensor *bias, const lt_dtensor *a, const lt_dten
     return op1(LT_OP_ADDMM, in, 3, &args, out);
 }
 
-lt_status lt_dt_reduce(lt_reduce_op op, const lt_dtensor *x, int ndims, const int *dims, int keepdim,
-                       lt_dtensor **out) {
+lt_status lt_dtensor_reduce(lt_reduce_op op, const lt_dtensor *x, int ndims, const int *dims,
+                            int keepdim, lt_dtensor **out) {
     static const lt_op_kind map[LT_REDUCE_COUNT] = {LT_OP_SUM, LT_OP_MEAN, LT_OP_AMAX, LT_OP_AMIN};
     if ((unsigned)op >= LT_REDUCE_COUNT) return lt__err(LT_INVALID, "reduce: unknown op %d", (int)op);
     if (ndims < 0 || ndims > LT_MAX_DIMS) return lt__err(LT_INVALID, "reduce: %d dims", ndims);
@@ -575,14 +576,15 @@ lt_status lt_dt_reduce(lt_reduce_op op, const lt_dtensor *x, int ndims, const in
     return op1(map[op], &x, 1, &args, out);
 }
 
-lt_status lt_dt_transpose(const lt_dtensor *x, int d0, int d1, lt_dtensor **out) {
+lt_status lt_dtensor_transpose(const lt_dtensor *x, int d0, int d1, lt_dtensor **out) {
     lt_op_args args;
     memset(&args, 0, sizeof args);
     args.dim = d0, args.dim2 = d1;
     return op1(LT_OP_TRANSPOSE, &x, 1, &args, out);
 }
 
-lt_status lt_dt_reshape(const lt_dtensor *x, int ndim, const int64_t *shape, lt_dtensor **out) {
+lt_status lt_dtensor_reshape(const lt_dtensor *x, int ndim, const int64_t *shape,
+                             lt_dtensor **out) {
     if (ndim < 0 || ndim > LT_MAX_DIMS) return lt__err(LT_INVALID, "reshape: %d dims", ndim);
     lt_op_args args;
     memset(&args, 0, sizeof args);

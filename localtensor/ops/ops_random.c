@@ -15,7 +15,7 @@
 #include "localtensor/ops.h"
 #include "kernels/status_impl.h"
 
-lt_status lt_dt_rand(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
+lt_status lt_dtensor_rand(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
                      const lt_placement *pl, int np, uint64_t seed, int normal, lt_dtensor **out) {
     *out = NULL;
     if (ndim < 0 || ndim > LT_MAX_DIMS) return lt__err(LT_INVALID, "rand: %d dims", ndim);
@@ -30,7 +30,7 @@ lt_status lt_dt_rand(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *
     return st;
 }
 
-lt_status lt_dt_dropout(const lt_dtensor *x, double p, uint64_t seed, lt_dtensor **out) {
+lt_status lt_dtensor_dropout(const lt_dtensor *x, double p, uint64_t seed, lt_dtensor **out) {
     lt_op_args args;
     memset(&args, 0, sizeof args);
     args.scalar = p, args.seed = seed;

@@ -260,11 +260,11 @@ int fault_api_workload(void *ctx, const char *tmp) {
         static const int dim1[1] = {1};
         static const int64_t flat[1] = {16};
         switch (o) {
-        case 0: CALL("add", d2, lt_dt_binary(LT_BINARY_ADD, dA, dA, &d2)); break;
-        case 1: CALL("matmul", d2, lt_dt_matmul(dC, dB, &d2)); break;
-        case 2: CALL("sum", d2, lt_dt_reduce(LT_REDUCE_SUM, dA, 1, dim1, 0, &d2)); break;
-        case 3: CALL("transpose", d2, lt_dt_transpose(dA, 0, 1, &d2)); break;
-        case 4: CALL("reshape", d2, lt_dt_reshape(dA, 1, flat, &d2)); break;
+        case 0: CALL("add", d2, lt_dtensor_binary(LT_BINARY_ADD, dA, dA, &d2)); break;
+        case 1: CALL("matmul", d2, lt_dtensor_matmul(dC, dB, &d2)); break;
+        case 2: CALL("sum", d2, lt_dtensor_reduce(LT_REDUCE_SUM, dA, 1, dim1, 0, &d2)); break;
+        case 3: CALL("transpose", d2, lt_dtensor_transpose(dA, 0, 1, &d2)); break;
+        case 4: CALL("reshape", d2, lt_dtensor_reshape(dA, 1, flat, &d2)); break;
         default: {
             const lt_dtensor *in[2] = {dA, dB};
             lt_op_opts oo = {.check_reference = 1, .name = "a+b"};
@@ -291,8 +291,8 @@ int fault_api_workload(void *ctx, const char *tmp) {
     d2 = NULL;
 
     /* rand: the same values whatever the layout */
-    CALL("rand [S(0), R]", d1, lt_dt_rand(&mesh, LT_F32, 2, shape, s0r, 2, 7, 0, &d1));
-    CALL("rand [R, S(1)]", d2, lt_dt_rand(&mesh, LT_F32, 2, shape, rs1, 2, 7, 0, &d2));
+    CALL("rand [S(0), R]", d1, lt_dtensor_rand(&mesh, LT_F32, 2, shape, s0r, 2, 7, 0, &d1));
+    CALL("rand [R, S(1)]", d2, lt_dtensor_rand(&mesh, LT_F32, 2, shape, rs1, 2, 7, 0, &d2));
     {
         lt_tensor *f1 = NULL, *f2 = NULL;
         CALL("full_tensor of rand", f1, lt_full_tensor(d1, &f1));
