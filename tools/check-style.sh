@@ -28,7 +28,7 @@ if [ "${1:-}" = "--self-test" ]; then
   t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
   mkdir -p "$t/tools"
   fn() { echo "static int $1(int a) {"; for ((i = 0; i < $2 - 2; i++)); do echo "    a++;"; done; echo "    return a;"; echo "}"; }
-  { fn short 79; fn long81 80; fn grown 90; printf 'int w = 1; /* %084d */\n' 0; printf 'int v = 1; /* %083d */\n' 0; } > "$t/a.c"
+  { echo "static int one(int a) { return a; }"; fn short 79; fn long81 80; fn grown 90; printf 'int w = 1; /* %084d */\n' 0; printf 'int v = 1; /* %083d */\n' 0; } > "$t/a.c"
   # (fn NAME N writes N + 1 lines: short 80, long81 81, grown 91; then a
   # line of 101 columns and one of 100)
   ok=1
@@ -71,6 +71,7 @@ current() {
       cand = 1; start = FNR
       h = $0; sub(/\(.*/, "", h); k = split(h, w, /[ \t\*]+/); name = w[k]
     }
+    cand && /\{.*\}[ \t]*(\/\*.*)?$/ { cand = 0; next }   # a one-line function
     cand && /;[ \t]*(\/\*.*)?$/ && !/\{[ \t]*$/ { cand = 0; next }
     cand && /\{[ \t]*$/ { cand = 0; infn = 1; next }
     END { for (f in cols) print "cols", f, cols[f] }' "${files[@]}" | sort
