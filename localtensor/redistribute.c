@@ -481,182 +481,232 @@ static lt_status view_as(const lt_dtensor *dt, const lt_placement *pl, lt_dtenso
     return lt__dtensor_wrap(local, &spec, out);
 }
 
+/* One redistribute in progress: what its phases (rd_prepare, rd_step,
+ * rd_check, rd_finish) share. Owns plan, own, in2, scratch, owned,
+ * ref_owned and memo until rd_finish. */
+typedef struct rd_run {
+    const lt_dtensor *dt;              /* the source (borrowed) */
+    const lt_redistribute_opts *opts;  /* may be NULL */
+    lt_plan *plan;
+    lt_verify_report *rep;             /* the caller's, or local */
+    int verify, absent, cache;
+    lt_comm *comm, *own;               /* own: a temporary communicator */
+    lt_tensor **in2;                   /* (world) a step's inputs with stand-ins (absent) */
+    int *scratch;                      /* (2 world) absent_inputs' */
+    const lt_dtensor *cur;             /* the state the next step starts from */
+    lt_dtensor *owned;                 /* cur when a step made it */
+    /* what each state is checked against: the source, and after a zero
+     * fill the zero-filled state (its own check: check_zero_fill) */
+    const lt_dtensor *ref;
+    lt_dtensor *ref_owned;
+    lt__verified *memo;                /* where the last checked state's verified bytes lie */
+} rd_run;
+
+/* The one place a redistribute's failure gets its context: "redistribute
+ * of 'w' [S(0)] -> [R]", then ": <what>" when what is set, then the step
+ * (" after step ..." for a check, ": step ..." for the step itself) when
+ * s >= 0. A check's failure (what set) is also the report's message. */
+static lt_status rd_fail(rd_run *r, lt_status st, int s, const char *what) {
+    char ctx[1200], sd[400];
+    run_ctx(r->opts, r->plan, ctx, sizeof ctx);
+    if (s >= 0) step_str(r->plan, s, sd, sizeof sd);
+    if (what && s >= 0) st = lt__err_ctx_in(st, "redistribute", "%s: %s after %s", ctx, what, sd);
+    else if (what) st = lt__err_ctx_in(st, "redistribute", "%s: %s", ctx, what);
+    else if (s >= 0) st = lt__err_ctx_in(st, "redistribute", "%s: %s", ctx, sd);
+    else st = lt__err_ctx_in(st, "redistribute", "%s", ctx);
+    if (what) snprintf(r->rep->message, sizeof r->rep->message, "%s", lt_errmsg());
+    return st;
+}
+
+/* What a check's failure is called: only a mismatch is a failed
+ * verification; anything else kept it from running. */
+static const char *check_word(lt_status st) {
+    return st == LT_MISMATCH ? "verification failed" : "could not verify";
+}
+
+/* The communicator and where the shards are: LT_OK, or the error (with
+ * its context) of a run that cannot start. */
+static lt_status rd_engine(rd_run *r) {
+    const lt_mesh *mesh = lt_dtensor_mesh(r->dt);
+    char ctx[1200];
+    run_ctx(r->opts, r->plan, ctx, sizeof ctx);
+    if (r->comm && !lt_mesh_equal(lt_comm_mesh(r->comm), mesh)) {
+        char a[128], b[128];
+        lt_mesh_str(lt_comm_mesh(r->comm), a, sizeof a);
+        lt_mesh_str(mesh, b, sizeof b);
+        return lt__err_in(LT_INVALID, "redistribute",
+                          "%s: the communicator's mesh %s is not the tensor's mesh %s", ctx, a, b);
+    }
+    if (r->absent && (!r->comm || !holds_exactly(r->comm, r->dt)))
+        return lt__err_code(
+            LT_UNSUPPORTED, LT_ERR_NOT_YET,
+            "not supported yet: redistribute%s: the source has absent shards (%d of %d ranks "
+            "held) that are not those another process holds on the communicator",
+            ctx, lt_local_count(r->dt->local), mesh->world);
+    if (r->absent && r->verify)
+        return lt__err_code(
+            LT_UNSUPPORTED, LT_ERR_NOT_YET,
+            "not supported yet: verification of a redistribute%s whose shards are spread over "
+            "processes (check each process's shards against their definition instead)",
+            ctx);
+    if (!r->comm && r->plan->ncomm) {
+        lt_status st = lt_comm_new(mesh, &r->own);
+        if (st) return rd_fail(r, st, -1, NULL);
+        r->comm = r->own;
+    }
+    return LT_OK;
+}
+
+/* Everything before the first step: the engine, memory refused up front
+ * (every copy the steps and the verification hold at once; a source whose
+ * replicas hold buffers of their own is copied rank by rank), the
+ * stand-ins' arrays, the verified source. */
+static lt_status rd_prepare(rd_run *r) {
+    const lt_mesh *mesh = lt_dtensor_mesh(r->dt);
+    LT_TRY(rd_engine(r));
+    int shared = !r->absent;
+    for (int k, q = 0; q < mesh->world && shared; q++) {
+        k = lt__replica_class(mesh, r->dt->placements, q);
+        shared = k == q || lt_tensor_same_view(r->dt->local->shards[q], r->dt->local->shards[k]);
+    }
+    lt_status st = r->absent ? check_memory_held(r->plan, r->comm)
+                             : lt__plan_check_memory_ex(r->plan, r->verify, 0, shared, r->cache);
+    if (!st && r->absent && (!(r->in2 = lt__calloc((size_t)mesh->world, sizeof *r->in2)) ||
+                             !(r->scratch = lt__malloc(2 * sizeof(int) * (size_t)mesh->world))))
+        st = lt__err(LT_NOMEM, "out of memory");
+    if (st) return rd_fail(r, st, -1, NULL);
+    if (r->verify && r->plan->nsteps) return lt__verified_source(r->dt, &r->memo);
+    return LT_OK;
+}
+
+/* Runs step s from r->cur (st: this process's status so far; with shards
+ * spread over processes a process that failed goes round once more just
+ * to agree, before the step's collectives). Returns the step's status;
+ * *stop when no later step may run. On success r->cur is the new state. */
+static lt_status rd_step(rd_run *r, int s, lt_status st, int *stop) {
+    const lt_mesh *mesh = lt_dtensor_mesh(r->dt);
+    const lt_plan_step *ps = &r->plan->steps[s];
+    lt_local *local = NULL;
+    lt_dtensor *nx = NULL;
+    if (!st) st = lt_local_new(mesh, &local);
+    lt_spec from =
+        lt__spec_with(lt_dtensor_spec(r->dt), r->plan->states_ + (size_t)s * (size_t)mesh->ndim);
+    lt_tensor *const *in = r->cur->local->shards, *const *src = in;
+    if (!st && r->absent) {
+        st = absent_inputs(&from, r->comm, in, r->in2, r->scratch, r->scratch + mesh->world);
+        src = r->in2;
+    }
+    lt_status agreed = r->absent ? lt__comm_agree(r->comm, st) : LT_OK;
+    if (agreed) { /* this process or another failed: no process runs the step */
+        lt_local_free(local);
+        absent_inputs_free(mesh->world, in, r->in2);
+        *stop = 1;
+        return agreed;
+    }
+    lt__comm_share_absent(r->comm, r->absent);
+    if (!st) st = run_step(r->comm, &from, ps, src, local->shards, r->cache);
+    lt__comm_share_absent(r->comm, 0);
+    if (r->absent) {
+        absent_inputs_free(mesh->world, in, r->in2);
+        for (int q = 0; local && q < mesh->world; q++)
+            if (local->shards[q] && local->shards[q]->absent) {   /* a result held elsewhere */
+                lt_tensor_free(local->shards[q]);
+                local->shards[q] = NULL;
+            }
+    }
+    lt_spec spec = lt__spec_with(lt_dtensor_spec(r->dt), ps->after);
+    if (!st) st = lt__dtensor_wrap(local, &spec, &nx);
+    else lt_local_free(local);
+    if (st) {
+        *stop = !r->absent;   /* the others learn it at the next agreement */
+        return rd_fail(r, st, s, NULL);
+    }
+    lt_dtensor_free(
+        r->owned); /* nx was made while it lived: the record's buffers are still those */
+    r->cur = r->owned = nx;
+    return LT_OK;
+}
+
+/* Checks the state after step s (with verify): against the direct reshard
+ * of r->ref, or, for the zero-fill steps, once after the last of them,
+ * that the zero-filled shards sum to the source (which then becomes the
+ * reference). */
+static lt_status rd_check(rd_run *r, int s) {
+    const lt_plan *plan = r->plan;
+    lt_status st;
+    if (s >= plan->zf_first_ && s < plan->zf_end_) {
+        if (s + 1 != plan->zf_end_) return LT_OK;
+        st = check_zero_fill(r->ref, r->cur);
+        lt__verified_free(r->memo);
+        r->memo = NULL;
+        if (!st) st = view_as(r->cur, r->cur->placements, &r->ref_owned);
+        if (!st) st = lt__verified_source(r->ref = r->ref_owned, &r->memo);
+        if (!st) return LT_OK;
+        r->rep->step = s;
+        r->rep->mesh_dim = plan->steps[s].mesh_dim;
+        return rd_fail(r, st, s, check_word(st));
+    }
+    st = lt__verify_reshard_memo(r->ref, r->cur, s, r->rep, &r->memo);
+    if (!st) return LT_OK;
+    if (r->rep->step >= 0) r->rep->mesh_dim = plan->steps[s].mesh_dim;
+    return rd_fail(r, st, st == LT_MISMATCH && r->rep->step < 0 ? -1 : s, check_word(st));
+}
+
+/* A plan without steps: the source's shards viewed with the destination's
+ * placements, checked as a whole with verify. */
+static lt_status rd_view(rd_run *r) {
+    LT_TRY(view_as(r->dt, r->plan->dst, &r->owned));
+    if (!r->verify) return LT_OK;
+    lt_status st = lt_verify_reshard(r->dt, r->owned, -1, r->rep);
+    return st ? rd_fail(r, st, -1, check_word(st)) : LT_OK;
+}
+
+/* Frees what the run held; hands out the result (*out, on success) and the
+ * plan (*planp when not NULL, also on failure). */
+static lt_status rd_finish(rd_run *r, lt_status st, lt_dtensor **out, lt_plan **planp) {
+    lt_comm_free(r->own);
+    lt__free(r->in2);
+    lt__free(r->scratch);
+    lt__verified_free(r->memo);
+    lt_dtensor_free(r->ref_owned);
+    if (st) lt_dtensor_free(r->owned);
+    else *out = r->owned;
+    if (planp) *planp = r->plan;
+    else lt_plan_free(r->plan);
+    return st;
+}
+
 lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
                           const lt_redistribute_opts *opts, lt_dtensor **out, lt_plan **planp) {
-    const lt_mesh *mesh = lt_dtensor_mesh(dt);
     lt_verify_report local_rep;
-    lt_verify_report *rep = opts && opts->report ? opts->report : &local_rep;
-    int verify = opts && opts->verify;
+    rd_run r;
+    memset(&r, 0, sizeof r);
+    r.dt = r.cur = r.ref = dt;
+    r.opts = opts;
+    r.rep = opts && opts->report ? opts->report : &local_rep;
+    r.verify = opts && opts->verify;
+    r.cache = !(opts &&
+                opts->no_cache); /* no_cache: the state caches are neither read nor filled either */
+    r.comm = opts ? opts->comm : NULL;
     *out = NULL;
     if (planp) *planp = NULL;
-    memset(rep, 0, sizeof *rep);
-    rep->step = rep->mesh_dim = rep->rank = -1;
-    lt_plan *plan;
-    LT_TRY(lt__plan_redistribute_from(lt_dtensor_spec(dt), dst, np, opts, &plan));
-    char ctx[1200], sd[400];   /* context, formatted only on error */
-    lt_comm *comm = opts ? opts->comm : NULL, *own = NULL;
-    lt_status st = LT_OK;
+    memset(r.rep, 0, sizeof *r.rep);
+    r.rep->step = r.rep->mesh_dim = r.rep->rank = -1;
+    LT_TRY(lt__plan_redistribute_from(lt_dtensor_spec(dt), dst, np, opts, &r.plan));
     /* shards held by other processes (engine.h `holds`): stand-ins feed the
-     * collectives (a plan without steps only views what is there) */
-    int absent = plan->nsteps && lt_local_count(dt->local) < mesh->world;
-    lt_tensor **in2 = NULL;   /* (world) the step's inputs with stand-ins */
-    int *scratch = NULL;      /* (2 world) absent_inputs' */
-    if (comm && !lt_mesh_equal(lt_comm_mesh(comm), mesh)) {
-        char a[128], b[128];
-        lt_mesh_str(lt_comm_mesh(comm), a, sizeof a);
-        lt_mesh_str(mesh, b, sizeof b);
-        run_ctx(opts, plan, ctx, sizeof ctx);
-        st = lt__err_in(LT_INVALID, "redistribute", "%s: the communicator's mesh %s is not the tensor's mesh %s", ctx, a, b);
-    } else if (absent && (!comm || !holds_exactly(comm, dt))) {
-        run_ctx(opts, plan, ctx, sizeof ctx);
-        st = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
-                          "not supported yet: redistribute%s: the source has absent shards (%d of %d ranks held) that "
-                          "are not those another process holds on the communicator", ctx,
-                          lt_local_count(dt->local), mesh->world);
-    } else if (absent && verify) {
-        run_ctx(opts, plan, ctx, sizeof ctx);
-        st = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
-                          "not supported yet: verification of a redistribute%s whose shards are spread over "
-                          "processes (check each process's shards against their definition instead)", ctx);
-    } else if (!comm && plan->ncomm) {
-        st = lt_comm_new(mesh, &own);
-        comm = own;
+     * collectives (a plan without steps only views what is there); every
+     * process agrees once per step before its collectives and once after
+     * the last step */
+    r.absent = r.plan->nsteps && lt_local_count(dt->local) < lt_dtensor_mesh(dt)->world;
+    lt_status st = rd_prepare(&r);
+    int stop = 0;
+    for (int s = 0; s < r.plan->nsteps && (!st || r.absent) && !stop; s++) {
+        st = rd_step(&r, s, st, &stop);
+        if (!st && r.verify) st = rd_check(&r, s);
     }
-    const lt_dtensor *cur = dt;
-    lt_dtensor *owned = NULL;
-    /* what each state is checked against: the source, and after a zero fill
-     * the zero-filled state (its own check: check_zero_fill) */
-    const lt_dtensor *ref = dt;
-    lt_dtensor *ref_owned = NULL;
-    lt__verified *memo = NULL;   /* where the last checked state's verified bytes lie */
-    int M = mesh->ndim;
-    /* refuse up front what cannot fit: every copy the steps and the
-     * verification hold at once (the source exists already); a source
-     * whose replicas hold buffers of their own is copied rank by rank */
-    int shared = !absent;
-    for (int r = 0; r < mesh->world && shared; r++) {
-        int k = lt__replica_class(mesh, dt->placements, r);
-        shared = k == r || lt_tensor_same_view(dt->local->shards[r], dt->local->shards[k]);
-    }
-    int cache = !(opts && opts->no_cache);   /* no_cache: the state caches are neither read nor filled either */
-    if (!st && absent) st = check_memory_held(plan, comm);
-    else if (!st) st = lt__plan_check_memory_ex(plan, verify, 0, shared, cache);
-    if (!st && absent && (!(in2 = lt__calloc((size_t)mesh->world, sizeof *in2)) ||
-                          !(scratch = lt__malloc(2 * sizeof(int) * (size_t)mesh->world))))
-        st = lt__err(LT_NOMEM, "out of memory");
-    if (st) {
-        run_ctx(opts, plan, ctx, sizeof ctx);
-        st = lt__err_ctx_in(st, "redistribute", "%s", ctx);
-    }
-    if (!st && verify && plan->nsteps) st = lt__verified_source(dt, &memo);
-    /* shards spread over processes: a step's local work can fail on one
-     * process only, so every process agrees once per step before its
-     * collectives (a process that failed goes round once more just to
-     * agree) and once after the last step */
-    for (int s = 0; s < plan->nsteps && (!st || absent); s++) {
-        const lt_plan_step *ps = &plan->steps[s];
-        const lt_placement *before = plan->states_ + (size_t)s * (size_t)M;
-        lt_local *local = NULL;
-        lt_dtensor *nx = NULL;
-        if (!st) st = lt_local_new(mesh, &local);
-        lt_spec from = lt__spec_with(lt_dtensor_spec(dt), before);
-        lt_tensor *const *src = cur->local->shards;
-        if (!st && absent) {
-            st = absent_inputs(&from, comm, cur->local->shards, in2, scratch, scratch + mesh->world);
-            src = in2;
-        }
-        if (absent) {
-            lt_status a = lt__comm_agree(comm, st);
-            if (a) { /* this process or another failed: no process runs the step */
-                lt_local_free(local);
-                absent_inputs_free(mesh->world, cur->local->shards, in2);
-                st = a;
-                break;
-            }
-        }
-        lt__comm_share_absent(comm, absent);
-        if (!st) st = run_step(comm, &from, ps, src, local->shards, cache);
-        lt__comm_share_absent(comm, 0);
-        if (absent) {
-            absent_inputs_free(mesh->world, cur->local->shards, in2);
-            for (int r = 0; local && r < mesh->world; r++)
-                if (local->shards[r] && local->shards[r]->absent) {   /* a result held elsewhere */
-                    lt_tensor_free(local->shards[r]);
-                    local->shards[r] = NULL;
-                }
-        }
-        lt_spec spec = lt__spec_with(lt_dtensor_spec(dt), ps->after);
-        if (!st) st = lt__dtensor_wrap(local, &spec, &nx);
-        else lt_local_free(local);
-        if (st) {
-            step_str(plan, s, sd, sizeof sd);
-            run_ctx(opts, plan, ctx, sizeof ctx);
-            st = lt__err_ctx_in(st, "redistribute", "%s: %s", ctx, sd);
-            if (absent) continue;   /* the others learn it at the next agreement */
-            break;
-        }
-        lt_dtensor_free(owned);   /* nx was made while it lived: the record's buffers are still those */
-        cur = owned = nx;
-        if (verify && s >= plan->zf_first_ && s < plan->zf_end_) {
-            if (s + 1 == plan->zf_end_) {
-                st = check_zero_fill(ref, nx);
-                lt__verified_free(memo);
-                memo = NULL;
-                if (!st) st = view_as(nx, nx->placements, &ref_owned);
-                if (!st) st = lt__verified_source(ref = ref_owned, &memo);
-            }
-            if (st) {
-                step_str(plan, s, sd, sizeof sd);
-                run_ctx(opts, plan, ctx, sizeof ctx);
-                const char *what = st == LT_MISMATCH ? "verification failed" : "could not verify";
-                st = lt__err_ctx_in(st, "redistribute", "%s: %s after %s", ctx, what, sd);
-                rep->step = s;
-                rep->mesh_dim = ps->mesh_dim;
-                snprintf(rep->message, sizeof rep->message, "%s", lt_errmsg());
-            }
-        } else if (verify) {
-            st = lt__verify_reshard_memo(ref, nx, s, rep, &memo);
-            if (st) {
-                step_str(plan, s, sd, sizeof sd);
-                run_ctx(opts, plan, ctx, sizeof ctx);
-                /* only a mismatch is a failed verification; anything else kept it from running */
-                const char *what = st == LT_MISMATCH ? "verification failed" : "could not verify";
-                if (st == LT_MISMATCH && rep->step < 0)
-                    st = lt__err_ctx_in(st, "redistribute", "%s: %s", ctx, what);
-                else
-                    st = lt__err_ctx_in(st, "redistribute", "%s: %s after %s", ctx, what, sd);
-                if (rep->step >= 0) rep->mesh_dim = ps->mesh_dim;
-                snprintf(rep->message, sizeof rep->message, "%s", lt_errmsg());
-            }
-        }
-    }
-    if (absent) st = lt__comm_agree(comm, st);
-    if (!st && plan->nsteps == 0) {
-        st = view_as(dt, plan->dst, &owned);
-        if (!st && verify) {
-            st = lt_verify_reshard(dt, owned, -1, rep);
-            if (st) {
-                run_ctx(opts, plan, ctx, sizeof ctx);
-                st = lt__err_ctx_in(st, "redistribute", "%s: %s", ctx, st == LT_MISMATCH ? "verification failed" : "could not verify");
-                snprintf(rep->message, sizeof rep->message, "%s", lt_errmsg());
-            }
-        }
-    }
-    lt_comm_free(own);
-    lt__free(in2);
-    lt__free(scratch);
-    lt__verified_free(memo);
-    lt_dtensor_free(ref_owned);
-    if (st) {
-        lt_dtensor_free(owned);
-        if (planp) *planp = plan;
-        else lt_plan_free(plan);
-        return st;
-    }
-    *out = owned;
-    if (planp) *planp = plan;
-    else lt_plan_free(plan);
-    return LT_OK;
+    if (r.absent) st = lt__comm_agree(r.comm, st);
+    if (!st && r.plan->nsteps == 0) st = rd_view(&r);
+    return rd_finish(&r, st, out, planp);
 }
 
 lt_status lt_full_tensor(const lt_dtensor *dt, lt_tensor **out) {

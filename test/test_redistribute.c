@@ -778,6 +778,28 @@ static int teardown(void **state) {
     return 0;
 }
 
+/* A run that cannot start says why once, with its context once: a
+ * communicator on another mesh (the text written out by hand). */
+static void test_context_once(void **state) {
+    (void)state;
+    lt_mesh m4 = mk_mesh("4"), m2 = mk_mesh("2");
+    lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
+    parse_pl("S(0)", sp);
+    parse_pl("R", dp);
+    int64_t shape[1] = {8};
+    lt_dtensor *src = mk(&m4, LT_F32, 1, shape, sp), *out = NULL;
+    lt_comm *c2 = NULL;
+    LT_CHECK(lt_comm_new(&m2, &c2));
+    lt_redistribute_opts o = {0};
+    o.comm = c2;
+    LT_EXPECT_STATUS(lt_redistribute(src, dp, 1, &o, &out, NULL), LT_INVALID);
+    assert_null(out);
+    assert_string_equal(lt_errmsg(), "redistribute of an unnamed tensor [S(0)] -> [R]: "
+                                     "the communicator's mesh 2 is not the tensor's mesh 4");
+    lt_comm_free(c2);
+    lt_dtensor_free(src);
+}
+
 int main(void) {
     lt_test_backend_from_env();
     const struct CMUnitTest tests[] = {
@@ -797,6 +819,7 @@ int main(void) {
         cmocka_unit_test(test_search_budget),
         cmocka_unit_test(test_scalars_and_explicit),
         cmocka_unit_test(test_sweep),
+        cmocka_unit_test(test_context_once),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }
