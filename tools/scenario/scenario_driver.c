@@ -527,218 +527,281 @@ static void free_run(lt_sc_file **loaded, int nloaded, sc_load_error *lerr, int 
     sl_free(files);
 }
 
-int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *opt) {
-    double t0 = now_s();
-    strlist files = {0};
-    sc_load_error *lerr = NULL;
-    int nlerr = 0, code = 0;
-    lt_sc_file **loaded = NULL;
-    int nloaded = 0;
+/* One `run` in progress: what its phases (walk, load, check, run, finish)
+ * share. Owns files, loaded and lerr until runner_free. */
+typedef struct sc_runner {
+    const lt_sc_options *opt;
+    FILE *out, *err;
+    double t0;
+    strlist files;              /* the scenario files found, in order */
+    lt_sc_file **loaded;        /* (files.n) the files that loaded */
+    sc_load_error *lerr;        /* (files.n) the ones that did not */
+    int nloaded, nlerr;
+    int total, max_world;       /* selected cases; the largest mesh among them */
     sc_run_summary sum;
-    memset(&sum, 0, sizeof sum);
-    sum.engine = opt->engine ? opt->engine_name : NULL;
-    FILE *out = opt->out, *err = opt->err;
+    progress pg;
+    sc_stream rep;              /* the JSON and JUnit reports, streamed */
+    window w;
+    int done, stop, oom;        /* cases reported; --fail-fast hit; out of memory */
+} sc_runner;
 
-    walker wk = {&files, {NULL, 0, 0}, err, 0, 0};
-    for (int i = 0; i < npaths; i++) {
-        int r = add_path(&wk, paths[i]);
-        if (r < 0) {
-            fprintf(err, "localtensor run: out of memory\n");
-            seen_free(&wk.seen);
-            sl_free(&files);
-            return 2;
-        }
-        if (r) code = 2;
+static int runner_oom(sc_runner *R) {
+    fprintf(R->err, "localtensor run: out of memory\n");
+    return 2;
+}
+
+/* The files under paths, into R->files (each real directory once); *code
+ * 2 when a path was bad. -1 when out of memory (said). */
+static int runner_walk(sc_runner *R, const char *const *paths, int npaths, int *code) {
+    walker wk = {&R->files, {NULL, 0, 0}, R->err, 0, 0};
+    int r = 0;
+    for (int i = 0; i < npaths && r >= 0; i++) {
+        r = add_path(&wk, paths[i]);
+        if (r > 0) *code = 2;
     }
     seen_free(&wk.seen);
-    loaded = lt__calloc((size_t)(files.n ? files.n : 1), sizeof *loaded);
-    lerr = lt__calloc((size_t)(files.n ? files.n : 1), sizeof *lerr);
-    if (!loaded || !lerr) {
-        fprintf(err, "localtensor run: out of memory\n");
-        lt__free(loaded);
-        lt__free(lerr);
-        sl_free(&files);
-        return 2;
+    size_t n = (size_t)(R->files.n ? R->files.n : 1);
+    if (r >= 0) R->loaded = lt__calloc(n, sizeof *R->loaded);
+    if (r >= 0) R->lerr = lt__calloc(n, sizeof *R->lerr);
+    return r < 0 || !R->loaded || !R->lerr ? (runner_oom(R), -1) : 0;
+}
+
+/* Counts file f's selected cases into R (and each scenario's nselected).
+ * -1 when out of memory. */
+static int runner_select(sc_runner *R, lt_sc_file *f) {
+    int any = 0;
+    for (int k = 0; k < f->nscen; k++) {
+        sc_scenario *s = &f->scen[k];
+        s->nselected = 0;
+        for (int c = 0; c < s->ncases; c++) {
+            int sel = case_selected(R->opt, f->path, s, c);
+            if (sel < 0) return -1;
+            if (sel == 0) continue;
+            s->nselected++;
+            int w = lt__sc_case_mesh(s, c)->world;
+            if (w > R->max_world) R->max_world = w;
+        }
+        R->total += s->nselected;
+        if (s->nselected) R->sum.scenarios++, any = 1;
     }
-    int total = 0, max_world = 0, oom_sel = 0;
-    for (int i = 0; i < files.n && !oom_sel; i++) {
+    R->sum.files += any;
+    return 0;
+}
+
+/* Loads every file; a file that does not load is said on stderr once, now,
+ * and listed (and counted) as an error in the report. -1 when out of
+ * memory (said). */
+static int runner_load(sc_runner *R) {
+    const lt_sc_options *opt = R->opt;
+    for (int i = 0; i < R->files.n; i++) {
         lt_sc_file *f = NULL;
         lt__sc_load_unbuilt_init(opt->owned && opt->nproc > 1);
         lt__sc_set_step_agree(opt->owned ? opt->step_agree : NULL);
-        lt_status st = load_file(files.v[i], &f);
+        lt_status st = load_file(R->files.v[i], &f);
         if (st) {
-            /* the message goes to stderr once, now; the report lists the file
-             * as an error and counts it */
             const char *m = lt_errmsg();
-            fflush(out);
-            lt__fputs_echo(m[0] ? m : lt_status_str(st), 1, err);
-            fputc('\n', err);
-            lerr[nlerr].path = files.v[i];
+            fflush(R->out);
+            lt__fputs_echo(m[0] ? m : lt_status_str(st), 1, R->err);
+            fputc('\n', R->err);
+            R->lerr[R->nlerr].path = R->files.v[i];
             /* NULL when out of memory: the reports then print "out of memory" */
-            lerr[nlerr].message = lt__strdup(m[0] ? m : lt_status_str(st));
-            nlerr++;
+            R->lerr[R->nlerr].message = lt__strdup(m[0] ? m : lt_status_str(st));
+            R->nlerr++;
             continue;
         }
-        loaded[nloaded++] = f;
-        int any = 0;
-        for (int k = 0; k < f->nscen; k++) {
-            sc_scenario *s = &f->scen[k];
-            s->nselected = 0;
-            for (int c = 0; c < s->ncases && !oom_sel; c++) {
-                int sel = case_selected(opt, f->path, s, c);
-                if (sel < 0) oom_sel = 1;
-                if (sel <= 0) continue;
-                s->nselected++;
-                int w = lt__sc_case_mesh(s, c)->world;
-                if (w > max_world) max_world = w;
-            }
-            total += s->nselected;
-            if (s->nselected) sum.scenarios++, any = 1;
-        }
-        sum.files += any;
+        R->loaded[R->nloaded++] = f;
+        if (runner_select(R, f)) return runner_oom(R), -1;
     }
-    if (oom_sel) {
-        fprintf(err, "localtensor run: out of memory\n");
-        free_run(loaded, nloaded, lerr, nlerr, &files);
+    R->sum.cases = R->total;
+    R->sum.files += R->nlerr;
+    R->sum.files_failed = R->nlerr;
+    return 0;
+}
+
+/* What the selection says before anything runs: 2 when the run cannot go
+ * on (more processes than the largest mesh's ranks); *no_match when
+ * nothing was selected by --world or -k (nothing tested is not a pass). */
+static int runner_check(sc_runner *R, int *no_match) {
+    const lt_sc_options *opt = R->opt;
+    FILE *err = R->err;
+    int total = R->total, mw = R->max_world;
+    if (opt->owned && opt->nproc > 1 && total > 0) owned_estimate(opt, R->loaded, R->nloaded);
+    if (opt->nproc > 1 && total > 0 && opt->nproc > mw) {
+        fprintf(err,
+                "localtensor run: %d processes but the largest mesh of the selected cases has %d "
+                "rank%s: run with 1 to %d processes (mpirun -np)\n",
+                opt->nproc, mw, mw == 1 ? "" : "s", mw);
         return 2;
     }
-    sum.cases = total;
-    sum.files += nlerr;
-    sum.files_failed = nlerr;
-    int no_match = 0;
-    if (opt->owned && opt->nproc > 1 && total > 0) owned_estimate(opt, loaded, nloaded);
-    if (opt->nproc > 1 && total > 0 && opt->nproc > max_world) {
-        fprintf(err, "localtensor run: %d processes but the largest mesh of the selected cases has %d rank%s: "
-                "run with 1 to %d processes (mpirun -np)\n", opt->nproc, max_world, max_world == 1 ? "" : "s",
-                max_world);
-        free_run(loaded, nloaded, lerr, nlerr, &files);
-        return 2;
-    }
-    if (opt->world > 0 && !opt->nfilters && total == 0 && nloaded) {
+    if (total || !R->nloaded || (!opt->nfilters && opt->world <= 0)) return 0;
+    *no_match = 1;
+    if (!opt->nfilters) {
         fprintf(err, "localtensor run: no case has a mesh of %d rank%s (--world)\n", opt->world,
                 opt->world == 1 ? "" : "s");
-        no_match = 1;
-    } else if (opt->nfilters && total == 0 && nloaded) {
-        /* like an empty directory: nothing was tested, which is not a pass */
-        int ncases = 0;
-        for (int i = 0; i < nloaded; i++)
-            for (int k = 0; k < loaded[i]->nscen; k++) ncases += loaded[i]->scen[k].ncases;
-        char e[4 * SC_ECHO_MAX + 16];
-        fprintf(err, "localtensor run: no case matches -k");
-        for (int i = 0; i < opt->nfilters; i++)
-            fprintf(err, "%s '%s'", i ? " or" : "", lt__echo(opt->filters[i], SC_ECHO_MAX, e, sizeof e));
-        fprintf(err, " (%d case%s in %d file%s searched; -k matches a substring of a case name or file path)\n",
-                ncases, ncases == 1 ? "" : "s", nloaded, nloaded == 1 ? "" : "s");
-        no_match = 1;
+        return 0;
     }
+    int ncases = 0;
+    for (int i = 0; i < R->nloaded; i++)
+        for (int k = 0; k < R->loaded[i]->nscen; k++) ncases += R->loaded[i]->scen[k].ncases;
+    char e[4 * SC_ECHO_MAX + 16];
+    fprintf(err, "localtensor run: no case matches -k");
+    for (int i = 0; i < opt->nfilters; i++)
+        fprintf(err, "%s '%s'", i ? " or" : "",
+                lt__echo(opt->filters[i], SC_ECHO_MAX, e, sizeof e));
+    fprintf(
+        err,
+        " (%d case%s in %d file%s searched; -k matches a substring of a case name or file path)\n",
+        ncases, ncases == 1 ? "" : "s", R->nloaded, R->nloaded == 1 ? "" : "s");
+    return 0;
+}
 
-    progress pg = {opt->progress, 0, t0, 0, err};
-    int done = 0, stop = 0, oom = 0;
-    sc_stream rep;
-    lt__sc_stream_open(&rep, opt->json_path, opt->junit_path, lerr, nlerr);
-    window w;
-    w.show = opt->verbose ? out : NULL;
-    for (int i = 0; i < nloaded && !oom; i++) {
-        lt_sc_file *f = loaded[i];
-        lt__sc_stream_file_begin(&rep, f);
-        for (int k = 0; k < f->nscen && !oom; k++) {
-            sc_scenario *s = &f->scen[k];
-            int any = s->nselected > 0, all = s->nselected == s->ncases;
-            sc_tally tally = {0};
-            if (any) lt__sc_stream_scen_begin(&rep, s);
-            /* `show` steps print as they run: then one case at a time */
-            int cap = opt->verbose ? 1 : SC_WINDOW;
-            for (int c = 0; c < s->ncases && any && !oom;) {
-                w.n = 0;
-                for (; c < s->ncases && w.n < cap; c++) {
-                    int sel = all ? 1 : case_selected(opt, f->path, s, c);
-                    sc_arena *a = sel > 0 ? lt__sc_arena_new() : NULL;
-                    sc_case *cs = a ? lt__sc_case_at(s, c, &w.slot[w.n], a) : NULL;
-                    if (sel == 0) continue;
-                    if (!cs) {
-                        lt__sc_arena_free(a);
-                        oom = 1;
-                        break;
-                    }
-                    apply_options(opt, cs);
-                    if (stop) {
-                        cs->res.status = LT_SC_NOTRUN;
-                        sum.not_run++;
-                        lt__sc_stream_case(&rep, f, cs);
-                        lt__sc_arena_free(a);
-                        continue;
-                    }
-                    w.ar[w.n] = a;
-                    w.cs[w.n++] = cs;
-                }
-                if (w.n) progress_tick(&pg, done, total, w.cs[0]->name);
-                if (opt->case_agree) {
-                    /* several processes (--engine mpi): one case at a time, in
-                     * order, on this thread, so that every process makes the
-                     * same MPI calls in the same order; then the outcome is
-                     * agreed */
-                    for (int j = 0; j < w.n; j++) {
-                        (void)case_task(&w, j);
-                        agree_case(opt, w.ar[j], w.cs[j]);
-                    }
-                } else {
-                    (void)lt__parallel_for(w.n, case_task, &w); /* case_task cannot fail */
-                }
-                for (int j = 0; j < w.n; j++) {
-                    sc_case *cs = w.cs[j];
-                    if (stop) { /* ran in the same window as the first failure */
-                        lt__sc_case_drop(cs);
-                        memset(&cs->res, 0, sizeof cs->res);
-                        cs->res.status = LT_SC_NOTRUN;
-                        sum.not_run++;
-                    } else {
-                        done++;
-                        lt_sc_status r = cs->res.status;
-                        sum.passed += r == LT_SC_PASS;
-                        sum.failed += r == LT_SC_FAIL;
-                        sum.errors += r == LT_SC_ERROR;
-                        lt__sc_tally_add(&tally, cs);
-                        if (opt->verbose || opt->trace || !s->is_sweep || r != LT_SC_PASS) {
-                            progress_clear(&pg);
-                            lt__sc_report_case(out, opt, f, s, cs);
-                        }
-                        if (r != LT_SC_PASS && opt->fail_fast) stop = 1;
-                    }
-                    lt__sc_stream_case(&rep, f, cs);
-                    release_case(cs, w.ar[j]);
-                }
-            }
-            if (any) lt__sc_stream_scen_end(&rep);
-            if (any && s->is_sweep && !opt->verbose && !oom) {
-                progress_clear(&pg);
-                lt__sc_report_sweep(out, opt, f, s, &tally);
-            }
+/* Fills R->w with the next selected cases of s from *c on (at most cap);
+ * after --fail-fast stopped the run, each is reported as not run instead. */
+static void window_fill(sc_runner *R, lt_sc_file *f, sc_scenario *s, int *c, int cap) {
+    window *w = &R->w;
+    int all = s->nselected == s->ncases;
+    w->n = 0;
+    for (; *c < s->ncases && w->n < cap; (*c)++) {
+        int sel = all ? 1 : case_selected(R->opt, f->path, s, *c);
+        sc_arena *a = sel > 0 ? lt__sc_arena_new() : NULL;
+        sc_case *cs = a ? lt__sc_case_at(s, *c, &w->slot[w->n], a) : NULL;
+        if (sel == 0) continue;
+        if (!cs) {
+            lt__sc_arena_free(a);
+            R->oom = 1;
+            return;
         }
-        lt__sc_stream_file_end(&rep, f);
+        apply_options(R->opt, cs);
+        if (R->stop) {
+            cs->res.status = LT_SC_NOTRUN;
+            R->sum.not_run++;
+            lt__sc_stream_case(&R->rep, f, cs);
+            lt__sc_arena_free(a);
+            continue;
+        }
+        w->ar[w->n] = a;
+        w->cs[w->n++] = cs;
     }
-    if (oom) {
-        progress_clear(&pg);
-        fprintf(err, "localtensor run: out of memory\n");
-        code = 2;
+}
+
+/* Runs the window's cases: several processes (--engine mpi) one at a
+ * time, in order, on this thread, so that every process makes the same
+ * MPI calls in the same order, each outcome then agreed; else on the
+ * pool's threads at once. */
+static void window_run(sc_runner *R) {
+    window *w = &R->w;
+    if (!R->opt->case_agree) {
+        (void)lt__parallel_for(w->n, case_task, w); /* case_task cannot fail */
+        return;
     }
-    progress_clear(&pg);
-    sum.errors += nlerr;
-    sum.seconds = now_s() - t0;
-    for (int i = 0; i < nlerr; i++) {
-        fputs(opt->color ? "\033[31m\033[1mERROR\033[0m " : "ERROR ", out);
-        lt__fputs_echo(lerr[i].path, 0, out);
+    for (int j = 0; j < w->n; j++) {
+        (void)case_task(w, j);
+        agree_case(R->opt, w->ar[j], w->cs[j]);
+    }
+}
+
+/* Reports the window's cases in case order, then releases them. */
+static void window_report(sc_runner *R, lt_sc_file *f, sc_scenario *s, sc_tally *tally) {
+    const lt_sc_options *opt = R->opt;
+    for (int j = 0; j < R->w.n; j++) {
+        sc_case *cs = R->w.cs[j];
+        if (R->stop) { /* ran in the same window as the first failure */
+            lt__sc_case_drop(cs);
+            memset(&cs->res, 0, sizeof cs->res);
+            cs->res.status = LT_SC_NOTRUN;
+            R->sum.not_run++;
+        } else {
+            R->done++;
+            lt_sc_status r = cs->res.status;
+            R->sum.passed += r == LT_SC_PASS;
+            R->sum.failed += r == LT_SC_FAIL;
+            R->sum.errors += r == LT_SC_ERROR;
+            lt__sc_tally_add(tally, cs);
+            if (opt->verbose || opt->trace || !s->is_sweep || r != LT_SC_PASS) {
+                progress_clear(&R->pg);
+                lt__sc_report_case(R->out, opt, f, s, cs);
+            }
+            if (r != LT_SC_PASS && opt->fail_fast) R->stop = 1;
+        }
+        lt__sc_stream_case(&R->rep, f, cs);
+        release_case(cs, R->w.ar[j]);
+    }
+}
+
+/* Runs and reports the selected cases of scenario s, a window at a time
+ * (one case at a time with -v: `show` steps print as they run). */
+static void run_scenario(sc_runner *R, lt_sc_file *f, sc_scenario *s) {
+    if (!s->nselected) return;
+    sc_tally tally = {0};
+    lt__sc_stream_scen_begin(&R->rep, s);
+    int cap = R->opt->verbose ? 1 : SC_WINDOW;
+    for (int c = 0; c < s->ncases && !R->oom;) {
+        window_fill(R, f, s, &c, cap);
+        if (R->oom) break;
+        if (R->w.n) progress_tick(&R->pg, R->done, R->total, R->w.cs[0]->name);
+        window_run(R);
+        window_report(R, f, s, &tally);
+    }
+    lt__sc_stream_scen_end(&R->rep);
+    if (s->is_sweep && !R->opt->verbose && !R->oom) {
+        progress_clear(&R->pg);
+        lt__sc_report_sweep(R->out, R->opt, f, s, &tally);
+    }
+}
+
+/* The end of the run: out of memory said, the files that did not load
+ * listed, the reports closed, the summary printed. Returns the exit code. */
+static int runner_finish(sc_runner *R, int code, int no_match) {
+    FILE *out = R->out;
+    progress_clear(&R->pg);
+    if (R->oom) code = runner_oom(R);
+    R->sum.errors += R->nlerr;
+    R->sum.seconds = now_s() - R->t0;
+    for (int i = 0; i < R->nlerr; i++) {
+        fputs(R->opt->color ? "\033[31m\033[1mERROR\033[0m " : "ERROR ", out);
+        lt__fputs_echo(R->lerr[i].path, 0, out);
         fputs(": could not be loaded (message on stderr)\n", out);
     }
-    if (lt__sc_stream_close(&rep, &sum)) {
-        fputs("localtensor run: ", err);
-        lt__fputs_echo(lt_errmsg(), 1, err);
-        fputc('\n', err);
+    if (lt__sc_stream_close(&R->rep, &R->sum)) {
+        fputs("localtensor run: ", R->err);
+        lt__fputs_echo(lt_errmsg(), 1, R->err);
+        fputc('\n', R->err);
         code = 2;
     }
-    lt__sc_report_summary(out, opt, &sum);
+    lt__sc_report_summary(out, R->opt, &R->sum);
     fflush(out);
-    if (sum.errors || nlerr || no_match) code = 2;
-    else if (sum.failed && code == 0) code = 1;
-    free_run(loaded, nloaded, lerr, nlerr, &files);
+    if (R->sum.errors || R->nlerr || no_match) code = 2;
+    else if (R->sum.failed && code == 0) code = 1;
+    return code;
+}
+
+int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *opt) {
+    sc_runner *R = lt__calloc(1, sizeof *R);
+    if (!R) {
+        fprintf(opt->err, "localtensor run: out of memory\n");
+        return 2;
+    }
+    R->opt = opt;
+    R->out = opt->out;
+    R->err = opt->err;
+    R->t0 = now_s();
+    R->sum.engine = opt->engine ? opt->engine_name : NULL;
+    int code = 0, no_match = 0;
+    if (runner_walk(R, paths, npaths, &code) || runner_load(R) || runner_check(R, &no_match)) {
+        code = 2;   /* said already; no report */
+    } else {
+        R->pg = (progress){opt->progress, 0, R->t0, 0, R->err};
+        lt__sc_stream_open(&R->rep, opt->json_path, opt->junit_path, R->lerr, R->nlerr);
+        R->w.show = opt->verbose ? R->out : NULL;
+        for (int i = 0; i < R->nloaded && !R->oom; i++) {
+            lt_sc_file *f = R->loaded[i];
+            lt__sc_stream_file_begin(&R->rep, f);
+            for (int k = 0; k < f->nscen && !R->oom; k++) run_scenario(R, f, &f->scen[k]);
+            lt__sc_stream_file_end(&R->rep, f);
+        }
+        code = runner_finish(R, code, no_match);
+    }
+    free_run(R->loaded, R->nloaded, R->lerr, R->nlerr, &R->files);
+    lt__free(R);
     return code;
 }
