@@ -365,6 +365,187 @@ void lt__sc_run_case(sc_case *c, sc_arena *arena, FILE *show) {
     if (b) lt__backend_set_thread(prev);
 }
 
+/* A check's outcome at the end of a case (what: the part of the case
+ * that checked, for an error): a failed check is recorded and fails the
+ * case; another failure is the case's error. */
+static void end_outcome(sc_run_ctx *rc, lt_status st, const char *what) {
+    if (st == LT_MISMATCH && rc->failed_check) {
+        rc->res->checks_failed++;
+        record(rc, &rc->pending);
+        rc->res->status = LT_SC_FAIL;
+    } else if (st) {
+        error_result(rc, &rc->c->pos, what, "%s", lt_errmsg());
+    }
+}
+
+/* Builds the case's steps and what runs them: the communicator, the
+ * trace, numerics. A failure is the case's setup error. */
+static void case_setup(sc_run_ctx *rc, sc_case *c, sc_arena *arena) {
+    lt_status st = lt__sc_case_build(c, arena);
+    if (st) {
+        lt__sc_case_drop(c); /* nothing half-parsed runs */
+        error_result(rc, &c->pos, "setup", "%s", lt_errmsg()[0] ? lt_errmsg() : lt_status_str(st));
+        return;
+    }
+    st = lt_comm_new_engine(c->mesh, c->engine, &rc->comm);
+    if (st) error_result(rc, &c->pos, "setup", "%s", lt_errmsg());
+    if (!st && c->record_trace && lt__sc_trace_begin(rc))
+        error_result(rc, &c->pos, "--trace", "out of memory while recording the trace");
+    if (!st && lt__sc_numerics_begin(rc, c, arena))
+        error_result(rc, &c->pos, "numerics", "%s", lt_errmsg());
+}
+
+/* The declared tensors, charged against the memory bound together before
+ * the first is built and held to the case's end (kernels/memlimit_impl.h):
+ * tensors that do not fit are refused without building any, and every
+ * step's check counts them. Returns the bytes charged (released by the
+ * caller). */
+static uint64_t case_tensors(sc_run_ctx *rc, sc_case *c) {
+    uint64_t held = 0;
+    if (c->res.status == LT_SC_PASS && c->ntensors) {
+        int n;
+        uint64_t need = tensors_bytes(c, rc->nranks >= 0, &n);
+        char what[64];
+        snprintf(what, sizeof what, "the tensors: section (%d tensor%s)", n, n == 1 ? "" : "s");
+        if (lt__mem_charge(need, 0, what, "declared tensors (tensors:)"))
+            error_result(rc, &c->tensors[0].pos, "tensors", "%s", lt_errmsg());
+        else
+            held = need;
+    }
+    for (int i = 0; i < c->ntensors && c->res.status == LT_SC_PASS; i++) {
+        lt_tensor *t = NULL;
+        lt_status st = LT_OK;
+        /* sample/none: an init: tensor is never built (distribute samples it) */
+        if (rc->nranks < 0 || c->tensors[i].has_values) st = build_tensor(&c->tensors[i], &t);
+        if (!st) st = lt__sc_put_full(rc, c->tensors[i].name, t, NULL);
+        if (st)
+            error_result(rc, &c->tensors[i].pos, "tensors", "while building tensor '%s': %s",
+                         c->tensors[i].name, lt_errmsg());
+    }
+    return held;
+}
+
+/* Runs step s (the i-th): a step every rank runs together is not reached
+ * while ranks wait in a collective (the per-rank program ends there). */
+static lt_status step_run(sc_run_ctx *rc, const sc_step *s) {
+    if (lt__sc_any_stopped(rc) && !lt__sc_step_is_per_rank(s->type) &&
+        strcmp(s->type->name, "expect_error")) {
+        rc->failed_check = 0;
+        lt__err_clear();
+        return lt__sc_program_end_at(rc, s, s);
+    }
+    lt_status st = lt__sc_run_step(rc, s);
+    /* a rank's error while others wait in a collective: report where
+     * everyone is (kind rank_failed) */
+    if (st && !(st == LT_MISMATCH && rc->failed_check)) st = lt__sc_rank_failed(rc, s, st);
+    return lt__sc_step_agree(rc, st, 0);   /* --shards owned: the case stops everywhere together */
+}
+
+/* What step s's status st means for the case: a check counted, a failed
+ * check recorded, or the case's error. Library messages that carry their
+ * own context ("while planning ...") are kept as they are; others get the
+ * step's name unless they already open with it. */
+static void step_outcome(sc_run_ctx *rc, const sc_step *s, lt_status st) {
+    if (rc->refused) { /* also when expect_error wrapped the step: an error, never a check */
+        error_result(rc, &s->pos, s->type->name, "%s", rc->refused_msg);
+        return;
+    }
+    if (s->type->is_check || rc->did_check || rc->failed_check) rc->res->checks++;
+    if (st == LT_OK) return;
+    if (st == LT_MISMATCH && rc->failed_check) {
+        rc->res->checks_failed++;
+        record(rc, &rc->pending);
+        rc->res->status = LT_SC_FAIL;
+        return;
+    }
+    const char *m = lt_errmsg(), *name = s->type->name;
+    int is_while = 0;
+    const char *lead = lt_error_lead(lt_errinfo(), &is_while);
+    if (is_while) error_result(rc, &s->pos, name, "%s", m);
+    else if (!strcmp(lead, name)) error_result(rc, &s->pos, name, "while running %s", m);
+    else
+        error_result(rc, &s->pos, name, "while running %s: %s", name, m[0] ? m : lt_status_str(st));
+}
+
+/* The case's steps, in order, until an error or a hang. */
+static void case_steps(sc_run_ctx *rc, sc_case *c) {
+    rc->hang_kind = -1;
+    rc->failed_rank = -1;
+    rc->in_steps = 1;
+    for (int i = 0; i < c->nsteps && c->res.status != LT_SC_ERROR && !rc->hung; i++) {
+        const sc_step *s = &c->steps[i];
+        if (c->single_device && s->type->is_check) { /* --single-device: its own checks left out */
+            const sc_step *in = lt__sc_expect_error_inner(s);
+            if (!in || in->type->is_check) continue;
+            s = in;   /* the step an expect_error wraps runs as it is */
+        }
+        size_t since = rc->comm ? lt_trace_count(lt_comm_trace(rc->comm)) : 0;
+        rc->step_index = i;
+        lt_status st = step_run(rc, s);
+        lt__sc_trace_step(rc, s, i, since);
+        step_outcome(rc, s, st);
+    }
+}
+
+/* The checks that end a case: --single-device's, the ranks still waiting
+ * or failed when the steps ended, and --compare-backend's difference. */
+static void case_end(sc_run_ctx *rc, sc_case *c, sc_cmp *cmp) {
+    int go_on = c->res.status != LT_SC_ERROR && !rc->hung;
+    if (go_on && c->single_device && c->nsteps) {
+        rc->failed_check = 0;
+        lt__err_clear();
+        c->res.checks++;
+        end_outcome(rc, lt__sc_diverge_final(rc, &c->steps[c->nsteps - 1]), "--single-device");
+    }
+    if (c->res.status != LT_SC_ERROR && !rc->hung && lt__sc_any_stopped(rc)) {
+        /* the report is at the step of the call it is about */
+        rc->failed_check = 0;
+        lt__err_clear();
+        lt_status st = lt__sc_program_end(rc, &c->steps[c->nsteps - 1]);
+        if (st == LT_MISMATCH && rc->failed_check) c->res.checks++;
+        end_outcome(rc, st, "steps");
+    }
+    if (!cmp || cmp->mode != SC_CMP_CHECK || !lt__sc_cmp_done(cmp)) return;
+    lt_sc_failure f;   /* a result differs from the other backend's */
+    memset(&f, 0, sizeof f);
+    int known = cmp->step >= 0 && cmp->step < c->nsteps;
+    const sc_pos *pos = known ? &c->steps[cmp->step].pos : &c->pos;
+    f.file = pos->file;
+    f.line = pos->line;
+    f.col = pos->col;
+    f.step = known ? c->steps[cmp->step].type->name : "compare-backend";
+    f.rank = -1;
+    f.message = adup(rc->arena, cmp->msg);
+    record(rc, &f);
+    c->res.checks++;
+    c->res.checks_failed++;
+    if (c->res.status == LT_SC_PASS) c->res.status = LT_SC_FAIL;
+}
+
+/* Frees what the case held (values, plan, communicator, the declared
+ * tensors' charge `held`) and puts its recorded plans into the report. */
+static void case_teardown(sc_run_ctx *rc, sc_case *c, sc_arena *arena, uint64_t held) {
+    lt__sc_spmd_free(rc);
+    lt__sc_numerics_end(rc);
+    if (lt__sc_trace_end(rc))
+        error_result(rc, &c->pos, "--trace", "out of memory while recording the trace");
+    lt__sc_diverge_end(rc);
+    for (int i = 0; i < rc->nvals; i++) value_clear(&rc->vals[i]);
+    lt__free(rc->vals);
+    lt__mem_release(held);   /* the declared tensors are gone */
+    lt_plan_free(rc->plan);
+    lt_comm_free(rc->comm);
+    if (!c->record_plans) return;
+    char *text =
+        rc->plans && !lt__json_failed() ? cJSON_PrintUnformatted((cJSON *)rc->plans) : NULL;
+    if (text) c->res.redistributes = adup(arena, text);
+    /* cJSON drops what it cannot allocate: the report would be incomplete */
+    if (!c->res.redistributes || lt__json_failed())
+        error_result(rc, &c->pos, "--json", "out of memory while recording the redistribute plans");
+    cJSON_free(text);
+    cJSON_Delete((cJSON *)rc->plans);
+}
+
 static void run_case(sc_case *c, sc_arena *arena, FILE *show, sc_cmp *cmp) {
     sc_run_ctx rc;
     memset(&rc, 0, sizeof rc);
@@ -380,157 +561,14 @@ static void run_case(sc_case *c, sc_arena *arena, FILE *show, sc_cmp *cmp) {
         rc.plans = cJSON_CreateArray();
     }
     double t0 = now_s();
-    lt_status st = lt__sc_case_build(c, arena);
-    if (st) {
-        lt__sc_case_drop(c); /* nothing half-parsed runs */
-        error_result(&rc, &c->pos, "setup", "%s", lt_errmsg()[0] ? lt_errmsg() : lt_status_str(st));
-    }
-    sc_loop_run loops;   /* loops whose count is known only now are spliced into c->steps (scenario_loop.c) */
+    case_setup(&rc, c, arena);
+    sc_loop_run
+        loops; /* loops whose count is known only now are spliced into c->steps (scenario_loop.c) */
     lt__sc_loops_begin(&loops, c);
-    if (!st) st = lt_comm_new_engine(c->mesh, c->engine, &rc.comm);
-    if (st) error_result(&rc, &c->pos, "setup", "%s", lt_errmsg());
-    if (!st && c->record_trace && lt__sc_trace_begin(&rc))
-        error_result(&rc, &c->pos, "--trace", "out of memory while recording the trace");
-    if (!st && lt__sc_numerics_begin(&rc, c, arena)) error_result(&rc, &c->pos, "numerics", "%s", lt_errmsg());
-    /* the declared tensors are charged against the memory bound together,
-     * before the first is built, and held to the case's end
-     * (kernels/memlimit_impl.h): tensors that do not fit are refused
-     * without building any, and every step's check counts them */
-    uint64_t held = 0;
-    if (c->res.status == LT_SC_PASS && c->ntensors) {
-        int n;
-        uint64_t need = tensors_bytes(c, rc.nranks >= 0, &n);
-        char what[64];
-        snprintf(what, sizeof what, "the tensors: section (%d tensor%s)", n, n == 1 ? "" : "s");
-        if (lt__mem_charge(need, 0, what, "declared tensors (tensors:)"))
-            error_result(&rc, &c->tensors[0].pos, "tensors", "%s", lt_errmsg());
-        else
-            held = need;
-    }
-    for (int i = 0; i < c->ntensors && c->res.status == LT_SC_PASS; i++) {
-        lt_tensor *t = NULL;
-        /* sample/none: an init: tensor is never built (distribute samples it) */
-        if (rc.nranks >= 0 && !c->tensors[i].has_values) st = LT_OK;
-        else st = build_tensor(&c->tensors[i], &t);
-        if (!st) st = lt__sc_put_full(&rc, c->tensors[i].name, t, NULL);
-        if (st)
-            error_result(&rc, &c->tensors[i].pos, "tensors", "while building tensor '%s': %s",
-                         c->tensors[i].name, lt_errmsg());
-    }
-    rc.hang_kind = -1;
-    rc.failed_rank = -1;
-    rc.in_steps = 1;
-    for (int i = 0; i < c->nsteps && c->res.status != LT_SC_ERROR && !rc.hung; i++) {
-        const sc_step *s = &c->steps[i];
-        if (c->single_device && s->type->is_check) {   /* --single-device: its own checks left out */
-            const sc_step *in = lt__sc_expect_error_inner(s);
-            if (!in || in->type->is_check) continue;
-            s = in;   /* the step an expect_error wraps runs as it is */
-        }
-        size_t since = rc.comm ? lt_trace_count(lt_comm_trace(rc.comm)) : 0;
-        rc.step_index = i;
-        /* a step every rank runs together: ranks waiting in a collective
-         * never reach it, so the per-rank program ends here */
-        if (lt__sc_any_stopped(&rc) && !lt__sc_step_is_per_rank(s->type) && strcmp(s->type->name, "expect_error")) {
-            rc.failed_check = 0;
-            lt__err_clear();
-            st = lt__sc_program_end_at(&rc, s, s);
-        } else {
-            st = lt__sc_run_step(&rc, s);
-            /* a rank's error while others wait in a collective: report where
-             * everyone is (kind rank_failed) */
-            if (st && !(st == LT_MISMATCH && rc.failed_check)) st = lt__sc_rank_failed(&rc, s, st);
-            st = lt__sc_step_agree(&rc, st, 0);   /* --shards owned: the case stops everywhere together */
-        }
-        lt__sc_trace_step(&rc, s, i, since);
-        if (rc.refused) { /* also when expect_error wrapped the step: an error, never a check */
-            error_result(&rc, &s->pos, s->type->name, "%s", rc.refused_msg);
-            continue;
-        }
-        int counted = s->type->is_check || rc.did_check || rc.failed_check;
-        if (counted) c->res.checks++;
-        if (st == LT_OK) continue;
-        if (st == LT_MISMATCH && rc.failed_check) {
-            c->res.checks_failed++;
-            record(&rc, &rc.pending);
-            c->res.status = LT_SC_FAIL;
-            continue;
-        }
-        /* library messages that carry their own context ("while planning ...")
-         * are kept as they are; others get the step's name unless they
-         * already open with it */
-        const char *m = lt_errmsg();
-        int is_while = 0;
-        const char *lead = lt_error_lead(lt_errinfo(), &is_while);
-        if (is_while) error_result(&rc, &s->pos, s->type->name, "%s", m);
-        else if (!strcmp(lead, s->type->name))
-            error_result(&rc, &s->pos, s->type->name, "while running %s", m);
-        else
-            error_result(&rc, &s->pos, s->type->name, "while running %s: %s", s->type->name,
-                         m[0] ? m : lt_status_str(st));
-    }
-    if (c->single_device && c->res.status != LT_SC_ERROR && !rc.hung && c->nsteps) {
-        /* --single-device: the check that ends the case */
-        rc.failed_check = 0;
-        lt__err_clear();
-        c->res.checks++;
-        st = lt__sc_diverge_final(&rc, &c->steps[c->nsteps - 1]);
-        if (st == LT_MISMATCH && rc.failed_check) {
-            c->res.checks_failed++;
-            record(&rc, &rc.pending);
-            c->res.status = LT_SC_FAIL;
-        } else if (st) {
-            error_result(&rc, &c->pos, "--single-device", "%s", lt_errmsg());
-        }
-    }
-    if (c->res.status != LT_SC_ERROR && !rc.hung && lt__sc_any_stopped(&rc)) {
-        /* the steps ended with ranks still waiting or failed: the report
-         * (at the step of the call it is about) */
-        rc.failed_check = 0;
-        lt__err_clear();
-        st = lt__sc_program_end(&rc, &c->steps[c->nsteps - 1]);
-        if (st == LT_MISMATCH && rc.failed_check) {
-            c->res.checks++;
-            c->res.checks_failed++;
-            record(&rc, &rc.pending);
-            c->res.status = LT_SC_FAIL;
-        } else if (st) {
-            error_result(&rc, &c->pos, "steps", "%s", lt_errmsg());
-        }
-    }
-    if (cmp && cmp->mode == SC_CMP_CHECK && lt__sc_cmp_done(cmp)) { /* a result differs */
-        lt_sc_failure f;
-        memset(&f, 0, sizeof f);
-        const sc_pos *pos = cmp->step >= 0 && cmp->step < c->nsteps ? &c->steps[cmp->step].pos : &c->pos;
-        f.file = pos->file;
-        f.line = pos->line;
-        f.col = pos->col;
-        f.step = cmp->step >= 0 && cmp->step < c->nsteps ? c->steps[cmp->step].type->name : "compare-backend";
-        f.rank = -1;
-        f.message = adup(rc.arena, cmp->msg);
-        record(&rc, &f);
-        c->res.checks++;
-        c->res.checks_failed++;
-        if (c->res.status == LT_SC_PASS) c->res.status = LT_SC_FAIL;
-    }
-    lt__sc_spmd_free(&rc);
-    lt__sc_numerics_end(&rc);
-    if (lt__sc_trace_end(&rc)) error_result(&rc, &c->pos, "--trace", "out of memory while recording the trace");
-    lt__sc_diverge_end(&rc);
-    for (int i = 0; i < rc.nvals; i++) value_clear(&rc.vals[i]);
-    lt__free(rc.vals);
-    lt__mem_release(held);   /* the declared tensors are gone */
-    lt_plan_free(rc.plan);
-    lt_comm_free(rc.comm);
-    if (c->record_plans) {
-        char *text = rc.plans && !lt__json_failed() ? cJSON_PrintUnformatted((cJSON *)rc.plans) : NULL;
-        if (text) c->res.redistributes = adup(arena, text);
-        /* cJSON drops what it cannot allocate: the report would be incomplete */
-        if (!c->res.redistributes || lt__json_failed())
-            error_result(&rc, &c->pos, "--json", "out of memory while recording the redistribute plans");
-        cJSON_free(text);
-        cJSON_Delete((cJSON *)rc.plans);
-    }
+    uint64_t held = case_tensors(&rc, c);
+    case_steps(&rc, c);
+    case_end(&rc, c, cmp);
+    case_teardown(&rc, c, arena, held);
     lt__sc_loops_end(&loops);   /* c's own steps again, for its next run */
     c->res.seconds = now_s() - t0;
 }
