@@ -399,42 +399,74 @@ static lt_status make_call(const sc_run_ctx *rc, const sc_step *st, lt_coll kind
     return lt_match_validate(mesh, r, c);
 }
 
-lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, const char *tensor, int md, int op,
-                             int dim, int concat_dim, int root, const lt_split_rule *rule, const char *as) {
+/* One matched collective step in progress (lt__sc_run_matched): its
+ * arguments and the per-rank arrays its phases share (all owned here). */
+typedef struct mstep {
+    sc_run_ctx *rc;
+    const sc_step *st;
+    lt_coll kind;
+    const char *tensor, *as;           /* may be NULL */
+    int md, op, dim, concat_dim, root;
+    const lt_split_rule *rule;
+    int W, ng, n;                      /* world; groups along md; their size */
+    int *ready;                        /* (ng) 1: the group's calls all arrived */
+    int *members;                      /* (n) scratch: a group's ranks */
+    unsigned char
+        *posted; /* (W) 1: posted its call in this step; 2: got an earlier call's result */
+    lt_tensor **in, **out;             /* (W) what each rank sends; what it gets (owned) */
+    int nready;
+} mstep;
+
+static lt_status mstep_call(const mstep *m, int r, lt_match_call *c) {
+    return make_call(m->rc, m->st, m->kind, m->tensor, m->md, m->op, m->dim, m->concat_dim, m->root,
+                     m->rule, m->in[r], r, c);
+}
+
+/* A mesh dim out of range: the scenario's mistake when every rank runs the
+ * step; while others wait, each rank that runs it fails (docs/SEMANTICS.md
+ * §12). */
+static lt_status bad_mesh_dim(sc_run_ctx *rc, const sc_step *st, lt_coll kind, int md) {
     const lt_mesh *mesh = rc->c->mesh;
-    int W = mesh->world;
-    LT_TRY(ensure_matcher(rc));
-    if (md < 0 || md >= mesh->ndim) {
-        if (!lt__sc_any_stopped(rc))   /* every rank alike, nobody stopped: the scenario's mistake */
-            return lt__err_in(LT_INVALID, "collective", " %s: mesh dim %d is out of range for the %d-d mesh",
-                              lt_coll_name(kind), md, mesh->ndim);
-        for (int r = 0; r < W; r++) { /* while others wait: each rank that runs it fails (docs/SEMANTICS.md §12) */
-            if (!lt__sc_rank_runs(rc, st, r)) continue;
-            lt_match_call c = lt_match_call_init(kind, md, st->pos.file, st->pos.line);
-            lt_status bad = lt_match_validate(mesh, r, &c);
-            LT_TRY(end_rank(rc, r, bad ? bad : LT_INVALID));
-        }
-        return any_running(rc) ? LT_OK : lt__sc_program_end(rc, st);
-    }
-    sc_value *v = tensor ? lt__sc_value(rc, tensor) : NULL;
-    int ng = lt_mesh_ngroups(mesh, md), n = mesh->shape[md];
-    int *ready = lt__calloc((size_t)ng, sizeof(int)), *members = lt__calloc((size_t)n, sizeof(int));
-    unsigned char *posted = lt__calloc((size_t)W, 1);   /* (W) 1: posted its call in this step */
-    lt_tensor **in = lt__calloc((size_t)W, sizeof *in), **out = lt__calloc((size_t)W, sizeof *out);
-    lt_local *res = NULL;
-    lt_status s = LT_OK;
-    if (!ready || !members || !posted || !in || !out) s = lt__err(LT_NOMEM, "out of memory");
-    for (int r = 0; r < W && !s && v; r++)
-        in[r] = v->kind == SC_FULL ? v->full : v->kind == SC_DTENSOR ? v->dt->local->shards[r] : v->local->shards[r];
-    /* each rank's call on its own first: one that is wrong on its own
-     * fails on that rank without being issued (docs/SEMANTICS.md §12), unless every rank
-     * running the step fails alike with nobody else stopped (the scenario's
-     * own mistake: the case's error) */
-    int nbad = 0, ngood = 0, firstbad = -1;
-    for (int r = 0; r < W && !s; r++) {
+    if (!lt__sc_any_stopped(rc))
+        return lt__err_in(LT_INVALID, "collective",
+                          " %s: mesh dim %d is out of range for the %d-d mesh", lt_coll_name(kind),
+                          md, mesh->ndim);
+    for (int r = 0; r < mesh->world; r++) {
         if (!lt__sc_rank_runs(rc, st, r)) continue;
+        lt_match_call c = lt_match_call_init(kind, md, st->pos.file, st->pos.line);
+        lt_status bad = lt_match_validate(mesh, r, &c);
+        LT_TRY(end_rank(rc, r, bad ? bad : LT_INVALID));
+    }
+    return any_running(rc) ? LT_OK : lt__sc_program_end(rc, st);
+}
+
+/* The arrays, and each rank's input (the value named tensor, if any). */
+static lt_status mstep_alloc(mstep *m) {
+    sc_value *v = m->tensor ? lt__sc_value(m->rc, m->tensor) : NULL;
+    m->ready = lt__calloc((size_t)m->ng, sizeof(int));
+    m->members = lt__calloc((size_t)m->n, sizeof(int));
+    m->posted = lt__calloc((size_t)m->W, 1);
+    m->in = lt__calloc((size_t)m->W, sizeof *m->in);
+    m->out = lt__calloc((size_t)m->W, sizeof *m->out);
+    if (!m->ready || !m->members || !m->posted || !m->in || !m->out)
+        return lt__err(LT_NOMEM, "out of memory");
+    for (int r = 0; r < m->W && v; r++)
+        m->in[r] = v->kind == SC_FULL      ? v->full
+                   : v->kind == SC_DTENSOR ? v->dt->local->shards[r]
+                                           : v->local->shards[r];
+    return LT_OK;
+}
+
+/* Each rank's call on its own first: one that is wrong on its own fails
+ * on that rank without being issued (docs/SEMANTICS.md §12), unless every
+ * rank running the step fails alike with nobody else stopped (the
+ * scenario's own mistake: the case's error, returned). */
+static lt_status mstep_all_bad(const mstep *m) {
+    int nbad = 0, ngood = 0, firstbad = -1;
+    for (int r = 0; r < m->W; r++) {
+        if (!lt__sc_rank_runs(m->rc, m->st, r)) continue;
         lt_match_call c;
-        if (make_call(rc, st, kind, tensor, md, op, dim, concat_dim, root, rule, in[r], r, &c)) {
+        if (mstep_call(m, r, &c)) {
             if (firstbad < 0) firstbad = r;
             nbad++;
         } else {
@@ -442,118 +474,188 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
         }
         lt__err_clear();
     }
-    if (nbad && !ngood && !lt__sc_any_stopped(rc)) {
+    if (!nbad || ngood || lt__sc_any_stopped(m->rc)) return LT_OK;
+    lt_match_call c;
+    return mstep_call(m, firstbad, &c);
+}
+
+/* Posts every running rank's call to the matcher (a rank whose call is
+ * wrong ends there); marks the groups whose calls all arrived. */
+static lt_status mstep_post(mstep *m) {
+    sc_run_ctx *rc = m->rc;
+    for (int r = 0; r < m->W; r++) {
+        if (!lt__sc_rank_runs(rc, m->st, r)) continue;
         lt_match_call c;
-        s = make_call(rc, st, kind, tensor, md, op, dim, concat_dim, root, rule, in[firstbad], firstbad, &c);
-    }
-    int nready = 0;
-    for (int r = 0; r < W && !s; r++) {
-        if (!lt__sc_rank_runs(rc, st, r)) continue;
-        lt_match_call c;
-        lt_status bad = make_call(rc, st, kind, tensor, md, op, dim, concat_dim, root, rule, in[r], r, &c);
+        lt_status bad = mstep_call(m, r, &c);
         if (bad) {
-            s = end_rank(rc, r, bad);
+            LT_TRY(end_rank(rc, r, bad));
             continue;
         }
         int rdy = 0, g = -1;
-        s = lt_match_post(rc->mt, r, &c, &rdy, &g);
-        if (s) break;
+        LT_TRY(lt_match_post(rc->mt, r, &c, &rdy, &g));
         rc->blocked[r] = 1;
         rc->blocked_step[r] = rc->step_index;
-        posted[r] = 1;
+        m->posted[r] = 1;
         if (rdy) {
-            ready[g] = 1;
-            nready++;
+            m->ready[g] = 1;
+            m->nready++;
         }
     }
-    /* run the completed groups */
-    int d_first = INT32_MIN, uniform = 1;   /* a negative dim counts from each group's own rank */
-    for (int g = 0; g < ng && !s; g++) {
-        if (!ready[g]) continue;
-        lt_mesh_group(mesh, md, g, members);
-        for (int q = 0; q < n; q++) {
-            int m = members[q];
-            if (posted[m]) continue;
-            /* a call made in an earlier step: the member waited since, sends
-             * what it held then, and runs the steps it skipped afterwards */
-            in[m] = rc->held[m];
-            rc->resume[m] = rc->blocked_step[m];
+    return LT_OK;
+}
+
+/* The inputs of the completed groups' members that called in an earlier
+ * step (they waited since, send what they held then, and run the steps
+ * they skipped afterwards); *uniform: every completed group splits along
+ * the same dim (a negative dim counts from each group's own rank), *d its
+ * dim. */
+static void mstep_gather_inputs(mstep *m, int *d, int *uniform) {
+    const lt_mesh *mesh = m->rc->c->mesh;
+    *d = INT32_MIN;
+    *uniform = 1;
+    for (int g = 0; g < m->ng; g++) {
+        if (!m->ready[g]) continue;
+        lt_mesh_group(mesh, m->md, g, m->members);
+        for (int q = 0; q < m->n; q++) {
+            int r = m->members[q];
+            if (m->posted[r]) continue;
+            m->in[r] = m->rc->held[r];
+            m->rc->resume[r] = m->rc->blocked_step[r];
         }
-        int dn = group_dim(kind, dim, in, members, n);
-        if (d_first == INT32_MIN) d_first = dn;
-        else if (dn != d_first) uniform = 0;
+        int dn = group_dim(m->kind, m->dim, m->in, m->members, m->n);
+        if (*d == INT32_MIN) *d = dn;
+        else if (dn != *d) *uniform = 0;
     }
+}
+
+/* Runs the completed groups: all at once on the case's communicator when
+ * every group completed alike, else group by group on a one-dim
+ * communicator shaped like a group. */
+static lt_status mstep_run_groups(mstep *m) {
+    int d, uniform;
+    mstep_gather_inputs(m, &d, &uniform);
+    if (m->nready == m->ng && uniform)
+        return run_coll(m->rc->comm, m->md, m->kind, m->in, m->op, d, m->concat_dim, m->root,
+                        m->rule, m->out);
     lt_comm *gcomm = NULL;
-    lt_tensor **gin = NULL, **gout = NULL;
-    if (!s && nready && !(nready == ng && uniform)) {
-        lt_mesh m1;
-        gin = lt__calloc((size_t)n, sizeof *gin);
-        gout = lt__calloc((size_t)n, sizeof *gout);
-        if (!gin || !gout) s = lt__err(LT_NOMEM, "out of memory");
-        if (!s) s = lt_mesh_init(&m1, 1, &n, NULL);
-        if (!s) s = lt_comm_new(&m1, &gcomm);
+    lt_tensor **gin = lt__calloc((size_t)m->n, sizeof *gin),
+              **gout = lt__calloc((size_t)m->n, sizeof *gout);
+    lt_mesh m1;
+    lt_status s =
+        !gin || !gout ? lt__err(LT_NOMEM, "out of memory") : lt_mesh_init(&m1, 1, &m->n, NULL);
+    if (!s) s = lt_comm_new(&m1, &gcomm);
+    for (int g = 0; g < m->ng && !s; g++) {
+        if (!m->ready[g]) continue;
+        lt_mesh_group(m->rc->c->mesh, m->md, g, m->members);
+        for (int q = 0; q < m->n; q++) gin[q] = m->in[m->members[q]], gout[q] = NULL;
+        int dg = group_dim(m->kind, m->dim, m->in, m->members, m->n);
+        s = run_coll(gcomm, 0, m->kind, gin, m->op, dg, m->concat_dim, m->root, m->rule, gout);
+        for (int q = 0; q < m->n; q++) m->out[m->members[q]] = gout[q];
     }
-    if (!s && nready == ng && uniform) {
-        s = run_coll(rc->comm, md, kind, in, op, d_first, concat_dim, root, rule, out);
-    } else {
-        for (int g = 0; g < ng && !s; g++) {
-            if (!ready[g]) continue;
-            lt_mesh_group(mesh, md, g, members);
-            for (int q = 0; q < n; q++) gin[q] = in[members[q]], gout[q] = NULL;
-            s = run_coll(gcomm, 0, kind, gin, op, group_dim(kind, dim, in, members, n), concat_dim, root, rule, gout);
-            for (int q = 0; q < n; q++) out[members[q]] = gout[q];
-        }
-    }
-    if (s) s = lt__err_ctx_in(s, "collective", " %s along mesh dim %d%s%s%s", lt_coll_name(kind), md, tensor ? " of '" : "",
-                              tensor ? tensor : "", tensor ? "'" : "");
-    for (int g = 0; g < ng && !s; g++) {
-        if (!ready[g]) continue;
-        lt_mesh_group(mesh, md, g, members);
-        LT_ASSERT(lt_match_done(rc->mt, md, g) == LT_OK);
-        for (int q = 0; q < n && !s; q++) {
-            int m = members[q];
-            rc->blocked[m] = 0;
-            if (!posted[m] && as && out[m] && !(rc->held_as[m] && !strcmp(rc->held_as[m], as)))
-                s = put_held_result(rc, kind, m, &out[m]);
-        }
-    }
-    for (int r = 0; r < W && !s; r++) /* ranks that wait from this step keep what they sent */
-        if (rc->blocked[r] && posted[r]) {
-            rc->held_as[r] = as;
-            if (in[r] && !rc->held[r]) s = lt_clone(in[r], &rc->held[r]);
-        }
-    if (!s && as) {
-        s = lt_local_new(mesh, &res);
-        for (int r = 0; r < W && !s; r++) {
-            if (out[r]) {
-                res->shards[r] = out[r];
-                out[r] = NULL;
-                if (!posted[r]) posted[r] = 2;   /* the result of r's call in an earlier step */
-            } else {
-                s = lt__sc_skipped_shard(rc, as, r, in[r], &res->shards[r]);
-            }
-        }
-    }
-    for (int r = 0; out && r < W; r++) lt_tensor_free(out[r]);
-    for (int r = 0; r < W; r++) /* what completed members sent in earlier steps (in[] may point to it until here) */
-        if (!rc->blocked[r]) drop_held(rc, r);
     lt_comm_free(gcomm);
     lt__free(gin);
     lt__free(gout);
-    lt__free(ready);
-    lt__free(members);
-    lt__free(in);
-    lt__free(out);
-    if (!s && res) {
-        char origin[256];
-        snprintf(origin, sizeof origin, "collective %s at %s:%d:%d", lt_coll_name(kind), st->pos.file, st->pos.line,
-                 st->pos.col);
-        s = lt__sc_put_local(rc, as, res, origin);
-        res = NULL;
-        for (int r = 0; r < W && !s; r++)   /* a waiting rank's result comes from its own step's call */
-            if (posted[r] == 2) set_own_origin(rc, lt__sc_value(rc, as), kind, r);
+    return s;
+}
+
+/* After the groups ran: their members no longer wait (one that called in
+ * an earlier step gets its result under that call's name); ranks that
+ * wait from this step keep what they sent. */
+static lt_status mstep_settle(mstep *m) {
+    sc_run_ctx *rc = m->rc;
+    for (int g = 0; g < m->ng; g++) {
+        if (!m->ready[g]) continue;
+        lt_mesh_group(rc->c->mesh, m->md, g, m->members);
+        LT_ASSERT(lt_match_done(rc->mt, m->md, g) == LT_OK);
+        for (int q = 0; q < m->n; q++) {
+            int r = m->members[q];
+            rc->blocked[r] = 0;
+            if (!m->posted[r] && m->as && m->out[r] &&
+                !(rc->held_as[r] && !strcmp(rc->held_as[r], m->as)))
+                LT_TRY(put_held_result(rc, m->kind, r, &m->out[r]));
+        }
     }
-    lt__free(posted);
+    for (int r = 0; r < m->W; r++)
+        if (rc->blocked[r] && m->posted[r]) {
+            rc->held_as[r] = m->as;
+            if (m->in[r] && !rc->held[r]) LT_TRY(lt_clone(m->in[r], &rc->held[r]));
+        }
+    return LT_OK;
+}
+
+/* The step's value `as`: each rank's result, or for a rank that did not
+ * get one what a skipping rank holds (lt__sc_skipped_shard). *res: new. */
+static lt_status mstep_result(mstep *m, lt_local **res) {
+    LT_TRY(lt_local_new(m->rc->c->mesh, res));
+    for (int r = 0; r < m->W; r++) {
+        if (m->out[r]) {
+            (*res)->shards[r] = m->out[r];
+            m->out[r] = NULL;
+            if (!m->posted[r]) m->posted[r] = 2;   /* the result of r's call in an earlier step */
+        } else {
+            LT_TRY(lt__sc_skipped_shard(m->rc, m->as, r, m->in[r], &(*res)->shards[r]));
+        }
+    }
+    return LT_OK;
+}
+
+/* Frees the arrays (posted aside: the caller still reads it) and what
+ * completed members sent in earlier steps (in[] may point to it until
+ * here). */
+static void mstep_free(mstep *m) {
+    for (int r = 0; m->out && r < m->W; r++) lt_tensor_free(m->out[r]);
+    for (int r = 0; r < m->W; r++)
+        if (!m->rc->blocked[r]) drop_held(m->rc, r);
+    lt__free(m->ready);
+    lt__free(m->members);
+    lt__free(m->in);
+    lt__free(m->out);
+}
+
+/* Stores res as the step's value and names where each rank's part came
+ * from (a waiting rank's result comes from its own step's call). */
+static lt_status mstep_store(mstep *m, lt_local *res) {
+    char origin[256];
+    const sc_pos *p = &m->st->pos;
+    snprintf(origin, sizeof origin, "collective %s at %s:%d:%d", lt_coll_name(m->kind), p->file,
+             p->line, p->col);
+    LT_TRY(lt__sc_put_local(m->rc, m->as, res, origin));
+    for (int r = 0; r < m->W; r++)
+        if (m->posted[r] == 2) set_own_origin(m->rc, lt__sc_value(m->rc, m->as), m->kind, r);
+    return LT_OK;
+}
+
+/* The calls of one step, posted, matched and the completed groups run. */
+static lt_status mstep_exec(mstep *m, lt_local **res) {
+    lt_status s = mstep_alloc(m);
+    if (!s) s = mstep_all_bad(m);
+    if (!s) s = mstep_post(m);
+    if (!s && m->nready) s = mstep_run_groups(m);
+    if (s)
+        s = lt__err_ctx_in(s, "collective", " %s along mesh dim %d%s%s%s", lt_coll_name(m->kind),
+                           m->md, m->tensor ? " of '" : "", m->tensor ? m->tensor : "",
+                           m->tensor ? "'" : "");
+    if (!s) s = mstep_settle(m);
+    if (!s && m->as) s = mstep_result(m, res);
+    return s;
+}
+
+lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, const char *tensor,
+                             int md, int op, int dim, int concat_dim, int root,
+                             const lt_split_rule *rule, const char *as) {
+    const lt_mesh *mesh = rc->c->mesh;
+    LT_TRY(ensure_matcher(rc));
+    if (md < 0 || md >= mesh->ndim) return bad_mesh_dim(rc, st, kind, md);
+    mstep m = {rc, st, kind, tensor, as, md, op, dim, concat_dim, root, rule, mesh->world,
+               lt_mesh_ngroups(mesh, md), mesh->shape[md], NULL, NULL, NULL, NULL, NULL, 0};
+    lt_local *res = NULL;
+    lt_status s = mstep_exec(&m, &res);
+    mstep_free(&m);
+    if (!s && res) {
+        s = mstep_store(&m, res);
+        res = NULL;
+    }
+    lt__free(m.posted);
     lt_local_free(res);
     if (s) {
         /* the calls posted in this step cannot be completed: drop the per-rank
@@ -563,7 +665,9 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
     }
     if (rc->replaying) return LT_OK;   /* the outermost step decides, once every rank caught up */
     s = catch_up(rc);
-    if (s) return s;   /* a rank failed in a step it caught up with: the caller reports it (rank_failed when others wait) */
+    if (s)
+        return s; /* a rank failed in a step it caught up with: the caller reports it (rank_failed
+                     when others wait) */
     /* the outcome is fixed only when no rank runs any more: a rank still
      * running may yet fail, or stop in a group that comes first (docs/SEMANTICS.md §12) */
     if (!any_running(rc)) return lt__sc_program_end(rc, st);
