@@ -355,115 +355,149 @@ lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
 
 /* ---- from_local --------------------------------------------------------- */
 
+/* Every rank has a shard, all of one rank count and dtype. */
+static lt_status fl_check_shards(const lt_mesh *mesh, lt_tensor *const *shards) {
+    for (int r = 0; r < mesh->world; r++) {
+        if (!shards[r]) return lt__err_in(LT_INVALID, "from_local", ": rank %d has no shard", r);
+        if (shards[r]->ndim != shards[0]->ndim)
+            return lt__err_in(LT_SHAPE, "from_local",
+                              ": rank %d's shard has %d dims but rank 0's has %d", r,
+                              shards[r]->ndim, shards[0]->ndim);
+        if (shards[r]->dtype != shards[0]->dtype)
+            return lt__err_in(LT_DTYPE, "from_local", ": rank %d holds %s but rank 0 holds %s", r,
+                              lt_dtype_name(shards[r]->dtype), lt_dtype_name(shards[0]->dtype));
+    }
+    return LT_OK;
+}
+
+/* Mesh dim i shards tensor dim d by Shard (sz: (W, LT_MAX_DIMS) the sizes
+ * so far; grp: (shape[i]) scratch). Pieces that do not follow the split
+ * rule in every group are described by explicit sizes when every group
+ * splits alike (norm[i] becomes that rule), else refused. */
+static lt_status fl_rule(const lt_mesh *mesh, lt_placement *norm, int i, const int64_t *sz,
+                         int *grp) {
+    int d = norm[i].dim, k = mesh->shape[i], ng = lt_mesh_ngroups(mesh, i);
+    if (k > LT_SPLIT_MAX_EXPLICIT)
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                            "not supported yet: from_local over a mesh dim of more than %d ranks",
+                            LT_SPLIT_MAX_EXPLICIT);
+    int all_match = 1, same = 1;
+    int64_t first[LT_SPLIT_MAX_EXPLICIT];
+    for (int g = 0; g < ng; g++) {
+        lt_mesh_group(mesh, i, g, grp);
+        int64_t total = 0, want[LT_SPLIT_MAX_EXPLICIT];
+        for (int j = 0; j < k; j++)
+            if (lt__add_i64(total, sz[grp[j] * LT_MAX_DIMS + d], &total)) all_match = 0;
+        int match = lt_split_sizes(&norm[i].rule, total, k, want) == LT_OK;
+        for (int j = 0; j < k && match; j++) match = want[j] == sz[grp[j] * LT_MAX_DIMS + d];
+        all_match &= match;
+        for (int j = 0; j < k; j++) {
+            int64_t v = sz[grp[j] * LT_MAX_DIMS + d];
+            if (g == 0) first[j] = v;
+            else if (first[j] != v) same = 0;
+        }
+    }
+    if (all_match) return LT_OK;
+    char txt[64];
+    lt_placement_format(&norm[i], txt, sizeof txt);
+    lt_split_kind rk = norm[i].rule.kind;
+    if (rk != LT_SPLIT_CHUNK && rk != LT_SPLIT_EXPLICIT)
+        return lt__err_in(LT_SHAPE, "from_local",
+                          ": mesh dim %d (%s): the shard sizes along dim %d do not follow the rule",
+                          i, txt, d);
+    if (!same)
+        return lt__err_in(
+            LT_SHAPE, "from_local",
+            ": mesh dim %d (%s) splits dim %d unevenly and differently in different groups: "
+            "no single placement describes it",
+            i, txt, d);
+    return lt_split_explicit(first, k, &norm[i].rule);
+}
+
+/* The global shape from the shards' sizes (sz, (W, LT_MAX_DIMS), summed
+ * here along each sharding mesh dim, innermost first; grp: scratch): every
+ * rank must imply the same one. */
+static lt_status fl_global_shape(const lt_mesh *mesh, lt_placement *norm, int ndim, int64_t *sz,
+                                 int *grp, int64_t *gshape) {
+    for (int i = mesh->ndim - 1; i >= 0; i--) {
+        if (!lt_placement_is_shard_like(&norm[i])) continue;
+        int d = norm[i].dim, k = mesh->shape[i];
+        if (norm[i].kind == LT_PL_SHARD && k > 1) LT_TRY(fl_rule(mesh, norm, i, sz, grp));
+        for (int g = 0; g < lt_mesh_ngroups(mesh, i); g++) {
+            lt_mesh_group(mesh, i, g, grp);
+            int64_t total = 0;
+            for (int j = 0; j < k; j++)
+                if (lt__add_i64(total, sz[grp[j] * LT_MAX_DIMS + d], &total))
+                    return lt__err_in(LT_OVERFLOW, "from_local",
+                                      ": the shard sizes along dim %d overflow 64 bits", d);
+            for (int j = 0; j < k; j++) sz[grp[j] * LT_MAX_DIMS + d] = total;
+        }
+    }
+    for (int d = 0; d < ndim; d++) {
+        gshape[d] = sz[d];
+        for (int r = 1; r < mesh->world; r++)
+            if (sz[r * LT_MAX_DIMS + d] != gshape[d])
+                return lt__err_in(LT_SHAPE, "from_local",
+                                  ": dim %d implies global size %lld on rank 0 but %lld on rank %d "
+                                  "(non-sharded dims must agree across ranks)",
+                                  d, (long long)gshape[d], (long long)sz[r * LT_MAX_DIMS + d], r);
+    }
+    return LT_OK;
+}
+
+/* run_check: the shards along every Replicate mesh dim are equal. */
+static lt_status fl_check_replicas(const lt_mesh *mesh, const lt_placement *norm,
+                                   const lt_local *local, int *grp) {
+    for (int i = 0; i < mesh->ndim; i++) {
+        if (norm[i].kind != LT_PL_REPLICATE) continue;
+        for (int g = 0; g < lt_mesh_ngroups(mesh, i); g++) {
+            lt_mesh_group(mesh, i, g, grp);
+            lt_status st = lt_local_check_equal(local, grp, mesh->shape[i]);
+            if (st)
+                return lt__err_ctx_in(st, "from_local", " run_check: replicas along mesh dim %d",
+                                      i);
+        }
+    }
+    return LT_OK;
+}
+
+/* The DTensor of the shards (their global shape gshape), checked with
+ * run_check; strided and nested layouts: the wrap re-derives every local
+ * shape. */
+static lt_status fl_wrap(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *norm,
+                         int np, const int64_t *gshape, int run_check, int *grp, lt_dtensor **out) {
+    int ndim = shards[0]->ndim;
+    int64_t numel;
+    LT_TRY(lt__numel_checked(ndim, gshape, lt_dtype_size(shards[0]->dtype), &numel));
+    lt_local *local = NULL;
+    lt_spec spec;
+    lt_status st = lt_local_from_shards(mesh, shards, &local);
+    if (!st && run_check) st = fl_check_replicas(mesh, norm, local, grp);
+    if (!st) st = lt_spec_make(mesh, shards[0]->dtype, ndim, gshape, norm, np, &spec);
+    if (!st) st = lt__dtensor_wrap(local, &spec, out);
+    else lt_local_free(local);
+    if (!st) (*out)->from_local = 1;
+    if (st && *out == NULL && st != LT_MISMATCH) st = lt__err_ctx_in(st, "from_local", "%s", "");
+    return st;
+}
+
 lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *pl,
                         int np, int run_check, lt_dtensor **out) {
     *out = NULL;
     int W = mesh->world;
-    for (int r = 0; r < W; r++) {
-        if (!shards[r]) return lt__err_in(LT_INVALID, "from_local", ": rank %d has no shard", r);
-        if (shards[r]->ndim != shards[0]->ndim)
-            return lt__err_in(LT_SHAPE, "from_local", ": rank %d's shard has %d dims but rank 0's has %d", r,
-                           shards[r]->ndim, shards[0]->ndim);
-        if (shards[r]->dtype != shards[0]->dtype)
-            return lt__err_in(LT_DTYPE, "from_local", ": rank %d holds %s but rank 0 holds %s", r,
-                           lt_dtype_name(shards[r]->dtype), lt_dtype_name(shards[0]->dtype));
-    }
+    LT_TRY(fl_check_shards(mesh, shards));
     int ndim = shards[0]->ndim;
     lt_placement norm[LT_MESH_MAX_DIMS];
     LT_TRY(lt_placements_check(mesh, ndim, pl, np, norm));
     int64_t *sz = lt__malloc(sizeof(int64_t) * (size_t)W * LT_MAX_DIMS);   /* (W, LT_MAX_DIMS) */
     int *grp = lt__malloc(sizeof(int) * (size_t)W);
-    if (!sz || !grp) {
-        lt__free(sz);
-        lt__free(grp);
-        return lt__err(LT_NOMEM, "out of memory");
-    }
-    lt_status st = LT_OK;
-    for (int r = 0; r < W; r++)
+    lt_status st = !sz || !grp ? lt__err(LT_NOMEM, "out of memory") : LT_OK;
+    for (int r = 0; r < W && !st; r++)
         for (int d = 0; d < ndim; d++) sz[r * LT_MAX_DIMS + d] = shards[r]->shape[d];
-    /* innermost sharding first: sum sizes along each group of a sharding mesh dim */
-    for (int i = mesh->ndim - 1; i >= 0 && !st; i--) {
-        if (!lt_placement_is_shard_like(&norm[i])) continue;
-        int d = norm[i].dim, k = mesh->shape[i], ng = lt_mesh_ngroups(mesh, i);
-        if (norm[i].kind == LT_PL_SHARD && k > 1) {
-            /* do the pieces follow the rule in every group? */
-            int all_match = 1, same = 1;
-            int64_t first[LT_SPLIT_MAX_EXPLICIT];
-            for (int g = 0; g < ng && k <= LT_SPLIT_MAX_EXPLICIT; g++) {
-                lt_mesh_group(mesh, i, g, grp);
-                int64_t total = 0, want[LT_SPLIT_MAX_EXPLICIT];
-                for (int j = 0; j < k; j++)
-                    if (lt__add_i64(total, sz[grp[j] * LT_MAX_DIMS + d], &total)) all_match = 0;
-                int match = lt_split_sizes(&norm[i].rule, total, k, want) == LT_OK;
-                for (int j = 0; j < k && match; j++) match = want[j] == sz[grp[j] * LT_MAX_DIMS + d];
-                all_match &= match;
-                for (int j = 0; j < k; j++) {
-                    int64_t v = sz[grp[j] * LT_MAX_DIMS + d];
-                    if (g == 0) first[j] = v;
-                    else if (first[j] != v) same = 0;
-                }
-            }
-            char txt[64];
-            lt_placement_format(&norm[i], txt, sizeof txt);
-            if (k > LT_SPLIT_MAX_EXPLICIT) {
-                st = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: from_local over a mesh dim of more than %d ranks", LT_SPLIT_MAX_EXPLICIT);
-            } else if (!all_match) {
-                lt_split_kind rk = norm[i].rule.kind;
-                if (rk != LT_SPLIT_CHUNK && rk != LT_SPLIT_EXPLICIT)
-                    st = lt__err_in(LT_SHAPE, "from_local", ": mesh dim %d (%s): the shard sizes along dim %d do not follow the rule", i, txt, d);
-                else if (!same)
-                    st = lt__err_in(LT_SHAPE, "from_local", ": mesh dim %d (%s) splits dim %d unevenly and differently in different groups: no single placement describes it",
-                                 i, txt, d);
-                else
-                    st = lt_split_explicit(first, k, &norm[i].rule);
-            }
-        }
-        for (int g = 0; g < ng && !st; g++) {
-            lt_mesh_group(mesh, i, g, grp);
-            int64_t total = 0;
-            for (int j = 0; j < k && !st; j++)
-                if (lt__add_i64(total, sz[grp[j] * LT_MAX_DIMS + d], &total))
-                    st = lt__err_in(LT_OVERFLOW, "from_local", ": the shard sizes along dim %d overflow 64 bits", d);
-            for (int j = 0; j < k; j++) sz[grp[j] * LT_MAX_DIMS + d] = total;
-        }
-    }
     int64_t gshape[LT_MAX_DIMS];
-    for (int d = 0; d < ndim && !st; d++) {
-        gshape[d] = sz[d];
-        for (int r = 1; r < W; r++)
-            if (sz[r * LT_MAX_DIMS + d] != gshape[d]) {
-                st = lt__err_in(LT_SHAPE, "from_local", ": dim %d implies global size %lld on rank 0 but %lld on rank %d (non-sharded dims must agree across ranks)",
-                             d, (long long)gshape[d], (long long)sz[r * LT_MAX_DIMS + d], r);
-                break;
-            }
-    }
+    if (!st) st = fl_global_shape(mesh, norm, ndim, sz, grp, gshape);
     lt__free(sz);
-    int64_t numel;
-    if (!st) st = lt__numel_checked(ndim, gshape, lt_dtype_size(shards[0]->dtype), &numel);
-    if (!st) {
-        lt_local *local = NULL;
-        st = lt_local_from_shards(mesh, shards, &local);
-        if (!st && run_check) {
-            for (int i = 0; i < mesh->ndim && !st; i++) {
-                if (norm[i].kind != LT_PL_REPLICATE) continue;
-                for (int g = 0; g < lt_mesh_ngroups(mesh, i) && !st; g++) {
-                    lt_mesh_group(mesh, i, g, grp);
-                    st = lt_local_check_equal(local, grp, mesh->shape[i]);
-                    if (st) st = lt__err_ctx_in(st, "from_local", " run_check: replicas along mesh dim %d", i);
-                }
-            }
-            if (st) lt_local_free(local);
-        }
-        /* strided and nested layouts: the wrap re-derives every local shape */
-        lt_spec spec;
-        if (!st) {
-            st = lt_spec_make(mesh, shards[0]->dtype, ndim, gshape, norm, np, &spec);
-            if (st) lt_local_free(local);
-        }
-        if (!st) st = lt__dtensor_wrap(local, &spec, out);
-        if (!st) (*out)->from_local = 1;
-        if (st && *out == NULL && st != LT_MISMATCH) st = lt__err_ctx_in(st, "from_local", "%s", "");
-    }
+    if (!st) st = fl_wrap(mesh, shards, norm, np, gshape, run_check, grp, out);
     lt__free(grp);
     return st;
 }
