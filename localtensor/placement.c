@@ -175,108 +175,123 @@ static lt_status unknown_key(const char *whole, const char *key, const char *con
     return lt__err(LT_INVALID, "placement '%s': unknown argument '%s'%s", whole, key, hint);
 }
 
-lt_status lt_placement_parse(const char *s, lt_placement *out) {
-    const char *p = skip_ws(s);
-    const char *name = p;
+/* The name and the arguments of placement text s: nm[TOK_MAX], args
+ * (MAX_ARGS), *nargs; *has_parens when an argument list was written. */
+static lt_status pl_tokens(const char *s, char *nm, arg *args, int *nargs, int *has_parens) {
+    const char *p = skip_ws(s), *name = p;
     while (*p && (isalnum((unsigned char)*p) || *p == '_')) p++;
     size_t nlen = (size_t)(p - name);
-    char nm[TOK_MAX];
     if (nlen == 0 || nlen >= TOK_MAX)
         return lt__err(LT_INVALID, "placement '%s': expected R, S(d), SS(d,k) or P(op)", s);
     memcpy(nm, name, nlen);
     nm[nlen] = '\0';
     p = skip_ws(p);
-    arg args[MAX_ARGS];
-    int nargs = 0, has_parens = 0;
+    *nargs = *has_parens = 0;
     if (*p == '(') {
-        has_parens = 1;
+        *has_parens = 1;
         p = skip_ws(p + 1);
-        if (*p != ')') {
-            for (;;) {
-                if (nargs == MAX_ARGS) return lt__err(LT_INVALID, "placement '%s': too many arguments", s);
-                LT_TRY(parse_arg(s, &p, &args[nargs]));
-                nargs++;
-                if (*p == ',') { p++; continue; }
-                if (*p == ')') break;
-                return lt__err(LT_INVALID, "placement '%s': expected ',' or ')' at '%s'", s, p);
-            }
+        for (int more = *p != ')'; more;) {   /* "S(0,)": an argument after every comma */
+            if (*nargs == MAX_ARGS) return lt__err(LT_INVALID, "placement '%s': too many arguments", s);
+            LT_TRY(parse_arg(s, &p, &args[*nargs]));
+            (*nargs)++;
+            more = *p == ',';
+            if (more) p++;
+            else if (*p != ')') return lt__err(LT_INVALID, "placement '%s': expected ',' or ')' at '%s'", s, p);
         }
         p = skip_ws(p + 1);
     }
     if (*p) return lt__err(LT_INVALID, "placement '%s': unexpected text '%s' after the placement", s, p);
+    return LT_OK;
+}
 
+/* Partial's arguments: at most one reduce op, a word (default sum). */
+static lt_status pl_partial(const char *s, const arg *args, int nargs, lt_placement *out) {
+    static const char *const pkeys[] = {"reduce_op", "op"};
+    lt_redop op = LT_REDOP_SUM;
+    if (nargs > 1) return lt__err(LT_INVALID, "placement '%s': Partial takes one reduce op", s);
+    if (nargs == 1) {
+        if (args[0].key[0] && lt__name_find(pkeys, NAMES_N(pkeys), args[0].key) < 0)
+            return unknown_key(s, args[0].key, pkeys, NAMES_N(pkeys));
+        if (args[0].is_list) return lt__err(LT_INVALID, "placement '%s': reduce op must be a word", s);
+        lt_status st = lt_redop_parse(args[0].word, &op);
+        if (st) return lt__err_ctx(st, "placement '%s'", s);
+    }
+    *out = lt_partial(op);
+    return LT_OK;
+}
+
+/* A Shard's uneven rule argument a: a size list or a rule's name. */
+static lt_status pl_rule(const char *s, const arg *a, lt_split_rule *rule) {
+    if (a->is_list) {
+        if (a->nlist == 0) return lt__err(LT_INVALID, "placement '%s': explicit size list is empty", s);
+        return lt_split_explicit(a->list, a->nlist, rule);
+    }
+    if (lt_split_kind_parse(a->word, &rule->kind) == LT_OK) return LT_OK;
+    const char *rules[LT_SPLIT_EXPLICIT]; /* the rules named by a word */
+    for (int k = 0; k < LT_SPLIT_EXPLICIT; k++) rules[k] = lt_split_kind_name((lt_split_kind)k);
+    char hint[96], list[64];
+    lt__suggest_hint(a->word, rules, LT_SPLIT_EXPLICIT, hint, sizeof hint);
+    return lt__err(LT_INVALID, "placement '%s': unknown uneven rule '%s'%s (expected %s or [sizes])", s, a->word,
+                   hint, lt__name_join(rules, LT_SPLIT_EXPLICIT, list, sizeof list));
+}
+
+/* Shard's or _StridedShard's arguments (by position: dim, then rule or
+ * split_factor; or by key), each at most once; the dim is required. */
+static lt_status pl_shard(const char *s, int is_strided, const arg *args, int nargs, lt_placement *out) {
+    int dim = 0, have_dim = 0, sf = 0, have_sf = 0, have_rule = 0;
+    lt_split_rule rule = lt_split_chunk();
+    for (int i = 0; i < nargs; i++) {
+        const arg *a = &args[i];
+        const char *key = a->key[0] ? a->key : i == 0 ? "dim" : (is_strided ? "split_factor" : "rule");
+        if (!strcmp(key, "dim")) {
+            if (have_dim++) return lt__err(LT_INVALID, "placement '%s': dim given twice", s);
+            LT_TRY(parse_int_arg(s, a, "dim", &dim));
+        } else if (is_strided && (!strcmp(key, "split_factor") || !strcmp(key, "sf"))) {
+            if (have_sf++) return lt__err(LT_INVALID, "placement '%s': split_factor given twice", s);
+            LT_TRY(parse_int_arg(s, a, "split_factor", &sf));
+        } else if (!is_strided && !strcmp(key, "rule")) {
+            if (have_rule++) return lt__err(LT_INVALID, "placement '%s': rule given twice", s);
+            LT_TRY(pl_rule(s, a, &rule));
+        } else {
+            static const char *const skeys[] = {"dim", "rule"}, *const sskeys[] = {"dim", "split_factor", "sf"};
+            return is_strided ? unknown_key(s, key, sskeys, NAMES_N(sskeys))
+                              : unknown_key(s, key, skeys, NAMES_N(skeys));
+        }
+    }
+    if (!have_dim) return lt__err(LT_INVALID, "placement '%s': missing the tensor dim", s);
+    if (!is_strided) {
+        *out = lt_shard_rule(dim, rule);
+        return LT_OK;
+    }
+    if (!have_sf) return lt__err(LT_INVALID, "placement '%s': _StridedShard needs split_factor", s);
+    if (sf < 1) return lt__err(LT_INVALID, "placement '%s': split_factor must be >= 1, got %d", s, sf);
+    *out = lt_strided(dim, sf);
+    return LT_OK;
+}
+
+lt_status lt_placement_parse(const char *s, lt_placement *out) {
+    char nm[TOK_MAX];
+    arg args[MAX_ARGS];
+    int nargs = 0, has_parens = 0;
+    LT_TRY(pl_tokens(s, nm, args, &nargs, &has_parens));
     lt_placement_kind kind = spelled_kind(nm);
     if (kind == LT_PL_REPLICATE) {
         if (nargs) return lt__err(LT_INVALID, "placement '%s': Replicate takes no arguments", s);
         *out = lt_replicate();
         return LT_OK;
     }
-    if (kind == LT_PL_PARTIAL) {
-        static const char *const pkeys[] = {"reduce_op", "op"};
-        lt_redop op = LT_REDOP_SUM;
-        if (nargs > 1) return lt__err(LT_INVALID, "placement '%s': Partial takes one reduce op", s);
-        if (nargs == 1) {
-            if (args[0].key[0] && lt__name_find(pkeys, NAMES_N(pkeys), args[0].key) < 0)
-                return unknown_key(s, args[0].key, pkeys, NAMES_N(pkeys));
-            if (args[0].is_list) return lt__err(LT_INVALID, "placement '%s': reduce op must be a word", s);
-            lt_status st = lt_redop_parse(args[0].word, &op);
-            if (st) return lt__err_ctx(st, "placement '%s'", s);
-        }
-        *out = lt_partial(op);
-        return LT_OK;
-    }
-    int is_shard = kind == LT_PL_SHARD;
-    int is_strided = kind == LT_PL_STRIDED;
-    if (!is_shard && !is_strided) {
+    if (kind == LT_PL_PARTIAL) return pl_partial(s, args, nargs, out);
+    if (kind != LT_PL_SHARD && kind != LT_PL_STRIDED) {
         char hint[96];
         lt__suggest_hint(nm, spell_names, NAMES_N(spell_names), hint, sizeof hint);
-        return lt__err(LT_INVALID, "placement '%s': unknown placement '%s'%s (expected R, S(d), SS(d,k) or P(op), "
-                       "or a PyTorch spelling such as Shard(dim=0) or _StridedShard(dim=0, sf=2))", s, nm, hint);
+        return lt__err(LT_INVALID,
+                       "placement '%s': unknown placement '%s'%s (expected R, S(d), SS(d,k) or P(op), "
+                       "or a PyTorch spelling such as Shard(dim=0) or _StridedShard(dim=0, sf=2))",
+                       s, nm, hint);
     }
     if (!has_parens || nargs == 0)
         return lt__err(LT_INVALID, "placement '%s': %s needs a tensor dim, e.g. %s(0)", s, nm, nm);
-    int dim = 0, have_dim = 0, sf = 0, have_sf = 0, have_rule = 0;
-    lt_split_rule rule = lt_split_chunk();
-    for (int i = 0; i < nargs; i++) {
-        const arg *a = &args[i];
-        const char *key = a->key;
-        if (!key[0]) key = i == 0 ? "dim" : (is_strided ? "split_factor" : "rule");
-        if (!strcmp(key, "dim")) {
-            if (have_dim) return lt__err(LT_INVALID, "placement '%s': dim given twice", s);
-            LT_TRY(parse_int_arg(s, a, "dim", &dim));
-            have_dim = 1;
-        } else if (is_strided && (!strcmp(key, "split_factor") || !strcmp(key, "sf"))) {
-            if (have_sf) return lt__err(LT_INVALID, "placement '%s': split_factor given twice", s);
-            LT_TRY(parse_int_arg(s, a, "split_factor", &sf));
-            have_sf = 1;
-        } else if (is_shard && !strcmp(key, "rule")) {
-            if (have_rule) return lt__err(LT_INVALID, "placement '%s': rule given twice", s);
-            have_rule = 1;
-            if (a->is_list) {
-                if (a->nlist == 0) return lt__err(LT_INVALID, "placement '%s': explicit size list is empty", s);
-                LT_TRY(lt_split_explicit(a->list, a->nlist, &rule));
-            } else if (lt_split_kind_parse(a->word, &rule.kind) != LT_OK) {
-                const char *rules[LT_SPLIT_EXPLICIT]; /* the rules named by a word */
-                for (int k = 0; k < LT_SPLIT_EXPLICIT; k++) rules[k] = lt_split_kind_name((lt_split_kind)k);
-                char hint[96], list[64];
-                lt__suggest_hint(a->word, rules, LT_SPLIT_EXPLICIT, hint, sizeof hint);
-                return lt__err(LT_INVALID, "placement '%s': unknown uneven rule '%s'%s (expected %s or [sizes])",
-                               s, a->word, hint, lt__name_join(rules, LT_SPLIT_EXPLICIT, list, sizeof list));
-            }
-        } else {
-            static const char *const skeys[] = {"dim", "rule"}, *const sskeys[] = {"dim", "split_factor", "sf"};
-            return is_strided ? unknown_key(s, key, sskeys, NAMES_N(sskeys)) : unknown_key(s, key, skeys, NAMES_N(skeys));
-        }
-    }
-    if (!have_dim) return lt__err(LT_INVALID, "placement '%s': missing the tensor dim", s);
-    if (is_strided) {
-        if (!have_sf) return lt__err(LT_INVALID, "placement '%s': _StridedShard needs split_factor", s);
-        if (sf < 1) return lt__err(LT_INVALID, "placement '%s': split_factor must be >= 1, got %d", s, sf);
-        *out = lt_strided(dim, sf);
-    } else {
-        *out = lt_shard_rule(dim, rule);
-    }
-    return LT_OK;
+    return pl_shard(s, kind == LT_PL_STRIDED, args, nargs, out);
 }
 
 /* 1 when p[0] opens a bracket that closes exactly at p[len-1]. */
