@@ -221,114 +221,150 @@ static lt_status p_fn(eparser *ps, const char *at, const char *fn, sc_expr **out
     return LT_OK;
 }
 
+static int is_name_start(char c) {
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* "(" expr ")" at ps->p. */
+static lt_status p_paren(eparser *ps, sc_expr **out) {
+    ps->p++;
+    LT_TRY(p_or(ps, out));
+    skip(ps);
+    if (*ps->p != ')') return perr(ps, ps->p, "expected ')'%s", *ps->p ? "" : " before the end");
+    ps->p++;
+    return LT_OK;
+}
+
+/* A number at `at`, not glued to a name. */
+static lt_status p_number(eparser *ps, const char *at, sc_expr **out) {
+    char *end;
+    double v = strtod(at, &end);
+    if (end == at || !isfinite(v)) return perr(ps, at, "%s", "bad number");
+    if (is_name_start(*end)) return perr(ps, end, "%s", "unexpected letter after a number");
+    sc_expr *e = node(ps, E_NUM, at);
+    if (!e) return LT_NOMEM;
+    e->num = v;
+    ps->p = end;
+    *out = e;
+    return LT_OK;
+}
+
+/* min(...) or max(...) (name) at `at`, ps->p after the name: up to 8
+ * arguments. */
+static lt_status p_minmax(eparser *ps, const char *at, const char *name, sc_expr **out) {
+    skip(ps);
+    if (*ps->p != '(') return perr(ps, ps->p, "expected '(' after %s", name);
+    ps->p++;
+    sc_expr *e = node(ps, name[1] == 'i' ? E_MIN : E_MAX, at);
+    sc_expr **k = lt__sc_alloc(ps->a, 8 * sizeof *k);
+    if (!e || !k) return LT_NOMEM;
+    e->kids = k;
+    for (;;) {
+        if (e->nkids == 8) return perr(ps, ps->p, "%s takes at most 8 arguments", name);
+        LT_TRY(p_or(ps, &k[e->nkids++]));
+        skip(ps);
+        if (*ps->p == ',') {
+            ps->p++;
+            continue;
+        }
+        if (*ps->p == ')') break;
+        return perr(ps, ps->p, "expected ',' or ')' in %s(...)", name);
+    }
+    ps->p++;
+    *out = e;
+    return LT_OK;
+}
+
+/* The error for a name nothing defines, listing the names that are. */
+static lt_status unknown_name(eparser *ps, const char *at, const char *name, int is_size) {
+    char known[400] = "rank, world";
+    size_t u = strlen(known);
+    if (ps->allow_i) u += (size_t)snprintf(known + u, sizeof known - u, ", i");
+    for (int k = 0; ps->pc && k < lt__sc_scope(ps->pc)->nvars && u < sizeof known; k++)
+        u += (size_t)snprintf(known + u, sizeof known - u, ", %s",
+                              lt__sc_scope(ps->pc)->vars[k].name);
+    for (int k = 0; k < ps->mesh->ndim && u < sizeof known; k++) {
+        const char *nm = ps->mesh->names[k];
+        if (nm[0]) u += (size_t)snprintf(known + u, sizeof known - u, ", %s, %s_size", nm, nm);
+        if (u < sizeof known)
+            u += (size_t)snprintf(known + u, sizeof known - u, ", d%d, d%d_size", k, k);
+    }
+    char msg[600];
+    snprintf(msg, sizeof msg, "unknown name '%s%s' (known: %s, min, max)", name,
+             is_size ? "_size" : "", known);
+    return perr(ps, at, "%s", msg);
+}
+
+/* A variable (name, at `at`) into e: a loop's variable, rank, world, i,
+ * a mesh dim's coordinate (its name or dK) or size (..._size). */
+static lt_status p_var(eparser *ps, const char *at, char *name, sc_expr *e) {
+    const sc_loop_var *lv = loop_var(ps, name);
+    if (lv) {
+        if (ps->allow_i && !strcmp(name, "i"))
+            return perr(ps, at, "%s",
+                        "'i' is both the element index and the variable of a loop around this "
+                        "step; name the loop variable otherwise (as: k)");
+        e->num = (double)lv->value;
+        return LT_OK;
+    }
+    int is_size = 0;
+    size_t len = strlen(name);
+    if (len > 5 && !strcmp(name + len - 5, "_size")) {
+        is_size = 1;
+        name[len - 5] = '\0';
+    }
+    if (!is_size && !strcmp(name, "rank")) e->kind = E_RANK;
+    else if (!is_size && !strcmp(name, "world")) e->kind = E_WORLD;
+    else if (!is_size && !strcmp(name, "i") && !ps->allow_i)
+        return perr(ps, at, "%s",
+                    "'i' (the element index) is only defined where values are computed");
+    else if (!is_size && !strcmp(name, "i")) e->kind = E_I;
+    if (e->kind != E_NUM) return LT_OK;
+    int d = lt_mesh_dim_by_name(ps->mesh, name);
+    if (d < 0 && name[0] == 'd' && name[1] >= '0' && name[1] <= '9' && !name[2] &&
+        name[1] - '0' < ps->mesh->ndim)
+        d = name[1] - '0';
+    if (d < 0) return unknown_name(ps, at, name, is_size);
+    e->kind = is_size ? E_SIZE : E_COORD;
+    e->dim = d;
+    return LT_OK;
+}
+
+/* A name at `at`: min/max(...), numel/shape/rows(...), or a variable. */
+static lt_status p_name(eparser *ps, const char *at, sc_expr **out) {
+    const char *q = at;
+    while (is_name_start(*q) || (*q >= '0' && *q <= '9')) q++;
+    char name[80];
+    size_t n = (size_t)(q - at);
+    if (n >= sizeof name) return perr(ps, at, "%s", "name too long");
+    memcpy(name, at, n);
+    name[n] = '\0';
+    ps->p = q;
+    if (!strcmp(name, "min") || !strcmp(name, "max")) return p_minmax(ps, at, name, out);
+    if (!strcmp(name, "numel") || !strcmp(name, "shape") || !strcmp(name, "rows"))
+        return p_fn(ps, at, name, out);
+    const char *after = q;
+    while (*after == ' ' || *after == '\t') after++;
+    if (*after == '(') {
+        char hint[96], msg[300];
+        lt__suggest_hint(name, fn_names, 5, hint, sizeof hint);
+        snprintf(msg, sizeof msg, "unknown function '%s' (known: min, max, numel, shape, rows)%s",
+                 name, hint);
+        return perr(ps, at, "%s", msg);
+    }
+    sc_expr *e = node(ps, E_NUM, at);
+    if (!e) return LT_NOMEM;
+    LT_TRY(p_var(ps, at, name, e));
+    *out = e;
+    return LT_OK;
+}
+
 static lt_status p_atom(eparser *ps, sc_expr **out) {
     skip(ps);
     const char *at = ps->p;
-    if (*at == '(') {
-        ps->p++;
-        LT_TRY(p_or(ps, out));
-        skip(ps);
-        if (*ps->p != ')') return perr(ps, ps->p, "expected ')'%s", *ps->p ? "" : " before the end");
-        ps->p++;
-        return LT_OK;
-    }
-    if ((*at >= '0' && *at <= '9') || *at == '.') {
-        char *end;
-        double v = strtod(at, &end);
-        if (end == at || !isfinite(v)) return perr(ps, at, "%s", "bad number");
-        if (*end == '_' || (*end >= 'a' && *end <= 'z') || (*end >= 'A' && *end <= 'Z'))
-            return perr(ps, end, "%s", "unexpected letter after a number");
-        sc_expr *e = node(ps, E_NUM, at);
-        if (!e) return LT_NOMEM;
-        e->num = v;
-        ps->p = end;
-        *out = e;
-        return LT_OK;
-    }
-    if (*at == '_' || (*at >= 'a' && *at <= 'z') || (*at >= 'A' && *at <= 'Z')) {
-        const char *q = at;
-        while (*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9')) q++;
-        char name[80];
-        size_t n = (size_t)(q - at);
-        if (n >= sizeof name) return perr(ps, at, "%s", "name too long");
-        memcpy(name, at, n);
-        name[n] = '\0';
-        ps->p = q;
-        if (!strcmp(name, "min") || !strcmp(name, "max")) {
-            skip(ps);
-            if (*ps->p != '(') return perr(ps, ps->p, "expected '(' after %s", name);
-            ps->p++;
-            sc_expr *e = node(ps, name[1] == 'i' ? E_MIN : E_MAX, at);
-            sc_expr **k = lt__sc_alloc(ps->a, 8 * sizeof *k);
-            if (!e || !k) return LT_NOMEM;
-            e->kids = k;
-            for (;;) {
-                if (e->nkids == 8) return perr(ps, ps->p, "%s takes at most 8 arguments", name);
-                LT_TRY(p_or(ps, &k[e->nkids++]));
-                skip(ps);
-                if (*ps->p == ',') { ps->p++; continue; }
-                if (*ps->p == ')') { ps->p++; break; }
-                return perr(ps, ps->p, "expected ',' or ')' in %s(...)", name);
-            }
-            *out = e;
-            return LT_OK;
-        }
-        if (!strcmp(name, "numel") || !strcmp(name, "shape") || !strcmp(name, "rows")) return p_fn(ps, at, name, out);
-        const char *after = q;
-        while (*after == ' ' || *after == '\t') after++;
-        if (*after == '(') {
-            char hint[96];
-            lt__suggest_hint(name, fn_names, 5, hint, sizeof hint);
-            char msg[300];
-            snprintf(msg, sizeof msg, "unknown function '%s' (known: min, max, numel, shape, rows)%s", name, hint);
-            return perr(ps, at, "%s", msg);
-        }
-        sc_expr *e = node(ps, E_NUM, at);
-        if (!e) return LT_NOMEM;
-        const sc_loop_var *lv = loop_var(ps, name);
-        if (lv) {
-            if (ps->allow_i && !strcmp(name, "i"))
-                return perr(ps, at, "%s", "'i' is both the element index and the variable of a loop around this step; name the loop variable otherwise (as: k)");
-            e->num = (double)lv->value;
-            *out = e;
-            return LT_OK;
-        }
-        int d = -1, is_size = 0;
-        size_t len = strlen(name);
-        if (len > 5 && !strcmp(name + len - 5, "_size")) {
-            is_size = 1;
-            name[len - 5] = '\0';
-        }
-        if (!is_size && !strcmp(name, "rank")) e->kind = E_RANK;
-        else if (!is_size && !strcmp(name, "world")) e->kind = E_WORLD;
-        else if (!is_size && !strcmp(name, "i")) {
-            if (!ps->allow_i) return perr(ps, at, "%s", "'i' (the element index) is only defined where values are computed");
-            e->kind = E_I;
-        } else {
-            d = lt_mesh_dim_by_name(ps->mesh, name);
-            if (d < 0 && name[0] == 'd' && name[1] >= '0' && name[1] <= '9' && !name[2] && name[1] - '0' < ps->mesh->ndim)
-                d = name[1] - '0';
-            if (d < 0) {
-                char known[400] = "rank, world";
-                size_t u = strlen(known);
-                if (ps->allow_i) u += (size_t)snprintf(known + u, sizeof known - u, ", i");
-                for (int k = 0; ps->pc && k < lt__sc_scope(ps->pc)->nvars && u < sizeof known; k++)
-                    u += (size_t)snprintf(known + u, sizeof known - u, ", %s", lt__sc_scope(ps->pc)->vars[k].name);
-                for (int k = 0; k < ps->mesh->ndim && u < sizeof known; k++) {
-                    const char *nm = ps->mesh->names[k];
-                    if (nm[0]) u += (size_t)snprintf(known + u, sizeof known - u, ", %s, %s_size", nm, nm);
-                    if (u < sizeof known) u += (size_t)snprintf(known + u, sizeof known - u, ", d%d, d%d_size", k, k);
-                }
-                char msg[600];
-                snprintf(msg, sizeof msg, "unknown name '%s%s' (known: %s, min, max)", name, is_size ? "_size" : "", known);
-                return perr(ps, at, "%s", msg);
-            }
-            e->kind = is_size ? E_SIZE : E_COORD;
-            e->dim = d;
-        }
-        *out = e;
-        return LT_OK;
-    }
+    if (*at == '(') return p_paren(ps, out);
+    if ((*at >= '0' && *at <= '9') || *at == '.') return p_number(ps, at, out);
+    if (is_name_start(*at)) return p_name(ps, at, out);
     if (!*at) return perr(ps, at, "%s", "expected a number, a name or '(' before the end");
     char c[2] = {*at, 0};
     return perr(ps, at, "unexpected '%s'", c);
