@@ -504,7 +504,7 @@ static lt_status recheck(sc_run_ctx *rc, const sc_step *st, const repeat_done *d
         if (!lt__sc_rank_runs(rc, st, r)) continue;
         sc_env env;
         double v;
-        int64_t now;
+        int64_t now = 0;
         lt__sc_env_rank(rc->c->mesh, r, &env);
         lt_status s = lt__sc_expr_eval_rc(d->times, &env, rc, &v);
         if (!s) s = count_of(d, v, r, &now);

@@ -285,15 +285,9 @@ static lt_status check_case(void *ctx, int64_t i) {
     return st;
 }
 
-lt_status lt__sc_parse_sweep(sc_arena *a, const sc_node *map, const sc_node *sweep, sc_scenario *s) {
-    static const char *const keys[] = {"mesh", "shape", "dtype", "from", "to", "pairs", NULL};
-    LT_TRY(lt__sc_keys(sweep, "sweep", keys));
-    sc_sweep *sw = lt__sc_alloc(a, sizeof *sw);
-    if (!sw) return LT_NOMEM;
-    memset(sw, 0, sizeof *sw);
-    sw->map = map;
-    sw->node = sweep;
-    sw->name = s->name;
+/* The sweep's variables read from its node (sw: zeroed, in the arena):
+ * the lists, their shapes checked, the dtype labels, the pairs. */
+static lt_status sweep_vars(sc_arena *a, const sc_node *map, const sc_node *sweep, sc_sweep *sw) {
     const sc_node *bn = lt__sc_get(map, "backend");
     if (bn && bn->kind == SC_SCALAR) sw->backend = bn->str;
     LT_TRY(sweep_list(sweep, "mesh", &sw->mesh));
@@ -307,76 +301,92 @@ lt_status lt__sc_parse_sweep(sc_arena *a, const sc_node *map, const sc_node *swe
     const sc_node *lists[3] = {sw->from, sw->to, sw->pairs};
     for (int i = 0; i < 3; i++) {
         const sc_node *l = lists[i];
-        if (!l) continue;
-        if (!(l->kind == SC_SEQ && l->n > 0) && !(i < 2 && l->kind == SC_MAP))
-            return lt__sc_err(l, LT_INVALID, "sweep: %s: expected a non-empty list%s, got %s",
-                              i == 0 ? "from" : i == 1 ? "to" : "pairs", i < 2 ? " or {each: [...]}" : "",
-                              l->kind == SC_SEQ ? "an empty list" : lt__sc_kind_name(l));
+        if (!l || (l->kind == SC_SEQ && l->n > 0) || (i < 2 && l->kind == SC_MAP)) continue;
+        return lt__sc_err(l, LT_INVALID, "sweep: %s: expected a non-empty list%s, got %s",
+                          i == 0   ? "from"
+                          : i == 1 ? "to"
+                                   : "pairs",
+                          i < 2 ? " or {each: [...]}" : "",
+                          l->kind == SC_SEQ ? "an empty list" : lt__sc_kind_name(l));
     }
     if (!sw->mesh.n && !sw->shape.n && !sw->dtype.n && !sw->from && !sw->to && !sw->pairs)
-        return lt__sc_err(sweep, LT_INVALID, "sweep: defines no variables (mesh, shape, dtype, from, to, pairs)");
-    int nd = sw->dtype.n ? sw->dtype.n : 1;
-    if (sw->dtype.n) {
-        if (!(sw->dlabels = lt__sc_alloc(a, sizeof *sw->dlabels * (size_t)nd))) return LT_NOMEM;
-        for (int id = 0; id < nd; id++) {
-            const char *ds;
-            char lab[64];
-            LT_TRY(lt__sc_str(sw->dtype.vals[id], "sweep: dtype", &ds));
-            snprintf(lab, sizeof lab, "dtype=%s", ds);
-            if (!(sw->dlabels[id] = lt__sc_strdup(a, lab))) return LT_NOMEM;
-        }
+        return lt__sc_err(sweep, LT_INVALID,
+                          "sweep: defines no variables (mesh, shape, dtype, from, to, pairs)");
+    int nd = sw->dtype.n;
+    if (nd && !(sw->dlabels = lt__sc_alloc(a, sizeof *sw->dlabels * (size_t)nd))) return LT_NOMEM;
+    for (int id = 0; id < nd; id++) {
+        const char *ds;
+        char lab[64];
+        LT_TRY(lt__sc_str(sw->dtype.vals[id], "sweep: dtype", &ds));
+        snprintf(lab, sizeof lab, "dtype=%s", ds);
+        if (!(sw->dlabels[id] = lt__sc_strdup(a, lab))) return LT_NOMEM;
     }
-    if (sw->pairs) LT_TRY(read_pairs(a, sw));
+    return sw->pairs ? read_pairs(a, sw) : LT_OK;
+}
 
-    /* the blocks (those with cases), grown on the heap, then kept in the arena */
-    int nm = sw->mesh.n ? sw->mesh.n : 1, ns = sw->shape.n ? sw->shape.n : 1;
-    int *used = sw->pairs ? lt__calloc((size_t)sw->pairs->n, sizeof *used) : NULL;
-    sw_block *blocks = NULL;
-    int nblocks = 0, cap = 0;
-    lt_status st = sw->pairs && !used ? lt__err(LT_NOMEM, "out of memory") : LT_OK;
-    for (int im = 0; im < nm && !st; im++) {
+/* The blocks of cases (one per mesh and shape with cases), into *blocks
+ * (heap, the caller frees) and *nblocks; used: (pairs) which pair some
+ * block took. */
+static lt_status sweep_blocks(sc_arena *a, const sc_node *sweep, sc_sweep *sw, int *used,
+                              sw_block **blocks, int *nblocks) {
+    int nm = sw->mesh.n ? sw->mesh.n : 1, ns = sw->shape.n ? sw->shape.n : 1,
+        nd = sw->dtype.n ? sw->dtype.n : 1;
+    int cap = 0;
+    for (int im = 0; im < nm; im++) {
         const sc_node *mesh_node = NULL;
         const lt_mesh *mesh = NULL;
         const char *mlabel = "";
-        if ((st = read_mesh(a, sw, im, &mesh_node, &mesh, &mlabel))) break;
-        for (int is = 0; is < ns && !st; is++) {
+        LT_TRY(read_mesh(a, sw, im, &mesh_node, &mesh, &mlabel));
+        for (int is = 0; is < ns; is++) {
             sw_block b;
-            if ((st = make_block(a, sw, mesh_node, mesh, mlabel, is, used, &b))) break;
-            if ((int64_t)sw->ncases + (int64_t)nd * b.npl > LT_SC_MAX_CASES) {
-                st = lt__sc_err(sweep, LT_OVERFLOW, "sweep: more than %d cases", LT_SC_MAX_CASES);
-                break;
-            }
+            LT_TRY(make_block(a, sw, mesh_node, mesh, mlabel, is, used, &b));
+            if ((int64_t)sw->ncases + (int64_t)nd * b.npl > LT_SC_MAX_CASES)
+                return lt__sc_err(sweep, LT_OVERFLOW, "sweep: more than %d cases", LT_SC_MAX_CASES);
             if (b.npl == 0) continue;
-            if (nblocks == cap) {
+            if (*nblocks == cap) {
                 int ncap = cap ? 2 * cap : 16;
-                sw_block *nb = lt__realloc(blocks, sizeof *nb * (size_t)ncap);
-                if (!nb) {
-                    st = lt__err(LT_NOMEM, "out of memory");
-                    break;
-                }
-                blocks = nb;
+                sw_block *nb = lt__realloc(*blocks, sizeof *nb * (size_t)ncap);
+                if (!nb) return lt__err(LT_NOMEM, "out of memory");
+                *blocks = nb;
                 cap = ncap;
             }
             b.first = sw->ncases;
             b.ncases = nd * b.npl;
             sw->ncases += b.ncases;
-            blocks[nblocks++] = b;
+            (*blocks)[(*nblocks)++] = b;
         }
     }
-    if (!st && sw->pairs)
-        for (int i = 0; i < sw->pairs->n; i++)
-            if (!used[i]) {
-                st = lt__sc_err(sw->pairs->kids[i], LT_INVALID,
-                                "sweep: pairs: this pair's placement counts match none of the sweep's meshes");
-                break;
-            }
-    if (!st && sw->ncases == 0)
-        st = lt__sc_err(sweep, LT_INVALID, "sweep: expands to no cases (no placement list fits the meshes and shapes)");
-    if (!st) {
-        if ((sw->blocks = lt__sc_alloc(a, sizeof *sw->blocks * (size_t)nblocks)))
-            memcpy(sw->blocks, blocks, sizeof *blocks * (size_t)nblocks);
-        else st = LT_NOMEM;
-    }
+    for (int i = 0; sw->pairs && i < sw->pairs->n; i++)
+        if (!used[i])
+            return lt__sc_err(
+                sw->pairs->kids[i], LT_INVALID,
+                "sweep: pairs: this pair's placement counts match none of the sweep's meshes");
+    if (sw->ncases == 0)
+        return lt__sc_err(
+            sweep, LT_INVALID,
+            "sweep: expands to no cases (no placement list fits the meshes and shapes)");
+    return LT_OK;
+}
+
+lt_status lt__sc_parse_sweep(sc_arena *a, const sc_node *map, const sc_node *sweep,
+                             sc_scenario *s) {
+    static const char *const keys[] = {"mesh", "shape", "dtype", "from", "to", "pairs", NULL};
+    LT_TRY(lt__sc_keys(sweep, "sweep", keys));
+    sc_sweep *sw = lt__sc_alloc(a, sizeof *sw);
+    if (!sw) return LT_NOMEM;
+    memset(sw, 0, sizeof *sw);
+    sw->map = map;
+    sw->node = sweep;
+    sw->name = s->name;
+    LT_TRY(sweep_vars(a, map, sweep, sw));
+    /* the blocks (those with cases), grown on the heap, then kept in the arena */
+    int *used = sw->pairs ? lt__calloc((size_t)sw->pairs->n, sizeof *used) : NULL;
+    sw_block *blocks = NULL;
+    int nblocks = 0;
+    lt_status st = sw->pairs && !used ? lt__err(LT_NOMEM, "out of memory") : LT_OK;
+    if (!st) st = sweep_blocks(a, sweep, sw, used, &blocks, &nblocks);
+    if (!st && !(sw->blocks = lt__sc_alloc(a, sizeof *sw->blocks * (size_t)nblocks))) st = LT_NOMEM;
+    if (!st) memcpy(sw->blocks, blocks, sizeof *blocks * (size_t)nblocks);
     lt__free(blocks);
     lt__free(used);
     if (st) return st;
