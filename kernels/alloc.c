@@ -86,6 +86,8 @@ static void *born(void *p) {
     return p;
 }
 
+int lt__fault_point_at(const char *file, int line) { return should_fail(file, line); }
+
 void *lt__malloc_at(size_t n, const char *file, int line) {
     return should_fail(file, line) ? NULL : born(malloc(n));
 }

@@ -24,6 +24,14 @@ void *lt__aligned_alloc_at(size_t align, size_t n, const char *file, int line);
 char *lt__strdup_at(const char *s, const char *file, int line);
 void lt__free(void *p);
 
+/* A block handed out again without the C library (a cache hit,
+ * kernels/backend_cpu.c): an injection point like the wrappers, counted and
+ * recorded, made to fail the same way; it changes no live count (the block
+ * was counted when the C library made it). Returns 1 when this allocation
+ * must fail: the caller then returns NULL, having changed nothing. */
+int lt__fault_point_at(const char *file, int line);
+#define lt__fault_point() lt__fault_point_at(__FILE__, __LINE__)
+
 /* Each call site is an injection point, named by file and line. */
 #define lt__malloc(n) lt__malloc_at((n), __FILE__, __LINE__)
 #define lt__calloc(n, size) lt__calloc_at((n), (size), __FILE__, __LINE__)

@@ -1,5 +1,6 @@
 /* kernels/backend_cpu.c — the CPU backend: aligned host memory, memcpy,
- * OpenBLAS gemm.
+ * OpenBLAS gemm (one-threaded BLAS calls, a large gemm cut over kernels/pool.c:
+ * one thread pool in the process, see gemm_split).
  *
  * Large buffers (>= 64 KiB) come from a caching allocator: a freed large
  * block is kept (up to LT__CACHE_MAX_BYTES in all, in per-size lists) and
@@ -18,6 +19,7 @@
 #include "kernels/alloc.h"
 #include "kernels/status_impl.h"
 #include "kernels/memlimit_impl.h"
+#include "kernels/pool_impl.h"
 
 #include <cblas.h>
 #include <pthread.h>
@@ -151,6 +153,13 @@ static void *cpu_alloc(void *ctx, size_t nbytes) {
         pthread_mutex_lock(&cache_mu);
         for (int i = 0; i < LT__CACHE_CLASSES; i++) {
             if (cache[i].size == want && cache[i].head) {
+                /* a hit is an allocation too: fault injection can fail it
+                 * (the block stays kept), so a test that walks every
+                 * allocation does not depend on what the cache holds */
+                if (lt__fault_point()) {
+                    pthread_mutex_unlock(&cache_mu);
+                    return NULL;
+                }
                 ptr = cache[i].head;
                 cache[i].head = hdr_next(ptr);
                 cache[i].reused = 1;
@@ -257,21 +266,95 @@ static lt_status cpu_accumulate(void *ctx, lt_dtype dt, void *dst, const void *s
     return LT_UNSUPPORTED; /* caller falls back to the generic loop */
 }
 
+/* One BLAS call of a gemm, f32 or f64 (the caller checked dt). */
+static void blas_gemm(lt_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                      double alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+                      double beta, void *c, int64_t ldc) {
+    enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans,
+                         tb = trans_b ? CblasTrans : CblasNoTrans;
+    if (dt == LT_F32)
+        cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, (float)alpha, a,
+                    (blasint)lda, b, (blasint)ldb, (float)beta, c, (blasint)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, alpha, a,
+                    (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+}
+
+/* A gemm cut into `pieces` blocks of C's rows (by_rows) or columns, one BLAS
+ * call each, on the pool (kernels/pool_impl.h). Borrows every pointer. */
+typedef struct gemm_job {
+    lt_dtype dt;
+    int trans_a, trans_b, by_rows, pieces;
+    int64_t m, n, k, lda, ldb, ldc;
+    double alpha, beta;
+    const char *a, *b; /* as the caller's gemm: op(a) (m, k), op(b) (k, n) */
+    char *c;           /* (m, n), row stride ldc */
+} gemm_job;
+
+/* Block i of [0, len): edges on multiples of 16 (the BLAS kernels' unroll),
+ * so every block but the last is whole kernel tiles. */
+static void block_of(int64_t len, int pieces, int64_t i, int64_t *lo, int64_t *hi) {
+    int64_t step = ((len + pieces - 1) / pieces + 15) & ~(int64_t)15;
+    *lo = i * step < len ? i * step : len;
+    *hi = *lo + step < len ? *lo + step : len;
+}
+
+static lt_status gemm_piece(void *ctx, int64_t i) {
+    const gemm_job *g = ctx;
+    size_t es = lt_dtype_size(g->dt);
+    int64_t lo, hi;
+    block_of(g->by_rows ? g->m : g->n, g->pieces, i, &lo, &hi);
+    if (hi <= lo) return LT_OK;
+    if (g->by_rows) { /* rows lo..hi of op(a) and c */
+        const char *a = g->a + (size_t)(g->trans_a ? lo : lo * g->lda) * es;
+        blas_gemm(g->dt, g->trans_a, g->trans_b, hi - lo, g->n, g->k, g->alpha, a, g->lda, g->b,
+                  g->ldb, g->beta, g->c + (size_t)(lo * g->ldc) * es, g->ldc);
+    } else { /* columns lo..hi of op(b) and c */
+        const char *b = g->b + (size_t)(g->trans_b ? lo * g->ldb : lo) * es;
+        blas_gemm(g->dt, g->trans_a, g->trans_b, g->m, hi - lo, g->k, g->alpha, g->a, g->lda, b,
+                  g->ldb, g->beta, g->c + (size_t)lo * es, g->ldc);
+    }
+    return LT_OK;
+}
+
+/* One thread pool: OpenBLAS runs single-threaded, and a large gemm is cut
+ * into blocks of C on kernels/pool.c. OpenBLAS's own workers, once woken,
+ * spin (sched_yield) for a while after every gemm; on a machine with as many
+ * cores as threads they then compete with the pool's workers running the next
+ * copy or elementwise kernel, and with a gemm called inside pool work (one
+ * per rank) they would oversubscribe the cores. With one pool nothing spins:
+ * idle pool workers sleep on a condition variable. Results do not depend on
+ * the cut: each element of C is the same dot product, the BLAS summing k in
+ * blocks that depend on k alone (blocks are whole kernel tiles, and each is
+ * at least LT__GEMM_SPLIT_MIN multiply-adds, far above OpenBLAS's separate
+ * small-matrix path). A library user calling cblas directly also gets
+ * one-threaded BLAS (openblas_set_num_threads to change that back). */
+#define LT__GEMM_SPLIT_MIN ((double)(1 << 22)) /* multiply-adds per block, at least */
+
+static void gemm_split(lt_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                       double alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+                       double beta, void *c, int64_t ldc) {
+    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+    int w = lt__pool_width();
+    int by_rows = m >= n;
+    int64_t len = by_rows ? m : n;
+    double per = (double)m * (double)n * (double)k / (double)w;
+    if (len < 32 * w) w = (int)(len / 32);   /* blocks of 32 rows or columns at least */
+    if (w <= 1 || per < LT__GEMM_SPLIT_MIN) {
+        blas_gemm(dt, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+    gemm_job g = {dt, trans_a, trans_b, by_rows, w, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c};
+    (void)lt__parallel_for(w, gemm_piece, &g); /* pieces never fail */
+}
+
 static lt_status cpu_gemm(void *ctx, lt_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
                           int64_t k, double alpha, const void *a, int64_t lda, const void *b,
                           int64_t ldb, double beta, void *c, int64_t ldc) {
     (void)ctx;
     if (m == 0 || n == 0) return LT_OK;
-    if (dt == LT_F32) {
-        cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                    trans_b ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k,
-                    (float)alpha, a, (blasint)lda, b, (blasint)ldb, (float)beta, c, (blasint)ldc);
-        return LT_OK;
-    }
-    if (dt == LT_F64) {
-        cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                    trans_b ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, alpha,
-                    a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+    if (dt == LT_F32 || dt == LT_F64) {
+        gemm_split(dt, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return LT_OK;
     }
     return lt__err(LT_UNSUPPORTED, "gemm: dtype %s is not supported by the cpu backend",

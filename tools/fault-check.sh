@@ -58,7 +58,7 @@ for args in "show --mesh 2x2 --shape 4,6 --placements S(0),SS(1,2)" \
 done
 
 # injection points: call sites in the source (one per line that allocates)
-all=$(grep -nP '\blt__(malloc|calloc|realloc|aligned_alloc|strdup)\s*\(' $srcs | cut -d: -f1,2 | sort -u)
+all=$(grep -nP '\blt__(malloc|calloc|realloc|aligned_alloc|strdup|fault_point)\s*\(' $srcs | cut -d: -f1,2 | sort -u)
 nall=$(echo "$all" | grep -c .)
 reached=$(cat "$sites_api" "$sites_run" | sort -u)
 napi=$(sort -u "$sites_api" | grep -c .)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/pool.h"
 #include "localtensor/ops.h"
 #include "tools/bench/bench.h"
 
@@ -114,10 +115,15 @@ static void matmul_row(lt_bench *b, int64_t mr, int64_t k, int64_t n) {
     const lt_dtensor *in[2] = {x, w};
     double tb[REPS], to[REPS];
     for (int rep = -1; rep < REPS; rep++) { /* rep -1 warms up both */
+        /* the baseline on as many BLAS threads as our pool has (the cpu
+         * backend sets OpenBLAS to one thread: kernels/backend_cpu.c) */
+        int was = openblas_get_num_threads();
+        openblas_set_num_threads(lt_threads());
         double t0 = lt_bench_now();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)(8 * mr), (blasint)n, (blasint)k, 1.0f,
                     A, (blasint)k, B, (blasint)n, 0.0f, C, (blasint)n);
         double t1 = lt_bench_now();
+        openblas_set_num_threads(was);
         lt_dtensor *o;
         check(lt_op(LT_OP_MM, in, 2, NULL, NULL, &o, 1, NULL), "mm");
         double t2 = lt_bench_now();
