@@ -456,108 +456,143 @@ static lt_status expected_at(sc_run_ctx *rc, const expect_full_data *d, const lt
 
 /* expect_full in numerics sample/none: the sampled ranks' shards against
  * the reference at their indices (the others hold no values to check). */
-static lt_status expect_full_sampled(sc_run_ctx *rc, const sc_step *st, const expect_full_data *d, sc_value *v) {
+/* Sampled values (--numerics sample) cannot say what a Partial holds: the
+ * tensor and the one it is compared with must have no Partial dim. */
+static lt_status sampled_no_partial(sc_run_ctx *rc, const expect_full_data *d, const sc_value *v,
+                                    const sc_value *e) {
     if (v->kind != SC_DTENSOR)
-        return lt__sc_numerics_refuse(rc, "expect_full of '%s', a tensor that is never built", d->tensor);
-    const lt_dtensor *dt = v->dt;
+        return lt__sc_numerics_refuse(rc, "expect_full of '%s', a tensor that is never built",
+                                      d->tensor);
     for (int i = 0; i < rc->c->mesh->ndim; i++)
-        if (dt->placements[i].kind == LT_PL_PARTIAL)
-            return lt__sc_numerics_refuse(rc, "expect_full of '%s', Partial on mesh dim %d (its value needs every rank's contribution)",
-                                          d->tensor, i);
-    const sc_value *e = d->equals ? lt__sc_value(rc, d->equals) : NULL;
-    if (e && e->kind == SC_DTENSOR && e->sampled)
-        for (int i = 0; i < rc->c->mesh->ndim; i++)
-            if (e->dt->placements[i].kind == LT_PL_PARTIAL)
-                return lt__sc_numerics_refuse(rc, "expect_full against '%s', Partial on mesh dim %d", d->equals, i);
+        if (v->dt->placements[i].kind == LT_PL_PARTIAL)
+            return lt__sc_numerics_refuse(
+                rc,
+                "expect_full of '%s', Partial on mesh dim %d (its value needs "
+                "every rank's contribution)",
+                d->tensor, i);
+    for (int i = 0; e && e->kind == SC_DTENSOR && e->sampled && i < rc->c->mesh->ndim; i++)
+        if (e->dt->placements[i].kind == LT_PL_PARTIAL)
+            return lt__sc_numerics_refuse(rc, "expect_full against '%s', Partial on mesh dim %d",
+                                          d->equals, i);
+    return LT_OK;
+}
+
+/* The sampled DTensor's shape (and value count) against what the check
+ * expects: its shape:, a literal's shape or count, or the compared
+ * tensor's shape (e: may be NULL). */
+static lt_status sampled_shape(sc_run_ctx *rc, const sc_step *st, const expect_full_data *d,
+                               sc_value *v, const sc_value *e) {
+    const lt_dtensor *dt = v->dt;
     char a[128], b[128];
     int want_nd = -1;
     const int64_t *want = NULL;
     if (d->has_shape) want_nd = d->ndim, want = d->shape;
     else if (d->has_lit && d->lit.ndim >= 2) want_nd = d->lit.ndim, want = d->lit.shape;
-    else if (e) want_nd = e->kind == SC_DTENSOR ? e->dt->ndim : -1, want = e->kind == SC_DTENSOR ? e->dt->shape : NULL;
-    if (e && e->kind == SC_FULL) {
-        for (int i = 0; i < rc->c->ntensors; i++)
-            if (!strcmp(rc->c->tensors[i].name, d->equals)) want_nd = rc->c->tensors[i].ndim, want = rc->c->tensors[i].shape;
-    }
+    else if (e && e->kind == SC_DTENSOR) want_nd = e->dt->ndim, want = e->dt->shape;
+    for (int i = 0; e && e->kind == SC_FULL && i < rc->c->ntensors; i++)
+        if (!strcmp(rc->c->tensors[i].name, d->equals))
+            want_nd = rc->c->tensors[i].ndim, want = rc->c->tensors[i].shape;
     if (want && !same_shape(want_nd, want, dt->ndim, dt->shape)) {
         lt_shape_str(want_nd, want, a, sizeof a);
         lt_shape_str(dt->ndim, dt->shape, b, sizeof b);
-        return lt__sc_check_fail(rc, st, -1, NULL, a, b, lt__sc_origin(v), "expect_full of '%s': shape: expected %s, actual %s",
-                                 d->tensor, a, b);
+        return lt__sc_check_fail(rc, st, -1, NULL, a, b, lt__sc_origin(v),
+                                 "expect_full of '%s': shape: expected %s, actual %s", d->tensor, a,
+                                 b);
     }
-    if (d->has_lit && !d->has_shape && d->lit.ndim < 2) {
-        int64_t n = lt__numel_sat(dt->ndim, dt->shape);
-        if (d->lit.n != n) {
-            snprintf(a, sizeof a, "%lld value%s", (long long)d->lit.n, d->lit.n == 1 ? "" : "s");
-            snprintf(b, sizeof b, "%lld value%s", (long long)n, n == 1 ? "" : "s");
-            return lt__sc_check_fail(rc, st, -1, NULL, a, b, lt__sc_origin(v), "expect_full of '%s': expected %s, actual %s", d->tensor, a, b);
-        }
+    int64_t n = lt__numel_sat(dt->ndim, dt->shape);
+    if (!d->has_lit || d->has_shape || d->lit.ndim >= 2 || d->lit.n == n) return LT_OK;
+    snprintf(a, sizeof a, "%lld value%s", (long long)d->lit.n, d->lit.n == 1 ? "" : "s");
+    snprintf(b, sizeof b, "%lld value%s", (long long)n, n == 1 ? "" : "s");
+    return lt__sc_check_fail(rc, st, -1, NULL, a, b, lt__sc_origin(v),
+                             "expect_full of '%s': expected %s, actual %s", d->tensor, a, b);
+}
+
+/* The failed check of rank r's shard act against exp (its flat index
+ * bad first differs; nbad of them), naming the global index. */
+static lt_status sampled_fail(sc_run_ctx *rc, const sc_step *st, const expect_full_data *d,
+                              sc_value *v, int r, const lt_tensor *act, const lt_tensor *exp,
+                              int64_t bad, int64_t nbad) {
+    const lt_dtensor *dt = v->dt;
+    int64_t idx[LT_MAX_DIMS], g[LT_MAX_DIMS], rest = bad, n = lt_numel(act);
+    for (int k = act->ndim - 1; k >= 0; k--) {
+        idx[k] = rest % act->shape[k];
+        rest /= act->shape[k];
     }
+    lt_rank_layout l;
+    lt_status ls = lt_spec_layout_rank(lt_dtensor_spec(dt), r, &l);
+    for (int k = 0; k < dt->ndim; k++) g[k] = !ls && l.idx[k] ? l.idx[k][idx[k]] : idx[k];
+    if (!ls) lt_rank_layout_free(&l);
+    char is[96], es[48], as[48];
+    double ev = d->equals ? lt_get_flat(exp, bad) : as_dtype(act->dtype, lt_get_flat(exp, bad));
+    lt__sc_fmt_index(dt->ndim, g, is, sizeof is);
+    lt__sc_fmt_num(ev, es, sizeof es);
+    lt__sc_fmt_num(lt_get_flat(act, bad), as, sizeof as);
+    const char *num = rc->c->res.numerics;
+    return lt__sc_check_fail(
+        rc, st, r, is, es, as, lt__sc_origin(v),
+        "expect_full of '%s'%s%s: index %s: expected %s, actual %s (held by %s rank %d; %lld of "
+        "its %lld element%s differ%s%s%s)",
+        d->tensor, d->equals ? " == " : "", d->equals ? d->equals : "", is, es, as,
+        rc->owned ? "this process's" : "sampled", r, (long long)nbad, (long long)n,
+        n == 1 ? "" : "s", nbad == 1 ? "s" : "", num ? "; " : "", num ? num : "");
+}
+
+/* Rank r's shard against its expected values (within the check's
+ * tolerance); a difference is the check's failure. */
+static lt_status sampled_rank(sc_run_ctx *rc, const sc_step *st, const expect_full_data *d,
+                              sc_value *v, int r) {
+    const lt_tensor *act = v->dt->local->shards[r];
+    lt_tensor *exp;
+    LT_TRY(expected_at(rc, d, v->dt, r, &exp));
+    double rt, at, rt2, at2;
+    tol_for(d->has_tol, d->rtol, d->atol, act->dtype, &rt, &at);
+    if (d->equals && !d->has_tol) {
+        lt_dtype_default_tol(exp->dtype, &rt2, &at2);
+        if (rt2 > rt) rt = rt2;
+        if (at2 > at) at = at2;
+    }
+    int64_t n = lt_numel(act), bad = -1, nbad = 0;
+    for (int64_t k = 0; k < n; k++) {
+        double x = lt_get_flat(act, k),
+               ev = d->equals ? lt_get_flat(exp, k) : as_dtype(act->dtype, lt_get_flat(exp, k));
+        if (close_enough(x, ev, rt, at)) continue;
+        if (bad < 0) bad = k;
+        nbad++;
+    }
+    lt_status s = bad < 0 ? LT_OK : sampled_fail(rc, st, d, v, r, act, exp, bad, nbad);
+    lt_tensor_free(exp);
+    return s;
+}
+
+static lt_status expect_full_sampled(sc_run_ctx *rc, const sc_step *st, const expect_full_data *d,
+                                     sc_value *v) {
+    const sc_value *e = d->equals ? lt__sc_value(rc, d->equals) : NULL;
+    LT_TRY(sampled_no_partial(rc, d, v, e));
+    LT_TRY(sampled_shape(rc, st, d, v, e));
     if (!d->equals && !d->has_lit) return LT_OK;   /* shape only */
     /* replicas holding one buffer (same coordinates but on Replicate mesh
      * dims: the same indices) are checked once */
     const lt_mesh *mesh = rc->c->mesh;
-    int *checked = lt__malloc(sizeof(int) * (size_t)mesh->world);   /* (W) replica class -> checked rank, -1 */
+    const lt_dtensor *dt = v->dt;
+    int *checked =
+        lt__malloc(sizeof(int) * (size_t)mesh->world); /* (W) replica class -> checked rank, -1 */
     if (!checked) return lt__err(LT_NOMEM, "out of memory");
     for (int r = 0; r < mesh->world; r++) checked[r] = -1;
-    for (int i = 0; i < rc->nranks; i++) {
+    lt_status s = LT_OK;
+    for (int i = 0; i < rc->nranks && !s; i++) {
         int r = rc->ranks[i], coord[LT_MESH_MAX_DIMS];
-        const lt_tensor *act = dt->local->shards[r];
         lt_mesh_coord(mesh, r, coord);
         for (int m = 0; m < mesh->ndim; m++)
             if (dt->placements[m].kind == LT_PL_REPLICATE) coord[m] = 0;
         int cls = lt_mesh_rank(mesh, coord);
-        if (checked[cls] >= 0 && lt_tensor_same_view(act, dt->local->shards[checked[cls]])) continue;
-        checked[cls] = r;
-        lt_tensor *exp;
-        lt_status xs = expected_at(rc, d, dt, r, &exp);
-        if (xs) {
-            lt__free(checked);
-            return xs;
-        }
-        double rt, at, rt2, at2;
-        tol_for(d->has_tol, d->rtol, d->atol, act->dtype, &rt, &at);
-        if (d->equals && !d->has_tol) {
-            lt_dtype_default_tol(exp->dtype, &rt2, &at2);
-            if (rt2 > rt) rt = rt2;
-            if (at2 > at) at = at2;
-        }
-        int64_t n = lt_numel(act), bad = -1, nbad = 0;
-        for (int64_t k = 0; k < n; k++) {
-            double x = lt_get_flat(act, k), ev = d->equals ? lt_get_flat(exp, k) : as_dtype(act->dtype, lt_get_flat(exp, k));
-            if (close_enough(x, ev, rt, at)) continue;
-            if (bad < 0) bad = k;
-            nbad++;
-        }
-        if (bad < 0) {
-            lt_tensor_free(exp);
+        if (checked[cls] >= 0 &&
+            lt_tensor_same_view(dt->local->shards[r], dt->local->shards[checked[cls]]))
             continue;
-        }
-        lt__free(checked);
-        int64_t idx[LT_MAX_DIMS], g[LT_MAX_DIMS], rest = bad;
-        for (int k = act->ndim - 1; k >= 0; k--) {
-            idx[k] = rest % act->shape[k];
-            rest /= act->shape[k];
-        }
-        lt_rank_layout l;
-        lt_status ls = lt_spec_layout_rank(lt_dtensor_spec(dt), r, &l);
-        for (int k = 0; k < dt->ndim; k++) g[k] = !ls && l.idx[k] ? l.idx[k][idx[k]] : idx[k];
-        if (!ls) lt_rank_layout_free(&l);
-        char is[96], es[48], as[48];
-        double ev = d->equals ? lt_get_flat(exp, bad) : as_dtype(act->dtype, lt_get_flat(exp, bad));
-        lt__sc_fmt_index(dt->ndim, g, is, sizeof is);
-        lt__sc_fmt_num(ev, es, sizeof es);
-        lt__sc_fmt_num(lt_get_flat(act, bad), as, sizeof as);
-        lt_tensor_free(exp);
-        return lt__sc_check_fail(rc, st, r, is, es, as, lt__sc_origin(v),
-                                 "expect_full of '%s'%s%s: index %s: expected %s, actual %s (held by %s rank %d; %lld of its %lld element%s differ%s%s%s)",
-                                 d->tensor, d->equals ? " == " : "", d->equals ? d->equals : "", is, es, as,
-                                 rc->owned ? "this process's" : "sampled", r, (long long)nbad, (long long)n, n == 1 ? "" : "s",
-                                 nbad == 1 ? "s" : "", rc->c->res.numerics ? "; " : "",
-                                 rc->c->res.numerics ? rc->c->res.numerics : "");
+        checked[cls] = r;
+        s = sampled_rank(rc, st, d, v, r);
     }
     lt__free(checked);
-    return LT_OK;
+    return s;
 }
 
 lt_status lt__sc_run_expect_full(sc_run_ctx *rc, const sc_step *st) {
