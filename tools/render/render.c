@@ -138,81 +138,78 @@ static void label(const cell *c, int world, char *buf, size_t n) {
     }
 }
 
-lt_status lt_render_picture(FILE *f, const lt_dtensor *dt) {
-    const lt_mesh *m = lt_dtensor_mesh(dt);
-    if (dt->ndim < 1 || dt->ndim > 2) {
-        fprintf(f, "(picture: only for 1-D and 2-D tensors)\n");
-        return LT_OK;
+/* The owners grid of a 1-D or 2-D DTensor: nr x nc cells, every rstep-th
+ * row and cstep-th column of the tensor. */
+typedef struct owners {
+    const lt_dtensor *dt;
+    int64_t rstep, cstep;
+    int nr, nc;
+    cell *cells;   /* (nr, nc) */
+    int *pool;     /* (nr, nc, world) each cell's ranks */
+} owners;
+
+/* Fills o's cells with the ranks holding each sampled index. */
+static lt_status owners_fill(owners *o) {
+    const lt_dtensor *dt = o->dt;
+    int world = lt_dtensor_mesh(dt)->world, last = dt->ndim - 1;
+    o->cells = lt__calloc((size_t)o->nr * (size_t)o->nc, sizeof(cell));
+    o->pool = lt__calloc((size_t)o->nr * (size_t)o->nc * (size_t)world, sizeof(int));
+    if (!o->cells || !o->pool) return lt__err(LT_NOMEM, "out of memory");
+    for (int i = 0; i < o->nr * o->nc; i++) o->cells[i].ranks = o->pool + (size_t)i * (size_t)world;
+    for (int r = 0; r < world; r++) {
+        lt_rank_layout l;
+        LT_TRY(lt_spec_layout_rank(lt_dtensor_spec(dt), r, &l));
+        int64_t n0 = dt->ndim == 2 ? l.local_shape[0] : 1, n1 = l.local_shape[last];
+        for (int64_t a = 0; a < n0; a++) {
+            int64_t gr = dt->ndim == 2 ? (l.idx[0] ? l.idx[0][a] : a) : 0;
+            if (gr % o->rstep) continue;
+            for (int64_t b = 0; b < n1; b++) {
+                int64_t gc = l.idx[last] ? l.idx[last][b] : b;
+                if (gc % o->cstep) continue;
+                cell *c = &o->cells[(gr / o->rstep) * o->nc + gc / o->cstep];
+                c->ranks[c->n++] = r;
+            }
+        }
+        lt_rank_layout_free(&l);
     }
-    int64_t rows = dt->ndim == 2 ? dt->shape[0] : 1;
-    int64_t cols = dt->ndim == 2 ? dt->shape[1] : dt->shape[0];
-    /* rounded-up quotients written so that dims near INT64_MAX cannot wrap */
-    int64_t rstep = rows > PIC_MAX ? rows / PIC_MAX + (rows % PIC_MAX != 0) : 1;
-    int64_t cstep = cols > PIC_MAX ? cols / PIC_MAX + (cols % PIC_MAX != 0) : 1;
-    int nr = (int)(rows / rstep + (rows % rstep != 0)), nc = (int)(cols / cstep + (cols % cstep != 0));
-    if (rows == 0 || cols == 0) {
-        fprintf(f, "(picture: the tensor has no elements)\n");
-    } else {
-        cell *cells = lt__calloc((size_t)nr * (size_t)nc, sizeof(cell));
-        int *pool = lt__calloc((size_t)nr * (size_t)nc * (size_t)m->world, sizeof(int));
-        if (!cells || !pool) {
-            lt__free(cells);
-            lt__free(pool);
-            return lt__err(LT_NOMEM, "out of memory");
+    return LT_OK;
+}
+
+/* Prints o's grid: a header of column indices, then a row per sampled
+ * row (labelled with its index for 2-D tensors). */
+static void owners_print(FILE *f, const owners *o) {
+    int world = lt_dtensor_mesh(o->dt)->world, width = 1, two = o->dt->ndim == 2;
+    char buf[64];
+    for (int i = 0; i < o->nr * o->nc; i++) {
+        label(&o->cells[i], world, buf, sizeof buf);
+        int w = (int)strlen(buf);
+        if (w > width) width = w;
+    }
+    fprintf(f, "owners (ranks holding each %s%s):\n", two ? "element" : "index",
+            o->rstep > 1 || o->cstep > 1 ? ", sampled every few indices" : "");
+    fprintf(f, "%6s", "");
+    for (int j = 0; j < o->nc; j++) fprintf(f, " %*lld", width, (long long)(j * o->cstep));
+    fputc('\n', f);
+    for (int i = 0; i < o->nr; i++) {
+        if (two) fprintf(f, "%5lld ", (long long)(i * o->rstep));
+        else fprintf(f, "%6s", "");
+        for (int j = 0; j < o->nc; j++) {
+            label(&o->cells[i * o->nc + j], world, buf, sizeof buf);
+            fprintf(f, " %*s", width, buf);
         }
-        for (int i = 0; i < nr * nc; i++) cells[i].ranks = pool + (size_t)i * (size_t)m->world;
-        for (int r = 0; r < m->world; r++) {
-            lt_rank_layout l;
-            lt_status st = lt_spec_layout_rank(lt_dtensor_spec(dt), r, &l);
-            if (st) {
-                lt__free(cells);
-                lt__free(pool);
-                return st;
-            }
-            int64_t n0 = dt->ndim == 2 ? l.local_shape[0] : 1;
-            int64_t n1 = l.local_shape[dt->ndim - 1];
-            for (int64_t a = 0; a < n0; a++) {
-                int64_t gr = dt->ndim == 2 ? (l.idx[0] ? l.idx[0][a] : a) : 0;
-                if (gr % rstep) continue;
-                for (int64_t b = 0; b < n1; b++) {
-                    int64_t *ix = l.idx[dt->ndim - 1];
-                    int64_t gc = ix ? ix[b] : b;
-                    if (gc % cstep) continue;
-                    cell *c = &cells[(gr / rstep) * nc + gc / cstep];
-                    c->ranks[c->n++] = r;
-                }
-            }
-            lt_rank_layout_free(&l);
-        }
-        int width = 1;
-        char buf[64];
-        for (int i = 0; i < nr * nc; i++) {
-            label(&cells[i], m->world, buf, sizeof buf);
-            int w = (int)strlen(buf);
-            if (w > width) width = w;
-        }
-        fprintf(f, "owners (ranks holding each %s%s):\n", dt->ndim == 2 ? "element" : "index",
-                rstep > 1 || cstep > 1 ? ", sampled every few indices" : "");
-        fprintf(f, "%6s", "");
-        for (int j = 0; j < nc; j++) fprintf(f, " %*lld", width, (long long)(j * cstep));
         fputc('\n', f);
-        for (int i = 0; i < nr; i++) {
-            if (dt->ndim == 2) fprintf(f, "%5lld ", (long long)(i * rstep));
-            else fprintf(f, "%6s", "");
-            for (int j = 0; j < nc; j++) {
-                label(&cells[i * nc + j], m->world, buf, sizeof buf);
-                fprintf(f, " %*s", width, buf);
-            }
-            fputc('\n', f);
-        }
-        lt__free(cells);
-        lt__free(pool);
     }
-    for (int i = 0; i < m->ndim; i++) {
+}
+
+/* The Partial mesh dims and the empty shards, a line each. */
+static void picture_notes(FILE *f, const lt_dtensor *dt) {
+    const lt_mesh *m = lt_dtensor_mesh(dt);
+    for (int i = 0; i < m->ndim; i++)
         if (dt->placements[i].kind == LT_PL_PARTIAL)
-            fprintf(f, "partial: mesh dim %d is P(%s): ranks along it hold contributions; the value is their %s\n",
+            fprintf(f,
+                    "partial: mesh dim %d is P(%s): ranks along it hold contributions; the value "
+                    "is their %s\n",
                     i, lt_redop_name(dt->placements[i].op), lt_redop_name(dt->placements[i].op));
-    }
     int nempty = 0;
     for (int r = 0; r < m->world; r++) {
         const lt_tensor *t = lt_to_local(dt, r);
@@ -223,6 +220,31 @@ lt_status lt_render_picture(FILE *f, const lt_dtensor *dt) {
         }
     }
     if (nempty) fputc('\n', f);
+}
+
+lt_status lt_render_picture(FILE *f, const lt_dtensor *dt) {
+    if (dt->ndim < 1 || dt->ndim > 2) {
+        fprintf(f, "(picture: only for 1-D and 2-D tensors)\n");
+        return LT_OK;
+    }
+    owners o = {dt, 1, 1, 0, 0, NULL, NULL};
+    int64_t rows = dt->ndim == 2 ? dt->shape[0] : 1;
+    int64_t cols = dt->ndim == 2 ? dt->shape[1] : dt->shape[0];
+    /* rounded-up quotients written so that dims near INT64_MAX cannot wrap */
+    if (rows > PIC_MAX) o.rstep = rows / PIC_MAX + (rows % PIC_MAX != 0);
+    if (cols > PIC_MAX) o.cstep = cols / PIC_MAX + (cols % PIC_MAX != 0);
+    o.nr = (int)(rows / o.rstep + (rows % o.rstep != 0));
+    o.nc = (int)(cols / o.cstep + (cols % o.cstep != 0));
+    if (rows == 0 || cols == 0) {
+        fprintf(f, "(picture: the tensor has no elements)\n");
+    } else {
+        lt_status st = owners_fill(&o);
+        if (!st) owners_print(f, &o);
+        lt__free(o.cells);
+        lt__free(o.pool);
+        if (st) return st;
+    }
+    picture_notes(f, dt);
     return LT_OK;
 }
 
