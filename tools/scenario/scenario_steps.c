@@ -654,91 +654,135 @@ lt_status lt__sc_run_collective(sc_run_ctx *rc, const sc_step *st) {
                                      d->has_rule ? &d->rule : NULL, d->tensor, d->as);
 }
 
-static lt_status run_collective(sc_run_ctx *rc, const sc_step *st) {
+/* A permute's perm must list one entry per member of its mesh dim. */
+static int perm_fits(const collective_data *d, const lt_mesh *mesh) {
+    return d->mesh_dim >= 0 && d->mesh_dim < mesh->ndim && d->nperm == mesh->shape[d->mesh_dim];
+}
+
+/* --numerics sample/none: the collective on the sampled ranks. */
+static lt_status sampled_collective(sc_run_ctx *rc, const sc_step *st, int per_rank) {
     const collective_data *d = st->data;
     const lt_mesh *mesh = rc->c->mesh;
-    lt_comm *c = rc->comm;
-    /* per-rank programs: collectives on LocalTensors (and any limited to some
-     * ranks, and barriers) are matched rank by rank (scenario_match.c) */
-    int is_local = d->tensor && lt__sc_value(rc, d->tensor)->kind == SC_LOCAL;
-    /* --shards owned: the engine moves the held shards of a DTensor (or a full tensor every process has) */
-    const sc_value *cv = d->tensor ? lt__sc_value(rc, d->tensor) : NULL;
-    int on_engine = rc->owned && !st->mask && !is_local && cv &&
-                    (cv->kind == SC_DTENSOR || (cv->kind == SC_FULL && cv->full));
-    if (rc->nranks >= 0 && d->kind != LT_COLL_BARRIER && !on_engine) { /* numerics sample/none */
-        if (st->mask || is_local)
-            return lt__sc_numerics_refuse(rc, "a per-rank collective (on a LocalTensor, or limited to some ranks)");
-        if (d->kind == LT_COLL_PERMUTE && (d->mesh_dim < 0 || d->mesh_dim >= mesh->ndim || d->nperm != mesh->shape[d->mesh_dim]))
-            return lt__err_in(LT_INVALID, "collective", " %s along mesh dim %d of '%s': perm has %d entries; mesh dim %d has %d members",
-                              lt_coll_name(d->kind), d->mesh_dim, d->tensor, d->nperm, d->mesh_dim,
-                              d->mesh_dim >= 0 && d->mesh_dim < mesh->ndim ? mesh->shape[d->mesh_dim] : 0);
-        char where[128], origin[256];
-        snprintf(origin, sizeof origin, "collective %s at %s", lt_coll_name(d->kind), pos_str(st, where, sizeof where));
-        lt_status s = lt__sc_sampled_collective(rc, d->kind, d->tensor, d->mesh_dim, d->op, d->dim, d->concat_dim, d->root,
-                                                d->has_rule ? &d->rule : NULL, d->perm, d->as, origin);
-        if (s && !rc->refused)
-            return lt__err_ctx_in(s, "collective", " %s along mesh dim %d of '%s'", lt_coll_name(d->kind), d->mesh_dim, d->tensor);
-        return s;
+    if (per_rank)
+        return lt__sc_numerics_refuse(
+            rc, "a per-rank collective (on a LocalTensor, or limited to some ranks)");
+    if (d->kind == LT_COLL_PERMUTE && !perm_fits(d, mesh))
+        return lt__err_in(
+            LT_INVALID, "collective",
+            " %s along mesh dim %d of '%s': perm has %d entries; mesh dim %d has %d members",
+            lt_coll_name(d->kind), d->mesh_dim, d->tensor, d->nperm, d->mesh_dim,
+            d->mesh_dim >= 0 && d->mesh_dim < mesh->ndim ? mesh->shape[d->mesh_dim] : 0);
+    char where[128], origin[256];
+    snprintf(origin, sizeof origin, "collective %s at %s", lt_coll_name(d->kind),
+             pos_str(st, where, sizeof where));
+    lt_status s =
+        lt__sc_sampled_collective(rc, d->kind, d->tensor, d->mesh_dim, d->op, d->dim, d->concat_dim,
+                                  d->root, d->has_rule ? &d->rule : NULL, d->perm, d->as, origin);
+    if (s && !rc->refused)
+        return lt__err_ctx_in(s, "collective", " %s along mesh dim %d of '%s'",
+                              lt_coll_name(d->kind), d->mesh_dim, d->tensor);
+    return s;
+}
+
+/* Each rank's input in[W] of value v; a DTensor shard another process
+ * holds gets a stand-in of its shape (absent). */
+static lt_status collective_inputs(const sc_value *v, int W, lt_tensor **in) {
+    for (int r = 0; r < W; r++) {
+        in[r] = v->kind == SC_FULL      ? v->full
+                : v->kind == SC_DTENSOR ? v->dt->local->shards[r]
+                                        : v->local->shards[r];
+        if (in[r] || v->kind != SC_DTENSOR) continue;
+        int64_t ls[LT_MAX_DIMS];
+        LT_TRY(lt_spec_local_shape(lt_dtensor_spec(v->dt), r, ls, NULL));
+        LT_TRY(lt_tensor_absent(v->dt->dtype, v->dt->ndim, ls, &in[r]));
     }
-    /* permute is never matched (docs/SEMANTICS.md §12): every rank runs it
-     * together, so ranks that wait or failed never reach it */
-    if (d->kind == LT_COLL_PERMUTE && lt__sc_any_stopped(rc)) return lt__sc_program_end_at(rc, st, st);
-    if (d->kind != LT_COLL_PERMUTE && (st->mask || is_local || d->kind == LT_COLL_BARRIER || lt__sc_any_stopped(rc)))
-        return lt__sc_run_matched(rc, st, d->kind, d->tensor, d->mesh_dim, (int)d->op, d->dim, d->concat_dim, d->root,
-                                  d->has_rule ? &d->rule : NULL, d->as);
-    if (d->kind == LT_COLL_BARRIER) {
-        lt_status s = lt_barrier(c, d->mesh_dim);
-        return s ? lt__err_ctx_in(s, "collective", " barrier along mesh dim %d", d->mesh_dim) : LT_OK;
-    }
-    int W = mesh->world;
-    sc_value *v = lt__sc_value(rc, d->tensor);
-    lt_tensor **in = lt__calloc((size_t)W, sizeof *in), **out = lt__calloc((size_t)W, sizeof *out);
-    lt_status s = LT_OK;
-    if (!in || !out) s = lt__err(LT_NOMEM, "out of memory");
-    for (int r = 0; r < W && !s; r++) {
-        in[r] = v->kind == SC_FULL ? v->full : v->kind == SC_DTENSOR ? v->dt->local->shards[r] : v->local->shards[r];
-        if (!in[r] && v->kind == SC_DTENSOR) { /* held by another process: its shape stands in */
-            int64_t ls[LT_MAX_DIMS];
-            s = lt_spec_local_shape(lt_dtensor_spec(v->dt), r, ls, NULL);
-            if (!s) s = lt_tensor_absent(v->dt->dtype, v->dt->ndim, ls, &in[r]);
-        }
-    }
-    if (rc->owned) s = lt__comm_agree(c, s);   /* a stand-in that failed here: no process enters the collective */
-    if (!s && d->kind == LT_COLL_PERMUTE && (d->mesh_dim < 0 || d->mesh_dim >= mesh->ndim || d->nperm != mesh->shape[d->mesh_dim]))
-        s = lt__err(LT_INVALID, "perm has %d entries; mesh dim %d has %d members", d->nperm, d->mesh_dim,
-                    d->mesh_dim >= 0 && d->mesh_dim < mesh->ndim ? mesh->shape[d->mesh_dim] : 0);
+    return LT_OK;
+}
+
+/* The collective d on every rank together, in[] -> out[]. */
+static lt_status collective_call(lt_comm *c, const collective_data *d, lt_tensor *const *in,
+                                 lt_tensor **out) {
     const lt_split_rule *rule = d->has_rule ? &d->rule : NULL;
-    lt_tensor *const *cin = in;
-    if (!s) switch (d->kind) {
-        case LT_COLL_ALL_GATHER: s = lt_all_gather(c, d->mesh_dim, cin, d->dim, out); break;
-        case LT_COLL_ALL_REDUCE: s = lt_all_reduce(c, d->mesh_dim, cin, d->op, out); break;
-        case LT_COLL_REDUCE_SCATTER: s = lt_reduce_scatter(c, d->mesh_dim, cin, d->op, d->dim, rule, out); break;
-        case LT_COLL_ALL_TO_ALL: s = lt_all_to_all(c, d->mesh_dim, cin, d->dim, d->concat_dim, rule, out); break;
-        case LT_COLL_BROADCAST: s = lt_broadcast(c, d->mesh_dim, cin, d->root, out); break;
-        case LT_COLL_SCATTER: s = lt_scatter(c, d->mesh_dim, cin, d->root, d->dim, rule, out); break;
-        case LT_COLL_GATHER: s = lt_gather(c, d->mesh_dim, cin, d->root, d->dim, out); break;
-        case LT_COLL_REDUCE: s = lt_reduce_ranks(c, d->mesh_dim, cin, d->root, d->op, out); break;
-        case LT_COLL_PERMUTE: s = lt_permute_ranks(c, d->mesh_dim, cin, d->perm, out); break;
-        default: s = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s", lt_coll_name(d->kind));
-        }
+    int md = d->mesh_dim;
+    switch (d->kind) {
+    case LT_COLL_ALL_GATHER: return lt_all_gather(c, md, in, d->dim, out);
+    case LT_COLL_ALL_REDUCE: return lt_all_reduce(c, md, in, d->op, out);
+    case LT_COLL_REDUCE_SCATTER: return lt_reduce_scatter(c, md, in, d->op, d->dim, rule, out);
+    case LT_COLL_ALL_TO_ALL: return lt_all_to_all(c, md, in, d->dim, d->concat_dim, rule, out);
+    case LT_COLL_BROADCAST: return lt_broadcast(c, md, in, d->root, out);
+    case LT_COLL_SCATTER: return lt_scatter(c, md, in, d->root, d->dim, rule, out);
+    case LT_COLL_GATHER: return lt_gather(c, md, in, d->root, d->dim, out);
+    case LT_COLL_REDUCE: return lt_reduce_ranks(c, md, in, d->root, d->op, out);
+    case LT_COLL_PERMUTE: return lt_permute_ranks(c, md, in, d->perm, out);
+    default:
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s",
+                            lt_coll_name(d->kind));
+    }
+}
+
+/* Every rank runs the collective together (a DTensor, a full tensor or a
+ * LocalTensor no rank skips): its result is the LocalTensor `as`. */
+static lt_status run_together(sc_run_ctx *rc, const sc_step *st) {
+    const collective_data *d = st->data;
+    const lt_mesh *mesh = rc->c->mesh;
+    int W = mesh->world;
+    lt_tensor **in = lt__calloc((size_t)W, sizeof *in), **out = lt__calloc((size_t)W, sizeof *out);
+    lt_status s = !in || !out ? lt__err(LT_NOMEM, "out of memory") : LT_OK;
+    if (!s) s = collective_inputs(lt__sc_value(rc, d->tensor), W, in);
+    if (rc->owned)
+        s = lt__comm_agree(rc->comm, s); /* a stand-in that failed here: no process enters it */
+    if (!s && d->kind == LT_COLL_PERMUTE && !perm_fits(d, mesh))
+        s = lt__err(LT_INVALID, "perm has %d entries; mesh dim %d has %d members", d->nperm,
+                    d->mesh_dim,
+                    d->mesh_dim >= 0 && d->mesh_dim < mesh->ndim ? mesh->shape[d->mesh_dim] : 0);
+    if (!s) s = collective_call(rc->comm, d, in, out);
     lt_local *l = NULL;
     if (!s) s = lt_local_new(mesh, &l);
-    if (!s) {
-        for (int r = 0; r < W; r++) {
-            if (out[r] && out[r]->absent) continue;   /* held by another process: left out */
-            l->shards[r] = out[r];
-            out[r] = NULL;
-        }
+    for (int r = 0; !s && r < W; r++) {
+        if (out[r] && out[r]->absent) continue;   /* held by another process: left out */
+        l->shards[r] = out[r];
+        out[r] = NULL;
     }
     for (int r = 0; out && r < W; r++) lt_tensor_free(out[r]);
     for (int r = 0; in && r < W; r++)
         if (in[r] && in[r]->absent) lt_tensor_free(in[r]);
     lt__free(in);
     lt__free(out);
-    if (s) return lt__err_ctx_in(s, "collective", " %s along mesh dim %d of '%s'", lt_coll_name(d->kind), d->mesh_dim, d->tensor);
+    if (s)
+        return lt__err_ctx_in(s, "collective", " %s along mesh dim %d of '%s'",
+                              lt_coll_name(d->kind), d->mesh_dim, d->tensor);
     char where[128], origin[256];
-    snprintf(origin, sizeof origin, "collective %s at %s", lt_coll_name(d->kind), pos_str(st, where, sizeof where));
+    snprintf(origin, sizeof origin, "collective %s at %s", lt_coll_name(d->kind),
+             pos_str(st, where, sizeof where));
     return lt__sc_put_local(rc, d->as, l, origin);
+}
+
+static lt_status run_collective(sc_run_ctx *rc, const sc_step *st) {
+    const collective_data *d = st->data;
+    /* per-rank programs: collectives on LocalTensors (and any limited to some
+     * ranks, and barriers) are matched rank by rank (scenario_match.c) */
+    const sc_value *cv = d->tensor ? lt__sc_value(rc, d->tensor) : NULL;
+    int is_local = cv && cv->kind == SC_LOCAL;
+    /* --shards owned: the engine moves the held shards of a DTensor (or a full tensor every process
+     * has) */
+    int on_engine = rc->owned && !st->mask && !is_local && cv &&
+                    (cv->kind == SC_DTENSOR || (cv->kind == SC_FULL && cv->full));
+    if (rc->nranks >= 0 && d->kind != LT_COLL_BARRIER && !on_engine)
+        return sampled_collective(rc, st, st->mask || is_local);
+    /* permute is never matched (docs/SEMANTICS.md §12): every rank runs it
+     * together, so ranks that wait or failed never reach it */
+    if (d->kind == LT_COLL_PERMUTE && lt__sc_any_stopped(rc))
+        return lt__sc_program_end_at(rc, st, st);
+    if (d->kind != LT_COLL_PERMUTE &&
+        (st->mask || is_local || d->kind == LT_COLL_BARRIER || lt__sc_any_stopped(rc)))
+        return lt__sc_run_matched(rc, st, d->kind, d->tensor, d->mesh_dim, (int)d->op, d->dim,
+                                  d->concat_dim, d->root, d->has_rule ? &d->rule : NULL, d->as);
+    if (d->kind == LT_COLL_BARRIER) {
+        lt_status s = lt_barrier(rc->comm, d->mesh_dim);
+        return s ? lt__err_ctx_in(s, "collective", " barrier along mesh dim %d", d->mesh_dim)
+                 : LT_OK;
+    }
+    return run_together(rc, st);
 }
 
 /* ---- show, mark_comm ----------------------------------------------------------------------- */
