@@ -272,95 +272,133 @@ static int kind_has(lt_coll k, const char *what) {
  * call returned. Such a step may complete further calls (more ranks to
  * catch up) or make the rank wait again (it stops there). Ranks go in
  * passes from the lowest, so the order is fixed. */
+/* What catching up found so far: the first rank that failed in a step
+ * it caught up with, and how many did. */
+typedef struct replay {
+    int top;                   /* the step running now */
+    int nfailed, first;        /* ranks that failed while catching up; the first */
+    lt_status first_st;
+    char first_msg[1024];
+} replay;
+
+/* Step k (orig) as rank m's catch-up sees it: *run 1 when m runs it
+ * alone now (*orig: the step to run, the step an expect_error wraps when
+ * it runs now); 0 when m skips it. An error when m cannot (a step every
+ * rank runs together, or one an earlier expect_error wraps). */
+static lt_status replay_which(sc_run_ctx *rc, const replay *rp, int m, int from, int k,
+                              const sc_step **orig, int *run) {
+    const sc_step *inner = lt__sc_expect_error_inner(*orig);
+    *run = 0;
+    if (inner && k == rp->top) {
+        *orig = inner;   /* the expect_error running now: its step, on m too */
+    } else if (inner || !lt__sc_step_is_per_rank((*orig)->type)) {
+        const sc_step *w = inner ? inner : *orig;
+        if (!inner && strcmp((*orig)->type->name, "expect_error") &&
+            !lt__sc_step_is_per_rank((*orig)->type))
+            return lt__err(LT_INVALID, "internal: step at line %d ran while rank %d waited",
+                           (*orig)->pos.line, m);
+        if (inner && (!w->mask || w->mask[m]) && lt__sc_step_is_per_rank(w->type))
+            return lt__err_code(
+                LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                "not supported yet: rank %d's call at line %d completed in the step at line %d; it "
+                "would then run the step that the earlier expect_error at line %d wraps, which a "
+                "scenario has already judged for every rank at once (docs/SEMANTICS.md §12)",
+                m, rc->c->steps[from].pos.line, rc->c->steps[rp->top].pos.line, (*orig)->pos.line);
+        return LT_OK;
+    }
+    *run = !(*orig)->mask || (*orig)->mask[m];
+    return LT_OK;
+}
+
+/* The context of an error in a step m caught up with. */
+static lt_status replay_ctx(sc_run_ctx *rc, const replay *rp, lt_status s, int m, int from,
+                            const sc_step *orig) {
+    return lt__err_while(
+        s,
+        "rank %d ran the step at %s:%d (it waited in the call at line %d, which completed "
+        "at line %d)",
+        m, orig->pos.file, orig->pos.line, rc->c->steps[from].pos.line,
+        rc->c->steps[rp->top].pos.line);
+}
+
+/* Runs step k (orig) on rank m alone. A failed check is recorded and m
+ * goes on; an error of m's own ends m's program there (*stop). */
+static lt_status replay_step(sc_run_ctx *rc, replay *rp, int m, int from, int k,
+                             const sc_step *orig, int *stop) {
+    sc_step one = *orig;   /* the step, on rank m alone */
+    rc->one[m] = 1;
+    one.mask = rc->one;
+    rc->step_index = k;
+    lt_status s = lt__sc_run_step(rc, &one);
+    rc->one[m] = 0;
+    if (s == LT_MISMATCH && rc->failed_check && !rc->capturing) {
+        lt__sc_record_check(rc, 1);
+        lt__err_clear();
+        return LT_OK;
+    }
+    if (!s && (one.type->is_check || rc->did_check)) lt__sc_record_check(rc, 0);
+    if (!s || (s == LT_MISMATCH && rc->failed_check))
+        return s; /* a failed check names its own step */
+    s = replay_ctx(rc, rp, s, m, from, orig);
+    if (rc->failed_rank != m || s == LT_NOMEM) return s;
+    /* m's program ends there; whether that is a rank failure (another rank
+     * waits or failed) is known once every rank caught up */
+    if (rp->nfailed++ == 0) {
+        rp->first_st = s;
+        snprintf(rp->first_msg, sizeof rp->first_msg, "%s", lt_errmsg());
+        rp->first = m;
+    }
+    *stop = 1;
+    return end_rank(rc, m, s);
+}
+
+/* Rank m runs the steps it skipped while it waited, up to the current
+ * one, until it waits again or its program ends. */
+static lt_status replay_rank(sc_run_ctx *rc, replay *rp, int m) {
+    int from = rc->resume[m], stop = 0;
+    rc->resume[m] = -1;
+    lt_status s = LT_OK;
+    for (int k = from + 1; k <= rp->top && !s && !stop && !rc->blocked[m]; k++) {
+        const sc_step *orig = &rc->c->steps[k];
+        int run;
+        s = replay_which(rc, rp, m, from, k, &orig, &run);
+        if (!s && run) s = replay_step(rc, rp, m, from, k, orig, &stop);
+    }
+    return s;
+}
+
 static lt_status catch_up(sc_run_ctx *rc) {
-    const lt_mesh *mesh = rc->c->mesh;
-    int top = rc->step_index, W = mesh->world;
-    lt_status s = LT_OK, first_st = LT_OK;
-    int nfailed = 0, first = -1, stopped_before = 0;   /* ranks that fail while catching up */
-    char first_msg[1024] = "";
+    int W = rc->c->mesh->world, stopped_before = 0;
+    replay rp = {rc->step_index, 0, -1, LT_OK, ""};
+    lt_status s = LT_OK;
     for (int r = 0; r < W; r++) stopped_before |= rc->ended[r];
     rc->replaying = 1;
     /* passes over the ranks, lowest first, until none has steps left to run
      * (a step run here may complete calls of ranks already passed) */
-    for (int m = 0, any = 0; !s; m++) {
-        if (m == W) {
-            if (!any) break;
-            m = -1;
-            any = 0;
-            continue;
-        }
-        if (rc->resume[m] < 0) continue;
-        any = 1;
-        int from = rc->resume[m];
-        rc->resume[m] = -1;
-        for (int k = from + 1; k <= top && !s && !rc->blocked[m]; k++) {
-            const sc_step *orig = &rc->c->steps[k], *inner = lt__sc_expect_error_inner(orig);
-            if (inner && k == top) orig = inner;   /* the expect_error running now: its step, on m too */
-            else if (inner || !lt__sc_step_is_per_rank(orig->type)) {
-                const sc_step *w = inner ? inner : orig;
-                if (!inner && strcmp(orig->type->name, "expect_error") && !lt__sc_step_is_per_rank(orig->type))
-                    s = lt__err(LT_INVALID, "internal: step at line %d ran while rank %d waited", orig->pos.line, m);
-                else if (inner && (!w->mask || w->mask[m]) && lt__sc_step_is_per_rank(w->type))
-                    s = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
-                                     "not supported yet: rank %d's call at line %d completed in the step at line %d; "
-                                     "it would then run the step that the earlier expect_error at line %d wraps, which "
-                                     "a scenario has already judged for every rank at once (docs/SEMANTICS.md §12)",
-                                     m, rc->c->steps[from].pos.line, rc->c->steps[top].pos.line, orig->pos.line);
-                continue;
-            }
-            if (orig->mask && !orig->mask[m]) continue;
-            sc_step one = *orig;   /* the step, on rank m alone */
-            rc->one[m] = 1;
-            one.mask = rc->one;
-            rc->step_index = k;
-            s = lt__sc_run_step(rc, &one);
-            rc->one[m] = 0;
-            if (s == LT_MISMATCH && rc->failed_check && !rc->capturing) {
-                /* a failed check is recorded, and m goes on with its steps */
-                lt__sc_record_check(rc, 1);
-                lt__err_clear();
-                s = LT_OK;
-                continue;
-            }
-            if (!s && (one.type->is_check || rc->did_check)) lt__sc_record_check(rc, 0);
-            if (s && rc->failed_rank == m && s != LT_NOMEM && !(s == LT_MISMATCH && rc->failed_check)) {
-                /* m's program ends there; whether that is a rank failure (another
-                 * rank waits or failed) is known once every rank caught up */
-                s = lt__err_while(s, "rank %d ran the step at %s:%d (it waited in the call at line %d, which "
-                                  "completed at line %d)", m, orig->pos.file, orig->pos.line,
-                                  rc->c->steps[from].pos.line, rc->c->steps[top].pos.line);
-                if (nfailed++ == 0) {
-                    first_st = s;
-                    snprintf(first_msg, sizeof first_msg, "%s", lt_errmsg());
-                    first = m;
-                }
-                s = end_rank(rc, m, s);
-                break;
-            }
-            if (s && !(s == LT_MISMATCH && rc->failed_check))   /* a failed check names its own step */
-                s = lt__err_while(s, "rank %d ran the step at %s:%d (it waited in the call at line %d, which "
-                                  "completed at line %d)", m, orig->pos.file, orig->pos.line,
-                                  rc->c->steps[from].pos.line, rc->c->steps[top].pos.line);
+    for (int any = 1; any && !s;) {
+        any = 0;
+        for (int m = 0; m < W && !s; m++) {
+            if (rc->resume[m] < 0) continue;
+            any = 1;
+            s = replay_rank(rc, &rp, m);
         }
     }
-    rc->step_index = top;
+    rc->step_index = rp.top;
     rc->replaying = 0;
     if (s)
-        for (int r = 0; r < W; r++) rc->resume[r] = -1;   /* the case stops: nothing is left to replay */
-    if (!s && nfailed == 1 && !stopped_before) {
-        /* one rank failed and no other waits or failed: the scenario's error,
-         * as for a step that fails with every rank running */
-        int others = 0;
-        for (int r = 0; r < W; r++) others += rc->blocked[r] || (rc->ended[r] && r != first);
-        if (!others) {
-            /* the per-rank program's state goes, as for any error of a
-             * collective step (the case stops, or expect_error goes on) */
-            matcher_reset(rc);
-            rc->failed_rank = first;
-            return lt__err(first_st, "%s", first_msg);
-        }
-    }
-    return s;
+        for (int r = 0; r < W; r++)
+            rc->resume[r] = -1; /* the case stops: nothing is left to replay */
+    if (s || rp.nfailed != 1 || stopped_before) return s;
+    /* one rank failed and no other waits or failed: the scenario's error,
+     * as for a step that fails with every rank running */
+    int others = 0;
+    for (int r = 0; r < W; r++) others += rc->blocked[r] || (rc->ended[r] && r != rp.first);
+    if (others) return LT_OK;
+    /* the per-rank program's state goes, as for any error of a collective
+     * step (the case stops, or expect_error goes on) */
+    matcher_reset(rc);
+    rc->failed_rank = rp.first;
+    return lt__err(rp.first_st, "%s", rp.first_msg);
 }
 
 /* The tensor dim of a completed group's collective: a negative dim counts
