@@ -595,16 +595,24 @@ static lt_status expect_full_sampled(sc_run_ctx *rc, const sc_step *st, const ex
     return s;
 }
 
-lt_status lt__sc_run_expect_full(sc_run_ctx *rc, const sc_step *st) {
-    const expect_full_data *d = st->data;
-    sc_value *v = lt__sc_value(rc, d->tensor);
-    if (rc->nranks >= 0) return expect_full_sampled(rc, st, d, v);
-    lt_tensor *act = NULL, *exp = NULL;
-    int own_a = 0, own_e = 0;
-    lt_status s = full_of(v, &act, &own_a);
-    if (s) return lt__err_ctx_in(s, "expect_full", " of '%s'", d->tensor);
+/* An expect_full in progress: the full value checked and what it is
+ * compared with (each freed at the end when own_*). */
+typedef struct full_check {
+    sc_run_ctx *rc;
+    const sc_step *st;
+    const expect_full_data *d;
+    sc_value *v;
+    lt_tensor *act, *exp;    /* exp: NULL unless equals: */
+    int own_a, own_e;
+    const double *ev;        /* a literal's values, or NULL */
+} full_check;
+
+/* The shape the check expects (shape: or a literal's), and the tensor
+ * named by equals:, or a literal's count. */
+static lt_status full_shape(full_check *fc) {
+    const expect_full_data *d = fc->d;
+    const lt_tensor *act = fc->act;
     char a[128], b[128];
-    /* shape */
     int want_nd = -1;
     const int64_t *want = NULL;
     if (d->has_shape) want_nd = d->ndim, want = d->shape;
@@ -612,78 +620,83 @@ lt_status lt__sc_run_expect_full(sc_run_ctx *rc, const sc_step *st) {
     if (want && !same_shape(want_nd, want, act->ndim, act->shape)) {
         lt_shape_str(want_nd, want, a, sizeof a);
         lt_shape_str(act->ndim, act->shape, b, sizeof b);
-        if (own_a) lt_tensor_free(act);
-        return lt__sc_check_fail(rc, st, -1, NULL, a, b, lt__sc_origin(v), "expect_full of '%s': shape: expected %s, actual %s",
-                                 d->tensor, a, b);
+        return lt__sc_check_fail(fc->rc, fc->st, -1, NULL, a, b, lt__sc_origin(fc->v),
+                                 "expect_full of '%s': shape: expected %s, actual %s", d->tensor, a,
+                                 b);
     }
     int64_t n = lt_numel(act);
-    const double *ev = NULL;
     if (d->equals) {
-        sc_value *e = lt__sc_value(rc, d->equals);
-        if ((s = full_of(e, &exp, &own_e))) {
-            if (own_a) lt_tensor_free(act);
-            return lt__err_ctx_in(s, "expect_full", ": '%s'", d->equals);
-        }
-        if (!same_shape(exp->ndim, exp->shape, act->ndim, act->shape)) {
-            lt_shape_str(exp->ndim, exp->shape, a, sizeof a);
-            lt_shape_str(act->ndim, act->shape, b, sizeof b);
-            if (own_a) lt_tensor_free(act);
-            if (own_e) lt_tensor_free(exp);
-            return lt__sc_check_fail(rc, st, -1, NULL, a, b, lt__sc_origin(v),
-                                     "expect_full of '%s': shape: expected %s (the shape of '%s'), actual %s", d->tensor, a,
-                                     d->equals, b);
-        }
-    } else if (d->has_lit) {
-        if (d->lit.n != n) {
-            if (own_a) lt_tensor_free(act);
-            snprintf(a, sizeof a, "%lld value%s", (long long)d->lit.n, d->lit.n == 1 ? "" : "s");
-            snprintf(b, sizeof b, "%lld value%s", (long long)n, n == 1 ? "" : "s");
-            return lt__sc_check_fail(rc, st, -1, NULL, a, b, lt__sc_origin(v), "expect_full of '%s': expected %s, actual %s", d->tensor,
-                                     a, b);
-        }
-        ev = d->lit.v;
+        lt_status s = full_of(lt__sc_value(fc->rc, d->equals), &fc->exp, &fc->own_e);
+        if (s) return lt__err_ctx_in(s, "expect_full", ": '%s'", d->equals);
+        if (same_shape(fc->exp->ndim, fc->exp->shape, act->ndim, act->shape)) return LT_OK;
+        lt_shape_str(fc->exp->ndim, fc->exp->shape, a, sizeof a);
+        lt_shape_str(act->ndim, act->shape, b, sizeof b);
+        return lt__sc_check_fail(
+            fc->rc, fc->st, -1, NULL, a, b, lt__sc_origin(fc->v),
+            "expect_full of '%s': shape: expected %s (the shape of '%s'), actual %s", d->tensor, a,
+            d->equals, b);
     }
-    if (!exp && !ev) {
-        if (own_a) lt_tensor_free(act);
-        return LT_OK;   /* shape only */
-    }
+    if (!d->has_lit) return LT_OK;
+    fc->ev = d->lit.v;
+    if (d->lit.n == n) return LT_OK;
+    snprintf(a, sizeof a, "%lld value%s", (long long)d->lit.n, d->lit.n == 1 ? "" : "s");
+    snprintf(b, sizeof b, "%lld value%s", (long long)n, n == 1 ? "" : "s");
+    return lt__sc_check_fail(fc->rc, fc->st, -1, NULL, a, b, lt__sc_origin(fc->v),
+                             "expect_full of '%s': expected %s, actual %s", d->tensor, a, b);
+}
+
+/* The values, within the check's tolerance (with equals: the looser of
+ * the two dtypes'); the first difference fails the check. */
+static lt_status full_values(full_check *fc) {
+    const expect_full_data *d = fc->d;
+    const lt_tensor *act = fc->act, *exp = fc->exp;
     double rt, at, rt2, at2;
     tol_for(d->has_tol, d->rtol, d->atol, act->dtype, &rt, &at);
-    if (exp && !d->has_tol) {   /* the looser of the two dtypes */
+    if (exp && !d->has_tol) {
         lt_dtype_default_tol(exp->dtype, &rt2, &at2);
         if (rt2 > rt) rt = rt2;
         if (at2 > at) at = at2;
     }
-    int64_t bad = -1, nbad = 0;
+    int64_t n = lt_numel(act), bad = -1, nbad = 0;
     double maxd = 0;
     for (int64_t i = 0; i < n; i++) {
-        double x = lt_get_flat(act, i), e = exp ? lt_get_flat(exp, i) : as_dtype(act->dtype, ev[i]);
+        double x = lt_get_flat(act, i),
+               e = exp ? lt_get_flat(exp, i) : as_dtype(act->dtype, fc->ev[i]);
         if (close_enough(x, e, rt, at)) continue;
         if (bad < 0) bad = i;
         nbad++;
         if (fabs(x - e) > maxd || isnan(x - e)) maxd = fabs(x - e);
     }
-    lt_status ret = LT_OK;
-    if (bad >= 0) {
-        int64_t idx[LT_MAX_DIMS], rest = bad;
-        for (int k = act->ndim - 1; k >= 0; k--) {
-            idx[k] = rest % act->shape[k];
-            rest /= act->shape[k];
-        }
-        char is[96], es[48], as[48], md[48], holders[400] = "";
-        double e = exp ? lt_get_flat(exp, bad) : as_dtype(act->dtype, ev[bad]);
-        lt__sc_fmt_index(act->ndim, idx, is, sizeof is);
-        lt__sc_fmt_num(e, es, sizeof es);
-        lt__sc_fmt_num(lt_get_flat(act, bad), as, sizeof as);
-        lt__sc_fmt_num(maxd, md, sizeof md);
-        if (v->kind == SC_DTENSOR) holders_str(v->dt, idx, holders, sizeof holders);
-        ret = lt__sc_check_fail(rc, st, -1, is, es, as, lt__sc_origin(v),
-                                "expect_full of '%s'%s%s: index %s: expected %s, actual %s (%lld of %lld element%s differ%s, max |diff| %s)%s",
-                                d->tensor, d->equals ? " == " : "", d->equals ? d->equals : "", is, es, as,
-                                (long long)nbad, (long long)n, n == 1 ? "" : "s", nbad == 1 && n == 1 ? "s" : "", md,
-                                holders);
+    if (bad < 0) return LT_OK;
+    int64_t idx[LT_MAX_DIMS], rest = bad;
+    for (int k = act->ndim - 1; k >= 0; k--) {
+        idx[k] = rest % act->shape[k];
+        rest /= act->shape[k];
     }
-    if (own_a) lt_tensor_free(act);
-    if (own_e) lt_tensor_free(exp);
-    return ret;
+    char is[96], es[48], as[48], md[48], holders[400] = "";
+    double e = exp ? lt_get_flat(exp, bad) : as_dtype(act->dtype, fc->ev[bad]);
+    lt__sc_fmt_index(act->ndim, idx, is, sizeof is);
+    lt__sc_fmt_num(e, es, sizeof es);
+    lt__sc_fmt_num(lt_get_flat(act, bad), as, sizeof as);
+    lt__sc_fmt_num(maxd, md, sizeof md);
+    if (fc->v->kind == SC_DTENSOR) holders_str(fc->v->dt, idx, holders, sizeof holders);
+    return lt__sc_check_fail(
+        fc->rc, fc->st, -1, is, es, as, lt__sc_origin(fc->v),
+        "expect_full of '%s'%s%s: index %s: expected %s, actual %s (%lld of %lld element%s "
+        "differ%s, max |diff| %s)%s",
+        d->tensor, d->equals ? " == " : "", d->equals ? d->equals : "", is, es, as, (long long)nbad,
+        (long long)n, n == 1 ? "" : "s", nbad == 1 && n == 1 ? "s" : "", md, holders);
+}
+
+lt_status lt__sc_run_expect_full(sc_run_ctx *rc, const sc_step *st) {
+    const expect_full_data *d = st->data;
+    full_check fc = {rc, st, d, lt__sc_value(rc, d->tensor), NULL, NULL, 0, 0, NULL};
+    if (rc->nranks >= 0) return expect_full_sampled(rc, st, d, fc.v);
+    lt_status s = full_of(fc.v, &fc.act, &fc.own_a);
+    if (s) return lt__err_ctx_in(s, "expect_full", " of '%s'", d->tensor);
+    s = full_shape(&fc);
+    if (!s && (fc.exp || fc.ev)) s = full_values(&fc);   /* else shape only */
+    if (fc.own_a) lt_tensor_free(fc.act);
+    if (fc.own_e) lt_tensor_free(fc.exp);
+    return s;
 }
