@@ -128,91 +128,98 @@ static lt_status partition(const lt_tensor *t, const lt_mesh *mesh, int i, lt_re
 
 /* ---- one step -------------------------------------------------------------------- */
 
-static lt_status run_step(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps, lt_tensor *const *in,
-                          lt_tensor **out, int cache) {
-    if (ps->move_) return lt__move_run(comm, from, ps, in, out, cache);   /* a min-cost step */
+/* A gather of a _StridedShard dim: all_gather, then every rank's result
+ * put back in index order (replicas sharing a gathered buffer share the
+ * result). out[W]: new tensors (a failure frees them in run_step). */
+static lt_status gather_strided(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps,
+                                lt_tensor *const *in, lt_tensor **out) {
     const lt_mesh *mesh = from->mesh;
-    const lt_placement *before = from->placements;
+    const lt_placement *a = &ps->from;
+    int W = mesh->world, m = mesh->shape[ps->mesh_dim];
+    lt_tensor **g = lt__calloc((size_t)W, sizeof *g);   /* (W) the gathered, strided order */
+    if (!g) return lt__err(LT_NOMEM, "out of memory");
+    lt_status st = lt_all_gather(comm, ps->mesh_dim, in, a->dim, g);
+    int64_t *perm = NULL, pn = -1;   /* (pn) */
+    for (int r = 0; r < W && !st; r++) {
+        if (g[r]->absent) continue;   /* held by another process: left out */
+        int64_t n = g[r]->shape[a->dim];
+        int q = lt__replica_class(mesh, ps->after, r);
+        if (q != r && lt_tensor_same_view(g[r], g[q])) {   /* the same gathered buffer */
+            st = lt_tensor_view(out[q], &out[r]);
+            continue;
+        }
+        if (lt_numel(g[r]) == 0) { /* no order to undo (another dim may be huge) */
+            st = lt_clone(g[r], &out[r]);
+            continue;
+        }
+        if (n != pn) {
+            lt__free(perm);
+            st = unstride_perm(n, a->dim, a->split_factor, m, &perm);
+            pn = n;
+        }
+        if (!st) st = lt_index_select(g[r], a->dim, perm, n, &out[r]);
+    }
+    lt__free(perm);
+    for (int r = 0; r < W; r++) lt_tensor_free(g[r]);
+    lt__free(g);
+    return st;
+}
+
+/* The local steps (slice, strided slice, partition): each rank keeps its
+ * piece of what it holds; replicas sharing a buffer share the piece. */
+static lt_status local_pieces(const lt_spec *from, const lt_plan_step *ps, lt__step_kind k,
+                              lt_tensor *const *in, lt_tensor **out) {
+    const lt_mesh *mesh = from->mesh;
+    const lt_placement *b = &ps->to;
     int i = ps->mesh_dim, m = mesh->shape[i], W = mesh->world;
+    int *grp = lt__malloc(sizeof(int) * (size_t)m);
+    signed char *known = lt__malloc((size_t)(W / m));   /* (groups) -1: not looked at yet */
+    lt_status st = !grp || !known ? lt__err(LT_NOMEM, "out of memory") : LT_OK;
+    if (known) memset(known, -1, (size_t)(W / m));
+    for (int r = 0; r < W && !st; r++) {
+        if (in[r]->absent) continue;   /* held by another process: left out */
+        int c, q = lt__replica_class(mesh, ps->after, r);
+        if (q != r && lt_tensor_same_view(in[r], in[q])) {   /* a replica of the same buffer */
+            st = lt_tensor_view(out[q], &out[r]);
+            continue;
+        }
+        lt_mesh_group_of(mesh, i, r, &c);
+        if (k == LT__STEP_SLICE)
+            st = slice_piece(in[r], b->dim, &b->rule, m, c,
+                             group_shares(mesh, i, r, in, grp, known), &out[r]);
+        else if (k == LT__STEP_STRIDED_SLICE)
+            st = strided_pick(in[r], b->dim, b->split_factor, m, c, &out[r]);
+        else st = partition(in[r], mesh, i, b->op, &out[r]);
+    }
+    lt__free(grp);
+    lt__free(known);
+    return st;
+}
+
+static lt_status run_step(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps,
+                          lt_tensor *const *in, lt_tensor **out, int cache) {
+    if (ps->move_) return lt__move_run(comm, from, ps, in, out, cache);   /* a min-cost step */
+    int i = ps->mesh_dim;
     const lt_placement *a = &ps->from, *b = &ps->to;
-    lt__step_kind k = lt__step_kind_of(mesh, before, i, b);
-    lt_status st = LT_OK;
+    lt__step_kind k = lt__step_kind_of(from->mesh, from->placements, i, b);
+    lt_status st;
     switch (k) {
-    case LT__STEP_ZERO_FILL:
-        return lt__zero_fill_run(from, ps, in, out);
-    case LT__STEP_ALL_GATHER:
-        return lt_all_gather(comm, i, in, a->dim, out);
-    case LT__STEP_ALL_REDUCE:
-        return lt_all_reduce(comm, i, in, a->op, out);
+    case LT__STEP_ZERO_FILL: return lt__zero_fill_run(from, ps, in, out);
+    case LT__STEP_ALL_GATHER: return lt_all_gather(comm, i, in, a->dim, out);
+    case LT__STEP_ALL_REDUCE: return lt_all_reduce(comm, i, in, a->op, out);
     case LT__STEP_REDUCE_SCATTER:
         return lt_reduce_scatter(comm, i, in, a->op, b->dim, &b->rule, out);
-    case LT__STEP_ALL_TO_ALL:
-        return lt_all_to_all(comm, i, in, b->dim, a->dim, &b->rule, out);
-    case LT__STEP_GATHER_STRIDED: {
-        lt_tensor **g = lt__calloc((size_t)W, sizeof *g);
-        if (!g) return lt__err(LT_NOMEM, "out of memory");
-        st = lt_all_gather(comm, i, in, a->dim, g);
-        int64_t *perm = NULL, pn = -1;   /* (pn) */
-        for (int r = 0; r < W && !st; r++) {
-            if (g[r]->absent) continue;   /* held by another process: left out */
-            int64_t n = g[r]->shape[a->dim];
-            int q = lt__replica_class(mesh, ps->after, r);
-            if (q != r && lt_tensor_same_view(g[r], g[q])) {   /* the same gathered buffer */
-                st = lt_tensor_view(out[q], &out[r]);
-                continue;
-            }
-            if (lt_numel(g[r]) == 0) { /* no order to undo (another dim may be huge) */
-                st = lt_clone(g[r], &out[r]);
-                continue;
-            }
-            if (n != pn) {
-                lt__free(perm);
-                st = unstride_perm(n, a->dim, a->split_factor, m, &perm);
-                pn = n;
-            }
-            if (!st) st = lt_index_select(g[r], a->dim, perm, n, &out[r]);
-        }
-        lt__free(perm);
-        for (int r = 0; r < W; r++) lt_tensor_free(g[r]);
-        lt__free(g);
-        break;
-    }
+    case LT__STEP_ALL_TO_ALL: return lt_all_to_all(comm, i, in, b->dim, a->dim, &b->rule, out);
+    case LT__STEP_GATHER_STRIDED: st = gather_strided(comm, from, ps, in, out); break;
     case LT__STEP_SLICE:
     case LT__STEP_STRIDED_SLICE:
-    case LT__STEP_PARTITION: {
-        int *grp = lt__malloc(sizeof(int) * (size_t)m);
-        signed char *known = lt__malloc((size_t)(W / m));   /* (groups) -1: not looked at yet */
-        if (!grp || !known) {
-            lt__free(grp);
-            lt__free(known);
-            return lt__err(LT_NOMEM, "out of memory");
-        }
-        memset(known, -1, (size_t)(W / m));
-        for (int r = 0; r < W && !st; r++) {
-            if (in[r]->absent) continue;   /* held by another process: left out */
-            int c, q = lt__replica_class(mesh, ps->after, r);
-            if (q != r && lt_tensor_same_view(in[r], in[q])) {   /* a replica of the same buffer */
-                st = lt_tensor_view(out[q], &out[r]);
-                continue;
-            }
-            lt_mesh_group_of(mesh, i, r, &c);
-            if (k == LT__STEP_SLICE)
-                st = slice_piece(in[r], b->dim, &b->rule, m, c, group_shares(mesh, i, r, in, grp, known), &out[r]);
-            else if (k == LT__STEP_STRIDED_SLICE) st = strided_pick(in[r], b->dim, b->split_factor, m, c, &out[r]);
-            else st = partition(in[r], mesh, i, b->op, &out[r]);
-        }
-        lt__free(grp);
-        lt__free(known);
-        break;
+    case LT__STEP_PARTITION: st = local_pieces(from, ps, k, in, out); break;
+    default: return lt__err(LT_INVALID, "internal: the step is not a single legal step");
     }
-    default:
-        return lt__err(LT_INVALID, "internal: the step is not a single legal step");
+    for (int r = 0; st && r < from->mesh->world; r++) {
+        lt_tensor_free(out[r]);
+        out[r] = NULL;
     }
-    if (st)
-        for (int r = 0; r < W; r++) {
-            lt_tensor_free(out[r]);
-            out[r] = NULL;
-        }
     return st;
 }
 
