@@ -30,8 +30,11 @@
  *   - Partial inputs stay Partial only where the op commutes with the
  *     reduction (add of two P(sum), mul by a replicated value, max of
  *     P(max) and a replicated value, monotone functions of P(max), ...);
- *   - a mean over a sharded dim is a sum divided by the GLOBAL count, so the
- *     result is P(sum) — correct for uneven and empty shards;
+ *   - under the rule set MIN_COMM a mean over a sharded dim is a sum divided
+ *     by the GLOBAL count, so the result is P(sum) — correct for uneven and
+ *     empty shards; under PYTORCH (lt_op_rules) it is P(avg) of each rank's
+ *     own mean only where every shard of the reduced dims is equally long,
+ *     and the input is gathered otherwise;
  *   - a reshape that merges or splits a sharded dim keeps it sharded only
  *     when every rank's elements provably stay a block of whole output rows
  *     (checked on the actual index sets); otherwise it is redistributed.
@@ -158,6 +161,29 @@ typedef struct lt_op_args {
     uint64_t seed;               /* rand, randn, dropout */
 } lt_op_args;
 
+/* Rule sets: who chooses an op's output placements and input redistributes.
+ * PYTORCH (the default) chooses as PyTorch 2.15 DTensor does where the
+ * rules reproduce it (docs/SEMANTICS.md §11.9 lists which); MIN_COMM keeps
+ * the choices that move the fewest bytes (the rules before rule sets
+ * existed). DEFAULT in lt_op_opts means the selected set (lt_op_rules_select). */
+typedef enum {
+    LT_OP_RULES_DEFAULT,
+    LT_OP_RULES_PYTORCH,
+    LT_OP_RULES_MIN_COMM,
+    LT_OP_RULES_COUNT
+} lt_op_rules;
+
+/* "pytorch", "min-comm" ("default" for LT_OP_RULES_DEFAULT); "?" when out of range. */
+LT_API const char *lt_op_rules_name(lt_op_rules r);
+/* Parses "pytorch" or "min-comm"; anything else is LT_INVALID naming both. */
+LT_API lt_status lt_op_rules_parse(const char *s, lt_op_rules *out);
+/* Selects the process-wide rule set of calls that ask for DEFAULT
+ * (lt_op_propagate always does); DEFAULT selects PYTORCH again. Not meant to
+ * change while other threads run ops. */
+LT_API void lt_op_rules_select(lt_op_rules r);
+/* The selected rule set: PYTORCH or MIN_COMM. */
+LT_API lt_op_rules lt_op_rules_selected(void);
+
 /* What propagation decided (also the cached value). Immutable and
  * reference-counted: release with lt_op_plan_free. */
 typedef struct lt_op_plan {
@@ -171,6 +197,7 @@ typedef struct lt_op_plan {
     int64_t (*out_shape)[LT_MAX_DIMS];            /* (nout) global shapes */
     lt_placement out_pl[LT_MESH_MAX_DIMS];        /* every output's placements */
     char why[256];                                /* "[S(1)] x [S(0)] -> [P(sum)]" */
+    lt_op_rules rules;                            /* the rule set that chose: PYTORCH or MIN_COMM */
     /* private (ops*.c) */
     int refs_;
     lt_mesh mesh_;
@@ -178,7 +205,7 @@ typedef struct lt_op_plan {
     int64_t *row_offset_;      /* embedding: (world) first vocab row held, or NULL */
     int masked_;               /* embedding: vocab-sharded lookup */
     int64_t vocab_;            /* embedding: global rows of the weight */
-    double mean_div_;          /* mean: global count of the reduced elements */
+    double mean_div_;          /* mean: count each rank divides by (global; P(avg): local) */
     int kdims_[LT_MAX_DIMS];   /* normalized dims / perm for the kernel */
     int nkdims_;
     int kdim_;                 /* normalized dim */
@@ -194,6 +221,7 @@ typedef struct lt_op_opts {
     int no_cache;                /* 1: propagate from scratch */
     const char *name;            /* for messages (borrowed) */
     lt_op_plan **plan;           /* optional out: a new reference to the decision */
+    lt_op_rules rules;           /* DEFAULT: the selected rule set (lt_op_rules_select) */
 } lt_op_opts;
 
 /* Runs op on inputs in[nin] (same mesh). out[max_out] receive new DTensors;

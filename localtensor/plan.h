@@ -51,6 +51,9 @@
  * ---- min-cost -------------------------------------------------------------
  * Minimises total_bytes (bytes received, summed over all ranks and steps),
  * then the number of steps; bytes_per_rank is reported, not minimised.
+ * lt_plan_redistribute_cost chooses another objective (the busiest rank's
+ * bytes per step, summed; or the estimated time on a topology) and may
+ * leave out the collectives DTensor never issues (the objectives below).
  *
  * States are layouts: what every rank holds (the global indices along
  * every dim; an empty shard: its shape) and which mesh dims are Partial.
@@ -97,7 +100,9 @@
  * 0, or the one non-zero size of an explicit rule).
  *
  * The search is A*, exact over those states: its lower bound is the bytes
- * each rank still lacks of its destination shard, which no move beats.
+ * each rank still lacks of its destination shard, which no move beats (for
+ * max-rank-bytes the most one rank lacks; for time, while anything is
+ * lacking, one round of the lowest latency plus that over the widest link).
  * test/test_planner.c checks that nothing is missed: on every pair of the
  * 2x2 and 2x2x2 sweeps (S with every rule, SS, explicit sizes, Partial;
  * shapes that divide and that do not) the plan's (bytes, steps) equal
@@ -157,6 +162,81 @@ LT_API const char *lt_planner_name(lt_planner p);
 /* Parses "min-cost" (also "min_cost", "mincost") or "greedy". LT_INVALID
  * naming the text otherwise. */
 LT_API lt_status lt_planner_parse(const char *s, lt_planner *out);
+
+/* ---- objectives, move sets, topologies (localtensor/plan/plan_cost.c) ------
+ * What min-cost minimises (docs/SEMANTICS.md §7, "Costs of a plan", has the formulas):
+ *   bytes           bytes received, summed over all ranks and steps (then
+ *                   the fewest steps): the planner's default;
+ *   max-rank-bytes  the sum over steps of the busiest rank's bytes received
+ *                   (then the fewest total bytes, then the fewest steps);
+ *   time            the sum over steps of the step's estimated time on a
+ *                   topology (then the fewest total bytes, then steps).
+ * A step's time: rounds(coll, n) * alpha[i] + ceil(busiest rank's bytes /
+ * beta[i]), in picoseconds, i the step's mesh dim and n its size; rounds is
+ * n - 1 for all_gather, reduce_scatter, all_to_all, gather, scatter, reduce
+ * (ring / direct), 2 (n - 1) for all_reduce (ring), 1 for permute; local
+ * steps cost 0. XX(enum suffix, name users type) */
+#define LT_OBJECTIVE_MAP(XX)                 \
+    XX(BYTES,          "bytes")              \
+    XX(MAX_RANK_BYTES, "max-rank-bytes")     \
+    XX(TIME,           "time")
+
+typedef enum {
+#define LT__XX(e, s) LT_OBJECTIVE_##e,
+    LT_OBJECTIVE_MAP(LT__XX)
+#undef LT__XX
+    LT_OBJECTIVE_COUNT
+} lt_objective;
+
+/* The moves min-cost may use: collectives (every collective of plan.h's move
+ * set: the default); dtensor (what PyTorch DTensor issues: all_gather,
+ * reduce_scatter, all_reduce, all_to_all and local work; no gather,
+ * scatter, reduce or permute); all (adds point-to-point exchanges over the
+ * whole mesh: not supported yet). */
+#define LT_MOVESET_MAP(XX)              \
+    XX(COLLECTIVES, "collectives")      \
+    XX(DTENSOR,     "dtensor")          \
+    XX(ALL,         "all")
+
+typedef enum {
+#define LT__XX(e, s) LT_MOVES_##e,
+    LT_MOVESET_MAP(LT__XX)
+#undef LT__XX
+    LT_MOVES_COUNT
+} lt_moveset;
+
+/* Per mesh dim: latency alpha (picoseconds) and bandwidth beta (bytes per
+ * microsecond, i.e. MB/s; at least 1). Entries past the mesh's ndim are
+ * ignored. */
+typedef struct lt_topology {
+    uint64_t alpha_ps[LT_MESH_MAX_DIMS];
+    uint64_t beta_bpus[LT_MESH_MAX_DIMS];
+} lt_topology;
+
+typedef struct lt_plan_cost {
+    lt_objective objective;
+    lt_moveset moves;
+    lt_topology topo;      /* read for the time objective */
+} lt_plan_cost;
+
+/* Names: "bytes", ...; "?" when out of range. Parsers: LT_INVALID naming
+ * the text and the choices otherwise. */
+LT_API const char *lt_objective_name(lt_objective o);
+LT_API lt_status lt_objective_parse(const char *s, lt_objective *out);
+LT_API const char *lt_moveset_name(lt_moveset m);
+LT_API lt_status lt_moveset_parse(const char *s, lt_moveset *out);
+/* Presets, for a mesh of mesh_ndim dims: "uniform" (every dim alpha 5 us,
+ * beta 25 GB/s: InfiniBand-class) and "nvlink-ib" (the last mesh dim alpha
+ * 2 us, beta 300 GB/s: NVLink-class; the others as uniform). LT_INVALID
+ * for another name. */
+LT_API lt_status lt_topology_preset(const char *name, int mesh_ndim, lt_topology *out);
+struct lt_plan;
+/* Estimated time of step s of p (picoseconds; 0 for local steps), and the
+ * plan's (the sum). */
+LT_API uint64_t lt_plan_step_time_ps(const struct lt_plan *p, int s, const lt_topology *t);
+LT_API uint64_t lt_plan_time_ps(const struct lt_plan *p, const lt_topology *t);
+/* Sum over the steps of the busiest rank's bytes (bytes_per_rank). */
+LT_API size_t lt_plan_max_rank_bytes(const struct lt_plan *p);
 
 typedef struct lt_plan_step {
     int mesh_dim;
@@ -228,6 +308,14 @@ LT_API lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int n
  * and *out as above; messages show the specs' normalized placements. */
 LT_API lt_status lt_plan_redistribute_spec(const lt_spec *src, const lt_spec *dst,
                                            const lt_redistribute_opts *opts, lt_plan **out);
+
+/* lt_plan_redistribute_spec (checks, rejections, messages as there) under
+ * cost options `cost` (NULL: bytes over the collectives, cached as
+ * lt_plan_redistribute_spec). With other options the plan is made anew
+ * (not cached) by min-cost. moves LT_MOVES_ALL: LT_UNSUPPORTED ("not
+ * supported yet"). *out: a new reference, NULL on error. */
+LT_API lt_status lt_plan_redistribute_cost(const lt_spec *src, const lt_spec *dst,
+                                           const lt_plan_cost *cost, lt_plan **out);
 
 /* Releases a reference. NULL is a no-op. */
 LT_API void lt_plan_free(lt_plan *p);

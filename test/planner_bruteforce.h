@@ -62,20 +62,34 @@ typedef struct bfb {
     int empty;
 } bfb;
 
-/* A collective edge: to state v, cost bytes; rdim: the mesh dim it reduces
- * (a move that frozen mesh dims forbid), -1 for the others. */
+/* A collective edge: to state v, cost bytes (received, summed over the
+ * ranks), most (received by the busiest rank); rdim: the mesh dim it
+ * reduces (a move that frozen mesh dims forbid), -1 for the others; kind
+ * and mesh dim i price it in time. */
 typedef struct bfe {
-    int v, rdim;
-    int64_t cost;
+    int v, rdim, kind, i;
+    int64_t cost, most;
 } bfe;
+
+/* The objectives (localtensor/plan.h), written here from their definition:
+ * bytes: the bytes received summed over ranks and steps, then steps;
+ * max-rank-bytes: per step the busiest rank's bytes, summed, then total
+ * bytes, then steps; time: per collective step rounds * alpha + the busiest
+ * rank's bytes / beta rounded up to a picosecond (rounds: 2 (n - 1) for
+ * all_reduce, 1 for a permutation, n - 1 for the others), then total
+ * bytes, then steps. bf_obj (0: bytes) and bf_topo are read by every search
+ * that follows; bf_dtensor 1 leaves out gather, scatter, broadcast, reduce
+ * and permutations. */
+static int bf_obj, bf_dtensor;
+static lt_topology bf_topo;
 
 /* The least (bytes, steps) from state src to every state, under one set of
  * rules of the pair (frozen mesh dims, partition targets). */
 typedef struct bfd {
-    int src;
+    int src, obj, dtensor;
     unsigned frozen;
     signed char ptarget[LT_MESH_MAX_DIMS];
-    int64_t *db;
+    int64_t *db, *dc;   /* total bytes; the objective's cost (time or busiest-rank bytes) */
     int *ds;
     int *prev;     /* the state before, on one cheapest path; -1 at src */
 } bfd;
@@ -106,6 +120,7 @@ typedef struct bfu {
 
 typedef struct bf_result {
     int64_t bytes;   /* -1: unreachable */
+    int64_t cost;    /* the objective's (bytes: = bytes) */
     int steps;
     char path[512];  /* one cheapest path: its states and each step's bytes */
 } bf_result;
@@ -331,6 +346,7 @@ static int bf_universe_same(const bfu *a, const bfu *b) {
 static void bf_dist_clear(bfu *u) {
     for (int q = 0; q < u->ndist; q++) {
         free(u->dist[q].db);
+        free(u->dist[q].dc);
         free(u->dist[q].ds);
         free(u->dist[q].prev);
     }
@@ -393,11 +409,17 @@ static void bf_placeholder(const bfu *u, const int64_t *sh, bfb *o) {
     o->empty = 1;
 }
 
+/* *m = max(*m, v): the busiest member's bytes so far. */
+static void bf_most(int64_t *m, int64_t v) {
+    if (v > *m) *m = v;
+}
+
 /* What every rank holds after collective `kind` along mesh dim i from state
- * s (into G, Partial ops into gpop) and its bytes (*cost). 1, or 0 when
+ * s (into G, Partial ops into gpop) and its bytes (*cost; the busiest
+ * rank's: *most, which the caller zeroes). 1, or 0 when
  * collectives_sim rejects the call or the result is not a set of blocks. */
 static int bf_collective(const bfu *u, int s, int kind, int i, int e, int f, int root, const lt_split_rule *rule,
-                         const int *perm, bfb *G, signed char *gpop, int64_t *cost) {
+                         const int *perm, bfb *G, signed char *gpop, int64_t *cost, int64_t *most) {
     int nd = u->nd, n = u->m.shape[i], ng = lt_mesh_ngroups(&u->m, i);
     const signed char *pop = u->pop + (size_t)s * (size_t)u->M;
     int reducing = kind == BF_AR || kind == BF_RS || kind == BF_REDUCE;
@@ -426,7 +448,7 @@ static int bf_collective(const bfu *u, int s, int kind, int i, int e, int f, int
         if ((kind == BF_SCATTER || kind == BF_RS) &&
             lt_split_sizes_offsets(rule, x[kind == BF_SCATTER ? root : 0]->shape[e], n, sizes[0], offs[0]))
             return 0;
-        for (int j = 0; j < n; j++) {
+        for (int64_t j = 0, b = recv; j < n; j++, bf_most(most, recv - b), b = recv) {
             bfb *o = &G[grp[j]];
             switch (kind) {
             case BF_AG:
@@ -495,7 +517,7 @@ static int bf_collective(const bfu *u, int s, int kind, int i, int e, int f, int
             }
         }
     }
-    *cost = recv * (int64_t)u->esize;
+    *cost = recv * (int64_t)u->esize, *most *= (int64_t)u->esize;
     return 1;
 }
 
@@ -519,17 +541,14 @@ static int bf_next_perm(int *p, int n) {
     return 1;
 }
 
-static void bf_edge(bfe **e, int *n, int *cap, int v, int rdim, int64_t cost) {
-    for (int q = 0; q < *n; q++)   /* keep the cheapest of parallel edges */
-        if ((*e)[q].v == v && (*e)[q].rdim == rdim) {
-            if (cost < (*e)[q].cost) (*e)[q].cost = cost;
-            return;
-        }
+static void bf_edge(bfe **e, int *n, int *cap, bfe x) {
+    for (int q = 0; q < *n; q++)   /* parallel edges: only exact repeats dropped */
+        if (!memcmp(&(*e)[q], &x, sizeof x)) return;
     if (*n == *cap) {
         *cap = *cap ? 2 * *cap : 32;
         *e = realloc(*e, sizeof(bfe) * (size_t)*cap);
     }
-    (*e)[(*n)++] = (bfe){v, rdim, cost};
+    (*e)[(*n)++] = x;
 }
 
 /* The collective edges and local picks of state s. */
@@ -556,10 +575,13 @@ static void bf_build_edges(bfu *u, int s) {
                             do {
                                 if (kind == BF_PERMUTE && !bf_next_perm(perm, n)) break;
                                 signed char gpop[LT_MESH_MAX_DIMS];
-                                int64_t cost = 0;
-                                if (!bf_collective(u, s, kind, i, ed, f, root, &u->rules[ri], perm, G, gpop, &cost)) continue;
+                                int64_t cost = 0, most = 0;
+                                const lt_split_rule *rl = &u->rules[ri];
+                                if (!bf_collective(u, s, kind, i, ed, f, root, rl, perm, G, gpop, &cost, &most))
+                                    continue;
                                 int v = bf_find(u, G, gpop);
-                                if (v >= 0 && v != s) bf_edge(&e, &ne, &cap, v, rdim, cost);
+                                bfe x = {v, rdim, kind, i, cost, most};
+                                if (v >= 0 && v != s) bf_edge(&e, &ne, &cap, x);
                             } while (kind == BF_PERMUTE);
                         }
         }
@@ -589,12 +611,29 @@ static void bf_build_edges(bfu *u, int s) {
 /* ---- Dijkstra ---------------------------------------------------------------------------------- */
 
 typedef struct bfh {
-    int64_t bytes;
+    int64_t c, bytes;   /* the objective's cost (0 under bytes), total bytes */
     int steps, v;
 } bfh;
 
 static int bfh_less(const bfh *a, const bfh *b) {
+    if (a->c != b->c) return a->c < b->c;
     return a->bytes != b->bytes ? a->bytes < b->bytes : a->steps < b->steps;
+}
+
+/* The objective's cost of edge e (0 under bytes: the bytes order alone). */
+static int64_t bf_edge_cost(const bfu *u, const bfe *e) {
+    if (bf_obj == LT_OBJECTIVE_BYTES) return 0;
+    if (bf_obj == LT_OBJECTIVE_MAX_RANK_BYTES) return e->most;
+    int64_t n = u->m.shape[e->i];
+    int64_t rounds = e->kind == BF_AR ? 2 * (n - 1) : e->kind == BF_PERMUTE ? 1 : n - 1;
+    uint64_t beta = bf_topo.beta_bpus[e->i], num = (uint64_t)e->most * 1000000u;
+    return rounds * (int64_t)bf_topo.alpha_ps[e->i] + (int64_t)((num + beta - 1) / beta);
+}
+
+/* 1 when the move set in force leaves edge kind k out. */
+static int bf_left_out(int k) {
+    if (!bf_dtensor) return 0;
+    return k == BF_GATHER || k == BF_SCATTER || k == BF_BCAST || k == BF_REDUCE || k == BF_PERMUTE;
 }
 
 static void bfh_push(bfh **h, int *n, int *cap, bfh x) {
@@ -628,15 +667,18 @@ static bfh bfh_pop(bfh *h, int *n) {
     return top;
 }
 
-static void bf_relax(bfd *x, bfh **h, int *nh, int *caph, int from, int v, int64_t nb, int ns) {
+static void bf_relax(bfd *x, bfh **h, int *nh, int *caph, int from, int v, int64_t nc, int64_t nb,
+                     int ns) {
     int64_t *db = x->db;
     int *ds = x->ds;
     if (v < 0) return;
-    if (nb < db[v] || (nb == db[v] && ns < ds[v])) {
+    bfh now = {x->dc[v], db[v], ds[v], v}, cand = {nc, nb, ns, v};
+    if (bfh_less(&cand, &now)) {
+        x->dc[v] = nc;
         db[v] = nb;
         ds[v] = ns;
         x->prev[v] = from;
-        bfh_push(h, nh, caph, (bfh){nb, ns, v});
+        bfh_push(h, nh, caph, cand);
     }
 }
 
@@ -645,27 +687,30 @@ static void bf_dijkstra(bfu *u, bfd *x) {
     int N = u->n, W = u->W, nd = u->nd, nh = 0, caph = 0;
     int64_t *db = x->db = malloc(sizeof(int64_t) * (size_t)N);
     int *ds = x->ds = malloc(sizeof(int) * (size_t)N);
+    int64_t *dc = x->dc = malloc(sizeof(int64_t) * (size_t)N);
     x->prev = malloc(sizeof(int) * (size_t)N);
     char *done = calloc((size_t)N, 1);
     bfh *h = NULL;
     bfb *G = malloc(sizeof(bfb) * (size_t)W);
     for (int s = 0; s < N; s++) {
-        db[s] = INT64_MAX;
+        dc[s] = db[s] = INT64_MAX;
         ds[s] = INT32_MAX;
     }
-    bf_relax(x, &h, &nh, &caph, -1, x->src, 0, 0);
+    bf_relax(x, &h, &nh, &caph, -1, x->src, 0, 0, 0);
     while (nh) {
         bfh it = bfh_pop(h, &nh);
         int s = it.v;
-        if (done[s] || it.bytes != db[s] || it.steps != ds[s]) continue;
+        if (done[s] || it.c != dc[s] || it.bytes != db[s] || it.steps != ds[s]) continue;
         done[s] = 1;
         if (u->nout[s] < 0) bf_build_edges(u, s);
         for (int q = 0; q < u->nout[s]; q++) {
             const bfe *e = &u->out[s][q];
-            if (e->rdim >= 0 && (x->frozen >> e->rdim & 1)) continue;
-            bf_relax(x, &h, &nh, &caph, s, e->v, db[s] + e->cost, ds[s] + 1);
+            if ((e->rdim >= 0 && (x->frozen >> e->rdim & 1)) || bf_left_out(e->kind)) continue;
+            int64_t c = dc[s] + bf_edge_cost(u, e);
+            bf_relax(x, &h, &nh, &caph, s, e->v, c, db[s] + e->cost, ds[s] + 1);
         }
-        for (int q = 0; q < u->nloc[s]; q++) bf_relax(x, &h, &nh, &caph, s, u->loc[s][q], db[s], ds[s] + 1);
+        for (int q = 0; q < u->nloc[s]; q++)
+            bf_relax(x, &h, &nh, &caph, s, u->loc[s][q], dc[s], db[s], ds[s] + 1);
         /* partition R -> P(op) on mesh dim i towards the destination's op:
          * every group's members hold the same block */
         const signed char *pop = u->pop + (size_t)s * (size_t)u->M;
@@ -682,7 +727,7 @@ static void bf_dijkstra(bfu *u, bfd *x) {
             memcpy(gpop, pop, (size_t)u->M);
             gpop[i] = x->ptarget[i];
             memcpy(G, a, sizeof(bfb) * (size_t)W);
-            bf_relax(x, &h, &nh, &caph, s, bf_find(u, G, gpop), db[s], ds[s] + 1);
+            bf_relax(x, &h, &nh, &caph, s, bf_find(u, G, gpop), dc[s], db[s], ds[s] + 1);
         }
     }
     free(done);
@@ -743,6 +788,8 @@ static bf_result bf_solve(const lt_mesh *m, int nd, const int64_t *shape, size_t
      * Partial, never product, sum only for floating dtypes */
     bfd key;
     memset(&key, 0, sizeof key);
+    key.obj = bf_obj;
+    key.dtensor = bf_dtensor;
     for (int i = 0; i < u->M; i++) {
         if (m->shape[i] == 1) sp[i] = dp[i] = lt_replicate();
         if (sp[i].kind == LT_PL_PARTIAL && lt_placement_equal(&sp[i], &dp[i])) key.frozen |= 1u << i;
@@ -758,7 +805,9 @@ static bf_result bf_solve(const lt_mesh *m, int nd, const int64_t *shape, size_t
     bfd *x = NULL;
     for (int q = 0; q < u->ndist && !x; q++) {
         bfd *y = &u->dist[q];
-        if (y->src == key.src && y->frozen == key.frozen && !memcmp(y->ptarget, key.ptarget, sizeof key.ptarget)) x = y;
+        if (y->src == key.src && y->frozen == key.frozen && y->obj == key.obj &&
+            y->dtensor == key.dtensor && !memcmp(y->ptarget, key.ptarget, sizeof key.ptarget))
+            x = y;
     }
     if (!x) {
         if (u->ndist == BF_NDIST) bf_dist_clear(u);
@@ -767,7 +816,8 @@ static bf_result bf_solve(const lt_mesh *m, int nd, const int64_t *shape, size_t
         bf_dijkstra(u, x);
         bf_pool.searches++;
     }
-    bf_result r = {x->db[goal] == INT64_MAX ? -1 : x->db[goal], x->ds[goal], {0}};
+    bf_result r = {x->db[goal] == INT64_MAX ? -1 : x->db[goal], 0, x->ds[goal], {0}};
+    r.cost = bf_obj == LT_OBJECTIVE_BYTES ? r.bytes : x->dc[goal];
     /* one cheapest path, as the first list found for each state */
     int path[64], np = 0;
     for (int v = goal; r.bytes >= 0 && v >= 0 && np < 64; v = x->prev[v]) path[np++] = v;
@@ -821,6 +871,7 @@ static bf_result bf_solve_zero_fill(const lt_mesh *m, int nd, const int64_t *sha
         return r;
     }
     r.bytes = a.bytes + b.bytes;
+    r.cost = a.cost + b.cost;
     r.steps = a.steps + nz + b.steps;
     snprintf(r.path, sizeof r.path, "zero fill between two parts");
     return r;

@@ -227,6 +227,35 @@ static void test_max_memory(void **state) {
     assert_int_equal(run(d, err, sizeof err), 0);
 }
 
+/* --rules: the ops' rule set for every command (localtensor/ops.h); the op
+ * trace names the set that chose; a bad or missing value, or a bad
+ * `rules:` key in a scenario, is a usage error (exit 2). */
+static void test_rules_option(void **state) {
+    (void)state;
+    char err[4096], *out = NULL;
+    const char *a[] = {"--rules", "bogus", "run", "scenarios/ops/rule_sets.yaml", NULL};
+    assert_int_equal(run(a, err, sizeof err), 2);
+    if (!strstr(err, "--rules: unknown rule set 'bogus' (known: pytorch, min-comm)"))
+        fail_msg("%s", err);
+    const char *b[] = {"run", "scenarios/ops/rule_sets.yaml", "--rules", NULL};
+    assert_int_equal(run(b, err, sizeof err), 2);
+    if (!strstr(err, "--rules needs a value (pytorch or min-comm)")) fail_msg("%s", err);
+    const char *c[] = {"run", "--trace", "--rules=min-comm",
+                       "scenarios/trace/silent_replication.yaml", NULL};
+    assert_int_equal(run_out(c, &out, err, sizeof err), 0);
+    if (!strstr(out, "  softmax(xd [S(0)]) -> [R]  (rules: min-comm)\n")) fail_msg("%s", out);
+    free(out);
+    const char *path = "/tmp/lt_test_cli_rules.yaml";
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("- name: bad_rules\n  mesh: 2\n  rules: fewest\n  steps: []\n", f);
+    fclose(f);
+    const char *d[] = {"run", path, NULL};
+    assert_int_equal(run(d, err, sizeof err), 2);
+    if (!strstr(err, "rules: unknown rule set 'fewest'")) fail_msg("%s", err);
+    remove(path);
+}
+
 /* --version prints a MAJOR.MINOR.PATCH number, the one place it is kept
  * (LT_CLI_VERSION): the .pc files get it at install (Version: @VERSION@,
  * filled by the Makefile from there, as is the shared library's SONAME;
@@ -525,6 +554,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_shape_blamed),
         cmocka_unit_test(test_version),
         cmocka_unit_test(test_max_memory),
+        cmocka_unit_test(test_rules_option),
         cmocka_unit_test(test_help_defines_terms),
         cmocka_unit_test(test_json_per_rank_bytes),
         cmocka_unit_test(test_numerics),

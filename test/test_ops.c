@@ -219,6 +219,20 @@ static void test_rank_map(void **state) {
 
 /* ---- uneven reductions (PyTorch #162692) ------------------------------------------------------- */
 
+/* test_uneven_mean checks the min-comm rule set's mean (P(sum) over the
+ * global count); the pytorch set's is checked by test/test_golden.c. */
+static int min_comm_setup(void **state) {
+    (void)state;
+    lt_op_rules_select(LT_OP_RULES_MIN_COMM);
+    return 0;
+}
+
+static int rules_teardown(void **state) {
+    (void)state;
+    lt_op_rules_select(LT_OP_RULES_DEFAULT);
+    return 0;
+}
+
 static void test_uneven_mean(void **state) {
     (void)state;
     lt_mesh m = mesh("2");
@@ -390,7 +404,8 @@ int main(void) {
     lt_test_backend_from_env();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tp_mlp),          cmocka_unit_test(test_random_invariance),
-        cmocka_unit_test(test_rank_map),        cmocka_unit_test(test_uneven_mean),
+        cmocka_unit_test(test_rank_map),
+        cmocka_unit_test_setup_teardown(test_uneven_mean, min_comm_setup, rules_teardown),
         cmocka_unit_test(test_views_and_split), cmocka_unit_test(test_bf16_matmul),
         cmocka_unit_test(test_errors),
     };

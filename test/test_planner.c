@@ -18,6 +18,7 @@
 #include "test/redistribute_testutil.h"
 
 #include "test/planner_bruteforce.h"
+#include "localtensor/plan/plan_impl.h"
 
 
 typedef struct counts {
@@ -33,6 +34,77 @@ static bf_result brute_force(const lt_mesh *m, int ndim, const int64_t *shape, c
     return bf_solve(m, ndim, shape, 4, 1, sp, dp);
 }
 
+/* The cost options of the sweeps' pairs (NULL: bytes over the collectives,
+ * check_pair's own comparison; else check_cost_pair). */
+static const lt_plan_cost *sweep_cost;
+
+/* Plan p's cost under objective o, summed from its steps as plan.h defines
+ * it (the bytes total, the busiest rank's bytes, or the time on t). */
+static int64_t objective_cost(const lt_plan *p, lt_objective o, const lt_topology *t) {
+    if (o == LT_OBJECTIVE_BYTES) return (int64_t)p->total_bytes;
+    if (o == LT_OBJECTIVE_MAX_RANK_BYTES) return (int64_t)lt_plan_max_rank_bytes(p);
+    return (int64_t)lt_plan_time_ps(p, t);
+}
+
+/* 1 when plan p issues a collective PyTorch DTensor does not. */
+static int has_non_dtensor_step(const lt_plan *p) {
+    for (int s = 0; s < p->nsteps; s++) {
+        lt_coll k = p->steps[s].coll;
+        if (p->steps[s].comm && k != LT_COLL_ALL_GATHER && k != LT_COLL_ALL_TO_ALL &&
+            k != LT_COLL_ALL_REDUCE && k != LT_COLL_REDUCE_SCATTER)
+            return 1;
+    }
+    return 0;
+}
+
+/* check_pair under sweep_cost: the plan's (cost, bytes, steps) equal the
+ * brute force's under the same objective and move set; under dtensor no
+ * other collective is planned and greedy (PyTorch's order, whose steps
+ * DTensor issues) costs at least as much. */
+static void check_cost_pair(const lt_mesh *m, int ndim, const int64_t *shape,
+                            const lt_placement *sp, const lt_placement *dp, counts *k) {
+    const lt_plan_cost *pc = sweep_cost;
+    lt_spec a, b;
+    LT_CHECK(lt_spec_make(m, LT_F32, ndim, shape, sp, m->ndim, &a));
+    LT_CHECK(lt_spec_make(m, LT_F32, ndim, shape, dp, m->ndim, &b));
+    lt_plan *p, *pg;
+    LT_CHECK(lt_plan_redistribute_cost(&a, &b, pc, &p));
+    lt_redistribute_opts og = {0};
+    og.planner = LT_PLANNER_GREEDY;
+    LT_CHECK(lt_plan_redistribute(m, LT_F32, ndim, shape, sp, dp, m->ndim, &og, &pg));
+    bf_obj = (int)pc->objective;
+    bf_dtensor = pc->moves == LT_MOVES_DTENSOR;
+    bf_topo = pc->topo;
+    bf_result want = expect_zero_fill(m, sp, dp) ? bf_solve_zero_fill(m, ndim, shape, 4, 1, sp, dp)
+                                                 : brute_force(m, ndim, shape, sp, dp);
+    bf_obj = bf_dtensor = 0;
+    int64_t got = objective_cost(p, pc->objective, &pc->topo);
+    char x[256], y[256], ms[64], ss[64];
+    if (p->search_truncated || want.bytes < 0 || got != want.cost ||
+        (int64_t)p->total_bytes != want.bytes || p->nsteps != want.steps) {
+        if (k->mismatches++ < 20)
+            print_message("MISMATCH (%s, %s) mesh %s, shape %s: %s -> %s: min-cost (%lld, %zu B, "
+                          "%d steps)%s, brute force (%lld, %lld B, %d): %s\n",
+                          lt_objective_name(pc->objective), lt_moveset_name(pc->moves),
+                          lt_mesh_str(m, ms, sizeof ms), lt_shape_str(ndim, shape, ss, sizeof ss),
+                          fmt_pl(sp, m->ndim, x, 256), fmt_pl(dp, m->ndim, y, 256), (long long)got,
+                          p->total_bytes, p->nsteps, p->search_truncated ? " (truncated)" : "",
+                          (long long)want.cost, (long long)want.bytes, want.steps, want.path);
+    }
+    if (pc->moves == LT_MOVES_DTENSOR) {
+        if (has_non_dtensor_step(p))
+            fail_msg("--moves dtensor planned a collective DTensor does not issue: %s -> %s",
+                     fmt_pl(sp, m->ndim, x, 256), fmt_pl(dp, m->ndim, y, 256));
+        if (!has_non_dtensor_step(pg) && objective_cost(pg, pc->objective, &pc->topo) < got)
+            fail_msg("%s -> %s: greedy costs less than --moves dtensor",
+                     fmt_pl(sp, m->ndim, x, 256), fmt_pl(dp, m->ndim, y, 256));
+        k->beats_greedy += objective_cost(pg, pc->objective, &pc->topo) > got;
+    }
+    k->pairs++;
+    lt_plan_free(p);
+    lt_plan_free(pg);
+}
+
 /* Plans sp -> dp with both planners and compares min-cost with the brute
  * force. Skips (and counts) pairs that are not valid redistributes. */
 static void check_pair(const lt_mesh *m, int ndim, const int64_t *shape, const lt_placement *sp, const lt_placement *dp,
@@ -42,6 +114,10 @@ static void check_pair(const lt_mesh *m, int ndim, const int64_t *shape, const l
         lt_placements_check(m, ndim, dp, m->ndim, tmp) || lt_layout_check(m, ndim, shape, dp) ||
         expect_reject(m, sp, dp)) {
         k->skipped++;
+        return;
+    }
+    if (sweep_cost) {
+        check_cost_pair(m, ndim, shape, sp, dp, k);
         return;
     }
     /* the brute force reads integer R -> P(sum) as rejected too; f32 here */
@@ -345,6 +421,120 @@ static void test_min_cost_equals_brute_force(void **state) {
     assert_true(k.pairs > (SANITIZED ? 10000 : 35000) && k.beats_greedy > 0);
 }
 
+/* The sweeps of test_min_cost_equals_brute_force, thinned, under objective
+ * o and move set mv: the pairs compared. */
+static long cost_sweeps(const lt_plan_cost *pc, counts *k) {
+    const int64_t s13[] = {13}, s8[] = {8}, s3[] = {3}, s57[] = {5, 7}, s23[] = {2, 3};
+    const int64_t s7[] = {7}, s43[] = {4, 3};
+    long before = k->pairs;
+    sweep_cost = pc;
+    int thin = pc->moves == LT_MOVES_DTENSOR ? 3 : 1;
+    rule_sweep("2x2", 1, s13, LT_SPLIT_BALANCED, 0, k);
+    rule_sweep("2x2", 1, s8, LT_SPLIT_LAST, 0, k);
+    rule_sweep("2x2", 1, s3, LT_SPLIT_BALANCED, 0, k);
+    rule_sweep("2x2", 2, s57, LT_SPLIT_LAST, SANITIZED ? 200 : 3000 / thin, k);
+    rule_sweep("2x2", 2, s23, LT_SPLIT_BALANCED, SANITIZED ? 200 : 3000 / thin, k);
+    lt_split_rule e1, bal = lt_split_chunk();
+    bal.kind = LT_SPLIT_BALANCED;
+    LT_CHECK(lt_split_explicit((int64_t[]){2, 0}, 2, &e1));
+    lt_placement o[8] = {lt_replicate(),        lt_shard(0),      lt_shard_rule(0, e1),
+                         lt_shard_rule(0, bal), lt_strided(0, 2), lt_strided(0, 3),
+                         lt_partial(LT_REDOP_SUM), lt_shard(1)};
+    sweep("2x2", 2, s43, o, 8, SANITIZED ? 300 : 0, k);
+    rule_sweep("2x2x2", 1, s7, LT_SPLIT_BALANCED, SANITIZED ? 300 : 6000 / thin, k);
+    rule_sweep("2x2x2", 1, s8, LT_SPLIT_LAST, SANITIZED ? 200 : 3000 / thin, k);
+    sweep("2x2x2", 1, s7, o, 7, SANITIZED ? 200 : 2000 / thin, k);
+    sweep_cost = NULL;
+    return k->pairs - before;
+}
+
+/* Every objective and move set against the brute force (its objectives
+ * written from their definitions), time on both presets. Known gap, under
+ * dtensor only: the planner's states spell SS(d, k) only for the k of
+ * plan.h, and with gather and scatter gone two pairs of 7 elements on
+ * 2x2x2 ([R, S(0), P(sum or max)] -> [P(max), R, S(0)]) have a cheaper
+ * route through SS(0,3) (136 B against 140 B): at most those two differ. */
+static void test_objectives_equal_brute_force(void **state) {
+    (void)state;
+    long per[LT_OBJECTIVE_COUNT + 1] = {0};
+    counts k = {0};
+    long collectives_mismatches = 0;
+    for (int mv = 0; mv < 2; mv++) {
+        if (mv) collectives_mismatches = k.mismatches;
+        for (int ob = 0; ob <= LT_OBJECTIVE_COUNT; ob++) {
+            lt_plan_cost pc;
+            memset(&pc, 0, sizeof pc);
+            pc.objective = ob < LT_OBJECTIVE_COUNT ? (lt_objective)ob : LT_OBJECTIVE_TIME;
+            pc.moves = mv ? LT_MOVES_DTENSOR : LT_MOVES_COLLECTIVES;
+            const char *topo = ob == LT_OBJECTIVE_COUNT ? "uniform" : "nvlink-ib";
+            LT_CHECK(lt_topology_preset(topo, 3, &pc.topo));
+            long n = cost_sweeps(&pc, &k);
+            per[ob] += n;
+            print_message("%s (%s%s%s): %ld pairs compared\n", lt_objective_name(pc.objective),
+                          lt_moveset_name(pc.moves), pc.objective == LT_OBJECTIVE_TIME ? ", " : "",
+                          pc.objective == LT_OBJECTIVE_TIME ? topo : "", n);
+        }
+    }
+    print_message("%ld mismatches; dtensor plans cheaper than greedy's on %ld pairs\n",
+                  k.mismatches, k.beats_greedy);
+    assert_int_equal(collectives_mismatches, 0);
+    assert_true(k.mismatches - collectives_mismatches <= 2);
+    for (int ob = 0; ob <= LT_OBJECTIVE_COUNT; ob++)
+        assert_true(per[ob] >= (SANITIZED ? 2000 : 20000));
+    assert_true(k.beats_greedy > 0);
+}
+
+/* The 2x3 case of issue 30: [S(0), S(1)] -> [R, S(0)] of (10, 7) f32. By
+ * bytes min-cost plans gather (dp), all_to_all (tp), all_gather (dp): 596 B,
+ * the busiest rank 60 + 64 + 112 = 236 B. The obvious plan: all_gather
+ * along dp (tp splits the 7 columns 3, 3, 1: a rank of tp 0 receives its
+ * partner's 5 rows x 3 columns = 60 B), then all_to_all along tp (rows
+ * split 4, 4, 2: tp 0 receives 4 rows x (3 + 1) columns = 64 B): 124 B on
+ * the busiest rank and, on uniform (5 us, 25 GB/s), 1 round + 60 B (5 us +
+ * 2.4 ns) plus 2 rounds + 64 B (10 us + 2.56 ns) = 15,004,960 ps. time and
+ * max-rank-bytes must do at least that well; moves all is refused. */
+static void test_objective_acceptance(void **state) {
+    (void)state;
+    lt_mesh m = mk_mesh("dp=2,tp=3");
+    const int64_t sh[] = {10, 7};
+    lt_placement sp[2], dp[2];
+    parse_pl("S(0),S(1)", sp);
+    parse_pl("R,S(0)", dp);
+    lt_spec a, b;
+    LT_CHECK(lt_spec_make(&m, LT_F32, 2, sh, sp, 2, &a));
+    LT_CHECK(lt_spec_make(&m, LT_F32, 2, sh, dp, 2, &b));
+    lt_plan_cost pc;
+    memset(&pc, 0, sizeof pc);
+    LT_CHECK(lt_topology_preset("uniform", 2, &pc.topo));
+    lt_plan *p;
+    LT_CHECK(lt_plan_redistribute_cost(&a, &b, NULL, &p));
+    assert_int_equal(p->total_bytes, 596);
+    assert_int_equal(lt_plan_max_rank_bytes(p), 236);
+    lt_plan_free(p);
+    for (int o = LT_OBJECTIVE_MAX_RANK_BYTES; o <= LT_OBJECTIVE_TIME; o++)
+        for (int mv = 0; mv < 2; mv++) {
+            pc.objective = (lt_objective)o;
+            pc.moves = mv ? LT_MOVES_DTENSOR : LT_MOVES_COLLECTIVES;
+            LT_CHECK(lt_plan_redistribute_cost(&a, &b, &pc, &p));
+            assert_true(lt_plan_max_rank_bytes(p) <= 124);
+            assert_true(lt_plan_time_ps(p, &pc.topo) <= 15004960u);
+            assert_false(has_non_dtensor_step(p));
+            lt_plan_free(p);
+        }
+    /* options passed win over the thread's (the CLI sets those for a run) */
+    pc.objective = LT_OBJECTIVE_TIME;
+    pc.moves = LT_MOVES_COLLECTIVES;
+    const lt_plan_cost *was = lt__plan_cost_swap(&pc);
+    LT_CHECK(lt_plan_redistribute_cost(&a, &b, NULL, &p));
+    lt__plan_cost_swap(was);
+    assert_int_equal(p->total_bytes, 596);
+    lt_plan_free(p);
+    pc.moves = LT_MOVES_ALL;
+    assert_int_equal(lt_plan_redistribute_cost(&a, &b, &pc, &p), LT_UNSUPPORTED);
+    assert_null(p);
+    assert_non_null(strstr(lt_errmsg(), "not supported yet"));
+}
+
 /* Every allocation of planning and running each kind of move fails in turn:
  * LT_NOMEM saying so, no output, nothing left allocated (kernels/alloc.h's
  * countdown). The source is distributed before arming. */
@@ -417,6 +607,8 @@ int main(void) {
         cmocka_unit_test(test_size_one_mesh_dims),
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_min_cost_equals_brute_force),
+        cmocka_unit_test(test_objectives_equal_brute_force),
+        cmocka_unit_test(test_objective_acceptance),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -41,18 +41,25 @@ static void test_validator(void **state) {
 #endif
 #endif
     o.log = stdout;
-    lt_validate_report r;
-    LT_CHECK(lt_rules_validate(&o, &r));
-    print_report(&r);
-    assert_int_equal(r.wrong, 0);
-    assert_int_equal(r.errors, 0);
-    assert_int_equal(r.missing, 0); /* every layout combination has a rule (nested splits included) */
-    /* every op was exercised, and most combinations are supported */
-    for (int op = 0; op < LT_OP_COUNT; op++) {
-        if (!r.per_op[op].cases) fail_msg("op %s was not validated", lt_op_name((lt_op_kind)op));
-        if (r.per_op[op].ok == 0) fail_msg("op %s never succeeded", lt_op_name((lt_op_kind)op));
+    /* both rule sets (localtensor/ops.h): every choice of each must be right */
+    for (int rs = LT_OP_RULES_PYTORCH; rs <= LT_OP_RULES_MIN_COMM; rs++) {
+        lt_op_rules_select((lt_op_rules)rs);
+        printf("rule set %s:\n", lt_op_rules_name((lt_op_rules)rs));
+        lt_validate_report r;
+        LT_CHECK(lt_rules_validate(&o, &r));
+        print_report(&r);
+        assert_int_equal(r.wrong, 0);
+        assert_int_equal(r.errors, 0);
+        assert_int_equal(r.missing, 0); /* every layout combination has a rule (nested too) */
+        /* every op was exercised, and most combinations are supported */
+        for (int op = 0; op < LT_OP_COUNT; op++) {
+            const char *name = lt_op_name((lt_op_kind)op);
+            if (!r.per_op[op].cases) fail_msg("op %s was not validated", name);
+            if (r.per_op[op].ok == 0) fail_msg("op %s never succeeded", name);
+        }
+        assert_true(r.ok > 10 * (r.missing + 1));
     }
-    assert_true(r.ok > 10 * (r.missing + 1));
+    lt_op_rules_select(LT_OP_RULES_DEFAULT);
 }
 
 /* ---- hand-checked decisions ------------------------------------------------------------ */
@@ -83,6 +90,20 @@ static void expect_pl(const lt_placement *pl, int n, const char *want, const cha
     char buf[256];
     lt_placements_format(pl, n, buf, sizeof buf);
     if (strcmp(buf, want)) fail_msg("%s: got %s, wanted %s", what, buf, want);
+}
+
+/* test_decisions checks the min-comm rule set's choices (localtensor/ops.h);
+ * PyTorch's are checked against its recorded choices by test/test_golden.c. */
+static int min_comm_setup(void **state) {
+    (void)state;
+    lt_op_rules_select(LT_OP_RULES_MIN_COMM);
+    return 0;
+}
+
+static int rules_teardown(void **state) {
+    (void)state;
+    lt_op_rules_select(LT_OP_RULES_DEFAULT);
+    return 0;
 }
 
 static void test_decisions(void **state) {
@@ -236,7 +257,7 @@ static void test_cache(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_decisions),
+        cmocka_unit_test_setup_teardown(test_decisions, min_comm_setup, rules_teardown),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_validator),
     };

@@ -50,11 +50,12 @@ static void test_trace_text_and_json(void **state) {
     assert_int_equal(lt_test_run_sc(args, 4, &out, &err), 0);
     free(err);
     expect_line(out, "step 2  op at scenarios/trace/silent_replication.yaml:19:7\n"
-                     "  softmax(xd [S(0)]) -> [R]\n"
+                     "  softmax(xd [S(0)]) -> [R]  (rules: pytorch)\n"
                      "  implicit redistribute of input 1 'xd': [S(0)] -> [R]\n");
     expect_line(out, "  warning: silent replication: softmax replicates input 1 'xd' along mesh dim 0 (S(0) -> R)");
     expect_line(out, "         all_gather      0         1       2          [16, 16]               [16, 16]\n");
-    expect_line(out, "  matmul(ad [S(1)], bd [S(0)]) -> [P(sum)]\n  comm:  none\n");
+    expect_line(out, "  matmul(ad [S(1)], bd [S(0)]) -> [P(sum)]  (rules: pytorch)\n"
+                     "  comm:  none\n");
     expect_line(out, "         all_reduce      0         1       2          [16, 16]               [16, 16]\n");
     expect_line(out, "total: 2 collectives (1 all_gather, 1 all_reduce)\n"
                      "  bytes sent per rank:     [32, 32]\n"

@@ -101,8 +101,8 @@ static int relax(lt_spec *view, int nin, int i) {
  * at least one shard into Replicate, so at most nin * mesh dims rounds. What
  * the rule then sees is no checked spec (lt__spec_unchecked); what it asks
  * for is checked here (lt_spec_make). */
-static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const lt_spec *const *in,
-                            const lt_op_args *args, lt_op_plan **out) {
+static lt_status build_plan(lt_op_kind op, lt_op_rules rules, const lt_mesh *mesh, int nin,
+                            const lt_spec *const *in, const lt_op_args *args, lt_op_plan **out) {
     const char *name = lt_op_name(op);
     lt_op_plan *p = lt__calloc(1, sizeof *p);
     lt__rule_io *io = lt__calloc(1, sizeof *io);
@@ -125,10 +125,10 @@ static lt_status build_plan(lt_op_kind op, const lt_mesh *mesh, int nin, const l
         memset(io, 0, sizeof *io);
         for (int k = 0; k < nin; k++)
             memcpy(p->in_target[k], seen[k]->placements, sizeof(lt_placement) * (size_t)mesh->ndim);
-        io->op = op, io->mesh = mesh, io->nin = nin, io->in = seen, io->args = args, io->tgt = p->in_target;
+        io->op = op, io->mesh = mesh, io->nin = nin, io->in = seen, io->args = args, io->tgt = p->in_target, io->rules = rules;
         st = lt__rule_propagate(io);
         p->op = op, p->nin = nin, p->nout = io->nout, p->out_dtype = io->out_dtype;
-        p->out_ndim = io->out_ndim, p->mesh_ = *mesh;
+        p->out_ndim = io->out_ndim, p->mesh_ = *mesh, p->rules = rules;
         p->mean_div_ = io->mean_div, p->masked_ = io->masked;
         p->nkdims_ = io->nkdims, p->kdim_ = io->kdim, p->kdim2_ = io->kdim2;
         memcpy(p->kdims_, io->kdims, sizeof p->kdims_);
@@ -224,10 +224,10 @@ static void kput(lt__cache_key *k, uint64_t v) { lt__key_put(k, v); }
 
 /* Key: op, input count, mesh shape, every input's spec (lt__key_spec, the
  * encoding the redistribute plan cache uses too), the static arguments. */
-static void build_key(lt__cache_key *k, lt_op_kind op, const lt_mesh *m, int nin, const lt_spec *const *in,
-                      const lt_op_args *a) {
+static void build_key(lt__cache_key *k, lt_op_kind op, lt_op_rules rules, const lt_mesh *m, int nin,
+                      const lt_spec *const *in, const lt_op_args *a) {
     k->n = 0;
-    kput(k, (uint64_t)op | (uint64_t)nin << 16 | (uint64_t)m->ndim << 32);
+    kput(k, (uint64_t)op | (uint64_t)nin << 16 | (uint64_t)m->ndim << 32 | (uint64_t)rules << 40);
     for (int i = 0; i < m->ndim; i++) kput(k, (uint64_t)m->shape[i]);
     for (int j = 0; j < nin; j++) lt__key_spec(k, in[j]);
     kput(k, (uint64_t)(uint32_t)a->dim | (uint64_t)(uint32_t)a->dim2 << 32);
@@ -260,21 +260,23 @@ void lt_op_cache_stats(size_t *hits, size_t *misses, size_t *entries) {
 
 /* A plan for the checked specs in[nin] on mesh m: a new reference (from the
  * cache or built). */
-static lt_status get_plan(lt_op_kind op, const lt_mesh *m, int nin, const lt_spec *const *in,
-                          const lt_op_args *a, int no_cache, lt_op_plan **out) {
+static lt_status get_plan(lt_op_kind op, lt_op_rules rules, const lt_mesh *m, int nin,
+                          const lt_spec *const *in, const lt_op_args *a, int no_cache,
+                          lt_op_plan **out) {
+    if (rules != LT_OP_RULES_PYTORCH && rules != LT_OP_RULES_MIN_COMM) rules = lt_op_rules_selected();
     static _Thread_local lt__cache_key k;
     static _Thread_local lt__cache_memo memo[LT_OP_COUNT]; /* this thread's last hit per op */
     if (!no_cache) {
-        build_key(&k, op, m, nin, in, a);
+        build_key(&k, op, rules, m, nin, in, a);
         if (lt__cache_key_fits(&k)) {
             uint64_t h = 0;
             if ((*out = lt__cache_lookup(&op_cache, &memo[op], &k, &h))) return LT_OK;
-            LT_TRY(build_plan(op, m, nin, in, a, out));
+            LT_TRY(build_plan(op, rules, m, nin, in, a, out));
             lt__cache_put(&op_cache, &k, h, *out);
             return LT_OK;
         }
     }
-    return build_plan(op, m, nin, in, a, out);
+    return build_plan(op, rules, m, nin, in, a, out);
 }
 
 /* The mesh every input lives on (rand, randn: args->mesh), or an error with
@@ -303,7 +305,7 @@ lt_status lt_op_propagate(lt_op_kind op, const lt_spec *const *inputs, int nin, 
     if (!args) args = &zero_args;
     const lt_mesh *m;
     LT_TRY(common_mesh(op, inputs, nin, args, &m));
-    return get_plan(op, m, nin, inputs, args, 0, out);
+    return get_plan(op, LT_OP_RULES_DEFAULT, m, nin, inputs, args, 0, out);
 }
 
 /* ---- execution ----------------------------------------------------------------------- */
@@ -497,7 +499,8 @@ lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op
     const lt_mesh *m;
     LT_TRY(common_mesh(op, sp, nin, args, &m));
     lt_op_plan *p = NULL;
-    lt_status st = get_plan(op, m, nin, sp, args, opts && opts->no_cache, &p);
+    lt_status st = get_plan(op, opts ? opts->rules : LT_OP_RULES_DEFAULT, m, nin, sp, args,
+                            opts && opts->no_cache, &p);
     if (st) return opts && opts->name ? lt__err_ctx(st, "%s", opts->name) : st;
     st = lt__op_check_aligned(p, in); /* the operands as the plan consumes them */
     if (!st && p->nout > max_out)

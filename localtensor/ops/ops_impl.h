@@ -6,6 +6,7 @@
  *   sharding_rules.c    the rule table and one function per rule family
  *   ops_rules_view.c    the reshape / view / flatten family
  *   ops_rules_common.c  helpers the families share
+ *   ops_rules_pytorch.c the choices of the rule set PYTORCH that are not table rows
  *   ops_kernel.c        the dense kernel of an op on one rank's shards
  *   ops_random.c        rand, randn, dropout (wrappers of lt_op)
  * ops.c calls the rules, the kernels and the reference check
@@ -29,6 +30,7 @@
  * math on it. */
 typedef struct lt__rule_io {
     lt_op_kind op;
+    lt_op_rules rules;                     /* PYTORCH or MIN_COMM */
     const lt_mesh *mesh;                   /* every input's (rand, randn: args->mesh) */
     int nin;
     const lt_spec *const *in;              /* (nin) what the rule sees of each input */
@@ -80,5 +82,36 @@ lt_placement lt__pl_with_dim(const lt_placement *p, int dim);
  * *idx gets a malloc'd list (free it), *len its length. */
 lt_status lt__dim_indices(const lt_mesh *mesh, int64_t n, const lt_placement *pl1, int rank,
                           int64_t **idx, int64_t *len);
+
+/* ---- rule set PYTORCH (ops_rules_pytorch.c) ---- */
+
+/* PyTorch's shardability filter on input k's targets io->tgt[k]: a tensor
+ * dim sharded over more ranks than it has elements loses its shard on the
+ * last such mesh dims (Replicate there) until it fits. */
+void lt__pytorch_shardable(lt__rule_io *io, int k);
+/* The tensor dim PyTorch reduce-scatters input k's Partial on mesh dim i
+ * onto: the first dim no mesh dim of the input shards (nor another target
+ * of input k) with at least mesh->shape[i] elements; -1 when none (then
+ * PyTorch all-reduces). */
+int lt__pytorch_scatter_dim(const lt__rule_io *io, int k, int i);
+/* One row of PyTorch's single-mesh-dim strategy list: the output's
+ * placement, then each input's (up to 3). */
+typedef struct lt__pt_rule {
+    lt_placement p[4];
+} lt__pt_rule;
+/* PyTorch's choice among every combination over the mesh dims of
+ * rules[nrules] (ops_rules_pytorch.c says how it picks): sets io->out and
+ * io->tgt and returns 1; 0 (nothing set) when no combination survives.
+ * uneven: PyTorch's allow_uneven_sharding (an input kept as it is escapes
+ * the shardability filter); even (NULL: none): the dims of input 0 whose
+ * target must split evenly (PyTorch's filter for mean). */
+int lt__pytorch_choose(lt__rule_io *io, const lt__pt_rule *rules, int nrules, int uneven,
+                       const int *even);
+/* 1 when some input has a Shard placement: only then does PyTorch list its
+ * sharded strategies (its placeholders take the inputs' shard kinds). */
+int lt__pytorch_any_shard(const lt__rule_io *io);
+/* 1 when some input has a _StridedShard: PyTorch then prices layouts this
+ * model does not follow, and the families keep their MIN_COMM choice. */
+int lt__pytorch_has_strided(const lt__rule_io *io);
 
 #endif

@@ -28,3 +28,28 @@ lt_status lt_op_parse(const char *s, lt_op_kind *out) {
     char list[1024];
     return lt__err(LT_INVALID, "unknown op '%s' (known: %s)", s, lt__name_join(op_names, LT_OP_COUNT, list, sizeof list));
 }
+
+/* ---- rule sets (ops.h) ---- */
+
+static const char *const rules_names[] = {"default", "pytorch", "min-comm"};
+/* the selected set; atomic because worker threads read it while running ops */
+static int rules_selected = LT_OP_RULES_PYTORCH;
+
+const char *lt_op_rules_name(lt_op_rules r) {
+    return lt__name_of(rules_names, LT_OP_RULES_COUNT, (int)r);
+}
+
+lt_status lt_op_rules_parse(const char *s, lt_op_rules *out) {
+    if (s && !strcmp(s, "pytorch")) return *out = LT_OP_RULES_PYTORCH, LT_OK;
+    if (s && !strcmp(s, "min-comm")) return *out = LT_OP_RULES_MIN_COMM, LT_OK;
+    return lt__err(LT_INVALID, "unknown rule set '%s' (known: pytorch, min-comm)", s ? s : "");
+}
+
+void lt_op_rules_select(lt_op_rules r) {
+    int v = r == LT_OP_RULES_MIN_COMM ? LT_OP_RULES_MIN_COMM : LT_OP_RULES_PYTORCH;
+    __atomic_store_n(&rules_selected, v, __ATOMIC_RELAXED);
+}
+
+lt_op_rules lt_op_rules_selected(void) {
+    return (lt_op_rules)__atomic_load_n(&rules_selected, __ATOMIC_RELAXED);
+}

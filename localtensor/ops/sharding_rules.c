@@ -126,8 +126,37 @@ static lt_placement from_class(int c) {
     return c == PC_R ? lt_replicate() : lt_partial(ops[c]);
 }
 
+/* Rule set PYTORCH: the ops whose Partial rule PyTorch 2.15 makes stricter
+ * (its pointwise strategies keep no Partial through x + s, s - x or a
+ * maximum/minimum with a scalar: it reduces first). Data, one row per op. */
+static const struct {
+    lt_op_kind op;
+    partial_rule_id partial;
+} pytorch_partial[] = {
+    {LT_OP_ADD_SCALAR, PR_NONE},     {LT_OP_SUB_SCALAR, PR_NONE},
+    {LT_OP_RSUB_SCALAR, PR_NONE},    {LT_OP_MAXIMUM_SCALAR, PR_NONE},
+    {LT_OP_MINIMUM_SCALAR, PR_NONE},
+};
+
 static const partial_rule *prule(const lt__rule_io *io) {
+    if (io->rules == LT_OP_RULES_PYTORCH)
+        for (size_t j = 0; j < sizeof pytorch_partial / sizeof *pytorch_partial; j++)
+            if (pytorch_partial[j].op == io->op) return &partial_rules[pytorch_partial[j].partial];
     return &partial_rules[op_rules[io->op].partial];
+}
+
+/* A Partial input k on mesh dim i that the op cannot keep: MIN_COMM
+ * all-reduces it (every input Replicate there); PYTORCH reduce-scatters it
+ * onto the dim lt__pytorch_scatter_dim picks, when there is one (one input). */
+static void resolve_partial(lt__rule_io *io, int k, int i) {
+    int pt = io->rules == LT_OP_RULES_PYTORCH && io->nin == 1;
+    int d = pt ? lt__pytorch_scatter_dim(io, k, i) : -1;
+    if (d < 0) {
+        lt__rule_force_replicate(io, i);
+        return;
+    }
+    io->tgt[k][i] = lt_shard(d);
+    io->out[i] = lt_shard(d);
 }
 
 static void copy_shape(int64_t *dst, const int64_t *src, int n) {
@@ -153,17 +182,31 @@ static lt_status need_same_dtype(const lt__rule_io *io, int a, int b) {
 
 /* ---- pointwise (one tensor input) ------------------------------------------------------- */
 
+/* PYTORCH: an input that must change anyway (a Partial the op cannot keep)
+ * goes through PyTorch's shardability filter first; one that is valid as it
+ * is stays (PyTorch takes it as it is). */
+static void pytorch_pointwise_filter(lt__rule_io *io, const partial_rule *pr) {
+    for (int i = 0; i < io->mesh->ndim; i++) {
+        int c = pclass(&io->in[0]->placements[i]);
+        if (c > PC_R && pr->unary[c] < 0) {
+            lt__pytorch_shardable(io, 0);
+            return;
+        }
+    }
+}
+
 static lt_status rule_pointwise(lt__rule_io *io) {
     const partial_rule *pr = prule(io);
+    if (io->rules == LT_OP_RULES_PYTORCH) pytorch_pointwise_filter(io, pr);
     for (int i = 0; i < io->mesh->ndim; i++) {
-        const lt_placement *p = &io->in[0]->placements[i];
-        int c = pclass(p);
+        lt_placement p = io->tgt[0][i]; /* the input's, or what the filter left */
+        int c = pclass(&p);
         if (c < 0 || c == PC_R) {
-            io->out[i] = *p;
+            io->out[i] = p;
         } else if (pr->unary[c] >= 0) {
             io->out[i] = from_class(pr->unary[c]);
         } else {
-            lt__rule_force_replicate(io, i);
+            resolve_partial(io, 0, i);
         }
     }
     io->out_dtype = io->in[0]->dtype;
@@ -185,6 +228,41 @@ static lt_placement project_out(const lt__rule_io *io, int k, const lt_placement
 
 static int is_broadcast_dim(const lt__rule_io *io, int k, int d) {
     return io->in[k]->shape[d] != io->out_shape[0][d + io->out_ndim - io->in[k]->ndim];
+}
+
+/* PYTORCH: the Partial rows of PyTorch 2.15's binary strategies, (output,
+ * a, b) as placement classes, per op (its _BINARY_ADDITIVE_RULES,
+ * _MUL_RULES, _DIV_RULES and monotone binary rules); -1 ends a list. */
+static const signed char pytorch_binary_partials[][7][3] = {
+    [PR_ADD] = {{PC_SUM, PC_SUM, PC_SUM}, {PC_AVG, PC_AVG, PC_AVG}, {PC_AVG, PC_AVG, PC_R},
+                {PC_MAX, PC_MAX, PC_R}, {PC_MIN, PC_MIN, PC_R}, {PC_AVG, PC_R, PC_AVG}, {-1}},
+    [PR_SUB] = {{PC_SUM, PC_SUM, PC_SUM}, {PC_AVG, PC_AVG, PC_AVG}, {PC_AVG, PC_AVG, PC_R},
+                {PC_MAX, PC_MAX, PC_R}, {PC_MIN, PC_MIN, PC_R}, {PC_AVG, PC_R, PC_AVG}, {-1}},
+    [PR_MUL] = {{PC_SUM, PC_SUM, PC_R}, {PC_AVG, PC_AVG, PC_R}, {PC_SUM, PC_R, PC_SUM},
+                {PC_AVG, PC_R, PC_AVG}, {-1}},
+    [PR_DIV] = {{PC_SUM, PC_SUM, PC_R}, {PC_AVG, PC_AVG, PC_R}, {-1}},
+    [PR_MAXIMUM] = {{PC_MAX, PC_MAX, PC_R}, {PC_MAX, PC_R, PC_MAX}, {PC_MIN, PC_MIN, PC_R},
+                    {PC_MIN, PC_R, PC_MIN}, {PC_MAX, PC_MAX, PC_MAX}, {-1}},
+    [PR_MINIMUM] = {{PC_MAX, PC_MAX, PC_R}, {PC_MAX, PC_R, PC_MAX}, {PC_MIN, PC_MIN, PC_R},
+                    {PC_MIN, PC_R, PC_MIN}, {PC_MIN, PC_MIN, PC_MIN}, {-1}},
+};
+
+/* PYTORCH: PyTorch's strategy list for one mesh dim (all R; when an input
+ * is sharded, a shard of each output dim, R where an operand broadcasts it;
+ * the Partial rows), then its choice (lt__pytorch_choose). */
+static void pytorch_binary(lt__rule_io *io) {
+    lt__pt_rule rules[1 + LT_MAX_DIMS + 7];
+    int n = 0, sharded = lt__pytorch_any_shard(io);
+    rules[n++] = (lt__pt_rule){{lt_replicate(), lt_replicate(), lt_replicate()}};
+    for (int d = 0; d < io->out_ndim && sharded; d++, n++) {
+        lt_placement o = lt_shard(d);
+        rules[n].p[0] = o;
+        for (int k = 0; k < 2; k++) rules[n].p[k + 1] = project_out(io, k, &o);
+    }
+    const signed char (*pr)[3] = pytorch_binary_partials[op_rules[io->op].partial];
+    for (int j = 0; j < 7 && pr[j][0] >= 0; j++, n++)
+        for (int q = 0; q < 3; q++) rules[n].p[q] = from_class(pr[j][q]);
+    lt__pytorch_choose(io, rules, n, 1, NULL);
 }
 
 static lt_status rule_binary(lt__rule_io *io) {
@@ -231,6 +309,7 @@ static lt_status rule_binary(lt__rule_io *io) {
             lt__rule_force_replicate(io, i);
         }
     }
+    if (io->rules == LT_OP_RULES_PYTORCH && !lt__pytorch_has_strided(io)) pytorch_binary(io);
     return LT_OK;
 }
 
@@ -343,6 +422,46 @@ static lt_status rule_matmul(lt__rule_io *io) {
     return LT_OK;
 }
 
+/* PYTORCH: a row of PyTorch's einsum strategies for mm / bmm / addmm: the
+ * output's placement, a's and b's; addmm's bias (input 0) is derived from
+ * the output (R where it broadcasts the output dim). */
+static void mm_row(const lt__rule_io *io, lt__pt_rule *r, lt_placement o, lt_placement a,
+                   lt_placement b) {
+    int off = io->op == LT_OP_ADDMM;
+    r->p[0] = o, r->p[1 + off] = a, r->p[2 + off] = b;
+    if (!off) return;
+    r->p[1] = o;
+    if (o.kind != LT_PL_SHARD) return;
+    int bd = o.dim - (io->out_ndim - io->in[0]->ndim);
+    r->p[1] = bd < 0 || io->in[0]->shape[bd] == 1 ? lt_replicate() : lt_shard(bd);
+}
+
+/* PYTORCH: mm ("mk,kn->mn"), bmm ("bmk,bkn->bmn"), addmm, and matmul of two
+ * matrices or two equal-batch 3-d tensors: PyTorch's einsum strategy rows
+ * (all R; when an input is sharded: batch, contraction -> P(sum), M, N; one
+ * P(sum) or P(avg) operand against a replicated one), then its choice
+ * (uneven shards not allowed). Other matmul shapes keep MIN_COMM. */
+static void pytorch_matmul(lt__rule_io *io) {
+    int ia = io->op == LT_OP_ADDMM, na = io->in[ia]->ndim, nb = io->in[ia + 1]->ndim;
+    if (!((na == 2 && nb == 2) || (na == 3 && nb == 3)) || lt__pytorch_has_strided(io)) return;
+    lt__pt_rule rules[12];
+    int n = 0, bat = na == 3;
+    lt_placement R = lt_replicate();
+    mm_row(io, &rules[n++], R, R, R);
+    if (lt__pytorch_any_shard(io)) {
+        if (bat) mm_row(io, &rules[n++], lt_shard(0), lt_shard(0), lt_shard(0));
+        mm_row(io, &rules[n++], lt_partial(LT_REDOP_SUM), lt_shard(bat + 1), lt_shard(bat));
+        mm_row(io, &rules[n++], lt_shard(bat), lt_shard(bat), R);
+        mm_row(io, &rules[n++], lt_shard(bat + 1), R, lt_shard(bat + 1));
+    }
+    const lt_redop lin[2] = {LT_REDOP_SUM, LT_REDOP_AVG};
+    for (int j = 0; j < 2; j++) {
+        mm_row(io, &rules[n++], lt_partial(lin[j]), lt_partial(lin[j]), R);
+        mm_row(io, &rules[n++], lt_partial(lin[j]), R, lt_partial(lin[j]));
+    }
+    lt__pytorch_choose(io, rules, n, 0, NULL);
+}
+
 /* addmm's bias follows the output (after the Partial mix is fixed). */
 static void addmm_bias(lt__rule_io *io) {
     for (int i = 0; i < io->mesh->ndim; i++) {
@@ -359,6 +478,27 @@ static void addmm_bias(lt__rule_io *io) {
 }
 
 /* ---- reductions ------------------------------------------------------------------------------- */
+
+/* PYTORCH: PyTorch's reduction strategies (all R; when the input is
+ * sharded: a shard of a reduced dim -> the op's Partial, of a kept dim -> the
+ * same dim of the output; the Partial row), then its choice. mean: P(avg)
+ * rows, uneven targets not allowed, and every reduced dim split evenly
+ * (PyTorch's filter), so each rank divides by its own count. */
+static void pytorch_reduce(lt__rule_io *io, const int *red, const int *map) {
+    int mean = io->op == LT_OP_MEAN, n = 0;
+    lt_placement part = mean ? lt_partial(LT_REDOP_AVG) : io->out[0], R = lt_replicate();
+    if (!mean) part = lt_partial(io->op == LT_OP_AMAX ? LT_REDOP_MAX
+                                 : io->op == LT_OP_AMIN ? LT_REDOP_MIN : LT_REDOP_SUM);
+    lt__pt_rule rules[LT_MAX_DIMS + 2];
+    rules[n++] = (lt__pt_rule){{R, R}};
+    for (int d = 0; d < io->in[0]->ndim && lt__pytorch_any_shard(io); d++, n++)
+        rules[n] = (lt__pt_rule){{red[d] ? part : lt_shard(map[d]), lt_shard(d)}};
+    rules[n++] = (lt__pt_rule){{part, part}};
+    if (!lt__pytorch_choose(io, rules, n, !mean, mean ? red : NULL) || !mean) return;
+    for (int i = 0; i < io->mesh->ndim; i++) /* P(avg): each rank's mean of its even shard */
+        if (io->tgt[0][i].kind == LT_PL_SHARD && red[io->tgt[0][i].dim])
+            io->mean_div /= (double)io->mesh->shape[i];
+}
 
 static lt_status rule_reduce(lt__rule_io *io) {
     const char *name = lt_op_name(io->op);
@@ -404,10 +544,23 @@ static lt_status rule_reduce(lt__rule_io *io) {
         else if (pr->unary[c] >= 0) io->out[i] = from_class(pr->unary[c]);
         else lt__rule_force_replicate(io, i);
     }
+    if (io->rules == LT_OP_RULES_PYTORCH && !lt__pytorch_has_strided(io))
+        pytorch_reduce(io, red, map);
     return LT_OK;
 }
 
 /* ---- softmax ------------------------------------------------------------------------------------ */
+
+/* PYTORCH: softmax's strategies (all R; when the input is sharded, a shard
+ * of any dim but the softmax dim), then PyTorch's choice. */
+static void pytorch_softmax(lt__rule_io *io) {
+    lt__pt_rule rules[LT_MAX_DIMS + 1];
+    int n = 0;
+    rules[n++] = (lt__pt_rule){{lt_replicate(), lt_replicate()}};
+    for (int d = 0; d < io->in[0]->ndim && lt__pytorch_any_shard(io); d++)
+        if (d != io->kdim) rules[n++] = (lt__pt_rule){{lt_shard(d), lt_shard(d)}};
+    lt__pytorch_choose(io, rules, n, 1, NULL);
+}
 
 static lt_status rule_softmax(lt__rule_io *io) {
     int n = io->in[0]->ndim, d = 0;
@@ -423,6 +576,8 @@ static lt_status rule_softmax(lt__rule_io *io) {
     io->out_dtype = io->in[0]->dtype;
     io->out_ndim = n;
     copy_shape(io->out_shape[0], io->in[0]->shape, n);
+    if (io->rules == LT_OP_RULES_PYTORCH && n > 0 && !lt__pytorch_has_strided(io))
+        pytorch_softmax(io);
     return LT_OK;
 }
 
@@ -507,6 +662,24 @@ static lt_status rule_permute(lt__rule_io *io) {
 
 /* ---- cat -------------------------------------------------------------------------------------------- */
 
+/* PYTORCH: cat's strategies for up to 3 inputs (all R; when an input is
+ * sharded, a shard of any dim but the cat dim, for every input; each
+ * Partial kind passed through), then PyTorch's choice (no uneven shards). */
+static void pytorch_cat(lt__rule_io *io) {
+    static const lt_redop pass[4] = {LT_REDOP_SUM, LT_REDOP_AVG, LT_REDOP_MIN, LT_REDOP_MAX};
+    lt__pt_rule rules[LT_MAX_DIMS + 5];
+    int n = 0;
+    rules[n++] = (lt__pt_rule){{lt_replicate(), lt_replicate(), lt_replicate(), lt_replicate()}};
+    for (int d = 0; d < io->out_ndim && lt__pytorch_any_shard(io); d++) {
+        if (d == io->kdim) continue;
+        for (int q = 0; q < 4; q++) rules[n].p[q] = lt_shard(d);
+        n++;
+    }
+    for (int j = 0; j < 4; j++, n++)
+        for (int q = 0; q < 4; q++) rules[n].p[q] = lt_partial(pass[j]);
+    lt__pytorch_choose(io, rules, n, 0, NULL);
+}
+
 static lt_status rule_cat(lt__rule_io *io) {
     const char *name = lt_op_name(io->op);
     int n = io->in[0]->ndim, d;
@@ -561,10 +734,27 @@ static lt_status rule_cat(lt__rule_io *io) {
             io->out[i] = from_class(pc);
         }
     }
+    if (io->rules == LT_OP_RULES_PYTORCH && io->nin <= 3 && !lt__pytorch_has_strided(io))
+        pytorch_cat(io);
     return LT_OK;
 }
 
 /* ---- split, chunk ------------------------------------------------------------------------------------- */
+
+/* PYTORCH: split's (and chunk's) strategies (all R; when the input is
+ * sharded, a shard of any dim but the split dim; each Partial kind passed
+ * through; every output alike), then PyTorch's choice (no uneven shards). */
+static void pytorch_split(lt__rule_io *io) {
+    static const lt_redop pass[4] = {LT_REDOP_SUM, LT_REDOP_AVG, LT_REDOP_MIN, LT_REDOP_MAX};
+    lt__pt_rule rules[LT_MAX_DIMS + 5];
+    int n = 0;
+    rules[n++] = (lt__pt_rule){{lt_replicate(), lt_replicate()}};
+    for (int d = 0; d < io->in[0]->ndim && lt__pytorch_any_shard(io); d++)
+        if (d != io->kdim) rules[n++] = (lt__pt_rule){{lt_shard(d), lt_shard(d)}};
+    for (int j = 0; j < 4; j++, n++)
+        rules[n] = (lt__pt_rule){{lt_partial(pass[j]), lt_partial(pass[j])}};
+    lt__pytorch_choose(io, rules, n, 0, NULL);
+}
 
 static lt_status rule_split(lt__rule_io *io) {
     const char *name = lt_op_name(io->op);
@@ -617,10 +807,33 @@ static lt_status rule_split(lt__rule_io *io) {
         if (lt_placement_is_shard_like(p) && p->dim == d) lt__rule_force_replicate(io, i);
         else io->out[i] = *p;
     }
+    if (io->rules == LT_OP_RULES_PYTORCH && !lt__pytorch_has_strided(io)) pytorch_split(io);
     return LT_OK;
 }
 
 /* ---- embedding ----------------------------------------------------------------------------------------- */
+
+/* PYTORCH: embedding's strategies (all R; the embedding dim sharded; the
+ * vocabulary sharded -> PyTorch's masked partial, the indices taking a
+ * Partial view that costs nothing; an index dim sharded), then its choice
+ * (no uneven shards). The masked partial is this rule's masked lookup with
+ * whole indices. */
+static void pytorch_embedding(lt__rule_io *io) {
+    int ni = io->in[1]->ndim, n = 0;
+    lt_placement R = lt_replicate(), P = lt_partial(LT_REDOP_SUM);
+    lt__pt_rule rules[LT_MAX_DIMS + 3];
+    rules[n++] = (lt__pt_rule){{R, R, R}};
+    rules[n++] = (lt__pt_rule){{lt_shard(ni), lt_shard(1), R}};
+    rules[n++] = (lt__pt_rule){{P, lt_shard(0), P}};
+    for (int d = 0; d < ni; d++) rules[n++] = (lt__pt_rule){{lt_shard(d), R, lt_shard(d)}};
+    if (!lt__pytorch_choose(io, rules, n, 0, NULL)) return;
+    io->masked = 0;
+    for (int i = 0; i < io->mesh->ndim; i++) {
+        if (io->tgt[0][i].kind != LT_PL_SHARD || io->tgt[0][i].dim != 0) continue;
+        io->masked = 1;
+        io->tgt[1][i] = R;
+    }
+}
 
 static lt_status rule_embedding(lt__rule_io *io) {
     const char *name = lt_op_name(io->op);
@@ -654,6 +867,7 @@ static lt_status rule_embedding(lt__rule_io *io) {
             io->out[i] = x; /* R weight: the output follows the indices */
         }
     }
+    if (io->rules == LT_OP_RULES_PYTORCH && !lt__pytorch_has_strided(io)) pytorch_embedding(io);
     return LT_OK;
 }
 
@@ -700,7 +914,10 @@ lt_status lt__rule_propagate(lt__rule_io *io) {
     switch (op_rules[io->op].family) {
     case FAM_POINTWISE: st = rule_pointwise(io); break;
     case FAM_BINARY: st = rule_binary(io); break;
-    case FAM_MATMUL: st = rule_matmul(io); break;
+    case FAM_MATMUL:
+        st = rule_matmul(io);
+        if (!st && io->rules == LT_OP_RULES_PYTORCH) pytorch_matmul(io);
+        break;
     case FAM_REDUCE: st = rule_reduce(io); break;
     case FAM_SOFTMAX: st = rule_softmax(io); break;
     case FAM_VIEW: st = lt__rule_view(io); break;

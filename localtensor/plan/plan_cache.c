@@ -205,7 +205,7 @@ static int same_tensor(const lt_spec *a, const lt_spec *b) {
 lt_status lt_plan_redistribute_spec(const lt_spec *src, const lt_spec *dst, const lt_redistribute_opts *opts,
                                     lt_plan **out) {
     lt_planner planner = opts ? opts->planner : LT_PLANNER_MIN_COST;
-    int use_cache = !(opts && opts->no_cache);
+    int use_cache = !(opts && opts->no_cache) && lt__plan_cost_plain();
     *out = NULL;
     if ((unsigned)planner >= LT_PLANNER_COUNT) return lt__err(LT_INVALID, "unknown planner %d", (int)planner);
     if (!same_tensor(src, dst))
@@ -216,11 +216,43 @@ lt_status lt_plan_redistribute_spec(const lt_spec *src, const lt_spec *dst, cons
     return plan_checked(src, dst->placements, planner, use_cache, &ctx, out);
 }
 
+lt_status lt_plan_redistribute_cost(const lt_spec *src, const lt_spec *dst,
+                                   const lt_plan_cost *cost, lt_plan **out) {
+    *out = NULL;
+    if (!cost || (cost->objective == LT_OBJECTIVE_BYTES && cost->moves == LT_MOVES_COLLECTIVES)) {
+        const lt_plan_cost *was = lt__plan_cost_swap(NULL);   /* this call's options */
+        lt_status st = lt_plan_redistribute_spec(src, dst, NULL, out);
+        lt__plan_cost_swap(was);
+        return st;
+    }
+    if ((unsigned)cost->objective >= LT_OBJECTIVE_COUNT || (unsigned)cost->moves >= LT_MOVES_COUNT)
+        return lt__err(LT_INVALID, "unknown objective %d or move set %d", (int)cost->objective,
+                       (int)cost->moves);
+    if (cost->moves == LT_MOVES_ALL)
+        return lt__err(LT_UNSUPPORTED, "not supported yet: --moves all (point-to-point exchanges "
+                                       "over the whole mesh); use collectives or dtensor");
+    if (!same_tensor(src, dst))
+        return lt__err_in(LT_INVALID, "redistribute",
+                          ": source and destination specs describe different tensors "
+                          "(mesh, dtype or shape)");
+    plan_ctx ctx = {NULL, src->placements, dst->placements, src->mesh->ndim};
+    /* plan_checked without the plan cache (its key has no cost options); the
+     * shared search spaces hold nothing that depends on them (plan_search.c
+     * keeps their lower bounds for bytes only) */
+    lt_status st = reject(src->mesh, src->dtype, src->placements, dst->placements);
+    if (st) return ctx_err(st, &ctx, "");
+    const lt_plan_cost *was = lt__plan_cost_swap(cost);   /* read by this call's min-cost search */
+    st = lt__plan_build(src, dst->placements, LT_PLANNER_MIN_COST, 1, out);
+    lt__plan_cost_swap(was);
+    if (st) return ctx_err(st, &ctx, "");
+    return st;
+}
+
 lt_status lt__plan_redistribute_from(const lt_spec *src, const lt_placement *dst, int np,
                                      const lt_redistribute_opts *opts, lt_plan **out) {
     lt_placement d[LT_MESH_MAX_DIMS];
     lt_planner planner = opts ? opts->planner : LT_PLANNER_MIN_COST;
-    int use_cache = !(opts && opts->no_cache);
+    int use_cache = !(opts && opts->no_cache) && lt__plan_cost_plain();
     const lt_mesh *mesh = src->mesh;
     *out = NULL;
     if ((unsigned)planner >= LT_PLANNER_COUNT) return lt__err(LT_INVALID, "unknown planner %d", (int)planner);
@@ -242,7 +274,7 @@ lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
                                const lt_redistribute_opts *opts, lt_plan **out) {
     lt_placement s[LT_MESH_MAX_DIMS], d[LT_MESH_MAX_DIMS];
     lt_planner planner = opts ? opts->planner : LT_PLANNER_MIN_COST;
-    int use_cache = !(opts && opts->no_cache);
+    int use_cache = !(opts && opts->no_cache) && lt__plan_cost_plain();
     *out = NULL;
     if ((unsigned)planner >= LT_PLANNER_COUNT) return lt__err(LT_INVALID, "unknown planner %d", (int)planner);
     if (ndim < 0 || ndim > LT_MAX_DIMS)

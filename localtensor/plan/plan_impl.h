@@ -292,7 +292,9 @@ typedef struct lt__mv {
 typedef struct lt__node {
     uint64_t key;      /* candidate index per mesh dim, 8 bits each */
     lt__list *lay;     /* layout (geo.off[M + 1] lists), lt__malloc'ed when expanded; NULL before */
-    uint64_t g, h;     /* bytes from the source; lower bound to the destination */
+    uint64_t g, h;     /* cost from the source; lower bound to the destination (the
+                        * objective's: bytes, busiest-rank bytes or time) */
+    uint64_t g2, h2;   /* objectives other than bytes: total bytes, their bound */
     int steps, prev;
     lt__mv mv;         /* the move from prev */
     unsigned char done;
@@ -388,6 +390,9 @@ typedef struct lt__mc {
     lt_split_rule rules[LT__MAXR];
     lt__arena nar, tar;          /* runs of node layouts; scratch runs */
     double work, budget;         /* list operations done; the most allowed */
+    lt_objective obj;            /* what the search minimises (plan.h) */
+    lt_moveset moves;            /* which moves it may take */
+    lt_topology topo;            /* the time objective's */
     /* scratch, sized once */
     lt__list *G;                 /* (W, ndim) what each rank holds after a move */
     unsigned char *Gempty;       /* (W) */
@@ -465,13 +470,16 @@ int lt__mc_canon(lt__mc *c, const lt__list *lay, const signed char *pop, uint64_
  * message). */
 lt_status lt__mc_expand(lt__mc *c, int from);
 /* Edge from node `from` to the state of key, whose ranks hold rk (W x ndim
- * lists, read before anything else is allocated). */
-lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv, const lt__list *rk);
+ * lists, read before anything else is allocated); the move receives bytes
+ * in all, most on its busiest rank. A move the search's move set leaves
+ * out is not an edge. */
+lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, uint64_t most,
+                       const lt__mv *mv, const lt__list *rk);
 /* lt__mc_relax of a shared record g's state (rk: g's blocks): a new node's
  * lower bound is read from g when this destination's is known there, else
  * computed and kept there (lt__ms_lb_slot). */
-lt_status lt__mc_relax_g(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv, const lt__list *rk,
-                         lt__msg *g);
+lt_status lt__mc_relax_g(lt__mc *c, int from, uint64_t key, uint64_t bytes, uint64_t most,
+                         const lt__mv *mv, const lt__list *rk, lt__msg *g);
 /* Builds node idx's layout when it has none yet. LT_OK or LT_NOMEM. */
 lt_status lt__mc_layout(lt__mc *c, int idx);
 /* Re-evaluates move mv from node `from`: bytes per rank into c->recv,
@@ -578,6 +586,26 @@ void lt__ms_clear(void);
  * candidates one by one. Both charge the same and answer the same
  * (test_plan_memo compares them). */
 extern int lt__ms_dec_sets;
+
+/* ---- costs (plan_cost.c) ------------------------------------------------------------ */
+
+/* The cost options of the plan being built on this thread (set by
+ * lt_plan_redistribute_cost for the call; NULL: bytes over the collectives). */
+extern _Thread_local const lt_plan_cost *lt__plan_cost_cur;
+/* 1 when lt__plan_cost_cur is NULL or bytes over the collectives: the plan
+ * cache may serve and keep plans (it keys no cost options). */
+int lt__plan_cost_plain(void);
+/* Sets this thread's cost options (borrowed; NULL: the default) and
+ * returns the previous ones: a tool planning every redistribute of a run
+ * under other options (the CLI's --objective, --moves) brackets it. */
+const lt_plan_cost *lt__plan_cost_swap(const lt_plan_cost *c);
+/* Latency rounds of collective k in a group of n (plan.h). */
+uint64_t lt__coll_rounds(lt_coll k, int n);
+/* rounds * alpha[i] + bytes / beta[i] in picoseconds, the division rounded
+ * up (up 1) or down (up 0: lower bounds); saturates. */
+uint64_t lt__time_ps(const lt_topology *t, int i, lt_coll k, int n, uint64_t bytes, int up);
+/* 1 when moveset m allows move kind k. */
+int lt__moves_allow(lt_moveset m, lt__mv_kind k);
 
 /* Min-cost plan of a redistribute (lists normalized, checked, not rejected;
  * the arguments of lt__plan_build). *out: a new plan. LT_OVERFLOW (no

@@ -540,7 +540,10 @@ static int move_make(lt__mc *c, const lt__list *a, const signed char *apop, cons
     lt__ms_quiet_end(c, q);
     lt__arena_reset(&c->tar, mk);
     if (r < 0) return 0;
-    *m = (mvrec){*mv, (unsigned char)r, (unsigned char)nspend, nspend ? rec[0] : 0, bytes, g};
+    uint64_t most = 0;
+    for (int k = 0; r == 1 && k < c->g.W; k++)
+        if (c->recv[k] > most) most = c->recv[k];
+    *m = (mvrec){*mv, (unsigned char)r, (unsigned char)nspend, nspend ? rec[0] : 0, bytes, most, g};
     return 1;
 }
 
@@ -557,7 +560,8 @@ static lt_status move_replay(lt__mc *c, int from, uint64_t akey, const mvrec *m,
     else r = lt__mc_find_hashed(c, g->h1, g->h2, g, &key);
     if (r == -1) return lt__err(LT_NOMEM, "out of memory while planning");
     if (r < 0) return LT_OVERFLOW;
-    if (r == 1 && key != akey) return lt__mc_relax_g(c, from, key, m->bytes, mv, g->blocks, g);
+    if (r == 1 && key != akey)
+        return lt__mc_relax_g(c, from, key, m->bytes, m->most, mv, g->blocks, g);
     return LT_OK;
 }
 

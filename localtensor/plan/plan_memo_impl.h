@@ -75,7 +75,7 @@ typedef struct mvrec {
     lt__mv mv;
     unsigned char r, nspend;
     double spend;
-    uint64_t bytes;
+    uint64_t bytes, most;   /* received in all, by the busiest rank */
     lt__msg *g;
 } mvrec;
 

@@ -560,6 +560,14 @@ static lt_status over(int r) {
     return r == -1 ? lt__err(LT_NOMEM, "out of memory while planning") : LT_OVERFLOW;
 }
 
+/* The most bytes one rank receives in the move just computed (c->recv). */
+static uint64_t most_recv(const lt__mc *c) {
+    uint64_t m = 0;
+    for (int r = 0; r < c->g.W; r++)
+        if (c->recv[r] > m) m = c->recv[r];
+    return m;
+}
+
 /* Move mv from node `from`: its result, the state holding it, the edge. */
 static lt_status try_move(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
                           const lt__mv *mv) {
@@ -571,9 +579,10 @@ static lt_status try_move(lt__mc *c, int from, const lt__list *a, const signed c
     lt__amark mk = lt__arena_mark(&c->tar);
     uint64_t bytes = 0, key = 0;
     int r = lt__mc_result(c, a, apop, mv, &bytes, NULL);
+    uint64_t most = r == 1 ? most_recv(c) : 0;
     if (r == 1) r = find_state(c, &key);
     lt_status st = r < 0 ? over(r) : LT_OK;
-    if (r == 1 && key != akey) st = lt__mc_relax(c, from, key, bytes, mv, c->G);
+    if (r == 1 && key != akey) st = lt__mc_relax(c, from, key, bytes, most, mv, c->G);
     lt__arena_reset(&c->tar, mk);
     return st;
 }
@@ -834,7 +843,8 @@ static lt_status local_walk(lt__mc *c, int from, const lt__list *a, const signed
             if (r < 0) return over(r);
         }
         lt__mv mv = {LT__MV_LOCAL, 0, 0, 0, -1, -1, 0, -1};
-        if (r == 1 && key != akey) return lt__mc_relax(c, from, key, 0, &mv, c->L + g->off[g->M]);
+        if (r == 1 && key != akey)
+            return lt__mc_relax(c, from, key, 0, 0, &mv, c->L + g->off[g->M]);
         return LT_OK;
     }
     uint64_t *hs = c->lwhash[j];

@@ -30,10 +30,11 @@ static lt_status nomem(void) { return lt__err(LT_NOMEM, "out of memory while pla
 /* ---- nodes and queue ----------------------------------------------------------------------- */
 
 /* Elements of the destination that ranks holding blocks rk (W x ndim
- * lists: a layout's last level) lack, in bytes. */
-static uint64_t lower_bound(const lt__mc *c, const lt__list *rk) {
+ * lists: a layout's last level) lack, in bytes: summed (the return) and
+ * the most one rank lacks (*most). */
+static uint64_t lack_bytes(const lt__mc *c, const lt__list *rk, uint64_t *most) {
     const lt__geo *g = &c->g;
-    uint64_t lack = 0;
+    uint64_t lack = 0, mx = 0;
     for (int r = 0; r < g->W; r++) {
         const lt__list *x = rk + (size_t)r * (size_t)g->ndim;
         const lt__list *y = c->dlay + g->off[g->M] + (size_t)r * (size_t)g->ndim;
@@ -48,8 +49,35 @@ static uint64_t lower_bound(const lt__mc *c, const lt__list *rk) {
         uint64_t have = want && xn ? 1 : 0;
         for (int d = 0; d < g->ndim && have; d++) have *= (uint64_t)lt__list_common(&x[d], &y[d]);
         lack += want - have;
+        if (want - have > mx) mx = want - have;
     }
+    *most = mx * c->esize;
     return lack * c->esize;
+}
+
+/* The objective's lower bound of a state whose ranks hold rk (*h) and, for
+ * objectives other than bytes, the bound of its total bytes (*h2). A step
+ * delivers a rank at most the bytes it receives, so the busiest rank's
+ * lack bounds the sum over steps of the busiest rank's bytes; a time adds
+ * at least one round of the lowest latency while anything is lacking, and
+ * the lack over the widest link (rounded down). */
+static void lower_bound(const lt__mc *c, const lt__list *rk, uint64_t *h, uint64_t *h2) {
+    uint64_t most, sum = lack_bytes(c, rk, &most);
+    *h2 = c->obj == LT_OBJECTIVE_BYTES ? 0 : sum;
+    if (c->obj == LT_OBJECTIVE_BYTES) *h = sum;
+    else if (c->obj == LT_OBJECTIVE_MAX_RANK_BYTES || !most) *h = most;
+    else {
+        lt_topology best;
+        memset(&best, 0, sizeof best);
+        best.alpha_ps[0] = UINT64_MAX;
+        for (int i = 0; i < c->g.M; i++) {
+            if (c->g.mesh->shape[i] == 1) continue;
+            if (c->topo.alpha_ps[i] < best.alpha_ps[0]) best.alpha_ps[0] = c->topo.alpha_ps[i];
+            if (c->topo.beta_bpus[i] > best.beta_bpus[0]) best.beta_bpus[0] = c->topo.beta_bpus[i];
+        }
+        if (best.alpha_ps[0] == UINT64_MAX) best.alpha_ps[0] = 0;
+        *h = lt__time_ps(&best, 0, LT_COLL_PERMUTE, 2, most, 0);   /* one round */
+    }
 }
 
 lt_status lt__mc_layout(lt__mc *c, int idx) {
@@ -109,13 +137,16 @@ static lt_status node_get(lt__mc *c, uint64_t key, const lt__list *rk, lt__msg *
         c->nodes[n].h = 0;
         return LT_OK;
     }
-    uint32_t *slot = g ? lt__ms_lb_slot(c, g) : NULL, known = slot ? __atomic_load_n(slot, __ATOMIC_RELAXED) : 0;
+    uint32_t *slot = g && c->obj == LT_OBJECTIVE_BYTES ? lt__ms_lb_slot(c, g) : NULL,
+              known = slot ? __atomic_load_n(slot, __ATOMIC_RELAXED) : 0;
     if (known) {
         c->nodes[n].h = known - 1;
         return LT_OK;
     }
-    uint64_t h = lower_bound(c, rk);
+    uint64_t h, h2;
+    lower_bound(c, rk, &h, &h2);
     c->nodes[n].h = h;
+    c->nodes[n].h2 = h2;
     if (slot && h < UINT32_MAX) __atomic_store_n(slot, (uint32_t)(h + 1), __ATOMIC_RELAXED);
     return LT_OK;
 }
@@ -123,23 +154,40 @@ static lt_status node_get(lt__mc *c, uint64_t key, const lt__list *rk, lt__msg *
 /* The queue entry of node t (its g, steps and h set; plan_impl.h says the order). */
 static lt__pq_item qitem_of(const lt__mc *c, int t) {
     const lt__node *n = &c->nodes[t];
-    return (lt__pq_item){{n->g + n->h, (uint64_t)(n->steps + (n->key != c->goal)), n->h}, t};
+    uint64_t fs = (uint64_t)(n->steps + (n->key != c->goal));
+    if (c->obj == LT_OBJECTIVE_BYTES) return (lt__pq_item){{n->g + n->h, fs, n->h}, t};
+    return (lt__pq_item){{n->g + n->h, n->g2 + n->h2, fs}, t};
 }
 
-lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv, const lt__list *rk) {
-    return lt__mc_relax_g(c, from, key, bytes, mv, rk, NULL);
+lt_status lt__mc_relax(lt__mc *c, int from, uint64_t key, uint64_t bytes, uint64_t most,
+                       const lt__mv *mv, const lt__list *rk) {
+    return lt__mc_relax_g(c, from, key, bytes, most, mv, rk, NULL);
 }
 
-lt_status lt__mc_relax_g(lt__mc *c, int from, uint64_t key, uint64_t bytes, const lt__mv *mv, const lt__list *rk,
-                         lt__msg *g) {
+/* The objective's cost of move mv: bytes in all, most on one rank. */
+static uint64_t edge_cost(const lt__mc *c, const lt__mv *mv, uint64_t bytes, uint64_t most) {
+    lt__mv_kind k = (lt__mv_kind)mv->kind;
+    if (c->obj == LT_OBJECTIVE_BYTES) return bytes;
+    if (c->obj == LT_OBJECTIVE_MAX_RANK_BYTES) return most;
+    if (k == LT__MV_LOCAL || k == LT__MV_PARTITION) return 0;
+    int n = c->g.mesh->shape[(int)mv->mesh_dim];
+    return lt__time_ps(&c->topo, mv->mesh_dim, lt__mv_coll(k), n, most, 1);
+}
+
+lt_status lt__mc_relax_g(lt__mc *c, int from, uint64_t key, uint64_t bytes, uint64_t most,
+                         const lt__mv *mv, const lt__list *rk, lt__msg *g) {
+    if (!lt__moves_allow(c->moves, (lt__mv_kind)mv->kind)) return LT_OK;
     int t;
     LT_TRY(node_get(c, key, rk, g, &t));
     lt__node *fn = &c->nodes[from], *tn = &c->nodes[t];
     if (tn->done) return LT_OK;
-    uint64_t nb = fn->g + bytes;
+    uint64_t ec = edge_cost(c, mv, bytes, most);
+    uint64_t nb = fn->g > UINT64_MAX - ec ? UINT64_MAX : fn->g + ec;
+    uint64_t n2 = c->obj == LT_OBJECTIVE_BYTES ? 0 : fn->g2 + bytes;
     int ns = fn->steps + 1;
-    if (nb < tn->g || (nb == tn->g && ns < tn->steps)) {
+    if (nb < tn->g || (nb == tn->g && (n2 < tn->g2 || (n2 == tn->g2 && ns < tn->steps)))) {
         tn->g = nb;
+        tn->g2 = n2;
         tn->steps = ns;
         tn->prev = from;
         tn->mv = *mv;
@@ -227,6 +275,13 @@ static lt_status mc_new(const lt_spec *from, const lt_placement *dst, int shared
     c->esize = lt_dtype_size(from->dtype);
     c->is_float = lt_dtype_is_float(from->dtype);
     c->budget = BUDGET;
+    const lt_plan_cost *cost = lt__plan_cost_cur;
+    c->obj = cost ? cost->objective : LT_OBJECTIVE_BYTES;
+    c->moves = cost ? cost->moves : LT_MOVES_COLLECTIVES;
+    if (cost) c->topo = cost->topo;
+    if (c->moves == LT_MOVES_ALL)
+        return lt__err(LT_UNSUPPORTED,
+                       "not supported yet: moves 'all' (point-to-point exchanges over the whole mesh)");
     int maxn = 1;
     for (int i = 0; i < c->g.M; i++) {
         c->src[i] = mesh->shape[i] == 1 ? lt_replicate() : src[i];
@@ -442,7 +497,8 @@ lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, int sha
     while (!st && c->queue.n) {
         lt__pq_item it = lt__pq_pop(&c->queue);
         lt__node *nd = &c->nodes[it.node];
-        if (nd->done || it.k[0] != nd->g + nd->h || it.k[1] != (uint64_t)(nd->steps + (nd->key != c->goal))) continue;
+        lt__pq_item now = qitem_of(c, it.node);
+        if (nd->done || it.k[0] != now.k[0] || it.k[1] != now.k[1] || it.k[2] != now.k[2]) continue;
         nd->done = 1;
         c->expanded++;
         if (nd->key == c->goal) {

@@ -7,6 +7,7 @@
 #include "localtensor/localtensor.h"
 #include "localtensor/redistribute.h"
 #include "tools/cli/cli.h"
+#include "tools/cli/cli_plan_cost.h"
 #include "tools/render/json_alloc.h"
 #include "tools/render/render.h"
 #include "tools/picture/picture.h"
@@ -28,8 +29,13 @@ static void print_pytorch_bugs(FILE *f, const lt_plan *p) {
 }
 
 /* The plan table, then its known-PyTorch-bug warnings. */
+/* --objective, --topology, --moves, --compare of the command running
+ * (cli_plan_cost.h); this thread's planner reads .cost while it runs. */
+static lt_cli_cost cli_cost;
+
 static lt_status print_plan(const lt_plan *p) {
     lt_status st = lt_plan_print(p, stdout);
+    if (!st) st = lt_cli_cost_print(stdout, &cli_cost, p);
     if (!st) print_pytorch_bugs(stdout, p);
     return st;
 }
@@ -54,6 +60,8 @@ static void redist_usage(FILE *f) {
             "                                [--init I] [--planner greedy|min-cost] [--explain]\n"
             "                                [--no-verify] [--json] [--numerics full|sample:K|none]\n"
             "                                [--quiet] [--plan-only] [--html FILE]\n"
+            "                                [--objective O] [--topology T] [--moves M]\n"
+            "                                [--compare]\n"
             "\n"
             "Distributes a tensor with --from placements, plans the redistribute to --to,\n"
             "runs it through the simulated collectives and checks the result (and every\n"
@@ -82,6 +90,20 @@ static void redist_usage(FILE *f) {
             "  --plan-only         print the plan and stop: no tensor is built or moved\n"
             "  --html FILE         also write a self-contained HTML page: the plan as a diagram\n"
             "                      (the layout after each step, bytes per rank as bars)\n"
+            "  --objective O       what min-cost minimises: bytes (default: received, summed\n"
+            "                      over ranks and steps), max-rank-bytes (per step the busiest\n"
+            "                      rank's bytes, summed) or time (per step rounds x latency +\n"
+            "                      the busiest rank's bytes / bandwidth, on --topology); ties:\n"
+            "                      fewer total bytes, then fewer steps; docs/SEMANTICS.md §7\n"
+            "  --topology T        uniform (default: every mesh dim 5 us, 25 GB/s), nvlink-ib\n"
+            "                      (the last mesh dim 2 us, 300 GB/s) or a JSON file\n"
+            "                      {\"dims\": [{\"alpha_us\": 5, \"beta_GBps\": 25}, ...]}\n"
+            "  --moves M           collectives (default: every collective) or dtensor (only what\n"
+            "                      PyTorch DTensor issues: no gather, scatter, reduce, permute);\n"
+            "                      all: not supported yet\n"
+            "  --compare           the plan of every objective, side by side\n"
+            "                      (any of these four adds the estimated times and PyTorch's\n"
+            "                      greedy order against this plan after the plan table)\n"
             "\n"
             "The plan table: steps are numbered from 1; `collective` names the collective and any\n"
             "local work after it, or `local ...` for a step without communication. bytes/rank is\n"
@@ -322,7 +344,7 @@ static int plan_only_main(const lt_cli_layout *lay, const lt_placement *src,
     return st ? lt_cli_fail(cmd, st) : 0;
 }
 
-int lt_cli_redistribute(int argc, char **argv) {
+static int redistribute_main(int argc, char **argv) {
     const char *mesh_s = NULL, *shape_s = NULL, *from_s = NULL, *to_s = NULL, *dtype_s = "f32",
                *init_s = "arange", *planner_s = "min-cost", *numerics_s = "full";
     int json = 0, do_explain = 0, verify = 1, quiet = 0, plan_only = 0;
@@ -471,5 +493,21 @@ done:
     lt_plan_free(plan);
     lt_dtensor_free(out);
     lt_dtensor_free(in);
+    return rc;
+}
+
+/* The cost options are taken out of argv first (cli_plan_cost.c) and set
+ * for every plan of the command; the rest is redistribute_main's. */
+int lt_cli_redistribute(int argc, char **argv) {
+    memset(&cli_cost, 0, sizeof cli_cost);
+    char **kept = lt__malloc(sizeof(char *) * ((size_t)argc + 1));
+    if (!kept) return lt_cli_fail("redistribute", lt__err(LT_NOMEM, "out of memory"));
+    int n = lt_cli_cost_take(&cli_cost, argc, argv, kept), rc = 2;
+    lt_status st = n < 0 ? LT_INVALID : lt_cli_cost_parse(&cli_cost, n, kept);
+    if (st) rc = lt_cli_fail("redistribute", st);
+    const lt_plan_cost *was = lt__plan_cost_swap(st ? NULL : &cli_cost.cost);
+    if (!st) rc = redistribute_main(n, kept);
+    lt__plan_cost_swap(was);
+    lt__free(kept);
     return rc;
 }

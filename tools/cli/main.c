@@ -9,6 +9,8 @@
 #include "kernels/backend.h"
 #include "kernels/blas_impl.h"
 #include "kernels/memlimit_impl.h"
+#include "kernels/status_impl.h"
+#include "localtensor/ops.h"
 #include "tools/cli/cli.h"
 
 static void usage(FILE *f) {
@@ -28,6 +30,9 @@ static void usage(FILE *f) {
             "                     (default: the LT_BACKEND environment variable, else cpu)\n"
             "  --max-memory SIZE  refuse work whose shards need more than SIZE bytes (512M, 8G;\n"
             "                     the same as LOCALTENSOR_MEMORY_LIMIT)\n"
+            "  --rules SET        who chooses ops' placements: pytorch (default: as PyTorch 2.15\n"
+            "                     DTensor, docs/SEMANTICS.md §11.9) or min-comm (fewest bytes);\n"
+            "                     a scenario's rules: key overrides it\n"
             "\n"
             "Run `localtensor <command> --help` for a command's options;\n"
             "`localtensor --version` prints the version.\n"
@@ -51,7 +56,8 @@ static const char *option_value(int argc, char **argv, int *i, const char *name,
 
 /* Takes the global options out of argv (anywhere on the line): `--backend
  * NAME` selects that backend (else the one LT_BACKEND names), `--max-memory
- * SIZE` sets the memory budget (kernels/memlimit_impl.h). Returns 0, or 2
+ * SIZE` sets the memory budget (kernels/memlimit_impl.h), `--rules SET` the
+ * ops' rule set (lt_op_rules_select). Returns 0, or 2
  * after printing why (a missing or bad value, no CUDA in the build or no
  * device). */
 static int global_options(int *argc, char **argv) {
@@ -67,9 +73,19 @@ static int global_options(int *argc, char **argv) {
                 lt_cli_print(stderr, NULL, lt_errmsg());
                 return 2;
             }
+        } else if ((v = option_value(*argc, argv, &i, "--rules", &missing))) {
+            lt_op_rules r;
+            if (lt_op_rules_parse(v, &r) != LT_OK) {
+                lt__err_ctx(LT_INVALID, "--rules");
+                lt_cli_print(stderr, NULL, lt_errmsg());
+                return 2;
+            }
+            lt_op_rules_select(r);
         } else if (missing) {
-            fprintf(stderr, "localtensor: %s needs a value (%s)\n", argv[i],
-                    !strcmp(argv[i], "--backend") ? "cpu, cuda or cuda-emu" : "a size, e.g. 512M, 8G");
+            const char *want = !strcmp(argv[i], "--backend") ? "cpu, cuda or cuda-emu"
+                               : !strcmp(argv[i], "--rules") ? "pytorch or min-comm"
+                                                             : "a size, e.g. 512M, 8G";
+            fprintf(stderr, "localtensor: %s needs a value (%s)\n", argv[i], want);
             return 2;
         } else {
             argv[j++] = argv[i];

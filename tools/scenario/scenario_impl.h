@@ -269,6 +269,7 @@ typedef struct sc_case {
     const lt_mesh *mesh;      /* in the file's arena; a sweep's cases on one mesh share it
                                * (a sweep holds tens of thousands of cases) */
     const char *backend;      /* `backend:` (checked at load); NULL: the process default */
+    lt_op_rules rules;        /* `rules:`; LT_OP_RULES_DEFAULT: the selected set (--rules) */
     int ntensors;
     sc_tensor_decl *tensors;
     int nsteps;

@@ -492,7 +492,8 @@ static lt_status parse_tensor(sc_parse_ctx *pc, const sc_node *key, const sc_nod
 static int g_unbuilt_init;
 void lt__sc_load_unbuilt_init(int on) { g_unbuilt_init = on; }
 
-static const char *const scenario_keys[] = {"name", "description", "mesh", "backend", "tensors", "steps", "sweep", "numerics", NULL};
+static const char *const scenario_keys[] = {"name",  "description", "mesh",     "backend", "tensors",
+                                            "steps", "sweep",       "numerics", "rules",   NULL};
 
 lt_status lt__sc_parse_case(sc_arena *a, const sc_node *map, const sc_node *sweep_mesh, sc_case *c) {
     const sc_node *mesh = lt__sc_get(map, "mesh");
@@ -521,6 +522,13 @@ lt_status lt__sc_parse_case(sc_arena *a, const sc_node *map, const sc_node *swee
         LT_TRY(lt__sc_str(bn, "backend", &c->backend));
         lt_status bst = lt_backend_by_name(c->backend, &b);
         if (bst) return lt__sc_err_at(bn, lt__err_ctx(bst, "backend"));
+    }
+    const sc_node *rn = lt__sc_get(map, "rules");
+    if (rn) { /* the ops' rule set (localtensor/ops.h): pytorch or min-comm */
+        const char *s;
+        LT_TRY(lt__sc_str(rn, "rules", &s));
+        lt_status rs = lt_op_rules_parse(s, &c->rules);
+        if (rs) return lt__sc_err_at(rn, lt__err_ctx(rs, "rules"));
     }
     sc_parse_scope scope;   /* scope.pc: the steps' parse context (lt__sc_scope finds scope from it) */
     memset(&scope, 0, sizeof scope);

@@ -379,6 +379,7 @@ lt_status lt__sc_run_op(sc_run_ctx *rc, const sc_step *st) {
     memset(&o, 0, sizeof o);
     o.redist = &ro;
     o.plan = &plan;
+    o.rules = rc->c->rules;
     int nout = 0;
     lt_status s = lt_op(d->op, in, d->nin, d->args, &o, out, LT_OP_MAX_OUTPUTS, &nout);
     if (s) return lt__err_ctx_in(s, "op", " %s", name);

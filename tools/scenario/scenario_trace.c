@@ -164,7 +164,8 @@ void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names, co
         lt__json_push(ins, j);
     }
     fmt_pl(plan->out_pl, m->ndim, buf, sizeof buf);
-    add(t, 1, ") -> %s\n", buf);
+    add(t, 1, ") -> %s  (rules: %s)\n", buf, lt_op_rules_name(plan->rules));
+    cJSON_AddStringToObject(o, "rules", lt_op_rules_name(plan->rules));
     lt__json_put(o, "inputs", ins);
     lt__json_put(o, "output", lt_json_placements(plan->out_pl, m->ndim));
     cJSON *reds = cJSON_CreateArray();
