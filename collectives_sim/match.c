@@ -584,78 +584,73 @@ static lt_status classify(const lt_match *mt, lt_match_report *r, char *why, siz
     return LT_OK;
 }
 
-lt_status lt_match_check(const lt_match *mt, lt_match_report **out) {
-    if (!mt || !out) return lt__err(LT_INVALID, "lt_match_check: NULL argument");
-    *out = NULL;
-    int all_done = 1;
+/* The state lt_match_check needs: every rank waits or ended, and no
+ * group's call is complete but not run. *all_done: every rank finished. */
+static lt_status check_ready(const lt_match *mt, int *all_done) {
+    *all_done = 1;
     for (int q = 0; q < mt->world; q++) {
         if (mt->rk[q].state == LT_RANK_RUNNING)
             return lt__err(LT_INVALID,
                            "lt_match_check: rank %d still runs (check once every rank waits or "
                            "has ended)",
                            q);
-        if (mt->rk[q].state != LT_RANK_FINISHED) all_done = 0;
+        if (mt->rk[q].state != LT_RANK_FINISHED) *all_done = 0;
     }
     for (int d = 0; d < mt->mesh.ndim; d++)
         for (int g = 0; g < mt->goff[d + 1] - mt->goff[d]; g++)
             if (mt->ready[mt->goff[d] + g])
-                return lt__err(
-                    LT_INVALID,
-                    "lt_match_check: the call of group %d on mesh dim %d is complete: run "
-                    "it and call lt_match_done first",
-                    g, d);
-    if (all_done) return LT_OK;
-    lt_match_report *r = lt__calloc(1, sizeof *r);
-    offs *o = lt__calloc((size_t)mt->world, sizeof *o);
-    int *members = NULL, bad = 0;
-    lt_status st = r && o ? LT_OK : lt__err(LT_NOMEM, "would-hang report: out of memory");
-    if (!st) {
-        r->mesh = mt->mesh;
-        r->world = mt->world;
-        r->ranks = lt__calloc((size_t)mt->world, sizeof *r->ranks);
-        if (!r->ranks) st = lt__err(LT_NOMEM, "would-hang report: out of memory");
+                return lt__err(LT_INVALID,
+                               "lt_match_check: the call of group %d on mesh dim %d is complete: "
+                               "run it and call lt_match_done first",
+                               g, d);
+    return LT_OK;
+}
+
+/* Where rank q is, into r->ranks[q]; its strings into r's pool, their
+ * offsets into o (*bad set when the pool could not grow). */
+static void where_of(const lt_match *mt, lt_match_report *r, int q, offs *o, int *bad) {
+    const rank_st *s = &mt->rk[q];
+    lt_match_where *w = &r->ranks[q];
+    w->state = s->state;
+    w->group = -1;
+    o->file = o->label = o->desc = o->last = NOSTR;
+    if (s->state == LT_RANK_FAILED) w->status = s->status;
+    if (s->state == LT_RANK_FINISHED) {
+        o->last = pool_add(r, s->last_file, bad);
+        w->last_line = s->last_line;
+        w->last_is_step = s->last_is_step;
     }
-    if (!st) st = build_stuck(mt, r, &members);
+    if (s->state != LT_RANK_WAITING) return;
+    char desc[1024];
+    w->call = s->call;
+    w->call.rule = NULL;
+    w->group = s->gid - mt->goff[s->call.mesh_dim];
+    w->seq = mt->seq[s->gid];
+    lt_match_call_desc(&s->call, desc, sizeof desc);
+    o->file = pool_add(r, s->call.file, bad);
+    o->label = pool_add(r, s->call.label, bad);
+    o->desc = pool_add(r, desc, bad);
+}
+
+/* Builds the report r (r->ranks allocated): who waits where, the kind of
+ * hang and why; the strings' offsets into o[world], *what and *fmsg. */
+static lt_status report_build(const lt_match *mt, lt_match_report *r, offs *o, int **members,
+                              size_t *what, size_t *fmsg) {
     char why[640];
-    if (!st) st = classify(mt, r, why, sizeof why);
-    size_t what = NOSTR, fmsg = NOSTR;
-    for (int q = 0; !st && q < mt->world; q++) {
-        const rank_st *s = &mt->rk[q];
-        lt_match_where *w = &r->ranks[q];
-        w->state = s->state;
-        w->group = -1;
-        o[q].file = o[q].label = o[q].desc = o[q].last = NOSTR;
-        if (s->state == LT_RANK_FAILED) w->status = s->status;
-        if (s->state == LT_RANK_FINISHED) {
-            o[q].last = pool_add(r, s->last_file, &bad);
-            w->last_line = s->last_line;
-            w->last_is_step = s->last_is_step;
-        }
-        if (s->state != LT_RANK_WAITING) continue;
-        char desc[1024];
-        w->call = s->call;
-        w->call.rule = NULL;
-        int d = s->call.mesh_dim;
-        w->group = s->gid - mt->goff[d];
-        w->seq = mt->seq[s->gid];
-        lt_match_call_desc(&s->call, desc, sizeof desc);
-        o[q].file = pool_add(r, s->call.file, &bad);
-        o[q].label = pool_add(r, s->call.label, &bad);
-        o[q].desc = pool_add(r, desc, &bad);
-    }
-    if (!st) {
-        what = pool_add(r, why, &bad);
-        if (r->kind == LT_HANG_RANK_FAILED)
-            fmsg = pool_add(r, mt->rk[r->rank_a].msg ? mt->rk[r->rank_a].msg : "", &bad);
-        if (bad) st = lt__err(LT_NOMEM, "would-hang report: out of memory");
-    }
-    if (st) {
-        lt__free(o);
-        if (r) r->members_ = members;
-        lt_match_report_free(r);
-        return st;
-    }
-    for (int q = 0; q < mt->world; q++) {
+    int bad = 0;
+    LT_TRY(build_stuck(mt, r, members));
+    LT_TRY(classify(mt, r, why, sizeof why));
+    for (int q = 0; q < mt->world; q++) where_of(mt, r, q, &o[q], &bad);
+    *what = pool_add(r, why, &bad);
+    if (r->kind == LT_HANG_RANK_FAILED)
+        *fmsg = pool_add(r, mt->rk[r->rank_a].msg ? mt->rk[r->rank_a].msg : "", &bad);
+    return bad ? lt__err(LT_NOMEM, "would-hang report: out of memory") : LT_OK;
+}
+
+/* The pool offsets of o (and what, fmsg) turned into the report's strings
+ * (the pool does not move any more). */
+static void report_strings(lt_match_report *r, const offs *o, size_t what, size_t fmsg) {
+    for (int q = 0; q < r->world; q++) {
         lt_match_where *w = &r->ranks[q];
         w->call.file = pool_at(r, o[q].file);
         w->call.label = pool_at(r, o[q].label);
@@ -664,8 +659,33 @@ lt_status lt_match_check(const lt_match *mt, lt_match_report **out) {
     }
     r->what = what == NOSTR ? "" : pool_at(r, what);
     r->failed_msg = fmsg == NOSTR ? "" : pool_at(r, fmsg);
+}
+
+lt_status lt_match_check(const lt_match *mt, lt_match_report **out) {
+    if (!mt || !out) return lt__err(LT_INVALID, "lt_match_check: NULL argument");
+    *out = NULL;
+    int all_done;
+    LT_TRY(check_ready(mt, &all_done));
+    if (all_done) return LT_OK;
+    lt_match_report *r = lt__calloc(1, sizeof *r);
+    offs *o = lt__calloc((size_t)mt->world, sizeof *o);
+    int *members = NULL;
+    size_t what = NOSTR, fmsg = NOSTR;
+    lt_status st = r && o ? LT_OK : lt__err(LT_NOMEM, "would-hang report: out of memory");
+    if (!st) {
+        r->mesh = mt->mesh;
+        r->world = mt->world;
+        r->ranks = lt__calloc((size_t)mt->world, sizeof *r->ranks);
+        if (!r->ranks) st = lt__err(LT_NOMEM, "would-hang report: out of memory");
+    }
+    if (!st) st = report_build(mt, r, o, &members, &what, &fmsg);
+    if (!st) report_strings(r, o, what, fmsg);
     lt__free(o);
-    r->members_ = members;
+    if (r) r->members_ = members;
+    if (st) {
+        lt_match_report_free(r);
+        return st;
+    }
     *out = r;
     char head[2048];
     lt_match_report_headline(r, head, sizeof head);
