@@ -393,90 +393,100 @@ static lt_status parser_error(builder *b, const yaml_parser_t *p) {
                    p->problem_mark.column + 1, problem, hint);
 }
 
+/* An alias: a copy of the tree its anchor names, at the alias's place. */
+static lt_status on_alias(builder *b, yaml_event_t *ev) {
+    yaml_mark_t m = ev->start_mark;
+    const char *name = (const char *)ev->data.alias.anchor;
+    const anchor *an = find_anchor(b, name);
+    int line = (int)m.line + 1, col = (int)m.column + 1;
+    if (!an)
+        return lt__err_at(LT_INVALID, b->file, line, col,
+                          "alias *%s names no anchor defined before it", name);
+    if (an->depth < 0)
+        return lt__err_at(LT_INVALID, b->file, line, col,
+                          "alias *%s refers to a collection that contains it", name);
+    if (b->depth + an->depth > LT_SC_MAX_DEPTH)
+        return lt__err_at(LT_INVALID, b->file, line, col, "alias *%s nests deeper than %d levels",
+                          name, LT_SC_MAX_DEPTH);
+    b->alias_mark = m;
+    sc_node *n = copy_tree(b, an->node);
+    if (!n) return LT_INVALID;
+    n->line = line;
+    n->col = col;
+    return attach(b, n);
+}
+
+/* A scalar: its text (no NUL, no tag), whether it is written plainly and
+ * verbatim, and its anchor. */
+static lt_status on_scalar(builder *b, yaml_event_t *ev) {
+    yaml_mark_t m = ev->start_mark;
+    sc_node *n = new_node(b, SC_SCALAR, m);
+    if (!n) return LT_INVALID;
+    if (ev->data.scalar.tag)
+        return lt__sc_err(n, LT_INVALID, "YAML tags (%s) are not part of the scenario format",
+                          (const char *)ev->data.scalar.tag);
+    size_t len = ev->data.scalar.length;
+    if (memchr(ev->data.scalar.value, 0, len))
+        return lt__sc_err(n, LT_INVALID, "text holds a NUL character");
+    char *s = lt__sc_alloc(b->a, len + 1);
+    if (!s) return LT_NOMEM;
+    memcpy(s, ev->data.scalar.value, len);
+    n->str = s;
+    n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+    int quoted = ev->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+                 ev->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+    n->verbatim = (n->plain || quoted) && ev->end_mark.line == m.line &&
+                  ev->end_mark.index - m.index == len + (quoted ? 2 : 0);
+    LT_TRY(attach(b, n));
+    return add_anchor(b, ev->data.scalar.anchor, n, 1);
+}
+
+/* The start of a sequence or mapping: a frame for its items. Its anchor is
+ * registered now with depth -1 (not usable: an alias inside the collection
+ * would be recursive); the frame remembers it and its close sets the depth. */
+static lt_status on_open(builder *b, yaml_event_t *ev) {
+    int seq = ev->type == YAML_SEQUENCE_START_EVENT;
+    sc_node *n = new_node(b, seq ? SC_SEQ : SC_MAP, ev->start_mark);
+    if (!n) return LT_INVALID;
+    const yaml_char_t *tag = seq ? ev->data.sequence_start.tag : ev->data.mapping_start.tag;
+    if (tag)
+        return lt__sc_err(n, LT_INVALID, "YAML tags (%s) are not part of the scenario format",
+                          (const char *)tag);
+    LT_TRY(open_frame(b, n, NULL));
+    const yaml_char_t *an = seq ? ev->data.sequence_start.anchor : ev->data.mapping_start.anchor;
+    if (!an) return LT_OK;
+    LT_TRY(add_anchor(b, an, n, -1));
+    b->stack[b->depth - 1].anchor = b->nanchors - 1;
+    return LT_OK;
+}
+
+/* The end of a sequence or mapping: its frame closes, its anchor usable. */
+static lt_status on_close(builder *b) {
+    sc_node *closing = b->stack[b->depth - 1].node;
+    int an = b->stack[b->depth - 1].anchor;
+    LT_TRY(close_frame(b));
+    if (an >= 0) b->anchors[an].depth = height(closing);
+    return LT_OK;
+}
+
 static lt_status handle(builder *b, yaml_event_t *ev, int *docs, int *done) {
     yaml_mark_t m = ev->start_mark;
-    sc_node *n;
     switch (ev->type) {
-    case YAML_STREAM_START_EVENT:
-    case YAML_NO_EVENT:
-        return LT_OK;
-    case YAML_STREAM_END_EVENT:
-        *done = 1;
-        return LT_OK;
+    case YAML_STREAM_END_EVENT: *done = 1; return LT_OK;
     case YAML_DOCUMENT_START_EVENT:
         if (++*docs > 1)
-            return lt__err(LT_INVALID, "%s:%zu:%zu: a second YAML document: a file holds one scenario or one list of scenarios",
-                           b->file, m.line + 1, m.column + 1);
+            return lt__err_at(
+                LT_INVALID, b->file, (int)m.line + 1, (int)m.column + 1,
+                "a second YAML document: a file holds one scenario or one list of scenarios");
         return LT_OK;
-    case YAML_DOCUMENT_END_EVENT:
-        return LT_OK;
-    case YAML_ALIAS_EVENT: {
-        const char *name = (const char *)ev->data.alias.anchor;
-        const anchor *an = find_anchor(b, name);
-        if (!an)
-            return lt__err(LT_INVALID, "%s:%zu:%zu: alias *%s names no anchor defined before it",
-                           b->file, m.line + 1, m.column + 1, name);
-        if (an->depth < 0)
-            return lt__err(LT_INVALID, "%s:%zu:%zu: alias *%s refers to a collection that contains it",
-                           b->file, m.line + 1, m.column + 1, name);
-        if (b->depth + an->depth > LT_SC_MAX_DEPTH)
-            return lt__err(LT_INVALID, "%s:%zu:%zu: alias *%s nests deeper than %d levels",
-                           b->file, m.line + 1, m.column + 1, name, LT_SC_MAX_DEPTH);
-        b->alias_mark = m;
-        if (!(n = copy_tree(b, an->node))) return LT_INVALID;
-        n->line = (int)m.line + 1;
-        n->col = (int)m.column + 1;
-        return attach(b, n);
-    }
-    case YAML_SCALAR_EVENT: {
-        if (!(n = new_node(b, SC_SCALAR, m))) return LT_INVALID;
-        if (ev->data.scalar.tag)
-            return lt__sc_err(n, LT_INVALID, "YAML tags (%s) are not part of the scenario format",
-                              (const char *)ev->data.scalar.tag);
-        size_t len = ev->data.scalar.length;
-        if (memchr(ev->data.scalar.value, 0, len))
-            return lt__sc_err(n, LT_INVALID, "text holds a NUL character");
-        char *s = lt__sc_alloc(b->a, len + 1);
-        if (!s) return LT_NOMEM;
-        memcpy(s, ev->data.scalar.value, len);
-        n->str = s;
-        n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-        int quoted = ev->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
-                     ev->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
-        n->verbatim = (n->plain || quoted) && ev->end_mark.line == m.line &&
-                      ev->end_mark.index - m.index == len + (quoted ? 2 : 0);
-        LT_TRY(attach(b, n));
-        return add_anchor(b, ev->data.scalar.anchor, n, 1);
-    }
+    case YAML_ALIAS_EVENT: return on_alias(b, ev);
+    case YAML_SCALAR_EVENT: return on_scalar(b, ev);
     case YAML_SEQUENCE_START_EVENT:
-    case YAML_MAPPING_START_EVENT: {
-        int seq = ev->type == YAML_SEQUENCE_START_EVENT;
-        if (!(n = new_node(b, seq ? SC_SEQ : SC_MAP, m))) return LT_INVALID;
-        const yaml_char_t *tag = seq ? ev->data.sequence_start.tag : ev->data.mapping_start.tag;
-        if (tag)
-            return lt__sc_err(n, LT_INVALID, "YAML tags (%s) are not part of the scenario format",
-                              (const char *)tag);
-        LT_TRY(open_frame(b, n, NULL));
-        /* the anchor is registered now with depth -1 (not usable: an alias
-         * inside the collection would be recursive); the frame remembers it
-         * and its close sets the depth */
-        const yaml_char_t *an = seq ? ev->data.sequence_start.anchor : ev->data.mapping_start.anchor;
-        if (an) {
-            LT_TRY(add_anchor(b, an, n, -1));
-            b->stack[b->depth - 1].anchor = b->nanchors - 1;
-        }
-        return LT_OK;
-    }
+    case YAML_MAPPING_START_EVENT: return on_open(b, ev);
     case YAML_SEQUENCE_END_EVENT:
-    case YAML_MAPPING_END_EVENT: {
-        sc_node *closing = b->stack[b->depth - 1].node;
-        int an = b->stack[b->depth - 1].anchor;
-        LT_TRY(close_frame(b));
-        if (an >= 0) b->anchors[an].depth = height(closing);
-        return LT_OK;
+    case YAML_MAPPING_END_EVENT: return on_close(b);
+    default: return LT_OK;   /* stream start, document end, no event */
     }
-    }
-    return LT_OK;
 }
 
 lt_status lt__sc_yaml_parse(sc_arena *a, const char *file, const char *text, size_t len,
