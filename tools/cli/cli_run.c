@@ -161,140 +161,176 @@ static int draw_run(const char **paths, int np, const lt_sc_options *o, const ch
     return 2;
 }
 
-int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
-    char e[LT_CLI_ECHO_BUF];   /* an argument echoed in a message (lt_cli_echo) */
+/* `run`'s command line as it is read. paths and filters: (argc) borrowed
+ * from argv, freed by lt_sc_main. */
+typedef struct run_args {
     lt_sc_options o;
-    memset(&o, 0, sizeof o);
-    o.out = out;
-    o.err = err;
-    const char **paths = lt__calloc((size_t)(argc > 0 ? argc : 1), sizeof *paths);
-    const char **filters = lt__calloc((size_t)(argc > 0 ? argc : 1), sizeof *filters);
-    int np = 0, nf = 0, code = -1, cross_check = 0, owned = -1;
-    const char *html = NULL, *timeline = NULL;
-    const char *engine = "inproc";
-    if (!paths || !filters) {
+    const char **paths, **filters;
+    int np, nf, cross_check, owned;   /* owned: -1 unless --shards */
+    const char *html, *timeline, *engine;
+    FILE *out, *err;
+} run_args;
+
+/* --world N: the cases whose mesh has N ranks. Returns -1, or 2 (said). */
+static int opt_world(run_args *ra, int argc, char **argv, int *i) {
+    char e[LT_CLI_ECHO_BUF], *end = NULL;
+    long w = *i + 1 < argc ? strtol(argv[*i + 1], &end, 10) : 0;
+    if (*i + 1 >= argc || !end || *end || w < 1 || w > 65536) {
+        fprintf(ra->err, "localtensor run: --world needs a number of ranks 1..65536%s%s%s\n",
+                *i + 1 < argc ? " (got '" : "", *i + 1 < argc ? lt_cli_echo(argv[*i + 1], e) : "",
+                *i + 1 < argc ? "')" : "");
+        return 2;
+    }
+    ra->o.world = (int)w;
+    (*i)++;
+    return -1;
+}
+
+/* --shards all|owned (value v, NULL when missing). */
+static int opt_shards(run_args *ra, const char *v) {
+    char e[LT_CLI_ECHO_BUF];
+    if (!v || (strcmp(v, "all") && strcmp(v, "owned"))) {
+        fprintf(ra->err, "localtensor run: --shards needs a value: all or owned%s%s%s\n",
+                v ? " (got '" : "", v ? lt_cli_echo(v, e) : "", v ? "')" : "");
+        return 2;
+    }
+    ra->owned = !strcmp(v, "owned");
+    return -1;
+}
+
+/* --engine inproc|mpi (value v, NULL when missing). */
+static int opt_engine(run_args *ra, const char *v) {
+    char e[LT_CLI_ECHO_BUF];
+    if (!v) {
+        fprintf(ra->err, "localtensor run: --engine needs a value (inproc or mpi)\n");
+        return 2;
+    }
+    ra->engine = v;
+    if (!strcmp(v, "inproc") || !strcmp(v, "mpi")) return -1;
+    fprintf(ra->err, "localtensor run: --engine: unknown engine '%s' (expected inproc or mpi)\n",
+            lt_cli_echo(v, e));
+    return 2;
+}
+
+/* -k, --json, --junit, --html, --timeline (option a) with the next
+ * argument as its value. */
+static int opt_valued(run_args *ra, const char *a, int argc, char **argv, int *i) {
+    if (*i + 1 >= argc) {
+        fprintf(ra->err, "localtensor run: %s needs a value\n", a);
+        return 2;
+    }
+    const char *v = argv[++*i];
+    if (a[1] == 'k') ra->filters[ra->nf++] = v;
+    else if (!strcmp(a, "--json")) ra->o.json_path = v;
+    else if (!strcmp(a, "--html")) ra->html = v;
+    else if (!strcmp(a, "--timeline")) ra->timeline = v;
+    else ra->o.junit_path = v;
+    return -1;
+}
+
+/* The value of option name (length n) given as "name=VALUE" in a, or
+ * as the next argument; NULL when missing. */
+static const char *opt_value(const char *a, size_t n, int argc, char **argv, int *i) {
+    if (a[n] == '=') return a + n + 1;
+    return *i + 1 < argc ? argv[++*i] : NULL;
+}
+
+/* Reads argv[*i] (and its value). Returns -1 to go on, 0 after --help, 2
+ * on a bad argument (said). */
+static int run_arg(run_args *ra, int argc, char **argv, int *i) {
+    const char *a = argv[*i];
+    char e[LT_CLI_ECHO_BUF];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(ra->out), 0;
+    if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) ra->o.verbose = 1;
+    else if (!strcmp(a, "--trace")) ra->o.trace = 1;
+    else if (!strcmp(a, "--single-device")) ra->o.single_device = 1;
+    else if (!strcmp(a, "--cross-check")) ra->cross_check = 1;
+    else if (!strcmp(a, "--fail-fast") || !strcmp(a, "-x")) ra->o.fail_fast = 1;
+    else if (!strcmp(a, "--world")) return opt_world(ra, argc, argv, i);
+    else if (!strcmp(a, "--shards") || !strncmp(a, "--shards=", 9))
+        return opt_shards(ra, opt_value(a, 8, argc, argv, i));
+    else if (!strcmp(a, "--engine") || !strncmp(a, "--engine=", 9))
+        return opt_engine(ra, opt_value(a, 8, argc, argv, i));
+    else if (!strcmp(a, "--compare-backend") || !strncmp(a, "--compare-backend=", 18))
+        return compare_backend_opt(opt_value(a, 17, argc, argv, i), &ra->o, ra->err) ? 2 : -1;
+    else if (!strcmp(a, "--numerics") || !strncmp(a, "--numerics=", 11))
+        return numerics_opt(opt_value(a, 10, argc, argv, i), &ra->o, ra->err) ? 2 : -1;
+    else if (!strcmp(a, "-k") || !strcmp(a, "--json") || !strcmp(a, "--junit") ||
+             !strcmp(a, "--html") || !strcmp(a, "--timeline"))
+        return opt_valued(ra, a, argc, argv, i);
+    else if (!strncmp(a, "-k", 2)) ra->filters[ra->nf++] = a + 2;
+    else if (!strncmp(a, "--json=", 7)) ra->o.json_path = a + 7;
+    else if (!strncmp(a, "--junit=", 8)) ra->o.junit_path = a + 8;
+    else if (a[0] == '-' && a[1]) {
+        fprintf(ra->err, "localtensor run: unknown option '%s'\n", lt_cli_echo(a, e));
+        usage(ra->err);
+        return 2;
+    } else {
+        ra->paths[ra->np++] = a;
+    }
+    return -1;
+}
+
+/* The options that do not go together, and what this build lacks: 2
+ * (said) or -1. */
+static int run_combination(const run_args *ra) {
+    FILE *err = ra->err;
+    int mpi = !strcmp(ra->engine, "mpi");
+    if (ra->np == 0) {
+        fprintf(err, "localtensor run: no scenario files or directories given\n");
+        usage(err);
+        return 2;
+    }
+    if (ra->cross_check && !mpi)
+        fprintf(err, "localtensor run: --cross-check needs --engine mpi\n");
+    else if (ra->owned >= 0 && !mpi)
+        fprintf(
+            err,
+            "localtensor run: --shards needs --engine mpi (in one process every shard is held)\n");
+    else if ((ra->html || ra->timeline) && mpi)
+        fprintf(
+            err,
+            "localtensor run: not supported yet: %s with --engine mpi (draw an in-process run)\n",
+            ra->html ? "--html" : "--timeline");
+    else if (mpi && !lt_cli_mpi_hooks)
+        fprintf(err,
+                "localtensor run: --engine mpi: this localtensor was built without MPI (install "
+                "Open MPI "
+                "with `make deps` or apt-get install openmpi-bin libopenmpi-dev, then rebuild)\n");
+    else return -1;
+    return 2;
+}
+
+int lt_sc_main(int argc, char **argv, FILE *out, FILE *err) {
+    run_args ra;
+    memset(&ra, 0, sizeof ra);
+    ra.o.out = ra.out = out;
+    ra.o.err = ra.err = err;
+    ra.owned = -1;
+    ra.engine = "inproc";
+    ra.paths = lt__calloc((size_t)(argc > 0 ? argc : 1), sizeof *ra.paths);
+    ra.filters = lt__calloc((size_t)(argc > 0 ? argc : 1), sizeof *ra.filters);
+    int code = -1;
+    if (!ra.paths || !ra.filters) {
         fprintf(err, "localtensor run: out of memory\n");
         code = 2;
     }
-    for (int i = 1; i < argc && code < 0; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(out);
-            code = 0;
-        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-            o.verbose = 1;
-        } else if (!strcmp(a, "--trace")) {
-            o.trace = 1;
-        } else if (!strcmp(a, "--single-device")) {
-            o.single_device = 1;
-        } else if (!strcmp(a, "--world")) {
-            char *end = NULL;
-            long w = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
-            if (i + 1 >= argc || !end || *end || w < 1 || w > 65536) {
-                fprintf(err, "localtensor run: --world needs a number of ranks 1..65536%s%s%s\n",
-                        i + 1 < argc ? " (got '" : "", i + 1 < argc ? lt_cli_echo(argv[i + 1], e) : "",
-                        i + 1 < argc ? "')" : "");
-                code = 2;
-                break;
-            }
-            o.world = (int)w;
-            i++;
-        } else if (!strcmp(a, "--shards") || !strncmp(a, "--shards=", 9)) {
-            const char *v = a[8] == '=' ? a + 9 : i + 1 < argc ? argv[++i] : NULL;
-            if (!v || (strcmp(v, "all") && strcmp(v, "owned"))) {
-                fprintf(err, "localtensor run: --shards needs a value: all or owned%s%s%s\n", v ? " (got '" : "",
-                        v ? lt_cli_echo(v, e) : "", v ? "')" : "");
-                code = 2;
-            } else {
-                owned = !strcmp(v, "owned");
-            }
-        } else if (!strcmp(a, "--cross-check")) {
-            cross_check = 1;
-        } else if (!strcmp(a, "--engine") || !strncmp(a, "--engine=", 9)) {
-            if (a[8] == '=') {
-                engine = a + 9;
-            } else if (i + 1 >= argc) {
-                fprintf(err, "localtensor run: --engine needs a value (inproc or mpi)\n");
-                code = 2;
-                break;
-            } else {
-                engine = argv[++i];
-            }
-            if (strcmp(engine, "inproc") && strcmp(engine, "mpi")) {
-                fprintf(err, "localtensor run: --engine: unknown engine '%s' (expected inproc or mpi)\n",
-                        lt_cli_echo(engine, e));
-                code = 2;
-            }
-        } else if (!strcmp(a, "--compare-backend") || !strncmp(a, "--compare-backend=", 18)) {
-            const char *v = a[17] == '=' ? a + 18 : i + 1 < argc ? argv[++i] : NULL;
-            if (compare_backend_opt(v, &o, err)) code = 2;
-        } else if (!strcmp(a, "--fail-fast") || !strcmp(a, "-x")) {
-            o.fail_fast = 1;
-        } else if (!strcmp(a, "--numerics") || !strncmp(a, "--numerics=", 11)) {
-            const char *v = a[10] == '=' ? a + 11 : i + 1 < argc ? argv[++i] : NULL;
-            if (numerics_opt(v, &o, err)) code = 2;
-        } else if (!strcmp(a, "-k") || !strcmp(a, "--json") || !strcmp(a, "--junit") ||
-                   !strcmp(a, "--html") || !strcmp(a, "--timeline")) {
-            if (i + 1 >= argc) {
-                fprintf(err, "localtensor run: %s needs a value\n", a);
-                code = 2;
-                break;
-            }
-            const char *v = argv[++i];
-            if (a[1] == 'k') filters[nf++] = v;
-            else if (!strcmp(a, "--json")) o.json_path = v;
-            else if (!strcmp(a, "--html")) html = v;
-            else if (!strcmp(a, "--timeline")) timeline = v;
-            else o.junit_path = v;
-        } else if (!strncmp(a, "-k", 2)) {
-            filters[nf++] = a + 2;
-        } else if (!strncmp(a, "--json=", 7)) {
-            o.json_path = a + 7;
-        } else if (!strncmp(a, "--junit=", 8)) {
-            o.junit_path = a + 8;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(err, "localtensor run: unknown option '%s'\n", lt_cli_echo(a, e));
-            usage(err);
-            code = 2;
-        } else {
-            paths[np++] = a;
-        }
-    }
-    if (code < 0 && np == 0) {
-        fprintf(err, "localtensor run: no scenario files or directories given\n");
-        usage(err);
-        code = 2;
-    }
-    if (code < 0 && cross_check && strcmp(engine, "mpi")) {
-        fprintf(err, "localtensor run: --cross-check needs --engine mpi\n");
-        code = 2;
-    }
-    if (code < 0 && owned >= 0 && strcmp(engine, "mpi")) {
-        fprintf(err, "localtensor run: --shards needs --engine mpi (in one process every shard is held)\n");
-        code = 2;
-    }
-    if (code < 0 && (html || timeline) && !strcmp(engine, "mpi")) {
-        fprintf(err, "localtensor run: not supported yet: %s with --engine mpi (draw an in-process "
-                     "run)\n", html ? "--html" : "--timeline");
-        code = 2;
-    }
-    if (code < 0 && !strcmp(engine, "mpi") && !lt_cli_mpi_hooks) {
-        fprintf(err, "localtensor run: --engine mpi: this localtensor was built without MPI (install Open MPI "
-                     "with `make deps` or apt-get install openmpi-bin libopenmpi-dev, then rebuild)\n");
-        code = 2;
-    }
-    if (code < 0 && !strcmp(engine, "mpi")) {
-        code = run_mpi(&o, paths, np, filters, nf, cross_check, owned > 0, out, err);
+    for (int i = 1; i < argc && code < 0; i++) code = run_arg(&ra, argc, argv, &i);
+    if (code < 0) code = run_combination(&ra);
+    if (code < 0 && !strcmp(ra.engine, "mpi")) {
+        code = run_mpi(&ra.o, ra.paths, ra.np, ra.filters, ra.nf, ra.cross_check, ra.owned > 0, out,
+                       err);
     } else if (code < 0) {
-        o.filters = filters;
-        o.nfilters = nf;
+        ra.o.filters = ra.filters;
+        ra.o.nfilters = ra.nf;
         const char *nc = getenv("NO_COLOR");
-        o.color = !(nc && nc[0]) && isatty(fileno(out));
-        o.progress = isatty(fileno(err));
-        code = draw_run(paths, np, &o, html, timeline, lt_sc_run_paths(paths, np, &o));
+        ra.o.color = !(nc && nc[0]) && isatty(fileno(out));
+        ra.o.progress = isatty(fileno(err));
+        code = draw_run(ra.paths, ra.np, &ra.o, ra.html, ra.timeline,
+                        lt_sc_run_paths(ra.paths, ra.np, &ra.o));
     }
-    lt__free(paths);
-    lt__free(filters);
+    lt__free(ra.paths);
+    lt__free(ra.filters);
     return code;
 }
 
