@@ -344,156 +344,184 @@ static int plan_only_main(const lt_cli_layout *lay, const lt_placement *src,
     return st ? lt_cli_fail(cmd, st) : 0;
 }
 
-static int redistribute_main(int argc, char **argv) {
-    const char *mesh_s = NULL, *shape_s = NULL, *from_s = NULL, *to_s = NULL, *dtype_s = "f32",
-               *init_s = "arange", *planner_s = "min-cost", *numerics_s = "full";
-    int json = 0, do_explain = 0, verify = 1, quiet = 0, plan_only = 0;
-    const char *html_s = NULL;
-    const lt_cli_option args[] = {
-        {"--quiet", NULL, &quiet, 1},       {"--plan-only", NULL, &plan_only, 1},
-        {"--html", &html_s, NULL, 0},
-        {"--mesh", &mesh_s, NULL, 0},       {"--shape", &shape_s, NULL, 0},
-        {"--from", &from_s, NULL, 0},       {"--to", &to_s, NULL, 0},
-        {"--dtype", &dtype_s, NULL, 0},     {"--init", &init_s, NULL, 0},
-        {"--planner", &planner_s, NULL, 0}, {"--json", NULL, &json, 1},
-        {"--explain", NULL, &do_explain, 1}, {"--no-verify", NULL, &verify, 0},
-        {"--numerics", &numerics_s, NULL, 0},
-        {NULL, NULL, NULL, 0},
-    };
-    int prc = lt_cli_parse_args("redistribute", argc, argv, args, redist_usage);
-    if (prc >= 0) return prc;
-    if (!mesh_s || !shape_s || !from_s || !to_s) {
-        fprintf(stderr, "localtensor redistribute: --mesh, --shape, --from and --to are required\n\n");
-        redist_usage(stderr);
-        return 2;
-    }
+/* `redistribute`'s command line, read and checked. */
+typedef struct redist_cmd {
+    const char *mesh_s, *shape_s, *from_s, *to_s, *dtype_s, *init_s, *planner_s, *numerics_s,
+        *html_s;
+    int json, explain, verify, quiet, plan_only;
+    lt_cli_layout lay;
+    lt_placement src[LT_MESH_MAX_DIMS], dst[LT_MESH_MAX_DIMS];
+    int nsrc, ndst;
+    lt_planner planner;
+    lt_numerics nm;
+} redist_cmd;
+
+/* Parses the layout, both placement lists (checked against it: the
+ * planner takes one count for both), the planner and the numerics.
+ * Returns -1, or the exit code (said). */
+static int redist_parse(redist_cmd *c) {
     const char *cmd = "redistribute";
     char e[LT_CLI_ECHO_BUF];
-    lt_cli_layout lay;
-    int nsrc, ndst;
-    lt_placement src[LT_MESH_MAX_DIMS], dst[LT_MESH_MAX_DIMS], chk[LT_MESH_MAX_DIMS];
-    lt_planner planner;
+    lt_placement chk[LT_MESH_MAX_DIMS];
     lt_status st;
-    if ((st = lt_cli_parse_layout(mesh_s, shape_s, dtype_s, init_s, &lay))) return lt_cli_fail(cmd, st);
-    if ((st = lt_placements_parse(from_s, src, LT_MESH_MAX_DIMS, &nsrc))) return lt__err_ctx(st, "--from"), lt_cli_fail(cmd, st);
-    if ((st = lt_placements_parse(to_s, dst, LT_MESH_MAX_DIMS, &ndst))) return lt__err_ctx(st, "--to"), lt_cli_fail(cmd, st);
-    if ((st = lt_planner_parse(planner_s, &planner))) return lt__err_ctx(st, "--planner"), lt_cli_fail(cmd, st);
-    lt_numerics nm;
-    if ((st = lt_numerics_parse(numerics_s, &nm))) return lt__err_ctx(st, "--numerics"), lt_cli_fail(cmd, st);
-    if (nm.kind != LT_NUMERICS_FULL && do_explain) {
+    if ((st = lt_cli_parse_layout(c->mesh_s, c->shape_s, c->dtype_s, c->init_s, &c->lay)))
+        return lt_cli_fail(cmd, st);
+    if ((st = lt_placements_parse(c->from_s, c->src, LT_MESH_MAX_DIMS, &c->nsrc)))
+        return lt__err_ctx(st, "--from"), lt_cli_fail(cmd, st);
+    if ((st = lt_placements_parse(c->to_s, c->dst, LT_MESH_MAX_DIMS, &c->ndst)))
+        return lt__err_ctx(st, "--to"), lt_cli_fail(cmd, st);
+    if ((st = lt_planner_parse(c->planner_s, &c->planner)))
+        return lt__err_ctx(st, "--planner"), lt_cli_fail(cmd, st);
+    if ((st = lt_numerics_parse(c->numerics_s, &c->nm)))
+        return lt__err_ctx(st, "--numerics"), lt_cli_fail(cmd, st);
+    if (c->nm.kind != LT_NUMERICS_FULL && c->explain) {
         char nms[32];
-        return lt_cli_fail(cmd, lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: --explain in --numerics %s mode (it shows every rank's intermediate values)",
-                                             lt_numerics_str(&nm, nms, sizeof nms)));
+        return lt_cli_fail(
+            cmd, lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                              "not supported yet: --explain in --numerics %s mode (it shows every "
+                              "rank's intermediate values)",
+                              lt_numerics_str(&c->nm, nms, sizeof nms)));
     }
-    /* both lists are checked before planning: the planner takes one count for both */
-    if ((st = lt_placements_check(&lay.mesh, lay.ndim, src, nsrc, chk))) return lt__err_ctx(st, "--from %s", lt_cli_echo(from_s, e)), lt_cli_fail(cmd, st);
-    if ((st = lt_placements_check(&lay.mesh, lay.ndim, dst, ndst, chk))) return lt__err_ctx(st, "--to %s", lt_cli_echo(to_s, e)), lt_cli_fail(cmd, st);
-    if (plan_only) return plan_only_main(&lay, src, dst, ndst, planner, json, html_s);
-    if (nm.kind != LT_NUMERICS_FULL)
-        return run_sampled(&lay, src, nsrc, dst, ndst, &nm, planner, verify, json, quiet, html_s);
-    const lt_mesh mesh = lay.mesh;
-    const int ndim = lay.ndim;
-    const int64_t *shape = lay.shape;
-    const lt_dtype dt = lay.dtype;
+    if ((st = lt_placements_check(&c->lay.mesh, c->lay.ndim, c->src, c->nsrc, chk)))
+        return lt__err_ctx(st, "--from %s", lt_cli_echo(c->from_s, e)), lt_cli_fail(cmd, st);
+    if ((st = lt_placements_check(&c->lay.mesh, c->lay.ndim, c->dst, c->ndst, chk)))
+        return lt__err_ctx(st, "--to %s", lt_cli_echo(c->to_s, e)), lt_cli_fail(cmd, st);
+    return -1;
+}
 
+/* The --json report of a run (st: the redistribute's status, LT_OK or
+ * LT_MISMATCH). */
+static lt_status redist_json(const redist_cmd *c, const lt_dtensor *in, const lt_dtensor *out,
+                             const lt_plan *plan, lt_comm *comm, lt_status st,
+                             const lt_verify_report *rep) {
+    const lt_cli_layout *lay = &c->lay;
+    if (out) LT_TRY(lt_json_ranks_check(out));
+    lt__json_begin();
+    cJSON *o = cJSON_CreateObject();
+    lt__json_put(o, "mesh", lt_json_mesh(&lay->mesh));
+    lt__json_put(o, "global_shape", lt_json_i64_array(lay->shape, lay->ndim));
+    cJSON_AddStringToObject(o, "dtype", lt_dtype_name(lay->dtype));
+    lt__json_put(o, "from", lt_json_placements(in->placements, lay->mesh.ndim));
+    lt__json_put(o, "to", lt_json_placements(plan->dst, lay->mesh.ndim));
+    cJSON_AddStringToObject(o, "planner", lt_planner_name(c->planner));
+    cJSON_AddBoolToObject(o, "search_truncated", plan->search_truncated);
+    lt__json_put(o, "plan", lt_json_plan(plan, comm ? lt_comm_trace(comm) : NULL, 0));
+    add_totals(o, plan);
+    if (c->verify) cJSON_AddBoolToObject(o, "verified", st == LT_OK);
+    else cJSON_AddNullToObject(o, "verified");
+    if (st == LT_MISMATCH)
+        cJSON_AddStringToObject(o, "error", rep->message[0] ? rep->message : lt_errmsg());
+    if (out) lt__json_put(o, "ranks", lt_json_ranks(out));
+    lt_status js = lt_json_print(stdout, o);
+    cJSON_Delete(o);
+    return js;
+}
+
+/* The text report of a run: the header, the plan, the intermediate
+ * layouts (--explain), the result and the verdict. */
+static lt_status redist_text(const redist_cmd *c, const lt_dtensor *in, const lt_dtensor *out,
+                             const lt_plan *plan, lt_status st) {
+    const lt_cli_layout *lay = &c->lay;
+    const lt_mesh *mesh = &lay->mesh;
+    char a[512], b[512], ms[128], ss[128];
+    lt_placements_format(in->placements, mesh->ndim, a, sizeof a);
+    lt_placements_format(plan->dst, mesh->ndim, b, sizeof b);
+    printf("redistribute %s -> %s on mesh %s (%d rank%s), global shape %s, %s, planner %s\n", a, b,
+           lt_mesh_str(mesh, ms, sizeof ms), mesh->world, mesh->world == 1 ? "" : "s",
+           lt_shape_str(lay->ndim, lay->shape, ss, sizeof ss), lt_dtype_name(lay->dtype),
+           lt_planner_name(c->planner));
+    printf("\nplan:\n");
+    LT_TRY(print_plan(plan));
+    lt_status ts = c->quiet || !c->explain ? LT_OK : explain_source(stdout, in, plan, a);
+    if (!ts) ts = result_text(stdout, plan, out, c->quiet);
+    if (!ts && c->verify) print_verified(st == LT_OK, "every step matches the direct reshard");
+    return ts;
+}
+
+/* Every rank's values: refused up front what would not fit in memory,
+ * then the source built, redistributed (verified), reported. Returns the
+ * exit code. */
+static int redist_full(const redist_cmd *c) {
+    const char *cmd = "redistribute";
+    char e[LT_CLI_ECHO_BUF];
+    const lt_cli_layout *lay = &c->lay;
     lt_dtensor *in = NULL, *out = NULL;
     lt_plan *plan = NULL;
     lt_comm *comm = NULL;   /* ours, so that --json can read the per-rank bytes off its trace */
-    /* refuse before building anything what would not fit in memory */
-    lt_redistribute_opts popts;
-    memset(&popts, 0, sizeof popts);
-    popts.planner = planner;
-    if (!(st = lt_plan_redistribute(&mesh, dt, ndim, shape, src, dst, ndst, &popts, &plan)))
-        st = lt__plan_check_memory(plan, verify, 1);
+    lt_redistribute_opts opts;
+    memset(&opts, 0, sizeof opts);
+    opts.planner = c->planner;
+    lt_status st = lt_plan_redistribute(&lay->mesh, lay->dtype, lay->ndim, lay->shape, c->src,
+                                        c->dst, c->ndst, &opts, &plan);
+    if (!st) st = lt__plan_check_memory(plan, c->verify, 1);
     lt_plan_free(plan);
     plan = NULL;
     if (st == LT_NOMEM) return lt_cli_fail(cmd, st);
-    if ((st = lt_dtensor_init(&mesh, dt, ndim, shape, src, nsrc, &lay.init, &in)))
-        return lt__err_ctx(st, "--from %s", lt_cli_echo(from_s, e)), lt_cli_fail(cmd, st);
-    if ((json || html_s) && (st = lt_comm_new(&mesh, &comm))) {
+    if ((st = lt_dtensor_init(&lay->mesh, lay->dtype, lay->ndim, lay->shape, c->src, c->nsrc,
+                              &lay->init, &in)))
+        return lt__err_ctx(st, "--from %s", lt_cli_echo(c->from_s, e)), lt_cli_fail(cmd, st);
+    if ((c->json || c->html_s) && (st = lt_comm_new(&lay->mesh, &comm))) {
         lt_dtensor_free(in);
         return lt_cli_fail(cmd, st);
     }
     lt_verify_report rep;
     memset(&rep, 0, sizeof rep);
-    lt_redistribute_opts opts;
-    memset(&opts, 0, sizeof opts);
-    opts.planner = planner;
-    opts.verify = verify;
+    opts.verify = c->verify;
     opts.report = &rep;
     opts.comm = comm;
-    st = lt_redistribute(in, dst, ndst, &opts, &out, &plan);
-    int rc = 0;
-    if (st && st != LT_MISMATCH) {
-        rc = lt_cli_fail(cmd, st);
-        goto done;
-    }
-    if (json && out) {
-        lt_status js = lt_json_ranks_check(out);
-        if (js) {
-            rc = lt_cli_fail(cmd, js);
-            goto done;
-        }
-    }
-    if (json) {
-        lt__json_begin();
-        cJSON *o = cJSON_CreateObject();
-        lt__json_put(o, "mesh", lt_json_mesh(&mesh));
-        lt__json_put(o, "global_shape", lt_json_i64_array(shape, ndim));
-        cJSON_AddStringToObject(o, "dtype", lt_dtype_name(dt));
-        lt__json_put(o, "from", lt_json_placements(in->placements, mesh.ndim));
-        lt__json_put(o, "to", lt_json_placements(plan->dst, mesh.ndim));
-        cJSON_AddStringToObject(o, "planner", lt_planner_name(planner));
-        cJSON_AddBoolToObject(o, "search_truncated", plan->search_truncated);
-        lt__json_put(o, "plan", lt_json_plan(plan, comm ? lt_comm_trace(comm) : NULL, 0));
-        add_totals(o, plan);
-        if (verify) cJSON_AddBoolToObject(o, "verified", st == LT_OK);
-        else cJSON_AddNullToObject(o, "verified");
-        if (st == LT_MISMATCH) cJSON_AddStringToObject(o, "error", rep.message[0] ? rep.message : lt_errmsg());
-        if (out) lt__json_put(o, "ranks", lt_json_ranks(out));
-        lt_status js = lt_json_print(stdout, o);
-        cJSON_Delete(o);
-        if (js) {
-            rc = lt_cli_fail(cmd, js);
-            goto done;
-        }
-    } else {
-        char a[512], b[512], ms[128], ss[128];
-        lt_placements_format(in->placements, mesh.ndim, a, sizeof a);
-        lt_placements_format(plan->dst, mesh.ndim, b, sizeof b);
-        printf("redistribute %s -> %s on mesh %s (%d rank%s), global shape %s, %s, planner %s\n", a, b,
-               lt_mesh_str(&mesh, ms, sizeof ms), mesh.world, mesh.world == 1 ? "" : "s", lt_shape_str(ndim, shape, ss, sizeof ss),
-               lt_dtype_name(dt), lt_planner_name(planner));
-        printf("\nplan:\n");
-        lt_status ps = print_plan(plan);
-        if (ps) {
-            rc = lt_cli_fail(cmd, ps);
-            goto done;
-        }
-        lt_status ts = quiet || !do_explain ? LT_OK : explain_source(stdout, in, plan, a);
-        if (!ts) ts = result_text(stdout, plan, out, quiet);
-        if (ts) {
-            rc = lt_cli_fail(cmd, ts);
-            goto done;
-        }
-        if (verify) print_verified(st == LT_OK, "every step matches the direct reshard");
-    }
+    st = lt_redistribute(in, c->dst, c->ndst, &opts, &out, &plan);
+    lt_status rs = st && st != LT_MISMATCH ? st : LT_OK;
+    if (!rs)
+        rs = c->json ? redist_json(c, in, out, plan, comm, st, &rep)
+                     : redist_text(c, in, out, plan, st);
     const char *note = st == LT_MISMATCH ? "verification FAILED" : NULL;
-    lt_status hs = html_s ? lt_picture_redistribute_file(html_s, plan, lt_comm_trace(comm), note) : 0;
-    if (hs) {
-        rc = lt_cli_fail(cmd, hs);
-        goto done;
-    }
-    if (st == LT_MISMATCH) {
+    if (!rs && c->html_s)
+        rs = lt_picture_redistribute_file(c->html_s, plan, lt_comm_trace(comm), note);
+    int rc = rs ? lt_cli_fail(cmd, rs) : 0;
+    if (!rs && st == LT_MISMATCH) {
         verify_failed(&rep);
         rc = 1;
     }
-done:
     lt_comm_free(comm);
     lt_plan_free(plan);
     lt_dtensor_free(out);
     lt_dtensor_free(in);
     return rc;
+}
+
+static int redistribute_main(int argc, char **argv) {
+    redist_cmd c;
+    memset(&c, 0, sizeof c);
+    c.dtype_s = "f32";
+    c.init_s = "arange";
+    c.planner_s = "min-cost";
+    c.numerics_s = "full";
+    c.verify = 1;
+    const lt_cli_option args[] = {
+        {"--quiet", NULL, &c.quiet, 1},       {"--plan-only", NULL, &c.plan_only, 1},
+        {"--html", &c.html_s, NULL, 0},       {"--mesh", &c.mesh_s, NULL, 0},
+        {"--shape", &c.shape_s, NULL, 0},     {"--from", &c.from_s, NULL, 0},
+        {"--to", &c.to_s, NULL, 0},           {"--dtype", &c.dtype_s, NULL, 0},
+        {"--init", &c.init_s, NULL, 0},       {"--planner", &c.planner_s, NULL, 0},
+        {"--json", NULL, &c.json, 1},         {"--explain", NULL, &c.explain, 1},
+        {"--no-verify", NULL, &c.verify, 0},  {"--numerics", &c.numerics_s, NULL, 0},
+        {NULL, NULL, NULL, 0},
+    };
+    int prc = lt_cli_parse_args("redistribute", argc, argv, args, redist_usage);
+    if (prc >= 0) return prc;
+    if (!c.mesh_s || !c.shape_s || !c.from_s || !c.to_s) {
+        fprintf(stderr,
+                "localtensor redistribute: --mesh, --shape, --from and --to are required\n\n");
+        redist_usage(stderr);
+        return 2;
+    }
+    if ((prc = redist_parse(&c)) >= 0) return prc;
+    if (c.plan_only)
+        return plan_only_main(&c.lay, c.src, c.dst, c.ndst, c.planner, c.json, c.html_s);
+    if (c.nm.kind != LT_NUMERICS_FULL)
+        return run_sampled(&c.lay, c.src, c.nsrc, c.dst, c.ndst, &c.nm, c.planner, c.verify, c.json,
+                           c.quiet, c.html_s);
+    return redist_full(&c);
 }
 
 /* The cost options are taken out of argv first (cli_plan_cost.c) and set
