@@ -187,9 +187,83 @@ static lt_status result_text(FILE *f, const lt_plan *p, const lt_dtensor *out, i
     return lt_render_picture(f, out);
 }
 
-static int run_sampled(const lt_cli_layout *lay, const lt_placement *src, int nsrc, const lt_placement *dst, int ndst,
-                       const lt_numerics *nm, lt_planner planner, int verify, int json, int quiet,
-                       const char *html) {
+/* A sampled run's results, for its reports. */
+typedef struct sampled_out {
+    const lt_cli_layout *lay;
+    lt_planner planner;
+    const int *ranks;          /* (n) the sampled ranks */
+    int n, verify;
+    const char *nms, *rs;      /* the numerics and the ranks, as text */
+    const lt_plan *plan;
+    const lt_dtensor *out;     /* the sampled ranks' shards, or NULL */
+    const lt_trace *trace;     /* the plan's comm trace, or NULL */
+    lt_status st;              /* the redistribute's: LT_OK or LT_MISMATCH */
+    const lt_verify_report *rep;
+} sampled_out;
+
+static lt_status sampled_json(const sampled_out *so) {
+    const lt_mesh *mesh = &so->lay->mesh;
+    if (so->out) LT_TRY(lt_json_ranks_check(so->out));
+    lt__json_begin();
+    cJSON *o = cJSON_CreateObject();
+    lt__json_put(o, "mesh", lt_json_mesh(mesh));
+    lt__json_put(o, "global_shape", lt_json_i64_array(so->lay->shape, so->lay->ndim));
+    cJSON_AddStringToObject(o, "dtype", lt_dtype_name(so->lay->dtype));
+    lt__json_put(o, "from", lt_json_placements(so->plan->src, mesh->ndim));
+    lt__json_put(o, "to", lt_json_placements(so->plan->dst, mesh->ndim));
+    cJSON_AddStringToObject(o, "planner", lt_planner_name(so->planner));
+    cJSON_AddBoolToObject(o, "search_truncated", so->plan->search_truncated);
+    cJSON_AddStringToObject(o, "numerics", so->nms);
+    cJSON *sr = cJSON_AddArrayToObject(o, "sampled_ranks");
+    for (int i = 0; i < so->n; i++) lt__json_push(sr, cJSON_CreateNumber(so->ranks[i]));
+    lt__json_put(o, "plan", lt_json_plan(so->plan, so->trace, 0));
+    add_totals(o, so->plan);
+    if (so->verify) cJSON_AddBoolToObject(o, "verified", so->st == LT_OK);
+    else cJSON_AddNullToObject(o, "verified");
+    if (so->st == LT_MISMATCH)
+        cJSON_AddStringToObject(o, "error", so->rep->message[0] ? so->rep->message : lt_errmsg());
+    if (so->out) lt__json_put(o, "ranks", lt_json_ranks(so->out));
+    lt_status js = lt_json_print(stdout, o);
+    cJSON_Delete(o);
+    return js;
+}
+
+static lt_status sampled_text(const sampled_out *so, int quiet) {
+    const lt_cli_layout *lay = so->lay;
+    const lt_mesh *mesh = &lay->mesh;
+    char a[512], b[512], ms[128], ss[128];
+    lt_placements_format(so->plan->src, mesh->ndim, a, sizeof a);
+    lt_placements_format(so->plan->dst, mesh->ndim, b, sizeof b);
+    printf("redistribute %s -> %s on mesh %s (%d rank%s), global shape %s, %s, planner %s\n", a, b,
+           lt_mesh_str(mesh, ms, sizeof ms), mesh->world, mesh->world == 1 ? "" : "s",
+           lt_shape_str(lay->ndim, lay->shape, ss, sizeof ss), lt_dtype_name(lay->dtype),
+           lt_planner_name(so->planner));
+    if (so->n && so->n >= mesh->world)
+        printf("numerics %s: values for every rank (%s)\n", so->nms, so->rs);
+    else if (so->n)
+        printf("numerics %s: values for rank%s %s; the other ranks: layout only\n", so->nms,
+               so->n == 1 ? "" : "s", so->rs);
+    else printf("numerics none: no values, layout and bytes only\n");
+    printf("\nplan:\n");
+    lt_status ps = print_plan(so->plan);
+    if (!ps && quiet) {
+        ps = quiet_result(stdout, so->plan, "--quiet");
+    } else if (!ps && so->out) {
+        printf("\nresult:\n");
+        ps = lt_render_ranks(stdout, so->out, 64);
+        printf("\n");
+        if (!ps) ps = lt_render_picture(stdout, so->out);
+    }
+    if (!ps && so->verify)
+        print_verified(so->st == LT_OK, "the sampled ranks match the direct definition");
+    return ps;
+}
+
+/* --numerics sample/none: the sampled ranks' values only (the others'
+ * layouts; the bytes from the plan's trace). Returns the exit code. */
+static int run_sampled(const lt_cli_layout *lay, const lt_placement *src, int nsrc,
+                       const lt_placement *dst, int ndst, const lt_numerics *nm, lt_planner planner,
+                       int verify, int json, int quiet, const char *html) {
     const char *cmd = "redistribute";
     const lt_mesh *mesh = &lay->mesh;
     lt_placement norm[LT_MESH_MAX_DIMS];
@@ -197,10 +271,10 @@ static int run_sampled(const lt_cli_layout *lay, const lt_placement *src, int ns
     lt_status st = lt_placements_check(mesh, lay->ndim, src, nsrc, norm);
     if (!st) st = lt_spec_make(mesh, lay->dtype, lay->ndim, lay->shape, norm, nsrc, &spec);
     if (st) return lt__err_ctx(st, "--from"), lt_cli_fail(cmd, st);
-    int cap = lt_numerics_count(nm, mesh->world), n;
+    int cap = lt_numerics_count(nm, mesh->world);
     int *ranks = lt__malloc(sizeof(int) * (size_t)(cap > 0 ? cap : 1));
     if (!ranks) return lt_cli_fail(cmd, lt__err(LT_NOMEM, "out of memory"));
-    n = lt_numerics_ranks(nm, mesh->world, ranks);
+    int n = lt_numerics_ranks(nm, mesh->world, ranks);
     lt_verify_report rep;
     memset(&rep, 0, sizeof rep);
     lt_redistribute_opts opts;
@@ -211,87 +285,24 @@ static int run_sampled(const lt_cli_layout *lay, const lt_placement *src, int ns
     lt_dtensor *out = NULL;
     lt_plan *plan = NULL;
     lt_trace *trace = NULL;
-    int rc = 0;
     char nms[32], rs[512];
     lt_numerics_str(nm, nms, sizeof nms);
     lt_numerics_ranks_str(ranks, n, 16, rs, sizeof rs);
     st = lt_redistribute_ranks(&spec, &lay->init, dst, ndst, ranks, n, &opts, &out, &plan);
-    if (st && st != LT_MISMATCH) {
-        rc = lt_cli_fail(cmd, st);
-        goto done;
-    }
-    if (json || html) {
-        lt_status js = lt_trace_new(mesh->world, &trace);
-        if (!js) js = lt_plan_trace(plan, trace);
-        if (!js && html)
-            js = lt_picture_redistribute_file(html, plan, trace, "bytes per rank from the plan's "
-                                              "comm trace (--numerics sample or none)");
-        if (js) {
-            rc = lt_cli_fail(cmd, js);
-            goto done;
-        }
-    }
-    if (json) {
-        lt_status js = LT_OK;
-        if (!js && out) js = lt_json_ranks_check(out);
-        if (js) {
-            rc = lt_cli_fail(cmd, js);
-            goto done;
-        }
-        lt__json_begin();
-        cJSON *o = cJSON_CreateObject();
-        lt__json_put(o, "mesh", lt_json_mesh(mesh));
-        lt__json_put(o, "global_shape", lt_json_i64_array(lay->shape, lay->ndim));
-        cJSON_AddStringToObject(o, "dtype", lt_dtype_name(lay->dtype));
-        lt__json_put(o, "from", lt_json_placements(plan->src, mesh->ndim));
-        lt__json_put(o, "to", lt_json_placements(plan->dst, mesh->ndim));
-        cJSON_AddStringToObject(o, "planner", lt_planner_name(planner));
-        cJSON_AddBoolToObject(o, "search_truncated", plan->search_truncated);
-        cJSON_AddStringToObject(o, "numerics", nms);
-        cJSON *sr = cJSON_AddArrayToObject(o, "sampled_ranks");
-        for (int i = 0; i < n; i++) lt__json_push(sr, cJSON_CreateNumber(ranks[i]));
-        lt__json_put(o, "plan", lt_json_plan(plan, trace, 0));
-        add_totals(o, plan);
-        if (opts.verify) cJSON_AddBoolToObject(o, "verified", st == LT_OK);
-        else cJSON_AddNullToObject(o, "verified");
-        if (st == LT_MISMATCH) cJSON_AddStringToObject(o, "error", rep.message[0] ? rep.message : lt_errmsg());
-        if (out) lt__json_put(o, "ranks", lt_json_ranks(out));
-        js = lt_json_print(stdout, o);
-        cJSON_Delete(o);
-        if (js) {
-            rc = lt_cli_fail(cmd, js);
-            goto done;
-        }
-    } else {
-        char a[512], b[512], ms[128], ss[128];
-        lt_placements_format(plan->src, mesh->ndim, a, sizeof a);
-        lt_placements_format(plan->dst, mesh->ndim, b, sizeof b);
-        printf("redistribute %s -> %s on mesh %s (%d rank%s), global shape %s, %s, planner %s\n", a, b,
-               lt_mesh_str(mesh, ms, sizeof ms), mesh->world, mesh->world == 1 ? "" : "s",
-               lt_shape_str(lay->ndim, lay->shape, ss, sizeof ss), lt_dtype_name(lay->dtype), lt_planner_name(planner));
-        if (n && n >= mesh->world) printf("numerics %s: values for every rank (%s)\n", nms, rs);
-        else if (n) printf("numerics %s: values for rank%s %s; the other ranks: layout only\n", nms, n == 1 ? "" : "s", rs);
-        else printf("numerics none: no values, layout and bytes only\n");
-        printf("\nplan:\n");
-        lt_status ps = print_plan(plan);
-        if (!ps && quiet) ps = quiet_result(stdout, plan, "--quiet");
-        else if (!ps && out) {
-            printf("\nresult:\n");
-            ps = lt_render_ranks(stdout, out, 64);
-            printf("\n");
-            if (!ps) ps = lt_render_picture(stdout, out);
-        }
-        if (ps) {
-            rc = lt_cli_fail(cmd, ps);
-            goto done;
-        }
-        if (opts.verify) print_verified(st == LT_OK, "the sampled ranks match the direct definition");
-    }
-    if (st == LT_MISMATCH) {
+    lt_status fs = st && st != LT_MISMATCH ? st : LT_OK;
+    if (!fs && (json || html)) fs = lt_trace_new(mesh->world, &trace);
+    if (!fs && (json || html)) fs = lt_plan_trace(plan, trace);
+    if (!fs && html)
+        fs = lt_picture_redistribute_file(html, plan, trace,
+                                          "bytes per rank from the plan's comm trace "
+                                          "(--numerics sample or none)");
+    sampled_out so = {lay, planner, ranks, n, opts.verify, nms, rs, plan, out, trace, st, &rep};
+    if (!fs) fs = json ? sampled_json(&so) : sampled_text(&so, quiet);
+    int rc = fs ? lt_cli_fail(cmd, fs) : 0;
+    if (!fs && st == LT_MISMATCH) {
         verify_failed(&rep);
         rc = 1;
     }
-done:
     lt_trace_free(trace);
     lt_plan_free(plan);
     lt_dtensor_free(out);
