@@ -348,12 +348,137 @@ static void ctx_free(ctx *c) {
     lt__free(c);
 }
 
-lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planner planner, int shared, lt_plan **out) {
+/* The rule-table search's context for a redistribute from -> dst (size-1
+ * mesh dims replicate; a Partial dim kept as it is is frozen). NULL when
+ * out of memory (said). */
+static ctx *ctx_for(const lt_spec *from, const lt_placement *dst) {
     const lt_mesh *mesh = from->mesh;
-    lt_dtype dtype = from->dtype;
-    int ndim = from->ndim;
-    const int64_t *shape = from->shape;
-    const lt_placement *src = from->placements;
+    ctx *c = lt__calloc(1, sizeof *c);
+    if (!c) return lt__err(LT_NOMEM, "out of memory while planning"), NULL;
+    c->mesh = mesh;
+    c->M = mesh->ndim;
+    c->ndim = from->ndim;
+    c->W = mesh->world;
+    c->shape = from->shape;
+    c->esize = lt_dtype_size(from->dtype);
+    c->is_float = lt_dtype_is_float(from->dtype);
+    for (int i = 0; i < c->M; i++) {
+        const lt_placement *src = &from->placements[i];
+        c->src[i] = mesh->shape[i] == 1 ? lt_replicate() : *src;
+        c->dst[i] = mesh->shape[i] == 1 ? lt_replicate() : dst[i];
+        c->frozen[i] =
+            mesh->shape[i] == 1 || (src->kind == LT_PL_PARTIAL && lt_placement_equal(src, &dst[i]));
+    }
+    build_candidates(c);
+    size_t shn = (size_t)c->W * (size_t)(from->ndim ? from->ndim : 1);
+    c->sh_a = lt__malloc(sizeof(int64_t) * shn);
+    c->sh_b = lt__malloc(sizeof(int64_t) * shn);
+    if (c->sh_a && c->sh_b) return c;
+    ctx_free(c);
+    return lt__err(LT_NOMEM, "out of memory while planning"), NULL;
+}
+
+/* The states of the plan into path[MAX_STEPS], *n of them: the rule-table
+ * search (min-cost), or greedy (also when that search ran out of budget:
+ * *truncated). */
+static lt_status find_path(ctx *c, lt_planner planner, uint64_t *path, int *n, int *truncated) {
+    uint64_t ks = encode(c, c->src), kd = encode(c, c->dst);
+    *n = 0;
+    *truncated = 0;
+    if (ks == kd) return LT_OK;
+    if (planner == LT_PLANNER_MIN_COST) {
+        lt_status st = search(c, ks, kd, path, n, MAX_STEPS);
+        if (st != LT_OVERFLOW) return st;
+        *truncated = 1;
+        *n = 0;
+    }
+    return greedy(c, path, n, MAX_STEPS);
+}
+
+static void plan_drop(lt_plan *p) {
+    if (!p) return;
+    lt__free(p->states_);
+    lt__free(p->steps);
+    lt__free(p);
+}
+
+/* A new plan of n steps (states and steps allocated), its header from
+ * `from` and dst. NULL when out of memory (said). */
+static lt_plan *plan_new(const lt_spec *from, const lt_placement *dst, lt_planner planner, int n) {
+    int M = from->mesh->ndim;
+    lt_plan *p = lt__calloc(1, sizeof *p);
+    if (p) p->states_ = lt__malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)M);
+    if (p) p->steps = lt__calloc((size_t)(n ? n : 1), sizeof(lt_plan_step));
+    if (!p || !p->states_ || !p->steps) {
+        plan_drop(p);
+        return lt__err(LT_NOMEM, "out of memory while planning"), NULL;
+    }
+    p->mesh = *from->mesh;
+    p->dtype = from->dtype;
+    p->ndim = from->ndim;
+    memcpy(p->shape, from->shape, sizeof(int64_t) * (size_t)from->ndim);
+    memcpy(p->src, from->placements, sizeof(lt_placement) * (size_t)M);
+    memcpy(p->dst, dst, sizeof(lt_placement) * (size_t)M);
+    p->planner = planner;
+    p->nsteps = n;
+    p->refs_ = 1;
+    memcpy(p->states_, from->placements, sizeof(lt_placement) * (size_t)M);
+    return p;
+}
+
+/* Step s of p, from state prev to nx (which differ on one mesh dim): its
+ * kind, the displayed state after it, and the bytes its collective moves
+ * (recv: (W) scratch). */
+static lt_status fill_step(ctx *c, lt_plan *p, int s, const lt_placement *prev,
+                           const lt_placement *nx, size_t *recv) {
+    int i = -1;
+    for (int j = 0; j < c->M; j++)
+        if (!lt_placement_equal(&prev[j], &nx[j])) i = j;
+    LT_ASSERT(i >= 0);
+    lt_plan_step *ps = &p->steps[s];
+    lt__step_kind k = lt__step_kind_of(c->mesh, prev, i, &nx[i]);
+    LT_ASSERT(k != LT__STEP_ILLEGAL);
+    ps->mesh_dim = i;
+    ps->from = prev[i];
+    ps->to = nx[i];
+    ps->comm = lt__step_kind_comm(k);
+    ps->coll = lt__step_kind_coll(k);
+    ps->collective = ps->comm ? lt_coll_name(ps->coll) : "none";
+    ps->local_op = lt__step_kind_local(k);
+    lt_placement *after = p->states_ + (size_t)(s + 1) * (size_t)c->M;
+    if (s == p->nsteps - 1) memcpy(after, p->dst, sizeof(lt_placement) * (size_t)c->M);
+    else lt__plan_display_state(c->mesh, c->ndim, c->shape, p->src, p->dst, nx, after);
+    ps->after = after;
+    if (!ps->comm) return LT_OK;
+    if (!recv || lt__layout_shapes(c->mesh, c->ndim, c->shape, prev, c->sh_a) ||
+        lt__layout_shapes(c->mesh, c->ndim, c->shape, nx, c->sh_b))
+        return lt__err(LT_NOMEM, "out of memory while planning");
+    ps->bytes_total =
+        lt__step_bytes(c->mesh, c->ndim, c->esize, k, i, &prev[i], &nx[i], c->sh_a, c->sh_b, recv);
+    for (int r = 0; r < c->W; r++)
+        if (recv[r] > ps->bytes_per_rank) ps->bytes_per_rank = recv[r];
+    p->ncomm++;
+    p->total_bytes += ps->bytes_total;
+    return LT_OK;
+}
+
+/* The steps of p along path[n] (recv: scratch for the bytes). */
+static lt_status fill_steps(ctx *c, lt_plan *p, const uint64_t *path, int n) {
+    lt_placement prev[LT_MESH_MAX_DIMS], nx[LT_MESH_MAX_DIMS];
+    memcpy(prev, c->src, sizeof prev);
+    size_t *recv = lt__malloc(sizeof(size_t) * (size_t)c->W);   /* (W) */
+    lt_status st = LT_OK;
+    for (int s = 0; s < n && !st; s++) {
+        decode(c, path[s], nx);
+        st = fill_step(c, p, s, prev, nx, recv);
+        memcpy(prev, nx, sizeof prev);
+    }
+    lt__free(recv);
+    return st;
+}
+
+lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planner planner,
+                         int shared, lt_plan **out) {
     *out = NULL;
     LT_TRY(lt__plan_zero_fill(from, dst, planner, shared, out));
     if (*out) return LT_OK;
@@ -365,113 +490,23 @@ lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planne
         if (mst != LT_OVERFLOW) return mst;
         complete_over = 1;
     }
-    ctx *c = lt__calloc(1, sizeof *c);
-    if (!c) return lt__err(LT_NOMEM, "out of memory while planning");
-    c->mesh = mesh;
-    c->M = mesh->ndim;
-    c->ndim = ndim;
-    c->W = mesh->world;
-    c->shape = shape;
-    c->esize = lt_dtype_size(dtype);
-    c->is_float = lt_dtype_is_float(dtype);
-    for (int i = 0; i < c->M; i++) {
-        c->src[i] = mesh->shape[i] == 1 ? lt_replicate() : src[i];
-        c->dst[i] = mesh->shape[i] == 1 ? lt_replicate() : dst[i];
-        c->frozen[i] = mesh->shape[i] == 1 ||
-                       (src[i].kind == LT_PL_PARTIAL && lt_placement_equal(&src[i], &dst[i]));
-    }
-    build_candidates(c);
-    size_t shn = (size_t)c->W * (size_t)(ndim ? ndim : 1);
-    c->sh_a = lt__malloc(sizeof(int64_t) * shn);
-    c->sh_b = lt__malloc(sizeof(int64_t) * shn);
+    ctx *c = ctx_for(from, dst);
+    if (!c) return LT_NOMEM;
     uint64_t *path = lt__malloc(sizeof(uint64_t) * MAX_STEPS);
-    lt_plan *p = lt__calloc(1, sizeof *p);
-    lt_status st = LT_OK;
-    if (!c->sh_a || !c->sh_b || !path || !p) st = lt__err(LT_NOMEM, "out of memory while planning");
     int n = 0, truncated = 0;
+    lt_status st = path ? find_path(c, planner, path, &n, &truncated)
+                        : lt__err(LT_NOMEM, "out of memory while planning");
+    lt_plan *p = st ? NULL : plan_new(from, dst, planner, n);
+    if (!st && !p) st = LT_NOMEM;
     if (!st) {
-        uint64_t ks = encode(c, c->src), kd = encode(c, c->dst);
-        if (ks != kd && planner == LT_PLANNER_MIN_COST) {
-            st = search(c, ks, kd, path, &n, MAX_STEPS);
-            if (st == LT_OVERFLOW) {
-                truncated = 1;
-                n = 0;
-            }
-        }
-        if (ks != kd && (planner == LT_PLANNER_GREEDY || truncated)) st = greedy(c, path, &n, MAX_STEPS);
+        p->states_explored = c->expanded;
+        p->search_truncated = truncated || complete_over;
+        st = fill_steps(c, p, path, n);
     }
-    if (!st) {
-        p->states_ = lt__malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)c->M);
-        p->steps = lt__calloc((size_t)(n ? n : 1), sizeof(lt_plan_step));
-        if (!p->states_ || !p->steps) st = lt__err(LT_NOMEM, "out of memory while planning");
-    }
-    if (st) {
-        lt__free(path);
-        if (p) {
-            lt__free(p->states_);
-            lt__free(p->steps);
-            lt__free(p);
-        }
-        ctx_free(c);
-        return st;
-    }
-    p->mesh = *mesh;
-    p->dtype = dtype;
-    p->ndim = ndim;
-    memcpy(p->shape, shape, sizeof(int64_t) * (size_t)ndim);
-    memcpy(p->src, src, sizeof(lt_placement) * (size_t)c->M);
-    memcpy(p->dst, dst, sizeof(lt_placement) * (size_t)c->M);
-    p->planner = planner;
-    p->nsteps = n;
-    p->refs_ = 1;
-    p->states_explored = c->expanded;
-    p->search_truncated = truncated || complete_over;
-    memcpy(p->states_, src, sizeof(lt_placement) * (size_t)c->M);
-    lt_placement prev[LT_MESH_MAX_DIMS], nx[LT_MESH_MAX_DIMS];
-    memcpy(prev, c->src, sizeof prev);
-    size_t *recv = lt__malloc(sizeof(size_t) * (size_t)c->W);
-    for (int s = 0; s < n && !st; s++) {
-        decode(c, path[s], nx);
-        int i = -1;
-        for (int j = 0; j < c->M; j++)
-            if (!lt_placement_equal(&prev[j], &nx[j])) i = j;
-        LT_ASSERT(i >= 0);
-        lt_plan_step *ps = &p->steps[s];
-        lt__step_kind k = lt__step_kind_of(mesh, prev, i, &nx[i]);
-        LT_ASSERT(k != LT__STEP_ILLEGAL);
-        ps->mesh_dim = i;
-        ps->from = prev[i];
-        ps->to = nx[i];
-        ps->comm = lt__step_kind_comm(k);
-        ps->coll = lt__step_kind_coll(k);
-        ps->collective = ps->comm ? lt_coll_name(ps->coll) : "none";
-        ps->local_op = lt__step_kind_local(k);
-        lt_placement *after = p->states_ + (size_t)(s + 1) * (size_t)c->M;
-        if (s == n - 1) memcpy(after, dst, sizeof(lt_placement) * (size_t)c->M);
-        else lt__plan_display_state(c->mesh, c->ndim, c->shape, src, dst, nx, after);
-        ps->after = after;
-        if (ps->comm) {
-            if (!recv || lt__layout_shapes(mesh, ndim, shape, prev, c->sh_a) ||
-                lt__layout_shapes(mesh, ndim, shape, nx, c->sh_b)) {
-                st = lt__err(LT_NOMEM, "out of memory while planning");
-                break;
-            }
-            ps->bytes_total = lt__step_bytes(mesh, ndim, c->esize, k, i, &prev[i], &nx[i], c->sh_a,
-                                             c->sh_b, recv);
-            for (int r = 0; r < c->W; r++)
-                if (recv[r] > ps->bytes_per_rank) ps->bytes_per_rank = recv[r];
-            p->ncomm++;
-            p->total_bytes += ps->bytes_total;
-        }
-        memcpy(prev, nx, sizeof prev);
-    }
-    lt__free(recv);
     lt__free(path);
     ctx_free(c);
     if (st) {
-        lt__free(p->states_);
-        lt__free(p->steps);
-        lt__free(p);
+        plan_drop(p);
         return st;
     }
     *out = p;
