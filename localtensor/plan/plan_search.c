@@ -358,30 +358,26 @@ static void plan_free_parts(lt_plan *p) {
     lt__free(p);
 }
 
-static lt_status make_plan(lt__mc *c, lt_dtype dtype, const lt_placement *usrc, const lt_placement *udst,
-                           int goal, lt_plan **out) {
+/* A new plan for the search's path[n + 1] (node indices, source first):
+ * its arrays (states, steps, moves, the permutations' entries) and its
+ * header. NULL when out of memory. */
+static lt_plan *mc_plan_new(lt__mc *c, lt_dtype dtype, const lt_placement *usrc,
+                            const lt_placement *udst, const int *path, int n) {
     const lt_mesh *mesh = c->g.mesh;
-    int M = c->g.M, n = 0;
-    for (int x = goal; c->nodes[x].prev >= 0; x = c->nodes[x].prev) n++;
-    int *path = lt__malloc(sizeof(int) * (size_t)(n + 1));
-    lt_plan *p = lt__calloc(1, sizeof *p);
-    if (!path || !p) {
-        lt__free(path);
-        lt__free(p);
-        return nomem();
-    }
-    for (int x = goal, q = n; q >= 0; x = c->nodes[x].prev, q--) path[q] = x;
+    int M = c->g.M;
     size_t nperm = 0;
     for (int s = 1; s <= n; s++)
-        if (c->nodes[path[s]].mv.kind == LT__MV_PERMUTE) nperm += (size_t)mesh->shape[c->nodes[path[s]].mv.mesh_dim];
+        if (c->nodes[path[s]].mv.kind == LT__MV_PERMUTE)
+            nperm += (size_t)mesh->shape[c->nodes[path[s]].mv.mesh_dim];
+    lt_plan *p = lt__calloc(1, sizeof *p);
+    if (!p) return NULL;
     p->states_ = lt__malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)M);
     p->steps = lt__calloc((size_t)(n ? n : 1), sizeof(lt_plan_step));
     p->moves_ = lt__calloc((size_t)(n ? n : 1), sizeof(lt__move));
     p->perms_ = lt__malloc(sizeof(int) * (nperm ? nperm : 1));
     if (!p->states_ || !p->steps || !p->moves_ || !p->perms_) {
-        lt__free(path);
         plan_free_parts(p);
-        return nomem();
+        return NULL;
     }
     p->mesh = *mesh;
     p->dtype = dtype;
@@ -394,71 +390,97 @@ static lt_status make_plan(lt__mc *c, lt_dtype dtype, const lt_placement *usrc, 
     p->refs_ = 1;
     p->states_explored = c->expanded;
     p->search_work_ = c->work;
-    memcpy(p->states_, usrc, sizeof(lt_placement) * (size_t)M);
+    return p;
+}
+
+/* The states of p along path: the source, each node's placements as
+ * displayed, the destination last. */
+static void mc_states(lt__mc *c, lt_plan *p, const int *path, int n) {
+    int M = c->g.M;
+    memcpy(p->states_, p->src, sizeof(lt_placement) * (size_t)M);
     for (int s = 1; s <= n; s++) {
         lt_placement eff[LT_MESH_MAX_DIMS];
         lt__mc_placements(c, c->nodes[path[s]].key, eff);
         lt_placement *st = p->states_ + (size_t)s * (size_t)M;
-        if (s == n) memcpy(st, udst, sizeof(lt_placement) * (size_t)M);
-        else lt__plan_display_state(mesh, c->g.ndim, c->g.shape, usrc, udst, eff, st);
+        if (s == n) memcpy(st, p->dst, sizeof(lt_placement) * (size_t)M);
+        else lt__plan_display_state(c->g.mesh, c->g.ndim, c->g.shape, p->src, p->dst, eff, st);
     }
-    c->budget = 1e300;   /* re-evaluating the chosen moves is not search work */
+}
+
+/* Step s of p: the move from node path[s] to path[s + 1] as the executor
+ * runs it (m), and the step it shows (its mesh dim, the collective, its
+ * bytes); *pu: the permutations' entries used so far. */
+static lt_status mc_step(lt__mc *c, lt_plan *p, const int *path, int s, size_t *pu) {
+    int M = c->g.M;
+    const lt__node *bn = &c->nodes[path[s + 1]];
+    const lt__mv *mv = &bn->mv;
+    const lt_placement *before = p->states_ + (size_t)s * (size_t)M, *after = before + M;
+    lt_plan_step *ps = &p->steps[s];
+    lt__move *m = &p->moves_[s];
+    int i = mv->mesh_dim, reorder = 0;
+    if (mv->kind == LT__MV_LOCAL) { /* a pick may change several mesh dims: name the first */
+        i = 0;
+        for (int j = M - 1; j >= 0; j--)
+            if (!lt_placement_equal(&before[j], &after[j])) i = j;
+    }
+    int64_t bytes = lt__mc_move_bytes(c, path[s], mv, &reorder);
+    if (bytes < 0) return nomem();   /* a chosen move is valid: only memory can fail here */
+    m->kind = (lt__mv_kind)mv->kind;
+    m->mesh_dim = i;
+    m->dim = mv->dim;
+    m->cdim = mv->cdim;
+    m->root = mv->root;
+    m->op = mv->op >= 0 ? (lt_redop)mv->op : LT_REDOP_SUM;
+    m->rule = mv->rule >= 0 ? c->rules[(int)mv->rule] : lt_split_chunk();
+    if (mv->kind == LT__MV_PERMUTE) {
+        int k = c->g.mesh->shape[mv->mesh_dim];
+        memcpy(p->perms_ + *pu, c->perms + mv->perm, sizeof(int) * (size_t)k);
+        m->perm = p->perms_ + *pu;
+        *pu += (size_t)k;
+    }
+    m->ndim = p->ndim;
+    m->shape = p->shape;
+    ps->move_ = m;
+    ps->mesh_dim = m->mesh_dim;
+    ps->from = before[m->mesh_dim];
+    ps->to = after[m->mesh_dim];
+    ps->coll = lt__mv_coll(m->kind);
+    ps->comm = m->kind != LT__MV_LOCAL && m->kind != LT__MV_PARTITION;
+    ps->collective = ps->comm ? lt_coll_name(ps->coll) : "none";
+    ps->local_op = m->kind == LT__MV_LOCAL       ? pick_name(c, c->nodes[path[s]].lay, bn->lay)
+                   : m->kind == LT__MV_PARTITION ? "partition"
+                   : reorder                     ? "index_select"
+                                                 : "";
+    ps->after = after;
+    if (!ps->comm) return LT_OK;
+    ps->bytes_total = (size_t)bytes;
+    for (int r = 0; r < c->g.W; r++)
+        if (c->recv[r] > ps->bytes_per_rank) ps->bytes_per_rank = (size_t)c->recv[r];
+    p->ncomm++;
+    p->total_bytes += ps->bytes_total;
+    return LT_OK;
+}
+
+static lt_status make_plan(lt__mc *c, lt_dtype dtype, const lt_placement *usrc,
+                           const lt_placement *udst, int goal, lt_plan **out) {
+    int n = 0;
+    for (int x = goal; c->nodes[x].prev >= 0; x = c->nodes[x].prev) n++;
+    int *path = lt__malloc(sizeof(int) * (size_t)(n + 1)); /* (n + 1) node indices, source first */
+    if (!path) return nomem();
+    for (int x = goal, q = n; q >= 0; x = c->nodes[x].prev, q--) path[q] = x;
+    lt_plan *p = mc_plan_new(c, dtype, usrc, udst, path, n);
+    lt_status st = p ? LT_OK : nomem();
+    if (!st) {
+        mc_states(c, p, path, n);
+        c->budget = 1e300;   /* re-evaluating the chosen moves is not search work */
+    }
     size_t pu = 0;
-    for (int s = 0; s < n; s++) {
-        const lt__node *bn = &c->nodes[path[s + 1]];
-        const lt__mv *mv = &bn->mv;
-        const lt_placement *before = p->states_ + (size_t)s * (size_t)M, *after = before + M;
-        lt_plan_step *ps = &p->steps[s];
-        lt__move *m = &p->moves_[s];
-        int i = mv->mesh_dim;
-        if (mv->kind == LT__MV_LOCAL) { /* a pick may change several mesh dims: name the first */
-            i = 0;
-            for (int j = M - 1; j >= 0; j--)
-                if (!lt_placement_equal(&before[j], &after[j])) i = j;
-        }
-        int reorder = 0;
-        int64_t bytes = lt__mc_move_bytes(c, path[s], mv, &reorder);
-        if (bytes < 0) {   /* a chosen move is valid: only memory can fail here */
-            lt__free(path);
-            plan_free_parts(p);
-            return nomem();
-        }
-        m->kind = (lt__mv_kind)mv->kind;
-        m->mesh_dim = i;
-        m->dim = mv->dim;
-        m->cdim = mv->cdim;
-        m->root = mv->root;
-        m->op = mv->op >= 0 ? (lt_redop)mv->op : LT_REDOP_SUM;
-        m->rule = mv->rule >= 0 ? c->rules[(int)mv->rule] : lt_split_chunk();
-        if (mv->kind == LT__MV_PERMUTE) {
-            int k = mesh->shape[mv->mesh_dim];
-            memcpy(p->perms_ + pu, c->perms + mv->perm, sizeof(int) * (size_t)k);
-            m->perm = p->perms_ + pu;
-            pu += (size_t)k;
-        }
-        m->ndim = p->ndim;
-        m->shape = p->shape;
-        ps->move_ = m;
-        ps->mesh_dim = m->mesh_dim;
-        ps->from = before[m->mesh_dim];
-        ps->to = after[m->mesh_dim];
-        ps->coll = lt__mv_coll(m->kind);
-        ps->comm = m->kind != LT__MV_LOCAL && m->kind != LT__MV_PARTITION;
-        ps->collective = ps->comm ? lt_coll_name(ps->coll) : "none";
-        ps->local_op = m->kind == LT__MV_LOCAL       ? pick_name(c, c->nodes[path[s]].lay, bn->lay)
-                       : m->kind == LT__MV_PARTITION ? "partition"
-                       : reorder                     ? "index_select"
-                                                     : "";
-        ps->after = after;
-        if (ps->comm) {
-            ps->bytes_total = (size_t)bytes;
-            for (int r = 0; r < c->g.W; r++)
-                if (c->recv[r] > ps->bytes_per_rank) ps->bytes_per_rank = (size_t)c->recv[r];
-            p->ncomm++;
-            p->total_bytes += ps->bytes_total;
-        }
-    }
+    for (int s = 0; s < n && !st; s++) st = mc_step(c, p, path, s, &pu);
     lt__free(path);
+    if (st) {
+        if (p) plan_free_parts(p);
+        return st;
+    }
     *out = p;
     return LT_OK;
 }
