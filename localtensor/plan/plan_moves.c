@@ -371,13 +371,218 @@ static void set_placeholder(lt__mc *c, int r, const int64_t *sh) {
  * reduction mv from layout a with Partial ops apop. 1 valid, 0 not a move,
  * -1 out of memory. *reorder (may be NULL) is set when a rank receives its
  * indices out of order. */
-int lt__mc_result(lt__mc *c, const lt__list *a, const signed char *apop, const lt__mv *mv, uint64_t *bytes,
-                  int *reorder) {
-    const lt__geo *g = &c->g;
-    int nd = g->ndim, i = mv->mesh_dim, e = mv->dim, f = mv->cdim, root = mv->root, k = mv->kind;
-    int n = g->mesh->shape[i], stride = g->W / g->T[i + 1];
-    uint64_t es = c->esize;
-    const lt_split_rule *rule = mv->rule >= 0 ? &c->rules[(int)mv->rule] : NULL;
+/* One group of a move in lt__mc_result: its members' blocks are
+ * c->mptrs[n] (member q is rank f0 + q * stride). Each g_* below computes
+ * the members' results into c->G and the bytes each receives into c->recv;
+ * it returns 1, 0 when the move is not valid for these blocks, or what the
+ * list operations return (-1: out of memory). */
+typedef struct mgroup {
+    lt__mc *c;
+    const lt__mv *mv;
+    const lt_split_rule *rule;   /* the move's split rule, or NULL */
+    int nd, n, stride, f0;
+    uint64_t es;                 /* element size */
+    int *reorder;                /* may be NULL */
+} mgroup;
+
+/* Partition, all_reduce, reduce: every member keeps its block. */
+static int g_reduce(const mgroup *G) {
+    lt__mc *c = G->c;
+    int nd = G->nd, n = G->n, k = G->mv->kind;
+    const lt__list *m0 = c->mptrs[0];
+    int64_t sh[LT_MAX_DIMS];
+    for (int q = 0; q < n; q++) {
+        int r = G->f0 + q * G->stride;
+        const lt__list *x = c->mptrs[q];
+        int64_t ne = lt__block_numel(x, nd);
+        if (k == LT__MV_PARTITION && !block_same(x, m0, nd)) return 0;
+        set_piece(c, r, x, -1, 0, 0);
+        if (k == LT__MV_ALL_REDUCE) {   /* reduce_scatter + all_gather of balanced pieces */
+            uint64_t p = (uint64_t)(ne / n + (q < ne % n));
+            c->recv[r] = ((uint64_t)(n - 1) * p + ((uint64_t)ne - p)) * G->es;
+        } else if (k == LT__MV_REDUCE && q == G->mv->root) {
+            c->recv[r] = (uint64_t)(n - 1) * (uint64_t)ne * G->es;
+        } else if (k == LT__MV_REDUCE) {
+            for (int d = 0; d < nd; d++) sh[d] = x[d].len;
+            set_placeholder(c, r, sh);
+        }
+    }
+    return 1;
+}
+
+/* All_gather and gather along e: the members' blocks concatenated. */
+static int g_gather(const mgroup *G) {
+    lt__mc *c = G->c;
+    int nd = G->nd, n = G->n, e = G->mv->dim;
+    const lt__list *m0 = c->mptrs[0];
+    int64_t sh[LT_MAX_DIMS], total = 0;
+    for (int d = 0; d < nd; d++) sh[d] = d == e ? 0 : m0[d].len;
+    for (int q = 0; q < n; q++) {
+        const lt__list *x = c->mptrs[q];
+        for (int d = 0; d < nd; d++)
+            if (d != e && x[d].len != m0[d].len) return 0;
+        if (lt__add_i64(sh[e], x[e].len, &sh[e])) return 0; /* past int64: no such move */
+        total += lt__block_numel(x, nd);
+    }
+    unsigned char emp;
+    int r = combine(c, c->mptrs, n, e, sh, c->Q, &emp, G->reorder);
+    if (r <= 0) return r;
+    for (int q = 0; q < n; q++) {
+        int rk = G->f0 + q * G->stride;
+        if (G->mv->kind == LT__MV_GATHER && q != G->mv->root) {
+            set_placeholder(c, rk, sh);
+            continue;
+        }
+        memcpy(c->G + (size_t)rk * (size_t)nd, c->Q, sizeof(lt__list) * (size_t)nd);
+        c->Gempty[rk] = emp;
+        c->recv[rk] = (uint64_t)(total - lt__block_numel(c->mptrs[q], nd)) * G->es;
+    }
+    return 1;
+}
+
+/* All_to_all split along e and joined along f != e, when the members
+ * holding anything agree off f (h: the first of them): every member has
+ * the same length along e, so piece j is the same cut for all, and the
+ * concatenation along f the same for every j: member j holds h with e cut
+ * and f joined. */
+static int g_a2a_joined(const mgroup *G, const lt__list *h) {
+    lt__mc *c = G->c;
+    int nd = G->nd, n = G->n, e = G->mv->dim, f = G->mv->cdim, kq = 0;
+    const lt__list *m0 = c->mptrs[0];
+    int64_t size, off, flen = 0;
+    for (int q = 0; q < n; q++)
+        if (lt__block_numel(c->mptrs[q], nd)) c->ptrs[kq++] = &c->mptrs[q][f];
+    for (int x = 1; G->reorder && x < kq; x++) {
+        const lt__list *pa = c->ptrs[x - 1], *pb = c->ptrs[x];
+        if (pb->r[0].lo < pa->r[pa->nr - 1].lo + pa->r[pa->nr - 1].n) *G->reorder = 1;
+    }
+    lt__list joined;
+    int r = lt__list_concat(&c->tar, c->ptrs, kq, &joined);
+    if (r <= 0) return r;
+    for (int q = 0; q < n; q++) flen += c->mptrs[q][f].len;
+    for (int j = 0; j < n; j++) {
+        int rj = G->f0 + j * G->stride;
+        lt__split_piece_quiet(G->rule, m0[e].len, n, j, &size, &off);
+        if (set_piece(c, rj, h, e, off, size) < 0) return -1;
+        lt__list *o = c->G + (size_t)rj * (size_t)nd;
+        o[f] = joined;
+        if (joined.len != flen) o[f] = (lt__list){NULL, 0, flen};
+        c->Gempty[rj] = lt__block_numel(o, nd) == 0;
+        if (c->Gempty[rj])   /* nothing held: the shape only */
+            for (int d = 0; d < nd; d++)
+                o[d] = (lt__list){NULL, 0, d == e ? size : d == f ? flen : m0[d].len};
+        for (int q = 0; q < n; q++)
+            if (q != j) c->recv[rj] += (uint64_t)numel_cut(c->mptrs[q], nd, e, size) * G->es;
+    }
+    return 1;
+}
+
+/* All_to_all, member j's result in general: each member's piece j along
+ * e, concatenated along f (collectives_sim's result shape: member 0's,
+ * with the piece along e and the concatenation along f). */
+static int g_a2a_piece(const mgroup *G, int j) {
+    lt__mc *c = G->c;
+    int nd = G->nd, n = G->n, e = G->mv->dim, f = G->mv->cdim, rj = G->f0 + j * G->stride;
+    const lt__list *m0 = c->mptrs[0];
+    int64_t sh[LT_MAX_DIMS], size, off;
+    for (int d = 0; d < nd; d++) sh[d] = m0[d].len;
+    sh[f] = 0;
+    for (int q = 0; q < n; q++) {
+        const lt__list *x = c->mptrs[q];
+        lt__list *pc = c->Q + (size_t)q * (size_t)nd;
+        lt__split_piece_quiet(G->rule, x[e].len, n, j, &size, &off);
+        memcpy(pc, x, sizeof(lt__list) * (size_t)nd);
+        if (lt__list_sub(&c->tar, &x[e], off, size, &pc[e]) < 0) return -1;
+        c->qptrs[q] = pc;
+        /* a concatenated size past int64 (empty pieces of huge dims):
+         * collectives_sim refuses it, so no such move */
+        if (lt__add_i64(sh[f], f == e ? size : x[f].len, &sh[f])) return 0;
+        if (f != e && q == 0) sh[e] = size;
+        if (q != j) c->recv[rj] += (uint64_t)numel_cut(x, nd, e, size) * G->es;
+    }
+    return combine(c, c->qptrs, n, f, sh, c->G + (size_t)rj * (size_t)nd, &c->Gempty[rj],
+                   G->reorder);
+}
+
+/* All_to_all: every piece keeps its member's indices off e and f, so the
+ * members holding anything must agree there (and on e too when f != e,
+ * their pieces being concatenated along f). */
+static int g_a2a(const mgroup *G) {
+    lt__mc *c = G->c;
+    int nd = G->nd, n = G->n, e = G->mv->dim, f = G->mv->cdim;
+    const lt__list *m0 = c->mptrs[0], *h = NULL;
+    int64_t size, off;
+    for (int q = 0; q < n; q++) {
+        const lt__list *x = c->mptrs[q];
+        for (int d = 0; d < nd; d++)
+            if (d != f && x[d].len != m0[d].len) return 0;
+        if (lt__split_piece_quiet(G->rule, x[e].len, n, 0, &size, &off)) return 0;
+        if (!lt__block_numel(x, nd)) continue;
+        if (!h) h = x;
+        for (int d = 0; d < nd; d++)
+            if (d != f && !lt__list_eq(&x[d], &h[d])) return 0;
+    }
+    if (f != e && h) return g_a2a_joined(G, h);
+    for (int j = 0; j < n; j++) {
+        int r = g_a2a_piece(G, j);
+        if (r <= 0) return r;
+    }
+    return 1;
+}
+
+/* Scatter from the root, and reduce_scatter: member j gets piece j along e
+ * (of the root's block; of its own block, reduced). */
+static int g_scatter(const mgroup *G) {
+    lt__mc *c = G->c;
+    int nd = G->nd, n = G->n, e = G->mv->dim, root = G->mv->root,
+        rs = G->mv->kind == LT__MV_REDUCE_SCATTER;
+    const lt__list *x0 = rs ? c->mptrs[0] : c->mptrs[root];
+    int64_t size, off;
+    if (lt__split_piece_quiet(G->rule, x0[e].len, n, 0, &size, &off)) return 0;
+    for (int j = 0; j < n; j++) {
+        int rj = G->f0 + j * G->stride;
+        lt__split_piece_quiet(G->rule, x0[e].len, n, j, &size, &off);
+        if (set_piece(c, rj, rs ? c->mptrs[j] : x0, e, off, size) < 0) return -1;
+        uint64_t ne = (uint64_t)lt__block_numel(c->G + (size_t)rj * (size_t)nd, nd);
+        if (rs) c->recv[rj] = (uint64_t)(n - 1) * ne * G->es;
+        else if (j != root) c->recv[rj] = ne * G->es;
+    }
+    return 1;
+}
+
+/* Permute: member q's block moves to member perm[q]. */
+static int g_permute(const mgroup *G) {
+    lt__mc *c = G->c;
+    const int *perm = c->perms + G->mv->perm;
+    for (int q = 0; q < G->n; q++) {
+        int rk = G->f0 + perm[q] * G->stride;
+        set_piece(c, rk, c->mptrs[q], -1, 0, 0);
+        if (perm[q] != q) c->recv[rk] = (uint64_t)lt__block_numel(c->mptrs[q], G->nd) * G->es;
+    }
+    return 1;
+}
+
+static int g_group(const mgroup *G) {
+    switch (G->mv->kind) {
+    case LT__MV_PARTITION:
+    case LT__MV_ALL_REDUCE:
+    case LT__MV_REDUCE: return g_reduce(G);
+    case LT__MV_ALL_GATHER:
+    case LT__MV_GATHER: return g_gather(G);
+    case LT__MV_ALL_TO_ALL: return g_a2a(G);
+    case LT__MV_SCATTER:
+    case LT__MV_REDUCE_SCATTER: return g_scatter(G);
+    case LT__MV_PERMUTE: return g_permute(G);
+    default: return 0;
+    }
+}
+
+/* The Partial mesh dims after move mv (into c->gpop) from apop: 0 when the
+ * move cannot apply to them (a partition needs no Partial on its dim; a
+ * reduction the same Partial; any other move none, since moving a
+ * Partial's terms between its members loses the sum). */
+static int partial_after(lt__mc *c, const signed char *apop, const lt__mv *mv) {
+    int i = mv->mesh_dim, k = mv->kind;
     int reducing = k == LT__MV_ALL_REDUCE || k == LT__MV_REDUCE_SCATTER || k == LT__MV_REDUCE;
     memcpy(c->gpop, apop, sizeof c->gpop);
     if (k == LT__MV_PARTITION) {
@@ -387,166 +592,29 @@ int lt__mc_result(lt__mc *c, const lt__list *a, const signed char *apop, const l
         if (apop[i] < 0 || apop[i] != mv->op) return 0;
         c->gpop[i] = -1;
     } else if (apop[i] >= 0) {
-        return 0;   /* moving a Partial's terms between its members loses the sum */
+        return 0;
     }
+    return 1;
+}
+
+int lt__mc_result(lt__mc *c, const lt__list *a, const signed char *apop, const lt__mv *mv,
+                  uint64_t *bytes, int *reorder) {
+    const lt__geo *g = &c->g;
+    int nd = g->ndim, i = mv->mesh_dim, k = mv->kind;
+    int n = g->mesh->shape[i], stride = g->W / g->T[i + 1];
+    if (!partial_after(c, apop, mv)) return 0;
     if (nd == 0 && k != LT__MV_PARTITION && k != LT__MV_ALL_REDUCE && k != LT__MV_PERMUTE) return 0;
     memset(c->recv, 0, sizeof(uint64_t) * (size_t)g->W);
-    if (spend(c, (double)g->W * (k == LT__MV_ALL_TO_ALL ? n : 1) + lt__mc_runs(a + g->off[g->M], (size_t)g->W * (size_t)nd)))
+    if (spend(c, (double)g->W * (k == LT__MV_ALL_TO_ALL ? n : 1) +
+                     lt__mc_runs(a + g->off[g->M], (size_t)g->W * (size_t)nd)))
         return -2;
-    int64_t sh[LT_MAX_DIMS], size, off;
+    mgroup G = {c,        mv,     mv->rule >= 0 ? &c->rules[(int)mv->rule] : NULL, nd, n, stride, 0,
+                c->esize, reorder};
     for (int base = 0; base < g->W; base += stride * n)
-        for (int f0 = base; f0 < base + stride; f0++) {
-            for (int q = 0; q < n; q++) c->mptrs[q] = blk(c, a, f0 + q * stride);
-            const lt__list *m0 = c->mptrs[0];
-            switch (k) {
-            case LT__MV_PARTITION:
-            case LT__MV_ALL_REDUCE:
-            case LT__MV_REDUCE:
-                for (int q = 0; q < n; q++) {
-                    int r = f0 + q * stride;
-                    const lt__list *x = c->mptrs[q];
-                    int64_t ne = lt__block_numel(x, nd);
-                    if (k == LT__MV_PARTITION && !block_same(x, m0, nd)) return 0;
-                    set_piece(c, r, x, -1, 0, 0);
-                    if (k == LT__MV_ALL_REDUCE) {   /* reduce_scatter + all_gather of balanced pieces */
-                        uint64_t p = (uint64_t)(ne / n + (q < ne % n));
-                        c->recv[r] = ((uint64_t)(n - 1) * p + ((uint64_t)ne - p)) * es;
-                    } else if (k == LT__MV_REDUCE && q == root) {
-                        c->recv[r] = (uint64_t)(n - 1) * (uint64_t)ne * es;
-                    } else if (k == LT__MV_REDUCE) {
-                        for (int d = 0; d < nd; d++) sh[d] = x[d].len;
-                        set_placeholder(c, r, sh);
-                    }
-                }
-                break;
-            case LT__MV_ALL_GATHER:
-            case LT__MV_GATHER: {
-                int64_t total = 0;
-                for (int d = 0; d < nd; d++) sh[d] = d == e ? 0 : m0[d].len;
-                for (int q = 0; q < n; q++) {
-                    const lt__list *x = c->mptrs[q];
-                    for (int d = 0; d < nd; d++)
-                        if (d != e && x[d].len != m0[d].len) return 0;
-                    if (lt__add_i64(sh[e], x[e].len, &sh[e])) return 0; /* past int64: no such move */
-                    total += lt__block_numel(x, nd);
-                }
-                unsigned char emp;
-                int r = combine(c, c->mptrs, n, e, sh, c->Q, &emp, reorder);
-                if (r <= 0) return r;
-                for (int q = 0; q < n; q++) {
-                    int rk = f0 + q * stride;
-                    if (k == LT__MV_GATHER && q != root) {
-                        set_placeholder(c, rk, sh);
-                        continue;
-                    }
-                    memcpy(c->G + (size_t)rk * (size_t)nd, c->Q, sizeof(lt__list) * (size_t)nd);
-                    c->Gempty[rk] = emp;
-                    c->recv[rk] = (uint64_t)(total - lt__block_numel(c->mptrs[q], nd)) * es;
-                }
-                break;
-            }
-            case LT__MV_ALL_TO_ALL: {
-                /* every piece keeps its member's indices off e and f, so the
-                 * members holding anything must agree there (and on e too
-                 * when f != e, their pieces being concatenated along f) */
-                const lt__list *h = NULL;
-                for (int q = 0; q < n; q++) {
-                    const lt__list *x = c->mptrs[q];
-                    for (int d = 0; d < nd; d++)
-                        if (d != f && x[d].len != m0[d].len) return 0;
-                    if (lt__split_piece_quiet(rule, x[e].len, n, 0, &size, &off)) return 0;
-                    if (!lt__block_numel(x, nd)) continue;
-                    if (!h) h = x;
-                    for (int d = 0; d < nd; d++)
-                        if (d != f && !lt__list_eq(&x[d], &h[d])) return 0;
-                }
-                if (f != e && h) {
-                    /* every member has the same length along e, so piece j is the
-                     * same cut for all, and the concatenation along f the same
-                     * for every j: member j holds h with e cut and f joined */
-                    int kq = 0;
-                    for (int q = 0; q < n; q++)
-                        if (lt__block_numel(c->mptrs[q], nd)) c->ptrs[kq++] = &c->mptrs[q][f];
-                    for (int x = 1; reorder && x < kq; x++) {
-                        const lt__list *pa = c->ptrs[x - 1], *pb = c->ptrs[x];
-                        if (pb->r[0].lo < pa->r[pa->nr - 1].lo + pa->r[pa->nr - 1].n) *reorder = 1;
-                    }
-                    lt__list joined;
-                    int r = lt__list_concat(&c->tar, c->ptrs, kq, &joined);
-                    if (r <= 0) return r;
-                    int64_t flen = 0;
-                    for (int q = 0; q < n; q++) flen += c->mptrs[q][f].len;
-                    for (int j = 0; j < n; j++) {
-                        int rj = f0 + j * stride;
-                        lt__split_piece_quiet(rule, m0[e].len, n, j, &size, &off);
-                        if (set_piece(c, rj, h, e, off, size) < 0) return -1;
-                        lt__list *o = c->G + (size_t)rj * (size_t)nd;
-                        o[f] = joined;
-                        if (joined.len != flen) o[f] = (lt__list){NULL, 0, flen};
-                        c->Gempty[rj] = lt__block_numel(o, nd) == 0;
-                        if (c->Gempty[rj])   /* nothing held: the shape only */
-                            for (int d = 0; d < nd; d++) o[d] = (lt__list){NULL, 0, d == e ? size : d == f ? flen : m0[d].len};
-                        for (int q = 0; q < n; q++)
-                            if (q != j) c->recv[rj] += (uint64_t)numel_cut(c->mptrs[q], nd, e, size) * es;
-                    }
-                    break;
-                }
-                for (int j = 0; j < n; j++) {
-                    int rj = f0 + j * stride;
-                    /* collectives_sim's result shape: member 0's, with the piece
-                     * along e and the concatenation along f */
-                    for (int d = 0; d < nd; d++) sh[d] = m0[d].len;
-                    sh[f] = 0;
-                    for (int q = 0; q < n; q++) {
-                        const lt__list *x = c->mptrs[q];
-                        lt__list *pc = c->Q + (size_t)q * (size_t)nd;
-                        lt__split_piece_quiet(rule, x[e].len, n, j, &size, &off);
-                        memcpy(pc, x, sizeof(lt__list) * (size_t)nd);
-                        if (lt__list_sub(&c->tar, &x[e], off, size, &pc[e]) < 0) return -1;
-                        c->qptrs[q] = pc;
-                        /* a concatenated size past int64 (empty pieces of huge dims):
-                         * collectives_sim refuses it, so no such move */
-                        if (lt__add_i64(sh[f], f == e ? size : x[f].len, &sh[f])) return 0;
-                        if (f != e && q == 0) sh[e] = size;
-                        if (q != j) c->recv[rj] += (uint64_t)numel_cut(x, nd, e, size) * es;
-                    }
-                    int r = combine(c, c->qptrs, n, f, sh, c->G + (size_t)rj * (size_t)nd, &c->Gempty[rj], reorder);
-                    if (r <= 0) return r;
-                }
-                break;
-            }
-            case LT__MV_SCATTER: {
-                const lt__list *x = c->mptrs[root];
-                if (lt__split_piece_quiet(rule, x[e].len, n, 0, &size, &off)) return 0;
-                for (int j = 0; j < n; j++) {
-                    int rj = f0 + j * stride;
-                    lt__split_piece_quiet(rule, x[e].len, n, j, &size, &off);
-                    if (set_piece(c, rj, x, e, off, size) < 0) return -1;
-                    if (j != root) c->recv[rj] = (uint64_t)lt__block_numel(c->G + (size_t)rj * (size_t)nd, nd) * es;
-                }
-                break;
-            }
-            case LT__MV_PERMUTE: {
-                const int *perm = c->perms + mv->perm;
-                for (int q = 0; q < n; q++) {
-                    int rk = f0 + perm[q] * stride;
-                    set_piece(c, rk, c->mptrs[q], -1, 0, 0);
-                    if (perm[q] != q) c->recv[rk] = (uint64_t)lt__block_numel(c->mptrs[q], nd) * es;
-                }
-                break;
-            }
-            case LT__MV_REDUCE_SCATTER:
-                if (lt__split_piece_quiet(rule, m0[e].len, n, 0, &size, &off)) return 0;
-                for (int j = 0; j < n; j++) {
-                    int rj = f0 + j * stride;
-                    lt__split_piece_quiet(rule, m0[e].len, n, j, &size, &off);
-                    if (set_piece(c, rj, c->mptrs[j], e, off, size) < 0) return -1;
-                    c->recv[rj] = (uint64_t)(n - 1) * (uint64_t)lt__block_numel(c->G + (size_t)rj * (size_t)nd, nd) * es;
-                }
-                break;
-            default:
-                return 0;
-            }
+        for (G.f0 = base; G.f0 < base + stride; G.f0++) {
+            for (int q = 0; q < n; q++) c->mptrs[q] = blk(c, a, G.f0 + q * stride);
+            int r = g_group(&G);
+            if (r <= 0) return r;
         }
     uint64_t tot = 0;
     for (int r = 0; r < g->W; r++) tot += c->recv[r];
