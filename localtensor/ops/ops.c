@@ -101,113 +101,169 @@ static int relax(lt_spec *view, int nin, int i) {
  * at least one shard into Replicate, so at most nin * mesh dims rounds. What
  * the rule then sees is no checked spec (lt__spec_unchecked); what it asks
  * for is checked here (lt_spec_make). */
-static lt_status build_plan(lt_op_kind op, lt_op_rules rules, const lt_mesh *mesh, int nin,
-                            const lt_spec *const *in, const lt_op_args *args, lt_op_plan **out) {
-    const char *name = lt_op_name(op);
+/* A new op plan with room for nin inputs' targets; NULL when out of
+ * memory. */
+static lt_op_plan *op_plan_new(int nin) {
     lt_op_plan *p = lt__calloc(1, sizeof *p);
-    lt__rule_io *io = lt__calloc(1, sizeof *io);
-    if (p) p->refs_ = 1;
-    if (p && nin > 0) {
+    if (!p) return NULL;
+    p->refs_ = 1;
+    if (nin > 0) {
         p->in_target = lt__calloc((size_t)nin, sizeof *p->in_target);
         p->in_redistribute = lt__calloc((size_t)nin, sizeof *p->in_redistribute);
     }
-    if (!p || !io || (nin > 0 && (!p->in_target || !p->in_redistribute))) {
-        lt__free(io);
+    if (nin > 0 && (!p->in_target || !p->in_redistribute)) {
         lt_op_plan_free(p);
-        return lt__err(LT_NOMEM, "out of memory");
+        return NULL;
     }
+    return p;
+}
+
+/* Why a rule's choice does not stand: the text (empty when the rule
+ * itself failed), its sub-code, and the mesh dim to relax (-1: none). */
+typedef struct rule_why {
+    char text[512];
+    lt_errcode code;
+    int bad_dim;
+} rule_why;
+
+/* The inputs' targets that differ from what they hold are made real
+ * layouts (a target that is none: why). */
+static lt_status check_targets(lt_op_plan *p, const lt_mesh *mesh, int nin,
+                               const lt_spec *const *in, rule_why *w) {
+    for (int k = 0; k < nin; k++) {
+        p->in_redistribute[k] = !pls_equal(p->in_target[k], in[k]->placements, mesh->ndim);
+        if (!p->in_redistribute[k]) continue;
+        lt_spec t; /* the target: input k's tensor under the placements the rule asks for */
+        lt_status st = lt_spec_make(mesh, in[k]->dtype, in[k]->ndim, in[k]->shape, p->in_target[k],
+                                    mesh->ndim, &t);
+        if (!st) {
+            memcpy(p->in_target[k], t.placements, sizeof(lt_placement) * (size_t)mesh->ndim);
+            continue;
+        }
+        snprintf(w->text, sizeof w->text,
+                 "not supported yet: %s: input %d would need a layout that does not exist (%s)",
+                 lt_op_name(p->op), k, lt_errmsg());
+        w->code = LT_ERR_NOT_YET;
+        w->bad_dim = failing_mesh_dim(mesh, in[k]->ndim, in[k]->shape, p->in_target[k]);
+        return st;
+    }
+    return LT_OK;
+}
+
+/* The outputs: loose checks, not lt_spec_make, whose element count check
+ * propagation has never made (an mm of (n, 0) by (0, n) has inputs of no
+ * elements and an output of n * n; the run refuses it, out_room). */
+static lt_status check_outputs(lt_op_plan *p, const lt_mesh *mesh, const lt__rule_io *io,
+                               rule_why *w) {
+    int bad_j = -1;
+    lt_status st = lt_placements_check(mesh, p->out_ndim, io->out, mesh->ndim, p->out_pl);
+    for (int j = 0; j < p->nout && !st; j++)
+        if ((st = lt_layout_check(mesh, p->out_ndim, io->out_shape[j], p->out_pl))) bad_j = j;
+    if (!st) return LT_OK;
+    snprintf(w->text, sizeof w->text,
+             "not supported yet: %s: the output layout does not exist (%s)", lt_op_name(p->op),
+             lt_errmsg());
+    w->code = LT_ERR_NO_LAYOUT;   /* the rule is wrong, not missing */
+    if (bad_j >= 0)
+        w->bad_dim = failing_mesh_dim(mesh, p->out_ndim, io->out_shape[bad_j], p->out_pl);
+    return st;
+}
+
+/* One propagation of the rule over the inputs as seen (seen[nin]), into p
+ * and io; a choice that does not stand says why in w. */
+static lt_status propagate_once(lt_op_plan *p, lt__rule_io *io, lt_op_rules rules,
+                                const lt_mesh *mesh, int nin, const lt_spec *const *in,
+                                const lt_spec **seen, const lt_op_args *args, rule_why *w) {
+    memset(io, 0, sizeof *io);
+    memset(w, 0, sizeof *w);
+    w->bad_dim = -1;
+    for (int k = 0; k < nin; k++)
+        memcpy(p->in_target[k], seen[k]->placements, sizeof(lt_placement) * (size_t)mesh->ndim);
+    io->op = p->op, io->mesh = mesh, io->nin = nin, io->in = seen, io->args = args,
+    io->tgt = p->in_target;
+    io->rules = rules;
+    lt_status st = lt__rule_propagate(io);
+    p->nin = nin, p->nout = io->nout, p->out_dtype = io->out_dtype;
+    p->out_ndim = io->out_ndim, p->mesh_ = *mesh, p->rules = rules;
+    p->mean_div_ = io->mean_div, p->masked_ = io->masked;
+    p->nkdims_ = io->nkdims, p->kdim_ = io->kdim, p->kdim2_ = io->kdim2;
+    memcpy(p->kdims_, io->kdims, sizeof p->kdims_);
+    if (!st) st = check_targets(p, mesh, nin, in, w);
+    if (!st) st = check_outputs(p, mesh, io, w);
+    return st;
+}
+
+/* The rule's choice, relaxed where it does not stand: the inputs the rule
+ * followed on the failing mesh dim count as Replicate there, until the
+ * choice stands or nothing is left to relax. */
+static lt_status propagate(lt_op_plan *p, lt__rule_io *io, lt_op_rules rules, const lt_mesh *mesh,
+                           int nin, const lt_spec *const *in, const lt_op_args *args) {
     lt_spec *view = NULL; /* (nin) what the rule sees once relaxed (unchecked) */
     const lt_spec *seen[LT_OP_MAX_INPUTS];
     for (int k = 0; k < nin; k++) seen[k] = in[k];
     lt_status st;
+    rule_why w;
     for (;;) {
-        int bad_dim = -1;
-        memset(io, 0, sizeof *io);
-        for (int k = 0; k < nin; k++)
-            memcpy(p->in_target[k], seen[k]->placements, sizeof(lt_placement) * (size_t)mesh->ndim);
-        io->op = op, io->mesh = mesh, io->nin = nin, io->in = seen, io->args = args, io->tgt = p->in_target, io->rules = rules;
-        st = lt__rule_propagate(io);
-        p->op = op, p->nin = nin, p->nout = io->nout, p->out_dtype = io->out_dtype;
-        p->out_ndim = io->out_ndim, p->mesh_ = *mesh, p->rules = rules;
-        p->mean_div_ = io->mean_div, p->masked_ = io->masked;
-        p->nkdims_ = io->nkdims, p->kdim_ = io->kdim, p->kdim2_ = io->kdim2;
-        memcpy(p->kdims_, io->kdims, sizeof p->kdims_);
-        char why[512] = "";
-        lt_errcode why_code = LT_ERR_NONE;
-        for (int k = 0; k < nin && !st; k++) {
-            p->in_redistribute[k] = !pls_equal(p->in_target[k], in[k]->placements, mesh->ndim);
-            if (!p->in_redistribute[k]) continue;
-            lt_spec t; /* the target: input k's tensor under the placements the rule asks for */
-            st = lt_spec_make(mesh, in[k]->dtype, in[k]->ndim, in[k]->shape, p->in_target[k], mesh->ndim, &t);
-            if (!st) memcpy(p->in_target[k], t.placements, sizeof(lt_placement) * (size_t)mesh->ndim);
-            if (st) {
-                snprintf(why, sizeof why, "not supported yet: %s: input %d would need a layout that does not exist (%s)",
-                         name, k, lt_errmsg());
-                why_code = LT_ERR_NOT_YET;
-                bad_dim = failing_mesh_dim(mesh, in[k]->ndim, in[k]->shape, p->in_target[k]);
-            }
+        st = propagate_once(p, io, rules, mesh, nin, in, seen, args, &w);
+        if (!st || !w.text[0]) break; /* done, or the rule's own error */
+        if (w.bad_dim < 0 || nin == 0) break;
+        if (!view && !(view = lt__malloc(sizeof *view * (size_t)nin))) {
+            lt__free(view);
+            return lt__err(LT_NOMEM, "out of memory");
         }
-        if (!st) {
-            /* the outputs: loose checks, not lt_spec_make, whose element count
-             * check propagation has never made (an mm of (n, 0) by (0, n) has
-             * inputs of no elements and an output of n * n; the run refuses
-             * it, out_room) */
-            int bad_j = -1;
-            st = lt_placements_check(mesh, p->out_ndim, io->out, mesh->ndim, p->out_pl);
-            for (int j = 0; j < p->nout && !st; j++)
-                if ((st = lt_layout_check(mesh, p->out_ndim, io->out_shape[j], p->out_pl))) bad_j = j;
-            if (st) {
-                snprintf(why, sizeof why, "not supported yet: %s: the output layout does not exist (%s)", name, lt_errmsg());
-                why_code = LT_ERR_NO_LAYOUT;   /* the rule is wrong, not missing */
-                if (bad_j >= 0) bad_dim = failing_mesh_dim(mesh, p->out_ndim, io->out_shape[bad_j], p->out_pl);
-            }
-        }
-        if (!st || !why[0]) break; /* done, or the rule's own error */
-        st = LT_UNSUPPORTED;
-        if (bad_dim < 0 || nin == 0) {
-            st = lt__err_code(st, why_code, "%s", why);
-            break;
-        }
-        /* fall back: the inputs the rule followed on that mesh dim count as Replicate there */
-        if (!view) {
-            view = lt__malloc(sizeof *view * (size_t)nin);
-            if (!view) {
-                st = lt__err(LT_NOMEM, "out of memory");
-                break;
-            }
-            for (int k = 0; k < nin; k++) view[k] = lt__spec_unchecked(in[k], in[k]->placements), seen[k] = &view[k];
-        }
-        if (!relax(view, nin, bad_dim)) {
-            st = lt__err_code(st, why_code, "%s", why);
-            break;
-        }
+        if (seen[0] != &view[0])
+            for (int k = 0; k < nin; k++)
+                view[k] = lt__spec_unchecked(in[k], in[k]->placements), seen[k] = &view[k];
+        if (!relax(view, nin, w.bad_dim)) break;
     }
     lt__free(view);
+    if (!st || !w.text[0]) return st;
+    return lt__err_code(LT_UNSUPPORTED, w.code, "%s", w.text);
+}
+
+/* The outputs' global and local shapes, and the embedding's first vocab
+ * row of every rank. */
+static lt_status plan_shapes(lt_op_plan *p, const lt__rule_io *io, const lt_mesh *mesh,
+                             const lt_spec *const *in) {
     size_t W = (size_t)mesh->world, nd = (size_t)(p->out_ndim > 0 ? p->out_ndim : 1);
-    if (!st) {
-        p->out_shape = lt__calloc((size_t)p->nout, sizeof *p->out_shape);
-        p->local_shapes_ = lt__malloc(sizeof(int64_t) * (size_t)p->nout * W * nd);
-        p->split_sizes_ = lt__malloc(sizeof(int64_t) * (size_t)p->nout);
-        if (!p->out_shape || !p->local_shapes_ || !p->split_sizes_) st = lt__err(LT_NOMEM, "out of memory");
-    }
-    for (int j = 0; j < p->nout && !st; j++) {
+    p->out_shape = lt__calloc((size_t)p->nout, sizeof *p->out_shape);
+    p->local_shapes_ = lt__malloc(sizeof(int64_t) * (size_t)p->nout * W * nd);
+    p->split_sizes_ = lt__malloc(sizeof(int64_t) * (size_t)p->nout);
+    if (!p->out_shape || !p->local_shapes_ || !p->split_sizes_)
+        return lt__err(LT_NOMEM, "out of memory");
+    for (int j = 0; j < p->nout; j++) {
         memcpy(p->out_shape[j], io->out_shape[j], sizeof p->out_shape[j]);
         p->split_sizes_[j] = io->split_sizes[j];
-        for (size_t r = 0; r < W && !st; r++)
-            st = lt_local_shape_and_offset(mesh, p->out_ndim, p->out_shape[j], p->out_pl, (int)r,
-                                           p->local_shapes_ + ((size_t)j * W + r) * nd, NULL);
+        for (size_t r = 0; r < W; r++)
+            LT_TRY(lt_local_shape_and_offset(mesh, p->out_ndim, p->out_shape[j], p->out_pl, (int)r,
+                                             p->local_shapes_ + ((size_t)j * W + r) * nd, NULL));
     }
-    if (!st && p->masked_) { /* embedding: first vocab row of every rank */
-        lt_spec w = lt__spec_with(in[0], p->in_target[0]); /* the weight as the kernel gets it: checked above */
-        p->vocab_ = w.shape[0];
-        p->row_offset_ = lt__malloc(sizeof(int64_t) * W);
-        if (!p->row_offset_) st = lt__err(LT_NOMEM, "out of memory");
-        for (size_t r = 0; r < W && !st; r++) {
-            int64_t ls[2], off[2];
-            st = lt_spec_local_shape(&w, (int)r, ls, off);
-            p->row_offset_[r] = off[0];
-        }
+    if (!p->masked_) return LT_OK;
+    lt_spec w =
+        lt__spec_with(in[0], p->in_target[0]); /* the weight as the kernel gets it: checked above */
+    p->vocab_ = w.shape[0];
+    p->row_offset_ = lt__malloc(sizeof(int64_t) * W);
+    if (!p->row_offset_) return lt__err(LT_NOMEM, "out of memory");
+    for (size_t r = 0; r < W; r++) {
+        int64_t ls[2], off[2];
+        LT_TRY(lt_spec_local_shape(&w, (int)r, ls, off));
+        p->row_offset_[r] = off[0];
     }
+    return LT_OK;
+}
+
+static lt_status build_plan(lt_op_kind op, lt_op_rules rules, const lt_mesh *mesh, int nin,
+                            const lt_spec *const *in, const lt_op_args *args, lt_op_plan **out) {
+    lt_op_plan *p = op_plan_new(nin);
+    lt__rule_io *io = lt__calloc(1, sizeof *io);
+    if (!p || !io) {
+        lt__free(io);
+        lt_op_plan_free(p);
+        return lt__err(LT_NOMEM, "out of memory");
+    }
+    p->op = op;
+    lt_status st = propagate(p, io, rules, mesh, nin, in, args);
+    if (!st) st = plan_shapes(p, io, mesh, in);
     if (!st) describe(p, mesh, in);
     lt__free(io);
     if (st) {
