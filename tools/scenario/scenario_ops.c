@@ -119,32 +119,12 @@ typedef struct {
 
 /* `op` (local 0: DTensors, sharding propagation) and `local_op` (local 1:
  * LocalTensors, each rank's shard on its own). */
-static lt_status parse_op_common(sc_parse_ctx *pc, const sc_node *body, sc_step *st, int local) {
-    static const char *const keys[] = {"op", "inputs", "as", "dim", "dim2", "dims", "keepdim", "shape",
-                                       "split_size", "sizes", "chunks", "scalar", "p", "seed", "alpha",
-                                       "beta", "dtype", "placements", "expect_placements", "reference",
-                                       "rtol", "atol", NULL};
-    static const char *const local_keys[] = {"op", "inputs", "as", "dim", "dim2", "dims", "keepdim", "shape",
-                                             "split_size", "sizes", "chunks", "scalar", "p", "seed", "alpha",
-                                             "beta", "dtype", NULL};
-    const char *what = local ? "local_op" : "op";
-    int kind = local ? SC_LOCAL : SC_DTENSOR;
+/* The dims and sizes an op takes: dim, dim2, dims, keepdim, shape,
+ * split_size, sizes, chunks. */
+static lt_status op_dims(const sc_node *body, lt_op_args *a) {
     const sc_node *n;
-    const char *s;
-    LT_TRY(lt__sc_keys(body, what, local ? local_keys : keys));
-    LT__SC_NEW_DATA(op_data, d);
-    d->args = lt__sc_alloc(pc->arena, sizeof *d->args);
-    if (!d->args) return LT_NOMEM;
-    lt_op_args *a = d->args;
-    LT_TRY(lt__sc_need(body, "op", "op", &n));
-    LT_TRY(lt__sc_str(n, "op: op", &s));
-    lt_status e = lt_op_parse(s, &d->op);
-    if (e) return lt__sc_err_at(n, e);
-    int ar = lt_op_arity(d->op);
-    LT_TRY(names(pc, body, what, "inputs", kind, 0, LT_OP_MAX_INPUTS, &d->in, &d->nin));
-    if ((ar >= 0 && d->nin != ar) || (ar < 0 && d->nin < 1))
-        return lt__sc_err(body, LT_INVALID, "op: %s takes %s%d input%s under 'inputs', got %d", s,
-                          ar < 0 ? "at least " : "", ar < 0 ? 1 : ar, ar == 1 ? "" : "s", d->nin);
+    int64_t v[LT_OP_MAX_OUTPUTS];
+    int cnt = 0;
     if ((n = lt__sc_get(body, "dim"))) {
         LT_TRY(lt__sc_int(n, "op: dim", -LT_MAX_DIMS - 1, LT_MAX_DIMS, &a->dim));
         a->dim_set = 1; /* squeeze: only this dim (without it: every size-1 dim) */
@@ -153,8 +133,6 @@ static lt_status parse_op_common(sc_parse_ctx *pc, const sc_node *body, sc_step 
         LT_TRY(lt__sc_int(n, "op: dim2", -LT_MAX_DIMS - 1, LT_MAX_DIMS, &a->dim2));
         a->flatten_end_set = 1;
     }
-    int64_t v[LT_OP_MAX_OUTPUTS];
-    int cnt = 0;
     if ((n = lt__sc_get(body, "dims"))) {
         /* they land in ints: the same range as 'dim' (the op names a dim out of range) */
         LT_TRY(int_list(n, "op: dims", -LT_MAX_DIMS - 1, LT_MAX_DIMS, LT_MAX_DIMS, v, &cnt));
@@ -166,12 +144,23 @@ static lt_status parse_op_common(sc_parse_ctx *pc, const sc_node *body, sc_step 
         LT_TRY(int_list(n, "op: shape", -1, INT64_MAX, LT_MAX_DIMS, a->shape, &cnt));
         a->shape_ndim = cnt;
     }
-    if ((n = lt__sc_get(body, "split_size"))) LT_TRY(lt__sc_i64(n, "op: split_size", 1, INT64_MAX, &a->split_size));
+    if ((n = lt__sc_get(body, "split_size")))
+        LT_TRY(lt__sc_i64(n, "op: split_size", 1, INT64_MAX, &a->split_size));
     if ((n = lt__sc_get(body, "sizes"))) {
         LT_TRY(int_list(n, "op: sizes", 0, INT64_MAX, LT_OP_MAX_OUTPUTS, a->sizes, &cnt));
         a->nsizes = cnt;
     }
-    if ((n = lt__sc_get(body, "chunks"))) LT_TRY(lt__sc_int(n, "op: chunks", 1, LT_OP_MAX_OUTPUTS, &a->chunks));
+    if ((n = lt__sc_get(body, "chunks")))
+        LT_TRY(lt__sc_int(n, "op: chunks", 1, LT_OP_MAX_OUTPUTS, &a->chunks));
+    return LT_OK;
+}
+
+/* The numbers an op takes: scalar (or p), seed, alpha and beta (either
+ * sets both, the other 1), dtype. A local_op's scalar and seed are
+ * expressions (per rank). */
+static lt_status op_numbers(sc_parse_ctx *pc, const sc_node *body, int local, op_data *d) {
+    lt_op_args *a = d->args;
+    const sc_node *n;
     if (local && ((n = lt__sc_get(body, "scalar")) || (n = lt__sc_get(body, "p"))))
         LT_TRY(lt__sc_expr_parse_pc(pc, n, 0, "local_op: scalar", &d->scalar_e));
     else if ((n = lt__sc_get(body, "scalar"))) LT_TRY(lt__sc_f64(n, "op: scalar", &a->scalar));
@@ -195,33 +184,89 @@ static lt_status parse_op_common(sc_parse_ctx *pc, const sc_node *body, sc_step 
     if (a->scale_set && !lt__sc_get(body, "beta")) a->beta = 1;
     a->dtype = LT_F32;
     if ((n = lt__sc_get(body, "dtype"))) LT_TRY(lt__sc_dtype(n, "op: dtype", &a->dtype));
+    return LT_OK;
+}
+
+/* A creation op (s: its name; no inputs) needs a shape of known sizes
+ * whose element count fits, and placements (a local_op's: Replicate). */
+static lt_status op_creation(const sc_node *body, const char *s, int local, lt_op_args *a) {
+    if (local) {
+        a->np = 1;
+        a->placements[0] = lt_replicate();
+        if (!lt__sc_get(body, "shape"))
+            return lt__sc_err(body, LT_INVALID, "local_op: %s needs 'shape'", s);
+    }
+    const sc_node *n = lt__sc_get(body, "shape");
+    if (!n || !a->np)
+        return lt__sc_err(body, LT_INVALID, "op: %s needs 'shape' and 'placements'", s);
+    for (int i = 0; i < a->shape_ndim; i++)
+        if (a->shape[i] < 0)
+            return lt__sc_err(n->kind == SC_SEQ ? n->kids[i] : n, LT_INVALID,
+                              "op: shape: %s needs every size (no -1)", s);
+    int64_t numel;
+    if (!lt__numel_checked(a->shape_ndim, a->shape, lt_dtype_size(a->dtype), &numel)) return LT_OK;
+    char m[256];
+    snprintf(m, sizeof m, "%s", lt_errmsg());
+    return lt__sc_err(n, LT_OVERFLOW, "op: shape: %s", m);
+}
+
+static lt_status parse_op_common(sc_parse_ctx *pc, const sc_node *body, sc_step *st, int local) {
+    static const char *const keys[] = {"op",
+                                       "inputs",
+                                       "as",
+                                       "dim",
+                                       "dim2",
+                                       "dims",
+                                       "keepdim",
+                                       "shape",
+                                       "split_size",
+                                       "sizes",
+                                       "chunks",
+                                       "scalar",
+                                       "p",
+                                       "seed",
+                                       "alpha",
+                                       "beta",
+                                       "dtype",
+                                       "placements",
+                                       "expect_placements",
+                                       "reference",
+                                       "rtol",
+                                       "atol",
+                                       NULL};
+    static const char *const local_keys[] = {
+        "op",    "inputs", "as",     "dim", "dim2", "dims",  "keepdim", "shape", "split_size",
+        "sizes", "chunks", "scalar", "p",   "seed", "alpha", "beta",    "dtype", NULL};
+    const char *what = local ? "local_op" : "op";
+    int kind = local ? SC_LOCAL : SC_DTENSOR;
+    const sc_node *n;
+    const char *s;
+    LT_TRY(lt__sc_keys(body, what, local ? local_keys : keys));
+    LT__SC_NEW_DATA(op_data, d);
+    d->args = lt__sc_alloc(pc->arena, sizeof *d->args);
+    if (!d->args) return LT_NOMEM;
+    lt_op_args *a = d->args;
+    LT_TRY(lt__sc_need(body, "op", "op", &n));
+    LT_TRY(lt__sc_str(n, "op: op", &s));
+    lt_status e = lt_op_parse(s, &d->op);
+    if (e) return lt__sc_err_at(n, e);
+    int ar = lt_op_arity(d->op);
+    LT_TRY(names(pc, body, what, "inputs", kind, 0, LT_OP_MAX_INPUTS, &d->in, &d->nin));
+    if ((ar >= 0 && d->nin != ar) || (ar < 0 && d->nin < 1))
+        return lt__sc_err(body, LT_INVALID, "op: %s takes %s%d input%s under 'inputs', got %d", s,
+                          ar < 0 ? "at least " : "", ar < 0 ? 1 : ar, ar == 1 ? "" : "s", d->nin);
+    LT_TRY(op_dims(body, a));
+    LT_TRY(op_numbers(pc, body, local, d));
     if ((n = lt__sc_get(body, "placements"))) {
         lt_placement *pl;
         LT_TRY(lt__sc_placements_new(pc->arena, n, "op: placements", &pl, &a->np));
         if (a->np > LT_MESH_MAX_DIMS) return lt__sc_err(n, LT_INVALID, "op: too many placements");
         memcpy(a->placements, pl, sizeof(lt_placement) * (size_t)a->np);
     }
-    if (ar == 0 && local) {
-        a->np = 1;
-        a->placements[0] = lt_replicate();
-        if (!lt__sc_get(body, "shape")) return lt__sc_err(body, LT_INVALID, "local_op: %s needs 'shape'", s);
-    }
-    if (ar == 0 && (!lt__sc_get(body, "shape") || !a->np))
-        return lt__sc_err(body, LT_INVALID, "op: %s needs 'shape' and 'placements'", s);
-    if (ar == 0) { /* a creation shape: every size known, and the element count must fit */
-        int64_t numel;
-        n = lt__sc_get(body, "shape");
-        for (int i = 0; i < a->shape_ndim; i++)
-            if (a->shape[i] < 0)
-                return lt__sc_err(n->kind == SC_SEQ ? n->kids[i] : n, LT_INVALID, "op: shape: %s needs every size (no -1)", s);
-        if (lt__numel_checked(a->shape_ndim, a->shape, lt_dtype_size(a->dtype), &numel)) {
-            char m[256];
-            snprintf(m, sizeof m, "%s", lt_errmsg());
-            return lt__sc_err(n, LT_OVERFLOW, "op: shape: %s", m);
-        }
-    }
+    if (ar == 0) LT_TRY(op_creation(body, s, local, a));
     if ((n = lt__sc_get(body, "expect_placements")))
-        LT_TRY(lt__sc_placements_new(pc->arena, n, "op: expect_placements", &d->want_pl, &d->want_np));
+        LT_TRY(
+            lt__sc_placements_new(pc->arena, n, "op: expect_placements", &d->want_pl, &d->want_np));
     d->reference = 1;
     if ((n = lt__sc_get(body, "reference"))) LT_TRY(lt__sc_bool(n, "op: reference", &d->reference));
     LT_TRY(parse_tol(body, "op", &d->has_tol, &d->rtol, &d->atol));
