@@ -911,34 +911,87 @@ static lt_status make_record(const vrun *v, int njobs, lt__verified **out) {
     return LT_OK;
 }
 
+/* The two DTensors can be compared: one mesh, rank, dtype and global
+ * shape, and every source shard held here. */
+static lt_status verify_args(const lt_dtensor *src, const lt_dtensor *actual) {
+    const lt_mesh *mesh = lt_dtensor_mesh(src);
+    if (!lt_mesh_equal(mesh, lt_dtensor_mesh(actual)) || src->ndim != actual->ndim ||
+        src->dtype != actual->dtype)
+        return lt__err(LT_INVALID, "verify: the two DTensors differ in mesh, rank or dtype");
+    for (int d = 0; d < src->ndim; d++)
+        if (src->shape[d] != actual->shape[d])
+            return lt__err(LT_INVALID, "verify: global shapes differ in dim %d", d);
+    if (lt_local_count(src->local) < mesh->world)
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                            "not supported yet: verifying against a source with absent shards (%d "
+                            "of %d ranks held)",
+                            lt_local_count(src->local), mesh->world);
+    return LT_OK;
+}
+
+/* The ranks to check, one job each: a buffer checked for its class of
+ * ranks already is not checked again (first[W], last[W]: per class the
+ * first and the last buffer seen). The first rank whose shape is wrong
+ * ends the list (*shape_bad, its expected shape es). *bytes: what the jobs
+ * read. */
+static lt_status collect_jobs(vctx *c, const lt_dtensor *actual, const lt_tensor **first,
+                              const lt_tensor **last, vrun *v, int *njobs, int *shape_bad,
+                              int64_t *es, uint64_t *bytes) {
+    for (int r = 0; r < c->W; r++) {
+        const lt_tensor *a = actual->local->shards[r];
+        if (!a) continue;   /* absent: nothing held here to check */
+        LT_TRY(lt_spec_local_shape(&c->dspec, r, es, NULL));
+        int same = a->ndim == c->ndim;
+        for (int d = 0; same && d < c->ndim; d++) same = a->shape[d] == es[d];
+        if (!same) {
+            *shape_bad = r;   /* reported after the ranks below it are checked */
+            return LT_OK;
+        }
+        int k = class_of(c, r);
+        if ((first[k] && lt_tensor_same_view(first[k], a)) ||
+            (last[k] && lt_tensor_same_view(last[k], a)))
+            continue;   /* this buffer is checked for this class already */
+        if (!first[k]) first[k] = a;
+        last[k] = a;
+        atomic_init(&v->jobs[*njobs].suspect, 0);
+        v->jobs[(*njobs)++].rank = r;
+        *bytes += lt_nbytes(a);
+    }
+    return LT_OK;
+}
+
+/* How the jobs run: exact (no Partial), fused, split over threads. */
+static void plan_jobs(vrun *v, vctx *c, const lt_dtensor *actual, const lt__verified *prev,
+                      int njobs, uint64_t bytes) {
+    v->c = c;
+    v->actual = actual;
+    v->prev = prev;
+    v->exact = 1;
+    for (int i = 0; i < c->M; i++)
+        if (c->dspec.placements[i].kind == LT_PL_PARTIAL) v->exact = 0;
+    v->fused = c->math && fusable(c);
+    /* values copied or fused: only the scratch grows per thread */
+    v->split = (!c->math || v->fused) && lt__pool_width() > 1 && 2 * bytes >= lt__par_min_bytes();
+    v->wide = v->split && njobs > 1;
+    v->piece = piece_bytes(bytes);
+}
+
 lt_status lt__verify_reshard_memo(const lt_dtensor *src, const lt_dtensor *actual, int step,
                                   lt_verify_report *rep, lt__verified **memo) {
     const lt__verified *prev = memo ? *memo : NULL;
     lt__verified *next = NULL;
     const lt_mesh *mesh = lt_dtensor_mesh(src);
     lt__verify_report_init(rep, src->ndim);
-    lt_status st = LT_OK;
-    if (!lt_mesh_equal(mesh, lt_dtensor_mesh(actual)) || src->ndim != actual->ndim ||
-        src->dtype != actual->dtype)
-        st = lt__err(LT_INVALID, "verify: the two DTensors differ in mesh, rank or dtype");
-    for (int d = 0; d < src->ndim && !st; d++)
-        if (src->shape[d] != actual->shape[d]) st = lt__err(LT_INVALID, "verify: global shapes differ in dim %d", d);
-    if (!st && lt_local_count(src->local) < mesh->world)
-        st = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
-                          "not supported yet: verifying against a source with absent shards (%d of %d ranks held)",
-                          lt_local_count(src->local), mesh->world);
     vctx c;
-    int inited = 0;
-    if (!st) {
-        /* actual's spec: checked when it was made, and the same tensor as src's (above) */
-        st = vctx_init(&c, src, actual->placements, mesh->ndim, lt_dtensor_spec(actual));
-        inited = !st;
-    }
-    /* (world) per class: the first buffer of that class to check, the last one */
-    const lt_tensor **first = NULL, **last = NULL;
+    /* actual's spec: checked when it was made, and the same tensor as src's */
+    lt_status st = verify_args(src, actual);
+    int inited =
+        !st && !(st = vctx_init(&c, src, actual->placements, mesh->ndim, lt_dtensor_spec(actual)));
+    const lt_tensor **first = NULL, **last = NULL;   /* (world) per class */
     vrun v = {0};
     int njobs = 0, shape_bad = -1;
     int64_t es[LT_MAX_DIMS];
+    uint64_t bytes = 0;   /* what the jobs read */
     if (!st) {
         first = lt__calloc((size_t)c.W, sizeof *first);
         last = lt__calloc((size_t)c.W, sizeof *last);
@@ -946,42 +999,14 @@ lt_status lt__verify_reshard_memo(const lt_dtensor *src, const lt_dtensor *actua
         if (!first || !last || !v.jobs) st = lt__err(LT_NOMEM, "verify: out of memory");
     }
     if (!st) st = check_source(&c, rep);
-    uint64_t bytes = 0;   /* what the jobs read */
-    for (int r = 0; r < (inited ? c.W : 0) && !st; r++) {
-        const lt_tensor *a = actual->local->shards[r];
-        if (!a) continue;   /* absent: nothing held here to check */
-        st = lt_spec_local_shape(&c.dspec, r, es, NULL);
-        if (st) break;
-        int same = a->ndim == c.ndim;
-        for (int d = 0; same && d < c.ndim; d++) same = a->shape[d] == es[d];
-        if (!same) {
-            shape_bad = r;   /* reported after the ranks below it are checked */
-            break;
-        }
-        int k = class_of(&c, r);
-        if ((first[k] && lt_tensor_same_view(first[k], a)) || (last[k] && lt_tensor_same_view(last[k], a)))
-            continue;   /* this buffer is checked for this class already */
-        if (!first[k]) first[k] = a;
-        last[k] = a;
-        atomic_init(&v.jobs[njobs].suspect, 0);
-        v.jobs[njobs++].rank = r;
-        bytes += lt_nbytes(a);
-    }
+    if (!st) st = collect_jobs(&c, actual, first, last, &v, &njobs, &shape_bad, es, &bytes);
     if (!st) {
-        v.c = &c;
-        v.actual = actual;
-        v.prev = prev;
-        v.exact = 1;
-        for (int i = 0; i < c.M; i++)
-            if (c.dspec.placements[i].kind == LT_PL_PARTIAL) v.exact = 0;
-        v.fused = c.math && fusable(&c);
-        /* values copied or fused: only the scratch grows per thread */
-        v.split = (!c.math || v.fused) && lt__pool_width() > 1 && 2 * bytes >= lt__par_min_bytes();
-        v.wide = v.split && njobs > 1;
-        v.piece = piece_bytes(bytes);
+        plan_jobs(&v, &c, actual, prev, njobs, bytes);
         st = run_jobs(&v, njobs, step, rep);
     }
-    if (!st && shape_bad >= 0) st = lt__verify_shape_mismatch(rep, step, shape_bad, actual->local->shards[shape_bad], c.ndim, es);
+    if (!st && shape_bad >= 0)
+        st = lt__verify_shape_mismatch(rep, step, shape_bad, actual->local->shards[shape_bad],
+                                       c.ndim, es);
     if (!st && memo) st = make_record(&v, njobs, &next);
     lt__free(first);
     lt__free(last);
