@@ -125,44 +125,98 @@ static lt_status ref_pieces(lt_op_kind op, const char *name, int64_t len, const 
     return LT_OK;
 }
 
+/* The elementwise ops' kernels, as data: a unary op, a binary op with a
+ * scalar (reverse: scalar - x), a binary op of two tensors. */
+static const struct {
+    lt_op_kind op;
+    lt_unary_op u;
+} unary_refs[] = {
+    {LT_OP_NEG, LT_UNARY_NEG},   {LT_OP_ABS, LT_UNARY_ABS},   {LT_OP_EXP, LT_UNARY_EXP},
+    {LT_OP_LOG, LT_UNARY_LOG},   {LT_OP_SQRT, LT_UNARY_SQRT}, {LT_OP_TANH, LT_UNARY_TANH},
+    {LT_OP_RELU, LT_UNARY_RELU}, {LT_OP_GELU, LT_UNARY_GELU}, {LT_OP_SIGMOID, LT_UNARY_SIGMOID},
+};
+static const struct {
+    lt_op_kind op;
+    lt_binary_op b;
+    int reverse;
+} scalar_refs[] = {
+    {LT_OP_ADD_SCALAR, LT_BINARY_ADD, 0},         {LT_OP_SUB_SCALAR, LT_BINARY_SUB, 0},
+    {LT_OP_RSUB_SCALAR, LT_BINARY_SUB, 1},        {LT_OP_MUL_SCALAR, LT_BINARY_MUL, 0},
+    {LT_OP_DIV_SCALAR, LT_BINARY_DIV, 0},         {LT_OP_MAXIMUM_SCALAR, LT_BINARY_MAXIMUM, 0},
+    {LT_OP_MINIMUM_SCALAR, LT_BINARY_MINIMUM, 0},
+};
+static const struct {
+    lt_op_kind op;
+    lt_binary_op b;
+} binary_refs[] = {
+    {LT_OP_ADD, LT_BINARY_ADD}, {LT_OP_SUB, LT_BINARY_SUB},         {LT_OP_MUL, LT_BINARY_MUL},
+    {LT_OP_DIV, LT_BINARY_DIV}, {LT_OP_MAXIMUM, LT_BINARY_MAXIMUM}, {LT_OP_MINIMUM, LT_BINARY_MINIMUM},
+};
+
+/* The elementwise op (by the tables above) on in[]; *found 0 when op is
+ * not one of them. */
+static lt_status ref_elementwise(lt_op_kind op, const lt_tensor *const *in, const lt_op_args *a, lt_tensor **out,
+                                 int *found) {
+    *found = 1;
+    for (size_t i = 0; i < sizeof unary_refs / sizeof *unary_refs; i++)
+        if (unary_refs[i].op == op) return lt_unary(unary_refs[i].u, in[0], out);
+    for (size_t i = 0; i < sizeof scalar_refs / sizeof *scalar_refs; i++)
+        if (scalar_refs[i].op == op)
+            return lt_binary_scalar(scalar_refs[i].b, in[0], a->scalar, scalar_refs[i].reverse, out);
+    for (size_t i = 0; i < sizeof binary_refs / sizeof *binary_refs; i++)
+        if (binary_refs[i].op == op) return lt_binary(binary_refs[i].b, in[0], in[1], out);
+    *found = 0;
+    return LT_OK;
+}
+
+/* Dropout of x on one rank alone (a mesh of one rank). */
+static lt_status ref_dropout(const lt_tensor *x, const lt_op_args *a, lt_tensor **out) {
+    lt_mesh one;
+    int size1 = 1;
+    lt_placement r = lt_replicate();
+    lt_spec s;
+    LT_TRY(lt_mesh_init(&one, 1, &size1, NULL));
+    LT_TRY(lt_spec_make(&one, x->dtype, x->ndim, x->shape, &r, 1, &s));
+    return lt__dropout_shard(x, a->scalar, a->seed, &s, 0, out);
+}
+
+/* Permute of x by a->dims. */
+static lt_status ref_permute(const char *name, const lt_tensor *x, const lt_op_args *a, lt_tensor **out) {
+    int perm[LT_MAX_DIMS];
+    if (a->ndims != x->ndim) return lt__err(LT_INVALID, "%s: %d dims for a %d-d tensor", name, a->ndims, x->ndim);
+    for (int i = 0; i < a->ndims; i++) LT_TRY(norm(name, a->dims[i], x->ndim, &perm[i]));
+    return lt_permute(x, perm, out);
+}
+
+/* Split or chunk of x into up to max_out views (*nout of them). */
+static lt_status ref_split(lt_op_kind op, const char *name, const lt_tensor *x, const lt_op_args *a,
+                           lt_tensor **out, int max_out, int *nout) {
+    int64_t sizes[LT_OP_MAX_OUTPUTS];
+    int np = 0, d = 0;
+    LT_TRY(norm(name, a->dim, x->ndim, &d));
+    LT_TRY(ref_pieces(op, name, x->shape[d], a, sizes, &np));
+    if (np > max_out) return lt__err(LT_INVALID, "%s: %d pieces but room for %d", name, np, max_out);
+    *nout = np;
+    return lt_split_sizes_views(x, d, np, sizes, out);
+}
+
+/* rand / randn: a new tensor of a->shape from a->seed. */
+static lt_status ref_rand(lt_op_kind op, const lt_op_args *a, lt_tensor **out) {
+    lt_init init = {op == LT_OP_RANDN ? LT_INIT_RANDN : LT_INIT_RANDOM, a->seed};
+    LT_TRY(lt_tensor_new(a->dtype, a->shape_ndim, a->shape, out));
+    return lt_init_fill(out[0], &init);
+}
+
 static lt_status ref_one(lt_op_kind op, const lt_tensor *const *in, int nin, const lt_op_args *a, lt_tensor **out,
                          int max_out, int *nout) {
     const char *name = lt_op_name(op);
     const lt_tensor *x = nin > 0 ? in[0] : NULL;
-    int d = 0, d2 = 0;
+    int d = 0, d2 = 0, found;
     *nout = 1;
+    lt_status st = ref_elementwise(op, in, a, out, &found);
+    if (found) return st;
     switch (op) {
-    case LT_OP_NEG: return lt_unary(LT_UNARY_NEG, x, out);
-    case LT_OP_ABS: return lt_unary(LT_UNARY_ABS, x, out);
-    case LT_OP_EXP: return lt_unary(LT_UNARY_EXP, x, out);
-    case LT_OP_LOG: return lt_unary(LT_UNARY_LOG, x, out);
-    case LT_OP_SQRT: return lt_unary(LT_UNARY_SQRT, x, out);
-    case LT_OP_TANH: return lt_unary(LT_UNARY_TANH, x, out);
-    case LT_OP_RELU: return lt_unary(LT_UNARY_RELU, x, out);
-    case LT_OP_GELU: return lt_unary(LT_UNARY_GELU, x, out);
-    case LT_OP_SIGMOID: return lt_unary(LT_UNARY_SIGMOID, x, out);
-    case LT_OP_ADD_SCALAR: return lt_binary_scalar(LT_BINARY_ADD, x, a->scalar, 0, out);
-    case LT_OP_SUB_SCALAR: return lt_binary_scalar(LT_BINARY_SUB, x, a->scalar, 0, out);
-    case LT_OP_RSUB_SCALAR: return lt_binary_scalar(LT_BINARY_SUB, x, a->scalar, 1, out);
-    case LT_OP_MUL_SCALAR: return lt_binary_scalar(LT_BINARY_MUL, x, a->scalar, 0, out);
-    case LT_OP_DIV_SCALAR: return lt_binary_scalar(LT_BINARY_DIV, x, a->scalar, 0, out);
-    case LT_OP_MAXIMUM_SCALAR: return lt_binary_scalar(LT_BINARY_MAXIMUM, x, a->scalar, 0, out);
-    case LT_OP_MINIMUM_SCALAR: return lt_binary_scalar(LT_BINARY_MINIMUM, x, a->scalar, 0, out);
-    case LT_OP_DROPOUT: {
-        lt_mesh one;
-        int size1 = 1;
-        lt_placement r = lt_replicate();
-        lt_spec s;
-        LT_TRY(lt_mesh_init(&one, 1, &size1, NULL));
-        LT_TRY(lt_spec_make(&one, x->dtype, x->ndim, x->shape, &r, 1, &s));
-        return lt__dropout_shard(x, a->scalar, a->seed, &s, 0, out);
-    }
-    case LT_OP_ADD: return lt_binary(LT_BINARY_ADD, x, in[1], out);
-    case LT_OP_SUB: return lt_binary(LT_BINARY_SUB, x, in[1], out);
-    case LT_OP_MUL: return lt_binary(LT_BINARY_MUL, x, in[1], out);
-    case LT_OP_DIV: return lt_binary(LT_BINARY_DIV, x, in[1], out);
-    case LT_OP_MAXIMUM: return lt_binary(LT_BINARY_MAXIMUM, x, in[1], out);
-    case LT_OP_MINIMUM: return lt_binary(LT_BINARY_MINIMUM, x, in[1], out);
+    case LT_OP_DROPOUT: return ref_dropout(x, a, out);
     case LT_OP_MATMUL: return lt_matmul(x, in[1], out);
     case LT_OP_MM: return lt_mm(x, in[1], out);
     case LT_OP_BMM: return lt_bmm(x, in[1], out);
@@ -185,12 +239,7 @@ static lt_status ref_one(lt_op_kind op, const lt_tensor *const *in, int nin, con
         LT_TRY(wrap(name, a->dim2, x->ndim, &d2));
         if (x->ndim == 0) return lt_tensor_view(x, out); /* a 0-d tensor: itself */
         return lt_transpose(x, d, d2, out);
-    case LT_OP_PERMUTE: {
-        int perm[LT_MAX_DIMS];
-        if (a->ndims != x->ndim) return lt__err(LT_INVALID, "%s: %d dims for a %d-d tensor", name, a->ndims, x->ndim);
-        for (int i = 0; i < a->ndims; i++) LT_TRY(norm(name, a->dims[i], x->ndim, &perm[i]));
-        return lt_permute(x, perm, out);
-    }
+    case LT_OP_PERMUTE: return ref_permute(name, x, a, out);
     case LT_OP_UNSQUEEZE:
         LT_TRY(norm(name, a->dim, x->ndim + 1, &d));
         return lt_unsqueeze(x, d, out);
@@ -200,22 +249,10 @@ static lt_status ref_one(lt_op_kind op, const lt_tensor *const *in, int nin, con
         LT_TRY(norm(name, a->dim, x->ndim, &d));
         return lt_cat(in, nin, d, out);
     case LT_OP_SPLIT:
-    case LT_OP_CHUNK: {
-        int64_t sizes[LT_OP_MAX_OUTPUTS];
-        int np = 0;
-        LT_TRY(norm(name, a->dim, x->ndim, &d));
-        LT_TRY(ref_pieces(op, name, x->shape[d], a, sizes, &np));
-        if (np > max_out) return lt__err(LT_INVALID, "%s: %d pieces but room for %d", name, np, max_out);
-        *nout = np;
-        return lt_split_sizes_views(x, d, np, sizes, out);
-    }
+    case LT_OP_CHUNK: return ref_split(op, name, x, a, out, max_out, nout);
     case LT_OP_EMBEDDING: return lt_embedding(x, in[1], 0, 0, out);
     case LT_OP_RAND:
-    case LT_OP_RANDN: {
-        lt_init init = {op == LT_OP_RANDN ? LT_INIT_RANDN : LT_INIT_RANDOM, a->seed};
-        LT_TRY(lt_tensor_new(a->dtype, a->shape_ndim, a->shape, out));
-        return lt_init_fill(out[0], &init);
-    }
+    case LT_OP_RANDN: return ref_rand(op, a, out);
     default: return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: no reference for %s", name);
     }
 }
