@@ -149,20 +149,22 @@ static const struct {
     lt_op_kind op;
     lt_binary_op b;
 } binary_refs[] = {
-    {LT_OP_ADD, LT_BINARY_ADD}, {LT_OP_SUB, LT_BINARY_SUB},         {LT_OP_MUL, LT_BINARY_MUL},
-    {LT_OP_DIV, LT_BINARY_DIV}, {LT_OP_MAXIMUM, LT_BINARY_MAXIMUM}, {LT_OP_MINIMUM, LT_BINARY_MINIMUM},
+    {LT_OP_ADD, LT_BINARY_ADD},         {LT_OP_SUB, LT_BINARY_SUB},
+    {LT_OP_MUL, LT_BINARY_MUL},         {LT_OP_DIV, LT_BINARY_DIV},
+    {LT_OP_MAXIMUM, LT_BINARY_MAXIMUM}, {LT_OP_MINIMUM, LT_BINARY_MINIMUM},
 };
 
 /* The elementwise op (by the tables above) on in[]; *found 0 when op is
  * not one of them. */
-static lt_status ref_elementwise(lt_op_kind op, const lt_tensor *const *in, const lt_op_args *a, lt_tensor **out,
-                                 int *found) {
+static lt_status ref_elementwise(lt_op_kind op, const lt_tensor *const *in, const lt_op_args *a,
+                                 lt_tensor **out, int *found) {
     *found = 1;
     for (size_t i = 0; i < sizeof unary_refs / sizeof *unary_refs; i++)
         if (unary_refs[i].op == op) return lt_unary(unary_refs[i].u, in[0], out);
     for (size_t i = 0; i < sizeof scalar_refs / sizeof *scalar_refs; i++)
         if (scalar_refs[i].op == op)
-            return lt_binary_scalar(scalar_refs[i].b, in[0], a->scalar, scalar_refs[i].reverse, out);
+            return lt_binary_scalar(scalar_refs[i].b, in[0], a->scalar, scalar_refs[i].reverse,
+                                    out);
     for (size_t i = 0; i < sizeof binary_refs / sizeof *binary_refs; i++)
         if (binary_refs[i].op == op) return lt_binary(binary_refs[i].b, in[0], in[1], out);
     *found = 0;
@@ -181,9 +183,11 @@ static lt_status ref_dropout(const lt_tensor *x, const lt_op_args *a, lt_tensor 
 }
 
 /* Permute of x by a->dims. */
-static lt_status ref_permute(const char *name, const lt_tensor *x, const lt_op_args *a, lt_tensor **out) {
+static lt_status ref_permute(const char *name, const lt_tensor *x, const lt_op_args *a,
+                             lt_tensor **out) {
     int perm[LT_MAX_DIMS];
-    if (a->ndims != x->ndim) return lt__err(LT_INVALID, "%s: %d dims for a %d-d tensor", name, a->ndims, x->ndim);
+    if (a->ndims != x->ndim)
+        return lt__err(LT_INVALID, "%s: %d dims for a %d-d tensor", name, a->ndims, x->ndim);
     for (int i = 0; i < a->ndims; i++) LT_TRY(norm(name, a->dims[i], x->ndim, &perm[i]));
     return lt_permute(x, perm, out);
 }
@@ -195,7 +199,8 @@ static lt_status ref_split(lt_op_kind op, const char *name, const lt_tensor *x, 
     int np = 0, d = 0;
     LT_TRY(norm(name, a->dim, x->ndim, &d));
     LT_TRY(ref_pieces(op, name, x->shape[d], a, sizes, &np));
-    if (np > max_out) return lt__err(LT_INVALID, "%s: %d pieces but room for %d", name, np, max_out);
+    if (np > max_out)
+        return lt__err(LT_INVALID, "%s: %d pieces but room for %d", name, np, max_out);
     *nout = np;
     return lt_split_sizes_views(x, d, np, sizes, out);
 }
@@ -207,8 +212,8 @@ static lt_status ref_rand(lt_op_kind op, const lt_op_args *a, lt_tensor **out) {
     return lt_init_fill(out[0], &init);
 }
 
-static lt_status ref_one(lt_op_kind op, const lt_tensor *const *in, int nin, const lt_op_args *a, lt_tensor **out,
-                         int max_out, int *nout) {
+static lt_status ref_one(lt_op_kind op, const lt_tensor *const *in, int nin, const lt_op_args *a,
+                         lt_tensor **out, int max_out, int *nout) {
     const char *name = lt_op_name(op);
     const lt_tensor *x = nin > 0 ? in[0] : NULL;
     int d = 0, d2 = 0, found;
@@ -221,7 +226,8 @@ static lt_status ref_one(lt_op_kind op, const lt_tensor *const *in, int nin, con
     case LT_OP_MM: return lt_mm(x, in[1], out);
     case LT_OP_BMM: return lt_bmm(x, in[1], out);
     case LT_OP_ADDMM:
-        return lt_addmm(x, in[1], in[2], a->scale_set ? a->beta : 1.0, a->scale_set ? a->alpha : 1.0, out);
+        return lt_addmm(x, in[1], in[2], a->scale_set ? a->beta : 1.0,
+                        a->scale_set ? a->alpha : 1.0, out);
     case LT_OP_SUM: return ref_reduce(LT_REDUCE_SUM, name, x, a, out);
     case LT_OP_MEAN: return ref_reduce(LT_REDUCE_MEAN, name, x, a, out);
     case LT_OP_AMAX: return ref_reduce(LT_REDUCE_MAX, name, x, a, out);
@@ -253,7 +259,9 @@ static lt_status ref_one(lt_op_kind op, const lt_tensor *const *in, int nin, con
     case LT_OP_EMBEDDING: return lt_embedding(x, in[1], 0, 0, out);
     case LT_OP_RAND:
     case LT_OP_RANDN: return ref_rand(op, a, out);
-    default: return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: no reference for %s", name);
+    default:
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                            "not supported yet: no reference for %s", name);
     }
 }
 
