@@ -70,6 +70,87 @@ static int64_t reduce_row_i(lt_reduce_op op, lt_dtype dt, const char *p, int64_t
     return acc;
 }
 
+/* The reduced dims of x (red[ndim]: 1 when reduced; none listed: all),
+ * each listed once and in range; a 0-d tensor's dim 0 or -1 is the whole
+ * tensor (torch). */
+static lt_status reduced_dims(const char *name, const lt_tensor *x, int ndims, const int *dims,
+                              int *red) {
+    if (ndims < 0 || ndims > (x->ndim > 0 ? x->ndim : 1) || (ndims > 0 && !dims))
+        return lt__err(LT_INVALID, "%s: %d dims given for a %d-d tensor", name, ndims, x->ndim);
+    if (x->ndim == 0 && ndims == 1) {
+        if (dims[0] != 0 && dims[0] != -1)
+            return lt__err(LT_INVALID,
+                           "%s: dim %d is out of range for a 0-d tensor (only 0 and -1 are)", name,
+                           dims[0]);
+        ndims = 0;
+    }
+    for (int i = 0; i < ndims; i++) {
+        int d;
+        LT_TRY(lt__norm_dim(name, dims[i], x->ndim, &d));
+        if (red[d]) return lt__err(LT_INVALID, "%s: dim %d is listed twice", name, dims[i]);
+        red[d] = 1;
+    }
+    if (ndims == 0)
+        for (int d = 0; d < x->ndim; d++) red[d] = 1;
+    return LT_OK;
+}
+
+/* The rows to reduce: x permuted so that the kept dims come first (O
+ * output elements) and the reduced ones last (R each), made contiguous
+ * (*c: new), and the output (*o: new, oshape with size-1 dims kept when
+ * keepdim). */
+static lt_status reduce_rows(const lt_tensor *x, const int *red, int keepdim, lt_tensor **c,
+                             lt_tensor **o, int64_t *O, int64_t *R) {
+    int perm[LT_MAX_DIMS], np = 0, ond = 0;
+    int64_t oshape[LT_MAX_DIMS];
+    *O = 1, *R = 1;
+    for (int d = 0; d < x->ndim; d++) {
+        if (red[d]) {
+            if (keepdim) oshape[ond++] = 1;
+            continue;
+        }
+        perm[np++] = d;
+        oshape[ond++] = x->shape[d];
+        *O = x->shape[d] ? lt__mul_sat(*O, x->shape[d]) : 0;
+    }
+    for (int d = 0; d < x->ndim; d++)
+        if (red[d]) {
+            perm[np++] = d;
+            *R = x->shape[d] ? lt__mul_sat(*R, x->shape[d]) : 0;
+        }
+    lt_tensor *pv = NULL;
+    lt_status st = lt_permute(x, perm, &pv);
+    if (!st) st = lt_contiguous(pv, c);
+    lt_tensor_free(pv);
+    if (!st) st = lt__math_out(x, x->dtype, ond, oshape, o);
+    return st;
+}
+
+/* The reduction on the host: every output element the op of its row of R
+ * elements (mean: divided by div); off the host through host copies. */
+static lt_status reduce_host(lt_reduce_op op, lt_tensor *o, const lt_tensor *c, int64_t O,
+                             int64_t R, double div) {
+    const lt_tensor *hts[2] = {o, c};
+    lt__hostrun hr;
+    LT_TRY(lt__host_begin(&hr, 2, hts));
+    lt_dtype dt = o->dtype;
+    const char *base = lt_data(hr.t[1]);
+    int64_t es = (int64_t)lt_dtype_size(dt);
+    char *po = lt_data(hr.t[0]);
+    for (int64_t i = 0; i < O; i++) {
+        const char *row = R > 0 ? base + i * R * es : base;
+        if (lt_dtype_is_float(dt)) {
+            double v = reduce_row_f(op, dt, row, R);
+            if (op == LT_REDUCE_MEAN) v /= div;
+            lt__store_f64(dt, po + i * es, 1, 1, &v);
+        } else {
+            int64_t v = reduce_row_i(op, dt, row, R);
+            lt__store_i64(dt, po + i * es, 1, 1, &v);
+        }
+    }
+    return lt__host_end(&hr, 1, LT_OK);
+}
+
 lt_status lt_reduce_ex(lt_reduce_op op, const lt_tensor *x, int ndims, const int *dims,
                        int keepdim, double divisor, lt_tensor **out) {
     if (!out) return lt__err(LT_INVALID, "reduce: out is NULL");
@@ -79,47 +160,13 @@ lt_status lt_reduce_ex(lt_reduce_op op, const lt_tensor *x, int ndims, const int
         return lt__err(LT_INVALID, "reduce: unknown op %d", (int)op);
     const char *name = lt_reduce_name(op);
     lt_dtype dt = x->dtype;
-    int isf = lt_dtype_is_float(dt);
-    if (dt == LT_BOOL || (!isf && op == LT_REDUCE_MEAN)) return lt__math_unsupported(name, dt);
-    if (ndims < 0 || ndims > (x->ndim > 0 ? x->ndim : 1) || (ndims > 0 && !dims))
-        return lt__err(LT_INVALID, "%s: %d dims given for a %d-d tensor", name, ndims, x->ndim);
-    if (x->ndim == 0 && ndims == 1) { /* torch: a 0-d tensor's dim 0 (or -1) is the whole tensor */
-        if (dims[0] != 0 && dims[0] != -1)
-            return lt__err(LT_INVALID,
-                           "%s: dim %d is out of range for a 0-d tensor (only 0 and -1 are)", name,
-                           dims[0]);
-        ndims = 0;
-    }
+    if (dt == LT_BOOL || (!lt_dtype_is_float(dt) && op == LT_REDUCE_MEAN))
+        return lt__math_unsupported(name, dt);
     int red[LT_MAX_DIMS] = {0};
-    for (int i = 0; i < ndims; i++) {
-        int d;
-        LT_TRY(lt__norm_dim(name, dims[i], x->ndim, &d));
-        if (red[d]) return lt__err(LT_INVALID, "%s: dim %d is listed twice", name, dims[i]);
-        red[d] = 1;
-    }
-    if (ndims == 0)
-        for (int d = 0; d < x->ndim; d++) red[d] = 1;
-    int perm[LT_MAX_DIMS], np = 0, ond = 0;
-    int64_t oshape[LT_MAX_DIMS], O = 1, R = 1;
-    for (int d = 0; d < x->ndim; d++) {
-        if (red[d]) {
-            if (keepdim) oshape[ond++] = 1;
-            continue;
-        }
-        perm[np++] = d;
-        oshape[ond++] = x->shape[d];
-        O = x->shape[d] ? lt__mul_sat(O, x->shape[d]) : 0;
-    }
-    for (int d = 0; d < x->ndim; d++)
-        if (red[d]) {
-            perm[np++] = d;
-            R = x->shape[d] ? lt__mul_sat(R, x->shape[d]) : 0;
-        }
-    lt_tensor *pv = NULL, *c = NULL, *o = NULL;
-    lt_status st = lt_permute(x, perm, &pv);
-    if (!st) st = lt_contiguous(pv, &c);
-    lt_tensor_free(pv);
-    if (!st) st = lt__math_out(x, dt, ond, oshape, &o);
+    LT_TRY(reduced_dims(name, x, ndims, dims, red));
+    lt_tensor *c = NULL, *o = NULL;
+    int64_t O, R;
+    lt_status st = reduce_rows(x, red, keepdim, &c, &o, &O, &R);
     if (st) {
         lt_tensor_free(c);
         return st;
@@ -136,40 +183,10 @@ lt_status lt_reduce_ex(lt_reduce_op op, const lt_tensor *x, int ndims, const int
     ka.o[1] = (lt__kop){lt_data(c), (int)dt, {1}};
     st = lt__backend_of(c) == lt__backend_of(o) ? lt__klaunch_raw(lt__backend_of(c), &ka)
                                                 : LT_UNSUPPORTED;
-    if (st != LT_UNSUPPORTED) {
-        lt_tensor_free(c);
-        if (st != LT_OK) {
-            lt_tensor_free(o);
-            return lt__err_ctx(st, "%s", name);
-        }
-        *out = o;
-        return LT_OK;
-    }
-    const lt_tensor *hts[2] = {o, c};
-    lt__hostrun hr; /* off the host (no kernel, two backends): through host copies */
-    st = lt__host_begin(&hr, 2, hts);
-    if (st != LT_OK) {
-        lt_tensor_free(c);
-        lt_tensor_free(o);
-        return lt__err_ctx(st, "%s", name);
-    }
-    const char *base = lt_data(hr.t[1]);
-    int64_t es = (int64_t)lt_dtype_size(dt), ob = (int64_t)lt_dtype_size(dt);
-    char *po = lt_data(hr.t[0]);
-    for (int64_t i = 0; i < O; i++) {
-        const char *row = R > 0 ? base + i * R * es : base;
-        if (isf) {
-            double v = reduce_row_f(op, dt, row, R);
-            if (op == LT_REDUCE_MEAN) v /= div;
-            lt__store_f64(dt, po + i * ob, 1, 1, &v);
-        } else {
-            int64_t v = reduce_row_i(op, dt, row, R);
-            lt__store_i64(dt, po + i * ob, 1, 1, &v);
-        }
-    }
-    st = lt__host_end(&hr, 1, LT_OK);
+    if (st == LT_UNSUPPORTED)
+        st = reduce_host(op, o, c, O, R, div); /* no kernel, or two backends */
     lt_tensor_free(c);
-    if (st != LT_OK) {
+    if (st) {
         lt_tensor_free(o);
         return lt__err_ctx(st, "%s", name);
     }
