@@ -199,20 +199,61 @@ lt_status lt_reduce(lt_reduce_op op, const lt_tensor *x, int ndims, const int *d
     return lt_reduce_ex(op, x, ndims, dims, keepdim, 0.0, out);
 }
 
+/* Softmax (or log-softmax) of one row of n values in place, as torch:
+ * the max subtracted first, NaN kept, a row of -inf all zeros. */
+static void softmax_row(double *buf, int64_t n, int use_log) {
+    double mx = -INFINITY;
+    for (int64_t j = 0; j < n; j++)
+        if (buf[j] > mx || buf[j] != buf[j]) mx = buf[j];
+    if (mx == -INFINITY) mx = 0; /* all -inf: exp gives 0s, as torch */
+    double s = 0;
+    for (int64_t j = 0; j < n; j++) s += exp(buf[j] - mx);
+    if (use_log) {
+        double ls = mx + log(s);
+        for (int64_t j = 0; j < n; j++) buf[j] -= ls;
+    } else {
+        for (int64_t j = 0; j < n; j++) buf[j] = exp(buf[j] - mx) / s;
+    }
+}
+
+/* The host loop over outer x inner rows of n values (stride inner) of c
+ * into o, off the host through host copies. */
+static lt_status softmax_host(lt_tensor *o, const lt_tensor *c, int64_t outer, int64_t n,
+                              int64_t inner, int use_log) {
+    double *buf = lt__malloc(sizeof(double) * (size_t)(n > 0 ? n : 1)); /* (n) */
+    if (!buf) return lt__err(LT_NOMEM, "out of memory");
+    const lt_tensor *hts[2] = {o, c};
+    lt__hostrun hr;
+    lt_status st = lt__host_begin(&hr, 2, hts);
+    if (st) {
+        lt__free(buf);
+        return st;
+    }
+    lt_dtype dt = c->dtype;
+    int64_t es = (int64_t)lt_dtype_size(dt);
+    const char *src = lt_data(hr.t[1]);
+    char *dst = lt_data(hr.t[0]);
+    for (int64_t a = 0; a < outer && n > 0; a++)
+        for (int64_t b = 0; b < inner; b++) {
+            int64_t off = (a * n * inner + b) * es;
+            lt__load_f64(dt, src + off, inner, n, buf);
+            softmax_row(buf, n, use_log);
+            lt__store_f64(dt, dst + off, inner, n, buf);
+        }
+    lt__free(buf);
+    return lt__host_end(&hr, 1, LT_OK);
+}
+
 lt_status lt_softmax(const lt_tensor *x, int dim, int use_log, lt_tensor **out) {
     const char *name = use_log ? "log_softmax" : "softmax";
     if (!out) return lt__err(LT_INVALID, "%s: out is NULL", name);
     *out = NULL;
     if (!x) return lt__err(LT_INVALID, "%s: x is NULL", name);
     if (!lt_dtype_is_float(x->dtype)) return lt__math_unsupported(name, x->dtype);
-    int d;
-    if (x->ndim == 0) {
-        if (dim != 0 && dim != -1)
-            return lt__err(LT_INVALID, "%s: dim %d of a 0-d tensor", name, dim);
-        d = -1;
-    } else {
-        LT_TRY(lt__norm_dim(name, dim, x->ndim, &d));
-    }
+    int d = -1;
+    if (x->ndim == 0 && dim != 0 && dim != -1)
+        return lt__err(LT_INVALID, "%s: dim %d of a 0-d tensor", name, dim);
+    if (x->ndim > 0) LT_TRY(lt__norm_dim(name, dim, x->ndim, &d));
     int64_t outer = 1, n = 1, inner = 1;
     for (int i = 0; i < x->ndim; i++) {
         if (i < d) outer = x->shape[i] ? lt__mul_sat(outer, x->shape[i]) : 0;
@@ -222,11 +263,8 @@ lt_status lt_softmax(const lt_tensor *x, int dim, int use_log, lt_tensor **out) 
     lt_tensor *c = NULL, *o = NULL;
     LT_TRY(lt_contiguous(x, &c));
     lt_status st = lt__math_out(x, x->dtype, x->ndim, x->shape, &o);
-    double *buf = st ? NULL : lt__malloc(sizeof(double) * (size_t)(n > 0 ? n : 1)); /* (n) */
-    if (!st && !buf) st = lt__err(LT_NOMEM, "%s: out of memory", name);
     if (st) {
         lt_tensor_free(c);
-        lt_tensor_free(o);
         return st;
     }
     lt__kargs ka; /* a backend's kernel: one thread per row */
@@ -240,50 +278,10 @@ lt_status lt_softmax(const lt_tensor *x, int dim, int use_log, lt_tensor **out) 
     ka.o[1] = (lt__kop){lt_data(c), (int)x->dtype, {1}};
     st = lt__backend_of(c) == lt__backend_of(o) ? lt__klaunch_raw(lt__backend_of(c), &ka)
                                                 : LT_UNSUPPORTED;
-    if (st != LT_UNSUPPORTED) {
-        lt__free(buf);
-        lt_tensor_free(c);
-        if (st != LT_OK) {
-            lt_tensor_free(o);
-            return lt__err_ctx(st, "%s", name);
-        }
-        *out = o;
-        return LT_OK;
-    }
-    const lt_tensor *hts[2] = {o, c};
-    lt__hostrun hr; /* off the host (no kernel, two backends): through host copies */
-    st = lt__host_begin(&hr, 2, hts);
-    if (st != LT_OK) {
-        lt__free(buf);
-        lt_tensor_free(c);
-        lt_tensor_free(o);
-        return lt__err_ctx(st, "%s", name);
-    }
-    int64_t es = (int64_t)lt_dtype_size(x->dtype);
-    const char *src = lt_data(hr.t[1]);
-    char *dst = lt_data(hr.t[0]);
-    for (int64_t a = 0; a < outer && n > 0; a++) {
-        for (int64_t b = 0; b < inner; b++) {
-            int64_t off = (a * n * inner + b) * es;
-            lt__load_f64(x->dtype, src + off, inner, n, buf);
-            double mx = -INFINITY;
-            for (int64_t j = 0; j < n; j++) if (buf[j] > mx || buf[j] != buf[j]) mx = buf[j];
-            if (mx == -INFINITY) mx = 0; /* all -inf: exp gives 0s, as torch */
-            double s = 0;
-            for (int64_t j = 0; j < n; j++) s += exp(buf[j] - mx);
-            if (use_log) {
-                double ls = mx + log(s);
-                for (int64_t j = 0; j < n; j++) buf[j] -= ls;
-            } else {
-                for (int64_t j = 0; j < n; j++) buf[j] = exp(buf[j] - mx) / s;
-            }
-            lt__store_f64(x->dtype, dst + off, inner, n, buf);
-        }
-    }
-    st = lt__host_end(&hr, 1, LT_OK);
-    lt__free(buf);
+    if (st == LT_UNSUPPORTED)
+        st = softmax_host(o, c, outer, n, inner, use_log); /* no kernel, or two backends */
     lt_tensor_free(c);
-    if (st != LT_OK) {
+    if (st) {
         lt_tensor_free(o);
         return lt__err_ctx(st, "%s", name);
     }
