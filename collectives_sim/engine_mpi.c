@@ -249,6 +249,47 @@ static lt_status set_make(const lt_mesh *m, int nproc, int proc, int nown, comm_
 
 static void mpi_free(void *vctx);
 
+/* This process's context for mesh m (nproc processes, this one proc):
+ * the arrays and the in-process engine it hands local work to. NULL, or
+ * a context some part of which is missing, when out of memory (*ok 0). */
+static mpi_ctx *ctx_new(const lt_mesh *m, int nproc, int proc, const lt_mpi_options *opt, int *ok) {
+    mpi_ctx *c = lt__calloc(1, sizeof *c);
+    size_t w = (size_t)m->world;
+    *ok = 0;
+    if (!c) return NULL;
+    c->mesh = *m;
+    c->nproc = nproc;
+    c->proc = proc;
+    c->opt = *opt;
+    c->nown = nproc < m->world ? nproc : m->world;
+    for (int i = 0; i < 4; i++) c->types[i] = MPI_DATATYPE_NULL;
+    c->ids = lt__malloc(w * sizeof *c->ids);
+    c->tin = lt__calloc(w, sizeof *c->tin);
+    c->tout = lt__calloc(w, sizeof *c->tout);
+    c->eout = lt__calloc(w, sizeof *c->eout);
+    c->scr = lt__calloc(w, sizeof *c->scr);
+    if (!c->ids || !c->tin || !c->tout || !c->eout || !c->scr) return c;
+    for (size_t r = 0; r < w; r++) c->ids[r] = (int)r;
+    lt_mesh fake;
+    int sh = m->world;
+    lt_status st = lt_mesh_init(&fake, 1, &sh, NULL);
+    c->ip = lt_engine_inproc();
+    if (st == LT_OK) st = c->ip->init(&fake, &c->ipctx);
+    if (st) c->ip = NULL;
+    *ok = !st;
+    return c;
+}
+
+/* The cached communicators of a mesh of m's shape over nown processes,
+ * or NULL. */
+static comm_set *set_find(const lt_mesh *m, int nown) {
+    comm_set *cs = g_sets;
+    while (cs && !(cs->ndim == m->ndim && cs->nown == nown &&
+                   !memcmp(cs->shape, m->shape, (size_t)m->ndim * sizeof *m->shape)))
+        cs = cs->next;
+    return cs;
+}
+
 static lt_status mpi_init(const lt_mesh *m, void **out) {
     int inited = 0;
     MPI_Initialized(&inited);
@@ -263,58 +304,27 @@ static lt_status mpi_init(const lt_mesh *m, void **out) {
     if (nproc > m->world && !opt.idle_extra) {
         char ms[128];
         lt_mesh_str(m, ms, sizeof ms);
-        return lt__err(LT_INVALID,
-                       "mpi engine: %d processes but mesh %s has only %d rank%s (run "
-                       "with 1 to %d processes)",
-                       nproc, ms, m->world, m->world == 1 ? "" : "s", m->world);
+        return lt__err(
+            LT_INVALID,
+            "mpi engine: %d processes but mesh %s has only %d rank%s (run with 1 to %d processes)",
+            nproc, ms, m->world, m->world == 1 ? "" : "s", m->world);
     }
-    mpi_ctx *c = lt__calloc(1, sizeof *c);
-    size_t w = (size_t)m->world;
-    if (c) {
-        c->mesh = *m;
-        c->nproc = nproc;
-        c->proc = proc;
-        c->opt = opt;
-        c->nown = nproc < m->world ? nproc : m->world;
-        for (int i = 0; i < 4; i++) c->types[i] = MPI_DATATYPE_NULL;
-        c->ids = lt__malloc(w * sizeof *c->ids);
-        c->tin = lt__calloc(w, sizeof *c->tin);
-        c->tout = lt__calloc(w, sizeof *c->tout);
-        c->eout = lt__calloc(w, sizeof *c->eout);
-        c->scr = lt__calloc(w, sizeof *c->scr);
-    }
-    int ok = c && c->ids && c->tin && c->tout && c->eout && c->scr;
-    for (size_t r = 0; ok && r < w; r++) c->ids[r] = (int)r;
-    if (ok) {
-        lt_mesh fake;
-        int sh = m->world;
-        lt_status st = lt_mesh_init(&fake, 1, &sh, NULL);
-        c->ip = lt_engine_inproc();
-        if (st == LT_OK) st = c->ip->init(&fake, &c->ipctx);
-        if (st) {
-            c->ip = NULL;
-            ok = 0;
-        }
-    }
+    int ok;
+    mpi_ctx *c = ctx_new(m, nproc, proc, &opt, &ok);
     /* one agreement for both: memory everywhere, and the groups from the
      * cache or made now by every process (a miss anywhere is a miss
      * everywhere) */
-    int nown = nproc < m->world ? nproc : m->world;
-    comm_set *cs = g_sets;
-    while (cs && !(cs->ndim == m->ndim && cs->nown == nown &&
-                   !memcmp(cs->shape, m->shape, (size_t)m->ndim * sizeof *m->shape)))
-        cs = cs->next;
+    comm_set *cs = set_find(m, nproc < m->world ? nproc : m->world);
     int all[HDR];
     if (!world_round(AT_INIT, ok, cs != NULL, all, NULL)) {   /* another process ended its unit */
         mpi_free(c);
         return world_echo_err();
     }
-    int all_hit = all[5];
     if (!all[4]) {
         mpi_free(c);
         return lt__err(LT_NOMEM, "mpi engine: out of memory%s", ok ? " on another process" : "");
     }
-    if (!all_hit) {
+    if (!all[5]) {   /* not cached on every process */
         lt_status st = set_make(m, nproc, proc, c->nown, &cs);
         if (st) {
             mpi_free(c);
