@@ -422,89 +422,117 @@ static int piece(const lt_coll_group *g, pkind k, const int64_t *sh, int i, int 
     return -1;
 }
 
-static lt_status mpi_a2a_span(mpi_ctx *c, const grp_info *gi, const lt_coll_group *g,
-                              lt_tensor *const *in, lt_tensor *const *out, pkind k) {
-    int n = g->size, P = gi->nproc;
-    int mlo = gi->mine_lo, mhi = gi->mine_lo + gi->mine_cnt;
-    lt_dtype dt = out[g->ranks[mlo]]->dtype;
-    xfer x;
-    lt_status st = lt__mpi_agree(gi, fold(c, xfer_new(gi, n, n, &x)));
-    if (!st) st = exchange_shapes(c, gi, g, in, &x);
-    if (st) { xfer_free(&x); return st; }
-    int64_t shape[LT_MAX_DIMS], at;
-    int64_t *tot = lt__calloc(2 * (size_t)P, sizeof *tot);
-    if (!tot) st = lt__err(LT_NOMEM, "mpi engine: out of memory");
+/* The element counts this process sends to (tot[kp]) and receives from
+ * (tot[P + kp]) each process kp, into the transfer's counts and
+ * displacements, and its send and receive buffers. */
+static lt_status a2a_sizes(const grp_info *gi, const lt_coll_group *g, pkind k, lt_dtype dt,
+                           xfer *x) {
+    int P = gi->nproc, mlo = gi->mine_lo, mhi = gi->mine_lo + gi->mine_cnt;
+    int64_t shape[LT_MAX_DIMS], at, sall = 0, rall = 0;
+    int64_t *tot = lt__calloc(2 * (size_t)P, sizeof *tot);   /* (2 P) */
+    if (!tot) return lt__err(LT_NOMEM, "mpi engine: out of memory");
     /* send: [dest process][my member i][member j of dest]; recv: [source
      * process][member i of source][my member j] */
-    for (int kp = 0; !st && kp < P; kp++)
+    for (int kp = 0; kp < P; kp++)
         for (int a = 0; a < gi->cnt[kp]; a++)
             for (int b = mlo; b < mhi; b++) {
-                int i = b, j = gi->lo[kp] + a; /* I send i -> j */
-                int nd = piece(g, k, x.sh, i, j, shape, &at);
+                int nd = piece(g, k, x->sh, b, gi->lo[kp] + a, shape, &at); /* I send b -> theirs */
                 if (nd >= 0) tot[kp] += shape_numel(nd, shape);
-                i = gi->lo[kp] + a, j = b;     /* I receive i -> j */
-                nd = piece(g, k, x.sh, i, j, shape, &at);
+                nd = piece(g, k, x->sh, gi->lo[kp] + a, b, shape, &at); /* I receive theirs -> b */
                 if (nd >= 0) tot[P + kp] += shape_numel(nd, shape);
             }
-    int64_t sall = 0, rall = 0;
-    if (!st) st = displs_of(gi, tot, x.sc, x.sd, &sall);
-    if (!st) st = displs_of(gi, tot + P, x.rc, x.rd, &rall);
+    lt_status st = displs_of(gi, tot, x->sc, x->sd, &sall);
+    if (!st) st = displs_of(gi, tot + P, x->rc, x->rd, &rall);
     lt__free(tot);
-    if (!st) st = buf_new(dt, sall, &x.sbuf);
-    if (!st) st = buf_new(dt, rall, &x.rbuf);
-    int64_t so = 0, ro = 0;
-    for (int kp = 0; !st && kp < P; kp++) {
+    if (!st) st = buf_new(dt, sall, &x->sbuf);
+    if (!st) st = buf_new(dt, rall, &x->rbuf);
+    return st;
+}
+
+/* Packs what this process's members send, process by process, and notes
+ * where each piece it receives will lie (x->off). */
+static lt_status a2a_pack(const grp_info *gi, const lt_coll_group *g, pkind k, lt_tensor *const *in,
+                          xfer *x) {
+    int n = g->size, mlo = gi->mine_lo, mhi = gi->mine_lo + gi->mine_cnt;
+    int64_t shape[LT_MAX_DIMS], at, so = 0, ro = 0;
+    lt_status st = LT_OK;
+    for (int kp = 0; !st && kp < gi->nproc; kp++) {
         for (int i = mlo; !st && i < mhi; i++)
             for (int j = gi->lo[kp]; !st && j < gi->lo[kp] + gi->cnt[kp]; j++) {
-                int nd = piece(g, k, x.sh, i, j, shape, &at);
+                int nd = piece(g, k, x->sh, i, j, shape, &at);
                 if (nd < 0) continue;
                 lt_tensor *v = NULL;
                 const lt_tensor *src = in[g->ranks[i]];
                 if (at >= 0) st = lt_narrow(src, g->dim, at, shape[g->dim], &v);
-                if (!st) st = pack(x.sbuf, so, v ? v : src);
+                if (!st) st = pack(x->sbuf, so, v ? v : src);
                 lt_tensor_free(v);
                 so += shape_numel(nd, shape);
             }
         for (int i = gi->lo[kp]; i < gi->lo[kp] + gi->cnt[kp]; i++)
             for (int j = mlo; j < mhi; j++) {
-                int nd = piece(g, k, x.sh, i, j, shape, &at);
-                x.off[(size_t)i * n + j] = ro;
+                int nd = piece(g, k, x->sh, i, j, shape, &at);
+                x->off[(size_t)i * n + j] = ro;
                 if (nd >= 0) ro += shape_numel(nd, shape);
             }
     }
+    return st;
+}
+
+/* Member j's result from the pieces it received: joined along concat_dim
+ * (all_to_all), reduced in group order (reduce_scatter), or copied. */
+static lt_status a2a_unpack(mpi_ctx *c, const lt_coll_group *g, pkind k, const xfer *x, int j,
+                            lt_tensor *o) {
+    int n = g->size;
+    int64_t shape[LT_MAX_DIMS], at, cat = 0;
+    lt_status st = LT_OK;
+    for (int i = 0; !st && i < n; i++) {
+        int nd = piece(g, k, x->sh, i, j, shape, &at);
+        if (nd < 0) continue;
+        lt_tensor *v = NULL;
+        st = buf_view(x->rbuf, x->off[(size_t)i * n + j], nd, shape, &v);
+        if (st) break;
+        if (k == PK_RS) {
+            c->tin[i] = v; /* reduced below, in group order */
+            continue;
+        }
+        if (k == PK_A2A) {
+            st = place(o, g->concat_dim, cat, v);
+            cat += v->shape[g->concat_dim];
+        } else {
+            st = lt_copy(o, v);
+        }
+        lt_tensor_free(v);
+    }
+    if (k != PK_RS) return st;
+    if (!st) st = local_reduce(c, g->op, n, c->tin, o);
+    for (int i = 0; i < n; i++) {
+        lt_tensor_free(c->tin[i]);
+        c->tin[i] = NULL;
+    }
+    return st;
+}
+
+static lt_status mpi_a2a_span(mpi_ctx *c, const grp_info *gi, const lt_coll_group *g,
+                              lt_tensor *const *in, lt_tensor *const *out, pkind k) {
+    int n = g->size, mlo = gi->mine_lo, mhi = gi->mine_lo + gi->mine_cnt;
+    lt_dtype dt = out[g->ranks[mlo]]->dtype;
+    xfer x;
+    lt_status st = lt__mpi_agree(gi, fold(c, xfer_new(gi, n, n, &x)));
+    if (!st) st = exchange_shapes(c, gi, g, in, &x);
+    if (st) {
+        xfer_free(&x);
+        return st;
+    }
+    st = a2a_sizes(gi, g, k, dt, &x);
+    if (!st) st = a2a_pack(gi, g, k, in, &x);
     st = lt__mpi_agree(gi, st);
-    if (st) { xfer_free(&x); return st; }
+    if (st) {
+        xfer_free(&x);
+        return st;
+    }
     MPI_Datatype ty = etype(c, dt);
     MPI_Alltoallv(lt_data(x.sbuf), x.sc, x.sd, ty, lt_data(x.rbuf), x.rc, x.rd, ty, gi->comm);
-    for (int j = mlo; !st && j < mhi; j++) {
-        lt_tensor *o = out[g->ranks[j]];
-        int64_t cat = 0;
-        for (int i = 0; !st && i < n; i++) {
-            int nd = piece(g, k, x.sh, i, j, shape, &at);
-            if (nd < 0) continue;
-            lt_tensor *v = NULL;
-            st = buf_view(x.rbuf, x.off[(size_t)i * n + j], nd, shape, &v);
-            if (st) break;
-            if (k == PK_RS) {
-                c->tin[i] = v; /* reduced below, in group order */
-                continue;
-            }
-            if (k == PK_A2A) {
-                st = place(o, g->concat_dim, cat, v);
-                cat += v->shape[g->concat_dim];
-            } else {
-                st = lt_copy(o, v);
-            }
-            lt_tensor_free(v);
-        }
-        if (k == PK_RS) {
-            if (!st) st = local_reduce(c, g->op, n, c->tin, o);
-            for (int i = 0; i < n; i++) {
-                lt_tensor_free(c->tin[i]);
-                c->tin[i] = NULL;
-            }
-        }
-    }
+    for (int j = mlo; !st && j < mhi; j++) st = a2a_unpack(c, g, k, &x, j, out[g->ranks[j]]);
     xfer_free(&x);
     return st;
 }
