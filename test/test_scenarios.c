@@ -337,11 +337,11 @@ static void test_wrong_expectation(void **state) {
 }
 
 /* --json and --junit over passing, failing, erroring, sweep and unloadable files. */
-static void test_reports(void **state) {
-    (void)state;
-    char dir[600], p[700], json[700], junit[700];
-    tmp_path(dir, sizeof dir, "reports");
-    mkdir(dir, 0700);
+/* The five report files test_reports runs: two passing cases (one with
+ * characters to escape), a failing check, a step error, a 16-case sweep,
+ * a file that does not load. */
+static void write_report_files(const char *dir) {
+    char p[700];
     snprintf(p, sizeof p, "%s/a_pass.yaml", dir);
     lt_test_write_file(p, "- name: 'esc <&> \"quoted\" ''x'''\n  mesh: 2\n  tensors: {x: {shape: [3]}}\n  steps:\n"
                   "    - distribute: {tensor: x, placements: ['S(0)'], as: xd}\n"
@@ -363,33 +363,11 @@ static void test_reports(void **state) {
                   "  - expect_full: {tensor: y, equals: x}\n");
     snprintf(p, sizeof p, "%s/e_bad.yaml", dir);
     lt_test_write_file(p, "name: bad\nmesh: 2\nsteps: [nope]\n");
-    snprintf(json, sizeof json, "%s/out.json", g_tmpdir);
-    snprintf(junit, sizeof junit, "%s/out.xml", g_tmpdir);
-    const char *args[] = {"--json", json, "--junit", junit, dir};
-    char *out, *err;
-    int rc = lt_test_run_sc(args, 5, &out, &err);
-    assert_int_equal(rc, 2);
-    /* the text summary */
-    char last[256];
-    int tp, tf, te;
-    last_line(out, last, sizeof last);
-    if (sscanf(last, "%d passed, %d failed, %d errors", &tp, &tf, &te) != 3) fail_msg("last line '%s'", last);
-    /* 2 + 0 + 0 + 16 sweep cases pass; 1 fails; 1 errors + 1 load error */
-    assert_int_equal(tp, 18);
-    assert_int_equal(tf, 1);
-    assert_int_equal(te, 2);
-    /* the load error: its message printed once (stderr), the file listed and counted */
-    {
-        const char *m = "e_bad.yaml:3:9: unknown step 'nope'";
-        int times = 0;
-        for (const char *q = strstr(err, m); q; q = strstr(q + 1, m)) times++;
-        for (const char *q = strstr(out, m); q; q = strstr(q + 1, m)) times++;
-        if (times != 1) fail_msg("load error printed %d times:\n%s%s", times, out, err);
-        if (!strstr(out, "e_bad.yaml: could not be loaded")) fail_msg("load error not listed:\n%s", out);
-        if (!strstr(out, "20 cases in 5 scenarios from 5 files; 1 could not be loaded"))
-            fail_msg("summary does not count the unloadable file:\n%s", out);
-        if (!strstr(out, "18 passed, 1 failed, 2 errors\n")) fail_msg("summary:\n%s", out);
-    }
+}
+
+/* The JSON report of test_reports' run: its counts (tp, tf, te), every
+ * case listed, the failure with rank, index, expected and actual. */
+static void check_json_report(const char *json, int tp, int tf, int te) {
     /* JSON */
     size_t jl = 0;
     char *jt = lt_test_slurp(json, &jl);
@@ -430,6 +408,11 @@ static void test_reports(void **state) {
     assert_true(found_fail);
     cJSON_Delete(j);
     free(jt);
+}
+
+/* The JUnit report of test_reports' run: well formed, one testcase per
+ * case plus one per unloadable file, names escaped. */
+static void check_junit_report(const char *junit) {
     /* JUnit: well formed, one testcase per case plus one per unloadable file */
     char *xt = lt_test_slurp(junit, NULL);
     assert_non_null(xt);
@@ -443,9 +426,13 @@ static void test_reports(void **state) {
     assert_non_null(strstr(xt, "<error type=\"step\""));
     assert_non_null(strstr(xt, "name=\"(load)\""));
     free(xt);
-    free(out);
-    free(err);
-    /* --fail-fast: the rest is not run and shows as skipped */
+}
+
+/* --fail-fast: the rest is not run and shows as skipped; exit 1 when only
+ * a check fails. */
+static void check_fail_fast(const char *dir, const char *junit) {
+    char *out, *err, *xt, p[700];
+    int rc, suites = 0;
     const char *args2[] = {"--fail-fast", "--junit", junit, dir};
     rc = lt_test_run_sc(args2, 4, &out, &err);
     assert_int_equal(rc, 2);
@@ -462,6 +449,46 @@ static void test_reports(void **state) {
     assert_int_equal(lt_test_run_sc(args3, 1, &out, &err), 1);
     free(out);
     free(err);
+}
+
+static void test_reports(void **state) {
+    (void)state;
+    char dir[600], p[700], json[700], junit[700];
+    tmp_path(dir, sizeof dir, "reports");
+    mkdir(dir, 0700);
+    write_report_files(dir);
+    snprintf(json, sizeof json, "%s/out.json", g_tmpdir);
+    snprintf(junit, sizeof junit, "%s/out.xml", g_tmpdir);
+    const char *args[] = {"--json", json, "--junit", junit, dir};
+    char *out, *err;
+    int rc = lt_test_run_sc(args, 5, &out, &err);
+    assert_int_equal(rc, 2);
+    /* the text summary */
+    char last[256];
+    int tp, tf, te;
+    last_line(out, last, sizeof last);
+    if (sscanf(last, "%d passed, %d failed, %d errors", &tp, &tf, &te) != 3) fail_msg("last line '%s'", last);
+    /* 2 + 0 + 0 + 16 sweep cases pass; 1 fails; 1 errors + 1 load error */
+    assert_int_equal(tp, 18);
+    assert_int_equal(tf, 1);
+    assert_int_equal(te, 2);
+    /* the load error: its message printed once (stderr), the file listed and counted */
+    {
+        const char *m = "e_bad.yaml:3:9: unknown step 'nope'";
+        int times = 0;
+        for (const char *q = strstr(err, m); q; q = strstr(q + 1, m)) times++;
+        for (const char *q = strstr(out, m); q; q = strstr(q + 1, m)) times++;
+        if (times != 1) fail_msg("load error printed %d times:\n%s%s", times, out, err);
+        if (!strstr(out, "e_bad.yaml: could not be loaded")) fail_msg("load error not listed:\n%s", out);
+        if (!strstr(out, "20 cases in 5 scenarios from 5 files; 1 could not be loaded"))
+            fail_msg("summary does not count the unloadable file:\n%s", out);
+        if (!strstr(out, "18 passed, 1 failed, 2 errors\n")) fail_msg("summary:\n%s", out);
+    }
+    check_json_report(json, tp, tf, te);
+    check_junit_report(junit);
+    free(out);
+    free(err);
+    check_fail_fast(dir, junit);
     const char *names[] = {"a_pass.yaml", "b_fail.yaml", "c_error.yaml", "d_sweep.yaml", "e_bad.yaml"};
     for (int i = 0; i < 5; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
