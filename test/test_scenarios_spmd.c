@@ -347,6 +347,19 @@ static void test_expect_error_not_reached(void **state) {
     free(msg);
     free(out);
     free(err);
+    remove(json);
+    remove(path);
+}
+
+/* An expect_error not reached: a failed rank and a waiting one; then two
+ * ranks waiting at one line. */
+static void test_expect_error_not_reached_failed(void **state) {
+    (void)state;
+    char path[600], json[700], *out, *err;
+    snprintf(json, sizeof json, "%s/unreached.json", g_tmpdir);
+    tmp_path(path, sizeof path, "unreached.yaml");
+    const char *args[] = {"--json", json, path};
+    char want[8192], *msg, *h;
     /* a failed rank and a waiting one; then two ranks waiting at one line */
     lt_test_write_file(path,
                "- name: failed_first\n  mesh: 2\n  steps:\n"
@@ -382,6 +395,18 @@ static void test_expect_error_not_reached(void **state) {
     free(msg);
     free(out);
     free(err);
+    remove(json);
+    remove(path);
+}
+
+/* An expect_error that is reached but expects another kind of hang. */
+static void test_expect_error_wrong_kind(void **state) {
+    (void)state;
+    char path[600], json[700], *out, *err;
+    snprintf(json, sizeof json, "%s/unreached.json", g_tmpdir);
+    tmp_path(path, sizeof path, "unreached.yaml");
+    const char *args[] = {"--json", json, path};
+    char want[8192], *msg, *h;
     /* an expect_error that is reached but expects another kind: its failure
      * carries the report it judged (rank 1 ran line 4, then skipped the sum) */
     lt_test_write_file(path,
@@ -416,6 +441,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_would_hang),
         cmocka_unit_test(test_finished_after_last_step),
         cmocka_unit_test(test_expect_error_not_reached),
+        cmocka_unit_test(test_expect_error_not_reached_failed),
+        cmocka_unit_test(test_expect_error_wrong_kind),
         cmocka_unit_test(test_failed_check_while_catching_up),
         cmocka_unit_test(test_hang_expected_while_ranks_run),
         cmocka_unit_test(test_per_rank_origin),
