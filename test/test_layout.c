@@ -289,9 +289,13 @@ static void test_layout_memo_interleaved(void **state) {
                 checked++;
             }
     assert_int_equal(checked, 3 * (12 * 8 + 2 * 6));
-    /* a mesh of more ranks than are kept per entry: answered directly; the
-     * lists of a dim too big to share one allocation with the others (and
-     * of one that does) */
+}
+
+/* A mesh of more ranks than are kept per layout-memo entry: answered
+ * directly; the lists of a dim too big to share one allocation with the
+ * others (and of one that does), against a reference that splits by hand. */
+static void test_layout_memo_big_mesh(void **state) {
+    (void)state;
     lt_mesh big;
     lt_placement bp[3];
     int np;
@@ -635,6 +639,7 @@ int main(void) {
         cmocka_unit_test(test_global_info),      cmocka_unit_test(test_layout_errors),
         cmocka_unit_test(test_chunk_size_and_offset),
         cmocka_unit_test(test_brute_force),      cmocka_unit_test(test_layout_memo_interleaved),
+        cmocka_unit_test(test_layout_memo_big_mesh),
         cmocka_unit_test(test_empty_huge_dims),  cmocka_unit_test(test_index_list_too_big),
         cmocka_unit_test(test_contiguous_strides_overflow),
     };
