@@ -238,6 +238,48 @@ static lt_status call_coll(sweep *s, int which, int dim, int dim2, int root, lt_
     }
 }
 
+/* The reference result of member j of a group (inputs ps[n]) for
+ * collective `which` (the brute-force model, written from the rules). */
+static arr ref_member(int which, arr *ps, int n, int j, int dim, int dim2, int root, lt_redop op,
+                      lt_dtype dt, const lt_split_rule *rule) {
+    arr w = {0};
+    int64_t sz[8], off = 0;
+    switch (which) {
+    case AG: w = ref_cat(ps, n, dim); break;
+    case GA: w = ref_cat(ps, n, dim); w.ph = j != root; break;
+    case AR: w = ref_reduce(ps, n, op, dt); break;
+    case RE: w = ref_reduce(ps, n, op, dt); w.ph = j != root; break;
+    case RS: {
+        arr red = ref_reduce(ps, n, op, dt);
+        ref_split(rule, red.sh[dim], n, sz);
+        for (int k = 0; k < j; k++) off += sz[k];
+        w = ref_narrow(&red, dim, off, sz[j]);
+        free(red.v);
+        break;
+    }
+    case A2A: {
+        arr pieces[8];
+        for (int i = 0; i < n; i++) {
+            ref_split(rule, ps[i].sh[dim], n, sz);
+            off = 0;
+            for (int k = 0; k < j; k++) off += sz[k];
+            pieces[i] = ref_narrow(&ps[i], dim, off, sz[j]);
+        }
+        w = ref_cat(pieces, n, dim2);
+        for (int i = 0; i < n; i++) free(pieces[i].v);
+        break;
+    }
+    case BC: w = ref_narrow(&ps[root], 0, 0, ps[root].nd ? ps[root].sh[0] : 0); break;
+    case SC:
+        ref_split(rule, ps[root].sh[dim], n, sz);
+        for (int k = 0; k < j; k++) off += sz[k];
+        w = ref_narrow(&ps[root], dim, off, sz[j]);
+        break;
+    default: break;
+    }
+    return w;
+}
+
 /* One random case of collective `which`. */
 static void run_case(sweep *s, int which, lt_dtype dt, lt_redop op, int rule_kind) {
     int n = s->n, nd = 1 + rnd(3);
@@ -276,41 +318,7 @@ static void run_case(sweep *s, int which, lt_dtype dt, lt_redop op, int rule_kin
         arr ps[8];
         for (int p = 0; p < n; p++) ps[p] = s->ain[rk[p]];
         for (int j = 0; j < n; j++) {
-            arr *w = &s->want[rk[j]];
-            int64_t sz[8], off = 0;
-            switch (which) {
-            case AG: *w = ref_cat(ps, n, dim); break;
-            case GA: *w = ref_cat(ps, n, dim); w->ph = j != root; break;
-            case AR: *w = ref_reduce(ps, n, op, dt); break;
-            case RE: *w = ref_reduce(ps, n, op, dt); w->ph = j != root; break;
-            case RS: {
-                arr red = ref_reduce(ps, n, op, dt);
-                ref_split(&rule, red.sh[dim], n, sz);
-                for (int k = 0; k < j; k++) off += sz[k];
-                *w = ref_narrow(&red, dim, off, sz[j]);
-                free(red.v);
-                break;
-            }
-            case A2A: {
-                arr pieces[8];
-                for (int i = 0; i < n; i++) {
-                    ref_split(&rule, ps[i].sh[dim], n, sz);
-                    off = 0;
-                    for (int k = 0; k < j; k++) off += sz[k];
-                    pieces[i] = ref_narrow(&ps[i], dim, off, sz[j]);
-                }
-                *w = ref_cat(pieces, n, dim2);
-                for (int i = 0; i < n; i++) free(pieces[i].v);
-                break;
-            }
-            case BC: *w = ref_narrow(&ps[root], 0, 0, nd ? ps[root].sh[0] : 0); break;
-            case SC:
-                ref_split(&rule, ps[root].sh[dim], n, sz);
-                for (int k = 0; k < j; k++) off += sz[k];
-                *w = ref_narrow(&ps[root], dim, off, sz[j]);
-                break;
-            default: break;
-            }
+            s->want[rk[j]] = ref_member(which, ps, n, j, dim, dim2, root, op, dt, &rule);
         }
         if (which == PE)
             for (int i = 0; i < n; i++) s->want[rk[perm[i]]] = ref_narrow(&ps[i], 0, 0, ps[i].sh[0]);
@@ -609,6 +617,44 @@ static void expect_sizes(const size_t *got, const size_t *want, int n, const cha
         if (got[i] != want[i]) fail_msg("%s: rank %d has %zu, wanted %zu", what, i, got[i], want[i]);
 }
 
+/* test_trace's events (from mark on: five of them) as text and JSON, then
+ * a disabled trace recording nothing and a cleared one recording again. */
+static void check_trace_outputs(lt_trace *t, lt_comm *c, size_t mark) {
+    /* text and JSON */
+    FILE *f = tmpfile();
+    lt_trace_print(t, f, 0);
+    rewind(f);
+    char buf[4096] = "";
+    size_t got = fread(buf, 1, sizeof buf - 1, f);
+    buf[got] = '\0';
+    fclose(f);
+    assert_non_null(strstr(buf, "all_gather"));
+    assert_non_null(strstr(buf, "step A"));
+    assert_non_null(strstr(buf, "op=sum"));
+    cJSON *j = lt_trace_to_json(t, mark);
+    assert_non_null(j);
+    cJSON *evs = cJSON_GetObjectItem(j, "events");
+    assert_int_equal(cJSON_GetArraySize(evs), 5);
+    cJSON *e0 = cJSON_GetArrayItem(evs, 0);
+    assert_string_equal(cJSON_GetObjectItem(e0, "collective")->valuestring, "all_reduce");
+    assert_true(cJSON_GetObjectItem(e0, "busbw_factor")->valuedouble == 1.5);
+    assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(e0, "bytes_recv"), 0)->valueint, 36);
+    assert_true(cJSON_GetObjectItem(j, "total_bytes_sent")->valuedouble == 280);
+    cJSON_Delete(j);
+    /* disabled: nothing recorded; clear keeps working */
+    assert_int_equal(lt_trace_enable(t, 0), 1);
+    LT_CHECK(lt_barrier(c, 0));
+    assert_int_equal(lt_trace_count(t), 6);
+    lt_trace_enable(t, 1);
+    lt_trace_clear(t);
+    assert_int_equal(lt_trace_count(t), 0);
+    LT_CHECK(lt_barrier(c, 0));
+    assert_int_equal(lt_trace_count(t), 1);
+    assert_true(lt_coll_busbw_factor(LT_COLL_BROADCAST, 8) == 1.0);
+    assert_true(lt_coll_busbw_factor(LT_COLL_ALL_GATHER, 8) == 7.0 / 8.0);
+    assert_true(lt_coll_busbw_factor(LT_COLL_BARRIER, 8) == 0.0);
+}
+
 static void test_trace(void **state) {
     (void)state;
     lt_mesh m;
@@ -669,39 +715,7 @@ static void test_trace(void **state) {
     assert_int_equal(tot.per_coll[LT_COLL_BARRIER], 1);
     assert_int_equal(tot.bytes_sent, 120 + 60 + 60 + 40);
     assert_int_equal(tot.bytes_recv, tot.bytes_sent);
-    /* text and JSON */
-    FILE *f = tmpfile();
-    lt_trace_print(t, f, 0);
-    rewind(f);
-    char buf[4096] = "";
-    size_t got = fread(buf, 1, sizeof buf - 1, f);
-    buf[got] = '\0';
-    fclose(f);
-    assert_non_null(strstr(buf, "all_gather"));
-    assert_non_null(strstr(buf, "step A"));
-    assert_non_null(strstr(buf, "op=sum"));
-    cJSON *j = lt_trace_to_json(t, mark);
-    assert_non_null(j);
-    cJSON *evs = cJSON_GetObjectItem(j, "events");
-    assert_int_equal(cJSON_GetArraySize(evs), 5);
-    cJSON *e0 = cJSON_GetArrayItem(evs, 0);
-    assert_string_equal(cJSON_GetObjectItem(e0, "collective")->valuestring, "all_reduce");
-    assert_true(cJSON_GetObjectItem(e0, "busbw_factor")->valuedouble == 1.5);
-    assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(e0, "bytes_recv"), 0)->valueint, 36);
-    assert_true(cJSON_GetObjectItem(j, "total_bytes_sent")->valuedouble == 280);
-    cJSON_Delete(j);
-    /* disabled: nothing recorded; clear keeps working */
-    assert_int_equal(lt_trace_enable(t, 0), 1);
-    LT_CHECK(lt_barrier(c, 0));
-    assert_int_equal(lt_trace_count(t), 6);
-    lt_trace_enable(t, 1);
-    lt_trace_clear(t);
-    assert_int_equal(lt_trace_count(t), 0);
-    LT_CHECK(lt_barrier(c, 0));
-    assert_int_equal(lt_trace_count(t), 1);
-    assert_true(lt_coll_busbw_factor(LT_COLL_BROADCAST, 8) == 1.0);
-    assert_true(lt_coll_busbw_factor(LT_COLL_ALL_GATHER, 8) == 7.0 / 8.0);
-    assert_true(lt_coll_busbw_factor(LT_COLL_BARRIER, 8) == 0.0);
+    check_trace_outputs(t, c, mark);
     free_all(in, 4);
     lt_comm_free(c);
 }
