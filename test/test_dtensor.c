@@ -400,6 +400,37 @@ static void test_local_map_and_ints(void **state) {
 /* Absent shards (localtensor/local.h): a NULL entry is a rank whose shard is
  * not held here. Shapes come from layout math; values only from held ranks.
  * Expected values: S(0) of arange(5) on 4 ranks is [0,1] [2,3] [4] [] (chunk). */
+/* test_absent_shards' second half: with ranks 1 and 2 absent from d (and
+ * from its clone c), the verifier, from_shards and the reports. */
+static void absent_verify_and_report(const lt_mesh *m, const lt_tensor *x, const lt_placement *pl, int np,
+                                     lt_dtensor *d, lt_dtensor *c) {
+    /* the verifier checks the held ranks of `actual` against a complete source */
+    lt_dtensor *src;
+    LT_CHECK(lt_distribute(m, x, pl, np, &src));
+    LT_CHECK(lt_verify_reshard(src, c, 0, NULL));
+    lt_set_flat(c->local->shards[0], 1, 7);
+    LT_EXPECT_STATUS(lt_verify_reshard(src, c, 0, NULL), LT_MISMATCH);
+    assert_non_null(strstr(lt_errmsg(), "rank 0, local index [1]"));
+    LT_EXPECT_STATUS(lt_verify_reshard(d, src, 0, NULL), LT_UNSUPPORTED);   /* source with absent shards */
+    /* from_shards: NULL entries stay absent; none at all is an error */
+    lt_local *l2;
+    LT_CHECK(lt_local_from_shards(m, d->local->shards, &l2));
+    assert_int_equal(lt_local_count(l2), 2);
+    lt_local_free(l2);
+    lt_tensor *none[4] = {NULL, NULL, NULL, NULL};
+    LT_EXPECT_STATUS(lt_local_from_shards(m, none, &l2), LT_INVALID);
+    /* reports: layout for every rank, values for the held ones */
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    LT_CHECK(lt_render_ranks(f, d, 16));
+    char *txt = lt_test_slurp_fp(f);
+    fclose(f);
+    assert_non_null(strstr(txt, "(absent: values not held here)"));
+    assert_non_null(strstr(txt, "[0, 1]"));
+    free(txt);
+    lt_dtensor_free(src);
+}
+
 static void test_absent_shards(void **state) {
     (void)state;
     lt_mesh m;
@@ -456,31 +487,7 @@ static void test_absent_shards(void **state) {
     assert_null(v->local->shards[2]);
     lt_test_expect_values(v->local->shards[0], 1, (int64_t[]){2}, (double[]){0, 1}, "view rank 0");
     lt_dtensor_free(v);
-    /* the verifier checks the held ranks of `actual` against a complete source */
-    lt_dtensor *src;
-    LT_CHECK(lt_distribute(&m, x, pl, np, &src));
-    LT_CHECK(lt_verify_reshard(src, c, 0, NULL));
-    lt_set_flat(c->local->shards[0], 1, 7);
-    LT_EXPECT_STATUS(lt_verify_reshard(src, c, 0, NULL), LT_MISMATCH);
-    assert_non_null(strstr(lt_errmsg(), "rank 0, local index [1]"));
-    LT_EXPECT_STATUS(lt_verify_reshard(d, src, 0, NULL), LT_UNSUPPORTED);   /* source with absent shards */
-    /* from_shards: NULL entries stay absent; none at all is an error */
-    lt_local *l2;
-    LT_CHECK(lt_local_from_shards(&m, d->local->shards, &l2));
-    assert_int_equal(lt_local_count(l2), 2);
-    lt_local_free(l2);
-    lt_tensor *none[4] = {NULL, NULL, NULL, NULL};
-    LT_EXPECT_STATUS(lt_local_from_shards(&m, none, &l2), LT_INVALID);
-    /* reports: layout for every rank, values for the held ones */
-    FILE *f = tmpfile();
-    assert_non_null(f);
-    LT_CHECK(lt_render_ranks(f, d, 16));
-    char *txt = lt_test_slurp_fp(f);
-    fclose(f);
-    assert_non_null(strstr(txt, "(absent: values not held here)"));
-    assert_non_null(strstr(txt, "[0, 1]"));
-    free(txt);
-    lt_dtensor_free(src);
+    absent_verify_and_report(&m, x, pl, np, d, c);
     lt_dtensor_free(c);
     lt_dtensor_free(d);
     lt_tensor_free(x);
