@@ -402,8 +402,8 @@ static void test_local_map_and_ints(void **state) {
  * Expected values: S(0) of arange(5) on 4 ranks is [0,1] [2,3] [4] [] (chunk). */
 /* test_absent_shards' second half: with ranks 1 and 2 absent from d (and
  * from its clone c), the verifier, from_shards and the reports. */
-static void absent_verify_and_report(const lt_mesh *m, const lt_tensor *x, const lt_placement *pl, int np,
-                                     lt_dtensor *d, lt_dtensor *c) {
+static void absent_verify_and_report(const lt_mesh *m, const lt_tensor *x, const lt_placement *pl,
+                                     int np, lt_dtensor *d, lt_dtensor *c) {
     /* the verifier checks the held ranks of `actual` against a complete source */
     lt_dtensor *src;
     LT_CHECK(lt_distribute(m, x, pl, np, &src));
@@ -411,7 +411,8 @@ static void absent_verify_and_report(const lt_mesh *m, const lt_tensor *x, const
     lt_set_flat(c->local->shards[0], 1, 7);
     LT_EXPECT_STATUS(lt_verify_reshard(src, c, 0, NULL), LT_MISMATCH);
     assert_non_null(strstr(lt_errmsg(), "rank 0, local index [1]"));
-    LT_EXPECT_STATUS(lt_verify_reshard(d, src, 0, NULL), LT_UNSUPPORTED);   /* source with absent shards */
+    LT_EXPECT_STATUS(lt_verify_reshard(d, src, 0, NULL),
+                     LT_UNSUPPORTED); /* source with absent shards */
     /* from_shards: NULL entries stay absent; none at all is an error */
     lt_local *l2;
     LT_CHECK(lt_local_from_shards(m, d->local->shards, &l2));
