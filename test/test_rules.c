@@ -109,7 +109,7 @@ static int rules_teardown(void **state) {
 static void test_decisions(void **state) {
     (void)state;
     lt_mesh m2 = mesh1(2), m4 = mesh1(4);
-    int64_t s53[2] = {5, 3}, s34[2] = {3, 4}, s128[2] = {12, 8}, s64[2] = {6, 4}, s3[1] = {3};
+    int64_t s53[2] = {5, 3}, s34[2] = {3, 4}, s3[1] = {3};
     /* matmul S(1) x S(0) -> P(sum), no redistribute */
     lt_op_plan *p = plan2(LT_OP_MM, &m2, 2, s53, "S(1)", 2, s34, "S(0)", NULL);
     expect_pl(p->out_pl, 1, "[P(sum)]", "mm S(1) x S(0)");
@@ -149,6 +149,15 @@ static void test_decisions(void **state) {
     expect_pl(p->out_pl, 1, "[S(0)]", "S(0) * S(0,balanced)");
     expect_pl(p->in_target[1], 1, "[S(0)]", "balanced operand redistributed");
     lt_op_plan_free(p);
+    lt_op_cache_clear();
+}
+
+/* The min-comm choices of views, squeeze and a split that cannot nest. */
+static void test_decisions_views(void **state) {
+    (void)state;
+    lt_mesh m2 = mesh1(2), m4 = mesh1(4);
+    int64_t s128[2] = {12, 8}, s64[2] = {6, 4};
+    lt_op_plan *p;
     /* PyTorch #179502: (12, 8) S(1) viewed as (16, 6) must be redistributed */
     lt_op_args va;
     memset(&va, 0, sizeof va);
@@ -258,6 +267,7 @@ static void test_cache(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_decisions, min_comm_setup, rules_teardown),
+        cmocka_unit_test_setup_teardown(test_decisions_views, min_comm_setup, rules_teardown),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_validator),
     };
