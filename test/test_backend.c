@@ -67,45 +67,42 @@ static void views(int v, const lt_tensor *x, const lt_tensor *y, lt_tensor **vx,
 }
 
 /* Runs case (c, sub, variant) on x, y of backend b; *out: the result (new). */
-static lt_status run_case(int c, int sub, int v, const lt_backend *b, const lt_tensor *x,
-                          const lt_tensor *y, lt_tensor **out) {
+/* The cases that write into a tensor of their own (*base: new), given
+ * the views vx, vy of x and y (variant v). */
+static lt_status run_into_base(int c, int sub, int v, const lt_backend *b, const lt_tensor *x,
+                               const lt_tensor *y, lt_tensor *vx, lt_tensor *vy, lt_tensor **base) {
     static const double fills[4] = {2.5, -1e10, NAN, 70000.0};
     static const double scales[3] = {0.37, -3.0, 1e-40};
-    static const double scalars[2] = {2.0, -3.0};
-    lt_tensor *vx = NULL, *vy = NULL, *base = NULL;
     lt_status st = LT_OK;
-    *out = NULL;
-    views(v, x, y, &vx, &vy);
     switch (c) {
-    case C_CAST: st = lt_cast(vx, (lt_dtype)sub, out); break;
     case C_COPY: { /* into a transposed destination */
         lt_tensor *dt_ = NULL;
-        LT_CHECK(lt_tensor_new_on(b, x->dtype, 2, (int64_t[]){vx->shape[1], vx->shape[0]}, &base));
-        LT_CHECK(lt_transpose(base, 0, 1, &dt_));
+        LT_CHECK(lt_tensor_new_on(b, x->dtype, 2, (int64_t[]){vx->shape[1], vx->shape[0]}, base));
+        LT_CHECK(lt_transpose(*base, 0, 1, &dt_));
         st = lt_copy(dt_, vx);
         lt_tensor_free(dt_);
         break;
     }
     case C_FILL: case C_ARANGE: { /* a strided view of a fresh tensor */
         lt_tensor *w = NULL;
-        LT_CHECK(lt_tensor_new_on(b, x->dtype, 2, (int64_t[]){4, 6}, &base));
-        LT_CHECK(lt_narrow(base, 1, 1, 4, &w));
+        LT_CHECK(lt_tensor_new_on(b, x->dtype, 2, (int64_t[]){4, 6}, base));
+        LT_CHECK(lt_narrow(*base, 1, 1, 4, &w));
         st = c == C_FILL ? lt_fill(w, fills[sub]) : lt_arange_fill(w);
         lt_tensor_free(w);
         break;
     }
     case C_SCALE: {
         lt_tensor *w = NULL;
-        LT_CHECK(lt_clone(x, &base));
-        LT_CHECK(lt_transpose(base, 0, 1, &w));
+        LT_CHECK(lt_clone(x, base));
+        LT_CHECK(lt_transpose(*base, 0, 1, &w));
         st = lt_scale(w, scales[sub]);
         lt_tensor_free(w);
         break;
     }
     case C_ACC: { /* dst a view of a clone of x; src y's view of the same shape */
         lt_tensor *w = NULL, *s = NULL;
-        LT_CHECK(lt_clone(x, &base));
-        views(v == 3 ? 0 : v, base, y, &w, &s);
+        LT_CHECK(lt_clone(x, base));
+        views(v == 3 ? 0 : v, *base, y, &w, &s);
         lt_tensor_free(s);
         lt_tensor *yv = NULL, *xv = NULL;
         views(v == 3 ? 0 : v, y, x, &yv, &xv);
@@ -115,10 +112,37 @@ static lt_status run_case(int c, int sub, int v, const lt_backend *b, const lt_t
         lt_tensor_free(yv);
         break;
     }
+    case C_SCATTER: { /* a (2, 3) block of vy's values into a clone of x at index lists with
+                       * (sub >= 4) or without repeats; copy or accumulate sum/max/product */
+        static const lt_redop ops[4] = {LT_REDOP_SUM, LT_REDOP_SUM, LT_REDOP_MAX, LT_REDOP_PRODUCT};
+        int64_t r[2] = {3, 1}, cu[3] = {4, 0, 2}, cr[3] = {2, 0, 2};
+        int64_t *ix[2] = {r, sub >= 4 ? cr : cu};
+        lt_tensor *blk = NULL, *w = NULL;
+        LT_CHECK(lt_clone(x, base));
+        LT_CHECK(lt_narrow(v == 3 ? y : vy, 0, 0, 2, &w)); /* variant 3's vy is 1-D */
+        LT_CHECK(lt_narrow(w, 1, 0, 3, &blk));
+        st = lt_scatter_index_sets(*base, ix, blk, sub % 4 != 0, ops[sub % 4]);
+        lt_tensor_free(blk);
+        lt_tensor_free(w);
+        break;
+    }
+    default: break;
+    }
+    return st;
+}
+
+/* The cases that make a new result (*out), given the views vx, vy. */
+static lt_status run_to_out(int c, int sub, const lt_backend *b, lt_tensor *vx, lt_tensor *vy,
+                            lt_tensor **out) {
+    static const double scalars[2] = {2.0, -3.0};
+    lt_status st = LT_OK;
+    switch (c) {
+    case C_CAST: st = lt_cast(vx, (lt_dtype)sub, out); break;
     case C_REDUCE: { /* over dim 1, dim 0, everything; mean with its own count and a divisor */
         int dims[1] = {sub % 3 == 0 ? 1 : 0};
         lt_reduce_op op = (lt_reduce_op)(sub / 3);
-        st = lt_reduce_ex(op, vx, sub % 3 == 2 ? 0 : 1, dims, sub % 3 == 1, sub % 3 == 2 ? 7.0 : 0.0, out);
+        st = lt_reduce_ex(op, vx, sub % 3 == 2 ? 0 : 1, dims, sub % 3 == 1,
+                          sub % 3 == 2 ? 7.0 : 0.0, out);
         break;
     }
     case C_SOFTMAX: st = lt_softmax(vx, sub % 2 ? -1 : 0, sub / 2, out); break;
@@ -131,25 +155,12 @@ static lt_status run_case(int c, int sub, int v, const lt_backend *b, const lt_t
     }
     case C_EMBED: { /* weight vx; indices (2, 3) of i32 or i64, in range or not, masked or not */
         static const double in_range[6] = {0, 3, 1, 1, 2, 0}, outside[6] = {5, 3, -1, 4, 2, 6};
-        lt_tensor *ih = mk(sub == 1 ? LT_I32 : LT_I64, 2, (int64_t[]){2, 3}, sub == 0 ? in_range : outside);
+        lt_tensor *ih =
+            mk(sub == 1 ? LT_I32 : LT_I64, 2, (int64_t[]){2, 3}, sub == 0 ? in_range : outside);
         lt_tensor *ib = on(b, ih);
         st = lt_embedding(vx, ib, sub == 2 ? 2 : 0, sub == 1 || sub == 2, out);
         lt_tensor_free(ib);
         lt_tensor_free(ih);
-        break;
-    }
-    case C_SCATTER: { /* a (2, 3) block of vy's values into a clone of x at index lists with
-                       * (sub >= 4) or without repeats; copy or accumulate sum/max/product */
-        static const lt_redop ops[4] = {LT_REDOP_SUM, LT_REDOP_SUM, LT_REDOP_MAX, LT_REDOP_PRODUCT};
-        int64_t r[2] = {3, 1}, cu[3] = {4, 0, 2}, cr[3] = {2, 0, 2};
-        int64_t *ix[2] = {r, sub >= 4 ? cr : cu};
-        lt_tensor *blk = NULL, *w = NULL;
-        LT_CHECK(lt_clone(x, &base));
-        LT_CHECK(lt_narrow(v == 3 ? y : vy, 0, 0, 2, &w)); /* variant 3's vy is 1-D */
-        LT_CHECK(lt_narrow(w, 1, 0, 3, &blk));
-        st = lt_scatter_index_sets(base, ix, blk, sub % 4 != 0, ops[sub % 4]);
-        lt_tensor_free(blk);
-        lt_tensor_free(w);
         break;
     }
     case C_UNARY: st = lt_unary((lt_unary_op)sub, vx, out); break;
@@ -160,6 +171,18 @@ static lt_status run_case(int c, int sub, int v, const lt_backend *b, const lt_t
         break;
     }
     }
+    return st;
+}
+
+static lt_status run_case(int c, int sub, int v, const lt_backend *b, const lt_tensor *x,
+                          const lt_tensor *y, lt_tensor **out) {
+    lt_tensor *vx = NULL, *vy = NULL, *base = NULL;
+    *out = NULL;
+    views(v, x, y, &vx, &vy);
+    int into =
+        c == C_COPY || c == C_FILL || c == C_ARANGE || c == C_SCALE || c == C_ACC || c == C_SCATTER;
+    lt_status st = into ? run_into_base(c, sub, v, b, x, y, vx, vy, &base)
+                        : run_to_out(c, sub, b, vx, vy, out);
     if (base) {
         if (st == LT_OK) *out = base;
         else lt_tensor_free(base);
