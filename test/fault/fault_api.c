@@ -147,157 +147,198 @@ static const char scen_text[] =
 
 /* The workload; returns the child's exit code. Frees everything it made on
  * every path. */
-int fault_api_workload(void *ctx, const char *tmp) {
-    (void)ctx;
-    int rc = FAULT_DONE;
+/* What the workload holds between its parts (freed by api_free). */
+typedef struct api_state {
     lt_mesh mesh;
-    static const int mshape[2] = {2, 2};
-    static const char *const mnames[2] = {"dp", "tp"};
-    lt_tensor *x = NULL, *full = NULL, *outs[4] = {NULL, NULL, NULL, NULL};
-    lt_dtensor *dA = NULL, *dB = NULL, *dC = NULL, *dP = NULL, *d1 = NULL, *d2 = NULL;
-    lt_comm *comm = NULL;
-    lt_plan *plan = NULL;
-    lt_sc_file *sf = NULL;
-    FILE *sink = NULL, *errsink = NULL;
-    int64_t shape[2] = {4, 4};
+    lt_tensor *x, *full, *outs[4];
+    lt_dtensor *dA, *dB, *dC, *dP, *d1, *d2;
+    lt_comm *comm;
+    lt_plan *plan;
+    lt_sc_file *sf;
+    FILE *sink, *errsink;
+    int64_t shape[2];
     lt_placement s0s1[2], rs0[2], rs1[2], s0r[2], ps0[2], rr[2];
-    s0s1[0] = lt_shard(0), s0s1[1] = lt_shard(1);
-    rs0[0] = lt_replicate(), rs0[1] = lt_shard(0);
-    rs1[0] = lt_replicate(), rs1[1] = lt_shard(1);
-    s0r[0] = lt_shard(0), s0r[1] = lt_replicate();
-    ps0[0] = lt_partial(LT_REDOP_SUM), ps0[1] = lt_shard(0);
-    rr[0] = lt_replicate(), rr[1] = lt_replicate();
+} api_state;
 
-    if (lt_mesh_init(&mesh, 2, mshape, mnames) != LT_OK) {
-        return fault_broken("mesh", "%s", lt_errmsg());
-    }
-    CALL("tensor_new", x, lt_tensor_new(LT_F32, 2, shape, &x));
-    if (lt_arange_fill(x) != LT_OK) {
-        rc = fault_broken("arange_fill", "%s", lt_errmsg());
-        goto done;
-    }
-
+/* The workload's distribute, and what each rank holds. FAULT_DONE, or the outcome that ended it. */
+static int api_distribute(api_state *S) {
+    int rc = FAULT_DONE;
     /* distribute, and what each rank holds */
-    CALL("distribute [S(0), S(1)]", dA, lt_distribute(&mesh, x, s0s1, 2, &dA));
+    CALL("distribute [S(0), S(1)]", S->dA, lt_distribute(&S->mesh, S->x, S->s0s1, 2, &S->dA));
     for (int r = 0; r < 4; r++) {
         int k[2];
-        lt_mesh_coord(&mesh, r, k);
-        EXPECT("distribute [S(0), S(1)]", lt_to_local(dA, r), 2, 2, v_s0s1, k);
+        lt_mesh_coord(&S->mesh, r, k);
+        EXPECT("distribute [S(0), S(1)]", lt_to_local(S->dA, r), 2, 2, v_s0s1, k);
     }
-    CALL("distribute [R, S(1)]", dB, lt_distribute(&mesh, x, rs1, 2, &dB));
-    CALL("distribute [S(0), R]", dC, lt_distribute(&mesh, x, s0r, 2, &dC));
+    CALL("distribute [R, S(1)]", S->dB, lt_distribute(&S->mesh, S->x, S->rs1, 2, &S->dB));
+    CALL("distribute [S(0), R]", S->dC, lt_distribute(&S->mesh, S->x, S->s0r, 2, &S->dC));
 
+    goto done;
+done:
+    return rc;
+}
+
+/* The workload's redistribute with verification, twice (the second plan from the cache);
+ * Partial(sum) summed back; full_tensor. FAULT_DONE, or the outcome that ended it. */
+static int api_redistribute(api_state *S) {
+    int rc = FAULT_DONE;
     /* redistribute with verification, twice (the second plan comes from the cache) */
-    CALL("comm_new", comm, lt_comm_new(&mesh, &comm));
+    CALL("comm_new", S->comm, lt_comm_new(&S->mesh, &S->comm));
     lt_verify_report rep;
-    lt_redistribute_opts ro = {.verify = 1, .name = "a", .comm = comm, .report = &rep};
+    lt_redistribute_opts ro = {.verify = 1, .name = "a", .comm = S->comm, .report = &rep};
     for (int pass = 0; pass < 2; pass++) {
-        CALL("redistribute -> [R, S(0)]", d1, lt_redistribute(dA, rs0, 2, &ro, &d1, &plan));
+        CALL("redistribute -> [R, S(0)]", S->d1,
+             lt_redistribute(S->dA, S->rs0, 2, &ro, &S->d1, &S->plan));
         for (int r = 0; r < 4; r++) {
             int k[2];
-            lt_mesh_coord(&mesh, r, k);
-            EXPECT("redistribute -> [R, S(0)]", lt_to_local(d1, r), 2, 4, v_rs0, k);
+            lt_mesh_coord(&S->mesh, r, k);
+            EXPECT("redistribute -> [R, S(0)]", lt_to_local(S->d1, r), 2, 4, v_rs0, k);
         }
         char buf[2048];
-        lt_plan_format(plan, buf, sizeof buf);
-        lt_plan_free(plan);
-        plan = NULL;
-        lt_dtensor_free(d1);
-        d1 = NULL;
+        lt_plan_format(S->plan, buf, sizeof buf);
+        lt_plan_free(S->plan);
+        S->plan = NULL;
+        lt_dtensor_free(S->d1);
+        S->d1 = NULL;
     }
     /* Partial(sum): distribute splits the value, redistribute to R sums it back */
-    CALL("distribute [P(sum), S(0)]", dP, lt_distribute(&mesh, x, ps0, 2, &dP));
-    CALL("redistribute P -> [R, R]", d1, lt_redistribute(dP, rr, 2, &ro, &d1, NULL));
-    EXPECT("redistribute P -> [R, R]", lt_to_local(d1, 3), 4, 4, v_x, NULL);
-    lt_dtensor_free(d1);
-    d1 = NULL;
-    CALL("full_tensor", full, lt_full_tensor(dA, &full));
-    EXPECT("full_tensor", full, 4, 4, v_x, NULL);
-    lt_tensor_free(full);
-    full = NULL;
+    CALL("distribute [P(sum), S(0)]", S->dP, lt_distribute(&S->mesh, S->x, S->ps0, 2, &S->dP));
+    CALL("redistribute P -> [R, R]", S->d1, lt_redistribute(S->dP, S->rr, 2, &ro, &S->d1, NULL));
+    EXPECT("redistribute P -> [R, R]", lt_to_local(S->d1, 3), 4, 4, v_x, NULL);
+    lt_dtensor_free(S->d1);
+    S->d1 = NULL;
+    CALL("full_tensor", S->full, lt_full_tensor(S->dA, &S->full));
+    EXPECT("full_tensor", S->full, 4, 4, v_x, NULL);
+    lt_tensor_free(S->full);
+    S->full = NULL;
 
+    goto done;
+done:
+    return rc;
+}
+
+/* The workload's the collectives on dA's shards. FAULT_DONE, or the outcome that ended it. */
+static int api_collectives(api_state *S) {
+    int rc = FAULT_DONE;
     /* the collectives on dA's shards */
-    lt_tensor *const *sh = dA->local->shards;
+    lt_tensor *const *sh = S->dA->local->shards;
     struct {
         const char *what;
         int64_t d0, d1;
         val_fn f;
-    } colls[6] = {{"all_reduce", 2, 2, v_ar0},    {"all_gather", 2, 4, v_ag1}, {"reduce_scatter", 1, 2, v_rsc0},
-                  {"all_to_all", 1, 4, v_a2a1}, {"broadcast", 2, 2, v_bc0},  {"all_reduce (preallocated)", 2, 2, v_ar0}};
+    } colls[6] = {{"all_reduce", 2, 2, v_ar0},      {"all_gather", 2, 4, v_ag1},
+                  {"reduce_scatter", 1, 2, v_rsc0}, {"all_to_all", 1, 4, v_a2a1},
+                  {"broadcast", 2, 2, v_bc0},       {"all_reduce (preallocated)", 2, 2, v_ar0}};
     for (int c = 0; c < 6; c++) {
         switch (c) {
         case 5: {
             static const int64_t s22[2] = {2, 2};
-            for (int r = 0; r < 4; r++) CALL("tensor_new", outs[r], lt_tensor_new(LT_F32, 2, s22, &outs[r]));
-            CALL_N("all_reduce (preallocated)", outs, 4, lt_all_reduce(comm, 0, sh, LT_REDOP_SUM, outs));
+            for (int r = 0; r < 4; r++)
+                CALL("tensor_new", S->outs[r], lt_tensor_new(LT_F32, 2, s22, &S->outs[r]));
+            CALL_N("all_reduce (preallocated)", S->outs, 4,
+                   lt_all_reduce(S->comm, 0, sh, LT_REDOP_SUM, S->outs));
             break;
         }
-        case 0: CALL_N("all_reduce", outs, 4, lt_all_reduce(comm, 0, sh, LT_REDOP_SUM, outs)); break;
-        case 1: CALL_N("all_gather", outs, 4, lt_all_gather(comm, 1, sh, 1, outs)); break;
-        case 2: CALL_N("reduce_scatter", outs, 4, lt_reduce_scatter(comm, 0, sh, LT_REDOP_SUM, 0, NULL, outs)); break;
-        case 3: CALL_N("all_to_all", outs, 4, lt_all_to_all(comm, 1, sh, 0, 1, NULL, outs)); break;
-        default: CALL_N("broadcast", outs, 4, lt_broadcast(comm, 0, sh, 1, outs)); break;
+        case 0:
+            CALL_N("all_reduce", S->outs, 4, lt_all_reduce(S->comm, 0, sh, LT_REDOP_SUM, S->outs));
+            break;
+        case 1: CALL_N("all_gather", S->outs, 4, lt_all_gather(S->comm, 1, sh, 1, S->outs)); break;
+        case 2:
+            CALL_N("reduce_scatter", S->outs, 4,
+                   lt_reduce_scatter(S->comm, 0, sh, LT_REDOP_SUM, 0, NULL, S->outs));
+            break;
+        case 3:
+            CALL_N("all_to_all", S->outs, 4, lt_all_to_all(S->comm, 1, sh, 0, 1, NULL, S->outs));
+            break;
+        default: CALL_N("broadcast", S->outs, 4, lt_broadcast(S->comm, 0, sh, 1, S->outs)); break;
         }
         for (int r = 0; r < 4; r++) {
             int k[2];
-            lt_mesh_coord(&mesh, r, k);
-            EXPECT(colls[c].what, outs[r], colls[c].d0, colls[c].d1, colls[c].f, k);
+            lt_mesh_coord(&S->mesh, r, k);
+            EXPECT(colls[c].what, S->outs[r], colls[c].d0, colls[c].d1, colls[c].f, k);
         }
         for (int r = 0; r < 4; r++) {
-            lt_tensor_free(outs[r]);
-            outs[r] = NULL;
+            lt_tensor_free(S->outs[r]);
+            S->outs[r] = NULL;
         }
     }
 
+    goto done;
+done:
+    return rc;
+}
+
+/* The workload's ops, each checked on the reassembled result. FAULT_DONE, or the outcome that ended
+ * it. */
+static int api_ops(api_state *S) {
+    int rc = FAULT_DONE;
     /* ops, each checked on the reassembled result */
     struct {
         const char *what;
         int64_t d0, d1;
         val_fn f;
-    } ops[6] = {{"add", 4, 4, v_2x},         {"matmul", 4, 4, v_xx}, {"sum(dim 1)", 4, 0, v_rowsum},
-                {"transpose", 4, 4, v_xt}, {"reshape", 16, 0, v_flat}, {"add (reference check)", 4, 4, v_2x}};
+    } ops[6] = {{"add", 4, 4, v_2x},
+                {"matmul", 4, 4, v_xx},
+                {"sum(dim 1)", 4, 0, v_rowsum},
+                {"transpose", 4, 4, v_xt},
+                {"reshape", 16, 0, v_flat},
+                {"add (reference check)", 4, 4, v_2x}};
     for (int o = 0; o < 6; o++) {
         static const int dim1[1] = {1};
         static const int64_t flat[1] = {16};
         switch (o) {
-        case 0: CALL("add", d2, lt_dtensor_binary(LT_BINARY_ADD, dA, dA, &d2)); break;
-        case 1: CALL("matmul", d2, lt_dtensor_matmul(dC, dB, &d2)); break;
-        case 2: CALL("sum", d2, lt_dtensor_reduce(LT_REDUCE_SUM, dA, 1, dim1, 0, &d2)); break;
-        case 3: CALL("transpose", d2, lt_dtensor_transpose(dA, 0, 1, &d2)); break;
-        case 4: CALL("reshape", d2, lt_dtensor_reshape(dA, 1, flat, &d2)); break;
+        case 0: CALL("add", S->d2, lt_dtensor_binary(LT_BINARY_ADD, S->dA, S->dA, &S->d2)); break;
+        case 1: CALL("matmul", S->d2, lt_dtensor_matmul(S->dC, S->dB, &S->d2)); break;
+        case 2:
+            CALL("sum", S->d2, lt_dtensor_reduce(LT_REDUCE_SUM, S->dA, 1, dim1, 0, &S->d2));
+            break;
+        case 3: CALL("transpose", S->d2, lt_dtensor_transpose(S->dA, 0, 1, &S->d2)); break;
+        case 4: CALL("reshape", S->d2, lt_dtensor_reshape(S->dA, 1, flat, &S->d2)); break;
         default: {
-            const lt_dtensor *in[2] = {dA, dB};
+            const lt_dtensor *in[2] = {S->dA, S->dB};
             lt_op_opts oo = {.check_reference = 1, .name = "a+b"};
             lt_op_args args;
             memset(&args, 0, sizeof args);
-            CALL("op add with reference check", d2, lt_op(LT_OP_ADD, in, 2, &args, &oo, &d2, 1, NULL));
+            CALL("op add with reference check", S->d2,
+                 lt_op(LT_OP_ADD, in, 2, &args, &oo, &S->d2, 1, NULL));
         }
         }
-        CALL(ops[o].what, full, lt_full_tensor(d2, &full));
-        EXPECT(ops[o].what, full, ops[o].d0, ops[o].d1, ops[o].f, NULL);
-        lt_tensor_free(full);
-        full = NULL;
-        lt_dtensor_free(d2);
-        d2 = NULL;
+        CALL(ops[o].what, S->full, lt_full_tensor(S->d2, &S->full));
+        EXPECT(ops[o].what, S->full, ops[o].d0, ops[o].d1, ops[o].f, NULL);
+        lt_tensor_free(S->full);
+        S->full = NULL;
+        lt_dtensor_free(S->d2);
+        S->d2 = NULL;
     }
 
+    goto done;
+done:
+    return rc;
+}
+
+/* The workload's from_local on dA's shards, and rand giving the same values whatever the layout.
+ * FAULT_DONE, or the outcome that ended it. */
+static int api_from_local_rand(api_state *S) {
+    int rc = FAULT_DONE;
     /* from_local on dA's shards (views are kept), with the replica check */
-    CALL("from_local", d2, lt_from_local(&mesh, dA->local->shards, s0s1, 2, 1, &d2));
-    CALL("full_tensor of from_local", full, lt_full_tensor_direct(d2, &full));
-    EXPECT("from_local", full, 4, 4, v_x, NULL);
-    lt_tensor_free(full);
-    full = NULL;
-    lt_dtensor_free(d2);
-    d2 = NULL;
+    CALL("from_local", S->d2, lt_from_local(&S->mesh, S->dA->local->shards, S->s0s1, 2, 1, &S->d2));
+    CALL("full_tensor of from_local", S->full, lt_full_tensor_direct(S->d2, &S->full));
+    EXPECT("from_local", S->full, 4, 4, v_x, NULL);
+    lt_tensor_free(S->full);
+    S->full = NULL;
+    lt_dtensor_free(S->d2);
+    S->d2 = NULL;
 
     /* rand: the same values whatever the layout */
-    CALL("rand [S(0), R]", d1, lt_dtensor_rand(&mesh, LT_F32, 2, shape, s0r, 2, 7, 0, &d1));
-    CALL("rand [R, S(1)]", d2, lt_dtensor_rand(&mesh, LT_F32, 2, shape, rs1, 2, 7, 0, &d2));
+    CALL("rand [S(0), R]", S->d1,
+         lt_dtensor_rand(&S->mesh, LT_F32, 2, S->shape, S->s0r, 2, 7, 0, &S->d1));
+    CALL("rand [R, S(1)]", S->d2,
+         lt_dtensor_rand(&S->mesh, LT_F32, 2, S->shape, S->rs1, 2, 7, 0, &S->d2));
     {
         lt_tensor *f1 = NULL, *f2 = NULL;
-        CALL("full_tensor of rand", f1, lt_full_tensor(d1, &f1));
-        full = f1;
-        CALL("full_tensor of rand", f2, lt_full_tensor(d2, &f2));
+        CALL("full_tensor of rand", f1, lt_full_tensor(S->d1, &f1));
+        S->full = f1;
+        CALL("full_tensor of rand", f2, lt_full_tensor(S->d2, &f2));
         for (int64_t i = 0; i < 16; i++)
             if (lt_get_flat(f1, i) != lt_get_flat(f2, i)) {
                 rc = fault_broken("rand", "the values depend on the layout");
@@ -305,31 +346,50 @@ int fault_api_workload(void *ctx, const char *tmp) {
         lt_tensor_free(f2);
         if (rc) goto done;
     }
-    lt_tensor_free(full);
-    full = NULL;
-    lt_dtensor_free(d1);
-    lt_dtensor_free(d2);
-    d1 = d2 = NULL;
+    lt_tensor_free(S->full);
+    S->full = NULL;
+    lt_dtensor_free(S->d1);
+    lt_dtensor_free(S->d2);
+    S->d1 = S->d2 = NULL;
 
+    goto done;
+done:
+    return rc;
+}
+
+/* The workload's planning from scratch. FAULT_DONE, or the outcome that ended it. */
+static int api_plan(api_state *S) {
+    int rc = FAULT_DONE;
     /* planning from scratch: [S(0), S(1)] -> [R, R] gathers 12 of 16 f32
      * elements on each of 4 ranks: 48 bytes per rank, 192 in all */
     lt_redistribute_opts po = {.no_cache = 1};
-    CALL("plan_redistribute", plan, lt_plan_redistribute(&mesh, LT_F32, 2, shape, s0s1, rr, 2, &po, &plan));
-    if (plan->total_bytes != 192) {
-        rc = fault_broken("plan", "total bytes %zu, expected 192", plan->total_bytes);
+    CALL("plan_redistribute", S->plan,
+         lt_plan_redistribute(&S->mesh, LT_F32, 2, S->shape, S->s0s1, S->rr, 2, &po, &S->plan));
+    if (S->plan->total_bytes != 192) {
+        rc = fault_broken("plan", "total bytes %zu, expected 192", S->plan->total_bytes);
         goto done;
     }
-    lt_plan_free(plan);
-    plan = NULL;
+    lt_plan_free(S->plan);
+    S->plan = NULL;
 
+    goto done;
+done:
+    return rc;
+}
+
+/* The workload's scenarios: load from memory, then load and run from a file (tmp: a path prefix for
+ * the files). FAULT_DONE, or the outcome that ended it. */
+static int api_scenarios(api_state *S, const char *tmp) {
+    int rc = FAULT_DONE;
     /* scenarios: load from memory, then load and run from a file */
-    CALL("sc_load_string", sf, lt_sc_load_string("fault.yaml", scen_text, sizeof scen_text - 1, &sf));
-    if (lt_sc_file_cases(sf) != 1) {
-        rc = fault_broken("sc_load_string", "%d cases, expected 1", lt_sc_file_cases(sf));
+    CALL("sc_load_string", S->sf,
+         lt_sc_load_string("fault.yaml", scen_text, sizeof scen_text - 1, &S->sf));
+    if (lt_sc_file_cases(S->sf) != 1) {
+        rc = fault_broken("sc_load_string", "%d cases, expected 1", lt_sc_file_cases(S->sf));
         goto done;
     }
-    lt_sc_file_free(sf);
-    sf = NULL;
+    lt_sc_file_free(S->sf);
+    S->sf = NULL;
     char scen_path[512], out_path[512];
     snprintf(scen_path, sizeof scen_path, "%s.yaml", tmp);
     snprintf(out_path, sizeof out_path, "%s.out", tmp);
@@ -340,9 +400,9 @@ int fault_api_workload(void *ctx, const char *tmp) {
         goto done;
     }
     fclose(sf_out);
-    sink = fopen(out_path, "w+");
-    errsink = fopen("/dev/null", "w");
-    if (!sink || !errsink) {
+    S->sink = fopen(out_path, "w+");
+    S->errsink = fopen("/dev/null", "w");
+    if (!S->sink || !S->errsink) {
         rc = fault_broken("scenario", "cannot open %s", out_path);
         goto done;
     }
@@ -350,18 +410,19 @@ int fault_api_workload(void *ctx, const char *tmp) {
         const char *paths[1] = {scen_path};
         lt_sc_options so;
         memset(&so, 0, sizeof so);
-        so.out = sink;
-        so.err = sink;
+        so.out = S->sink;
+        so.err = S->sink;
         int code = lt_sc_run_paths(paths, 1, &so);
         char text[4096];
-        fflush(sink);
-        rewind(sink);
-        size_t n = fread(text, 1, sizeof text - 1, sink);
+        fflush(S->sink);
+        rewind(S->sink);
+        size_t n = fread(text, 1, sizeof text - 1, S->sink);
         text[n] = 0;
         if (code == 0 && strstr(text, "1 passed, 0 failed, 0 errors")) {
             /* ran */
         } else if (code == 2 && lt__fault_fired() && strstr(text, "out of memory")) {
-            if (fault_verbose) fprintf(stderr, "  run_paths: exit 2, %s", strstr(text, "out of memory"));
+            if (fault_verbose)
+                fprintf(stderr, "  run_paths: exit 2, %s", strstr(text, "out of memory"));
             rc = FAULT_OOM;
             goto done;
         } else {
@@ -370,21 +431,69 @@ int fault_api_workload(void *ctx, const char *tmp) {
         }
     }
 
+    goto done;
 done:
-    if (sink) fclose(sink);
-    if (errsink) fclose(errsink);
-    lt_sc_file_free(sf);
-    lt_plan_free(plan);
-    for (int r = 0; r < 4; r++) lt_tensor_free(outs[r]);
-    lt_tensor_free(full);
-    lt_dtensor_free(d2);
-    lt_dtensor_free(d1);
-    lt_dtensor_free(dP);
-    lt_dtensor_free(dC);
-    lt_dtensor_free(dB);
-    lt_dtensor_free(dA);
-    lt_comm_free(comm);
-    lt_tensor_free(x);
+    return rc;
+}
+
+/* The mesh and the 4x4 arange tensor x. */
+static int api_setup(api_state *S) {
+    int rc = FAULT_DONE;
+    static const int mshape[2] = {2, 2};
+    static const char *const mnames[2] = {"dp", "tp"};
+    S->shape[0] = S->shape[1] = 4;
+    S->s0s1[0] = lt_shard(0), S->s0s1[1] = lt_shard(1);
+    S->rs0[0] = lt_replicate(), S->rs0[1] = lt_shard(0);
+    S->rs1[0] = lt_replicate(), S->rs1[1] = lt_shard(1);
+    S->s0r[0] = lt_shard(0), S->s0r[1] = lt_replicate();
+    S->ps0[0] = lt_partial(LT_REDOP_SUM), S->ps0[1] = lt_shard(0);
+    S->rr[0] = lt_replicate(), S->rr[1] = lt_replicate();
+    if (lt_mesh_init(&S->mesh, 2, mshape, mnames) != LT_OK) {
+        return fault_broken("mesh", "%s", lt_errmsg());
+    }
+    CALL("tensor_new", S->x, lt_tensor_new(LT_F32, 2, S->shape, &S->x));
+    if (lt_arange_fill(S->x) != LT_OK) {
+        rc = fault_broken("arange_fill", "%s", lt_errmsg());
+        goto done;
+    }
+
+    goto done;
+done:
+    return rc;
+}
+
+/* Frees what S holds. */
+static void api_free(api_state *S) {
+    if (S->sink) fclose(S->sink);
+    if (S->errsink) fclose(S->errsink);
+    lt_sc_file_free(S->sf);
+    lt_plan_free(S->plan);
+    for (int r = 0; r < 4; r++) lt_tensor_free(S->outs[r]);
+    lt_tensor_free(S->full);
+    lt_dtensor_free(S->d2);
+    lt_dtensor_free(S->d1);
+    lt_dtensor_free(S->dP);
+    lt_dtensor_free(S->dC);
+    lt_dtensor_free(S->dB);
+    lt_dtensor_free(S->dA);
+    lt_comm_free(S->comm);
+    lt_tensor_free(S->x);
+}
+
+int fault_api_workload(void *ctx, const char *tmp) {
+    (void)ctx;
+    api_state *S = calloc(1, sizeof *S);
+    if (!S) return fault_broken("workload", "out of memory for its state");
+    int rc = api_setup(S);
+    if (rc == FAULT_DONE) rc = api_distribute(S);
+    if (rc == FAULT_DONE) rc = api_redistribute(S);
+    if (rc == FAULT_DONE) rc = api_collectives(S);
+    if (rc == FAULT_DONE) rc = api_ops(S);
+    if (rc == FAULT_DONE) rc = api_from_local_rand(S);
+    if (rc == FAULT_DONE) rc = api_plan(S);
+    if (rc == FAULT_DONE) rc = api_scenarios(S, tmp);
+    api_free(S);
+    free(S);
     return rc;
 }
 
