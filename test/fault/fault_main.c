@@ -202,6 +202,62 @@ static const char *intern(const char *s) {
     return v[n++];
 }
 
+/* The runs to make: every N up to count (and a few past it) when count <=
+ * maxall, else the 1st, 2nd and last allocation of every site of base.
+ * *njobs: how many; exits 2 when the driver itself is out of memory. */
+static job *make_jobs(const site_set *base, int64_t count, int every, int *njobs) {
+    job *jobs;
+    *njobs = 0;
+    if (every) {
+        /* a few past the end: those complete without reaching their fault */
+        jobs = malloc(sizeof *jobs * (size_t)(count + 4));
+        for (int64_t n = 1; jobs && n <= count + 4; n++) jobs[(*njobs)++] = (job){n, NULL, 0};
+    } else {
+        jobs = malloc(sizeof *jobs * (size_t)(3 * base->n + 1));
+        for (int i = 0; jobs && i < base->n; i++) {
+            int64_t h = base->v[i].hits, ks[3] = {1, 2, h};
+            for (int k = 0; k < 3; k++)
+                if (ks[k] <= h && (k == 0 || ks[k] > ks[k - 1]))
+                    jobs[(*njobs)++] = (job){ks[k], base->v[i].file, base->v[i].line};
+        }
+    }
+    if (!jobs) {
+        fprintf(stderr, "fault: out of memory (the driver's own)\n");
+        exit(2);
+    }
+    return jobs;
+}
+
+/* Reads the workers' counts (in[nw]) into *c and their absorbed sites into
+ * all, and waits for them (pids). Returns 1 when one crashed. */
+static int gather_workers(const char *name, int nw, const pid_t *pids, FILE **in, site_set *all, counts *c) {
+    int crashed = 0;
+    for (int w = 0; w < nw; w++) {
+        long long r, o, a, b, d;
+        if (!in[w] || fscanf(in[w], "%lld %lld %lld %lld %lld", &r, &o, &a, &b, &d) != 5) {
+            r = o = a = d = 0;
+            b = 1;
+        }
+        c->runs += r, c->oom += o, c->absorbed += a, c->broken += b, c->done += d;
+        char file[512];
+        int line;
+        long long ab;
+        while (in[w] && fscanf(in[w], "%511s %d %lld", file, &line, &ab) == 3) {
+            site *x = site_find(all, intern(file), line, 1);
+            x->absorbed += ab;
+        }
+        if (in[w]) fclose(in[w]);
+        int ws;
+        waitpid(pids[w], &ws, 0);
+        if (!WIFEXITED(ws) || (WEXITSTATUS(ws) != 0 && b == 0)) {
+            fprintf(stderr, "fault: %s: worker %d %s %d (a crash or a sanitizer report: see above)\n", name, w,
+                    WIFEXITED(ws) ? "exited with" : "was killed by signal", WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
+            crashed = 1;
+        }
+    }
+    return crashed;
+}
+
 static int run_target(const char *name, fault_workload wl, void *ctx, int nw, int64_t maxall, site_set *all,
                       counts *total) {
     char tmp[256];
@@ -223,24 +279,8 @@ static int run_target(const char *name, fault_workload wl, void *ctx, int nw, in
     }
     int64_t count = 0;
     for (int i = 0; i < base.n; i++) count += base.v[i].hits;
-    job *jobs;
-    int njobs = 0, every = count <= maxall;
-    if (every) {
-        /* a few past the end: those complete without reaching their fault */
-        jobs = malloc(sizeof *jobs * (size_t)(count + 4));
-        for (int64_t n = 1; jobs && n <= count + 4; n++) jobs[njobs++] = (job){n, NULL, 0};
-    } else {
-        jobs = malloc(sizeof *jobs * (size_t)(3 * base.n + 1));
-        for (int i = 0; jobs && i < base.n; i++) {
-            int64_t h = base.v[i].hits, ks[3] = {1, 2, h};
-            for (int k = 0; k < 3; k++)
-                if (ks[k] <= h && (k == 0 || ks[k] > ks[k - 1])) jobs[njobs++] = (job){ks[k], base.v[i].file, base.v[i].line};
-        }
-    }
-    if (!jobs) {
-        fprintf(stderr, "fault: out of memory (the driver's own)\n");
-        exit(2);
-    }
+    int njobs, every = count <= maxall;
+    job *jobs = make_jobs(&base, count, every, &njobs);
     fflush(stdout);
     fflush(stderr);
     pid_t pids[64];
@@ -260,30 +300,7 @@ static int run_target(const char *name, fault_workload wl, void *ctx, int nw, in
         in[w] = fdopen(p[0], "r");
     }
     counts c = {0};
-    int crashed = 0;
-    for (int w = 0; w < nw; w++) {
-        long long r, o, a, b, d;
-        if (!in[w] || fscanf(in[w], "%lld %lld %lld %lld %lld", &r, &o, &a, &b, &d) != 5) {
-            r = o = a = d = 0;
-            b = 1;
-        }
-        c.runs += r, c.oom += o, c.absorbed += a, c.broken += b, c.done += d;
-        char file[512];
-        int line;
-        long long ab;
-        while (in[w] && fscanf(in[w], "%511s %d %lld", file, &line, &ab) == 3) {
-            site *x = site_find(all, intern(file), line, 1);
-            x->absorbed += ab;
-        }
-        if (in[w]) fclose(in[w]);
-        int ws;
-        waitpid(pids[w], &ws, 0);
-        if (!WIFEXITED(ws) || (WEXITSTATUS(ws) != 0 && b == 0)) {
-            fprintf(stderr, "fault: %s: worker %d %s %d (a crash or a sanitizer report: see above)\n", name, w,
-                    WIFEXITED(ws) ? "exited with" : "was killed by signal", WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
-            crashed = 1;
-        }
-    }
+    int crashed = gather_workers(name, nw, pids, in, all, &c);
     for (int i = 0; i < base.n; i++) site_find(all, intern(base.v[i].file), base.v[i].line, 1);
     if (every && c.done < 1)   /* every run still failed an allocation: they were not all counted */
         printf("note: %s: the runs past N=%lld still reached a fault: the number of allocations varies "
