@@ -418,8 +418,121 @@ static void bf_most(int64_t *m, int64_t v) {
  * s (into G, Partial ops into gpop) and its bytes (*cost; the busiest
  * rank's: *most, which the caller zeroes). 1, or 0 when
  * collectives_sim rejects the call or the result is not a set of blocks. */
-static int bf_collective(const bfu *u, int s, int kind, int i, int e, int f, int root, const lt_split_rule *rule,
-                         const int *perm, bfb *G, signed char *gpop, int64_t *cost, int64_t *most) {
+/* One group of a collective in bf_collective: its members' blocks x[n]
+ * and the split pieces (sizes, offs) the checks found. */
+typedef struct bf_grp {
+    const bfu *u;
+    int kind, n, nd, e, f, root;
+    const int *perm;
+    const bfb *x[BF_MAXG];
+    int64_t sizes[BF_MAXG][BF_MAXG], offs[BF_MAXG][BF_MAXG];
+    int64_t sh[BF_MAXD];
+    bfb pc[BF_MAXG];
+    int64_t recv;   /* elements received so far */
+} bf_grp;
+
+/* collectives_sim's checks on a group: shapes agree off the concat dim;
+ * the splits fit. 0 when the collective cannot run on it. */
+static int bf_group_ok(bf_grp *q, const lt_split_rule *rule) {
+    int kind = q->kind, n = q->n, nd = q->nd, e = q->e;
+    int skip = kind == BF_AG || kind == BF_GATHER ? e : kind == BF_A2A ? q->f : -1;
+    if (kind != BF_SCATTER && kind != BF_BCAST && kind != BF_PERMUTE)
+        for (int k = 0; k < n; k++)
+            for (int d = 0; d < nd; d++)
+                if (d != skip && q->x[k]->shape[d] != q->sh[d]) return 0;
+    if (kind == BF_A2A)
+        for (int k = 0; k < n; k++)
+            if (lt_split_sizes_offsets(rule, q->x[k]->shape[e], n, q->sizes[k], q->offs[k]))
+                return 0;
+    if ((kind == BF_SCATTER || kind == BF_RS) &&
+        lt_split_sizes_offsets(rule, q->x[kind == BF_SCATTER ? q->root : 0]->shape[e], n,
+                               q->sizes[0], q->offs[0]))
+        return 0;
+    return 1;
+}
+
+/* All_gather and gather: member j's result, the blocks joined along e. */
+static int bf_member_gather(bf_grp *q, int j, bfb *o) {
+    int64_t total = 0;
+    q->sh[q->e] = 0;
+    for (int k = 0; k < q->n; k++) {
+        q->sh[q->e] += q->x[k]->shape[q->e];
+        total += bf_numel(q->x[k]->shape, q->nd);
+        q->pc[k] = *q->x[k];
+    }
+    if (q->kind == BF_GATHER && j != q->root) {
+        bf_placeholder(q->u, q->sh, o);
+        return 1;
+    }
+    if (!bf_concat(q->u, q->pc, q->n, q->e, q->sh, o)) return 0;
+    q->recv += total - bf_numel(q->x[j]->shape, q->nd);
+    return 1;
+}
+
+/* All_to_all: member j's result, piece j of every block joined along f. */
+static int bf_member_a2a(bf_grp *q, int j, bfb *o) {
+    int e = q->e, f = q->f;
+    memcpy(q->sh, q->x[0]->shape, sizeof q->sh);
+    q->sh[e] = q->sizes[0][j];
+    q->sh[f] = 0;
+    for (int k = 0; k < q->n; k++) {
+        const bfb *x = q->x[k];
+        q->sh[f] += f == e ? q->sizes[k][j] : x->shape[f];
+        q->pc[k] = bf_sub(x, q->nd, e, q->offs[k][j], q->sizes[k][j]);
+        if (k != j && x->shape[e])
+            q->recv += bf_numel(x->shape, q->nd) / x->shape[e] * q->sizes[k][j];
+    }
+    return bf_concat(q->u, q->pc, q->n, f, q->sh, o);
+}
+
+/* Member j's result of the group's collective into o; 0 when none. */
+static int bf_member(bf_grp *q, int j, bfb *o) {
+    int kind = q->kind, n = q->n, nd = q->nd, root = q->root;
+    switch (kind) {
+    case BF_AG:
+    case BF_GATHER: return bf_member_gather(q, j, o);
+    case BF_A2A: return bf_member_a2a(q, j, o);
+    case BF_SCATTER:
+    case BF_RS:
+        *o = bf_sub(q->x[kind == BF_SCATTER ? root : j], nd, q->e, q->offs[0][j], q->sizes[0][j]);
+        if (kind == BF_RS) q->recv += (n - 1) * bf_numel(o->shape, nd);
+        else if (j != root) q->recv += bf_numel(o->shape, nd);
+        return 1;
+    case BF_BCAST:
+    case BF_PERMUTE: {
+        int from = j;
+        if (kind == BF_BCAST) from = root;
+        else
+            for (int k = 0; k < n; k++)
+                if (q->perm[k] == j) from = k;
+        *o = *q->x[from];
+        if (from != j) q->recv += bf_numel(q->x[from]->shape, nd);
+        return 1;
+    }
+    case BF_AR:
+    case BF_REDUCE: {
+        int64_t E = bf_numel(q->sh, nd);
+        if (kind == BF_REDUCE && j != root) {
+            if (nd == 0) return 0;   /* a placeholder is at least 1-d */
+            bf_placeholder(q->u, q->sh, o);
+            return 1;
+        }
+        *o = *q->x[j];
+        if (kind == BF_REDUCE) {
+            q->recv += (n - 1) * E;
+        } else {   /* ring: reduce_scatter + all_gather of balanced pieces */
+            int64_t p = E / n + (j < E % n);
+            q->recv += (n - 1) * p + (E - p);
+        }
+        return 1;
+    }
+    default: return 1;
+    }
+}
+
+static int bf_collective(const bfu *u, int s, int kind, int i, int e, int f, int root,
+                         const lt_split_rule *rule, const int *perm, bfb *G, signed char *gpop,
+                         int64_t *cost, int64_t *most) {
     int nd = u->nd, n = u->m.shape[i], ng = lt_mesh_ngroups(&u->m, i);
     const signed char *pop = u->pop + (size_t)s * (size_t)u->M;
     int reducing = kind == BF_AR || kind == BF_RS || kind == BF_REDUCE;
@@ -428,100 +541,23 @@ static int bf_collective(const bfu *u, int s, int kind, int i, int e, int f, int
     if (reducing) gpop[i] = -1;
     if (nd == 0 && kind != BF_AR && kind != BF_BCAST && kind != BF_PERMUTE) return 0;
     int grp[BF_MAXG];
-    int64_t recv = 0, sizes[BF_MAXG][BF_MAXG], offs[BF_MAXG][BF_MAXG];
-    bfb pc[BF_MAXG];
+    bf_grp q;
+    memset(&q, 0, sizeof q);
+    q.u = u, q.kind = kind, q.n = n, q.nd = nd, q.e = e, q.f = f, q.root = root, q.perm = perm;
     for (int g = 0; g < ng; g++) {
         lt_mesh_group(&u->m, i, g, grp);
-        const bfb *x[BF_MAXG] = {0};
-        for (int q = 0; q < n; q++) x[q] = &u->blk[(size_t)s * (size_t)u->W + (size_t)grp[q]];
-        int64_t sh[BF_MAXD];
-        memcpy(sh, x[0]->shape, sizeof sh);
-        /* collectives_sim's checks: shapes agree off the concat dim; splits fit */
-        int skip = kind == BF_AG || kind == BF_GATHER ? e : kind == BF_A2A ? f : -1;
-        if (kind != BF_SCATTER && kind != BF_BCAST && kind != BF_PERMUTE)
-            for (int q = 0; q < n; q++)
-                for (int d = 0; d < nd; d++)
-                    if (d != skip && x[q]->shape[d] != sh[d]) return 0;
-        if (kind == BF_A2A)
-            for (int q = 0; q < n; q++)
-                if (lt_split_sizes_offsets(rule, x[q]->shape[e], n, sizes[q], offs[q])) return 0;
-        if ((kind == BF_SCATTER || kind == BF_RS) &&
-            lt_split_sizes_offsets(rule, x[kind == BF_SCATTER ? root : 0]->shape[e], n, sizes[0], offs[0]))
-            return 0;
-        for (int64_t j = 0, b = recv; j < n; j++, bf_most(most, recv - b), b = recv) {
-            bfb *o = &G[grp[j]];
-            switch (kind) {
-            case BF_AG:
-            case BF_GATHER: {
-                int64_t total = 0;
-                sh[e] = 0;
-                for (int q = 0; q < n; q++) {
-                    sh[e] += x[q]->shape[e];
-                    total += bf_numel(x[q]->shape, nd);
-                    pc[q] = *x[q];
-                }
-                if (kind == BF_GATHER && j != root) {
-                    bf_placeholder(u, sh, o);
-                    break;
-                }
-                if (!bf_concat(u, pc, n, e, sh, o)) return 0;
-                recv += total - bf_numel(x[j]->shape, nd);
-                break;
-            }
-            case BF_A2A:
-                memcpy(sh, x[0]->shape, sizeof sh);
-                sh[e] = sizes[0][j];
-                sh[f] = 0;
-                for (int q = 0; q < n; q++) {
-                    sh[f] += f == e ? sizes[q][j] : x[q]->shape[f];
-                    pc[q] = bf_sub(x[q], nd, e, offs[q][j], sizes[q][j]);
-                    if (q != j && x[q]->shape[e]) recv += bf_numel(x[q]->shape, nd) / x[q]->shape[e] * sizes[q][j];
-                }
-                if (!bf_concat(u, pc, n, f, sh, o)) return 0;
-                break;
-            case BF_SCATTER:
-            case BF_RS: {
-                const bfb *src = x[kind == BF_SCATTER ? root : j];
-                *o = bf_sub(src, nd, e, offs[0][j], sizes[0][j]);
-                if (kind == BF_RS) recv += (n - 1) * bf_numel(o->shape, nd);
-                else if (j != root) recv += bf_numel(o->shape, nd);
-                break;
-            }
-            case BF_BCAST:
-            case BF_PERMUTE: {
-                int from = j;
-                if (kind == BF_BCAST) from = root;
-                else
-                    for (int q = 0; q < n; q++)
-                        if (perm[q] == j) from = q;
-                *o = *x[from];
-                if (from != j) recv += bf_numel(x[from]->shape, nd);
-                break;
-            }
-            case BF_AR:
-            case BF_REDUCE: {
-                int64_t E = bf_numel(sh, nd);
-                if (kind == BF_REDUCE && j != root) {
-                    if (nd == 0) return 0;   /* a placeholder is at least 1-d */
-                    bf_placeholder(u, sh, o);
-                    break;
-                }
-                *o = *x[j];
-                if (kind == BF_REDUCE) recv += (n - 1) * E;
-                else {   /* ring: reduce_scatter + all_gather of balanced pieces */
-                    int64_t p = E / n + (j < E % n);
-                    recv += (n - 1) * p + (E - p);
-                }
-                break;
-            }
-            }
-        }
+        for (int k = 0; k < n; k++) q.x[k] = &u->blk[(size_t)s * (size_t)u->W + (size_t)grp[k]];
+        memcpy(q.sh, q.x[0]->shape, sizeof q.sh);
+        if (!bf_group_ok(&q, rule)) return 0;
+        for (int64_t j = 0, b = q.recv; j < n; j++, bf_most(most, q.recv - b), b = q.recv)
+            if (!bf_member(&q, (int)j, &G[grp[j]])) return 0;
     }
-    *cost = recv * (int64_t)u->esize, *most *= (int64_t)u->esize;
+    *cost = q.recv * (int64_t)u->esize, *most *= (int64_t)u->esize;
     return 1;
 }
 
-/* ---- edges ------------------------------------------------------------------------------------- */
+/* ---- edges -------------------------------------------------------------------------------------
+ */
 
 /* Next permutation of p[0..n) in lexicographic order; 0 after the last. */
 static int bf_next_perm(int *p, int n) {
