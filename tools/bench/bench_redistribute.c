@@ -85,13 +85,74 @@ static lt_status floor_piece(void *ctx, int64_t i) {
     return LT_OK;
 }
 
-static void data_row(lt_bench *b, const char *mesh_s, const char *from, const char *to, int uneven) {
-    char name[120], vname[140];
-    snprintf(name, sizeof name, "redistribute %s %s->%s 64M %s", mesh_s, from, to, uneven ? "uneven" : "even");
-    char fname[160];
+enum { DATA_REPS = 9 };
+
+/* One data row's runs: the redistribute (unverified), a memcpy of the bytes
+ * it writes, the floor's compare (want_floor) and the verified run
+ * (want_ver), DATA_REPS times each; their times into tr, tm, tf, tv. */
+typedef struct data_run {
+    lt_bench *b;
+    const lt_dtensor *src;
+    const lt_placement *dp;
+    int nd, want_floor, want_ver;
+    lt_comm *c;
+    size_t written;
+    floor_ctx *fx;
+    const char *name, *vname, *fname;
+    double tr[DATA_REPS], tm[DATA_REPS], tv[DATA_REPS], tf[DATA_REPS];
+} data_run;
+
+static void data_reps(data_run *d) {
+    lt_redistribute_opts o = {0};
+    o.comm = d->c;
+    lt_dtensor *out;
+    for (int i = 0; i < DATA_REPS; i++) {
+        lt_trace_clear(lt_comm_trace(d->c));
+        o.verify = 0;
+        double t = lt_bench_now();
+        check(lt_redistribute(d->src, d->dp, d->nd, &o, &out, NULL), d->name);
+        d->tr[i] = lt_bench_now() - t;
+        lt_dtensor_free(out);
+        d->tm[i] = lt_bench_memcpy_once(d->b, d->written);
+        if (d->want_floor) {
+            t = lt_bench_now();
+            check(lt__parallel_for(d->fx->pieces, floor_piece, d->fx), d->fname);
+            d->tf[i] = lt_bench_now() - t;
+        }
+        if (!d->want_ver) continue;
+        lt_trace_clear(lt_comm_trace(d->c));
+        o.verify = 1;
+        t = lt_bench_now();
+        check(lt_redistribute(d->src, d->dp, d->nd, &o, &out, NULL), d->vname);
+        d->tv[i] = lt_bench_now() - t - d->tr[i];
+        lt_dtensor_free(out);
+    }
+}
+
+/* The floor's two equal, pre-touched buffers of fx->n bytes (freed by the
+ * caller). */
+static void floor_bufs(floor_ctx *fx, unsigned char **fa, unsigned char **fb) {
+    *fa = malloc(fx->n ? fx->n : 1);
+    *fb = malloc(fx->n ? fx->n : 1);
+    if (!*fa || !*fb) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(2);
+    }
+    memset(*fa, 3, fx->n);
+    memset(*fb, 3, fx->n);
+    fx->a = *fa;
+    fx->b = *fb;
+}
+
+static void data_row(lt_bench *b, const char *mesh_s, const char *from, const char *to,
+                     int uneven) {
+    char name[120], vname[140], fname[160];
+    snprintf(name, sizeof name, "redistribute %s %s->%s 64M %s", mesh_s, from, to,
+             uneven ? "uneven" : "even");
     snprintf(vname, sizeof vname, "%s: verify vs run", name);
     snprintf(fname, sizeof fname, "%s: compare floor vs run", name);
-    int want_run = lt_bench_want(name), want_ver = lt_bench_want(vname), want_floor = lt_bench_want(fname);
+    int want_run = lt_bench_want(name), want_ver = lt_bench_want(vname),
+        want_floor = lt_bench_want(fname);
     if (!want_run && !want_ver && !want_floor) return;
     lt_mesh m;
     lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
@@ -99,11 +160,7 @@ static void data_row(lt_bench *b, const char *mesh_s, const char *from, const ch
     check(lt_mesh_parse(mesh_s, &m), "mesh");
     check(lt_placements_parse(from, sp, LT_MESH_MAX_DIMS, &ns), "placements");
     check(lt_placements_parse(to, dp, LT_MESH_MAX_DIMS, &nd), "placements");
-    int64_t shape[2] = {4096, 4096};
-    if (uneven) {
-        shape[0] = 4099;
-        shape[1] = 4093;
-    }
+    int64_t shape[2] = {uneven ? 4099 : 4096, uneven ? 4093 : 4096};
     lt_init init = {LT_INIT_ONES, 0};
     lt_dtensor *src, *out;
     check(lt_dtensor_init(&m, LT_F32, 2, shape, sp, ns, &init, &src), "init");
@@ -114,58 +171,25 @@ static void data_row(lt_bench *b, const char *mesh_s, const char *from, const ch
     lt_plan *plan;
     check(lt_redistribute(src, dp, nd, &o, &out, &plan), name);   /* warms the cache */
     lt_dtensor_free(out);
-    uint64_t unique = plan_unique(plan);
-    size_t written = plan_written(plan);
-    floor_ctx fx = {NULL, NULL, (size_t)unique, 2 * lt_threads(), 0};
+    floor_ctx fx = {NULL, NULL, (size_t)plan_unique(plan), 2 * lt_threads(), 0};
     unsigned char *fa = NULL, *fb = NULL;
-    if (want_floor) {
-        fa = malloc(fx.n ? fx.n : 1);
-        fb = malloc(fx.n ? fx.n : 1);
-        if (!fa || !fb) {
-            fprintf(stderr, "bench: out of memory\n");
-            exit(2);
-        }
-        memset(fa, 3, fx.n);   /* pre-touched, equal */
-        memset(fb, 3, fx.n);
-        fx.a = fa;
-        fx.b = fb;
-    }
-    enum { REPS = 9 };
-    double tr[REPS], tm[REPS], tv[REPS], tf[REPS];
-    for (int i = 0; i < REPS; i++) {
-        lt_trace_clear(lt_comm_trace(c));
-        o.verify = 0;
-        double t = lt_bench_now();
-        check(lt_redistribute(src, dp, nd, &o, &out, NULL), name);
-        tr[i] = lt_bench_now() - t;
-        lt_dtensor_free(out);
-        tm[i] = lt_bench_memcpy_once(b, written);
-        if (want_floor) {
-            t = lt_bench_now();
-            check(lt__parallel_for(fx.pieces, floor_piece, &fx), fname);
-            tf[i] = lt_bench_now() - t;
-        }
-        if (!want_ver) continue;
-        lt_trace_clear(lt_comm_trace(c));
-        o.verify = 1;
-        t = lt_bench_now();
-        check(lt_redistribute(src, dp, nd, &o, &out, NULL), vname);
-        tv[i] = lt_bench_now() - t - tr[i];
-        lt_dtensor_free(out);
-    }
-    double sr = lt_bench_median(tr, REPS), sm = lt_bench_median(tm, REPS);
-    if (want_run) lt_bench_add(b, name, written, sr, (double)written / sm / 1e9);
+    if (want_floor) floor_bufs(&fx, &fa, &fb);
+    data_run d = {b,   src,  dp,    nd,    want_floor, want_ver, c,   plan_written(plan),
+                  &fx, name, vname, fname, {0},        {0},      {0}, {0}};
+    data_reps(&d);
+    double sr = lt_bench_median(d.tr, DATA_REPS), sm = lt_bench_median(d.tm, DATA_REPS);
+    if (want_run) lt_bench_add(b, name, d.written, sr, (double)d.written / sm / 1e9);
     if (want_ver) {
-        double sv = lt_bench_median(tv, REPS);
-        lt_bench_add(b, vname, written, sv > 0 ? sv : 0, (double)written / sr / 1e9);
+        double sv = lt_bench_median(d.tv, DATA_REPS);
+        lt_bench_add(b, vname, d.written, sv > 0 ? sv : 0, (double)d.written / sr / 1e9);
     }
-    if (want_floor) {
-        if (fx.differ) {
-            fprintf(stderr, "bench: %s: equal buffers compared unequal\n", fname);
-            exit(2);
-        }
-        lt_bench_add(b, fname, written, lt_bench_median(tf, REPS), (double)written / sr / 1e9);
+    if (want_floor && fx.differ) {
+        fprintf(stderr, "bench: %s: equal buffers compared unequal\n", fname);
+        exit(2);
     }
+    if (want_floor)
+        lt_bench_add(b, fname, d.written, lt_bench_median(d.tf, DATA_REPS),
+                     (double)d.written / sr / 1e9);
     free(fa);
     free(fb);
     lt_plan_free(plan);
