@@ -18,10 +18,14 @@
 #include <stddef.h>
 
 /* The named fields of lt_dtensor alias lt_spec's (see dtensor.h). */
-_Static_assert(offsetof(lt_dtensor, dtype) == offsetof(lt_dtensor, spec) + offsetof(lt_spec, dtype), "dtype");
-_Static_assert(offsetof(lt_dtensor, ndim) == offsetof(lt_dtensor, spec) + offsetof(lt_spec, ndim), "ndim");
-_Static_assert(offsetof(lt_dtensor, shape) == offsetof(lt_dtensor, spec) + offsetof(lt_spec, shape), "shape");
-_Static_assert(offsetof(lt_dtensor, placements) == offsetof(lt_dtensor, spec) + offsetof(lt_spec, placements),
+_Static_assert(offsetof(lt_dtensor, dtype) == offsetof(lt_dtensor, spec) + offsetof(lt_spec, dtype),
+               "dtype");
+_Static_assert(offsetof(lt_dtensor, ndim) == offsetof(lt_dtensor, spec) + offsetof(lt_spec, ndim),
+               "ndim");
+_Static_assert(offsetof(lt_dtensor, shape) == offsetof(lt_dtensor, spec) + offsetof(lt_spec, shape),
+               "shape");
+_Static_assert(offsetof(lt_dtensor, placements) ==
+                   offsetof(lt_dtensor, spec) + offsetof(lt_spec, placements),
                "placements");
 
 /* What distribute adds to a spec's checks: the Partial kinds it cannot
@@ -29,16 +33,23 @@ _Static_assert(offsetof(lt_dtensor, placements) == offsetof(lt_dtensor, spec) + 
  * P(sum) divides by the mesh dim's size: refused where that size is > 1
  * (docs/SEMANTICS.md §3); on a size-1 dim every rank holds the tensor as it
  * is, as a redistribute to P(sum) there gives. */
-lt_status lt__check_partials(const lt_mesh *mesh, lt_dtype dtype, const lt_placement *norm, int np) {
+lt_status lt__check_partials(const lt_mesh *mesh, lt_dtype dtype, const lt_placement *norm,
+                             int np) {
     for (int i = 0; i < np; i++) {
         if (norm[i].kind != LT_PL_PARTIAL) continue;
         if (norm[i].op == LT_REDOP_PRODUCT)
-            return lt__err(LT_INVALID, "mesh dim %d: Replicate to Partial(product) conversion is not supported (distribute accepts P(sum|avg|max|min))", i);
+            return lt__err(LT_INVALID,
+                           "mesh dim %d: Replicate to Partial(product) conversion is not supported "
+                           "(distribute accepts P(sum|avg|max|min))",
+                           i);
         if (norm[i].op == LT_REDOP_AVG && dtype == LT_BOOL)
-            return lt__err(LT_INVALID, "mesh dim %d: P(avg) of bool is not defined (use P(max) or P(min))", i);
+            return lt__err(LT_INVALID,
+                           "mesh dim %d: P(avg) of bool is not defined (use P(max) or P(min))", i);
         if (norm[i].op == LT_REDOP_SUM && !lt_dtype_is_float(dtype) && mesh->shape[i] > 1)
-            return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: distributing %s with P(sum) on mesh dim %d of size %d (dividing by the mesh dim size would truncate)",
-                           lt_dtype_name(dtype), i, mesh->shape[i]);
+            return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                                "not supported yet: distributing %s with P(sum) on mesh dim %d of "
+                                "size %d (dividing by the mesh dim size would truncate)",
+                                lt_dtype_name(dtype), i, mesh->shape[i]);
     }
     return LT_OK;
 }
@@ -57,7 +68,8 @@ static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const
                             const lt_placement *pl, int np, lt_spec *out) {
     lt_placement norm[LT_MESH_MAX_DIMS];
     if (ndim < 0 || ndim > LT_MAX_DIMS)
-        return lt__err(LT_INVALID, "tensor has %d dims; at most %d are supported", ndim, LT_MAX_DIMS);
+        return lt__err(LT_INVALID, "tensor has %d dims; at most %d are supported", ndim,
+                       LT_MAX_DIMS);
     int64_t n;
     LT_TRY(lt__numel_checked(ndim, shape, lt_dtype_size(dtype), &n));
     LT_TRY(lt_placements_check(mesh, ndim, pl, np, norm));
@@ -76,7 +88,8 @@ int lt__replica_class(const lt_mesh *mesh, const lt_placement *pl, int r) {
 
 lt_status lt__partition(lt_tensor *t, const lt_mesh *mesh, const lt_placement *pl) {
     for (int i = 0; i < mesh->ndim; i++) {
-        if (pl[i].kind != LT_PL_PARTIAL || pl[i].op != LT_REDOP_SUM || mesh->shape[i] == 1) continue;
+        if (pl[i].kind != LT_PL_PARTIAL || pl[i].op != LT_REDOP_SUM || mesh->shape[i] == 1)
+            continue;
         double m = mesh->shape[i];
         int64_t n = lt_numel(t);
         if (!lt__on_host(t)) { /* off the host: the same on an explicit host copy */
@@ -121,14 +134,16 @@ lt_status lt__dtensor_wrap(lt_local *local, const lt_spec *spec, lt_dtensor **ou
             lt_shape_str(t->ndim, t->shape, a, sizeof a);
             lt_shape_str(ndim, ls, b, sizeof b);
             lt_local_free(local);
-            return lt__err(LT_SHAPE, "rank %d holds a shard of shape %s but the layout gives %s", r, a, b);
+            return lt__err(LT_SHAPE, "rank %d holds a shard of shape %s but the layout gives %s", r,
+                           a, b);
         }
     }
     int64_t stride[LT_MAX_DIMS];
     if (lt_contiguous_strides(ndim, shape, stride)) {
         char a[160];
         lt_local_free(local);
-        return lt__err(LT_OVERFLOW, "global shape %s: its strides overflow 64 bits", lt_shape_str(ndim, shape, a, sizeof a));
+        return lt__err(LT_OVERFLOW, "global shape %s: its strides overflow 64 bits",
+                       lt_shape_str(ndim, shape, a, sizeof a));
     }
     lt_dtensor *dt = lt__calloc(1, sizeof *dt);
     if (!dt) {
@@ -193,8 +208,9 @@ static lt_status build_rank(void *ctx, int64_t i) {
     lt_rank_layout l;
     lt_status st = lt_spec_layout_rank(spec, r, &l);
     /* no elements (no index lists): an empty shard of the local shape */
-    if (!st) st = l.lists ? j->fill(j->src, &l, spec->shape, spec->dtype, &j->local->shards[r])
-                          : lt_tensor_new(spec->dtype, spec->ndim, l.local_shape, &j->local->shards[r]);
+    if (!st)
+        st = l.lists ? j->fill(j->src, &l, spec->shape, spec->dtype, &j->local->shards[r])
+                     : lt_tensor_new(spec->dtype, spec->ndim, l.local_shape, &j->local->shards[r]);
     lt_rank_layout_free(&l);
     if (!st) st = lt__partition(j->local->shards[r], spec->mesh, spec->placements);
     return st;
@@ -241,7 +257,8 @@ lt_status lt_distribute_spec(const lt_spec *spec, const lt_tensor *full, lt_dten
         char a[160], b[160];
         lt_shape_str(full->ndim, full->shape, a, sizeof a);
         lt_shape_str(spec->ndim, spec->shape, b, sizeof b);
-        return lt__err_in(LT_SHAPE, "distribute", ": the tensor has shape %s but the spec %s", a, b);
+        return lt__err_in(LT_SHAPE, "distribute", ": the tensor has shape %s but the spec %s", a,
+                          b);
     }
     LT_TRY(lt__check_partials(spec->mesh, spec->dtype, spec->placements, spec->mesh->ndim));
     LT_TRY(check_room(spec));
@@ -307,7 +324,8 @@ lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
     int widen = partial && (dt->dtype == LT_BF16 || dt->dtype == LT_F16);
     int64_t numel;
     LT_TRY(lt__numel_checked(dt->ndim, dt->shape, widen ? 4 : lt_dtype_size(dt->dtype), &numel));
-    LT_TRY(lt_check_memory((uint64_t)numel * (widen ? 4 : lt_dtype_size(dt->dtype)), mesh->world, "the full tensor"));
+    LT_TRY(lt_check_memory((uint64_t)numel * (widen ? 4 : lt_dtype_size(dt->dtype)), mesh->world,
+                           "the full tensor"));
     LT_TRY(lt_tensor_new(widen ? LT_F32 : dt->dtype, dt->ndim, dt->shape, &full));
     /* pass 0: ranks with every Partial coordinate 0 (copy); pass 1: the rest (reduce) */
     for (int pass = 0; pass < 2; pass++) {
@@ -323,13 +341,16 @@ lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
             if (!dt->local->shards[r]) {
                 lt_tensor_free(full);
                 return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
-                                    "not supported yet: full_tensor needs rank %d's shard, which is absent (not held here)", r);
+                                    "not supported yet: full_tensor needs rank %d's shard, which "
+                                    "is absent (not held here)",
+                                    r);
             }
             lt_rank_layout l;
             lt_status st = lt_spec_layout_rank(lt_dtensor_spec(dt), r, &l);
             lt_tensor *src = dt->local->shards[r], *wide = NULL;
             if (!st && widen && l.lists) st = lt_cast(src, LT_F32, &wide);
-            if (!st && l.lists) st = lt_scatter_index_sets(full, l.idx, wide ? wide : src, pass, op);
+            if (!st && l.lists)
+                st = lt_scatter_index_sets(full, l.idx, wide ? wide : src, pass, op);
             lt_tensor_free(wide);
             lt_rank_layout_free(&l);
             if (st) {

@@ -53,14 +53,15 @@ static inline const lt_spec *lt_dtensor_spec(const lt_dtensor *dt) { return &dt-
  * (LT_INVALID, message names the placement and mesh dim): see
  * lt_placements_check, P(product) (cannot be distributed), layout errors.
  * *out is a new DTensor (free with lt_dtensor_free). */
-LT_API lt_status lt_distribute(const lt_mesh *mesh, const lt_tensor *full, const lt_placement *pl, int np,
-                               lt_dtensor **out);
+LT_API lt_status lt_distribute(const lt_mesh *mesh, const lt_tensor *full, const lt_placement *pl,
+                               int np, lt_dtensor **out);
 
 /* A DTensor initialised in place: each rank fills its shard from its global
  * indices (never materialising the full tensor), then Partial dims partition
  * as distribute does. Equal to lt_distribute of the initialised full tensor. */
 LT_API lt_status lt_dtensor_init(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
-                                 const lt_placement *pl, int np, const lt_init *init, lt_dtensor **out);
+                                 const lt_placement *pl, int np, const lt_init *init,
+                                 lt_dtensor **out);
 
 /* lt_distribute and lt_dtensor_init for a checked spec (borrowed; not
  * re-checked): the DTensor has the spec's dtype (full is cast to it; its
@@ -77,8 +78,8 @@ LT_API lt_status lt_dtensor_init_spec(const lt_spec *spec, const lt_init *init, 
  * was the default chunk; that must be the same for every group of the mesh
  * dim. run_check: replicas along Replicate dims must be equal (LT_MISMATCH
  * naming the first differing rank pair and element index). */
-LT_API lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *pl,
-                               int np, int run_check, lt_dtensor **out);
+LT_API lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards,
+                               const lt_placement *pl, int np, int run_check, lt_dtensor **out);
 
 /* The full tensor by direct reassembly from global index sets, reducing
  * Partial dims (last mesh dim first). New contiguous tensor. This path never

@@ -12,11 +12,15 @@
 static lt_status index_list_new(int64_t n, int dim, int64_t **out) {
     int64_t bytes;
     *out = NULL;
-    if (n < 0 || lt__mul_i64(n > 0 ? n : 1, (int64_t)sizeof(int64_t), &bytes) || (uint64_t)bytes > SIZE_MAX / 2)
-        return lt__err(LT_OVERFLOW, "the index list of dim %d (%lld entries) does not fit in the address space", dim,
-                       (long long)n);
+    if (n < 0 || lt__mul_i64(n > 0 ? n : 1, (int64_t)sizeof(int64_t), &bytes) ||
+        (uint64_t)bytes > SIZE_MAX / 2)
+        return lt__err(LT_OVERFLOW,
+                       "the index list of dim %d (%lld entries) does not fit in the address space",
+                       dim, (long long)n);
     *out = lt__malloc((size_t)bytes);
-    if (!*out) return lt__err(LT_NOMEM, "out of memory for the index list of dim %d (%lld entries)", dim, (long long)n);
+    if (!*out)
+        return lt__err(LT_NOMEM, "out of memory for the index list of dim %d (%lld entries)", dim,
+                       (long long)n);
     return LT_OK;
 }
 
@@ -56,8 +60,8 @@ static lt_status apply_split(const lt_placement *p, int k, int c, int64_t *cur, 
  * same picks as apply_split, written straight into a new list of only the
  * kept entries (so a rank never builds the whole dim), or at `at` when
  * given (room the caller owns). */
-static lt_status strided_from_run(int64_t start, int64_t len, int sf, int k, int c, int dim, int64_t *at,
-                                  int64_t **out, int64_t *n) {
+static lt_status strided_from_run(int64_t start, int64_t len, int sf, int k, int c, int dim,
+                                  int64_t *at, int64_t **out, int64_t *n) {
     int64_t cnt = lt_split_strided_positions(len, sf, k, c, NULL);
     if (at) *out = at;   /* room for the whole dim, which holds at least cnt */
     else LT_TRY(index_list_new(cnt, dim, out));   /* (cnt) */
@@ -98,7 +102,8 @@ static int64_t strided_pos_at(int64_t n, int sf, int k, int c, int64_t w) {
 /* Global index of position w of the list a dim ends with after steps[0..n). */
 static int64_t walk_eval(const walk_step *steps, int n, int64_t w) {
     for (int s = n - 1; s >= 0; s--)
-        w = steps[s].strided ? strided_pos_at(steps[s].n, steps[s].sf, steps[s].k, steps[s].c, w) : steps[s].off + w;
+        w = steps[s].strided ? strided_pos_at(steps[s].n, steps[s].sf, steps[s].k, steps[s].c, w)
+                             : steps[s].off + w;
     return w;
 }
 
@@ -107,8 +112,8 @@ static int64_t walk_eval(const walk_step *steps, int n, int64_t w) {
  * only lengths. Every list is increasing (a Shard keeps a run of it, a
  * StridedShard picks increasing positions), so it is consecutive exactly
  * when last - first == length - 1. */
-static lt_status walk_shape(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt_placement *pl,
-                            int rank, lt_rank_layout *out) {
+static lt_status walk_shape(const lt_mesh *mesh, int ndim, const int64_t *gshape,
+                            const lt_placement *pl, int rank, lt_rank_layout *out) {
     int coord[LT_MESH_MAX_DIMS];
     walk_step steps[LT_MAX_DIMS][LT_MESH_MAX_DIMS];
     int nsteps[LT_MAX_DIMS] = {0}, sharded[LT_MAX_DIMS] = {0};
@@ -130,7 +135,8 @@ static lt_status walk_shape(const lt_mesh *mesh, int ndim, const int64_t *gshape
             out->local_shape[d] = sz;
         } else if (k > 1) {
             *s = (walk_step){1, p->split_factor, k, coord[i], len, 0};
-            out->local_shape[d] = lt_split_strided_positions(len, p->split_factor, k, coord[i], NULL);
+            out->local_shape[d] =
+                lt_split_strided_positions(len, p->split_factor, k, coord[i], NULL);
         } else {
             continue;
         }
@@ -140,7 +146,9 @@ static lt_status walk_shape(const lt_mesh *mesh, int ndim, const int64_t *gshape
         int64_t n = out->local_shape[d];
         out->contiguous[d] = 1;
         out->global_offset[d] = !sharded[d] ? 0 : n ? walk_eval(steps[d], nsteps[d], 0) : gshape[d];
-        if (sharded[d] && n > 1) out->contiguous[d] = walk_eval(steps[d], nsteps[d], n - 1) - out->global_offset[d] == n - 1;
+        if (sharded[d] && n > 1)
+            out->contiguous[d] =
+                walk_eval(steps[d], nsteps[d], n - 1) - out->global_offset[d] == n - 1;
     }
     return LT_OK;
 }
@@ -176,7 +184,8 @@ typedef struct sm_rank {
 } sm_rank;
 static _Thread_local shape_memo sm_ent[SM_N];
 static _Thread_local sm_rank sm_ans[SM_WORLD][SM_N];
-static _Thread_local unsigned char sm_order[SM_N] = {0, 1, 2, 3, 4, 5, 6, 7};   /* most recently used first */
+static _Thread_local unsigned char sm_order[SM_N] = {0, 1, 2, 3,
+                                                     4, 5, 6, 7}; /* most recently used first */
 _Static_assert(SM_N == 8, "sm_order's initializer lists SM_N entries");
 
 /* The key of (mesh shape, shape, placements) into k (SM_KEY words); its
@@ -184,7 +193,8 @@ _Static_assert(SM_N == 8, "sm_order's initializer lists SM_N entries");
  * the key, a rule with explicit sizes: their array belongs to the caller).
  * A placement is one word: what lt_placement_equal compares (kind, dim,
  * split factor, op, rule kind) packed, so equal keys are equal placements. */
-static int sm_key(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt_placement *pl, uint64_t *k) {
+static int sm_key(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt_placement *pl,
+                  uint64_t *k) {
     int n = 0, M = mesh->ndim;
     k[n++] = (uint64_t)M << 32 | (uint32_t)ndim;
     for (int i = 0; i < M; i++) k[n++] = (uint64_t)mesh->shape[i];
@@ -212,7 +222,8 @@ static int sm_key(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt
 /* The entry of this key, made the most recent (the least recent one is
  * taken over, its answers dropped, when none matches); NULL when the mesh
  * is too big to keep or the list is not kept (sm_key). */
-static shape_memo *sm_get(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt_placement *pl) {
+static shape_memo *sm_get(const lt_mesh *mesh, int ndim, const int64_t *gshape,
+                          const lt_placement *pl) {
     if (mesh->world > SM_WORLD || ndim < 0 || ndim > LT_MAX_DIMS) return NULL;
     uint64_t k[SM_KEY];
     int n = sm_key(mesh, ndim, gshape, pl, k);
@@ -242,8 +253,8 @@ static shape_memo *sm_get(const lt_mesh *mesh, int ndim, const int64_t *gshape, 
 }
 
 /* walk_shape through the memo: the same answers, the same errors. */
-static lt_status walk_shape_memo(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt_placement *pl,
-                                 int rank, lt_rank_layout *out) {
+static lt_status walk_shape_memo(const lt_mesh *mesh, int ndim, const int64_t *gshape,
+                                 const lt_placement *pl, int rank, lt_rank_layout *out) {
     shape_memo *e = rank >= 0 && rank < mesh->world && rank < SM_WORLD && ndim <= LT_MAX_DIMS
                         ? sm_get(mesh, ndim, gshape, pl)
                         : NULL;
@@ -252,7 +263,8 @@ static lt_status walk_shape_memo(const lt_mesh *mesh, int ndim, const int64_t *g
     sm_rank *a = &sm_ans[rank][e - sm_ent];
     if (!(e->have & bit)) {
         LT_TRY(walk_shape(mesh, ndim, gshape, pl, rank, out));
-        for (int d = 0; d < ndim && d < LT_MAX_DIMS; d++) {   /* ndim <= LT_MAX_DIMS: said for the compiler */
+        for (int d = 0; d < ndim && d < LT_MAX_DIMS;
+             d++) { /* ndim <= LT_MAX_DIMS: said for the compiler */
             a->ls[d] = out->local_shape[d];
             a->go[d] = out->global_offset[d];
             a->contig[d] = (unsigned char)out->contiguous[d];
@@ -324,8 +336,8 @@ lt_status lt_layout_rank(const lt_mesh *mesh, int ndim, const int64_t *gshape,
             run_start[d] += off;
             len[d] = sz;
         } else if (k > 1) {
-            st = strided_from_run(run_start[d], len[d], p->split_factor, k, coord[i], d, onblock ? blk + base[d] : NULL,
-                                  &out->idx[d], &len[d]);
+            st = strided_from_run(run_start[d], len[d], p->split_factor, k, coord[i], d,
+                                  onblock ? blk + base[d] : NULL, &out->idx[d], &len[d]);
         }
     }
     for (int d = 0; d < ndim && !st; d++) {
@@ -354,7 +366,8 @@ void lt_rank_layout_free(lt_rank_layout *l) {
 
 lt_status lt_layout_check(const lt_mesh *mesh, int ndim, const int64_t *gshape,
                           const lt_placement *pl) {
-    for (int r = 0; r < mesh->world; r++) LT_TRY(lt_local_shape_and_offset(mesh, ndim, gshape, pl, r, NULL, NULL));
+    for (int r = 0; r < mesh->world; r++)
+        LT_TRY(lt_local_shape_and_offset(mesh, ndim, gshape, pl, r, NULL, NULL));
     return LT_OK;
 }
 
@@ -378,11 +391,15 @@ lt_status lt_compute_global_tensor_info(const lt_mesh *mesh, int ndim, const int
     for (int i = 0; i < mesh->ndim; i++) {
         const lt_placement *p = &pl[i];
         if (p->kind == LT_PL_STRIDED)
-            return lt__err(LT_UNSUPPORTED, "mesh dim %d: global tensor info from a StridedShard is not supported", i);
+            return lt__err(LT_UNSUPPORTED,
+                           "mesh dim %d: global tensor info from a StridedShard is not supported",
+                           i);
         if (p->kind != LT_PL_SHARD) continue;
         int d = p->dim;
         if (d < 0 || d >= ndim)
-            return lt__err(LT_INVALID, "mesh dim %d: shard dim %d out of range for a %d-d local tensor", i, d, ndim);
+            return lt__err(LT_INVALID,
+                           "mesh dim %d: shard dim %d out of range for a %d-d local tensor", i, d,
+                           ndim);
         int64_t m = mesh->shape[i];
         int64_t sd = global_stride[d];
         if (lt__mul_i64(global_shape[d], m, &global_shape[d]))
@@ -430,7 +447,9 @@ lt_status lt_layout_total_bytes(const lt_mesh *mesh, int ndim, const int64_t *gs
         LT_TRY(lt_local_shape_and_offset(mesh, ndim, gshape, pl, r, ls, NULL));
         LT_TRY(lt__numel_checked(ndim, ls, esize, &n));
         uint64_t b = (uint64_t)n * esize; /* fits: numel_checked bounds bytes */
-        if (total > UINT64_MAX - b) return lt__err(LT_OVERFLOW, "the shards of all %d ranks overflow 64 bits of bytes", mesh->world);
+        if (total > UINT64_MAX - b)
+            return lt__err(LT_OVERFLOW, "the shards of all %d ranks overflow 64 bits of bytes",
+                           mesh->world);
         total += b;
     }
     *out = total;

@@ -67,7 +67,8 @@ LT_API lt_status lt_local_shape_and_offset(const lt_mesh *mesh, int ndim, const 
  * mesh dim i, size[d] *= m_i and every stride >= stride[d] (other than d's
  * own) is multiplied by m_i. Errors: a dim out of range (LT_INVALID), a
  * StridedShard (LT_UNSUPPORTED). */
-LT_API lt_status lt_compute_global_tensor_info(const lt_mesh *mesh, int ndim, const int64_t *local_shape,
+LT_API lt_status lt_compute_global_tensor_info(const lt_mesh *mesh, int ndim,
+                                               const int64_t *local_shape,
                                                const int64_t *local_stride, const lt_placement *pl,
                                                int64_t *global_shape, int64_t *global_stride);
 

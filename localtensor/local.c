@@ -98,7 +98,8 @@ lt_status lt_localint_lt(const lt_localint *a, const lt_localint *b, int *result
     int first = a->v[0] < b->v[0];
     for (int r = 1; r < a->world; r++)
         if ((a->v[r] < b->v[r]) != first)
-            return lt__err(LT_INVALID, "comparison of per-rank ints differs by rank (rank 0: %s, rank %d: %s)",
+            return lt__err(LT_INVALID,
+                           "comparison of per-rank ints differs by rank (rank 0: %s, rank %d: %s)",
                            first ? "true" : "false", r, first ? "false" : "true");
     *result = first;
     return LT_OK;
@@ -113,8 +114,8 @@ char *lt_localint_str(const lt_localint *li, char *buf, size_t n) {
     size_t used = 0;
     buf[0] = '\0';
     for (int r = 0; r < li->world && used + 1 < n; r++) {
-        int w = snprintf(buf + used, n - used, "%s%d: %lld%s", r ? ", " : "{", r, (long long)li->v[r],
-                         r == li->world - 1 ? "}" : "");
+        int w = snprintf(buf + used, n - used, "%s%d: %lld%s", r ? ", " : "{", r,
+                         (long long)li->v[r], r == li->world - 1 ? "}" : "");
         if (w < 0) break;
         used += (size_t)w;
     }
@@ -159,8 +160,9 @@ lt_status lt_local_map(const lt_local *in, lt_rank_fn fn, void *user, lt_local *
     if (produced == 1 && out) {
         for (int r = first + 1; r < world; r++)
             if (res->shards[r] && res->shards[r]->dtype != res->shards[first]->dtype) {
-                st = lt__err(LT_DTYPE, "per-rank map: rank %d returned %s but rank %d returned %s", r,
-                             lt_dtype_name(res->shards[r]->dtype), first, lt_dtype_name(res->shards[first]->dtype));
+                st = lt__err(LT_DTYPE, "per-rank map: rank %d returned %s but rank %d returned %s",
+                             r, lt_dtype_name(res->shards[r]->dtype), first,
+                             lt_dtype_name(res->shards[first]->dtype));
                 goto fail;
             }
         *out = res;
@@ -184,8 +186,8 @@ lt_status lt_local_check_equal(const lt_local *lt, const int *ranks, int n) {
         char sa[96], sb[96];
         if (!b) continue;   /* absent */
         if (!lt_same_shape(a, b))
-            return lt__err(LT_MISMATCH, "ranks %d and %d differ in shape: %s vs %s", ranks[0], ranks[i],
-                           lt_shape_str(a->ndim, a->shape, sa, sizeof sa),
+            return lt__err(LT_MISMATCH, "ranks %d and %d differ in shape: %s vs %s", ranks[0],
+                           ranks[i], lt_shape_str(a->ndim, a->shape, sa, sizeof sa),
                            lt_shape_str(b->ndim, b->shape, sb, sizeof sb));
         lt_compare_result cr;
         LT_TRY(lt_compare(b, a, 0, 0, &cr));
@@ -196,7 +198,8 @@ lt_status lt_local_check_equal(const lt_local *lt, const int *ranks, int n) {
             idx[0] = '[';
             size_t L = strlen(idx);
             if (L) idx[L - 1] = ']';
-            return lt__err(LT_MISMATCH, "ranks %d and %d differ at index %s: rank %d has %g, rank %d has %g",
+            return lt__err(LT_MISMATCH,
+                           "ranks %d and %d differ at index %s: rank %d has %g, rank %d has %g",
                            ranks[0], ranks[i], idx, ranks[0], cr.expected, ranks[i], cr.actual);
         }
     }

@@ -44,7 +44,8 @@ LT_API lt_status lt_local_new(const lt_mesh *mesh, lt_local **out);
 /* Takes ownership of nothing: copies views of shards[world] (borrowed) into a
  * new LocalTensor; NULL entries stay absent. Errors: no shard at all, dtypes
  * that differ (names the ranks). */
-LT_API lt_status lt_local_from_shards(const lt_mesh *mesh, lt_tensor *const *shards, lt_local **out);
+LT_API lt_status lt_local_from_shards(const lt_mesh *mesh, lt_tensor *const *shards,
+                                      lt_local **out);
 /* Frees every shard and the LocalTensor. NULL is a no-op. */
 LT_API void lt_local_free(lt_local *lt);
 

@@ -38,9 +38,11 @@ lt_status lt_numerics_parse(const char *s, lt_numerics *out) {
             out->k = (int)k;
             return LT_OK;
         }
-        return lt__err(LT_INVALID, "numerics '%s': K in sample:K must be a whole number from 1 to 1000000", s);
+        return lt__err(LT_INVALID,
+                       "numerics '%s': K in sample:K must be a whole number from 1 to 1000000", s);
     }
-    return lt__err(LT_INVALID, "unknown numerics mode '%s' (expected full, sample, sample:K or none)", s);
+    return lt__err(LT_INVALID,
+                   "unknown numerics mode '%s' (expected full, sample, sample:K or none)", s);
 }
 
 char *lt_numerics_str(const lt_numerics *nm, char *buf, size_t n) {
@@ -66,7 +68,8 @@ int lt_numerics_ranks(const lt_numerics *nm, int world, int *ranks) {
         return 1;
     }
     /* round(j * (W - 1) / (K - 1)): strictly increasing since K < W */
-    for (int j = 0; j < n; j++) ranks[j] = (int)(((int64_t)j * (world - 1) * 2 + (n - 1)) / (2 * (int64_t)(n - 1)));
+    for (int j = 0; j < n; j++)
+        ranks[j] = (int)(((int64_t)j * (world - 1) * 2 + (n - 1)) / (2 * (int64_t)(n - 1)));
     return n;
 }
 
@@ -109,12 +112,14 @@ static lt_status logical_shard(const lt_spec *spec, const lt_init *init, int r, 
 static lt_status check_ranks(const lt_spec *spec, const int *ranks, int n, const char *what) {
     uint64_t bytes = 0;
     size_t es = lt_dtype_size(spec->dtype);
-    unsigned char *seen = n > 1 ? lt__calloc((size_t)spec->mesh->world, 1) : NULL;   /* (W) class counted */
+    unsigned char *seen =
+        n > 1 ? lt__calloc((size_t)spec->mesh->world, 1) : NULL; /* (W) class counted */
     lt_status st = LT_OK;
     for (int i = 0; i < n && !st; i++) {
         if (ranks[i] < 0 || ranks[i] >= spec->mesh->world || (i && ranks[i] <= ranks[i - 1])) {
-            st = lt__err(LT_INVALID, "%s: sampled rank %d is out of range or out of order (world %d)", what, ranks[i],
-                         spec->mesh->world);
+            st = lt__err(LT_INVALID,
+                         "%s: sampled rank %d is out of range or out of order (world %d)", what,
+                         ranks[i], spec->mesh->world);
             break;
         }
         if (seen) {
@@ -136,7 +141,8 @@ static lt_status check_ranks(const lt_spec *spec, const int *ranks, int n, const
 static lt_status push_op(lt_sample_src *g, int kind, int mesh_dim, lt_redop op) {
     if (g->nops >= LT_SAMPLE_MAX_OPS)
         return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
-                            "not supported yet: more than %d value-changing steps (partitions and reductions) in a chain of sampled redistributes",
+                            "not supported yet: more than %d value-changing steps (partitions and "
+                            "reductions) in a chain of sampled redistributes",
                             LT_SAMPLE_MAX_OPS);
     g->ops[g->nops++] = (lt_sample_op){kind, mesh_dim, op};
     return LT_OK;
@@ -146,7 +152,8 @@ lt_status lt_sample_src_init(lt_sample_src *g, const lt_init *init, const lt_spe
     memset(g, 0, sizeof *g);
     g->init = *init;
     for (int i = 0; i < spec->mesh->ndim; i++)
-        if (spec->placements[i].kind == LT_PL_PARTIAL) LT_TRY(push_op(g, 2, i, spec->placements[i].op));
+        if (spec->placements[i].kind == LT_PL_PARTIAL)
+            LT_TRY(push_op(g, 2, i, spec->placements[i].op));
     return LT_OK;
 }
 
@@ -161,7 +168,9 @@ static void step_effect(const lt_plan *p, int s, int *kind, int *dim, lt_redop *
         const lt__move *m = ps->move_;
         *dim = m->mesh_dim;
         *op = m->op;
-        if (m->kind == LT__MV_ALL_REDUCE || m->kind == LT__MV_REDUCE_SCATTER || m->kind == LT__MV_REDUCE) *kind = 1;
+        if (m->kind == LT__MV_ALL_REDUCE || m->kind == LT__MV_REDUCE_SCATTER ||
+            m->kind == LT__MV_REDUCE)
+            *kind = 1;
         else if (m->kind == LT__MV_PARTITION) *kind = 2;
         return;
     }
@@ -226,7 +235,8 @@ static lt_status apply_ops(const lt_mesh *mesh, const lt_sample_src *g, folds *f
             LT_TRY(fold(c, mesh->shape[i], o->op, t));
         } else {
             lt_placement pl[LT_MESH_MAX_DIMS];
-            for (int j = 0; j < mesh->ndim; j++) pl[j] = j == i ? lt_partial(o->op) : lt_replicate();
+            for (int j = 0; j < mesh->ndim; j++)
+                pl[j] = j == i ? lt_partial(o->op) : lt_replicate();
             LT_TRY(lt__partition(*t, mesh, pl));
         }
     }
@@ -234,7 +244,8 @@ static lt_status apply_ops(const lt_mesh *mesh, const lt_sample_src *g, folds *f
 }
 
 /* Rank r's shard in layout spec with values from g. *out new. */
-static lt_status sample_shard(const lt_spec *spec, const lt_sample_src *g, folds *f, int r, lt_tensor **out) {
+static lt_status sample_shard(const lt_spec *spec, const lt_sample_src *g, folds *f, int r,
+                              lt_tensor **out) {
     LT_TRY(logical_shard(spec, &g->init, r, out));
     lt_status st = apply_ops(spec->mesh, g, f, out);
     if (st) {
@@ -248,10 +259,11 @@ static lt_status sample_shard(const lt_spec *spec, const lt_sample_src *g, folds
  * values depend only on its indices, so replicas (one replica class) share
  * the first one's buffer, as distribute's do; fresh (n, may be NULL) gets 1
  * where a shard was computed, 0 where it views a replica's. */
-static lt_status sample_into(const lt_spec *spec, const lt_sample_src *g, folds *f, const int *ranks, int n,
-                             lt_local *local, unsigned char *fresh) {
+static lt_status sample_into(const lt_spec *spec, const lt_sample_src *g, folds *f,
+                             const int *ranks, int n, lt_local *local, unsigned char *fresh) {
     int W = spec->mesh->world;
-    int *built = n > 1 ? lt__malloc(sizeof(int) * (size_t)W) : NULL;   /* (W) class -> its built rank, -1 */
+    int *built =
+        n > 1 ? lt__malloc(sizeof(int) * (size_t)W) : NULL; /* (W) class -> its built rank, -1 */
     lt_status st = n > 1 && !built ? lt__err(LT_NOMEM, "out of memory") : LT_OK;
     for (int r = 0; built && r < W; r++) built[r] = -1;
     for (int i = 0; i < n && !st; i++) {
@@ -270,7 +282,8 @@ static lt_status sample_into(const lt_spec *spec, const lt_sample_src *g, folds 
 
 /* ---- sampled DTensors --------------------------------------------------------- */
 
-lt_status lt_dtensor_sample(const lt_spec *spec, const lt_sample_src *g, const int *ranks, int n, lt_dtensor **out) {
+lt_status lt_dtensor_sample(const lt_spec *spec, const lt_sample_src *g, const int *ranks, int n,
+                            lt_dtensor **out) {
     *out = NULL;
     LT_TRY(lt__check_partials(spec->mesh, spec->dtype, spec->placements, spec->mesh->ndim));
     LT_TRY(check_ranks(spec, ranks, n, "the sampled shards"));
@@ -301,11 +314,13 @@ lt_status lt_dtensor_init_ranks(const lt_spec *spec, const lt_init *init, const 
  * as the direct reshard defines it): logical values; mesh dims Partial in
  * both source and destination with the same op keep the source's
  * contributions; the destination's other Partial dims are partitioned. */
-static lt_status expected_shard(const lt_plan *p, const lt_spec *dspec, const lt_init *init, int r, lt_tensor **out) {
+static lt_status expected_shard(const lt_plan *p, const lt_spec *dspec, const lt_init *init, int r,
+                                lt_tensor **out) {
     const lt_mesh *mesh = &p->mesh;
     lt_placement kept[LT_MESH_MAX_DIMS], dpart[LT_MESH_MAX_DIMS];
     for (int i = 0; i < mesh->ndim; i++) {
-        int k = p->src[i].kind == LT_PL_PARTIAL && p->dst[i].kind == LT_PL_PARTIAL && p->src[i].op == p->dst[i].op;
+        int k = p->src[i].kind == LT_PL_PARTIAL && p->dst[i].kind == LT_PL_PARTIAL &&
+                p->src[i].op == p->dst[i].op;
         kept[i] = k ? p->src[i] : lt_replicate();
         dpart[i] = k ? lt_replicate() : p->dst[i];
     }
@@ -342,14 +357,17 @@ static lt_status verify_rank(const lt_plan *p, const lt_spec *dspec, const lt_in
     lt_rank_layout l;
     LT_TRY(lt_spec_layout_rank(dspec, r, &l));
     int64_t g[LT_MAX_DIMS];
-    for (int d = 0; d < dspec->ndim; d++) g[d] = l.idx[d] ? l.idx[d][res.first_idx[d]] : res.first_idx[d];
+    for (int d = 0; d < dspec->ndim; d++)
+        g[d] = l.idx[d] ? l.idx[d][res.first_idx[d]] : res.first_idx[d];
     lt_rank_layout_free(&l);
     char li[160], gi[160];
     index_str(dspec->ndim, res.first_idx, li, sizeof li);
     index_str(dspec->ndim, g, gi, sizeof gi);
-    st = lt__err(LT_MISMATCH, "rank %d, local index %s (global index %s): expected %.9g, got %.9g (%lld element%s differ%s on that rank)",
-                 r, li, gi, res.expected, res.actual, (long long)res.ndiff, res.ndiff == 1 ? "" : "s",
-                 res.ndiff == 1 ? "s" : "");
+    st = lt__err(LT_MISMATCH,
+                 "rank %d, local index %s (global index %s): expected %.9g, got %.9g (%lld "
+                 "element%s differ%s on that rank)",
+                 r, li, gi, res.expected, res.actual, (long long)res.ndiff,
+                 res.ndiff == 1 ? "" : "s", res.ndiff == 1 ? "s" : "");
     if (rep) {
         rep->ok = 0;
         rep->step = p->nsteps - 1;
@@ -366,17 +384,19 @@ static lt_status verify_rank(const lt_plan *p, const lt_spec *dspec, const lt_in
     return st;
 }
 
-lt_status lt_verify_sampled_shard(const lt_plan *p, const lt_sample_src *g, int r, const lt_tensor *got,
-                                  lt_verify_report *rep) {
+lt_status lt_verify_sampled_shard(const lt_plan *p, const lt_sample_src *g, int r,
+                                  const lt_tensor *got, lt_verify_report *rep) {
     if (!p || !g || !got || r < 0 || r >= p->mesh.world)
-        return lt__err(LT_INVALID, "verify_sampled_shard: a NULL argument or rank %d out of range", r);
+        return lt__err(LT_INVALID, "verify_sampled_shard: a NULL argument or rank %d out of range",
+                       r);
     lt_spec dspec = lt__plan_spec(p, p->dst);
     if (rep) rep->checked = 1;
     return verify_rank(p, &dspec, &g->init, r, got, rep);
 }
 
-lt_status lt_redistribute_sampled(const lt_spec *src, const lt_sample_src *g, const lt_placement *dst, int np,
-                                  const int *ranks, int n, const lt_redistribute_opts *opts, lt_dtensor **out,
+lt_status lt_redistribute_sampled(const lt_spec *src, const lt_sample_src *g,
+                                  const lt_placement *dst, int np, const int *ranks, int n,
+                                  const lt_redistribute_opts *opts, lt_dtensor **out,
                                   lt_plan **planp, lt_sample_src *gout) {
     lt_verify_report local_rep;
     lt_verify_report *rep = opts && opts->report ? opts->report : &local_rep;
@@ -415,7 +435,8 @@ lt_status lt_redistribute_sampled(const lt_spec *src, const lt_sample_src *g, co
     if (!st && n > 0 && !(fresh = lt__malloc((size_t)n))) st = lt__err(LT_NOMEM, "out of memory");
     if (!st) st = sample_into(&dspec, &gd, &f, ranks, n, local, fresh);
     for (int i = 0; i < n && !st && verify; i++)
-        if (fresh[i]) st = verify_rank(plan, &dspec, &g->init, ranks[i], local->shards[ranks[i]], rep);
+        if (fresh[i])
+            st = verify_rank(plan, &dspec, &g->init, ranks[i], local->shards[ranks[i]], rep);
     lt__free(fresh);
     folds_free(&f);
     if (st) {
@@ -424,11 +445,11 @@ lt_status lt_redistribute_sampled(const lt_spec *src, const lt_sample_src *g, co
         lt_placements_format(plan->dst, plan->mesh.ndim, b, sizeof b);
         const char *nm = opts && opts->name && opts->name[0] ? opts->name : NULL;
         if (st == LT_MISMATCH)
-            st = lt__err_ctx_in(st, "redistribute", " of %s%s%s %s -> %s: verification failed", nm ? "'" : "an unnamed tensor",
-                                nm ? nm : "", nm ? "'" : "", a, b);
+            st = lt__err_ctx_in(st, "redistribute", " of %s%s%s %s -> %s: verification failed",
+                                nm ? "'" : "an unnamed tensor", nm ? nm : "", nm ? "'" : "", a, b);
         else
-            st = lt__err_ctx_in(st, "redistribute", " of %s%s%s %s -> %s", nm ? "'" : "an unnamed tensor", nm ? nm : "",
-                                nm ? "'" : "", a, b);
+            st = lt__err_ctx_in(st, "redistribute", " of %s%s%s %s -> %s",
+                                nm ? "'" : "an unnamed tensor", nm ? nm : "", nm ? "'" : "", a, b);
         if (st == LT_MISMATCH) snprintf(rep->message, sizeof rep->message, "%s", lt_errmsg());
         lt_local_free(local);
         if (planp) *planp = plan;
@@ -442,9 +463,9 @@ lt_status lt_redistribute_sampled(const lt_spec *src, const lt_sample_src *g, co
     return st;
 }
 
-lt_status lt_redistribute_ranks(const lt_spec *src, const lt_init *init, const lt_placement *dst, int np,
-                                const int *ranks, int n, const lt_redistribute_opts *opts, lt_dtensor **out,
-                                lt_plan **plan) {
+lt_status lt_redistribute_ranks(const lt_spec *src, const lt_init *init, const lt_placement *dst,
+                                int np, const int *ranks, int n, const lt_redistribute_opts *opts,
+                                lt_dtensor **out, lt_plan **plan) {
     lt_sample_src g;
     *out = NULL;
     if (plan) *plan = NULL;

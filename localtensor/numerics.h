@@ -102,11 +102,11 @@ LT_API lt_status lt_sample_src_init(lt_sample_src *g, const lt_init *init, const
  * Errors: the Partial kinds distribute cannot produce (as
  * lt_dtensor_init_spec); LT_INVALID for a rank out of range or order;
  * LT_NOMEM. */
-LT_API lt_status lt_dtensor_sample(const lt_spec *spec, const lt_sample_src *g, const int *ranks, int n,
-                                   lt_dtensor **out);
+LT_API lt_status lt_dtensor_sample(const lt_spec *spec, const lt_sample_src *g, const int *ranks,
+                                   int n, lt_dtensor **out);
 /* lt_dtensor_sample of lt_sample_src_init(init, spec). */
-LT_API lt_status lt_dtensor_init_ranks(const lt_spec *spec, const lt_init *init, const int *ranks, int n,
-                                       lt_dtensor **out);
+LT_API lt_status lt_dtensor_init_ranks(const lt_spec *spec, const lt_init *init, const int *ranks,
+                                       int n, lt_dtensor **out);
 
 /* The redistribute of a tensor of checked spec `src` whose values come from
  * g (borrowed), to placements dst[np], computing only ranks[0..n)'s
@@ -124,9 +124,10 @@ LT_API lt_status lt_dtensor_init_ranks(const lt_spec *spec, const lt_init *init,
  * allocating); LT_UNSUPPORTED when the history would exceed
  * LT_SAMPLE_MAX_OPS; LT_MISMATCH when verification fails (*out NULL, *plan
  * set). */
-LT_API lt_status lt_redistribute_sampled(const lt_spec *src, const lt_sample_src *g, const lt_placement *dst,
-                                         int np, const int *ranks, int n, const lt_redistribute_opts *opts,
-                                         lt_dtensor **out, lt_plan **plan, lt_sample_src *gout);
+LT_API lt_status lt_redistribute_sampled(const lt_spec *src, const lt_sample_src *g,
+                                         const lt_placement *dst, int np, const int *ranks, int n,
+                                         const lt_redistribute_opts *opts, lt_dtensor **out,
+                                         lt_plan **plan, lt_sample_src *gout);
 /* The verification of one destination shard, as lt_redistribute_sampled
  * does it, for a shard computed some other way (the plan run on an engine
  * spread over processes): rank r's shard `got` (borrowed) of the
@@ -135,13 +136,14 @@ LT_API lt_status lt_redistribute_sampled(const lt_spec *src, const lt_sample_src
  * dtype's tolerance. LT_OK; LT_MISMATCH naming the rank and the index, with
  * rep (may be NULL) filled as lt_redistribute fills it (step: the last);
  * LT_SHAPE when got's shape is not the rank's; LT_NOMEM. */
-LT_API lt_status lt_verify_sampled_shard(const lt_plan *p, const lt_sample_src *g, int r, const lt_tensor *got,
-                                         lt_verify_report *rep);
+LT_API lt_status lt_verify_sampled_shard(const lt_plan *p, const lt_sample_src *g, int r,
+                                         const lt_tensor *got, lt_verify_report *rep);
 /* lt_redistribute_sampled from lt_sample_src_init(init, src), after
  * checking the Partial kinds of src as lt_dtensor_init_spec does. */
-LT_API lt_status lt_redistribute_ranks(const lt_spec *src, const lt_init *init, const lt_placement *dst, int np,
-                                       const int *ranks, int n, const lt_redistribute_opts *opts,
-                                       lt_dtensor **out, lt_plan **plan);
+LT_API lt_status lt_redistribute_ranks(const lt_spec *src, const lt_init *init,
+                                       const lt_placement *dst, int np, const int *ranks, int n,
+                                       const lt_redistribute_opts *opts, lt_dtensor **out,
+                                       lt_plan **plan);
 
 /* Appends to `trace` (a world of plan p's mesh) the events a full-mode run
  * of plan p records on its communicator, one per collective step, from
@@ -155,7 +157,8 @@ LT_API lt_status lt_plan_trace(const lt_plan *p, lt_trace *trace);
  * them, -1 where they do not apply; rule NULL: chunk; perm for permute). The
  * arguments are assumed valid (the caller ran the collective on a group).
  * LT_NOMEM; LT_INVALID for a mesh dim out of range. */
-LT_API lt_status lt_coll_trace_paper(lt_trace *trace, const lt_spec *spec, lt_coll coll, int mesh_dim, int op, int root,
-                                     int dim, int concat_dim, const lt_split_rule *rule, const int *perm);
+LT_API lt_status lt_coll_trace_paper(lt_trace *trace, const lt_spec *spec, lt_coll coll,
+                                     int mesh_dim, int op, int root, int dim, int concat_dim,
+                                     const lt_split_rule *rule, const int *perm);
 
 #endif

@@ -11,12 +11,11 @@
  * Decisions are cached per (op, input specs: dtype + shape + placements,
  * mesh, static arguments) — never per scalar value, dropout probability or seed.
  *
- * What the rules guarantee (checked by lt_rules_validate, localtensor/validate.h, on every op, every
- * placement combination of 1-D meshes of 2-4 ranks and a 2x2 mesh — there
- * with balanced, last and explicit splits on mesh dim 1 too, nested under
- * mesh dim 0 or not — even and uneven shapes): the sharded result equals
- * the op on the unsharded tensors.
- * In particular:
+ * What the rules guarantee (checked by lt_rules_validate, localtensor/validate.h, on every op,
+ * every placement combination of 1-D meshes of 2-4 ranks and a 2x2 mesh — there with
+ * balanced, last and explicit splits on mesh dim 1 too, nested under mesh dim 0 or not —
+ * even and uneven shapes):
+ * the sharded result equals the op on the unsharded tensors. In particular:
  *   - operands combined elementwise (or contracted) map the same global
  *     indices on every rank: same placements on the same dims, same uneven
  *     rule, same nesting; anything else is redistributed — except for an
@@ -252,15 +251,17 @@ LT_API void lt_op_cache_stats(size_t *hits, size_t *misses, size_t *entries);
 /* ---- convenience wrappers (single output, default options) ----------------- */
 
 LT_API lt_status lt_dtensor_unary(lt_unary_op op, const lt_dtensor *x, lt_dtensor **out);
-LT_API lt_status lt_dtensor_binary(lt_binary_op op, const lt_dtensor *a, const lt_dtensor *b, lt_dtensor **out);
+LT_API lt_status lt_dtensor_binary(lt_binary_op op, const lt_dtensor *a, const lt_dtensor *b,
+                                   lt_dtensor **out);
 LT_API lt_status lt_dtensor_matmul(const lt_dtensor *a, const lt_dtensor *b, lt_dtensor **out);
 /* beta * bias + alpha * a @ b */
-LT_API lt_status lt_dtensor_addmm(const lt_dtensor *bias, const lt_dtensor *a, const lt_dtensor *b, double beta,
-                             double alpha, lt_dtensor **out);
-LT_API lt_status lt_dtensor_reduce(lt_reduce_op op, const lt_dtensor *x, int ndims, const int *dims, int keepdim,
-                              lt_dtensor **out);
+LT_API lt_status lt_dtensor_addmm(const lt_dtensor *bias, const lt_dtensor *a, const lt_dtensor *b,
+                                  double beta, double alpha, lt_dtensor **out);
+LT_API lt_status lt_dtensor_reduce(lt_reduce_op op, const lt_dtensor *x, int ndims, const int *dims,
+                                   int keepdim, lt_dtensor **out);
 LT_API lt_status lt_dtensor_transpose(const lt_dtensor *x, int d0, int d1, lt_dtensor **out);
-LT_API lt_status lt_dtensor_reshape(const lt_dtensor *x, int ndim, const int64_t *shape, lt_dtensor **out);
+LT_API lt_status lt_dtensor_reshape(const lt_dtensor *x, int ndim, const int64_t *shape,
+                                    lt_dtensor **out);
 
 /* ---- random (docs/SEMANTICS.md §11.4) ----------------------------------------- */
 
@@ -268,7 +269,8 @@ LT_API lt_status lt_dtensor_reshape(const lt_dtensor *x, int ndim, const int64_t
  * Philox keyed by (seed, global linear index): identical values for any mesh
  * and placements. Partial placements partition as distribute does. */
 LT_API lt_status lt_dtensor_rand(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
-                            const lt_placement *pl, int np, uint64_t seed, int normal, lt_dtensor **out);
+                                 const lt_placement *pl, int np, uint64_t seed, int normal,
+                                 lt_dtensor **out);
 /* Dropout: element e is kept (scaled by 1/(1-p)) when
  * lt_rand_uniform(seed, global index of e) >= p, else 0; layout invariant. */
 LT_API lt_status lt_dtensor_dropout(const lt_dtensor *x, double p, uint64_t seed, lt_dtensor **out);

@@ -80,7 +80,8 @@ static lt_status parse_arg(const char *whole, const char **pp, arg *a) {
     while (*q && (isalnum((unsigned char)*q) || *q == '_')) q++;
     const char *r = skip_ws(q);
     if (q > p && *r == '=') {
-        if (q - p >= TOK_MAX) return lt__err(LT_INVALID, "placement '%s': argument name too long", whole);
+        if (q - p >= TOK_MAX)
+            return lt__err(LT_INVALID, "placement '%s': argument name too long", whole);
         memcpy(a->key, p, (size_t)(q - p));
         p = skip_ws(r + 1);
     }
@@ -92,35 +93,44 @@ static lt_status parse_arg(const char *whole, const char **pp, arg *a) {
             char *end;
             p = skip_ws(p);
             if (!isdigit((unsigned char)*p) && *p != '-')
-                return lt__err(LT_INVALID, "placement '%s': expected an integer in the size list at '%s'", whole, p);
+                return lt__err(LT_INVALID,
+                               "placement '%s': expected an integer in the size list at '%s'",
+                               whole, p);
             errno = 0;
             long long v = strtoll(p, &end, 10);
             if (end == p) return lt__err(LT_INVALID, "placement '%s': bad size list", whole);
             if (errno == ERANGE)
-                return lt__err(LT_INVALID, "placement '%s': explicit size '%.*s' overflows 64 bits", whole,
-                               (int)(end - p), p);
+                return lt__err(LT_INVALID, "placement '%s': explicit size '%.*s' overflows 64 bits",
+                               whole, (int)(end - p), p);
             if (a->nlist == LT_SPLIT_MAX_EXPLICIT)
-                return lt__err(LT_INVALID, "placement '%s': more than %d explicit sizes", whole, LT_SPLIT_MAX_EXPLICIT);
-            if (v < 0) return lt__err(LT_INVALID, "placement '%s': explicit size %lld is negative", whole, v);
+                return lt__err(LT_INVALID, "placement '%s': more than %d explicit sizes", whole,
+                               LT_SPLIT_MAX_EXPLICIT);
+            if (v < 0)
+                return lt__err(LT_INVALID, "placement '%s': explicit size %lld is negative", whole,
+                               v);
             a->list[a->nlist++] = v;
             p = skip_ws(end);
             if (*p == ',') { p++; continue; }
             if (*p == ']') { p++; break; }
-            return lt__err(LT_INVALID, "placement '%s': expected ',' or ']' in the size list", whole);
+            return lt__err(LT_INVALID, "placement '%s': expected ',' or ']' in the size list",
+                           whole);
         }
     } else if (*p == '"' || *p == '\'') {
         char quote = *p++;
         const char *e = strchr(p, quote);
         if (!e) return lt__err(LT_INVALID, "placement '%s': unterminated quote", whole);
-        if (e - p >= TOK_MAX) return lt__err(LT_INVALID, "placement '%s': argument too long", whole);
+        if (e - p >= TOK_MAX)
+            return lt__err(LT_INVALID, "placement '%s': argument too long", whole);
         memcpy(a->word, p, (size_t)(e - p));
         p = e + 1;
     } else {
         const char *s = p;
         if (*p == '-' || *p == '+') p++;
         while (*p && (isalnum((unsigned char)*p) || *p == '_')) p++;
-        if (p == s) return lt__err(LT_INVALID, "placement '%s': expected an argument at '%s'", whole, s);
-        if (p - s >= TOK_MAX) return lt__err(LT_INVALID, "placement '%s': argument too long", whole);
+        if (p == s)
+            return lt__err(LT_INVALID, "placement '%s': expected an argument at '%s'", whole, s);
+        if (p - s >= TOK_MAX)
+            return lt__err(LT_INVALID, "placement '%s': argument too long", whole);
         memcpy(a->word, s, (size_t)(p - s));
     }
 done:
@@ -130,11 +140,15 @@ done:
 
 static lt_status parse_int_arg(const char *whole, const arg *a, const char *what, int *out) {
     char *end;
-    if (a->is_list || !a->word[0]) return lt__err(LT_INVALID, "placement '%s': %s must be an integer", whole, what);
+    if (a->is_list || !a->word[0])
+        return lt__err(LT_INVALID, "placement '%s': %s must be an integer", whole, what);
     long v = strtol(a->word, &end, 10);
-    if (*end) return lt__err(LT_INVALID, "placement '%s': %s '%s' is not an integer", whole, what, a->word);
+    if (*end)
+        return lt__err(LT_INVALID, "placement '%s': %s '%s' is not an integer", whole, what,
+                       a->word);
     if (v < -1000000 || v > 1000000)
-        return lt__err(LT_INVALID, "placement '%s': %s %s is out of range (-1000000..1000000)", whole, what, a->word);
+        return lt__err(LT_INVALID, "placement '%s': %s %s is out of range (-1000000..1000000)",
+                       whole, what, a->word);
     *out = (int)v;
     return LT_OK;
 }
@@ -191,16 +205,20 @@ static lt_status pl_tokens(const char *s, char *nm, arg *args, int *nargs, int *
         *has_parens = 1;
         p = skip_ws(p + 1);
         for (int more = *p != ')'; more;) {   /* "S(0,)": an argument after every comma */
-            if (*nargs == MAX_ARGS) return lt__err(LT_INVALID, "placement '%s': too many arguments", s);
+            if (*nargs == MAX_ARGS)
+                return lt__err(LT_INVALID, "placement '%s': too many arguments", s);
             LT_TRY(parse_arg(s, &p, &args[*nargs]));
             (*nargs)++;
             more = *p == ',';
             if (more) p++;
-            else if (*p != ')') return lt__err(LT_INVALID, "placement '%s': expected ',' or ')' at '%s'", s, p);
+            else if (*p != ')')
+                return lt__err(LT_INVALID, "placement '%s': expected ',' or ')' at '%s'", s, p);
         }
         p = skip_ws(p + 1);
     }
-    if (*p) return lt__err(LT_INVALID, "placement '%s': unexpected text '%s' after the placement", s, p);
+    if (*p)
+        return lt__err(LT_INVALID, "placement '%s': unexpected text '%s' after the placement", s,
+                       p);
     return LT_OK;
 }
 
@@ -212,7 +230,8 @@ static lt_status pl_partial(const char *s, const arg *args, int nargs, lt_placem
     if (nargs == 1) {
         if (args[0].key[0] && lt__name_find(pkeys, NAMES_N(pkeys), args[0].key) < 0)
             return unknown_key(s, args[0].key, pkeys, NAMES_N(pkeys));
-        if (args[0].is_list) return lt__err(LT_INVALID, "placement '%s': reduce op must be a word", s);
+        if (args[0].is_list)
+            return lt__err(LT_INVALID, "placement '%s': reduce op must be a word", s);
         lt_status st = lt_redop_parse(args[0].word, &op);
         if (st) return lt__err_ctx(st, "placement '%s'", s);
     }
@@ -223,7 +242,8 @@ static lt_status pl_partial(const char *s, const arg *args, int nargs, lt_placem
 /* A Shard's uneven rule argument a: a size list or a rule's name. */
 static lt_status pl_rule(const char *s, const arg *a, lt_split_rule *rule) {
     if (a->is_list) {
-        if (a->nlist == 0) return lt__err(LT_INVALID, "placement '%s': explicit size list is empty", s);
+        if (a->nlist == 0)
+            return lt__err(LT_INVALID, "placement '%s': explicit size list is empty", s);
         return lt_split_explicit(a->list, a->nlist, rule);
     }
     if (lt_split_kind_parse(a->word, &rule->kind) == LT_OK) return LT_OK;
@@ -231,29 +251,35 @@ static lt_status pl_rule(const char *s, const arg *a, lt_split_rule *rule) {
     for (int k = 0; k < LT_SPLIT_EXPLICIT; k++) rules[k] = lt_split_kind_name((lt_split_kind)k);
     char hint[96], list[64];
     lt__suggest_hint(a->word, rules, LT_SPLIT_EXPLICIT, hint, sizeof hint);
-    return lt__err(LT_INVALID, "placement '%s': unknown uneven rule '%s'%s (expected %s or [sizes])", s, a->word,
-                   hint, lt__name_join(rules, LT_SPLIT_EXPLICIT, list, sizeof list));
+    return lt__err(LT_INVALID,
+                   "placement '%s': unknown uneven rule '%s'%s (expected %s or [sizes])", s,
+                   a->word, hint, lt__name_join(rules, LT_SPLIT_EXPLICIT, list, sizeof list));
 }
 
 /* Shard's or _StridedShard's arguments (by position: dim, then rule or
  * split_factor; or by key), each at most once; the dim is required. */
-static lt_status pl_shard(const char *s, int is_strided, const arg *args, int nargs, lt_placement *out) {
+static lt_status pl_shard(const char *s, int is_strided, const arg *args, int nargs,
+                          lt_placement *out) {
     int dim = 0, have_dim = 0, sf = 0, have_sf = 0, have_rule = 0;
     lt_split_rule rule = lt_split_chunk();
     for (int i = 0; i < nargs; i++) {
         const arg *a = &args[i];
-        const char *key = a->key[0] ? a->key : i == 0 ? "dim" : (is_strided ? "split_factor" : "rule");
+        const char *key = a->key[0] ? a->key
+                          : i == 0  ? "dim"
+                                    : (is_strided ? "split_factor" : "rule");
         if (!strcmp(key, "dim")) {
             if (have_dim++) return lt__err(LT_INVALID, "placement '%s': dim given twice", s);
             LT_TRY(parse_int_arg(s, a, "dim", &dim));
         } else if (is_strided && (!strcmp(key, "split_factor") || !strcmp(key, "sf"))) {
-            if (have_sf++) return lt__err(LT_INVALID, "placement '%s': split_factor given twice", s);
+            if (have_sf++)
+                return lt__err(LT_INVALID, "placement '%s': split_factor given twice", s);
             LT_TRY(parse_int_arg(s, a, "split_factor", &sf));
         } else if (!is_strided && !strcmp(key, "rule")) {
             if (have_rule++) return lt__err(LT_INVALID, "placement '%s': rule given twice", s);
             LT_TRY(pl_rule(s, a, &rule));
         } else {
-            static const char *const skeys[] = {"dim", "rule"}, *const sskeys[] = {"dim", "split_factor", "sf"};
+            static const char *const skeys[] = {"dim", "rule"}, *const sskeys[] = {
+                                                                    "dim", "split_factor", "sf"};
             return is_strided ? unknown_key(s, key, sskeys, NAMES_N(sskeys))
                               : unknown_key(s, key, skeys, NAMES_N(skeys));
         }
@@ -264,7 +290,8 @@ static lt_status pl_shard(const char *s, int is_strided, const arg *args, int na
         return LT_OK;
     }
     if (!have_sf) return lt__err(LT_INVALID, "placement '%s': _StridedShard needs split_factor", s);
-    if (sf < 1) return lt__err(LT_INVALID, "placement '%s': split_factor must be >= 1, got %d", s, sf);
+    if (sf < 1)
+        return lt__err(LT_INVALID, "placement '%s': split_factor must be >= 1, got %d", s, sf);
     *out = lt_strided(dim, sf);
     return LT_OK;
 }
@@ -284,10 +311,11 @@ lt_status lt_placement_parse(const char *s, lt_placement *out) {
     if (kind != LT_PL_SHARD && kind != LT_PL_STRIDED) {
         char hint[96];
         lt__suggest_hint(nm, spell_names, NAMES_N(spell_names), hint, sizeof hint);
-        return lt__err(LT_INVALID,
-                       "placement '%s': unknown placement '%s'%s (expected R, S(d), SS(d,k) or P(op), "
-                       "or a PyTorch spelling such as Shard(dim=0) or _StridedShard(dim=0, sf=2))",
-                       s, nm, hint);
+        return lt__err(
+            LT_INVALID,
+            "placement '%s': unknown placement '%s'%s (expected R, S(d), SS(d,k) or P(op), "
+            "or a PyTorch spelling such as Shard(dim=0) or _StridedShard(dim=0, sf=2))",
+            s, nm, hint);
     }
     if (!has_parens || nargs == 0)
         return lt__err(LT_INVALID, "placement '%s': %s needs a tensor dim, e.g. %s(0)", s, nm, nm);
@@ -296,7 +324,8 @@ lt_status lt_placement_parse(const char *s, lt_placement *out) {
 
 /* 1 when p[0] opens a bracket that closes exactly at p[len-1]. */
 static int wraps_all(const char *p, size_t len) {
-    if (len < 2 || !((p[0] == '[' && p[len - 1] == ']') || (p[0] == '(' && p[len - 1] == ')'))) return 0;
+    if (len < 2 || !((p[0] == '[' && p[len - 1] == ']') || (p[0] == '(' && p[len - 1] == ')')))
+        return 0;
     int depth = 0;
     for (size_t i = 0; i < len; i++) {
         if (p[i] == '(' || p[i] == '[') depth++;
@@ -429,8 +458,10 @@ lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement 
     char txt[256];
     if (np != mesh->ndim) {
         lt_placements_format(pl, np, txt, sizeof txt);
-        return lt__err(LT_INVALID, "placements %s: %d placement%s for a mesh of %d dim%s (need one per mesh dim)",
-                       txt, np, np == 1 ? "" : "s", mesh->ndim, mesh->ndim == 1 ? "" : "s");
+        return lt__err(
+            LT_INVALID,
+            "placements %s: %d placement%s for a mesh of %d dim%s (need one per mesh dim)", txt, np,
+            np == 1 ? "" : "s", mesh->ndim, mesh->ndim == 1 ? "" : "s");
     }
     int have_partial = 0;
     lt_redop first_op = LT_REDOP_SUM;
@@ -438,27 +469,38 @@ lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement 
     for (int i = 0; i < np; i++) {
         lt_placement p = pl[i];
         /* a value built in C rather than parsed: its enums and counts may be anything */
-        if ((unsigned)p.kind >= LT_PL_COUNT || (p.kind == LT_PL_PARTIAL && (unsigned)p.op >= LT_REDOP_COUNT) ||
-            (p.kind == LT_PL_SHARD && ((unsigned)p.rule.kind >= LT_SPLIT_COUNT ||
-                                       (p.rule.kind == LT_SPLIT_EXPLICIT &&
-                                        (p.rule.nsizes < 0 || p.rule.nsizes > LT_SPLIT_MAX_EXPLICIT ||
-                                         (!p.rule.sizes && p.rule.nsizes > 0))))))
-            return lt__err(LT_INVALID, "mesh dim %d: not a placement (kind %u, op %u, split rule %u): "
-                           "build placements with lt_shard(), lt_replicate(), ... or lt_placement_parse()",
-                           i, (unsigned)p.kind, (unsigned)p.op, (unsigned)p.rule.kind);
+        if ((unsigned)p.kind >= LT_PL_COUNT ||
+            (p.kind == LT_PL_PARTIAL && (unsigned)p.op >= LT_REDOP_COUNT) ||
+            (p.kind == LT_PL_SHARD &&
+             ((unsigned)p.rule.kind >= LT_SPLIT_COUNT ||
+              (p.rule.kind == LT_SPLIT_EXPLICIT &&
+               (p.rule.nsizes < 0 || p.rule.nsizes > LT_SPLIT_MAX_EXPLICIT ||
+                (!p.rule.sizes && p.rule.nsizes > 0))))))
+            return lt__err(
+                LT_INVALID,
+                "mesh dim %d: not a placement (kind %u, op %u, split rule %u): "
+                "build placements with lt_shard(), lt_replicate(), ... or lt_placement_parse()",
+                i, (unsigned)p.kind, (unsigned)p.op, (unsigned)p.rule.kind);
         if (lt_placement_is_shard_like(&p)) {
             if (ndim == 0)
-                return lt__err(LT_INVALID, "mesh dim %d: %s cannot shard a 0-d tensor", i, spelled(&pl[i], txt, sizeof txt));
+                return lt__err(LT_INVALID, "mesh dim %d: %s cannot shard a 0-d tensor", i,
+                               spelled(&pl[i], txt, sizeof txt));
             if (p.dim < -ndim || p.dim >= ndim)
-                return lt__err(LT_INVALID, "mesh dim %d: %s: tensor dim %d is out of range for a %d-d tensor (valid: %d..%d)",
+                return lt__err(LT_INVALID,
+                               "mesh dim %d: %s: tensor dim %d is out of range for a %d-d tensor "
+                               "(valid: %d..%d)",
                                i, spelled(&pl[i], txt, sizeof txt), p.dim, ndim, -ndim, ndim - 1);
             if (p.dim < 0) p.dim += ndim;
             if (p.kind == LT_PL_STRIDED && p.split_factor < 1)
-                return lt__err(LT_INVALID, "mesh dim %d: %s: split_factor must be >= 1", i, spelled(&pl[i], txt, sizeof txt));
-            if (p.kind == LT_PL_SHARD && p.rule.kind == LT_SPLIT_EXPLICIT && p.rule.nsizes != mesh->shape[i])
-                return lt__err(LT_INVALID, "mesh dim %d: %s has %d explicit size%s but the mesh dim has %d rank%s",
-                               i, spelled(&pl[i], txt, sizeof txt), p.rule.nsizes, p.rule.nsizes == 1 ? "" : "s", mesh->shape[i],
-                               mesh->shape[i] == 1 ? "" : "s");
+                return lt__err(LT_INVALID, "mesh dim %d: %s: split_factor must be >= 1", i,
+                               spelled(&pl[i], txt, sizeof txt));
+            if (p.kind == LT_PL_SHARD && p.rule.kind == LT_SPLIT_EXPLICIT &&
+                p.rule.nsizes != mesh->shape[i])
+                return lt__err(
+                    LT_INVALID,
+                    "mesh dim %d: %s has %d explicit size%s but the mesh dim has %d rank%s", i,
+                    spelled(&pl[i], txt, sizeof txt), p.rule.nsizes, p.rule.nsizes == 1 ? "" : "s",
+                    mesh->shape[i], mesh->shape[i] == 1 ? "" : "s");
         } else if (p.kind == LT_PL_PARTIAL) {
             if (!have_partial) {
                 have_partial = 1;
@@ -467,8 +509,11 @@ lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement 
                 int sumavg = (p.op == LT_REDOP_SUM || p.op == LT_REDOP_AVG) &&
                              (first_op == LT_REDOP_SUM || first_op == LT_REDOP_AVG);
                 if (!sumavg)
-                    return lt__err(LT_INVALID, "mesh dim %d: %s mixed with P(%s): Partial ops may only be mixed as sum with avg "
-                                   "(another mix's value depends on the order of the reductions; docs/SEMANTICS.md §5)",
+                    return lt__err(LT_INVALID,
+                                   "mesh dim %d: %s mixed with P(%s): Partial ops may only be "
+                                   "mixed as sum with avg "
+                                   "(another mix's value depends on the order of the reductions; "
+                                   "docs/SEMANTICS.md §5)",
                                    i, spelled(&pl[i], txt, sizeof txt), lt_redop_name(first_op));
             }
         }
@@ -481,7 +526,8 @@ lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement 
 lt_status lt_explicit_order(const int *mesh_shape, int mesh_ndim, const lt_placement *pl, int np,
                             lt_order_entry *out, int *n) {
     if (np != mesh_ndim)
-        return lt__err(LT_INVALID, "expected one placement per mesh dim: %d placement%s for %d mesh dim%s", np,
+        return lt__err(LT_INVALID,
+                       "expected one placement per mesh dim: %d placement%s for %d mesh dim%s", np,
                        np == 1 ? "" : "s", mesh_ndim, mesh_ndim == 1 ? "" : "s");
     int count = 0;
     int deferred[LT_MESH_MAX_DIMS]; /* mesh dims of pending SS, per tensor dim via pl */
@@ -496,7 +542,10 @@ lt_status lt_explicit_order(const int *mesh_shape, int mesh_ndim, const lt_place
         if (p->kind == LT_PL_SHARD) {
             int d = p->dim;
             if (d >= 0 && d < 64 && ended[d])
-                return lt__err(LT_UNSUPPORTED, "Strided sharding does not allow Shard() to appear after the strided part has ended (Shard(%d) on mesh dim %d)", d, i);
+                return lt__err(LT_UNSUPPORTED,
+                               "Strided sharding does not allow Shard() to appear after the "
+                               "strided part has ended (Shard(%d) on mesh dim %d)",
+                               d, i);
             out[count].mesh_dim = i;
             out[count].placement = *p;
             count++;
@@ -506,7 +555,9 @@ lt_status lt_explicit_order(const int *mesh_shape, int mesh_ndim, const lt_place
                 int md = deferred[j];
                 if (md < 0 || pl[md].dim != d) continue;
                 if (pl[md].split_factor != aggregate)
-                    return lt__err(LT_INVALID, "Can only convert _StridedShard to ordered Shard if split_factor(%d) == aggregate mesh size (%d) (mesh dim %d)",
+                    return lt__err(LT_INVALID,
+                                   "Can only convert _StridedShard to ordered Shard if "
+                                   "split_factor(%d) == aggregate mesh size (%d) (mesh dim %d)",
                                    pl[md].split_factor, aggregate, md);
                 out[count].mesh_dim = md;
                 out[count].placement = lt_shard(d);
@@ -524,8 +575,11 @@ lt_status lt_explicit_order(const int *mesh_shape, int mesh_ndim, const lt_place
     }
     for (int j = 0; j < ndeferred; j++)
         if (deferred[j] >= 0)
-            return lt__err(LT_UNSUPPORTED, "SS(%d,%d) on mesh dim %d has no later Shard(%d) to pair with (PyTorch silently drops it; we refuse)",
-                           pl[deferred[j]].dim, pl[deferred[j]].split_factor, deferred[j], pl[deferred[j]].dim);
+            return lt__err(LT_UNSUPPORTED,
+                           "SS(%d,%d) on mesh dim %d has no later Shard(%d) to pair with (PyTorch "
+                           "silently drops it; we refuse)",
+                           pl[deferred[j]].dim, pl[deferred[j]].split_factor, deferred[j],
+                           pl[deferred[j]].dim);
     *n = count;
     return LT_OK;
 }

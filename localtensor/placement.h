@@ -79,9 +79,9 @@ LT_API int lt_placement_is_shard_like(const lt_placement *p); /* SHARD or STRIDE
  * the normalized list (negative dims + ndim) into out[mesh->ndim] (out may be
  * pl). Rejects (LT_INVALID, message names the mesh dim and placement):
  * count != mesh dims; a kind, reduce op or split rule outside its enum (a
- * placement not built by the constructors or the parser); shard of a 0-d tensor; dim < -ndim or dim >= ndim;
- * split_factor < 1; explicit sizes whose count != that mesh dim's size;
- * mixed Partial ops other than {sum, avg}. */
+ * placement not built by the constructors or the parser); shard of a 0-d tensor; dim < -ndim or dim
+ * >= ndim; split_factor < 1; explicit sizes whose count != that mesh dim's size; mixed Partial ops
+ * other than {sum, avg}. */
 LT_API lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement *pl, int np,
                                      lt_placement *out);
 
@@ -99,7 +99,7 @@ typedef struct lt_order_entry {
  * the strided part of d ended; split_factor != aggregate. Where PyTorch
  * silently drops an SS with no later S(d), we raise (LT_UNSUPPORTED).
  * out has room for np entries; *n gets the count. */
-LT_API lt_status lt_explicit_order(const int *mesh_shape, int mesh_ndim, const lt_placement *pl, int np,
-                                   lt_order_entry *out, int *n);
+LT_API lt_status lt_explicit_order(const int *mesh_shape, int mesh_ndim, const lt_placement *pl,
+                                   int np, lt_order_entry *out, int *n);
 
 #endif

@@ -11,10 +11,10 @@
  * runs a plan is localtensor/redistribute.h.
  *
  * ---- The rule table (greedy; mesh dim i of size > 1) ----------------------
- * The single steps PyTorch takes. "later(d)" means some mesh dim j > i of size > 1 shards tensor dim d (S or
- * SS) in the current state. distribute applies mesh dims left to right to
- * the already-split piece, so a step on dim i is local to the groups of dim
- * i only when no later mesh dim splits the dims it touches:
+ * The single steps PyTorch takes. "later(d)" means some mesh dim j > i of size > 1 shards tensor
+ * dim d (S or SS) in the current state. distribute applies mesh dims left to right to the
+ * already-split piece, so a step on dim i is local to the groups of dim i only when no later mesh
+ * dim splits the dims it touches:
  *
  *   from -> to           needs                 does
  *   S(d)  -> R           !later(d)             all_gather along d

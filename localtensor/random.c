@@ -41,12 +41,14 @@ lt_status lt_init_parse(const char *s, lt_init *out) {
         out->kind = (lt_init_kind)i;
         if (init_seeded[i]) {
             if (!colon || !colon[1])
-                return lt__err(LT_INVALID, "init '%s': %s needs a seed, e.g. %s:0", s, init_names[i], init_names[i]);
+                return lt__err(LT_INVALID, "init '%s': %s needs a seed, e.g. %s:0", s,
+                               init_names[i], init_names[i]);
             char *end;
             errno = 0;
             unsigned long long v = strtoull(colon + 1, &end, 10);
             if (*end || errno || colon[1] == '-')
-                return lt__err(LT_INVALID, "init '%s': seed '%s' is not a non-negative integer", s, colon + 1);
+                return lt__err(LT_INVALID, "init '%s': seed '%s' is not a non-negative integer", s,
+                               colon + 1);
             out->seed = v;
         } else if (colon) {
             return lt__err(LT_INVALID, "init '%s': %s takes no seed", s, init_names[i]);
@@ -88,7 +90,8 @@ double lt_init_value(const lt_init *in, uint64_t index) {
 
 double lt_init_value_dt(const lt_init *in, uint64_t index, lt_dtype dt) {
     double v = lt_init_value(in, index);
-    if (lt_dtype_is_float(dt) || (in->kind != LT_INIT_RANDOM && in->kind != LT_INIT_RANDN)) return v;
+    if (lt_dtype_is_float(dt) || (in->kind != LT_INIT_RANDOM && in->kind != LT_INIT_RANDN))
+        return v;
     if (dt == LT_BOOL) return in->kind == LT_INIT_RANDOM ? (v < 0.5) : (v > 0);
     return in->kind == LT_INIT_RANDOM ? floor(v * 1000.0) : round(v * 100.0);
 }
@@ -110,7 +113,9 @@ lt_status lt_init_fill_indexed(lt_tensor *t, const lt_init *in, int64_t *const *
     lt__kargs ka; /* a backend's kernel: one thread per element */
     memset(&ka, 0, sizeof ka);
     ka.kernel = LT__K_INIT;
-    ka.op = in->kind == LT_INIT_ARANGE ? LT__KINIT_ARANGE : in->kind == LT_INIT_RANDOM ? LT__KINIT_UNIFORM : LT__KINIT_NORMAL;
+    ka.op = in->kind == LT_INIT_ARANGE   ? LT__KINIT_ARANGE
+            : in->kind == LT_INIT_RANDOM ? LT__KINIT_UNIFORM
+                                         : LT__KINIT_NORMAL;
     ka.p0 = (int64_t)in->seed;
     ka.ndim = nd;
     ka.n = n;
@@ -128,7 +133,8 @@ lt_status lt_init_fill_indexed(lt_tensor *t, const lt_init *in, int64_t *const *
         lt__hostrun hr;
         const lt_tensor *tc = t;
         LT_TRY(lt__host_begin(&hr, 1, &tc));
-        return lt__host_end(&hr, 1, lt_init_fill_indexed((lt_tensor *)(uintptr_t)hr.t[0], in, idx, gshape));
+        return lt__host_end(&hr, 1,
+                            lt_init_fill_indexed((lt_tensor *)(uintptr_t)hr.t[0], in, idx, gshape));
     }
     int64_t pos[LT_MAX_DIMS] = {0};
     size_t es = lt_dtype_size(t->dtype);
@@ -161,7 +167,8 @@ lt_status lt_init_fill_indexed(lt_tensor *t, const lt_init *in, int64_t *const *
             g += gi * gstr[d];
             off += pos[d] * t->strides[d];
         }
-        lt_dtype_store(t->dtype, base + off * (int64_t)es, lt_init_value_dt(in, (uint64_t)g, t->dtype));
+        lt_dtype_store(t->dtype, base + off * (int64_t)es,
+                       lt_init_value_dt(in, (uint64_t)g, t->dtype));
         for (int d = nd - 1; d >= 0; d--) {
             if (++pos[d] < t->shape[d]) break;
             pos[d] = 0;

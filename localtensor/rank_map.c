@@ -21,7 +21,9 @@ static const char *const fn_names[] = {
 #undef LT__XX
 };
 
-const char *lt_rank_fn_name(lt_rank_fn_kind k) { return lt__name_of(fn_names, LT_RANK_FN_COUNT, (int)k); }
+const char *lt_rank_fn_name(lt_rank_fn_kind k) {
+    return lt__name_of(fn_names, LT_RANK_FN_COUNT, (int)k);
+}
 
 lt_status lt_rank_fn_parse(const char *s, lt_rank_fn_kind *out) {
     int i = lt__name_find(fn_names, LT_RANK_FN_COUNT, s);
@@ -31,16 +33,19 @@ lt_status lt_rank_fn_parse(const char *s, lt_rank_fn_kind *out) {
                    lt__name_join(fn_names, LT_RANK_FN_COUNT, list, sizeof list));
 }
 
-static lt_status rank_fn(int rank, const int *coord, const lt_tensor *in, void *user, lt_tensor **out,
-                         int64_t *out_int) {
+static lt_status rank_fn(int rank, const int *coord, const lt_tensor *in, void *user,
+                         lt_tensor **out, int64_t *out_int) {
     lt_rank_fn_kind k = *(const lt_rank_fn_kind *)user;
     switch (k) {
     case LT_RANK_FN_ADD_RANK: return lt_binary_scalar(LT_BINARY_ADD, in, rank, 0, out);
     case LT_RANK_FN_SCALE_BY_RANK: return lt_binary_scalar(LT_BINARY_MUL, in, rank, 0, out);
     case LT_RANK_FN_ADD_COORD0: return lt_binary_scalar(LT_BINARY_ADD, in, coord[0], 0, out);
-    case LT_RANK_FN_BUMP_RANK0: return lt_binary_scalar(LT_BINARY_ADD, in, rank == 0 ? 1 : 0, 0, out);
+    case LT_RANK_FN_BUMP_RANK0:
+        return lt_binary_scalar(LT_BINARY_ADD, in, rank == 0 ? 1 : 0, 0, out);
     case LT_RANK_FN_LOCAL_NUMEL: *out_int = lt_numel(in); return lt_clone(in, out);
-    case LT_RANK_FN_LOCAL_DIM0: *out_int = in->ndim > 0 ? in->shape[0] : 1; return lt_clone(in, out);
+    case LT_RANK_FN_LOCAL_DIM0:
+        *out_int = in->ndim > 0 ? in->shape[0] : 1;
+        return lt_clone(in, out);
     default: return lt_clone(in, out);
     }
 }
@@ -48,7 +53,8 @@ static lt_status rank_fn(int rank, const int *coord, const lt_tensor *in, void *
 lt_status lt_dtensor_rank_map(const lt_dtensor *x, lt_rank_fn_kind fn, lt_dtensor **out,
                               lt_localint *ints) {
     *out = NULL;
-    if ((unsigned)fn >= LT_RANK_FN_COUNT) return lt__err_in(LT_INVALID, "rank_map", ": unknown function %d", (int)fn);
+    if ((unsigned)fn >= LT_RANK_FN_COUNT)
+        return lt__err_in(LT_INVALID, "rank_map", ": unknown function %d", (int)fn);
     lt_local *res = NULL;
     lt_status st = lt_local_map(x->local, rank_fn, &fn, &res, ints);
     if (st) return lt__err_ctx_in(st, "rank_map", " %s", fn_names[fn]);
@@ -68,7 +74,9 @@ lt_status lt_dtensor_check_replicas(const lt_dtensor *x) {
             lt_mesh_group(m, i, g, grp);
             st = lt_local_check_equal(x->local, grp, m->shape[i]);
             if (st != LT_MISMATCH) continue;
-            if (m->names[i][0]) st = lt__err_ctx(st, "mesh dim %s (R)", m->names[i]);   /* named as the mesh names it */
+            if (m->names[i][0])
+                st = lt__err_ctx(st, "mesh dim %s (R)",
+                                 m->names[i]); /* named as the mesh names it */
             else st = lt__err_ctx(st, "mesh dim %d (R)", i);
         }
     }

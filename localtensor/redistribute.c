@@ -29,8 +29,8 @@
 /* Piece c of m of t along dim d by rule: a new contiguous tensor. With
  * `share` (every member of the group holds t's very buffer, so the pieces
  * together cover it) a contiguous piece is a view of t instead of a copy. */
-static lt_status slice_piece(const lt_tensor *t, int d, const lt_split_rule *rule, int m, int c, int share,
-                             lt_tensor **out) {
+static lt_status slice_piece(const lt_tensor *t, int d, const lt_split_rule *rule, int m, int c,
+                             int share, lt_tensor **out) {
     int64_t size, off;
     LT_TRY(lt_split_piece(rule, t->shape[d], m, c, &size, &off));
     lt_tensor *v = NULL;
@@ -47,7 +47,8 @@ static lt_status slice_piece(const lt_tensor *t, int d, const lt_split_rule *rul
 /* 1 when every member of rank r's group along mesh dim i holds the very
  * buffer of the group's first member in in[]. grp: scratch of the group
  * size; known: (number of groups) answers so far, -1 for none yet. */
-static int group_shares(const lt_mesh *mesh, int i, int r, lt_tensor *const *in, int *grp, signed char *known) {
+static int group_shares(const lt_mesh *mesh, int i, int r, lt_tensor *const *in, int *grp,
+                        signed char *known) {
     int pos, g = lt_mesh_group_of(mesh, i, r, &pos);
     if (known[g] < 0) {
         lt_mesh_group(mesh, i, g, grp);
@@ -63,10 +64,15 @@ static int group_shares(const lt_mesh *mesh, int i, int r, lt_tensor *const *in,
 static lt_status positions_new(int64_t n, int64_t **out) {
     int64_t bytes;
     *out = NULL;
-    if (n < 0 || lt__mul_i64(n > 0 ? n : 1, (int64_t)sizeof(int64_t), &bytes) || (uint64_t)bytes > SIZE_MAX / 2)
-        return lt__err(LT_OVERFLOW, "a position list of %lld entries does not fit in the address space", (long long)n);
+    if (n < 0 || lt__mul_i64(n > 0 ? n : 1, (int64_t)sizeof(int64_t), &bytes) ||
+        (uint64_t)bytes > SIZE_MAX / 2)
+        return lt__err(LT_OVERFLOW,
+                       "a position list of %lld entries does not fit in the address space",
+                       (long long)n);
     *out = lt__malloc((size_t)bytes);
-    return *out ? LT_OK : lt__err(LT_NOMEM, "out of memory for a position list of %lld entries", (long long)n);
+    return *out ? LT_OK
+                : lt__err(LT_NOMEM, "out of memory for a position list of %lld entries",
+                          (long long)n);
 }
 
 /* Member c's strided pick of t along d (SS(d, sf) over m members). */
@@ -108,12 +114,14 @@ static lt_status unstride_perm(int64_t n, int d, int sf, int m, int64_t **perm) 
     if (q == n) return LT_OK;
     lt__free(*perm);
     *perm = NULL;
-    return lt__err(LT_SHAPE, "strided gather: %lld elements gathered along dim %d, the picks cover %lld",
+    return lt__err(LT_SHAPE,
+                   "strided gather: %lld elements gathered along dim %d, the picks cover %lld",
                    (long long)n, d, (long long)q);
 }
 
 /* R -> P(op) on mesh dim i: sum divides by the mesh dim size (as distribute). */
-static lt_status partition(const lt_tensor *t, const lt_mesh *mesh, int i, lt_redop op, lt_tensor **out) {
+static lt_status partition(const lt_tensor *t, const lt_mesh *mesh, int i, lt_redop op,
+                           lt_tensor **out) {
     LT_TRY(lt_clone(t, out));
     if (op != LT_REDOP_SUM) return LT_OK;
     lt_placement pl[LT_MESH_MAX_DIMS];
@@ -240,7 +248,7 @@ static lt_status verify_bytes(const lt_plan *p, const lt_placement *pl, uint64_t
  * whether replicas share; a sweep's plans pass through the same few
  * hundred states, so the numbers are kept, process-wide (errors are not). */
 typedef struct bytes_rec {
-    int refs;                         /* atomic (lt__cache_rec: one block, freed on the last release) */
+    int refs; /* atomic (lt__cache_rec: one block, freed on the last release) */
     uint64_t bytes;
 } bytes_rec;
 static lt__cache bytes_cache = LT__CACHE_INIT(lt__cache_rec_ref, lt__cache_rec_release, 2048);
@@ -277,7 +285,8 @@ lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, 
     return lt__plan_peak_bytes_ex(plan, verify, 1, 1, bytes, step);
 }
 
-lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, int cache, uint64_t *bytes, int *step) {
+lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, int cache,
+                                 uint64_t *bytes, int *step) {
     const lt_mesh *mesh = &plan->mesh;
     uint64_t prev, peak = 0, v;
     *bytes = 0;
@@ -299,7 +308,8 @@ lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, in
          * this one's, plus the collective's result a min-cost step or a strided
          * gather reorders */
         uint64_t run = lt__add_sat(s > 0 ? prev : 0, next);
-        if (ps->move_ || lt__step_kind_of(mesh, before, ps->mesh_dim, &ps->to) == LT__STEP_GATHER_STRIDED)
+        if (ps->move_ ||
+            lt__step_kind_of(mesh, before, ps->mesh_dim, &ps->to) == LT__STEP_GATHER_STRIDED)
             run = lt__add_sat(run, next);   /* what the collective received, until reshaped */
         /* verifying: the previous output is freed; this one and the checker's */
         if (verify) {
@@ -321,7 +331,8 @@ lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source
     return lt__plan_check_memory_ex(plan, verify, with_source, 1, 1);
 }
 
-lt_status lt__plan_check_memory_ex(const lt_plan *plan, int verify, int with_source, int unique, int cache) {
+lt_status lt__plan_check_memory_ex(const lt_plan *plan, int verify, int with_source, int unique,
+                                   int cache) {
     uint64_t need, src = 0;
     int step;
     LT_TRY(lt__plan_peak_bytes_ex(plan, verify, unique, cache, &need, &step));
@@ -349,7 +360,8 @@ static int holds_exactly(const lt_comm *comm, const lt_dtensor *dt) {
 /* The bytes of the shards comm holds in state s, replicas once (they share
  * buffers: a step's collectives and reshapes share results between the
  * replicas one process holds). seen: (W) scratch. */
-static lt_status held_bytes(const lt_spec *s, const lt_comm *comm, unsigned char *seen, uint64_t *out) {
+static lt_status held_bytes(const lt_spec *s, const lt_comm *comm, unsigned char *seen,
+                            uint64_t *out) {
     uint64_t sum = 0;
     size_t es = lt_dtype_size(s->dtype);
     memset(seen, 0, (size_t)s->mesh->world);
@@ -382,7 +394,8 @@ static lt_status check_memory_held(const lt_plan *plan, const lt_comm *comm) {
         const lt_plan_step *ps = &plan->steps[s];
         const lt_placement *before = plan->states_ + (size_t)s * (size_t)plan->mesh.ndim;
         uint64_t run = lt__add_sat(prev, next);   /* as lt__plan_peak_bytes_ex counts a step */
-        if (ps->move_ || lt__step_kind_of(&plan->mesh, before, ps->mesh_dim, &ps->to) == LT__STEP_GATHER_STRIDED)
+        if (ps->move_ ||
+            lt__step_kind_of(&plan->mesh, before, ps->mesh_dim, &ps->to) == LT__STEP_GATHER_STRIDED)
             run = lt__add_sat(run, next);
         if (run > peak) peak = run, at = s;
         prev = next;
@@ -390,8 +403,8 @@ static lt_status check_memory_held(const lt_plan *plan, const lt_comm *comm) {
     lt__free(seen);
     if (st) return st;
     char what[160];
-    snprintf(what, sizeof what, "this redistribute (this process's %d of %d ranks, step %d)", lt_comm_nheld(comm),
-             plan->mesh.world, at + 1);
+    snprintf(what, sizeof what, "this redistribute (this process's %d of %d ranks, step %d)",
+             lt_comm_nheld(comm), plan->mesh.world, at + 1);
     return lt_check_memory(peak, lt_comm_nheld(comm), what);
 }
 
@@ -403,8 +416,8 @@ static lt_status check_memory_held(const lt_plan *plan, const lt_comm *comm) {
  * same process are given the same view: the shard, or the stand-in, of the
  * first of them. rep, rep_owner: (W) scratch. The caller frees every in2[r]
  * that is not in[r] (absent_inputs_free). */
-static lt_status absent_inputs(const lt_spec *s, const lt_comm *comm, lt_tensor *const *in, lt_tensor **in2,
-                               int *rep, int *rep_owner) {
+static lt_status absent_inputs(const lt_spec *s, const lt_comm *comm, lt_tensor *const *in,
+                               lt_tensor **in2, int *rep, int *rep_owner) {
     int W = s->mesh->world;
     memset(in2, 0, sizeof *in2 * (size_t)W);
     for (int r = 0; r < W; r++) rep[r] = -1;
@@ -440,7 +453,9 @@ static void absent_inputs_free(int W, lt_tensor *const *in, lt_tensor **in2) {
 
 /* ---- redistribute ------------------------------------------------------------------- */
 
-static void step_str(const lt_plan *p, int s, char *buf, size_t n) { lt_plan_step_str(p, s, buf, n); }
+static void step_str(const lt_plan *p, int s, char *buf, size_t n) {
+    lt_plan_step_str(p, s, buf, n);
+}
 
 /* What follows "redistribute" in an error's context (" of 'w' [S(0)] -> [R]"). */
 static void run_ctx(const lt_redistribute_opts *o, const lt_plan *p, char *buf, size_t n) {
@@ -724,8 +739,11 @@ lt_status lt_full_tensor(const lt_dtensor *dt, lt_tensor **out) {
     lt_dtensor *rep;
     LT_TRY(lt_redistribute(dt, r, mesh->ndim, NULL, &rep, NULL));
     int f = lt_local_first(rep->local);   /* a replica held here */
-    lt_status st = f < 0 ? lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: full_tensor of a DTensor none of whose shards is held here")
-                         : lt_tensor_view(rep->local->shards[f], out);   /* keeps the storage alive */
+    lt_status st =
+        f < 0 ? lt__err_code(
+                    LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                    "not supported yet: full_tensor of a DTensor none of whose shards is held here")
+              : lt_tensor_view(rep->local->shards[f], out); /* keeps the storage alive */
     lt_dtensor_free(rep);
     return st;
 }

@@ -69,7 +69,8 @@ struct lt_redistribute_opts {
  * On error *out is NULL (and *plan holds the plan when planning succeeded,
  * so a failed verification can still be explained; else NULL). */
 LT_API lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
-                                 const lt_redistribute_opts *opts, lt_dtensor **out, lt_plan **plan);
+                                 const lt_redistribute_opts *opts, lt_dtensor **out,
+                                 lt_plan **plan);
 
 /* The full tensor: redistribute to all-Replicate and take the first held
  * rank's shard.

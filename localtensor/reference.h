@@ -19,8 +19,8 @@
  * propagation (localtensor/ops/reference.c). out[max_out] receive NEW tensors
  * (*nout of them; the caller frees). Used by lt_op_check_reference and the
  * rule validator. */
-LT_API lt_status lt_op_reference(lt_op_kind op, const lt_tensor *const *in, int nin, const lt_op_args *args,
-                                 lt_tensor **out, int max_out, int *nout);
+LT_API lt_status lt_op_reference(lt_op_kind op, const lt_tensor *const *in, int nin,
+                                 const lt_op_args *args, lt_tensor **out, int max_out, int *nout);
 
 /* Compares every output of a sharded op against the dense kernel on the
  * unsharded inputs (both reassembled directly from global index sets).

@@ -11,7 +11,8 @@ lt_status lt_spec_make(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int6
                        const lt_placement *pl, int np, lt_spec *out) {
     memset(out, 0, sizeof *out);
     if (ndim < 0 || ndim > LT_MAX_DIMS)
-        return lt__err(LT_INVALID, "tensor has %d dims; at most %d are supported", ndim, LT_MAX_DIMS);
+        return lt__err(LT_INVALID, "tensor has %d dims; at most %d are supported", ndim,
+                       LT_MAX_DIMS);
     int64_t n;
     LT_TRY(lt__numel_checked(ndim, shape, lt_dtype_size(dtype), &n));
     lt_spec s;
@@ -30,12 +31,15 @@ lt_status lt_spec_layout_rank(const lt_spec *s, int rank, lt_rank_layout *out) {
     return lt_layout_rank(s->mesh, s->ndim, s->shape, s->placements, rank, out);
 }
 
-lt_status lt_spec_local_shape(const lt_spec *s, int rank, int64_t *local_shape, int64_t *global_offset) {
-    return lt_local_shape_and_offset(s->mesh, s->ndim, s->shape, s->placements, rank, local_shape, global_offset);
+lt_status lt_spec_local_shape(const lt_spec *s, int rank, int64_t *local_shape,
+                              int64_t *global_offset) {
+    return lt_local_shape_and_offset(s->mesh, s->ndim, s->shape, s->placements, rank, local_shape,
+                                     global_offset);
 }
 
 lt_status lt_spec_total_bytes(const lt_spec *s, uint64_t *out) {
-    return lt_layout_total_bytes(s->mesh, s->ndim, s->shape, s->placements, lt_dtype_size(s->dtype), out);
+    return lt_layout_total_bytes(s->mesh, s->ndim, s->shape, s->placements, lt_dtype_size(s->dtype),
+                                 out);
 }
 
 lt_status lt_spec_unique_bytes(const lt_spec *s, uint64_t *out) {
@@ -45,12 +49,13 @@ lt_status lt_spec_unique_bytes(const lt_spec *s, uint64_t *out) {
     for (int r = 0; r < m->world; r++) {
         int coord[LT_MESH_MAX_DIMS], rep = 0;
         lt_mesh_coord(m, r, coord);
-        for (int i = 0; i < m->ndim; i++) rep |= s->placements[i].kind == LT_PL_REPLICATE && coord[i];
+        for (int i = 0; i < m->ndim; i++)
+            rep |= s->placements[i].kind == LT_PL_REPLICATE && coord[i];
         if (rep) continue;   /* a replica of a rank counted already */
         int64_t ls[LT_MAX_DIMS], n;
         LT_TRY(lt_spec_local_shape(s, r, ls, NULL));
         LT_TRY(lt__numel_checked(s->ndim, ls, es, &n));
-        total = lt__add_sat(total, (uint64_t)n * es);   /* n * es fits: numel_checked bounds bytes */
+        total = lt__add_sat(total, (uint64_t)n * es); /* n * es fits: numel_checked bounds bytes */
     }
     *out = total;
     return LT_OK;

@@ -48,7 +48,8 @@ LT_API lt_status lt_spec_make(const lt_mesh *mesh, lt_dtype dtype, int ndim, con
  * bytes all ranks' shards hold together. */
 struct lt_rank_layout;
 LT_API lt_status lt_spec_layout_rank(const lt_spec *s, int rank, struct lt_rank_layout *out);
-LT_API lt_status lt_spec_local_shape(const lt_spec *s, int rank, int64_t *local_shape, int64_t *global_offset);
+LT_API lt_status lt_spec_local_shape(const lt_spec *s, int rank, int64_t *local_shape,
+                                     int64_t *global_offset);
 LT_API lt_status lt_spec_total_bytes(const lt_spec *s, uint64_t *out);
 /* The bytes of the UNIQUE buffers of a layout whose replicas share storage
  * (distribute, the collectives and redistribute make them so): the shards

@@ -43,7 +43,7 @@ const char *lt__suggest(const char *word, const char *const *names, int n) {
         if (dd < bd) bd = dd, best = names[i];
     }
     if (!best) return NULL;
-    if (bd == 0) return strcmp(best, word) ? best : NULL;   /* case only; identical: nothing to say */
+    if (bd == 0) return strcmp(best, word) ? best : NULL; /* case only; identical: nothing to say */
     return bd <= 2 && 2 * (size_t)bd <= lw ? best : NULL;
 }
 

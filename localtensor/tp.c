@@ -26,7 +26,9 @@ static const char *const style_names[] = {
 #undef LT__XX
 };
 
-const char *lt_tp_style_name(lt_tp_style s) { return lt__name_of(style_names, LT_TP_STYLE_COUNT, (int)s); }
+const char *lt_tp_style_name(lt_tp_style s) {
+    return lt__name_of(style_names, LT_TP_STYLE_COUNT, (int)s);
+}
 
 lt_status lt_tp_style_parse(const char *s, lt_tp_style *out) {
     int i = lt__name_find(style_names, LT_TP_STYLE_COUNT, s);
@@ -41,7 +43,8 @@ static void on_tp(const lt_mesh *m, int tp, lt_placement p, lt_placement *pl) {
     for (int i = 0; i < m->ndim; i++) pl[i] = i == tp ? p : lt_replicate();
 }
 
-static lt_status redistribute_to(lt_dtensor **x, const lt_placement *pl, const lt_redistribute_opts *ro) {
+static lt_status redistribute_to(lt_dtensor **x, const lt_placement *pl,
+                                 const lt_redistribute_opts *ro) {
     const lt_mesh *m = lt_dtensor_mesh(*x);
     if (lt_placements_equal((*x)->placements, pl, m->ndim)) return LT_OK;
     lt_dtensor *y = NULL;
@@ -52,10 +55,15 @@ static lt_status redistribute_to(lt_dtensor **x, const lt_placement *pl, const l
 }
 
 /* One Linear on a DTensor input (taken: replaced by the output). */
-static lt_status linear(const lt_mesh *m, int tp, lt_tp_style style, int last, int sp, lt_dtensor **x,
-                        const lt_tensor *w, const lt_tensor *b, const lt_redistribute_opts *ro) {
+static lt_status linear(const lt_mesh *m, int tp, lt_tp_style style, int last, int sp,
+                        lt_dtensor **x, const lt_tensor *w, const lt_tensor *b,
+                        const lt_redistribute_opts *ro) {
     lt_placement wpl[LT_MESH_MAX_DIMS], bpl[LT_MESH_MAX_DIMS], want[LT_MESH_MAX_DIMS];
-    on_tp(m, tp, style == LT_TP_COLWISE ? lt_shard(0) : style == LT_TP_ROWWISE ? lt_shard(1) : lt_replicate(), wpl);
+    on_tp(m, tp,
+          style == LT_TP_COLWISE   ? lt_shard(0)
+          : style == LT_TP_ROWWISE ? lt_shard(1)
+                                   : lt_replicate(),
+          wpl);
     on_tp(m, tp, style == LT_TP_COLWISE ? lt_shard(0) : lt_replicate(), bpl);
     on_tp(m, tp, style == LT_TP_ROWWISE ? lt_shard(1) : lt_replicate(), want);
     lt_dtensor *dw = NULL, *db = NULL, *wt = NULL, *y = NULL;
@@ -70,7 +78,8 @@ static lt_status linear(const lt_mesh *m, int tp, lt_tp_style style, int last, i
     if (st) return st;
     lt_dtensor_free(*x);
     *x = y;
-    if (style == LT_TP_ROWWISE || (last && style == LT_TP_COLWISE)) { /* reduce, or gather, the output */
+    if (style == LT_TP_ROWWISE ||
+        (last && style == LT_TP_COLWISE)) { /* reduce, or gather, the output */
         lt_placement o[LT_MESH_MAX_DIMS];
         on_tp(m, tp, sp ? lt_shard(0) : lt_replicate(), o);
         if (!last && style == LT_TP_ROWWISE) on_tp(m, tp, lt_replicate(), o);
@@ -84,13 +93,16 @@ lt_status lt_tp_mlp(const lt_mesh *mesh, const lt_tp_mlp_cfg *cfg, const lt_tens
                     const lt_tensor *b2, const lt_redistribute_opts *ropts, lt_dtensor **y) {
     *y = NULL;
     int tp = cfg->tp_dim;
-    if (tp < 0 || tp >= mesh->ndim) return lt__err_in(LT_INVALID, "tp_mlp", ": tp_dim %d is not a mesh dim", tp);
+    if (tp < 0 || tp >= mesh->ndim)
+        return lt__err_in(LT_INVALID, "tp_mlp", ": tp_dim %d is not a mesh dim", tp);
     if ((unsigned)cfg->style1 >= LT_TP_STYLE_COUNT || (unsigned)cfg->style2 >= LT_TP_STYLE_COUNT)
         return lt__err_in(LT_INVALID, "tp_mlp", ": unknown parallel style");
     if (x->ndim != 2 || w1->ndim != 2 || w2->ndim != 2 || b1->ndim != 1 || b2->ndim != 1 ||
-        w1->shape[1] != x->shape[1] || b1->shape[0] != w1->shape[0] || w2->shape[1] != w1->shape[0] ||
-        b2->shape[0] != w2->shape[0])
-        return lt__err_in(LT_SHAPE, "tp_mlp", ": shapes do not chain: x (tokens, in), w1 (hidden, in), b1 (hidden), w2 (out, hidden), b2 (out)");
+        w1->shape[1] != x->shape[1] || b1->shape[0] != w1->shape[0] ||
+        w2->shape[1] != w1->shape[0] || b2->shape[0] != w2->shape[0])
+        return lt__err_in(LT_SHAPE, "tp_mlp",
+                          ": shapes do not chain: x (tokens, in), w1 (hidden, in), b1 (hidden), w2 "
+                          "(out, hidden), b2 (out)");
     lt_placement xpl[LT_MESH_MAX_DIMS];
     on_tp(mesh, tp, cfg->sequence_parallel ? lt_shard(0) : lt_replicate(), xpl);
     lt_dtensor *h = NULL, *a = NULL;
@@ -107,7 +119,8 @@ lt_status lt_tp_mlp(const lt_mesh *mesh, const lt_tp_mlp_cfg *cfg, const lt_tens
     if (st) {
         lt_dtensor_free(a);
         return lt__err_ctx_in(st, "tp_mlp", " (%s, %s%s)", lt_tp_style_name(cfg->style1),
-                           lt_tp_style_name(cfg->style2), cfg->sequence_parallel ? ", sequence parallel" : "");
+                              lt_tp_style_name(cfg->style2),
+                              cfg->sequence_parallel ? ", sequence parallel" : "");
     }
     *y = a;
     return LT_OK;

@@ -48,6 +48,7 @@ LT_API lt_status lt_tp_mlp(const lt_mesh *mesh, const lt_tp_mlp_cfg *cfg, const 
                             const lt_tensor *b2, const lt_redistribute_opts *ropts, lt_dtensor **y);
 /* The same MLP on one device (dense kernels), for comparison. */
 LT_API lt_status lt_mlp_dense(const lt_tensor *x, const lt_tensor *w1, const lt_tensor *b1,
-                              const lt_tensor *w2, const lt_tensor *b2, lt_unary_op act, lt_tensor **y);
+                              const lt_tensor *w2, const lt_tensor *b2, lt_unary_op act,
+                              lt_tensor **y);
 
 #endif

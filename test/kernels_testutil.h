@@ -13,7 +13,8 @@
 
 #define N_(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static const lt_dtype all_dtypes[] __attribute__((unused)) = {LT_F32, LT_F64, LT_BF16, LT_F16, LT_I32, LT_I64, LT_BOOL};
+static const lt_dtype all_dtypes[]
+    __attribute__((unused)) = {LT_F32, LT_F64, LT_BF16, LT_F16, LT_I32, LT_I64, LT_BOOL};
 
 static inline lt_tensor *mk(lt_dtype dt, int ndim, const int64_t *shape, const double *vals) {
     lt_tensor *t = NULL;
@@ -58,7 +59,8 @@ static inline void expect_msg_contains(const char *needle) {
 /* ---- creation, queries, lifetime ------------------------------------------------ */
 
 /* Random geometry: an arange tensor, permuted and narrowed. */
-static inline lt_tensor *random_view(lt_dtype dt, int ndim, const int64_t *shape, lt_tensor **base) {
+static inline lt_tensor *random_view(lt_dtype dt, int ndim, const int64_t *shape,
+                                     lt_tensor **base) {
     int64_t big[LT_MAX_DIMS];
     int perm[LT_MAX_DIMS];
     for (int d = 0; d < ndim; d++) perm[d] = d;

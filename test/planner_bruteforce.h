@@ -193,9 +193,11 @@ static int bf_find(const bfu *u, const bfb *rk, const signed char *pop) {
     uint64_t h = bf_hash(u, rk, pop);
     for (size_t q = h & (u->tcap - 1); u->tab[q]; q = (q + 1) & (u->tcap - 1)) {
         int s = u->tab[q] - 1;
-        if (u->hash[s] != h || memcmp(u->pop + (size_t)s * (size_t)u->M, pop, (size_t)u->M)) continue;
+        if (u->hash[s] != h || memcmp(u->pop + (size_t)s * (size_t)u->M, pop, (size_t)u->M))
+            continue;
         int same = 1;
-        for (int r = 0; r < u->W && same; r++) same = bfb_eq(&u->blk[(size_t)s * (size_t)u->W + (size_t)r], &rk[r], u->nd);
+        for (int r = 0; r < u->W && same; r++)
+            same = bfb_eq(&u->blk[(size_t)s * (size_t)u->W + (size_t)r], &rk[r], u->nd);
         if (same) return s;
     }
     return -1;
@@ -235,7 +237,8 @@ static void bf_add(bfu *u, const bfb *rk, const signed char *pop, const lt_place
 /* What every rank holds under placement list pl (checked), into rk[W]; its
  * Partial ops into pop. */
 static void bf_layout(const bfu *u, const lt_placement *pl, bfb *rk, signed char *pop) {
-    for (int i = 0; i < u->M; i++) pop[i] = (signed char)(pl[i].kind == LT_PL_PARTIAL ? (int)pl[i].op : -1);
+    for (int i = 0; i < u->M; i++)
+        pop[i] = (signed char)(pl[i].kind == LT_PL_PARTIAL ? (int)pl[i].op : -1);
     for (int r = 0; r < u->W; r++) {
         lt_rank_layout l;
         LT_CHECK(lt_layout_rank(&u->m, u->nd, u->shape, pl, r, &l));
@@ -244,7 +247,8 @@ static void bf_layout(const bfu *u, const lt_placement *pl, bfb *rk, signed char
         memcpy(b->shape, l.local_shape, sizeof(int64_t) * (size_t)u->nd);
         b->empty = bf_numel(l.local_shape, u->nd) == 0;
         for (int d = 0; d < u->nd && !b->empty; d++)
-            for (int64_t k = 0; k < l.local_shape[d]; k++) b->mask[d] |= 1ULL << (l.idx[d] ? l.idx[d][k] : k);
+            for (int64_t k = 0; k < l.local_shape[d]; k++)
+                b->mask[d] |= 1ULL << (l.idx[d] ? l.idx[d][k] : k);
         lt_rank_layout_free(&l);
     }
 }
@@ -261,8 +265,10 @@ static int bf_options(const bfu *u, int i, lt_placement *o) {
     if (mi == 1) return n;
     for (int d = 0; d < u->nd; d++) {
         for (int q = 0; q < u->nrules; q++)
-            if (u->rules[q].kind != LT_SPLIT_EXPLICIT || u->rules[q].nsizes == mi) o[n++] = lt_shard_rule(d, u->rules[q]);
-        for (int64_t k = 1; k <= (u->shape[d] > 1 ? u->shape[d] : 1); k++) o[n++] = lt_strided(d, (int)k);
+            if (u->rules[q].kind != LT_SPLIT_EXPLICIT || u->rules[q].nsizes == mi)
+                o[n++] = lt_shard_rule(d, u->rules[q]);
+        for (int64_t k = 1; k <= (u->shape[d] > 1 ? u->shape[d] : 1); k++)
+            o[n++] = lt_strided(d, (int)k);
     }
     for (int op = 0; op < LT_REDOP_COUNT; op++)
         if (u->ops >> op & 1) o[n++] = lt_partial((lt_redop)op);
@@ -278,7 +284,8 @@ static void bf_enumerate(bfu *u) {
     for (;;) {
         lt_placement pl[LT_MESH_MAX_DIMS], tmp[LT_MESH_MAX_DIMS];
         for (int i = 0; i < u->M; i++) pl[i] = opt[i][idx[i]];
-        if (!lt_placements_check(&u->m, u->nd, pl, u->M, tmp) && !lt_layout_check(&u->m, u->nd, u->shape, pl)) {
+        if (!lt_placements_check(&u->m, u->nd, pl, u->M, tmp) &&
+            !lt_layout_check(&u->m, u->nd, u->shape, pl)) {
             signed char pop[LT_MESH_MAX_DIMS];
             bf_layout(u, pl, rk, pop);
             bf_add(u, rk, pop, pl);
@@ -326,18 +333,21 @@ static void bf_universe_init(bfu *u, const lt_mesh *m, int nd, const int64_t *sh
         for (int i = 0; i < u->M; i++) {
             const lt_placement *p = e ? &dp[i] : &sp[i];
             if (m->shape[i] == 1) continue;
-            if (p->kind == LT_PL_SHARD && p->rule.kind == LT_SPLIT_EXPLICIT) bf_rule_add(u, &p->rule);
+            if (p->kind == LT_PL_SHARD && p->rule.kind == LT_SPLIT_EXPLICIT)
+                bf_rule_add(u, &p->rule);
             if (p->kind == LT_PL_PARTIAL) u->ops |= 1u << p->op;
         }
 }
 
 static int bf_universe_same(const bfu *a, const bfu *b) {
-    if (!lt_mesh_equal(&a->m, &b->m) || a->nd != b->nd || a->esize != b->esize || a->ops != b->ops ||
-        a->nrules != b->nrules || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->nd))
+    if (!lt_mesh_equal(&a->m, &b->m) || a->nd != b->nd || a->esize != b->esize ||
+        a->ops != b->ops || a->nrules != b->nrules ||
+        memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->nd))
         return 0;
     for (int q = 0; q < a->nrules; q++) {   /* the same set */
         int found = 0;
-        for (int k = 0; k < b->nrules && !found; k++) found = lt_split_rule_equal(&a->rules[q], &b->rules[k]);
+        for (int k = 0; k < b->nrules && !found; k++)
+            found = lt_split_rule_equal(&a->rules[q], &b->rules[k]);
         if (!found) return 0;
     }
     return 1;
@@ -373,7 +383,18 @@ static void bf_universe_free(bfu *u) {
 
 /* ---- collectives on index sets ------------------------------------------------------------- */
 
-enum { BF_AG, BF_GATHER, BF_A2A, BF_SCATTER, BF_BCAST, BF_PERMUTE, BF_AR, BF_RS, BF_REDUCE, BF_NKINDS };
+enum {
+    BF_AG,
+    BF_GATHER,
+    BF_A2A,
+    BF_SCATTER,
+    BF_BCAST,
+    BF_PERMUTE,
+    BF_AR,
+    BF_RS,
+    BF_REDUCE,
+    BF_NKINDS
+};
 
 /* out = the concatenation along f of pieces p[0..k), of result shape sh. 0
  * when the pieces that hold elements disagree off f, or an index repeats
@@ -598,8 +619,14 @@ static void bf_build_edges(bfu *u, int s) {
         if (n == 1) continue;
         assert_true(n <= BF_MAXG);
         for (int kind = 0; kind < BF_NKINDS; kind++) {
-            int nroot = kind == BF_GATHER || kind == BF_SCATTER || kind == BF_BCAST || kind == BF_REDUCE ? n : 1;
-            int nde = kind == BF_AG || kind == BF_GATHER || kind == BF_A2A || kind == BF_SCATTER || kind == BF_RS ? nd : 1;
+            int nroot =
+                kind == BF_GATHER || kind == BF_SCATTER || kind == BF_BCAST || kind == BF_REDUCE
+                    ? n
+                    : 1;
+            int nde = kind == BF_AG || kind == BF_GATHER || kind == BF_A2A || kind == BF_SCATTER ||
+                              kind == BF_RS
+                          ? nd
+                          : 1;
             int ndf = kind == BF_A2A ? nd : 1;
             int nr = kind == BF_A2A || kind == BF_SCATTER || kind == BF_RS ? u->nrules : 1;
             int rdim = kind == BF_AR || kind == BF_RS || kind == BF_REDUCE ? i : -1;
@@ -613,7 +640,8 @@ static void bf_build_edges(bfu *u, int s) {
                                 signed char gpop[LT_MESH_MAX_DIMS];
                                 int64_t cost = 0, most = 0;
                                 const lt_split_rule *rl = &u->rules[ri];
-                                if (!bf_collective(u, s, kind, i, ed, f, root, rl, perm, G, gpop, &cost, &most))
+                                if (!bf_collective(u, s, kind, i, ed, f, root, rl, perm, G, gpop,
+                                                   &cost, &most))
                                     continue;
                                 int v = bf_find(u, G, gpop);
                                 bfe x = {v, rdim, kind, i, cost, most};
@@ -629,7 +657,9 @@ static void bf_build_edges(bfu *u, int s) {
     const bfb *a = u->blk + (size_t)s * (size_t)W;
     int nl = 0, lcap = 0, *loc = NULL;
     for (int v = 0; v < u->n; v++) {
-        if (v == s || memcmp(u->pop + (size_t)v * (size_t)u->M, u->pop + (size_t)s * (size_t)u->M, (size_t)u->M)) continue;
+        if (v == s || memcmp(u->pop + (size_t)v * (size_t)u->M, u->pop + (size_t)s * (size_t)u->M,
+                             (size_t)u->M))
+            continue;
         const bfb *b = u->blk + (size_t)v * (size_t)W;
         int ok = 1;
         for (int r = 0; r < W && ok; r++) ok = bfb_within(&b[r], &a[r], nd);
@@ -644,7 +674,8 @@ static void bf_build_edges(bfu *u, int s) {
     u->nloc[s] = nl;
 }
 
-/* ---- Dijkstra ---------------------------------------------------------------------------------- */
+/* ---- Dijkstra ----------------------------------------------------------------------------------
+ */
 
 typedef struct bfh {
     int64_t c, bytes;   /* the objective's cost (0 under bytes), total bytes */
@@ -781,7 +812,8 @@ static int bf_state_of(const bfu *u, const lt_placement *pl) {
     return s;
 }
 
-/* ---- the answer for one pair ------------------------------------------------------------------- */
+/* ---- the answer for one pair -------------------------------------------------------------------
+ */
 
 /* Universes of one mesh and shape (cleared when either changes). */
 static struct {
@@ -797,8 +829,8 @@ static void bf_pool_clear(void) {
 
 /* The least (bytes, steps) of sp -> dp (a valid redistribute: lists checked,
  * not rejected) for a dtype of esize bytes, floating or not. */
-static bf_result bf_solve(const lt_mesh *m, int nd, const int64_t *shape, size_t esize, int is_float,
-                          const lt_placement *sp0, const lt_placement *dp0) {
+static bf_result bf_solve(const lt_mesh *m, int nd, const int64_t *shape, size_t esize,
+                          int is_float, const lt_placement *sp0, const lt_placement *dp0) {
     lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
     LT_CHECK(lt_placements_check(m, nd, sp0, m->ndim, sp));
     LT_CHECK(lt_placements_check(m, nd, dp0, m->ndim, dp));
@@ -808,8 +840,9 @@ static bf_result bf_solve(const lt_mesh *m, int nd, const int64_t *shape, size_t
     for (int q = 0; q < bf_pool.n && !u; q++)
         if (bf_universe_same(&bf_pool.u[q], &probe)) u = &bf_pool.u[q];
     if (!u) {
-        if (bf_pool.n && (!lt_mesh_equal(&bf_pool.u[0].m, m) || bf_pool.u[0].nd != nd ||
-                          memcmp(bf_pool.u[0].shape, shape, sizeof(int64_t) * (size_t)nd) || bf_pool.n == 16))
+        if (bf_pool.n &&
+            (!lt_mesh_equal(&bf_pool.u[0].m, m) || bf_pool.u[0].nd != nd ||
+             memcmp(bf_pool.u[0].shape, shape, sizeof(int64_t) * (size_t)nd) || bf_pool.n == 16))
             bf_pool_clear();
         u = &bf_pool.u[bf_pool.n++];
         *u = probe;
@@ -828,16 +861,19 @@ static bf_result bf_solve(const lt_mesh *m, int nd, const int64_t *shape, size_t
     key.dtensor = bf_dtensor;
     for (int i = 0; i < u->M; i++) {
         if (m->shape[i] == 1) sp[i] = dp[i] = lt_replicate();
-        if (sp[i].kind == LT_PL_PARTIAL && lt_placement_equal(&sp[i], &dp[i])) key.frozen |= 1u << i;
+        if (sp[i].kind == LT_PL_PARTIAL && lt_placement_equal(&sp[i], &dp[i]))
+            key.frozen |= 1u << i;
         const lt_placement *t = &dp[i];
-        key.ptarget[i] = (signed char)(t->kind == LT_PL_PARTIAL && sp[i].kind != LT_PL_PARTIAL && t->op != LT_REDOP_PRODUCT &&
-                                               (t->op != LT_REDOP_SUM || is_float)
-                                           ? (int)t->op
-                                           : -1);
+        key.ptarget[i] =
+            (signed char)(t->kind == LT_PL_PARTIAL && sp[i].kind != LT_PL_PARTIAL &&
+                                  t->op != LT_REDOP_PRODUCT && (t->op != LT_REDOP_SUM || is_float)
+                              ? (int)t->op
+                              : -1);
     }
     key.src = bf_state_of(u, sp);
     int goal = bf_state_of(u, dp);
-    if (key.src < 0 || goal < 0) fail_msg("brute force: the %s is not a state", key.src < 0 ? "source" : "destination");
+    if (key.src < 0 || goal < 0)
+        fail_msg("brute force: the %s is not a state", key.src < 0 ? "source" : "destination");
     bfd *x = NULL;
     for (int q = 0; q < u->ndist && !x; q++) {
         bfd *y = &u->dist[q];
@@ -859,9 +895,11 @@ static bf_result bf_solve(const lt_mesh *m, int nd, const int64_t *shape, size_t
     for (int v = goal; r.bytes >= 0 && v >= 0 && np < 64; v = x->prev[v]) path[np++] = v;
     size_t w = 0;
     for (int q = np - 1; q >= 0 && w + 2 < sizeof r.path; q--) {
-        w += (size_t)lt_placements_format(u->pl + (size_t)path[q] * (size_t)u->M, u->M, r.path + w, sizeof r.path - w);
-        if (w < sizeof r.path && q) w += (size_t)snprintf(r.path + w, sizeof r.path - w, " %lld -> ",
-                                                          (long long)(x->db[path[q - 1]] - x->db[path[q]]));
+        w += (size_t)lt_placements_format(u->pl + (size_t)path[q] * (size_t)u->M, u->M, r.path + w,
+                                          sizeof r.path - w);
+        if (w < sizeof r.path && q)
+            w += (size_t)snprintf(r.path + w, sizeof r.path - w, " %lld -> ",
+                                  (long long)(x->db[path[q - 1]] - x->db[path[q]]));
     }
     return r;
 }
@@ -874,7 +912,8 @@ static bf_result bf_solve(const lt_mesh *m, int nd, const int64_t *shape, size_t
  * least from there (the zero-filled dims are then kept partials). Partials
  * other than sum and avg cannot sit next to the new P(sum): reduced first. */
 static bf_result bf_solve_zero_fill(const lt_mesh *m, int nd, const int64_t *shape, size_t esize,
-                                    int is_float, const lt_placement *sp0, const lt_placement *dp0) {
+                                    int is_float, const lt_placement *sp0,
+                                    const lt_placement *dp0) {
     lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
     lt_placement g[LT_MESH_MAX_DIMS], x[LT_MESH_MAX_DIMS];
     LT_CHECK(lt_placements_check(m, nd, sp0, m->ndim, sp));

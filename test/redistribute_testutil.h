@@ -20,7 +20,8 @@ static inline int parse_pl(const char *s, lt_placement *pl) {
     return n;
 }
 
-static inline lt_dtensor *mk(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t *shape, const lt_placement *pl) {
+static inline lt_dtensor *mk(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t *shape,
+                             const lt_placement *pl) {
     lt_init init = {LT_INIT_ARANGE, 0};
     lt_dtensor *d = NULL;
     LT_CHECK(lt_dtensor_init(m, dt, ndim, shape, pl, m->ndim, &init, &d));
@@ -61,14 +62,15 @@ static inline void expect_same_shards(const lt_dtensor *a, const lt_dtensor *b, 
         const lt_tensor *x = a->local->shards[r], *y = b->local->shards[r];
         if (!lt_same_shape(x, y)) {
             char sx[64], sy[64];
-            fail_msg("%s: rank %d has shape %s, expected %s", what, r, lt_shape_str(x->ndim, x->shape, sx, 64),
+            fail_msg("%s: rank %d has shape %s, expected %s", what, r,
+                     lt_shape_str(x->ndim, x->shape, sx, 64),
                      lt_shape_str(y->ndim, y->shape, sy, 64));
         }
         lt_compare_result res;
         LT_CHECK(lt_compare(x, y, rtol, atol, &res));
         if (!res.equal)
-            fail_msg("%s: rank %d element %lld is %g, expected %g", what, r, (long long)res.first_flat, res.actual,
-                     res.expected);
+            fail_msg("%s: rank %d element %lld is %g, expected %g", what, r,
+                     (long long)res.first_flat, res.actual, res.expected);
     }
 }
 

@@ -8,7 +8,8 @@
 #include "test/testutil.h"
 #include "localtensor/localtensor.h"
 
-static lt_dtensor *from_local2(const lt_mesh *m, int n0, const double *v0, int n1, const double *v1) {
+static lt_dtensor *from_local2(const lt_mesh *m, int n0, const double *v0, int n1,
+                               const double *v1) {
     lt_tensor *sh[2] = {NULL, NULL};
     int64_t s0 = n0, s1 = n1;
     assert_int_equal(lt_tensor_from_doubles(LT_F32, 1, &s0, v0, n0, &sh[0]), LT_OK);
@@ -26,8 +27,10 @@ static void test_misaligned_from_local(void **state) {
     (void)state;
     lt_mesh m;
     assert_int_equal(lt_mesh_parse("2", &m), LT_OK);
-    const double a0[] = {1, 2, 3}, a1[] = {4}, b0[] = {10, 20}, b1[] = {30, 40}, c0[] = {10, 20, 30}, c1[] = {40};
-    lt_dtensor *a = from_local2(&m, 3, a0, 1, a1), *b = from_local2(&m, 2, b0, 2, b1), *c = from_local2(&m, 3, c0, 1, c1);
+    const double a0[] = {1, 2, 3}, a1[] = {4}, b0[] = {10, 20}, b1[] = {30, 40},
+                 c0[] = {10, 20, 30}, c1[] = {40};
+    lt_dtensor *a = from_local2(&m, 3, a0, 1, a1), *b = from_local2(&m, 2, b0, 2, b1),
+               *c = from_local2(&m, 3, c0, 1, c1);
     lt_dtensor *out = NULL;
     /* [3, 1] + [2, 2]: rank 0 holds rows [0, 3) of a but [0, 2) of b */
     assert_int_equal(lt_dtensor_binary(LT_BINARY_ADD, a, b, &out), LT_INVALID);
@@ -77,7 +80,8 @@ static void test_distributed_operands_keep_redistributing(void **state) {
 }
 
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_misaligned_from_local),
-                                       cmocka_unit_test(test_distributed_operands_keep_redistributing)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_misaligned_from_local),
+        cmocka_unit_test(test_distributed_operands_keep_redistributing)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

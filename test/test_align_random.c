@@ -62,7 +62,9 @@ static void reduce_ranks(int pk, int W, int n, const int *sz, double v[][MAXN], 
         double acc = v[0][i];
         for (int r = 1; r < W && pk != PL_R; r++) {
             double x = v[r][i];
-            acc = pk == PL_PMAX ? (x > acc ? x : acc) : pk == PL_PMIN ? (x < acc ? x : acc) : acc + x;
+            acc = pk == PL_PMAX   ? (x > acc ? x : acc)
+                  : pk == PL_PMIN ? (x < acc ? x : acc)
+                                  : acc + x;
         }
         full[i] = pk == PL_PAVG ? acc / W : acc;
     }
@@ -113,11 +115,13 @@ static int one_case(int trial) {
     /* the from_local operand: per-rank values (R: the same replica everywhere) */
     double fv[MAXW][MAXN], ffull[MAXN], dfull[MAXN], want[MAXN], got[MAXN];
     for (int r = 0; r < W; r++)
-        for (int i = 0; i < sz[r]; i++) fv[r][i] = pf == PL_R && r ? fv[0][i] : (double)(rnd(9) - 4);
+        for (int i = 0; i < sz[r]; i++)
+            fv[r][i] = pf == PL_R && r ? fv[0][i] : (double)(rnd(9) - 4);
     reduce_ranks(pf, W, n, sz, fv, ffull);
     for (int i = 0; i < n; i++) dfull[i] = (double)(rnd(9) - 4);
     char what[160];
-    snprintf(what, sizeof what, "trial %d: %s of from_local %s%s and distributed %s (%s first) on %d ranks, n %d",
+    snprintf(what, sizeof what,
+             "trial %d: %s of from_local %s%s and distributed %s (%s first) on %d ranks, n %d",
              trial, lt_op_name(op), pl_names[pf], uneven ? " (uneven)" : "", pl_names[pd],
              first_is_fl ? "from_local" : "distributed", W, n);
     lt_mesh m;
@@ -141,7 +145,8 @@ static int one_case(int trial) {
     int misaligned = uneven && pd == PL_S;
     if (misaligned) {
         if (st != LT_INVALID || lt_errinfo()->code != LT_ERR_MISALIGNED)
-            fail_msg("%s: %s, wanted the misaligned error: %s", what, lt_status_str(st), lt_errmsg());
+            fail_msg("%s: %s, wanted the misaligned error: %s", what, lt_status_str(st),
+                     lt_errmsg());
     } else {
         if (st != LT_OK) fail_msg("%s: %s: %s", what, lt_status_str(st), lt_errmsg());
         full_of(y, W, n, got, what);

@@ -179,11 +179,15 @@ static void test_arm_from_env(void **state) {
 
 /* One failed library call: the contract every out-of-memory path keeps. */
 static void expect_clean_failure(lt_status st, const void *out, int64_t n) {
-    if (st != LT_NOMEM) fail_msg("N=%lld: status %s, not out of memory: %s", (long long)n, lt_status_str(st), lt_errmsg());
-    if (!strstr(lt_errmsg(), "out of memory")) fail_msg("N=%lld: message '%s'", (long long)n, lt_errmsg());
+    if (st != LT_NOMEM)
+        fail_msg("N=%lld: status %s, not out of memory: %s", (long long)n, lt_status_str(st),
+                 lt_errmsg());
+    if (!strstr(lt_errmsg(), "out of memory"))
+        fail_msg("N=%lld: message '%s'", (long long)n, lt_errmsg());
     if (out) fail_msg("N=%lld: a failed call left its output set", (long long)n);
     if (lt__fault_live() != 0)
-        fail_msg("N=%lld: %lld blocks still allocated after the failure", (long long)n, (long long)lt__fault_live());
+        fail_msg("N=%lld: %lld blocks still allocated after the failure", (long long)n,
+                 (long long)lt__fault_live());
 }
 
 
@@ -213,7 +217,7 @@ static void test_cpu_cache_gives_back_idle_sizes(void **state) {
     }
     size_t kept = lt__backend_cpu_cached();
     assert_true(kept >= 2 * A && kept < 2 * (A + ((size_t)2 << 20)));
-    char *a3 = b->iface->alloc(b->ctx, A);   /* a hit: one of the two, its size now asked for again */
+    char *a3 = b->iface->alloc(b->ctx, A); /* a hit: one of the two, its size now asked for again */
     assert_true(a3 == a1 || a3 == a2);
     assert_int_equal(lt__backend_cpu_cached(), kept / 2);
     b->iface->free(b->ctx, a3);
@@ -225,7 +229,7 @@ static void test_cpu_cache_gives_back_idle_sizes(void **state) {
     b->iface->free(b->ctx, b1);
     size_t kept_b = lt__backend_cpu_cached() - kept;
     assert_true(kept_b >= B);
-    char *c1 = b->iface->alloc(b->ctx, C);   /* a miss: B's block (never asked for again) goes back */
+    char *c1 = b->iface->alloc(b->ctx, C); /* a miss: B's block (never asked for again) goes back */
     assert_non_null(c1);
     assert_int_equal(lt__backend_cpu_cached(), kept);
     b->iface->free(b->ctx, c1);

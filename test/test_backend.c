@@ -47,11 +47,23 @@ static lt_tensor *on(const lt_backend *b, const lt_tensor *t) {
 
 enum { C_CAST, C_COPY, C_FILL, C_ARANGE, C_SCALE, C_ACC, C_UNARY, C_BINARY, C_SCALAR,
        C_REDUCE, C_SOFTMAX, C_GATHER, C_EMBED, C_SCATTER, C_COUNT };
-static const int case_subs[C_COUNT] = {LT_DTYPE_COUNT, 1, 4, 1, 3, LT_REDOP_COUNT, LT_UNARY_COUNT,
-                                       LT_BINARY_COUNT, LT_BINARY_COUNT * 4, LT_REDUCE_COUNT * 3, 4, 3, 4, 8};
-static const char *const case_names[C_COUNT] = {"cast", "copy", "fill", "arange", "scale",
-                                                "accumulate", "unary", "binary", "binary_scalar",
-                                                "reduce", "softmax", "gather", "embedding", "scatter"};
+static const int case_subs[C_COUNT] = {LT_DTYPE_COUNT,
+                                       1,
+                                       4,
+                                       1,
+                                       3,
+                                       LT_REDOP_COUNT,
+                                       LT_UNARY_COUNT,
+                                       LT_BINARY_COUNT,
+                                       LT_BINARY_COUNT * 4,
+                                       LT_REDUCE_COUNT * 3,
+                                       4,
+                                       3,
+                                       4,
+                                       8};
+static const char *const case_names[C_COUNT] = {
+    "cast",   "copy",          "fill",   "arange",  "scale",  "accumulate", "unary",
+    "binary", "binary_scalar", "reduce", "softmax", "gather", "embedding",  "scatter"};
 #define N_VARIANTS 4
 
 /* Views of x and y for variant v: 0 as is, 1 transposed, 2 narrowed (4, 4)
@@ -213,10 +225,12 @@ static void expect_same(const lt_tensor *got, const lt_tensor *want, int exact, 
         if (memcmp(lt_data(h), lt_data(w), lt_nbytes(w)) != 0) {
             for (int64_t i = 0; i < lt_numel(w); i++)
                 if (memcmp((char *)lt_data(h) + (size_t)i * lt_dtype_size(w->dtype),
-                           (char *)lt_data(w) + (size_t)i * lt_dtype_size(w->dtype), lt_dtype_size(w->dtype)) &&
-                    !(isnan(lt_get_flat(h, i)) && isnan(lt_get_flat(w, i)))) /* a device's NaN bits differ */
-                    fail_msg("%s: element %lld is %.17g, the CPU backend gives %.17g", what, (long long)i,
-                             lt_get_flat(h, i), lt_get_flat(w, i));
+                           (char *)lt_data(w) + (size_t)i * lt_dtype_size(w->dtype),
+                           lt_dtype_size(w->dtype)) &&
+                    !(isnan(lt_get_flat(h, i)) &&
+                      isnan(lt_get_flat(w, i)))) /* a device's NaN bits differ */
+                    fail_msg("%s: element %lld is %.17g, the CPU backend gives %.17g", what,
+                             (long long)i, lt_get_flat(h, i), lt_get_flat(w, i));
         }
     } else {
         double rtol, atol;
@@ -238,7 +252,8 @@ static int compare_elementwise(const lt_backend *b, int on_device) {
     int checked = 0;
     for (int di = 0; di < N_(all_dtypes); di++) {
         lt_dtype dt = all_dtypes[di];
-        lt_tensor *x = mk(dt, 2, (int64_t[]){4, 6}, vals_a), *y = mk(dt, 2, (int64_t[]){4, 6}, vals_b);
+        lt_tensor *x = mk(dt, 2, (int64_t[]){4, 6}, vals_a),
+                  *y = mk(dt, 2, (int64_t[]){4, 6}, vals_b);
         lt_tensor *bx = on(b, x), *by = on(b, y);
         for (int c = 0; c < C_COUNT; c++)
             for (int sub = 0; sub < case_subs[c]; sub++)
@@ -291,7 +306,8 @@ static void compare_matmul(const lt_backend *b) {
                 LT_CHECK(lt_select(ba, 0, 1, &ba0));
                 LT_CHECK(lt_transpose(m, 0, 1, &mt));
                 LT_CHECK(lt_transpose(bm, 0, 1, &bmt));
-                LT_CHECK(lt_contiguous(mt, &mtt)); /* (3, 7) dense: transposed again, a BLAS layout */
+                LT_CHECK(
+                    lt_contiguous(mt, &mtt)); /* (3, 7) dense: transposed again, a BLAS layout */
                 LT_CHECK(lt_contiguous(bmt, &bmtt));
                 lt_tensor_free(mt);
                 lt_tensor_free(bmt);
@@ -307,7 +323,8 @@ static void compare_matmul(const lt_backend *b) {
                 lt_tensor_free(bmt); lt_tensor_free(mtt); lt_tensor_free(bmtt);
             }
             char what[96];
-            snprintf(what, sizeof what, "matmul %s form %d on %s", lt_dtype_name(dts[di]), k, b->iface->name);
+            snprintf(what, sizeof what, "matmul %s form %d on %s", lt_dtype_name(dts[di]), k,
+                     b->iface->name);
             expect_same(got, want, 0, what);
             lt_tensor_free(want);
             lt_tensor_free(got);
@@ -336,7 +353,8 @@ static void compare_random(const char *name, int on_device) {
                     LT_CHECK(lt_init_parse(inits[ii], &in));
                     for (int k = 0; k < 2; k++) {
                         LT_CHECK(lt_backend_select(k ? name : "cpu"));
-                        LT_CHECK(lt_dtensor_init(&m, all_dtypes[di], 2, (int64_t[]){5, 7}, pls[pi], 2, &in, &x[k]));
+                        LT_CHECK(lt_dtensor_init(&m, all_dtypes[di], 2, (int64_t[]){5, 7}, pls[pi],
+                                                 2, &in, &x[k]));
                         if (drop) {
                             lt_status st = lt_dtensor_dropout(x[k], 0.3, 5, &y[k]);
                             if (!lt_dtype_is_float(all_dtypes[di])) { /* both refuse */
@@ -349,8 +367,9 @@ static void compare_random(const char *name, int on_device) {
                     LT_CHECK(lt_backend_select("cpu"));
                     for (int r = 0; r < 4 && (!drop || y[0]); r++) {
                         char what[128];
-                        snprintf(what, sizeof what, "%s %s placements %d%s rank %d on %s", inits[ii],
-                                 lt_dtype_name(all_dtypes[di]), pi, drop ? " dropout" : "", r, name);
+                        snprintf(what, sizeof what, "%s %s placements %d%s rank %d on %s",
+                                 inits[ii], lt_dtype_name(all_dtypes[di]), pi,
+                                 drop ? " dropout" : "", r, name);
                         const lt_tensor *got = lt_to_local(drop ? y[1] : x[1], r);
                         assert_string_equal(got->storage->backend->iface->name, name);
                         expect_same(got, lt_to_local(drop ? y[0] : x[0], r),
@@ -377,7 +396,8 @@ static void compare_collectives(const char *name) {
         for (int tr = 0; tr < 2; tr++)
             for (int md = 0; md < 2; md++)
                 for (int coll = 0; coll < NCOLL; coll++)
-                    for (int op = 0; op < (coll == 1 || coll == 2 || coll == 7 ? LT_REDOP_COUNT : 1); op++) {
+                    for (int op = 0;
+                         op < (coll == 1 || coll == 2 || coll == 7 ? LT_REDOP_COUNT : 1); op++) {
                         lt_tensor *out[2][W] = {{0}}, *in[2][W] = {{0}};
                         lt_status st[2];
                         for (int k = 0; k < 2; k++) {
@@ -386,8 +406,11 @@ static void compare_collectives(const char *name) {
                             LT_CHECK(lt_comm_new(&m, &c));
                             for (int r = 0; r < W; r++) {
                                 double v[42];
-                                for (int i = 0; i < 42; i++) v[i] = (i + r) % 3 ? vals_a[(i * 7 + r * 5) % 24] : vals_b[(i + r) % 24];
-                                lt_tensor *t = mk(all_dtypes[di], 2, (int64_t[]){6, 7}, v), *b = NULL;
+                                for (int i = 0; i < 42; i++)
+                                    v[i] = (i + r) % 3 ? vals_a[(i * 7 + r * 5) % 24]
+                                                       : vals_b[(i + r) % 24];
+                                lt_tensor *t = mk(all_dtypes[di], 2, (int64_t[]){6, 7}, v),
+                                          *b = NULL;
                                 lt_tensor *tb = on(lt_backend_default(), t);
                                 if (tr) LT_CHECK(lt_transpose(tb, 0, 1, &b)); /* (7, 6) strided */
                                 else LT_CHECK(lt_tensor_view(tb, &b));
@@ -400,21 +423,28 @@ static void compare_collectives(const char *name) {
                             switch (coll) {
                             case 0: st[k] = lt_all_gather(c, md, in[k], 0, out[k]); break;
                             case 1: st[k] = lt_all_reduce(c, md, in[k], rop, out[k]); break;
-                            case 2: st[k] = lt_reduce_scatter(c, md, in[k], rop, 1, NULL, out[k]); break;
+                            case 2:
+                                st[k] = lt_reduce_scatter(c, md, in[k], rop, 1, NULL, out[k]);
+                                break;
                             case 3: st[k] = lt_all_to_all(c, md, in[k], 1, 0, NULL, out[k]); break;
                             case 4: st[k] = lt_broadcast(c, md, in[k], 1, out[k]); break;
                             case 5: st[k] = lt_scatter(c, md, in[k], 0, 1, NULL, out[k]); break;
                             case 6: st[k] = lt_gather(c, md, in[k], 1, 0, out[k]); break;
                             case 7: st[k] = lt_reduce_ranks(c, md, in[k], 0, rop, out[k]); break;
-                            default: st[k] = lt_permute_ranks(c, md, in[k], md ? perm : perm2, out[k]); break;
+                            default:
+                                st[k] = lt_permute_ranks(c, md, in[k], md ? perm : perm2, out[k]);
+                                break;
                             }
                             lt_comm_free(c);
                         }
                         LT_CHECK(lt_backend_select("cpu"));
                         char what[128];
-                        snprintf(what, sizeof what, "collective %d op %d %s mesh dim %d%s on %s", coll, op,
-                                 lt_dtype_name(all_dtypes[di]), md, tr ? " transposed" : "", name);
-                        if (st[0] != st[1]) fail_msg("%s: status %s, the CPU gives %s", what, lt_status_str(st[1]), lt_status_str(st[0]));
+                        snprintf(what, sizeof what, "collective %d op %d %s mesh dim %d%s on %s",
+                                 coll, op, lt_dtype_name(all_dtypes[di]), md,
+                                 tr ? " transposed" : "", name);
+                        if (st[0] != st[1])
+                            fail_msg("%s: status %s, the CPU gives %s", what, lt_status_str(st[1]),
+                                     lt_status_str(st[0]));
                         for (int r = 0; r < W; r++) {
                             if (st[0] == LT_OK) {
                                 assert_int_equal(out[0][r]->placeholder, out[1][r]->placeholder);
@@ -536,7 +566,8 @@ static void test_emu_host_paths(void **state) {
     int64_t ix[] = {1, 1, 3};
     int64_t *ixs[1] = {ix};
     LT_CHECK(lt_scatter_index_sets(dst, ixs, src, 1, LT_REDOP_SUM));
-    lt_test_expect_values(dst, 1, (int64_t[]){4}, (double[]){0, 3, 0, 3}, "scatter-add, repeated index");
+    lt_test_expect_values(dst, 1, (int64_t[]){4}, (double[]){0, 3, 0, 3},
+                          "scatter-add, repeated index");
 
     /* empty inner dim: a @ b is zeros; addmm is beta * bias */
     lt_tensor *a = NULL, *b = NULL, *mm = NULL, *am = NULL;
@@ -550,7 +581,8 @@ static void test_emu_host_paths(void **state) {
     assert_ptr_equal(lt__backend_of(mm), emu);
 
     /* embedding: an index out of range is named (the host loop, on copies) */
-    lt_tensor *w = mk(LT_F32, 2, (int64_t[]){3, 2}, (double[]){1, 2, 3, 4, 5, 6}), *idx = NULL, *e = NULL;
+    lt_tensor *w = mk(LT_F32, 2, (int64_t[]){3, 2}, (double[]){1, 2, 3, 4, 5, 6}), *idx = NULL,
+              *e = NULL;
     idx = mk(LT_I64, 1, (int64_t[]){2}, (double[]){2, 5});
     LT_EXPECT_STATUS(lt_embedding(w, idx, 0, 0, &e), LT_INVALID);
     expect_msg_contains("index 5 (element 1) is out of range for 3 rows");
@@ -560,7 +592,11 @@ static void test_emu_host_paths(void **state) {
 
     lt__backend_set_thread(prev);
     lt_tensor_free(t); lt_tensor_free(cpu); lt_tensor_free(dst); lt_tensor_free(src);
-    lt_tensor_free(a); lt_tensor_free(b); lt_tensor_free(bias); lt_tensor_free(mm); lt_tensor_free(am);
+    lt_tensor_free(a);
+    lt_tensor_free(b);
+    lt_tensor_free(bias);
+    lt_tensor_free(mm);
+    lt_tensor_free(am);
     lt_tensor_free(w); lt_tensor_free(idx); lt_tensor_free(e);
 }
 
@@ -593,11 +629,16 @@ static void test_emu_half_gemm_mixed_precision(void **state) {
         expect_same(c, want, 1, what);
         /* and what "f32 products and sums, rounded once" means, by hand for one element */
         float s = 0;
-        for (int q = 0; q < 4; q++) s += (float)lt_get_flat(a, 4 + q) * (float)lt_get_flat(b, q * 2 + 1);
+        for (int q = 0; q < 4; q++)
+            s += (float)lt_get_flat(a, 4 + q) * (float)lt_get_flat(b, q * 2 + 1);
         char one[2];
         lt_dtype_store(dt, one, (double)s);
         assert_true(lt_get_flat(c, 3) == lt_dtype_load(dt, one));
-        lt_tensor_free(a); lt_tensor_free(b); lt_tensor_free(ea); lt_tensor_free(eb); lt_tensor_free(c);
+        lt_tensor_free(a);
+        lt_tensor_free(b);
+        lt_tensor_free(ea);
+        lt_tensor_free(eb);
+        lt_tensor_free(c);
         lt_tensor_free(want);
     }
 }
@@ -643,7 +684,8 @@ static lt_status see_backend(void *ctx, int64_t i) {
     struct timespec ts = {0, 200000}; /* 0.2 ms: long enough for the workers to take tasks */
     nanosleep(&ts, NULL);
     if (lt__pool_slot() > 0) __atomic_add_fetch(&on_workers, 1, __ATOMIC_RELAXED);
-    if (lt_backend_default() != lt_backend_cuda_emu()) __atomic_add_fetch((int *)ctx, 1, __ATOMIC_RELAXED);
+    if (lt_backend_default() != lt_backend_cuda_emu())
+        __atomic_add_fetch((int *)ctx, 1, __ATOMIC_RELAXED);
     return LT_OK;
 }
 
@@ -658,7 +700,8 @@ static void test_thread_override(void **state) {
     assert_true(on_workers > 0); /* the workers did take part */
     assert_ptr_equal(lt__backend_set_thread(NULL), lt_backend_cuda_emu());
     assert_ptr_equal(lt_backend_default(), lt_backend_cpu());
-    LT_CHECK(lt__parallel_for(256, see_backend, &wrong)); /* no override: the cpu default everywhere */
+    LT_CHECK(
+        lt__parallel_for(256, see_backend, &wrong)); /* no override: the cpu default everywhere */
     assert_int_equal(wrong, 256);
     lt_set_threads(0);
 }

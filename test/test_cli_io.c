@@ -36,8 +36,9 @@ static char g_tmp[1100];   /* this test's folder, under the build directory */
 
 /* How a child runs. */
 typedef struct child_opts {
-    const char *stdout_path;   /* stdout goes there (created; a device is opened as it is); NULL: /dev/null */
-    long fsize;                /* > 0: RLIMIT_FSIZE in bytes, SIGXFSZ ignored (a write past it fails, EFBIG) */
+    const char *
+        stdout_path; /* stdout goes there (created; a device is opened as it is); NULL: /dev/null */
+    long fsize; /* > 0: RLIMIT_FSIZE in bytes, SIGXFSZ ignored (a write past it fails, EFBIG) */
     const char *env;           /* "NAME=VALUE" added to the child's environment, or NULL */
     int quiet;                 /* stderr to /dev/null (not read back) */
 } child_opts;
@@ -104,7 +105,8 @@ static int finish(pid_t pid, int errfd, char *err, size_t n) {
     int status;
     if (waitpid(pid, &status, 0) < 0) fail_msg("waitpid failed");
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-    if (WEXITSTATUS(status) == 127) fail_msg("%s not found or not executable (build it first: make)", g_bin);
+    if (WEXITSTATUS(status) == 127)
+        fail_msg("%s not found or not executable (build it first: make)", g_bin);
     return WEXITSTATUS(status);
 }
 
@@ -112,7 +114,8 @@ static int run_cli(const char *const *args, const child_opts *o, char *err, size
     int errfd;
     pid_t pid = spawn(args, o, &errfd);
     int rc = finish(pid, errfd, err, n);
-    if (strstr(err, "Sanitizer") || strstr(err, "runtime error")) fail_msg("sanitizer report:\n%s", err);
+    if (strstr(err, "Sanitizer") || strstr(err, "runtime error"))
+        fail_msg("sanitizer report:\n%s", err);
     return rc;
 }
 
@@ -135,7 +138,8 @@ static void rm_tree(const char *path) {
         struct dirent *e;
         char p[2400];
         while (d && (e = readdir(d)))
-            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) rm_tree(join(p, sizeof p, path, e->d_name));
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+                rm_tree(join(p, sizeof p, path, e->d_name));
         if (d) closedir(d);
         rmdir(path);
     } else {
@@ -162,8 +166,9 @@ static int count_prefixed(const char *dir, const char *prefix) {
     return n;
 }
 
-static const char tiny_yaml[] = "name: tiny\nmesh: {shape: [2]}\ntensors:\n  x: {shape: [3]}\nsteps:\n"
-                                "  - distribute: {tensor: x, placements: [\"S(0)\"], as: y}\n";
+static const char tiny_yaml[] =
+    "name: tiny\nmesh: {shape: [2]}\ntensors:\n  x: {shape: [3]}\nsteps:\n"
+    "  - distribute: {tensor: x, placements: [\"S(0)\"], as: y}\n";
 
 /* A sweep of 1728 cases: a JSON report of about a megabyte, written over
  * the whole run. */
@@ -171,7 +176,8 @@ static const char sweep_yaml[] =
     "name: many\ntensors:\n  x: {shape: [6, 5], dtype: $dtype}\nsweep:\n"
     "  mesh: [2x2, 2x3, 3x2, 4, 2, 3, 6, 8]\n  dtype: [f32, f64, bf16, f16, i32, i64]\n"
     "  from: {each: [R, \"S(0)\", \"S(1)\"]}\n  to: {each: [R, \"S(0)\", \"S(1)\"]}\nsteps:\n"
-    "  - distribute: {tensor: x, placements: $from, as: xd}\n  - redistribute: {tensor: xd, to: $to, as: y}\n"
+    "  - distribute: {tensor: x, placements: $from, as: xd}\n  - redistribute: {tensor: xd, to: "
+    "$to, as: y}\n"
     "  - expect_full: {tensor: y, equals: x, rtol: 0, atol: 0}\n";
 
 /* ---- 1. links: each real directory walked once, each file run once ---------------------- */
@@ -202,7 +208,8 @@ static void test_link_loops(void **state) {
     expect_in("stderr", err, want);
     snprintf(want, sizeof want, "skipped %s/b: a link to a directory already walked (%s)", d, d);
     expect_in("stderr", err, want);
-    snprintf(want, sizeof want, "skipped %s/l.yaml: a link to a file already run (%s/x.yaml)", d, d);
+    snprintf(want, sizeof want, "skipped %s/l.yaml: a link to a file already run (%s/x.yaml)", d,
+             d);
     expect_in("stderr", err, want);
     /* the same file named and found again: run once */
     const char *a2[] = {"run", join(p, sizeof p, d, "x.yaml"), d, NULL};
@@ -234,7 +241,8 @@ static void test_stdout_full(void **state) {
         {"show", "--mesh", "2", "--shape", "4", "--placements", "S(0)", NULL},
         /* more than a stdio buffer: a write fails while the command runs */
         {"show", "--mesh", "4", "--shape", "64,64", "--placements", "S(0)", "--json", NULL},
-        {"redistribute", "--mesh", "2", "--shape", "4", "--from", "S(0)", "--to", "R", "--json", NULL},
+        {"redistribute", "--mesh", "2", "--shape", "4", "--from", "S(0)", "--to", "R", "--json",
+         NULL},
         {"run", y, NULL},
         {"--version", NULL},
     };
@@ -264,11 +272,13 @@ static void test_report_write_fails(void **state) {
         child_opts o = {NULL, 100, NULL, 0};
         const char *a[] = {"run", y, opts[i], r, NULL};
         int rc = run_cli(a, &o, err, sizeof err);
-        if (rc != 2) fail_msg("run %s past the file size limit: exit %d, wanted 2:\n%s", opts[i], rc, err);
+        if (rc != 2)
+            fail_msg("run %s past the file size limit: exit %d, wanted 2:\n%s", opts[i], rc, err);
         snprintf(want, sizeof want, "%s: cannot write %s: %s", opts[i], r, strerror(EFBIG));
         expect_in("stderr", err, want);
         char *kept = lt_test_slurp(r, NULL);
-        if (!kept || strcmp(kept, "old\n")) fail_msg("%s changed after a failed write: '%s'", r, kept ? kept : "(gone)");
+        if (!kept || strcmp(kept, "old\n"))
+            fail_msg("%s changed after a failed write: '%s'", r, kept ? kept : "(gone)");
         free(kept);
         char pre[64];
         snprintf(pre, sizeof pre, "%s.tmp", names[i]);
@@ -307,7 +317,8 @@ static void test_concurrent_reports(void **state) {
     cJSON_Delete(j);
     free(text);
     text = lt_test_slurp(x, NULL);
-    if (!text || !strstr(text, "<testsuites ") || strlen(text) < 14 || strcmp(text + strlen(text) - 14, "</testsuites>\n"))
+    if (!text || !strstr(text, "<testsuites ") || strlen(text) < 14 ||
+        strcmp(text + strlen(text) - 14, "</testsuites>\n"))
         fail_msg("four runs writing %s left an incomplete JUnit file", x);
     free(text);
     if (count_prefixed(d, "r.json.tmp") || count_prefixed(d, "r.xml.tmp"))
@@ -344,7 +355,8 @@ static void test_killed_run_keeps_reports(void **state) {
     const char *kept[] = {r, x};
     for (int i = 0; i < 2; i++) {
         char *t = lt_test_slurp(kept[i], NULL);
-        if (!t || strcmp(t, "old\n")) fail_msg("a killed run changed %s: '%.80s'", kept[i], t ? t : "(gone)");
+        if (!t || strcmp(t, "old\n"))
+            fail_msg("a killed run changed %s: '%.80s'", kept[i], t ? t : "(gone)");
         free(t);
     }
     rm_tree(d);   /* with the killed run's temporary files */
@@ -392,7 +404,8 @@ static void test_escaped_echoes(void **state) {
     static char err[1 << 16];
     char d[1200], f[1300], outp[1300], want[3000];
     child_opts o = {NULL, 0, NULL, 0};
-    const char *a1[] = {"show", "--mesh", "2", "--shape", "4", "--placements", "S(0)\033[31mred", NULL};
+    const char *a1[] = {"show",         "--mesh",          "2", "--shape", "4",
+                        "--placements", "S(0)\033[31mred", NULL};
     assert_int_equal(run_cli(a1, &o, err, sizeof err), 2);
     expect_no_controls("stderr", err);
     expect_in("stderr", err, "S(0)\\x1b[31mred");
@@ -461,9 +474,11 @@ static void test_long_arguments_cut(void **state) {
     const char *reason2 = strrchr(err2, ':');
     if (!reason2 || strcmp(reason, reason2))
         fail_msg("the reason was lost:\n%s\nwanted the end of:\n%s", err, err2);
-    const char *a4[] = {"show", "--mesh", "2", "--shape", "4", "--placements", "R", "--dtype", big, NULL};
+    const char *a4[] = {"show",         "--mesh", "2",       "--shape", "4",
+                        "--placements", "R",      "--dtype", big,       NULL};
     assert_int_equal(run_cli(a4, &o, err, sizeof err), 2);
-    if (strlen(err) > 600 || !strstr(err, "bool")) fail_msg("a 2 KB --dtype hides the dtypes expected:\n%.800s", err);
+    if (strlen(err) > 600 || !strstr(err, "bool"))
+        fail_msg("a 2 KB --dtype hides the dtypes expected:\n%.800s", err);
 }
 
 /* ---- 6. sizes and environment variables blamed on what is wrong ------------------------- */
@@ -474,23 +489,27 @@ static void test_sizes_and_environment(void **state) {
     char want[512];
     child_opts o = {NULL, 0, NULL, 0};
     /* INT64_MAX elements fit in 64 bits: what is wrong is their bytes */
-    const char *a1[] = {"show", "--mesh", "2", "--shape", "9223372036854775807", "--placements", "R", NULL};
+    const char *a1[] = {"show",         "--mesh", "2", "--shape", "9223372036854775807",
+                        "--placements", "R",      NULL};
     assert_int_equal(run_cli(a1, &o, err, sizeof err), 2);
     if (strstr(err, "overflows")) fail_msg("INT64_MAX reported as an overflow:\n%s", err);
-    expect_in("stderr", err, "--shape 9223372036854775807: the tensor has 9223372036854775807 elements");
+    expect_in("stderr", err,
+              "--shape 9223372036854775807: the tensor has 9223372036854775807 elements");
     /* one more is past 64 bits */
-    const char *a2[] = {"show", "--mesh", "2", "--shape", "9223372036854775808", "--placements", "R", NULL};
+    const char *a2[] = {"show",         "--mesh", "2", "--shape", "9223372036854775808",
+                        "--placements", "R",      NULL};
     assert_int_equal(run_cli(a2, &o, err, sizeof err), 2);
     expect_in("stderr", err, "--shape");
     /* the bytes are of the dtype's size: 2^30 x 2^10 elements of f64 are
      * 2^43 bytes, 8192 GiB; 2^61 bools are 2^61 bytes */
-    const char *a3[] = {"show", "--mesh", "2", "--shape", "1073741824,1024", "--dtype", "f64", "--placements", "R", NULL};
+    const char *a3[] = {"show", "--mesh",       "2", "--shape", "1073741824,1024", "--dtype",
+                        "f64",  "--placements", "R", NULL};
     assert_int_equal(run_cli(a3, &o, err, sizeof err), 2);
     snprintf(want, sizeof want, "the tensor has %lld elements (%.1f GiB of f64)", 1LL << 40,
              (double)(1LL << 40) * 8 / 1073741824.0);
     expect_in("stderr", err, want);
-    const char *a4[] = {"show", "--mesh", "2", "--shape", "2305843009213693952", "--dtype", "bool", "--placements", "R",
-                        NULL};
+    const char *a4[] = {"show", "--mesh",       "2", "--shape", "2305843009213693952", "--dtype",
+                        "bool", "--placements", "R", NULL};
     assert_int_equal(run_cli(a4, &o, err, sizeof err), 2);
     snprintf(want, sizeof want, "the tensor has %lld elements (%.1f GiB of bool)", 1LL << 61,
              (double)(1LL << 61) / 1073741824.0);
@@ -504,7 +523,8 @@ static void test_sizes_and_environment(void **state) {
     for (int i = 0; i < 2; i++) {
         assert_int_equal(run_cli(cmds[i], &o, err, sizeof err), 2);
         expect_in("stderr", err, "localtensor: LOCALTENSOR_MEMORY_LIMIT: 'garbage'");
-        if (strstr(err, "--placements") || strstr(err, "--from")) fail_msg("an argument blamed:\n%s", err);
+        if (strstr(err, "--placements") || strstr(err, "--from"))
+            fail_msg("an argument blamed:\n%s", err);
     }
     o.env = "LT_BACKEND=garbage";
     assert_int_equal(run_cli(cmds[0], &o, err, sizeof err), 2);
@@ -519,7 +539,10 @@ static void test_message_helpers(void **state) {
     (void)state;
     char buf[LT_CLI_ECHO_BUF];
     assert_string_equal(lt__echo("a\033[1mb\tc\n", 0, buf, sizeof buf), "a\\x1b[1mb\\x09c\\x0a");
-    assert_string_equal(lt__echo("\xc2\x9b" "2J \xc3\xa9", 0, buf, sizeof buf), "\\xc2\\x9b2J \xc3\xa9");
+    assert_string_equal(lt__echo("\xc2\x9b"
+                                 "2J \xc3\xa9",
+                                 0, buf, sizeof buf),
+                        "\\xc2\\x9b2J \xc3\xa9");
     /* 100 two-byte characters cut to about 80 bytes: whole characters only */
     char text[256] = "";
     for (int i = 0; i < 100; i++) strcat(text, "\xc3\xa9");
@@ -539,7 +562,8 @@ static void test_message_helpers(void **state) {
     lt__err(LT_INVALID, "name '%s': the reason", big);
     lt__err_ctx(LT_INVALID, "--arg %s", big);
     const char *m = lt_errmsg();
-    if (strlen(m) > 2047 || strncmp(m, "--arg yyy", 9) || strcmp(m + strlen(m) - 13, "': the reason"))
+    if (strlen(m) > 2047 || strncmp(m, "--arg yyy", 9) ||
+        strcmp(m + strlen(m) - 13, "': the reason"))
         fail_msg("the reason was lost: ...%s", m + (strlen(m) > 60 ? strlen(m) - 60 : 0));
 }
 

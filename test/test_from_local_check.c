@@ -43,18 +43,22 @@ static int run_json(const char *name, const char *text, char **out, char **json)
 static void test_failed_check_is_a_fail(void **state) {
     (void)state;
     char *out, *json;
-    int rc = run_json("differ.yaml",
-                      "name: differ\nmesh: {shape: [2], names: [dp]}\nsteps:\n"
-                      "  - from_local: {ranks: [[1, 2, 3, 1], [1, 2, 3, 5]], placements: [R], as: x}\n"
-                      "  - expect_local: {tensor: x, ranks: [[1, 2, 3, 1], [1, 2, 3, 5]]}\n",
-                      &out, &json);
+    int rc =
+        run_json("differ.yaml",
+                 "name: differ\nmesh: {shape: [2], names: [dp]}\nsteps:\n"
+                 "  - from_local: {ranks: [[1, 2, 3, 1], [1, 2, 3, 5]], placements: [R], as: x}\n"
+                 "  - expect_local: {tensor: x, ranks: [[1, 2, 3, 1], [1, 2, 3, 5]]}\n",
+                 &out, &json);
     assert_int_equal(rc, 1);
     if (!strstr(out, "FAIL  ") || strstr(out, "ERROR") ||
-        !strstr(out, "differ.yaml:4:5: from_local: replicas along mesh dim dp differ: ranks 0 and 1 at index [3]: "
-                     "rank 0 has 1, rank 1 has 5 (declared R; a missing all_reduce? say check: false to skip this check)") ||
+        !strstr(out, "differ.yaml:4:5: from_local: replicas along mesh dim dp differ: ranks 0 and "
+                     "1 at index [3]: "
+                     "rank 0 has 1, rank 1 has 5 (declared R; a missing all_reduce? say check: "
+                     "false to skip this check)") ||
         !strstr(out, "0 passed, 1 failed, 0 errors"))
         fail_msg("a failed from_local check:\n%s", out);
-    if (!strstr(json, "\"checks\":2,\"checks_failed\":1") || !strstr(json, "\"step\":\"from_local\"") ||
+    if (!strstr(json, "\"checks\":2,\"checks_failed\":1") ||
+        !strstr(json, "\"step\":\"from_local\"") ||
         !strstr(json, "\"rank\":1,\"index\":\"[3]\",\"expected\":\"1\",\"actual\":\"5\""))
         fail_msg("JSON of a failed from_local check:\n%s", json);
     free(out), free(json);
@@ -64,13 +68,17 @@ static void test_failed_check_is_a_fail(void **state) {
  * (or run_check: false) it counts none. */
 static void test_check_counts(void **state) {
     (void)state;
-    static const char *const keys[] = {"", "check: false, ", "run_check: false, ", "run_check: true, "};
-    static const char *const want[] = {"\"checks\":1,", "\"checks\":0,", "\"checks\":0,", "\"checks\":1,"};
+    static const char *const keys[] = {"", "check: false, ", "run_check: false, ",
+                                       "run_check: true, "};
+    static const char *const want[] = {"\"checks\":1,", "\"checks\":0,", "\"checks\":0,",
+                                       "\"checks\":1,"};
     for (int i = 0; i < 4; i++) {
         char text[300], *out, *json;
-        snprintf(text, sizeof text, "name: same\nmesh: 2x2\nsteps:\n"
-                                    "  - from_local: {ranks: [[1], [2], [1], [2]], placements: [R, \"S(0)\"], %sas: x}\n",
-                 keys[i]);
+        snprintf(
+            text, sizeof text,
+            "name: same\nmesh: 2x2\nsteps:\n"
+            "  - from_local: {ranks: [[1], [2], [1], [2]], placements: [R, \"S(0)\"], %sas: x}\n",
+            keys[i]);
         assert_int_equal(run_json("same.yaml", text, &out, &json), 0);
         if (!strstr(out, "1 passed, 0 failed, 0 errors") || !strstr(json, want[i]))
             fail_msg("'%s': wanted %s\n%s\n%s", keys[i], want[i], out, json);
@@ -84,14 +92,17 @@ static void test_check_counts(void **state) {
 static void test_explicit_sizes(void **state) {
     (void)state;
     char *out, *json;
-    int rc = run_json("sizes.yaml",
-                      "name: sizes\nmesh: 2\nsteps:\n"
-                      "  - from_local: {ranks: [[1, 2], [3]], placements: [\"S(0,[1,2])\"], as: x}\n"
-                      "  - from_local: {ranks: [[1, 2], [3]], placements: [\"S(0,[1,2])\"], check: false, as: y}\n"
-                      "  - expect_local: {tensor: y, offsets: [[0], [2]]}\n",
-                      &out, &json);
+    int rc =
+        run_json("sizes.yaml",
+                 "name: sizes\nmesh: 2\nsteps:\n"
+                 "  - from_local: {ranks: [[1, 2], [3]], placements: [\"S(0,[1,2])\"], as: x}\n"
+                 "  - from_local: {ranks: [[1, 2], [3]], placements: [\"S(0,[1,2])\"], check: "
+                 "false, as: y}\n"
+                 "  - expect_local: {tensor: y, offsets: [[0], [2]]}\n",
+                 &out, &json);
     assert_int_equal(rc, 1);
-    if (!strstr(out, "sizes.yaml:4:5: from_local: shard sizes along mesh dim 0 contradict the declared S(0,[1,2]): "
+    if (!strstr(out, "sizes.yaml:4:5: from_local: shard sizes along mesh dim 0 contradict the "
+                     "declared S(0,[1,2]): "
                      "the shards give S(0,[2,1]) (say check: false to take the shards' sizes)") ||
         !strstr(out, "0 passed, 1 failed, 0 errors"))
         fail_msg("contradicted explicit sizes:\n%s", out);
@@ -122,8 +133,8 @@ static void test_c_api(void **state) {
     lt_dtensor *d = NULL;
     LT_EXPECT_STATUS(lt_from_local(&m, sh, pl, np, 1, &d), LT_MISMATCH);
     assert_null(d);
-    assert_string_equal(lt_errmsg(),
-                        "from_local run_check: replicas along mesh dim 1: ranks 2 and 3 differ at index [1]: rank 2 has 7, rank 3 has 8");
+    assert_string_equal(lt_errmsg(), "from_local run_check: replicas along mesh dim 1: ranks 2 and "
+                                     "3 differ at index [1]: rank 2 has 7, rank 3 has 8");
     LT_CHECK(lt_from_local(&m, sh, pl, np, 0, &d));
     lt_dtensor_free(d);
     for (int r = 0; r < 4; r++) lt_tensor_free(sh[r]);

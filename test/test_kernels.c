@@ -30,7 +30,8 @@ static void test_new_and_queries(void **state) {
     assert_string_equal(lt_shape_str(2, shape, buf, sizeof buf), "(2, 3)");
     assert_string_equal(lt_shape_str(0, shape, buf, sizeof buf), "()");
     char tiny[4];
-    assert_string_equal(lt_shape_str(2, shape, tiny, sizeof tiny), "(2,"); /* truncated, terminated */
+    assert_string_equal(lt_shape_str(2, shape, tiny, sizeof tiny),
+                        "(2,"); /* truncated, terminated */
     int64_t idx[] = {1, 2};
     lt_set(t, idx, 7.5);
     assert_true(lt_get_flat(t, 5) == 7.5);
@@ -107,7 +108,8 @@ static void test_from_doubles_every_dtype(void **state) {
     double vb[] = {0, 1, 1, 1};
     for (int i = 0; i < N_(all_dtypes); i++) {
         lt_tensor *t = mk(all_dtypes[i], 2, s, v);
-        lt_test_expect_values(t, 2, s, all_dtypes[i] == LT_BOOL ? vb : v, lt_dtype_name(all_dtypes[i]));
+        lt_test_expect_values(t, 2, s, all_dtypes[i] == LT_BOOL ? vb : v,
+                              lt_dtype_name(all_dtypes[i]));
         double out[4];
         lt_to_doubles(t, out);
         for (int j = 0; j < 4; j++) assert_true(out[j] == (all_dtypes[i] == LT_BOOL ? vb : v)[j]);
@@ -307,7 +309,8 @@ static void test_cast_rounding_by_hand(void **state) {
     LT_CHECK(lt_cast(x, LT_I32, &i32));
     LT_CHECK(lt_cast(x, LT_I64, &i64));
     LT_CHECK(lt_cast(x, LT_BOOL, &bo));
-    lt_test_expect_values(i32, 1, (int64_t[]){6}, (double[]){-1, 1, 2147483647, -2147483648.0, 0, 0}, "i32");
+    lt_test_expect_values(i32, 1, (int64_t[]){6},
+                          (double[]){-1, 1, 2147483647, -2147483648.0, 0, 0}, "i32");
     lt_test_expect_values(i64, 1, (int64_t[]){6}, (double[]){-1, 1, 3e9, -3e9, 0, 0}, "i64");
     lt_test_expect_values(bo, 1, (int64_t[]){6}, (double[]){1, 1, 1, 1, 1, 1}, "bool");
     lt_tensor_free(i32);
@@ -454,7 +457,8 @@ static void test_copy_strided_brute_force(void **state) {
         int64_t nb = lt_numel(db);
         for (int64_t i = 0; i < nb; i++)
             if (lt_get_flat(db, i) != (ddt == LT_BOOL ? 1 : sentinel))
-                fail_msg("copy iter %d wrote outside dst, at base element %lld", iter, (long long)i);
+                fail_msg("copy iter %d wrote outside dst, at base element %lld", iter,
+                         (long long)i);
         lt_tensor_free(src);
         lt_tensor_free(dst);
         lt_tensor_free(sb);
@@ -486,8 +490,9 @@ static void test_copy_transposed_tiles(void **state) {
         LT_CHECK(lt_copy(dt, c));
         lt_compare_result r;
         LT_CHECK(lt_compare(d, x, 0, 0, &r));
-        if (!r.equal) fail_msg("%s: copy into a transposed view: %lld differ", lt_dtype_name(dts[i]),
-                               (long long)r.ndiff);
+        if (!r.equal)
+            fail_msg("%s: copy into a transposed view: %lld differ", lt_dtype_name(dts[i]),
+                     (long long)r.ndiff);
         lt_tensor_free(dt);
         lt_tensor_free(d);
         lt_tensor_free(c);
@@ -540,7 +545,8 @@ static void test_accumulate_every_op_and_dtype(void **state) {
     double fsum[] = {5, 3, -3, 0.75}, fmax[] = {4, 5, 3, 0.5}, fmin[] = {1, -2, -6, 0.25},
            fprod[] = {4, -10, -18, 0.125};
     /* integers see a = {1, -2, 3, 0}, b = {4, 5, -6, 0} */
-    double isum[] = {5, 3, -3, 0}, imax[] = {4, 5, 3, 0}, imin[] = {1, -2, -6, 0}, iprod[] = {4, -10, -18, 0};
+    double isum[] = {5, 3, -3, 0}, imax[] = {4, 5, 3, 0}, imin[] = {1, -2, -6, 0},
+           iprod[] = {4, -10, -18, 0};
     double ba[] = {1, 0, 1, 0}, bb[] = {1, 1, 0, 0}, bor[] = {1, 1, 1, 0}, band[] = {1, 0, 0, 0};
     for (int i = 0; i < N_(all_dtypes); i++) {
         lt_dtype dt = all_dtypes[i];
@@ -617,7 +623,9 @@ static void test_accumulate_special(void **state) {
             double a = lt_get(ref, ix), b = lt_get(t, ix), r;
             r = op == LT_REDOP_MAX ? fmax(a, b) : op == LT_REDOP_MIN ? fmin(a, b)
               : op == LT_REDOP_PRODUCT ? (double)(float)(a * b) : (double)(float)(a + b);
-            if (lt_get(dst, ix) != r) fail_msg("strided %s: got %g wanted %g", lt_redop_name((lt_redop)op), lt_get(dst, ix), r);
+            if (lt_get(dst, ix) != r)
+                fail_msg("strided %s: got %g wanted %g", lt_redop_name((lt_redop)op),
+                         lt_get(dst, ix), r);
         } while (next_index(2, t->shape, ix));
         lt_tensor_free(ref);
     }
@@ -730,10 +738,11 @@ static void test_compare(void **state) {
 static void test_structured_errors(void **state) {
     (void)state;
     int is_while = -1;
-    assert_int_equal(lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s", "x"), LT_UNSUPPORTED);
+    assert_int_equal(lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s", "x"),
+                     LT_UNSUPPORTED);
     assert_int_equal(lt_errinfo()->code, LT_ERR_NOT_YET);
     assert_int_equal(lt_errinfo()->status, LT_UNSUPPORTED);
-    lt__err_ctx(LT_UNSUPPORTED, "matmul");                 /* context keeps the sub-code and the problem */
+    lt__err_ctx(LT_UNSUPPORTED, "matmul"); /* context keeps the sub-code and the problem */
     assert_string_equal(lt_errmsg(), "matmul: not supported yet: x");
     assert_int_equal(lt_errinfo()->code, LT_ERR_NOT_YET);
     assert_string_equal(lt_errinfo()->problem, "not supported yet: x");
@@ -754,7 +763,8 @@ static void test_structured_errors(void **state) {
     lt__err_ctx_in(LT_INVALID, "distribute", " of '%s'", "x");
     assert_string_equal(lt_error_lead(lt_errinfo(), &is_while), "distribute");
     assert_false(is_while);
-    assert_string_equal(lt_errmsg(), "distribute of 'x': while planning w: from_local: rank 3 has no shard");
+    assert_string_equal(lt_errmsg(),
+                        "distribute of 'x': while planning w: from_local: rank 3 has no shard");
     lt_error copy = *lt_errinfo();                         /* a failure handed on as data */
     lt__err_at(LT_NOMEM, "f.yaml", 3, 5, "out of memory");
     lt__err_ctx(LT_NOMEM, "loading");
@@ -768,10 +778,11 @@ static void test_structured_errors(void **state) {
     assert_int_equal(len, strlen("loading: f.yaml:3:5: out of memory"));
     assert_string_equal(small, "loading ...  memory");   /* its first and last 7 bytes */
     lt__err_restore(LT_INVALID, NULL, &copy);
-    assert_string_equal(lt_errmsg(), "distribute of 'x': while planning w: from_local: rank 3 has no shard");
+    assert_string_equal(lt_errmsg(),
+                        "distribute of 'x': while planning w: from_local: rank 3 has no shard");
     assert_int_equal(lt_errinfo()->status, LT_INVALID);
     assert_int_equal(lt_errinfo()->position.line, 0);
-    lt__err(LT_INVALID, "bad");                            /* more contexts than slots: the text stays whole */
+    lt__err(LT_INVALID, "bad"); /* more contexts than slots: the text stays whole */
     for (int i = 0; i < LT_ERR_CONTEXT_MAX + 2; i++) lt__err_ctx(LT_INVALID, "c%d", i);
     assert_string_equal(lt_errmsg(), "c5: c4: c3: c2: c1: c0: bad");
     assert_int_equal(lt_errinfo()->ncontext, LT_ERR_CONTEXT_MAX);
@@ -873,7 +884,7 @@ static void test_cache_memo(void **state) {
     assert_int_equal(misses, 1);
     k.w[0] = 2;                                             /* same length, other key */
     assert_null(lt__cache_lookup(&c, &m, &k, &h));
-    pthread_t t;                                            /* another thread memoises, then exits */
+    pthread_t t; /* another thread memoises, then exits */
     assert_int_equal(pthread_create(&t, NULL, memo_thread, &c), 0);
     void *got;
     assert_int_equal(pthread_join(t, &got), 0);
@@ -884,7 +895,7 @@ static void test_cache_memo(void **state) {
     pthread_t t2;
     assert_int_equal(pthread_create(&t2, NULL, memo_thread_wait, &c), 0);
     while (!__atomic_load_n(&memo_filled, __ATOMIC_ACQUIRE)) sched_yield();
-    assert_int_equal(cache_refs[0], 4);                     /* table + this memo + caller + t2's memo */
+    assert_int_equal(cache_refs[0], 4); /* table + this memo + caller + t2's memo */
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) _exit(cache_refs[0] == 3 ? 0 : 1);

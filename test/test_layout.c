@@ -62,8 +62,8 @@ static ilist chunk_piece(const ilist *l, int k, int j) {
 }
 
 /* returns 0 when the layout is rejected for this rank */
-static int ref_layout(const lt_mesh *m, int ndim, const int64_t *g, const lt_placement *pl, int rank,
-                      ilist *lists) {
+static int ref_layout(const lt_mesh *m, int ndim, const int64_t *g, const lt_placement *pl,
+                      int rank, ilist *lists) {
     int c[8];
     lt_mesh_coord(m, rank, c);
     for (int d = 0; d < ndim; d++) {
@@ -127,7 +127,8 @@ static int options(int k, int ndim, const int64_t *g, lt_placement *o) {
 
 static long n_checked, n_rejected;
 
-static void check_layout_vs_ref(const lt_mesh *m, int ndim, const int64_t *g, const lt_placement *pl) {
+static void check_layout_vs_ref(const lt_mesh *m, int ndim, const int64_t *g,
+                                const lt_placement *pl) {
     char txt[256], ms[64], gs[64];
     lt_placements_format(pl, m->ndim, txt, sizeof txt);
     lt_mesh_str(m, ms, sizeof ms);
@@ -139,7 +140,9 @@ static void check_layout_vs_ref(const lt_mesh *m, int ndim, const int64_t *g, co
     }
     lt_status st = lt_layout_check(m, ndim, g, pl);
     if (!ref_ok) {
-        if (st != LT_INVALID) fail_msg("mesh %s shape %s %s: reference rejects, layout gives %s", ms, gs, txt, lt_status_str(st));
+        if (st != LT_INVALID)
+            fail_msg("mesh %s shape %s %s: reference rejects, layout gives %s", ms, gs, txt,
+                     lt_status_str(st));
         n_rejected++;
         return;
     }
@@ -156,29 +159,35 @@ static void check_layout_vs_ref(const lt_mesh *m, int ndim, const int64_t *g, co
         assert_int_equal(l.lists, !empty);
         for (int d = 0; d < ndim; d++) {
             if (ls[d] != lists[d].n || l.global_offset[d] != go[d])
-                fail_msg("mesh %s shape %s %s rank %d dim %d: local_shape_and_offset gives (%lld, %lld), the layout (%lld, %lld)",
-                         ms, gs, txt, r, d, (long long)ls[d], (long long)go[d], (long long)l.local_shape[d],
-                         (long long)l.global_offset[d]);
+                fail_msg("mesh %s shape %s %s rank %d dim %d: local_shape_and_offset gives (%lld, "
+                         "%lld), the layout (%lld, %lld)",
+                         ms, gs, txt, r, d, (long long)ls[d], (long long)go[d],
+                         (long long)l.local_shape[d], (long long)l.global_offset[d]);
             int consecutive = 1;
-            for (int64_t i = 1; i < lists[d].n; i++) consecutive &= lists[d].v[i] == lists[d].v[i - 1] + 1;
+            for (int64_t i = 1; i < lists[d].n; i++)
+                consecutive &= lists[d].v[i] == lists[d].v[i - 1] + 1;
             if (l.contiguous[d] != consecutive)
-                fail_msg("mesh %s shape %s %s rank %d dim %d: contiguous %d, reference %d", ms, gs, txt, r, d,
-                         l.contiguous[d], consecutive);
-            if (empty && l.idx[d]) fail_msg("mesh %s shape %s %s: a list was built for an empty tensor", ms, gs, txt);
+                fail_msg("mesh %s shape %s %s rank %d dim %d: contiguous %d, reference %d", ms, gs,
+                         txt, r, d, l.contiguous[d], consecutive);
+            if (empty && l.idx[d])
+                fail_msg("mesh %s shape %s %s: a list was built for an empty tensor", ms, gs, txt);
             if (l.local_shape[d] != lists[d].n)
-                fail_msg("mesh %s shape %s %s rank %d dim %d: local size %lld, reference %lld", ms, gs, txt, r, d,
-                         (long long)l.local_shape[d], (long long)lists[d].n);
+                fail_msg("mesh %s shape %s %s rank %d dim %d: local size %lld, reference %lld", ms,
+                         gs, txt, r, d, (long long)l.local_shape[d], (long long)lists[d].n);
             int sharded = 0;
-            for (int i = 0; i < m->ndim; i++) sharded |= lt_placement_is_shard_like(&pl[i]) && pl[i].dim == d;
+            for (int i = 0; i < m->ndim; i++)
+                sharded |= lt_placement_is_shard_like(&pl[i]) && pl[i].dim == d;
             int64_t want_off = !sharded ? 0 : (lists[d].n ? lists[d].v[0] : g[d]);
             if (l.global_offset[d] != want_off)
-                fail_msg("mesh %s shape %s %s rank %d dim %d: offset %lld, reference %lld", ms, gs, txt, r, d,
-                         (long long)l.global_offset[d], (long long)want_off);
+                fail_msg("mesh %s shape %s %s rank %d dim %d: offset %lld, reference %lld", ms, gs,
+                         txt, r, d, (long long)l.global_offset[d], (long long)want_off);
             for (int64_t i = 0; !empty && i < lists[d].n; i++) {
                 int64_t got = l.idx[d] ? l.idx[d][i] : i;
                 if (got != lists[d].v[i])
-                    fail_msg("mesh %s shape %s %s rank %d dim %d: local %lld is global %lld, reference %lld", ms, gs,
-                             txt, r, d, (long long)i, (long long)got, (long long)lists[d].v[i]);
+                    fail_msg("mesh %s shape %s %s rank %d dim %d: local %lld is global %lld, "
+                             "reference %lld",
+                             ms, gs, txt, r, d, (long long)i, (long long)got,
+                             (long long)lists[d].v[i]);
             }
         }
         lt_rank_layout_free(&l);
@@ -217,12 +226,14 @@ static void test_brute_force(void **state) {
     const int64_t sizes1[] = {0, 1, 2, 3, 5, 8, 9, 13};
     const int64_t shapes2[][2] = {{0, 3}, {5, 7}, {3, 2}, {1, 1}, {9, 4}, {0, 13}, {6, 0}};
     for (size_t mi = 0; mi < sizeof meshes / sizeof meshes[0]; mi++) {
-        for (size_t s = 0; s < sizeof sizes1 / sizeof sizes1[0]; s++) sweep_mesh(meshes[mi], 1, &sizes1[s]);
+        for (size_t s = 0; s < sizeof sizes1 / sizeof sizes1[0]; s++)
+            sweep_mesh(meshes[mi], 1, &sizes1[s]);
         int three = strchr(meshes[mi], 'x') && strchr(strchr(meshes[mi], 'x') + 1, 'x');
         for (size_t s = 0; s < sizeof shapes2 / sizeof shapes2[0]; s++)
             if (!three || s < 2) sweep_mesh(meshes[mi], 2, shapes2[s]);
     }
-    print_message("layout vs reference: %ld layouts checked, %ld rejected by both\n", n_checked, n_rejected);
+    print_message("layout vs reference: %ld layouts checked, %ld rejected by both\n", n_checked,
+                  n_rejected);
     assert_true(n_checked > 10000);
     assert_true(n_rejected > 100);
 }
@@ -261,7 +272,9 @@ static void test_layout_memo_interleaved(void **state) {
     for (int round = 0; round < 3; round++)
         for (int r = 0; r < 8; r++)
             for (int y = 0; y < NS; y++) {
-                int x = round == 1 ? NS - 1 - y : round == 2 ? (y * 5) % NS : y;   /* 5 and NS are coprime */
+                int x = round == 1   ? NS - 1 - y
+                        : round == 2 ? (y * 5) % NS
+                                     : y; /* 5 and NS are coprime */
                 if (r >= m[x].world) continue;
                 ilist lists[2];
                 assert_true(ref_layout(&m[x], 2, specs[x].g, pl[x], r, lists));
@@ -272,16 +285,19 @@ static void test_layout_memo_interleaved(void **state) {
                 for (int d = 0; d < 2; d++) {
                     int64_t want_off = lists[d].n ? lists[d].v[0] : 0;
                     int sharded = 0;
-                    for (int i = 0; i < m[x].ndim; i++) sharded |= lt_placement_is_shard_like(&pl[x][i]) && pl[x][i].dim == d;
+                    for (int i = 0; i < m[x].ndim; i++)
+                        sharded |= lt_placement_is_shard_like(&pl[x][i]) && pl[x][i].dim == d;
                     if (sharded && !lists[d].n) want_off = specs[x].g[d];
                     if (!sharded) want_off = 0;
-                    if (ls[d] != lists[d].n || go[d] != want_off || l.local_shape[d] != lists[d].n ||
-                        l.global_offset[d] != want_off)
-                        fail_msg("round %d, %s on %s (%lld, %lld), rank %d dim %d: (%lld, %lld) and (%lld, %lld), "
+                    if (ls[d] != lists[d].n || go[d] != want_off ||
+                        l.local_shape[d] != lists[d].n || l.global_offset[d] != want_off)
+                        fail_msg("round %d, %s on %s (%lld, %lld), rank %d dim %d: (%lld, %lld) "
+                                 "and (%lld, %lld), "
                                  "reference (%lld, %lld)",
-                                 round, specs[x].pls, specs[x].mesh, (long long)specs[x].g[0], (long long)specs[x].g[1],
-                                 r, d, (long long)ls[d], (long long)go[d], (long long)l.local_shape[d],
-                                 (long long)l.global_offset[d], (long long)lists[d].n, (long long)want_off);
+                                 round, specs[x].pls, specs[x].mesh, (long long)specs[x].g[0],
+                                 (long long)specs[x].g[1], r, d, (long long)ls[d], (long long)go[d],
+                                 (long long)l.local_shape[d], (long long)l.global_offset[d],
+                                 (long long)lists[d].n, (long long)want_off);
                     for (int64_t i = 0; i < lists[d].n; i++)
                         assert_int_equal(l.idx[d] ? l.idx[d][i] : i, lists[d].v[i]);
                 }
@@ -307,7 +323,8 @@ static void test_layout_memo_big_mesh(void **state) {
         for (int r = 0; r < big.world; r += 7) {
             int64_t ls, go, *ref = malloc(sizeof(int64_t) * (size_t)*g1);
             assert_non_null(ref);
-            for (int64_t i = 0; i < *g1; i++) ref[i] = i;   /* the reference's splits, on a list this long */
+            for (int64_t i = 0; i < *g1; i++)
+                ref[i] = i; /* the reference's splits, on a list this long */
             int64_t n = *g1, c[3];
             int cc[3];
             lt_mesh_coord(&big, r, cc);
@@ -322,8 +339,10 @@ static void test_layout_memo_big_mesh(void **state) {
                     for (int64_t j = 0; j < sf; j++) {
                         int64_t plo = j * pc, phi = plo + pc < n ? plo + pc : n;
                         if (plo >= n) break;
-                        int64_t pn = phi - plo, ch = (pn + k - 1) / k, lo = c[i] * ch, hi = lo + ch < pn ? lo + ch : pn;
-                        for (int64_t q = lo; q < hi; q++) ref[out++] = ref[plo + q];   /* out <= plo + q: in place */
+                        int64_t pn = phi - plo, ch = (pn + k - 1) / k, lo = c[i] * ch,
+                                hi = lo + ch < pn ? lo + ch : pn;
+                        for (int64_t q = lo; q < hi; q++)
+                            ref[out++] = ref[plo + q]; /* out <= plo + q: in place */
                     }
                 }
                 n = out;
@@ -355,11 +374,12 @@ static void expect_rank_indices(const char *mesh_s, int64_t n, const char *pls, 
         lt_rank_layout l;
         LT_CHECK(lt_layout_rank(&m, 1, &n, pl, r, &l));
         if (l.local_shape[0] != want_n[r])
-            fail_msg("%s on %s rank %d: %lld indices, wanted %lld", pls, mesh_s, r, (long long)l.local_shape[0], (long long)want_n[r]);
+            fail_msg("%s on %s rank %d: %lld indices, wanted %lld", pls, mesh_s, r,
+                     (long long)l.local_shape[0], (long long)want_n[r]);
         for (int64_t i = 0; i < want_n[r]; i++)
             if (l.idx[0][i] != want[r][i])
-                fail_msg("%s on %s rank %d: index %lld is %lld, wanted %lld", pls, mesh_s, r, (long long)i,
-                         (long long)l.idx[0][i], (long long)want[r][i]);
+                fail_msg("%s on %s rank %d: index %lld is %lld, wanted %lld", pls, mesh_s, r,
+                         (long long)i, (long long)l.idx[0][i], (long long)want[r][i]);
         lt_rank_layout_free(&l);
     }
 }
@@ -367,26 +387,30 @@ static void expect_rank_indices(const char *mesh_s, int64_t n, const char *pls, 
 static void test_strided_examples(void **state) {
     (void)state;
     /* seed: arange(5) on (DP=2, TP=2) with [SS(0,2), S(0)] */
-    expect_rank_indices("dp=2,tp=2", 5, "SS(0,2),S(0)", 4,
-                        (const int64_t *const[]){(int64_t[]){0, 1}, (int64_t[]){3}, (int64_t[]){2}, (int64_t[]){4}},
-                        (int64_t[]){2, 1, 1, 1});
+    expect_rank_indices(
+        "dp=2,tp=2", 5, "SS(0,2),S(0)", 4,
+        (const int64_t *const[]){(int64_t[]){0, 1}, (int64_t[]){3}, (int64_t[]){2}, (int64_t[]){4}},
+        (int64_t[]){2, 1, 1, 1});
     /* arange(9), SS(0,2) on 4 ranks */
     expect_rank_indices("4", 9, "SS(0,2)", 4,
-                        (const int64_t *const[]){(int64_t[]){0, 1, 5}, (int64_t[]){2, 3, 6}, (int64_t[]){4, 7}, (int64_t[]){8}},
+                        (const int64_t *const[]){(int64_t[]){0, 1, 5}, (int64_t[]){2, 3, 6},
+                                                 (int64_t[]){4, 7}, (int64_t[]){8}},
                         (int64_t[]){3, 3, 2, 1});
     /* arange(8), SS(0,2) on 4 ranks */
     expect_rank_indices("4", 8, "SS(0,2)", 4,
-                        (const int64_t *const[]){(int64_t[]){0, 4}, (int64_t[]){1, 5}, (int64_t[]){2, 6}, (int64_t[]){3, 7}},
+                        (const int64_t *const[]){(int64_t[]){0, 4}, (int64_t[]){1, 5},
+                                                 (int64_t[]){2, 6}, (int64_t[]){3, 7}},
                         (int64_t[]){2, 2, 2, 2});
     /* uneven: arange(9) on 4x2 with [SS(0,2), S(0)]: rank (3,0) = [8], (3,1) = [] */
     expect_rank_indices("4x2", 9, "SS(0,2),S(0)", 8,
-                        (const int64_t *const[]){(int64_t[]){0, 1}, (int64_t[]){5}, (int64_t[]){2, 3},
-                                                 (int64_t[]){6}, (int64_t[]){4}, (int64_t[]){7},
-                                                 (int64_t[]){8}, (int64_t[]){0}},
+                        (const int64_t *const[]){(int64_t[]){0, 1}, (int64_t[]){5},
+                                                 (int64_t[]){2, 3}, (int64_t[]){6}, (int64_t[]){4},
+                                                 (int64_t[]){7}, (int64_t[]){8}, (int64_t[]){0}},
                         (int64_t[]){2, 1, 2, 1, 1, 1, 1, 0});
     /* SS(d,1) equals S(d) */
     expect_rank_indices("4", 5, "SS(0,1)", 4,
-                        (const int64_t *const[]){(int64_t[]){0, 1}, (int64_t[]){2, 3}, (int64_t[]){4}, (int64_t[]){0}},
+                        (const int64_t *const[]){(int64_t[]){0, 1}, (int64_t[]){2, 3},
+                                                 (int64_t[]){4}, (int64_t[]){0}},
                         (int64_t[]){2, 2, 1, 0});
 }
 
@@ -487,16 +511,20 @@ static void test_global_info(void **state) {
     int64_t gs[3], gst[3];
     LT_CHECK(lt_mesh_parse("2", &m));
     LT_CHECK(lt_placements_parse("S(2)", pl, 3, &np));
-    LT_CHECK(lt_compute_global_tensor_info(&m, 3, (int64_t[]){4, 8, 2}, (int64_t[]){16, 1, 8}, pl, gs, gst));
+    LT_CHECK(lt_compute_global_tensor_info(&m, 3, (int64_t[]){4, 8, 2}, (int64_t[]){16, 1, 8}, pl,
+                                           gs, gst));
     assert_int_equal(gs[0], 4); assert_int_equal(gs[1], 8); assert_int_equal(gs[2], 4);
     assert_int_equal(gst[0], 32); assert_int_equal(gst[1], 1); assert_int_equal(gst[2], 8);
     LT_CHECK(lt_mesh_parse("2x3x4", &m));
     LT_CHECK(lt_placements_parse("S(0),S(1),S(2)", pl, 3, &np));
-    LT_CHECK(lt_compute_global_tensor_info(&m, 3, (int64_t[]){2, 3, 1}, (int64_t[]){3, 1, 1}, pl, gs, gst));
+    LT_CHECK(lt_compute_global_tensor_info(&m, 3, (int64_t[]){2, 3, 1}, (int64_t[]){3, 1, 1}, pl,
+                                           gs, gst));
     assert_int_equal(gs[0], 4); assert_int_equal(gs[1], 9); assert_int_equal(gs[2], 4);
     assert_int_equal(gst[0], 36); assert_int_equal(gst[1], 1); assert_int_equal(gst[2], 3);
     LT_CHECK(lt_placements_parse("S(3),R,R", pl, 3, &np));
-    LT_EXPECT_STATUS(lt_compute_global_tensor_info(&m, 3, (int64_t[]){2, 3, 1}, (int64_t[]){3, 1, 1}, pl, gs, gst), LT_INVALID);
+    LT_EXPECT_STATUS(lt_compute_global_tensor_info(&m, 3, (int64_t[]){2, 3, 1},
+                                                   (int64_t[]){3, 1, 1}, pl, gs, gst),
+                     LT_INVALID);
 }
 
 static void test_chunk_size_and_offset(void **state) {
@@ -554,12 +582,15 @@ static void expect_rank(const char *mesh_s, const char *pls, int64_t g1, int ran
     LT_CHECK(lt_placements_check(&m, 2, pl, np, pl));
     lt_rank_layout l;
     LT_CHECK(lt_layout_rank(&m, 2, g, pl, rank, &l));
-    if (l.lists || l.idx[0] || l.idx[1]) fail_msg("%s on %s: index lists built for a tensor without elements", pls, mesh_s);
+    if (l.lists || l.idx[0] || l.idx[1])
+        fail_msg("%s on %s: index lists built for a tensor without elements", pls, mesh_s);
     if (l.local_shape[0] != 0 || l.local_shape[1] != want_len || l.global_offset[1] != want_off ||
         l.contiguous[1] != want_contig)
-        fail_msg("%s on %s rank %d: (%lld, %lld) at offset %lld, contiguous %d; wanted (0, %lld) at %lld, %d", pls,
-                 mesh_s, rank, (long long)l.local_shape[0], (long long)l.local_shape[1], (long long)l.global_offset[1],
-                 l.contiguous[1], (long long)want_len, (long long)want_off, want_contig);
+        fail_msg("%s on %s rank %d: (%lld, %lld) at offset %lld, contiguous %d; wanted (0, %lld) "
+                 "at %lld, %d",
+                 pls, mesh_s, rank, (long long)l.local_shape[0], (long long)l.local_shape[1],
+                 (long long)l.global_offset[1], l.contiguous[1], (long long)want_len,
+                 (long long)want_off, want_contig);
     lt_rank_layout_free(&l);
     int64_t ls[2], go[2];
     LT_CHECK(lt_local_shape_and_offset(&m, 2, g, pl, rank, ls, go));
@@ -624,7 +655,8 @@ static void test_contiguous_strides_overflow(void **state) {
     (void)state;
     int64_t st[3];
     assert_int_equal(lt_contiguous_strides(3, (int64_t[]){0, P62, 4}, st), 1);
-    assert_int_equal(lt_contiguous_strides(3, (int64_t[]){(int64_t)1 << 40, 0, (int64_t)1 << 40}, st), 0);
+    assert_int_equal(
+        lt_contiguous_strides(3, (int64_t[]){(int64_t)1 << 40, 0, (int64_t)1 << 40}, st), 0);
     assert_int_equal(st[0], (int64_t)1 << 40);
     assert_int_equal(st[1], (int64_t)1 << 40);
     assert_int_equal(st[2], 1);

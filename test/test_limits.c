@@ -130,14 +130,17 @@ static void test_empty_huge_library(void **state) {
 static void test_empty_huge_cli(void **state) {
     (void)state;
     static char out[65536];
-    const char *show[] = {"show", "--mesh", "2", "--shape", "0,4611686018427387904", "--placements", "S(1)"};
+    const char *show[] = {"show",         "--mesh", "2", "--shape", "0,4611686018427387904",
+                          "--placements", "S(1)"};
     assert_int_equal(cli(lt_cli_show, show, 7, out, sizeof out), 0);
     expect_text(out, "(0, 2305843009213693952)");
-    const char *red[] = {"redistribute", "--mesh", "2", "--shape", "0,4611686018427387904", "--from", "R", "--to", "S(1)"};
+    const char *red[] = {"redistribute", "--mesh", "2",    "--shape", "0,4611686018427387904",
+                         "--from",       "R",      "--to", "S(1)"};
     assert_int_equal(cli(lt_cli_redistribute, red, 9, out, sizeof out), 0);
     expect_text(out, "(0, 2305843009213693952)");
     expect_text(out, "verified: yes");
-    const char *ss[] = {"redistribute", "--mesh", "2x2", "--shape", "0,4611686018427387904", "--from", "SS(1,2),S(1)", "--to", "R,R"};
+    const char *ss[] = {"redistribute", "--mesh",       "2x2",  "--shape", "0,4611686018427387904",
+                        "--from",       "SS(1,2),S(1)", "--to", "R,R"};
     assert_int_equal(cli(lt_cli_redistribute, ss, 9, out, sizeof out), 0);
 }
 
@@ -176,7 +179,8 @@ static void test_redistribute_estimate(void **state) {
     lt_plan *p = NULL;
     LT_CHECK(lt_plan_redistribute(&m, LT_F32, 2, shape, src, dst, 3, NULL, &p));
     uint64_t want = 0, want_nv = 0,
-             tables = (16384 + 4096) * (56 + 40 * (uint64_t)(lt__pool_width() - 1)) + 512 * LT__VERIFY_RANK_BYTES;
+             tables = (16384 + 4096) * (56 + 40 * (uint64_t)(lt__pool_width() - 1)) +
+                      512 * LT__VERIFY_RANK_BYTES;
     for (int s = 0; s < p->nsteps; s++) {
         const lt_placement *after = p->steps[s].after;
         /* a step of the collective-move table holds what it received too */
@@ -225,14 +229,16 @@ static void test_redistribute_cli_refuses_fast(void **state) {
     (void)state;
     static char out[8192];
     setenv("LOCALTENSOR_MEMORY_LIMIT", "256M", 1);
-    const char *a[] = {"redistribute", "--mesh", "8x8x8", "--shape", "16384,4096", "--from", "S(0),S(1),R", "--to", "R,S(0),S(1)"};
+    const char *a[] = {"redistribute", "--mesh",      "8x8x8", "--shape",    "16384,4096",
+                       "--from",       "S(0),S(1),R", "--to",  "R,S(0),S(1)"};
     double t0 = now_s();
     int rc = cli(lt_cli_redistribute, a, 9, out, sizeof out);
     double dt = now_s() - t0;
     unsetenv("LOCALTENSOR_MEMORY_LIMIT");
     assert_int_equal(rc, 2);
     expect_text(out, "this redistribute (its source, then step ");
-    expect_text(out, "needs 768.0 MiB for the shards of all 512 ranks, more than this machine's 256.0 MiB of memory allowed by LOCALTENSOR_MEMORY_LIMIT");
+    expect_text(out, "needs 768.0 MiB for the shards of all 512 ranks, more than this machine's "
+                     "256.0 MiB of memory allowed by LOCALTENSOR_MEMORY_LIMIT");
     if (dt > 5) fail_msg("took %.1f s to refuse", dt);
 }
 
@@ -261,9 +267,11 @@ static void test_redistribute_refused_under_rlimit(void **state) {
         if (setrlimit(RLIMIT_AS, &rl)) _exit(91);
         dup2(fileno(t), 1);
         dup2(fileno(t), 2);
-        char *argv[] = {(char *)"redistribute", (char *)"--mesh", (char *)"8x8x8", (char *)"--shape",
-                        (char *)"16384,4096", (char *)"--from", (char *)"S(0),S(1),R", (char *)"--to",
-                        (char *)"R,S(0),S(1)", NULL};
+        char *argv[] = {(char *)"redistribute", (char *)"--mesh",
+                        (char *)"8x8x8",        (char *)"--shape",
+                        (char *)"16384,4096",   (char *)"--from",
+                        (char *)"S(0),S(1),R",  (char *)"--to",
+                        (char *)"R,S(0),S(1)",  NULL};
         int rc = lt_cli_redistribute(9, argv);
         fflush(stdout);
         fflush(stderr);
@@ -273,7 +281,8 @@ static void test_redistribute_refused_under_rlimit(void **state) {
     assert_int_equal(waitpid(pid, &status, 0), pid);
     char *out = lt_test_slurp_fp(t);
     fclose(t);
-    if (!WIFEXITED(status)) fail_msg("the child was killed by signal %d:\n%s", WTERMSIG(status), out);
+    if (!WIFEXITED(status))
+        fail_msg("the child was killed by signal %d:\n%s", WTERMSIG(status), out);
     if (WEXITSTATUS(status) != 2) fail_msg("exit %d, wanted 2:\n%s", WEXITSTATUS(status), out);
     expect_text(out, "this redistribute (its source, then step ");
     expect_text(out, "needs 768.0 MiB for the shards of all 512 ranks, more than this machine's ");
@@ -308,7 +317,8 @@ static void test_redistribute_refused_before_running(void **state) {
     unsetenv("LOCALTENSOR_MEMORY_LIMIT");
     LT_EXPECT_STATUS(st, LT_NOMEM);
     assert_null(out);
-    expect_text(lt_errmsg(), "this redistribute (step 2) needs 48.0 KiB for the shards of all 4 ranks, more than this machine's 32.0 KiB");
+    expect_text(lt_errmsg(), "this redistribute (step 2) needs 48.0 KiB for the shards of all 4 "
+                             "ranks, more than this machine's 32.0 KiB");
     assert_int_equal(lt_trace_count(lt_comm_trace(c)), 0); /* no collective ran */
     LT_CHECK(lt_redistribute(d, dst, 2, &o, &out, NULL));   /* without the budget it runs */
     lt_dtensor_free(out);
@@ -327,7 +337,8 @@ static void test_show_refused(void **state) {
     int rc = cli(lt_cli_show, a, 7, out, sizeof out);
     unsetenv("LOCALTENSOR_MEMORY_LIMIT");
     assert_int_equal(rc, 2);
-    expect_text(out, "needs 256.0 KiB for the shards of all 256 ranks, more than this machine's 128.0 KiB of memory allowed by LOCALTENSOR_MEMORY_LIMIT");
+    expect_text(out, "needs 256.0 KiB for the shards of all 256 ranks, more than this machine's "
+                     "128.0 KiB of memory allowed by LOCALTENSOR_MEMORY_LIMIT");
 }
 
 /* --json builds a cJSON node per value (LT_JSON_BYTES_PER_VALUE = 192 bytes
@@ -340,7 +351,8 @@ static void test_json_document_refused(void **state) {
     setenv("LOCALTENSOR_MEMORY_LIMIT", "64M", 1);
     const char *a[] = {"show", "--mesh", "64", "--shape", "16384", "--placements", "R", "--json"};
     int rc = cli(lt_cli_show, a, 8, out, sizeof out);
-    const char *b[] = {"redistribute", "--mesh", "64", "--shape", "16384", "--from", "S(0)", "--to", "R", "--json"};
+    const char *b[] = {"redistribute", "--mesh", "64",   "--shape", "16384",
+                       "--from",       "S(0)",   "--to", "R",       "--json"};
     static char out2[8192];
     int rc2 = cli(lt_cli_redistribute, b, 10, out2, sizeof out2);
     unsetenv("LOCALTENSOR_MEMORY_LIMIT");
@@ -361,12 +373,13 @@ static void test_collective_step_refused(void **state) {
     snprintf(path, sizeof path, "/tmp/lt_limits_%ld.yaml", (long)getpid());
     FILE *f = fopen(path, "w");
     assert_non_null(f);
-    const char *text = "name: big_all_gather\n"
-                       "mesh: 64\n"
-                       "tensors: {x: {shape: [65536]}}\n"
-                       "steps:\n"
-                       "  - distribute: {tensor: x, placements: [R], as: xd}\n"
-                       "  - collective: {kind: all_gather, mesh_dim: 0, tensor: xd, dim: 0, as: g}\n";
+    const char *text =
+        "name: big_all_gather\n"
+        "mesh: 64\n"
+        "tensors: {x: {shape: [65536]}}\n"
+        "steps:\n"
+        "  - distribute: {tensor: x, placements: [R], as: xd}\n"
+        "  - collective: {kind: all_gather, mesh_dim: 0, tensor: xd, dim: 0, as: g}\n";
     fputs(text, f);
     fclose(f);
     FILE *o = tmpfile(), *e = tmpfile();
@@ -385,7 +398,8 @@ static void test_collective_step_refused(void **state) {
     char where[128];
     snprintf(where, sizeof where, "%s:6:5:", path);
     expect_text(buf, where);
-    expect_text(buf, "all_gather on mesh dim 0 needs 16.0 MiB for the shards of all 64 ranks, more than this machine's 8.0 MiB");
+    expect_text(buf, "all_gather on mesh dim 0 needs 16.0 MiB for the shards of all 64 ranks, more "
+                     "than this machine's 8.0 MiB");
 }
 
 /* distribute's own check, and a budget that is not a size. */
@@ -401,7 +415,8 @@ static void test_distribute_refused(void **state) {
     lt_dtensor *d = NULL;
     setenv("LOCALTENSOR_MEMORY_LIMIT", "255K", 1);   /* 64 replicas share one 256 KiB buffer */
     LT_EXPECT_STATUS(lt_dtensor_init(&m, LT_F32, 1, &n, r, 1, &init, &d), LT_NOMEM);
-    expect_text(lt_errmsg(), "this layout needs 256.0 KiB for the shards of all 64 ranks, more than this machine's 255.0 KiB");
+    expect_text(lt_errmsg(), "this layout needs 256.0 KiB for the shards of all 64 ranks, more "
+                             "than this machine's 255.0 KiB");
     setenv("LOCALTENSOR_MEMORY_LIMIT", "256K", 1);
     LT_CHECK(lt_dtensor_init(&m, LT_F32, 1, &n, r, 1, &init, &d));
     lt_dtensor_free(d);
@@ -430,7 +445,9 @@ static void test_op_refused(void **state) {
     unsetenv("LOCALTENSOR_MEMORY_LIMIT");
     LT_EXPECT_STATUS(st, LT_NOMEM);
     assert_null(y);
-    expect_text(lt_errmsg(), "add needs 1.0 MiB for the shards of all 64 ranks, more than this machine's 512.0 KiB");
+    expect_text(
+        lt_errmsg(),
+        "add needs 1.0 MiB for the shards of all 64 ranks, more than this machine's 512.0 KiB");
     LT_CHECK(lt_dtensor_binary(LT_BINARY_ADD, x, x, &y));
     lt_dtensor_free(y);
     lt_dtensor_free(x);

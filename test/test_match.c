@@ -65,7 +65,8 @@ static void test_complete(void **state) {
     /* tp group 1 is ranks 4..7; they arrive out of order */
     int order[4] = {6, 4, 7, 5};
     for (int i = 0; i < 4; i++) {
-        lt_match_call c = ar(1, LT_REDOP_SUM, 10 + i);   /* lines may differ: positions need not agree */
+        lt_match_call c =
+            ar(1, LT_REDOP_SUM, 10 + i); /* lines may differ: positions need not agree */
         int ready, g;
         LT_CHECK(lt_match_post(mt, order[i], &c, &ready, &g));
         assert_int_equal(g, 1);
@@ -134,7 +135,8 @@ static void test_validate(void **state) {
     lt_mesh m = mesh_of("2x4");
     lt_match_call c = ar(2, LT_REDOP_SUM, 7);
     LT_EXPECT_STATUS(lt_match_validate(&m, 3, &c), LT_INVALID);
-    expect_in(lt_errmsg(), "prog.c:7: rank 3: all_reduce on mesh dim 2: mesh dim 2 is out of range");
+    expect_in(lt_errmsg(),
+              "prog.c:7: rank 3: all_reduce on mesh dim 2: mesh dim 2 is out of range");
     c = ar(1, (lt_redop)99, 8);
     LT_EXPECT_STATUS(lt_match_validate(&m, 3, &c), LT_INVALID);
     expect_in(lt_errmsg(), "unknown reduce op 99");
@@ -159,7 +161,8 @@ static void test_validate(void **state) {
     LT_EXPECT_STATUS(lt_match_validate(&m, 2, &c), LT_INVALID);
     expect_in(lt_errmsg(), "no input tensor (NULL) on the root");
     /* a split rule that cannot cut this rank's dim: 3 explicit sizes for 4 members */
-    lt_split_rule rule = {.kind = LT_SPLIT_EXPLICIT, .nsizes = 3, .sizes = (const int64_t[]){1, 1, 2}};
+    lt_split_rule rule = {
+        .kind = LT_SPLIT_EXPLICIT, .nsizes = 3, .sizes = (const int64_t[]){1, 1, 2}};
     c = mk(LT_COLL_REDUCE_SCATTER, 1, LT_F32, 4, -1, 12);
     c.op = LT_REDOP_SUM;
     c.dim = 0;
@@ -324,10 +327,14 @@ static void test_missing(void **state) {
         }
     }
     char *t = text_of(rep);
-    expect_in(t, "would hang (missing): on mesh dim 0, group 0 [0,1,2,3,4,5,6,7], call #2: rank 0 waits in "
-                 "all_reduce(op=sum) f32 (4) \"grad sync\" at prog.c:30, but rank 4 finished without making that "
-                 "call (waiting: ranks 0-3; ended: ranks 4-7)");
-    expect_in(t, "\n    ranks 0-3: waiting in all_reduce(op=sum) f32 (4) \"grad sync\" at prog.c:30");
+    expect_in(
+        t,
+        "would hang (missing): on mesh dim 0, group 0 [0,1,2,3,4,5,6,7], call #2: rank 0 waits in "
+        "all_reduce(op=sum) f32 (4) \"grad sync\" at prog.c:30, but rank 4 finished without making "
+        "that "
+        "call (waiting: ranks 0-3; ended: ranks 4-7)");
+    expect_in(t,
+              "\n    ranks 0-3: waiting in all_reduce(op=sum) f32 (4) \"grad sync\" at prog.c:30");
     expect_in(t, "\n    ranks 4, 5: finished after its last call at prog.c:10\n"
                  "    ranks 6, 7: finished after its last step at steps.yaml:77\n");
     assert_string_equal(rep->ranks[6].last_file, "steps.yaml");
@@ -365,13 +372,20 @@ static void test_cycle(void **state) {
     assert_int_equal(rep->stuck[rep->focus].mesh_dim, 0);
     assert_int_equal(rep->stuck[rep->focus].group, 0);
     char *t = text_of(rep);
-    expect_in(t, "would hang (cycle): every rank waits for another: rank 0 waits in all_reduce(op=sum) f32 (4) "
-                 "at prog.c:40 on mesh dim 0 (dp), group 0 [0,2] for rank 2; rank 2 waits in all_reduce(op=sum) "
-                 "f32 (4) at prog.c:44 on mesh dim 1 (tp), group 1 [2,3] for rank 3; rank 3 waits in "
-                 "all_reduce(op=sum) f32 (4) at prog.c:40 on mesh dim 0 (dp), group 1 [1,3] for rank 1; rank 1 "
-                 "waits in all_reduce(op=sum) f32 (4) at prog.c:44 on mesh dim 1 (tp), group 0 [0,1] for rank 0");
-    expect_in(t, "\n  mesh dim 0 (dp), group 0 [0,2], call #1:\n    rank 0: waiting in all_reduce(op=sum) f32 (4) at "
-                 "prog.c:40\n    rank 2: waiting elsewhere, in all_reduce(op=sum) f32 (4) on mesh dim 1 (tp), group 1 "
+    expect_in(t,
+              "would hang (cycle): every rank waits for another: rank 0 waits in "
+              "all_reduce(op=sum) f32 (4) "
+              "at prog.c:40 on mesh dim 0 (dp), group 0 [0,2] for rank 2; rank 2 waits in "
+              "all_reduce(op=sum) "
+              "f32 (4) at prog.c:44 on mesh dim 1 (tp), group 1 [2,3] for rank 3; rank 3 waits in "
+              "all_reduce(op=sum) f32 (4) at prog.c:40 on mesh dim 0 (dp), group 1 [1,3] for rank "
+              "1; rank 1 "
+              "waits in all_reduce(op=sum) f32 (4) at prog.c:44 on mesh dim 1 (tp), group 0 [0,1] "
+              "for rank 0");
+    expect_in(t, "\n  mesh dim 0 (dp), group 0 [0,2], call #1:\n    rank 0: waiting in "
+                 "all_reduce(op=sum) f32 (4) at "
+                 "prog.c:40\n    rank 2: waiting elsewhere, in all_reduce(op=sum) f32 (4) on mesh "
+                 "dim 1 (tp), group 1 "
                  "[2,3] at prog.c:44");
     free(t);
     lt_match_report_free(rep);
@@ -412,7 +426,8 @@ static void test_kind_names(void **state) {
     }
     lt_hang_kind got;
     LT_EXPECT_STATUS(lt_hang_kind_parse("deadlock", &got), LT_INVALID);
-    expect_in(lt_errmsg(), "unknown hang kind 'deadlock' (known: mismatch, missing, cycle, rank_failed)");
+    expect_in(lt_errmsg(),
+              "unknown hang kind 'deadlock' (known: mismatch, missing, cycle, rank_failed)");
     assert_string_equal(lt_hang_kind_name(LT_HANG_COUNT), "?");
 }
 
@@ -494,12 +509,16 @@ static void test_schedule_independent(void **state) {
         pr[r].c[3] = ar(1, LT_REDOP_SUM, 13);
     }
     pr[6].n = 2;
-    same_for_every_schedule(&m, pr, "would hang (mismatch): on mesh dim 1 (tp), group 0 [0,1,2,3], call #2: rank 0 "
-                                     "calls all_reduce(op=sum) f32 (4) at prog.c:12 but rank 2 calls all_reduce(op=max)");
+    same_for_every_schedule(
+        &m, pr,
+        "would hang (mismatch): on mesh dim 1 (tp), group 0 [0,1,2,3], call #2: rank 0 "
+        "calls all_reduce(op=sum) f32 (4) at prog.c:12 but rank 2 calls all_reduce(op=max)");
     /* without the mismatch, the missing call of rank 6 is what is left */
     pr[2].c[2] = ar(1, LT_REDOP_SUM, 12);
-    same_for_every_schedule(&m, pr, "would hang (missing): on mesh dim 1 (tp), group 1 [4,5,6,7], call #2: rank 4 "
-                                     "waits in all_reduce(op=sum) f32 (4) at prog.c:12, but rank 6 finished");
+    same_for_every_schedule(
+        &m, pr,
+        "would hang (missing): on mesh dim 1 (tp), group 1 [4,5,6,7], call #2: rank 4 "
+        "waits in all_reduce(op=sum) f32 (4) at prog.c:12, but rank 6 finished");
     /* and with rank 6 complete, the program completes */
     pr[6].n = 4;
     same_for_every_schedule(&m, pr, "completed");

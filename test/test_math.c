@@ -59,7 +59,8 @@ static void test_unary(void **state) {
             for (int64_t i = 0; i < 5; i++)
                 for (int64_t j = 0; j < 3; j++) {
                     int64_t ij[2] = {i, j}, ji[2] = {j, i};
-                    near(lt_get(y, ij), ref_unary((lt_unary_op)op, lt_get(x, ji)), tols[k], lt_unary_name((lt_unary_op)op), i * 3 + j);
+                    near(lt_get(y, ij), ref_unary((lt_unary_op)op, lt_get(x, ji)), tols[k],
+                         lt_unary_name((lt_unary_op)op), i * 3 + j);
                 }
             lt_tensor_free(x);
             lt_tensor_free(xt);
@@ -68,7 +69,8 @@ static void test_unary(void **state) {
     /* integers: neg/abs/relu exact; others unsupported */
     lt_tensor *xi = mk(LT_I32, 2, s, v_int), *y = NULL;
     LT_CHECK(lt_unary(LT_UNARY_RELU, xi, &y));
-    for (int64_t i = 0; i < 15; i++) assert_true(lt_get_flat(y, i) == (v_int(i) > 0 ? v_int(i) : 0));
+    for (int64_t i = 0; i < 15; i++)
+        assert_true(lt_get_flat(y, i) == (v_int(i) > 0 ? v_int(i) : 0));
     lt_tensor_free(y);
     LT_EXPECT_STATUS(lt_unary(LT_UNARY_EXP, xi, &y), LT_UNSUPPORTED);
     assert_non_null(strstr(lt_errmsg(), "not supported yet"));
@@ -94,7 +96,8 @@ static void test_binary_broadcast(void **state) {
     lt_dtype dts[2] = {LT_F32, LT_F64};
     for (int k = 0; k < 2; k++)
         for (int op = 0; op < LT_BINARY_COUNT; op++) {
-            lt_tensor *a = mk(dts[k], 3, sa, v_signed), *b = mk(dts[k], 2, sb, v_pos), *y = NULL, *y2 = NULL;
+            lt_tensor *a = mk(dts[k], 3, sa, v_signed), *b = mk(dts[k], 2, sb, v_pos), *y = NULL,
+                      *y2 = NULL;
             LT_CHECK(lt_binary((lt_binary_op)op, a, b, &y));
             LT_CHECK(lt_binary((lt_binary_op)op, b, a, &y2));
             assert_int_equal(y->ndim, 3);
@@ -117,10 +120,12 @@ static void test_binary_broadcast(void **state) {
     int64_t s[1] = {6};
     lt_tensor *x = mk(LT_F32, 1, s, v_signed), *y = NULL;
     LT_CHECK(lt_binary_scalar(LT_BINARY_SUB, x, 1.5, 1, &y));
-    for (int64_t i = 0; i < 6; i++) near(lt_get_flat(y, i), 1.5 - (float)v_signed(i), 1e-6, "rsub", i);
+    for (int64_t i = 0; i < 6; i++)
+        near(lt_get_flat(y, i), 1.5 - (float)v_signed(i), 1e-6, "rsub", i);
     lt_tensor_free(y);
     LT_CHECK(lt_binary_scalar(LT_BINARY_MAXIMUM, x, 0.0, 0, &y));
-    for (int64_t i = 0; i < 6; i++) near(lt_get_flat(y, i), fmax((float)v_signed(i), 0), 0, "maximum 0", i);
+    for (int64_t i = 0; i < 6; i++)
+        near(lt_get_flat(y, i), fmax((float)v_signed(i), 0), 0, "maximum 0", i);
     lt_tensor_free(y);
     /* NaN propagates through maximum */
     lt_set_flat(x, 2, NAN);
@@ -171,7 +176,9 @@ static void test_reduce(void **state) {
                 /* naive: for every output cell, loop over all inputs that map to it */
                 int64_t n = lt_numel(y);
                 for (int64_t o = 0; o < n; o++) {
-                    double acc = op == LT_REDUCE_MAX ? -INFINITY : op == LT_REDUCE_MIN ? INFINITY : 0;
+                    double acc = op == LT_REDUCE_MAX   ? -INFINITY
+                                 : op == LT_REDUCE_MIN ? INFINITY
+                                                       : 0;
                     int cnt = 0;
                     for (int64_t i = 0; i < 2; i++)
                         for (int64_t j = 0; j < 3; j++)
@@ -209,7 +216,8 @@ static void test_reduce(void **state) {
     assert_true(isnan(lt_get_flat(y, 0)));
     lt_tensor_free(y);
     int bad[2] = {1, -1};
-    LT_EXPECT_STATUS(lt_reduce(LT_REDUCE_SUM, x, 2, (int[]){1, -2}, 0, &y), LT_INVALID); /* dim twice */
+    LT_EXPECT_STATUS(lt_reduce(LT_REDUCE_SUM, x, 2, (int[]){1, -2}, 0, &y),
+                     LT_INVALID); /* dim twice */
     LT_EXPECT_STATUS(lt_reduce(LT_REDUCE_SUM, x, 1, (int[]){3}, 0, &y), LT_INVALID);
     (void)bad;
     lt_tensor *xi = mk(LT_I64, 3, s, v_int);
@@ -295,7 +303,8 @@ static void test_mm(void **state) {
     double tols[4] = {1e-5, 1e-12, 2e-2, 4e-3};
     for (int k = 0; k < 4; k++) {
         int64_t sa[2] = {5, 7}, sb[2] = {7, 3}, sbt[2] = {3, 7};
-        lt_tensor *a = mk(dts[k], 2, sa, v_signed), *b = mk(dts[k], 2, sb, v_pos), *bt0 = mk(dts[k], 2, sbt, v_pos);
+        lt_tensor *a = mk(dts[k], 2, sa, v_signed), *b = mk(dts[k], 2, sb, v_pos),
+                  *bt0 = mk(dts[k], 2, sbt, v_pos);
         lt_tensor *bt = NULL, *c = NULL, *c2 = NULL;
         LT_CHECK(lt_transpose(bt0, 0, 1, &bt)); /* column-major operand: gemm with trans */
         LT_CHECK(lt_mm(a, b, &c));
@@ -356,7 +365,8 @@ static void test_matmul_shapes(void **state) {
     lt_tensor_free(b);
     /* 1-D cases */
     int64_t sv[1] = {4}, sm[2] = {4, 3}, sm2[2] = {3, 4};
-    lt_tensor *v = mk(LT_F64, 1, sv, v_signed), *m = mk(LT_F64, 2, sm, v_pos), *m2 = mk(LT_F64, 2, sm2, v_pos);
+    lt_tensor *v = mk(LT_F64, 1, sv, v_signed), *m = mk(LT_F64, 2, sm, v_pos),
+              *m2 = mk(LT_F64, 2, sm2, v_pos);
     LT_CHECK(lt_matmul(v, v, &c));
     assert_int_equal(c->ndim, 0);
     double dot = 0;
@@ -386,7 +396,8 @@ static void test_matmul_shapes(void **state) {
         for (int64_t i = 0; i < 3; i++)
             for (int64_t j = 0; j < 5; j++) {
                 double s = 0;
-                for (int64_t p = 0; p < 4; p++) s += v_signed(q * 12 + i * 4 + p) * v_pos(q * 20 + p * 5 + j);
+                for (int64_t p = 0; p < 4; p++)
+                    s += v_signed(q * 12 + i * 4 + p) * v_pos(q * 20 + p * 5 + j);
                 int64_t ic[3] = {q, i, j};
                 near(lt_get(c, ic), s, 1e-12, "bmm", i);
             }
@@ -403,13 +414,15 @@ static void test_addmm(void **state) {
     (void)state;
     int64_t sa[2] = {3, 4}, sb[2] = {4, 2}, sbias[1] = {2}, sbias2[2] = {3, 1};
     lt_tensor *a = mk(LT_F32, 2, sa, v_signed), *b = mk(LT_F32, 2, sb, v_pos);
-    lt_tensor *bias = mk(LT_F32, 1, sbias, v_signed), *bias2 = mk(LT_F32, 2, sbias2, v_pos), *c = NULL;
+    lt_tensor *bias = mk(LT_F32, 1, sbias, v_signed), *bias2 = mk(LT_F32, 2, sbias2, v_pos),
+              *c = NULL;
     for (int which = 0; which < 2; which++) {
         LT_CHECK(lt_addmm(which ? bias2 : bias, a, b, 0.5, 2.0, &c));
         for (int64_t i = 0; i < 3; i++)
             for (int64_t j = 0; j < 2; j++) {
                 double s = 0;
-                for (int64_t p = 0; p < 4; p++) s += (float)v_signed(i * 4 + p) * (float)v_pos(p * 2 + j);
+                for (int64_t p = 0; p < 4; p++)
+                    s += (float)v_signed(i * 4 + p) * (float)v_pos(p * 2 + j);
                 double bv = which ? (float)v_pos(i) : (float)v_signed(j);
                 int64_t ic[2] = {i, j};
                 near(lt_get(c, ic), 0.5 * bv + 2.0 * s, 1e-5, "addmm", i * 2 + j);
@@ -438,7 +451,8 @@ static void test_embedding(void **state) {
     assert_int_equal(o->ndim, 3);
     for (int64_t i = 0; i < 4; i++)
         for (int64_t j = 0; j < 3; j++)
-            near(lt_get_flat(o, i * 3 + j), (float)v_signed((int64_t)iv[i] * 3 + j), 0, "lookup", i);
+            near(lt_get_flat(o, i * 3 + j), (float)v_signed((int64_t)iv[i] * 3 + j), 0, "lookup",
+                 i);
     lt_tensor_free(o);
     /* masked: rows 2..4 of the table live here as rows 0..2 */
     lt_tensor *w3 = NULL;
@@ -446,7 +460,8 @@ static void test_embedding(void **state) {
     LT_CHECK(lt_embedding(w3, idx, 2, 1, &o));
     for (int64_t i = 0; i < 4; i++)
         for (int64_t j = 0; j < 3; j++)
-            near(lt_get_flat(o, i * 3 + j), iv[i] >= 2 ? (float)v_signed((int64_t)iv[i] * 3 + j) : 0.0, 0, "masked", i);
+            near(lt_get_flat(o, i * 3 + j),
+                 iv[i] >= 2 ? (float)v_signed((int64_t)iv[i] * 3 + j) : 0.0, 0, "masked", i);
     lt_tensor_free(o);
     LT_EXPECT_STATUS(lt_embedding(w3, idx, 2, 0, &o), LT_INVALID);
     assert_non_null(strstr(lt_errmsg(), "out of range"));

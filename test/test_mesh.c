@@ -89,8 +89,11 @@ static void test_coordinates(void **state) {
             int got[LT_MESH_MAX_DIMS];
             lt_mesh_coord(&m, r, got);
             for (int i = 0; i < m.ndim; i++)
-                if (got[i] != wc[i]) fail_msg("mesh %s rank %d: coordinate %d is %d, wanted %d", meshes[x], r, i, got[i], wc[i]);
-            for (int i = m.ndim - 1; i >= 0 && ++wc[i] == m.shape[i]; i--) wc[i] = 0;   /* the next rank */
+                if (got[i] != wc[i])
+                    fail_msg("mesh %s rank %d: coordinate %d is %d, wanted %d", meshes[x], r, i,
+                             got[i], wc[i]);
+            for (int i = m.ndim - 1; i >= 0 && ++wc[i] == m.shape[i]; i--)
+                wc[i] = 0; /* the next rank */
         }
     }
 }
@@ -99,7 +102,8 @@ static void expect_group(const lt_mesh *m, int d, int g, const int *want) {
     int got[8];
     lt_mesh_group(m, d, g, got);
     for (int i = 0; i < m->shape[d]; i++) {
-        if (got[i] != want[i]) fail_msg("dim %d group %d member %d: %d, wanted %d", d, g, i, got[i], want[i]);
+        if (got[i] != want[i])
+            fail_msg("dim %d group %d member %d: %d, wanted %d", d, g, i, got[i], want[i]);
         int pos;
         assert_int_equal(lt_mesh_group_of(m, d, want[i], &pos), g);
         assert_int_equal(pos, i);

@@ -29,7 +29,8 @@ static void test_parse(void **state) {
     LT_CHECK(lt_numerics_parse("sample:8", &nm));
     assert_int_equal(nm.k, 8);
     assert_string_equal(lt_numerics_str(&nm, buf, sizeof buf), "sample:8");
-    const char *bad[] = {"sample:0", "sample:", "sample:x", "sample:3x", "sample:-2", "Full", "", "sample:99999999999"};
+    const char *bad[] = {"sample:0",  "sample:", "sample:x", "sample:3x",
+                         "sample:-2", "Full",    "",         "sample:99999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         LT_EXPECT_STATUS(lt_numerics_parse(bad[i], &nm), LT_INVALID);
         assert_non_null(strstr(lt_errmsg(), bad[i][0] ? bad[i] : "''"));
@@ -46,7 +47,8 @@ static void test_ranks(void **state) {
     int want[8] = {0, 9362, 18724, 28086, 37449, 46811, 56173, 65535};
     for (int i = 0; i < 8; i++) assert_int_equal(r[i], want[i]);
     char buf[128];
-    assert_string_equal(lt_numerics_ranks_str(r, 8, 3, buf, sizeof buf), "0, 9362, 18724, ... (8 in all)");
+    assert_string_equal(lt_numerics_ranks_str(r, 8, 3, buf, sizeof buf),
+                        "0, 9362, 18724, ... (8 in all)");
     nm.k = 2;
     assert_int_equal(lt_numerics_ranks(&nm, 5, r), 2);
     assert_int_equal(r[0], 0);
@@ -68,13 +70,14 @@ static void test_ranks(void **state) {
 
 /* Bit-identical shards (shape, dtype, every byte). */
 static void expect_same_bits(const lt_tensor *a, const lt_tensor *b, const char *what, int rank) {
-    if (a->dtype != b->dtype || !lt_same_shape(a, b)) fail_msg("%s: rank %d: shape or dtype differs", what, rank);
+    if (a->dtype != b->dtype || !lt_same_shape(a, b))
+        fail_msg("%s: rank %d: shape or dtype differs", what, rank);
     lt_tensor *ca = lt_test_host_copy(a), *cb = lt_test_host_copy(b); /* raw bytes: on the host */
     if (lt_nbytes(ca) && memcmp(lt_data(ca), lt_data(cb), lt_nbytes(ca))) {
         for (int64_t i = 0; i < lt_numel(ca); i++)
             if (lt_get_flat(ca, i) != lt_get_flat(cb, i))
-                fail_msg("%s: rank %d element %lld: sampled %.9g, full %.9g", what, rank, (long long)i,
-                         lt_get_flat(ca, i), lt_get_flat(cb, i));
+                fail_msg("%s: rank %d element %lld: sampled %.9g, full %.9g", what, rank,
+                         (long long)i, lt_get_flat(ca, i), lt_get_flat(cb, i));
         fail_msg("%s: rank %d: bits differ", what, rank);
     }
     lt_tensor_free(ca);
@@ -83,13 +86,14 @@ static void expect_same_bits(const lt_tensor *a, const lt_tensor *b, const char 
 
 static void expect_same_plan(const lt_plan *a, const lt_plan *b, const char *what) {
     if (a->nsteps != b->nsteps || a->total_bytes != b->total_bytes || a->ncomm != b->ncomm)
-        fail_msg("%s: plans differ (%d vs %d steps, %zu vs %zu bytes)", what, a->nsteps, b->nsteps, a->total_bytes,
-                 b->total_bytes);
+        fail_msg("%s: plans differ (%d vs %d steps, %zu vs %zu bytes)", what, a->nsteps, b->nsteps,
+                 a->total_bytes, b->total_bytes);
     for (int s = 0; s < a->nsteps; s++) {
         const lt_plan_step *x = &a->steps[s], *y = &b->steps[s];
-        if (x->mesh_dim != y->mesh_dim || x->comm != y->comm || strcmp(x->collective, y->collective) ||
-            x->bytes_per_rank != y->bytes_per_rank || x->bytes_total != y->bytes_total ||
-            !lt_placement_equal(&x->from, &y->from) || !lt_placement_equal(&x->to, &y->to))
+        if (x->mesh_dim != y->mesh_dim || x->comm != y->comm ||
+            strcmp(x->collective, y->collective) || x->bytes_per_rank != y->bytes_per_rank ||
+            x->bytes_total != y->bytes_total || !lt_placement_equal(&x->from, &y->from) ||
+            !lt_placement_equal(&x->to, &y->to))
             fail_msg("%s: step %d differs", what, s + 1);
     }
 }
@@ -104,20 +108,21 @@ static void expect_same_trace(const lt_plan *p, const lt_trace *full, const char
     LT_CHECK(lt_trace_new(p->mesh.world, &t));
     LT_CHECK(lt_plan_trace(p, t));
     if (lt_trace_count(t) != lt_trace_count(full))
-        fail_msg("%s: %zu events on paper, %zu in the run", what, lt_trace_count(t), lt_trace_count(full));
+        fail_msg("%s: %zu events on paper, %zu in the run", what, lt_trace_count(t),
+                 lt_trace_count(full));
     for (size_t e = 0; e < lt_trace_count(t); e++) {
         lt_trace_event a, b;
         LT_CHECK(lt_trace_get(t, e, &a));
         LT_CHECK(lt_trace_get(full, e, &b));
-        if (a.coll != b.coll || a.mesh_dim != b.mesh_dim || a.group_size != b.group_size || a.ngroups != b.ngroups ||
-            a.dtype != b.dtype || a.total_recv != b.total_recv)
-            fail_msg("%s: event %zu differs (%s on dim %d vs %s on dim %d)", what, e, lt_coll_name(a.coll), a.mesh_dim,
-                     lt_coll_name(b.coll), b.mesh_dim);
+        if (a.coll != b.coll || a.mesh_dim != b.mesh_dim || a.group_size != b.group_size ||
+            a.ngroups != b.ngroups || a.dtype != b.dtype || a.total_recv != b.total_recv)
+            fail_msg("%s: event %zu differs (%s on dim %d vs %s on dim %d)", what, e,
+                     lt_coll_name(a.coll), a.mesh_dim, lt_coll_name(b.coll), b.mesh_dim);
         coll_seen[a.coll]++;
         for (int r = 0; r < a.world; r++)
             if (a.sent[r] != b.sent[r] || a.recv[r] != b.recv[r])
-                fail_msg("%s: event %zu (%s), rank %d: paper sent/recv %zu/%zu, run %zu/%zu", what, e, lt_coll_name(a.coll),
-                         r, a.sent[r], a.recv[r], b.sent[r], b.recv[r]);
+                fail_msg("%s: event %zu (%s), rank %d: paper sent/recv %zu/%zu, run %zu/%zu", what,
+                         e, lt_coll_name(a.coll), r, a.sent[r], a.recv[r], b.sent[r], b.recv[r]);
     }
     lt_trace_free(t);
 }
@@ -127,13 +132,14 @@ typedef struct stats {
 } stats;
 
 /* One pair: full mode vs sampled (the sample of k ranks, and none). */
-static void check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t *shape, const lt_init *init,
-                       const lt_placement *sp, const lt_placement *dp, lt_planner planner, int k, stats *s) {
+static void check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t *shape,
+                       const lt_init *init, const lt_placement *sp, const lt_placement *dp,
+                       lt_planner planner, int k, stats *s) {
     char a[256], b[256], what[700], ms[64];
     lt_placements_format(sp, m->ndim, a, sizeof a);
     lt_placements_format(dp, m->ndim, b, sizeof b);
-    snprintf(what, sizeof what, "mesh %s, %s %s: %s -> %s (%s)", lt_mesh_str(m, ms, sizeof ms), lt_dtype_name(dt),
-             ndim == 2 ? "2-d" : "1-d", a, b, lt_planner_name(planner));
+    snprintf(what, sizeof what, "mesh %s, %s %s: %s -> %s (%s)", lt_mesh_str(m, ms, sizeof ms),
+             lt_dtype_name(dt), ndim == 2 ? "2-d" : "1-d", a, b, lt_planner_name(planner));
     lt_spec spec;
     if (lt_spec_make(m, dt, ndim, shape, sp, m->ndim, &spec)) return;   /* not a layout */
     lt_dtensor *src = NULL, *full = NULL, *smp = NULL;
@@ -161,13 +167,17 @@ static void check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t *s
         lt_dtensor_free(src);
         return;
     }
-    if (st != st2) fail_msg("%s: full mode gave %s, sample mode %s: %s", what, lt_status_str(st), lt_status_str(st2), lt_errmsg());
+    if (st != st2)
+        fail_msg("%s: full mode gave %s, sample mode %s: %s", what, lt_status_str(st),
+                 lt_status_str(st2), lt_errmsg());
     if (st) {
         s->refused++;
     } else {
         expect_same_plan(ps, pf, what);
         assert_int_equal(lt_local_count(smp->local), n);
-        for (int i = 0; i < n; i++) expect_same_bits(smp->local->shards[ranks[i]], full->local->shards[ranks[i]], what, ranks[i]);
+        for (int i = 0; i < n; i++)
+            expect_same_bits(smp->local->shards[ranks[i]], full->local->shards[ranks[i]], what,
+                             ranks[i]);
         s->ranks += n;
         s->run++;
         expect_same_trace(ps, lt_comm_trace(comm), what);
@@ -188,8 +198,9 @@ static void check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t *s
     lt_dtensor_free(smp);
 }
 
-static void sweep(const char *mesh_s, const char *const *pls, int npl, int ndim, const int64_t *shape, lt_dtype dt,
-                  const char *init_s, lt_planner planner, int k, stats *s) {
+static void sweep(const char *mesh_s, const char *const *pls, int npl, int ndim,
+                  const int64_t *shape, lt_dtype dt, const char *init_s, lt_planner planner, int k,
+                  stats *s) {
     lt_mesh m;
     LT_CHECK(lt_mesh_parse(mesh_s, &m));
     lt_init init;
@@ -216,8 +227,9 @@ static void sweep(const char *mesh_s, const char *const *pls, int npl, int ndim,
 static void test_sample_equals_full(void **state) {
     (void)state;
     stats s = {0};
-    const char *p1[] = {"R", "S(0)", "S(1)", "P(sum)", "P(avg)", "P(max)", "P(min)", "SS(0,2)", "S(0,balanced)",
-                        "S(1,last)", "S(0,[3,0,1,1])"};
+    const char *p1[] = {
+        "R",      "S(0)",    "S(1)",          "P(sum)",    "P(avg)",        "P(max)",
+        "P(min)", "SS(0,2)", "S(0,balanced)", "S(1,last)", "S(0,[3,0,1,1])"};
     int64_t sh1[2] = {5, 6}, sh2[2] = {4, 4}, sh3[2] = {3, 7};
     sweep("4", p1, 11, 2, sh1, LT_F32, "random:3", LT_PLANNER_MIN_COST, 2, &s);
     sweep("4", p1, 11, 2, sh1, LT_BF16, "randn:5", LT_PLANNER_MIN_COST, 3, &s);
@@ -226,10 +238,13 @@ static void test_sample_equals_full(void **state) {
     sweep("2x2", p2, 7, 2, sh2, LT_F32, "randn:1", LT_PLANNER_MIN_COST, 2, &s);
     sweep("2x3", p2, 7, 2, sh3, LT_F32, "random:9", LT_PLANNER_MIN_COST, 3, &s);
     sweep("2x2", p2, 7, 2, sh2, LT_F16, "randn:4", LT_PLANNER_GREEDY, 3, &s);
-    print_message("sample vs full: %ld pairs run (%ld sampled shards compared), %ld refused by both\n", s.run,
-                  s.ranks, s.refused);
+    print_message(
+        "sample vs full: %ld pairs run (%ld sampled shards compared), %ld refused by both\n", s.run,
+        s.ranks, s.refused);
     for (int c = 0; c < LT_COLL_COUNT; c++)
-        if (coll_seen[c]) print_message("  %s: %ld events compared with the run\n", lt_coll_name((lt_coll)c), coll_seen[c]);
+        if (coll_seen[c])
+            print_message("  %s: %ld events compared with the run\n", lt_coll_name((lt_coll)c),
+                          coll_seen[c]);
     assert_true(s.run > 500);
     assert_true(s.refused > 0);
 }
@@ -299,8 +314,8 @@ static void test_chain(void **state) {
                 if (lt_redistribute(mid, lists[c], 2, NULL, &fin, NULL)) continue;
                 lt_redistribute_opts o = {0};
                 o.verify = 1;
-                lt_status ss = lt_redistribute_sampled(lt_dtensor_spec(mid), &gm, lists[c], 2, ranks,
-                                                       2, &o, &sfin, NULL, NULL);
+                lt_status ss = lt_redistribute_sampled(lt_dtensor_spec(mid), &gm, lists[c], 2,
+                                                       ranks, 2, &o, &sfin, NULL, NULL);
                 /* sampled values of a zero fill: not supported yet */
                 if (ss == LT_UNSUPPORTED && strstr(lt_errmsg(), "zero fill")) {
                     lt_dtensor_free(fin);
@@ -308,9 +323,11 @@ static void test_chain(void **state) {
                 }
                 LT_CHECK(ss);
                 char what[128];
-                snprintf(what, sizeof what, "%s,%s -> %s,%s -> %s,%s", pls[a / NP], pls[a % NP], pls[b / NP], pls[b % NP],
-                         pls[c / NP], pls[c % NP]);
-                for (int i = 0; i < 2; i++) expect_same_bits(sfin->local->shards[ranks[i]], fin->local->shards[ranks[i]], what, ranks[i]);
+                snprintf(what, sizeof what, "%s,%s -> %s,%s -> %s,%s", pls[a / NP], pls[a % NP],
+                         pls[b / NP], pls[b % NP], pls[c / NP], pls[c % NP]);
+                for (int i = 0; i < 2; i++)
+                    expect_same_bits(sfin->local->shards[ranks[i]], fin->local->shards[ranks[i]],
+                                     what, ranks[i]);
                 run++;
                 lt_dtensor_free(fin);
                 lt_dtensor_free(sfin);
@@ -342,7 +359,9 @@ static void test_init_ranks(void **state) {
     int ranks[3] = {0, 5, 7};
     LT_CHECK(lt_dtensor_init_ranks(&spec, &init, ranks, 3, &smp));
     assert_int_equal(lt_local_count(smp->local), 3);
-    for (int i = 0; i < 3; i++) expect_same_bits(smp->local->shards[ranks[i]], full->local->shards[ranks[i]], "init", ranks[i]);
+    for (int i = 0; i < 3; i++)
+        expect_same_bits(smp->local->shards[ranks[i]], full->local->shards[ranks[i]], "init",
+                         ranks[i]);
     assert_null(lt_to_local(smp, 1));
     int bad[2] = {5, 3};
     lt_dtensor *x;

@@ -26,7 +26,9 @@ static lt_tensor *filled(lt_dtype dt, int nd, const int64_t *shape, int index_ra
     LT_CHECK(lt_tensor_new(dt, nd, shape, &t));
     int64_t n = lt_numel(t);
     for (int64_t i = 0; i < n; i++) /* positive and small: log, sqrt, div and indices are defined */
-        lt_set_flat(t, i, dt == LT_BOOL ? (double)(i % 2) : (double)(index_range ? i % index_range : i % 5 + 1));
+        lt_set_flat(t, i,
+                    dt == LT_BOOL ? (double)(i % 2)
+                                  : (double)(index_range ? i % index_range : i % 5 + 1));
     return t;
 }
 
@@ -35,7 +37,8 @@ static int accepts(lt_op_kind op, lt_dtype dt) {
     lt_mesh m;
     int two = 2;
     LT_CHECK(lt_mesh_init(&m, 1, &two, NULL));
-    int64_t s53[2] = {4, 3}, s34[2] = {3, 4}, s4[1] = {4}, s253[3] = {2, 4, 3}, s234[3] = {2, 3, 4}, s5[1] = {5};
+    int64_t s53[2] = {4, 3}, s34[2] = {3, 4}, s4[1] = {4}, s253[3] = {2, 4, 3}, s234[3] = {2, 3, 4},
+            s5[1] = {5};
     int64_t s74[2] = {7, 4};
     lt_op_args a;
     memset(&a, 0, sizeof a);
@@ -49,7 +52,8 @@ static int accepts(lt_op_kind op, lt_dtype dt) {
         break;
     case LT_OP_BMM: full[0] = filled(dt, 3, s253, 0), full[1] = filled(dt, 3, s234, 0); break;
     case LT_OP_ADDMM:
-        full[0] = filled(dt, 1, s4, 0), full[1] = filled(dt, 2, s53, 0), full[2] = filled(dt, 2, s34, 0);
+        full[0] = filled(dt, 1, s4, 0), full[1] = filled(dt, 2, s53, 0),
+        full[2] = filled(dt, 2, s34, 0);
         break;
     case LT_OP_EMBEDDING: /* the dtype is the weight's; indices are i64 */
         full[0] = filled(dt, 2, s74, 0), full[1] = filled(LT_I64, 1, s5, 7), in_dt[1] = LT_I64;
@@ -74,9 +78,11 @@ static int accepts(lt_op_kind op, lt_dtype dt) {
         assert_int_equal(in[k]->dtype, in_dt[k]);
     }
     int nout = 0;
-    lt_status st = lt_op(op, (const lt_dtensor *const *)in, nin, &a, NULL, out, LT_OP_MAX_OUTPUTS, &nout);
+    lt_status st =
+        lt_op(op, (const lt_dtensor *const *)in, nin, &a, NULL, out, LT_OP_MAX_OUTPUTS, &nout);
     if (st && st != LT_UNSUPPORTED && st != LT_DTYPE)
-        fail_msg("%s on %s: %s: %s", lt_op_name(op), lt_dtype_name(dt), lt_status_str(st), lt_errmsg());
+        fail_msg("%s on %s: %s: %s", lt_op_name(op), lt_dtype_name(dt), lt_status_str(st),
+                 lt_errmsg());
     for (int j = 0; j < nout; j++) assert_int_equal(out[j]->dtype, dt); /* no op promotes */
     for (int j = 0; j < LT_OP_MAX_OUTPUTS; j++) lt_dtensor_free(out[j]);
     for (int k = 0; k < 3; k++) lt_dtensor_free(in[k]), lt_tensor_free(full[k]);
@@ -155,14 +161,19 @@ static void test_readme_table(void **state) {
             if (seen[op]++) printf(TABLE_DOC ": `%s` is listed twice\n", names[i]), bad++;
             for (int c = 0; c < NDT; c++)
                 if (yes[c] != got[op][c])
-                    printf(TABLE_DOC ": `%s` on %s says %s, the code %s it\n", names[i], lt_dtype_name(dtypes[c]),
-                           yes[c] ? "yes" : "no", got[op][c] ? "accepts" : "rejects"), bad++;
+                    printf(TABLE_DOC ": `%s` on %s says %s, the code %s it\n", names[i],
+                           lt_dtype_name(dtypes[c]), yes[c] ? "yes" : "no",
+                           got[op][c] ? "accepts" : "rejects"),
+                        bad++;
         }
     }
     fclose(f);
     for (int op = 0; op < LT_OP_COUNT; op++)
         if (!seen[op]) printf(TABLE_DOC ": no row for `%s`\n", lt_op_name((lt_op_kind)op)), bad++;
-    if (bad) fail_msg("%d differences between the dtype table of " TABLE_DOC " and the code (LT_PRINT_DTYPE_TABLE=1 prints it)", bad);
+    if (bad)
+        fail_msg("%d differences between the dtype table of " TABLE_DOC
+                 " and the code (LT_PRINT_DTYPE_TABLE=1 prints it)",
+                 bad);
 }
 
 int main(void) {

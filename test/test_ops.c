@@ -23,7 +23,8 @@ static lt_tensor *mk(lt_dtype dt, int nd, const int64_t *shape, uint64_t salt) {
     lt_tensor *t = NULL;
     LT_CHECK(lt_tensor_new(dt, nd, shape, &t));
     int64_t n = lt_numel(t);
-    for (int64_t i = 0; i < n; i++) lt_set_flat(t, i, (double)(((uint64_t)i * 2654435761u + salt) % 97) / 48.0 - 1.0);
+    for (int64_t i = 0; i < n; i++)
+        lt_set_flat(t, i, (double)(((uint64_t)i * 2654435761u + salt) % 97) / 48.0 - 1.0);
     return t;
 }
 
@@ -45,14 +46,16 @@ static double act_ref(lt_unary_op a, double x) {
 }
 
 /* y = act(x w1^T + b1) w2^T + b2 with plain loops */
-static double *mlp_naive(const lt_tensor *x, const lt_tensor *w1, const lt_tensor *b1, const lt_tensor *w2,
-                         const lt_tensor *b2, lt_unary_op act) {
+static double *mlp_naive(const lt_tensor *x, const lt_tensor *w1, const lt_tensor *b1,
+                         const lt_tensor *w2, const lt_tensor *b2, lt_unary_op act) {
     int64_t T = x->shape[0], I = x->shape[1], H = w1->shape[0], O = w2->shape[0];
-    double *h = malloc(sizeof(double) * (size_t)(T * H)), *y = malloc(sizeof(double) * (size_t)(T * O));
+    double *h = malloc(sizeof(double) * (size_t)(T * H)),
+           *y = malloc(sizeof(double) * (size_t)(T * O));
     for (int64_t t = 0; t < T; t++)
         for (int64_t j = 0; j < H; j++) {
             double s = lt_get_flat(b1, j);
-            for (int64_t i = 0; i < I; i++) s += lt_get_flat(x, t * I + i) * lt_get_flat(w1, j * I + i);
+            for (int64_t i = 0; i < I; i++)
+                s += lt_get_flat(x, t * I + i) * lt_get_flat(w1, j * I + i);
             h[t * H + j] = act_ref(act, s);
         }
     for (int64_t t = 0; t < T; t++)
@@ -65,8 +68,8 @@ static double *mlp_naive(const lt_tensor *x, const lt_tensor *w1, const lt_tenso
     return y;
 }
 
-static void run_mlp(const char *ms, int tp_dim, lt_tp_style s1, lt_tp_style s2, int sp, int64_t T, int64_t I,
-                    int64_t H, int64_t O, lt_unary_op act) {
+static void run_mlp(const char *ms, int tp_dim, lt_tp_style s1, lt_tp_style s2, int sp, int64_t T,
+                    int64_t I, int64_t H, int64_t O, lt_unary_op act) {
     lt_mesh m = mesh(ms);
     int64_t sx[2] = {T, I}, sw1[2] = {H, I}, sb1[1] = {H}, sw2[2] = {O, H}, sb2[1] = {O};
     lt_tensor *x = mk(LT_F32, 2, sx, 1), *w1 = mk(LT_F32, 2, sw1, 2), *b1 = mk(LT_F32, 1, sb1, 3);
@@ -109,10 +112,14 @@ static void test_tp_mlp(void **state) {
         for (int hi = 0; hi < 3; hi++)
             for (int sp = 0; sp < 2; sp++) {
                 int tp = mi == 3 ? 1 : 0;
-                run_mlp(meshes[mi], tp, LT_TP_COLWISE, LT_TP_ROWWISE, sp, 5, 6, hidden[hi], 4, LT_UNARY_GELU);
-                run_mlp(meshes[mi], tp, LT_TP_ROWWISE, LT_TP_COLWISE, sp, 5, 6, hidden[hi], 4, LT_UNARY_RELU);
-                run_mlp(meshes[mi], tp, LT_TP_COLWISE, LT_TP_COLWISE, sp, 3, 4, hidden[hi], 5, LT_UNARY_GELU);
-                run_mlp(meshes[mi], tp, LT_TP_REPLICATE, LT_TP_ROWWISE, sp, 4, 5, hidden[hi], 3, LT_UNARY_RELU);
+                run_mlp(meshes[mi], tp, LT_TP_COLWISE, LT_TP_ROWWISE, sp, 5, 6, hidden[hi], 4,
+                        LT_UNARY_GELU);
+                run_mlp(meshes[mi], tp, LT_TP_ROWWISE, LT_TP_COLWISE, sp, 5, 6, hidden[hi], 4,
+                        LT_UNARY_RELU);
+                run_mlp(meshes[mi], tp, LT_TP_COLWISE, LT_TP_COLWISE, sp, 3, 4, hidden[hi], 5,
+                        LT_UNARY_GELU);
+                run_mlp(meshes[mi], tp, LT_TP_REPLICATE, LT_TP_ROWWISE, sp, 4, 5, hidden[hi], 3,
+                        LT_UNARY_RELU);
             }
     run_mlp("2x2", 0, LT_TP_COLWISE, LT_TP_ROWWISE, 1, 5, 6, 7, 4, LT_UNARY_GELU);
     /* a GPT-2 vocabulary-sized hidden dim, not divisible by the mesh */
@@ -145,10 +152,12 @@ static void test_random_invariance(void **state) {
                     LT_CHECK(lt_dtensor_rand(&m, LT_F32, 2, shapes[si], pl, n, 42, normal, &r));
                     lt_tensor *f = full_of(r);
                     for (int64_t i = 0; i < lt_numel(f); i++) {
-                        double want = normal ? lt_rand_normal(42, (uint64_t)i) : lt_rand_uniform(42, (uint64_t)i);
+                        double want = normal ? lt_rand_normal(42, (uint64_t)i)
+                                             : lt_rand_uniform(42, (uint64_t)i);
                         if ((float)want != (float)lt_get_flat(f, i))
-                            fail_msg("rand%s on %s %s: element %lld is %g, wanted %g", normal ? "n" : "",
-                                     meshes[mi], ps, (long long)i, lt_get_flat(f, i), want);
+                            fail_msg("rand%s on %s %s: element %lld is %g, wanted %g",
+                                     normal ? "n" : "", meshes[mi], ps, (long long)i,
+                                     lt_get_flat(f, i), want);
                     }
                     lt_tensor_free(f);
                     lt_dtensor_free(r);
@@ -217,7 +226,8 @@ static void test_rank_map(void **state) {
     lt_tensor_free(x);
 }
 
-/* ---- uneven reductions (PyTorch #162692) ------------------------------------------------------- */
+/* ---- uneven reductions (PyTorch #162692) -------------------------------------------------------
+ */
 
 /* test_uneven_mean checks the min-comm rule set's mean (P(sum) over the
  * global count); the pytorch set's is checked by test/test_golden.c. */
@@ -242,7 +252,8 @@ static void test_uneven_mean(void **state) {
     LT_CHECK(lt_arange_fill(x));
     LT_CHECK(lt_tensor_new(LT_F32, 2, s1, &x1));
     LT_CHECK(lt_arange_fill(x1));
-    lt_dtensor *d = lt_test_distribute(&m, x, "S(0)"), *d1 = lt_test_distribute(&m, x1, "S(0)"), *y = NULL;
+    lt_dtensor *d = lt_test_distribute(&m, x, "S(0)"), *d1 = lt_test_distribute(&m, x1, "S(0)"),
+               *y = NULL;
     LT_CHECK(lt_dtensor_reduce(LT_REDUCE_MEAN, d, 0, NULL, 0, &y));
     lt_tensor *f = full_of(y);
     assert_true(lt_get_flat(f, 0) == 5.5); /* mean of 0..11 */
@@ -318,7 +329,8 @@ static void test_bf16_matmul(void **state) {
     lt_mesh m = mesh("2");
     int64_t sa[2] = {4, 6}, sb[2] = {6, 3};
     lt_tensor *a = mk(LT_BF16, 2, sa, 7), *b = mk(LT_BF16, 2, sb, 8);
-    lt_dtensor *da = lt_test_distribute(&m, a, "S(1)"), *db = lt_test_distribute(&m, b, "S(0)"), *y = NULL;
+    lt_dtensor *da = lt_test_distribute(&m, a, "S(1)"), *db = lt_test_distribute(&m, b, "S(0)"),
+               *y = NULL;
     lt_op_opts o;
     memset(&o, 0, sizeof o);
     o.check_reference = 1;
@@ -334,7 +346,8 @@ static void test_bf16_matmul(void **state) {
     for (int64_t i = 0; i < 4; i++)
         for (int64_t j = 0; j < 3; j++) {
             double s = 0;
-            for (int64_t p = 0; p < 6; p++) s += lt_get_flat(a, i * 6 + p) * lt_get_flat(b, p * 3 + j);
+            for (int64_t p = 0; p < 6; p++)
+                s += lt_get_flat(a, i * 6 + p) * lt_get_flat(b, p * 3 + j);
             near(lt_get_flat(f, i * 3 + j), s, 3e-2, "bf16 mm", i);
         }
     lt_tensor_free(f);
@@ -351,7 +364,8 @@ static void test_errors(void **state) {
     lt_mesh m = mesh("2"), m3 = mesh("3");
     int64_t s[2] = {4, 4};
     lt_tensor *xi = mk(LT_I32, 2, s, 0), *xf = mk(LT_F32, 2, s, 0);
-    lt_dtensor *di = lt_test_distribute(&m, xi, "S(0)"), *df = lt_test_distribute(&m, xf, "R"), *d3 = lt_test_distribute(&m3, xf, "R"), *y = NULL;
+    lt_dtensor *di = lt_test_distribute(&m, xi, "S(0)"), *df = lt_test_distribute(&m, xf, "R"),
+               *d3 = lt_test_distribute(&m3, xf, "R"), *y = NULL;
     LT_EXPECT_STATUS(lt_dtensor_matmul(di, di, &y), LT_UNSUPPORTED);
     assert_non_null(strstr(lt_errmsg(), "not supported yet"));
     assert_null(y);
@@ -381,7 +395,8 @@ static void test_errors(void **state) {
     lt_mesh m22 = mesh("2x2");
     int64_t sa[3] = {2, 5, 3}, sb[2] = {3, 4};
     lt_tensor *fa = mk(LT_F32, 3, sa, 1), *fb = mk(LT_F32, 2, sb, 2);
-    lt_dtensor *da = lt_test_distribute(&m22, fa, "P(avg),S(2,[2,1])"), *db = lt_test_distribute(&m22, fb, "SS(0,2),SS(1,2)");
+    lt_dtensor *da = lt_test_distribute(&m22, fa, "P(avg),S(2,[2,1])"),
+               *db = lt_test_distribute(&m22, fb, "SS(0,2),SS(1,2)");
     lt_op_opts ro;
     memset(&ro, 0, sizeof ro);
     ro.check_reference = 1;

@@ -63,7 +63,8 @@ static void test_spellings(void **state) {
 static void expect_hint(const char *in, const char *want) {
     lt_placement p;
     LT_EXPECT_STATUS(lt_placement_parse(in, &p), LT_INVALID);
-    if (!strstr(lt_errmsg(), want)) fail_msg("'%s': message '%s' lacks \"%s\"", in, lt_errmsg(), want);
+    if (!strstr(lt_errmsg(), want))
+        fail_msg("'%s': message '%s' lacks \"%s\"", in, lt_errmsg(), want);
 }
 
 static void test_suggestions(void **state) {
@@ -99,7 +100,8 @@ static void test_bad_spellings(void **state) {
         lt_placement p;
         lt_status st = lt_placement_parse(bad[i], &p);
         if (st != LT_INVALID) fail_msg("'%s' parsed (status %s)", bad[i], lt_status_str(st));
-        if (!strstr(lt_errmsg(), "placement")) fail_msg("'%s': message '%s' does not name the placement", bad[i], lt_errmsg());
+        if (!strstr(lt_errmsg(), "placement"))
+            fail_msg("'%s': message '%s' does not name the placement", bad[i], lt_errmsg());
     }
     lt_placement p;
     LT_EXPECT_STATUS(lt_placement_parse("S(0,[99999999999999999999,0])", &p), LT_INVALID);
@@ -121,7 +123,8 @@ static void test_lists(void **state) {
     assert_int_equal(n, 2);
     assert_int_equal(pl[1].rule.kind, LT_SPLIT_EXPLICIT);
     assert_int_equal(pl[1].rule.nsizes, 2);
-    LT_CHECK(lt_placements_parse("Shard(dim=0), _StridedShard(1, split_factor=2), Partial(\"max\")", pl, 8, &n));
+    LT_CHECK(lt_placements_parse("Shard(dim=0), _StridedShard(1, split_factor=2), Partial(\"max\")",
+                                 pl, 8, &n));
     assert_int_equal(n, 3);
     /* a Python tuple or list as PyTorch prints a DTensor's placements */
     LT_CHECK(lt_placements_parse("(Shard(dim=0), Replicate())", pl, 8, &n));
@@ -211,8 +214,8 @@ static void expect_sizes(lt_split_kind kind, int64_t n, int k, const int64_t *wa
     LT_CHECK(lt_split_sizes(&r, n, k, got));
     for (int j = 0; j < k; j++)
         if (got[j] != want[j])
-            fail_msg("%s %lld/%d: piece %d is %lld, wanted %lld", lt_split_kind_name(kind), (long long)n, k, j,
-                     (long long)got[j], (long long)want[j]);
+            fail_msg("%s %lld/%d: piece %d is %lld, wanted %lld", lt_split_kind_name(kind),
+                     (long long)n, k, j, (long long)got[j], (long long)want[j]);
 }
 
 static void test_split_rules(void **state) {
@@ -260,9 +263,9 @@ static void test_split_piece(void **state) {
                     assert_int_equal(one, full);
                     if (full) continue;
                     if (size != sizes[j] || off != want_off)
-                        fail_msg("%s %lld/%d piece %d: (%lld @ %lld), wanted (%lld @ %lld)", lt_split_kind_name(r.kind),
-                                 (long long)n, k, j, (long long)size, (long long)off, (long long)sizes[j],
-                                 (long long)want_off);
+                        fail_msg("%s %lld/%d piece %d: (%lld @ %lld), wanted (%lld @ %lld)",
+                                 lt_split_kind_name(r.kind), (long long)n, k, j, (long long)size,
+                                 (long long)off, (long long)sizes[j], (long long)want_off);
                     want_off += sizes[j];
                 }
             }
@@ -299,7 +302,8 @@ static void test_split_piece(void **state) {
     assert_true(size == half - 1 && off == half);
     r.kind = LT_SPLIT_LAST;
     LT_CHECK(lt_split_sizes(&r, big, 3, sz));
-    assert_true(sz[0] == 3074457345618258603 && sz[1] == 3074457345618258603 && sz[2] == 3074457345618258601);
+    assert_true(sz[0] == 3074457345618258603 && sz[1] == 3074457345618258603 &&
+                sz[2] == 3074457345618258601);
     LT_CHECK(lt_split_piece(&r, big, 3, 2, &size, &off));
     assert_true(size == 3074457345618258601 && off == 6148914691236517206);
 }
@@ -312,7 +316,8 @@ static void expect_order(const int *mesh, int nd, const char *pls, const int *md
     LT_CHECK(lt_explicit_order(mesh, nd, pl, n, out, &cnt));
     assert_int_equal(cnt, nd);
     for (int i = 0; i < cnt; i++) {
-        if (out[i].mesh_dim != mdims[i]) fail_msg("%s: entry %d is mesh dim %d, wanted %d", pls, i, out[i].mesh_dim, mdims[i]);
+        if (out[i].mesh_dim != mdims[i])
+            fail_msg("%s: entry %d is mesh dim %d, wanted %d", pls, i, out[i].mesh_dim, mdims[i]);
         assert_int_equal(out[i].placement.kind, LT_PL_SHARD);
         assert_int_equal(out[i].placement.dim, 0);
     }
@@ -341,10 +346,10 @@ static void test_explicit_order(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spellings),   cmocka_unit_test(test_bad_spellings), cmocka_unit_test(test_suggestions),
-        cmocka_unit_test(test_lists),       cmocka_unit_test(test_check),
-        cmocka_unit_test(test_split_rules), cmocka_unit_test(test_split_piece),
-        cmocka_unit_test(test_explicit_order),
+        cmocka_unit_test(test_spellings),   cmocka_unit_test(test_bad_spellings),
+        cmocka_unit_test(test_suggestions), cmocka_unit_test(test_lists),
+        cmocka_unit_test(test_check),       cmocka_unit_test(test_split_rules),
+        cmocka_unit_test(test_split_piece), cmocka_unit_test(test_explicit_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,7 +16,8 @@
 
 /* Redistributes (4, 4) f32 arange on mesh_s from src to dst, tracing on a
  * communicator of its own; *plan and *comm: new (the caller frees them). */
-static void run(const char *mesh_s, const char *src, const char *dst, lt_plan **plan, lt_comm **comm) {
+static void run(const char *mesh_s, const char *src, const char *dst, lt_plan **plan,
+                lt_comm **comm) {
     lt_mesh m;
     int64_t shape[2] = {4, 4};
     lt_dtensor *d = lt_test_arange(mesh_s, src, 2, shape, &m);
@@ -71,7 +72,8 @@ static void test_differences_found(void **state) {
     lt_plan_step *ps = (lt_plan_step *)&p->steps[0];
     ps->bytes_total += 4;
     LT_EXPECT_STATUS(lt__plan_check_trace(p, lt_comm_trace(c), 0), LT_INVALID);
-    assert_non_null(strstr(lt_errmsg(), "internal: step 1: the plan says all_gather on mesh dim 0, 196 bytes"));
+    assert_non_null(
+        strstr(lt_errmsg(), "internal: step 1: the plan says all_gather on mesh dim 0, 196 bytes"));
     ps->bytes_total -= 4;
     ps->bytes_per_rank = 0;
     LT_EXPECT_STATUS(lt__plan_check_trace(p, lt_comm_trace(c), 0), LT_INVALID);

@@ -22,8 +22,8 @@
  * whether the search ran out of budget, and the work its search charged
  * (every shortcut of the shared records must charge the same), into buf (a new string the caller
  * frees; NULL: the pair has no plan, with the status in *st). */
-static char *plan_text(const lt_mesh *m, int ndim, const int64_t *shape, const lt_placement *sp, const lt_placement *dp,
-                       int shared, lt_status *st) {
+static char *plan_text(const lt_mesh *m, int ndim, const int64_t *shape, const lt_placement *sp,
+                       const lt_placement *dp, int shared, lt_status *st) {
     lt_spec s;
     LT_CHECK(lt_spec_make(m, LT_F32, ndim, shape, sp, m->ndim, &s));
     lt_plan *p = NULL;
@@ -38,8 +38,8 @@ static char *plan_text(const lt_mesh *m, int ndim, const int64_t *shape, const l
     size_t cap = strlen(text) + strlen(js) + 128;
     char *out = malloc(cap);
     assert_non_null(out);
-    snprintf(out, cap, "%s\n%s\nexplored %d truncated %d planner %d work %.17g", text, js, p->states_explored,
-             (int)p->search_truncated, (int)p->planner, p->search_work_);
+    snprintf(out, cap, "%s\n%s\nexplored %d truncated %d planner %d work %.17g", text, js,
+             p->states_explored, (int)p->search_truncated, (int)p->planner, p->search_work_);
     free(js);
     cJSON_Delete(j);
     lt_plan_free(p);
@@ -76,14 +76,16 @@ static void compare_pair(const lt_mesh *m, int ndim, const int64_t *shape, const
      * (plan_memo.c: the same outcome against the budget, not the same sum) */
     if (a && b && c) *strstr(a, " work ") = '\0';
     int differ = s0 != s1 || s1 != s2 || !a != !b || !b != !c;
-    if (!differ && a) differ = strncmp(a, b, strlen(a)) || strncmp(b + strlen(a), " work ", 6) || strcmp(b, c);
+    if (!differ && a)
+        differ = strncmp(a, b, strlen(a)) || strncmp(b + strlen(a), " work ", 6) || strcmp(b, c);
     if (differ) {
         char x[256], y[256], ms[64];
         if (t->differ++ < 5)
-            print_message("DIFFER on %s: %s -> %s\nunshared (%s):\n%s\nshared (%s):\n%s\nshared, scanning (%s):\n%s\n",
-                          lt_mesh_str(m, ms, sizeof ms), fmt_pl(sp, m->ndim, x, 256), fmt_pl(dp, m->ndim, y, 256),
-                          lt_status_str(s0), a ? a : "-", lt_status_str(s1), b ? b : "-", lt_status_str(s2),
-                          c ? c : "-");
+            print_message("DIFFER on %s: %s -> %s\nunshared (%s):\n%s\nshared (%s):\n%s\nshared, "
+                          "scanning (%s):\n%s\n",
+                          lt_mesh_str(m, ms, sizeof ms), fmt_pl(sp, m->ndim, x, 256),
+                          fmt_pl(dp, m->ndim, y, 256), lt_status_str(s0), a ? a : "-",
+                          lt_status_str(s1), b ? b : "-", lt_status_str(s2), c ? c : "-");
     }
     free(a);
     free(b);
@@ -92,8 +94,8 @@ static void compare_pair(const lt_mesh *m, int ndim, const int64_t *shape, const
 
 /* Every `every`-th pair of lists of options o[nopt] (37 times fewer under a
  * sanitizer), in order or reversed. */
-static void sweep(const char *mesh_s, int ndim, const int64_t *shape, const lt_placement *o, int nopt, int reverse,
-                  long every, tally *t) {
+static void sweep(const char *mesh_s, int ndim, const int64_t *shape, const lt_placement *o,
+                  int nopt, int reverse, long every, tally *t) {
     lt_mesh m = mk_mesh(mesh_s);
     lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
     long nlist = 1;
@@ -112,9 +114,11 @@ static void test_shared_equals_unshared(void **state) {
     lt_split_rule bal = lt_split_chunk();
     bal.kind = LT_SPLIT_BALANCED;
     /* the sweep's own options, then Partial and balanced splits */
-    const lt_placement o3[5] = {lt_replicate(), lt_shard(0), lt_shard(1), lt_strided(0, 2), lt_strided(1, 2)};
-    const lt_placement o2[7] = {lt_replicate(),   lt_shard(0),           lt_shard(1),           lt_strided(0, 2),
-                                lt_strided(1, 2), lt_shard_rule(1, bal), lt_partial(LT_REDOP_SUM)};
+    const lt_placement o3[5] = {lt_replicate(), lt_shard(0), lt_shard(1), lt_strided(0, 2),
+                                lt_strided(1, 2)};
+    const lt_placement o2[7] = {lt_replicate(),          lt_shard(0),      lt_shard(1),
+                                lt_strided(0, 2),        lt_strided(1, 2), lt_shard_rule(1, bal),
+                                lt_partial(LT_REDOP_SUM)};
     const int64_t s3[][2] = {{5, 7}, {3, 3}, {0, 4}};
     const int64_t s2[][2] = {{8, 8}, {9, 13}, {7, 1}, {1, 9}};
     tally t = {0};
@@ -125,8 +129,8 @@ static void test_shared_equals_unshared(void **state) {
     for (int s = 0; s < 2; s++) sweep("2x4", 2, s2[s], o2, 7, 1, 1, &t);
     lt_plan_cache_clear();
     sweep("2x2x2", 2, s3[0], o3, 5, 1, 4, &t);
-    print_message("shared = unshared on %ld pairs (%ld rejected or invalid); %ld differ\n", t.pairs, t.rejected,
-                  t.differ);
+    print_message("shared = unshared on %ld pairs (%ld rejected or invalid); %ld differ\n", t.pairs,
+                  t.rejected, t.differ);
     assert_int_equal(t.differ, 0);
     assert_true(t.pairs > (SANITIZED ? 500 : 30000));
 }
@@ -163,7 +167,8 @@ static void test_spare_tables_empty(void **state) {
         assert_int_equal(t.gen, wrap ? 1 : m.gen + 1);
         for (int k = 0; k < 100; k++) {
             LT_CHECK(lt__keymap_get(&t, (uint64_t)k * 977, 1000 + k, &idx, &added));
-            if (!added || idx != 1000 + k) fail_msg("key %d was still in the reused table (index %d)", k, idx);
+            if (!added || idx != 1000 + k)
+                fail_msg("key %d was still in the reused table (index %d)", k, idx);
         }
         lt__keymap_free(&t);
     }
@@ -190,7 +195,8 @@ static void test_budget_same(void **state) {
             parse_pl(pairs[pass ? np - 1 - q : q][1], dp);
             compare_pair(&m, 2, shape, sp, dp, &t);
         }
-    print_message("4x4x4: %ld pairs, %ld of them past the budget; %ld differ\n", t.pairs, t.truncated, t.differ);
+    print_message("4x4x4: %ld pairs, %ld of them past the budget; %ld differ\n", t.pairs,
+                  t.truncated, t.differ);
     assert_int_equal(t.differ, 0);
     assert_true(t.truncated > 0 && t.truncated < t.pairs);
 }

@@ -23,14 +23,14 @@
 
 typedef struct counts {
     long pairs;        /* compared with the brute force */
-    long mismatches;   /* pairs where min-cost differs from the brute force (the first 20 printed) */
+    long mismatches; /* pairs where min-cost differs from the brute force (the first 20 printed) */
     long skipped;      /* invalid lists or rejected transitions */
     long beats_greedy; /* pairs where min-cost moves fewer bytes than greedy */
 } counts;
 
 /* The least (bytes, steps) of sp -> dp by the brute force (f32). */
-static bf_result brute_force(const lt_mesh *m, int ndim, const int64_t *shape, const lt_placement *sp,
-                             const lt_placement *dp) {
+static bf_result brute_force(const lt_mesh *m, int ndim, const int64_t *shape,
+                             const lt_placement *sp, const lt_placement *dp) {
     return bf_solve(m, ndim, shape, 4, 1, sp, dp);
 }
 
@@ -107,8 +107,8 @@ static void check_cost_pair(const lt_mesh *m, int ndim, const int64_t *shape,
 
 /* Plans sp -> dp with both planners and compares min-cost with the brute
  * force. Skips (and counts) pairs that are not valid redistributes. */
-static void check_pair(const lt_mesh *m, int ndim, const int64_t *shape, const lt_placement *sp, const lt_placement *dp,
-                       counts *k) {
+static void check_pair(const lt_mesh *m, int ndim, const int64_t *shape, const lt_placement *sp,
+                       const lt_placement *dp, counts *k) {
     lt_placement tmp[LT_MESH_MAX_DIMS];
     if (lt_placements_check(m, ndim, sp, m->ndim, tmp) || lt_layout_check(m, ndim, shape, sp) ||
         lt_placements_check(m, ndim, dp, m->ndim, tmp) || lt_layout_check(m, ndim, shape, dp) ||
@@ -130,17 +130,20 @@ static void check_pair(const lt_mesh *m, int ndim, const int64_t *shape, const l
     bf_result want = expect_zero_fill(m, sp, dp) ? bf_solve_zero_fill(m, ndim, shape, 4, 1, sp, dp)
                                                  : brute_force(m, ndim, shape, sp, dp);
     char a[256], c[256], ms[64], ss[64];
-    if (pc->search_truncated || want.bytes < 0 || (int64_t)pc->total_bytes != want.bytes || pc->nsteps != want.steps) {
+    if (pc->search_truncated || want.bytes < 0 || (int64_t)pc->total_bytes != want.bytes ||
+        pc->nsteps != want.steps) {
         if (k->mismatches++ < 20)
-            print_message("MISMATCH mesh %s, shape %s: %s -> %s: min-cost plans %zu bytes in %d steps%s, the brute force "
+            print_message("MISMATCH mesh %s, shape %s: %s -> %s: min-cost plans %zu bytes in %d "
+                          "steps%s, the brute force "
                           "finds %lld bytes in %d: %s\n",
                           lt_mesh_str(m, ms, sizeof ms), lt_shape_str(ndim, shape, ss, sizeof ss),
-                          fmt_pl(sp, m->ndim, a, 256), fmt_pl(dp, m->ndim, c, 256), pc->total_bytes, pc->nsteps,
-                          pc->search_truncated ? " (truncated)" : "", (long long)want.bytes, want.steps, want.path);
+                          fmt_pl(sp, m->ndim, a, 256), fmt_pl(dp, m->ndim, c, 256), pc->total_bytes,
+                          pc->nsteps, pc->search_truncated ? " (truncated)" : "",
+                          (long long)want.bytes, want.steps, want.path);
     }
     if (pg->total_bytes < pc->total_bytes)
-        fail_msg("%s -> %s: greedy moves %zu bytes, min-cost %zu", fmt_pl(sp, m->ndim, a, 256), fmt_pl(dp, m->ndim, c, 256),
-                 pg->total_bytes, pc->total_bytes);
+        fail_msg("%s -> %s: greedy moves %zu bytes, min-cost %zu", fmt_pl(sp, m->ndim, a, 256),
+                 fmt_pl(dp, m->ndim, c, 256), pg->total_bytes, pc->total_bytes);
     k->beats_greedy += pg->total_bytes > pc->total_bytes;
     k->pairs++;
     lt_plan_free(pc);
@@ -149,8 +152,8 @@ static void check_pair(const lt_mesh *m, int ndim, const int64_t *shape, const l
 
 /* Every pair (or `cap` pairs drawn at random) of lists built from the
  * per-mesh-dim options o[nopt]. */
-static void sweep(const char *mesh_s, int ndim, const int64_t *shape, const lt_placement *o, int nopt, long cap,
-                  counts *k) {
+static void sweep(const char *mesh_s, int ndim, const int64_t *shape, const lt_placement *o,
+                  int nopt, long cap, counts *k) {
     lt_mesh m = mk_mesh(mesh_s);
     lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
     long nlist = 1;
@@ -165,17 +168,20 @@ static void sweep(const char *mesh_s, int ndim, const int64_t *shape, const lt_p
     }
 }
 
-static void rule_sweep(const char *mesh_s, int ndim, const int64_t *shape, lt_split_kind rule, long cap, counts *k) {
+static void rule_sweep(const char *mesh_s, int ndim, const int64_t *shape, lt_split_kind rule,
+                       long cap, counts *k) {
     lt_placement o[24];
     int nopt = mesh_dim_options(ndim, rule, o);
     sweep(mesh_s, ndim, shape, o, nopt, cap, k);
 }
 
-/* ---- the cases of the hardening issue, worked out by hand ------------------------------------- */
+/* ---- the cases of the hardening issue, worked out by hand -------------------------------------
+ */
 
 /* One planned step, executed and checked against the direct reshard (every
  * intermediate) and against distributing the full tensor with dst. */
-static lt_plan *run_checked(const lt_mesh *m, int ndim, const int64_t *shape, const char *from, const char *to) {
+static lt_plan *run_checked(const lt_mesh *m, int ndim, const int64_t *shape, const char *from,
+                            const char *to) {
     lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
     parse_pl(from, sp);
     parse_pl(to, dp);
@@ -334,8 +340,13 @@ static void test_size_one_mesh_dims(void **state) {
     lt_split_rule last = lt_split_chunk(), e1;
     last.kind = LT_SPLIT_LAST;
     LT_CHECK(lt_split_explicit((int64_t[]){2}, 1, &e1));
-    lt_placement o[7] = {lt_replicate(),          lt_shard(0),      lt_shard_rule(0, last), lt_shard_rule(0, e1),
-                         lt_partial(LT_REDOP_SUM), lt_strided(0, 2), lt_shard(1)};
+    lt_placement o[7] = {lt_replicate(),
+                         lt_shard(0),
+                         lt_shard_rule(0, last),
+                         lt_shard_rule(0, e1),
+                         lt_partial(LT_REDOP_SUM),
+                         lt_strided(0, 2),
+                         lt_shard(1)};
     const char *meshes[] = {"4x1", "1x3", "2x1x2"};
     const int64_t s23[] = {2, 3};
     long ran = 0;
@@ -348,9 +359,10 @@ static void test_size_one_mesh_dims(void **state) {
                 lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS], tmp[LT_MESH_MAX_DIMS];
                 decode_list(a, o, 7, mm.ndim, sp);
                 decode_list(b, o, 7, mm.ndim, dp);
-                if (lt_placements_check(&mm, 2, sp, mm.ndim, tmp) || lt_layout_check(&mm, 2, s23, sp) ||
-                    lt_placements_check(&mm, 2, dp, mm.ndim, tmp) || lt_layout_check(&mm, 2, s23, dp) ||
-                    expect_reject(&mm, sp, dp))
+                if (lt_placements_check(&mm, 2, sp, mm.ndim, tmp) ||
+                    lt_layout_check(&mm, 2, s23, sp) ||
+                    lt_placements_check(&mm, 2, dp, mm.ndim, tmp) ||
+                    lt_layout_check(&mm, 2, s23, dp) || expect_reject(&mm, sp, dp))
                     continue;
                 lt_dtensor *src = mk(&mm, LT_F32, 2, s23, sp);
                 for (int pl = 0; pl < 2; pl++) {
@@ -361,8 +373,9 @@ static void test_size_one_mesh_dims(void **state) {
                     char x[256], y[256];
                     lt_status st = lt_redistribute(src, dp, mm.ndim, &ro, &out, NULL);
                     if (st)
-                        fail_msg("mesh %s: %s -> %s (%s): %s", meshes[q], fmt_pl(sp, mm.ndim, x, 256),
-                                 fmt_pl(dp, mm.ndim, y, 256), lt_planner_name(ro.planner), lt_errmsg());
+                        fail_msg("mesh %s: %s -> %s (%s): %s", meshes[q],
+                                 fmt_pl(sp, mm.ndim, x, 256), fmt_pl(dp, mm.ndim, y, 256),
+                                 lt_planner_name(ro.planner), lt_errmsg());
                     lt_dtensor_free(out);
                     ran++;
                 }
@@ -381,15 +394,17 @@ static void test_min_cost_equals_brute_force(void **state) {
     const lt_split_kind rules[] = {LT_SPLIT_BALANCED, LT_SPLIT_LAST};
     for (int r = 0; r < 2; r++) {
         for (int s = 0; s < 5; s++) rule_sweep("2x2", 1, sh1[s], rules[r], 0, &k);
-        for (int s = 0; s < 4; s++) rule_sweep("2x2", 2, sh2[s], rules[r], SANITIZED ? 300 : s < 2 ? 0 : 600, &k);
+        for (int s = 0; s < 4; s++)
+            rule_sweep("2x2", 2, sh2[s], rules[r], SANITIZED ? 300 : s < 2 ? 0 : 600, &k);
     }
     long n2 = k.pairs;
     /* explicit sizes, with empty pieces; nested (parent of 2 rows) or whole */
     lt_split_rule e1, e2;
     LT_CHECK(lt_split_explicit((int64_t[]){2, 0}, 2, &e1));
     LT_CHECK(lt_split_explicit((int64_t[]){1, 2}, 2, &e2));
-    lt_placement o[7] = {lt_replicate(), lt_shard(0), lt_shard_rule(0, e1), lt_shard_rule(1, e2), lt_strided(1, 2),
-                         lt_partial(LT_REDOP_SUM), lt_shard(1)};
+    lt_placement o[7] = {lt_replicate(),       lt_shard(0),      lt_shard_rule(0, e1),
+                         lt_shard_rule(1, e2), lt_strided(1, 2), lt_partial(LT_REDOP_SUM),
+                         lt_shard(1)};
     const int64_t sh43[] = {4, 3}, sh23[] = {2, 3};
     sweep("2x2", 2, sh43, o, 7, SANITIZED ? 600 : 0, &k);
     sweep("2x2", 2, sh23, o, 7, SANITIZED ? 600 : 0, &k);
@@ -398,8 +413,9 @@ static void test_min_cost_equals_brute_force(void **state) {
     lt_split_rule bal = lt_split_chunk(), last = lt_split_chunk();
     bal.kind = LT_SPLIT_BALANCED;
     last.kind = LT_SPLIT_LAST;
-    lt_placement oss[8] = {lt_replicate(),     lt_shard(0),        lt_shard_rule(0, bal),    lt_strided(0, 2),
-                           lt_strided(0, 3),   lt_strided(0, 4),   lt_partial(LT_REDOP_SUM), lt_shard_rule(0, last)};
+    lt_placement oss[8] = {lt_replicate(),           lt_shard(0),           lt_shard_rule(0, bal),
+                           lt_strided(0, 2),         lt_strided(0, 3),      lt_strided(0, 4),
+                           lt_partial(LT_REDOP_SUM), lt_shard_rule(0, last)};
     const int64_t s12[] = {12}, s13[] = {13};
     sweep("2x2", 1, s12, oss, 8, SANITIZED ? 600 : 0, &k);
     sweep("2x2", 1, s13, oss, 8, SANITIZED ? 600 : 0, &k);
@@ -411,12 +427,15 @@ static void test_min_cost_equals_brute_force(void **state) {
     sweep("2x2x2", 1, s7, oss, 7, SANITIZED ? 300 : 3000, &k);
     rule_sweep("2x2x2", 2, s57, LT_SPLIT_BALANCED, SANITIZED ? 100 : 600, &k);
     rule_sweep("2x2x2", 2, s84, LT_SPLIT_LAST, SANITIZED ? 100 : 300, &k);
-    print_message("min-cost = brute force on %ld pairs (2x2: %ld, of which %ld with explicit sizes or SS(0,3), SS(0,4); "
-                  "2x2x2: %ld); %ld skipped as invalid or rejected; min-cost moved fewer bytes than greedy on %ld\n",
+    print_message("min-cost = brute force on %ld pairs (2x2: %ld, of which %ld with explicit sizes "
+                  "or SS(0,3), SS(0,4); "
+                  "2x2x2: %ld); %ld skipped as invalid or rejected; min-cost moved fewer bytes "
+                  "than greedy on %ld\n",
                   k.pairs, n2 + ne, ne, k.pairs - n2 - ne, k.skipped, k.beats_greedy);
-    print_message("brute force: %ld universes of states (%ld states from %ld placement lists), %ld searches; "
-                  "%ld mismatches\n",
-                  bf_pool.universes, bf_pool.states, bf_pool.lists, bf_pool.searches, k.mismatches);
+    print_message(
+        "brute force: %ld universes of states (%ld states from %ld placement lists), %ld searches; "
+        "%ld mismatches\n",
+        bf_pool.universes, bf_pool.states, bf_pool.lists, bf_pool.searches, k.mismatches);
     assert_int_equal(k.mismatches, 0);
     assert_true(k.pairs > (SANITIZED ? 10000 : 35000) && k.beats_greedy > 0);
 }
@@ -576,13 +595,15 @@ static void test_out_of_memory(void **state) {
             } else {
                 points++;
                 if (st != LT_NOMEM || !strstr(lt_errmsg(), "out of memory"))
-                    fail_msg("%s -> %s, allocation %lld failing: %s: %s", cases[q][2], cases[q][3], (long long)n,
-                             lt_status_str(st), lt_errmsg());
-                if (had_out) fail_msg("%s -> %s: a failed redistribute left its output set", cases[q][2], cases[q][3]);
+                    fail_msg("%s -> %s, allocation %lld failing: %s: %s", cases[q][2], cases[q][3],
+                             (long long)n, lt_status_str(st), lt_errmsg());
+                if (had_out)
+                    fail_msg("%s -> %s: a failed redistribute left its output set", cases[q][2],
+                             cases[q][3]);
             }
             if (live != 0)
-                fail_msg("%s -> %s, allocation %lld failing: %lld blocks left allocated", cases[q][2], cases[q][3],
-                         (long long)n, (long long)live);
+                fail_msg("%s -> %s, allocation %lld failing: %lld blocks left allocated",
+                         cases[q][2], cases[q][3], (long long)n, (long long)live);
         }
         assert_true(completed);
         lt_dtensor_free(src);

@@ -26,7 +26,8 @@ typedef struct {
     atomic_int slot_busy[LT_THREADS_MAX];
     atomic_int slot_clash;
     atomic_int on_worker;   /* pieces that ran on a worker thread */
-    atomic_int wait_worker; /* the caller's first piece waits (up to 10 s) for a worker's first one */
+    atomic_int
+        wait_worker; /* the caller's first piece waits (up to 10 s) for a worker's first one */
 } counts;
 
 static lt_status count_one(void *ctx, int64_t i) {
@@ -45,7 +46,8 @@ static lt_status count_one(void *ctx, int64_t i) {
     for (int k = 0; k < 200; k++) x += k * (double)i;
     if (x < 0) atomic_fetch_add(&c->slot_clash, 1); /* never: uses x */
     atomic_fetch_sub(&c->slot_busy[s], 1);
-    if (i >= c->fail_from && i % 7 == 0) return lt__err(LT_SHAPE, "piece %lld failed", (long long)i);
+    if (i >= c->fail_from && i % 7 == 0)
+        return lt__err(LT_SHAPE, "piece %lld failed", (long long)i);
     return LT_OK;
 }
 
@@ -70,7 +72,8 @@ static void test_every_index_once(void **state) {
             LT_CHECK(lt__parallel_for(N, count_one, c));
             if (t == 1 || atomic_load(&c->on_worker) > 0) break;
         }
-        if (t > 1 && atomic_load(&c->on_worker) == 0) fail_msg("threads %d: no piece ran on a worker", t);
+        if (t > 1 && atomic_load(&c->on_worker) == 0)
+            fail_msg("threads %d: no piece ran on a worker", t);
         for (int i = 0; i < N; i++)
             if (atomic_load(&c->hits[i]) != 1)
                 fail_msg("threads %d: index %d ran %d times", t, i, atomic_load(&c->hits[i]));

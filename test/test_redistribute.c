@@ -35,7 +35,8 @@ typedef struct sweep_stats {
  * tensor is arange, so the value is its global index, divided by the sizes
  * of the other P(sum) mesh dims: a misplaced shard shows). The exact per-rank
  * values are PyTorch's, in test_golden. */
-static void expect_zero_fill_result(const lt_dtensor *src, const lt_dtensor *out, const char *what) {
+static void expect_zero_fill_result(const lt_dtensor *src, const lt_dtensor *out,
+                                    const char *what) {
     lt_tensor *a = NULL, *b = NULL;
     LT_CHECK(lt_full_tensor(out, &a));
     LT_CHECK(lt_full_tensor(src, &b));
@@ -66,9 +67,11 @@ static void expect_zero_fill_result(const lt_dtensor *src, const lt_dtensor *out
                 idx[d] = rem % x->shape[d];
                 rem /= x->shape[d];
             }
-            for (int d = 0; d < x->ndim; d++) g = g * out->shape[d] + (lay.idx[d] ? lay.idx[d][idx[d]] : idx[d]);
-            if (fabs(v - (double)g / scale) > 1e-6 * (double)g) fail_msg("%s: rank %d holds %g at local %lld (global flat %lld)", what, r, v,
-                                         (long long)f, (long long)g);
+            for (int d = 0; d < x->ndim; d++)
+                g = g * out->shape[d] + (lay.idx[d] ? lay.idx[d][idx[d]] : idx[d]);
+            if (fabs(v - (double)g / scale) > 1e-6 * (double)g)
+                fail_msg("%s: rank %d holds %g at local %lld (global flat %lld)", what, r, v,
+                         (long long)f, (long long)g);
         }
         lt_rank_layout_free(&lay);
     }
@@ -80,7 +83,8 @@ static size_t check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t 
                          const lt_placement *sp, const lt_placement *dp, lt_planner planner,
                          int verify, sweep_stats *stats) {
     char a[256], b[256], what[700], ms[64];
-    snprintf(what, sizeof what, "mesh %s, %d-d tensor: %s -> %s (%s)", lt_mesh_str(m, ms, sizeof ms), ndim, fmt_pl(sp, m->ndim, a, sizeof a),
+    snprintf(what, sizeof what, "mesh %s, %d-d tensor: %s -> %s (%s)",
+             lt_mesh_str(m, ms, sizeof ms), ndim, fmt_pl(sp, m->ndim, a, sizeof a),
              fmt_pl(dp, m->ndim, b, sizeof b), lt_planner_name(planner));
     lt_placement dn[LT_MESH_MAX_DIMS];
     lt_dtensor *src = mk(m, dt, ndim, shape, sp), *out = NULL;
@@ -101,14 +105,16 @@ static size_t check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t 
         if (st != LT_INVALID) fail_msg("%s: invalid destination gave %s", what, lt_status_str(st));
         stats->invalid++;
     } else if (expect_reject(m, sp, dn)) {
-        if (st != LT_UNSUPPORTED) fail_msg("%s: expected a rejection, got %s", what, lt_status_str(st));
+        if (st != LT_UNSUPPORTED)
+            fail_msg("%s: expected a rejection, got %s", what, lt_status_str(st));
         if (!strstr(lt_errmsg(), "'t'") || !strstr(lt_errmsg(), "mesh dim"))
             fail_msg("%s: rejection message lacks the name or mesh dim: %s", what, lt_errmsg());
         stats->rejected++;
     } else {
         if (st) fail_msg("%s: %s: %s", what, lt_status_str(st), lt_errmsg());
         stats->run++;
-        if (!lt_placements_equal(out->placements, dn, m->ndim)) fail_msg("%s: result placements differ", what);
+        if (!lt_placements_equal(out->placements, dn, m->ndim))
+            fail_msg("%s: result placements differ", what);
         if (expect_zero_fill(m, sp, dn)) {
             expect_zero_fill_result(src, out, what);
         } else {
@@ -124,17 +130,20 @@ static size_t check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t 
             const lt_plan_step *ps = &plan->steps[s];
             lt_placement tmp[LT_MESH_MAX_DIMS];
             if (lt_placements_check(m, ndim, ps->after, m->ndim, tmp))
-                fail_msg("%s: state after step %d is not a valid placement list: %s", what, s + 1, lt_errmsg());
+                fail_msg("%s: state after step %d is not a valid placement list: %s", what, s + 1,
+                         lt_errmsg());
             if (!ps->comm) continue;
             lt_trace_event e;
-            if (lt_trace_get(tr, ev++, &e)) fail_msg("%s: step %d issued no collective", what, s + 1);
+            if (lt_trace_get(tr, ev++, &e))
+                fail_msg("%s: step %d issued no collective", what, s + 1);
             size_t mx = 0;
             for (int r = 0; r < e.world; r++) mx = e.recv[r] > mx ? e.recv[r] : mx;
-            if (e.coll != ps->coll || e.mesh_dim != ps->mesh_dim || e.total_recv != ps->bytes_total ||
-                mx != ps->bytes_per_rank)
-                fail_msg("%s: step %d: plan says %s on mesh dim %d, %zu bytes (max %zu); trace says %s on %d, %zu (max %zu)",
-                         what, s + 1, ps->collective, ps->mesh_dim, ps->bytes_total, ps->bytes_per_rank,
-                         lt_coll_name(e.coll), e.mesh_dim, e.total_recv, mx);
+            if (e.coll != ps->coll || e.mesh_dim != ps->mesh_dim ||
+                e.total_recv != ps->bytes_total || mx != ps->bytes_per_rank)
+                fail_msg("%s: step %d: plan says %s on mesh dim %d, %zu bytes (max %zu); trace "
+                         "says %s on %d, %zu (max %zu)",
+                         what, s + 1, ps->collective, ps->mesh_dim, ps->bytes_total,
+                         ps->bytes_per_rank, lt_coll_name(e.coll), e.mesh_dim, e.total_recv, mx);
         }
         if (ev != lt_trace_count(tr)) fail_msg("%s: more collectives than the plan lists", what);
         ret = plan->total_bytes;
@@ -153,21 +162,23 @@ static size_t check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t 
 
 /* Every (or `cap` sampled) pair of placement lists built from the per-mesh-dim
  * options o[nopt], for one shape; both planners. */
-static void sweep_options(const char *mesh_s, int ndim, const int64_t *shape, const lt_placement *o, int nopt,
-                          long cap, sweep_stats *stats) {
+static void sweep_options(const char *mesh_s, int ndim, const int64_t *shape, const lt_placement *o,
+                          int nopt, long cap, sweep_stats *stats) {
     lt_mesh m = mk_mesh(mesh_s);
     lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS], tmp[LT_MESH_MAX_DIMS];
     long nlist = 1;
     for (int i = 0; i < m.ndim; i++) nlist *= nopt;
     long npairs = nlist * nlist;
-    uint64_t seed = 0x9e3779b97f4a7c15ULL ^ (uint64_t)(nlist * 131 + ndim * 7 + (ndim ? shape[0] : 0));
+    uint64_t seed =
+        0x9e3779b97f4a7c15ULL ^ (uint64_t)(nlist * 131 + ndim * 7 + (ndim ? shape[0] : 0));
     long todo = cap > 0 && cap < npairs ? cap : npairs;
     for (long q = 0; q < todo; q++) {
         long pair = todo == npairs ? q : (long)(lcg(&seed) % (uint64_t)npairs);
         decode_list(pair / nlist, o, nopt, m.ndim, sp);
         decode_list(pair % nlist, o, nopt, m.ndim, dp);
         /* sources must be distributable (valid list, computable layout) */
-        if (lt_placements_check(&m, ndim, sp, m.ndim, tmp) || lt_layout_check(&m, ndim, shape, sp)) {
+        if (lt_placements_check(&m, ndim, sp, m.ndim, tmp) ||
+            lt_layout_check(&m, ndim, shape, sp)) {
             stats->skipped++;
             continue;
         }
@@ -175,8 +186,8 @@ static void sweep_options(const char *mesh_s, int ndim, const int64_t *shape, co
         size_t c = check_pair(&m, LT_F32, ndim, shape, sp, dp, LT_PLANNER_MIN_COST, 1, stats);
         if (g != (size_t)-1 && c > g) {
             char a[256], b[256];
-            fail_msg("min-cost moved %zu bytes but greedy %zu: %s -> %s on %s", c, g, fmt_pl(sp, m.ndim, a, 256),
-                     fmt_pl(dp, m.ndim, b, 256), mesh_s);
+            fail_msg("min-cost moved %zu bytes but greedy %zu: %s -> %s on %s", c, g,
+                     fmt_pl(sp, m.ndim, a, 256), fmt_pl(dp, m.ndim, b, 256), mesh_s);
         }
         if (g != (size_t)-1) stats->greedy_extra += (double)(g - c);
     }
@@ -214,7 +225,9 @@ static void test_sweep(void **state) {
     sweep("2x2x2", 1, sh1[3], LT_SPLIT_BALANCED, 400, &st);
     sweep("2x2x2", 2, sh2[2], LT_SPLIT_BALANCED, 400, &st);
     sweep("2x2x2", 2, sh2[0], LT_SPLIT_BALANCED, 100, &st);
-    print_message("sweep: %ld redistributes checked, %ld rejected as docs/SEMANTICS.md §7 says, %ld invalid destinations, %ld invalid sources skipped; greedy moved %.0f bytes more than min-cost in total\n",
+    print_message("sweep: %ld redistributes checked, %ld rejected as docs/SEMANTICS.md §7 says, "
+                  "%ld invalid destinations, %ld invalid sources skipped; greedy moved %.0f bytes "
+                  "more than min-cost in total\n",
                   st.run, st.rejected, st.invalid, st.skipped, st.greedy_extra);
     assert_true(st.run > 10000);
 }
@@ -252,15 +265,16 @@ static void test_scalars_and_explicit(void **state) {
     o[2] = lt_shard_rule(0, e1);
     o[3] = lt_shard_rule(1, e2);
     sweep_options("2x2", 2, sh43, o, 7, 0, &st);
-    print_message("scalars and explicit sizes: %ld checked, %ld rejected, %ld invalid destinations\n", st.run,
-                  st.rejected, st.invalid);
+    print_message(
+        "scalars and explicit sizes: %ld checked, %ld rejected, %ld invalid destinations\n", st.run,
+        st.rejected, st.invalid);
     assert_true(st.run > 1000 && st.invalid > 0);
 }
 
 /* ---- docs/SEMANTICS.md §7 communication counts ---------------------------------------- */
 
-static int comm_count(const char *mesh_s, int ndim, const int64_t *shape, const char *a, const char *b,
-                      lt_planner planner, size_t *bytes) {
+static int comm_count(const char *mesh_s, int ndim, const int64_t *shape, const char *a,
+                      const char *b, lt_planner planner, size_t *bytes) {
     lt_mesh m = mk_mesh(mesh_s);
     lt_placement sp[8], dp[8];
     parse_pl(a, sp);
@@ -276,7 +290,8 @@ static int comm_count(const char *mesh_s, int ndim, const int64_t *shape, const 
     LT_CHECK(lt_redistribute(src, dp, m.ndim, &o, &out, &plan));
     expect_same_shards(out, exp, a);
     int n = (int)lt_trace_count(lt_comm_trace(comm));
-    if (n != plan->ncomm) fail_msg("%s -> %s: trace has %d events, plan %d collectives", a, b, n, plan->ncomm);
+    if (n != plan->ncomm)
+        fail_msg("%s -> %s: trace has %d events, plan %d collectives", a, b, n, plan->ncomm);
     if (bytes) *bytes = plan->total_bytes;
     lt_plan_free(plan);
     lt_dtensor_free(out);
@@ -290,41 +305,50 @@ static void test_sem7_counts(void **state) {
     (void)state;
     /* test_redistribute_shard_dim_change, 2-D mesh (2, 2) */
     const int64_t shapes[][3] = {{8, 8, 0}, {8, 8, 8}, {8, 5, 0}, {5, 8, 0}, {5, 5, 0}};
-    const char *pairs2[][2] = {{"S(0),S(1)", "S(0),S(0)"}, {"S(0),S(1)", "S(1),S(0)"}, {"S(0),S(0)", "S(1),S(1)"},
-                               {"S(0),S(2)", "S(1),S(0)"}, {"S(1),S(1)", "S(1),S(2)"}};
+    const char *pairs2[][2] = {{"S(0),S(1)", "S(0),S(0)"},
+                               {"S(0),S(1)", "S(1),S(0)"},
+                               {"S(0),S(0)", "S(1),S(1)"},
+                               {"S(0),S(2)", "S(1),S(0)"},
+                               {"S(1),S(1)", "S(1),S(2)"}};
     const int counts2[] = {1, 2, 2, 2, 1};
     for (int s = 0; s < 5; s++) {
         int ndim = shapes[s][2] ? 3 : 2;
         for (int p = 0; p < (ndim == 3 ? 5 : 3); p++) {
-            int n = comm_count("2x2", ndim, shapes[s], pairs2[p][0], pairs2[p][1], LT_PLANNER_GREEDY, NULL);
+            int n = comm_count("2x2", ndim, shapes[s], pairs2[p][0], pairs2[p][1],
+                               LT_PLANNER_GREEDY, NULL);
             if (n != counts2[p])
-                fail_msg("greedy %s -> %s on shape %d: %d collectives, PyTorch issues %d", pairs2[p][0], pairs2[p][1], s,
-                         n, counts2[p]);
+                fail_msg("greedy %s -> %s on shape %d: %d collectives, PyTorch issues %d",
+                         pairs2[p][0], pairs2[p][1], s, n, counts2[p]);
             /* min-cost may trade collectives for bytes (it parks a shard on a
              * third tensor dim); it never moves more bytes */
             size_t gb, cb;
             comm_count("2x2", ndim, shapes[s], pairs2[p][0], pairs2[p][1], LT_PLANNER_GREEDY, &gb);
-            int c = comm_count("2x2", ndim, shapes[s], pairs2[p][0], pairs2[p][1], LT_PLANNER_MIN_COST, &cb);
+            int c = comm_count("2x2", ndim, shapes[s], pairs2[p][0], pairs2[p][1],
+                               LT_PLANNER_MIN_COST, &cb);
             assert_true(cb <= gb);
             if (c != counts2[p])
-                print_message("2-D %s -> %s on (%lld, %lld%s): min-cost %d collectives %zu bytes, greedy %d %zu bytes\n",
-                              pairs2[p][0], pairs2[p][1], (long long)shapes[s][0], (long long)shapes[s][1],
-                              ndim == 3 ? ", 8" : "", c, cb, n, gb);
+                print_message("2-D %s -> %s on (%lld, %lld%s): min-cost %d collectives %zu bytes, "
+                              "greedy %d %zu bytes\n",
+                              pairs2[p][0], pairs2[p][1], (long long)shapes[s][0],
+                              (long long)shapes[s][1], ndim == 3 ? ", 8" : "", c, cb, n, gb);
         }
     }
     /* test_redistribute_shard_dim_multi_dim_mesh: (8, 8, 8) on (2, 2, 2) */
     const int64_t s3[] = {8, 8, 8};
-    const char *pairs3[][2] = {{"S(0),S(0),S(0)", "S(1),S(1),S(1)"}, {"S(0),S(1),S(0)", "S(1),S(0),S(0)"},
-                               {"S(0),S(1),S(2)", "S(2),S(1),S(0)"}, {"S(1),S(0),S(0)", "R,S(0),S(0)"},
-                               {"S(1),R,S(0)", "R,S(0),S(0)"},       {"S(0),S(0),S(1)", "S(0),S(1),S(2)"}};
+    const char *pairs3[][2] = {
+        {"S(0),S(0),S(0)", "S(1),S(1),S(1)"}, {"S(0),S(1),S(0)", "S(1),S(0),S(0)"},
+        {"S(0),S(1),S(2)", "S(2),S(1),S(0)"}, {"S(1),S(0),S(0)", "R,S(0),S(0)"},
+        {"S(1),R,S(0)", "R,S(0),S(0)"},       {"S(0),S(0),S(1)", "S(0),S(1),S(2)"}};
     const int counts3[] = {3, 3, 2, 1, 2, 2};
     for (int p = 0; p < 6; p++) {
         size_t gb, cb;
         int n = comm_count("2x2x2", 3, s3, pairs3[p][0], pairs3[p][1], LT_PLANNER_GREEDY, &gb);
         if (n != counts3[p])
-            fail_msg("greedy %s -> %s: %d collectives, PyTorch issues %d", pairs3[p][0], pairs3[p][1], n, counts3[p]);
+            fail_msg("greedy %s -> %s: %d collectives, PyTorch issues %d", pairs3[p][0],
+                     pairs3[p][1], n, counts3[p]);
         int c = comm_count("2x2x2", 3, s3, pairs3[p][0], pairs3[p][1], LT_PLANNER_MIN_COST, &cb);
-        print_message("3-D %-16s -> %-16s greedy %d collectives %5zu bytes, min-cost %d collectives %5zu bytes\n",
+        print_message("3-D %-16s -> %-16s greedy %d collectives %5zu bytes, min-cost %d "
+                      "collectives %5zu bytes\n",
                       pairs3[p][0], pairs3[p][1], n, gb, c, cb);
         assert_true(cb <= gb);
     }
@@ -377,8 +401,8 @@ static void test_one_chunk_mesh(void **state) {
 
 /* ---- rejections and messages ------------------------------------------------------------ */
 
-static void expect_error(const char *mesh_s, const char *a, const char *b, const char *name, lt_status want,
-                         const char *const *needles) {
+static void expect_error(const char *mesh_s, const char *a, const char *b, const char *name,
+                         lt_status want, const char *const *needles) {
     lt_mesh m = mk_mesh(mesh_s);
     lt_placement sp[8], dp[8];
     parse_pl(a, sp);
@@ -390,15 +414,16 @@ static void expect_error(const char *mesh_s, const char *a, const char *b, const
     LT_EXPECT_STATUS(lt_redistribute(src, dp, nd, &o, &out, NULL), want);
     assert_null(out);
     for (int i = 0; needles[i]; i++)
-        if (!strstr(lt_errmsg(), needles[i])) fail_msg("message lacks '%s': %s", needles[i], lt_errmsg());
+        if (!strstr(lt_errmsg(), needles[i]))
+            fail_msg("message lacks '%s': %s", needles[i], lt_errmsg());
     lt_dtensor_free(src);
 }
 
 /* Redistributes arange(shape) from a to b on mesh_s (min-cost and greedy)
  * and compares every rank's values with want[rank][...] (each rank holds
  * `per` elements). */
-static void expect_values(const char *mesh_s, int ndim, const int64_t *shape, const char *a, const char *b,
-                          int per, const double *want, int nsteps_max) {
+static void expect_values(const char *mesh_s, int ndim, const int64_t *shape, const char *a,
+                          const char *b, int per, const double *want, int nsteps_max) {
     lt_mesh m = mk_mesh(mesh_s);
     lt_placement sp[8], dp[8];
     parse_pl(a, sp);
@@ -410,15 +435,17 @@ static void expect_values(const char *mesh_s, int ndim, const int64_t *shape, co
         o.planner = pl ? LT_PLANNER_GREEDY : LT_PLANNER_MIN_COST;
         lt_plan *plan = NULL;
         LT_CHECK(lt_redistribute(src, dp, nd, &o, &out, &plan));
-        if (plan->nsteps > nsteps_max) fail_msg("%s -> %s: %d steps, wanted at most %d", a, b, plan->nsteps, nsteps_max);
+        if (plan->nsteps > nsteps_max)
+            fail_msg("%s -> %s: %d steps, wanted at most %d", a, b, plan->nsteps, nsteps_max);
         for (int r = 0; r < m.world; r++) {
             const lt_tensor *x = out->local->shards[r];
-            if (lt_numel(x) != per) fail_msg("%s -> %s: rank %d holds %lld elements, wanted %d", a, b, r,
-                                             (long long)lt_numel(x), per);
+            if (lt_numel(x) != per)
+                fail_msg("%s -> %s: rank %d holds %lld elements, wanted %d", a, b, r,
+                         (long long)lt_numel(x), per);
             for (int f = 0; f < per; f++)
                 if (lt_get_flat(x, f) != want[r * per + f])
-                    fail_msg("%s -> %s: rank %d element %d is %g, wanted %g", a, b, r, f, lt_get_flat(x, f),
-                             want[r * per + f]);
+                    fail_msg("%s -> %s: rank %d element %d is %g, wanted %g", a, b, r, f,
+                             lt_get_flat(x, f), want[r * per + f]);
         }
         lt_plan_free(plan);
         lt_dtensor_free(out);
@@ -449,7 +476,8 @@ static void test_zero_fill(void **state) {
 
 static void test_errors(void **state) {
     (void)state;
-    const char *n1[] = {"'w'", "[R, S(0)]", "[R, P(avg)]", "mesh dim 1", "S(0) -> P(avg)", "only Shard -> Partial(sum)",
+    const char *n1[] = {"'w'",        "[R, S(0)]",      "[R, P(avg)]",
+                        "mesh dim 1", "S(0) -> P(avg)", "only Shard -> Partial(sum)",
                         NULL};
     expect_error("2x2", "R,S(0)", "R,P(avg)", "w", LT_UNSUPPORTED, n1);
     const char *n2[] = {"'grad'", "[P(sum), R]", "[P(max), R]", "mesh dim 0", "partial", NULL};
@@ -483,7 +511,8 @@ static void test_errors(void **state) {
 /* ---- verifier: it must catch and place a wrong step ---------------------------------------- */
 
 static lt_coll_fn real_a2a;
-static lt_status bad_a2a(void *ctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
+static lt_status bad_a2a(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+                         lt_tensor *const *out) {
     lt_status st = real_a2a(ctx, g, in, out);
     lt_tensor *t = out[g->ranks[g->size - 1]];
     if (!st && g->index == 1 && lt_numel(t) > 0) lt_set_flat(t, 0, lt_get_flat(t, 0) + 100);
@@ -522,11 +551,12 @@ static void test_verify_catches_wrong_step(void **state) {
     assert_int_equal(rep.mesh_dim, plan->steps[a2a].mesh_dim);
     assert_true(fabs(rep.actual - rep.expected - 100) < 1e-3);
     /* the global index holds arange's value */
-    assert_true(fabs(rep.expected - (double)(rep.global_index[0] * 8 + rep.global_index[1])) < 1e-6);
+    assert_true(fabs(rep.expected - (double)(rep.global_index[0] * 8 + rep.global_index[1])) <
+                1e-6);
     char want[64];
     snprintf(want, sizeof want, "after step %d of %d", a2a + 1, plan->nsteps);
-    if (!strstr(lt_errmsg(), want) || !strstr(lt_errmsg(), "'x'") || !strstr(lt_errmsg(), "all_to_all") ||
-        !strstr(lt_errmsg(), "expected"))
+    if (!strstr(lt_errmsg(), want) || !strstr(lt_errmsg(), "'x'") ||
+        !strstr(lt_errmsg(), "all_to_all") || !strstr(lt_errmsg(), "expected"))
         fail_msg("message: %s", lt_errmsg());
     assert_string_equal(rep.message, lt_errmsg());
     print_message("wrong step caught: %s\n", rep.message);
@@ -603,13 +633,15 @@ static void test_strided_and_explicit(void **state) {
     /* docs/SEMANTICS.md §4 seed: arange(5) on (2, 2) with [SS(0,2), S(0)] holds 0,1 | 3 | 2 | 4 */
     lt_mesh m = mk_mesh("2x2");
     const int64_t s5[] = {5};
-    const char *dsts[] = {"R,R", "S(0),S(0)", "S(0,[3,2]),R", "R,SS(0,2)", "S(0,balanced),S(0,last)", "R,S(0,last)"};
+    const char *dsts[] = {
+        "R,R", "S(0),S(0)", "S(0,[3,2]),R", "R,SS(0,2)", "S(0,balanced),S(0,last)", "R,S(0,last)"};
     for (int q = 0; q < 6; q++) {
         for (int pl = 0; pl < 2; pl++) {
             lt_placement sp[2], dp[2];
             parse_pl("SS(0,2),S(0)", sp);
             parse_pl(dsts[q], dp);
-            lt_dtensor *src = mk(&m, LT_F32, 1, s5, sp), *out, *back, *exp = mk(&m, LT_F32, 1, s5, dp);
+            lt_dtensor *src = mk(&m, LT_F32, 1, s5, sp), *out, *back,
+                       *exp = mk(&m, LT_F32, 1, s5, dp);
             lt_redistribute_opts o = {0};
             o.planner = (lt_planner)pl;
             o.verify = 1;
@@ -629,7 +661,8 @@ static void test_full_tensor(void **state) {
     (void)state;
     lt_mesh m = mk_mesh("2x3");
     const int64_t shape[] = {5, 4};
-    const char *pls[] = {"S(0),S(1)", "SS(0,2),S(0)", "P(sum),S(1,last)", "P(max),P(max)", "R,P(avg)", "R,S(1,[1,0,3])"};
+    const char *pls[] = {"S(0),S(1)",     "SS(0,2),S(0)", "P(sum),S(1,last)",
+                         "P(max),P(max)", "R,P(avg)",     "R,S(1,[1,0,3])"};
     for (int q = 0; q < 6; q++) {
         lt_placement pl[2];
         parse_pl(pls[q], pl);
@@ -649,13 +682,15 @@ static void test_dtypes(void **state) {
     lt_mesh m = mk_mesh("2x2");
     const int64_t shape[] = {7, 3};
     const lt_dtype dts[] = {LT_F64, LT_BF16, LT_F16, LT_I32, LT_I64};
-    const char *pairs[][2] = {{"S(0),S(1)", "S(1),S(0,balanced)"}, {"P(max),S(0)", "R,S(1)"}, {"R,SS(0,2)", "S(1),R"}};
+    const char *pairs[][2] = {
+        {"S(0),S(1)", "S(1),S(0,balanced)"}, {"P(max),S(0)", "R,S(1)"}, {"R,SS(0,2)", "S(1),R"}};
     for (int t = 0; t < 5; t++)
         for (int p = 0; p < 3; p++) {
             lt_placement sp[2], dp[2];
             parse_pl(pairs[p][0], sp);
             parse_pl(pairs[p][1], dp);
-            lt_dtensor *src = mk(&m, dts[t], 2, shape, sp), *out, *exp = mk(&m, dts[t], 2, shape, dp);
+            lt_dtensor *src = mk(&m, dts[t], 2, shape, sp), *out,
+                       *exp = mk(&m, dts[t], 2, shape, dp);
             lt_redistribute_opts o = {0};
             o.verify = 1;
             LT_CHECK(lt_redistribute(src, dp, 2, &o, &out, NULL));
@@ -691,8 +726,8 @@ static void test_search_budget(void **state) {
     o.planner = LT_PLANNER_GREEDY;
     LT_CHECK(lt_plan_redistribute(&m, LT_F32, 4, shape, sp, dp, 8, &o, &g));
     print_message("8-d mesh: min-cost %s (%d states), %zu bytes; greedy %zu bytes\n",
-                  p->search_truncated ? "fell back on greedy" : "finished", p->states_explored, p->total_bytes,
-                  g->total_bytes);
+                  p->search_truncated ? "fell back on greedy" : "finished", p->states_explored,
+                  p->total_bytes, g->total_bytes);
     assert_true(p->total_bytes <= g->total_bytes);
     lt_plan_free(p);
     lt_plan_free(g);

@@ -3,8 +3,8 @@
  * on mesh dim 1, nested under mesh dim 0 or not —, even and uneven shapes)
  * must report zero wrong rules, zero unexpected errors and no combination
  * left unsupported; plus hand-checked propagation decisions (the expected
- * layouts are worked out by hand from the semantics, not read from the code). LT_QUICK_RULES=1 runs the smaller
- * sweep (used under sanitizers / valgrind). */
+ * layouts are worked out by hand from the semantics, not read from the code). LT_QUICK_RULES=1 runs
+ * the smaller sweep (used under sanitizers / valgrind). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +19,8 @@ static void print_report(const lt_validate_report *r) {
         const lt_validate_op_result *p = &r->per_op[op];
         if (!p->cases) continue;
         printf("  %-15s %6d cases %6d ok %4d wrong %5d missing %4d errors %5d invalid\n",
-               lt_op_name((lt_op_kind)op), p->cases, p->ok, p->wrong, p->missing, p->errors, p->invalid);
+               lt_op_name((lt_op_kind)op), p->cases, p->ok, p->wrong, p->missing, p->errors,
+               p->invalid);
     }
     if (r->first_wrong[0]) printf("first wrong: %s\n", r->first_wrong);
     if (r->first_error[0]) printf("first error: %s\n", r->first_error);

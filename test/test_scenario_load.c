@@ -96,7 +96,8 @@ static void gen_steps(text *t, int nscen, int per) {
     for (int k = 0; k < nscen; k++) {
         put(t, "- name: big%d\n  mesh: 2\n  tensors:\n    x0: {shape: [4]}\n  steps:\n"
                "    - distribute: {tensor: x0, placements: [R], as: d0}\n", k);
-        for (int i = 1; i < per; i++) put(t, "    - redistribute: {tensor: d0, to: [R], as: d%d}\n", i);
+        for (int i = 1; i < per; i++)
+            put(t, "    - redistribute: {tensor: d0, to: [R], as: d%d}\n", i);
     }
 }
 
@@ -129,7 +130,8 @@ typedef struct load_want {
  * when the load gave what w says (1 with the reason on stderr otherwise).
  * Fails the test when it did not, or when it ran out of CPU time. */
 static void load_in_child(const char *what, const text *t, load_want w) {
-    if (t->n > LT_SC_MAX_FILE_BYTES) fail_msg("%s: the file is %zu bytes, over the loader's limit", what, t->n);
+    if (t->n > LT_SC_MAX_FILE_BYTES)
+        fail_msg("%s: the file is %zu bytes, over the loader's limit", what, t->n);
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
@@ -140,7 +142,8 @@ static void load_in_child(const char *what, const text *t, load_want w) {
         lt_sc_file *f = NULL;
         lt_status st = lt_sc_load_string(what, t->s, t->n, &f);
         int ok = w.error ? st != LT_OK && strstr(lt_errmsg(), w.error)
-                         : st == LT_OK && lt_sc_file_scenarios(f) == w.nscen && lt_sc_file_cases(f) == w.ncases;
+                         : st == LT_OK && lt_sc_file_scenarios(f) == w.nscen &&
+                               lt_sc_file_cases(f) == w.ncases;
         if (!ok)
             fprintf(stderr, "%s: status %s, %d scenarios, %d cases: %s\n", what, lt_status_str(st),
                     lt_sc_file_scenarios(f), lt_sc_file_cases(f), lt_errmsg());
@@ -151,10 +154,12 @@ static void load_in_child(const char *what, const text *t, load_want w) {
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     if (WIFSIGNALED(status))
-        fail_msg("%s: loading %zu bytes %s after %d s of CPU (a load that is not linear)", what, t->n,
-                 WTERMSIG(status) == SIGXCPU || WTERMSIG(status) == SIGKILL ? "was stopped" : "crashed",
-                 CPU_SECONDS);
-    if (WEXITSTATUS(status)) fail_msg("%s: the load did not give what it should (exit %d)", what, WEXITSTATUS(status));
+        fail_msg(
+            "%s: loading %zu bytes %s after %d s of CPU (a load that is not linear)", what, t->n,
+            WTERMSIG(status) == SIGXCPU || WTERMSIG(status) == SIGKILL ? "was stopped" : "crashed",
+            CPU_SECONDS);
+    if (WEXITSTATUS(status))
+        fail_msg("%s: the load did not give what it should (exit %d)", what, WEXITSTATUS(status));
 }
 
 /* 140,000 steps in two scenarios of 70,000 (a case holds at most
@@ -180,8 +185,9 @@ static void test_many_scenarios(void **state) {
     gen_scenarios(&t, n);
     load_in_child("scenarios.yaml", &t, (load_want){NULL, n, n});
     put(&t, "- {name: s7, mesh: 1, steps: [mark_comm]}\n");
-    load_in_child("scenarios_twice.yaml", &t,
-                  (load_want){"scenario name 's7' is used twice in this file (first at line 8)", -1, 0});
+    load_in_child(
+        "scenarios_twice.yaml", &t,
+        (load_want){"scenario name 's7' is used twice in this file (first at line 8)", -1, 0});
     free(t.s);
 }
 
@@ -195,8 +201,9 @@ static void test_many_aliases(void **state) {
     /* an anchor defined again: an alias takes the latest; one inside its
      * own collection is refused, one to nothing too */
     lt_sc_file *f = NULL;
-    const char *again = "name: again\nmesh: 2\ntensors:\n  a: &s {shape: [1]}\n  b: &s {shape: [2]}\n  c: *s\n"
-                        "steps:\n  - mark_comm\n";
+    const char *again =
+        "name: again\nmesh: 2\ntensors:\n  a: &s {shape: [1]}\n  b: &s {shape: [2]}\n  c: *s\n"
+        "steps:\n  - mark_comm\n";
     LT_CHECK(lt_sc_load_string("again.yaml", again, strlen(again), &f));
     const sc_case *c = &f->scen[0].cases[0];
     assert_int_equal(c->ntensors, 3);
@@ -204,10 +211,12 @@ static void test_many_aliases(void **state) {
     lt_sc_file_free(f);
     const char *rec = "name: rec\nmesh: 2\nsteps: &l\n  - mark_comm\n  - *l\n";
     LT_EXPECT_STATUS(lt_sc_load_string("rec.yaml", rec, strlen(rec), &f), LT_INVALID);
-    if (!strstr(lt_errmsg(), "alias *l refers to a collection that contains it")) fail_msg("%s", lt_errmsg());
+    if (!strstr(lt_errmsg(), "alias *l refers to a collection that contains it"))
+        fail_msg("%s", lt_errmsg());
     const char *none = "name: none\nmesh: 2\nsteps:\n  - *nothing\n";
     LT_EXPECT_STATUS(lt_sc_load_string("none.yaml", none, strlen(none), &f), LT_INVALID);
-    if (!strstr(lt_errmsg(), "alias *nothing names no anchor defined before it")) fail_msg("%s", lt_errmsg());
+    if (!strstr(lt_errmsg(), "alias *nothing names no anchor defined before it"))
+        fail_msg("%s", lt_errmsg());
 }
 
 /* ---- names through loops ------------------------------------------------------------------ */
@@ -252,11 +261,13 @@ static void gen_body(text *t, int depth, int ind, unsigned *def, int n) {
         }
         if (r < 35) {
             k = rnd(NDT);
-            put(t, "%*s- distribute: {tensor: %s, placements: [R], as: %s}\n", ind, "", pick(*def, g_fu, NFU, 8), g_dt[k]);
+            put(t, "%*s- distribute: {tensor: %s, placements: [R], as: %s}\n", ind, "",
+                pick(*def, g_fu, NFU, 8), g_dt[k]);
             *def |= 1u << k;
         } else if (r < 47) {
             k = rnd(NDT);
-            put(t, "%*s- redistribute: {tensor: %s, to: [R], as: %s}\n", ind, "", pick(*def, g_dt, NDT, 0), g_dt[k]);
+            put(t, "%*s- redistribute: {tensor: %s, to: [R], as: %s}\n", ind, "",
+                pick(*def, g_dt, NDT, 0), g_dt[k]);
             *def |= 1u << k;
         } else if (r < 57) {
             k = rnd(NLO);
@@ -265,13 +276,16 @@ static void gen_body(text *t, int depth, int ind, unsigned *def, int n) {
             *def |= 1u << (4 + k);
         } else if (r < 67) {
             k = rnd(NLO);
-            put(t, "%*s- to_local: {tensor: %s, as: %s}\n", ind, "", pick(*def, g_dt, NDT, 0), g_lo[k]);
+            put(t, "%*s- to_local: {tensor: %s, as: %s}\n", ind, "", pick(*def, g_dt, NDT, 0),
+                g_lo[k]);
             *def |= 1u << (4 + k);
         } else if (r < 90) {   /* shape(x, d): checked at load against x's dims when known */
             const char *x = rnd(2) ? pick(*def, g_dt, NDT, 0) : pick(*def, g_lo, NLO, 4);
-            put(t, "%*s- show: {tensor: %s}\n%*s  when: \"shape(%s, %d) == 2\"\n", ind, "", x, ind, "", x, rnd(8) - 4);
+            put(t, "%*s- show: {tensor: %s}\n%*s  when: \"shape(%s, %d) == 2\"\n", ind, "", x, ind,
+                "", x, rnd(8) - 4);
         } else {
-            put(t, "%*s- show: {tensor: %s}\n", ind, "", rnd(2) ? pick(*def, g_dt, NDT, 0) : pick(*def, g_lo, NLO, 4));
+            put(t, "%*s- show: {tensor: %s}\n", ind, "",
+                rnd(2) ? pick(*def, g_dt, NDT, 0) : pick(*def, g_lo, NLO, 4));
         }
     }
 }
@@ -280,8 +294,11 @@ static void gen_body(text *t, int depth, int ind, unsigned *def, int n) {
 static void gen_program(text *t, uint64_t seed) {
     g_rng = seed * 0x9E3779B97F4A7C15ull + 1;
     unsigned def = 1u << 0 | 1u << 4 | 7u << 8;   /* a, d, f1..f3 */
-    put(t, "name: r%llu\nmesh: 2\ntensors:\n  f1: {shape: [4]}\n  f2: {shape: [2, 2]}\n  f3: {shape: [2, 2, 2]}\n"
-           "steps:\n  - distribute: {tensor: f2, placements: [R], as: a}\n  - to_local: {tensor: a, as: d}\n",
+    put(t,
+        "name: r%llu\nmesh: 2\ntensors:\n  f1: {shape: [4]}\n  f2: {shape: [2, 2]}\n  f3: {shape: "
+        "[2, 2, 2]}\n"
+        "steps:\n  - distribute: {tensor: f2, placements: [R], as: a}\n  - to_local: {tensor: a, "
+        "as: d}\n",
         (unsigned long long)seed);
     gen_body(t, 0, 2, &def, 1 + rnd(14));
 }
@@ -323,13 +340,15 @@ static void test_names_follow_loops(void **state) {
         lt_sc_file *f = NULL;
         if (!lt_sc_load_string("loops.yaml", t.s, t.n, &f)) loaded++;
         lt_sc_file_free(f);
-        if (atomic_load(&lt__sc_sym_disagree)) fail_msg("the names index and a scan disagree on:\n%s", t.s);
+        if (atomic_load(&lt__sc_sym_disagree))
+            fail_msg("the names index and a scan disagree on:\n%s", t.s);
         free(t.s);
     }
     int files = load_tree("scenarios") + load_tree("test/bad_scenarios");
     lt__sc_sym_crosscheck = 0;
     assert_int_equal(atomic_load(&lt__sc_sym_disagree), 0);
-    if (loaded < programs / 5) fail_msg("only %d of %d random programs loaded: the generator drifted", loaded, programs);
+    if (loaded < programs / 5)
+        fail_msg("only %d of %d random programs loaded: the generator drifted", loaded, programs);
     if (files < 50) fail_msg("only %d scenario files loaded (run from the repository root)", files);
 }
 
@@ -349,7 +368,8 @@ static void test_defined_so_far(void **state) {
     lt_sc_file *f = NULL;
     LT_EXPECT_STATUS(lt_sc_load_string("list.yaml", s, strlen(s), &f), LT_INVALID);
     if (!strstr(lt_errmsg(), "list.yaml:15:") ||
-        !strstr(lt_errmsg(), "redistribute: tensor 'tmp' is not defined (defined so far: f, b, a, c); 'tmp' belongs to the body of the loop at line 9"))
+        !strstr(lt_errmsg(), "redistribute: tensor 'tmp' is not defined (defined so far: f, b, a, "
+                             "c); 'tmp' belongs to the body of the loop at line 9"))
         fail_msg("%s", lt_errmsg());
 }
 
@@ -372,7 +392,8 @@ static unsigned long long status_kb(const char *key) {
  * then lt_sc_main); returns the exit code, *out its report (caller frees)
  * and *hwm how far its peak resident size (VmHWM) rose above its resident
  * size before the run. */
-static int run_budget(const char *name, const char *body, const char *budget, char **out, uint64_t *hwm) {
+static int run_budget(const char *name, const char *body, const char *budget, char **out,
+                      uint64_t *hwm) {
     char path[700];
     snprintf(path, sizeof path, "%s/%s", g_tmpdir, name);
     lt_test_write_file(path, body);
@@ -405,10 +426,12 @@ static int run_budget(const char *name, const char *body, const char *budget, ch
     fclose(rep);
     fclose(peak);
     unsigned long long kb = 0;
-    if (sscanf(p, "%llu", &kb) != 1 || !kb) fail_msg("no VmHWM from the child (exit %d):\n%s", status, *out);
+    if (sscanf(p, "%llu", &kb) != 1 || !kb)
+        fail_msg("no VmHWM from the child (exit %d):\n%s", status, *out);
     free(p);
     *hwm = (uint64_t)kb * 1024;
-    if (!WIFEXITED(status)) fail_msg("the child was killed by signal %d:\n%s", WTERMSIG(status), *out);
+    if (!WIFEXITED(status))
+        fail_msg("the child was killed by signal %d:\n%s", WTERMSIG(status), *out);
     return WEXITSTATUS(status);
 }
 
@@ -416,8 +439,8 @@ static int run_budget(const char *name, const char *body, const char *budget, ch
  * or valgrind, whose own memory counts in it). */
 static void expect_peak(uint64_t hwm, uint64_t budget, const char *out) {
     if (!SANITIZED && hwm > budget + 16 * MIB)
-        fail_msg("peak resident %.1f MiB, over the %.0f MiB budget + 16 MiB:\n%s", (double)hwm / (double)MIB,
-                 (double)budget / (double)MIB, out);
+        fail_msg("peak resident %.1f MiB, over the %.0f MiB budget + 16 MiB:\n%s",
+                 (double)hwm / (double)MIB, (double)budget / (double)MIB, out);
 }
 
 /* Four 64 MiB tensors under a 100 MiB budget: refused at the first one's
@@ -433,7 +456,8 @@ static void test_tensors_over_budget(void **state) {
                         "steps:\n  - distribute: {tensor: a, placements: [\"S(0)\"], as: ad}\n",
                         "100M", &out, &hwm);
     if (rc != 2) fail_msg("exit %d, wanted 2:\n%s", rc, out);
-    expect_text(out, "four.yaml:4:3: the tensors: section (4 tensors) needs 256.0 MiB, more than this machine's 100.0 MiB of memory allowed by --max-memory");
+    expect_text(out, "four.yaml:4:3: the tensors: section (4 tensors) needs 256.0 MiB, more than "
+                     "this machine's 100.0 MiB of memory allowed by --max-memory");
     expect_peak(hwm, 100 * MIB, out);
     free(out);
 }
@@ -450,8 +474,10 @@ static void test_step_beside_tensors(void **state) {
                         "steps:\n  - distribute: {tensor: a, placements: [R], as: ad}\n",
                         "100M", &out, &hwm);
     if (rc != 2) fail_msg("exit %d, wanted 2:\n%s", rc, out);
-    expect_text(out, "beside.yaml:6:5: while running distribute of 'a' with [R]: this layout needs 64.0 MiB for the shards of all 2 ranks, "
-                     "more than this machine's 100.0 MiB of memory allowed by --max-memory less the 64.0 MiB held already by declared tensors (tensors:)");
+    expect_text(out, "beside.yaml:6:5: while running distribute of 'a' with [R]: this layout needs "
+                     "64.0 MiB for the shards of all 2 ranks, "
+                     "more than this machine's 100.0 MiB of memory allowed by --max-memory less "
+                     "the 64.0 MiB held already by declared tensors (tensors:)");
     expect_peak(hwm, 100 * MIB, out);
     free(out);
 }
@@ -464,9 +490,10 @@ static void test_fits_and_releases(void **state) {
     (void)state;
     char path[700], *o, *e;
     snprintf(path, sizeof path, "%s/fits.yaml", g_tmpdir);
-    lt_test_write_file(path, "name: fits\nmesh: 2\ntensors:\n  a: {shape: [2048, 2048]}\n  v: {values: [1, 2]}\n"
-                             "steps:\n  - distribute: {tensor: a, placements: [R], as: ad}\n"
-                             "  - expect_full: {tensor: ad, equals: a}\n");
+    lt_test_write_file(
+        path, "name: fits\nmesh: 2\ntensors:\n  a: {shape: [2048, 2048]}\n  v: {values: [1, 2]}\n"
+              "steps:\n  - distribute: {tensor: a, placements: [R], as: ad}\n"
+              "  - expect_full: {tensor: ad, equals: a}\n");
     setenv("LOCALTENSOR_MEMORY_LIMIT", "48M", 1);
     for (int run = 0; run < 2; run++) {
         const char *args[] = {path};

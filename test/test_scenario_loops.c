@@ -22,7 +22,9 @@
 
 static char g_tmpdir[512];
 
-static void tmp_path(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", g_tmpdir, name); }
+static void tmp_path(char *buf, size_t n, const char *name) {
+    snprintf(buf, n, "%s/%s", g_tmpdir, name);
+}
 
 /* Runs the scenario text as file `name`; returns the exit code, *out the
  * report (stdout then stderr; the caller frees). */
@@ -42,12 +44,12 @@ static int run_text(const char *name, const char *text, const char *extra, char 
     return rc;
 }
 
-#define ROWS_HEAD                                           \
-    "mesh: {shape: [2], names: [dp]}\n"                     \
-    "tensors:\n  x: {shape: [5, 2], init: arange}\n"        \
-    "steps:\n"                                              \
-    "  - distribute: {tensor: x, placements: [\"S(0)\"], as: xd}\n" \
-    "  - to_local: {tensor: xd, as: xl}\n"                  /* rows: 3 | 2 (the 3rd step: the loop's) */
+#define ROWS_HEAD                                                                                  \
+    "mesh: {shape: [2], names: [dp]}\n"                                                            \
+    "tensors:\n  x: {shape: [5, 2], init: arange}\n"                                               \
+    "steps:\n"                                                                                     \
+    "  - distribute: {tensor: x, placements: [\"S(0)\"], as: xd}\n"                                \
+    "  - to_local: {tensor: xd, as: xl}\n" /* rows: 3 | 2 (the 3rd step: the loop's) */
 
 /* A count that reads a shard is bounded when the loop runs: the case stops
  * with the loader's message at times:, and no copy of the body ran (its
@@ -63,7 +65,8 @@ static void test_runtime_bounds(void **state) {
                       "        - collective: {kind: all_reduce, mesh_dim: dp, tensor: xl, as: s}\n",
                       NULL, &out);
     assert_int_equal(rc, 2);
-    if (!strstr(out, "iters.yaml:9:14: repeat: times is 1800000 on rank 0; a loop runs at most 1000000 iterations"))
+    if (!strstr(out, "iters.yaml:9:14: repeat: times is 1800000 on rank 0; a loop runs at most "
+                     "1000000 iterations"))
         fail_msg("no run-time refusal of the count:\n%s", out);
     if (strstr(out, "would hang")) fail_msg("part of the loop ran:\n%s", out);
     free(out);
@@ -76,7 +79,8 @@ static void test_runtime_bounds(void **state) {
                   "        - collective: {kind: all_reduce, mesh_dim: dp, tensor: y, as: s}\n",
                   NULL, &out);
     assert_int_equal(rc, 2);
-    if (!strstr(out, "cap.yaml:8:5: repeat: 60000 iterations of 2 steps make the case 120003 steps; a case holds at most "
+    if (!strstr(out, "cap.yaml:8:5: repeat: 60000 iterations of 2 steps make the case 120003 "
+                     "steps; a case holds at most "
                      "100000 with its loops unrolled"))
         fail_msg("no run-time refusal of the unrolled size:\n%s", out);
     free(out);
@@ -88,17 +92,17 @@ static void test_runtime_bounds(void **state) {
 static void test_two_runs(void **state) {
     (void)state;
     char *out;
-    int rc = run_text("twice.yaml",
-                      "name: twice\n" ROWS_HEAD
-                      "  - local_tensor: {shape: [1], values: 0, as: n}\n"
-                      "  - repeat:\n"
-                      "      times: \"rows(xl)\"\n"
-                      "      as: k\n"
-                      "      steps:\n"
-                      "        - local_op: {op: add_scalar, inputs: n, scalar: \"k + 1\", as: n}\n"
-                      "  - collective: {kind: all_reduce, mesh_dim: dp, tensor: n, as: s}\n"
-                      "  - expect_local: {tensor: s, ranks: [[9], [9]]}\n",   /* (1 + 2 + 3) + (1 + 2) */
-                      "--compare-backend", &out);
+    int rc =
+        run_text("twice.yaml",
+                 "name: twice\n" ROWS_HEAD "  - local_tensor: {shape: [1], values: 0, as: n}\n"
+                 "  - repeat:\n"
+                 "      times: \"rows(xl)\"\n"
+                 "      as: k\n"
+                 "      steps:\n"
+                 "        - local_op: {op: add_scalar, inputs: n, scalar: \"k + 1\", as: n}\n"
+                 "  - collective: {kind: all_reduce, mesh_dim: dp, tensor: n, as: s}\n"
+                 "  - expect_local: {tensor: s, ranks: [[9], [9]]}\n", /* (1 + 2 + 3) + (1 + 2) */
+                 "--compare-backend", &out);
     if (rc != 0 || !strstr(out, "1 passed, 0 failed, 0 errors")) fail_msg("exit %d:\n%s", rc, out);
     if (!strstr(out, " 0 within the dtype's tolerance")) fail_msg("the two runs differ:\n%s", out);
     free(out);

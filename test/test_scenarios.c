@@ -55,7 +55,9 @@ static int has_position(const char *text, const char *path) {
     return 0;
 }
 
-static void tmp_path(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", g_tmpdir, name); }
+static void tmp_path(char *buf, size_t n, const char *name) {
+    snprintf(buf, n, "%s/%s", g_tmpdir, name);
+}
 
 /* The expected message of a bad scenario: NAME.expect, else "# expect: ..." on line 1. */
 static int read_expect(const char *path, char *buf, size_t n) {
@@ -132,7 +134,8 @@ static int xml_check(const char *x, int *suites) {
             a = close + 1;
         }
         if (closing) {
-            if (depth == 0 || strncmp(stack[depth - 1], name, nl) || stack[depth - 1][nl]) return -1;
+            if (depth == 0 || strncmp(stack[depth - 1], name, nl) || stack[depth - 1][nl])
+                return -1;
             depth--;
         } else {
             if (!strncmp(name, "testcase", nl) && nl == 8) cases++;
@@ -152,7 +155,9 @@ static int xml_check(const char *x, int *suites) {
 
 /* ---- tests ---------------------------------------------------------------------- */
 
-static int cmpstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmpstr(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 static void test_bad_scenarios(void **state) {
     (void)state;
@@ -171,13 +176,15 @@ static void test_bad_scenarios(void **state) {
     for (int i = 0; i < n; i++) {
         char path[600], want[512];
         snprintf(path, sizeof path, "test/bad_scenarios/%s", names[i]);
-        if (!read_expect(path, want, sizeof want)) fail_msg("%s: no expected message (# expect: or .expect)", path);
+        if (!read_expect(path, want, sizeof want))
+            fail_msg("%s: no expected message (# expect: or .expect)", path);
         /* through the loader API */
         lt_sc_file *f = NULL;
         lt_status st = lt_sc_load(path, &f);
         if (st) {
             if (f) fail_msg("%s: failed load left a file", path);
-            if (!has_position(lt_errmsg(), path)) fail_msg("%s: message lacks file:line:col: %s", path, lt_errmsg());
+            if (!has_position(lt_errmsg(), path))
+                fail_msg("%s: message lacks file:line:col: %s", path, lt_errmsg());
         }
         lt_sc_file_free(f);
         /* through `localtensor run` */
@@ -190,10 +197,12 @@ static void test_bad_scenarios(void **state) {
         memcpy(all + lo, err, le + 1);
         if (rc != 2) fail_msg("%s: exit %d, wanted 2\n%s", path, rc, all);
         if (!strstr(all, want)) fail_msg("%s: output lacks '%s':\n%s", path, want, all);
-        if (!has_position(all, path)) fail_msg("%s: output lacks %s:LINE:COL:\n%s", path, path, all);
+        if (!has_position(all, path))
+            fail_msg("%s: output lacks %s:LINE:COL:\n%s", path, path, all);
         char last[256];
         last_line(out, last, sizeof last);
-        if (!strstr(last, " passed, ") || !strstr(last, " failed")) fail_msg("%s: last line '%s'", path, last);
+        if (!strstr(last, " passed, ") || !strstr(last, " failed"))
+            fail_msg("%s: last line '%s'", path, last);
         free(all);
         free(out);
         free(err);
@@ -218,7 +227,8 @@ static void test_big_file(void **state) {
     lt_sc_file *sf = NULL;
     LT_EXPECT_STATUS(lt_sc_load(path, &sf), LT_INVALID);
     assert_null(sf);
-    if (!strstr(lt_errmsg(), "larger than") || !has_position(lt_errmsg(), path)) fail_msg("%s", lt_errmsg());
+    if (!strstr(lt_errmsg(), "larger than") || !has_position(lt_errmsg(), path))
+        fail_msg("%s", lt_errmsg());
     const char *args[] = {path};
     char *out, *err;
     assert_int_equal(lt_test_run_sc(args, 1, &out, &err), 2);
@@ -277,17 +287,23 @@ static void test_loader_limits(void **state) {
     (void)state;
     expect_load_error("name: a\nmesh: 2\nsteps: [mark_comm]\nx: &a [1, *a]\n", "contains it");
     expect_load_error("name: a\nmesh: 70000\nsteps: [mark_comm]\n", "mesh");
-    expect_load_error("name: a\nmesh: 2\ntensors: {x: {shape: [2, 2, 2, 2, 2, 2, 2, 2, 2]}}\nsteps: [mark_comm]\n",
+    expect_load_error("name: a\nmesh: 2\ntensors: {x: {shape: [2, 2, 2, 2, 2, 2, 2, 2, "
+                      "2]}}\nsteps: [mark_comm]\n",
                       "at most 8");
-    expect_load_error("name: a\nmesh: 2\ntensors: {x: {values: [[[[[[[[[1]]]]]]]]]}}\nsteps: [mark_comm]\n",
-                      "nested deeper than 8");
-    expect_load_error("name: a\nmesh: 2\nsteps: [mark_comm]\n---\nname: b\n", "second YAML document");
+    expect_load_error(
+        "name: a\nmesh: 2\ntensors: {x: {values: [[[[[[[[[1]]]]]]]]]}}\nsteps: [mark_comm]\n",
+        "nested deeper than 8");
+    expect_load_error("name: a\nmesh: 2\nsteps: [mark_comm]\n---\nname: b\n",
+                      "second YAML document");
     expect_load_error("", "holds no scenario");
-    expect_load_error("name: a\nsweep: {mesh: [2x2x2x2x2x2x2x2], from: {each: [R, P, 'P(avg)', 'S(0)', 'S(1)', 'S(2)', 'S(3)', 'S(4)', 'S(5)', 'S(6)']}}\nsteps: [mark_comm]\n",
-                      "placement lists are more than 100000 cases");
+    expect_load_error(
+        "name: a\nsweep: {mesh: [2x2x2x2x2x2x2x2], from: {each: [R, P, 'P(avg)', 'S(0)', 'S(1)', "
+        "'S(2)', 'S(3)', 'S(4)', 'S(5)', 'S(6)']}}\nsteps: [mark_comm]\n",
+        "placement lists are more than 100000 cases");
     /* an alias within limits is copied */
     lt_sc_file *f = NULL;
-    const char *ok = "name: a\nmesh: &m 2x2\ntensors: {x: &t {shape: [4]}, y: *t}\nsteps:\n  - distribute: {tensor: y, placements: [R, R], as: yd}\n";
+    const char *ok = "name: a\nmesh: &m 2x2\ntensors: {x: &t {shape: [4]}, y: *t}\nsteps:\n  - "
+                     "distribute: {tensor: y, placements: [R, R], as: yd}\n";
     LT_CHECK(lt_sc_load_string("ok.yaml", ok, strlen(ok), &f));
     assert_int_equal(lt_sc_file_cases(f), 1);
     lt_sc_file_free(f);
@@ -311,8 +327,9 @@ static void test_wrong_expectation(void **state) {
     char *out, *err;
     int rc = lt_test_run_sc(args, 3, &out, &err);
     if (rc != 1) fail_msg("exit %d, wanted 1:\n%s%s", rc, out, err);
-    const char *want[] = {"FAIL", "chunk_5_over_4", "rank 1 (coord [1])", "index [1]", "expected 7", "actual 3",
-                          "expect_local of 'xd'", "0 passed, 1 failed, 0 errors"};
+    const char *want[] = {
+        "FAIL",       "chunk_5_over_4", "rank 1 (coord [1])",   "index [1]",
+        "expected 7", "actual 3",       "expect_local of 'xd'", "0 passed, 1 failed, 0 errors"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         if (!strstr(out, want[i])) fail_msg("output lacks '%s':\n%s", want[i], out);
     if (!has_position(out, path)) fail_msg("no position:\n%s", out);
@@ -327,8 +344,9 @@ static void test_wrong_expectation(void **state) {
                "  - expect_full: {tensor: r, values: [0, 1, 2, 5]}\n");
     const char *args2[] = {path};
     assert_int_equal(lt_test_run_sc(args2, 1, &out, &err), 1);
-    const char *want2[] = {"rank 1 (coord [1]): index [3]: expected 4, actual 3", "produced by: redistribute at",
-                           "all_gather", "index [3]: expected 5, actual 3", "0 passed, 1 failed, 0 errors"};
+    const char *want2[] = {"rank 1 (coord [1]): index [3]: expected 4, actual 3",
+                           "produced by: redistribute at", "all_gather",
+                           "index [3]: expected 5, actual 3", "0 passed, 1 failed, 0 errors"};
     for (size_t i = 0; i < sizeof want2 / sizeof *want2; i++)
         if (!strstr(out, want2[i])) fail_msg("output lacks '%s':\n%s", want2[i], out);
     free(out);
@@ -343,10 +361,11 @@ static void test_wrong_expectation(void **state) {
 static void write_report_files(const char *dir) {
     char p[700];
     snprintf(p, sizeof p, "%s/a_pass.yaml", dir);
-    lt_test_write_file(p, "- name: 'esc <&> \"quoted\" ''x'''\n  mesh: 2\n  tensors: {x: {shape: [3]}}\n  steps:\n"
-                  "    - distribute: {tensor: x, placements: ['S(0)'], as: xd}\n"
-                  "    - expect_local: {tensor: xd, ranks: [[0, 1], [2]]}\n"
-                  "- name: second\n  mesh: 2\n  steps: [mark_comm]\n");
+    lt_test_write_file(
+        p, "- name: 'esc <&> \"quoted\" ''x'''\n  mesh: 2\n  tensors: {x: {shape: [3]}}\n  steps:\n"
+           "    - distribute: {tensor: x, placements: ['S(0)'], as: xd}\n"
+           "    - expect_local: {tensor: xd, ranks: [[0, 1], [2]]}\n"
+           "- name: second\n  mesh: 2\n  steps: [mark_comm]\n");
     snprintf(p, sizeof p, "%s/b_fail.yaml", dir);
     lt_test_write_file(p, "name: fails <here>\nmesh: 2\ntensors: {x: {shape: [3]}}\nsteps:\n"
                   "  - distribute: {tensor: x, placements: ['S(0)'], as: xd}\n"
@@ -389,7 +408,8 @@ static void check_json_report(const char *json, int tp, int tf, int te) {
     cJSON_ArrayForEach(file, cJSON_GetObjectItemCaseSensitive(j, "files")) {
         cJSON_ArrayForEach(scen, cJSON_GetObjectItemCaseSensitive(file, "scenarios")) {
             /* every listed key is there: no description is null */
-            if (!cJSON_GetObjectItemCaseSensitive(scen, "description")) fail_msg("a scenario without \"description\"");
+            if (!cJSON_GetObjectItemCaseSensitive(scen, "description"))
+                fail_msg("a scenario without \"description\"");
             cJSON_ArrayForEach(cs, cJSON_GetObjectItemCaseSensitive(scen, "cases")) {
                 ncases++;
                 cJSON_ArrayForEach(fl, cJSON_GetObjectItemCaseSensitive(cs, "failures")) {
@@ -397,8 +417,9 @@ static void check_json_report(const char *json, int tp, int tf, int te) {
                     cJSON *exp = cJSON_GetObjectItemCaseSensitive(fl, "expected");
                     cJSON *act = cJSON_GetObjectItemCaseSensitive(fl, "actual");
                     cJSON *idx = cJSON_GetObjectItemCaseSensitive(fl, "index");
-                    if (rank && exp && act && idx && rank->valueint == 1 && !strcmp(exp->valuestring, "9") &&
-                        !strcmp(act->valuestring, "2") && !strcmp(idx->valuestring, "[0]"))
+                    if (rank && exp && act && idx && rank->valueint == 1 &&
+                        !strcmp(exp->valuestring, "9") && !strcmp(act->valuestring, "2") &&
+                        !strcmp(idx->valuestring, "[0]"))
                         found_fail = 1;
                 }
             }
@@ -420,7 +441,8 @@ static void check_junit_report(const char *junit) {
     if (tc < 0) fail_msg("JUnit XML is not well formed:\n%s", xt);
     assert_int_equal(tc, 21);
     assert_int_equal(suites, 5);
-    assert_non_null(strstr(xt, "<testsuites name=\"localtensor\" tests=\"21\" failures=\"1\" errors=\"2\""));
+    assert_non_null(
+        strstr(xt, "<testsuites name=\"localtensor\" tests=\"21\" failures=\"1\" errors=\"2\""));
     assert_non_null(strstr(xt, "esc &lt;&amp;&gt; &quot;quoted&quot; &apos;x&apos;"));
     assert_non_null(strstr(xt, "<failure type=\"check\""));
     assert_non_null(strstr(xt, "<error type=\"step\""));
@@ -467,7 +489,8 @@ static void test_reports(void **state) {
     char last[256];
     int tp, tf, te;
     last_line(out, last, sizeof last);
-    if (sscanf(last, "%d passed, %d failed, %d errors", &tp, &tf, &te) != 3) fail_msg("last line '%s'", last);
+    if (sscanf(last, "%d passed, %d failed, %d errors", &tp, &tf, &te) != 3)
+        fail_msg("last line '%s'", last);
     /* 2 + 0 + 0 + 16 sweep cases pass; 1 fails; 1 errors + 1 load error */
     assert_int_equal(tp, 18);
     assert_int_equal(tf, 1);
@@ -479,7 +502,8 @@ static void test_reports(void **state) {
         for (const char *q = strstr(err, m); q; q = strstr(q + 1, m)) times++;
         for (const char *q = strstr(out, m); q; q = strstr(q + 1, m)) times++;
         if (times != 1) fail_msg("load error printed %d times:\n%s%s", times, out, err);
-        if (!strstr(out, "e_bad.yaml: could not be loaded")) fail_msg("load error not listed:\n%s", out);
+        if (!strstr(out, "e_bad.yaml: could not be loaded"))
+            fail_msg("load error not listed:\n%s", out);
         if (!strstr(out, "20 cases in 5 scenarios from 5 files; 1 could not be loaded"))
             fail_msg("summary does not count the unloadable file:\n%s", out);
         if (!strstr(out, "18 passed, 1 failed, 2 errors\n")) fail_msg("summary:\n%s", out);
@@ -489,7 +513,8 @@ static void test_reports(void **state) {
     free(out);
     free(err);
     check_fail_fast(dir, junit);
-    const char *names[] = {"a_pass.yaml", "b_fail.yaml", "c_error.yaml", "d_sweep.yaml", "e_bad.yaml"};
+    const char *names[] = {"a_pass.yaml", "b_fail.yaml", "c_error.yaml", "d_sweep.yaml",
+                           "e_bad.yaml"};
     for (int i = 0; i < 5; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
         remove(p);
@@ -537,25 +562,36 @@ static void test_singular(void **state) {
     (void)state;
     char *out, *err;
     /* one case that errors */
-    assert_int_equal(run_text("one_err.yaml", "name: one\nmesh: 2x2\ntensors: {x: {shape: [3]}}\nsteps:\n"
-                                              "  - distribute: {tensor: x, placements: [R], as: xd}\n", &out, &err), 2);
-    if (!strstr(out, "1 case in 1 scenario from 1 file (") || !strstr(out, "0 passed, 0 failed, 1 error\n"))
+    assert_int_equal(run_text("one_err.yaml",
+                              "name: one\nmesh: 2x2\ntensors: {x: {shape: [3]}}\nsteps:\n"
+                              "  - distribute: {tensor: x, placements: [R], as: xd}\n",
+                              &out, &err),
+                     2);
+    if (!strstr(out, "1 case in 1 scenario from 1 file (") ||
+        !strstr(out, "0 passed, 0 failed, 1 error\n"))
         fail_msg("plural for one:\n%s", out);
     assert_null(strstr(out, "1 errors"));
     if (!strstr(out, "1 placement for a mesh of 2 dims")) fail_msg("placement count:\n%s", out);
     free(out), free(err);
     /* expect_local: two bad ranks -> "(also rank 3)", three -> "(also ranks 2, 3)" */
-    assert_int_equal(run_text("two_bad.yaml", "name: two\nmesh: 4\ntensors: {x: {shape: [4]}}\nsteps:\n"
-                                              "  - distribute: {tensor: x, placements: [R], as: xd}\n"
-                                              "  - expect_local: {tensor: xd, ranks: {1: [9, 1, 2, 3], 3: [9, 1, 2, 3]}}\n",
-                              &out, &err), 1);
-    if (!strstr(out, "rank 1 (coord [1]): index [0]: expected 9, actual 0") || !strstr(out, "(also rank 3)"))
+    assert_int_equal(
+        run_text("two_bad.yaml",
+                 "name: two\nmesh: 4\ntensors: {x: {shape: [4]}}\nsteps:\n"
+                 "  - distribute: {tensor: x, placements: [R], as: xd}\n"
+                 "  - expect_local: {tensor: xd, ranks: {1: [9, 1, 2, 3], 3: [9, 1, 2, 3]}}\n",
+                 &out, &err),
+        1);
+    if (!strstr(out, "rank 1 (coord [1]): index [0]: expected 9, actual 0") ||
+        !strstr(out, "(also rank 3)"))
         fail_msg("two bad ranks:\n%s", out);
     free(out), free(err);
-    assert_int_equal(run_text("three_bad.yaml", "name: three\nmesh: 4\ntensors: {x: {shape: [4]}}\nsteps:\n"
-                                                "  - distribute: {tensor: x, placements: [R], as: xd}\n"
-                                                "  - expect_local: {tensor: xd, ranks: {1: [9, 1, 2, 3], 2: [9, 1, 2, 3], 3: [9, 1, 2, 3]}}\n",
-                              &out, &err), 1);
+    assert_int_equal(run_text("three_bad.yaml",
+                              "name: three\nmesh: 4\ntensors: {x: {shape: [4]}}\nsteps:\n"
+                              "  - distribute: {tensor: x, placements: [R], as: xd}\n"
+                              "  - expect_local: {tensor: xd, ranks: {1: [9, 1, 2, 3], 2: [9, 1, "
+                              "2, 3], 3: [9, 1, 2, 3]}}\n",
+                              &out, &err),
+                     1);
     if (!strstr(out, "(also ranks 2, 3)")) fail_msg("three bad ranks:\n%s", out);
     free(out), free(err);
 }
@@ -576,8 +612,8 @@ static void test_failed_verification_keeps_going(void **state) {
                               "  - expect_local: {tensor: z, ranks: [[1, 5], [1, 5]]}\n",
                               &out, &err), 1);
     if (!strstr(out, "verification of redistribute of 'p' [R] -> [S(0)] failed at the source") ||
-        !strstr(out, "rank 1, index [0] (global [0]): expected 1, actual 2") || !strstr(out, "0 passed, 1 failed, 0 errors") ||
-        count_of(out, "FAIL  ") != 1)
+        !strstr(out, "rank 1, index [0] (global [0]): expected 1, actual 2") ||
+        !strstr(out, "0 passed, 1 failed, 0 errors") || count_of(out, "FAIL  ") != 1)
         fail_msg("a failed verification, then the plan's value:\n%s", out);
     free(out), free(err);
 }
@@ -590,26 +626,40 @@ static void test_expect_full_holders(void **state) {
     char *out, *err;
     /* [R, S(0)] on 2x2, 4 elements: tp coord 1 holds indices 2..3, so index 3
      * is at local index 1 of ranks 1 (coord [0, 1]) and 3 (coord [1, 1]) */
-    assert_int_equal(run_text("holders.yaml", "name: h\nmesh: 2x2\ntensors: {x: {shape: [4]}}\nsteps:\n"
-                                              "  - distribute: {tensor: x, placements: [R, 'S(0)'], as: xd}\n"
-                                              "  - expect_full: {tensor: xd, values: [0, 1, 2, 5]}\n", &out, &err), 1);
-    if (!strstr(out, "index [3]: expected 5, actual 3 (1 of 4 elements differ, max |diff| 2); index [3] is held by "
-                     "rank 1 (coord [0, 1]) at local index [1] (also rank 3 (coord [1, 1]) at [1])"))
+    assert_int_equal(run_text("holders.yaml",
+                              "name: h\nmesh: 2x2\ntensors: {x: {shape: [4]}}\nsteps:\n"
+                              "  - distribute: {tensor: x, placements: [R, 'S(0)'], as: xd}\n"
+                              "  - expect_full: {tensor: xd, values: [0, 1, 2, 5]}\n",
+                              &out, &err),
+                     1);
+    if (!strstr(out,
+                "index [3]: expected 5, actual 3 (1 of 4 elements differ, max |diff| 2); index [3] "
+                "is held by "
+                "rank 1 (coord [0, 1]) at local index [1] (also rank 3 (coord [1, 1]) at [1])"))
         fail_msg("holders of index 3:\n%s", out);
     free(out), free(err);
     /* the strided seed example: arange(5) with [SS(0,2), S(0)] on 2x2 puts
      * [0, 1] on rank 0, [3] on rank 1, [2] on rank 2 and [4] on rank 3 */
-    assert_int_equal(run_text("holders2.yaml", "name: h2\nmesh: 2x2\ntensors: {x: {shape: [5]}}\nsteps:\n"
-                                               "  - distribute: {tensor: x, placements: ['SS(0,2)', 'S(0)'], as: xd}\n"
-                                               "  - expect_full: {tensor: xd, values: [0, 1, 2, 7, 4]}\n", &out, &err), 1);
-    if (!strstr(out, "index [3] is held by rank 1 (coord [0, 1]) at local index [0]") || strstr(out, "(also"))
+    assert_int_equal(
+        run_text("holders2.yaml",
+                 "name: h2\nmesh: 2x2\ntensors: {x: {shape: [5]}}\nsteps:\n"
+                 "  - distribute: {tensor: x, placements: ['SS(0,2)', 'S(0)'], as: xd}\n"
+                 "  - expect_full: {tensor: xd, values: [0, 1, 2, 7, 4]}\n",
+                 &out, &err),
+        1);
+    if (!strstr(out, "index [3] is held by rank 1 (coord [0, 1]) at local index [0]") ||
+        strstr(out, "(also"))
         fail_msg("holder of index 3 under SS:\n%s", out);
     free(out), free(err);
     /* Partial: every rank holds a contribution */
-    assert_int_equal(run_text("holders3.yaml", "name: h3\nmesh: 2\ntensors: {x: {shape: [2]}}\nsteps:\n"
-                                               "  - distribute: {tensor: x, placements: ['P(sum)'], as: xd}\n"
-                                               "  - expect_full: {tensor: xd, values: [0, 5]}\n", &out, &err), 1);
-    if (!strstr(out, "index [1] is a partial value on rank 0 (coord [0]) at local index [1] (also rank 1 (coord [1]) "
+    assert_int_equal(run_text("holders3.yaml",
+                              "name: h3\nmesh: 2\ntensors: {x: {shape: [2]}}\nsteps:\n"
+                              "  - distribute: {tensor: x, placements: ['P(sum)'], as: xd}\n"
+                              "  - expect_full: {tensor: xd, values: [0, 5]}\n",
+                              &out, &err),
+                     1);
+    if (!strstr(out, "index [1] is a partial value on rank 0 (coord [0]) at local index [1] (also "
+                     "rank 1 (coord [1]) "
                      "at [1]); mesh dim 0 is P(sum): the value is the sum over it"))
         fail_msg("holders of a partial value:\n%s", out);
     free(out), free(err);
@@ -621,12 +671,15 @@ static void test_expect_full_holders(void **state) {
 static void test_origin_is_own_plan(void **state) {
     (void)state;
     char *out, *err;
-    assert_int_equal(run_text("origin.yaml", "name: o\nmesh: 2\ntensors: {x: {shape: [4]}}\nsteps:\n"
-                                             "  - distribute: {tensor: x, placements: [R], as: xd}\n"
-                                             "  - redistribute: {tensor: xd, to: ['S(0)'], as: y}\n"
-                                             "  - redistribute: {tensor: y, to: [R], as: z}\n"
-                                             "  - expect_full: {tensor: y, values: [0, 1, 2, 5]}\n"
-                                             "  - expect_plan: {steps: 3}\n", &out, &err), 1);
+    assert_int_equal(run_text("origin.yaml",
+                              "name: o\nmesh: 2\ntensors: {x: {shape: [4]}}\nsteps:\n"
+                              "  - distribute: {tensor: x, placements: [R], as: xd}\n"
+                              "  - redistribute: {tensor: xd, to: ['S(0)'], as: y}\n"
+                              "  - redistribute: {tensor: y, to: [R], as: z}\n"
+                              "  - expect_full: {tensor: y, values: [0, 1, 2, 5]}\n"
+                              "  - expect_plan: {steps: 3}\n",
+                              &out, &err),
+                     1);
     const char *a = strstr(out, "produced by: redistribute at ");
     if (!a || !strstr(a, ":6:5: step 1 of 1 (mesh dim 0: R -> S(0), local slice)") ||
         strstr(out, ":6:5: step 1 of 1 (mesh dim 0: S(0) -> R"))
@@ -641,11 +694,15 @@ static void test_origin_is_own_plan(void **state) {
 static void test_plan_step_names(void **state) {
     (void)state;
     char *out, *err;
-    assert_int_equal(run_text("names.yaml", "name: n\nmesh: 2\ntensors: {x: {shape: [4]}}\nsteps:\n"
-                                            "  - distribute: {tensor: x, placements: [R], as: xd}\n"
-                                            "  - redistribute: {tensor: xd, to: ['S(0)'], as: y}\n"
-                                            "  - expect_full: {tensor: y, values: [0, 1, 2, 5]}\n", &out, &err), 1);
-    if (!strstr(out, "produced by: redistribute at ") || !strstr(out, ":6:5: step 1 of 1 (mesh dim 0: R -> S(0), local slice)"))
+    assert_int_equal(run_text("names.yaml",
+                              "name: n\nmesh: 2\ntensors: {x: {shape: [4]}}\nsteps:\n"
+                              "  - distribute: {tensor: x, placements: [R], as: xd}\n"
+                              "  - redistribute: {tensor: xd, to: ['S(0)'], as: y}\n"
+                              "  - expect_full: {tensor: y, values: [0, 1, 2, 5]}\n",
+                              &out, &err),
+                     1);
+    if (!strstr(out, "produced by: redistribute at ") ||
+        !strstr(out, ":6:5: step 1 of 1 (mesh dim 0: R -> S(0), local slice)"))
         fail_msg("plan step in the failure:\n%s", out);
     free(out), free(err);
     /* the table numbers the same step 1 and names it the same */
@@ -659,7 +716,8 @@ static void test_plan_step_names(void **state) {
     lt_plan_format(p, table, sizeof table);
     if (!strstr(table, "\n     1  0 ") || !strstr(table, "local slice") || strstr(table, "none ("))
         fail_msg("plan table:\n%s", table);
-    assert_string_equal(lt_plan_step_str(p, 0, one, sizeof one), "step 1 of 1 (mesh dim 0: R -> S(0), local slice)");
+    assert_string_equal(lt_plan_step_str(p, 0, one, sizeof one),
+                        "step 1 of 1 (mesh dim 0: R -> S(0), local slice)");
     lt_plan_free(p);
     /* a collective step with local work after it */
     lt_placement ss = lt_strided(0, 2);
@@ -667,7 +725,8 @@ static void test_plan_step_names(void **state) {
     assert_string_equal(lt_plan_step_str(p, 0, one, sizeof one),
                         "step 1 of 1 (mesh dim 0: SS(0,2) -> R, all_gather + index_select)");
     lt_plan_format(p, table, sizeof table);
-    if (!strstr(table, "     1  0 ") || !strstr(table, "all_gather + index_select")) fail_msg("plan table:\n%s", table);
+    if (!strstr(table, "     1  0 ") || !strstr(table, "all_gather + index_select"))
+        fail_msg("plan table:\n%s", table);
     lt_plan_free(p);
 }
 
@@ -675,20 +734,23 @@ static void test_plan_step_names(void **state) {
 static void test_expect_plan_all_keys(void **state) {
     (void)state;
     char *out, *err;
-    assert_int_equal(run_text("plan_keys.yaml", "name: pk\nmesh: 2\ntensors: {x: {shape: [4]}}\nsteps:\n"
-                                                "  - distribute: {tensor: x, placements: ['S(0)'], as: xd}\n"
-                                                "  - redistribute: {tensor: xd, to: [R], as: y}\n"
-                                                "  - expect_plan: {collectives: [all_to_all], steps: 2, bytes: 99}\n",
-                              &out, &err), 1);
+    assert_int_equal(run_text("plan_keys.yaml",
+                              "name: pk\nmesh: 2\ntensors: {x: {shape: [4]}}\nsteps:\n"
+                              "  - distribute: {tensor: x, placements: ['S(0)'], as: xd}\n"
+                              "  - redistribute: {tensor: xd, to: [R], as: y}\n"
+                              "  - expect_plan: {collectives: [all_to_all], steps: 2, bytes: 99}\n",
+                              &out, &err),
+                     1);
     /* S(0) -> R of 4 f32 on 2 ranks: one all_gather; each rank receives the
      * other's 2 elements (8 bytes), 16 in all */
-    const char *want = "expect_plan: collectives: expected [all_to_all], the plan issues [all_gather]; steps: expected 2, "
+    const char *want = "expect_plan: collectives: expected [all_to_all], the plan issues "
+                       "[all_gather]; steps: expected 2, "
                        "the plan has 1; bytes: expected 99, the plan moves 16";
     if (!strstr(out, want)) fail_msg("expect_plan message:\n%s", out);
     assert_int_equal(count_of(out, "collectives: expected"), 1);
     assert_int_equal(count_of(out, "steps: expected"), 1);
     assert_int_equal(count_of(out, "bytes: expected"), 1);
-    assert_int_equal(count_of(out, "(mesh dim 0: S(0) -> R, all_gather)"), 1);   /* the plan, once */
+    assert_int_equal(count_of(out, "(mesh dim 0: S(0) -> R, all_gather)"), 1); /* the plan, once */
     free(out), free(err);
 }
 
@@ -712,19 +774,23 @@ static void test_json_redistributes(void **state) {
     assert_non_null(jt);
     cJSON *j = cJSON_Parse(jt);
     assert_non_null(j);
-    cJSON *cs = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
-                                       cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
-                                                              cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "files"), 0),
-                                                              "scenarios"),
-                                                          0),
-                                       "cases"),
-                                   0);
+    cJSON *cs = cJSON_GetArrayItem(
+        cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetArrayItem(
+                cJSON_GetObjectItemCaseSensitive(
+                    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "files"), 0),
+                    "scenarios"),
+                0),
+            "cases"),
+        0);
     cJSON *rd = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cs, "redistributes"), 0);
     if (!rd) fail_msg("no redistributes in:\n%s", jt);
-    if (!strstr(cJSON_GetObjectItemCaseSensitive(rd, "at")->valuestring, "jr.yaml:6:5")) fail_msg("at:\n%s", jt);
+    if (!strstr(cJSON_GetObjectItemCaseSensitive(rd, "at")->valuestring, "jr.yaml:6:5"))
+        fail_msg("at:\n%s", jt);
     cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rd, "plan"), 0);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(st, "step")->valueint, 1);
-    cJSON *sent = cJSON_GetObjectItemCaseSensitive(st, "bytes_sent"), *recv = cJSON_GetObjectItemCaseSensitive(st, "bytes_recv");
+    cJSON *sent = cJSON_GetObjectItemCaseSensitive(st, "bytes_sent"),
+          *recv = cJSON_GetObjectItemCaseSensitive(st, "bytes_recv");
     const int want[] = {16, 8, 16, 8};
     assert_int_equal(cJSON_GetArraySize(sent), 4);
     for (int r = 0; r < 4; r++) {
@@ -757,7 +823,8 @@ static void test_usage(void **state) {
     const char *a4[] = {"--json"};
     assert_int_equal(lt_test_run_sc(a4, 1, &out, &err), 2);
     free(out), free(err);
-    const char *a5[] = {"--json", "/nonexistent-dir/x.json", "scenarios/tutorials/01_row_wise.yaml"};
+    const char *a5[] = {"--json", "/nonexistent-dir/x.json",
+                        "scenarios/tutorials/01_row_wise.yaml"};
     assert_int_equal(lt_test_run_sc(a5, 3, &out, &err), 2);
     assert_non_null(strstr(err, "--json"));
     free(out), free(err);
@@ -796,7 +863,8 @@ static void test_mutations(void **state) {
         lt_sc_file *f = NULL;
         lt_status st = lt_sc_load_string("mut.yaml", buf, n, &f);
         if (st) {
-            if (!lt_errmsg()[0]) fail_msg("mutation %d: status %s without a message", it, lt_status_str(st));
+            if (!lt_errmsg()[0])
+                fail_msg("mutation %d: status %s without a message", it, lt_status_str(st));
             continue;
         }
         loaded++;
@@ -852,7 +920,8 @@ static void test_numerics_modes(void **state) {
         const char *args[] = {coll_modes[m], "scenarios/numerics/collectives.yaml"};
         int rc = lt_test_run_sc(args, 2, &out, &err);
         last_line(out, last, sizeof last);
-        if (rc != 0 || strcmp(last, "5 passed, 0 failed, 0 errors")) fail_msg("%s: exit %d\n%s%s", coll_modes[m], rc, out, err);
+        if (rc != 0 || strcmp(last, "5 passed, 0 failed, 0 errors"))
+            fail_msg("%s: exit %d\n%s%s", coll_modes[m], rc, out, err);
         free(out);
         free(err);
     }
@@ -886,15 +955,23 @@ int main(int argc, char **argv) {
     (void)argc;
     lt_test_tmpdir(g_tmpdir, sizeof g_tmpdir, argv[0], "test_scenarios.tmp");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_scenarios),   cmocka_unit_test(test_big_file),
-        cmocka_unit_test(test_generated_nesting), cmocka_unit_test(test_loader_limits),
+        cmocka_unit_test(test_bad_scenarios),
+        cmocka_unit_test(test_big_file),
+        cmocka_unit_test(test_generated_nesting),
+        cmocka_unit_test(test_loader_limits),
         cmocka_unit_test(test_wrong_expectation),
-        cmocka_unit_test(test_reports),         cmocka_unit_test(test_usage),
-        cmocka_unit_test(test_mutations),       cmocka_unit_test(test_no_match),
-        cmocka_unit_test(test_singular),        cmocka_unit_test(test_expect_full_holders),
+        cmocka_unit_test(test_reports),
+        cmocka_unit_test(test_usage),
+        cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_no_match),
+        cmocka_unit_test(test_singular),
+        cmocka_unit_test(test_expect_full_holders),
         cmocka_unit_test(test_failed_verification_keeps_going),
-        cmocka_unit_test(test_plan_step_names), cmocka_unit_test(test_origin_is_own_plan), cmocka_unit_test(test_expect_plan_all_keys),
-        cmocka_unit_test(test_json_redistributes), cmocka_unit_test(test_numerics_modes),
+        cmocka_unit_test(test_plan_step_names),
+        cmocka_unit_test(test_origin_is_own_plan),
+        cmocka_unit_test(test_expect_plan_all_keys),
+        cmocka_unit_test(test_json_redistributes),
+        cmocka_unit_test(test_numerics_modes),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     rmdir(g_tmpdir);

@@ -26,7 +26,8 @@ static void test_distribute_shares_replicas(void **state) {
     assert_true(shares(d, 0, 1));
     assert_true(shares(d, 2, 3));
     assert_false(shares(d, 0, 2));
-    lt_test_expect_values(lt_to_local(d, 3), 2, (int64_t[]){2, 3}, (double[]){6, 7, 8, 9, 10, 11}, "rank 3");
+    lt_test_expect_values(lt_to_local(d, 3), 2, (int64_t[]){2, 3}, (double[]){6, 7, 8, 9, 10, 11},
+                          "rank 3");
     lt_dtensor_free(d);
     /* Partial(sum) is not shared (each rank's part is its own to change) */
     d = lt_test_arange("2", "P(sum)", 2, shape, &m);
@@ -48,7 +49,9 @@ static void test_cow_isolation(void **state) {
     lt_set_flat(t2, 1, 100);
     lt_test_expect_values(t2, 1, &n, (double[]){0, 100, 2, 3}, "rank 2 (written)");
     for (int r = 0; r < 4; r++)
-        if (r != 2) lt_test_expect_values(d->local->shards[r], 1, &n, (double[]){0, 1, 2, 3}, "an untouched replica");
+        if (r != 2)
+            lt_test_expect_values(d->local->shards[r], 1, &n, (double[]){0, 1, 2, 3},
+                                  "an untouched replica");
     assert_true(shares(d, 0, 3));   /* the others still share */
     LT_CHECK(lt_tensor_make_writable(t2));   /* unshared: a no-op */
     lt_test_expect_values(t2, 1, &n, (double[]){0, 100, 2, 3}, "rank 2 again");
@@ -103,7 +106,8 @@ static void test_collective_results_shared(void **state) {
     lt_tensor *out[4] = {0};
     LT_CHECK(lt_all_gather(c, 0, d->local->shards, 0, out));
     for (int r = 1; r < 4; r++) assert_ptr_equal(out[r]->storage, out[0]->storage);
-    for (int r = 0; r < 4; r++) lt_test_expect_values(out[r], 1, shape, (double[]){0, 1, 2, 3}, "gathered");
+    for (int r = 0; r < 4; r++)
+        lt_test_expect_values(out[r], 1, shape, (double[]){0, 1, 2, 3}, "gathered");
     for (int r = 0; r < 4; r++) lt_tensor_free(out[r]), out[r] = NULL;
     /* all_to_all along mesh dim 0: members differ, but the groups {0,2} and
      * {1,3} have the same inputs (rank 1 = rank 0's buffer, 3 = 2's) */
@@ -152,7 +156,8 @@ static void test_redistribute_result_shared(void **state) {
     }
     /* rank 5 = coord (1, 0, 1): rows 0..3, columns 4..7 */
     lt_test_expect_values(lt_to_local(out, 5), 2, (int64_t[]){4, 4},
-                          (double[]){4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31}, "rank 5");
+                          (double[]){4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31},
+                          "rank 5");
     lt_dtensor_free(out);
     lt_dtensor_free(d);
 }
@@ -183,8 +188,9 @@ static void test_unique_bytes(void **state) {
         LT_CHECK(lt_spec_unique_bytes(&s, &u));
         LT_CHECK(lt_spec_total_bytes(&s, &t));
         if (u != cases[i].unique || t != cases[i].total)
-            fail_msg("%s: unique %llu total %llu, wanted %llu and %llu", cases[i].pl, (unsigned long long)u,
-                     (unsigned long long)t, (unsigned long long)cases[i].unique, (unsigned long long)cases[i].total);
+            fail_msg("%s: unique %llu total %llu, wanted %llu and %llu", cases[i].pl,
+                     (unsigned long long)u, (unsigned long long)t,
+                     (unsigned long long)cases[i].unique, (unsigned long long)cases[i].total);
     }
 }
 
@@ -227,7 +233,8 @@ static void test_verifier_catches(void **state) {
     LT_CHECK(lt_tensor_make_writable(r->local->shards[1]));
     lt_set_flat(r->local->shards[1], 15, 0);
     lt_placement s0 = lt_shard(0);
-    LT_EXPECT_STATUS(lt_redistribute(r, &s0, 1, &(lt_redistribute_opts){.verify = 1}, &out, NULL), LT_MISMATCH);
+    LT_EXPECT_STATUS(lt_redistribute(r, &s0, 1, &(lt_redistribute_opts){.verify = 1}, &out, NULL),
+                     LT_MISMATCH);
     if (!strstr(lt_errmsg(), "the source's replicas disagree: rank 1, local index [3, 3]"))
         fail_msg("%s", lt_errmsg());
     lt_dtensor_free(r);
@@ -259,7 +266,8 @@ static void test_estimate_private_replicas(void **state) {
     unsetenv("LOCALTENSOR_MEMORY_LIMIT");
     LT_CHECK(a);
     LT_EXPECT_STATUS(b, LT_NOMEM);
-    if (!strstr(lt_errmsg(), "needs 64.0 KiB for the shards of all 4 ranks, more than this machine's 48.0 KiB"))
+    if (!strstr(lt_errmsg(),
+                "needs 64.0 KiB for the shards of all 4 ranks, more than this machine's 48.0 KiB"))
         fail_msg("%s", lt_errmsg());
     assert_null(out);
     for (int r = 0; r < 4; r++) lt_tensor_free(own[r]);

@@ -25,7 +25,9 @@
 
 static char g_tmpdir[512];
 
-static void tmp_path(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", g_tmpdir, name); }
+static void tmp_path(char *buf, size_t n, const char *name) {
+    snprintf(buf, n, "%s/%s", g_tmpdir, name);
+}
 
 enum { PASS, DIVERGE, HANG, ERROR };
 
@@ -41,20 +43,28 @@ static const struct {
 } bugs[] = {
     /* wrong values: the step that makes the first wrong value */
     {"uneven_mean_buggy", DIVERGE, "at step 4: collective all_reduce", /* 2.25 for 2 */
-     "diagnosis: an average of per-rank means over shards of different sizes (3, 2 along mesh dim dp)"},
-    {"from_local_wrong_placements_buggy", DIVERGE, "at step 4: from_local", /* R of partial sums 1 and 5 */
-     "diagnosis: the ranks' values along mesh dim 0 sum to the single-device value: an unreduced Partial(sum)"},
+     "diagnosis: an average of per-rank means over shards of different sizes (3, 2 along mesh dim "
+     "dp)"},
+    {"from_local_wrong_placements_buggy", DIVERGE,
+     "at step 4: from_local", /* R of partial sums 1 and 5 */
+     "diagnosis: the ranks' values along mesh dim 0 sum to the single-device value: an unreduced "
+     "Partial(sum)"},
     {"row_parallel_unreduced_buggy", DIVERGE, "at step 6: from_local", /* R of unreduced mm */
-     "diagnosis: the ranks' values along mesh dim tp sum to the single-device value: an unreduced Partial(sum)"},
-    {"wrong_mesh_dim_buggy", DIVERGE, "at step 6: collective all_reduce", /* reduced over dp: 56 for 28 */
+     "diagnosis: the ranks' values along mesh dim tp sum to the single-device value: an unreduced "
+     "Partial(sum)"},
+    {"wrong_mesh_dim_buggy", DIVERGE,
+     "at step 6: collective all_reduce", /* reduced over dp: 56 for 28 */
      "the value was Partial(sum) along mesh dim tp: a collective on the wrong mesh dim?"},
-    {"reduce_scatter_split_buggy", DIVERGE, "at step 8: local_op add", /* balanced + chunk: 41 for 45 */
-     "diagnosis: the local add combined operands laid out differently ([S(0)] and [S(0,balanced)])"},
-    {"sharded_view_mixes_rows_buggy", DIVERGE, "at step 4: from_local", NULL},                /* columns as rows */
-    {"dropout_replicas_buggy", DIVERGE, "at step 2: local_op dropout", NULL},                 /* seed + rank */
+    {"reduce_scatter_split_buggy", DIVERGE,
+     "at step 8: local_op add", /* balanced + chunk: 41 for 45 */
+     "diagnosis: the local add combined operands laid out differently ([S(0)] and "
+     "[S(0,balanced)])"},
+    {"sharded_view_mixes_rows_buggy", DIVERGE, "at step 4: from_local", NULL}, /* columns as rows */
+    {"dropout_replicas_buggy", DIVERGE, "at step 2: local_op dropout", NULL}, /* seed + rank */
     {"group_size_divisor_buggy", DIVERGE, "at step 5: local_op div_scalar", /* 15 / 12 for 15 / 6 */
-     "diagnosis: every value is the single-device value divided by 2 (the size of mesh dim dp or mesh dim tp)"},
-    {"first_divergence_planted_bug", DIVERGE, "at step 4: rank_map", NULL},                   /* add_rank */
+     "diagnosis: every value is the single-device value divided by 2 (the size of mesh dim dp or "
+     "mesh dim tp)"},
+    {"first_divergence_planted_bug", DIVERGE, "at step 4: rank_map", NULL}, /* add_rank */
     /* hangs: the would-hang report */
     {"branch_skips_collective_buggy", HANG, "would hang (missing)", NULL},
     {"mesh_dims_opposite_order_buggy", HANG, "would hang (cycle)", NULL},
@@ -87,7 +97,8 @@ static const char *first_message(const cJSON *c) {
 
 /* One case's outcome against the table; returns 1 when it holds. */
 static int check_case(const cJSON *c, char *why, size_t n) {
-    const char *name = cJSON_GetObjectItem(c, "name")->valuestring, *at, *diag, *msg = first_message(c);
+    const char *name = cJSON_GetObjectItem(c, "name")->valuestring, *at, *diag,
+               *msg = first_message(c);
     const char *status = cJSON_GetObjectItem(c, "status")->valuestring;
     int want = classify(name, &at, &diag);
     if (want < 0) {
@@ -131,8 +142,9 @@ static void test_bug_library(void **state) {
     int seen = 0, diverged = 0, bad = 0;
     char why[1024], all[8192] = "";
     const cJSON *f, *s, *c;
-    cJSON_ArrayForEach(f, cJSON_GetObjectItem(root, "files")) cJSON_ArrayForEach(s, cJSON_GetObjectItem(f, "scenarios"))
-        cJSON_ArrayForEach(c, cJSON_GetObjectItem(s, "cases")) {
+    cJSON_ArrayForEach(f, cJSON_GetObjectItem(root, "files"))
+        cJSON_ArrayForEach(s, cJSON_GetObjectItem(f, "scenarios"))
+            cJSON_ArrayForEach(c, cJSON_GetObjectItem(s, "cases")) {
         seen++;
         const char *at, *diag;
         diverged += classify(cJSON_GetObjectItem(c, "name")->valuestring, &at, &diag) == DIVERGE;
@@ -172,22 +184,24 @@ static int run_text(const char *file, const char *text, char **out) {
 static void test_partial_compared_after_reduction(void **state) {
     (void)state;
     char *out;
-    int rc = run_text("rowpar.yaml",
-                      "name: rowpar\nmesh: {shape: [2], names: [tp]}\n"
-                      "tensors: {x: {shape: [2, 4], init: arange}, w: {shape: [4, 2], init: arange}}\n"
-                      "steps:\n"
-                      "  - distribute: {tensor: x, placements: ['S(1)'], as: xd}\n"
-                      "  - distribute: {tensor: w, placements: ['S(0)'], as: wd}\n"
-                      "  - to_local: {tensor: xd, as: xl}\n"
-                      "  - to_local: {tensor: wd, as: wl}\n"
-                      "  - local_op: {op: mm, inputs: [xl, wl], as: p}\n"
-                      "  - local_op: {op: mul_scalar, inputs: p, scalar: 2, as: p2}\n"
-                      "  - collective: {kind: all_reduce, mesh_dim: tp, tensor: p2, as: y}\n"
-                      "  - expect_same_as_single_device: {}\n",
-                      &out);
+    int rc =
+        run_text("rowpar.yaml",
+                 "name: rowpar\nmesh: {shape: [2], names: [tp]}\n"
+                 "tensors: {x: {shape: [2, 4], init: arange}, w: {shape: [4, 2], init: arange}}\n"
+                 "steps:\n"
+                 "  - distribute: {tensor: x, placements: ['S(1)'], as: xd}\n"
+                 "  - distribute: {tensor: w, placements: ['S(0)'], as: wd}\n"
+                 "  - to_local: {tensor: xd, as: xl}\n"
+                 "  - to_local: {tensor: wd, as: wl}\n"
+                 "  - local_op: {op: mm, inputs: [xl, wl], as: p}\n"
+                 "  - local_op: {op: mul_scalar, inputs: p, scalar: 2, as: p2}\n"
+                 "  - collective: {kind: all_reduce, mesh_dim: tp, tensor: p2, as: y}\n"
+                 "  - expect_same_as_single_device: {}\n",
+                 &out);
     if (rc != 0) fail_msg("a correct program diverged:\n%s", out);
     /* p (P(sum)), p2 (P(sum)), y (R): three values */
-    if (!strstr(out, "3 values compared with the single-device program")) fail_msg("not said what it compared:\n%s", out);
+    if (!strstr(out, "3 values compared with the single-device program"))
+        fail_msg("not said what it compared:\n%s", out);
     free(out);
 }
 
@@ -197,24 +211,27 @@ static void test_partial_compared_after_reduction(void **state) {
 static void test_unreduced_diagnosis(void **state) {
     (void)state;
     char *out;
-    int rc = run_text("unreduced.yaml",
-                      "name: unreduced\nmesh: {shape: [2], names: [tp]}\n"
-                      "tensors: {x: {shape: [2, 4], init: arange}, w: {shape: [4, 2], init: arange}}\n"
-                      "steps:\n"
-                      "  - distribute: {tensor: x, placements: ['S(1)'], as: xd}\n"
-                      "  - distribute: {tensor: w, placements: ['S(0)'], as: wd}\n"
-                      "  - to_local: {tensor: xd, as: xl}\n"
-                      "  - to_local: {tensor: wd, as: wl}\n"
-                      "  - local_op: {op: mm, inputs: [xl, wl], as: p}\n"
-                      "  - from_local: {tensor: p, placements: [R], check: false, as: y}\n"
-                      "  - op: {op: relu, inputs: [y], as: h}\n"
-                      "  - expect_same_as_single_device: {}\n",
-                      &out);
+    int rc =
+        run_text("unreduced.yaml",
+                 "name: unreduced\nmesh: {shape: [2], names: [tp]}\n"
+                 "tensors: {x: {shape: [2, 4], init: arange}, w: {shape: [4, 2], init: arange}}\n"
+                 "steps:\n"
+                 "  - distribute: {tensor: x, placements: ['S(1)'], as: xd}\n"
+                 "  - distribute: {tensor: w, placements: ['S(0)'], as: wd}\n"
+                 "  - to_local: {tensor: xd, as: xl}\n"
+                 "  - to_local: {tensor: wd, as: wl}\n"
+                 "  - local_op: {op: mm, inputs: [xl, wl], as: p}\n"
+                 "  - from_local: {tensor: p, placements: [R], check: false, as: y}\n"
+                 "  - op: {op: relu, inputs: [y], as: h}\n"
+                 "  - expect_same_as_single_device: {}\n",
+                 &out);
     assert_int_equal(rc, 1);
     if (!strstr(out, "at step 6: from_local") ||
-        !strstr(out, "rank 0, local index [0, 0], global index [0, 0]: single-device 28, DTensor 2"))
+        !strstr(out,
+                "rank 0, local index [0, 0], global index [0, 0]: single-device 28, DTensor 2"))
         fail_msg("not blamed on the from_local:\n%s", out);
-    if (!strstr(out, "the ranks' values along mesh dim tp sum to the single-device value: an unreduced Partial(sum)"))
+    if (!strstr(out, "the ranks' values along mesh dim tp sum to the single-device value: an "
+                     "unreduced Partial(sum)"))
         fail_msg("no diagnosis:\n%s", out);
     free(out);
 }
@@ -238,7 +255,8 @@ static void test_not_compared_is_listed(void **state) {
     if (rc != 0) fail_msg("failed:\n%s", out);
     if (!strstr(out, "1 value compared with the single-device program; 2 not compared:") ||
         !strstr(out, "step 1: local_tensor 'r'") || !strstr(out, "its values differ by rank") ||
-        !strstr(out, "step 2: collective 's'") || !strstr(out, "input 'r' has no single-device value"))
+        !strstr(out, "step 2: collective 's'") ||
+        !strstr(out, "input 'r' has no single-device value"))
         fail_msg("the not-compared values are not listed:\n%s", out);
     free(out);
 }

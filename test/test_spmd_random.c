@@ -99,7 +99,8 @@ static void simulate(const prog *p, outcome *o) {
                 int k = list[mem[q]][pc[mem[q]]], m = mem[q];
                 double *v = o->val[k][m];
                 if (h->kind == K_AG) {
-                    for (int j = 0; j < g; j++) v[2 * j] = mem[j] + inc[mem[j]], v[2 * j + 1] = mem[j] + 1 + inc[mem[j]];
+                    for (int j = 0; j < g; j++)
+                        v[2 * j] = mem[j] + inc[mem[j]], v[2 * j + 1] = mem[j] + 1 + inc[mem[j]];
                     o->len[k][m] = 2 * g;
                 } else if (h->kind != K_BARRIER) {
                     for (int e = 0; e < 2; e++) {
@@ -142,7 +143,8 @@ static void simulate(const prog *p, outcome *o) {
 }
 
 static void random_prog(prog *p, uint64_t *seed) {
-    static const int meshes[][MAXM + 1] = {{1, 4}, {2, 2, 2}, {2, 2, 3}, {2, 3, 2}, {3, 2, 2, 2}, {2, 3, 3}};
+    static const int meshes[][MAXM + 1] = {{1, 4},    {2, 2, 2},    {2, 2, 3},
+                                           {2, 3, 2}, {3, 2, 2, 2}, {2, 3, 3}};
     const int *ms = meshes[lcg(seed) % 6];
     memset(p, 0, sizeof *p);
     p->M = ms[0];
@@ -174,11 +176,13 @@ static void write_case(const prog *p, const outcome *o, int id, char *buf, size_
     static const char *const names[] = {"all_reduce", "all_reduce", "all_gather", "barrier"};
     for (int k = 0; k < p->nsteps; k++) {
         const step *s = &p->s[k];
-        if (s->kind == K_ADD) PUT("    - local_op: {op: add_scalar, inputs: a, scalar: 1, as: a}\n");
-        else if (s->kind == K_BARRIER) PUT("    - collective: {kind: barrier, mesh_dim: %d}\n", s->md);
+        if (s->kind == K_ADD)
+            PUT("    - local_op: {op: add_scalar, inputs: a, scalar: 1, as: a}\n");
+        else if (s->kind == K_BARRIER)
+            PUT("    - collective: {kind: barrier, mesh_dim: %d}\n", s->md);
         else
-            PUT("    - collective: {kind: %s, mesh_dim: %d, tensor: a, as: s%d%s}\n", names[s->kind], s->md, k,
-                s->kind == K_AR_MAX ? ", op: max" : "");
+            PUT("    - collective: {kind: %s, mesh_dim: %d, tensor: a, as: s%d%s}\n",
+                names[s->kind], s->md, k, s->kind == K_AR_MAX ? ", op: max" : "");
         PUT("      ranks: [");
         for (int r = 0, first = 1; r < p->W; r++)
             if (s->mask[r]) PUT("%s%d", first ? "" : ", ", r), first = 0;
@@ -250,14 +254,16 @@ static void test_random_programs(void **state) {
         snprintf(name, sizeof name, "p%d", i);
         snprintf(want, sizeof want, "would hang (%s)", o[i].done ? "" : o[i].hang);
         int found = case_block(out, name, block, sizeof block);
-        int ok = found && (o[i].done ? !strncmp(block, "ok ", 3) : !strncmp(block, "FAIL ", 5) && strstr(block, want));
+        int ok = found && (o[i].done ? !strncmp(block, "ok ", 3)
+                                     : !strncmp(block, "FAIL ", 5) && strstr(block, want));
         if (!ok && bad++ < 5)
             print_message("case %s: the simulator says %s; the run says:\n%s\n", name,
                           o[i].done ? "it finishes" : want, found ? block : "(no line)");
     }
     if (bad) fail_msg("%d of %d programs differ from the simulator (exit %d; %s)", bad, N, rc, err);
-    print_message("%d random programs agree with the simulator: %d finish, %d mismatch, %d missing, %d cycle\n", N,
-                  done, mismatch, missing, cycle);
+    print_message("%d random programs agree with the simulator: %d finish, %d mismatch, %d "
+                  "missing, %d cycle\n",
+                  N, done, mismatch, missing, cycle);
     /* each outcome is exercised */
     assert_true(done > N / 5 && mismatch > 10 && missing > 10 && cycle > 10);
     free(out);
@@ -293,8 +299,8 @@ static lt_status interp(lt_proc *proc, void *user) {
             break;
         case K_AR_SUM:
         case K_AR_MAX:
-            st = lt_proc_all_reduce_at(proc, "prog", k + 1, s->md, a, s->kind == K_AR_SUM ? LT_REDOP_SUM : LT_REDOP_MAX,
-                                       &out);
+            st = lt_proc_all_reduce_at(proc, "prog", k + 1, s->md, a,
+                                       s->kind == K_AR_SUM ? LT_REDOP_SUM : LT_REDOP_MAX, &out);
             break;
         case K_AG: st = lt_proc_all_gather_at(proc, "prog", k + 1, s->md, a, 0, &out); break;
         default: st = lt_proc_barrier_at(proc, "prog", k + 1, s->md); break;
@@ -302,7 +308,8 @@ static lt_status interp(lt_proc *proc, void *user) {
         if (!st && out) {
             int64_t n = lt_numel(out);
             c->got.len[k][r] = (int)n;
-            for (int64_t e = 0; e < n && e < 2 * MAXW; e++) c->got.val[k][r][e] = lt_get_flat(out, e);
+            for (int64_t e = 0; e < n && e < 2 * MAXW; e++)
+                c->got.val[k][r][e] = lt_get_flat(out, e);
         }
         lt_tensor_free(out);
     }
@@ -332,16 +339,19 @@ static void test_random_c_programs(void **state) {
             ok = st == LT_OK;
             for (int k = 0; k < p.nsteps && ok; k++)
                 for (int r = 0; r < p.W && ok; r++) {
-                    if (!p.s[k].mask[r] || p.s[k].kind == K_ADD || p.s[k].kind == K_BARRIER) continue;
+                    if (!p.s[k].mask[r] || p.s[k].kind == K_ADD || p.s[k].kind == K_BARRIER)
+                        continue;
                     ok = c.got.len[k][r] == want.len[k][r] &&
-                         !memcmp(c.got.val[k][r], want.val[k][r], sizeof(double) * (size_t)want.len[k][r]);
+                         !memcmp(c.got.val[k][r], want.val[k][r],
+                                 sizeof(double) * (size_t)want.len[k][r]);
                 }
         } else {
             ok = st == LT_MISMATCH && rep && !strcmp(lt_hang_kind_name(rep->kind), want.hang);
         }
         if (!ok && bad++ < 5)
             print_message("program %d: the simulator says %s; lt_program_run gives %s (%s)\n", i,
-                          want.done ? "it finishes" : want.hang, lt_status_str(st), rep ? lt_hang_kind_name(rep->kind) : "no report");
+                          want.done ? "it finishes" : want.hang, lt_status_str(st),
+                          rep ? lt_hang_kind_name(rep->kind) : "no report");
         lt_match_report_free(rep);
     }
     if (bad) fail_msg("%d of %d C programs differ from the simulator", bad, N);

@@ -18,11 +18,14 @@
 
 static char g_tmpdir[512];
 
-static void tmp_path(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", g_tmpdir, name); }
+static void tmp_path(char *buf, size_t n, const char *name) {
+    snprintf(buf, n, "%s/%s", g_tmpdir, name);
+}
 
 /* Writes text to a temporary file called name and runs `localtensor run
  * ARGS... FILE` on it; *out and *err as lt_test_run_sc. Returns the exit code. */
-static int run_on(const char *name, const char *text, const char *const *args, int n, char **out, char **err) {
+static int run_on(const char *name, const char *text, const char *const *args, int n, char **out,
+                  char **err) {
     char path[600];
     const char *argv[16];
     tmp_path(path, sizeof path, name);
@@ -60,7 +63,8 @@ static void test_sweep_expansion(void **state) {
     const char *args[] = {"-v", path};
     char *out, *err;
     assert_int_equal(lt_test_run_sc(args, 2, &out, &err), 0);
-    if (!strstr(out, "sw[mesh=2x2,shape=5,[S(0),R]->[R,R]]") || !strstr(out, "sw[mesh=4,shape=6,2,R->S(0)]"))
+    if (!strstr(out, "sw[mesh=2x2,shape=5,[S(0),R]->[R,R]]") ||
+        !strstr(out, "sw[mesh=4,shape=6,2,R->S(0)]"))
         fail_msg("case names:\n%s", out);
     assert_non_null(strstr(out, "6 passed, 0 failed, 0 errors"));
     free(out);
@@ -82,33 +86,39 @@ static void test_sweep_expansion(void **state) {
  * placement lists, the last mesh dim's choice varying fastest). */
 static void test_sweep_holds_no_cases(void **state) {
     (void)state;
-    static const char *const each[2][2] = {{"[R, 'S(0)']", "[R, 'S(1)']"},
-                                           {"[R, 'S(0)', 'S(1)', 'SS(0,2)']", "[R, 'S(0)', 'S(1)', 'SS(1,2)']"}};
+    static const char *const each[2][2] = {
+        {"[R, 'S(0)']", "[R, 'S(1)']"},
+        {"[R, 'S(0)', 'S(1)', 'SS(0,2)']", "[R, 'S(0)', 'S(1)', 'SS(1,2)']"}};
     size_t used[2];
     int ncases[2];
     for (int k = 0; k < 2; k++) {
         char text[1024];
-        snprintf(text, sizeof text,
-                 "name: sw\ntensors: {x: {shape: $shape, init: arange}}\n"
-                 "sweep:\n  mesh: [2x2x2]\n  shape: [[8, 8]]\n  from: {each: %s}\n  to: {each: %s}\n"
-                 "steps:\n  - distribute: {tensor: x, placements: $from, as: xd}\n"
-                 "  - redistribute: {tensor: xd, to: $to, as: y}\n"
-                 "  - expect_full: {tensor: y, equals: x}\n",
-                 each[k][0], each[k][1]);
+        snprintf(
+            text, sizeof text,
+            "name: sw\ntensors: {x: {shape: $shape, init: arange}}\n"
+            "sweep:\n  mesh: [2x2x2]\n  shape: [[8, 8]]\n  from: {each: %s}\n  to: {each: %s}\n"
+            "steps:\n  - distribute: {tensor: x, placements: $from, as: xd}\n"
+            "  - redistribute: {tensor: xd, to: $to, as: y}\n"
+            "  - expect_full: {tensor: y, equals: x}\n",
+            each[k][0], each[k][1]);
         lt_sc_file *f = NULL;
         LT_CHECK(lt_sc_load_string("sw.yaml", text, strlen(text), &f));
         ncases[k] = lt_sc_file_cases(f);
         used[k] = lt__sc_arena_used(f->arena);
         if (k == 1) {
             /* case i: from list i / 64, to list i % 64, each a base-4 number over the mesh dims */
-            static const char *const fo[4] = {"R", "S(0)", "S(1)", "SS(0,2)"}, *const to[4] = {"R", "S(0)", "S(1)", "SS(1,2)"};
+            static const char *const fo[4] = {"R", "S(0)", "S(1)", "SS(0,2)"}, *const to[4] = {
+                                                                                   "R", "S(0)",
+                                                                                   "S(1)",
+                                                                                   "SS(1,2)"};
             const int idx[] = {0, 1, 1234, 2047, 4095};
             sc_scenario *s = &f->scen[0];
             for (size_t q = 0; q < sizeof idx / sizeof idx[0]; q++) {
                 int i = idx[q], a = i / 64, b = i % 64;
                 char want[256], got[256];
-                snprintf(want, sizeof want, "sw[mesh=2x2x2,shape=8,8,[%s,%s,%s]->[%s,%s,%s]]", fo[a / 16], fo[a / 4 % 4], fo[a % 4],
-                         to[b / 16], to[b / 4 % 4], to[b % 4]);
+                snprintf(want, sizeof want, "sw[mesh=2x2x2,shape=8,8,[%s,%s,%s]->[%s,%s,%s]]",
+                         fo[a / 16], fo[a / 4 % 4], fo[a % 4], to[b / 16], to[b / 4 % 4],
+                         to[b % 4]);
                 const lt_mesh *m = NULL;
                 lt__sc_case_name(s, i, got, sizeof got, &m);
                 assert_string_equal(got, want);
@@ -118,7 +128,8 @@ static void test_sweep_holds_no_cases(void **state) {
                 assert_non_null(c);
                 assert_string_equal(c->name, want);
                 lt__sc_run_case(c, ar, NULL);
-                if (c->res.status != LT_SC_PASS) fail_msg("%s: %s", want, c->res.nfails ? c->res.fails[0].message : "?");
+                if (c->res.status != LT_SC_PASS)
+                    fail_msg("%s: %s", want, c->res.nfails ? c->res.fails[0].message : "?");
                 lt__sc_case_drop(c);
                 lt__sc_arena_free(ar);
             }
@@ -128,7 +139,9 @@ static void test_sweep_holds_no_cases(void **state) {
     assert_int_equal(ncases[0], 64);
     assert_int_equal(ncases[1], 4096);
     double per_case = (double)(used[1] - used[0]) / (ncases[1] - ncases[0]);
-    if (per_case > 16) fail_msg("the sweep's arena grew %.1f bytes per case (%zu -> %zu bytes)", per_case, used[0], used[1]);
+    if (per_case > 16)
+        fail_msg("the sweep's arena grew %.1f bytes per case (%zu -> %zu bytes)", per_case, used[0],
+                 used[1]);
 }
 
 /* --numerics overrides a file's numerics: key, in a sweep too (whose cases
@@ -143,12 +156,14 @@ static void test_numerics_option_overrides_sweep_key(void **state) {
     char *out, *err;
     const char *keyed[] = {"-v"};
     assert_int_equal(run_on("sweep_numerics.yaml", text, keyed, 1, &out, &err), 0);
-    if (!strstr(out, "swn[from=S(0)] [numerics sample:1: values for rank 0]")) fail_msg("the key's mode:\n%s", out);
+    if (!strstr(out, "swn[from=S(0)] [numerics sample:1: values for rank 0]"))
+        fail_msg("the key's mode:\n%s", out);
     free(out);
     free(err);
     const char *forced[] = {"-v", "--numerics", "full"};
     assert_int_equal(run_on("sweep_numerics.yaml", text, forced, 3, &out, &err), 0);
-    if (strstr(out, "[numerics") || !strstr(out, "swn[from=S(0)] (")) fail_msg("--numerics full:\n%s", out);
+    if (strstr(out, "[numerics") || !strstr(out, "swn[from=S(0)] ("))
+        fail_msg("--numerics full:\n%s", out);
     assert_non_null(strstr(out, "2 passed, 0 failed, 0 errors"));
     free(out);
     free(err);
@@ -164,12 +179,14 @@ static void test_sweep_backend_key(void **state) {
         "name: swb\nmesh: '4'\nbackend: cuda-emu\ntensors: {x: {shape: [8], init: arange}}\n"
         "sweep: {from: ['S(0)', R]}\n"
         "steps:\n  - distribute: {tensor: x, placements: $from, as: d}\n"
-        "  - redistribute: {tensor: d, to: ['S(0)'], as: e}\n  - expect_full: {tensor: e, equals: x}\n";
+        "  - redistribute: {tensor: d, to: ['S(0)'], as: e}\n  - expect_full: {tensor: e, equals: "
+        "x}\n";
     char *out, *err;
     const char *args[] = {"--compare-backend", "cpu"};
     assert_int_equal(run_on("sweep_backend.yaml", text, args, 2, &out, &err), 0);
     const char *m = strstr(out, "--compare-backend cpu: ");
-    if (!m || atoi(m + strlen("--compare-backend cpu: ")) <= 0) fail_msg("nothing compared:\n%s", out);
+    if (!m || atoi(m + strlen("--compare-backend cpu: ")) <= 0)
+        fail_msg("nothing compared:\n%s", out);
     assert_non_null(strstr(out, "2 passed, 0 failed, 0 errors"));
     free(out);
     free(err);

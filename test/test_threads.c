@@ -29,8 +29,9 @@
 #include "tools/scenario/scenario.h"
 
 enum { AG, RS, AR, A2A, BC, SC, GA, RE, PE, NKIND };
-static const char *const kind_names[NKIND] = {"all_gather", "reduce_scatter", "all_reduce", "all_to_all",
-                                              "broadcast", "scatter", "gather", "reduce", "permute"};
+static const char *const kind_names[NKIND] = {"all_gather", "reduce_scatter", "all_reduce",
+                                              "all_to_all", "broadcast",      "scatter",
+                                              "gather",     "reduce",         "permute"};
 
 /* (rows, cols) of dtype dt on rank r, values of mixed magnitudes from an
  * LCG seeded by r (integers stay small so products do not only wrap) */
@@ -50,7 +51,8 @@ static lt_tensor *rank_tensor(lt_dtype dt, int64_t rows, int64_t cols, int r) {
     return t;
 }
 
-static void expect_same_bytes(const lt_tensor *a, const lt_tensor *b, const char *what, int rank, int threads) {
+static void expect_same_bytes(const lt_tensor *a, const lt_tensor *b, const char *what, int rank,
+                              int threads) {
     if (!a || !b) {
         if (a != b) fail_msg("%s: rank %d: output missing with %d threads", what, rank, threads);
         return;
@@ -64,8 +66,8 @@ static void expect_same_bytes(const lt_tensor *a, const lt_tensor *b, const char
 
 static int rs_dim; /* the dim reduce_scatter scatters along */
 
-static lt_status call(int kind, lt_comm *c, int md, lt_tensor *const *in, lt_redop op, const lt_split_rule *rule,
-                      const int *perm, lt_tensor **out) {
+static lt_status call(int kind, lt_comm *c, int md, lt_tensor *const *in, lt_redop op,
+                      const lt_split_rule *rule, const int *perm, lt_tensor **out) {
     switch (kind) {
     case AG: return lt_all_gather(c, md, in, 0, out);
     case RS: return lt_reduce_scatter(c, md, in, op, rs_dim, rule, out);
@@ -81,7 +83,8 @@ static lt_status call(int kind, lt_comm *c, int md, lt_tensor *const *in, lt_red
 
 /* One collective on every group of mesh dim md, at 1 thread and at 2..4;
  * strided: the inputs are transposed views (copied to contiguous first). */
-static void one_collective(int kind, const char *mesh, int md, lt_dtype dt, lt_redop op, int strided) {
+static void one_collective(int kind, const char *mesh, int md, lt_dtype dt, lt_redop op,
+                           int strided) {
     lt_mesh m;
     LT_CHECK(lt_mesh_parse(mesh, &m));
     lt_comm *c = NULL;
@@ -99,8 +102,8 @@ static void one_collective(int kind, const char *mesh, int md, lt_dtype dt, lt_r
     for (int i = 0; i < n; i++) perm[i] = (i + 1) % n;
     lt_split_rule rule = lt_split_chunk();
     char what[160];
-    snprintf(what, sizeof what, "%s on %s dim %d, %s%s, op %d", kind_names[kind], mesh, md, lt_dtype_name(dt),
-             strided ? " (strided inputs)" : "", (int)op);
+    snprintf(what, sizeof what, "%s on %s dim %d, %s%s, op %d", kind_names[kind], mesh, md,
+             lt_dtype_name(dt), strided ? " (strided inputs)" : "", (int)op);
     lt_tensor *ref[8] = {0};
     lt_set_threads(1);
     LT_CHECK(call(kind, c, md, in, op, &rule, perm, ref));
@@ -131,7 +134,10 @@ static void one_collective(int kind, const char *mesh, int md, lt_dtype dt, lt_r
 
 static void test_collectives_copying(void **state) {
     (void)state;
-    static const struct { const char *mesh; int md; } at[] = {{"8", 0}, {"2x4", 1}, {"2x2x2", 0}, {"2x2x2", 2}};
+    static const struct {
+        const char *mesh;
+        int md;
+    } at[] = {{"8", 0}, {"2x4", 1}, {"2x2x2", 0}, {"2x2x2", 2}};
     static const int kinds[] = {AG, A2A, BC, SC, GA, PE};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
         for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
@@ -143,7 +149,10 @@ static void test_collectives_copying(void **state) {
 
 static void test_collectives_reducing(void **state) {
     (void)state;
-    static const struct { const char *mesh; int md; } at[] = {{"8", 0}, {"2x4", 0}, {"2x4", 1}, {"2x2x2", 1}};
+    static const struct {
+        const char *mesh;
+        int md;
+    } at[] = {{"8", 0}, {"2x4", 0}, {"2x4", 1}, {"2x2x2", 1}};
     static const int kinds[] = {AR, RS, RE};
     static const lt_redop fops[] = {LT_REDOP_SUM, LT_REDOP_AVG, LT_REDOP_MAX};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
@@ -168,11 +177,15 @@ static void test_collectives_reducing(void **state) {
     rs_dim = 0;
 }
 
-static lt_tensor *full_tensor(lt_dtype dt, int64_t rows, int64_t cols) { return rank_tensor(dt, rows, cols, 99); }
+static lt_tensor *full_tensor(lt_dtype dt, int64_t rows, int64_t cols) {
+    return rank_tensor(dt, rows, cols, 99);
+}
 
-static void expect_same_dtensor(const lt_dtensor *a, const lt_dtensor *b, const char *what, int threads) {
+static void expect_same_dtensor(const lt_dtensor *a, const lt_dtensor *b, const char *what,
+                                int threads) {
     const lt_mesh *m = lt_dtensor_mesh(a);
-    for (int r = 0; r < m->world; r++) expect_same_bytes(lt_to_local(a, r), lt_to_local(b, r), what, r, threads);
+    for (int r = 0; r < m->world; r++)
+        expect_same_bytes(lt_to_local(a, r), lt_to_local(b, r), what, r, threads);
 }
 
 /* distribute and init: the shards of the ranks heading a replica class are
@@ -194,14 +207,19 @@ static void test_build(void **state) {
                 lt_set_threads(t);
                 lt_dtensor **x = t == 1 ? &ref : &got;
                 if (how == 0) LT_CHECK(lt_distribute(&m, full, pl, np, x));
-                else LT_CHECK(lt_dtensor_init(&m, LT_F32, 2, (int64_t[]){51, 77}, pl, np, &inits[how - 1], x));
-                for (int r = 0; r < m.world; r++) {   /* rank 0..r-1 holding the same values share r's buffer */
+                else
+                    LT_CHECK(lt_dtensor_init(&m, LT_F32, 2, (int64_t[]){51, 77}, pl, np,
+                                             &inits[how - 1], x));
+                for (int r = 0; r < m.world;
+                     r++) { /* rank 0..r-1 holding the same values share r's buffer */
                     const lt_tensor *a = lt_to_local(*x, r);
                     for (int k = 0; k < r; k++) {
                         const lt_tensor *b = lt_to_local(*x, k);
-                        if (lt_nbytes(a) && lt_nbytes(a) == lt_nbytes(b) && !memcmp(lt_data(a), lt_data(b), lt_nbytes(a)) &&
+                        if (lt_nbytes(a) && lt_nbytes(a) == lt_nbytes(b) &&
+                            !memcmp(lt_data(a), lt_data(b), lt_nbytes(a)) &&
                             strstr(pls[i], "P") == NULL && a->storage != b->storage)
-                            fail_msg("%s: ranks %d and %d hold the same values in two buffers", pls[i], k, r);
+                            fail_msg("%s: ranks %d and %d hold the same values in two buffers",
+                                     pls[i], k, r);
                     }
                 }
                 if (t > 1) {
@@ -218,8 +236,10 @@ static void test_build(void **state) {
 /* redistribute with verification of every step, on a mesh of 8 ranks */
 static void test_redistribute(void **state) {
     (void)state;
-    static const struct { const char *from, *to; } pairs[] = {
-        {"S(0),S(1),SS(0,2)", "R,S(1),R"}, {"P(sum),R,S(0)", "S(1),S(0),R"}, {"R,R,R", "S(1),SS(0,2),S(0)"}};
+    static const struct { const char *from, *to;
+    } pairs[] = {{"S(0),S(1),SS(0,2)", "R,S(1),R"},
+                 {"P(sum),R,S(0)", "S(1),S(0),R"},
+                 {"R,R,R", "S(1),SS(0,2),S(0)"}};
     lt_mesh m;
     LT_CHECK(lt_mesh_parse("2x2x2", &m));
     lt_tensor *full = full_tensor(LT_F32, 51, 77);
@@ -252,7 +272,8 @@ static void test_ops(void **state) {
     lt_mesh m;
     LT_CHECK(lt_mesh_parse("2x4", &m));
     lt_tensor *fa = full_tensor(LT_F32, 130, 64), *fb = rank_tensor(LT_F32, 130, 64, 5);
-    lt_dtensor *a = lt_test_distribute(&m, fa, "S(0),S(1)"), *b = lt_test_distribute(&m, fb, "S(0),S(1)");
+    lt_dtensor *a = lt_test_distribute(&m, fa, "S(0),S(1)"),
+               *b = lt_test_distribute(&m, fb, "S(0),S(1)");
     for (int which = 0; which < 4; which++) {
         lt_dtensor *ref = NULL;
         for (int t = 1; t <= 4; t++) {
@@ -351,17 +372,21 @@ static void test_sweep_reports(void **state) {
     assert_non_null(f);
     /* 2 x 81 cases that pass, then 81 that fail (their expected values are
      * off by one at global index 4) */
-    fputs("- name: pass\n  tensors: {x: {shape: [5, 3], init: \"random:3\"}}\n  sweep:\n    mesh: [2x2]\n"
+    fputs("- name: pass\n  tensors: {x: {shape: [5, 3], init: \"random:3\"}}\n  sweep:\n    mesh: "
+          "[2x2]\n"
           "    shape: [[5, 3], [4, 2]]\n"
-          "    from: {each: [R, \"S(0)\", \"S(1)\"]}\n    to: {each: [R, \"S(0)\", \"S(1)\"]}\n  steps:\n"
+          "    from: {each: [R, \"S(0)\", \"S(1)\"]}\n    to: {each: [R, \"S(0)\", \"S(1)\"]}\n  "
+          "steps:\n"
           "    - distribute: {tensor: x, placements: $from, as: xd}\n"
           "    - redistribute: {tensor: xd, to: $to, as: y}\n"
           "    - expect_full: {tensor: y, equals: x}\n"
           "- name: fail\n  tensors: {x: {shape: [5], init: arange}}\n  sweep:\n    mesh: [2x2]\n"
-          "    from: {each: [R, \"S(0)\", \"P(sum)\"]}\n    to: {each: [R, \"S(0)\", \"SS(0,2)\"]}\n  steps:\n"
+          "    from: {each: [R, \"S(0)\", \"P(sum)\"]}\n    to: {each: [R, \"S(0)\", "
+          "\"SS(0,2)\"]}\n  steps:\n"
           "    - distribute: {tensor: x, placements: $from, as: xd}\n"
           "    - redistribute: {tensor: xd, to: $to, as: y}\n"
-          "    - expect_full: {tensor: y, values: [0, 1, 2, 3, 5]}\n", f);
+          "    - expect_full: {tensor: y, values: [0, 1, 2, 3, 5]}\n",
+          f);
     fclose(f);
     char *text1, *json1;
     lt_set_threads(1);
@@ -371,7 +396,8 @@ static void test_sweep_reports(void **state) {
         lt_set_threads(t);
         char *text, *json;
         run_sweep(path, json_path, &text, &json);
-        if (strcmp(text, text1)) fail_msg("text report differs with %d threads:\n%s\n---\n%s", t, text1, text);
+        if (strcmp(text, text1))
+            fail_msg("text report differs with %d threads:\n%s\n---\n%s", t, text1, text);
         if (strcmp(json, json1)) fail_msg("--json report differs with %d threads", t);
         free(text);
         cJSON_free(json);

@@ -28,21 +28,25 @@ static lt_dtensor *redist(const lt_dtensor *src, const char *to) {
     return out;
 }
 
-static void expect_diff(const lt_verify_report *rep, int rank, int64_t l0, int64_t l1, int64_t g0, int64_t g1,
-                        double want, double got) {
+static void expect_diff(const lt_verify_report *rep, int rank, int64_t l0, int64_t l1, int64_t g0,
+                        int64_t g1, double want, double got) {
     assert_false(rep->ok);
-    if (rep->rank != rank || rep->local_index[0] != l0 || rep->local_index[1] != l1 || rep->global_index[0] != g0 ||
-        rep->global_index[1] != g1 || fabs(rep->expected - want) > 1e-6 || rep->actual != got)
-        fail_msg("wanted rank %d local [%lld, %lld] global [%lld, %lld] expected %g got %g; report: %s", rank,
-                 (long long)l0, (long long)l1, (long long)g0, (long long)g1, want, got, rep->message);
+    if (rep->rank != rank || rep->local_index[0] != l0 || rep->local_index[1] != l1 ||
+        rep->global_index[0] != g0 || rep->global_index[1] != g1 ||
+        fabs(rep->expected - want) > 1e-6 || rep->actual != got)
+        fail_msg(
+            "wanted rank %d local [%lld, %lld] global [%lld, %lld] expected %g got %g; report: %s",
+            rank, (long long)l0, (long long)l1, (long long)g0, (long long)g1, want, got,
+            rep->message);
 }
 
 /* Writes v at flat index `at` of t (a shard of out), then expects
  * lt_verify_reshard(src, out) to fail naming that element: rank, local
  * (l0, l1), global (g0, g1), the right value want. Returns how many
  * elements the report counts wrong. */
-static int64_t plant_fails(const lt_dtensor *src, const lt_dtensor *out, lt_tensor *t, int64_t at, double v, int rank,
-                        int64_t l0, int64_t l1, int64_t g0, int64_t g1, double want) {
+static int64_t plant_fails(const lt_dtensor *src, const lt_dtensor *out, lt_tensor *t, int64_t at,
+                           double v, int rank, int64_t l0, int64_t l1, int64_t g0, int64_t g1,
+                           double want) {
     lt_verify_report rep;
     lt_set_flat(t, at, v);
     LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
@@ -59,8 +63,8 @@ static void pool_defaults(void) {
 /* 2 threads splitting work from 1 byte on; returns arange (s0, s1) on
  * mesh with placements `from`, and *out its redistribute to `to`, checked
  * right once. The caller frees both and calls pool_defaults. */
-static lt_dtensor *pool_case(const char *mesh, const char *from, int64_t s0, int64_t s1, const char *to,
-                             lt_dtensor **out) {
+static lt_dtensor *pool_case(const char *mesh, const char *from, int64_t s0, int64_t s1,
+                             const char *to, lt_dtensor **out) {
     lt_set_threads(2);
     lt__set_par_min_bytes(1);
     lt_mesh m;
@@ -77,7 +81,8 @@ static lt_dtensor *pool_case(const char *mesh, const char *from, int64_t s0, int
  * at row rows[r] (right: 4a). */
 static lt_dtensor *views_of(const lt_dtensor *a_state, const int64_t *rows) {
     lt_tensor *v[4];
-    for (int r = 0; r < 4; r++) LT_CHECK(lt_narrow(a_state->local->shards[r], 0, rows[r], 4, &v[r]));
+    for (int r = 0; r < 4; r++)
+        LT_CHECK(lt_narrow(a_state->local->shards[r], 0, rows[r], 4, &v[r]));
     lt_placement pl[2] = {lt_shard(0), lt_shard(1)};
     lt_dtensor *b = NULL;
     LT_CHECK(lt_from_local(&a_state->local->mesh, v, pl, 2, 0, &b));
@@ -140,8 +145,11 @@ static void test_view_of_verified(void **state) {
     src = lt_test_arange("2x2", "S(0),R", 2, shape, &m);
     lt_placement to[2] = {lt_replicate(), lt_shard(0)};
     lt_dtensor *out = NULL;
-    LT_CHECK(lt_redistribute(src, to, 2, &(lt_redistribute_opts){.verify = 1, .planner = LT_PLANNER_GREEDY}, &out, NULL));
-    for (int r = 1; r < 4; r++) assert_ptr_equal(out->local->shards[r]->storage, out->local->shards[0]->storage);
+    LT_CHECK(lt_redistribute(src, to, 2,
+                             &(lt_redistribute_opts){.verify = 1, .planner = LT_PLANNER_GREEDY},
+                             &out, NULL));
+    for (int r = 1; r < 4; r++)
+        assert_ptr_equal(out->local->shards[r]->storage, out->local->shards[0]->storage);
     assert_int_equal(out->local->shards[3]->offset, 32);   /* row 4 of the gathered (8, 8) */
     /* rank 3 = (1, 1): local (3, 2) is global (7, 2) = 58; rank 1 = (0, 1)
      * views the same rows, so it is named (its replica class is checked
@@ -168,7 +176,8 @@ static void test_replicas_on_the_pool(void **state) {
     for (int round = 0; round < 2; round++) {
         lt_dtensor *a = redist(src, "R,S(1)");   /* ranks 0, 2 share; 1, 3 share */
         lt_verify_report rep;
-        for (int r = 0; r < 4; r++) LT_CHECK(lt_tensor_make_writable(a->local->shards[r]));   /* four copies */
+        for (int r = 0; r < 4; r++)
+            LT_CHECK(lt_tensor_make_writable(a->local->shards[r])); /* four copies */
         LT_CHECK(lt_verify_reshard(src, a, 0, &rep));
         /* rank 3 local (7, 2) = global (7, 5) = 47; rank 1 local (2, 0) =
          * global (2, 3) = 15; round 1 plants in rank 3 only */
@@ -265,14 +274,17 @@ static void test_sum_order_slack(void **state) {
         int64_t one = 1;
         const double in[4] = {bigs[k], 1, 1, -bigs[k]};
         lt_tensor *sh[4];
-        for (int r = 0; r < 4; r++) LT_CHECK(lt_tensor_from_doubles(dts[k], 1, &one, &in[r], 1, &sh[r]));
-        lt_placement pp[2] = {lt_partial(LT_REDOP_SUM), lt_partial(LT_REDOP_SUM)}, rr[2] = {lt_replicate(), lt_replicate()};
+        for (int r = 0; r < 4; r++)
+            LT_CHECK(lt_tensor_from_doubles(dts[k], 1, &one, &in[r], 1, &sh[r]));
+        lt_placement pp[2] = {lt_partial(LT_REDOP_SUM), lt_partial(LT_REDOP_SUM)},
+                     rr[2] = {lt_replicate(), lt_replicate()};
         lt_dtensor *src = NULL;
         LT_CHECK(lt_from_local(&m, sh, pp, 2, 0, &src));
         const double outs[3] = {2, 0, 64};
         for (int o = 0; o < 3; o++) {
             lt_tensor *rs[4];
-            for (int r = 0; r < 4; r++) LT_CHECK(lt_tensor_from_doubles(dts[k], 1, &one, &outs[o], 1, &rs[r]));
+            for (int r = 0; r < 4; r++)
+                LT_CHECK(lt_tensor_from_doubles(dts[k], 1, &one, &outs[o], 1, &rs[r]));
             lt_dtensor *act = NULL;
             LT_CHECK(lt_from_local(&m, rs, rr, 2, 0, &act));
             lt_verify_report rep;
@@ -294,15 +306,15 @@ static void test_sum_order_slack(void **state) {
 /* One buffer checked in pieces of rows on the pool: S(0) -> R of (6, 5)
  * on 4 ranks is an all-gather whose result is one buffer every rank
  * shares, so it is one piece of work; cut into 4 pieces (half a thread's
- * share: rows 0-1, 2-3, 4, 5), both threads share it. A wrong value in a late row is named (rank 0, the lowest that
- * holds the buffer; local index = global index, value i * 5 + j); bytes
- * that differ where the values agree (-0 for 0) pass, as with one thread;
- * of two wrong rows, the first in row-major order is named whichever
- * thread read it. */
+ * share: rows 0-1, 2-3, 4, 5), both threads share it. A wrong value in a late row is named (rank 0,
+ * the lowest that holds the buffer; local index = global index, value i * 5 + j); bytes that differ
+ * where the values agree (-0 for 0) pass, as with one thread; of two wrong rows, the first in
+ * row-major order is named whichever thread read it. */
 static void test_gather_in_pieces(void **state) {
     (void)state;
     lt_dtensor *out, *src = pool_case("4", "S(0)", 6, 5, "R", &out);
-    for (int r = 1; r < 4; r++) assert_ptr_equal(out->local->shards[r]->storage, out->local->shards[0]->storage);
+    for (int r = 1; r < 4; r++)
+        assert_ptr_equal(out->local->shards[r]->storage, out->local->shards[0]->storage);
     lt_verify_report rep;
     lt_tensor *t = out->local->shards[0];
     lt_set_flat(t, 0, -0.0);   /* global (0, 0) = 0: other bytes, the same value */
@@ -339,7 +351,8 @@ static void test_sum_in_pieces(void **state) {
     lt_set_flat(t, 5 * 5 + 4, NAN);   /* global (5, 4) = 29 */
     LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
     assert_int_equal(rep.rank, 0);
-    assert_true(rep.local_index[0] == 5 && rep.local_index[1] == 4 && rep.expected == 29 && isnan(rep.actual));
+    assert_true(rep.local_index[0] == 5 && rep.local_index[1] == 4 && rep.expected == 29 &&
+                isnan(rep.actual));
     lt_dtensor_free(out);
     lt_dtensor_free(src);
     /* rows longer than the fused check's block (4096 f32): global (1, 4098)
@@ -402,11 +415,13 @@ static void test_one_row_in_parts(void **state) {
         lt_dtensor *out = redist(src, to[k]);
         lt_verify_report rep;
         LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
-        for (int r = 1; r < 4; r++) assert_ptr_equal(out->local->shards[r]->storage, out->local->shards[0]->storage);
+        for (int r = 1; r < 4; r++)
+            assert_ptr_equal(out->local->shards[r]->storage, out->local->shards[0]->storage);
         lt_set_flat(out->local->shards[0], 32, 0.25);
         LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
         assert_int_equal(rep.rank, 0);
-        assert_true(rep.local_index[0] == 32 && rep.global_index[0] == 32 && rep.expected == 32 && rep.actual == 0.25);
+        assert_true(rep.local_index[0] == 32 && rep.global_index[0] == 32 && rep.expected == 32 &&
+                    rep.actual == 0.25);
         lt_dtensor_free(out);
         lt_dtensor_free(src);
     }
@@ -476,8 +491,8 @@ static void test_rows_joined_unwalked(void **state) {
         double bv[12], cv[6];
         int64_t bs[2] = {k ? 2 : 4, k ? 5 : 3}, cs[2] = {2, 3};
         for (int i = 0; i < 12; i++) bv[i] = 100 + i;
-        for (int i = 0; i < 6; i++) bv[k ? i / 3 * 5 + i % 3 : i] = i;   /* global rows 0-1: 0 .. 5 */
-        for (int i = 0; i < 6; i++) cv[i] = 6 + i;                       /* global rows 2-3: 6 .. 11 */
+        for (int i = 0; i < 6; i++) bv[k ? i / 3 * 5 + i % 3 : i] = i; /* global rows 0-1: 0 .. 5 */
+        for (int i = 0; i < 6; i++) cv[i] = 6 + i; /* global rows 2-3: 6 .. 11 */
         lt_tensor *b, *sh[2];
         LT_CHECK(lt_tensor_from_doubles(LT_F32, 2, bs, bv, bs[0] * bs[1], &b));
         LT_CHECK(lt_tensor_from_doubles(LT_F32, 2, cs, cv, 6, &sh[1]));
@@ -535,7 +550,8 @@ static void test_runs_kept_per_columns(void **state) {
     for (int r = 0; r < 4; r++) LT_CHECK(lt_tensor_make_writable(out->local->shards[r]));
     lt_verify_report rep;
     LT_CHECK(lt_verify_reshard(src, out, 0, &rep));
-    for (int64_t k = 0; k < 6; k++) lt_set_flat(out->local->shards[1], k, lt_get_flat(out->local->shards[0], k));
+    for (int64_t k = 0; k < 6; k++)
+        lt_set_flat(out->local->shards[1], k, lt_get_flat(out->local->shards[0], k));
     LT_EXPECT_STATUS(lt_verify_reshard(src, out, 0, &rep), LT_MISMATCH);
     expect_diff(&rep, 1, 0, 0, 0, 2, 2, 0);
     lt_dtensor_free(out);
@@ -578,9 +594,10 @@ static void test_box_of_against_the_lists(void **state) {
                 for (int64_t j = 1; j < L.local_shape[d]; j++) want &= L.idx[d][j] == wo[d] + j;
             }
             int got = lt__verify_box_of(&L, 2, shapes[k], goff, n);
-            if (got != want || (want && (goff[0] != wo[0] || goff[1] != wo[1] || n[0] != L.local_shape[0] ||
-                                         n[1] != L.local_shape[1])))
-                fail_msg("%s on %s, rank %d: box %d, the lists say %d", pls[k], meshes[k], r, got, want);
+            if (got != want || (want && (goff[0] != wo[0] || goff[1] != wo[1] ||
+                                         n[0] != L.local_shape[0] || n[1] != L.local_shape[1])))
+                fail_msg("%s on %s, rank %d: box %d, the lists say %d", pls[k], meshes[k], r, got,
+                         want);
             lt_rank_layout_free(&L);
         }
     }
@@ -599,59 +616,62 @@ static void test_box_of_against_the_lists(void **state) {
  * wrong value in any block, NaN, and the exact sum where the in-order
  * sum rounds are named; -0 for 0 passes. */
 #define FUSED_LEN 4133   /* past two f64 blocks and one f32 block (16 KiB each) */
-#define FUSED_CASE(T, FN, BIG)                                                                   \
-    do {                                                                                         \
-        for (int nq = 1; nq <= 9; nq++)                                                          \
-            for (int strided = -1; strided < nq; strided++)                                      \
-                for (int as = 1; as <= 2; as++)                                                  \
-                    for (int avg = 1; avg <= 3; avg += 2) {                                      \
-                        T *buf[9], *a = calloc((size_t)FUSED_LEN * 2, sizeof(T)), e[FUSED_LEN];  \
-                        const char *s[9];                                                        \
-                        int64_t ss[9];                                                           \
-                        assert_non_null(a);                                                      \
-                        for (int q = 0; q < nq; q++) {                                           \
-                            ss[q] = q == strided ? 3 : 1;                                        \
-                            buf[q] = calloc((size_t)FUSED_LEN * 3, sizeof(T));                   \
-                            assert_non_null(buf[q]);                                             \
-                            s[q] = (const char *)buf[q];                                         \
-                            for (int64_t i = 0; i < FUSED_LEN; i++) {                            \
-                                T v = (T)((i * 7 + q * 13) % 29) - 14;                           \
-                                int64_t t = i / 7, pb = t % nq, pn = t / nq % nq, p1 = t / nq / nq % nq; \
-                                if (i % 7 == 3 && pb != pn && pb != p1 && pn != p1) /* order shows */ \
-                                    v = q == pb ? BIG : q == pn ? -BIG : q == p1 ? 1 : 0;        \
-                                if (i % 97 == 5) v = q == 0 ? 1 : q == 1 ? BIG : q == 2 ? -BIG : 0; \
-                                if (i == 11) v = 0;                                              \
-                                buf[q][i * ss[q]] = v;                                           \
-                            }                                                                    \
-                        }                                                                        \
-                        for (int64_t i = 0; i < FUSED_LEN; i++) {                                \
-                            T acc = buf[0][0 + i * ss[0]];                                       \
-                            for (int q = 1; q < nq; q++) acc = acc + buf[q][i * ss[q]];          \
-                            e[i] = (T)((double)acc / avg);                                       \
-                            a[i * as] = e[i];                                                    \
-                        }                                                                        \
-                        const char *ac = (const char *)a;                                        \
-                        assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 0);     \
-                        const int64_t at[4] = {3, 2100, 4100, FUSED_LEN - 1};                    \
-                        for (int k = 0; k < 4; k++) {                                            \
-                            a[at[k] * as] = e[at[k]] + 1;                                        \
-                            assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 1); \
-                            a[at[k] * as] = (T)NAN;                                              \
-                            assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 1); \
-                            a[at[k] * as] = e[at[k]];                                            \
-                        }                                                                        \
-                        if (nq >= 3 && avg == 1) {   /* element 5: 1 + BIG - BIG rounds to 0 */  \
-                            assert_true(e[5] == 0);                                              \
-                            a[5 * as] = 1;                                                       \
-                            assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 1); \
-                            a[5 * as] = e[5];                                                    \
-                        }                                                                        \
-                        assert_true(e[11] == 0 && !signbit(e[11]));                              \
-                        a[11 * as] = (T)-0.0;                                                    \
-                        assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 0);     \
-                        for (int q = 0; q < nq; q++) free(buf[q]);                               \
-                        free(a);                                                                 \
-                    }                                                                            \
+#define FUSED_CASE(T, FN, BIG)                                                                     \
+    do {                                                                                           \
+        for (int nq = 1; nq <= 9; nq++)                                                            \
+            for (int strided = -1; strided < nq; strided++)                                        \
+                for (int as = 1; as <= 2; as++)                                                    \
+                    for (int avg = 1; avg <= 3; avg += 2) {                                        \
+                        T *buf[9], *a = calloc((size_t)FUSED_LEN * 2, sizeof(T)), e[FUSED_LEN];    \
+                        const char *s[9];                                                          \
+                        int64_t ss[9];                                                             \
+                        assert_non_null(a);                                                        \
+                        for (int q = 0; q < nq; q++) {                                             \
+                            ss[q] = q == strided ? 3 : 1;                                          \
+                            buf[q] = calloc((size_t)FUSED_LEN * 3, sizeof(T));                     \
+                            assert_non_null(buf[q]);                                               \
+                            s[q] = (const char *)buf[q];                                           \
+                            for (int64_t i = 0; i < FUSED_LEN; i++) {                              \
+                                T v = (T)((i * 7 + q * 13) % 29) - 14;                             \
+                                int64_t t = i / 7, pb = t % nq, pn = t / nq % nq,                  \
+                                        p1 = t / nq / nq % nq;                                     \
+                                if (i % 7 == 3 && pb != pn && pb != p1 &&                          \
+                                    pn != p1) /* order shows */                                    \
+                                    v = q == pb ? BIG : q == pn ? -BIG : q == p1 ? 1 : 0;          \
+                                if (i % 97 == 5)                                                   \
+                                    v = q == 0 ? 1 : q == 1 ? BIG : q == 2 ? -BIG : 0;             \
+                                if (i == 11) v = 0;                                                \
+                                buf[q][i * ss[q]] = v;                                             \
+                            }                                                                      \
+                        }                                                                          \
+                        for (int64_t i = 0; i < FUSED_LEN; i++) {                                  \
+                            T acc = buf[0][0 + i * ss[0]];                                         \
+                            for (int q = 1; q < nq; q++) acc = acc + buf[q][i * ss[q]];            \
+                            e[i] = (T)((double)acc / avg);                                         \
+                            a[i * as] = e[i];                                                      \
+                        }                                                                          \
+                        const char *ac = (const char *)a;                                          \
+                        assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 0);       \
+                        const int64_t at[4] = {3, 2100, 4100, FUSED_LEN - 1};                      \
+                        for (int k = 0; k < 4; k++) {                                              \
+                            a[at[k] * as] = e[at[k]] + 1;                                          \
+                            assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 1);   \
+                            a[at[k] * as] = (T)NAN;                                                \
+                            assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 1);   \
+                            a[at[k] * as] = e[at[k]];                                              \
+                        }                                                                          \
+                        if (nq >= 3 && avg == 1) { /* element 5: 1 + BIG - BIG rounds to 0 */      \
+                            assert_true(e[5] == 0);                                                \
+                            a[5 * as] = 1;                                                         \
+                            assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 1);   \
+                            a[5 * as] = e[5];                                                      \
+                        }                                                                          \
+                        assert_true(e[11] == 0 && !signbit(e[11]));                                \
+                        a[11 * as] = (T)-0.0;                                                      \
+                        assert_int_equal(FN(s, ss, nq, ac, as, FUSED_LEN, avg, 0, 0, 0), 0);       \
+                        for (int q = 0; q < nq; q++) free(buf[q]);                                 \
+                        free(a);                                                                   \
+                    }                                                                              \
     } while (0)
 
 static void test_fused_run_against_a_plain_sum(void **state) {

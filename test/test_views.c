@@ -37,8 +37,10 @@ static void test_views_by_hand(void **state) {
     assert_int_equal(v->strides[1], 12);
     LT_CHECK(lt_squeeze(v, 1, &w));
     assert_true(lt_same_shape(w, x));
-    lt_test_expect_values(w, 3, x->shape, (double[]){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
-                                                     14, 15, 16, 17, 18, 19, 20, 21, 22, 23}, "squeeze");
+    lt_test_expect_values(w, 3, x->shape,
+                          (double[]){0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
+                                     12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23},
+                          "squeeze");
     lt_tensor_free(w);
     LT_EXPECT_STATUS(lt_squeeze(x, 1, &w), LT_INVALID);
     expect_msg_contains("size 3");
@@ -174,8 +176,8 @@ static void test_reshape(void **state) {
     lt_tensor_free(v);
     LT_CHECK(lt_reshape(n, 1, (int64_t[]){12}, &v));
     assert_ptr_not_equal(v->storage, x->storage);
-    lt_test_expect_values(v, 1, (int64_t[]){12}, (double[]){0, 1, 2, 6, 7, 8, 12, 13, 14, 18, 19, 20},
-                          "reshape copy");
+    lt_test_expect_values(v, 1, (int64_t[]){12},
+                          (double[]){0, 1, 2, 6, 7, 8, 12, 13, 14, 18, 19, 20}, "reshape copy");
     lt_tensor_free(v);
     /* transposed: splitting a dim is a view, flattening is a copy */
     LT_CHECK(lt_transpose(x, 0, 1, &t)); /* (6, 4), strides (1, 6) */
@@ -260,7 +262,8 @@ static void test_cat(void **state) {
     b = mk(LT_F32, 2, (int64_t[]){1, 3}, (double[]){10, 11, 12});
     const lt_tensor *in0[] = {e, a, e, b, e};
     LT_CHECK(lt_cat(in0, 5, 0, &o));
-    lt_test_expect_values(o, 2, (int64_t[]){3, 3}, (double[]){0, 1, 2, 3, 4, 5, 10, 11, 12}, "cat 0");
+    lt_test_expect_values(o, 2, (int64_t[]){3, 3}, (double[]){0, 1, 2, 3, 4, 5, 10, 11, 12},
+                          "cat 0");
     lt_tensor_free(o);
     const lt_tensor *only_empty[] = {e, e};
     LT_CHECK(lt_cat(only_empty, 2, 0, &o));
@@ -380,7 +383,8 @@ static void test_gather_scatter_brute_force(void **state) {
             lt_tensor *dst, *ref;
             LT_CHECK(lt_clone(src, &dst));
             LT_CHECK(lt_clone(src, &ref));
-            LT_CHECK(lt_scatter_index_sets(dst, idx, vals, mode >= 0, mode >= 0 ? (lt_redop)mode : LT_REDOP_SUM));
+            LT_CHECK(lt_scatter_index_sets(dst, idx, vals, mode >= 0,
+                                           mode >= 0 ? (lt_redop)mode : LT_REDOP_SUM));
             memset(oi, 0, sizeof oi);
             if (on > 0) do { /* brute force, row-major order: later duplicates win / combine */
                 for (int d = 0; d < ndim; d++) si[d] = idx[d] ? idx[d][oi[d]] : oi[d];
@@ -397,8 +401,9 @@ static void test_gather_scatter_brute_force(void **state) {
             lt_compare_result cr;
             LT_CHECK(lt_compare(dst, ref, 0, 0, &cr));
             if (!cr.equal)
-                fail_msg("scatter iter %d mode %d: %lld differ, first at %lld (%g vs %g)", iter, mode,
-                         (long long)cr.ndiff, (long long)cr.first_flat, cr.actual, cr.expected);
+                fail_msg("scatter iter %d mode %d: %lld differ, first at %lld (%g vs %g)", iter,
+                         mode, (long long)cr.ndiff, (long long)cr.first_flat, cr.actual,
+                         cr.expected);
             lt_tensor_free(dst);
             lt_tensor_free(ref);
         }
@@ -420,7 +425,8 @@ static void test_gather_scatter_errors(void **state) {
     LT_EXPECT_STATUS(lt_gather_index_sets(x, idx, NULL, &o), LT_INVALID);
     LT_CHECK(lt_gather_index_sets(x, NULL, NULL, &o)); /* everything: a plain copy */
     assert_ptr_not_equal(o->storage, x->storage);
-    lt_test_expect_values(o, 2, (int64_t[]){3, 4}, (double[]){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, "all");
+    lt_test_expect_values(o, 2, (int64_t[]){3, 4}, (double[]){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11},
+                          "all");
     v = mk(LT_F32, 2, (int64_t[]){2, 3}, (double[]){1, 2, 3, 4, 5, 6});
     l0[1] = 2;
     LT_EXPECT_STATUS(lt_scatter_index_sets(x, idx, v, 0, LT_REDOP_SUM), LT_SHAPE);
@@ -430,8 +436,8 @@ static void test_gather_scatter_errors(void **state) {
     lt_tensor *w32;
     LT_CHECK(lt_cast(w, LT_F32, &w32));
     LT_CHECK(lt_scatter_index_sets(x, idx, w32, 1, LT_REDOP_AVG)); /* avg accumulates as sum */
-    lt_test_expect_values(x, 2, (int64_t[]){3, 4}, (double[]){1, 3, 5, 7, 4, 5, 6, 7, 13, 15, 17, 19},
-                          "scatter avg");
+    lt_test_expect_values(x, 2, (int64_t[]){3, 4},
+                          (double[]){1, 3, 5, 7, 4, 5, 6, 7, 13, 15, 17, 19}, "scatter avg");
     /* 0-d: one element each way */
     lt_tensor *s0 = mk(LT_I64, 0, NULL, (double[]){41}), *g, *one;
     LT_CHECK(lt_gather_index_sets(s0, NULL, NULL, &g));

@@ -45,7 +45,8 @@ static inline int lt__test_args(char **args, int cap) {
 
 static inline int lt__test_selected(const char *name, const char *const *k, int nk) {
     for (int i = 0; i < nk; i++)
-        if (strpbrk(k[i], "*?[") ? fnmatch(k[i], name, 0) == 0 : strstr(name, k[i]) != NULL) return 1;
+        if (strpbrk(k[i], "*?[") ? fnmatch(k[i], name, 0) == 0 : strstr(name, k[i]) != NULL)
+            return 1;
     return nk == 0;
 }
 
@@ -84,9 +85,9 @@ static inline int lt__test_run_group(const char *group, const struct CMUnitTest 
     return rc;
 }
 #undef cmocka_run_group_tests
-#define cmocka_run_group_tests(group_tests, group_setup, group_teardown)                                       \
-    lt__test_run_group(#group_tests, group_tests, sizeof(group_tests) / sizeof((group_tests)[0]), group_setup, \
-                       group_teardown)
+#define cmocka_run_group_tests(group_tests, group_setup, group_teardown)                           \
+    lt__test_run_group(#group_tests, group_tests, sizeof(group_tests) / sizeof((group_tests)[0]),  \
+                       group_setup, group_teardown)
 
 /* LT_TEST_BACKEND=NAME: every tensor the test binary makes without naming a
  * backend goes to backend NAME (tools/run-tests.sh runs the op, collective
@@ -104,7 +105,8 @@ static inline void lt_test_backend_from_env(void) {
  * test reads raw bytes from, since t's own memory may be a device's. */
 static inline lt_tensor *lt_test_host_copy(const lt_tensor *t) {
     lt_tensor *h = NULL;
-    if (lt_tensor_new_on(lt_backend_cpu(), t->dtype, t->ndim, t->shape, &h) != LT_OK || lt_copy(h, t) != LT_OK)
+    if (lt_tensor_new_on(lt_backend_cpu(), t->dtype, t->ndim, t->shape, &h) != LT_OK ||
+        lt_copy(h, t) != LT_OK)
         fail_msg("host copy: %s", lt_errmsg());
     return h;
 }
@@ -205,7 +207,8 @@ static inline int lt_test_run_sc(const char *const *args, int n, char **out, cha
 }
 
 /* full distributed on m with placements pl ("S(0),R"); a new DTensor. */
-static inline lt_dtensor *lt_test_distribute(const lt_mesh *m, const lt_tensor *full, const char *pl) {
+static inline lt_dtensor *lt_test_distribute(const lt_mesh *m, const lt_tensor *full,
+                                             const char *pl) {
     lt_placement p[LT_MESH_MAX_DIMS];
     int n;
     LT_CHECK(lt_placements_parse(pl, p, LT_MESH_MAX_DIMS, &n));
@@ -233,8 +236,8 @@ static inline lt_dtensor *lt_test_distribute(const lt_mesh *m, const lt_tensor *
 /* An f32 DTensor of the given shape, initialised with arange, on mesh
  * mesh_s (parsed into *m) with placements pls ("S(0),R"); the caller frees
  * it. Fails the test on any error. */
-static inline lt_dtensor *lt_test_arange(const char *mesh_s, const char *pls, int ndim, const int64_t *shape,
-                                         lt_mesh *m) {
+static inline lt_dtensor *lt_test_arange(const char *mesh_s, const char *pls, int ndim,
+                                         const int64_t *shape, lt_mesh *m) {
     lt_placement pl[LT_MESH_MAX_DIMS];
     int np;
     LT_CHECK(lt_mesh_parse(mesh_s, m));

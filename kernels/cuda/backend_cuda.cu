@@ -61,7 +61,8 @@ static void pool_make(void) {
         cudaDeviceGetAttribute(&ok, cudaDevAttrMemoryPoolsSupported, dev) == cudaSuccess && ok) {
         props.location.id = dev;
         if (cudaMemPoolCreate(&pool, &props) == cudaSuccess) {
-            use_pool = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) == cudaSuccess;
+            use_pool = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) ==
+                       cudaSuccess;
             if (!use_pool) cudaMemPoolDestroy(pool);
         }
     }
@@ -103,7 +104,8 @@ static lt_status cuda_with_lists(void *ctx, const lt__kargs *a) {
     cudaError_t e = cudaSuccess;
     for (int d = 0; d < a->ndim && e == cudaSuccess; d++) {
         if (!a->ix[d]) continue;
-        e = cudaMemcpy(dev + pos, a->ix[d], (size_t)a->shape[d] * sizeof *dev, cudaMemcpyHostToDevice);
+        e = cudaMemcpy(dev + pos, a->ix[d], (size_t)a->shape[d] * sizeof *dev,
+                       cudaMemcpyHostToDevice);
         g.ix[d] = dev + pos;
         pos += a->shape[d];
     }
@@ -211,7 +213,8 @@ static lt_status cuda_gemm(void *ctx, lt_dtype dt, int trans_a, int trans_b, int
     cublasStatus_t bs = CUBLAS_STATUS_SUCCESS;
     if (!blas) bs = cublasCreate(&blas);
     if (bs == CUBLAS_STATUS_SUCCESS) {
-        cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+        cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
         if (dt == LT_F32) {
             float al = (float)alpha, be = (float)beta;
             bs = cublasSgemm(blas, tb, ta, (int)n, (int)m, (int)k, &al, (const float *)b, (int)ldb,
@@ -220,11 +223,12 @@ static lt_status cuda_gemm(void *ctx, lt_dtype dt, int trans_a, int trans_b, int
             /* mixed precision: bf16/f16 A and B, f32 C, f32 products and sums */
             float al = (float)alpha, be = (float)beta;
             cudaDataType_t in = dt == LT_BF16 ? CUDA_R_16BF : CUDA_R_16F;
-            bs = cublasGemmEx(blas, tb, ta, (int)n, (int)m, (int)k, &al, b, in, (int)ldb, a, in, (int)lda, &be,
-                              c, CUDA_R_32F, (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+            bs = cublasGemmEx(blas, tb, ta, (int)n, (int)m, (int)k, &al, b, in, (int)ldb, a, in,
+                              (int)lda, &be, c, CUDA_R_32F, (int)ldc, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT);
         } else {
-            bs = cublasDgemm(blas, tb, ta, (int)n, (int)m, (int)k, &alpha, (const double *)b, (int)ldb,
-                             (const double *)a, (int)lda, &beta, (double *)c, (int)ldc);
+            bs = cublasDgemm(blas, tb, ta, (int)n, (int)m, (int)k, &alpha, (const double *)b,
+                             (int)ldb, (const double *)a, (int)lda, &beta, (double *)c, (int)ldc);
         }
     }
     pthread_mutex_unlock(&blas_mu);
@@ -258,9 +262,11 @@ extern "C" lt_status lt_backend_cuda(const lt_backend **out) {
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
         cudaGetLastError();
-        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NONE, "no CUDA device: %s", cudaGetErrorString(e));
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NONE, "no CUDA device: %s",
+                            cudaGetErrorString(e));
     }
-    if (n == 0) return lt__err_code(LT_UNSUPPORTED, LT_ERR_NONE, "no CUDA device: the driver reports none");
+    if (n == 0)
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NONE, "no CUDA device: the driver reports none");
     if (out) *out = &cuda_backend;
     return LT_OK;
 }

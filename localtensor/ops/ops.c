@@ -69,7 +69,8 @@ static void describe(lt_op_plan *p, const lt_mesh *m, const lt_spec *const *in) 
  * S(0) on mesh dim 0 of a dim of 12: pieces of 6) fails at its mesh dim.
  * Loose on purpose: it probes placement lists that are not layouts, which is
  * what the base layout functions (layout.h) are for. */
-static int failing_mesh_dim(const lt_mesh *m, int ndim, const int64_t *shape, const lt_placement *tgt) {
+static int failing_mesh_dim(const lt_mesh *m, int ndim, const int64_t *shape,
+                            const lt_placement *tgt) {
     lt_placement q[LT_MESH_MAX_DIMS];
     for (int i = 0; i < m->ndim; i++) q[i] = lt_replicate();
     for (int i = 0; i < m->ndim; i++) {
@@ -88,7 +89,8 @@ static int relax(lt_spec *view, int nin, int i) {
     for (int pass = 0; pass < 2 && !changed; pass++)
         for (int k = 0; k < nin; k++) {
             lt_placement *q = &view[k].placements[i];
-            int hit = pass ? lt_placement_is_shard_like(q) : q->kind == LT_PL_SHARD && q->rule.kind != LT_SPLIT_CHUNK;
+            int hit = pass ? lt_placement_is_shard_like(q)
+                           : q->kind == LT_PL_SHARD && q->rule.kind != LT_SPLIT_CHUNK;
             if (hit) *q = lt_replicate(), changed = 1;
         }
     return changed;
@@ -287,8 +289,9 @@ static void build_key(lt__cache_key *k, lt_op_kind op, lt_op_rules rules, const 
     for (int i = 0; i < m->ndim; i++) kput(k, (uint64_t)m->shape[i]);
     for (int j = 0; j < nin; j++) lt__key_spec(k, in[j]);
     kput(k, (uint64_t)(uint32_t)a->dim | (uint64_t)(uint32_t)a->dim2 << 32);
-    kput(k, (uint64_t)a->flatten_end_set | (uint64_t)a->keepdim << 8 | (uint64_t)(uint32_t)a->chunks << 16 |
-                (uint64_t)(uint8_t)a->ndims << 48 | (uint64_t)(uint8_t)a->shape_ndim << 56);
+    kput(k, (uint64_t)a->flatten_end_set | (uint64_t)a->keepdim << 8 |
+                (uint64_t)(uint32_t)a->chunks << 16 | (uint64_t)(uint8_t)a->ndims << 48 |
+                (uint64_t)(uint8_t)a->shape_ndim << 56);
     kput(k, (uint64_t)a->dim_set);
     for (int d = 0; d < a->ndims && d < LT_MAX_DIMS; d++) kput(k, (uint64_t)(uint32_t)a->dims[d]);
     for (int d = 0; d < a->shape_ndim && d < LT_MAX_DIMS; d++) kput(k, (uint64_t)a->shape[d]);
@@ -297,11 +300,14 @@ static void build_key(lt__cache_key *k, lt_op_kind op, lt_op_rules rules, const 
     for (int d = 0; d < a->nsizes && d < LT_OP_MAX_OUTPUTS; d++) kput(k, (uint64_t)a->sizes[d]);
     if (nin == 0) { /* creation ops: their spec is in the arguments */
         kput(k, (uint64_t)a->dtype | (uint64_t)(uint32_t)a->np << 8);
-        for (int i = 0; i < a->np && i < LT_MESH_MAX_DIMS; i++) lt__key_placement(k, &a->placements[i]);
+        for (int i = 0; i < a->np && i < LT_MESH_MAX_DIMS; i++)
+            lt__key_placement(k, &a->placements[i]);
     }
 }
 
-static void plan_ref(void *v) { __atomic_fetch_add(&((lt_op_plan *)v)->refs_, 1, __ATOMIC_RELAXED); }
+static void plan_ref(void *v) {
+    __atomic_fetch_add(&((lt_op_plan *)v)->refs_, 1, __ATOMIC_RELAXED);
+}
 static void plan_release(void *v) { lt_op_plan_free(v); }
 
 /* The propagation cache: process-wide, like the redistribute plan cache
@@ -319,7 +325,8 @@ void lt_op_cache_stats(size_t *hits, size_t *misses, size_t *entries) {
 static lt_status get_plan(lt_op_kind op, lt_op_rules rules, const lt_mesh *m, int nin,
                           const lt_spec *const *in, const lt_op_args *a, int no_cache,
                           lt_op_plan **out) {
-    if (rules != LT_OP_RULES_PYTORCH && rules != LT_OP_RULES_MIN_COMM) rules = lt_op_rules_selected();
+    if (rules != LT_OP_RULES_PYTORCH && rules != LT_OP_RULES_MIN_COMM)
+        rules = lt_op_rules_selected();
     static _Thread_local lt__cache_key k;
     static _Thread_local lt__cache_memo memo[LT_OP_COUNT]; /* this thread's last hit per op */
     if (!no_cache) {
@@ -337,14 +344,15 @@ static lt_status get_plan(lt_op_kind op, lt_op_rules rules, const lt_mesh *m, in
 
 /* The mesh every input lives on (rand, randn: args->mesh), or an error with
  * lt_op's messages. */
-static lt_status common_mesh(lt_op_kind op, const lt_spec *const *in, int nin, const lt_op_args *args,
-                             const lt_mesh **out) {
+static lt_status common_mesh(lt_op_kind op, const lt_spec *const *in, int nin,
+                             const lt_op_args *args, const lt_mesh **out) {
     const lt_mesh *m = nin ? NULL : args->mesh;
     for (int k = 0; k < nin; k++) {
         if (!in[k]) return lt__err(LT_INVALID, "%s: input %d is NULL", lt_op_name(op), k);
         if (!m) m = in[k]->mesh;
         else if (m != in[k]->mesh && !lt_mesh_equal(m, in[k]->mesh))
-            return lt__err(LT_INVALID, "%s: input %d lives on another mesh (cross-mesh ops are not supported)",
+            return lt__err(LT_INVALID,
+                           "%s: input %d lives on another mesh (cross-mesh ops are not supported)",
                            lt_op_name(op), k);
     }
     if (!m) return lt__err(LT_INVALID, "%s: args->mesh is NULL", lt_op_name(op));
@@ -352,12 +360,13 @@ static lt_status common_mesh(lt_op_kind op, const lt_spec *const *in, int nin, c
     return LT_OK;
 }
 
-lt_status lt_op_propagate(lt_op_kind op, const lt_spec *const *inputs, int nin, const lt_op_args *args,
-                          lt_op_plan **out) {
+lt_status lt_op_propagate(lt_op_kind op, const lt_spec *const *inputs, int nin,
+                          const lt_op_args *args, lt_op_plan **out) {
     static const lt_op_args zero_args;
     *out = NULL;
     if ((unsigned)op >= LT_OP_COUNT) return lt__err(LT_INVALID, "unknown op %d", (int)op);
-    if (nin < 0 || nin > LT_OP_MAX_INPUTS) return lt__err(LT_INVALID, "%s: %d inputs", lt_op_name(op), nin);
+    if (nin < 0 || nin > LT_OP_MAX_INPUTS)
+        return lt__err(LT_INVALID, "%s: %d inputs", lt_op_name(op), nin);
     if (!args) args = &zero_args;
     const lt_mesh *m;
     LT_TRY(common_mesh(op, inputs, nin, args, &m));
@@ -368,8 +377,8 @@ lt_status lt_op_propagate(lt_op_kind op, const lt_spec *const *inputs, int nin, 
 
 /* Redistributes x to tgt; S->P and P(a)->P(b) go through R first (the
  * redistribute planner rejects them as single transitions). */
-static lt_status to_target(const lt_dtensor *x, const lt_placement *tgt, const lt_redistribute_opts *ro,
-                           lt_dtensor **out) {
+static lt_status to_target(const lt_dtensor *x, const lt_placement *tgt,
+                           const lt_redistribute_opts *ro, lt_dtensor **out) {
     const lt_mesh *m = lt_dtensor_mesh(x);
     lt_placement mid[LT_MESH_MAX_DIMS];
     int need_mid = 0;
@@ -404,7 +413,8 @@ static lt_status wrap(const lt_op_plan *p, int j, lt_local *loc, lt_dtensor **ou
             lt_shape_str(t->ndim, t->shape, a, sizeof a);
             lt_shape_str(p->out_ndim, ls, b, sizeof b);
             lt_local_free(loc);
-            return lt__err(LT_SHAPE, "%s: rank %d's kernel produced %s %s but the output layout %s gives %s",
+            return lt__err(LT_SHAPE,
+                           "%s: rank %d's kernel produced %s %s but the output layout %s gives %s",
                            lt_op_name(p->op), r, lt_dtype_name(t->dtype), a, p->why, b);
         }
     }
@@ -437,7 +447,9 @@ static lt_status out_room(const lt_op_plan *p) {
     for (int j = 0; j < p->nout; j++)
         for (int r = 0; r < W; r++) {
             int64_t n;
-            LT_TRY(lt__numel_checked(p->out_ndim, p->local_shapes_ + ((size_t)j * (size_t)W + (size_t)r) * (size_t)nd, es, &n));
+            LT_TRY(lt__numel_checked(
+                p->out_ndim, p->local_shapes_ + ((size_t)j * (size_t)W + (size_t)r) * (size_t)nd,
+                es, &n));
             need = lt__add_sat(need, (uint64_t)n * es);
         }
     return lt_check_memory(need, W, lt_op_name(p->op));
@@ -515,7 +527,9 @@ static lt_status run_plan(const lt_op_plan *p, const lt_dtensor *const *in, cons
         x[k] = in[k];
         if (!p->in_redistribute[k]) continue;
         st = to_target(in[k], p->in_target[k], o ? o->redist : NULL, &tmp[k]);
-        if (st) st = lt__err_ctx(st, "%s: redistributing input %d for %s", lt_op_name(p->op), k, p->why);
+        if (st)
+            st =
+                lt__err_ctx(st, "%s: redistributing input %d for %s", lt_op_name(p->op), k, p->why);
         x[k] = tmp[k];
     }
     for (int j = 0; j < p->nout && !st; j++) st = lt_local_new(m, &loc[j]);
@@ -548,8 +562,9 @@ lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op
     if (!args) args = &zero_args;
     int ar = lt_op_arity(op);
     if (nin < 0 || nin > LT_OP_MAX_INPUTS || (ar >= 0 && nin != ar) || (ar < 0 && nin < 1))
-        return lt__err(LT_INVALID, "%s takes %s%d tensor input%s, got %d", name, ar < 0 ? "at least " : "",
-                       ar < 0 ? 1 : ar, ar == 1 || ar < 0 ? "" : "s", nin);
+        return lt__err(LT_INVALID, "%s takes %s%d tensor input%s, got %d", name,
+                       ar < 0 ? "at least " : "", ar < 0 ? 1 : ar, ar == 1 || ar < 0 ? "" : "s",
+                       nin);
     const lt_spec *sp[LT_OP_MAX_INPUTS]; /* the inputs' specs: checked when each DTensor was made */
     for (int k = 0; k < nin; k++) sp[k] = in[k] ? lt_dtensor_spec(in[k]) : NULL;
     const lt_mesh *m;
@@ -560,7 +575,8 @@ lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op
     if (st) return opts && opts->name ? lt__err_ctx(st, "%s", opts->name) : st;
     st = lt__op_check_aligned(p, in); /* the operands as the plan consumes them */
     if (!st && p->nout > max_out)
-        st = lt__err(LT_INVALID, "%s gives %d outputs but there is room for %d", name, p->nout, max_out);
+        st = lt__err(LT_INVALID, "%s gives %d outputs but there is room for %d", name, p->nout,
+                     max_out);
     if (!st) st = run_plan(p, in, args, opts, out);
     if (!st && opts && opts->check_reference)
         st = lt_op_check_reference(op, in, nin, args, out, p->nout, opts->rtol, opts->atol);
@@ -604,7 +620,8 @@ lt_status lt_dtensor_binary(lt_binary_op op, const lt_dtensor *a, const lt_dtens
         LT_BINARY_MAP(LT__XX)
 #undef LT__XX
     };
-    if ((unsigned)op >= LT_BINARY_COUNT) return lt__err(LT_INVALID, "binary: unknown op %d", (int)op);
+    if ((unsigned)op >= LT_BINARY_COUNT)
+        return lt__err(LT_INVALID, "binary: unknown op %d", (int)op);
     const lt_dtensor *in[2] = {a, b};
     return op1(map[op], in, 2, NULL, out);
 }
@@ -626,7 +643,8 @@ lt_status lt_dtensor_addmm(const lt_dtensor *bias, const lt_dtensor *a, const lt
 lt_status lt_dtensor_reduce(lt_reduce_op op, const lt_dtensor *x, int ndims, const int *dims,
                             int keepdim, lt_dtensor **out) {
     static const lt_op_kind map[LT_REDUCE_COUNT] = {LT_OP_SUM, LT_OP_MEAN, LT_OP_AMAX, LT_OP_AMIN};
-    if ((unsigned)op >= LT_REDUCE_COUNT) return lt__err(LT_INVALID, "reduce: unknown op %d", (int)op);
+    if ((unsigned)op >= LT_REDUCE_COUNT)
+        return lt__err(LT_INVALID, "reduce: unknown op %d", (int)op);
     if (ndims < 0 || ndims > LT_MAX_DIMS) return lt__err(LT_INVALID, "reduce: %d dims", ndims);
     lt_op_args args;
     memset(&args, 0, sizeof args);

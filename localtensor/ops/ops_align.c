@@ -39,7 +39,8 @@ static void fmt_range(const lt_rank_layout *l, int d, int64_t full, char *buf, s
     } else {
         size_t used = (size_t)snprintf(buf, n, "{");
         for (int64_t i = 0; i < len && i < 6 && used < n; i++)
-            used += (size_t)snprintf(buf + used, n - used, "%s%lld", i ? ", " : "", (long long)l->idx[d][i]);
+            used += (size_t)snprintf(buf + used, n - used, "%s%lld", i ? ", " : "",
+                                     (long long)l->idx[d][i]);
         if (used < n) snprintf(buf + used, n - used, "%s}", len > 6 ? ", ..." : "");
     }
 }
@@ -56,12 +57,14 @@ static int same_indices(const lt_rank_layout *a, const lt_rank_layout *b, int d)
  * or differs only in split sizes, else tgt's; where that mix is no layout
  * (a nested split that no longer fits), tgt whole. Returns 1 when out keeps
  * x's own placement on some mesh dim. Borrows everything. */
-static int consumed(const lt_mesh *m, const lt_dtensor *x, const lt_placement *tgt, lt_placement *out) {
+static int consumed(const lt_mesh *m, const lt_dtensor *x, const lt_placement *tgt,
+                    lt_placement *out) {
     int kept = 0, moved = 0;
     for (int i = 0; i < m->ndim; i++) {
         const lt_placement *own = &x->placements[i];
-        int as_is = lt_placement_equal(own, &tgt[i]) ||
-                    (own->kind == LT_PL_SHARD && tgt[i].kind == LT_PL_SHARD && own->dim == tgt[i].dim);
+        int as_is =
+            lt_placement_equal(own, &tgt[i]) ||
+            (own->kind == LT_PL_SHARD && tgt[i].kind == LT_PL_SHARD && own->dim == tgt[i].dim);
         out[i] = as_is ? *own : tgt[i];
         kept |= as_is, moved |= !as_is;
     }
@@ -80,7 +83,8 @@ lt_status lt__op_check_aligned(const lt_op_plan *p, const lt_dtensor *const *in)
     const lt_dtensor *a = in[0], *b = in[1];
     if (!a->from_local && !b->from_local) return LT_OK;
     /* broadcasting operands are left to propagation */
-    if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim)) return LT_OK;
+    if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim))
+        return LT_OK;
     const lt_mesh *m = lt_dtensor_mesh(a);
     lt_placement ca[LT_MESH_MAX_DIMS], cb[LT_MESH_MAX_DIMS]; /* as the op consumes a and b */
     int keep_a = consumed(m, a, p->in_target[0], ca), keep_b = consumed(m, b, p->in_target[1], cb);
@@ -101,10 +105,14 @@ lt_status lt__op_check_aligned(const lt_op_plan *p, const lt_dtensor *const *in)
             lt_placements_format(ca, m->ndim, pa, sizeof pa);
             lt_placements_format(cb, m->ndim, pb, sizeof pb);
             st = lt__err_code(LT_INVALID, LT_ERR_MISALIGNED,
-                              "%s: operands are not aligned on rank %d: input 1 %s holds global indices %s of dim %d, "
-                              "input 2 %s holds %s; a rank-local %s would combine different elements (at least one "
-                              "operand comes from from_local, whose shards are used as they are: docs/SEMANTICS.md "
-                              "§11.6). Give both the same shard sizes, or redistribute one to the other's placements "
+                              "%s: operands are not aligned on rank %d: input 1 %s holds global "
+                              "indices %s of dim %d, "
+                              "input 2 %s holds %s; a rank-local %s would combine different "
+                              "elements (at least one "
+                              "operand comes from from_local, whose shards are used as they are: "
+                              "docs/SEMANTICS.md "
+                              "§11.6). Give both the same shard sizes, or redistribute one to the "
+                              "other's placements "
                               "first",
                               lt_op_name(op), r, pa, ra, d, pb, rb, lt_op_name(op));
         }

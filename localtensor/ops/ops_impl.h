@@ -50,8 +50,8 @@ typedef struct lt__rule_io {
 
 /* The dense kernel of plan p on one rank's shards sh[p->nin] (rank: for
  * per-rank parameters); res[p->nout] receive new tensors (ops_kernel.c). */
-lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank, const lt_tensor *const *sh,
-                        lt_tensor **res);
+lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank,
+                        const lt_tensor *const *sh, lt_tensor **res);
 /* Dropout of one shard, held by `rank`, of the tensor of checked spec s
  * (borrowed) (ops_kernel.c). */
 lt_status lt__dropout_shard(const lt_tensor *x, double p, uint64_t seed, const lt_spec *s, int rank,

@@ -32,10 +32,13 @@ static lt_status target_shape(lt__rule_io *io, int64_t numel) {
         if (n > 0) {
             LT_TRY(lt__norm_dim(name, a->dim, n, &s));
             if (a->flatten_end_set) LT_TRY(lt__norm_dim(name, a->dim2, n, &e));
-        } else if ((a->dim != 0 && a->dim != -1) || (a->flatten_end_set && a->dim2 != 0 && a->dim2 != -1)) {
+        } else if ((a->dim != 0 && a->dim != -1) ||
+                   (a->flatten_end_set && a->dim2 != 0 && a->dim2 != -1)) {
             return lt__err(LT_INVALID, "%s: dims of a 0-d tensor must be 0 or -1", name);
         }
-        if (s > e) return lt__err(LT_INVALID, "%s: start dim %d is after end dim %d", name, a->dim, a->dim2);
+        if (s > e)
+            return lt__err(LT_INVALID, "%s: start dim %d is after end dim %d", name, a->dim,
+                           a->dim2);
         int o = 0;
         for (int d = 0; d < n; d++) {
             if (d <= s || d > e) io->out_shape[0][o++] = io->in[0]->shape[d];
@@ -51,21 +54,27 @@ static lt_status target_shape(lt__rule_io *io, int64_t numel) {
     int64_t prod = 1;
     for (int d = 0; d < a->shape_ndim; d++) {
         if (a->shape[d] == -1 && infer < 0) infer = d;
-        else if (a->shape[d] < 0) return lt__err(LT_INVALID, "%s: invalid size %lld in the target shape", name, (long long)a->shape[d]);
+        else if (a->shape[d] < 0)
+            return lt__err(LT_INVALID, "%s: invalid size %lld in the target shape", name,
+                           (long long)a->shape[d]);
         else if (lt__mul_i64(prod, a->shape[d], &prod)) overflow = 1;
     }
     for (int d = 0; d < a->shape_ndim; d++) /* a 0 anywhere makes the product 0 */
         if (a->shape[d] == 0) prod = 0, overflow = 0;
     if (overflow)
-        return lt__err(LT_SHAPE, "%s: the target shape's element count overflows 64 bits (the input has %lld elements)",
-                       name, (long long)numel);
+        return lt__err(
+            LT_SHAPE,
+            "%s: the target shape's element count overflows 64 bits (the input has %lld elements)",
+            name, (long long)numel);
     memcpy(io->out_shape[0], a->shape, sizeof(int64_t) * (size_t)a->shape_ndim);
     io->out_ndim = a->shape_ndim;
     if (infer >= 0) {
         if (prod == 0 || numel % prod != 0) {
             char s1[160];
-            return lt__err(LT_SHAPE, "%s: cannot infer the -1 of the target for %lld elements (shape %s)", name,
-                           (long long)numel, lt_shape_str(io->in[0]->ndim, io->in[0]->shape, s1, sizeof s1));
+            return lt__err(LT_SHAPE,
+                           "%s: cannot infer the -1 of the target for %lld elements (shape %s)",
+                           name, (long long)numel,
+                           lt_shape_str(io->in[0]->ndim, io->in[0]->shape, s1, sizeof s1));
         }
         io->out_shape[0][infer] = numel / prod;
         prod = numel;
@@ -73,7 +82,8 @@ static lt_status target_shape(lt__rule_io *io, int64_t numel) {
     if (prod != numel) {
         char s1[160], s2[160];
         return lt__err(LT_SHAPE, "%s: shape %s (%lld elements) cannot become %s", name,
-                       lt_shape_str(io->in[0]->ndim, io->in[0]->shape, s1, sizeof s1), (long long)numel,
+                       lt_shape_str(io->in[0]->ndim, io->in[0]->shape, s1, sizeof s1),
+                       (long long)numel,
                        lt_shape_str(a->shape_ndim, io->out_shape[0], s2, sizeof s2));
     }
     return LT_OK;
@@ -127,7 +137,8 @@ static int candidate_ok(const lt__rule_io *io, const view_group *g, const lt_pla
         int64_t *E = lt__malloc(sizeof(int64_t) * (size_t)cap); /* (cap) */
         if (!E) {
             lt__free(L);
-            lt__err(LT_NOMEM, "out of memory for the rows of rank %d (%lld entries)", r, (long long)cap);
+            lt__err(LT_NOMEM, "out of memory for the rows of rank %d (%lld entries)", r,
+                    (long long)cap);
             return -1;
         }
         int64_t ne = expected_rows(L, nl, g, E);
@@ -156,7 +167,8 @@ static lt_status decide_group(lt__rule_io *io, const view_group *g, const int *u
             inpl[i] = lt_replicate();
             for (int c = 0; c < 3; c++) cand[c][i] = lt_replicate();
         }
-        int ncand = 2, ok_explicit = keep == 1 && io->in[0]->placements[use[0]].kind == LT_PL_SHARD &&
+        int ncand = 2, ok_explicit = keep == 1 &&
+                                     io->in[0]->placements[use[0]].kind == LT_PL_SHARD &&
                                      m->shape[use[0]] <= LT_SPLIT_MAX_EXPLICIT;
         for (int u = 0; u < keep; u++) {
             const lt_placement *p = &io->in[0]->placements[use[u]];
@@ -226,7 +238,8 @@ lt_status lt__rule_view(lt__rule_io *io) {
     const int64_t *si = io->in[0]->shape, *so = io->out_shape[0];
     if (numel == 0) { /* nothing to keep in order: replicate every shard */
         for (int i = 0; i < m->ndim; i++)
-            if (lt_placement_is_shard_like(&io->in[0]->placements[i])) lt__rule_force_replicate(io, i);
+            if (lt_placement_is_shard_like(&io->in[0]->placements[i]))
+                lt__rule_force_replicate(io, i);
         return LT_OK;
     }
     view_group gs[LT_MAX_DIMS];

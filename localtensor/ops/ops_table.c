@@ -26,7 +26,8 @@ lt_status lt_op_parse(const char *s, lt_op_kind *out) {
     if (!strcmp(s, "amax")) return *out = LT_OP_AMAX, LT_OK;
     if (!strcmp(s, "amin")) return *out = LT_OP_AMIN, LT_OK;
     char list[1024];
-    return lt__err(LT_INVALID, "unknown op '%s' (known: %s)", s, lt__name_join(op_names, LT_OP_COUNT, list, sizeof list));
+    return lt__err(LT_INVALID, "unknown op '%s' (known: %s)", s,
+                   lt__name_join(op_names, LT_OP_COUNT, list, sizeof list));
 }
 
 /* ---- rule sets (ops.h) ---- */

@@ -31,13 +31,15 @@ static lt_status wrap(const char *name, int d, int n, int *out) {
 
 /* sum/mean/max/min over dims (none: all). A 0-d tensor reduced over its dim
  * 0 / -1 is itself (keepdim or not). */
-static lt_status ref_reduce(lt_reduce_op kind, const char *name, const lt_tensor *x, const lt_op_args *a,
-                            lt_tensor **out) {
+static lt_status ref_reduce(lt_reduce_op kind, const char *name, const lt_tensor *x,
+                            const lt_op_args *a, lt_tensor **out) {
     int dims[LT_MAX_DIMS], seen[LT_MAX_DIMS] = {0};
-    if (a->ndims < 0 || a->ndims > LT_MAX_DIMS) return lt__err(LT_INVALID, "%s: %d dims", name, a->ndims);
+    if (a->ndims < 0 || a->ndims > LT_MAX_DIMS)
+        return lt__err(LT_INVALID, "%s: %d dims", name, a->ndims);
     for (int i = 0; i < a->ndims; i++) {
         LT_TRY(wrap(name, a->dims[i], x->ndim, &dims[i]));
-        if (seen[dims[i]]++) return lt__err(LT_INVALID, "%s: dim %d appears twice", name, a->dims[i]);
+        if (seen[dims[i]]++)
+            return lt__err(LT_INVALID, "%s: dim %d appears twice", name, a->dims[i]);
     }
     if (x->ndim == 0) return lt_reduce(kind, x, 0, NULL, a->keepdim, out);
     return lt_reduce(kind, x, a->ndims, dims, a->keepdim, out);
@@ -47,11 +49,13 @@ static lt_status ref_reduce(lt_reduce_op kind, const char *name, const lt_tensor
  * named dim (all of them when none is named) whose size is 1 is removed;
  * a named dim of another size stays. Written as a reshape to the shape
  * without those dims. */
-static lt_status ref_squeeze(const char *name, const lt_tensor *x, const lt_op_args *a, lt_tensor **out) {
+static lt_status ref_squeeze(const char *name, const lt_tensor *x, const lt_op_args *a,
+                             lt_tensor **out) {
     int named[LT_MAX_DIMS] = {0}, d = 0, k = 0;
     int64_t shape[LT_MAX_DIMS];
     if (a->dim_set && a->ndims > 0) return lt__err(LT_INVALID, "%s: dim and dims both given", name);
-    if (a->ndims < 0 || a->ndims > LT_MAX_DIMS) return lt__err(LT_INVALID, "%s: %d dims", name, a->ndims);
+    if (a->ndims < 0 || a->ndims > LT_MAX_DIMS)
+        return lt__err(LT_INVALID, "%s: %d dims", name, a->ndims);
     if (a->dim_set) {
         LT_TRY(wrap(name, a->dim, x->ndim, &d));
         named[d] = 1;
@@ -66,7 +70,8 @@ static lt_status ref_squeeze(const char *name, const lt_tensor *x, const lt_op_a
     return lt_reshape(x, k, shape, out);
 }
 
-static lt_status ref_flatten(const char *name, const lt_tensor *x, const lt_op_args *a, lt_tensor **out) {
+static lt_status ref_flatten(const char *name, const lt_tensor *x, const lt_op_args *a,
+                             lt_tensor **out) {
     int n = x->ndim;
     if (n == 0) {
         int64_t one = 1;
@@ -81,15 +86,16 @@ static lt_status ref_flatten(const char *name, const lt_tensor *x, const lt_op_a
     for (int d = 0; d < s; d++) shape[k++] = x->shape[d];
     int64_t merged = 1;
     for (int d = s; d <= e; d++)
-        if (lt__mul_i64(merged, x->shape[d], &merged)) return lt__err(LT_OVERFLOW, "%s: size overflows", name);
+        if (lt__mul_i64(merged, x->shape[d], &merged))
+            return lt__err(LT_OVERFLOW, "%s: size overflows", name);
     shape[k++] = merged;
     for (int d = e + 1; d < n; d++) shape[k++] = x->shape[d];
     return lt_reshape(x, k, shape, out);
 }
 
 /* torch.split / torch.chunk piece sizes of a dim of len. */
-static lt_status ref_pieces(lt_op_kind op, const char *name, int64_t len, const lt_op_args *a, int64_t *sizes,
-                            int *np) {
+static lt_status ref_pieces(lt_op_kind op, const char *name, int64_t len, const lt_op_args *a,
+                            int64_t *sizes, int *np) {
     int64_t ps;
     if (op == LT_OP_SPLIT && a->nsizes > 0) {
         int64_t tot = 0;
@@ -98,7 +104,9 @@ static lt_status ref_pieces(lt_op_kind op, const char *name, int64_t len, const 
                 return lt__err(LT_INVALID, "%s: bad split sizes", name);
             sizes[j] = a->sizes[j];
         }
-        if (tot != len) return lt__err(LT_SHAPE, "%s: sizes sum to %lld, not %lld", name, (long long)tot, (long long)len);
+        if (tot != len)
+            return lt__err(LT_SHAPE, "%s: sizes sum to %lld, not %lld", name, (long long)tot,
+                           (long long)len);
         *np = a->nsizes;
         return LT_OK;
     }
@@ -108,7 +116,8 @@ static lt_status ref_pieces(lt_op_kind op, const char *name, int64_t len, const 
     } else {
         if (a->chunks <= 0) return lt__err(LT_INVALID, "%s: chunks must be > 0", name);
         if (len == 0) { /* every chunk of an empty dim is empty */
-            if (a->chunks > LT_OP_MAX_OUTPUTS) return lt__err(LT_UNSUPPORTED, "%s: too many pieces", name);
+            if (a->chunks > LT_OP_MAX_OUTPUTS)
+                return lt__err(LT_UNSUPPORTED, "%s: too many pieces", name);
             for (int j = 0; j < a->chunks; j++) sizes[j] = 0;
             *np = a->chunks;
             return LT_OK;
@@ -265,8 +274,8 @@ static lt_status ref_one(lt_op_kind op, const lt_tensor *const *in, int nin, con
     }
 }
 
-lt_status lt_op_reference(lt_op_kind op, const lt_tensor *const *in, int nin, const lt_op_args *args,
-                          lt_tensor **out, int max_out, int *nout) {
+lt_status lt_op_reference(lt_op_kind op, const lt_tensor *const *in, int nin,
+                          const lt_op_args *args, lt_tensor **out, int max_out, int *nout) {
     static const lt_op_args zero_args;
     *nout = 0;
     if (!out || max_out < 1) return lt__err_in(LT_INVALID, "op", " reference: no room for outputs");
@@ -300,9 +309,12 @@ lt_status lt_op_check_reference(lt_op_kind op, const lt_dtensor *const *in, int 
     if (nin < 0 || nin > LT_OP_MAX_INPUTS || nout < 0 || nout > LT_OP_MAX_OUTPUTS)
         return lt__err(LT_INVALID, "%s: bad input/output counts", name);
     for (int k = 0; k < nin && !st; k++) st = lt_full_tensor_direct(in[k], &full[k]);
-    if (!st) st = lt_op_reference(op, (const lt_tensor *const *)full, nin, args, ref, LT_OP_MAX_OUTPUTS, &nref);
+    if (!st)
+        st = lt_op_reference(op, (const lt_tensor *const *)full, nin, args, ref, LT_OP_MAX_OUTPUTS,
+                             &nref);
     if (!st && nref != nout)
-        st = lt__err(LT_MISMATCH, "%s: %d outputs but the unsharded reference gives %d", name, nout, nref);
+        st = lt__err(LT_MISMATCH, "%s: %d outputs but the unsharded reference gives %d", name, nout,
+                     nref);
     for (int j = 0; j < nout && !st; j++) {
         lt_tensor *got = NULL;
         st = lt_full_tensor_direct(out[j], &got);
@@ -317,7 +329,9 @@ lt_status lt_op_check_reference(lt_op_kind op, const lt_dtensor *const *in, int 
             idx[0] = '[';
             size_t L = strlen(idx);
             if (L) idx[L - 1] = ']';
-            st = lt__err(LT_MISMATCH, "%s: output %d differs from the unsharded reference at %s: expected %.9g, got %.9g (%lld elements differ)",
+            st = lt__err(LT_MISMATCH,
+                         "%s: output %d differs from the unsharded reference at %s: expected %.9g, "
+                         "got %.9g (%lld elements differ)",
                          name, j, idx, cr.expected, cr.actual, (long long)cr.ndiff);
         } else if (st == LT_SHAPE) {
             st = lt__err(LT_MISMATCH, "%s: output %d: %s", name, j, lt_errmsg());

@@ -168,7 +168,9 @@ static void copy_shape(int64_t *dst, const int64_t *src, int n) {
 static lt_status wrap_dim(const char *name, int dim, int n, int *out) {
     if (n > 0) return lt__norm_dim(name, dim, n, out);
     if (dim != 0 && dim != -1)
-        return lt__err(LT_INVALID, "%s: dim %d is out of range for a 0-d tensor (only 0 and -1 are)", name, dim);
+        return lt__err(LT_INVALID,
+                       "%s: dim %d is out of range for a 0-d tensor (only 0 and -1 are)", name,
+                       dim);
     *out = 0;
     return LT_OK;
 }
@@ -267,8 +269,8 @@ static void pytorch_binary(lt__rule_io *io) {
 
 static lt_status rule_binary(lt__rule_io *io) {
     LT_TRY(need_same_dtype(io, 0, 1));
-    lt_status st = lt_broadcast_shapes(io->in[0]->ndim, io->in[0]->shape, io->in[1]->ndim, io->in[1]->shape,
-                                       &io->out_ndim, io->out_shape[0]);
+    lt_status st = lt_broadcast_shapes(io->in[0]->ndim, io->in[0]->shape, io->in[1]->ndim,
+                                       io->in[1]->shape, &io->out_ndim, io->out_shape[0]);
     if (st) return lt__err_ctx(st, "%s", lt_op_name(io->op));
     io->out_dtype = io->in[0]->dtype;
     const partial_rule *pr = prule(io);
@@ -287,8 +289,8 @@ static lt_status rule_binary(lt__rule_io *io) {
             io->out[i] = lt__pl_with_dim(&p[lead], p[lead].dim + off[lead]);
             int f = 1 - lead;
             lt_placement want = project_out(io, f, &io->out[i]);
-            if (!(lt_placement_is_shard_like(&p[f]) && lt_placement_is_shard_like(&want) && want.dim == p[f].dim &&
-                  lt__pl_same_shard(&want, &p[f])))
+            if (!(lt_placement_is_shard_like(&p[f]) && lt_placement_is_shard_like(&want) &&
+                  want.dim == p[f].dim && lt__pl_same_shard(&want, &p[f])))
                 io->tgt[f][i] = want;
             continue;
         }
@@ -313,7 +315,8 @@ static lt_status rule_binary(lt__rule_io *io) {
     return LT_OK;
 }
 
-/* ---- matmul family ----------------------------------------------------------------------------- */
+/* ---- matmul family -----------------------------------------------------------------------------
+ */
 
 enum { ROLE_BATCH, ROLE_M, ROLE_K, ROLE_N, ROLE_BCAST };
 
@@ -364,13 +367,14 @@ static lt_status mm_shapes(lt__rule_io *io, mm_geom *g) {
     g->om = na >= 2 ? nbo : -1;
     g->on = nb >= 2 ? nbo + (na >= 2) : -1;
     io->out_ndim = nbo + (na >= 2) + (nb >= 2);
-    if (io->out_ndim > LT_MAX_DIMS) return lt__err(LT_INVALID, "%s: result has too many dims", name);
+    if (io->out_ndim > LT_MAX_DIMS)
+        return lt__err(LT_INVALID, "%s: result has too many dims", name);
     copy_shape(io->out_shape[0], bs, nbo);
     if (g->om >= 0) io->out_shape[0][g->om] = a[na - 2];
     if (g->on >= 0) io->out_shape[0][g->on] = b[nb - 1];
     if (!lt_dtype_is_float(io->in[g->ia]->dtype))
-        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s of %s tensors", name,
-                       lt_dtype_name(io->in[g->ia]->dtype));
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s of %s tensors",
+                            name, lt_dtype_name(io->in[g->ia]->dtype));
     return LT_OK;
 }
 
@@ -407,8 +411,9 @@ static lt_status rule_matmul(lt__rule_io *io) {
                 io->out[i] = lt__pl_with_dim(&p[lead], od[lead]);
                 want = lt_replicate();
             }
-            if (!(want.kind == p[f].kind && (!lt_placement_is_shard_like(&want) ||
-                                             (want.dim == p[f].dim && lt__pl_same_shard(&want, &p[f])))))
+            if (!(want.kind == p[f].kind &&
+                  (!lt_placement_is_shard_like(&want) ||
+                   (want.dim == p[f].dim && lt__pl_same_shard(&want, &p[f])))))
                 io->tgt[idx[f]][i] = want;
             continue;
         }
@@ -467,17 +472,18 @@ static void addmm_bias(lt__rule_io *io) {
     for (int i = 0; i < io->mesh->ndim; i++) {
         lt_placement want = project_out(io, 0, &io->out[i]);
         const lt_placement *cur = &io->in[0]->placements[i];
-        if (!(want.kind == cur->kind && (want.kind == LT_PL_REPLICATE ||
-                                         (want.kind == LT_PL_PARTIAL && want.op == cur->op) ||
-                                         (lt_placement_is_shard_like(&want) && want.dim == cur->dim &&
-                                          lt__pl_same_shard(&want, cur)))))
+        if (!(want.kind == cur->kind &&
+              (want.kind == LT_PL_REPLICATE || (want.kind == LT_PL_PARTIAL && want.op == cur->op) ||
+               (lt_placement_is_shard_like(&want) && want.dim == cur->dim &&
+                lt__pl_same_shard(&want, cur)))))
             io->tgt[0][i] = want;
         else
             io->tgt[0][i] = *cur;
     }
 }
 
-/* ---- reductions ------------------------------------------------------------------------------- */
+/* ---- reductions -------------------------------------------------------------------------------
+ */
 
 /* PYTORCH: PyTorch's reduction strategies (all R; when the input is
  * sharded: a shard of a reduced dim -> the op's Partial, of a kept dim -> the
@@ -549,7 +555,8 @@ static lt_status rule_reduce(lt__rule_io *io) {
     return LT_OK;
 }
 
-/* ---- softmax ------------------------------------------------------------------------------------ */
+/* ---- softmax ------------------------------------------------------------------------------------
+ */
 
 /* PYTORCH: softmax's strategies (all R; when the input is sharded, a shard
  * of any dim but the softmax dim), then PyTorch's choice. */
@@ -581,7 +588,8 @@ static lt_status rule_softmax(lt__rule_io *io) {
     return LT_OK;
 }
 
-/* ---- transpose, permute, unsqueeze, squeeze ---------------------------------------------------- */
+/* ---- transpose, permute, unsqueeze, squeeze ----------------------------------------------------
+ */
 
 /* squeeze (torch.squeeze): the size-1 dims among those named go — `dim`
  * when dim_set, else `dims` when ndims > 0, else every dim. Sizes are the
@@ -591,7 +599,8 @@ static lt_status squeeze_dims(lt__rule_io *io, int *drop) {
     const char *name = lt_op_name(io->op);
     const lt_op_args *a = io->args;
     int n = io->in[0]->ndim, named[LT_MAX_DIMS] = {0}, d;
-    if (a->dim_set && a->ndims > 0) return lt__err(LT_INVALID, "%s: give dim or dims, not both", name);
+    if (a->dim_set && a->ndims > 0)
+        return lt__err(LT_INVALID, "%s: give dim or dims, not both", name);
     if (a->ndims < 0 || a->ndims > (n > 0 ? n : 1))
         return lt__err(LT_INVALID, "%s: %d dims given for a %d-d tensor", name, a->ndims, n);
     if (a->dim_set) {
@@ -614,7 +623,8 @@ static lt_status squeeze_dims(lt__rule_io *io, int *drop) {
 static lt_status rule_permute(lt__rule_io *io) {
     const char *name = lt_op_name(io->op);
     const lt_op_args *a = io->args;
-    int n = io->in[0]->ndim, map[LT_MAX_DIMS], on = n, drop[LT_MAX_DIMS] = {0}; /* map: input dim -> output dim */
+    int n = io->in[0]->ndim, map[LT_MAX_DIMS], on = n,
+        drop[LT_MAX_DIMS] = {0}; /* map: input dim -> output dim */
     for (int d = 0; d < n; d++) map[d] = d;
     if (io->op == LT_OP_TRANSPOSE) { /* a 0-d tensor: transpose(0, -1) is itself */
         int d0, d1;
@@ -624,7 +634,8 @@ static lt_status rule_permute(lt__rule_io *io) {
         io->kdim = d0, io->kdim2 = d1;
     } else if (io->op == LT_OP_PERMUTE) {
         int seen[LT_MAX_DIMS] = {0};
-        if (a->ndims != n) return lt__err(LT_INVALID, "%s: %d dims given for a %d-d tensor", name, a->ndims, n);
+        if (a->ndims != n)
+            return lt__err(LT_INVALID, "%s: %d dims given for a %d-d tensor", name, a->ndims, n);
         for (int j = 0; j < n; j++) {
             int d;
             LT_TRY(lt__norm_dim(name, a->dims[j], n, &d));
@@ -654,13 +665,15 @@ static lt_status rule_permute(lt__rule_io *io) {
     for (int i = 0; i < io->mesh->ndim; i++) {
         const lt_placement *p = &io->in[0]->placements[i];
         if (!lt_placement_is_shard_like(p)) io->out[i] = *p;
-        else if (drop[p->dim]) lt__rule_force_replicate(io, i); /* a shard of a dropped size-1 dim */
+        else if (drop[p->dim])
+            lt__rule_force_replicate(io, i); /* a shard of a dropped size-1 dim */
         else io->out[i] = lt__pl_with_dim(p, map[p->dim]);
     }
     return LT_OK;
 }
 
-/* ---- cat -------------------------------------------------------------------------------------------- */
+/* ---- cat
+ * -------------------------------------------------------------------------------------------- */
 
 /* PYTORCH: cat's strategies for up to 3 inputs (all R; when an input is
  * sharded, a shard of any dim but the cat dim, for every input; each
@@ -684,7 +697,8 @@ static lt_status rule_cat(lt__rule_io *io) {
     const char *name = lt_op_name(io->op);
     int n = io->in[0]->ndim, d;
     if (io->nin < 1) return lt__err(LT_INVALID, "%s: no inputs", name);
-    if (n == 0) return lt__err(LT_INVALID, "%s: zero-dimensional tensors cannot be concatenated", name);
+    if (n == 0)
+        return lt__err(LT_INVALID, "%s: zero-dimensional tensors cannot be concatenated", name);
     LT_TRY(lt__norm_dim(name, io->args->dim, n, &d));
     io->kdim = d;
     copy_shape(io->out_shape[0], io->in[0]->shape, n);
@@ -694,11 +708,13 @@ static lt_status rule_cat(lt__rule_io *io) {
         for (int j = 0; ok && j < n; j++) ok = j == d || io->in[k]->shape[j] == io->in[0]->shape[j];
         if (!ok) {
             char s1[160], s2[160];
-            return lt__err(LT_SHAPE, "%s: input %d has shape %s but input 0 has %s (only dim %d may differ)",
+            return lt__err(LT_SHAPE,
+                           "%s: input %d has shape %s but input 0 has %s (only dim %d may differ)",
                            name, k, lt_shape_str(io->in[k]->ndim, io->in[k]->shape, s1, sizeof s1),
                            lt_shape_str(n, io->in[0]->shape, s2, sizeof s2), d);
         }
-        if (lt__add_i64(io->out_shape[0][d], io->in[k]->shape[d], &io->out_shape[0][d])) return lt__err(LT_OVERFLOW, "%s: the size of dim %d overflows 64 bits", name, d);
+        if (lt__add_i64(io->out_shape[0][d], io->in[k]->shape[d], &io->out_shape[0][d]))
+            return lt__err(LT_OVERFLOW, "%s: the size of dim %d overflows 64 bits", name, d);
     }
     io->out_ndim = n;
     io->out_dtype = io->in[0]->dtype;
@@ -707,14 +723,16 @@ static lt_status rule_cat(lt__rule_io *io) {
         int lead = -1, pc = PC_R, mixed = 0, has_r = 0;
         for (int k = 0; k < io->nin; k++) {
             const lt_placement *p = &io->in[k]->placements[i];
-            if (lt_placement_is_shard_like(p) && p->dim == d) io->tgt[k][i] = lt_replicate(); /* cat dim: whole */
+            if (lt_placement_is_shard_like(p) && p->dim == d)
+                io->tgt[k][i] = lt_replicate(); /* cat dim: whole */
             else if (lt_placement_is_shard_like(p) && lead < 0) lead = k;
         }
         if (lead >= 0) { /* every input follows the first shard of another dim */
             io->out[i] = io->in[lead]->placements[i];
             for (int k = 0; k < io->nin; k++) {
                 const lt_placement *p = &io->in[k]->placements[i];
-                if (!(lt_placement_is_shard_like(p) && p->dim == io->out[i].dim && lt__pl_same_shard(p, &io->out[i])))
+                if (!(lt_placement_is_shard_like(p) && p->dim == io->out[i].dim &&
+                      lt__pl_same_shard(p, &io->out[i])))
                     io->tgt[k][i] = io->out[i];
             }
             continue;
@@ -739,7 +757,8 @@ static lt_status rule_cat(lt__rule_io *io) {
     return LT_OK;
 }
 
-/* ---- split, chunk ------------------------------------------------------------------------------------- */
+/* ---- split, chunk
+ * ------------------------------------------------------------------------------------- */
 
 /* PYTORCH: split's (and chunk's) strategies (all R; when the input is
  * sharded, a shard of any dim but the split dim; each Partial kind passed
@@ -766,21 +785,29 @@ static lt_status rule_split(lt__rule_io *io) {
     if (io->op == LT_OP_SPLIT && a->nsizes > 0) {
         int64_t tot = 0;
         for (int j = 0; j < a->nsizes; j++) {
-            if (a->sizes[j] < 0) return lt__err(LT_INVALID, "%s: size %lld is negative", name, (long long)a->sizes[j]);
+            if (a->sizes[j] < 0)
+                return lt__err(LT_INVALID, "%s: size %lld is negative", name,
+                               (long long)a->sizes[j]);
             if (lt__add_i64(tot, a->sizes[j], &tot))
-                return lt__err(LT_SHAPE, "%s: sizes sum to more than 64 bits hold but dim %d has %lld", name, d, (long long)len);
+                return lt__err(LT_SHAPE,
+                               "%s: sizes sum to more than 64 bits hold but dim %d has %lld", name,
+                               d, (long long)len);
         }
         if (tot != len)
-            return lt__err(LT_SHAPE, "%s: sizes sum to %lld but dim %d has %lld", name, (long long)tot, d, (long long)len);
+            return lt__err(LT_SHAPE, "%s: sizes sum to %lld but dim %d has %lld", name,
+                           (long long)tot, d, (long long)len);
         np = a->nsizes;
         memcpy(io->split_sizes, a->sizes, sizeof(int64_t) * (size_t)np);
     } else {
         int64_t ps;
         if (io->op == LT_OP_SPLIT) {
-            if (a->split_size <= 0) return lt__err(LT_INVALID, "%s: split_size must be > 0, got %lld", name, (long long)a->split_size);
+            if (a->split_size <= 0)
+                return lt__err(LT_INVALID, "%s: split_size must be > 0, got %lld", name,
+                               (long long)a->split_size);
             ps = a->split_size;
         } else {
-            if (a->chunks <= 0) return lt__err(LT_INVALID, "%s: chunks must be > 0, got %d", name, a->chunks);
+            if (a->chunks <= 0)
+                return lt__err(LT_INVALID, "%s: chunks must be > 0, got %d", name, a->chunks);
             ps = len ? (len - 1) / a->chunks + 1 : 0; /* ceil, without overflow */
         }
         if (ps == 0) { /* empty dim: torch.chunk gives `chunks` empty pieces */
@@ -789,11 +816,14 @@ static lt_status rule_split(lt__rule_io *io) {
         } else {
             np = len == 0 ? 1 : (len - 1) / ps + 1;
             if (np <= LT_OP_MAX_OUTPUTS)
-                for (int64_t j = 0; j < np; j++) io->split_sizes[j] = len - j * ps < ps ? len - j * ps : ps;
+                for (int64_t j = 0; j < np; j++)
+                    io->split_sizes[j] = len - j * ps < ps ? len - j * ps : ps;
         }
     }
     if (np > LT_OP_MAX_OUTPUTS)
-        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s into %lld pieces (at most %d)", name, (long long)np, LT_OP_MAX_OUTPUTS);
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                            "not supported yet: %s into %lld pieces (at most %d)", name,
+                            (long long)np, LT_OP_MAX_OUTPUTS);
     io->nout = (int)np;
     io->kdim = d;
     io->out_ndim = n;
@@ -811,7 +841,8 @@ static lt_status rule_split(lt__rule_io *io) {
     return LT_OK;
 }
 
-/* ---- embedding ----------------------------------------------------------------------------------------- */
+/* ---- embedding
+ * ----------------------------------------------------------------------------------------- */
 
 /* PYTORCH: embedding's strategies (all R; the embedding dim sharded; the
  * vocabulary sharded -> PyTorch's masked partial, the indices taking a
@@ -837,9 +868,11 @@ static void pytorch_embedding(lt__rule_io *io) {
 
 static lt_status rule_embedding(lt__rule_io *io) {
     const char *name = lt_op_name(io->op);
-    if (io->in[0]->ndim != 2) return lt__err(LT_SHAPE, "%s: weight must be 2-D, got %d-D", name, io->in[0]->ndim);
+    if (io->in[0]->ndim != 2)
+        return lt__err(LT_SHAPE, "%s: weight must be 2-D, got %d-D", name, io->in[0]->ndim);
     if (io->in[1]->dtype != LT_I32 && io->in[1]->dtype != LT_I64)
-        return lt__err(LT_DTYPE, "%s: indices must be i32 or i64, got %s", name, lt_dtype_name(io->in[1]->dtype));
+        return lt__err(LT_DTYPE, "%s: indices must be i32 or i64, got %s", name,
+                       lt_dtype_name(io->in[1]->dtype));
     int ni = io->in[1]->ndim;
     if (ni + 1 > LT_MAX_DIMS) return lt__err(LT_INVALID, "%s: indices have too many dims", name);
     copy_shape(io->out_shape[0], io->in[1]->shape, ni);
@@ -871,17 +904,20 @@ static lt_status rule_embedding(lt__rule_io *io) {
     return LT_OK;
 }
 
-/* ---- random -------------------------------------------------------------------------------------------- */
+/* ---- random
+ * -------------------------------------------------------------------------------------------- */
 
 static lt_status rule_random(lt__rule_io *io) {
     const lt_op_args *a = io->args;
     const char *name = lt_op_name(io->op);
     if (!lt_dtype_is_float(a->dtype))
-        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s of %s", name, lt_dtype_name(a->dtype));
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s of %s", name,
+                            lt_dtype_name(a->dtype));
     if (a->shape_ndim < 0 || a->shape_ndim > LT_MAX_DIMS)
         return lt__err(LT_INVALID, "%s: %d dims", name, a->shape_ndim);
     for (int d = 0; d < a->shape_ndim; d++)
-        if (a->shape[d] < 0) return lt__err(LT_INVALID, "%s: size %lld of dim %d", name, (long long)a->shape[d], d);
+        if (a->shape[d] < 0)
+            return lt__err(LT_INVALID, "%s: size %lld of dim %d", name, (long long)a->shape[d], d);
     io->out_ndim = a->shape_ndim;
     copy_shape(io->out_shape[0], a->shape, a->shape_ndim);
     io->out_dtype = a->dtype;
@@ -889,7 +925,8 @@ static lt_status rule_random(lt__rule_io *io) {
     return st ? lt__err_ctx(st, "%s", name) : LT_OK;
 }
 
-/* ---- dispatch ------------------------------------------------------------------------------------------- */
+/* ---- dispatch
+ * ------------------------------------------------------------------------------------------- */
 
 /* The output may mix Partial ops only as {sum, avg}; later mesh dims that
  * break that are reduced (every input whole on that mesh dim). */
@@ -926,7 +963,9 @@ lt_status lt__rule_propagate(lt__rule_io *io) {
     case FAM_SPLIT: st = rule_split(io); break;
     case FAM_EMBEDDING: st = rule_embedding(io); break;
     case FAM_RANDOM: st = rule_random(io); break;
-    default: st = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s has no sharding rule", lt_op_name(io->op));
+    default:
+        st = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                          "not supported yet: %s has no sharding rule", lt_op_name(io->op));
     }
     if (st) return st;
     if (op_rules[io->op].family != FAM_RANDOM) fix_partial_mix(io);

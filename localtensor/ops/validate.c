@@ -38,10 +38,12 @@ static double perturb(double v, lt_redop op, int isf, uint64_t h, int c, int m) 
     switch (op) {
     case LT_REDOP_SUM:
         if (!isf) return c == 0 ? v - (m - 1) * k : k;
-        return v / m + ((double)((h >> 8) % 4 + 1) * 0.25 * ((h >> 4) & 1 ? 1 : -1)) * (c - (m - 1) / 2.0);
+        return v / m +
+               ((double)((h >> 8) % 4 + 1) * 0.25 * ((h >> 4) & 1 ? 1 : -1)) * (c - (m - 1) / 2.0);
     case LT_REDOP_AVG:
         if (!isf) return v;
-        return v + ((double)((h >> 8) % 4 + 1) * 0.25 * ((h >> 4) & 1 ? 1 : -1)) * (c - (m - 1) / 2.0);
+        return v +
+               ((double)((h >> 8) % 4 + 1) * 0.25 * ((h >> 4) & 1 ? 1 : -1)) * (c - (m - 1) / 2.0);
     case LT_REDOP_MAX: return c == win ? v : v - k;
     case LT_REDOP_MIN: return c == win ? v : v + k;
     default: return c == win ? v : 1.0;
@@ -86,11 +88,13 @@ lt_status lt_distribute_adversarial(const lt_mesh *mesh, const lt_tensor *full,
         int64_t n = lt_numel(t), idx[LT_MAX_DIMS] = {0};
         for (int64_t e = 0; e < n; e++) {
             uint64_t g = 0;
-            for (int k = 0; k < nd; k++) g += (uint64_t)((l.idx[k] ? l.idx[k][idx[k]] : idx[k]) * gstride[k]);
+            for (int k = 0; k < nd; k++)
+                g += (uint64_t)((l.idx[k] ? l.idx[k][idx[k]] : idx[k]) * gstride[k]);
             double v = lt_get_flat(t, e);
             for (int i = 0; i < mesh->ndim; i++)
                 if (norm[i].kind == LT_PL_PARTIAL)
-                    v = perturb(v, norm[i].op, isf, mix64(g * 131 + (uint64_t)i * 7 + salt), coord[i], mesh->shape[i]);
+                    v = perturb(v, norm[i].op, isf, mix64(g * 131 + (uint64_t)i * 7 + salt),
+                                coord[i], mesh->shape[i]);
             lt_set_flat(t, e, v);
             for (int k = nd - 1; k >= 0; k--) {
                 if (++idx[k] < t->shape[k]) break;
@@ -125,98 +129,220 @@ typedef struct vcase {
 } vcase;                         /* squeeze: keepdim 1 means dim_set (only `dim`) */
 
 #define IN1(n, ...) 1, {n}, {{__VA_ARGS__}}
-#define U(op, q, n, ...) {op, q, IN1(n, __VA_ARGS__), {V_SIGNED}, 0, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0}
-#define US(op, q, s, n, ...) {op, q, IN1(n, __VA_ARGS__), {V_SIGNED}, 0, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, s}
-#define UP(op, q, n, ...) {op, q, IN1(n, __VA_ARGS__), {V_POSITIVE}, 0, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0}
+#define U(op, q, n, ...)                                                                           \
+    { op, q, IN1(n, __VA_ARGS__), {V_SIGNED}, 0, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0 }
+#define US(op, q, s, n, ...)                                                                       \
+    { op, q, IN1(n, __VA_ARGS__), {V_SIGNED}, 0, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, s }
+#define UP(op, q, n, ...)                                                                          \
+    { op, q, IN1(n, __VA_ARGS__), {V_POSITIVE}, 0, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0 }
 
 static const vcase cases[] = {
     /* pointwise */
-    U(LT_OP_NEG, 1, 2, 5, 3), U(LT_OP_NEG, 0, 2, 6, 4), U(LT_OP_ABS, 1, 2, 5, 3), U(LT_OP_ABS, 0, 1, 7),
-    U(LT_OP_EXP, 1, 2, 5, 3), U(LT_OP_EXP, 0, 2, 6, 4), UP(LT_OP_LOG, 1, 2, 5, 3), UP(LT_OP_LOG, 0, 1, 7),
-    UP(LT_OP_SQRT, 1, 2, 5, 3), U(LT_OP_TANH, 1, 2, 5, 3), U(LT_OP_TANH, 0, 1, 7), U(LT_OP_RELU, 1, 2, 5, 3),
-    U(LT_OP_RELU, 0, 2, 6, 4), U(LT_OP_GELU, 1, 2, 5, 3), U(LT_OP_SIGMOID, 1, 2, 5, 3),
+    U(LT_OP_NEG, 1, 2, 5, 3),
+    U(LT_OP_NEG, 0, 2, 6, 4),
+    U(LT_OP_ABS, 1, 2, 5, 3),
+    U(LT_OP_ABS, 0, 1, 7),
+    U(LT_OP_EXP, 1, 2, 5, 3),
+    U(LT_OP_EXP, 0, 2, 6, 4),
+    UP(LT_OP_LOG, 1, 2, 5, 3),
+    UP(LT_OP_LOG, 0, 1, 7),
+    UP(LT_OP_SQRT, 1, 2, 5, 3),
+    U(LT_OP_TANH, 1, 2, 5, 3),
+    U(LT_OP_TANH, 0, 1, 7),
+    U(LT_OP_RELU, 1, 2, 5, 3),
+    U(LT_OP_RELU, 0, 2, 6, 4),
+    U(LT_OP_GELU, 1, 2, 5, 3),
+    U(LT_OP_SIGMOID, 1, 2, 5, 3),
     U(LT_OP_SIGMOID, 0, 2, 0, 3),
-    US(LT_OP_ADD_SCALAR, 1, 1.5, 2, 5, 3), US(LT_OP_SUB_SCALAR, 1, 0.75, 2, 5, 3),
-    US(LT_OP_RSUB_SCALAR, 1, 1.0, 2, 5, 3), US(LT_OP_MUL_SCALAR, 1, -2.0, 2, 5, 3),
-    US(LT_OP_MUL_SCALAR, 0, 3.0, 1, 7), US(LT_OP_DIV_SCALAR, 1, -0.5, 2, 5, 3),
-    US(LT_OP_MAXIMUM_SCALAR, 1, 0.3, 2, 5, 3), US(LT_OP_MINIMUM_SCALAR, 1, -0.2, 2, 5, 3),
-    US(LT_OP_DROPOUT, 1, 0.4, 2, 5, 3), US(LT_OP_DROPOUT, 0, 0.25, 2, 6, 4),
-    /* binary */
-#define B(op, q, na, a0, a1, nb, b0, b1, vb) \
-    {op, q, 2, {na, nb}, {{a0, a1}, {b0, b1}}, {V_SIGNED, vb}, 0, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0}
+    US(LT_OP_ADD_SCALAR, 1, 1.5, 2, 5, 3),
+    US(LT_OP_SUB_SCALAR, 1, 0.75, 2, 5, 3),
+    US(LT_OP_RSUB_SCALAR, 1, 1.0, 2, 5, 3),
+    US(LT_OP_MUL_SCALAR, 1, -2.0, 2, 5, 3),
+    US(LT_OP_MUL_SCALAR, 0, 3.0, 1, 7),
+    US(LT_OP_DIV_SCALAR, 1, -0.5, 2, 5, 3),
+    US(LT_OP_MAXIMUM_SCALAR, 1, 0.3, 2, 5, 3),
+    US(LT_OP_MINIMUM_SCALAR, 1, -0.2, 2, 5, 3),
+    US(LT_OP_DROPOUT, 1, 0.4, 2, 5, 3),
+    US(LT_OP_DROPOUT, 0, 0.25, 2, 6, 4),
+/* binary */
+#define B(op, q, na, a0, a1, nb, b0, b1, vb)                                                       \
+    {                                                                                              \
+        op, q, 2, {na, nb}, {{a0, a1}, {b0, b1}}, {V_SIGNED, vb}, 0, 0, 0, {0}, 0, 0, {0}, 0, 0,   \
+            {0}, 0, 0                                                                              \
+    }
 #define BIN(op, vb) B(op, 1, 2, 5, 3, 2, 5, 3, vb), B(op, 0, 2, 6, 4, 2, 6, 4, vb), \
     B(op, 1, 2, 5, 3, 1, 3, 0, vb), B(op, 0, 2, 5, 1, 2, 1, 3, vb), B(op, 0, 2, 6, 4, 2, 1, 4, vb)
-    BIN(LT_OP_ADD, V_SIGNED), BIN(LT_OP_SUB, V_SIGNED), BIN(LT_OP_MUL, V_SIGNED),
-    BIN(LT_OP_DIV, V_POSITIVE), BIN(LT_OP_MAXIMUM, V_SIGNED), BIN(LT_OP_MINIMUM, V_SIGNED),
+    BIN(LT_OP_ADD, V_SIGNED),
+    BIN(LT_OP_SUB, V_SIGNED),
+    BIN(LT_OP_MUL, V_SIGNED),
+    BIN(LT_OP_DIV, V_POSITIVE),
+    BIN(LT_OP_MAXIMUM, V_SIGNED),
+    BIN(LT_OP_MINIMUM, V_SIGNED),
     /* matmul family */
-#define M2(op, q, na, a0, a1, a2, nb, b0, b1, b2) \
-    {op, q, 2, {na, nb}, {{a0, a1, a2}, {b0, b1, b2}}, {V_SIGNED, V_SIGNED}, 0, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0}
-    M2(LT_OP_MM, 1, 2, 5, 3, 0, 2, 3, 4, 0), M2(LT_OP_MM, 0, 2, 6, 4, 0, 2, 4, 6, 0),
-    M2(LT_OP_MATMUL, 1, 1, 3, 0, 0, 2, 3, 5, 0), M2(LT_OP_MATMUL, 0, 2, 5, 3, 0, 1, 3, 0, 0),
-    M2(LT_OP_MATMUL, 0, 1, 4, 0, 0, 1, 4, 0, 0), M2(LT_OP_MATMUL, 1, 3, 2, 5, 3, 2, 3, 4, 0),
-    M2(LT_OP_BMM, 1, 3, 2, 5, 3, 3, 2, 3, 4), M2(LT_OP_BMM, 0, 3, 3, 4, 2, 3, 3, 2, 5),
-#define AMM(q, nbias, c0, c1) \
-    {LT_OP_ADDMM, q, 3, {nbias, 2, 2}, {{c0, c1}, {5, 3}, {3, 4}}, {V_SIGNED, V_SIGNED, V_SIGNED}, 0, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0}
-    AMM(1, 1, 4, 0), AMM(0, 2, 5, 4),
+#define M2(op, q, na, a0, a1, a2, nb, b0, b1, b2)                                                  \
+    {                                                                                              \
+        op, q, 2, {na, nb}, {{a0, a1, a2}, {b0, b1, b2}}, {V_SIGNED, V_SIGNED}, 0, 0, 0, {0}, 0,   \
+            0, {0}, 0, 0, {0}, 0, 0                                                                \
+    }
+    M2(LT_OP_MM, 1, 2, 5, 3, 0, 2, 3, 4, 0),
+    M2(LT_OP_MM, 0, 2, 6, 4, 0, 2, 4, 6, 0),
+    M2(LT_OP_MATMUL, 1, 1, 3, 0, 0, 2, 3, 5, 0),
+    M2(LT_OP_MATMUL, 0, 2, 5, 3, 0, 1, 3, 0, 0),
+    M2(LT_OP_MATMUL, 0, 1, 4, 0, 0, 1, 4, 0, 0),
+    M2(LT_OP_MATMUL, 1, 3, 2, 5, 3, 2, 3, 4, 0),
+    M2(LT_OP_BMM, 1, 3, 2, 5, 3, 3, 2, 3, 4),
+    M2(LT_OP_BMM, 0, 3, 3, 4, 2, 3, 3, 2, 5),
+#define AMM(q, nbias, c0, c1)                                                                      \
+    {                                                                                              \
+        LT_OP_ADDMM, q, 3, {nbias, 2, 2}, {{c0, c1}, {5, 3}, {3, 4}},                              \
+            {V_SIGNED, V_SIGNED, V_SIGNED}, 0, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0               \
+    }
+    AMM(1, 1, 4, 0),
+    AMM(0, 2, 5, 4),
     /* reductions */
 #define RD(op, q, n, s0, s1, nd, d0, d1, kd) \
     {op, q, IN1(n, s0, s1), {V_SIGNED}, 0, 0, nd, {d0, d1}, kd, 0, {0}, 0, 0, {0}, 0, 0}
-#define RED(op) RD(op, 1, 2, 5, 3, 1, 0, 0, 0), RD(op, 1, 2, 5, 3, 1, 1, 0, 1), RD(op, 1, 2, 5, 3, 0, 0, 0, 0), \
-    RD(op, 0, 2, 6, 4, 2, 0, 1, 0), RD(op, 0, 2, 6, 4, 1, -1, 0, 0), RD(op, 0, 2, 5, 3, 2, 1, 0, 1), \
-    RD(op, 0, 1, 7, 0, 1, 0, 0, 0)
-    RED(LT_OP_SUM), RED(LT_OP_MEAN), RED(LT_OP_AMAX), RED(LT_OP_AMIN),
-    /* 0-d: dim 0 and -1 are the whole tensor (keepdim or not) */
-#define RED0(op) RD(op, 1, 0, 0, 0, 1, 0, 0, 0), RD(op, 0, 0, 0, 0, 1, -1, 0, 1), RD(op, 0, 0, 0, 0, 0, 0, 0, 0)
-    RED0(LT_OP_SUM), RED0(LT_OP_MEAN), RED0(LT_OP_AMAX), RED0(LT_OP_AMIN),
-    /* 3-D: a shard of a dim after the reduced ones moves down when keepdim is false */
+#define RED(op)                                                                                    \
+    RD(op, 1, 2, 5, 3, 1, 0, 0, 0), RD(op, 1, 2, 5, 3, 1, 1, 0, 1),                                \
+        RD(op, 1, 2, 5, 3, 0, 0, 0, 0), RD(op, 0, 2, 6, 4, 2, 0, 1, 0),                            \
+        RD(op, 0, 2, 6, 4, 1, -1, 0, 0), RD(op, 0, 2, 5, 3, 2, 1, 0, 1),                           \
+        RD(op, 0, 1, 7, 0, 1, 0, 0, 0)
+    RED(LT_OP_SUM),
+    RED(LT_OP_MEAN),
+    RED(LT_OP_AMAX),
+    RED(LT_OP_AMIN),
+/* 0-d: dim 0 and -1 are the whole tensor (keepdim or not) */
+#define RED0(op)                                                                                   \
+    RD(op, 1, 0, 0, 0, 1, 0, 0, 0), RD(op, 0, 0, 0, 0, 1, -1, 0, 1), RD(op, 0, 0, 0, 0, 0, 0, 0, 0)
+    RED0(LT_OP_SUM),
+    RED0(LT_OP_MEAN),
+    RED0(LT_OP_AMAX),
+    RED0(LT_OP_AMIN),
+/* 3-D: a shard of a dim after the reduced ones moves down when keepdim is false */
 #define RD3(op, q, nd, d0, d1, kd) \
     {op, q, IN1(3, 3, 5, 4), {V_SIGNED}, 0, 0, nd, {d0, d1}, kd, 0, {0}, 0, 0, {0}, 0, 0}
 #define RED3(op) RD3(op, 1, 1, 1, 0, 0), RD3(op, 0, 2, 0, -2, 0), RD3(op, 0, 1, -1, 0, 1)
-    RED3(LT_OP_SUM), RED3(LT_OP_MEAN), RED3(LT_OP_AMAX), RED3(LT_OP_AMIN),
+    RED3(LT_OP_SUM),
+    RED3(LT_OP_MEAN),
+    RED3(LT_OP_AMAX),
+    RED3(LT_OP_AMIN),
     /* softmax */
-#define SM(op, q, s0, s1, d) {op, q, IN1(2, s0, s1), {V_SIGNED}, d, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0}
-    SM(LT_OP_SOFTMAX, 1, 5, 3, 0), SM(LT_OP_SOFTMAX, 1, 5, 3, 1), SM(LT_OP_SOFTMAX, 0, 6, 4, -1),
-    SM(LT_OP_LOG_SOFTMAX, 1, 5, 3, 1), SM(LT_OP_LOG_SOFTMAX, 0, 5, 3, 0),
+#define SM(op, q, s0, s1, d)                                                                       \
+    { op, q, IN1(2, s0, s1), {V_SIGNED}, d, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0 }
+    SM(LT_OP_SOFTMAX, 1, 5, 3, 0),
+    SM(LT_OP_SOFTMAX, 1, 5, 3, 1),
+    SM(LT_OP_SOFTMAX, 0, 6, 4, -1),
+    SM(LT_OP_LOG_SOFTMAX, 1, 5, 3, 1),
+    SM(LT_OP_LOG_SOFTMAX, 0, 5, 3, 0),
     {LT_OP_SOFTMAX, 0, IN1(3, 3, 5, 4), {V_SIGNED}, 1, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0},
-    /* views */
+/* views */
 #define RS(op, q, n, s0, s1, s2, tn, t0, t1, t2) \
     {op, q, IN1(n, s0, s1, s2), {V_SIGNED}, 0, 0, 0, {0}, 0, tn, {t0, t1, t2}, 0, 0, {0}, 0, 0}
-    RS(LT_OP_RESHAPE, 1, 2, 6, 4, 0, 1, 24, 0, 0), RS(LT_OP_RESHAPE, 1, 2, 6, 4, 0, 2, 4, 6, 0),
-    RS(LT_OP_RESHAPE, 1, 2, 6, 4, 0, 3, 2, 3, 4), RS(LT_OP_RESHAPE, 0, 2, 6, 4, 0, 2, 3, 8, 0),
-    RS(LT_OP_RESHAPE, 1, 2, 5, 3, 0, 1, 15, 0, 0), RS(LT_OP_RESHAPE, 0, 2, 5, 3, 0, 2, 3, 5, 0),
-    RS(LT_OP_RESHAPE, 1, 2, 12, 8, 0, 2, 16, 6, 0), RS(LT_OP_RESHAPE, 1, 2, 6, 4, 0, 1, -1, 0, 0),
-    RS(LT_OP_RESHAPE, 0, 3, 2, 3, 4, 2, 6, 4, 0), RS(LT_OP_RESHAPE, 1, 3, 2, 3, 4, 2, 2, 12, 0),
-    RS(LT_OP_RESHAPE, 0, 2, 4, 6, 0, 3, 2, 2, 6), RS(LT_OP_RESHAPE, 1, 3, 5, 1, 3, 2, 5, 3, 0),
-    RS(LT_OP_RESHAPE, 0, 2, 1, 15, 0, 2, 3, 5, 0), RS(LT_OP_RESHAPE, 0, 2, 0, 3, 0, 2, 3, 0, 0),
-    RS(LT_OP_RESHAPE, 0, 2, 8, 3, 0, 3, 2, 4, 3), RS(LT_OP_RESHAPE, 0, 2, 9, 2, 0, 2, 3, 6, 0),
-    RS(LT_OP_VIEW, 1, 2, 6, 4, 0, 3, 2, 3, 4), RS(LT_OP_VIEW, 0, 2, 5, 3, 0, 1, 15, 0, 0),
-#define FL(q, n, s0, s1, s2, st, en) {LT_OP_FLATTEN, q, IN1(n, s0, s1, s2), {V_SIGNED}, st, en, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0}
-    FL(1, 3, 2, 3, 4, 0, 1), FL(1, 3, 2, 3, 4, 1, 2), FL(0, 3, 2, 3, 4, 0, -1), FL(0, 2, 5, 3, 0, 0, -1),
+    RS(LT_OP_RESHAPE, 1, 2, 6, 4, 0, 1, 24, 0, 0),
+    RS(LT_OP_RESHAPE, 1, 2, 6, 4, 0, 2, 4, 6, 0),
+    RS(LT_OP_RESHAPE, 1, 2, 6, 4, 0, 3, 2, 3, 4),
+    RS(LT_OP_RESHAPE, 0, 2, 6, 4, 0, 2, 3, 8, 0),
+    RS(LT_OP_RESHAPE, 1, 2, 5, 3, 0, 1, 15, 0, 0),
+    RS(LT_OP_RESHAPE, 0, 2, 5, 3, 0, 2, 3, 5, 0),
+    RS(LT_OP_RESHAPE, 1, 2, 12, 8, 0, 2, 16, 6, 0),
+    RS(LT_OP_RESHAPE, 1, 2, 6, 4, 0, 1, -1, 0, 0),
+    RS(LT_OP_RESHAPE, 0, 3, 2, 3, 4, 2, 6, 4, 0),
+    RS(LT_OP_RESHAPE, 1, 3, 2, 3, 4, 2, 2, 12, 0),
+    RS(LT_OP_RESHAPE, 0, 2, 4, 6, 0, 3, 2, 2, 6),
+    RS(LT_OP_RESHAPE, 1, 3, 5, 1, 3, 2, 5, 3, 0),
+    RS(LT_OP_RESHAPE, 0, 2, 1, 15, 0, 2, 3, 5, 0),
+    RS(LT_OP_RESHAPE, 0, 2, 0, 3, 0, 2, 3, 0, 0),
+    RS(LT_OP_RESHAPE, 0, 2, 8, 3, 0, 3, 2, 4, 3),
+    RS(LT_OP_RESHAPE, 0, 2, 9, 2, 0, 2, 3, 6, 0),
+    RS(LT_OP_VIEW, 1, 2, 6, 4, 0, 3, 2, 3, 4),
+    RS(LT_OP_VIEW, 0, 2, 5, 3, 0, 1, 15, 0, 0),
+#define FL(q, n, s0, s1, s2, st, en)                                                               \
+    { LT_OP_FLATTEN, q, IN1(n, s0, s1, s2), {V_SIGNED}, st, en, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0 }
+    FL(1, 3, 2, 3, 4, 0, 1),
+    FL(1, 3, 2, 3, 4, 1, 2),
+    FL(0, 3, 2, 3, 4, 0, -1),
+    FL(0, 2, 5, 3, 0, 0, -1),
 #define PV(op, q, n, s0, s1, s2, d, d2, nd, p0, p1, p2) \
     {op, q, IN1(n, s0, s1, s2), {V_SIGNED}, d, d2, nd, {p0, p1, p2}, 0, 0, {0}, 0, 0, {0}, 0, 0}
-    PV(LT_OP_TRANSPOSE, 1, 2, 5, 3, 0, 0, 1, 0, 0, 0, 0), PV(LT_OP_TRANSPOSE, 0, 3, 2, 3, 4, 0, 2, 0, 0, 0, 0),
-    PV(LT_OP_PERMUTE, 1, 3, 2, 3, 4, 0, 0, 3, 2, 0, 1), PV(LT_OP_PERMUTE, 0, 3, 2, 3, 4, 0, 0, 3, 1, 2, 0),
-    PV(LT_OP_UNSQUEEZE, 1, 2, 5, 3, 0, 1, 0, 0, 0, 0, 0), PV(LT_OP_UNSQUEEZE, 0, 2, 5, 3, 0, 0, 0, 0, 0, 0, 0),
-    PV(LT_OP_UNSQUEEZE, 0, 2, 5, 3, 0, -1, 0, 0, 0, 0, 0), PV(LT_OP_TRANSPOSE, 1, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0),
+    PV(LT_OP_TRANSPOSE, 1, 2, 5, 3, 0, 0, 1, 0, 0, 0, 0),
+    PV(LT_OP_TRANSPOSE, 0, 3, 2, 3, 4, 0, 2, 0, 0, 0, 0),
+    PV(LT_OP_PERMUTE, 1, 3, 2, 3, 4, 0, 0, 3, 2, 0, 1),
+    PV(LT_OP_PERMUTE, 0, 3, 2, 3, 4, 0, 0, 3, 1, 2, 0),
+    PV(LT_OP_UNSQUEEZE, 1, 2, 5, 3, 0, 1, 0, 0, 0, 0, 0),
+    PV(LT_OP_UNSQUEEZE, 0, 2, 5, 3, 0, 0, 0, 0, 0, 0, 0),
+    PV(LT_OP_UNSQUEEZE, 0, 2, 5, 3, 0, -1, 0, 0, 0, 0, 0),
+    PV(LT_OP_TRANSPOSE, 1, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0),
     /* squeeze: no dim (every size-1 dim), one dim (dim_set), a list of dims */
-#define SQ(q, n, s0, s1, s2, ds, d, nd, p0, p1) \
-    {LT_OP_SQUEEZE, q, IN1(n, s0, s1, s2), {V_SIGNED}, d, 0, nd, {p0, p1}, ds, 0, {0}, 0, 0, {0}, 0, 0}
-    SQ(1, 3, 5, 1, 3, 1, 1, 0, 0, 0), SQ(1, 2, 1, 3, 0, 1, 0, 0, 0, 0), SQ(0, 2, 5, 3, 0, 1, 0, 0, 0, 0),
-    SQ(1, 3, 5, 1, 3, 0, 0, 0, 0, 0), SQ(1, 3, 1, 4, 1, 0, 0, 0, 0, 0), SQ(0, 3, 5, 1, 1, 0, 0, 0, 0, 0),
-    SQ(0, 3, 1, 5, 1, 0, 0, 2, 2, 1), SQ(0, 3, 3, 1, 1, 0, 0, 1, -1, 0), SQ(0, 2, 1, 1, 0, 0, 0, 0, 0, 0),
-    SQ(1, 0, 0, 0, 0, 0, 0, 0, 0, 0), SQ(0, 0, 0, 0, 0, 1, -1, 0, 0, 0),
+#define SQ(q, n, s0, s1, s2, ds, d, nd, p0, p1)                                                    \
+    {                                                                                              \
+        LT_OP_SQUEEZE, q, IN1(n, s0, s1, s2), {V_SIGNED}, d, 0, nd, {p0, p1}, ds, 0, {0}, 0, 0,    \
+            {0}, 0, 0                                                                              \
+    }
+    SQ(1, 3, 5, 1, 3, 1, 1, 0, 0, 0),
+    SQ(1, 2, 1, 3, 0, 1, 0, 0, 0, 0),
+    SQ(0, 2, 5, 3, 0, 1, 0, 0, 0, 0),
+    SQ(1, 3, 5, 1, 3, 0, 0, 0, 0, 0),
+    SQ(1, 3, 1, 4, 1, 0, 0, 0, 0, 0),
+    SQ(0, 3, 5, 1, 1, 0, 0, 0, 0, 0),
+    SQ(0, 3, 1, 5, 1, 0, 0, 2, 2, 1),
+    SQ(0, 3, 3, 1, 1, 0, 0, 1, -1, 0),
+    SQ(0, 2, 1, 1, 0, 0, 0, 0, 0, 0),
+    SQ(1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    SQ(0, 0, 0, 0, 0, 1, -1, 0, 0, 0),
     /* cat, split, chunk */
-#define CT(q, a0, a1, b0, b1, d) \
-    {LT_OP_CAT, q, 2, {2, 2}, {{a0, a1}, {b0, b1}}, {V_SIGNED, V_SIGNED}, d, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0}
-    CT(1, 5, 3, 2, 3, 0), CT(1, 5, 3, 5, 2, 1), CT(0, 4, 3, 4, 3, 0),
+#define CT(q, a0, a1, b0, b1, d)                                                                   \
+    {                                                                                              \
+        LT_OP_CAT, q, 2, {2, 2}, {{a0, a1}, {b0, b1}}, {V_SIGNED, V_SIGNED}, d, 0, 0, {0}, 0, 0,   \
+            {0}, 0, 0, {0}, 0, 0                                                                   \
+    }
+    CT(1, 5, 3, 2, 3, 0),
+    CT(1, 5, 3, 5, 2, 1),
+    CT(0, 4, 3, 4, 3, 0),
 #define SP(op, q, s0, s1, d, ss, ns, z0, z1, ch) \
     {op, q, IN1(2, s0, s1), {V_SIGNED}, d, 0, 0, {0}, 0, 0, {0}, ss, ns, {z0, z1}, ch, 0}
-    SP(LT_OP_SPLIT, 1, 5, 3, 0, 2, 0, 0, 0, 0), SP(LT_OP_SPLIT, 1, 5, 3, 0, 0, 2, 1, 4, 0),
-    SP(LT_OP_SPLIT, 0, 5, 3, 1, 2, 0, 0, 0, 0), SP(LT_OP_CHUNK, 1, 5, 3, 0, 0, 0, 0, 0, 2),
-    SP(LT_OP_CHUNK, 0, 5, 3, 1, 0, 0, 0, 0, 3), SP(LT_OP_CHUNK, 0, 6, 4, 0, 0, 0, 0, 0, 4),
+    SP(LT_OP_SPLIT, 1, 5, 3, 0, 2, 0, 0, 0, 0),
+    SP(LT_OP_SPLIT, 1, 5, 3, 0, 0, 2, 1, 4, 0),
+    SP(LT_OP_SPLIT, 0, 5, 3, 1, 2, 0, 0, 0, 0),
+    SP(LT_OP_CHUNK, 1, 5, 3, 0, 0, 0, 0, 0, 2),
+    SP(LT_OP_CHUNK, 0, 5, 3, 1, 0, 0, 0, 0, 3),
+    SP(LT_OP_CHUNK, 0, 6, 4, 0, 0, 0, 0, 0, 4),
     /* embedding */
-    {LT_OP_EMBEDDING, 1, 2, {2, 1}, {{7, 4}, {5}}, {V_SIGNED, V_INDEX}, 0, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0},
-    {LT_OP_EMBEDDING, 0, 2, {2, 2}, {{6, 3}, {2, 3}}, {V_SIGNED, V_INDEX}, 0, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0},
+    {LT_OP_EMBEDDING,
+     1,
+     2,
+     {2, 1},
+     {{7, 4}, {5}},
+     {V_SIGNED, V_INDEX},
+     0,
+     0,
+     0,
+     {0},
+     0,
+     0,
+     {0},
+     0,
+     0,
+     {0},
+     0,
+     0},
+    {LT_OP_EMBEDDING,
+     0,
+     2,
+     {2, 2},
+     {{6, 3}, {2, 3}},
+     {V_SIGNED, V_INDEX},
+     0,
+     0,
+     0,
+     {0},
+     0,
+     0,
+     {0},
+     0,
+     0,
+     {0},
+     0,
+     0},
     /* creation: the output's placements are enumerated */
     {LT_OP_RAND, 1, 0, {2}, {{5, 3}}, {0}, 0, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0},
     {LT_OP_RAND, 0, 0, {1}, {{7}}, {0}, 0, 0, 0, {0}, 0, 0, {0}, 0, 0, {0}, 0, 0},
@@ -251,8 +377,8 @@ static lt_placement explicit_pair(int dim, int64_t n) {
  * mesh the non-chunk rules of dim 0 are candidates too: under an S(0) on
  * mesh dim 0 they nest in its pieces — or, when they do not fit there, a
  * rule that follows another operand's S(0) must not ask for them. */
-static int candidates(int ndim, const int64_t *shape, int full, int index, int mesh_ndim, int md, int mesh_k,
-                      lt_placement *c) {
+static int candidates(int ndim, const int64_t *shape, int full, int index, int mesh_ndim, int md,
+                      int mesh_k, lt_placement *c) {
     int n = 0, mesh_1d = mesh_ndim == 1;
     c[n++] = lt_replicate();
     if (!index) {
@@ -314,10 +440,11 @@ static void set_args(const vcase *c, const lt_mesh *m, lt_op_args *a) {
     }
 }
 
-static void describe_case(const vcase *c, const lt_mesh *m, lt_placement (*pl)[LT_MESH_MAX_DIMS], int nt,
-                          char *buf, size_t n) {
+static void describe_case(const vcase *c, const lt_mesh *m, lt_placement (*pl)[LT_MESH_MAX_DIMS],
+                          int nt, char *buf, size_t n) {
     char ms[64], s[160], p[200];
-    size_t used = (size_t)snprintf(buf, n, "%s mesh %s", lt_op_name(c->op), lt_mesh_str(m, ms, sizeof ms));
+    size_t used =
+        (size_t)snprintf(buf, n, "%s mesh %s", lt_op_name(c->op), lt_mesh_str(m, ms, sizeof ms));
     for (int k = 0; k < nt && used < n; k++) {
         lt_shape_str(c->ndim[k], c->shape[k], s, sizeof s);
         lt_placements_format(pl[k], m->ndim, p, sizeof p);
@@ -334,8 +461,8 @@ typedef struct vrun {
     int printed[LT_OP_COUNT];
 } vrun;
 
-static void note(vrun *v, const vcase *c, const lt_mesh *m, lt_placement (*pl)[LT_MESH_MAX_DIMS], int nt,
-                 const char *what, char *first) {
+static void note(vrun *v, const vcase *c, const lt_mesh *m, lt_placement (*pl)[LT_MESH_MAX_DIMS],
+                 int nt, const char *what, char *first) {
     int maxr = v->o && v->o->max_report > 0 ? v->o->max_report : 5;
     char d[400];
     describe_case(c, m, pl, nt, d, sizeof d);
@@ -354,14 +481,17 @@ static void run_one(vrun *v, const vcase *c, const lt_mesh *m, lt_tensor **full,
     lt_op_args *a = lt__calloc(1, sizeof *a);
     int nt = c->nin ? c->nin : 1, bad = !a;
     for (int k = 0; k < c->nin && !bad; k++)
-        bad = lt_distribute_adversarial(m, full[k], pl[k], m->ndim, salt + (uint64_t)k, &in[k]) != LT_OK;
+        bad = lt_distribute_adversarial(m, full[k], pl[k], m->ndim, salt + (uint64_t)k, &in[k]) !=
+              LT_OK;
     if (!bad) {
         set_args(c, m, a);
         if (c->nin == 0) memcpy(a->placements, pl[0], sizeof(lt_placement) * (size_t)m->ndim);
-        if (c->nin == 0) { /* rand of a layout that does not exist, or P(product): no spec, not a rule */
+        if (c->nin ==
+            0) { /* rand of a layout that does not exist, or P(product): no spec, not a rule */
             lt_spec s;
             bad = lt_spec_make(m, a->dtype, c->ndim[0], c->shape[0], pl[0], m->ndim, &s) != LT_OK;
-            for (int i = 0; i < m->ndim && !bad; i++) bad = pl[0][i].kind == LT_PL_PARTIAL && pl[0][i].op == LT_REDOP_PRODUCT;
+            for (int i = 0; i < m->ndim && !bad; i++)
+                bad = pl[0][i].kind == LT_PL_PARTIAL && pl[0][i].op == LT_REDOP_PRODUCT;
         }
     }
     r->cases++, v->rep->cases++;
@@ -372,7 +502,8 @@ static void run_one(vrun *v, const vcase *c, const lt_mesh *m, lt_tensor **full,
         memset(&opts, 0, sizeof opts);
         opts.check_reference = 1;
         int nout = 0;
-        lt_status st = lt_op(c->op, (const lt_dtensor *const *)in, c->nin, a, &opts, out, LT_OP_MAX_OUTPUTS, &nout);
+        lt_status st = lt_op(c->op, (const lt_dtensor *const *)in, c->nin, a, &opts, out,
+                             LT_OP_MAX_OUTPUTS, &nout);
         for (int j = 0; j < nout && !st; j++) st = lt_dtensor_check_replicas(out[j]);
         if (!st) {
             r->ok++, v->rep->ok++;
@@ -410,8 +541,9 @@ static void run_case(vrun *v, const vcase *c, const lt_mesh *m, int quick) {
     for (int k = 0; k < nt; k++)
         for (int i = 0; i < m->ndim; i++) {
             int p = k * m->ndim + i;
-            ncand[p] = candidates(c->ndim[k], c->shape[k], full_mode, c->nin && c->vals[k] == V_INDEX, m->ndim, i,
-                                  m->shape[i], cand[p]);
+            ncand[p] =
+                candidates(c->ndim[k], c->shape[k], full_mode, c->nin && c->vals[k] == V_INDEX,
+                           m->ndim, i, m->shape[i], cand[p]);
             if (nt == 3 && m->ndim > 1) /* drop P(max): keep the combination count small */
                 for (int j = 0; j < ncand[p]; j++)
                     if (cand[p][j].kind == LT_PL_PARTIAL && cand[p][j].op == LT_REDOP_MAX)

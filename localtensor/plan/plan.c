@@ -105,7 +105,8 @@ static int state_valid(const ctx *c, const lt_placement *pl, int64_t *sh) {
 /* The kind of changing dim i of pl to *to, with the planner's policy on
  * partitions: R -> P only towards a destination Partial on a dim that was not
  * Partial in the source. */
-static lt__step_kind edge_kind(const ctx *c, const lt_placement *pl, int i, const lt_placement *to) {
+static lt__step_kind edge_kind(const ctx *c, const lt_placement *pl, int i,
+                               const lt_placement *to) {
     if (c->frozen[i] || c->mesh->shape[i] == 1) return LT__STEP_ILLEGAL;
     lt__step_kind k = lt__step_kind_of(c->mesh, pl, i, to);
     if (k == LT__STEP_ZERO_FILL) return LT__STEP_ILLEGAL;   /* only lt__plan_zero_fill places it */
@@ -212,7 +213,8 @@ static lt_status search(ctx *c, uint64_t from, uint64_t goal, uint64_t *path, in
             }
         }
     }
-    if (found < 0) return lt__err(LT_UNSUPPORTED, "no sequence of single steps reaches the destination");
+    if (found < 0)
+        return lt__err(LT_UNSUPPORTED, "no sequence of single steps reaches the destination");
     int len = 0;
     for (int x = found; c->nodes[x].prev >= 0; x = c->nodes[x].prev) len++;
     if (*n + len > cap) return lt__err(LT_UNSUPPORTED, "plan longer than %d steps", cap);
@@ -235,7 +237,9 @@ static lt_status naive(ctx *c, const lt_placement *from, uint64_t *path, int *n,
             int i = pass == 0 ? c->M - 1 - q : q;
             lt_placement t = pass == 0 ? lt_replicate() : c->dst[i];
             if (c->frozen[i] || lt_placement_equal(&cur[i], &t)) continue;
-            if (pass == 0 && cur[i].kind == LT_PL_PARTIAL && lt_placement_equal(&cur[i], &c->dst[i])) continue;
+            if (pass == 0 && cur[i].kind == LT_PL_PARTIAL &&
+                lt_placement_equal(&cur[i], &c->dst[i]))
+                continue;
             if (edge_kind(c, cur, i, &t) == LT__STEP_ILLEGAL)
                 return lt__err(LT_UNSUPPORTED, "no single step changes mesh dim %d here", i);
             if (*n >= cap) return lt__err(LT_UNSUPPORTED, "plan longer than %d steps", cap);
@@ -246,8 +250,8 @@ static lt_status naive(ctx *c, const lt_placement *from, uint64_t *path, int *n,
 }
 
 /* search, falling back on naive when the space is too large. */
-static lt_status route(ctx *c, const lt_placement *from, const lt_placement *goal, uint64_t *path, int *n,
-                       int cap) {
+static lt_status route(ctx *c, const lt_placement *from, const lt_placement *goal, uint64_t *path,
+                       int *n, int cap) {
     int n0 = *n;
     lt_status st = search(c, encode(c, from), encode(c, goal), path, n, cap);
     if (st != LT_OVERFLOW) return st;
@@ -295,8 +299,8 @@ static lt_status greedy_move(ctx *c, lt_placement *cur, int i, const lt_placemen
     memcpy(mid, cur, sizeof(lt_placement) * (size_t)c->M);
     mid[i] = r;
     if (nx_valid && cur[i].kind != LT_PL_REPLICATE && tgt->kind != LT_PL_REPLICATE &&
-        edge_kind(c, cur, i, &r) != LT__STEP_ILLEGAL && edge_kind(c, mid, i, tgt) != LT__STEP_ILLEGAL &&
-        state_valid(c, mid, c->sh_a)) {
+        edge_kind(c, cur, i, &r) != LT__STEP_ILLEGAL &&
+        edge_kind(c, mid, i, tgt) != LT__STEP_ILLEGAL && state_valid(c, mid, c->sh_a)) {
         path[(*n)++] = encode(c, mid);
         path[(*n)++] = encode(c, nx);
         memcpy(cur, nx, sizeof(lt_placement) * (size_t)c->M);
@@ -323,18 +327,21 @@ static lt_status greedy(ctx *c, uint64_t *path, int *n, int cap) {
             lt_placement tgt = c->dst[i];
             if (lt_placement_is_shard_like(&tgt) && !same_earlier_sharding(c, cur, i, tgt.dim))
                 tgt = lt_replicate();
-            if (c->mesh->shape[i] == 1 || c->frozen[i] || lt_placement_equal(&cur[i], &tgt)) continue;
+            if (c->mesh->shape[i] == 1 || c->frozen[i] || lt_placement_equal(&cur[i], &tgt))
+                continue;
             LT_TRY(greedy_move(c, cur, i, &tgt, path, n, cap, &finished));
         }
     }
     for (int i = 0; i < c->M && !finished; i++) {
-        if (c->mesh->shape[i] == 1 || c->frozen[i] || lt_placement_equal(&cur[i], &c->dst[i])) continue;
+        if (c->mesh->shape[i] == 1 || c->frozen[i] || lt_placement_equal(&cur[i], &c->dst[i]))
+            continue;
         LT_TRY(greedy_move(c, cur, i, &c->dst[i], path, n, cap, &finished));
     }
     return LT_OK;
 }
 
-/* ---- plan construction ------------------------------------------------------------------------- */
+/* ---- plan construction -------------------------------------------------------------------------
+ */
 
 #define MAX_STEPS 256
 

@@ -5,8 +5,8 @@
  * destination, planner) to an immutable, reference-counted plan; it is an
  * instance of the library's one cache module (kernels/cache_impl.h:
  * process-wide, one lock, emptied when full, a per-thread memo of the last
- * hit in front). A hit needs no validation: only valid, non-rejected keys are ever stored, and equality is on the
- * normalized lists.
+ * hit in front). A hit needs no validation: only valid, non-rejected keys are ever stored, and
+ * equality is on the normalized lists.
  */
 #include "kernels/alloc.h"
 #include "kernels/cache_impl.h"
@@ -26,7 +26,9 @@ static const char *const planner_names[LT_PLANNER_COUNT] = {
 #undef LT__XX
 };
 
-const char *lt_planner_name(lt_planner p) { return lt__name_of(planner_names, LT_PLANNER_COUNT, (int)p); }
+const char *lt_planner_name(lt_planner p) {
+    return lt__name_of(planner_names, LT_PLANNER_COUNT, (int)p);
+}
 
 lt_status lt_planner_parse(const char *s, lt_planner *out) {
     int i = lt__name_find(planner_names, LT_PLANNER_COUNT, s);
@@ -71,7 +73,8 @@ static lt__cache plan_cache = LT__CACHE_INIT(plan_ref, plan_release, 4096);
 
 /* Key: planner, mesh shape, the source spec (lt__key_spec: dtype, global
  * shape, normalized placements) and the destination's placements. */
-static void build_key(lt__cache_key *k, const lt_spec *src, const lt_placement *dst, lt_planner planner) {
+static void build_key(lt__cache_key *k, const lt_spec *src, const lt_placement *dst,
+                      lt_planner planner) {
     const lt_mesh *mesh = src->mesh;
     k->n = 0;
     lt__key_put(k, (uint64_t)mesh->ndim | (uint64_t)planner << 16);
@@ -116,8 +119,8 @@ static const char *tensor_name(const lt_redistribute_opts *o, char *buf, size_t 
 
 /* "planning redistribute of 'w' [S(0), R] -> [R, S(1)]" into buf (errors
  * add it with lt__err_while). */
-static void context_str(const lt_redistribute_opts *o, const lt_placement *src, const lt_placement *dst,
-                        int np, char *buf, size_t n) {
+static void context_str(const lt_redistribute_opts *o, const lt_placement *src,
+                        const lt_placement *dst, int np, char *buf, size_t n) {
     char nm[160], a[512], b[512];
     lt_placements_format(src, np, a, sizeof a);
     lt_placements_format(dst, np, b, sizeof b);
@@ -155,13 +158,19 @@ static lt_status reject(const lt_mesh *mesh, lt_dtype dtype, const lt_placement 
                            "(by zero fill; docs/SEMANTICS.md §7); go through R for %s",
                            i, fa, fb, fb);
         if (a->kind == LT_PL_PARTIAL && a->op != b->op)
-            return lt__err(LT_UNSUPPORTED, "mesh dim %d: %s -> %s is not supported: redistribution from one partial type to another is unsupported",
+            return lt__err(LT_UNSUPPORTED,
+                           "mesh dim %d: %s -> %s is not supported: redistribution from one "
+                           "partial type to another is unsupported",
                            i, fa, fb);
         if (a->kind == LT_PL_REPLICATE && b->op == LT_REDOP_PRODUCT)
-            return lt__err(LT_UNSUPPORTED, "mesh dim %d: %s -> %s is not supported: Replicate to Partial(product) conversion is not supported",
+            return lt__err(LT_UNSUPPORTED,
+                           "mesh dim %d: %s -> %s is not supported: Replicate to Partial(product) "
+                           "conversion is not supported",
                            i, fa, fb);
         if (a->kind == LT_PL_REPLICATE && b->op == LT_REDOP_SUM && !lt_dtype_is_float(dtype))
-            return lt__err(LT_UNSUPPORTED, "mesh dim %d: %s -> %s is not supported for %s: partitioning a sum divides by the mesh dim size and would truncate",
+            return lt__err(LT_UNSUPPORTED,
+                           "mesh dim %d: %s -> %s is not supported for %s: partitioning a sum "
+                           "divides by the mesh dim size and would truncate",
                            i, fa, fb, lt_dtype_name(dtype));
     }
     return LT_OK;
@@ -180,8 +189,8 @@ static lt_plan *cache_lookup(const lt_spec *src, const lt_placement *dst, lt_pla
 
 /* Plans a checked pair (src spec, dst placements of the same tensor):
  * rejections, the planners, the cache. ctx: the context of error messages. */
-static lt_status plan_checked(const lt_spec *src, const lt_placement *dst, lt_planner planner, int use_cache,
-                              const plan_ctx *ctx, lt_plan **out) {
+static lt_status plan_checked(const lt_spec *src, const lt_placement *dst, lt_planner planner,
+                              int use_cache, const plan_ctx *ctx, lt_plan **out) {
     lt_status st;
     if ((st = reject(src->mesh, src->dtype, src->placements, dst))) return ctx_err(st, ctx, "");
     lt_plan *p;
@@ -202,15 +211,17 @@ static int same_tensor(const lt_spec *a, const lt_spec *b) {
     return 1;
 }
 
-lt_status lt_plan_redistribute_spec(const lt_spec *src, const lt_spec *dst, const lt_redistribute_opts *opts,
-                                    lt_plan **out) {
+lt_status lt_plan_redistribute_spec(const lt_spec *src, const lt_spec *dst,
+                                    const lt_redistribute_opts *opts, lt_plan **out) {
     lt_planner planner = opts ? opts->planner : LT_PLANNER_MIN_COST;
     int use_cache = !(opts && opts->no_cache) && lt__plan_cost_plain();
     *out = NULL;
-    if ((unsigned)planner >= LT_PLANNER_COUNT) return lt__err(LT_INVALID, "unknown planner %d", (int)planner);
+    if ((unsigned)planner >= LT_PLANNER_COUNT)
+        return lt__err(LT_INVALID, "unknown planner %d", (int)planner);
     if (!same_tensor(src, dst))
-        return lt__err_in(LT_INVALID, "redistribute",
-                          ": source and destination specs describe different tensors (mesh, dtype or shape)");
+        return lt__err_in(
+            LT_INVALID, "redistribute",
+            ": source and destination specs describe different tensors (mesh, dtype or shape)");
     if (use_cache && (*out = cache_lookup(src, dst->placements, planner))) return LT_OK;
     plan_ctx ctx = {opts, src->placements, dst->placements, src->mesh->ndim};
     return plan_checked(src, dst->placements, planner, use_cache, &ctx, out);
@@ -255,7 +266,8 @@ lt_status lt__plan_redistribute_from(const lt_spec *src, const lt_placement *dst
     int use_cache = !(opts && opts->no_cache) && lt__plan_cost_plain();
     const lt_mesh *mesh = src->mesh;
     *out = NULL;
-    if ((unsigned)planner >= LT_PLANNER_COUNT) return lt__err(LT_INVALID, "unknown planner %d", (int)planner);
+    if ((unsigned)planner >= LT_PLANNER_COUNT)
+        return lt__err(LT_INVALID, "unknown planner %d", (int)planner);
     if (np == mesh->ndim && use_cache && quick_normalize(src->ndim, dst, np, d) &&
         (*out = cache_lookup(src, d, planner)))
         return LT_OK;
@@ -276,11 +288,14 @@ lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
     lt_planner planner = opts ? opts->planner : LT_PLANNER_MIN_COST;
     int use_cache = !(opts && opts->no_cache) && lt__plan_cost_plain();
     *out = NULL;
-    if ((unsigned)planner >= LT_PLANNER_COUNT) return lt__err(LT_INVALID, "unknown planner %d", (int)planner);
+    if ((unsigned)planner >= LT_PLANNER_COUNT)
+        return lt__err(LT_INVALID, "unknown planner %d", (int)planner);
     if (ndim < 0 || ndim > LT_MAX_DIMS)
-        return lt__err_in(LT_INVALID, "redistribute", ": tensor has %d dims; at most %d are supported", ndim, LT_MAX_DIMS);
+        return lt__err_in(LT_INVALID, "redistribute",
+                          ": tensor has %d dims; at most %d are supported", ndim, LT_MAX_DIMS);
     lt_spec ss;
-    int quick = np == mesh->ndim && quick_normalize(ndim, src, np, s) && quick_normalize(ndim, dst, np, d);
+    int quick =
+        np == mesh->ndim && quick_normalize(ndim, src, np, s) && quick_normalize(ndim, dst, np, d);
     if (quick && use_cache) {
         /* a key only, not checked (see cache_lookup) */
         memset(&ss, 0, sizeof ss);
@@ -302,8 +317,10 @@ lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
     st = lt_placements_check(mesh, ndim, dst, np, d);
     if (st) return ctx_err(st, &ctx, ": destination");
     lt_spec ds;
-    if ((st = lt_spec_make(mesh, dtype, ndim, shape, s, np, &ss))) return ctx_err(st, &ctx, ": source");
-    if ((st = lt_spec_make(mesh, dtype, ndim, shape, d, np, &ds))) return ctx_err(st, &ctx, ": destination");
+    if ((st = lt_spec_make(mesh, dtype, ndim, shape, s, np, &ss)))
+        return ctx_err(st, &ctx, ": source");
+    if ((st = lt_spec_make(mesh, dtype, ndim, shape, d, np, &ds)))
+        return ctx_err(st, &ctx, ": destination");
     return plan_checked(&ss, ds.placements, planner, use_cache, &ctx, out);
 }
 
@@ -325,7 +342,8 @@ int lt_plan_format(const lt_plan *p, char *buf, size_t n) {
     lt__sb_printf(&b, "plan (%s) of %s %s on mesh %s: %s -> %s\n", lt_planner_name(p->planner), shp,
               lt_dtype_name(p->dtype), ms, a, c);
     if (p->planner == LT_PLANNER_MIN_COST && p->search_truncated)
-        lt__sb_printf(&b, "  (search budget exhausted: the best plan of the rule-table search, not proven minimal)\n");
+        lt__sb_printf(&b, "  (search budget exhausted: the best plan of the rule-table search, not "
+                          "proven minimal)\n");
     if (p->nsteps == 0) {
         lt__sb_printf(&b, "  no steps (the placements already agree)\n");
         return (int)b.len;
@@ -345,8 +363,8 @@ int lt_plan_format(const lt_plan *p, char *buf, size_t n) {
         if (l2 > wtr) wtr = l2;
         if (l3 > wco) wco = l3;
     }
-    lt__sb_printf(&b, "  %-4s  %-*s  %-*s  %-*s  %12s  %12s  %s\n", "step", wmd, "mesh dim", wtr, "from -> to",
-              wco, "collective", "bytes/rank", "bytes total", "placements after");
+    lt__sb_printf(&b, "  %-4s  %-*s  %-*s  %-*s  %12s  %12s  %s\n", "step", wmd, "mesh dim", wtr,
+                  "from -> to", wco, "collective", "bytes/rank", "bytes total", "placements after");
     for (int s = 0; s < p->nsteps; s++) {
         const lt_plan_step *ps = &p->steps[s];
         char f[128], t[128], after[1024];
@@ -356,8 +374,8 @@ int lt_plan_format(const lt_plan *p, char *buf, size_t n) {
         snprintf(tr, sizeof tr, "%s -> %s", f, t);
         lt_plan_step_action(ps, co, sizeof co);
         lt_placements_format(ps->after, p->mesh.ndim, after, sizeof after);
-        lt__sb_printf(&b, "  %4d  %-*s  %-*s  %-*s  %12zu  %12zu  %s\n", s + 1, wmd, md, wtr, tr, wco, co,
-                  ps->bytes_per_rank, ps->bytes_total, after);
+        lt__sb_printf(&b, "  %4d  %-*s  %-*s  %-*s  %12zu  %12zu  %s\n", s + 1, wmd, md, wtr, tr,
+                      wco, co, ps->bytes_per_rank, ps->bytes_total, after);
     }
     lt__sb_printf(&b, "  total: %d step%s, %d collective%s, %zu bytes moved\n", p->nsteps,
               p->nsteps == 1 ? "" : "s", p->ncomm, p->ncomm == 1 ? "" : "s", p->total_bytes);

@@ -76,12 +76,14 @@ lt_status lt__plan_peak_bytes(const lt_plan *plan, int verify, uint64_t *bytes, 
  * replicas hold buffers of their own: the steps copy them rank by rank);
  * cache 0: the process-wide cache of states' bytes is neither read nor
  * filled (a redistribute with no_cache). */
-lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, int cache, uint64_t *bytes, int *step);
+lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, int cache,
+                                 uint64_t *bytes, int *step);
 /* LT_NOMEM with the message of lt_check_memory (naming the peak step) when
  * that peak, plus the source's shards when with_source (a caller that has
  * not built the source yet), does not fit in memory; LT_OK otherwise.
  * _ex: unique as above. */
-lt_status lt__plan_check_memory_ex(const lt_plan *plan, int verify, int with_source, int unique, int cache);
+lt_status lt__plan_check_memory_ex(const lt_plan *plan, int verify, int with_source, int unique,
+                                   int cache);
 lt_status lt__plan_check_memory(const lt_plan *plan, int verify, int with_source);
 
 /* ---- layouts and bytes of the rule table (plan_rules.c), planning (plan.c) ---------- */
@@ -102,8 +104,9 @@ int lt__partials_ok(const lt_placement *pl, int M);
  * Partial ops go together and whose layout every rank can compute (a `last`
  * or explicit-sizes rule kept on a size-1 mesh dim may not fit what a rank
  * holds there in between). R always does. */
-void lt__plan_display_state(const lt_mesh *mesh, int ndim, const int64_t *shape, const lt_placement *usrc,
-                            const lt_placement *udst, const lt_placement *eff, lt_placement *out);
+void lt__plan_display_state(const lt_mesh *mesh, int ndim, const int64_t *shape,
+                            const lt_placement *usrc, const lt_placement *udst,
+                            const lt_placement *eff, lt_placement *out);
 
 /* Per-rank bytes received by the step of kind k on mesh dim i, given the
  * per-rank shapes before and after (world * ndim each): recv[world] (may be
@@ -137,7 +140,8 @@ lt_status lt__plan_redistribute_from(const lt_spec *src, const lt_placement *dst
 
 /* shared: the min-cost search may use the shared search space (plan_memo.c;
  * the plan is the same either way). */
-lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planner planner, int shared, lt_plan **out);
+lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planner planner,
+                         int shared, lt_plan **out);
 
 /* Shard(d) -> Partial(sum) by zero fill (plan_zero_fill.c). The zero-fill
  * dims of a pair are the mesh dims of size > 1 whose source is a plain S(d)
@@ -402,7 +406,7 @@ typedef struct lt__mc {
     unsigned char uempty_any[LT_MESH_MAX_DIMS + 1];   /* level j of U has an empty block */
     lt__list *B;                 /* (off[M + 1]) the layout being matched */
     lt__list *L;                 /* (off[M + 1]) the layout a local move picks */
-    uint64_t lwhash[LT_MESH_MAX_DIMS][LT__MAXC];        /* local picks: blocks each candidate gives */
+    uint64_t lwhash[LT_MESH_MAX_DIMS][LT__MAXC]; /* local picks: blocks each candidate gives */
     unsigned char lwvalid[LT_MESH_MAX_DIMS][LT__MAXC];  /* (per level, in the walk) */
     lt__list *Q;                 /* (max mesh dim size, ndim) pieces received by one rank */
     const lt__list **ptrs;       /* (max mesh dim size) lists being concatenated or united */
@@ -429,7 +433,8 @@ typedef struct lt__mc {
     lt__mst *mstate;             /* the state being expanded, NULL: none or not shared */
     unsigned char creg[LT_MESH_MAX_DIMS][LT__MAXC];   /* candidate -> index in ms's registry */
     int msdst;                   /* dst's index in ms's destination registry, -1: none */
-    signed char cpop[LT_MESH_MAX_DIMS][LT__MAXC];     /* candidate's Partial op, -1: none (set with creg) */
+    signed char cpop[LT_MESH_MAX_DIMS]
+                    [LT__MAXC]; /* candidate's Partial op, -1: none (set with creg) */
     /* set with creg, for the replays of dec and the local walk (plan_memo.c):
      * per mesh dim and Partial op + 1, the registry indices of the
      * candidates with that op (a bit each: the registry has 64 entries);
@@ -517,8 +522,8 @@ int lt__mc_find_hashed(lt__mc *c, uint64_t h1, uint64_t h2, lt__msg *gr, uint64_
 /* What collective, partition or reduction mv leaves (c->G, c->Gempty,
  * c->gpop, c->recv) from layout a with Partial ops apop: 1, 0 not a move,
  * -1, -2; *bytes its cost. */
-int lt__mc_result(lt__mc *c, const lt__list *a, const signed char *apop, const lt__mv *mv, uint64_t *bytes,
-                  int *reorder);
+int lt__mc_result(lt__mc *c, const lt__list *a, const signed char *apop, const lt__mv *mv,
+                  uint64_t *bytes, int *reorder);
 
 /* ---- the shared search space (plan_memo.c, plan_memo_local.c) --------------------- */
 
@@ -541,12 +546,12 @@ lt_status lt__ms_script(lt__mc *c, int from, uint64_t akey, int i, int *done);
 void lt__ms_script_end(lt__mc *c, int i, int complete);
 /* try_move through the shared records: *done 0 when the caller must
  * compute it (nothing charged then); else the status try_move returns. */
-lt_status lt__ms_try_move(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
-                          const lt__mv *mv, int *done);
+lt_status lt__ms_try_move(lt__mc *c, int from, const lt__list *a, const signed char *apop,
+                          uint64_t akey, const lt__mv *mv, int *done);
 /* local_walk from node `from` (layout a) through the shared records: *done
  * 0 when the caller must walk (nothing charged or relaxed then). */
-lt_status lt__ms_local_walk(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
-                            int *done);
+lt_status lt__ms_local_walk(lt__mc *c, int from, const lt__list *a, const signed char *apop,
+                            uint64_t akey, int *done);
 /* A permute's sigma for candidate b of mesh dim i from the state being
  * expanded: 1 a permute (sigma[mesh dim size] set), 0 none, -3 unknown;
  * _put records what perm_sigma found (r 1 or 0). */
@@ -558,8 +563,8 @@ void lt__ms_sigma_put(lt__mc *c, int i, int b, int r, const int *sigma);
 int lt__ms_permute_set(lt__mc *c, int i, uint64_t *cands);
 /* try_move of permute mv (candidate b of its mesh dim, whose sigma the
  * space knows) through the shared records; *done as lt__ms_try_move. */
-lt_status lt__ms_permute(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey, int b,
-                         const lt__mv *mv, int *done);
+lt_status lt__ms_permute(lt__mc *c, int from, const lt__list *a, const signed char *apop,
+                         uint64_t akey, int b, const lt__mv *mv, int *done);
 /* The record of c->G (hashes h1, h2), made when new; NULL when not shared. */
 lt__msg *lt__ms_g_get(lt__mc *c, uint64_t h1, uint64_t h2);
 /* Unions and dec replayed from gr: the same answer and the same work
@@ -618,8 +623,8 @@ lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, int sha
  * local work is derived from the index lists of layout math. cache 0: the
  * process-wide cache of states' layouts is neither read nor filled (a
  * redistribute with no_cache). */
-lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps, lt_tensor *const *in,
-                       lt_tensor **out, int cache);
+lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps,
+                       lt_tensor *const *in, lt_tensor **out, int cache);
 
 /* The plan's byte model against what running it recorded: every step that
  * issues a collective matches the next event of trace from index since on

@@ -38,11 +38,10 @@
  *
  * Thread safety: one spin lock per space guards its tables and arenas;
  * records filled lazily (tree nodes, scripts, permutes) are published with
- * release stores and read with acquire loads. Records are never freed while a search holds the space.
- * Memory: at most MS_SPACES spaces (the generic cache empties itself when
- * full) of at most MS_MAX_BYTES each (past it a space answers what it has
- * and records nothing new). Caching is optional work: a failed allocation
- * leaves the computation to the caller, with the same result.
+ * release stores and read with acquire loads. Records are never freed while a search holds the
+ * space. Memory: at most MS_SPACES spaces (the generic cache empties itself when full) of at most
+ * MS_MAX_BYTES each (past it a space answers what it has and records nothing new). Caching is
+ * optional work: a failed allocation leaves the computation to the caller, with the same result.
  */
 #if !defined(_DEFAULT_SOURCE)
 #define _DEFAULT_SOURCE /* sched_yield (lt__ms_lock) */
@@ -149,7 +148,9 @@ static int tab_put(lt__ms *s, tab *t, uint64_t h1, uint64_t h2, void *v) {
 
 /* ---- attaching a search ---------------------------------------------------------------- */
 
-static int explicit_rule(const lt_placement *p) { return p->kind == LT_PL_SHARD && p->rule.kind == LT_SPLIT_EXPLICIT; }
+static int explicit_rule(const lt_placement *p) {
+    return p->kind == LT_PL_SHARD && p->rule.kind == LT_SPLIT_EXPLICIT;
+}
 
 void lt__ms_attach(lt__mc *c) {
     const lt__geo *g = &c->g;
@@ -200,7 +201,8 @@ void lt__ms_attach(lt__mc *c) {
     if (ok) {
         int x = 0;
         while (x < s->ndreg && !lt_placements_equal(s->dreg[x], c->dst, g->M)) x++;
-        if (x == s->ndreg && x < MS_DREG) memcpy(s->dreg[s->ndreg++], c->dst, sizeof(lt_placement) * (size_t)g->M);
+        if (x == s->ndreg && x < MS_DREG)
+            memcpy(s->dreg[s->ndreg++], c->dst, sizeof(lt_placement) * (size_t)g->M);
         c->msdst = x < s->ndreg ? x : -1;
     }
     lt__ms_unlock(s);
@@ -253,7 +255,8 @@ void lt__ms_layout_put(lt__mc *c, uint64_t key, const lt__list *lay) {
     lt__ms_lock(s);
     if (!tab_find(&s->lays, h, rk)) {
         lrec *r = lt__ms_alloc(s, sizeof *r);
-        if (r && (r->lay = ms_lists(s, lay, c->g.off[c->g.M + 1]))) (void)tab_put(s, &s->lays, h, rk, r);
+        if (r && (r->lay = ms_lists(s, lay, c->g.off[c->g.M + 1])))
+            (void)tab_put(s, &s->lays, h, rk, r);
     }
     lt__ms_unlock(s);
 }
@@ -350,7 +353,8 @@ uint32_t *lt__ms_lb_slot(lt__mc *c, lt__msg *g) {
     uint32_t *lb = __atomic_load_n(&g->lb, __ATOMIC_ACQUIRE);
     if (!lb) {
         lt__ms_lock(c->ms);
-        if (!(lb = g->lb) && (lb = lt__ms_alloc(c->ms, sizeof(uint32_t) * MS_DREG))) __atomic_store_n(&g->lb, lb, __ATOMIC_RELEASE);
+        if (!(lb = g->lb) && (lb = lt__ms_alloc(c->ms, sizeof(uint32_t) * MS_DREG)))
+            __atomic_store_n(&g->lb, lb, __ATOMIC_RELEASE);
         lt__ms_unlock(c->ms);
         if (!lb) return NULL;
     }
@@ -379,7 +383,8 @@ int lt__ms_apply_level(lt__mc *c, const lt__list *at, lt__list *to, int l, const
     for (int t = 0; t < g->T[l]; t++)
         for (int q = 0; q < m; q++) {
             size_t ti = (size_t)t * (size_t)m + (size_t)q;
-            int r = lt__apply(&c->tar, nd, p, m, q, at + (size_t)t * (size_t)nd, to + ti * (size_t)nd);
+            int r =
+                lt__apply(&c->tar, nd, p, m, q, at + (size_t)t * (size_t)nd, to + ti * (size_t)nd);
             if (r <= 0) return r;
         }
     return 1;
@@ -387,7 +392,8 @@ int lt__ms_apply_level(lt__mc *c, const lt__list *at, lt__list *to, int l, const
 
 int lt__ms_rebuild(lt__mc *c, lt__list *lay, int j, const int *prefix) {
     for (int l = 0; l < j; l++) {
-        int r = lt__ms_apply_level(c, lay + c->g.off[l], lay + c->g.off[l + 1], l, &c->cand[l][prefix[l]]);
+        int r = lt__ms_apply_level(c, lay + c->g.off[l], lay + c->g.off[l + 1], l,
+                                   &c->cand[l][prefix[l]]);
         if (r <= 0) return -1;
     }
     return 1;
@@ -404,7 +410,8 @@ static int dnode_fill(lt__mc *c, const lt__msg *gr, tnode *n, int j, const int *
     int rc = lt__mc_unions(c) < 0 || lt__ms_rebuild(c, c->B, j, prefix) < 0 ? -1 : 0;
     for (int b = 0; b < c->nc[j] && !rc; b++) {
         int ri = c->creg[j][b];
-        if (lt__ms_pop_of(&c->cand[j][b]) != gr->gpop[j] || lt__ms_vget(n, ri) != V_UNKNOWN) continue;
+        if (lt__ms_pop_of(&c->cand[j][b]) != gr->gpop[j] || lt__ms_vget(n, ri) != V_UNKNOWN)
+            continue;
         lt__amark m2 = lt__arena_mark(&c->tar);
         int ok = lt__mc_dec_try(c, j, b);
         if (ok < 0 || (ok && n->nkids == MS_KIDS)) {
@@ -413,7 +420,8 @@ static int dnode_fill(lt__mc *c, const lt__msg *gr, tnode *n, int j, const int *
             lt__ms_vset(n, ri, 0);
         } else {
             tnode *kid = NULL;
-            if (j + 1 < g->M && !(kid = lt__ms_tnode_new(c->ms, lt__mc_dec_cost(c, j + 1)))) rc = -1;
+            if (j + 1 < g->M && !(kid = lt__ms_tnode_new(c->ms, lt__mc_dec_cost(c, j + 1))))
+                rc = -1;
             else {
                 n->kid[n->nkids] = kid;
                 lt__ms_vset(n, ri, V_OK | n->nkids++);
@@ -431,8 +439,8 @@ _Static_assert(MS_REG <= 64 && LT__MAXC <= 64, "registry indices and candidates 
 
 /* dec's walk over the tree in c's candidate order: 1 found (*out), 0 none,
  * -3 unknown; *total and *nsp: the work it charges and how many charges. */
-static int walk(lt__mc *c, lt__msg *gr, tnode *n, int j, int *prefix, uint64_t key, uint64_t *out, double *total,
-                long *nsp) {
+static int walk(lt__mc *c, lt__msg *gr, tnode *n, int j, int *prefix, uint64_t key, uint64_t *out,
+                double *total, long *nsp) {
     if (j == c->g.M) {
         *out = key;
         return 1;
@@ -461,12 +469,13 @@ static int walk(lt__mc *c, lt__msg *gr, tnode *n, int j, int *prefix, uint64_t k
             ok &= ~((uint64_t)1 << ri);
             int b = c->rcand[j][ri], v = lt__ms_vget(n, ri);
             prefix[j] = b;
-            int r = walk(c, gr, n->kid[v & 15], j + 1, prefix, key | (uint64_t)b << (8 * j), out, total, nsp);
+            int r = walk(c, gr, n->kid[v & 15], j + 1, prefix, key | (uint64_t)b << (8 * j), out,
+                         total, nsp);
             if (r != 0 || !gr->uempty_any[j + 1]) {
                 *total += cost * (rpos[ri] + 1);
                 *nsp += rpos[ri] + 1;
                 return r;
-            }   /* else the next matching candidate; this level's charges are counted when it stops */
+            } /* else the next matching candidate; this level's charges are counted when it stops */
         }
     }
     const signed char *cp = c->cpop[j];
@@ -487,7 +496,8 @@ static int walk(lt__mc *c, lt__msg *gr, tnode *n, int j, int *prefix, uint64_t k
         }
         if (!v) continue;
         prefix[j] = b;
-        int r = walk(c, gr, n->kid[v & 15], j + 1, prefix, key | (uint64_t)b << (8 * j), out, total, nsp);
+        int r = walk(c, gr, n->kid[v & 15], j + 1, prefix, key | (uint64_t)b << (8 * j), out, total,
+                     nsp);
         if (r != 0) return r;
         if (!gr->uempty_any[j + 1]) return 0;
     }
@@ -500,7 +510,8 @@ int lt__ms_dec(lt__mc *c, lt__msg *gr, uint64_t *key) {
     if (!root) {
         lt__ms_lock(c->ms);
         root = gr->root;
-        if (!root && (root = lt__ms_tnode_new(c->ms, lt__mc_dec_cost(c, 0)))) __atomic_store_n(&gr->root, root, __ATOMIC_RELEASE);
+        if (!root && (root = lt__ms_tnode_new(c->ms, lt__mc_dec_cost(c, 0))))
+            __atomic_store_n(&gr->root, root, __ATOMIC_RELEASE);
         lt__ms_unlock(c->ms);
         if (!root) return -3;
     }
@@ -524,7 +535,8 @@ int lt__ms_dec(lt__mc *c, lt__msg *gr, uint64_t *key) {
 
 /* Computes move mv from layout a into *m, quietly: 1, or 0 when it cannot
  * be recorded (the caller computes it itself). */
-static int move_make(lt__mc *c, const lt__list *a, const signed char *apop, const lt__mv *mv, mvrec *m) {
+static int move_make(lt__mc *c, const lt__list *a, const signed char *apop, const lt__mv *mv,
+                     mvrec *m) {
     double rec[4];
     lt__amark mk = lt__arena_mark(&c->tar);
     quiet q = lt__ms_quiet_begin(c, rec);
@@ -583,17 +595,21 @@ void lt__ms_script_end(lt__mc *c, int i, int complete) {
     if (rec != 1 || !complete) return;
     lt__ms *s = c->ms;
     lt__ms_lock(s);
-    script *sc = c->mstate->scr[i] ? NULL : lt__ms_alloc(s, sizeof(script) + sizeof(mvrec) * (size_t)c->nscr);
+    script *sc = c->mstate->scr[i]
+                     ? NULL
+                     : lt__ms_alloc(s, sizeof(script) + sizeof(mvrec) * (size_t)c->nscr);
     if (sc) {
         sc->n = c->nscr;
-        if (c->nscr) memcpy(sc->m, c->scr, sizeof(mvrec) * (size_t)c->nscr);   /* scr is NULL when nothing was recorded */
+        if (c->nscr)
+            memcpy(sc->m, c->scr,
+                   sizeof(mvrec) * (size_t)c->nscr); /* scr is NULL when nothing was recorded */
         __atomic_store_n(&c->mstate->scr[i], sc, __ATOMIC_RELEASE);
     }
     lt__ms_unlock(s);
 }
 
-lt_status lt__ms_try_move(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
-                          const lt__mv *mv, int *done) {
+lt_status lt__ms_try_move(lt__mc *c, int from, const lt__list *a, const signed char *apop,
+                          uint64_t akey, const lt__mv *mv, int *done) {
     *done = 0;
     mvrec m;
     /* a partition depends on the destination, a permute is kept with its
@@ -619,8 +635,8 @@ lt_status lt__ms_try_move(lt__mc *c, int from, const lt__list *a, const signed c
     return move_replay(c, from, akey, &m, mv);
 }
 
-lt_status lt__ms_permute(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey, int b,
-                         const lt__mv *mv, int *done) {
+lt_status lt__ms_permute(lt__mc *c, int from, const lt__list *a, const signed char *apop,
+                         uint64_t akey, int b, const lt__mv *mv, int *done) {
     int i = mv->mesh_dim;
     *done = 0;
     sigrec *e = lt__ms_sig_find(c, i, b);

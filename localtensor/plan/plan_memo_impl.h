@@ -89,7 +89,7 @@ typedef struct script {
  * made) or none (r 0), for registry placement ri; a list per mesh dim. */
 typedef struct sigrec {
     int ri, r;
-    uint64_t known, perm;             /* registry indices of this record and those after it: all; permutes */
+    uint64_t known, perm; /* registry indices of this record and those after it: all; permutes */
     mvrec *m;
     struct sigrec *next;
     int sigma[];                      /* (mesh dim size) */
@@ -154,7 +154,9 @@ static inline void lt__ms_unlock(lt__ms *s) { __atomic_store_n(&s->lock, 0, __AT
  * out of memory. Under the lock. */
 void *lt__ms_alloc(lt__ms *s, size_t n);
 
-static inline int lt__ms_pop_of(const lt_placement *p) { return p->kind == LT_PL_PARTIAL ? (int)p->op : -1; }
+static inline int lt__ms_pop_of(const lt_placement *p) {
+    return p->kind == LT_PL_PARTIAL ? (int)p->op : -1;
+}
 
 /* Runs fn-like computations without charging the search: saves and
  * restores the work, the budget and the recorder. */
@@ -198,7 +200,9 @@ static inline void lt__ms_vset(tnode *n, int ri, int v) {
     if (v & V_OK) __atomic_fetch_or(&n->okm, (uint64_t)1 << ri, __ATOMIC_RELEASE);
     __atomic_fetch_or(&n->known, (uint64_t)1 << ri, __ATOMIC_RELEASE);
 }
-static inline int lt__ms_vget(const tnode *n, int ri) { return __atomic_load_n(&n->v[ri], __ATOMIC_ACQUIRE); }
+static inline int lt__ms_vget(const tnode *n, int ri) {
+    return __atomic_load_n(&n->v[ri], __ATOMIC_ACQUIRE);
+}
 
 /* The candidates of mesh dim j (bit b: candidate b) whose registry indices
  * are in set rs (of c's candidates there). */

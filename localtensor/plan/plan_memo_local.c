@@ -33,7 +33,8 @@
 
 /* Fills local-walk node n (level j, prefix) for every candidate of c's
  * level j it does not know yet; a from the state. 0, or -1. Under the lock. */
-static int lnode_fill(lt__mc *c, const lt__list *a, const signed char *apop, tnode *n, int j, const int *prefix) {
+static int lnode_fill(lt__mc *c, const lt__list *a, const signed char *apop, tnode *n, int j,
+                      const int *prefix) {
     const lt__geo *g = &c->g;
     size_t nl = (size_t)g->T[j + 1] * (size_t)g->ndim;
     lt__list *ch0 = c->L + g->off[j + 1], *other = c->B + g->off[j + 1];
@@ -65,7 +66,8 @@ static int lnode_fill(lt__mc *c, const lt__list *a, const signed char *apop, tno
                 } else {   /* the picked blocks, as find_state sees them */
                     for (int r = 0; r < g->W; r++) {
                         const lt__list *x = ch0 + (size_t)r * (size_t)g->ndim;
-                        memcpy(c->G + (size_t)r * (size_t)g->ndim, x, sizeof(lt__list) * (size_t)g->ndim);
+                        memcpy(c->G + (size_t)r * (size_t)g->ndim, x,
+                               sizeof(lt__list) * (size_t)g->ndim);
                         c->Gempty[r] = lt__block_numel(x, g->ndim) == 0;
                     }
                     memcpy(c->gpop, apop, sizeof c->gpop);
@@ -90,12 +92,14 @@ static int lnode_fill(lt__mc *c, const lt__list *a, const signed char *apop, tno
 }
 
 /* Makes sure every node the walk of c's order reaches is known: 0, -1. */
-static int lw_prep(lt__mc *c, const lt__list *a, const signed char *apop, tnode *n, int j, int *prefix) {
+static int lw_prep(lt__mc *c, const lt__list *a, const signed char *apop, tnode *n, int j,
+                   int *prefix) {
     unsigned seen = 0;
     uint64_t want = c->cregmask[j][apop[j] + 1];
     if (lt__ms_dec_sets && !(want & ~__atomic_load_n(&n->known, __ATOMIC_ACQUIRE))) {
         /* all known here: only the matching candidates, in c's order */
-        for (uint64_t bm = lt__ms_by_cand(c, j, __atomic_load_n(&n->okm, __ATOMIC_ACQUIRE) & want); bm; bm &= bm - 1) {
+        for (uint64_t bm = lt__ms_by_cand(c, j, __atomic_load_n(&n->okm, __ATOMIC_ACQUIRE) & want);
+             bm; bm &= bm - 1) {
             int b = __builtin_ctzll(bm), v = lt__ms_vget(n, c->creg[j][b]);
             if (seen & 1u << (v & 15)) continue;
             seen |= 1u << (v & 15);
@@ -125,8 +129,8 @@ static int lw_prep(lt__mc *c, const lt__list *a, const signed char *apop, tnode 
 
 /* local_walk's replay: its charges, its canonical keys, its relaxations,
  * in its order. */
-static lt_status lw_replay(lt__mc *c, int from, const signed char *apop, uint64_t akey, tnode *n, int j, uint64_t key,
-                           int empties) {
+static lt_status lw_replay(lt__mc *c, int from, const signed char *apop, uint64_t akey, tnode *n,
+                           int j, uint64_t key, int empties) {
     unsigned seen = 0;
     const signed char *cp = c->cpop[j];
     const unsigned char *cr = c->creg[j];
@@ -174,15 +178,16 @@ static lt_status lw_replay(lt__mc *c, int from, const signed char *apop, uint64_
     return LT_OK;
 }
 
-lt_status lt__ms_local_walk(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
-                            int *done) {
+lt_status lt__ms_local_walk(lt__mc *c, int from, const lt__list *a, const signed char *apop,
+                            uint64_t akey, int *done) {
     lt__mst *st = c->mstate;
     *done = 0;
     tnode *root = __atomic_load_n(&st->lw, __ATOMIC_ACQUIRE);
     if (!root) {
         lt__ms_lock(c->ms);
         root = st->lw;
-        if (!root && (root = lt__ms_tnode_new(c->ms, c->g.T[1] + lt__mc_runs(c->L, (size_t)c->g.ndim))))
+        if (!root &&
+            (root = lt__ms_tnode_new(c->ms, c->g.T[1] + lt__mc_runs(c->L, (size_t)c->g.ndim))))
             __atomic_store_n(&st->lw, root, __ATOMIC_RELEASE);
         lt__ms_unlock(c->ms);
         if (!root) return LT_OK;
@@ -214,7 +219,9 @@ void lt__ms_sigma_put(lt__mc *c, int i, int b, int r, const int *sigma) {
     lt__mst *st = c->mstate;
     int n = c->g.mesh->shape[i];
     lt__ms_lock(c->ms);
-    sigrec *e = lt__ms_sig_find(c, i, b) ? NULL : lt__ms_alloc(c->ms, sizeof(sigrec) + sizeof(int) * (size_t)n);
+    sigrec *e = lt__ms_sig_find(c, i, b)
+                    ? NULL
+                    : lt__ms_alloc(c->ms, sizeof(sigrec) + sizeof(int) * (size_t)n);
     if (e) {
         e->ri = c->creg[i][b];
         e->r = r;

@@ -24,7 +24,9 @@ static const lt_coll mv_colls[LT__MV_COUNT] = {
 #undef LT__XX
 };
 
-lt_coll lt__mv_coll(lt__mv_kind k) { return (unsigned)k < LT__MV_COUNT ? mv_colls[k] : LT_COLL_BARRIER; }
+lt_coll lt__mv_coll(lt__mv_kind k) {
+    return (unsigned)k < LT__MV_COUNT ? mv_colls[k] : LT_COLL_BARRIER;
+}
 
 static int pop_of(const lt_placement *p) { return p->kind == LT_PL_PARTIAL ? (int)p->op : -1; }
 
@@ -76,7 +78,8 @@ int lt__mc_unions(lt__mc *c) {
         int m = g->mesh->shape[j];
         /* merging m lists of runs costs m per run */
         if (spend(c, (double)g->T[j + 1] * (nd ? nd : 1) +
-                         (double)m * lt__mc_runs(c->U + g->off[j + 1], (size_t)g->T[j + 1] * (size_t)nd)))
+                         (double)m *
+                             lt__mc_runs(c->U + g->off[j + 1], (size_t)g->T[j + 1] * (size_t)nd)))
             return -2;
         for (int t = 0; t < g->T[j]; t++) {
             const lt__list *ch = c->U + g->off[j + 1] + (size_t)t * (size_t)m * (size_t)nd;
@@ -204,7 +207,8 @@ int lt__mc_pops_ok(const lt__mc *c) {
         int o = c->gpop[i];
         if (o < 0) continue;
         if (first < 0) first = o;
-        else if (o != first && !((o == LT_REDOP_SUM || o == LT_REDOP_AVG) && (first == LT_REDOP_SUM || first == LT_REDOP_AVG)))
+        else if (o != first && !((o == LT_REDOP_SUM || o == LT_REDOP_AVG) &&
+                                 (first == LT_REDOP_SUM || first == LT_REDOP_AVG)))
             return 0;
     }
     return 1;
@@ -301,8 +305,8 @@ int lt__mc_canon(lt__mc *c, const lt__list *lay, const signed char *pop, uint64_
 /* The block received as the concatenation along f of blocks q[0..k) (ndim
  * lists each) whose result has shape sh: into out, *empty. 0 when the pieces
  * do not form one block (their indices differ off f, or repeat along f). */
-static int combine(lt__mc *c, const lt__list *const *q, int k, int f, const int64_t *sh, lt__list *out,
-                   unsigned char *empty, int *unsorted) {
+static int combine(lt__mc *c, const lt__list *const *q, int k, int f, const int64_t *sh,
+                   lt__list *out, unsigned char *empty, int *unsorted) {
     int nd = c->g.ndim;
     int64_t n = lt__numel_sat(nd, sh);
     *empty = n == 0;
@@ -363,7 +367,8 @@ static int set_piece(lt__mc *c, int r, const lt__list *x, int e, int64_t pos, in
  * emptied, holding nothing. */
 static void set_placeholder(lt__mc *c, int r, const int64_t *sh) {
     int nd = c->g.ndim;
-    for (int d = 0; d < nd; d++) c->G[(size_t)r * (size_t)nd + (size_t)d] = (lt__list){NULL, 0, d ? sh[d] : 0};
+    for (int d = 0; d < nd; d++)
+        c->G[(size_t)r * (size_t)nd + (size_t)d] = (lt__list){NULL, 0, d ? sh[d] : 0};
     c->Gempty[r] = 1;
 }
 
@@ -637,8 +642,8 @@ static uint64_t most_recv(const lt__mc *c) {
 }
 
 /* Move mv from node `from`: its result, the state holding it, the edge. */
-static lt_status try_move(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
-                          const lt__mv *mv) {
+static lt_status try_move(lt__mc *c, int from, const lt__list *a, const signed char *apop,
+                          uint64_t akey, const lt__mv *mv) {
     if (c->mstate) {   /* the shared search space (plan_memo.c): the same edge, the same work */
         int done;
         lt_status mst = lt__ms_try_move(c, from, a, apop, akey, mv, &done);
@@ -675,7 +680,8 @@ static int same_split(const lt__mc *c, const int64_t *lens, int k, int n, int r1
     int64_t s1, o1, s2, o2;
     for (int q = 0; q < k; q++)
         for (int j = 0; j < n; j++) {
-            int v1 = lt__split_piece_quiet(&c->rules[r1], lens[q], n, j, &s1, &o1), v2 = lt__split_piece_quiet(&c->rules[r2], lens[q], n, j, &s2, &o2);
+            int v1 = lt__split_piece_quiet(&c->rules[r1], lens[q], n, j, &s1, &o1),
+                v2 = lt__split_piece_quiet(&c->rules[r2], lens[q], n, j, &s2, &o2);
             if (v1 != v2 || (!v1 && s1 != s2)) return 0;
             if (v1) break;
         }
@@ -704,7 +710,8 @@ static int root_ok(const lt__mc *c, int i, int root) {
     if (root == 0) return 1;
     for (int b = 0; b < c->nc[i]; b++) {
         const lt_placement *p = &c->cand[i][b];
-        if (p->kind != LT_PL_SHARD || p->rule.kind != LT_SPLIT_EXPLICIT || p->rule.nsizes <= root) continue;
+        if (p->kind != LT_PL_SHARD || p->rule.kind != LT_SPLIT_EXPLICIT || p->rule.nsizes <= root)
+            continue;
         int nz = 0;
         for (int j = 0; j < p->rule.nsizes; j++) nz += p->rule.sizes[j] != 0;
         if (nz == 1 && p->rule.sizes[root]) return 1;
@@ -771,8 +778,10 @@ static int perm_sigma(lt__mc *c, const lt__list *a, int i, const lt_placement *p
                 if (used[s]) continue;
                 int all = 1;
                 for (int t = 0; t < g->T[i] && all; t++) {
-                    const lt__list *x = c->L + g->off[i + 1] + ((size_t)t * (size_t)n + (size_t)q) * (size_t)nd;
-                    const lt__list *y = a + g->off[i + 1] + ((size_t)t * (size_t)n + (size_t)s) * (size_t)nd;
+                    const lt__list *x =
+                        c->L + g->off[i + 1] + ((size_t)t * (size_t)n + (size_t)q) * (size_t)nd;
+                    const lt__list *y =
+                        a + g->off[i + 1] + ((size_t)t * (size_t)n + (size_t)s) * (size_t)nd;
                     all = pass ? block_like(x, y, nd) : block_same(x, y, nd);
                 }
                 if (all) sigma[q] = s;
@@ -789,8 +798,8 @@ static int perm_sigma(lt__mc *c, const lt__list *a, int i, const lt_placement *p
 
 /* Permutes along mesh dim i: a state reached by one is found from its
  * placement on i, whose blocks at level i + 1 must be a's, permuted. */
-static lt_status try_permutes(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
-                              int i) {
+static lt_status try_permutes(lt__mc *c, int from, const lt__list *a, const signed char *apop,
+                              uint64_t akey, int i) {
     const lt__geo *g = &c->g;
     int n = g->mesh->shape[i], nd = g->ndim;
     int *sigma = c->iscr;
@@ -842,7 +851,8 @@ static uint64_t level_hash(const lt__mc *c, const lt__list *at, int j) {
     for (size_t x = 0; x < n; x++) {
         const lt__list *l = at + x;
         h = (h ^ (uint64_t)l->len) * 1099511628211ULL;
-        for (int64_t k = 0; k < l->nr; k++) h = (h ^ (uint64_t)l->r[k].lo ^ ((uint64_t)l->r[k].n << 32)) * 1099511628211ULL;
+        for (int64_t k = 0; k < l->nr; k++)
+            h = (h ^ (uint64_t)l->r[k].lo ^ ((uint64_t)l->r[k].n << 32)) * 1099511628211ULL;
     }
     return h;
 }
@@ -856,8 +866,8 @@ static int apply_level(lt__mc *c, int j, int b, lt__list *at) {
     for (int t = 0; t < g->T[j]; t++)
         for (int q = 0; q < m; q++) {
             size_t ti = (size_t)t * (size_t)m + (size_t)q;
-            int r = lt__apply(&c->tar, nd, &c->cand[j][b], m, q, c->L + g->off[j] + (size_t)t * (size_t)nd,
-                              at + ti * (size_t)nd);
+            int r = lt__apply(&c->tar, nd, &c->cand[j][b], m, q,
+                              c->L + g->off[j] + (size_t)t * (size_t)nd, at + ti * (size_t)nd);
             if (r <= 0) return r;
         }
     return 1;
@@ -898,8 +908,8 @@ int lt__mc_local_try(lt__mc *c, const lt__list *a, int j, int b, int *empty) {
  * blocks is what lt__mc_canon picks, so the walked key is the state's key;
  * otherwise (the shapes of empty blocks may be spelled several ways)
  * lt__mc_canon decides. */
-static lt_status local_walk(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey, int j,
-                            uint64_t key, int empties) {
+static lt_status local_walk(lt__mc *c, int from, const lt__list *a, const signed char *apop,
+                            uint64_t akey, int j, uint64_t key, int empties) {
     const lt__geo *g = &c->g;
     int nd = g->ndim;
     if (j == g->M) {
@@ -937,10 +947,13 @@ static lt_status local_walk(lt__mc *c, int from, const lt__list *a, const signed
                 int re = apply_level(c, j, e, other);
                 if (re < 0) return over(re);
                 dup = 1;
-                for (size_t x = 0; x < (size_t)g->T[j + 1] * (size_t)nd && dup; x++) dup = lt__list_eq(&other[x], &ch0[x]);
+                for (size_t x = 0; x < (size_t)g->T[j + 1] * (size_t)nd && dup; x++)
+                    dup = lt__list_eq(&other[x], &ch0[x]);
             }
         }
-        if (ok && !dup) LT_TRY(local_walk(c, from, a, apop, akey, j + 1, key | (uint64_t)b << (8 * j), empties || empty));
+        if (ok && !dup)
+            LT_TRY(local_walk(c, from, a, apop, akey, j + 1, key | (uint64_t)b << (8 * j),
+                              empties || empty));
         lt__arena_reset(&c->tar, mk);
     }
     return LT_OK;
@@ -949,14 +962,15 @@ static lt_status local_walk(lt__mc *c, int from, const lt__list *a, const signed
 static void pops_of(const lt__mc *c, uint64_t key, signed char *pop) {
     lt_placement pl[LT_MESH_MAX_DIMS];
     lt__mc_placements(c, key, pl);
-    for (int i = 0; i < LT_MESH_MAX_DIMS; i++) pop[i] = (signed char)(i < c->g.M ? pop_of(&pl[i]) : -1);
+    for (int i = 0; i < LT_MESH_MAX_DIMS; i++)
+        pop[i] = (signed char)(i < c->g.M ? pop_of(&pl[i]) : -1);
 }
 
 /* Rooted move *mv (reduce, gather) from node `from` with every root of
  * its mesh dim that root_ok allows, in root order; mv->root is 0 again
  * after. */
-static lt_status try_roots(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey,
-                           lt__mv *mv) {
+static lt_status try_roots(lt__mc *c, int from, const lt__list *a, const signed char *apop,
+                           uint64_t akey, lt__mv *mv) {
     int n = c->g.mesh->shape[mv->mesh_dim];
     for (mv->root = 0; mv->root < n; mv->root++)
         if (root_ok(c, mv->mesh_dim, mv->root)) LT_TRY(try_move(c, from, a, apop, akey, mv));
@@ -967,7 +981,8 @@ static lt_status try_roots(lt__mc *c, int from, const lt__list *a, const signed 
 /* The collectives and reductions along mesh dim i from node `from` (a
  * state's moves but its permutes and partition), in a fixed order that
  * depends on the state alone (plan_memo.c records it). */
-static lt_status dim_moves(lt__mc *c, int from, const lt__list *a, const signed char *apop, uint64_t akey, int i) {
+static lt_status dim_moves(lt__mc *c, int from, const lt__list *a, const signed char *apop,
+                           uint64_t akey, int i) {
     int n = c->g.mesh->shape[i], nd = c->g.ndim;
     lt__mv mv = {0, (signed char)i, 0, 0, -1, -1, 0, -1};
     if (apop[i] >= 0) {
@@ -1041,8 +1056,8 @@ lt_status lt__mc_expand(lt__mc *c, int from) {
         lt__mv mv = {0, (signed char)i, 0, 0, -1, -1, 0, -1};
         LT_TRY(try_permutes(c, from, a, apop, akey, i));
         const lt_placement *t = &c->dst[i];
-        if (t->kind == LT_PL_PARTIAL && c->src[i].kind != LT_PL_PARTIAL && t->op != LT_REDOP_PRODUCT &&
-            (t->op != LT_REDOP_SUM || c->is_float)) {
+        if (t->kind == LT_PL_PARTIAL && c->src[i].kind != LT_PL_PARTIAL &&
+            t->op != LT_REDOP_PRODUCT && (t->op != LT_REDOP_SUM || c->is_float)) {
             mv.kind = LT__MV_PARTITION;
             mv.op = (signed char)t->op;
             LT_TRY(try_move(c, from, a, apop, akey, &mv));

@@ -27,7 +27,9 @@ static const struct {
 
 int lt__step_kind_comm(lt__step_kind k) { return k < LT__STEP_COUNT ? kinds[k].comm : 0; }
 lt_coll lt__step_kind_coll(lt__step_kind k) { return kinds[k < LT__STEP_COUNT ? k : 0].coll; }
-const char *lt__step_kind_local(lt__step_kind k) { return k < LT__STEP_COUNT ? kinds[k].local : ""; }
+const char *lt__step_kind_local(lt__step_kind k) {
+    return k < LT__STEP_COUNT ? kinds[k].local : "";
+}
 
 /* Does a mesh dim after i (of size > 1) shard tensor dim d in state cur? */
 static int later_shards(const lt_mesh *mesh, const lt_placement *cur, int i, int d) {
@@ -42,10 +44,12 @@ lt__step_kind lt__step_kind_of(const lt_mesh *mesh, const lt_placement *cur, int
     if (mesh->shape[i] == 1 || lt_placement_equal(a, b)) return LT__STEP_ILLEGAL;
     switch (a->kind) {
     case LT_PL_REPLICATE:
-        if (b->kind == LT_PL_SHARD) return later_shards(mesh, cur, i, b->dim) ? LT__STEP_ILLEGAL : LT__STEP_SLICE;
+        if (b->kind == LT_PL_SHARD)
+            return later_shards(mesh, cur, i, b->dim) ? LT__STEP_ILLEGAL : LT__STEP_SLICE;
         if (b->kind == LT_PL_STRIDED)
             return later_shards(mesh, cur, i, b->dim) ? LT__STEP_ILLEGAL : LT__STEP_STRIDED_SLICE;
-        if (b->kind == LT_PL_PARTIAL) return b->op == LT_REDOP_PRODUCT ? LT__STEP_ILLEGAL : LT__STEP_PARTITION;
+        if (b->kind == LT_PL_PARTIAL)
+            return b->op == LT_REDOP_PRODUCT ? LT__STEP_ILLEGAL : LT__STEP_PARTITION;
         return LT__STEP_ILLEGAL;
     case LT_PL_SHARD:
         if (later_shards(mesh, cur, i, a->dim)) return LT__STEP_ILLEGAL;
@@ -55,11 +59,13 @@ lt__step_kind lt__step_kind_of(const lt_mesh *mesh, const lt_placement *cur, int
         if (b->kind == LT_PL_PARTIAL && b->op == LT_REDOP_SUM) return LT__STEP_ZERO_FILL;
         return LT__STEP_ILLEGAL;
     case LT_PL_STRIDED:
-        if (b->kind == LT_PL_REPLICATE && !later_shards(mesh, cur, i, a->dim)) return LT__STEP_GATHER_STRIDED;
+        if (b->kind == LT_PL_REPLICATE && !later_shards(mesh, cur, i, a->dim))
+            return LT__STEP_GATHER_STRIDED;
         return LT__STEP_ILLEGAL;
     case LT_PL_PARTIAL:
         if (b->kind == LT_PL_REPLICATE) return LT__STEP_ALL_REDUCE;
-        if (b->kind == LT_PL_SHARD && !later_shards(mesh, cur, i, b->dim)) return LT__STEP_REDUCE_SCATTER;
+        if (b->kind == LT_PL_SHARD && !later_shards(mesh, cur, i, b->dim))
+            return LT__STEP_REDUCE_SCATTER;
         return LT__STEP_ILLEGAL;
     default:
         return LT__STEP_ILLEGAL;
@@ -110,7 +116,8 @@ int lt__layout_shapes(const lt_mesh *mesh, int ndim, const int64_t *gshape,
             if (k == 1 || !lt_placement_is_shard_like(p)) continue;
             int d = p->dim;
             int64_t len = p->kind == LT_PL_SHARD ? shard_piece(&p->rule, s[d], k, coord[i])
-                                                 : lt_split_strided_positions(s[d], p->split_factor, k, coord[i], NULL);
+                                                 : lt_split_strided_positions(s[d], p->split_factor,
+                                                                              k, coord[i], NULL);
             if (len < 0) return -1;
             s[d] = len;
         }
@@ -137,7 +144,8 @@ size_t lt__step_bytes(const lt_mesh *mesh, int ndim, size_t esize, lt__step_kind
         for (int first = base; first < base + stride; first++) {
             int64_t group = 0; /* elements the whole group holds before the step */
             if (k == LT__STEP_ALL_GATHER || k == LT__STEP_GATHER_STRIDED)
-                for (int j = 0; j < n; j++) group += numel_of(before + (size_t)(first + j * stride) * (size_t)ndim, ndim);
+                for (int j = 0; j < n; j++)
+                    group += numel_of(before + (size_t)(first + j * stride) * (size_t)ndim, ndim);
             for (int c = 0; c < n; c++) {
                 int r = first + c * stride;
                 int64_t nb = numel_of(before + (size_t)r * (size_t)ndim, ndim);
@@ -180,7 +188,8 @@ size_t lt__step_bytes(const lt_mesh *mesh, int ndim, size_t esize, lt__step_kind
     return total;
 }
 
-/* ---- the states a plan shows ------------------------------------------------------------------ */
+/* ---- the states a plan shows ------------------------------------------------------------------
+ */
 
 int lt__partials_ok(const lt_placement *pl, int M) {
     int have = 0;
@@ -199,13 +208,16 @@ int lt__partials_ok(const lt_placement *pl, int M) {
     return 1;
 }
 
-void lt__plan_display_state(const lt_mesh *mesh, int ndim, const int64_t *shape, const lt_placement *usrc,
-                            const lt_placement *udst, const lt_placement *eff, lt_placement *out) {
+void lt__plan_display_state(const lt_mesh *mesh, int ndim, const int64_t *shape,
+                            const lt_placement *usrc, const lt_placement *udst,
+                            const lt_placement *eff, lt_placement *out) {
     memcpy(out, eff, sizeof(lt_placement) * (size_t)mesh->ndim);
     for (int pass = 0; pass < 3; pass++) {
         for (int i = 0; i < mesh->ndim; i++)
-            if (mesh->shape[i] == 1) out[i] = pass == 0 ? usrc[i] : pass == 1 ? udst[i] : lt_replicate();
-        if (pass == 2 || (lt__partials_ok(out, mesh->ndim) && lt_layout_check(mesh, ndim, shape, out) == LT_OK))
+            if (mesh->shape[i] == 1)
+                out[i] = pass == 0 ? usrc[i] : pass == 1 ? udst[i] : lt_replicate();
+        if (pass == 2 ||
+            (lt__partials_ok(out, mesh->ndim) && lt_layout_check(mesh, ndim, shape, out) == LT_OK))
             return;
     }
 }

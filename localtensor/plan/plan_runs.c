@@ -182,7 +182,9 @@ static int gather_sorted(lt__arena *a, const lt__list *const *ls, int k, lt__run
         for (w = 0; w < tot; w++) {
             int best = -1;
             for (int i = 0; i < k; i++)
-                if (pos[i] < ls[i]->nr && (best < 0 || ls[i]->r[pos[i]].lo < ls[best]->r[pos[best]].lo)) best = i;
+                if (pos[i] < ls[i]->nr &&
+                    (best < 0 || ls[i]->r[pos[i]].lo < ls[best]->r[pos[best]].lo))
+                    best = i;
             (*o)[w] = ls[best]->r[pos[best]++];
         }
     } else if (!sorted) {
@@ -362,7 +364,8 @@ int lt__layout_build(lt__arena *a, const lt__geo *g, const lt_placement *pl, lt_
             const lt__list *par = t + g->off[j] + (size_t)tu * (size_t)g->ndim;
             for (int c = 0; c < m; c++) {
                 int r = lt__apply(a, g->ndim, &pl[j], m, c, par,
-                                  t + g->off[j + 1] + ((size_t)tu * (size_t)m + (size_t)c) * (size_t)g->ndim);
+                                  t + g->off[j + 1] +
+                                      ((size_t)tu * (size_t)m + (size_t)c) * (size_t)g->ndim);
                 if (r <= 0) return r;
             }
         }

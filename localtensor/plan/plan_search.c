@@ -240,7 +240,8 @@ static double expansion_cost(const lt__mc *c) {
     for (int i = 0; i < c->g.M; i++) {
         int n = c->g.mesh->shape[i];
         if (n == 1 || c->frozen[i]) continue;
-        w += (double)c->g.W * nd * (2.0 + (double)nd * c->nrules * (double)n) + (double)c->nc[i] * c->g.W;
+        w += (double)c->g.W * nd * (2.0 + (double)nd * c->nrules * (double)n) +
+             (double)c->nc[i] * c->g.W;
     }
     return w;
 }
@@ -249,7 +250,8 @@ static double expansion_cost(const lt__mc *c) {
  * local walk's hashes (each written before it is read): 15 of its 17.7 KB,
  * which one search would otherwise clear for nothing. NULL without memory. */
 _Static_assert(offsetof(lt__mc, cand) < offsetof(lt__mc, lwhash) &&
-                   offsetof(lt__mc, lwvalid) == offsetof(lt__mc, lwhash) + sizeof(((lt__mc *)0)->lwhash),
+                   offsetof(lt__mc, lwvalid) ==
+                       offsetof(lt__mc, lwhash) + sizeof(((lt__mc *)0)->lwhash),
                "lt__mc's uncleared fields are in this order");
 static lt__mc *mc_alloc(void) {
     lt__mc *c = lt__malloc(sizeof *c);
@@ -280,13 +282,15 @@ static lt_status mc_new(const lt_spec *from, const lt_placement *dst, int shared
     c->moves = cost ? cost->moves : LT_MOVES_COLLECTIVES;
     if (cost) c->topo = cost->topo;
     if (c->moves == LT_MOVES_ALL)
-        return lt__err(LT_UNSUPPORTED,
-                       "not supported yet: moves 'all' (point-to-point exchanges over the whole mesh)");
+        return lt__err(
+            LT_UNSUPPORTED,
+            "not supported yet: moves 'all' (point-to-point exchanges over the whole mesh)");
     int maxn = 1;
     for (int i = 0; i < c->g.M; i++) {
         c->src[i] = mesh->shape[i] == 1 ? lt_replicate() : src[i];
         c->dst[i] = mesh->shape[i] == 1 ? lt_replicate() : dst[i];
-        c->frozen[i] = mesh->shape[i] == 1 || (src[i].kind == LT_PL_PARTIAL && lt_placement_equal(&src[i], &dst[i]));
+        c->frozen[i] = mesh->shape[i] == 1 ||
+                       (src[i].kind == LT_PL_PARTIAL && lt_placement_equal(&src[i], &dst[i]));
         if (mesh->shape[i] > maxn) maxn = mesh->shape[i];
     }
     lt_status st = lt__mc_space(c, shared);
@@ -316,8 +320,8 @@ static lt_status mc_new(const lt_spec *from, const lt_placement *dst, int shared
     c->qptrs = lt__malloc(sizeof(lt__list *) * (size_t)maxn);
     c->recv = lt__malloc(sizeof(uint64_t) * W);
     c->iscr = lt__malloc(sizeof(int) * 2 * (size_t)maxn);
-    if (!c->G || !c->Gempty || !c->U || !c->Uempty || !c->B || !c->L || !c->Q || !c->ptrs || !c->mptrs ||
-        !c->qptrs || !c->recv || !c->iscr)
+    if (!c->G || !c->Gempty || !c->U || !c->Uempty || !c->B || !c->L || !c->Q || !c->ptrs ||
+        !c->mptrs || !c->qptrs || !c->recv || !c->iscr)
         return nomem();
     /* level 0 of every layout: the whole tensor */
     lt__run *full = lt__arena_room(&c->nar, nd);
@@ -330,7 +334,8 @@ static lt_status mc_new(const lt_spec *from, const lt_placement *dst, int shared
     return LT_OK;
 }
 
-/* ---- the plan ---------------------------------------------------------------------------------- */
+/* ---- the plan ----------------------------------------------------------------------------------
+ */
 
 /* "slice" when every rank keeps a consecutive part of what it holds along
  * every dim, else "strided_slice". */
@@ -341,7 +346,8 @@ static const char *pick_name(const lt__mc *c, const lt__list *a, const lt__list 
         const lt__list *y = b + g->off[g->M] + (size_t)r * (size_t)g->ndim;
         if (!lt__block_numel(y, g->ndim)) continue;
         for (int d = 0; d < g->ndim; d++) {
-            lt__run span = {y[d].r[0].lo, y[d].r[y[d].nr - 1].lo + y[d].r[y[d].nr - 1].n - y[d].r[0].lo};
+            lt__run span = {y[d].r[0].lo,
+                            y[d].r[y[d].nr - 1].lo + y[d].r[y[d].nr - 1].n - y[d].r[0].lo};
             lt__list sl = {&span, 1, span.n};
             if (lt__list_common(&x[d], &sl) != y[d].len) return "strided_slice";
         }
@@ -485,7 +491,8 @@ static lt_status make_plan(lt__mc *c, lt_dtype dtype, const lt_placement *usrc,
     return LT_OK;
 }
 
-lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, int shared, lt_plan **out) {
+lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, int shared,
+                           lt_plan **out) {
     lt_dtype dtype = from->dtype;
     const lt_placement *src = from->placements;
     *out = NULL;
@@ -503,7 +510,8 @@ lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, int sha
     if (!st) {
         signed char pop[LT_MESH_MAX_DIMS];
         for (int i = 0; i < LT_MESH_MAX_DIMS; i++)
-            pop[i] = (signed char)(i < c->g.M && c->dst[i].kind == LT_PL_PARTIAL ? (int)c->dst[i].op : -1);
+            pop[i] = (signed char)(i < c->g.M && c->dst[i].kind == LT_PL_PARTIAL ? (int)c->dst[i].op
+                                                                                 : -1);
         int r = lt__mc_canon(c, dl, pop, &c->goal);
         if (r == -1) st = nomem();
         else if (r == -2) st = LT_OVERFLOW;
@@ -531,7 +539,8 @@ lt_status lt__plan_mincost(const lt_spec *from, const lt_placement *dst, int sha
         if (!st) lt__ms_enter(c, it.node);
         if (!st) st = lt__mc_expand(c, it.node);
     }
-    if (!st && goal < 0) st = lt__err(LT_UNSUPPORTED, "no sequence of steps reaches the destination");
+    if (!st && goal < 0)
+        st = lt__err(LT_UNSUPPORTED, "no sequence of steps reaches the destination");
     if (!st) st = lt__mc_layout(c, goal);
     if (!st) st = make_plan(c, dtype, src, dst, goal, out);
     mc_free(c);

@@ -147,7 +147,8 @@ static int64_t piece_len(const lt_placement *p, int64_t n, int m, int q) {
 /* Does p cut a list of every length in s exactly as q does wherever q
  * accepts the split (p and q split the same tensor dim)? 1 yes, 0 no, -1
  * out of memory. */
-static int dominates(lt__arena *a, const lt_placement *p, const lt_placement *q, int m, const lenset *s) {
+static int dominates(lt__arena *a, const lt_placement *p, const lt_placement *q, int m,
+                     const lenset *s) {
     lt_placement p1 = *p, q1 = *q;
     p1.dim = q1.dim = 0;
     for (int x = 0; x < s->n; x++) {
@@ -180,9 +181,11 @@ static lt_status prune_level(lt__mc *c, int i, const lenset *cur, lenset *nxt, u
     *kept = 0;
     for (int b = 0; b < c->nc[i]; b++) {
         const lt_placement *q = &c->cand[i][b];
-        int droppable = m > 1 && !lt_placement_equal(q, &c->src[i]) && !lt_placement_equal(q, &c->dst[i]) &&
+        int droppable = m > 1 && !lt_placement_equal(q, &c->src[i]) &&
+                        !lt_placement_equal(q, &c->dst[i]) &&
                         (q->kind == LT_PL_STRIDED ||
-                         (q->kind == LT_PL_SHARD && (q->rule.kind == LT_SPLIT_BALANCED || q->rule.kind == LT_SPLIT_LAST)));
+                         (q->kind == LT_PL_SHARD &&
+                          (q->rule.kind == LT_SPLIT_BALANCED || q->rule.kind == LT_SPLIT_LAST)));
         int drop = 0;
         for (int e = 0; droppable && e < keep && !drop && !cur[q->dim].unknown; e++) {
             const lt_placement *p = &c->cand[i][e];
@@ -228,7 +231,7 @@ static lt_status prune_level(lt__mc *c, int i, const lenset *cur, lenset *nxt, u
  * `memo`), so test/test_plan_memo.c's unshared plans are the reference
  * the memoised ones are compared with. */
 typedef struct prune_rec {
-    int refs;                         /* atomic (lt__cache_rec: one block, freed on the last release) */
+    int refs; /* atomic (lt__cache_rec: one block, freed on the last release) */
     int nd;
     uint64_t kept;
     lenset nxt[];                     /* (nd) */
@@ -251,7 +254,8 @@ static void prune_key(const lt__mc *c, int i, const lenset *cur, lt__cache_key *
     for (int b = 0; b < c->nc[i]; b++) {
         const lt_placement *q = &c->cand[i][b];
         lt__key_placement(k, q);
-        lt__key_put(k, (uint64_t)lt_placement_equal(q, &c->src[i]) | (uint64_t)lt_placement_equal(q, &c->dst[i]) << 1);
+        lt__key_put(k, (uint64_t)lt_placement_equal(q, &c->src[i]) |
+                           (uint64_t)lt_placement_equal(q, &c->dst[i]) << 1);
     }
 }
 
@@ -287,7 +291,9 @@ static lt_status prune(lt__mc *c, int memo) {
             lt__cache_rec_release(r);
         } else {
             LT_TRY(prune_level(c, i, cur, nxt, &kept));
-            if (h && (r = lt__malloc(sizeof *r + sizeof(lenset) * (size_t)nd))) {   /* optional: skipped without memory */
+            if (h && (r = lt__malloc(sizeof *r +
+                                     sizeof(lenset) *
+                                         (size_t)nd))) { /* optional: skipped without memory */
                 r->refs = 1;
                 r->nd = nd;
                 r->kept = kept;
@@ -318,7 +324,8 @@ static void build_rules(lt__mc *c) {
             const lt_placement *p = e ? &c->dst[i] : &c->src[i];
             if (p->kind != LT_PL_SHARD || p->rule.kind != LT_SPLIT_EXPLICIT) continue;
             int dup = 0;
-            for (int q = 0; q < c->nrules && !dup; q++) dup = lt_split_rule_equal(&c->rules[q], &p->rule);
+            for (int q = 0; q < c->nrules && !dup; q++)
+                dup = lt_split_rule_equal(&c->rules[q], &p->rule);
             if (!dup && c->nrules < LT__MAXR) c->rules[c->nrules++] = p->rule;
         }
 }

@@ -31,7 +31,7 @@ char *lt_plan_step_str(const lt_plan *p, int i, char *buf, size_t n) {
     char f[256], t[256], act[128];
     lt_placement_format(&s->from, f, sizeof f);
     lt_placement_format(&s->to, t, sizeof t);
-    snprintf(buf, n, "step %d of %d (mesh dim %d: %s -> %s, %s)", i + 1, p->nsteps, s->mesh_dim, f, t,
-             lt_plan_step_action(s, act, sizeof act));
+    snprintf(buf, n, "step %d of %d (mesh dim %d: %s -> %s, %s)", i + 1, p->nsteps, s->mesh_dim, f,
+             t, lt_plan_step_action(s, act, sizeof act));
     return buf;
 }

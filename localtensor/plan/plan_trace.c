@@ -110,16 +110,17 @@ static lt_status scratch_new(const lt_mesh *mesh, int ndim, paper_scratch *x) {
 }
 
 /* One event: call c along mesh dim i on members holding x->shapes. */
-static lt_status paper_event(lt_trace *trace, const lt_mesh *mesh, lt_dtype dt, int ndim, const paper_call *c, int i,
-                             paper_scratch *x) {
+static lt_status paper_event(lt_trace *trace, const lt_mesh *mesh, lt_dtype dt, int ndim,
+                             const paper_call *c, int i, paper_scratch *x) {
     int W = mesh->world, n = mesh->shape[i], ng = lt_mesh_ngroups(mesh, i);
     size_t *sent, *recv;
     lt_status st = lt__trace_reserve(trace);
     if (st) return st;
-    if (!lt__trace_record(trace, c->coll, i, ng, n, dt, &sent, &recv)) return LT_OK;   /* disabled */
+    if (!lt__trace_record(trace, c->coll, i, ng, n, dt, &sent, &recv)) return LT_OK; /* disabled */
     lt_trace_event ev;
     if (lt_trace_get(trace, lt_trace_count(trace) - 1, &ev) || ev.world != W)
-        return lt__err(LT_INVALID, "paper trace: the trace is for %d ranks but the mesh has %d", ev.world, W);
+        return lt__err(LT_INVALID, "paper trace: the trace is for %d ranks but the mesh has %d",
+                       ev.world, W);
     for (int g = 0; g < ng && !st; g++) {
         lt_mesh_group(mesh, i, g, x->grp);
         for (int j = 0; j < n; j++) {
@@ -136,7 +137,9 @@ static lt_status paper_event(lt_trace *trace, const lt_mesh *mesh, lt_dtype dt, 
             }
             for (int j = 0; j < n && !st; j++) {
                 if (c->coll == LT_COLL_ALL_TO_ALL) continue;
-                x->pout[j].shape[c->dim] = x->sizes[(size_t)j * (size_t)n + (size_t)j];   /* piece j of its own (or the root's) */
+                x->pout[j].shape[c->dim] =
+                    x->sizes[(size_t)j * (size_t)n +
+                             (size_t)j]; /* piece j of its own (or the root's) */
             }
         }
         if (!st)
@@ -168,14 +171,17 @@ lt_status lt_plan_trace(const lt_plan *p, lt_trace *trace) {
     return st;
 }
 
-lt_status lt_coll_trace_paper(lt_trace *trace, const lt_spec *spec, lt_coll coll, int mesh_dim, int op, int root,
-                              int dim, int concat_dim, const lt_split_rule *rule, const int *perm) {
+lt_status lt_coll_trace_paper(lt_trace *trace, const lt_spec *spec, lt_coll coll, int mesh_dim,
+                              int op, int root, int dim, int concat_dim, const lt_split_rule *rule,
+                              const int *perm) {
     const lt_mesh *mesh = spec->mesh;
     lt_split_rule chunk = lt_split_chunk();   /* the collectives' default split */
     paper_call c = {coll, op, root, dim, concat_dim, NULL, perm};
-    if (coll == LT_COLL_REDUCE_SCATTER || coll == LT_COLL_SCATTER || coll == LT_COLL_ALL_TO_ALL) c.rule = rule ? rule : &chunk;
+    if (coll == LT_COLL_REDUCE_SCATTER || coll == LT_COLL_SCATTER || coll == LT_COLL_ALL_TO_ALL)
+        c.rule = rule ? rule : &chunk;
     if (mesh_dim < 0 || mesh_dim >= mesh->ndim)
-        return lt__err(LT_INVALID, "paper trace: mesh dim %d is out of range (the mesh has %d)", mesh_dim, mesh->ndim);
+        return lt__err(LT_INVALID, "paper trace: mesh dim %d is out of range (the mesh has %d)",
+                       mesh_dim, mesh->ndim);
     paper_scratch x;
     LT_TRY(scratch_new(mesh, spec->ndim, &x));
     lt_status st = LT_OK;
@@ -195,17 +201,19 @@ lt_status lt__plan_check_trace(const lt_plan *p, const lt_trace *trace, size_t s
         if (!ps->comm) continue;
         lt_trace_event e;
         if (lt_trace_get(trace, ev++, &e))
-            return lt__err(LT_INVALID, "internal: step %d of the plan (%s on mesh dim %d) issued no collective",
+            return lt__err(LT_INVALID,
+                           "internal: step %d of the plan (%s on mesh dim %d) issued no collective",
                            s + 1, ps->collective, ps->mesh_dim);
         size_t mx = 0;
         for (int r = 0; r < e.world; r++) mx = e.recv[r] > mx ? e.recv[r] : mx;
         if (e.coll != ps->coll || e.mesh_dim != ps->mesh_dim || e.total_recv != ps->bytes_total ||
             mx != ps->bytes_per_rank)
-            return lt__err(LT_INVALID,
-                           "internal: step %d: the plan says %s on mesh dim %d, %zu bytes received "
-                           "(%zu on the busiest rank); the collective run says %s on mesh dim %d, %zu (%zu)",
-                           s + 1, ps->collective, ps->mesh_dim, ps->bytes_total, ps->bytes_per_rank,
-                           lt_coll_name(e.coll), e.mesh_dim, e.total_recv, mx);
+            return lt__err(
+                LT_INVALID,
+                "internal: step %d: the plan says %s on mesh dim %d, %zu bytes received "
+                "(%zu on the busiest rank); the collective run says %s on mesh dim %d, %zu (%zu)",
+                s + 1, ps->collective, ps->mesh_dim, ps->bytes_total, ps->bytes_per_rank,
+                lt_coll_name(e.coll), e.mesh_dim, e.total_recv, mx);
     }
     if (ev != lt_trace_count(trace))
         return lt__err(LT_INVALID, "internal: the run issued %zu collectives, the plan lists %zu",

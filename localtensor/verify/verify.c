@@ -61,7 +61,8 @@ typedef struct vctx {
     int nR;                              /* coordinate combinations of the reduced dims */
     int math;                            /* 1: values are computed (reduce, divide), not copied */
     double rtol, atol;
-    int64_t *part[LT_MAX_DIMS];          /* (shape[d]) owner's rank part of global index g; NULL: unsharded */
+    int64_t
+        *part[LT_MAX_DIMS]; /* (shape[d]) owner's rank part of global index g; NULL: unsharded */
     int64_t *pos[LT_MAX_DIMS];           /* (shape[d]) its local position; NULL: g itself */
     /* (shape[d]) for the rows' dim (ndim - 2) when sharded: how many
      * indices from g on the same owner holds at consecutive positions (1
@@ -70,7 +71,7 @@ typedef struct vctx {
     const char **sdata;                  /* (world) lt_data of every source shard in sh */
     lt_tensor *const *sh;                /* (world) the source shards, host-readable: src's own,
                                           * or host_sh */
-    lt_tensor **host_sh;                 /* (world) owned host copies when a shard is off the host */
+    lt_tensor **host_sh; /* (world) owned host copies when a shard is off the host */
     vruns runs[LT_THREADS_MAX];          /* per pool slot (kernels/pool_impl.h) */
 } vctx;
 
@@ -119,7 +120,8 @@ static lt_status owner_table(vctx *c, int d) {
     int64_t n = c->src->shape[d];
     c->part[d] = lt__malloc(sizeof(int64_t) * (size_t)n);
     c->pos[d] = lt__malloc(sizeof(int64_t) * (size_t)n);
-    if (!c->part[d] || !c->pos[d]) return lt__err(LT_NOMEM, "verify: out of memory for the owner table of dim %d", d);
+    if (!c->part[d] || !c->pos[d])
+        return lt__err(LT_NOMEM, "verify: out of memory for the owner table of dim %d", d);
     for (int64_t g = 0; g < n; g++) c->part[d][g] = -1;
     for (int k = 0; k < ncombo; k++) {
         int rank = 0, rest = k;
@@ -138,19 +140,23 @@ static lt_status owner_table(vctx *c, int d) {
     }
     for (int64_t g = 0; g < n; g++)
         if (c->part[d][g] < 0)
-            return lt__err(LT_INVALID, "internal: no source rank holds global index %lld of dim %d", (long long)g, d);
+            return lt__err(LT_INVALID, "internal: no source rank holds global index %lld of dim %d",
+                           (long long)g, d);
     if (d != c->ndim - 2) return LT_OK;
     c->seg[d] = lt__malloc(sizeof(int64_t) * (size_t)n);
-    if (!c->seg[d]) return lt__err(LT_NOMEM, "verify: out of memory for the owner table of dim %d", d);
+    if (!c->seg[d])
+        return lt__err(LT_NOMEM, "verify: out of memory for the owner table of dim %d", d);
     for (int64_t g = n - 1; g >= 0; g--) {
-        int go_on = g + 1 < n && c->part[d][g + 1] == c->part[d][g] && c->pos[d][g + 1] == c->pos[d][g] + 1;
+        int go_on =
+            g + 1 < n && c->part[d][g + 1] == c->part[d][g] && c->pos[d][g + 1] == c->pos[d][g] + 1;
         c->seg[d][g] = go_on ? c->seg[d][g + 1] + 1 : 1;
     }
     return LT_OK;
 }
 
 /* Sets up c to compute the reshard of src to placements dst (np of them). */
-static lt_status vctx_init_(vctx *c, const lt_dtensor *src, const lt_placement *dst, int np, const lt_spec *checked) {
+static lt_status vctx_init_(vctx *c, const lt_dtensor *src, const lt_placement *dst, int np,
+                            const lt_spec *checked) {
     c->src = src;
     c->mesh = lt_dtensor_mesh(src);
     c->M = c->mesh->ndim;
@@ -175,10 +181,13 @@ static lt_status vctx_init_(vctx *c, const lt_dtensor *src, const lt_placement *
         st *= c->mesh->shape[i];
     }
     for (int i = 0; i < c->M; i++) {
-        c->kept[i] = sp[i].kind == LT_PL_PARTIAL && d[i].kind == LT_PL_PARTIAL && sp[i].op == d[i].op;
+        c->kept[i] =
+            sp[i].kind == LT_PL_PARTIAL && d[i].kind == LT_PL_PARTIAL && sp[i].op == d[i].op;
         c->red[i] = sp[i].kind == LT_PL_PARTIAL && !c->kept[i];
         c->dpart[i] = c->kept[i] ? lt_replicate() : d[i];
-        if (c->dpart[i].kind == LT_PL_PARTIAL && c->dpart[i].op == LT_REDOP_SUM && c->mesh->shape[i] > 1) c->math = 1;
+        if (c->dpart[i].kind == LT_PL_PARTIAL && c->dpart[i].op == LT_REDOP_SUM &&
+            c->mesh->shape[i] > 1)
+            c->math = 1;
         if (!c->red[i]) continue;
         c->nR *= c->mesh->shape[i];
         c->op = sp[i].op == LT_REDOP_AVG ? LT_REDOP_SUM : sp[i].op;
@@ -188,12 +197,14 @@ static lt_status vctx_init_(vctx *c, const lt_dtensor *src, const lt_placement *
     lt_dtype_default_tol(src->dtype, &c->rtol, &c->atol);
     c->sh = src->local->shards;
     int off_host = 0;
-    for (int r = 0; r < c->W; r++) off_host |= src->local->shards[r] && !lt__on_host(src->local->shards[r]);
+    for (int r = 0; r < c->W; r++)
+        off_host |= src->local->shards[r] && !lt__on_host(src->local->shards[r]);
     if (off_host) { /* shards the host cannot read: read explicit host copies */
         c->host_sh = lt__calloc((size_t)c->W, sizeof *c->host_sh);
         if (!c->host_sh) return lt__err(LT_NOMEM, "verify: out of memory");
         for (int r = 0; r < c->W; r++)
-            if (src->local->shards[r]) LT_TRY(lt__host_copy_out(src->local->shards[r], &c->host_sh[r]));
+            if (src->local->shards[r])
+                LT_TRY(lt__host_copy_out(src->local->shards[r], &c->host_sh[r]));
         c->sh = c->host_sh;
     }
     c->sdata = lt__malloc(sizeof *c->sdata * (size_t)c->W);
@@ -215,7 +226,8 @@ static lt_status vctx_init_(vctx *c, const lt_dtensor *src, const lt_placement *
  * nothing is left to free. checked: NULL, or a checked spec of src's
  * tensor with placements dst (np == mesh dims; borrowed), which saves
  * checking them again. */
-static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *dst, int np, const lt_spec *checked) {
+static lt_status vctx_init(vctx *c, const lt_dtensor *src, const lt_placement *dst, int np,
+                           const lt_spec *checked) {
     memset(c, 0, sizeof *c);
     lt_status st = vctx_init_(c, src, dst, np, checked);
     if (st) vctx_free(c);
@@ -237,8 +249,9 @@ static vruns *runs_of(vctx *c, int wide) {
 /* The runs of layout L's last dim (lt__verify_last_dim_runs) into rn. */
 static int64_t last_dim_runs(const vctx *c, const lt_rank_layout *L, vruns *rn) {
     int last = c->ndim - 1;
-    return lt__verify_last_dim_runs(L->idx[last], L->local_shape[last], !L->idx[last] || L->contiguous[last],
-                                    c->part[last], c->pos[last], rn->key, rn->r);
+    return lt__verify_last_dim_runs(L->idx[last], L->local_shape[last],
+                                    !L->idx[last] || L->contiguous[last], c->part[last],
+                                    c->pos[last], rn->key, rn->r);
 }
 
 /* Rows of a shard of layout L: the product of every dim but the last (1
@@ -268,7 +281,8 @@ static vspan whole(const vctx *c, const lt_rank_layout *L) {
     return w;
 }
 
-/* Clips the run of *len elements from column *j (source position *p0 on) to sp's columns; 0: none left. */
+/* Clips the run of *len elements from column *j (source position *p0 on) to sp's columns; 0: none
+ * left. */
 static int clip_run(const vspan *sp, int64_t *j, int64_t *len, int64_t *p0) {
     int64_t lo = *j > sp->col0 ? *j : sp->col0, hi = *j + *len < sp->col1 ? *j + *len : sp->col1;
     if (lo >= hi) return 0;
@@ -284,8 +298,8 @@ static int clip_run(const vspan *sp, int64_t *j, int64_t *len, int64_t *p0) {
  * dst (contiguous, L's shape, sp the whole shard): copies them there. With
  * act: compares act's bytes with them and returns 1 when any byte differs
  * (contiguous runs compared together: lt__vpend). Returns 0 otherwise. */
-static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor *dst, const lt_tensor *act,
-                vruns *rn, const vspan *sp) {
+static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor *dst,
+                const lt_tensor *act, vruns *rn, const vspan *sp) {
     int nd = c->ndim, last = nd - 1;
     size_t es = c->es;
     lt_tensor *const *sh = c->sh;
@@ -311,7 +325,8 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
             if (act) aoff += outer[d] * act->strides[d];
         }
         for (int64_t q = 0; q < nr; q++) {
-            int64_t j = rn->r[4 * q], len = rn->r[4 * q + 1], pr = rn->r[4 * q + 2], p0 = rn->r[4 * q + 3];
+            int64_t j = rn->r[4 * q], len = rn->r[4 * q + 1], pr = rn->r[4 * q + 2],
+                    p0 = rn->r[4 * q + 3];
             if (!clip_run(sp, &j, &len, &p0)) continue;
             const lt_tensor *t = sh[rk + pr];
             int64_t off = p0 * t->strides[last];
@@ -321,7 +336,8 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
             if (dst) {
                 if (ss == 1 || len == 1) memcpy(dp, s, (size_t)len * es);
                 else
-                    for (int64_t k = 0; k < len; k++) memcpy(dp + (size_t)k * es, s + k * ss * (int64_t)es, es);
+                    for (int64_t k = 0; k < len; k++)
+                        memcpy(dp + (size_t)k * es, s + k * ss * (int64_t)es, es);
                 dp += (size_t)len * es;
             }
             if (act) {
@@ -333,7 +349,8 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
                     if (nr == 1) jt = t, jlen = len;
                 } else {
                     for (int64_t k = 0; k < len; k++)
-                        if (memcmp(a + k * as * (int64_t)es, s + k * ss * (int64_t)es, es)) return 1;
+                        if (memcmp(a + k * as * (int64_t)es, s + k * ss * (int64_t)es, es))
+                            return 1;
                 }
             }
         }
@@ -342,7 +359,8 @@ static int walk(const vctx *c, const lt_rank_layout *L, int64_t base, lt_tensor 
              * global rows, one owner at consecutive positions (seg), rows packed */
             int d1 = last - 1;
             int64_t m = 0, g = L->idx[d1] ? L->idx[d1][outer[d1]] : outer[d1];
-            if (jt->strides[d1] == jlen && act->strides[d1] == jlen && (!L->idx[d1] || L->contiguous[d1])) {
+            if (jt->strides[d1] == jlen && act->strides[d1] == jlen &&
+                (!L->idx[d1] || L->contiguous[d1])) {
                 m = L->local_shape[d1] - 1 - outer[d1];
                 if (sp->row1 - 1 - row < m) m = sp->row1 - 1 - row;
                 if (c->seg[d1] && c->seg[d1][g] - 1 < m) m = c->seg[d1][g] - 1;
@@ -383,7 +401,9 @@ static int fusable(const vctx *c) {
     if (c->src->dtype != LT_F32 && c->src->dtype != LT_F64) return 0;
     if (c->op != LT_REDOP_SUM || c->nR > FUSE_MAX) return 0;
     for (int i = 0; i < c->M; i++)
-        if (c->dpart[i].kind == LT_PL_PARTIAL && c->dpart[i].op == LT_REDOP_SUM && c->mesh->shape[i] > 1) return 0;
+        if (c->dpart[i].kind == LT_PL_PARTIAL && c->dpart[i].op == LT_REDOP_SUM &&
+            c->mesh->shape[i] > 1)
+            return 0;
     return 1;
 }
 
@@ -408,7 +428,8 @@ static double sum_slack(const vctx *c) {
     if (c->nR < 2 || c->op != LT_REDOP_SUM) return 0;
     double div = c->avg_div;
     for (int i = 0; i < c->M; i++)
-        if (c->dpart[i].kind == LT_PL_PARTIAL && c->dpart[i].op == LT_REDOP_SUM) div *= c->mesh->shape[i];
+        if (c->dpart[i].kind == LT_PL_PARTIAL && c->dpart[i].op == LT_REDOP_SUM)
+            div *= c->mesh->shape[i];
     return 2.0 * (c->nR - 1) * u / div;
 }
 
@@ -417,8 +438,8 @@ static double sum_slack(const vctx *c) {
  * shard: one pass over the contributions and act. Returns 1 when an
  * element is out of tolerance (the caller then builds the expected shard
  * to say where), 0 when all agree. rn: the runs scratch. */
-static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_tensor *act, vruns *rn,
-                       const vspan *sp) {
+static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_tensor *act,
+                       vruns *rn, const vspan *sp) {
     int nd = c->ndim, last = nd - 1, nq = c->nR;
     size_t es = c->es;
     int64_t base[FUSE_MAX];
@@ -430,8 +451,10 @@ static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_t
     int64_t ss[FUSE_MAX];
     if (nd == 0) {
         for (int q = 0; q < nq; q++) s[q] = c->sdata[base[q]], ss[q] = 1;
-        return f32 ? lt__verify_fused_run_f32(s, ss, nq, lt_data(act), 1, 1, c->avg_div, c->rtol, c->atol, sum_slack(c))
-                   : lt__verify_fused_run_f64(s, ss, nq, lt_data(act), 1, 1, c->avg_div, c->rtol, c->atol, sum_slack(c));
+        return f32 ? lt__verify_fused_run_f32(s, ss, nq, lt_data(act), 1, 1, c->avg_div, c->rtol,
+                                              c->atol, sum_slack(c))
+                   : lt__verify_fused_run_f64(s, ss, nq, lt_data(act), 1, 1, c->avg_div, c->rtol,
+                                              c->atol, sum_slack(c));
     }
     for (int d = 0; d < nd; d++)
         if (L->local_shape[d] == 0) return 0;
@@ -447,7 +470,8 @@ static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_t
             aoff += outer[d] * act->strides[d];
         }
         for (int64_t k = 0; k < nr; k++) {
-            int64_t j = rn->r[4 * k], len = rn->r[4 * k + 1], pr = rn->r[4 * k + 2], p0 = rn->r[4 * k + 3];
+            int64_t j = rn->r[4 * k], len = rn->r[4 * k + 1], pr = rn->r[4 * k + 2],
+                    p0 = rn->r[4 * k + 3];
             if (!clip_run(sp, &j, &len, &p0)) continue;
             for (int q = 0; q < nq; q++) {
                 const lt_tensor *t = sh[base[q] + rk + pr];
@@ -457,8 +481,10 @@ static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_t
                 ss[q] = t->strides[last];
             }
             const char *a = abase + (aoff + j * act->strides[last]) * (int64_t)es;
-            int bad = f32 ? lt__verify_fused_run_f32(s, ss, nq, a, act->strides[last], len, c->avg_div, c->rtol, c->atol, slack)
-                          : lt__verify_fused_run_f64(s, ss, nq, a, act->strides[last], len, c->avg_div, c->rtol, c->atol, slack);
+            int bad = f32 ? lt__verify_fused_run_f32(s, ss, nq, a, act->strides[last], len,
+                                                     c->avg_div, c->rtol, c->atol, slack)
+                          : lt__verify_fused_run_f64(s, ss, nq, a, act->strides[last], len,
+                                                     c->avg_div, c->rtol, c->atol, slack);
             if (bad) return 1;
         }
         int d = last - 1;
@@ -469,7 +495,8 @@ static int fused_check(const vctx *c, const lt_rank_layout *L, int r, const lt_t
 
 /* Rank r's expected shard (layout L of the checked spec) into *out, a new
  * contiguous tensor (caller frees); wide as in runs_of. */
-static lt_status expected_shard(vctx *c, int r, const lt_rank_layout *L, int wide, lt_tensor **out) {
+static lt_status expected_shard(vctx *c, int r, const lt_rank_layout *L, int wide,
+                                lt_tensor **out) {
     lt_dtype dt = c->src->dtype;
     lt_tensor *e = NULL, *contrib = NULL;
     *out = NULL;
@@ -481,7 +508,8 @@ static lt_status expected_shard(vctx *c, int r, const lt_rank_layout *L, int wid
     vspan all = whole(c, L);
     walk(c, L, base_of(c, r, 0), e, NULL, rn, &all);
     lt_status st = LT_OK;
-    if (c->nR > 1) st = lt__tensor_new_uninit(lt_backend_cpu(), dt, c->ndim, L->local_shape, &contrib);
+    if (c->nR > 1)
+        st = lt__tensor_new_uninit(lt_backend_cpu(), dt, c->ndim, L->local_shape, &contrib);
     for (int q = 1; q < c->nR && !st; q++) {
         walk(c, L, base_of(c, r, q), contrib, NULL, rn, &all);
         st = lt_accumulate(e, contrib, c->op);
@@ -513,19 +541,24 @@ static lt_status expected_shard(vctx *c, int r, const lt_rank_layout *L, int wid
  * read anew from the source), rewriting res's equal, ndiff and first
  * difference (max_abs_diff stays). Runs only on the way to a report, on
  * the calling thread (runs scratch of slot 0), through doubles. */
-static lt_status recheck_sum(vctx *c, int r, const lt_rank_layout *L, const lt_tensor *a, const lt_tensor *e,
-                             lt_compare_result *res) {
+static lt_status recheck_sum(vctx *c, int r, const lt_rank_layout *L, const lt_tensor *a,
+                             const lt_tensor *e, lt_compare_result *res) {
     double slack = sum_slack(c);
     int64_t n = lt_numel(e);
     if (slack == 0 || !L->lists || res->equal || n <= 0) return LT_OK;
     if ((uint64_t)n > SIZE_MAX / (4 * sizeof(double)))
-        return lt__err(LT_OVERFLOW, "verify: rank %d's shard of %lld elements is too big to recheck", r, (long long)n);
-    double *av = lt__malloc(4 * sizeof(double) * (size_t)n);   /* (4, n): actual, expected, sum |x|, x */
+        return lt__err(LT_OVERFLOW,
+                       "verify: rank %d's shard of %lld elements is too big to recheck", r,
+                       (long long)n);
+    double *av =
+        lt__malloc(4 * sizeof(double) * (size_t)n); /* (4, n): actual, expected, sum |x|, x */
     lt_tensor *contrib = NULL;
     vruns *rn = c->ndim ? runs_of(c, 0) : NULL;
     lt_status st = av ? LT_OK : lt__err(LT_NOMEM, "verify: out of memory");
     if (!st && c->ndim && !rn) st = LT_NOMEM;
-    if (!st) st = lt__tensor_new_uninit(lt_backend_cpu(), c->src->dtype, c->ndim, L->local_shape, &contrib);
+    if (!st)
+        st = lt__tensor_new_uninit(lt_backend_cpu(), c->src->dtype, c->ndim, L->local_shape,
+                                   &contrib);
     if (!st) {
         double *ev = av + n, *mag = ev + n, *x = mag + n;
         vspan all = whole(c, L);
@@ -577,7 +610,8 @@ static lt_status check_source(const vctx *c, lt_verify_report *rep) {
         if (res.equal) continue;
         lt_rank_layout l;
         LT_TRY(lt_spec_layout_rank(lt_dtensor_spec(c->src), r, &l));
-        lt_status st = lt__verify_element_mismatch(rep, -1, "the source's replicas disagree: ", r, c->ndim, &res, &l);
+        lt_status st = lt__verify_element_mismatch(rep, -1, "the source's replicas disagree: ", r,
+                                                   c->ndim, &res, &l);
         lt_rank_layout_free(&l);
         return st;
     }
@@ -590,7 +624,8 @@ lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int 
     *out = NULL;
     if (lt_local_count(src->local) < lt_dtensor_mesh(src)->world)
         return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
-                            "not supported yet: the direct reshard of a DTensor with absent shards (%d of %d ranks held)",
+                            "not supported yet: the direct reshard of a DTensor with absent shards "
+                            "(%d of %d ranks held)",
                             lt_local_count(src->local), lt_dtensor_mesh(src)->world);
     LT_TRY(vctx_init(&c, src, dst, np, NULL));
     lt_local *local = NULL;
@@ -641,7 +676,7 @@ typedef struct vrun {
     vctx *c;
     const lt_dtensor *actual;
     const lt__verified *prev;   /* borrowed; NULL: no earlier state */
-    int exact;                  /* 1: the checked layout has no Partial: shards hold the global tensor's values */
+    int exact; /* 1: the checked layout has no Partial: shards hold the global tensor's values */
     int wide;                   /* 1: the jobs run on the pool */
     int fused;                  /* 1: reduced values checked by fused_check */
     int split;                  /* 1: big shards are checked in pieces on the pool */
@@ -654,10 +689,13 @@ typedef struct vrun {
  * verified to hold the global tensor's values (v->prev, same storage): each
  * of its elements lies exactly where the verified shard keeps the same
  * global index. Equal bytes then, without reading them. */
-static int view_of_verified(const vrun *v, const lt_tensor *a, const int64_t *goff, const int64_t *n) {
+static int view_of_verified(const vrun *v, const lt_tensor *a, const int64_t *goff,
+                            const int64_t *n) {
     const vctx *c = v->c;
     int nd = c->ndim;
-    if (!v->exact || !v->prev || !v->prev->n || a->placeholder || a->dtype != c->src->dtype || a->ndim != nd) return 0;
+    if (!v->exact || !v->prev || !v->prev->n || a->placeholder || a->dtype != c->src->dtype ||
+        a->ndim != nd)
+        return 0;
     int lo = 0, hi = v->prev->n;   /* the first entry with a's storage */
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
@@ -753,11 +791,13 @@ static lt_status check_job(void *ctx, int64_t i) {
             const lt_tensor *ha = ah ? ah : a;
             vspan all = whole(c, &L);
             good = c->math ? !fused_check(c, &L, j->rank, ha, rn, &all)
-                           : !walk(c, &L, base_of(c, j->rank, 0), NULL, ha, rn, &all);   /* byte for byte what the source holds there */
+                           : !walk(c, &L, base_of(c, j->rank, 0), NULL, ha, rn,
+                                   &all); /* byte for byte what the source holds there */
         }
         lt_tensor_free(ah);
     }
-    if (!st && !good && v->wide && c->math) {   /* the expected shard is built after the pool's section, on this thread */
+    if (!st && !good && v->wide &&
+        c->math) { /* the expected shard is built after the pool's section, on this thread */
         j->bad = 2;
         st = LT_MISMATCH;
     }
@@ -835,7 +875,9 @@ static lt_status recheck_suspect(vrun *v, vjob *j) {
         j->bad = 1;
         return LT_MISMATCH;
     }
-    if (!st && c->math) st = lt__err(LT_INVALID, "internal: rank %d's shard differs in the fused check only", j->rank);
+    if (!st && c->math)
+        st = lt__err(LT_INVALID, "internal: rank %d's shard differs in the fused check only",
+                     j->rank);
     return st;
 }
 
@@ -878,17 +920,22 @@ static lt_status run_jobs(vrun *v, int njobs, int step, lt_verify_report *rep) {
         if (j->bad == 2) {   /* found by fused_check on the pool: where, from the expected shard */
             lt_tensor *e = NULL;
             st = expected_shard(v->c, j->rank, &L, 0, &e);
-            if (!st) st = lt_compare(v->actual->local->shards[j->rank], e, v->c->rtol, v->c->atol, &j->res);
-            if (!st && !j->res.equal) st = recheck_sum(v->c, j->rank, &L, v->actual->local->shards[j->rank], e, &j->res);
+            if (!st)
+                st = lt_compare(v->actual->local->shards[j->rank], e, v->c->rtol, v->c->atol,
+                                &j->res);
+            if (!st && !j->res.equal)
+                st = recheck_sum(v->c, j->rank, &L, v->actual->local->shards[j->rank], e, &j->res);
             lt_tensor_free(e);
             if (!st && j->res.equal)
-                st = lt__err(LT_INVALID, "internal: rank %d's shard differs in the fused check only", j->rank);
+                st = lt__err(LT_INVALID,
+                             "internal: rank %d's shard differs in the fused check only", j->rank);
         }
         if (!st) st = lt__verify_element_mismatch(rep, step, "", j->rank, v->c->ndim, &j->res, &L);
         lt_rank_layout_free(&L);
         return st;
     }
-    if (low < njobs) return lt__err(LT_MISMATCH, "internal: a verification piece failed without a difference");
+    if (low < njobs)
+        return lt__err(LT_MISMATCH, "internal: a verification piece failed without a difference");
     return LT_OK;
 }
 

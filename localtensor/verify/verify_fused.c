@@ -26,8 +26,8 @@ int lt__verify_close_enough(double a, double b, double rtol, double atol) {
     return fabs(a - b) <= atol + rtol * fabs(b);
 }
 
-int64_t lt__verify_last_dim_runs(const int64_t *gl, int64_t nl, int run, const int64_t *pl, const int64_t *ql,
-                                 int64_t *key, int64_t *rn) {
+int64_t lt__verify_last_dim_runs(const int64_t *gl, int64_t nl, int run, const int64_t *pl,
+                                 const int64_t *ql, int64_t *key, int64_t *rn) {
     int64_t nr = 0, g0 = gl && nl ? gl[0] : 0;
     if (run && key[0] && key[1] == g0 && key[2] == nl) return key[3];
     key[0] = 0;
@@ -57,25 +57,25 @@ int64_t lt__verify_last_dim_runs(const int64_t *gl, int64_t nl, int run, const i
  * pass and the run is compared as it is summed (cmp), also compares each
  * value with ap (differ) while it is in a register, so the rank's bytes are
  * read alongside the contributions rather than in a pass of their own. */
-#define LT__PASS(T, VAL)                                                                             \
-    do {                                                                                             \
-        if (cmp && q + wd == nq) {                                                                   \
-            for (int64_t k = 0; k < m; k++) {                                                        \
-                T v_ = VAL;                                                                          \
-                acc[k] = v_;                                                                         \
-                differ |= ap[k] != v_;                                                               \
-            }                                                                                        \
-            compared = 1;                                                                            \
-        } else                                                                                       \
-            for (int64_t k = 0; k < m; k++) acc[k] = VAL;                                            \
+#define LT__PASS(T, VAL)                                                                           \
+    do {                                                                                           \
+        if (cmp && q + wd == nq) {                                                                 \
+            for (int64_t k = 0; k < m; k++) {                                                      \
+                T v_ = VAL;                                                                        \
+                acc[k] = v_;                                                                       \
+                differ |= ap[k] != v_;                                                             \
+            }                                                                                      \
+            compared = 1;                                                                          \
+        } else                                                                                     \
+            for (int64_t k = 0; k < m; k++) acc[k] = VAL;                                          \
     } while (0)
 
 /* (T)((T)((T)(A + p[k]) + q[k]) + r[k]) + t[k]: four additions in order. */
 #define LT__ADD4(T, A, p, q, r, t) ((T)((T)((T)((T)(A) + p[k]) + q[k]) + r[k]) + t[k])
 /* Contributions q .. q + 7 all read contiguously. */
-#define LT__UNIT8(q)                                                                                 \
-    (ss[q] == 1 && ss[q + 1] == 1 && ss[q + 2] == 1 && ss[q + 3] == 1 && ss[q + 4] == 1 && ss[q + 5] == 1 && \
-     ss[q + 6] == 1 && ss[q + 7] == 1)
+#define LT__UNIT8(q)                                                                               \
+    (ss[q] == 1 && ss[q + 1] == 1 && ss[q + 2] == 1 && ss[q + 3] == 1 && ss[q + 4] == 1 &&         \
+     ss[q + 5] == 1 && ss[q + 6] == 1 && ss[q + 7] == 1)
 
 /* One run: acc = s[0] + s[1] + ... + s[nq - 1] in that order, in T, block
  * by block (up to eight contributions per pass: (T)((T)(acc + x) + y) ...
@@ -85,62 +85,74 @@ int64_t lt__verify_last_dim_runs(const int64_t *gl, int64_t nl, int run, const i
  * when a is contiguous and nothing is divided); only an element that
  * differs is tested against the tolerance with the slack, its sum of
  * |contribution| read anew. */
-#define LT__FUSED_RUN(T)                                                                             \
-    enum { BLK = FUSE_BLK_BYTES / sizeof(T) };                                                       \
-    T acc_[BLK];                                                                                     \
-    T *restrict acc = acc_;                                                                          \
-    int cmp = as == 1 && avg_div == 1;                                                               \
-    for (int64_t k0 = 0; k0 < len; k0 += BLK) {                                                      \
-        int64_t m = len - k0 < BLK ? len - k0 : BLK;                                                 \
-        const T *restrict ap = (const T *)(const void *)a + k0 * as;                                 \
-        int differ = 0, compared = 0;                                                                \
-        for (int q = 0, wd; q < nq; q += wd) {                                                       \
-            const T *restrict x = LT__SRC(T, q);                                                     \
-            if (q + 7 < nq && LT__UNIT8(q)) {                                                        \
-                const T *restrict y = LT__SRC(T, q + 1), *restrict z = LT__SRC(T, q + 2);            \
-                const T *restrict w = LT__SRC(T, q + 3), *restrict x4 = LT__SRC(T, q + 4);           \
-                const T *restrict x5 = LT__SRC(T, q + 5), *restrict x6 = LT__SRC(T, q + 6);          \
-                const T *restrict x7 = LT__SRC(T, q + 7);                                            \
-                wd = 8;                                                                              \
-                if (q == 0) LT__PASS(T, LT__ADD4(T, (T)((T)(x[k] + y[k]) + z[k]) + w[k], x4, x5, x6, x7));\
-                else LT__PASS(T, LT__ADD4(T, LT__ADD4(T, acc[k], x, y, z, w), x4, x5, x6, x7));      \
-            } else if (q + 3 < nq && ss[q] == 1 && ss[q + 1] == 1 && ss[q + 2] == 1 && ss[q + 3] == 1) {\
-                const T *restrict y = LT__SRC(T, q + 1), *restrict z = LT__SRC(T, q + 2);            \
-                const T *restrict w = LT__SRC(T, q + 3);                                             \
-                wd = 4;                                                                              \
-                if (q == 0) LT__PASS(T, (T)((T)(x[k] + y[k]) + z[k]) + w[k]);                        \
-                else LT__PASS(T, (T)((T)((T)(acc[k] + x[k]) + y[k]) + z[k]) + w[k]);                 \
-            } else if (q + 1 < nq && ss[q] == 1 && ss[q + 1] == 1) {                                 \
-                const T *restrict y = LT__SRC(T, q + 1);                                             \
-                wd = 2;                                                                              \
-                if (q == 0) LT__PASS(T, x[k] + y[k]);                                                \
-                else LT__PASS(T, (T)(acc[k] + x[k]) + y[k]);                                         \
-            } else {                                                                                 \
-                int64_t sx = ss[q];                                                                  \
-                wd = 1;                                                                              \
-                if (sx == 1 && q == 0) LT__PASS(T, x[k]);                                            \
-                else if (sx == 1) LT__PASS(T, acc[k] + x[k]);                                        \
-                else if (q == 0) LT__PASS(T, x[k * sx]);                                             \
-                else LT__PASS(T, acc[k] + x[k * sx]);                                                \
-            }                                                                                        \
-        }                                                                                            \
-        if (avg_div != 1)                                                                            \
-            for (int64_t k = 0; k < m; k++) acc[k] = (T)((double)acc[k] / avg_div);                  \
-        if (compared) {                                                                              \
-        } else if (as == 1)                                                                          \
-            for (int64_t k = 0; k < m; k++) differ |= ap[k] != acc[k];                               \
-        else                                                                                         \
-            differ = 1;                                                                              \
-        if (!differ) continue;                                                                       \
-        for (int64_t k = 0; k < m; k++) {                                                            \
-            if (ap[k * as] == acc[k]) continue;                                                      \
-            double mag = 0; /* sum of |contribution|: the order slack scales with it */              \
-            for (int p = 0; p < nq; p++)                                                             \
-                mag += fabs((double)((const T *)(const void *)s[p])[(k0 + k) * ss[p]]);              \
-            if (!lt__verify_close_enough((double)ap[k * as], (double)acc[k], rtol, atol + slack * mag)) \
-                return 1;                                                                            \
-        }                                                                                            \
-    }                                                                                                \
+#define LT__FUSED_RUN(T)                                                                           \
+    enum { BLK = FUSE_BLK_BYTES / sizeof(T) };                                                     \
+    T acc_[BLK];                                                                                   \
+    T *restrict acc = acc_;                                                                        \
+    int cmp = as == 1 && avg_div == 1;                                                             \
+    for (int64_t k0 = 0; k0 < len; k0 += BLK) {                                                    \
+        int64_t m = len - k0 < BLK ? len - k0 : BLK;                                               \
+        const T *restrict ap = (const T *)(const void *)a + k0 * as;                               \
+        int differ = 0, compared = 0;                                                              \
+        for (int q = 0, wd; q < nq; q += wd) {                                                     \
+            const T *restrict x = LT__SRC(T, q);                                                   \
+            if (q + 7 < nq && LT__UNIT8(q)) {                                                      \
+                const T *restrict y = LT__SRC(T, q + 1), *restrict z = LT__SRC(T, q + 2);          \
+                const T *restrict w = LT__SRC(T, q + 3), *restrict x4 = LT__SRC(T, q + 4);         \
+                const T *restrict x5 = LT__SRC(T, q + 5), *restrict x6 = LT__SRC(T, q + 6);        \
+                const T *restrict x7 = LT__SRC(T, q + 7);                                          \
+                wd = 8;                                                                            \
+                if (q == 0)                                                                        \
+                    LT__PASS(T, LT__ADD4(T, (T)((T)(x[k] + y[k]) + z[k]) + w[k], x4, x5, x6, x7)); \
+                else                                                                               \
+                    LT__PASS(T, LT__ADD4(T, LT__ADD4(T, acc[k], x, y, z, w), x4, x5, x6, x7));     \
+            } else if (q + 3 < nq && ss[q] == 1 && ss[q + 1] == 1 && ss[q + 2] == 1 &&             \
+                       ss[q + 3] == 1) {                                                           \
+                const T *restrict y = LT__SRC(T, q + 1), *restrict z = LT__SRC(T, q + 2);          \
+                const T *restrict w = LT__SRC(T, q + 3);                                           \
+                wd = 4;                                                                            \
+                if (q == 0)                                                                        \
+                    LT__PASS(T, (T)((T)(x[k] + y[k]) + z[k]) + w[k]);                              \
+                else                                                                               \
+                    LT__PASS(T, (T)((T)((T)(acc[k] + x[k]) + y[k]) + z[k]) + w[k]);                \
+            } else if (q + 1 < nq && ss[q] == 1 && ss[q + 1] == 1) {                               \
+                const T *restrict y = LT__SRC(T, q + 1);                                           \
+                wd = 2;                                                                            \
+                if (q == 0)                                                                        \
+                    LT__PASS(T, x[k] + y[k]);                                                      \
+                else                                                                               \
+                    LT__PASS(T, (T)(acc[k] + x[k]) + y[k]);                                        \
+            } else {                                                                               \
+                int64_t sx = ss[q];                                                                \
+                wd = 1;                                                                            \
+                if (sx == 1 && q == 0)                                                             \
+                    LT__PASS(T, x[k]);                                                             \
+                else if (sx == 1)                                                                  \
+                    LT__PASS(T, acc[k] + x[k]);                                                    \
+                else if (q == 0)                                                                   \
+                    LT__PASS(T, x[k * sx]);                                                        \
+                else                                                                               \
+                    LT__PASS(T, acc[k] + x[k * sx]);                                               \
+            }                                                                                      \
+        }                                                                                          \
+        if (avg_div != 1)                                                                          \
+            for (int64_t k = 0; k < m; k++) acc[k] = (T)((double)acc[k] / avg_div);                \
+        if (compared) {                                                                            \
+        } else if (as == 1)                                                                        \
+            for (int64_t k = 0; k < m; k++) differ |= ap[k] != acc[k];                             \
+        else                                                                                       \
+            differ = 1;                                                                            \
+        if (!differ) continue;                                                                     \
+        for (int64_t k = 0; k < m; k++) {                                                          \
+            if (ap[k * as] == acc[k]) continue;                                                    \
+            double mag = 0; /* sum of |contribution|: the order slack scales with it */            \
+            for (int p = 0; p < nq; p++)                                                           \
+                mag += fabs((double)((const T *)(const void *)s[p])[(k0 + k) * ss[p]]);            \
+            if (!lt__verify_close_enough((double)ap[k * as], (double)acc[k], rtol,                 \
+                                         atol + slack * mag))                                      \
+                return 1;                                                                          \
+        }                                                                                          \
+    }                                                                                              \
     return 0;
 
 /* The fused loops are worth vectorizing: gcc does so at -O2 only when asked
@@ -151,12 +163,13 @@ int64_t lt__verify_last_dim_runs(const int64_t *gl, int64_t nl, int run, const i
 #define LT__VECTORIZE
 #endif
 
-LT__VECTORIZE int lt__verify_fused_run_f32(const char *const *s, const int64_t *ss, int nq, const char *a, int64_t as,
-                                           int64_t len, double avg_div, double rtol, double atol, double slack) {
-    LT__FUSED_RUN(float)
-}
+LT__VECTORIZE int lt__verify_fused_run_f32(const char *const *s, const int64_t *ss, int nq,
+                                           const char *a, int64_t as, int64_t len, double avg_div,
+                                           double rtol, double atol,
+                                           double slack){LT__FUSED_RUN(float)}
 
-LT__VECTORIZE int lt__verify_fused_run_f64(const char *const *s, const int64_t *ss, int nq, const char *a, int64_t as,
-                                           int64_t len, double avg_div, double rtol, double atol, double slack) {
+LT__VECTORIZE int lt__verify_fused_run_f64(const char *const *s, const int64_t *ss, int nq,
+                                           const char *a, int64_t as, int64_t len, double avg_div,
+                                           double rtol, double atol, double slack) {
     LT__FUSED_RUN(double)
 }

@@ -48,7 +48,8 @@ struct lt__verified {
 int lt__vshard_cmp(const void *x, const void *y);
 /* 1 when layout L holds a box of the global tensor (gshape; every dim a
  * run of consecutive indices, in order); goff, n get it (nd each). */
-int lt__verify_box_of(const lt_rank_layout *L, int nd, const int64_t *gshape, int64_t *goff, int64_t *n);
+int lt__verify_box_of(const lt_rank_layout *L, int nd, const int64_t *gshape, int64_t *goff,
+                      int64_t *n);
 
 /* lt_verify_reshard that also takes and gives a record (memo may be NULL:
  * then it is exactly lt_verify_reshard). *memo on entry: the record of the
@@ -77,12 +78,13 @@ void lt__verify_report_init(lt_verify_report *rep, int ndim);
 /* Fills rep (may be NULL) with rank's first differing element of res
  * (local index res->first_idx, global through layout l), prefixed `what`,
  * and sets the error message; returns LT_MISMATCH. */
-lt_status lt__verify_element_mismatch(lt_verify_report *rep, int step, const char *what, int rank, int ndim,
-                                      const lt_compare_result *res, const lt_rank_layout *l);
+lt_status lt__verify_element_mismatch(lt_verify_report *rep, int step, const char *what, int rank,
+                                      int ndim, const lt_compare_result *res,
+                                      const lt_rank_layout *l);
 /* Fills rep (may be NULL) with rank r's shard a of the wrong shape (es:
  * the direct reshard's) and sets the message; returns LT_MISMATCH. */
-lt_status lt__verify_shape_mismatch(lt_verify_report *rep, int step, int r, const lt_tensor *a, int ndim,
-                                    const int64_t *es);
+lt_status lt__verify_shape_mismatch(lt_verify_report *rep, int step, int r, const lt_tensor *a,
+                                    int ndim, const int64_t *es);
 
 /* The runs of a shard's last dim (localtensor/verify/verify_fused.c), the same
  * for every row: the shard holds global indices gl[0..nl) along it (gl
@@ -94,8 +96,8 @@ lt_status lt__verify_shape_mismatch(lt_verify_report *rep, int step, int r, cons
  * holds (kept, first index, nl, nr; kept = 0: none): when the indices are
  * a run, the same key returns the kept runs without making them again
  * (they depend on nothing else for the same owner tables). */
-int64_t lt__verify_last_dim_runs(const int64_t *gl, int64_t nl, int run, const int64_t *pl, const int64_t *ql,
-                                 int64_t *key, int64_t *rn);
+int64_t lt__verify_last_dim_runs(const int64_t *gl, int64_t nl, int run, const int64_t *pl,
+                                 const int64_t *ql, int64_t *key, int64_t *rn);
 
 /* Bytes to compare that lie back to back in both the checked shard (a)
  * and the source (s): runs that continue them in both are joined, so that
@@ -130,9 +132,11 @@ int lt__verify_close_enough(double a, double b, double rtol, double atol);
  * expected shard is), against a (element stride as). Returns 1 at the first
  * element out of tolerance, which is lt_compare's plus slack x the sum of
  * the element's |contributions|; 0 when every element agrees. Reads only. */
-int lt__verify_fused_run_f32(const char *const *s, const int64_t *ss, int nq, const char *a, int64_t as,
-                             int64_t len, double avg_div, double rtol, double atol, double slack);
-int lt__verify_fused_run_f64(const char *const *s, const int64_t *ss, int nq, const char *a, int64_t as,
-                             int64_t len, double avg_div, double rtol, double atol, double slack);
+int lt__verify_fused_run_f32(const char *const *s, const int64_t *ss, int nq, const char *a,
+                             int64_t as, int64_t len, double avg_div, double rtol, double atol,
+                             double slack);
+int lt__verify_fused_run_f64(const char *const *s, const int64_t *ss, int nq, const char *a,
+                             int64_t as, int64_t len, double avg_div, double rtol, double atol,
+                             double slack);
 
 #endif

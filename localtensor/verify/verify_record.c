@@ -24,7 +24,8 @@ void lt__verified_free(lt__verified *v) {
 
 /* A layout's lists are increasing, so a list is a run exactly when the
  * layout says it is contiguous (localtensor/layout.h): no need to read it. */
-int lt__verify_box_of(const lt_rank_layout *L, int nd, const int64_t *gshape, int64_t *goff, int64_t *n) {
+int lt__verify_box_of(const lt_rank_layout *L, int nd, const int64_t *gshape, int64_t *goff,
+                      int64_t *n) {
     for (int d = 0; d < nd; d++) {
         n[d] = L->local_shape[d];
         goff[d] = 0;
@@ -60,7 +61,8 @@ lt_status lt__verified_source(const lt_dtensor *src, lt__verified **out) {
         return lt__err(LT_NOMEM, "verify: out of memory for the record of the source");
     }
     for (int k = 0; k < (exact ? mesh->world : 0); k++) {
-        if (lt__replica_class(mesh, src->placements, k) != k) continue;   /* not the one its replicas are checked against */
+        if (lt__replica_class(mesh, src->placements, k) != k)
+            continue; /* not the one its replicas are checked against */
         const lt_tensor *t = src->local->shards[k];
         if (t->placeholder) continue;
         lt_rank_layout L;
@@ -90,7 +92,8 @@ static lt_status max_shard_bytes(const lt_spec *s, uint64_t *out) {
         int64_t ls[LT_MAX_DIMS], n;
         LT_TRY(lt_spec_local_shape(s, r, ls, NULL));
         LT_TRY(lt__numel_checked(s->ndim, ls, lt_dtype_size(s->dtype), &n));
-        if ((uint64_t)n * lt_dtype_size(s->dtype) > *out) *out = (uint64_t)n * lt_dtype_size(s->dtype);
+        if ((uint64_t)n * lt_dtype_size(s->dtype) > *out)
+            *out = (uint64_t)n * lt_dtype_size(s->dtype);
     }
     return LT_OK;
 }
@@ -108,7 +111,8 @@ lt_status lt__verify_bytes(const lt_spec *src, const lt_spec *dst, uint64_t *out
     /* pieces of work on the pool keep an index list and runs each */
     int w = lt__pool_width();
     for (int d = 0; d < src->ndim && w > 1 && !empty; d++)
-        lists = lt__add_sat(lists, (uint64_t)src->shape[d] * 5 * sizeof(int64_t) * (uint64_t)(w - 1));
+        lists =
+            lt__add_sat(lists, (uint64_t)src->shape[d] * 5 * sizeof(int64_t) * (uint64_t)(w - 1));
     lists = lt__add_sat(lists, (uint64_t)src->mesh->world * LT__VERIFY_RANK_BYTES);
     *out = lt__add_sat(2 * shard, lists);
     return LT_OK;

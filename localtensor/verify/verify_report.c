@@ -34,15 +34,18 @@ void lt__verify_report_init(lt_verify_report *rep, int ndim) {
     rep->ndim = ndim;
 }
 
-lt_status lt__verify_element_mismatch(lt_verify_report *rep, int step, const char *what, int rank, int ndim,
-                                      const lt_compare_result *res, const lt_rank_layout *l) {
+lt_status lt__verify_element_mismatch(lt_verify_report *rep, int step, const char *what, int rank,
+                                      int ndim, const lt_compare_result *res,
+                                      const lt_rank_layout *l) {
     int64_t g[LT_MAX_DIMS];
     for (int d = 0; d < ndim; d++)
         g[d] = l->idx[d] ? l->idx[d][res->first_idx[d]] : res->first_idx[d];
     char li[200], gi[200];
     index_str(ndim, res->first_idx, li, sizeof li);
     index_str(ndim, g, gi, sizeof gi);
-    lt_status st = lt__err(LT_MISMATCH, "%srank %d, local index %s (global index %s): expected %.9g, got %.9g (%lld element%s differ%s on that rank)",
+    lt_status st = lt__err(LT_MISMATCH,
+                           "%srank %d, local index %s (global index %s): expected %.9g, got %.9g "
+                           "(%lld element%s differ%s on that rank)",
                            what, rank, li, gi, res->expected, res->actual, (long long)res->ndiff,
                            res->ndiff == 1 ? "" : "s", res->ndiff == 1 ? "s" : "");
     if (rep) {
@@ -60,12 +63,14 @@ lt_status lt__verify_element_mismatch(lt_verify_report *rep, int step, const cha
     return st;
 }
 
-lt_status lt__verify_shape_mismatch(lt_verify_report *rep, int step, int r, const lt_tensor *a, int ndim,
-                                    const int64_t *es) {
+lt_status lt__verify_shape_mismatch(lt_verify_report *rep, int step, int r, const lt_tensor *a,
+                                    int ndim, const int64_t *es) {
     char sa[128], se[128];
     lt_shape_str(a->ndim, a->shape, sa, sizeof sa);
     lt_shape_str(ndim, es, se, sizeof se);
-    lt_status st = lt__err(LT_MISMATCH, "rank %d holds a shard of shape %s but the direct reshard gives %s", r, sa, se);
+    lt_status st =
+        lt__err(LT_MISMATCH, "rank %d holds a shard of shape %s but the direct reshard gives %s", r,
+                sa, se);
     if (rep) {
         rep->ok = 0;
         rep->step = step;

@@ -65,7 +65,8 @@ static int failed(const char *what, lt_status st, int nouts, void *const *outs) 
 /* t must have shape (d0, d1) (d1 == 0: 1-d of d0) and t[a][b] == f(a, b). */
 typedef double (*val_fn)(int a, int b, const void *ctx);
 
-static int expect(const char *what, const lt_tensor *t, int64_t d0, int64_t d1, val_fn f, const void *ctx) {
+static int expect(const char *what, const lt_tensor *t, int64_t d0, int64_t d1, val_fn f,
+                  const void *ctx) {
     int nd = d1 ? 2 : 1;
     if (!t || t->ndim != nd || t->shape[0] != d0 || (d1 && t->shape[1] != d1)) {
         return fault_broken(what, "wrong shape");
@@ -74,7 +75,8 @@ static int expect(const char *what, const lt_tensor *t, int64_t d0, int64_t d1, 
         for (int b = 0; b < (d1 ? d1 : 1); b++) {
             int64_t idx[2] = {a, b};
             if (lt_get(t, idx) != f(a, b, ctx)) {
-                return fault_broken(what, "wrong value at [%d, %d]: %g, expected %g", a, b, lt_get(t, idx), f(a, b, ctx));
+                return fault_broken(what, "wrong value at [%d, %d]: %g, expected %g", a, b,
+                                    lt_get(t, idx), f(a, b, ctx));
             }
         }
     return FAULT_DONE;
@@ -106,20 +108,20 @@ static double v_rs0(int a, int b, const void *c) {          /* [R, S(0)] */
     const int *k = c;
     return 4 * (2 * k[1] + a) + b;
 }
-static double v_ar0(int a, int b, const void *c) {          /* all_reduce over mesh dim 0 of [S0,S1] */
+static double v_ar0(int a, int b, const void *c) { /* all_reduce over mesh dim 0 of [S0,S1] */
     const int *k = c;
     return 8 + 8 * a + 4 * k[1] + 2 * b;
 }
-static double v_ag1(int a, int b, const void *c) {          /* all_gather on mesh dim 1, tensor dim 1 */
+static double v_ag1(int a, int b, const void *c) { /* all_gather on mesh dim 1, tensor dim 1 */
     const int *k = c;
     return 4 * (2 * k[0] + a) + b;
 }
-static double v_rsc0(int a, int b, const void *c) {        /* reduce_scatter mesh dim 0, tensor dim 0 */
+static double v_rsc0(int a, int b, const void *c) { /* reduce_scatter mesh dim 0, tensor dim 0 */
     const int *k = c;
     (void)a;
     return 8 + 8 * k[0] + 4 * k[1] + 2 * b;
 }
-static double v_a2a1(int a, int b, const void *c) {        /* all_to_all mesh dim 1, split 0, concat 1 */
+static double v_a2a1(int a, int b, const void *c) { /* all_to_all mesh dim 1, split 0, concat 1 */
     const int *k = c;
     (void)a;
     return 4 * (2 * k[0] + k[1]) + b;
@@ -138,7 +140,8 @@ static const char scen_text[] =
     "  - distribute: {tensor: x, placements: [R, \"S(0)\"], as: xd}\n"
     "  - expect_local:\n"
     "      tensor: xd\n"
-    "      ranks: {0: [[0, 1], [2, 3]], 1: [[4, 5], [6, 7]], 2: [[0, 1], [2, 3]], 3: [[4, 5], [6, 7]]}\n"
+    "      ranks: {0: [[0, 1], [2, 3]], 1: [[4, 5], [6, 7]], 2: [[0, 1], [2, 3]], 3: [[4, 5], [6, "
+    "7]]}\n"
     "      offsets: [[0, 0], [2, 0], [0, 0], [2, 0]]\n"
     "  - redistribute: {tensor: xd, to: [\"S(0)\", R], as: yd, verify: true}\n"
     "  - expect_full: {tensor: yd, equals: x}\n"

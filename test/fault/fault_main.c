@@ -53,8 +53,10 @@ int fault_failed(const char *what, lt_status st, int nouts, void *const *outs) {
     const char *msg = lt_errmsg();
     if (fault_verbose) fprintf(stderr, "  %s: %s\n", what, msg);
     if (lt__fault_fired() == 0) return fault_broken(what, "failed without a fault: %s", msg);
-    if (st != LT_NOMEM) return fault_broken(what, "status %s, not out of memory: %s", lt_status_str(st), msg);
-    if (!strstr(msg, "out of memory")) return fault_broken(what, "the message does not say out of memory: '%s'", msg);
+    if (st != LT_NOMEM)
+        return fault_broken(what, "status %s, not out of memory: %s", lt_status_str(st), msg);
+    if (!strstr(msg, "out of memory"))
+        return fault_broken(what, "the message does not say out of memory: '%s'", msg);
     for (int i = 0; i < nouts; i++)
         if (outs[i]) return fault_broken(what, "a failed call left output %d half-built", i);
     return FAULT_OOM;
@@ -98,7 +100,8 @@ static void site_merge_recorded(site_set *s) {
     const char *file;
     int line;
     int64_t hits;
-    for (int i = 0; lt__fault_site(i, &file, &line, &hits) == 0; i++) site_find(s, file, line, 1)->hits += hits;
+    for (int i = 0; lt__fault_site(i, &file, &line, &hits) == 0; i++)
+        site_find(s, file, line, 1)->hits += hits;
 }
 
 /* ---- one run ---------------------------------------------------------------------- */
@@ -126,12 +129,16 @@ static int run_one(fault_workload w, void *ctx, const char *tmp, const job *j, s
     int fl = 0;
     lt__fault_first(&ff, &fl);
     char where[300];
-    if (j->file) snprintf(where, sizeof where, "allocation %lld at %s:%d", (long long)j->n, j->file, j->line);
+    if (j->file)
+        snprintf(where, sizeof where, "allocation %lld at %s:%d", (long long)j->n, j->file,
+                 j->line);
     else snprintf(where, sizeof where, "N=%lld", (long long)j->n);
     if (live != 0 && rc != FAULT_BROKEN)
-        rc = fault_broken(where, "%lld blocks still allocated after the run (fault at %s:%d)", (long long)live, ff, fl);
+        rc = fault_broken(where, "%lld blocks still allocated after the run (fault at %s:%d)",
+                          (long long)live, ff, fl);
     if (rc == FAULT_BROKEN) {
-        fprintf(stderr, "fault: %s (fault at %s:%d) broke the contract (message above)\n", where, ff, fl);
+        fprintf(stderr, "fault: %s (fault at %s:%d) broke the contract (message above)\n", where,
+                ff, fl);
         return RUN_BROKEN;
     }
     if (rc == FAULT_OOM) return RUN_OOM;
@@ -156,7 +163,8 @@ static void remove_tmp(const char *tmp) {
 
 /* Worker w of nw runs jobs w, w+nw, ...; writes its counts and the sites it
  * reached (with absorbed counts) to fd, then exits through exit(). */
-static void worker(int w, int nw, fault_workload wl, void *ctx, const job *jobs, int njobs, int fd) {
+static void worker(int w, int nw, fault_workload wl, void *ctx, const job *jobs, int njobs,
+                   int fd) {
     char tmp[256];
     const char *t = getenv("TMPDIR");
     snprintf(tmp, sizeof tmp, "%s/lt-fault-%d", t && *t ? t : "/tmp", (int)getpid());
@@ -173,10 +181,11 @@ static void worker(int w, int nw, fault_workload wl, void *ctx, const job *jobs,
     }
     FILE *f = fdopen(fd, "w");
     if (f) {
-        fprintf(f, "%lld %lld %lld %lld %lld\n", (long long)c.runs, (long long)c.oom, (long long)c.absorbed,
-                (long long)c.broken, (long long)c.done);
+        fprintf(f, "%lld %lld %lld %lld %lld\n", (long long)c.runs, (long long)c.oom,
+                (long long)c.absorbed, (long long)c.broken, (long long)c.done);
         for (int i = 0; i < reached.n; i++)
-            fprintf(f, "%s %d %lld\n", reached.v[i].file, reached.v[i].line, (long long)reached.v[i].absorbed);
+            fprintf(f, "%s %d %lld\n", reached.v[i].file, reached.v[i].line,
+                    (long long)reached.v[i].absorbed);
         fclose(f);
     }
     remove_tmp(tmp);
@@ -230,7 +239,8 @@ static job *make_jobs(const site_set *base, int64_t count, int every, int *njobs
 
 /* Reads the workers' counts (in[nw]) into *c and their absorbed sites into
  * all, and waits for them (pids). Returns 1 when one crashed. */
-static int gather_workers(const char *name, int nw, const pid_t *pids, FILE **in, site_set *all, counts *c) {
+static int gather_workers(const char *name, int nw, const pid_t *pids, FILE **in, site_set *all,
+                          counts *c) {
     int crashed = 0;
     for (int w = 0; w < nw; w++) {
         long long r, o, a, b, d;
@@ -250,16 +260,18 @@ static int gather_workers(const char *name, int nw, const pid_t *pids, FILE **in
         int ws;
         waitpid(pids[w], &ws, 0);
         if (!WIFEXITED(ws) || (WEXITSTATUS(ws) != 0 && b == 0)) {
-            fprintf(stderr, "fault: %s: worker %d %s %d (a crash or a sanitizer report: see above)\n", name, w,
-                    WIFEXITED(ws) ? "exited with" : "was killed by signal", WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
+            fprintf(stderr,
+                    "fault: %s: worker %d %s %d (a crash or a sanitizer report: see above)\n", name,
+                    w, WIFEXITED(ws) ? "exited with" : "was killed by signal",
+                    WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
             crashed = 1;
         }
     }
     return crashed;
 }
 
-static int run_target(const char *name, fault_workload wl, void *ctx, int nw, int64_t maxall, site_set *all,
-                      counts *total) {
+static int run_target(const char *name, fault_workload wl, void *ctx, int nw, int64_t maxall,
+                      site_set *all, counts *total) {
     char tmp[256];
     const char *t = getenv("TMPDIR");
     snprintf(tmp, sizeof tmp, "%s/lt-fault-%d", t && *t ? t : "/tmp", (int)getpid());
@@ -303,14 +315,19 @@ static int run_target(const char *name, fault_workload wl, void *ctx, int nw, in
     int crashed = gather_workers(name, nw, pids, in, all, &c);
     for (int i = 0; i < base.n; i++) site_find(all, intern(base.v[i].file), base.v[i].line, 1);
     if (every && c.done < 1)   /* every run still failed an allocation: they were not all counted */
-        printf("note: %s: the runs past N=%lld still reached a fault: the number of allocations varies "
-               "from run to run\n", name, (long long)count);
+        printf("note: %s: the runs past N=%lld still reached a fault: the number of allocations "
+               "varies "
+               "from run to run\n",
+               name, (long long)count);
     int bad = c.broken > 0 || crashed;
-    printf("%-5s %s: %lld allocations at %d sites; %lld runs (%s): %lld out of memory, %lld absorbed, %lld failed\n",
-           bad ? "FAIL" : "ok", name, (long long)count, base.n, (long long)c.runs, every ? "every N" : "1st, 2nd, last per site",
-           (long long)c.oom, (long long)c.absorbed, (long long)(c.broken + crashed));
+    printf("%-5s %s: %lld allocations at %d sites; %lld runs (%s): %lld out of memory, %lld "
+           "absorbed, %lld failed\n",
+           bad ? "FAIL" : "ok", name, (long long)count, base.n, (long long)c.runs,
+           every ? "every N" : "1st, 2nd, last per site", (long long)c.oom, (long long)c.absorbed,
+           (long long)(c.broken + crashed));
     fflush(stdout);
-    total->runs += c.runs, total->oom += c.oom, total->absorbed += c.absorbed, total->broken += c.broken + crashed;
+    total->runs += c.runs, total->oom += c.oom, total->absorbed += c.absorbed,
+        total->broken += c.broken + crashed;
     remove_tmp(tmp);   /* what the counting runs wrote */
     free(jobs);
     free(base.v);
@@ -331,8 +348,9 @@ int main(int argc, char **argv) {
     int api = i < argc && !strcmp(argv[i], "api") && i + 1 == argc;
     int run = i + 1 < argc && !strcmp(argv[i], "run");
     if ((!api && !run) || nw < 1 || nw > 64 || maxall < 0) {
-        fprintf(stderr, "usage: fault_driver [-v] [-j WORKERS] [-a MAXALL] [-s SITES_OUT] api\n"
-                        "       fault_driver [-v] [-j WORKERS] [-a MAXALL] [-s SITES_OUT] run FILE...\n");
+        fprintf(stderr,
+                "usage: fault_driver [-v] [-j WORKERS] [-a MAXALL] [-s SITES_OUT] api\n"
+                "       fault_driver [-v] [-j WORKERS] [-a MAXALL] [-s SITES_OUT] run FILE...\n");
         return 2;
     }
     site_set all = {0};
@@ -340,7 +358,8 @@ int main(int argc, char **argv) {
     int bad = 0, ntargets = 0;
     if (api) {
         bad |= run_target("C API workload", fault_api_workload, NULL, nw, maxall, &all, &total);
-        bad |= run_target("per-rank program workload", fault_program_workload, NULL, nw, maxall, &all, &total);
+        bad |= run_target("per-rank program workload", fault_program_workload, NULL, nw, maxall,
+                          &all, &total);
         ntargets += 2;
     } else {
         char tmp[256];
@@ -362,14 +381,17 @@ int main(int argc, char **argv) {
     }
     int64_t nabs = 0;
     for (int k = 0; k < all.n; k++) nabs += all.v[k].absorbed > 0;
-    printf("\nfault injection: %d target%s, %lld runs, %d call sites reached: %lld clean out-of-memory errors, "
+    printf("\nfault injection: %d target%s, %lld runs, %d call sites reached: %lld clean "
+           "out-of-memory errors, "
            "%lld absorbed, %lld failed\n",
            ntargets, ntargets == 1 ? "" : "s", (long long)total.runs, all.n, (long long)total.oom,
            (long long)total.absorbed, (long long)total.broken);
     if (nabs) {
         printf("absorbed (an optional allocation; the result was unchanged) at:\n");
         for (int k = 0; k < all.n; k++)
-            if (all.v[k].absorbed) printf("  %s:%d (%lld runs)\n", all.v[k].file, all.v[k].line, (long long)all.v[k].absorbed);
+            if (all.v[k].absorbed)
+                printf("  %s:%d (%lld runs)\n", all.v[k].file, all.v[k].line,
+                       (long long)all.v[k].absorbed);
     }
     if (sites_out) {
         FILE *f = fopen(sites_out, "w");

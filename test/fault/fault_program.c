@@ -29,13 +29,14 @@ static void mark_broken(prog_state *s, const char *fmt, int r, int i, double got
 }
 
 /* Every element of t against want(i). */
-#define CHECK_VALUES(s, t, n, r, expr)                                                   \
-    do {                                                                                 \
-        for (int i = 0; i < (n); i++) {                                                  \
-            int64_t ix_[1] = {i};                                                        \
-            double got_ = lt_get((t), ix_), want_ = (expr);                              \
-            if (got_ != want_) mark_broken((s), "rank %d: [%d] = %g, expected %g", (r), i, got_, want_); \
-        }                                                                                \
+#define CHECK_VALUES(s, t, n, r, expr)                                                             \
+    do {                                                                                           \
+        for (int i = 0; i < (n); i++) {                                                            \
+            int64_t ix_[1] = {i};                                                                  \
+            double got_ = lt_get((t), ix_), want_ = (expr);                                        \
+            if (got_ != want_)                                                                     \
+                mark_broken((s), "rank %d: [%d] = %g, expected %g", (r), i, got_, want_);          \
+        }                                                                                          \
     } while (0)
 
 /* Every collective once. Mesh 2x2 (dp, tp); rank r = 2 dp + tp. */
@@ -43,8 +44,8 @@ static lt_status all_kinds(lt_proc *p, void *ud) {
     prog_state *s = ud;
     int r = lt_proc_rank(p), dp = lt_proc_coord(p, 0), tp = lt_proc_coord(p, 1);
     int64_t n4[1] = {4};
-    lt_tensor *x = NULL, *ar = NULL, *ag = NULL, *rs = NULL, *a2a = NULL, *bc = NULL, *sc = NULL, *ga = NULL,
-              *rd = NULL;
+    lt_tensor *x = NULL, *ar = NULL, *ag = NULL, *rs = NULL, *a2a = NULL, *bc = NULL, *sc = NULL,
+              *ga = NULL, *rd = NULL;
     lt_status st = lt_tensor_new(LT_F32, 1, n4, &x);
     if (st) return st;
     for (int i = 0; i < 4; i++) {
@@ -131,11 +132,13 @@ static int expect_hang(const char *what, const lt_mesh *mesh, lt_proc_fn fn, lt_
     }
     if (st != LT_MISMATCH || !rep) {
         lt_match_report_free(rep);
-        return fault_broken(what, "status %s, expected a would-hang report: %s", lt_status_str(st), lt_errmsg());
+        return fault_broken(what, "status %s, expected a would-hang report: %s", lt_status_str(st),
+                            lt_errmsg());
     }
     int rc = FAULT_DONE;
-    if (rep->kind != kind) rc = fault_broken(what, "hang kind %s, expected %s", lt_hang_kind_name(rep->kind),
-                                             lt_hang_kind_name(kind));
+    if (rep->kind != kind)
+        rc = fault_broken(what, "hang kind %s, expected %s", lt_hang_kind_name(rep->kind),
+                          lt_hang_kind_name(kind));
     char buf[4096];
     size_t n = lt_match_report_format(rep, buf, sizeof buf);
     if (rc == FAULT_DONE && (n == 0 || !strstr(buf, "would hang")))
@@ -184,9 +187,11 @@ static int misc_api(const lt_mesh *mesh) {
     if (st) {
         void *o[3] = {views[0], views[1], views[2]};
         rc = fault_failed("split_rule_views", st, 3, o);
-    } else if (views[0]->shape[0] + views[1]->shape[0] + views[2]->shape[0] != 7 || views[2]->shape[0] != 2) {
+    } else if (views[0]->shape[0] + views[1]->shape[0] + views[2]->shape[0] != 7 ||
+               views[2]->shape[0] != 2) {
         rc = fault_broken("split_rule_views", "balanced pieces of 7 in 3: %lld, %lld, %lld",
-                          (long long)views[0]->shape[0], (long long)views[1]->shape[0], (long long)views[2]->shape[0]);
+                          (long long)views[0]->shape[0], (long long)views[1]->shape[0],
+                          (long long)views[2]->shape[0]);
     }
     for (int i = 0; i < 3; i++) lt_tensor_free(views[i]);
     lt_tensor_free(t);
@@ -198,7 +203,8 @@ int fault_program_workload(void *ctx, const char *tmp) {
     lt_mesh mesh;
     static const int mshape[2] = {2, 2};
     static const char *const mnames[2] = {"dp", "tp"};
-    if (lt_mesh_init(&mesh, 2, mshape, mnames) != LT_OK) return fault_broken("mesh", "%s", lt_errmsg());
+    if (lt_mesh_init(&mesh, 2, mshape, mnames) != LT_OK)
+        return fault_broken("mesh", "%s", lt_errmsg());
 
     prog_state s;
     memset(&s, 0, sizeof s);
@@ -216,14 +222,21 @@ int fault_program_workload(void *ctx, const char *tmp) {
     if (s.broken) return fault_broken("program", "%s", s.what);
 
     int rc;
-    if ((rc = expect_hang("would hang (mismatch)", &mesh, hang_mismatch, LT_HANG_MISMATCH)) != FAULT_DONE) return rc;
-    if ((rc = expect_hang("would hang (missing)", &mesh, hang_missing, LT_HANG_MISSING)) != FAULT_DONE) return rc;
-    if ((rc = expect_hang("would hang (cycle)", &mesh, hang_cycle, LT_HANG_CYCLE)) != FAULT_DONE) return rc;
+    if ((rc = expect_hang("would hang (mismatch)", &mesh, hang_mismatch, LT_HANG_MISMATCH)) !=
+        FAULT_DONE)
+        return rc;
+    if ((rc = expect_hang("would hang (missing)", &mesh, hang_missing, LT_HANG_MISSING)) !=
+        FAULT_DONE)
+        return rc;
+    if ((rc = expect_hang("would hang (cycle)", &mesh, hang_cycle, LT_HANG_CYCLE)) != FAULT_DONE)
+        return rc;
     /* a report too long for the printer's stack buffer: 128 ranks, rank 3 missing */
     lt_mesh big;
     static const int bshape[2] = {2, 64};
-    if (lt_mesh_init(&big, 2, bshape, mnames) != LT_OK) return fault_broken("mesh", "%s", lt_errmsg());
-    if ((rc = expect_hang("would hang (missing, 128 ranks)", &big, hang_missing, LT_HANG_MISSING)) != FAULT_DONE)
+    if (lt_mesh_init(&big, 2, bshape, mnames) != LT_OK)
+        return fault_broken("mesh", "%s", lt_errmsg());
+    if ((rc = expect_hang("would hang (missing, 128 ranks)", &big, hang_missing,
+                          LT_HANG_MISSING)) != FAULT_DONE)
         return rc;
     return misc_api(&mesh);
 }

@@ -43,7 +43,9 @@ static char *slurp(const char *path) {
     return buf;
 }
 
-static int is_num(char c) { return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == '-' || c == '+'; }
+static int is_num(char c) {
+    return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == '-' || c == '+';
+}
 
 /* Removes what varies from run to run, in place: "(0.3 ms)"-style
  * durations in the text, the numbers of "time_s" keys in the JSON. */
@@ -83,7 +85,8 @@ static void first_diff(const char *a, const char *b, char *out, size_t n) {
         a++, b++;
     }
     int ka = (int)strcspn(la, "\n"), kb = (int)strcspn(lb, "\n");
-    snprintf(out, n, "line %d: '%.*s' instead of '%.*s'", line, ka > 200 ? 200 : ka, la, kb > 200 ? 200 : kb, lb);
+    snprintf(out, n, "line %d: '%.*s' instead of '%.*s'", line, ka > 200 ? 200 : ka, la,
+             kb > 200 ? 200 : kb, lb);
 }
 
 int fault_scen_workload(void *ctx, const char *tmp) {
@@ -113,7 +116,8 @@ int fault_scen_workload(void *ctx, const char *tmp) {
         sc->base_json = json;
         return FAULT_DONE;
     }
-    int same_json = (!json && !sc->base_json) || (json && sc->base_json && !strcmp(json, sc->base_json));
+    int same_json =
+        (!json && !sc->base_json) || (json && sc->base_json && !strcmp(json, sc->base_json));
     if (code == sc->base_code && !strcmp(text, sc->base_out) && same_json) {
         rc = FAULT_DONE;
     } else if (code == 2 && lt__fault_fired() && strstr(text, "out of memory")) {
@@ -126,10 +130,14 @@ int fault_scen_workload(void *ctx, const char *tmp) {
         }
     } else {
         char d[600] = "";
-        if (code == sc->base_code && !strcmp(text, sc->base_out)) first_diff(json ? json : "", sc->base_json ? sc->base_json : "", d, sizeof d);
+        if (code == sc->base_code && !strcmp(text, sc->base_out))
+            first_diff(json ? json : "", sc->base_json ? sc->base_json : "", d, sizeof d);
         else first_diff(text, sc->base_out, d, sizeof d);
         rc = fault_broken(sc->path, "exit %d (baseline %d), %s; %s", code, sc->base_code,
-                          code == sc->base_code && !strcmp(text, sc->base_out) ? "the JSON report differs" : "the output differs", d);
+                          code == sc->base_code && !strcmp(text, sc->base_out)
+                              ? "the JSON report differs"
+                              : "the output differs",
+                          d);
     }
     free(text);
     free(json);

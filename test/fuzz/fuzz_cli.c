@@ -86,7 +86,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int rc = show ? lt_cli_show(argc, argv) : lt_cli_redistribute(argc, argv);
         fflush(stdout);
         if (show && rc != 0 && rc != 2) fuzz_fail("show exited %d (expected 0 or 2)", rc);
-        if (redist && rc == 1) fuzz_fail("redistribute exited 1: the executed plan disagrees with the direct reshard");
+        if (redist && rc == 1)
+            fuzz_fail("redistribute exited 1: the executed plan disagrees with the direct reshard");
         if (redist && rc != 0 && rc != 2) fuzz_fail("redistribute exited %d (expected 0 or 2)", rc);
     }
     free(buf);

@@ -36,7 +36,8 @@ static void placement_round_trip(const char *s, char *t1, char *t2) {
     }
     int w = lt_placement_format(&a, t1, TXT_MAX);
     if (w < 0 || w >= TXT_MAX) fuzz_fail("lt_placement_format('%s') wanted %d bytes", s, w);
-    if (lt_placement_parse(t1, &b)) fuzz_fail("'%s' formats as '%s', which does not parse: %s", s, t1, lt_errmsg());
+    if (lt_placement_parse(t1, &b))
+        fuzz_fail("'%s' formats as '%s', which does not parse: %s", s, t1, lt_errmsg());
     if (!lt_placement_equal(&a, &b)) fuzz_fail("'%s' -> '%s' parses to another placement", s, t1);
     lt_placement_format(&b, t2, TXT_MAX);
     if (strcmp(t1, t2)) fuzz_fail("'%s' formats as '%s', then as '%s'", s, t1, t2);
@@ -50,12 +51,14 @@ static void placements_round_trip(const char *s, char *t1, char *t2) {
         need_message("lt_placements_parse", s);
         return;
     }
-    if (na < 1 || na > LT_MESH_MAX_DIMS) fuzz_fail("lt_placements_parse('%s') gave %d entries", s, na);
+    if (na < 1 || na > LT_MESH_MAX_DIMS)
+        fuzz_fail("lt_placements_parse('%s') gave %d entries", s, na);
     int w = lt_placements_format(a, na, t1, TXT_MAX);
     if (w < 0 || w >= TXT_MAX) fuzz_fail("lt_placements_format('%s') wanted %d bytes", s, w);
     if (lt_placements_parse(t1, b, LT_MESH_MAX_DIMS, &nb))
         fuzz_fail("'%s' formats as '%s', which does not parse: %s", s, t1, lt_errmsg());
-    if (na != nb || !lt_placements_equal(a, b, na)) fuzz_fail("'%s' -> '%s' parses to other placements", s, t1);
+    if (na != nb || !lt_placements_equal(a, b, na))
+        fuzz_fail("'%s' -> '%s' parses to other placements", s, t1);
     lt_placements_format(b, nb, t2, TXT_MAX);
     if (strcmp(t1, t2)) fuzz_fail("'%s' formats as '%s', then as '%s'", s, t1, t2);
     /* the checks against a mesh must not crash whatever the list holds */
@@ -73,7 +76,8 @@ static void placements_round_trip(const char *s, char *t1, char *t2) {
             lt_order_entry ord[LT_MESH_MAX_DIMS];
             int nord;
             lt__err_clear();
-            if (lt_explicit_order(shape, na, norm, na, ord, &nord)) need_message("lt_explicit_order", s);
+            if (lt_explicit_order(shape, na, norm, na, ord, &nord))
+                need_message("lt_explicit_order", s);
         }
     }
 }
@@ -90,7 +94,8 @@ static void mesh_round_trip(const char *s, char *t1, char *t2) {
     if (a.ndim < 1 || a.ndim > LT_MESH_MAX_DIMS || world != a.world || world > LT_MESH_MAX_WORLD)
         fuzz_fail("lt_mesh_parse('%s') gave %d dims, world %d", s, a.ndim, a.world);
     lt_mesh_str(&a, t1, TXT_MAX);
-    if (lt_mesh_parse(t1, &b)) fuzz_fail("mesh '%s' formats as '%s', which does not parse: %s", s, t1, lt_errmsg());
+    if (lt_mesh_parse(t1, &b))
+        fuzz_fail("mesh '%s' formats as '%s', which does not parse: %s", s, t1, lt_errmsg());
     if (!lt_mesh_equal(&a, &b)) fuzz_fail("mesh '%s' -> '%s' parses to another mesh", s, t1);
     lt_mesh_str(&b, t2, TXT_MAX);
     if (strcmp(t1, t2)) fuzz_fail("mesh '%s' formats as '%s', then as '%s'", s, t1, t2);
@@ -98,7 +103,8 @@ static void mesh_round_trip(const char *s, char *t1, char *t2) {
     for (int r = 0; r < a.world && r < 4096; r++) {
         int c[LT_MESH_MAX_DIMS];
         lt_mesh_coord(&a, r, c);
-        if (lt_mesh_rank(&a, c) != r) fuzz_fail("mesh '%s': rank %d does not round-trip its coordinate", s, r);
+        if (lt_mesh_rank(&a, c) != r)
+            fuzz_fail("mesh '%s': rank %d does not round-trip its coordinate", s, r);
         for (int d = 0; d < a.ndim; d++) {
             int pos, g = lt_mesh_group_of(&a, d, r, &pos);
             if (g < 0 || g >= lt_mesh_ngroups(&a, d) || pos != c[d])
@@ -119,8 +125,10 @@ static void shape_round_trip(const char *s, char *t1, char *t2) {
     for (int d = 0; d < na; d++)
         if (a[d] < 0) fuzz_fail("shape '%s' gave a negative size", s);
     lt_shape_str(na, a, t1, TXT_MAX);
-    if (lt_cli_parse_shape(t1, &nb, b)) fuzz_fail("shape '%s' formats as '%s', which does not parse: %s", s, t1, lt_errmsg());
-    if (na != nb || memcmp(a, b, sizeof(int64_t) * (size_t)na)) fuzz_fail("shape '%s' -> '%s' parses to another shape", s, t1);
+    if (lt_cli_parse_shape(t1, &nb, b))
+        fuzz_fail("shape '%s' formats as '%s', which does not parse: %s", s, t1, lt_errmsg());
+    if (na != nb || memcmp(a, b, sizeof(int64_t) * (size_t)na))
+        fuzz_fail("shape '%s' -> '%s' parses to another shape", s, t1);
     lt_shape_str(nb, b, t2, TXT_MAX);
     if (strcmp(t1, t2)) fuzz_fail("shape '%s' formats as '%s', then as '%s'", s, t1, t2);
 }
@@ -130,14 +138,16 @@ static void names_round_trip(const char *s, char *t1) {
     lt_dtype dt, dt2;
     lt__err_clear();
     if (!lt_dtype_parse(s, &dt)) {
-        if (lt_dtype_parse(lt_dtype_name(dt), &dt2) || dt != dt2) fuzz_fail("dtype '%s' does not round-trip", s);
+        if (lt_dtype_parse(lt_dtype_name(dt), &dt2) || dt != dt2)
+            fuzz_fail("dtype '%s' does not round-trip", s);
     } else {
         need_message("lt_dtype_parse", s);
     }
     lt_redop op, op2;
     lt__err_clear();
     if (!lt_redop_parse(s, &op)) {
-        if (lt_redop_parse(lt_redop_name(op), &op2) || op != op2) fuzz_fail("reduce op '%s' does not round-trip", s);
+        if (lt_redop_parse(lt_redop_name(op), &op2) || op != op2)
+            fuzz_fail("reduce op '%s' does not round-trip", s);
     } else {
         need_message("lt_redop_parse", s);
     }

@@ -57,7 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (st) {
         if (f) fuzz_fail("load failed (%s) but returned a file", lt_status_str(st));
         if (!has_position(lt_errmsg()))
-            fuzz_fail("load error without 'fuzz.yaml:LINE:COL' (status %s): '%s'", lt_status_str(st), lt_errmsg());
+            fuzz_fail("load error without 'fuzz.yaml:LINE:COL' (status %s): '%s'",
+                      lt_status_str(st), lt_errmsg());
         return 0;
     }
     if (!f || f->nscen < 1) fuzz_fail("load succeeded without a scenario");
@@ -94,7 +95,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (r != LT_SC_PASS && r != LT_SC_FAIL && r != LT_SC_ERROR)
                 fuzz_fail("case '%s' ended with status %d", c->name, (int)r);
             if (r != LT_SC_PASS && c->res.nfails + c->res.nfails_dropped < 1)
-                fuzz_fail("case '%s' is %s without a recorded failure", c->name, lt__sc_status_name(r));
+                fuzz_fail("case '%s' is %s without a recorded failure", c->name,
+                          lt__sc_status_name(r));
             sum.cases++;
             sum.passed += r == LT_SC_PASS;
             sum.failed += r == LT_SC_FAIL;

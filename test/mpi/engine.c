@@ -27,8 +27,9 @@
 static int NP, ME;
 
 typedef enum { C_AG, C_AR, C_RS, C_A2A, C_BC, C_SC, C_GA, C_RE, C_PE } ckind;
-static const char *const cnames[] = {"all_gather", "all_reduce", "reduce_scatter", "all_to_all", "broadcast",
-                                     "scatter", "gather", "reduce", "permute"};
+static const char *const cnames[] = {"all_gather", "all_reduce", "reduce_scatter",
+                                     "all_to_all", "broadcast",  "scatter",
+                                     "gather",     "reduce",     "permute"};
 
 /* Deterministic input of rank r: shape depends on the collective (uneven
  * where the collective allows it), values on r, the element and the dtype. */
@@ -68,7 +69,8 @@ static lt_tensor *make_input(ckind k, lt_dtype dt, int r, int variant) {
 
 /* Runs the public wrapper of kind k on comm c (in-process reference or the
  * MPI engine through the wrappers). */
-static lt_status run_wrapper(lt_comm *c, ckind k, int md, lt_tensor **in, lt_redop op, int dim, lt_tensor **out) {
+static lt_status run_wrapper(lt_comm *c, ckind k, int md, lt_tensor **in, lt_redop op, int dim,
+                             lt_tensor **out) {
     switch (k) {
     case C_AG: return lt_all_gather(c, md, in, dim, out);
     case C_AR: return lt_all_reduce(c, md, in, op, out);
@@ -119,8 +121,8 @@ static void compare(const lt_mesh *m, lt_tensor **got, lt_tensor **ref, const ch
         size_t nb = lt_nbytes(b);
         for (size_t i = 0; i < nb; i++)
             if (x[i] != y[i])
-                fail_msg("%s: rank %d differs from the in-process engine at byte %zu (%u vs %u)", what, r, i,
-                         x[i], y[i]);
+                fail_msg("%s: rank %d differs from the in-process engine at byte %zu (%u vs %u)",
+                         what, r, i, x[i], y[i]);
     }
 }
 
@@ -137,8 +139,8 @@ static int one_case(const lt_mesh *m, ckind k, lt_dtype dt, lt_redop op, int var
     LT_CHECK(lt_comm_new(m, &c));
     int ran = 1;
     for (int md = 0; md < m->ndim && ran; md++) {
-        snprintf(what, sizeof what, "%s %s %s variant %d on mesh %s dim %d (P=%d)", cnames[k], lt_dtype_name(dt),
-                 lt_redop_name(op), variant, ms, md, NP);
+        snprintf(what, sizeof what, "%s %s %s variant %d on mesh %s dim %d (P=%d)", cnames[k],
+                 lt_dtype_name(dt), lt_redop_name(op), variant, ms, md, NP);
         int dim = (k == C_AG || k == C_GA) ? variant : 0;
         lt_status st = run_wrapper(c, k, md, in, op, dim, ref);
         if (st == LT_UNSUPPORTED && dt == LT_BOOL && op == LT_REDOP_AVG) {
@@ -155,7 +157,8 @@ static int one_case(const lt_mesh *m, ckind k, lt_dtype dt, lt_redop op, int var
             out[r] = NULL;
             if (!owned(m, r)) continue;
             const lt_tensor *b = ref[r];
-            if (b->placeholder) LT_CHECK(lt_tensor_placeholder(dt, b->logical_ndim, b->logical, &out[r]));
+            if (b->placeholder)
+                LT_CHECK(lt_tensor_placeholder(dt, b->logical_ndim, b->logical, &out[r]));
             else LT_CHECK(lt_tensor_empty(dt, b->ndim, b->shape, &out[r]));
         }
         int n = m->shape[md], ranks[64], perm[64];
@@ -175,11 +178,13 @@ static int one_case(const lt_mesh *m, ckind k, lt_dtype dt, lt_redop op, int var
             cg.perm = perm;
             cg.dim = dim;
             cg.root = k == C_BC ? 1 % n : k == C_GA ? n - 1 : 0;
-            if (k == C_RS || k == C_SC) LT_CHECK(lt_split_sizes(&chunk, in[ranks[0]]->shape[0], n, sizes));
+            if (k == C_RS || k == C_SC)
+                LT_CHECK(lt_split_sizes(&chunk, in[ranks[0]]->shape[0], n, sizes));
             if (k == C_A2A) {
                 cg.dim = 1;
                 cg.concat_dim = 0;
-                for (int i = 0; i < n; i++) LT_CHECK(lt_split_sizes(&chunk, in[ranks[i]]->shape[1], n, sizes + i * n));
+                for (int i = 0; i < n; i++)
+                    LT_CHECK(lt_split_sizes(&chunk, in[ranks[i]]->shape[1], n, sizes + i * n));
             }
             cg.sizes = sizes;
             st = fn_of(e, k)(ctx, &cg, sparse, out);
@@ -218,7 +223,8 @@ static void test_blocks(void **state) {
             for (int q = 0; q < p; q++) {
                 lt_mpi_block(w, p, q, &first, &count);
                 assert_true(count >= 1);
-                for (int r = first; r < first + count; r++) assert_int_equal(lt_mpi_owner(w, p, r), q);
+                for (int r = first; r < first + count; r++)
+                    assert_int_equal(lt_mpi_owner(w, p, r), q);
             }
 }
 
@@ -274,14 +280,16 @@ static void wrappers_case(lt_comm *ref, lt_comm *mc, const lt_mesh *m, int absen
             LT_CHECK(run_wrapper(ref, (ckind)k, md, in, LT_REDOP_SUM, 0, a));
             LT_CHECK(run_wrapper(mc, (ckind)k, md, pin, LT_REDOP_SUM, 0, b));
             char what[96];
-            snprintf(what, sizeof what, "wrapper %s mesh dim %d (P=%d%s)", cnames[k], md, NP, absent ? ", absent" : "");
+            snprintf(what, sizeof what, "wrapper %s mesh dim %d (P=%d%s)", cnames[k], md, NP,
+                     absent ? ", absent" : "");
             compare(m, b, a, what);
             for (int r = 0; r < 8; r++) {
                 if (owned(m, r)) {
                     assert_false(b[r]->absent);
                     continue;
                 }
-                assert_true(b[r]->absent || b[r]->placeholder);   /* never a buffer for another process's rank */
+                assert_true(b[r]->absent ||
+                            b[r]->placeholder); /* never a buffer for another process's rank */
                 assert_int_equal(b[r]->placeholder, a[r]->placeholder);
                 if (!b[r]->placeholder) assert_true(lt_same_shape(b[r], a[r]));
                 assert_int_equal(b[r]->storage->nbytes, 0);
@@ -340,7 +348,10 @@ static void test_wrappers_absent(void **state) {
     }
     lt_status st = lt_all_gather(mc, 0, in, 0, out);
     assert_int_equal(st, LT_INVALID);
-    if (owned(&m, 0)) assert_non_null(strstr(lt_errmsg(), "rank 0's input is absent (a shape without values), but this process holds rank 0"));
+    if (owned(&m, 0))
+        assert_non_null(strstr(
+            lt_errmsg(),
+            "rank 0's input is absent (a shape without values), but this process holds rank 0"));
     else assert_non_null(strstr(lt_errmsg(), "(on process 0)"));
     for (int r = 0; r < 8; r++) assert_null(out[r]);
     free_all(in, 8);
@@ -364,7 +375,9 @@ static void test_too_many_processes(void **state) {
     assert_int_equal(st, LT_INVALID);
     assert_null(c);
     char want[128];
-    snprintf(want, sizeof want, "mpi engine: %d processes but mesh 2 has only 2 ranks (run with 1 to 2 processes)", NP);
+    snprintf(want, sizeof want,
+             "mpi engine: %d processes but mesh 2 has only 2 ranks (run with 1 to 2 processes)",
+             NP);
     assert_string_equal(lt_errmsg(), want);
 }
 
@@ -424,7 +437,8 @@ static void test_cross_check_finds_plant(void **state) {
     lt_mesh m;
     LT_CHECK(lt_mesh_parse("8", &m));
     lt_tensor *in[8], *ref[8] = {0}, *got[8] = {0};
-    for (int r = 0; r < 8; r++) in[r] = make_input(C_AR, LT_F32, r, 0); /* equal shapes: the swap applies */
+    for (int r = 0; r < 8; r++)
+        in[r] = make_input(C_AR, LT_F32, r, 0); /* equal shapes: the swap applies */
     lt_comm *c = NULL;
     LT_CHECK(lt_comm_new(&m, &c));
     LT_CHECK(lt_all_gather(c, 0, in, 0, ref));
@@ -442,7 +456,8 @@ static void test_cross_check_finds_plant(void **state) {
             LT_CHECK(st);
             int differs = 0;
             for (int r = 0; r < 8; r++)
-                if (owned(&m, r)) differs |= memcmp(lt_data(got[r]), lt_data(ref[r]), lt_nbytes(ref[r])) != 0;
+                if (owned(&m, r))
+                    differs |= memcmp(lt_data(got[r]), lt_data(ref[r]), lt_nbytes(ref[r])) != 0;
             assert_true(differs); /* the plant is real */
         } else {
             /* every process fails the call; each finds the swap in its own
@@ -452,8 +467,11 @@ static void test_cross_check_finds_plant(void **state) {
             char want[256];
             int first;
             lt_mpi_block(8, NP, ME, &first, NULL);
-            snprintf(want, sizeof want, "all_gather on mesh dim 0, group [0,1,2,3,4,5,6,7]: engine 'mpi': "
-                     "cross-check: rank %d's result differs from the in-process engine's at element 0", first);
+            snprintf(
+                want, sizeof want,
+                "all_gather on mesh dim 0, group [0,1,2,3,4,5,6,7]: engine 'mpi': "
+                "cross-check: rank %d's result differs from the in-process engine's at element 0",
+                first);
             assert_string_equal(lt_errmsg(), want);
         }
         free_all(got, 8);
@@ -480,7 +498,8 @@ static void test_shadow(void **state) {
             int planted_fail = 0;
             for (int k = C_AG; k <= C_PE; k++) {
                 lt_tensor *in[8], *a[8] = {0}, *b[8] = {0};
-                for (int r = 0; r < m.world; r++) in[r] = make_input(k == C_AG ? C_AR : (ckind)k, LT_BF16, r, 0);
+                for (int r = 0; r < m.world; r++)
+                    in[r] = make_input(k == C_AG ? C_AR : (ckind)k, LT_BF16, r, 0);
                 for (int md = 0; md < m.ndim; md++) {
                     LT_CHECK(run_wrapper(ref, (ckind)k, md, in, LT_REDOP_AVG, 0, a));
                     lt_status st = run_wrapper(mc, (ckind)k, md, in, LT_REDOP_AVG, 0, b);
@@ -494,7 +513,8 @@ static void test_shadow(void **state) {
                         for (int r = 0; r < m.world; r++) {
                             if (a[r]->placeholder) continue;
                             if (memcmp(lt_data(a[r]), lt_data(b[r]), lt_nbytes(a[r])))
-                                fail_msg("shadow %s on mesh dim %d: rank %d differs (P=%d)", cnames[k], md, r, NP);
+                                fail_msg("shadow %s on mesh dim %d: rank %d differs (P=%d)",
+                                         cnames[k], md, r, NP);
                         }
                     }
                     free_all(a, m.world);
@@ -518,7 +538,8 @@ static void test_shadow(void **state) {
  * collective: every process ends the call with the same status (an error
  * where the site was reached), nothing is left allocated, and no process
  * waits for another (the wrappers agree through the engine's `agree`). */
-static const char *const fault_files[] = {"collectives_sim/engine_mpi.c", "collectives_sim/engine_mpi_paths.c",
+static const char *const fault_files[] = {"collectives_sim/engine_mpi.c",
+                                          "collectives_sim/engine_mpi_paths.c",
                                           "collectives_sim/collectives.c", "kernels/tensor.c"};
 #define NFAULT_FILES 4 /* the last two: the wrappers' sites (tensor.c: the outputs they create) */
 static void test_allocation_failures(void **state) {
@@ -557,17 +578,24 @@ static void test_allocation_failures(void **state) {
             MPI_Bcast(files, 64, MPI_INT, 1, MPI_COMM_WORLD);
             for (int s = 0; s < n1; s++)
                 for (int nth = 1; nth <= 2; nth++) {
-                    if (ME == 1) assert_int_equal(lt__fault_arm_site(fault_files[files[s]], lines[s], nth, 0), 0);
+                    if (ME == 1)
+                        assert_int_equal(
+                            lt__fault_arm_site(fault_files[files[s]], lines[s], nth, 0), 0);
                     else lt__fault_arm(0, 0);
                     lt_status st = run_wrapper(mc, (ckind)k, 0, in, LT_REDOP_SUM, 0, out);
                     free_all(out, 8);
                     int64_t live = lt__fault_live(), fired = lt__fault_fired();
                     lt__fault_disarm();
-                    if (live != 0) fail_msg("%s, site line %d #%d: %lld blocks left allocated", cnames[k], lines[s], nth, (long long)live);
+                    if (live != 0)
+                        fail_msg("%s, site line %d #%d: %lld blocks left allocated", cnames[k],
+                                 lines[s], nth, (long long)live);
                     int v[2] = {(int)st, -(int)st}, r[2];
                     MPI_Allreduce(v, r, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-                    if (r[0] != -r[1]) fail_msg("%s, site line %d #%d: statuses differ across processes", cnames[k], lines[s], nth);
-                    if (fired && st != LT_NOMEM) fail_msg("%s, site line %d #%d: %s", cnames[k], lines[s], nth, lt_errmsg());
+                    if (r[0] != -r[1])
+                        fail_msg("%s, site line %d #%d: statuses differ across processes",
+                                 cnames[k], lines[s], nth);
+                    if (fired && st != LT_NOMEM)
+                        fail_msg("%s, site line %d #%d: %s", cnames[k], lines[s], nth, lt_errmsg());
                     fired_total += (int)fired;
                     if (fired && files[s] >= 2) fired_wrapper++;
                 }

@@ -71,7 +71,8 @@ double lt_bench_memcpy_once(lt_bench *b, size_t bytes) {
 }
 
 static void print_header(void) {
-    printf("%-52s %12s %12s %9s %9s %7s\n", "benchmark", "bytes", "time", "GB/s", "base GB/s", "ratio");
+    printf("%-52s %12s %12s %9s %9s %7s\n", "benchmark", "bytes", "time", "GB/s", "base GB/s",
+           "ratio");
 }
 
 static void fmt_time(double s, char *buf, size_t n) {
@@ -81,7 +82,8 @@ static void fmt_time(double s, char *buf, size_t n) {
     else snprintf(buf, n, "%.2f s", s);
 }
 
-void lt_bench_add(lt_bench *b, const char *name, size_t bytes, double seconds, double baseline_gbps) {
+void lt_bench_add(lt_bench *b, const char *name, size_t bytes, double seconds,
+                  double baseline_gbps) {
     if (b->n == b->cap) {
         size_t nc = b->cap ? 2 * b->cap : 64;
         lt_bench_row *r = realloc(b->rows, nc * sizeof *r);
@@ -104,7 +106,9 @@ void lt_bench_add(lt_bench *b, const char *name, size_t bytes, double seconds, d
     fflush(stdout);
 }
 
-static cJSON *num_or_null(double v) { return isnan(v) ? cJSON_CreateNull() : cJSON_CreateNumber(v); }
+static cJSON *num_or_null(double v) {
+    return isnan(v) ? cJSON_CreateNull() : cJSON_CreateNumber(v);
+}
 
 static int write_json(const lt_bench *b, const char *path) {
     cJSON *list = cJSON_CreateArray();

@@ -35,7 +35,8 @@ typedef struct lt_bench {
 } lt_bench;
 
 /* Adds (and prints) a row; baseline_gbps NAN for none. Exits on NOMEM. */
-void lt_bench_add(lt_bench *b, const char *name, size_t bytes, double seconds, double baseline_gbps);
+void lt_bench_add(lt_bench *b, const char *name, size_t bytes, double seconds,
+                  double baseline_gbps);
 /* 1 when the row `name` should run: LT_BENCH_FILTER unset, or a substring
  * of name (several alternatives separated by '|'). */
 int lt_bench_want(const char *name);

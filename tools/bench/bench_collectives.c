@@ -41,8 +41,10 @@
 #include "collectives_sim/trace.h"
 
 enum { AG, RS, AR, A2A, BC, SC, GA, RE, PE, NKIND };
-static const char *const kind_names[NKIND] = {"all_gather", "reduce_scatter(sum)", "all_reduce(sum)",
-    "all_to_all(0->1)", "broadcast", "scatter", "gather", "reduce(sum)", "permute(ring)"};
+static const char *const kind_names[NKIND] = {
+    "all_gather",       "reduce_scatter(sum)", "all_reduce(sum)",
+    "all_to_all(0->1)", "broadcast",           "scatter",
+    "gather",           "reduce(sum)",         "permute(ring)"};
 
 typedef struct setup {
     lt_mesh m;
@@ -106,7 +108,8 @@ static size_t build(setup *s, int kind, const char *mesh, int md, size_t total, 
     s->W = s->m.world;
     int n = s->n, G = s->W / n;
     /* bytes per rank input (or per group for rooted/reduce-scatter sources) */
-    size_t per = kind == RS || kind == SC || kind == GA || kind == RE ? total / (size_t)G : total / (size_t)s->W;
+    size_t per = kind == RS || kind == SC || kind == GA || kind == RE ? total / (size_t)G
+                                                                      : total / (size_t)s->W;
     int64_t elems = (int64_t)(per / 4);
     int64_t C = elems / (16 * n);
     C = C < 1 ? 1 : C > 1024 ? 1024 : C;
@@ -169,8 +172,8 @@ static void measure(lt_bench *b, const char *name, setup *s, size_t written) {
 
 static void overhead(lt_bench *b, int kind, int trace_on) {
     char name[120];
-    snprintf(name, sizeof name, "per-call %s 8 ranks x 1 f32, trace %s", kind == AR ? "all_reduce" : "all_gather",
-             trace_on ? "on" : "off");
+    snprintf(name, sizeof name, "per-call %s 8 ranks x 1 f32, trace %s",
+             kind == AR ? "all_reduce" : "all_gather", trace_on ? "on" : "off");
     if (!lt_bench_want(name)) return;
     setup s;
     memset(&s, 0, sizeof s);
@@ -202,7 +205,8 @@ static void threads_rows(lt_bench *b, int kind, const char *mesh, int md, int nt
     char n1[120], nn[120];
     const char *along = rs_dim ? " along dim 1" : "";
     snprintf(n1, sizeof n1, "%s%s %s/%d 64M even, 1 thread", kind_names[kind], along, mesh, md);
-    snprintf(nn, sizeof nn, "%s%s %s/%d 64M even, %d threads vs 1", kind_names[kind], along, mesh, md, nthreads);
+    snprintf(nn, sizeof nn, "%s%s %s/%d 64M even, %d threads vs 1", kind_names[kind], along, mesh,
+             md, nthreads);
     if (!lt_bench_want(n1) && !lt_bench_want(nn)) return;
     int before = lt_threads();
     setup s;
@@ -222,7 +226,8 @@ static void threads_rows(lt_bench *b, int kind, const char *mesh, int md, int nt
         lt_trace_clear(lt_comm_trace(s.c));
     }
     lt_set_threads(before);
-    double c1 = lt_bench_median(t1, REPS), cn = lt_bench_median(tn, REPS), m = lt_bench_median(tm, REPS);
+    double c1 = lt_bench_median(t1, REPS), cn = lt_bench_median(tn, REPS),
+           m = lt_bench_median(tm, REPS);
     lt_bench_add(b, n1, w, c1, (double)w / m / 1e9);
     lt_bench_add(b, nn, w, cn, (double)w / c1 / 1e9);
     teardown(&s);
@@ -238,7 +243,8 @@ typedef struct ceil_ctx {
 /* Piece i of pieces: an equal range of the elements. */
 static lt_status ceil_piece(void *ctx, int64_t i) {
     ceil_ctx *x = ctx;
-    size_t lo = x->n * (size_t)i / (size_t)x->pieces, hi = x->n * (size_t)(i + 1) / (size_t)x->pieces;
+    size_t lo = x->n * (size_t)i / (size_t)x->pieces,
+           hi = x->n * (size_t)(i + 1) / (size_t)x->pieces;
     if (!x->add) memcpy(x->c + lo, x->a + lo, (hi - lo) * sizeof(float));
     else
         for (size_t j = lo; j < hi; j++) x->c[j] = x->a[j] + x->b[j];
@@ -277,7 +283,8 @@ static void ceiling_rows(int add, int nthreads, lt_bench *b) {
         tm[i] = lt_bench_memcpy_once(b, w);
     }
     lt_set_threads(before);
-    double c1 = lt_bench_median(t1, REPS), cn = lt_bench_median(tn, REPS), m = lt_bench_median(tm, REPS);
+    double c1 = lt_bench_median(t1, REPS), cn = lt_bench_median(tn, REPS),
+           m = lt_bench_median(tm, REPS);
     lt_bench_add(b, n1, w, c1, (double)w / m / 1e9);
     lt_bench_add(b, nn, w, cn, (double)w / c1 / 1e9);
     free(x.a);
@@ -301,7 +308,8 @@ void lt_bench_collectives(lt_bench *b) {
                              meshes[mi].md, sizes[si].label, uneven ? "uneven" : "even");
                     if (!lt_bench_want(name)) continue;
                     setup s;
-                    size_t w = build(&s, kind, meshes[mi].mesh, meshes[mi].md, sizes[si].bytes, uneven);
+                    size_t w =
+                        build(&s, kind, meshes[mi].mesh, meshes[mi].md, sizes[si].bytes, uneven);
                     measure(b, name, &s, w);
                     teardown(&s);
                 }

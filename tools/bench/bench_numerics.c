@@ -28,9 +28,10 @@ static void check(lt_status st, const char *what) {
 }
 
 void lt_bench_numerics(lt_bench *b) {
-    const char *names[3] = {"numerics sample:8 256x256 (65536,65536) f32 [S(0),S(1)]->[S(1),S(0)] plan+values s",
-                            "numerics none 256x256 (65536,65536) f32 [S(0),S(1)]->[S(1),S(0)] plan s",
-                            "numerics 256x256 (65536,65536) [S(0),S(1)]->[S(1),S(0)] per-rank bytes (plan trace) s"};
+    const char *names[3] = {
+        "numerics sample:8 256x256 (65536,65536) f32 [S(0),S(1)]->[S(1),S(0)] plan+values s",
+        "numerics none 256x256 (65536,65536) f32 [S(0),S(1)]->[S(1),S(0)] plan s",
+        "numerics 256x256 (65536,65536) [S(0),S(1)]->[S(1),S(0)] per-rank bytes (plan trace) s"};
     if (!lt_bench_want(names[0]) && !lt_bench_want(names[1]) && !lt_bench_want(names[2])) return;
     lt_mesh m;
     lt_placement sp[2], dp[2];
@@ -55,12 +56,14 @@ void lt_bench_numerics(lt_bench *b) {
             lt_dtensor *out;
             lt_plan *p;
             double t0 = lt_bench_now();
-            check(lt_redistribute_ranks(&spec, &init, dp, 2, ranks, row ? 0 : n, &o, &out, &p), "sampled redistribute");
+            check(lt_redistribute_ranks(&spec, &init, dp, 2, ranks, row ? 0 : n, &o, &out, &p),
+                  "sampled redistribute");
             t[i] = lt_bench_now() - t0;
             lt_dtensor_free(out);
             lt_plan_free(p);
         }
-        lt_bench_add(b, names[row], row ? 0 : (size_t)n * 256 * 256 * sizeof(float), lt_bench_median(t, REPS), NAN);
+        lt_bench_add(b, names[row], row ? 0 : (size_t)n * 256 * 256 * sizeof(float),
+                     lt_bench_median(t, REPS), NAN);
     }
     if (lt_bench_want(names[2])) {
         lt_plan *p;

@@ -78,7 +78,8 @@ static void dispatch_rows(lt_bench *b) {
             for (int i = 0; i < calls; i++)
                 for (int k = 0; k < 8; k++) {
                     lt_tensor *o;
-                    check(lt_binary(LT_BINARY_ADD, x->local->shards[k], y->local->shards[k], &o), "binary");
+                    check(lt_binary(LT_BINARY_ADD, x->local->shards[k], y->local->shards[k], &o),
+                          "binary");
                     lt_tensor_free(o);
                 }
             t[r] = (lt_bench_now() - t0) / calls;
@@ -91,8 +92,8 @@ static void dispatch_rows(lt_bench *b) {
 
 static void matmul_row(lt_bench *b, int64_t mr, int64_t k, int64_t n) {
     char name[120];
-    snprintf(name, sizeof name, "ops mm 8 ranks x (%lld,%lld)@(%lld,%lld) vs 1 sgemm", (long long)mr,
-             (long long)k, (long long)k, (long long)n);
+    snprintf(name, sizeof name, "ops mm 8 ranks x (%lld,%lld)@(%lld,%lld) vs 1 sgemm",
+             (long long)mr, (long long)k, (long long)k, (long long)n);
     if (!lt_bench_want(name)) return;
     lt_mesh m;
     check(lt_mesh_parse("8", &m), "mesh");
@@ -120,8 +121,8 @@ static void matmul_row(lt_bench *b, int64_t mr, int64_t k, int64_t n) {
         int was = openblas_get_num_threads();
         openblas_set_num_threads(lt_threads());
         double t0 = lt_bench_now();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)(8 * mr), (blasint)n, (blasint)k, 1.0f,
-                    A, (blasint)k, B, (blasint)n, 0.0f, C, (blasint)n);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)(8 * mr), (blasint)n,
+                    (blasint)k, 1.0f, A, (blasint)k, B, (blasint)n, 0.0f, C, (blasint)n);
         double t1 = lt_bench_now();
         openblas_set_num_threads(was);
         lt_dtensor *o;

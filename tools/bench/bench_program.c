@@ -70,7 +70,8 @@ static void row(lt_bench *b, const char *name, const char *mesh, int kind, int c
         }
         if (calls) t[i] /= (double)calls * m.world;
     }
-    size_t bytes = kind == BARRIER || kind == NOTHING ? 0 : 4; /* one f32 written per rank and call */
+    size_t bytes =
+        kind == BARRIER || kind == NOTHING ? 0 : 4; /* one f32 written per rank and call */
     lt_bench_add(b, name, bytes, lt_bench_median(t, REPS), NAN);
 }
 

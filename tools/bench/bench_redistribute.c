@@ -14,12 +14,11 @@
  * baseline the run's own GB/s, so a ratio >= 1 means verifying costs no
  * more than the redistribute it checks. Its "compare floor vs run" row is
  * the least any verification reads: memcmp of the unique bytes of every
- * state a step makes (each step is verified) against as many equal bytes (pre-touched), cut into even pieces on the
- * same threads, against the run (baseline: the run's GB/s). Where that
- * ratio is below 1, verification at 1x the run is beyond this machine for
- * that row: comparing reads twice the bytes the run writes (with streaming
- * stores). Rows with Partial sources read every contribution too, so there
- * the floor is a lower bound only.
+ * state a step makes (each step is verified) against as many equal bytes (pre-touched), cut into
+ * even pieces on the same threads, against the run (baseline: the run's GB/s). Where that ratio is
+ * below 1, verification at 1x the run is beyond this machine for that row: comparing reads twice
+ * the bytes the run writes (with streaming stores). Rows with Partial sources read every
+ * contribution too, so there the floor is a lower bound only.
  *
  * Planner rows (no baseline): a warm-cache lookup, and cold min-cost and
  * greedy plans of 3-D mesh pairs (cache bypassed).
@@ -46,7 +45,9 @@ static size_t plan_written(const lt_plan *p) {
     for (int s = 0; s < p->nsteps; s++)
         for (int r = 0; r < p->mesh.world; r++) {
             int64_t ls[LT_MAX_DIMS], n = 1;
-            check(lt_local_shape_and_offset(&p->mesh, p->ndim, p->shape, p->steps[s].after, r, ls, NULL), "layout");
+            check(lt_local_shape_and_offset(&p->mesh, p->ndim, p->shape, p->steps[s].after, r, ls,
+                                            NULL),
+                  "layout");
             for (int d = 0; d < p->ndim; d++) n *= ls[d];
             total += (size_t)n * lt_dtype_size(p->dtype);
         }
@@ -60,7 +61,9 @@ static uint64_t plan_unique(const lt_plan *p) {
     for (int s = 0; s < p->nsteps; s++) {
         lt_spec sp;
         uint64_t u;
-        check(lt_spec_make(&p->mesh, p->dtype, p->ndim, p->shape, p->steps[s].after, p->mesh.ndim, &sp), "spec");
+        check(lt_spec_make(&p->mesh, p->dtype, p->ndim, p->shape, p->steps[s].after, p->mesh.ndim,
+                           &sp),
+              "spec");
         check(lt_spec_unique_bytes(&sp, &u), "unique bytes");
         total += u;
     }
@@ -80,7 +83,8 @@ static int (*volatile bench_memcmp)(const void *, const void *, size_t) = memcmp
 
 static lt_status floor_piece(void *ctx, int64_t i) {
     floor_ctx *x = ctx;
-    size_t lo = x->n / (size_t)x->pieces * (size_t)i, hi = i + 1 == x->pieces ? x->n : lo + x->n / (size_t)x->pieces;
+    size_t lo = x->n / (size_t)x->pieces * (size_t)i,
+           hi = i + 1 == x->pieces ? x->n : lo + x->n / (size_t)x->pieces;
     if (bench_memcmp(x->a + lo, x->b + lo, hi - lo)) x->differ = 1;
     return LT_OK;
 }
@@ -200,8 +204,8 @@ static void data_row(lt_bench *b, const char *mesh_s, const char *from, const ch
 static void plan_row(lt_bench *b, const char *mesh_s, int ndim, const int64_t *shape,
                      const char *from, const char *to, lt_planner planner, int cold) {
     char name[120];
-    snprintf(name, sizeof name, "plan %s %s %s %s->%s", cold ? "cold" : "warm", lt_planner_name(planner), mesh_s,
-             from, to);
+    snprintf(name, sizeof name, "plan %s %s %s %s->%s", cold ? "cold" : "warm",
+             lt_planner_name(planner), mesh_s, from, to);
     if (!lt_bench_want(name)) return;
     lt_mesh m;
     lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
@@ -235,11 +239,13 @@ void lt_bench_redistribute(lt_bench *b) {
         {"8", "P(sum)", "R"},       {"8", "P(sum)", "S(0)"},      {"2x4", "S(0),S(1)", "S(1),S(0)"},
     };
     for (size_t q = 0; q < sizeof cases / sizeof *cases; q++)
-        for (int uneven = 0; uneven < 2; uneven++) data_row(b, cases[q][0], cases[q][1], cases[q][2], uneven);
+        for (int uneven = 0; uneven < 2; uneven++)
+            data_row(b, cases[q][0], cases[q][1], cases[q][2], uneven);
     const int64_t s3[] = {8, 8, 8}, s2[] = {4096, 4096};
     plan_row(b, "2x2x2", 3, s3, "S(0),S(0),S(0)", "S(1),S(1),S(1)", LT_PLANNER_MIN_COST, 0);
     plan_row(b, "2x2x2", 3, s3, "S(0),S(0),S(0)", "S(1),S(1),S(1)", LT_PLANNER_MIN_COST, 1);
     plan_row(b, "2x2x2", 3, s3, "S(0),S(0),S(0)", "S(1),S(1),S(1)", LT_PLANNER_GREEDY, 1);
-    plan_row(b, "2x2x2", 2, s2, "S(0),P(sum),S(1,balanced)", "SS(0,2),S(1),R", LT_PLANNER_MIN_COST, 1);
+    plan_row(b, "2x2x2", 2, s2, "S(0),P(sum),S(1,balanced)", "SS(0,2),S(1),R", LT_PLANNER_MIN_COST,
+             1);
     plan_row(b, "4x4x4", 3, s3, "S(0),S(1),S(2)", "S(2),S(1),S(0)", LT_PLANNER_MIN_COST, 1);
 }

@@ -76,12 +76,18 @@ static char *program_text(void) {
     if (!t) return NULL;
     used += (size_t)snprintf(t + used, cap - used,
                              "name: bench_spmd\nmesh: {shape: [2, 4], names: [dp, tp]}\nsteps:\n"
-                             "  - local_tensor: {shape: [%d], values: \"rank * 100 + i\", as: x}\n", N);
+                             "  - local_tensor: {shape: [%d], values: \"rank * 100 + i\", as: x}\n",
+                             N);
     for (int k = 1; k < STEPS; k++) {
-        if (k % 2) used += (size_t)snprintf(t + used, cap - used, "  - local_op: {op: add_scalar, inputs: x, scalar: 1, as: x}\n");
+        if (k % 2)
+            used +=
+                (size_t)snprintf(t + used, cap - used,
+                                 "  - local_op: {op: add_scalar, inputs: x, scalar: 1, as: x}\n");
         else
-            used += (size_t)snprintf(t + used, cap - used, "  - collective: {kind: all_reduce, mesh_dim: %s, tensor: x, as: x}\n",
-                                     (k / 2) % 2 ? "dp" : "tp");
+            used += (size_t)snprintf(
+                t + used, cap - used,
+                "  - collective: {kind: all_reduce, mesh_dim: %s, tensor: x, as: x}\n",
+                (k / 2) % 2 ? "dp" : "tp");
     }
     return t;
 }
@@ -93,10 +99,14 @@ static char *load_text(size_t *len) {
     char *t = malloc(cap);
     if (!t) return NULL;
     for (int k = 0; k < SCEN; k++) {
-        used += (size_t)snprintf(t + used, cap - used, "- name: big%d\n  mesh: 2\n  tensors:\n    x0: {shape: [4]}\n"
-                                 "  steps:\n    - distribute: {tensor: x0, placements: [R], as: d0}\n", k);
+        used +=
+            (size_t)snprintf(t + used, cap - used,
+                             "- name: big%d\n  mesh: 2\n  tensors:\n    x0: {shape: [4]}\n"
+                             "  steps:\n    - distribute: {tensor: x0, placements: [R], as: d0}\n",
+                             k);
         for (int i = 1; i < PER; i++)
-            used += (size_t)snprintf(t + used, cap - used, "    - redistribute: {tensor: d0, to: [R], as: d%d}\n", i);
+            used += (size_t)snprintf(t + used, cap - used,
+                                     "    - redistribute: {tensor: d0, to: [R], as: d%d}\n", i);
     }
     *len = used;
     return t;
@@ -108,7 +118,8 @@ static void bench_load(lt_bench *b) {
     size_t len = 0;
     char *text = load_text(&len);
     if (!text || len > LT_SC_MAX_FILE_BYTES) {
-        fprintf(stderr, "bench: %s: %s\n", name, text ? "the file is over the cap" : "out of memory");
+        fprintf(stderr, "bench: %s: %s\n", name,
+                text ? "the file is over the cap" : "out of memory");
         exit(2);
     }
     enum { REPS = 5 };
@@ -135,7 +146,8 @@ void lt_bench_scenario(lt_bench *b) {
     char *text = program_text();
     lt_sc_file *f = NULL;
     lt_mesh m;
-    if (!text || lt_sc_load_string("bench_spmd.yaml", text, strlen(text), &f) || lt_mesh_parse("dp=2,tp=4", &m)) {
+    if (!text || lt_sc_load_string("bench_spmd.yaml", text, strlen(text), &f) ||
+        lt_mesh_parse("dp=2,tp=4", &m)) {
         fprintf(stderr, "bench: %s: %s\n", name, text ? lt_errmsg() : "out of memory");
         exit(2);
     }
@@ -215,8 +227,8 @@ static void run_sweep_child(const char *path, size_t *rss, double *secs) {
     int status = 0;
     struct rusage ru;
     /* the children's peak: this is the bench's only child */
-    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-        getrusage(RUSAGE_CHILDREN, &ru)) {
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0 || getrusage(RUSAGE_CHILDREN, &ru)) {
         fprintf(stderr, "bench: %s run %s failed\n", exe, path);
         exit(2);
     }
@@ -302,7 +314,8 @@ void lt_bench_sweep(lt_bench *b) {
     lt_set_threads(1);
     for (int k = 0; k < 3; k++) {
         lt_plan_cache_clear();
-        if (lt_bench_want(ps[k])) lt_bench_add(b, ps[k], 0, plan_sweep_once(&m, k > 0, k == 2), NAN);
+        if (lt_bench_want(ps[k]))
+            lt_bench_add(b, ps[k], 0, plan_sweep_once(&m, k > 0, k == 2), NAN);
     }
     lt_plan_cache_clear();
     lt_set_threads(0);

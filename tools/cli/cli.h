@@ -73,7 +73,7 @@ int lt_cli_fail(const char *cmd, lt_status st);
 /* Messages echo what the user gave (arguments, names, paths) escaped, so
  * that no control byte reaches the terminal (ESC prints as \x1b), and cut,
  * so that a long argument does not push the reason out of view. */
-#define LT_CLI_ECHO_MAX 80                      /* bytes of an argument kept: its beginning ... end */
+#define LT_CLI_ECHO_MAX 80 /* bytes of an argument kept: its beginning ... end */
 #define LT_CLI_ECHO_BUF (4 * LT_CLI_ECHO_MAX + 16)
 /* arg escaped and cut to about LT_CLI_ECHO_MAX bytes (lt__echo,
  * kernels/status_impl.h) into buf[LT_CLI_ECHO_BUF]; returns buf. */

@@ -25,7 +25,9 @@ void lt_cli_set_args(int argc, char **argv) {
     g_argv = argv;
 }
 
-const char *lt_cli_echo(const char *arg, char *buf) { return lt__echo(arg, LT_CLI_ECHO_MAX, buf, LT_CLI_ECHO_BUF); }
+const char *lt_cli_echo(const char *arg, char *buf) {
+    return lt__echo(arg, LT_CLI_ECHO_MAX, buf, LT_CLI_ECHO_BUF);
+}
 
 /* run[i] (i <= n): the longest run of msg[n] from i that echoes a long argument of
  * the command line (more than LT_CLI_ECHO_MAX bytes): the argument's
@@ -71,7 +73,8 @@ void lt_cli_print(FILE *f, const char *cmd, const char *msg) {
         size_t end = i + run[i];
         /* an argument's beginning and end on either side of where the
          * message was cut (kernels/status.c): one run */
-        if (!strncmp(msg + end, " ... ", 5) && run[end + 5] > LT_CLI_ECHO_MAX) end += 5 + run[end + 5];
+        if (!strncmp(msg + end, " ... ", 5) && run[end + 5] > LT_CLI_ECHO_MAX)
+            end += 5 + run[end + 5];
         copy[i] = '\0';   /* the text before the run */
         lt__fputs_echo(copy + plain, 1, f);
         copy[i] = msg[i];
@@ -108,16 +111,20 @@ lt_status lt_cli_parse_shape(const char *s, int *ndim, int64_t *shape) {
     for (;;) {
         while (isspace((unsigned char)*p)) p++;
         if (!*p || *p == close) break;
-        if (n == LT_MAX_DIMS) return lt__err(LT_INVALID, "shape '%s': more than %d dims", s, LT_MAX_DIMS);
+        if (n == LT_MAX_DIMS)
+            return lt__err(LT_INVALID, "shape '%s': more than %d dims", s, LT_MAX_DIMS);
         if (*p == '-') return lt__err(LT_INVALID, "shape '%s': sizes must be >= 0", s);
         if (!isdigit((unsigned char)*p))
-            return lt__err(LT_INVALID, "shape '%s': '%c' is not a digit (expected e.g. 5 or 5,7)", s, *p);
+            return lt__err(LT_INVALID, "shape '%s': '%c' is not a digit (expected e.g. 5 or 5,7)",
+                           s, *p);
         int64_t v = 0;
         while (isdigit((unsigned char)*p)) {
             int digit = *p - '0';
             if (v > (INT64_MAX - digit) / 10)
-                return lt__err(LT_OVERFLOW, "shape '%s': a size is more than %lld, the largest a 64-bit size holds", s,
-                               (long long)INT64_MAX);
+                return lt__err(
+                    LT_OVERFLOW,
+                    "shape '%s': a size is more than %lld, the largest a 64-bit size holds", s,
+                    (long long)INT64_MAX);
             v = v * 10 + digit;
             p++;
         }
@@ -194,13 +201,18 @@ static lt_status check_global_size(const char *shape_s, const lt_cli_layout *l) 
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     double bytes = (double)numel * (double)es, phys = (double)pages * (double)psize;
     if (pages > 0 && psize > 0 && bytes > phys)
-        return lt__err(LT_NOMEM, "--shape %s: the tensor has %lld elements (%.1f GiB of %s) before any sharding, "
-                       "more than this machine's %.1f GiB of memory", lt_cli_echo(shape_s, e), (long long)numel,
-                       bytes / 1073741824.0, lt_dtype_name(l->dtype), phys / 1073741824.0);
+        return lt__err(
+            LT_NOMEM,
+            "--shape %s: the tensor has %lld elements (%.1f GiB of %s) before any sharding, "
+            "more than this machine's %.1f GiB of memory",
+            lt_cli_echo(shape_s, e), (long long)numel, bytes / 1073741824.0,
+            lt_dtype_name(l->dtype), phys / 1073741824.0);
     if (bytes > (double)(SIZE_MAX / 2))
-        return lt__err(LT_NOMEM, "--shape %s: the tensor has %lld elements of %zu bytes (%s), %.3g bytes: more "
-                       "than this machine can address", lt_cli_echo(shape_s, e), (long long)numel, es,
-                       lt_dtype_name(l->dtype), bytes);
+        return lt__err(
+            LT_NOMEM,
+            "--shape %s: the tensor has %lld elements of %zu bytes (%s), %.3g bytes: more "
+            "than this machine can address",
+            lt_cli_echo(shape_s, e), (long long)numel, es, lt_dtype_name(l->dtype), bytes);
     return LT_OK;
 }
 

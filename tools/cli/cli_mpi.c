@@ -36,7 +36,8 @@ static int mpi_begin(int cross_check, int owned, FILE *err, int *proc, int *npro
     lt__sc_set_step_note(owned ? NULL : mpi_step_note);
     /* the processes on this machine share its memory: each checks against its part */
     MPI_Comm node;
-    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
         int local = 1;
         MPI_Comm_size(node, &local);
         lt__mem_set_share(local);
@@ -100,7 +101,7 @@ static int mpi_case_agree(int status, const char *failure, int *from, char *othe
     int me, np;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
-    int r[2] = {-status, status};   /* the worst and the best status, agreed at the end of the case */
+    int r[2] = {-status, status}; /* the worst and the best status, agreed at the end of the case */
     if (g_stop.st) lt_engine_mpi_end_unit((lt_status)g_stop.st, g_stop.kind, g_stop.msg, r);
     else lt_engine_mpi_end_unit(status == LT_SC_ERROR ? LT_INVALID : LT_OK, 0, failure, r);
     memset(&g_stop, 0, sizeof g_stop);

@@ -55,70 +55,72 @@ static cJSON *json_pytorch_bugs(const lt_plan *p) {
 }
 
 static void redist_usage(FILE *f) {
-    fprintf(f,
-            "usage: localtensor redistribute --mesh M --shape S --from P --to P [--dtype D]\n"
-            "                                [--init I] [--planner greedy|min-cost] [--explain]\n"
-            "                                [--no-verify] [--json] [--numerics full|sample:K|none]\n"
-            "                                [--quiet] [--plan-only] [--html FILE]\n"
-            "                                [--objective O] [--topology T] [--moves M]\n"
-            "                                [--compare]\n"
-            "\n"
-            "Distributes a tensor with --from placements, plans the redistribute to --to,\n"
-            "runs it through the simulated collectives and checks the result (and every\n"
-            "intermediate layout) against an independent direct reshard.\n"
-            "\n"
-            "  --mesh M            8, 2x4, 2x2x2 or named dp=2,tp=4\n"
-            "  --shape S           5, 5,7 or 0,3\n"
-            "  --from P, --to P    placements, one per mesh dim (see `localtensor show --help`)\n"
-            "  --dtype D           f32 (default), f64, bf16, f16, i32, i64, bool\n"
-            "  --init I            arange (default), zeros, ones, random:SEED, randn:SEED\n"
-            "  --planner P         min-cost (default: the fewest bytes received, summed over all\n"
-            "                      ranks and steps, then the fewest steps; a step is any one\n"
-            "                      collective along one mesh dim, or local work) or greedy\n"
-            "                      (PyTorch's order)\n"
-            "  --explain           show every intermediate layout\n"
-            "  --no-verify         skip the check against the direct reshard\n"
-            "  --json              machine-readable output; each plan step also lists the bytes\n"
-            "                      every rank sends and receives (bytes_sent, bytes_recv)\n"
-            "  --numerics N        full (default): every rank's values; sample:K: values for K\n"
-            "                      ranks only (the first, the last and evenly spaced between;\n"
-            "                      `sample` is sample:4), computed without the other ranks'\n"
-            "                      shards; none: no values. Plan, shapes, offsets and every\n"
-            "                      rank's bytes are the same in every mode\n"
-            "  --quiet             the plan and the verdict; every rank's table replaced by one\n"
-            "                      line per local shape (for big meshes)\n"
-            "  --plan-only         print the plan and stop: no tensor is built or moved\n"
-            "  --html FILE         also write a self-contained HTML page: the plan as a diagram\n"
-            "                      (the layout after each step, bytes per rank as bars)\n"
-            "  --objective O       what min-cost minimises: bytes (default: received, summed\n"
-            "                      over ranks and steps), max-rank-bytes (per step the busiest\n"
-            "                      rank's bytes, summed) or time (per step rounds x latency +\n"
-            "                      the busiest rank's bytes / bandwidth, on --topology); ties:\n"
-            "                      fewer total bytes, then fewer steps; docs/SEMANTICS.md §7\n"
-            "  --topology T        uniform (default: every mesh dim 5 us, 25 GB/s), nvlink-ib\n"
-            "                      (the last mesh dim 2 us, 300 GB/s) or a JSON file\n"
-            "                      {\"dims\": [{\"alpha_us\": 5, \"beta_GBps\": 25}, ...]}\n"
-            "  --moves M           collectives (default: every collective) or dtensor (only what\n"
-            "                      PyTorch DTensor issues: no gather, scatter, reduce, permute);\n"
-            "                      all: not supported yet\n"
-            "  --compare           the plan of every objective, side by side\n"
-            "                      (any of these four adds the estimated times and PyTorch's\n"
-            "                      greedy order against this plan after the plan table)\n"
-            "\n"
-            "The plan table: steps are numbered from 1; `collective` names the collective and any\n"
-            "local work after it, or `local ...` for a step without communication. bytes/rank is\n"
-            "the most bytes any one rank receives from other ranks in that step (a rank's own data\n"
-            "never counts; all_reduce counts its reduce_scatter and all_gather halves); bytes total\n"
-            "sums what every rank receives. min-cost minimises the total bytes over the plan, then\n"
-            "the number of steps.\n"
-            "\n"
-            "Exit codes: 0 ok, 1 verification failed, 2 bad input or unsupported transition.\n");
+    fprintf(
+        f,
+        "usage: localtensor redistribute --mesh M --shape S --from P --to P [--dtype D]\n"
+        "                                [--init I] [--planner greedy|min-cost] [--explain]\n"
+        "                                [--no-verify] [--json] [--numerics full|sample:K|none]\n"
+        "                                [--quiet] [--plan-only] [--html FILE]\n"
+        "                                [--objective O] [--topology T] [--moves M]\n"
+        "                                [--compare]\n"
+        "\n"
+        "Distributes a tensor with --from placements, plans the redistribute to --to,\n"
+        "runs it through the simulated collectives and checks the result (and every\n"
+        "intermediate layout) against an independent direct reshard.\n"
+        "\n"
+        "  --mesh M            8, 2x4, 2x2x2 or named dp=2,tp=4\n"
+        "  --shape S           5, 5,7 or 0,3\n"
+        "  --from P, --to P    placements, one per mesh dim (see `localtensor show --help`)\n"
+        "  --dtype D           f32 (default), f64, bf16, f16, i32, i64, bool\n"
+        "  --init I            arange (default), zeros, ones, random:SEED, randn:SEED\n"
+        "  --planner P         min-cost (default: the fewest bytes received, summed over all\n"
+        "                      ranks and steps, then the fewest steps; a step is any one\n"
+        "                      collective along one mesh dim, or local work) or greedy\n"
+        "                      (PyTorch's order)\n"
+        "  --explain           show every intermediate layout\n"
+        "  --no-verify         skip the check against the direct reshard\n"
+        "  --json              machine-readable output; each plan step also lists the bytes\n"
+        "                      every rank sends and receives (bytes_sent, bytes_recv)\n"
+        "  --numerics N        full (default): every rank's values; sample:K: values for K\n"
+        "                      ranks only (the first, the last and evenly spaced between;\n"
+        "                      `sample` is sample:4), computed without the other ranks'\n"
+        "                      shards; none: no values. Plan, shapes, offsets and every\n"
+        "                      rank's bytes are the same in every mode\n"
+        "  --quiet             the plan and the verdict; every rank's table replaced by one\n"
+        "                      line per local shape (for big meshes)\n"
+        "  --plan-only         print the plan and stop: no tensor is built or moved\n"
+        "  --html FILE         also write a self-contained HTML page: the plan as a diagram\n"
+        "                      (the layout after each step, bytes per rank as bars)\n"
+        "  --objective O       what min-cost minimises: bytes (default: received, summed\n"
+        "                      over ranks and steps), max-rank-bytes (per step the busiest\n"
+        "                      rank's bytes, summed) or time (per step rounds x latency +\n"
+        "                      the busiest rank's bytes / bandwidth, on --topology); ties:\n"
+        "                      fewer total bytes, then fewer steps; docs/SEMANTICS.md §7\n"
+        "  --topology T        uniform (default: every mesh dim 5 us, 25 GB/s), nvlink-ib\n"
+        "                      (the last mesh dim 2 us, 300 GB/s) or a JSON file\n"
+        "                      {\"dims\": [{\"alpha_us\": 5, \"beta_GBps\": 25}, ...]}\n"
+        "  --moves M           collectives (default: every collective) or dtensor (only what\n"
+        "                      PyTorch DTensor issues: no gather, scatter, reduce, permute);\n"
+        "                      all: not supported yet\n"
+        "  --compare           the plan of every objective, side by side\n"
+        "                      (any of these four adds the estimated times and PyTorch's\n"
+        "                      greedy order against this plan after the plan table)\n"
+        "\n"
+        "The plan table: steps are numbered from 1; `collective` names the collective and any\n"
+        "local work after it, or `local ...` for a step without communication. bytes/rank is\n"
+        "the most bytes any one rank receives from other ranks in that step (a rank's own data\n"
+        "never counts; all_reduce counts its reduce_scatter and all_gather halves); bytes total\n"
+        "sums what every rank receives. min-cost minimises the total bytes over the plan, then\n"
+        "the number of steps.\n"
+        "\n"
+        "Exit codes: 0 ok, 1 verification failed, 2 bad input or unsupported transition.\n");
 }
 
 /* "localtensor redistribute: verification failed: ..." on stderr. */
 static void verify_failed(const lt_verify_report *rep) {
     char msg[sizeof rep->message + 2100];
-    snprintf(msg, sizeof msg, "verification failed: %s", rep->message[0] ? rep->message : lt_errmsg());
+    snprintf(msg, sizeof msg, "verification failed: %s",
+             rep->message[0] ? rep->message : lt_errmsg());
     lt_cli_print(stderr, "redistribute", msg);
 }
 
@@ -139,8 +141,8 @@ static lt_status explain(FILE *f, const lt_dtensor *src, const lt_plan *p) {
         lt_placement_format(&st->to, b, sizeof b);
         char act[128];
         lt_placements_format(st->after, p->mesh.ndim, pl, sizeof pl);
-        fprintf(f, "\n-- after step %d: mesh dim %d %s -> %s (%s) => %s\n", s + 1, st->mesh_dim, a, b,
-                lt_plan_step_action(st, act, sizeof act), pl);
+        fprintf(f, "\n-- after step %d: mesh dim %d %s -> %s (%s) => %s\n", s + 1, st->mesh_dim, a,
+                b, lt_plan_step_action(st, act, sizeof act), pl);
         lt_dtensor *mid = NULL;
         LT_TRY(lt_reshard_direct(src, st->after, p->mesh.ndim, &mid, NULL));
         lt_status rs = lt_render_ranks(f, mid, 32);

@@ -21,59 +21,62 @@
 #include "tools/picture/picture.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: localtensor run PATH... [-k FILTER] [-v] [--json FILE] [--junit FILE] [--fail-fast] [--trace]\n"
-            "                       [--single-device]\n"
-            "                       [--numerics full|sample:K|none] [--world N]\n"
-            "                       [--engine inproc|mpi] [--shards all|owned] [--cross-check]\n"
-            "                       [--compare-backend NAME] [--html FILE] [--timeline FILE]\n"
-            "\n"
-            "Runs YAML scenario files (directories are searched for *.yaml / *.yml; each real\n"
-            "directory is walked once and each file run once, however many links reach them).\n"
-            "  -k FILTER      run only cases whose name or file path contains FILTER (repeatable)\n"
-            "  -v, --verbose  one line per sweep case; print `show` pictures\n"
-            "  --json FILE    write every scenario, case, check and failure as JSON\n"
-            "  --junit FILE   write JUnit XML for CI\n"
-            "  --fail-fast    stop at the first failing case\n"
-            "  --trace        print each case's op log (placements, implicit redistributes with\n"
-            "                 their plans) and comm table (bytes per rank); in --json too\n"
-            "  --single-device  leave out every case's own checks (the steps an expect_error\n"
-            "                 wraps run as they are; from_local checks nothing) and end each case\n"
-            "                 with expect_same_as_single_device: where does the program first\n"
-            "                 depart from the same program on one device? (docs/SEMANTICS.md §11.8)\n"
-            "  --numerics N   run every case in numerics mode N (overrides the files' numerics:):\n"
-            "                 full, sample:K (values for K ranks only) or none (no values)\n"
-            "  --engine NAME  inproc (default), or mpi under mpirun: each process owns a contiguous\n"
-            "                 block of every case's ranks and their collectives run on MPI; process 0\n"
-            "                 writes the reports (docs/engines.md §1)\n"
-            "  --shards S     with --engine mpi: all (default: every process also holds the other\n"
-            "                 ranks' shards, so every step runs) or owned (a process holds only its\n"
-            "                 own ranks' shards: memory per process shrinks with the process count;\n"
-            "                 the steps of --numerics sample run, redistributes on MPI)\n"
-            "  --world N      run only the cases whose mesh has N ranks (with mpirun -np N and\n"
-            "                 --engine mpi: one process per simulated rank)\n"
-            "  --cross-check  with --engine mpi: every collective that spans processes is also run\n"
-            "                 in-process; a byte that differs is an error naming the rank\n"            "  --compare-backend NAME  run every case on backend NAME (cpu, cuda, cuda-emu) first,\n"
-            "                 then on its own (--backend), and compare every value each step stores,\n"
-            "                 shard by shard: the same bytes, or within the dtype's tolerance\n"
-            "  --html FILE    also draw the run as one self-contained HTML page: failures first,\n"
-            "                 per case its steps as lanes (one per rank; would-hang and\n"
-            "                 divergence marked) and its redistribute plans (docs/pictures.md)\n"
-            "  --timeline FILE  also write the run as Chrome Trace Event JSON (Perfetto,\n"
-            "                 chrome://tracing): one process per rank, flows join matched calls\n"
-            "                 (both run the selected cases once more, traced and quietly)\n"
-            "Exit: 0 all passed, 1 a check failed, 2 a file could not be loaded, a step errored,\n"
-            "nothing was run (no scenario file found, or no case matches -k), or the output or a\n"
-            "report file could not be written (a report is written whole or not at all).\n"
-            "The format of scenario files: scenarios/README.md.\n");
+    fprintf(
+        f,
+        "usage: localtensor run PATH... [-k FILTER] [-v] [--json FILE] [--junit FILE] "
+        "[--fail-fast] [--trace]\n"
+        "                       [--single-device]\n"
+        "                       [--numerics full|sample:K|none] [--world N]\n"
+        "                       [--engine inproc|mpi] [--shards all|owned] [--cross-check]\n"
+        "                       [--compare-backend NAME] [--html FILE] [--timeline FILE]\n"
+        "\n"
+        "Runs YAML scenario files (directories are searched for *.yaml / *.yml; each real\n"
+        "directory is walked once and each file run once, however many links reach them).\n"
+        "  -k FILTER      run only cases whose name or file path contains FILTER (repeatable)\n"
+        "  -v, --verbose  one line per sweep case; print `show` pictures\n"
+        "  --json FILE    write every scenario, case, check and failure as JSON\n"
+        "  --junit FILE   write JUnit XML for CI\n"
+        "  --fail-fast    stop at the first failing case\n"
+        "  --trace        print each case's op log (placements, implicit redistributes with\n"
+        "                 their plans) and comm table (bytes per rank); in --json too\n"
+        "  --single-device  leave out every case's own checks (the steps an expect_error\n"
+        "                 wraps run as they are; from_local checks nothing) and end each case\n"
+        "                 with expect_same_as_single_device: where does the program first\n"
+        "                 depart from the same program on one device? (docs/SEMANTICS.md §11.8)\n"
+        "  --numerics N   run every case in numerics mode N (overrides the files' numerics:):\n"
+        "                 full, sample:K (values for K ranks only) or none (no values)\n"
+        "  --engine NAME  inproc (default), or mpi under mpirun: each process owns a contiguous\n"
+        "                 block of every case's ranks and their collectives run on MPI; process 0\n"
+        "                 writes the reports (docs/engines.md §1)\n"
+        "  --shards S     with --engine mpi: all (default: every process also holds the other\n"
+        "                 ranks' shards, so every step runs) or owned (a process holds only its\n"
+        "                 own ranks' shards: memory per process shrinks with the process count;\n"
+        "                 the steps of --numerics sample run, redistributes on MPI)\n"
+        "  --world N      run only the cases whose mesh has N ranks (with mpirun -np N and\n"
+        "                 --engine mpi: one process per simulated rank)\n"
+        "  --cross-check  with --engine mpi: every collective that spans processes is also run\n"
+        "                 in-process; a byte that differs is an error naming the rank\n"
+        "  --compare-backend NAME  run every case on backend NAME (cpu, cuda, cuda-emu) first,\n"
+        "                 then on its own (--backend), and compare every value each step stores,\n"
+        "                 shard by shard: the same bytes, or within the dtype's tolerance\n"
+        "  --html FILE    also draw the run as one self-contained HTML page: failures first,\n"
+        "                 per case its steps as lanes (one per rank; would-hang and\n"
+        "                 divergence marked) and its redistribute plans (docs/pictures.md)\n"
+        "  --timeline FILE  also write the run as Chrome Trace Event JSON (Perfetto,\n"
+        "                 chrome://tracing): one process per rank, flows join matched calls\n"
+        "                 (both run the selected cases once more, traced and quietly)\n"
+        "Exit: 0 all passed, 1 a check failed, 2 a file could not be loaded, a step errored,\n"
+        "nothing was run (no scenario file found, or no case matches -k), or the output or a\n"
+        "report file could not be written (a report is written whole or not at all).\n"
+        "The format of scenario files: scenarios/README.md.\n");
 }
 
 const lt_cli_mpi *lt_cli_mpi_hooks = NULL;
 
 /* `run --engine mpi`: every process runs every case (so each finds the
  * communicators the others create); process 0 alone writes the reports. */
-static int run_mpi(lt_sc_options *o, const char **paths, int np, const char **filters, int nf, int cross_check,
-                   int owned, FILE *out, FILE *err) {
+static int run_mpi(lt_sc_options *o, const char **paths, int np, const char **filters, int nf,
+                   int cross_check, int owned, FILE *out, FILE *err) {
     const lt_cli_mpi *h = lt_cli_mpi_hooks;
     int proc = 0, nproc = 1;
     int code = h->begin(cross_check, owned, err, &proc, &nproc);
@@ -92,20 +95,31 @@ static int run_mpi(lt_sc_options *o, const char **paths, int np, const char **fi
         o->color = !(nc && nc[0]) && isatty(fileno(out));
         o->progress = isatty(fileno(err));
         if (owned)
-            fprintf(err, "localtensor run --engine mpi --shards owned: %d process%s; each case's ranks are split "
-                         "into %d contiguous block%s (a mesh with fewer ranks uses the first processes), and a "
-                         "process holds only its own block's shards.\n",
+            fprintf(err,
+                    "localtensor run --engine mpi --shards owned: %d process%s; each case's ranks "
+                    "are split "
+                    "into %d contiguous block%s (a mesh with fewer ranks uses the first "
+                    "processes), and a "
+                    "process holds only its own block's shards.\n",
                     nproc, nproc == 1 ? "" : "es", nproc, nproc == 1 ? "" : "s");
         else
-            fprintf(err, "localtensor run --engine mpi: %d process%s; each case's ranks are split into %d contiguous "
-                         "block%s (a mesh with fewer ranks uses the first processes). Every process also holds the "
-                         "other ranks' shards: memory per process is that of an in-process run (--shards owned "
-                         "leaves them out).\n",
+            fprintf(err,
+                    "localtensor run --engine mpi: %d process%s; each case's ranks are split into "
+                    "%d contiguous "
+                    "block%s (a mesh with fewer ranks uses the first processes). Every process "
+                    "also holds the "
+                    "other ranks' shards: memory per process is that of an in-process run "
+                    "(--shards owned "
+                    "leaves them out).\n",
                     nproc, nproc == 1 ? "" : "es", nproc, nproc == 1 ? "" : "s");
     } else {
         /* the run must go on (the others wait for this process's collectives) */
         null = fopen("/dev/null", "w");
-        if (!null) fprintf(err, "localtensor run: process %d: cannot open /dev/null; its report goes to stderr\n", proc);
+        if (!null)
+            fprintf(
+                err,
+                "localtensor run: process %d: cannot open /dev/null; its report goes to stderr\n",
+                proc);
         o->out = o->err = null ? null : err;
         o->json_path = o->junit_path = NULL;
         o->color = o->progress = 0;

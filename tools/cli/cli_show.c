@@ -11,30 +11,32 @@
 #include "kernels/status_impl.h"
 
 static void show_usage(FILE *f) {
-    fprintf(f,
-            "usage: localtensor show --mesh M --shape S --placements P [--dtype D] [--init I] [--json]\n"
-            "                        [--svg FILE] [--html FILE]\n"
-            "\n"
-            "Distributes a tensor and prints what every rank holds: coordinate, local shape,\n"
-            "global offset and values, with a picture of which ranks own which block.\n"
-            "\n"
-            "  --mesh M         8, 2x4, 2x2x2 or named dp=2,tp=4\n"
-            "  --shape S        5, 5,7 or 0,3\n"
-            "  --placements P   one per mesh dim, comma-separated: R, S(0), S(0,balanced),\n"
-            "                   S(0,last), S(0,[3,1,0,2]), SS(0,2), P(sum|avg|max|min),\n"
-            "                   or PyTorch spellings: Shard(0), Replicate(), Partial(), ...\n"
-            "  --dtype D        f32 (default), f64, bf16, f16, i32, i64, bool\n"
-            "  --init I         arange (default), zeros, ones, random:SEED, randn:SEED\n"
-            "  --json           machine-readable output\n"
-            "  --svg FILE       also draw the layout as SVG into FILE (docs/pictures.md)\n"
-            "  --html FILE      also write a self-contained HTML page with the picture\n"
-            "\n"
-            "global_offset is the first global index a rank holds along each dim (the global size\n"
-            "when the shard is empty there). A strided shard (SS, or S nested under SS) does not hold\n"
-            "one contiguous run: the table marks it with '*' and --json with \"strided\": true.\n"
-            "Shards of 2 or more dims print as nested rows.\n"
-            "\n"
-            "Exit codes: 0 ok, 2 bad input.\n");
+    fprintf(
+        f,
+        "usage: localtensor show --mesh M --shape S --placements P [--dtype D] [--init I] "
+        "[--json]\n"
+        "                        [--svg FILE] [--html FILE]\n"
+        "\n"
+        "Distributes a tensor and prints what every rank holds: coordinate, local shape,\n"
+        "global offset and values, with a picture of which ranks own which block.\n"
+        "\n"
+        "  --mesh M         8, 2x4, 2x2x2 or named dp=2,tp=4\n"
+        "  --shape S        5, 5,7 or 0,3\n"
+        "  --placements P   one per mesh dim, comma-separated: R, S(0), S(0,balanced),\n"
+        "                   S(0,last), S(0,[3,1,0,2]), SS(0,2), P(sum|avg|max|min),\n"
+        "                   or PyTorch spellings: Shard(0), Replicate(), Partial(), ...\n"
+        "  --dtype D        f32 (default), f64, bf16, f16, i32, i64, bool\n"
+        "  --init I         arange (default), zeros, ones, random:SEED, randn:SEED\n"
+        "  --json           machine-readable output\n"
+        "  --svg FILE       also draw the layout as SVG into FILE (docs/pictures.md)\n"
+        "  --html FILE      also write a self-contained HTML page with the picture\n"
+        "\n"
+        "global_offset is the first global index a rank holds along each dim (the global size\n"
+        "when the shard is empty there). A strided shard (SS, or S nested under SS) does not hold\n"
+        "one contiguous run: the table marks it with '*' and --json with \"strided\": true.\n"
+        "Shards of 2 or more dims print as nested rows.\n"
+        "\n"
+        "Exit codes: 0 ok, 2 bad input.\n");
 }
 
 typedef struct show_pic {
@@ -74,9 +76,14 @@ int lt_cli_show(int argc, char **argv) {
     const char *svg_s = NULL, *html_s = NULL;
     int json = 0;
     const lt_cli_option opts[] = {
-        {"--svg", &svg_s, NULL, 0},     {"--html", &html_s, NULL, 0},
-        {"--mesh", &mesh_s, NULL, 0},   {"--shape", &shape_s, NULL, 0}, {"--placements", &pl_s, NULL, 0},
-        {"--dtype", &dtype_s, NULL, 0}, {"--init", &init_s, NULL, 0},   {"--json", NULL, &json, 1},
+        {"--svg", &svg_s, NULL, 0},
+        {"--html", &html_s, NULL, 0},
+        {"--mesh", &mesh_s, NULL, 0},
+        {"--shape", &shape_s, NULL, 0},
+        {"--placements", &pl_s, NULL, 0},
+        {"--dtype", &dtype_s, NULL, 0},
+        {"--init", &init_s, NULL, 0},
+        {"--json", NULL, &json, 1},
         {NULL, NULL, NULL, 0},
     };
     int rc = lt_cli_parse_args("show", argc, argv, opts, show_usage);

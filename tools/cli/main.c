@@ -131,7 +131,8 @@ static int close_stdout(int code) {
     }
     if (fclose(stdout) != 0 && !bad) bad = 1, e = errno;
     if (!bad) return code;
-    fprintf(stderr, "localtensor: cannot write the output: %s\n", e ? strerror(e) : "a write failed");
+    fprintf(stderr, "localtensor: cannot write the output: %s\n",
+            e ? strerror(e) : "a write failed");
     return 2;
 }
 

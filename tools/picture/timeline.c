@@ -211,7 +211,8 @@ static void failure_events(tl_ctx *t, const lt__pic_case *pc, const cJSON *x, lo
                 const cJSON *rk = cJSON_GetObjectItemCaseSensitive(m, "rank");
                 if (!cJSON_IsNumber(rk) || rk->valueint < 0 || rk->valueint >= pc->world) continue;
                 const char *state = lt__pic_str(m, "state");
-                if (seen[rk->valueint] || (strcmp(state, "waiting_elsewhere") == 0) != pass) continue;
+                if (seen[rk->valueint] || (strcmp(state, "waiting_elsewhere") == 0) != pass)
+                    continue;
                 seen[rk->valueint] = 1;
                 if (!strcmp(state, "finished"))
                     snprintf(name, sizeof name, "finished after %s", lt__pic_str(m, "at"));

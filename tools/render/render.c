@@ -21,7 +21,8 @@ void lt_render_header(FILE *f, const lt_dtensor *dt) {
     lt_shape_str(dt->ndim, dt->shape, shape, sizeof shape);
     lt_placements_format(dt->placements, lt_dtensor_mesh(dt)->ndim, pl, sizeof pl);
     fprintf(f, "mesh %s (%d rank%s), global shape %s, %s, placements %s\n", mesh,
-            lt_dtensor_mesh(dt)->world, lt_dtensor_mesh(dt)->world == 1 ? "" : "s", shape, lt_dtype_name(dt->dtype), pl);
+            lt_dtensor_mesh(dt)->world, lt_dtensor_mesh(dt)->world == 1 ? "" : "s", shape,
+            lt_dtype_name(dt->dtype), pl);
 }
 
 static void coord_str(const lt_mesh *m, int rank, char *buf, size_t n) {
@@ -71,7 +72,8 @@ static void render_nested(FILE *f, const lt_tensor *t, int64_t max, int indent) 
 lt_status lt_render_ranks(FILE *f, const lt_dtensor *dt, int max_values) {
     const lt_mesh *m = lt_dtensor_mesh(dt);
     int any_strided = 0;
-    fprintf(f, "%-5s %-10s %-14s %-15s %s\n", "rank", "coord", "local_shape", "global_offset", "values");
+    fprintf(f, "%-5s %-10s %-14s %-15s %s\n", "rank", "coord", "local_shape", "global_offset",
+            "values");
     for (int r = 0; r < m->world; r++) {
         lt_rank_layout l;
         LT_TRY(lt_spec_layout_rank(lt_dtensor_spec(dt), r, &l));
@@ -82,7 +84,8 @@ lt_status lt_render_ranks(FILE *f, const lt_dtensor *dt, int max_values) {
         coord_str(m, r, c, sizeof c);
         lt_shape_str(dt->ndim, l.global_offset, s2, sizeof s2);
         if (strided) strcat(s2, "*");
-        fprintf(f, "%-5d %-10s %-14s %-15s ", r, c, lt_shape_str(dt->ndim, l.local_shape, s1, sizeof s1), s2);
+        fprintf(f, "%-5d %-10s %-14s %-15s ", r, c,
+                lt_shape_str(dt->ndim, l.local_shape, s1, sizeof s1), s2);
         lt_rank_layout_free(&l);
         const lt_tensor *t = lt_to_local(dt, r);
         if (!t)
@@ -96,8 +99,9 @@ lt_status lt_render_ranks(FILE *f, const lt_dtensor *dt, int max_values) {
         fputc('\n', f);
     }
     if (any_strided)
-        fprintf(f, "* strided shard: along some dim the rank's indices are not one contiguous run, so\n"
-                   "  global_offset is only the first index it holds there\n");
+        fprintf(
+            f, "* strided shard: along some dim the rank's indices are not one contiguous run, so\n"
+               "  global_offset is only the first index it holds there\n");
     return LT_OK;
 }
 
@@ -130,7 +134,8 @@ static void label(const cell *c, int world, char *buf, size_t n) {
         /* compress runs a-b */
         int j = i;
         while (j + 1 < c->n && c->ranks[j + 1] == c->ranks[j] + 1) j++;
-        int w = j > i + 1 ? snprintf(buf + used, n - used, "%s%d-%d", i ? "," : "", c->ranks[i], c->ranks[j])
+        int w = j > i + 1 ? snprintf(buf + used, n - used, "%s%d-%d", i ? "," : "", c->ranks[i],
+                                     c->ranks[j])
                           : snprintf(buf + used, n - used, "%s%d", i ? "," : "", c->ranks[i]);
         if (w < 0) return;
         used += (size_t)w;
@@ -281,8 +286,9 @@ lt_status lt_json_ranks_check(const lt_dtensor *dt) {
     for (int r = 0; r < m->world; r++) {
         const lt_tensor *t = lt_to_local(dt, r);
         uint64_t n = t ? (uint64_t)lt_numel(t) : 0;   /* absent: no values */
-        bytes = lt__add_sat(bytes, n > UINT64_MAX / LT_JSON_BYTES_PER_VALUE ? UINT64_MAX
-                                                                            : n * LT_JSON_BYTES_PER_VALUE);
+        bytes = lt__add_sat(bytes, n > UINT64_MAX / LT_JSON_BYTES_PER_VALUE
+                                       ? UINT64_MAX
+                                       : n * LT_JSON_BYTES_PER_VALUE);
     }
     lt_status st = lt__mem_check(bytes, m->world, "the --json document");
     return st ? lt__err_ctx(st, "--json") : LT_OK;
@@ -335,7 +341,8 @@ lt_status lt_json_print(FILE *f, const cJSON *j) {
 
 /* The trace event of plan step s: the next unused event [*next, count) of
  * its collective and mesh dim. NULL when the trace has none (not recorded). */
-static int step_event(const lt_trace *tr, size_t *next, const lt_plan_step *ps, lt_trace_event *ev) {
+static int step_event(const lt_trace *tr, size_t *next, const lt_plan_step *ps,
+                      lt_trace_event *ev) {
     size_t n = lt_trace_count(tr);
     for (size_t i = *next; i < n; i++) {
         if (lt_trace_get(tr, i, ev)) return 0;

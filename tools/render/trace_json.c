@@ -26,11 +26,14 @@ static cJSON *event_json(const lt_trace_event *ev) {
              cJSON_AddNumberToObject(o, "mesh_dim", ev->mesh_dim) &&
              cJSON_AddNumberToObject(o, "groups", ev->ngroups) &&
              cJSON_AddNumberToObject(o, "group_size", ev->group_size);
-    if (ok && ev->coll != LT_COLL_BARRIER) ok = cJSON_AddStringToObject(o, "dtype", lt_dtype_name(ev->dtype)) != NULL;
-    if (ok && ev->op >= 0) ok = cJSON_AddStringToObject(o, "op", lt_redop_name((lt_redop)ev->op)) != NULL;
+    if (ok && ev->coll != LT_COLL_BARRIER)
+        ok = cJSON_AddStringToObject(o, "dtype", lt_dtype_name(ev->dtype)) != NULL;
+    if (ok && ev->op >= 0)
+        ok = cJSON_AddStringToObject(o, "op", lt_redop_name((lt_redop)ev->op)) != NULL;
     if (ok && ev->root >= 0) ok = cJSON_AddNumberToObject(o, "root", ev->root) != NULL;
     if (ok && ev->dim >= 0) ok = cJSON_AddNumberToObject(o, "dim", ev->dim) != NULL;
-    if (ok && ev->concat_dim >= 0) ok = cJSON_AddNumberToObject(o, "concat_dim", ev->concat_dim) != NULL;
+    if (ok && ev->concat_dim >= 0)
+        ok = cJSON_AddNumberToObject(o, "concat_dim", ev->concat_dim) != NULL;
     if (ok) ok = cJSON_AddStringToObject(o, "label", ev->label) != NULL;
     if (ok) {
         cJSON *s = size_array(ev->sent, ev->world);
@@ -42,7 +45,8 @@ static cJSON *event_json(const lt_trace_event *ev) {
     if (ok)
         ok = cJSON_AddNumberToObject(o, "total_bytes_sent", (double)ev->total_sent) &&
              cJSON_AddNumberToObject(o, "total_bytes_recv", (double)ev->total_recv) &&
-             cJSON_AddNumberToObject(o, "busbw_factor", lt_coll_busbw_factor(ev->coll, ev->group_size));
+             cJSON_AddNumberToObject(o, "busbw_factor",
+                                     lt_coll_busbw_factor(ev->coll, ev->group_size));
     if (!ok) { cJSON_Delete(o); return NULL; }
     return o;
 }

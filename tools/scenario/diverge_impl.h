@@ -49,11 +49,12 @@ typedef struct dv_hit {
 void lt__dv_meaning_unknown(dv_meaning *m);
 void lt__dv_meaning_all_r(const lt_mesh *mesh, dv_meaning *m);
 int lt__dv_meaning_all_r_p(const lt_mesh *mesh, const dv_meaning *m);
-void lt__dv_local_op_meaning(const lt_mesh *mesh, lt_op_kind op, const lt_op_args *a, const dv_meaning *const *in,
-                             const lt_tensor *const *ref, int nin, dv_meaning *out, char *why, size_t n);
-void lt__dv_collective_meaning(const lt_mesh *mesh, lt_coll kind, int md, lt_redop op, int dim, int cdim,
-                               const lt_split_rule *rule, const dv_meaning *in, int ndim, dv_meaning *out,
-                               char *why, size_t n);
+void lt__dv_local_op_meaning(const lt_mesh *mesh, lt_op_kind op, const lt_op_args *a,
+                             const dv_meaning *const *in, const lt_tensor *const *ref, int nin,
+                             dv_meaning *out, char *why, size_t n);
+void lt__dv_collective_meaning(const lt_mesh *mesh, lt_coll kind, int md, lt_redop op, int dim,
+                               int cdim, const lt_split_rule *rule, const dv_meaning *in, int ndim,
+                               dv_meaning *out, char *why, size_t n);
 /* "[S(0), R]" or "unknown". */
 void lt__dv_meaning_str(const lt_mesh *mesh, const dv_meaning *m, char *buf, size_t n);
 /* "mesh dim tp" (its name) or "mesh dim 1". */
@@ -66,11 +67,11 @@ void lt__dv_mesh_dim_name(const lt_mesh *mesh, int md, char *buf, size_t n);
  * (caller frees; NULL when nothing differs but it could not be made).
  * LT_UNSUPPORTED with *why for what cannot be compared (mixed Partial ops). */
 lt_status lt__dv_compare(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *pl,
-                         const lt_tensor *ref, const lt_tensor *mag, int64_t len, const dv_tol *t, dv_hit *h,
-                         lt_tensor **asm_out, char *why, size_t n);
+                         const lt_tensor *ref, const lt_tensor *mag, int64_t len, const dv_tol *t,
+                         dv_hit *h, lt_tensor **asm_out, char *why, size_t n);
 /* A full tensor against ref. */
-void lt__dv_compare_full(const lt_tensor *got, const lt_tensor *ref, const lt_tensor *mag, int64_t len,
-                         const dv_tol *t, dv_hit *h);
+void lt__dv_compare_full(const lt_tensor *got, const lt_tensor *ref, const lt_tensor *mag,
+                         int64_t len, const dv_tol *t, dv_hit *h);
 /* Diagnoses of a divergence of shards (layout pl over ref; hit: its first
  * difference) into buf ("" when none is certain): ranks that differ along a
  * mesh dim laid out R and add up to the value (an unreduced Partial(sum));
@@ -78,8 +79,8 @@ void lt__dv_compare_full(const lt_tensor *got, const lt_tensor *ref, const lt_te
  * world's; plus the hints of meaning m (may be NULL). Errors: LT_NOMEM
  * (a diagnosis is never dropped for want of memory: the report would
  * differ). */
-lt_status lt__dv_diagnose(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *pl, const lt_tensor *ref,
-                          const lt_tensor *mag, int64_t len, const dv_tol *t, const dv_meaning *m, const dv_hit *hit,
-                          char *buf, size_t n);
+lt_status lt__dv_diagnose(const lt_mesh *mesh, lt_tensor *const *shards, const lt_placement *pl,
+                          const lt_tensor *ref, const lt_tensor *mag, int64_t len, const dv_tol *t,
+                          const dv_meaning *m, const dv_hit *hit, char *buf, size_t n);
 
 #endif

@@ -62,10 +62,13 @@ static int partial_only(const lt_mesh *mesh, const dv_meaning *m, lt_redop op) {
     return any;
 }
 
-int lt__dv_meaning_all_r_p(const lt_mesh *mesh, const dv_meaning *m) { return all_kind(mesh, m, LT_PL_REPLICATE); }
+int lt__dv_meaning_all_r_p(const lt_mesh *mesh, const dv_meaning *m) {
+    return all_kind(mesh, m, LT_PL_REPLICATE);
+}
 
 void lt__dv_mesh_dim_name(const lt_mesh *mesh, int md, char *buf, size_t n) {
-    if (md >= 0 && md < mesh->ndim && mesh->names[md][0]) snprintf(buf, n, "mesh dim %s", mesh->names[md]);
+    if (md >= 0 && md < mesh->ndim && mesh->names[md][0])
+        snprintf(buf, n, "mesh dim %s", mesh->names[md]);
     else snprintf(buf, n, "mesh dim %d", md);
 }
 
@@ -83,24 +86,36 @@ static int linear_pointwise(lt_op_kind op) {
 
 static int is_pointwise(lt_op_kind op) {
     switch (op) {
-    case LT_OP_NEG: case LT_OP_ABS: case LT_OP_EXP: case LT_OP_LOG: case LT_OP_SQRT: case LT_OP_TANH:
-    case LT_OP_RELU: case LT_OP_GELU: case LT_OP_SIGMOID: case LT_OP_ADD_SCALAR: case LT_OP_SUB_SCALAR:
+    case LT_OP_NEG:
+    case LT_OP_ABS:
+    case LT_OP_EXP:
+    case LT_OP_LOG:
+    case LT_OP_SQRT:
+    case LT_OP_TANH:
+    case LT_OP_RELU:
+    case LT_OP_GELU:
+    case LT_OP_SIGMOID:
+    case LT_OP_ADD_SCALAR:
+    case LT_OP_SUB_SCALAR:
     case LT_OP_RSUB_SCALAR: case LT_OP_MUL_SCALAR: case LT_OP_DIV_SCALAR: case LT_OP_MAXIMUM_SCALAR:
     case LT_OP_MINIMUM_SCALAR:
-        return 1;   /* dropout is not: its mask depends on the element's place in the tensor it sees */
+        return 1; /* dropout is not: its mask depends on the element's place in the tensor it sees
+                   */
     default:
         return 0;
     }
 }
 
 static int is_binary(lt_op_kind op) {
-    return op == LT_OP_ADD || op == LT_OP_SUB || op == LT_OP_MUL || op == LT_OP_DIV || op == LT_OP_MAXIMUM ||
-           op == LT_OP_MINIMUM;
+    return op == LT_OP_ADD || op == LT_OP_SUB || op == LT_OP_MUL || op == LT_OP_DIV ||
+           op == LT_OP_MAXIMUM || op == LT_OP_MINIMUM;
 }
 
-static void binary_meaning(const lt_mesh *mesh, lt_op_kind op, const dv_meaning *a, const dv_meaning *b,
-                           const lt_tensor *ra, const lt_tensor *rb, dv_meaning *out, char *why, size_t n) {
-    int same_shape = ra->ndim == rb->ndim && !memcmp(ra->shape, rb->shape, sizeof(int64_t) * (size_t)ra->ndim);
+static void binary_meaning(const lt_mesh *mesh, lt_op_kind op, const dv_meaning *a,
+                           const dv_meaning *b, const lt_tensor *ra, const lt_tensor *rb,
+                           dv_meaning *out, char *why, size_t n) {
+    int same_shape =
+        ra->ndim == rb->ndim && !memcmp(ra->shape, rb->shape, sizeof(int64_t) * (size_t)ra->ndim);
     if (!same_shape) {
         /* broadcasting: an operand replicated everywhere joins any layout of the other one
          * when it has fewer dims (a bias row); its sizes then match every shard */
@@ -113,7 +128,9 @@ static void binary_meaning(const lt_mesh *mesh, lt_op_kind op, const dv_meaning 
                 if (ks >= 0 && rsmall->shape[ks] != 1) ok = 0;
             }
         if (ok) same_layout(out, big);
-        else snprintf(why, n, "no layout rule for a broadcasting local %s of these layouts", lt_op_name(op));
+        else
+            snprintf(why, n, "no layout rule for a broadcasting local %s of these layouts",
+                     lt_op_name(op));
         out->known = ok;
         return;
     }
@@ -123,8 +140,8 @@ static void binary_meaning(const lt_mesh *mesh, lt_op_kind op, const dv_meaning 
             same_layout(out, a);
             return;
         }
-        snprintf(why, n, "a local %s of Partial values is not the %s of their reductions", lt_op_name(op),
-                 lt_op_name(op));
+        snprintf(why, n, "a local %s of Partial values is not the %s of their reductions",
+                 lt_op_name(op), lt_op_name(op));
         return;
     }
     if (!any_partial(mesh, a) && !any_partial(mesh, b)) {
@@ -136,16 +153,20 @@ static void binary_meaning(const lt_mesh *mesh, lt_op_kind op, const dv_meaning 
         lt_placements_format(a->pl, mesh->ndim, pa, sizeof pa);
         lt_placements_format(b->pl, mesh->ndim, pb, sizeof pb);
         snprintf(out->mixed, sizeof out->mixed,
-                 "the local %s combined operands laid out differently (%s and %s): each rank %s elements of "
-                 "other global indices", lt_op_name(op), pa, pb, op == LT_OP_ADD ? "added up" : "combined");
+                 "the local %s combined operands laid out differently (%s and %s): each rank %s "
+                 "elements of "
+                 "other global indices",
+                 lt_op_name(op), pa, pb, op == LT_OP_ADD ? "added up" : "combined");
         return;
     }
-    snprintf(why, n, "no layout rule for a local %s of a Partial value and another layout", lt_op_name(op));
+    snprintf(why, n, "no layout rule for a local %s of a Partial value and another layout",
+             lt_op_name(op));
 }
 
 /* sum / mean / max / min over args' dims. */
-static void reduce_meaning(const lt_mesh *mesh, lt_op_kind op, const lt_op_args *a, const dv_meaning *in,
-                           const lt_tensor *ref, dv_meaning *out, char *why, size_t n) {
+static void reduce_meaning(const lt_mesh *mesh, lt_op_kind op, const lt_op_args *a,
+                           const dv_meaning *in, const lt_tensor *ref, dv_meaning *out, char *why,
+                           size_t n) {
     int nd = ref->ndim, red[LT_MAX_DIMS] = {0}, before[LT_MAX_DIMS + 1] = {0};
     for (int i = 0; i < nd; i++) red[i] = a->ndims == 0;
     for (int i = 0; i < a->ndims; i++) {
@@ -158,8 +179,11 @@ static void reduce_meaning(const lt_mesh *mesh, lt_op_kind op, const lt_op_args 
     for (int d = 0; d < mesh->ndim; d++) {
         lt_placement p = in->pl[d];
         if (p.kind == LT_PL_PARTIAL) {
-            if ((op == LT_OP_SUM || op == LT_OP_MEAN) && (p.op == LT_REDOP_SUM || p.op == LT_REDOP_AVG)) continue;
-            snprintf(why, n, "a local %s of a Partial(%s) value", lt_op_name(op), lt_redop_name(p.op));
+            if ((op == LT_OP_SUM || op == LT_OP_MEAN) &&
+                (p.op == LT_REDOP_SUM || p.op == LT_REDOP_AVG))
+                continue;
+            snprintf(why, n, "a local %s of a Partial(%s) value", lt_op_name(op),
+                     lt_redop_name(p.op));
             out->known = 0;
             return;
         }
@@ -195,7 +219,8 @@ static void reduce_meaning(const lt_mesh *mesh, lt_op_kind op, const lt_op_args 
             if (first < 0) first = s;
             even &= s == first;
             if (used < sizeof sizes)
-                used += (size_t)snprintf(sizes + used, sizeof sizes - used, "%s%lld", j ? ", " : "", (long long)s);
+                used += (size_t)snprintf(sizes + used, sizeof sizes - used, "%s%lld", j ? ", " : "",
+                                         (long long)s);
         }
         if (even) {
             out->pl[d] = lt_partial(LT_REDOP_AVG);
@@ -205,16 +230,19 @@ static void reduce_meaning(const lt_mesh *mesh, lt_op_kind op, const lt_op_args 
         snprintf(out->mean_sizes, sizeof out->mean_sizes, "%s", sizes);
         char mdn[64];
         lt__dv_mesh_dim_name(mesh, d, mdn, sizeof mdn);
-        snprintf(why, n, "a per-rank mean over shards of different sizes (%s along %s) is no share of the mean",
-                 sizes, mdn);
+        snprintf(
+            why, n,
+            "a per-rank mean over shards of different sizes (%s along %s) is no share of the mean",
+            sizes, mdn);
         out->pl[d] = lt_replicate();   /* what all_reduce(avg) along d is meant to make of it */
     }
     if (out->mean_md >= 0) out->known = 0;
 }
 
 /* mm / matmul of two matrices. */
-static void mm_meaning(const lt_mesh *mesh, const dv_meaning *a, const dv_meaning *b, const lt_tensor *ra,
-                       const lt_tensor *rb, dv_meaning *out, char *why, size_t n) {
+static void mm_meaning(const lt_mesh *mesh, const dv_meaning *a, const dv_meaning *b,
+                       const lt_tensor *ra, const lt_tensor *rb, dv_meaning *out, char *why,
+                       size_t n) {
     lt__dv_meaning_unknown(out);
     if (ra->ndim != 2 || rb->ndim != 2) {
         snprintf(why, n, "no layout rule for a local matmul of sharded inputs other than matrices");
@@ -224,14 +252,16 @@ static void mm_meaning(const lt_mesh *mesh, const dv_meaning *a, const dv_meanin
     for (int d = 0; d < mesh->ndim; d++) {
         lt_placement p = a->pl[d], q = b->pl[d];
         lt_placement_kind pk = p.kind, qk = q.kind;
-        int psum = pk == LT_PL_PARTIAL && p.op == LT_REDOP_SUM, qsum = qk == LT_PL_PARTIAL && q.op == LT_REDOP_SUM;
+        int psum = pk == LT_PL_PARTIAL && p.op == LT_REDOP_SUM,
+            qsum = qk == LT_PL_PARTIAL && q.op == LT_REDOP_SUM;
         if (pk == LT_PL_REPLICATE && qk == LT_PL_REPLICATE) out->pl[d] = lt_replicate();
         else if (pk == LT_PL_SHARD && p.dim == 0 && qk == LT_PL_REPLICATE) out->pl[d] = p;
         else if (pk == LT_PL_REPLICATE && qk == LT_PL_SHARD && q.dim == 1) out->pl[d] = q;
         else if (pk == LT_PL_SHARD && p.dim == 1 && qk == LT_PL_SHARD && q.dim == 0 &&
                  lt_split_rule_equal(&p.rule, &q.rule) && ra->shape[1] == rb->shape[0])
             out->pl[d] = lt_partial(LT_REDOP_SUM);
-        else if ((psum && qk == LT_PL_REPLICATE) || (pk == LT_PL_REPLICATE && qsum)) out->pl[d] = lt_partial(LT_REDOP_SUM);
+        else if ((psum && qk == LT_PL_REPLICATE) || (pk == LT_PL_REPLICATE && qsum))
+            out->pl[d] = lt_partial(LT_REDOP_SUM);
         else {
             char pa[48], pb[48], md[64];
             lt_placement_format(&p, pa, sizeof pa);
@@ -244,8 +274,9 @@ static void mm_meaning(const lt_mesh *mesh, const dv_meaning *a, const dv_meanin
     }
 }
 
-void lt__dv_local_op_meaning(const lt_mesh *mesh, lt_op_kind op, const lt_op_args *a, const dv_meaning *const *in,
-                             const lt_tensor *const *ref, int nin, dv_meaning *out, char *why, size_t n) {
+void lt__dv_local_op_meaning(const lt_mesh *mesh, lt_op_kind op, const lt_op_args *a,
+                             const dv_meaning *const *in, const lt_tensor *const *ref, int nin,
+                             dv_meaning *out, char *why, size_t n) {
     lt__dv_meaning_unknown(out);
     int all_r = 1;
     for (int k = 0; k < nin; k++) {
@@ -261,11 +292,12 @@ void lt__dv_local_op_meaning(const lt_mesh *mesh, lt_op_kind op, const lt_op_arg
     }
     if (nin == 1 && is_pointwise(op)) {
         if (!any_partial(mesh, in[0]) ||
-            (linear_pointwise(op) && (partial_only(mesh, in[0], LT_REDOP_SUM) || partial_only(mesh, in[0], LT_REDOP_AVG)))) {
+            (linear_pointwise(op) && (partial_only(mesh, in[0], LT_REDOP_SUM) ||
+                                      partial_only(mesh, in[0], LT_REDOP_AVG)))) {
             same_layout(out, in[0]);
         } else {
-            snprintf(why, n, "a local %s of a Partial value is not the %s of its reduction", lt_op_name(op),
-                     lt_op_name(op));
+            snprintf(why, n, "a local %s of a Partial value is not the %s of its reduction",
+                     lt_op_name(op), lt_op_name(op));
         }
         return;
     }
@@ -286,14 +318,15 @@ void lt__dv_local_op_meaning(const lt_mesh *mesh, lt_op_kind op, const lt_op_arg
 
 /* ---- collectives ----------------------------------------------------------------------------- */
 
-void lt__dv_collective_meaning(const lt_mesh *mesh, lt_coll kind, int md, lt_redop op, int dim, int cdim,
-                               const lt_split_rule *rule, const dv_meaning *in, int ndim, dv_meaning *out,
-                               char *why, size_t n) {
+void lt__dv_collective_meaning(const lt_mesh *mesh, lt_coll kind, int md, lt_redop op, int dim,
+                               int cdim, const lt_split_rule *rule, const dv_meaning *in, int ndim,
+                               dv_meaning *out, char *why, size_t n) {
     lt__dv_meaning_unknown(out);
     if (md < 0 || md >= mesh->ndim) return;
     /* an input of unknown layout: only per-rank means over uneven shards
      * along md say what their reduction along md means (the mean) */
-    int mean = !in->known && in->mean_md == md && (kind == LT_COLL_ALL_REDUCE || kind == LT_COLL_REDUCE_SCATTER);
+    int mean = !in->known && in->mean_md == md &&
+               (kind == LT_COLL_ALL_REDUCE || kind == LT_COLL_REDUCE_SCATTER);
     if (!in->known && !mean) {
         snprintf(why, n, "its input has no known layout");
         return;
@@ -304,10 +337,12 @@ void lt__dv_collective_meaning(const lt_mesh *mesh, lt_coll kind, int md, lt_red
     int sd = dim < 0 ? dim + ndn : dim, cd = cdim < 0 ? cdim + ndn : cdim;
     switch (kind) {
     case LT_COLL_ALL_REDUCE:
-        if (in->known && in->pl[md].kind == LT_PL_REPLICATE && (op == LT_REDOP_SUM || op == LT_REDOP_PRODUCT)) {
+        if (in->known && in->pl[md].kind == LT_PL_REPLICATE &&
+            (op == LT_REDOP_SUM || op == LT_REDOP_PRODUCT)) {
             out->summed_md = md;
             for (int d = 0; d < mesh->ndim; d++)
-                if (d != md && in->pl[d].kind == LT_PL_PARTIAL && in->pl[d].op == LT_REDOP_SUM) out->partial_md = d;
+                if (d != md && in->pl[d].kind == LT_PL_PARTIAL && in->pl[d].op == LT_REDOP_SUM)
+                    out->partial_md = d;
         }
         out->pl[md] = lt_replicate();
         break;

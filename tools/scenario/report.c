@@ -66,7 +66,10 @@ static char *fmt_time(double s, char *buf, size_t n) {
 
 static void status_word(FILE *f, const lt_sc_options *o, lt_sc_status s) {
     const char *w = lt__sc_status_name(s);
-    const char *c = s == LT_SC_PASS ? GREEN : s == LT_SC_FAIL ? RED : s == LT_SC_ERROR ? RED BOLD : YELLOW;
+    const char *c = s == LT_SC_PASS    ? GREEN
+                    : s == LT_SC_FAIL  ? RED
+                    : s == LT_SC_ERROR ? RED BOLD
+                                       : YELLOW;
     if (o->color) fprintf(f, "%s%-5s%s ", c, w, RESET);
     else fprintf(f, "%-5s ", w);
 }
@@ -109,8 +112,8 @@ static void print_notes(FILE *f, const char *notes) {
     }
 }
 
-void lt__sc_report_case(FILE *f, const lt_sc_options *o, const lt_sc_file *file, const sc_scenario *s,
-                        const sc_case *c) {
+void lt__sc_report_case(FILE *f, const lt_sc_options *o, const lt_sc_file *file,
+                        const sc_scenario *s, const sc_case *c) {
     (void)s;
     char t[32];
     status_word(f, o, c->res.status);
@@ -122,7 +125,8 @@ void lt__sc_report_case(FILE *f, const lt_sc_options *o, const lt_sc_file *file,
     for (int i = 0; i < c->res.nfails; i++) print_failure(f, &c->res.fails[i]);
     print_notes(f, c->res.notes);
     if (c->res.nfails_dropped)
-        fprintf(f, "      ... and %d more failure%s\n", c->res.nfails_dropped, PL(c->res.nfails_dropped));
+        fprintf(f, "      ... and %d more failure%s\n", c->res.nfails_dropped,
+                PL(c->res.nfails_dropped));
     if (c->res.trace_text) lt__fputs_echo(c->res.trace_text, 1, f), fputc('\n', f);
 }
 
@@ -134,8 +138,8 @@ void lt__sc_tally_add(sc_tally *t, const sc_case *c) {
     t->errors += c->res.status == LT_SC_ERROR;
 }
 
-void lt__sc_report_sweep(FILE *f, const lt_sc_options *o, const lt_sc_file *file, const sc_scenario *s,
-                         const sc_tally *tl) {
+void lt__sc_report_sweep(FILE *f, const lt_sc_options *o, const lt_sc_file *file,
+                         const sc_scenario *s, const sc_tally *tl) {
     int sel = tl->cases, fail = tl->failed, err = tl->errors;
     double t = tl->seconds;
     if (!sel) return;
@@ -145,8 +149,8 @@ void lt__sc_report_sweep(FILE *f, const lt_sc_options *o, const lt_sc_file *file
     fputs(": ", f);
     put_name(f, s->name);
     if (fail || err)
-        fprintf(f, " [sweep: %d of %d case%s failed, %d error%s] (%s)\n", fail, sel, PL(sel), err, PL(err),
-                fmt_time(t, ts, sizeof ts));
+        fprintf(f, " [sweep: %d of %d case%s failed, %d error%s] (%s)\n", fail, sel, PL(sel), err,
+                PL(err), fmt_time(t, ts, sizeof ts));
     else
         fprintf(f, " [sweep: %d case%s] (%s)\n", sel, PL(sel), fmt_time(t, ts, sizeof ts));
 }
@@ -155,22 +159,27 @@ void lt__sc_report_summary(FILE *f, const lt_sc_options *o, const sc_run_summary
     char ts[32];
     fputc('\n', f);
     if (sum->not_run)
-        fprintf(f, "stopped at the first failure (--fail-fast): %d case%s not run\n", sum->not_run, PL(sum->not_run));
-    fprintf(f, "%d case%s in %d scenario%s from %d file%s", sum->cases, PL(sum->cases), sum->scenarios,
-            PL(sum->scenarios), sum->files, PL(sum->files));
+        fprintf(f, "stopped at the first failure (--fail-fast): %d case%s not run\n", sum->not_run,
+                PL(sum->not_run));
+    fprintf(f, "%d case%s in %d scenario%s from %d file%s", sum->cases, PL(sum->cases),
+            sum->scenarios, PL(sum->scenarios), sum->files, PL(sum->files));
     if (sum->files_failed)
         fprintf(f, "; %d could not be loaded", sum->files_failed);
     fprintf(f, " (%s)\n", fmt_time(sum->seconds, ts, sizeof ts));
     if (o->compare_backend) {
         int64_t exact, close;
         lt__sc_cmp_counts(&exact, &close);
-        fprintf(f, "--compare-backend %s: %lld shards of stored values compared, %lld bit-identical, %lld within "
-                   "the dtype's tolerance\n",
-                o->compare_backend->iface->name, (long long)(exact + close), (long long)exact, (long long)close);
+        fprintf(f,
+                "--compare-backend %s: %lld shards of stored values compared, %lld bit-identical, "
+                "%lld within "
+                "the dtype's tolerance\n",
+                o->compare_backend->iface->name, (long long)(exact + close), (long long)exact,
+                (long long)close);
     }
     int bad = sum->failed || sum->errors;
     if (o->color) fputs(bad ? RED : GREEN, f);
-    fprintf(f, "%d passed, %d failed, %d error%s", sum->passed, sum->failed, sum->errors, PL(sum->errors));
+    fprintf(f, "%d passed, %d failed, %d error%s", sum->passed, sum->failed, sum->errors,
+            PL(sum->errors));
     if (o->color) fputs(RESET, f);
     fputc('\n', f);
 }
@@ -207,7 +216,8 @@ static cJSON *case_json(const sc_case *c) {
         char nm[32];
         cJSON_AddStringToObject(j, "numerics", lt_numerics_str(&c->numerics, nm, sizeof nm));
         cJSON *sr = cJSON_AddArrayToObject(j, "sampled_ranks");
-        for (int i = 0; sr && i < c->res.nsampled; i++) lt__json_push(sr, cJSON_CreateNumber(c->res.sampled[i]));
+        for (int i = 0; sr && i < c->res.nsampled; i++)
+            lt__json_push(sr, cJSON_CreateNumber(c->res.sampled[i]));
     }
     if (c->res.notes) cJSON_AddStringToObject(j, "notes", c->res.notes);
     if ((fl = cJSON_AddArrayToObject(j, "failures")))
@@ -262,7 +272,8 @@ static void classname(FILE *f, const char *path) {
 
 static void failure_text(FILE *f, const lt_sc_failure *x) {
     char line[2400];
-    snprintf(line, sizeof line, "%s:%d:%d: %s\n", x->file, x->line, x->col, x->message ? x->message : "");
+    snprintf(line, sizeof line, "%s:%d:%d: %s\n", x->file, x->line, x->col,
+             x->message ? x->message : "");
     xml_escape(f, line);
     if (x->rank >= 0) fprintf(f, "rank: %d\n", x->rank);
     if (x->index) fputs("index: ", f), xml_escape(f, x->index), fputc('\n', f);
@@ -424,8 +435,8 @@ static void json_raw(sc_stream *st, const char *s) {
     if (st->json_out.f && fputs(s, st->json_out.f) == EOF) json_fail(st, LT_IO, errno);
 }
 
-void lt__sc_stream_open(sc_stream *st, const char *json_path, const char *junit_path, const sc_load_error *lerr,
-                        int nlerr) {
+void lt__sc_stream_open(sc_stream *st, const char *json_path, const char *junit_path,
+                        const sc_load_error *lerr, int nlerr) {
     memset(st, 0, sizeof *st);
     st->json_path = json_path;
     st->junit_path = junit_path;
@@ -438,7 +449,8 @@ void lt__sc_stream_open(sc_stream *st, const char *json_path, const char *junit_
             lt__json_begin();
             cJSON *f = cJSON_CreateObject();
             cJSON_AddStringToObject(f, "path", lerr[i].path);
-            cJSON_AddStringToObject(f, "load_error", lerr[i].message ? lerr[i].message : "out of memory");
+            cJSON_AddStringToObject(f, "load_error",
+                                    lerr[i].message ? lerr[i].message : "out of memory");
             cJSON_AddArrayToObject(f, "scenarios");
             json_raw(st, st->nfiles++ ? ",\n" : "");
             json_put(st, f, 0);
@@ -477,7 +489,9 @@ void lt__sc_stream_scen_begin(sc_stream *st, const sc_scenario *s) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "name", s->name);
     if (s->description) cJSON_AddStringToObject(j, "description", s->description);
-    else cJSON_AddNullToObject(j, "description");   /* every key of scenarios/README.md's list is there */
+    else
+        cJSON_AddNullToObject(j,
+                              "description"); /* every key of scenarios/README.md's list is there */
     cJSON_AddNumberToObject(j, "line", s->pos.line);
     cJSON_AddBoolToObject(j, "sweep", s->is_sweep);
     json_raw(st, st->nscen++ ? ",\n" : "");
@@ -504,8 +518,10 @@ static void junit_case(FILE *f, const lt_sc_file *file, const sc_case *cs) {
         const lt_sc_failure *first = NULL;
         for (int x = 0; x < cs->res.nfails && !first; x++)
             if (cs->res.status != LT_SC_FAIL || x == 0) first = &cs->res.fails[x];
-        if (cs->res.status == LT_SC_ERROR && cs->res.nfails) first = &cs->res.fails[cs->res.nfails - 1];
-        fprintf(f, "      <%s type=\"%s\" message=\"", tag, cs->res.status == LT_SC_FAIL ? "check" : "step");
+        if (cs->res.status == LT_SC_ERROR && cs->res.nfails)
+            first = &cs->res.fails[cs->res.nfails - 1];
+        fprintf(f, "      <%s type=\"%s\" message=\"", tag,
+                cs->res.status == LT_SC_FAIL ? "check" : "step");
         if (first && first->message) xml_attr(f, first->message);
         fprintf(f, "\">");
         for (int x = 0; x < cs->res.nfails; x++) failure_text(f, &cs->res.fails[x]);
@@ -560,8 +576,9 @@ void lt__sc_stream_file_end(sc_stream *st, const lt_sc_file *f) {
     if (st->tests) {
         fprintf(st->body, "  <testsuite name=\"");
         xml_attr(st->body, f->path);
-        fprintf(st->body, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.6f\">\n", st->tests,
-                st->fails, st->errs, st->skipped, st->file_t);
+        fprintf(st->body,
+                "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.6f\">\n",
+                st->tests, st->fails, st->errs, st->skipped, st->file_t);
         if (copy_file(st->body, st->suite)) junit_fail(st, LT_IO, errno);
         else fprintf(st->body, "  </testsuite>\n");
     }
@@ -598,7 +615,9 @@ lt_status lt__sc_stream_close(sc_stream *st, const sc_run_summary *sum) {
     if (st->body) {
         FILE *f = st->junit_out.f;
         fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-        fprintf(f, "<testsuites name=\"localtensor\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.6f\">\n",
+        fprintf(f,
+                "<testsuites name=\"localtensor\" tests=\"%d\" failures=\"%d\" errors=\"%d\" "
+                "skipped=\"%d\" time=\"%.6f\">\n",
                 sum->cases + nlerr, sum->failed, sum->errors, sum->not_run, sum->seconds);
         for (int i = 0; i < nlerr; i++) {
             const char *msg = st->lerr[i].message ? st->lerr[i].message : "out of memory";

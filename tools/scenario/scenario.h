@@ -55,10 +55,10 @@ typedef struct lt_sc_options {
     int nfilters;
     int verbose;                 /* -v: one line per case, show pictures */
     int world;                   /* --world N: only cases whose mesh has N ranks (0: all) */
-    int trace;                   /* --trace: op log and comm table per case (text, and JSON with --json) */
-    int single_device;           /* --single-device: every case's own checks are left out (the steps
-                                  * an expect_error wraps run as they are, from_local checks nothing)
-                                  * and one expect_same_as_single_device ends it */
+    int trace; /* --trace: op log and comm table per case (text, and JSON with --json) */
+    int single_device; /* --single-device: every case's own checks are left out (the steps
+                        * an expect_error wraps run as they are, from_local checks nothing)
+                        * and one expect_same_as_single_device ends it */
     int fail_fast;               /* stop at the first failing or erroring case */
     const char *json_path;       /* --json FILE or NULL */
     const char *junit_path;      /* --junit FILE or NULL */
@@ -104,9 +104,9 @@ typedef struct lt_sc_options {
 
 /* The scenario driver (tools/scenario/scenario_driver.c): loads and runs
  * every scenario file under paths (files, or directories searched
- * recursively for *.yaml / *.yml, in sorted order) and writes the reports. Returns the exit code: 0 all passed, 1 a check failed, 2 a file
- * could not be loaded, a step failed unexpectedly, or a report could not be
- * written. The last line written to out is "N passed, N failed, N errors". */
+ * recursively for *.yaml / *.yml, in sorted order) and writes the reports. Returns the exit code: 0
+ * all passed, 1 a check failed, 2 a file could not be loaded, a step failed unexpectedly, or a
+ * report could not be written. The last line written to out is "N passed, N failed, N errors". */
 int lt_sc_run_paths(const char *const *paths, int npaths, const lt_sc_options *opt);
 
 #endif

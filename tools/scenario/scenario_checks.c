@@ -33,14 +33,16 @@ static double as_dtype(lt_dtype dt, double v) {
     return lt_dtype_load(dt, buf.c);
 }
 
-static lt_status parse_tol(const sc_node *body, const char *what, int *has, double *rtol, double *atol) {
+static lt_status parse_tol(const sc_node *body, const char *what, int *has, double *rtol,
+                           double *atol) {
     const sc_node *r = lt__sc_get(body, "rtol"), *a = lt__sc_get(body, "atol");
     *has = r || a;
     *rtol = *atol = 0;
     if (r) LT_TRY(lt__sc_f64(r, what, rtol));
     if (a) LT_TRY(lt__sc_f64(a, what, atol));
     if (*rtol < 0 || *atol < 0 || isnan(*rtol) || isnan(*atol))
-        return lt__sc_err(r && (*rtol < 0 || isnan(*rtol)) ? r : a, LT_INVALID, "%s: tolerances must be >= 0", what);
+        return lt__sc_err(r && (*rtol < 0 || isnan(*rtol)) ? r : a, LT_INVALID,
+                          "%s: tolerances must be >= 0", what);
     return LT_OK;
 }
 
@@ -76,7 +78,8 @@ typedef struct {
     double rtol, atol;
 } expect_local_data;
 
-static lt_status parse_rank_shapes(sc_parse_ctx *pc, const sc_node *n, const char *what, rank_shape **out) {
+static lt_status parse_rank_shapes(sc_parse_ctx *pc, const sc_node *n, const char *what,
+                                   rank_shape **out) {
     const sc_node **nodes;
     LT_TRY(lt__sc_per_rank(pc, n, what, 0, &nodes));
     rank_shape *s = lt__sc_alloc(pc->arena, sizeof *s * (size_t)pc->mesh->world);
@@ -92,7 +95,8 @@ static lt_status parse_rank_shapes(sc_parse_ctx *pc, const sc_node *n, const cha
 }
 
 lt_status lt__sc_parse_expect_local(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
-    static const char *const keys[] = {"tensor", "ranks", "shapes", "offsets", "rtol", "atol", NULL};
+    static const char *const keys[] = {"tensor", "ranks", "shapes", "offsets",
+                                       "rtol",   "atol",  NULL};
     const sc_node *n;
     LT_TRY(lt__sc_keys(body, "expect_local", keys));
     LT__SC_NEW_DATA(expect_local_data, d);
@@ -117,7 +121,9 @@ lt_status lt__sc_parse_expect_local(sc_parse_ctx *pc, const sc_node *body, sc_st
                 LT_TRY(lt__sc_need(v, "expect_local", "placeholder", &ps));
                 rv->kind = 2;
                 if (ps->kind == SC_SEQ && ps->n == 0) rv->ph_ndim = 0;
-                else LT_TRY(lt__sc_shape(ps, "expect_local: placeholder", &rv->ph_ndim, rv->ph_shape));
+                else
+                    LT_TRY(
+                        lt__sc_shape(ps, "expect_local: placeholder", &rv->ph_ndim, rv->ph_shape));
             } else {
                 char what[64];
                 snprintf(what, sizeof what, "expect_local: rank %d", r);
@@ -126,10 +132,13 @@ lt_status lt__sc_parse_expect_local(sc_parse_ctx *pc, const sc_node *body, sc_st
             }
         }
     }
-    if ((n = lt__sc_get(body, "shapes"))) LT_TRY(parse_rank_shapes(pc, n, "expect_local: shapes", &d->shapes));
-    if ((n = lt__sc_get(body, "offsets"))) LT_TRY(parse_rank_shapes(pc, n, "expect_local: offsets", &d->offsets));
+    if ((n = lt__sc_get(body, "shapes")))
+        LT_TRY(parse_rank_shapes(pc, n, "expect_local: shapes", &d->shapes));
+    if ((n = lt__sc_get(body, "offsets")))
+        LT_TRY(parse_rank_shapes(pc, n, "expect_local: offsets", &d->offsets));
     if (!d->vals && !d->shapes && !d->offsets)
-        return lt__sc_err(body, LT_INVALID, "expect_local: give at least one of ranks, shapes, offsets");
+        return lt__sc_err(body, LT_INVALID,
+                          "expect_local: give at least one of ranks, shapes, offsets");
     return parse_tol(body, "expect_local", &d->has_tol, &d->rtol, &d->atol);
 }
 
@@ -147,8 +156,9 @@ static int same_shape(int na, const int64_t *a, int nb, const int64_t *b) {
 
 /* Checks one rank; returns 1 and fills *f on the first difference, -1 when
  * out of memory (the message is in lt_errmsg()). */
-static int check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt_tensor *t, int r,
-                      rank_fail *f) {   /* t: the shard, or its shape only (no values are read then) */
+static int
+check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt_tensor *t, int r,
+           rank_fail *f) { /* t: the shard, or its shape only (no values are read then) */
     char a[128], b[128];
     if (d->shapes && d->shapes[r].has) {
         const rank_shape *s = &d->shapes[r];
@@ -159,7 +169,8 @@ static int check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt
                          lt_shape_str(t->logical_ndim, t->logical, a, sizeof a));
             else
                 lt_shape_str(t->ndim, t->shape, f->actual, sizeof f->actual);
-            snprintf(f->msg, sizeof f->msg, "local shape: expected %s, actual %s", f->expected, f->actual);
+            snprintf(f->msg, sizeof f->msg, "local shape: expected %s, actual %s", f->expected,
+                     f->actual);
             return 1;
         }
     }
@@ -175,7 +186,8 @@ static int check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt
         if (!same_shape(s->ndim, s->v, dt->ndim, off)) {
             lt_shape_str(s->ndim, s->v, f->expected, sizeof f->expected);
             lt_shape_str(dt->ndim, off, f->actual, sizeof f->actual);
-            snprintf(f->msg, sizeof f->msg, "global offset: expected %s, actual %s", f->expected, f->actual);
+            snprintf(f->msg, sizeof f->msg, "global offset: expected %s, actual %s", f->expected,
+                     f->actual);
             return 1;
         }
     }
@@ -184,12 +196,15 @@ static int check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt
     if (v->kind == 2) {
         if (!t->placeholder) {
             snprintf(f->expected, sizeof f->expected, "a placeholder");
-            snprintf(f->actual, sizeof f->actual, "a shard of shape %s", lt_shape_str(t->ndim, t->shape, a, sizeof a));
-            snprintf(f->msg, sizeof f->msg, "expected a placeholder, actual a shard of shape %s", a);
+            snprintf(f->actual, sizeof f->actual, "a shard of shape %s",
+                     lt_shape_str(t->ndim, t->shape, a, sizeof a));
+            snprintf(f->msg, sizeof f->msg, "expected a placeholder, actual a shard of shape %s",
+                     a);
             return 1;
         }
         if (v->ph_ndim >= 0 && !same_shape(v->ph_ndim, v->ph_shape, t->logical_ndim, t->logical)) {
-            snprintf(f->expected, sizeof f->expected, "placeholder for %s", lt_shape_str(v->ph_ndim, v->ph_shape, a, sizeof a));
+            snprintf(f->expected, sizeof f->expected, "placeholder for %s",
+                     lt_shape_str(v->ph_ndim, v->ph_shape, a, sizeof a));
             snprintf(f->actual, sizeof f->actual, "placeholder for %s",
                      lt_shape_str(t->logical_ndim, t->logical, b, sizeof b));
             snprintf(f->msg, sizeof f->msg, "expected a %s, actual a %s", f->expected, f->actual);
@@ -198,8 +213,10 @@ static int check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt
         return 0;
     }
     if (t->placeholder) {
-        snprintf(f->expected, sizeof f->expected, "%lld value%s", (long long)v->lit.n, v->lit.n == 1 ? "" : "s");
-        snprintf(f->actual, sizeof f->actual, "placeholder for %s", lt_shape_str(t->logical_ndim, t->logical, a, sizeof a));
+        snprintf(f->expected, sizeof f->expected, "%lld value%s", (long long)v->lit.n,
+                 v->lit.n == 1 ? "" : "s");
+        snprintf(f->actual, sizeof f->actual, "placeholder for %s",
+                 lt_shape_str(t->logical_ndim, t->logical, a, sizeof a));
         snprintf(f->msg, sizeof f->msg, "expected %s, actual a %s", f->expected, f->actual);
         return 1;
     }
@@ -208,8 +225,10 @@ static int check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt
     if ((nested && !same_shape(v->lit.ndim, v->lit.shape, t->ndim, t->shape)) || v->lit.n != n) {
         lt_shape_str(v->lit.ndim, v->lit.shape, f->expected, sizeof f->expected);
         lt_shape_str(t->ndim, t->shape, f->actual, sizeof f->actual);
-        snprintf(f->msg, sizeof f->msg, "expected %lld value%s of shape %s, the shard has %lld (shape %s)",
-                 (long long)v->lit.n, v->lit.n == 1 ? "" : "s", f->expected, (long long)n, f->actual);
+        snprintf(f->msg, sizeof f->msg,
+                 "expected %lld value%s of shape %s, the shard has %lld (shape %s)",
+                 (long long)v->lit.n, v->lit.n == 1 ? "" : "s", f->expected, (long long)n,
+                 f->actual);
         return 1;
     }
     double rt, at;
@@ -223,12 +242,15 @@ static int check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt
             rest = t->shape[k] ? rest / t->shape[k] : 0;
         }
         int64_t nd = 0;
-        for (int64_t j = i; j < n; j++) nd += !close_enough(lt_get_flat(t, j), as_dtype(t->dtype, v->lit.v[j]), rt, at);
+        for (int64_t j = i; j < n; j++)
+            nd += !close_enough(lt_get_flat(t, j), as_dtype(t->dtype, v->lit.v[j]), rt, at);
         lt__sc_fmt_index(t->ndim, idx, f->index, sizeof f->index);
         lt__sc_fmt_num(e, f->expected, sizeof f->expected);
         lt__sc_fmt_num(x, f->actual, sizeof f->actual);
-        snprintf(f->msg, sizeof f->msg, "index %s: expected %s, actual %s (%lld of %lld element%s differ%s)", f->index,
-                 f->expected, f->actual, (long long)nd, (long long)n, n == 1 ? "" : "s", n == 1 ? "s" : "");
+        snprintf(f->msg, sizeof f->msg,
+                 "index %s: expected %s, actual %s (%lld of %lld element%s differ%s)", f->index,
+                 f->expected, f->actual, (long long)nd, (long long)n, n == 1 ? "" : "s",
+                 n == 1 ? "s" : "");
         return 1;
     }
     return 0;
@@ -244,7 +266,7 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
     size_t used = 0;
     rank_fail f, tmp;
     for (int r = 0; r < mesh->world; r++) {
-        if (!lt__sc_rank_runs(rc, st, r)) continue;   /* ranks: / when:, or waiting in a collective */
+        if (!lt__sc_rank_runs(rc, st, r)) continue; /* ranks: / when:, or waiting in a collective */
         rank_fail *cur = first < 0 ? &f : &tmp;
         memset(cur, 0, sizeof *cur);
         lt_tensor paper;   /* an absent rank (numerics sample/none): its layout stands in */
@@ -256,7 +278,8 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
             layout_only.vals = NULL;
             dr = &layout_only;
         }
-        int asks = (dr->vals && dr->vals[r].kind) || (d->shapes && d->shapes[r].has) || (d->offsets && d->offsets[r].has);
+        int asks = (dr->vals && dr->vals[r].kind) || (d->shapes && d->shapes[r].has) ||
+                   (d->offsets && d->offsets[r].has);
         if (!t && !asks) continue;   /* absent, and nothing asked of it */
         if (!t && dr->vals && dr->vals[r].kind) {
             char rs[256] = "";
@@ -267,8 +290,10 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
         }
         if (!t) {
             if (v->kind != SC_DTENSOR)   /* a LocalTensor has no layout to stand in */
-                return lt__sc_numerics_refuse(rc, "expect_local of rank %d's shard of LocalTensor '%s' (rank %d is not sampled)",
-                                              r, d->tensor, r);
+                return lt__sc_numerics_refuse(
+                    rc,
+                    "expect_local of rank %d's shard of LocalTensor '%s' (rank %d is not sampled)",
+                    r, d->tensor, r);
             memset(&paper, 0, sizeof paper);
             paper.dtype = v->dt->dtype;
             paper.ndim = v->dt->ndim;
@@ -281,8 +306,11 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
         if (!bad) continue;
         nbad++;
         if (first < 0) first = r;
-        else if (used < sizeof others - 24) used += (size_t)snprintf(others + used, sizeof others - used, "%s%d", used ? ", " : "", r);
-        else if (!strstr(others, "...")) used += (size_t)snprintf(others + used, sizeof others - used, ", ...");
+        else if (used < sizeof others - 24)
+            used +=
+                (size_t)snprintf(others + used, sizeof others - used, "%s%d", used ? ", " : "", r);
+        else if (!strstr(others, "..."))
+            used += (size_t)snprintf(others + used, sizeof others - used, ", ...");
     }
     if (first < 0) return LT_OK;
     int coord[LT_MESH_MAX_DIMS];
@@ -291,11 +319,14 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
     lt_mesh_coord(mesh, first, coord);
     for (int i = 0; i < mesh->ndim; i++) c64[i] = coord[i];
     lt__sc_fmt_index(mesh->ndim, c64, cs, sizeof cs);
-    return lt__sc_check_fail(rc, st, first, f.index[0] ? f.index : NULL, f.expected[0] ? f.expected : NULL,
-                             f.actual[0] ? f.actual : NULL, lt__sc_origin_rank(v, first),
-                             "expect_local of '%s': rank %d (coord %s): %s%s%s%s", d->tensor, first, cs, f.msg,
-                             nbad > 2 ? " (also ranks " : nbad > 1 ? " (also rank " : "", nbad > 1 ? others : "",
-                             nbad > 1 ? ")" : "");
+    return lt__sc_check_fail(
+        rc, st, first, f.index[0] ? f.index : NULL, f.expected[0] ? f.expected : NULL,
+        f.actual[0] ? f.actual : NULL, lt__sc_origin_rank(v, first),
+        "expect_local of '%s': rank %d (coord %s): %s%s%s%s", d->tensor, first, cs, f.msg,
+        nbad > 2   ? " (also ranks "
+        : nbad > 1 ? " (also rank "
+                   : "",
+        nbad > 1 ? others : "", nbad > 1 ? ")" : "");
 }
 
 /* ---- expect_full ------------------------------------------------------------------- */
@@ -317,7 +348,8 @@ lt_status lt__sc_parse_expect_full(sc_parse_ctx *pc, const sc_node *body, sc_ste
     LT__SC_NEW_DATA(expect_full_data, d);
     LT_TRY(lt__sc_use(pc, body, "expect_full", "tensor", SC_FULL | SC_DTENSOR, &d->tensor));
     const sc_node *eq = lt__sc_get(body, "equals"), *vals = lt__sc_get(body, "values");
-    if (eq && vals) return lt__sc_err(vals, LT_INVALID, "expect_full: give either equals or values, not both");
+    if (eq && vals)
+        return lt__sc_err(vals, LT_INVALID, "expect_full: give either equals or values, not both");
     if (eq) LT_TRY(lt__sc_use(pc, body, "expect_full", "equals", SC_FULL | SC_DTENSOR, &d->equals));
     if (vals) {
         d->has_lit = 1;
@@ -330,13 +362,17 @@ lt_status lt__sc_parse_expect_full(sc_parse_ctx *pc, const sc_node *body, sc_ste
         if (d->has_lit) {
             int64_t numel;
             LT_TRY(lt__numel_checked(d->ndim, d->shape, 8, &numel));
-            if (numel != d->lit.n && !(d->lit.ndim == d->ndim && !memcmp(d->lit.shape, d->shape, sizeof(int64_t) * (size_t)d->ndim)))
-                return lt__sc_err(vals, LT_SHAPE, "expect_full: %lld values for shape with %lld elements", (long long)d->lit.n,
-                                  (long long)numel);
+            if (numel != d->lit.n &&
+                !(d->lit.ndim == d->ndim &&
+                  !memcmp(d->lit.shape, d->shape, sizeof(int64_t) * (size_t)d->ndim)))
+                return lt__sc_err(vals, LT_SHAPE,
+                                  "expect_full: %lld values for shape with %lld elements",
+                                  (long long)d->lit.n, (long long)numel);
         }
     }
     if (!eq && !vals && !d->has_shape)
-        return lt__sc_err(body, LT_INVALID, "expect_full: give equals (a tensor name), values, or shape");
+        return lt__sc_err(body, LT_INVALID,
+                          "expect_full: give equals (a tensor name), values, or shape");
     return parse_tol(body, "expect_full", &d->has_tol, &d->rtol, &d->atol);
 }
 
@@ -394,11 +430,13 @@ static void holders_str(const lt_dtensor *dt, const int64_t *gidx, char *buf, si
         lt__sc_fmt_index(dt->ndim, loc, ls, sizeof ls);
         int w;
         if (found == 1)
-            w = snprintf(buf + used, n - used, "; index %s is %s rank %d (coord %s) at local index %s",
-                         lt__sc_fmt_index(dt->ndim, gidx, gs, sizeof gs), partial >= 0 ? "a partial value on" : "held by",
-                         r, cs, ls);
+            w = snprintf(buf + used, n - used,
+                         "; index %s is %s rank %d (coord %s) at local index %s",
+                         lt__sc_fmt_index(dt->ndim, gidx, gs, sizeof gs),
+                         partial >= 0 ? "a partial value on" : "held by", r, cs, ls);
         else
-            w = snprintf(buf + used, n - used, "%s rank %d (coord %s) at %s", found == 2 ? " (also" : ",", r, cs, ls);
+            w = snprintf(buf + used, n - used, "%s rank %d (coord %s) at %s",
+                         found == 2 ? " (also" : ",", r, cs, ls);
         if (w > 0) used += (size_t)w < n - used ? (size_t)w : n - used - 1;
     }
     if (found > 1 && used + 1 < n) {
@@ -407,15 +445,17 @@ static void holders_str(const lt_dtensor *dt, const int64_t *gidx, char *buf, si
         if (w > 0) used += (size_t)w < n - used ? (size_t)w : n - used - 1;
     }
     if (partial >= 0 && found && used + 1 < n)
-        snprintf(buf + used, n - used, "; mesh dim %d is P(%s): the value is the %s over it", partial,
-                 lt_redop_name(dt->placements[partial].op), lt_redop_name(dt->placements[partial].op));
+        snprintf(buf + used, n - used, "; mesh dim %d is P(%s): the value is the %s over it",
+                 partial, lt_redop_name(dt->placements[partial].op),
+                 lt_redop_name(dt->placements[partial].op));
 }
 
 /* What rank r of DTensor dt (no Partial dims) should hold by expect_full's
  * reference, in numerics sample/none: the values of `equals` (a declared
  * tensor: its init: or values:; a sampled DTensor: its source
  * description) or of the literal, at r's global indices. *out new. */
-static lt_status expected_at(sc_run_ctx *rc, const expect_full_data *d, const lt_dtensor *dt, int r, lt_tensor **out) {
+static lt_status expected_at(sc_run_ctx *rc, const expect_full_data *d, const lt_dtensor *dt, int r,
+                             lt_tensor **out) {
     *out = NULL;
     lt_rank_layout l;
     LT_TRY(lt_spec_layout_rank(lt_dtensor_spec(dt), r, &l));
@@ -435,15 +475,21 @@ static lt_status expected_at(sc_run_ctx *rc, const expect_full_data *d, const lt
         const sc_tensor_decl *t = NULL;
         for (int i = 0; i < rc->c->ntensors; i++)
             if (!strcmp(rc->c->tensors[i].name, d->equals)) t = &rc->c->tensors[i];
-        s = t ? lt_tensor_new(t->dtype, dt->ndim, l.local_shape, out) : lt__err(LT_INVALID, "internal: no tensor '%s'", d->equals);
+        s = t ? lt_tensor_new(t->dtype, dt->ndim, l.local_shape, out)
+              : lt__err(LT_INVALID, "internal: no tensor '%s'", d->equals);
         if (!s && l.lists) s = lt_init_fill_indexed(*out, &t->init, l.idx, dt->shape);
     } else if (e && e->kind == SC_FULL) {
-        s = l.lists ? lt_gather_index_sets(e->full, l.idx, l.local_shape, out) : lt_tensor_new(e->full->dtype, dt->ndim, l.local_shape, out);
+        s = l.lists ? lt_gather_index_sets(e->full, l.idx, l.local_shape, out)
+                    : lt_tensor_new(e->full->dtype, dt->ndim, l.local_shape, out);
     } else if (d->has_lit) {
         s = lt_tensor_from_doubles(LT_F64, dt->ndim, dt->shape, d->lit.v, d->lit.n, &full);
-        if (!s) s = l.lists ? lt_gather_index_sets(full, l.idx, l.local_shape, out) : lt_tensor_new(LT_F64, dt->ndim, l.local_shape, out);
+        if (!s)
+            s = l.lists ? lt_gather_index_sets(full, l.idx, l.local_shape, out)
+                        : lt_tensor_new(LT_F64, dt->ndim, l.local_shape, out);
     } else {
-        s = lt__sc_numerics_refuse(rc, "expect_full against '%s' (not a sampled or declared tensor)", d->equals ? d->equals : "?");
+        s = lt__sc_numerics_refuse(rc,
+                                   "expect_full against '%s' (not a sampled or declared tensor)",
+                                   d->equals ? d->equals : "?");
     }
     lt_tensor_free(full);
     lt_rank_layout_free(&l);

@@ -134,10 +134,12 @@ static lt_status check_shard(sc_cmp *c, int step, const char *name, int k, const
         return LT_OK;
     }
     char sa[128], sb[128];
-    if (!lt_same_shape(got, want) || got->dtype != want->dtype || got->placeholder != want->placeholder) {
-        differ(c, step, "value '%s' rank %d: %s %s on %s but %s %s on %s", name, k, lt_dtype_name(got->dtype),
-               lt_shape_str(got->ndim, got->shape, sa, sizeof sa), here, lt_dtype_name(want->dtype),
-               lt_shape_str(want->ndim, want->shape, sb, sizeof sb), there);
+    if (!lt_same_shape(got, want) || got->dtype != want->dtype ||
+        got->placeholder != want->placeholder) {
+        differ(c, step, "value '%s' rank %d: %s %s on %s but %s %s on %s", name, k,
+               lt_dtype_name(got->dtype), lt_shape_str(got->ndim, got->shape, sa, sizeof sa), here,
+               lt_dtype_name(want->dtype), lt_shape_str(want->ndim, want->shape, sb, sizeof sb),
+               there);
         return LT_OK;
     }
     lt_tensor *h = NULL;
@@ -154,10 +156,11 @@ static lt_status check_shard(sc_cmp *c, int step, const char *name, int k, const
         if (!st && r.equal) __atomic_add_fetch(&n_close, 1, __ATOMIC_RELAXED);
         else if (!st)
             differ(c, step,
-                   "value '%s' rank %d differs from the %s backend's run: element %lld is %.17g on %s, %.17g on %s "
+                   "value '%s' rank %d differs from the %s backend's run: element %lld is %.17g on "
+                   "%s, %.17g on %s "
                    "(%lld elements beyond the %s tolerance, docs/SEMANTICS.md §11.8)",
-                   name, k, there, (long long)r.first_flat, r.actual, here, r.expected, there, (long long)r.ndiff,
-                   lt_dtype_name(want->dtype));
+                   name, k, there, (long long)r.first_flat, r.actual, here, r.expected, there,
+                   (long long)r.ndiff, lt_dtype_name(want->dtype));
     }
     lt_tensor_free(h);
     return st;
@@ -168,20 +171,21 @@ lt_status lt__sc_cmp_put(sc_cmp *c, int step, const sc_value *v) {
     if (c->msg[0]) return LT_OK; /* the first difference is the one reported */
     int i = c->next++;
     if (i >= c->nsnaps) {
-        differ(c, step, "value '%s': stored on %s but the %s backend's run stored only %d values", v->name,
-               lt_backend_default()->iface->name, c->other->iface->name, c->nsnaps);
+        differ(c, step, "value '%s': stored on %s but the %s backend's run stored only %d values",
+               v->name, lt_backend_default()->iface->name, c->other->iface->name, c->nsnaps);
         return LT_OK;
     }
     const sc_snap *s = &((const sc_snap *)c->snaps)[i];
     if (strcmp(s->name, v->name) || s->kind != v->kind) {
-        differ(c, step, "stored value %d is '%s' but the %s backend's run stored '%s' there", i, v->name,
-               c->other->iface->name, s->name);
+        differ(c, step, "stored value %d is '%s' but the %s backend's run stored '%s' there", i,
+               v->name, c->other->iface->name, s->name);
         return LT_OK;
     }
     lt_tensor *const *ts;
     int n = shards_of(v, &ts);
     if (n != s->n) {
-        differ(c, step, "value '%s': %d shards, %d on the %s backend", v->name, n, s->n, c->other->iface->name);
+        differ(c, step, "value '%s': %d shards, %d on the %s backend", v->name, n, s->n,
+               c->other->iface->name);
         return LT_OK;
     }
     for (int k = 0; k < n; k++) LT_TRY(check_shard(c, step, v->name, k, ts[k], s->t[k]));

@@ -88,7 +88,9 @@ static const dv_data dv_defaults;   /* --single-device's check: the default tole
 static dv_state *state(sc_run_ctx *rc) {
     if (rc->diverge == &dv_off) return NULL;
     if (rc->diverge) return rc->diverge;
-    const dv_data *d = rc->nranks >= 0 ? NULL : rc->c->single_device ? &dv_defaults : find_check(rc->c);
+    const dv_data *d = rc->nranks >= 0        ? NULL
+                       : rc->c->single_device ? &dv_defaults
+                                              : find_check(rc->c);
     dv_state *s = d ? lt__calloc(1, sizeof(dv_state)) : NULL;
     rc->diverge = s ? (void *)s : (void *)&dv_off;
     if (!s) return NULL;   /* out of memory: the step then says so */
@@ -172,22 +174,26 @@ void lt__sc_diverge_env(sc_run_ctx *rc, sc_env *env) {
 void lt__sc_diverge_forget(sc_run_ctx *rc, const char *name) {
     dv_state *s = rc->diverge && rc->diverge != &dv_off ? rc->diverge : NULL;
     dv_val *v = s ? record_of(s, name) : NULL;
-    if (v && v->stale_at < 0) v->stale_at = rc->step_index;   /* the step's recorder, if any, replaces it */
+    if (v && v->stale_at < 0)
+        v->stale_at = rc->step_index; /* the step's recorder, if any, replaces it */
 }
 
 /* st's 1-based number in the case (a step an expect_error wraps: the expect_error's). */
 static int step_no(const sc_run_ctx *rc, const sc_step *st) {
     const sc_case *c = rc->c;
-    return st >= c->steps && st < c->steps + c->nsteps ? (int)(st - c->steps) + 1 : rc->step_index + 1;
+    return st >= c->steps && st < c->steps + c->nsteps ? (int)(st - c->steps) + 1
+                                                       : rc->step_index + 1;
 }
 
 /* Lists step st's value `name` as not compared, for `why`. */
-static void skip(sc_run_ctx *rc, dv_state *s, const sc_step *st, const char *name, const char *why) {
+static void skip(sc_run_ctx *rc, dv_state *s, const sc_step *st, const char *name,
+                 const char *why) {
     s->nskip++;
     size_t u = strlen(s->skips);
     if (s->nskip > 8 || u >= sizeof s->skips - 1) return;
-    snprintf(s->skips + u, sizeof s->skips - u, "%s    step %d: %s '%s' at %s:%d:%d (%s)", u ? "\n" : "",
-             step_no(rc, st), st->type->name, name, st->pos.file, st->pos.line, st->pos.col, why);
+    snprintf(s->skips + u, sizeof s->skips - u, "%s    step %d: %s '%s' at %s:%d:%d (%s)",
+             u ? "\n" : "", step_no(rc, st), st->type->name, name, st->pos.file, st->pos.line,
+             st->pos.col, why);
 }
 
 /* 1 when every rank ran st together (no ranks:/when: leaving one out, nobody waiting). */
@@ -226,15 +232,17 @@ static void tol_for(const dv_state *s, lt_dtype dt, dv_tol *t) {
 
 /* Keeps the report of the first divergence (step st, value `name` of kind
  * `what`: "DTensor", "LocalTensor", "full tensor"). */
-static lt_status diverged(sc_run_ctx *rc, dv_state *s, const sc_step *st, const char *kind, const char *name,
-                          const char *what, const dv_hit *h, const char *layout, const char *diag) {
+static lt_status diverged(sc_run_ctx *rc, dv_state *s, const sc_step *st, const char *kind,
+                          const char *name, const char *what, const dv_hit *h, const char *layout,
+                          const char *diag) {
     char e[40], a[40], al[40], rk[512], tail[1024];
     snprintf(s->where, sizeof s->where, "step %d: %s at %s:%d:%d, '%s'", step_no(rc, st), kind,
              st->pos.file, st->pos.line, st->pos.col, name);
     lt__sc_fmt_num(h->ref, e, sizeof e);
     lt__sc_fmt_num(h->got, a, sizeof a);
     snprintf(al, sizeof al, "%.3g", h->allowed);
-    if (h->group[0]) snprintf(rk, sizeof rk, "the %s (a Partial value), local index %s", h->group, h->local);
+    if (h->group[0])
+        snprintf(rk, sizeof rk, "the %s (a Partial value), local index %s", h->group, h->local);
     else if (h->rank >= 0) snprintf(rk, sizeof rk, "rank %d, local index %s", h->rank, h->local);
     else snprintf(rk, sizeof rk, "the value");
     snprintf(tail, sizeof tail, "%s%s", layout[0] ? "; layout " : "", layout);
@@ -242,15 +250,17 @@ static lt_status diverged(sc_run_ctx *rc, dv_state *s, const sc_step *st, const 
     s->msg = lt__malloc(cap);
     if (!s->msg) return lt__err(LT_NOMEM, "out of memory");
     if (h->shape)
-        snprintf(s->msg, cap, "first divergence from the single-device program at %s: %s%s", s->where, h->shape_msg,
-                 tail);
+        snprintf(s->msg, cap, "first divergence from the single-device program at %s: %s%s",
+                 s->where, h->shape_msg, tail);
     else
         snprintf(s->msg, cap,
-                 "first divergence from the single-device program at %s: %s, global index %s: single-device %s, "
-                 "%s %s (|difference| %.3g > allowed %s; %lld element%s of this step differ%s%s; tolerance: "
+                 "first divergence from the single-device program at %s: %s, global index %s: "
+                 "single-device %s, "
+                 "%s %s (|difference| %.3g > allowed %s; %lld element%s of this step differ%s%s; "
+                 "tolerance: "
                  "docs/SEMANTICS.md §11.8)",
-                 s->where, rk, h->global, e, what, a, fabs(h->got - h->ref), al, (long long)h->ndiff,
-                 h->ndiff == 1 ? "" : "s", h->ndiff == 1 ? "s" : "", tail);
+                 s->where, rk, h->global, e, what, a, fabs(h->got - h->ref), al,
+                 (long long)h->ndiff, h->ndiff == 1 ? "" : "s", h->ndiff == 1 ? "s" : "", tail);
     if (diag[0]) {
         size_t u = strlen(s->msg);
         snprintf(s->msg + u, cap - u, "\n        diagnosis: %s", diag);
@@ -266,15 +276,16 @@ static lt_status diverged(sc_run_ctx *rc, dv_state *s, const sc_step *st, const 
 
 /* Compares shards (layout m) of value v (its ref, mag, len set) made by
  * step st; on a pass v->ref becomes the shards put together. */
-static lt_status check_shards(sc_run_ctx *rc, dv_state *s, const sc_step *st, const char *kind, const char *what,
-                              dv_val *v, lt_tensor *const *shards) {
+static lt_status check_shards(sc_run_ctx *rc, dv_state *s, const sc_step *st, const char *kind,
+                              const char *what, dv_val *v, lt_tensor *const *shards) {
     const lt_mesh *mesh = rc->c->mesh;
     dv_tol t;
     tol_for(s, v->ref->dtype, &t);
     dv_hit h;
     lt_tensor *as = NULL;
     char why[160] = "";
-    lt_status e = lt__dv_compare(mesh, shards, v->m.pl, v->ref, v->mag, v->len, &t, &h, &as, why, sizeof why);
+    lt_status e =
+        lt__dv_compare(mesh, shards, v->m.pl, v->ref, v->mag, v->len, &t, &h, &as, why, sizeof why);
     if (e == LT_UNSUPPORTED) {
         lt__err_clear();
         skip(rc, s, st, v->name, why);
@@ -292,15 +303,16 @@ static lt_status check_shards(sc_run_ctx *rc, dv_state *s, const sc_step *st, co
     }
     char layout[160], diag[1024];
     lt__dv_meaning_str(mesh, &v->m, layout, sizeof layout);
-    LT_TRY(lt__dv_diagnose(mesh, shards, v->m.pl, v->ref, v->mag, v->len, &t, &v->m, &h, diag, sizeof diag));
+    LT_TRY(lt__dv_diagnose(mesh, shards, v->m.pl, v->ref, v->mag, v->len, &t, &v->m, &h, diag,
+                           sizeof diag));
     return diverged(rc, s, st, kind, v->name, what, &h, layout, diag);
 }
 
 /* ---- recorders (each after its step stored the value) ------------------------------------ */
 
 /* DTensor `name` made by st against ref (taken; NULL: the DTensor declares its value). */
-static lt_status record_dtensor(sc_run_ctx *rc, dv_state *s, const sc_step *st, const char *kind, const char *name,
-                                lt_tensor *ref, lt_tensor *mag, int64_t len) {
+static lt_status record_dtensor(sc_run_ctx *rc, dv_state *s, const sc_step *st, const char *kind,
+                                const char *name, lt_tensor *ref, lt_tensor *mag, int64_t len) {
     const lt_dtensor *dt = lt__sc_value(rc, name)->dt;
     int declare = !ref;
     dv_val *v = slot(s, name);
@@ -319,7 +331,8 @@ static lt_status record_dtensor(sc_run_ctx *rc, dv_state *s, const sc_step *st, 
 }
 
 /* Copies of input `name`'s ref, mag and len (*ref NULL: it has none). */
-static lt_status ref_of(const sc_run_ctx *rc, dv_state *s, const char *name, lt_tensor **ref, lt_tensor **mag, int64_t *len) {
+static lt_status ref_of(const sc_run_ctx *rc, dv_state *s, const char *name, lt_tensor **ref,
+                        lt_tensor **mag, int64_t *len) {
     dv_val *in = find(rc, s, name);
     *ref = *mag = NULL;
     *len = 1;
@@ -340,16 +353,19 @@ lt_status lt__sc_diverge_distribute(sc_run_ctx *rc, const sc_step *st, const cha
     return record_dtensor(rc, s, st, "distribute", name, NULL, NULL, 1);
 }
 
-lt_status lt__sc_diverge_from_local(sc_run_ctx *rc, const sc_step *st, const char *tensor, const char *name) {
+lt_status lt__sc_diverge_from_local(sc_run_ctx *rc, const sc_step *st, const char *tensor,
+                                    const char *name) {
     dv_state *s = state(rc);
     if (!s || s->diverged) return LT_OK;
     lt_tensor *ref = NULL, *mag = NULL;
     int64_t len = 1;
     if (tensor) LT_TRY(ref_of(rc, s, tensor, &ref, &mag, &len));
-    return record_dtensor(rc, s, st, "from_local", name, ref, mag, len);   /* ref NULL: it declares its value */
+    return record_dtensor(rc, s, st, "from_local", name, ref, mag,
+                          len); /* ref NULL: it declares its value */
 }
 
-lt_status lt__sc_diverge_full(sc_run_ctx *rc, const sc_step *st, const char *tensor, const char *name) {
+lt_status lt__sc_diverge_full(sc_run_ctx *rc, const sc_step *st, const char *tensor,
+                              const char *name) {
     dv_state *s = state(rc);
     if (!s || s->diverged) return LT_OK;
     const lt_tensor *got = lt__sc_value(rc, name)->full;
@@ -377,8 +393,8 @@ lt_status lt__sc_diverge_full(sc_run_ctx *rc, const sc_step *st, const char *ten
  * mag and len, with *im the input's layout. *out NULL (LT_OK) when it is
  * not compared — the step did not run on every rank together, or the input
  * has no single-device value — after listing it. */
-static lt_status derive(sc_run_ctx *rc, dv_state *s, const sc_step *st, const char *tensor, const char *name,
-                        dv_meaning *im, dv_val **out) {
+static lt_status derive(sc_run_ctx *rc, dv_state *s, const sc_step *st, const char *tensor,
+                        const char *name, dv_meaning *im, dv_val **out) {
     char why[200];
     int all = uniform(rc, st, why, sizeof why);
     lt_tensor *ref = NULL, *mag = NULL;
@@ -402,7 +418,8 @@ static lt_status derive(sc_run_ctx *rc, dv_state *s, const sc_step *st, const ch
     return LT_OK;
 }
 
-lt_status lt__sc_diverge_to_local(sc_run_ctx *rc, const sc_step *st, const char *tensor, const char *name) {
+lt_status lt__sc_diverge_to_local(sc_run_ctx *rc, const sc_step *st, const char *tensor,
+                                  const char *name) {
     dv_state *s = state(rc);
     if (!s || s->diverged) return LT_OK;
     dv_val *v;
@@ -421,9 +438,12 @@ lt_status lt__sc_diverge_local_tensor(sc_run_ctx *rc, const sc_step *st, const c
     dv_val *v = slot(s, name);
     if (!v) return lt__err(LT_NOMEM, "out of memory");
     for (int r = 1; all && r < rc->c->mesh->world; r++) {
-        int same = sh[r]->ndim == sh[0]->ndim && !memcmp(sh[r]->shape, sh[0]->shape, sizeof(int64_t) * (size_t)sh[0]->ndim);
-        for (int64_t i = 0, n = lt_numel(sh[0]); same && i < n; i++) same = lt_get_flat(sh[r], i) == lt_get_flat(sh[0], i);
-        if (!same) all = 0, snprintf(why, sizeof why, "its values differ by rank: no single-device value");
+        int same = sh[r]->ndim == sh[0]->ndim &&
+                   !memcmp(sh[r]->shape, sh[0]->shape, sizeof(int64_t) * (size_t)sh[0]->ndim);
+        for (int64_t i = 0, n = lt_numel(sh[0]); same && i < n; i++)
+            same = lt_get_flat(sh[r], i) == lt_get_flat(sh[0], i);
+        if (!same)
+            all = 0, snprintf(why, sizeof why, "its values differ by rank: no single-device value");
     }
     if (!all) {
         snprintf(v->why, sizeof v->why, "%s", why);
@@ -436,18 +456,20 @@ lt_status lt__sc_diverge_local_tensor(sc_run_ctx *rc, const sc_step *st, const c
 }
 
 /* A LocalTensor value v (ref set, meaning m) made by st: compared when its layout is known. */
-static lt_status check_local(sc_run_ctx *rc, dv_state *s, const sc_step *st, const char *kind, dv_val *v,
-                             const char *why) {
+static lt_status check_local(sc_run_ctx *rc, dv_state *s, const sc_step *st, const char *kind,
+                             dv_val *v, const char *why) {
     if (!v->m.known) {
         snprintf(v->why, sizeof v->why, "%s", why);
         skip(rc, s, st, v->name, why);
         return LT_OK;
     }
-    return check_shards(rc, s, st, kind, "LocalTensor", v, lt__sc_value(rc, v->name)->local->shards);
+    return check_shards(rc, s, st, kind, "LocalTensor", v,
+                        lt__sc_value(rc, v->name)->local->shards);
 }
 
-lt_status lt__sc_diverge_local_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind op, const lt_op_args *a,
-                                  const char *const *in, int nin, const char *const *as, int nout, lt_tensor **refs,
+lt_status lt__sc_diverge_local_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind op,
+                                  const lt_op_args *a, const char *const *in, int nin,
+                                  const char *const *as, int nout, lt_tensor **refs,
                                   lt_tensor **mags, int64_t len, const char *ref_err) {
     dv_state *s = state(rc);
     lt_status e = LT_OK;
@@ -465,7 +487,8 @@ lt_status lt__sc_diverge_local_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind 
             im[k] = &v->m, ir[k] = v->ref;
         }
     }
-    if (all && ref_err) snprintf(why, sizeof why, "the single-device program fails here: %.150s", ref_err), all = 0;
+    if (all && ref_err)
+        snprintf(why, sizeof why, "the single-device program fails here: %.150s", ref_err), all = 0;
     dv_meaning m;
     if (all) lt__dv_local_op_meaning(rc->c->mesh, op, a, im, ir, nin, &m, why, sizeof why);
     for (int j = 0; s && !s->diverged && j < nout && !e; j++) {
@@ -493,8 +516,9 @@ lt_status lt__sc_diverge_local_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind 
     return e;
 }
 
-lt_status lt__sc_diverge_collective(sc_run_ctx *rc, const sc_step *st, lt_coll kind, int md, lt_redop op, int dim,
-                                    int cdim, const lt_split_rule *rule, const char *tensor, const char *name) {
+lt_status lt__sc_diverge_collective(sc_run_ctx *rc, const sc_step *st, lt_coll kind, int md,
+                                    lt_redop op, int dim, int cdim, const lt_split_rule *rule,
+                                    const char *tensor, const char *name) {
     dv_state *s = state(rc);
     if (!s || s->diverged || !tensor || !name) return LT_OK;
     dv_val *v;
@@ -505,7 +529,8 @@ lt_status lt__sc_diverge_collective(sc_run_ctx *rc, const sc_step *st, lt_coll k
     char why[200] = "", what[96];
     snprintf(what, sizeof what, "collective %s", lt_coll_name(kind));
     v->len += rc->c->mesh->shape[md];
-    lt__dv_collective_meaning(rc->c->mesh, kind, md, op, dim, cdim, rule, &im, v->ref->ndim, &v->m, why, sizeof why);
+    lt__dv_collective_meaning(rc->c->mesh, kind, md, op, dim, cdim, rule, &im, v->ref->ndim, &v->m,
+                              why, sizeof why);
     return check_local(rc, s, st, what, v, why);
 }
 
@@ -519,12 +544,14 @@ static lt_status abs_copy(const lt_tensor *t, lt_tensor **out) {
         *out = NULL;
         return st;
     }
-    for (int64_t i = 0, n = lt_numel(*out); i < n; i++) lt_set_flat(*out, i, fabs(lt_get_flat(*out, i)));
+    for (int64_t i = 0, n = lt_numel(*out); i < n; i++)
+        lt_set_flat(*out, i, fabs(lt_get_flat(*out, i)));
     return LT_OK;
 }
 
-lt_status lt__sc_diverge_mag(lt_op_kind op, const lt_tensor *const *full, int nin, const lt_op_args *args,
-                             lt_tensor **mag, int max_out, int *nmag, int64_t *len) {
+lt_status lt__sc_diverge_mag(lt_op_kind op, const lt_tensor *const *full, int nin,
+                             const lt_op_args *args, lt_tensor **mag, int max_out, int *nmag,
+                             int64_t *len) {
     *nmag = 0;
     *len = 1;
     int linear = op == LT_OP_SUM || op == LT_OP_MEAN || op == LT_OP_MATMUL || op == LT_OP_MM ||
@@ -548,13 +575,14 @@ lt_status lt__sc_diverge_mag(lt_op_kind op, const lt_tensor *const *full, int ni
     for (int k = 0; k < nin && !e; k++) e = abs_copy(full[k], &absin[k]);
     if (!e) e = lt_op_reference(op, (const lt_tensor *const *)absin, nin, args, mag, max_out, nmag);
     for (int j = 0; j < *nmag && !e; j++)
-        for (int64_t i = 0, n = lt_numel(mag[j]); i < n; i++) lt_set_flat(mag[j], i, fabs(lt_get_flat(mag[j], i)));
+        for (int64_t i = 0, n = lt_numel(mag[j]); i < n; i++)
+            lt_set_flat(mag[j], i, fabs(lt_get_flat(mag[j], i)));
     for (int k = 0; k < nin; k++) lt_tensor_free(absin[k]);
     return e;
 }
 
-lt_status lt__sc_diverge_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind op, const char *const *in, int nin,
-                            const lt_op_args *args, const char *const *names, int nout) {
+lt_status lt__sc_diverge_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind op, const char *const *in,
+                            int nin, const lt_op_args *args, const char *const *names, int nout) {
     dv_state *s = state(rc);
     if (!s || s->diverged || nin < 1) return LT_OK;
     const lt_tensor *full[LT_OP_MAX_INPUTS];
@@ -569,15 +597,18 @@ lt_status lt__sc_diverge_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind op, co
     }
     /* inputs the comparison did not follow: the outputs declare their values */
     if (have) e = lt_op_reference(op, full, nin, args, ref, LT_OP_MAX_OUTPUTS, &nref);
-    if (have && !e) e = lt__sc_diverge_mag(op, full, nin, args, mag, LT_OP_MAX_OUTPUTS, &nmag, &len);
-    if (e && e != LT_NOMEM) {   /* the op ran on the ranks: its reference only fails for want of memory */
+    if (have && !e)
+        e = lt__sc_diverge_mag(op, full, nin, args, mag, LT_OP_MAX_OUTPUTS, &nmag, &len);
+    if (e &&
+        e != LT_NOMEM) { /* the op ran on the ranks: its reference only fails for want of memory */
         lt__err_clear();
         e = LT_OK, nref = nmag = 0;
     }
     char kind[96];
     snprintf(kind, sizeof kind, "op %s", lt_op_name(op));
     for (int j = 0; j < nout && !e && !s->diverged; j++) {
-        e = record_dtensor(rc, s, st, kind, names[j], j < nref ? ref[j] : NULL, j < nmag ? mag[j] : NULL, len);
+        e = record_dtensor(rc, s, st, kind, names[j], j < nref ? ref[j] : NULL,
+                           j < nmag ? mag[j] : NULL, len);
         ref[j] = mag[j] = NULL;
     }
     for (int j = 0; j < nref; j++) lt_tensor_free(ref[j]);
@@ -585,8 +616,8 @@ lt_status lt__sc_diverge_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind op, co
     return e;
 }
 
-lt_status lt__sc_diverge_same(sc_run_ctx *rc, const sc_step *st, const char *kind, const char *tensor,
-                              const char *name) {
+lt_status lt__sc_diverge_same(sc_run_ctx *rc, const sc_step *st, const char *kind,
+                              const char *tensor, const char *name) {
     dv_state *s = state(rc);
     if (!s || s->diverged) return LT_OK;
     lt_tensor *ref = NULL, *mag = NULL;
@@ -602,7 +633,8 @@ lt_status lt__sc_diverge_same(sc_run_ctx *rc, const sc_step *st, const char *kin
 
 /* ---- the step ------------------------------------------------------------------------------ */
 
-lt_status lt__sc_parse_expect_same_as_single_device(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
+lt_status lt__sc_parse_expect_same_as_single_device(sc_parse_ctx *pc, const sc_node *body,
+                                                    sc_step *st) {
     static const char *const keys[] = {"rtol", "atol", "ulps", NULL};
     const char *what = "expect_same_as_single_device";
     dv_data *d = lt__sc_alloc(pc->arena, sizeof *d);
@@ -611,14 +643,17 @@ lt_status lt__sc_parse_expect_same_as_single_device(sc_parse_ctx *pc, const sc_n
     if (lt__sc_is_null(body)) return LT_OK;
     LT_TRY(lt__sc_keys(body, what, keys));
     const sc_node *n;
-    struct { const char *key; int *has; double *v; } k[] = {
-        {"rtol", &d->has_rtol, &d->rtol}, {"atol", &d->has_atol, &d->atol}, {"ulps", &d->has_ulps, &d->ulps}};
+    struct { const char *key; int *has; double *v;
+    } k[] = {{"rtol", &d->has_rtol, &d->rtol},
+             {"atol", &d->has_atol, &d->atol},
+             {"ulps", &d->has_ulps, &d->ulps}};
     for (int i = 0; i < 3; i++)
         if ((n = lt__sc_get(body, k[i].key))) {
             char w[96];
             snprintf(w, sizeof w, "%s: %s", what, k[i].key);
             LT_TRY(lt__sc_f64(n, w, k[i].v));
-            if (!(*k[i].v >= 0) || isinf(*k[i].v)) return lt__sc_err(n, LT_INVALID, "%s: must be a finite number >= 0", w);
+            if (!(*k[i].v >= 0) || isinf(*k[i].v))
+                return lt__sc_err(n, LT_INVALID, "%s: must be a finite number >= 0", w);
             *k[i].has = 1;
         }
     return LT_OK;
@@ -626,8 +661,8 @@ lt_status lt__sc_parse_expect_same_as_single_device(sc_parse_ctx *pc, const sc_n
 
 /* "5 values compared ...; 2 not compared:\n    step 3: ..." into buf. */
 static void summary(const dv_state *s, char *buf, size_t n) {
-    size_t u = (size_t)snprintf(buf, n, "%d value%s compared with the single-device program", s->compared,
-                                s->compared == 1 ? "" : "s");
+    size_t u = (size_t)snprintf(buf, n, "%d value%s compared with the single-device program",
+                                s->compared, s->compared == 1 ? "" : "s");
     if (!s->nskip || u >= n) return;
     u += (size_t)snprintf(buf + u, n - u, "; %d not compared:\n%s", s->nskip, s->skips);
     if (s->nskip > 8 && u < n) snprintf(buf + u, n - u, "\n    ... and %d more", s->nskip - 8);
@@ -636,18 +671,21 @@ static void summary(const dv_state *s, char *buf, size_t n) {
 /* The check at step st, over the steps before step index `here`. */
 static lt_status check(sc_run_ctx *rc, const sc_step *st, int here) {
     if (rc->nranks >= 0)
-        return lt__sc_numerics_refuse(rc, "expect_same_as_single_device");   /* not every rank has values */
+        return lt__sc_numerics_refuse(
+            rc, "expect_same_as_single_device"); /* not every rank has values */
     dv_state *s = state(rc);
     if (!s) return lt__err(LT_NOMEM, "out of memory");
     if (s->diverged && s->div_step < here)
-        return lt__sc_check_fail(rc, st, s->rank, s->index[0] ? s->index : NULL, s->expected[0] ? s->expected : NULL,
+        return lt__sc_check_fail(rc, st, s->rank, s->index[0] ? s->index : NULL,
+                                 s->expected[0] ? s->expected : NULL,
                                  s->actual[0] ? s->actual : NULL, s->where, "%s", s->msg);
     char sum[2048];
     summary(s, sum, sizeof sum);
-    /* nothing compared passes too (the program may be right), but never silently: the note says so */
+    /* nothing compared passes too (the program may be right), but never silently: the note says so
+     */
     char note[2300];
-    snprintf(note, sizeof note, "expect_same_as_single_device at %s:%d:%d: %s", st->pos.file, st->pos.line,
-             st->pos.col, sum);
+    snprintf(note, sizeof note, "expect_same_as_single_device at %s:%d:%d: %s", st->pos.file,
+             st->pos.line, st->pos.col, sum);
     return lt__sc_add_note(rc, note);
 }
 

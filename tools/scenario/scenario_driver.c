@@ -50,7 +50,9 @@ static void sl_free(strlist *l) {
     lt__free(l->v);
 }
 
-static int cmpstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmpstr(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 static int is_yaml(const char *name) {
     size_t n = strlen(name);
@@ -104,7 +106,8 @@ static int is_link(const char *p) {
  * -1 when out of memory. */
 static int seen_add(seen_set *s, const struct stat *sb, const char *path, int file) {
     if (2 * (s->n + 1) > s->cap) {
-        seen_set g = {lt__calloc(s->cap ? 2 * s->cap : 64, sizeof *g.v), s->n, s->cap ? 2 * s->cap : 64};
+        seen_set g = {lt__calloc(s->cap ? 2 * s->cap : 64, sizeof *g.v), s->n,
+                      s->cap ? 2 * s->cap : 64};
         if (!g.v) return -1;
         for (size_t i = 0; i < s->cap; i++)
             if (s->v[i].path) g.v[seen_slot(&g, s->v[i].dev, s->v[i].ino)] = s->v[i];
@@ -148,11 +151,16 @@ static void note_skip(walker *w, const char *p, int dir, const char *first) {
     lt__fputs_echo(p, 0, w->err);
     w->skipped++;
     if (!strcmp(p, first)) {
-        fprintf(w->err, ": reached twice (each %s is %s once)\n", dir ? "directory" : "file", dir ? "walked" : "run");
+        fprintf(w->err, ": reached twice (each %s is %s once)\n", dir ? "directory" : "file",
+                dir ? "walked" : "run");
         return;
     }
-    if (link) fprintf(w->err, ": a link to a %s already %s (", dir ? "directory" : "file", dir ? "walked" : "run");
-    else fprintf(w->err, ": a %s already %s (as ", dir ? "directory" : "file", dir ? "walked" : "run");
+    if (link)
+        fprintf(w->err, ": a link to a %s already %s (", dir ? "directory" : "file",
+                dir ? "walked" : "run");
+    else
+        fprintf(w->err, ": a %s already %s (as ", dir ? "directory" : "file",
+                dir ? "walked" : "run");
     lt__fputs_echo(first, 0, w->err);
     fputs(")\n", w->err);
 }
@@ -299,8 +307,8 @@ static lt_status read_all(const char *path, int fd, off_t size, char **buf, size
     }
     if (n > LT_SC_MAX_FILE_BYTES) {
         lt__free(b);
-        return lt__err(LT_INVALID, "%s:1:1: file is larger than %u bytes (the loader's limit)", path,
-                       LT_SC_MAX_FILE_BYTES);
+        return lt__err(LT_INVALID, "%s:1:1: file is larger than %u bytes (the loader's limit)",
+                       path, LT_SC_MAX_FILE_BYTES);
     }
     *buf = b;
     *len = n;
@@ -323,8 +331,10 @@ static lt_status load_file(const char *path, lt_sc_file **out) {
     if (fstat(fd, &sb) != 0)
         st = lt__err(LT_IO, "%s:1:1: cannot open: %s", path, strerror(errno));
     else if (!S_ISREG(sb.st_mode))
-        st = lt__err(LT_INVALID, "%s:1:1: cannot run %s: scenario files are regular files (a directory is "
-                     "searched for them)", path, file_kind(sb.st_mode));
+        st = lt__err(LT_INVALID,
+                     "%s:1:1: cannot run %s: scenario files are regular files (a directory is "
+                     "searched for them)",
+                     path, file_kind(sb.st_mode));
     else if (sb.st_size > (off_t)LT_SC_MAX_FILE_BYTES)   /* refused unread */
         st = lt__err(LT_INVALID, "%s:1:1: file is larger than %u bytes (the loader's limit)", path,
                      LT_SC_MAX_FILE_BYTES);
@@ -397,7 +407,8 @@ static void progress_tick(progress *p, int done, int total, const char *name) {
     if (t - p->start < 1.0 || t - p->last < 0.1) return;
     p->last = t;
     char e[4 * 60 + 16];
-    fprintf(p->f, "\r\033[K[%*d/%d] %s", total > 9999 ? 6 : 4, done, total, lt__echo(name, 60, e, sizeof e));
+    fprintf(p->f, "\r\033[K[%*d/%d] %s", total > 9999 ? 6 : 4, done, total,
+            lt__echo(name, 60, e, sizeof e));
     fflush(p->f);
     p->shown = 1;
 }
@@ -411,8 +422,8 @@ static void agree_case(const lt_sc_options *opt, sc_arena *a, sc_case *cs) {
     lt_sc_result *r = &cs->res;
     if (r->nfails) {
         const lt_sc_failure *x = &r->fails[0];
-        snprintf(mine, sizeof mine, "%s:%d:%d: %s: %s", x->file, x->line, x->col, x->step ? x->step : "",
-                 x->message ? x->message : "");
+        snprintf(mine, sizeof mine, "%s:%d:%d: %s: %s", x->file, x->line, x->col,
+                 x->step ? x->step : "", x->message ? x->message : "");
     }
     int from = -1;
     int worst = opt->case_agree((int)r->status, mine, &from, other, sizeof other);
@@ -501,25 +512,33 @@ static void owned_estimate(const lt_sc_options *opt, lt_sc_file *const *loaded, 
                 double bytes = 0;
                 for (int t = 0; t < cs->ntensors; t++) {
                     double n = (double)lt_dtype_size(cs->tensors[t].dtype);
-                    for (int d = 0; d < cs->tensors[t].ndim; d++) n *= (double)cs->tensors[t].shape[d];
+                    for (int d = 0; d < cs->tensors[t].ndim; d++)
+                        n *= (double)cs->tensors[t].shape[d];
                     bytes += n;
                 }
-                int W = cs->mesh->world, P = opt->nproc < W ? opt->nproc : W, block = (W + P - 1) / P;
+                int W = cs->mesh->world, P = opt->nproc < W ? opt->nproc : W,
+                    block = (W + P - 1) / P;
                 if (bytes > best) best = bytes, lo = bytes * block / W, at = cs;
             }
         }
     if (!at) return;
     char a[32], b[32], e[4 * SC_ECHO_MAX + 16];
-    fprintf(opt->err, "memory per process: the largest selected case, %s (%d ranks), declares %s of tensors; a "
-            "process holds %s of them when they are sharded over every rank, up to all of it where replicated, "
-            "plus a redistribute's working copies (each refused before it allocates when this process's share "
-            "does not fit)\n", lt__echo(at->name, SC_ECHO_MAX, e, sizeof e), at->mesh->world,
-            fmt_bytes(best, a, sizeof a), fmt_bytes(lo, b, sizeof b));
+    fprintf(
+        opt->err,
+        "memory per process: the largest selected case, %s (%d ranks), declares %s of tensors; a "
+        "process holds %s of them when they are sharded over every rank, up to all of it where "
+        "replicated, "
+        "plus a redistribute's working copies (each refused before it allocates when this "
+        "process's share "
+        "does not fit)\n",
+        lt__echo(at->name, SC_ECHO_MAX, e, sizeof e), at->mesh->world, fmt_bytes(best, a, sizeof a),
+        fmt_bytes(lo, b, sizeof b));
 }
 
 /* Frees what a run loaded and found: the files, the load errors' messages
  * and the path list. */
-static void free_run(lt_sc_file **loaded, int nloaded, sc_load_error *lerr, int nlerr, strlist *files) {
+static void free_run(lt_sc_file **loaded, int nloaded, sc_load_error *lerr, int nlerr,
+                     strlist *files) {
     for (int i = 0; i < nloaded; i++) lt_sc_file_free(loaded[i]);
     for (int i = 0; i < nlerr; i++) lt__free(lerr[i].message);
     lt__free(loaded);

@@ -43,13 +43,28 @@
 #include "localtensor/suggest_impl.h"
 #include "tools/scenario/scenario_impl.h"
 
-enum { E_NUM, E_RANK, E_WORLD, E_I, E_COORD, E_SIZE, E_NEG, E_NOT, E_BIN, E_MIN, E_MAX, E_NUMEL, E_SHAPE, E_ROWS };
+enum {
+    E_NUM,
+    E_RANK,
+    E_WORLD,
+    E_I,
+    E_COORD,
+    E_SIZE,
+    E_NEG,
+    E_NOT,
+    E_BIN,
+    E_MIN,
+    E_MAX,
+    E_NUMEL,
+    E_SHAPE,
+    E_ROWS
+};
 
 static const char *const fn_names[] = {"min", "max", "numel", "shape", "rows"};
 
 struct sc_expr {
     int kind;
-    int op;                   /* E_BIN: '+', '-', '*', '/', '%', '<', '>', 'l' (<=), 'g' (>=), '=', '!', '&', '|' */
+    int op; /* E_BIN: '+', '-', '*', '/', '%', '<', '>', 'l' (<=), 'g' (>=), '=', '!', '&', '|' */
     double num;               /* E_NUM */
     int dim;                  /* E_COORD, E_SIZE */
     const char *tensor;       /* E_NUMEL, E_SHAPE (kids[0]: the dim), E_ROWS: the name (arena) */
@@ -82,10 +97,12 @@ static lt_status perr(eparser *ps, const char *where, const char *fmt, const cha
     snprintf(msg, sizeof msg, fmt, arg);
     /* the expression on one line: line breaks (a block scalar) and tabs as spaces */
     size_t n = 0;
-    for (const char *c = ps->s; *c && n + 1 < sizeof text; c++) text[n++] = *c == '\n' || *c == '\r' || *c == '\t' ? ' ' : *c;
+    for (const char *c = ps->s; *c && n + 1 < sizeof text; c++)
+        text[n++] = *c == '\n' || *c == '\r' || *c == '\t' ? ' ' : *c;
     while (n > 0 && text[n - 1] == ' ') n--;
     text[n] = '\0';
-    return lt__err_at(LT_INVALID, ps->at->file, ps->at->line, col_of(ps, where), "expression '%s': %s", text, msg);
+    return lt__err_at(LT_INVALID, ps->at->file, ps->at->line, col_of(ps, where),
+                      "expression '%s': %s", text, msg);
 }
 
 static void skip(eparser *ps) {
@@ -102,7 +119,8 @@ static sc_expr *node(eparser *ps, int kind, const char *where) {
     return e;
 }
 
-static lt_status bin(eparser *ps, int op, const char *where, sc_expr *l, sc_expr *r, sc_expr **out) {
+static lt_status bin(eparser *ps, int op, const char *where, sc_expr *l, sc_expr *r,
+                     sc_expr **out) {
     sc_expr *e = node(ps, E_BIN, where);
     sc_expr **k = lt__sc_alloc(ps->a, 2 * sizeof *k);
     if (!e || !k) return LT_NOMEM;
@@ -139,7 +157,9 @@ static int varies(const sc_expr *e) {
 static lt_status fn_tensor(eparser *ps, const char *fn, sc_expr *e, int *ndim) {
     skip(ps);
     const char *ta = ps->p, *q = ta;
-    while (*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9')) q++;
+    while (*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+           (*q >= '0' && *q <= '9'))
+        q++;
     if (q == ta || (*ta >= '0' && *ta <= '9'))
         return perr(ps, ta, "%s: expected the name of a DTensor or LocalTensor", fn);
     char name[72];
@@ -147,7 +167,8 @@ static lt_status fn_tensor(eparser *ps, const char *fn, sc_expr *e, int *ndim) {
     memcpy(name, ta, (size_t)(q - ta));
     name[q - ta] = '\0';
     ps->p = q;
-    if (!ps->pc) return perr(ps, ta, "%s(...) reads a rank's shard, which this expression cannot", fn);
+    if (!ps->pc)
+        return perr(ps, ta, "%s(...) reads a rank's shard, which this expression cannot", fn);
     char msg[1200];
     int kind = lt__sc_sym_find(ps->pc, name, ndim);
     if (!kind) {
@@ -155,11 +176,14 @@ static lt_status fn_tensor(eparser *ps, const char *fn, sc_expr *e, int *ndim) {
         lt__sc_sym_list(ps->pc, list, sizeof list);
         lt__sc_dropped_hint(ps->pc, name, hint, sizeof hint);
         snprintf(msg, sizeof msg, "%s: tensor '%s' is not defined%s%s%s%s", fn, name,
-                 list[0] ? " (defined so far: " : " (nothing is defined yet)", list, list[0] ? ")" : "", hint);
+                 list[0] ? " (defined so far: " : " (nothing is defined yet)", list,
+                 list[0] ? ")" : "", hint);
         return perr(ps, ta, "%s", msg);
     }
     if (kind == SC_FULL) {
-        snprintf(msg, sizeof msg, "%s: '%s' is a full tensor; %s reads a rank's shard of a DTensor or a per-rank LocalTensor",
+        snprintf(msg, sizeof msg,
+                 "%s: '%s' is a full tensor; %s reads a rank's shard of a DTensor or a per-rank "
+                 "LocalTensor",
                  fn, name, fn);
         return perr(ps, ta, "%s", msg);
     }
@@ -170,7 +194,8 @@ static lt_status fn_tensor(eparser *ps, const char *fn, sc_expr *e, int *ndim) {
 /* shape(x, d)'s d when it is the same on every rank: refused at load when
  * out of range for x's dims (ndim, -1: unknown, then only past the most
  * any tensor has). */
-static lt_status fn_dim_check(eparser *ps, const char *where, const sc_expr *d, const char *x, int ndim) {
+static lt_status fn_dim_check(eparser *ps, const char *where, const sc_expr *d, const char *x,
+                              int ndim) {
     if (varies(d)) return LT_OK;
     sc_env env;
     double v;
@@ -184,9 +209,11 @@ static lt_status fn_dim_check(eparser *ps, const char *where, const sc_expr *d, 
     if (v != floor(v)) return perr(ps, where, "shape: dim %s is not a whole number", b);
     if (ndim == 0) snprintf(msg, sizeof msg, "shape: '%s' is 0-d: it has no dim %s", x, b);
     else if (ndim > 0 && (v < -ndim || v >= ndim))
-        snprintf(msg, sizeof msg, "shape: dim %s is out of range for '%s' (%d dims: %d..%d)", b, x, ndim, -ndim, ndim - 1);
+        snprintf(msg, sizeof msg, "shape: dim %s is out of range for '%s' (%d dims: %d..%d)", b, x,
+                 ndim, -ndim, ndim - 1);
     else if (ndim < 0 && (v <= -LT_MAX_DIMS - 1 || v >= LT_MAX_DIMS))
-        snprintf(msg, sizeof msg, "shape: dim %s is out of range (a tensor has at most %d dims)", b, LT_MAX_DIMS);
+        snprintf(msg, sizeof msg, "shape: dim %s is out of range (a tensor has at most %d dims)", b,
+                 LT_MAX_DIMS);
     else return LT_OK;
     return perr(ps, where, "%s", msg);
 }
@@ -213,7 +240,8 @@ static lt_status p_fn(eparser *ps, const char *at, const char *fn, sc_expr **out
         LT_TRY(fn_dim_check(ps, where, e->kids[0], e->tensor, ndim));
         skip(ps);
     } else if (e->kind == E_ROWS && ndim == 0) {
-        return perr(ps, at, "rows: '%s' is 0-d: it has no rows (as len() of a 0-d tensor)", e->tensor);
+        return perr(ps, at, "rows: '%s' is 0-d: it has no rows (as len() of a 0-d tensor)",
+                    e->tensor);
     }
     if (*ps->p != ')') return perr(ps, ps->p, "expected ')' to close %s(...)", fn);
     ps->p++;
@@ -483,10 +511,11 @@ static lt_status p_or(eparser *ps, sc_expr **out) {
     return LT_OK;
 }
 
-static lt_status parse(sc_arena *a, const sc_node *at, const lt_mesh *mesh, sc_parse_ctx *pc, int allow_i,
-                       const char *what, sc_expr **out) {
+static lt_status parse(sc_arena *a, const sc_node *at, const lt_mesh *mesh, sc_parse_ctx *pc,
+                       int allow_i, const char *what, sc_expr **out) {
     if (at->kind != SC_SCALAR)
-        return lt__sc_err(at, LT_INVALID, "%s: expected a number or an expression, got %s", what, lt__sc_kind_name(at));
+        return lt__sc_err(at, LT_INVALID, "%s: expected a number or an expression, got %s", what,
+                          lt__sc_kind_name(at));
     eparser ps;
     memset(&ps, 0, sizeof ps);
     ps.a = a;
@@ -506,12 +535,13 @@ static lt_status parse(sc_arena *a, const sc_node *at, const lt_mesh *mesh, sc_p
     return LT_OK;
 }
 
-lt_status lt__sc_expr_parse(sc_arena *a, const sc_node *at, const lt_mesh *mesh, int allow_i, const char *what,
-                            sc_expr **out) {
+lt_status lt__sc_expr_parse(sc_arena *a, const sc_node *at, const lt_mesh *mesh, int allow_i,
+                            const char *what, sc_expr **out) {
     return parse(a, at, mesh, NULL, allow_i, what, out);
 }
 
-lt_status lt__sc_expr_parse_pc(sc_parse_ctx *pc, const sc_node *at, int allow_i, const char *what, sc_expr **out) {
+lt_status lt__sc_expr_parse_pc(sc_parse_ctx *pc, const sc_node *at, int allow_i, const char *what,
+                               sc_expr **out) {
     return parse(pc->arena, at, pc->mesh, pc, allow_i, what, out);
 }
 
@@ -536,15 +566,18 @@ static const char *fn_name(const sc_expr *e) {
 static lt_status fn_err(const sc_expr *e, const sc_env *env, const char *fmt, const char *arg) {
     char msg[400];
     snprintf(msg, sizeof msg, fmt, arg);
-    return lt__err_at(LT_INVALID, e->file, e->line, e->col, "%s(%s) on rank %d: %s", fn_name(e), e->tensor,
-                      env->rank, msg);
+    return lt__err_at(LT_INVALID, e->file, e->line, e->col, "%s(%s) on rank %d: %s", fn_name(e),
+                      e->tensor, env->rank, msg);
 }
 
 /* The dims of rank env->rank's shard of e->tensor, as rc holds it now. A
  * DTensor's shard has the layout's shape even where this process computes
  * no values (numerics sample, --shards owned). */
-static lt_status shard_dims(const sc_expr *e, const sc_env *env, sc_run_ctx *rc, int *ndim, int64_t *shape) {
-    if (!rc) return fn_err(e, env, "%s", "a rank's shard is only known when the step runs (not in this expression)");
+static lt_status shard_dims(const sc_expr *e, const sc_env *env, sc_run_ctx *rc, int *ndim,
+                            int64_t *shape) {
+    if (!rc)
+        return fn_err(e, env, "%s",
+                      "a rank's shard is only known when the step runs (not in this expression)");
     if (env->reference) {   /* the single-device program: the whole value */
         const lt_tensor *w = lt__sc_diverge_ref(rc, e->tensor);
         if (!w) return fn_err(e, env, "'%s' has no single-device value", e->tensor);
@@ -564,11 +597,15 @@ static lt_status shard_dims(const sc_expr *e, const sc_env *env, sc_run_ctx *rc,
     }
     if (v && v->kind == SC_DTENSOR && v->dt) {
         *ndim = v->dt->ndim;
-        return lt_local_shape_and_offset(env->mesh, v->dt->ndim, v->dt->shape, v->dt->placements, r, shape, NULL);
+        return lt_local_shape_and_offset(env->mesh, v->dt->ndim, v->dt->shape, v->dt->placements, r,
+                                         shape, NULL);
     }
     if (!v) return fn_err(e, env, "'%s' holds no value yet (its step has not run)", e->tensor);
-    return fn_err(e, env, "'%s' holds no value on this rank (a placeholder: the rank skipped the step that made it, "
-                  "or is not the root of a gather/reduce)", e->tensor);
+    return fn_err(
+        e, env,
+        "'%s' holds no value on this rank (a placeholder: the rank skipped the step that made it, "
+        "or is not the root of a gather/reduce)",
+        e->tensor);
 }
 
 static lt_status eval_fn(const sc_expr *e, const sc_env *env, sc_run_ctx *rc, double *out) {
@@ -584,10 +621,11 @@ static lt_status eval_fn(const sc_expr *e, const sc_env *env, sc_run_ctx *rc, do
     double d = 0;
     char b[48], msg[200];
     if (e->kind == E_SHAPE) LT_TRY(eval(e->kids[0], env, rc, &d));
-    if (e->kind == E_ROWS && nd == 0) return fn_err(e, env, "%s", "the shard is 0-d: it has no rows (as len() of a 0-d tensor)");
+    if (e->kind == E_ROWS && nd == 0)
+        return fn_err(e, env, "%s", "the shard is 0-d: it has no rows (as len() of a 0-d tensor)");
     if (d != floor(d) || d < -nd || d >= nd) {
-        snprintf(msg, sizeof msg, "dim %s is out of range for the shard's %d dims (%d..%d)", lt__sc_fmt_num(d, b, sizeof b),
-                 nd, -nd, nd - 1);
+        snprintf(msg, sizeof msg, "dim %s is out of range for the shard's %d dims (%d..%d)",
+                 lt__sc_fmt_num(d, b, sizeof b), nd, -nd, nd - 1);
         return fn_err(e, env, "%s", msg);
     }
     *out = (double)shape[d < 0 ? (int)d + nd : (int)d];
@@ -649,25 +687,28 @@ static lt_status eval(const sc_expr *e, const sc_env *env, sc_run_ctx *rc, doubl
     return LT_OK;
 }
 
-lt_status lt__sc_expr_eval(const sc_expr *e, const sc_env *env, double *out) { return eval(e, env, NULL, out); }
+lt_status lt__sc_expr_eval(const sc_expr *e, const sc_env *env, double *out) {
+    return eval(e, env, NULL, out);
+}
 
 lt_status lt__sc_expr_eval_rc(const sc_expr *e, const sc_env *env, sc_run_ctx *rc, double *out) {
     return eval(e, env, rc, out);
 }
 
-lt_status lt__sc_expr_int(const sc_expr *e, const sc_env *env, const char *what, int64_t lo, int64_t hi,
-                          int64_t *out) {
+lt_status lt__sc_expr_int(const sc_expr *e, const sc_env *env, const char *what, int64_t lo,
+                          int64_t hi, int64_t *out) {
     return lt__sc_expr_int_rc(e, env, NULL, what, lo, hi, out);
 }
 
-lt_status lt__sc_expr_int_rc(const sc_expr *e, const sc_env *env, sc_run_ctx *rc, const char *what, int64_t lo,
-                             int64_t hi, int64_t *out) {
+lt_status lt__sc_expr_int_rc(const sc_expr *e, const sc_env *env, sc_run_ctx *rc, const char *what,
+                             int64_t lo, int64_t hi, int64_t *out) {
     double v;
     LT_TRY(eval(e, env, rc, &v));
     if (v != floor(v) || v < (double)lo || v > (double)hi) {
         char b[48];
-        return lt__err_at(LT_INVALID, e->file, e->line, e->col, "%s is %s on rank %d; expected an integer in %lld..%lld",
-                          what, lt__sc_fmt_num(v, b, sizeof b), env->rank, (long long)lo, (long long)hi);
+        return lt__err_at(LT_INVALID, e->file, e->line, e->col,
+                          "%s is %s on rank %d; expected an integer in %lld..%lld", what,
+                          lt__sc_fmt_num(v, b, sizeof b), env->rank, (long long)lo, (long long)hi);
     }
     *out = (int64_t)v;
     return LT_OK;

@@ -37,9 +37,13 @@ static cJSON *status_json(lt_status st) {
 /* Where rank q is, seen from stuck group s: {"rank", "state", "call", "at", ...}. */
 static cJSON *member_json(const lt_match_report *r, int q, const lt_match_stuck *s) {
     const lt_match_where *w = &r->ranks[q];
-    int here = w->state == LT_RANK_WAITING && w->call.mesh_dim == s->mesh_dim && w->group == s->group;
-    const char *state = w->state == LT_RANK_FINISHED ? "finished" : w->state == LT_RANK_FAILED ? "failed"
-                      : w->state == LT_RANK_RUNNING ? "running" : here ? "waiting" : "waiting_elsewhere";
+    int here =
+        w->state == LT_RANK_WAITING && w->call.mesh_dim == s->mesh_dim && w->group == s->group;
+    const char *state = w->state == LT_RANK_FINISHED  ? "finished"
+                        : w->state == LT_RANK_FAILED  ? "failed"
+                        : w->state == LT_RANK_RUNNING ? "running"
+                        : here                        ? "waiting"
+                                                      : "waiting_elsewhere";
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
     lt__json_put(j, "rank", cJSON_CreateNumber(q));
@@ -67,7 +71,8 @@ static cJSON *group_json(const lt_match_report *r, const lt_match_stuck *s) {
     lt__json_put(g, "mesh_dim_name", name[0] ? cJSON_CreateString(name) : cJSON_CreateNull());
     lt__json_put(g, "group", cJSON_CreateNumber(s->group));
     cJSON *ranks = cJSON_AddArrayToObject(g, "ranks");
-    for (int p = 0; ranks && p < s->size; p++) lt__json_push(ranks, cJSON_CreateNumber(s->members[p]));
+    for (int p = 0; ranks && p < s->size; p++)
+        lt__json_push(ranks, cJSON_CreateNumber(s->members[p]));
     lt__json_put(g, "call", cJSON_CreateNumber((double)s->seq + 1));
     cJSON *mem = cJSON_AddArrayToObject(g, "members");
     for (int p = 0; mem && p < s->size; p++) lt__json_push(mem, member_json(r, s->members[p], s));
@@ -80,12 +85,14 @@ static cJSON *report_json(const lt_match_report *r) {
     if (!h) return NULL;
     lt__json_put(h, "kind", cJSON_CreateString(lt_hang_kind_name(r->kind)));
     cJSON *gs = cJSON_AddArrayToObject(h, "groups");
-    if (gs && r->focus >= 0 && r->focus < r->nstuck) lt__json_push(gs, group_json(r, &r->stuck[r->focus]));
+    if (gs && r->focus >= 0 && r->focus < r->nstuck)
+        lt__json_push(gs, group_json(r, &r->stuck[r->focus]));
     for (int i = 0; gs && i < r->nstuck; i++)
         if (i != r->focus) lt__json_push(gs, group_json(r, &r->stuck[i]));
     if (r->kind == LT_HANG_CYCLE) {
         cJSON *cy = cJSON_AddArrayToObject(h, "cycle");
-        for (int i = 0; cy && i < r->ncycle; i++) lt__json_push(cy, cJSON_CreateNumber(r->cycle[i]));
+        for (int i = 0; cy && i < r->ncycle; i++)
+            lt__json_push(cy, cJSON_CreateNumber(r->cycle[i]));
     }
     return h;
 }
@@ -93,13 +100,15 @@ static cJSON *report_json(const lt_match_report *r) {
 lt_status lt__sc_hang_json(sc_run_ctx *rc, const lt_match_report *rep, const char **out) {
     *out = NULL;
     if (!rc->c->record_plans) return LT_OK;   /* no --json */
-    if (!rc->plans) lt__json_begin();          /* else the plans' document is being built: keep its flag */
+    if (!rc->plans) lt__json_begin(); /* else the plans' document is being built: keep its flag */
     cJSON *h = report_json(rep);
     char *text = h && !lt__json_failed() ? cJSON_PrintUnformatted(h) : NULL;
     cJSON_Delete(h);
     *out = text ? lt__sc_strdup(rc->arena, text) : NULL;
     cJSON_free(text);
-    return *out ? LT_OK : lt__err(LT_NOMEM, "out of memory while recording the would-hang report for --json");
+    return *out ? LT_OK
+                : lt__err(LT_NOMEM,
+                          "out of memory while recording the would-hang report for --json");
 }
 
 /* ---- an expect_error no rank reached ------------------------------------------------------ */
@@ -126,7 +135,8 @@ static place place_of(const sc_run_ctx *rc, int r, const sc_step *together) {
         p.file = c ? c->file : NULL;
         p.line = c ? c->line : 0;
     } else if (rc->ended[r]) {
-        const sc_step *st = &rc->c->steps[rc->ended_step[r]], *inner = lt__sc_expect_error_inner(st);
+        const sc_step *st = &rc->c->steps[rc->ended_step[r]],
+                      *inner = lt__sc_expect_error_inner(st);
         p.state = FAILED;
         p.file = (inner ? inner : st)->pos.file;
         p.line = (inner ? inner : st)->pos.line;
@@ -139,10 +149,13 @@ static place place_of(const sc_run_ctx *rc, int r, const sc_step *together) {
 }
 
 static int same(place a, place b) {
-    return a.state == b.state && a.line == b.line && (a.file == b.file || (a.file && b.file && !strcmp(a.file, b.file)));
+    return a.state == b.state && a.line == b.line &&
+           (a.file == b.file || (a.file && b.file && !strcmp(a.file, b.file)));
 }
 
-static void put_place(lt__sbuf *o, place p) { lt__sb_printf(o, "%s:%d", p.file ? p.file : "?", p.line); }
+static void put_place(lt__sbuf *o, place p) {
+    lt__sb_printf(o, "%s:%d", p.file ? p.file : "?", p.line);
+}
 
 /* "ranks 0-2, 5" of the ranks at place p (ascending), the first MAX_RUNS runs named */
 static void put_ranks_at(lt__sbuf *o, const sc_run_ctx *rc, const sc_step *together, place p) {
@@ -190,7 +203,8 @@ static void put_stops(lt__sbuf *o, const sc_run_ctx *rc, const sc_step *together
         if (np == 1 && !more) break;
         lt__sb_printf(o, " (");
         put_ranks_at(o, rc, together, ps[k]);
-        lt__sb_printf(o, "%s%s)", nstates > 1 ? " " : "", nstates > 1 ? state_word[ps[k].state] : "");
+        lt__sb_printf(o, "%s%s)", nstates > 1 ? " " : "",
+                      nstates > 1 ? state_word[ps[k].state] : "");
     }
     if (more) lt__sb_printf(o, " and elsewhere");
 }
@@ -204,7 +218,8 @@ lt_status lt__sc_unreached(sc_run_ctx *rc, const sc_step *together, const char *
     if (!ee) return LT_OK;
     lt__sbuf o = {NULL, 0, 0};
     for (int pass = 0; pass < 2; pass++) {
-        lt__sb_printf(&o, "expect_error at %s:%d:%d not reached: ", ee->pos.file, ee->pos.line, ee->pos.col);
+        lt__sb_printf(&o, "expect_error at %s:%d:%d not reached: ", ee->pos.file, ee->pos.line,
+                      ee->pos.col);
         put_stops(&o, rc, together);
         size_t need = lt__sb_finish(&o);
         if (pass) break;

@@ -109,7 +109,8 @@ lt_status lt__sc_ident(const sc_node *n, const char *what, const char **out);
 /* [5, 7], 5, "5,7", "0,3", [] (0-d). Sizes >= 0; element count checked. */
 lt_status lt__sc_shape(const sc_node *n, const char *what, int *ndim, int64_t *shape);
 /* lt__sc_shape with another limit on the element count (max_elems). */
-lt_status lt__sc_shape_max(const sc_node *n, const char *what, int64_t max_elems, int *ndim, int64_t *shape);
+lt_status lt__sc_shape_max(const sc_node *n, const char *what, int64_t max_elems, int *ndim,
+                           int64_t *shape);
 /* [S(0), R] or "S(0),R" (any spelling of docs/DESIGN.md §5). Count is not checked. */
 lt_status lt__sc_placements(const sc_node *n, const char *what, lt_placement *pl, int *np);
 /* The same into a new arena array of exactly *np entries (an lt_placement
@@ -168,14 +169,14 @@ typedef struct sc_env {
 } sc_env;
 /* Parses the scalar `at` (a number or an expression); allow_i: `i` is
  * defined. Errors: "file:line:col: expression '...': problem". */
-lt_status lt__sc_expr_parse(sc_arena *a, const sc_node *at, const lt_mesh *mesh, int allow_i, const char *what,
-                            sc_expr **out);
+lt_status lt__sc_expr_parse(sc_arena *a, const sc_node *at, const lt_mesh *mesh, int allow_i,
+                            const char *what, sc_expr **out);
 void lt__sc_env_rank(const lt_mesh *mesh, int rank, sc_env *env);
 /* Errors: division by zero (file:line:col, rank). */
 lt_status lt__sc_expr_eval(const sc_expr *e, const sc_env *env, double *out);
 /* The value as an integer in lo..hi, else an error naming `what` and the rank. */
-lt_status lt__sc_expr_int(const sc_expr *e, const sc_env *env, const char *what, int64_t lo, int64_t hi,
-                          int64_t *out);
+lt_status lt__sc_expr_int(const sc_expr *e, const sc_env *env, const char *what, int64_t lo,
+                          int64_t hi, int64_t *out);
 
 /* ---- results --------------------------------------------------------------- */
 
@@ -193,7 +194,7 @@ typedef struct lt_sc_failure {
     const char *expected;
     const char *actual;
     const char *plan_step;     /* the plan step / producer of the bad value */
-    const char *hang;          /* a would-hang report with --json: its JSON object (text), else NULL */
+    const char *hang; /* a would-hang report with --json: its JSON object (text), else NULL */
 } lt_sc_failure;
 
 #define SC_MAX_FAILS 16
@@ -210,10 +211,10 @@ typedef struct lt_sc_result {
                                 * case's redistributes and their plans with per-rank bytes */
     const char *trace_text;    /* with sc_case.record_trace: the --trace log (arena), else NULL */
     const char *trace_json;    /* the same as a JSON object (text, arena) */
-    const char *numerics;      /* sample/none: "sample:2: values for ranks 0, 3" (arena), else NULL */
+    const char *numerics; /* sample/none: "sample:2: values for ranks 0, 3" (arena), else NULL */
     const int *sampled;        /* (nsampled) the ranks whose values were computed (arena) */
     int nsampled;
-    const char *notes;         /* what a passing check did not look at, one per line (arena), or NULL */
+    const char *notes; /* what a passing check did not look at, one per line (arena), or NULL */
 } lt_sc_result;
 
 /* ---- scenarios ------------------------------------------------------------- */
@@ -333,8 +334,8 @@ lt_status lt__sc_define(sc_parse_ctx *pc, const sc_node *map, const char *what, 
                         const char **out);
 /* `ranks: [0, 2]` or `when: EXPR` (sel is the key, v its value) for step
  * type t: fills st->mask. Only per-rank step types may be limited. */
-lt_status lt__sc_parse_selection(sc_parse_ctx *pc, const sc_step_type *t, const sc_node *sel, const sc_node *v,
-                                 sc_step *st);
+lt_status lt__sc_parse_selection(sc_parse_ctx *pc, const sc_step_type *t, const sc_node *sel,
+                                 const sc_node *v, sc_step *st);
 /* Parses one step (a one-key mapping, plus ranks:/when:) into *st. */
 lt_status lt__sc_parse_step(sc_parse_ctx *pc, const sc_node *item, sc_step *st);
 /* The rank a `ranks:` key or list index stands for (0..world-1). */
@@ -431,7 +432,8 @@ typedef struct sc_run_ctx {
     int ncarry, carry_cap;
     int hang_kind;            /* lt_hang_kind of the last report, -1: none */
     const char *hang_text;    /* the last report's whole text (in the arena), or NULL */
-    const char *hang_json;    /* with --json: the last report as a JSON object (text, arena), or NULL */
+    const char
+        *hang_json; /* with --json: the last report as a JSON object (text, arena), or NULL */
     int failed_rank;          /* the rank a per-rank step failed on, -1: none or not one rank */
     unsigned char *ended;     /* (world) 1: its program ended with an error (the matcher knows) */
     int *ended_step;          /* (world) index of the step it failed in */
@@ -494,8 +496,8 @@ lt_status lt__sc_check_fail(sc_run_ctx *rc, const sc_step *st, int rank, const c
  * "to", "plan": lt_json_plan(...)} for a redistribute that planned `plan`,
  * whose collectives are the comm trace's events from `since` on. Out of
  * memory drops the record (the report is informational). */
-void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, const lt_placement *src,
-                        const lt_plan *plan, size_t since);
+void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor,
+                        const lt_placement *src, const lt_plan *plan, size_t since);
 
 /* ---- per-rank programs (scenario_spmd.c; matched collectives and the
  * program's end: scenario_match.c) ---- */
@@ -524,8 +526,9 @@ int lt__sc_any_stopped(const sc_run_ctx *rc);
 void lt__sc_running_ranks(const sc_run_ctx *rc, char *buf, size_t n);
 /* Runs a collective step through the matcher (its tensor a LocalTensor, or
  * the step limited to some ranks, or a barrier). */
-lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, const char *tensor, int mesh_dim,
-                             int op, int dim, int concat_dim, int root, const lt_split_rule *rule, const char *as);
+lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, const char *tensor,
+                             int mesh_dim, int op, int dim, int concat_dim, int root,
+                             const lt_split_rule *rule, const char *as);
 /* Ends the per-rank program here: every rank not waiting finishes, and any
  * rank still waiting gives a would-hang report, recorded as a failed check
  * of st (LT_MISMATCH, rc->hung, rc->hang_kind). LT_OK when nothing waits.
@@ -562,14 +565,15 @@ lt_status lt__sc_rank_failed(sc_run_ctx *rc, const sc_step *step, lt_status st);
  * frees): its older shard of `as` when that is a LocalTensor, else a
  * placeholder shaped like `like`. The value the step then puts under `as`
  * keeps r's older origin (rc->carry). */
-lt_status lt__sc_skipped_shard(sc_run_ctx *rc, const char *as, int r, const lt_tensor *like, lt_tensor **out);
+lt_status lt__sc_skipped_shard(sc_run_ctx *rc, const char *as, int r, const lt_tensor *like,
+                               lt_tensor **out);
 /* --trace (scenario_trace.c): begin/end around a case, step after each
  * step (since: the comm trace index before it), op from the op step. begin
  * and end return 1 when out of memory (the case is then an error). */
 int lt__sc_trace_begin(sc_run_ctx *rc);
 void lt__sc_trace_step(sc_run_ctx *rc, const sc_step *st, int index, size_t since);
-void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names, const lt_dtensor *const *in, int nin,
-                     const lt_op_plan *plan);
+void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names,
+                     const lt_dtensor *const *in, int nin, const lt_op_plan *plan);
 int lt__sc_trace_end(sc_run_ctx *rc);
 
 /* expect_same_as_single_device (scenario_diverge.c, docs/SEMANTICS.md §11.8):
@@ -585,29 +589,35 @@ void lt__sc_diverge_env(sc_run_ctx *rc, sc_env *env);
 void lt__sc_diverge_forget(sc_run_ctx *rc, const char *name);
 lt_status lt__sc_diverge_distribute(sc_run_ctx *rc, const sc_step *st, const char *name);
 /* tensor: the LocalTensor it was made of, or NULL (values given in the step). */
-lt_status lt__sc_diverge_from_local(sc_run_ctx *rc, const sc_step *st, const char *tensor, const char *name);
-lt_status lt__sc_diverge_full(sc_run_ctx *rc, const sc_step *st, const char *tensor, const char *name);
-lt_status lt__sc_diverge_to_local(sc_run_ctx *rc, const sc_step *st, const char *tensor, const char *name);
+lt_status lt__sc_diverge_from_local(sc_run_ctx *rc, const sc_step *st, const char *tensor,
+                                    const char *name);
+lt_status lt__sc_diverge_full(sc_run_ctx *rc, const sc_step *st, const char *tensor,
+                              const char *name);
+lt_status lt__sc_diverge_to_local(sc_run_ctx *rc, const sc_step *st, const char *tensor,
+                                  const char *name);
 lt_status lt__sc_diverge_local_tensor(sc_run_ctx *rc, const sc_step *st, const char *name);
 /* refs: (nout) the op on the inputs' single-device values (taken, each may
  * be NULL), or NULL with ref_err: why the single-device op failed; mags
  * (taken, or NULL) and len: the tolerance's terms (lt__sc_diverge_mag). */
-lt_status lt__sc_diverge_local_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind op, const lt_op_args *a,
-                                  const char *const *in, int nin, const char *const *as, int nout, lt_tensor **refs,
+lt_status lt__sc_diverge_local_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind op,
+                                  const lt_op_args *a, const char *const *in, int nin,
+                                  const char *const *as, int nout, lt_tensor **refs,
                                   lt_tensor **mags, int64_t len, const char *ref_err);
-lt_status lt__sc_diverge_collective(sc_run_ctx *rc, const sc_step *st, lt_coll kind, int md, lt_redop op, int dim,
-                                    int cdim, const lt_split_rule *rule, const char *tensor, const char *name);
+lt_status lt__sc_diverge_collective(sc_run_ctx *rc, const sc_step *st, lt_coll kind, int md,
+                                    lt_redop op, int dim, int cdim, const lt_split_rule *rule,
+                                    const char *tensor, const char *name);
 /* op: the reference op on the inputs' single-device values. */
-lt_status lt__sc_diverge_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind op, const char *const *in, int nin,
-                            const lt_op_args *args, const char *const *names, int nout);
+lt_status lt__sc_diverge_op(sc_run_ctx *rc, const sc_step *st, lt_op_kind op, const char *const *in,
+                            int nin, const lt_op_args *args, const char *const *names, int nout);
 /* redistribute, rank_map: the input's single-device value, unchanged. */
-lt_status lt__sc_diverge_same(sc_run_ctx *rc, const sc_step *st, const char *kind, const char *tensor,
-                              const char *name);
+lt_status lt__sc_diverge_same(sc_run_ctx *rc, const sc_step *st, const char *kind,
+                              const char *tensor, const char *name);
 /* mag[j]: the op on |inputs| (sum of |terms| of each output element) and
  * *len the terms summed, for linear reductions and matmuls; *nmag 0 for
  * other ops. Caller frees mag[0..*nmag). */
-lt_status lt__sc_diverge_mag(lt_op_kind op, const lt_tensor *const *full, int nin, const lt_op_args *args,
-                             lt_tensor **mag, int max_out, int *nmag, int64_t *len);
+lt_status lt__sc_diverge_mag(lt_op_kind op, const lt_tensor *const *full, int nin,
+                             const lt_op_args *args, lt_tensor **mag, int max_out, int *nmag,
+                             int64_t *len);
 void lt__sc_diverge_end(sc_run_ctx *rc);
 /* --single-device: the check after the case's last step (reported at it). */
 lt_status lt__sc_diverge_final(sc_run_ctx *rc, const sc_step *last);
@@ -712,15 +722,16 @@ lt_status lt__sc_numerics_refuse(sc_run_ctx *rc, const char *fmt, ...)
 const char *lt__sc_numerics_name(const sc_run_ctx *rc);
 /* distribute of declared tensor `tensor` (an init: tensor, never built in
  * these modes) with placements pl[np] into `as`: the sampled ranks' shards. */
-lt_status lt__sc_sampled_distribute(sc_run_ctx *rc, const char *tensor, const lt_placement *pl, int np,
-                                    const char *as);
+lt_status lt__sc_sampled_distribute(sc_run_ctx *rc, const char *tensor, const lt_placement *pl,
+                                    int np, const char *as);
 /* A collective called directly (`collective` step) on sampled DTensor
  * `tensor`: for every group holding a sampled rank, its members' inputs are
  * produced on demand and the collective runs on that group alone; the
  * sampled ranks' results become LocalTensor `as` (the others absent), and
  * the scenario's comm trace gets the event a full run records. */
-lt_status lt__sc_sampled_collective(sc_run_ctx *rc, lt_coll kind, const char *tensor, int md, lt_redop op, int dim,
-                                    int cdim, int root, const lt_split_rule *rule, const int *perm, const char *as,
+lt_status lt__sc_sampled_collective(sc_run_ctx *rc, lt_coll kind, const char *tensor, int md,
+                                    lt_redop op, int dim, int cdim, int root,
+                                    const lt_split_rule *rule, const int *perm, const char *as,
                                     const char *origin);
 /* Stores a sampled DTensor (takes dt) with its values' source g as `as`. */
 /* --shards owned: every process ends a step with the same kind of outcome
@@ -810,9 +821,9 @@ void lt__sc_report_summary(FILE *f, const lt_sc_options *o, const sc_run_summary
  * report or the whole new one, never a part of one. */
 typedef struct sc_report_out {
     FILE *f;                                /* writing tmp (or dst in place), or NULL */
-    char *tmp;                              /* "DST.tmp-XXXXXX" (lt__malloc), removed unless renamed;
-                                             * NULL: dst is written in place (it is not a regular
-                                             * file: /dev/stdout, a FIFO) */
+    char *tmp; /* "DST.tmp-XXXXXX" (lt__malloc), removed unless renamed;
+                * NULL: dst is written in place (it is not a regular
+                * file: /dev/stdout, a FIFO) */
     char *dst;                              /* the file renamed onto: the target, or the file a link
                                              * there points to (lt__malloc) */
 } sc_report_out;
@@ -870,7 +881,7 @@ typedef struct sc_loop_var {
  * run-time parse make them), so lt__sc_scope finds it from pc. */
 typedef struct sc_parse_scope {
     sc_parse_ctx pc;
-    int *ndims;               /* (pc.cap) malloc'd with pc.syms: dims of syms[k]'s value, -1: unknown */
+    int *ndims; /* (pc.cap) malloc'd with pc.syms: dims of syms[k]'s value, -1: unknown */
     int nvars;
     sc_loop_var vars[SC_MAX_LOOP_DEPTH]; /* the enclosing loops' variables, innermost last */
     int64_t iters;            /* loop iterations parsed (bounded like the steps they make) */
@@ -878,7 +889,9 @@ typedef struct sc_parse_scope {
     int dropped_line[8];      /* the loop's line */
     int ndropped;
 } sc_parse_scope;
-static inline sc_parse_scope *lt__sc_scope(sc_parse_ctx *pc) { return (sc_parse_scope *)(void *)pc; }
+static inline sc_parse_scope *lt__sc_scope(sc_parse_ctx *pc) {
+    return (sc_parse_scope *)(void *)pc;
+}
 /* Frees what a scope owns (pc.syms, ndims). */
 void lt__sc_scope_free(sc_parse_scope *s);
 /* For "'x' is not defined": " ('x' belongs to the body of the loop at line
@@ -896,7 +909,8 @@ void lt__sc_sym_list(const sc_parse_ctx *pc, char *buf, size_t n);
  * scope are known (their value now), and numel(x), shape(x, d), rows(x)
  * read rank's shard of a DTensor or LocalTensor x, which must be defined
  * (checked here, with a dim out of range when x's dims are known). */
-lt_status lt__sc_expr_parse_pc(sc_parse_ctx *pc, const sc_node *at, int allow_i, const char *what, sc_expr **out);
+lt_status lt__sc_expr_parse_pc(sc_parse_ctx *pc, const sc_node *at, int allow_i, const char *what,
+                               sc_expr **out);
 /* 1 when e reads values (numel, shape, rows): it can only be evaluated at
  * run time, with lt__sc_expr_eval_rc. */
 int lt__sc_expr_reads_values(const sc_expr *e);
@@ -904,14 +918,15 @@ int lt__sc_expr_reads_values(const sc_expr *e);
  * Errors name file:line:col and the rank: a name that holds no value there
  * (a placeholder), a dim out of range, rows of a 0-d value. */
 lt_status lt__sc_expr_eval_rc(const sc_expr *e, const sc_env *env, sc_run_ctx *rc, double *out);
-lt_status lt__sc_expr_int_rc(const sc_expr *e, const sc_env *env, sc_run_ctx *rc, const char *what, int64_t lo,
-                             int64_t hi, int64_t *out);
+lt_status lt__sc_expr_int_rc(const sc_expr *e, const sc_env *env, sc_run_ctx *rc, const char *what,
+                             int64_t lo, int64_t hi, int64_t *out);
 
 /* A `when:` that reads values (scenario_when.c): st->type becomes a copy of
  * t (arena) whose run evaluates cond on every rank that would run the step
  * (st->mask, when set, limits them further) and runs t's step on those
  * where it holds. */
-lt_status lt__sc_when_wrap(sc_parse_ctx *pc, const sc_step_type *t, const sc_expr *cond, sc_step *st);
+lt_status lt__sc_when_wrap(sc_parse_ctx *pc, const sc_step_type *t, const sc_expr *cond,
+                           sc_step *st);
 
 /* The steps list `seq` into *steps (arena, *n entries), its `repeat:` loops
  * unrolled when their count is known at load; a loop whose count reads

@@ -51,23 +51,27 @@ const char *lt__sc_step_names(void) {
 }
 
 /* `ranks: [0, 2]` or `when: "tp == 0"` beside a per-rank step: the ranks that run it. */
-lt_status lt__sc_parse_selection(sc_parse_ctx *pc, const sc_step_type *t, const sc_node *sel, const sc_node *v,
-                                 sc_step *st) {
+lt_status lt__sc_parse_selection(sc_parse_ctx *pc, const sc_step_type *t, const sc_node *sel,
+                                 const sc_node *v, sc_step *st) {
     if (!lt__sc_step_is_per_rank(t))
         return lt__sc_err(sel, LT_INVALID,
-                          "%s: '%s' runs on every rank together and cannot be limited to some ranks (%s: applies to "
-                          "to_local, local_tensor, local_op, collective, show, expect_local; docs/SEMANTICS.md §12)",
+                          "%s: '%s' runs on every rank together and cannot be limited to some "
+                          "ranks (%s: applies to "
+                          "to_local, local_tensor, local_op, collective, show, expect_local; "
+                          "docs/SEMANTICS.md §12)",
                           sel->str, t->name, sel->str);
     int W = pc->mesh->world;
     unsigned char *m = lt__sc_alloc(pc->arena, (size_t)W);
     if (!m) return LT_NOMEM;
     if (!strcmp(sel->str, "ranks")) {
         if (v->kind != SC_SEQ)
-            return lt__sc_err(v, LT_INVALID, "ranks: expected a list of ranks, got %s", lt__sc_kind_name(v));
+            return lt__sc_err(v, LT_INVALID, "ranks: expected a list of ranks, got %s",
+                              lt__sc_kind_name(v));
         for (int i = 0; i < v->n; i++) {
             int r;
             LT_TRY(lt__sc_rank(pc, v->kids[i], &r));
-            if (m[r]) return lt__sc_err(v->kids[i], LT_INVALID, "ranks: rank %d is listed twice", r);
+            if (m[r])
+                return lt__sc_err(v->kids[i], LT_INVALID, "ranks: rank %d is listed twice", r);
             m[r] = 1;
         }
     } else {
@@ -98,31 +102,39 @@ lt_status lt__sc_parse_step(sc_parse_ctx *pc, const sc_node *item, sc_step *st) 
             const char *k = item->kids[2 * i]->str;
             if (!strcmp(k, "ranks") || !strcmp(k, "when")) {
                 if (sel)
-                    return lt__sc_err(item->kids[2 * i], LT_INVALID, "a step takes either ranks: or when:, not both");
+                    return lt__sc_err(item->kids[2 * i], LT_INVALID,
+                                      "a step takes either ranks: or when:, not both");
                 sel = item->kids[2 * i];
                 sel_val = item->kids[2 * i + 1];
             } else if (key) {
-                return lt__sc_err(item->kids[2 * i], LT_INVALID,
-                                  "a step is a mapping with one key, the step's name (plus ranks: or when:); got a mapping with several keys: '%s' is a second one (first: '%s')",
-                                  k, key->str);
+                return lt__sc_err(
+                    item->kids[2 * i], LT_INVALID,
+                    "a step is a mapping with one key, the step's name (plus ranks: or when:); got "
+                    "a mapping with several keys: '%s' is a second one (first: '%s')",
+                    k, key->str);
             } else {
                 key = item->kids[2 * i];
                 body = item->kids[2 * i + 1];
             }
         }
-        if (!key) return lt__sc_err(item, LT_INVALID, "a step needs its name as a key beside %s:", sel->str);
+        if (!key)
+            return lt__sc_err(item, LT_INVALID,
+                              "a step needs its name as a key beside %s:", sel->str);
     } else {
-        return lt__sc_err(item, LT_INVALID, "a step is a mapping with one key, the step's name (one of: %s); got %s",
+        return lt__sc_err(item, LT_INVALID,
+                          "a step is a mapping with one key, the step's name (one of: %s); got %s",
                           lt__sc_step_names(),
-                          item->kind == SC_MAP ? "a mapping with several keys" : lt__sc_kind_name(item));
+                          item->kind == SC_MAP ? "a mapping with several keys"
+                                               : lt__sc_kind_name(item));
     }
     const sc_step_type *t = lt__sc_step_type(key->str);
     if (!t) {
         const char *names[NSTEP_TYPES];
         for (int i = 0; i < NSTEP_TYPES; i++) names[i] = step_types[i].name;
         const char *guess = lt__suggest(key->str, names, NSTEP_TYPES);
-        return lt__sc_err(key, LT_INVALID, "unknown step '%s' (expected one of: %s)%s%s%s", key->str,
-                          lt__sc_step_names(), guess ? "; did you mean '" : "", guess ? guess : "", guess ? "'?" : "");
+        return lt__sc_err(key, LT_INVALID, "unknown step '%s' (expected one of: %s)%s%s%s",
+                          key->str, lt__sc_step_names(), guess ? "; did you mean '" : "",
+                          guess ? guess : "", guess ? "'?" : "");
     }
     st->type = t;
     st->pos.file = key->file;
@@ -229,7 +241,8 @@ static void sym_index_pop(sym_index *ix) {
     uint32_t hole = (uint32_t)(s - ix->slot);
     for (uint32_t j = (hole + 1) & ix->mask; ix->slot[j]; j = (j + 1) & ix->mask) {
         uint32_t home = ix->ent[ix->slot[j] - 1].hash & ix->mask;
-        if (((j - home) & ix->mask) < ((j - hole) & ix->mask)) continue;   /* home lies between hole and j */
+        if (((j - home) & ix->mask) < ((j - hole) & ix->mask))
+            continue; /* home lies between hole and j */
         ix->slot[hole] = ix->slot[j];
         hole = j;
     }
@@ -273,7 +286,8 @@ static lt_status sym_grow(sc_parse_ctx *pc, int cap) {
     lt__free(nb->ix.slot);
     nb->ix.slot = slot;
     nb->ix.mask = nslot - 1;
-    for (int i = 0; i < nb->ix.n; i++) *sym_slot(&nb->ix, ent[i].name, ent[i].hash) = (uint32_t)i + 1;
+    for (int i = 0; i < nb->ix.n; i++)
+        *sym_slot(&nb->ix, ent[i].name, ent[i].hash) = (uint32_t)i + 1;
     pc->cap = cap;
     return LT_OK;
 }
@@ -323,7 +337,8 @@ void lt__sc_sym_list(const sc_parse_ctx *pc, char *list, size_t n) {
     const sym_block *b = sym_block_of(pc);
     for (int i = 0; b && i < pc->nsyms && used + 8 < n; i++)
         if (b->ix.ent[i].prev < 0)
-            used += (size_t)snprintf(list + used, n - used, "%s%s", used ? ", " : "", pc->syms[i].name);
+            used +=
+                (size_t)snprintf(list + used, n - used, "%s%s", used ? ", " : "", pc->syms[i].name);
 }
 
 void lt__sc_scope_free(sc_parse_scope *s) {
@@ -343,13 +358,15 @@ void lt__sc_scope_free(sc_parse_scope *s) {
  * step keeps its input's dims or gives them in the body; -1: unknown. (What
  * shape(x, d) is checked against at load.) */
 static int defined_ndim(const sc_parse_ctx *pc, const char *what, const sc_node *map) {
-    static const char *const same[] = {"to_local", "distribute", "redistribute", "full_tensor", "collective", NULL};
+    static const char *const same[] = {"to_local",    "distribute", "redistribute",
+                                       "full_tensor", "collective", NULL};
     const sc_node *n;
     if (!strcmp(what, "local_tensor") && (n = lt__sc_get(map, "shape")))
         return n->kind == SC_SEQ ? n->n : 1;
     for (int i = 0; same[i]; i++) {
         int nd = -1;
-        if (strcmp(what, same[i]) || !(n = lt__sc_get(map, "tensor")) || n->kind != SC_SCALAR) continue;
+        if (strcmp(what, same[i]) || !(n = lt__sc_get(map, "tensor")) || n->kind != SC_SCALAR)
+            continue;
         return lt__sc_sym_find(pc, n->str, &nd) ? nd : -1;
     }
     return -1;
@@ -367,8 +384,10 @@ lt_status lt__sc_use(sc_parse_ctx *pc, const sc_node *map, const char *what, con
         size_t used = 0;
         for (int k = SC_FULL; k <= SC_LOCAL; k <<= 1)
             if (kinds & k)
-                used += (size_t)snprintf(want + used, sizeof want - used, "%s%s", used ? " or " : "", kind_str(k));
-        return lt__sc_err(v, LT_INVALID, "%s: '%s' is %s, but %s needs %s", what, name, kind_str(found), what, want);
+                used += (size_t)snprintf(want + used, sizeof want - used, "%s%s",
+                                         used ? " or " : "", kind_str(k));
+        return lt__sc_err(v, LT_INVALID, "%s: '%s' is %s, but %s needs %s", what, name,
+                          kind_str(found), what, want);
     }
     if (found) {
         *out = name;
@@ -397,8 +416,8 @@ lt_status lt__sc_rank(const sc_parse_ctx *pc, const sc_node *key, int *rank) {
     if (r < 0 || r >= pc->mesh->world) {
         char m[64];
         lt_mesh_str(pc->mesh, m, sizeof m);
-        return lt__sc_err(key, LT_INVALID, "rank %lld is not on mesh %s (ranks 0..%d)", (long long)r, m,
-                          pc->mesh->world - 1);
+        return lt__sc_err(key, LT_INVALID, "rank %lld is not on mesh %s (ranks 0..%d)",
+                          (long long)r, m, pc->mesh->world - 1);
     }
     *rank = (int)r;
     return LT_OK;
@@ -411,7 +430,9 @@ lt_status lt__sc_per_rank(sc_parse_ctx *pc, const sc_node *n, const char *what, 
     if (!v) return LT_NOMEM;
     if (n->kind == SC_SEQ) {
         if (n->n != W)
-            return lt__sc_err(n, LT_INVALID, "%s: a list gives one entry per rank: %d rank%s, got %d entr%s (a mapping {rank: ...} can list some)",
+            return lt__sc_err(n, LT_INVALID,
+                              "%s: a list gives one entry per rank: %d rank%s, got %d entr%s (a "
+                              "mapping {rank: ...} can list some)",
                               what, W, W == 1 ? "" : "s", n->n, n->n == 1 ? "y" : "ies");
         for (int i = 0; i < W; i++) v[i] = n->kids[i];
     } else if (n->kind == SC_MAP) {
@@ -419,16 +440,21 @@ lt_status lt__sc_per_rank(sc_parse_ctx *pc, const sc_node *n, const char *what, 
             int r;
             LT_TRY(lt__sc_rank(pc, n->kids[2 * i], &r));
             if (v[r])
-                return lt__sc_err(n->kids[2 * i], LT_INVALID, "%s: rank %d is given twice", what, r);
+                return lt__sc_err(n->kids[2 * i], LT_INVALID, "%s: rank %d is given twice", what,
+                                  r);
             v[r] = n->kids[2 * i + 1];
         }
     } else {
-        return lt__sc_err(n, LT_INVALID, "%s: expected a mapping {rank: ...} or a list with one entry per rank, got %s",
-                          what, lt__sc_kind_name(n));
+        return lt__sc_err(
+            n, LT_INVALID,
+            "%s: expected a mapping {rank: ...} or a list with one entry per rank, got %s", what,
+            lt__sc_kind_name(n));
     }
     if (need_all)
         for (int r = 0; r < W; r++)
-            if (!v[r]) return lt__sc_err(n, LT_INVALID, "%s: rank %d is missing (every rank needs an entry)", what, r);
+            if (!v[r])
+                return lt__sc_err(n, LT_INVALID,
+                                  "%s: rank %d is missing (every rank needs an entry)", what, r);
     *nodes = v;
     return LT_OK;
 }
@@ -449,7 +475,9 @@ static lt_status parse_tensor(sc_parse_ctx *pc, const sc_node *key, const sc_nod
     const sc_node *shape = lt__sc_get(body, "shape"), *vals = lt__sc_get(body, "values"),
                   *init = lt__sc_get(body, "init");
     /* numerics sample/none never build an init: tensor: only the layout math limits it */
-    if (shape) LT_TRY(lt__sc_shape_max(shape, what, pc->sampled && !vals ? INT64_MAX : LT_SC_MAX_ELEMS, &t->ndim, t->shape));
+    if (shape)
+        LT_TRY(lt__sc_shape_max(shape, what, pc->sampled && !vals ? INT64_MAX : LT_SC_MAX_ELEMS,
+                                &t->ndim, t->shape));
     if (vals && init)
         return lt__sc_err(init, LT_INVALID, "%s: give either init or values, not both", what);
     if (vals) {
@@ -466,16 +494,21 @@ static lt_status parse_tensor(sc_parse_ctx *pc, const sc_node *key, const sc_nod
             for (int d = 0; same && d < t->ndim; d++) same = lit.shape[d] == t->shape[d];
             if (!same && !(lit.ndim == 1 && lit.n == numel)) {
                 char a[96], b[96];
-                return lt__sc_err(vals, LT_SHAPE, "%s: values have shape %s (%lld values) but the tensor's shape is %s (%lld elements)",
-                                  what, lt_shape_str(lit.ndim, lit.shape, a, sizeof a), (long long)lit.n,
-                                  lt_shape_str(t->ndim, t->shape, b, sizeof b), (long long)numel);
+                return lt__sc_err(vals, LT_SHAPE,
+                                  "%s: values have shape %s (%lld values) but the tensor's shape "
+                                  "is %s (%lld elements)",
+                                  what, lt_shape_str(lit.ndim, lit.shape, a, sizeof a),
+                                  (long long)lit.n, lt_shape_str(t->ndim, t->shape, b, sizeof b),
+                                  (long long)numel);
             }
         }
         t->has_values = 1;
         t->values = lit.v;
         return LT_OK;
     }
-    if (!shape) return lt__sc_err(body, LT_INVALID, "%s: missing required key 'shape' (or give values)", what);
+    if (!shape)
+        return lt__sc_err(body, LT_INVALID, "%s: missing required key 'shape' (or give values)",
+                          what);
     t->init.kind = LT_INIT_ARANGE;
     if (init) {
         const char *s;
@@ -492,13 +525,16 @@ static lt_status parse_tensor(sc_parse_ctx *pc, const sc_node *key, const sc_nod
 static int g_unbuilt_init;
 void lt__sc_load_unbuilt_init(int on) { g_unbuilt_init = on; }
 
-static const char *const scenario_keys[] = {"name",  "description", "mesh",     "backend", "tensors",
-                                            "steps", "sweep",       "numerics", "rules",   NULL};
+static const char *const scenario_keys[] = {"name",    "description", "mesh",  "backend",
+                                            "tensors", "steps",       "sweep", "numerics",
+                                            "rules",   NULL};
 
-lt_status lt__sc_parse_case(sc_arena *a, const sc_node *map, const sc_node *sweep_mesh, sc_case *c) {
+lt_status lt__sc_parse_case(sc_arena *a, const sc_node *map, const sc_node *sweep_mesh,
+                            sc_case *c) {
     const sc_node *mesh = lt__sc_get(map, "mesh");
     if (!mesh) mesh = sweep_mesh;
-    if (!mesh) return lt__sc_err(map, LT_INVALID, "scenario '%s': missing required key 'mesh'", c->name);
+    if (!mesh)
+        return lt__sc_err(map, LT_INVALID, "scenario '%s': missing required key 'mesh'", c->name);
     lt_mesh parsed;
     LT_TRY(lt__sc_mesh(mesh, "mesh", &parsed));
     if (!c->mesh || !lt_mesh_equal(c->mesh, &parsed)) {   /* a sweep case's mesh is set already */
@@ -530,7 +566,8 @@ lt_status lt__sc_parse_case(sc_arena *a, const sc_node *map, const sc_node *swee
         lt_status rs = lt_op_rules_parse(s, &c->rules);
         if (rs) return lt__sc_err_at(rn, lt__err_ctx(rs, "rules"));
     }
-    sc_parse_scope scope;   /* scope.pc: the steps' parse context (lt__sc_scope finds scope from it) */
+    sc_parse_scope
+        scope; /* scope.pc: the steps' parse context (lt__sc_scope finds scope from it) */
     memset(&scope, 0, sizeof scope);
     scope.pc.arena = a;
     scope.pc.mesh = c->mesh;
@@ -539,16 +576,20 @@ lt_status lt__sc_parse_case(sc_arena *a, const sc_node *map, const sc_node *swee
     const sc_node *tensors = lt__sc_get(map, "tensors"), *steps;
     if (tensors && !lt__sc_is_null(tensors)) {
         if (tensors->kind != SC_MAP) {
-            st = lt__sc_err(tensors, LT_INVALID, "tensors: expected a mapping name: {shape, dtype, init | values}, got %s",
-                            lt__sc_kind_name(tensors));
+            st = lt__sc_err(
+                tensors, LT_INVALID,
+                "tensors: expected a mapping name: {shape, dtype, init | values}, got %s",
+                lt__sc_kind_name(tensors));
             goto out;
         }
         c->ntensors = tensors->n;
         c->tensors = lt__sc_alloc(a, sizeof *c->tensors * (size_t)(tensors->n ? tensors->n : 1));
         if (!c->tensors) { st = LT_NOMEM; goto out; }
         for (int i = 0; i < tensors->n && !st; i++) {
-            st = parse_tensor(&scope.pc, tensors->kids[2 * i], tensors->kids[2 * i + 1], &c->tensors[i]);
-            if (!st) st = lt__sc_sym_add(&scope.pc, c->tensors[i].name, SC_FULL, c->tensors[i].ndim);
+            st = parse_tensor(&scope.pc, tensors->kids[2 * i], tensors->kids[2 * i + 1],
+                              &c->tensors[i]);
+            if (!st)
+                st = lt__sc_sym_add(&scope.pc, c->tensors[i].name, SC_FULL, c->tensors[i].ndim);
         }
         if (st) goto out;
     }
@@ -571,7 +612,8 @@ static lt_status parse_scenario(sc_arena *a, const sc_node *map, sc_scenario *s)
     LT_TRY(lt__sc_str(n, "name", &s->name));
     for (const char *p = s->name; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == '[' || *p == ']')
-            return lt__sc_err(n, LT_INVALID, "name: '%s' may not hold control characters or [ ]", s->name);
+            return lt__sc_err(n, LT_INVALID, "name: '%s' may not hold control characters or [ ]",
+                              s->name);
     s->pos = (sc_pos){map->file, map->line, map->col};
     if ((n = lt__sc_get(map, "description"))) LT_TRY(lt__sc_str(n, "description", &s->description));
     const sc_node *sweep = lt__sc_get(map, "sweep");
@@ -640,12 +682,15 @@ lt_status lt_sc_load_string(const char *name, const char *text, size_t len, lt_s
     if ((st = lt__sc_yaml_parse(a, f->path, text, len, &root))) goto fail;
     if (lt__sc_is_null(root)) {
         st = lt__err_at(LT_INVALID, name, root ? root->line : 1, root ? root->col : 1,
-                        "file holds no scenario (expected a mapping with name, mesh and steps, or a list of them)");
+                        "file holds no scenario (expected a mapping with name, mesh and steps, or "
+                        "a list of them)");
         goto fail;
     }
     int n = root->kind == SC_SEQ ? root->n : 1;
     if (root->kind == SC_SCALAR) {
-        st = lt__sc_err(root, LT_INVALID, "expected a scenario (a mapping with name, mesh and steps) or a list of them, got text");
+        st = lt__sc_err(root, LT_INVALID,
+                        "expected a scenario (a mapping with name, mesh and steps) or a list of "
+                        "them, got text");
         goto fail;
     }
     if (n == 0) {
@@ -657,14 +702,16 @@ lt_status lt_sc_load_string(const char *name, const char *text, size_t len, lt_s
     for (int i = 0; i < n; i++) {
         const sc_node *m = root->kind == SC_SEQ ? root->kids[i] : root;
         if (m->kind != SC_MAP) {
-            st = lt__sc_err(m, LT_INVALID, "expected a scenario (a mapping with name, mesh and steps), got %s",
+            st = lt__sc_err(m, LT_INVALID,
+                            "expected a scenario (a mapping with name, mesh and steps), got %s",
                             lt__sc_kind_name(m));
             goto fail;
         }
         if ((st = parse_scenario(a, m, &f->scen[i]))) goto fail;
         int j = name_seen(&names, f->scen, i);
         if (j >= 0) {
-            st = lt__sc_err(lt__sc_get(m, "name"), LT_INVALID, "scenario name '%s' is used twice in this file (first at line %d)",
+            st = lt__sc_err(lt__sc_get(m, "name"), LT_INVALID,
+                            "scenario name '%s' is used twice in this file (first at line %d)",
                             f->scen[i].name, f->scen[j].pos.line);
             goto fail;
         }
@@ -675,7 +722,8 @@ lt_status lt_sc_load_string(const char *name, const char *text, size_t len, lt_s
     return LT_OK;
 fail:
     lt__free(names.slot);
-    if (st == LT_NOMEM && !lt_errinfo()->position.line) lt__err_at(LT_NOMEM, name, 1, 1, "out of memory");
+    if (st == LT_NOMEM && !lt_errinfo()->position.line)
+        lt__err_at(LT_NOMEM, name, 1, 1, "out of memory");
     lt__sc_arena_free(a);
     return st;
 }
@@ -693,8 +741,8 @@ lt_status lt_sc_load(const char *path, lt_sc_file **out) {
     }
     for (;;) {
         if (len > LT_SC_MAX_FILE_BYTES) {   /* refused without reading the rest */
-            st = lt__err(LT_INVALID, "%s:1:1: file is larger than %u bytes (the loader's limit)", path,
-                         LT_SC_MAX_FILE_BYTES);
+            st = lt__err(LT_INVALID, "%s:1:1: file is larger than %u bytes (the loader's limit)",
+                         path, LT_SC_MAX_FILE_BYTES);
             break;
         }
         if (len == cap) {

@@ -76,8 +76,10 @@ static lt_status err_pos(const sc_pos *p, const char *msg) {
 
 static lt_status push(step_list *l, const sc_node *at, sc_step **out) {
     if (l->base + l->n >= LT_SC_MAX_UNROLLED)
-        return lt__sc_err(at, LT_INVALID, "steps: the case holds more than %d steps with its loops unrolled (the loader's limit)",
-                          LT_SC_MAX_UNROLLED);
+        return lt__sc_err(
+            at, LT_INVALID,
+            "steps: the case holds more than %d steps with its loops unrolled (the loader's limit)",
+            LT_SC_MAX_UNROLLED);
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 32;
         sc_step *v = lt__realloc(l->v, sizeof *v * (size_t)cap);
@@ -101,18 +103,24 @@ static int is_repeat(const sc_node *item) {
 
 /* The loop variable `name` (at n) must not hide a name expressions know. */
 static lt_status check_var(sc_parse_ctx *pc, const sc_node *n, const char *name) {
-    static const char *const taken[] = {"rank", "world", "min", "max", "numel", "shape", "rows", NULL};
+    static const char *const taken[] = {"rank",  "world", "min",  "max",
+                                        "numel", "shape", "rows", NULL};
     const sc_parse_scope *sc = lt__sc_scope(pc);
     size_t len = strlen(name);
-    int clash = lt_mesh_dim_by_name(pc->mesh, name) >= 0 || (len > 5 && !strcmp(name + len - 5, "_size")) ||
+    int clash = lt_mesh_dim_by_name(pc->mesh, name) >= 0 ||
+                (len > 5 && !strcmp(name + len - 5, "_size")) ||
                 (name[0] == 'd' && len > 1 && strspn(name + 1, "0123456789") == len - 1);
     for (int i = 0; taken[i] && !clash; i++) clash = !strcmp(taken[i], name);
     for (int k = 0; k < sc->nvars && !clash; k++) clash = !strcmp(sc->vars[k].name, name);
     if (clash)
-        return lt__sc_err(n, LT_INVALID, "repeat: as: '%s' already means something in expressions (a built-in name, a mesh dim, "
-                          "or the variable of a loop around this one); pick another name", name);
+        return lt__sc_err(
+            n, LT_INVALID,
+            "repeat: as: '%s' already means something in expressions (a built-in name, a mesh dim, "
+            "or the variable of a loop around this one); pick another name",
+            name);
     if (sc->nvars == SC_MAX_LOOP_DEPTH)
-        return lt__sc_err(n, LT_INVALID, "repeat: as: loops with a variable nest at most %d deep", SC_MAX_LOOP_DEPTH);
+        return lt__sc_err(n, LT_INVALID, "repeat: as: loops with a variable nest at most %d deep",
+                          SC_MAX_LOOP_DEPTH);
     return LT_OK;
 }
 
@@ -120,22 +128,29 @@ static lt_status check_var(sc_parse_ctx *pc, const sc_node *n, const char *name)
 static lt_status read_repeat(sc_parse_ctx *pc, const sc_node *item, repeat_data **out) {
     static const char *const keys[] = {"times", "as", "steps", NULL};
     const sc_node *key = NULL, *body = NULL, *n;
-    if (item->kind == SC_SCALAR) return lt__sc_err(item, LT_INVALID, "repeat: expected a mapping {times, as, steps}");
+    if (item->kind == SC_SCALAR)
+        return lt__sc_err(item, LT_INVALID, "repeat: expected a mapping {times, as, steps}");
     for (int i = 0; i < item->n; i++) {
         const sc_node *k = item->kids[2 * i];
         if (!strcmp(k->str, "repeat")) {
             key = k;
             body = item->kids[2 * i + 1];
         } else if (!strcmp(k->str, "ranks") || !strcmp(k->str, "when")) {
-            return lt__sc_err(k, LT_INVALID, "repeat: cannot take %s: (every rank runs the loop; give a per-rank count "
-                              "instead, times: \"(rank == 0) * 3\", or put %s: on the body's steps)", k->str, k->str);
+            return lt__sc_err(
+                k, LT_INVALID,
+                "repeat: cannot take %s: (every rank runs the loop; give a per-rank count "
+                "instead, times: \"(rank == 0) * 3\", or put %s: on the body's steps)",
+                k->str, k->str);
         } else {
-            return lt__sc_err(k, LT_INVALID, "a step is a mapping with one key, the step's name; '%s' is a second one beside 'repeat'",
+            return lt__sc_err(k, LT_INVALID,
+                              "a step is a mapping with one key, the step's name; '%s' is a second "
+                              "one beside 'repeat'",
                               k->str);
         }
     }
     if (body->kind != SC_MAP)
-        return lt__sc_err(body, LT_INVALID, "repeat: expected a mapping {times, as, steps}, got %s", lt__sc_kind_name(body));
+        return lt__sc_err(body, LT_INVALID, "repeat: expected a mapping {times, as, steps}, got %s",
+                          lt__sc_kind_name(body));
     LT_TRY(lt__sc_keys(body, "repeat", keys));
     repeat_data *d = lt__sc_alloc(pc->arena, sizeof *d);
     if (!d) return LT_NOMEM;
@@ -148,7 +163,8 @@ static lt_status read_repeat(sc_parse_ctx *pc, const sc_node *item, repeat_data 
     }
     LT_TRY(lt__sc_need(body, "repeat", "steps", &d->body));
     if (d->body->kind != SC_SEQ || d->body->n == 0)
-        return lt__sc_err(d->body, LT_INVALID, "repeat: steps: expected a non-empty list of steps, got %s",
+        return lt__sc_err(d->body, LT_INVALID,
+                          "repeat: steps: expected a non-empty list of steps, got %s",
                           d->body->kind == SC_SEQ ? "an empty list" : lt__sc_kind_name(d->body));
     *out = d;
     return LT_OK;
@@ -160,9 +176,11 @@ static lt_status count_of(const repeat_data *d, double v, int r, int64_t *out) {
     char b[48];
     lt__sc_fmt_num(v, b, sizeof b);
     if (v != floor(v) || v < 0)
-        return lt__sc_err(d->times_at, LT_INVALID, "repeat: times is %s on rank %d; expected a whole number >= 0", b, r);
+        return lt__sc_err(d->times_at, LT_INVALID,
+                          "repeat: times is %s on rank %d; expected a whole number >= 0", b, r);
     if (v > LT_SC_MAX_LOOP_ITERS)
-        return lt__sc_err(d->times_at, LT_INVALID, "repeat: times is %s on rank %d; a loop runs at most %d iterations", b, r,
+        return lt__sc_err(d->times_at, LT_INVALID,
+                          "repeat: times is %s on rank %d; a loop runs at most %d iterations", b, r,
                           LT_SC_MAX_LOOP_ITERS);
     *out = (int64_t)v;
     return LT_OK;
@@ -171,7 +189,9 @@ static lt_status count_of(const repeat_data *d, double v, int r, int64_t *out) {
 /* ---- unrolling --------------------------------------------------------------------- */
 
 static const char *kind_name(int kind) {
-    return kind == SC_FULL ? "a full tensor" : kind == SC_DTENSOR ? "a DTensor" : "a per-rank LocalTensor";
+    return kind == SC_FULL      ? "a full tensor"
+           : kind == SC_DTENSOR ? "a DTensor"
+                                : "a per-rank LocalTensor";
 }
 
 static void drop(sc_parse_scope *sc, const char *name, int line) {
@@ -187,8 +207,11 @@ void lt__sc_dropped_hint(sc_parse_ctx *pc, const char *name, char *buf, size_t n
     buf[0] = '\0';
     for (int i = 0; i < sc->ndropped; i++)
         if (!strcmp(sc->dropped[i], name))
-            snprintf(buf, n, "; '%s' belongs to the body of the loop at line %d (a name first defined in a loop's "
-                     "body ends with it: define it before the loop to keep it)", name, sc->dropped_line[i]);
+            snprintf(buf, n,
+                     "; '%s' belongs to the body of the loop at line %d (a name first defined in a "
+                     "loop's "
+                     "body ends with it: define it before the loop to keep it)",
+                     name, sc->dropped_line[i]);
 }
 
 /* After an iteration's parse: the names it defined first are dropped; one
@@ -206,9 +229,12 @@ static lt_status end_iteration(sc_parse_ctx *pc, const repeat_data *d, int nsyms
         if (!later && !kind0) drop(sc, name, d->key->line);   /* the iteration's own name */
         if (later || !kind0) continue;   /* a later definition decides */
         if (kind0 != pc->syms[k].kind)
-            return lt__sc_err(d->key, LT_INVALID, "repeat: the body makes '%s' %s, but it is %s before the loop; a name keeps "
-                              "its kind through a loop (which may run no iteration): give the body's value another name",
-                              name, kind_name(pc->syms[k].kind), kind_name(kind0));
+            return lt__sc_err(
+                d->key, LT_INVALID,
+                "repeat: the body makes '%s' %s, but it is %s before the loop; a name keeps "
+                "its kind through a loop (which may run no iteration): give the body's value "
+                "another name",
+                name, kind_name(pc->syms[k].kind), kind_name(kind0));
         if (nd0 == sc->ndims[k]) continue;
         pc->syms[w].name = name;   /* w <= k: an entry already read */
         pc->syms[w].kind = kind0;
@@ -219,11 +245,14 @@ static lt_status end_iteration(sc_parse_ctx *pc, const repeat_data *d, int nsyms
 }
 
 /* Iteration k: the body's steps appended to l, the loop variable bound. */
-static lt_status iteration(sc_parse_ctx *pc, const repeat_data *d, int64_t k, int nsyms0, step_list *l) {
+static lt_status iteration(sc_parse_ctx *pc, const repeat_data *d, int64_t k, int nsyms0,
+                           step_list *l) {
     sc_parse_scope *sc = lt__sc_scope(pc);
     if (++sc->iters > LT_SC_MAX_UNROLLED)   /* loops whose bodies make no step still take time */
-        return lt__sc_err(d->key, LT_INVALID, "repeat: the case's loops unroll more than %d iterations (the loader's limit)",
-                          LT_SC_MAX_UNROLLED);
+        return lt__sc_err(
+            d->key, LT_INVALID,
+            "repeat: the case's loops unroll more than %d iterations (the loader's limit)",
+            LT_SC_MAX_UNROLLED);
     if (d->var) sc->vars[sc->nvars++] = (sc_loop_var){d->var, k};
     lt_status st = parse_list(pc, d->body, l);
     if (d->var) sc->nvars--;
@@ -247,7 +276,8 @@ static void ranks_str(const int64_t *counts, int world, int64_t k, char *buf, si
     size_t used = 0;
     int count = 0;
     for (int r = 0; r < world; r++)
-        if (counts[r] > k && count++ < 8) used += (size_t)snprintf(list + used, sizeof list - used, "%s%d", used ? ", " : "", r);
+        if (counts[r] > k && count++ < 8)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%d", used ? ", " : "", r);
     snprintf(buf, n, "%s %s%s", count == 1 ? "rank" : "ranks", list, count > 8 ? ", ..." : "");
 }
 
@@ -255,8 +285,8 @@ static void ranks_str(const int64_t *counts, int world, int64_t k, char *buf, si
  * (and their own ranks: / when:): their masks. Steps every rank runs
  * together cannot be limited: an error when some rank stops before k.
  * *shared: the last iteration mask made (reused while it is the same). */
-static lt_status limit(sc_parse_ctx *pc, const repeat_data *d, const int64_t *counts, int64_t k, sc_step *s, int n,
-                       const unsigned char **shared) {
+static lt_status limit(sc_parse_ctx *pc, const repeat_data *d, const int64_t *counts, int64_t k,
+                       sc_step *s, int n, const unsigned char **shared) {
     int W = pc->mesh->world, all = 1, same = *shared != NULL;
     for (int r = 0; r < W; r++) {
         all &= counts[r] > k;
@@ -273,10 +303,13 @@ static lt_status limit(sc_parse_ctx *pc, const repeat_data *d, const int64_t *co
         if (!lt__sc_step_is_per_rank(s[j].type)) {
             char who[160], msg[700];
             ranks_str(counts, W, k, who, sizeof who);
-            snprintf(msg, sizeof msg, "repeat: '%s' runs on every rank together, but iteration %lld (from 0) of the loop at "
-                     "line %d runs on %s only (its count differs by rank); such a loop may hold only per-rank steps (to_local, "
-                     "local_tensor, local_op, collective, show, expect_local, repeat)", s[j].type->name, (long long)k,
-                     d->key->line, who);
+            snprintf(msg, sizeof msg,
+                     "repeat: '%s' runs on every rank together, but iteration %lld (from 0) of the "
+                     "loop at "
+                     "line %d runs on %s only (its count differs by rank); such a loop may hold "
+                     "only per-rank steps (to_local, "
+                     "local_tensor, local_op, collective, show, expect_local, repeat)",
+                     s[j].type->name, (long long)k, d->key->line, who);
             return err_pos(&s[j].pos, msg);
         }
         if (!s[j].mask) {
@@ -292,7 +325,8 @@ static lt_status limit(sc_parse_ctx *pc, const repeat_data *d, const int64_t *co
 }
 
 /* Appends the copies of d's body for counts (every rank's, -1: none) to l. */
-static lt_status unroll(sc_parse_ctx *pc, const repeat_data *d, const int64_t *counts, step_list *l) {
+static lt_status unroll(sc_parse_ctx *pc, const repeat_data *d, const int64_t *counts,
+                        step_list *l) {
     int64_t n = 0;
     for (int r = 0; r < pc->mesh->world; r++) n = counts[r] > n ? counts[r] : n;
     int nsyms0 = pc->nsyms;
@@ -300,12 +334,16 @@ static lt_status unroll(sc_parse_ctx *pc, const repeat_data *d, const int64_t *c
     for (int64_t k = 0; k < n; k++) {
         int from = l->n;
         LT_TRY(iteration(pc, d, k, nsyms0, l));
-        LT_TRY(limit(pc, d, counts, k, l->v ? l->v + from : NULL, l->n - from, &shared));   /* an empty body: no steps */
+        LT_TRY(limit(pc, d, counts, k, l->v ? l->v + from : NULL, l->n - from,
+                     &shared)); /* an empty body: no steps */
         int64_t per = l->n - from;
         if (k == 0 && l->base + from + per * n > LT_SC_MAX_UNROLLED)
-            return lt__sc_err(d->key, LT_INVALID, "repeat: %lld iterations of %lld steps make the case %lld steps; a case "
-                              "holds at most %d with its loops unrolled", (long long)n, (long long)per,
-                              (long long)(l->base + from + per * n), LT_SC_MAX_UNROLLED);
+            return lt__sc_err(
+                d->key, LT_INVALID,
+                "repeat: %lld iterations of %lld steps make the case %lld steps; a case "
+                "holds at most %d with its loops unrolled",
+                (long long)n, (long long)per, (long long)(l->base + from + per * n),
+                LT_SC_MAX_UNROLLED);
     }
     return LT_OK;
 }
@@ -387,7 +425,9 @@ lt_status lt__sc_parse_steps(sc_parse_ctx *pc, const sc_node *seq, sc_step **ste
 lt_status lt__sc_parse_repeat(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
     (void)st;
     if (pc->in_expect_error)
-        return lt__sc_err(body, LT_INVALID, "expect_error: cannot wrap a repeat (a loop is many steps); wrap a step of its body");
+        return lt__sc_err(
+            body, LT_INVALID,
+            "expect_error: cannot wrap a repeat (a loop is many steps); wrap a step of its body");
     return lt__sc_err(body, LT_INVALID, "repeat: a loop is an item of a steps list");
 }
 
@@ -427,7 +467,8 @@ static lt_status splice(sc_loop_run *lr, int at, const sc_step *add, int n, repe
     if (!lr->buf || total > lr->cap) {
         int cap = total + total / 2 + 16;
         sc_step *nb = lt__malloc(sizeof *nb * (size_t)cap);
-        sc_step **old = lr->buf ? lt__realloc(lr->old, sizeof *old * (size_t)(lr->nold + 1)) : lr->old;
+        sc_step **old =
+            lr->buf ? lt__realloc(lr->old, sizeof *old * (size_t)(lr->nold + 1)) : lr->old;
         if (!nb || (lr->buf && !old)) {
             lt__free(nb);
             return lt__err(LT_NOMEM, "out of memory");
@@ -438,7 +479,8 @@ static lt_status splice(sc_loop_run *lr, int at, const sc_step *add, int n, repe
         lr->buf = c->steps = nb;
         lr->cap = cap;
     }
-    memmove(&c->steps[at + 1 + n], &c->steps[at + 1], sizeof *c->steps * (size_t)(c->nsteps - at - 1));
+    memmove(&c->steps[at + 1 + n], &c->steps[at + 1],
+            sizeof *c->steps * (size_t)(c->nsteps - at - 1));
     if (n) memcpy(&c->steps[at + 1], add, sizeof *add * (size_t)n);
     c->steps[at].data = done;
     c->nsteps = total;
@@ -450,7 +492,8 @@ static lt_status splice(sc_loop_run *lr, int at, const sc_step *add, int n, repe
  * gets the count of what it holds now (checked again when it catches up,
  * -1 when it cannot be evaluated yet). A running rank whose count cannot be
  * evaluated fails there (rc->failed_rank when it is the only one). */
-static lt_status run_counts(sc_run_ctx *rc, const sc_step *st, const repeat_data *d, int64_t **out) {
+static lt_status run_counts(sc_run_ctx *rc, const sc_step *st, const repeat_data *d,
+                            int64_t **out) {
     const lt_mesh *mesh = rc->c->mesh;
     int64_t *c = lt__sc_alloc(rc->arena, sizeof *c * (size_t)mesh->world);
     if (!c) return LT_NOMEM;
@@ -492,7 +535,8 @@ static lt_status scope_from(sc_run_ctx *rc, const repeat_data *d, sc_parse_scope
     sc->pc.sampled = d->sampled;
     sc->nvars = d->nvars;
     memcpy(sc->vars, d->vars, sizeof sc->vars);
-    for (int k = 0; k < d->nsyms; k++) LT_TRY(lt__sc_sym_add(&sc->pc, d->syms[k].name, d->syms[k].kind, d->ndims[k]));
+    for (int k = 0; k < d->nsyms; k++)
+        LT_TRY(lt__sc_sym_add(&sc->pc, d->syms[k].name, d->syms[k].kind, d->ndims[k]));
     return LT_OK;
 }
 
@@ -517,9 +561,12 @@ static lt_status recheck(sc_run_ctx *rc, const sc_step *st, const repeat_done *d
         if (done->counts[r] < 0) snprintf(was, sizeof was, "could not be evaluated");
         else snprintf(was, sizeof was, "was %lld", (long long)done->counts[r]);
         return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
-                            "not supported yet: rank %d reaches the loop at %s:%d:%d after waiting in a collective; its "
-                            "count (times) is %lld now but %s when the other ranks ran the loop, which unrolled it then "
-                            "(docs/SEMANTICS.md §12)", r, st->pos.file, st->pos.line, st->pos.col, (long long)now, was);
+                            "not supported yet: rank %d reaches the loop at %s:%d:%d after waiting "
+                            "in a collective; its "
+                            "count (times) is %lld now but %s when the other ranks ran the loop, "
+                            "which unrolled it then "
+                            "(docs/SEMANTICS.md §12)",
+                            r, st->pos.file, st->pos.line, st->pos.col, (long long)now, was);
     }
     return LT_OK;
 }
@@ -530,7 +577,8 @@ lt_status lt__sc_run_repeat(sc_run_ctx *rc, const sc_step *st) {
     sc_loop_run *lr = t_run;
     int at = rc->step_index;
     if (!lr || lr->c != rc->c || at < 0 || at >= lr->c->nsteps || lr->c->steps[at].data != d)
-        return lt__err(LT_INVALID, "internal: the loop at %s:%d runs outside its case's run", st->pos.file, st->pos.line);
+        return lt__err(LT_INVALID, "internal: the loop at %s:%d runs outside its case's run",
+                       st->pos.file, st->pos.line);
     int64_t *counts = NULL, n = 0;
     LT_TRY(run_counts(rc, st, d, &counts));
     repeat_done *done = lt__sc_alloc(rc->arena, sizeof *done);

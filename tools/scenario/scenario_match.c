@@ -54,8 +54,8 @@ static lt_status ensure_matcher(sc_run_ctx *rc) {
     if (!rc->one) rc->one = lt__calloc((size_t)W, 1);
     if (!rc->ended) rc->ended = lt__calloc((size_t)W, 1);
     if (!rc->ended_step) rc->ended_step = lt__calloc((size_t)W, sizeof(int));
-    if (!rc->blocked || !rc->blocked_step || !rc->held || !rc->held_as || !rc->resume || !rc->one || !rc->ended ||
-        !rc->ended_step)
+    if (!rc->blocked || !rc->blocked_step || !rc->held || !rc->held_as || !rc->resume || !rc->one ||
+        !rc->ended || !rc->ended_step)
         return lt__err(LT_NOMEM, "out of memory");
     return lt_match_new(rc->c->mesh, &rc->mt);
 }
@@ -107,11 +107,12 @@ void lt__sc_spmd_free(sc_run_ctx *rc) {
  * in (rc->blocked_step[r]; the step an expect_error there wraps): that
  * step is its origin. */
 static void set_own_origin(sc_run_ctx *rc, sc_value *v, lt_coll kind, int r) {
-    const sc_step *own = &rc->c->steps[rc->blocked_step[r]], *inner = lt__sc_expect_error_inner(own);
+    const sc_step *own = &rc->c->steps[rc->blocked_step[r]],
+                  *inner = lt__sc_expect_error_inner(own);
     if (inner) own = inner;
     char origin[256];
-    snprintf(origin, sizeof origin, "collective %s at %s:%d:%d", lt_coll_name(kind), own->pos.file, own->pos.line,
-             own->pos.col);
+    snprintf(origin, sizeof origin, "collective %s at %s:%d:%d", lt_coll_name(kind), own->pos.file,
+             own->pos.line, own->pos.col);
     if (v) lt__sc_set_origin_rank(v, rc->c->mesh->world, r, origin);
 }
 
@@ -123,8 +124,8 @@ static lt_status put_held_result(sc_run_ctx *rc, lt_coll kind, int r, lt_tensor 
     if (!v || v->kind != SC_LOCAL || !v->local) {
         lt_tensor_free(*t);
         *t = NULL;
-        return lt__err(LT_INVALID, "internal: rank %d's result has no per-rank value '%s' to go to", r,
-                       rc->held_as[r] ? rc->held_as[r] : "");
+        return lt__err(LT_INVALID, "internal: rank %d's result has no per-rank value '%s' to go to",
+                       r, rc->held_as[r] ? rc->held_as[r] : "");
     }
     lt_tensor_free(v->local->shards[r]);
     v->local->shards[r] = *t;
@@ -135,14 +136,18 @@ static lt_status put_held_result(sc_run_ctx *rc, lt_coll kind, int r, lt_tensor 
 
 /* The step a report is about: where the failed rank failed, or where the
  * member it names first waits (the first of the cycle); st when unknown. */
-static const sc_step *report_step(const sc_run_ctx *rc, const lt_match_report *rep, const sc_step *st) {
+static const sc_step *report_step(const sc_run_ctx *rc, const lt_match_report *rep,
+                                  const sc_step *st) {
     int r = rep->kind == LT_HANG_CYCLE && rep->ncycle > 0 ? rep->cycle[0] : rep->rank_a;
     if (r < 0 || r >= rc->c->mesh->world) return st;
-    if (rep->kind == LT_HANG_RANK_FAILED) return rc->ended[r] ? &rc->c->steps[rc->ended_step[r]] : st;
+    if (rep->kind == LT_HANG_RANK_FAILED)
+        return rc->ended[r] ? &rc->c->steps[rc->ended_step[r]] : st;
     return rc->blocked[r] ? &rc->c->steps[rc->blocked_step[r]] : st;
 }
 
-lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st) { return lt__sc_program_end_at(rc, st, NULL); }
+lt_status lt__sc_program_end(sc_run_ctx *rc, const sc_step *st) {
+    return lt__sc_program_end_at(rc, st, NULL);
+}
 
 /* Every rank neither waiting nor failed finishes, after the last step it ran. */
 static lt_status finish_running(sc_run_ctx *rc) {
@@ -167,9 +172,12 @@ static lt_status report_text(sc_run_ctx *rc, const lt_match_report *rep, const s
     while (len > 0 && whole[len - 1] == '\n') whole[--len] = '\0';
     const char *head = unreached ? unreached : "", *sep = unreached ? "\n  " : "";
     if (together)
-        *out = lt__sc_printf(rc->arena, "%s%s%s\n  the running ranks stopped at %s at %s:%d:%d (every rank runs that "
-                             "step together: a rank that waits or failed never reaches it)", head, sep, whole,
-                             together->type->name, together->pos.file, together->pos.line, together->pos.col);
+        *out = lt__sc_printf(
+            rc->arena,
+            "%s%s%s\n  the running ranks stopped at %s at %s:%d:%d (every rank runs that "
+            "step together: a rank that waits or failed never reaches it)",
+            head, sep, whole, together->type->name, together->pos.file, together->pos.line,
+            together->pos.col);
     else
         *out = lt__sc_printf(rc->arena, "%s%s%s", head, sep, whole);
     lt_match_text_free(whole);
@@ -185,7 +193,7 @@ lt_status lt__sc_program_end_at(sc_run_ctx *rc, const sc_step *st, const sc_step
      * told at the step of the call (or failure) it is about */
     const sc_step *at = rep && !rc->capturing ? report_step(rc, rep, st) : st;
     const char *unreached = NULL, *text = NULL, *json = NULL;
-    lt_status bad = rep ? lt__sc_unreached(rc, together, &unreached) : LT_OK;   /* before the reset */
+    lt_status bad = rep ? lt__sc_unreached(rc, together, &unreached) : LT_OK; /* before the reset */
     matcher_reset(rc);
     if (s == LT_OK || !rep) return s;
     if (!bad) bad = report_text(rc, rep, together, unreached, &text);
@@ -224,8 +232,8 @@ static int any_running(const sc_run_ctx *rc) {
 lt_status lt__sc_rank_failed(sc_run_ctx *rc, const sc_step *step, lt_status st) {
     for (;;) {
         int r = rc->failed_rank;
-        if (!rc->mt || r < 0 || r >= rc->c->mesh->world || rc->blocked[r] || rc->ended[r] || st == LT_NOMEM ||
-            (st == LT_MISMATCH && rc->failed_check) || !lt__sc_any_stopped(rc))
+        if (!rc->mt || r < 0 || r >= rc->c->mesh->world || rc->blocked[r] || rc->ended[r] ||
+            st == LT_NOMEM || (st == LT_MISMATCH && rc->failed_check) || !lt__sc_any_stopped(rc))
             return st;
         lt_status s = end_rank(rc, r, st);
         if (s) return s;
@@ -239,8 +247,8 @@ lt_status lt__sc_rank_failed(sc_run_ctx *rc, const sc_step *step, lt_status st) 
 /* Runs one completed group's collective: on the case's communicator when
  * every group along the mesh dim completes in this step (so expect_comm
  * sees it), else on a communicator of that group alone. */
-static lt_status run_coll(lt_comm *cm, int md, lt_coll kind, lt_tensor *const *in, int op, int dim, int concat_dim,
-                          int root, const lt_split_rule *rule, lt_tensor **out) {
+static lt_status run_coll(lt_comm *cm, int md, lt_coll kind, lt_tensor *const *in, int op, int dim,
+                          int concat_dim, int root, const lt_split_rule *rule, lt_tensor **out) {
     switch (kind) {
     case LT_COLL_ALL_REDUCE: return lt_all_reduce(cm, md, in, (lt_redop)op, out);
     case LT_COLL_ALL_GATHER: return lt_all_gather(cm, md, in, dim, out);
@@ -258,10 +266,12 @@ static lt_status run_coll(lt_comm *cm, int md, lt_coll kind, lt_tensor *const *i
 static int kind_has(lt_coll k, const char *what) {
     switch (what[0]) {
     case 'o': return k == LT_COLL_ALL_REDUCE || k == LT_COLL_REDUCE || k == LT_COLL_REDUCE_SCATTER;
-    case 'r': return k == LT_COLL_BROADCAST || k == LT_COLL_SCATTER || k == LT_COLL_GATHER || k == LT_COLL_REDUCE;
+    case 'r':
+        return k == LT_COLL_BROADCAST || k == LT_COLL_SCATTER || k == LT_COLL_GATHER ||
+               k == LT_COLL_REDUCE;
     case 'd':
-        return k == LT_COLL_ALL_GATHER || k == LT_COLL_GATHER || k == LT_COLL_REDUCE_SCATTER || k == LT_COLL_SCATTER ||
-               k == LT_COLL_ALL_TO_ALL;
+        return k == LT_COLL_ALL_GATHER || k == LT_COLL_GATHER || k == LT_COLL_REDUCE_SCATTER ||
+               k == LT_COLL_SCATTER || k == LT_COLL_ALL_TO_ALL;
     default: return k == LT_COLL_REDUCE_SCATTER || k == LT_COLL_SCATTER || k == LT_COLL_ALL_TO_ALL;
     }
 }
@@ -413,8 +423,9 @@ static int group_dim(lt_coll kind, int dim, lt_tensor *const *in, const int *mem
  * (lt_match_validate, and an input that holds no value on r). The non-roots
  * of scatter send nothing; those of broadcast send their tensor when they
  * hold one (its dtype and shape must agree with the root's). */
-static lt_status make_call(const sc_run_ctx *rc, const sc_step *st, lt_coll kind, const char *tensor, int md, int op,
-                           int dim, int concat_dim, int root, const lt_split_rule *rule, const lt_tensor *in, int r,
+static lt_status make_call(const sc_run_ctx *rc, const sc_step *st, lt_coll kind,
+                           const char *tensor, int md, int op, int dim, int concat_dim, int root,
+                           const lt_split_rule *rule, const lt_tensor *in, int r,
                            lt_match_call *c) {
     const lt_mesh *mesh = rc->c->mesh;
     *c = lt_match_call_init(kind, md, st->pos.file, st->pos.line);
@@ -424,8 +435,10 @@ static lt_status make_call(const sc_run_ctx *rc, const sc_step *st, lt_coll kind
                 !(kind == LT_COLL_BROADCAST && pos != root && (!in || in->placeholder));
     if (kind != LT_COLL_BARRIER) {
         if (sends && in && in->placeholder)
-            return lt__err(LT_INVALID, "%s:%d: rank %d: %s on mesh dim %d: input '%s' holds no value on this rank",
-                           st->pos.file, st->pos.line, r, lt_coll_name(kind), md, tensor ? tensor : "");
+            return lt__err(
+                LT_INVALID,
+                "%s:%d: rank %d: %s on mesh dim %d: input '%s' holds no value on this rank",
+                st->pos.file, st->pos.line, r, lt_coll_name(kind), md, tensor ? tensor : "");
         if (sends) lt_match_call_set_tensor(c, in);
         if (d < 0 && in) d += in->placeholder ? in->logical_ndim : in->ndim;
     }

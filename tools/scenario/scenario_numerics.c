@@ -19,9 +19,9 @@
 #include "tools/scenario/scenario_impl.h"
 
 /* The steps that run in sample and none modes. */
-static const char *const sampled_steps[] = {"distribute", "redistribute", "collective", "show", "mark_comm",
-                                            "expect_local", "expect_full", "expect_plan", "expect_comm",
-                                            "expect_error", NULL};
+static const char *const sampled_steps[] = {
+    "distribute",  "redistribute", "collective",  "show",         "mark_comm", "expect_local",
+    "expect_full", "expect_plan",  "expect_comm", "expect_error", NULL};
 
 const char *lt__sc_numerics_name(const sc_run_ctx *rc) {
     static _Thread_local char buf[32];
@@ -42,7 +42,8 @@ static lt_status owned_begin(sc_run_ctx *rc, const sc_case *c) {
 
 lt_status lt__sc_numerics_begin(sc_run_ctx *rc, sc_case *c, sc_arena *arena) {
     rc->nranks = -1;
-    if (c->numerics.kind == LT_NUMERICS_FULL && rc->comm && lt_comm_nheld(rc->comm) < c->mesh->world)
+    if (c->numerics.kind == LT_NUMERICS_FULL && rc->comm &&
+        lt_comm_nheld(rc->comm) < c->mesh->world)
         return owned_begin(rc, c);
     if (c->numerics.kind == LT_NUMERICS_FULL) return LT_OK;
     int cap = lt_numerics_count(&c->numerics, c->mesh->world);
@@ -55,8 +56,10 @@ lt_status lt__sc_numerics_begin(sc_run_ctx *rc, sc_case *c, sc_arena *arena) {
     lt_numerics_ranks_str(rc->ranks, rc->nranks, 8, rs, sizeof rs);
     c->res.sampled = keep;
     c->res.nsampled = rc->nranks;
-    c->res.numerics = rc->nranks ? lt__sc_printf(arena, "%s: values for rank%s %s", lt__sc_numerics_name(rc), rc->nranks == 1 ? "" : "s", rs)
-                                 : lt__sc_printf(arena, "none: no values");
+    c->res.numerics = rc->nranks
+                          ? lt__sc_printf(arena, "%s: values for rank%s %s",
+                                          lt__sc_numerics_name(rc), rc->nranks == 1 ? "" : "s", rs)
+                          : lt__sc_printf(arena, "none: no values");
     return c->res.numerics ? LT_OK : lt__err(LT_NOMEM, "out of memory");
 }
 
@@ -72,11 +75,15 @@ lt_status lt__sc_numerics_refuse(sc_run_ctx *rc, const char *fmt, ...) {
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     rc->refused = 1;
-    lt_status s = rc->owned ? lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
-                                           "not supported yet: %s with --shards owned (a process holds only its own "
-                                           "ranks' shards)", what)
-                            : lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s in --numerics %s mode",
-                                           what, lt__sc_numerics_name(rc));
+    lt_status s =
+        rc->owned ? lt__err_code(
+                        LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                        "not supported yet: %s with --shards owned (a process holds only its own "
+                        "ranks' shards)",
+                        what)
+                  : lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                                 "not supported yet: %s in --numerics %s mode", what,
+                                 lt__sc_numerics_name(rc));
     snprintf(rc->refused_msg, sizeof rc->refused_msg, "%s", lt_errmsg());
     return s;
 }
@@ -85,11 +92,12 @@ lt_status lt__sc_numerics_gate(sc_run_ctx *rc, const sc_step *st) {
     if (rc->nranks < 0) return LT_OK;
     for (int i = 0; sampled_steps[i]; i++)
         if (!strcmp(sampled_steps[i], st->type->name)) return LT_OK;
-    return lt__sc_numerics_refuse(rc,
-                                  "'%s' (it needs values of ranks %s; %s runs distribute, redistribute, collective, show, "
-                                  "mark_comm, expect_local, expect_full, expect_plan, expect_comm and expect_error)",
-                                  st->type->name, rc->owned ? "that other processes hold" : "that are not computed",
-                                  rc->owned ? "--shards owned" : "this mode");
+    return lt__sc_numerics_refuse(
+        rc,
+        "'%s' (it needs values of ranks %s; %s runs distribute, redistribute, collective, show, "
+        "mark_comm, expect_local, expect_full, expect_plan, expect_comm and expect_error)",
+        st->type->name, rc->owned ? "that other processes hold" : "that are not computed",
+        rc->owned ? "--shards owned" : "this mode");
 }
 
 lt_status lt__sc_sampled_put(sc_run_ctx *rc, const char *as, lt_dtensor *dt, const lt_sample_src *g,
@@ -101,17 +109,18 @@ lt_status lt__sc_sampled_put(sc_run_ctx *rc, const char *as, lt_dtensor *dt, con
     return LT_OK;
 }
 
-lt_status lt__sc_sampled_distribute(sc_run_ctx *rc, const char *tensor, const lt_placement *pl, int np,
-                                    const char *as) {
+lt_status lt__sc_sampled_distribute(sc_run_ctx *rc, const char *tensor, const lt_placement *pl,
+                                    int np, const char *as) {
     const sc_case *c = rc->c;
     const sc_tensor_decl *t = NULL;
     for (int i = 0; i < c->ntensors; i++)
         if (!strcmp(c->tensors[i].name, tensor)) t = &c->tensors[i];
     if (!t || t->has_values)
-        return lt__sc_numerics_refuse(rc,
-                                      "distributing '%s', which is not declared with init: (only values that are a "
-                                      "function of the global index can be sampled)",
-                                      tensor);
+        return lt__sc_numerics_refuse(
+            rc,
+            "distributing '%s', which is not declared with init: (only values that are a "
+            "function of the global index can be sampled)",
+            tensor);
     lt_placement norm[LT_MESH_MAX_DIMS];
     lt_spec spec;
     lt_sample_src g;
@@ -126,8 +135,9 @@ lt_status lt__sc_sampled_distribute(sc_run_ctx *rc, const char *tensor, const lt
 /* The collective on a group's members, in a 1-D communicator of the group's
  * size (its member j is the group's member j): what the call along mesh dim
  * md does to that group. in/out: (n). */
-static lt_status group_call(lt_comm *c, lt_coll kind, lt_tensor *const *in, lt_redop op, int dim, int cdim, int root,
-                            const lt_split_rule *rule, const int *perm, lt_tensor **out) {
+static lt_status group_call(lt_comm *c, lt_coll kind, lt_tensor *const *in, lt_redop op, int dim,
+                            int cdim, int root, const lt_split_rule *rule, const int *perm,
+                            lt_tensor **out) {
     switch (kind) {
     case LT_COLL_ALL_GATHER: return lt_all_gather(c, 0, in, dim, out);
     case LT_COLL_ALL_REDUCE: return lt_all_reduce(c, 0, in, op, out);
@@ -138,18 +148,23 @@ static lt_status group_call(lt_comm *c, lt_coll kind, lt_tensor *const *in, lt_r
     case LT_COLL_GATHER: return lt_gather(c, 0, in, root, dim, out);
     case LT_COLL_REDUCE: return lt_reduce_ranks(c, 0, in, root, op, out);
     case LT_COLL_PERMUTE: return lt_permute_ranks(c, 0, in, perm, out);
-    default: return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s", lt_coll_name(kind));
+    default:
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: %s",
+                            lt_coll_name(kind));
     }
 }
 
-lt_status lt__sc_sampled_collective(sc_run_ctx *rc, lt_coll kind, const char *tensor, int md, lt_redop op, int dim,
-                                    int cdim, int root, const lt_split_rule *rule, const int *perm, const char *as,
+lt_status lt__sc_sampled_collective(sc_run_ctx *rc, lt_coll kind, const char *tensor, int md,
+                                    lt_redop op, int dim, int cdim, int root,
+                                    const lt_split_rule *rule, const int *perm, const char *as,
                                     const char *origin) {
     const lt_mesh *mesh = rc->c->mesh;
     sc_value *v = lt__sc_value(rc, tensor);
     if (v->kind != SC_DTENSOR || !v->sampled)
-        return lt__sc_numerics_refuse(rc, "a collective on '%s', which is not a distributed tensor of this mode", tensor);
-    if (md < 0 || md >= mesh->ndim) return lt__err(LT_INVALID, "mesh dim %d is out of range (the mesh has %d)", md, mesh->ndim);
+        return lt__sc_numerics_refuse(
+            rc, "a collective on '%s', which is not a distributed tensor of this mode", tensor);
+    if (md < 0 || md >= mesh->ndim)
+        return lt__err(LT_INVALID, "mesh dim %d is out of range (the mesh has %d)", md, mesh->ndim);
     int n = mesh->shape[md];
     char ms[16];
     snprintf(ms, sizeof ms, "%d", n);
@@ -162,7 +177,8 @@ lt_status lt__sc_sampled_collective(sc_run_ctx *rc, lt_coll kind, const char *te
     if (!s) s = lt_mesh_parse(ms, &m1);
     if (!s) s = lt_comm_new(&m1, &c1);
     if (!s) s = lt_local_new(mesh, &l);
-    if (!s && !(done = lt__calloc((size_t)lt_mesh_ngroups(mesh, md), sizeof *done))) s = lt__err(LT_NOMEM, "out of memory");
+    if (!s && !(done = lt__calloc((size_t)lt_mesh_ngroups(mesh, md), sizeof *done)))
+        s = lt__err(LT_NOMEM, "out of memory");
     /* each group holding a sampled rank: every member's input on demand, the
      * collective, the sampled members' results */
     for (int i = 0; i < rc->nranks && !s; i++) {
@@ -194,13 +210,16 @@ lt_status lt__sc_sampled_collective(sc_run_ctx *rc, lt_coll kind, const char *te
         for (int j = 0; j < n; j++) lt_tensor_free(out[j]), out[j] = NULL;
         lt_dtensor_free(members);
     }
-    int rs = kind == LT_COLL_REDUCE_SCATTER || kind == LT_COLL_SCATTER || kind == LT_COLL_ALL_TO_ALL ||
-             kind == LT_COLL_ALL_GATHER || kind == LT_COLL_GATHER;
-    int reduces = kind == LT_COLL_ALL_REDUCE || kind == LT_COLL_REDUCE_SCATTER || kind == LT_COLL_REDUCE;
-    int rooted = kind == LT_COLL_BROADCAST || kind == LT_COLL_SCATTER || kind == LT_COLL_GATHER || kind == LT_COLL_REDUCE;
+    int rs = kind == LT_COLL_REDUCE_SCATTER || kind == LT_COLL_SCATTER ||
+             kind == LT_COLL_ALL_TO_ALL || kind == LT_COLL_ALL_GATHER || kind == LT_COLL_GATHER;
+    int reduces =
+        kind == LT_COLL_ALL_REDUCE || kind == LT_COLL_REDUCE_SCATTER || kind == LT_COLL_REDUCE;
+    int rooted = kind == LT_COLL_BROADCAST || kind == LT_COLL_SCATTER || kind == LT_COLL_GATHER ||
+                 kind == LT_COLL_REDUCE;
     if (!s)
-        s = lt_coll_trace_paper(lt_comm_trace(rc->comm), lt_dtensor_spec(v->dt), kind, md, reduces ? (int)op : -1,
-                                rooted ? root : -1, rs ? dim : -1, kind == LT_COLL_ALL_TO_ALL ? cdim : -1, rule, perm);
+        s = lt_coll_trace_paper(lt_comm_trace(rc->comm), lt_dtensor_spec(v->dt), kind, md,
+                                reduces ? (int)op : -1, rooted ? root : -1, rs ? dim : -1,
+                                kind == LT_COLL_ALL_TO_ALL ? cdim : -1, rule, perm);
     lt_comm_free(c1);
     lt__free(grp);
     lt__free(done);
@@ -226,7 +245,8 @@ lt_status lt__sc_owned_redistribute(sc_run_ctx *rc, sc_value *v, const lt_placem
     ro.comm = NULL;
     ro.verify = 0;
     ro.report = NULL;
-    lt_status s = lt_redistribute_sampled(lt_dtensor_spec(v->dt), &v->gen, pl, np, NULL, 0, &ro, &none, plan, gout);
+    lt_status s = lt_redistribute_sampled(lt_dtensor_spec(v->dt), &v->gen, pl, np, NULL, 0, &ro,
+                                          &none, plan, gout);
     lt_dtensor_free(none);
     if (s) return s;
     /* the plan on the engine: real data movement between processes */
@@ -243,7 +263,8 @@ lt_status lt__sc_owned_redistribute(sc_run_ctx *rc, sc_value *v, const lt_placem
     }
     const lt_mesh *mesh = rc->c->mesh;
     const lt_dtensor *dt = *out;
-    int *checked = lt__malloc(sizeof(int) * (size_t)mesh->world);   /* (W) replica class -> checked rank, -1 */
+    int *checked =
+        lt__malloc(sizeof(int) * (size_t)mesh->world); /* (W) replica class -> checked rank, -1 */
     if (!checked) s = lt__err(LT_NOMEM, "out of memory");
     for (int r = 0; checked && r < mesh->world; r++) checked[r] = -1;
     for (int i = 0; i < rc->nranks && !s; i++) {
@@ -262,7 +283,8 @@ lt_status lt__sc_owned_redistribute(sc_run_ctx *rc, sc_value *v, const lt_placem
         char a[512], b[512];
         lt_placements_format((*plan)->src, mesh->ndim, a, sizeof a);
         lt_placements_format((*plan)->dst, mesh->ndim, b, sizeof b);
-        s = lt__err_ctx_in(s, "redistribute", " of '%s' %s -> %s on engine '%s': verification failed",
+        s = lt__err_ctx_in(s, "redistribute",
+                           " of '%s' %s -> %s on engine '%s': verification failed",
                            o->name ? o->name : "?", a, b, lt_comm_engine_name(rc->comm));
         if (rep) snprintf(rep->message, sizeof rep->message, "%s", lt_errmsg());
     }
@@ -278,8 +300,12 @@ lt_status lt__sc_owned_redistribute(sc_run_ctx *rc, sc_value *v, const lt_placem
 static int (*g_step_agree)(int status, int *kind, char *msg, size_t cap, int *from);
 static int (*g_step_note)(int status, int *kind, char *msg, size_t cap, int *from);
 
-void lt__sc_set_step_agree(int (*fn)(int status, int *kind, char *msg, size_t cap, int *from)) { g_step_agree = fn; }
-void lt__sc_set_step_note(int (*fn)(int status, int *kind, char *msg, size_t cap, int *from)) { g_step_note = fn; }
+void lt__sc_set_step_agree(int (*fn)(int status, int *kind, char *msg, size_t cap, int *from)) {
+    g_step_agree = fn;
+}
+void lt__sc_set_step_note(int (*fn)(int status, int *kind, char *msg, size_t cap, int *from)) {
+    g_step_note = fn;
+}
 
 /* --shards all over several processes: no agreement, but a failed step is
  * noted (g_step_note): this process's own error may end the case here while
@@ -297,7 +323,7 @@ lt_status lt__sc_step_agree(sc_run_ctx *rc, lt_status s, int adopt_checks) {
     if (!rc->owned && !rc->refused && !is_while && lead[0])
         snprintf(msg, sizeof msg, "while running %s", lt_errmsg());   /* as the report words it */
     int worst = agree((int)s, &kind, msg, sizeof msg, &from);
-    if (from < 0) return s;                  /* this process's own outcome (or everyone's success) */
+    if (from < 0) return s; /* this process's own outcome (or everyone's success) */
     if (kind == 1 && !adopt_checks) return s;   /* another process's failed check: it reports it */
     rc->failed_check = kind == 1;
     if (kind == 2) { /* a refusal stops the case everywhere, as on its process */

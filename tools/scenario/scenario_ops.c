@@ -54,20 +54,22 @@ static char *pos_str(const sc_step *st, char *buf, size_t n) {
 static void as_map(const sc_node *item, const char *key, sc_node *k, sc_node *m, sc_node **kids) {
     memset(k, 0, sizeof *k);
     memset(m, 0, sizeof *m);
-    k->kind = SC_SCALAR, k->line = item->line, k->col = item->col, k->file = item->file, k->str = key, k->plain = 1;
+    k->kind = SC_SCALAR, k->line = item->line, k->col = item->col, k->file = item->file,
+    k->str = key, k->plain = 1;
     m->kind = SC_MAP, m->line = item->line, m->col = item->col, m->file = item->file, m->n = 1;
     kids[0] = k, kids[1] = (sc_node *)item;
     m->kids = kids;
 }
 
 /* Names under `key`: one name or a list of names. define: define them (kind). */
-static lt_status names(sc_parse_ctx *pc, const sc_node *body, const char *what, const char *key, int kinds,
-                       int define, int max, const char ***out, int *n) {
+static lt_status names(sc_parse_ctx *pc, const sc_node *body, const char *what, const char *key,
+                       int kinds, int define, int max, const char ***out, int *n) {
     const sc_node *v = lt__sc_get(body, key);
     *n = 0;
     if (!v) return LT_OK;
     int cnt = v->kind == SC_SEQ ? v->n : 1;
-    if (cnt > max) return lt__sc_err(v, LT_INVALID, "%s: at most %d names under '%s'", what, max, key);
+    if (cnt > max)
+        return lt__sc_err(v, LT_INVALID, "%s: at most %d names under '%s'", what, max, key);
     const char **list = lt__sc_alloc(pc->arena, sizeof *list * (size_t)(cnt ? cnt : 1));
     if (!list) return LT_NOMEM;
     for (int i = 0; i < cnt; i++) {
@@ -83,7 +85,8 @@ static lt_status names(sc_parse_ctx *pc, const sc_node *body, const char *what, 
 }
 
 /* A list of ints (or one int), each in lo..hi, into v[max]. */
-static lt_status int_list(const sc_node *n, const char *what, int64_t lo, int64_t hi, int max, int64_t *v, int *cnt) {
+static lt_status int_list(const sc_node *n, const char *what, int64_t lo, int64_t hi, int max,
+                          int64_t *v, int *cnt) {
     int c = n->kind == SC_SEQ ? n->n : 1;
     if (c > max) return lt__sc_err(n, LT_INVALID, "%s: at most %d entries, got %d", what, max, c);
     for (int i = 0; i < c; i++)
@@ -92,7 +95,8 @@ static lt_status int_list(const sc_node *n, const char *what, int64_t lo, int64_
     return LT_OK;
 }
 
-static lt_status parse_tol(const sc_node *body, const char *what, int *has, double *rtol, double *atol) {
+static lt_status parse_tol(const sc_node *body, const char *what, int *has, double *rtol,
+                           double *atol) {
     const sc_node *r = lt__sc_get(body, "rtol"), *a = lt__sc_get(body, "atol");
     *has = r || a;
     *rtol = *atol = 0;
@@ -114,7 +118,7 @@ typedef struct {
     double rtol, atol;
     lt_placement *want_pl;        /* (want_np) expected output placements, or NULL */
     int want_np;
-    sc_expr *scalar_e, *seed_e;   /* local_op: scalar / p and seed as per-rank expressions, or NULL */
+    sc_expr *scalar_e, *seed_e; /* local_op: scalar / p and seed as per-rank expressions, or NULL */
 } op_data;
 
 /* `op` (local 0: DTensors, sharding propagation) and `local_op` (local 1:
@@ -287,8 +291,8 @@ lt_status lt__sc_parse_local_op(sc_parse_ctx *pc, const sc_node *body, sc_step *
  * none): its outputs into outs[nout] (caller frees). The
  * op runs on a one-rank mesh, all replicated: the same kernels and argument
  * checks as `op`. */
-static lt_status local_op_one(const op_data *d, const lt_tensor *const *sh, const sc_env *env, sc_run_ctx *rc,
-                              lt_tensor **outs) {
+static lt_status local_op_one(const op_data *d, const lt_tensor *const *sh, const sc_env *env,
+                              sc_run_ctx *rc, lt_tensor **outs) {
     lt_mesh one;
     lt_placement rep = lt_replicate();
     lt_status s = lt_mesh_parse("1", &one);
@@ -296,7 +300,9 @@ static lt_status local_op_one(const op_data *d, const lt_tensor *const *sh, cons
     int nout = 0;
     for (int k = 0; k < d->nin && !s; k++) {
         if (sh[k]->placeholder)
-            s = lt__err(LT_INVALID, "input '%s' holds no value on this rank (a placeholder: the rank skipped the step that made it, or is not the root of a gather/reduce)",
+            s = lt__err(LT_INVALID,
+                        "input '%s' holds no value on this rank (a placeholder: the rank skipped "
+                        "the step that made it, or is not the root of a gather/reduce)",
                         d->in[k]);
         else s = lt_distribute(&one, sh[k], &rep, 1, &in[k]);
     }
@@ -308,10 +314,12 @@ static lt_status local_op_one(const op_data *d, const lt_tensor *const *sh, cons
         s = lt__sc_expr_int_rc(d->seed_e, env, rc, "seed", 0, INT64_MAX / 2, &sd);
         a.seed = (uint64_t)sd;
     }
-    if (!s) s = lt_op(d->op, (const lt_dtensor *const *)in, d->nin, &a, NULL, out, LT_OP_MAX_OUTPUTS, &nout);
+    if (!s)
+        s = lt_op(d->op, (const lt_dtensor *const *)in, d->nin, &a, NULL, out, LT_OP_MAX_OUTPUTS,
+                  &nout);
     if (!s && nout != d->nout)
-        s = lt__err(LT_INVALID, "%s gives %d output(s) for this input but 'as' names %d (%s)", lt_op_name(d->op), nout,
-                    d->nout, SHORT_SPLIT);
+        s = lt__err(LT_INVALID, "%s gives %d output(s) for this input but 'as' names %d (%s)",
+                    lt_op_name(d->op), nout, d->nout, SHORT_SPLIT);
     for (int j = 0; j < d->nout && !s; j++) s = lt_clone(out[j]->local->shards[0], &outs[j]);
     for (int k = 0; k < d->nin; k++) lt_dtensor_free(in[k]);
     for (int j = 0; j < nout; j++) lt_dtensor_free(out[j]);
@@ -350,15 +358,17 @@ static lt_status local_op_reference(sc_run_ctx *rc, const sc_step *st) {
         lt_mesh one;
         lt_mesh_parse("1", &one);
         a.mesh = &one;
-        lt_status ms = lt__sc_diverge_mag(d->op, ref, d->nin, &a, mag, LT_OP_MAX_OUTPUTS, &nmag, &len);
+        lt_status ms =
+            lt__sc_diverge_mag(d->op, ref, d->nin, &a, mag, LT_OP_MAX_OUTPUTS, &nmag, &len);
         if (ms == LT_NOMEM) {
             for (int j = 0; j < d->nout; j++) lt_tensor_free(outs[j]);
             return ms;
         }
         if (ms) nmag = 0, len = 1, lt__err_clear();   /* the op ran on these inputs: not expected */
     }
-    return lt__sc_diverge_local_op(rc, st, d->op, d->args, d->in, d->nin, d->as, d->nout, have && !err[0] ? outs : NULL,
-                                   nmag ? mag : NULL, len, err[0] ? err : NULL);
+    return lt__sc_diverge_local_op(rc, st, d->op, d->args, d->in, d->nin, d->as, d->nout,
+                                   have && !err[0] ? outs : NULL, nmag ? mag : NULL, len,
+                                   err[0] ? err : NULL);
 }
 
 /* local_op: on every rank that runs the step, the op on that rank's own
@@ -395,7 +405,8 @@ lt_status lt__sc_run_local_op(sc_run_ctx *rc, const sc_step *st) {
     for (int j = 0; j < d->nout && !s; j++)
         for (int r = 0; r < W && !s; r++)
             if (!outs[j]->shards[r]) {
-                const lt_tensor *like = d->nin ? lt__sc_value(rc, d->in[0])->local->shards[r] : NULL;
+                const lt_tensor *like =
+                    d->nin ? lt__sc_value(rc, d->in[0])->local->shards[r] : NULL;
                 s = lt__sc_skipped_shard(rc, d->as[j], r, like, &outs[j]->shards[r]);
             }
     char where[160], origin[256];
@@ -435,8 +446,9 @@ lt_status lt__sc_run_op(sc_run_ctx *rc, const sc_step *st) {
     lt_op_plan_free(plan);
     if (nout != d->nout) {
         for (int j = 0; j < nout; j++) lt_dtensor_free(out[j]);
-        return lt__err_in(LT_INVALID, "op", ": %s gives %d output(s) for this input but 'as' names %d (%s)", name, nout,
-                          d->nout, SHORT_SPLIT);
+        return lt__err_in(LT_INVALID, "op",
+                          ": %s gives %d output(s) for this input but 'as' names %d (%s)", name,
+                          nout, d->nout, SHORT_SPLIT);
     }
     if (d->reference || d->want_pl) rc->did_check = 1;
     lt_status chk = LT_OK;
@@ -447,8 +459,9 @@ lt_status lt__sc_run_op(sc_run_ctx *rc, const sc_step *st) {
         lt_placement norm[LT_MESH_MAX_DIMS];
         s = lt_placements_check(rc->c->mesh, out[0]->ndim, d->want_pl, d->want_np, norm);
         if (s || !lt_placements_equal(norm, out[0]->placements, rc->c->mesh->ndim))
-            chk = lt__sc_check_fail(rc, st, -1, NULL, want, got, origin, "op %s: output placements are %s, expected %s",
-                                    name, got, want);
+            chk =
+                lt__sc_check_fail(rc, st, -1, NULL, want, got, origin,
+                                  "op %s: output placements are %s, expected %s", name, got, want);
     }
     if (d->reference) {
         double rt = d->has_tol ? d->rtol : 0, at = d->has_tol ? d->atol : 0;
@@ -499,22 +512,28 @@ lt_status lt__sc_parse_tp_mlp(sc_parse_ctx *pc, const sc_node *body, sc_step *st
     d->cfg.style1 = LT_TP_COLWISE, d->cfg.style2 = LT_TP_ROWWISE, d->cfg.act = LT_UNARY_GELU;
     if ((n = lt__sc_get(body, "styles"))) {
         if (n->kind != SC_SEQ || n->n != 2)
-            return lt__sc_err(n, LT_INVALID, "tp_mlp: styles is a list of two (one per Linear), e.g. [colwise, rowwise]");
+            return lt__sc_err(
+                n, LT_INVALID,
+                "tp_mlp: styles is a list of two (one per Linear), e.g. [colwise, rowwise]");
         for (int i = 0; i < 2; i++) {
             LT_TRY(lt__sc_str(n->kids[i], "tp_mlp: styles", &s));
             lt_status e = lt_tp_style_parse(s, i ? &d->cfg.style2 : &d->cfg.style1);
             if (e) return lt__sc_err_at(n->kids[i], e);
         }
     }
-    if ((n = lt__sc_get(body, "sequence_parallel"))) LT_TRY(lt__sc_bool(n, "tp_mlp: sequence_parallel", &d->cfg.sequence_parallel));
+    if ((n = lt__sc_get(body, "sequence_parallel")))
+        LT_TRY(lt__sc_bool(n, "tp_mlp: sequence_parallel", &d->cfg.sequence_parallel));
     if ((n = lt__sc_get(body, "activation"))) {
         LT_TRY(lt__sc_str(n, "tp_mlp: activation", &s));
         int found = 0;
         for (int u = 0; u < LT_UNARY_COUNT && !found; u++)
             if (!strcmp(s, lt_unary_name((lt_unary_op)u))) d->cfg.act = (lt_unary_op)u, found = 1;
-        if (!found) return lt__sc_err(n, LT_INVALID, "tp_mlp: unknown activation '%s' (e.g. gelu, relu, tanh)", s);
+        if (!found)
+            return lt__sc_err(n, LT_INVALID,
+                              "tp_mlp: unknown activation '%s' (e.g. gelu, relu, tanh)", s);
     }
-    if ((n = lt__sc_get(body, "tp_dim"))) LT_TRY(lt__sc_int(n, "tp_mlp: tp_dim", 0, pc->mesh->ndim - 1, &d->cfg.tp_dim));
+    if ((n = lt__sc_get(body, "tp_dim")))
+        LT_TRY(lt__sc_int(n, "tp_mlp: tp_dim", 0, pc->mesh->ndim - 1, &d->cfg.tp_dim));
     LT_TRY(parse_tol(body, "tp_mlp", &d->has_tol, &d->rtol, &d->atol));
     return lt__sc_define(pc, body, "tp_mlp", SC_DTENSOR, &d->as);
 }
@@ -526,18 +545,20 @@ lt_status lt__sc_run_tp_mlp(sc_run_ctx *rc, const sc_step *st) {
     ro.comm = rc->comm;
     lt_dtensor *y = NULL;
     lt_tensor *ref = NULL, *got = NULL;
-    lt_status s = lt_tp_mlp(rc->c->mesh, &d->cfg, lt__sc_value(rc, d->x)->full, lt__sc_value(rc, d->w1)->full,
-                            lt__sc_value(rc, d->b1)->full, lt__sc_value(rc, d->w2)->full,
-                            lt__sc_value(rc, d->b2)->full, &ro, &y);
+    lt_status s = lt_tp_mlp(rc->c->mesh, &d->cfg, lt__sc_value(rc, d->x)->full,
+                            lt__sc_value(rc, d->w1)->full, lt__sc_value(rc, d->b1)->full,
+                            lt__sc_value(rc, d->w2)->full, lt__sc_value(rc, d->b2)->full, &ro, &y);
     if (s) return s;
-    s = lt_mlp_dense(lt__sc_value(rc, d->x)->full, lt__sc_value(rc, d->w1)->full, lt__sc_value(rc, d->b1)->full,
-                     lt__sc_value(rc, d->w2)->full, lt__sc_value(rc, d->b2)->full, d->cfg.act, &ref);
+    s = lt_mlp_dense(lt__sc_value(rc, d->x)->full, lt__sc_value(rc, d->w1)->full,
+                     lt__sc_value(rc, d->b1)->full, lt__sc_value(rc, d->w2)->full,
+                     lt__sc_value(rc, d->b2)->full, d->cfg.act, &ref);
     if (!s) s = lt_full_tensor_direct(y, &got);
     lt_status chk = LT_OK;
     char where[160], origin[256];
     pos_str(st, where, sizeof where);
-    snprintf(origin, sizeof origin, "tp_mlp at %s (%s, %s%s)", where, lt_tp_style_name(d->cfg.style1),
-             lt_tp_style_name(d->cfg.style2), d->cfg.sequence_parallel ? ", sequence parallel" : "");
+    snprintf(origin, sizeof origin, "tp_mlp at %s (%s, %s%s)", where,
+             lt_tp_style_name(d->cfg.style1), lt_tp_style_name(d->cfg.style2),
+             d->cfg.sequence_parallel ? ", sequence parallel" : "");
     if (!s) {
         double rt, at;
         lt_dtype_default_tol(got->dtype, &rt, &at);
@@ -551,7 +572,8 @@ lt_status lt__sc_run_tp_mlp(sc_run_ctx *rc, const sc_step *st) {
             lt__sc_fmt_num(cr.expected, e, sizeof e);
             lt__sc_fmt_num(cr.actual, a, sizeof a);
             chk = lt__sc_check_fail(rc, st, -1, idx, e, a, origin,
-                                    "tp_mlp differs from the single-device MLP at %s: expected %s, got %s (%lld elements differ)",
+                                    "tp_mlp differs from the single-device MLP at %s: expected %s, "
+                                    "got %s (%lld elements differ)",
                                     idx, e, a, (long long)cr.ndiff);
         }
     }
@@ -589,7 +611,8 @@ lt_status lt__sc_parse_rank_map(sc_parse_ctx *pc, const sc_node *body, sc_step *
         d->ints = lt__sc_alloc(pc->arena, sizeof(int64_t) * (size_t)W);
         if (!d->ints) return LT_NOMEM;
         if (n->kind != SC_SEQ || n->n != W)
-            return lt__sc_err(n, LT_INVALID, "rank_map: ints lists one integer per rank (%d ranks)", W);
+            return lt__sc_err(n, LT_INVALID, "rank_map: ints lists one integer per rank (%d ranks)",
+                              W);
         LT_TRY(int_list(n, "rank_map: ints", INT64_MIN, INT64_MAX, W, d->ints, &cnt));
     }
     return lt__sc_define(pc, body, "rank_map", SC_DTENSOR, &d->as);
@@ -612,7 +635,8 @@ lt_status lt__sc_run_rank_map(sc_run_ctx *rc, const sc_step *st) {
                 char e[32], a[32];
                 snprintf(e, sizeof e, "%lld", (long long)d->ints[r]);
                 snprintf(a, sizeof a, "%lld", (long long)li.v[r]);
-                chk = lt__sc_check_fail(rc, st, r, NULL, e, a, origin, "rank_map %s: rank %d's int is %s, expected %s",
+                chk = lt__sc_check_fail(rc, st, r, NULL, e, a, origin,
+                                        "rank_map %s: rank %d's int is %s, expected %s",
                                         lt_rank_fn_name(d->fn), r, a, e);
             }
     }
@@ -634,7 +658,8 @@ lt_status lt__sc_parse_expect_replicas(sc_parse_ctx *pc, const sc_node *body, sc
     LT_TRY(lt__sc_keys(body, "expect_replicas", keys));
     LT__SC_NEW_DATA(replicas_data, d);
     LT_TRY(lt__sc_use(pc, body, "expect_replicas", "tensor", SC_DTENSOR, &d->tensor));
-    if ((n = lt__sc_get(body, "diverged"))) LT_TRY(lt__sc_bool(n, "expect_replicas: diverged", &d->diverged));
+    if ((n = lt__sc_get(body, "diverged")))
+        LT_TRY(lt__sc_bool(n, "expect_replicas: diverged", &d->diverged));
     if ((n = lt__sc_get(body, "contains"))) {
         LT_TRY(lt__sc_str(n, "expect_replicas: contains", &d->contains));
         d->diverged = 1;
@@ -654,10 +679,12 @@ lt_status lt__sc_run_expect_replicas(sc_run_ctx *rc, const sc_step *st) {
                                  "replicas of '%s' diverged: %s", d->tensor, msg);
     if (d->diverged && !s)
         return lt__sc_check_fail(rc, st, -1, NULL, "diverged replicas", "equal", lt__sc_origin(v),
-                                 "replicas of '%s' agree, but a divergence was expected", d->tensor);
+                                 "replicas of '%s' agree, but a divergence was expected",
+                                 d->tensor);
     if (d->contains && !strstr(msg, d->contains))
-        return lt__sc_check_fail(rc, st, -1, NULL, d->contains, msg, lt__sc_origin(v),
-                                 "replicas of '%s' diverged with \"%s\", which does not contain \"%s\"", d->tensor,
-                                 msg, d->contains);
+        return lt__sc_check_fail(
+            rc, st, -1, NULL, d->contains, msg, lt__sc_origin(v),
+            "replicas of '%s' diverged with \"%s\", which does not contain \"%s\"", d->tensor, msg,
+            d->contains);
     return LT_OK;
 }

@@ -70,12 +70,14 @@ const char *lt__sc_plan_text(sc_run_ctx *rc) {
 }
 
 const char *lt__sc_origin(sc_value *v) {
-    if (v->oplan && !v->origin[0]) lt__sc_plan_origin_text(v->oplan, v->ostep, v->origin, sizeof v->origin);
+    if (v->oplan && !v->origin[0])
+        lt__sc_plan_origin_text(v->oplan, v->ostep, v->origin, sizeof v->origin);
     return v->origin[0] ? v->origin : NULL;
 }
 
 const char *lt__sc_origin_rank(sc_value *v, int r) {
-    if (v->rorigin && r >= 0 && r < v->nro && v->rorigin[r]) return v->rorigin[r][0] ? v->rorigin[r] : NULL;
+    if (v->rorigin && r >= 0 && r < v->nro && v->rorigin[r])
+        return v->rorigin[r][0] ? v->rorigin[r] : NULL;
     return lt__sc_origin(v);
 }
 
@@ -101,7 +103,8 @@ static void carried_origins(sc_run_ctx *rc, const char *name, sc_value *old, sc_
     int W = rc->c->mesh->world;
     for (int i = 0; i < rc->ncarry; i++) {
         if (strcmp(rc->carry[i].name, name)) continue;
-        const char *o = old && old->kind == SC_LOCAL ? lt__sc_origin_rank(old, rc->carry[i].rank) : NULL;
+        const char *o =
+            old && old->kind == SC_LOCAL ? lt__sc_origin_rank(old, rc->carry[i].rank) : NULL;
         lt__sc_set_origin_rank(out, W, rc->carry[i].rank, o ? o : "");
     }
 }
@@ -169,8 +172,11 @@ lt_status lt__sc_put_local(sc_run_ctx *rc, const char *name, lt_local *l, const 
 
 lt_status lt__sc_add_note(sc_run_ctx *rc, const char *text) {
     const char *old = rc->res->notes;
-    const char *n = old ? lt__sc_printf(rc->arena, "%s\n%s", old, text) : lt__sc_strdup(rc->arena, text);
-    if (!n) return lt__err(LT_NOMEM, "out of memory");   /* a report without it would say less than it saw */
+    const char *n =
+        old ? lt__sc_printf(rc->arena, "%s\n%s", old, text) : lt__sc_strdup(rc->arena, text);
+    if (!n)
+        return lt__err(LT_NOMEM,
+                       "out of memory"); /* a report without it would say less than it saw */
     rc->res->notes = n;
     return LT_OK;
 }
@@ -243,7 +249,8 @@ lt_status lt__sc_run_step(sc_run_ctx *rc, const sc_step *st) {
     rc->failed_rank = -1;
     lt__err_clear();
     LT_TRY(lt__sc_numerics_gate(rc, st));
-    if (!lt__sc_when_step(st)) LT_TRY(lt__sc_note_ran(rc, st));   /* a `when:` step notes its own ranks */
+    if (!lt__sc_when_step(st))
+        LT_TRY(lt__sc_note_ran(rc, st)); /* a `when:` step notes its own ranks */
     return st->type->run(rc, st);
 }
 
@@ -298,7 +305,8 @@ static void error_result(sc_run_ctx *rc, const sc_pos *pos, const char *step, co
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
-static void error_result(sc_run_ctx *rc, const sc_pos *pos, const char *step, const char *fmt, ...) {
+static void error_result(sc_run_ctx *rc, const sc_pos *pos, const char *step, const char *fmt,
+                         ...) {
     char msg[2048];
     va_list ap;
     va_start(ap, fmt);
@@ -316,8 +324,8 @@ static void error_result(sc_run_ctx *rc, const sc_pos *pos, const char *step, co
     rc->res->status = LT_SC_ERROR;
 }
 
-void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, const lt_placement *src,
-                        const lt_plan *plan, size_t since) {
+void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor,
+                        const lt_placement *src, const lt_plan *plan, size_t since) {
     if (!rc->plans || !plan) return;
     char at[600];
     snprintf(at, sizeof at, "%s:%d:%d", st->pos.file, st->pos.line, st->pos.col);
@@ -328,7 +336,8 @@ void lt__sc_record_plan(sc_run_ctx *rc, const sc_step *st, const char *tensor, c
     lt__json_put(o, "from", lt_json_placements(src, plan->mesh.ndim));
     lt__json_put(o, "to", lt_json_placements(plan->dst, plan->mesh.ndim));
     cJSON *shape = cJSON_AddArrayToObject(o, "global_shape");
-    for (int d = 0; shape && d < plan->ndim; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)plan->shape[d]));
+    for (int d = 0; shape && d < plan->ndim; d++)
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)plan->shape[d]));
     lt__json_put(o, "plan", lt_json_plan(plan, lt_comm_trace(rc->comm), since));
     cJSON_AddNumberToObject(o, "total_bytes", (double)plan->total_bytes);
     lt__json_push((cJSON *)rc->plans, o);

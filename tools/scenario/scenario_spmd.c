@@ -20,15 +20,17 @@
 #include "tools/scenario/scenario_impl.h"
 
 int lt__sc_step_is_per_rank(const sc_step_type *t) {
-    static const char *const names[] = {"to_local", "local_tensor", "local_op", "collective", "show",
-                                        "expect_local", "repeat", NULL};   /* repeat: each rank its own count */
+    static const char *const names[] = {
+        "to_local", "local_tensor", "local_op", "collective",
+        "show",     "expect_local", "repeat",   NULL}; /* repeat: each rank its own count */
     for (int i = 0; names[i]; i++)
         if (!strcmp(t->name, names[i])) return 1;
     return 0;
 }
 
 int lt__sc_rank_runs(const sc_run_ctx *rc, const sc_step *st, int r) {
-    return (!st->mask || st->mask[r]) && !(rc->blocked && rc->blocked[r]) && !(rc->ended && rc->ended[r]);
+    return (!st->mask || st->mask[r]) && !(rc->blocked && rc->blocked[r]) &&
+           !(rc->ended && rc->ended[r]);
 }
 
 lt_status lt__sc_note_ran(sc_run_ctx *rc, const sc_step *st) {
@@ -48,7 +50,9 @@ lt_status lt__sc_note_ran(sc_run_ctx *rc, const sc_step *st) {
     return LT_OK;
 }
 
-sc_pos lt__sc_last_step(const sc_run_ctx *rc, int r) { return rc->last ? rc->last[r] : rc->last_all; }
+sc_pos lt__sc_last_step(const sc_run_ctx *rc, int r) {
+    return rc->last ? rc->last[r] : rc->last_all;
+}
 
 int lt__sc_any_stopped(const sc_run_ctx *rc) {
     for (int r = 0; rc->blocked && r < rc->c->mesh->world; r++)
@@ -58,7 +62,8 @@ int lt__sc_any_stopped(const sc_run_ctx *rc) {
 
 void lt__sc_running_ranks(const sc_run_ctx *rc, char *buf, size_t n) {
     int W = rc->c->mesh->world, count = 0, shown = 0;
-    for (int r = 0; r < W; r++) count += !(rc->blocked && rc->blocked[r]) && !(rc->ended && rc->ended[r]);
+    for (int r = 0; r < W; r++)
+        count += !(rc->blocked && rc->blocked[r]) && !(rc->ended && rc->ended[r]);
     size_t used = (size_t)snprintf(buf, n, "%s", count == 1 ? "rank" : "ranks");
     for (int r = 0; r < W && used < n; r++) {
         if ((rc->blocked && rc->blocked[r]) || (rc->ended && rc->ended[r])) continue;
@@ -71,7 +76,8 @@ void lt__sc_running_ranks(const sc_run_ctx *rc, char *buf, size_t n) {
     if (used < n) snprintf(buf + used, n - used, " still run%s", count == 1 ? "s" : "");
 }
 
-lt_status lt__sc_skipped_shard(sc_run_ctx *rc, const char *as, int r, const lt_tensor *like, lt_tensor **out) {
+lt_status lt__sc_skipped_shard(sc_run_ctx *rc, const char *as, int r, const lt_tensor *like,
+                               lt_tensor **out) {
     sc_value *old = lt__sc_value(rc, as);
     if (rc->ncarry == rc->carry_cap) {   /* the value put under `as` keeps r's older origin */
         int cap = rc->carry_cap ? 2 * rc->carry_cap : 16;
@@ -83,7 +89,8 @@ lt_status lt__sc_skipped_shard(sc_run_ctx *rc, const char *as, int r, const lt_t
     rc->carry[rc->ncarry].name = as;
     rc->carry[rc->ncarry++].rank = r;
     if (old && old->kind == SC_LOCAL) return lt_clone(old->local->shards[r], out);
-    if (like && !like->placeholder) return lt_tensor_placeholder(like->dtype, like->ndim, like->shape, out);
+    if (like && !like->placeholder)
+        return lt_tensor_placeholder(like->dtype, like->ndim, like->shape, out);
     if (like) return lt_tensor_placeholder(like->dtype, like->logical_ndim, like->logical, out);
     return lt_tensor_placeholder(LT_F32, 0, NULL, out);
 }
@@ -117,14 +124,16 @@ lt_status lt__sc_run_to_local(sc_run_ctx *rc, const sc_step *st) {
     lt_status s = lt_local_new(rc->c->mesh, &l);
     for (int r = 0; r < rc->c->mesh->world && !s; r++) {
         const lt_tensor *sh = dt->local->shards[r];
-        s = lt__sc_rank_runs(rc, st, r) ? lt_clone(sh, &l->shards[r]) : lt__sc_skipped_shard(rc, d->as, r, sh, &l->shards[r]);
+        s = lt__sc_rank_runs(rc, st, r) ? lt_clone(sh, &l->shards[r])
+                                        : lt__sc_skipped_shard(rc, d->as, r, sh, &l->shards[r]);
     }
     if (s) {
         lt_local_free(l);
         return lt__err_ctx_in(s, "to_local", " of '%s'", d->tensor);
     }
     char origin[256];
-    snprintf(origin, sizeof origin, "to_local at %s:%d:%d", st->pos.file, st->pos.line, st->pos.col);
+    snprintf(origin, sizeof origin, "to_local at %s:%d:%d", st->pos.file, st->pos.line,
+             st->pos.col);
     s = lt__sc_put_local(rc, d->as, l, origin);
     return s ? s : lt__sc_diverge_to_local(rc, st, d->tensor, d->as);
 }
@@ -147,7 +156,8 @@ lt_status lt__sc_parse_local_tensor(sc_parse_ctx *pc, const sc_node *body, sc_st
     LT_TRY(lt__sc_need(body, "local_tensor", "shape", &n));
     if (n->kind == SC_SEQ) {
         if (n->n > LT_MAX_DIMS)
-            return lt__sc_err(n, LT_INVALID, "local_tensor: shape: at most %d dims, got %d", LT_MAX_DIMS, n->n);
+            return lt__sc_err(n, LT_INVALID, "local_tensor: shape: at most %d dims, got %d",
+                              LT_MAX_DIMS, n->n);
         d->ndim = n->n;
         for (int i = 0; i < n->n; i++)
             LT_TRY(lt__sc_expr_parse_pc(pc, n->kids[i], 0, "local_tensor: shape", &d->shape[i]));
@@ -172,7 +182,8 @@ lt_status lt__sc_run_local_tensor(sc_run_ctx *rc, const sc_step *st) {
         sc_env env;
         int64_t shape[LT_MAX_DIMS], numel = 0;
         lt__sc_env_rank(mesh, r, &env);
-        for (int k = 0; k < d->ndim && !s; k++) s = lt__sc_expr_int_rc(d->shape[k], &env, rc, "a size", 0, INT32_MAX, &shape[k]);
+        for (int k = 0; k < d->ndim && !s; k++)
+            s = lt__sc_expr_int_rc(d->shape[k], &env, rc, "a size", 0, INT32_MAX, &shape[k]);
         if (!s) s = lt__numel_checked(d->ndim, shape, lt_dtype_size(d->dtype), &numel);
         if (!s) s = lt_tensor_new(d->dtype, d->ndim, shape, &l->shards[r]);
         for (int64_t i = 0; i < numel && !s; i++) {
@@ -184,7 +195,8 @@ lt_status lt__sc_run_local_tensor(sc_run_ctx *rc, const sc_step *st) {
         if (s) {
             char cs[96];
             rc->failed_rank = r;
-            s = lt__err_ctx_in(s, "local_tensor", ": rank %d (coord %s)", r, coord_str(mesh, r, cs, sizeof cs));
+            s = lt__err_ctx_in(s, "local_tensor", ": rank %d (coord %s)", r,
+                               coord_str(mesh, r, cs, sizeof cs));
         }
     }
     for (int r = 0; r < mesh->world && !s; r++)
@@ -194,7 +206,8 @@ lt_status lt__sc_run_local_tensor(sc_run_ctx *rc, const sc_step *st) {
         return s;
     }
     char origin[256];
-    snprintf(origin, sizeof origin, "local_tensor at %s:%d:%d", st->pos.file, st->pos.line, st->pos.col);
+    snprintf(origin, sizeof origin, "local_tensor at %s:%d:%d", st->pos.file, st->pos.line,
+             st->pos.col);
     s = lt__sc_put_local(rc, d->as, l, origin);
     return s ? s : lt__sc_diverge_local_tensor(rc, st, d->as);
 }

@@ -69,7 +69,9 @@ lt_status lt__sc_run_distribute(sc_run_ctx *rc, const sc_step *st) {
             char cur[256], pls[256];
             fmt_pl(v->dt->placements, rc->c->mesh->ndim, cur, sizeof cur);
             fmt_pl(d->pl, d->np, pls, sizeof pls);
-            s = lt__err(LT_INVALID, "'%s' is already a DTensor with placements %s; distribute cannot change them to %s (use redistribute)",
+            s = lt__err(LT_INVALID,
+                        "'%s' is already a DTensor with placements %s; distribute cannot change "
+                        "them to %s (use redistribute)",
                         d->tensor, cur, pls);
         }
         if (!s) s = lt_dtensor_clone(v->dt, &dt);
@@ -109,7 +111,8 @@ static lt_status rank_literal(sc_parse_ctx *pc, const sc_node *vals, const sc_no
     for (int i = 0; same && i < nd; i++) same = sh[i] == lit.shape[i];
     if (!same && !(lit.ndim <= 1 && lit.n == numel)) {
         char a[96], b[96];
-        return lt__sc_err(vals, LT_SHAPE, "%s: %lld values of shape %s do not fill shape %s (%lld elements)", what,
+        return lt__sc_err(vals, LT_SHAPE,
+                          "%s: %lld values of shape %s do not fill shape %s (%lld elements)", what,
                           (long long)lit.n, lt_shape_str(lit.ndim, lit.shape, a, sizeof a),
                           lt_shape_str(nd, sh, b, sizeof b), (long long)numel);
     }
@@ -142,7 +145,9 @@ static lt_status parse_check(const sc_node *body, int *check) {
         const sc_node *k = body->kids[2 * i];
         if (strcmp(k->str, "check") && strcmp(k->str, "run_check")) continue;
         if (key)
-            return lt__sc_err(k, LT_INVALID, "from_local: give either check: or run_check: (two spellings of one key), not both");
+            return lt__sc_err(k, LT_INVALID,
+                              "from_local: give either check: or run_check: (two spellings of one "
+                              "key), not both");
         key = k;
         val = body->kids[2 * i + 1];
     }
@@ -153,21 +158,28 @@ static lt_status parse_check(const sc_node *body, int *check) {
 }
 
 lt_status lt__sc_parse_from_local(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
-    static const char *const keys[] = {"ranks", "tensor", "shapes", "placements", "dtype", "check", "run_check", "shape", "stride", "as", NULL};
+    static const char *const keys[] = {"ranks",  "tensor", "shapes",    "placements",
+                                       "dtype",  "check",  "run_check", "shape",
+                                       "stride", "as",     NULL};
     const sc_node *n, **vals, **shapes = NULL;
     LT_TRY(lt__sc_keys(body, "from_local", keys));
     LT__SC_NEW_DATA(from_local_data, d);
     if (lt__sc_get(body, "tensor")) {
         /* the shards of a LocalTensor (a per-rank program's value) */
-        if ((n = lt__sc_get(body, "ranks")) || (n = lt__sc_get(body, "shapes")) || (n = lt__sc_get(body, "dtype")))
-            return lt__sc_err(n, LT_INVALID, "from_local: give either tensor: (a LocalTensor) or ranks: (literals), not both; the LocalTensor brings its own values, shapes and dtype");
+        if ((n = lt__sc_get(body, "ranks")) || (n = lt__sc_get(body, "shapes")) ||
+            (n = lt__sc_get(body, "dtype")))
+            return lt__sc_err(
+                n, LT_INVALID,
+                "from_local: give either tensor: (a LocalTensor) or ranks: (literals), not both; "
+                "the LocalTensor brings its own values, shapes and dtype");
         LT_TRY(lt__sc_use(pc, body, "from_local", "tensor", SC_LOCAL, &d->local));
         LT_TRY(lt__sc_need(body, "from_local", "placements", &n));
         LT_TRY(lt__sc_placements_new(pc->arena, n, "from_local: placements", &d->pl, &d->np));
     } else {
     LT_TRY(lt__sc_need(body, "from_local", "ranks", &n));
     LT_TRY(lt__sc_per_rank(pc, n, "from_local: ranks", 1, &vals));
-    if ((n = lt__sc_get(body, "shapes"))) LT_TRY(lt__sc_per_rank(pc, n, "from_local: shapes", 0, &shapes));
+    if ((n = lt__sc_get(body, "shapes")))
+        LT_TRY(lt__sc_per_rank(pc, n, "from_local: shapes", 0, &shapes));
     d->shards = lt__sc_alloc(pc->arena, sizeof *d->shards * (size_t)pc->mesh->world);
     if (!d->shards) return LT_NOMEM;
     for (int r = 0; r < pc->mesh->world; r++) {
@@ -191,7 +203,9 @@ lt_status lt__sc_parse_from_local(sc_parse_ctx *pc, const sc_node *body, sc_step
     if ((n = lt__sc_get(body, "stride"))) {
         d->has_stride = 1;
         if (n->kind != SC_SEQ || n->n > LT_MAX_DIMS)
-            return lt__sc_err(n, LT_INVALID, "from_local: stride: expected a list of at most %d integers", LT_MAX_DIMS);
+            return lt__sc_err(n, LT_INVALID,
+                              "from_local: stride: expected a list of at most %d integers",
+                              LT_MAX_DIMS);
         d->sndim = n->n;
         for (int i = 0; i < n->n; i++)
             LT_TRY(lt__sc_i64(n->kids[i], "from_local: stride", 0, INT64_MAX, &d->gstride[i]));
@@ -209,18 +223,21 @@ static const char *mesh_dim_str(const lt_mesh *m, int i, char *buf, size_t n) {
 /* A Shard declared with explicit sizes that the shards contradict
  * (lt_from_local takes the shards' sizes): a failed check naming the mesh
  * dim, the declared placement and the shards' one. */
-static lt_status check_sizes(sc_run_ctx *rc, const sc_step *st, const from_local_data *d, const lt_dtensor *dt) {
+static lt_status check_sizes(sc_run_ctx *rc, const sc_step *st, const from_local_data *d,
+                             const lt_dtensor *dt) {
     const lt_mesh *m = rc->c->mesh;
     lt_placement norm[LT_MESH_MAX_DIMS];
     LT_TRY(lt_placements_check(m, dt->ndim, d->pl, d->np, norm));
     for (int i = 0; i < m->ndim; i++) {
         if (norm[i].kind != LT_PL_SHARD || norm[i].rule.kind != LT_SPLIT_EXPLICIT) continue;
         if (lt_placement_equal(&norm[i], &dt->placements[i])) continue;
-        char md[LT_MESH_NAME_MAX + 8], want[LT_SPLIT_MAX_EXPLICIT * 22 + 32], got[LT_SPLIT_MAX_EXPLICIT * 22 + 32];
+        char md[LT_MESH_NAME_MAX + 8], want[LT_SPLIT_MAX_EXPLICIT * 22 + 32],
+            got[LT_SPLIT_MAX_EXPLICIT * 22 + 32];
         lt_placement_format(&norm[i], want, sizeof want);
         lt_placement_format(&dt->placements[i], got, sizeof got);
         return lt__sc_check_fail(rc, st, -1, NULL, want, got, NULL,
-                                 "from_local: shard sizes along mesh dim %s contradict the declared %s: the shards give %s "
+                                 "from_local: shard sizes along mesh dim %s contradict the "
+                                 "declared %s: the shards give %s "
                                  "(say check: false to take the shards' sizes)",
                                  mesh_dim_str(m, i, md, sizeof md), want, got);
     }
@@ -231,7 +248,8 @@ static lt_status check_sizes(sc_run_ctx *rc, const sc_step *st, const from_local
  * held shard against each other held one (a rank whose shard is absent is
  * not compared). A failed check names the mesh dim, the rank pair, the first
  * differing index and both values. */
-static lt_status check_group(sc_run_ctx *rc, const sc_step *st, const lt_dtensor *dt, int i, const int *grp, int k) {
+static lt_status check_group(sc_run_ctx *rc, const sc_step *st, const lt_dtensor *dt, int i,
+                             const int *grp, int k) {
     const lt_tensor *a = NULL;
     int ra = -1;
     char md[LT_MESH_NAME_MAX + 8];
@@ -245,10 +263,13 @@ static lt_status check_group(sc_run_ctx *rc, const sc_step *st, const lt_dtensor
         }
         char sa[96], sb[96];
         if (!lt_same_shape(a, b))   /* the layout gives replicas one shape: a guard */
-            return lt__sc_check_fail(rc, st, grp[j], NULL, lt_shape_str(a->ndim, a->shape, sa, sizeof sa),
+            return lt__sc_check_fail(rc, st, grp[j], NULL,
+                                     lt_shape_str(a->ndim, a->shape, sa, sizeof sa),
                                      lt_shape_str(b->ndim, b->shape, sb, sizeof sb), NULL,
-                                     "from_local: replicas along mesh dim %s differ: ranks %d and %d hold shapes %s and %s "
-                                     "(declared R; say check: false to skip this check)", md, ra, grp[j], sa, sb);
+                                     "from_local: replicas along mesh dim %s differ: ranks %d and "
+                                     "%d hold shapes %s and %s "
+                                     "(declared R; say check: false to skip this check)",
+                                     md, ra, grp[j], sa, sb);
         lt_compare_result cr;
         LT_TRY(lt_compare(b, a, 0, 0, &cr));
         if (cr.equal) continue;
@@ -257,8 +278,10 @@ static lt_status check_group(sc_run_ctx *rc, const sc_step *st, const lt_dtensor
         lt__sc_fmt_num(cr.expected, sa, sizeof sa);
         lt__sc_fmt_num(cr.actual, sb, sizeof sb);
         return lt__sc_check_fail(rc, st, grp[j], idx, sa, sb, NULL,
-                                 "from_local: replicas along mesh dim %s differ: ranks %d and %d at index %s: rank %d has %s, "
-                                 "rank %d has %s (declared R; a missing all_reduce? say check: false to skip this check)",
+                                 "from_local: replicas along mesh dim %s differ: ranks %d and %d "
+                                 "at index %s: rank %d has %s, "
+                                 "rank %d has %s (declared R; a missing all_reduce? say check: "
+                                 "false to skip this check)",
                                  md, ra, grp[j], idx, ra, sa, grp[j], sb);
     }
     return LT_OK;
@@ -268,7 +291,8 @@ static lt_status check_group(sc_run_ctx *rc, const sc_step *st, const lt_dtensor
  * contradict, then replicas along every R mesh dim, group by group. A
  * failure is a failed check (LT_MISMATCH, rc->failed_check); other errors
  * (memory) are errors. */
-static lt_status check_from_local(sc_run_ctx *rc, const sc_step *st, const from_local_data *d, const lt_dtensor *dt) {
+static lt_status check_from_local(sc_run_ctx *rc, const sc_step *st, const from_local_data *d,
+                                  const lt_dtensor *dt) {
     const lt_mesh *m = rc->c->mesh;
     rc->did_check = 1;
     LT_TRY(check_sizes(rc, st, d, dt));
@@ -294,12 +318,15 @@ lt_status lt__sc_run_from_local(sc_run_ctx *rc, const sc_step *st) {
     lt_status s = LT_OK;
     lt_dtensor *dt = NULL;
     if (d->has_shape != d->has_stride)
-        s = lt__err_in(LT_INVALID, "from_local", ": pass both shape and stride at the same time (or neither)");
+        s = lt__err_in(LT_INVALID, "from_local",
+                       ": pass both shape and stride at the same time (or neither)");
     for (int r = 0; r < mesh->world && !s; r++) {
         if (d->local) {
             const lt_tensor *sh = lt__sc_value(rc, d->local)->local->shards[r];
             if (sh->placeholder)
-                s = lt__err_in(LT_INVALID, "from_local", ": rank %d holds no value of '%s' (a placeholder: it skipped the step that made it)",
+                s = lt__err_in(LT_INVALID, "from_local",
+                               ": rank %d holds no value of '%s' (a placeholder: it skipped the "
+                               "step that made it)",
                                r, d->local);
             else s = lt_tensor_view(sh, &shards[r]);
             continue;
@@ -317,17 +344,22 @@ lt_status lt__sc_run_from_local(sc_run_ctx *rc, const sc_step *st) {
         int64_t cs[LT_MAX_DIMS];
         lt_contiguous_strides(dt->ndim, dt->shape, cs);
         int ok = d->gndim == dt->ndim && d->sndim == dt->ndim;
-        for (int i = 0; ok && i < dt->ndim; i++) ok = d->gshape[i] == dt->shape[i] && d->gstride[i] == cs[i];
+        for (int i = 0; ok && i < dt->ndim; i++)
+            ok = d->gshape[i] == dt->shape[i] && d->gstride[i] == cs[i];
         if (!ok) {
             char a[96], b[96], c[96];
-            s = lt__err_in(LT_SHAPE, "from_local", ": shape %s / stride %s do not match the shards, which give shape %s (contiguous stride)",
-                        lt_shape_str(d->gndim, d->gshape, a, sizeof a), lt_shape_str(d->sndim, d->gstride, b, sizeof b),
-                        lt_shape_str(dt->ndim, dt->shape, c, sizeof c));
+            s = lt__err_in(LT_SHAPE, "from_local",
+                           ": shape %s / stride %s do not match the shards, which give shape %s "
+                           "(contiguous stride)",
+                           lt_shape_str(d->gndim, d->gshape, a, sizeof a),
+                           lt_shape_str(d->sndim, d->gstride, b, sizeof b),
+                           lt_shape_str(dt->ndim, dt->shape, c, sizeof c));
             lt_dtensor_free(dt);
         }
     }
     if (s) {
-        if (strcmp(lt_errinfo()->subject, "from_local")) return lt__err_ctx_in(s, "from_local", "%s", "");
+        if (strcmp(lt_errinfo()->subject, "from_local"))
+            return lt__err_ctx_in(s, "from_local", "%s", "");
         return s;
     }
     /* a failed check keeps the DTensor the shards make under `as`: the case
@@ -368,7 +400,8 @@ lt_status lt__sc_parse_redistribute(sc_parse_ctx *pc, const sc_node *body, sc_st
         if (e) return lt__sc_err_at(n, e);
     }
     d->verify = 1;
-    if ((n = lt__sc_get(body, "verify"))) LT_TRY(lt__sc_bool(n, "redistribute: verify", &d->verify));
+    if ((n = lt__sc_get(body, "verify")))
+        LT_TRY(lt__sc_bool(n, "redistribute: verify", &d->verify));
     pc->redistributes++;
     return lt__sc_define(pc, body, "redistribute", SC_DTENSOR, &d->as);
 }
@@ -424,12 +457,14 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
     size_t since = lt_trace_marker(lt_comm_trace(rc->comm));
     lt_sample_src gout;
     lt_status s;
-    if (v->sampled && rc->owned) { /* --shards owned: the plan on the engine, the held ranks' shards */
+    if (v->sampled &&
+        rc->owned) { /* --shards owned: the plan on the engine, the held ranks' shards */
         s = lt__sc_owned_redistribute(rc, v, d->pl, d->np, &o, &out, &plan, &gout);
-    } else if (v->sampled) { /* numerics sample/none: the sampled ranks' values; the trace on paper */
+    } else if (v->sampled) { /* numerics sample/none: the sampled ranks' values; the trace on paper
+                              */
         o.comm = NULL;
-        s = lt_redistribute_sampled(lt_dtensor_spec(v->dt), &v->gen, d->pl, d->np, rc->ranks, rc->nranks, &o, &out, &plan,
-                                    &gout);
+        s = lt_redistribute_sampled(lt_dtensor_spec(v->dt), &v->gen, d->pl, d->np, rc->ranks,
+                                    rc->nranks, &o, &out, &plan, &gout);
         if (plan) {
             lt_status ts = lt_plan_trace(plan, lt_comm_trace(rc->comm));
             if (ts) {
@@ -466,9 +501,10 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
         again.verify = 0;
         again.report = NULL;
         again.comm = NULL;   /* not traced twice */
-        lt_status s2 = v->sampled ? lt_redistribute_sampled(lt_dtensor_spec(v->dt), &v->gen, d->pl, d->np, rc->ranks,
-                                                            rc->nranks, &again, &out, NULL, &gout)
-                                  : lt_redistribute(v->dt, d->pl, d->np, &again, &out, NULL);
+        lt_status s2 =
+            v->sampled ? lt_redistribute_sampled(lt_dtensor_spec(v->dt), &v->gen, d->pl, d->np,
+                                                 rc->ranks, rc->nranks, &again, &out, NULL, &gout)
+                       : lt_redistribute(v->dt, d->pl, d->np, &again, &out, NULL);
         if (!s2) s2 = v->sampled ? lt__sc_sampled_put(rc, d->as, out, &gout, lt__sc_plan_origin)
                                  : lt__sc_put_dtensor(rc, d->as, out, lt__sc_plan_origin);
         else lt_dtensor_free(out);
@@ -496,17 +532,20 @@ static lt_status verify_failed(sc_run_ctx *rc, const sc_step *st, const redistri
         lt_shape_str(rep.ndim, rep.expected_shape, es, sizeof es);
         lt_shape_str(rep.ndim, rep.actual_shape, as, sizeof as);
         return lt__sc_check_fail(rc, st, rep.rank, NULL, es, as, ps,
-                                 "verification of redistribute of '%s' %s -> %s failed at %s: rank %d holds a shard of shape %s, expected %s",
+                                 "verification of redistribute of '%s' %s -> %s failed at %s: rank "
+                                 "%d holds a shard of shape %s, expected %s",
                                  d->tensor, src, dst, ps, rep.rank, as, es);
     }
     lt__sc_fmt_index(rep.ndim, rep.local_index, idx, sizeof idx);
     lt__sc_fmt_index(rep.ndim, rep.global_index, gidx, sizeof gidx);
     lt__sc_fmt_num(rep.expected, e, sizeof e);
     lt__sc_fmt_num(rep.actual, a, sizeof a);
-    return lt__sc_check_fail(rc, st, rep.rank, idx, e, a, ps,
-                             "verification of redistribute of '%s' %s -> %s failed at %s: rank %d, index %s (global %s): expected %s, actual %s (%lld element%s differ%s on that rank)",
-                             d->tensor, src, dst, ps, rep.rank, idx, gidx, e, a, (long long)rep.ndiff,
-                             rep.ndiff == 1 ? "" : "s", rep.ndiff == 1 ? "s" : "");
+    return lt__sc_check_fail(
+        rc, st, rep.rank, idx, e, a, ps,
+        "verification of redistribute of '%s' %s -> %s failed at %s: rank %d, index %s (global "
+        "%s): expected %s, actual %s (%lld element%s differ%s on that rank)",
+        d->tensor, src, dst, ps, rep.rank, idx, gidx, e, a, (long long)rep.ndiff,
+        rep.ndiff == 1 ? "" : "s", rep.ndiff == 1 ? "s" : "");
 }
 
 /* ---- full_tensor ----------------------------------------------------------------------- */
@@ -602,29 +641,38 @@ lt_status lt__sc_parse_collective(sc_parse_ctx *pc, const sc_node *body, sc_step
         int common = !strcmp(ks, "kind") || !strcmp(ks, "mesh_dim") ||
                      (d->kind != LT_COLL_BARRIER && (!strcmp(ks, "tensor") || !strcmp(ks, "as")));
         if (!common && !has_word(extra, ks))
-            return lt__sc_err(k, LT_INVALID, "collective: key '%s' does not apply to %s (it takes: %s%s%s)", ks,
-                              lt_coll_name(d->kind), d->kind == LT_COLL_BARRIER ? "mesh_dim" : "tensor, mesh_dim, as",
+            return lt__sc_err(k, LT_INVALID,
+                              "collective: key '%s' does not apply to %s (it takes: %s%s%s)", ks,
+                              lt_coll_name(d->kind),
+                              d->kind == LT_COLL_BARRIER ? "mesh_dim" : "tensor, mesh_dim, as",
                               extra[0] ? " and " : "", extra);
     }
     LT_TRY(lt__sc_need(body, "collective", "mesh_dim", &n));
     int md = lt_mesh_dim_by_name(pc->mesh, n->kind == SC_SCALAR ? n->str : "");
     if (md >= 0) d->mesh_dim = md;
-    else if (n->kind == SC_SCALAR && n->str[0] && (n->str[0] < '0' || n->str[0] > '9') && n->str[0] != '-')
-        return lt__sc_err(n, LT_INVALID, "collective: mesh_dim '%s' is not a dim name of this mesh", n->str);
+    else if (n->kind == SC_SCALAR && n->str[0] && (n->str[0] < '0' || n->str[0] > '9') &&
+             n->str[0] != '-')
+        return lt__sc_err(n, LT_INVALID, "collective: mesh_dim '%s' is not a dim name of this mesh",
+                          n->str);
     else LT_TRY(lt__sc_int(n, "collective: mesh_dim", -1000, 1000, &d->mesh_dim));
     if (d->kind == LT_COLL_PERMUTE && st->mask)
-        return lt__sc_err(body, LT_INVALID, "collective: permute cannot be limited to some ranks (ranks: / when:)");
+        return lt__sc_err(body, LT_INVALID,
+                          "collective: permute cannot be limited to some ranks (ranks: / when:)");
     if (d->kind == LT_COLL_BARRIER) return LT_OK;
-    LT_TRY(lt__sc_use(pc, body, "collective", "tensor", SC_FULL | SC_DTENSOR | SC_LOCAL, &d->tensor));
+    LT_TRY(
+        lt__sc_use(pc, body, "collective", "tensor", SC_FULL | SC_DTENSOR | SC_LOCAL, &d->tensor));
     d->op = LT_REDOP_SUM;
     if ((n = lt__sc_get(body, "op"))) {
         LT_TRY(lt__sc_str(n, "collective: op", &s));
         if ((e = lt_redop_parse(s, &d->op))) return lt__sc_err_at(n, e);
     }
     if ((n = lt__sc_get(body, "dim"))) LT_TRY(lt__sc_int(n, "collective: dim", -64, 64, &d->dim));
-    if ((n = lt__sc_get(body, "split_dim"))) LT_TRY(lt__sc_int(n, "collective: split_dim", -64, 64, &d->dim));
-    if ((n = lt__sc_get(body, "concat_dim"))) LT_TRY(lt__sc_int(n, "collective: concat_dim", -64, 64, &d->concat_dim));
-    if ((n = lt__sc_get(body, "root"))) LT_TRY(lt__sc_int(n, "collective: root", -1000000, 1000000, &d->root));
+    if ((n = lt__sc_get(body, "split_dim")))
+        LT_TRY(lt__sc_int(n, "collective: split_dim", -64, 64, &d->dim));
+    if ((n = lt__sc_get(body, "concat_dim")))
+        LT_TRY(lt__sc_int(n, "collective: concat_dim", -64, 64, &d->concat_dim));
+    if ((n = lt__sc_get(body, "root")))
+        LT_TRY(lt__sc_int(n, "collective: root", -1000000, 1000000, &d->root));
     if ((n = lt__sc_get(body, "split"))) {
         d->has_rule = 1;
         LT_TRY(lt__sc_rule(n, "collective: split", &d->rule));
@@ -632,12 +680,14 @@ lt_status lt__sc_parse_collective(sc_parse_ctx *pc, const sc_node *body, sc_step
     if (d->kind == LT_COLL_PERMUTE) {
         LT_TRY(lt__sc_need(body, "collective", "perm", &n));
         if (n->kind != SC_SEQ || n->n == 0 || n->n > LT_MESH_MAX_WORLD)
-            return lt__sc_err(n, LT_INVALID, "collective: perm: expected a list of group positions, got %s",
+            return lt__sc_err(n, LT_INVALID,
+                              "collective: perm: expected a list of group positions, got %s",
                               lt__sc_kind_name(n));
         d->nperm = n->n;
         d->perm = lt__sc_alloc(pc->arena, sizeof(int) * (size_t)n->n);
         if (!d->perm) return LT_NOMEM;
-        for (int i = 0; i < n->n; i++) LT_TRY(lt__sc_int(n->kids[i], "collective: perm", -1000000, 1000000, &d->perm[i]));
+        for (int i = 0; i < n->n; i++)
+            LT_TRY(lt__sc_int(n->kids[i], "collective: perm", -1000000, 1000000, &d->perm[i]));
     }
     return lt__sc_define(pc, body, "collective", SC_LOCAL, &d->as);
 }
@@ -799,7 +849,8 @@ lt_status lt__sc_parse_show(sc_parse_ctx *pc, const sc_node *body, sc_step *st) 
     LT__SC_NEW_DATA(show_data, d);
     LT_TRY(lt__sc_use(pc, body, "show", "tensor", SC_FULL | SC_DTENSOR | SC_LOCAL, &d->tensor));
     d->max_values = 64;
-    if ((n = lt__sc_get(body, "max_values"))) LT_TRY(lt__sc_int(n, "show: max_values", 0, 1 << 20, &d->max_values));
+    if ((n = lt__sc_get(body, "max_values")))
+        LT_TRY(lt__sc_int(n, "show: max_values", 0, 1 << 20, &d->max_values));
     return LT_OK;
 }
 
@@ -816,7 +867,8 @@ lt_status lt__sc_run_show(sc_run_ctx *rc, const sc_step *st) {
     }
     char sh[96];
     if (v->kind == SC_FULL) {
-        fprintf(f, "full tensor %s %s: ", lt_shape_str(v->full->ndim, v->full->shape, sh, sizeof sh),
+        fprintf(f,
+                "full tensor %s %s: ", lt_shape_str(v->full->ndim, v->full->shape, sh, sizeof sh),
                 lt_dtype_name(v->full->dtype));
         lt_render_values(f, v->full, d->max_values);
         fputc('\n', f);
@@ -832,7 +884,8 @@ lt_status lt__sc_run_show(sc_run_ctx *rc, const sc_step *st) {
         for (int i = 0; i < m->ndim; i++) c64[i] = coord[i];
         fprintf(f, "  rank %-3d %-10s ", r, lt__sc_fmt_index(m->ndim, c64, cs, sizeof cs));
         if (t->placeholder) {
-            fprintf(f, "placeholder for %s\n", lt_shape_str(t->logical_ndim, t->logical, sh, sizeof sh));
+            fprintf(f, "placeholder for %s\n",
+                    lt_shape_str(t->logical_ndim, t->logical, sh, sizeof sh));
             continue;
         }
         fprintf(f, "%-10s ", lt_shape_str(t->ndim, t->shape, sh, sizeof sh));
@@ -846,7 +899,8 @@ lt_status lt__sc_parse_mark_comm(sc_parse_ctx *pc, const sc_node *body, sc_step 
     (void)pc;
     (void)st;
     /* "- mark_comm" or "- mark_comm:" */
-    if (body->kind == SC_SCALAR && (lt__sc_is_null(body) || !strcmp(body->str, "mark_comm"))) return LT_OK;
+    if (body->kind == SC_SCALAR && (lt__sc_is_null(body) || !strcmp(body->str, "mark_comm")))
+        return LT_OK;
     static const char *const keys[] = {NULL};
     return lt__sc_keys(body, "mark_comm", keys);
 }

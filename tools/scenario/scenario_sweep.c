@@ -96,7 +96,8 @@ static lt_status expand_each(sc_arena *a, const sc_node *each, const lt_mesh *me
     int64_t total = 1;
     for (int d = 0; d < nd; d++)
         if (lt__mul_i64(total, k, &total) || total > LT_SC_MAX_CASES)
-            return lt__sc_err(each, LT_OVERFLOW, "sweep: each: %d^%d placement lists are more than %d cases", k, nd,
+            return lt__sc_err(each, LT_OVERFLOW,
+                              "sweep: each: %d^%d placement lists are more than %d cases", k, nd,
                               LT_SC_MAX_CASES);
     out->nodes = lt__sc_alloc(a, sizeof *out->nodes * (size_t)total);
     out->labels = lt__sc_alloc(a, sizeof *out->labels * (size_t)total);
@@ -127,7 +128,8 @@ static lt_status expand_each(sc_arena *a, const sc_node *each, const lt_mesh *me
 }
 
 /* Explicit placement lists: those with one entry per mesh dim. */
-static lt_status explicit_lists(sc_arena *a, const sc_node *list, const lt_mesh *mesh, pl_choices *out) {
+static lt_status explicit_lists(sc_arena *a, const sc_node *list, const lt_mesh *mesh,
+                                pl_choices *out) {
     out->nodes = lt__sc_alloc(a, sizeof *out->nodes * (size_t)list->n);
     out->labels = lt__sc_alloc(a, sizeof *out->labels * (size_t)list->n);
     if (!out->nodes || !out->labels) return LT_NOMEM;
@@ -153,7 +155,8 @@ static lt_status placement_choices(sc_arena *a, const sc_node *spec, const lt_me
         LT_TRY(lt__sc_keys(spec, "sweep placements", keys));
         LT_TRY(lt__sc_need(spec, "sweep placements", "each", &each));
         if (each->kind != SC_SEQ)
-            return lt__sc_err(each, LT_INVALID, "sweep: each: expected a list of placements, got %s",
+            return lt__sc_err(each, LT_INVALID,
+                              "sweep: each: expected a list of placements, got %s",
                               lt__sc_kind_name(each));
         return expand_each(a, each, mesh, ndim, shape, out);
     }
@@ -190,7 +193,8 @@ static lt_status read_pairs(sc_arena *a, sc_sweep *sw) {
             LT_TRY(lt__sc_need(pr, "sweep: pairs", "from", &p->from));
             LT_TRY(lt__sc_need(pr, "sweep: pairs", "to", &p->to));
         } else {
-            return lt__sc_err(pr, LT_INVALID, "sweep: pairs: expected [from, to] or {from: ..., to: ...}, got %s",
+            return lt__sc_err(pr, LT_INVALID,
+                              "sweep: pairs: expected [from, to] or {from: ..., to: ...}, got %s",
                               lt__sc_kind_name(pr));
         }
         lt_placement pf[LT_MESH_MAX_DIMS], pt[LT_MESH_MAX_DIMS];
@@ -208,11 +212,12 @@ static lt_status read_pairs(sc_arena *a, sc_sweep *sw) {
 /* Sweep mesh im: its node (NULL when the scenario's own `mesh` is used),
  * parsed once into the arena (the blocks on it share it), and its label
  * ("mesh=2x2", or "" when the mesh is not a variable). */
-static lt_status read_mesh(sc_arena *a, const sc_sweep *sw, int im, const sc_node **node, const lt_mesh **mesh,
-                           const char **label) {
+static lt_status read_mesh(sc_arena *a, const sc_sweep *sw, int im, const sc_node **node,
+                           const lt_mesh **mesh, const char **label) {
     const sc_node *mesh_node = sw->mesh.n ? sw->mesh.vals[im] : lt__sc_get(sw->map, "mesh");
     if (!mesh_node)
-        return lt__sc_err(sw->map, LT_INVALID, "scenario '%s': missing required key 'mesh' (or sweep: mesh)", sw->name);
+        return lt__sc_err(sw->map, LT_INVALID,
+                          "scenario '%s': missing required key 'mesh' (or sweep: mesh)", sw->name);
     lt_mesh *m = lt__sc_alloc(a, sizeof *m);
     if (!m) return LT_NOMEM;
     LT_TRY(lt__sc_mesh(mesh_node, "mesh", m));
@@ -229,8 +234,9 @@ static lt_status read_mesh(sc_arena *a, const sc_sweep *sw, int im, const sc_nod
 
 /* The block of a mesh (read_mesh) and shape is (its placement choices;
  * npl 0 when none fits). Marks the pairs that fit in used[]. */
-static lt_status make_block(sc_arena *a, sc_sweep *sw, const sc_node *mesh_node, const lt_mesh *mesh,
-                            const char *mlabel, int is, int *used, sw_block *b) {
+static lt_status make_block(sc_arena *a, sc_sweep *sw, const sc_node *mesh_node,
+                            const lt_mesh *mesh, const char *mlabel, int is, int *used,
+                            sw_block *b) {
     memset(b, 0, sizeof *b);
     b->mesh = mesh;
     b->mesh_node = mesh_node;
@@ -257,7 +263,8 @@ static lt_status make_block(sc_arena *a, sc_sweep *sw, const sc_node *mesh_node,
         int *fit = lt__sc_alloc(a, sizeof *fit * (size_t)sw->pairs->n);
         if (!fit) return LT_NOMEM;
         for (int i = 0; i < sw->pairs->n; i++)
-            if (sw->pair[i].nf == mesh->ndim && sw->pair[i].nt == mesh->ndim) fit[b->npl++] = i, used[i] = 1;
+            if (sw->pair[i].nf == mesh->ndim && sw->pair[i].nt == mesh->ndim)
+                fit[b->npl++] = i, used[i] = 1;
         b->pairs = fit;
     } else if (sw->from && sw->to) {
         b->npl = b->from.n * b->to.n;

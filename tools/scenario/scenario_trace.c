@@ -140,10 +140,12 @@ int lt__sc_trace_begin(sc_run_ctx *rc) {
     return 0;
 }
 
-static void fmt_pl(const lt_placement *pl, int n, char *buf, size_t len) { lt_placements_format(pl, n, buf, len); }
+static void fmt_pl(const lt_placement *pl, int n, char *buf, size_t len) {
+    lt_placements_format(pl, n, buf, len);
+}
 
-void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names, const lt_dtensor *const *in, int nin,
-                     const lt_op_plan *plan) {
+void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names,
+                     const lt_dtensor *const *in, int nin, const lt_op_plan *plan) {
     sc_trace *t = rc->trace;
     if (!t || !plan) return;
     const lt_mesh *m = rc->c->mesh;
@@ -173,7 +175,8 @@ void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names, co
         if (!plan->in_redistribute[k]) continue;
         fmt_pl(in[k]->placements, m->ndim, buf, sizeof buf);
         fmt_pl(plan->in_target[k], m->ndim, buf2, sizeof buf2);
-        add(t, 1, "  implicit redistribute of input %d '%s': %s -> %s\n", k + 1, names[k], buf, buf2);
+        add(t, 1, "  implicit redistribute of input %d '%s': %s -> %s\n", k + 1, names[k], buf,
+            buf2);
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "input", k + 1);
         cJSON_AddStringToObject(j, "name", names[k]);
@@ -196,7 +199,8 @@ void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names, co
             lt_placement_format(a, pa, sizeof pa);
             char w[400];
             snprintf(w, sizeof w,
-                     "silent replication: %s replicates input %d '%s' along mesh dim %d (%s -> R): every rank "
+                     "silent replication: %s replicates input %d '%s' along mesh dim %d (%s -> R): "
+                     "every rank "
                      "now holds the whole tensor along that dim",
                      lt_op_name(op), k + 1, names[k], i, pa);
             add(t, 1, "  warning: %s\n", w);
@@ -225,7 +229,8 @@ void lt__sc_trace_step(sc_run_ctx *rc, const sc_step *st, int index, size_t sinc
     size_t n = lt_trace_count(tr);
     int is_redist = !strcmp(st->type->name, "redistribute");
     if (n == since && !t->plen && !is_redist) return;
-    add(t, 0, "step %d  %s at %s:%d:%d\n", index + 1, st->type->name, st->pos.file, st->pos.line, st->pos.col);
+    add(t, 0, "step %d  %s at %s:%d:%d\n", index + 1, st->type->name, st->pos.file, st->pos.line,
+        st->pos.col);
     if (t->plen) add(t, 0, "%s", t->pend);
     if (is_redist && rc->plan) {
         add_plan(t, 0, rc->plan);
@@ -245,14 +250,15 @@ void lt__sc_trace_step(sc_run_ctx *rc, const sc_step *st, int index, size_t sinc
     t->ops = t->warnings = NULL;
     cJSON *comm = cJSON_CreateArray();
     if (n > since) {
-        add(t, 0, "  comm:  %-15s %-9s %-7s %-11s%-22s %s\n", "collective", "mesh dim", "groups", "group size",
-            "bytes sent per rank", "bytes received per rank");
+        add(t, 0, "  comm:  %-15s %-9s %-7s %-11s%-22s %s\n", "collective", "mesh dim", "groups",
+            "group size", "bytes sent per rank", "bytes received per rank");
         lt_trace_event ev;
         for (size_t i = since; i < n; i++) {
             if (lt_trace_get(tr, i, &ev)) continue;
             char md[16];
             snprintf(md, sizeof md, "%d", ev.mesh_dim);
-            add(t, 0, "         %-15s %-9s %-7d %-10d ", lt_coll_name(ev.coll), md, ev.ngroups, ev.group_size);
+            add(t, 0, "         %-15s %-9s %-7d %-10d ", lt_coll_name(ev.coll), md, ev.ngroups,
+                ev.group_size);
             size_t mark = t->len;
             add_sizes(t, ev.sent, ev.world);
             int w = (int)(t->len - mark);
@@ -285,7 +291,9 @@ int lt__sc_trace_end(sc_run_ctx *rc) {
     for (int c = 0; c < LT_COLL_COUNT; c++) events += t->ncoll[c];
     add(t, 0, "total: %zu collective%s", events, events == 1 ? "" : "s");
     for (int c = 0, first = 1; c < LT_COLL_COUNT; c++)
-        if (t->ncoll[c]) add(t, 0, "%s%zu %s", first ? " (" : ", ", t->ncoll[c], lt_coll_name((lt_coll)c)), first = 0;
+        if (t->ncoll[c])
+            add(t, 0, "%s%zu %s", first ? " (" : ", ", t->ncoll[c], lt_coll_name((lt_coll)c)),
+                first = 0;
     if (t->sent && t->recv) {
         add(t, 0, "%s\n  bytes sent per rank:     ", events ? ")" : "");
         add_sizes(t, t->sent, t->world);
@@ -293,7 +301,8 @@ int lt__sc_trace_end(sc_run_ctx *rc) {
         add_sizes(t, t->recv, t->world);
         add(t, 0, "\n");
     }
-    if (t->nwarn) add(t, 0, "  %zu silent replication warning%s\n", t->nwarn, t->nwarn == 1 ? "" : "s");
+    if (t->nwarn)
+        add(t, 0, "  %zu silent replication warning%s\n", t->nwarn, t->nwarn == 1 ? "" : "s");
     if (t->nbugs)
         add(t, 0, "  %zu known-PyTorch-bug warning%s\n", t->nbugs, t->nbugs == 1 ? "" : "s");
     cJSON *root = cJSON_CreateObject();
@@ -303,7 +312,8 @@ int lt__sc_trace_end(sc_run_ctx *rc) {
     cJSON_AddNumberToObject(tot, "collectives", (double)events);
     cJSON *per = cJSON_CreateObject();
     for (int c = 0; c < LT_COLL_COUNT; c++)
-        if (t->ncoll[c]) cJSON_AddNumberToObject(per, lt_coll_name((lt_coll)c), (double)t->ncoll[c]);
+        if (t->ncoll[c])
+            cJSON_AddNumberToObject(per, lt_coll_name((lt_coll)c), (double)t->ncoll[c]);
     lt__json_put(tot, "per_collective", per);
     if (t->sent && t->recv) {
         lt__json_put(tot, "bytes_sent", json_sizes(t->sent, t->world));

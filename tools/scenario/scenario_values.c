@@ -41,7 +41,8 @@ static lt_status value_fits(const sc_node *n, lt_dtype dt, const char *what) {
         /* i64 values travel through a double: past 2^53 they stop being exact */
         double lo = dt == LT_I32 ? -2147483648.0 : -9007199254740992.0;
         double hi = dt == LT_I32 ? 2147483647.0 : 9007199254740992.0;
-        if (n->kind == SC_SCALAR && integer_text(n->str)) {   /* judge the digits, not their rounded double */
+        if (n->kind == SC_SCALAR &&
+            integer_text(n->str)) { /* judge the digits, not their rounded double */
             errno = 0;
             long long iv = strtoll(n->str, NULL, 10);
             if (errno == ERANGE || (double)iv < lo || (double)iv > hi || iv > 9007199254740992LL ||
@@ -49,20 +50,24 @@ static lt_status value_fits(const sc_node *n, lt_dtype dt, const char *what) {
                 v = iv < 0 ? -INFINITY : INFINITY;
         }
         if (isnan(v) || (isfinite(v) && v != floor(v)))
-            return lt__sc_err(n, LT_INVALID, "%s: %s is not an integer, but the tensor is %s", what, n->str, name);
+            return lt__sc_err(n, LT_INVALID, "%s: %s is not an integer, but the tensor is %s", what,
+                              n->str, name);
         if (v < lo || v > hi)
-            return lt__sc_err(n, LT_OVERFLOW, "%s: %s is out of range for %s (%.0f..%.0f%s)", what, n->str, name, lo, hi,
+            return lt__sc_err(n, LT_OVERFLOW, "%s: %s is out of range for %s (%.0f..%.0f%s)", what,
+                              n->str, name, lo, hi,
                               dt == LT_I64 ? ": scenario values are exact up to 2^53" : "");
         return LT_OK;
     }
     case LT_BOOL:
         if (v != 0 && v != 1)
-            return lt__sc_err(n, LT_INVALID, "%s: %s is not a bool value (0, 1, true or false)", what, n->str);
+            return lt__sc_err(n, LT_INVALID, "%s: %s is not a bool value (0, 1, true or false)",
+                              what, n->str);
         return LT_OK;
     default:
         if (float_max(dt) > 0 && isfinite(v) && fabs(v) > float_max(dt))
-            return lt__sc_err(n, LT_OVERFLOW, "%s: %s is out of range for %s (largest finite value %g)", what, n->str,
-                              name, float_max(dt));
+            return lt__sc_err(n, LT_OVERFLOW,
+                              "%s: %s is out of range for %s (largest finite value %g)", what,
+                              n->str, name, float_max(dt));
         return LT_OK;
     }
 }
@@ -112,8 +117,8 @@ lt_status lt__sc_literal(sc_arena *a, const sc_node *n, const char *what, sc_lit
     lt_status st = lt__numel_checked(nd, out->shape, 8, &total);
     if (st) return lt__sc_err_at(n, st);
     if (total > LT_SC_MAX_ELEMS)
-        return lt__sc_err(n, LT_OVERFLOW, "%s: %lld values; the limit is %d", what, (long long)total,
-                          LT_SC_MAX_ELEMS);
+        return lt__sc_err(n, LT_OVERFLOW, "%s: %lld values; the limit is %d", what,
+                          (long long)total, LT_SC_MAX_ELEMS);
     out->n = total;
     out->v = lt__sc_alloc(a, sizeof(double) * (size_t)(total ? total : 1));
     if (!out->v) return LT_NOMEM;
@@ -138,8 +143,9 @@ lt_status lt__sc_literal(sc_arena *a, const sc_node *n, const char *what, sc_lit
                 char got[64];
                 if (it->kind == SC_SEQ) snprintf(got, sizeof got, "a list of %d", it->n);
                 else snprintf(got, sizeof got, "%s", lt__sc_kind_name(it));
-                return lt__sc_err(it, LT_INVALID, "%s: ragged nesting: expected a list of %lld, got %s",
-                                  what, (long long)out->shape[d + 1], got);
+                return lt__sc_err(it, LT_INVALID,
+                                  "%s: ragged nesting: expected a list of %lld, got %s", what,
+                                  (long long)out->shape[d + 1], got);
             }
             lists[++d] = it;
             pos[d] = 0;

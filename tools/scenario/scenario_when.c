@@ -28,7 +28,8 @@ typedef struct {
 
 static lt_status run_when(sc_run_ctx *rc, const sc_step *st);
 
-lt_status lt__sc_when_wrap(sc_parse_ctx *pc, const sc_step_type *t, const sc_expr *cond, sc_step *st) {
+lt_status lt__sc_when_wrap(sc_parse_ctx *pc, const sc_step_type *t, const sc_expr *cond,
+                           sc_step *st) {
     sc_when *w = lt__sc_alloc(pc->arena, sizeof *w);
     if (!w) return LT_NOMEM;
     w->type = *t;
@@ -73,7 +74,8 @@ int lt__sc_when_step(const sc_step *st) { return st->type->run == run_when; }
 
 static lt_status run_when(sc_run_ctx *rc, const sc_step *st) {
     const sc_when *w = (const sc_when *)(const void *)st->type;
-    unsigned char *m = lt__malloc((size_t)rc->c->mesh->world);   /* per run: a catch-up may run st inside st */
+    unsigned char *m =
+        lt__malloc((size_t)rc->c->mesh->world); /* per run: a catch-up may run st inside st */
     if (!m) return lt__err(LT_NOMEM, "out of memory");
     lt_status s = eval_mask(rc, st, w, m);
     sc_step eff = *st;   /* the step itself, limited to the ranks where the condition holds */

@@ -182,8 +182,11 @@ static int height(const sc_node *n) {
 /* Copy for an alias (depth-bounded recursion: a tree of height <= 64). */
 static sc_node *copy_tree(builder *b, const sc_node *n) {
     if (++b->nodes > LT_SC_MAX_NODES) {
-        lt__err(LT_INVALID, "%s:%zu:%zu: more than %d YAML nodes once aliases are expanded (alias of the node at line %d, column %d)",
-                b->file, b->alias_mark.line + 1, b->alias_mark.column + 1, LT_SC_MAX_NODES, n->line, n->col);
+        lt__err(LT_INVALID,
+                "%s:%zu:%zu: more than %d YAML nodes once aliases are expanded (alias of the node "
+                "at line %d, column %d)",
+                b->file, b->alias_mark.line + 1, b->alias_mark.column + 1, LT_SC_MAX_NODES, n->line,
+                n->col);
         return NULL;
     }
     sc_node *c = lt__sc_alloc(b->a, sizeof *c);
@@ -252,7 +255,8 @@ static lt_status index_anchor(builder *b) {
         lt__free(b->aslot);
         b->aslot = s;
         b->amask = cap - 1;
-        for (int i = 0; i < b->nanchors - 1; i++) *anchor_slot(b, b->anchors[i].name) = (uint32_t)i + 1;
+        for (int i = 0; i < b->nanchors - 1; i++)
+            *anchor_slot(b, b->anchors[i].name) = (uint32_t)i + 1;
     }
     *anchor_slot(b, b->anchors[b->nanchors - 1].name) = (uint32_t)b->nanchors;
     return LT_OK;
@@ -362,15 +366,19 @@ static const char *syntax_hint(const builder *b, const yaml_parser_t *p) {
     size_t le = at;
     while (le < b->len && b->text[le] != '\n') le++;
     int tab = (at < b->len && b->text[at] == '\t') || (p->problem && strstr(p->problem, "tab"));
-    for (size_t i = ls; i < le && (b->text[i] == ' ' || b->text[i] == '\t'); i++) tab |= b->text[i] == '\t';
+    for (size_t i = ls; i < le && (b->text[i] == ' ' || b->text[i] == '\t'); i++)
+        tab |= b->text[i] == '\t';
     if (tab)
-        return "; hint: this line is indented with a tab: YAML does not allow tabs in indentation, indent with spaces";
+        return "; hint: this line is indented with a tab: YAML does not allow tabs in indentation, "
+               "indent with spaces";
     int flow = p->context && strstr(p->context, "flow");
     int paren = 0;
     for (size_t i = ls; i < le; i++) paren |= b->text[i] == '(';
     if (flow && paren)
-        return "; hint: inside [ ] or { } a comma or bracket ends the item, so quote placements that contain "
-               "them: ['S(0,[1,3])', R], ['SS(0,2)', 'S(0)'], or write the list as one string \"SS(0,2),S(0)\"";
+        return "; hint: inside [ ] or { } a comma or bracket ends the item, so quote placements "
+               "that contain "
+               "them: ['S(0,[1,3])', R], ['SS(0,2)', 'S(0)'], or write the list as one string "
+               "\"SS(0,2),S(0)\"";
     return "";
 }
 
@@ -380,7 +388,8 @@ static lt_status parser_error(builder *b, const yaml_parser_t *p) {
         int line, col;
         offset_pos(b, p->problem_offset, &line, &col);
         if (p->problem_value != -1)
-            return lt__err_at(LT_INVALID, b->file, line, col, "%s (byte #x%02X): is this a text file?", problem,
+            return lt__err_at(LT_INVALID, b->file, line, col,
+                              "%s (byte #x%02X): is this a text file?", problem,
                               (unsigned)p->problem_value & 0xFFu);
         return lt__err_at(LT_INVALID, b->file, line, col, "%s", problem);
     }
@@ -536,8 +545,8 @@ const char *lt__sc_kind_name(const sc_node *n) {
 int lt__sc_is_null(const sc_node *n) {
     if (!n) return 1;
     if (n->kind != SC_SCALAR || !n->plain) return 0;
-    return !n->str[0] || !strcmp(n->str, "~") || !strcmp(n->str, "null") || !strcmp(n->str, "Null") ||
-           !strcmp(n->str, "NULL");
+    return !n->str[0] || !strcmp(n->str, "~") || !strcmp(n->str, "null") ||
+           !strcmp(n->str, "Null") || !strcmp(n->str, "NULL");
 }
 
 const sc_node *lt__sc_get(const sc_node *map, const char *key) {
@@ -549,7 +558,8 @@ const sc_node *lt__sc_get(const sc_node *map, const char *key) {
 
 lt_status lt__sc_keys(const sc_node *n, const char *what, const char *const *allowed) {
     if (!n || n->kind != SC_MAP)
-        return lt__sc_err(n, LT_INVALID, "%s: expected a mapping, got %s", what, lt__sc_kind_name(n));
+        return lt__sc_err(n, LT_INVALID, "%s: expected a mapping, got %s", what,
+                          lt__sc_kind_name(n));
     for (int i = 0; i < n->n; i++) {
         const sc_node *k = n->kids[2 * i];
         int ok = 0;
@@ -559,12 +569,14 @@ lt_status lt__sc_keys(const sc_node *n, const char *what, const char *const *all
         size_t used = 0;
         list[0] = '\0';
         for (int j = 0; allowed[j] && used < sizeof list; j++)
-            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", j ? ", " : "", allowed[j]);
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", j ? ", " : "",
+                                     allowed[j]);
         int na = 0;
         while (allowed[na]) na++;
         const char *guess = lt__suggest(k->str, allowed, na);
-        return lt__sc_err(k, LT_INVALID, "unknown key '%s' in %s (expected one of: %s)%s%s%s", k->str, what,
-                          list, guess ? "; did you mean '" : "", guess ? guess : "", guess ? "'?" : "");
+        return lt__sc_err(k, LT_INVALID, "unknown key '%s' in %s (expected one of: %s)%s%s%s",
+                          k->str, what, list, guess ? "; did you mean '" : "", guess ? guess : "",
+                          guess ? "'?" : "");
     }
     return LT_OK;
 }
@@ -676,10 +688,13 @@ lt_status lt__sc_ident(const sc_node *n, const char *what, const char **out) {
     LT_TRY(lt__sc_str(n, what, &s));
     int ok = (s[0] < '0' || s[0] > '9') && strlen(s) <= 64;
     for (const char *p = s; *p && ok; p++)
-        ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_';
+        ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+             *p == '_';
     if (!ok)
-        return lt__sc_err(n, LT_INVALID, "%s: '%s' is not a name (letters, digits and _, at most 64, not starting with a digit)",
-                          what, s);
+        return lt__sc_err(
+            n, LT_INVALID,
+            "%s: '%s' is not a name (letters, digits and _, at most 64, not starting with a digit)",
+            what, s);
     *out = s;
     return LT_OK;
 }
@@ -688,15 +703,19 @@ lt_status lt__sc_shape(const sc_node *n, const char *what, int *ndim, int64_t *s
     return lt__sc_shape_max(n, what, LT_SC_MAX_ELEMS, ndim, shape);
 }
 
-lt_status lt__sc_shape_max(const sc_node *n, const char *what, int64_t max_elems, int *ndim, int64_t *shape) {
+lt_status lt__sc_shape_max(const sc_node *n, const char *what, int64_t max_elems, int *ndim,
+                           int64_t *shape) {
     int nd = 0;
     if (n && n->kind == SC_SEQ) {
         if (n->n > LT_MAX_DIMS)
-            return lt__sc_err(n, LT_INVALID, "%s: %d dims; at most %d are supported", what, n->n, LT_MAX_DIMS);
+            return lt__sc_err(n, LT_INVALID, "%s: %d dims; at most %d are supported", what, n->n,
+                              LT_MAX_DIMS);
         for (int i = 0; i < n->n; i++) {
             int64_t v;
             LT_TRY(lt__sc_i64(n->kids[i], what, INT64_MIN, INT64_MAX, &v));
-            if (v < 0) return lt__sc_err(n->kids[i], LT_INVALID, "%s: size %lld is negative", what, (long long)v);
+            if (v < 0)
+                return lt__sc_err(n->kids[i], LT_INVALID, "%s: size %lld is negative", what,
+                                  (long long)v);
             shape[nd++] = v;
         }
     } else {
@@ -706,22 +725,29 @@ lt_status lt__sc_shape_max(const sc_node *n, const char *what, int64_t max_elems
         for (;;) {
             while (*p == ' ') p++;
             if (nd == LT_MAX_DIMS)
-                return lt__sc_err(n, LT_INVALID, "%s: '%s' has more than %d dims", what, s, LT_MAX_DIMS);
+                return lt__sc_err(n, LT_INVALID, "%s: '%s' has more than %d dims", what, s,
+                                  LT_MAX_DIMS);
             const char *start = p;
-            if (*p == '-') return lt__sc_err(n, LT_INVALID, "%s: '%s': sizes must be >= 0", what, s);
+            if (*p == '-')
+                return lt__sc_err(n, LT_INVALID, "%s: '%s': sizes must be >= 0", what, s);
             int64_t v = 0;
             while (*p >= '0' && *p <= '9') {
                 if (v > (INT64_MAX - 9) / 10)
-                    return lt__sc_err(n, LT_OVERFLOW, "%s: '%s': a size overflows 64 bits", what, s);
+                    return lt__sc_err(n, LT_OVERFLOW, "%s: '%s': a size overflows 64 bits", what,
+                                      s);
                 v = v * 10 + (*p++ - '0');
             }
             if (p == start)
-                return lt__sc_err(n, LT_INVALID, "%s: '%s' is not a shape (expected e.g. [5, 7] or \"5,7\")", what, s);
+                return lt__sc_err(n, LT_INVALID,
+                                  "%s: '%s' is not a shape (expected e.g. [5, 7] or \"5,7\")", what,
+                                  s);
             shape[nd++] = v;
             while (*p == ' ') p++;
             if (!*p) break;
             if (*p != ',')
-                return lt__sc_err(n, LT_INVALID, "%s: '%s' is not a shape (expected e.g. [5, 7] or \"5,7\")", what, s);
+                return lt__sc_err(n, LT_INVALID,
+                                  "%s: '%s' is not a shape (expected e.g. [5, 7] or \"5,7\")", what,
+                                  s);
             p++;
         }
     }
@@ -729,9 +755,12 @@ lt_status lt__sc_shape_max(const sc_node *n, const char *what, int64_t max_elems
     lt_status st = lt__numel_checked(nd, shape, 8, &numel);
     if (st) return lt__sc_err_at(n, st);
     if (numel > max_elems)
-        return lt__sc_err(n, LT_OVERFLOW, "%s: %lld elements; scenario tensors are limited to %lld%s", what,
+        return lt__sc_err(n, LT_OVERFLOW,
+                          "%s: %lld elements; scenario tensors are limited to %lld%s", what,
                           (long long)numel, (long long)max_elems,
-                          max_elems == LT_SC_MAX_ELEMS ? " (init: tensors of any size under numerics: sample or none)" : "");
+                          max_elems == LT_SC_MAX_ELEMS
+                              ? " (init: tensors of any size under numerics: sample or none)"
+                              : "");
     *ndim = nd;
     return LT_OK;
 }
@@ -770,16 +799,18 @@ static lt_status split_hint(const sc_node *list, int i, const char *what) {
         if (w > 0) uo += (size_t)w < sizeof one - uo ? (size_t)w : sizeof one - uo - 1;
         if ((open += paren_balance(t)) > 0 && k + 1 < list->n) continue;
         int q = strchr(one, ',') != NULL;
-        w = snprintf(fixed + uf, sizeof fixed - uf, "%s%s%s%s", first ? "" : ", ", q ? "'" : "", one, q ? "'" : "");
+        w = snprintf(fixed + uf, sizeof fixed - uf, "%s%s%s%s", first ? "" : ", ", q ? "'" : "",
+                     one, q ? "'" : "");
         if (w > 0) uf += (size_t)w < sizeof fixed - uf ? (size_t)w : sizeof fixed - uf - 1;
         first = 0, open = 0, uo = 0;
         one[0] = '\0';
     }
     if (uf + 1 < sizeof fixed) fixed[uf++] = ']', fixed[uf] = '\0';
-    return lt__sc_err(list->kids[i], LT_INVALID,
-                      "%s: '%s' is not a placement: YAML split '%s' at the comma inside it; quote placements "
-                      "that contain commas: %s",
-                      what, list->kids[i]->str, joined, fixed);
+    return lt__sc_err(
+        list->kids[i], LT_INVALID,
+        "%s: '%s' is not a placement: YAML split '%s' at the comma inside it; quote placements "
+        "that contain commas: %s",
+        what, list->kids[i]->str, joined, fixed);
 }
 
 /* A thread's memo of placement lists spelled as one string: a sweep's
@@ -817,8 +848,8 @@ lt_status lt__sc_placements(const sc_node *n, const char *what, lt_placement *pl
     lt_status st;
     if (n && n->kind == SC_SEQ) {
         if (n->n > LT_MESH_MAX_DIMS)
-            return lt__sc_err(n, LT_INVALID, "%s: %d placements; a mesh has at most %d dims", what, n->n,
-                              LT_MESH_MAX_DIMS);
+            return lt__sc_err(n, LT_INVALID, "%s: %d placements; a mesh has at most %d dims", what,
+                              n->n, LT_MESH_MAX_DIMS);
         for (int i = 0; i < n->n; i++) {
             const char *s;
             LT_TRY(lt__sc_str(n->kids[i], what, &s));
@@ -832,10 +863,12 @@ lt_status lt__sc_placements(const sc_node *n, const char *what, lt_placement *pl
     }
     const char *s;
     if (n && n->kind == SC_SCALAR && lt__sc_is_null(n))
-        return lt__sc_err(n, LT_INVALID, "%s: expected placements like [S(0), R], got nothing", what);
+        return lt__sc_err(n, LT_INVALID, "%s: expected placements like [S(0), R], got nothing",
+                          what);
     if (!n || n->kind != SC_SCALAR)
-        return lt__sc_err(n, LT_INVALID, "%s: expected placements like [S(0), R] or \"S(0),R\", got %s",
-                          what, lt__sc_kind_name(n));
+        return lt__sc_err(n, LT_INVALID,
+                          "%s: expected placements like [S(0), R] or \"S(0),R\", got %s", what,
+                          lt__sc_kind_name(n));
     LT_TRY(lt__sc_str(n, what, &s));
     if ((st = placements_parse_memo(s, pl, np))) return lt__sc_err_at(n, st);
     return LT_OK;
@@ -855,7 +888,8 @@ lt_status lt__sc_rule(const sc_node *n, const char *what, lt_split_rule *out) {
     memset(out, 0, sizeof *out);
     if (n && n->kind == SC_SEQ) {
         if (n->n > LT_SPLIT_MAX_EXPLICIT)
-            return lt__sc_err(n, LT_INVALID, "%s: %d sizes; at most %d", what, n->n, LT_SPLIT_MAX_EXPLICIT);
+            return lt__sc_err(n, LT_INVALID, "%s: %d sizes; at most %d", what, n->n,
+                              LT_SPLIT_MAX_EXPLICIT);
         int64_t sz[LT_SPLIT_MAX_EXPLICIT];
         for (int i = 0; i < n->n; i++)
             LT_TRY(lt__sc_i64(n->kids[i], what, 0, INT64_MAX, &sz[i]));
@@ -867,8 +901,8 @@ lt_status lt__sc_rule(const sc_node *n, const char *what, lt_split_rule *out) {
     const char *rules[LT_SPLIT_EXPLICIT]; /* the rules named by a word */
     for (int k = 0; k < LT_SPLIT_EXPLICIT; k++) rules[k] = lt_split_kind_name((lt_split_kind)k);
     char list[64];
-    return lt__sc_err(n, LT_INVALID, "%s: '%s' is not a split rule (%s, or a list of sizes)", what, s,
-                      lt__name_join(rules, LT_SPLIT_EXPLICIT, list, sizeof list));
+    return lt__sc_err(n, LT_INVALID, "%s: '%s' is not a split rule (%s, or a list of sizes)", what,
+                      s, lt__name_join(rules, LT_SPLIT_EXPLICIT, list, sizeof list));
 }
 
 lt_status lt__sc_mesh(const sc_node *n, const char *what, lt_mesh *out) {
@@ -882,8 +916,8 @@ lt_status lt__sc_mesh(const sc_node *n, const char *what, lt_mesh *out) {
         const char *names[LT_MESH_MAX_DIMS] = {0};
         if (sh->kind == SC_SEQ) {
             if (sh->n < 1 || sh->n > LT_MESH_MAX_DIMS)
-                return lt__sc_err(sh, LT_INVALID, "%s: shape: a mesh has 1 to %d dims, got %d", what,
-                                  LT_MESH_MAX_DIMS, sh->n);
+                return lt__sc_err(sh, LT_INVALID, "%s: shape: a mesh has 1 to %d dims, got %d",
+                                  what, LT_MESH_MAX_DIMS, sh->n);
             for (int i = 0; i < sh->n; i++)
                 LT_TRY(lt__sc_int(sh->kids[i], "mesh shape", 1, LT_MESH_MAX_WORLD, &shape[nd++]));
         } else {
@@ -893,8 +927,10 @@ lt_status lt__sc_mesh(const sc_node *n, const char *what, lt_mesh *out) {
         }
         if (nm) {
             if (nm->kind != SC_SEQ || nm->n != nd)
-                return lt__sc_err(nm, LT_INVALID, "%s: names: expected a list of %d name%s, got %s", what,
-                                  nd, nd == 1 ? "" : "s", nm->kind == SC_SEQ ? "a list of another length" : lt__sc_kind_name(nm));
+                return lt__sc_err(nm, LT_INVALID, "%s: names: expected a list of %d name%s, got %s",
+                                  what, nd, nd == 1 ? "" : "s",
+                                  nm->kind == SC_SEQ ? "a list of another length"
+                                                     : lt__sc_kind_name(nm));
             for (int i = 0; i < nd; i++) LT_TRY(lt__sc_ident(nm->kids[i], "mesh names", &names[i]));
         }
         if ((st = lt_mesh_init(out, nd, shape, names))) return lt__sc_err_at(n, st);
@@ -931,15 +967,18 @@ sc_node *lt__sc_scalar(sc_arena *a, const sc_node *at, const char *text) {
 
 /* "$name": a sweep variable reference */
 static int is_var(const char *s) {
-    if (s[0] != '$' || !((s[1] >= 'a' && s[1] <= 'z') || (s[1] >= 'A' && s[1] <= 'Z') || s[1] == '_'))
+    if (s[0] != '$' ||
+        !((s[1] >= 'a' && s[1] <= 'z') || (s[1] >= 'A' && s[1] <= 'Z') || s[1] == '_'))
         return 0;
     for (const char *p = s + 1; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_'))
             return 0;
     return 1;
 }
 
-static lt_status copy_rec(sc_arena *a, const sc_node *n, const sc_subst *s, sc_node **out, int depth) {
+static lt_status copy_rec(sc_arena *a, const sc_node *n, const sc_subst *s, sc_node **out,
+                          int depth) {
     if (depth > LT_SC_MAX_DEPTH + 8) return lt__sc_err(n, LT_INVALID, "nesting too deep");
     if (n->kind == SC_SCALAR && is_var(n->str)) {
         for (int i = 0; i < s->n; i++)
@@ -947,10 +986,13 @@ static lt_status copy_rec(sc_arena *a, const sc_node *n, const sc_subst *s, sc_n
         char list[256] = "";
         size_t used = 0;
         for (int i = 0; i < s->n && used < sizeof list; i++)
-            used += (size_t)snprintf(list + used, sizeof list - used, "%s$%s", i ? ", " : "", s->names[i]);
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s$%s", i ? ", " : "",
+                                     s->names[i]);
         if (!s->n)
-            return lt__sc_err(n, LT_INVALID, "'%s' is a sweep variable, but this scenario has no sweep", n->str);
-        return lt__sc_err(n, LT_INVALID, "'%s' is not a variable of this sweep (it defines %s)", n->str, list);
+            return lt__sc_err(n, LT_INVALID,
+                              "'%s' is a sweep variable, but this scenario has no sweep", n->str);
+        return lt__sc_err(n, LT_INVALID, "'%s' is not a variable of this sweep (it defines %s)",
+                          n->str, list);
     }
     if (n->kind == SC_SCALAR) {
         if (out) *out = (sc_node *)n;        /* shared: nothing to substitute */

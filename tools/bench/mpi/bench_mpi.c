@@ -57,8 +57,8 @@ static void make_buffers(int k, int np, int me, int64_t per, lt_tensor **in, lt_
 
 /* One timed call of collective k: through the in-process communicator c
  * (one process) or the MPI engine (ctx, group g). */
-static void call_once(int k, int np, lt_comm *c, const lt_engine_i *e, void *ctx, const lt_coll_group *g,
-                      lt_tensor **in, lt_tensor **out) {
+static void call_once(int k, int np, lt_comm *c, const lt_engine_i *e, void *ctx,
+                      const lt_coll_group *g, lt_tensor **in, lt_tensor **out) {
     lt_status st;
     if (np == 1) {
         if (k == 0) st = lt_all_gather(c, 0, in, 0, out);
