@@ -230,19 +230,8 @@ static void test_rank_map(void **state) {
  */
 
 /* test_uneven_mean checks the min-comm rule set's mean (P(sum) over the
- * global count); the pytorch set's is checked by test/test_golden.c. */
-static int min_comm_setup(void **state) {
-    (void)state;
-    lt_op_rules_select(LT_OP_RULES_MIN_COMM);
-    return 0;
-}
-
-static int rules_teardown(void **state) {
-    (void)state;
-    lt_op_rules_select(LT_OP_RULES_DEFAULT);
-    return 0;
-}
-
+ * global count; it runs between lt_test_min_comm_setup and its teardown);
+ * the pytorch set's is checked by test/test_golden.c. */
 static void test_uneven_mean(void **state) {
     (void)state;
     lt_mesh m = mesh("2");
@@ -418,10 +407,13 @@ static void test_errors(void **state) {
 int main(void) {
     lt_test_backend_from_env();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tp_mlp),          cmocka_unit_test(test_random_invariance),
+        cmocka_unit_test(test_tp_mlp),
+        cmocka_unit_test(test_random_invariance),
         cmocka_unit_test(test_rank_map),
-        cmocka_unit_test_setup_teardown(test_uneven_mean, min_comm_setup, rules_teardown),
-        cmocka_unit_test(test_views_and_split), cmocka_unit_test(test_bf16_matmul),
+        cmocka_unit_test_setup_teardown(test_uneven_mean, lt_test_min_comm_setup,
+                                        lt_test_rules_teardown),
+        cmocka_unit_test(test_views_and_split),
+        cmocka_unit_test(test_bf16_matmul),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -93,20 +93,9 @@ static void expect_pl(const lt_placement *pl, int n, const char *want, const cha
     if (strcmp(buf, want)) fail_msg("%s: got %s, wanted %s", what, buf, want);
 }
 
-/* test_decisions checks the min-comm rule set's choices (localtensor/ops.h);
- * PyTorch's are checked against its recorded choices by test/test_golden.c. */
-static int min_comm_setup(void **state) {
-    (void)state;
-    lt_op_rules_select(LT_OP_RULES_MIN_COMM);
-    return 0;
-}
-
-static int rules_teardown(void **state) {
-    (void)state;
-    lt_op_rules_select(LT_OP_RULES_DEFAULT);
-    return 0;
-}
-
+/* test_decisions checks the min-comm rule set's choices (localtensor/ops.h;
+ * it runs between lt_test_min_comm_setup and its teardown); PyTorch's are
+ * checked against its recorded choices by test/test_golden.c. */
 static void test_decisions(void **state) {
     (void)state;
     lt_mesh m2 = mesh1(2), m4 = mesh1(4);
@@ -267,8 +256,10 @@ static void test_cache(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_decisions, min_comm_setup, rules_teardown),
-        cmocka_unit_test_setup_teardown(test_decisions_views, min_comm_setup, rules_teardown),
+        cmocka_unit_test_setup_teardown(test_decisions, lt_test_min_comm_setup,
+                                        lt_test_rules_teardown),
+        cmocka_unit_test_setup_teardown(test_decisions_views, lt_test_min_comm_setup,
+                                        lt_test_rules_teardown),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_validator),
     };

@@ -248,4 +248,18 @@ static inline lt_dtensor *lt_test_arange(const char *mesh_s, const char *pls, in
     return d;
 }
 
+/* cmocka setup and teardown: the tests between them run with the min-comm
+ * rule set (today's choices; localtensor/ops.h), then the default again. */
+static inline int lt_test_min_comm_setup(void **state) {
+    (void)state;
+    lt_op_rules_select(LT_OP_RULES_MIN_COMM);
+    return 0;
+}
+
+static inline int lt_test_rules_teardown(void **state) {
+    (void)state;
+    lt_op_rules_select(LT_OP_RULES_DEFAULT);
+    return 0;
+}
+
 #endif
