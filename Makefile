@@ -49,7 +49,7 @@ TOOL_PKGS := libcjson yaml-0.1
 WERROR  ?=
 OPT     ?= -O2
 CFLAGS_BASE := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Wshadow \
-               -Wstrict-prototypes -fPIC -g -I. \
+               -Wstrict-prototypes -fPIC -g -Iinclude -I. \
                $(shell pkg-config --cflags $(LIB_PKGS) $(TOOL_PKGS) cmocka 2>/dev/null)
 LIB_LDLIBS  := $(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null) -lm -lpthread
 TOOL_LDLIBS := $(shell pkg-config --libs $(TOOL_PKGS) 2>/dev/null)
@@ -105,7 +105,7 @@ LIB_OBJ   += $(CU_OBJ)
 CFLAGS      += -DLT_HAVE_CUDA=1
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 LIB_LDLIBS  += $(CUDA_LIBS)
-NVCCFLAGS := -std=c++17 $(CUDA_ARCH) -O2 -g -I. -DLT_HAVE_CUDA=1 --fmad=false \
+NVCCFLAGS := -std=c++17 $(CUDA_ARCH) -O2 -g -Iinclude -I. -DLT_HAVE_CUDA=1 --fmad=false \
              -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra \
              $(if $(WERROR),-Werror all-warnings -Xcompiler -Werror)
 $(BUILD)/obj/%.o: %.cu Makefile
@@ -124,7 +124,6 @@ TEST_SRC  := $(wildcard test/test_*.c)
 TEST_BIN  := $(TEST_SRC:test/%.c=$(BUILD)/%)
 BENCH_SRC := $(wildcard tools/bench/*.c)
 FAULT_SRC := $(wildcard test/fault/*.c)
-HEADERS   := $(wildcard kernels/*.h collectives_sim/*.h localtensor/*.h)
 LIBS      := $(BUILD)/liblocaltensor-tools.a $(BUILD)/liblocaltensor.a
 LDLIBS    := $(TOOL_LDLIBS) $(LIB_LDLIBS)
 # The MPI engine: its own archive, linked (with libmpi) only into the CLI and
@@ -319,32 +318,31 @@ endif
 $(BUILD)/bench_mpi: $(BUILD)/obj/tools/bench/mpi/bench_mpi.o $(LIBS) $(CLI_MPI_LIBS)
 	$(CC) $(CFLAGS) -o $@ $< $(CLI_MPI_LIBS) $(LIBS) $(LDLIBS) $(CLI_MPI_LDLIBS)
 
-# Everything a user includes lives under one directory, PREFIX/include/localtensor/:
-# localtensor/*.h at its top (the umbrella header is localtensor/localtensor.h),
-# the lower floors in its kernels/ and collectives_sim/. Their includes are
-# rewritten from "kernels/x.h" to "localtensor/kernels/x.h" (the same for
-# collectives_sim), so -I PREFIX/include (what localtensor.pc says) is all a
-# user needs. Internal headers (*_impl.h, kernels/alloc.h) are not installed.
-# tools/check-install.sh (run by `make test`) installs into a scratch DESTDIR
-# and builds the README's C example against it, shared and static. Built with
-# MPI (MPI=1), install also ships the MPI engine: liblocaltensor-mpi.a, its
-# header collectives_sim/engine_mpi.h and localtensor-mpi.pc (static: the
+# Everything a user includes lives under include/localtensor/, laid out exactly
+# as installed: the umbrella header localtensor/localtensor.h and the API at its
+# top, the lower floors in its kernels/ and collectives_sim/. Sources include
+# them by the same names (-Iinclude), so install is a plain copy and
+# -I PREFIX/include (what localtensor.pc says) is all a user needs. Private
+# headers (*_impl.h, kernels/alloc.h) stay beside their .c files and are not
+# installed. tools/check-install.sh (run by `make test`) installs into a
+# scratch DESTDIR, checks the copy is byte-identical and builds the README's C
+# example against it, shared and static. The MPI engine's header
+# (collectives_sim/engine_mpi.h) is copied only by a build with MPI (MPI=1),
+# which also ships liblocaltensor-mpi.a and localtensor-mpi.pc (static: the
 # engine, liblocaltensor.a and libmpi).
-INSTALL_HEADERS := $(filter-out %_impl.h kernels/alloc.h collectives_sim/engine_mpi.h,$(HEADERS))
+INSTALL_HEADERS := $(shell cd include && find localtensor -name '*.h' | sort)
+ifneq ($(MPI),1)
+INSTALL_HEADERS := $(filter-out localtensor/collectives_sim/engine_mpi.h,$(INSTALL_HEADERS))
+endif
 INSTALL_DOCS    := README.md $(wildcard docs/*.md docs/*.svg) scenarios/README.md
-INSTALL_INC      = $(DESTDIR)$(PREFIX)/include/localtensor
+INSTALL_INC      = $(DESTDIR)$(PREFIX)/include
 INSTALL_DOC      = $(DESTDIR)$(PREFIX)/share/doc/localtensor
 
 install: all
-	install -d $(INSTALL_INC)/kernels $(INSTALL_INC)/collectives_sim $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-	           $(DESTDIR)$(PREFIX)/bin $(INSTALL_DOC)/docs $(INSTALL_DOC)/scenarios
-	@for h in $(INSTALL_HEADERS); do \
-	    case $$h in localtensor/*) dst=$(INSTALL_INC)/$${h#localtensor/} ;; *) dst=$(INSTALL_INC)/$$h ;; esac; \
-	    echo "install -m 644 $$h $$dst (includes rewritten)"; \
-	    sed -e 's|^#include "kernels/|#include "localtensor/kernels/|' \
-	        -e 's|^#include "collectives_sim/|#include "localtensor/collectives_sim/|' $$h > $$dst \
-	        && chmod 644 $$dst || exit 1; \
-	done
+	install -d $(INSTALL_INC)/localtensor/kernels $(INSTALL_INC)/localtensor/collectives_sim \
+	           $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin $(INSTALL_DOC)/docs $(INSTALL_DOC)/scenarios
+	@for h in $(INSTALL_HEADERS); do echo "install -m 644 include/$$h $(INSTALL_INC)/$$h"; \
+	    install -m 644 include/$$h $(INSTALL_INC)/$$h || exit 1; done
 	install -m 644 $(BUILD)/liblocaltensor.a $(BUILD)/liblocaltensor.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf liblocaltensor.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/liblocaltensor.so
@@ -354,10 +352,6 @@ install: all
 	@for d in $(INSTALL_DOCS); do echo "install -m 644 $$d $(INSTALL_DOC)/$$d"; \
 	    install -m 644 $$d $(INSTALL_DOC)/$$d || exit 1; done
 ifeq ($(MPI),1)
-	sed -e 's|^#include "kernels/|#include "localtensor/kernels/|' \
-	    -e 's|^#include "collectives_sim/|#include "localtensor/collectives_sim/|' \
-	    collectives_sim/engine_mpi.h > $(INSTALL_INC)/collectives_sim/engine_mpi.h
-	chmod 644 $(INSTALL_INC)/collectives_sim/engine_mpi.h
 	install -m 644 $(BUILD)/liblocaltensor-mpi.a $(DESTDIR)$(PREFIX)/lib/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@MPI_LIBS@|$(MPI_LDLIBS)|g' tools/localtensor-mpi.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/localtensor-mpi.pc
 endif

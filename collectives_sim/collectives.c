@@ -25,7 +25,7 @@
  */
 #include "collectives_sim/engine_impl.h"
 #include "collectives_sim/overlap_impl.h"
-#include "collectives_sim/collectives.h"
+#include "localtensor/collectives_sim/collectives.h"
 #include "collectives_sim/trace_impl.h"
 #include "kernels/alloc.h"
 #include "kernels/memlimit_impl.h"
@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectives_sim/engine.h"
+#include "localtensor/collectives_sim/engine.h"
 
 static const char *const coll_names[] = {
 #define LT__XX(e, s, a, b, c, d) s,

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "collectives_sim/engine.h"
+#include "localtensor/collectives_sim/engine.h"
 
 /* fn itself, or, when fn is one of the in-process engine's functions (its
  * engine, or one built from its table) and every tensor of the group lives on

@@ -34,14 +34,14 @@
  * logical or, product and min logical and (avg on bool is rejected by the
  * wrapper).
  */
-#include "collectives_sim/engine.h"
+#include "localtensor/collectives_sim/engine.h"
 #include "collectives_sim/engine_impl.h"
 #include "kernels/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/dtype.h"
+#include "localtensor/kernels/dtype.h"
 #include "kernels/pool_impl.h"
 #include "kernels/status_impl.h"
 

@@ -8,7 +8,7 @@
 
 #include <mpi.h>
 
-#include "collectives_sim/engine_mpi.h"
+#include "localtensor/collectives_sim/engine_mpi.h"
 
 #define SHW (1 + LT_MAX_DIMS) /* a shape row: ndim (-1: absent), then the dims */
 

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "kernels/alloc.h"
-#include "kernels/dtype.h"
+#include "localtensor/kernels/dtype.h"
 #include "kernels/status_impl.h"
 #include "kernels/tensor_impl.h"
 

@@ -22,7 +22,7 @@
 #if !defined(_DEFAULT_SOURCE)
 #define _DEFAULT_SOURCE /* syscall */
 #endif
-#include "collectives_sim/engine_mpi.h"
+#include "localtensor/collectives_sim/engine_mpi.h"
 
 #include <stdatomic.h>
 #include <sys/syscall.h>

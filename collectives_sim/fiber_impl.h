@@ -20,7 +20,7 @@
 
 #include <stddef.h>
 
-#include "kernels/status.h"
+#include "localtensor/kernels/status.h"
 
 typedef struct lt__fibers lt__fibers;
 typedef void (*lt__fiber_fn)(void *arg);

@@ -8,7 +8,7 @@
  * needed every member. So a group needs only a count of waiting members and
  * of completed calls.
  */
-#include "collectives_sim/match.h"
+#include "localtensor/collectives_sim/match.h"
 #include "kernels/alloc.h"
 
 #include <stdarg.h>
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/dtype.h"
+#include "localtensor/kernels/dtype.h"
 #include "kernels/status_impl.h"
 
 typedef struct rank_st {

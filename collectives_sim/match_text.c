@@ -4,7 +4,7 @@
  * Every writer appends to a bounded buffer and counts what it wanted, so
  * lt_match_report_format has snprintf's contract and never allocates.
  */
-#include "collectives_sim/match.h"
+#include "localtensor/collectives_sim/match.h"
 #include "kernels/alloc.h"
 
 #include <stdarg.h>
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/dtype.h"
+#include "localtensor/kernels/dtype.h"
 #include "kernels/status_impl.h"
 
 #define MAX_GROUPS 16     /* stuck groups written out in full */

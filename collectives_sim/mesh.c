@@ -1,6 +1,6 @@
 /* collectives_sim/mesh.c — mesh construction, parsing, rank <-> coordinate,
  * groups along a mesh dim. */
-#include "collectives_sim/mesh.h"
+#include "localtensor/collectives_sim/mesh.h"
 #include "kernels/status_impl.h"
 
 #include <ctype.h>

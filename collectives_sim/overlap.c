@@ -8,7 +8,7 @@
 
 #include <stdlib.h>
 
-#include "kernels/dtype.h"
+#include "localtensor/kernels/dtype.h"
 
 /* Adds t's byte range [lo, hi) (nothing when it has no elements). Computed
  * from the fields directly: this runs for every tensor of every call that

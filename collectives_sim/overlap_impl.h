@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels/tensor.h"
+#include "localtensor/kernels/tensor.h"
 
 typedef struct lt__ival {
     uintptr_t lo, hi;           /* bytes [lo, hi) */

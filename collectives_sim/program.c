@@ -13,12 +13,12 @@
  *
  * Invariant: exactly one of {scheduler, one rank} runs; `cur` names it.
  */
-#include "collectives_sim/program.h"
+#include "localtensor/collectives_sim/program.h"
 #include "kernels/alloc.h"
 
 #include <string.h>
 
-#include "collectives_sim/collectives.h"
+#include "localtensor/collectives_sim/collectives.h"
 #include "collectives_sim/fiber_impl.h"
 #include "kernels/status_impl.h"
 

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collectives_sim/trace.h"
+#include "localtensor/collectives_sim/trace.h"
 
 /* Makes room for one more event so that lt__trace_record cannot fail.
  * LT_NOMEM on allocation failure. A no-op while disabled. */

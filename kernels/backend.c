@@ -5,7 +5,7 @@
  * `--backend NAME` or LT_BACKEND before it creates any tensor. Without CUDA
  * in the build (`make` without CUDA=1) lt_backend_cuda says so here.
  */
-#include "kernels/backend.h"
+#include "localtensor/kernels/backend.h"
 #include "kernels/status_impl.h"
 
 #include <string.h>

@@ -15,7 +15,7 @@
 #if !defined(_DEFAULT_SOURCE)
 #define _DEFAULT_SOURCE /* madvise */
 #endif
-#include "kernels/backend.h"
+#include "localtensor/kernels/backend.h"
 #include "kernels/alloc.h"
 #include "kernels/status_impl.h"
 #include "kernels/memlimit_impl.h"

@@ -19,7 +19,7 @@
  * backend bit for bit. gemm, which the device leaves to cuBLAS, is the host
  * BLAS here (below).
  */
-#include "kernels/backend.h"
+#include "localtensor/kernels/backend.h"
 #include "kernels/cuda/kern.h"
 #include "kernels/tensor_impl.h"
 #include "kernels/status_impl.h"

@@ -6,7 +6,7 @@
  * kernels/tensor_impl.h merges dims across all three operands. Integer
  * add/sub/mul wrap (two's complement), as torch's do.
  */
-#include "kernels/math.h"
+#include "localtensor/kernels/math.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* kernels/dtype.c — dtype tables and scalar conversions (incl. bf16/f16). */
-#include "kernels/dtype.h"
+#include "localtensor/kernels/dtype.h"
 #include "kernels/cuda/kern.h"
 #include "kernels/status_impl.h"
 

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "kernels/math.h"
+#include "localtensor/kernels/math.h"
 #include "kernels/status_impl.h"
 
 /* A dim in -ndim..ndim-1 normalized into *out (LT_INVALID with fn's name). */

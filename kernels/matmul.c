@@ -10,12 +10,12 @@
  * rounded once into the result. A backend without gemm (or one that answers
  * LT_UNSUPPORTED) falls back to a plain triple loop.
  */
-#include "kernels/math.h"
+#include "localtensor/kernels/math.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/backend.h"
+#include "localtensor/kernels/backend.h"
 #include "kernels/tensor_impl.h"
 #include "kernels/cuda/kern.h"
 #include "kernels/math_impl.h"

@@ -27,8 +27,8 @@
 
 #include <stdint.h>
 
-#include "kernels/pool.h"
-#include "kernels/status.h"
+#include "localtensor/kernels/pool.h"
+#include "localtensor/kernels/status.h"
 
 /* Work that reads and writes fewer bytes than lt__par_min_bytes() runs
  * inline: waking the workers and waiting for the last one costs tens of

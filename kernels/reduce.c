@@ -7,7 +7,7 @@
  * once, integers in int64 (wrapping). An empty row gives the op's identity,
  * so that a zero-size shard contributes nothing to a Partial reduction.
  */
-#include "kernels/math.h"
+#include "localtensor/kernels/math.h"
 #include "kernels/alloc.h"
 
 #include <math.h>

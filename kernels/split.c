@@ -1,5 +1,5 @@
 /* kernels/split.c — the uneven split rules (docs/SEMANTICS.md §2 and §11.1). */
-#include "kernels/split.h"
+#include "localtensor/kernels/split.h"
 #include "kernels/split_impl.h"
 #include "kernels/status_impl.h"
 

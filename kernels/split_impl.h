@@ -8,7 +8,7 @@
 #ifndef LT_SPLIT_IMPL_H
 #define LT_SPLIT_IMPL_H
 
-#include "kernels/split.h"
+#include "localtensor/kernels/split.h"
 
 /* Frees every interned list. Only when no rule, placement, plan or cache
  * entry that points at one is alive (clear the plan and op caches first). */

@@ -1,6 +1,6 @@
 /* kernels/status.c — status names, the thread-local last failure (message
  * and structured value), checked size arithmetic, text echoed in messages. */
-#include "kernels/status.h"
+#include "localtensor/kernels/status.h"
 #include "kernels/status_impl.h"
 
 #include "kernels/alloc.h"

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "kernels/status.h"
+#include "localtensor/kernels/status.h"
 
 /* Sets this thread's message (printf format) and returns st, so callers write
  * `return lt__err(LT_INVALID, "shape: '%s' is not a number", s);`. */

@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels/backend.h"
-#include "kernels/tensor.h"
+#include "localtensor/kernels/backend.h"
+#include "localtensor/kernels/tensor.h"
 
 /* ---- the row walk ---------------------------------------------------------- */
 

@@ -6,7 +6,7 @@
  * bf16, f16: rounded once on store), f64, or int64 (i32, i64). The switch on
  * the op happens once per chunk, never per element.
  */
-#include "kernels/math.h"
+#include "localtensor/kernels/math.h"
 
 #include <math.h>
 #include <string.h>

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectives_sim/collectives.h"
+#include "localtensor/collectives_sim/collectives.h"
 #include "kernels/alloc.h"
 #include "kernels/memlimit_impl.h"
 #include "kernels/status_impl.h"

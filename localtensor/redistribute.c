@@ -8,7 +8,7 @@
  * the verifier's direct reshard of the source, so a wrong step is named the
  * moment it produces a wrong state.
  */
-#include "collectives_sim/engine.h"
+#include "localtensor/collectives_sim/engine.h"
 #include "collectives_sim/engine_impl.h"
 #include "kernels/alloc.h"
 #include "kernels/cache_impl.h"

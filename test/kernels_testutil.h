@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/backend.h"
+#include "localtensor/kernels/backend.h"
 #include "test/testutil.h"
 
 #define N_(a) ((int)(sizeof(a) / sizeof((a)[0])))

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/backend.h"
+#include "localtensor/kernels/backend.h"
 #include "kernels/memlimit_impl.h"
 #include "localtensor/localtensor.h"
 #include "test/testutil.h"

@@ -20,10 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kernels/math.h"
+#include "localtensor/kernels/math.h"
 #include "kernels/tensor_impl.h"
 #include "kernels/cuda/kern.h"
-#include "kernels/pool.h"
+#include "localtensor/kernels/pool.h"
 #include "kernels/pool_impl.h"
 
 /* 24 values with the awkward ones: signed zeros, NaN, infinities, values

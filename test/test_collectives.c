@@ -7,8 +7,8 @@
  * (avg is compared with the dtype's tolerance). Each case runs twice: into
  * fresh outputs, then again into those outputs as preallocated buffers.
  */
-#include "collectives_sim/collectives.h"
-#include "collectives_sim/engine.h"
+#include "localtensor/collectives_sim/collectives.h"
+#include "localtensor/collectives_sim/engine.h"
 #include "tools/render/render.h"
 
 #include <cJSON.h>

@@ -6,7 +6,7 @@
  * the determinism test drives the matcher with its own random scheduler and
  * requires the same report text for every schedule.
  */
-#include "collectives_sim/match.h"
+#include "localtensor/collectives_sim/match.h"
 
 #include <stdlib.h>
 #include <string.h>

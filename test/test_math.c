@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/math.h"
+#include "localtensor/kernels/math.h"
 #include "test/testutil.h"
 
 static lt_tensor *mk(lt_dtype dt, int nd, const int64_t *shape, double (*f)(int64_t)) {

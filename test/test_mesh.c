@@ -1,6 +1,6 @@
 /* test/test_mesh.c — mesh construction, parsing, coordinates and groups.
  * Expected values are computed by hand from docs/SEMANTICS.md §1 (row-major ranks). */
-#include "collectives_sim/mesh.h"
+#include "localtensor/collectives_sim/mesh.h"
 
 #include <string.h>
 

@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "kernels/alloc.h"
-#include "kernels/backend.h"
+#include "localtensor/kernels/backend.h"
 #include "kernels/memlimit_impl.h"
-#include "kernels/pool.h"
+#include "localtensor/kernels/pool.h"
 #include "test/testutil.h"
 
 /* x (n) filled with small values of a fixed pattern (exact in f32). */

@@ -8,7 +8,7 @@
  * each call with __LINE__), for being found at once, and for letting every
  * waiting rank unwind (the sanitizer build checks that nothing leaks).
  */
-#include "collectives_sim/program.h"
+#include "localtensor/collectives_sim/program.h"
 #include "kernels/alloc.h"
 
 #include <stdlib.h>

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectives_sim/engine.h"
+#include "localtensor/collectives_sim/engine.h"
 #include "localtensor/localtensor.h"
 #include "test/testutil.h"
 

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collectives_sim/program.h"
+#include "localtensor/collectives_sim/program.h"
 #include "test/testutil.h"
 #include "tools/scenario/scenario.h"
 

@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
-#include "kernels/backend.h"
-#include "kernels/tensor.h"
+#include "localtensor/kernels/backend.h"
+#include "localtensor/kernels/tensor.h"
 #include "localtensor/localtensor.h"
 #include "tools/cli/cli.h"
 

@@ -24,8 +24,8 @@
 #include <pthread.h>
 
 extern "C" {
-#include "kernels/backend.h"
-#include "kernels/math.h"
+#include "localtensor/kernels/backend.h"
+#include "localtensor/kernels/math.h"
 #include "kernels/tensor_impl.h"
 #include "kernels/status_impl.h"
 }

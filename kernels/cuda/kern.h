@@ -27,9 +27,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "kernels/dtype.h"
-#include "kernels/math.h"
-#include "kernels/tensor.h"
+#include "localtensor/kernels/dtype.h"
+#include "localtensor/kernels/math.h"
+#include "localtensor/kernels/tensor.h"
 
 #if defined(__CUDACC__)
 #define LT_HD __host__ __device__ static inline

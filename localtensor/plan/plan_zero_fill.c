@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "kernels/alloc.h"
-#include "kernels/split.h"
+#include "localtensor/kernels/split.h"
 #include "localtensor/layout.h"
 #include "localtensor/plan/plan_impl.h"
 #include "localtensor/spec_impl.h"

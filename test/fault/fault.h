@@ -10,7 +10,7 @@
 
 #include <stdio.h>
 
-#include "kernels/status.h"
+#include "localtensor/kernels/status.h"
 
 /* How one run ended. */
 enum {

@@ -9,7 +9,7 @@
  */
 #include "test/fuzz/fuzz.h"
 
-#include "kernels/tensor.h"
+#include "localtensor/kernels/tensor.h"
 #include "localtensor/localtensor.h"
 #include "tools/cli/cli.h"
 #include "kernels/status_impl.h"

@@ -18,10 +18,10 @@
 #include <mpi.h>
 #include <string.h>
 
-#include "collectives_sim/collectives.h"
-#include "collectives_sim/engine_mpi.h"
+#include "localtensor/collectives_sim/collectives.h"
+#include "localtensor/collectives_sim/engine_mpi.h"
 #include "kernels/alloc.h"
-#include "kernels/backend.h"
+#include "localtensor/kernels/backend.h"
 #include "test/testutil.h"
 
 static int NP, ME;

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/backend.h"
+#include "localtensor/kernels/backend.h"
 #include "localtensor/localtensor.h"
 #include "localtensor/ops.h"
 #include "tools/bench/bench.h"

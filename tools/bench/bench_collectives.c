@@ -34,11 +34,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectives_sim/collectives.h"
-#include "kernels/pool.h"
+#include "localtensor/collectives_sim/collectives.h"
+#include "localtensor/kernels/pool.h"
 #include "kernels/pool_impl.h"
 #include "tools/bench/bench.h"
-#include "collectives_sim/trace.h"
+#include "localtensor/collectives_sim/trace.h"
 
 enum { AG, RS, AR, A2A, BC, SC, GA, RE, PE, NKIND };
 static const char *const kind_names[NKIND] = {

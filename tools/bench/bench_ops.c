@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/pool.h"
+#include "localtensor/kernels/pool.h"
 #include "localtensor/ops.h"
 #include "tools/bench/bench.h"
 

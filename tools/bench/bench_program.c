@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "collectives_sim/program.h"
+#include "localtensor/collectives_sim/program.h"
 #include "tools/bench/bench.h"
 
 enum { BARRIER, AR_PRE, AR_FRESH, AR_2D, NOTHING };

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/pool.h"
+#include "localtensor/kernels/pool.h"
 #include "kernels/pool_impl.h"
 #include "localtensor/localtensor.h"
 #include "tools/bench/bench.h"

@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "kernels/backend.h"
+#include "localtensor/kernels/backend.h"
 #include "localtensor/localtensor.h"
 #include "tools/bench/bench.h"
 

@@ -43,10 +43,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "collectives_sim/program.h"
-#include "kernels/backend.h"
-#include "kernels/pool.h"
-#include "kernels/math.h"
+#include "localtensor/collectives_sim/program.h"
+#include "localtensor/kernels/backend.h"
+#include "localtensor/kernels/pool.h"
+#include "localtensor/kernels/math.h"
 #include "localtensor/plan/plan_impl.h"
 #include "tools/bench/bench.h"
 #include "tools/scenario/scenario_impl.h"

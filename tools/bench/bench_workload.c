@@ -26,7 +26,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "kernels/pool.h"
+#include "localtensor/kernels/pool.h"
 #include "localtensor/localtensor.h"
 #include "localtensor/ops.h"
 #include "tools/bench/bench.h"

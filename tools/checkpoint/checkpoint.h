@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "collectives_sim/mesh.h"
+#include "localtensor/collectives_sim/mesh.h"
 #include "localtensor/dtensor.h"
 #include "localtensor/placement.h"
 #include "tools/checkpoint/safetensors.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "kernels/alloc.h"
-#include "kernels/backend.h"
+#include "localtensor/kernels/backend.h"
 #include "kernels/status_impl.h"
 #include "localtensor/localtensor.h"
 #include "tools/checkpoint/checkpoint.h"

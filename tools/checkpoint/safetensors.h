@@ -22,9 +22,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "kernels/dtype.h"
-#include "kernels/status.h"
-#include "kernels/tensor.h"
+#include "localtensor/kernels/dtype.h"
+#include "localtensor/kernels/status.h"
+#include "localtensor/kernels/tensor.h"
 
 /* Largest header accepted (the safetensors package's own limit, 100 MB). */
 #define LT_ST_MAX_HEADER ((uint64_t)100 * 1000 * 1000)

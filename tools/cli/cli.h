@@ -10,10 +10,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "collectives_sim/engine.h"
-#include "collectives_sim/mesh.h"
-#include "kernels/status.h"
-#include "kernels/tensor.h"
+#include "localtensor/collectives_sim/engine.h"
+#include "localtensor/collectives_sim/mesh.h"
+#include "localtensor/kernels/status.h"
+#include "localtensor/kernels/tensor.h"
 #include "localtensor/random.h"
 
 /* The version `localtensor --version` prints; tools/localtensor.pc.in

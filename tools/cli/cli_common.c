@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "kernels/alloc.h"
-#include "kernels/tensor.h"
+#include "localtensor/kernels/tensor.h"
 #include "tools/cli/cli.h"
 #include "kernels/status_impl.h"
 

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "collectives_sim/engine_mpi.h"
+#include "localtensor/collectives_sim/engine_mpi.h"
 #include "kernels/memlimit_impl.h"
 #include "tools/cli/cli.h"
 #include "tools/scenario/scenario_impl.h"

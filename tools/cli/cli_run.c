@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "kernels/alloc.h"
-#include "kernels/backend.h"
+#include "localtensor/kernels/backend.h"
 #include "tools/cli/cli.h"
 #include "localtensor/numerics.h"
 #include "tools/scenario/scenario.h"

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "kernels/alloc.h"
-#include "kernels/backend.h"
+#include "localtensor/kernels/backend.h"
 #include "kernels/blas_impl.h"
 #include "kernels/memlimit_impl.h"
 #include "kernels/status_impl.h"

@@ -5,7 +5,7 @@
  */
 #include <cJSON.h>
 
-#include "collectives_sim/trace.h"
+#include "localtensor/collectives_sim/trace.h"
 #include "tools/render/render.h"
 
 static cJSON *size_array(const size_t *v, int n) {

@@ -28,7 +28,7 @@
 #include "tools/render/json_alloc.h"
 
 #include "tools/scenario/scenario_impl.h"
-#include "kernels/backend.h"
+#include "localtensor/kernels/backend.h"
 #include "kernels/status_impl.h"
 
 #define GREEN "\033[32m"

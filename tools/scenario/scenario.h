@@ -16,8 +16,8 @@
 
 #include <stdio.h>
 
-#include "collectives_sim/engine.h"
-#include "kernels/status.h"
+#include "localtensor/collectives_sim/engine.h"
+#include "localtensor/kernels/status.h"
 
 /* Limits on what the loader accepts (all are errors with a position). The
  * last three may be lowered at build time (-DLT_SC_MAX_NODES=...): the fuzz

@@ -30,7 +30,7 @@
 #include <stdio.h>
 
 #include "localtensor/localtensor.h"
-#include "collectives_sim/match.h"
+#include "localtensor/collectives_sim/match.h"
 #include "localtensor/redistribute.h"
 #include "tools/scenario/scenario.h"
 

@@ -10,7 +10,7 @@
  * their index: scenario_sweep.c).
  */
 #include "kernels/alloc.h"
-#include "kernels/backend.h"
+#include "localtensor/kernels/backend.h"
 #include "kernels/pool_impl.h"
 #include <errno.h>
 #include <stdatomic.h>

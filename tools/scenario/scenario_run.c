@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels/backend.h"
+#include "localtensor/kernels/backend.h"
 #include "kernels/memlimit_impl.h"
 #include "kernels/tensor_impl.h"
 #include "localtensor/redistribute.h"

@@ -22,7 +22,7 @@
  */
 #include <string.h>
 
-#include "collectives_sim/trace.h"
+#include "localtensor/collectives_sim/trace.h"
 #include "kernels/alloc.h"
 #include "localtensor/ops.h"
 #include "localtensor/plan.h"

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectives_sim/collectives.h"
-#include "collectives_sim/engine_mpi.h"
+#include "localtensor/collectives_sim/collectives.h"
+#include "localtensor/collectives_sim/engine_mpi.h"
 
 #define W 8
 #define REPS 5
