@@ -235,10 +235,10 @@ static lt_status gerr(const call *k, int g, int ctx, lt_status st, const char *f
 static char *desc(const lt_tensor *t, char *buf, size_t cap) {
     char s[128];
     if (t->placeholder) {
-        lt_shape_str(t->logical_ndim, t->logical, s, sizeof s);
+        lt_shape_format(t->logical_ndim, t->logical, s, sizeof s);
         snprintf(buf, cap, "a placeholder for %s", s);
     } else {
-        lt_shape_str(t->ndim, t->shape, s, sizeof s);
+        lt_shape_format(t->ndim, t->shape, s, sizeof s);
         snprintf(buf, cap, "shape %s", s);
     }
     return buf;
@@ -334,7 +334,7 @@ static lt_status begin(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt_tenso
     if (!c) return lt__err(LT_INVALID, "%s: the communicator is NULL", lt_coll_name(coll));
     if (mesh_dim < 0 || mesh_dim >= c->mesh.ndim) {
         char ms[128];
-        lt_mesh_str(&c->mesh, ms, sizeof ms);
+        lt_mesh_format(&c->mesh, ms, sizeof ms);
         return lt__err(LT_INVALID, "%s: mesh dim %d is out of range for mesh %s (%d dim%s)",
                        lt_coll_name(coll), mesh_dim, ms, c->mesh.ndim,
                        c->mesh.ndim == 1 ? "" : "s");
@@ -537,8 +537,8 @@ static lt_status prepare_out(call *k, int g, int r, lt_dtype dt, int ndim, const
     for (int i = 0; ok && i < wnd; i++) ok = o->shape[i] == want[i];
     if (!ok) {
         char have[128], res[128];
-        lt_shape_str(o->ndim, o->shape, have, sizeof have);
-        lt_shape_str(ndim, shape, res, sizeof res);
+        lt_shape_format(o->ndim, o->shape, have, sizeof have);
+        lt_shape_format(ndim, shape, res, sizeof res);
         return gerr(k, g, 0, o->dtype != dt ? LT_DTYPE : LT_SHAPE,
                     "preallocated output of rank %d has shape %s %s but the result is %s%s %s", r,
                     have, lt_dtype_name(o->dtype), placeholder ? "a placeholder for " : "", res,

@@ -303,7 +303,7 @@ static lt_status mpi_init(const lt_mesh *m, void **out) {
     if (pl && strcmp(pl, "1") == 0) opt.plant_swap = 1;
     if (nproc > m->world && !opt.idle_extra) {
         char ms[128];
-        lt_mesh_str(m, ms, sizeof ms);
+        lt_mesh_format(m, ms, sizeof ms);
         return lt__err(
             LT_INVALID,
             "mpi engine: %d processes but mesh %s has only %d rank%s (run with 1 to %d processes)",

@@ -159,10 +159,10 @@ lt_status lt_match_validate(const lt_mesh *m, int rank, const lt_match_call *c) 
     char ss[128];
     if (has_dim(k) && (c->dim < 0 || c->dim >= c->ndim))
         return verr(rank, c, LT_INVALID, "%s %d is out of range for its input of shape %s",
-                    dim_name(k), c->dim, lt_shape_str(c->ndim, c->shape, ss, sizeof ss));
+                    dim_name(k), c->dim, lt_shape_format(c->ndim, c->shape, ss, sizeof ss));
     if (k == LT_COLL_ALL_TO_ALL && (c->concat_dim < 0 || c->concat_dim >= c->ndim))
         return verr(rank, c, LT_INVALID, "concat dim %d is out of range for its input of shape %s",
-                    c->concat_dim, lt_shape_str(c->ndim, c->shape, ss, sizeof ss));
+                    c->concat_dim, lt_shape_format(c->ndim, c->shape, ss, sizeof ss));
     if (has_rule(k)) {
         lt_split_rule chunk = lt_split_chunk();
         int64_t size, off;
@@ -176,7 +176,7 @@ lt_status lt_match_validate(const lt_mesh *m, int rank, const lt_match_call *c) 
             return verr(
                 rank, c, st,
                 "cannot split dim %d of its input of shape %s into %d pieces by rule %s: %s",
-                c->dim, lt_shape_str(c->ndim, c->shape, ss, sizeof ss), n, rs, inner);
+                c->dim, lt_shape_format(c->ndim, c->shape, ss, sizeof ss), n, rs, inner);
         }
     }
     return LT_OK;
@@ -241,8 +241,8 @@ static int differ(const lt_match_call *a, const lt_match_call *b, const lt_match
     for (int i = 0; !bad && i < b->ndim; i++) bad = i != skip && tref->shape[i] != b->shape[i];
     if (!bad) return 0;
     char sa[128], sb[128];
-    lt_shape_str(tref->ndim, tref->shape, sa, sizeof sa);
-    lt_shape_str(b->ndim, b->shape, sb, sizeof sb);
+    lt_shape_format(tref->ndim, tref->shape, sa, sizeof sa);
+    lt_shape_format(b->ndim, b->shape, sb, sizeof sb);
     if (skip >= 0)
         snprintf(why, cap, "the shapes differ outside dim %d (%s vs %s)", skip, sa, sb);
     else

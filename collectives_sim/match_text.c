@@ -53,7 +53,7 @@ size_t lt_match_call_desc(const lt_match_call *c, char *buf, size_t cap) {
     if (c->has_tensor) {
         char ss[128];
         lt__sb_printf(&o, " %s %s", lt_dtype_name(c->dtype),
-                      lt_shape_str(c->ndim, c->shape, ss, sizeof ss));
+                      lt_shape_format(c->ndim, c->shape, ss, sizeof ss));
     }
     if (c->label && c->label[0]) lt__sb_printf(&o, " \"%s\"", c->label);
     return lt__sb_finish(&o);
@@ -117,7 +117,7 @@ static void put_where(lt__sbuf *o, const lt_match_report *r, int q, const lt_mat
             lt__sb_printf(o, " after its last %s at %s:%d", w->last_is_step ? "step" : "call",
                           w->last_file, w->last_line);
         return;
-    case LT_RANK_FAILED: lt__sb_printf(o, "failed (%s)", lt_status_str(w->status)); return;
+    case LT_RANK_FAILED: lt__sb_printf(o, "failed (%s)", lt_status_name(w->status)); return;
     case LT_RANK_RUNNING: lt__sb_printf(o, "running"); return;
     default: break;
     }
@@ -151,7 +151,7 @@ static void headline(lt__sbuf *o, const lt_match_report *r, int *nomem) {
     const lt_match_where *a = &r->ranks[r->rank_a], *b = &r->ranks[r->rank_b];
     switch (r->kind) {
     case LT_HANG_RANK_FAILED:
-        lt__sb_printf(o, "rank %d failed (%s)%s%s", r->rank_a, lt_status_str(a->status),
+        lt__sb_printf(o, "rank %d failed (%s)%s%s", r->rank_a, lt_status_name(a->status),
             r->failed_msg && r->failed_msg[0] ? ": " : "", r->failed_msg ? r->failed_msg : "");
         return;
     case LT_HANG_MISMATCH:

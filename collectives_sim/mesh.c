@@ -101,7 +101,7 @@ lt_status lt_mesh_parse(const char *s, lt_mesh *m) {
     return LT_OK;
 }
 
-char *lt_mesh_str(const lt_mesh *m, char *buf, size_t n) {
+char *lt_mesh_format(const lt_mesh *m, char *buf, size_t n) {
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < m->ndim && used < n; i++) {

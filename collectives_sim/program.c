@@ -416,7 +416,7 @@ lt_status lt_program_run(const lt_mesh *mesh, lt_proc_fn fn, void *user_data,
     }
     if (st != LT_OK) {
         char why[160];
-        if (!rep) snprintf(why, sizeof why, "the run stopped (%s)", lt_status_str(st));
+        if (!rep) snprintf(why, sizeof why, "the run stopped (%s)", lt_status_name(st));
         else if (rep->kind == LT_HANG_RANK_FAILED)
             snprintf(why, sizeof why, "rank %d failed", rep->rank_a);
         else snprintf(why, sizeof why, "the program would hang (%s)", lt_hang_kind_name(rep->kind));

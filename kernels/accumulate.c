@@ -118,8 +118,8 @@ lt_status lt_accumulate(lt_tensor *dst, const lt_tensor *src, lt_redop op) {
     if (!lt_same_shape(dst, src)) {
         char sa[256], sb[256];
         return lt__err(LT_SHAPE, "accumulate (%s): dst has shape %s but src has shape %s",
-                       lt_redop_name(op), lt_shape_str(dst->ndim, dst->shape, sa, sizeof sa),
-                       lt_shape_str(src->ndim, src->shape, sb, sizeof sb));
+                       lt_redop_name(op), lt_shape_format(dst->ndim, dst->shape, sa, sizeof sa),
+                       lt_shape_format(src->ndim, src->shape, sb, sizeof sb));
     }
     if (dst->dtype != src->dtype)
         return lt__err(LT_DTYPE, "accumulate (%s): dst has dtype %s but src has %s",

@@ -26,8 +26,9 @@ lt_status lt_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b
         if (sa != sb && sa != 1 && sb != 1) {
             char s1[160], s2[160];
             return lt__err(LT_SHAPE, "shapes %s and %s do not broadcast (dim %d: %lld vs %lld)",
-                           lt_shape_str(na, a, s1, sizeof s1), lt_shape_str(nb, b, s2, sizeof s2),
-                           i - n, (long long)sa, (long long)sb);
+                           lt_shape_format(na, a, s1, sizeof s1),
+                           lt_shape_format(nb, b, s2, sizeof s2), i - n, (long long)sa,
+                           (long long)sb);
         }
         res[i] = sa == 1 ? sb : sa;
     }

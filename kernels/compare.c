@@ -43,8 +43,8 @@ lt_status lt_compare(const lt_tensor *actual, const lt_tensor *expected, double 
     if (!lt_same_shape(actual, expected)) {
         char sa[256], sb[256];
         return lt__err(LT_SHAPE, "compare: actual has shape %s but expected has shape %s",
-                       lt_shape_str(actual->ndim, actual->shape, sa, sizeof sa),
-                       lt_shape_str(expected->ndim, expected->shape, sb, sizeof sb));
+                       lt_shape_format(actual->ndim, actual->shape, sa, sizeof sa),
+                       lt_shape_format(expected->ndim, expected->shape, sb, sizeof sb));
     }
     memset(res, 0, sizeof *res);
     res->first_flat = -1;

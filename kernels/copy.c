@@ -136,8 +136,8 @@ static lt_status check_same_shape(const char *fn, const lt_tensor *a, const char
     if (lt_same_shape(a, b)) return LT_OK;
     char sa[256], sb[256];
     return lt__err(LT_SHAPE, "%s: %s has shape %s but %s has shape %s", fn, an,
-                   lt_shape_str(a->ndim, a->shape, sa, sizeof sa), bn,
-                   lt_shape_str(b->ndim, b->shape, sb, sizeof sb));
+                   lt_shape_format(a->ndim, a->shape, sa, sizeof sa), bn,
+                   lt_shape_format(b->ndim, b->shape, sb, sizeof sb));
 }
 
 static lt_status clone_as(const char *fn, const lt_tensor *src, lt_dtype dt, lt_tensor **out) {
@@ -225,8 +225,8 @@ lt_status lt_cat(const lt_tensor *const *ts, int n, int dim, lt_tensor **out) {
             if (d != dim && t->shape[d] != t0->shape[d]) bad = 1;
         if (bad)
             return lt__err(LT_SHAPE, "cat along dim %d: input %d has shape %s but input 0 has %s",
-                           dim, i, lt_shape_str(t->ndim, t->shape, si, sizeof si),
-                           lt_shape_str(t0->ndim, t0->shape, s0, sizeof s0));
+                           dim, i, lt_shape_format(t->ndim, t->shape, si, sizeof si),
+                           lt_shape_format(t0->ndim, t0->shape, s0, sizeof s0));
         if (lt__add_i64(total, t->shape[dim], &total))
             return lt__err(LT_OVERFLOW, "cat: the size of dim %d overflows", dim);
     }

@@ -334,8 +334,8 @@ lt_status lt_scatter_index_sets(lt_tensor *dst, int64_t *const *idx, const lt_te
         return lt__err(LT_SHAPE,
                        "%s: src has shape %s but dst has shape %s (src must match dst on every dim "
                        "without an index list)",
-                       fn, lt_shape_str(src->ndim, src->shape, sa, sizeof sa),
-                       lt_shape_str(nd, dst->shape, sb, sizeof sb));
+                       fn, lt_shape_format(src->ndim, src->shape, sa, sizeof sa),
+                       lt_shape_format(nd, dst->shape, sb, sizeof sb));
     dimruns dr[LT_MAX_DIMS];
     LT_TRY(build_runs(fn, dst, idx, src->shape, dr));
     if (lt_numel(src) == 0) {

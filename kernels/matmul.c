@@ -221,8 +221,8 @@ static lt_status check_pair(const char *fn, const lt_tensor *a, const lt_tensor 
 static lt_status shape_err(const char *fn, const lt_tensor *a, const lt_tensor *b) {
     char s1[160], s2[160];
     return lt__err(LT_SHAPE, "%s: shapes %s and %s cannot be multiplied", fn,
-                   lt_shape_str(a->ndim, a->shape, s1, sizeof s1),
-                   lt_shape_str(b->ndim, b->shape, s2, sizeof s2));
+                   lt_shape_format(a->ndim, a->shape, s1, sizeof s1),
+                   lt_shape_format(b->ndim, b->shape, s2, sizeof s2));
 }
 
 lt_status lt_matmul(const lt_tensor *a, const lt_tensor *b, lt_tensor **out) {
@@ -292,8 +292,8 @@ lt_status lt_addmm(const lt_tensor *bias, const lt_tensor *a, const lt_tensor *b
     if (st || nbs != 2 || bs[0] != shape[0] || bs[1] != shape[1]) {
         char s1[160], s2[160];
         return lt__err(LT_SHAPE, "addmm: bias of shape %s does not broadcast to the product's %s",
-                       lt_shape_str(bias->ndim, bias->shape, s1, sizeof s1),
-                       lt_shape_str(2, shape, s2, sizeof s2));
+                       lt_shape_format(bias->ndim, bias->shape, s1, sizeof s1),
+                       lt_shape_format(2, shape, s2, sizeof s2));
     }
     lt_tensor *c;
     /* with beta != 0 the bias is copied in first; with beta 0 gemm writes all */

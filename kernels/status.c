@@ -21,7 +21,7 @@ static const char *const status_names[] = {
 #undef LT__XX
 };
 
-const char *lt_status_str(lt_status st) {
+const char *lt_status_name(lt_status st) {
     if ((int)st < 0 || st >= LT_STATUS_COUNT) return "unknown status";
     return status_names[st];
 }
@@ -32,7 +32,7 @@ static const char *const errcode_names[] = {
 #undef LT__XX
 };
 
-const char *lt_errcode_str(lt_errcode code) {
+const char *lt_errcode_name(lt_errcode code) {
     if ((int)code < 0 || code >= LT_ERRCODE_COUNT) return "unknown sub-code";
     return errcode_names[code];
 }

@@ -74,11 +74,11 @@ static lt_status check_shape(const char *fn, int ndim, const int64_t *shape, siz
     char buf[256];
     lt_status st = lt__numel_checked(ndim, shape, esize, numel);
     if (st != LT_OK)
-        return lt__err_ctx(st, "%s: shape %s", fn, lt_shape_str(ndim, shape, buf, sizeof buf));
+        return lt__err_ctx(st, "%s: shape %s", fn, lt_shape_format(ndim, shape, buf, sizeof buf));
     int64_t strides[LT_MAX_DIMS];
     if (lt__contiguous_strides(ndim, shape, strides))
         return lt__err(LT_OVERFLOW, "%s: shape %s: strides overflow 64 bits", fn,
-                       lt_shape_str(ndim, shape, buf, sizeof buf));
+                       lt_shape_format(ndim, shape, buf, sizeof buf));
     return LT_OK;
 }
 
@@ -148,9 +148,9 @@ lt_status lt_tensor_from_doubles(lt_dtype dt, int ndim, const int64_t *shape, co
     if (n != numel) {
         char buf[256];
         lt_tensor_free(t);
-        return lt__err(LT_SHAPE,
-                       "tensor_from_doubles: %lld values given for shape %s (%lld elements)",
-                       (long long)n, lt_shape_str(ndim, shape, buf, sizeof buf), (long long)numel);
+        return lt__err(
+            LT_SHAPE, "tensor_from_doubles: %lld values given for shape %s (%lld elements)",
+            (long long)n, lt_shape_format(ndim, shape, buf, sizeof buf), (long long)numel);
     }
     if (numel > 0 && !vals) {
         lt_tensor_free(t);
@@ -295,7 +295,7 @@ int lt_same_shape(const lt_tensor *a, const lt_tensor *b) {
     return 1;
 }
 
-char *lt_shape_str(int ndim, const int64_t *shape, char *buf, size_t n) {
+char *lt_shape_format(int ndim, const int64_t *shape, char *buf, size_t n) {
     if (!buf || n == 0) return buf;
     size_t used = 0;
     buf[0] = '\0';

@@ -136,16 +136,16 @@ static lt_status infer_shape(const lt_tensor *t, int ndim, const int64_t *shape,
         if (prod == 0)
             return lt__err(LT_INVALID,
                            "reshape: cannot infer the -1 in %s: the other sizes multiply to 0",
-                           lt_shape_str(ndim, shape, sb, sizeof sb));
+                           lt_shape_format(ndim, shape, sb, sizeof sb));
         if (prod < 0 || numel % prod != 0)
             return lt__err(LT_SHAPE, "reshape: shape %s does not fit %s (%lld elements)",
-                           lt_shape_str(ndim, shape, sb, sizeof sb),
-                           lt_shape_str(t->ndim, t->shape, sa, sizeof sa), (long long)numel);
+                           lt_shape_format(ndim, shape, sb, sizeof sb),
+                           lt_shape_format(t->ndim, t->shape, sa, sizeof sa), (long long)numel);
         res[infer] = numel / prod;
     } else if (prod != numel) {
         return lt__err(LT_SHAPE, "reshape: cannot reshape %s (%lld elements) into %s", 
-                       lt_shape_str(t->ndim, t->shape, sa, sizeof sa), (long long)numel,
-                       lt_shape_str(ndim, shape, sb, sizeof sb));
+                       lt_shape_format(t->ndim, t->shape, sa, sizeof sa), (long long)numel,
+                       lt_shape_format(ndim, shape, sb, sizeof sb));
     }
     return LT_OK;
 }

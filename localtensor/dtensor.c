@@ -61,7 +61,7 @@ static lt_status check_room(const lt_spec *s) {
     return lt_check_memory(bytes, s->mesh->world, "this layout");
 }
 
-/* The spec of a distribute (or init) into *out: lt_spec_make's checks plus
+/* The spec of a distribute (or init) into *out: lt_spec_init's checks plus
  * the Partial kinds distribute cannot produce and the memory check, in this
  * order: numel, placements, Partial kinds, layout, memory. */
 static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
@@ -74,7 +74,7 @@ static lt_status check_spec(const lt_mesh *mesh, lt_dtype dtype, int ndim, const
     LT_TRY(lt__numel_checked(ndim, shape, lt_dtype_size(dtype), &n));
     LT_TRY(lt_placements_check(mesh, ndim, pl, np, norm));
     LT_TRY(lt__check_partials(mesh, dtype, norm, np));
-    LT_TRY(lt_spec_make(mesh, dtype, ndim, shape, norm, np, out));
+    LT_TRY(lt_spec_init(mesh, dtype, ndim, shape, norm, np, out));
     return check_room(out);
 }
 
@@ -131,8 +131,8 @@ lt_status lt__dtensor_wrap(lt_local *local, const lt_spec *spec, lt_dtensor **ou
         for (int d = 0; ok && d < ndim; d++) ok = t->shape[d] == ls[d];
         if (!ok) {
             char a[96], b[96];
-            lt_shape_str(t->ndim, t->shape, a, sizeof a);
-            lt_shape_str(ndim, ls, b, sizeof b);
+            lt_shape_format(t->ndim, t->shape, a, sizeof a);
+            lt_shape_format(ndim, ls, b, sizeof b);
             lt_local_free(local);
             return lt__err(LT_SHAPE, "rank %d holds a shard of shape %s but the layout gives %s", r,
                            a, b);
@@ -143,7 +143,7 @@ lt_status lt__dtensor_wrap(lt_local *local, const lt_spec *spec, lt_dtensor **ou
         char a[160];
         lt_local_free(local);
         return lt__err(LT_OVERFLOW, "global shape %s: its strides overflow 64 bits",
-                       lt_shape_str(ndim, shape, a, sizeof a));
+                       lt_shape_format(ndim, shape, a, sizeof a));
     }
     lt_dtensor *dt = lt__calloc(1, sizeof *dt);
     if (!dt) {
@@ -255,8 +255,8 @@ lt_status lt_distribute_spec(const lt_spec *spec, const lt_tensor *full, lt_dten
     for (int d = 0; ok && d < spec->ndim; d++) ok = full->shape[d] == spec->shape[d];
     if (!ok) {
         char a[160], b[160];
-        lt_shape_str(full->ndim, full->shape, a, sizeof a);
-        lt_shape_str(spec->ndim, spec->shape, b, sizeof b);
+        lt_shape_format(full->ndim, full->shape, a, sizeof a);
+        lt_shape_format(spec->ndim, spec->shape, b, sizeof b);
         return lt__err_in(LT_SHAPE, "distribute", ": the tensor has shape %s but the spec %s", a,
                           b);
     }
@@ -265,14 +265,14 @@ lt_status lt_distribute_spec(const lt_spec *spec, const lt_tensor *full, lt_dten
     return build(spec, fill_from_full, full, out);
 }
 
-lt_status lt_dtensor_init_spec(const lt_spec *spec, const lt_init *init, lt_dtensor **out) {
+lt_status lt_dtensor_new_spec(const lt_spec *spec, const lt_init *init, lt_dtensor **out) {
     *out = NULL;
     LT_TRY(lt__check_partials(spec->mesh, spec->dtype, spec->placements, spec->mesh->ndim));
     LT_TRY(check_room(spec));
     return build(spec, fill_from_init, init, out);
 }
 
-lt_status lt_dtensor_init(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
+lt_status lt_dtensor_new(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
                           const lt_placement *pl, int np, const lt_init *init, lt_dtensor **out) {
     lt_spec spec;
     *out = NULL;
@@ -494,7 +494,7 @@ static lt_status fl_wrap(const lt_mesh *mesh, lt_tensor *const *shards, const lt
     lt_spec spec;
     lt_status st = lt_local_from_shards(mesh, shards, &local);
     if (!st && run_check) st = fl_check_replicas(mesh, norm, local, grp);
-    if (!st) st = lt_spec_make(mesh, shards[0]->dtype, ndim, gshape, norm, np, &spec);
+    if (!st) st = lt_spec_init(mesh, shards[0]->dtype, ndim, gshape, norm, np, &spec);
     if (!st) st = lt__dtensor_wrap(local, &spec, out);
     else lt_local_free(local);
     if (!st) (*out)->from_local = 1;

@@ -105,7 +105,7 @@ lt_status lt_localint_lt(const lt_localint *a, const lt_localint *b, int *result
     return LT_OK;
 }
 
-char *lt_localint_str(const lt_localint *li, char *buf, size_t n) {
+char *lt_localint_format(const lt_localint *li, char *buf, size_t n) {
     int64_t c;
     if (lt_localint_is_const(li, &c)) {
         snprintf(buf, n, "%lld", (long long)c);
@@ -187,14 +187,14 @@ lt_status lt_local_check_equal(const lt_local *lt, const int *ranks, int n) {
         if (!b) continue;   /* absent */
         if (!lt_same_shape(a, b))
             return lt__err(LT_MISMATCH, "ranks %d and %d differ in shape: %s vs %s", ranks[0],
-                           ranks[i], lt_shape_str(a->ndim, a->shape, sa, sizeof sa),
-                           lt_shape_str(b->ndim, b->shape, sb, sizeof sb));
+                           ranks[i], lt_shape_format(a->ndim, a->shape, sa, sizeof sa),
+                           lt_shape_format(b->ndim, b->shape, sb, sizeof sb));
         lt_compare_result cr;
         LT_TRY(lt_compare(b, a, 0, 0, &cr));
         if (!cr.equal) {
             char idx[160];
-            lt_shape_str(a->ndim, cr.first_idx, idx, sizeof idx);
-            /* lt_shape_str prints "(i, j)"; show it as an index "[i, j]" */
+            lt_shape_format(a->ndim, cr.first_idx, idx, sizeof idx);
+            /* lt_shape_format prints "(i, j)"; show it as an index "[i, j]" */
             idx[0] = '[';
             size_t L = strlen(idx);
             if (L) idx[L - 1] = ']';

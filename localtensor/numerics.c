@@ -45,7 +45,7 @@ lt_status lt_numerics_parse(const char *s, lt_numerics *out) {
                    "unknown numerics mode '%s' (expected full, sample, sample:K or none)", s);
 }
 
-char *lt_numerics_str(const lt_numerics *nm, char *buf, size_t n) {
+char *lt_numerics_format(const lt_numerics *nm, char *buf, size_t n) {
     if (nm->kind == LT_NUMERICS_SAMPLE) snprintf(buf, n, "sample:%d", nm->k);
     else snprintf(buf, n, "%s", nm->kind == LT_NUMERICS_NONE ? "none" : "full");
     return buf;
@@ -73,7 +73,7 @@ int lt_numerics_ranks(const lt_numerics *nm, int world, int *ranks) {
     return n;
 }
 
-char *lt_numerics_ranks_str(const int *ranks, int n, int max, char *buf, size_t len) {
+char *lt_numerics_ranks_format(const int *ranks, int n, int max, char *buf, size_t len) {
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < n && used + 1 < len; i++) {
@@ -300,7 +300,7 @@ lt_status lt_dtensor_sample(const lt_spec *spec, const lt_sample_src *g, const i
     return lt__dtensor_wrap(local, spec, out);
 }
 
-lt_status lt_dtensor_init_ranks(const lt_spec *spec, const lt_init *init, const int *ranks, int n,
+lt_status lt_dtensor_new_ranks(const lt_spec *spec, const lt_init *init, const int *ranks, int n,
                                 lt_dtensor **out) {
     lt_sample_src g;
     *out = NULL;
@@ -334,9 +334,9 @@ static lt_status expected_shard(const lt_plan *p, const lt_spec *dspec, const lt
     return st;
 }
 
-/* "[i, j]" (lt_shape_str prints "(i, j)"). */
+/* "[i, j]" (lt_shape_format prints "(i, j)"). */
 static void index_str(int ndim, const int64_t *idx, char *buf, size_t n) {
-    lt_shape_str(ndim, idx, buf, n);
+    lt_shape_format(ndim, idx, buf, n);
     size_t L = strlen(buf);
     if (L >= 2 && buf[0] == '(' && buf[L - 1] == ')') {
         buf[0] = '[';

@@ -60,7 +60,7 @@ lt_status lt_init_parse(const char *s, lt_init *out) {
                    lt__name_join_or(init_forms, LT_INIT_COUNT, list, sizeof list));
 }
 
-char *lt_init_str(const lt_init *in, char *buf, size_t n) {
+char *lt_init_format(const lt_init *in, char *buf, size_t n) {
     if ((unsigned)in->kind < LT_INIT_COUNT && init_seeded[in->kind])
         snprintf(buf, n, "%s:%" PRIu64, init_names[in->kind], in->seed);
     else

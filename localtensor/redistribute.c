@@ -454,7 +454,7 @@ static void absent_inputs_free(int W, lt_tensor *const *in, lt_tensor **in2) {
 /* ---- redistribute ------------------------------------------------------------------- */
 
 static void step_str(const lt_plan *p, int s, char *buf, size_t n) {
-    lt_plan_step_str(p, s, buf, n);
+    lt_plan_step_format(p, s, buf, n);
 }
 
 /* What follows "redistribute" in an error's context (" of 'w' [S(0)] -> [R]"). */
@@ -554,8 +554,8 @@ static lt_status rd_engine(rd_run *r) {
     run_ctx(r->opts, r->plan, ctx, sizeof ctx);
     if (r->comm && !lt_mesh_equal(lt_comm_mesh(r->comm), mesh)) {
         char a[128], b[128];
-        lt_mesh_str(lt_comm_mesh(r->comm), a, sizeof a);
-        lt_mesh_str(mesh, b, sizeof b);
+        lt_mesh_format(lt_comm_mesh(r->comm), a, sizeof a);
+        lt_mesh_format(mesh, b, sizeof b);
         return lt__err_in(LT_INVALID, "redistribute",
                           "%s: the communicator's mesh %s is not the tensor's mesh %s", ctx, a, b);
     }

@@ -1,4 +1,4 @@
-/* localtensor/spec.c — lt_spec_make: the one place a spec is validated. */
+/* localtensor/spec.c — lt_spec_init: the one place a spec is validated. */
 #include "localtensor/spec.h"
 #include "kernels/memlimit_impl.h"
 
@@ -7,7 +7,7 @@
 #include "kernels/status_impl.h"
 #include "localtensor/layout.h"
 
-lt_status lt_spec_make(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
+lt_status lt_spec_init(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
                        const lt_placement *pl, int np, lt_spec *out) {
     memset(out, 0, sizeof *out);
     if (ndim < 0 || ndim > LT_MAX_DIMS)

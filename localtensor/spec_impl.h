@@ -29,7 +29,7 @@ static inline lt_spec lt__spec_with(const lt_spec *s, const lt_placement *pl) {
  * trusts specs. One user: op propagation (ops.c, build_plan), whose fallback
  * shows a sharding rule its inputs relaxed to Replicate on one mesh dim,
  * which can leave a split nested under it that no longer fits; the rule
- * only reads the fields, and whatever it asks for is checked (lt_spec_make)
+ * only reads the fields, and whatever it asks for is checked (lt_spec_init)
  * before it is used. */
 static inline lt_spec lt__spec_unchecked(const lt_spec *s, const lt_placement *pl) {
     return lt__spec_with(s, pl);

@@ -24,7 +24,7 @@ static inline lt_dtensor *mk(const lt_mesh *m, lt_dtype dt, int ndim, const int6
                              const lt_placement *pl) {
     lt_init init = {LT_INIT_ARANGE, 0};
     lt_dtensor *d = NULL;
-    LT_CHECK(lt_dtensor_init(m, dt, ndim, shape, pl, m->ndim, &init, &d));
+    LT_CHECK(lt_dtensor_new(m, dt, ndim, shape, pl, m->ndim, &init, &d));
     return d;
 }
 
@@ -63,8 +63,8 @@ static inline void expect_same_shards(const lt_dtensor *a, const lt_dtensor *b, 
         if (!lt_same_shape(x, y)) {
             char sx[64], sy[64];
             fail_msg("%s: rank %d has shape %s, expected %s", what, r,
-                     lt_shape_str(x->ndim, x->shape, sx, 64),
-                     lt_shape_str(y->ndim, y->shape, sy, 64));
+                     lt_shape_format(x->ndim, x->shape, sx, 64),
+                     lt_shape_format(y->ndim, y->shape, sy, 64));
         }
         lt_compare_result res;
         LT_CHECK(lt_compare(x, y, rtol, atol, &res));

@@ -67,8 +67,8 @@ static void test_distributed_operands_keep_redistributing(void **state) {
     lt_placement p31, p = lt_shard(0);
     assert_int_equal(lt_placement_parse("S(0,[3,1])", &p31), LT_OK);
     lt_dtensor *a = NULL, *b = NULL, *out = NULL;
-    assert_int_equal(lt_dtensor_init(&m, LT_F32, 1, &n, &p31, 1, &init, &a), LT_OK);
-    assert_int_equal(lt_dtensor_init(&m, LT_F32, 1, &n, &p, 1, &init, &b), LT_OK);
+    assert_int_equal(lt_dtensor_new(&m, LT_F32, 1, &n, &p31, 1, &init, &a), LT_OK);
+    assert_int_equal(lt_dtensor_new(&m, LT_F32, 1, &n, &p, 1, &init, &b), LT_OK);
     assert_int_equal(lt_dtensor_binary(LT_BINARY_ADD, a, b, &out), LT_OK);
     lt_tensor *full = NULL;
     assert_int_equal(lt_full_tensor_direct(out, &full), LT_OK);

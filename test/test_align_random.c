@@ -145,10 +145,10 @@ static int one_case(int trial) {
     int misaligned = uneven && pd == PL_S;
     if (misaligned) {
         if (st != LT_INVALID || lt_errinfo()->code != LT_ERR_MISALIGNED)
-            fail_msg("%s: %s, wanted the misaligned error: %s", what, lt_status_str(st),
+            fail_msg("%s: %s, wanted the misaligned error: %s", what, lt_status_name(st),
                      lt_errmsg());
     } else {
-        if (st != LT_OK) fail_msg("%s: %s: %s", what, lt_status_str(st), lt_errmsg());
+        if (st != LT_OK) fail_msg("%s: %s: %s", what, lt_status_name(st), lt_errmsg());
         full_of(y, W, n, got, what);
         for (int i = 0; i < n; i++) {
             want[i] = first_is_fl ? apply(op, ffull[i], dfull[i]) : apply(op, dfull[i], ffull[i]);

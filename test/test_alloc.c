@@ -180,7 +180,7 @@ static void test_arm_from_env(void **state) {
 /* One failed library call: the contract every out-of-memory path keeps. */
 static void expect_clean_failure(lt_status st, const void *out, int64_t n) {
     if (st != LT_NOMEM)
-        fail_msg("N=%lld: status %s, not out of memory: %s", (long long)n, lt_status_str(st),
+        fail_msg("N=%lld: status %s, not out of memory: %s", (long long)n, lt_status_name(st),
                  lt_errmsg());
     if (!strstr(lt_errmsg(), "out of memory"))
         fail_msg("N=%lld: message '%s'", (long long)n, lt_errmsg());

@@ -265,8 +265,8 @@ static int compare_elementwise(const lt_backend *b, int on_device) {
                     lt_status sw = run_case(c, sub, v, cpu, x, y, &want);
                     lt_status sg = run_case(c, sub, v, b, bx, by, &got);
                     if (sw != sg)
-                        fail_msg("%s: status %s, the CPU backend gives %s", what, lt_status_str(sg),
-                                 lt_status_str(sw));
+                        fail_msg("%s: status %s, the CPU backend gives %s", what,
+                                 lt_status_name(sg), lt_status_name(sw));
                     if (sw == LT_OK) {
                         expect_same(got, want, !(on_device && device_tolerant(c, sub)), what);
                         checked++;
@@ -353,7 +353,7 @@ static void compare_random(const char *name, int on_device) {
                     LT_CHECK(lt_init_parse(inits[ii], &in));
                     for (int k = 0; k < 2; k++) {
                         LT_CHECK(lt_backend_select(k ? name : "cpu"));
-                        LT_CHECK(lt_dtensor_init(&m, all_dtypes[di], 2, (int64_t[]){5, 7}, pls[pi],
+                        LT_CHECK(lt_dtensor_new(&m, all_dtypes[di], 2, (int64_t[]){5, 7}, pls[pi],
                                                  2, &in, &x[k]));
                         if (drop) {
                             lt_status st = lt_dtensor_dropout(x[k], 0.3, 5, &y[k]);
@@ -443,8 +443,8 @@ static void compare_collectives(const char *name) {
                                  coll, op, lt_dtype_name(all_dtypes[di]), md,
                                  tr ? " transposed" : "", name);
                         if (st[0] != st[1])
-                            fail_msg("%s: status %s, the CPU gives %s", what, lt_status_str(st[1]),
-                                     lt_status_str(st[0]));
+                            fail_msg("%s: status %s, the CPU gives %s", what, lt_status_name(st[1]),
+                                     lt_status_name(st[0]));
                         for (int r = 0; r < W; r++) {
                             if (st[0] == LT_OK) {
                                 assert_int_equal(out[0][r]->placeholder, out[1][r]->placeholder);

@@ -328,7 +328,7 @@ static void run_case(sweep *s, int which, lt_dtype dt, lt_redop op, int rule_kin
             for (int r = 0; r < s->m->world; r++)
                 if (s->out[r] && lt_numel(s->out[r])) LT_CHECK(lt_fill(s->out[r], 1));
         lt_status st = call_coll(s, which, dim, dim2, root, op, &rule, perm);
-        if (st) fail_msg("%s: %s: %s", what, lt_status_str(st), lt_errmsg());
+        if (st) fail_msg("%s: %s: %s", what, lt_status_name(st), lt_errmsg());
         for (int r = 0; r < s->m->world; r++) expect_arr(s->out[r], &s->want[r], dt, what, r);
     }
     sweep_free(s);

@@ -232,7 +232,7 @@ static void test_random_invariance(void **state) {
             int np1;
             for (int i = 0; i < m.ndim; i++) LT_CHECK(lt_placements_parse(opts[(a + i * 5) % nopt], &pl[i], 1, &np1));
             lt_dtensor *d;
-            lt_status st = lt_dtensor_init(&m, LT_F32, 2, g, pl, m.ndim, &init, &d);
+            lt_status st = lt_dtensor_new(&m, LT_F32, 2, g, pl, m.ndim, &init, &d);
             if (st == LT_INVALID) continue;
             LT_CHECK(st);
             for (int r = 0; r < m.world; r++) {
@@ -377,7 +377,7 @@ static void test_local_map_and_ints(void **state) {
     lt_test_expect_values(out->shards[2], 1, (int64_t[]){1}, (double[]){6}, "map rank 2");
     assert_int_equal(lt_numel(out->shards[3]), 0);
     char buf[128];
-    assert_string_equal(lt_localint_str(&sizes, buf, sizeof buf), "{0: 2, 1: 2, 2: 1, 3: 0}");
+    assert_string_equal(lt_localint_format(&sizes, buf, sizeof buf), "{0: 2, 1: 2, 2: 1, 3: 0}");
     int64_t c;
     assert_false(lt_localint_is_const(&sizes, &c));
     lt_localint two;
@@ -503,12 +503,12 @@ static void test_overflow(void **state) {
     int64_t huge[2] = {INT64_MAX / 2, 4};
     lt_init in = {LT_INIT_ZEROS, 0};
     lt_dtensor *d;
-    LT_EXPECT_STATUS(lt_dtensor_init(&m, LT_F32, 2, huge, pl, np, &in, &d), LT_OVERFLOW);
+    LT_EXPECT_STATUS(lt_dtensor_new(&m, LT_F32, 2, huge, pl, np, &in, &d), LT_OVERFLOW);
     /* legal sizes whose shards together exceed this machine's memory: refused
      * up front (32 TB over 8 replicas), never left to the kernel's OOM killer */
     parse("8", "R", &m, pl, &np);
     int64_t big = 1000000000000LL;
-    LT_EXPECT_STATUS(lt_dtensor_init(&m, LT_F32, 1, &big, pl, np, &in, &d), LT_NOMEM);
+    LT_EXPECT_STATUS(lt_dtensor_new(&m, LT_F32, 1, &big, pl, np, &in, &d), LT_NOMEM);
     assert_non_null(strstr(lt_errmsg(), "for the shards of all 8 ranks, more than this machine's"));
 }
 

@@ -112,8 +112,8 @@ static int shard_equal(const lt_tensor *x, const cJSON *rank, double rtol, doubl
     int nd = shape_of(cJSON_GetArrayItem(rank, 0), shape);
     if (nd != x->ndim || memcmp(shape, x->shape, sizeof(int64_t) * (size_t)nd)) {
         char a[64], b[64];
-        snprintf(why, n, "shape %s, PyTorch %s", lt_shape_str(x->ndim, x->shape, a, 64),
-                 lt_shape_str(nd, shape, b, 64));
+        snprintf(why, n, "shape %s, PyTorch %s", lt_shape_format(x->ndim, x->shape, a, 64),
+                 lt_shape_format(nd, shape, b, 64));
         return 0;
     }
     int64_t i = 0;
@@ -158,7 +158,7 @@ typedef struct tally {
 static void strided_check(const lt_mesh *m, int nd, const int64_t *shape, const lt_placement *pl,
                           int np, const cJSON *err, tally *t, const char *txt) {
     lt_spec s;
-    if (!strstr(txt, "SS(") || lt_spec_make(m, LT_F32, nd, shape, pl, np, &s))
+    if (!strstr(txt, "SS(") || lt_spec_init(m, LT_F32, nd, shape, pl, np, &s))
         return;
     int hit = (int)(lt_pytorch_bugs_layout(&s) >> LT_PYTORCH_BUG_UNEVEN_STRIDED & 1);
     int raised = err && strstr(err->valuestring, "AssertionError") != NULL;
@@ -189,7 +189,7 @@ static void layout_case(const cJSON *c, tally *t, int idx) {
     int np = pls_of(cJSON_GetObjectItem(c, "pl"), pl, txt, sizeof txt);
     lt_init init = {LT_INIT_ARANGE, 0};
     lt_dtensor *d = NULL;
-    lt_status st = lt_dtensor_init(&m, LT_F32, nd, shape, pl, np, &init, &d);
+    lt_status st = lt_dtensor_new(&m, LT_F32, nd, shape, pl, np, &init, &d);
     const cJSON *err = cJSON_GetObjectItem(c, "error");
     t->cases++;
     strided_check(&m, nd, shape, pl, np, err, t, txt);
@@ -249,7 +249,7 @@ static void redistribute_case(const cJSON *c, tally *t, int idx) {
     lt_dtensor *d = NULL, *out = NULL;
     lt_redistribute_opts o = {0};
     o.verify = 1;
-    lt_status st = lt_dtensor_init(&m, LT_F32, nd, shape, sp, np, &init, &d);
+    lt_status st = lt_dtensor_new(&m, LT_F32, nd, shape, sp, np, &init, &d);
     if (!st)
         st = lt_redistribute(d, dp, np, &o, &out, NULL);
     const cJSON *err = cJSON_GetObjectItem(c, "error");
@@ -438,7 +438,7 @@ static void print_diff(const cJSON *c, const op_run *r, int idx, const char *nam
         int nd = shape_of(cJSON_GetObjectItem(in, "shape"), shape);
         pls_of(cJSON_GetObjectItem(in, "pl"), ip, one, sizeof one);
         char piece[400];
-        snprintf(piece, sizeof piece, " %s[%s]", lt_shape_str(nd, shape, sh, sizeof sh), one);
+        snprintf(piece, sizeof piece, " %s[%s]", lt_shape_format(nd, shape, sh, sizeof sh), one);
         append(ins, sizeof ins, piece);
     }
     for (int k = 0; k < r->nin; k++) {

@@ -27,10 +27,10 @@ static void test_new_and_queries(void **state) {
     assert_true(lt_is_contiguous(t));
     for (int i = 0; i < 6; i++) assert_true(lt_get_flat(t, i) == 0.0); /* zero-filled */
     char buf[64];
-    assert_string_equal(lt_shape_str(2, shape, buf, sizeof buf), "(2, 3)");
-    assert_string_equal(lt_shape_str(0, shape, buf, sizeof buf), "()");
+    assert_string_equal(lt_shape_format(2, shape, buf, sizeof buf), "(2, 3)");
+    assert_string_equal(lt_shape_format(0, shape, buf, sizeof buf), "()");
     char tiny[4];
-    assert_string_equal(lt_shape_str(2, shape, tiny, sizeof tiny),
+    assert_string_equal(lt_shape_format(2, shape, tiny, sizeof tiny),
                         "(2,"); /* truncated, terminated */
     int64_t idx[] = {1, 2};
     lt_set(t, idx, 7.5);
@@ -790,7 +790,7 @@ static void test_structured_errors(void **state) {
     assert_string_equal(lt_errmsg(), "");
     assert_int_equal(lt_errinfo()->status, LT_OK);
     assert_int_equal(lt_errinfo()->position.line, 0);
-    assert_string_equal(lt_errcode_str(LT_ERR_WOULD_HANG), "would hang");
+    assert_string_equal(lt_errcode_name(LT_ERR_WOULD_HANG), "would hang");
 }
 
 static int cache_refs[8];

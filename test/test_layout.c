@@ -131,8 +131,8 @@ static void check_layout_vs_ref(const lt_mesh *m, int ndim, const int64_t *g,
                                 const lt_placement *pl) {
     char txt[256], ms[64], gs[64];
     lt_placements_format(pl, m->ndim, txt, sizeof txt);
-    lt_mesh_str(m, ms, sizeof ms);
-    lt_shape_str(ndim, g, gs, sizeof gs);
+    lt_mesh_format(m, ms, sizeof ms);
+    lt_shape_format(ndim, g, gs, sizeof gs);
     int ref_ok = 1;
     for (int r = 0; r < m->world && ref_ok; r++) {
         ilist lists[2];
@@ -142,7 +142,7 @@ static void check_layout_vs_ref(const lt_mesh *m, int ndim, const int64_t *g,
     if (!ref_ok) {
         if (st != LT_INVALID)
             fail_msg("mesh %s shape %s %s: reference rejects, layout gives %s", ms, gs, txt,
-                     lt_status_str(st));
+                     lt_status_name(st));
         n_rejected++;
         return;
     }

@@ -86,7 +86,7 @@ static void test_empty_huge_library(void **state) {
     LT_CHECK(lt_placements_parse("R", r, 1, &np));
     lt_init init = {LT_INIT_ARANGE, 0};
     lt_dtensor *d = NULL, *back = NULL, *fl = NULL;
-    LT_CHECK(lt_dtensor_init(&m, LT_F32, 2, g, s1, 1, &init, &d));
+    LT_CHECK(lt_dtensor_new(&m, LT_F32, 2, g, s1, 1, &init, &d));
     for (int k = 0; k < 2; k++) {
         const lt_tensor *t = lt_to_local(d, k);
         assert_int_equal(t->shape[0], 0);
@@ -306,7 +306,7 @@ static void test_redistribute_refused_before_running(void **state) {
     LT_CHECK(lt_placements_parse("R,R", dst, 2, &np));
     lt_init init = {LT_INIT_ARANGE, 0};
     lt_dtensor *d = NULL, *out = NULL;
-    LT_CHECK(lt_dtensor_init(&m, LT_F32, 2, shape, src, 2, &init, &d));
+    LT_CHECK(lt_dtensor_new(&m, LT_F32, 2, shape, src, 2, &init, &d));
     lt_comm *c;
     LT_CHECK(lt_comm_new(&m, &c));
     lt_redistribute_opts o;
@@ -414,15 +414,15 @@ static void test_distribute_refused(void **state) {
     lt_init init = {LT_INIT_ZEROS, 0};
     lt_dtensor *d = NULL;
     setenv("LOCALTENSOR_MEMORY_LIMIT", "255K", 1);   /* 64 replicas share one 256 KiB buffer */
-    LT_EXPECT_STATUS(lt_dtensor_init(&m, LT_F32, 1, &n, r, 1, &init, &d), LT_NOMEM);
+    LT_EXPECT_STATUS(lt_dtensor_new(&m, LT_F32, 1, &n, r, 1, &init, &d), LT_NOMEM);
     expect_text(lt_errmsg(), "this layout needs 256.0 KiB for the shards of all 64 ranks, more "
                              "than this machine's 255.0 KiB");
     setenv("LOCALTENSOR_MEMORY_LIMIT", "256K", 1);
-    LT_CHECK(lt_dtensor_init(&m, LT_F32, 1, &n, r, 1, &init, &d));
+    LT_CHECK(lt_dtensor_new(&m, LT_F32, 1, &n, r, 1, &init, &d));
     lt_dtensor_free(d);
     d = NULL;
     setenv("LOCALTENSOR_MEMORY_LIMIT", "16X", 1);
-    LT_EXPECT_STATUS(lt_dtensor_init(&m, LT_F32, 1, &n, r, 1, &init, &d), LT_INVALID);
+    LT_EXPECT_STATUS(lt_dtensor_new(&m, LT_F32, 1, &n, r, 1, &init, &d), LT_INVALID);
     expect_text(lt_errmsg(), "LOCALTENSOR_MEMORY_LIMIT: '16X' is not a size");
     unsetenv("LOCALTENSOR_MEMORY_LIMIT");
 }
@@ -439,7 +439,7 @@ static void test_op_refused(void **state) {
     LT_CHECK(lt_placements_parse("R", r, 1, &np));
     lt_init init = {LT_INIT_ONES, 0};
     lt_dtensor *x = NULL, *y = NULL;
-    LT_CHECK(lt_dtensor_init(&m, LT_F32, 1, &n, r, 1, &init, &x));
+    LT_CHECK(lt_dtensor_new(&m, LT_F32, 1, &n, r, 1, &init, &x));
     setenv("LOCALTENSOR_MEMORY_LIMIT", "512K", 1);
     lt_status st = lt_dtensor_binary(LT_BINARY_ADD, x, x, &y);
     unsetenv("LOCALTENSOR_MEMORY_LIMIT");

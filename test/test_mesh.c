@@ -18,7 +18,7 @@ static void test_parse_shapes(void **state) {
     assert_int_equal(m.shape[0], 2);
     assert_int_equal(m.shape[1], 4);
     assert_int_equal(m.world, 8);
-    assert_string_equal(lt_mesh_str(&m, buf, sizeof buf), "2x4");
+    assert_string_equal(lt_mesh_format(&m, buf, sizeof buf), "2x4");
     LT_CHECK(lt_mesh_parse("2x2x2", &m));
     assert_int_equal(m.ndim, 3);
     assert_int_equal(m.world, 8);
@@ -28,7 +28,7 @@ static void test_parse_shapes(void **state) {
     assert_string_equal(m.names[1], "tp");
     assert_int_equal(lt_mesh_dim_by_name(&m, "tp"), 1);
     assert_int_equal(lt_mesh_dim_by_name(&m, "pp"), -1);
-    assert_string_equal(lt_mesh_str(&m, buf, sizeof buf), "dp=2,tp=4");
+    assert_string_equal(lt_mesh_format(&m, buf, sizeof buf), "dp=2,tp=4");
     lt_mesh m2;
     LT_CHECK(lt_mesh_parse("dp=2,tp=4", &m2));
     assert_true(lt_mesh_equal(&m, &m2));

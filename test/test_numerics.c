@@ -4,7 +4,7 @@
  * Expected values come from outside the code under test:
  *   - the sampled ranks: computed by hand from the rule "first, last, and
  *     round(j * (W - 1) / (K - 1)) between";
- *   - values: the full-mode redistribute (lt_dtensor_init_spec +
+ *   - values: the full-mode redistribute (lt_dtensor_new_spec +
  *     lt_redistribute through the collectives, verified against the direct
  *     reshard); a sampled rank's shard must equal it bit for bit;
  *   - plans: the full-mode plan, step by step and byte by byte.
@@ -28,7 +28,7 @@ static void test_parse(void **state) {
     assert_int_equal(nm.k, 4);
     LT_CHECK(lt_numerics_parse("sample:8", &nm));
     assert_int_equal(nm.k, 8);
-    assert_string_equal(lt_numerics_str(&nm, buf, sizeof buf), "sample:8");
+    assert_string_equal(lt_numerics_format(&nm, buf, sizeof buf), "sample:8");
     const char *bad[] = {"sample:0",  "sample:", "sample:x", "sample:3x",
                          "sample:-2", "Full",    "",         "sample:99999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -47,7 +47,7 @@ static void test_ranks(void **state) {
     int want[8] = {0, 9362, 18724, 28086, 37449, 46811, 56173, 65535};
     for (int i = 0; i < 8; i++) assert_int_equal(r[i], want[i]);
     char buf[128];
-    assert_string_equal(lt_numerics_ranks_str(r, 8, 3, buf, sizeof buf),
+    assert_string_equal(lt_numerics_ranks_format(r, 8, 3, buf, sizeof buf),
                         "0, 9362, 18724, ... (8 in all)");
     nm.k = 2;
     assert_int_equal(lt_numerics_ranks(&nm, 5, r), 2);
@@ -138,12 +138,12 @@ static void check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t *s
     char a[256], b[256], what[700], ms[64];
     lt_placements_format(sp, m->ndim, a, sizeof a);
     lt_placements_format(dp, m->ndim, b, sizeof b);
-    snprintf(what, sizeof what, "mesh %s, %s %s: %s -> %s (%s)", lt_mesh_str(m, ms, sizeof ms),
+    snprintf(what, sizeof what, "mesh %s, %s %s: %s -> %s (%s)", lt_mesh_format(m, ms, sizeof ms),
              lt_dtype_name(dt), ndim == 2 ? "2-d" : "1-d", a, b, lt_planner_name(planner));
     lt_spec spec;
-    if (lt_spec_make(m, dt, ndim, shape, sp, m->ndim, &spec)) return;   /* not a layout */
+    if (lt_spec_init(m, dt, ndim, shape, sp, m->ndim, &spec)) return;   /* not a layout */
     lt_dtensor *src = NULL, *full = NULL, *smp = NULL;
-    lt_status st = lt_dtensor_init_spec(&spec, init, &src);
+    lt_status st = lt_dtensor_new_spec(&spec, init, &src);
     lt_redistribute_opts o = {0};
     o.planner = planner;
     o.verify = 1;
@@ -168,8 +168,8 @@ static void check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t *s
         return;
     }
     if (st != st2)
-        fail_msg("%s: full mode gave %s, sample mode %s: %s", what, lt_status_str(st),
-                 lt_status_str(st2), lt_errmsg());
+        fail_msg("%s: full mode gave %s, sample mode %s: %s", what, lt_status_name(st),
+                 lt_status_name(st2), lt_errmsg());
     if (st) {
         s->refused++;
     } else {
@@ -292,9 +292,9 @@ static void test_chain(void **state) {
     }
     for (int a = 0; a < NP * NP; a++) {
         lt_spec spec;
-        if (lt_spec_make(&m, LT_F32, 2, shape, lists[a], 2, &spec)) continue;
+        if (lt_spec_init(&m, LT_F32, 2, shape, lists[a], 2, &spec)) continue;
         lt_dtensor *src;
-        if (lt_dtensor_init_spec(&spec, &init, &src)) continue;
+        if (lt_dtensor_new_spec(&spec, &init, &src)) continue;
         lt_sample_src g;
         LT_CHECK(lt_sample_src_init(&g, &init, &spec));
         for (int b = 0; b < NP * NP; b++) {
@@ -352,12 +352,12 @@ static void test_init_ranks(void **state) {
     LT_CHECK(lt_placements_parse("P(sum),S(1)", pl, 2, &np));
     int64_t shape[2] = {3, 10};
     lt_spec spec;
-    LT_CHECK(lt_spec_make(&m, LT_F32, 2, shape, pl, 2, &spec));
+    LT_CHECK(lt_spec_init(&m, LT_F32, 2, shape, pl, 2, &spec));
     lt_init init = {LT_INIT_RANDN, 11};
     lt_dtensor *full, *smp;
-    LT_CHECK(lt_dtensor_init_spec(&spec, &init, &full));
+    LT_CHECK(lt_dtensor_new_spec(&spec, &init, &full));
     int ranks[3] = {0, 5, 7};
-    LT_CHECK(lt_dtensor_init_ranks(&spec, &init, ranks, 3, &smp));
+    LT_CHECK(lt_dtensor_new_ranks(&spec, &init, ranks, 3, &smp));
     assert_int_equal(lt_local_count(smp->local), 3);
     for (int i = 0; i < 3; i++)
         expect_same_bits(smp->local->shards[ranks[i]], full->local->shards[ranks[i]], "init",
@@ -365,9 +365,9 @@ static void test_init_ranks(void **state) {
     assert_null(lt_to_local(smp, 1));
     int bad[2] = {5, 3};
     lt_dtensor *x;
-    LT_EXPECT_STATUS(lt_dtensor_init_ranks(&spec, &init, bad, 2, &x), LT_INVALID);
+    LT_EXPECT_STATUS(lt_dtensor_new_ranks(&spec, &init, bad, 2, &x), LT_INVALID);
     bad[0] = 8;
-    LT_EXPECT_STATUS(lt_dtensor_init_ranks(&spec, &init, bad, 1, &x), LT_INVALID);
+    LT_EXPECT_STATUS(lt_dtensor_new_ranks(&spec, &init, bad, 1, &x), LT_INVALID);
     lt_dtensor_free(full);
     lt_dtensor_free(smp);
 }

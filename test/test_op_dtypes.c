@@ -81,7 +81,7 @@ static int accepts(lt_op_kind op, lt_dtype dt) {
     lt_status st =
         lt_op(op, (const lt_dtensor *const *)in, nin, &a, NULL, out, LT_OP_MAX_OUTPUTS, &nout);
     if (st && st != LT_UNSUPPORTED && st != LT_DTYPE)
-        fail_msg("%s on %s: %s: %s", lt_op_name(op), lt_dtype_name(dt), lt_status_str(st),
+        fail_msg("%s on %s: %s: %s", lt_op_name(op), lt_dtype_name(dt), lt_status_name(st),
                  lt_errmsg());
     for (int j = 0; j < nout; j++) assert_int_equal(out[j]->dtype, dt); /* no op promotes */
     for (int j = 0; j < LT_OP_MAX_OUTPUTS; j++) lt_dtensor_free(out[j]);

@@ -45,7 +45,7 @@ static lt_dtensor *run(lt_op_kind op, const lt_dtensor *const *in, int nin, cons
     o.check_reference = 1;
     lt_dtensor *y = NULL;
     lt_status st = lt_op(op, in, nin, a, &o, &y, 1, NULL);
-    if (st) fail_msg("%s: %s: %s", lt_op_name(op), lt_status_str(st), lt_errmsg());
+    if (st) fail_msg("%s: %s: %s", lt_op_name(op), lt_status_name(st), lt_errmsg());
     return y;
 }
 

@@ -99,7 +99,7 @@ static void test_bad_spellings(void **state) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         lt_placement p;
         lt_status st = lt_placement_parse(bad[i], &p);
-        if (st != LT_INVALID) fail_msg("'%s' parsed (status %s)", bad[i], lt_status_str(st));
+        if (st != LT_INVALID) fail_msg("'%s' parsed (status %s)", bad[i], lt_status_name(st));
         if (!strstr(lt_errmsg(), "placement"))
             fail_msg("'%s': message '%s' does not name the placement", bad[i], lt_errmsg());
     }

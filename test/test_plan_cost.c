@@ -141,8 +141,8 @@ static void test_cli_lines(void **state) {
     LT_CHECK(lt_placements_parse("S(0),S(1)", sp, 2, &n));
     LT_CHECK(lt_placements_parse("R,S(0)", dp, 2, &n));
     lt_spec a, b;
-    LT_CHECK(lt_spec_make(&m, LT_F32, 2, sh, sp, 2, &a));
-    LT_CHECK(lt_spec_make(&m, LT_F32, 2, sh, dp, 2, &b));
+    LT_CHECK(lt_spec_init(&m, LT_F32, 2, sh, sp, 2, &a));
+    LT_CHECK(lt_spec_init(&m, LT_F32, 2, sh, dp, 2, &b));
     lt_cli_cost c;
     const char *args[] = {"redistribute", "--mesh", "2x3", "--objective", "time", "--compare"};
     LT_CHECK(cli_cost(6, args, &c, NULL));

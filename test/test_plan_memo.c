@@ -25,7 +25,7 @@
 static char *plan_text(const lt_mesh *m, int ndim, const int64_t *shape, const lt_placement *sp,
                        const lt_placement *dp, int shared, lt_status *st) {
     lt_spec s;
-    LT_CHECK(lt_spec_make(m, LT_F32, ndim, shape, sp, m->ndim, &s));
+    LT_CHECK(lt_spec_init(m, LT_F32, ndim, shape, sp, m->ndim, &s));
     lt_plan *p = NULL;
     *st = lt__plan_build(&s, dp, LT_PLANNER_MIN_COST, shared, &p);
     if (*st) return NULL;
@@ -83,9 +83,9 @@ static void compare_pair(const lt_mesh *m, int ndim, const int64_t *shape, const
         if (t->differ++ < 5)
             print_message("DIFFER on %s: %s -> %s\nunshared (%s):\n%s\nshared (%s):\n%s\nshared, "
                           "scanning (%s):\n%s\n",
-                          lt_mesh_str(m, ms, sizeof ms), fmt_pl(sp, m->ndim, x, 256),
-                          fmt_pl(dp, m->ndim, y, 256), lt_status_str(s0), a ? a : "-",
-                          lt_status_str(s1), b ? b : "-", lt_status_str(s2), c ? c : "-");
+                          lt_mesh_format(m, ms, sizeof ms), fmt_pl(sp, m->ndim, x, 256),
+                          fmt_pl(dp, m->ndim, y, 256), lt_status_name(s0), a ? a : "-",
+                          lt_status_name(s1), b ? b : "-", lt_status_name(s2), c ? c : "-");
     }
     free(a);
     free(b);

@@ -65,8 +65,8 @@ static void check_cost_pair(const lt_mesh *m, int ndim, const int64_t *shape,
                             const lt_placement *sp, const lt_placement *dp, counts *k) {
     const lt_plan_cost *pc = sweep_cost;
     lt_spec a, b;
-    LT_CHECK(lt_spec_make(m, LT_F32, ndim, shape, sp, m->ndim, &a));
-    LT_CHECK(lt_spec_make(m, LT_F32, ndim, shape, dp, m->ndim, &b));
+    LT_CHECK(lt_spec_init(m, LT_F32, ndim, shape, sp, m->ndim, &a));
+    LT_CHECK(lt_spec_init(m, LT_F32, ndim, shape, dp, m->ndim, &b));
     lt_plan *p, *pg;
     LT_CHECK(lt_plan_redistribute_cost(&a, &b, pc, &p));
     lt_redistribute_opts og = {0};
@@ -86,10 +86,11 @@ static void check_cost_pair(const lt_mesh *m, int ndim, const int64_t *shape,
             print_message("MISMATCH (%s, %s) mesh %s, shape %s: %s -> %s: min-cost (%lld, %zu B, "
                           "%d steps)%s, brute force (%lld, %lld B, %d): %s\n",
                           lt_objective_name(pc->objective), lt_moveset_name(pc->moves),
-                          lt_mesh_str(m, ms, sizeof ms), lt_shape_str(ndim, shape, ss, sizeof ss),
-                          fmt_pl(sp, m->ndim, x, 256), fmt_pl(dp, m->ndim, y, 256), (long long)got,
-                          p->total_bytes, p->nsteps, p->search_truncated ? " (truncated)" : "",
-                          (long long)want.cost, (long long)want.bytes, want.steps, want.path);
+                          lt_mesh_format(m, ms, sizeof ms),
+                          lt_shape_format(ndim, shape, ss, sizeof ss), fmt_pl(sp, m->ndim, x, 256),
+                          fmt_pl(dp, m->ndim, y, 256), (long long)got, p->total_bytes, p->nsteps,
+                          p->search_truncated ? " (truncated)" : "", (long long)want.cost,
+                          (long long)want.bytes, want.steps, want.path);
     }
     if (pc->moves == LT_MOVES_DTENSOR) {
         if (has_non_dtensor_step(p))
@@ -136,10 +137,11 @@ static void check_pair(const lt_mesh *m, int ndim, const int64_t *shape, const l
             print_message("MISMATCH mesh %s, shape %s: %s -> %s: min-cost plans %zu bytes in %d "
                           "steps%s, the brute force "
                           "finds %lld bytes in %d: %s\n",
-                          lt_mesh_str(m, ms, sizeof ms), lt_shape_str(ndim, shape, ss, sizeof ss),
-                          fmt_pl(sp, m->ndim, a, 256), fmt_pl(dp, m->ndim, c, 256), pc->total_bytes,
-                          pc->nsteps, pc->search_truncated ? " (truncated)" : "",
-                          (long long)want.bytes, want.steps, want.path);
+                          lt_mesh_format(m, ms, sizeof ms),
+                          lt_shape_format(ndim, shape, ss, sizeof ss), fmt_pl(sp, m->ndim, a, 256),
+                          fmt_pl(dp, m->ndim, c, 256), pc->total_bytes, pc->nsteps,
+                          pc->search_truncated ? " (truncated)" : "", (long long)want.bytes,
+                          want.steps, want.path);
     }
     if (pg->total_bytes < pc->total_bytes)
         fail_msg("%s -> %s: greedy moves %zu bytes, min-cost %zu", fmt_pl(sp, m->ndim, a, 256),
@@ -520,8 +522,8 @@ static void test_objective_acceptance(void **state) {
     parse_pl("S(0),S(1)", sp);
     parse_pl("R,S(0)", dp);
     lt_spec a, b;
-    LT_CHECK(lt_spec_make(&m, LT_F32, 2, sh, sp, 2, &a));
-    LT_CHECK(lt_spec_make(&m, LT_F32, 2, sh, dp, 2, &b));
+    LT_CHECK(lt_spec_init(&m, LT_F32, 2, sh, sp, 2, &a));
+    LT_CHECK(lt_spec_init(&m, LT_F32, 2, sh, dp, 2, &b));
     lt_plan_cost pc;
     memset(&pc, 0, sizeof pc);
     LT_CHECK(lt_topology_preset("uniform", 2, &pc.topo));
@@ -596,7 +598,7 @@ static void test_out_of_memory(void **state) {
                 points++;
                 if (st != LT_NOMEM || !strstr(lt_errmsg(), "out of memory"))
                     fail_msg("%s -> %s, allocation %lld failing: %s: %s", cases[q][2], cases[q][3],
-                             (long long)n, lt_status_str(st), lt_errmsg());
+                             (long long)n, lt_status_name(st), lt_errmsg());
                 if (had_out)
                     fail_msg("%s -> %s: a failed redistribute left its output set", cases[q][2],
                              cases[q][3]);

@@ -81,7 +81,7 @@ static void expect_vals(rec *u, int rank, const char *what, const lt_tensor *t, 
 }
 
 static void expect_ok(rec *u, int rank, const char *what, lt_status st) {
-    if (st) note(u, "rank %d: %s: %s: %s", rank, what, lt_status_str(st), lt_errmsg());
+    if (st) note(u, "rank %d: %s: %s: %s", rank, what, lt_status_name(st), lt_errmsg());
 }
 
 /* ---- every collective on 8 ranks, by hand ---------------------------------------------- */
@@ -348,7 +348,7 @@ static lt_match_report *run_hang(const char *mesh, lt_proc_fn fn, rec *u, lt_han
     assert_true(strncmp(*text, head, strlen(head)) == 0);   /* lt_errmsg() is the headline */
     for (int r = 0; r < m.world; r++)
         if (rep->ranks[r].state == LT_RANK_WAITING) {
-            if (u->st[r] != LT_MISMATCH) fail_msg("rank %d's waiting call returned %s", r, lt_status_str(u->st[r]));
+            if (u->st[r] != LT_MISMATCH) fail_msg("rank %d's waiting call returned %s", r, lt_status_name(u->st[r]));
             expect_in(u->msg[r], "cancelled: the program would hang");
         }
     return rep;
@@ -536,13 +536,13 @@ static lt_status local_errors(lt_proc *p, void *ud) {
     int line = __LINE__; lt_status st = lt_proc_all_gather(p, 0, x, 5, &o);
     char s[160];
     snprintf(s, sizeof s, "test/test_program.c:%d: rank %d: all_gather on mesh dim 0: gather dim 5 is out of range", line, r);
-    if (st != LT_INVALID || !strstr(lt_errmsg(), s)) note(u, "rank %d: bad dim gave %s: %s", r, lt_status_str(st), lt_errmsg());
+    if (st != LT_INVALID || !strstr(lt_errmsg(), s)) note(u, "rank %d: bad dim gave %s: %s", r, lt_status_name(st), lt_errmsg());
     if (lt_proc_all_reduce(p, 0, NULL, LT_REDOP_SUM, &o) != LT_INVALID) note(u, "rank %d: NULL input accepted", r);
     if (lt_proc_all_reduce(p, 0, x, LT_REDOP_SUM, NULL) != LT_INVALID) note(u, "rank %d: NULL output accepted", r);
     if (r == 1) {
         st = lt_proc_barrier(u->h0, 0);
         if (st != LT_INVALID || !strstr(lt_errmsg(), "rank 0's handle used while rank 1 runs"))
-            note(u, "rank 1 used rank 0's handle: %s: %s", lt_status_str(st), lt_errmsg());
+            note(u, "rank 1 used rank 0's handle: %s: %s", lt_status_name(st), lt_errmsg());
     }
     if (lt_proc_barrier(NULL, 0) != LT_INVALID) note(u, "a NULL handle was accepted");
     /* a preallocated output is filled in place */
@@ -694,7 +694,7 @@ static void test_out_of_memory(void **state) {
                     break;
                 }
                 if (st != normal && st != LT_NOMEM)
-                    fail_msg("allocation %lld failed: %s: %s", (long long)nth, lt_status_str(st), lt_errmsg());
+                    fail_msg("allocation %lld failed: %s: %s", (long long)nth, lt_status_name(st), lt_errmsg());
                 if (st == LT_NOMEM && !strstr(lt_errmsg(), "out of memory"))
                     fail_msg("allocation %lld failed: message '%s'", (long long)nth, lt_errmsg());
             }

@@ -16,7 +16,7 @@ static lt_spec spec(const lt_mesh *m, int ndim, const int64_t *shape, const char
     int n = 0;
     LT_CHECK(lt_placements_parse(pls, pl, LT_MESH_MAX_DIMS, &n));
     lt_spec s;
-    LT_CHECK(lt_spec_make(m, LT_F32, ndim, shape, pl, n, &s));
+    LT_CHECK(lt_spec_init(m, LT_F32, ndim, shape, pl, n, &s));
     return s;
 }
 

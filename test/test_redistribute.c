@@ -84,7 +84,7 @@ static size_t check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t 
                          int verify, sweep_stats *stats) {
     char a[256], b[256], what[700], ms[64];
     snprintf(what, sizeof what, "mesh %s, %d-d tensor: %s -> %s (%s)",
-             lt_mesh_str(m, ms, sizeof ms), ndim, fmt_pl(sp, m->ndim, a, sizeof a),
+             lt_mesh_format(m, ms, sizeof ms), ndim, fmt_pl(sp, m->ndim, a, sizeof a),
              fmt_pl(dp, m->ndim, b, sizeof b), lt_planner_name(planner));
     lt_placement dn[LT_MESH_MAX_DIMS];
     lt_dtensor *src = mk(m, dt, ndim, shape, sp), *out = NULL;
@@ -102,16 +102,16 @@ static size_t check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t 
     int dst_ok = lt_placements_check(m, ndim, dp, m->ndim, dn) == LT_OK &&
                  lt_layout_check(m, ndim, shape, dn) == LT_OK;
     if (!dst_ok) {
-        if (st != LT_INVALID) fail_msg("%s: invalid destination gave %s", what, lt_status_str(st));
+        if (st != LT_INVALID) fail_msg("%s: invalid destination gave %s", what, lt_status_name(st));
         stats->invalid++;
     } else if (expect_reject(m, sp, dn)) {
         if (st != LT_UNSUPPORTED)
-            fail_msg("%s: expected a rejection, got %s", what, lt_status_str(st));
+            fail_msg("%s: expected a rejection, got %s", what, lt_status_name(st));
         if (!strstr(lt_errmsg(), "'t'") || !strstr(lt_errmsg(), "mesh dim"))
             fail_msg("%s: rejection message lacks the name or mesh dim: %s", what, lt_errmsg());
         stats->rejected++;
     } else {
-        if (st) fail_msg("%s: %s: %s", what, lt_status_str(st), lt_errmsg());
+        if (st) fail_msg("%s: %s: %s", what, lt_status_name(st), lt_errmsg());
         stats->run++;
         if (!lt_placements_equal(out->placements, dn, m->ndim))
             fail_msg("%s: result placements differ", what);

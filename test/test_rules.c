@@ -79,8 +79,8 @@ static lt_op_plan *plan2(lt_op_kind op, const lt_mesh *m, int na, const int64_t 
     if (pb) LT_CHECK(lt_placements_parse(pb, b, LT_MESH_MAX_DIMS, &n));
     lt_spec s[2];
     const lt_spec *in[2] = {&s[0], &s[1]};
-    LT_CHECK(lt_spec_make(m, LT_F32, na, sa, a, m->ndim, &s[0]));
-    if (pb) LT_CHECK(lt_spec_make(m, LT_F32, nb, sb, b, m->ndim, &s[1]));
+    LT_CHECK(lt_spec_init(m, LT_F32, na, sa, a, m->ndim, &s[0]));
+    if (pb) LT_CHECK(lt_spec_init(m, LT_F32, nb, sb, b, m->ndim, &s[1]));
     static const lt_op_args zero;
     lt_op_plan *p = NULL;
     LT_CHECK(lt_op_propagate(op, in, pb ? 2 : 1, args ? args : &zero, &p));
@@ -237,7 +237,7 @@ static void test_cache(void **state) {
     /* inputs on meshes of another shape, NULL inputs, rand without a mesh: lt_op's errors */
     lt_mesh m4 = mesh1(4);
     lt_spec s4;
-    LT_CHECK(lt_spec_make(&m4, LT_F32, 2, s, &pl, 1, &s4));
+    LT_CHECK(lt_spec_init(&m4, LT_F32, 2, s, &pl, 1, &s4));
     sp[1] = &s4;
     LT_EXPECT_STATUS(lt_op_propagate(LT_OP_ADD, sp, 2, NULL, &p), LT_INVALID);
     assert_non_null(strstr(lt_errmsg(), "add: input 1 lives on another mesh"));

@@ -145,7 +145,7 @@ static void load_in_child(const char *what, const text *t, load_want w) {
                          : st == LT_OK && lt_sc_file_scenarios(f) == w.nscen &&
                                lt_sc_file_cases(f) == w.ncases;
         if (!ok)
-            fprintf(stderr, "%s: status %s, %d scenarios, %d cases: %s\n", what, lt_status_str(st),
+            fprintf(stderr, "%s: status %s, %d scenarios, %d cases: %s\n", what, lt_status_name(st),
                     lt_sc_file_scenarios(f), lt_sc_file_cases(f), lt_errmsg());
         lt_sc_file_free(f);
         fflush(stderr);

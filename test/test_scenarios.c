@@ -716,13 +716,13 @@ static void test_plan_step_names(void **state) {
     lt_plan_format(p, table, sizeof table);
     if (!strstr(table, "\n     1  0 ") || !strstr(table, "local slice") || strstr(table, "none ("))
         fail_msg("plan table:\n%s", table);
-    assert_string_equal(lt_plan_step_str(p, 0, one, sizeof one),
+    assert_string_equal(lt_plan_step_format(p, 0, one, sizeof one),
                         "step 1 of 1 (mesh dim 0: R -> S(0), local slice)");
     lt_plan_free(p);
     /* a collective step with local work after it */
     lt_placement ss = lt_strided(0, 2);
     LT_CHECK(lt_plan_redistribute(&m, LT_F32, 1, shape, &ss, &r, 1, NULL, &p));
-    assert_string_equal(lt_plan_step_str(p, 0, one, sizeof one),
+    assert_string_equal(lt_plan_step_format(p, 0, one, sizeof one),
                         "step 1 of 1 (mesh dim 0: SS(0,2) -> R, all_gather + index_select)");
     lt_plan_format(p, table, sizeof table);
     if (!strstr(table, "     1  0 ") || !strstr(table, "all_gather + index_select"))
@@ -864,7 +864,7 @@ static void test_mutations(void **state) {
         lt_status st = lt_sc_load_string("mut.yaml", buf, n, &f);
         if (st) {
             if (!lt_errmsg()[0])
-                fail_msg("mutation %d: status %s without a message", it, lt_status_str(st));
+                fail_msg("mutation %d: status %s without a message", it, lt_status_name(st));
             continue;
         }
         loaded++;

@@ -77,7 +77,7 @@ static void test_cow_collective_outputs(void **state) {
     lt_dtensor *dst = NULL;
     lt_placement rp = lt_replicate();
     lt_init zeros = {LT_INIT_ZEROS, 0};
-    LT_CHECK(lt_dtensor_init(&m, LT_F32, 1, &two, &rp, 1, &zeros, &dst));
+    LT_CHECK(lt_dtensor_new(&m, LT_F32, 1, &two, &rp, 1, &zeros, &dst));
     assert_true(shares(dst, 0, 1));
     lt_tensor *keep = NULL;   /* a third holder of the zero buffer */
     LT_CHECK(lt_tensor_view(dst->local->shards[0], &keep));
@@ -183,7 +183,7 @@ static void test_unique_bytes(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         LT_CHECK(lt_placements_parse(cases[i].pl, pl, 3, &np));
         lt_spec s;
-        LT_CHECK(lt_spec_make(&m, LT_F32, 2, shape, pl, np, &s));
+        LT_CHECK(lt_spec_init(&m, LT_F32, 2, shape, pl, np, &s));
         uint64_t u, t;
         LT_CHECK(lt_spec_unique_bytes(&s, &u));
         LT_CHECK(lt_spec_total_bytes(&s, &t));

@@ -1,4 +1,4 @@
-/* test/test_spec.c — lt_spec_make: checked once, same messages as the checks
+/* test/test_spec.c — lt_spec_init: checked once, same messages as the checks
  * it runs; a DTensor's spec points at the mesh it owns. */
 #include <string.h>
 
@@ -12,7 +12,7 @@ static void test_make_normalizes(void **state) {
     int64_t shape[2] = {4, 6};
     lt_placement pl[2] = {lt_shard(-1), lt_replicate()};
     lt_spec s;
-    LT_CHECK(lt_spec_make(&m, LT_F32, 2, shape, pl, 2, &s));
+    LT_CHECK(lt_spec_init(&m, LT_F32, 2, shape, pl, 2, &s));
     assert_ptr_equal(lt_spec_mesh(&s), &m);
     assert_int_equal(lt_spec_dtype(&s), LT_F32);
     assert_int_equal(lt_spec_ndim(&s), 2);
@@ -29,21 +29,21 @@ static void test_make_errors(void **state) {
     int64_t shape[2] = {4, 6};
     lt_placement pl[2] = {lt_shard(2), lt_replicate()};
     lt_spec s;
-    LT_EXPECT_STATUS(lt_spec_make(&m, LT_F32, 2, shape, pl, 2, &s), LT_INVALID);
+    LT_EXPECT_STATUS(lt_spec_init(&m, LT_F32, 2, shape, pl, 2, &s), LT_INVALID);
     assert_int_equal(s.ndim, 0);
-    LT_EXPECT_STATUS(lt_spec_make(&m, LT_F32, 2, shape, pl, 1, &s), LT_INVALID);
-    LT_EXPECT_STATUS(lt_spec_make(&m, LT_F32, LT_MAX_DIMS + 1, shape, pl, 2, &s), LT_INVALID);
+    LT_EXPECT_STATUS(lt_spec_init(&m, LT_F32, 2, shape, pl, 1, &s), LT_INVALID);
+    LT_EXPECT_STATUS(lt_spec_init(&m, LT_F32, LT_MAX_DIMS + 1, shape, pl, 2, &s), LT_INVALID);
     assert_non_null(strstr(lt_errmsg(), "dims"));
     int64_t huge[2] = {INT64_MAX / 2, 4};
     pl[0] = lt_replicate();
-    LT_EXPECT_STATUS(lt_spec_make(&m, LT_F32, 2, huge, pl, 2, &s), LT_OVERFLOW);
+    LT_EXPECT_STATUS(lt_spec_init(&m, LT_F32, 2, huge, pl, 2, &s), LT_OVERFLOW);
     /* last rule: 1 element over 2 ranks (a layout error) */
     lt_split_rule last;
     memset(&last, 0, sizeof last);
     last.kind = LT_SPLIT_LAST;
     int64_t one[1] = {1};
     pl[0] = lt_shard_rule(0, last);
-    LT_EXPECT_STATUS(lt_spec_make(&m, LT_F32, 1, one, pl, 2, &s), LT_INVALID);
+    LT_EXPECT_STATUS(lt_spec_init(&m, LT_F32, 1, one, pl, 2, &s), LT_INVALID);
 }
 
 static void test_dtensor_spec(void **state) {
@@ -76,7 +76,7 @@ static void test_spec_layout(void **state) {
     int64_t shape[2] = {10, 2};
     lt_placement pl[1] = {lt_shard(0)};
     lt_spec s;
-    LT_CHECK(lt_spec_make(&m, LT_F32, 2, shape, pl, 1, &s));
+    LT_CHECK(lt_spec_init(&m, LT_F32, 2, shape, pl, 1, &s));
     int64_t ls[2], off[2];
     LT_CHECK(lt_spec_local_shape(&s, 3, ls, off));
     assert_int_equal(ls[0], 1);
@@ -101,11 +101,11 @@ static void test_distribute_spec(void **state) {
     int64_t shape[1] = {8};
     lt_placement pl[1] = {lt_shard(0)};
     lt_spec s;
-    LT_CHECK(lt_spec_make(&m, LT_F32, 1, shape, pl, 1, &s));
+    LT_CHECK(lt_spec_init(&m, LT_F32, 1, shape, pl, 1, &s));
     lt_init init;
     LT_CHECK(lt_init_parse("arange", &init));
     lt_dtensor *a = NULL, *b = NULL;
-    LT_CHECK(lt_dtensor_init_spec(&s, &init, &a));
+    LT_CHECK(lt_dtensor_new_spec(&s, &init, &a));
     const lt_tensor *r1 = lt_to_local(a, 1);
     assert_int_equal(r1->shape[0], 4);
     assert_true(lt_get_flat(r1, 0) == 4.0);
@@ -126,8 +126,8 @@ static void test_distribute_spec(void **state) {
     lt_tensor_free(full);
     /* P(product) is a valid spec but distribute cannot produce it */
     pl[0] = lt_partial(LT_REDOP_PRODUCT);
-    LT_CHECK(lt_spec_make(&m, LT_F32, 1, shape, pl, 1, &s));
-    LT_EXPECT_STATUS(lt_dtensor_init_spec(&s, &init, &a), LT_INVALID);
+    LT_CHECK(lt_spec_init(&m, LT_F32, 1, shape, pl, 1, &s));
+    LT_EXPECT_STATUS(lt_dtensor_new_spec(&s, &init, &a), LT_INVALID);
     assert_non_null(strstr(lt_errmsg(), "Partial(product)"));
 }
 
@@ -138,8 +138,8 @@ static void test_plan_spec(void **state) {
     int64_t shape[2] = {4, 6};
     lt_placement a[2] = {lt_shard(0), lt_replicate()}, b[2] = {lt_replicate(), lt_shard(-1)};
     lt_spec sa, sb, sc;
-    LT_CHECK(lt_spec_make(&m, LT_F32, 2, shape, a, 2, &sa));
-    LT_CHECK(lt_spec_make(&m, LT_F32, 2, shape, b, 2, &sb));
+    LT_CHECK(lt_spec_init(&m, LT_F32, 2, shape, a, 2, &sa));
+    LT_CHECK(lt_spec_init(&m, LT_F32, 2, shape, b, 2, &sb));
     lt_plan *p = NULL, *q = NULL;
     LT_CHECK(lt_plan_redistribute_spec(&sa, &sb, NULL, &p));
     assert_int_equal(p->nsteps, 2);
@@ -149,7 +149,7 @@ static void test_plan_spec(void **state) {
     lt_plan_free(q);
     lt_plan_free(p);
     int64_t other[2] = {4, 8};
-    LT_CHECK(lt_spec_make(&m, LT_F32, 2, other, b, 2, &sc));
+    LT_CHECK(lt_spec_init(&m, LT_F32, 2, other, b, 2, &sc));
     LT_EXPECT_STATUS(lt_plan_redistribute_spec(&sa, &sc, NULL, &p), LT_INVALID);
     assert_null(p);
 }

@@ -350,7 +350,7 @@ static void test_random_c_programs(void **state) {
         }
         if (!ok && bad++ < 5)
             print_message("program %d: the simulator says %s; lt_program_run gives %s (%s)\n", i,
-                          want.done ? "it finishes" : want.hang, lt_status_str(st),
+                          want.done ? "it finishes" : want.hang, lt_status_name(st),
                           rep ? lt_hang_kind_name(rep->kind) : "no report");
         lt_match_report_free(rep);
     }

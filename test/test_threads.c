@@ -208,7 +208,7 @@ static void test_build(void **state) {
                 lt_dtensor **x = t == 1 ? &ref : &got;
                 if (how == 0) LT_CHECK(lt_distribute(&m, full, pl, np, x));
                 else
-                    LT_CHECK(lt_dtensor_init(&m, LT_F32, 2, (int64_t[]){51, 77}, pl, np,
+                    LT_CHECK(lt_dtensor_new(&m, LT_F32, 2, (int64_t[]){51, 77}, pl, np,
                                              &inits[how - 1], x));
                 for (int r = 0; r < m.world;
                      r++) { /* rank 0..r-1 holding the same values share r's buffer */

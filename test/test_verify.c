@@ -233,7 +233,7 @@ static void test_fused_reduction(void **state) {
         int64_t shape[2] = {6, 4};
         lt_init init = {LT_INIT_ARANGE, 0};
         lt_dtensor *src = NULL;
-        LT_CHECK(lt_dtensor_init(&m, LT_F64, 2, shape, pl, np, &init, &src));
+        LT_CHECK(lt_dtensor_new(&m, LT_F64, 2, shape, pl, np, &init, &src));
         lt_dtensor *out = redist(src, "R,S(1)");
         lt_verify_report rep;
         LT_CHECK(lt_verify_reshard(src, out, 0, &rep));

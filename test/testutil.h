@@ -116,7 +116,7 @@ static inline lt_tensor *lt_test_host_copy(const lt_tensor *t) {
     do {                                                                                 \
         lt_status lt__t_ = (expr);                                                       \
         if (lt__t_ != LT_OK)                                                             \
-            fail_msg("%s -> %s: %s", #expr, lt_status_str(lt__t_), lt_errmsg());         \
+            fail_msg("%s -> %s: %s", #expr, lt_status_name(lt__t_), lt_errmsg());         \
     } while (0)
 
 /* Fails unless expr returns `want`; prints the message otherwise too. */
@@ -124,8 +124,8 @@ static inline lt_tensor *lt_test_host_copy(const lt_tensor *t) {
     do {                                                                                 \
         lt_status lt__t_ = (expr);                                                       \
         if (lt__t_ != (want))                                                            \
-            fail_msg("%s -> %s (wanted %s): %s", #expr, lt_status_str(lt__t_),           \
-                     lt_status_str(want), lt_errmsg());                                  \
+            fail_msg("%s -> %s (wanted %s): %s", #expr, lt_status_name(lt__t_),           \
+                     lt_status_name(want), lt_errmsg());                                  \
     } while (0)
 
 /* Fails unless t has the given shape and row-major values (exact compare). */
@@ -244,7 +244,7 @@ static inline lt_dtensor *lt_test_arange(const char *mesh_s, const char *pls, in
     LT_CHECK(lt_placements_parse(pls, pl, LT_MESH_MAX_DIMS, &np));
     lt_init init = {LT_INIT_ARANGE, 0};
     lt_dtensor *d = NULL;
-    LT_CHECK(lt_dtensor_init(m, LT_F32, ndim, shape, pl, np, &init, &d));
+    LT_CHECK(lt_dtensor_new(m, LT_F32, ndim, shape, pl, np, &init, &d));
     return d;
 }
 

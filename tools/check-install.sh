@@ -4,6 +4,8 @@
 #
 # Installs BUILD's libraries with `make install DESTDIR=SCRATCH PREFIX=/usr/local`,
 # then checks that:
+#   - the installed include/localtensor/ is a byte-identical copy of the
+#     repository's include/localtensor/ (install rewrites nothing);
 #   - every header is under include/localtensor/ and nothing else is in
 #     include/ (no top-level kernels/ or collectives_sim/ on a user's path);
 #     no internal header (*_impl.h, kernels/alloc.h) is installed;
@@ -85,6 +87,17 @@ mapfile -t headers < <(cd "$prefix/include" && find localtensor -name '*.h' | so
 [ ${#headers[@]} -ge 10 ] || fail "only ${#headers[@]} headers installed"
 internal=$(printf '%s\n' "${headers[@]}" | grep -E '_impl\.h$|/kernels/alloc\.h$')
 [ -z "$internal" ] || fail "internal headers were installed: $(echo $internal)"
+# install is a copy: the installed tree equals the repository's include/
+# localtensor/ file for file and byte for byte (the MPI engine's header only
+# in a build with MPI)
+want=$(cd "$root/include" && find localtensor -name '*.h' | sort)
+ar t "$build/liblocaltensor-mpi.a" >/dev/null 2>&1 ||
+  want=$(printf '%s\n' "$want" | grep -vx 'localtensor/collectives_sim/engine_mpi.h')
+[ "$want" = "$(printf '%s\n' "${headers[@]}")" ] ||
+  fail "installed headers differ from include/localtensor/: $(diff <(echo "$want") <(printf '%s\n' "${headers[@]}") | grep '^[<>]' | head -5 | tr '\n' ' ')"
+for h in "${headers[@]}"; do
+  cmp -s "$root/include/$h" "$prefix/include/$h" || fail "include/$h was changed on install"
+done
 # the shared library's interface is its lt_ functions only
 exported=$(nm -D --defined-only "$prefix/lib/liblocaltensor.so" 2>/dev/null | awk '$3 ~ /^lt__/ {print $3}')
 [ -z "$exported" ] || fail "liblocaltensor.so exports $(echo "$exported" | wc -l) internal symbols: $(echo $exported | cut -c1-200)"

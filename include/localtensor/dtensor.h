@@ -59,17 +59,17 @@ LT_API lt_status lt_distribute(const lt_mesh *mesh, const lt_tensor *full, const
 /* A DTensor initialised in place: each rank fills its shard from its global
  * indices (never materialising the full tensor), then Partial dims partition
  * as distribute does. Equal to lt_distribute of the initialised full tensor. */
-LT_API lt_status lt_dtensor_init(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
+LT_API lt_status lt_dtensor_new(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
                                  const lt_placement *pl, int np, const lt_init *init,
                                  lt_dtensor **out);
 
-/* lt_distribute and lt_dtensor_init for a checked spec (borrowed; not
+/* lt_distribute and lt_dtensor_new for a checked spec (borrowed; not
  * re-checked): the DTensor has the spec's dtype (full is cast to it; its
  * shape must be the spec's, LT_SHAPE otherwise) and the spec's placements.
  * Errors: the Partial kinds distribute cannot produce (as above), memory,
  * LT_NOMEM. */
 LT_API lt_status lt_distribute_spec(const lt_spec *spec, const lt_tensor *full, lt_dtensor **out);
-LT_API lt_status lt_dtensor_init_spec(const lt_spec *spec, const lt_init *init, lt_dtensor **out);
+LT_API lt_status lt_dtensor_new_spec(const lt_spec *spec, const lt_init *init, lt_dtensor **out);
 
 /* from_local (docs/SEMANTICS.md §11.2): shards[world] (borrowed; views are kept) with
  * placements. Global shape: sharded dims sum their sizes along each group

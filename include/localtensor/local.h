@@ -66,7 +66,7 @@ LT_API int lt_localint_eq(const lt_localint *a, const lt_localint *b);
  * ge/gt/le/lt of a non-constant int are errors). *result = a < b. */
 LT_API lt_status lt_localint_lt(const lt_localint *a, const lt_localint *b, int *result);
 /* "3" when constant, else "{0: 2, 1: 2, 2: 1, 3: 0}" into buf. */
-LT_API char *lt_localint_str(const lt_localint *li, char *buf, size_t n);
+LT_API char *lt_localint_format(const lt_localint *li, char *buf, size_t n);
 
 /* ---- per-rank map --------------------------------------------------------- */
 

@@ -56,7 +56,7 @@ typedef struct lt_numerics {
  * the text otherwise. */
 LT_API lt_status lt_numerics_parse(const char *s, lt_numerics *out);
 /* "full", "sample:8", "none" into buf. */
-LT_API char *lt_numerics_str(const lt_numerics *nm, char *buf, size_t n);
+LT_API char *lt_numerics_format(const lt_numerics *nm, char *buf, size_t n);
 
 /* The ranks whose values mode nm computes in a world of W ranks, ascending,
  * into ranks[] (the caller gives room for lt_numerics_count(nm, W)); returns
@@ -65,7 +65,7 @@ LT_API int lt_numerics_count(const lt_numerics *nm, int world);
 LT_API int lt_numerics_ranks(const lt_numerics *nm, int world, int *ranks);
 
 /* "0, 9362, 18724, ..., 65535" (the first `max` of them, then ", ...") into buf. */
-LT_API char *lt_numerics_ranks_str(const int *ranks, int n, int max, char *buf, size_t len);
+LT_API char *lt_numerics_ranks_format(const int *ranks, int n, int max, char *buf, size_t len);
 
 /* ---- where sampled values come from ---------------------------------------- */
 
@@ -90,22 +90,22 @@ typedef struct lt_sample_src {
     lt_sample_op ops[LT_SAMPLE_MAX_OPS];
 } lt_sample_src;
 
-/* The source of lt_dtensor_init_spec(spec, init): init, then the
+/* The source of lt_dtensor_new_spec(spec, init): init, then the
  * partition of every Partial mesh dim of spec, first to last (as distribute
  * does). LT_OK, or LT_UNSUPPORTED beyond LT_SAMPLE_MAX_OPS. */
 LT_API lt_status lt_sample_src_init(lt_sample_src *g, const lt_init *init, const lt_spec *spec);
 
 /* A DTensor of checked spec `spec` (borrowed) whose values come from g,
  * holding only ranks[0..n) (ascending, in range; n may be 0); the others
- * are absent. With g from lt_sample_src_init it equals lt_dtensor_init_spec
+ * are absent. With g from lt_sample_src_init it equals lt_dtensor_new_spec
  * on those ranks, bit for bit. Memory is checked for those shards only.
  * Errors: the Partial kinds distribute cannot produce (as
- * lt_dtensor_init_spec); LT_INVALID for a rank out of range or order;
+ * lt_dtensor_new_spec); LT_INVALID for a rank out of range or order;
  * LT_NOMEM. */
 LT_API lt_status lt_dtensor_sample(const lt_spec *spec, const lt_sample_src *g, const int *ranks,
                                    int n, lt_dtensor **out);
 /* lt_dtensor_sample of lt_sample_src_init(init, spec). */
-LT_API lt_status lt_dtensor_init_ranks(const lt_spec *spec, const lt_init *init, const int *ranks,
+LT_API lt_status lt_dtensor_new_ranks(const lt_spec *spec, const lt_init *init, const int *ranks,
                                        int n, lt_dtensor **out);
 
 /* The redistribute of a tensor of checked spec `src` whose values come from
@@ -139,7 +139,7 @@ LT_API lt_status lt_redistribute_sampled(const lt_spec *src, const lt_sample_src
 LT_API lt_status lt_verify_sampled_shard(const lt_plan *p, const lt_sample_src *g, int r,
                                          const lt_tensor *got, lt_verify_report *rep);
 /* lt_redistribute_sampled from lt_sample_src_init(init, src), after
- * checking the Partial kinds of src as lt_dtensor_init_spec does. */
+ * checking the Partial kinds of src as lt_dtensor_new_spec does. */
 LT_API lt_status lt_redistribute_ranks(const lt_spec *src, const lt_init *init,
                                        const lt_placement *dst, int np, const int *ranks, int n,
                                        const lt_redistribute_opts *opts, lt_dtensor **out,

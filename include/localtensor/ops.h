@@ -234,7 +234,7 @@ LT_API lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, cons
                        const lt_op_opts *opts, lt_dtensor **out, int max_out, int *nout);
 
 /* Propagation only: the decision for inputs of checked specs inputs[nin]
- * (built by lt_spec_make, or a DTensor's lt_dtensor_spec; not re-checked),
+ * (built by lt_spec_init, or a DTensor's lt_dtensor_spec; not re-checked),
  * all on one mesh (equal meshes count as one); rand and randn (nin 0) take
  * theirs from args->mesh. args NULL: all zero. Errors as lt_op's
  * propagation. *out is a new reference. */

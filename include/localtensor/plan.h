@@ -331,7 +331,7 @@ LT_API const char *lt_plan_step_action(const lt_plan_step *s, char *buf, size_t 
 /* "step 2 of 3 (mesh dim 0: S(0) -> R, all_gather)": step i of p (0-based
  * index, numbered from 1 as in the table); an index outside the plan (the
  * verifier's -1) reads "the source (before step 1)". Returns buf. */
-LT_API char *lt_plan_step_str(const lt_plan *p, int i, char *buf, size_t n);
+LT_API char *lt_plan_step_format(const lt_plan *p, int i, char *buf, size_t n);
 
 /* Writes the plan as an aligned text table into buf (always NUL-terminated
  * when n > 0): one row per step (numbered from 1) with mesh dim, from -> to,

@@ -49,7 +49,7 @@ typedef struct lt_pytorch_bug_info {
 LT_API const lt_pytorch_bug_info *lt_pytorch_bug_get(lt_pytorch_bug b);
 
 /* The checks. Each returns a bit set: bit b set when the step matches entry
- * b. They read checked specs (lt_spec_make or a DTensor's) and never fail. */
+ * b. They read checked specs (lt_spec_init or a DTensor's) and never fail. */
 /* A layout (distribute_tensor, from_local, a state shown by `show`). */
 LT_API uint32_t lt_pytorch_bugs_layout(const lt_spec *s);
 /* A redistribute of src to dst (dst: mesh ndim checked placements); the

@@ -36,7 +36,7 @@ typedef struct lt_init {
 /* Parses "arange", "zeros", "ones", "random:SEED", "randn:SEED". */
 LT_API lt_status lt_init_parse(const char *s, lt_init *out);
 /* "random:7" etc. */
-LT_API char *lt_init_str(const lt_init *in, char *buf, size_t n);
+LT_API char *lt_init_format(const lt_init *in, char *buf, size_t n);
 
 /* Philox4x32-10: four 32-bit outputs for (counter, key). */
 LT_API void lt_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);

@@ -1,9 +1,9 @@
 /* localtensor/spec.h — lt_spec: the static description of a sharded tensor.
  *
  * A spec is (mesh, dtype, global shape, placements), checked once where it
- * is built (lt_spec_make) and trusted after: functions that take a
+ * is built (lt_spec_init) and trusted after: functions that take a
  * `const lt_spec *` do not re-validate it. Invariant of every spec built by
- * lt_spec_make: 0 <= ndim <= LT_MAX_DIMS; the element count and byte size
+ * lt_spec_init: 0 <= ndim <= LT_MAX_DIMS; the element count and byte size
  * fit; placements[0..mesh->ndim) are normalized (lt_placements_check) and
  * the layout is computable on every rank (lt_layout_check).
  *
@@ -37,7 +37,7 @@ typedef struct lt_spec {
  * overflow (LT_OVERFLOW); lt_placements_check (np must equal mesh->ndim);
  * lt_layout_check. `shape` and `pl` are copied; `mesh` is borrowed (see
  * above). On error *out is left zeroed. */
-LT_API lt_status lt_spec_make(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
+LT_API lt_status lt_spec_init(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
                               const lt_placement *pl, int np, lt_spec *out);
 
 /* Layout math of a checked spec (localtensor/layout.h), without re-checking

@@ -102,7 +102,7 @@ static int relax(lt_spec *view, int nin, int i) {
  * as Replicate on that mesh dim, until every layout exists; each round turns
  * at least one shard into Replicate, so at most nin * mesh dims rounds. What
  * the rule then sees is no checked spec (lt__spec_unchecked); what it asks
- * for is checked here (lt_spec_make). */
+ * for is checked here (lt_spec_init). */
 /* A new op plan with room for nin inputs' targets; NULL when out of
  * memory. */
 static lt_op_plan *op_plan_new(int nin) {
@@ -136,7 +136,7 @@ static lt_status check_targets(lt_op_plan *p, const lt_mesh *mesh, int nin,
         p->in_redistribute[k] = !pls_equal(p->in_target[k], in[k]->placements, mesh->ndim);
         if (!p->in_redistribute[k]) continue;
         lt_spec t; /* the target: input k's tensor under the placements the rule asks for */
-        lt_status st = lt_spec_make(mesh, in[k]->dtype, in[k]->ndim, in[k]->shape, p->in_target[k],
+        lt_status st = lt_spec_init(mesh, in[k]->dtype, in[k]->ndim, in[k]->shape, p->in_target[k],
                                     mesh->ndim, &t);
         if (!st) {
             memcpy(p->in_target[k], t.placements, sizeof(lt_placement) * (size_t)mesh->ndim);
@@ -152,7 +152,7 @@ static lt_status check_targets(lt_op_plan *p, const lt_mesh *mesh, int nin,
     return LT_OK;
 }
 
-/* The outputs: loose checks, not lt_spec_make, whose element count check
+/* The outputs: loose checks, not lt_spec_init, whose element count check
  * propagation has never made (an mm of (n, 0) by (0, n) has inputs of no
  * elements and an output of n * n; the run refuses it, out_room). */
 static lt_status check_outputs(lt_op_plan *p, const lt_mesh *mesh, const lt__rule_io *io,
@@ -410,8 +410,8 @@ static lt_status wrap(const lt_op_plan *p, int j, lt_local *loc, lt_dtensor **ou
         for (int d = 0; ok && d < p->out_ndim; d++) ok = t->shape[d] == ls[d];
         if (!ok) {
             char a[160], b[160];
-            lt_shape_str(t->ndim, t->shape, a, sizeof a);
-            lt_shape_str(p->out_ndim, ls, b, sizeof b);
+            lt_shape_format(t->ndim, t->shape, a, sizeof a);
+            lt_shape_format(p->out_ndim, ls, b, sizeof b);
             lt_local_free(loc);
             return lt__err(LT_SHAPE,
                            "%s: rank %d's kernel produced %s %s but the output layout %s gives %s",
@@ -513,7 +513,7 @@ static lt_status run_plan(const lt_op_plan *p, const lt_dtensor *const *in, cons
     const lt_mesh *m = &p->mesh_;
     if (p->nin == 0) { /* creation */
         lt_init init = {p->op == LT_OP_RANDN ? LT_INIT_RANDN : LT_INIT_RANDOM, a->seed};
-        return lt_dtensor_init(m, p->out_dtype, p->out_ndim, p->out_shape[0], p->out_pl, m->ndim,
+        return lt_dtensor_new(m, p->out_dtype, p->out_ndim, p->out_shape[0], p->out_pl, m->ndim,
                                &init, &out[0]);
     }
     LT_TRY(out_room(p));

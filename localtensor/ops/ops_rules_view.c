@@ -74,7 +74,7 @@ static lt_status target_shape(lt__rule_io *io, int64_t numel) {
             return lt__err(LT_SHAPE,
                            "%s: cannot infer the -1 of the target for %lld elements (shape %s)",
                            name, (long long)numel,
-                           lt_shape_str(io->in[0]->ndim, io->in[0]->shape, s1, sizeof s1));
+                           lt_shape_format(io->in[0]->ndim, io->in[0]->shape, s1, sizeof s1));
         }
         io->out_shape[0][infer] = numel / prod;
         prod = numel;
@@ -82,9 +82,9 @@ static lt_status target_shape(lt__rule_io *io, int64_t numel) {
     if (prod != numel) {
         char s1[160], s2[160];
         return lt__err(LT_SHAPE, "%s: shape %s (%lld elements) cannot become %s", name,
-                       lt_shape_str(io->in[0]->ndim, io->in[0]->shape, s1, sizeof s1),
+                       lt_shape_format(io->in[0]->ndim, io->in[0]->shape, s1, sizeof s1),
                        (long long)numel,
-                       lt_shape_str(a->shape_ndim, io->out_shape[0], s2, sizeof s2));
+                       lt_shape_format(a->shape_ndim, io->out_shape[0], s2, sizeof s2));
     }
     return LT_OK;
 }

@@ -187,7 +187,7 @@ static lt_status ref_dropout(const lt_tensor *x, const lt_op_args *a, lt_tensor 
     lt_placement r = lt_replicate();
     lt_spec s;
     LT_TRY(lt_mesh_init(&one, 1, &size1, NULL));
-    LT_TRY(lt_spec_make(&one, x->dtype, x->ndim, x->shape, &r, 1, &s));
+    LT_TRY(lt_spec_init(&one, x->dtype, x->ndim, x->shape, &r, 1, &s));
     return lt__dropout_shard(x, a->scalar, a->seed, &s, 0, out);
 }
 
@@ -325,7 +325,7 @@ lt_status lt_op_check_reference(lt_op_kind op, const lt_dtensor *const *in, int 
         st = lt_compare(got, ref[j], rt, at, &cr);
         if (!st && !cr.equal) {
             char idx[160];
-            lt_shape_str(got->ndim, cr.first_idx, idx, sizeof idx);
+            lt_shape_format(got->ndim, cr.first_idx, idx, sizeof idx);
             idx[0] = '[';
             size_t L = strlen(idx);
             if (L) idx[L - 1] = ']';

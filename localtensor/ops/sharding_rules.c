@@ -358,7 +358,8 @@ static lt_status mm_shapes(lt__rule_io *io, mm_geom *g) {
     if (!bad) bad = a[na - 1] != b[nb == 1 ? 0 : nb - 2];
     if (bad)
         return lt__err(LT_SHAPE, "%s: shapes %s and %s cannot be multiplied", name,
-                       lt_shape_str(na, a, s1, sizeof s1), lt_shape_str(nb, b, s2, sizeof s2));
+                       lt_shape_format(na, a, s1, sizeof s1),
+                       lt_shape_format(nb, b, s2, sizeof s2));
     int nbo = 0;
     int64_t bs[LT_MAX_DIMS];
     lt_status st = lt_broadcast_shapes(na > 2 ? na - 2 : 0, a, nb > 2 ? nb - 2 : 0, b, &nbo, bs);
@@ -708,10 +709,10 @@ static lt_status rule_cat(lt__rule_io *io) {
         for (int j = 0; ok && j < n; j++) ok = j == d || io->in[k]->shape[j] == io->in[0]->shape[j];
         if (!ok) {
             char s1[160], s2[160];
-            return lt__err(LT_SHAPE,
-                           "%s: input %d has shape %s but input 0 has %s (only dim %d may differ)",
-                           name, k, lt_shape_str(io->in[k]->ndim, io->in[k]->shape, s1, sizeof s1),
-                           lt_shape_str(n, io->in[0]->shape, s2, sizeof s2), d);
+            return lt__err(
+                LT_SHAPE, "%s: input %d has shape %s but input 0 has %s (only dim %d may differ)",
+                name, k, lt_shape_format(io->in[k]->ndim, io->in[k]->shape, s1, sizeof s1),
+                lt_shape_format(n, io->in[0]->shape, s2, sizeof s2), d);
         }
         if (lt__add_i64(io->out_shape[0][d], io->in[k]->shape[d], &io->out_shape[0][d]))
             return lt__err(LT_OVERFLOW, "%s: the size of dim %d overflows 64 bits", name, d);

@@ -444,9 +444,9 @@ static void describe_case(const vcase *c, const lt_mesh *m, lt_placement (*pl)[L
                           int nt, char *buf, size_t n) {
     char ms[64], s[160], p[200];
     size_t used =
-        (size_t)snprintf(buf, n, "%s mesh %s", lt_op_name(c->op), lt_mesh_str(m, ms, sizeof ms));
+        (size_t)snprintf(buf, n, "%s mesh %s", lt_op_name(c->op), lt_mesh_format(m, ms, sizeof ms));
     for (int k = 0; k < nt && used < n; k++) {
-        lt_shape_str(c->ndim[k], c->shape[k], s, sizeof s);
+        lt_shape_format(c->ndim[k], c->shape[k], s, sizeof s);
         lt_placements_format(pl[k], m->ndim, p, sizeof p);
         int w = snprintf(buf + used, n - used, "%s %s %s", k ? "," : ":", s, p);
         if (w < 0) return;
@@ -489,7 +489,7 @@ static void run_one(vrun *v, const vcase *c, const lt_mesh *m, lt_tensor **full,
         if (c->nin ==
             0) { /* rand of a layout that does not exist, or P(product): no spec, not a rule */
             lt_spec s;
-            bad = lt_spec_make(m, a->dtype, c->ndim[0], c->shape[0], pl[0], m->ndim, &s) != LT_OK;
+            bad = lt_spec_init(m, a->dtype, c->ndim[0], c->shape[0], pl[0], m->ndim, &s) != LT_OK;
             for (int i = 0; i < m->ndim && !bad; i++)
                 bad = pl[0][i].kind == LT_PL_PARTIAL && pl[0][i].op == LT_REDOP_PRODUCT;
         }

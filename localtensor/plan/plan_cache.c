@@ -275,7 +275,7 @@ lt_status lt__plan_redistribute_from(const lt_spec *src, const lt_placement *dst
     plan_ctx ctx = {opts, src->placements, dst, nfmt};
     lt_spec ds;
     lt_status st = lt_placements_check(mesh, src->ndim, dst, np, d);
-    if (!st) st = lt_spec_make(mesh, src->dtype, src->ndim, src->shape, d, np, &ds);
+    if (!st) st = lt_spec_init(mesh, src->dtype, src->ndim, src->shape, d, np, &ds);
     if (st) return ctx_err(st, &ctx, ": destination");
     return plan_checked(src, ds.placements, planner, use_cache, &ctx, out);
 }
@@ -317,9 +317,9 @@ lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
     st = lt_placements_check(mesh, ndim, dst, np, d);
     if (st) return ctx_err(st, &ctx, ": destination");
     lt_spec ds;
-    if ((st = lt_spec_make(mesh, dtype, ndim, shape, s, np, &ss)))
+    if ((st = lt_spec_init(mesh, dtype, ndim, shape, s, np, &ss)))
         return ctx_err(st, &ctx, ": source");
-    if ((st = lt_spec_make(mesh, dtype, ndim, shape, d, np, &ds)))
+    if ((st = lt_spec_init(mesh, dtype, ndim, shape, d, np, &ds)))
         return ctx_err(st, &ctx, ": destination");
     return plan_checked(&ss, ds.placements, planner, use_cache, &ctx, out);
 }
@@ -335,8 +335,8 @@ int lt_plan_format(const lt_plan *p, char *buf, size_t n) {
     lt__sbuf b = {buf, n, 0};
     if (n) buf[0] = '\0';
     char ms[128], shp[128], a[512], c[512];
-    lt_mesh_str(&p->mesh, ms, sizeof ms);
-    lt_shape_str(p->ndim, p->shape, shp, sizeof shp);
+    lt_mesh_format(&p->mesh, ms, sizeof ms);
+    lt_shape_format(p->ndim, p->shape, shp, sizeof shp);
     lt_placements_format(p->src, p->mesh.ndim, a, sizeof a);
     lt_placements_format(p->dst, p->mesh.ndim, c, sizeof c);
     lt__sb_printf(&b, "plan (%s) of %s %s on mesh %s: %s -> %s\n", lt_planner_name(p->planner), shp,

@@ -21,7 +21,7 @@ const char *lt_plan_step_action(const lt_plan_step *s, char *buf, size_t n) {
     return buf;
 }
 
-char *lt_plan_step_str(const lt_plan *p, int i, char *buf, size_t n) {
+char *lt_plan_step_format(const lt_plan *p, int i, char *buf, size_t n) {
     if (!n) return buf;
     if (!p || i < 0 || i >= p->nsteps) {
         snprintf(buf, n, "the source (before step 1)");

@@ -164,13 +164,13 @@ static lt_status vctx_init_(vctx *c, const lt_dtensor *src, const lt_placement *
     c->ndim = src->ndim;
     c->es = lt_dtype_size(src->dtype);
     lt_placement d[LT_MESH_MAX_DIMS];
-    if (checked) {   /* the checked layout is given: what lt_spec_make would make of it */
+    if (checked) {   /* the checked layout is given: what lt_spec_init would make of it */
         c->dspec = *checked;
         c->dspec.mesh = c->mesh;
         memcpy(d, checked->placements, sizeof(lt_placement) * (size_t)np);
     } else {
         LT_TRY(lt_placements_check(c->mesh, c->ndim, dst, np, d));
-        LT_TRY(lt_spec_make(c->mesh, src->dtype, c->ndim, src->shape, d, np, &c->dspec));
+        LT_TRY(lt_spec_init(c->mesh, src->dtype, c->ndim, src->shape, d, np, &c->dspec));
     }
     const lt_placement *sp = src->placements;
     c->op = LT_REDOP_SUM;

@@ -66,8 +66,8 @@ lt_status lt__verify_element_mismatch(lt_verify_report *rep, int step, const cha
 lt_status lt__verify_shape_mismatch(lt_verify_report *rep, int step, int r, const lt_tensor *a,
                                     int ndim, const int64_t *es) {
     char sa[128], se[128];
-    lt_shape_str(a->ndim, a->shape, sa, sizeof sa);
-    lt_shape_str(ndim, es, se, sizeof se);
+    lt_shape_format(a->ndim, a->shape, sa, sizeof sa);
+    lt_shape_format(ndim, es, se, sizeof se);
     lt_status st =
         lt__err(LT_MISMATCH, "rank %d holds a shard of shape %s but the direct reshard gives %s", r,
                 sa, se);

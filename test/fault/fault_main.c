@@ -54,7 +54,7 @@ int fault_failed(const char *what, lt_status st, int nouts, void *const *outs) {
     if (fault_verbose) fprintf(stderr, "  %s: %s\n", what, msg);
     if (lt__fault_fired() == 0) return fault_broken(what, "failed without a fault: %s", msg);
     if (st != LT_NOMEM)
-        return fault_broken(what, "status %s, not out of memory: %s", lt_status_str(st), msg);
+        return fault_broken(what, "status %s, not out of memory: %s", lt_status_name(st), msg);
     if (!strstr(msg, "out of memory"))
         return fault_broken(what, "the message does not say out of memory: '%s'", msg);
     for (int i = 0; i < nouts; i++)

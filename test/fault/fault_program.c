@@ -132,7 +132,7 @@ static int expect_hang(const char *what, const lt_mesh *mesh, lt_proc_fn fn, lt_
     }
     if (st != LT_MISMATCH || !rep) {
         lt_match_report_free(rep);
-        return fault_broken(what, "status %s, expected a would-hang report: %s", lt_status_str(st),
+        return fault_broken(what, "status %s, expected a would-hang report: %s", lt_status_name(st),
                             lt_errmsg());
     }
     int rc = FAULT_DONE;

@@ -93,11 +93,11 @@ static void mesh_round_trip(const char *s, char *t1, char *t2) {
     for (int i = 0; i < a.ndim; i++) world *= a.shape[i];
     if (a.ndim < 1 || a.ndim > LT_MESH_MAX_DIMS || world != a.world || world > LT_MESH_MAX_WORLD)
         fuzz_fail("lt_mesh_parse('%s') gave %d dims, world %d", s, a.ndim, a.world);
-    lt_mesh_str(&a, t1, TXT_MAX);
+    lt_mesh_format(&a, t1, TXT_MAX);
     if (lt_mesh_parse(t1, &b))
         fuzz_fail("mesh '%s' formats as '%s', which does not parse: %s", s, t1, lt_errmsg());
     if (!lt_mesh_equal(&a, &b)) fuzz_fail("mesh '%s' -> '%s' parses to another mesh", s, t1);
-    lt_mesh_str(&b, t2, TXT_MAX);
+    lt_mesh_format(&b, t2, TXT_MAX);
     if (strcmp(t1, t2)) fuzz_fail("mesh '%s' formats as '%s', then as '%s'", s, t1, t2);
     /* every rank's coordinate maps back to it, and groups hold it */
     for (int r = 0; r < a.world && r < 4096; r++) {
@@ -124,12 +124,12 @@ static void shape_round_trip(const char *s, char *t1, char *t2) {
     if (na < 0 || na > LT_MAX_DIMS) fuzz_fail("shape '%s' gave %d dims", s, na);
     for (int d = 0; d < na; d++)
         if (a[d] < 0) fuzz_fail("shape '%s' gave a negative size", s);
-    lt_shape_str(na, a, t1, TXT_MAX);
+    lt_shape_format(na, a, t1, TXT_MAX);
     if (lt_cli_parse_shape(t1, &nb, b))
         fuzz_fail("shape '%s' formats as '%s', which does not parse: %s", s, t1, lt_errmsg());
     if (na != nb || memcmp(a, b, sizeof(int64_t) * (size_t)na))
         fuzz_fail("shape '%s' -> '%s' parses to another shape", s, t1);
-    lt_shape_str(nb, b, t2, TXT_MAX);
+    lt_shape_format(nb, b, t2, TXT_MAX);
     if (strcmp(t1, t2)) fuzz_fail("shape '%s' formats as '%s', then as '%s'", s, t1, t2);
 }
 
@@ -161,7 +161,7 @@ static void names_round_trip(const char *s, char *t1) {
     lt_init in, in2;
     lt__err_clear();
     if (!lt_init_parse(s, &in)) {
-        lt_init_str(&in, t1, TXT_MAX);
+        lt_init_format(&in, t1, TXT_MAX);
         if (lt_init_parse(t1, &in2) || in.kind != in2.kind || in.seed != in2.seed)
             fuzz_fail("init '%s' -> '%s' does not round-trip", s, t1);
     } else {

@@ -55,10 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_paint_stack();
     lt_status st = lt_sc_load_string("fuzz.yaml", (const char *)data, size, &f);
     if (st) {
-        if (f) fuzz_fail("load failed (%s) but returned a file", lt_status_str(st));
+        if (f) fuzz_fail("load failed (%s) but returned a file", lt_status_name(st));
         if (!has_position(lt_errmsg()))
             fuzz_fail("load error without 'fuzz.yaml:LINE:COL' (status %s): '%s'",
-                      lt_status_str(st), lt_errmsg());
+                      lt_status_name(st), lt_errmsg());
         return 0;
     }
     if (!f || f->nscen < 1) fuzz_fail("load succeeded without a scenario");

@@ -133,7 +133,7 @@ static int one_case(const lt_mesh *m, ckind k, lt_dtype dt, lt_redop op, int var
     int W = m->world;
     lt_tensor *in[64] = {0}, *ref[64] = {0}, *sparse[64] = {0}, *out[64] = {0};
     char what[256], ms[64];
-    lt_mesh_str(m, ms, sizeof ms);
+    lt_mesh_format(m, ms, sizeof ms);
     for (int r = 0; r < W; r++) in[r] = make_input(k, dt, r, variant);
     lt_comm *c = NULL;
     LT_CHECK(lt_comm_new(m, &c));

@@ -24,7 +24,7 @@ enum { REPS = 5 };
 
 static void check(lt_status st, const char *what) {
     if (st == LT_OK) return;
-    fprintf(stderr, "bench: %s: %s: %s\n", what, lt_status_str(st), lt_errmsg());
+    fprintf(stderr, "bench: %s: %s: %s\n", what, lt_status_name(st), lt_errmsg());
     exit(2);
 }
 
@@ -44,8 +44,8 @@ static double mm_seconds(const char *be, int64_t mr, int64_t k, int64_t n) {
     lt_placement s0 = lt_shard(0), r = lt_replicate();
     lt_init init = {LT_INIT_RANDOM, 3};
     lt_dtensor *x, *w;
-    check(lt_dtensor_init(&m, LT_F32, 2, xs, &s0, 1, &init, &x), "init x");
-    check(lt_dtensor_init(&m, LT_F32, 2, ws, &r, 1, &init, &w), "init w");
+    check(lt_dtensor_new(&m, LT_F32, 2, xs, &s0, 1, &init, &x), "init x");
+    check(lt_dtensor_new(&m, LT_F32, 2, ws, &r, 1, &init, &w), "init w");
     const lt_dtensor *in[2] = {x, w};
     double t[REPS];
     for (int rep = -1; rep < REPS; rep++) { /* rep -1 warms up */
@@ -70,7 +70,7 @@ static double redist_seconds(const char *be, int64_t rows, int64_t cols) {
     lt_placement s0 = lt_shard(0), s1 = lt_shard(1);
     lt_init init = {LT_INIT_ONES, 0};
     lt_dtensor *src, *out;
-    check(lt_dtensor_init(&m, LT_F32, 2, shape, &s0, 1, &init, &src), "init");
+    check(lt_dtensor_new(&m, LT_F32, 2, shape, &s0, 1, &init, &src), "init");
     lt_comm *c;
     check(lt_comm_new(&m, &c), "comm");
     lt_redistribute_opts o = {0};

@@ -57,7 +57,7 @@ typedef struct setup {
 
 static void check(lt_status st, const char *what) {
     if (st == LT_OK) return;
-    fprintf(stderr, "bench: %s: %s: %s\n", what, lt_status_str(st), lt_errmsg());
+    fprintf(stderr, "bench: %s: %s: %s\n", what, lt_status_name(st), lt_errmsg());
     exit(2);
 }
 

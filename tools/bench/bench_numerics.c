@@ -23,7 +23,7 @@
 
 static void check(lt_status st, const char *what) {
     if (st == LT_OK) return;
-    fprintf(stderr, "bench: %s: %s: %s\n", what, lt_status_str(st), lt_errmsg());
+    fprintf(stderr, "bench: %s: %s: %s\n", what, lt_status_name(st), lt_errmsg());
     exit(2);
 }
 
@@ -41,7 +41,7 @@ void lt_bench_numerics(lt_bench *b) {
     check(lt_placements_parse("S(1),S(0)", dp, 2, &np), "placements");
     int64_t shape[2] = {65536, 65536};
     lt_spec spec;
-    check(lt_spec_make(&m, LT_F32, 2, shape, sp, 2, &spec), "spec");
+    check(lt_spec_init(&m, LT_F32, 2, shape, sp, 2, &spec), "spec");
     lt_init init = {LT_INIT_RANDOM, 1};
     lt_numerics nm = {LT_NUMERICS_SAMPLE, 8};
     int ranks[8];

@@ -23,7 +23,7 @@
 
 static void check(lt_status st, const char *what) {
     if (st == LT_OK) return;
-    fprintf(stderr, "bench: %s: %s: %s\n", what, lt_status_str(st), lt_errmsg());
+    fprintf(stderr, "bench: %s: %s: %s\n", what, lt_status_name(st), lt_errmsg());
     exit(2);
 }
 
@@ -39,8 +39,8 @@ static void dispatch_rows(lt_bench *b) {
     lt_placement pl = lt_shard(0);
     lt_init init = {LT_INIT_ARANGE, 0};
     lt_dtensor *x, *y;
-    check(lt_dtensor_init(&m, LT_F32, 1, shape, &pl, 1, &init, &x), "init");
-    check(lt_dtensor_init(&m, LT_F32, 1, shape, &pl, 1, &init, &y), "init");
+    check(lt_dtensor_new(&m, LT_F32, 1, shape, &pl, 1, &init, &x), "init");
+    check(lt_dtensor_new(&m, LT_F32, 1, shape, &pl, 1, &init, &y), "init");
     const lt_dtensor *in[2] = {x, y};
     const lt_spec *specs[2] = {lt_dtensor_spec(x), lt_dtensor_spec(y)};
     lt_op_args a;
@@ -101,8 +101,8 @@ static void matmul_row(lt_bench *b, int64_t mr, int64_t k, int64_t n) {
     lt_placement s0 = lt_shard(0), r = lt_replicate();
     lt_init init = {LT_INIT_RANDOM, 3};
     lt_dtensor *x, *w;
-    check(lt_dtensor_init(&m, LT_F32, 2, xs, &s0, 1, &init, &x), "init x");
-    check(lt_dtensor_init(&m, LT_F32, 2, ws, &r, 1, &init, &w), "init w");
+    check(lt_dtensor_new(&m, LT_F32, 2, xs, &s0, 1, &init, &x), "init x");
+    check(lt_dtensor_new(&m, LT_F32, 2, ws, &r, 1, &init, &w), "init w");
     float *A = malloc(sizeof(float) * (size_t)(8 * mr * k));   /* (8m, k) */
     float *B = malloc(sizeof(float) * (size_t)(k * n));        /* (k, n) */
     float *C = malloc(sizeof(float) * (size_t)(8 * mr * n));   /* (8m, n) */

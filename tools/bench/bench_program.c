@@ -65,7 +65,7 @@ static void row(lt_bench *b, const char *name, const char *mesh, int kind, int c
         lt_status st = lt_program_run(&m, body, &j, NULL, NULL);
         t[i] = lt_bench_now() - t0;
         if (st) {
-            fprintf(stderr, "bench: %s: %s: %s\n", name, lt_status_str(st), lt_errmsg());
+            fprintf(stderr, "bench: %s: %s: %s\n", name, lt_status_name(st), lt_errmsg());
             exit(2);
         }
         if (calls) t[i] /= (double)calls * m.world;

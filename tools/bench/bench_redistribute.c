@@ -35,7 +35,7 @@
 
 static void check(lt_status st, const char *what) {
     if (st == LT_OK) return;
-    fprintf(stderr, "bench: %s: %s: %s\n", what, lt_status_str(st), lt_errmsg());
+    fprintf(stderr, "bench: %s: %s: %s\n", what, lt_status_name(st), lt_errmsg());
     exit(2);
 }
 
@@ -61,7 +61,7 @@ static uint64_t plan_unique(const lt_plan *p) {
     for (int s = 0; s < p->nsteps; s++) {
         lt_spec sp;
         uint64_t u;
-        check(lt_spec_make(&p->mesh, p->dtype, p->ndim, p->shape, p->steps[s].after, p->mesh.ndim,
+        check(lt_spec_init(&p->mesh, p->dtype, p->ndim, p->shape, p->steps[s].after, p->mesh.ndim,
                            &sp),
               "spec");
         check(lt_spec_unique_bytes(&sp, &u), "unique bytes");
@@ -167,7 +167,7 @@ static void data_row(lt_bench *b, const char *mesh_s, const char *from, const ch
     int64_t shape[2] = {uneven ? 4099 : 4096, uneven ? 4093 : 4096};
     lt_init init = {LT_INIT_ONES, 0};
     lt_dtensor *src, *out;
-    check(lt_dtensor_init(&m, LT_F32, 2, shape, sp, ns, &init, &src), "init");
+    check(lt_dtensor_new(&m, LT_F32, 2, shape, sp, ns, &init, &src), "init");
     lt_comm *c;
     check(lt_comm_new(&m, &c), "comm");
     lt_redistribute_opts o = {0};

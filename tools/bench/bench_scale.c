@@ -23,7 +23,7 @@
 
 static void check(lt_status st, const char *what) {
     if (st == LT_OK) return;
-    fprintf(stderr, "bench: %s: %s: %s\n", what, lt_status_str(st), lt_errmsg());
+    fprintf(stderr, "bench: %s: %s: %s\n", what, lt_status_name(st), lt_errmsg());
     exit(2);
 }
 
@@ -61,12 +61,12 @@ static void scale_rows(lt_bench *b, const char *mesh_s, int64_t cols, int split)
     double t_all = NAN, tr = NAN, tv = NAN;
     if (all) {
         double t = lt_bench_now();
-        check(lt_dtensor_init(&m, LT_F32, 2, shape, sp, 3, &init, &src), "init");
+        check(lt_dtensor_new(&m, LT_F32, 2, shape, sp, 3, &init, &src), "init");
         run_once(src, dp, 1, 1);
         t_all = lt_bench_now() - t;
     }
     if (parts) {
-        if (!src) check(lt_dtensor_init(&m, LT_F32, 2, shape, sp, 3, &init, &src), "init");
+        if (!src) check(lt_dtensor_new(&m, LT_F32, 2, shape, sp, 3, &init, &src), "init");
         run_once(src, dp, 1, 0);   /* warm: plan cache, and blocks of every size for reuse */
         tr = run_once(src, dp, 0, 0);
         tv = run_once(src, dp, 1, 0) - tr;

@@ -260,7 +260,7 @@ static void plan_shape(const lt_mesh *m, int s, int shared) {
             }
             lt_spec spec;
             lt_plan *p = NULL;
-            if (lt_spec_make(m, LT_F32, 2, sweep_shapes[s], sp, 3, &spec) ||
+            if (lt_spec_init(m, LT_F32, 2, sweep_shapes[s], sp, 3, &spec) ||
                 lt__plan_build(&spec, dp, LT_PLANNER_MIN_COST, shared, &p)) {
                 fprintf(stderr, "bench: planning the sweep: %s\n", lt_errmsg());
                 exit(2);

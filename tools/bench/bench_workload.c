@@ -33,7 +33,7 @@
 
 static void check(lt_status st, const char *what) {
     if (st == LT_OK) return;
-    fprintf(stderr, "bench: %s: %s: %s\n", what, lt_status_str(st), lt_errmsg());
+    fprintf(stderr, "bench: %s: %s: %s\n", what, lt_status_name(st), lt_errmsg());
     exit(2);
 }
 
@@ -131,7 +131,7 @@ static void make_inputs(int mlp, lt_dtensor **in, int *nin) {
     if (!mlp) {
         const int64_t s[2] = {2048, 2048};
         placements("S(0),S(1)", pl, &np);
-        check(lt_dtensor_init(&m, LT_F32, 2, s, pl, np, &init, &in[0]), "init");
+        check(lt_dtensor_new(&m, LT_F32, 2, s, pl, np, &init, &in[0]), "init");
         *nin = 1;
         return;
     }
@@ -139,7 +139,7 @@ static void make_inputs(int mlp, lt_dtensor **in, int *nin) {
     static const char *const pls[3] = {"R,R", "R,S(1)", "R,S(0)"};
     for (int i = 0; i < 3; i++) {
         placements(pls[i], pl, &np);
-        check(lt_dtensor_init(&m, LT_F32, 2, shapes[i], pl, np, &init, &in[i]), "init");
+        check(lt_dtensor_new(&m, LT_F32, 2, shapes[i], pl, np, &init, &in[i]), "init");
     }
     *nin = 3;
 }

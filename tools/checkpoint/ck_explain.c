@@ -122,7 +122,7 @@ static int search(const ex_ctx *x, const lt_mesh *m, lt_placement *pl, int i) {
         char ps[128], ms[64];
         lt_placements_format(norm, m->ndim, ps, sizeof ps);
         lt__sbuf b = {x->buf, x->cap, 0};
-        lt__sb_printf(&b, "%s on %s%s", ps, lt_mesh_str(m, ms, sizeof ms),
+        lt__sb_printf(&b, "%s on %s%s", ps, lt_mesh_format(m, ms, sizeof ms),
                       uneven ? ", uneven" : "");
         empty_text(x->empty, m->world, &b);
         lt__sb_finish(&b);

@@ -126,7 +126,7 @@ static lt_status print_plan(const lt_ckpt *ck, const lt_mesh *m, const lt_placem
     char ms[64], ps[160];
     lt_placements_format(pl, m->ndim, ps, sizeof ps);
     fprintf(out, "read plan: %d tensor%s onto %s on %s\n", ck->nt, ck->nt == 1 ? "" : "s", ps,
-            lt_mesh_str(m, ms, sizeof ms));
+            lt_mesh_format(m, ms, sizeof ms));
     char *opened = lt__calloc((size_t)ck->nfiles, 1);
     if (!opened) return lt__err(LT_NOMEM, "out of memory planning a reshard");
     uint64_t total = 0, opens = 0;

@@ -90,7 +90,7 @@ void lt_cli_print(FILE *f, const char *cmd, const char *msg) {
 }
 
 int lt_cli_fail(const char *cmd, lt_status st) {
-    lt_cli_print(stderr, cmd, lt_errmsg()[0] ? lt_errmsg() : lt_status_str(st));
+    lt_cli_print(stderr, cmd, lt_errmsg()[0] ? lt_errmsg() : lt_status_name(st));
     return lt_cli_exit_code(st);
 }
 

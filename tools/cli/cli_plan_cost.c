@@ -193,8 +193,8 @@ lt_status lt_cli_cost_print(FILE *f, const lt_cli_cost *c, const lt_plan *p) {
     fprintf(f, " total %s\n", us(lt_plan_time_ps(p, t), b, sizeof b));
     lt_spec sp, dst;
     const lt_spec *src = &sp;
-    LT_TRY(lt_spec_make(&p->mesh, p->dtype, p->ndim, p->shape, p->src, p->mesh.ndim, &sp));
-    LT_TRY(lt_spec_make(&p->mesh, p->dtype, p->ndim, p->shape, p->dst, p->mesh.ndim, &dst));
+    LT_TRY(lt_spec_init(&p->mesh, p->dtype, p->ndim, p->shape, p->src, p->mesh.ndim, &sp));
+    LT_TRY(lt_spec_init(&p->mesh, p->dtype, p->ndim, p->shape, p->dst, p->mesh.ndim, &dst));
     lt_redistribute_opts g;
     memset(&g, 0, sizeof g);
     g.planner = LT_PLANNER_GREEDY;

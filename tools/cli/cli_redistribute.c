@@ -237,8 +237,8 @@ static lt_status sampled_text(const sampled_out *so, int quiet) {
     lt_placements_format(so->plan->src, mesh->ndim, a, sizeof a);
     lt_placements_format(so->plan->dst, mesh->ndim, b, sizeof b);
     printf("redistribute %s -> %s on mesh %s (%d rank%s), global shape %s, %s, planner %s\n", a, b,
-           lt_mesh_str(mesh, ms, sizeof ms), mesh->world, mesh->world == 1 ? "" : "s",
-           lt_shape_str(lay->ndim, lay->shape, ss, sizeof ss), lt_dtype_name(lay->dtype),
+           lt_mesh_format(mesh, ms, sizeof ms), mesh->world, mesh->world == 1 ? "" : "s",
+           lt_shape_format(lay->ndim, lay->shape, ss, sizeof ss), lt_dtype_name(lay->dtype),
            lt_planner_name(so->planner));
     if (so->n && so->n >= mesh->world)
         printf("numerics %s: values for every rank (%s)\n", so->nms, so->rs);
@@ -271,7 +271,7 @@ static int run_sampled(const lt_cli_layout *lay, const lt_placement *src, int ns
     lt_placement norm[LT_MESH_MAX_DIMS];
     lt_spec spec;
     lt_status st = lt_placements_check(mesh, lay->ndim, src, nsrc, norm);
-    if (!st) st = lt_spec_make(mesh, lay->dtype, lay->ndim, lay->shape, norm, nsrc, &spec);
+    if (!st) st = lt_spec_init(mesh, lay->dtype, lay->ndim, lay->shape, norm, nsrc, &spec);
     if (st) return lt__err_ctx(st, "--from"), lt_cli_fail(cmd, st);
     int cap = lt_numerics_count(nm, mesh->world);
     int *ranks = lt__malloc(sizeof(int) * (size_t)(cap > 0 ? cap : 1));
@@ -288,8 +288,8 @@ static int run_sampled(const lt_cli_layout *lay, const lt_placement *src, int ns
     lt_plan *plan = NULL;
     lt_trace *trace = NULL;
     char nms[32], rs[512];
-    lt_numerics_str(nm, nms, sizeof nms);
-    lt_numerics_ranks_str(ranks, n, 16, rs, sizeof rs);
+    lt_numerics_format(nm, nms, sizeof nms);
+    lt_numerics_ranks_format(ranks, n, 16, rs, sizeof rs);
     st = lt_redistribute_ranks(&spec, &lay->init, dst, ndst, ranks, n, &opts, &out, &plan);
     lt_status fs = st && st != LT_MISMATCH ? st : LT_OK;
     if (!fs && (json || html)) fs = lt_trace_new(mesh->world, &trace);
@@ -345,9 +345,9 @@ static int plan_only_main(const lt_cli_layout *lay, const lt_placement *src,
         lt_placements_format(plan->src, lay->mesh.ndim, a, sizeof a);
         lt_placements_format(plan->dst, lay->mesh.ndim, b, sizeof b);
         printf("redistribute %s -> %s on mesh %s (%d rank%s), global shape %s, %s, planner %s\n",
-               a, b, lt_mesh_str(&lay->mesh, ms, sizeof ms), lay->mesh.world,
+               a, b, lt_mesh_format(&lay->mesh, ms, sizeof ms), lay->mesh.world,
                lay->mesh.world == 1 ? "" : "s",
-               lt_shape_str(lay->ndim, lay->shape, ss, sizeof ss), lt_dtype_name(lay->dtype),
+               lt_shape_format(lay->ndim, lay->shape, ss, sizeof ss), lt_dtype_name(lay->dtype),
                lt_planner_name(planner));
         printf("\nplan (--plan-only: nothing was run):\n");
         st = print_plan(plan);
@@ -393,7 +393,7 @@ static int redist_parse(redist_cmd *c) {
             cmd, lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
                               "not supported yet: --explain in --numerics %s mode (it shows every "
                               "rank's intermediate values)",
-                              lt_numerics_str(&c->nm, nms, sizeof nms)));
+                              lt_numerics_format(&c->nm, nms, sizeof nms)));
     }
     if ((st = lt_placements_check(&c->lay.mesh, c->lay.ndim, c->src, c->nsrc, chk)))
         return lt__err_ctx(st, "--from %s", lt_cli_echo(c->from_s, e)), lt_cli_fail(cmd, st);
@@ -440,8 +440,8 @@ static lt_status redist_text(const redist_cmd *c, const lt_dtensor *in, const lt
     lt_placements_format(in->placements, mesh->ndim, a, sizeof a);
     lt_placements_format(plan->dst, mesh->ndim, b, sizeof b);
     printf("redistribute %s -> %s on mesh %s (%d rank%s), global shape %s, %s, planner %s\n", a, b,
-           lt_mesh_str(mesh, ms, sizeof ms), mesh->world, mesh->world == 1 ? "" : "s",
-           lt_shape_str(lay->ndim, lay->shape, ss, sizeof ss), lt_dtype_name(lay->dtype),
+           lt_mesh_format(mesh, ms, sizeof ms), mesh->world, mesh->world == 1 ? "" : "s",
+           lt_shape_format(lay->ndim, lay->shape, ss, sizeof ss), lt_dtype_name(lay->dtype),
            lt_planner_name(c->planner));
     printf("\nplan:\n");
     LT_TRY(print_plan(plan));
@@ -470,7 +470,7 @@ static int redist_full(const redist_cmd *c) {
     lt_plan_free(plan);
     plan = NULL;
     if (st == LT_NOMEM) return lt_cli_fail(cmd, st);
-    if ((st = lt_dtensor_init(&lay->mesh, lay->dtype, lay->ndim, lay->shape, c->src, c->nsrc,
+    if ((st = lt_dtensor_new(&lay->mesh, lay->dtype, lay->ndim, lay->shape, c->src, c->nsrc,
                               &lay->init, &in)))
         return lt__err_ctx(st, "--from %s", lt_cli_echo(c->from_s, e)), lt_cli_fail(cmd, st);
     if ((c->json || c->html_s) && (st = lt_comm_new(&lay->mesh, &comm))) {

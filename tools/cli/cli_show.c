@@ -49,8 +49,8 @@ static lt_status write_pic(FILE *f, void *ctx) {
     const lt_dtensor *d = sp->d;
     lt_pic_layout lay = {lt_dtensor_mesh(d), d->ndim, d->shape, d->placements};
     char title[800], mesh[128], shape[128], pl[512];
-    lt_mesh_str(lay.mesh, mesh, sizeof mesh);
-    lt_shape_str(d->ndim, d->shape, shape, sizeof shape);
+    lt_mesh_format(lay.mesh, mesh, sizeof mesh);
+    lt_shape_format(d->ndim, d->shape, shape, sizeof shape);
     lt_placements_format(d->placements, lay.mesh->ndim, pl, sizeof pl);
     snprintf(title, sizeof title, "%s on mesh %s, shape %s", pl, mesh, shape);
     if (!sp->html) return lt_picture_svg(f, &lay, title, 1);
@@ -102,7 +102,7 @@ int lt_cli_show(int argc, char **argv) {
         return lt__err_ctx(st, "--placements"), lt_cli_fail("show", st);
     lt_dtensor *d = NULL;
     char e[LT_CLI_ECHO_BUF];
-    if ((st = lt_dtensor_init(&a.mesh, a.dtype, a.ndim, a.shape, pl, np, &a.init, &d)))
+    if ((st = lt_dtensor_new(&a.mesh, a.dtype, a.ndim, a.shape, pl, np, &a.init, &d)))
         return lt__err_ctx(st, "--placements %s", lt_cli_echo(pl_s, e)), lt_cli_fail("show", st);
     if (json && (st = lt_json_ranks_check(d))) {
         lt_dtensor_free(d);

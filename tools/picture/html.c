@@ -181,8 +181,8 @@ static lt_status redist_write(FILE *f, void *ctx) {
     lt_placements_format(p->src, p->mesh.ndim, a, sizeof a);
     lt_placements_format(p->dst, p->mesh.ndim, b, sizeof b);
     snprintf(title, sizeof title, "redistribute %s -> %s on mesh %s, shape %s, %s", a, b,
-             lt_mesh_str(&p->mesh, ms, sizeof ms), lt_shape_str(p->ndim, p->shape, ss, sizeof ss),
-             lt_dtype_name(p->dtype));
+             lt_mesh_format(&p->mesh, ms, sizeof ms),
+             lt_shape_format(p->ndim, p->shape, ss, sizeof ss), lt_dtype_name(p->dtype));
     lt_picture_html_begin(f, title);
     fprintf(f, "<p>%d step%s, %zu bytes received in all (planner %s).</p>\n", p->nsteps,
             p->nsteps == 1 ? "" : "s", p->total_bytes, lt_planner_name(p->planner));

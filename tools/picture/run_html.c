@@ -387,7 +387,8 @@ static lt_status case_section(const lt__pic_case *pc, rh_ctx *h) {
     esc(f, pc->path);
     if (pc->has_mesh) {
         char ms[128];
-        fprintf(f, ", mesh %s (%d ranks)", lt_mesh_str(&pc->mesh, ms, sizeof ms), pc->mesh.world);
+        fprintf(f, ", mesh %s (%d ranks)", lt_mesh_format(&pc->mesh, ms, sizeof ms),
+                pc->mesh.world);
     }
     fprintf(f, "</p>\n");
     const cJSON *x, *rd;

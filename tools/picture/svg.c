@@ -584,7 +584,7 @@ static lt_status svg_summary(FILE *f, const lt_pic_layout *lay, const char *titl
                 "%.4g%% of the "
                 "tensor each</text>\n",
                 y, sh[k].count, sh[k].count == 1 ? "" : "s", sh[k].first, sh[k].last,
-                lt_shape_str(lay->ndim, sh[k].shape, s, sizeof s),
+                lt_shape_format(lay->ndim, sh[k].shape, s, sizeof s),
                 total ? 100.0 * (double)sh[k].numel / (double)total : 0.0);
     }
     if (more)
@@ -630,7 +630,7 @@ lt_status lt_picture_shard_summary(FILE *f, const lt_pic_layout *lay, int max_li
     for (int k = 0; k < nsh && k < max_lines; k++)
         fprintf(f, "  %d rank%s (first %d, last %d): local shape %s, %.4g%% of the tensor each\n",
                 sh[k].count, sh[k].count == 1 ? "" : "s", sh[k].first, sh[k].last,
-                lt_shape_str(lay->ndim, sh[k].shape, s, sizeof s),
+                lt_shape_format(lay->ndim, sh[k].shape, s, sizeof s),
                 total ? 100.0 * (double)sh[k].numel / (double)total : 0.0);
     if (nsh > max_lines || more)
         fprintf(f, "  (%d more local shape%s left out)\n", nsh > max_lines ? nsh - max_lines : 0,

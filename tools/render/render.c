@@ -17,8 +17,8 @@ void lt_render_values(FILE *f, const lt_tensor *t, int64_t max) {
 
 void lt_render_header(FILE *f, const lt_dtensor *dt) {
     char mesh[128], shape[128], pl[512];
-    lt_mesh_str(lt_dtensor_mesh(dt), mesh, sizeof mesh);
-    lt_shape_str(dt->ndim, dt->shape, shape, sizeof shape);
+    lt_mesh_format(lt_dtensor_mesh(dt), mesh, sizeof mesh);
+    lt_shape_format(dt->ndim, dt->shape, shape, sizeof shape);
     lt_placements_format(dt->placements, lt_dtensor_mesh(dt)->ndim, pl, sizeof pl);
     fprintf(f, "mesh %s (%d rank%s), global shape %s, %s, placements %s\n", mesh,
             lt_dtensor_mesh(dt)->world, lt_dtensor_mesh(dt)->world == 1 ? "" : "s", shape,
@@ -82,10 +82,10 @@ lt_status lt_render_ranks(FILE *f, const lt_dtensor *dt, int max_values) {
         any_strided |= strided;
         char c[64], s1[96], s2[100];
         coord_str(m, r, c, sizeof c);
-        lt_shape_str(dt->ndim, l.global_offset, s2, sizeof s2);
+        lt_shape_format(dt->ndim, l.global_offset, s2, sizeof s2);
         if (strided) strcat(s2, "*");
         fprintf(f, "%-5d %-10s %-14s %-15s ", r, c,
-                lt_shape_str(dt->ndim, l.local_shape, s1, sizeof s1), s2);
+                lt_shape_format(dt->ndim, l.local_shape, s1, sizeof s1), s2);
         lt_rank_layout_free(&l);
         const lt_tensor *t = lt_to_local(dt, r);
         if (!t)

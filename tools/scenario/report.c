@@ -214,7 +214,7 @@ static cJSON *case_json(const sc_case *c) {
     cJSON_AddNumberToObject(j, "checks_failed", c->res.checks_failed);
     if (c->res.numerics) { /* sample/none: which ranks' values were computed */
         char nm[32];
-        cJSON_AddStringToObject(j, "numerics", lt_numerics_str(&c->numerics, nm, sizeof nm));
+        cJSON_AddStringToObject(j, "numerics", lt_numerics_format(&c->numerics, nm, sizeof nm));
         cJSON *sr = cJSON_AddArrayToObject(j, "sampled_ranks");
         for (int i = 0; sr && i < c->res.nsampled; i++)
             lt__json_push(sr, cJSON_CreateNumber(c->res.sampled[i]));

@@ -163,12 +163,12 @@ check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt_tensor *t,
     if (d->shapes && d->shapes[r].has) {
         const rank_shape *s = &d->shapes[r];
         if (t->placeholder || !same_shape(s->ndim, s->v, t->ndim, t->shape)) {
-            lt_shape_str(s->ndim, s->v, f->expected, sizeof f->expected);
+            lt_shape_format(s->ndim, s->v, f->expected, sizeof f->expected);
             if (t->placeholder)
                 snprintf(f->actual, sizeof f->actual, "placeholder for %s",
-                         lt_shape_str(t->logical_ndim, t->logical, a, sizeof a));
+                         lt_shape_format(t->logical_ndim, t->logical, a, sizeof a));
             else
-                lt_shape_str(t->ndim, t->shape, f->actual, sizeof f->actual);
+                lt_shape_format(t->ndim, t->shape, f->actual, sizeof f->actual);
             snprintf(f->msg, sizeof f->msg, "local shape: expected %s, actual %s", f->expected,
                      f->actual);
             return 1;
@@ -184,8 +184,8 @@ check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt_tensor *t,
             return 1;
         }
         if (!same_shape(s->ndim, s->v, dt->ndim, off)) {
-            lt_shape_str(s->ndim, s->v, f->expected, sizeof f->expected);
-            lt_shape_str(dt->ndim, off, f->actual, sizeof f->actual);
+            lt_shape_format(s->ndim, s->v, f->expected, sizeof f->expected);
+            lt_shape_format(dt->ndim, off, f->actual, sizeof f->actual);
             snprintf(f->msg, sizeof f->msg, "global offset: expected %s, actual %s", f->expected,
                      f->actual);
             return 1;
@@ -197,16 +197,16 @@ check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt_tensor *t,
         if (!t->placeholder) {
             snprintf(f->expected, sizeof f->expected, "a placeholder");
             snprintf(f->actual, sizeof f->actual, "a shard of shape %s",
-                     lt_shape_str(t->ndim, t->shape, a, sizeof a));
+                     lt_shape_format(t->ndim, t->shape, a, sizeof a));
             snprintf(f->msg, sizeof f->msg, "expected a placeholder, actual a shard of shape %s",
                      a);
             return 1;
         }
         if (v->ph_ndim >= 0 && !same_shape(v->ph_ndim, v->ph_shape, t->logical_ndim, t->logical)) {
             snprintf(f->expected, sizeof f->expected, "placeholder for %s",
-                     lt_shape_str(v->ph_ndim, v->ph_shape, a, sizeof a));
+                     lt_shape_format(v->ph_ndim, v->ph_shape, a, sizeof a));
             snprintf(f->actual, sizeof f->actual, "placeholder for %s",
-                     lt_shape_str(t->logical_ndim, t->logical, b, sizeof b));
+                     lt_shape_format(t->logical_ndim, t->logical, b, sizeof b));
             snprintf(f->msg, sizeof f->msg, "expected a %s, actual a %s", f->expected, f->actual);
             return 1;
         }
@@ -216,15 +216,15 @@ check_rank(const expect_local_data *d, const lt_dtensor *dt, const lt_tensor *t,
         snprintf(f->expected, sizeof f->expected, "%lld value%s", (long long)v->lit.n,
                  v->lit.n == 1 ? "" : "s");
         snprintf(f->actual, sizeof f->actual, "placeholder for %s",
-                 lt_shape_str(t->logical_ndim, t->logical, a, sizeof a));
+                 lt_shape_format(t->logical_ndim, t->logical, a, sizeof a));
         snprintf(f->msg, sizeof f->msg, "expected %s, actual a %s", f->expected, f->actual);
         return 1;
     }
     int64_t n = lt_numel(t);
     int nested = v->lit.ndim >= 2;
     if ((nested && !same_shape(v->lit.ndim, v->lit.shape, t->ndim, t->shape)) || v->lit.n != n) {
-        lt_shape_str(v->lit.ndim, v->lit.shape, f->expected, sizeof f->expected);
-        lt_shape_str(t->ndim, t->shape, f->actual, sizeof f->actual);
+        lt_shape_format(v->lit.ndim, v->lit.shape, f->expected, sizeof f->expected);
+        lt_shape_format(t->ndim, t->shape, f->actual, sizeof f->actual);
         snprintf(f->msg, sizeof f->msg,
                  "expected %lld value%s of shape %s, the shard has %lld (shape %s)",
                  (long long)v->lit.n, v->lit.n == 1 ? "" : "s", f->expected, (long long)n,
@@ -283,7 +283,7 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
         if (!t && !asks) continue;   /* absent, and nothing asked of it */
         if (!t && dr->vals && dr->vals[r].kind) {
             char rs[256] = "";
-            if (rc->nranks > 0) lt_numerics_ranks_str(rc->ranks, rc->nranks, 8, rs, sizeof rs);
+            if (rc->nranks > 0) lt_numerics_ranks_format(rc->ranks, rc->nranks, 8, rs, sizeof rs);
             return lt__sc_numerics_refuse(rc, "expect_local of rank %d's values (%s%s%s)", r,
                                           rc->nranks > 0 ? "only ranks " : "no rank has values", rs,
                                           rc->nranks > 0 ? " have values" : "");
@@ -539,8 +539,8 @@ static lt_status sampled_shape(sc_run_ctx *rc, const sc_step *st, const expect_f
         if (!strcmp(rc->c->tensors[i].name, d->equals))
             want_nd = rc->c->tensors[i].ndim, want = rc->c->tensors[i].shape;
     if (want && !same_shape(want_nd, want, dt->ndim, dt->shape)) {
-        lt_shape_str(want_nd, want, a, sizeof a);
-        lt_shape_str(dt->ndim, dt->shape, b, sizeof b);
+        lt_shape_format(want_nd, want, a, sizeof a);
+        lt_shape_format(dt->ndim, dt->shape, b, sizeof b);
         return lt__sc_check_fail(rc, st, -1, NULL, a, b, lt__sc_origin(v),
                                  "expect_full of '%s': shape: expected %s, actual %s", d->tensor, a,
                                  b);
@@ -664,8 +664,8 @@ static lt_status full_shape(full_check *fc) {
     if (d->has_shape) want_nd = d->ndim, want = d->shape;
     else if (d->has_lit && d->lit.ndim >= 2) want_nd = d->lit.ndim, want = d->lit.shape;
     if (want && !same_shape(want_nd, want, act->ndim, act->shape)) {
-        lt_shape_str(want_nd, want, a, sizeof a);
-        lt_shape_str(act->ndim, act->shape, b, sizeof b);
+        lt_shape_format(want_nd, want, a, sizeof a);
+        lt_shape_format(act->ndim, act->shape, b, sizeof b);
         return lt__sc_check_fail(fc->rc, fc->st, -1, NULL, a, b, lt__sc_origin(fc->v),
                                  "expect_full of '%s': shape: expected %s, actual %s", d->tensor, a,
                                  b);
@@ -675,8 +675,8 @@ static lt_status full_shape(full_check *fc) {
         lt_status s = full_of(lt__sc_value(fc->rc, d->equals), &fc->exp, &fc->own_e);
         if (s) return lt__err_ctx_in(s, "expect_full", ": '%s'", d->equals);
         if (same_shape(fc->exp->ndim, fc->exp->shape, act->ndim, act->shape)) return LT_OK;
-        lt_shape_str(fc->exp->ndim, fc->exp->shape, a, sizeof a);
-        lt_shape_str(act->ndim, act->shape, b, sizeof b);
+        lt_shape_format(fc->exp->ndim, fc->exp->shape, a, sizeof a);
+        lt_shape_format(act->ndim, act->shape, b, sizeof b);
         return lt__sc_check_fail(
             fc->rc, fc->st, -1, NULL, a, b, lt__sc_origin(fc->v),
             "expect_full of '%s': shape: expected %s (the shape of '%s'), actual %s", d->tensor, a,

@@ -137,9 +137,9 @@ static lt_status check_shard(sc_cmp *c, int step, const char *name, int k, const
     if (!lt_same_shape(got, want) || got->dtype != want->dtype ||
         got->placeholder != want->placeholder) {
         differ(c, step, "value '%s' rank %d: %s %s on %s but %s %s on %s", name, k,
-               lt_dtype_name(got->dtype), lt_shape_str(got->ndim, got->shape, sa, sizeof sa), here,
-               lt_dtype_name(want->dtype), lt_shape_str(want->ndim, want->shape, sb, sizeof sb),
-               there);
+               lt_dtype_name(got->dtype), lt_shape_format(got->ndim, got->shape, sa, sizeof sa),
+               here, lt_dtype_name(want->dtype),
+               lt_shape_format(want->ndim, want->shape, sb, sizeof sb), there);
         return LT_OK;
     }
     lt_tensor *h = NULL;

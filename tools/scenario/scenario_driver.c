@@ -620,11 +620,11 @@ static int runner_load(sc_runner *R) {
         if (st) {
             const char *m = lt_errmsg();
             fflush(R->out);
-            lt__fputs_echo(m[0] ? m : lt_status_str(st), 1, R->err);
+            lt__fputs_echo(m[0] ? m : lt_status_name(st), 1, R->err);
             fputc('\n', R->err);
             R->lerr[R->nlerr].path = R->files.v[i];
             /* NULL when out of memory: the reports then print "out of memory" */
-            R->lerr[R->nlerr].message = lt__strdup(m[0] ? m : lt_status_str(st));
+            R->lerr[R->nlerr].message = lt__strdup(m[0] ? m : lt_status_name(st));
             R->nlerr++;
             continue;
         }

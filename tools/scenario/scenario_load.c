@@ -415,7 +415,7 @@ lt_status lt__sc_rank(const sc_parse_ctx *pc, const sc_node *key, int *rank) {
     LT_TRY(lt__sc_i64(key, "rank", INT64_MIN, INT64_MAX, &r));
     if (r < 0 || r >= pc->mesh->world) {
         char m[64];
-        lt_mesh_str(pc->mesh, m, sizeof m);
+        lt_mesh_format(pc->mesh, m, sizeof m);
         return lt__sc_err(key, LT_INVALID, "rank %lld is not on mesh %s (ranks 0..%d)",
                           (long long)r, m, pc->mesh->world - 1);
     }
@@ -497,8 +497,8 @@ static lt_status parse_tensor(sc_parse_ctx *pc, const sc_node *key, const sc_nod
                 return lt__sc_err(vals, LT_SHAPE,
                                   "%s: values have shape %s (%lld values) but the tensor's shape "
                                   "is %s (%lld elements)",
-                                  what, lt_shape_str(lit.ndim, lit.shape, a, sizeof a),
-                                  (long long)lit.n, lt_shape_str(t->ndim, t->shape, b, sizeof b),
+                                  what, lt_shape_format(lit.ndim, lit.shape, a, sizeof a),
+                                  (long long)lit.n, lt_shape_format(t->ndim, t->shape, b, sizeof b),
                                   (long long)numel);
             }
         }

@@ -25,7 +25,7 @@ static const char *const sampled_steps[] = {
 
 const char *lt__sc_numerics_name(const sc_run_ctx *rc) {
     static _Thread_local char buf[32];
-    return lt_numerics_str(&rc->c->numerics, buf, sizeof buf);
+    return lt_numerics_format(&rc->c->numerics, buf, sizeof buf);
 }
 
 /* --shards owned: the ranks this process holds on the case's communicator. */
@@ -53,7 +53,7 @@ lt_status lt__sc_numerics_begin(sc_run_ctx *rc, sc_case *c, sc_arena *arena) {
     rc->nranks = lt_numerics_ranks(&c->numerics, c->mesh->world, rc->ranks);
     memcpy(keep, rc->ranks, sizeof(int) * (size_t)rc->nranks);
     char rs[256];
-    lt_numerics_ranks_str(rc->ranks, rc->nranks, 8, rs, sizeof rs);
+    lt_numerics_ranks_format(rc->ranks, rc->nranks, 8, rs, sizeof rs);
     c->res.sampled = keep;
     c->res.nsampled = rc->nranks;
     c->res.numerics = rc->nranks
@@ -126,7 +126,7 @@ lt_status lt__sc_sampled_distribute(sc_run_ctx *rc, const char *tensor, const lt
     lt_sample_src g;
     lt_dtensor *dt = NULL;
     LT_TRY(lt_placements_check(c->mesh, t->ndim, pl, np, norm));
-    LT_TRY(lt_spec_make(c->mesh, t->dtype, t->ndim, t->shape, norm, np, &spec));
+    LT_TRY(lt_spec_init(c->mesh, t->dtype, t->ndim, t->shape, norm, np, &spec));
     LT_TRY(lt_sample_src_init(&g, &t->init, &spec));
     LT_TRY(lt_dtensor_sample(&spec, &g, rc->ranks, rc->nranks, &dt));
     return lt__sc_sampled_put(rc, as, dt, &g, NULL);

@@ -393,7 +393,7 @@ static void case_setup(sc_run_ctx *rc, sc_case *c, sc_arena *arena) {
     lt_status st = lt__sc_case_build(c, arena);
     if (st) {
         lt__sc_case_drop(c); /* nothing half-parsed runs */
-        error_result(rc, &c->pos, "setup", "%s", lt_errmsg()[0] ? lt_errmsg() : lt_status_str(st));
+        error_result(rc, &c->pos, "setup", "%s", lt_errmsg()[0] ? lt_errmsg() : lt_status_name(st));
         return;
     }
     st = lt_comm_new_engine(c->mesh, c->engine, &rc->comm);
@@ -473,7 +473,8 @@ static void step_outcome(sc_run_ctx *rc, const sc_step *s, lt_status st) {
     if (is_while) error_result(rc, &s->pos, name, "%s", m);
     else if (!strcmp(lead, name)) error_result(rc, &s->pos, name, "while running %s", m);
     else
-        error_result(rc, &s->pos, name, "while running %s: %s", name, m[0] ? m : lt_status_str(st));
+        error_result(rc, &s->pos, name, "while running %s: %s", name,
+                     m[0] ? m : lt_status_name(st));
 }
 
 /* The case's steps, in order, until an error or a hang. */

@@ -113,8 +113,8 @@ static lt_status rank_literal(sc_parse_ctx *pc, const sc_node *vals, const sc_no
         char a[96], b[96];
         return lt__sc_err(vals, LT_SHAPE,
                           "%s: %lld values of shape %s do not fill shape %s (%lld elements)", what,
-                          (long long)lit.n, lt_shape_str(lit.ndim, lit.shape, a, sizeof a),
-                          lt_shape_str(nd, sh, b, sizeof b), (long long)numel);
+                          (long long)lit.n, lt_shape_format(lit.ndim, lit.shape, a, sizeof a),
+                          lt_shape_format(nd, sh, b, sizeof b), (long long)numel);
     }
     out->ndim = nd;
     memcpy(out->shape, sh, sizeof sh);
@@ -264,8 +264,8 @@ static lt_status check_group(sc_run_ctx *rc, const sc_step *st, const lt_dtensor
         char sa[96], sb[96];
         if (!lt_same_shape(a, b))   /* the layout gives replicas one shape: a guard */
             return lt__sc_check_fail(rc, st, grp[j], NULL,
-                                     lt_shape_str(a->ndim, a->shape, sa, sizeof sa),
-                                     lt_shape_str(b->ndim, b->shape, sb, sizeof sb), NULL,
+                                     lt_shape_format(a->ndim, a->shape, sa, sizeof sa),
+                                     lt_shape_format(b->ndim, b->shape, sb, sizeof sb), NULL,
                                      "from_local: replicas along mesh dim %s differ: ranks %d and "
                                      "%d hold shapes %s and %s "
                                      "(declared R; say check: false to skip this check)",
@@ -351,9 +351,9 @@ lt_status lt__sc_run_from_local(sc_run_ctx *rc, const sc_step *st) {
             s = lt__err_in(LT_SHAPE, "from_local",
                            ": shape %s / stride %s do not match the shards, which give shape %s "
                            "(contiguous stride)",
-                           lt_shape_str(d->gndim, d->gshape, a, sizeof a),
-                           lt_shape_str(d->sndim, d->gstride, b, sizeof b),
-                           lt_shape_str(dt->ndim, dt->shape, c, sizeof c));
+                           lt_shape_format(d->gndim, d->gshape, a, sizeof a),
+                           lt_shape_format(d->sndim, d->gstride, b, sizeof b),
+                           lt_shape_format(dt->ndim, dt->shape, c, sizeof c));
             lt_dtensor_free(dt);
         }
     }
@@ -407,14 +407,14 @@ lt_status lt__sc_parse_redistribute(sc_parse_ctx *pc, const sc_node *body, sc_st
 }
 
 /* "plan step 1 of 2 (mesh dim 0: S(0) -> R, all_gather)": numbered and named
- * as in the plan table (lt_plan_step_str) */
+ * as in the plan table (lt_plan_step_format) */
 static void plan_step_str(const lt_plan *p, int i, char *buf, size_t n) {
     if (!p || i < 0 || i >= p->nsteps) {
         snprintf(buf, n, "the source (its replicas or partial values disagree)");
         return;
     }
     char one[400];
-    snprintf(buf, n, "plan %s", lt_plan_step_str(p, i, one, sizeof one));
+    snprintf(buf, n, "plan %s", lt_plan_step_format(p, i, one, sizeof one));
 }
 
 static void plan_summary(const lt_plan *p, char *buf, size_t n) {
@@ -529,8 +529,8 @@ static lt_status verify_failed(sc_run_ctx *rc, const sc_step *st, const redistri
     plan_step_str(plan, rep.step, ps, sizeof ps);
     if (rep.shape_mismatch) {
         char es[96], as[96];
-        lt_shape_str(rep.ndim, rep.expected_shape, es, sizeof es);
-        lt_shape_str(rep.ndim, rep.actual_shape, as, sizeof as);
+        lt_shape_format(rep.ndim, rep.expected_shape, es, sizeof es);
+        lt_shape_format(rep.ndim, rep.actual_shape, as, sizeof as);
         return lt__sc_check_fail(rc, st, rep.rank, NULL, es, as, ps,
                                  "verification of redistribute of '%s' %s -> %s failed at %s: rank "
                                  "%d holds a shard of shape %s, expected %s",
@@ -867,9 +867,9 @@ lt_status lt__sc_run_show(sc_run_ctx *rc, const sc_step *st) {
     }
     char sh[96];
     if (v->kind == SC_FULL) {
-        fprintf(f,
-                "full tensor %s %s: ", lt_shape_str(v->full->ndim, v->full->shape, sh, sizeof sh),
-                lt_dtype_name(v->full->dtype));
+        fprintf(
+            f, "full tensor %s %s: ", lt_shape_format(v->full->ndim, v->full->shape, sh, sizeof sh),
+            lt_dtype_name(v->full->dtype));
         lt_render_values(f, v->full, d->max_values);
         fputc('\n', f);
         return LT_OK;
@@ -885,10 +885,10 @@ lt_status lt__sc_run_show(sc_run_ctx *rc, const sc_step *st) {
         fprintf(f, "  rank %-3d %-10s ", r, lt__sc_fmt_index(m->ndim, c64, cs, sizeof cs));
         if (t->placeholder) {
             fprintf(f, "placeholder for %s\n",
-                    lt_shape_str(t->logical_ndim, t->logical, sh, sizeof sh));
+                    lt_shape_format(t->logical_ndim, t->logical, sh, sizeof sh));
             continue;
         }
-        fprintf(f, "%-10s ", lt_shape_str(t->ndim, t->shape, sh, sizeof sh));
+        fprintf(f, "%-10s ", lt_shape_format(t->ndim, t->shape, sh, sizeof sh));
         lt_render_values(f, t, d->max_values);
         fputc('\n', f);
     }

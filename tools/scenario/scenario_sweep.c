@@ -224,7 +224,7 @@ static lt_status read_mesh(sc_arena *a, const sc_sweep *sw, int im, const sc_nod
     char mlabel[96] = "";
     if (sw->mesh.n) {
         char ms[64];
-        snprintf(mlabel, sizeof mlabel, "mesh=%s", lt_mesh_str(m, ms, sizeof ms));
+        snprintf(mlabel, sizeof mlabel, "mesh=%s", lt_mesh_format(m, ms, sizeof ms));
     }
     if (!(*label = lt__sc_strdup(a, mlabel))) return LT_NOMEM;
     *node = sw->mesh.n ? mesh_node : NULL;
@@ -248,7 +248,7 @@ static lt_status make_block(sc_arena *a, sc_sweep *sw, const sc_node *mesh_node,
         b->shape = sw->shape.vals[is];
         LT_TRY(lt__sc_shape(b->shape, "sweep: shape", &ndim, shape));
         char tmp[96];
-        lt_shape_str(ndim, shape, tmp, sizeof tmp);
+        lt_shape_format(ndim, shape, tmp, sizeof tmp);
         /* "(5, 7)" -> "shape=5,7"; "(5)" -> "shape=5" */
         size_t j = 6;
         memcpy(slabel, "shape=", 6);

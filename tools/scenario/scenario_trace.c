@@ -134,7 +134,7 @@ int lt__sc_trace_begin(sc_run_ctx *rc) {
     t->steps = cJSON_CreateArray();
     if (!t->sent || !t->recv || !t->steps) t->failed = 1;
     char m[128];
-    lt_mesh_str(rc->c->mesh, m, sizeof m);
+    lt_mesh_format(rc->c->mesh, m, sizeof m);
     add(t, 0, "trace of %s (mesh %s, %d ranks)\n", rc->c->name, m, t->world);
     rc->trace = t;
     return 0;

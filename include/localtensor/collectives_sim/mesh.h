@@ -32,7 +32,7 @@ LT_API lt_status lt_mesh_init(lt_mesh *m, int ndim, const int *shape, const char
 /* Parses "8", "2x4", "2x2x2", "dp=2,tp=4". Errors name the text. */
 LT_API lt_status lt_mesh_parse(const char *s, lt_mesh *m);
 /* "2x4" or "dp=2,tp=4" into buf; returns buf. */
-LT_API char *lt_mesh_str(const lt_mesh *m, char *buf, size_t n);
+LT_API char *lt_mesh_format(const lt_mesh *m, char *buf, size_t n);
 LT_API int lt_mesh_equal(const lt_mesh *a, const lt_mesh *b);
 
 /* Coordinate of rank r (coord[ndim]). */

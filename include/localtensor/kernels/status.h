@@ -41,7 +41,7 @@ typedef enum {
 } lt_status;
 
 /* Short name of a status ("out of memory"); never NULL. */
-LT_API const char *lt_status_str(lt_status st);
+LT_API const char *lt_status_name(lt_status st);
 
 /* The message of the last failure on this thread ("" if none). Borrowed:
  * valid until the next failing call on this thread. */
@@ -66,7 +66,7 @@ typedef enum {
 } lt_errcode;
 
 /* Short name of a sub-code ("would hang"); never NULL. */
-LT_API const char *lt_errcode_str(lt_errcode code);
+LT_API const char *lt_errcode_name(lt_errcode code);
 
 #define LT_ERR_SUBJECT_MAX 32
 #define LT_ERR_TEXT_MAX 2048

@@ -106,7 +106,7 @@ LT_API int lt_is_contiguous(const lt_tensor *t); /* row-major dense (size-1 dims
 LT_API void *lt_data(const lt_tensor *t);
 LT_API int lt_same_shape(const lt_tensor *a, const lt_tensor *b);
 /* Writes "(2, 3)" into buf; returns buf. */
-LT_API char *lt_shape_str(int ndim, const int64_t *shape, char *buf, size_t n);
+LT_API char *lt_shape_format(int ndim, const int64_t *shape, char *buf, size_t n);
 
 /* Element access by multi-index or by row-major linear index, through double. */
 LT_API double lt_get(const lt_tensor *t, const int64_t *idx);
