@@ -42,7 +42,8 @@ static int run_to(const char *const *args, const char *stdout_path, char *err, s
         argv[k++] = g_bin;
         for (; args[k - 1] && k <= MAX_ARGS; k++) argv[k] = (char *)args[k - 1];
         argv[k] = NULL;
-        int dn = stdout_path ? open(stdout_path, O_WRONLY | O_CREAT | O_TRUNC, 0600) : open("/dev/null", O_WRONLY);
+        int dn = stdout_path ? open(stdout_path, O_WRONLY | O_CREAT | O_TRUNC, 0600)
+                             : open("/dev/null", O_WRONLY);
         if (dn >= 0) dup2(dn, 1);
         dup2(fd[1], 2);
         close(fd[0]);
@@ -86,7 +87,8 @@ static int run_out(const char *const *args, char **out, char *err, size_t n) {
     fclose(f);
     remove(g_out_path);
     if (rc == 127) fail_msg("%s not found or not executable (build it first: make)", g_bin);
-    if (strstr(err, "Sanitizer") || strstr(err, "runtime error")) fail_msg("sanitizer report:\n%s", err);
+    if (strstr(err, "Sanitizer") || strstr(err, "runtime error"))
+        fail_msg("sanitizer report:\n%s", err);
     return rc;
 }
 
@@ -115,9 +117,11 @@ static void check_cases(const cli_case *cases, size_t ncases) {
         int rc = run(c->args, err, sizeof err);
         join(c->args, cmd, sizeof cmd);
         if (rc == 127) fail_msg("%s not found or not executable (build it first: make)", g_bin);
-        if (strstr(err, "Sanitizer") || strstr(err, "runtime error") || strstr(err, "invariant failed"))
+        if (strstr(err, "Sanitizer") || strstr(err, "runtime error") ||
+            strstr(err, "invariant failed"))
             fail_msg("localtensor %s: sanitizer or invariant report:\n%s", cmd, err);
-        if (rc != c->rc) fail_msg("localtensor %s: exit %d, wanted %d; stderr:\n%s", cmd, rc, c->rc, err);
+        if (rc != c->rc)
+            fail_msg("localtensor %s: exit %d, wanted %d; stderr:\n%s", cmd, rc, c->rc, err);
         if (c->want && !strstr(err, c->want))
             fail_msg("localtensor %s: stderr does not contain \"%s\":\n%s", cmd, c->want, err);
     }
@@ -126,50 +130,109 @@ static void check_cases(const cli_case *cases, size_t ncases) {
 static void test_bad_layout_arguments(void **state) {
     (void)state;
     static const cli_case cases[] = {
-        {{"show", "--mesh", "2x", "--shape", "4", "--placements", "R", NULL}, 2, "--mesh: mesh '2x'"},
+        {{"show", "--mesh", "2x", "--shape", "4", "--placements", "R", NULL},
+         2,
+         "--mesh: mesh '2x'"},
         {{"show", "--mesh", "0", "--shape", "4", "--placements", "R", NULL}, 2, "--mesh"},
-        {{"show", "--mesh", "70000", "--shape", "4", "--placements", "R", NULL}, 2, "more than 65536 ranks"},
-        {{"show", "--mesh", "2x2x2x2x2x2x2x2x2", "--shape", "4", "--placements", "R", NULL}, 2, "more than 8 dims"},
+        {{"show", "--mesh", "70000", "--shape", "4", "--placements", "R", NULL},
+         2,
+         "more than 65536 ranks"},
+        {{"show", "--mesh", "2x2x2x2x2x2x2x2x2", "--shape", "4", "--placements", "R", NULL},
+         2,
+         "more than 8 dims"},
         {{"show", "--mesh", "a b=2", "--shape", "4", "--placements", "R", NULL}, 2, "--mesh"},
-        {{"show", "--mesh", "2", "--shape", "5,,7", "--placements", "R", NULL}, 2, "--shape: shape '5,,7'"},
+        {{"show", "--mesh", "2", "--shape", "5,,7", "--placements", "R", NULL},
+         2,
+         "--shape: shape '5,,7'"},
         {{"show", "--mesh", "2", "--shape", "-1", "--placements", "R", NULL}, 2, "--shape"},
-        {{"show", "--mesh", "2", "--shape", "4294967296,4294967296", "--placements", "R", NULL}, 2, "overflows"},
-        {{"show", "--mesh", "2", "--shape", "1,1,1,1,1,1,1,1,1", "--placements", "R", NULL}, 2, "more than 8 dims"},
+        {{"show", "--mesh", "2", "--shape", "4294967296,4294967296", "--placements", "R", NULL},
+         2,
+         "overflows"},
+        {{"show", "--mesh", "2", "--shape", "1,1,1,1,1,1,1,1,1", "--placements", "R", NULL},
+         2,
+         "more than 8 dims"},
         {{"show", "--mesh", "2", "--shape", "1e3", "--placements", "R", NULL}, 2, "--shape"},
         /* an explicit size past 64 bits was clamped to INT64_MAX */
-        {{"show", "--mesh", "2", "--shape", "1", "--placements", "S(0,[99999999999999999999,0])", NULL},
-         2, "'99999999999999999999' overflows 64 bits"},
-        {{"show", "--mesh", "2", "--shape", "1", "--placements", "SS(0,2147483647)", NULL}, 2, "out of range"},
-        {{"show", "--mesh", "2", "--shape", "1", "--placements", "SS(0,0)", NULL}, 2, "split_factor must be >= 1"},
-        {{"show", "--mesh", "2", "--shape", "4", "--placements", "S(0,[1,2])", NULL}, 2, "sum to 3"},
-        {{"show", "--mesh", "2", "--shape", "4", "--placements", "P(band)", NULL}, 2, "unknown reduce op 'band'"},
+        {{"show", "--mesh", "2", "--shape", "1", "--placements", "S(0,[99999999999999999999,0])",
+          NULL},
+         2,
+         "'99999999999999999999' overflows 64 bits"},
+        {{"show", "--mesh", "2", "--shape", "1", "--placements", "SS(0,2147483647)", NULL},
+         2,
+         "out of range"},
+        {{"show", "--mesh", "2", "--shape", "1", "--placements", "SS(0,0)", NULL},
+         2,
+         "split_factor must be >= 1"},
+        {{"show", "--mesh", "2", "--shape", "4", "--placements", "S(0,[1,2])", NULL},
+         2,
+         "sum to 3"},
+        {{"show", "--mesh", "2", "--shape", "4", "--placements", "P(band)", NULL},
+         2,
+         "unknown reduce op 'band'"},
         {{"show", "--mesh", "2", "--shape", "4", "--placements", "S(1)", NULL}, 2, "out of range"},
-        {{"show", "--mesh", "2", "--shape", "4", "--placements", "R,R", NULL}, 2, "one per mesh dim"},
-        {{"show", "--mesh", "2", "--shape", "4", "--placements", "R", "--dtype", "f8", NULL}, 2, "--dtype"},
-        {{"show", "--mesh", "2", "--shape", "4", "--placements", "R", "--init", "random:-1", NULL}, 2, "--init"},
-        {{"show", "--mesh", "2", "--shape", "4", "--placements", "R", "--init", "random:99999999999999999999999",
-          NULL}, 2, "--init"},
+        {{"show", "--mesh", "2", "--shape", "4", "--placements", "R,R", NULL},
+         2,
+         "one per mesh dim"},
+        {{"show", "--mesh", "2", "--shape", "4", "--placements", "R", "--dtype", "f8", NULL},
+         2,
+         "--dtype"},
+        {{"show", "--mesh", "2", "--shape", "4", "--placements", "R", "--init", "random:-1", NULL},
+         2,
+         "--init"},
+        {{"show", "--mesh", "2", "--shape", "4", "--placements", "R", "--init",
+          "random:99999999999999999999999", NULL},
+         2,
+         "--init"},
         {{"show", "--mesh", "2", "--shape", NULL}, 2, "--shape needs a value"},
         {{"show", "--mesh", "2", "--shape", "4", NULL}, 2, "required"},
         {{"show", "--bogus", NULL}, 2, "unknown argument '--bogus'"},
-        {{"redistribute", "--mesh", "2", "--shape", "4", "--from", "S(0)", "--to", "R", "--planner", "x", NULL},
-         2, "--planner"},
-        {{"redistribute", "--mesh", "2", "--shape", "4", "--from", "S(0)", "--to", "P(avg)", NULL}, 2, "not supported"},
-        {{"redistribute", "--mesh", "2", "--shape", "4", "--from", "P(max)", "--to", "P(sum)", NULL}, 2, "unsupported"},
-        {{"redistribute", "--mesh", "2", "--shape", "4", "--from", "S(0,[1,3])", "--to", "S(0,[3,2])", NULL},
-         2, "sum to 5"},
+    };
+    check_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+/* Bad redistribute arguments, unknown commands and misspelled placement
+ * names: exit 2 with a message naming the argument (or exit 0 where an empty
+ * tensor leaves nothing to overflow). */
+static void test_bad_redistribute_arguments(void **state) {
+    (void)state;
+    static const cli_case cases[] = {
+        {{"redistribute", "--mesh", "2", "--shape", "4", "--from", "S(0)", "--to", "R", "--planner",
+          "x", NULL},
+         2,
+         "--planner"},
+        {{"redistribute", "--mesh", "2", "--shape", "4", "--from", "S(0)", "--to", "P(avg)", NULL},
+         2,
+         "not supported"},
+        {{"redistribute", "--mesh", "2", "--shape", "4", "--from", "P(max)", "--to", "P(sum)",
+          NULL},
+         2,
+         "unsupported"},
+        {{"redistribute", "--mesh", "2", "--shape", "4", "--from", "S(0,[1,3])", "--to",
+          "S(0,[3,2])", NULL},
+         2,
+         "sum to 5"},
         {{"bogus", NULL}, 2, "unknown command 'bogus'"},
         /* empty tensors with huge dims: nothing to hold, so nothing to plan a
          * cost for past 64 bits (the product skipping the empty dim overflowed) */
-        {{"redistribute", "--mesh", "2", "--shape", "111686010340575420,0,467", "--from", "S(0)", "--to", "S(1)",
-          NULL}, 0, NULL},
-        {{"redistribute", "--mesh", "2x2", "--shape", "111686010340575420,0,467", "--from", "S(0),S(2)", "--to",
-          "S(1),R", NULL}, 0, NULL},
-        {{"redistribute", "--mesh", "2", "--shape", "0,111686010340575420,467", "--from", "S(1)", "--to", "S(0)",
-          NULL}, 2, "strides overflow 64 bits"},
+        {{"redistribute", "--mesh", "2", "--shape", "111686010340575420,0,467", "--from", "S(0)",
+          "--to", "S(1)", NULL},
+         0,
+         NULL},
+        {{"redistribute", "--mesh", "2x2", "--shape", "111686010340575420,0,467", "--from",
+          "S(0),S(2)", "--to", "S(1),R", NULL},
+         0,
+         NULL},
+        {{"redistribute", "--mesh", "2", "--shape", "0,111686010340575420,467", "--from", "S(1)",
+          "--to", "S(0)", NULL},
+         2,
+         "strides overflow 64 bits"},
         /* unknown placement names get the closest known one */
-        {{"show", "--mesh", "2", "--shape", "4", "--placements", "Shad(0)", NULL}, 2, "did you mean 'Shard'?"},
-        {{"show", "--mesh", "2", "--shape", "4", "--placements", "_StridedShard(dim=0, sff=2)", NULL}, 2,
+        {{"show", "--mesh", "2", "--shape", "4", "--placements", "Shad(0)", NULL},
+         2,
+         "did you mean 'Shard'?"},
+        {{"show", "--mesh", "2", "--shape", "4", "--placements", "_StridedShard(dim=0, sff=2)",
+          NULL},
+         2,
          "did you mean 'sf'?"},
     };
     check_cases(cases, sizeof cases / sizeof cases[0]);
@@ -180,12 +243,20 @@ static void test_bad_layout_arguments(void **state) {
 static void test_pytorch_spellings(void **state) {
     (void)state;
     static const cli_case cases[] = {
-        {{"show", "--mesh", "2", "--shape", "4", "--placements", "_StridedShard(dim=0, sf=2)", NULL}, 0, NULL},
+        {{"show", "--mesh", "2", "--shape", "4", "--placements", "_StridedShard(dim=0, sf=2)",
+          NULL},
+         0,
+         NULL},
         {{"show", "--mesh", "2", "--shape", "4", "--placements", "_S(0, 2)", NULL}, 0, NULL},
-        {{"show", "--mesh", "2x2", "--shape", "4", "--placements", "(Shard(dim=0), Replicate())", NULL}, 0, NULL},
+        {{"show", "--mesh", "2x2", "--shape", "4", "--placements", "(Shard(dim=0), Replicate())",
+          NULL},
+         0,
+         NULL},
         {{"show", "--mesh", "2", "--shape", "4", "--placements", "(Partial(sum),)", NULL}, 0, NULL},
-        {{"redistribute", "--mesh", "2x2", "--shape", "5", "--from", "(_StridedShard(dim=0, sf=2), Shard(dim=0))",
-          "--to", "[Replicate(), Replicate()]", NULL}, 0, NULL},
+        {{"redistribute", "--mesh", "2x2", "--shape", "5", "--from",
+          "(_StridedShard(dim=0, sf=2), Shard(dim=0))", "--to", "[Replicate(), Replicate()]", NULL},
+         0,
+         NULL},
     };
     check_cases(cases, sizeof cases / sizeof cases[0]);
 }
@@ -197,7 +268,9 @@ static void test_shape_blamed(void **state) {
     const char *pls[] = {"R", "S(0)", "S(0),S(1)"};
     const char *meshes[] = {"2", "2", "2x2"};
     for (int i = 0; i < 3; i++) {
-        const char *args[] = {"show", "--mesh", meshes[i], "--shape", "100000,100000,100000", "--placements", pls[i], NULL};
+        const char *args[] = {
+            "show",         "--mesh", meshes[i], "--shape", "100000,100000,100000",
+            "--placements", pls[i],   NULL};
         int rc = run(args, err, sizeof err);
         if (rc != 2) fail_msg("exit %d, wanted 2:\n%s", rc, err);
         if (!strstr(err, "--shape 100000,100000,100000: the tensor has 1000000000000000 elements"))
@@ -213,17 +286,20 @@ static void test_shape_blamed(void **state) {
 static void test_max_memory(void **state) {
     (void)state;
     char err[4096];
-    const char *a[] = {"--max-memory", "100M", "redistribute", "--mesh", "8x8x8", "--shape", "16384,4096",
-                       "--from", "S(0),S(1),R", "--to", "R,S(0),S(1)", NULL};
+    const char *a[] = {"--max-memory", "100M",   "redistribute", "--mesh", "8x8x8",       "--shape",
+                       "16384,4096",   "--from", "S(0),S(1),R",  "--to",   "R,S(0),S(1)", NULL};
     assert_int_equal(run(a, err, sizeof err), 2);
-    if (!strstr(err, "needs 768.0 MiB for the shards of all 512 ranks, more than this machine's 100.0 MiB of memory allowed by --max-memory"))
+    if (!strstr(err, "needs 768.0 MiB for the shards of all 512 ranks, more than this machine's "
+                     "100.0 MiB of memory allowed by --max-memory"))
         fail_msg("%s", err);
-    const char *b[] = {"--max-memory=12X", "show", "--mesh", "2", "--shape", "4", "--placements", "R", NULL};
+    const char *b[] = {"--max-memory=12X", "show", "--mesh", "2", "--shape", "4",
+                       "--placements",     "R",    NULL};
     assert_int_equal(run(b, err, sizeof err), 2);
     if (!strstr(err, "--max-memory: '12X' is not a size")) fail_msg("%s", err);
     const char *c[] = {"--max-memory", NULL};
     assert_int_equal(run(c, err, sizeof err), 2);
-    const char *d[] = {"--max-memory=1M", "show", "--mesh", "2", "--shape", "4", "--placements", "R", NULL};
+    const char *d[] = {"--max-memory=1M", "show", "--mesh", "2", "--shape", "4",
+                       "--placements",    "R",    NULL};
     assert_int_equal(run(d, err, sizeof err), 0);
 }
 
@@ -275,7 +351,9 @@ static void test_version(void **state) {
     int filled = 0;
     while (fgets(line, sizeof line, f)) filled |= !strcmp(line, "Version: @VERSION@\n");
     fclose(f);
-    if (!filled) fail_msg("tools/localtensor.pc.in does not take its Version from the build (Version: @VERSION@)");
+    if (!filled)
+        fail_msg("tools/localtensor.pc.in does not take its Version from the build (Version: "
+                 "@VERSION@)");
     free(out);
 }
 
@@ -285,7 +363,9 @@ static void test_help_defines_terms(void **state) {
     char err[4096], *out;
     const char *a1[] = {"redistribute", "--help", NULL};
     assert_int_equal(run_out(a1, &out, err, sizeof err), 0);
-    if (!strstr(out, "bytes/rank is\nthe most bytes any one rank receives from other ranks in that step"))
+    if (!strstr(
+            out,
+            "bytes/rank is\nthe most bytes any one rank receives from other ranks in that step"))
         fail_msg("redistribute --help does not define bytes/rank:\n%s", out);
     assert_non_null(strstr(out, "numbered from 1"));
     free(out);
@@ -299,28 +379,34 @@ static void test_help_defines_terms(void **state) {
 /* The bytes each rank sends and receives in each plan step, from --json,
  * against hand counts (4-byte f32 elements; a rank's own data never counts).
  * Each layout pair below has a single-step plan, so the step is known. */
-static void expect_step_bytes_in(const char *numerics, const char *mesh, const char *shape, const char *from, const char *to,
-                                 const char *coll, const double *sent, const double *recv, int world) {
+static void expect_step_bytes_in(const char *numerics, const char *mesh, const char *shape,
+                                 const char *from, const char *to, const char *coll,
+                                 const double *sent, const double *recv, int world) {
     char err[8192], *out;
-    const char *args[] = {"redistribute", "--mesh", mesh, "--shape", shape, "--from", from, "--to", to, "--json",
-                          "--numerics", numerics, NULL};
+    const char *args[] = {"redistribute", "--mesh", mesh,   "--shape", shape,
+                          "--from",       from,     "--to", to,        "--json",
+                          "--numerics",   numerics, NULL};
     int rc = run_out(args, &out, err, sizeof err);
     if (rc != 0) fail_msg("exit %d:\n%s", rc, err);
     cJSON *j = cJSON_Parse(out);
     if (!j) fail_msg("--json output does not parse:\n%s", out);
     cJSON *plan = cJSON_GetObjectItemCaseSensitive(j, "plan");
-    if (cJSON_GetArraySize(plan) != 1) fail_msg("%s -> %s: wanted a 1-step plan:\n%s", from, to, out);
+    if (cJSON_GetArraySize(plan) != 1)
+        fail_msg("%s -> %s: wanted a 1-step plan:\n%s", from, to, out);
     cJSON *st = cJSON_GetArrayItem(plan, 0);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(st, "step")->valueint, 1);
     assert_string_equal(cJSON_GetObjectItemCaseSensitive(st, "collective")->valuestring, coll);
-    cJSON *js = cJSON_GetObjectItemCaseSensitive(st, "bytes_sent"), *jr = cJSON_GetObjectItemCaseSensitive(st, "bytes_recv");
+    cJSON *js = cJSON_GetObjectItemCaseSensitive(st, "bytes_sent"),
+          *jr = cJSON_GetObjectItemCaseSensitive(st, "bytes_recv");
     if (cJSON_GetArraySize(js) != world || cJSON_GetArraySize(jr) != world)
         fail_msg("%s -> %s: bytes_sent/bytes_recv missing or not one per rank:\n%s", from, to, out);
     double maxr = 0, tot = 0;
     for (int r = 0; r < world; r++) {
-        double gs = cJSON_GetArrayItem(js, r)->valuedouble, gr = cJSON_GetArrayItem(jr, r)->valuedouble;
+        double gs = cJSON_GetArrayItem(js, r)->valuedouble,
+               gr = cJSON_GetArrayItem(jr, r)->valuedouble;
         if (gs != sent[r] || gr != recv[r])
-            fail_msg("%s -> %s: rank %d sent %g received %g, wanted %g and %g", from, to, r, gs, gr, sent[r], recv[r]);
+            fail_msg("%s -> %s: rank %d sent %g received %g, wanted %g and %g", from, to, r, gs, gr,
+                     sent[r], recv[r]);
         if (recv[r] > maxr) maxr = recv[r];
         tot += recv[r];
     }
@@ -336,7 +422,8 @@ static void expect_step_bytes_in(const char *numerics, const char *mesh, const c
 static void expect_step_bytes(const char *mesh, const char *shape, const char *from, const char *to,
                               const char *coll, const double *sent, const double *recv, int world) {
     const char *modes[] = {"full", "sample:1", "none"};
-    for (int i = 0; i < 3; i++) expect_step_bytes_in(modes[i], mesh, shape, from, to, coll, sent, recv, world);
+    for (int i = 0; i < 3; i++)
+        expect_step_bytes_in(modes[i], mesh, shape, from, to, coll, sent, recv, world);
 }
 
 static void test_json_per_rank_bytes(void **state) {
@@ -370,21 +457,31 @@ static void test_json_per_rank_bytes(void **state) {
 static void test_numerics(void **state) {
     (void)state;
     static const cli_case cases[] = {
-        {{"redistribute", "--mesh", "4", "--shape", "8", "--from", "S(0)", "--to", "R", "--numerics", "bogus", NULL}, 2,
+        {{"redistribute", "--mesh", "4", "--shape", "8", "--from", "S(0)", "--to", "R",
+          "--numerics", "bogus", NULL},
+         2,
          "--numerics: unknown numerics mode 'bogus'"},
-        {{"redistribute", "--mesh", "4", "--shape", "8", "--from", "S(0)", "--to", "R", "--numerics", "sample:0", NULL}, 2,
+        {{"redistribute", "--mesh", "4", "--shape", "8", "--from", "S(0)", "--to", "R",
+          "--numerics", "sample:0", NULL},
+         2,
          "--numerics: numerics 'sample:0'"},
-        {{"redistribute", "--mesh", "4", "--shape", "8", "--from", "S(0)", "--to", "R", "--numerics", "sample", "--explain", NULL}, 2,
+        {{"redistribute", "--mesh", "4", "--shape", "8", "--from", "S(0)", "--to", "R",
+          "--numerics", "sample", "--explain", NULL},
+         2,
          "not supported yet: --explain in --numerics sample:4 mode"},
-        {{"redistribute", "--mesh", "4", "--shape", "8", "--from", "S(0)", "--to", "P(product)", "--numerics", "none", NULL}, 2,
+        {{"redistribute", "--mesh", "4", "--shape", "8", "--from", "S(0)", "--to", "P(product)",
+          "--numerics", "none", NULL},
+         2,
          "P(product)"},
     };
     check_cases(cases, sizeof cases / sizeof *cases);
     char err[8192], *full_s, *smp_s;
-    const char *fa[] = {"redistribute", "--mesh", "2x2", "--shape", "4,6", "--from", "P(sum),S(0)", "--to", "S(1),R",
-                        "--init", "randn:3", "--json", NULL};
-    const char *sa[] = {"redistribute", "--mesh", "2x2", "--shape", "4,6", "--from", "P(sum),S(0)", "--to", "S(1),R",
-                        "--init", "randn:3", "--json", "--numerics", "sample:2", NULL};
+    const char *fa[] = {"redistribute", "--mesh",      "2x2",  "--shape", "4,6",
+                        "--from",       "P(sum),S(0)", "--to", "S(1),R",  "--init",
+                        "randn:3",      "--json",      NULL};
+    const char *sa[] = {"redistribute", "--mesh",      "2x2",        "--shape",  "4,6",
+                        "--from",       "P(sum),S(0)", "--to",       "S(1),R",   "--init",
+                        "randn:3",      "--json",      "--numerics", "sample:2", NULL};
     assert_int_equal(run_out(fa, &full_s, err, sizeof err), 0);
     assert_int_equal(run_out(sa, &smp_s, err, sizeof err), 0);
     cJSON *f = cJSON_Parse(full_s), *m = cJSON_Parse(smp_s);
@@ -400,7 +497,8 @@ static void test_numerics(void **state) {
     assert_string_equal(pm, pf);   /* steps, per-rank bytes, placements */
     free(pf);
     free(pm);
-    cJSON *rf = cJSON_GetObjectItemCaseSensitive(f, "ranks"), *rm = cJSON_GetObjectItemCaseSensitive(m, "ranks");
+    cJSON *rf = cJSON_GetObjectItemCaseSensitive(f, "ranks"),
+          *rm = cJSON_GetObjectItemCaseSensitive(m, "ranks");
     for (int r = 0; r < 4; r++) {
         cJSON *a = cJSON_GetArrayItem(rf, r), *b = cJSON_GetArrayItem(rm, r);
         char *la = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(a, "local_shape"));
@@ -413,7 +511,8 @@ static void test_numerics(void **state) {
             assert_true(cJSON_IsNull(vb));
             continue;
         }
-        char *va = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(a, "values")), *vv = cJSON_PrintUnformatted(vb);
+        char *va = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(a, "values")),
+             *vv = cJSON_PrintUnformatted(vb);
         assert_string_equal(vv, va);
         free(va);
         free(vv);
@@ -422,25 +521,36 @@ static void test_numerics(void **state) {
     cJSON_Delete(m);
     free(full_s);
     free(smp_s);
+}
+
+/* --numerics sample at scale: the 65536-rank target runs, and K at least the
+ * world gives values for every rank. */
+static void test_numerics_sampled_scale(void **state) {
+    (void)state;
+    char err[8192], *smp_s;
     /* the target: 65536 ranks, 16 GiB logical, values for 8 of them */
-    const char *ta[] = {"redistribute", "--mesh", "256x256", "--shape", "65536,65536", "--from", "S(0),S(1)", "--to",
-                        "S(1),S(0)", "--numerics", "sample:8", NULL};
+    const char *ta[] = {"redistribute", "--mesh",     "256x256",   "--shape",
+                        "65536,65536",  "--from",     "S(0),S(1)", "--to",
+                        "S(1),S(0)",    "--numerics", "sample:8",  NULL};
     assert_int_equal(run_out(ta, &smp_s, err, sizeof err), 0);
-    assert_non_null(strstr(smp_s, "values for ranks 0, 9362, 18724, 28086, 37449, 46811, 56173, 65535"));
+    assert_non_null(
+        strstr(smp_s, "values for ranks 0, 9362, 18724, 28086, 37449, 46811, 56173, 65535"));
     assert_non_null(strstr(smp_s, "verified: yes"));
     /* the complete search does not finish on 65536 ranks: the plan says it is
      * not proven minimal (a 2x2 plan, searched to the end, says nothing) */
     assert_non_null(strstr(smp_s, "search budget exhausted"));
     free(smp_s);
-    const char *small[] = {"redistribute", "--mesh", "2x2", "--shape", "4,4", "--from", "S(0),S(1)", "--to", "S(1),S(0)", NULL};
+    const char *small[] = {"redistribute", "--mesh",    "2x2",  "--shape",   "4,4",
+                           "--from",       "S(0),S(1)", "--to", "S(1),S(0)", NULL};
     assert_int_equal(run_out(small, &smp_s, err, sizeof err), 0);
     assert_null(strstr(smp_s, "search budget exhausted"));
     free(smp_s);
     /* K at least the world: every rank has values, and no "other ranks" are named */
-    const char *every[] = {"redistribute", "--mesh", "2x2", "--shape", "4,4", "--from", "S(0),S(1)", "--to", "R,R",
-                           "--numerics", "sample:9", NULL};
+    const char *every[] = {"redistribute", "--mesh", "2x2", "--shape",    "4,4",      "--from",
+                           "S(0),S(1)",    "--to",   "R,R", "--numerics", "sample:9", NULL};
     assert_int_equal(run_out(every, &smp_s, err, sizeof err), 0);
-    if (!strstr(smp_s, "numerics sample:9: values for every rank (0, 1, 2, 3)\n") || strstr(smp_s, "other ranks"))
+    if (!strstr(smp_s, "numerics sample:9: values for every rank (0, 1, 2, 3)\n") ||
+        strstr(smp_s, "other ranks"))
         fail_msg("sample:9 on 4 ranks:\n%s", smp_s);
     free(smp_s);
 }
@@ -453,7 +563,8 @@ static void test_show_table(void **state) {
     /* arange(12) as (4,3) on 2x2 with [SS(0,2), S(1)]: SS splits rows 0..3 into
      * pieces {0,1} and {2,3}, each between 2 ranks, so dp rank 0 holds rows
      * {0, 2}; S(1) gives tp rank 0 cols {0, 1}. Rank 0: [[0, 1], [6, 7]]. */
-    const char *a1[] = {"show", "--mesh", "2x2", "--shape", "4,3", "--placements", "SS(0,2),S(1)", NULL};
+    const char *a1[] = {"show", "--mesh",       "2x2",          "--shape",
+                        "4,3",  "--placements", "SS(0,2),S(1)", NULL};
     assert_int_equal(run_out(a1, &out, err, sizeof err), 0);
     if (!strstr(out, "(0, 0)*") || !strstr(out, "global_offset is only the first index"))
         fail_msg("strided shard not marked:\n%s", out);
@@ -468,18 +579,23 @@ static void test_show_table(void **state) {
     if (strncmp(nl + col, "[6, 7]]", 7)) fail_msg("second row of rank 0 is not [6, 7]:\n%s", out);
     free(out);
     /* a contiguous layout has no mark */
-    const char *a2[] = {"show", "--mesh", "2x2", "--shape", "4,3", "--placements", "S(0),S(1)", NULL};
+    const char *a2[] = {"show", "--mesh",       "2x2",       "--shape",
+                        "4,3",  "--placements", "S(0),S(1)", NULL};
     assert_int_equal(run_out(a2, &out, err, sizeof err), 0);
-    if (strstr(out, ")*") || strstr(out, "strided shard")) fail_msg("contiguous shards marked:\n%s", out);
+    if (strstr(out, ")*") || strstr(out, "strided shard"))
+        fail_msg("contiguous shards marked:\n%s", out);
     free(out);
     /* --json says which shards are strided */
-    const char *a3[] = {"show", "--mesh", "2", "--shape", "4", "--placements", "SS(0,2)", "--json", NULL};
+    const char *a3[] = {"show",         "--mesh",  "2",      "--shape", "4",
+                        "--placements", "SS(0,2)", "--json", NULL};
     assert_int_equal(run_out(a3, &out, err, sizeof err), 0);
     cJSON *j = cJSON_Parse(out);
     assert_non_null(j);
     cJSON *r0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "ranks"), 0);
-    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r0, "strided")));   /* rank 0 holds {0, 2} */
-    assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r0, "global_offset"), 0)->valueint, 0);
+    assert_true(
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r0, "strided"))); /* rank 0 holds {0, 2} */
+    assert_int_equal(
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r0, "global_offset"), 0)->valueint, 0);
     cJSON_Delete(j);
     free(out);
 }
@@ -495,16 +611,30 @@ static void test_extreme_layouts(void **state) {
         {{"show", "--mesh", "2", "--shape", "", "--placements", "P(sum)", NULL}, 0, NULL},
         {{"show", "--mesh", "2", "--shape", "1", "--placements", "SS(0,1000000)", NULL}, 0, NULL},
         {{"show", "--mesh", "65536", "--shape", "3", "--placements", "S(0)", NULL}, 0, NULL},
-        {{"redistribute", "--mesh", "65536", "--shape", "3", "--from", "S(0)", "--to", "R", NULL}, 0, NULL},
-        {{"redistribute", "--mesh", "65536", "--shape", "3", "--from", "R", "--to", "S(0,balanced)", NULL}, 0, NULL},
-        {{"redistribute", "--mesh", "65536", "--shape", "3", "--from", "SS(0,3)", "--to", "R", NULL}, 0, NULL},
-        {{"show", "--mesh", "4096", "--shape", "100000", "--placements", "S(0,balanced)", NULL}, 0, NULL},
+        {{"redistribute", "--mesh", "65536", "--shape", "3", "--from", "S(0)", "--to", "R", NULL},
+         0,
+         NULL},
+        {{"redistribute", "--mesh", "65536", "--shape", "3", "--from", "R", "--to", "S(0,balanced)",
+          NULL},
+         0,
+         NULL},
+        {{"redistribute", "--mesh", "65536", "--shape", "3", "--from", "SS(0,3)", "--to", "R",
+          NULL},
+         0,
+         NULL},
+        {{"show", "--mesh", "4096", "--shape", "100000", "--placements", "S(0,balanced)", NULL},
+         0,
+         NULL},
         {{"redistribute", "--mesh", "2x2x2x2x2x2x2x2", "--shape", "2,2,2,2,2,2,2,2", "--from",
-          "S(0),S(1),S(2),S(3),S(4),S(5),S(6),S(7)", "--to", "S(7),S(6),S(5),S(4),S(3),S(2),S(1),S(0)", NULL},
-         0, NULL},
+          "S(0),S(1),S(2),S(3),S(4),S(5),S(6),S(7)", "--to",
+          "S(7),S(6),S(5),S(4),S(3),S(2),S(1),S(0)", NULL},
+         0,
+         NULL},
         {{"redistribute", "--mesh", "2x2x2x2x2x2x2x2", "--shape", "300", "--from",
-          "SS(0,3),SS(0,5),S(0),R,P,SS(0,7),S(0,balanced),S(0,last)", "--to", "S(0),S(0),S(0),S(0),S(0),S(0),S(0),S(0)",
-          NULL}, 0, NULL},
+          "SS(0,3),SS(0,5),S(0),R,P,SS(0,7),S(0,balanced),S(0,last)", "--to",
+          "S(0),S(0),S(0),S(0),S(0),S(0),S(0),S(0)", NULL},
+         0,
+         NULL},
     };
     check_cases(cases, sizeof cases / sizeof cases[0]);
 }
@@ -529,7 +659,9 @@ static void test_run_bad_paths(void **state) {
         {{"run", yaml, "--json", json, NULL}, 2, "--json"},
         {{"run", yaml, "-k", NULL}, 2, "-k needs a value"},
         /* nothing selected is not a pass, as with an empty directory */
-        {{"run", yaml, "-k", "zzz", NULL}, 2, "no case matches -k 'zzz' (1 case in 1 file searched"},
+        {{"run", yaml, "-k", "zzz", NULL},
+         2,
+         "no case matches -k 'zzz' (1 case in 1 file searched"},
         {{"run", yaml, "-k", "zzz", "-k", "yyy", NULL}, 2, "no case matches -k 'zzz' or 'yyy'"},
         {{"run", yaml, "-k", "tiny", NULL}, 0, NULL},
         {{"run", yaml, NULL}, 0, NULL},
@@ -548,6 +680,7 @@ int main(int argc, char **argv) {
     snprintf(g_out_path, sizeof g_out_path, "%s/test_cli.stdout", g_dir);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_layout_arguments),
+        cmocka_unit_test(test_bad_redistribute_arguments),
         cmocka_unit_test(test_extreme_layouts),
         cmocka_unit_test(test_run_bad_paths),
         cmocka_unit_test(test_pytorch_spellings),
@@ -558,6 +691,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_help_defines_terms),
         cmocka_unit_test(test_json_per_rank_bytes),
         cmocka_unit_test(test_numerics),
+        cmocka_unit_test(test_numerics_sampled_scale),
         cmocka_unit_test(test_show_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

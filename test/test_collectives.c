@@ -154,18 +154,21 @@ static arr ref_reduce(const arr *ps, int n, lt_redop op, lt_dtype dt) {
 
 static void expect_arr(const lt_tensor *t, const arr *e, lt_dtype dt, const char *what, int rank) {
     if (!t) fail_msg("%s: rank %d has no output", what, rank);
-    if (t->placeholder != e->ph) fail_msg("%s: rank %d placeholder flag %d, wanted %d", what, rank, t->placeholder, e->ph);
+    if (t->placeholder != e->ph)
+        fail_msg("%s: rank %d placeholder flag %d, wanted %d", what, rank, t->placeholder, e->ph);
     if (e->ph) {
         if (t->logical_ndim != e->nd || lt_numel(t) != 0 || t->ndim < 1 || t->shape[0] != 0)
             fail_msg("%s: rank %d placeholder has the wrong shape", what, rank);
         for (int i = 0; i < e->nd; i++)
-            if (t->logical[i] != e->sh[i]) fail_msg("%s: rank %d placeholder logical dim %d", what, rank, i);
+            if (t->logical[i] != e->sh[i])
+                fail_msg("%s: rank %d placeholder logical dim %d", what, rank, i);
         return;
     }
     if (t->ndim != e->nd) fail_msg("%s: rank %d ndim %d, wanted %d", what, rank, t->ndim, e->nd);
     for (int i = 0; i < e->nd; i++)
         if (t->shape[i] != e->sh[i])
-            fail_msg("%s: rank %d dim %d is %lld, wanted %lld", what, rank, i, (long long)t->shape[i], (long long)e->sh[i]);
+            fail_msg("%s: rank %d dim %d is %lld, wanted %lld", what, rank, i,
+                     (long long)t->shape[i], (long long)e->sh[i]);
     if (t->dtype != dt) fail_msg("%s: rank %d dtype %s", what, rank, lt_dtype_name(t->dtype));
     double rtol, atol;
     lt_dtype_default_tol(dt, &rtol, &atol);
@@ -288,7 +291,11 @@ static void run_case(sweep *s, int which, lt_dtype dt, lt_redop op, int rule_kin
     for (int i = 0; i < nd; i++) base[i] = rnd(4);
     int perm[8];
     for (int i = 0; i < n; i++) perm[i] = i;
-    for (int i = n - 1; i > 0; i--) { int j = rnd(i + 1), t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
+    for (int i = n - 1; i > 0; i--) {
+        int j = rnd(i + 1), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
     /* the split dim must fit the rule */
     int split_coll = which == RS || which == A2A || which == SC;
     int64_t splitn = rnd(3 * n + 1);
@@ -310,8 +317,9 @@ static void run_case(sweep *s, int which, lt_dtype dt, lt_redop op, int rule_kin
         }
     }
     char what[160];
-    snprintf(what, sizeof what, "%s mesh dim %d dtype %s op %s rule %s dims %d,%d root %d", coll_names[which],
-             s->md, lt_dtype_name(dt), lt_redop_name(op), lt_split_kind_name((lt_split_kind)rule_kind), dim, dim2, root);
+    snprintf(what, sizeof what, "%s mesh dim %d dtype %s op %s rule %s dims %d,%d root %d",
+             coll_names[which], s->md, lt_dtype_name(dt), lt_redop_name(op),
+             lt_split_kind_name((lt_split_kind)rule_kind), dim, dim2, root);
     /* the reference */
     for (int g = 0; g < s->ng; g++) {
         const int *rk = &s->grp[g * n];
@@ -321,7 +329,8 @@ static void run_case(sweep *s, int which, lt_dtype dt, lt_redop op, int rule_kin
             s->want[rk[j]] = ref_member(which, ps, n, j, dim, dim2, root, op, dt, &rule);
         }
         if (which == PE)
-            for (int i = 0; i < n; i++) s->want[rk[perm[i]]] = ref_narrow(&ps[i], 0, 0, ps[i].sh[0]);
+            for (int i = 0; i < n; i++)
+                s->want[rk[perm[i]]] = ref_narrow(&ps[i], 0, 0, ps[i].sh[0]);
     }
     for (int pass = 0; pass < 2; pass++) { /* fresh outputs, then the same ones preallocated */
         if (pass == 1)
@@ -477,10 +486,12 @@ static void test_aliasing_and_strides(void **state) {
     }
     LT_CHECK(lt_all_gather(c, 0, in, 1, out));
     lt_test_expect_values(out[1], 2, (int64_t[]){2, 6},
-                          (double[]){0, 2, 4, 10, 12, 14, 1, 3, 5, 11, 13, 15}, "strided all_gather");
+                          (double[]){0, 2, 4, 10, 12, 14, 1, 3, 5, 11, 13, 15},
+                          "strided all_gather");
     free_all(out, 2);
     LT_CHECK(lt_all_reduce(c, 0, in, LT_REDOP_MAX, out));
-    lt_test_expect_values(out[0], 2, (int64_t[]){2, 3}, (double[]){10, 12, 14, 11, 13, 15}, "strided max");
+    lt_test_expect_values(out[0], 2, (int64_t[]){2, 3}, (double[]){10, 12, 14, 11, 13, 15},
+                          "strided max");
     free_all(out, 2);
     LT_CHECK(lt_reduce_scatter(c, 0, in, LT_REDOP_SUM, 1, NULL, out));
     lt_test_expect_values(out[0], 2, (int64_t[]){2, 2}, (double[]){10, 14, 12, 16}, "strided rs 0");
@@ -496,36 +507,19 @@ static void test_aliasing_and_strides(void **state) {
 
 static void expect_msg(const char *const *needles) {
     for (; *needles; needles++)
-        if (!strstr(lt_errmsg(), *needles)) fail_msg("message '%s' lacks '%s'", lt_errmsg(), *needles);
+        if (!strstr(lt_errmsg(), *needles))
+            fail_msg("message '%s' lacks '%s'", lt_errmsg(), *needles);
 }
 
-static void test_errors(void **state) {
-    (void)state;
-    lt_mesh m;
-    lt_comm *c;
-    LT_CHECK(lt_mesh_parse("2x2", &m));
-    LT_CHECK(lt_comm_new(&m, &c));
-    lt_tensor *in[4], *out[4] = {0};
-    for (int r = 0; r < 4; r++) LT_CHECK(lt_tensor_new(LT_F32, 2, (int64_t[]){2, r == 3 ? 4 : 3}, &in[r]));
-    /* shape mismatch in the second group: the first group's outputs are freed again */
-    LT_EXPECT_STATUS(lt_all_reduce(c, 1, in, LT_REDOP_SUM, out), LT_SHAPE);
-    expect_msg((const char *[]){"all_reduce on mesh dim 1, group [2,3]: rank 3 has shape (2, 4) but rank 2 has shape (2, 3)", NULL});
-    for (int r = 0; r < 4; r++) assert_null(out[r]);
-    LT_EXPECT_STATUS(lt_all_gather(c, 0, in, 0, out), LT_SHAPE);
-    expect_msg((const char *[]){"mesh dim 0", "group [1,3]", "rank 3", "(2, 4)", "all dims but dim 0", NULL});
-    LT_CHECK(lt_all_gather(c, 0, in, 1, out)); /* dim 1 may differ */
-    free_all(out, 4);
-    lt_tensor_free(in[3]);
-    LT_CHECK(lt_tensor_new(LT_I32, 2, (int64_t[]){2, 3}, &in[3]));
-    LT_EXPECT_STATUS(lt_reduce_ranks(c, 0, in, 0, LT_REDOP_MAX, out), LT_DTYPE);
-    expect_msg((const char *[]){"reduce on mesh dim 0, group [1,3]", "rank 3 has dtype i32", "rank 1 has dtype f32", NULL});
-    lt_tensor_free(in[3]);
-    LT_CHECK(lt_tensor_new(LT_F32, 2, (int64_t[]){2, 3}, &in[3]));
-    /* split rules */
+/* test_errors' split rules on a 2x2 comm with (2, 3) f32 inputs: explicit
+ * sizes that do not fit the dim or the group fail and name both; zero sizes
+ * and the `last` rule run. Frees every output it makes. */
+static void split_rule_errors(lt_comm *c, lt_tensor **in, lt_tensor **out) {
     lt_split_rule rule;
     LT_CHECK(lt_split_explicit((int64_t[]){1, 1}, 2, &rule));
     LT_EXPECT_STATUS(lt_reduce_scatter(c, 1, in, LT_REDOP_SUM, 1, &rule, out), LT_INVALID);
-    expect_msg((const char *[]){"reduce_scatter on mesh dim 1, group [0,1]", "dim 1", "sum to 2", NULL});
+    expect_msg(
+        (const char *[]){"reduce_scatter on mesh dim 1, group [0,1]", "dim 1", "sum to 2", NULL});
     LT_CHECK(lt_split_explicit((int64_t[]){1, 1, 1}, 3, &rule));
     LT_EXPECT_STATUS(lt_scatter(c, 0, in, 1, 1, &rule, out), LT_INVALID);
     expect_msg((const char *[]){"scatter on mesh dim 0", "3 sizes", NULL});
@@ -537,6 +531,36 @@ static void test_errors(void **state) {
     rule.kind = LT_SPLIT_LAST;
     LT_CHECK(lt_reduce_scatter(c, 0, in, LT_REDOP_SUM, 0, &rule, out));
     free_all(out, 4);
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    lt_mesh m;
+    lt_comm *c;
+    LT_CHECK(lt_mesh_parse("2x2", &m));
+    LT_CHECK(lt_comm_new(&m, &c));
+    lt_tensor *in[4], *out[4] = {0};
+    for (int r = 0; r < 4; r++)
+        LT_CHECK(lt_tensor_new(LT_F32, 2, (int64_t[]){2, r == 3 ? 4 : 3}, &in[r]));
+    /* shape mismatch in the second group: the first group's outputs are freed again */
+    LT_EXPECT_STATUS(lt_all_reduce(c, 1, in, LT_REDOP_SUM, out), LT_SHAPE);
+    expect_msg((const char *[]){"all_reduce on mesh dim 1, group [2,3]: rank 3 has shape (2, 4) "
+                                "but rank 2 has shape (2, 3)",
+                                NULL});
+    for (int r = 0; r < 4; r++) assert_null(out[r]);
+    LT_EXPECT_STATUS(lt_all_gather(c, 0, in, 0, out), LT_SHAPE);
+    expect_msg((const char *[]){"mesh dim 0", "group [1,3]", "rank 3", "(2, 4)",
+                                "all dims but dim 0", NULL});
+    LT_CHECK(lt_all_gather(c, 0, in, 1, out)); /* dim 1 may differ */
+    free_all(out, 4);
+    lt_tensor_free(in[3]);
+    LT_CHECK(lt_tensor_new(LT_I32, 2, (int64_t[]){2, 3}, &in[3]));
+    LT_EXPECT_STATUS(lt_reduce_ranks(c, 0, in, 0, LT_REDOP_MAX, out), LT_DTYPE);
+    expect_msg((const char *[]){"reduce on mesh dim 0, group [1,3]", "rank 3 has dtype i32",
+                                "rank 1 has dtype f32", NULL});
+    lt_tensor_free(in[3]);
+    LT_CHECK(lt_tensor_new(LT_F32, 2, (int64_t[]){2, 3}, &in[3]));
+    split_rule_errors(c, in, out);
     /* rooted, perm, mesh dim, dims, NULL inputs */
     LT_EXPECT_STATUS(lt_broadcast(c, 1, in, 2, out), LT_INVALID);
     expect_msg((const char *[]){"broadcast on mesh dim 1", "root 2", NULL});
@@ -566,7 +590,8 @@ static void test_errors(void **state) {
     /* preallocated outputs of the wrong shape or dtype */
     LT_CHECK(lt_tensor_new(LT_F32, 2, (int64_t[]){2, 3}, &out[2]));
     LT_EXPECT_STATUS(lt_all_gather(c, 0, in, 0, out), LT_SHAPE);
-    expect_msg((const char *[]){"preallocated output of rank 2 has shape (2, 3) f32 but the result is (4, 3) f32", NULL});
+    expect_msg((const char *[]){
+        "preallocated output of rank 2 has shape (2, 3) f32 but the result is (4, 3) f32", NULL});
     for (int r = 0; r < 4; r++) if (r != 2) assert_null(out[r]);
     assert_non_null(out[2]);
     LT_EXPECT_STATUS(lt_gather(c, 0, in, 0, 0, out), LT_SHAPE);
@@ -614,7 +639,8 @@ static void test_placeholders(void **state) {
 
 static void expect_sizes(const size_t *got, const size_t *want, int n, const char *what) {
     for (int i = 0; i < n; i++)
-        if (got[i] != want[i]) fail_msg("%s: rank %d has %zu, wanted %zu", what, i, got[i], want[i]);
+        if (got[i] != want[i])
+            fail_msg("%s: rank %d has %zu, wanted %zu", what, i, got[i], want[i]);
 }
 
 /* test_trace's events (from mark on: five of them) as text and JSON, then
@@ -741,14 +767,16 @@ static void test_large(void **state) {
     for (int r = 0; r < 2; r++) {
         lt_to_doubles(out[r], v);
         for (int64_t i = 0; i < E; i += 1 + (i & 7))
-            if (v[i] != (double)((float)i + (float)i)) fail_msg("all_reduce rank %d element %lld: %g", r, (long long)i, v[i]);
+            if (v[i] != (double)((float)i + (float)i))
+                fail_msg("all_reduce rank %d element %lld: %g", r, (long long)i, v[i]);
         assert_true(v[E - 1] == 2.0 * (double)(float)(E - 1));
     }
     free_all(out, 2);
     LT_CHECK(lt_all_gather(c, 0, in, 0, out));
     lt_to_doubles(out[1], v);
     for (int64_t i = 0; i < 2 * E; i += 1 + (i & 7))
-        if (v[i] != (double)(float)(i % E)) fail_msg("all_gather element %lld: %g", (long long)i, v[i]);
+        if (v[i] != (double)(float)(i % E))
+            fail_msg("all_gather element %lld: %g", (long long)i, v[i]);
     free_all(out, 2);
     /* bf16 reduce_scatter: staged blocks, uneven pieces */
     lt_tensor *h[2];
@@ -785,7 +813,8 @@ static lt_status no_init(const lt_mesh *m, void **ctx) {
     return LT_OK;
 }
 static void no_free(void *ctx) { (void)ctx; }
-static lt_status fake_coll(void *ctx, const lt_coll_group *g, lt_tensor *const *in, lt_tensor *const *out) {
+static lt_status fake_coll(void *ctx, const lt_coll_group *g, lt_tensor *const *in,
+                           lt_tensor *const *out) {
     (void)ctx; (void)in;
     for (int p = 0; p < g->size; p++) /* marks every output with its group index + 1 */
         if (lt_numel(out[g->ranks[p]])) LT_CHECK(lt_fill(out[g->ranks[p]], g->index + 1));
@@ -840,7 +869,9 @@ static void test_summed_sizes_overflow(void **state) {
     lt_tensor *in[2], *out[2] = {0};
     for (int r = 0; r < 2; r++) LT_CHECK(lt_tensor_new(LT_F32, 2, sh, &in[r]));
     LT_EXPECT_STATUS(lt_all_gather(c, 0, in, 1, out), LT_OVERFLOW);
-    assert_non_null(strstr(lt_errmsg(), "all_gather on mesh dim 0, group [0,1]: the gathered size of dim 1 overflows"));
+    assert_non_null(
+        strstr(lt_errmsg(),
+               "all_gather on mesh dim 0, group [0,1]: the gathered size of dim 1 overflows"));
     LT_EXPECT_STATUS(lt_gather(c, 0, in, 1, 1, out), LT_OVERFLOW);
     LT_EXPECT_STATUS(lt_all_to_all(c, 0, in, 0, 1, NULL, out), LT_OVERFLOW);
     assert_non_null(strstr(lt_errmsg(), "the concatenated size of dim 1 overflows"));
@@ -870,7 +901,8 @@ static void test_results_must_fit(void **state) {
     for (int r = 0; r < 64; r++) LT_CHECK(lt_tensor_new(LT_F32, 1, &n, &in[r]));
     setenv("LOCALTENSOR_MEMORY_LIMIT", "128K", 1);
     LT_EXPECT_STATUS(lt_all_gather(c, 0, in, 0, out), LT_NOMEM);
-    if (!strstr(lt_errmsg(), "all_gather on mesh dim 0 needs 256.0 KiB for the shards of all 64 ranks, more than this machine's 128.0 KiB"))
+    if (!strstr(lt_errmsg(), "all_gather on mesh dim 0 needs 256.0 KiB for the shards of all 64 "
+                             "ranks, more than this machine's 128.0 KiB"))
         fail_msg("%s", lt_errmsg());
     for (int r = 0; r < 64; r++) assert_null(out[r]);
     assert_int_equal(lt_trace_count(lt_comm_trace(c)), 0);

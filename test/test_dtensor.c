@@ -55,7 +55,8 @@ static void test_offsets_docstring(void **state) {
     parse("dp=2,tp=2", "S(1),S(1)", &m, pl, &np);
     lt_dtensor *d;
     LT_CHECK(lt_distribute(&m, x, pl, np, &d));
-    lt_test_expect_values(lt_to_local(d, 0), 2, (int64_t[]){2, 2}, (double[]){0, 1, 10, 11}, "rank 0");
+    lt_test_expect_values(lt_to_local(d, 0), 2, (int64_t[]){2, 2}, (double[]){0, 1, 10, 11},
+                          "rank 0");
     lt_test_expect_values(lt_to_local(d, 1), 2, (int64_t[]){2, 1}, (double[]){2, 12}, "rank 1");
     lt_test_expect_values(lt_to_local(d, 2), 2, (int64_t[]){2, 1}, (double[]){3, 13}, "rank 2");
     lt_test_expect_values(lt_to_local(d, 3), 2, (int64_t[]){2, 1}, (double[]){4, 14}, "rank 3");
@@ -76,7 +77,8 @@ static void test_partial_distribute(void **state) {
     /* (P,P) on 2x2 gives t/2/2 on every rank */
     parse("2x2", "P,P", &m, pl, &np);
     LT_CHECK(lt_distribute(&m, x, pl, np, &d));
-    for (int r = 0; r < 4; r++) lt_test_expect_values(lt_to_local(d, r), 1, &n, (double[]){0.25, 0.5, 0.75}, "P,P rank");
+    for (int r = 0; r < 4; r++)
+        lt_test_expect_values(lt_to_local(d, r), 1, &n, (double[]){0.25, 0.5, 0.75}, "P,P rank");
     lt_tensor *full;
     LT_CHECK(lt_full_tensor_direct(d, &full));
     lt_test_expect_values(full, 1, &n, v, "P,P full");
@@ -131,12 +133,37 @@ static void test_partial_distribute(void **state) {
     lt_tensor_free(s);
 }
 
+/* test_roundtrip_dtypes: each rank of d (distributed from x with pl[np] on
+ * m) holds x at its layout's indices; nothing is compared when a Partial(sum)
+ * dim of size > 1 partitions the values. Frees what it makes. */
+static void expect_local_values(const lt_dtensor *d, const lt_tensor *x, const lt_placement *pl,
+                                int np, const lt_mesh *m, const char *mesh_name) {
+    for (int i = 0; i < np; i++)
+        if (pl[i].kind == LT_PL_PARTIAL && pl[i].op == LT_REDOP_SUM && m->shape[i] > 1) return;
+    for (int r = 0; r < m->world; r++) {
+        lt_rank_layout l;
+        LT_CHECK(lt_spec_layout_rank(lt_dtensor_spec(d), r, &l));
+        const lt_tensor *t = lt_to_local(d, r);
+        for (int64_t a = 0; a < l.local_shape[0]; a++)
+            for (int64_t b = 0; b < l.local_shape[1]; b++) {
+                int64_t gi[2] = {l.idx[0] ? l.idx[0][a] : a, l.idx[1] ? l.idx[1][b] : b};
+                int64_t li[2] = {a, b};
+                if (lt_get(t, li) != lt_get(x, gi))
+                    fail_msg("%s mesh %s rank %d (%lld,%lld): %g vs %g", lt_dtype_name(x->dtype),
+                             mesh_name, r, (long long)a, (long long)b, lt_get(t, li),
+                             lt_get(x, gi));
+            }
+        lt_rank_layout_free(&l);
+    }
+}
+
 /* every dtype, 1-D meshes 1..8, 2x2, 2x3, 4x2, 2x2x2: distribute -> values at
  * the layout's indices -> full_tensor_direct equals the original */
 static void test_roundtrip_dtypes(void **state) {
     (void)state;
     const char *meshes[] = {"1", "2", "3", "4", "5", "6", "7", "8", "2x2", "2x3", "4x2", "2x2x2"};
-    const char *pl1[] = {"R", "S(0)", "S(0,balanced)", "S(0,last)", "SS(0,2)", "S(1)", "P(max)", "P(min)", "P(avg)", "P(sum)"};
+    const char *pl1[] = {"R",    "S(0)",   "S(0,balanced)", "S(0,last)", "SS(0,2)",
+                         "S(1)", "P(max)", "P(min)",        "P(avg)",    "P(sum)"};
     const int64_t shapes[][2] = {{0, 3}, {1, 1}, {3, 5}, {9, 2}, {16, 3}};
     long count = 0;
     for (int dt = 0; dt < LT_DTYPE_COUNT; dt++) {
@@ -151,40 +178,32 @@ static void test_roundtrip_dtypes(void **state) {
                     int np = 0, skip = 0;
                     for (int i = 0; i < m.ndim; i++) {
                         int tmp;
-                        LT_CHECK(lt_placements_parse(pl1[(p0 + (size_t)i * 3) % (sizeof pl1 / sizeof pl1[0])], &pl[i], 1, &tmp));
+                        LT_CHECK(lt_placements_parse(
+                            pl1[(p0 + (size_t)i * 3) % (sizeof pl1 / sizeof pl1[0])], &pl[i], 1,
+                            &tmp));
                         np++;
                     }
                     lt_redop first = LT_REDOP_SUM;
                     int have = 0;
                     for (int i = 0; i < np; i++) {
                         if (pl[i].kind != LT_PL_PARTIAL) continue;
-                        if (!lt_dtype_is_float((lt_dtype)dt) && pl[i].op != LT_REDOP_MAX && pl[i].op != LT_REDOP_MIN) skip = 1;
-                        if (have && pl[i].op != first && !((pl[i].op == LT_REDOP_SUM || pl[i].op == LT_REDOP_AVG) && (first == LT_REDOP_SUM || first == LT_REDOP_AVG))) skip = 1;
+                        if (!lt_dtype_is_float((lt_dtype)dt) && pl[i].op != LT_REDOP_MAX &&
+                            pl[i].op != LT_REDOP_MIN)
+                            skip = 1;
+                        if (have && pl[i].op != first &&
+                            !((pl[i].op == LT_REDOP_SUM || pl[i].op == LT_REDOP_AVG) &&
+                              (first == LT_REDOP_SUM || first == LT_REDOP_AVG)))
+                            skip = 1;
                         have = 1;
                         first = pl[i].op;
                     }
                     if (skip) continue;
                     lt_dtensor *d;
                     lt_status st = lt_distribute(&m, x, pl, np, &d);
-                    if (st == LT_INVALID && strstr(lt_errmsg(), "last")) continue; /* last with n < k */
+                    if (st == LT_INVALID && strstr(lt_errmsg(), "last"))
+                        continue; /* last with n < k */
                     LT_CHECK(st);
-                    /* each rank's values are the full tensor at its indices (partition aside) */
-                    int partial = 0;
-                    for (int i = 0; i < np; i++) partial |= pl[i].kind == LT_PL_PARTIAL && pl[i].op == LT_REDOP_SUM && m.shape[i] > 1;
-                    for (int r = 0; r < m.world && !partial; r++) {
-                        lt_rank_layout l;
-                        LT_CHECK(lt_spec_layout_rank(lt_dtensor_spec(d), r, &l));
-                        const lt_tensor *t = lt_to_local(d, r);
-                        for (int64_t a = 0; a < l.local_shape[0]; a++)
-                            for (int64_t b = 0; b < l.local_shape[1]; b++) {
-                                int64_t gi[2] = {l.idx[0] ? l.idx[0][a] : a, l.idx[1] ? l.idx[1][b] : b};
-                                int64_t li[2] = {a, b};
-                                if (lt_get(t, li) != lt_get(x, gi))
-                                    fail_msg("%s mesh %s rank %d (%lld,%lld): %g vs %g", lt_dtype_name((lt_dtype)dt), meshes[mi], r,
-                                             (long long)a, (long long)b, lt_get(t, li), lt_get(x, gi));
-                            }
-                        lt_rank_layout_free(&l);
-                    }
+                    expect_local_values(d, x, pl, np, &m, meshes[mi]);
                     lt_tensor *full;
                     LT_CHECK(lt_full_tensor_direct(d, &full));
                     double rtol, atol;
@@ -194,7 +213,8 @@ static void test_roundtrip_dtypes(void **state) {
                     if (!cr.equal) {
                         char txt[128];
                         lt_placements_format(pl, np, txt, sizeof txt);
-                        fail_msg("%s mesh %s %s: full_tensor differs at %lld: %g vs %g", lt_dtype_name((lt_dtype)dt), meshes[mi], txt,
+                        fail_msg("%s mesh %s %s: full_tensor differs at %lld: %g vs %g",
+                                 lt_dtype_name((lt_dtype)dt), meshes[mi], txt,
                                  (long long)cr.first_flat, cr.actual, cr.expected);
                     }
                     lt_tensor_free(full);
@@ -214,7 +234,8 @@ static void test_roundtrip_dtypes(void **state) {
 static void test_random_invariance(void **state) {
     (void)state;
     const char *meshes[] = {"2", "3", "4", "8", "2x2", "2x3", "4x2", "2x2x2"};
-    const char *opts[] = {"R", "S(0)", "S(1)", "S(0,balanced)", "S(1,last)", "SS(0,2)", "SS(1,3)", "P(max)"};
+    const char *opts[] = {"R",         "S(0)",    "S(1)",    "S(0,balanced)",
+                          "S(1,last)", "SS(0,2)", "SS(1,3)", "P(max)"};
     const int nopt = 8;
     int64_t g[2] = {7, 5};
     lt_init init = {LT_INIT_RANDOM, 1234};
@@ -222,7 +243,8 @@ static void test_random_invariance(void **state) {
     LT_CHECK(lt_tensor_new(LT_F32, 2, g, &full));
     LT_CHECK(lt_init_fill(full, &init));
     /* the full tensor is Philox at each row-major index, computed here directly */
-    for (int64_t i = 0; i < 35; i++) assert_true(lt_get_flat(full, i) == (double)(float)lt_rand_uniform(1234, (uint64_t)i));
+    for (int64_t i = 0; i < 35; i++)
+        assert_true(lt_get_flat(full, i) == (double)(float)lt_rand_uniform(1234, (uint64_t)i));
     int combos = 0;
     for (size_t mi = 0; mi < sizeof meshes / sizeof meshes[0]; mi++) {
         lt_mesh m;
@@ -230,7 +252,8 @@ static void test_random_invariance(void **state) {
         for (int a = 0; a < nopt; a++) {
             lt_placement pl[LT_MESH_MAX_DIMS];
             int np1;
-            for (int i = 0; i < m.ndim; i++) LT_CHECK(lt_placements_parse(opts[(a + i * 5) % nopt], &pl[i], 1, &np1));
+            for (int i = 0; i < m.ndim; i++)
+                LT_CHECK(lt_placements_parse(opts[(a + i * 5) % nopt], &pl[i], 1, &np1));
             lt_dtensor *d;
             lt_status st = lt_dtensor_new(&m, LT_F32, 2, g, pl, m.ndim, &init, &d);
             if (st == LT_INVALID) continue;
@@ -243,7 +266,8 @@ static void test_random_invariance(void **state) {
                     for (int64_t y = 0; y < l.local_shape[1]; y++) {
                         int64_t gi[2] = {l.idx[0] ? l.idx[0][x] : x, l.idx[1] ? l.idx[1][y] : y};
                         int64_t li[2] = {x, y};
-                        if (lt_get(t, li) != lt_get(full, gi)) fail_msg("mesh %s combo %d rank %d differs", meshes[mi], a, r);
+                        if (lt_get(t, li) != lt_get(full, gi))
+                            fail_msg("mesh %s combo %d rank %d differs", meshes[mi], a, r);
                     }
                 lt_rank_layout_free(&l);
             }
@@ -271,7 +295,9 @@ static void test_random_integers(void **state) {
             double v = lt_get_flat(t, i);
             double want = floor(lt_rand_uniform(5, (uint64_t)i) * 1000.0);
             if (dts[k] == LT_BOOL) want = lt_rand_uniform(5, (uint64_t)i) < 0.5;
-            if (v != want) fail_msg("%s element %lld: %g, wanted %g", lt_dtype_name(dts[k]), (long long)i, v, want);
+            if (v != want)
+                fail_msg("%s element %lld: %g, wanted %g", lt_dtype_name(dts[k]), (long long)i, v,
+                         want);
             distinct += i > 0 && v != lt_get_flat(t, 0);
         }
         assert_true(distinct > 0);
@@ -349,8 +375,8 @@ static void test_from_local(void **state) {
     for (int r = 0; r < 4; r++) lt_tensor_free(sh[r]);
 }
 
-static lt_status add_rank(int rank, const int *coord, const lt_tensor *in, void *user, lt_tensor **out,
-                          int64_t *out_int) {
+static lt_status add_rank(int rank, const int *coord, const lt_tensor *in, void *user,
+                          lt_tensor **out, int64_t *out_int) {
     (void)coord;
     (void)user;
     LT_TRY(lt_clone(in, out));

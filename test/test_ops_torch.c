@@ -56,11 +56,13 @@ static void expect_pl(const lt_dtensor *y, const char *want, const char *what) {
 }
 
 /* y's global shape is shape[nd] and its element i is want[i] (or i when want is NULL). */
-static void expect_full(const lt_dtensor *y, int nd, const int64_t *shape, const double *want, const char *what) {
+static void expect_full(const lt_dtensor *y, int nd, const int64_t *shape, const double *want,
+                        const char *what) {
     if (y->ndim != nd) fail_msg("%s: %d dims, wanted %d", what, y->ndim, nd);
     for (int d = 0; d < nd; d++)
         if (y->shape[d] != shape[d])
-            fail_msg("%s: dim %d has size %lld, wanted %lld", what, d, (long long)y->shape[d], (long long)shape[d]);
+            fail_msg("%s: dim %d has size %lld, wanted %lld", what, d, (long long)y->shape[d],
+                     (long long)shape[d]);
     lt_tensor *f = NULL;
     LT_CHECK(lt_full_tensor_direct(y, &f));
     int64_t n = lt_numel(f);
@@ -77,11 +79,12 @@ static void expect_local(const lt_dtensor *y, int nd, const int64_t *shapes, con
     const lt_mesh *m = lt_dtensor_mesh(y);
     for (int r = 0; r < m->world; r++) {
         const lt_tensor *t = y->local->shards[r];
-        if (t->ndim != nd) fail_msg("%s: rank %d's shard has %d dims, wanted %d", what, r, t->ndim, nd);
+        if (t->ndim != nd)
+            fail_msg("%s: rank %d's shard has %d dims, wanted %d", what, r, t->ndim, nd);
         for (int d = 0; d < nd; d++)
             if (t->shape[d] != shapes[r * nd + d])
-                fail_msg("%s: rank %d's dim %d is %lld, wanted %lld", what, r, d, (long long)t->shape[d],
-                         (long long)shapes[r * nd + d]);
+                fail_msg("%s: rank %d's dim %d is %lld, wanted %lld", what, r, d,
+                         (long long)t->shape[d], (long long)shapes[r * nd + d]);
     }
 }
 
@@ -144,8 +147,10 @@ static void test_squeeze_every_size1_dim(void **state) {
     expect_full(y, 0, NULL, &seven, "(1,1).squeeze()");
     expect_pl(y, "[R]", "(1,1) S(0) squeeze()");
     lt_dtensor_free(y);
-    lt_dtensor_free(d1), lt_dtensor_free(d2), lt_dtensor_free(d3), lt_dtensor_free(d4), lt_dtensor_free(d5);
-    lt_tensor_free(x1), lt_tensor_free(x2), lt_tensor_free(x3), lt_tensor_free(x4), lt_tensor_free(x5);
+    lt_dtensor_free(d1), lt_dtensor_free(d2), lt_dtensor_free(d3), lt_dtensor_free(d4),
+        lt_dtensor_free(d5);
+    lt_tensor_free(x1), lt_tensor_free(x2), lt_tensor_free(x3), lt_tensor_free(x4),
+        lt_tensor_free(x5);
     lt_op_cache_clear();
 }
 
@@ -186,13 +191,16 @@ static void test_squeeze_documented_example(void **state) {
     lt_dtensor *d = lt_test_distribute(&m22, x, "R,R"), *y = NULL;
     int twice[2] = {1, -4};
     lt_op_args a = squeeze_args(0, 0, 2, twice);
-    LT_EXPECT_STATUS(lt_op(LT_OP_SQUEEZE, (const lt_dtensor *const *)&d, 1, &a, NULL, &y, 1, NULL), LT_INVALID);
+    LT_EXPECT_STATUS(lt_op(LT_OP_SQUEEZE, (const lt_dtensor *const *)&d, 1, &a, NULL, &y, 1, NULL),
+                     LT_INVALID);
     assert_non_null(strstr(lt_errmsg(), "listed twice"));
     a = squeeze_args(1, 1, 1, d1);
-    LT_EXPECT_STATUS(lt_op(LT_OP_SQUEEZE, (const lt_dtensor *const *)&d, 1, &a, NULL, &y, 1, NULL), LT_INVALID);
+    LT_EXPECT_STATUS(lt_op(LT_OP_SQUEEZE, (const lt_dtensor *const *)&d, 1, &a, NULL, &y, 1, NULL),
+                     LT_INVALID);
     assert_non_null(strstr(lt_errmsg(), "not both"));
     a = squeeze_args(1, 5, 0, NULL);
-    LT_EXPECT_STATUS(lt_op(LT_OP_SQUEEZE, (const lt_dtensor *const *)&d, 1, &a, NULL, &y, 1, NULL), LT_INVALID);
+    LT_EXPECT_STATUS(lt_op(LT_OP_SQUEEZE, (const lt_dtensor *const *)&d, 1, &a, NULL, &y, 1, NULL),
+                     LT_INVALID);
     assert_non_null(strstr(lt_errmsg(), "dim 5 is out of range"));
     lt_dtensor_free(d);
     lt_tensor_free(x);
@@ -217,12 +225,14 @@ static void test_zero_d_dims(void **state) {
                     memset(&a, 0, sizeof a);
                     a.ndims = 1, a.dims[0] = dim, a.keepdim = keep;
                     char what[96];
-                    snprintf(what, sizeof what, "%s(0-d [%s], dim=%d, keepdim=%d)", lt_op_name(reds[r]), pls[p], dim, keep);
+                    snprintf(what, sizeof what, "%s(0-d [%s], dim=%d, keepdim=%d)",
+                             lt_op_name(reds[r]), pls[p], dim, keep);
                     lt_dtensor *y = run(reds[r], (const lt_dtensor *const *)&d, 1, &a);
                     expect_full(y, 0, NULL, &v, what);
                     lt_dtensor_free(y);
                 }
-        lt_op_args sq[3] = {squeeze_args(0, 0, 0, NULL), squeeze_args(1, 0, 0, NULL), squeeze_args(1, -1, 0, NULL)};
+        lt_op_args sq[3] = {squeeze_args(0, 0, 0, NULL), squeeze_args(1, 0, 0, NULL),
+                            squeeze_args(1, -1, 0, NULL)};
         for (int i = 0; i < 3; i++) {
             lt_dtensor *y = run(LT_OP_SQUEEZE, (const lt_dtensor *const *)&d, 1, &sq[i]);
             expect_full(y, 0, NULL, &v, "squeeze of a 0-d tensor");
@@ -244,15 +254,20 @@ static void test_zero_d_dims(void **state) {
     lt_op_args a;
     memset(&a, 0, sizeof a);
     a.ndims = 1, a.dims[0] = 1;
-    LT_EXPECT_STATUS(lt_op(LT_OP_SUM, (const lt_dtensor *const *)&d, 1, &a, NULL, &y, 1, NULL), LT_INVALID);
+    LT_EXPECT_STATUS(lt_op(LT_OP_SUM, (const lt_dtensor *const *)&d, 1, &a, NULL, &y, 1, NULL),
+                     LT_INVALID);
     assert_non_null(strstr(lt_errmsg(), "0-d"));
     a.ndims = 2, a.dims[0] = 0, a.dims[1] = -1;
-    LT_EXPECT_STATUS(lt_op(LT_OP_MEAN, (const lt_dtensor *const *)&d, 1, &a, NULL, &y, 1, NULL), LT_INVALID);
+    LT_EXPECT_STATUS(lt_op(LT_OP_MEAN, (const lt_dtensor *const *)&d, 1, &a, NULL, &y, 1, NULL),
+                     LT_INVALID);
     memset(&a, 0, sizeof a);
     a.dim = 0, a.dim2 = -2;
-    LT_EXPECT_STATUS(lt_op(LT_OP_TRANSPOSE, (const lt_dtensor *const *)&d, 1, &a, NULL, &y, 1, NULL), LT_INVALID);
+    LT_EXPECT_STATUS(
+        lt_op(LT_OP_TRANSPOSE, (const lt_dtensor *const *)&d, 1, &a, NULL, &y, 1, NULL),
+        LT_INVALID);
     a = squeeze_args(1, 1, 0, NULL);
-    LT_EXPECT_STATUS(lt_op(LT_OP_SQUEEZE, (const lt_dtensor *const *)&d, 1, &a, NULL, &y, 1, NULL), LT_INVALID);
+    LT_EXPECT_STATUS(lt_op(LT_OP_SQUEEZE, (const lt_dtensor *const *)&d, 1, &a, NULL, &y, 1, NULL),
+                     LT_INVALID);
     lt_dtensor_free(d);
     lt_tensor_free(x);
     lt_op_cache_clear();
@@ -273,13 +288,12 @@ static lt_dtensor *nested_12(const lt_mesh *m22, lt_tensor **full, int nd, const
     return r;
 }
 
-static void test_nested_split_operands(void **state) {
-    (void)state;
-    lt_mesh m22 = mesh("2x2");
-    int64_t s12[1] = {12}, s121[2] = {12, 1}, w122[2] = {12, 2};
-    lt_tensor *xf = NULL, *yf = ramp(1, s12, 10, 1); /* y[i] = 10 i + 1 */
-    lt_dtensor *r = nested_12(&m22, &xf, 1, s12), *yd = lt_test_distribute(&m22, yf, "S(0),R");
-    static const lt_op_kind bins[] = {LT_OP_ADD, LT_OP_SUB, LT_OP_MUL, LT_OP_DIV, LT_OP_MAXIMUM, LT_OP_MINIMUM};
+/* test_nested_split_operands: the six binary ops of r = x (x[i] = i, [R,
+ * S(0,[8,4])]) and yd (y[i] = 10 i + 1, [S(0), R]), both ways round, against
+ * the values computed here. Frees what it makes. */
+static void expect_binary_ops(const lt_dtensor *r, const lt_dtensor *yd, const int64_t *s12) {
+    static const lt_op_kind bins[] = {LT_OP_ADD, LT_OP_SUB,     LT_OP_MUL,
+                                      LT_OP_DIV, LT_OP_MAXIMUM, LT_OP_MINIMUM};
     for (size_t b = 0; b < sizeof bins / sizeof bins[0]; b++)
         for (int swap = 0; swap <= 1; swap++) {
             const lt_dtensor *in[2] = {swap ? yd : r, swap ? r : yd};
@@ -297,11 +311,21 @@ static void test_nested_split_operands(void **state) {
             }
             if (bins[b] == LT_OP_DIV && swap) continue; /* x has a 0 */
             char what[64];
-            snprintf(what, sizeof what, "%s of [R, S(0,[8,4])] and [S(0), R]%s", lt_op_name(bins[b]), swap ? " (swapped)" : "");
+            snprintf(what, sizeof what, "%s of [R, S(0,[8,4])] and [S(0), R]%s",
+                     lt_op_name(bins[b]), swap ? " (swapped)" : "");
             lt_dtensor *y = run(bins[b], in, 2, NULL);
             expect_full(y, 1, s12, want, what);
             lt_dtensor_free(y);
         }
+}
+
+static void test_nested_split_operands(void **state) {
+    (void)state;
+    lt_mesh m22 = mesh("2x2");
+    int64_t s12[1] = {12}, s121[2] = {12, 1}, w122[2] = {12, 2};
+    lt_tensor *xf = NULL, *yf = ramp(1, s12, 10, 1); /* y[i] = 10 i + 1 */
+    lt_dtensor *r = nested_12(&m22, &xf, 1, s12), *yd = lt_test_distribute(&m22, yf, "S(0),R");
+    expect_binary_ops(r, yd, s12);
     /* matmul (12) @ (12, 2): out[j] = sum_k x[k] w[k][j], w[k][j] = 2k + j + 1 */
     int64_t sw[2] = {12, 2}, s2[1] = {2};
     lt_tensor *wf = ramp(2, sw, 1, 1);
@@ -313,7 +337,8 @@ static void test_nested_split_operands(void **state) {
     lt_dtensor *y = run(LT_OP_MATMUL, mm_in, 2, NULL);
     expect_full(y, 1, s2, mwant, "matmul of [R, S(0,[8,4])] (12) and [S(0), R] (12, 2)");
     lt_dtensor_free(y);
-    /* mm (2, 12) @ (12, 2): a (2,3,4) [R, S(1)] reshaped to (2, 12) has the nested split on dim 1 */
+    /* mm (2, 12) @ (12, 2): a (2,3,4) [R, S(1)] reshaped to (2, 12) has the nested split on dim 1
+     */
     int64_t s234[3] = {2, 3, 4}, s2x12[2] = {2, 12}, s22[2] = {2, 2};
     lt_tensor *af = ramp(3, s234, 1, 0);
     lt_dtensor *ad = lt_test_distribute(&m22, af, "R,S(1)"), *a2 = NULL;
@@ -347,9 +372,11 @@ static void test_nested_split_operands(void **state) {
     y = run(LT_OP_CAT, cin, 2, &ca);
     expect_full(y, 2, w122, cw, "cat of [R, S(0,[8,4])] and [S(0), R] along dim 1");
     lt_dtensor_free(y);
-    lt_dtensor_free(r), lt_dtensor_free(yd), lt_dtensor_free(wd), lt_dtensor_free(ad), lt_dtensor_free(a2);
+    lt_dtensor_free(r), lt_dtensor_free(yd), lt_dtensor_free(wd), lt_dtensor_free(ad),
+        lt_dtensor_free(a2);
     lt_dtensor_free(bd), lt_dtensor_free(r2), lt_dtensor_free(y2);
-    lt_tensor_free(xf), lt_tensor_free(yf), lt_tensor_free(wf), lt_tensor_free(af), lt_tensor_free(bf);
+    lt_tensor_free(xf), lt_tensor_free(yf), lt_tensor_free(wf), lt_tensor_free(af),
+        lt_tensor_free(bf);
     lt_tensor_free(xf2), lt_tensor_free(yf2);
     lt_op_cache_clear();
 }

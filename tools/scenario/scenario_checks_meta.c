@@ -21,13 +21,15 @@ typedef struct {
     int since_start;                  /* expect_comm */
 } expect_comm_data;
 
-static lt_status parse_colls(sc_parse_ctx *pc, const sc_node *body, const char *what, expect_comm_data *d) {
+static lt_status parse_colls(sc_parse_ctx *pc, const sc_node *body, const char *what,
+                             expect_comm_data *d) {
     const sc_node *n = lt__sc_get(body, "collectives");
     d->steps = d->bytes = d->count = -1;
     if (!n) return LT_OK;
     if (n->kind != SC_SEQ)
-        return lt__sc_err(n, LT_INVALID, "%s: collectives: expected a list like [all_gather, all_to_all], got %s", what,
-                          lt__sc_kind_name(n));
+        return lt__sc_err(n, LT_INVALID,
+                          "%s: collectives: expected a list like [all_gather, all_to_all], got %s",
+                          what, lt__sc_kind_name(n));
     d->has_colls = 1;
     d->ncolls = n->n;
     d->colls = lt__sc_alloc(pc->arena, sizeof *d->colls * (size_t)(n->n ? n->n : 1));
@@ -56,10 +58,13 @@ lt_status lt__sc_parse_expect_plan(sc_parse_ctx *pc, const sc_node *body, sc_ste
         return lt__sc_err(body, LT_INVALID, "expect_plan: no redistribute step comes before it");
     LT__SC_NEW_DATA(expect_comm_data, d);
     LT_TRY(parse_colls(pc, body, "expect_plan", d));
-    if ((n = lt__sc_get(body, "steps"))) LT_TRY(lt__sc_i64(n, "expect_plan: steps", 0, INT32_MAX, &d->steps));
-    if ((n = lt__sc_get(body, "bytes"))) LT_TRY(lt__sc_i64(n, "expect_plan: bytes", 0, INT64_MAX, &d->bytes));
+    if ((n = lt__sc_get(body, "steps")))
+        LT_TRY(lt__sc_i64(n, "expect_plan: steps", 0, INT32_MAX, &d->steps));
+    if ((n = lt__sc_get(body, "bytes")))
+        LT_TRY(lt__sc_i64(n, "expect_plan: bytes", 0, INT64_MAX, &d->bytes));
     if (!d->has_colls && d->steps < 0 && d->bytes < 0)
-        return lt__sc_err(body, LT_INVALID, "expect_plan: give at least one of collectives, steps, bytes");
+        return lt__sc_err(body, LT_INVALID,
+                          "expect_plan: give at least one of collectives, steps, bytes");
     return LT_OK;
 }
 
@@ -84,8 +89,10 @@ typedef struct plan_diff {
     int n;
 } plan_diff;
 
-static void plan_diff_add(plan_diff *pd, const char *key, const char *e, const char *verb, const char *a) {
-    app(pd->msg, sizeof pd->msg, &pd->um, "%s %s: expected %s, the plan %s %s", pd->n ? ";" : "", key, e, verb, a);
+static void plan_diff_add(plan_diff *pd, const char *key, const char *e, const char *verb,
+                          const char *a) {
+    app(pd->msg, sizeof pd->msg, &pd->um, "%s %s: expected %s, the plan %s %s", pd->n ? ";" : "",
+        key, e, verb, a);
     app(pd->e, sizeof pd->e, &pd->ue, "%s%s %s", pd->n ? ", " : "", key, e);
     app(pd->a, sizeof pd->a, &pd->ua, "%s%s %s", pd->n ? ", " : "", key, a);
     pd->n++;
@@ -98,7 +105,9 @@ static void plan_diff_add(plan_diff *pd, const char *key, const char *e, const c
 lt_status lt__sc_run_expect_plan(sc_run_ctx *rc, const sc_step *st) {
     const expect_comm_data *d = st->data;
     const lt_plan *p = rc->plan;
-    if (!p) return lt__err_in(LT_INVALID, "expect_plan", ": the last redistribute made no plan (it failed before planning)");
+    if (!p)
+        return lt__err_in(LT_INVALID, "expect_plan",
+                          ": the last redistribute made no plan (it failed before planning)");
     plan_diff pd;
     memset(&pd, 0, sizeof pd);
     app(pd.msg, sizeof pd.msg, &pd.um, "expect_plan:");
@@ -136,17 +145,21 @@ lt_status lt__sc_parse_expect_comm(sc_parse_ctx *pc, const sc_node *body, sc_ste
     LT_TRY(lt__sc_keys(body, "expect_comm", keys));
     LT__SC_NEW_DATA(expect_comm_data, d);
     LT_TRY(parse_colls(pc, body, "expect_comm", d));
-    if ((n = lt__sc_get(body, "count"))) LT_TRY(lt__sc_i64(n, "expect_comm: count", 0, INT64_MAX, &d->count));
-    if ((n = lt__sc_get(body, "bytes"))) LT_TRY(lt__sc_i64(n, "expect_comm: bytes", 0, INT64_MAX, &d->bytes));
+    if ((n = lt__sc_get(body, "count")))
+        LT_TRY(lt__sc_i64(n, "expect_comm: count", 0, INT64_MAX, &d->count));
+    if ((n = lt__sc_get(body, "bytes")))
+        LT_TRY(lt__sc_i64(n, "expect_comm: bytes", 0, INT64_MAX, &d->bytes));
     if ((n = lt__sc_get(body, "since"))) {
         const char *s;
         LT_TRY(lt__sc_str(n, "expect_comm: since", &s));
         if (!strcmp(s, "start")) d->since_start = 1;
         else if (strcmp(s, "mark"))
-            return lt__sc_err(n, LT_INVALID, "expect_comm: since: expected mark or start, got '%s'", s);
+            return lt__sc_err(n, LT_INVALID, "expect_comm: since: expected mark or start, got '%s'",
+                              s);
     }
     if (!d->has_colls && d->count < 0 && d->bytes < 0)
-        return lt__sc_err(body, LT_INVALID, "expect_comm: give at least one of collectives, count, bytes");
+        return lt__sc_err(body, LT_INVALID,
+                          "expect_comm: give at least one of collectives, count, bytes");
     return LT_OK;
 }
 
@@ -169,14 +182,17 @@ lt_status lt__sc_run_expect_comm(sc_run_ctx *rc, const sc_step *st) {
             if (!ok) {
                 colls_str(d->colls, d->ncolls, e, sizeof e);
                 colls_str(got, ng, a, sizeof a);
-                return lt__sc_check_fail(rc, st, -1, NULL, e, a, NULL, "expect_comm: collectives %s: expected %s, issued %s%s", from, e,
-                                         a, n - since > (size_t)ng ? " ..." : "");
+                return lt__sc_check_fail(rc, st, -1, NULL, e, a, NULL,
+                                         "expect_comm: collectives %s: expected %s, issued %s%s",
+                                         from, e, a, n - since > (size_t)ng ? " ..." : "");
             }
         }
         if (d->count >= 0 && (size_t)d->count != n - since) {
             snprintf(e, sizeof e, "%lld", (long long)d->count);
             snprintf(a, sizeof a, "%zu", n - since);
-            return lt__sc_check_fail(rc, st, -1, NULL, e, a, NULL, "expect_comm: collectives %s: expected %s, issued %s", from, e, a);
+            return lt__sc_check_fail(rc, st, -1, NULL, e, a, NULL,
+                                     "expect_comm: collectives %s: expected %s, issued %s", from, e,
+                                     a);
         }
     }
     if (d->bytes >= 0) {
@@ -185,8 +201,9 @@ lt_status lt__sc_run_expect_comm(sc_run_ctx *rc, const sc_step *st) {
         if ((size_t)d->bytes != tot.bytes_sent) {
             snprintf(e, sizeof e, "%lld", (long long)d->bytes);
             snprintf(a, sizeof a, "%zu", tot.bytes_sent);
-            return lt__sc_check_fail(rc, st, -1, NULL, e, a, NULL, "expect_comm: bytes sent %s (all ranks): expected %s, actual %s",
-                                     from, e, a);
+            return lt__sc_check_fail(
+                rc, st, -1, NULL, e, a, NULL,
+                "expect_comm: bytes sent %s (all ranks): expected %s, actual %s", from, e, a);
         }
     }
     return LT_OK;
@@ -228,8 +245,10 @@ static const char *status_key(int st) {
 
 lt_status lt__sc_parse_expect_error(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
     if (body->kind != SC_MAP)
-        return lt__sc_err(body, LT_INVALID, "expect_error: expected a mapping holding one step plus contains: and status:, got %s",
-                          lt__sc_kind_name(body));
+        return lt__sc_err(
+            body, LT_INVALID,
+            "expect_error: expected a mapping holding one step plus contains: and status:, got %s",
+            lt__sc_kind_name(body));
     LT__SC_NEW_DATA(expect_error_data, d);
     d->status = -1;
     d->hang = -1;
@@ -242,9 +261,14 @@ lt_status lt__sc_parse_expect_error(sc_parse_ctx *pc, const sc_node *body, sc_st
             const char *s;
             LT_TRY(lt__sc_str(v, "expect_error: status", &s));
             if ((d->status = status_parse(s)) <= 0)
-                return lt__sc_err(v, LT_INVALID, "expect_error: status: '%s' is not an error status (invalid, shape, dtype, overflow, unsupported, mismatch, nomem, io)", s);
+                return lt__sc_err(v, LT_INVALID,
+                                  "expect_error: status: '%s' is not an error status (invalid, "
+                                  "shape, dtype, overflow, unsupported, mismatch, nomem, io)",
+                                  s);
         } else if (!strcmp(k->str, "ranks") || !strcmp(k->str, "when")) {
-            if (sel) return lt__sc_err(k, LT_INVALID, "expect_error: give either ranks: or when:, not both");
+            if (sel)
+                return lt__sc_err(k, LT_INVALID,
+                                  "expect_error: give either ranks: or when:, not both");
             sel = k;
             sel_val = v;
         } else if (!strcmp(k->str, "hang")) {
@@ -255,18 +279,29 @@ lt_status lt__sc_parse_expect_error(sc_parse_ctx *pc, const sc_node *body, sc_st
             d->hang = (int)hk;
         } else if (lt__sc_step_type(k->str)) {
             if (step_key)
-                return lt__sc_err(k, LT_INVALID, "expect_error: wraps one step; '%s' is a second one (first: '%s')", k->str,
-                                  step_key->str);
+                return lt__sc_err(
+                    k, LT_INVALID,
+                    "expect_error: wraps one step; '%s' is a second one (first: '%s')", k->str,
+                    step_key->str);
             step_key = k;
             step_body = v;
         } else {
-            return lt__sc_err(k, LT_INVALID, "unknown key '%s' in expect_error (expected contains, status, hang, and one step: %s)", k->str,
-                              lt__sc_step_names());
+            return lt__sc_err(k, LT_INVALID,
+                              "unknown key '%s' in expect_error (expected contains, status, hang, "
+                              "and one step: %s)",
+                              k->str, lt__sc_step_names());
         }
     }
-    if (!step_key && sel) return lt__sc_err(sel, LT_INVALID, "expect_error: %s: applies to the wrapped step, and there is none", sel->str);
+    if (!step_key && sel)
+        return lt__sc_err(sel, LT_INVALID,
+                          "expect_error: %s: applies to the wrapped step, and there is none",
+                          sel->str);
     if (!step_key && d->hang >= 0) return LT_OK;   /* the per-rank program must be stuck here */
-    if (!step_key) return lt__sc_err(body, LT_INVALID, "expect_error: no step to run (wrap one of: %s; or give hang: to check that the per-rank program would hang here)", lt__sc_step_names());
+    if (!step_key)
+        return lt__sc_err(body, LT_INVALID,
+                          "expect_error: no step to run (wrap one of: %s; or give hang: to check "
+                          "that the per-rank program would hang here)",
+                          lt__sc_step_names());
     if (!strcmp(step_key->str, "expect_error"))
         return lt__sc_err(step_key, LT_INVALID, "expect_error: cannot wrap another expect_error");
     const sc_step_type *t = lt__sc_step_type(step_key->str);
@@ -297,8 +332,9 @@ const sc_step *lt__sc_expect_error_inner(const sc_step *st) {
     return d->inner.type ? &d->inner : NULL;
 }
 
-lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
-    const expect_error_data *d = st->data;
+/* Runs expect_error's wrapped step (or ends the per-rank program when it
+ * wraps nothing) with errors captured; returns the step's status. */
+static lt_status run_wrapped(sc_run_ctx *rc, const sc_step *st, const expect_error_data *d) {
     int saved = rc->capturing;
     rc->capturing = 1;
     rc->hang_kind = -1;
@@ -315,8 +351,9 @@ lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
     } else if (d->inner.type) {
         s = lt__sc_run_step(rc, &d->inner);
         /* a rank's error while others wait: the rank_failed report */
-        if (s && d->hang >= 0 && !(s == LT_MISMATCH && rc->failed_check)) s = lt__sc_rank_failed(rc, &d->inner, s);
-        s = lt__sc_step_agree(rc, s, 1);   /* --shards owned: every process judges the same outcome */
+        if (s && d->hang >= 0 && !(s == LT_MISMATCH && rc->failed_check))
+            s = lt__sc_rank_failed(rc, &d->inner, s);
+        s = lt__sc_step_agree(rc, s, 1); /* --shards owned: every process judges the same outcome */
     } else {
         rc->failed_check = 0;
         lt__err_clear();
@@ -324,6 +361,25 @@ lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
     }
     rc->capturing = saved;
     rc->failed_check = 0;
+    return s;
+}
+
+/* "an error of status shape containing '...'" or "a would-hang report (...)":
+ * what expect_error asks for, into want[n]. */
+static void describe_want(const expect_error_data *d, char *want, size_t n) {
+    if (d->hang >= 0)
+        snprintf(want, n, "a would-hang report (%s)%s%s%s",
+                 lt_hang_kind_name((lt_hang_kind)d->hang), d->contains ? " containing '" : "",
+                 d->contains ? d->contains : "", d->contains ? "'" : "");
+    else
+        snprintf(want, n, "an error%s%s%s%s%s", d->status >= 0 ? " of status " : "",
+                 d->status >= 0 ? status_key(d->status) : "", d->contains ? " containing '" : "",
+                 d->contains ? d->contains : "", d->contains ? "'" : "");
+}
+
+lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
+    const expect_error_data *d = st->data;
+    lt_status s = run_wrapped(rc, st, d);
     int hung = rc->hang_kind;
     rc->hung = 0;   /* expected or not, the report is this check's result */
     /* running out of memory is never the error a scenario expects (unless
@@ -335,38 +391,45 @@ lt_status lt__sc_run_expect_error(sc_run_ctx *rc, const sc_step *st) {
     const char *msg = hung >= 0 && rc->hang_text ? rc->hang_text : emsg;
     const char *name = d->inner.type ? d->inner.type->name : "the per-rank program";
     char want[300];
-    if (d->hang >= 0)
-        snprintf(want, sizeof want, "a would-hang report (%s)%s%s%s", lt_hang_kind_name((lt_hang_kind)d->hang),
-                 d->contains ? " containing '" : "", d->contains ? d->contains : "", d->contains ? "'" : "");
-    else
-        snprintf(want, sizeof want, "an error%s%s%s%s%s", d->status >= 0 ? " of status " : "", d->status >= 0 ? status_key(d->status) : "",
-                 d->contains ? " containing '" : "", d->contains ? d->contains : "", d->contains ? "'" : "");
+    describe_want(d, want, sizeof want);
     if (s == LT_OK && d->hang >= 0 && lt__sc_any_stopped(rc)) {
         /* ranks wait or failed, but others still run: the program goes on,
          * and its report comes once no rank can run (docs/SEMANTICS.md §12) */
         char running[160];
         lt__sc_running_ranks(rc, running, sizeof running);
-        return lt__sc_check_fail(rc, st, -1, NULL, want, running, NULL,
-                                 "expect_error: the per-rank program did not stop at %s: %s (a would-hang report comes "
-                                 "only once no rank can run, docs/SEMANTICS.md §12), but %s was expected here",
-                                 name, running, want);
+        return lt__sc_check_fail(
+            rc, st, -1, NULL, want, running, NULL,
+            "expect_error: the per-rank program did not stop at %s: %s (a would-hang report comes "
+            "only once no rank can run, docs/SEMANTICS.md §12), but %s was expected here",
+            name, running, want);
     }
     if (s == LT_OK && d->hang >= 0)
         return lt__sc_check_fail(rc, st, -1, NULL, want, "every collective completed", NULL,
-                                 "expect_error: %s would not hang, but %s was expected", name, want);
+                                 "expect_error: %s would not hang, but %s was expected", name,
+                                 want);
     if (s != LT_OK && d->hang >= 0 && hung != d->hang)
-        return with_hang(rc, hung, lt__sc_check_fail(rc, st, -1, NULL, lt_hang_kind_name((lt_hang_kind)d->hang),
-                                 hung >= 0 ? lt_hang_kind_name((lt_hang_kind)hung) : "another error", NULL,
-                                 "expect_error: %s failed with '%s', but %s was expected", name, msg, want));
+        return with_hang(
+            rc, hung,
+            lt__sc_check_fail(rc, st, -1, NULL, lt_hang_kind_name((lt_hang_kind)d->hang),
+                              hung >= 0 ? lt_hang_kind_name((lt_hang_kind)hung) : "another error",
+                              NULL, "expect_error: %s failed with '%s', but %s was expected", name,
+                              msg, want));
     if (s == LT_OK)
-        return lt__sc_check_fail(rc, st, -1, NULL, want, "success", NULL, "expect_error: %s succeeded, but %s was expected", name, want);
+        return lt__sc_check_fail(rc, st, -1, NULL, want, "success", NULL,
+                                 "expect_error: %s succeeded, but %s was expected", name, want);
     if (d->contains && !strstr(msg, d->contains))
-        return with_hang(rc, hung, lt__sc_check_fail(rc, st, -1, NULL, want, msg, NULL,
-                                 "expect_error: %s failed with another error than expected: '%s' (expected %s)", name, msg, want));
+        return with_hang(
+            rc, hung,
+            lt__sc_check_fail(
+                rc, st, -1, NULL, want, msg, NULL,
+                "expect_error: %s failed with another error than expected: '%s' (expected %s)",
+                name, msg, want));
     if (d->status >= 0 && (int)s != d->status)
-        return with_hang(rc, hung, lt__sc_check_fail(rc, st, -1, NULL, status_key(d->status), status_key((int)s), NULL,
-                                 "expect_error: %s failed with status %s ('%s'), expected %s", name, status_key((int)s), msg,
-                                 status_key(d->status)));
+        return with_hang(
+            rc, hung,
+            lt__sc_check_fail(rc, st, -1, NULL, status_key(d->status), status_key((int)s), NULL,
+                              "expect_error: %s failed with status %s ('%s'), expected %s", name,
+                              status_key((int)s), msg, status_key(d->status)));
     lt__err_clear();
     return LT_OK;
 }
@@ -390,15 +453,20 @@ lt_status lt__sc_parse_expect_order(sc_parse_ctx *pc, const sc_node *body, sc_st
     LT_TRY(lt__sc_placements_new(pc->arena, n, "expect_order: placements", &d->pl, &d->np));
     LT_TRY(lt__sc_need(body, "expect_order", "order", &n));
     if (n->kind != SC_SEQ || n->n > 2 * LT_MESH_MAX_DIMS)
-        return lt__sc_err(n, LT_INVALID, "expect_order: order: expected a list of [mesh_dim, placement] pairs, got %s",
-                          lt__sc_kind_name(n));
+        return lt__sc_err(
+            n, LT_INVALID,
+            "expect_order: order: expected a list of [mesh_dim, placement] pairs, got %s",
+            lt__sc_kind_name(n));
     d->n = n->n;
     for (int i = 0; i < n->n; i++) {
         const sc_node *e = n->kids[i];
         const char *s;
         if (e->kind != SC_SEQ || e->n != 2)
-            return lt__sc_err(e, LT_INVALID, "expect_order: order: expected [mesh_dim, placement], got %s", lt__sc_kind_name(e));
-        LT_TRY(lt__sc_int(e->kids[0], "expect_order: mesh dim", 0, LT_MESH_MAX_DIMS - 1, &d->mesh_dim[i]));
+            return lt__sc_err(e, LT_INVALID,
+                              "expect_order: order: expected [mesh_dim, placement], got %s",
+                              lt__sc_kind_name(e));
+        LT_TRY(lt__sc_int(e->kids[0], "expect_order: mesh dim", 0, LT_MESH_MAX_DIMS - 1,
+                          &d->mesh_dim[i]));
         LT_TRY(lt__sc_str(e->kids[1], "expect_order: placement", &s));
         lt_status r = lt_placement_parse(s, &d->want[i]);
         if (r) return lt__sc_err_at(e->kids[1], r);
@@ -435,5 +503,6 @@ lt_status lt__sc_run_expect_order(sc_run_ctx *rc, const sc_step *st) {
     char e[400], a[400];
     order_str(d->mesh_dim, d->want, d->n, e, sizeof e);
     order_str(md, pl, n, a, sizeof a);
-    return lt__sc_check_fail(rc, st, -1, NULL, e, a, NULL, "expect_order: expected %s, actual %s", e, a);
+    return lt__sc_check_fail(rc, st, -1, NULL, e, a, NULL, "expect_order: expected %s, actual %s",
+                             e, a);
 }
