@@ -188,8 +188,8 @@ const char *lt_comm_engine_name(const lt_comm *c) { return c->eng->name; }
 
 /* ---- messages ---------------------------------------------------------------- */
 
-/* "[0,4]"; long groups are elided in the middle. */
-static void group_str(const int *ranks, int n, char *buf, size_t cap) {
+/* "[0,4]" (the members' rank ids, mesh.h); long groups are elided in the middle. */
+static void group_str(const lt_mesh *m, const int *ranks, int n, char *buf, size_t cap) {
     size_t used = (size_t)snprintf(buf, cap, "[");
     for (int p = 0; p < n && used + 16 < cap; p++) {
         if (n > 12 && p == 8) {
@@ -197,10 +197,14 @@ static void group_str(const int *ranks, int n, char *buf, size_t cap) {
             p = n - 3;
             continue;
         }
-        used += (size_t)snprintf(buf + used, cap - used, "%s%d", p ? "," : "", ranks[p]);
+        used += (size_t)snprintf(buf + used, cap - used, "%s%d", p ? "," : "",
+                                 lt_mesh_rank_id(m, ranks[p]));
     }
     snprintf(buf + used, cap - used, "]");
 }
+
+/* The rank id of position r, which messages name (mesh.h). */
+#define RID(k, r) lt_mesh_rank_id(&(k)->c->mesh, (r))
 
 /* "all_reduce on mesh dim 1 (tp), group [1,3]" (g < 0: no group) */
 static void prefix(const call *k, int g, char *buf, size_t cap) {
@@ -211,7 +215,7 @@ static void prefix(const call *k, int g, char *buf, size_t cap) {
         snprintf(buf, cap, "%s on mesh dim %d%s", lt_coll_name(k->coll), k->md, name);
         return;
     }
-    group_str(grp(k, g), k->n, gs, sizeof gs);
+    group_str(m, grp(k, g), k->n, gs, sizeof gs);
     snprintf(buf, cap, "%s on mesh dim %d%s, group %s", lt_coll_name(k->coll), k->md, name, gs);
 }
 
@@ -349,7 +353,7 @@ static lt_status begin(call *k, lt_comm *c, lt_coll coll, int mesh_dim, lt_tenso
             return gerr(k, -1, 0, LT_INVALID,
                         "rank %d's input is absent (a shape without values), but this process "
                         "holds rank %d on engine '%s'",
-                        r, r, c->eng->name);
+                        RID(k, r), RID(k, r), c->eng->name);
     return coll == LT_COLL_BARRIER ? LT_OK : plan_share(k);
 }
 
@@ -413,7 +417,7 @@ static lt_status room(call *k) {
 static lt_status input(const call *k, int g, int p, const lt_tensor **t) {
     int r = grp(k, g)[p];
     *t = k->in[r];
-    if (!*t) return gerr(k, g, 0, LT_INVALID, "rank %d has no input (NULL)", r);
+    if (!*t) return gerr(k, g, 0, LT_INVALID, "rank %d has no input (NULL)", RID(k, r));
     return LT_OK;
 }
 
@@ -421,8 +425,8 @@ static lt_status same_dtype(const call *k, int g, int p, int q) {
     const int *rk = grp(k, g);
     const lt_tensor *a = k->in[rk[p]], *b = k->in[rk[q]];
     if (a->dtype != b->dtype)
-        return gerr(k, g, 0, LT_DTYPE, "rank %d has dtype %s but rank %d has dtype %s", rk[p],
-                    lt_dtype_name(a->dtype), rk[q], lt_dtype_name(b->dtype));
+        return gerr(k, g, 0, LT_DTYPE, "rank %d has dtype %s but rank %d has dtype %s",
+                    RID(k, rk[p]), lt_dtype_name(a->dtype), RID(k, rk[q]), lt_dtype_name(b->dtype));
     return LT_OK;
 }
 
@@ -436,8 +440,8 @@ static lt_status same_shape(const call *k, int g, int p, int q, int skip) {
     if (!bad) return LT_OK;
     char da[160], db[160], why[64] = "";
     if (skip >= 0) snprintf(why, sizeof why, "; all dims but dim %d must agree", skip);
-    return gerr(k, g, 0, LT_SHAPE, "rank %d has %s but rank %d has %s%s", rk[p],
-                desc(a, da, sizeof da), rk[q], desc(b, db, sizeof db), why);
+    return gerr(k, g, 0, LT_SHAPE, "rank %d has %s but rank %d has %s%s", RID(k, rk[p]),
+                desc(a, da, sizeof da), RID(k, rk[q]), desc(b, db, sizeof db), why);
 }
 
 /* Every member's input present, of member 0's dtype and shape (but `skip`).
@@ -464,7 +468,7 @@ static lt_status dim_ok(const call *k, int g, int p, const char *what, int dim) 
     if (dim >= 0 && dim < t->ndim) return LT_OK;
     char ds[160];
     return gerr(k, g, 0, LT_INVALID, "%s %d is out of range for rank %d's %s (dims are 0..%d)",
-                what, dim, grp(k, g)[p], desc(t, ds, sizeof ds), t->ndim - 1);
+                what, dim, RID(k, grp(k, g)[p]), desc(t, ds, sizeof ds), t->ndim - 1);
 }
 
 static lt_status op_ok_for(const call *k, int g, lt_redop op, lt_dtype dt) {
@@ -484,7 +488,7 @@ static lt_status split(const call *k, int g, int p, int dim, const lt_split_rule
         char ds[160], rs[256];
         lt_split_rule_format(rule ? rule : &chunk, rs, sizeof rs);
         return gerr(k, g, 1, st, "cannot split dim %d of rank %d's %s into %d pieces by rule %s",
-                        dim, grp(k, g)[p], desc(t, ds, sizeof ds), k->n, rs);
+                        dim, RID(k, grp(k, g)[p]), desc(t, ds, sizeof ds), k->n, rs);
     }
     return LT_OK;
 }
@@ -492,7 +496,7 @@ static lt_status split(const call *k, int g, int p, int dim, const lt_split_rule
 /* The end of making out[r] (st: how that went): an error naming the rank, or
  * out[r] marked as this call's (fail() frees it). */
 static lt_status created(call *k, int g, int r, lt_status st) {
-    if (st) return gerr(k, g, 1, st, "result of rank %d", r);
+    if (st) return gerr(k, g, 1, st, "result of rank %d", RID(k, r));
     k->c->fresh[r] = 1;
     k->any_fresh = 1;
     return LT_OK;
@@ -520,7 +524,7 @@ static lt_status prepare_out(call *k, int g, int r, lt_dtype dt, int ndim, const
         int64_t n;
         size_t es = lt_dtype_size(dt);
         lt_status st = lt__numel_checked(ndim, shape, es, &n);
-        if (st) return gerr(k, g, 1, st, "result of rank %d", r);
+        if (st) return gerr(k, g, 1, st, "result of rank %d", RID(k, r));
         k->need =
             lt__add_sat(k->need, (uint64_t)n * es); /* n * es fits: numel_checked bounds bytes */
         return LT_OK;
@@ -540,12 +544,14 @@ static lt_status prepare_out(call *k, int g, int r, lt_dtype dt, int ndim, const
         lt_shape_format(o->ndim, o->shape, have, sizeof have);
         lt_shape_format(ndim, shape, res, sizeof res);
         return gerr(k, g, 0, o->dtype != dt ? LT_DTYPE : LT_SHAPE,
-                    "preallocated output of rank %d has shape %s %s but the result is %s%s %s", r,
+                    "preallocated output of rank %d has shape %s %s but the result is %s%s %s",
+                    RID(k, r),
                     have, lt_dtype_name(o->dtype), placeholder ? "a placeholder for " : "", res,
                     lt_dtype_name(dt));
     }
     if (!lt_is_contiguous(o))
-        return gerr(k, g, 0, LT_INVALID, "preallocated output of rank %d is not contiguous", r);
+        return gerr(k, g, 0, LT_INVALID, "preallocated output of rank %d is not contiguous",
+                    RID(k, r));
     o->placeholder = placeholder;
     o->logical_ndim = placeholder ? ndim : 0;
     if (placeholder) memcpy(o->logical, shape, (size_t)ndim * sizeof *shape);
@@ -666,7 +672,8 @@ static lt_status run(call *k, lt_coll_fn fn, lt_coll_group *proto, size_t sizes_
         for (int r = 0; r < W; r++) {
             if (c->fresh[r] || !k->out[r] || !c->held[r]) continue;
             st = lt_tensor_make_writable(k->out[r]);
-            if (st) return fail(k, gerr(k, -1, 0, st, "copy-on-write of rank %d's output", r));
+            if (st)
+                return fail(k, gerr(k, -1, 0, st, "copy-on-write of rank %d's output", RID(k, r)));
         }
         int ntmp;
         st = check_overlap(k, &ntmp);

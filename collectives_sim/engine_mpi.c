@@ -27,6 +27,8 @@
 typedef struct comm_set {
     struct comm_set *next;
     int ndim, shape[LT_MESH_MAX_DIMS], nown;
+    int permuted;                       /* and the rank ids (mesh.h), which decide the owners */
+    uint16_t ids[LT_MESH_MAX_IDS];
     grp_info *gi[LT_MESH_MAX_DIMS];     /* (ngroups) per mesh dim */
 } comm_set;
 
@@ -149,6 +151,39 @@ void lt_mpi_block(int world, int nproc, int p, int *first, int *count) {
     if (count) *count = b - a;
 }
 
+/* The process holding mesh position pos: process blocks are of rank ids
+ * (lt_mpi_owner of the id's place among the mesh's ids, ascending: the id
+ * itself when the mesh holds every rank of its world). */
+static int pos_owner(const lt_mesh *m, int nown, int pos) {
+    int k = pos;
+    if (m->permuted) {
+        k = 0;
+        for (int q = 0; q < m->world; q++) k += m->ids[q] < m->ids[pos];
+    }
+    return lt_mpi_owner(m->world, nown, k);
+}
+
+/* On a mesh in another rank order, the members of each group that one
+ * process owns must be adjacent in the group (each process one run). */
+static lt_status check_runs(const lt_mesh *m, int nown) {
+    int ranks[LT_MESH_MAX_IDS], own[LT_MESH_MAX_IDS];
+    for (int d = 0; m->permuted && d < m->ndim; d++)
+        for (int g = 0; g < lt_mesh_ngroups(m, d); g++) {
+            lt_mesh_group(m, d, g, ranks);
+            for (int p = 0; p < m->shape[d]; p++) {
+                own[p] = pos_owner(m, nown, ranks[p]);
+                for (int q = 0; p && own[p] != own[p - 1] && q < p - 1; q++)
+                    if (own[q] == own[p])
+                        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                                            "not supported yet: mpi engine: mesh dim %d, group "
+                                            "%d: process %d holds members that are not adjacent "
+                                            "in the group (another number of processes may do)",
+                                            d, g, own[p]);
+            }
+        }
+    return LT_OK;
+}
+
 static void set_free(comm_set *cs, int ndim, const lt_mesh *m) {
     if (!cs) return;
     for (int d = 0; d < ndim; d++) {
@@ -187,6 +222,8 @@ static lt_status set_make(const lt_mesh *m, int nproc, int proc, int nown, comm_
         cs->ndim = m->ndim;
         memcpy(cs->shape, m->shape, sizeof cs->shape);
         cs->nown = nown;
+        cs->permuted = m->permuted;
+        memcpy(cs->ids, m->ids, sizeof cs->ids);
     }
     for (int d = 0; ok && d < m->ndim; d++) {
         int ng = lt_mesh_ngroups(m, d);
@@ -208,7 +245,7 @@ static lt_status set_make(const lt_mesh *m, int nproc, int proc, int nown, comm_
             gi->me = -1;
             gi->mine_lo = -1;
             for (int p = 0; p < n; p++) {
-                owners[p] = lt_mpi_owner(m->world, nown, ranks[p]);
+                owners[p] = pos_owner(m, nown, ranks[p]);
                 if (p == 0 || owners[p] != owners[p - 1]) np++;
                 if (owners[p] == proc) {
                     if (gi->mine_lo < 0) gi->mine_lo = p;
@@ -232,7 +269,9 @@ static lt_status set_make(const lt_mesh *m, int nproc, int proc, int nown, comm_
             }
             MPI_Allreduce(&lok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
             if (!all_ok) break;
-            MPI_Comm_split(MPI_COMM_WORLD, gi->mine_cnt ? 0 : MPI_UNDEFINED, proc, &gi->comm);
+            /* communicator ranks in the order of the runs (by process on an arange mesh) */
+            MPI_Comm_split(MPI_COMM_WORLD, gi->mine_cnt ? 0 : MPI_UNDEFINED, gi->mine_lo,
+                           &gi->comm);
             if (gi->comm != MPI_COMM_NULL) MPI_Comm_rank(gi->comm, &gi->me);
         }
     }
@@ -284,8 +323,9 @@ static mpi_ctx *ctx_new(const lt_mesh *m, int nproc, int proc, const lt_mpi_opti
  * or NULL. */
 static comm_set *set_find(const lt_mesh *m, int nown) {
     comm_set *cs = g_sets;
-    while (cs && !(cs->ndim == m->ndim && cs->nown == nown &&
-                   !memcmp(cs->shape, m->shape, (size_t)m->ndim * sizeof *m->shape)))
+    while (cs && !(cs->ndim == m->ndim && cs->nown == nown && cs->permuted == m->permuted &&
+                   !memcmp(cs->shape, m->shape, (size_t)m->ndim * sizeof *m->shape) &&
+                   (!m->permuted || !memcmp(cs->ids, m->ids, sizeof cs->ids))))
         cs = cs->next;
     return cs;
 }
@@ -309,6 +349,7 @@ static lt_status mpi_init(const lt_mesh *m, void **out) {
             "mpi engine: %d processes but mesh %s has only %d rank%s (run with 1 to %d processes)",
             nproc, ms, m->world, m->world == 1 ? "" : "s", m->world);
     }
+    LT_TRY(check_runs(m, nproc < m->world ? nproc : m->world));   /* the same on every process */
     int ok;
     mpi_ctx *c = ctx_new(m, nproc, proc, &opt, &ok);
     /* one agreement for both: memory everywhere, and the groups from the
@@ -417,7 +458,7 @@ static lt_status shadow_span(mpi_ctx *c, const grp_info *gi, const lt_coll_group
                     st = lt__err(LT_INVALID,
                                  "cross-check: rank %d's result differs from the in-process "
                                  "engine's at element %zu",
-                                 r, i / es);
+                                 lt_mesh_rank_id(&c->mesh, r), i / es);
                     break;
                 }
         }
@@ -545,14 +586,14 @@ static int mpi_holds(void *vctx, int rank) {
     const mpi_ctx *c = vctx;
     if (c->opt.shadow) return 1;
     if (c->proc >= c->nown) return 0;
-    return lt_mpi_owner(c->mesh.world, c->nown, rank) == c->proc;
+    return pos_owner(&c->mesh, c->nown, rank) == c->proc;
 }
 
 /* engine.h `owner`: the block's process (lt_mpi_owner over the processes
  * that own ranks). */
 static int mpi_owner(void *vctx, int rank) {
     const mpi_ctx *c = vctx;
-    return lt_mpi_owner(c->mesh.world, c->nown, rank);
+    return pos_owner(&c->mesh, c->nown, rank);
 }
 
 static const lt_engine_i mpi_iface = {

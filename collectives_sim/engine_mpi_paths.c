@@ -622,7 +622,7 @@ lt_status lt__mpi_cross_check(mpi_ctx *c, const grp_info *gi, const lt_coll_grou
                 snprintf(msg, sizeof msg,
                          "cross-check: rank %d's result differs from the in-process "
                          "engine's at element %zu",
-                         g->ranks[p], i / es);
+                         lt_mesh_rank_id(&c->mesh, g->ranks[p]), i / es);
                 break;
             }
     }

@@ -129,39 +129,40 @@ lt_status lt_match_validate(const lt_mesh *m, int rank, const lt_match_call *c) 
     if (!m || !c) return lt__err(LT_INVALID, "lt_match_validate: NULL argument");
     if (rank < 0 || rank >= m->world)
         return lt__err(LT_INVALID, "rank %d is out of range 0..%d", rank, m->world - 1);
+    int id = lt_mesh_rank_id(m, rank);   /* messages name the rank id (mesh.h) */
     if ((int)c->kind < 0 || c->kind >= LT_COLL_COUNT || c->kind == LT_COLL_PERMUTE)
         return lt__err(LT_INVALID, "%s%s%srank %d: collective %d (%s) cannot be matched",
-                       c->file ? c->file : "", c->file ? ":" : "", c->file ? " " : "", rank,
+                       c->file ? c->file : "", c->file ? ":" : "", c->file ? " " : "", id,
                        (int)c->kind, lt_coll_name(c->kind));
     if (c->mesh_dim < 0 || c->mesh_dim >= m->ndim)
-        return verr(rank, c, LT_INVALID, "mesh dim %d is out of range (the mesh has %d dim%s)",
+        return verr(id, c, LT_INVALID, "mesh dim %d is out of range (the mesh has %d dim%s)",
                     c->mesh_dim, m->ndim, m->ndim == 1 ? "" : "s");
     int n = m->shape[c->mesh_dim], pos;
     lt_mesh_group_of(m, c->mesh_dim, rank, &pos);
     lt_coll k = c->kind;
     if (is_reduction(k) && (c->op < 0 || c->op >= LT_REDOP_COUNT))
-        return verr(rank, c, LT_INVALID, "unknown reduce op %d", c->op);
+        return verr(id, c, LT_INVALID, "unknown reduce op %d", c->op);
     if (is_rooted(k) && (c->root < 0 || c->root >= n))
-        return verr(rank, c, LT_INVALID,
+        return verr(id, c, LT_INVALID,
                     "root %d is out of range: the group has %d rank%s, so root is a "
                     "position 0..%d",
                     c->root, n, n == 1 ? "" : "s", n - 1);
     int need = needs_tensor(k) || (is_rooted(k) && pos == c->root);
     if (need && !c->has_tensor)
-        return verr(rank, c, LT_INVALID, "no input tensor (NULL)%s",
+        return verr(id, c, LT_INVALID, "no input tensor (NULL)%s",
                     needs_tensor(k) ? "" : " on the root");
     if (!c->has_tensor) return LT_OK;
     if (c->ndim < 0 || c->ndim > LT_MAX_DIMS)
-        return verr(rank, c, LT_INVALID, "input has %d dims (at most %d)", c->ndim, LT_MAX_DIMS);
+        return verr(id, c, LT_INVALID, "input has %d dims (at most %d)", c->ndim, LT_MAX_DIMS);
     if (is_reduction(k) && c->dtype == LT_BOOL && c->op == LT_REDOP_AVG)
-        return verr(rank, c, LT_UNSUPPORTED, "op avg is not defined for bool");
+        return verr(id, c, LT_UNSUPPORTED, "op avg is not defined for bool");
     if (k == LT_COLL_SCATTER && pos != c->root) return LT_OK; /* only the root's tensor is read */
     char ss[128];
     if (has_dim(k) && (c->dim < 0 || c->dim >= c->ndim))
-        return verr(rank, c, LT_INVALID, "%s %d is out of range for its input of shape %s",
+        return verr(id, c, LT_INVALID, "%s %d is out of range for its input of shape %s",
                     dim_name(k), c->dim, lt_shape_format(c->ndim, c->shape, ss, sizeof ss));
     if (k == LT_COLL_ALL_TO_ALL && (c->concat_dim < 0 || c->concat_dim >= c->ndim))
-        return verr(rank, c, LT_INVALID, "concat dim %d is out of range for its input of shape %s",
+        return verr(id, c, LT_INVALID, "concat dim %d is out of range for its input of shape %s",
                     c->concat_dim, lt_shape_format(c->ndim, c->shape, ss, sizeof ss));
     if (has_rule(k)) {
         lt_split_rule chunk = lt_split_chunk();
@@ -174,7 +175,7 @@ lt_status lt_match_validate(const lt_mesh *m, int rank, const lt_match_call *c) 
             char inner[512];
             snprintf(inner, sizeof inner, "%s", lt_errmsg());
             return verr(
-                rank, c, st,
+                id, c, st,
                 "cannot split dim %d of its input of shape %s into %d pieces by rule %s: %s",
                 c->dim, lt_shape_format(c->ndim, c->shape, ss, sizeof ss), n, rs, inner);
         }

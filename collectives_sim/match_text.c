@@ -74,7 +74,7 @@ static void put_group(lt__sbuf *o, const lt_mesh *m, int d, int g) {
             lt__sb_printf(o, ",...");
             p = n - 3;
         }
-        lt__sb_printf(o, "%s%d", p ? "," : "", base + p * st);
+        lt__sb_printf(o, "%s%d", p ? "," : "", lt_mesh_rank_id(m, base + p * st));
     }
     lt__sb_printf(o, "]");
 }
@@ -83,9 +83,15 @@ static void put_at(lt__sbuf *o, const lt_match_call *c) {
     if (c->file) lt__sb_printf(o, " at %s:%d", c->file, c->line);
 }
 
-/* "rank 3" / "ranks 0-3, 6" of the ranks r[0..n) (ascending), the first
- * MAX_RANKS runs written out */
-static void put_ranks(lt__sbuf *o, const int *r, int n) {
+/* "rank 3" / "ranks 0-3, 6" of the ranks r[0..n) (positions, ascending),
+ * the first MAX_RANKS runs written out; on a permuted mesh r becomes the
+ * rank ids, ascending (r is scratch) */
+static void put_ranks(lt__sbuf *o, const lt_mesh *m, int *r, int n) {
+    for (int i = 0; m->permuted && i < n; i++) {   /* ids, by insertion: n is one group */
+        int v = lt_mesh_rank_id(m, r[i]), j = i;
+        for (; j > 0 && r[j - 1] > v; j--) r[j] = r[j - 1];
+        r[j] = v;
+    }
     lt__sb_printf(o, "%s ", n == 1 ? "rank" : "ranks");
     int runs = 0;
     for (int i = 0; i < n;) {
@@ -149,35 +155,36 @@ static int collect(const lt_match_report *r, const lt_match_stuck *s, int want, 
 static void headline(lt__sbuf *o, const lt_match_report *r, int *nomem) {
     const lt_match_stuck *s = r->focus >= 0 && r->focus < r->nstuck ? &r->stuck[r->focus] : NULL;
     const lt_match_where *a = &r->ranks[r->rank_a], *b = &r->ranks[r->rank_b];
+    int ida = lt_mesh_rank_id(&r->mesh, r->rank_a), idb = lt_mesh_rank_id(&r->mesh, r->rank_b);
     switch (r->kind) {
     case LT_HANG_RANK_FAILED:
-        lt__sb_printf(o, "rank %d failed (%s)%s%s", r->rank_a, lt_status_name(a->status),
+        lt__sb_printf(o, "rank %d failed (%s)%s%s", ida, lt_status_name(a->status),
             r->failed_msg && r->failed_msg[0] ? ": " : "", r->failed_msg ? r->failed_msg : "");
         return;
     case LT_HANG_MISMATCH:
         lt__sb_printf(o, "would hang (mismatch): on ");
         put_group(o, &r->mesh, s->mesh_dim, s->group);
-        lt__sb_printf(o, ", call #%lld: rank %d calls %s", (long long)s->seq + 1, r->rank_a,
+        lt__sb_printf(o, ", call #%lld: rank %d calls %s", (long long)s->seq + 1, ida,
                       a->desc);
         put_at(o, &a->call);
-        lt__sb_printf(o, " but rank %d calls %s", r->rank_b, b->desc);
+        lt__sb_printf(o, " but rank %d calls %s", idb, b->desc);
         put_at(o, &b->call);
         lt__sb_printf(o, ": %s", r->what);
         break;
     case LT_HANG_MISSING: {
         lt__sb_printf(o, "would hang (missing): on ");
         put_group(o, &r->mesh, s->mesh_dim, s->group);
-        lt__sb_printf(o, ", call #%lld: rank %d waits in %s", (long long)s->seq + 1, r->rank_a,
+        lt__sb_printf(o, ", call #%lld: rank %d waits in %s", (long long)s->seq + 1, ida,
                       a->desc);
         put_at(o, &a->call);
-        lt__sb_printf(o, ", but rank %d %s without making that call", r->rank_b,
+        lt__sb_printf(o, ", but rank %d %s without making that call", idb,
             b->state == LT_RANK_FAILED ? "failed" : "finished");
         int *tmp = lt__malloc((size_t)s->size * sizeof *tmp);
         if (tmp) {
             lt__sb_printf(o, " (waiting: ");
-            put_ranks(o, tmp, collect(r, s, 1, tmp));
+            put_ranks(o, &r->mesh, tmp, collect(r, s, 1, tmp));
             lt__sb_printf(o, "; ended: ");
-            put_ranks(o, tmp, collect(r, s, 0, tmp));
+            put_ranks(o, &r->mesh, tmp, collect(r, s, 0, tmp));
             lt__sb_printf(o, ")");
             lt__free(tmp);
         } else if (nomem) {
@@ -189,11 +196,13 @@ static void headline(lt__sbuf *o, const lt_match_report *r, int *nomem) {
         lt__sb_printf(o, "would hang (cycle): every rank waits for another: ");
         for (int i = 0; i < r->ncycle; i++) {
             const lt_match_where *w = &r->ranks[r->cycle[i]];
-            lt__sb_printf(o, "%srank %d waits in %s", i ? "; " : "", r->cycle[i], w->desc);
+            lt__sb_printf(o, "%srank %d waits in %s", i ? "; " : "",
+                          lt_mesh_rank_id(&r->mesh, r->cycle[i]), w->desc);
             put_at(o, &w->call);
             lt__sb_printf(o, " on ");
             put_group(o, &r->mesh, w->call.mesh_dim, w->group);
-            lt__sb_printf(o, " for rank %d", r->cycle[(i + 1) % r->ncycle]);
+            lt__sb_printf(o, " for rank %d",
+                          lt_mesh_rank_id(&r->mesh, r->cycle[(i + 1) % r->ncycle]));
         }
         break;
     default: lt__sb_printf(o, "?"); return;
@@ -235,7 +244,7 @@ static void put_stuck(lt__sbuf *o, const lt_match_report *r, const lt_match_stuc
         for (int p = 0; p < s->size; p++)
             if (which[p] == k) list[n++] = s->members[p];
         lt__sb_printf(o, "\n    ");
-        put_ranks(o, list, n);
+        put_ranks(o, &r->mesh, list, n);
         lt__sb_printf(o, ": %s", text[k]);
     }
     if (others)

@@ -1,5 +1,6 @@
 /* collectives_sim/mesh.c — mesh construction, parsing, rank <-> coordinate,
- * groups along a mesh dim. */
+ * groups along a mesh dim; the rank ids of a mesh in any rank order, and
+ * flattened and sliced meshes (mesh_ids.c). */
 #include "localtensor/collectives_sim/mesh.h"
 #include "kernels/status_impl.h"
 
@@ -34,6 +35,7 @@ lt_status lt_mesh_init(lt_mesh *m, int ndim, const int *shape, const char *const
         }
     }
     m->world = (int)world;
+    m->world_size = (int)world;
     return LT_OK;
 }
 
@@ -49,7 +51,24 @@ static int parse_size(const char *p, const char *end, int *out) {
     return 0;
 }
 
+static lt_status parse_shape(const char *s, lt_mesh *m);
+
+/* "SHAPE", "[[0,2],[1,3]]" or "SHAPE:[[0,2],[1,3]]" (mesh_ids.c). */
 lt_status lt_mesh_parse(const char *s, lt_mesh *m) {
+    const char *colon = strchr(s, ':');
+    if (s[0] == '[') return lt_mesh_parse_ranks(s, NULL, m);
+    if (!colon) return parse_shape(s, m);
+    size_t n = (size_t)(colon - s);
+    char head[LT_MESH_MAX_DIMS * (LT_MESH_NAME_MAX + 8)];
+    if (n >= sizeof head) return lt__err(LT_INVALID, "mesh '%s': too long before ':'", s);
+    memcpy(head, s, n);
+    head[n] = '\0';
+    lt_mesh names;
+    LT_TRY(parse_shape(head, &names));
+    return lt_mesh_parse_ranks(colon + 1, &names, m);
+}
+
+static lt_status parse_shape(const char *s, lt_mesh *m) {
     int shape[LT_MESH_MAX_DIMS];
     char names[LT_MESH_MAX_DIMS][LT_MESH_NAME_MAX];
     const char *name_ptrs[LT_MESH_MAX_DIMS];
@@ -113,11 +132,18 @@ char *lt_mesh_format(const lt_mesh *m, char *buf, size_t n) {
         if (w < 0) break;
         used += (size_t)w;
     }
+    if (m->permuted && used + 1 < n) {   /* the rank ids: "dp=2,tp=2:[[0,2],[1,3]]" */
+        buf[used++] = ':';
+        lt_mesh_format_ranks(m, buf + used, n - used);
+    }
     return buf;
 }
 
 int lt_mesh_equal(const lt_mesh *a, const lt_mesh *b) {
-    if (a->ndim != b->ndim) return 0;
+    if (a->ndim != b->ndim || a->permuted != b->permuted) return 0;
+    if (a->permuted && (a->world_size != b->world_size ||
+                        memcmp(a->ids, b->ids, (size_t)a->world * sizeof *a->ids) != 0))
+        return 0;
     for (int i = 0; i < a->ndim; i++)
         if (a->shape[i] != b->shape[i] || a->names[i][0] != b->names[i][0] ||
             (a->names[i][0] && strcmp(a->names[i], b->names[i]) != 0))

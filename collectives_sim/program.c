@@ -210,7 +210,7 @@ lt_status lt_proc_barrier_at(lt_proc *p, const char *file, int line, int mesh_di
 
 /* ---- queries -------------------------------------------------------------------------- */
 
-int lt_proc_rank(const lt_proc *p) { return p ? p->rank : -1; }
+int lt_proc_rank(const lt_proc *p) { return p ? lt_mesh_rank_id(&p->pg->mesh, p->rank) : -1; }
 int lt_proc_world(const lt_proc *p) { return p ? p->pg->mesh.world : -1; }
 const lt_mesh *lt_proc_mesh(const lt_proc *p) { return p ? &p->pg->mesh : NULL; }
 static int dim_ok(const lt_proc *p, int d) { return p && d >= 0 && d < p->pg->mesh.ndim; }
@@ -418,7 +418,7 @@ lt_status lt_program_run(const lt_mesh *mesh, lt_proc_fn fn, void *user_data,
         char why[160];
         if (!rep) snprintf(why, sizeof why, "the run stopped (%s)", lt_status_name(st));
         else if (rep->kind == LT_HANG_RANK_FAILED)
-            snprintf(why, sizeof why, "rank %d failed", rep->rank_a);
+            snprintf(why, sizeof why, "rank %d failed", lt_mesh_rank_id(&g->mesh, rep->rank_a));
         else snprintf(why, sizeof why, "the program would hang (%s)", lt_hang_kind_name(rep->kind));
         unwind(g, why);
         lt__err_code(st, code, "%s", head); /* the ranks' unwinding overwrote it */

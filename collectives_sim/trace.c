@@ -6,6 +6,7 @@
  * three grow geometrically and keep their capacity across lt_trace_clear, so
  * a steady-state record is a memset and a few stores.
  */
+#include "collectives_sim/cost.h"
 #include "collectives_sim/trace_impl.h"
 #include "kernels/alloc.h"
 #include "kernels/status_impl.h"
@@ -205,84 +206,83 @@ void lt__trace_set_args(lt_trace *t, int op, int root, int dim, int concat_dim) 
 
 static size_t nbytes_or0(const lt_tensor *t) { return t ? lt_nbytes(t) : 0; }
 
-void lt__trace_group_bytes(lt_trace *t, lt_coll coll, int n, const int *rk,
-                           lt_tensor *const *in, lt_tensor *const *out, int root, int dim,
-                           const int64_t *sizes, const int *perm) {
-    if (!t->enabled || t->n == 0) return;
-    size_t *sent = t->pool + t->ev[t->n - 1].pool_off, *recv = sent + t->world;
-    size_t N = (size_t)n;
+/* Member p's part (collectives_sim/cost.h) of one group's call, from the
+ * inputs and the arguments only: a trace on paper (localtensor/plan/
+ * plan_trace.c) hands outputs that carry the right shape only where a split
+ * rule cuts (reduce_scatter, scatter). */
+typedef struct group_call {
+    lt_coll coll;
+    int n, root, dim;
+    const int *rk;
+    lt_tensor *const *in, *const *out;
+    const int64_t *sizes;
+    size_t total; /* the members' input bytes, summed */
+} group_call;
+
+/* src: the member whose shard member p receives in a permute (else p). */
+static lt__member group_member(const group_call *g, int p, int src) {
+    lt_coll coll = g->coll;
+    int n = g->n, root = g->root, dim = g->dim;
+    const int *rk = g->rk;
+    lt_tensor *const *in = g->in, *const *out = g->out;
+    size_t N = (size_t)n, mine = nbytes_or0(in[rk[p]]);
+    lt__member m = {mine, 0, 0};
     switch (coll) {
     case LT_COLL_ALL_GATHER:
-    case LT_COLL_GATHER: {
-        size_t total = 0;
-        for (int p = 0; p < n; p++) total += nbytes_or0(in[rk[p]]);
-        for (int p = 0; p < n; p++) {
-            size_t b = nbytes_or0(in[rk[p]]);
-            if (coll == LT_COLL_ALL_GATHER) {
-                recv[rk[p]] = total - b;
-                sent[rk[p]] = (N - 1) * b;
-            } else if (p == root) {
-                recv[rk[p]] = total - b;
-            } else {
-                sent[rk[p]] = b;
-            }
-        }
+    case LT_COLL_GATHER:
+        if (coll == LT_COLL_GATHER && p != root) break;
+        m.out = g->total;
+        m.kept = mine;
         break;
-    }
     case LT_COLL_ALL_REDUCE:
     case LT_COLL_REDUCE_SCATTER:
-    case LT_COLL_REDUCE: {
-        const lt_tensor *t0 = in[rk[0]];
-        size_t B = lt_nbytes(t0), es = lt_dtype_size(t0->dtype), E = (size_t)lt_numel(t0);
-        for (int p = 0; p < n; p++) {
-            size_t *s = &sent[rk[p]], *r = &recv[rk[p]];
-            if (coll == LT_COLL_ALL_REDUCE) { /* reduce_scatter + all_gather of balanced pieces */
-                size_t piece = (E / N + ((size_t)p < E % N)) * es;
-                *r = *s = (N - 1) * piece + (B - piece);
-            } else if (coll == LT_COLL_REDUCE_SCATTER) {
-                size_t piece = lt_nbytes(out[rk[p]]);
-                *r = (N - 1) * piece;
-                *s = B - piece;
-            } else if (p == root) {
-                *r = (N - 1) * B;
-            } else {
-                *s = B;
-            }
-        }
+    case LT_COLL_REDUCE: /* the members' inputs have one shape: member 0's */
+        m.in = lt_nbytes(in[rk[0]]);
+        m.out = coll == LT_COLL_REDUCE_SCATTER ? lt_nbytes(out[rk[p]]) : m.in;
         break;
-    }
-    case LT_COLL_ALL_TO_ALL: {
-        size_t es = lt_dtype_size(in[rk[0]]->dtype);
-        for (size_t i = 0; i < N; i++) {
+    case LT_COLL_ALL_TO_ALL:
+        for (size_t i = 0; i < N; i++) { /* piece p of every member, rows of its shape */
             const lt_tensor *x = in[rk[i]];
-            size_t row = x->shape[dim] ? (size_t)(lt_numel(x) / x->shape[dim]) * es : 0;
-            for (size_t j = 0; j < N; j++) {
-                if (i == j) continue;
-                size_t b = (size_t)sizes[i * N + j] * row;
-                sent[rk[i]] += b;
-                recv[rk[j]] += b;
-            }
+            size_t row = x->shape[dim] ? (size_t)(lt_numel(x) / x->shape[dim]) : 0;
+            size_t b = (size_t)g->sizes[i * N + (size_t)p] * row * lt_dtype_size(x->dtype);
+            m.out += b;
+            if (i == (size_t)p) m.kept = b;
         }
         break;
-    }
     case LT_COLL_BROADCAST:
     case LT_COLL_SCATTER:
-        for (int p = 0; p < n; p++) {
-            if (p == root) continue;
-            size_t b = coll == LT_COLL_SCATTER ? lt_nbytes(out[rk[p]]) : lt_nbytes(in[rk[root]]);
-            recv[rk[p]] = b;
-            sent[rk[root]] += b;
-        }
+        m.out = coll == LT_COLL_SCATTER ? lt_nbytes(out[rk[p]]) : lt_nbytes(in[rk[root]]);
+        m.kept = p == root ? m.out : 0;
         break;
     case LT_COLL_PERMUTE:
-        for (int i = 0; i < n; i++) {
-            if (perm[i] == i) continue;
-            sent[rk[i]] = lt_nbytes(in[rk[i]]);
-            recv[rk[perm[i]]] = lt_nbytes(in[rk[i]]);
-        }
+        m.out = nbytes_or0(in[rk[src]]);
+        m.kept = src == p ? m.out : 0;
         break;
     default: /* barrier: nothing moves */
         break;
+    }
+    return m;
+}
+
+void lt__trace_group_bytes(lt_trace *t, lt_coll coll, int n, const int *rk,
+                           lt_tensor *const *in, lt_tensor *const *out, int root, int dim,
+                           const int64_t *sizes, const int *perm) {
+    if (!t->enabled || t->n == 0 || n <= 0 || coll == LT_COLL_BARRIER) return; /* nothing moves */
+    size_t *sent = t->pool + t->ev[t->n - 1].pool_off, *recv = sent + t->world;
+    const lt_tensor *t0 = in[rk[0]];
+    uint64_t es = t0 ? lt_dtype_size(t0->dtype) : 1, others = 0;
+    group_call g = {coll, n, root, dim, rk, in, out, sizes, 0};
+    for (int p = 0; p < n; p++) g.total += nbytes_or0(in[rk[p]]);
+    for (int s = 0; s < n; s++) { /* s sends to p (a permute's perm[s], else itself) */
+        int p = coll == LT_COLL_PERMUTE ? perm[s] : s;
+        lt__member m = group_member(&g, p, s);
+        recv[rk[p]] = (size_t)lt__coll_recv(coll, n, p, root, m, es);
+        sent[rk[p]] = (size_t)lt__coll_sent(coll, n, p, root, m, es, 0);
+        if (p != root) others += recv[rk[p]];
+    }
+    if ((coll == LT_COLL_SCATTER || coll == LT_COLL_BROADCAST) && root >= 0 && root < n) {
+        lt__member m = group_member(&g, root, root);
+        sent[rk[root]] = (size_t)lt__coll_sent(coll, n, root, root, m, es, others);
     }
 }
 

@@ -1,14 +1,31 @@
-/* kernels/alloc.c — heap wrappers with SQLite-style fault injection.
+/* kernels/alloc.c — heap wrappers with SQLite-style fault injection, and
+ * the block cache behind them.
  *
  * Disarmed, each wrapper is one relaxed atomic load plus the C library call.
  * Armed (lt__fault_arm), every allocation is counted, its call site is
  * recorded in a small table, and the chosen one fails (returns NULL without
  * allocating), so the tests can walk N = 1, 2, 3, ... over a workload and
- * reach every out-of-memory path it has. */
+ * reach every out-of-memory path it has.
+ *
+ * The block cache: the C library returns a freed block of 1 MiB or more to
+ * the system (munmap, or a trimmed heap top), and the next block of that
+ * size is paid again in page faults and the kernel zeroing fresh pages,
+ * which costs more than filling it. A simulation frees and makes the same
+ * shard sizes step after step, so lt__free keeps such blocks (up to
+ * LT__KEEP_CAP bytes; the oldest go first) and lt__malloc/lt__aligned_alloc
+ * hand them out again. A hit passes the injection point first, like any
+ * allocation; a failed allocation gives every kept block back and tries once
+ * more, and the memory bound (kernels/memlimit.c) counts kept bytes as free.
+ * Off under AddressSanitizer (every block freed for real, so use-after-free
+ * is caught) and when LOCALTENSOR_ALLOC_CACHE=0. */
+#if !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE /* malloc_usable_size */
+#endif
 #include "kernels/alloc.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -88,22 +105,169 @@ static void *born(void *p) {
 
 int lt__fault_point_at(const char *file, int line) { return should_fail(file, line); }
 
+/* ---- the block cache ------------------------------------------------------ */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define LT__KEEP_ON 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LT__KEEP_ON 0
+#endif
+#endif
+#if !defined(LT__KEEP_ON) && !defined(__GLIBC__)
+#define LT__KEEP_ON 0 /* malloc_usable_size is glibc's */
+#endif
+#ifndef LT__KEEP_ON
+#define LT__KEEP_ON 1
+#endif
+#define LT__KEEP_MIN ((size_t)1 << 20)    /* blocks the C library would give back */
+#define LT__KEEP_CAP ((size_t)1 << 30)    /* bytes kept at most */
+#define LT__KEEP_SLOTS 128
+
+typedef struct kept_block {
+    void *p;
+    size_t size;   /* malloc_usable_size */
+} kept_block;
+
+static pthread_mutex_t keep_mu = PTHREAD_MUTEX_INITIALIZER;
+static kept_block kept[LT__KEEP_SLOTS];   /* oldest first */
+static int nkept;
+static atomic_size_t kept_bytes;
+static atomic_int keep_state;             /* 0: not read yet, 1: on, 2: off */
+/* Blocks of LT__KEEP_MIN or more handed out and not yet freed, about (a
+ * hint: lt__free asks a block's size only while it is not 0, so a program
+ * of small blocks pays nothing for the cache). */
+static atomic_long large_out;
+
+static int keep_on(void) {
+    int s = atomic_load_explicit(&keep_state, memory_order_relaxed);
+    if (s == 0) {
+        const char *v = getenv("LOCALTENSOR_ALLOC_CACHE");
+        s = LT__KEEP_ON && !(v && strcmp(v, "0") == 0) ? 1 : 2;
+        atomic_store(&keep_state, s);
+    }
+    return s == 1;
+}
+
+/* A kept block for n bytes aligned to align, taken off the list; NULL when
+ * none fits. The best fit among blocks at most a quarter (+ 2 MiB) larger
+ * (the rest goes to waste). */
+static void *keep_take(size_t align, size_t n) {
+    if (!atomic_load_explicit(&kept_bytes, memory_order_relaxed)) return NULL;
+    size_t slack = n / 4 + ((size_t)2 << 20);
+    pthread_mutex_lock(&keep_mu);
+    int best = -1;
+    for (int i = 0; i < nkept; i++) {
+        size_t z = kept[i].size;
+        if (z >= n && z - n <= slack && (uintptr_t)kept[i].p % align == 0 &&
+            (best < 0 || z < kept[best].size))
+            best = i;
+    }
+    void *p = NULL;
+    if (best >= 0) {
+        p = kept[best].p;
+        atomic_fetch_sub(&kept_bytes, kept[best].size);
+        memmove(&kept[best], &kept[best + 1], sizeof *kept * (size_t)(nkept - best - 1));
+        nkept--;
+    }
+    pthread_mutex_unlock(&keep_mu);
+    return p;
+}
+
+#if LT__KEEP_ON
+/* Keeps p (size bytes) when it fits under the cap, the oldest blocks making
+ * room; 0 when the caller must free it. */
+static int keep_put(void *p, size_t size) {
+    if (size > LT__KEEP_CAP / 4) return 0;
+    void *out[LT__KEEP_SLOTS];
+    int nout = 0;
+    pthread_mutex_lock(&keep_mu);
+    while (nkept && (nkept == LT__KEEP_SLOTS || atomic_load(&kept_bytes) + size > LT__KEEP_CAP)) {
+        out[nout++] = kept[0].p;
+        atomic_fetch_sub(&kept_bytes, kept[0].size);
+        memmove(&kept[0], &kept[1], sizeof *kept * (size_t)(nkept - 1));
+        nkept--;
+    }
+    kept[nkept++] = (kept_block){p, size};
+    atomic_fetch_add(&kept_bytes, size);
+    pthread_mutex_unlock(&keep_mu);
+    for (int i = 0; i < nout; i++) free(out[i]);
+    return 1;
+}
+
+/* lt__free's: 1 when p was kept. */
+static int keep_freed(void *p) {
+    size_t size = malloc_usable_size(p);
+    if (size < LT__KEEP_MIN) return 0;
+    atomic_fetch_sub_explicit(&large_out, 1, memory_order_relaxed);
+    return keep_on() && keep_put(p, size);
+}
+#else
+static int keep_freed(void *p) {
+    (void)p;
+    return 0;
+}
+#endif
+
+size_t lt__alloc_cached(void) { return atomic_load(&kept_bytes); }
+
+void lt__alloc_trim(void) {
+    void *out[LT__KEEP_SLOTS];
+    pthread_mutex_lock(&keep_mu);
+    int n = nkept;
+    for (int i = 0; i < n; i++) out[i] = kept[i].p;
+    nkept = 0;
+    atomic_store(&kept_bytes, 0);
+    pthread_mutex_unlock(&keep_mu);
+    for (int i = 0; i < n; i++) free(out[i]);
+}
+
+/* 1 when kept blocks were given back (a failed allocation may then be
+ * tried once more). */
+static int trimmed(void) {
+    if (!atomic_load_explicit(&kept_bytes, memory_order_relaxed)) return 0;
+    lt__alloc_trim();
+    return 1;
+}
+
+/* malloc (align 0) or aligned_alloc of n >= LT__KEEP_MIN bytes: a kept
+ * block when one fits, else the C library's, once more after giving the
+ * kept ones back. */
+static void *get_block(size_t align, size_t n) {
+    void *p = keep_on() ? keep_take(align ? align : 16, n) : NULL;
+    for (int again = 0; !p && again < 2; again++) {
+        p = align ? aligned_alloc(align, n) : malloc(n);
+        if (p || !trimmed()) break;
+    }
+    if (p) atomic_fetch_add_explicit(&large_out, 1, memory_order_relaxed);
+    return p;
+}
+
 void *lt__malloc_at(size_t n, const char *file, int line) {
-    return should_fail(file, line) ? NULL : born(malloc(n));
+    if (should_fail(file, line)) return NULL;
+    if (n >= LT__KEEP_MIN) return born(get_block(0, n));
+    void *p = malloc(n);
+    return born(p || !trimmed() ? p : malloc(n));
 }
 
 void *lt__calloc_at(size_t n, size_t size, const char *file, int line) {
-    return should_fail(file, line) ? NULL : born(calloc(n, size));
+    if (should_fail(file, line)) return NULL;
+    void *p = calloc(n, size);
+    return born(p || !trimmed() ? p : calloc(n, size));
 }
 
 void *lt__realloc_at(void *p, size_t n, const char *file, int line) {
     if (should_fail(file, line)) return NULL;
     void *q = realloc(p, n);
+    if (!q && n && trimmed()) q = realloc(p, n);
     return p ? q : born(q);
 }
 
 void *lt__aligned_alloc_at(size_t align, size_t n, const char *file, int line) {
-    return should_fail(file, line) ? NULL : born(aligned_alloc(align, n));
+    if (should_fail(file, line)) return NULL;
+    if (n >= LT__KEEP_MIN) return born(get_block(align, n));
+    void *p = aligned_alloc(align, n);
+    return born(p || !trimmed() ? p : aligned_alloc(align, n));
 }
 
 char *lt__strdup_at(const char *s, const char *file, int line) {
@@ -115,7 +279,9 @@ char *lt__strdup_at(const char *s, const char *file, int line) {
 }
 
 void lt__free(void *p) {
-    if (p && atomic_load_explicit(&armed, memory_order_relaxed)) atomic_fetch_sub(&live, 1);
+    if (!p) return;
+    if (atomic_load_explicit(&armed, memory_order_relaxed)) atomic_fetch_sub(&live, 1);
+    if (atomic_load_explicit(&large_out, memory_order_relaxed) > 0 && keep_freed(p)) return;
     free(p);
 }
 

@@ -24,6 +24,14 @@ void *lt__aligned_alloc_at(size_t align, size_t n, const char *file, int line);
 char *lt__strdup_at(const char *s, const char *file, int line);
 void lt__free(void *p);
 
+/* The block cache (kernels/alloc.c): freed blocks of 1 MiB or more are kept
+ * for the next allocation of about their size instead of going back to the
+ * system. lt__alloc_cached: the bytes kept now (free memory to the memory
+ * bound, kernels/memlimit.c). lt__alloc_trim: gives every kept block back
+ * to the C library (done by itself when an allocation fails). */
+size_t lt__alloc_cached(void);
+void lt__alloc_trim(void);
+
 /* A block handed out again without the C library (a cache hit,
  * kernels/backend_cpu.c): an injection point like the wrappers, counted and
  * recorded, made to fail the same way; it changes no live count (the block

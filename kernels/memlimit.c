@@ -2,6 +2,7 @@
  * sysconf, /proc/meminfo, /proc/self/statm, getrlimit and the environment
  * (each optional: a source that cannot be read bounds nothing). */
 #include "kernels/memlimit_impl.h"
+#include "kernels/alloc.h"
 
 #include <ctype.h>
 #include <stdatomic.h>
@@ -130,7 +131,9 @@ static lt_status mem_bound_now(mem_bound *b, uint64_t held) {
     if (pages > 0 && psize > 0)
         bound(b, (uint64_t)pages * (uint64_t)psize / (uint64_t)g_share, 0, held,
               g_share > 1 ? g_share_why : "of memory");
-    uint64_t avail = mem_available(), cached = lt__backend_cpu_cached();
+    /* blocks kept for reuse (the backend's and kernels/alloc.c's) are free memory */
+    uint64_t avail = mem_available(),
+             cached = (uint64_t)lt__backend_cpu_cached() + (uint64_t)lt__alloc_cached();
     if (avail) {
         avail = avail > UINT64_MAX - cached ? UINT64_MAX : avail + cached;
         uint64_t reserve = avail / 16 < (1u << 30) ? avail / 16 : (1u << 30);

@@ -7,16 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One block holds the LocalTensor and its shard array (an op makes one per
+ * output: one allocation, not two); lt_local_free frees an array that is
+ * not that one (a caller may have put its own) on its own. world <=
+ * LT_MESH_MAX_WORLD: the size cannot overflow. */
 lt_status lt_local_new(const lt_mesh *mesh, lt_local **out) {
     *out = NULL;
-    lt_local *lt = lt__calloc(1, sizeof *lt);
+    size_t W = mesh->world > 0 ? (size_t)mesh->world : 0;
+    lt_local *lt = lt__malloc(sizeof *lt + W * sizeof(lt_tensor *));
     if (!lt) return lt__err(LT_NOMEM, "out of memory");
-    lt->mesh = *mesh;
-    lt->shards = lt__calloc((size_t)mesh->world, sizeof(lt_tensor *));
-    if (!lt->shards) {
-        lt__free(lt);
-        return lt__err(LT_NOMEM, "out of memory");
-    }
+    memcpy(&lt->mesh, mesh, sizeof *mesh);
+    lt->shards = (lt_tensor **)(void *)(lt + 1);
+    for (size_t r = 0; r < W; r++) lt->shards[r] = NULL;
     *out = lt;
     return LT_OK;
 }
@@ -62,7 +64,7 @@ void lt_local_free(lt_local *lt) {
     if (!lt) return;
     if (lt->shards)
         for (int r = 0; r < lt->mesh.world; r++) lt_tensor_free(lt->shards[r]);
-    lt__free(lt->shards);
+    if (lt->shards != (lt_tensor **)(void *)(lt + 1)) lt__free(lt->shards);
     lt__free(lt);
 }
 

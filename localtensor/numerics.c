@@ -161,7 +161,7 @@ lt_status lt_sample_src_init(lt_sample_src *g, const lt_init *init, const lt_spe
  * its group, 2 = partitions it (R -> P(*op)), 0 = moves data only. */
 static void step_effect(const lt_plan *p, int s, int *kind, int *dim, lt_redop *op) {
     const lt_plan_step *ps = &p->steps[s];
-    const lt_placement *before = p->states_ + (size_t)s * (size_t)p->mesh.ndim;
+    const lt_placement *before = lt__plan_x_of(p)->states + (size_t)s * (size_t)p->mesh.ndim;
     *kind = 0;
     *dim = ps->mesh_dim;
     if (ps->move_) {
@@ -407,7 +407,8 @@ lt_status lt_redistribute_sampled(const lt_spec *src, const lt_sample_src *g,
     rep->step = rep->mesh_dim = rep->rank = -1;
     lt_plan *plan;
     LT_TRY(lt__plan_redistribute_from(src, dst, np, opts, &plan));
-    if (plan->zf_end_ > plan->zf_first_ && (n > 0 || gout)) {   /* no values: the plan is enough */
+    const lt__plan_x *px = lt__plan_x_of(plan);
+    if (px->zf_end > px->zf_first && (n > 0 || gout)) { /* no values: the plan is enough */
         lt_plan_free(plan);
         return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
                             "not supported yet: a sampled redistribute with a Shard -> "

@@ -300,7 +300,7 @@ lt_status lt__plan_peak_bytes_ex(const lt_plan *plan, int verify, int unique, in
     }
     for (int s = 0; s < plan->nsteps; s++) {
         const lt_plan_step *ps = &plan->steps[s];
-        const lt_placement *before = plan->states_ + (size_t)s * (size_t)mesh->ndim;
+        const lt_placement *before = lt__plan_x_of(plan)->states + (size_t)s * (size_t)mesh->ndim;
         uint64_t next;
         spec = lt__plan_spec(plan, ps->after);
         LT_TRY(state_bytes(&spec, unique, cache, &next));
@@ -392,7 +392,8 @@ static lt_status check_memory_held(const lt_plan *plan, const lt_comm *comm) {
         spec = lt__plan_spec(plan, plan->steps[s].after);
         st = held_bytes(&spec, comm, seen, &next);
         const lt_plan_step *ps = &plan->steps[s];
-        const lt_placement *before = plan->states_ + (size_t)s * (size_t)plan->mesh.ndim;
+        const lt_placement *before =
+            lt__plan_x_of(plan)->states + (size_t)s * (size_t)plan->mesh.ndim;
         uint64_t run = lt__add_sat(prev, next);   /* as lt__plan_peak_bytes_ex counts a step */
         if (ps->move_ ||
             lt__step_kind_of(&plan->mesh, before, ps->mesh_dim, &ps->to) == LT__STEP_GATHER_STRIDED)
@@ -611,8 +612,8 @@ static lt_status rd_step(rd_run *r, int s, lt_status st, int *stop) {
     lt_local *local = NULL;
     lt_dtensor *nx = NULL;
     if (!st) st = lt_local_new(mesh, &local);
-    lt_spec from =
-        lt__spec_with(lt_dtensor_spec(r->dt), r->plan->states_ + (size_t)s * (size_t)mesh->ndim);
+    lt_spec from = lt__spec_with(lt_dtensor_spec(r->dt),
+                                 lt__plan_x_of(r->plan)->states + (size_t)s * (size_t)mesh->ndim);
     lt_tensor *const *in = r->cur->local->shards, *const *src = in;
     if (!st && r->absent) {
         st = absent_inputs(&from, r->comm, in, r->in2, r->scratch, r->scratch + mesh->world);
@@ -655,9 +656,10 @@ static lt_status rd_step(rd_run *r, int s, lt_status st, int *stop) {
  * reference). */
 static lt_status rd_check(rd_run *r, int s) {
     const lt_plan *plan = r->plan;
+    lt__plan_x *px = lt__plan_x_of(plan);
     lt_status st;
-    if (s >= plan->zf_first_ && s < plan->zf_end_) {
-        if (s + 1 != plan->zf_end_) return LT_OK;
+    if (s >= px->zf_first && s < px->zf_end) {
+        if (s + 1 != px->zf_end) return LT_OK;
         st = check_zero_fill(r->ref, r->cur);
         lt__verified_free(r->memo);
         r->memo = NULL;

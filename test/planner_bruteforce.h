@@ -691,8 +691,20 @@ static int bfh_less(const bfh *a, const bfh *b) {
 static int64_t bf_edge_cost(const bfu *u, const bfe *e) {
     if (bf_obj == LT_OBJECTIVE_BYTES) return 0;
     if (bf_obj == LT_OBJECTIVE_MAX_RANK_BYTES) return e->most;
+    static const lt_coll coll_of[BF_NKINDS] = {
+        LT_COLL_ALL_GATHER, LT_COLL_GATHER, LT_COLL_ALL_TO_ALL, LT_COLL_SCATTER, LT_COLL_BROADCAST,
+        LT_COLL_PERMUTE,    LT_COLL_ALL_REDUCE, LT_COLL_REDUCE_SCATTER, LT_COLL_REDUCE};
     int64_t n = u->m.shape[e->i];
-    int64_t rounds = e->kind == BF_AR ? 2 * (n - 1) : e->kind == BF_PERMUTE ? 1 : n - 1;
+    /* messages in sequence (docs/SEMANTICS.md §7): ring n - 1, tree the
+     * levels of a binary tree over n, direct one; all_reduce twice */
+    int64_t per = n - 1, levels = 0;
+    while ((INT64_C(1) << levels) < n) levels++;
+    switch (bf_topo.algo[e->i][coll_of[e->kind]]) {
+    case LT_ALGO_TREE: per = levels; break;
+    case LT_ALGO_DIRECT: per = 1; break;
+    default: break;
+    }
+    int64_t rounds = e->kind == BF_AR ? 2 * per : e->kind == BF_PERMUTE ? 1 : per;
     uint64_t beta = bf_topo.beta_bpus[e->i], num = (uint64_t)e->most * 1000000u;
     return rounds * (int64_t)bf_topo.alpha_ps[e->i] + (int64_t)((num + beta - 1) / beta);
 }

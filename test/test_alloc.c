@@ -1,5 +1,6 @@
 /* test/test_alloc.c — the allocation wrappers and their fault injection
- * (kernels/alloc.h), the CPU backend's block cache (kernels/backend_cpu.c),
+ * (kernels/alloc.h), their block cache (kernels/alloc.c), the CPU backend's
+ * block cache (kernels/backend_cpu.c),
  * then a small fault sweep over two library calls.
  * Expected counts come from the calls each test makes itself; the sweep
  * checks the contract of every failure: LT_NOMEM, a message saying out of
@@ -237,6 +238,56 @@ static void test_cpu_cache_gives_back_idle_sizes(void **state) {
     assert_int_equal(lt__backend_cpu_cached(), 0);
 }
 
+/* kernels/alloc.c's block cache: a freed block of 1 MiB or more is kept
+ * and handed out again for a request of about its size (also aligned, when
+ * its address allows); fault injection fails a hit like any allocation and
+ * the block stays kept; lt__alloc_trim gives every kept block back; the
+ * bytes kept never pass 1 GiB (the oldest blocks go first). Smaller blocks
+ * are never kept. Nothing is kept under AddressSanitizer. */
+static void test_block_cache_keeps_and_reuses(void **state) {
+    (void)state;
+    lt__alloc_trim();
+    assert_int_equal(lt__alloc_cached(), 0);
+    const size_t M = (size_t)3 << 20;
+    char *a = lt__malloc(M);
+    assert_non_null(a);
+    memset(a, 7, M);
+    lt__free(a);
+    const char *env = getenv("LOCALTENSOR_ALLOC_CACHE");
+    if (!CACHE_ON || (env && strcmp(env, "0") == 0)) {   /* off: nothing is ever kept */
+        assert_int_equal(lt__alloc_cached(), 0);
+        return;
+    }
+    size_t kept = lt__alloc_cached();
+    assert_true(kept >= M && kept < M + 65536);
+    lt__fault_arm(1, 0);   /* a hit is an allocation: it can fail, keeping the block */
+    assert_null(lt__malloc(M));
+    lt__fault_disarm();
+    assert_int_equal(lt__alloc_cached(), kept);
+    char *b = lt__malloc(M - 4096);   /* about the same size: the kept block */
+    assert_ptr_equal(b, a);
+    assert_int_equal(lt__alloc_cached(), 0);
+    assert_int_equal(b[M - 4097], 7);   /* not cleared: malloc's contract */
+    lt__free(b);
+    char *c = lt__malloc(4 * M);   /* much larger: not the kept block */
+    assert_ptr_not_equal(c, a);
+    lt__free(c);
+    void *small = lt__malloc(4096);
+    size_t before = lt__alloc_cached();
+    lt__free(small);
+    assert_int_equal(lt__alloc_cached(), before);
+    lt__alloc_trim();
+    assert_int_equal(lt__alloc_cached(), 0);
+    /* 8 blocks of 200 MiB (never touched): at most 1 GiB stays kept */
+    void *big[8];
+    for (int i = 0; i < 8; i++) assert_non_null(big[i] = lt__malloc((size_t)200 << 20));
+    for (int i = 0; i < 8; i++) lt__free(big[i]);
+    assert_true(lt__alloc_cached() <= ((size_t)1 << 30));
+    assert_true(lt__alloc_cached() >= ((size_t)4 * 200 << 20));
+    lt__alloc_trim();
+    assert_int_equal(lt__alloc_cached(), 0);
+}
+
 /* distribute then redistribute with verification of a 4x4 arange on a 2x2
  * mesh, failing each allocation in turn until the sequence completes */
 static void test_sweep_distribute_redistribute(void **state) {
@@ -293,6 +344,7 @@ int main(void) {
         cmocka_unit_test(test_live_counts_blocks_made_and_freed),
         cmocka_unit_test(test_arm_from_env),
         cmocka_unit_test(test_cpu_cache_gives_back_idle_sizes),
+        cmocka_unit_test(test_block_cache_keeps_and_reuses),
         cmocka_unit_test(test_sweep_distribute_redistribute),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

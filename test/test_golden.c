@@ -12,7 +12,11 @@
  * Values must agree wherever both run; where PyTorch raises and we do not
  * (or the other way round) the case is counted and listed by reason.
  * Placement agreement of ops is reported per op family (docs/SEMANTICS.md
- * §10 lists where and why the rules differ). Plain malloc: test code. */
+ * §11.9 lists where and why the rules differ). Every op PyTorch refuses
+ * must be refused here too, or noted in the plan (lt_op_plan.pytorch_refuses),
+ * or be of a kind `replaced` lists (a PyTorch bug: the correct result here).
+ * LT_GOLDEN_VERBOSE=1 lists every differing case, LT_GOLDEN_ONLY=N runs op
+ * case N alone. Plain malloc: test code. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,12 +302,34 @@ static const char *const families[NFAM] = {"POINTWISE", "BINARY",    "MATMUL",  
                                            "SOFTMAX",   "VIEW",      "PERMUTE", "CAT",
                                            "SPLIT",     "EMBEDDING", "RANDOM"};
 
+/* PyTorch refusals that localtensor replaces by the correct result on
+ * purpose, one row per kind: the op family (NULL: any), text of PyTorch's
+ * message, whether some input must be empty, and why (docs/SEMANTICS.md
+ * §11.9). Every other refusal must be reproduced. */
+static const struct {
+    const char *family, *text;
+    int empty_input;
+    const char *why;
+} replaced[] = {
+    {"REDUCE", "Expected reduction dim", 0,
+     "max/min with an empty shard on a rank (pytorch_bugs.h max_empty_shard)"},
+    {"SPLIT", "Strategy length", 0, "split of a dim of size 0 (an internal check fails)"},
+    {"EMBEDDING", "index_select(): self indexing axis dim", 0,
+     "a vocabulary shard that is empty on some rank (its local lookup fails)"},
+    {NULL, "", 1, "a view or squeeze of an empty tensor (its shape map fails or never ends)"},
+    {NULL, "is invalid for input of size", 0,
+     "a view of nested uneven shards (its local reshape of a rank's shard fails)"},
+};
+#define NREPLACED (int)(sizeof replaced / sizeof *replaced)
+
 typedef struct op_tally {
     tally t;
+    int replaced[NREPLACED]; /* PyTorch refuses, we give the correct result: per kind */
     int pl_agree, redist_agree;
     int torch_inconsistent; /* no global result from PyTorch (its ranks disagree, or its
                              * full_tensor failed under LocalTensorMode): not compared */
     int torch_full_wrong;   /* every rank agrees, PyTorch's full_tensor does not */
+    int unexplained;        /* PyTorch refuses, we run it, and no kind of `replaced` says why */
 } op_tally;
 
 static int family_index(lt_op_kind op) {
@@ -508,6 +534,36 @@ static void op_compare(const cJSON *c, op_run *r, op_tally *t, int idx, const ch
     }
 }
 
+/* A PyTorch refusal we do not reproduce: counted under its kind of
+ * `replaced`, or as unexplained (kind -1) when none matches. max/min must
+ * also match the max_empty_shard check. */
+static void replaced_refusal(const cJSON *c, const op_run *r, op_tally *t, const char *err,
+                             int idx, lt_op_kind op) {
+    int empty = 0, kind = -1;
+    const lt_spec *in[3];
+    for (int k = 0; k < r->nin; k++) {
+        in[k] = lt_dtensor_spec(r->in[k]);
+        for (int d = 0; d < in[k]->ndim; d++)
+            empty |= in[k]->shape[d] == 0;
+    }
+    for (int j = 0; j < NREPLACED && kind < 0; j++)
+        if ((!replaced[j].family || !strcmp(replaced[j].family, op_family[op])) &&
+            strstr(err, replaced[j].text) && (!replaced[j].empty_input || empty))
+            kind = j;
+    lt_op_args a;
+    args_of(cJSON_GetObjectItem(c, "args"), &a);
+    uint32_t bugs = lt_pytorch_bugs_op(op, in, r->nin, &a);
+    if (kind == 0 && !(bugs >> LT_PYTORCH_BUG_MAX_EMPTY_SHARD & 1))
+        kind = -1;
+    if (kind >= 0)
+        t->replaced[kind]++;
+    else
+        t->unexplained++;
+    if (kind < 0 || getenv("LT_GOLDEN_VERBOSE"))
+        print_message("  op %d %s: PyTorch refuses (%s); we run it: %s\n", idx, lt_op_name(op),
+                      err, kind >= 0 ? replaced[kind].why : "NOT EXPLAINED");
+}
+
 static void op_case(const cJSON *c, op_tally *tal, int idx, lt_op_rules rules) {
     lt_mesh m = mesh_of(c);
     const cJSON *opn = cJSON_GetObjectItem(c, "op"), *in;
@@ -537,9 +593,12 @@ static void op_case(const cJSON *c, op_tally *tal, int idx, lt_op_rules rules) {
     if (st)
         r.nout = 0;
     const cJSON *err = cJSON_GetObjectItem(c, "error");
-    if (err) {
+    if (err) { /* reproduced: we refuse too, or the plan notes PyTorch's refusal */
+        int noted = !st && r.plan && r.plan->pytorch_refuses[0];
         t->t.torch_refuses++;
-        t->t.both_refuse += st != LT_OK;
+        t->t.both_refuse += st != LT_OK || noted;
+        if (!st && !noted && rules == LT_OP_RULES_PYTORCH)
+            replaced_refusal(c, &r, t, err->valuestring, idx, op);
     } else if (st) {
         t->t.we_refuse++;
         print_message("  op %d %s: we refuse: %s\n", idx, opn->valuestring, lt_errmsg());
@@ -552,6 +611,7 @@ static void op_case(const cJSON *c, op_tally *tal, int idx, lt_op_rules rules) {
 /* What a replay of ops.json under one rule set reached. */
 typedef struct op_totals {
     int total, both, agree, pl, rd;
+    int refused, reproduced, replaced, unexplained;
 } op_totals;
 
 /* Replays every op case under `rules` and prints the agreement per family. */
@@ -562,23 +622,38 @@ static op_totals replay_ops(lt_op_rules rules) {
     int i = 0, fw = 0, inc = 0;
     op_totals s = {0};
     const cJSON *c;
-    cJSON_ArrayForEach(c, cJSON_GetObjectItem(doc, "cases")) op_case(c, t, i++, rules);
+    const char *only = getenv("LT_GOLDEN_ONLY"); /* one op case by index, for a look */
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(doc, "cases")) {
+        if (!only || atoi(only) == i) op_case(c, t, i, rules);
+        i++;
+    }
     cJSON_Delete(doc);
     /* torch!: PyTorch raises; we!: we refuse where PyTorch runs; torch~: no global result
      * from PyTorch (not compared); both: both run; values, placed, redist: agree */
     print_message("rule set %s\n", lt_op_rules_name(rules));
-    print_message("%-10s %6s %6s %6s %6s %7s %7s %7s %7s\n", "family", "cases", "torch!", "we!",
-                  "torch~", "both", "values", "placed", "redist");
+    print_message("%-10s %6s %6s %6s %6s %6s %7s %7s %7s %7s\n", "family", "cases", "torch!",
+                  "both!", "we!", "torch~", "both", "values", "placed", "redist");
     for (int f = 0; f < NFAM; f++) {
         if (!t[f].t.cases)
             continue;
-        print_message("%-10s %6d %6d %6d %6d %7d %7d %7d %7d\n", families[f], t[f].t.cases,
-                      t[f].t.torch_refuses, t[f].t.we_refuse, t[f].torch_inconsistent, t[f].t.both,
-                      t[f].t.agree, t[f].pl_agree, t[f].redist_agree);
+        print_message("%-10s %6d %6d %6d %6d %6d %7d %7d %7d %7d\n", families[f], t[f].t.cases,
+                      t[f].t.torch_refuses, t[f].t.both_refuse, t[f].t.we_refuse,
+                      t[f].torch_inconsistent, t[f].t.both, t[f].t.agree, t[f].pl_agree,
+                      t[f].redist_agree);
         s.total += t[f].t.cases, s.both += t[f].t.both, s.agree += t[f].t.agree;
         s.pl += t[f].pl_agree, s.rd += t[f].redist_agree;
         fw += t[f].torch_full_wrong, inc += t[f].torch_inconsistent;
+        s.refused += t[f].t.torch_refuses, s.reproduced += t[f].t.both_refuse;
+        s.unexplained += t[f].unexplained;
     }
+    for (int j = 0; j < NREPLACED && rules == LT_OP_RULES_PYTORCH; j++) {
+        int n = 0;
+        for (int f = 0; f < NFAM; f++) n += t[f].replaced[j];
+        s.replaced += n;
+        print_message("PyTorch refuses, we give the correct result: %3d  %s\n", n, replaced[j].why);
+    }
+    print_message("PyTorch refusals: %d; reproduced %d; replaced by the correct result %d; "
+                  "unexplained %d\n", s.refused, s.reproduced, s.replaced, s.unexplained);
     print_message("PyTorch's own full_tensor wrong while every rank agrees: %d; no global result "
                   "from PyTorch: %d\n", fw, inc);
     print_message("ops (%s): %d cases, both run %d: values agree %d, output placements agree %d "
@@ -594,17 +669,26 @@ static void test_ops(void **state) {
     assert_true(s.total >= 3000);
     if (s.agree != s.both)
         fail_msg("ops: values differ in %d of %d cases", s.both - s.agree, s.both);
-    /* floors under what the pytorch rules reach on the committed files (2,719 and 2,708
-     * of 2,866): a change that moves the choices away from PyTorch's fails here */
-    if (s.pl < 2719)
-        fail_msg("ops: output placements agree in %d of %d cases, under 2719", s.pl, s.both);
-    if (s.rd < 2708)
-        fail_msg("ops: input redistributes agree in %d of %d cases, under 2708", s.rd, s.both);
+    if (s.unexplained || s.reproduced + s.replaced != s.refused)
+        fail_msg("ops: %d PyTorch refusals neither reproduced nor replaced by a known kind",
+                 s.refused - s.reproduced - s.replaced);
+    /* floors at what the pytorch rules reach on the committed files (2,861 and 2,848 of
+     * 2,866; 83 of PyTorch's 129 refusals noted): a change that moves the choices away
+     * from PyTorch's fails here. The cases left and why: docs/SEMANTICS.md §11.9. */
+    if (s.pl < 2861)
+        fail_msg("ops: output placements agree in %d of %d cases, under 2861", s.pl, s.both);
+    if (s.rd < 2848)
+        fail_msg("ops: input redistributes agree in %d of %d cases, under 2848", s.rd, s.both);
+    if (s.reproduced < 83)
+        fail_msg("ops: %d of PyTorch's refusals reproduced, under 83", s.reproduced);
 }
 
 /* min-comm keeps the choices made before rule sets existed: the same agreement
- * with PyTorch as they had (2,229 placements, 2,334 redistributes of 2,866),
- * neither more nor less. */
+ * with PyTorch as they had, neither more nor less. On the files before this
+ * regeneration that was 2,229 placements and 2,334 redistributes of 2,866; the
+ * regenerated files (the same cases) record the inputs PyTorch redistributed
+ * correctly (an input given as S(-1) was missed, and of two operands alike the
+ * wrong one could be named), which moves the redistribute count to 2,340. */
 static void test_ops_min_comm(void **state) {
     (void)state;
     op_totals s = replay_ops(LT_OP_RULES_MIN_COMM);
@@ -612,7 +696,7 @@ static void test_ops_min_comm(void **state) {
         fail_msg("ops (min-comm): values differ in %d of %d cases", s.both - s.agree, s.both);
     assert_int_equal(s.both, 2866);
     assert_int_equal(s.pl, 2229);
-    assert_int_equal(s.rd, 2334);
+    assert_int_equal(s.rd, 2340);
 }
 
 int main(void) {

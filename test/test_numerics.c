@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "localtensor/localtensor.h"
+#include "localtensor/plan/plan_impl.h"
 #include "test/testutil.h"
 
 static void test_parse(void **state) {
@@ -157,7 +158,8 @@ static void check_pair(const lt_mesh *m, lt_dtype dt, int ndim, const int64_t *s
     int ranks[64];
     int n = lt_numerics_ranks(&nm, m->world, ranks);
     lt_status st2 = lt_redistribute_ranks(&spec, init, dp, m->ndim, ranks, n, &o, &smp, &ps);
-    if (!st && st2 == LT_UNSUPPORTED && pf && pf->zf_end_ > pf->zf_first_) {
+    if (!st && st2 == LT_UNSUPPORTED && pf &&
+        lt__plan_x_of(pf)->zf_end > lt__plan_x_of(pf)->zf_first) {
         /* sampled values of a Shard -> Partial(sum) zero fill: "not supported yet" */
         s->refused++;
         lt_comm_free(comm);

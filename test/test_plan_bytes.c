@@ -12,6 +12,7 @@
  */
 #include "test/testutil.h"
 
+#include "collectives_sim/cost.h"
 #include "localtensor/plan/plan_impl.h"
 
 /* Redistributes (4, 4) f32 arange on mesh_s from src to dst, tracing on a
@@ -33,6 +34,42 @@ static void run(const char *mesh_s, const char *src, const char *dst, lt_plan **
     LT_CHECK(lt_redistribute(d, pl, np, &o, &out, plan));
     lt_dtensor_free(out);
     lt_dtensor_free(d);
+}
+
+/* collectives_sim/cost.h's formulas by hand, per member of a group of 4
+ * (f32, 4 bytes an element). */
+static void test_cost_formulas(void **state) {
+    (void)state;
+    /* all_reduce of 10 elements: balanced pieces 3, 3, 2, 2; member 0
+     * receives 3 others' piece 0 (36 B) and the 7 elements it lacks (28 B) */
+    lt__member ar = {40, 40, 0};
+    assert_int_equal(lt__coll_recv(LT_COLL_ALL_REDUCE, 4, 0, -1, ar, 4), 64);
+    assert_int_equal(lt__coll_recv(LT_COLL_ALL_REDUCE, 4, 3, -1, ar, 4), 3 * 8 + 32);
+    assert_int_equal(lt__coll_sent(LT_COLL_ALL_REDUCE, 4, 3, -1, ar, 4, 0), 56);
+    /* all_gather: 12 B own of 40 B in the group; sends its 12 B to 3 others */
+    lt__member ag = {12, 40, 12};
+    assert_int_equal(lt__coll_recv(LT_COLL_ALL_GATHER, 4, 1, -1, ag, 4), 28);
+    assert_int_equal(lt__coll_sent(LT_COLL_ALL_GATHER, 4, 1, -1, ag, 4, 0), 36);
+    /* reduce_scatter: a piece of 8 B from each of 3 others; sends 32 - 8 */
+    lt__member rs = {32, 8, 0};
+    assert_int_equal(lt__coll_recv(LT_COLL_REDUCE_SCATTER, 4, 2, -1, rs, 4), 24);
+    assert_int_equal(lt__coll_sent(LT_COLL_REDUCE_SCATTER, 4, 2, -1, rs, 4, 0), 24);
+    /* all_to_all: out 20 B of which its own piece 5 B */
+    lt__member aa = {16, 20, 5};
+    assert_int_equal(lt__coll_recv(LT_COLL_ALL_TO_ALL, 4, 0, -1, aa, 4), 15);
+    assert_int_equal(lt__coll_sent(LT_COLL_ALL_TO_ALL, 4, 0, -1, aa, 4, 0), 11);
+    /* reduce to root 1 of 8 B; scatter from root 0 (others' pieces 9 B) */
+    lt__member rd = {8, 8, 0}, sc = {0, 3, 0}, sr = {12, 3, 3};
+    assert_int_equal(lt__coll_recv(LT_COLL_REDUCE, 4, 1, 1, rd, 4), 24);
+    assert_int_equal(lt__coll_recv(LT_COLL_REDUCE, 4, 0, 1, rd, 4), 0);
+    assert_int_equal(lt__coll_sent(LT_COLL_REDUCE, 4, 0, 1, rd, 4, 0), 8);
+    assert_int_equal(lt__coll_recv(LT_COLL_SCATTER, 4, 2, 0, sc, 4), 3);
+    assert_int_equal(lt__coll_recv(LT_COLL_SCATTER, 4, 0, 0, sr, 4), 0);
+    assert_int_equal(lt__coll_sent(LT_COLL_SCATTER, 4, 0, 0, sr, 4, 9), 9);
+    /* rounds: ring n - 1, all_reduce twice that, permute one */
+    assert_int_equal(lt__coll_rounds(LT_COLL_ALL_GATHER, 4), 3);
+    assert_int_equal(lt__coll_rounds(LT_COLL_ALL_REDUCE, 4), 6);
+    assert_int_equal(lt__coll_rounds(LT_COLL_PERMUTE, 4), 1);
 }
 
 /* [S(0)] -> [R] on 4 ranks: one all_gather; each rank receives the other
@@ -108,6 +145,7 @@ static void test_differences_found(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cost_formulas),
         cmocka_unit_test(test_agree_all_gather),
         cmocka_unit_test(test_agree_two_dims),
         cmocka_unit_test(test_differences_found),

@@ -90,6 +90,13 @@ static void test_cli_options(void **state) {
     assert_int_equal(c.cost.objective, LT_OBJECTIVE_TIME);
     assert_true(c.compare && c.shown);
     assert_int_equal(c.cost.topo.alpha_ps[1], 2000000);   /* the last of 2 mesh dims */
+    /* nothing given: time on uniform, over the collectives, no lines shown */
+    const char *a0[] = {"redistribute", "--mesh", "2x3"};
+    LT_CHECK(cli_cost(3, a0, &c, NULL));
+    assert_int_equal(c.cost.objective, LT_OBJECTIVE_TIME);
+    assert_int_equal(c.cost.moves, LT_MOVES_COLLECTIVES);
+    assert_int_equal(c.cost.topo.alpha_ps[1], 5000000);
+    assert_false(c.shown);
     const char *a2[] = {"redistribute", "--moves"};
     assert_int_equal(cli_cost(2, a2, &c, NULL), LT_INVALID);
     assert_non_null(strstr(lt_errmsg(), "--moves needs a value"));
@@ -124,6 +131,49 @@ static void test_cli_options(void **state) {
     fclose(f);
     assert_int_equal(cli_cost(5, a5, &c, NULL), LT_INVALID);
     assert_non_null(strstr(lt_errmsg(), "dims[0]"));
+    unlink(path);
+}
+
+/* A topology file's algorithms, and their rounds worked out by hand. */
+static void test_cli_algorithms(void **state) {
+    (void)state;
+    lt_cli_cost c;
+    char path[] = "/tmp/lt_topo_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    const char *a5[] = {"redistribute", "--mesh", "2x2", "--topology", path};
+    FILE *f;
+    /* algorithms: read per dim and collective; unknown names refused */
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"dims\": [{\"alpha_us\": 5, \"beta_GBps\": 25, \"algorithms\": "
+          "{\"all_reduce\": \"tree\", \"all_to_all\": \"direct\"}}, "
+          "{\"alpha_us\": 1, \"beta_GBps\": 50}]}",
+          f);
+    fclose(f);
+    LT_CHECK(cli_cost(5, a5, &c, NULL));
+    assert_int_equal(c.cost.topo.algo[0][LT_COLL_ALL_REDUCE], LT_ALGO_TREE);
+    assert_int_equal(c.cost.topo.algo[0][LT_COLL_ALL_TO_ALL], LT_ALGO_DIRECT);
+    assert_int_equal(c.cost.topo.algo[1][LT_COLL_ALL_REDUCE], LT_ALGO_DEFAULT);
+    /* all_reduce of 8 f32 on 8 ranks by tree: 2 x 3 rounds of 5 us, and
+     * each rank receives 7 x 4 + 28 = 56 B at 25 GB/s (2,240 ps) */
+    lt_topology t8;
+    LT_CHECK(lt_topology_preset("uniform", 1, &t8));
+    t8.algo[0][LT_COLL_ALL_REDUCE] = LT_ALGO_TREE;
+    assert_int_equal(lt__time_ps(&t8, 0, LT_COLL_ALL_REDUCE, 8, 56, 1), 30002240u);
+    t8.algo[0][LT_COLL_ALL_REDUCE] = LT_ALGO_DIRECT;
+    assert_int_equal(lt__time_ps(&t8, 0, LT_COLL_ALL_REDUCE, 8, 56, 1), 10002240u);
+    t8.algo[0][LT_COLL_ALL_REDUCE] = LT_ALGO_RING;
+    assert_int_equal(lt__time_ps(&t8, 0, LT_COLL_ALL_REDUCE, 8, 56, 1), 70002240u);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"dims\": [{\"alpha_us\": 5, \"beta_GBps\": 25, \"algorithms\": "
+          "{\"broadcast\": \"tree\"}}, {\"alpha_us\": 1, \"beta_GBps\": 50}]}",
+          f);
+    fclose(f);
+    assert_int_equal(cli_cost(5, a5, &c, NULL), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "dims[0].algorithms.broadcast: not a step"));
     unlink(path);
 }
 
@@ -165,6 +215,22 @@ static void test_cli_lines(void **state) {
     assert_non_null(strstr(buf, "this plan: 632 B in all, 124 B on the busiest rank"));
     assert_non_null(strstr(buf, "bytes          gather(0), all_to_all(1), all_gather(0): 596 B"));
     assert_non_null(strstr(buf, "max-rank-bytes all_gather(0), all_to_all(1): 632 B"));
+    /* per rank, by hand: the all_gather along dp brings each rank its
+     * partner's 5 rows of its tp columns (3, 3, 1: 60, 60, 20 B); the
+     * all_to_all along tp splits the 10 rows 4, 4, 2, and a rank receives
+     * its rows of the other two members' columns (4 x 4, 4 x 4, 2 x 6
+     * floats: 64, 64, 48 B) */
+    assert_non_null(strstr(buf, "  step 1: 60 60 20 60 60 20\n  step 2: 64 64 48 64 64 48\n"));
+    /* --json's costs: the same numbers */
+    cJSON *j = lt_cli_cost_json(&c, p);
+    assert_non_null(j);
+    assert_string_equal(cJSON_GetObjectItem(j, "objective")->valuestring, "time");
+    assert_true(cJSON_GetObjectItem(j, "time_ps")->valuedouble == 15004960.0);
+    assert_true(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "step_time_ps"), 1)->valuedouble ==
+                10002560.0);
+    assert_true(cJSON_GetObjectItem(j, "max_rank_bytes")->valuedouble == 124.0);
+    assert_true(cJSON_GetObjectItem(j, "total_bytes")->valuedouble == 632.0);
+    cJSON_Delete(j);
     lt_plan_free(p);
 }
 
@@ -173,6 +239,7 @@ int main(void) {
         cmocka_unit_test(test_presets_and_names),
         cmocka_unit_test(test_step_time_by_hand),
         cmocka_unit_test(test_cli_options),
+        cmocka_unit_test(test_cli_algorithms),
         cmocka_unit_test(test_cli_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -39,7 +39,8 @@ static char *plan_text(const lt_mesh *m, int ndim, const int64_t *shape, const l
     char *out = malloc(cap);
     assert_non_null(out);
     snprintf(out, cap, "%s\n%s\nexplored %d truncated %d planner %d work %.17g", text, js,
-             p->states_explored, (int)p->search_truncated, (int)p->planner, p->search_work_);
+             p->states_explored, (int)p->search_truncated, (int)p->planner,
+             lt__plan_x_of(p)->search_work);
     free(js);
     cJSON_Delete(j);
     lt_plan_free(p);

@@ -505,6 +505,40 @@ static void test_objectives_equal_brute_force(void **state) {
     assert_true(k.beats_greedy > 0);
 }
 
+/* The time objective under per-collective algorithms (docs/SEMANTICS.md
+ * §7) against the brute force, whose rounds are written there apart. On
+ * groups of 2 every algorithm takes one round, so these sweeps use groups
+ * of 4 (ring 3 rounds, tree 2, direct 1): mesh 4 and 2x4, both move sets. */
+static void test_algorithms_equal_brute_force(void **state) {
+    (void)state;
+    counts k = {0};
+    const int64_t s7[] = {7}, s8[] = {8}, s53[] = {5, 3};
+    for (int mv = 0; mv < 2; mv++) {
+        lt_plan_cost pc;
+        memset(&pc, 0, sizeof pc);
+        pc.objective = LT_OBJECTIVE_TIME;
+        pc.moves = mv ? LT_MOVES_DTENSOR : LT_MOVES_COLLECTIVES;
+        LT_CHECK(lt_topology_preset("nvlink-ib", 2, &pc.topo));
+        pc.topo.algo[0][LT_COLL_ALL_REDUCE] = LT_ALGO_TREE;
+        pc.topo.algo[0][LT_COLL_ALL_GATHER] = LT_ALGO_DIRECT;
+        pc.topo.algo[1][LT_COLL_REDUCE_SCATTER] = LT_ALGO_TREE;
+        pc.topo.algo[1][LT_COLL_ALL_TO_ALL] = LT_ALGO_DIRECT;
+        pc.topo.algo[1][LT_COLL_GATHER] = LT_ALGO_RING;
+        sweep_cost = &pc;
+        rule_sweep("4", 1, s7, LT_SPLIT_BALANCED, 0, &k);
+        rule_sweep("4", 1, s8, LT_SPLIT_LAST, 0, &k);
+        rule_sweep("4", 2, s53, LT_SPLIT_BALANCED, SANITIZED ? 100 : 0, &k);
+        rule_sweep("4", 2, s53, LT_SPLIT_LAST, SANITIZED ? 100 : 0, &k);
+        rule_sweep("2x4", 1, s8, LT_SPLIT_BALANCED, SANITIZED ? 100 : 4000, &k);
+        rule_sweep("4x2", 1, s7, LT_SPLIT_LAST, SANITIZED ? 100 : 4000, &k);
+        sweep_cost = NULL;
+    }
+    print_message("time with algorithms: %ld pairs compared, %ld mismatches\n", k.pairs,
+                  k.mismatches);
+    assert_int_equal(k.mismatches, 0);
+    assert_true(k.pairs > (SANITIZED ? 300 : 2000));
+}
+
 /* The 2x3 case of issue 30: [S(0), S(1)] -> [R, S(0)] of (10, 7) f32. By
  * bytes min-cost plans gather (dp), all_to_all (tp), all_gather (dp): 596 B,
  * the busiest rank 60 + 64 + 112 = 236 B. The obvious plan: all_gather
@@ -632,6 +666,7 @@ int main(void) {
         cmocka_unit_test(test_min_cost_equals_brute_force),
         cmocka_unit_test(test_objectives_equal_brute_force),
         cmocka_unit_test(test_objective_acceptance),
+        cmocka_unit_test(test_algorithms_equal_brute_force),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

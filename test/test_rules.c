@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "localtensor/ops.h"
+#include "localtensor/ops/ops_impl.h"
 #include "test/testutil.h"
 #include "localtensor/validate.h"
 
@@ -120,7 +121,7 @@ static void test_decisions(void **state) {
     ra.ndims = 1, ra.dims[0] = 0;
     p = plan2(LT_OP_MEAN, &m4, 2, s53, "S(0)", 0, NULL, NULL, &ra);
     expect_pl(p->out_pl, 1, "[P(sum)]", "mean over S(0)");
-    assert_true(p->mean_div_ == 5.0);
+    assert_true(lt__op_plan_x_of(p)->mean_div == 5.0);
     lt_op_plan_free(p);
     /* add of two P(sum) stays P(sum); P(sum) + R partitions R; P(max) + R stays P(max) */
     p = plan2(LT_OP_ADD, &m2, 2, s53, "P(sum)", 2, s53, "P(sum)", NULL);
@@ -254,8 +255,66 @@ static void test_cache(void **state) {
     lt_op_cache_clear();
 }
 
+static lt_mesh mesh_of(int nd, int *shape) {
+    lt_mesh m;
+    if (lt_mesh_init(&m, nd, shape, NULL)) fail_msg("mesh: %s", lt_errmsg());
+    return m;
+}
+
+/* The pytorch rule set on cases worked out from PyTorch 2.15's rules
+ * (docs/SEMANTICS.md §11.9), each also a case PyTorch recorded in
+ * test/golden/ops.json (the op case named). */
+static void test_pytorch_decisions(void **state) {
+    (void)state;
+    lt_op_rules_select(LT_OP_RULES_PYTORCH);
+    int n2[1] = {2}, n22[2] = {2, 2}, n222[3] = {2, 2, 2};
+    lt_mesh m2 = mesh_of(1, n2), m22 = mesh_of(2, n22), m222 = mesh_of(3, n222);
+    int64_t s65[2] = {6, 5}, s34[2] = {3, 4}, s14[2] = {1, 4}, s24[2] = {2, 4};
+    int64_t s416[3] = {4, 1, 6}, s61[2] = {6, 1};
+    lt_op_args a;
+    memset(&a, 0, sizeof a);
+    a.dim = 0, a.dim_set = 1, a.dim2 = 1, a.flatten_end_set = 1;
+    /* case 2005: flatten of a later dim's shard is a _StridedShard, sf = 6 rows */
+    lt_op_plan *p = plan2(LT_OP_FLATTEN, &m2, 2, s65, "S(1)", 0, NULL, NULL, &a);
+    expect_pl(p->out_pl, 1, "[SS(0,6)]", "flatten (6,5) S(1)");
+    assert_int_equal(p->in_redistribute[0], 0);
+    assert_string_equal(p->pytorch_refuses, "");
+    lt_op_plan_free(p);
+    /* dim 0 of 3 rows over 2 ranks, not the run's last: PyTorch refuses; noted */
+    p = plan2(LT_OP_FLATTEN, &m2, 2, s34, "S(0)", 0, NULL, NULL, &a);
+    assert_non_null(strstr(p->pytorch_refuses, "PyTorch 2.15 refuses this: flatten: cannot "
+                                               "flatten an unevenly sharded dim: dim 0"));
+    lt_op_plan_free(p);
+    /* squeeze of a sharded size-1 dim: PyTorch refuses; noted */
+    lt_op_args q;
+    memset(&q, 0, sizeof q);
+    q.dim = 0, q.dim_set = 1;
+    p = plan2(LT_OP_SQUEEZE, &m2, 2, s14, "S(0)", 0, NULL, NULL, &q);
+    assert_non_null(strstr(p->pytorch_refuses, "removes dim 0, sharded on mesh dim 0"));
+    lt_op_plan_free(p);
+    /* case 2771: x + s of [P(min), S(1), R]: the reduce-scatter after R -> S(1) on
+     * mesh dim 2 moves half the bytes, so PyTorch shards the replicated mesh dim */
+    memset(&q, 0, sizeof q);
+    q.scalar = 0.5;
+    p = plan2(LT_OP_ADD_SCALAR, &m222, 2, s24, "P(min),S(1),R", 0, NULL, NULL, &q);
+    expect_pl(p->out_pl, 3, "[S(0), S(1), S(1)]", "x + s of [P(min), S(1), R]");
+    lt_op_plan_free(p);
+    /* case 1541: matmul of 3-d x 2-d folds the rows: [S(0), P(avg)] kept, b gathered */
+    p = plan2(LT_OP_MATMUL, &m22, 3, s416, "S(0),P(avg)", 2, s61, "S(0),S(0)", NULL);
+    expect_pl(p->out_pl, 2, "[S(0), P(avg)]", "matmul (4,1,6) x (6,1)");
+    assert_int_equal(p->in_redistribute[0], 0);
+    expect_pl(p->in_target[1], 2, "[R, R]", "matmul target of b");
+    lt_op_plan_free(p);
+    /* min-comm notes nothing */
+    lt_op_rules_select(LT_OP_RULES_MIN_COMM);
+    p = plan2(LT_OP_SQUEEZE, &m2, 2, s14, "S(0)", 0, NULL, NULL, &q);
+    assert_string_equal(p->pytorch_refuses, "");
+    lt_op_plan_free(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_pytorch_decisions, NULL, lt_test_rules_teardown),
         cmocka_unit_test_setup_teardown(test_decisions, lt_test_min_comm_setup,
                                         lt_test_rules_teardown),
         cmocka_unit_test_setup_teardown(test_decisions_views, lt_test_min_comm_setup,

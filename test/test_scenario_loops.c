@@ -14,7 +14,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "test/testutil.h"
@@ -133,7 +132,8 @@ static void test_count_fails_on_one_rank(void **state) {
 }
 
 /* 10,000 iterations of 3 steps (30,000 steps once unrolled), with a count
- * known at load and with one known only when the loop runs. */
+ * known at load and with one known only when the loop runs. (How fast is for
+ * make bench to say: no test depends on the machine's load.) */
 static void test_long_loop(void **state) {
     (void)state;
     static const char *const times[] = {"10000", "rows(x)"};
@@ -152,13 +152,8 @@ static void test_long_loop(void **state) {
                  "        - local_op: {op: add, inputs: [acc, t], as: acc}\n"
                  "  - expect_local: {tensor: acc, ranks: [[29994], [29994], [29994], [29994]]}\n",
                  times[i]);
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
         int rc = run_text("long.yaml", text, NULL, &out);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
         if (rc != 0) fail_msg("times %s: exit %d:\n%s", times[i], rc, out);
-        if (s > 10) fail_msg("times %s: %.2f s for 30,000 steps", times[i], s);
         free(out);
     }
 }

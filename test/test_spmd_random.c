@@ -15,7 +15,10 @@
  * a finishing program's case must pass, a stuck one's must fail with the
  * would-hang report of that kind. The same programs then run as C functions
  * under lt_program_run (collectives_sim/program.h): the same values, or
- * LT_MISMATCH with a report of the same kind.
+ * LT_MISMATCH with a report of the same kind. Both run again on meshes in
+ * a random rank order (docs/SEMANTICS.md §1.1): the simulator places rank
+ * id[q] at mesh position q (row-major) and forms its groups from those
+ * coordinates; the scenarios and C programs get the same rank array.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +39,7 @@ typedef struct {
 
 typedef struct {
     int M, shape[MAXM], W;
+    int id[MAXW], pos[MAXW];   /* rank id at each mesh position, and its inverse */
     int nsteps;
     step s[MAXS];
 } prog;
@@ -45,23 +49,26 @@ static uint64_t lcg(uint64_t *x) {
     return *x >> 33;
 }
 
-static void coord_of(const prog *p, int r, int *c) {
+/* The coordinate of mesh position q. */
+static void coord_of(const prog *p, int q, int *c) {
+    int r = q;
     for (int i = p->M - 1; i >= 0; i--) {
         c[i] = r % p->shape[i];
         r /= p->shape[i];
     }
 }
 
-/* The members of rank r's group along md, in coordinate order; returns how many. */
+/* The members (rank ids) of rank r's group along md, in coordinate order
+ * (positions ascending); returns how many. */
 static int group(const prog *p, int r, int md, int *mem) {
     int c[MAXM], n = 0;
-    coord_of(p, r, c);
+    coord_of(p, p->pos[r], c);
     for (int q = 0; q < p->W; q++) {
         int d[MAXM], same = 1;
         coord_of(p, q, d);
         for (int i = 0; i < p->M; i++)
             if (i != md && d[i] != c[i]) same = 0;
-        if (same) mem[n++] = q;
+        if (same) mem[n++] = p->id[q];
     }
     return n;
 }
@@ -142,7 +149,8 @@ static void simulate(const prog *p, outcome *o) {
 #undef HEAD
 }
 
-static void random_prog(prog *p, uint64_t *seed) {
+/* permute: the ranks in a random order over the mesh (else row-major) */
+static void random_prog(prog *p, uint64_t *seed, int permute) {
     static const int meshes[][MAXM + 1] = {{1, 4},    {2, 2, 2},    {2, 2, 3},
                                            {2, 3, 2}, {3, 2, 2, 2}, {2, 3, 3}};
     const int *ms = meshes[lcg(seed) % 6];
@@ -150,6 +158,12 @@ static void random_prog(prog *p, uint64_t *seed) {
     p->M = ms[0];
     p->W = 1;
     for (int i = 0; i < p->M; i++) p->shape[i] = ms[i + 1], p->W *= ms[i + 1];
+    for (int q = 0; q < p->W; q++) p->id[q] = q;
+    for (int q = p->W - 1; permute && q > 0; q--) {   /* Fisher-Yates */
+        int j = (int)(lcg(seed) % (uint64_t)(q + 1)), t = p->id[q];
+        p->id[q] = p->id[j], p->id[j] = t;
+    }
+    for (int q = 0; q < p->W; q++) p->pos[p->id[q]] = q;
     int want = 2 + (int)(lcg(seed) % 7);
     while (p->nsteps < want && p->nsteps < MAXS - 1) {
         step *s = &p->s[p->nsteps++];
@@ -172,6 +186,15 @@ static void write_case(const prog *p, const outcome *o, int id, char *buf, size_
 #define PUT(...) at += (size_t)snprintf(buf + at, at < cap ? cap - at : 0, __VA_ARGS__)
     PUT("- name: p%d\n  mesh: \"", id);
     for (int i = 0; i < p->M; i++) PUT("%s%d", i ? "x" : "", p->shape[i]);
+    PUT(":");   /* the rank array, nested row-major: "2x2:[[0,2],[1,3]]" */
+    for (int q = 0; q < p->W; q++) {
+        for (int i = p->M - 1, span = 1; i >= 0; i--)
+            if (q % (span *= p->shape[i]) == 0) PUT("[");
+        PUT("%d", p->id[q]);
+        for (int i = p->M - 1, span = 1; i >= 0; i--)
+            if ((q + 1) % (span *= p->shape[i]) == 0) PUT("]");
+        if (q + 1 < p->W) PUT(",");
+    }
     PUT("\"\n  steps:\n    - local_tensor: {shape: [2], values: \"rank + i\", as: a}\n");
     static const char *const names[] = {"all_reduce", "all_reduce", "all_gather", "barrier"};
     for (int k = 0; k < p->nsteps; k++) {
@@ -225,18 +248,16 @@ static int case_block(const char *out, const char *name, char *buf, size_t cap) 
     return 1;
 }
 
-static void test_random_programs(void **state) {
-    (void)state;
+static void random_programs(uint64_t seed, int permute) {
     enum { N = 400 };
     size_t cap = (size_t)N * 6000;
     char *text = calloc(1, cap), path[600], *out, *err, block[4096];
     static outcome o[N];
     assert_non_null(text);
-    uint64_t seed = 0x5eed5eedULL;
     int done = 0, mismatch = 0, missing = 0, cycle = 0;
     for (int i = 0; i < N; i++) {
         prog p;
-        random_prog(&p, &seed);
+        random_prog(&p, &seed, permute);
         simulate(&p, &o[i]);
         if (o[i].done) done++;
         else if (!strcmp(o[i].hang, "mismatch")) mismatch++;
@@ -261,15 +282,25 @@ static void test_random_programs(void **state) {
                           o[i].done ? "it finishes" : want, found ? block : "(no line)");
     }
     if (bad) fail_msg("%d of %d programs differ from the simulator (exit %d; %s)", bad, N, rc, err);
-    print_message("%d random programs agree with the simulator: %d finish, %d mismatch, %d "
+    print_message("%d random programs%s agree with the simulator: %d finish, %d mismatch, %d "
                   "missing, %d cycle\n",
-                  N, done, mismatch, missing, cycle);
+                  N, permute ? " on permuted meshes" : "", done, mismatch, missing, cycle);
     /* each outcome is exercised */
     assert_true(done > N / 5 && mismatch > 10 && missing > 10 && cycle > 10);
     free(out);
     free(err);
     free(text);
     remove(path);
+}
+
+static void test_random_programs(void **state) {
+    (void)state;
+    random_programs(0x5eed5eedULL, 0);
+}
+
+static void test_random_programs_permuted(void **state) {
+    (void)state;
+    random_programs(0xfeedbeefULL, 1);
 }
 
 /* ---- the same programs as C functions ---------------------------------------------------- */
@@ -317,19 +348,17 @@ static lt_status interp(lt_proc *proc, void *user) {
     return st;
 }
 
-static void test_random_c_programs(void **state) {
-    (void)state;
+static void random_c_programs(uint64_t seed, int permute) {
     enum { N = 400 };
     static outcome want;
     static crun c;
-    uint64_t seed = 0x5eed5eedULL;   /* the scenario test's programs */
     int bad = 0;
     for (int i = 0; i < N; i++) {
         prog p;
-        random_prog(&p, &seed);
+        random_prog(&p, &seed, permute);
         simulate(&p, &want);
         lt_mesh m;
-        LT_CHECK(lt_mesh_init(&m, p.M, p.shape, NULL));
+        LT_CHECK(lt_mesh_init_ranks(&m, p.M, p.shape, p.id, 0, NULL));
         memset(&c, 0, sizeof c);
         c.p = &p;
         lt_match_report *rep = NULL;
@@ -357,12 +386,24 @@ static void test_random_c_programs(void **state) {
     if (bad) fail_msg("%d of %d C programs differ from the simulator", bad, N);
 }
 
+static void test_random_c_programs(void **state) {
+    (void)state;
+    random_c_programs(0x5eed5eedULL, 0);   /* the scenario test's programs */
+}
+
+static void test_random_c_programs_permuted(void **state) {
+    (void)state;
+    random_c_programs(0xfeedbeefULL, 1);
+}
+
 int main(int argc, char **argv) {
     (void)argc;
     lt_test_tmpdir(g_dir, sizeof g_dir, argv[0], "spmd_random.tmp");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_programs),
         cmocka_unit_test(test_random_c_programs),
+        cmocka_unit_test(test_random_programs_permuted),
+        cmocka_unit_test(test_random_c_programs_permuted),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     rmdir(g_dir);

@@ -127,7 +127,37 @@ static void test_trace_text_and_json(void **state) {
     free(out);
 }
 
+/* Where PyTorch 2.15 raises on an op (squeezing a dim that a mesh dim shards:
+ * its view rule refuses), the pytorch rule set still gives the correct
+ * result and the trace says what PyTorch would do, with what would work. */
+static void test_trace_names_pytorch_refusal(void **state) {
+    (void)state;
+    char path[] = "/tmp/lt_trace_refusal_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    lt_test_write_file(path, "- name: squeeze_sharded_size1\n"
+                             "  mesh: 2\n"
+                             "  rules: pytorch\n"
+                             "  tensors:\n"
+                             "    x: {shape: [2, 1], init: arange}\n"
+                             "  steps:\n"
+                             "    - distribute: {tensor: x, placements: [\"S(1)\"], as: xd}\n"
+                             "    - op: {op: squeeze, inputs: [xd], dim: 1, as: y}\n"
+                             "    - expect_full: {tensor: y, values: [0, 1]}\n");
+    const char *args[] = {"--trace", path};
+    char *out = NULL, *err = NULL;
+    int rc = lt_test_run_sc(args, 2, &out, &err);
+    remove(path);
+    if (rc != 0) fail_msg("exit %d:\n%s%s", rc, out, err);
+    expect_line(out, "  note: PyTorch 2.15 refuses this: squeeze removes dim 1, sharded on mesh "
+                     "dim 0; redistribute that mesh dim to Replicate first\n");
+    free(out);
+    free(err);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_trace_text_and_json)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_trace_text_and_json),
+                                       cmocka_unit_test(test_trace_names_pytorch_refusal)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,9 @@
 # mpirun (tools/run-tests.sh runs it in `make test` when BUILD has the MPI
 # build; `make test-mpi-full` runs it with --full):
 #   - BUILD/mpi_engine (test/mpi/engine.c) with P = 1, 2, 3, 4, 8 processes;
+#   - BUILD/mpi_mesh_ids (test/mpi/mesh_ids.c, meshes in any rank order) at
+#     P = 1, 2, 4, and scenarios/placements/permuted.yaml with --trace at
+#     P = 2 (comm table and hang reports name the permuted groups);
 #   - the whole scenario library, sweep files included, with --engine mpi
 #     under mpirun -np 1 and 2, and without the sweep files at -np 4: text,
 #     JSON and JUnit reports equal to an in-process run's, timings and the
@@ -216,6 +219,24 @@ nps="1 2 3 4 8"; [ "$mode" = "--quick" ] && nps="1 2 4"
 for np in $nps; do
   if mpi -np "$np" "$build/mpi_engine" > "$tmp/log" 2>&1; then ok "mpi_engine -np $np"; else bad "mpi_engine -np $np"; fi
 done
+
+# 1b. meshes in any rank order (test/mpi/mesh_ids.c): process blocks of rank
+# ids; and scenarios/placements/permuted.yaml at P = 2 with --trace: the
+# same report as in-process, its comm table naming the groups by rank id and
+# its hang reports naming the permuted groups
+for np in 1 2 4; do
+  if mpi -np "$np" "$build/mpi_mesh_ids" > "$tmp/log" 2>&1; then ok "mpi_mesh_ids -np $np"; else bad "mpi_mesh_ids -np $np"; fi
+done
+pf=scenarios/placements/permuted.yaml
+"$bin" run --trace "$pf" > "$tmp/in.txt" 2>&1
+mpi -np 2 "$bin" run --engine mpi --trace "$pf" > "$tmp/mpi.txt" 2> "$tmp/log"; rc=$?
+if [ $rc -eq 0 ] && diff <(norm_text "$tmp/in.txt") <(norm_text "$tmp/mpi.txt") > "$tmp/log" &&
+   grep -q '^ *groups *\[0,2\] \[1,3\]$' "$tmp/mpi.txt" && grep -q '^ *groups *\[0,1\] \[2,3\]$' "$tmp/mpi.txt" &&
+   grep -q '^ok .*permuted_hang_mismatch' "$tmp/mpi.txt" && grep -q '^ok .*permuted_hang_missing' "$tmp/mpi.txt"; then
+  ok "permuted mesh [[0,2],[1,3]] -np 2: comm table and hang reports name the permuted groups, as in-process"
+else
+  bad "permuted mesh [[0,2],[1,3]] -np 2 (exit $rc)"
+fi
 
 # 2. the library, reports equal to the in-process run's (the sweep files,
 # about 56,000 cases, at P = 4 and P = world = 8 only with --full)

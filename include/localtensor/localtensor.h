@@ -27,6 +27,7 @@
 #include "localtensor/plan.h"
 #include "localtensor/verify.h"
 #include "localtensor/redistribute.h"
+#include "localtensor/remesh.h"
 #include "localtensor/ops.h"
 #include "localtensor/reference.h"
 #include "localtensor/rank_map.h"

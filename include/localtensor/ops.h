@@ -183,8 +183,11 @@ LT_API void lt_op_rules_select(lt_op_rules r);
 /* The selected rule set: PYTORCH or MIN_COMM. */
 LT_API lt_op_rules lt_op_rules_selected(void);
 
+#define LT_OP_REFUSAL_MAX 240 /* bytes of lt_op_plan.pytorch_refuses */
 /* What propagation decided (also the cached value). Immutable and
- * reference-counted: release with lt_op_plan_free. */
+ * reference-counted: release with lt_op_plan_free. Only the library makes
+ * them (what it keeps besides is not part of this struct): never allocate
+ * or copy one. */
 typedef struct lt_op_plan {
     lt_op_kind op;
     int nin;
@@ -197,19 +200,10 @@ typedef struct lt_op_plan {
     lt_placement out_pl[LT_MESH_MAX_DIMS];        /* every output's placements */
     char why[256];                                /* "[S(1)] x [S(0)] -> [P(sum)]" */
     lt_op_rules rules;                            /* the rule set that chose: PYTORCH or MIN_COMM */
-    /* private (ops*.c) */
-    int refs_;
-    lt_mesh mesh_;
-    int64_t *local_shapes_;    /* (nout, world, out_ndim) or NULL */
-    int64_t *row_offset_;      /* embedding: (world) first vocab row held, or NULL */
-    int masked_;               /* embedding: vocab-sharded lookup */
-    int64_t vocab_;            /* embedding: global rows of the weight */
-    double mean_div_;          /* mean: count each rank divides by (global; P(avg): local) */
-    int kdims_[LT_MAX_DIMS];   /* normalized dims / perm for the kernel */
-    int nkdims_;
-    int kdim_;                 /* normalized dim */
-    int kdim2_;
-    int64_t *split_sizes_;     /* split/chunk: (nout) */
+    /* PYTORCH: "PyTorch 2.15 refuses this: <why>; <what would work>" where PyTorch
+     * raises on this op with these inputs (the result here is still the correct
+     * one); "" where PyTorch runs it, and always under MIN_COMM */
+    char pytorch_refuses[LT_OP_REFUSAL_MAX];
 } lt_op_plan;
 
 /* Options (NULL or zero-initialised: defaults). */

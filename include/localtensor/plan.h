@@ -101,8 +101,10 @@
  *
  * The search is A*, exact over those states: its lower bound is the bytes
  * each rank still lacks of its destination shard, which no move beats (for
- * max-rank-bytes the most one rank lacks; for time, while anything is
- * lacking, one round of the lowest latency plus that over the widest link).
+ * max-rank-bytes the most one rank lacks; for time, the rounds of the
+ * cheapest set of mesh dims a rank's lacking elements must cross, with a
+ * reduction along every Partial dim the destination does not keep, plus the
+ * most one rank lacks over the widest link; docs/SEMANTICS.md §7).
  * test/test_planner.c checks that nothing is missed: on every pair of the
  * 2x2 and 2x2x2 sweeps (S with every rule, SS, explicit sizes, Partial;
  * shapes that divide and that do not) the plan's (bytes, steps) equal
@@ -172,10 +174,11 @@ LT_API lt_status lt_planner_parse(const char *s, lt_planner *out);
  *   time            the sum over steps of the step's estimated time on a
  *                   topology (then the fewest total bytes, then steps).
  * A step's time: rounds(coll, n) * alpha[i] + ceil(busiest rank's bytes /
- * beta[i]), in picoseconds, i the step's mesh dim and n its size; rounds is
- * n - 1 for all_gather, reduce_scatter, all_to_all, gather, scatter, reduce
- * (ring / direct), 2 (n - 1) for all_reduce (ring), 1 for permute; local
- * steps cost 0. XX(enum suffix, name users type) */
+ * beta[i]), in picoseconds, i the step's mesh dim and n its size; by
+ * default rounds is n - 1 for all_gather, reduce_scatter, all_to_all,
+ * gather, scatter, reduce (ring / direct), 2 (n - 1) for all_reduce
+ * (ring), 1 for permute (lt_algo below has the others); local steps cost 0.
+ * XX(enum suffix, name users type) */
 #define LT_OBJECTIVE_MAP(XX)                 \
     XX(BYTES,          "bytes")              \
     XX(MAX_RANK_BYTES, "max-rank-bytes")     \
@@ -205,12 +208,33 @@ typedef enum {
     LT_MOVES_COUNT
 } lt_moveset;
 
-/* Per mesh dim: latency alpha (picoseconds) and bandwidth beta (bytes per
- * microsecond, i.e. MB/s; at least 1). Entries past the mesh's ndim are
- * ignored. */
+/* How a collective's messages go, for its latency rounds in a group of n
+ * (docs/SEMANTICS.md §7): default (ring for all_gather, reduce_scatter and
+ * all_reduce, pairwise all_to_all, direct to or from a root), ring (n - 1),
+ * tree (ceil(log2 n)) or direct (1); all_reduce takes twice the rounds of
+ * its algorithm, a permute always 1. Bytes do not depend on it.
+ * XX(enum suffix, name users type) */
+#define LT_ALGO_MAP(XX)        \
+    XX(DEFAULT, "default")     \
+    XX(RING,    "ring")        \
+    XX(TREE,    "tree")        \
+    XX(DIRECT,  "direct")
+
+typedef enum {
+#define LT__XX(e, s) LT_ALGO_##e,
+    LT_ALGO_MAP(LT__XX)
+#undef LT__XX
+    LT_ALGO_COUNT
+} lt_algo;
+
+/* Per mesh dim: latency alpha (picoseconds), bandwidth beta (bytes per
+ * microsecond, i.e. MB/s; at least 1) and each collective's algorithm
+ * (algo[i][coll], an lt_algo; 0 is the default). Entries past the mesh's
+ * ndim are ignored. */
 typedef struct lt_topology {
     uint64_t alpha_ps[LT_MESH_MAX_DIMS];
     uint64_t beta_bpus[LT_MESH_MAX_DIMS];
+    unsigned char algo[LT_MESH_MAX_DIMS][LT_COLL_COUNT];
 } lt_topology;
 
 typedef struct lt_plan_cost {
@@ -225,6 +249,8 @@ LT_API const char *lt_objective_name(lt_objective o);
 LT_API lt_status lt_objective_parse(const char *s, lt_objective *out);
 LT_API const char *lt_moveset_name(lt_moveset m);
 LT_API lt_status lt_moveset_parse(const char *s, lt_moveset *out);
+LT_API const char *lt_algo_name(lt_algo a);
+LT_API lt_status lt_algo_parse(const char *s, lt_algo *out);
 /* Presets, for a mesh of mesh_ndim dims: "uniform" (every dim alpha 5 us,
  * beta 25 GB/s: InfiniBand-class) and "nvlink-ib" (the last mesh dim alpha
  * 2 us, beta 300 GB/s: NVLink-class; the others as uniform). LT_INVALID
@@ -250,12 +276,14 @@ typedef struct lt_plan_step {
     size_t bytes_total;           /* summed over ranks (= trace total_bytes_recv) */
     const lt_placement *after;    /* (mesh ndim) the full placement list after the step;
                                    * points into the plan */
-    const struct lt__move *move_; /* private: how a min-cost step runs (points into the
-                                   * plan); NULL for a step of the rule table below */
+    const struct lt__move *move_; /* opaque, the library's: how a min-cost step runs
+                                   * (points into the plan); NULL for a rule-table step */
 } lt_plan_step;
 
 /* An immutable, reference-counted plan. Plans may come from the cache and be
- * shared: never modify one. Release with lt_plan_free. */
+ * shared: never modify one. Release with lt_plan_free. Only the library makes
+ * plans (what it keeps besides, such as the reference count, is not part of
+ * this struct): never allocate or copy one. */
 typedef struct lt_plan {
     lt_mesh mesh;
     lt_dtype dtype;
@@ -272,16 +300,6 @@ typedef struct lt_plan {
     int search_truncated;                        /* 1: min-cost ran out of its search budget
                                                   * (about 50 ms): this plan is the rule-table
                                                   * search's (or greedy's), maybe not minimal */
-    /* private */
-    int refs_;
-    lt_placement *states_;                       /* (nsteps + 1, mesh ndim) */
-    struct lt__move *moves_;                     /* min-cost: (nsteps) */
-    int *perms_;                                 /* min-cost: permutations of permute steps */
-    double search_work_;                         /* min-cost: the work its search charged
-                                                  * (test_plan_memo compares it) */
-    struct lt_plan *parts_[2];                   /* zero fill: the plans before and after
-                                                  * the zero-fill steps (their moves) */
-    int zf_first_, zf_end_;                      /* zero fill: steps [first, end) */
 } lt_plan;
 
 /* Plans the redistribute of a tensor of global shape `shape` (ndim dims,

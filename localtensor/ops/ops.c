@@ -25,13 +25,14 @@
 /* ---- plans --------------------------------------------------------------------------- */
 
 void lt_op_plan_free(lt_op_plan *p) {
-    if (!p || __atomic_sub_fetch(&p->refs_, 1, __ATOMIC_ACQ_REL) > 0) return;
+    lt__op_plan_x *px = lt__op_plan_x_of(p);
+    if (!p || __atomic_sub_fetch(&px->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
     lt__free(p->in_target);
     lt__free(p->in_redistribute);
     lt__free(p->out_shape);
-    lt__free(p->local_shapes_);
-    lt__free(p->row_offset_);
-    lt__free(p->split_sizes_);
+    lt__free(px->local_shapes);
+    lt__free(px->row_offset);
+    lt__free(px->split_sizes);
     lt__free(p);
 }
 
@@ -106,9 +107,11 @@ static int relax(lt_spec *view, int nin, int i) {
 /* A new op plan with room for nin inputs' targets; NULL when out of
  * memory. */
 static lt_op_plan *op_plan_new(int nin) {
-    lt_op_plan *p = lt__calloc(1, sizeof *p);
+    lt_op_plan *p = lt__calloc(1, sizeof(lt__op_plan_x)); /* with its private part */
+    lt__op_plan_x *px = lt__op_plan_x_of(p);
     if (!p) return NULL;
-    p->refs_ = 1;
+    px->refs = 1;
+    px->out_bytes = UINT64_MAX;   /* plan_shapes counts them */
     if (nin > 0) {
         p->in_target = lt__calloc((size_t)nin, sizeof *p->in_target);
         p->in_redistribute = lt__calloc((size_t)nin, sizeof *p->in_redistribute);
@@ -176,6 +179,7 @@ static lt_status check_outputs(lt_op_plan *p, const lt_mesh *mesh, const lt__rul
 static lt_status propagate_once(lt_op_plan *p, lt__rule_io *io, lt_op_rules rules,
                                 const lt_mesh *mesh, int nin, const lt_spec *const *in,
                                 const lt_spec **seen, const lt_op_args *args, rule_why *w) {
+    lt__op_plan_x *px = lt__op_plan_x_of(p);
     memset(io, 0, sizeof *io);
     memset(w, 0, sizeof *w);
     w->bad_dim = -1;
@@ -186,10 +190,12 @@ static lt_status propagate_once(lt_op_plan *p, lt__rule_io *io, lt_op_rules rule
     io->rules = rules;
     lt_status st = lt__rule_propagate(io);
     p->nin = nin, p->nout = io->nout, p->out_dtype = io->out_dtype;
-    p->out_ndim = io->out_ndim, p->mesh_ = *mesh, p->rules = rules;
-    p->mean_div_ = io->mean_div, p->masked_ = io->masked;
-    p->nkdims_ = io->nkdims, p->kdim_ = io->kdim, p->kdim2_ = io->kdim2;
-    memcpy(p->kdims_, io->kdims, sizeof p->kdims_);
+    p->out_ndim = io->out_ndim, px->mesh = *mesh, p->rules = rules;
+    memcpy(p->pytorch_refuses, io->pt_refuses, sizeof p->pytorch_refuses);
+    px->mean_div = io->mean_div, px->masked = io->masked;
+    px->nkdims = io->nkdims, px->kdim = io->kdim,
+    px->kdim2 = io->kdim2;
+    memcpy(px->kdims, io->kdims, sizeof px->kdims);
     if (!st) st = check_targets(p, mesh, nin, in, w);
     if (!st) st = check_outputs(p, mesh, io, w);
     return st;
@@ -223,33 +229,54 @@ static lt_status propagate(lt_op_plan *p, lt__rule_io *io, lt_op_rules rules, co
     return lt__err_code(LT_UNSUPPORTED, w.code, "%s", w.text);
 }
 
+/* The bytes of every rank's shard of every output (out_room's need), or
+ * UINT64_MAX when a shard's size overflows (out_room then says which). */
+static uint64_t out_bytes(const lt_op_plan *p) {
+    lt__op_plan_x *px = lt__op_plan_x_of(p);
+    size_t W = (size_t)px->mesh.world, nd = (size_t)(p->out_ndim > 0 ? p->out_ndim : 1);
+    size_t es = lt_dtype_size(p->out_dtype);
+    uint64_t need = 0;
+    for (size_t i = 0; i < (size_t)p->nout * W; i++) {
+        int64_t n;
+        if (lt__numel_checked(p->out_ndim, px->local_shapes + i * nd, es, &n)) {
+            lt__err_clear();
+            return UINT64_MAX;
+        }
+        need = lt__add_sat(need, (uint64_t)n * es);
+    }
+    return need == UINT64_MAX ? UINT64_MAX - 1 : need;
+}
+
 /* The outputs' global and local shapes, and the embedding's first vocab
  * row of every rank. */
 static lt_status plan_shapes(lt_op_plan *p, const lt__rule_io *io, const lt_mesh *mesh,
                              const lt_spec *const *in) {
+    lt__op_plan_x *px = lt__op_plan_x_of(p);
     size_t W = (size_t)mesh->world, nd = (size_t)(p->out_ndim > 0 ? p->out_ndim : 1);
     p->out_shape = lt__calloc((size_t)p->nout, sizeof *p->out_shape);
-    p->local_shapes_ = lt__malloc(sizeof(int64_t) * (size_t)p->nout * W * nd);
-    p->split_sizes_ = lt__malloc(sizeof(int64_t) * (size_t)p->nout);
-    if (!p->out_shape || !p->local_shapes_ || !p->split_sizes_)
+    px->local_shapes = lt__malloc(sizeof(int64_t) * (size_t)p->nout * W * nd);
+    px->split_sizes = lt__malloc(sizeof(int64_t) * (size_t)p->nout);
+    if (!p->out_shape || !px->local_shapes || !px->split_sizes)
         return lt__err(LT_NOMEM, "out of memory");
     for (int j = 0; j < p->nout; j++) {
         memcpy(p->out_shape[j], io->out_shape[j], sizeof p->out_shape[j]);
-        p->split_sizes_[j] = io->split_sizes[j];
+        px->split_sizes[j] = io->split_sizes[j];
         for (size_t r = 0; r < W; r++)
-            LT_TRY(lt_local_shape_and_offset(mesh, p->out_ndim, p->out_shape[j], p->out_pl, (int)r,
-                                             p->local_shapes_ + ((size_t)j * W + r) * nd, NULL));
+            LT_TRY(lt_local_shape_and_offset(
+                mesh, p->out_ndim, p->out_shape[j], p->out_pl, (int)r,
+                px->local_shapes + ((size_t)j * W + r) * nd, NULL));
     }
-    if (!p->masked_) return LT_OK;
+    px->out_bytes = out_bytes(p);
+    if (!px->masked) return LT_OK;
     lt_spec w =
         lt__spec_with(in[0], p->in_target[0]); /* the weight as the kernel gets it: checked above */
-    p->vocab_ = w.shape[0];
-    p->row_offset_ = lt__malloc(sizeof(int64_t) * W);
-    if (!p->row_offset_) return lt__err(LT_NOMEM, "out of memory");
+    px->vocab = w.shape[0];
+    px->row_offset = lt__malloc(sizeof(int64_t) * W);
+    if (!px->row_offset) return lt__err(LT_NOMEM, "out of memory");
     for (size_t r = 0; r < W; r++) {
         int64_t ls[2], off[2];
         LT_TRY(lt_spec_local_shape(&w, (int)r, ls, off));
-        p->row_offset_[r] = off[0];
+        px->row_offset[r] = off[0];
     }
     return LT_OK;
 }
@@ -306,7 +333,7 @@ static void build_key(lt__cache_key *k, lt_op_kind op, lt_op_rules rules, const 
 }
 
 static void plan_ref(void *v) {
-    __atomic_fetch_add(&((lt_op_plan *)v)->refs_, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&lt__op_plan_x_of(((lt_op_plan *)v))->refs, 1, __ATOMIC_RELAXED);
 }
 static void plan_release(void *v) { lt_op_plan_free(v); }
 
@@ -405,7 +432,8 @@ static lt_status wrap(const lt_op_plan *p, int j, lt_local *loc, lt_dtensor **ou
     for (int r = 0; r < W; r++) {
         const lt_tensor *t = loc->shards[r];
         if (!t) continue;   /* absent (localtensor/local.h) */
-        const int64_t *ls = p->local_shapes_ + ((size_t)j * (size_t)W + (size_t)r) * (size_t)nd;
+        const int64_t *ls =
+            lt__op_plan_x_of(p)->local_shapes + ((size_t)j * (size_t)W + (size_t)r) * (size_t)nd;
         int ok = t->ndim == p->out_ndim && t->dtype == p->out_dtype;
         for (int d = 0; ok && d < p->out_ndim; d++) ok = t->shape[d] == ls[d];
         if (!ok) {
@@ -441,14 +469,17 @@ static lt_status wrap(const lt_op_plan *p, int j, lt_local *loc, lt_dtensor **ou
 /* Refuses up front outputs that cannot fit in memory: every rank's shard
  * of every output exists at once (inputs redistribute under their own check). */
 static lt_status out_room(const lt_op_plan *p) {
-    int W = p->mesh_.world, nd = p->out_ndim > 0 ? p->out_ndim : 1;
+    lt__op_plan_x *px = lt__op_plan_x_of(p);
+    if (px->out_bytes != UINT64_MAX) return lt_check_memory(px->out_bytes, px->mesh.world,
+                                                            lt_op_name(p->op));
+    int W = px->mesh.world, nd = p->out_ndim > 0 ? p->out_ndim : 1;
     size_t es = lt_dtype_size(p->out_dtype);
     uint64_t need = 0;
     for (int j = 0; j < p->nout; j++)
         for (int r = 0; r < W; r++) {
             int64_t n;
             LT_TRY(lt__numel_checked(
-                p->out_ndim, p->local_shapes_ + ((size_t)j * (size_t)W + (size_t)r) * (size_t)nd,
+                p->out_ndim, px->local_shapes + ((size_t)j * (size_t)W + (size_t)r) * (size_t)nd,
                 es, &n));
             need = lt__add_sat(need, (uint64_t)n * es);
         }
@@ -456,28 +487,28 @@ static lt_status out_room(const lt_op_plan *p) {
 }
 
 /* One rank's kernel (a piece of work of the pool: writes only rank r's
- * entries of loc). */
+ * entries of the outputs). The shard arrays are read once per op, here. */
 typedef struct rank_job {
     const lt_op_plan *p;
     const lt_op_args *a;
-    const lt_dtensor *const *x;     /* (p->nin) the inputs in their target layouts */
-    lt_local *const *loc;           /* (p->nout) the outputs being built */
+    const lt_dtensor *const *x;               /* (p->nin) the inputs in their target layouts */
+    lt_tensor *const *in[LT_OP_MAX_INPUTS];   /* their shard arrays */
+    lt_tensor **out[LT_OP_MAX_OUTPUTS];       /* the outputs' shard arrays, being filled */
+    const int *lead;                          /* piece i is rank lead[i]; NULL: rank i */
 } rank_job;
 
 static lt_status rank_task(void *ctx, int64_t i) {
     const rank_job *j = ctx;
     const lt_op_plan *p = j->p;
-    int r = (int)i;
+    int r = j->lead ? j->lead[i] : (int)i, nin = p->nin, nout = p->nout;
     const lt_tensor *sh[LT_OP_MAX_INPUTS];
     lt_tensor *res[LT_OP_MAX_OUTPUTS];
-    for (int o = 0; o < p->nout; o++) res[o] = NULL;
-    int absent = 0;
-    for (int k = 0; k < p->nin; k++) absent |= !(sh[k] = j->x[k]->local->shards[r]);
-    if (absent) return LT_OK;   /* a rank not held here computes nothing here */
+    for (int k = 0; k < nin; k++)
+        if (!(sh[k] = j->in[k][r])) return LT_OK;   /* a rank not held here computes nothing */
+    for (int o = 0; o < nout; o++) res[o] = NULL;
     lt_status st = lt__op_kernel(p, j->a, r, sh, res);
-    if (st) st = lt__err_ctx(st, "%s on rank %d", lt_op_name(p->op), r);
-    for (int o = 0; o < p->nout; o++) j->loc[o]->shards[r] = res[o];
-    return st;
+    for (int o = 0; o < nout; o++) j->out[o][r] = res[o];
+    return st ? lt__err_ctx(st, "%s on rank %d", lt_op_name(p->op), r) : LT_OK;
 }
 
 /* 1 when the ranks' kernels run at the same time: the inputs are big
@@ -485,6 +516,7 @@ static lt_status rank_task(void *ctx, int64_t i) {
  * (OpenBLAS already spreads one gemm over the cores). Results do not
  * depend on it: each rank's kernel is the same call either way. */
 static int ranks_in_parallel(const lt_op_plan *p, const lt_dtensor *const *x) {
+    lt__op_plan_x *px = lt__op_plan_x_of(p);
     switch (p->op) {
     case LT_OP_MATMUL:
     case LT_OP_MM:
@@ -492,25 +524,167 @@ static int ranks_in_parallel(const lt_op_plan *p, const lt_dtensor *const *x) {
     case LT_OP_ADDMM: return 0;
     default: break;
     }
-    if (lt__pool_width() <= 1 || p->mesh_.world < 2) return 0;
+    if (lt__pool_width() <= 1 || px->mesh.world < 2) return 0;
     /* no shard is larger than its global tensor: a cheap bound first */
     double bound = 0;
     for (int k = 0; k < p->nin; k++) {
         double n = (double)lt_dtype_size(x[k]->dtype);
         for (int d = 0; d < x[k]->ndim; d++) n *= (double)x[k]->shape[d];
-        bound += n * p->mesh_.world;
+        bound += n * px->mesh.world;
     }
     if (bound < (double)lt__par_min_bytes()) return 0;
     size_t bytes = 0;
     for (int k = 0; k < p->nin; k++)
-        for (int r = 0; r < p->mesh_.world; r++)
+        for (int r = 0; r < px->mesh.world; r++)
             if (x[k]->local->shards[r]) bytes += lt_nbytes(x[k]->local->shards[r]);
     return bytes >= lt__par_min_bytes();
 }
 
+/* ---- replica dedup ------------------------------------------------------------------- */
+
+/* -1: not chosen yet (LOCALTENSOR_OP_DEDUP read on first use); 0 or 1. */
+static int dedup_env = -1, dedup_set = -1;
+
+void lt__op_set_dedup(int on) {
+    __atomic_store_n(&dedup_set, on < 0 ? -1 : on != 0, __ATOMIC_RELAXED);
+}
+
+int lt__op_dedup(void) {
+    int s = __atomic_load_n(&dedup_set, __ATOMIC_RELAXED);
+    if (s >= 0) return s;
+    int e = __atomic_load_n(&dedup_env, __ATOMIC_RELAXED);
+    if (e < 0) {   /* a race reads the same variable twice: harmless */
+        const char *v = getenv("LOCALTENSOR_OP_DEDUP");
+        e = !(v && strcmp(v, "0") == 0);
+        __atomic_store_n(&dedup_env, e, __ATOMIC_RELAXED);
+    }
+    return e;
+}
+
+/* Ranks up to this many find their twins in arrays on the stack. */
+#define LT__TWIN_STACK 64
+
+/* The hash of rank r's input views (which buffers, where). */
+static uint64_t views_hash(const lt_op_plan *p, const lt_dtensor *const *x, int r) {
+    uint64_t h = 1469598103934665603u;
+    for (int k = 0; k < p->nin; k++) {
+        const lt_tensor *t = x[k]->local->shards[r];
+        h = (h ^ (uint64_t)(uintptr_t)t->storage) * 1099511628211u;
+        h = (h ^ (uint64_t)t->offset) * 1099511628211u;
+    }
+    return h;
+}
+
+/* 1 when rank r's inputs are rank q's very views and the kernel has no
+ * per-rank parameter that differs: r's results would be q's, bit for bit. */
+static int same_work(const lt_op_plan *p, const lt_dtensor *const *x, int r, int q) {
+    for (int k = 0; k < p->nin; k++)
+        if (!lt_tensor_same_view(x[k]->local->shards[r], x[k]->local->shards[q])) return 0;
+    return lt__op_kernel_same(p, r, q);
+}
+
+/* A rank that can have a twin: it holds every input (none absent) and its
+ * first input's buffer is shared (a replica, a collective's group result). */
+static int may_share(const lt_op_plan *p, const lt_dtensor *const *x, int r) {
+    for (int k = 0; k < p->nin; k++) {
+        const lt_tensor *t = x[k]->local->shards[r];
+        if (!t || t->absent) return 0;
+    }
+    return lt_tensor_is_shared(x[0]->local->shards[r]);
+}
+
+/* 0 when no rank can have a twin (the common case of sharded inputs: the
+ * first input's buffers are all unshared), checked before any table. */
+static int any_may_share(const lt_op_plan *p, const lt_dtensor *const *x) {
+    lt_tensor *const *s0 = x[0]->local->shards;
+    for (int r = 0; r < lt__op_plan_x_of(p)->mesh.world; r++)
+        if (s0[r] && lt_tensor_is_shared(s0[r])) return 1;
+    return 0;
+}
+
+/* twin[r] = the first rank q < r doing r's very work (same_work), else r;
+ * lead[0..*nlead) = the ranks with twin[r] == r, ascending. slot: scratch
+ * of tab (a power of 2 >= 2 * world) entries. Returns 0 when no rank has a
+ * twin (lead and twin then say nothing). */
+static int find_twins(const lt_op_plan *p, const lt_dtensor *const *x, int *twin, int *lead,
+                      int *nlead, int *slot, size_t tab) {
+    int W = lt__op_plan_x_of(p)->mesh.world, any = 0;
+    for (size_t i = 0; i < tab; i++) slot[i] = -1;
+    *nlead = 0;
+    for (int r = 0; r < W; r++) {
+        twin[r] = r;
+        if (may_share(p, x, r)) {
+            for (size_t i = (size_t)views_hash(p, x, r) & (tab - 1);; i = (i + 1) & (tab - 1)) {
+                if (slot[i] < 0) {
+                    slot[i] = r;
+                    break;
+                }
+                if (same_work(p, x, r, slot[i])) {
+                    twin[r] = slot[i];
+                    any = 1;
+                    break;
+                }
+            }
+        }
+        if (twin[r] == r) lead[(*nlead)++] = r;
+    }
+    return any;
+}
+
+/* Every twin's outputs: new views of its leader's (absent where the
+ * leader's are). Leaves what it made in loc on failure (the caller frees). */
+static lt_status share_twins(const lt_op_plan *p, const int *twin, lt_local *const *loc) {
+    for (int r = 0; r < lt__op_plan_x_of(p)->mesh.world; r++) {
+        if (twin[r] == r) continue;
+        for (int o = 0; o < p->nout; o++) {
+            const lt_tensor *src = loc[o]->shards[twin[r]];
+            if (src) LT_TRY(lt_tensor_view(src, &loc[o]->shards[r]));
+        }
+    }
+    return LT_OK;
+}
+
+/* The kernels of the ranks in lead[0..n) (NULL: every rank), on the pool
+ * when worth it. */
+static lt_status run_leads(rank_job *rj, const int *lead, int n) {
+    rj->lead = lead;
+    if (ranks_in_parallel(rj->p, rj->x)) return lt__parallel_for(n, rank_task, rj);
+    lt_status st = LT_OK;
+    for (int i = 0; i < n && !st; i++) st = rank_task(rj, i);
+    return st;
+}
+
+/* Runs every rank's kernel into loc[p->nout], once per distinct work: a
+ * rank whose inputs are another's very views (lt__op_dedup) shares that
+ * rank's results. Borrows everything; the shards it makes go into loc. */
+static lt_status run_ranks(const lt_op_plan *p, const lt_op_args *a, const lt_dtensor *const *x,
+                           lt_local *const *loc) {
+    rank_job rj;
+    rj.p = p, rj.a = a, rj.x = x, rj.lead = NULL;
+    for (int k = 0; k < p->nin; k++) rj.in[k] = x[k]->local->shards;
+    for (int o = 0; o < p->nout; o++) rj.out[o] = loc[o]->shards;
+    int W = lt__op_plan_x_of(p)->mesh.world;
+    if (W < 2 || !lt__op_dedup() || !any_may_share(p, x)) return run_leads(&rj, NULL, W);
+    size_t tab = 2;
+    while (tab < 2 * (size_t)W) tab *= 2;
+    int stack[4 * LT__TWIN_STACK], *buf = stack;   /* twin, lead, slot (tab <= 2 * 64) */
+    if (W > LT__TWIN_STACK) {   /* world <= LT_MESH_MAX_WORLD: no overflow */
+        buf = lt__malloc(sizeof(int) * (2 * (size_t)W + tab));
+        if (!buf) return lt__err(LT_NOMEM, "%s: out of memory for the replica table",
+                                 lt_op_name(p->op));
+    }
+    int nlead, *twin = buf, *lead = buf + W;
+    lt_status st;
+    if (!find_twins(p, x, twin, lead, &nlead, buf + 2 * (size_t)W, tab))
+        st = run_leads(&rj, NULL, W);
+    else if (!(st = run_leads(&rj, lead, nlead))) st = share_twins(p, twin, loc);
+    if (buf != stack) lt__free(buf);
+    return st;
+}
+
 static lt_status run_plan(const lt_op_plan *p, const lt_dtensor *const *in, const lt_op_args *a,
                           const lt_op_opts *o, lt_dtensor **out) {
-    const lt_mesh *m = &p->mesh_;
+    const lt_mesh *m = &lt__op_plan_x_of(p)->mesh;
     if (p->nin == 0) { /* creation */
         lt_init init = {p->op == LT_OP_RANDN ? LT_INIT_RANDN : LT_INIT_RANDOM, a->seed};
         return lt_dtensor_new(m, p->out_dtype, p->out_ndim, p->out_shape[0], p->out_pl, m->ndim,
@@ -533,12 +707,7 @@ static lt_status run_plan(const lt_op_plan *p, const lt_dtensor *const *in, cons
         x[k] = tmp[k];
     }
     for (int j = 0; j < p->nout && !st; j++) st = lt_local_new(m, &loc[j]);
-    if (!st) {
-        rank_job rj = {p, a, x, loc};
-        if (ranks_in_parallel(p, x)) st = lt__parallel_for(m->world, rank_task, &rj);
-        else
-            for (int r = 0; r < m->world && !st; r++) st = rank_task(&rj, r);
-    }
+    if (!st) st = run_ranks(p, a, x, loc);
     for (int k = 0; k < p->nin; k++) lt_dtensor_free(tmp[k]);
     for (int j = 0; j < p->nout; j++) {
         if (!st) {

@@ -46,12 +46,50 @@ typedef struct lt__rule_io {
     int kdims[LT_MAX_DIMS], nkdims, kdim, kdim2;
     int masked;
     int64_t split_sizes[LT_OP_MAX_OUTPUTS];
+    /* PYTORCH: "PyTorch 2.15 refuses this: ..." where PyTorch raises on this op
+     * and these inputs ("" where it runs); the rule still gives the correct
+     * result (lt__pytorch_refuse sets it, the first reason kept). */
+    char pt_refuses[LT_OP_REFUSAL_MAX];
 } lt__rule_io;
+
+/* Every lt_op_plan is allocated as one of these (the public struct first),
+ * so a plan the API hands out converts back with lt__op_plan_x_of; users
+ * never see the rest. Freed by lt_op_plan_free when refs drops to 0. */
+typedef struct lt__op_plan_x {
+    lt_op_plan pub;
+    int refs;
+    lt_mesh mesh;
+    int64_t *local_shapes;    /* (nout, world, out_ndim) or NULL */
+    int64_t *row_offset;      /* embedding: (world) first vocab row held, or NULL */
+    int masked;               /* embedding: vocab-sharded lookup */
+    int64_t vocab;            /* embedding: global rows of the weight */
+    double mean_div;          /* mean: count each rank divides by (global; P(avg): local) */
+    int kdims[LT_MAX_DIMS];   /* normalized dims / perm for the kernel */
+    int nkdims;
+    int kdim;                 /* normalized dim */
+    int kdim2;
+    int64_t *split_sizes;     /* split/chunk: (nout) */
+    uint64_t out_bytes;       /* every rank's shard of every output; UINT64_MAX: unknown */
+} lt__op_plan_x;
+
+static inline lt__op_plan_x *lt__op_plan_x_of(const lt_op_plan *p) {
+    return (lt__op_plan_x *)(uintptr_t)p;
+}
 
 /* The dense kernel of plan p on one rank's shards sh[p->nin] (rank: for
  * per-rank parameters); res[p->nout] receive new tensors (ops_kernel.c). */
 lt_status lt__op_kernel(const lt_op_plan *p, const lt_op_args *a, int rank,
                         const lt_tensor *const *sh, lt_tensor **res);
+/* 1 when lt__op_kernel on rank r computes exactly what it computes on rank
+ * q from the same input shards (no per-rank parameter of plan p differs),
+ * so r may share q's results (ops_kernel.c). */
+int lt__op_kernel_same(const lt_op_plan *p, int r, int q);
+/* Replica dedup (ops.c): a rank whose input shards are another rank's very
+ * views shares that rank's results copy-on-write instead of computing them.
+ * On unless LOCALTENSOR_OP_DEDUP=0; lt__op_set_dedup(0/1) overrides (tests),
+ * -1 goes back to the environment's choice. Results are bit-identical. */
+void lt__op_set_dedup(int on);
+int lt__op_dedup(void);
 /* Dropout of one shard, held by `rank`, of the tensor of checked spec s
  * (borrowed) (ops_kernel.c). */
 lt_status lt__dropout_shard(const lt_tensor *x, double p, uint64_t seed, const lt_spec *s, int rank,
@@ -104,14 +142,32 @@ typedef struct lt__pt_rule {
  * io->tgt and returns 1; 0 (nothing set) when no combination survives.
  * uneven: PyTorch's allow_uneven_sharding (an input kept as it is escapes
  * the shardability filter); even (NULL: none): the dims of input 0 whose
- * target must split evenly (PyTorch's filter for mean). */
+ * target must split evenly (PyTorch's filter for mean). An input sharded by
+ * a split rule other than chunk (no PyTorch layout) leaves the choice to
+ * MIN_COMM (returns 0). */
 int lt__pytorch_choose(lt__rule_io *io, const lt__pt_rule *rules, int nrules, int uneven,
                        const int *even);
-/* 1 when some input has a Shard placement: only then does PyTorch list its
- * sharded strategies (its placeholders take the inputs' shard kinds). */
+/* 1 when some input has a Shard or _StridedShard placement: only then does
+ * PyTorch list its sharded strategies (its placeholders take the inputs'
+ * shard kinds: lt__pytorch_choose fills them). */
 int lt__pytorch_any_shard(const lt__rule_io *io);
-/* 1 when some input has a _StridedShard: PyTorch then prices layouts this
- * model does not follow, and the families keep their MIN_COMM choice. */
+/* 1 when some input has a _StridedShard. */
 int lt__pytorch_has_strided(const lt__rule_io *io);
+/* PYTORCH: reshape / view / flatten as PyTorch places them
+ * (ops_rules_view_pt.c), after io->out_shape is known: sets io->out and
+ * io->tgt and *done = 1, or leaves them (*done = 0) for the min-comm rule;
+ * PyTorch's refusals are errors (LT_UNSUPPORTED). */
+lt_status lt__pytorch_view(lt__rule_io *io, int *done);
+/* Notes in io->pt_refuses that PyTorch 2.15 refuses this op here (printf
+ * format: why, and what would work); a note already there stays. */
+void lt__pytorch_refuse(lt__rule_io *io, const char *fmt, ...);
+/* PYTORCH: matmul of a 3-d (or more) and a 2-d tensor folds the first into
+ * rows by a view first; PyTorch's refusals of that view, as errors. */
+lt_status lt__pytorch_matmul_fold(lt__rule_io *io);
+/* PYTORCH: PyTorch's view of `in` to shape[ndim] (on io's mesh): 1 with the
+ * input's targets tgt and the output's placements out (mesh ndim each), or 0
+ * where PyTorch refuses or lt__pytorch_view leaves it to min-comm. */
+int lt__pytorch_view_of(const lt__rule_io *io, const lt_spec *in, int ndim, const int64_t *shape,
+                        lt_placement *tgt, lt_placement *out);
 
 #endif

@@ -8,6 +8,9 @@
  * is a layout the rule family then treats as the input's own, so the
  * result stays correct whatever PyTorch's cost model would have picked.
  */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "localtensor/ops/ops_impl.h"
@@ -19,6 +22,22 @@ static int64_t shards_on(const lt_mesh *m, const lt_placement *pl, int d) {
     for (int i = 0; i < m->ndim; i++)
         if (lt_placement_is_shard_like(&pl[i]) && pl[i].dim == d) n *= m->shape[i];
     return n;
+}
+
+/* Does a _StridedShard of pl[nmesh] split tensor dim d? */
+static int strided_on(const lt_mesh *m, const lt_placement *pl, int d) {
+    for (int i = 0; i < m->ndim; i++)
+        if (pl[i].kind == LT_PL_STRIDED && pl[i].dim == d) return 1;
+    return 0;
+}
+
+void lt__pytorch_refuse(lt__rule_io *io, const char *fmt, ...) {
+    if (io->pt_refuses[0]) return;
+    int n = snprintf(io->pt_refuses, sizeof io->pt_refuses, "PyTorch 2.15 refuses this: ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(io->pt_refuses + n, sizeof io->pt_refuses - (size_t)n, fmt, ap);
+    va_end(ap);
 }
 
 void lt__pytorch_shardable(lt__rule_io *io, int k) {
@@ -67,7 +86,7 @@ int lt__pytorch_scatter_dim(const lt__rule_io *io, int k, int i) {
 
 #define PT_LAT 2.7
 #define PT_BW (87.7 * 0.22)
-#define PT_INF 1e300
+#define PT_INF HUGE_VAL /* inf + inf stays inf, as in PyTorch's sums */
 
 static double pt_coll(double gb, int64_t n, int hops_factor) {
     double hops = (double)(hops_factor * (n - 1));
@@ -89,15 +108,17 @@ static int pt_same_list(const lt_placement *a, const lt_placement *b, int n) {
     return 1;
 }
 
-/* Which mesh dims of a -> b gather their shard first: 1 where the shard
- * changes, 2 where a mesh dim to their left gathers the same tensor dim (its
- * shard nests inside and must come off first). */
-static void pt_gathers(const lt_mesh *m, const lt_placement *a, const lt_placement *b, int *g) {
-    for (int i = 0; i < m->ndim; i++)
-        g[i] = lt_placement_is_shard_like(&a[i]) && !pt_same(&a[i], &b[i]);
-    for (int i = 0; i < m->ndim; i++)
-        for (int j = i + 1; j < m->ndim && g[i]; j++)
-            if (lt_placement_is_shard_like(&a[j]) && a[j].dim == a[i].dim && !g[j]) g[j] = 2;
+/* Does placement p shard tensor dim d (PyTorch's is_shard(d))? */
+static int pt_shards(const lt_placement *p, int d) {
+    return lt_placement_is_shard_like(p) && p->dim == d;
+}
+
+/* Do cur and tgt shard tensor dim d on the same mesh dims left of mesh dim
+ * i? (Otherwise the shard at i nests differently and must come off first.) */
+static int pt_aligned(const lt_placement *cur, const lt_placement *tgt, int i, int d) {
+    for (int j = 0; j < i; j++)
+        if (pt_shards(&cur[j], d) != pt_shards(&tgt[j], d)) return 0;
+    return 1;
 }
 
 /* The cost of one mesh dim's step x -> y (PyTorch's
@@ -119,33 +140,33 @@ static double pt_step(const lt_placement *x, const lt_placement *y, int64_t n, d
     return 0;
 }
 
-/* PyTorch's redistribute cost of input k from its placements to tgt: the
- * nested shards that must come off first are gathered right to left, then
- * every mesh dim steps to its target left to right. */
+/* PyTorch's redistribute cost of input k from its placements to tgt, over
+ * the steps of its greedy plan (generate_greedy_transform_infos): a 1-d mesh
+ * steps directly; a sharded input steps every mesh dim right to left (to
+ * Replicate where the target shard would nest differently), then left to
+ * right whatever is still not the target. The bytes each step moves depend
+ * on the steps before it. */
 static double pt_cost(const lt__rule_io *io, int k, const lt_placement *tgt) {
     const lt_mesh *m = io->mesh;
     const lt_spec *s = io->in[k];
-    int repl = 1, g[LT_MESH_MAX_DIMS];
+    int repl = 1;
     for (int i = 0; i < m->ndim; i++) repl &= s->placements[i].kind == LT_PL_REPLICATE;
-    if (repl) return 0;
-    for (int i = 0; i < m->ndim;
-         i++) /* Shard -> Partial and Partial kind changes: never implicit */
-        if (tgt[i].kind == LT_PL_PARTIAL && !pt_same(&s->placements[i], &tgt[i]) &&
-            s->placements[i].kind != LT_PL_REPLICATE)
-            return PT_INF;
+    if (repl || pt_same_list(s->placements, tgt, m->ndim)) return 0;
+    for (int i = 0; i < m->ndim; i++) /* no shard order PyTorch can plan from */
+        if (s->placements[i].kind == LT_PL_STRIDED || tgt[i].kind == LT_PL_STRIDED) return PT_INF;
     double gb = (double)lt_dtype_size(s->dtype) / (1024.0 * 1024.0 * 1024.0), cost = 0;
+    int64_t nshards = 1;
     for (int d = 0; d < s->ndim; d++) gb *= (double)s->shape[d];
     for (int i = 0; i < m->ndim; i++)
-        if (pt_is_shard(&s->placements[i])) gb /= (double)m->shape[i];
-    pt_gathers(m, s->placements, tgt, g);
+        if (pt_is_shard(&s->placements[i])) nshards *= m->shape[i];
+    gb /= (double)nshards;
     lt_placement cur[LT_MESH_MAX_DIMS];
     memcpy(cur, s->placements, sizeof(lt_placement) * (size_t)m->ndim);
-    for (int i = m->ndim - 1; i >= 0; i--) {
-        if (g[i] == 2 || (g[i] == 1 && !lt_placement_is_shard_like(&tgt[i]))) {
-            lt_placement r = lt_replicate();
-            cost += pt_step(&cur[i], &r, m->shape[i], &gb);
-            cur[i] = r;
-        }
+    for (int i = m->ndim - 1; i >= 0 && m->ndim > 1 && nshards > 1 && cost < PT_INF; i--) {
+        lt_placement t = tgt[i];
+        if (lt_placement_is_shard_like(&t) && !pt_aligned(cur, tgt, i, t.dim)) t = lt_replicate();
+        cost += pt_step(&cur[i], &t, m->shape[i], &gb);
+        cur[i] = t;
     }
     for (int i = 0; i < m->ndim && cost < PT_INF; i++)
         cost += pt_step(&cur[i], &tgt[i], m->shape[i], &gb);
@@ -155,8 +176,10 @@ static double pt_cost(const lt__rule_io *io, int k, const lt_placement *tgt) {
 /* PyTorch's is_tensor_shardable: no dim split over more ranks than it has. */
 static int pt_shardable(const lt__rule_io *io, int k, const lt_placement *tgt) {
     const lt_spec *s = io->in[k];
-    for (int d = 0; d < s->ndim; d++)
-        if (s->shape[d] < shards_on(io->mesh, tgt, d)) return 0;
+    for (int d = 0; d < s->ndim; d++) {
+        int64_t n = shards_on(io->mesh, tgt, d);
+        if (n > 1 && s->shape[d] < n) return 0; /* a dim no mesh dim shards is never checked */
+    }
     return 1;
 }
 
@@ -189,7 +212,8 @@ static int pt_score(const lt__rule_io *io, const lt__pt_rule *rules, const int *
         int same = pt_same_list(t, io->in[k]->placements, m->ndim);
         if (!(same && uneven) && !pt_shardable(io, k, t)) return 0;
         for (int d = 0; k == 0 && even && d < io->in[0]->ndim; d++)
-            if (even[d] && io->in[0]->shape[d] % shards_on(m, t, d)) return 0;
+            if (even[d] && (io->in[0]->shape[d] % shards_on(m, t, d) || strided_on(m, t, d)))
+                return 0; /* a strided split of an even dim may still give unequal counts */
         *moves += !same;
         *cost += pt_cost(io, k, t);
     }
@@ -206,8 +230,52 @@ int lt__pytorch_has_strided(const lt__rule_io *io) {
 int lt__pytorch_any_shard(const lt__rule_io *io) {
     for (int k = 0; k < io->nin; k++)
         for (int i = 0; i < io->mesh->ndim; i++)
-            if (io->in[k]->placements[i].kind == LT_PL_SHARD) return 1;
+            if (lt_placement_is_shard_like(&io->in[k]->placements[i])) return 1;
     return 0;
+}
+
+#define PT_MAX_KINDS 4 /* Shard and up to three _StridedShard split factors */
+#define PT_MAX_ROWS 64
+
+/* PyTorch's shard builders: Shard when some input has a Shard, and one
+ * _StridedShard per split factor the inputs use (as kinds[n] placements of
+ * dim 0). */
+static int pt_shard_kinds(const lt__rule_io *io, lt_placement *kinds) {
+    int n = 0, plain = 0;
+    for (int k = 0; k < io->nin; k++)
+        for (int i = 0; i < io->mesh->ndim; i++) {
+            const lt_placement *p = &io->in[k]->placements[i];
+            plain |= p->kind == LT_PL_SHARD;
+            if (p->kind != LT_PL_STRIDED) continue;
+            int seen = 0;
+            for (int j = 0; j < n; j++) seen |= kinds[j].split_factor == p->split_factor;
+            if (!seen && n < PT_MAX_KINDS - 1) kinds[n++] = lt_strided(0, p->split_factor);
+        }
+    if (plain || !n) { /* no shard at all: rows naming a Shard keep it (embedding's) */
+        memmove(kinds + 1, kinds, sizeof *kinds * (size_t)n);
+        kinds[0] = lt_shard(0), n++;
+    }
+    return n;
+}
+
+/* The rows with their shard placeholders filled by every shard kind the
+ * inputs use (PyTorch's _fill_single_dim_strategy_placeholders), into
+ * ex[PT_MAX_ROWS]; returns how many. */
+static int pt_expand(const lt__rule_io *io, const lt__pt_rule *rules, int nrules,
+                     lt__pt_rule *ex) {
+    lt_placement kinds[PT_MAX_KINDS];
+    int nk = pt_shard_kinds(io, kinds), n = 0;
+    for (int r = 0; r < nrules; r++) {
+        int sharded = 0;
+        for (int q = 0; q <= io->nin; q++) sharded |= rules[r].p[q].kind == LT_PL_SHARD;
+        for (int b = 0; b < (sharded ? nk : 1) && n < PT_MAX_ROWS; b++, n++) {
+            ex[n] = rules[r];
+            for (int q = 0; q <= io->nin && sharded; q++)
+                if (ex[n].p[q].kind == LT_PL_SHARD)
+                    ex[n].p[q] = lt__pl_with_dim(&kinds[b], rules[r].p[q].dim);
+        }
+    }
+    return n;
 }
 
 /* Sets mesh dim i of the outputs and targets from row r. PyTorch ignores
@@ -230,9 +298,16 @@ static void pt_apply(lt__rule_io *io, const lt__pt_rule *r, int i) {
     }
 }
 
-int lt__pytorch_choose(lt__rule_io *io, const lt__pt_rule *rules, int nrules, int uneven,
+int lt__pytorch_choose(lt__rule_io *io, const lt__pt_rule *given, int ngiven, int uneven,
                        const int *even) {
     const lt_mesh *m = io->mesh;
+    for (int k = 0; k < io->nin; k++) /* a split rule PyTorch has no layout for: min-comm */
+        for (int i = 0; i < m->ndim; i++)
+            if (io->in[k]->placements[i].kind == LT_PL_SHARD &&
+                io->in[k]->placements[i].rule.kind != LT_SPLIT_CHUNK)
+                return 0;
+    lt__pt_rule rules[PT_MAX_ROWS];
+    int nrules = pt_expand(io, given, ngiven, rules);
     int pick[LT_MESH_MAX_DIMS] = {0}, best[LT_MESH_MAX_DIMS], keep = 0, free_ = 0, cheap = 0;
     int keep_at[LT_MESH_MAX_DIMS], free_at[LT_MESH_MAX_DIMS];
     double best_cost = PT_INF;
@@ -242,7 +317,7 @@ int lt__pytorch_choose(lt__rule_io *io, const lt__pt_rule *rules, int nrules, in
         if (pt_score(io, rules, pick, uneven, even, &c, &moves)) {
             if (c == 0 && !moves) keep = 1, memcpy(keep_at, pick, sizeof pick);
             else if (c == 0 && !free_) free_ = 1, memcpy(free_at, pick, sizeof pick);
-            if (c < best_cost) cheap = 1, best_cost = c, memcpy(best, pick, sizeof pick);
+            if (!cheap || c < best_cost) cheap = 1, best_cost = c, memcpy(best, pick, sizeof pick);
         }
         int i = m->ndim - 1; /* next combination: the last mesh dim varies fastest */
         while (i >= 0 && ++pick[i] == nrules) pick[i--] = 0;

@@ -234,6 +234,11 @@ lt_status lt__rule_view(lt__rule_io *io) {
     LT_TRY(target_shape(io, numel));
     io->out_dtype = io->in[0]->dtype;
     for (int i = 0; i < m->ndim; i++) io->out[i] = io->in[0]->placements[i];
+    if (io->rules == LT_OP_RULES_PYTORCH) {
+        int done = 0;
+        LT_TRY(lt__pytorch_view(io, &done));
+        if (done) return LT_OK;
+    }
     int no = io->out_ndim;
     const int64_t *si = io->in[0]->shape, *so = io->out_shape[0];
     if (numel == 0) { /* nothing to keep in order: replicate every shard */

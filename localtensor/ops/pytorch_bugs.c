@@ -226,7 +226,11 @@ static int mean_uneven(const lt_spec *x, unsigned dims) {
             continue;
         if ((dims >> p->dim & 1) && n[p->dim] % k)
             return 1;
-        n[p->dim] = (n[p->dim] + k - 1) / k; /* the largest piece goes on */
+        /* the largest piece goes on: chunk's first (kernels/split.h) */
+        lt_split_rule chunk = lt_split_chunk();
+        int64_t big = 0, at = 0;
+        if (lt_split_piece(&chunk, n[p->dim], k, 0, &big, &at) != LT_OK) return 0;
+        n[p->dim] = big;
     }
     return 0;
 }

@@ -197,8 +197,28 @@ static void pytorch_pointwise_filter(lt__rule_io *io, const partial_rule *pr) {
     }
 }
 
+/* PYTORCH: PyTorch's single-dim pointwise strategies (all R; when the input
+ * is sharded, a shard of each dim; a row per Partial the op keeps), then its
+ * choice (uneven inputs kept as they are). */
+static void pytorch_pointwise(lt__rule_io *io, const partial_rule *pr) {
+    lt__pt_rule rules[1 + LT_MAX_DIMS + PC_N];
+    int n = 0;
+    rules[n++] = (lt__pt_rule){{lt_replicate(), lt_replicate()}};
+    for (int d = 0; d < io->in[0]->ndim && lt__pytorch_any_shard(io); d++, n++)
+        rules[n] = (lt__pt_rule){{lt_shard(d), lt_shard(d)}};
+    for (int c = PC_SUM; c < PC_N; c++)
+        if (pr->unary[c] >= 0)
+            rules[n++] = (lt__pt_rule){{from_class(pr->unary[c]), from_class(c)}};
+    lt__pytorch_choose(io, rules, n, 1, NULL);
+}
+
 static lt_status rule_pointwise(lt__rule_io *io) {
     const partial_rule *pr = prule(io);
+    for (int i = 0; i < io->mesh->ndim && io->rules == LT_OP_RULES_PYTORCH; i++)
+        if (io->op == LT_OP_DROPOUT && io->in[0]->placements[i].kind == LT_PL_PARTIAL &&
+            lt__numel_sat(io->in[0]->ndim, io->in[0]->shape) > 0) /* empty: no mask drawn */
+            lt__pytorch_refuse(io, "the in-place mask of dropout cannot keep the Partial of "
+                               "mesh dim %d; redistribute it to Replicate first", i);
     if (io->rules == LT_OP_RULES_PYTORCH) pytorch_pointwise_filter(io, pr);
     for (int i = 0; i < io->mesh->ndim; i++) {
         lt_placement p = io->tgt[0][i]; /* the input's, or what the filter left */
@@ -214,6 +234,7 @@ static lt_status rule_pointwise(lt__rule_io *io) {
     io->out_dtype = io->in[0]->dtype;
     io->out_ndim = io->in[0]->ndim;
     copy_shape(io->out_shape[0], io->in[0]->shape, io->in[0]->ndim);
+    if (io->rules == LT_OP_RULES_PYTORCH) pytorch_pointwise(io, pr);
     return LT_OK;
 }
 
@@ -311,6 +332,8 @@ static lt_status rule_binary(lt__rule_io *io) {
             lt__rule_force_replicate(io, i);
         }
     }
+    /* an input with a _StridedShard keeps the min-comm choice here (operands
+     * aligned to it; PyTorch would replicate both where one must move) */
     if (io->rules == LT_OP_RULES_PYTORCH && !lt__pytorch_has_strided(io)) pytorch_binary(io);
     return LT_OK;
 }
@@ -446,10 +469,11 @@ static void mm_row(const lt__rule_io *io, lt__pt_rule *r, lt_placement o, lt_pla
  * matrices or two equal-batch 3-d tensors: PyTorch's einsum strategy rows
  * (all R; when an input is sharded: batch, contraction -> P(sum), M, N; one
  * P(sum) or P(avg) operand against a replicated one), then its choice
- * (uneven shards not allowed). Other matmul shapes keep MIN_COMM. */
-static void pytorch_matmul(lt__rule_io *io) {
+ * (uneven shards not allowed); 1 when it chose. A 3-d (or more) times a 2-d
+ * matmul: pytorch_matmul_fold. Other matmul shapes keep MIN_COMM. */
+static int pytorch_matmul(lt__rule_io *io) {
     int ia = io->op == LT_OP_ADDMM, na = io->in[ia]->ndim, nb = io->in[ia + 1]->ndim;
-    if (!((na == 2 && nb == 2) || (na == 3 && nb == 3)) || lt__pytorch_has_strided(io)) return;
+    if (!((na == 2 && nb == 2) || (na == 3 && nb == 3))) return 0;
     lt__pt_rule rules[12];
     int n = 0, bat = na == 3;
     lt_placement R = lt_replicate();
@@ -465,7 +489,65 @@ static void pytorch_matmul(lt__rule_io *io) {
         mm_row(io, &rules[n++], lt_partial(lin[j]), lt_partial(lin[j]), R);
         mm_row(io, &rules[n++], lt_partial(lin[j]), R, lt_partial(lin[j]));
     }
-    lt__pytorch_choose(io, rules, n, 0, NULL);
+    return lt__pytorch_choose(io, rules, n, 0, NULL);
+}
+
+/* The 3-d (or more) input's own target on mesh dim i for the folded
+ * tensor's target t (ft: what the fold view gave, ta: the fold's own target
+ * of the input); 0 when it has none (rows sharded anew: min-comm decides). */
+static int unfold_target(const lt_placement *t, const lt_placement *ft, const lt_placement *ta,
+                         int nd, lt_placement *out) {
+    if (lt_placements_equal(t, ft, 1)) *out = *ta;
+    else if (t->kind == LT_PL_REPLICATE || t->kind == LT_PL_PARTIAL) *out = *t;
+    else if (t->kind == LT_PL_SHARD && t->dim == 1) *out = lt_shard(nd - 1);
+    else return 0;
+    return 1;
+}
+
+/* PYTORCH: matmul of a 3-d (or more) a and a 2-d b as PyTorch runs it: a
+ * folded into rows by a view, mm's choice on the folded tensor, the rows
+ * unfolded by a view. Taken only when the targets map back onto a's own dims
+ * and the min-comm rule at those targets moves nothing and gives the same
+ * output (so the result is this library's own); else min-comm's choice. */
+static void pytorch_matmul_fold(lt__rule_io *io) {
+    const lt_spec *a = io->in[0], *b = io->in[1];
+    int nd = a->ndim, nm = io->mesh->ndim;
+    if (io->op != LT_OP_MATMUL || io->nin != 2 || nd < 3 || b->ndim != 2 || io->pt_refuses[0])
+        return;
+    lt_spec fa = *a, fo;
+    lt_placement ta[LT_MESH_MAX_DIMS], t3[2][LT_MESH_MAX_DIMS], ut[LT_MESH_MAX_DIMS];
+    lt_placement out3[LT_MESH_MAX_DIMS], mt[2][LT_MESH_MAX_DIMS];
+    int64_t fs[LT_MAX_DIMS] = {lt__numel_sat(nd - 1, a->shape), a->shape[nd - 1]};
+    memset(fa.shape, 0, sizeof fa.shape), fa.ndim = 2, memcpy(fa.shape, fs, sizeof(int64_t) * 2);
+    if (!lt__pytorch_view_of(io, a, 2, fs, ta, fa.placements)) return;
+    lt__rule_io m = *io, c = *io; /* mm on the folded a; the min-comm check */
+    const lt_spec *mi[2] = {&fa, b}, *ci[2];
+    memcpy(mt[0], fa.placements, sizeof mt[0]), memcpy(mt[1], b->placements, sizeof mt[1]);
+    m.op = LT_OP_MM, m.in = mi, m.tgt = mt, m.out_ndim = 2;
+    m.out_shape[0][0] = fs[0], m.out_shape[0][1] = b->shape[1];
+    if (!pytorch_matmul(&m)) return;
+    for (int i = 0; i < nm; i++)
+        if (!unfold_target(&mt[0][i], &fa.placements[i], &ta[i], nd, &t3[0][i])) return;
+    memcpy(t3[1], mt[1], sizeof t3[1]);
+    fo = fa, fo.shape[1] = b->shape[1], memcpy(fo.placements, m.out, sizeof m.out);
+    if (!lt__pytorch_view_of(io, &fo, io->out_ndim, io->out_shape[0], ut, out3) ||
+        !lt_placements_equal(ut, m.out, nm))
+        return; /* the unfold would move the output: not a PyTorch step here */
+    lt_spec ca = *a, cb = *b;
+    memcpy(ca.placements, t3[0], sizeof t3[0]), memcpy(cb.placements, t3[1], sizeof t3[1]);
+    ci[0] = &ca, ci[1] = &cb;
+    lt_placement ct[2][LT_MESH_MAX_DIMS];
+    memcpy(ct, t3, sizeof ct);
+    c.in = ci, c.tgt = ct, c.rules = LT_OP_RULES_MIN_COMM;
+    if (rule_matmul(&c)) {
+        lt__err_clear();
+        return;
+    }
+    if (!lt_placements_equal(ct[0], t3[0], nm) || !lt_placements_equal(ct[1], t3[1], nm) ||
+        !lt_placements_equal(c.out, out3, nm))
+        return;
+    memcpy(io->tgt[0], t3[0], sizeof t3[0]), memcpy(io->tgt[1], t3[1], sizeof t3[1]);
+    memcpy(io->out, out3, sizeof out3);
 }
 
 /* addmm's bias follows the output (after the Partial mix is fixed). */
@@ -551,7 +633,7 @@ static lt_status rule_reduce(lt__rule_io *io) {
         else if (pr->unary[c] >= 0) io->out[i] = from_class(pr->unary[c]);
         else lt__rule_force_replicate(io, i);
     }
-    if (io->rules == LT_OP_RULES_PYTORCH && !lt__pytorch_has_strided(io))
+    if (io->rules == LT_OP_RULES_PYTORCH)
         pytorch_reduce(io, red, map);
     return LT_OK;
 }
@@ -584,7 +666,7 @@ static lt_status rule_softmax(lt__rule_io *io) {
     io->out_dtype = io->in[0]->dtype;
     io->out_ndim = n;
     copy_shape(io->out_shape[0], io->in[0]->shape, n);
-    if (io->rules == LT_OP_RULES_PYTORCH && n > 0 && !lt__pytorch_has_strided(io))
+    if (io->rules == LT_OP_RULES_PYTORCH && n > 0)
         pytorch_softmax(io);
     return LT_OK;
 }
@@ -666,8 +748,12 @@ static lt_status rule_permute(lt__rule_io *io) {
     for (int i = 0; i < io->mesh->ndim; i++) {
         const lt_placement *p = &io->in[0]->placements[i];
         if (!lt_placement_is_shard_like(p)) io->out[i] = *p;
-        else if (drop[p->dim])
+        else if (drop[p->dim]) {
             lt__rule_force_replicate(io, i); /* a shard of a dropped size-1 dim */
+            if (io->rules == LT_OP_RULES_PYTORCH)
+                lt__pytorch_refuse(io, "%s removes dim %d, sharded on mesh dim %d; redistribute "
+                                   "that mesh dim to Replicate first", name, p->dim, i);
+        }
         else io->out[i] = lt__pl_with_dim(p, map[p->dim]);
     }
     return LT_OK;
@@ -678,7 +764,8 @@ static lt_status rule_permute(lt__rule_io *io) {
 
 /* PYTORCH: cat's strategies for up to 3 inputs (all R; when an input is
  * sharded, a shard of any dim but the cat dim, for every input; each
- * Partial kind passed through), then PyTorch's choice (no uneven shards). */
+ * Partial kind passed through; a legacy empty input, shape (0), Replicate in
+ * every row), then PyTorch's choice (no uneven shards). */
 static void pytorch_cat(lt__rule_io *io) {
     static const lt_redop pass[4] = {LT_REDOP_SUM, LT_REDOP_AVG, LT_REDOP_MIN, LT_REDOP_MAX};
     lt__pt_rule rules[LT_MAX_DIMS + 5];
@@ -691,6 +778,10 @@ static void pytorch_cat(lt__rule_io *io) {
     }
     for (int j = 0; j < 4; j++, n++)
         for (int q = 0; q < 4; q++) rules[n].p[q] = lt_partial(pass[j]);
+    for (int k = 0; k < io->nin; k++) /* a legacy empty input (shape (0)) stays Replicate */
+        if (io->in[k]->ndim == 1 && io->in[k]->shape[0] == 0 && io->out_ndim > 0 &&
+            io->out_shape[0][0] > 0)
+            for (int r = 0; r < n; r++) rules[r].p[k + 1] = lt_replicate();
     lt__pytorch_choose(io, rules, n, 0, NULL);
 }
 
@@ -753,7 +844,7 @@ static lt_status rule_cat(lt__rule_io *io) {
             io->out[i] = from_class(pc);
         }
     }
-    if (io->rules == LT_OP_RULES_PYTORCH && io->nin <= 3 && !lt__pytorch_has_strided(io))
+    if (io->rules == LT_OP_RULES_PYTORCH && io->nin <= 3)
         pytorch_cat(io);
     return LT_OK;
 }
@@ -838,7 +929,7 @@ static lt_status rule_split(lt__rule_io *io) {
         if (lt_placement_is_shard_like(p) && p->dim == d) lt__rule_force_replicate(io, i);
         else io->out[i] = *p;
     }
-    if (io->rules == LT_OP_RULES_PYTORCH && !lt__pytorch_has_strided(io)) pytorch_split(io);
+    if (io->rules == LT_OP_RULES_PYTORCH) pytorch_split(io);
     return LT_OK;
 }
 
@@ -901,6 +992,8 @@ static lt_status rule_embedding(lt__rule_io *io) {
             io->out[i] = x; /* R weight: the output follows the indices */
         }
     }
+    /* PyTorch's embedding rows name Shard itself (no placeholders): a
+     * _StridedShard input keeps the min-comm choice */
     if (io->rules == LT_OP_RULES_PYTORCH && !lt__pytorch_has_strided(io)) pytorch_embedding(io);
     return LT_OK;
 }
@@ -954,7 +1047,8 @@ lt_status lt__rule_propagate(lt__rule_io *io) {
     case FAM_BINARY: st = rule_binary(io); break;
     case FAM_MATMUL:
         st = rule_matmul(io);
-        if (!st && io->rules == LT_OP_RULES_PYTORCH) pytorch_matmul(io);
+        if (!st && io->rules == LT_OP_RULES_PYTORCH) st = lt__pytorch_matmul_fold(io);
+        if (!st && io->rules == LT_OP_RULES_PYTORCH) pytorch_matmul(io), pytorch_matmul_fold(io);
         break;
     case FAM_REDUCE: st = rule_reduce(io); break;
     case FAM_SOFTMAX: st = rule_softmax(io); break;

@@ -404,7 +404,7 @@ static lt_status find_path(ctx *c, lt_planner planner, uint64_t *path, int *n, i
 
 static void plan_drop(lt_plan *p) {
     if (!p) return;
-    lt__free(p->states_);
+    lt__free(lt__plan_x_of(p)->states);
     lt__free(p->steps);
     lt__free(p);
 }
@@ -413,10 +413,12 @@ static void plan_drop(lt_plan *p) {
  * `from` and dst. NULL when out of memory (said). */
 static lt_plan *plan_new(const lt_spec *from, const lt_placement *dst, lt_planner planner, int n) {
     int M = from->mesh->ndim;
-    lt_plan *p = lt__calloc(1, sizeof *p);
-    if (p) p->states_ = lt__malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)M);
+    lt_plan *p = lt__calloc(1, sizeof(lt__plan_x)); /* with its private part */
+    lt__plan_x *px = lt__plan_x_of(p);
+    if (p)
+        px->states = lt__malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)M);
     if (p) p->steps = lt__calloc((size_t)(n ? n : 1), sizeof(lt_plan_step));
-    if (!p || !p->states_ || !p->steps) {
+    if (!p || !px->states || !p->steps) {
         plan_drop(p);
         return lt__err(LT_NOMEM, "out of memory while planning"), NULL;
     }
@@ -428,8 +430,8 @@ static lt_plan *plan_new(const lt_spec *from, const lt_placement *dst, lt_planne
     memcpy(p->dst, dst, sizeof(lt_placement) * (size_t)M);
     p->planner = planner;
     p->nsteps = n;
-    p->refs_ = 1;
-    memcpy(p->states_, from->placements, sizeof(lt_placement) * (size_t)M);
+    px->refs = 1;
+    memcpy(px->states, from->placements, sizeof(lt_placement) * (size_t)M);
     return p;
 }
 
@@ -452,7 +454,7 @@ static lt_status fill_step(ctx *c, lt_plan *p, int s, const lt_placement *prev,
     ps->coll = lt__step_kind_coll(k);
     ps->collective = ps->comm ? lt_coll_name(ps->coll) : "none";
     ps->local_op = lt__step_kind_local(k);
-    lt_placement *after = p->states_ + (size_t)(s + 1) * (size_t)c->M;
+    lt_placement *after = lt__plan_x_of(p)->states + (size_t)(s + 1) * (size_t)c->M;
     if (s == p->nsteps - 1) memcpy(after, p->dst, sizeof(lt_placement) * (size_t)c->M);
     else lt__plan_display_state(c->mesh, c->ndim, c->shape, p->src, p->dst, nx, after);
     ps->after = after;

@@ -48,19 +48,20 @@ lt_status lt_planner_parse(const char *s, lt_planner *out) {
 /* ---- plan lifetime ------------------------------------------------------------- */
 
 lt_plan *lt_plan_ref(lt_plan *p) {
-    if (p) __atomic_fetch_add(&p->refs_, 1, __ATOMIC_RELAXED);
+    if (p) __atomic_fetch_add(&lt__plan_x_of(p)->refs, 1, __ATOMIC_RELAXED);
     return p;
 }
 
 void lt_plan_free(lt_plan *p) {
+    lt__plan_x *px = lt__plan_x_of(p);
     if (!p) return;
-    if (__atomic_sub_fetch(&p->refs_, 1, __ATOMIC_ACQ_REL) != 0) return;
+    if (__atomic_sub_fetch(&px->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     lt__free(p->steps);
-    lt__free(p->states_);
-    lt__free(p->moves_);
-    lt__free(p->perms_);
-    lt_plan_free(p->parts_[0]);
-    lt_plan_free(p->parts_[1]);
+    lt__free(px->states);
+    lt__free(px->moves);
+    lt__free(px->perms);
+    lt_plan_free(px->parts[0]);
+    lt_plan_free(px->parts[1]);
     lt__free(p);
 }
 
@@ -240,8 +241,10 @@ lt_status lt_plan_redistribute_cost(const lt_spec *src, const lt_spec *dst,
         return lt__err(LT_INVALID, "unknown objective %d or move set %d", (int)cost->objective,
                        (int)cost->moves);
     if (cost->moves == LT_MOVES_ALL)
-        return lt__err(LT_UNSUPPORTED, "not supported yet: --moves all (point-to-point exchanges "
-                                       "over the whole mesh); use collectives or dtensor");
+        return lt__err(LT_UNSUPPORTED,
+                       "not supported yet: --moves all (collectives over flattened groups of "
+                       "several mesh dims, point-to-point exchanges over the whole mesh); use "
+                       "collectives or dtensor");
     if (!same_tensor(src, dst))
         return lt__err_in(LT_INVALID, "redistribute",
                           ": source and destination specs describe different tensors "

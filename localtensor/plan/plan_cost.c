@@ -11,6 +11,7 @@
  */
 #include <string.h>
 
+#include "collectives_sim/cost.h"
 #include "kernels/status_impl.h"
 #include "localtensor/plan/plan_impl.h"
 
@@ -30,6 +31,25 @@ static const char *const moveset_names[LT_MOVES_COUNT] = {
 
 const char *lt_objective_name(lt_objective o) {
     return lt__name_of(objective_names, LT_OBJECTIVE_COUNT, (int)o);
+}
+
+static const char *const algo_names[LT_ALGO_COUNT] = {
+#define LT__XX(e, s) s,
+    LT_ALGO_MAP(LT__XX)
+#undef LT__XX
+};
+
+const char *lt_algo_name(lt_algo a) { return lt__name_of(algo_names, LT_ALGO_COUNT, (int)a); }
+
+lt_status lt_algo_parse(const char *s, lt_algo *out) {
+    int i = lt__name_find(algo_names, LT_ALGO_COUNT, s);
+    if (i >= 0) {
+        *out = (lt_algo)i;
+        return LT_OK;
+    }
+    char list[96];
+    return lt__err(LT_INVALID, "algorithm '%s': expected %s", s,
+                   lt__name_join_or(algo_names, LT_ALGO_COUNT, list, sizeof list));
 }
 
 const char *lt_moveset_name(lt_moveset m) {
@@ -89,18 +109,6 @@ const lt_plan_cost *lt__plan_cost_swap(const lt_plan_cost *c) {
     return was;
 }
 
-uint64_t lt__coll_rounds(lt_coll k, int n) {
-    uint64_t m = n > 1 ? (uint64_t)(n - 1) : 0;
-    switch (k) {
-    case LT_COLL_ALL_REDUCE:
-        return 2 * m;
-    case LT_COLL_PERMUTE:
-        return 1;
-    default:
-        return m;
-    }
-}
-
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 static uint64_t sat_mul(uint64_t a, uint64_t b) {
@@ -112,7 +120,8 @@ uint64_t lt__time_ps(const lt_topology *t, int i, lt_coll k, int n, uint64_t byt
     /* bytes / (beta bytes per us) in ps: bytes * 1e6 / beta */
     uint64_t num = sat_mul(bytes, 1000000ull);
     uint64_t x = num / beta + (up && num % beta ? 1 : 0);
-    return sat_add(sat_mul(lt__coll_rounds(k, n), t->alpha_ps[i]), x);
+    uint64_t rounds = lt__coll_rounds_algo(k, n, (unsigned)k < LT_COLL_COUNT ? t->algo[i][k] : 0);
+    return sat_add(sat_mul(rounds, t->alpha_ps[i]), x);
 }
 
 int lt__moves_allow(lt_moveset m, lt__mv_kind k) {

@@ -150,7 +150,7 @@ lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planne
  * source with every later mesh dim that shards a zero-fill dim's tensor dim
  * (and is not itself zero-filled) gathered to R, one ZERO_FILL step per
  * zero-fill dim (last mesh dim first), then the plan from there to dst (the
- * zero-filled dims are kept partials). plan->zf_first_ / zf_end_ give the
+ * zero-filled dims are kept partials). lt__plan_x_of(plan)->zf_first / zf_end give the
  * range of the zero-fill steps. Errors: those of lt__plan_build. */
 lt_status lt__plan_zero_fill(const lt_spec *from, const lt_placement *dst, lt_planner planner,
                              int shared, lt_plan **out);
@@ -279,6 +279,25 @@ typedef struct lt__move {
     int ndim;             /* the tensor (for layout math; shape owned by the plan) */
     const int64_t *shape;
 } lt__move;
+
+/* ---- what a plan keeps besides its public fields ------------------------------------ */
+
+/* Every lt_plan is allocated as one of these (the public struct first), so a
+ * plan the API hands out converts back with lt__plan_x; users never see the
+ * rest. Freed by lt_plan_free when refs drops to 0. */
+typedef struct lt__plan_x {
+    lt_plan pub;
+    int refs;
+    lt_placement *states;    /* (nsteps + 1, mesh ndim) */
+    lt__move *moves;         /* min-cost: (nsteps) */
+    int *perms;              /* min-cost: permutations of permute steps */
+    double search_work;      /* min-cost: the work its search charged (test_plan_memo) */
+    lt_plan *parts[2];       /* zero fill: the plans before and after the zero-fill
+                              * steps (their moves) */
+    int zf_first, zf_end;    /* zero fill: steps [first, end) */
+} lt__plan_x;
+
+static inline lt__plan_x *lt__plan_x_of(const lt_plan *p) { return (lt__plan_x *)(uintptr_t)p; }
 
 /* ---- the search (plan_moves.c, plan_search.c) -------------------------------------- */
 
@@ -413,6 +432,8 @@ typedef struct lt__mc {
     const lt__list **mptrs;      /* (max mesh dim size) the blocks of a group's members */
     const lt__list **qptrs;      /* (max mesh dim size) the pieces one member receives */
     uint64_t *recv;              /* (W) bytes each rank receives in a move */
+    unsigned char *lacks;        /* (W) the state being bounded: rank lacks part of its
+                                  * destination block (plan_search.c) */
     int *iscr;                   /* (2 x max mesh dim size) */
     int *perms;                  /* permutations of permute moves */
     lt__memo *memo;              /* open addressing on h1 */
@@ -604,8 +625,7 @@ int lt__plan_cost_plain(void);
  * returns the previous ones: a tool planning every redistribute of a run
  * under other options (the CLI's --objective, --moves) brackets it. */
 const lt_plan_cost *lt__plan_cost_swap(const lt_plan_cost *c);
-/* Latency rounds of collective k in a group of n (plan.h). */
-uint64_t lt__coll_rounds(lt_coll k, int n);
+/* Latency rounds of a collective: lt__coll_rounds (collectives_sim/cost.h). */
 /* rounds * alpha[i] + bytes / beta[i] in picoseconds, the division rounded
  * up (up 1) or down (up 0: lower bounds); saturates. */
 uint64_t lt__time_ps(const lt_topology *t, int i, lt_coll k, int n, uint64_t bytes, int up);

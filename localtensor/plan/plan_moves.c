@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/alloc.h"
+#include "collectives_sim/cost.h"
 #include "localtensor/plan/plan_impl.h"
 
 static const lt_coll mv_colls[LT__MV_COUNT] = {
@@ -402,12 +403,11 @@ static int g_reduce(const mgroup *G) {
         int64_t ne = lt__block_numel(x, nd);
         if (k == LT__MV_PARTITION && !block_same(x, m0, nd)) return 0;
         set_piece(c, r, x, -1, 0, 0);
-        if (k == LT__MV_ALL_REDUCE) {   /* reduce_scatter + all_gather of balanced pieces */
-            uint64_t p = (uint64_t)(ne / n + (q < ne % n));
-            c->recv[r] = ((uint64_t)(n - 1) * p + ((uint64_t)ne - p)) * G->es;
-        } else if (k == LT__MV_REDUCE && q == G->mv->root) {
-            c->recv[r] = (uint64_t)(n - 1) * (uint64_t)ne * G->es;
-        } else if (k == LT__MV_REDUCE) {
+        if (k != LT__MV_PARTITION) {
+            lt__member mb = {(uint64_t)ne * G->es, (uint64_t)ne * G->es, 0};
+            c->recv[r] = lt__coll_recv(lt__mv_coll(k), n, q, G->mv->root, mb, G->es);
+        }
+        if (k == LT__MV_REDUCE && q != G->mv->root) {
             for (int d = 0; d < nd; d++) sh[d] = x[d].len;
             set_placeholder(c, r, sh);
         }
@@ -440,7 +440,9 @@ static int g_gather(const mgroup *G) {
         }
         memcpy(c->G + (size_t)rk * (size_t)nd, c->Q, sizeof(lt__list) * (size_t)nd);
         c->Gempty[rk] = emp;
-        c->recv[rk] = (uint64_t)(total - lt__block_numel(c->mptrs[q], nd)) * G->es;
+        uint64_t own = (uint64_t)lt__block_numel(c->mptrs[q], nd) * G->es;
+        lt__member mb = {own, (uint64_t)total * G->es, own};
+        c->recv[rk] = lt__coll_recv(lt__mv_coll(G->mv->kind), n, q, G->mv->root, mb, G->es);
     }
     return 1;
 }
@@ -476,8 +478,13 @@ static int g_a2a_joined(const mgroup *G, const lt__list *h) {
         if (c->Gempty[rj])   /* nothing held: the shape only */
             for (int d = 0; d < nd; d++)
                 o[d] = (lt__list){NULL, 0, d == e ? size : d == f ? flen : m0[d].len};
-        for (int q = 0; q < n; q++)
-            if (q != j) c->recv[rj] += (uint64_t)numel_cut(c->mptrs[q], nd, e, size) * G->es;
+        lt__member mb = {0, 0, 0};   /* piece j of every member; its own kept */
+        for (int q = 0; q < n; q++) {
+            uint64_t b = (uint64_t)numel_cut(c->mptrs[q], nd, e, size) * G->es;
+            mb.out += b;
+            if (q == j) mb.kept = b;
+        }
+        c->recv[rj] = lt__coll_recv(LT_COLL_ALL_TO_ALL, n, j, -1, mb, G->es);
     }
     return 1;
 }
@@ -490,6 +497,7 @@ static int g_a2a_piece(const mgroup *G, int j) {
     int nd = G->nd, n = G->n, e = G->mv->dim, f = G->mv->cdim, rj = G->f0 + j * G->stride;
     const lt__list *m0 = c->mptrs[0];
     int64_t sh[LT_MAX_DIMS], size, off;
+    lt__member mb = {0, 0, 0};   /* piece j of every member; its own kept */
     for (int d = 0; d < nd; d++) sh[d] = m0[d].len;
     sh[f] = 0;
     for (int q = 0; q < n; q++) {
@@ -503,8 +511,11 @@ static int g_a2a_piece(const mgroup *G, int j) {
          * collectives_sim refuses it, so no such move */
         if (lt__add_i64(sh[f], f == e ? size : x[f].len, &sh[f])) return 0;
         if (f != e && q == 0) sh[e] = size;
-        if (q != j) c->recv[rj] += (uint64_t)numel_cut(x, nd, e, size) * G->es;
+        uint64_t b = (uint64_t)numel_cut(x, nd, e, size) * G->es;
+        mb.out += b;
+        if (q == j) mb.kept = b;
     }
+    c->recv[rj] = lt__coll_recv(LT_COLL_ALL_TO_ALL, n, j, -1, mb, G->es);
     return combine(c, c->qptrs, n, f, sh, c->G + (size_t)rj * (size_t)nd, &c->Gempty[rj],
                    G->reorder);
 }
@@ -548,9 +559,9 @@ static int g_scatter(const mgroup *G) {
         int rj = G->f0 + j * G->stride;
         lt__split_piece_quiet(G->rule, x0[e].len, n, j, &size, &off);
         if (set_piece(c, rj, rs ? c->mptrs[j] : x0, e, off, size) < 0) return -1;
-        uint64_t ne = (uint64_t)lt__block_numel(c->G + (size_t)rj * (size_t)nd, nd);
-        if (rs) c->recv[rj] = (uint64_t)(n - 1) * ne * G->es;
-        else if (j != root) c->recv[rj] = ne * G->es;
+        uint64_t ne = (uint64_t)lt__block_numel(c->G + (size_t)rj * (size_t)nd, nd) * G->es;
+        lt__member mb = {0, ne, !rs && j == root ? ne : 0};
+        c->recv[rj] = lt__coll_recv(lt__mv_coll(G->mv->kind), n, j, root, mb, G->es);
     }
     return 1;
 }
@@ -562,7 +573,9 @@ static int g_permute(const mgroup *G) {
     for (int q = 0; q < G->n; q++) {
         int rk = G->f0 + perm[q] * G->stride;
         set_piece(c, rk, c->mptrs[q], -1, 0, 0);
-        if (perm[q] != q) c->recv[rk] = (uint64_t)lt__block_numel(c->mptrs[q], G->nd) * G->es;
+        uint64_t b = (uint64_t)lt__block_numel(c->mptrs[q], G->nd) * G->es;
+        lt__member mb = {0, b, perm[q] == q ? b : 0};   /* member perm[q] receives q's block */
+        c->recv[rk] = lt__coll_recv(LT_COLL_PERMUTE, G->n, perm[q], -1, mb, G->es);
     }
     return 1;
 }

@@ -13,6 +13,7 @@
 
 #include "localtensor/layout.h"
 #include "localtensor/redistribute.h"
+#include "collectives_sim/cost.h"
 #include "localtensor/plan/plan_impl.h"
 
 static const struct {
@@ -150,35 +151,21 @@ size_t lt__step_bytes(const lt_mesh *mesh, int ndim, size_t esize, lt__step_kind
                 int r = first + c * stride;
                 int64_t nb = numel_of(before + (size_t)r * (size_t)ndim, ndim);
                 int64_t na = numel_of(after + (size_t)r * (size_t)ndim, ndim);
-                size_t v = 0;
-                switch (k) {
-                case LT__STEP_ALL_GATHER:
-                case LT__STEP_GATHER_STRIDED:
-                    /* every other member's shard */
-                    v = (size_t)(group - nb);
-                    break;
-                case LT__STEP_ALL_REDUCE: {
-                    /* (n-1) p_c + (B - p_c), p = balanced split of the elements */
-                    int64_t p = nb / n + (c < nb % n);
-                    v = (size_t)((n - 1) * p + (nb - p));
-                    break;
-                }
-                case LT__STEP_REDUCE_SCATTER:
-                    v = (size_t)((int64_t)(n - 1) * na);
-                    break;
-                case LT__STEP_ALL_TO_ALL: {
-                    /* its new shard minus the piece it kept: before with dim e cut to after[e] */
+                /* what member c holds before and after, and keeps (collectives_sim/cost.h) */
+                lt__member mb = {(uint64_t)nb, (uint64_t)na, 0};
+                if (lt__step_kind_coll(k) == LT_COLL_ALL_GATHER) {
+                    mb.out = (uint64_t)group;
+                    mb.kept = (uint64_t)nb;
+                } else if (k == LT__STEP_ALL_TO_ALL) {
+                    /* the piece it kept: before with dim e cut to after[e] */
                     int e = to->dim;
                     const int64_t *sb = before + (size_t)r * (size_t)ndim;
                     const int64_t *sa = after + (size_t)r * (size_t)ndim;
                     int64_t keep = 1;
                     for (int d = 0; d < ndim; d++) keep *= d == e ? sa[d] : sb[d];
-                    v = (size_t)(na - keep);
-                    break;
+                    mb.kept = (uint64_t)keep;
                 }
-                default:
-                    break;
-                }
+                size_t v = (size_t)lt__coll_recv(lt__step_kind_coll(k), n, c, -1, mb, 1);
                 v *= esize;
                 if (recv) recv[r] = v;
                 total += v;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collectives_sim/cost.h"
 #include "kernels/alloc.h"
 #include "localtensor/plan/plan_impl.h"
 
@@ -31,8 +32,8 @@ static lt_status nomem(void) { return lt__err(LT_NOMEM, "out of memory while pla
 
 /* Elements of the destination that ranks holding blocks rk (W x ndim
  * lists: a layout's last level) lack, in bytes: summed (the return) and
- * the most one rank lacks (*most). */
-static uint64_t lack_bytes(const lt__mc *c, const lt__list *rk, uint64_t *most) {
+ * the most one rank lacks (*most); c->lacks[r]: rank r lacks anything. */
+static uint64_t lack_bytes(lt__mc *c, const lt__list *rk, uint64_t *most) {
     const lt__geo *g = &c->g;
     uint64_t lack = 0, mx = 0;
     for (int r = 0; r < g->W; r++) {
@@ -49,34 +50,194 @@ static uint64_t lack_bytes(const lt__mc *c, const lt__list *rk, uint64_t *most) 
         uint64_t have = want && xn ? 1 : 0;
         for (int d = 0; d < g->ndim && have; d++) have *= (uint64_t)lt__list_common(&x[d], &y[d]);
         lack += want - have;
+        c->lacks[r] = want != have;
         if (want - have > mx) mx = want - have;
     }
     *most = mx * c->esize;
     return lack * c->esize;
 }
 
-/* The objective's lower bound of a state whose ranks hold rk (*h) and, for
- * objectives other than bytes, the bound of its total bytes (*h2). A step
- * delivers a rank at most the bytes it receives, so the busiest rank's
- * lack bounds the sum over steps of the busiest rank's bytes; a time adds
- * at least one round of the lowest latency while anything is lacking, and
- * the lack over the widest link (rounded down). */
-static void lower_bound(const lt__mc *c, const lt__list *rk, uint64_t *h, uint64_t *h2) {
+/* ---- the time objective's bound ---------------------------------------------------------- */
+
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+static uint64_t sat_mul(uint64_t a, uint64_t b) {
+    return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/* Ranks times sub-mesh ranks the bound of one state counts at most. */
+#define LT__COVER_MAX 256
+
+/* Elements of rank r's destination block that the ranks of the sub-mesh
+ * through r along the mesh dims of `mask` (bit i: mesh dim i) hold, summed
+ * over those ranks (a replica counts each time: the sum only bounds their
+ * union from above). */
+static uint64_t sub_cover(lt__mc *c, const lt__list *rk, int r, unsigned mask) {
+    const lt__geo *g = &c->g;
+    int M = g->M, nd = g->ndim;
+    int coord[LT_MESH_MAX_DIMS], stride[LT_MESH_MAX_DIMS], at[LT_MESH_MAX_DIMS];
+    const lt__list *y = c->dlay + g->off[M] + (size_t)r * (size_t)nd;
+    int base = r;
+    for (int i = M - 1, st = 1; i >= 0; st *= g->mesh->shape[i], i--) {
+        stride[i] = st;
+        coord[i] = (r / st) % g->mesh->shape[i];
+        at[i] = 0;
+        if (mask >> i & 1) base -= coord[i] * st;
+    }
+    uint64_t sum = 0;
+    for (;;) {
+        int h = base;
+        for (int i = 0; i < M; i++) h += (mask >> i & 1) ? at[i] * stride[i] : 0;
+        const lt__list *x = rk + (size_t)h * (size_t)nd;
+        uint64_t k = lt__block_numel(x, nd) ? 1 : 0;
+        for (int d = 0; d < nd && k; d++) k *= (uint64_t)lt__list_common(&x[d], &y[d]);
+        sum += k;
+        c->work += nd;   /* list intersections, charged as the moves' are */
+        int i = M - 1;
+        for (; i >= 0; i--) {   /* the next sub-mesh rank (odometer over the dims of mask) */
+            if (!(mask >> i & 1)) continue;
+            if (++at[i] < g->mesh->shape[i]) break;
+            at[i] = 0;
+        }
+        if (i < 0) return sum;
+    }
+}
+
+/* The fewest rounds a step along mesh dim i may take (the collectives of
+ * the move set, their algorithms on the topology): which 0 any, 1 any but
+ * permute, 2 a reduction. */
+static uint64_t min_rounds(const lt__mc *c, int i, int which) {
+    uint64_t best = UINT64_MAX;
+    int n = c->g.mesh->shape[i];
+    for (int k = 0; k < LT__MV_COUNT; k++) {
+        lt_coll coll = lt__mv_coll((lt__mv_kind)k);
+        int red = k == LT__MV_ALL_REDUCE || k == LT__MV_REDUCE_SCATTER || k == LT__MV_REDUCE;
+        if (coll == LT_COLL_BARRIER || !lt__moves_allow(c->moves, (lt__mv_kind)k)) continue;
+        if ((which == 1 && k == LT__MV_PERMUTE) || (which == 2 && !red)) continue;
+        uint64_t r = lt__coll_rounds_algo(coll, n, c->topo.algo[i][coll]);
+        if (r < best) best = r;
+    }
+    return best == UINT64_MAX ? 0 : best;
+}
+
+/* 1 when one rank's block (any rank's) holds all of rank r's destination
+ * block (want elements): what permutes and local work can bring.
+ * Not counted past LT__COVER_MAX / W ranks (taken as 1). */
+static int permute_covers(lt__mc *c, const lt__list *rk, int r, uint64_t want) {
+    const lt__geo *g = &c->g;
+    if (g->W > LT__COVER_MAX / g->W) return 1;
+    c->work += (double)g->W * g->ndim;
+    const lt__list *y = c->dlay + g->off[g->M] + (size_t)r * (size_t)g->ndim;
+    for (int h = 0; h < g->W; h++) {
+        const lt__list *x = rk + (size_t)h * (size_t)g->ndim;
+        uint64_t k = lt__block_numel(x, g->ndim) ? 1 : 0;
+        for (int d = 0; d < g->ndim && k; d++) k *= (uint64_t)lt__list_common(&x[d], &y[d]);
+        if (k >= want) return 1;
+    }
+    return 0;
+}
+
+/* The latency part of the time bound of a state whose ranks hold rk with
+ * Partial ops pop. Every step moves data within the groups of one mesh
+ * dim, so an element a rank lacks reaches it only through steps along
+ * every mesh dim in which it differs from the element's nearest holder;
+ * a Partial that the destination does not keep ends only by a reduction
+ * along its dim. A step along dim i costs at least rmin_i rounds, the
+ * fewest of any collective of the move set there (min_rounds; a reduction
+ * the fewest of a reduction). Permutes and local work leave every rank a
+ * part of one rank's block: a rank that no single rank's block covers
+ * needs a collective other than permute too, along one of the dims used.
+ * So per rank: the cheapest set D of dims whose sub-mesh through it may
+ * hold all it needs (the held elements summed reach its block's size),
+ * priced with the reductions' dims and that collective; the bound is the
+ * largest over the ranks. Sub-meshes of more than LT__COVER_MAX / W ranks
+ * are not counted (taken as holding all); the intersections are charged to
+ * the search's work. */
+static uint64_t time_alpha(lt__mc *c, const lt__list *rk, const signed char *pop) {
+    const lt__geo *g = &c->g;
+    int M = g->M, nd = g->ndim;
+    uint64_t cost[LT_MESH_MAX_DIMS] = {0}, extra[LT_MESH_MAX_DIMS] = {0}, red = 0;
+    unsigned act = 0, redm = 0;
+    for (int i = 0; i < M; i++) {
+        int n = g->mesh->shape[i];
+        if (n == 1 || c->frozen[i]) continue;
+        act |= 1u << i;
+        int keeps = c->dst[i].kind == LT_PL_PARTIAL && pop[i] == (int)c->dst[i].op;
+        uint64_t rmin = min_rounds(c, i, pop[i] >= 0 && !keeps ? 2 : 0);
+        cost[i] = sat_mul(rmin, c->topo.alpha_ps[i]);
+        uint64_t coll = sat_mul(min_rounds(c, i, 1), c->topo.alpha_ps[i]);
+        extra[i] = coll > cost[i] ? coll - cost[i] : 0;   /* a collective's more than a step's */
+        if (pop[i] >= 0 && !keeps) {
+            redm |= 1u << i;
+            red = sat_add(red, cost[i]);
+        }
+    }
+    /* the sets of active dims, cheapest first (with the reductions' dims and
+     * the least extra of a collective along one of them, when a rank needs one) */
+    unsigned sets[256];
+    uint64_t sc[256], sx[256];
+    int ns = 0;
+    for (unsigned m = act; m; m = (m - 1) & act) {
+        uint64_t v = 0, x = UINT64_MAX;
+        for (int i = 0; i < M; i++) {
+            v = sat_add(v, ((m | redm) >> i & 1) ? cost[i] : 0);
+            if (((m | redm) >> i & 1) && extra[i] < x) x = extra[i];
+        }
+        if (redm) x = 0;   /* the reduction is the collective (priced already) */
+        int q = ns++;
+        for (; q > 0 && sc[q - 1] > v; q--) {
+            sets[q] = sets[q - 1];
+            sc[q] = sc[q - 1];
+            sx[q] = sx[q - 1];
+        }
+        sets[q] = m;
+        sc[q] = v;
+        sx[q] = x;
+    }
+    uint64_t best = red, top = ns ? sc[ns - 1] : red;
+    if (!ns) return red;
+    int cap = LT__COVER_MAX / g->W;
+    for (int r = 0; r < g->W; r++) {
+        const lt__list *y = c->dlay + g->off[M] + (size_t)r * (size_t)nd;
+        uint64_t want = (uint64_t)lt__block_numel(y, nd);
+        if (!want || !c->lacks[r]) continue;   /* lack_bytes ran just before */
+        int coll = !permute_covers(c, rk, r, want);
+        uint64_t br = UINT64_MAX;
+        for (int q = 0; q < ns; q++) {
+            uint64_t v = sat_add(sc[q], coll ? sx[q] : 0);
+            if (v >= br) continue;
+            int holders = 1;
+            for (int i = 0; i < M; i++) holders *= (sets[q] >> i & 1) ? g->mesh->shape[i] : 1;
+            if (holders > cap || sub_cover(c, rk, r, sets[q]) >= want) br = v;
+        }
+        if (br == UINT64_MAX) br = sat_add(top, coll ? sx[ns - 1] : 0);
+        if (br > best) best = br;
+    }
+    return best;
+}
+
+/* The objective's lower bound of a state whose ranks hold rk with Partial
+ * ops pop (*h) and, for objectives other than bytes, the bound of its
+ * total bytes (*h2). A step delivers a rank at most the bytes it receives,
+ * so the busiest rank's lack bounds the sum over steps of the busiest
+ * rank's bytes; a time adds the latency time_alpha counts and the lack
+ * over the widest link (rounded down): the steps' latency and bandwidth
+ * terms are bounded apart. */
+static void lower_bound(lt__mc *c, const lt__list *rk, const signed char *pop, uint64_t *h,
+                        uint64_t *h2) {
     uint64_t most, sum = lack_bytes(c, rk, &most);
     *h2 = c->obj == LT_OBJECTIVE_BYTES ? 0 : sum;
     if (c->obj == LT_OBJECTIVE_BYTES) *h = sum;
-    else if (c->obj == LT_OBJECTIVE_MAX_RANK_BYTES || !most) *h = most;
+    else if (c->obj == LT_OBJECTIVE_MAX_RANK_BYTES) *h = most;
     else {
         lt_topology best;
         memset(&best, 0, sizeof best);
-        best.alpha_ps[0] = UINT64_MAX;
-        for (int i = 0; i < c->g.M; i++) {
-            if (c->g.mesh->shape[i] == 1) continue;
-            if (c->topo.alpha_ps[i] < best.alpha_ps[0]) best.alpha_ps[0] = c->topo.alpha_ps[i];
-            if (c->topo.beta_bpus[i] > best.beta_bpus[0]) best.beta_bpus[0] = c->topo.beta_bpus[i];
-        }
-        if (best.alpha_ps[0] == UINT64_MAX) best.alpha_ps[0] = 0;
-        *h = lt__time_ps(&best, 0, LT_COLL_PERMUTE, 2, most, 0);   /* one round */
+        for (int i = 0; i < c->g.M; i++)
+            if (c->g.mesh->shape[i] > 1 && c->topo.beta_bpus[i] > best.beta_bpus[0])
+                best.beta_bpus[0] = c->topo.beta_bpus[i];
+        uint64_t a = time_alpha(c, rk, pop);
+        uint64_t b = lt__time_ps(&best, 0, LT_COLL_BARRIER, 1, most, 0);   /* no rounds */
+        *h = a > UINT64_MAX - b ? UINT64_MAX : a + b;
     }
 }
 
@@ -144,7 +305,12 @@ static lt_status node_get(lt__mc *c, uint64_t key, const lt__list *rk, lt__msg *
         return LT_OK;
     }
     uint64_t h, h2;
-    lower_bound(c, rk, &h, &h2);
+    lt_placement pl[LT_MESH_MAX_DIMS];
+    signed char pop[LT_MESH_MAX_DIMS];
+    lt__mc_placements(c, key, pl);
+    for (int i = 0; i < c->g.M; i++)
+        pop[i] = (signed char)(pl[i].kind == LT_PL_PARTIAL ? (int)pl[i].op : -1);
+    lower_bound(c, rk, pop, &h, &h2);
     c->nodes[n].h = h;
     c->nodes[n].h2 = h2;
     if (slot && h < UINT32_MAX) __atomic_store_n(slot, (uint32_t)(h + 1), __ATOMIC_RELAXED);
@@ -180,7 +346,11 @@ lt_status lt__mc_relax_g(lt__mc *c, int from, uint64_t key, uint64_t bytes, uint
     int t;
     LT_TRY(node_get(c, key, rk, g, &t));
     lt__node *fn = &c->nodes[from], *tn = &c->nodes[t];
-    if (tn->done) return LT_OK;
+    /* the bounds of bytes and max-rank-bytes are consistent (a move lowers
+     * them by at most its cost): a node taken off the queue is final. The
+     * time bound is admissible only, so a cheaper way to a node taken
+     * already opens it again (A* stays exact) */
+    if (tn->done && c->obj != LT_OBJECTIVE_TIME) return LT_OK;
     uint64_t ec = edge_cost(c, mv, bytes, most);
     uint64_t nb = fn->g > UINT64_MAX - ec ? UINT64_MAX : fn->g + ec;
     uint64_t n2 = c->obj == LT_OBJECTIVE_BYTES ? 0 : fn->g2 + bytes;
@@ -191,6 +361,7 @@ lt_status lt__mc_relax_g(lt__mc *c, int from, uint64_t key, uint64_t bytes, uint
         tn->steps = ns;
         tn->prev = from;
         tn->mv = *mv;
+        tn->done = 0;
         return lt__pq_push(&c->queue, qitem_of(c, t));
     }
     return LT_OK;
@@ -222,6 +393,7 @@ static void mc_free(lt__mc *c) {
     lt__free(c->mptrs);
     lt__free(c->qptrs);
     lt__free(c->recv);
+    lt__free(c->lacks);
     lt__free(c->iscr);
     lt__free(c->perms);
     lt__free((void *)c->dlay);
@@ -284,7 +456,8 @@ static lt_status mc_new(const lt_spec *from, const lt_placement *dst, int shared
     if (c->moves == LT_MOVES_ALL)
         return lt__err(
             LT_UNSUPPORTED,
-            "not supported yet: moves 'all' (point-to-point exchanges over the whole mesh)");
+            "not supported yet: moves 'all' (collectives over flattened groups of several mesh "
+            "dims, point-to-point exchanges over the whole mesh)");
     int maxn = 1;
     for (int i = 0; i < c->g.M; i++) {
         c->src[i] = mesh->shape[i] == 1 ? lt_replicate() : src[i];
@@ -319,9 +492,10 @@ static lt_status mc_new(const lt_spec *from, const lt_placement *dst, int shared
     c->mptrs = lt__malloc(sizeof(lt__list *) * (size_t)maxn);
     c->qptrs = lt__malloc(sizeof(lt__list *) * (size_t)maxn);
     c->recv = lt__malloc(sizeof(uint64_t) * W);
+    c->lacks = lt__malloc(W);
     c->iscr = lt__malloc(sizeof(int) * 2 * (size_t)maxn);
     if (!c->G || !c->Gempty || !c->U || !c->Uempty || !c->B || !c->L || !c->Q || !c->ptrs ||
-        !c->mptrs || !c->qptrs || !c->recv || !c->iscr)
+        !c->mptrs || !c->qptrs || !c->recv || !c->lacks || !c->iscr)
         return nomem();
     /* level 0 of every layout: the whole tensor */
     lt__run *full = lt__arena_room(&c->nar, nd);
@@ -356,11 +530,12 @@ static const char *pick_name(const lt__mc *c, const lt__list *a, const lt__list 
 }
 
 static void plan_free_parts(lt_plan *p) {
+    lt__plan_x *px = lt__plan_x_of(p);
     if (!p) return;
-    lt__free(p->states_);
+    lt__free(px->states);
     lt__free(p->steps);
-    lt__free(p->moves_);
-    lt__free(p->perms_);
+    lt__free(px->moves);
+    lt__free(px->perms);
     lt__free(p);
 }
 
@@ -375,13 +550,15 @@ static lt_plan *mc_plan_new(lt__mc *c, lt_dtype dtype, const lt_placement *usrc,
     for (int s = 1; s <= n; s++)
         if (c->nodes[path[s]].mv.kind == LT__MV_PERMUTE)
             nperm += (size_t)mesh->shape[c->nodes[path[s]].mv.mesh_dim];
-    lt_plan *p = lt__calloc(1, sizeof *p);
+    lt_plan *p = lt__calloc(1, sizeof(lt__plan_x)); /* with its private part */
+    lt__plan_x *px = lt__plan_x_of(p);
     if (!p) return NULL;
-    p->states_ = lt__malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)M);
+    px->states = lt__malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)M);
     p->steps = lt__calloc((size_t)(n ? n : 1), sizeof(lt_plan_step));
-    p->moves_ = lt__calloc((size_t)(n ? n : 1), sizeof(lt__move));
-    p->perms_ = lt__malloc(sizeof(int) * (nperm ? nperm : 1));
-    if (!p->states_ || !p->steps || !p->moves_ || !p->perms_) {
+    px->moves = lt__calloc((size_t)(n ? n : 1), sizeof(lt__move));
+    px->perms = lt__malloc(sizeof(int) * (nperm ? nperm : 1));
+    if (!px->states || !p->steps || !px->moves ||
+        !px->perms) {
         plan_free_parts(p);
         return NULL;
     }
@@ -393,21 +570,22 @@ static lt_plan *mc_plan_new(lt__mc *c, lt_dtype dtype, const lt_placement *usrc,
     memcpy(p->dst, udst, sizeof(lt_placement) * (size_t)M);
     p->planner = LT_PLANNER_MIN_COST;
     p->nsteps = n;
-    p->refs_ = 1;
+    px->refs = 1;
     p->states_explored = c->expanded;
-    p->search_work_ = c->work;
+    px->search_work = c->work;
     return p;
 }
 
 /* The states of p along path: the source, each node's placements as
  * displayed, the destination last. */
 static void mc_states(lt__mc *c, lt_plan *p, const int *path, int n) {
+    lt__plan_x *px = lt__plan_x_of(p);
     int M = c->g.M;
-    memcpy(p->states_, p->src, sizeof(lt_placement) * (size_t)M);
+    memcpy(px->states, p->src, sizeof(lt_placement) * (size_t)M);
     for (int s = 1; s <= n; s++) {
         lt_placement eff[LT_MESH_MAX_DIMS];
         lt__mc_placements(c, c->nodes[path[s]].key, eff);
-        lt_placement *st = p->states_ + (size_t)s * (size_t)M;
+        lt_placement *st = px->states + (size_t)s * (size_t)M;
         if (s == n) memcpy(st, p->dst, sizeof(lt_placement) * (size_t)M);
         else lt__plan_display_state(c->g.mesh, c->g.ndim, c->g.shape, p->src, p->dst, eff, st);
     }
@@ -417,12 +595,14 @@ static void mc_states(lt__mc *c, lt_plan *p, const int *path, int n) {
  * runs it (m), and the step it shows (its mesh dim, the collective, its
  * bytes); *pu: the permutations' entries used so far. */
 static lt_status mc_step(lt__mc *c, lt_plan *p, const int *path, int s, size_t *pu) {
+    lt__plan_x *px = lt__plan_x_of(p);
     int M = c->g.M;
     const lt__node *bn = &c->nodes[path[s + 1]];
     const lt__mv *mv = &bn->mv;
-    const lt_placement *before = p->states_ + (size_t)s * (size_t)M, *after = before + M;
+    const lt_placement *before = px->states + (size_t)s * (size_t)M,
+                       *after = before + M;
     lt_plan_step *ps = &p->steps[s];
-    lt__move *m = &p->moves_[s];
+    lt__move *m = &px->moves[s];
     int i = mv->mesh_dim, reorder = 0;
     if (mv->kind == LT__MV_LOCAL) { /* a pick may change several mesh dims: name the first */
         i = 0;
@@ -440,8 +620,8 @@ static lt_status mc_step(lt__mc *c, lt_plan *p, const int *path, int s, size_t *
     m->rule = mv->rule >= 0 ? c->rules[(int)mv->rule] : lt_split_chunk();
     if (mv->kind == LT__MV_PERMUTE) {
         int k = c->g.mesh->shape[mv->mesh_dim];
-        memcpy(p->perms_ + *pu, c->perms + mv->perm, sizeof(int) * (size_t)k);
-        m->perm = p->perms_ + *pu;
+        memcpy(px->perms + *pu, c->perms + mv->perm, sizeof(int) * (size_t)k);
+        m->perm = px->perms + *pu;
         *pu += (size_t)k;
     }
     m->ndim = p->ndim;

@@ -47,7 +47,7 @@ static int step_call(const lt_plan *p, int s, paper_call *c) {
         }
         return 1;
     }
-    const lt_placement *before = p->states_ + (size_t)s * (size_t)p->mesh.ndim;
+    const lt_placement *before = lt__plan_x_of(p)->states + (size_t)s * (size_t)p->mesh.ndim;
     lt__step_kind k = lt__step_kind_of(&p->mesh, before, ps->mesh_dim, &ps->to);
     c->coll = lt__step_kind_coll(k);
     const lt_placement *a = &ps->from, *b = &ps->to;
@@ -160,7 +160,7 @@ lt_status lt_plan_trace(const lt_plan *p, lt_trace *trace) {
     for (int s = 0; s < p->nsteps && !st; s++) {
         paper_call c;
         if (!step_call(p, s, &c)) continue;
-        const lt_placement *before = p->states_ + (size_t)s * (size_t)mesh->ndim;
+        const lt_placement *before = lt__plan_x_of(p)->states + (size_t)s * (size_t)mesh->ndim;
         if (lt__layout_shapes(mesh, p->ndim, p->shape, before, x.shapes)) {
             st = lt__err(LT_INVALID, "internal: step %d's layout is not computable", s + 1);
             break;

@@ -64,7 +64,7 @@ static void copy_part(lt_plan *p, const lt_plan *q, int *s) {
     int M = p->mesh.ndim;
     for (int k = 0; k < q->nsteps; k++, (*s)++) {
         p->steps[*s] = q->steps[k];
-        lt_placement *after = p->states_ + (size_t)(*s + 1) * (size_t)M;
+        lt_placement *after = lt__plan_x_of(p)->states + (size_t)(*s + 1) * (size_t)M;
         memcpy(after, q->steps[k].after, sizeof(lt_placement) * (size_t)M);
         p->steps[*s].after = after;
     }
@@ -79,15 +79,16 @@ static void copy_part(lt_plan *p, const lt_plan *q, int *s) {
 static lt_status combine(lt_plan *a, lt_plan *b, const lt_placement *g, const int *zf, int nz,
                          lt_plan **out) {
     int M = a->mesh.ndim, n = a->nsteps + nz + b->nsteps;
-    lt_plan *p = lt__calloc(1, sizeof *p);
+    lt_plan *p = lt__calloc(1, sizeof(lt__plan_x)); /* with its private part */
+    lt__plan_x *px = lt__plan_x_of(p);
     if (p) {
         p->steps = lt__calloc((size_t)n, sizeof(lt_plan_step));
-        p->states_ = lt__malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)M);
+        px->states = lt__malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)M);
     }
-    if (!p || !p->steps || !p->states_) {
+    if (!p || !p->steps || !px->states) {
         if (p) {
             lt__free(p->steps);
-            lt__free(p->states_);
+            lt__free(px->states);
         }
         lt__free(p);
         lt_plan_free(a);
@@ -102,20 +103,20 @@ static lt_status combine(lt_plan *a, lt_plan *b, const lt_placement *g, const in
     memcpy(p->dst, b->dst, sizeof p->dst);
     p->planner = a->planner;
     p->nsteps = n;
-    p->refs_ = 1;
-    p->parts_[0] = a;
-    p->parts_[1] = b;
-    memcpy(p->states_, a->src, sizeof(lt_placement) * (size_t)M);
+    px->refs = 1;
+    px->parts[0] = a;
+    px->parts[1] = b;
+    memcpy(px->states, a->src, sizeof(lt_placement) * (size_t)M);
     int s = 0;
     copy_part(p, a, &s);
     /* spelled as g (a's search may spell its last layout another way) */
-    memcpy(p->states_ + (size_t)s * (size_t)M, g, sizeof(lt_placement) * (size_t)M);
-    p->zf_first_ = s;
+    memcpy(px->states + (size_t)s * (size_t)M, g, sizeof(lt_placement) * (size_t)M);
+    px->zf_first = s;
     for (int i = M - 1; i >= 0; i--) {
         if (!zf[i])
             continue;
-        const lt_placement *before = p->states_ + (size_t)s * (size_t)M;
-        lt_placement *after = p->states_ + (size_t)(s + 1) * (size_t)M;
+        const lt_placement *before = px->states + (size_t)s * (size_t)M;
+        lt_placement *after = px->states + (size_t)(s + 1) * (size_t)M;
         memcpy(after, before, sizeof(lt_placement) * (size_t)M);
         after[i] = lt_partial(LT_REDOP_SUM);
         LT_ASSERT(lt__step_kind_of(&p->mesh, before, i, &after[i]) == LT__STEP_ZERO_FILL);
@@ -128,11 +129,12 @@ static lt_status combine(lt_plan *a, lt_plan *b, const lt_placement *g, const in
         ps->local_op = lt__step_kind_local(LT__STEP_ZERO_FILL);
         ps->after = after;
     }
-    p->zf_end_ = s;
+    px->zf_end = s;
     copy_part(p, b, &s);
     /* the last state is spelled as the destination (b may have no steps
      * when x already holds its layout under another spelling) */
-    memcpy(p->states_ + (size_t)n * (size_t)M, b->dst, sizeof(lt_placement) * (size_t)M);
+    memcpy(px->states + (size_t)n * (size_t)M, b->dst,
+           sizeof(lt_placement) * (size_t)M);
     *out = p;
     return LT_OK;
 }

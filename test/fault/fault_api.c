@@ -280,13 +280,14 @@ static int api_ops(api_state *S) {
         const char *what;
         int64_t d0, d1;
         val_fn f;
-    } ops[6] = {{"add", 4, 4, v_2x},
+    } ops[7] = {{"add", 4, 4, v_2x},
                 {"matmul", 4, 4, v_xx},
                 {"sum(dim 1)", 4, 0, v_rowsum},
                 {"transpose", 4, 4, v_xt},
                 {"reshape", 16, 0, v_flat},
+                {"add of replicas (computed once, shared)", 4, 4, v_2x},
                 {"add (reference check)", 4, 4, v_2x}};
-    for (int o = 0; o < 6; o++) {
+    for (int o = 0; o < 7; o++) {
         static const int dim1[1] = {1};
         static const int64_t flat[1] = {16};
         switch (o) {
@@ -297,6 +298,10 @@ static int api_ops(api_state *S) {
             break;
         case 3: CALL("transpose", S->d2, lt_dtensor_transpose(S->dA, 0, 1, &S->d2)); break;
         case 4: CALL("reshape", S->d2, lt_dtensor_reshape(S->dA, 1, flat, &S->d2)); break;
+        case 5: /* [R, S(1)]: ranks (0, j) and (1, j) hold one buffer, added once */
+            CALL("add of replicas", S->d2,
+                 lt_dtensor_binary(LT_BINARY_ADD, S->dB, S->dB, &S->d2));
+            break;
         default: {
             const lt_dtensor *in[2] = {S->dA, S->dB};
             lt_op_opts oo = {.check_reference = 1, .name = "a+b"};

@@ -151,6 +151,7 @@ int main(int argc, char **argv) {
     lt_bench_scale(&b);
     lt_bench_sweep(&b);
     lt_bench_workload(&b);
+    lt_bench_train(&b);
     printf("%zu rows in %.1f s\n", b.n, lt_bench_now() - t0);
     int bad = write_json(&b, path);
     if (bad) fprintf(stderr, "bench: cannot write %s\n", path);

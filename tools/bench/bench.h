@@ -59,5 +59,6 @@ void lt_bench_backend(lt_bench *b);        /* tools/bench/bench_backend.c */
 void lt_bench_scale(lt_bench *b);          /* tools/bench/bench_scale.c */
 void lt_bench_sweep(lt_bench *b);          /* tools/bench/bench_scenario.c */
 void lt_bench_workload(lt_bench *b);       /* tools/bench/bench_workload.c */
+void lt_bench_train(lt_bench *b);          /* tools/bench/bench_train.c */
 
 #endif

@@ -21,7 +21,9 @@
  * contribution too, so there the floor is a lower bound only.
  *
  * Planner rows (no baseline): a warm-cache lookup, and cold min-cost and
- * greedy plans of 3-D mesh pairs (cache bypassed).
+ * greedy plans of 3-D mesh pairs (cache bypassed); per objective (bytes,
+ * max-rank-bytes, time on uniform), a cold min-cost plan of 2x2x2, 4x4x4
+ * and 8x8x8 pairs with every cache cleared first.
  */
 #include <math.h>
 #include <stdio.h>
@@ -233,6 +235,43 @@ static void plan_row(lt_bench *b, const char *mesh_s, int ndim, const int64_t *s
     lt_bench_add(b, name, 0, lt_bench_median(t, REPS), NAN);
 }
 
+/* A cold min-cost plan under objective o (lt_plan_redistribute_cost on the
+ * uniform topology: never cached), per objective. */
+static void cost_row(lt_bench *b, const char *mesh_s, int ndim, const int64_t *shape,
+                     const char *from, const char *to, lt_objective o) {
+    char name[140];
+    snprintf(name, sizeof name, "plan cold min-cost %s %s %s->%s", lt_objective_name(o), mesh_s,
+             from, to);
+    if (!lt_bench_want(name)) return;
+    lt_mesh m;
+    lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
+    int ns, nd;
+    check(lt_mesh_parse(mesh_s, &m), "mesh");
+    check(lt_placements_parse(from, sp, LT_MESH_MAX_DIMS, &ns), "placements");
+    check(lt_placements_parse(to, dp, LT_MESH_MAX_DIMS, &nd), "placements");
+    lt_spec a, d;
+    check(lt_spec_init(&m, LT_F32, ndim, shape, sp, ns, &a), name);
+    check(lt_spec_init(&m, LT_F32, ndim, shape, dp, nd, &d), name);
+    lt_plan_cost pc = {0};
+    pc.objective = o;
+    pc.moves = LT_MOVES_COLLECTIVES;
+    check(lt_topology_preset("uniform", m.ndim, &pc.topo), name);
+    enum { REPS = 5 };
+    int calls = m.world >= 512 ? 3 : m.world >= 64 ? 20 : 200;
+    double t[REPS];
+    for (int i = 0; i < REPS; i++) {
+        double t0 = lt_bench_now();
+        for (int k = 0; k < calls; k++) {
+            lt_plan *p;
+            lt_plan_cache_clear();
+            check(lt_plan_redistribute_cost(&a, &d, &pc, &p), name);
+            lt_plan_free(p);
+        }
+        t[i] = (lt_bench_now() - t0) / calls;
+    }
+    lt_bench_add(b, name, 0, lt_bench_median(t, REPS), NAN);
+}
+
 void lt_bench_redistribute(lt_bench *b) {
     static const char *const cases[][3] = {
         {"8", "S(0)", "R"},         {"8", "R", "S(0)"},           {"8", "S(0)", "S(1)"},
@@ -248,4 +287,10 @@ void lt_bench_redistribute(lt_bench *b) {
     plan_row(b, "2x2x2", 2, s2, "S(0),P(sum),S(1,balanced)", "SS(0,2),S(1),R", LT_PLANNER_MIN_COST,
              1);
     plan_row(b, "4x4x4", 3, s3, "S(0),S(1),S(2)", "S(2),S(1),S(0)", LT_PLANNER_MIN_COST, 1);
+    const int64_t s64[] = {64, 64, 64};
+    for (int o = 0; o < LT_OBJECTIVE_COUNT; o++) {
+        cost_row(b, "2x2x2", 3, s3, "S(0),S(0),S(0)", "S(1),S(1),S(1)", (lt_objective)o);
+        cost_row(b, "4x4x4", 3, s3, "S(0),S(1),S(2)", "S(2),S(1),S(0)", (lt_objective)o);
+        cost_row(b, "8x8x8", 3, s64, "S(0),S(1),S(2)", "S(2),S(1),S(0)", (lt_objective)o);
+    }
 }

@@ -38,6 +38,33 @@ static lt_status slurp(const char *path, char **out) {
     return LT_OK;
 }
 
+/* A dim's optional "algorithms": {"all_reduce": "tree", ...}: a collective's
+ * name to ring, tree, direct or default. */
+static lt_status dim_algorithms(const char *path, int i, const cJSON *m, lt_topology *t) {
+    if (!m) return LT_OK;
+    if (!cJSON_IsObject(m))
+        return lt__err(LT_INVALID,
+                       "topology '%s': dims[%d].algorithms must be an object such as "
+                       "{\"all_reduce\": \"tree\"}",
+                       path, i);
+    for (const cJSON *e = m->child; e; e = e->next) {
+        lt_coll k;
+        lt_algo a;
+        lt_status st = lt_coll_parse(e->string, &k);
+        if (!st && (k == LT_COLL_BARRIER || k == LT_COLL_BROADCAST))
+            st = lt__err(LT_INVALID, "not a step of a plan");
+        if (!st && !cJSON_IsString(e))
+            st = lt__err(LT_INVALID, "expected ring, tree, direct or default");
+        if (!st) st = lt_algo_parse(e->valuestring, &a);
+        if (st)
+            return lt__err_ctx(st, "topology '%s': dims[%d].algorithms.%s", path, i,
+                               e->string ? e->string : "?"),
+                   st;
+        t->algo[i][k] = (unsigned char)a;
+    }
+    return LT_OK;
+}
+
 /* One dim's entry: alpha_us >= 0 and beta_GBps > 0, finite. */
 static lt_status dim_entry(const char *path, int i, const cJSON *d, lt_topology *t) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(d, "alpha_us");
@@ -53,7 +80,7 @@ static lt_status dim_entry(const char *path, int i, const cJSON *d, lt_topology 
     t->alpha_ps[i] = (uint64_t)llround(a->valuedouble * 1e6);
     uint64_t beta = (uint64_t)llround(b->valuedouble * 1e3); /* GB/s -> bytes per us */
     t->beta_bpus[i] = beta ? beta : 1;
-    return LT_OK;
+    return dim_algorithms(path, i, cJSON_GetObjectItemCaseSensitive(d, "algorithms"), t);
 }
 
 static lt_status topology_file(const char *path, int mesh_ndim, lt_topology *t) {
@@ -125,7 +152,7 @@ lt_status lt_cli_cost_parse(lt_cli_cost *c, int argc, char **argv) {
     lt__err_clear(); /* a bad --mesh is the command's to report */
     c->shown = c->objective_s || c->topology_s || c->moves_s || c->compare;
     memset(&c->cost, 0, sizeof c->cost);
-    c->cost.objective = LT_OBJECTIVE_BYTES;
+    c->cost.objective = LT_OBJECTIVE_TIME; /* the default: what a user waits for */
     c->cost.moves = LT_MOVES_COLLECTIVES;
     lt_status st;
     if (c->objective_s && (st = lt_objective_parse(c->objective_s, &c->cost.objective)))
@@ -135,8 +162,8 @@ lt_status lt_cli_cost_parse(lt_cli_cost *c, int argc, char **argv) {
     if (c->cost.moves == LT_MOVES_ALL)
         return lt__err_code(
             LT_UNSUPPORTED, LT_ERR_NOT_YET,
-            "not supported yet: --moves all (point-to-point exchanges over the whole mesh); "
-            "use collectives or dtensor");
+            "not supported yet: --moves all (collectives over flattened groups of several mesh "
+            "dims, point-to-point exchanges over the whole mesh); use collectives or dtensor");
     const char *t = c->topology_s ? c->topology_s : "uniform";
     if (!strcmp(t, "uniform") || !strcmp(t, "nvlink-ib"))
         st = lt_topology_preset(t, mesh_ndim, &c->cost.topo);
@@ -181,6 +208,53 @@ static lt_status compare(FILE *f, const lt_cli_cost *c, const lt_spec *src, cons
     return LT_OK;
 }
 
+static int cmp_size(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One line of what every rank receives in one step: each rank's bytes on
+ * a mesh of up to 16 ranks; beyond, the busiest rank, the median and how
+ * many ranks receive nothing. scr: world entries of scratch. */
+static void rank_bytes_line(FILE *f, int step, const lt_trace_event *e, size_t *scr) {
+    fprintf(f, "  step %d:", step);
+    if (e->world <= 16) {
+        for (int r = 0; r < e->world; r++) fprintf(f, " %zu", e->recv[r]);
+        fprintf(f, "\n");
+        return;
+    }
+    int idle = 0, busiest = 0;
+    for (int r = 0; r < e->world; r++) {
+        scr[r] = e->recv[r];
+        idle += !e->recv[r];
+        if (e->recv[r] > e->recv[busiest]) busiest = r;
+    }
+    qsort(scr, (size_t)e->world, sizeof *scr, cmp_size);
+    fprintf(f, " busiest rank %d %zu B, median %zu B, %d of %d ranks idle\n", busiest,
+            e->recv[busiest], scr[e->world / 2], idle, e->world);
+}
+
+/* "bytes received per rank": one line per step that communicates, from the
+ * plan's comm trace on paper (lt_plan_trace; nothing runs). */
+static lt_status rank_bytes(FILE *f, const lt_plan *p) {
+    lt_trace *tr = NULL;
+    size_t *scr = lt__malloc(sizeof(size_t) * (size_t)p->mesh.world);
+    lt_status st = scr ? lt_trace_new(p->mesh.world, &tr) : lt__err(LT_NOMEM, "out of memory");
+    if (!st) st = lt_plan_trace(p, tr);
+    if (!st && p->ncomm)
+        fprintf(f, "bytes received per rank%s:\n", p->mesh.world <= 16 ? " (rank 0 first)" : "");
+    size_t ev = 0;
+    for (int s = 0; !st && s < p->nsteps; s++) {
+        lt_trace_event e;
+        if (!p->steps[s].comm) continue;
+        st = lt_trace_get(tr, ev++, &e);
+        if (!st) rank_bytes_line(f, s + 1, &e, scr);
+    }
+    lt_trace_free(tr);
+    lt__free(scr);
+    return st;
+}
+
 lt_status lt_cli_cost_print(FILE *f, const lt_cli_cost *c, const lt_plan *p) {
     if (!c->shown) return LT_OK;
     const lt_topology *t = &c->cost.topo;
@@ -191,6 +265,7 @@ lt_status lt_cli_cost_print(FILE *f, const lt_cli_cost *c, const lt_plan *p) {
     for (int s = 0; s < p->nsteps; s++)
         fprintf(f, " step %d %s;", s + 1, us(lt_plan_step_time_ps(p, s, t), b, 48));
     fprintf(f, " total %s\n", us(lt_plan_time_ps(p, t), b, sizeof b));
+    LT_TRY(rank_bytes(f, p));
     lt_spec sp, dst;
     const lt_spec *src = &sp;
     LT_TRY(lt_spec_init(&p->mesh, p->dtype, p->ndim, p->shape, p->src, p->mesh.ndim, &sp));
@@ -204,4 +279,20 @@ lt_status lt_cli_cost_print(FILE *f, const lt_cli_cost *c, const lt_plan *p) {
     summary(f, "this plan", p, t);
     lt_plan_free(pg);
     return c->compare ? compare(f, c, src, &dst) : LT_OK;
+}
+
+cJSON *lt_cli_cost_json(const lt_cli_cost *c, const lt_plan *p) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    const lt_topology *t = &c->cost.topo;
+    cJSON_AddStringToObject(o, "objective", lt_objective_name(c->cost.objective));
+    cJSON_AddStringToObject(o, "moves", lt_moveset_name(c->cost.moves));
+    cJSON_AddStringToObject(o, "topology", c->topology_s ? c->topology_s : "uniform");
+    cJSON *st = cJSON_AddArrayToObject(o, "step_time_ps");
+    for (int s = 0; st && s < p->nsteps; s++)
+        cJSON_AddItemToArray(st, cJSON_CreateNumber((double)lt_plan_step_time_ps(p, s, t)));
+    cJSON_AddNumberToObject(o, "time_ps", (double)lt_plan_time_ps(p, t));
+    cJSON_AddNumberToObject(o, "max_rank_bytes", (double)lt_plan_max_rank_bytes(p));
+    cJSON_AddNumberToObject(o, "total_bytes", (double)p->total_bytes);
+    return o;
 }

@@ -6,6 +6,8 @@
 
 #include <stdio.h>
 
+#include <cJSON.h>
+
 #include "localtensor/localtensor.h"
 
 /* The options as typed (NULL: not given) and what they parse to. */
@@ -32,5 +34,10 @@ lt_status lt_cli_cost_parse(lt_cli_cost *c, int argc, char **argv);
  * --compare, the plan of every objective. Nothing when none of the
  * options was given. */
 lt_status lt_cli_cost_print(FILE *f, const lt_cli_cost *c, const lt_plan *p);
+/* The plan's costs for --json (a new object; NULL without memory; the
+ * caller owns it): objective, moves, topology, step_time_ps (per step),
+ * time_ps, max_rank_bytes, total_bytes. Times in picoseconds, on the
+ * topology of c (uniform by default). */
+cJSON *lt_cli_cost_json(const lt_cli_cost *c, const lt_plan *p);
 
 #endif

@@ -28,10 +28,11 @@ static void print_pytorch_bugs(FILE *f, const lt_plan *p) {
     }
 }
 
-/* The plan table, then its known-PyTorch-bug warnings. */
 /* --objective, --topology, --moves, --compare of the command running
  * (cli_plan_cost.h); this thread's planner reads .cost while it runs. */
 static lt_cli_cost cli_cost;
+
+/* The plan table, then its known-PyTorch-bug warnings. */
 
 static lt_status print_plan(const lt_plan *p) {
     lt_status st = lt_plan_print(p, stdout);
@@ -73,10 +74,9 @@ static void redist_usage(FILE *f) {
         "  --from P, --to P    placements, one per mesh dim (see `localtensor show --help`)\n"
         "  --dtype D           f32 (default), f64, bf16, f16, i32, i64, bool\n"
         "  --init I            arange (default), zeros, ones, random:SEED, randn:SEED\n"
-        "  --planner P         min-cost (default: the fewest bytes received, summed over all\n"
-        "                      ranks and steps, then the fewest steps; a step is any one\n"
-        "                      collective along one mesh dim, or local work) or greedy\n"
-        "                      (PyTorch's order)\n"
+        "  --planner P         min-cost (default: the least cost by --objective over every\n"
+        "                      plan whose steps are each one collective along one mesh dim,\n"
+        "                      or local work) or greedy (PyTorch's order)\n"
         "  --explain           show every intermediate layout\n"
         "  --no-verify         skip the check against the direct reshard\n"
         "  --json              machine-readable output; each plan step also lists the bytes\n"
@@ -91,14 +91,17 @@ static void redist_usage(FILE *f) {
         "  --plan-only         print the plan and stop: no tensor is built or moved\n"
         "  --html FILE         also write a self-contained HTML page: the plan as a diagram\n"
         "                      (the layout after each step, bytes per rank as bars)\n"
-        "  --objective O       what min-cost minimises: bytes (default: received, summed\n"
-        "                      over ranks and steps), max-rank-bytes (per step the busiest\n"
-        "                      rank's bytes, summed) or time (per step rounds x latency +\n"
-        "                      the busiest rank's bytes / bandwidth, on --topology); ties:\n"
-        "                      fewer total bytes, then fewer steps; docs/SEMANTICS.md §7\n"
+        "  --objective O       what min-cost minimises: time (default: the estimated time on\n"
+        "                      --topology, summed over steps; a step takes rounds x latency\n"
+        "                      + the busiest rank's bytes / bandwidth), bytes (received,\n"
+        "                      summed over ranks and steps) or max-rank-bytes (per step the\n"
+        "                      busiest rank's bytes, summed); ties: fewer total bytes, then\n"
+        "                      fewer steps; docs/SEMANTICS.md §7\n"
         "  --topology T        uniform (default: every mesh dim 5 us, 25 GB/s), nvlink-ib\n"
         "                      (the last mesh dim 2 us, 300 GB/s) or a JSON file\n"
         "                      {\"dims\": [{\"alpha_us\": 5, \"beta_GBps\": 25}, ...]}\n"
+        "                      (an entry may add \"algorithms\": {\"all_reduce\": \"tree\"}:\n"
+        "                      ring, tree, direct or default per collective)\n"
         "  --moves M           collectives (default: every collective) or dtensor (only what\n"
         "                      PyTorch DTensor issues: no gather, scatter, reduce, permute);\n"
         "                      all: not supported yet\n"
@@ -110,8 +113,8 @@ static void redist_usage(FILE *f) {
         "local work after it, or `local ...` for a step without communication. bytes/rank is\n"
         "the most bytes any one rank receives from other ranks in that step (a rank's own data\n"
         "never counts; all_reduce counts its reduce_scatter and all_gather halves); bytes total\n"
-        "sums what every rank receives. min-cost minimises the total bytes over the plan, then\n"
-        "the number of steps.\n"
+        "sums what every rank receives. min-cost minimises the plan's --objective (time by\n"
+        "default), then its total bytes, then the number of steps.\n"
         "\n"
         "Exit codes: 0 ok, 1 verification failed, 2 bad input or unsupported transition.\n");
 }
@@ -124,9 +127,11 @@ static void verify_failed(const lt_verify_report *rep) {
     lt_cli_print(stderr, "redistribute", msg);
 }
 
-/* The plan's total bytes and its known-PyTorch-bug warnings, into o. */
+/* The plan's total bytes, its costs (cli_plan_cost.h) and its
+ * known-PyTorch-bug warnings, into o. */
 static void add_totals(cJSON *o, const lt_plan *plan) {
     cJSON_AddNumberToObject(o, "total_bytes", (double)plan->total_bytes);
+    lt__json_put(o, "cost", lt_cli_cost_json(&cli_cost, plan));
     lt__json_put(o, "pytorch_bugs", json_pytorch_bugs(plan));
 }
 

@@ -154,6 +154,12 @@ static void comm_boxes(FILE *f, const lt__pic_case *pc, const cJSON *cm, int mor
     int *ranks = lt__malloc(sizeof(int) * (size_t)gs);
     for (int g = 0; ranks && g < ng && gs > 1; g++) {
         lt_mesh_group(&pc->mesh, d, g, ranks);
+        for (int i = 0; pc->mesh.permuted && i < gs; i++) {   /* lanes go by rank id */
+            int v = 0, j = i;
+            for (int q = 0; q < pc->mesh.world; q++) v += pc->mesh.ids[q] < pc->mesh.ids[ranks[i]];
+            for (; j > 0 && ranks[j - 1] > v; j--) ranks[j] = ranks[j - 1];
+            ranks[j] = v;
+        }
         int lo = ranks[0], hi = ranks[gs - 1], jx = x + 4 + (g % 6);
         if (lo >= lanes) continue;
         if (hi >= lanes) hi = lanes - 1;

@@ -76,7 +76,41 @@ static int mesh_of(const cJSON *m, lt_mesh *out) {
         shape[i] = v->valueint;
         names[i] = cJSON_IsString(w) ? w->valuestring : NULL;
     }
-    return lt_mesh_init(out, n, shape, names) == LT_OK;
+    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(m, "ranks"),
+                *ws = cJSON_GetObjectItemCaseSensitive(m, "world_size");
+    if (lt_mesh_init(out, n, shape, names) != LT_OK) return 0;
+    if (!cJSON_IsArray(ids)) return 1;
+    if (cJSON_GetArraySize(ids) != out->world || out->world > LT_MESH_MAX_IDS) return 0;
+    int id[LT_MESH_MAX_IDS];   /* a mesh in another rank order (docs/SEMANTICS.md §1.1) */
+    for (int p = 0; p < out->world; p++) {
+        const cJSON *v = cJSON_GetArrayItem(ids, p);
+        if (!cJSON_IsNumber(v)) return 0;
+        id[p] = v->valueint;
+    }
+    return lt_mesh_init_ranks(out, n, shape, id, cJSON_IsNumber(ws) ? ws->valueint : 0, names) ==
+           LT_OK;
+}
+
+/* A case's tracks are its ranks by ascending rank id (the per-rank lists of
+ * the trace are in that order): the track of mesh position pos, the track
+ * of rank id `id` (-1 when the mesh leaves it out), the rank id of track k. */
+static int pos_lane(const lt__pic_case *pc, int pos) {
+    if (!pc->has_mesh || !pc->mesh.permuted) return pos;
+    int k = 0;
+    for (int q = 0; q < pc->mesh.world; q++) k += pc->mesh.ids[q] < pc->mesh.ids[pos];
+    return k;
+}
+
+static int id_lane(const lt__pic_case *pc, int id) {
+    if (!pc->has_mesh || !pc->mesh.permuted) return id >= 0 && id < pc->world ? id : -1;
+    int pos = lt_mesh_pos_of(&pc->mesh, id);
+    return pos < 0 ? -1 : pos_lane(pc, pos);
+}
+
+static int lane_id(const lt__pic_case *pc, int k) {
+    for (int q = 0; pc->has_mesh && pc->mesh.permuted && q < pc->mesh.world; q++)
+        if (pos_lane(pc, q) == k) return pc->mesh.ids[q];
+    return k;
 }
 
 static void case_fill(const cJSON *info, lt__pic_case *pc) {
@@ -153,7 +187,7 @@ static void flows(tl_ctx *t, const lt__pic_case *pc, const cJSON *cm, long ts) {
         int id = ++t->flow;
         for (int i = 0; i < gs; i++) {
             const char *ph = i == 0 ? "s" : i + 1 == gs ? "f" : "t";
-            cJSON *e = event(t, ph, name, ts + 1 + i % 4, t->pid0 + ranks[i]);
+            cJSON *e = event(t, ph, name, ts + 1 + i % 4, t->pid0 + pos_lane(pc, ranks[i]));
             lt__json_put(e, "id", cJSON_CreateNumber(id));
             lt__json_put(e, "cat", cJSON_CreateString("matched call"));
             if (i + 1 == gs) lt__json_put(e, "bp", cJSON_CreateString("e"));
@@ -208,18 +242,18 @@ static void failure_events(tl_ctx *t, const lt__pic_case *pc, const cJSON *x, lo
     for (int pass = 0; seen && pass < 2; pass++)
         cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(hang, "groups")) {
             cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(g, "members")) {
-                const cJSON *rk = cJSON_GetObjectItemCaseSensitive(m, "rank");
-                if (!cJSON_IsNumber(rk) || rk->valueint < 0 || rk->valueint >= pc->world) continue;
+                const cJSON *rk = cJSON_GetObjectItemCaseSensitive(m, "rank");   /* an id */
+                int ln = cJSON_IsNumber(rk) ? id_lane(pc, rk->valueint) : -1;
+                if (ln < 0) continue;
                 const char *state = lt__pic_str(m, "state");
-                if (seen[rk->valueint] || (strcmp(state, "waiting_elsewhere") == 0) != pass)
-                    continue;
-                seen[rk->valueint] = 1;
+                if (seen[ln] || (strcmp(state, "waiting_elsewhere") == 0) != pass) continue;
+                seen[ln] = 1;
                 if (!strcmp(state, "finished"))
                     snprintf(name, sizeof name, "finished after %s", lt__pic_str(m, "at"));
                 else
                     snprintf(name, sizeof name, "%s: %s at %s", state, lt__pic_str(m, "call"),
                              lt__pic_str(m, "at"));
-                cJSON *e = event(t, "i", name, end, t->pid0 + rk->valueint);
+                cJSON *e = event(t, "i", name, end, t->pid0 + ln);
                 lt__json_put(e, "s", cJSON_CreateString("p"));
             }
         }
@@ -230,7 +264,7 @@ static void failure_events(tl_ctx *t, const lt__pic_case *pc, const cJSON *x, lo
     long ts = step >= 0 ? (long)(step + 1) * STEP_US - (exact ? 0 : STEP_US / 2) : end;
     const cJSON *rk = cJSON_GetObjectItemCaseSensitive(x, "rank");
     for (int r = 0; r < pc->world; r++) {
-        if (cJSON_IsNumber(rk) && rk->valueint != r) continue;
+        if (cJSON_IsNumber(rk) && id_lane(pc, rk->valueint) != r) continue;
         cJSON *e = event(t, "i", "first divergence", ts, t->pid0 + r);
         lt__json_put(e, "s", cJSON_CreateString("p"));
         cJSON *a = cJSON_CreateObject();
@@ -245,7 +279,7 @@ static lt_status tl_case(const lt__pic_case *pc, void *ctx) {
     for (int r = 0; r < pc->world; r++) {
         cJSON *e = event(t, "M", "process_name", 0, t->pid0 + r);
         cJSON *a = cJSON_CreateObject();
-        snprintf(name, sizeof name, "%s: rank %d", lt__pic_str(pc->c, "name"), r);
+        snprintf(name, sizeof name, "%s: rank %d", lt__pic_str(pc->c, "name"), lane_id(pc, r));
         lt__json_put(a, "name", cJSON_CreateString(name));
         lt__json_put(e, "args", a);
         e = event(t, "M", "process_sort_index", 0, t->pid0 + r);

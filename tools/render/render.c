@@ -84,7 +84,7 @@ lt_status lt_render_ranks(FILE *f, const lt_dtensor *dt, int max_values) {
         coord_str(m, r, c, sizeof c);
         lt_shape_format(dt->ndim, l.global_offset, s2, sizeof s2);
         if (strided) strcat(s2, "*");
-        fprintf(f, "%-5d %-10s %-14s %-15s ", r, c,
+        fprintf(f, "%-5d %-10s %-14s %-15s ", lt_mesh_rank_id(m, r), c,   /* the rank id */
                 lt_shape_format(dt->ndim, l.local_shape, s1, sizeof s1), s2);
         lt_rank_layout_free(&l);
         const lt_tensor *t = lt_to_local(dt, r);
@@ -172,7 +172,9 @@ static lt_status owners_fill(owners *o) {
                 int64_t gc = l.idx[last] ? l.idx[last][b] : b;
                 if (gc % o->cstep) continue;
                 cell *c = &o->cells[(gr / o->rstep) * o->nc + gc / o->cstep];
-                c->ranks[c->n++] = r;
+                int id = lt_mesh_rank_id(lt_dtensor_mesh(dt), r), k = c->n++;
+                for (; k > 0 && c->ranks[k - 1] > id; k--) c->ranks[k] = c->ranks[k - 1];
+                c->ranks[k] = id;   /* rank ids, ascending (positions are, on an arange mesh) */
             }
         }
         lt_rank_layout_free(&l);
@@ -267,6 +269,12 @@ cJSON *lt_json_mesh(const lt_mesh *m) {
         lt__json_push(shape, cJSON_CreateNumber(m->shape[i]));
         lt__json_push(names, m->names[i][0] ? cJSON_CreateString(m->names[i]) : cJSON_CreateNull());
     }
+    if (m->permuted) {   /* the rank id at each position, row-major (docs/SEMANTICS.md §1.1) */
+        cJSON *ids = cJSON_AddArrayToObject(o, "ranks");
+        for (int p = 0; ids && p < m->world; p++)
+            lt__json_push(ids, cJSON_CreateNumber(lt_mesh_rank_id(m, p)));
+        cJSON_AddNumberToObject(o, "world_size", lt_mesh_world_size(m));
+    }
     return o;
 }
 
@@ -310,7 +318,7 @@ cJSON *lt_json_ranks(const lt_dtensor *dt) {
         lt_mesh_coord(m, r, c);
         for (int i = 0; i < m->ndim; i++) c64[i] = c[i];
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "rank", r);
+        cJSON_AddNumberToObject(o, "rank", lt_mesh_rank_id(m, r));
         lt__json_put(o, "coord", lt_json_i64_array(c64, m->ndim));
         lt__json_put(o, "local_shape", lt_json_i64_array(l.local_shape, dt->ndim));
         lt__json_put(o, "global_offset", lt_json_i64_array(l.global_offset, dt->ndim));

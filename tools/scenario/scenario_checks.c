@@ -308,7 +308,8 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
         if (first < 0) first = r;
         else if (used < sizeof others - 24)
             used +=
-                (size_t)snprintf(others + used, sizeof others - used, "%s%d", used ? ", " : "", r);
+                (size_t)snprintf(others + used, sizeof others - used, "%s%d", used ? ", " : "",
+                                 lt_mesh_rank_id(rc->c->mesh, r));
         else if (!strstr(others, "..."))
             used += (size_t)snprintf(others + used, sizeof others - used, ", ...");
     }
@@ -322,7 +323,8 @@ lt_status lt__sc_run_expect_local(sc_run_ctx *rc, const sc_step *st) {
     return lt__sc_check_fail(
         rc, st, first, f.index[0] ? f.index : NULL, f.expected[0] ? f.expected : NULL,
         f.actual[0] ? f.actual : NULL, lt__sc_origin_rank(v, first),
-        "expect_local of '%s': rank %d (coord %s): %s%s%s%s", d->tensor, first, cs, f.msg,
+        "expect_local of '%s': rank %d (coord %s): %s%s%s%s", d->tensor,
+        lt_mesh_rank_id(mesh, first), cs, f.msg,
         nbad > 2   ? " (also ranks "
         : nbad > 1 ? " (also rank "
                    : "",
@@ -433,10 +435,11 @@ static void holders_str(const lt_dtensor *dt, const int64_t *gidx, char *buf, si
             w = snprintf(buf + used, n - used,
                          "; index %s is %s rank %d (coord %s) at local index %s",
                          lt__sc_fmt_index(dt->ndim, gidx, gs, sizeof gs),
-                         partial >= 0 ? "a partial value on" : "held by", r, cs, ls);
+                         partial >= 0 ? "a partial value on" : "held by",
+                         lt_mesh_rank_id(mesh, r), cs, ls);
         else
             w = snprintf(buf + used, n - used, "%s rank %d (coord %s) at %s",
-                         found == 2 ? " (also" : ",", r, cs, ls);
+                         found == 2 ? " (also" : ",", lt_mesh_rank_id(mesh, r), cs, ls);
         if (w > 0) used += (size_t)w < n - used ? (size_t)w : n - used - 1;
     }
     if (found > 1 && used + 1 < n) {

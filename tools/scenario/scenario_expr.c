@@ -636,7 +636,7 @@ static lt_status eval(const sc_expr *e, const sc_env *env, sc_run_ctx *rc, doubl
     double a = 0, b = 0;
     switch (e->kind) {
     case E_NUM: *out = e->num; return LT_OK;
-    case E_RANK: *out = env->rank; return LT_OK;
+    case E_RANK: *out = lt_mesh_rank_id(env->mesh, env->rank); return LT_OK;   /* the id */
     case E_WORLD: *out = env->mesh->world; return LT_OK;
     case E_I: *out = (double)env->i; return LT_OK;
     case E_COORD: *out = env->coord[e->dim]; return LT_OK;

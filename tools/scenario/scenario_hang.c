@@ -46,7 +46,7 @@ static cJSON *member_json(const lt_match_report *r, int q, const lt_match_stuck 
                                                       : "waiting_elsewhere";
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
-    lt__json_put(j, "rank", cJSON_CreateNumber(q));
+    lt__json_put(j, "rank", cJSON_CreateNumber(lt_mesh_rank_id(&r->mesh, q)));   /* the id */
     lt__json_put(j, "state", cJSON_CreateString(state));
     if (w->state == LT_RANK_WAITING) {
         lt__json_put(j, "call", cJSON_CreateString(w->desc ? w->desc : "?"));
@@ -72,7 +72,7 @@ static cJSON *group_json(const lt_match_report *r, const lt_match_stuck *s) {
     lt__json_put(g, "group", cJSON_CreateNumber(s->group));
     cJSON *ranks = cJSON_AddArrayToObject(g, "ranks");
     for (int p = 0; ranks && p < s->size; p++)
-        lt__json_push(ranks, cJSON_CreateNumber(s->members[p]));
+        lt__json_push(ranks, cJSON_CreateNumber(lt_mesh_rank_id(&r->mesh, s->members[p])));
     lt__json_put(g, "call", cJSON_CreateNumber((double)s->seq + 1));
     cJSON *mem = cJSON_AddArrayToObject(g, "members");
     for (int p = 0; mem && p < s->size; p++) lt__json_push(mem, member_json(r, s->members[p], s));
@@ -92,7 +92,7 @@ static cJSON *report_json(const lt_match_report *r) {
     if (r->kind == LT_HANG_CYCLE) {
         cJSON *cy = cJSON_AddArrayToObject(h, "cycle");
         for (int i = 0; cy && i < r->ncycle; i++)
-            lt__json_push(cy, cJSON_CreateNumber(r->cycle[i]));
+            lt__json_push(cy, cJSON_CreateNumber(lt_mesh_rank_id(&r->mesh, r->cycle[i])));
     }
     return h;
 }

@@ -121,6 +121,10 @@ lt_status lt__sc_placements_new(sc_arena *a, const sc_node *n, const char *what,
 lt_status lt__sc_rule(const sc_node *n, const char *what, lt_split_rule *out);
 /* "2x2", "dp=2,tp=2", 8, or {shape: [2, 2], names: [dp, tp]} */
 lt_status lt__sc_mesh(const sc_node *n, const char *what, lt_mesh *out);
+/* The mapping form: shape or ranks, names, world, flatten, slice (scenario_mesh.c). */
+lt_status lt__sc_mesh_map(const sc_node *n, const char *what, lt_mesh *out);
+/* `flatten: {dims: [dp, cp], as: dp_cp}` applied to *m (scenario_mesh.c). */
+lt_status lt__sc_mesh_flatten(const sc_node *f, lt_mesh *m);
 lt_status lt__sc_dtype(const sc_node *n, const char *what, lt_dtype *out);
 
 /* A literal: a number, a flat list, or nested lists (rectangular). */
@@ -674,6 +678,7 @@ char *lt__sc_fmt_index(int ndim, const int64_t *idx, char *buf, size_t n);
     XX(distribute,   0)         \
     XX(from_local,   0)         \
     XX(redistribute, 0)         \
+    XX(remesh,       0)         \
     XX(full_tensor,  0)         \
     XX(collective,   0)         \
     XX(show,         0)         \

@@ -413,6 +413,15 @@ lt_status lt__sc_define(sc_parse_ctx *pc, const sc_node *map, const char *what, 
 lt_status lt__sc_rank(const sc_parse_ctx *pc, const sc_node *key, int *rank) {
     int64_t r;
     LT_TRY(lt__sc_i64(key, "rank", INT64_MIN, INT64_MAX, &r));
+    if (pc->mesh->permuted) {   /* a rank id; its shards sit at its mesh position */
+        int pos = r < 0 || r > INT32_MAX ? -1 : lt_mesh_pos_of(pc->mesh, (int)r);
+        char m[LT_MESH_MAX_IDS * 8];
+        if (pos < 0)
+            return lt__sc_err(key, LT_INVALID, "rank %lld is not on mesh %s", (long long)r,
+                              lt_mesh_format(pc->mesh, m, sizeof m));
+        *rank = pos;
+        return LT_OK;
+    }
     if (r < 0 || r >= pc->mesh->world) {
         char m[64];
         lt_mesh_format(pc->mesh, m, sizeof m);
@@ -434,14 +443,19 @@ lt_status lt__sc_per_rank(sc_parse_ctx *pc, const sc_node *n, const char *what, 
                               "%s: a list gives one entry per rank: %d rank%s, got %d entr%s (a "
                               "mapping {rank: ...} can list some)",
                               what, W, W == 1 ? "" : "s", n->n, n->n == 1 ? "y" : "ies");
-        for (int i = 0; i < W; i++) v[i] = n->kids[i];
+        /* entry i is the i-th rank id of the mesh (ascending): on a permuted mesh
+         * its shard sits at that rank's position */
+        for (int i = 0, id = 0; i < W; i++, id++) {
+            while (pc->mesh->permuted && lt_mesh_pos_of(pc->mesh, id) < 0) id++;
+            v[pc->mesh->permuted ? lt_mesh_pos_of(pc->mesh, id) : i] = n->kids[i];
+        }
     } else if (n->kind == SC_MAP) {
         for (int i = 0; i < n->n; i++) {
             int r;
             LT_TRY(lt__sc_rank(pc, n->kids[2 * i], &r));
             if (v[r])
                 return lt__sc_err(n->kids[2 * i], LT_INVALID, "%s: rank %d is given twice", what,
-                                  r);
+                                  lt_mesh_rank_id(pc->mesh, r));
             v[r] = n->kids[2 * i + 1];
         }
     } else {
@@ -454,7 +468,8 @@ lt_status lt__sc_per_rank(sc_parse_ctx *pc, const sc_node *n, const char *what, 
         for (int r = 0; r < W; r++)
             if (!v[r])
                 return lt__sc_err(n, LT_INVALID,
-                                  "%s: rank %d is missing (every rank needs an entry)", what, r);
+                                  "%s: rank %d is missing (every rank needs an entry)", what,
+                                  lt_mesh_rank_id(pc->mesh, r));
     *nodes = v;
     return LT_OK;
 }

@@ -398,7 +398,8 @@ lt_status lt__sc_run_local_op(sc_run_ctx *rc, const sc_step *st) {
             lt_mesh_coord(mesh, r, c);
             for (int i = 0; i < mesh->ndim; i++) c64[i] = c[i];
             rc->failed_rank = r;
-            s = lt__err_ctx_in(s, "local_op", " %s: rank %d (coord %s)", name, r,
+            s = lt__err_ctx_in(s, "local_op", " %s: rank %d (coord %s)", name,
+                               lt_mesh_rank_id(mesh, r),
                                lt__sc_fmt_index(mesh->ndim, c64, cs, sizeof cs));
         }
     }

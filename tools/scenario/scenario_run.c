@@ -209,7 +209,7 @@ lt_status lt__sc_check_fail(sc_run_ctx *rc, const sc_step *st, int rank, const c
     f->line = st->pos.line;
     f->col = st->pos.col;
     f->step = st->type->name;
-    f->rank = rank;
+    f->rank = rank >= 0 ? lt_mesh_rank_id(rc->c->mesh, rank) : rank;   /* reports name the id */
     /* inside expect_error the failure is only a message */
     if (!rc->capturing) {
         f->message = msg == small ? adup(rc->arena, msg) : msg;

@@ -195,7 +195,8 @@ lt_status lt__sc_run_local_tensor(sc_run_ctx *rc, const sc_step *st) {
         if (s) {
             char cs[96];
             rc->failed_rank = r;
-            s = lt__err_ctx_in(s, "local_tensor", ": rank %d (coord %s)", r,
+            s = lt__err_ctx_in(s, "local_tensor", ": rank %d (coord %s)",
+                               lt_mesh_rank_id(mesh, r),
                                coord_str(mesh, r, cs, sizeof cs));
         }
     }

@@ -26,6 +26,7 @@
 #include "kernels/alloc.h"
 #include "localtensor/ops.h"
 #include "localtensor/plan.h"
+#include "localtensor/ops/ops_impl.h"
 #include "localtensor/plan/plan_impl.h"
 #include "localtensor/pytorch_bugs.h"
 #include "tools/render/json_alloc.h"
@@ -39,6 +40,8 @@ typedef struct sc_trace {
     size_t plen, pcap;
     int failed;                /* out of memory: the trace is dropped */
     int world;
+    const lt_mesh *mesh;       /* the case's */
+    int order[LT_MESH_MAX_IDS];/* on a permuted mesh: the positions by ascending rank id */
     size_t *sent, *recv;       /* (world) totals over the case */
     size_t ncoll[LT_COLL_COUNT];
     size_t nwarn;
@@ -80,10 +83,31 @@ static void add(sc_trace *t, int pending, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* Entry i of a per-rank list: rank i's, or on a permuted mesh the i-th
+ * rank id's (ascending; docs/SEMANTICS.md §1.1). */
+static size_t at_rank(const sc_trace *t, const size_t *v, int n, int i) {
+    return t->mesh->permuted && n == t->mesh->world ? v[t->order[i]] : v[i];
+}
+
 static void add_sizes(sc_trace *t, const size_t *v, int n) {
     add(t, 0, "[");
-    for (int i = 0; i < n; i++) add(t, 0, "%s%zu", i ? ", " : "", v[i]);
+    for (int i = 0; i < n; i++) add(t, 0, "%s%zu", i ? ", " : "", at_rank(t, v, n, i));
     add(t, 0, "]");
+}
+
+/* On a permuted mesh, the groups of a comm table row by rank id
+ * ("groups [0,1] [2,3]"; the first 16). */
+static void add_groups(sc_trace *t, int md) {
+    const lt_mesh *m = t->mesh;
+    int ng = lt_mesh_ngroups(m, md), pos[LT_MESH_MAX_IDS];
+    add(t, 0, "         %-15s", "groups");
+    for (int g = 0; g < ng && g < 16; g++) {
+        lt_mesh_group(m, md, g, pos);
+        for (int c = 0; c < m->shape[md]; c++)
+            add(t, 0, "%s%d", c ? "," : " [", lt_mesh_rank_id(m, pos[c]));
+        add(t, 0, "]");
+    }
+    add(t, 0, "%s\n", ng > 16 ? " ..." : "");
 }
 
 /* The plan's table (lt_plan_format), indented under the current line. */
@@ -118,9 +142,10 @@ static void add_bug_warnings(sc_trace *t, int pending, uint32_t hits) {
     }
 }
 
-static cJSON *json_sizes(const size_t *v, int n) {
+static cJSON *json_sizes(const sc_trace *t, const size_t *v, int n) {
     cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && i < n; i++) lt__json_push(a, cJSON_CreateNumber((double)v[i]));
+    for (int i = 0; a && i < n; i++)
+        lt__json_push(a, cJSON_CreateNumber((double)at_rank(t, v, n, i)));
     return a;
 }
 
@@ -128,6 +153,9 @@ int lt__sc_trace_begin(sc_run_ctx *rc) {
     sc_trace *t = lt__calloc(1, sizeof *t);
     if (!t) return 1;
     t->world = rc->c->mesh->world;
+    t->mesh = rc->c->mesh;
+    for (int id = 0, k = 0; t->mesh->permuted && id < t->mesh->world_size; id++)
+        if (lt_mesh_pos_of(t->mesh, id) >= 0) t->order[k++] = lt_mesh_pos_of(t->mesh, id);
     t->sent = lt__calloc((size_t)t->world, sizeof *t->sent);
     t->recv = lt__calloc((size_t)t->world, sizeof *t->recv);
     if (!rc->plans) lt__json_begin();
@@ -144,17 +172,12 @@ static void fmt_pl(const lt_placement *pl, int n, char *buf, size_t len) {
     lt_placements_format(pl, n, buf, len);
 }
 
-void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names,
-                     const lt_dtensor *const *in, int nin, const lt_op_plan *plan) {
-    sc_trace *t = rc->trace;
-    if (!t || !plan) return;
-    const lt_mesh *m = rc->c->mesh;
-    char buf[256], buf2[256];
-    if (!t->ops) t->ops = cJSON_CreateArray();
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "op", lt_op_name(op));
+/* The op's inputs: "name [placements], ..." into the text, and their JSON
+ * entries (returned; the caller owns it). */
+static cJSON *trace_inputs(sc_trace *t, const lt_mesh *m, const char *const *names,
+                           const lt_dtensor *const *in, int nin, const lt_op_plan *plan) {
+    char buf[256];
     cJSON *ins = cJSON_CreateArray();
-    add(t, 1, "  %s(", lt_op_name(op));
     for (int k = 0; k < nin; k++) {
         fmt_pl(in[k]->placements, m->ndim, buf, sizeof buf);
         add(t, 1, "%s%s %s", k ? ", " : "", names[k], buf);
@@ -165,9 +188,27 @@ void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names,
         cJSON_AddBoolToObject(j, "redistributed", plan->in_redistribute[k] != 0);
         lt__json_push(ins, j);
     }
+    return ins;
+}
+
+void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names,
+                     const lt_dtensor *const *in, int nin, const lt_op_plan *plan) {
+    sc_trace *t = rc->trace;
+    if (!t || !plan) return;
+    const lt_mesh *m = rc->c->mesh;
+    char buf[256], buf2[256];
+    if (!t->ops) t->ops = cJSON_CreateArray();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "op", lt_op_name(op));
+    add(t, 1, "  %s(", lt_op_name(op));
+    cJSON *ins = trace_inputs(t, m, names, in, nin, plan);
     fmt_pl(plan->out_pl, m->ndim, buf, sizeof buf);
     add(t, 1, ") -> %s  (rules: %s)\n", buf, lt_op_rules_name(plan->rules));
     cJSON_AddStringToObject(o, "rules", lt_op_rules_name(plan->rules));
+    if (plan->pytorch_refuses[0]) { /* the result here is the correct one; PyTorch raises */
+        add(t, 1, "  note: %s\n", plan->pytorch_refuses);
+        cJSON_AddStringToObject(o, "pytorch_refuses", plan->pytorch_refuses);
+    }
     lt__json_put(o, "inputs", ins);
     lt__json_put(o, "output", lt_json_placements(plan->out_pl, m->ndim));
     cJSON *reds = cJSON_CreateArray();
@@ -214,8 +255,8 @@ void lt__sc_trace_op(sc_run_ctx *rc, lt_op_kind op, const char *const *names,
     /* the reduced dims as the rule normalized them (0: every dim) */
     lt_op_args a;
     memset(&a, 0, sizeof a);
-    a.ndims = plan->nkdims_;
-    memcpy(a.dims, plan->kdims_, sizeof a.dims);
+    a.ndims = lt__op_plan_x_of(plan)->nkdims;
+    memcpy(a.dims, lt__op_plan_x_of(plan)->kdims, sizeof a.dims);
     const lt_spec *specs[LT_OP_MAX_INPUTS];
     for (int k = 0; k < nin && k < LT_OP_MAX_INPUTS; k++) specs[k] = lt_dtensor_spec(in[k]);
     int ns = nin < LT_OP_MAX_INPUTS ? nin : LT_OP_MAX_INPUTS;
@@ -265,6 +306,8 @@ void lt__sc_trace_step(sc_run_ctx *rc, const sc_step *st, int index, size_t sinc
             add(t, 0, "%*s ", w < 22 ? 22 - w : 0, "");
             add_sizes(t, ev.recv, ev.world);
             add(t, 0, "\n");
+            if (t->mesh->permuted && ev.mesh_dim >= 0 && ev.mesh_dim < t->mesh->ndim)
+                add_groups(t, ev.mesh_dim);
             for (int r = 0; t->sent && t->recv && r < ev.world && r < t->world; r++)
                 t->sent[r] += ev.sent[r], t->recv[r] += ev.recv[r];
             t->ncoll[ev.coll]++;
@@ -273,8 +316,8 @@ void lt__sc_trace_step(sc_run_ctx *rc, const sc_step *st, int index, size_t sinc
             cJSON_AddNumberToObject(e, "mesh_dim", ev.mesh_dim);
             cJSON_AddNumberToObject(e, "groups", ev.ngroups);
             cJSON_AddNumberToObject(e, "group_size", ev.group_size);
-            lt__json_put(e, "bytes_sent", json_sizes(ev.sent, ev.world));
-            lt__json_put(e, "bytes_recv", json_sizes(ev.recv, ev.world));
+            lt__json_put(e, "bytes_sent", json_sizes(t, ev.sent, ev.world));
+            lt__json_put(e, "bytes_recv", json_sizes(t, ev.recv, ev.world));
             lt__json_push(comm, e);
         }
     } else {
@@ -316,8 +359,8 @@ int lt__sc_trace_end(sc_run_ctx *rc) {
             cJSON_AddNumberToObject(per, lt_coll_name((lt_coll)c), (double)t->ncoll[c]);
     lt__json_put(tot, "per_collective", per);
     if (t->sent && t->recv) {
-        lt__json_put(tot, "bytes_sent", json_sizes(t->sent, t->world));
-        lt__json_put(tot, "bytes_recv", json_sizes(t->recv, t->world));
+        lt__json_put(tot, "bytes_sent", json_sizes(t, t->sent, t->world));
+        lt__json_put(tot, "bytes_recv", json_sizes(t, t->recv, t->world));
     }
     cJSON_AddNumberToObject(tot, "silent_replications", (double)t->nwarn);
     cJSON_AddNumberToObject(tot, "pytorch_bugs", (double)t->nbugs);

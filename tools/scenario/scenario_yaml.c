@@ -907,35 +907,7 @@ lt_status lt__sc_rule(const sc_node *n, const char *what, lt_split_rule *out) {
 
 lt_status lt__sc_mesh(const sc_node *n, const char *what, lt_mesh *out) {
     lt_status st;
-    if (n && n->kind == SC_MAP) {
-        static const char *const keys[] = {"shape", "names", NULL};
-        LT_TRY(lt__sc_keys(n, what, keys));
-        const sc_node *sh, *nm = lt__sc_get(n, "names");
-        LT_TRY(lt__sc_need(n, what, "shape", &sh));
-        int shape[LT_MESH_MAX_DIMS], nd = 0;
-        const char *names[LT_MESH_MAX_DIMS] = {0};
-        if (sh->kind == SC_SEQ) {
-            if (sh->n < 1 || sh->n > LT_MESH_MAX_DIMS)
-                return lt__sc_err(sh, LT_INVALID, "%s: shape: a mesh has 1 to %d dims, got %d",
-                                  what, LT_MESH_MAX_DIMS, sh->n);
-            for (int i = 0; i < sh->n; i++)
-                LT_TRY(lt__sc_int(sh->kids[i], "mesh shape", 1, LT_MESH_MAX_WORLD, &shape[nd++]));
-        } else {
-            int64_t v;
-            LT_TRY(lt__sc_i64(sh, "mesh shape", 1, LT_MESH_MAX_WORLD, &v));
-            shape[nd++] = (int)v;
-        }
-        if (nm) {
-            if (nm->kind != SC_SEQ || nm->n != nd)
-                return lt__sc_err(nm, LT_INVALID, "%s: names: expected a list of %d name%s, got %s",
-                                  what, nd, nd == 1 ? "" : "s",
-                                  nm->kind == SC_SEQ ? "a list of another length"
-                                                     : lt__sc_kind_name(nm));
-            for (int i = 0; i < nd; i++) LT_TRY(lt__sc_ident(nm->kids[i], "mesh names", &names[i]));
-        }
-        if ((st = lt_mesh_init(out, nd, shape, names))) return lt__sc_err_at(n, st);
-        return LT_OK;
-    }
+    if (n && n->kind == SC_MAP) return lt__sc_mesh_map(n, what, out);   /* scenario_mesh.c */
     const char *s;
     LT_TRY(lt__sc_str(n, what, &s));
     if ((st = lt_mesh_parse(s, out))) return lt__sc_err_at(n, st);

@@ -66,6 +66,25 @@ def pl_obj(s):
     raise ValueError(s)
 
 
+def norm_pl(s, ndim):
+    """A placement spelling with a negative Shard dim made non-negative, as
+    PyTorch's DTensorSpec records it."""
+    if s.startswith("S(") and s[2] == "-":
+        return "S(%d)" % (int(s[2:-1]) + ndim)
+    return s
+
+
+def timed_out(e):
+    """Is e our case timeout, or an error PyTorch made of it (its sharding
+    propagation wraps whatever it catches)? Such a case is recorded as a
+    timeout, never as the error PyTorch wrapped it in."""
+    while e is not None:
+        if isinstance(e, CaseTimeout):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
 def err_str(e):
     msg = str(e).strip().splitlines()
     return "%s: %s" % (type(e).__name__, (msg[0] if msg else "")[:160])
@@ -145,6 +164,8 @@ def run_layout(case, mesh):
         d = distribute_tensor(t, mesh, [pl_obj(p) for p in case["pl"]])
         case["ranks"] = ranks_of(d)
     except Exception as e:  # PyTorch's refusal is data
+        if timed_out(e):
+            raise CaseTimeout() from None
         case["error"] = err_str(e)
 
 
@@ -153,6 +174,8 @@ def run_redistribute(case, mesh):
     try:
         d = distribute_tensor(t, mesh, [pl_obj(p) for p in case["src"]])
     except Exception as e:
+        if timed_out(e):
+            raise CaseTimeout() from None
         case["src_error"] = err_str(e)
         return
     try:
@@ -160,6 +183,8 @@ def run_redistribute(case, mesh):
         case["pl"] = [pl_str(p) for p in e2.placements]
         case["ranks"] = ranks_of(e2)
     except Exception as e:
+        if timed_out(e):
+            raise CaseTimeout() from None
         case["error"] = err_str(e)
 
 
@@ -251,7 +276,8 @@ class Recorder:
             for i, spec in enumerate(op_info.flat_args_schema):
                 tgt = flat[i]
                 if hasattr(spec, "placements") and spec != tgt:
-                    rec.calls.append((tuple(spec.shape), tuple(pl_str(p) for p in spec.placements),
+                    rec.calls.append((i, tuple(spec.shape),
+                                      tuple(pl_str(p) for p in spec.placements),
                                       tuple(pl_str(p) for p in tgt.placements)))
             return rec.orig(op_info, suggested, use_val)
 
@@ -272,6 +298,8 @@ def run_op(case, mesh):
                 t = input_tensor(inp["shape"], k)
             ins.append(distribute_tensor(t, mesh, [pl_obj(p) for p in inp["pl"]]))
     except Exception as e:
+        if timed_out(e):
+            raise CaseTimeout() from None
         case["src_error"] = err_str(e)
         return
     rec = Recorder()
@@ -279,13 +307,21 @@ def run_op(case, mesh):
         with rec:
             y = call_op(case["op"], ins, case.get("args", {}))
     except Exception as e:
+        if timed_out(e):
+            raise CaseTimeout() from None
         case["error"] = err_str(e)
         return
     ys = list(y) if isinstance(y, (tuple, list)) else [y]
     redist = []
-    for inp in case["inputs"]:
-        hit = [c for c in rec.calls if list(c[0]) == inp["shape"] and list(c[1]) == inp["pl"]]
-        redist.append([1, list(hit[0][2])] if hit else [0, None])
+    # PyTorch's specs hold a Shard's dim normalised (S(-1) of a 2-d tensor is S(1))
+    keys = [(inp["shape"], [norm_pl(p, len(inp["shape"])) for p in inp["pl"]])
+            for inp in case["inputs"]]
+    for k, key in enumerate(keys):
+        hit = [c for c in rec.calls if (list(c[1]), list(c[2])) == key]
+        # of two inputs alike, a call at the other's argument position is the other's
+        hit = [c for c in hit if c[0] == k or c[0] >= len(keys) or keys[c[0]] != key]
+        hit.sort(key=lambda c: c[0] != k)
+        redist.append([1, list(hit[0][3])] if hit else [0, None])
     case["redist"] = redist
     case["outs"] = []
     for o in ys:
@@ -491,9 +527,12 @@ def _on_alarm(signum, frame):
     raise CaseTimeout()
 
 
-def run_all(cases, fn, name, limit_s=10):
-    """Runs every case; a case PyTorch takes longer than limit_s over is
-    dropped (and counted), so one slow search cannot stall the files."""
+def run_all(cases, fn, name, limit_s=40):
+    """Runs every case; one PyTorch does not finish in limit_s is recorded as
+    its error "Timeout: ..." (a view of an empty tensor loops forever in its
+    view_groups). The limit is far above any finishing case's time on a busy
+    machine (the slowest, a matmul on a 2x2x2 mesh, takes seconds), so the
+    files do not depend on the machine's load."""
     by_mesh = {}
     for c in cases:
         by_mesh.setdefault(tuple(c["mesh"]), []).append(c)
@@ -510,7 +549,11 @@ def run_all(cases, fn, name, limit_s=10):
                     fn(c, mesh)
                     kept.append(c)
                 except CaseTimeout:
-                    print("%s: dropped a case over %d s: %s" % (name, limit_s, json.dumps(c)[:200]),
+                    for k in ("pl", "ranks", "redist", "outs"):
+                        c.pop(k, None)
+                    c["error"] = "Timeout: PyTorch did not finish in %d s" % limit_s
+                    kept.append(c)
+                    print("%s: a case over %d s: %s" % (name, limit_s, json.dumps(c)[:200]),
                           file=sys.stderr)
                 finally:
                     signal.alarm(0)

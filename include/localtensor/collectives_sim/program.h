@@ -80,6 +80,7 @@ LT_API lt_status lt_program_run(const lt_mesh *mesh, lt_proc_fn fn, void *user_d
 
 /* ---- inside fn: who am I --------------------------------------------------- */
 
+/* The rank id (its mesh position on an arange mesh; mesh.h's rank ids otherwise). */
 LT_API int lt_proc_rank(const lt_proc *p);
 LT_API int lt_proc_world(const lt_proc *p);
 LT_API const lt_mesh *lt_proc_mesh(const lt_proc *p);
