@@ -17,6 +17,7 @@
 #define LT_BENCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct lt_bench_row {
     char name[120];
@@ -47,6 +48,9 @@ double lt_bench_median(double *v, int n);
 /* Seconds of one memcpy of `bytes` between the harness's pre-touched
  * buffers (grown on demand). Exits on NOMEM. */
 double lt_bench_memcpy_once(lt_bench *b, size_t bytes);
+/* Seconds of one row-major sgemm (m, k) @ (k, n) on lt_threads() BLAS threads,
+ * on buffers it fills and frees (the floors' sgemm part; bench_workload.c). */
+double lt_bench_sgemm_once(int64_t m, int64_t k, int64_t n);
 
 /* The areas, one per file. */
 void lt_bench_collectives(lt_bench *b);    /* tools/bench/bench_collectives.c */

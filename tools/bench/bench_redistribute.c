@@ -150,6 +150,14 @@ static void floor_bufs(floor_ctx *fx, unsigned char **fa, unsigned char **fb) {
     fx->b = *fb;
 }
 
+/* The mesh and the two placement lists of a row (exits on bad text). */
+static void parse_pair(const char *mesh_s, const char *from, const char *to, lt_mesh *m,
+                       lt_placement *sp, lt_placement *dp, int *ns, int *nd) {
+    check(lt_mesh_parse(mesh_s, m), "mesh");
+    check(lt_placements_parse(from, sp, LT_MESH_MAX_DIMS, ns), "placements");
+    check(lt_placements_parse(to, dp, LT_MESH_MAX_DIMS, nd), "placements");
+}
+
 static void data_row(lt_bench *b, const char *mesh_s, const char *from, const char *to,
                      int uneven) {
     char name[120], vname[140], fname[160];
@@ -163,9 +171,7 @@ static void data_row(lt_bench *b, const char *mesh_s, const char *from, const ch
     lt_mesh m;
     lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
     int ns, nd;
-    check(lt_mesh_parse(mesh_s, &m), "mesh");
-    check(lt_placements_parse(from, sp, LT_MESH_MAX_DIMS, &ns), "placements");
-    check(lt_placements_parse(to, dp, LT_MESH_MAX_DIMS, &nd), "placements");
+    parse_pair(mesh_s, from, to, &m, sp, dp, &ns, &nd);
     int64_t shape[2] = {uneven ? 4099 : 4096, uneven ? 4093 : 4096};
     lt_init init = {LT_INIT_ONES, 0};
     lt_dtensor *src, *out;
@@ -212,9 +218,7 @@ static void plan_row(lt_bench *b, const char *mesh_s, int ndim, const int64_t *s
     lt_mesh m;
     lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
     int ns, nd;
-    check(lt_mesh_parse(mesh_s, &m), "mesh");
-    check(lt_placements_parse(from, sp, LT_MESH_MAX_DIMS, &ns), "placements");
-    check(lt_placements_parse(to, dp, LT_MESH_MAX_DIMS, &nd), "placements");
+    parse_pair(mesh_s, from, to, &m, sp, dp, &ns, &nd);
     lt_redistribute_opts o = {0};
     o.planner = planner;
     o.no_cache = cold;
@@ -246,9 +250,7 @@ static void cost_row(lt_bench *b, const char *mesh_s, int ndim, const int64_t *s
     lt_mesh m;
     lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
     int ns, nd;
-    check(lt_mesh_parse(mesh_s, &m), "mesh");
-    check(lt_placements_parse(from, sp, LT_MESH_MAX_DIMS, &ns), "placements");
-    check(lt_placements_parse(to, dp, LT_MESH_MAX_DIMS, &nd), "placements");
+    parse_pair(mesh_s, from, to, &m, sp, dp, &ns, &nd);
     lt_spec a, d;
     check(lt_spec_init(&m, LT_F32, ndim, shape, sp, ns, &a), name);
     check(lt_spec_init(&m, LT_F32, ndim, shape, dp, nd, &d), name);

@@ -21,7 +21,6 @@
  * redistributes write, times 100; ratio = floor / ours ("bytes": those
  * unique bytes). The relu and updates are not in the floor.
  */
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,38 +119,13 @@ static uint64_t step(const lt_dtensor *x0, lt_dtensor **w) {
     return moved;
 }
 
-/* Seconds of one row-major sgemm (m, k) @ (k, n) on lt_threads() BLAS
- * threads, on pre-filled buffers (freed here). */
-static double sgemm_secs(int64_t m, int64_t k, int64_t n) {
-    float *A = malloc(sizeof(float) * (size_t)(m * k));
-    float *B = malloc(sizeof(float) * (size_t)(k * n));
-    float *C = calloc((size_t)(m * n), sizeof(float));
-    if (!A || !B || !C) {
-        fprintf(stderr, "bench: out of memory\n");
-        exit(2);
-    }
-    for (int64_t i = 0; i < m * k; i++) A[i] = (float)(i % 7) * 0.1f;
-    for (int64_t i = 0; i < k * n; i++) B[i] = (float)(i % 5) * 0.1f;
-    int was = openblas_get_num_threads();
-    openblas_set_num_threads(lt_threads());
-    double t0 = lt_bench_now();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k,
-                1.0f, A, (blasint)k, B, (blasint)n, 0.0f, C, (blasint)n);
-    double t = lt_bench_now() - t0;
-    openblas_set_num_threads(was);
-    free(A);
-    free(B);
-    free(C);
-    return t;
-}
-
 /* The floor's sgemm seconds of one step: per layer the five products. */
 static double floor_step_sgemm(void) {
-    double t = sgemm_secs(TB, TD, TF)     /* x @ W1 */
-               + sgemm_secs(TB, TF, TD)   /* a @ W2 */
-               + sgemm_secs(TB, TD, TF)   /* y @ W2^T */
-               + sgemm_secs(TF, TB, TD)   /* a^T @ y */
-               + sgemm_secs(TD, TB, TF);  /* x^T @ da */
+    double t = lt_bench_sgemm_once(TB, TD, TF)     /* x @ W1 */
+               + lt_bench_sgemm_once(TB, TF, TD)   /* a @ W2 */
+               + lt_bench_sgemm_once(TB, TD, TF)   /* y @ W2^T */
+               + lt_bench_sgemm_once(TF, TB, TD)   /* a^T @ y */
+               + lt_bench_sgemm_once(TD, TB, TF);  /* x^T @ da */
     return LAYERS * t;
 }
 

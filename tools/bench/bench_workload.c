@@ -90,7 +90,7 @@ static void run_mlp(const lt_dtensor *const *in, uint64_t *moved) {
 
 /* Seconds of one row-major sgemm (m, k) @ (k, n) on OpenBLAS's threads set to
  * lt_threads() (the threads our run may use), on pre-filled buffers. */
-static double sgemm_once(int64_t m, int64_t k, int64_t n) {
+double lt_bench_sgemm_once(int64_t m, int64_t k, int64_t n) {
     float *A = malloc(sizeof(float) * (size_t)(m * k));   /* (m, k) */
     float *B = malloc(sizeof(float) * (size_t)(k * n));   /* (k, n) */
     float *C = malloc(sizeof(float) * (size_t)(m * n));   /* (m, n) */
@@ -119,7 +119,7 @@ static double floor_sgemm(int mlp) {
     if (!mlp) return 0;
     /* W1's 4 tp shards together are one (512,1024)@(1024,4096); the second
      * matmul's 4 unique products are (512,512)@(512,1024) each */
-    return sgemm_once(512, 1024, 4096) + 4 * sgemm_once(512, 512, 1024);
+    return lt_bench_sgemm_once(512, 1024, 4096) + 4 * lt_bench_sgemm_once(512, 512, 1024);
 }
 
 static void make_inputs(int mlp, lt_dtensor **in, int *nin) {
