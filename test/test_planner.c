@@ -26,6 +26,7 @@ typedef struct counts {
     long mismatches; /* pairs where min-cost differs from the brute force (the first 20 printed) */
     long skipped;      /* invalid lists or rejected transitions */
     long beats_greedy; /* pairs where min-cost moves fewer bytes than greedy */
+    long known_gap;    /* mismatches of the known gap (test_objectives_equal_brute_force) */
 } counts;
 
 /* The least (bytes, steps) of sp -> dp by the brute force (f32). */
@@ -82,6 +83,11 @@ static void check_cost_pair(const lt_mesh *m, int ndim, const int64_t *shape,
     char x[256], y[256], ms[64], ss[64];
     if (p->search_truncated || want.bytes < 0 || got != want.cost ||
         (int64_t)p->total_bytes != want.bytes || p->nsteps != want.steps) {
+        /* the known gap: under dtensor the brute force's cheaper route goes
+         * through SS(0,3), a state the planner does not spell */
+        if (pc->moves == LT_MOVES_DTENSOR && !p->search_truncated && want.bytes >= 0 &&
+            got > want.cost && strstr(want.path, "SS(0,3)"))
+            k->known_gap++;
         if (k->mismatches++ < 20)
             print_message("MISMATCH (%s, %s) mesh %s, shape %s: %s -> %s: min-cost (%lld, %zu B, "
                           "%d steps)%s, brute force (%lld, %lld B, %d): %s\n",
@@ -449,12 +455,11 @@ static long cost_sweeps(const lt_plan_cost *pc, counts *k) {
     const int64_t s7[] = {7}, s43[] = {4, 3};
     long before = k->pairs;
     sweep_cost = pc;
-    int thin = pc->moves == LT_MOVES_DTENSOR ? 3 : 1;
     rule_sweep("2x2", 1, s13, LT_SPLIT_BALANCED, 0, k);
     rule_sweep("2x2", 1, s8, LT_SPLIT_LAST, 0, k);
     rule_sweep("2x2", 1, s3, LT_SPLIT_BALANCED, 0, k);
-    rule_sweep("2x2", 2, s57, LT_SPLIT_LAST, SANITIZED ? 200 : 3000 / thin, k);
-    rule_sweep("2x2", 2, s23, LT_SPLIT_BALANCED, SANITIZED ? 200 : 3000 / thin, k);
+    rule_sweep("2x2", 2, s57, LT_SPLIT_LAST, SANITIZED ? 200 : 6000, k);
+    rule_sweep("2x2", 2, s23, LT_SPLIT_BALANCED, SANITIZED ? 200 : 6000, k);
     lt_split_rule e1, bal = lt_split_chunk();
     bal.kind = LT_SPLIT_BALANCED;
     LT_CHECK(lt_split_explicit((int64_t[]){2, 0}, 2, &e1));
@@ -462,19 +467,20 @@ static long cost_sweeps(const lt_plan_cost *pc, counts *k) {
                          lt_shard_rule(0, bal), lt_strided(0, 2), lt_strided(0, 3),
                          lt_partial(LT_REDOP_SUM), lt_shard(1)};
     sweep("2x2", 2, s43, o, 8, SANITIZED ? 300 : 0, k);
-    rule_sweep("2x2x2", 1, s7, LT_SPLIT_BALANCED, SANITIZED ? 300 : 6000 / thin, k);
-    rule_sweep("2x2x2", 1, s8, LT_SPLIT_LAST, SANITIZED ? 200 : 3000 / thin, k);
-    sweep("2x2x2", 1, s7, o, 7, SANITIZED ? 200 : 2000 / thin, k);
+    rule_sweep("2x2x2", 1, s7, LT_SPLIT_BALANCED, SANITIZED ? 300 : 10000, k);
+    rule_sweep("2x2x2", 1, s8, LT_SPLIT_LAST, SANITIZED ? 200 : 6000, k);
+    sweep("2x2x2", 1, s7, o, 7, SANITIZED ? 200 : 4000, k);
     sweep_cost = NULL;
     return k->pairs - before;
 }
 
 /* Every objective and move set against the brute force (its objectives
- * written from their definitions), time on both presets. Known gap, under
- * dtensor only: the planner's states spell SS(d, k) only for the k of
- * plan.h, and with gather and scatter gone two pairs of 7 elements on
- * 2x2x2 ([R, S(0), P(sum or max)] -> [P(max), R, S(0)]) have a cheaper
- * route through SS(0,3) (136 B against 140 B): at most those two differ. */
+ * written from their definitions), time on both presets, at least 20,000
+ * pairs each. Known gap, under dtensor only: the planner's states spell
+ * SS(d, k) only for the k of plan.h, and with gather and scatter gone some
+ * pairs of 7 elements on 2x2x2 (such as [R, S(0), P(sum)] -> [P(max), R,
+ * S(0)]) have a cheaper route through SS(0,3) (136 B against 140 B): every
+ * mismatch must be of that kind (counted apart and printed). */
 static void test_objectives_equal_brute_force(void **state) {
     (void)state;
     long per[LT_OBJECTIVE_COUNT + 1] = {0};
@@ -494,12 +500,14 @@ static void test_objectives_equal_brute_force(void **state) {
             print_message("%s (%s%s%s): %ld pairs compared\n", lt_objective_name(pc.objective),
                           lt_moveset_name(pc.moves), pc.objective == LT_OBJECTIVE_TIME ? ", " : "",
                           pc.objective == LT_OBJECTIVE_TIME ? topo : "", n);
+            assert_true(n >= (SANITIZED ? 1000 : 20000)); /* each objective and move set */
         }
     }
-    print_message("%ld mismatches; dtensor plans cheaper than greedy's on %ld pairs\n",
-                  k.mismatches, k.beats_greedy);
+    print_message("%ld mismatches (%ld of the known gap); dtensor plans cheaper than greedy's on "
+                  "%ld pairs\n",
+                  k.mismatches, k.known_gap, k.beats_greedy);
     assert_int_equal(collectives_mismatches, 0);
-    assert_true(k.mismatches - collectives_mismatches <= 2);
+    assert_int_equal(k.mismatches, k.known_gap);
     for (int ob = 0; ob <= LT_OBJECTIVE_COUNT; ob++)
         assert_true(per[ob] >= (SANITIZED ? 2000 : 20000));
     assert_true(k.beats_greedy > 0);
