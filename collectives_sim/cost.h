@@ -39,16 +39,71 @@ typedef struct lt__member {
     uint64_t in, out, kept;
 } lt__member;
 
+/* Inline: the trace calls these for every member of every traced call. */
+static inline uint64_t lt__sat_mul(uint64_t a, uint64_t b) {
+    return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+static inline uint64_t lt__sat_add(uint64_t a, uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* all_reduce's piece p of n: the balanced split of the input's elements
+ * (es, a dtype's size, is a power of two: a shift, not a division). */
+static inline uint64_t lt__ring_piece(uint64_t in, int n, int p, uint64_t es) {
+    if (!es || n < 1) return 0;
+    uint64_t e = (es & (es - 1)) ? in / es : in >> __builtin_ctzll(es), N = (uint64_t)n;
+    uint64_t q = e / N, r = e - q * N;
+    return (q + ((uint64_t)p < r)) * es;
+}
+
 /* Bytes member p (position in its group of n; root: the rooted
  * collective's root position, else ignored) receives from the others in
  * collective k; es: bytes per element (all_reduce's pieces). */
-uint64_t lt__coll_recv(lt_coll k, int n, int p, int root, lt__member m, uint64_t es);
+static inline uint64_t lt__coll_recv(lt_coll k, int n, int p, int root, lt__member m, uint64_t es) {
+    uint64_t others = n > 1 ? (uint64_t)(n - 1) : 0;
+    switch (k) {
+    case LT_COLL_ALL_REDUCE: {
+        uint64_t piece = lt__ring_piece(m.in, n, p, es);
+        return lt__sat_add(lt__sat_mul(others, piece), m.in - piece);
+    }
+    case LT_COLL_REDUCE_SCATTER:
+        return lt__sat_mul(others, m.out);
+    case LT_COLL_REDUCE:
+        return p == root ? lt__sat_mul(others, m.in) : 0;
+    case LT_COLL_BARRIER:
+        return 0;
+    default: /* all_gather, gather, all_to_all, scatter, broadcast, permute */
+        return m.out > m.kept ? m.out - m.kept : 0;
+    }
+}
 
 /* Bytes member p sends to the others. The root of scatter and broadcast
  * sends what the others receive: `others` (the sum of their receipts; read
  * for that root only). */
-uint64_t lt__coll_sent(lt_coll k, int n, int p, int root, lt__member m, uint64_t es,
-                       uint64_t others);
+static inline uint64_t lt__coll_sent(lt_coll k, int n, int p, int root, lt__member m, uint64_t es,
+                                     uint64_t others) {
+    uint64_t peers = n > 1 ? (uint64_t)(n - 1) : 0;
+    switch (k) {
+    case LT_COLL_ALL_GATHER:
+        return lt__sat_mul(peers, m.in);
+    case LT_COLL_ALL_REDUCE:
+        return lt__coll_recv(k, n, p, root, m, es);
+    case LT_COLL_REDUCE_SCATTER:
+        return m.in > m.out ? m.in - m.out : 0;
+    case LT_COLL_GATHER:
+    case LT_COLL_REDUCE:
+        return p == root ? 0 : m.in;
+    case LT_COLL_SCATTER:
+    case LT_COLL_BROADCAST:
+        return p == root ? others : 0;
+    case LT_COLL_ALL_TO_ALL:
+    case LT_COLL_PERMUTE:
+        return m.in > m.kept ? m.in - m.kept : 0;
+    default: /* barrier */
+        return 0;
+    }
+}
 
 /* Latency rounds of collective k in a group of n, the messages one member
  * waits for in sequence: n - 1 (ring all_gather, reduce_scatter; pairwise

@@ -216,8 +216,16 @@ typedef struct group_call {
     const int *rk;
     lt_tensor *const *in, *const *out;
     const int64_t *sizes;
-    size_t total; /* the members' input bytes, summed */
+    size_t total; /* all_gather, gather: the members' input bytes, summed */
+    size_t in0;   /* reductions: member 0's input bytes (the members' inputs share a shape) */
+    const size_t *rows; /* all_to_all: (n) bytes of one row along dim of each member's
+                         * input, or NULL (then computed per use) */
 } group_call;
+
+/* Bytes of one row along dim of x (all_to_all's unit). */
+static size_t row_bytes(const lt_tensor *x, int dim) {
+    return x->shape[dim] ? (size_t)(lt_numel(x) / x->shape[dim]) * lt_dtype_size(x->dtype) : 0;
+}
 
 /* src: the member whose shard member p receives in a permute (else p). */
 static lt__member group_member(const group_call *g, int p, int src) {
@@ -225,7 +233,9 @@ static lt__member group_member(const group_call *g, int p, int src) {
     int n = g->n, root = g->root, dim = g->dim;
     const int *rk = g->rk;
     lt_tensor *const *in = g->in, *const *out = g->out;
-    size_t N = (size_t)n, mine = nbytes_or0(in[rk[p]]);
+    int reduces = coll == LT_COLL_ALL_REDUCE || coll == LT_COLL_REDUCE_SCATTER ||
+                  coll == LT_COLL_REDUCE;
+    size_t N = (size_t)n, mine = reduces ? g->in0 : nbytes_or0(in[rk[p]]);
     lt__member m = {mine, 0, 0};
     switch (coll) {
     case LT_COLL_ALL_GATHER:
@@ -237,14 +247,13 @@ static lt__member group_member(const group_call *g, int p, int src) {
     case LT_COLL_ALL_REDUCE:
     case LT_COLL_REDUCE_SCATTER:
     case LT_COLL_REDUCE: /* the members' inputs have one shape: member 0's */
-        m.in = lt_nbytes(in[rk[0]]);
+        m.in = g->in0;
         m.out = coll == LT_COLL_REDUCE_SCATTER ? lt_nbytes(out[rk[p]]) : m.in;
         break;
     case LT_COLL_ALL_TO_ALL:
         for (size_t i = 0; i < N; i++) { /* piece p of every member, rows of its shape */
-            const lt_tensor *x = in[rk[i]];
-            size_t row = x->shape[dim] ? (size_t)(lt_numel(x) / x->shape[dim]) : 0;
-            size_t b = (size_t)g->sizes[i * N + (size_t)p] * row * lt_dtype_size(x->dtype);
+            size_t row = g->rows ? g->rows[i] : row_bytes(in[rk[i]], dim);
+            size_t b = (size_t)g->sizes[i * N + (size_t)p] * row;
             m.out += b;
             if (i == (size_t)p) m.kept = b;
         }
@@ -271,19 +280,29 @@ void lt__trace_group_bytes(lt_trace *t, lt_coll coll, int n, const int *rk,
     size_t *sent = t->pool + t->ev[t->n - 1].pool_off, *recv = sent + t->world;
     const lt_tensor *t0 = in[rk[0]];
     uint64_t es = t0 ? lt_dtype_size(t0->dtype) : 1, others = 0;
-    group_call g = {coll, n, root, dim, rk, in, out, sizes, 0};
-    for (int p = 0; p < n; p++) g.total += nbytes_or0(in[rk[p]]);
+    group_call g = {coll, n, root, dim, rk, in, out, sizes, 0, nbytes_or0(t0), NULL};
+    if (coll == LT_COLL_ALL_GATHER || coll == LT_COLL_GATHER)
+        for (int p = 0; p < n; p++) g.total += nbytes_or0(in[rk[p]]);
+    size_t stack_rows[64], *rows = NULL;   /* all_to_all: each member's row bytes, once */
+    if (coll == LT_COLL_ALL_TO_ALL) {
+        rows = n <= 64 ? stack_rows : lt__malloc(sizeof(size_t) * (size_t)n);
+        for (int i = 0; rows && i < n; i++) rows[i] = row_bytes(in[rk[i]], dim);
+        g.rows = rows;   /* NULL when out of memory: computed per use instead */
+    }
     for (int s = 0; s < n; s++) { /* s sends to p (a permute's perm[s], else itself) */
         int p = coll == LT_COLL_PERMUTE ? perm[s] : s;
         lt__member m = group_member(&g, p, s);
         recv[rk[p]] = (size_t)lt__coll_recv(coll, n, p, root, m, es);
-        sent[rk[p]] = (size_t)lt__coll_sent(coll, n, p, root, m, es, 0);
+        sent[rk[p]] = coll == LT_COLL_ALL_REDUCE
+                          ? recv[rk[p]] /* cost.h: the same */
+                          : (size_t)lt__coll_sent(coll, n, p, root, m, es, 0);
         if (p != root) others += recv[rk[p]];
     }
     if ((coll == LT_COLL_SCATTER || coll == LT_COLL_BROADCAST) && root >= 0 && root < n) {
         lt__member m = group_member(&g, root, root);
         sent[rk[root]] = (size_t)lt__coll_sent(coll, n, root, root, m, es, others);
     }
+    if (rows != stack_rows) lt__free(rows);
 }
 
 void lt__trace_commit(lt_trace *t) {
