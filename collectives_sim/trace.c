@@ -220,7 +220,13 @@ typedef struct group_call {
     size_t in0;   /* reductions: member 0's input bytes (the members' inputs share a shape) */
     const size_t *rows; /* all_to_all: (n) bytes of one row along dim of each member's
                          * input, or NULL (then computed per use) */
+    const size_t *ib;   /* (n) each member's input bytes, or NULL (then computed per use) */
 } group_call;
+
+/* Member i's input bytes (0 where it has none). */
+static size_t in_bytes(const group_call *g, int i) {
+    return g->ib ? g->ib[i] : nbytes_or0(g->in[g->rk[i]]);
+}
 
 /* Bytes of one row along dim of x (all_to_all's unit). */
 static size_t row_bytes(const lt_tensor *x, int dim) {
@@ -235,7 +241,7 @@ static lt__member group_member(const group_call *g, int p, int src) {
     lt_tensor *const *in = g->in, *const *out = g->out;
     int reduces = coll == LT_COLL_ALL_REDUCE || coll == LT_COLL_REDUCE_SCATTER ||
                   coll == LT_COLL_REDUCE;
-    size_t N = (size_t)n, mine = reduces ? g->in0 : nbytes_or0(in[rk[p]]);
+    size_t N = (size_t)n, mine = reduces ? g->in0 : in_bytes(g, p);
     lt__member m = {mine, 0, 0};
     switch (coll) {
     case LT_COLL_ALL_GATHER:
@@ -260,11 +266,11 @@ static lt__member group_member(const group_call *g, int p, int src) {
         break;
     case LT_COLL_BROADCAST:
     case LT_COLL_SCATTER:
-        m.out = coll == LT_COLL_SCATTER ? lt_nbytes(out[rk[p]]) : lt_nbytes(in[rk[root]]);
+        m.out = coll == LT_COLL_SCATTER ? lt_nbytes(out[rk[p]]) : in_bytes(g, root);
         m.kept = p == root ? m.out : 0;
         break;
     case LT_COLL_PERMUTE:
-        m.out = nbytes_or0(in[rk[src]]);
+        m.out = in_bytes(g, src);
         m.kept = src == p ? m.out : 0;
         break;
     default: /* barrier: nothing moves */
@@ -280,9 +286,15 @@ void lt__trace_group_bytes(lt_trace *t, lt_coll coll, int n, const int *rk,
     size_t *sent = t->pool + t->ev[t->n - 1].pool_off, *recv = sent + t->world;
     const lt_tensor *t0 = in[rk[0]];
     uint64_t es = t0 ? lt_dtype_size(t0->dtype) : 1, others = 0;
-    group_call g = {coll, n, root, dim, rk, in, out, sizes, 0, nbytes_or0(t0), NULL};
+    group_call g = {coll, n, root, dim, rk, in, out, sizes, 0, nbytes_or0(t0), NULL, NULL};
+    size_t stack_ib[64], *ib = NULL;   /* each member's input bytes, once */
+    if (coll != LT_COLL_ALL_REDUCE && coll != LT_COLL_REDUCE_SCATTER && coll != LT_COLL_REDUCE) {
+        ib = n <= 64 ? stack_ib : lt__malloc(sizeof(size_t) * (size_t)n);
+        for (int i = 0; ib && i < n; i++) ib[i] = nbytes_or0(in[rk[i]]);
+        g.ib = ib;   /* NULL when out of memory: computed per use instead */
+    }
     if (coll == LT_COLL_ALL_GATHER || coll == LT_COLL_GATHER)
-        for (int p = 0; p < n; p++) g.total += nbytes_or0(in[rk[p]]);
+        for (int p = 0; p < n; p++) g.total += in_bytes(&g, p);
     size_t stack_rows[64], *rows = NULL;   /* all_to_all: each member's row bytes, once */
     if (coll == LT_COLL_ALL_TO_ALL) {
         rows = n <= 64 ? stack_rows : lt__malloc(sizeof(size_t) * (size_t)n);
@@ -303,6 +315,7 @@ void lt__trace_group_bytes(lt_trace *t, lt_coll coll, int n, const int *rk,
         sent[rk[root]] = (size_t)lt__coll_sent(coll, n, root, root, m, es, others);
     }
     if (rows != stack_rows) lt__free(rows);
+    if (ib != stack_ib) lt__free(ib);
 }
 
 void lt__trace_commit(lt_trace *t) {
