@@ -186,9 +186,34 @@ static int recent_allows(uint64_t bytes) {
     return age >= 0 && age < 0.05;
 }
 
+/* 1 when LOCALTENSOR_MEMORY_LIMIT is not set, without a getenv on every
+ * call: getenv walks the whole environment (some 300 instructions, a tenth
+ * of a small op's dispatch). The answer is kept with a snapshot of the
+ * environment's array (address, length, last entry): setenv and putenv of
+ * a new name append an entry (or move the array), unsetenv shifts the
+ * entries after the one it removes, and either changes the snapshot, so
+ * the next call reads anew. While the variable is set the caller reads it
+ * anyway. Per thread. */
+extern char **environ;
+static _Thread_local char **env_at;
+static _Thread_local size_t env_len;
+static _Thread_local char *env_last;
+static _Thread_local int env_unset;
+
+static int limit_env_unset(void) {
+    char **e = environ;
+    if (e && e == env_at && !e[env_len] && (!env_len || e[env_len - 1] == env_last))
+        return env_unset;
+    env_unset = getenv("LOCALTENSOR_MEMORY_LIMIT") == NULL;
+    size_t n = 0;
+    while (e && e[n]) n++;
+    env_at = e, env_len = n, env_last = n ? e[n - 1] : NULL;
+    return env_unset;
+}
+
 /* The budgets of the user's choosing are always read anew. */
 static int recent_fits(uint64_t bytes) {
-    return recent_allows(bytes) && !getenv("LOCALTENSOR_MEMORY_LIMIT") && !g_budget_label;
+    return !g_budget_label && recent_allows(bytes) && limit_env_unset();
 }
 
 /* The refusal: "WHAT needs X[ for the shards of all N ranks], more than
