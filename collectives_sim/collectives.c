@@ -72,6 +72,11 @@ struct lt_comm {
     unsigned char *held;            /* (world) 1: this process holds the rank (engine.h `holds`) */
     int nheld;                      /* how many; the world unless the engine spans processes */
     int share_absent;               /* lt__comm_share_absent (engine_impl.h) */
+    /* lt__comm_flat's communicators, [first mesh dim][dims - 2], made on first
+     * use and freed with this one; in one of them: its trace is the parent's
+     * (borrowed, not freed) */
+    struct lt_comm *flat[LT_MESH_MAX_DIMS][LT_MESH_MAX_DIMS - 1];
+    int trace_borrowed;
 };
 
 /* One call in progress. */
@@ -100,6 +105,8 @@ static const int *grp(const call *k, int g) { return k->c->groups[k->md] + (size
 
 static void comm_release(lt_comm *c) {
     if (!c) return;
+    for (int i = 0; i < LT_MESH_MAX_DIMS; i++)
+        for (int k = 0; k < LT_MESH_MAX_DIMS - 1; k++) comm_release(c->flat[i][k]);
     if (c->eng) c->eng->free(c->ectx);
     for (int d = 0; d < LT_MESH_MAX_DIMS; d++) lt__free(c->groups[d]);
     lt__free(c->fresh);
@@ -110,7 +117,7 @@ static void comm_release(lt_comm *c) {
     lt__free(c->sizes);
     lt__free(c->share);
     lt__free(c->held);
-    lt_trace_free(c->trace);
+    if (!c->trace_borrowed) lt_trace_free(c->trace);
     lt__free(c);
 }
 
@@ -169,6 +176,29 @@ lt_status lt_comm_new(const lt_mesh *mesh, lt_comm **out) {
     return lt_comm_new_engine(mesh, NULL, out);
 }
 void lt_comm_free(lt_comm *c) { comm_release(c); }
+
+lt_status lt__comm_flat(lt_comm *c, int first, int span, lt_comm **out) {
+    *out = NULL;
+    if (span < 2 || first < 0 || first + span > c->mesh.ndim)
+        return lt__err(LT_INVALID, "internal: flattened group of mesh dims %d..%d of a %d-dim mesh",
+                       first, first + span - 1, c->mesh.ndim);
+    lt_comm **slot = &c->flat[first][span - 2];
+    if (!*slot) {
+        int dims[LT_MESH_MAX_DIMS];
+        for (int k = 0; k < span; k++) dims[k] = first + k;
+        lt_mesh fm;
+        LT_TRY(lt_mesh_flatten(&c->mesh, dims, span, NULL, &fm));
+        lt_comm *f = NULL;
+        LT_TRY(lt_comm_new_engine(&fm, c->eng, &f));
+        lt_trace_free(f->trace);   /* its events go to the parent's trace */
+        f->trace = c->trace;
+        f->trace_borrowed = 1;
+        *slot = f;
+    }
+    (*slot)->share_absent = c->share_absent;
+    *out = *slot;
+    return LT_OK;
+}
 int lt_comm_holds(const lt_comm *c, int rank) {
     return c && rank >= 0 && rank < c->mesh.world && c->held[rank];
 }
@@ -1020,6 +1050,64 @@ lt_status lt_permute_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in, const
                            lt_tensor **out) {
     call k;
     return finish(&k, permute_coll(&k, c, mesh_dim, in, perm, out));
+}
+
+/* ---- point to point ------------------------------------------------------------ */
+
+/* The checks of lt_send_recv that need no engine; *o: the output (made
+ * here when *out is NULL: *made 1). */
+static lt_status send_recv_prepare(lt_comm *c, int src, int dst, const lt_tensor *in,
+                                   lt_tensor **out, lt_tensor **o, int *made) {
+    *o = NULL;
+    *made = 0;
+    if (!c || !out || !in) return lt__err(LT_INVALID, "lt_send_recv: NULL argument");
+    int w = c->mesh.world;
+    if (src < 0 || src >= w || dst < 0 || dst >= w || src == dst)
+        return lt__err(LT_INVALID,
+                       "lt_send_recv: ranks %d -> %d: each must be a position 0..%d, and they "
+                       "must differ",
+                       src, dst, w - 1);
+    if (!*out) {
+        *made = 1;
+        return c->held[dst] ? lt_tensor_empty(in->dtype, in->ndim, in->shape, o)
+                            : lt_tensor_absent(in->dtype, in->ndim, in->shape, o);
+    }
+    *o = *out;
+    int fits = (*o)->dtype == in->dtype && (*o)->ndim == in->ndim &&
+               (!c->held[dst] || (*o)->absent || lt_is_contiguous(*o));
+    for (int i = 0; fits && i < in->ndim; i++) fits = (*o)->shape[i] == in->shape[i];
+    char a[160], b[160];
+    if (!fits)
+        return lt__err(LT_INVALID,
+                       "lt_send_recv: rank %d -> %d: the output (%s) does not fit the input (%s): "
+                       "it needs the same dtype and shape, contiguous",
+                       lt_mesh_rank_id(&c->mesh, src), lt_mesh_rank_id(&c->mesh, dst),
+                       desc(*o, a, sizeof a), desc(in, b, sizeof b));
+    return LT_OK;
+}
+
+lt_status lt_send_recv(lt_comm *c, int src, int dst, const lt_tensor *in, lt_tensor **out) {
+    lt_tensor *o;
+    int made;
+    lt_status st = send_recv_prepare(c, src, dst, in, out, &o, &made);
+    if (!c || !out || !in) return st;
+    if (!st && !c->eng->send_recv && (!c->held[src] || !c->held[dst]))
+        st = lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                          "not supported yet: point to point on engine '%s' (no send_recv entry) "
+                          "between ranks of different processes", c->eng->name);
+    if (c->eng->agree) st = c->eng->agree(c->ectx, st); /* every process enters, or none */
+    if (!st && c->eng->send_recv)
+        st = c->eng->send_recv(c->ectx, src, dst, c->held[src] ? in : NULL,
+                               c->held[dst] ? o : NULL);
+    else if (!st)
+        st = lt_copy(o, in);
+    if (c->eng->agree) st = c->eng->agree(c->ectx, st);   /* and all leave it alike */
+    if (st) {
+        if (made) lt_tensor_free(o);
+        return st;
+    }
+    *out = o;
+    return LT_OK;
 }
 
 static lt_status barrier_coll(call *k, lt_comm *c, int mesh_dim) {

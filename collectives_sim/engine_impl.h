@@ -50,5 +50,14 @@ void lt__comm_share_absent(lt_comm *c, int on);
  * process only, so that none enters a collective the others skip. st as it
  * is without an `agree` entry (one process). */
 lt_status lt__comm_agree(lt_comm *c, lt_status st);
+/* *out: a communicator over c's mesh with the adjacent mesh dims first ..
+ * first + span - 1 (span >= 2) flattened into mesh dim `first`
+ * (lt_mesh_flatten: the same positions; each group the product group,
+ * members in row-major order), on c's engine, recording into c's trace
+ * (its events: mesh dim `first`, the product group's size). Borrowed from
+ * c: made on first use (on every process of the engine alike), freed with
+ * c. Errors: bad dims (LT_INVALID, "internal: ..."), those of
+ * lt_comm_new_engine. */
+lt_status lt__comm_flat(lt_comm *c, int first, int span, lt_comm **out);
 
 #endif

@@ -1016,6 +1016,7 @@ static const lt_engine_i inproc_iface = {
     /* .agree          = */ NULL,  /* one process: nothing to agree on */
     /* .holds          = */ NULL,  /* every rank */
     /* .owner          = */ NULL,  /* process 0 */
+    /* .send_recv      = */ NULL,  /* a copy, made by the wrapper */
 };
 
 const lt_engine_i *lt_engine_inproc(void) { return &inproc_iface; }

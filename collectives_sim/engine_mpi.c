@@ -596,6 +596,87 @@ static int mpi_owner(void *vctx, int rank) {
     return pos_owner(&c->mesh, c->nown, rank);
 }
 
+/* ---- point to point ------------------------------------------------------------------ */
+
+#define P2P_TAG 0x4c54   /* "LT": the engine's only point-to-point messages on the world */
+
+/* The MPI datatype (c->types) and count of t's bytes, in the widest of 8,
+ * 4, 2, 1 bytes that divides its element size. */
+static lt_status p2p_count(const mpi_ctx *c, const lt_tensor *t, MPI_Datatype *type, int *count) {
+    size_t es = lt_dtype_size(t->dtype), w = 8;
+    int i = 3;
+    while (es % w) w >>= 1, i--;
+    size_t n = lt_nbytes(t) / w;
+    if (n > INT_MAX)
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                            "not supported yet: a point-to-point transfer of %zu bytes on the MPI "
+                            "engine (at most %zu)", lt_nbytes(t), (size_t)INT_MAX * w);
+    *type = c->types[i];
+    *count = (int)n;
+    return LT_OK;
+}
+
+/* The sender's side: a contiguous host copy of in into *buf (owned). */
+static lt_status p2p_send_buf(const lt_tensor *in, lt_tensor **buf) {
+    lt_tensor *h = NULL;
+    *buf = NULL;
+    LT_TRY(lt__host_copy_out(in, &h));
+    if (lt_is_contiguous(h)) {
+        *buf = h;
+        return LT_OK;
+    }
+    lt_status st = lt_contiguous(h, buf);
+    lt_tensor_free(h);
+    return st;
+}
+
+/* Shadow mode and --cross-check: the bytes dst's owner received equal the
+ * sender's tensor, which it holds too. */
+static lt_status p2p_cross_check(const mpi_ctx *c, int src, int dst, const lt_tensor *in,
+                                 const lt_tensor *got) {
+    lt_tensor *want = NULL;
+    LT_TRY(p2p_send_buf(in, &want));
+    int same = !memcmp(lt_data(want), lt_data(got), lt_nbytes(got));
+    lt_tensor_free(want);
+    if (same) return LT_OK;
+    return lt__err(LT_INVALID, "cross-check: what rank %d received from rank %d over MPI differs "
+                   "from the sender's tensor", lt_mesh_rank_id(&c->mesh, dst),
+                   lt_mesh_rank_id(&c->mesh, src));
+}
+
+/* engine.h `send_recv`: when src and dst live on different processes, the
+ * owner of src sends the bytes to the owner of dst (MPI_Isend / MPI_Irecv on
+ * the world, then MPI_Wait: the polite wait of engine_mpi_yield.c applies);
+ * the world agrees first that both sides could prepare, so neither waits
+ * for a message that never comes. A process holding both tensors (one
+ * owner for both, or shadow mode) copies in place. */
+static lt_status mpi_send_recv(void *vctx, int src, int dst, const lt_tensor *in, lt_tensor *out) {
+    mpi_ctx *c = vctx;
+    int ps = pos_owner(&c->mesh, c->nown, src), pd = pos_owner(&c->mesh, c->nown, dst);
+    int me = c->proc, sends = me == ps && ps != pd, recvs = me == pd && ps != pd;
+    lt_tensor *buf = NULL;
+    MPI_Datatype type = MPI_BYTE;
+    int count = 0;
+    lt_status st = LT_OK;
+    if (sends) st = p2p_send_buf(in, &buf);
+    if (recvs) st = lt__host_copy_out(out, &buf);   /* out is contiguous (the wrapper's) */
+    if (!st && buf) st = p2p_count(c, buf, &type, &count);
+    if (!st && in && out && !recvs) st = lt_copy(out, in);   /* held here: a copy */
+    if (ps != pd) st = mpi_agree_call(c, st);
+    if (!st && (sends || recvs)) {
+        MPI_Request rq;
+        if (sends) MPI_Isend(lt_data(buf), count, type, pd, P2P_TAG, MPI_COMM_WORLD, &rq);
+        else MPI_Irecv(lt_data(buf), count, type, ps, P2P_TAG, MPI_COMM_WORLD, &rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        lt__mpi_progress++;
+        if (recvs && c->opt.shadow && c->opt.cross_check && in)
+            st = p2p_cross_check(c, src, dst, in, buf);
+        if (!st && recvs && !lt__on_host(out)) st = lt__host_writeback(out, buf);
+    }
+    lt_tensor_free(buf);   /* a copy, or an alias of out's storage (a reference) */
+    return st;
+}
+
 static const lt_engine_i mpi_iface = {
     /* .version        = */ LT_ENGINE_API_VERSION,
     /* .name           = */ "mpi",
@@ -614,6 +695,7 @@ static const lt_engine_i mpi_iface = {
     /* .agree          = */ mpi_agree_call,
     /* .holds          = */ mpi_holds,
     /* .owner          = */ mpi_owner,
+    /* .send_recv      = */ mpi_send_recv,
 };
 
 const lt_engine_i *lt_engine_mpi(void) { return &mpi_iface; }

@@ -6,7 +6,10 @@
  * group waits in the same call of it (the group's next one), because a rank
  * can issue its (k+1)-th call on a group only after its k-th completed, which
  * needed every member. So a group needs only a count of waiting members and
- * of completed calls.
+ * of completed calls. Point-to-point calls live outside the groups: a rank
+ * waiting in one names its peer, and the pair (sender, receiver) completes
+ * when each waits in the other's matching call; per rank, counts of the
+ * transfers completed with each peer number them.
  */
 #include "localtensor/collectives_sim/match.h"
 #include "kernels/alloc.h"
@@ -19,9 +22,18 @@
 #include "localtensor/kernels/dtype.h"
 #include "kernels/status_impl.h"
 
+typedef struct p2p_cnt {
+    int peer;                   /* position */
+    int64_t sent, recvd;        /* transfers completed to / from peer */
+} p2p_cnt;
+
 typedef struct rank_st {
     lt_rank_state state;
-    int gid;                    /* WAITING: global group id */
+    int gid;                    /* WAITING: global group id; -1: a point-to-point call */
+    int peer;                   /* WAITING in a point-to-point call: the peer's position */
+    int pready;                 /* 1: its point-to-point call is matched, awaiting done */
+    p2p_cnt *cnt;               /* (ncnt) owned: one per peer it sent to or received from */
+    int ncnt, capcnt;
     lt_match_call call;         /* WAITING */
     lt_status status;           /* FAILED */
     char *msg;                  /* FAILED: owned */
@@ -74,8 +86,16 @@ lt_match_call lt_match_call_init(lt_coll kind, int mesh_dim, const char *file, i
     c.dtype = LT_F32;
     c.dim = -1;
     c.concat_dim = -1;
+    c.peer = -1;
     c.file = file;
     c.line = line;
+    return c;
+}
+
+lt_match_call lt_match_call_p2p(lt_p2p dir, int peer, const char *file, int line) {
+    lt_match_call c = lt_match_call_init(LT_COLL_PERMUTE, -1, file, line);
+    c.p2p = (int)dir;
+    c.peer = peer;
     return c;
 }
 
@@ -125,11 +145,40 @@ static lt_status verr(int rank, const lt_match_call *c, lt_status st, const char
                    c->mesh_dim, msg);
 }
 
+/* A send or recv of rank id `id`: a known direction, a peer that is
+ * another rank of the mesh, a send's tensor. */
+static lt_status validate_p2p(const lt_mesh *m, int id, const lt_match_call *c) {
+    char pos[300] = "";
+    if (c->file) snprintf(pos, sizeof pos, "%s:%d: ", c->file, c->line);
+    int send = c->p2p == LT_P2P_SEND;
+    const char *nm = send ? "send(to=" : "recv(from=";
+    if (c->p2p != LT_P2P_SEND && c->p2p != LT_P2P_RECV)
+        return lt__err(LT_INVALID, "%srank %d: unknown point-to-point direction %d", pos, id,
+                       c->p2p);
+    int q = lt_mesh_pos_of(m, c->peer);
+    if (q < 0)
+        return lt__err(LT_INVALID,
+                       "%srank %d: %s%d): rank %d is not a rank of the mesh (ranks 0..%d%s)",
+                       pos, id, nm, c->peer, c->peer, lt_mesh_world_size(m) - 1,
+                       m->permuted ? " that the mesh holds" : "");
+    if (c->peer == id)
+        return lt__err(LT_INVALID, "%srank %d: %s%d): a rank cannot %s itself", pos, id, nm,
+                       c->peer, send ? "send to" : "receive from");
+    if (send && !c->has_tensor)
+        return lt__err(LT_INVALID, "%srank %d: %s%d): no tensor to send (NULL)", pos, id, nm,
+                       c->peer);
+    if (c->has_tensor && (c->ndim < 0 || c->ndim > LT_MAX_DIMS))
+        return lt__err(LT_INVALID, "%srank %d: %s%d): %d dims (at most %d)", pos, id, nm,
+                       c->peer, c->ndim, LT_MAX_DIMS);
+    return LT_OK;
+}
+
 lt_status lt_match_validate(const lt_mesh *m, int rank, const lt_match_call *c) {
     if (!m || !c) return lt__err(LT_INVALID, "lt_match_validate: NULL argument");
     if (rank < 0 || rank >= m->world)
         return lt__err(LT_INVALID, "rank %d is out of range 0..%d", rank, m->world - 1);
     int id = lt_mesh_rank_id(m, rank);   /* messages name the rank id (mesh.h) */
+    if (c->p2p != LT_P2P_NONE) return validate_p2p(m, id, c);
     if ((int)c->kind < 0 || c->kind >= LT_COLL_COUNT || c->kind == LT_COLL_PERMUTE)
         return lt__err(LT_INVALID, "%s%s%srank %d: collective %d (%s) cannot be matched",
                        c->file ? c->file : "", c->file ? ":" : "", c->file ? " " : "", id,
@@ -287,6 +336,91 @@ static int group_differs(const lt_match *mt, int d, int g, int *ra, int *rb, cha
     return 0;
 }
 
+/* ---- point to point (docs/SEMANTICS.md §12) ------------------------------------------- */
+
+/* Rank s's counts with peer q (a position); add: made when missing. NULL
+ * when missing and not added, or on NOMEM (the array is s's). */
+static p2p_cnt *cnt_of(rank_st *s, int q, int add) {
+    for (int i = 0; i < s->ncnt; i++)
+        if (s->cnt[i].peer == q) return &s->cnt[i];
+    if (!add) return NULL;
+    if (s->ncnt == s->capcnt) {
+        int nc = s->capcnt ? 2 * s->capcnt : 4;
+        p2p_cnt *n = lt__realloc(s->cnt, (size_t)nc * sizeof *n);
+        if (!n) return NULL;
+        s->cnt = n;
+        s->capcnt = nc;
+    }
+    p2p_cnt *e = &s->cnt[s->ncnt++];
+    e->peer = q;
+    e->sent = e->recvd = 0;
+    return e;
+}
+
+static int waits_p2p(const lt_match *mt, int r) {
+    return mt->rk[r].state == LT_RANK_WAITING && mt->rk[r].gid < 0;
+}
+
+/* Transfers completed between waiting rank r and its peer, in the
+ * direction of r's call. */
+static int64_t p2p_seq(const lt_match *mt, int r) {
+    const rank_st *s = &mt->rk[r];
+    for (int i = 0; i < s->ncnt; i++)
+        if (s->cnt[i].peer == s->peer)
+            return s->call.p2p == LT_P2P_SEND ? s->cnt[i].sent : s->cnt[i].recvd;
+    return 0;
+}
+
+/* 1 when rank a waits in a send or recv and its peer waits in the matching
+ * one (recv from a, send to a). */
+static int pair_posted(const lt_match *mt, int a) {
+    if (!waits_p2p(mt, a)) return 0;
+    int q = mt->rk[a].peer;
+    const rank_st *o = &mt->rk[q];
+    return waits_p2p(mt, q) && o->peer == a && o->call.p2p != mt->rk[a].call.p2p;
+}
+
+/* 0 when a posted send and recv agree (a recv that declares nothing takes
+ * what comes); else 1 and why ("the shapes differ (...)"). */
+static int p2p_differs(const lt_match_call *snd, const lt_match_call *rcv, char *why, size_t cap) {
+    if (!rcv->has_tensor) return 0;
+    if (snd->dtype != rcv->dtype) {
+        snprintf(why, cap, "the dtype differs (sent %s vs declared %s)", lt_dtype_name(snd->dtype),
+                 lt_dtype_name(rcv->dtype));
+        return 1;
+    }
+    int bad = snd->ndim != rcv->ndim;
+    for (int i = 0; !bad && i < snd->ndim; i++) bad = snd->shape[i] != rcv->shape[i];
+    if (!bad) return 0;
+    char sa[128], sb[128];
+    snprintf(why, cap, "the shapes differ (sent %s vs declared %s)",
+             lt_shape_format(snd->ndim, snd->shape, sa, sizeof sa),
+             lt_shape_format(rcv->ndim, rcv->shape, sb, sizeof sb));
+    return 1;
+}
+
+/* lt_match_post for a send or recv (validated). */
+static lt_status post_p2p(lt_match *mt, int rank, const lt_match_call *c, int *ready, int *group) {
+    int q = lt_mesh_pos_of(&mt->mesh, c->peer);
+    if (!cnt_of(&mt->rk[rank], q, 1) || !cnt_of(&mt->rk[q], rank, 1))
+        return lt__err(LT_NOMEM, "lt_match_post: out of memory");
+    rank_st *s = &mt->rk[rank];
+    s->state = LT_RANK_WAITING;
+    s->gid = -1;
+    s->peer = q;
+    s->call = *c;
+    *group = q;
+    if (!pair_posted(mt, rank)) return LT_OK;
+    const lt_match_call *o = &mt->rk[q].call;
+    char why[8];
+    if (p2p_differs(c->p2p == LT_P2P_SEND ? c : o, c->p2p == LT_P2P_SEND ? o : c, why,
+                    sizeof why))
+        return LT_OK; /* stays stuck: reported by check */
+    s->pready = mt->rk[q].pready = 1;
+    *ready = 1;
+    return LT_OK;
+}
+
 /* ---- the matcher ------------------------------------------------------------------- */
 
 lt_status lt_match_new(const lt_mesh *m, lt_match **out) {
@@ -320,7 +454,10 @@ lt_status lt_match_new(const lt_mesh *m, lt_match **out) {
 void lt_match_free(lt_match *mt) {
     if (!mt) return;
     if (mt->rk)
-        for (int r = 0; r < mt->world; r++) lt__free(mt->rk[r].msg);
+        for (int r = 0; r < mt->world; r++) {
+            lt__free(mt->rk[r].msg);
+            lt__free(mt->rk[r].cnt);
+        }
     lt__free(mt->rk);
     lt__free(mt->seq);
     lt__free(mt->npend);
@@ -347,6 +484,7 @@ lt_status lt_match_post(lt_match *mt, int rank, const lt_match_call *c, int *rea
     *group = -1;
     LT_TRY(need_running(mt, rank, "lt_match_post"));
     LT_TRY(lt_match_validate(&mt->mesh, rank, c));
+    if (c->p2p != LT_P2P_NONE) return post_p2p(mt, rank, c, ready, group);
     int d = c->mesh_dim, g = lt_mesh_group_of(&mt->mesh, d, rank, NULL), gid = mt->goff[d] + g;
     rank_st *s = &mt->rk[rank];
     s->state = LT_RANK_WAITING;
@@ -383,6 +521,29 @@ lt_status lt_match_done(lt_match *mt, int mesh_dim, int group) {
     mt->ready[gid] = 0;
     mt->npend[gid] = 0;
     mt->seq[gid]++;
+    return LT_OK;
+}
+
+/* Rank s's call completed: it runs again, last seen at that call. */
+static void resume_rank(rank_st *s) {
+    s->state = LT_RANK_RUNNING;
+    s->gid = -1;
+    s->pready = 0;
+    s->last_file = s->call.file;
+    s->last_line = s->call.line;
+    s->last_is_step = 0;
+}
+
+lt_status lt_match_done_p2p(lt_match *mt, int src, int dst) {
+    if (!mt || src < 0 || src >= mt->world || dst < 0 || dst >= mt->world ||
+        !mt->rk[src].pready || !mt->rk[dst].pready || mt->rk[src].peer != dst ||
+        mt->rk[src].call.p2p != LT_P2P_SEND)
+        return lt__err(LT_INVALID, "lt_match_done_p2p: no completed transfer from %d to %d", src,
+                       dst);
+    cnt_of(&mt->rk[src], dst, 0)->sent++;   /* made by post_p2p */
+    cnt_of(&mt->rk[dst], src, 0)->recvd++;
+    resume_rank(&mt->rk[src]);
+    resume_rank(&mt->rk[dst]);
     return LT_OK;
 }
 
@@ -508,6 +669,89 @@ static int stuck_index(const lt_match_report *r, int d, int g) {
     return -1;
 }
 
+/* The rank that waiting rank q waits for: its peer (a send or recv), else
+ * the lowest member of its group that does not wait in the group's call. */
+static int waits_for(const lt_match *mt, int q) {
+    int gid = mt->rk[q].gid, d = 0;
+    if (gid < 0) return mt->rk[q].peer;
+    while (gid >= mt->goff[d + 1]) d++;
+    lt_mesh_group(&mt->mesh, d, gid - mt->goff[d], mt->scratch);
+    for (int p = 0; p < mt->mesh.shape[d]; p++) {
+        const rank_st *m = &mt->rk[mt->scratch[p]];
+        if (!(m->state == LT_RANK_WAITING && m->gid == gid)) return mt->scratch[p];
+    }
+    return -1;
+}
+
+/* Every waiting rank waits for ranks that wait elsewhere: the cycle. */
+static lt_status find_cycle(const lt_match *mt, lt_match_report *r) {
+    r->kind = LT_HANG_CYCLE;
+    int *visit = lt__malloc((size_t)mt->world * sizeof *visit);
+    int *path = lt__malloc((size_t)mt->world * sizeof *path);
+    if (!visit || !path) {
+        lt__free(visit);
+        lt__free(path);
+        return lt__err(LT_NOMEM, "would-hang report: out of memory");
+    }
+    int len = 0, q = 0;
+    for (int k = 0; k < mt->world; k++) visit[k] = -1;
+    while (q < mt->world && mt->rk[q].state != LT_RANK_WAITING) q++;
+    LT_ASSERT(q < mt->world);
+    while (visit[q] < 0) {
+        visit[q] = len;
+        path[len++] = q;
+        int next = waits_for(mt, q);
+        LT_ASSERT(next >= 0 && mt->rk[next].state == LT_RANK_WAITING);
+        q = next;
+    }
+    int start = visit[q];
+    r->ncycle = len - start;
+    memmove(path, path + start, (size_t)r->ncycle * sizeof *path);
+    r->cycle = path;
+    lt__free(visit);
+    r->rank_a = r->cycle[0];
+    r->rank_b = r->ncycle > 1 ? r->cycle[1] : r->cycle[0];
+    int gid = mt->rk[r->cycle[0]].gid, d = 0;
+    if (gid < 0) return LT_OK;   /* a send or recv: no group */
+    while (gid >= mt->goff[d + 1]) d++;
+    r->focus = stuck_index(r, d, gid - mt->goff[d]);
+    return LT_OK;
+}
+
+/* The first group with a waiting call that a member that ended can no
+ * longer make, then the lowest rank waiting in a send or recv whose peer
+ * ended: 1 with the report's kind and ranks set. */
+static int find_missing(const lt_match *mt, lt_match_report *r) {
+    for (int i = 0; i < r->nstuck; i++) {
+        const lt_match_stuck *s = &r->stuck[i];
+        int gid = mt->goff[s->mesh_dim] + s->group, first = -1, ended = -1;
+        for (int p = 0; p < s->size; p++) {
+            const rank_st *m = &mt->rk[s->members[p]];
+            if (m->state == LT_RANK_WAITING && m->gid == gid) {
+                if (first < 0) first = s->members[p];
+            } else if (m->state == LT_RANK_FINISHED && ended < 0) {
+                ended = s->members[p];
+            }
+        }
+        if (ended >= 0) {
+            r->kind = LT_HANG_MISSING;
+            r->focus = i;
+            r->rank_a = first;
+            r->rank_b = ended;
+            return 1;
+        }
+    }
+    for (int q = 0; q < mt->world; q++)
+        if (waits_p2p(mt, q) && mt->rk[mt->rk[q].peer].state == LT_RANK_FINISHED) {
+            r->kind = LT_HANG_MISSING;
+            r->on_pair = 1;
+            r->rank_a = q;
+            r->rank_b = mt->rk[q].peer;
+            return 1;
+        }
+    return 0;
+}
+
 /* The kind, the ranks it names and the cycle; `what` into why. */
 static lt_status classify(const lt_match *mt, lt_match_report *r, char *why, size_t cap) {
     why[0] = '\0';
@@ -526,63 +770,18 @@ static lt_status classify(const lt_match *mt, lt_match_report *r, char *why, siz
             return LT_OK;
         }
     }
-    for (int i = 0; i < r->nstuck; i++) {
-        const lt_match_stuck *s = &r->stuck[i];
-        int gid = mt->goff[s->mesh_dim] + s->group, first = -1, ended = -1;
-        for (int p = 0; p < s->size; p++) {
-            const rank_st *m = &mt->rk[s->members[p]];
-            if (m->state == LT_RANK_WAITING && m->gid == gid) {
-                if (first < 0) first = s->members[p];
-            } else if (m->state == LT_RANK_FINISHED && ended < 0) {
-                ended = s->members[p];
-            }
-        }
-        if (ended >= 0) {
-            r->kind = LT_HANG_MISSING;
-            r->focus = i;
-            r->rank_a = first;
-            r->rank_b = ended;
-            return LT_OK;
-        }
+    for (int q = 0; q < mt->world; q++) {
+        if (!pair_posted(mt, q) || mt->rk[q].call.p2p != LT_P2P_SEND) continue;
+        int d = mt->rk[q].peer;
+        if (!p2p_differs(&mt->rk[q].call, &mt->rk[d].call, why, cap)) continue;
+        r->kind = LT_HANG_MISMATCH;
+        r->on_pair = 1;
+        r->rank_a = q;
+        r->rank_b = d;
+        return LT_OK;
     }
-    /* every waiting rank waits for ranks that wait elsewhere: a cycle */
-    r->kind = LT_HANG_CYCLE;
-    int *visit = lt__malloc((size_t)mt->world * sizeof *visit);
-    int *path = lt__malloc((size_t)mt->world * sizeof *path);
-    if (!visit || !path) {
-        lt__free(visit);
-        lt__free(path);
-        return lt__err(LT_NOMEM, "would-hang report: out of memory");
-    }
-    int len = 0, q = 0;
-    for (int k = 0; k < mt->world; k++) visit[k] = -1;
-    while (q < mt->world && mt->rk[q].state != LT_RANK_WAITING) q++;
-    LT_ASSERT(q < mt->world);
-    while (visit[q] < 0) {
-        visit[q] = len;
-        path[len++] = q;
-        int gid = mt->rk[q].gid, d = 0;
-        while (gid >= mt->goff[d + 1]) d++;
-        lt_mesh_group(&mt->mesh, d, gid - mt->goff[d], mt->scratch);
-        int next = -1;
-        for (int p = 0; p < mt->mesh.shape[d] && next < 0; p++) {
-            const rank_st *m = &mt->rk[mt->scratch[p]];
-            if (!(m->state == LT_RANK_WAITING && m->gid == gid)) next = mt->scratch[p];
-        }
-        LT_ASSERT(next >= 0 && mt->rk[next].state == LT_RANK_WAITING);
-        q = next;
-    }
-    int start = visit[q];
-    r->ncycle = len - start;
-    memmove(path, path + start, (size_t)r->ncycle * sizeof *path);
-    r->cycle = path;
-    lt__free(visit);
-    r->rank_a = r->cycle[0];
-    r->rank_b = r->ncycle > 1 ? r->cycle[1] : r->cycle[0];
-    int gid = mt->rk[r->cycle[0]].gid, d = 0;
-    while (gid >= mt->goff[d + 1]) d++;
-    r->focus = stuck_index(r, d, gid - mt->goff[d]);
-    return LT_OK;
+    if (find_missing(mt, r)) return LT_OK;
+    return find_cycle(mt, r);
 }
 
 /* The state lt_match_check needs: every rank waits or ended, and no
@@ -596,6 +795,11 @@ static lt_status check_ready(const lt_match *mt, int *all_done) {
                            "has ended)",
                            q);
         if (mt->rk[q].state != LT_RANK_FINISHED) *all_done = 0;
+        if (mt->rk[q].pready)
+            return lt__err(LT_INVALID,
+                           "lt_match_check: rank %d's %s is complete: run it and call "
+                           "lt_match_done_p2p first",
+                           q, mt->rk[q].call.p2p == LT_P2P_SEND ? "send" : "recv");
     }
     for (int d = 0; d < mt->mesh.ndim; d++)
         for (int g = 0; g < mt->goff[d + 1] - mt->goff[d]; g++)
@@ -625,9 +829,16 @@ static void where_of(const lt_match *mt, lt_match_report *r, int q, offs *o, int
     char desc[1024];
     w->call = s->call;
     w->call.rule = NULL;
-    w->group = s->gid - mt->goff[s->call.mesh_dim];
-    w->seq = mt->seq[s->gid];
-    lt_match_call_desc(&s->call, desc, sizeof desc);
+    size_t n = lt_match_call_desc(&s->call, desc, sizeof desc);
+    if (s->gid < 0) {   /* a send or recv: "#k", its place among the pair's transfers */
+        w->group = -1;
+        w->seq = p2p_seq(mt, q);
+        if (n < sizeof desc)
+            snprintf(desc + n, sizeof desc - n, " #%lld", (long long)w->seq + 1);
+    } else {
+        w->group = s->gid - mt->goff[s->call.mesh_dim];
+        w->seq = mt->seq[s->gid];
+    }
     o->file = pool_add(r, s->call.file, bad);
     o->label = pool_add(r, s->call.label, bad);
     o->desc = pool_add(r, desc, bad);

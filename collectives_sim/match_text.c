@@ -28,14 +28,17 @@ static const char *op_name(int op) {
 
 size_t lt_match_call_desc(const lt_match_call *c, char *buf, size_t cap) {
     lt__sbuf o = {buf, cap, 0};
-    lt__sb_printf(&o, "%s", lt_coll_name(c->kind));
+    if (c->p2p == LT_P2P_SEND || c->p2p == LT_P2P_RECV)
+        lt__sb_printf(&o, c->p2p == LT_P2P_SEND ? "send(to=%d)" : "recv(from=%d)", c->peer);
+    else
+        lt__sb_printf(&o, "%s", lt_coll_name(c->kind));
     char rule[256] = "";
     if (c->rule && c->rule->kind != LT_SPLIT_CHUNK) {
         char rs[240];
         lt_split_rule_format(c->rule, rs, sizeof rs);
         snprintf(rule, sizeof rule, ", rule=%s", rs);
     }
-    switch (c->kind) {
+    switch (c->p2p ? LT_COLL_COUNT : c->kind) {
     case LT_COLL_ALL_REDUCE: lt__sb_printf(&o, "(op=%s)", op_name(c->op)); break;
     case LT_COLL_REDUCE: lt__sb_printf(&o, "(op=%s, root=%d)", op_name(c->op), c->root); break;
     case LT_COLL_REDUCE_SCATTER:
@@ -110,7 +113,8 @@ static void put_ranks(lt__sbuf *o, const lt_mesh *m, int *r, int n) {
 
 static int waits_in(const lt_match_report *r, int q, const lt_match_stuck *s) {
     const lt_match_where *w = &r->ranks[q];
-    return w->state == LT_RANK_WAITING && w->call.mesh_dim == s->mesh_dim && w->group == s->group;
+    return w->state == LT_RANK_WAITING && !w->call.p2p && w->call.mesh_dim == s->mesh_dim &&
+           w->group == s->group;
 }
 
 /* where rank q is, seen from stuck group s */
@@ -127,8 +131,13 @@ static void put_where(lt__sbuf *o, const lt_match_report *r, int q, const lt_mat
     case LT_RANK_RUNNING: lt__sb_printf(o, "running"); return;
     default: break;
     }
-    if (s && waits_in(r, q, s)) {
+    if ((s && waits_in(r, q, s)) || (!s && w->call.p2p)) {
         lt__sb_printf(o, "waiting in %s", w->desc ? w->desc : "?");
+        put_at(o, &w->call);
+        return;
+    }
+    if (w->call.p2p) {   /* a send or recv: no group */
+        lt__sb_printf(o, "waiting elsewhere, in %s", w->desc ? w->desc : "?");
         put_at(o, &w->call);
         return;
     }
@@ -151,6 +160,28 @@ static int collect(const lt_match_report *r, const lt_match_stuck *s, int want, 
 
 /* ---- headline ------------------------------------------------------------------------ */
 
+/* The headline of a report about a send or recv (r->on_pair), without the
+ * citation. */
+static void pair_headline(lt__sbuf *o, const lt_match_report *r) {
+    const lt_match_where *a = &r->ranks[r->rank_a], *b = &r->ranks[r->rank_b];
+    int ida = lt_mesh_rank_id(&r->mesh, r->rank_a), idb = lt_mesh_rank_id(&r->mesh, r->rank_b);
+    if (r->kind == LT_HANG_MISMATCH) {
+        lt__sb_printf(o, "would hang (mismatch): rank %d calls %s", ida, a->desc);
+        put_at(o, &a->call);
+        lt__sb_printf(o, " but rank %d calls %s", idb, b->desc);
+        put_at(o, &b->call);
+        lt__sb_printf(o, ": %s", r->what);
+        return;
+    }
+    lt__sb_printf(o, "would hang (missing): rank %d waits in %s", ida, a->desc);
+    put_at(o, &a->call);
+    lt__sb_printf(o, "; rank %d finished without %s rank %d", idb,
+                  a->call.p2p == LT_P2P_RECV ? "sending to" : "receiving from", ida);
+    if (b->last_file)
+        lt__sb_printf(o, " (after its last %s at %s:%d)", b->last_is_step ? "step" : "call",
+                      b->last_file, b->last_line);
+}
+
 /* nomem (when given): set to 1 when a part was left out for want of memory */
 static void headline(lt__sbuf *o, const lt_match_report *r, int *nomem) {
     const lt_match_stuck *s = r->focus >= 0 && r->focus < r->nstuck ? &r->stuck[r->focus] : NULL;
@@ -161,6 +192,15 @@ static void headline(lt__sbuf *o, const lt_match_report *r, int *nomem) {
         lt__sb_printf(o, "rank %d failed (%s)%s%s", ida, lt_status_name(a->status),
             r->failed_msg && r->failed_msg[0] ? ": " : "", r->failed_msg ? r->failed_msg : "");
         return;
+    case LT_HANG_MISMATCH:
+    case LT_HANG_MISSING:
+        if (!r->on_pair) break;
+        pair_headline(o, r);
+        lt__sb_printf(o, " (docs/SEMANTICS.md §12)");
+        return;
+    default: break;
+    }
+    switch (r->kind) {
     case LT_HANG_MISMATCH:
         lt__sb_printf(o, "would hang (mismatch): on ");
         put_group(o, &r->mesh, s->mesh_dim, s->group);
@@ -199,8 +239,10 @@ static void headline(lt__sbuf *o, const lt_match_report *r, int *nomem) {
             lt__sb_printf(o, "%srank %d waits in %s", i ? "; " : "",
                           lt_mesh_rank_id(&r->mesh, r->cycle[i]), w->desc);
             put_at(o, &w->call);
-            lt__sb_printf(o, " on ");
-            put_group(o, &r->mesh, w->call.mesh_dim, w->group);
+            if (!w->call.p2p) {
+                lt__sb_printf(o, " on ");
+                put_group(o, &r->mesh, w->call.mesh_dim, w->group);
+            }
             lt__sb_printf(o, " for rank %d",
                           lt_mesh_rank_id(&r->mesh, r->cycle[(i + 1) % r->ncycle]));
         }
@@ -251,6 +293,32 @@ static void put_stuck(lt__sbuf *o, const lt_match_report *r, const lt_match_stuc
         lt__sb_printf(o, "\n    ... and %d more rank%s elsewhere", others, others == 1 ? "" : "s");
 }
 
+/* Every rank waiting in a send or recv (at most MAX_GROUPS * MAX_LINES),
+ * each with where its peer is. */
+static void put_p2p(lt__sbuf *o, const lt_match_report *r) {
+    int shown = 0, more = 0;
+    for (int q = 0; q < r->world; q++) {
+        const lt_match_where *w = &r->ranks[q];
+        if (w->state != LT_RANK_WAITING || !w->call.p2p) continue;
+        int peer = lt_mesh_pos_of(&r->mesh, w->call.peer);
+        const lt_match_where *pw = peer >= 0 ? &r->ranks[peer] : NULL;
+        if (pw && peer < q && pw->state == LT_RANK_WAITING && pw->call.p2p &&
+            pw->call.peer == lt_mesh_rank_id(&r->mesh, q))
+            continue;   /* the pair's line is its peer's */
+        if (shown == MAX_GROUPS * MAX_LINES) {
+            more++;
+            continue;
+        }
+        if (!shown++) lt__sb_printf(o, "\n  point to point:");
+        lt__sb_printf(o, "\n    rank %d: ", lt_mesh_rank_id(&r->mesh, q));
+        put_where(o, r, q, NULL);
+        if (peer < 0) continue;
+        lt__sb_printf(o, "; rank %d: ", w->call.peer);
+        put_where(o, r, peer, NULL);
+    }
+    if (more) lt__sb_printf(o, "\n    ... and %d more ranks in a send or recv", more);
+}
+
 /* As lt_match_report_format; *nomem (when given) set to 1 when the details
  * could not be written for want of memory. */
 static size_t format(const lt_match_report *r, char *buf, size_t cap, int *nomem) {
@@ -276,6 +344,7 @@ static size_t format(const lt_match_report *r, char *buf, size_t cap, int *nomem
             }
         if (r->nstuck > MAX_GROUPS)
             lt__sb_printf(&o, "\n  ... and %d more groups that wait", r->nstuck - MAX_GROUPS);
+        put_p2p(&o, r);
     }
     lt__free(which);
     lt__free(list);

@@ -6,7 +6,10 @@
  * posts it to the matcher (match.h) and, when that completes the group's
  * call, runs the collective on its own (large) stack with a one-dim
  * communicator shaped like the group, hands each member its result and
- * queues the members again in group order. When the FIFO is empty no rank
+ * queues the members again in group order. A send and its recv, once both
+ * are posted and agree, complete together: the scheduler copies the
+ * sender's tensor to the receiver and queues both (the lower rank first).
+ * When the FIFO is empty no rank
  * can run: either all returned, or the matcher's report says why the rest
  * wait. Then the waiting ranks are resumed with a failing call so that their
  * functions unwind, and the run returns the report.
@@ -104,19 +107,30 @@ static lt_status bad_handle(const lt_proc *p, const char *file, int line) {
                    file ? file : "?", line, p->rank, p->pg->cur);
 }
 
+/* "all_reduce on mesh dim 0", "send(to=2)" into buf (messages). */
+static const char *call_what(const lt_match_call *c, char *buf, size_t cap) {
+    if (c->p2p == LT_P2P_SEND) snprintf(buf, cap, "send(to=%d)", c->peer);
+    else if (c->p2p == LT_P2P_RECV) snprintf(buf, cap, "recv(from=%d)", c->peer);
+    else snprintf(buf, cap, "%s on mesh dim %d", lt_coll_name(c->kind), c->mesh_dim);
+    return buf;
+}
+
 /* Issues c from rank p and waits for its completion (or the run's stop). */
 static lt_status issue(lt_proc *p, lt_match_call *c, const lt_tensor *in, lt_tensor **out) {
     if (!p || p->pg->cur != p->rank) return bad_handle(p, c->file, c->line);
     prog *g = p->pg;
+    char what[96];
     c->label = p->label;
     if (g->stopped)
-        return lt__err(LT_MISMATCH, "%s:%d: rank %d: %s on mesh dim %d not issued: %s",
-                       c->file ? c->file : "?", c->line, p->rank, lt_coll_name(c->kind),
-                       c->mesh_dim, g->stop_why);
+        return lt__err(LT_MISMATCH, "%s:%d: rank %d: %s not issued: %s", c->file ? c->file : "?",
+                       c->line, p->rank, call_what(c, what, sizeof what), g->stop_why);
     LT_TRY(lt_match_validate(&g->mesh, p->rank, c));
-    if (c->kind != LT_COLL_BARRIER && !out)
+    if (c->kind != LT_COLL_BARRIER && c->p2p != LT_P2P_SEND && !out)
         return lt__err(LT_INVALID, "%s:%d: rank %d: %s: the output pointer is NULL",
-                       c->file ? c->file : "?", c->line, p->rank, lt_coll_name(c->kind));
+                       c->file ? c->file : "?", c->line, p->rank, call_what(c, what, sizeof what));
+    if (c->p2p == LT_P2P_RECV && *out && !lt_is_contiguous(*out))
+        return lt__err(LT_INVALID, "%s:%d: rank %d: %s: the preallocated output is not contiguous",
+                       c->file ? c->file : "?", c->line, p->rank, call_what(c, what, sizeof what));
     p->call = *c;
     p->in = in;
     p->out = out;
@@ -203,6 +217,18 @@ lt_status lt_proc_reduce_at(lt_proc *p, const char *file, int line, int mesh_dim
     return issue(p, &c, in, out);
 }
 
+lt_status lt_proc_send_at(lt_proc *p, const char *file, int line, const lt_tensor *t, int to) {
+    lt_match_call c = lt_match_call_p2p(LT_P2P_SEND, to, file, line);
+    lt_match_call_set_tensor(&c, t);
+    return issue(p, &c, t, NULL);
+}
+
+lt_status lt_proc_recv_at(lt_proc *p, const char *file, int line, int from, lt_tensor **out) {
+    lt_match_call c = lt_match_call_p2p(LT_P2P_RECV, from, file, line);
+    if (out) lt_match_call_set_tensor(&c, *out);   /* a preallocated output declares */
+    return issue(p, &c, NULL, out);
+}
+
 lt_status lt_proc_barrier_at(lt_proc *p, const char *file, int line, int mesh_dim) {
     lt_match_call c = lt_match_call_init(LT_COLL_BARRIER, mesh_dim, file, line);
     return issue(p, &c, NULL, NULL);
@@ -278,6 +304,34 @@ static void run_group(prog *g, int d, int grp) {
     for (int q = 0; q < n; q++) push(g, g->members[q]);
 }
 
+/* The matched pair of rank r (waiting in a send or recv) and q: the
+ * sender's tensor copied to the receiver, both queued (the lower first). */
+static void run_pair(prog *g, int r, int q) {
+    int src = g->procs[r].call.p2p == LT_P2P_SEND ? r : q, dst = src == r ? q : r;
+    lt_proc *ps = &g->procs[src], *pd = &g->procs[dst];
+    lt_status st;
+    if (*pd->out) {
+        st = lt_copy(*pd->out, ps->in);
+    } else {
+        lt_tensor *t = NULL;
+        st = lt_clone(ps->in, &t);
+        if (!st) *pd->out = t;
+    }
+    ps->result = pd->result = st;
+    if (st) {
+        char msg[1400];
+        snprintf(msg, sizeof msg, "%s:%d: rank %d: send(to=%d) to %s:%d failed: %s",
+                 ps->call.file ? ps->call.file : "?", ps->call.line,
+                 lt_mesh_rank_id(&g->mesh, src), ps->call.peer,
+                 pd->call.file ? pd->call.file : "?", pd->call.line, lt_errmsg());
+        ps->result_msg = lt__strdup(msg);
+        pd->result_msg = lt__strdup(msg);
+    }
+    LT_ASSERT(lt_match_done_p2p(g->mt, src, dst) == LT_OK);
+    push(g, r < q ? r : q);
+    push(g, r < q ? q : r);
+}
+
 /* Runs ranks until none can run. Returns LT_NOMEM when the matcher could
  * not record a rank's end (the run is then stopped). */
 static lt_status drain(prog *g) {
@@ -306,7 +360,8 @@ static lt_status drain(prog *g) {
             push(g, r);
             continue;
         }
-        if (ready) run_group(g, p->call.mesh_dim, grp);
+        if (ready && p->call.p2p) run_pair(g, r, grp);
+        else if (ready) run_group(g, p->call.mesh_dim, grp);
     }
     return fatal;
 }
@@ -319,10 +374,10 @@ static void unwind(prog *g, const char *why) {
     for (int r = 0; r < g->mesh.world; r++) {
         lt_proc *p = &g->procs[r];
         if (p->ended) continue;
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s:%d: rank %d: %s on mesh dim %d cancelled: %s",
-                 p->call.file ? p->call.file : "?", p->call.line, r, lt_coll_name(p->call.kind),
-                 p->call.mesh_dim, why);
+        char msg[512], what[96];
+        snprintf(msg, sizeof msg, "%s:%d: rank %d: %s cancelled: %s",
+                 p->call.file ? p->call.file : "?", p->call.line, r,
+                 call_what(&p->call, what, sizeof what), why);
         p->result = LT_MISMATCH;
         p->result_msg = lt__strdup(msg);
         push(g, r);

@@ -12,6 +12,7 @@
 #include "localtensor/layout.h"
 #include "kernels/status_impl.h"
 #include "localtensor/dtensor_impl.h"
+#include "localtensor/ragged_impl.h"
 #include "kernels/tensor_impl.h"
 #include "kernels/pool_impl.h"
 
@@ -245,6 +246,7 @@ lt_status lt_distribute(const lt_mesh *mesh, const lt_tensor *full, const lt_pla
                         lt_dtensor **out) {
     lt_spec spec;
     *out = NULL;
+    if (lt_placements_have_ragged(pl, np)) return lt__ragged_distribute(mesh, full, pl, np, out);
     LT_TRY(check_spec(mesh, full->dtype, full->ndim, full->shape, pl, np, &spec));
     return build(&spec, fill_from_full, full, out);
 }
@@ -276,6 +278,10 @@ lt_status lt_dtensor_new(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64
                           const lt_placement *pl, int np, const lt_init *init, lt_dtensor **out) {
     lt_spec spec;
     *out = NULL;
+    if (lt_placements_have_ragged(pl, np))
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                            "not supported yet: RaggedShard in lt_dtensor_new (initialise the "
+                            "full tensor and lt_distribute it)");
     LT_TRY(check_spec(mesh, dt, ndim, shape, pl, np, &spec));
     return build(&spec, fill_from_init, init, out);
 }
@@ -294,6 +300,8 @@ void lt_dtensor_free(lt_dtensor *dt) {
 lt_status lt_dtensor_clone(const lt_dtensor *dt, lt_dtensor **out) {
     lt_local *local;
     *out = NULL;
+    if (lt_placements_have_ragged(dt->placements, lt_dtensor_mesh(dt)->ndim))
+        return lt__ragged_clone(dt, out);
     LT_TRY(lt_local_new(lt_dtensor_mesh(dt), &local));
     for (int r = 0; r < local->mesh.world; r++) {
         if (!dt->local->shards[r]) continue;   /* absent stays absent */
@@ -311,6 +319,7 @@ lt_status lt_full_tensor_direct(const lt_dtensor *dt, lt_tensor **out) {
     const lt_placement *pl = dt->placements;
     lt_tensor *full = NULL;
     *out = NULL;
+    if (lt_placements_have_ragged(pl, mesh->ndim)) return lt__ragged_full_direct(dt, out);
     lt_redop op = LT_REDOP_SUM;
     double avg_div = 1;
     int partial = 0;
@@ -507,6 +516,8 @@ lt_status lt_from_local(const lt_mesh *mesh, lt_tensor *const *shards, const lt_
     *out = NULL;
     int W = mesh->world;
     LT_TRY(fl_check_shards(mesh, shards));
+    if (lt_placements_have_ragged(pl, np))
+        return lt_ragged_from_local(mesh, shards, pl, np, -1, NULL, run_check, out);
     int ndim = shards[0]->ndim;
     lt_placement norm[LT_MESH_MAX_DIMS];
     LT_TRY(lt_placements_check(mesh, ndim, pl, np, norm));

@@ -121,6 +121,11 @@ static lt_status walk_shape(const lt_mesh *mesh, int ndim, const int64_t *gshape
     for (int d = 0; d < ndim; d++) out->local_shape[d] = gshape[d];
     for (int i = 0; i < mesh->ndim; i++) {
         const lt_placement *p = &pl[i];
+        if (p->kind == LT_PL_RAGGED)
+            return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                                "not supported yet: RaggedShard (mesh dim %d) in N-d layout math: "
+                                "its shards have the flattened shape (rows, ...) of "
+                                "localtensor/ragged.h", i);
         if (!lt_placement_is_shard_like(p)) continue;
         int d = p->dim, k = mesh->shape[i];
         LT_ASSERT(d >= 0 && d < ndim);
@@ -208,6 +213,7 @@ static int sm_key(const lt_mesh *mesh, int ndim, const int64_t *gshape, const lt
             if (p->split_factor < 0 || p->split_factor > 0xffff) return 0;
             w |= (uint64_t)(uint32_t)p->dim << 32 | (uint64_t)p->split_factor << 8;
             break;
+        case LT_PL_RAGGED: return 0;   /* refused by walk_shape every time */
         case LT_PL_SHARD:
             if (p->rule.kind == LT_SPLIT_EXPLICIT) return 0;
             w |= (uint64_t)(uint32_t)p->dim << 32 | (uint64_t)p->rule.kind << 24;

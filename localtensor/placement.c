@@ -53,6 +53,32 @@ lt_placement lt_partial(lt_redop op) {
     return p;
 }
 
+lt_status lt_ragged(int ndims, const int64_t *units, int n, lt_placement *out) {
+    int64_t sum = 0;
+    if (ndims < 1)
+        return lt__err(LT_INVALID, "RaggedShard: dims must be a non-empty prefix (0, ..., k-1), "
+                                   "got %d dims", ndims);
+    if (n < 1 || n > LT_SPLIT_MAX_EXPLICIT || !units)
+        return lt__err(LT_INVALID, "RaggedShard: %d local_units; 1..%d are supported", n,
+                       LT_SPLIT_MAX_EXPLICIT);
+    for (int c = 0; c < n; c++) {
+        if (units[c] < 0)
+            return lt__err(LT_INVALID, "RaggedShard: local_units[%d] = %lld is negative", c,
+                           (long long)units[c]);
+        if (units[c] > ((int64_t)1 << 40))
+            return lt__err(LT_INVALID, "RaggedShard: local_units[%d] = %lld is too large (at "
+                           "most 2^40)", c, (long long)units[c]);
+        sum += units[c];
+    }
+    if (sum <= 0) return lt__err(LT_INVALID, "RaggedShard: local_units must have a positive sum");
+    lt_placement p = lt_replicate();
+    p.kind = LT_PL_RAGGED;
+    p.dim = ndims;
+    LT_TRY(lt_split_explicit(units, n, &p.rule));
+    *out = p;
+    return LT_OK;
+}
+
 /* ---- parsing ------------------------------------------------------------ */
 
 #define MAX_ARGS 4
@@ -85,10 +111,11 @@ static lt_status parse_arg(const char *whole, const char **pp, arg *a) {
         memcpy(a->key, p, (size_t)(q - p));
         p = skip_ws(r + 1);
     }
-    if (*p == '[') {
+    if (*p == '[' || *p == '(') {   /* a list, or a Python tuple (RaggedShard's) */
+        char close = *p == '[' ? ']' : ')';
         a->is_list = 1;
         p = skip_ws(p + 1);
-        if (*p == ']') { p++; goto done; }
+        if (*p == close) { p++; goto done; }
         for (;;) {
             char *end;
             p = skip_ws(p);
@@ -103,17 +130,18 @@ static lt_status parse_arg(const char *whole, const char **pp, arg *a) {
                 return lt__err(LT_INVALID, "placement '%s': explicit size '%.*s' overflows 64 bits",
                                whole, (int)(end - p), p);
             if (a->nlist == LT_SPLIT_MAX_EXPLICIT)
-                return lt__err(LT_INVALID, "placement '%s': more than %d explicit sizes", whole,
+                return lt__err(LT_INVALID, "placement '%s': more than %d entries in a list", whole,
                                LT_SPLIT_MAX_EXPLICIT);
             if (v < 0)
-                return lt__err(LT_INVALID, "placement '%s': explicit size %lld is negative", whole,
-                               v);
+                return lt__err(LT_INVALID, "placement '%s': %s %lld is negative", whole,
+                               close == ']' ? "explicit size" : "list value", v);
             a->list[a->nlist++] = v;
             p = skip_ws(end);
+            if (*p == ',' && close == ')' && *skip_ws(p + 1) == ')') p = skip_ws(p + 1); /* (0,) */
             if (*p == ',') { p++; continue; }
-            if (*p == ']') { p++; break; }
-            return lt__err(LT_INVALID, "placement '%s': expected ',' or ']' in the size list",
-                           whole);
+            if (*p == close) { p++; break; }
+            return lt__err(LT_INVALID, "placement '%s': expected ',' or '%c' in the list", whole,
+                           close);
         }
     } else if (*p == '"' || *p == '\'') {
         char quote = *p++;
@@ -163,7 +191,7 @@ static lt_status parse_int_arg(const char *whole, const arg *a, const char *what
     XX(PARTIAL, "P") XX(PARTIAL, "Partial") XX(PARTIAL, "_Partial")          \
     XX(SHARD, "S") XX(SHARD, "Shard")                                        \
     XX(STRIDED, "SS") XX(STRIDED, "_S") XX(STRIDED, "_StridedShard")         \
-    XX(STRIDED, "StridedShard")
+    XX(STRIDED, "StridedShard") XX(RAGGED, "RS") XX(RAGGED, "RaggedShard")
 
 static const char *const spell_names[] = {
 #define LT__XX(k, s) s,
@@ -296,6 +324,36 @@ static lt_status pl_shard(const char *s, int is_strided, const arg *args, int na
     return LT_OK;
 }
 
+/* RaggedShard's arguments: dims and units (local_units), each a tuple or a
+ * list, by position or key; dims must be the prefix (0, ..., k-1). */
+static lt_status pl_ragged(const char *s, const arg *args, int nargs, lt_placement *out) {
+    static const char *const rkeys[] = {"dims", "units", "local_units"};
+    const arg *dims = NULL, *units = NULL;
+    for (int i = 0; i < nargs; i++) {
+        const arg *a = &args[i];
+        const char *key = a->key[0] ? a->key : i == 0 ? "dims" : "units";
+        int which = lt__name_find(rkeys, NAMES_N(rkeys), key);
+        if (which < 0 || i > 1) return unknown_key(s, key, rkeys, NAMES_N(rkeys));
+        const arg **slot = which == 0 ? &dims : &units;
+        if (*slot) return lt__err(LT_INVALID, "placement '%s': %s given twice", s, key);
+        if (!a->is_list)
+            return lt__err(LT_INVALID, "placement '%s': %s must be a tuple such as (0, 1)", s,
+                           key);
+        *slot = a;
+    }
+    if (!dims || !units)
+        return lt__err(LT_INVALID,
+                       "placement '%s': RaggedShard needs dims and units, e.g. "
+                       "RS(dims=(0,), units=(1,2,1,1))", s);
+    for (int j = 0; j < dims->nlist; j++)
+        if (dims->list[j] != j)
+            return lt__err(LT_INVALID,
+                           "placement '%s': RaggedShard dims must be the prefix (0, ..., k-1); "
+                           "dims[%d] is %lld", s, j, (long long)dims->list[j]);
+    lt_status st = lt_ragged(dims->nlist, units->list, units->nlist, out);
+    return st ? lt__err_ctx(st, "placement '%s'", s) : LT_OK;
+}
+
 lt_status lt_placement_parse(const char *s, lt_placement *out) {
     char nm[TOK_MAX];
     arg args[MAX_ARGS];
@@ -308,13 +366,15 @@ lt_status lt_placement_parse(const char *s, lt_placement *out) {
         return LT_OK;
     }
     if (kind == LT_PL_PARTIAL) return pl_partial(s, args, nargs, out);
+    if (kind == LT_PL_RAGGED) return pl_ragged(s, args, nargs, out);
     if (kind != LT_PL_SHARD && kind != LT_PL_STRIDED) {
         char hint[96];
         lt__suggest_hint(nm, spell_names, NAMES_N(spell_names), hint, sizeof hint);
         return lt__err(
             LT_INVALID,
             "placement '%s': unknown placement '%s'%s (expected R, S(d), SS(d,k) or P(op), "
-            "or a PyTorch spelling such as Shard(dim=0) or _StridedShard(dim=0, sf=2))",
+            "RS(dims, units), or a PyTorch spelling such as Shard(dim=0) or "
+            "_StridedShard(dim=0, sf=2))",
             s, nm, hint);
     }
     if (!has_parens || nargs == 0)
@@ -385,11 +445,27 @@ out:
     return st;
 }
 
+/* "RS(dims=(0,1),units=(2,3,0,5))" into buf[n]; the length it wanted. */
+static int ragged_format(const lt_placement *p, char *buf, size_t n) {
+    char t[LT_SPLIT_MAX_EXPLICIT * 22 + 64];
+    size_t u = 0;
+    u += (size_t)snprintf(t + u, sizeof t - u, "RS(dims=(");
+    for (int j = 0; j < p->dim && u < sizeof t - 32; j++)
+        u += (size_t)snprintf(t + u, sizeof t - u, j ? ",%d" : "%d", j);
+    u += (size_t)snprintf(t + u, sizeof t - u, "%s),units=(", p->dim == 1 ? "," : "");
+    for (int c = 0; c < p->rule.nsizes && p->rule.sizes && u < sizeof t - 32; c++)
+        u += (size_t)snprintf(t + u, sizeof t - u, c ? ",%lld" : "%lld",
+                              (long long)p->rule.sizes[c]);
+    snprintf(t + u, sizeof t - u, "%s))", p->rule.nsizes == 1 ? "," : "");
+    return snprintf(buf, n, "%s", t);
+}
+
 int lt_placement_format(const lt_placement *p, char *buf, size_t n) {
     switch (p->kind) {
     case LT_PL_REPLICATE: return snprintf(buf, n, "R");
     case LT_PL_PARTIAL: return snprintf(buf, n, "P(%s)", lt_redop_name(p->op));
     case LT_PL_STRIDED: return snprintf(buf, n, "SS(%d,%d)", p->dim, p->split_factor);
+    case LT_PL_RAGGED: return ragged_format(p, buf, n);
     case LT_PL_SHARD:
         if (p->rule.kind == LT_SPLIT_CHUNK) return snprintf(buf, n, "S(%d)", p->dim);
         else {
@@ -431,6 +507,7 @@ int lt_placement_equal(const lt_placement *a, const lt_placement *b) {
     case LT_PL_REPLICATE: return 1;
     case LT_PL_PARTIAL: return a->op == b->op;
     case LT_PL_STRIDED: return a->dim == b->dim && a->split_factor == b->split_factor;
+    case LT_PL_RAGGED: return a->dim == b->dim && lt_split_rule_equal(&a->rule, &b->rule);
     case LT_PL_SHARD: return a->dim == b->dim && lt_split_rule_equal(&a->rule, &b->rule);
     default: return 0;
     }
@@ -451,6 +528,52 @@ int lt_placement_is_shard_like(const lt_placement *p) {
 static const char *spelled(const lt_placement *pl, char *buf, size_t n) {
     lt_placement_format(pl, buf, n);
     return buf;
+}
+
+/* The checks of RaggedShard pl[i] alone (docs/SEMANTICS.md §11.10): a placement
+ * built by lt_ragged (an explicit units list), k dims that exist, one unit
+ * per rank of mesh dim i, units >= 0 summing to > 0. */
+static lt_status ragged_check(const lt_mesh *mesh, int ndim, const lt_placement *pl, int i) {
+    char txt[LT_SPLIT_MAX_EXPLICIT * 22 + 64];
+    const lt_placement *p = &pl[i];
+    int64_t sum = 0;
+    if (p->rule.kind != LT_SPLIT_EXPLICIT || p->rule.nsizes < 1 ||
+        p->rule.nsizes > LT_SPLIT_MAX_EXPLICIT || !p->rule.sizes)
+        return lt__err(LT_INVALID, "mesh dim %d: not a RaggedShard (no units list): build it "
+                       "with lt_ragged() or lt_placement_parse()", i);
+    spelled(p, txt, sizeof txt);
+    if (ndim == 0) return lt__err(LT_INVALID, "mesh dim %d: %s cannot shard a 0-d tensor", i, txt);
+    if (p->dim < 1 || p->dim > ndim)
+        return lt__err(LT_INVALID, "mesh dim %d: %s flattens %d leading dims but the tensor has "
+                       "%d (need 1..%d)", i, txt, p->dim, ndim, ndim);
+    if (p->rule.nsizes != mesh->shape[i])
+        return lt__err(LT_INVALID, "mesh dim %d: %s has %d local_units but the mesh dim has %d "
+                       "rank%s", i, txt, p->rule.nsizes, mesh->shape[i],
+                       mesh->shape[i] == 1 ? "" : "s");
+    for (int c = 0; c < p->rule.nsizes; c++) {
+        if (p->rule.sizes[c] < 0 || p->rule.sizes[c] > ((int64_t)1 << 40))
+            return lt__err(LT_INVALID, "mesh dim %d: %s: local_units[%d] is out of range "
+                           "(0..2^40)", i, txt, c);
+        sum += p->rule.sizes[c];
+    }
+    if (sum <= 0)
+        return lt__err(LT_INVALID, "mesh dim %d: %s: local_units must have a positive sum", i, txt);
+    /* what does not compose yet (docs/SEMANTICS.md §11.10) */
+    for (int j = 0; j < mesh->ndim; j++) {
+        if (j == i) continue;
+        if (pl[j].kind == LT_PL_RAGGED)
+            return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET, "not supported yet: RaggedShard "
+                                "on two mesh dims (%d and %d)", j < i ? j : i, j < i ? i : j);
+        if (!lt_placement_is_shard_like(&pl[j])) continue;
+        int d = pl[j].dim < 0 ? pl[j].dim + ndim : pl[j].dim;
+        if (d < 0 || d >= p->dim) continue;   /* out of range: the caller's loop says so */
+        if (p->dim > 1 || j < i)
+            return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                                "not supported yet: RaggedShard on mesh dim %d with a Shard of "
+                                "its flattened dim %d on mesh dim %d (only a Shard(0) after a "
+                                "RaggedShard of dims=(0,) composes)", i, d, j);
+    }
+    return LT_OK;
 }
 
 lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement *pl, int np,
@@ -501,6 +624,8 @@ lt_status lt_placements_check(const lt_mesh *mesh, int ndim, const lt_placement 
                     "mesh dim %d: %s has %d explicit size%s but the mesh dim has %d rank%s", i,
                     spelled(&pl[i], txt, sizeof txt), p.rule.nsizes, p.rule.nsizes == 1 ? "" : "s",
                     mesh->shape[i], mesh->shape[i] == 1 ? "" : "s");
+        } else if (p.kind == LT_PL_RAGGED) {
+            LT_TRY(ragged_check(mesh, ndim, pl, i));
         } else if (p.kind == LT_PL_PARTIAL) {
             if (!have_partial) {
                 have_partial = 1;
@@ -586,12 +711,13 @@ lt_status lt_explicit_order(const int *mesh_shape, int mesh_ndim, const lt_place
 
 void lt__key_placement(lt__cache_key *k, const lt_placement *p) {
     uint64_t v = (uint64_t)p->kind;
-    if (p->kind == LT_PL_SHARD || p->kind == LT_PL_STRIDED) v |= (uint64_t)(uint32_t)p->dim << 8;
+    if (p->kind == LT_PL_SHARD || p->kind == LT_PL_STRIDED || p->kind == LT_PL_RAGGED)
+        v |= (uint64_t)(uint32_t)p->dim << 8;
     if (p->kind == LT_PL_STRIDED) v |= (uint64_t)(uint32_t)p->split_factor << 32;
     if (p->kind == LT_PL_PARTIAL) v |= (uint64_t)p->op << 8;
     if (p->kind == LT_PL_SHARD) v |= (uint64_t)p->rule.kind << 40;
     lt__key_put(k, v);
-    if (p->kind == LT_PL_SHARD && p->rule.kind == LT_SPLIT_EXPLICIT) {
+    if ((p->kind == LT_PL_SHARD || p->kind == LT_PL_RAGGED) && p->rule.kind == LT_SPLIT_EXPLICIT) {
         lt__key_put(k, (uint64_t)p->rule.nsizes);
         for (int j = 0; j < p->rule.nsizes; j++) lt__key_put(k, (uint64_t)p->rule.sizes[j]);
     }

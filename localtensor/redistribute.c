@@ -20,6 +20,7 @@
 #include "localtensor/layout.h"
 #include "localtensor/plan/plan_impl.h"
 #include "localtensor/redistribute.h"
+#include "localtensor/ragged_impl.h"
 #include "localtensor/dtensor_impl.h"
 #include "localtensor/spec_impl.h"
 #include "localtensor/verify/verify_impl.h"
@@ -714,6 +715,9 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     r.comm = opts ? opts->comm : NULL;
     *out = NULL;
     if (planp) *planp = NULL;
+    if (lt_placements_have_ragged(dt->placements, lt_dtensor_mesh(dt)->ndim) ||
+        lt_placements_have_ragged(dst, np))   /* the planner does not know RaggedShard */
+        return lt__ragged_redistribute(dt, dst, np, opts, out, planp);
     memset(r.rep, 0, sizeof *r.rep);
     r.rep->step = r.rep->mesh_dim = r.rep->rank = -1;
     LT_TRY(lt__plan_redistribute_from(lt_dtensor_spec(dt), dst, np, opts, &r.plan));

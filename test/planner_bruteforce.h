@@ -30,7 +30,9 @@
  * placeholder). Local picks go to every state whose every shard is within
  * (or empty, or equal to) what each rank holds, with the same Partial dims;
  * partition goes R -> P(op) on a mesh dim whose members hold the same
- * block, towards a destination Partial only. Dijkstra gives the least
+ * block, towards a destination Partial only. Under --moves all (bf_all)
+ * also the collectives over flattened groups of adjacent mesh dims and the
+ * permutations of all ranks (bf_flat_edges). Dijkstra gives the least
  * (bytes, steps).
  *
  * Index sets are 64-bit masks, so a tensor dim may have at most 64
@@ -65,9 +67,11 @@ typedef struct bfb {
 /* A collective edge: to state v, cost bytes (received, summed over the
  * ranks), most (received by the busiest rank); rdim: the mesh dim it
  * reduces (a move that frozen mesh dims forbid), -1 for the others; kind
- * and mesh dim i price it in time. */
+ * and mesh dim i price it in time; span: 1, or the mesh dims i .. i +
+ * span - 1 of a flattened group (--moves all; rdim then the first of the
+ * dims it reduces). */
 typedef struct bfe {
-    int v, rdim, kind, i;
+    int v, rdim, kind, i, span;
     int64_t cost, most;
 } bfe;
 
@@ -82,11 +86,18 @@ typedef struct bfe {
  * and permutations. */
 static int bf_obj, bf_dtensor;
 static lt_topology bf_topo;
+/* 1: the move set all (localtensor/plan.h, written here from its
+ * definition): the moves of collectives, plus all_gather, all_to_all,
+ * reduce_scatter and all_reduce over the product group of every run of two
+ * or more adjacent mesh dims of size > 1 (members in row-major order of
+ * their coordinates: lt_mesh_flatten), and, on a mesh with two or more
+ * dims of size > 1, every permutation of all ranks (bf_flat_edges). */
+static int bf_all;
 
 /* The least (bytes, steps) from state src to every state, under one set of
  * rules of the pair (frozen mesh dims, partition targets). */
 typedef struct bfd {
-    int src, obj, dtensor;
+    int src, obj, dtensor, all;
     unsigned frozen;
     signed char ptarget[LT_MESH_MAX_DIMS];
     int64_t *db, *dc;   /* total bytes; the objective's cost (time or busiest-rank bytes) */
@@ -112,6 +123,8 @@ typedef struct bfu {
     size_t tcap;
     bfe **out;                 /* (cap) collective edges, built when first expanded */
     int *nout;                 /* (cap) -1: not built yet */
+    bfe **fout;                /* (cap) what --moves all adds, built when first needed */
+    int *nfout;                /* (cap) -1: not built yet */
     int **loc;                 /* (cap) local picks */
     int *nloc;                 /* (cap) */
     bfd dist[BF_NDIST];
@@ -298,9 +311,11 @@ static void bf_enumerate(bfu *u) {
     free(rk);
     u->out = calloc((size_t)u->n, sizeof(bfe *));
     u->nout = malloc(sizeof(int) * (size_t)u->n);
+    u->fout = calloc((size_t)u->n, sizeof(bfe *));
+    u->nfout = malloc(sizeof(int) * (size_t)u->n);
     u->loc = calloc((size_t)u->n, sizeof(int *));
     u->nloc = calloc((size_t)u->n, sizeof(int));
-    for (int s = 0; s < u->n; s++) u->nout[s] = -1;
+    for (int s = 0; s < u->n; s++) u->nout[s] = u->nfout[s] = -1;
 }
 
 static void bf_rule_add(bfu *u, const lt_split_rule *r) {
@@ -367,10 +382,13 @@ static void bf_universe_free(bfu *u) {
     bf_dist_clear(u);
     for (int s = 0; s < u->n; s++) {
         free(u->out[s]);
+        free(u->fout[s]);
         free(u->loc[s]);
     }
     free(u->out);
     free(u->nout);
+    free(u->fout);
+    free(u->nfout);
     free(u->loc);
     free(u->nloc);
     free(u->blk);
@@ -551,22 +569,26 @@ static int bf_member(bf_grp *q, int j, bfb *o) {
     }
 }
 
-static int bf_collective(const bfu *u, int s, int kind, int i, int e, int f, int root,
-                         const lt_split_rule *rule, const int *perm, bfb *G, signed char *gpop,
-                         int64_t *cost, int64_t *most) {
-    int nd = u->nd, n = u->m.shape[i], ng = lt_mesh_ngroups(&u->m, i);
+/* gm: the mesh whose dim i is the group's: u->m, or u->m with mesh dims i
+ * .. i + span - 1 flattened (their Partials reduced together: one op). */
+static int bf_collective(const bfu *u, int s, int kind, const lt_mesh *gm, int i, int span, int e,
+                         int f, int root, const lt_split_rule *rule, const int *perm, bfb *G,
+                         signed char *gpop, int64_t *cost, int64_t *most) {
+    int nd = u->nd, n = gm->shape[i], ng = lt_mesh_ngroups(gm, i);
     const signed char *pop = u->pop + (size_t)s * (size_t)u->M;
     int reducing = kind == BF_AR || kind == BF_RS || kind == BF_REDUCE;
     memcpy(gpop, pop, (size_t)u->M);
-    if (reducing ? pop[i] < 0 : pop[i] >= 0) return 0;
-    if (reducing) gpop[i] = -1;
+    for (int j = i; j < i + span; j++) {
+        if (reducing ? pop[j] < 0 || pop[j] != pop[i] : pop[j] >= 0) return 0;
+        if (reducing) gpop[j] = -1;
+    }
     if (nd == 0 && kind != BF_AR && kind != BF_BCAST && kind != BF_PERMUTE) return 0;
     int grp[BF_MAXG];
     bf_grp q;
     memset(&q, 0, sizeof q);
     q.u = u, q.kind = kind, q.n = n, q.nd = nd, q.e = e, q.f = f, q.root = root, q.perm = perm;
     for (int g = 0; g < ng; g++) {
-        lt_mesh_group(&u->m, i, g, grp);
+        lt_mesh_group(gm, i, g, grp);
         for (int k = 0; k < n; k++) q.x[k] = &u->blk[(size_t)s * (size_t)u->W + (size_t)grp[k]];
         memcpy(q.sh, q.x[0]->shape, sizeof q.sh);
         if (!bf_group_ok(&q, rule)) return 0;
@@ -640,11 +662,11 @@ static void bf_build_edges(bfu *u, int s) {
                                 signed char gpop[LT_MESH_MAX_DIMS];
                                 int64_t cost = 0, most = 0;
                                 const lt_split_rule *rl = &u->rules[ri];
-                                if (!bf_collective(u, s, kind, i, ed, f, root, rl, perm, G, gpop,
-                                                   &cost, &most))
+                                if (!bf_collective(u, s, kind, &u->m, i, 1, ed, f, root, rl, perm,
+                                                   G, gpop, &cost, &most))
                                     continue;
                                 int v = bf_find(u, G, gpop);
-                                bfe x = {v, rdim, kind, i, cost, most};
+                                bfe x = {v, rdim, kind, i, 1, cost, most};
                                 if (v >= 0 && v != s) bf_edge(&e, &ne, &cap, x);
                             } while (kind == BF_PERMUTE);
                         }
@@ -674,6 +696,73 @@ static void bf_build_edges(bfu *u, int s) {
     u->nloc[s] = nl;
 }
 
+/* The permutations of all ranks from state s (no Partial dims) to every
+ * state v holding s's blocks permuted: a rank whose block is the same in v
+ * keeps it (receives nothing), every other rank receives its whole block
+ * from a rank holding it in s (no permutation does better: a rank whose
+ * block changes receives all of it). Appended to *e. */
+static void bf_whole_permutes(const bfu *u, int s, bfe **e, int *ne, int *cap) {
+    int W = u->W, nd = u->nd, M = u->M;
+    const bfb *a = u->blk + (size_t)s * (size_t)W;
+    for (int v = 0; v < u->n; v++) {
+        const bfb *b = u->blk + (size_t)v * (size_t)W;
+        int ok = v != s, used[64] = {0};
+        for (int j = 0; j < M && ok; j++) ok = u->pop[(size_t)v * (size_t)M + (size_t)j] < 0;
+        int64_t cost = 0, most = 0;
+        for (int r = 0; r < W && ok; r++) {   /* v's blocks: s's, each used once */
+            int q = 0;
+            while (q < W && (used[q] || !bfb_eq(&b[r], &a[q], nd))) q++;
+            ok = q < W;
+            if (ok) used[q] = 1;
+            int64_t x = bfb_eq(&b[r], &a[r], nd) ? 0 : bf_numel(b[r].shape, nd) * (int64_t)u->esize;
+            cost += x;
+            bf_most(&most, x);
+        }
+        bfe x = {v, -1, BF_PERMUTE, 0, M, cost, most};
+        if (ok) bf_edge(e, ne, cap, x);
+    }
+}
+
+/* What --moves all adds from state s (bf_all says which moves). */
+static void bf_flat_edges(bfu *u, int s) {
+    int ne = 0, cap = 0, big = 0, anyp = 0, nd = u->nd;
+    bfe *e = NULL;
+    bfb *G = malloc(sizeof(bfb) * (size_t)u->W);
+    const int kinds[4] = {BF_AG, BF_A2A, BF_AR, BF_RS};
+    for (int i = 0; i < u->M; i++) {
+        big += u->m.shape[i] > 1;
+        anyp |= u->pop[(size_t)s * (size_t)u->M + (size_t)i] >= 0;
+        int dims[LT_MESH_MAX_DIMS] = {i};
+        for (int sp = 2; i + sp <= u->M && u->m.shape[i] > 1; sp++) {
+            dims[sp - 1] = i + sp - 1;
+            if (u->m.shape[i + sp - 1] == 1) break;
+            lt_mesh fm;
+            LT_CHECK(lt_mesh_flatten(&u->m, dims, sp, NULL, &fm));
+            for (int k = 0; k < 4; k++) {
+                int kind = kinds[k], red = kind == BF_AR || kind == BF_RS;
+                int nde = kind == BF_AR ? 1 : nd, ndf = kind == BF_A2A ? nd : 1;
+                int nr = kind == BF_A2A || kind == BF_RS ? u->nrules : 1;
+                for (int ed = 0; ed < nde; ed++)
+                    for (int f = 0; f < ndf; f++)
+                        for (int ri = 0; ri < nr; ri++) {
+                            signed char gpop[LT_MESH_MAX_DIMS];
+                            int64_t cost = 0, most = 0;
+                            if (!bf_collective(u, s, kind, &fm, i, sp, ed, f, 0, &u->rules[ri],
+                                               NULL, G, gpop, &cost, &most))
+                                continue;
+                            int v = bf_find(u, G, gpop);
+                            bfe x = {v, red ? i : -1, kind, i, sp, cost, most};
+                            if (v >= 0 && v != s) bf_edge(&e, &ne, &cap, x);
+                        }
+            }
+        }
+    }
+    if (big >= 2 && !anyp) bf_whole_permutes(u, s, &e, &ne, &cap);
+    free(G);
+    u->fout[s] = e;
+    u->nfout[s] = ne;
+}
+
 /* ---- Dijkstra ----------------------------------------------------------------------------------
  */
 
@@ -694,19 +783,31 @@ static int64_t bf_edge_cost(const bfu *u, const bfe *e) {
     static const lt_coll coll_of[BF_NKINDS] = {
         LT_COLL_ALL_GATHER, LT_COLL_GATHER, LT_COLL_ALL_TO_ALL, LT_COLL_SCATTER, LT_COLL_BROADCAST,
         LT_COLL_PERMUTE,    LT_COLL_ALL_REDUCE, LT_COLL_REDUCE_SCATTER, LT_COLL_REDUCE};
-    int64_t n = u->m.shape[e->i];
+    /* a flattened group (--moves all): n its members; its link the slowest
+     * of its mesh dims of size > 1 (the largest alpha, the smallest beta);
+     * the algorithm they all name, else the default */
+    int64_t n = 1;
+    uint64_t alpha = 0, beta = UINT64_MAX;
+    int algo = bf_topo.algo[e->i][coll_of[e->kind]];
+    for (int j = e->i; j < e->i + e->span; j++) {
+        n *= u->m.shape[j];
+        if (u->m.shape[j] == 1) continue;
+        if (bf_topo.alpha_ps[j] > alpha) alpha = bf_topo.alpha_ps[j];
+        if (bf_topo.beta_bpus[j] < beta) beta = bf_topo.beta_bpus[j];
+        if (bf_topo.algo[j][coll_of[e->kind]] != algo) algo = LT_ALGO_DEFAULT;
+    }
     /* messages in sequence (docs/SEMANTICS.md §7): ring n - 1, tree the
      * levels of a binary tree over n, direct one; all_reduce twice */
     int64_t per = n - 1, levels = 0;
     while ((INT64_C(1) << levels) < n) levels++;
-    switch (bf_topo.algo[e->i][coll_of[e->kind]]) {
+    switch (algo) {
     case LT_ALGO_TREE: per = levels; break;
     case LT_ALGO_DIRECT: per = 1; break;
     default: break;
     }
     int64_t rounds = e->kind == BF_AR ? 2 * per : e->kind == BF_PERMUTE ? 1 : per;
-    uint64_t beta = bf_topo.beta_bpus[e->i], num = (uint64_t)e->most * 1000000u;
-    return rounds * (int64_t)bf_topo.alpha_ps[e->i] + (int64_t)((num + beta - 1) / beta);
+    uint64_t num = (uint64_t)e->most * 1000000u;
+    return rounds * (int64_t)alpha + (int64_t)((num + beta - 1) / beta);
 }
 
 /* 1 when the move set in force leaves edge kind k out. */
@@ -785,6 +886,14 @@ static void bf_dijkstra(bfu *u, bfd *x) {
         for (int q = 0; q < u->nout[s]; q++) {
             const bfe *e = &u->out[s][q];
             if ((e->rdim >= 0 && (x->frozen >> e->rdim & 1)) || bf_left_out(e->kind)) continue;
+            int64_t c = dc[s] + bf_edge_cost(u, e);
+            bf_relax(x, &h, &nh, &caph, s, e->v, c, db[s] + e->cost, ds[s] + 1);
+        }
+        if (x->all && u->nfout[s] < 0) bf_flat_edges(u, s);
+        for (int q = 0; x->all && q < u->nfout[s]; q++) {
+            const bfe *e = &u->fout[s][q];
+            unsigned dims = ((1u << e->span) - 1) << e->i;   /* a reduction's: all frozen-free */
+            if (e->rdim >= 0 && (x->frozen & dims)) continue;
             int64_t c = dc[s] + bf_edge_cost(u, e);
             bf_relax(x, &h, &nh, &caph, s, e->v, c, db[s] + e->cost, ds[s] + 1);
         }
@@ -871,6 +980,7 @@ static bf_result bf_solve(const lt_mesh *m, int nd, const int64_t *shape, size_t
     memset(&key, 0, sizeof key);
     key.obj = bf_obj;
     key.dtensor = bf_dtensor;
+    key.all = bf_all;
     for (int i = 0; i < u->M; i++) {
         if (m->shape[i] == 1) sp[i] = dp[i] = lt_replicate();
         if (sp[i].kind == LT_PL_PARTIAL && lt_placement_equal(&sp[i], &dp[i]))
@@ -890,7 +1000,8 @@ static bf_result bf_solve(const lt_mesh *m, int nd, const int64_t *shape, size_t
     for (int q = 0; q < u->ndist && !x; q++) {
         bfd *y = &u->dist[q];
         if (y->src == key.src && y->frozen == key.frozen && y->obj == key.obj &&
-            y->dtensor == key.dtensor && !memcmp(y->ptarget, key.ptarget, sizeof key.ptarget))
+            y->dtensor == key.dtensor && y->all == key.all &&
+            !memcmp(y->ptarget, key.ptarget, sizeof key.ptarget))
             x = y;
     }
     if (!x) {

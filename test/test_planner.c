@@ -27,6 +27,7 @@ typedef struct counts {
     long skipped;      /* invalid lists or rejected transitions */
     long beats_greedy; /* pairs where min-cost moves fewer bytes than greedy */
     long known_gap;    /* mismatches of the known gap (test_objectives_equal_brute_force) */
+    long beats_collectives; /* --moves all: pairs cheaper than under collectives */
 } counts;
 
 /* The least (bytes, steps) of sp -> dp by the brute force (f32). */
@@ -75,10 +76,11 @@ static void check_cost_pair(const lt_mesh *m, int ndim, const int64_t *shape,
     LT_CHECK(lt_plan_redistribute(m, LT_F32, ndim, shape, sp, dp, m->ndim, &og, &pg));
     bf_obj = (int)pc->objective;
     bf_dtensor = pc->moves == LT_MOVES_DTENSOR;
+    bf_all = pc->moves == LT_MOVES_ALL;
     bf_topo = pc->topo;
     bf_result want = expect_zero_fill(m, sp, dp) ? bf_solve_zero_fill(m, ndim, shape, 4, 1, sp, dp)
                                                  : brute_force(m, ndim, shape, sp, dp);
-    bf_obj = bf_dtensor = 0;
+    bf_obj = bf_dtensor = bf_all = 0;
     int64_t got = objective_cost(p, pc->objective, &pc->topo);
     char x[256], y[256], ms[64], ss[64];
     if (p->search_truncated || want.bytes < 0 || got != want.cost ||
@@ -106,6 +108,18 @@ static void check_cost_pair(const lt_mesh *m, int ndim, const int64_t *shape,
             fail_msg("%s -> %s: greedy costs less than --moves dtensor",
                      fmt_pl(sp, m->ndim, x, 256), fmt_pl(dp, m->ndim, y, 256));
         k->beats_greedy += objective_cost(pg, pc->objective, &pc->topo) > got;
+    }
+    if (pc->moves == LT_MOVES_ALL) {   /* all holds collectives' moves: never dearer */
+        lt_plan_cost co = *pc;
+        co.moves = LT_MOVES_COLLECTIVES;
+        lt_plan *pcol;
+        LT_CHECK(lt_plan_redistribute_cost(&a, &b, &co, &pcol));
+        int64_t cc = objective_cost(pcol, pc->objective, &pc->topo);
+        if (cc < got)
+            fail_msg("%s -> %s: --moves all costs more than collectives",
+                     fmt_pl(sp, m->ndim, x, 256), fmt_pl(dp, m->ndim, y, 256));
+        k->beats_collectives += cc > got;
+        lt_plan_free(pcol);
     }
     k->pairs++;
     lt_plan_free(p);
@@ -513,6 +527,50 @@ static void test_objectives_equal_brute_force(void **state) {
     assert_true(k.beats_greedy > 0);
 }
 
+/* --moves all against the brute force (its flattened groups and
+ * permutations of all ranks written from the definition, bf_flat_edges):
+ * every objective, time on both presets, at least 20,000 pairs each, no
+ * mismatch. */
+static void test_moves_all_equal_brute_force(void **state) {
+    (void)state;
+    counts k = {0};
+    for (int ob = 0; ob <= LT_OBJECTIVE_COUNT; ob++) {
+        lt_plan_cost pc;
+        memset(&pc, 0, sizeof pc);
+        pc.objective = ob < LT_OBJECTIVE_COUNT ? (lt_objective)ob : LT_OBJECTIVE_TIME;
+        pc.moves = LT_MOVES_ALL;
+        const char *topo = ob == LT_OBJECTIVE_COUNT ? "uniform" : "nvlink-ib";
+        LT_CHECK(lt_topology_preset(topo, 3, &pc.topo));
+        long n = cost_sweeps(&pc, &k);
+        print_message("%s (all%s%s): %ld pairs compared\n", lt_objective_name(pc.objective),
+                      pc.objective == LT_OBJECTIVE_TIME ? ", " : "",
+                      pc.objective == LT_OBJECTIVE_TIME ? topo : "", n);
+        assert_true(n >= (SANITIZED ? 1000 : 20000));
+    }
+    /* algorithms on 2x4 (groups of 8 flattened): all_gather direct on both
+     * mesh dims (the group's too), all_reduce tree on mesh dim 0 only (the
+     * group's: the default) */
+    lt_plan_cost pa;
+    memset(&pa, 0, sizeof pa);
+    pa.objective = LT_OBJECTIVE_TIME;
+    pa.moves = LT_MOVES_ALL;
+    LT_CHECK(lt_topology_preset("nvlink-ib", 2, &pa.topo));
+    pa.topo.algo[0][LT_COLL_ALL_GATHER] = pa.topo.algo[1][LT_COLL_ALL_GATHER] = LT_ALGO_DIRECT;
+    pa.topo.algo[0][LT_COLL_ALL_REDUCE] = LT_ALGO_TREE;
+    pa.topo.algo[1][LT_COLL_ALL_TO_ALL] = LT_ALGO_DIRECT;
+    const int64_t s8[] = {8}, s7[] = {7};
+    long before = k.pairs;
+    sweep_cost = &pa;
+    rule_sweep("2x4", 1, s8, LT_SPLIT_BALANCED, SANITIZED ? 100 : 3000, &k);
+    rule_sweep("4x2", 1, s7, LT_SPLIT_LAST, SANITIZED ? 100 : 3000, &k);
+    sweep_cost = NULL;
+    print_message("time with algorithms (all): %ld pairs compared\n", k.pairs - before);
+    print_message("moves all: %ld pairs, %ld mismatches; cheaper than collectives on %ld\n",
+                  k.pairs, k.mismatches, k.beats_collectives);
+    assert_int_equal(k.mismatches, 0);
+    assert_true(k.beats_collectives > 0);
+}
+
 /* The time objective under per-collective algorithms (docs/SEMANTICS.md
  * §7) against the brute force, whose rounds are written there apart. On
  * groups of 2 every algorithm takes one round, so these sweeps use groups
@@ -555,7 +613,8 @@ static void test_algorithms_equal_brute_force(void **state) {
  * split 4, 4, 2: tp 0 receives 4 rows x (3 + 1) columns = 64 B): 124 B on
  * the busiest rank and, on uniform (5 us, 25 GB/s), 1 round + 60 B (5 us +
  * 2.4 ns) plus 2 rounds + 64 B (10 us + 2.56 ns) = 15,004,960 ps. time and
- * max-rank-bytes must do at least that well; moves all is refused. */
+ * max-rank-bytes must do at least that well, over every move set (all
+ * holds the moves of collectives). */
 static void test_objective_acceptance(void **state) {
     (void)state;
     lt_mesh m = mk_mesh("dp=2,tp=3");
@@ -575,13 +634,13 @@ static void test_objective_acceptance(void **state) {
     assert_int_equal(lt_plan_max_rank_bytes(p), 236);
     lt_plan_free(p);
     for (int o = LT_OBJECTIVE_MAX_RANK_BYTES; o <= LT_OBJECTIVE_TIME; o++)
-        for (int mv = 0; mv < 2; mv++) {
+        for (int mv = 0; mv < 3; mv++) {
             pc.objective = (lt_objective)o;
-            pc.moves = mv ? LT_MOVES_DTENSOR : LT_MOVES_COLLECTIVES;
+            pc.moves = mv == 2 ? LT_MOVES_ALL : mv ? LT_MOVES_DTENSOR : LT_MOVES_COLLECTIVES;
             LT_CHECK(lt_plan_redistribute_cost(&a, &b, &pc, &p));
             assert_true(lt_plan_max_rank_bytes(p) <= 124);
             assert_true(lt_plan_time_ps(p, &pc.topo) <= 15004960u);
-            assert_false(has_non_dtensor_step(p));
+            if (mv < 2) assert_false(has_non_dtensor_step(p));
             lt_plan_free(p);
         }
     /* options passed win over the thread's (the CLI sets those for a run) */
@@ -592,10 +651,174 @@ static void test_objective_acceptance(void **state) {
     lt__plan_cost_swap(was);
     assert_int_equal(p->total_bytes, 596);
     lt_plan_free(p);
+}
+
+/* run_checked under cost options pc (the thread's, as the CLI sets them). */
+static lt_plan *run_cost_checked(const lt_plan_cost *pc, const lt_mesh *m, int ndim,
+                                 const int64_t *shape, const char *from, const char *to) {
+    const lt_plan_cost *was = lt__plan_cost_swap(pc);
+    lt_plan *p = run_checked(m, ndim, shape, from, to);
+    lt__plan_cost_swap(was);
+    return p;
+}
+
+/* --moves all, worked out by hand on 2x2 (uniform: every mesh dim 5 us,
+ * 25,000 B/us). [S(0), S(1)] -> [S(1), S(0)] of (4, 4) f32: rank (a, b)
+ * holds rows [2a, 2a + 2) x columns [2b, 2b + 2) and wants rows [2b, ..) x
+ * columns [2a, ..), rank (b, a)'s block: ranks 0 and 3 keep theirs, ranks
+ * 1 and 2 swap 2 x 2 = 4 elements (16 B each): one permute over the four
+ * ranks, 32 B, 16 B on the busiest rank, 1 round + 16 B = 5,000,640 ps.
+ * Without flattened groups ranks 1 and 2 share no group, so each of their
+ * elements crosses two steps: at least 64 B. */
+static void test_moves_all_cases(void **state) {
+    (void)state;
+    lt_mesh m = mk_mesh("2x2");
+    lt_plan_cost pc;
+    memset(&pc, 0, sizeof pc);
+    pc.objective = LT_OBJECTIVE_TIME;
     pc.moves = LT_MOVES_ALL;
-    assert_int_equal(lt_plan_redistribute_cost(&a, &b, &pc, &p), LT_UNSUPPORTED);
-    assert_null(p);
-    assert_non_null(strstr(lt_errmsg(), "not supported yet"));
+    LT_CHECK(lt_topology_preset("uniform", 2, &pc.topo));
+    const int64_t s44[] = {4, 4}, s8[] = {8};
+    lt_plan *p = run_cost_checked(&pc, &m, 2, s44, "S(0),S(1)", "S(1),S(0)");
+    assert_int_equal(p->nsteps, 1);
+    assert_int_equal(p->steps[0].coll, LT_COLL_PERMUTE);
+    assert_int_equal(p->steps[0].mesh_dim, 0);
+    assert_int_equal(p->steps[0].mesh_span, 2);
+    assert_int_equal(p->total_bytes, 32);
+    assert_int_equal(p->steps[0].bytes_per_rank, 16);
+    assert_int_equal(lt_plan_time_ps(p, &pc.topo), 5000640);
+    lt_trace *tr;   /* on paper: one event over the group of 4 */
+    lt_trace_event e;
+    LT_CHECK(lt_trace_new(4, &tr));
+    LT_CHECK(lt_plan_trace(p, tr));
+    assert_int_equal(lt_trace_count(tr), 1);
+    LT_CHECK(lt_trace_get(tr, 0, &e));
+    assert_int_equal(e.group_size, 4);
+    assert_int_equal(e.ngroups, 1);
+    assert_true(e.recv[0] == 0 && e.recv[1] == 16 && e.recv[2] == 16 && e.recv[3] == 0);
+    lt_trace_free(tr);
+    lt_plan_free(p);
+    pc.moves = LT_MOVES_COLLECTIVES;
+    p = run_cost_checked(&pc, &m, 2, s44, "S(0),S(1)", "S(1),S(0)");
+    assert_true(p->total_bytes >= 64 && p->nsteps >= 2);
+    lt_plan_free(p);
+    /* [S(0), S(0)] -> [R, R] of 8: each rank holds 2 elements (8 B) and
+     * lacks 6. By bytes, one all_gather over the four ranks: 3 x 8 = 24 B
+     * each, 96 B (two all_gathers, dp then tp, also move 8 + 16 B per rank:
+     * the fewer steps win), 3 rounds + 24 B = 15,000,960 ps. By time, two
+     * rounds beat three: 1 round + 8 B, then 1 round + 16 B, 10,000,960 ps */
+    pc.moves = LT_MOVES_ALL;
+    pc.objective = LT_OBJECTIVE_BYTES;
+    p = run_cost_checked(&pc, &m, 1, s8, "S(0),S(0)", "R,R");
+    assert_int_equal(p->nsteps, 1);
+    assert_int_equal(p->steps[0].coll, LT_COLL_ALL_GATHER);
+    assert_int_equal(p->steps[0].mesh_span, 2);
+    assert_int_equal(p->total_bytes, 96);
+    assert_int_equal(p->steps[0].bytes_per_rank, 24);
+    assert_int_equal(lt_plan_time_ps(p, &pc.topo), 15000960);
+    lt_plan_free(p);
+    /* the run's trace: one all_gather on mesh dim 0 over groups of 4; a plan
+     * that said groups of 2 (mesh dim 0 alone) would not match it */
+    lt_placement sp[2], dp[2];
+    parse_pl("S(0),S(0)", sp);
+    parse_pl("R,R", dp);
+    lt_dtensor *src = mk(&m, LT_F32, 1, s8, sp), *out;
+    lt_redistribute_opts o = {0};
+    LT_CHECK(lt_comm_new(&m, &o.comm));
+    const lt_plan_cost *was = lt__plan_cost_swap(&pc);
+    LT_CHECK(lt_redistribute(src, dp, 2, &o, &out, &p));
+    lt__plan_cost_swap(was);
+    LT_CHECK(lt__plan_check_trace(p, lt_comm_trace(o.comm), 0));
+    ((lt_plan_step *)&p->steps[0])->mesh_span = 1;
+    LT_EXPECT_STATUS(lt__plan_check_trace(p, lt_comm_trace(o.comm), 0), LT_INVALID);
+    assert_non_null(strstr(lt_errmsg(), "groups of 2); the collective run says all_gather on "
+                                        "mesh dim 0, 96 (24, groups of 4)"));
+    lt_plan_free(p);
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+    lt_comm_free(o.comm);
+    pc.objective = LT_OBJECTIVE_TIME;
+    p = run_cost_checked(&pc, &m, 1, s8, "S(0),S(0)", "R,R");
+    assert_int_equal(p->nsteps, 2);
+    assert_int_equal(p->total_bytes, 96);
+    assert_true(p->steps[0].mesh_span <= 1 && p->steps[1].mesh_span <= 1);
+    assert_int_equal(lt_plan_time_ps(p, &pc.topo), 10000960);
+    lt_plan_free(p);
+}
+
+/* sp -> dp planned under cost options pc and run with verification (every
+ * step against the direct reshard) on a communicator whose trace must match
+ * the plan's bytes step by step (lt__plan_check_trace); the result's shards
+ * also against distributing to dp when dp has no Partial (a Partial's terms
+ * may be split either way). The plan (a new reference). */
+static lt_plan *run_cost_verified(const lt_plan_cost *pc, const lt_mesh *m, int ndim,
+                                  const int64_t *shape, const lt_placement *sp,
+                                  const lt_placement *dp) {
+    int partial = 0;
+    for (int i = 0; i < m->ndim; i++) partial |= dp[i].kind == LT_PL_PARTIAL;
+    lt_dtensor *src = mk(m, LT_F32, ndim, shape, sp), *out;
+    lt_redistribute_opts o = {0};
+    o.verify = 1;
+    LT_CHECK(lt_comm_new(m, &o.comm));
+    lt_plan *p;
+    const lt_plan_cost *was = lt__plan_cost_swap(pc);
+    LT_CHECK(lt_redistribute(src, dp, m->ndim, &o, &out, &p));
+    lt__plan_cost_swap(was);
+    LT_CHECK(lt__plan_check_trace(p, lt_comm_trace(o.comm), 0));
+    lt_comm_free(o.comm);
+    if (!partial) {
+        lt_dtensor *exp = mk(m, LT_F32, ndim, shape, dp);
+        expect_same_shards(out, exp, "moves all");
+        lt_dtensor_free(exp);
+    }
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+    return p;
+}
+
+/* Every pair of a 2x2 sweep and pairs drawn from a 2x2x2 one, planned
+ * under --moves all (bytes, then max-rank-bytes) and run with verification
+ * (run_cost_verified): each flattened collective and the permute over the
+ * whole mesh must have run. */
+static void test_moves_all_runs(void **state) {
+    (void)state;
+    long ran = 0, flat[LT_COLL_COUNT] = {0};
+    lt_placement o[16], sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS], tmp[LT_MESH_MAX_DIMS];
+    const char *meshes[2] = {"2x2", "2x2x2"};
+    const int64_t shapes[2][2] = {{5, 7}, {7, 1}};
+    for (int q = 0; q < 4; q++) {
+        lt_mesh m = mk_mesh(meshes[q & 1]);
+        int nd = q & 1 ? 1 : 2, nopt = mesh_dim_options(nd, LT_SPLIT_BALANCED, o);
+        lt_plan_cost pc;
+        memset(&pc, 0, sizeof pc);
+        pc.objective = q < 2 ? LT_OBJECTIVE_BYTES : LT_OBJECTIVE_MAX_RANK_BYTES;
+        pc.moves = LT_MOVES_ALL;
+        long nlist = 1;
+        for (int i = 0; i < m.ndim; i++) nlist *= nopt;
+        long npairs = nlist * nlist, todo = q & 1 ? (SANITIZED ? 100 : 1500) : npairs;
+        uint64_t seed = 0xa11ULL + (uint64_t)q;
+        for (long x = 0; x < todo; x++) {
+            long pair = todo == npairs ? x : (long)(lcg(&seed) % (uint64_t)npairs);
+            decode_list(pair / nlist, o, nopt, m.ndim, sp);
+            decode_list(pair % nlist, o, nopt, m.ndim, dp);
+            const int64_t *sh = shapes[q & 1];
+            if (lt_placements_check(&m, nd, sp, m.ndim, tmp) || lt_layout_check(&m, nd, sh, sp) ||
+                lt_placements_check(&m, nd, dp, m.ndim, tmp) || lt_layout_check(&m, nd, sh, dp) ||
+                expect_reject(&m, sp, dp))
+                continue;
+            lt_plan *p = run_cost_verified(&pc, &m, nd, sh, sp, dp);
+            for (int s = 0; s < p->nsteps; s++)
+                if (p->steps[s].mesh_span > 1) flat[p->steps[s].coll]++;
+            ran++;
+            lt_plan_free(p);
+        }
+    }
+    print_message("moves all: %ld redistributes run and verified; flattened all_gather %ld, "
+                  "all_to_all %ld, reduce_scatter %ld, all_reduce %ld, permute %ld\n",
+                  ran, flat[LT_COLL_ALL_GATHER], flat[LT_COLL_ALL_TO_ALL],
+                  flat[LT_COLL_REDUCE_SCATTER], flat[LT_COLL_ALL_REDUCE], flat[LT_COLL_PERMUTE]);
+    assert_true(flat[LT_COLL_ALL_GATHER] && flat[LT_COLL_ALL_TO_ALL] &&
+                flat[LT_COLL_REDUCE_SCATTER] && flat[LT_COLL_ALL_REDUCE] && flat[LT_COLL_PERMUTE]);
 }
 
 /* Every allocation of planning and running each kind of move fails in turn:
@@ -656,6 +879,64 @@ static void test_out_of_memory(void **state) {
     assert_true(points > 100);
 }
 
+/* Under --moves all, every allocation of planning and running a permute
+ * over the whole mesh and an all_gather over a flattened group fails in
+ * turn: LT_NOMEM saying so, no output, nothing left allocated. */
+static void test_moves_all_out_of_memory(void **state) {
+    (void)state;
+    const char *cases[][4] = {
+        {"2x2", "S(0),S(1)", "S(1),S(0)", "4,4"},   /* permute over the whole mesh */
+        {"2x2", "S(0),S(0)", "R,R", "8"},           /* all_gather over (0, 1) */
+    };
+    lt_plan_cost pc;
+    memset(&pc, 0, sizeof pc);
+    pc.objective = LT_OBJECTIVE_BYTES;
+    pc.moves = LT_MOVES_ALL;
+    long points = 0;
+    for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
+        lt_mesh m = mk_mesh(cases[q][0]);
+        int64_t shape[2] = {q ? 8 : 4, 4};
+        int nd = q ? 1 : 2;
+        lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
+        parse_pl(cases[q][1], sp);
+        parse_pl(cases[q][2], dp);
+        lt_dtensor *src = mk(&m, LT_F32, nd, shape, sp);
+        lt_redistribute_opts o = {0};
+        o.verify = 1;
+        o.no_cache = 1;
+        const lt_plan_cost *was = lt__plan_cost_swap(&pc);
+        int completed = 0;
+        for (int64_t n = 1; n < 100000 && !completed; n++) {
+            lt_dtensor *out = NULL;
+            lt_plan *p = NULL;
+            lt__fault_arm(n, 0);
+            lt_status st = lt_redistribute(src, dp, m.ndim, &o, &out, &p);
+            int fired = (int)lt__fault_fired(), had_out = out != NULL;
+            if (!fired) assert_true(p && p->nsteps == 1 && p->steps[0].mesh_span == 2);
+            lt_dtensor_free(out);
+            lt_plan_free(p);
+            int64_t live = lt__fault_live();
+            lt__fault_disarm();
+            if (!fired) {
+                LT_CHECK(st);
+                completed = 1;
+            } else if (points++, st != LT_NOMEM || had_out || !strstr(lt_errmsg(), "memory")) {
+                fail_msg("%s -> %s, allocation %lld failing: %s: %s", cases[q][1], cases[q][2],
+                         (long long)n, lt_status_name(st), lt_errmsg());
+            }
+            if (live != 0)
+                fail_msg("%s -> %s, allocation %lld failing: %lld blocks left allocated",
+                         cases[q][1], cases[q][2], (long long)n, (long long)live);
+        }
+        lt__plan_cost_swap(was);
+        assert_true(completed);
+        lt_dtensor_free(src);
+    }
+    print_message("moves all, out of memory: %ld failing allocations, each a clean error\n",
+                  points);
+    assert_true(points > 20);
+}
+
 static int teardown(void **state) {
     (void)state;
     bf_pool_clear();
@@ -675,6 +956,10 @@ int main(void) {
         cmocka_unit_test(test_objectives_equal_brute_force),
         cmocka_unit_test(test_objective_acceptance),
         cmocka_unit_test(test_algorithms_equal_brute_force),
+        cmocka_unit_test(test_moves_all_equal_brute_force),
+        cmocka_unit_test(test_moves_all_cases),
+        cmocka_unit_test(test_moves_all_runs),
+        cmocka_unit_test(test_moves_all_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -16,51 +16,7 @@
 #include <time.h>
 
 #include "test/testutil.h"
-
-#define MAXW 16
-
-typedef struct rec {
-    char err[512];          /* first difference seen by any rank */
-    lt_status st[MAXW];     /* the status of the call each rank watched */
-    char msg[MAXW][256];    /* its message */
-    int line_a, line_b;     /* source lines of the two sides of a hang */
-    int ran[MAXW];          /* how many times each rank's function ran */
-    lt_proc *h0;            /* rank 0's handle */
-    int flag;               /* per-test switch */
-} rec;
-
-static lt_mesh mesh_of(const char *s) {
-    lt_mesh m;
-    if (lt_mesh_parse(s, &m)) fail_msg("mesh %s: %s", s, lt_errmsg());
-    return m;
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void note(rec *u, const char *fmt, ...) {
-    if (u->err[0]) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(u->err, sizeof u->err, fmt, ap);
-    va_end(ap);
-}
-
-/* 1-d tensor of n values v(i) = a + b*i */
-static lt_tensor *line_of(lt_dtype dt, int64_t n, double a, double b) {
-    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    for (int64_t i = 0; i < n; i++) v[i] = a + b * (double)i;
-    lt_tensor *t = NULL;
-    if (lt_tensor_from_doubles(dt, 1, &n, v, n, &t)) t = NULL;
-    free(v);
-    return t;
-}
+#include "test/program_testutil.h"
 
 /* t must be 1-d with the n values want[i] */
 static void expect_vals(rec *u, int rank, const char *what, const lt_tensor *t, const double *want, int64_t n) {
@@ -311,47 +267,10 @@ static lt_status hang_cycle(lt_proc *p, void *ud) {
     return LT_OK;
 }
 
-static char *text_of(const lt_match_report *r) {
-    size_t n = lt_match_report_format(r, NULL, 0);
-    char *s = malloc(n + 1);
-    assert_non_null(s);
-    lt_match_report_format(r, s, n + 1);
-    return s;
-}
-
-static void expect_in(const char *text, const char *what) {
-    if (!strstr(text, what)) fail_msg("'%s' not found in:\n%s", what, text);
-}
-
 static void expect_site(const char *text, int line) {
     char s[64];
     snprintf(s, sizeof s, "test/test_program.c:%d", line);
     expect_in(text, s);
-}
-
-/* Runs a hanging program: LT_MISMATCH at once, the kind, every waiting
- * rank's call cancelled; returns the report (caller frees) and its text. */
-static lt_match_report *run_hang(const char *mesh, lt_proc_fn fn, rec *u, lt_hang_kind kind, char **text) {
-    lt_mesh m = mesh_of(mesh);
-    lt_match_report *rep = NULL;
-    double t0 = now();
-    LT_EXPECT_STATUS(lt_program_run(&m, fn, u, NULL, &rep), LT_MISMATCH);
-    double dt = now() - t0;
-    if (dt > 1.0) print_message("(slow machine? the hang took %.2f s to report)\n", dt);
-    assert_non_null(rep);
-    char head[4096];
-    snprintf(head, sizeof head, "%s", lt_errmsg());
-    expect_in(head, "would hang (");
-    expect_in(head, lt_hang_kind_name(kind));
-    if (rep->kind != kind) fail_msg("kind %s, wanted %s", lt_hang_kind_name(rep->kind), lt_hang_kind_name(kind));
-    *text = text_of(rep);
-    assert_true(strncmp(*text, head, strlen(head)) == 0);   /* lt_errmsg() is the headline */
-    for (int r = 0; r < m.world; r++)
-        if (rep->ranks[r].state == LT_RANK_WAITING) {
-            if (u->st[r] != LT_MISMATCH) fail_msg("rank %d's waiting call returned %s", r, lt_status_name(u->st[r]));
-            expect_in(u->msg[r], "cancelled: the program would hang");
-        }
-    return rep;
 }
 
 static void check_1d(int flag, int rank_b, const char *what) {

@@ -3,6 +3,7 @@
 # mpirun (tools/run-tests.sh runs it in `make test` when BUILD has the MPI
 # build; `make test-mpi-full` runs it with --full):
 #   - BUILD/mpi_engine (test/mpi/engine.c) with P = 1, 2, 3, 4, 8 processes;
+#   - BUILD/mpi_flat (test/mpi/flat.c, flattened groups) at P = 1, 2, 4;
 #   - BUILD/mpi_mesh_ids (test/mpi/mesh_ids.c, meshes in any rank order) at
 #     P = 1, 2, 4, and scenarios/placements/permuted.yaml with --trace at
 #     P = 2 (comm table and hang reports name the permuted groups);
@@ -226,6 +227,11 @@ done
 # its hang reports naming the permuted groups
 for np in 1 2 4; do
   if mpi -np "$np" "$build/mpi_mesh_ids" > "$tmp/log" 2>&1; then ok "mpi_mesh_ids -np $np"; else bad "mpi_mesh_ids -np $np"; fi
+done
+# 1c. collectives over flattened groups of adjacent mesh dims (test/mpi/flat.c,
+# what --moves all plans run on)
+for np in 1 2 4; do
+  if mpi -np "$np" "$build/mpi_flat" > "$tmp/log" 2>&1; then ok "mpi_flat -np $np"; else bad "mpi_flat -np $np"; fi
 done
 pf=scenarios/placements/permuted.yaml
 "$bin" run --trace "$pf" > "$tmp/in.txt" 2>&1

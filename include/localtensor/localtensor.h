@@ -28,6 +28,7 @@
 #include "localtensor/verify.h"
 #include "localtensor/redistribute.h"
 #include "localtensor/remesh.h"
+#include "localtensor/ragged.h"
 #include "localtensor/ops.h"
 #include "localtensor/reference.h"
 #include "localtensor/rank_map.h"

@@ -2,9 +2,10 @@
  * bytes, the plan cache.
  *
  * A plan turns source placements into destination placements as a list of
- * steps; each step issues at most one collective, along one mesh dim, plus
- * local work. Every state between steps is a valid placement list (a
- * DTensor that distribute could produce). Two planners: `greedy` (PyTorch's
+ * steps; each step issues at most one collective, along one mesh dim (or,
+ * under --moves all, over a flattened group of several), plus local work.
+ * Every state between steps is a valid placement list (a DTensor that
+ * distribute could produce). Two planners: `greedy` (PyTorch's
  * order, over the rule table below) and `min-cost` (the default: the fewest
  * bytes received, summed over all ranks and steps, then the fewest steps,
  * over the complete move set below). Plans are cached. The executor that
@@ -174,7 +175,9 @@ LT_API lt_status lt_planner_parse(const char *s, lt_planner *out);
  *   time            the sum over steps of the step's estimated time on a
  *                   topology (then the fewest total bytes, then steps).
  * A step's time: rounds(coll, n) * alpha[i] + ceil(busiest rank's bytes /
- * beta[i]), in picoseconds, i the step's mesh dim and n its size; by
+ * beta[i]), in picoseconds, i the step's mesh dim and n its size (a
+ * flattened group of --moves all: n its members, alpha the largest and
+ * beta the smallest of its mesh dims', the algorithm they all name); by
  * default rounds is n - 1 for all_gather, reduce_scatter, all_to_all,
  * gather, scatter, reduce (ring / direct), 2 (n - 1) for all_reduce
  * (ring), 1 for permute (lt_algo below has the others); local steps cost 0.
@@ -194,8 +197,14 @@ typedef enum {
 /* The moves min-cost may use: collectives (every collective of plan.h's move
  * set: the default); dtensor (what PyTorch DTensor issues: all_gather,
  * reduce_scatter, all_reduce, all_to_all and local work; no gather,
- * scatter, reduce or permute); all (adds point-to-point exchanges over the
- * whole mesh: not supported yet). */
+ * scatter, reduce or permute); all (adds all_gather, all_to_all,
+ * reduce_scatter and all_reduce over the product group of every run of two
+ * or more adjacent mesh dims of size > 1, ranked as lt_mesh_flatten ranks
+ * them, a reduction ending the Partial of every dim of the run, and, from a
+ * state without Partial dims on a mesh of two or more dims of size > 1, a
+ * permute over all ranks, in which only the ranks whose block changes
+ * receive: lt_plan_step.mesh_span > 1 marks such steps;
+ * docs/SEMANTICS.md §7). */
 #define LT_MOVESET_MAP(XX)              \
     XX(COLLECTIVES, "collectives")      \
     XX(DTENSOR,     "dtensor")          \
@@ -278,6 +287,10 @@ typedef struct lt_plan_step {
                                    * points into the plan */
     const struct lt__move *move_; /* opaque, the library's: how a min-cost step runs
                                    * (points into the plan); NULL for a rule-table step */
+    int mesh_span;                /* mesh dims of the step's group: 0 or 1 mesh_dim alone;
+                                   * k >= 2 the product group of mesh dims mesh_dim ..
+                                   * mesh_dim + k - 1 (--moves all; from and to are then
+                                   * mesh_dim's placements) */
 } lt_plan_step;
 
 /* An immutable, reference-counted plan. Plans may come from the cache and be
@@ -330,8 +343,7 @@ LT_API lt_status lt_plan_redistribute_spec(const lt_spec *src, const lt_spec *ds
 /* lt_plan_redistribute_spec (checks, rejections, messages as there) under
  * cost options `cost` (NULL: bytes over the collectives, cached as
  * lt_plan_redistribute_spec). With other options the plan is made anew
- * (not cached) by min-cost. moves LT_MOVES_ALL: LT_UNSUPPORTED ("not
- * supported yet"). *out: a new reference, NULL on error. */
+ * (not cached) by min-cost. *out: a new reference, NULL on error. */
 LT_API lt_status lt_plan_redistribute_cost(const lt_spec *src, const lt_spec *dst,
                                            const lt_plan_cost *cost, lt_plan **out);
 

@@ -67,7 +67,11 @@ struct lt_redistribute_opts {
  * to, collective), the rank, the local and global index, and the expected
  * and actual values, and opts->report (if set) holds the same in fields.
  * On error *out is NULL (and *plan holds the plan when planning succeeded,
- * so a failed verification can still be explained; else NULL). */
+ * so a failed verification can still be explained; else NULL).
+ *
+ * A RaggedShard on either side takes the route of localtensor/ragged.h
+ * instead (docs/SEMANTICS.md §11.10): no plan (*plan is NULL), one whole-mesh
+ * exchange recorded in opts->comm's trace, opts->report left untouched. */
 LT_API lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
                                  const lt_redistribute_opts *opts, lt_dtensor **out,
                                  lt_plan **plan);

@@ -20,6 +20,7 @@
 #include "localtensor/ops.h"
 #include "localtensor/ops/ops_impl.h"
 #include "localtensor/reference.h"
+#include "localtensor/ragged_impl.h"
 #include "localtensor/spec_impl.h"
 
 /* ---- plans --------------------------------------------------------------------------- */
@@ -395,6 +396,12 @@ lt_status lt_op_propagate(lt_op_kind op, const lt_spec *const *inputs, int nin,
     if (nin < 0 || nin > LT_OP_MAX_INPUTS)
         return lt__err(LT_INVALID, "%s: %d inputs", lt_op_name(op), nin);
     if (!args) args = &zero_args;
+    for (int k = 0; k < nin; k++)
+        if (inputs[k] && lt_placements_have_ragged(inputs[k]->placements, inputs[k]->mesh->ndim))
+            return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                                "not supported yet: RaggedShard in %s's propagation (input %d); "
+                                "lt_op runs elementwise ops and full reductions on one",
+                                lt_op_name(op), k);
     const lt_mesh *m;
     LT_TRY(common_mesh(op, inputs, nin, args, &m));
     return get_plan(op, LT_OP_RULES_DEFAULT, m, nin, inputs, args, 0, out);
@@ -736,6 +743,9 @@ lt_status lt_op(lt_op_kind op, const lt_dtensor *const *in, int nin, const lt_op
                        nin);
     const lt_spec *sp[LT_OP_MAX_INPUTS]; /* the inputs' specs: checked when each DTensor was made */
     for (int k = 0; k < nin; k++) sp[k] = in[k] ? lt_dtensor_spec(in[k]) : NULL;
+    for (int k = 0; k < nin; k++)
+        if (in[k] && lt_placements_have_ragged(in[k]->placements, lt_dtensor_mesh(in[k])->ndim))
+            return lt__ragged_op(op, in, nin, args, opts, out, max_out, nout);
     const lt_mesh *m;
     LT_TRY(common_mesh(op, sp, nin, args, &m));
     lt_op_plan *p = NULL;

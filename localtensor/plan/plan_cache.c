@@ -240,11 +240,6 @@ lt_status lt_plan_redistribute_cost(const lt_spec *src, const lt_spec *dst,
     if ((unsigned)cost->objective >= LT_OBJECTIVE_COUNT || (unsigned)cost->moves >= LT_MOVES_COUNT)
         return lt__err(LT_INVALID, "unknown objective %d or move set %d", (int)cost->objective,
                        (int)cost->moves);
-    if (cost->moves == LT_MOVES_ALL)
-        return lt__err(LT_UNSUPPORTED,
-                       "not supported yet: --moves all (collectives over flattened groups of "
-                       "several mesh dims, point-to-point exchanges over the whole mesh); use "
-                       "collectives or dtensor");
     if (!same_tensor(src, dst))
         return lt__err_in(LT_INVALID, "redistribute",
                           ": source and destination specs describe different tensors "
@@ -329,9 +324,36 @@ lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
 
 /* ---- text table -------------------------------------------------------------------- */
 
-static void mesh_dim_str(const lt_mesh *m, int i, char *buf, size_t n) {
-    if (m->names[i][0]) snprintf(buf, n, "%d (%s)", i, m->names[i]);
-    else snprintf(buf, n, "%d", i);
+/* The mesh dims of step ps: "1 (tp)", or a flattened group's "0,1 (dp,tp)". */
+static void mesh_dim_str(const lt_mesh *m, const lt_plan_step *ps, char *buf, size_t n) {
+    char names[LT_MESH_MAX_DIMS * (LT_MESH_NAME_MAX + 1) + 1];
+    lt__sbuf b = {buf, n, 0}, nm = {names, sizeof names, 0};
+    int sp = ps->mesh_span > 1 ? ps->mesh_span : 1, named = 1;
+    for (int i = ps->mesh_dim; i < ps->mesh_dim + sp; i++) {
+        lt__sb_printf(&b, "%s%d", i > ps->mesh_dim ? "," : "", i);
+        lt__sb_printf(&nm, "%s%s", i > ps->mesh_dim ? "," : "", m->names[i]);
+        named &= m->names[i][0] != 0;
+    }
+    lt__sb_finish(&nm);
+    if (named) lt__sb_printf(&b, " (%s)", names);
+    lt__sb_finish(&b);
+}
+
+/* Step s's "from -> to": its mesh dim's placements, or a flattened
+ * group's lists ("S(0), S(1) -> S(1), S(0)"). */
+static void step_change_str(const lt_plan *p, int s, char *buf, size_t n) {
+    const lt_plan_step *ps = &p->steps[s];
+    char f[256], t[256];
+    if (ps->mesh_span > 1) {
+        const lt_placement *before = lt__plan_x_of(p)->states + (size_t)s * (size_t)p->mesh.ndim;
+        lt_placements_format(before + ps->mesh_dim, ps->mesh_span, f, sizeof f);
+        lt_placements_format(ps->after + ps->mesh_dim, ps->mesh_span, t, sizeof t);
+        snprintf(buf, n, "%.*s -> %.*s", (int)strlen(f) - 2, f + 1, (int)strlen(t) - 2, t + 1);
+        return;
+    }
+    lt_placement_format(&ps->from, f, sizeof f);
+    lt_placement_format(&ps->to, t, sizeof t);
+    snprintf(buf, n, "%s -> %s", f, t);
 }
 
 int lt_plan_format(const lt_plan *p, char *buf, size_t n) {
@@ -353,14 +375,12 @@ int lt_plan_format(const lt_plan *p, char *buf, size_t n) {
     }
     /* column widths */
     int wmd = 8, wtr = 9, wco = 10;
-    char md[64], tr[300], co[64];
+    char md[320], tr[600], co[64];
     for (int s = 0; s < p->nsteps; s++) {
         const lt_plan_step *ps = &p->steps[s];
-        char f[128], t[128];
-        lt_placement_format(&ps->from, f, sizeof f);
-        lt_placement_format(&ps->to, t, sizeof t);
-        mesh_dim_str(&p->mesh, ps->mesh_dim, md, sizeof md);
-        int l1 = (int)strlen(md), l2 = snprintf(tr, sizeof tr, "%s -> %s", f, t);
+        mesh_dim_str(&p->mesh, ps, md, sizeof md);
+        step_change_str(p, s, tr, sizeof tr);
+        int l1 = (int)strlen(md), l2 = (int)strlen(tr);
         int l3 = (int)strlen(lt_plan_step_action(ps, co, sizeof co));
         if (l1 > wmd) wmd = l1;
         if (l2 > wtr) wtr = l2;
@@ -370,11 +390,9 @@ int lt_plan_format(const lt_plan *p, char *buf, size_t n) {
                   "from -> to", wco, "collective", "bytes/rank", "bytes total", "placements after");
     for (int s = 0; s < p->nsteps; s++) {
         const lt_plan_step *ps = &p->steps[s];
-        char f[128], t[128], after[1024];
-        lt_placement_format(&ps->from, f, sizeof f);
-        lt_placement_format(&ps->to, t, sizeof t);
-        mesh_dim_str(&p->mesh, ps->mesh_dim, md, sizeof md);
-        snprintf(tr, sizeof tr, "%s -> %s", f, t);
+        char after[1024];
+        mesh_dim_str(&p->mesh, ps, md, sizeof md);
+        step_change_str(p, s, tr, sizeof tr);
         lt_plan_step_action(ps, co, sizeof co);
         lt_placements_format(ps->after, p->mesh.ndim, after, sizeof after);
         lt__sb_printf(&b, "  %4d  %-*s  %-*s  %-*s  %12zu  %12zu  %s\n", s + 1, wmd, md, wtr, tr,

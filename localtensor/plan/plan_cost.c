@@ -124,6 +124,23 @@ uint64_t lt__time_ps(const lt_topology *t, int i, lt_coll k, int n, uint64_t byt
     return sat_add(sat_mul(rounds, t->alpha_ps[i]), x);
 }
 
+uint64_t lt__time_ps_group(const lt_topology *t, const lt_mesh *mesh, int i, int span, lt_coll k,
+                           uint64_t bytes, int up) {
+    if (span <= 1) return lt__time_ps(t, i, k, mesh->shape[i], bytes, up);
+    lt_topology g;   /* the group's link as mesh dim 0 of a topology of its own */
+    memset(&g, 0, sizeof g);
+    g.beta_bpus[0] = UINT64_MAX;
+    int same = 1;
+    for (int j = i; j < i + span; j++) {
+        if (mesh->shape[j] == 1) continue;   /* no link along it */
+        if (t->alpha_ps[j] > g.alpha_ps[0]) g.alpha_ps[0] = t->alpha_ps[j];
+        if (t->beta_bpus[j] < g.beta_bpus[0]) g.beta_bpus[0] = t->beta_bpus[j];
+        same &= (unsigned)k < LT_COLL_COUNT && t->algo[j][k] == t->algo[i][k];
+    }
+    if (same && (unsigned)k < LT_COLL_COUNT) g.algo[0][k] = t->algo[i][k];
+    return lt__time_ps(&g, 0, k, lt__group_size(mesh, i, span), bytes, up);
+}
+
 int lt__moves_allow(lt_moveset m, lt__mv_kind k) {
     if (m != LT_MOVES_DTENSOR) return 1;
     return k == LT__MV_LOCAL || k == LT__MV_PARTITION || k == LT__MV_ALL_GATHER ||
@@ -133,8 +150,8 @@ int lt__moves_allow(lt_moveset m, lt__mv_kind k) {
 uint64_t lt_plan_step_time_ps(const lt_plan *p, int s, const lt_topology *t) {
     if (!p || !t || s < 0 || s >= p->nsteps || !p->steps[s].comm) return 0;
     const lt_plan_step *st = &p->steps[s];
-    return lt__time_ps(t, st->mesh_dim, st->coll, p->mesh.shape[st->mesh_dim], st->bytes_per_rank,
-                       1);
+    return lt__time_ps_group(t, &p->mesh, st->mesh_dim, st->mesh_span, st->coll,
+                             st->bytes_per_rank, 1);
 }
 
 uint64_t lt_plan_time_ps(const lt_plan *p, const lt_topology *t) {

@@ -24,6 +24,7 @@
 #include "localtensor/dtensor.h"
 #include "localtensor/layout.h"
 #include "localtensor/plan/plan_impl.h"
+#include "collectives_sim/engine_impl.h"
 #include "localtensor/dtensor_impl.h"
 #include "localtensor/spec_impl.h"
 
@@ -308,18 +309,23 @@ lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *p
     const lt_mesh *mesh = from->mesh;
     lt_spec to = lt__spec_with(from, ps->after);
     const lt__move *m = ps->move_;
-    int W = mesh->world, i = m->mesh_dim, n = mesh->shape[i], nd = m->ndim;
+    /* a flattened group: mesh dim i of a communicator over the flattened mesh */
+    lt_comm *gc = comm;
+    lt_status st = m->span > 1 ? lt__comm_flat(comm, m->mesh_dim, m->span, &gc) : LT_OK;
+    if (st) return st;
+    const lt_mesh *gm = m->span > 1 ? lt_comm_mesh(gc) : mesh;
+    int W = mesh->world, i = m->mesh_dim, n = gm->shape[i], nd = m->ndim;
     layset *sa = NULL, *sb = NULL;
     lt_tensor **rcv = lt__calloc((size_t)W, sizeof *rcv);
     int *grp = lt__malloc(sizeof(int) * (size_t)n);
     ilist have[LT_MAX_DIMS], have2[LT_MAX_DIMS];   /* rank r's received indices; its class's */
     memset(have, 0, sizeof have);
     memset(have2, 0, sizeof have2);
-    lt_status st = rcv && grp ? LT_OK : nomem();
+    st = rcv && grp ? LT_OK : nomem();
     if (!st) st = layouts_of(from, cache, &sa);
     if (!st) st = layouts_of(&to, cache, &sb);
     const lt_rank_layout *la = sa ? sa->l : NULL, *lb = sb ? sb->l : NULL;
-    if (!st) st = collective(comm, m, in, rcv);
+    if (!st) st = collective(gc, m, in, rcv);
     lt_placement part[LT_MESH_MAX_DIMS];
     for (int j = 0; j < mesh->ndim; j++) part[j] = j == i ? lt_partial(m->op) : lt_replicate();
     for (int r = 0; r < W && !st; r++) {
@@ -330,8 +336,8 @@ lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *p
             st = lt_tensor_empty(in[r]->dtype, nd, b->local_shape, &out[r]);
             continue;
         }
-        int pos, g = lt_mesh_group_of(mesh, i, r, &pos);
-        lt_mesh_group(mesh, i, g, grp);
+        int pos, g = lt_mesh_group_of(gm, i, r, &pos);
+        lt_mesh_group(gm, i, g, grp);
         st = received(m, la, grp, n, pos, have);
         const lt_tensor *t = rcv[r] ? rcv[r] : in[r];
         /* a replica in the next state (same index lists) that reshapes the
@@ -339,8 +345,8 @@ lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *p
         int k = lt__replica_class(mesh, ps->after, r);
         if (!st && k != r && out[k]) {
             const lt_tensor *tk = rcv[k] ? rcv[k] : in[k];
-            int kp, kg = lt_mesh_group_of(mesh, i, k, &kp);
-            lt_mesh_group(mesh, i, kg, grp);
+            int kp, kg = lt_mesh_group_of(gm, i, k, &kp);
+            lt_mesh_group(gm, i, kg, grp);
             int same = lt_tensor_same_view(t, tk);
             if (same) {
                 st = received(m, la, grp, n, kp, have2);

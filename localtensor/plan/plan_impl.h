@@ -8,8 +8,9 @@
  * what every rank actually holds instead: a layout is, per rank, the block
  * of global indices it holds (one sorted set per tensor dim, kept as runs so
  * any tensor size costs the same), and a step is legal when one collective
- * along one mesh dim, or local work, turns the source's blocks into the
- * target's (localtensor/plan.h has the exact move set).
+ * along one mesh dim (--moves all: or over the product group of adjacent
+ * mesh dims, lt__move.span), or local work, turns the source's blocks into
+ * the target's (localtensor/plan.h has the exact move set).
  *
  *   plan_runs.c    runs, lists, layouts of placement lists
  *   plan_space.c   the candidate placements that spell states, split rules
@@ -278,7 +279,18 @@ typedef struct lt__move {
                            * size entries; owned by the plan) */
     int ndim;             /* the tensor (for layout math; shape owned by the plan) */
     const int64_t *shape;
+    int span;             /* mesh dims of the group: 0 or 1 mesh_dim alone; k >= 2 the
+                           * product group of mesh dims mesh_dim .. mesh_dim + k - 1
+                           * (--moves all; lt__group_size) */
 } lt__move;
+
+/* Members of a group of `span` mesh dims from mesh dim i (0 or 1: mesh dim i
+ * alone; more: the product group, ranked as lt_mesh_flatten ranks them). */
+static inline int lt__group_size(const lt_mesh *mesh, int i, int span) {
+    int n = 1;
+    for (int j = i; j < i + (span > 1 ? span : 1); j++) n *= mesh->shape[j];
+    return n;
+}
 
 /* ---- what a plan keeps besides its public fields ------------------------------------ */
 
@@ -310,6 +322,7 @@ typedef struct lt__mv {
     signed char kind, mesh_dim, dim, cdim, op, rule;
     int root;
     int perm;          /* permute: offset in lt__mc.perms */
+    signed char span;  /* 0: mesh_dim alone; k >= 2: mesh dims mesh_dim .. + k - 1 flattened */
 } lt__mv;
 
 typedef struct lt__node {
@@ -629,6 +642,13 @@ const lt_plan_cost *lt__plan_cost_swap(const lt_plan_cost *c);
 /* rounds * alpha[i] + bytes / beta[i] in picoseconds, the division rounded
  * up (up 1) or down (up 0: lower bounds); saturates. */
 uint64_t lt__time_ps(const lt_topology *t, int i, lt_coll k, int n, uint64_t bytes, int up);
+/* lt__time_ps of a step over the group of `span` mesh dims from mesh dim i
+ * (lt__group_size; 0 or 1: mesh dim i alone): a flattened group's messages
+ * cross its slowest link (the largest alpha, the smallest beta of its dims
+ * of size > 1) and use the algorithm those dims name for k when they all
+ * name the same one, else the default. */
+uint64_t lt__time_ps_group(const lt_topology *t, const lt_mesh *mesh, int i, int span, lt_coll k,
+                           uint64_t bytes, int up);
 /* 1 when moveset m allows move kind k. */
 int lt__moves_allow(lt_moveset m, lt__mv_kind k);
 

@@ -172,7 +172,7 @@ static lt_status lw_replay(lt__mc *c, int from, const signed char *apop, uint64_
             if (r == -1) return lt__err(LT_NOMEM, "out of memory while planning");
             if (r < 0) return LT_OVERFLOW;
         }
-        lt__mv mv = {LT__MV_LOCAL, 0, 0, 0, -1, -1, 0, -1};
+        lt__mv mv = {LT__MV_LOCAL, 0, 0, 0, -1, -1, 0, -1, 0};
         if (r == 1 && k != akey) LT_TRY(lt__mc_relax_g(c, from, k, 0, 0, &mv, g->blocks, g));
     }
     return LT_OK;

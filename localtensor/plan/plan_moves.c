@@ -1,7 +1,8 @@
 /* localtensor/plan/plan_moves.c — the moves of the min-cost planner.
  *
  * From a state A (what every rank holds), a move is one collective along
- * one mesh dim with its arguments, or local work. This file computes what
+ * one mesh dim with its arguments (--moves all: also over the product
+ * group of adjacent mesh dims, lt__mv.span), or local work. This file computes what
  * every rank holds after it (the blocks G, following the semantics of
  * collectives_sim/collectives.h and the shapes it produces), what it costs
  * (collectives_sim/trace.h's bytes model), and which state of the search
@@ -600,17 +601,21 @@ static int g_group(const mgroup *G) {
  * reduction the same Partial; any other move none, since moving a
  * Partial's terms between its members loses the sum). */
 static int partial_after(lt__mc *c, const signed char *apop, const lt__mv *mv) {
-    int i = mv->mesh_dim, k = mv->kind;
+    int i = mv->mesh_dim, k = mv->kind, end = i + (mv->span > 1 ? mv->span : 1);
     int reducing = k == LT__MV_ALL_REDUCE || k == LT__MV_REDUCE_SCATTER || k == LT__MV_REDUCE;
     memcpy(c->gpop, apop, sizeof c->gpop);
     if (k == LT__MV_PARTITION) {
         if (apop[i] >= 0) return 0;
         c->gpop[i] = mv->op;
-    } else if (reducing) {
-        if (apop[i] < 0 || apop[i] != mv->op) return 0;
-        c->gpop[i] = -1;
-    } else if (apop[i] >= 0) {
-        return 0;
+        return 1;
+    }
+    for (int j = i; j < end; j++) {   /* a flattened group: every mesh dim of it */
+        if (reducing) {
+            if (apop[j] < 0 || apop[j] != mv->op) return 0;
+            c->gpop[j] = -1;
+        } else if (apop[j] >= 0) {
+            return 0;
+        }
     }
     return 1;
 }
@@ -618,8 +623,9 @@ static int partial_after(lt__mc *c, const signed char *apop, const lt__mv *mv) {
 int lt__mc_result(lt__mc *c, const lt__list *a, const signed char *apop, const lt__mv *mv,
                   uint64_t *bytes, int *reorder) {
     const lt__geo *g = &c->g;
-    int nd = g->ndim, i = mv->mesh_dim, k = mv->kind;
-    int n = g->mesh->shape[i], stride = g->W / g->T[i + 1];
+    int nd = g->ndim, i = mv->mesh_dim, k = mv->kind, sp = mv->span > 1 ? mv->span : 1;
+    /* the groups of mesh dims i .. i + sp - 1: members in row-major order */
+    int n = lt__group_size(g->mesh, i, sp), stride = g->W / g->T[i + sp];
     if (!partial_after(c, apop, mv)) return 0;
     if (nd == 0 && k != LT__MV_PARTITION && k != LT__MV_ALL_REDUCE && k != LT__MV_PERMUTE) return 0;
     memset(c->recv, 0, sizeof(uint64_t) * (size_t)g->W);
@@ -847,7 +853,7 @@ static lt_status try_permutes(lt__mc *c, int from, const lt__list *a, const sign
         /* member sigma[q]'s shard goes to member q */
         LT_TRY(perms_room(c, (size_t)n));
         for (int q = 0; q < n; q++) c->perms[c->nperms + (size_t)sigma[q]] = q;
-        lt__mv mv = {LT__MV_PERMUTE, (signed char)i, 0, 0, -1, -1, 0, (int)c->nperms};
+        lt__mv mv = {LT__MV_PERMUTE, (signed char)i, 0, 0, -1, -1, 0, (int)c->nperms, 0};
         c->nperms += (size_t)n;
         int done = 0;
         if (c->mstate) LT_TRY(lt__ms_permute(c, from, a, apop, akey, b, &mv, &done));
@@ -933,7 +939,7 @@ static lt_status local_walk(lt__mc *c, int from, const lt__list *a, const signed
             lt__arena_reset(&c->tar, mk);
             if (r < 0) return over(r);
         }
-        lt__mv mv = {LT__MV_LOCAL, 0, 0, 0, -1, -1, 0, -1};
+        lt__mv mv = {LT__MV_LOCAL, 0, 0, 0, -1, -1, 0, -1, 0};
         if (r == 1 && key != akey)
             return lt__mc_relax(c, from, key, 0, 0, &mv, c->L + g->off[g->M]);
         return LT_OK;
@@ -997,7 +1003,7 @@ static lt_status try_roots(lt__mc *c, int from, const lt__list *a, const signed 
 static lt_status dim_moves(lt__mc *c, int from, const lt__list *a, const signed char *apop,
                            uint64_t akey, int i) {
     int n = c->g.mesh->shape[i], nd = c->g.ndim;
-    lt__mv mv = {0, (signed char)i, 0, 0, -1, -1, 0, -1};
+    lt__mv mv = {0, (signed char)i, 0, 0, -1, -1, 0, -1, 0};
     if (apop[i] >= 0) {
         mv.op = apop[i];
         mv.kind = LT__MV_ALL_REDUCE;
@@ -1047,6 +1053,184 @@ static lt_status dim_moves(lt__mc *c, int from, const lt__list *a, const signed 
     return LT_OK;
 }
 
+/* ---- --moves all: flattened groups, permutes over the whole mesh ---------------------------- */
+
+/* try_move of a move over a flattened group: the shared search space
+ * (plan_memo.c) records moves along one mesh dim only, so it is left out. */
+static lt_status try_flat(lt__mc *c, int from, const lt__list *a, const signed char *apop,
+                          uint64_t akey, const lt__mv *mv) {
+    lt__mst *ms = c->mstate;
+    c->mstate = NULL;
+    lt_status st = try_move(c, from, a, apop, akey, mv);
+    c->mstate = ms;
+    return st;
+}
+
+/* The collectives over the product group of mesh dims i .. i + sp - 1
+ * (sp >= 2; each of size > 1, none frozen): all_reduce and reduce_scatter
+ * when every one of them is Partial with the same op, all_gather and
+ * all_to_all when none is; every tensor dim and split rule. No rooted
+ * collective, no permute (the whole mesh's is whole_walk's). */
+static lt_status flat_moves(lt__mc *c, int from, const lt__list *a, const signed char *apop,
+                            uint64_t akey, int i, int sp) {
+    int n = lt__group_size(c->g.mesh, i, sp), nd = c->g.ndim, anyp = 0, red = apop[i] >= 0;
+    for (int j = i; j < i + sp; j++) {
+        anyp |= apop[j] >= 0;
+        red &= apop[j] == apop[i];
+    }
+    if (anyp && !red) return LT_OK;
+    lt__mv mv = {0, (signed char)i, 0, 0, -1, -1, 0, -1, (signed char)sp};
+    if (red) {
+        mv.op = apop[i];
+        mv.kind = LT__MV_ALL_REDUCE;
+        LT_TRY(try_flat(c, from, a, apop, akey, &mv));
+    }
+    for (int e = 0; e < nd; e++) {
+        int64_t lens[LT__MAXLENS];
+        int k = distinct_lens(c, a, e, lens);
+        mv.dim = (signed char)e;
+        mv.rule = -1;
+        mv.cdim = 0;
+        mv.kind = LT__MV_ALL_GATHER;
+        if (!red) LT_TRY(try_flat(c, from, a, apop, akey, &mv));
+        for (int ri = 0; ri < c->nrules; ri++) {
+            if (!rule_new(c, lens, k, n, ri)) continue;
+            mv.rule = (signed char)ri;
+            mv.kind = red ? LT__MV_REDUCE_SCATTER : LT__MV_ALL_TO_ALL;
+            for (int f = 0; f < (red ? 1 : nd); f++) {
+                mv.cdim = (signed char)(red ? 0 : f);
+                LT_TRY(try_flat(c, from, a, apop, akey, &mv));
+            }
+        }
+    }
+    return LT_OK;
+}
+
+/* 1 when the ranks' non-empty blocks of a (level M) that lie within block
+ * ch hold, summed, at least ch's elements, and number at least `need`: a
+ * prefix block of a permute's target is the union of its ranks' blocks,
+ * which are a's (need: its ranks, when no block of a is empty). */
+static int covered(const lt__mc *c, const lt__list *a, const lt__list *ch, int need) {
+    int nd = c->g.ndim, k = 0;
+    int64_t want = lt__block_numel(ch, nd), have = 0;
+    for (int r = 0; r < c->g.W && (have < want || k < need); r++) {
+        const lt__list *x = blk(c, a, r);
+        int64_t n = lt__block_numel(x, nd);
+        int in = n != 0;
+        for (int d = 0; d < nd && in; d++) in = lt__list_subset(&x[d], &ch[d]);
+        if (in) have += n, k++;
+    }
+    return have >= want && k >= need;
+}
+
+/* The permute over the whole mesh that leaves every rank r c->L's block r
+ * from a's blocks (into perm[W]: a's rank s's block goes to rank
+ * perm[s]), ranks whose block stays keeping theirs: 1; 0 when c->L's
+ * blocks are not a's permuted, or are a's. */
+static int whole_sigma(lt__mc *c, const lt__list *a, int *perm) {
+    int W = c->g.W, nd = c->g.ndim, moved = 0;
+    int *sigma = c->iscr, *used = c->iscr + W;
+    for (int r = 0; r < W; r++) {
+        int same = block_same(blk(c, c->L, r), blk(c, a, r), nd);
+        sigma[r] = same ? r : -1;
+        used[r] = same;
+    }
+    for (int r = 0; r < W; r++) {
+        for (int s = 0; s < W && sigma[r] < 0; s++)
+            if (!used[s] && block_same(blk(c, c->L, r), blk(c, a, s), nd)) sigma[r] = s;
+        if (sigma[r] < 0) return 0;
+        used[sigma[r]] = 1;
+        moved |= sigma[r] != r;
+    }
+    for (int r = 0; r < W; r++) perm[sigma[r]] = r;
+    return moved;
+}
+
+/* 1 when candidate b of mesh dim j gives the level j + 1 blocks `at` (hash
+ * h) that an earlier candidate e < b of hs/hv gave (the same lists follow),
+ * -1 out of memory. c->B is scratch here. */
+static int level_dup(lt__mc *c, int j, int b, const lt__list *at, uint64_t h,
+                     const uint64_t *hs, const unsigned char *hv) {
+    const lt__geo *g = &c->g;
+    lt__list *other = c->B + g->off[j + 1];
+    for (int e = 0; e < b; e++) {
+        if (!hv[e] || hs[e] != h) continue;
+        int r = apply_level(c, j, e, other), dup = 1;
+        if (r < 0) return -1;
+        for (size_t x = 0; x < (size_t)g->T[j + 1] * (size_t)g->ndim && dup; x++)
+            dup = lt__list_eq(&other[x], &at[x]);
+        if (dup) return 1;
+    }
+    return 0;
+}
+
+/* Permutes over the whole mesh (a state without Partial dims): depth-first
+ * over the candidates of mesh dims j.. (c->L holds the prefix layout), a
+ * prefix block kept when a's blocks cover it (covered; full: no block of a
+ * is empty, so every rank below it holds one of them), a candidate
+ * skipped when an earlier one gives the same blocks, a full list taken
+ * when its ranks' blocks are a's permuted (whole_sigma). */
+static lt_status whole_walk(lt__mc *c, int from, const lt__list *a, const signed char *apop,
+                            uint64_t akey, int j, int full) {
+    const lt__geo *g = &c->g;
+    int nd = g->ndim;
+    if (j == g->M) {
+        LT_TRY(perms_room(c, (size_t)g->W));
+        if (!whole_sigma(c, a, c->perms + c->nperms)) return LT_OK;
+        lt__mv mv = {LT__MV_PERMUTE, 0, 0, 0, -1, -1, 0, (int)c->nperms, (signed char)g->M};
+        c->nperms += (size_t)g->W;
+        return try_flat(c, from, a, apop, akey, &mv);
+    }
+    double runs = lt__mc_runs(c->L + g->off[j], (size_t)g->T[j] * (size_t)nd);
+    double probe = j + 1 < g->M ? (double)g->W * (nd ? nd : 1) : 0;
+    lt__list *at = c->L + g->off[j + 1];
+    uint64_t hs[LT__MAXC];
+    unsigned char hv[LT__MAXC] = {0};
+    for (int b = 0; b < c->nc[j]; b++) {
+        if (pop_of(&c->cand[j][b]) >= 0) continue;
+        if (spend(c, g->T[j + 1] * (1.0 + probe) + runs)) return LT_OVERFLOW;
+        lt__amark mk = lt__arena_mark(&c->tar);
+        int ok = apply_level(c, j, b, at);
+        for (int t = 0; ok > 0 && probe > 0 && t < g->T[j + 1]; t++)
+            ok = covered(c, a, at + (size_t)t * (size_t)nd, full ? g->W / g->T[j + 1] : 0);
+        if (ok > 0) {
+            hs[b] = level_hash(c, at, j);
+            hv[b] = 1;
+            int dup = level_dup(c, j, b, at, hs[b], hs, hv);
+            ok = dup < 0 ? -1 : !dup;
+        }
+        if (ok < 0) return over(ok);
+        lt_status st = ok ? whole_walk(c, from, a, apop, akey, j + 1, full) : LT_OK;
+        lt__arena_reset(&c->tar, mk);
+        LT_TRY(st);
+    }
+    return LT_OK;
+}
+
+/* What --moves all adds (localtensor/plan.h): the collectives over every
+ * run of two or more adjacent mesh dims (each of size > 1, none frozen),
+ * and, on a mesh of two or more dims of size > 1, from a state without
+ * Partial dims, the permutes over the whole mesh. */
+static lt_status all_moves(lt__mc *c, int from, const lt__list *a, const signed char *apop,
+                           uint64_t akey) {
+    const lt__geo *g = &c->g;
+    int big = 0, anyp = 0;
+    for (int i = 0; i < g->M; i++) {
+        big += g->mesh->shape[i] > 1;
+        anyp |= apop[i] >= 0;
+        for (int sp = 2; i + sp <= g->M; sp++) {
+            int j = i + sp - 1;
+            if (g->mesh->shape[i] == 1 || c->frozen[i] || g->mesh->shape[j] == 1 || c->frozen[j])
+                break;
+            LT_TRY(flat_moves(c, from, a, apop, akey, i, sp));
+        }
+    }
+    if (big < 2 || anyp) return LT_OK;
+    int full = 1;   /* no rank's block of a is empty */
+    for (int r = 0; r < g->W && full; r++) full = lt__block_numel(blk(c, a, r), g->ndim) != 0;
+    return whole_walk(c, from, a, apop, akey, 0, full);
+}
+
 lt_status lt__mc_expand(lt__mc *c, int from) {
     const lt__geo *g = &c->g;
     const lt__list *a = c->nodes[from].lay;
@@ -1066,7 +1250,7 @@ lt_status lt__mc_expand(lt__mc *c, int from) {
             LT_TRY(st);
         }
         if (apop[i] >= 0) continue;
-        lt__mv mv = {0, (signed char)i, 0, 0, -1, -1, 0, -1};
+        lt__mv mv = {0, (signed char)i, 0, 0, -1, -1, 0, -1, 0};
         LT_TRY(try_permutes(c, from, a, apop, akey, i));
         const lt_placement *t = &c->dst[i];
         if (t->kind == LT_PL_PARTIAL && c->src[i].kind != LT_PL_PARTIAL &&
@@ -1076,6 +1260,7 @@ lt_status lt__mc_expand(lt__mc *c, int from) {
             LT_TRY(try_move(c, from, a, apop, akey, &mv));
         }
     }
+    if (c->moves == LT_MOVES_ALL) LT_TRY(all_moves(c, from, a, apop, akey));
     if (c->mstate) {   /* the shared search space (plan_memo.c): the same edges, the same work */
         int done;
         lt_status mst = lt__ms_local_walk(c, from, a, apop, akey, &done);

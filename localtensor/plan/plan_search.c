@@ -216,6 +216,25 @@ static uint64_t time_alpha(lt__mc *c, const lt__list *rk, const signed char *pop
     return best;
 }
 
+/* The latency part of the time bound under --moves all (time_alpha assumes
+ * groups of one mesh dim): a state some rank of which lacks anything (the
+ * c->lacks of lack_bytes), or that keeps a Partial the destination does
+ * not, is at least one collective away, and every collective waits at
+ * least one round of the fastest active mesh dim's latency (a flattened
+ * group's is its slowest dim's, lt__time_ps_group). */
+static uint64_t time_alpha_all(const lt__mc *c, const signed char *pop) {
+    int need = 0;
+    uint64_t best = UINT64_MAX;
+    for (int r = 0; r < c->g.W; r++) need |= c->lacks[r];
+    for (int i = 0; i < c->g.M; i++) {
+        if (c->g.mesh->shape[i] == 1 || c->frozen[i]) continue;
+        int keeps = c->dst[i].kind == LT_PL_PARTIAL && pop[i] == (int)c->dst[i].op;
+        need |= pop[i] >= 0 && !keeps;
+        if (c->topo.alpha_ps[i] < best) best = c->topo.alpha_ps[i];
+    }
+    return need && best != UINT64_MAX ? best : 0;
+}
+
 /* The objective's lower bound of a state whose ranks hold rk with Partial
  * ops pop (*h) and, for objectives other than bytes, the bound of its
  * total bytes (*h2). A step delivers a rank at most the bytes it receives,
@@ -235,7 +254,7 @@ static void lower_bound(lt__mc *c, const lt__list *rk, const signed char *pop, u
         for (int i = 0; i < c->g.M; i++)
             if (c->g.mesh->shape[i] > 1 && c->topo.beta_bpus[i] > best.beta_bpus[0])
                 best.beta_bpus[0] = c->topo.beta_bpus[i];
-        uint64_t a = time_alpha(c, rk, pop);
+        uint64_t a = c->moves == LT_MOVES_ALL ? time_alpha_all(c, pop) : time_alpha(c, rk, pop);
         uint64_t b = lt__time_ps(&best, 0, LT_COLL_BARRIER, 1, most, 0);   /* no rounds */
         *h = a > UINT64_MAX - b ? UINT64_MAX : a + b;
     }
@@ -336,8 +355,8 @@ static uint64_t edge_cost(const lt__mc *c, const lt__mv *mv, uint64_t bytes, uin
     if (c->obj == LT_OBJECTIVE_BYTES) return bytes;
     if (c->obj == LT_OBJECTIVE_MAX_RANK_BYTES) return most;
     if (k == LT__MV_LOCAL || k == LT__MV_PARTITION) return 0;
-    int n = c->g.mesh->shape[(int)mv->mesh_dim];
-    return lt__time_ps(&c->topo, mv->mesh_dim, lt__mv_coll(k), n, most, 1);
+    return lt__time_ps_group(&c->topo, c->g.mesh, mv->mesh_dim, mv->span, lt__mv_coll(k), most,
+                             1);
 }
 
 lt_status lt__mc_relax_g(lt__mc *c, int from, uint64_t key, uint64_t bytes, uint64_t most,
@@ -453,12 +472,7 @@ static lt_status mc_new(const lt_spec *from, const lt_placement *dst, int shared
     c->obj = cost ? cost->objective : LT_OBJECTIVE_BYTES;
     c->moves = cost ? cost->moves : LT_MOVES_COLLECTIVES;
     if (cost) c->topo = cost->topo;
-    if (c->moves == LT_MOVES_ALL)
-        return lt__err(
-            LT_UNSUPPORTED,
-            "not supported yet: moves 'all' (collectives over flattened groups of several mesh "
-            "dims, point-to-point exchanges over the whole mesh)");
-    int maxn = 1;
+    int maxn = c->moves == LT_MOVES_ALL ? c->g.W : 1;   /* all: groups of the whole mesh */
     for (int i = 0; i < c->g.M; i++) {
         c->src[i] = mesh->shape[i] == 1 ? lt_replicate() : src[i];
         c->dst[i] = mesh->shape[i] == 1 ? lt_replicate() : dst[i];
@@ -549,7 +563,8 @@ static lt_plan *mc_plan_new(lt__mc *c, lt_dtype dtype, const lt_placement *usrc,
     size_t nperm = 0;
     for (int s = 1; s <= n; s++)
         if (c->nodes[path[s]].mv.kind == LT__MV_PERMUTE)
-            nperm += (size_t)mesh->shape[c->nodes[path[s]].mv.mesh_dim];
+            nperm += (size_t)lt__group_size(mesh, c->nodes[path[s]].mv.mesh_dim,
+                                            c->nodes[path[s]].mv.span);
     lt_plan *p = lt__calloc(1, sizeof(lt__plan_x)); /* with its private part */
     lt__plan_x *px = lt__plan_x_of(p);
     if (!p) return NULL;
@@ -619,15 +634,17 @@ static lt_status mc_step(lt__mc *c, lt_plan *p, const int *path, int s, size_t *
     m->op = mv->op >= 0 ? (lt_redop)mv->op : LT_REDOP_SUM;
     m->rule = mv->rule >= 0 ? c->rules[(int)mv->rule] : lt_split_chunk();
     if (mv->kind == LT__MV_PERMUTE) {
-        int k = c->g.mesh->shape[mv->mesh_dim];
+        int k = lt__group_size(c->g.mesh, mv->mesh_dim, mv->span);
         memcpy(px->perms + *pu, c->perms + mv->perm, sizeof(int) * (size_t)k);
         m->perm = px->perms + *pu;
         *pu += (size_t)k;
     }
     m->ndim = p->ndim;
     m->shape = p->shape;
+    m->span = mv->span > 1 ? mv->span : 1;
     ps->move_ = m;
     ps->mesh_dim = m->mesh_dim;
+    ps->mesh_span = m->span;
     ps->from = before[m->mesh_dim];
     ps->to = after[m->mesh_dim];
     ps->coll = lt__mv_coll(m->kind);

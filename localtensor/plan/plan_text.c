@@ -31,7 +31,12 @@ char *lt_plan_step_format(const lt_plan *p, int i, char *buf, size_t n) {
     char f[256], t[256], act[128];
     lt_placement_format(&s->from, f, sizeof f);
     lt_placement_format(&s->to, t, sizeof t);
-    snprintf(buf, n, "step %d of %d (mesh dim %d: %s -> %s, %s)", i + 1, p->nsteps, s->mesh_dim, f,
-             t, lt_plan_step_action(s, act, sizeof act));
+    if (s->mesh_span > 1)   /* a flattened group (--moves all): its first mesh dim's placements */
+        snprintf(buf, n, "step %d of %d (mesh dims %d..%d flattened: %s -> %s on mesh dim %d, %s)",
+                 i + 1, p->nsteps, s->mesh_dim, s->mesh_dim + s->mesh_span - 1, f, t, s->mesh_dim,
+                 lt_plan_step_action(s, act, sizeof act));
+    else
+        snprintf(buf, n, "step %d of %d (mesh dim %d: %s -> %s, %s)", i + 1, p->nsteps,
+                 s->mesh_dim, f, t, lt_plan_step_action(s, act, sizeof act));
     return buf;
 }

@@ -91,8 +91,9 @@ static void scratch_free(paper_scratch *x) {
     lt__free(x->grp);
 }
 
-static lt_status scratch_new(const lt_mesh *mesh, int ndim, paper_scratch *x) {
-    int W = mesh->world, nmax = 1;
+/* Scratch for groups of up to nmax members (at least every mesh dim's size). */
+static lt_status scratch_new(const lt_mesh *mesh, int ndim, int nmax, paper_scratch *x) {
+    int W = mesh->world;
     memset(x, 0, sizeof *x);
     x->nd = ndim > 0 ? ndim : 1;
     for (int i = 0; i < mesh->ndim; i++)
@@ -155,7 +156,12 @@ static lt_status paper_event(lt_trace *trace, const lt_mesh *mesh, lt_dtype dt, 
 lt_status lt_plan_trace(const lt_plan *p, lt_trace *trace) {
     const lt_mesh *mesh = &p->mesh;
     paper_scratch x;
-    LT_TRY(scratch_new(mesh, p->ndim, &x));
+    int nmax = 1;   /* the largest flattened group (--moves all): up to the whole mesh */
+    for (int s = 0; s < p->nsteps; s++) {
+        int n = lt__group_size(mesh, p->steps[s].mesh_dim, p->steps[s].mesh_span);
+        if (n > nmax) nmax = n;
+    }
+    LT_TRY(scratch_new(mesh, p->ndim, nmax, &x));
     lt_status st = LT_OK;
     for (int s = 0; s < p->nsteps && !st; s++) {
         paper_call c;
@@ -165,7 +171,16 @@ lt_status lt_plan_trace(const lt_plan *p, lt_trace *trace) {
             st = lt__err(LT_INVALID, "internal: step %d's layout is not computable", s + 1);
             break;
         }
-        st = paper_event(trace, mesh, p->dtype, p->ndim, &c, p->steps[s].mesh_dim, &x);
+        const lt_plan_step *ps = &p->steps[s];
+        lt_mesh fm;   /* a flattened group: mesh dim mesh_dim of the flattened mesh */
+        if (ps->mesh_span > 1) {
+            int dims[LT_MESH_MAX_DIMS];
+            for (int k = 0; k < ps->mesh_span; k++) dims[k] = ps->mesh_dim + k;
+            st = lt_mesh_flatten(mesh, dims, ps->mesh_span, NULL, &fm);
+        }
+        if (!st)
+            st = paper_event(trace, ps->mesh_span > 1 ? &fm : mesh, p->dtype, p->ndim, &c,
+                             ps->mesh_dim, &x);
     }
     scratch_free(&x);
     return st;
@@ -183,7 +198,7 @@ lt_status lt_coll_trace_paper(lt_trace *trace, const lt_spec *spec, lt_coll coll
         return lt__err(LT_INVALID, "paper trace: mesh dim %d is out of range (the mesh has %d)",
                        mesh_dim, mesh->ndim);
     paper_scratch x;
-    LT_TRY(scratch_new(mesh, spec->ndim, &x));
+    LT_TRY(scratch_new(mesh, spec->ndim, 1, &x));
     lt_status st = LT_OK;
     if (lt__layout_shapes(mesh, spec->ndim, spec->shape, spec->placements, x.shapes))
         st = lt__err(LT_INVALID, "internal: the layout is not computable");
@@ -206,14 +221,16 @@ lt_status lt__plan_check_trace(const lt_plan *p, const lt_trace *trace, size_t s
                            s + 1, ps->collective, ps->mesh_dim);
         size_t mx = 0;
         for (int r = 0; r < e.world; r++) mx = e.recv[r] > mx ? e.recv[r] : mx;
+        int n = lt__group_size(&p->mesh, ps->mesh_dim, ps->mesh_span);   /* flattened: all */
         if (e.coll != ps->coll || e.mesh_dim != ps->mesh_dim || e.total_recv != ps->bytes_total ||
-            mx != ps->bytes_per_rank)
+            mx != ps->bytes_per_rank || e.group_size != n)
             return lt__err(
                 LT_INVALID,
-                "internal: step %d: the plan says %s on mesh dim %d, %zu bytes received "
-                "(%zu on the busiest rank); the collective run says %s on mesh dim %d, %zu (%zu)",
-                s + 1, ps->collective, ps->mesh_dim, ps->bytes_total, ps->bytes_per_rank,
-                lt_coll_name(e.coll), e.mesh_dim, e.total_recv, mx);
+                "internal: step %d: the plan says %s on mesh dim %d, %zu bytes received (%zu "
+                "on the busiest rank, groups of %d); the collective run says %s on mesh dim %d, "
+                "%zu (%zu, groups of %d)",
+                s + 1, ps->collective, ps->mesh_dim, ps->bytes_total, ps->bytes_per_rank, n,
+                lt_coll_name(e.coll), e.mesh_dim, e.total_recv, mx, e.group_size);
     }
     if (ev != lt_trace_count(trace))
         return lt__err(LT_INVALID, "internal: the run issued %zu collectives, the plan lists %zu",

@@ -1,7 +1,8 @@
 /* test/fault/fault_program.c — the per-rank program workload of the
  * fault-injection driver (fault_main.c): lt_program_run with every
- * collective of collectives_sim/program.h on a 2x2 mesh, then the three
- * would-hang kinds (mismatch, missing, cycle) with their reports formatted,
+ * collective of collectives_sim/program.h and a send/recv swap on a 2x2
+ * mesh, then the three would-hang kinds (mismatch, missing, cycle; and a
+ * missing send) with their reports formatted,
  * and a few library calls no other workload makes (greedy planner, plan
  * printing, split-rule views).
  *
@@ -45,7 +46,7 @@ static lt_status all_kinds(lt_proc *p, void *ud) {
     int r = lt_proc_rank(p), dp = lt_proc_coord(p, 0), tp = lt_proc_coord(p, 1);
     int64_t n4[1] = {4};
     lt_tensor *x = NULL, *ar = NULL, *ag = NULL, *rs = NULL, *a2a = NULL, *bc = NULL, *sc = NULL,
-              *ga = NULL, *rd = NULL;
+              *ga = NULL, *rd = NULL, *pp = NULL;
     lt_status st = lt_tensor_new(LT_F32, 1, n4, &x);
     if (st) return st;
     for (int i = 0; i < 4; i++) {
@@ -76,8 +77,14 @@ static lt_status all_kinds(lt_proc *p, void *ud) {
     /* reduce(max) over dp to root 1 */
     if ((st = lt_proc_reduce(p, 0, x, 1, LT_REDOP_MAX, &rd))) goto out;
     if (dp == 1) CHECK_VALUES(s, rd, 4, r, 10.0 * (tp + 2) + i);
+    /* tp partners swap x by send and recv (tp 0 sends first): x of rank r ^ 1 */
+    if (tp == 0 && (st = lt_proc_send(p, x, r + 1))) goto out;
+    if ((st = lt_proc_recv(p, tp ? r - 1 : r + 1, &pp))) goto out;
+    if (tp == 1 && (st = lt_proc_send(p, x, r - 1))) goto out;
+    CHECK_VALUES(s, pp, 4, r, 10.0 * (r ^ 1) + i);
     st = lt_proc_barrier(p, 1);
 out:
+    lt_tensor_free(pp);
     lt_tensor_free(rd);
     lt_tensor_free(ga);
     lt_tensor_free(sc);
@@ -107,6 +114,15 @@ static lt_status hang_missing(lt_proc *p, void *ud) {
     (void)ud;
     if (lt_proc_rank(p) == 3) return LT_OK;   /* skips the barrier the others wait in */
     return lt_proc_barrier(p, 1);
+}
+
+/* Rank 2 receives from rank 3, which returns without sending. */
+static lt_status hang_p2p_missing(lt_proc *p, void *ud) {
+    (void)ud;
+    lt_tensor *y = NULL;
+    lt_status st = lt_proc_rank(p) == 2 ? lt_proc_recv(p, 3, &y) : LT_OK;
+    lt_tensor_free(y);
+    return st;
 }
 
 /* (dp + tp) even: dp then tp, odd: tp then dp — rank 0 waits for 2 on dp,
@@ -229,6 +245,9 @@ int fault_program_workload(void *ctx, const char *tmp) {
         FAULT_DONE)
         return rc;
     if ((rc = expect_hang("would hang (cycle)", &mesh, hang_cycle, LT_HANG_CYCLE)) != FAULT_DONE)
+        return rc;
+    if ((rc = expect_hang("would hang (missing send)", &mesh, hang_p2p_missing,
+                          LT_HANG_MISSING)) != FAULT_DONE)
         return rc;
     /* a report too long for the printer's stack buffer: 128 ranks, rank 3 missing */
     lt_mesh big;

@@ -12,8 +12,8 @@
  * Also: the ownership blocks, the wrappers on the MPI engine with the other
  * ranks' inputs poisoned (never read), too many processes for a mesh, a
  * process that ends its unit of work early (the others' calls fail, none
- * waits), and --cross-check's planted bug (found when groups span
- * processes).
+ * waits), --cross-check's planted bug (found when groups span
+ * processes), and point to point (lt_send_recv).
  */
 #include <mpi.h>
 #include <string.h>
@@ -532,6 +532,66 @@ static void test_shadow(void **state) {
     lt_engine_mpi_set_options(NULL);
 }
 
+/* Point to point (lt_send_recv, engine.h `send_recv`) on mesh 8, owned
+ * (each process holds only its ranks: the bytes cross processes through
+ * MPI) and shadow with --cross-check (every process holds every rank): the
+ * receiver gets the sender's tensor (a transposed view of it, for one
+ * pair), a rank not held gets an absent stand-in, and a preallocated output
+ * of another shape is refused on every process alike. */
+static void send_recv_case(lt_comm *mc, const lt_mesh *m, int src, int dst, lt_dtype dt,
+                           int view) {
+    lt_tensor *x = make_input(C_AR, dt, src, 0), *in = x, *want = NULL, *got = NULL;
+    if (view) LT_CHECK(lt_transpose(x, 0, 1, &in));
+    LT_CHECK(lt_contiguous(in, &want));
+    if (!lt_comm_holds(mc, src)) LT_CHECK(lt_tensor_absent(dt, in->ndim, in->shape, &in));
+    LT_CHECK(lt_send_recv(mc, src, dst, in, &got));
+    if (!lt_comm_holds(mc, dst)) {
+        assert_true(got->absent);
+    } else {
+        assert_false(got->absent);
+        if (got->ndim != want->ndim || memcmp(lt_data(got), lt_data(want), lt_nbytes(want)))
+            fail_msg("send_recv %d -> %d (%s%s): rank %d got other bytes (P=%d)", src, dst,
+                     lt_dtype_name(dt), view ? ", a view" : "", dst, NP);
+    }
+    if (in != x) lt_tensor_free(in);
+    lt_tensor_free(x);
+    lt_tensor_free(want);
+    lt_tensor_free(got);
+    (void)m;
+}
+
+static void test_send_recv(void **state) {
+    (void)state;
+    static const int pairs[][2] = {{0, 7}, {7, 0}, {2, 3}, {5, 1}};
+    static const lt_dtype dts[] = {LT_F32, LT_BF16, LT_I64, LT_BOOL};
+    lt_mesh m;
+    LT_CHECK(lt_mesh_parse("8", &m));
+    for (int shadow = 0; shadow < 2; shadow++) {
+        lt_mpi_options o = {shadow, 0, shadow, 1};
+        lt_engine_mpi_set_options(shadow ? &o : NULL);
+        lt_comm *mc = NULL;
+        LT_CHECK(lt_comm_new_engine(&m, lt_engine_mpi(), &mc));
+        for (int i = 0; i < 4; i++)
+            for (int k = 0; k < 4; k++)
+                send_recv_case(mc, &m, pairs[i][0], pairs[i][1], dts[k], i == 1 && k == 0);
+        /* a preallocated output of another shape: refused everywhere, the other
+         * processes naming the one that refused */
+        int64_t sh[2] = {1, 1};
+        lt_tensor *x = make_input(C_AR, LT_F32, 0, 0), *bad = NULL, *in = x;
+        LT_CHECK(lt_tensor_new(LT_F32, 2, sh, &bad));
+        if (!lt_comm_holds(mc, 0)) LT_CHECK(lt_tensor_absent(LT_F32, 2, x->shape, &in));
+        lt_tensor *out = bad;
+        lt_status st = lt_send_recv(mc, 0, 7, in, &out);
+        assert_int_equal(st, LT_INVALID);
+        assert_ptr_equal(out, bad);
+        if (in != x) lt_tensor_free(in);
+        lt_tensor_free(x);
+        lt_tensor_free(bad);
+        lt_comm_free(mc);
+    }
+    lt_engine_mpi_set_options(NULL);
+}
+
 /* Every allocation site of the engine (engine_mpi*.c) and of the public
  * wrappers before it (collectives.c: outputs, temporaries, scratch) fails
  * in turn (its 1st and 2nd allocation there) on process 1 only, inside each
@@ -622,6 +682,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_end_unit_answers_calls),
         cmocka_unit_test(test_cross_check_finds_plant),
         cmocka_unit_test(test_shadow),
+        cmocka_unit_test(test_send_recv),
         cmocka_unit_test(test_allocation_failures),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -159,11 +159,6 @@ lt_status lt_cli_cost_parse(lt_cli_cost *c, int argc, char **argv) {
         return lt__err_ctx(st, "--objective"), st;
     if (c->moves_s && (st = lt_moveset_parse(c->moves_s, &c->cost.moves)))
         return lt__err_ctx(st, "--moves"), st;
-    if (c->cost.moves == LT_MOVES_ALL)
-        return lt__err_code(
-            LT_UNSUPPORTED, LT_ERR_NOT_YET,
-            "not supported yet: --moves all (collectives over flattened groups of several mesh "
-            "dims, point-to-point exchanges over the whole mesh); use collectives or dtensor");
     const char *t = c->topology_s ? c->topology_s : "uniform";
     if (!strcmp(t, "uniform") || !strcmp(t, "nvlink-ib"))
         st = lt_topology_preset(t, mesh_ndim, &c->cost.topo);
@@ -199,8 +194,11 @@ static lt_status compare(FILE *f, const lt_cli_cost *c, const lt_spec *src, cons
         fprintf(f, "  %-15s", lt_objective_name(pc.objective));
         for (int s = 0; s < p->nsteps; s++) {
             char act[96];
-            fprintf(f, "%s%s(%d)", s ? ", " : "",
-                    lt_plan_step_action(&p->steps[s], act, sizeof act), p->steps[s].mesh_dim);
+            const lt_plan_step *st = &p->steps[s];   /* a flattened group: (0..1) */
+            fprintf(f, "%s%s(%d", s ? ", " : "", lt_plan_step_action(st, act, sizeof act),
+                    st->mesh_dim);
+            if (st->mesh_span > 1) fprintf(f, "..%d", st->mesh_dim + st->mesh_span - 1);
+            fprintf(f, ")");
         }
         summary(f, p->nsteps ? "" : "(no steps)", p, &pc.topo);
         lt_plan_free(p);

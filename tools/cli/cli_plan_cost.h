@@ -26,8 +26,7 @@ int lt_cli_cost_take(lt_cli_cost *c, int argc, char **argv, char **kept);
 /* Parses the options taken, for the mesh that --mesh of the kept
  * arguments names (none, or a bad one: 1 dim; the command then reports
  * the mesh). A topology is a preset name or a JSON file {"dims":
- * [{"alpha_us": A, "beta_GBps": B}, ...]}. LT_INVALID naming the option,
- * LT_UNSUPPORTED for --moves all. */
+ * [{"alpha_us": A, "beta_GBps": B}, ...]}. LT_INVALID naming the option. */
 lt_status lt_cli_cost_parse(lt_cli_cost *c, int argc, char **argv);
 /* After the plan table: the estimated time per step and in total, the
  * busiest rank's bytes, and greedy's order against this plan; with

@@ -104,7 +104,7 @@ static void redist_usage(FILE *f) {
         "                      ring, tree, direct or default per collective)\n"
         "  --moves M           collectives (default: every collective) or dtensor (only what\n"
         "                      PyTorch DTensor issues: no gather, scatter, reduce, permute);\n"
-        "                      all: not supported yet\n"
+        "                      all: flattened groups, whole-mesh permute\n"
         "  --compare           the plan of every objective, side by side\n"
         "                      (any of these four adds the estimated times and PyTorch's\n"
         "                      greedy order against this plan after the plan table)\n"
@@ -146,8 +146,13 @@ static lt_status explain(FILE *f, const lt_dtensor *src, const lt_plan *p) {
         lt_placement_format(&st->to, b, sizeof b);
         char act[128];
         lt_placements_format(st->after, p->mesh.ndim, pl, sizeof pl);
-        fprintf(f, "\n-- after step %d: mesh dim %d %s -> %s (%s) => %s\n", s + 1, st->mesh_dim, a,
-                b, lt_plan_step_action(st, act, sizeof act), pl);
+        char md[32];   /* a flattened group (--moves all): "mesh dims 0..1" */
+        if (st->mesh_span > 1)
+            snprintf(md, sizeof md, "mesh dims %d..%d", st->mesh_dim,
+                     st->mesh_dim + st->mesh_span - 1);
+        else snprintf(md, sizeof md, "mesh dim %d", st->mesh_dim);
+        fprintf(f, "\n-- after step %d: %s %s -> %s (%s) => %s\n", s + 1, md, a, b,
+                lt_plan_step_action(st, act, sizeof act), pl);
         lt_dtensor *mid = NULL;
         LT_TRY(lt_reshard_direct(src, st->after, p->mesh.ndim, &mid, NULL));
         lt_status rs = lt_render_ranks(f, mid, 32);

@@ -379,6 +379,8 @@ cJSON *lt_json_plan(const lt_plan *p, const lt_trace *trace, size_t since) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "step", s + 1);
         cJSON_AddNumberToObject(o, "mesh_dim", st->mesh_dim);
+        if (st->mesh_span > 1)   /* a flattened group (--moves all): its mesh dims */
+            cJSON_AddNumberToObject(o, "mesh_span", st->mesh_span);
         cJSON_AddStringToObject(o, "from", f);
         cJSON_AddStringToObject(o, "to", t);
         cJSON_AddStringToObject(o, "collective", st->collective);

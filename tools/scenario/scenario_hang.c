@@ -79,7 +79,31 @@ static cJSON *group_json(const lt_match_report *r, const lt_match_stuck *s) {
     return g;
 }
 
-/* {"kind", "groups": [the report's group first, then the others in order], "cycle"?} */
+/* Ranks waiting in a send or recv: [{"rank", "call", "at", "peer", "peer_state"}]. */
+static void p2p_json(cJSON *h, const lt_match_report *r) {
+    cJSON *ps = NULL;
+    for (int q = 0; q < r->world; q++) {
+        const lt_match_where *w = &r->ranks[q];
+        if (w->state != LT_RANK_WAITING || !w->call.p2p) continue;
+        if (!ps && !(ps = cJSON_AddArrayToObject(h, "p2p"))) return;
+        cJSON *j = cJSON_CreateObject();
+        if (!j) return;
+        int peer = lt_mesh_pos_of(&r->mesh, w->call.peer);
+        lt_rank_state pst = peer >= 0 ? r->ranks[peer].state : LT_RANK_FINISHED;
+        lt__json_put(j, "rank", cJSON_CreateNumber(lt_mesh_rank_id(&r->mesh, q)));
+        lt__json_put(j, "call", cJSON_CreateString(w->desc ? w->desc : "?"));
+        if (w->call.file) lt__json_put(j, "at", at_json(w->call.file, w->call.line));
+        lt__json_put(j, "peer", cJSON_CreateNumber(w->call.peer));
+        lt__json_put(j, "peer_state", cJSON_CreateString(pst == LT_RANK_FINISHED ? "finished"
+                                                         : pst == LT_RANK_FAILED ? "failed"
+                                                         : pst == LT_RANK_WAITING ? "waiting"
+                                                                                  : "running"));
+        lt__json_push(ps, j);
+    }
+}
+
+/* {"kind", "groups": [the report's group first, then the others in order], "p2p"?,
+ * "cycle"?} */
 static cJSON *report_json(const lt_match_report *r) {
     cJSON *h = cJSON_CreateObject();
     if (!h) return NULL;
@@ -89,6 +113,7 @@ static cJSON *report_json(const lt_match_report *r) {
         lt__json_push(gs, group_json(r, &r->stuck[r->focus]));
     for (int i = 0; gs && i < r->nstuck; i++)
         if (i != r->focus) lt__json_push(gs, group_json(r, &r->stuck[i]));
+    p2p_json(h, r);
     if (r->kind == LT_HANG_CYCLE) {
         cJSON *cy = cJSON_AddArrayToObject(h, "cycle");
         for (int i = 0; cy && i < r->ncycle; i++)

@@ -533,6 +533,11 @@ void lt__sc_running_ranks(const sc_run_ctx *rc, char *buf, size_t n);
 lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, const char *tensor,
                              int mesh_dim, int op, int dim, int concat_dim, int root,
                              const lt_split_rule *rule, const char *as);
+/* Runs a send or recv step through the matcher: calls[r] is the call of
+ * each rank r that runs it (checked with lt_match_validate), in[r] what a
+ * sender sends (borrowed), as the recv's result (NULL for a send). */
+lt_status lt__sc_run_p2p(sc_run_ctx *rc, const sc_step *st, const lt_match_call *calls,
+                         lt_tensor *const *in, const char *as);
 /* Ends the per-rank program here: every rank not waiting finishes, and any
  * rank still waiting gives a would-hang report, recorded as a failed check
  * of st (LT_MISMATCH, rc->hung, rc->hang_kind). LT_OK when nothing waits.
@@ -689,6 +694,8 @@ char *lt__sc_fmt_index(int ndim, const int64_t *idx, char *buf, size_t n);
     XX(to_local,     0)         \
     XX(local_tensor, 0)         \
     XX(local_op,     0)         \
+    XX(send,         0)         \
+    XX(recv,         0)         \
     XX(save,         0)         \
     XX(load,         0)         \
     XX(expect_local, 1)         \

@@ -57,7 +57,8 @@ lt_status lt__sc_parse_selection(sc_parse_ctx *pc, const sc_step_type *t, const 
         return lt__sc_err(sel, LT_INVALID,
                           "%s: '%s' runs on every rank together and cannot be limited to some "
                           "ranks (%s: applies to "
-                          "to_local, local_tensor, local_op, collective, show, expect_local; "
+                          "to_local, local_tensor, local_op, collective, send, recv, show, "
+                          "expect_local; "
                           "docs/SEMANTICS.md §12)",
                           sel->str, t->name, sel->str);
     int W = pc->mesh->world;

@@ -308,7 +308,8 @@ static lt_status limit(sc_parse_ctx *pc, const repeat_data *d, const int64_t *co
                      "loop at "
                      "line %d runs on %s only (its count differs by rank); such a loop may hold "
                      "only per-rank steps (to_local, "
-                     "local_tensor, local_op, collective, show, expect_local, repeat)",
+                     "local_tensor, local_op, collective, send, recv, show, expect_local, "
+                     "repeat)",
                      s[j].type->name, (long long)k, d->key->line, who);
             return err_pos(&s[j].pos, msg);
         }

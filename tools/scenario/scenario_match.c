@@ -40,6 +40,8 @@
 
 /* ---- matching ----------------------------------------------------------------------- */
 
+static lt_status matched_tail(sc_run_ctx *rc, const sc_step *st, lt_status s);
+
 static lt_status ensure_matcher(sc_run_ctx *rc) {
     if (rc->mt) return LT_OK;
     int W = rc->c->mesh->world;
@@ -106,20 +108,20 @@ void lt__sc_spmd_free(sc_run_ctx *rc) {
 /* Rank r's shard of v came from its call of `kind` in the step it waited
  * in (rc->blocked_step[r]; the step an expect_error there wraps): that
  * step is its origin. */
-static void set_own_origin(sc_run_ctx *rc, sc_value *v, lt_coll kind, int r) {
+static void set_own_origin(sc_run_ctx *rc, sc_value *v, const char *what, int r) {
     const sc_step *own = &rc->c->steps[rc->blocked_step[r]],
                   *inner = lt__sc_expect_error_inner(own);
     if (inner) own = inner;
     char origin[256];
-    snprintf(origin, sizeof origin, "collective %s at %s:%d:%d", lt_coll_name(kind), own->pos.file,
-             own->pos.line, own->pos.col);
+    snprintf(origin, sizeof origin, "%s at %s:%d:%d", what, own->pos.file, own->pos.line,
+             own->pos.col);
     if (v) lt__sc_set_origin_rank(v, rc->c->mesh->world, r, origin);
 }
 
 /* Rank r's result of a call made in an earlier step goes to that step's
  * `as` (a LocalTensor since then: the step defined it), its origin that
- * step's call. Takes *t. */
-static lt_status put_held_result(sc_run_ctx *rc, lt_coll kind, int r, lt_tensor **t) {
+ * step's call (`what`: "collective all_reduce", "recv"). Takes *t. */
+static lt_status put_held_result(sc_run_ctx *rc, const char *what, int r, lt_tensor **t) {
     sc_value *v = rc->held_as[r] ? lt__sc_value(rc, rc->held_as[r]) : NULL;
     if (!v || v->kind != SC_LOCAL || !v->local) {
         lt_tensor_free(*t);
@@ -130,8 +132,14 @@ static lt_status put_held_result(sc_run_ctx *rc, lt_coll kind, int r, lt_tensor 
     lt_tensor_free(v->local->shards[r]);
     v->local->shards[r] = *t;
     *t = NULL;
-    set_own_origin(rc, v, kind, r);
+    set_own_origin(rc, v, what, r);
     return LT_OK;
+}
+
+/* "collective all_reduce" into buf: what a result's origin names. */
+static const char *coll_what(lt_coll kind, char *buf, size_t n) {
+    snprintf(buf, n, "collective %s", lt_coll_name(kind));
+    return buf;
 }
 
 /* The step a report is about: where the failed rank failed, or where the
@@ -614,6 +622,7 @@ static lt_status mstep_run_groups(mstep *m) {
  * wait from this step keep what they sent. */
 static lt_status mstep_settle(mstep *m) {
     sc_run_ctx *rc = m->rc;
+    char what[64];
     for (int g = 0; g < m->ng; g++) {
         if (!m->ready[g]) continue;
         lt_mesh_group(rc->c->mesh, m->md, g, m->members);
@@ -623,7 +632,8 @@ static lt_status mstep_settle(mstep *m) {
             rc->blocked[r] = 0;
             if (!m->posted[r] && m->as && m->out[r] &&
                 !(rc->held_as[r] && !strcmp(rc->held_as[r], m->as)))
-                LT_TRY(put_held_result(rc, m->kind, r, &m->out[r]));
+                LT_TRY(put_held_result(rc, coll_what(m->kind, what, sizeof what), r,
+                                       &m->out[r]));
         }
     }
     for (int r = 0; r < m->W; r++)
@@ -666,13 +676,15 @@ static void mstep_free(mstep *m) {
 /* Stores res as the step's value and names where each rank's part came
  * from (a waiting rank's result comes from its own step's call). */
 static lt_status mstep_store(mstep *m, lt_local *res) {
-    char origin[256];
+    char origin[256], what[64];
     const sc_pos *p = &m->st->pos;
     snprintf(origin, sizeof origin, "collective %s at %s:%d:%d", lt_coll_name(m->kind), p->file,
              p->line, p->col);
     LT_TRY(lt__sc_put_local(m->rc, m->as, res, origin));
     for (int r = 0; r < m->W; r++)
-        if (m->posted[r] == 2) set_own_origin(m->rc, lt__sc_value(m->rc, m->as), m->kind, r);
+        if (m->posted[r] == 2)
+            set_own_origin(m->rc, lt__sc_value(m->rc, m->as),
+                           coll_what(m->kind, what, sizeof what), r);
     return LT_OK;
 }
 
@@ -708,6 +720,13 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
     }
     lt__free(m.posted);
     lt_local_free(res);
+    return matched_tail(rc, st, s);
+}
+
+/* After the calls of step st (status s) were posted and the completed ones
+ * ran: ranks whose calls completed catch up, and the program ends when no
+ * rank runs any more. */
+static lt_status matched_tail(sc_run_ctx *rc, const sc_step *st, lt_status s) {
     if (s) {
         /* the calls posted in this step cannot be completed: drop the per-rank
          * program's state (the case stops, or expect_error goes on from here) */
@@ -723,4 +742,114 @@ lt_status lt__sc_run_matched(sc_run_ctx *rc, const sc_step *st, lt_coll kind, co
      * running may yet fail, or stop in a group that comes first (docs/SEMANTICS.md §12) */
     if (!any_running(rc)) return lt__sc_program_end(rc, st);
     return LT_OK;
+}
+
+/* ---- send and recv (docs/SEMANTICS.md §12) ------------------------------------------------ */
+
+/* One send or recv step in progress (lt__sc_run_p2p); arrays owned here. */
+typedef struct pstep {
+    sc_run_ctx *rc;
+    const sc_step *st;
+    const lt_match_call *calls;        /* (W) borrowed */
+    lt_tensor *const *in;              /* (W) borrowed: what each sender sends */
+    const char *as;                    /* recv: the result's name; send: NULL */
+    int W;
+    unsigned char *posted;             /* (W) 1: posted its call in this step */
+    lt_tensor **out;                   /* (W) owned: what a receiver of this step got */
+    int *pairs;                        /* (2W) sender, receiver of each completed pair */
+    int npairs;
+} pstep;
+
+/* Posts every running rank's call; notes the pairs it completes. */
+static lt_status pstep_post(pstep *p) {
+    sc_run_ctx *rc = p->rc;
+    for (int r = 0; r < p->W; r++) {
+        if (!lt__sc_rank_runs(rc, p->st, r)) continue;
+        int rdy = 0, q = -1;
+        LT_TRY(lt_match_post(rc->mt, r, &p->calls[r], &rdy, &q));
+        rc->blocked[r] = 1;
+        rc->blocked_step[r] = rc->step_index;
+        p->posted[r] = 1;
+        if (!rdy) continue;
+        int snd = p->calls[r].p2p == LT_P2P_SEND;
+        p->pairs[2 * p->npairs] = snd ? r : q;
+        p->pairs[2 * p->npairs + 1] = snd ? q : r;
+        p->npairs++;
+    }
+    return LT_OK;
+}
+
+/* The completed pairs: the sender's tensor (what it holds since its own
+ * step when it posted earlier) sent to the receiver on the case's
+ * communicator (lt_send_recv), whose result goes to
+ * this step's `as` or, when it posted earlier, to that step's. */
+static lt_status pstep_run_pairs(pstep *p) {
+    sc_run_ctx *rc = p->rc;
+    for (int k = 0; k < p->npairs; k++) {
+        int src = p->pairs[2 * k], dst = p->pairs[2 * k + 1];
+        const lt_tensor *x = p->posted[src] ? p->in[src] : rc->held[src];
+        lt_tensor *t = NULL;
+        LT_TRY(lt_send_recv(rc->comm, src, dst, x, &t));   /* over MPI with --engine mpi */
+        LT_ASSERT(lt_match_done_p2p(rc->mt, src, dst) == LT_OK);
+        rc->blocked[src] = rc->blocked[dst] = 0;
+        if (!p->posted[src]) rc->resume[src] = rc->blocked_step[src];
+        if (p->posted[dst]) {
+            p->out[dst] = t;
+            continue;
+        }
+        rc->resume[dst] = rc->blocked_step[dst];
+        LT_TRY(put_held_result(rc, "recv", dst, &t));
+    }
+    /* ranks that wait from this step keep what they send / where theirs goes */
+    for (int r = 0; r < p->W; r++) {
+        if (!rc->blocked[r] || !p->posted[r]) continue;
+        rc->held_as[r] = p->as;
+        if (p->in[r] && !rc->held[r]) LT_TRY(lt_clone(p->in[r], &rc->held[r]));
+    }
+    for (int r = 0; r < p->W; r++)
+        if (!rc->blocked[r]) drop_held(rc, r);
+    return LT_OK;
+}
+
+/* A recv's value `as`: what each receiver got in this step; the other ranks
+ * keep what they held (lt__sc_skipped_shard). */
+static lt_status pstep_store(pstep *p) {
+    lt_local *l = NULL;
+    LT_TRY(lt_local_new(p->rc->c->mesh, &l));
+    lt_status s = LT_OK;
+    for (int r = 0; r < p->W && !s; r++) {
+        if (p->out[r]) {
+            l->shards[r] = p->out[r];
+            p->out[r] = NULL;
+        } else {
+            s = lt__sc_skipped_shard(p->rc, p->as, r, NULL, &l->shards[r]);
+        }
+    }
+    if (s) {
+        lt_local_free(l);
+        return s;
+    }
+    char origin[256];
+    snprintf(origin, sizeof origin, "recv at %s:%d:%d", p->st->pos.file, p->st->pos.line,
+             p->st->pos.col);
+    return lt__sc_put_local(p->rc, p->as, l, origin);
+}
+
+lt_status lt__sc_run_p2p(sc_run_ctx *rc, const sc_step *st, const lt_match_call *calls,
+                         lt_tensor *const *in, const char *as) {
+    LT_TRY(ensure_matcher(rc));
+    int W = rc->c->mesh->world;
+    pstep p = {rc, st, calls, in, as, W, lt__calloc((size_t)W, 1),
+               lt__calloc((size_t)W, sizeof(lt_tensor *)), lt__calloc((size_t)W * 2, sizeof(int)),
+               0};
+    lt_status s = p.posted && p.out && p.pairs ? LT_OK : lt__err(LT_NOMEM, "out of memory");
+    if (!s) s = pstep_post(&p);
+    if (!s) s = pstep_run_pairs(&p);
+    if (!s && as) s = pstep_store(&p);
+    if (s) s = lt__err_ctx_in(s, st->type->name, "%s", "");
+    for (int r = 0; p.out && r < W; r++) lt_tensor_free(p.out[r]);
+    lt__free(p.posted);
+    lt__free(p.out);
+    lt__free(p.pairs);
+    return matched_tail(rc, st, s);
 }

@@ -21,8 +21,8 @@
 
 int lt__sc_step_is_per_rank(const sc_step_type *t) {
     static const char *const names[] = {
-        "to_local", "local_tensor", "local_op", "collective",
-        "show",     "expect_local", "repeat",   NULL}; /* repeat: each rank its own count */
+        "to_local", "local_tensor", "local_op", "collective", "send",
+        "recv",     "show",         "expect_local", "repeat", NULL}; /* repeat: per rank */
     for (int i = 0; names[i]; i++)
         if (!strcmp(t->name, names[i])) return 1;
     return 0;

@@ -139,6 +139,17 @@ LT_API lt_status lt_reduce_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in,
  * member i gets i's shard. */
 LT_API lt_status lt_permute_ranks(lt_comm *c, int mesh_dim, lt_tensor *const *in, const int *perm,
                             lt_tensor **out);
+/* point to point (docs/SEMANTICS.md §12): rank src's tensor `in` (borrowed)
+ * goes to rank dst (positions, src != dst). *out NULL on entry receives a
+ * NEW tensor (the caller frees it); a non-NULL *out is a preallocated
+ * contiguous tensor of in's dtype and shape, overwritten. On an engine
+ * spread over processes every process calls it with the same ranks: `in`
+ * is read only where src is held (elsewhere it may be an absent stand-in,
+ * lt_tensor_absent), and where dst is not held *out gets an absent
+ * stand-in. Not recorded in the comm trace. LT_INVALID for bad ranks, a
+ * NULL input or an output that does not fit; the engine's errors. */
+LT_API lt_status lt_send_recv(lt_comm *c, int src, int dst, const lt_tensor *in,
+                              lt_tensor **out);
 /* synchronises a group; in the simulator it only records a trace event */
 LT_API lt_status lt_barrier(lt_comm *c, int mesh_dim);
 

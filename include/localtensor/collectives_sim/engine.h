@@ -23,7 +23,7 @@
 #include "localtensor/kernels/export.h"
 #include "localtensor/kernels/tensor.h"
 
-#define LT_ENGINE_API_VERSION 2
+#define LT_ENGINE_API_VERSION 3
 
 /* One group of one call. Arrays `in` and `out` of the entries below are
  * indexed by GLOBAL rank (world length); the engine touches only the entries
@@ -93,6 +93,13 @@ typedef struct lt_engine_i {
     /* optional, with holds: the process (0, 1, ...) that holds rank r's
      * shards. NULL: process 0. */
     int (*owner)(void *ctx, int rank);
+    /* optional (version 3): point to point (lt_send_recv, collectives.h):
+     * rank src's tensor `in` into rank dst's `out`, a contiguous buffer of
+     * in's dtype and shape made by the wrapper. Called on every process with
+     * the same (src, dst) (positions); `in` is NULL where src's shards are
+     * not held, `out` NULL where dst's are not. NULL: the wrapper copies in
+     * this process (every rank is held here). */
+    lt_status (*send_recv)(void *ctx, int src, int dst, const lt_tensor *in, lt_tensor *out);
 } lt_engine_i;
 
 /* The in-process engine (collectives_sim/engine_inproc.c). */

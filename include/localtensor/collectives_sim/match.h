@@ -13,6 +13,13 @@
  * A group is (mesh dim, group index along it); calls on different groups
  * never pair. A rank has at most one call in flight (collectives block).
  *
+ * Point-to-point calls (send to a rank, recv from a rank) pair too: the
+ * k-th send from rank s to rank d with the k-th recv of d from s (MPI's
+ * non-overtaking order). A send blocks until its recv is posted (a
+ * rendezvous, as MPI's standard mode may do, so a program that needs
+ * buffering to finish is reported), and a recv until its send is; the
+ * pair then completes together. See lt_match_call_p2p.
+ *
  * Protocol:
  *   lt_match_new            every rank starts "running";
  *   lt_match_post           a running rank issues a call and waits; when it
@@ -30,11 +37,13 @@
  * the same for every order (each rank's calls depend only on its results).
  *
  * Reports pick, in this order: the lowest rank that failed; else the first
- * group (by mesh dim, then group index) whose waiting calls disagree; else
+ * group (by mesh dim, then group index) whose waiting calls disagree, then
+ * the lowest sending rank whose send and recv are posted but disagree; else
  * the first group with a waiting call that some member can no longer make
- * because it ended ("missing"); else a cycle of waits, found by starting at
- * the lowest waiting rank and following each rank to the lowest-numbered
- * member its group still waits for.
+ * because it ended ("missing"), then the lowest rank waiting in a send or
+ * recv whose peer ended; else a cycle of waits, found by starting at the
+ * lowest waiting rank and following each rank to the lowest-numbered member
+ * its group still waits for (a send or recv: to its peer).
  *
  * Not thread-safe: one thread drives a matcher.
  */
@@ -50,11 +59,16 @@
 #include "localtensor/kernels/split.h"
 #include "localtensor/kernels/tensor.h"
 
+/* What a call is: a collective (`kind`), or one side of a point-to-point
+ * transfer. */
+typedef enum { LT_P2P_NONE = 0, LT_P2P_SEND, LT_P2P_RECV } lt_p2p;
+
 /* One collective call of one rank: what a real runtime would have to agree
  * on. Fields that do not apply to the kind are ignored (set them to -1 /
- * NULL by starting from lt_match_call_init). */
+ * NULL by starting from lt_match_call_init or lt_match_call_p2p). */
 typedef struct lt_match_call {
-    lt_coll kind;               /* LT_COLL_PERMUTE is not supported */
+    lt_coll kind;               /* LT_COLL_PERMUTE is not supported as a collective; a
+                                 * point-to-point call carries LT_COLL_PERMUTE (see p2p) */
     int mesh_dim;
     int op;                     /* lt_redop: all_reduce, reduce, reduce_scatter; else -1 */
     int root; /* position in the group: broadcast, scatter, gather, reduce; else -1 */
@@ -71,10 +85,19 @@ typedef struct lt_match_call {
     const char *file;           /* source position of the call: borrowed, may be NULL */
     int line;
     const char *label;          /* optional name of the call; borrowed, may be NULL */
+    int p2p;                    /* lt_p2p: LT_P2P_NONE for a collective */
+    int peer;                   /* send: the rank sent to; recv: the rank received from (rank
+                                 * ids, mesh.h); -1 for a collective. mesh_dim is -1. A send's
+                                 * tensor is what it sends; a recv's, when has_tensor, the dtype
+                                 * and shape it declares (the matched send's must equal them) */
 } lt_match_call;
 
 /* A call of `kind` on mesh_dim with no tensor and every optional field -1/NULL. */
 LT_API lt_match_call lt_match_call_init(lt_coll kind, int mesh_dim, const char *file, int line);
+/* A send (to = peer) or recv (from = peer) with no tensor (set it with
+ * lt_match_call_set_tensor: a send's data, a recv's declared dtype and
+ * shape). dir LT_P2P_NONE gives a call that lt_match_validate refuses. */
+LT_API lt_match_call lt_match_call_p2p(lt_p2p dir, int peer, const char *file, int line);
 /* Describes t (dtype, shape; a placeholder by its real zero-size shape) as
  * the call's input. t NULL: no tensor. */
 LT_API void lt_match_call_set_tensor(lt_match_call *c, const lt_tensor *t);
@@ -84,7 +107,9 @@ LT_API void lt_match_call_set_tensor(lt_match_call *c, const lt_tensor *t);
  * where one is needed, dims in range of its shape, a split rule that can cut
  * this rank's dim into the group's pieces. Errors (LT_INVALID, or the split
  * rule's) say "FILE:LINE: rank R: KIND on mesh dim D: ...". These are the
- * caller's own mistakes, not disagreements between ranks. */
+ * caller's own mistakes, not disagreements between ranks. A point-to-point
+ * call needs a peer that is a rank of the mesh other than `rank`, and a send
+ * a tensor ("FILE:LINE: rank R: send(to=P): ..."). */
 LT_API lt_status lt_match_validate(const lt_mesh *m, int rank, const lt_match_call *c);
 
 /* ---- the matcher ------------------------------------------------------------ */
@@ -101,13 +126,20 @@ LT_API const lt_mesh *lt_match_mesh(const lt_match *mt);
  * copied, its borrowed pointers kept) and waits. *ready is 1 when this
  * completes the group's next call and every member agrees: then *group is
  * its group index along c->mesh_dim and the caller runs the collective and
- * calls lt_match_done(mt, c->mesh_dim, *group). Errors: LT_INVALID for a
- * rank out of range or not running (nothing changes), or the validation's. */
+ * calls lt_match_done(mt, c->mesh_dim, *group). For a point-to-point call,
+ * *ready is 1 when the peer already waits in the matching call and the two
+ * agree: *group is then the peer's position and the caller moves the data
+ * and calls lt_match_done_p2p(mt, sender, receiver) (positions). Errors:
+ * LT_INVALID for a rank out of range or not running (nothing changes), or
+ * the validation's. */
 LT_API lt_status lt_match_post(lt_match *mt, int rank, const lt_match_call *c, int *ready,
                                int *group);
 /* The group's next call ran: its members run again. LT_INVALID unless the
  * group was ready. */
 LT_API lt_status lt_match_done(lt_match *mt, int mesh_dim, int group);
+/* The pair (src sending, dst receiving; positions) completed: both run
+ * again. LT_INVALID unless that pair was ready. */
+LT_API lt_status lt_match_done_p2p(lt_match *mt, int src, int dst);
 /* The call rank waits in (borrowed, valid until lt_match_done), or NULL. */
 LT_API const lt_match_call *lt_match_pending(const lt_match *mt, int rank);
 /* How many calls of group g along mesh_dim have completed. */
@@ -151,8 +183,10 @@ typedef struct lt_match_where {
     lt_rank_state state;
     lt_match_call call;         /* WAITING: its call; file and label point into the report,
                                  * rule is NULL (see desc) */
-    int group;                  /* WAITING: group index along call.mesh_dim */
-    int64_t seq;                /* WAITING: which call of that group (0 = its first) */
+    int group;                  /* WAITING: group index along call.mesh_dim; -1 for a
+                                 * point-to-point call */
+    int64_t seq;                /* WAITING: which call of that group (0 = its first); point to
+                                 * point: which transfer between the two ranks this way */
     const char *desc;           /* WAITING: "all_reduce(op=sum) f32 (4)"; owned by the report */
     lt_status status;           /* FAILED: the rank's status */
     const char *last_file;      /* FINISHED: where it was last seen (owned by the report): the last
@@ -187,6 +221,9 @@ typedef struct lt_match_report {
     int ncycle;
     int *cycle;                 /* CYCLE: (ncycle) ranks; cycle[i] waits for cycle[i + 1] and the
                                  * last for cycle[0] */
+    int on_pair;                /* MISMATCH, MISSING: 1 when the report is about a point-to-point
+                                 * call (focus is -1): MISMATCH: rank_a sends, rank_b receives;
+                                 * MISSING: rank_a waits for rank_b, which ended */
     char *pool;                 /* (internal) the report's strings */
     size_t pool_len, pool_cap;
     int *members_;              /* (internal) the block the stuck groups' members live in */
@@ -220,8 +257,8 @@ LT_API void lt_match_report_print(const lt_match_report *r, FILE *f);
 LT_API size_t lt_match_report_headline(const lt_match_report *r, char *buf, size_t cap);
 
 /* "all_reduce(op=sum) f32 (4)", "barrier", "all_to_all(split_dim=0,
- * concat_dim=1, rule=balanced) f32 (8, 2)" (+ ' "label"') into buf; returns
- * the length it wanted. */
+ * concat_dim=1, rule=balanced) f32 (8, 2)", "send(to=1) f32 (4)",
+ * "recv(from=0)" (+ ' "label"') into buf; returns the length it wanted. */
 LT_API size_t lt_match_call_desc(const lt_match_call *c, char *buf, size_t cap);
 
 #endif

@@ -125,6 +125,29 @@ LT_API lt_status lt_proc_reduce_at(lt_proc *p, const char *file, int line, int m
                                    const lt_tensor *in, int root, lt_redop op, lt_tensor **out);
 LT_API lt_status lt_proc_barrier_at(lt_proc *p, const char *file, int line, int mesh_dim);
 
+/* ---- inside fn: point to point (docs/SEMANTICS.md §12) ------------------------ */
+/* lt_proc_send sends t (borrowed until it returns) to rank `to`, a rank id
+ * as lt_proc_rank gives; lt_proc_recv receives from rank `from`. The k-th
+ * send from one rank to another pairs with the other's k-th recv from it
+ * (MPI's non-overtaking order). Both block until the pair is posted: a
+ * send waits for its recv (a rendezvous, which MPI's standard-mode send is
+ * allowed to be), so a program that would need the send buffered — every
+ * rank of a ring sending first — is reported as a cycle. On the recv,
+ * `*out` NULL on entry receives a NEW tensor (free with lt_tensor_free):
+ * a copy of what was sent; a non-NULL `*out` is a contiguous tensor that
+ * declares the dtype and shape expected: a matched send whose tensor
+ * differs stops the run with a mismatch report; otherwise the data is
+ * copied into it. A peer that is not a rank of the mesh, or the rank
+ * itself, fails at once (LT_INVALID, "FILE:LINE: rank R: send(to=P): ...").
+ * While a rank waits in a send or recv, it waits for that one peer. */
+LT_API lt_status lt_proc_send_at(lt_proc *p, const char *file, int line, const lt_tensor *t,
+                                 int to);
+LT_API lt_status lt_proc_recv_at(lt_proc *p, const char *file, int line, int from,
+                                 lt_tensor **out);
+
+#define lt_proc_send(p, t, to) lt_proc_send_at((p), __FILE__, __LINE__, (t), (to))
+#define lt_proc_recv(p, from, out) lt_proc_recv_at((p), __FILE__, __LINE__, (from), (out))
+
 #define lt_proc_all_reduce(p, md, in, op, out)                                                     \
     lt_proc_all_reduce_at((p), __FILE__, __LINE__, (md), (in), (op), (out))
 #define lt_proc_all_gather(p, md, in, dim, out)                                                    \

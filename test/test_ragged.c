@@ -1,0 +1,785 @@
+/* test/test_ragged.c — RaggedShard (docs/SEMANTICS.md §11.10): spellings, the
+ * worked examples of the docs, and sweeps of distribute, from_local,
+ * full_tensor and redistribute against an oracle written here from the
+ * definition, not from localtensor/ragged.c: each rank's shard is a list
+ * of global flat indices, cut mesh dim after mesh dim as that placement
+ * cuts the rank's current local tensor (torch.chunk for Shard, the pieces
+ * of docs/SEMANTICS.md §4 for StridedShard, runs of rows proportional to the units for
+ * RaggedShard, whose local tensor then has the shape (rows, *shape[k:])). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "localtensor/localtensor.h"
+#include "localtensor/ragged.h"
+#include "test/testutil.h"
+
+/* ---- the oracle ------------------------------------------------------------ */
+
+#define OR_MAX 4096 /* elements of a swept tensor, at most */
+
+typedef struct oshard {
+    int nd;
+    int64_t shp[LT_MAX_DIMS];
+    int64_t n;
+    int64_t g[OR_MAX];      /* (n) global flat index of each local element, row-major */
+    int k;                  /* 0 until a RaggedShard flattened dims 0..k-1 */
+    double div;             /* what P(sum) dims divide the value by */
+} oshard;
+
+/* The local dim that tensor dim d is in o (after a RaggedShard: d - k + 1). */
+static int odim(const oshard *o, int d) { return o->k ? (d < o->k ? 0 : d - o->k + 1) : d; }
+
+/* Keeps positions pos[cnt] along local dim ld of o. */
+static void okeep(oshard *o, int ld, const int64_t *pos, int64_t cnt) {
+    int64_t outer = 1, inner = 1, n = o->shp[ld], w = 0;
+    static int64_t tmp[OR_MAX];
+    for (int d = 0; d < ld; d++) outer *= o->shp[d];
+    for (int d = ld + 1; d < o->nd; d++) inner *= o->shp[d];
+    for (int64_t a = 0; a < outer; a++)
+        for (int64_t p = 0; p < cnt; p++)
+            for (int64_t i = 0; i < inner; i++) tmp[w++] = o->g[(a * n + pos[p]) * inner + i];
+    memcpy(o->g, tmp, sizeof(int64_t) * (size_t)w);
+    o->n = w;
+    o->shp[ld] = cnt;
+}
+
+/* torch.chunk's piece c of m over n: [*lo, *lo + *len). */
+static void ochunk(int64_t n, int m, int c, int64_t *lo, int64_t *len) {
+    int64_t full = (n + m - 1) / m, a = full * c, b = full * (c + 1);
+    if (b > n) b = n;
+    *lo = a;
+    *len = a >= n ? 0 : b - a;
+}
+
+/* Shard(d) (sf = 0) or StridedShard(d, sf) over m, member c. */
+static void oshard_dim(oshard *o, int d, int sf, int m, int c) {
+    int ld = odim(o, d);
+    int64_t n = o->shp[ld], pos[OR_MAX], cnt = 0, lo, len;
+    if (!sf) {
+        ochunk(n, m, c, &lo, &len);
+        for (int64_t j = 0; j < len; j++) pos[cnt++] = lo + j;
+    } else {   /* sf chunk-rule pieces, member c's chunk of each, concatenated */
+        for (int j = 0; j < sf; j++) {
+            int64_t plo, plen;
+            ochunk(n, sf, j, &plo, &plen);
+            ochunk(plen, m, c, &lo, &len);
+            for (int64_t q = 0; q < len; q++) pos[cnt++] = plo + lo + q;
+        }
+    }
+    okeep(o, ld, pos, cnt);
+}
+
+/* RaggedShard(k, units[m]) member c: rows [pre*F/U, (pre+u_c)*F/U) of the
+ * local tensor with dims 0..k-1 flattened. 0 when F % U != 0. */
+static int oragged(oshard *o, int k, const int64_t *units, int m, int c) {
+    int64_t F = 1, R = 1, U = 0, pre = 0;
+    for (int d = 0; d < k; d++) F *= o->shp[d];
+    for (int d = k; d < o->nd; d++) R *= o->shp[d];
+    for (int j = 0; j < m; j++) U += units[j];
+    for (int j = 0; j < c; j++) pre += units[j];
+    if (F % U) return 0;
+    int64_t r0 = pre * (F / U), nr = units[c] * (F / U);
+    memmove(o->g, o->g + r0 * R, sizeof(int64_t) * (size_t)(nr * R));
+    o->n = nr * R;
+    o->shp[0] = nr;
+    for (int d = k; d < o->nd; d++) o->shp[d - k + 1] = o->shp[d];
+    o->nd = o->nd - k + 1;
+    o->k = k;
+    return 1;
+}
+
+/* One placement of the sweeps. */
+typedef struct opl {
+    char kind;              /* 'R', 'P' (sum), 'S', 'T' (StridedShard sf 2), 'G' (ragged) */
+    int d;                  /* S, T: tensor dim; G: k */
+    int64_t units[8];       /* G */
+} opl;
+
+/* 1 when the placements are ones we support (docs/SEMANTICS.md §11.10): at
+ * most one RaggedShard; with one of k dims, no Shard of a dim < k, except
+ * Shard(0)/StridedShard(0) on a later mesh dim when k = 1. */
+static int osupported(const opl *p, int np) {
+    int g = -1;
+    for (int i = 0; i < np; i++)
+        if (p[i].kind == 'G') {
+            if (g >= 0) return 0;
+            g = i;
+        }
+    for (int i = 0; g >= 0 && i < np; i++)
+        if ((p[i].kind == 'S' || p[i].kind == 'T') && p[i].d < p[g].d && (p[g].d > 1 || i < g))
+            return 0;
+    return 1;
+}
+
+/* Rank r's shard into o; 0 when a RaggedShard's rows are not a multiple of
+ * its units (the layout is refused). */
+static int oracle(const int *mshape, int mnd, int r, int nd, const int64_t *shape, const opl *p,
+                  oshard *o) {
+    int coord[8];
+    for (int i = mnd - 1, x = r; i >= 0; i--) {
+        coord[i] = x % mshape[i];
+        x /= mshape[i];
+    }
+    o->nd = nd;
+    o->k = 0;
+    o->div = 1;
+    o->n = 1;
+    for (int d = 0; d < nd; d++) o->shp[d] = shape[d], o->n *= shape[d];
+    for (int64_t j = 0; j < o->n; j++) o->g[j] = j;
+    for (int i = 0; i < mnd; i++) {
+        int m = mshape[i], c = coord[i];
+        if (p[i].kind == 'P') o->div *= m;
+        else if (p[i].kind == 'S') oshard_dim(o, p[i].d, 0, m, c);
+        else if (p[i].kind == 'T') oshard_dim(o, p[i].d, 2, m, c);
+        else if (p[i].kind == 'G' && !oragged(o, p[i].d, p[i].units, m, c)) return 0;
+    }
+    return 1;
+}
+
+/* p[np] in the library's spelling (parsed: the parser is tested too). */
+static void ospell(const opl *p, int np, const int *mshape, lt_placement *out) {
+    for (int i = 0; i < np; i++) {
+        char s[256];
+        int u = 0;
+        switch (p[i].kind) {
+        case 'R': snprintf(s, sizeof s, "R"); break;
+        case 'P': snprintf(s, sizeof s, "P(sum)"); break;
+        case 'S': snprintf(s, sizeof s, "S(%d)", p[i].d); break;
+        case 'T': snprintf(s, sizeof s, "SS(%d,2)", p[i].d); break;
+        default:
+            u = snprintf(s, sizeof s, "RaggedShard(dims=(");
+            for (int d = 0; d < p[i].d; d++) u += snprintf(s + u, sizeof s - (size_t)u, "%d, ", d);
+            u += snprintf(s + u, sizeof s - (size_t)u, "), local_units=(");
+            for (int c = 0; c < mshape[i]; c++)
+                u += snprintf(s + u, sizeof s - (size_t)u, "%lld, ", (long long)p[i].units[c]);
+            snprintf(s + u, sizeof s - (size_t)u, "))");
+        }
+        LT_CHECK(lt_placement_parse(s, &out[i]));
+    }
+}
+
+/* Elements of dt's global tensor. */
+static int64_t numel_of(const lt_dtensor *dt) {
+    int64_t n = 1;
+    for (int d = 0; d < dt->ndim; d++) n *= dt->shape[d];
+    return n;
+}
+
+/* ---- comparing ---------------------------------------------------------------- */
+
+/* The value of global flat index g in the swept full tensors: a multiple of
+ * 120 so that every P(sum) division of the sweeps (by 2..5, 2x2x2) is exact. */
+static double oval(int64_t g) { return (double)(g + 1) * 120.0; }
+
+/* A new f64 tensor of shape with oval values. */
+static lt_tensor *ofull(int nd, const int64_t *shape) {
+    lt_tensor *t;
+    LT_CHECK(lt_tensor_new(LT_F64, nd, shape, &t));
+    for (int64_t j = 0; j < lt_numel(t); j++) lt_set_flat(t, j, oval(j));
+    return t;
+}
+
+/* 0 when t is o's shard exactly (shape and values); else a message in why. */
+static int oshard_diff(const lt_tensor *t, const oshard *o, char *why, size_t n) {
+    if (t->ndim != o->nd) return snprintf(why, n, "ndim %d, oracle %d", t->ndim, o->nd), 1;
+    for (int d = 0; d < o->nd; d++)
+        if (t->shape[d] != o->shp[d])
+            return snprintf(why, n, "dim %d size %lld, oracle %lld", d, (long long)t->shape[d],
+                            (long long)o->shp[d]), 1;
+    for (int64_t j = 0; j < o->n; j++)
+        if (lt_get_flat(t, j) != oval(o->g[j]) / o->div)
+            return snprintf(why, n, "local element %lld is %g, oracle %g (global %lld)",
+                            (long long)j, lt_get_flat(t, j), oval(o->g[j]) / o->div,
+                            (long long)o->g[j]), 1;
+    return 0;
+}
+
+/* 0 when t has shape[nd] and the oval values. */
+static int full_diff(const lt_tensor *t, int nd, const int64_t *shape) {
+    if (t->ndim != nd) return 1;
+    for (int d = 0; d < nd; d++)
+        if (t->shape[d] != shape[d]) return 1;
+    for (int64_t j = 0; j < lt_numel(t); j++)
+        if (lt_get_flat(t, j) != oval(j)) return 1;
+    return 0;
+}
+
+/* "mesh M, shape S, [placements]" into buf[n], for messages. */
+static void describe(const lt_mesh *m, const lt_placement *pl, int nd, const int64_t *shape,
+                     char *buf, size_t n) {
+    char a[64], b[512], c[64];
+    lt_mesh_format(m, a, sizeof a);
+    lt_placements_format(pl, m->ndim, b, sizeof b);
+    snprintf(buf, n, "mesh %s, shape %s, %s", a, lt_shape_format(nd, shape, c, sizeof c), b);
+}
+
+/* ---- the sweeps --------------------------------------------------------------- */
+
+typedef struct sweep_mesh {
+    int nd;
+    int shape[3];
+} sweep_mesh;
+
+static const sweep_mesh MESHES[] = {
+    {1, {1}},       {1, {2}},       {1, {3}},       {1, {4}},       {1, {5}},
+    {2, {1, 2}},    {2, {2, 1}},    {2, {2, 2}},    {2, {2, 3}},    {2, {3, 2}},
+    {3, {2, 2, 2}}, {3, {1, 2, 2}},
+};
+#define NMESHES ((int)(sizeof MESHES / sizeof MESHES[0]))
+
+typedef struct sweep_shape {
+    int nd;
+    int64_t s[3];
+} sweep_shape;
+
+static const sweep_shape SHAPES[] = {
+    {1, {0}},       {1, {1}},       {1, {4}},       {1, {6}},       {1, {12}},
+    {2, {0, 3}},    {2, {1, 2}},    {2, {4, 1}},    {2, {6, 2}},    {2, {3, 4}},
+    {2, {2, 0}},    {2, {12, 3}},   {3, {2, 3, 2}}, {3, {1, 4, 2}}, {3, {2, 0, 3}},
+    {3, {4, 1, 3}}, {3, {3, 2, 1}}, {3, {2, 2, 4}},
+};
+#define NSHAPES ((int)(sizeof SHAPES / sizeof SHAPES[0]))
+
+/* The non-ragged placements a mesh dim takes in the sweeps for an nd-d
+ * tensor: R, P(sum), S(d), SS(d,2); option j of them into *p. */
+static int other_count(int nd) { return 2 + 2 * nd; }
+static void other_of(int j, opl *p) {
+    memset(p, 0, sizeof *p);
+    p->kind = j == 0 ? 'R' : j == 1 ? 'P' : (j - 2) % 2 ? 'T' : 'S';
+    p->d = j < 2 ? 0 : (j - 2) / 2;
+}
+
+/* Units vector number j (base 3 digits, 0..2 each) of m ranks into u; 0 when
+ * they sum to 0. */
+static int units_of(int j, int m, int64_t *u) {
+    int64_t sum = 0;
+    for (int c = 0; c < m; c++, j /= 3) sum += u[c] = j % 3;
+    return sum > 0;
+}
+
+/* 3^m. */
+static int ipow3(int m) { int v = 1; while (m--) v *= 3; return v; }
+
+typedef struct tally {
+    long layouts, refused, from_local, ranks;
+} tally;
+
+static void check_from_local(const lt_mesh *m, const lt_dtensor *dt, const opl *p, int nd,
+                             const int64_t *shape, const char *what, tally *t) {
+    int k = 1;
+    lt_dtensor *fl = NULL;
+    lt_tensor *f = NULL;
+    for (int i = 0; i < m->ndim; i++)
+        if (p[i].kind == 'G') k = p[i].d;
+    lt_tensor *const *sh = dt->local->shards;
+    if (k > 1) {   /* the shards do not say the global shape: refused, then given */
+        if (lt_from_local(m, sh, dt->placements, m->ndim, 1, &fl) != LT_INVALID)
+            fail_msg("%s: from_local without the shape was not refused", what);
+        LT_CHECK(lt_ragged_from_local(m, sh, dt->placements, m->ndim, nd, shape, 1, &fl));
+    } else {
+        LT_CHECK(lt_from_local(m, sh, dt->placements, m->ndim, 1, &fl));
+    }
+    LT_CHECK(lt_full_tensor_direct(fl, &f));
+    if (full_diff(f, nd, shape)) fail_msg("%s: from_local's full tensor differs", what);
+    lt_tensor_free(f);
+    lt_dtensor_free(fl);
+    t->from_local++;
+}
+
+/* Every rank's shard of dt against the oracle, and lt_ragged_local_shape. */
+static void check_shards(const lt_mesh *m, const int *ms, const lt_dtensor *dt, const opl *p,
+                         int nd, const int64_t *shape, const char *what, tally *t) {
+    static oshard o;
+    for (int r = 0; r < m->world; r++) {
+        char why[200];
+        int lnd;
+        int64_t ls[LT_MAX_DIMS], first;
+        if (!oracle(ms, m->ndim, r, nd, shape, p, &o)) fail_msg("%s: oracle refused", what);
+        if (oshard_diff(lt_to_local(dt, r), &o, why, sizeof why))
+            fail_msg("%s: rank %d: %s", what, r, why);
+        LT_CHECK(lt_ragged_local_shape(m, nd, shape, dt->placements, m->ndim, r, &lnd, ls, NULL,
+                                       &first));
+        if (lnd != o.nd || memcmp(ls, o.shp, sizeof(int64_t) * (size_t)lnd) ||
+            first != (o.n ? o.g[0] : -1))
+            fail_msg("%s: rank %d: lt_ragged_local_shape differs (first %lld, oracle %lld)",
+                     what, r, (long long)first, (long long)(o.n ? o.g[0] : -1));
+        t->ranks++;
+    }
+}
+
+/* x + x keeps x's layout, every shard twice x's; the sum of every element
+ * is the sum of the oval values (docs/SEMANTICS.md §11.10: elementwise ops
+ * and full reductions take a RaggedShard). */
+static void check_ops(const lt_dtensor *dt, const char *what) {
+    const lt_dtensor *in[2] = {dt, dt};
+    lt_dtensor *out[1] = {NULL};
+    lt_tensor *f = NULL;
+    LT_CHECK(lt_op(LT_OP_ADD, in, 2, NULL, NULL, out, 1, NULL));
+    if (!lt_placements_equal(out[0]->placements, dt->placements, lt_dtensor_mesh(dt)->ndim))
+        fail_msg("%s: add changed the placements", what);
+    LT_CHECK(lt_full_tensor(out[0], &f));
+    for (int64_t j = 0; j < lt_numel(f); j++)
+        if (lt_get_flat(f, j) != 2 * oval(j)) fail_msg("%s: add: element %lld", what, (long long)j);
+    lt_tensor_free(f);
+    lt_dtensor_free(out[0]);
+    LT_CHECK(lt_op(LT_OP_SUM, in, 1, NULL, NULL, out, 1, NULL));
+    LT_CHECK(lt_full_tensor(out[0], &f));
+    double want = 0;
+    for (int64_t j = 0; j < numel_of(dt); j++) want += oval(j);
+    if (f->ndim != 0 || lt_get_flat(f, 0) != want)
+        fail_msg("%s: sum is %g, want %g", what, lt_get_flat(f, 0), want);
+    lt_tensor_free(f);
+    lt_dtensor_free(out[0]);
+}
+
+/* One layout: refused exactly when the oracle refuses it, else every shard,
+ * both full tensors and from_local as the oracle says. */
+static void check_layout(const lt_mesh *m, const int *ms, int nd, const int64_t *shape,
+                         const opl *p, const lt_tensor *full, tally *t) {
+    static oshard o;
+    lt_placement pl[LT_MESH_MAX_DIMS];
+    char what[600];
+    ospell(p, m->ndim, ms, pl);
+    describe(m, pl, nd, shape, what, sizeof what);
+    int ok = osupported(p, m->ndim) && oracle(ms, m->ndim, 0, nd, shape, p, &o);
+    lt_dtensor *dt = NULL;
+    lt_status st = lt_distribute(m, full, pl, m->ndim, &dt);
+    if (!ok) {
+        if (st != LT_INVALID && st != LT_UNSUPPORTED)
+            fail_msg("%s: not refused (%s)", what, lt_status_name(st));
+        t->refused++;
+        return;
+    }
+    if (st) fail_msg("%s: %s", what, lt_errmsg());
+    check_shards(m, ms, dt, p, nd, shape, what, t);
+    lt_tensor *f = NULL;
+    LT_CHECK(lt_full_tensor(dt, &f));
+    if (full_diff(f, nd, shape)) fail_msg("%s: full_tensor differs", what);
+    lt_tensor_free(f);
+    LT_CHECK(lt_full_tensor_direct(dt, &f));
+    if (full_diff(f, nd, shape)) fail_msg("%s: full_tensor_direct differs", what);
+    lt_tensor_free(f);
+    check_from_local(m, dt, p, nd, shape, what, t);
+    if (t->layouts % 3 == 0) check_ops(dt, what);
+    lt_dtensor_free(dt);
+    t->layouts++;
+}
+
+/* Calls fn on every swept layout of (mesh mi, shape si) with one
+ * RaggedShard, taking one in `every` (by count). */
+typedef void (*layout_fn)(const lt_mesh *m, const int *ms, const sweep_shape *sh, const opl *p,
+                          void *ctx);
+static void each_layout(int mi, int si, int every, layout_fn fn, void *ctx) {
+    const sweep_mesh *M = &MESHES[mi];
+    const sweep_shape *S = &SHAPES[si];
+    lt_mesh m;
+    LT_CHECK(lt_mesh_init(&m, M->nd, M->shape, NULL));
+    int no = other_count(S->nd), nother = 1;
+    for (int i = 1; i < M->nd; i++) nother *= no;
+    long count = 0;
+    for (int q = 0; q < M->nd; q++)
+        for (int k = 1; k <= S->nd; k++)
+            for (int uj = 0; uj < ipow3(M->shape[q]); uj++)
+                for (int oj = 0; oj < nother; oj++) {
+                    opl p[3];
+                    memset(p, 0, sizeof p);
+                    if (!units_of(uj, M->shape[q], p[q].units) || count++ % every) continue;
+                    p[q].kind = 'G';
+                    p[q].d = k;
+                    for (int i = 0, x = oj; i < M->nd; i++)
+                        if (i != q) {
+                            other_of(x % no, &p[i]);
+                            x /= no;
+                        }
+                    fn(&m, M->shape, S, p, ctx);
+                }
+}
+
+typedef struct layout_ctx {
+    const lt_tensor *full;
+    tally *t;
+} layout_ctx;
+
+/* each_layout's visitor of the layout sweep. */
+static void layout_visit(const lt_mesh *m, const int *ms, const sweep_shape *sh, const opl *p,
+                         void *ctx) {
+    layout_ctx *c = ctx;
+    check_layout(m, ms, sh->nd, sh->s, p, c->full, c->t);
+}
+
+/* Every mesh, shape, k, units vector and other placements (sampled where
+ * there are many, all under a sanitizer's fewer): >= 10,000 layouts. */
+static void test_sweep_layouts(void **state) {
+    (void)state;
+    tally t = {0, 0, 0, 0};
+    for (int mi = 0; mi < NMESHES; mi++)
+        for (int si = 0; si < NSHAPES; si++) {
+            lt_tensor *full = ofull(SHAPES[si].nd, SHAPES[si].s);
+            layout_ctx c = {full, &t};
+            int every = MESHES[mi].nd == 1 ? 1 : MESHES[mi].nd == 2 ? 3 : 23;
+            every *= SANITIZED ? 8 : 1;
+            each_layout(mi, si, every, layout_visit, &c);
+            lt_tensor_free(full);
+        }
+    printf("ragged layouts: %ld checked against the oracle (%ld rank shards, %ld from_local), "
+           "%ld refused as the oracle refuses, 0 mismatches\n",
+           t.layouts, t.ranks, t.from_local, t.refused);
+    if (!SANITIZED && t.layouts < 10000) fail_msg("only %ld layouts", t.layouts);
+}
+
+/* ---- redistribute ------------------------------------------------------------- */
+
+#define POOL 24
+
+typedef struct pool {
+    int n, seen;
+    opl p[POOL][3];
+} pool;
+
+/* each_layout's visitor that collects supported layouts into a pool. */
+static void pool_visit(const lt_mesh *m, const int *ms, const sweep_shape *sh, const opl *p,
+                       void *ctx) {
+    static oshard o;
+    pool *pl = ctx;
+    if (pl->n == POOL || !osupported(p, m->ndim) || !oracle(ms, m->ndim, 0, sh->nd, sh->s, p, &o))
+        return;
+    memcpy(pl->p[pl->n++], p, sizeof(opl) * 3);
+}
+
+/* Elements rank r's destination shard holds that its source shard does not. */
+static int64_t missing(const oshard *src, const oshard *dst) {
+    static unsigned char have[OR_MAX];
+    int64_t n = 0;
+    memset(have, 0, sizeof have);
+    for (int64_t j = 0; j < src->n; j++) have[src->g[j]] = 1;
+    for (int64_t j = 0; j < dst->n; j++) n += !have[dst->g[j]];
+    return n;
+}
+
+/* 1 when one of p[np] is of kind k. */
+static int has_kind(const opl *p, int np, char k) {
+    for (int i = 0; i < np; i++)
+        if (p[i].kind == k) return 1;
+    return 0;
+}
+
+/* The exchange's bytes in comm's trace since `since`: each rank receives
+ * exactly the elements of its destination shard its source lacks. */
+static void check_bytes(lt_comm *comm, size_t since, const int *ms, const lt_mesh *m,
+                        const sweep_shape *sh, const opl *a, const opl *b, const char *what) {
+    static oshard os, od;
+    lt_trace *tr = lt_comm_trace(comm);
+    lt_trace_event ev;
+    int found = 0;
+    for (size_t e = since; e < lt_trace_count(tr); e++) {
+        LT_CHECK(lt_trace_get(tr, e, &ev));
+        if (ev.coll == LT_COLL_ALL_TO_ALL && ev.mesh_dim == -1) found = 1;
+        if (found) break;
+    }
+    if (!found) fail_msg("%s: no whole-mesh exchange in the trace", what);
+    for (int r = 0; r < m->world; r++) {
+        oracle(ms, m->ndim, r, sh->nd, sh->s, a, &os);
+        oracle(ms, m->ndim, r, sh->nd, sh->s, b, &od);
+        if (ev.recv[r] != (size_t)missing(&os, &od) * sizeof(double))
+            fail_msg("%s: rank %d received %zu bytes, oracle %lld", what, r, ev.recv[r],
+                     (long long)missing(&os, &od) * 8);
+    }
+}
+
+/* Source a to destination b on mesh m: the result's shards against the
+ * oracle (a Partial destination: its full tensor only). */
+static void check_redist(const lt_mesh *m, const int *ms, const sweep_shape *sh, const opl *a,
+                         const opl *b, const lt_tensor *full, lt_comm *comm) {
+    static oshard o;
+    lt_placement pa[3], pb[3];
+    char what[1200], w2[600];
+    ospell(a, m->ndim, ms, pa);
+    ospell(b, m->ndim, ms, pb);
+    describe(m, pa, sh->nd, sh->s, what, sizeof what);
+    describe(m, pb, sh->nd, sh->s, w2, sizeof w2);
+    strncat(what, " -> ", sizeof what - strlen(what) - 1);
+    strncat(what, w2, sizeof what - strlen(what) - 1);
+    lt_dtensor *src = NULL, *dst = NULL;
+    LT_CHECK(lt_distribute(m, full, pa, m->ndim, &src));
+    lt_redistribute_opts opts;
+    memset(&opts, 0, sizeof opts);
+    opts.comm = comm;
+    size_t since = lt_trace_count(lt_comm_trace(comm));
+    if (lt_redistribute(src, pb, m->ndim, &opts, &dst, NULL)) fail_msg("%s: %s", what, lt_errmsg());
+    for (int r = 0; !has_kind(b, m->ndim, 'P') && r < m->world; r++) {
+        char why[200];
+        oracle(ms, m->ndim, r, sh->nd, sh->s, b, &o);
+        if (oshard_diff(lt_to_local(dst, r), &o, why, sizeof why))
+            fail_msg("%s: rank %d: %s", what, r, why);
+    }
+    if (!has_kind(a, m->ndim, 'P') && !has_kind(b, m->ndim, 'P'))
+        check_bytes(comm, since, ms, m, sh, a, b, what);
+    lt_tensor *f = NULL;
+    LT_CHECK(lt_full_tensor(dst, &f));
+    if (full_diff(f, sh->nd, sh->s)) fail_msg("%s: full tensor differs", what);
+    lt_tensor_free(f);
+    lt_dtensor_free(src);
+    lt_dtensor_free(dst);
+}
+
+/* Non-ragged layouts of the pool: the other placements on every mesh dim. */
+static void pool_plain(const sweep_mesh *M, const sweep_shape *S, pool *pl) {
+    int no = other_count(S->nd), total = 1;
+    for (int i = 0; i < M->nd; i++) total *= no;
+    for (int j = 0; j < total && pl->n < POOL; j += 1 + total / 6) {
+        opl p[3];
+        for (int i = 0, x = j; i < M->nd; i++, x /= no) other_of(x % no, &p[i]);
+        memcpy(pl->p[pl->n++], p, sizeof p);
+    }
+}
+
+/* Pairs of swept layouts (one side ragged at least) on every mesh and
+ * shape: >= 10,000 redistributes against the oracle. */
+static void test_sweep_redistribute(void **state) {
+    (void)state;
+    long count = 0, both = 0;
+    for (int mi = 0; mi < NMESHES; mi++) {
+        lt_mesh m;
+        lt_comm *comm;
+        LT_CHECK(lt_mesh_init(&m, MESHES[mi].nd, MESHES[mi].shape, NULL));
+        LT_CHECK(lt_comm_new(&m, &comm));
+        lt_trace_enable(lt_comm_trace(comm), 1);
+        for (int si = 0; si < NSHAPES; si++) {
+            static pool pl;
+            memset(&pl, 0, sizeof pl);
+            pool_plain(&MESHES[mi], &SHAPES[si], &pl);
+            each_layout(mi, si, MESHES[mi].nd == 1 ? 1 : 7, pool_visit, &pl);
+            lt_tensor *full = ofull(SHAPES[si].nd, SHAPES[si].s);
+            for (int i = 0; i < pl.n; i++)
+                for (int j = 0; j < pl.n; j += SANITIZED ? 5 : 1) {
+                    if (!has_kind(pl.p[i], m.ndim, 'G') && !has_kind(pl.p[j], m.ndim, 'G'))
+                        continue;
+                    check_redist(&m, MESHES[mi].shape, &SHAPES[si], pl.p[i], pl.p[j], full, comm);
+                    count++;
+                    both += has_kind(pl.p[i], m.ndim, 'G') && has_kind(pl.p[j], m.ndim, 'G');
+                }
+            lt_trace_clear(lt_comm_trace(comm));
+            lt_tensor_free(full);
+        }
+        lt_comm_free(comm);
+    }
+    printf("ragged redistributes: %ld checked against the oracle (%ld RaggedShard to "
+           "RaggedShard), 0 mismatches\n", count, both);
+    if (!SANITIZED && count < 10000) fail_msg("only %ld redistributes", count);
+}
+
+/* ---- spellings, checks and the worked examples -------------------------------------- */
+
+static void test_spellings(void **state) {
+    (void)state;
+    static const char *const same[] = {
+        "RS(dims=(0,1), units=(2,3,0,5))", "RS((0,1),(2,3,0,5))",
+        "RaggedShard(dims=(0, 1), local_units=(2, 3, 0, 5))", "RS(dims=[0,1], units=[2,3,0,5])",
+        "RS(units=(2,3,0,5), dims=(0,1,))"};
+    lt_placement a, b;
+    char txt[128];
+    LT_CHECK(lt_placement_parse(same[0], &a));
+    for (int i = 1; i < 5; i++) {
+        LT_CHECK(lt_placement_parse(same[i], &b));
+        if (!lt_placement_equal(&a, &b)) fail_msg("'%s' differs from '%s'", same[i], same[0]);
+    }
+    lt_placement_format(&a, txt, sizeof txt);
+    assert_string_equal(txt, "RS(dims=(0,1),units=(2,3,0,5))");
+    LT_CHECK(lt_placement_parse(txt, &b));
+    assert_true(lt_placement_equal(&a, &b));
+    LT_CHECK(lt_placement_parse("RS((0,),(1,2,1,1))", &b));
+    lt_placement_format(&b, txt, sizeof txt);
+    assert_string_equal(txt, "RS(dims=(0,),units=(1,2,1,1))");
+    assert_false(lt_placement_equal(&a, &b));
+    int64_t u[] = {2, 3, 0, 5};
+    LT_CHECK(lt_ragged(2, u, 4, &b));
+    assert_true(lt_placement_equal(&a, &b));
+    lt_placement l[3];
+    int n;
+    LT_CHECK(lt_placements_parse("[RS((0,),(1,2)), S(1)]", l, 3, &n));
+    assert_int_equal(n, 2);
+    assert_int_equal(l[0].kind, LT_PL_RAGGED);
+    assert_int_equal(l[1].kind, LT_PL_SHARD);
+}
+
+/* text must be refused with a message containing want. */
+static void refused_parse(const char *text, const char *want) {
+    lt_placement p;
+    LT_EXPECT_STATUS(lt_placement_parse(text, &p), LT_INVALID);
+    if (!strstr(lt_errmsg(), want)) fail_msg("'%s': message '%s' lacks '%s'", text, lt_errmsg(),
+                                             want);
+}
+
+static void test_bad_spellings(void **state) {
+    (void)state;
+    refused_parse("RS(dims=(1,), units=(1,1))", "dims must be the prefix");
+    refused_parse("RS(dims=(0,), units=(1,-1))", "list value -1 is negative");
+    refused_parse("RS(dims=(0,), units=(0,0))", "positive sum");
+    refused_parse("RS(dims=(0,))", "needs dims and units");
+    refused_parse("RS(dims=(), units=(1,))", "non-empty prefix");
+    refused_parse("RS(dims=(0,), unit=(1,))", "unknown argument 'unit'");
+    refused_parse("RS(0, (1,2))", "dims must be a tuple");
+    /* at most 64 units: a bigger mesh dim is refused by name */
+    int64_t u[65];
+    lt_placement p;
+    for (int c = 0; c < 65; c++) u[c] = 1;
+    LT_EXPECT_STATUS(lt_ragged(1, u, 65, &p), LT_INVALID);
+    if (!strstr(lt_errmsg(), "65 local_units; 1..64 are supported")) fail_msg("%s", lt_errmsg());
+    LT_CHECK(lt_ragged(1, u, 64, &p));
+}
+
+/* placements pls for an nd-d tensor on mesh ms must be refused with st
+ * and a message containing want (checked through distribute). */
+static void refused_layout(const char *ms, const char *pls, int nd, const int64_t *shape,
+                           lt_status st, const char *want) {
+    lt_mesh m;
+    lt_placement pl[3];
+    int np;
+    lt_dtensor *dt = NULL;
+    lt_tensor *full = ofull(nd, shape);
+    LT_CHECK(lt_mesh_parse(ms, &m));
+    LT_CHECK(lt_placements_parse(pls, pl, 3, &np));
+    LT_EXPECT_STATUS(lt_distribute(&m, full, pl, np, &dt), st);
+    if (!strstr(lt_errmsg(), want)) fail_msg("%s: message '%s' lacks '%s'", pls, lt_errmsg(), want);
+    lt_tensor_free(full);
+}
+
+static void test_refusals(void **state) {
+    (void)state;
+    int64_t s2[] = {10, 3}, s9[] = {9, 3}, s1[] = {8};
+    refused_layout("4", "RS((0,),(1,2,1))", 2, s2, LT_INVALID,
+                   "has 3 local_units but the mesh dim has 4 ranks");
+    refused_layout("4", "RS((0,1,2),(1,2,1,1))", 2, s2, LT_INVALID, "flattens 3 leading dims");
+    refused_layout("4", "RS((0,),(1,2,1,1))", 2, s9, LT_INVALID,
+                   "the 9 rows of dims 0..0 of shape (9, 3) are not a multiple of the "
+                   "local_units' sum 5");
+    refused_layout("2x2", "RS((0,),(1,1)), RS((0,),(1,1))", 1, s1, LT_UNSUPPORTED,
+                   "not supported yet: RaggedShard on two mesh dims");
+    refused_layout("2x2", "S(0), RS((0,),(1,1))", 1, s1, LT_UNSUPPORTED, "not supported yet");
+    refused_layout("2x2", "RS((0,1),(1,1)), S(1)", 2, s2, LT_UNSUPPORTED, "not supported yet");
+    /* from_local: 4 rows over units (1,3) are 1 + 3, not the 2 + 2 given */
+    lt_mesh m;
+    lt_tensor *sh[2];
+    lt_placement rs;
+    lt_dtensor *dt = NULL;
+    int64_t two[] = {2};
+    LT_CHECK(lt_mesh_parse("2", &m));
+    LT_CHECK(lt_placement_parse("RS((0,),(1,3))", &rs));
+    for (int r = 0; r < 2; r++) LT_CHECK(lt_tensor_new(LT_F32, 1, two, &sh[r]));
+    LT_EXPECT_STATUS(lt_from_local(&m, sh, &rs, 1, 0, &dt), LT_SHAPE);
+    if (!strstr(lt_errmsg(), "from_local: rank 0 holds a shard of shape (2) but its RaggedShard "
+                             "(mesh dim 0, 4 rows, units summing to 4) gives (1)"))
+        fail_msg("from_local: %s", lt_errmsg());
+    for (int r = 0; r < 2; r++) lt_tensor_free(sh[r]);
+}
+
+/* Rank r of dt holds shape (a, b) (b < 0: 1-d) with values first.. in order. */
+static void expect_rows(const lt_dtensor *dt, int r, int64_t a, int64_t b, double first) {
+    const lt_tensor *t = lt_to_local(dt, r);
+    int nd = b < 0 ? 1 : 2;
+    int64_t shape[2] = {a, b}, n = b < 0 ? a : a * b;
+    double v[64];
+    for (int64_t j = 0; j < n; j++) v[j] = first + (double)j;
+    char what[32];
+    snprintf(what, sizeof what, "rank %d", r);
+    lt_test_expect_values(t, nd, shape, v, what);
+}
+
+/* A new f32 arange tensor of shape[nd] distributed with pls on mesh ms. */
+static lt_dtensor *arange_dt(const char *ms, const char *pls, int nd, const int64_t *shape,
+                             lt_mesh *m) {
+    lt_tensor *full;
+    LT_CHECK(lt_mesh_parse(ms, m));
+    LT_CHECK(lt_tensor_new(LT_F32, nd, shape, &full));
+    LT_CHECK(lt_arange_fill(full));
+    lt_dtensor *dt = lt_test_distribute(m, full, pls);
+    lt_tensor_free(full);
+    return dt;
+}
+
+/* docs/SEMANTICS.md §11.10's examples, by hand. */
+static void test_docs_examples(void **state) {
+    (void)state;
+    lt_mesh m;
+    int64_t s[] = {10, 3}, z[] = {5, 2}, k2[] = {2, 3, 2}, e[] = {8};
+    lt_dtensor *dt = arange_dt("4", "RS(dims=(0,), units=(1,2,1,1))", 2, s, &m);
+    expect_rows(dt, 0, 2, 3, 0);    /* rows 0-1 */
+    expect_rows(dt, 1, 4, 3, 6);    /* rows 2-5 */
+    expect_rows(dt, 2, 2, 3, 18);   /* rows 6-7 */
+    expect_rows(dt, 3, 2, 3, 24);   /* rows 8-9 */
+    int64_t off[2], first;
+    LT_CHECK(lt_ragged_local_shape(&m, 2, s, dt->placements, 1, 1, NULL, NULL, off, &first));
+    assert_int_equal(off[0], 2);
+    assert_int_equal(first, 6);
+    lt_dtensor_free(dt);
+    dt = arange_dt("3", "RS((0,),(2,0,3))", 2, z, &m);   /* a zero unit: an empty shard */
+    expect_rows(dt, 0, 2, 2, 0);
+    expect_rows(dt, 1, 0, 2, 0);
+    expect_rows(dt, 2, 3, 2, 4);
+    LT_CHECK(lt_ragged_local_shape(&m, 2, z, dt->placements, 1, 1, NULL, NULL, off, &first));
+    assert_int_equal(off[0], 5);
+    assert_int_equal(first, -1);
+    lt_dtensor_free(dt);
+    dt = arange_dt("2", "RS((0,1),(1,2))", 3, k2, &m);   /* k = 2: 6 rows of 2 */
+    expect_rows(dt, 0, 2, 2, 0);
+    expect_rows(dt, 1, 4, 2, 4);
+    lt_tensor *f;
+    LT_CHECK(lt_full_tensor(dt, &f));
+    assert_int_equal(f->ndim, 3);
+    assert_int_equal(f->shape[1], 3);
+    lt_tensor_free(f);
+    lt_dtensor_free(dt);
+    dt = arange_dt("2x2", "RS((0,),(1,3)), S(0)", 1, e, &m);   /* then Shard(0) of each run */
+    expect_rows(dt, 0, 1, -1, 0);
+    expect_rows(dt, 1, 1, -1, 1);
+    expect_rows(dt, 2, 3, -1, 2);
+    expect_rows(dt, 3, 3, -1, 5);
+    lt_dtensor_free(dt);
+}
+
+/* What does not take a RaggedShard yet says so. */
+static void test_not_yet(void **state) {
+    (void)state;
+    lt_mesh m;
+    int64_t s[] = {4, 2};
+    lt_dtensor *dt = arange_dt("2", "RS((0,),(1,1))", 2, s, &m), *out[1] = {NULL};
+    lt_dtensor *o = arange_dt("2", "RS((0,),(1,3))", 2, s, &m);
+    const lt_dtensor *in[2] = {dt, o};
+    LT_EXPECT_STATUS(lt_op(LT_OP_ADD, in, 2, NULL, NULL, out, 1, NULL), LT_UNSUPPORTED);
+    if (!strstr(lt_errmsg(), "not supported yet: RaggedShard in add with inputs 0 and 1"))
+        fail_msg("add: %s", lt_errmsg());
+    lt_op_args a;
+    memset(&a, 0, sizeof a);
+    a.dim = 0;
+    a.dim2 = 1;
+    LT_EXPECT_STATUS(lt_op(LT_OP_TRANSPOSE, in, 1, &a, NULL, out, 1, NULL), LT_UNSUPPORTED);
+    if (!strstr(lt_errmsg(), "not supported yet: RaggedShard in transpose"))
+        fail_msg("transpose: %s", lt_errmsg());
+    a.ndims = 1;
+    LT_EXPECT_STATUS(lt_op(LT_OP_SUM, in, 1, &a, NULL, out, 1, NULL), LT_UNSUPPORTED);
+    LT_EXPECT_STATUS(lt_op_propagate(LT_OP_NEG, (const lt_spec *const[]){&dt->spec}, 1, NULL,
+                                     &(lt_op_plan *){NULL}), LT_UNSUPPORTED);
+    lt_dtensor_free(o);
+    lt_placement src, dst = lt_replicate();
+    LT_CHECK(lt_placement_parse("RS((0,),(1,1))", &src));
+    lt_plan *plan = NULL;
+    if (lt_plan_redistribute(&m, LT_F32, 2, s, &src, &dst, 1, NULL, &plan) == LT_OK)
+        fail_msg("the planner took a RaggedShard");
+    if (!strstr(lt_errmsg(), "not supported yet")) fail_msg("planner: %s", lt_errmsg());
+    lt_dtensor *c = NULL;
+    LT_CHECK(lt_dtensor_clone(dt, &c));
+    assert_int_equal(lt_to_local(c, 1)->shape[0], 2);
+    lt_dtensor_free(c);
+    lt_dtensor_free(dt);
+}
+
+int main(void) {
+    lt_test_backend_from_env();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spellings),     cmocka_unit_test(test_bad_spellings),
+        cmocka_unit_test(test_refusals),      cmocka_unit_test(test_docs_examples),
+        cmocka_unit_test(test_not_yet),       cmocka_unit_test(test_sweep_layouts),
+        cmocka_unit_test(test_sweep_redistribute),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
