@@ -233,25 +233,6 @@ const char *lt_error_lead(const lt_error *e, int *is_while) {
     return e->position.line > 0 ? "" : e->subject;
 }
 
-int lt__mul_i64(int64_t a, int64_t b, int64_t *out) {
-    if (a < 0 || b < 0) return 1;
-    if (a != 0 && b > INT64_MAX / a) return 1;
-    *out = a * b;
-    return 0;
-}
-
-int lt__add_i64(int64_t a, int64_t b, int64_t *out) {
-    if (a < 0 || b < 0) return 1;
-    if (a > INT64_MAX - b) return 1;
-    *out = a + b;
-    return 0;
-}
-
-int64_t lt__mul_sat(int64_t a, int64_t b) {
-    int64_t r;
-    return lt__mul_i64(a, b, &r) ? INT64_MAX : r;
-}
-
 int64_t lt__numel_sat(int ndim, const int64_t *shape) {
     for (int i = 0; i < ndim; i++)
         if (shape[i] == 0) return 0;

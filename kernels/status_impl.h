@@ -95,12 +95,27 @@ void lt__err_clear(void);
 lt_status lt__err_restore(lt_status st, const char *msg, const lt_error *info);
 
 /* Overflow-checked size arithmetic: return 0 and store the result, or return 1
- * (result untouched) when it does not fit or an operand is negative. */
-int lt__mul_i64(int64_t a, int64_t b, int64_t *out);
-int lt__add_i64(int64_t a, int64_t b, int64_t *out);
+ * (result untouched) when it does not fit or an operand is negative. Inline
+ * (the compiler's overflow builtins, no division): the planner calls them
+ * in its innermost loops. */
+static inline int lt__mul_i64(int64_t a, int64_t b, int64_t *out) {
+    int64_t r;
+    if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r)) return 1;
+    *out = r;
+    return 0;
+}
+static inline int lt__add_i64(int64_t a, int64_t b, int64_t *out) {
+    int64_t r;
+    if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &r)) return 1;
+    *out = r;
+    return 0;
+}
 /* a * b for sizes (a, b >= 0), INT64_MAX when it does not fit: a count past
  * 64 bits then fails the checked allocation it feeds, never wraps. */
-int64_t lt__mul_sat(int64_t a, int64_t b);
+static inline int64_t lt__mul_sat(int64_t a, int64_t b) {
+    int64_t r;
+    return lt__mul_i64(a, b, &r) ? INT64_MAX : r;
+}
 /* Elements of shape[ndim] (sizes >= 0): 0 when any size is 0, whatever the
  * others (a huge dim beside an empty one multiplies to 0, not past 64 bits),
  * else their product saturated at INT64_MAX. */
