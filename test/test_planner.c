@@ -678,7 +678,7 @@ static void test_moves_all_cases(void **state) {
     pc.objective = LT_OBJECTIVE_TIME;
     pc.moves = LT_MOVES_ALL;
     LT_CHECK(lt_topology_preset("uniform", 2, &pc.topo));
-    const int64_t s44[] = {4, 4}, s8[] = {8};
+    const int64_t s44[] = {4, 4};
     lt_plan *p = run_cost_checked(&pc, &m, 2, s44, "S(0),S(1)", "S(1),S(0)");
     assert_int_equal(p->nsteps, 1);
     assert_int_equal(p->steps[0].coll, LT_COLL_PERMUTE);
@@ -702,14 +702,51 @@ static void test_moves_all_cases(void **state) {
     p = run_cost_checked(&pc, &m, 2, s44, "S(0),S(1)", "S(1),S(0)");
     assert_true(p->total_bytes >= 64 && p->nsteps >= 2);
     lt_plan_free(p);
-    /* [S(0), S(0)] -> [R, R] of 8: each rank holds 2 elements (8 B) and
-     * lacks 6. By bytes, one all_gather over the four ranks: 3 x 8 = 24 B
-     * each, 96 B (two all_gathers, dp then tp, also move 8 + 16 B per rank:
-     * the fewer steps win), 3 rounds + 24 B = 15,000,960 ps. By time, two
-     * rounds beat three: 1 round + 8 B, then 1 round + 16 B, 10,000,960 ps */
+}
+
+/* 2x2x2, (2, 2, 2) f32: [S(0), S(1), S(2)] gives rank (a, b, c) element
+ * (a, b, c), [S(2), S(1), S(0)] wants (c, b, a): the ranks with a != c, 1 =
+ * (0, 0, 1) <-> 4 = (1, 0, 0) and 3 <-> 6, swap one element (4 B): one
+ * permute over the 8 ranks, 16 B; without it each of those elements
+ * crosses two mesh dims: at least 32 B. */
+static void test_moves_all_permute_3d(void **state) {
+    (void)state;
+    lt_mesh m3 = mk_mesh("2x2x2");
+    const int64_t s222[] = {2, 2, 2};
+    lt_plan_cost pc;
+    memset(&pc, 0, sizeof pc);
+    pc.objective = LT_OBJECTIVE_TIME;
+    pc.moves = LT_MOVES_ALL;
+    LT_CHECK(lt_topology_preset("uniform", 3, &pc.topo));
+    lt_plan *p = run_cost_checked(&pc, &m3, 3, s222, "S(0),S(1),S(2)", "S(2),S(1),S(0)");
+    assert_int_equal(p->nsteps, 1);
+    assert_int_equal(p->steps[0].coll, LT_COLL_PERMUTE);
+    assert_int_equal(p->steps[0].mesh_span, 3);
+    assert_int_equal(p->total_bytes, 16);
+    assert_int_equal(p->steps[0].bytes_per_rank, 4);
+    lt_plan_free(p);
+    pc.moves = LT_MOVES_COLLECTIVES;
+    p = run_cost_checked(&pc, &m3, 3, s222, "S(0),S(1),S(2)", "S(2),S(1),S(0)");
+    assert_true(p->total_bytes >= 32);
+    lt_plan_free(p);
+}
+
+/* [S(0), S(0)] -> [R, R] of 8 f32 on 2x2 (uniform, as test_moves_all_cases):
+ * each rank holds 2 elements (8 B) and lacks 6. By bytes, one all_gather
+ * over the four ranks: 3 x 8 = 24 B each, 96 B (two all_gathers, dp then
+ * tp, also move 8 + 16 B per rank: the fewer steps win), 3 rounds + 24 B =
+ * 15,000,960 ps. By time, two rounds beat three: 1 round + 8 B, then 1
+ * round + 16 B, 10,000,960 ps. */
+static void test_moves_all_gather(void **state) {
+    (void)state;
+    lt_mesh m = mk_mesh("2x2");
+    lt_plan_cost pc;
+    memset(&pc, 0, sizeof pc);
+    LT_CHECK(lt_topology_preset("uniform", 2, &pc.topo));
+    const int64_t s8[] = {8};
     pc.moves = LT_MOVES_ALL;
     pc.objective = LT_OBJECTIVE_BYTES;
-    p = run_cost_checked(&pc, &m, 1, s8, "S(0),S(0)", "R,R");
+    lt_plan *p = run_cost_checked(&pc, &m, 1, s8, "S(0),S(0)", "R,R");
     assert_int_equal(p->nsteps, 1);
     assert_int_equal(p->steps[0].coll, LT_COLL_ALL_GATHER);
     assert_int_equal(p->steps[0].mesh_span, 2);
@@ -958,6 +995,8 @@ int main(void) {
         cmocka_unit_test(test_algorithms_equal_brute_force),
         cmocka_unit_test(test_moves_all_equal_brute_force),
         cmocka_unit_test(test_moves_all_cases),
+        cmocka_unit_test(test_moves_all_permute_3d),
+        cmocka_unit_test(test_moves_all_gather),
         cmocka_unit_test(test_moves_all_runs),
         cmocka_unit_test(test_moves_all_out_of_memory),
     };

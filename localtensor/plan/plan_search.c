@@ -65,6 +65,8 @@ static uint64_t sat_mul(uint64_t a, uint64_t b) {
     return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
 }
 
+#define MIN_U64(a, b) ((a) < (b) ? (a) : (b))
+
 /* Ranks times sub-mesh ranks the bound of one state counts at most. */
 #define LT__COVER_MAX 256
 
@@ -216,23 +218,84 @@ static uint64_t time_alpha(lt__mc *c, const lt__list *rk, const signed char *pop
     return best;
 }
 
-/* The latency part of the time bound under --moves all (time_alpha assumes
- * groups of one mesh dim): a state some rank of which lacks anything (the
- * c->lacks of lack_bytes), or that keeps a Partial the destination does
- * not, is at least one collective away, and every collective waits at
- * least one round of the fastest active mesh dim's latency (a flattened
- * group's is its slowest dim's, lt__time_ps_group). */
-static uint64_t time_alpha_all(const lt__mc *c, const signed char *pop) {
-    int need = 0;
+/* The least latency of one step over the flattened group of mesh dims i ..
+ * i + sp - 1 (sp >= 2) by all_gather or all_to_all (red 0), reduce_scatter
+ * or all_reduce (red 1), or any of them (red 2). */
+static uint64_t flat_alpha(const lt__mc *c, int i, int sp, int red) {
+    static const lt_coll k[4] = {LT_COLL_ALL_GATHER, LT_COLL_ALL_TO_ALL, LT_COLL_REDUCE_SCATTER,
+                                 LT_COLL_ALL_REDUCE};
     uint64_t best = UINT64_MAX;
-    for (int r = 0; r < c->g.W; r++) need |= c->lacks[r];
-    for (int i = 0; i < c->g.M; i++) {
-        if (c->g.mesh->shape[i] == 1 || c->frozen[i]) continue;
-        int keeps = c->dst[i].kind == LT_PL_PARTIAL && pop[i] == (int)c->dst[i].op;
-        need |= pop[i] >= 0 && !keeps;
-        if (c->topo.alpha_ps[i] < best) best = c->topo.alpha_ps[i];
+    for (int q = red == 1 ? 2 : 0; q < (red == 0 ? 2 : 4); q++) {
+        uint64_t t = lt__time_ps_group(&c->topo, c->g.mesh, i, sp, k[q], 0, 0);
+        if (t < best) best = t;
     }
-    return need && best != UINT64_MAX ? best : 0;
+    return best;
+}
+
+/* 1 when mesh dims i .. i + sp - 1 are a group of --moves all's steps
+ * (each of size > 1, none frozen; sp 1: mesh dim i's). */
+static int flat_ok(const lt__mc *c, int i, int sp) {
+    for (int j = i; j < i + sp; j++)
+        if (j >= c->g.M || c->g.mesh->shape[j] == 1 || c->frozen[j]) return 0;
+    return 1;
+}
+
+/* Rank r's latency bound under --moves all when it needs a collective
+ * other than permute (permute_covers is 0; want: its block's elements),
+ * given the least latency of any step (any) and of a step other than a
+ * permute (np): one step whose group (one mesh dim, or flattened dims) may
+ * hold all it needs, else at least two steps, one not a permute. */
+static uint64_t rank_alpha_all(lt__mc *c, const lt__list *rk, int r, uint64_t want, uint64_t any,
+                               uint64_t np) {
+    uint64_t best = any > UINT64_MAX - np ? UINT64_MAX : any + np;
+    int cap = LT__COVER_MAX / c->g.W;
+    for (int i = 0; i < c->g.M; i++)
+        for (int sp = 1; flat_ok(c, i, sp); sp++) {   /* mesh dim i, then runs from it */
+            uint64_t t = sp == 1 ? sat_mul(min_rounds(c, i, 1), c->topo.alpha_ps[i])
+                                 : flat_alpha(c, i, sp, 2);
+            if (t >= best) continue;
+            unsigned mask = ((1u << sp) - 1) << i;
+            if (lt__group_size(c->g.mesh, i, sp) > cap || sub_cover(c, rk, r, mask) >= want)
+                best = t;
+        }
+    return best;
+}
+
+/* The latency part of the time bound under --moves all (time_alpha assumes
+ * groups of one mesh dim; here one step may cross several). Permutes,
+ * local work and reductions leave every rank a part of one rank's block:
+ * a rank that no single rank's block covers needs a step of another kind
+ * (rank_alpha_all); a rank that lacks anything needs one step at least;
+ * a Partial the destination does not keep, a reduction. The largest of
+ * these over the ranks. */
+static uint64_t time_alpha_all(lt__mc *c, const lt__list *rk, const signed char *pop) {
+    const lt__geo *g = &c->g;
+    uint64_t any = UINT64_MAX, np = UINT64_MAX, red = UINT64_MAX, bound = 0;
+    int need_red = 0;
+    for (int i = 0; i < g->M; i++) {
+        if (g->mesh->shape[i] == 1 || c->frozen[i]) continue;
+        int keeps = c->dst[i].kind == LT_PL_PARTIAL && pop[i] == (int)c->dst[i].op;
+        need_red |= pop[i] >= 0 && !keeps;
+        uint64_t a = c->topo.alpha_ps[i];
+        any = MIN_U64(any, sat_mul(min_rounds(c, i, 0), a));
+        np = MIN_U64(np, sat_mul(min_rounds(c, i, 1), a));
+        red = MIN_U64(red, sat_mul(min_rounds(c, i, 2), a));
+        for (int sp = 2; flat_ok(c, i, sp); sp++) {
+            np = MIN_U64(np, flat_alpha(c, i, sp, 2));
+            red = MIN_U64(red, flat_alpha(c, i, sp, 1));
+        }
+    }
+    if (any == UINT64_MAX) return 0;
+    if (need_red) bound = red;
+    for (int r = 0; r < g->W; r++) {
+        const lt__list *y = c->dlay + g->off[g->M] + (size_t)r * (size_t)g->ndim;
+        uint64_t want = (uint64_t)lt__block_numel(y, g->ndim);
+        if (!want || !c->lacks[r]) continue;   /* lack_bytes ran just before */
+        uint64_t br =
+            permute_covers(c, rk, r, want) ? any : rank_alpha_all(c, rk, r, want, any, np);
+        if (br > bound) bound = br;
+    }
+    return bound;
 }
 
 /* The objective's lower bound of a state whose ranks hold rk with Partial
@@ -254,7 +317,8 @@ static void lower_bound(lt__mc *c, const lt__list *rk, const signed char *pop, u
         for (int i = 0; i < c->g.M; i++)
             if (c->g.mesh->shape[i] > 1 && c->topo.beta_bpus[i] > best.beta_bpus[0])
                 best.beta_bpus[0] = c->topo.beta_bpus[i];
-        uint64_t a = c->moves == LT_MOVES_ALL ? time_alpha_all(c, pop) : time_alpha(c, rk, pop);
+        uint64_t a =
+            c->moves == LT_MOVES_ALL ? time_alpha_all(c, rk, pop) : time_alpha(c, rk, pop);
         uint64_t b = lt__time_ps(&best, 0, LT_COLL_BARRIER, 1, most, 0);   /* no rounds */
         *h = a > UINT64_MAX - b ? UINT64_MAX : a + b;
     }
