@@ -18,7 +18,7 @@
 
 /* The version `localtensor --version` prints; tools/localtensor.pc.in
  * carries the same number (test_cli checks that they agree). */
-#define LT_CLI_VERSION "0.1.0"
+#define LT_CLI_VERSION "0.2.0"
 
 /* XX(name, function, one-line summary) */
 #define LT_CLI_COMMANDS(XX)                                                              \
