@@ -279,9 +279,7 @@ lt_status lt_dtensor_new(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64
     lt_spec spec;
     *out = NULL;
     if (lt_placements_have_ragged(pl, np))
-        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
-                            "not supported yet: RaggedShard in lt_dtensor_new (initialise the "
-                            "full tensor and lt_distribute it)");
+        return lt__ragged_dtensor_new(mesh, dt, ndim, shape, pl, np, init, out);
     LT_TRY(check_spec(mesh, dt, ndim, shape, pl, np, &spec));
     return build(&spec, fill_from_init, init, out);
 }

@@ -567,11 +567,12 @@ static lt_status ragged_check(const lt_mesh *mesh, int ndim, const lt_placement 
         if (!lt_placement_is_shard_like(&pl[j])) continue;
         int d = pl[j].dim < 0 ? pl[j].dim + ndim : pl[j].dim;
         if (d < 0 || d >= p->dim) continue;   /* out of range: the caller's loop says so */
-        if (p->dim > 1 || j < i)
+        if (p->dim > 1 || (j < i && pl[j].kind != LT_PL_SHARD))
             return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
                                 "not supported yet: RaggedShard on mesh dim %d with a Shard of "
-                                "its flattened dim %d on mesh dim %d (only a Shard(0) after a "
-                                "RaggedShard of dims=(0,) composes)", i, d, j);
+                                "its flattened dim %d on mesh dim %d (only a RaggedShard of "
+                                "dims=(0,) composes: with a Shard(0) before it, a Shard(0) or "
+                                "_StridedShard(0) after it)", i, d, j);
     }
     return LT_OK;
 }

@@ -1,6 +1,6 @@
 /* localtensor/ragged.c — RaggedShard's view (localtensor/ragged.h) and the
- * DTensor entry points that take it: distribute, from_local, the direct
- * full_tensor and clone, each done on the view by the ordinary code and
+ * DTensor entry points that take it: distribute, dtensor_new, from_local,
+ * the direct full_tensor and clone, each done on the view by the ordinary code and
  * relabelled with the tensor's shape and placements (docs/SEMANTICS.md
  * §11.10). Redistribute (and so lt_full_tensor, a redistribute to Replicate)
  * is localtensor/ragged_redist.c, ops localtensor/ragged_ops.c. */
@@ -35,7 +35,8 @@ static void plain_view(int ndim, const int64_t *shape, const lt_placement *pl, i
 }
 
 /* The explicit-sizes rule of RaggedShard p over F rows (U = units' sum, F a
- * multiple of U) into *rule: rank c gets units[c] * F / U rows. */
+ * multiple of U; the rows of one earlier Shard(0) chunk when there is one)
+ * into *rule: rank c gets units[c] * F / U rows. */
 static lt_status units_rule(const lt_placement *p, int mesh_dim, int64_t F, int64_t U,
                             lt_split_rule *rule) {
     int64_t sizes[LT_SPLIT_MAX_EXPLICIT];   /* (nsizes) rows of each rank */
@@ -44,6 +45,33 @@ static lt_status units_rule(const lt_placement *p, int mesh_dim, int64_t F, int6
             return lt__err(LT_OVERFLOW, "mesh dim %d: RaggedShard rows of rank %d overflow",
                            mesh_dim, c);
     return lt_split_explicit(sizes, p->rule.nsizes, rule);
+}
+
+/* The rows the RaggedShard on mesh dim r divides: F, or with Shard(0)s on
+ * earlier mesh dims (k = 1, docs/SEMANTICS.md §11.10) each rank's chunk of
+ * them, into *rows. Those chunks must all have the same rows (one units
+ * rule for every group): LT_UNSUPPORTED ("not supported yet") otherwise. */
+static lt_status ragged_rows(const lt_mesh *mesh, const lt_placement *pl, int r, int64_t F,
+                             int64_t *rows) {
+    int64_t R = F;
+    for (int i = 0; i < r; i++) {
+        if (pl[i].kind != LT_PL_SHARD || pl[i].dim != 0 || mesh->shape[i] == 1) continue;
+        int64_t first, size, off;
+        LT_TRY(lt_split_piece(&pl[i].rule, R, mesh->shape[i], 0, &first, &off));
+        for (int c = 1; c < mesh->shape[i]; c++) {
+            LT_TRY(lt_split_piece(&pl[i].rule, R, mesh->shape[i], c, &size, &off));
+            if (size != first)
+                return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                                    "not supported yet: a Shard(0) on mesh dim %d before the "
+                                    "RaggedShard on mesh dim %d cuts its %lld rows into chunks "
+                                    "of different sizes (%lld and %lld): the RaggedShard needs "
+                                    "one row count for every chunk",
+                                    i, r, (long long)R, (long long)first, (long long)size);
+        }
+        R = first;
+    }
+    *rows = R;
+    return LT_OK;
 }
 
 lt_status lt_ragged_view_of(const lt_mesh *mesh, int ndim, const int64_t *shape,
@@ -61,8 +89,22 @@ lt_status lt_ragged_view_of(const lt_mesh *mesh, int ndim, const int64_t *shape,
             return lt__err(LT_OVERFLOW, "mesh dim %d: RaggedShard: the rows of dims 0..%d "
                            "overflow", r, k - 1);
     for (int c = 0; c < p->rule.nsizes; c++) U += p->rule.sizes[c];
-    if (F % U) {
+    if (U <= 0)
+        return lt__err(
+            LT_INVALID,
+            "mesh dim %d: RaggedShard: the local_units sum to %lld (at least one unit is needed)",
+            r, (long long)U);
+    int64_t R = F;   /* the rows it divides: F, or each earlier Shard(0)'s chunk */
+    LT_TRY(ragged_rows(mesh, pl, r, F, &R));
+    if (R % U) {
         char s[160];
+        if (R != F)
+            return lt__err(LT_INVALID,
+                           "mesh dim %d: RaggedShard: the %lld rows of each earlier Shard(0)'s "
+                           "chunk (of the %lld of shape %s) are not a multiple of the "
+                           "local_units' sum %lld (each rank holds units x rows/U rows)",
+                           r, (long long)R, (long long)F, lt_shape_format(ndim, shape, s, sizeof s),
+                           (long long)U);
         return lt__err(LT_INVALID,
                        "mesh dim %d: RaggedShard: the %lld rows of dims 0..%d of shape %s are "
                        "not a multiple of the local_units' sum %lld (each rank holds units x F/U "
@@ -82,7 +124,7 @@ lt_status lt_ragged_view_of(const lt_mesh *mesh, int ndim, const int64_t *shape,
         lt_placement *q = &out->pl[i];
         if (i == r) {
             lt_split_rule rule;
-            LT_TRY(units_rule(p, r, F, U, &rule));
+            LT_TRY(units_rule(p, r, R, U, &rule));
             *q = lt_shard_rule(0, rule);
         } else if (lt_placement_is_shard_like(q)) {
             q->dim = q->dim >= k ? q->dim - k + 1 : 0;   /* d < k: only k = 1 (checked) */
@@ -149,6 +191,25 @@ lt_status lt__ragged_distribute(const lt_mesh *mesh, const lt_tensor *full,
     lt_tensor_free(vfull);
     if (!st) lt__ragged_relabel(*out, full->ndim, full->shape, norm);
     return st;
+}
+
+/* An initialiser is a function of the global linear index only
+ * (localtensor/random.h) and a view element's linear index is the tensor's,
+ * so the view initialised in place is the tensor's: nothing full is built. */
+lt_status lt__ragged_dtensor_new(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
+                                const lt_placement *pl, int np, const lt_init *init,
+                                lt_dtensor **out) {
+    lt_placement norm[LT_MESH_MAX_DIMS];
+    lt_ragged_view v;
+    *out = NULL;
+    if (ndim < 0 || ndim > LT_MAX_DIMS)
+        return lt__err(LT_INVALID, "tensor has %d dims; at most %d are supported", ndim,
+                       LT_MAX_DIMS);
+    LT_TRY(lt_placements_check(mesh, ndim, pl, np, norm));
+    LT_TRY(lt_ragged_view_of(mesh, ndim, shape, norm, &v));
+    LT_TRY(lt_dtensor_new(mesh, dt, v.ndim, v.shape, v.pl, np, init, out));
+    lt__ragged_relabel(*out, ndim, shape, norm);
+    return LT_OK;
 }
 
 lt_status lt__ragged_full_direct(const lt_dtensor *dt, lt_tensor **out) {

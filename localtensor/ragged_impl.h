@@ -17,10 +17,14 @@ void lt__ragged_relabel(lt_dtensor *dt, int ndim, const int64_t *shape, const lt
  * dt's; never free it), for the ordinary code to read. */
 lt_status lt__ragged_as_view(const lt_dtensor *dt, lt_dtensor *v);
 
-/* lt_distribute, lt_full_tensor_direct, lt_dtensor_clone and lt_redistribute
+/* lt_distribute, lt_dtensor_new, lt_full_tensor_direct, lt_dtensor_clone and
+ * lt_redistribute
  * (lt_full_tensor's route too) for ragged layouts. */
 lt_status lt__ragged_distribute(const lt_mesh *mesh, const lt_tensor *full,
                                 const lt_placement *pl, int np, lt_dtensor **out);
+lt_status lt__ragged_dtensor_new(const lt_mesh *mesh, lt_dtype dt, int ndim, const int64_t *shape,
+                                const lt_placement *pl, int np, const lt_init *init,
+                                lt_dtensor **out);
 lt_status lt__ragged_full_direct(const lt_dtensor *dt, lt_tensor **out);
 lt_status lt__ragged_clone(const lt_dtensor *dt, lt_dtensor **out);
 lt_status lt__ragged_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,

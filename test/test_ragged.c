@@ -97,7 +97,8 @@ typedef struct opl {
 
 /* 1 when the placements are ones we support (docs/SEMANTICS.md §11.10): at
  * most one RaggedShard; with one of k dims, no Shard of a dim < k, except
- * Shard(0)/StridedShard(0) on a later mesh dim when k = 1. */
+ * when k = 1: Shard(0)/StridedShard(0) on a later mesh dim, Shard(0) on an
+ * earlier one (whose chunks the oracle requires equal). */
 static int osupported(const opl *p, int np) {
     int g = -1;
     for (int i = 0; i < np; i++)
@@ -106,7 +107,8 @@ static int osupported(const opl *p, int np) {
             g = i;
         }
     for (int i = 0; g >= 0 && i < np; i++)
-        if ((p[i].kind == 'S' || p[i].kind == 'T') && p[i].d < p[g].d && (p[g].d > 1 || i < g))
+        if ((p[i].kind == 'S' || p[i].kind == 'T') && p[i].d < p[g].d &&
+            (p[g].d > 1 || (i < g && p[i].kind == 'T')))
             return 0;
     return 1;
 }
@@ -126,8 +128,14 @@ static int oracle(const int *mshape, int mnd, int r, int nd, const int64_t *shap
     o->n = 1;
     for (int d = 0; d < nd; d++) o->shp[d] = shape[d], o->n *= shape[d];
     for (int64_t j = 0; j < o->n; j++) o->g[j] = j;
+    int g = -1;   /* the RaggedShard's mesh dim (-1: none) */
+    for (int i = 0; i < mnd; i++)
+        if (p[i].kind == 'G') g = i;
     for (int i = 0; i < mnd; i++) {
         int m = mshape[i], c = coord[i];
+        /* a Shard(0) before the RaggedShard: list order, every chunk the same
+         * rows (torch.chunk's pieces are equal exactly when m divides them) */
+        if (p[i].kind == 'S' && p[i].d == 0 && i < g && o->shp[0] % m) return 0;
         if (p[i].kind == 'P') o->div *= m;
         else if (p[i].kind == 'S') oshard_dim(o, p[i].d, 0, m, c);
         else if (p[i].kind == 'T') oshard_dim(o, p[i].d, 2, m, c);
@@ -307,6 +315,27 @@ static void check_shards(const lt_mesh *m, const int *ms, const lt_dtensor *dt, 
     }
 }
 
+/* lt_dtensor_new with the arange initialiser (element g is g) builds the
+ * layout in place: every shard holds the oracle's elements, each valued its
+ * flat index (divided as the oracle says for P(sum)). */
+static void check_new(const lt_mesh *m, const int *ms, const opl *p, int nd,
+                      const int64_t *shape, const lt_placement *pl, const char *what) {
+    static oshard o;
+    lt_init init = {LT_INIT_ARANGE, 0};
+    lt_dtensor *dt = NULL;
+    if (lt_dtensor_new(m, LT_F64, nd, shape, pl, m->ndim, &init, &dt))
+        fail_msg("%s: dtensor_new: %s", what, lt_errmsg());
+    for (int r = 0; r < m->world; r++) {
+        const lt_tensor *t = lt_to_local(dt, r);
+        oracle(ms, m->ndim, r, nd, shape, p, &o);
+        int ok = t->ndim == o.nd;
+        for (int d = 0; ok && d < o.nd; d++) ok = t->shape[d] == o.shp[d];
+        for (int64_t j = 0; ok && j < o.n; j++) ok = lt_get_flat(t, j) == (double)o.g[j] / o.div;
+        if (!ok) fail_msg("%s: dtensor_new: rank %d differs from the oracle", what, r);
+    }
+    lt_dtensor_free(dt);
+}
+
 /* x + x keeps x's layout, every shard twice x's; the sum of every element
  * is the sum of the oval values (docs/SEMANTICS.md §11.10: elementwise ops
  * and full reductions take a RaggedShard). */
@@ -352,6 +381,7 @@ static void check_layout(const lt_mesh *m, const int *ms, int nd, const int64_t 
     }
     if (st) fail_msg("%s: %s", what, lt_errmsg());
     check_shards(m, ms, dt, p, nd, shape, what, t);
+    check_new(m, ms, p, nd, shape, pl, what);
     lt_tensor *f = NULL;
     LT_CHECK(lt_full_tensor(dt, &f));
     if (full_diff(f, nd, shape)) fail_msg("%s: full_tensor differs", what);
@@ -463,28 +493,49 @@ static int has_kind(const opl *p, int np, char k) {
     return 0;
 }
 
-/* The exchange's bytes in comm's trace since `since`: each rank receives
- * exactly the elements of its destination shard its source lacks. */
+/* The exchange's bytes in comm's trace since `since` and in the route's
+ * plan p (no Partial on either side): each rank receives exactly the
+ * elements of its destination shard its source lacks, which every plan
+ * must bring it at least once (docs/SEMANTICS.md §11.10): the plan's one
+ * step, its bytes total and its busiest rank equal that lower bound, summed
+ * and maxed over the ranks by the oracle. */
 static void check_bytes(lt_comm *comm, size_t since, const int *ms, const lt_mesh *m,
-                        const sweep_shape *sh, const opl *a, const opl *b, const char *what) {
+                        const sweep_shape *sh, const opl *a, const opl *b, const lt_plan *p,
+                        const char *what) {
     static oshard os, od;
     lt_trace *tr = lt_comm_trace(comm);
     lt_trace_event ev;
     int found = 0;
     for (size_t e = since; e < lt_trace_count(tr); e++) {
         LT_CHECK(lt_trace_get(tr, e, &ev));
-        if (ev.coll == LT_COLL_ALL_TO_ALL && ev.mesh_dim == -1) found = 1;
+        /* one group of every rank, recorded on mesh dim 0 as a flattened collective */
+        if (ev.coll == LT_COLL_ALL_TO_ALL && ev.mesh_dim == 0 && ev.ngroups == 1 &&
+            ev.group_size == m->world)
+            found = 1;
         if (found) break;
     }
     if (!found) fail_msg("%s: no whole-mesh exchange in the trace", what);
+    size_t bound = 0, busiest = 0;
     for (int r = 0; r < m->world; r++) {
         oracle(ms, m->ndim, r, sh->nd, sh->s, a, &os);
         oracle(ms, m->ndim, r, sh->nd, sh->s, b, &od);
-        if (ev.recv[r] != (size_t)missing(&os, &od) * sizeof(double))
-            fail_msg("%s: rank %d received %zu bytes, oracle %lld", what, r, ev.recv[r],
-                     (long long)missing(&os, &od) * 8);
+        size_t lack = (size_t)missing(&os, &od) * sizeof(double);
+        if (ev.recv[r] != lack)
+            fail_msg("%s: rank %d received %zu bytes, oracle %zu", what, r, ev.recv[r], lack);
+        bound += lack;
+        busiest = lack > busiest ? lack : busiest;
     }
+    if (!p || p->nsteps != 1 || p->ncomm != 1 || p->steps[0].coll != LT_COLL_ALL_TO_ALL)
+        fail_msg("%s: the route's plan is not its one exchange step", what);
+    if (p->total_bytes != bound || p->steps[0].bytes_total != bound ||
+        p->steps[0].bytes_per_rank != busiest || lt_plan_max_rank_bytes(p) != busiest)
+        fail_msg("%s: plan bytes %zu (busiest rank %zu), the lower bound %zu (%zu)", what,
+                 p->total_bytes, p->steps[0].bytes_per_rank, bound, busiest);
+    if (p->steps[0].mesh_dim != 0 || (m->ndim > 1 && p->steps[0].mesh_span != m->ndim))
+        fail_msg("%s: the exchange step is not over the whole mesh", what);
 }
+
+static long g_verify_every;   /* check_redist's count: which redistributes verify */
 
 /* Source a to destination b on mesh m: the result's shards against the
  * oracle (a Partial destination: its full tensor only). */
@@ -502,10 +553,20 @@ static void check_redist(const lt_mesh *m, const int *ms, const sweep_shape *sh,
     lt_dtensor *src = NULL, *dst = NULL;
     LT_CHECK(lt_distribute(m, full, pa, m->ndim, &src));
     lt_redistribute_opts opts;
+    lt_verify_report rep;
+    lt_plan *plan = NULL;
     memset(&opts, 0, sizeof opts);
+    memset(&rep, 0xff, sizeof rep);
     opts.comm = comm;
+    opts.report = &rep;
+    opts.verify = ++g_verify_every % 4 != 0;   /* 3 in 4 verified, 1 in 4 not */
     size_t since = lt_trace_count(lt_comm_trace(comm));
-    if (lt_redistribute(src, pb, m->ndim, &opts, &dst, NULL)) fail_msg("%s: %s", what, lt_errmsg());
+    if (lt_redistribute(src, pb, m->ndim, &opts, &dst, &plan))
+        fail_msg("%s: %s", what, lt_errmsg());
+    if (rep.checked != opts.verify || (opts.verify && !rep.ok))
+        fail_msg("%s: report checked %d ok %d (verify %d)", what, rep.checked, rep.ok, opts.verify);
+    if (!plan || !lt_placements_equal(plan->dst, dst->placements, m->ndim))
+        fail_msg("%s: no plan, or its destination is not the result's placements", what);
     for (int r = 0; !has_kind(b, m->ndim, 'P') && r < m->world; r++) {
         char why[200];
         oracle(ms, m->ndim, r, sh->nd, sh->s, b, &o);
@@ -513,7 +574,8 @@ static void check_redist(const lt_mesh *m, const int *ms, const sweep_shape *sh,
             fail_msg("%s: rank %d: %s", what, r, why);
     }
     if (!has_kind(a, m->ndim, 'P') && !has_kind(b, m->ndim, 'P'))
-        check_bytes(comm, since, ms, m, sh, a, b, what);
+        check_bytes(comm, since, ms, m, sh, a, b, plan, what);
+    lt_plan_free(plan);
     lt_tensor *f = NULL;
     LT_CHECK(lt_full_tensor(dst, &f));
     if (full_diff(f, sh->nd, sh->s)) fail_msg("%s: full tensor differs", what);
@@ -655,7 +717,17 @@ static void test_refusals(void **state) {
                    "local_units' sum 5");
     refused_layout("2x2", "RS((0,),(1,1)), RS((0,),(1,1))", 1, s1, LT_UNSUPPORTED,
                    "not supported yet: RaggedShard on two mesh dims");
-    refused_layout("2x2", "S(0), RS((0,),(1,1))", 1, s1, LT_UNSUPPORTED, "not supported yet");
+    /* Shard(0) before: 8 rows in chunks of 4; units (1,1,1) would need 3 | 4.
+     * A chunk rule that cuts 7 rows 4 + 3 leaves no one row count; a
+     * _StridedShard(0) before does not compose yet */
+    int64_t s7[] = {7};
+    refused_layout("2x3", "S(0), RS((0,),(1,1,1))", 1, s1, LT_INVALID,
+                   "the 4 rows of each earlier Shard(0)'s chunk (of the 8 of shape (8)) are not a "
+                   "multiple of the local_units' sum 3");
+    refused_layout("2x2", "S(0), RS((0,),(1,1))", 1, s7, LT_UNSUPPORTED,
+                   "not supported yet: a Shard(0) on mesh dim 0 before the RaggedShard on mesh "
+                   "dim 1 cuts its 7 rows into chunks of different sizes (4 and 3)");
+    refused_layout("2x2", "SS(0,2), RS((0,),(1,1))", 1, s1, LT_UNSUPPORTED, "not supported yet");
     refused_layout("2x2", "RS((0,1),(1,1)), S(1)", 2, s2, LT_UNSUPPORTED, "not supported yet");
     /* from_local: 4 rows over units (1,3) are 1 + 3, not the 2 + 2 given */
     lt_mesh m;
@@ -735,6 +807,16 @@ static void test_docs_examples(void **state) {
     expect_rows(dt, 2, 3, -1, 2);
     expect_rows(dt, 3, 3, -1, 5);
     lt_dtensor_free(dt);
+    /* Shard(0) first: rows 0-3 and 4-7; the RaggedShard cuts each chunk 1 + 3 */
+    dt = arange_dt("2x2", "S(0), RS((0,),(1,3))", 1, e, &m);
+    expect_rows(dt, 0, 1, -1, 0);
+    expect_rows(dt, 1, 3, -1, 1);
+    expect_rows(dt, 2, 1, -1, 4);
+    expect_rows(dt, 3, 3, -1, 5);
+    LT_CHECK(lt_ragged_local_shape(&m, 1, e, dt->placements, 2, 3, NULL, NULL, off, &first));
+    assert_int_equal(off[0], 5);
+    assert_int_equal(first, 5);
+    lt_dtensor_free(dt);
 }
 
 /* What does not take a RaggedShard yet says so. */
@@ -773,13 +855,51 @@ static void test_not_yet(void **state) {
     lt_dtensor_free(dt);
 }
 
+/* Verification on the RaggedShard route: the report says it ran and
+ * passed; a source whose replicas disagree is caught before the exchange
+ * is trusted (step -1, the source), as on every other route. */
+static void test_route_verify(void **state) {
+    (void)state;
+    lt_mesh m;
+    int64_t s[] = {4, 2};
+    lt_placement r = lt_replicate(), rs;
+    LT_CHECK(lt_mesh_parse("2", &m));
+    LT_CHECK(lt_placement_parse("RS((0,),(1,3))", &rs));
+    lt_tensor *a, *b;
+    LT_CHECK(lt_tensor_new(LT_F32, 2, s, &a));
+    LT_CHECK(lt_arange_fill(a));
+    LT_CHECK(lt_clone(a, &b));
+    lt_dtensor *src = NULL, *out = NULL;
+    lt_tensor *shards[2] = {a, b};
+    LT_CHECK(lt_from_local(&m, shards, &r, 1, 0, &src));
+    lt_redistribute_opts o;
+    lt_verify_report rep;
+    memset(&o, 0, sizeof o);
+    o.verify = 1;
+    o.report = &rep;
+    LT_CHECK(lt_redistribute(src, &rs, 1, &o, &out, NULL));
+    assert_true(rep.checked && rep.ok);
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+    lt_set_flat(b, 5, 99);   /* rank 1's replica: element (2, 1) differs */
+    LT_CHECK(lt_from_local(&m, shards, &r, 1, 0, &src));
+    LT_EXPECT_STATUS(lt_redistribute(src, &rs, 1, &o, &out, NULL), LT_MISMATCH);
+    assert_null(out);
+    assert_true(rep.checked && !rep.ok);
+    assert_int_equal(rep.step, -1);
+    if (!strstr(rep.message, "RaggedShard route")) fail_msg("report: %s", rep.message);
+    lt_dtensor_free(src);
+    lt_tensor_free(a);
+    lt_tensor_free(b);
+}
+
 int main(void) {
     lt_test_backend_from_env();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spellings),     cmocka_unit_test(test_bad_spellings),
         cmocka_unit_test(test_refusals),      cmocka_unit_test(test_docs_examples),
         cmocka_unit_test(test_not_yet),       cmocka_unit_test(test_sweep_layouts),
-        cmocka_unit_test(test_sweep_redistribute),
+        cmocka_unit_test(test_sweep_redistribute), cmocka_unit_test(test_route_verify),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,8 +11,8 @@
  * "view": the same elements seen as a tensor of shape (F, *shape[k:]) (a
  * reshape of the row-major tensor: a view element's flat index is the
  * tensor's), where the RaggedShard is an explicit-sizes Shard(0) and a
- * Shard(d) with d >= k is Shard(d - k + 1). lt_distribute, lt_from_local,
- * lt_full_tensor(_direct), lt_redistribute and lt_dtensor_clone take
+ * Shard(d) with d >= k is Shard(d - k + 1). lt_distribute, lt_dtensor_new,
+ * lt_from_local, lt_full_tensor(_direct), lt_redistribute and lt_dtensor_clone take
  * RaggedShard through this file; what else meets one says "not supported
  * yet". One RaggedShard per placement list.
  */

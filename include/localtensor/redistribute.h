@@ -70,8 +70,15 @@ struct lt_redistribute_opts {
  * so a failed verification can still be explained; else NULL).
  *
  * A RaggedShard on either side takes the route of localtensor/ragged.h
- * instead (docs/SEMANTICS.md §11.10): no plan (*plan is NULL), one whole-mesh
- * exchange recorded in opts->comm's trace, opts->report left untouched. */
+ * instead (docs/SEMANTICS.md §11.10): Partial source dims reduced, one
+ * whole-mesh exchange (recorded in opts->comm's trace as an all_to_all on
+ * mesh dim 0 with one group of every rank), Partial destination dims made.
+ * *plan is that route, made here and never cached: the reducing plan's
+ * steps, the exchange (mesh dim 0, mesh_span = every mesh dim, its bytes),
+ * the partitioning plan's steps. With opts->verify the source's replicas
+ * and the result are checked against the source's full tensor
+ * distributed with dst (lt_reshard_direct's rule for RaggedShard);
+ * opts->report is filled as above. */
 LT_API lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
                                  const lt_redistribute_opts *opts, lt_dtensor **out,
                                  lt_plan **plan);

@@ -50,7 +50,9 @@ typedef struct lt_verify_report {
  * (LT_INVALID); LT_MISMATCH when the source's replicas disagree (message
  * names the ranks and index; rep, if not NULL, gets step -1). It reads every
  * source shard: LT_UNSUPPORTED (LT_ERR_NOT_YET) when one is absent
- * (localtensor/local.h). */
+ * (localtensor/local.h). A RaggedShard on either side keeps no Partial dim
+ * (docs/SEMANTICS.md §11.10): the result is src's full tensor
+ * (lt_full_tensor_direct) distributed with dst. */
 LT_API lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int np,
                                    lt_dtensor **out, lt_verify_report *rep);
 

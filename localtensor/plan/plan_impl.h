@@ -238,6 +238,12 @@ int lt__layout_build(lt__arena *a, const lt__geo *g, const lt_placement *pl, lt_
 int64_t lt__strided_len(int64_t n, int sf, int m, int c);
 /* Elements of a block of ndim lists (0 when any list is empty). */
 int64_t lt__block_numel(const lt__list *b, int ndim);
+/* lt__block_numel(b, ndim) == 0, without the product. */
+static inline int lt__block_empty(const lt__list *b, int ndim) {
+    for (int d = 0; d < ndim; d++)
+        if (b[d].len == 0) return 1;
+    return 0;
+}
 
 /* ---- moves ------------------------------------------------------------------------ */
 
@@ -437,6 +443,9 @@ typedef struct lt__mc {
     unsigned char *Uempty;       /* (T[0] + ... + T[M]) */
     unsigned char uempty_any[LT_MESH_MAX_DIMS + 1];   /* level j of U has an empty block */
     lt__list *B;                 /* (off[M + 1]) the layout being matched */
+    uint64_t dsplit[LT_MESH_MAX_DIMS];   /* per level j (lt__mc_dec_prep): bit d when some
+                                          * non-empty block of U's level j + 1 differs from
+                                          * its parent in c->B along tensor dim d */
     lt__list *L;                 /* (off[M + 1]) the layout a local move picks */
     uint64_t lwhash[LT_MESH_MAX_DIMS][LT__MAXC]; /* local picks: blocks each candidate gives */
     unsigned char lwvalid[LT_MESH_MAX_DIMS][LT__MAXC];  /* (per level, in the walk) */
@@ -542,9 +551,12 @@ int lt__mc_pops_ok(const lt__mc *c);
 void lt__mc_g_hash(const lt__mc *c, uint64_t *h1, uint64_t *h2);
 /* The work one candidate of level j costs dec (c->B holds level j). */
 double lt__mc_dec_cost(const lt__mc *c, int j);
-/* Candidate b of mesh dim j against the unions, on c->B's level j: 1
- * matches (level j + 1 of c->B written, runs in c->tar), 0 no, -1 out of
- * memory. No work is charged. */
+/* Sets c->dsplit[j] from c->U and c->B's level j; before lt__mc_dec_try
+ * on level j (each time either changes). No work is charged. */
+void lt__mc_dec_prep(lt__mc *c, int j);
+/* Candidate b of mesh dim j against the unions, on c->B's level j (its
+ * dsplit set): 1 matches (level j + 1 of c->B written, runs in c->tar), 0
+ * no, -1 out of memory. No work is charged. */
 int lt__mc_dec_try(lt__mc *c, int j, int b);
 /* local_walk's check of candidate b of mesh dim j on c->L's level j: every
  * rank's block within a's (or empty; *empty then). 1 (level j + 1 of c->L

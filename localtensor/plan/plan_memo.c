@@ -315,6 +315,19 @@ void lt__ms_g_load(lt__mc *c, const lt__msg *gr) {
     memcpy(c->gpop, gr->gpop, sizeof c->gpop);
 }
 
+/* c->G and c->U as lt__mc_unions leaves them from gr's blocks (gr->pops_ok):
+ * the unions' lists are gr's (read-only). */
+static void ms_u_load(lt__mc *c, const lt__msg *gr) {
+    const lt__geo *g = &c->g;
+    size_t nb = (size_t)g->W * (size_t)g->ndim;
+    lt__ms_g_load(c, gr);
+    memcpy(c->U + g->off[1], gr->unions, sizeof(lt__list) * (g->off[g->M] - g->off[1]));
+    memcpy(c->Uempty + g->toff[1], gr->uempty, g->toff[g->M] - g->toff[1]);
+    memcpy(c->U + g->off[g->M], gr->blocks, sizeof(lt__list) * nb);
+    memcpy(c->Uempty + g->toff[g->M], gr->empty, (size_t)g->W);
+    memcpy(c->uempty_any, gr->uempty_any, sizeof c->uempty_any);
+}
+
 lt__msg *lt__ms_g_make_locked(lt__mc *c, uint64_t h1, uint64_t h2) {
     lt__ms *s = c->ms;
     const lt__geo *g = &c->g;
@@ -327,7 +340,10 @@ lt__msg *lt__ms_g_make_locked(lt__mc *c, uint64_t h1, uint64_t h2) {
     tmp.pops_ok = lt__mc_pops_ok(c);
     tmp.runs = lt__mc_runs(c->G, (size_t)g->W * (size_t)g->ndim);
     memcpy(tmp.gpop, c->gpop, sizeof tmp.gpop);
+    if (!(gr = lt__ms_alloc(s, sizeof *gr))) return NULL;
     if (tmp.pops_ok) {
+        /* the unions, kept: every dec node filled for this record starts
+         * from them (dnode_fill), and a cold walk fills one per level */
         double rec[LT_MESH_MAX_DIMS + 2];
         lt__amark mk = lt__arena_mark(&c->tar);
         quiet q = lt__ms_quiet_begin(c, rec);
@@ -336,10 +352,15 @@ lt__msg *lt__ms_g_make_locked(lt__mc *c, uint64_t h1, uint64_t h2) {
         memcpy(tmp.uspend, rec, sizeof(double) * (size_t)tmp.nu);
         memcpy(tmp.uempty_any, c->uempty_any, sizeof tmp.uempty_any);
         lt__ms_quiet_end(c, q);
+        size_t nu = g->off[g->M] - g->off[1], nt = g->toff[g->M] - g->toff[1];
+        if (r > 0) {
+            tmp.unions = ms_lists(s, c->U + g->off[1], nu);
+            tmp.uempty = lt__ms_alloc(s, nt ? nt : 1);
+            if (tmp.uempty) memcpy(tmp.uempty, c->Uempty + g->toff[1], nt);
+        }
         lt__arena_reset(&c->tar, mk);
-        if (r < 0) return NULL;
+        if (r < 0 || !tmp.unions || !tmp.uempty) return NULL;
     }
-    if (!(gr = lt__ms_alloc(s, sizeof *gr))) return NULL;
     *gr = tmp;
     gr->blocks = ms_lists(s, c->G, (size_t)g->W * (size_t)g->ndim);
     gr->empty = lt__ms_alloc(s, (size_t)g->W);
@@ -406,8 +427,9 @@ static int dnode_fill(lt__mc *c, const lt__msg *gr, tnode *n, int j, const int *
     const lt__geo *g = &c->g;
     lt__amark mk = lt__arena_mark(&c->tar);
     quiet q = lt__ms_quiet_begin(c, NULL);
-    lt__ms_g_load(c, gr);
-    int rc = lt__mc_unions(c) < 0 || lt__ms_rebuild(c, c->B, j, prefix) < 0 ? -1 : 0;
+    ms_u_load(c, gr);
+    int rc = lt__ms_rebuild(c, c->B, j, prefix) < 0 ? -1 : 0;
+    if (!rc) lt__mc_dec_prep(c, j);
     for (int b = 0; b < c->nc[j] && !rc; b++) {
         int ri = c->creg[j][b];
         if (lt__ms_pop_of(&c->cand[j][b]) != gr->gpop[j] || lt__ms_vget(n, ri) != V_UNKNOWN)

@@ -68,7 +68,7 @@ static int lnode_fill(lt__mc *c, const lt__list *a, const signed char *apop, tno
                         const lt__list *x = ch0 + (size_t)r * (size_t)g->ndim;
                         memcpy(c->G + (size_t)r * (size_t)g->ndim, x,
                                sizeof(lt__list) * (size_t)g->ndim);
-                        c->Gempty[r] = lt__block_numel(x, g->ndim) == 0;
+                        c->Gempty[r] = lt__block_empty(x, g->ndim);
                     }
                     memcpy(c->gpop, apop, sizeof c->gpop);
                     uint64_t h1, h2;

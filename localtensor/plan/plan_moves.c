@@ -109,8 +109,7 @@ int lt__mc_unions(lt__mc *c) {
 static int match(const lt__mc *c, int j, size_t ti, const lt__list *ch) {
     int nd = c->g.ndim;
     const lt__list *u = c->U + c->g.off[j] + ti * (size_t)nd;
-    int uempty = c->Uempty[c->g.toff[j] + ti];
-    int64_t n = lt__block_numel(ch, nd);
+    int uempty = c->Uempty[c->g.toff[j] + ti], n = !lt__block_empty(ch, nd);
     if (uempty) {
         if (n) return 0;
         if (j == c->g.M)
@@ -151,10 +150,33 @@ double lt__mc_dec_cost(const lt__mc *c, int j) {
     return g->T[j + 1] + lt__mc_runs(c->B + g->off[j], (size_t)g->T[j] * (size_t)g->ndim);
 }
 
+void lt__mc_dec_prep(lt__mc *c, int j) {
+    const lt__geo *g = &c->g;
+    int m = g->mesh->shape[j], nd = g->ndim;
+    uint64_t mask = 0;
+    for (int t = 0; t < g->T[j]; t++) {
+        const lt__list *par = c->B + g->off[j] + (size_t)t * (size_t)nd;
+        for (int q = 0; q < m; q++) {
+            size_t ti = (size_t)t * (size_t)m + (size_t)q;
+            if (c->Uempty[g->toff[j + 1] + ti]) continue;
+            const lt__list *u = c->U + g->off[j + 1] + ti * (size_t)nd;
+            for (int d = 0; d < nd; d++)
+                if (!(mask >> d & 1) && !lt__list_eq(&par[d], &u[d])) mask |= (uint64_t)1 << d;
+        }
+    }
+    c->dsplit[j] = mask;
+}
+
 int lt__mc_dec_try(lt__mc *c, int j, int b) {
     const lt__geo *g = &c->g;
     int m = g->mesh->shape[j], nd = g->ndim;
     const lt_placement *p = &c->cand[j][b];
+    /* lt__apply copies the parent's list along every tensor dim p does not
+     * split, and match wants each non-empty block of U equal along every
+     * dim: a dim of dsplit that p does not split fails it (the answer, not
+     * the work charged, which dec and dnode_fill charge per candidate) */
+    int sd = m > 1 && lt_placement_is_shard_like(p) ? p->dim : -1;
+    if (c->dsplit[j] & ~(sd >= 0 ? (uint64_t)1 << sd : 0)) return 0;
     if (!sizes_fit(c, j, p)) return 0;
     int ok = 1;
     for (int t = 0; t < g->T[j] && ok; t++) {
@@ -179,6 +201,7 @@ static int dec(lt__mc *c, int j, uint64_t key, uint64_t *out) {
         return 1;
     }
     double cost = lt__mc_dec_cost(c, j);
+    lt__mc_dec_prep(c, j);
     for (int b = 0; b < c->nc[j]; b++) {
         if (pop_of(&c->cand[j][b]) != c->gpop[j]) continue;
         if (spend(c, cost)) return -2;
@@ -296,7 +319,7 @@ int lt__mc_canon(lt__mc *c, const lt__list *lay, const signed char *pop, uint64_
     for (int r = 0; r < g->W; r++) {
         const lt__list *b = blk(c, lay, r);
         memcpy(c->G + (size_t)r * (size_t)g->ndim, b, sizeof(lt__list) * (size_t)g->ndim);
-        c->Gempty[r] = lt__block_numel(b, g->ndim) == 0;
+        c->Gempty[r] = lt__block_empty(b, g->ndim);
     }
     memcpy(c->gpop, pop, sizeof c->gpop);
     return find_state(c, key);
@@ -318,7 +341,7 @@ static int combine(lt__mc *c, const lt__list *const *q, int k, int f, const int6
     }
     int first = -1, cnt = 0;
     for (int x = 0; x < k; x++) {
-        if (!lt__block_numel(q[x], nd)) continue;
+        if (lt__block_empty(q[x], nd)) continue;
         if (first < 0) first = x;
         for (int d = 0; d < nd; d++)
             if (d != f && !lt__list_eq(&q[x][d], &q[first][d])) return 0;
@@ -361,7 +384,7 @@ static int set_piece(lt__mc *c, int r, const lt__list *x, int e, int64_t pos, in
     lt__list *o = c->G + (size_t)r * (size_t)nd;
     memcpy(o, x, sizeof(lt__list) * (size_t)nd);
     if (e >= 0 && lt__list_sub(&c->tar, &x[e], pos, cnt, &o[e]) < 0) return -1;
-    c->Gempty[r] = lt__block_numel(o, nd) == 0;
+    c->Gempty[r] = lt__block_empty(o, nd);
     return 1;
 }
 
@@ -459,7 +482,7 @@ static int g_a2a_joined(const mgroup *G, const lt__list *h) {
     const lt__list *m0 = c->mptrs[0];
     int64_t size, off, flen = 0;
     for (int q = 0; q < n; q++)
-        if (lt__block_numel(c->mptrs[q], nd)) c->ptrs[kq++] = &c->mptrs[q][f];
+        if (!lt__block_empty(c->mptrs[q], nd)) c->ptrs[kq++] = &c->mptrs[q][f];
     for (int x = 1; G->reorder && x < kq; x++) {
         const lt__list *pa = c->ptrs[x - 1], *pb = c->ptrs[x];
         if (pb->r[0].lo < pa->r[pa->nr - 1].lo + pa->r[pa->nr - 1].n) *G->reorder = 1;
@@ -475,7 +498,7 @@ static int g_a2a_joined(const mgroup *G, const lt__list *h) {
         lt__list *o = c->G + (size_t)rj * (size_t)nd;
         o[f] = joined;
         if (joined.len != flen) o[f] = (lt__list){NULL, 0, flen};
-        c->Gempty[rj] = lt__block_numel(o, nd) == 0;
+        c->Gempty[rj] = lt__block_empty(o, nd);
         if (c->Gempty[rj])   /* nothing held: the shape only */
             for (int d = 0; d < nd; d++)
                 o[d] = (lt__list){NULL, 0, d == e ? size : d == f ? flen : m0[d].len};
@@ -534,7 +557,7 @@ static int g_a2a(const mgroup *G) {
         for (int d = 0; d < nd; d++)
             if (d != f && x[d].len != m0[d].len) return 0;
         if (lt__split_piece_quiet(G->rule, x[e].len, n, 0, &size, &off)) return 0;
-        if (!lt__block_numel(x, nd)) continue;
+        if (lt__block_empty(x, nd)) continue;
         if (!h) h = x;
         for (int d = 0; d < nd; d++)
             if (d != f && !lt__list_eq(&x[d], &h[d])) return 0;
@@ -746,7 +769,7 @@ static int scatter_root(const lt__mc *c, const lt__list *a, int i) {
     for (int base = 0; base < c->g.W; base += stride * n)
         for (int f0 = base; f0 < base + stride; f0++)
             for (int q = 0; q < n; q++) {
-                if (!lt__block_numel(blk(c, a, f0 + q * stride), c->g.ndim)) continue;
+                if (lt__block_empty(blk(c, a, f0 + q * stride), c->g.ndim)) continue;
                 if (root >= 0 && root != q) return -1;
                 root = q;
             }
@@ -908,11 +931,11 @@ int lt__mc_local_try(lt__mc *c, const lt__list *a, int j, int b, int *empty) {
             if (r < 0) return -1;
             ok = r;
             if (!ok) continue;
-            if (!lt__block_numel(ch, nd)) {
+            if (lt__block_empty(ch, nd)) {
                 *empty = 1;
                 continue;
             }
-            if (!lt__block_numel(pa, nd)) ok = 0;
+            if (lt__block_empty(pa, nd)) ok = 0;
             for (int d = 0; d < nd && ok; d++) ok = lt__list_subset(&ch[d], &pa[d]);
         }
     return ok;
@@ -1227,7 +1250,7 @@ static lt_status all_moves(lt__mc *c, int from, const lt__list *a, const signed 
     }
     if (big < 2 || anyp) return LT_OK;
     int full = 1;   /* no rank's block of a is empty */
-    for (int r = 0; r < g->W && full; r++) full = lt__block_numel(blk(c, a, r), g->ndim) != 0;
+    for (int r = 0; r < g->W && full; r++) full = !lt__block_empty(blk(c, a, r), g->ndim);
     return whole_walk(c, from, a, apop, akey, 0, full);
 }
 

@@ -91,7 +91,7 @@ static uint64_t sub_cover(lt__mc *c, const lt__list *rk, int r, unsigned mask) {
         int h = base;
         for (int i = 0; i < M; i++) h += (mask >> i & 1) ? at[i] * stride[i] : 0;
         const lt__list *x = rk + (size_t)h * (size_t)nd;
-        uint64_t k = lt__block_numel(x, nd) ? 1 : 0;
+        uint64_t k = !lt__block_empty(x, nd);
         for (int d = 0; d < nd && k; d++) k *= (uint64_t)lt__list_common(&x[d], &y[d]);
         sum += k;
         c->work += nd;   /* list intersections, charged as the moves' are */
@@ -132,7 +132,7 @@ static int permute_covers(lt__mc *c, const lt__list *rk, int r, uint64_t want) {
     const lt__list *y = c->dlay + g->off[g->M] + (size_t)r * (size_t)g->ndim;
     for (int h = 0; h < g->W; h++) {
         const lt__list *x = rk + (size_t)h * (size_t)g->ndim;
-        uint64_t k = lt__block_numel(x, g->ndim) ? 1 : 0;
+        uint64_t k = !lt__block_empty(x, g->ndim);
         for (int d = 0; d < g->ndim && k; d++) k *= (uint64_t)lt__list_common(&x[d], &y[d]);
         if (k >= want) return 1;
     }
@@ -596,7 +596,7 @@ static const char *pick_name(const lt__mc *c, const lt__list *a, const lt__list 
     for (int r = 0; r < g->W; r++) {
         const lt__list *x = a + g->off[g->M] + (size_t)r * (size_t)g->ndim;
         const lt__list *y = b + g->off[g->M] + (size_t)r * (size_t)g->ndim;
-        if (!lt__block_numel(y, g->ndim)) continue;
+        if (lt__block_empty(y, g->ndim)) continue;
         for (int d = 0; d < g->ndim; d++) {
             lt__run span = {y[d].r[0].lo,
                             y[d].r[y[d].nr - 1].lo + y[d].r[y[d].nr - 1].n - y[d].r[0].lo};

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "localtensor/layout.h"
+#include "localtensor/ragged.h"
 #include "localtensor/redistribute.h"
 #include "kernels/status_impl.h"
 #include "localtensor/dtensor_impl.h"
@@ -618,10 +619,25 @@ static lt_status check_source(const vctx *c, lt_verify_report *rep) {
     return LT_OK;
 }
 
+/* lt_reshard_direct with a RaggedShard on either side (docs/SEMANTICS.md
+ * §11.10: no Partial dim is kept there): src's full tensor, reassembled
+ * directly (Partial dims reduced), distributed with dst. */
+static lt_status ragged_direct(const lt_dtensor *src, const lt_placement *dst, int np,
+                               lt_dtensor **out) {
+    lt_tensor *full = NULL;
+    LT_TRY(lt_full_tensor_direct(src, &full));
+    lt_status st = lt_distribute(lt_dtensor_mesh(src), full, dst, np, out);
+    lt_tensor_free(full);
+    return st;
+}
+
 lt_status lt_reshard_direct(const lt_dtensor *src, const lt_placement *dst, int np,
                             lt_dtensor **out, lt_verify_report *rep) {
     vctx c;
     *out = NULL;
+    if (lt_placements_have_ragged(src->placements, lt_dtensor_mesh(src)->ndim) ||
+        lt_placements_have_ragged(dst, np))
+        return ragged_direct(src, dst, np, out);
     if (lt_local_count(src->local) < lt_dtensor_mesh(src)->world)
         return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
                             "not supported yet: the direct reshard of a DTensor with absent shards "

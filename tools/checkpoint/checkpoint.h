@@ -104,8 +104,16 @@ int lt__ck_explain(const lt_ckpt *ck, const lt_ck_tensor *t, char *buf, size_t c
 /* Bytes of one element of t times its element count (global). */
 uint64_t lt__ck_tensor_bytes(const lt_ck_tensor *t);
 
+/* The placements layout math takes for tensor t of a target pl (checked
+ * for t) into out[m->ndim]: pl, with a RaggedShard over dims (0,) as its
+ * explicit-sizes Shard(0) of t's rows (localtensor/ragged.h). A
+ * RaggedShard over k > 1 dims: LT_UNSUPPORTED, "not supported yet". */
+lt_status lt__ck_target_pl(const lt_mesh *m, const lt_ck_tensor *t, const lt_placement *pl,
+                           lt_placement *out);
+
 /* The reshard of a checkpoint onto a mesh and placements (one list for every
- * tensor; Shard dims a tensor lacks, Partial and _StridedShard are refused).
+ * tensor; Shard dims a tensor lacks, Partial and _StridedShard are refused;
+ * a RaggedShard over dims (0,) is taken as lt__ck_target_pl says).
  * Prints the read plan to out (every target rank: each piece it reads, the
  * file and byte range, bytes, files opened; then totals). With outdir, also
  * writes the target checkpoint there (format DCP: one file per rank that
@@ -123,7 +131,11 @@ lt_status lt__ck_reshard(const lt_ckpt *ck, const lt_mesh *mesh, const lt_placem
  * already holds safetensors files): DCP, one file per rank with a block no
  * lower rank holds; HF, the whole tensor in model.safetensors. Partial is
  * refused (LT_INVALID: reduce first), a _StridedShard block that is not one
- * box or a shard not held here is "not supported yet"; LT_IO, LT_NOMEM. */
+ * box or a shard not held here is "not supported yet"; LT_IO, LT_NOMEM. A
+ * RaggedShard over dims (0,) saves each rank's rows as the box rows
+ * [lo, hi) x the rest (an empty shard writes nothing, as any empty block);
+ * over k > 1 dims it is "not supported yet" in DCP (a run of flattened rows
+ * is not one box) and saved whole in HF. */
 lt_status lt__ck_save_dtensor(const lt_dtensor *dt, const char *name, const char *dir,
                               lt_ck_format fmt);
 /* Tensor `name` of checkpoint dir, whole, into a new host tensor *out (the

@@ -17,6 +17,7 @@
 #include "kernels/alloc.h"
 #include "kernels/status_impl.h"
 #include "localtensor/layout.h"
+#include "localtensor/ragged.h"
 #include "tools/checkpoint/checkpoint.h"
 #include "tools/render/json_alloc.h"
 
@@ -75,6 +76,20 @@ static lt_status count_run(void *ctx, uint64_t s, uint64_t d, uint64_t n) {
     return LT_OK;
 }
 
+lt_status lt__ck_target_pl(const lt_mesh *m, const lt_ck_tensor *t, const lt_placement *pl,
+                           lt_placement *out) {
+    lt_ragged_view v;
+    LT_TRY(lt_ragged_view_of(m, t->ndim, t->shape, pl, &v));
+    if (v.mesh_dim >= 0 && v.k > 1)
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                            "not supported yet: RaggedShard with k > 1 in checkpoints (mesh dim "
+                            "%d flattens dims 0..%d: a block is a run of flattened rows, not "
+                            "one box)",
+                            v.mesh_dim, v.k - 1);
+    memcpy(out, v.pl, sizeof(lt_placement) * (size_t)m->ndim);
+    return LT_OK;
+}
+
 /* Checks the target against every tensor: placements that apply. */
 static lt_status check_target(const lt_ckpt *ck, const lt_mesh *m, const lt_placement *pl, int np,
                               lt_placement *norm) {
@@ -90,8 +105,10 @@ static lt_status check_target(const lt_ckpt *ck, const lt_mesh *m, const lt_plac
                                 "(its blocks are not one box each)");
     }
     for (int i = 0; i < ck->nt; i++) {
+        lt_placement tp[LT_MESH_MAX_DIMS];
         lt_status st = lt_placements_check(m, ck->t[i].ndim, pl, np, norm);
-        if (!st) st = lt_layout_check(m, ck->t[i].ndim, ck->t[i].shape, norm);
+        if (!st) st = lt__ck_target_pl(m, &ck->t[i], norm, tp);
+        if (!st) st = lt_layout_check(m, ck->t[i].ndim, ck->t[i].shape, tp);
         if (st) return lt__err_ctx(st, "tensor '%s'", ck->t[i].name);
     }
     return LT_OK;
@@ -137,7 +154,10 @@ static lt_status print_plan(const lt_ckpt *ck, const lt_mesh *m, const lt_placem
         fprintf(out, "  rank %d:\n", r);
         for (int i = 0; i < ck->nt && !st; i++) {
             int64_t off[LT_MAX_DIMS], len[LT_MAX_DIMS];
-            st = lt_local_shape_and_offset(m, ck->t[i].ndim, ck->t[i].shape, pl, r, len, off);
+            lt_placement tp[LT_MESH_MAX_DIMS];
+            st = lt__ck_target_pl(m, &ck->t[i], pl, tp);
+            if (!st)
+                st = lt_local_shape_and_offset(m, ck->t[i].ndim, ck->t[i].shape, tp, r, len, off);
             if (!st) st = plan_tensor(ck, &ck->t[i], off, len, out, &bytes, opened);
         }
         int nf = 0;

@@ -63,23 +63,36 @@ static lt_status write_one(const char *path, const char *name, const lt_tensor *
     return st ? st : cs;
 }
 
-/* Rank r's piece: its box, and whether a lower rank holds the same. */
-static lt_status rank_box(const lt_dtensor *dt, int r, int64_t *off, int64_t *len, int *dup) {
+/* Rank r's piece: its box, and whether a lower rank holds the same. v is
+ * dt's layout as layout math sees it (lt_ragged_view_of; a RaggedShard over
+ * k = 1 dims: the tensor's own shape, the RaggedShard an explicit-sizes
+ * Shard(0), so its run of rows is the box rows [lo, hi) x the rest). */
+static lt_status rank_box(const lt_dtensor *dt, const lt_ragged_view *v, int r, int64_t *off,
+                          int64_t *len, int *dup) {
     const lt_mesh *m = &dt->local->mesh;
-    LT_TRY(lt_local_shape_and_offset(m, dt->ndim, dt->shape, dt->placements, r, len, off));
+    LT_TRY(lt_local_shape_and_offset(m, v->ndim, v->shape, v->pl, r, len, off));
     *dup = 0;
     for (int q = 0; q < r && !*dup; q++) {
         int64_t o[LT_MAX_DIMS], l[LT_MAX_DIMS];
-        LT_TRY(lt_local_shape_and_offset(m, dt->ndim, dt->shape, dt->placements, q, l, o));
-        *dup = !memcmp(o, off, sizeof(int64_t) * (size_t)dt->ndim) &&
-               !memcmp(l, len, sizeof(int64_t) * (size_t)dt->ndim);
+        LT_TRY(lt_local_shape_and_offset(m, v->ndim, v->shape, v->pl, q, l, o));
+        *dup = !memcmp(o, off, sizeof(int64_t) * (size_t)v->ndim) &&
+               !memcmp(l, len, sizeof(int64_t) * (size_t)v->ndim);
     }
     return LT_OK;
 }
 
-/* Refuses what a checkpoint cannot hold: Partial, non-box strided shards. */
-static lt_status check_savable(const lt_dtensor *dt) {
+/* Refuses what a checkpoint cannot hold: Partial, non-box strided shards,
+ * and (DCP) a RaggedShard over k > 1 dims, whose shards are runs of
+ * flattened rows rather than boxes. *v: dt's layout for rank_box. */
+static lt_status check_savable(const lt_dtensor *dt, lt_ck_format fmt, lt_ragged_view *v) {
     const lt_mesh *m = &dt->local->mesh;
+    LT_TRY(lt_ragged_view_of(m, dt->ndim, dt->shape, dt->placements, v));
+    if (fmt == LT_CK_DCP && v->mesh_dim >= 0 && v->k > 1)
+        return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
+                            "not supported yet: RaggedShard with k > 1 in checkpoints (mesh dim "
+                            "%d flattens dims 0..%d: a shard is a run of flattened rows, not one "
+                            "box); save it as format hf, or redistribute first",
+                            v->mesh_dim, v->k - 1);
     for (int i = 0; i < m->ndim; i++) {
         if (dt->placements[i].kind == LT_PL_PARTIAL)
             return lt__err(LT_INVALID,
@@ -89,9 +102,9 @@ static lt_status check_savable(const lt_dtensor *dt) {
         if (dt->placements[i].kind != LT_PL_STRIDED) continue;
         for (int r = 0; r < m->world; r++) {
             lt_rank_layout l;
-            LT_TRY(lt_layout_rank(m, dt->ndim, dt->shape, dt->placements, r, &l));
+            LT_TRY(lt_layout_rank(m, v->ndim, v->shape, v->pl, r, &l));
             int box = 1;
-            for (int d = 0; d < dt->ndim; d++) box &= l.contiguous[d] || !l.local_shape[d];
+            for (int d = 0; d < v->ndim; d++) box &= l.contiguous[d] || !l.local_shape[d];
             lt_rank_layout_free(&l);
             if (!box)
                 return lt__err_code(
@@ -106,7 +119,8 @@ static lt_status check_savable(const lt_dtensor *dt) {
 
 lt_status lt__ck_save_dtensor(const lt_dtensor *dt, const char *name, const char *dir,
                               lt_ck_format fmt) {
-    LT_TRY(check_savable(dt));
+    lt_ragged_view v;
+    LT_TRY(check_savable(dt, fmt, &v));
     LT_TRY(lt__ck_prepare_dir(dir));
     lt_status st = LT_OK;
     if (fmt == LT_CK_HF) {
@@ -126,7 +140,7 @@ lt_status lt__ck_save_dtensor(const lt_dtensor *dt, const char *name, const char
             return lt__err_code(LT_UNSUPPORTED, LT_ERR_NOT_YET,
                                 "not supported yet: saving rank %d's shard, which is not held here",
                                 r);
-        if ((st = rank_box(dt, r, off, len, &dup)) || dup) continue;
+        if ((st = rank_box(dt, &v, r, off, len, &dup)) || dup) continue;
         char fname[96], *path;
         snprintf(fname, sizeof fname, "shard-%05d-model-00001-of-00001.safetensors", r + 1);
         lt_tensor *h = NULL;

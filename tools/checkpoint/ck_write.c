@@ -104,8 +104,10 @@ static lt_status write_rank(const lt_ckpt *ck, const lt_mesh *m, const lt_placem
     for (int i = 0; i < ck->nt; i++) {
         const lt_ck_tensor *t = &ck->t[i];
         int64_t len[LT_MAX_DIMS] = {0};
-        LT_TRY(lt_local_shape_and_offset(m, t->ndim, t->shape, pl, r, len, offs[n]));
-        if (written_before(m, t, pl, r, offs[n], len)) continue;
+        lt_placement tp[LT_MESH_MAX_DIMS];   /* a RaggedShard over (0,): explicit Shard(0) */
+        LT_TRY(lt__ck_target_pl(m, t, pl, tp));
+        LT_TRY(lt_local_shape_and_offset(m, t->ndim, t->shape, tp, r, len, offs[n]));
+        if (written_before(m, t, tp, r, offs[n], len)) continue;
         memset(&e[n], 0, sizeof e[n]);
         e[n].name = t->name, e[n].dtype = t->dtype, e[n].ndim = t->ndim;
         memcpy(e[n].shape, len, sizeof len);

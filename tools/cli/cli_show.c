@@ -46,13 +46,21 @@ typedef struct show_pic {
 
 static lt_status write_pic(FILE *f, void *ctx) {
     const show_pic *sp = ctx;
-    const lt_dtensor *d = sp->d;
-    lt_pic_layout lay = {lt_dtensor_mesh(d), d->ndim, d->shape, d->placements};
+    const lt_dtensor *d = sp->d, *v;
+    lt_dtensor vbuf;
+    LT_TRY(lt_render_layout(d, &vbuf, &v));   /* a RaggedShard: its view's blocks */
+    lt_pic_layout lay = {lt_dtensor_mesh(d), v->ndim, v->shape, v->placements};
     char title[800], mesh[128], shape[128], pl[512];
     lt_mesh_format(lay.mesh, mesh, sizeof mesh);
     lt_shape_format(d->ndim, d->shape, shape, sizeof shape);
     lt_placements_format(d->placements, lay.mesh->ndim, pl, sizeof pl);
     snprintf(title, sizeof title, "%s on mesh %s, shape %s", pl, mesh, shape);
+    if (v->ndim != d->ndim) {   /* RaggedShard over k > 1 dims: say what is drawn */
+        char vs[128];
+        size_t n = strlen(title);
+        snprintf(title + n, sizeof title - n, " (drawn as its rows: the view %s)",
+                 lt_shape_format(v->ndim, v->shape, vs, sizeof vs));
+    }
     if (!sp->html) return lt_picture_svg(f, &lay, title, 1);
     lt_picture_html_begin(f, title);
     fprintf(f, "<div class=\"lt-fig\">\n");
@@ -122,10 +130,13 @@ int lt_cli_show(int argc, char **argv) {
         lt_render_header(stdout, d);
         if (isatty(fileno(stdout)) && a.mesh.world > 16) {
             /* a terminal: one line per local shape instead of a wall of ranks */
-            lt_pic_layout lay = {&a.mesh, d->ndim, d->shape, d->placements};
+            const lt_dtensor *v;
+            lt_dtensor vbuf;
+            st = lt_render_layout(d, &vbuf, &v);   /* a RaggedShard: its view */
+            lt_pic_layout lay = {&a.mesh, v->ndim, v->shape, v->placements};
             fprintf(stdout, "ranks grouped by local shape (over 16 ranks on a terminal; piped or "
                             "--json: every rank):\n");
-            st = lt_picture_shard_summary(stdout, &lay, 12);
+            if (!st) st = lt_picture_shard_summary(stdout, &lay, 12);
         } else {
             st = lt_render_ranks(stdout, d, 64);
         }

@@ -50,8 +50,10 @@ typedef struct lt_pic_layout {
  * it from rank 0's group) and a table of who holds what fraction instead of
  * a wall. standalone: 1 writes an XML prolog and the SVG namespace (a file
  * of its own), 0 an element to inline in HTML. Every coloured block carries
- * class "lt-block"; the legend's rows class "lt-legend". Errors: the layout
- * errors of lt_layout_rank, LT_NOMEM. */
+ * class "lt-block"; the legend's rows class "lt-legend". A RaggedShard
+ * layout is drawn as its view (shape (F, *shape[k:]); localtensor/ragged.h).
+ * Errors: the layout errors of lt_layout_rank (and lt_ragged_view_of),
+ * LT_NOMEM. */
 lt_status lt_picture_svg(FILE *f, const lt_pic_layout *lay, const char *title, int standalone);
 
 /* The opening of a self-contained HTML page (doctype, inline CSS and the
@@ -87,7 +89,8 @@ lt_status lt_picture_redistribute_file(const char *path, const lt_plan *p, const
 /* Compact per-shard view for the terminal: ranks grouped by local shape,
  * one line a group ("ranks 0-63 (64): local shape (128, 8192), 1.5625% of
  * the tensor each"), at most max_lines groups, then how many were left out.
- * Errors: the layout errors of lt_local_shape_and_offset. */
+ * A RaggedShard layout: its view's local shapes (the shards' own). Errors:
+ * the layout errors of lt_local_shape_and_offset (and lt_ragged_view_of). */
 lt_status lt_picture_shard_summary(FILE *f, const lt_pic_layout *lay, int max_lines);
 
 /* A run's pictures are drawn from its JSON report (`run --json` with

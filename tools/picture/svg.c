@@ -599,8 +599,27 @@ static lt_status svg_summary(FILE *f, const lt_pic_layout *lay, const char *titl
     return LT_OK;
 }
 
+/* A RaggedShard layout is drawn and summed up as its view (shape (F,
+ * *shape[k:]), the RaggedShard an explicit-sizes Shard(0);
+ * localtensor/ragged.h): *lay is pointed at *v, built in *vw; other layouts
+ * are left as they are. */
+static lt_status ragged_view(const lt_pic_layout **lay, lt_ragged_view *vw, lt_pic_layout *v) {
+    const lt_pic_layout *l = *lay;
+    if (!lt_placements_have_ragged(l->pl, l->mesh->ndim)) return LT_OK;
+    LT_TRY(lt_ragged_view_of(l->mesh, l->ndim, l->shape, l->pl, vw));
+    v->mesh = l->mesh;
+    v->ndim = vw->ndim;
+    v->shape = vw->shape;
+    v->pl = vw->pl;
+    *lay = v;
+    return LT_OK;
+}
+
 lt_status lt_picture_svg(FILE *f, const lt_pic_layout *lay, const char *title, int standalone) {
     int64_t elems = 0, total = 1, ls[LT_MAX_DIMS];
+    lt_ragged_view vw;
+    lt_pic_layout v;
+    LT_TRY(ragged_view(&lay, &vw, &v));
     for (int d = 0; d < lay->ndim; d++) total = lt__mul_sat(total, lay->shape[d]);
     /* the index lists a grid walks: every rank's local length along the drawn dims */
     for (int r = 0; r < lay->mesh->world && lay->ndim <= 2 && total > 0; r++) {
@@ -623,6 +642,9 @@ lt_status lt_picture_svg(FILE *f, const lt_pic_layout *lay, const char *title, i
 lt_status lt_picture_shard_summary(FILE *f, const lt_pic_layout *lay, int max_lines) {
     pic_share sh[PIC_MAX_SHAPES];
     int nsh, more;
+    lt_ragged_view vw;
+    lt_pic_layout v;
+    LT_TRY(ragged_view(&lay, &vw, &v));
     LT_TRY(shares(lay, sh, &nsh, &more));
     int64_t total = 1;
     char s[160];

@@ -3,6 +3,7 @@
 #include "tools/render/json_alloc.h"
 #include "kernels/alloc.h"
 #include "kernels/memlimit_impl.h"
+#include "localtensor/ragged_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,32 @@ void lt_render_header(FILE *f, const lt_dtensor *dt) {
     fprintf(f, "mesh %s (%d rank%s), global shape %s, %s, placements %s\n", mesh,
             lt_dtensor_mesh(dt)->world, lt_dtensor_mesh(dt)->world == 1 ? "" : "s", shape,
             lt_dtype_name(dt->dtype), pl);
+}
+
+lt_status lt_render_layout(const lt_dtensor *dt, lt_dtensor *buf, const lt_dtensor **v) {
+    *v = dt;
+    if (!lt_placements_have_ragged(dt->placements, lt_dtensor_mesh(dt)->ndim)) return LT_OK;
+    LT_TRY(lt__ragged_as_view(dt, buf));
+    *v = buf;
+    return LT_OK;
+}
+
+/* The RaggedShard's view note under a table (picture 0) or above a
+ * picture (1) of dt, when it flattens 2 or more dims (k = 1: the view is
+ * the tensor itself). */
+static void ragged_note(FILE *f, const lt_dtensor *dt, const lt_dtensor *v, int picture) {
+    char s[128];
+    if (v == dt || v->ndim == dt->ndim) return;
+    int k = dt->ndim - v->ndim + 1;
+    lt_shape_format(v->ndim, v->shape, s, sizeof s);
+    if (picture)
+        fprintf(f, "(the picture of the view %s: row i is flattened row i of dims 0..%d)\n", s,
+                k - 1);
+    else
+        fprintf(f,
+                "RaggedShard: dims 0..%d are flattened into %lld rows; shapes and offsets are "
+                "those of the view %s\n",
+                k - 1, (long long)v->shape[0], s);
 }
 
 static void coord_str(const lt_mesh *m, int rank, char *buf, size_t n) {
@@ -71,7 +98,10 @@ static void render_nested(FILE *f, const lt_tensor *t, int64_t max, int indent) 
 
 lt_status lt_render_ranks(FILE *f, const lt_dtensor *dt, int max_values) {
     const lt_mesh *m = lt_dtensor_mesh(dt);
+    const lt_dtensor *tensor = dt;
+    lt_dtensor vbuf;
     int any_strided = 0;
+    LT_TRY(lt_render_layout(tensor, &vbuf, &dt));   /* from here on, what layout math knows */
     fprintf(f, "%-5s %-10s %-14s %-15s %s\n", "rank", "coord", "local_shape", "global_offset",
             "values");
     for (int r = 0; r < m->world; r++) {
@@ -102,6 +132,7 @@ lt_status lt_render_ranks(FILE *f, const lt_dtensor *dt, int max_values) {
         fprintf(
             f, "* strided shard: along some dim the rank's indices are not one contiguous run, so\n"
                "  global_offset is only the first index it holds there\n");
+    ragged_note(f, tensor, dt, 0);
     return LT_OK;
 }
 
@@ -230,6 +261,10 @@ static void picture_notes(FILE *f, const lt_dtensor *dt) {
 }
 
 lt_status lt_render_picture(FILE *f, const lt_dtensor *dt) {
+    const lt_dtensor *tensor = dt;
+    lt_dtensor vbuf;
+    LT_TRY(lt_render_layout(tensor, &vbuf, &dt));   /* a RaggedShard's: its view's picture */
+    ragged_note(f, tensor, dt, 1);
     if (dt->ndim < 1 || dt->ndim > 2) {
         fprintf(f, "(picture: only for 1-D and 2-D tensors)\n");
         return LT_OK;
@@ -304,6 +339,9 @@ lt_status lt_json_ranks_check(const lt_dtensor *dt) {
 
 cJSON *lt_json_ranks(const lt_dtensor *dt) {
     const lt_mesh *m = lt_dtensor_mesh(dt);
+    const lt_dtensor *tensor = dt;
+    lt_dtensor vbuf;
+    if (lt_render_layout(tensor, &vbuf, &dt)) return NULL;
     cJSON *a = cJSON_CreateArray();
     for (int r = 0; r < m->world; r++) {
         int64_t c64[LT_MESH_MAX_DIMS];
@@ -323,6 +361,13 @@ cJSON *lt_json_ranks(const lt_dtensor *dt) {
         lt__json_put(o, "local_shape", lt_json_i64_array(l.local_shape, dt->ndim));
         lt__json_put(o, "global_offset", lt_json_i64_array(l.global_offset, dt->ndim));
         cJSON_AddBoolToObject(o, "strided", strided);
+        if (dt != tensor) {   /* RaggedShard: the flat index of the first element, -1 empty */
+            int64_t st[LT_MAX_DIMS], first = 0;
+            lt_contiguous_strides(dt->ndim, dt->shape, st);
+            for (int d = 0; d < dt->ndim; d++) first += l.global_offset[d] * st[d];
+            cJSON_AddNumberToObject(o, "first_element",
+                                    lt__numel_sat(dt->ndim, l.local_shape) ? (double)first : -1);
+        }
         lt_rank_layout_free(&l);
         const lt_tensor *t = lt_to_local(dt, r);
         if (!t) { /* absent (not held here): "values": null */

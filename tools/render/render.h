@@ -9,6 +9,13 @@
 
 #include "localtensor/localtensor.h"
 
+/* What layout math can describe of dt: *v = dt, or for a RaggedShard
+ * layout its view (localtensor/ragged.h; shape (F, *shape[k:]), the
+ * RaggedShard an explicit-sizes Shard(0)) kept in *buf, which borrows dt's
+ * shards (never free it; valid while dt is). The tables, pictures and JSON
+ * below show a RaggedShard through it. */
+lt_status lt_render_layout(const lt_dtensor *dt, lt_dtensor *buf, const lt_dtensor **v);
+
 /* Per-rank table: rank, coordinate, local shape, global offset, values (at
  * most max_values of them; a 2-D or higher shard prints as nested rows, one
  * row per line). The global offset is the first index a rank holds; a
@@ -34,7 +41,10 @@ cJSON *lt_json_mesh(const lt_mesh *m);
 cJSON *lt_json_placements(const lt_placement *pl, int n);
 /* {"rank", "coord", "local_shape", "global_offset", "strided", "values"} for
  * every rank ("strided": the shard's indices are not one contiguous run
- * along some dim, so global_offset is only its first index). */
+ * along some dim, so global_offset is only its first index). A RaggedShard
+ * layout: shapes and offsets of its view (lt_render_layout), plus
+ * "first_element", the flat index of the shard's first element (-1 when
+ * empty). */
 cJSON *lt_json_ranks(const lt_dtensor *dt);
 /* LT_OK when the JSON document of lt_json_ranks(dt) (about
  * LT_JSON_BYTES_PER_VALUE bytes per value: a cJSON node, its allocation and
