@@ -835,6 +835,46 @@ static void test_context_once(void **state) {
     lt_dtensor_free(src);
 }
 
+/* opts->cost: the 2x2 transpose [S(0),S(1)] -> [S(1),S(0)] of a (4,4) f32
+ * under moves all is one permute in which ranks 1 and 2 swap their 2x2
+ * blocks (2 x 16 bytes, by hand), through lt_redistribute and
+ * lt_plan_redistribute alike; without cost the per-dim plan takes three
+ * steps; an out-of-range objective is refused. */
+static void test_opts_cost(void **state) {
+    (void)state;
+    lt_mesh m = mk_mesh("2x2");
+    lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
+    parse_pl("S(0),S(1)", sp);
+    parse_pl("S(1),S(0)", dp);
+    int64_t shape[2] = {4, 4};
+    lt_dtensor *src = mk(&m, LT_F32, 2, shape, sp), *out = NULL;
+    lt_plan_cost cost = {0};
+    cost.objective = LT_OBJECTIVE_BYTES;
+    cost.moves = LT_MOVES_ALL;
+    lt_redistribute_opts o = {0};
+    o.verify = 1;
+    o.cost = &cost;
+    lt_plan *p = NULL;
+    LT_CHECK(lt_redistribute(src, dp, 2, &o, &out, &p));
+    assert_int_equal(p->nsteps, 1);
+    assert_int_equal(p->total_bytes, 32);
+    lt_plan_free(p);
+    LT_CHECK(lt_plan_redistribute(&m, LT_F32, 2, shape, sp, dp, 2, &o, &p));
+    assert_int_equal(p->nsteps, 1);
+    lt_plan_free(p);
+    o.cost = NULL;
+    LT_CHECK(lt_plan_redistribute(&m, LT_F32, 2, shape, sp, dp, 2, &o, &p));
+    assert_int_equal(p->nsteps, 3);
+    lt_plan_free(p);
+    cost.objective = (lt_objective)LT_OBJECTIVE_COUNT;
+    o.cost = &cost;
+    lt_dtensor_free(out);
+    out = NULL;
+    LT_EXPECT_STATUS(lt_redistribute(src, dp, 2, &o, &out, NULL), LT_INVALID);
+    assert_null(out);
+    lt_dtensor_free(src);
+}
+
 int main(void) {
     lt_test_backend_from_env();
     const struct CMUnitTest tests[] = {
@@ -855,6 +895,7 @@ int main(void) {
         cmocka_unit_test(test_scalars_and_explicit),
         cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_context_once),
+        cmocka_unit_test(test_opts_cost),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -36,8 +36,9 @@
 
 /* ---- options --------------------------------------------------------------- */
 
-/* A zero-initialised struct (or NULL options) means: min-cost planner, no
- * verification, unnamed tensor, internal communicator, plan cache on. */
+/* A zero-initialised struct (or NULL options) means: min-cost planner (bytes
+ * over the collectives), no verification, unnamed tensor, internal
+ * communicator, plan cache on. */
 struct lt_redistribute_opts {
     lt_planner planner;
     int verify;                 /* 1: check every intermediate against the direct reshard */
@@ -47,6 +48,10 @@ struct lt_redistribute_opts {
     lt_verify_report *report;   /* optional out: filled when verify is on */
     int no_cache;               /* 1: plan from scratch, neither read nor fill the cache
                                  * (nor the min-cost searches' shared space) */
+    const lt_plan_cost *cost;   /* optional (borrowed for the call): what min-cost minimises
+                                 * and over which moves (plan.h); NULL: bytes over the
+                                 * collectives. Other options plan anew (never cached), as
+                                 * lt_plan_redistribute_cost. */
 };
 
 /* ---- redistribute ----------------------------------------------------------- */

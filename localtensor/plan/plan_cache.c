@@ -204,6 +204,27 @@ static lt_status plan_checked(const lt_spec *src, const lt_placement *dst, lt_pl
     return LT_OK;
 }
 
+/* ---- opts->cost ------------------------------------------------------------------- */
+
+/* Sets opts->cost (checked) as this thread's cost options for one planning
+ * call; *was gets the previous ones for cost_leave. Options without a cost
+ * leave the thread's as they are (the CLI's --objective and --moves). */
+static lt_status cost_enter(const lt_redistribute_opts *opts, const lt_plan_cost **was) {
+    const lt_plan_cost *c = opts ? opts->cost : NULL;
+    *was = lt__plan_cost_cur;
+    if (!c) return LT_OK;
+    if ((unsigned)c->objective >= LT_OBJECTIVE_COUNT || (unsigned)c->moves >= LT_MOVES_COUNT)
+        return lt__err(LT_INVALID, "redistribute: unknown objective %d or move set %d",
+                       (int)c->objective, (int)c->moves);
+    lt__plan_cost_swap(c);
+    return LT_OK;
+}
+
+static lt_status cost_leave(const lt_plan_cost *was, lt_status st) {
+    lt__plan_cost_swap(was);
+    return st;
+}
+
 static int same_tensor(const lt_spec *a, const lt_spec *b) {
     if (a->dtype != b->dtype || a->ndim != b->ndim) return 0;
     if (a->mesh != b->mesh && !lt_mesh_equal(a->mesh, b->mesh)) return 0;
@@ -212,8 +233,8 @@ static int same_tensor(const lt_spec *a, const lt_spec *b) {
     return 1;
 }
 
-lt_status lt_plan_redistribute_spec(const lt_spec *src, const lt_spec *dst,
-                                    const lt_redistribute_opts *opts, lt_plan **out) {
+static lt_status plan_spec(const lt_spec *src, const lt_spec *dst,
+                           const lt_redistribute_opts *opts, lt_plan **out) {
     lt_planner planner = opts ? opts->planner : LT_PLANNER_MIN_COST;
     int use_cache = !(opts && opts->no_cache) && lt__plan_cost_plain();
     *out = NULL;
@@ -257,8 +278,8 @@ lt_status lt_plan_redistribute_cost(const lt_spec *src, const lt_spec *dst,
     return st;
 }
 
-lt_status lt__plan_redistribute_from(const lt_spec *src, const lt_placement *dst, int np,
-                                     const lt_redistribute_opts *opts, lt_plan **out) {
+static lt_status plan_from(const lt_spec *src, const lt_placement *dst, int np,
+                           const lt_redistribute_opts *opts, lt_plan **out) {
     lt_placement d[LT_MESH_MAX_DIMS];
     lt_planner planner = opts ? opts->planner : LT_PLANNER_MIN_COST;
     int use_cache = !(opts && opts->no_cache) && lt__plan_cost_plain();
@@ -278,10 +299,9 @@ lt_status lt__plan_redistribute_from(const lt_spec *src, const lt_placement *dst
     return plan_checked(src, ds.placements, planner, use_cache, &ctx, out);
 }
 
-lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
-                               const int64_t *shape, const lt_placement *src,
-                               const lt_placement *dst, int np,
-                               const lt_redistribute_opts *opts, lt_plan **out) {
+static lt_status plan_pl(const lt_mesh *mesh, lt_dtype dtype, int ndim, const int64_t *shape,
+                         const lt_placement *src, const lt_placement *dst, int np,
+                         const lt_redistribute_opts *opts, lt_plan **out) {
     lt_placement s[LT_MESH_MAX_DIMS], d[LT_MESH_MAX_DIMS];
     lt_planner planner = opts ? opts->planner : LT_PLANNER_MIN_COST;
     int use_cache = !(opts && opts->no_cache) && lt__plan_cost_plain();
@@ -411,4 +431,32 @@ lt_status lt_plan_print(const lt_plan *p, FILE *f) {
     fputs(buf, f);
     lt__free(buf);
     return LT_OK;
+}
+
+/* ---- the entry points: each under opts->cost ------------------------------------ */
+
+lt_status lt_plan_redistribute_spec(const lt_spec *src, const lt_spec *dst,
+                                    const lt_redistribute_opts *opts, lt_plan **out) {
+    const lt_plan_cost *was;
+    *out = NULL;
+    LT_TRY(cost_enter(opts, &was));
+    return cost_leave(was, plan_spec(src, dst, opts, out));
+}
+
+lt_status lt__plan_redistribute_from(const lt_spec *src, const lt_placement *dst, int np,
+                                     const lt_redistribute_opts *opts, lt_plan **out) {
+    const lt_plan_cost *was;
+    *out = NULL;
+    LT_TRY(cost_enter(opts, &was));
+    return cost_leave(was, plan_from(src, dst, np, opts, out));
+}
+
+lt_status lt_plan_redistribute(const lt_mesh *mesh, lt_dtype dtype, int ndim,
+                               const int64_t *shape, const lt_placement *src,
+                               const lt_placement *dst, int np,
+                               const lt_redistribute_opts *opts, lt_plan **out) {
+    const lt_plan_cost *was;
+    *out = NULL;
+    LT_TRY(cost_enter(opts, &was));
+    return cost_leave(was, plan_pl(mesh, dtype, ndim, shape, src, dst, np, opts, out));
 }

@@ -382,10 +382,36 @@ typedef struct {
     int np;
     lt_planner planner;
     int verify;
+    int has_cost;                   /* objective, moves or topology given */
+    lt_plan_cost cost;
 } redistribute_data;
 
+/* The optional `objective`, `moves` and `topology` (a preset) of a
+ * redistribute: min-cost's cost options (localtensor/plan.h); without
+ * them, bytes over the collectives, as the library's default. */
+static lt_status parse_cost(sc_parse_ctx *pc, const sc_node *body, redistribute_data *d) {
+    const sc_node *o = lt__sc_get(body, "objective"), *m = lt__sc_get(body, "moves"),
+                  *t = lt__sc_get(body, "topology");
+    const char *s;
+    d->has_cost = o || m || t;
+    d->cost.objective = LT_OBJECTIVE_BYTES;
+    d->cost.moves = LT_MOVES_COLLECTIVES;
+    if (!d->has_cost) return LT_OK;
+    lt_status e = LT_OK;
+    if (o && !(e = lt__sc_str(o, "redistribute: objective", &s)))
+        if ((e = lt_objective_parse(s, &d->cost.objective))) return lt__sc_err_at(o, e);
+    if (!e && m && !(e = lt__sc_str(m, "redistribute: moves", &s)))
+        if ((e = lt_moveset_parse(s, &d->cost.moves))) return lt__sc_err_at(m, e);
+    if (e) return e;
+    s = "uniform";
+    if (t) LT_TRY(lt__sc_str(t, "redistribute: topology", &s));
+    e = lt_topology_preset(s, pc->mesh->ndim, &d->cost.topo);
+    return e && t ? lt__sc_err_at(t, e) : e;
+}
+
 lt_status lt__sc_parse_redistribute(sc_parse_ctx *pc, const sc_node *body, sc_step *st) {
-    static const char *const keys[] = {"tensor", "to", "as", "planner", "verify", NULL};
+    static const char *const keys[] = {"tensor", "to",    "as",       "planner", "verify",
+                                       "objective", "moves", "topology", NULL};
     const sc_node *n;
     LT_TRY(lt__sc_keys(body, "redistribute", keys));
     LT__SC_NEW_DATA(redistribute_data, d);
@@ -402,6 +428,7 @@ lt_status lt__sc_parse_redistribute(sc_parse_ctx *pc, const sc_node *body, sc_st
     d->verify = 1;
     if ((n = lt__sc_get(body, "verify")))
         LT_TRY(lt__sc_bool(n, "redistribute: verify", &d->verify));
+    LT_TRY(parse_cost(pc, body, d));
     pc->redistributes++;
     return lt__sc_define(pc, body, "redistribute", SC_DTENSOR, &d->as);
 }
@@ -451,6 +478,7 @@ lt_status lt__sc_run_redistribute(sc_run_ctx *rc, const sc_step *st) {
     o.name = d->tensor;
     o.comm = rc->comm;
     o.report = &rep;
+    o.cost = d->has_cost ? &d->cost : NULL;
     lt_dtensor *out = NULL;
     lt_plan *plan = NULL;
     rc->did_check = d->verify;
