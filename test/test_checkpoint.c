@@ -373,6 +373,17 @@ static void test_reshard_refused(void **state) {
     assert_int_equal(lt__ck_open("test/checkpoints/no-such-dir", &ck), LT_IO);
 }
 
+
+/* Writes the scenario `text` to `yaml` and runs it with the CLI's `run`
+ * in-process: every case must pass (fails the test otherwise). */
+static void run_yaml_ok(const char *yaml, const char *text) {
+    lt_test_write_file(yaml, text);
+    const char *args[] = {yaml};
+    char *out = NULL, *err = NULL;
+    int rc = lt_test_run_sc(args, 1, &out, &err);
+    if (rc) fail_msg("exit %d\n%s\n%s", rc, out, err);
+    free(out), free(err);
+}
 /* save: on [S(0), S(1)] of 2x4 (uneven, empty shards), load: on [S(1), R]
  * and on [R] after an HF save; values checked against the declared
  * arange, a Partial save refused, a checkpoint that does not verify refused. */
@@ -403,12 +414,7 @@ static void test_scenario_save_load(void **state) {
              "    - expect_error: {load: {dir: \"%s\", name: q, placements: [R, R], "
              "as: qd}, contains: \"no .safetensors file\"}\n",
              dir, dir, dir, dir, dir, dir);
-    lt_test_write_file(yaml, text);
-    const char *args[] = {yaml};
-    char *out = NULL, *err = NULL;
-    int rc = lt_test_run_sc(args, 1, &out, &err);
-    if (rc) fail_msg("exit %d\n%s\n%s", rc, out, err);
-    free(out), free(err);
+    run_yaml_ok(yaml, text);
     /* the DCP save: rank 3's and 7's blocks are empty; 8 files, checked */
     char a[600];
     snprintf(a, sizeof a, "%s/a", dir);
@@ -451,12 +457,7 @@ static void test_scenario_save_load_ragged(void **state) {
              "    - load: {dir: \"%s/b\", name: kd, placements: [R], as: k2}\n"
              "    - expect_full: {tensor: k2, equals: x3}\n",
              dir, dir, dir, dir, dir, dir);
-    lt_test_write_file(yaml, text);
-    const char *args[] = {yaml};
-    char *out = NULL, *err = NULL;
-    int rc = lt_test_run_sc(args, 1, &out, &err);
-    if (rc) fail_msg("exit %d\n%s\n%s", rc, out, err);
-    free(out), free(err);
+    run_yaml_ok(yaml, text);
     /* the DCP pieces: one per rank, at rows 0, 2, 6 and (empty) 8 */
     char a[600];
     snprintf(a, sizeof a, "%s/a", dir);
