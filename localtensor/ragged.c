@@ -2,8 +2,10 @@
  * DTensor entry points that take it: distribute, dtensor_new, from_local,
  * the direct full_tensor and clone, each done on the view by the ordinary code and
  * relabelled with the tensor's shape and placements (docs/SEMANTICS.md
- * §11.10). Redistribute (and so lt_full_tensor, a redistribute to Replicate)
- * is localtensor/ragged_redist.c, ops localtensor/ragged_ops.c. */
+ * §11.10). The view of a given k (flattening more dims than the
+ * RaggedShard's own) is here too, for redistribute: through the planner on
+ * a common view (localtensor/ragged_plan.c) or the exchange
+ * (localtensor/ragged_redist.c); ops are localtensor/ragged_ops.c. */
 #include "localtensor/ragged.h"
 #include "localtensor/ragged_impl.h"
 
@@ -74,28 +76,56 @@ static lt_status ragged_rows(const lt_mesh *mesh, const lt_placement *pl, int r,
     return LT_OK;
 }
 
-lt_status lt_ragged_view_of(const lt_mesh *mesh, int ndim, const int64_t *shape,
-                            const lt_placement *pl, lt_ragged_view *out) {
+/* The placements of the view of flattened dims 0..K-1 into out->pl (out's
+ * other fields set): the RaggedShard on mesh dim r (-1: none) is the
+ * explicit-sizes Shard(0) of its units over R rows, a Shard-like of dim
+ * d >= K is of dim d - K + 1 (d < K: only K = 1, where it stays dim 0). */
+static lt_status view_placements(const lt_placement *pl, int np, int r, int K, int64_t R,
+                                 int64_t U, lt_ragged_view *out) {
+    for (int i = 0; i < np; i++) {
+        lt_placement *q = &out->pl[i];
+        if (i == r) {
+            lt_split_rule rule;
+            LT_TRY(units_rule(&pl[r], r, R, U, &rule));
+            *q = lt_shard_rule(0, rule);
+        } else if (lt_placement_is_shard_like(q)) {
+            q->dim = q->dim >= K ? q->dim - K + 1 : 0;
+        }
+    }
+    return LT_OK;
+}
+
+/* The view of checked placements pl with dims 0..K-1 flattened (K = 0: the
+ * RaggedShard's own k, or the tensor itself without one) into *out; *ok = 0
+ * (out unspecified) when pl cannot be written in it: a RaggedShard of more
+ * than K dims, or a Shard-like of a dim below K when K > 1. Errors as
+ * lt_ragged_view_of's. */
+static lt_status view_k(const lt_mesh *mesh, int ndim, const int64_t *shape,
+                        const lt_placement *pl, int K, lt_ragged_view *out, int *ok) {
     int np = mesh->ndim, r = -1;
     plain_view(ndim, shape, pl, np, out);
+    *ok = 1;
     for (int i = 0; i < np; i++)
         if (pl[i].kind == LT_PL_RAGGED) r = i;
-    if (r < 0) return LT_OK;
-    const lt_placement *p = &pl[r];
-    int k = p->dim;
-    int64_t F = 1, U = 0;
-    for (int d = 0; d < k; d++)
+    int k = r >= 0 ? pl[r].dim : 1;
+    if (K == 0) K = r >= 0 ? k : 1;
+    if (k > K || K > ndim) return (*ok = 0), LT_OK;
+    for (int i = 0; i < np && K > 1; i++)
+        if (i != r && lt_placement_is_shard_like(&pl[i]) && pl[i].dim < K) return (*ok = 0), LT_OK;
+    if (r < 0 && K == 1) return LT_OK;
+    int64_t F = 1, U = r >= 0 ? 0 : 1;
+    for (int d = 0; d < K; d++)
         if (lt__mul_i64(F, shape[d], &F))
             return lt__err(LT_OVERFLOW, "mesh dim %d: RaggedShard: the rows of dims 0..%d "
-                           "overflow", r, k - 1);
-    for (int c = 0; c < p->rule.nsizes; c++) U += p->rule.sizes[c];
+                           "overflow", r, K - 1);
+    for (int c = 0; r >= 0 && c < pl[r].rule.nsizes; c++) U += pl[r].rule.sizes[c];
     if (U <= 0)
         return lt__err(
             LT_INVALID,
             "mesh dim %d: RaggedShard: the local_units sum to %lld (at least one unit is needed)",
             r, (long long)U);
     int64_t R = F;   /* the rows it divides: F, or each earlier Shard(0)'s chunk */
-    LT_TRY(ragged_rows(mesh, pl, r, F, &R));
+    if (r >= 0) LT_TRY(ragged_rows(mesh, pl, r, F, &R));
     if (R % U) {
         char s[160];
         if (R != F)
@@ -109,28 +139,29 @@ lt_status lt_ragged_view_of(const lt_mesh *mesh, int ndim, const int64_t *shape,
                        "mesh dim %d: RaggedShard: the %lld rows of dims 0..%d of shape %s are "
                        "not a multiple of the local_units' sum %lld (each rank holds units x F/U "
                        "rows)",
-                       r, (long long)F, k - 1, lt_shape_format(ndim, shape, s, sizeof s),
+                       r, (long long)F, K - 1, lt_shape_format(ndim, shape, s, sizeof s),
                        (long long)U);
     }
     out->mesh_dim = r;
-    out->k = k;
-    out->ndim = ndim - k + 1;
+    out->k = K;
+    out->ndim = ndim - K + 1;
     out->rows = F;
     out->units_sum = U;
     out->shape[0] = F;
-    for (int d = k; d < ndim; d++) out->shape[d - k + 1] = shape[d];
+    for (int d = K; d < ndim; d++) out->shape[d - K + 1] = shape[d];
     for (int d = out->ndim; d < LT_MAX_DIMS; d++) out->shape[d] = 0;
-    for (int i = 0; i < np; i++) {
-        lt_placement *q = &out->pl[i];
-        if (i == r) {
-            lt_split_rule rule;
-            LT_TRY(units_rule(p, r, R, U, &rule));
-            *q = lt_shard_rule(0, rule);
-        } else if (lt_placement_is_shard_like(q)) {
-            q->dim = q->dim >= k ? q->dim - k + 1 : 0;   /* d < k: only k = 1 (checked) */
-        }
-    }
-    return LT_OK;
+    return view_placements(pl, np, r, K, R, U, out);
+}
+
+lt_status lt_ragged_view_of(const lt_mesh *mesh, int ndim, const int64_t *shape,
+                            const lt_placement *pl, lt_ragged_view *out) {
+    int ok;
+    return view_k(mesh, ndim, shape, pl, 0, out, &ok);   /* its own k: always ok */
+}
+
+lt_status lt__ragged_view_k(const lt_mesh *mesh, int ndim, const int64_t *shape,
+                            const lt_placement *pl, int k, lt_ragged_view *out, int *ok) {
+    return view_k(mesh, ndim, shape, pl, k, out, ok);
 }
 
 lt_status lt_ragged_local_shape(const lt_mesh *mesh, int ndim, const int64_t *shape,

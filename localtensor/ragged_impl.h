@@ -17,6 +17,35 @@ void lt__ragged_relabel(lt_dtensor *dt, int ndim, const int64_t *shape, const lt
  * dt's; never free it), for the ordinary code to read. */
 lt_status lt__ragged_as_view(const lt_dtensor *dt, lt_dtensor *v);
 
+/* The view of checked placements pl with dims 0..k-1 flattened (k >= the
+ * RaggedShard's own; k = 0: its own, as lt_ragged_view_of) into *out; *ok = 0
+ * when pl cannot be written in it (a RaggedShard of more than k dims, a
+ * Shard-like of a dim below k when k > 1). Errors as lt_ragged_view_of's. */
+lt_status lt__ragged_view_k(const lt_mesh *mesh, int ndim, const int64_t *shape,
+                            const lt_placement *pl, int k, lt_ragged_view *out, int *ok);
+/* A plan state vp[np] of a view spelled for the tensor into out: on the
+ * RaggedShard's mesh dim of sv (dv), the view's placement of it is stp's
+ * (dtp's) RaggedShard; a Shard-like of view dim d >= 1 is of tensor dim
+ * d + k - 1 (k: sv's); the rest keeps the view's spelling. */
+void lt__ragged_spell(const lt_ragged_view *sv, const lt_placement *stp, const lt_ragged_view *dv,
+                      const lt_placement *dtp, const lt_placement *vp, int np,
+                      lt_placement *out);
+/* What the exchange would receive from checked spec src to dst (same
+ * elements, no Partial): each rank the elements of its dst shard that its
+ * src shard lacks; summed over the ranks into *total, the busiest rank's
+ * into *max (bytes). */
+lt_status lt__ragged_lack_bytes(const lt_spec *src, const lt_spec *dst, size_t *total,
+                                size_t *max);
+/* lt_redistribute of dt to normalized norm through the planner on the view
+ * both sides share (localtensor/ragged_plan.c): *done = 0 (nothing else
+ * set) when they share none, the planner rejects the pair, a shard is not
+ * held here, or (no Partial; objective bytes or max-rank-bytes) the
+ * exchange costs less; otherwise the route ran: its status, *out and
+ * *plan as lt_redistribute's. */
+lt_status lt__ragged_view_route(const lt_dtensor *dt, const lt_placement *norm,
+                                const lt_redistribute_opts *opts, lt_dtensor **out,
+                                lt_plan **plan, int *done);
+
 /* lt_distribute, lt_dtensor_new, lt_full_tensor_direct, lt_dtensor_clone and
  * lt_redistribute
  * (lt_full_tensor's route too) for ragged layouts. */

@@ -1,16 +1,23 @@
 /* localtensor/ragged_redist.c — redistribute to or from a RaggedShard
- * (docs/SEMANTICS.md §11.10). The planner does not know RaggedShard, so a
- * layout with one takes this generic route instead, in three parts on the
- * views (localtensor/ragged.h): Partial source dims are reduced first by an
- * ordinary redistribute (P -> R); then one point-to-point exchange over the
- * whole mesh gives each rank exactly the elements of its destination shard
- * that its source shard lacks, each from the lowest rank that holds it
- * (recorded in the comm's trace as one all_to_all over the whole mesh:
- * mesh_dim 0, groups of every rank); last, Partial destination dims are made
- * by an ordinary redistribute (R -> P). The route is returned as one plan
- * (its parts' steps around the exchange step, spelled with the tensor's
- * placements) and, with opts->verify, its result is checked by the
- * verifier (localtensor/verify.h) against the source's full tensor. */
+ * (docs/SEMANTICS.md §11.10). A pair whose sides share a view goes through
+ * the ordinary planner there (localtensor/ragged_plan.c); this file holds
+ * the generic route every other pair takes: a side that cannot be written
+ * in the common view (a Shard of a flattened dim d < K when K > 1), a pair
+ * the planner rejects (SS(d) -> P(sum), ...), a source with shards held by
+ * other processes, and a pair without Partial whose min-cost view plan
+ * moves more bytes than this route's exchange (its lower bound: the
+ * planner's moves are collectives, the exchange is not). The route, in three
+ * parts on the views (localtensor/ragged.h): Partial source dims are
+ * reduced first by an ordinary redistribute (P -> R); then one
+ * point-to-point exchange over the whole mesh gives each rank exactly the
+ * elements of its destination shard that its source shard lacks, each from
+ * the lowest rank that holds it (recorded in the comm's trace as one
+ * all_to_all over the whole mesh: mesh_dim 0, groups of every rank); last,
+ * Partial destination dims are made by an ordinary redistribute (R -> P).
+ * The route is returned as one plan (its parts' steps around the exchange
+ * step, spelled with the tensor's placements) and, with opts->verify, its
+ * result is checked by the verifier (localtensor/verify.h) against the
+ * source's full tensor. */
 #include "localtensor/ragged_impl.h"
 
 #include <string.h>
@@ -55,6 +62,31 @@ static lt_status flat_list(const lt_spec *s, int r, int64_t **out, int64_t *n) {
     lt_rank_layout_free(&l);
     *out = g;
     return LT_OK;
+}
+
+lt_status lt__ragged_lack_bytes(const lt_spec *src, const lt_spec *dst, size_t *total,
+                                size_t *max) {
+    int64_t N = lt__numel_sat(dst->ndim, dst->shape);
+    size_t es = lt_dtype_size(dst->dtype);
+    *total = *max = 0;
+    unsigned char *have = lt__calloc(N ? (size_t)N : 1, 1);   /* (N) held by the rank */
+    if (!have) return lt__err(LT_NOMEM, "out of memory for the RaggedShard exchange's bytes");
+    lt_status st = LT_OK;
+    for (int r = 0; !st && r < src->mesh->world; r++) {
+        int64_t *a = NULL, *b = NULL, na = 0, nb = 0;
+        size_t lack = 0;
+        st = flat_list(src, r, &a, &na);
+        if (!st) st = flat_list(dst, r, &b, &nb);
+        for (int64_t j = 0; !st && j < na; j++) have[a[j]] = 1;
+        for (int64_t j = 0; !st && j < nb; j++) lack += have[b[j]] ? 0 : es;
+        for (int64_t j = 0; !st && j < na; j++) have[a[j]] = 0;
+        lt__free(a);
+        lt__free(b);
+        *total += lack;
+        if (lack > *max) *max = lack;
+    }
+    lt__free(have);
+    return st;
 }
 
 /* The exchange's working state: for each flat index the lowest source rank
@@ -242,11 +274,7 @@ static int without_partials(const lt_placement *pl, int np, lt_placement *out) {
  * flattened rows cut another way when k > 1) keeps the view's spelling. */
 static void tensor_spelling(const lt_ragged_view *v, const lt_placement *tp, const lt_placement *vp,
                             int np, lt_placement *out) {
-    for (int i = 0; i < np; i++) {
-        out[i] = vp[i];
-        if (i == v->mesh_dim && lt_placement_equal(&vp[i], &v->pl[i])) out[i] = tp[i];
-        else if (lt_placement_is_shard_like(&vp[i]) && vp[i].dim >= 1) out[i].dim += v->k - 1;
-    }
+    lt__ragged_spell(v, tp, v, tp, vp, np, out);
 }
 
 /* The route's parts: the plan that reduced the source's Partial dims and
@@ -478,6 +506,9 @@ lt_status lt__ragged_redistribute(const lt_dtensor *dt, const lt_placement *dst,
     if (o.comm && !lt_mesh_equal(lt_comm_mesh(o.comm), mesh))
         return lt__err(LT_INVALID, "redistribute: opts->comm was made for another mesh");
     LT_TRY(lt_placements_check(mesh, dt->ndim, dst, np, norm));
+    int done = 0;
+    LT_TRY(lt__ragged_view_route(dt, norm, opts, out, plan, &done));
+    if (done) return LT_OK;
     LT_TRY(lt_ragged_view_of(mesh, dt->ndim, dt->shape, dt->placements, &ro.sv));
     LT_TRY(lt_ragged_view_of(mesh, dt->ndim, dt->shape, norm, &ro.dv));
     without_partials(ro.dv.pl, np, nop);

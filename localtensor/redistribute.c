@@ -662,6 +662,8 @@ static lt_status rd_check(rd_run *r, int s) {
     if (s >= px->zf_first && s < px->zf_end) {
         if (s + 1 != px->zf_end) return LT_OK;
         st = check_zero_fill(r->ref, r->cur);
+        /* a plan of zero-fill steps only (S -> P) has no other check to say it ran */
+        if (!st && !r->rep->checked) lt__verify_report_init(r->rep, r->cur->ndim);
         lt__verified_free(r->memo);
         r->memo = NULL;
         if (!st) st = view_as(r->cur, r->cur->placements, &r->ref_owned);
@@ -716,7 +718,7 @@ lt_status lt_redistribute(const lt_dtensor *dt, const lt_placement *dst, int np,
     *out = NULL;
     if (planp) *planp = NULL;
     if (lt_placements_have_ragged(dt->placements, lt_dtensor_mesh(dt)->ndim) ||
-        lt_placements_have_ragged(dst, np))   /* the planner does not know RaggedShard */
+        lt_placements_have_ragged(dst, np))   /* planned in a view, or the exchange */
         return lt__ragged_redistribute(dt, dst, np, opts, out, planp);
     memset(r.rep, 0, sizeof *r.rep);
     r.rep->step = r.rep->mesh_dim = r.rep->rank = -1;

@@ -5,7 +5,11 @@
  * of global flat indices, cut mesh dim after mesh dim as that placement
  * cuts the rank's current local tensor (torch.chunk for Shard, the pieces
  * of docs/SEMANTICS.md §4 for StridedShard, runs of rows proportional to the units for
- * RaggedShard, whose local tensor then has the shape (rows, *shape[k:])). */
+ * RaggedShard, whose local tensor then has the shape (rows, *shape[k:])).
+ * A redistribute's plan is checked against the oracle's lower bound (each
+ * rank's needed-but-not-held elements) and, for pairs the view can write,
+ * against the planner's plan of the same pair spelled here directly as
+ * explicit-sizes placements on the view shape. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -535,6 +539,106 @@ static void check_bytes(lt_comm *comm, size_t since, const int *ms, const lt_mes
         fail_msg("%s: the exchange step is not over the whole mesh", what);
 }
 
+/* The largest k of the RaggedShards of a[np] and b[np] (1 when none). */
+static int ocommon_k(const opl *a, const opl *b, int np) {
+    int k = 1;
+    for (int i = 0; i < np; i++) {
+        if (a[i].kind == 'G' && a[i].d > k) k = a[i].d;
+        if (b[i].kind == 'G' && b[i].d > k) k = b[i].d;
+    }
+    return k;
+}
+
+/* p[np] written in the view of shape (F, shape[k:]) (F = shape[0]*...*
+ * shape[k-1]) into out, from the definition (docs/SEMANTICS.md §11.10):
+ * R and P stay, S(d)/SS(d,2) with d >= k are of view dim d - k + 1, with
+ * k = 1 S(0)/SS(0) stay, and the RaggedShard is the explicit-sizes S(0)
+ * of u_c * rows / U rows per rank, rows = F divided by the earlier S(0)s'
+ * mesh sizes (k = 1). 0 when p cannot be written so (a shard of a
+ * flattened dim when k > 1). */
+static int oview(const opl *p, int np, const int *ms, int k, const int64_t *shape,
+                 lt_placement *out) {
+    int64_t F = 1;
+    for (int d = 0; d < k; d++) F *= shape[d];
+    for (int i = 0; i < np; i++) {
+        char s[256];
+        if ((p[i].kind == 'S' || p[i].kind == 'T') && p[i].d < k && k > 1) return 0;
+        int vd = p[i].d >= k ? p[i].d - k + 1 : 0;
+        if (p[i].kind == 'R') snprintf(s, sizeof s, "R");
+        else if (p[i].kind == 'P') snprintf(s, sizeof s, "P(sum)");
+        else if (p[i].kind == 'S') snprintf(s, sizeof s, "S(%d)", vd);
+        else if (p[i].kind == 'T') snprintf(s, sizeof s, "SS(%d,2)", vd);
+        else {
+            int64_t rows = F, U = 0;
+            for (int j = 0; j < i; j++)
+                if (p[j].kind == 'S' && p[j].d == 0) rows /= ms[j];
+            for (int c = 0; c < ms[i]; c++) U += p[i].units[c];
+            int u = snprintf(s, sizeof s, "S(0,[");
+            for (int c = 0; c < ms[i]; c++)
+                u += snprintf(s + u, sizeof s - (size_t)u, "%s%lld", c ? "," : "",
+                              (long long)(p[i].units[c] * (rows / U)));
+            snprintf(s + u, sizeof s - (size_t)u, "])");
+        }
+        LT_CHECK(lt_placement_parse(s, &out[i]));
+    }
+    return 1;
+}
+
+/* 1 when the planner takes the pair va -> vb on the view of shape sh with
+ * dims 0..k-1 flattened (it rejects some, such as SS(d) -> P(sum)). */
+static int oview_plans(const lt_mesh *m, const sweep_shape *sh, int k, const lt_placement *va,
+                       const lt_placement *vb) {
+    int64_t vs[LT_MAX_DIMS] = {1};
+    for (int d = 0; d < k; d++) vs[0] *= sh->s[d];
+    for (int d = k; d < sh->nd; d++) vs[d - k + 1] = sh->s[d];
+    lt_plan *q = NULL;
+    lt_status st = lt_plan_redistribute(m, LT_F64, sh->nd - k + 1, vs, va, vb, m->ndim, NULL, &q);
+    lt_plan_free(q);
+    if (st && st != LT_UNSUPPORTED) fail_msg("planning the view: %s", lt_errmsg());
+    return !st;
+}
+
+static long g_view_pairs, g_exchange_pairs, g_exchange_cheaper, g_view_no_partial;
+
+/* A pair both sides of which the view of dims 0..k-1 writes (va, vb), with
+ * the plan p of its redistribute: the planner's plan for the same pair
+ * spelled directly as explicit-sizes placements on the view shape (whose
+ * min-cost plans test_planner's brute force covers) is the route's, its
+ * bytes and steps; except without Partial when that plan's bytes exceed the
+ * oracle's lower bound (each rank's needed-but-not-held elements): the
+ * exchange is then taken, at the bound (check_bytes). */
+static void check_view_bytes(lt_comm *comm, size_t since, const lt_mesh *m, const int *ms,
+                             const sweep_shape *sh, const opl *a, const opl *b, int k,
+                             const lt_placement *va, const lt_placement *vb, const lt_plan *p,
+                             const char *what) {
+    static oshard os, od;
+    int64_t vs[LT_MAX_DIMS] = {1};
+    for (int d = 0; d < k; d++) vs[0] *= sh->s[d];
+    for (int d = k; d < sh->nd; d++) vs[d - k + 1] = sh->s[d];
+    lt_plan *q = NULL;
+    LT_CHECK(lt_plan_redistribute(m, LT_F64, sh->nd - k + 1, vs, va, vb, m->ndim, NULL, &q));
+    size_t qb = q->total_bytes, bound = 0;
+    int qn = q->nsteps, partial = has_kind(a, m->ndim, 'P') || has_kind(b, m->ndim, 'P');
+    lt_plan_free(q);
+    for (int r = 0; !partial && r < m->world; r++) {
+        oracle(ms, m->ndim, r, sh->nd, sh->s, a, &os);
+        oracle(ms, m->ndim, r, sh->nd, sh->s, b, &od);
+        bound += (size_t)missing(&os, &od) * sizeof(double);
+    }
+    if (!partial && qb < bound)
+        fail_msg("%s: the view's plan %zu bytes, under the lower bound %zu", what, qb, bound);
+    if (!partial && qb > bound) {
+        g_exchange_cheaper++;
+        check_bytes(comm, since, ms, m, sh, a, b, p, what);
+        return;
+    }
+    if (p->total_bytes != qb || p->nsteps != qn)
+        fail_msg("%s: plan %zu bytes in %d steps, the view's own plan %zu in %d", what,
+                 p->total_bytes, p->nsteps, qb, qn);
+    g_view_pairs++;
+    g_view_no_partial += !partial;
+}
+
 static long g_verify_every;   /* check_redist's count: which redistributes verify */
 
 /* Source a to destination b on mesh m: the result's shards against the
@@ -573,8 +677,16 @@ static void check_redist(const lt_mesh *m, const int *ms, const sweep_shape *sh,
         if (oshard_diff(lt_to_local(dst, r), &o, why, sizeof why))
             fail_msg("%s: rank %d: %s", what, r, why);
     }
-    if (!has_kind(a, m->ndim, 'P') && !has_kind(b, m->ndim, 'P'))
-        check_bytes(comm, since, ms, m, sh, a, b, plan, what);
+    int k = ocommon_k(a, b, m->ndim);
+    lt_placement va[3], vb[3];
+    if (oview(a, m->ndim, ms, k, sh->s, va) && oview(b, m->ndim, ms, k, sh->s, vb) &&
+        oview_plans(m, sh, k, va, vb)) {
+        check_view_bytes(comm, since, m, ms, sh, a, b, k, va, vb, plan, what);
+    } else {
+        g_exchange_pairs++;
+        if (!has_kind(a, m->ndim, 'P') && !has_kind(b, m->ndim, 'P'))
+            check_bytes(comm, since, ms, m, sh, a, b, plan, what);
+    }
     lt_plan_free(plan);
     lt_tensor *f = NULL;
     LT_CHECK(lt_full_tensor(dst, &f));
@@ -627,6 +739,10 @@ static void test_sweep_redistribute(void **state) {
     }
     printf("ragged redistributes: %ld checked against the oracle (%ld RaggedShard to "
            "RaggedShard), 0 mismatches\n", count, both);
+    printf("ragged redistributes: %ld planned in the view (plans equal to the view's own "
+           "explicit-sizes plans; the %ld without Partial at the lower bound), %ld by the "
+           "exchange (%ld of them cheaper than the view's plan)\n", g_view_pairs,
+           g_view_no_partial, g_exchange_pairs + g_exchange_cheaper, g_exchange_cheaper);
     if (!SANITIZED && count < 10000) fail_msg("only %ld redistributes", count);
 }
 
@@ -855,6 +971,56 @@ static void test_not_yet(void **state) {
     lt_dtensor_free(dt);
 }
 
+/* P(sum) -> RS(dims=(0,),units=(1,2,1,0)) on a mesh of 4, shape (8,3) f32:
+ * in the view it is P(sum) -> S(0,[2,4,2,0]) (F = 8, U = 4, 2 rows a
+ * unit), one reduce_scatter with those sizes. Each rank receives its rows'
+ * partial sums from the 3 others: 3 x (2, 4, 2, 0) rows x 3 elements x
+ * 4 bytes = 72, 144, 72, 0 bytes: 288 in all, 144 the busiest. */
+static void test_partial_reduce_scatter(void **state) {
+    (void)state;
+    lt_mesh m;
+    int64_t s[] = {8, 3};
+    lt_dtensor *src = arange_dt("4", "[P(sum)]", 2, s, &m), *out = NULL;
+    lt_placement rs;
+    LT_CHECK(lt_placement_parse("RS(dims=(0,),units=(1,2,1,0))", &rs));
+    lt_comm *comm;
+    LT_CHECK(lt_comm_new(&m, &comm));
+    lt_trace_enable(lt_comm_trace(comm), 1);
+    lt_redistribute_opts o;
+    lt_verify_report rep;
+    lt_plan *p = NULL;
+    memset(&o, 0, sizeof o);
+    o.verify = 1;
+    o.report = &rep;
+    o.comm = comm;
+    LT_CHECK(lt_redistribute(src, &rs, 1, &o, &out, &p));
+    assert_true(rep.checked && rep.ok);
+    assert_int_equal(p->nsteps, 1);
+    assert_int_equal(p->steps[0].coll, LT_COLL_REDUCE_SCATTER);
+    assert_int_equal(p->total_bytes, 288);
+    assert_int_equal(p->steps[0].bytes_per_rank, 144);
+    assert_true(lt_placement_equal(&p->steps[0].to, &rs));   /* spelled as the tensor's */
+    assert_true(lt_placement_equal(&p->dst[0], &rs));
+    lt_trace *tr = lt_comm_trace(comm);
+    lt_trace_event ev;
+    assert_int_equal(lt_trace_count(tr), 1);
+    LT_CHECK(lt_trace_get(tr, 0, &ev));
+    assert_int_equal(ev.coll, LT_COLL_REDUCE_SCATTER);
+    static const size_t want[4] = {72, 144, 72, 0};
+    static const int64_t rows[4][2] = {{0, 2}, {2, 6}, {6, 8}, {8, 8}};
+    for (int r = 0; r < 4; r++) {
+        assert_int_equal(ev.recv[r], want[r]);
+        const lt_tensor *t = lt_to_local(out, r);
+        assert_int_equal(t->shape[0], rows[r][1] - rows[r][0]);
+        for (int64_t j = 0; j < lt_numel(t); j++)   /* arange: rows [a, b) hold 3a .. 3b - 1 */
+            assert_true(lt_get_flat(t, j) == (double)(rows[r][0] * 3 + j));
+    }
+    lt_plan_free(p);
+    lt_comm_free(comm);
+    lt_dtensor_free(out);
+    lt_dtensor_free(src);
+}
+
 /* Verification on the RaggedShard route: the report says it ran and
  * passed; a source whose replicas disagree is caught before the exchange
  * is trusted (step -1, the source), as on every other route. */
@@ -900,6 +1066,7 @@ int main(void) {
         cmocka_unit_test(test_refusals),      cmocka_unit_test(test_docs_examples),
         cmocka_unit_test(test_not_yet),       cmocka_unit_test(test_sweep_layouts),
         cmocka_unit_test(test_sweep_redistribute), cmocka_unit_test(test_route_verify),
+        cmocka_unit_test(test_partial_reduce_scatter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -74,9 +74,13 @@ struct lt_redistribute_opts {
  * On error *out is NULL (and *plan holds the plan when planning succeeded,
  * so a failed verification can still be explained; else NULL).
  *
- * A RaggedShard on either side takes the route of localtensor/ragged.h
- * instead (docs/SEMANTICS.md §11.10): Partial source dims reduced, one
- * whole-mesh exchange (recorded in opts->comm's trace as an all_to_all on
+ * A RaggedShard on either side (docs/SEMANTICS.md §11.10): when both sides
+ * can be written in one view (dims 0..K-1 flattened, K the largest k of
+ * the RaggedShards), the planner plans and runs the pair there with these
+ * options, and *plan is the view's plan with its states spelled for the
+ * tensor; otherwise (and, for min-cost without Partial, when it moves
+ * fewer bytes) the route of localtensor/ragged.h: Partial source dims
+ * reduced, one whole-mesh exchange (recorded in opts->comm's trace as an all_to_all on
  * mesh dim 0 with one group of every rank), Partial destination dims made.
  * *plan is that route, made here and never cached: the reducing plan's
  * steps, the exchange (mesh dim 0, mesh_span = every mesh dim, its bytes),
