@@ -620,9 +620,15 @@ static int bf_next_perm(int *p, int n) {
     return 1;
 }
 
+/* field by field: the struct has padding, which memcmp would read */
+static int bf_edge_eq(const bfe *a, const bfe *b) {
+    return a->v == b->v && a->rdim == b->rdim && a->kind == b->kind && a->i == b->i &&
+           a->span == b->span && a->cost == b->cost && a->most == b->most;
+}
+
 static void bf_edge(bfe **e, int *n, int *cap, bfe x) {
     for (int q = 0; q < *n; q++)   /* parallel edges: only exact repeats dropped */
-        if (!memcmp(&(*e)[q], &x, sizeof x)) return;
+        if (bf_edge_eq(&(*e)[q], &x)) return;
     if (*n == *cap) {
         *cap = *cap ? 2 * *cap : 32;
         *e = realloc(*e, sizeof(bfe) * (size_t)*cap);
