@@ -431,10 +431,24 @@ typedef struct lt__mc {
     int nrules;
     lt_split_rule rules[LT__MAXR];
     lt__arena nar, tar;          /* runs of node layouts; scratch runs */
+    lt__arena uar;               /* runs of the unions of ugr (plan_memo.c) */
     double work, budget;         /* list operations done; the most allowed */
     lt_objective obj;            /* what the search minimises (plan.h) */
     lt_moveset moves;            /* which moves it may take */
     lt_topology topo;            /* the time objective's */
+    /* the time objective's latencies, per search (plan_search.c's lat_init):
+     * lat1[i][w] a step along mesh dim i (min_rounds' which w times alpha);
+     * latf[i][sp][red] a step over flattened mesh dims i .. i + sp - 1 (sp >= 2,
+     * flat_alpha's red) */
+    uint64_t lat1[LT_MESH_MAX_DIMS][3];
+    uint64_t latf[LT_MESH_MAX_DIMS][LT_MESH_MAX_DIMS + 1][3];
+    /* the time bound of one state (plan_search.c's cover_pair; meshes of at most
+     * LT__COVK_W ranks): per (holder h, rank r), the elements of r's destination
+     * block that h's block holds, valid where covstamp is covgen */
+#define LT__COVK_W 16
+    uint32_t covgen;
+    uint32_t covstamp[LT__COVK_W * LT__COVK_W];
+    uint64_t covk[LT__COVK_W * LT__COVK_W];
     /* scratch, sized once */
     lt__list *G;                 /* (W, ndim) what each rank holds after a move */
     unsigned char *Gempty;       /* (W) */
@@ -442,10 +456,9 @@ typedef struct lt__mc {
     lt__list *U;                 /* (off[M + 1]) unions of G per level */
     unsigned char *Uempty;       /* (T[0] + ... + T[M]) */
     unsigned char uempty_any[LT_MESH_MAX_DIMS + 1];   /* level j of U has an empty block */
+    const lt__msg *ugr;          /* the shared record whose unions c->U holds (runs in
+                                  * uar), NULL: none; lt__mc_unions resets it */
     lt__list *B;                 /* (off[M + 1]) the layout being matched */
-    uint64_t dsplit[LT_MESH_MAX_DIMS];   /* per level j (lt__mc_dec_prep): bit d when some
-                                          * non-empty block of U's level j + 1 differs from
-                                          * its parent in c->B along tensor dim d */
     lt__list *L;                 /* (off[M + 1]) the layout a local move picks */
     uint64_t lwhash[LT_MESH_MAX_DIMS][LT__MAXC]; /* local picks: blocks each candidate gives */
     unsigned char lwvalid[LT_MESH_MAX_DIMS][LT__MAXC];  /* (per level, in the walk) */
@@ -547,16 +560,14 @@ static inline int lt__mc_spend(lt__mc *c, double n) {
     return (c->work += n) > c->budget;
 }
 int lt__mc_unions(lt__mc *c);                        /* c->U from c->G: 1, -1, -2 */
+int lt__mc_unions_in(lt__mc *c, lt__arena *a);       /* the same, new runs in a */
 int lt__mc_pops_ok(const lt__mc *c);
 void lt__mc_g_hash(const lt__mc *c, uint64_t *h1, uint64_t *h2);
 /* The work one candidate of level j costs dec (c->B holds level j). */
 double lt__mc_dec_cost(const lt__mc *c, int j);
-/* Sets c->dsplit[j] from c->U and c->B's level j; before lt__mc_dec_try
- * on level j (each time either changes). No work is charged. */
-void lt__mc_dec_prep(lt__mc *c, int j);
-/* Candidate b of mesh dim j against the unions, on c->B's level j (its
- * dsplit set): 1 matches (level j + 1 of c->B written, runs in c->tar), 0
- * no, -1 out of memory. No work is charged. */
+/* Candidate b of mesh dim j against the unions, on c->B's level j: 1
+ * matches (level j + 1 of c->B written, runs in c->tar), 0 no, -1 out of
+ * memory. No work is charged. */
 int lt__mc_dec_try(lt__mc *c, int j, int b);
 /* local_walk's check of candidate b of mesh dim j on c->L's level j: every
  * rank's block within a's (or empty; *empty then). 1 (level j + 1 of c->L

@@ -315,17 +315,20 @@ void lt__ms_g_load(lt__mc *c, const lt__msg *gr) {
     memcpy(c->gpop, gr->gpop, sizeof c->gpop);
 }
 
-/* c->G and c->U as lt__mc_unions leaves them from gr's blocks (gr->pops_ok):
- * the unions' lists are gr's (read-only). */
-static void ms_u_load(lt__mc *c, const lt__msg *gr) {
-    const lt__geo *g = &c->g;
-    size_t nb = (size_t)g->W * (size_t)g->ndim;
+/* c->U (runs in c->uar, emptied first) from record gr's blocks, loaded
+ * into c->G: kept while c->ugr is gr, so a record's unions are computed
+ * once (here when it is made, again only after the unshared path's
+ * lt__mc_unions); quiet, their charges into rec (may be NULL; *nrec of
+ * them). 0, or -1 out of memory. */
+static int ms_unions(lt__mc *c, const lt__msg *gr, double *rec, int *nrec) {
+    quiet q = lt__ms_quiet_begin(c, rec);
     lt__ms_g_load(c, gr);
-    memcpy(c->U + g->off[1], gr->unions, sizeof(lt__list) * (g->off[g->M] - g->off[1]));
-    memcpy(c->Uempty + g->toff[1], gr->uempty, g->toff[g->M] - g->toff[1]);
-    memcpy(c->U + g->off[g->M], gr->blocks, sizeof(lt__list) * nb);
-    memcpy(c->Uempty + g->toff[g->M], gr->empty, (size_t)g->W);
-    memcpy(c->uempty_any, gr->uempty_any, sizeof c->uempty_any);
+    lt__arena_reset(&c->uar, (lt__amark){NULL, 0});
+    int r = lt__mc_unions_in(c, &c->uar);
+    if (nrec) *nrec = c->nrec;
+    lt__ms_quiet_end(c, q);
+    c->ugr = r < 0 ? NULL : gr;
+    return r < 0 ? -1 : 0;
 }
 
 lt__msg *lt__ms_g_make_locked(lt__mc *c, uint64_t h1, uint64_t h2) {
@@ -333,39 +336,23 @@ lt__msg *lt__ms_g_make_locked(lt__mc *c, uint64_t h1, uint64_t h2) {
     const lt__geo *g = &c->g;
     lt__msg *gr = tab_find(&s->gs, h1, h2);
     if (gr) return gr;
-    lt__msg tmp;
-    memset(&tmp, 0, sizeof tmp);
-    tmp.h1 = h1;
-    tmp.h2 = h2;
-    tmp.pops_ok = lt__mc_pops_ok(c);
-    tmp.runs = lt__mc_runs(c->G, (size_t)g->W * (size_t)g->ndim);
-    memcpy(tmp.gpop, c->gpop, sizeof tmp.gpop);
-    if (!(gr = lt__ms_alloc(s, sizeof *gr))) return NULL;
-    if (tmp.pops_ok) {
-        /* the unions, kept: every dec node filled for this record starts
-         * from them (dnode_fill), and a cold walk fills one per level */
-        double rec[LT_MESH_MAX_DIMS + 2];
-        lt__amark mk = lt__arena_mark(&c->tar);
-        quiet q = lt__ms_quiet_begin(c, rec);
-        int r = lt__mc_unions(c);
-        tmp.nu = c->nrec;
-        memcpy(tmp.uspend, rec, sizeof(double) * (size_t)tmp.nu);
-        memcpy(tmp.uempty_any, c->uempty_any, sizeof tmp.uempty_any);
-        lt__ms_quiet_end(c, q);
-        size_t nu = g->off[g->M] - g->off[1], nt = g->toff[g->M] - g->toff[1];
-        if (r > 0) {
-            tmp.unions = ms_lists(s, c->U + g->off[1], nu);
-            tmp.uempty = lt__ms_alloc(s, nt ? nt : 1);
-            if (tmp.uempty) memcpy(tmp.uempty, c->Uempty + g->toff[1], nt);
-        }
-        lt__arena_reset(&c->tar, mk);
-        if (r < 0 || !tmp.unions || !tmp.uempty) return NULL;
-    }
-    *gr = tmp;
+    if (!(gr = lt__ms_alloc(s, sizeof *gr))) return NULL;   /* zeroed */
+    gr->h1 = h1;
+    gr->h2 = h2;
+    gr->pops_ok = lt__mc_pops_ok(c);
+    gr->runs = lt__mc_runs(c->G, (size_t)g->W * (size_t)g->ndim);
+    memcpy(gr->gpop, c->gpop, sizeof gr->gpop);
     gr->blocks = ms_lists(s, c->G, (size_t)g->W * (size_t)g->ndim);
     gr->empty = lt__ms_alloc(s, (size_t)g->W);
-    if (!gr->blocks || !gr->empty || tab_put(s, &s->gs, h1, h2, gr)) return NULL;
+    if (!gr->blocks || !gr->empty) return NULL;
     memcpy(gr->empty, c->Gempty, (size_t)g->W);
+    if (gr->pops_ok) {   /* the unions' charges and empty levels, for dec's replays */
+        double rec[LT_MESH_MAX_DIMS + 2];
+        if (ms_unions(c, gr, rec, &gr->nu) < 0) return NULL;
+        memcpy(gr->uspend, rec, sizeof(double) * (size_t)gr->nu);
+        memcpy(gr->uempty_any, c->uempty_any, sizeof gr->uempty_any);
+    }
+    if (tab_put(s, &s->gs, h1, h2, gr)) return NULL;
     return gr;
 }
 
@@ -420,17 +407,18 @@ int lt__ms_rebuild(lt__mc *c, lt__list *lay, int j, const int *prefix) {
     return 1;
 }
 
-/* Fills dec node n (level j, prefix) for every candidate of c's level j
- * that it does not know yet: 0, or -1 (nothing to answer with). Under the
- * lock; quiet. */
-static int dnode_fill(lt__mc *c, const lt__msg *gr, tnode *n, int j, const int *prefix) {
+/* Fills dec node n (level j, prefix) for the candidates of c's level j
+ * from b0 on, in c's order, that it does not know yet, up to the first that
+ * matches: what walk reads next (it goes on past a match only when the
+ * levels below fail and may hold empty blocks, and then calls again). 0,
+ * or -1 (nothing to answer with). Under the lock; quiet. */
+static int dnode_fill(lt__mc *c, const lt__msg *gr, tnode *n, int j, const int *prefix, int b0) {
     const lt__geo *g = &c->g;
-    lt__amark mk = lt__arena_mark(&c->tar);
     quiet q = lt__ms_quiet_begin(c, NULL);
-    ms_u_load(c, gr);
-    int rc = lt__ms_rebuild(c, c->B, j, prefix) < 0 ? -1 : 0;
-    if (!rc) lt__mc_dec_prep(c, j);
-    for (int b = 0; b < c->nc[j] && !rc; b++) {
+    int rc = c->ugr != gr && ms_unions(c, gr, NULL, NULL) < 0 ? -1 : 0;
+    lt__amark mk = lt__arena_mark(&c->tar);
+    if (!rc) rc = lt__ms_rebuild(c, c->B, j, prefix) < 0 ? -1 : 0;
+    for (int b = b0, found = 0; b < c->nc[j] && !rc && !found; b++) {
         int ri = c->creg[j][b];
         if (lt__ms_pop_of(&c->cand[j][b]) != gr->gpop[j] || lt__ms_vget(n, ri) != V_UNKNOWN)
             continue;
@@ -447,6 +435,7 @@ static int dnode_fill(lt__mc *c, const lt__msg *gr, tnode *n, int j, const int *
             else {
                 n->kid[n->nkids] = kid;
                 lt__ms_vset(n, ri, V_OK | n->nkids++);
+                found = 1;
             }
         }
         lt__arena_reset(&c->tar, m2);
@@ -512,7 +501,7 @@ static int walk(lt__mc *c, lt__msg *gr, tnode *n, int j, int *prefix, uint64_t k
         int v = lt__ms_vget(n, ri);
         if (v == V_UNKNOWN) {
             lt__ms_lock(c->ms);
-            int rc = dnode_fill(c, gr, n, j, prefix);
+            int rc = dnode_fill(c, gr, n, j, prefix, b);
             lt__ms_unlock(c->ms);
             if (rc < 0 || (v = lt__ms_vget(n, ri)) == V_UNKNOWN) return -3;
         }

@@ -62,9 +62,6 @@ struct lt__msg {
     signed char gpop[LT_MESH_MAX_DIMS];
     lt__list *blocks;                 /* (W, ndim) what each rank holds */
     unsigned char *empty;             /* (W) */
-    lt__list *unions;                 /* pops_ok: levels 1 .. M - 1 of the unions (lists
-                                       * off[1] .. off[M] of c->U), NULL otherwise */
-    unsigned char *uempty;            /* pops_ok: their Uempty (tuples toff[1] .. toff[M]) */
     tnode *root;                      /* dec's; atomic, NULL until needed */
     uint32_t *lb;                     /* (MS_DREG) atomic, NULL until needed: per destination
                                        * of the registry, the lower bound + 1, 0 unknown (a

@@ -43,9 +43,10 @@ static const lt__list *blk(const lt__mc *c, const lt__list *lay, int r) {
  * more than the list count the budget charges, so these are charged too
  * (layouts of nested strided splits of large dims can have thousands). */
 double lt__mc_runs(const lt__list *l, size_t n) {
-    double k = 0;
-    for (size_t x = 0; x < n; x++) k += l[x].nr > 1 ? (double)(l[x].nr - 1) : 0;
-    return k;
+    /* summed as integers (below 2^53 runs in all: the same double) */
+    int64_t k = 0;
+    for (size_t x = 0; x < n; x++) k += l[x].nr > 1 ? l[x].nr - 1 : 0;
+    return (double)k;
 }
 
 uint64_t lt__mc_key(const lt__mc *c, const lt_placement *pl) {
@@ -70,6 +71,11 @@ void lt__mc_placements(const lt__mc *c, uint64_t key, lt_placement *pl) {
  * layout (a tuple's block is the union of its ranks' blocks), so a state
  * matching G must match U at every level. */
 int lt__mc_unions(lt__mc *c) {
+    c->ugr = NULL;   /* c->U is no longer the shared record's */
+    return lt__mc_unions_in(c, &c->tar);
+}
+
+int lt__mc_unions_in(lt__mc *c, lt__arena *a) {
     const lt__geo *g = &c->g;
     int M = g->M, nd = g->ndim;
     memcpy(c->U + g->off[M], c->G, sizeof(lt__list) * (size_t)g->W * (size_t)nd);
@@ -97,7 +103,7 @@ int lt__mc_unions(lt__mc *c) {
                 for (int q = 0; q < m; q++)
                     if (!ce[q]) c->ptrs[k++] = &ch[(size_t)q * (size_t)nd + (size_t)d];
                 if (!any) out[d] = (lt__list){NULL, 0, 0};
-                else if (lt__list_union(&c->tar, c->ptrs, k, &out[d]) < 0) return -1;
+                else if (lt__list_union(a, c->ptrs, k, &out[d]) < 0) return -1;
             }
         }
     }
@@ -150,33 +156,10 @@ double lt__mc_dec_cost(const lt__mc *c, int j) {
     return g->T[j + 1] + lt__mc_runs(c->B + g->off[j], (size_t)g->T[j] * (size_t)g->ndim);
 }
 
-void lt__mc_dec_prep(lt__mc *c, int j) {
-    const lt__geo *g = &c->g;
-    int m = g->mesh->shape[j], nd = g->ndim;
-    uint64_t mask = 0;
-    for (int t = 0; t < g->T[j]; t++) {
-        const lt__list *par = c->B + g->off[j] + (size_t)t * (size_t)nd;
-        for (int q = 0; q < m; q++) {
-            size_t ti = (size_t)t * (size_t)m + (size_t)q;
-            if (c->Uempty[g->toff[j + 1] + ti]) continue;
-            const lt__list *u = c->U + g->off[j + 1] + ti * (size_t)nd;
-            for (int d = 0; d < nd; d++)
-                if (!(mask >> d & 1) && !lt__list_eq(&par[d], &u[d])) mask |= (uint64_t)1 << d;
-        }
-    }
-    c->dsplit[j] = mask;
-}
-
 int lt__mc_dec_try(lt__mc *c, int j, int b) {
     const lt__geo *g = &c->g;
     int m = g->mesh->shape[j], nd = g->ndim;
     const lt_placement *p = &c->cand[j][b];
-    /* lt__apply copies the parent's list along every tensor dim p does not
-     * split, and match wants each non-empty block of U equal along every
-     * dim: a dim of dsplit that p does not split fails it (the answer, not
-     * the work charged, which dec and dnode_fill charge per candidate) */
-    int sd = m > 1 && lt_placement_is_shard_like(p) ? p->dim : -1;
-    if (c->dsplit[j] & ~(sd >= 0 ? (uint64_t)1 << sd : 0)) return 0;
     if (!sizes_fit(c, j, p)) return 0;
     int ok = 1;
     for (int t = 0; t < g->T[j] && ok; t++) {
@@ -201,7 +184,6 @@ static int dec(lt__mc *c, int j, uint64_t key, uint64_t *out) {
         return 1;
     }
     double cost = lt__mc_dec_cost(c, j);
-    lt__mc_dec_prep(c, j);
     for (int b = 0; b < c->nc[j]; b++) {
         if (pop_of(&c->cand[j][b]) != c->gpop[j]) continue;
         if (spend(c, cost)) return -2;

@@ -70,6 +70,27 @@ static uint64_t sat_mul(uint64_t a, uint64_t b) {
 /* Ranks times sub-mesh ranks the bound of one state counts at most. */
 #define LT__COVER_MAX 256
 
+/* Elements of rank r's destination block that rank h's block (of rk) holds:
+ * a product of list intersections, kept for the rest of the bound of rk
+ * (c->covk; lower_bound starts a new generation), since sub_cover and
+ * permute_covers ask for the same pairs under many masks. Charges nothing
+ * (the callers charge every pair they ask for, kept or not). */
+static uint64_t cover_pair(lt__mc *c, const lt__list *rk, int h, int r) {
+    const lt__geo *g = &c->g;
+    int nd = g->ndim, keep = g->W <= LT__COVK_W;
+    size_t slot = (size_t)h * (size_t)g->W + (size_t)r;
+    if (keep && c->covstamp[slot] == c->covgen) return c->covk[slot];
+    const lt__list *x = rk + (size_t)h * (size_t)nd;
+    const lt__list *y = c->dlay + g->off[g->M] + (size_t)r * (size_t)nd;
+    uint64_t k = !lt__block_empty(x, nd);
+    for (int d = 0; d < nd && k; d++) k *= (uint64_t)lt__list_common(&x[d], &y[d]);
+    if (keep) {
+        c->covstamp[slot] = c->covgen;
+        c->covk[slot] = k;
+    }
+    return k;
+}
+
 /* Elements of rank r's destination block that the ranks of the sub-mesh
  * through r along the mesh dims of `mask` (bit i: mesh dim i) hold, summed
  * over those ranks (a replica counts each time: the sum only bounds their
@@ -78,7 +99,6 @@ static uint64_t sub_cover(lt__mc *c, const lt__list *rk, int r, unsigned mask) {
     const lt__geo *g = &c->g;
     int M = g->M, nd = g->ndim;
     int coord[LT_MESH_MAX_DIMS], stride[LT_MESH_MAX_DIMS], at[LT_MESH_MAX_DIMS];
-    const lt__list *y = c->dlay + g->off[M] + (size_t)r * (size_t)nd;
     int base = r;
     for (int i = M - 1, st = 1; i >= 0; st *= g->mesh->shape[i], i--) {
         stride[i] = st;
@@ -90,10 +110,7 @@ static uint64_t sub_cover(lt__mc *c, const lt__list *rk, int r, unsigned mask) {
     for (;;) {
         int h = base;
         for (int i = 0; i < M; i++) h += (mask >> i & 1) ? at[i] * stride[i] : 0;
-        const lt__list *x = rk + (size_t)h * (size_t)nd;
-        uint64_t k = !lt__block_empty(x, nd);
-        for (int d = 0; d < nd && k; d++) k *= (uint64_t)lt__list_common(&x[d], &y[d]);
-        sum += k;
+        sum += cover_pair(c, rk, h, r);
         c->work += nd;   /* list intersections, charged as the moves' are */
         int i = M - 1;
         for (; i >= 0; i--) {   /* the next sub-mesh rank (odometer over the dims of mask) */
@@ -129,13 +146,8 @@ static int permute_covers(lt__mc *c, const lt__list *rk, int r, uint64_t want) {
     const lt__geo *g = &c->g;
     if (g->W > LT__COVER_MAX / g->W) return 1;
     c->work += (double)g->W * g->ndim;
-    const lt__list *y = c->dlay + g->off[g->M] + (size_t)r * (size_t)g->ndim;
-    for (int h = 0; h < g->W; h++) {
-        const lt__list *x = rk + (size_t)h * (size_t)g->ndim;
-        uint64_t k = !lt__block_empty(x, g->ndim);
-        for (int d = 0; d < g->ndim && k; d++) k *= (uint64_t)lt__list_common(&x[d], &y[d]);
-        if (k >= want) return 1;
-    }
+    for (int h = 0; h < g->W; h++)
+        if (cover_pair(c, rk, h, r) >= want) return 1;
     return 0;
 }
 
@@ -165,9 +177,8 @@ static uint64_t time_alpha(lt__mc *c, const lt__list *rk, const signed char *pop
         if (n == 1 || c->frozen[i]) continue;
         act |= 1u << i;
         int keeps = c->dst[i].kind == LT_PL_PARTIAL && pop[i] == (int)c->dst[i].op;
-        uint64_t rmin = min_rounds(c, i, pop[i] >= 0 && !keeps ? 2 : 0);
-        cost[i] = sat_mul(rmin, c->topo.alpha_ps[i]);
-        uint64_t coll = sat_mul(min_rounds(c, i, 1), c->topo.alpha_ps[i]);
+        cost[i] = c->lat1[i][pop[i] >= 0 && !keeps ? 2 : 0];
+        uint64_t coll = c->lat1[i][1];
         extra[i] = coll > cost[i] ? coll - cost[i] : 0;   /* a collective's more than a step's */
         if (pop[i] >= 0 && !keeps) {
             redm |= 1u << i;
@@ -232,6 +243,18 @@ static uint64_t flat_alpha(const lt__mc *c, int i, int sp, int red) {
     return best;
 }
 
+/* c->lat1 and c->latf (plan_impl.h), from min_rounds and flat_alpha: they
+ * depend on the search's mesh, topology and move set only, and the bound
+ * of every new node reads them per rank. */
+static void lat_init(lt__mc *c) {
+    for (int i = 0; i < c->g.M; i++) {
+        for (int w = 0; w < 3; w++)
+            c->lat1[i][w] = sat_mul(min_rounds(c, i, w), c->topo.alpha_ps[i]);
+        for (int sp = 2; i + sp <= c->g.M; sp++)
+            for (int red = 0; red < 3; red++) c->latf[i][sp][red] = flat_alpha(c, i, sp, red);
+    }
+}
+
 /* 1 when mesh dims i .. i + sp - 1 are a group of --moves all's steps
  * (each of size > 1, none frozen; sp 1: mesh dim i's). */
 static int flat_ok(const lt__mc *c, int i, int sp) {
@@ -251,8 +274,7 @@ static uint64_t rank_alpha_all(lt__mc *c, const lt__list *rk, int r, uint64_t wa
     int cap = LT__COVER_MAX / c->g.W;
     for (int i = 0; i < c->g.M; i++)
         for (int sp = 1; flat_ok(c, i, sp); sp++) {   /* mesh dim i, then runs from it */
-            uint64_t t = sp == 1 ? sat_mul(min_rounds(c, i, 1), c->topo.alpha_ps[i])
-                                 : flat_alpha(c, i, sp, 2);
+            uint64_t t = sp == 1 ? c->lat1[i][1] : c->latf[i][sp][2];
             if (t >= best) continue;
             unsigned mask = ((1u << sp) - 1) << i;
             if (lt__group_size(c->g.mesh, i, sp) > cap || sub_cover(c, rk, r, mask) >= want)
@@ -276,13 +298,12 @@ static uint64_t time_alpha_all(lt__mc *c, const lt__list *rk, const signed char 
         if (g->mesh->shape[i] == 1 || c->frozen[i]) continue;
         int keeps = c->dst[i].kind == LT_PL_PARTIAL && pop[i] == (int)c->dst[i].op;
         need_red |= pop[i] >= 0 && !keeps;
-        uint64_t a = c->topo.alpha_ps[i];
-        any = MIN_U64(any, sat_mul(min_rounds(c, i, 0), a));
-        np = MIN_U64(np, sat_mul(min_rounds(c, i, 1), a));
-        red = MIN_U64(red, sat_mul(min_rounds(c, i, 2), a));
+        any = MIN_U64(any, c->lat1[i][0]);
+        np = MIN_U64(np, c->lat1[i][1]);
+        red = MIN_U64(red, c->lat1[i][2]);
         for (int sp = 2; flat_ok(c, i, sp); sp++) {
-            np = MIN_U64(np, flat_alpha(c, i, sp, 2));
-            red = MIN_U64(red, flat_alpha(c, i, sp, 1));
+            np = MIN_U64(np, c->latf[i][sp][2]);
+            red = MIN_U64(red, c->latf[i][sp][1]);
         }
     }
     if (any == UINT64_MAX) return 0;
@@ -308,6 +329,10 @@ static uint64_t time_alpha_all(lt__mc *c, const lt__list *rk, const signed char 
 static void lower_bound(lt__mc *c, const lt__list *rk, const signed char *pop, uint64_t *h,
                         uint64_t *h2) {
     uint64_t most, sum = lack_bytes(c, rk, &most);
+    if (++c->covgen == 0) {   /* wrapped: no entry may look current */
+        memset(c->covstamp, 0, sizeof c->covstamp);
+        c->covgen = 1;
+    }
     *h2 = c->obj == LT_OBJECTIVE_BYTES ? 0 : sum;
     if (c->obj == LT_OBJECTIVE_BYTES) *h = sum;
     else if (c->obj == LT_OBJECTIVE_MAX_RANK_BYTES) *h = most;
@@ -484,6 +509,7 @@ static void mc_free(lt__mc *c) {
     lt__free(c->scr);
     lt__arena_free(&c->nar);
     lt__arena_free(&c->tar);
+    lt__arena_free(&c->uar);
     lt__free(c);
 }
 
@@ -544,6 +570,7 @@ static lt_status mc_new(const lt_spec *from, const lt_placement *dst, int shared
                        (src[i].kind == LT_PL_PARTIAL && lt_placement_equal(&src[i], &dst[i]));
         if (mesh->shape[i] > maxn) maxn = mesh->shape[i];
     }
+    if (c->obj == LT_OBJECTIVE_TIME) lat_init(c);
     lt_status st = lt__mc_space(c, shared);
     if (st) return st;
     if (expansion_cost(c) * 8 > c->budget) return LT_OVERFLOW;

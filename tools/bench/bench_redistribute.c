@@ -22,8 +22,9 @@
  *
  * Planner rows (no baseline): a warm-cache lookup, and cold min-cost and
  * greedy plans of 3-D mesh pairs (cache bypassed); per objective (bytes,
- * max-rank-bytes, time on uniform), a cold min-cost plan of 2x2x2, 4x4x4
- * and 8x8x8 pairs with every cache cleared first.
+ * max-rank-bytes, time on uniform) and move set (collectives; all, whose
+ * rows say "moves all"), a cold min-cost plan of 2x2x2, 4x4x4 and 8x8x8
+ * pairs with every cache cleared first.
  */
 #include <math.h>
 #include <stdio.h>
@@ -239,13 +240,14 @@ static void plan_row(lt_bench *b, const char *mesh_s, int ndim, const int64_t *s
     lt_bench_add(b, name, 0, lt_bench_median(t, REPS), NAN);
 }
 
-/* A cold min-cost plan under objective o (lt_plan_redistribute_cost on the
- * uniform topology: never cached), per objective. */
+/* A cold min-cost plan under objective o and move set mv
+ * (lt_plan_redistribute_cost on the uniform topology: never cached), per
+ * objective; rows of --moves all say so ("moves all"). */
 static void cost_row(lt_bench *b, const char *mesh_s, int ndim, const int64_t *shape,
-                     const char *from, const char *to, lt_objective o) {
-    char name[140];
-    snprintf(name, sizeof name, "plan cold min-cost %s %s %s->%s", lt_objective_name(o), mesh_s,
-             from, to);
+                     const char *from, const char *to, lt_objective o, lt_moveset mv) {
+    char name[160];
+    snprintf(name, sizeof name, "plan cold min-cost %s%s %s %s->%s", lt_objective_name(o),
+             mv == LT_MOVES_ALL ? " moves all" : "", mesh_s, from, to);
     if (!lt_bench_want(name)) return;
     lt_mesh m;
     lt_placement sp[LT_MESH_MAX_DIMS], dp[LT_MESH_MAX_DIMS];
@@ -256,7 +258,7 @@ static void cost_row(lt_bench *b, const char *mesh_s, int ndim, const int64_t *s
     check(lt_spec_init(&m, LT_F32, ndim, shape, dp, nd, &d), name);
     lt_plan_cost pc = {0};
     pc.objective = o;
-    pc.moves = LT_MOVES_COLLECTIVES;
+    pc.moves = mv;
     check(lt_topology_preset("uniform", m.ndim, &pc.topo), name);
     enum { REPS = 5 };
     int calls = m.world >= 512 ? 3 : m.world >= 64 ? 20 : 200;
@@ -290,9 +292,11 @@ void lt_bench_redistribute(lt_bench *b) {
              1);
     plan_row(b, "4x4x4", 3, s3, "S(0),S(1),S(2)", "S(2),S(1),S(0)", LT_PLANNER_MIN_COST, 1);
     const int64_t s64[] = {64, 64, 64};
-    for (int o = 0; o < LT_OBJECTIVE_COUNT; o++) {
-        cost_row(b, "2x2x2", 3, s3, "S(0),S(0),S(0)", "S(1),S(1),S(1)", (lt_objective)o);
-        cost_row(b, "4x4x4", 3, s3, "S(0),S(1),S(2)", "S(2),S(1),S(0)", (lt_objective)o);
-        cost_row(b, "8x8x8", 3, s64, "S(0),S(1),S(2)", "S(2),S(1),S(0)", (lt_objective)o);
-    }
+    for (int o = 0; o < LT_OBJECTIVE_COUNT; o++)
+        for (int mv = 0; mv < 2; mv++) {
+            lt_moveset ms = mv ? LT_MOVES_ALL : LT_MOVES_COLLECTIVES;
+            cost_row(b, "2x2x2", 3, s3, "S(0),S(0),S(0)", "S(1),S(1),S(1)", (lt_objective)o, ms);
+            cost_row(b, "4x4x4", 3, s3, "S(0),S(1),S(2)", "S(2),S(1),S(0)", (lt_objective)o, ms);
+            cost_row(b, "8x8x8", 3, s64, "S(0),S(1),S(2)", "S(2),S(1),S(0)", (lt_objective)o, ms);
+        }
 }
