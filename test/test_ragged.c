@@ -600,7 +600,8 @@ static int oview_plans(const lt_mesh *m, const sweep_shape *sh, int k, const lt_
     return !st;
 }
 
-static long g_view_pairs, g_exchange_pairs, g_exchange_cheaper, g_view_no_partial, g_bf_pairs, g_bf_gap;
+static long g_view_pairs, g_exchange_pairs, g_exchange_cheaper, g_view_no_partial, g_bf_pairs,
+    g_bf_gap;
 
 /* Every 8th view-planned pair with a Partial (64th under sanitizers), whose
  * bytes no lower bound pins: the independent brute force of
@@ -777,9 +778,11 @@ static void test_sweep_redistribute(void **state) {
            g_view_no_partial, g_exchange_pairs + g_exchange_cheaper, g_exchange_cheaper);
     printf("ragged redistributes: %ld view plans with a Partial against the brute force "
            "(test/planner_bruteforce.h): %ld equal, %ld dearer (the planner's gap: an "
-           "explicit-sizes split it does not try)\n", g_bf_pairs, g_bf_pairs - g_bf_gap, g_bf_gap);
+           "explicit-sizes split it does not try)\n",
+           g_bf_pairs, g_bf_pairs - g_bf_gap, g_bf_gap);
     if (!SANITIZED && count < 10000) fail_msg("only %ld redistributes", count);
-    if (!SANITIZED && g_bf_pairs < 1000) fail_msg("only %ld pairs against the brute force", g_bf_pairs);
+    if (!SANITIZED && g_bf_pairs < 1000)
+        fail_msg("only %ld pairs against the brute force", g_bf_pairs);
 }
 
 /* ---- spellings, checks and the worked examples -------------------------------------- */
