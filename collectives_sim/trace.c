@@ -279,6 +279,28 @@ static lt__member group_member(const group_call *g, int p, int src) {
     return m;
 }
 
+/* scatter and broadcast (only the root sends): member p gets its output
+ * (scatter) or the root's input (broadcast), the root keeping its own;
+ * the root sends what the others receive. */
+static void from_root_bytes(const group_call *g, uint64_t es, size_t *sent, size_t *recv) {
+    int n = g->n, root = g->root;
+    const int *rk = g->rk;
+    size_t b = g->coll == LT_COLL_BROADCAST && root >= 0 && root < n
+                   ? nbytes_or0(g->in[rk[root]]) : 0;
+    uint64_t others = 0;
+    lt__member mr = {0, 0, 0};
+    for (int p = 0; p < n; p++) {
+        size_t o = g->coll == LT_COLL_SCATTER ? nbytes_or0(g->out[rk[p]]) : b;
+        lt__member m = {0, o, p == root ? o : 0};
+        recv[rk[p]] = (size_t)lt__coll_recv(g->coll, n, p, root, m, es);
+        sent[rk[p]] = 0;
+        if (p != root) others += recv[rk[p]];
+        else mr = m;
+    }
+    if (root >= 0 && root < n)
+        sent[rk[root]] = (size_t)lt__coll_sent(g->coll, n, root, root, mr, es, others);
+}
+
 void lt__trace_group_bytes(lt_trace *t, lt_coll coll, int n, const int *rk,
                            lt_tensor *const *in, lt_tensor *const *out, int root, int dim,
                            const int64_t *sizes, const int *perm) {
@@ -287,6 +309,16 @@ void lt__trace_group_bytes(lt_trace *t, lt_coll coll, int n, const int *rk,
     const lt_tensor *t0 = in[rk[0]];
     uint64_t es = t0 ? lt_dtype_size(t0->dtype) : 1, others = 0;
     group_call g = {coll, n, root, dim, rk, in, out, sizes, 0, nbytes_or0(t0), NULL, NULL};
+    if (coll == LT_COLL_ALL_REDUCE) { /* every member's part is the same but its ring piece */
+        lt__member m = {g.in0, g.in0, 0};
+        for (int p = 0; p < n; p++)
+            recv[rk[p]] = sent[rk[p]] = (size_t)lt__coll_recv(coll, n, p, root, m, es);
+        return;
+    }
+    if (coll == LT_COLL_SCATTER || coll == LT_COLL_BROADCAST) {
+        from_root_bytes(&g, es, sent, recv);
+        return;
+    }
     size_t stack_ib[64], *ib = NULL;   /* each member's input bytes, once */
     if (coll != LT_COLL_ALL_REDUCE && coll != LT_COLL_REDUCE_SCATTER && coll != LT_COLL_REDUCE) {
         ib = n <= 64 ? stack_ib : lt__malloc(sizeof(size_t) * (size_t)n);
