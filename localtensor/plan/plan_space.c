@@ -75,9 +75,10 @@ static int strided_factors(const lt__mc *c, int d, int *k) {
 
 /* Per mesh dim, in this order: the source's placement; unless frozen, the
  * destination's, R, S(d) for every tensor dim d, S(d, rule) for every d and
- * every explicit size list of a Shard in the source or destination of that
- * mesh dim, S(d, balanced) and S(d, last) for every d, and SS(d, k) for
- * every d and every factor of strided_factors. Size-1 mesh dims are R. */
+ * every explicit size list of a Shard in the source or destination of any
+ * mesh dim of this one's size (a list may move to another mesh dim),
+ * S(d, balanced) and S(d, last) for every d, and SS(d, k) for every d and
+ * every factor of strided_factors. Size-1 mesh dims are R. */
 static void build_candidates(lt__mc *c) {
     for (int i = 0; i < c->g.M; i++) {
         lt_placement r = lt_replicate();
@@ -90,11 +91,13 @@ static void build_candidates(lt__mc *c) {
             lt_placement s = lt_shard(d);
             cand_add(c, i, &s);
         }
-        const lt_placement *ends[2] = {&c->src[i], &c->dst[i]};
-        for (int e = 0; e < 2; e++) {
-            if (ends[e]->kind != LT_PL_SHARD || ends[e]->rule.kind != LT_SPLIT_EXPLICIT) continue;
+        for (int j = 0; j < 2 * c->g.M; j++) { /* every explicit list of this mesh dim's size */
+            const lt_placement *end = j < c->g.M ? &c->src[j] : &c->dst[j - c->g.M];
+            if (end->kind != LT_PL_SHARD || end->rule.kind != LT_SPLIT_EXPLICIT ||
+                end->rule.nsizes != c->g.mesh->shape[i])
+                continue;
             for (int d = 0; d < c->g.ndim; d++) {
-                lt_placement s = lt_shard_rule(d, ends[e]->rule);
+                lt_placement s = lt_shard_rule(d, end->rule);
                 cand_add(c, i, &s);
             }
         }
