@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "localtensor/layout.h"
+#include "localtensor/ragged.h"
 #include "localtensor/pytorch_bugs.h"
 
 /* Each field on its own line: name, versions, reference, pattern, warning. */
@@ -157,7 +158,10 @@ static int empty_shard(const lt_spec *s) {
 }
 
 uint32_t lt_pytorch_bugs_layout(const lt_spec *s) {
-    if (!s || !s->mesh || s->mesh->world > CHECK_MAX_WORLD)
+    /* PyTorch has no RaggedShard: none of its bugs reads one (and N-d
+     * layout math, which the checks use, does not take one) */
+    if (!s || !s->mesh || s->mesh->world > CHECK_MAX_WORLD ||
+        lt_placements_have_ragged(s->placements, s->mesh->ndim))
         return 0;
     uint32_t hits = 0;
     if (uneven_strided(s))
