@@ -17,6 +17,7 @@
 
 #include "localtensor/plan/plan_impl.h"
 #include "localtensor/redistribute.h"
+#include "collectives_sim/cost.h"
 
 #define MAXC 40   /* candidates per mesh dim: R, src, dst, S(d, rule) for <= 8 dims x 3 rules */
 
@@ -201,7 +202,7 @@ static lt_status search(ctx *c, uint64_t from, uint64_t goal, uint64_t *path, in
                 int t;
                 LT_TRY(node_get(c, nkey, &t));
                 node *from_nd = &c->nodes[it.node], *tn = &c->nodes[t];
-                uint64_t nb = from_nd->bytes + cost;
+                uint64_t nb = lt__sat_add(from_nd->bytes, cost);
                 int ns = from_nd->steps + 1;
                 if (tn->done) continue;
                 if (nb < tn->bytes || (nb == tn->bytes && ns < tn->steps)) {
@@ -467,7 +468,7 @@ static lt_status fill_step(ctx *c, lt_plan *p, int s, const lt_placement *prev,
     for (int r = 0; r < c->W; r++)
         if (recv[r] > ps->bytes_per_rank) ps->bytes_per_rank = recv[r];
     p->ncomm++;
-    p->total_bytes += ps->bytes_total;
+    p->total_bytes = (size_t)lt__sat_add(p->total_bytes, ps->bytes_total);
     return LT_OK;
 }
 

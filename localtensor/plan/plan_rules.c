@@ -143,10 +143,13 @@ size_t lt__step_bytes(const lt_mesh *mesh, int ndim, size_t esize, lt__step_kind
     for (int j = mesh->ndim - 1; j > i; j--) stride *= mesh->shape[j];
     for (int base = 0; base < W; base += stride * n)
         for (int first = base; first < base + stride; first++) {
-            int64_t group = 0; /* elements the whole group holds before the step */
+            uint64_t group = 0; /* elements the whole group holds before the step */
             if (k == LT__STEP_ALL_GATHER || k == LT__STEP_GATHER_STRIDED)
                 for (int j = 0; j < n; j++)
-                    group += numel_of(before + (size_t)(first + j * stride) * (size_t)ndim, ndim);
+                    group = lt__sat_add(
+                        group,
+                        (uint64_t)numel_of(before + (size_t)(first + j * stride) * (size_t)ndim,
+                                           ndim));
             for (int c = 0; c < n; c++) {
                 int r = first + c * stride;
                 int64_t nb = numel_of(before + (size_t)r * (size_t)ndim, ndim);
@@ -154,21 +157,22 @@ size_t lt__step_bytes(const lt_mesh *mesh, int ndim, size_t esize, lt__step_kind
                 /* what member c holds before and after, and keeps (collectives_sim/cost.h) */
                 lt__member mb = {(uint64_t)nb, (uint64_t)na, 0};
                 if (lt__step_kind_coll(k) == LT_COLL_ALL_GATHER) {
-                    mb.out = (uint64_t)group;
+                    mb.out = group;
                     mb.kept = (uint64_t)nb;
                 } else if (k == LT__STEP_ALL_TO_ALL) {
                     /* the piece it kept: before with dim e cut to after[e] */
                     int e = to->dim;
                     const int64_t *sb = before + (size_t)r * (size_t)ndim;
                     const int64_t *sa = after + (size_t)r * (size_t)ndim;
-                    int64_t keep = 1;
-                    for (int d = 0; d < ndim; d++) keep *= d == e ? sa[d] : sb[d];
-                    mb.kept = (uint64_t)keep;
+                    uint64_t keep = 1; /* saturated: shapes here are never allocated */
+                    for (int d = 0; d < ndim; d++)
+                        keep = lt__sat_mul(keep, (uint64_t)(d == e ? sa[d] : sb[d]));
+                    mb.kept = keep;
                 }
-                size_t v = (size_t)lt__coll_recv(lt__step_kind_coll(k), n, c, -1, mb, 1);
-                v *= esize;
-                if (recv) recv[r] = v;
-                total += v;
+                uint64_t v = lt__coll_recv(lt__step_kind_coll(k), n, c, -1, mb, 1);
+                v = lt__sat_mul(v, esize);
+                if (recv) recv[r] = (size_t)v;
+                total = (size_t)lt__sat_add(total, v);
             }
         }
     (void)from;
