@@ -320,6 +320,7 @@ static inline lt__plan_x *lt__plan_x_of(const lt_plan *p) { return (lt__plan_x *
 /* ---- the search (plan_moves.c, plan_search.c) -------------------------------------- */
 
 #define LT__MAXC 48    /* candidate placements per mesh dim (keys keep 8 bits per dim) */
+#define LT__SS_EVERY 16 /* tensor dims this short get SS(d, k) for every k (plan_space.c) */
 #define LT__MAXR 24    /* split rules tried by the collectives that split */
 
 /* A move while searching: small, with the rule and the permutation as

@@ -39,8 +39,12 @@ static void cand_add(lt__mc *c, int i, const lt_placement *p) {
  * StridedShard of d in the source or the destination. Every factor of at
  * least shape[d] puts each index in a piece of its own, so member 0 of
  * every group keeps its whole block (what a gather to root 0 leaves): one
- * candidate, SS(d, shape[d]). SS(d, 1) is S(d). */
-static int strided_factors(const lt__mc *c, int d, int *k) {
+ * candidate, SS(d, shape[d]). SS(d, 1) is S(d). With `every`, a dim of at
+ * most LT__SS_EVERY elements also gets every factor below its length (a
+ * route may pass through SS(d, 3) on a power-of-two mesh: 7 elements on
+ * 2x2x2 under --moves dtensor); over every factor the search covers the
+ * brute force's space. */
+static int strided_factors(const lt__mc *c, int d, int every, int *k) {
     int64_t n = c->g.shape[d];
     int nk = 0, M = c->g.M;
     if (n < 2 || n > INT_MAX) return 0;
@@ -53,6 +57,8 @@ static int strided_factors(const lt__mc *c, int d, int *k) {
             if (p->kind == LT_PL_STRIDED && p->dim == d) base[nb++] = p->split_factor;
         }
     k[nk++] = (int)n;
+    if (every && n <= LT__SS_EVERY)
+        for (int f = 2; f < n; f++) k[nk++] = f;
     for (int b = 0; b < nb; b++)
         for (unsigned set = 0; set < (1u << M); set++) {
             int64_t f = base[b];
@@ -80,6 +86,14 @@ static int strided_factors(const lt__mc *c, int d, int *k) {
  * S(d, balanced) and S(d, last) for every d, and SS(d, k) for every d and
  * every factor of strided_factors. Size-1 mesh dims are R. */
 static void build_candidates(lt__mc *c) {
+    int nshort = 0; /* the factors `every` adds: they must leave room for the rest */
+    for (int d = 0; d < c->g.ndim; d++)
+        if (c->g.shape[d] <= LT__SS_EVERY && c->g.shape[d] > 2) nshort += (int)c->g.shape[d] - 2;
+    /* only under dtensor, where no gather or scatter gives those pieces another way: there a
+     * route may need SS(d, 3) on a power-of-two mesh; under the other move sets the brute
+     * force found none on 80,000 pairs (test_planner.c), and every factor costs cold
+     * searches a quarter more */
+    int every = c->moves == LT_MOVES_DTENSOR && nshort <= LT__MAXC / 2;
     for (int i = 0; i < c->g.M; i++) {
         lt_placement r = lt_replicate();
         c->nc[i] = 0;
@@ -111,7 +125,7 @@ static void build_candidates(lt__mc *c) {
             }
         for (int d = 0; d < c->g.ndim; d++) {
             int k[LT__MAXC];
-            int nk = strided_factors(c, d, k);
+            int nk = strided_factors(c, d, every, k);
             for (int q = 0; q < nk; q++) {
                 lt_placement s = lt_strided(d, k[q]);
                 cand_add(c, i, &s);
