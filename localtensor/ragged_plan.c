@@ -71,26 +71,19 @@ static lt_status relabel_plan(lt_plan *vp, const lt_dtensor *dt, const lt_placem
                               lt_plan **out) {
     const lt_mesh *mesh = lt_dtensor_mesh(dt);
     int np = mesh->ndim, n = vp->nsteps;
-    lt__plan_x *px = lt__calloc(1, sizeof *px);
-    if (px) px->states = lt__calloc((size_t)(n + 1) * (size_t)np, sizeof(lt_placement));
-    if (px && n) px->pub.steps = lt__calloc((size_t)n, sizeof(lt_plan_step));
-    if (!px || !px->states || (n && !px->pub.steps)) {
-        if (px) lt__free(px->states), lt__free(px->pub.steps);
-        lt__free(px);
+    lt__plan_head h = {&vp->mesh, vp->dtype, dt->ndim, dt->shape, dt->placements, norm,
+                       vp->planner};
+    lt_plan *p = lt__plan_new(&h, n, 0, 0, "the RaggedShard plan");
+    if (!p) {
         lt_plan_free(vp);
-        return lt__err(LT_NOMEM, "out of memory for the RaggedShard plan");
+        return LT_NOMEM;
     }
-    lt_plan *p = &px->pub;
-    lt_plan_step *steps = p->steps;   /* (n) */
-    *p = *vp;
-    p->steps = steps;
-    px->refs = 1;
+    lt__plan_x *px = lt__plan_x_of(p);
     px->parts[0] = vp;   /* the steps' moves point into it */
-    p->ndim = dt->ndim;
-    memcpy(p->shape, dt->shape, sizeof p->shape);
-    memcpy(p->src, dt->placements, sizeof(lt_placement) * (size_t)np);
-    memcpy(p->dst, norm, sizeof(lt_placement) * (size_t)np);
-    memcpy(px->states, dt->placements, sizeof(lt_placement) * (size_t)np);
+    p->ncomm = vp->ncomm;
+    p->total_bytes = vp->total_bytes;
+    p->states_explored = vp->states_explored;
+    p->search_truncated = vp->search_truncated;
     for (int s = 0; s < n; s++) {
         lt_placement *before = px->states + (size_t)s * (size_t)np, *after = before + np;
         if (s == n - 1) memcpy(after, norm, sizeof(lt_placement) * (size_t)np);

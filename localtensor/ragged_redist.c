@@ -342,24 +342,11 @@ static lt_status route_plan(route *ro, const lt_dtensor *dt, const lt_placement 
                             lt_planner planner, lt_plan **out) {
     int np = lt_dtensor_mesh(dt)->ndim, n = 1;
     for (int q = 0; q < 2; q++) n += ro->part[q] ? ro->part[q]->nsteps : 0;
-    lt__plan_x *px = lt__calloc(1, sizeof *px);
-    if (px) px->states = lt__calloc((size_t)(n + 1) * (size_t)np, sizeof(lt_placement));
-    if (px) px->pub.steps = lt__calloc((size_t)n, sizeof(lt_plan_step));
-    if (!px || !px->states || !px->pub.steps) {
-        if (px) lt__free(px->states), lt__free(px->pub.steps);
-        lt__free(px);
-        return lt__err(LT_NOMEM, "out of memory for the RaggedShard route's plan");
-    }
-    lt_plan *p = &px->pub;
-    px->refs = 1;
-    p->mesh = *lt_dtensor_mesh(dt);
-    p->dtype = dt->dtype;
-    p->ndim = dt->ndim;
-    memcpy(p->shape, dt->shape, sizeof p->shape);
-    memcpy(p->src, dt->placements, sizeof(lt_placement) * (size_t)np);
-    memcpy(p->dst, dstn, sizeof(lt_placement) * (size_t)np);
-    p->planner = planner;
-    p->nsteps = n;
+    lt__plan_head h = {lt_dtensor_mesh(dt), dt->dtype, dt->ndim, dt->shape, dt->placements,
+                       dstn, planner};
+    lt_plan *p = lt__plan_new(&h, n, 0, 0, "the RaggedShard route's plan");
+    if (!p) return LT_NOMEM;
+    lt__plan_x *px = lt__plan_x_of(p);
     route_steps(ro, dt->placements, dstn, np, px);
     for (int s = 0; s < n; s++) {
         p->ncomm += p->steps[s].comm;

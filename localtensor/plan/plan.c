@@ -403,37 +403,12 @@ static lt_status find_path(ctx *c, lt_planner planner, uint64_t *path, int *n, i
     return greedy(c, path, n, MAX_STEPS);
 }
 
-static void plan_drop(lt_plan *p) {
-    if (!p) return;
-    lt__free(lt__plan_x_of(p)->states);
-    lt__free(p->steps);
-    lt__free(p);
-}
-
-/* A new plan of n steps (states and steps allocated), its header from
- * `from` and dst. NULL when out of memory (said). */
+/* A new plan of n steps from `from` to dst (lt__plan_new). NULL when out
+ * of memory (said). */
 static lt_plan *plan_new(const lt_spec *from, const lt_placement *dst, lt_planner planner, int n) {
-    int M = from->mesh->ndim;
-    lt_plan *p = lt__calloc(1, sizeof(lt__plan_x)); /* with its private part */
-    lt__plan_x *px = lt__plan_x_of(p);
-    if (p)
-        px->states = lt__malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)M);
-    if (p) p->steps = lt__calloc((size_t)(n ? n : 1), sizeof(lt_plan_step));
-    if (!p || !px->states || !p->steps) {
-        plan_drop(p);
-        return lt__err(LT_NOMEM, "out of memory while planning"), NULL;
-    }
-    p->mesh = *from->mesh;
-    p->dtype = from->dtype;
-    p->ndim = from->ndim;
-    memcpy(p->shape, from->shape, sizeof(int64_t) * (size_t)from->ndim);
-    memcpy(p->src, from->placements, sizeof(lt_placement) * (size_t)M);
-    memcpy(p->dst, dst, sizeof(lt_placement) * (size_t)M);
-    p->planner = planner;
-    p->nsteps = n;
-    px->refs = 1;
-    memcpy(px->states, from->placements, sizeof(lt_placement) * (size_t)M);
-    return p;
+    lt__plan_head h = {from->mesh, from->dtype, from->ndim, from->shape,
+                       from->placements, dst, planner};
+    return lt__plan_new(&h, n, 0, 0, "a plan");
 }
 
 /* Step s of p, from state prev to nx (which differ on one mesh dim): its
@@ -516,7 +491,7 @@ lt_status lt__plan_build(const lt_spec *from, const lt_placement *dst, lt_planne
     lt__free(path);
     ctx_free(c);
     if (st) {
-        plan_drop(p);
+        lt_plan_free(p);
         return st;
     }
     *out = p;

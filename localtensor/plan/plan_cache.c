@@ -65,6 +65,33 @@ void lt_plan_free(lt_plan *p) {
     lt__free(p);
 }
 
+lt_plan *lt__plan_new(const lt__plan_head *h, int n, int moves, size_t nperm, const char *what) {
+    int M = h->mesh->ndim;
+    lt__plan_x *px = lt__calloc(1, sizeof *px);
+    lt_plan *p = px ? &px->pub : NULL;
+    if (px) {
+        px->refs = 1;
+        px->states = lt__calloc((size_t)(n + 1) * (size_t)M, sizeof(lt_placement));
+        p->steps = lt__calloc((size_t)(n ? n : 1), sizeof(lt_plan_step));
+        if (moves) px->moves = lt__calloc((size_t)(n ? n : 1), sizeof(lt__move));
+        if (moves) px->perms = lt__malloc(sizeof(int) * (nperm ? nperm : 1));
+    }
+    if (!px || !px->states || !p->steps || (moves && (!px->moves || !px->perms))) {
+        lt_plan_free(p);
+        return lt__err(LT_NOMEM, "out of memory for %s", what), NULL;
+    }
+    p->mesh = *h->mesh;
+    p->dtype = h->dtype;
+    p->ndim = h->ndim;
+    memcpy(p->shape, h->shape, sizeof(int64_t) * (size_t)h->ndim);
+    memcpy(p->src, h->src, sizeof(lt_placement) * (size_t)M);
+    memcpy(p->dst, h->dst, sizeof(lt_placement) * (size_t)M);
+    memcpy(px->states, h->src, sizeof(lt_placement) * (size_t)M);
+    p->planner = h->planner;
+    p->nsteps = n;
+    return p;
+}
+
 /* ---- cache --------------------------------------------------------------------- */
 
 static void plan_ref(void *v) { lt_plan_ref(v); }

@@ -317,6 +317,23 @@ typedef struct lt__plan_x {
 
 static inline lt__plan_x *lt__plan_x_of(const lt_plan *p) { return (lt__plan_x *)(uintptr_t)p; }
 
+/* What every plan records of its tensor and its ends (lt__plan_new). */
+typedef struct lt__plan_head {
+    const lt_mesh *mesh;
+    lt_dtype dtype;
+    int ndim;
+    const int64_t *shape;                 /* (ndim) global */
+    const lt_placement *src, *dst;        /* (mesh->ndim) each */
+    lt_planner planner;
+} lt__plan_head;
+
+/* The one constructor of plans (plan_cache.c): a plan of n steps with h's
+ * header, refs 1, steps (n) zeroed, states (n + 1, mesh ndim) zeroed but
+ * the first row (h->src); with `moves`, also moves (n) zeroed and perms
+ * (nperm) for the min-cost search's permute steps. NULL when out of memory
+ * (said, naming `what`). The caller frees it with lt_plan_free. */
+lt_plan *lt__plan_new(const lt__plan_head *h, int n, int moves, size_t nperm, const char *what);
+
 /* ---- the search (plan_moves.c, plan_search.c) -------------------------------------- */
 
 #define LT__MAXC 48    /* candidate placements per mesh dim (keys keep 8 bits per dim) */

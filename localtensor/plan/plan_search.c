@@ -634,51 +634,22 @@ static const char *pick_name(const lt__mc *c, const lt__list *a, const lt__list 
     return "slice";
 }
 
-static void plan_free_parts(lt_plan *p) {
-    lt__plan_x *px = lt__plan_x_of(p);
-    if (!p) return;
-    lt__free(px->states);
-    lt__free(p->steps);
-    lt__free(px->moves);
-    lt__free(px->perms);
-    lt__free(p);
-}
-
 /* A new plan for the search's path[n + 1] (node indices, source first):
  * its arrays (states, steps, moves, the permutations' entries) and its
- * header. NULL when out of memory. */
+ * header (lt__plan_new). NULL when out of memory (said). */
 static lt_plan *mc_plan_new(lt__mc *c, lt_dtype dtype, const lt_placement *usrc,
                             const lt_placement *udst, const int *path, int n) {
     const lt_mesh *mesh = c->g.mesh;
-    int M = c->g.M;
     size_t nperm = 0;
     for (int s = 1; s <= n; s++)
         if (c->nodes[path[s]].mv.kind == LT__MV_PERMUTE)
             nperm += (size_t)lt__group_size(mesh, c->nodes[path[s]].mv.mesh_dim,
                                             c->nodes[path[s]].mv.span);
-    lt_plan *p = lt__calloc(1, sizeof(lt__plan_x)); /* with its private part */
-    lt__plan_x *px = lt__plan_x_of(p);
+    lt__plan_head h = {mesh, dtype, c->g.ndim, c->g.shape, usrc, udst, LT_PLANNER_MIN_COST};
+    lt_plan *p = lt__plan_new(&h, n, 1, nperm, "a plan");
     if (!p) return NULL;
-    px->states = lt__malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)M);
-    p->steps = lt__calloc((size_t)(n ? n : 1), sizeof(lt_plan_step));
-    px->moves = lt__calloc((size_t)(n ? n : 1), sizeof(lt__move));
-    px->perms = lt__malloc(sizeof(int) * (nperm ? nperm : 1));
-    if (!px->states || !p->steps || !px->moves ||
-        !px->perms) {
-        plan_free_parts(p);
-        return NULL;
-    }
-    p->mesh = *mesh;
-    p->dtype = dtype;
-    p->ndim = c->g.ndim;
-    memcpy(p->shape, c->g.shape, sizeof(int64_t) * (size_t)c->g.ndim);
-    memcpy(p->src, usrc, sizeof(lt_placement) * (size_t)M);
-    memcpy(p->dst, udst, sizeof(lt_placement) * (size_t)M);
-    p->planner = LT_PLANNER_MIN_COST;
-    p->nsteps = n;
-    px->refs = 1;
     p->states_explored = c->expanded;
-    px->search_work = c->work;
+    lt__plan_x_of(p)->search_work = c->work;
     return p;
 }
 
@@ -763,7 +734,7 @@ static lt_status make_plan(lt__mc *c, lt_dtype dtype, const lt_placement *usrc,
     if (!path) return nomem();
     for (int x = goal, q = n; q >= 0; x = c->nodes[x].prev, q--) path[q] = x;
     lt_plan *p = mc_plan_new(c, dtype, usrc, udst, path, n);
-    lt_status st = p ? LT_OK : nomem();
+    lt_status st = p ? LT_OK : LT_NOMEM;
     if (!st) {
         mc_states(c, p, path, n);
         c->budget = 1e300;   /* re-evaluating the chosen moves is not search work */
@@ -772,7 +743,7 @@ static lt_status make_plan(lt__mc *c, lt_dtype dtype, const lt_placement *usrc,
     for (int s = 0; s < n && !st; s++) st = mc_step(c, p, path, s, &pu);
     lt__free(path);
     if (st) {
-        if (p) plan_free_parts(p);
+        lt_plan_free(p);
         return st;
     }
     *out = p;

@@ -79,34 +79,16 @@ static void copy_part(lt_plan *p, const lt_plan *q, int *s) {
 static lt_status combine(lt_plan *a, lt_plan *b, const lt_placement *g, const int *zf, int nz,
                          lt_plan **out) {
     int M = a->mesh.ndim, n = a->nsteps + nz + b->nsteps;
-    lt_plan *p = lt__calloc(1, sizeof(lt__plan_x)); /* with its private part */
-    lt__plan_x *px = lt__plan_x_of(p);
-    if (p) {
-        p->steps = lt__calloc((size_t)n, sizeof(lt_plan_step));
-        px->states = lt__malloc(sizeof(lt_placement) * (size_t)(n + 1) * (size_t)M);
-    }
-    if (!p || !p->steps || !px->states) {
-        if (p) {
-            lt__free(p->steps);
-            lt__free(px->states);
-        }
-        lt__free(p);
+    lt__plan_head h = {&a->mesh, a->dtype, a->ndim, a->shape, a->src, b->dst, a->planner};
+    lt_plan *p = lt__plan_new(&h, n, 0, 0, "a zero fill's plan");
+    if (!p) {
         lt_plan_free(a);
         lt_plan_free(b);
-        return lt__err(LT_NOMEM, "out of memory while planning a zero fill");
+        return LT_NOMEM;
     }
-    p->mesh = a->mesh;
-    p->dtype = a->dtype;
-    p->ndim = a->ndim;
-    memcpy(p->shape, a->shape, sizeof p->shape);
-    memcpy(p->src, a->src, sizeof p->src);
-    memcpy(p->dst, b->dst, sizeof p->dst);
-    p->planner = a->planner;
-    p->nsteps = n;
-    px->refs = 1;
+    lt__plan_x *px = lt__plan_x_of(p);
     px->parts[0] = a;
     px->parts[1] = b;
-    memcpy(px->states, a->src, sizeof(lt_placement) * (size_t)M);
     int s = 0;
     copy_part(p, a, &s);
     /* spelled as g (a's search may spell its last layout another way) */
