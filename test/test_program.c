@@ -19,7 +19,8 @@
 #include "test/program_testutil.h"
 
 /* t must be 1-d with the n values want[i] */
-static void expect_vals(rec *u, int rank, const char *what, const lt_tensor *t, const double *want, int64_t n) {
+static void expect_vals(rec *u, int rank, const char *what, const lt_tensor *t, const double *want,
+                        int64_t n) {
     if (!t) {
         note(u, "rank %d: %s: no tensor", rank, what);
         return;
@@ -31,7 +32,8 @@ static void expect_vals(rec *u, int rank, const char *what, const lt_tensor *t, 
     }
     for (int64_t i = 0; i < n; i++)
         if (lt_get_flat(t, i) != want[i]) {
-            note(u, "rank %d: %s: element %lld is %g, wanted %g", rank, what, (long long)i, lt_get_flat(t, i), want[i]);
+            note(u, "rank %d: %s: element %lld is %g, wanted %g", rank, what, (long long)i,
+                 lt_get_flat(t, i), want[i]);
             return;
         }
 }
@@ -126,9 +128,9 @@ static void test_all_kinds_8(void **state) {
 static lt_status mesh_2x4(lt_proc *p, void *ud) {
     rec *u = ud;
     int r = lt_proc_rank(p), dp = lt_proc_coord(p, 0), tp = lt_proc_coord(p, 1);
-    if (dp != r / 4 || tp != r % 4 || lt_proc_group_size(p, 1) != 4 || lt_proc_group_size(p, 0) != 2 ||
-        lt_proc_group(p, 1) != dp || lt_proc_group(p, 0) != tp || lt_proc_world(p) != 8 ||
-        lt_proc_coord(p, 2) != -1 || lt_proc_mesh(p)->ndim != 2)
+    if (dp != r / 4 || tp != r % 4 || lt_proc_group_size(p, 1) != 4 ||
+        lt_proc_group_size(p, 0) != 2 || lt_proc_group(p, 1) != dp || lt_proc_group(p, 0) != tp ||
+        lt_proc_world(p) != 8 || lt_proc_coord(p, 2) != -1 || lt_proc_mesh(p)->ndim != 2)
         note(u, "rank %d: wrong identity (dp %d, tp %d)", r, dp, tp);
     double want[8];
     lt_tensor *x = line_of(LT_F64, 1, r, 0), *v = line_of(LT_F32, 4, 4 * r, 1), *o = NULL;
@@ -147,8 +149,10 @@ static lt_status mesh_2x4(lt_proc *p, void *ud) {
     want[1] = tp + 4;
     expect_vals(u, r, "dp all_gather", o, want, 2);
     lt_tensor_free(o), o = NULL;
-    /* tp reduce_scatter of 4 r + i: member j keeps sum over the group of 4 m + j = 64 dp + 24 + 4 j */
-    expect_ok(u, r, "tp reduce_scatter", lt_proc_reduce_scatter(p, 1, v, LT_REDOP_SUM, 0, NULL, &o));
+    /* tp reduce_scatter of 4 r + i: member j keeps the sum over the group of
+     * 4 m + j = 64 dp + 24 + 4 j */
+    expect_ok(u, r, "tp reduce_scatter",
+              lt_proc_reduce_scatter(p, 1, v, LT_REDOP_SUM, 0, NULL, &o));
     want[0] = 64 * dp + 24 + 4 * tp;
     expect_vals(u, r, "tp reduce_scatter", o, want, 1);
     lt_tensor_free(o), o = NULL;
@@ -165,7 +169,7 @@ static void test_mesh_2x4(void **state) {
     if (u.err[0]) fail_msg("%s", u.err);
 }
 
-/* ---- rank-dependent branches that complete ------------------------------------------------------ */
+/* ---- rank-dependent branches that complete --------------------------------------------------- */
 
 /* Ranks with tp == 0 (0 and 4) also sum over dp; even and odd ranks reach the
  * tp all_reduce from different lines; uneven shards (rank r holds r values). */
@@ -210,7 +214,7 @@ static void test_branches_complete(void **state) {
     if (u.err[0]) fail_msg("%s", u.err);
 }
 
-/* ---- hangs ---------------------------------------------------------------------------------------- */
+/* ---- hangs ----------------------------------------------------------------------------------- */
 
 enum { H_KIND, H_OP, H_DTYPE, H_SHAPE, H_MISSING, H_CYCLE };
 
@@ -220,7 +224,8 @@ enum { H_KIND, H_OP, H_DTYPE, H_SHAPE, H_MISSING, H_CYCLE };
 static lt_status hang_1d(lt_proc *p, void *ud) {
     rec *u = ud;
     int r = lt_proc_rank(p), k = u->flag;
-    lt_tensor *x = line_of(LT_F32, 3, r, 1), *x64 = line_of(LT_F64, 3, r, 1), *x4 = line_of(LT_F32, 4, r, 1);
+    lt_tensor *x = line_of(LT_F32, 3, r, 1), *x64 = line_of(LT_F64, 3, r, 1),
+              *x4 = line_of(LT_F32, 4, r, 1);
     lt_tensor *o = NULL;
     lt_status st;
     if (k == H_MISSING && r >= 4) {
@@ -317,8 +322,10 @@ static void test_hang_missing(void **state) {
         if (r < 4) assert_string_equal(rep->ranks[r].call.file, "test/test_program.c");
     }
     expect_site(t, u.line_a);
-    expect_in(t, "but rank 4 finished without making that call (waiting: ranks 0-3; ended: ranks 4-7)");
-    expect_in(t, "\n    ranks 4-7: finished\n");   /* no call of theirs completed: nothing to say where */
+    expect_in(
+        t, "but rank 4 finished without making that call (waiting: ranks 0-3; ended: ranks 4-7)");
+    expect_in(
+        t, "\n    ranks 4-7: finished\n"); /* no call of theirs completed: nothing to say where */
     free(t);
     lt_match_report_free(rep);
 }
@@ -355,9 +362,11 @@ static void test_hang_missing_after_a_call(void **state) {
         assert_int_equal(rep->ranks[r].last_is_step, 0);
     }
     char s[400];
-    snprintf(s, sizeof s, "  mesh dim 0, group 0 [0,1,2,3,4,5,6,7], call #2:\n"
+    snprintf(s, sizeof s,
+             "  mesh dim 0, group 0 [0,1,2,3,4,5,6,7], call #2:\n"
              "    ranks 0-3: waiting in all_reduce(op=sum) f32 (3) at test/test_program.c:%d\n"
-             "    ranks 4-7: finished after its last call at test/test_program.c:%d\n", u.line_b, u.line_a);
+             "    ranks 4-7: finished after its last call at test/test_program.c:%d\n",
+             u.line_b, u.line_a);
     expect_in(t, s);
     free(t);
     lt_match_report_free(rep);
@@ -375,9 +384,13 @@ static void test_hang_cycle(void **state) {
     expect_site(t, u.line_a);
     expect_site(t, u.line_b);
     char s[400];
-    snprintf(s, sizeof s, "rank 0 waits in all_reduce(op=sum) f32 (2) at test/test_program.c:%d on mesh dim 0 (dp), "
-             "group 0 [0,2] for rank 2; rank 2 waits in all_reduce(op=sum) f32 (2) at test/test_program.c:%d on mesh "
-             "dim 1 (tp), group 1 [2,3] for rank 3", u.line_a, u.line_b);
+    snprintf(
+        s, sizeof s,
+        "rank 0 waits in all_reduce(op=sum) f32 (2) at test/test_program.c:%d on mesh dim 0 (dp), "
+        "group 0 [0,2] for rank 2; rank 2 waits in all_reduce(op=sum) f32 (2) at "
+        "test/test_program.c:%d on mesh "
+        "dim 1 (tp), group 1 [2,3] for rank 3",
+        u.line_a, u.line_b);
     expect_in(t, s);
     for (int r = 0; r < 4; r++) {
         int dp_first = r == 0 || r == 3;
@@ -406,19 +419,21 @@ static void test_same_report_twice(void **state) {
     }
 }
 
-/* ---- a rank that fails ------------------------------------------------------------------------------- */
+/* ---- a rank that fails ----------------------------------------------------------------------- */
 
 static lt_status one_fails(lt_proc *p, void *ud) {
     rec *u = ud;
     int r = lt_proc_rank(p);
     if (r == 5) {
-        u->line_b = __LINE__; return lt_proc_barrier(p, 3);  /* no mesh dim 3: fails at once, and the rank gives up */
+        /* no mesh dim 3: fails at once, and the rank gives up */
+        u->line_b = __LINE__; return lt_proc_barrier(p, 3);
     }
     lt_status st = lt_proc_barrier(p, 0);
     u->st[r] = st;
     snprintf(u->msg[r], sizeof u->msg[r], "%s", st ? lt_errmsg() : "");
     /* a second call after the stop fails at once too */
-    if (st && lt_proc_barrier(p, 0) != LT_MISMATCH) note(u, "rank %d: a call after the stop did not fail", r);
+    if (st && lt_proc_barrier(p, 0) != LT_MISMATCH)
+        note(u, "rank %d: a call after the stop did not fail", r);
     return LT_OK;
 }
 
@@ -430,8 +445,11 @@ static void test_rank_fails(void **state) {
     LT_EXPECT_STATUS(lt_program_run(&m, one_fails, &u, NULL, &rep), LT_INVALID);
     assert_non_null(rep);
     char s[200];
-    snprintf(s, sizeof s, "rank 5 failed (invalid argument): test/test_program.c:%d: rank 5: barrier on mesh dim 3: "
-             "mesh dim 3 is out of range (the mesh has 1 dim)", u.line_b);
+    snprintf(
+        s, sizeof s,
+        "rank 5 failed (invalid argument): test/test_program.c:%d: rank 5: barrier on mesh dim 3: "
+        "mesh dim 3 is out of range (the mesh has 1 dim)",
+        u.line_b);
     expect_in(lt_errmsg(), s);
     assert_int_equal(rep->kind, LT_HANG_RANK_FAILED);
     assert_int_equal(rep->rank_a, 5);
@@ -445,7 +463,7 @@ static void test_rank_fails(void **state) {
     lt_match_report_free(rep);
 }
 
-/* ---- argument errors fail locally; handles; options ----------------------------------------------------- */
+/* ---- argument errors fail locally; handles; options ------------------------------------------ */
 
 static lt_status local_errors(lt_proc *p, void *ud) {
     rec *u = ud;
@@ -454,10 +472,16 @@ static lt_status local_errors(lt_proc *p, void *ud) {
     lt_tensor *x = line_of(LT_F32, 3, r, 1), *o = NULL;
     int line = __LINE__; lt_status st = lt_proc_all_gather(p, 0, x, 5, &o);
     char s[160];
-    snprintf(s, sizeof s, "test/test_program.c:%d: rank %d: all_gather on mesh dim 0: gather dim 5 is out of range", line, r);
-    if (st != LT_INVALID || !strstr(lt_errmsg(), s)) note(u, "rank %d: bad dim gave %s: %s", r, lt_status_name(st), lt_errmsg());
-    if (lt_proc_all_reduce(p, 0, NULL, LT_REDOP_SUM, &o) != LT_INVALID) note(u, "rank %d: NULL input accepted", r);
-    if (lt_proc_all_reduce(p, 0, x, LT_REDOP_SUM, NULL) != LT_INVALID) note(u, "rank %d: NULL output accepted", r);
+    snprintf(
+        s, sizeof s,
+        "test/test_program.c:%d: rank %d: all_gather on mesh dim 0: gather dim 5 is out of range",
+        line, r);
+    if (st != LT_INVALID || !strstr(lt_errmsg(), s))
+        note(u, "rank %d: bad dim gave %s: %s", r, lt_status_name(st), lt_errmsg());
+    if (lt_proc_all_reduce(p, 0, NULL, LT_REDOP_SUM, &o) != LT_INVALID)
+        note(u, "rank %d: NULL input accepted", r);
+    if (lt_proc_all_reduce(p, 0, x, LT_REDOP_SUM, NULL) != LT_INVALID)
+        note(u, "rank %d: NULL output accepted", r);
     if (r == 1) {
         st = lt_proc_barrier(u->h0, 0);
         if (st != LT_INVALID || !strstr(lt_errmsg(), "rank 0's handle used while rank 1 runs"))
@@ -505,7 +529,7 @@ static void test_run_arguments(void **state) {
     LT_CHECK(lt_program_run(&m, nothing, NULL, &o, NULL));
 }
 
-/* ---- many ranks ------------------------------------------------------------------------------------------ */
+/* ---- many ranks ------------------------------------------------------------------------------ */
 
 static lt_status sum_ranks(lt_proc *p, void *ud) {
     rec *u = ud;
@@ -531,7 +555,7 @@ static void test_many_ranks(void **state) {
     }
 }
 
-/* ---- a collective that fails after the ranks agreed ------------------------------------------------------- */
+/* ---- a collective that fails after the ranks agreed ------------------------------------------ */
 
 /* every rank of a tp group gathers 64 f32: one shared result of 1 KiB, over
  * a budget of 512 bytes: every member's call fails with the collective's
@@ -560,14 +584,17 @@ static void test_collective_fails(void **state) {
     for (int r = 0; r < 8; r++) {
         assert_int_equal(u.st[r], LT_NOMEM);
         char s[200];
-        snprintf(s, sizeof s, "test/test_program.c:%d: rank %d: all_gather on mesh dim 1, group %d failed (in what "
-                 "follows, ranks are positions 0..3 in the group; this rank is %d)", u.line_a, r, r / 4, r % 4);
+        snprintf(
+            s, sizeof s,
+            "test/test_program.c:%d: rank %d: all_gather on mesh dim 1, group %d failed (in what "
+            "follows, ranks are positions 0..3 in the group; this rank is %d)",
+            u.line_a, r, r / 4, r % 4);
         expect_in(u.msg[r], s);
         expect_in(u.msg[r], "needs 1.0 KiB for the shards of all 4 ranks");
     }
 }
 
-/* ---- out of memory anywhere ------------------------------------------------------------------------------- */
+/* ---- out of memory anywhere ------------------------------------------------------------------ */
 
 /* every rank: a tensor, an all_reduce into a fresh output; with flag 1,
  * ranks 4..7 return first (a hang) */
@@ -604,8 +631,9 @@ static void test_out_of_memory(void **state) {
                 lt_match_report_free(rep);
                 int64_t live = lt__fault_live();
                 lt__fault_disarm();
-                if (live != 0) fail_msg("allocation %lld failed (persistent %d, hang %d): %lld blocks leaked",
-                                        (long long)nth, persistent, hang, (long long)live);
+                if (live != 0)
+                    fail_msg("allocation %lld failed (persistent %d, hang %d): %lld blocks leaked",
+                             (long long)nth, persistent, hang, (long long)live);
                 lt_status normal = hang ? LT_MISMATCH : LT_OK;
                 if (!fired) {
                     assert_int_equal(st, normal);
@@ -613,7 +641,8 @@ static void test_out_of_memory(void **state) {
                     break;
                 }
                 if (st != normal && st != LT_NOMEM)
-                    fail_msg("allocation %lld failed: %s: %s", (long long)nth, lt_status_name(st), lt_errmsg());
+                    fail_msg("allocation %lld failed: %s: %s", (long long)nth, lt_status_name(st),
+                             lt_errmsg());
                 if (st == LT_NOMEM && !strstr(lt_errmsg(), "out of memory"))
                     fail_msg("allocation %lld failed: message '%s'", (long long)nth, lt_errmsg());
             }

@@ -28,10 +28,14 @@
 #include "localtensor/dtensor_impl.h"
 #include "localtensor/spec_impl.h"
 
-static lt_status nomem(void) { return lt__err(LT_NOMEM, "out of memory while running a redistribute step"); }
+static lt_status nomem(void) {
+    return lt__err(LT_NOMEM, "out of memory while running a redistribute step");
+}
 
 /* The global index at position k of rank layout l along d. */
-static int64_t idx_at(const lt_rank_layout *l, int d, int64_t k) { return l->idx[d] ? l->idx[d][k] : k; }
+static int64_t idx_at(const lt_rank_layout *l, int d, int64_t k) {
+    return l->idx[d] ? l->idx[d][k] : k;
+}
 
 /* A growing list of global indices. */
 typedef struct ilist {
@@ -64,8 +68,8 @@ static int vpos_cmp(const void *x, const void *y) {
 /* t's positions along d of the global indices want[0..k), given that t holds
  * have[0..n) there; then the narrow or index_select that picks them. *out
  * is new (t borrowed). */
-static lt_status pick(const lt_tensor *t, int d, const int64_t *have, int64_t n, const lt_rank_layout *b,
-                      lt_tensor **out) {
+static lt_status pick(const lt_tensor *t, int d, const int64_t *have, int64_t n,
+                      const lt_rank_layout *b, lt_tensor **out) {
     int64_t k = b->local_shape[d];
     /* the usual case: t holds one ascending run of global indices along d,
      * so index v sits at v - have[0] (no sort, no search) */
@@ -87,8 +91,11 @@ static lt_status pick(const lt_tensor *t, int d, const int64_t *have, int64_t n,
             const vpos *f = bsearch(&key, sv, (size_t)n, sizeof(vpos), vpos_cmp);
             if (f) at = f->pos;
         }
-        if (at < 0) st = lt__err(LT_SHAPE, "internal: a redistribute step did not deliver global index %lld along dim %d",
-                                 (long long)key.v, d);
+        if (at < 0)
+            st = lt__err(
+                LT_SHAPE,
+                "internal: a redistribute step did not deliver global index %lld along dim %d",
+                (long long)key.v, d);
         else pos[j] = at;
         if (!st && j) run &= pos[j] == pos[j - 1] + 1;
     }
@@ -106,8 +113,8 @@ static lt_status pick(const lt_tensor *t, int d, const int64_t *have, int64_t n,
  * every dim d. *out is new and contiguous; t is borrowed. When t already is
  * that shard (contiguous, every index in place) and `share` is set, *out is
  * a view sharing t's buffer instead of a copy (its writers copy first). */
-static lt_status reshape_to(const lt_tensor *t, ilist *have, int nd, const lt_rank_layout *b, int share,
-                            lt_tensor **out) {
+static lt_status reshape_to(const lt_tensor *t, ilist *have, int nd, const lt_rank_layout *b,
+                            int share, lt_tensor **out) {
     lt_tensor *cur = NULL;
     lt_status st = lt_tensor_view(t, &cur);
     for (int d = 0; d < nd && !st; d++) {
@@ -116,8 +123,8 @@ static lt_status reshape_to(const lt_tensor *t, ilist *have, int nd, const lt_ra
         lt_tensor_free(cur);
         cur = nx;
     }
-    int whole = share && !st && cur->storage == t->storage && cur->offset == t->offset && lt_is_contiguous(cur) &&
-                lt_numel(cur) == lt_numel(t);
+    int whole = share && !st && cur->storage == t->storage && cur->offset == t->offset &&
+                lt_is_contiguous(cur) && lt_numel(cur) == lt_numel(t);
     if (whole) {
         *out = cur;   /* the whole of t, in order: no copy */
         return LT_OK;
@@ -127,64 +134,76 @@ static lt_status reshape_to(const lt_tensor *t, ilist *have, int nd, const lt_ra
     return st;
 }
 
+/* received's gathers: every member's run along e, the others as the first
+ * member holding something has them. */
+static lt_status received_gather(const lt__move *m, const lt_rank_layout *la, const int *grp,
+                                 int n, const lt_rank_layout *own, ilist *have) {
+    int nd = m->ndim, e = m->dim;
+    const lt_rank_layout *first = own;   /* the lists off e: any member holding something */
+    for (int q = 0; q < n; q++)
+        if (lt__numel_sat(nd, la[grp[q]].local_shape)) {
+            first = &la[grp[q]];
+            break;
+        }
+    for (int d = 0; d < nd; d++) {
+        if (d != e) {
+            if (il_push(&have[d], first, d, 0, first->local_shape[d])) return nomem();
+            continue;
+        }
+        for (int q = 0; q < n; q++)
+            if (il_push(&have[d], &la[grp[q]], d, 0, la[grp[q]].local_shape[d])) return nomem();
+    }
+    return LT_OK;
+}
+
+/* received's all_to_all: member j's piece along e of every member, which
+ * concatenate along f. */
+static lt_status received_a2a(const lt__move *m, const lt_rank_layout *la, const int *grp, int n,
+                              int j, const lt_rank_layout *own, ilist *have) {
+    int nd = m->ndim, e = m->dim, f = m->cdim;
+    int64_t size, off;
+    const lt_rank_layout *first = NULL;
+    for (int q = 0; q < n && !first; q++) {
+        const lt_rank_layout *x = &la[grp[q]];
+        if (lt__split_piece_quiet(&m->rule, x->local_shape[e], n, j, &size, &off))
+            return lt__err(LT_INVALID, "internal: split");
+        int64_t ne = size;
+        for (int d = 0; d < nd; d++)
+            if (d != e) ne = x->local_shape[d] ? lt__mul_sat(ne, x->local_shape[d]) : 0;
+        if (ne) first = x;
+    }
+    if (!first) first = own;
+    for (int d = 0; d < nd; d++) {
+        if (d != f && d != e) {
+            if (il_push(&have[d], first, d, 0, first->local_shape[d])) return nomem();
+        } else if (d == e && d != f) {
+            lt__split_piece_quiet(&m->rule, first->local_shape[e], n, j, &size, &off);
+            if (il_push(&have[d], first, d, off, size)) return nomem();
+        } else {
+            for (int q = 0; q < n; q++) {
+                const lt_rank_layout *x = &la[grp[q]];
+                if (d == e) lt__split_piece_quiet(&m->rule, x->local_shape[e], n, j, &size, &off);
+                else off = 0, size = x->local_shape[d];
+                if (il_push(&have[d], x, d, off, size)) return nomem();
+            }
+        }
+    }
+    return LT_OK;
+}
+
 /* What member j of a group (ranks grp[0..n)) holds along every dim after
  * move m, into have[nd]; *from: the tensor it is in (received, or its own
  * for local work). */
-static lt_status received(const lt__move *m, const lt_rank_layout *la, const int *grp, int n, int j, ilist *have) {
-    int nd = m->ndim, e = m->dim, f = m->cdim;
+static lt_status received(const lt__move *m, const lt_rank_layout *la, const int *grp, int n, int j,
+                          ilist *have) {
+    int nd = m->ndim, e = m->dim;
     const lt_rank_layout *own = &la[grp[j]];
     int64_t size, off;
     for (int d = 0; d < nd; d++) have[d].n = 0;
     switch (m->kind) {
     case LT__MV_ALL_GATHER:
-    case LT__MV_GATHER: {
-        const lt_rank_layout *first = own;   /* the lists off e: any member holding something */
-        for (int q = 0; q < n; q++) {
-            const lt_rank_layout *x = &la[grp[q]];
-            int64_t ne = lt__numel_sat(nd, x->local_shape);
-            if (ne) {
-                first = x;
-                break;
-            }
-        }
-        for (int d = 0; d < nd; d++) {
-            if (d != e) {
-                if (il_push(&have[d], first, d, 0, first->local_shape[d])) return nomem();
-                continue;
-            }
-            for (int q = 0; q < n; q++)
-                if (il_push(&have[d], &la[grp[q]], d, 0, la[grp[q]].local_shape[d])) return nomem();
-        }
-        return LT_OK;
-    }
-    case LT__MV_ALL_TO_ALL: {
-        const lt_rank_layout *first = NULL;
-        for (int q = 0; q < n && !first; q++) {
-            const lt_rank_layout *x = &la[grp[q]];
-            if (lt__split_piece_quiet(&m->rule, x->local_shape[e], n, j, &size, &off)) return lt__err(LT_INVALID, "internal: split");
-            int64_t ne = size;
-            for (int d = 0; d < nd; d++)
-                if (d != e) ne = x->local_shape[d] ? lt__mul_sat(ne, x->local_shape[d]) : 0;
-            if (ne) first = x;
-        }
-        if (!first) first = own;
-        for (int d = 0; d < nd; d++) {
-            if (d != f && d != e) {
-                if (il_push(&have[d], first, d, 0, first->local_shape[d])) return nomem();
-            } else if (d == e && d != f) {
-                lt__split_piece_quiet(&m->rule, first->local_shape[e], n, j, &size, &off);
-                if (il_push(&have[d], first, d, off, size)) return nomem();
-            } else {
-                for (int q = 0; q < n; q++) {
-                    const lt_rank_layout *x = &la[grp[q]];
-                    if (d == e) lt__split_piece_quiet(&m->rule, x->local_shape[e], n, j, &size, &off);
-                    else off = 0, size = x->local_shape[d];
-                    if (il_push(&have[d], x, d, off, size)) return nomem();
-                }
-            }
-        }
-        return LT_OK;
-    }
+    case LT__MV_GATHER: return received_gather(m, la, grp, n, own, have);
+    case LT__MV_ALL_TO_ALL: return received_a2a(m, la, grp, n, j, own, have);
     case LT__MV_SCATTER:
     case LT__MV_REDUCE_SCATTER: {
         const lt_rank_layout *x = m->kind == LT__MV_SCATTER ? &la[grp[m->root]] : own;
@@ -211,7 +230,8 @@ static lt_status received(const lt__move *m, const lt_rank_layout *la, const int
 }
 
 /* The collective of move m on the shards in[], into rcv[] (new tensors). */
-static lt_status collective(lt_comm *comm, const lt__move *m, lt_tensor *const *in, lt_tensor **rcv) {
+static lt_status collective(lt_comm *comm, const lt__move *m, lt_tensor *const *in,
+                            lt_tensor **rcv) {
     int i = m->mesh_dim;
     switch (m->kind) {
     case LT__MV_ALL_GATHER: return lt_all_gather(comm, i, in, m->dim, rcv);
@@ -304,8 +324,8 @@ static lt_status layouts_of(const lt_spec *s, int cache, layset **out) {
 
 /* ---- one step ------------------------------------------------------------------------ */
 
-lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps, lt_tensor *const *in,
-                       lt_tensor **out, int cache) {
+lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *ps,
+                       lt_tensor *const *in, lt_tensor **out, int cache) {
     const lt_mesh *mesh = from->mesh;
     lt_spec to = lt__spec_with(from, ps->after);
     const lt__move *m = ps->move_;
@@ -351,7 +371,8 @@ lt_status lt__move_run(lt_comm *comm, const lt_spec *from, const lt_plan_step *p
             if (same) {
                 st = received(m, la, grp, n, kp, have2);
                 for (int d = 0; !st && same && d < nd; d++)
-                    same = have[d].n == have2[d].n && !memcmp(have[d].v, have2[d].v, sizeof(int64_t) * (size_t)have[d].n);
+                    same = have[d].n == have2[d].n &&
+                           !memcmp(have[d].v, have2[d].v, sizeof(int64_t) * (size_t)have[d].n);
             }
             if (!st && same) {
                 st = lt_tensor_view(out[k], &out[r]);
