@@ -438,6 +438,9 @@ static lt_status sizes_room(call *k, size_t count) {
 /* Between the two passes: refuses up front results that cannot fit in
  * memory (every rank's result exists at once), before any is created. */
 static lt_status room(call *k) {
+    /* nothing new (every output given): lt__mem_check passes without reading
+     * the prefix, which costs 2,000 instructions to format (a 4K call's 12%) */
+    if (k->need == 0) return LT_OK;
     char pre[256];
     prefix(k, -1, pre, sizeof pre);
     return lt__mem_check(k->need, k->c->mesh.world, pre);
