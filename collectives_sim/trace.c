@@ -233,7 +233,9 @@ static size_t row_bytes(const lt_tensor *x, int dim) {
     return x->shape[dim] ? (size_t)(lt_numel(x) / x->shape[dim]) * lt_dtype_size(x->dtype) : 0;
 }
 
-/* src: the member whose shard member p receives in a permute (else p). */
+/* src: the member whose shard member p receives in a permute (else p).
+ * Not for all_reduce, scatter and broadcast (lt__trace_group_bytes has
+ * their shortcuts). */
 static lt__member group_member(const group_call *g, int p, int src) {
     lt_coll coll = g->coll;
     int n = g->n, root = g->root, dim = g->dim;
@@ -264,16 +266,11 @@ static lt__member group_member(const group_call *g, int p, int src) {
             if (i == (size_t)p) m.kept = b;
         }
         break;
-    case LT_COLL_BROADCAST:
-    case LT_COLL_SCATTER:
-        m.out = coll == LT_COLL_SCATTER ? lt_nbytes(out[rk[p]]) : in_bytes(g, root);
-        m.kept = p == root ? m.out : 0;
-        break;
     case LT_COLL_PERMUTE:
         m.out = in_bytes(g, src);
         m.kept = src == p ? m.out : 0;
         break;
-    default: /* barrier: nothing moves */
+    default: /* barrier: nothing moves; scatter, broadcast: from_root_bytes */
         break;
     }
     return m;
@@ -307,7 +304,7 @@ void lt__trace_group_bytes(lt_trace *t, lt_coll coll, int n, const int *rk,
     if (!t->enabled || t->n == 0 || n <= 0 || coll == LT_COLL_BARRIER) return; /* nothing moves */
     size_t *sent = t->pool + t->ev[t->n - 1].pool_off, *recv = sent + t->world;
     const lt_tensor *t0 = in[rk[0]];
-    uint64_t es = t0 ? lt_dtype_size(t0->dtype) : 1, others = 0;
+    uint64_t es = t0 ? lt_dtype_size(t0->dtype) : 1;
     group_call g = {coll, n, root, dim, rk, in, out, sizes, 0, nbytes_or0(t0), NULL, NULL};
     if (coll == LT_COLL_ALL_REDUCE) { /* every member's part is the same but its ring piece */
         lt__member m = {g.in0, g.in0, 0};
@@ -320,7 +317,7 @@ void lt__trace_group_bytes(lt_trace *t, lt_coll coll, int n, const int *rk,
         return;
     }
     size_t stack_ib[64], *ib = NULL;   /* each member's input bytes, once */
-    if (coll != LT_COLL_ALL_REDUCE && coll != LT_COLL_REDUCE_SCATTER && coll != LT_COLL_REDUCE) {
+    if (coll != LT_COLL_REDUCE_SCATTER && coll != LT_COLL_REDUCE) {
         ib = n <= 64 ? stack_ib : lt__malloc(sizeof(size_t) * (size_t)n);
         for (int i = 0; ib && i < n; i++) ib[i] = nbytes_or0(in[rk[i]]);
         g.ib = ib;   /* NULL when out of memory: computed per use instead */
@@ -337,14 +334,7 @@ void lt__trace_group_bytes(lt_trace *t, lt_coll coll, int n, const int *rk,
         int p = coll == LT_COLL_PERMUTE ? perm[s] : s;
         lt__member m = group_member(&g, p, s);
         recv[rk[p]] = (size_t)lt__coll_recv(coll, n, p, root, m, es);
-        sent[rk[p]] = coll == LT_COLL_ALL_REDUCE
-                          ? recv[rk[p]] /* cost.h: the same */
-                          : (size_t)lt__coll_sent(coll, n, p, root, m, es, 0);
-        if (p != root) others += recv[rk[p]];
-    }
-    if ((coll == LT_COLL_SCATTER || coll == LT_COLL_BROADCAST) && root >= 0 && root < n) {
-        lt__member m = group_member(&g, root, root);
-        sent[rk[root]] = (size_t)lt__coll_sent(coll, n, root, root, m, es, others);
+        sent[rk[p]] = (size_t)lt__coll_sent(coll, n, p, root, m, es, 0);
     }
     if (rows != stack_rows) lt__free(rows);
     if (ib != stack_ib) lt__free(ib);
