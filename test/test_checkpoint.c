@@ -271,6 +271,25 @@ static void rm_dir(const char *d) {
 /* Reshard dcp_2x4_uneven onto [S(0)] on 4: rank 1 holds w's rows 2-3
  * (5 rows in 4: 2,2,1,0), checked against the value rule; the whole output
  * was compared with the source by the reshard itself. */
+/* The pieces of w (rows of 6) in rank `rank`'s file of ck: each starts at
+ * row `row`, holds `rows` rows, and its values follow the value rule; at
+ * least one is there. */
+static void expect_w_rows(lt_ckpt *ck, int rank, int64_t row, int64_t rows) {
+    const lt_ck_tensor *w = tensor(ck, "w");
+    int seen = 0;
+    for (int k = 0; k < w->n; k++) {
+        if (ck->frank[w->p[k].file] != rank) continue;
+        const lt_st_entry *e = lt__ck_entry(ck, &w->p[k]);
+        assert_true(w->p[k].off[0] == row && e->shape[0] == rows && e->shape[1] == 6);
+        float v[64];
+        assert_true(rows * 6 <= 64);
+        LT_CHECK(lt__st_read(ck->files[w->p[k].file], e, 0, v, sizeof(float) * (size_t)(rows * 6)));
+        for (int64_t i = 0; i < rows * 6; i++) assert_true(v[i] == gen_value("w", row * 6 + i));
+        seen = 1;
+    }
+    assert_true(seen);
+}
+
 static void test_reshard_dcp(void **state) {
     (void)state;
     char out[] = "/tmp/lt_test_ckout_XXXXXX";
@@ -286,18 +305,7 @@ static void test_reshard_dcp(void **state) {
     lt__ck_close(ck);
     ck = open_ok(out);
     expect_layout(ck, "w", "[S(0)] on 4, uneven: rank 3 empty");
-    const lt_ck_tensor *w = tensor(ck, "w");
-    int seen = 0;
-    for (int k = 0; k < w->n; k++) {
-        if (ck->frank[w->p[k].file] != 1) continue;
-        const lt_st_entry *e = lt__ck_entry(ck, &w->p[k]);
-        assert_true(w->p[k].off[0] == 2 && e->shape[0] == 2 && e->shape[1] == 6);
-        float v[12];
-        LT_CHECK(lt__st_read(ck->files[w->p[k].file], e, 0, v, sizeof v));
-        for (int i = 0; i < 12; i++) assert_true(v[i] == gen_value("w", 12 + i));
-        seen = 1;
-    }
-    assert_true(seen);
+    expect_w_rows(ck, 1, 2, 2);
     lt__ck_close(ck);
     /* HF target of the strided fixture: one whole tensor */
     rm_dir(out);
@@ -331,19 +339,8 @@ static void test_reshard_ragged(void **state) {
     LT_CHECK(lt__ck_reshard(ck, &m, pl, 1, sink, out, LT_CK_DCP, &compared));
     lt__ck_close(ck);
     ck = open_ok(out);
-    const lt_ck_tensor *w = tensor(ck, "w");
-    int seen = 0;
-    for (int k = 0; k < w->n; k++) {
-        const lt_st_entry *e = lt__ck_entry(ck, &w->p[k]);
-        if (ck->frank[w->p[k].file] == 0) assert_true(w->p[k].off[0] == 0 && e->shape[0] == 1);
-        if (ck->frank[w->p[k].file] != 1) continue;
-        assert_true(w->p[k].off[0] == 1 && e->shape[0] == 3 && e->shape[1] == 6);
-        float v[18];
-        LT_CHECK(lt__st_read(ck->files[w->p[k].file], e, 0, v, sizeof v));
-        for (int i = 0; i < 18; i++) assert_true(v[i] == gen_value("w", 6 + i));
-        seen = 1;
-    }
-    assert_true(seen);
+    expect_w_rows(ck, 0, 0, 1);
+    expect_w_rows(ck, 1, 1, 3);
     lt__ck_close(ck);
     fclose(sink);
     rm_dir(out);
