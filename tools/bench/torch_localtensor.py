@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tools/bench/torch_localtensor.py - issue 33's workloads under PyTorch's LocalTensorMode.
+"""tools/bench/torch_localtensor.py - the bench's two workloads under PyTorch's LocalTensorMode.
 
 Why it exists: the bench rows "workload redist ..." and "workload tp mlp ..."
 (tools/bench/bench_workload.c) time two workloads in localtensor; this script
