@@ -124,7 +124,10 @@ static char *take_kept(size_t bytes, int idle_only) {
     return list;
 }
 
-/* Returns a list from take_kept to the C library (cache_mu not held). */
+/* Returns a list from take_kept through lt__free (cache_mu not held): the
+ * allocator's block cache (kernels/alloc.c) may keep a block and hand it out
+ * for the next request of about its size, a best-fit second level under
+ * these exact sizes; lt_backend_cpu_trim empties both. */
 static void give_back(char *list) {
     while (list) {
         char *q = list;
@@ -234,6 +237,7 @@ void lt_backend_cpu_trim(void) {
     char *kept = take_kept(SIZE_MAX, 0);
     pthread_mutex_unlock(&cache_mu);
     give_back(kept);
+    lt__alloc_trim();
 }
 
 static void cpu_memcpy(void *ctx, void *dst, const void *src, size_t nbytes) {

@@ -69,7 +69,8 @@ struct lt_backend {
 
 /* The process-wide CPU backend (static; never freed). */
 LT_API const lt_backend *lt_backend_cpu(void);
-/* Returns the CPU backend's cached large blocks to the system. */
+/* Returns the blocks kept for reuse (the CPU backend's storage cache and the
+ * library's block cache) to the system. */
 LT_API void lt_backend_cpu_trim(void);
 /* The backend new tensors go to when none is named: the CPU backend unless
  * lt_backend_select chose another. */
