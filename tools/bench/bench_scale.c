@@ -4,7 +4,8 @@
  * (16384, 16384) f32 tensor (1 GiB) on 16x16x16.
  *
  * Each row times the whole job the CLI runs (absolute seconds, the fastest
- * of SCALE_REPS calls, each from an empty block cache):
+ * of SCALE_REPS calls; the blocks each call leaves are given back before
+ * the next):
  * init of the source, planning (cold cache), execution and verification of
  * every step. "bytes" is the LOGICAL tensor size, so GB/s is logical bytes
  * per second and the memcpy ratio shows the time per logical byte: replicas
@@ -67,7 +68,7 @@ static void scale_rows(lt_bench *b, const char *mesh_s, int64_t cols, int split)
     lt_init init = {LT_INIT_ARANGE, 0};
     lt_dtensor *src = NULL;
     double t_all = INFINITY, tr = INFINITY, tv = INFINITY;
-    for (int i = 0; all && i < SCALE_REPS; i++) {   /* each from an empty block cache */
+    for (int i = 0; all && i < SCALE_REPS; i++) {
         double t = lt_bench_now();
         check(lt_dtensor_new(&m, LT_F32, 2, shape, sp, 3, &init, &src), "init");
         run_once(src, dp, 1, 1);

@@ -121,8 +121,9 @@ double lt_bench_sgemm_once(int64_t m, int64_t k, int64_t n) {
 static double floor_sgemm(int mlp) {
     if (!mlp) return 0;
     /* W1's 4 tp shards together are one (512,1024)@(1024,4096); the second
-     * matmul's 4 unique products are (512,512)@(512,1024) each */
-    return lt_bench_sgemm_once(512, 1024, 4096) + 4 * lt_bench_sgemm_once(512, 512, 1024);
+     * matmul's 4 unique products are the hidden (512,4096) S(1) shard
+     * (512,1024) by W2's (4096,1024) S(0) shard (1024,1024) each */
+    return lt_bench_sgemm_once(512, 1024, 4096) + 4 * lt_bench_sgemm_once(512, 1024, 1024);
 }
 
 static void make_inputs(int mlp, lt_dtensor **in, int *nin) {
