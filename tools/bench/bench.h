@@ -11,7 +11,8 @@
  * call), and ratio = gbps / baseline_gbps. A row without a baseline (e.g.
  * per-call overhead) passes NAN, and JSON shows null.
  *
- * Environment: LT_BENCH_FILTER=substr[|substr...] runs only matching rows.
+ * Environment: LT_BENCH_FILTER=substr[|substr...] runs only matching rows;
+ * LT_BENCH_SCALE_JOB is set by the scale rows for the processes they start.
  */
 #ifndef LT_BENCH_H
 #define LT_BENCH_H
@@ -61,6 +62,9 @@ void lt_bench_scenario(lt_bench *b);       /* tools/bench/bench_scenario.c */
 void lt_bench_numerics(lt_bench *b);       /* tools/bench/bench_numerics.c */
 void lt_bench_backend(lt_bench *b);        /* tools/bench/bench_backend.c */
 void lt_bench_scale(lt_bench *b);          /* tools/bench/bench_scale.c */
+/* In a process started by a scale row (LT_BENCH_SCALE_JOB set): runs its one
+ * cold job, prints the seconds and returns 1; otherwise 0. */
+int lt_bench_scale_child(void);
 void lt_bench_sweep(lt_bench *b);          /* tools/bench/bench_scenario.c */
 void lt_bench_workload(lt_bench *b);       /* tools/bench/bench_workload.c */
 void lt_bench_train(lt_bench *b);          /* tools/bench/bench_train.c */
