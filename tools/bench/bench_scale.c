@@ -20,11 +20,14 @@
  * minus without).
  */
 #include <math.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #include "localtensor/kernels/backend.h"
 #include "localtensor/localtensor.h"
@@ -85,9 +88,11 @@ int lt_bench_scale_child(void) {
     return 1;
 }
 
-/* Seconds of the cold job in a fresh process of this binary. */
+/* Seconds of the cold job in a fresh process of this binary. posix_spawn,
+ * not fork: a fork would mark every page of this process copy-on-write, and
+ * the rows after it would pay a fault on their first write to each. */
 static double cold_job_child(const char *mesh_s, int64_t cols) {
-    char exe[4096], job[64];
+    char exe[4096], job[64], out[64] = {0};
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     int fd[2];
     if (n <= 0 || pipe(fd)) {
@@ -96,23 +101,28 @@ static double cold_job_child(const char *mesh_s, int64_t cols) {
     }
     exe[n] = 0;
     snprintf(job, sizeof job, "%s %lld", mesh_s, (long long)cols);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
+    posix_spawn_file_actions_addclose(&fa, fd[0]);
+    char *argv[] = {exe, NULL};
+    pid_t pid;
     fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fd[1], 1);
-        close(fd[0]);
-        setenv("LT_BENCH_SCALE_JOB", job, 1);
-        execl(exe, exe, (char *)NULL);
-        _exit(127);
-    }
+    setenv("LT_BENCH_SCALE_JOB", job, 1);
+    int bad = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
+    unsetenv("LT_BENCH_SCALE_JOB");
+    posix_spawn_file_actions_destroy(&fa);
     close(fd[1]);
-    char out[64] = {0};
-    ssize_t got = pid > 0 ? read(fd[0], out, sizeof out - 1) : -1;
+    size_t got = 0;
+    ssize_t r = 1;
+    while (!bad && r > 0 && got < sizeof out - 1) {   /* to the child's exit */
+        r = read(fd[0], out + got, sizeof out - 1 - got);
+        if (r > 0) got += (size_t)r;
+    }
     close(fd[0]);
     int status = 0;
     double t = got > 0 ? strtod(out, NULL) : 0;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+    if (bad || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
         WEXITSTATUS(status) != 0 || !(t > 0)) {
         fprintf(stderr, "bench: the cold job %s failed\n", job);
         exit(2);
