@@ -69,8 +69,10 @@ struct lt_backend {
 
 /* The process-wide CPU backend (static; never freed). */
 LT_API const lt_backend *lt_backend_cpu(void);
-/* Returns the blocks kept for reuse (the CPU backend's storage cache and the
- * library's block cache) to the system. */
+/* Frees the blocks kept for reuse (the CPU backend's storage cache and the
+ * library's block cache) to the C library, which gives the system back what
+ * it does not keep itself (glibc keeps freed blocks below its mmap threshold
+ * in its heap). */
 LT_API void lt_backend_cpu_trim(void);
 /* The backend new tensors go to when none is named: the CPU backend unless
  * lt_backend_select chose another. */
