@@ -596,8 +596,8 @@ static void test_algorithms_equal_brute_force(void **state) {
 
 /* The 2x3 case of the cost model (docs/SEMANTICS.md §7): [S(0), S(1)] ->
  * [R, S(0)] of (10, 7) f32. By bytes min-cost plans gather (dp), all_to_all
- * (tp), all_gather (dp): 596 B,
- * the busiest rank 60 + 64 + 112 = 236 B. The obvious plan: all_gather
+ * (tp), all_gather (dp): 596 B, the busiest rank 60 + 64 + 112 = 236 B.
+ * The obvious plan: all_gather
  * along dp (tp splits the 7 columns 3, 3, 1: a rank of tp 0 receives its
  * partner's 5 rows x 3 columns = 60 B), then all_to_all along tp (rows
  * split 4, 4, 2: tp 0 receives 4 rows x (3 + 1) columns = 64 B): 124 B on

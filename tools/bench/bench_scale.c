@@ -27,11 +27,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
-
 #include "localtensor/kernels/backend.h"
 #include "localtensor/localtensor.h"
 #include "tools/bench/bench.h"
+
+extern char **environ;
 
 static void check(lt_status st, const char *what) {
     if (st == LT_OK) return;
@@ -52,19 +52,24 @@ static double run_once(const lt_dtensor *src, const lt_placement *dst, int verif
     return t;
 }
 
-/* Each row is the fastest of this many calls: the same job's first-touch page
- * faults cost 0.3 to 1.7 s from one call to the next on a virtual machine
- * (the same fault count, the host backing guest memory), a noise only the
- * minimum sees through. */
+/* Each row is the fastest of this many calls (for "all": processes): the
+ * same job's first-touch page faults cost 0.3 to 1.7 s from one process to
+ * the next on a virtual machine (the same fault count, the host backing
+ * guest memory), a noise only the minimum sees through. */
 #define SCALE_REPS 3
+
+/* The rows' placements: [S(0), S(1), R] -> [R, S(0), S(1)]. */
+static void job_placements(lt_placement sp[3], lt_placement dp[3]) {
+    int np;
+    check(lt_placements_parse("S(0),S(1),R", sp, 3, &np), "placements");
+    check(lt_placements_parse("R,S(0),S(1)", dp, 3, &np), "placements");
+}
 
 /* The cold job of a row, timed: init, then redistribute with verification
  * (cold plan). */
 static double cold_job(const lt_mesh *m, const int64_t *shape) {
     lt_placement sp[3], dp[3];
-    int np;
-    check(lt_placements_parse("S(0),S(1),R", sp, 3, &np), "placements");
-    check(lt_placements_parse("R,S(0),S(1)", dp, 3, &np), "placements");
+    job_placements(sp, dp);
     lt_init init = {LT_INIT_ARANGE, 0};
     lt_dtensor *src = NULL;
     double t = lt_bench_now();
@@ -81,7 +86,10 @@ int lt_bench_scale_child(void) {
     long long cols;
     if (!job) return 0;
     lt_mesh m;
-    if (sscanf(job, "%31s %lld", mesh_s, &cols) != 2) exit(2);
+    if (sscanf(job, "%31s %lld", mesh_s, &cols) != 2) {
+        fprintf(stderr, "bench: LT_BENCH_SCALE_JOB=%s: want \"MESH COLS\"\n", job);
+        exit(2);
+    }
     check(lt_mesh_parse(mesh_s, &m), "mesh");
     int64_t shape[2] = {16384, (int64_t)cols};
     printf("%.9f\n", cold_job(&m, shape));
@@ -140,10 +148,8 @@ static void scale_rows(lt_bench *b, const char *mesh_s, int64_t cols, int split)
     if (!all && !parts) return;
     lt_mesh m;
     lt_placement sp[3], dp[3];
-    int np;
     check(lt_mesh_parse(mesh_s, &m), "mesh");
-    check(lt_placements_parse("S(0),S(1),R", sp, 3, &np), "placements");
-    check(lt_placements_parse("R,S(0),S(1)", dp, 3, &np), "placements");
+    job_placements(sp, dp);
     int64_t shape[2] = {16384, cols};
     size_t logical = (size_t)shape[0] * (size_t)shape[1] * 4;
     lt_init init = {LT_INIT_ARANGE, 0};
